@@ -1,0 +1,140 @@
+package workspace
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Defaults for workspace.json settings. Every setting is optional.
+const (
+	DefaultRoot             = "workspace"
+	DefaultLockTimeout      = 30 * time.Second
+	DefaultValueWarnBytes   = 100 << 10
+	DefaultValueMaxBytes    = 1 << 20
+	DefaultMaxFileBytes     = 16 << 20
+	DefaultMaxDepth         = 64
+	DefaultBackupsKeep      = 10
+	DefaultFullDays         = 7
+	DefaultSummaryDays      = 30
+	DefaultRescan           = 30 * time.Second
+	DefaultGrace            = 5 * time.Second
+	DefaultCleanupInterval  = 24 * time.Hour
+	DefaultRevisionLimit    = 2
+	DefaultReviewerRepeats  = 3
+	DefaultFailureRepeats   = 2
+	DefaultTimeoutLow       = 30 * time.Minute
+	DefaultTimeoutMedium    = 2 * time.Hour
+	DefaultTimeoutHigh      = 8 * time.Hour
+	DefaultPreambleMaxBytes = 600
+)
+
+// Duration is a time.Duration written as a Go duration string ("30s").
+type Duration time.Duration
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON accepts a duration string ("90s", "2h") or a number of seconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("duration %q: %w", s, err)
+		}
+		*d = Duration(v)
+		return nil
+	}
+	var secs float64
+	if err := json.Unmarshal(b, &secs); err != nil {
+		return fmt.Errorf("duration must be a string like \"30s\" or a number of seconds")
+	}
+	*d = Duration(secs * float64(time.Second))
+	return nil
+}
+
+// Settings is workspace.json. Zero fields take the Default… values.
+type Settings struct {
+	// LockTimeout bounds every lock wait.
+	LockTimeout Duration `json:"lock_timeout,omitzero"`
+	// Mode is "default" (0644 files, 0755 dirs) or "private" (0600/0700).
+	Mode      string            `json:"mode,omitempty"`
+	Limits    LimitSettings     `json:"limits,omitzero"`
+	Backups   BackupSettings    `json:"backups,omitzero"`
+	Retention RetentionSettings `json:"retention,omitzero"`
+	Daemon    DaemonSettings    `json:"daemon,omitzero"`
+	Friction  FrictionSettings  `json:"friction,omitzero"`
+}
+
+// LimitSettings bounds what agents may write and what the daemon reads.
+type LimitSettings struct {
+	ValueWarnBytes int `json:"value_warn_bytes,omitempty"`
+	ValueMaxBytes  int `json:"value_max_bytes,omitempty"`
+	MaxFileBytes   int `json:"max_file_bytes,omitempty"`
+	MaxDepth       int `json:"max_depth,omitempty"`
+}
+
+// BackupSettings configures the rolling backups of state.json.
+type BackupSettings struct {
+	Keep int `json:"keep,omitempty"`
+}
+
+// RetentionSettings is the cleanup policy.
+type RetentionSettings struct {
+	FullDays    int `json:"full_days,omitempty"`
+	SummaryDays int `json:"summary_days,omitempty"`
+}
+
+// DaemonSettings configures workspaced serve.
+type DaemonSettings struct {
+	Rescan          Duration `json:"rescan,omitzero"`
+	Grace           Duration `json:"grace,omitzero"`
+	CleanupInterval Duration `json:"cleanup_interval,omitzero"`
+}
+
+// FrictionSettings tunes the friction detectors.
+type FrictionSettings struct {
+	RevisionLimit   int      `json:"revision_limit,omitempty"`
+	ReviewerRepeats int      `json:"reviewer_repeats,omitempty"`
+	FailureRepeats  int      `json:"failure_repeats,omitempty"`
+	TimeoutLow      Duration `json:"timeout_low,omitzero"`
+	TimeoutMedium   Duration `json:"timeout_medium,omitzero"`
+	TimeoutHigh     Duration `json:"timeout_high,omitzero"`
+}
+
+// WithDefaults returns s with every zero field set to its default.
+func (s Settings) WithDefaults() Settings {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defD := func(v *Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = Duration(d)
+		}
+	}
+	defD(&s.LockTimeout, DefaultLockTimeout)
+	if s.Mode == "" {
+		s.Mode = "default"
+	}
+	def(&s.Limits.ValueWarnBytes, DefaultValueWarnBytes)
+	def(&s.Limits.ValueMaxBytes, DefaultValueMaxBytes)
+	def(&s.Limits.MaxFileBytes, DefaultMaxFileBytes)
+	def(&s.Limits.MaxDepth, DefaultMaxDepth)
+	def(&s.Backups.Keep, DefaultBackupsKeep)
+	def(&s.Retention.FullDays, DefaultFullDays)
+	def(&s.Retention.SummaryDays, DefaultSummaryDays)
+	defD(&s.Daemon.Rescan, DefaultRescan)
+	defD(&s.Daemon.Grace, DefaultGrace)
+	// CleanupInterval 0 in the file means "default"; the serve flag can turn it off.
+	defD(&s.Daemon.CleanupInterval, DefaultCleanupInterval)
+	def(&s.Friction.RevisionLimit, DefaultRevisionLimit)
+	def(&s.Friction.ReviewerRepeats, DefaultReviewerRepeats)
+	def(&s.Friction.FailureRepeats, DefaultFailureRepeats)
+	defD(&s.Friction.TimeoutLow, DefaultTimeoutLow)
+	defD(&s.Friction.TimeoutMedium, DefaultTimeoutMedium)
+	defD(&s.Friction.TimeoutHigh, DefaultTimeoutHigh)
+	return s
+}

@@ -1,0 +1,262 @@
+package workspace
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// The Go types below are the shapes of the files in the tree. Field order is
+// the order in which they are written (canonical JSON); the JSON Schemas in
+// schemas/ describe the same shapes for agents in other languages. Extra
+// fields written by agents are tolerated by the schemas, but a round trip
+// through these types drops them, so only files the workspace itself owns
+// (state.json, entries, threads it writes) are ever rewritten from them.
+
+// Task is task.json: the definition of a root thread, immutable once written.
+type Task struct {
+	ID          string    `json:"id"`
+	CreatedAt   time.Time `json:"created_at"`
+	Description string    `json:"description"`
+	Context     string    `json:"context,omitempty"`
+	Constraints []string  `json:"constraints,omitempty"`
+	Priority    string    `json:"priority,omitempty"`
+	SubmittedBy string    `json:"submitted_by,omitempty"`
+}
+
+// Plan is plan.json: the current plan of a task, written by an agent.
+// Every write bumps Version; the previous version is kept in
+// plans/plan_v<N>.json.
+type Plan struct {
+	ID          string       `json:"id"`
+	TaskID      string       `json:"task_id"`
+	Version     int          `json:"version"`
+	CreatedAt   time.Time    `json:"created_at"`
+	CreatedBy   string       `json:"created_by,omitempty"`
+	Status      string       `json:"status,omitempty"` // draft | proposed | approved | revision_needed
+	Summary     string       `json:"summary,omitempty"`
+	Subtasks    []Subtask    `json:"subtasks"`
+	Checkpoints []Checkpoint `json:"checkpoints,omitempty"`
+	WorkerCount int          `json:"worker_count,omitempty"`
+	Risks       []string     `json:"risks,omitempty"`
+	Assumptions []string     `json:"assumptions,omitempty"`
+}
+
+// Subtask is one unit of work in a plan.
+type Subtask struct {
+	ID                  string   `json:"id"`
+	Description         string   `json:"description"`
+	Dependencies        []string `json:"dependencies,omitempty"`
+	EstimatedComplexity string   `json:"estimated_complexity,omitempty"` // low | medium | high
+	Parallelizable      bool     `json:"parallelizable,omitempty"`
+	// MaxRetries is how many failed attempts are sent back to pending
+	// before the subtask (and with it the task) fails. Default 0.
+	MaxRetries int `json:"max_retries,omitempty"`
+}
+
+// Checkpoint groups subtasks whose completion must be reviewed
+// (a checkpoint_review) before the task can complete.
+type Checkpoint struct {
+	ID          string   `json:"id"`
+	Description string   `json:"description,omitempty"`
+	Subtasks    []string `json:"subtasks"`
+}
+
+// Output is outputs/<subtask_id>.json: the product of one subtask.
+type Output struct {
+	SubtaskID     string            `json:"subtask_id"`
+	WorkerID      string            `json:"worker_id,omitempty"`
+	CompletedAt   *time.Time        `json:"completed_at,omitempty"`
+	Status        string            `json:"status,omitempty"` // completed | failed
+	Summary       string            `json:"summary,omitempty"`
+	FilesCreated  []string          `json:"files_created,omitempty"`
+	FilesModified []string          `json:"files_modified,omitempty"`
+	Decisions     []string          `json:"decisions,omitempty"`
+	Code          map[string]string `json:"code,omitempty"`
+	Error         string            `json:"error,omitempty"`
+}
+
+// Review is reviews/<review_id>.json: one review decision.
+type Review struct {
+	ID         string        `json:"id"`
+	Type       string        `json:"type"` // plan_review | checkpoint_review | output_review
+	Target     string        `json:"target,omitempty"`
+	Reviewer   string        `json:"reviewer,omitempty"`
+	ReviewedAt *time.Time    `json:"reviewed_at,omitempty"`
+	Verdict    string        `json:"verdict"` // approved | revision_needed | rejected
+	Issues     []ReviewIssue `json:"issues,omitempty"`
+	Notes      string        `json:"notes,omitempty"`
+	// Escalate, when set, says the reviewer hands the decision to a human.
+	Escalate string `json:"escalate,omitempty"`
+}
+
+// ReviewIssue is one problem a reviewer found.
+type ReviewIssue struct {
+	Severity   string `json:"severity,omitempty"`
+	Location   string `json:"location,omitempty"`
+	Problem    string `json:"problem"`
+	Suggestion string `json:"suggestion,omitempty"`
+}
+
+// Entry is one key-value entry in any scope (env data, session, agent and
+// global memory). Value is written last so a manifest reader can stop
+// after short_description.
+type Entry struct {
+	Key              string          `json:"key"`
+	ShortDescription string          `json:"short_description"`
+	StoredBy         string          `json:"stored_by"`
+	CreatedAt        time.Time       `json:"created_at"`
+	UpdatedAt        time.Time       `json:"updated_at"`
+	Version          int             `json:"version"`
+	Value            json.RawMessage `json:"value"`
+}
+
+// ManifestItem is one line of a list: everything but the value.
+type ManifestItem struct {
+	Key              string    `json:"key"`
+	ShortDescription string    `json:"short_description"`
+	StoredBy         string    `json:"stored_by"`
+	UpdatedAt        time.Time `json:"updated_at"`
+	Version          int       `json:"version"`
+	Size             int64     `json:"size"`
+}
+
+// Thread is threads/<id>.json: one delegation thread. The root thread of a
+// task has the task's id and no parent.
+type Thread struct {
+	ID        string    `json:"id"`
+	ParentID  string    `json:"parent_id,omitempty"`
+	TaskID    string    `json:"task_id"`
+	From      string    `json:"from"`
+	To        string    `json:"to"`
+	Message   string    `json:"message,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
+	Status    string    `json:"status"` // active | pending | done
+	Concern   string    `json:"concern,omitempty"`
+	Approach  string    `json:"approach,omitempty"`
+	// Buffers name what the thread looks at: env:<key>,
+	// memory:<scope>:<key>, or a file path inside the task directory.
+	Buffers   []string `json:"buffers,omitempty"`
+	SkillTags []string `json:"skill_tags,omitempty"`
+	Progress  string   `json:"progress,omitempty"`
+}
+
+// AgentCards is config/agents.json.
+type AgentCards struct {
+	Agents []AgentCard `json:"agents"`
+}
+
+// AgentCard describes one agent to the others.
+type AgentCard struct {
+	Name         string   `json:"name"`
+	Description  string   `json:"description,omitempty"`
+	Role         string   `json:"role,omitempty"`
+	Capabilities []string `json:"capabilities,omitempty"`
+	// DelegationContext turns the delegation preamble on (nil means true).
+	DelegationContext *bool    `json:"delegation_context,omitempty"`
+	PreambleDetail    string   `json:"preamble_detail,omitempty"` // minimal | standard | verbose
+	GlobalBuffers     []string `json:"global_buffers,omitempty"`
+}
+
+// Marker is the content of a .claim.* or .done.* marker file.
+type Marker struct {
+	AgentID     string     `json:"agent_id"`
+	SubtaskID   string     `json:"subtask_id,omitempty"`
+	OutputFile  string     `json:"output_file,omitempty"`
+	Status      string     `json:"status,omitempty"` // done: completed (default) | failed
+	Error       string     `json:"error,omitempty"`
+	Escalate    string     `json:"escalate,omitempty"`
+	ClaimedAt   *time.Time `json:"claimed_at,omitempty"`
+	CompletedAt *time.Time `json:"completed_at,omitempty"`
+}
+
+// State is state.json: the execution state of one task, written only by
+// the daemon.
+type State struct {
+	TaskID        string                      `json:"task_id"`
+	PlanID        string                      `json:"plan_id,omitempty"`
+	PlanVersion   int                         `json:"plan_version,omitempty"`
+	PlanStatus    string                      `json:"plan_status,omitempty"` // none | proposed | approved | revision_needed
+	Status        string                      `json:"status"`                // planning | executing | completed | failed | cancelled
+	Phase         string                      `json:"phase"`
+	StartedAt     *time.Time                  `json:"started_at,omitempty"`
+	LastUpdated   time.Time                   `json:"last_updated"`
+	CompletedAt   *time.Time                  `json:"completed_at,omitempty"`
+	Subtasks      map[string]*SubtaskState    `json:"subtasks"`
+	Checkpoints   map[string]*CheckpointState `json:"checkpoints"`
+	Workers       map[string]*WorkerState     `json:"workers"`
+	RevisionCount int                         `json:"revision_count"`
+	Errors        []StateError                `json:"errors"`
+	JournalSeq    int64                       `json:"journal_seq"`
+}
+
+// SubtaskState is one subtask's progress.
+type SubtaskState struct {
+	Status      string     `json:"status"` // blocked | pending | in_progress | completed | failed
+	Worker      string     `json:"worker,omitempty"`
+	BlockedBy   []string   `json:"blocked_by,omitempty"`
+	Attempts    int        `json:"attempts,omitempty"`
+	StartedAt   *time.Time `json:"started_at,omitempty"`
+	CompletedAt *time.Time `json:"completed_at,omitempty"`
+	Output      string     `json:"output,omitempty"`
+	Error       string     `json:"error,omitempty"`
+}
+
+// CheckpointState is one checkpoint's progress.
+type CheckpointState struct {
+	Status     string     `json:"status"` // pending | awaiting_review | approved | revision_needed
+	ReachedAt  *time.Time `json:"reached_at,omitempty"`
+	ReviewedAt *time.Time `json:"reviewed_at,omitempty"`
+	Review     string     `json:"review,omitempty"`
+}
+
+// WorkerState is one worker's availability.
+type WorkerState struct {
+	Status      string `json:"status"` // available | busy
+	CurrentTask string `json:"current_task,omitempty"`
+}
+
+// StateError records something that went wrong while applying a marker.
+type StateError struct {
+	At        time.Time `json:"at"`
+	Seq       int64     `json:"seq,omitempty"`
+	Agent     string    `json:"agent,omitempty"`
+	SubtaskID string    `json:"subtask_id,omitempty"`
+	Message   string    `json:"message"`
+}
+
+// Event is one line of events.log.
+type Event struct {
+	Time   time.Time         `json:"time"`
+	Name   string            `json:"event"`
+	TaskID string            `json:"task_id"`
+	Args   []string          `json:"args,omitempty"`
+	Attrs  map[string]string `json:"attrs,omitempty"`
+}
+
+// JournalRecord is journal/<seq>.json: one marker the daemon has taken, in
+// the order taken. The record carries everything the state machine needs,
+// so replaying the journal over task.json reproduces state.json exactly.
+type JournalRecord struct {
+	Seq     int64     `json:"seq"`
+	TakenAt time.Time `json:"taken_at"`
+	// File is the marker's name when it was dropped (".done.worker_1").
+	File   string `json:"file"`
+	Kind   string `json:"kind"` // claim | done
+	Marker Marker `json:"marker"`
+	// Rejected is the reason a marker was refused; the state only records
+	// the error.
+	Rejected string `json:"rejected,omitempty"`
+	// Product snapshots, taken when a done marker is journaled: the plan
+	// it proposes (output_file plan.json) or the review it reports
+	// (reviews/<id>.json). Outputs need no snapshot: the marker's status
+	// is what the state records.
+	Plan   *Plan   `json:"plan,omitempty"`
+	Review *Review `json:"review,omitempty"`
+}
+
+// Record kinds.
+const (
+	KindClaim = "claim"
+	KindDone  = "done"
+)
