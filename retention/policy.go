@@ -1,0 +1,226 @@
+// Package retention decides which finished tasks a workspace keeps whole,
+// which it cuts down to their summary and which it removes (SPEC §7), and
+// carries the decision out on the tree.
+//
+// The policy is a pure function (Decide, Apply) over TaskInfo values, in the
+// manner of restic's forget: it reads no files and no clock, so the same
+// inputs always give the same decisions and reasons. The Pruner is the thin
+// shell that reads each task's state, asks the policy and acts under the
+// task's lock.
+//
+// Friction entries are not this package's business: the caller anonymises
+// the ids the Report lists as removed.
+package retention
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Task statuses, as state.json records them (SPEC §4).
+const (
+	StatusPlanning  = "planning"
+	StatusExecuting = "executing"
+	StatusCompleted = "completed"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+)
+
+// Policy defaults (SPEC §7) and bounds.
+const (
+	// DefaultFullDays is how long a finished task is kept whole.
+	DefaultFullDays = 7
+	// DefaultSummaryDays is how long a finished task is kept at all.
+	DefaultSummaryDays = 30
+	// MaxDays bounds both policy fields (100 years), far below the
+	// ~292 years a time.Duration can hold.
+	MaxDays = 36500
+)
+
+// Day is the unit of the policy: a fixed 24 hours, not a calendar day, so a
+// daylight-saving change never moves a boundary.
+const Day = 24 * time.Hour
+
+// Errors returned by this package.
+var (
+	// ErrInvalidPolicy reports a policy that Validate refuses.
+	ErrInvalidPolicy = errors.New("invalid retention policy")
+	// ErrCleanupRunning reports another Pruner already running over the
+	// same tree. The error also satisfies errors.Is(err, locking.ErrLocked)
+	// and names the holder.
+	ErrCleanupRunning = errors.New("another cleanup is running")
+)
+
+// Policy is the retention policy of SPEC §7: a finished task is kept whole
+// for FullDays after its completed_at, then kept as a summary (task.json,
+// state.json, events.log) until SummaryDays, then removed.
+type Policy struct {
+	FullDays    int `json:"full_days"`
+	SummaryDays int `json:"summary_days"`
+}
+
+// DefaultPolicy returns the policy of SPEC §7: 7 days whole, 30 days in all.
+func DefaultPolicy() Policy {
+	return Policy{FullDays: DefaultFullDays, SummaryDays: DefaultSummaryDays}
+}
+
+// Validate refuses a policy that would destroy more than anyone could mean:
+// FullDays below 0, SummaryDays below 1 (the zero Policy would remove every
+// finished task at once), SummaryDays below FullDays, or either above
+// MaxDays. FullDays 0 (summarise as soon as a task finishes) and FullDays
+// equal to SummaryDays (no summary stage) are allowed. The error wraps
+// ErrInvalidPolicy.
+func (p Policy) Validate() error {
+	switch {
+	case p.FullDays < 0:
+		return fmt.Errorf("%w: full_days %d is negative", ErrInvalidPolicy, p.FullDays)
+	case p.SummaryDays < 1:
+		return fmt.Errorf("%w: summary_days %d would remove every finished task at once; use at least 1", ErrInvalidPolicy, p.SummaryDays)
+	case p.SummaryDays < p.FullDays:
+		return fmt.Errorf("%w: summary_days %d is less than full_days %d", ErrInvalidPolicy, p.SummaryDays, p.FullDays)
+	case p.SummaryDays > MaxDays:
+		return fmt.Errorf("%w: summary_days %d is more than %d", ErrInvalidPolicy, p.SummaryDays, MaxDays)
+	}
+	return nil
+}
+
+// TaskInfo is what the policy needs to know about one task, as read from
+// its directory. The zero value (besides ID) is a task with no state.json.
+type TaskInfo struct {
+	ID string `json:"id"`
+	// Status is state.json's status, "" when there is no state.json.
+	Status string `json:"status,omitempty"`
+	// CompletedAt is state.json's completed_at as written, unparsed; it
+	// may be empty or malformed.
+	CompletedAt string `json:"completed_at,omitempty"`
+	// Summarized is true when the directory holds nothing but the summary
+	// files (task.json, state.json, events.log) and dot entries.
+	Summarized bool `json:"summarized,omitempty"`
+	// StateErr is non-empty when state.json exists but could not be read
+	// or decoded; Status and CompletedAt are then empty.
+	StateErr string `json:"state_err,omitempty"`
+}
+
+// Action is what the policy does with a task.
+type Action string
+
+// The three actions.
+const (
+	// Keep leaves the task as it is.
+	Keep Action = "keep"
+	// Summarize cuts the task down to task.json, state.json and events.log.
+	Summarize Action = "summarize"
+	// Remove deletes the task's directory.
+	Remove Action = "remove"
+)
+
+// Decision is the policy's verdict on one task and why.
+type Decision struct {
+	TaskID string `json:"task_id"`
+	Action Action `json:"action"`
+	// Reason says why, in words fit for a cleanup report.
+	Reason string `json:"reason"`
+	// Age is now minus completed_at (in nanoseconds in JSON); zero when
+	// completed_at is unknown or in the future.
+	Age time.Duration `json:"age_ns,omitempty"`
+}
+
+// Decide applies p to one task at the instant now. p must be valid
+// (Validate). The rules, in order:
+//
+//   - state.json unreadable → keep (the reason names the problem);
+//   - not finished (planning, executing, no state.json, or any status other
+//     than completed, failed, cancelled) → keep: active tasks are never
+//     touched, whatever their age;
+//   - finished with completed_at missing or not RFC 3339 (any offset,
+//     any fraction, upper or lower case T and Z) → keep;
+//   - completed_at after now (clock skew) → keep;
+//   - age < FullDays → keep;
+//   - FullDays ≤ age < SummaryDays → summarize, or keep if already summarised;
+//   - age ≥ SummaryDays → remove.
+//
+// Age counts from completed_at only, never from file times. A boundary
+// belongs to the older side: a task exactly FullDays old is summarised, one
+// exactly SummaryDays old is removed.
+func Decide(t TaskInfo, p Policy, now time.Time) Decision {
+	d := Decision{TaskID: t.ID, Action: Keep}
+	if t.StateErr != "" {
+		d.Reason = "state.json unreadable: " + t.StateErr
+		return d
+	}
+	switch t.Status {
+	case StatusCompleted, StatusFailed, StatusCancelled:
+	case "":
+		d.Reason = "active: no state.json yet"
+		return d
+	case StatusPlanning, StatusExecuting:
+		d.Reason = "active: status " + t.Status
+		return d
+	default:
+		d.Reason = fmt.Sprintf("unknown status %q, treated as active", t.Status)
+		return d
+	}
+	if strings.TrimSpace(t.CompletedAt) == "" {
+		d.Reason = t.Status + " but completed_at is missing"
+		return d
+	}
+	done, err := parseRFC3339(t.CompletedAt)
+	if err != nil {
+		d.Reason = fmt.Sprintf("%s but completed_at %q is not RFC 3339", t.Status, t.CompletedAt)
+		return d
+	}
+	if done.After(now) {
+		d.Reason = fmt.Sprintf("completed_at %s is in the future", t.CompletedAt)
+		return d
+	}
+	d.Age = now.Sub(done)
+	full := time.Duration(p.FullDays) * Day
+	summary := time.Duration(p.SummaryDays) * Day
+	switch {
+	case d.Age < full:
+		d.Reason = fmt.Sprintf("%s %s ago, younger than full_days %d", t.Status, formatAge(d.Age), p.FullDays)
+	case d.Age < summary && t.Summarized:
+		d.Reason = fmt.Sprintf("%s %s ago, already summarised, younger than summary_days %d", t.Status, formatAge(d.Age), p.SummaryDays)
+	case d.Age < summary:
+		d.Action = Summarize
+		d.Reason = fmt.Sprintf("%s %s ago, at least full_days %d", t.Status, formatAge(d.Age), p.FullDays)
+	default:
+		d.Action = Remove
+		d.Reason = fmt.Sprintf("%s %s ago, at least summary_days %d", t.Status, formatAge(d.Age), p.SummaryDays)
+	}
+	return d
+}
+
+// Apply decides every task (see Decide) and returns the decisions sorted by
+// task id. It does not modify tasks.
+func Apply(tasks []TaskInfo, p Policy, now time.Time) []Decision {
+	out := make([]Decision, 0, len(tasks))
+	for _, t := range tasks {
+		out = append(out, Decide(t, p, now))
+	}
+	slices.SortFunc(out, func(a, b Decision) int { return strings.Compare(a.TaskID, b.TaskID) })
+	return out
+}
+
+// parseRFC3339 accepts any RFC 3339 timestamp, including the lower-case
+// "t" and "z" that RFC 3339 §5.6 allows and time.RFC3339 does not.
+func parseRFC3339(s string) (time.Time, error) {
+	return time.Parse(time.RFC3339Nano, strings.ToUpper(s))
+}
+
+// formatAge renders an age as days and hours ("7d0h"), with the remainder
+// below an hour shown only when the age is not a whole number of hours, so
+// boundary cases stay distinguishable in a report.
+func formatAge(d time.Duration) string {
+	days := d / Day
+	rest := d - days*Day
+	hours := rest / time.Hour
+	s := fmt.Sprintf("%dd%dh", days, hours)
+	if r := rest - hours*time.Hour; r != 0 {
+		s += r.String()
+	}
+	return s
+}
