@@ -1,0 +1,67 @@
+// Package machine is the state machine of a task: a pure function that
+// folds the daemon's journal records, one at a time, into the task's
+// state.json and the events that go to events.log.
+//
+// Nothing here does I/O or reads a clock. Every timestamp the machine
+// writes is the record's taken_at, so replaying the same journal over the
+// same task gives the same state, byte for byte, on any machine and at any
+// time: that is what lets the daemon recover from a crash by replaying
+// journal/ past state.json's journal_seq, and what `workspaced state
+// rebuild` relies on.
+//
+// # The task
+//
+//	            plan.json done            plan_review approved
+//	planning ──────────────────▶ (plan_review) ───────────────▶ executing
+//	   ▲   plan_status proposed          │                        │  │  │
+//	   │                                 │ revision_needed        │  │  │ a subtask fails
+//	   └─────────────────────────────────┘ or rejected            │  │  │ with no retry left
+//	        plan_status revision_needed, revision_count+1         │  │  ▼
+//	                                                              │  │ failed
+//	             every subtask completed, every checkpoint approved │  │
+//	                                                  completed ◀──┘  │
+//	                                   a done marker with status      │
+//	                                   "cancelled" (any unfinished) ──▶ cancelled
+//
+// Phases refine the status: planning → plan_review → work_in_progress →
+// awaiting_checkpoint_review (every subtask done, a checkpoint awaits its
+// review) → completed; or failed, or cancelled.
+//
+// # A subtask
+//
+//	blocked ──(every dependency completed)──▶ pending ──claim──▶ in_progress
+//	                                            ▲  ▲                 │  │
+//	                           failed, retry left  └─────────────────┘  │ done completed
+//	                                            │                       ▼
+//	                                            └── checkpoint ◀── completed
+//	                                                revision_needed
+//	in_progress ──done failed, no retry left──▶ failed (and the task fails)
+//
+// A done marker for a pending subtask is an implicit claim. A subtask sent
+// back by a checkpoint revision goes to pending, or to blocked when one of
+// its dependencies was sent back with it; it keeps its attempt count.
+// Subtasks outside the checkpoint that already started are not touched.
+//
+// # A checkpoint
+//
+//	pending ──(its subtasks all completed)──▶ awaiting_review ──approved──▶ approved
+//	                                            ▲          │
+//	                                            │          │ revision_needed or rejected
+//	             its subtasks completed again   └── revision_needed ◀┘
+//
+// # Refusals
+//
+// A record the machine cannot apply is not an error of the daemon: the
+// state records it in errors and an event (claim_refused for a claim,
+// marker_refused for a done marker, output_rejected for a record the daemon
+// already rejected on reading) says why; nothing else changes. Anything on
+// a finished task (completed, failed, cancelled) is refused. A record whose
+// seq is not past the state's journal_seq is ignored altogether, which
+// makes replay idempotent.
+//
+// # Workers
+//
+// Every agent whose claim or done marker is accepted has a workers entry:
+// busy with its current subtask while it holds one in progress, available
+// otherwise. When the task finishes every worker is available.
+package machine
