@@ -138,3 +138,5 @@ func (s Settings) WithDefaults() Settings {
 	defD(&s.Friction.TimeoutHigh, DefaultTimeoutHigh)
 	return s
 }
+
+func timeDuration(d Duration) time.Duration { return time.Duration(d) }

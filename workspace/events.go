@@ -1,0 +1,265 @@
+package workspace
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// EventsFile is a task's event log, relative to the task directory.
+const EventsFile = "events.log"
+
+// FormatEvent renders one events.log line (without the newline):
+// <timestamp> <event> <task_id> [<arg> ...] [key=value ...], attrs sorted by
+// key, and any word that is empty or holds a space, quote, '=' or a
+// non-printable character quoted Go-style.
+func FormatEvent(e Event) string {
+	var b strings.Builder
+	b.WriteString(e.Time.UTC().Format(TimeFormat))
+	b.WriteByte(' ')
+	b.WriteString(quoteWord(e.Name))
+	b.WriteByte(' ')
+	b.WriteString(quoteWord(e.TaskID))
+	for _, a := range e.Args {
+		b.WriteByte(' ')
+		b.WriteString(quoteWord(a))
+	}
+	keys := make([]string, 0, len(e.Attrs))
+	for k := range e.Attrs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		b.WriteByte(' ')
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(quoteWord(e.Attrs[k]))
+	}
+	return b.String()
+}
+
+// TimeFormat is RFC 3339 in UTC with milliseconds, as every file uses.
+const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+func quoteWord(s string) string {
+	if s == "" {
+		return `""`
+	}
+	for _, r := range s {
+		if r <= ' ' || r == '"' || r == '=' || r == '\\' || r == 0x7f || !strconv.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
+// ParseEvent parses one events.log line.
+func ParseEvent(line string) (Event, error) {
+	words, err := splitWords(line)
+	if err != nil {
+		return Event{}, err
+	}
+	if len(words) < 3 {
+		return Event{}, fmt.Errorf("event line %q: want <time> <event> <task> ...", line)
+	}
+	t, err := time.Parse(time.RFC3339Nano, words[0].text)
+	if err != nil {
+		return Event{}, fmt.Errorf("event line %q: bad time: %w", line, err)
+	}
+	e := Event{Time: t, Name: words[1].text, TaskID: words[2].text}
+	for _, w := range words[3:] {
+		if w.key != "" {
+			if e.Attrs == nil {
+				e.Attrs = map[string]string{}
+			}
+			e.Attrs[w.key] = w.text
+			continue
+		}
+		e.Args = append(e.Args, w.text)
+	}
+	return e, nil
+}
+
+type word struct{ key, text string }
+
+func splitWords(line string) ([]word, error) {
+	var out []word
+	i := 0
+	for i < len(line) {
+		if line[i] == ' ' {
+			i++
+			continue
+		}
+		var w word
+		// key=value, where key is a bare word
+		if j := strings.IndexAny(line[i:], "= \""); j > 0 && line[i+j] == '=' {
+			w.key = line[i : i+j]
+			i += j + 1
+		}
+		if i < len(line) && line[i] == '"' {
+			q, err := strconv.QuotedPrefix(line[i:])
+			if err != nil {
+				return nil, fmt.Errorf("event line: bad quoted word at %d: %w", i, err)
+			}
+			s, _ := strconv.Unquote(q)
+			w.text = s
+			i += len(q)
+		} else {
+			j := strings.IndexByte(line[i:], ' ')
+			if j < 0 {
+				j = len(line) - i
+			}
+			w.text = line[i : i+j]
+			i += j
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// AppendEvent appends one line to the task's events.log with a single
+// write(2) on an O_APPEND file, so concurrent writers never interleave
+// within a line. Events are a feed: they are not fsynced (state.json and
+// the journal are the durable record).
+func (w *Workspace) AppendEvent(e Event) error {
+	if e.Time.IsZero() {
+		e.Time = w.Now()
+	}
+	return w.AppendEvents(e.TaskID, []Event{e})
+}
+
+// AppendEvents appends several events of one task in one write.
+func (w *Workspace) AppendEvents(taskID string, evs []Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	if err := ValidateID("task id", taskID); err != nil {
+		return err
+	}
+	var b strings.Builder
+	for _, e := range evs {
+		if e.Time.IsZero() {
+			e.Time = w.Now()
+		}
+		b.WriteString(FormatEvent(e))
+		b.WriteByte('\n')
+	}
+	name := path.Join("tasks", taskID, EventsFile)
+	f, err := w.root.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, w.FilePerm())
+	if err != nil {
+		return fmt.Errorf("append event to %s: %w", name, err)
+	}
+	_, werr := f.WriteString(b.String())
+	cerr := f.Close()
+	if werr != nil {
+		return fmt.Errorf("append event to %s: %w", name, werr)
+	}
+	return cerr
+}
+
+// ReadEvents returns a task's events, oldest first. Lines that do not parse
+// are returned as errors in bad, not dropped silently.
+func (w *Workspace) ReadEvents(taskID string) (evs []Event, bad []error, err error) {
+	if err := ValidateID("task id", taskID); err != nil {
+		return nil, nil, err
+	}
+	f, err := w.root.Open(path.Join("tasks", taskID, EventsFile))
+	if err != nil {
+		if isNotExist(err) {
+			if !w.exists(path.Join("tasks", taskID)) {
+				return nil, nil, notFoundf("task "+taskID, "list tasks with 'workspaced task list'", "no such task")
+			}
+			return nil, nil, nil
+		}
+		return nil, nil, err
+	}
+	defer f.Close()
+	_, err = scanEvents(f, func(e Event) { evs = append(evs, e) }, func(e error) { bad = append(bad, e) })
+	return evs, bad, err
+}
+
+func scanEvents(r io.Reader, each func(Event), badLine func(error)) (int64, error) {
+	br := bufio.NewReader(r)
+	var n int64
+	for {
+		line, err := br.ReadString('\n')
+		if err == io.EOF {
+			// A partial last line is left for the next read.
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		n += int64(len(line))
+		line = strings.TrimRight(line, "\r\n")
+		if line == "" {
+			continue
+		}
+		e, perr := ParseEvent(line)
+		if perr != nil {
+			badLine(perr)
+			continue
+		}
+		each(e)
+	}
+}
+
+// FollowEvents calls each for every event of the given tasks (all tasks
+// when taskID is ""), first the existing ones and then new ones as they are
+// appended, until ctx is done. New tasks are picked up as they appear. It
+// polls every interval (a plain file tail works on every filesystem).
+func (w *Workspace) FollowEvents(ctx context.Context, taskID string, fromStart bool, interval time.Duration, each func(Event)) error {
+	offsets := map[string]int64{}
+	first := true
+	for {
+		ids := []string{taskID}
+		if taskID == "" {
+			var err error
+			if ids, err = w.TaskIDs(); err != nil {
+				return err
+			}
+		}
+		for _, id := range ids {
+			off, seen := offsets[id]
+			if !seen && first && !fromStart {
+				if st, err := w.root.Stat(path.Join("tasks", id, EventsFile)); err == nil {
+					offsets[id] = st.Size()
+					continue
+				}
+			}
+			n, err := w.readEventsFrom(id, off, each)
+			if err != nil {
+				return err
+			}
+			offsets[id] = off + n
+		}
+		first = false
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(interval):
+		}
+	}
+}
+
+func (w *Workspace) readEventsFrom(taskID string, off int64, each func(Event)) (int64, error) {
+	f, err := w.root.Open(path.Join("tasks", taskID, EventsFile))
+	if err != nil {
+		if isNotExist(err) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return 0, err
+	}
+	return scanEvents(f, each, func(error) {})
+}

@@ -1,0 +1,111 @@
+package workspace
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// ReadAgentFile reads a file an agent wrote, relative to root, refusing
+// anything but a regular file: a symlink, FIFO, socket or device is
+// ErrUnsafe, as is a file over maxBytes. It never blocks on a FIFO (the
+// open uses O_NONBLOCK and O_NOFOLLOW) and never follows a final symlink.
+func ReadAgentFile(root *os.Root, name string, maxBytes int64) ([]byte, error) {
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, &Error{Kind: ErrUnsafe, Op: "read " + name, Msg: "is a symlink; agent files must be regular files"}
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, &Error{Kind: ErrNotFound, Op: "read " + name, Err: fs.ErrNotExist}
+		}
+		return nil, fmt.Errorf("open %s: %w", name, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("stat %s: %w", name, err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, &Error{Kind: ErrUnsafe, Op: "read " + name, Msg: fmt.Sprintf("is a %s, not a regular file", fileKind(st.Mode()))}
+	}
+	if st.Size() > maxBytes {
+		return nil, &Error{Kind: ErrUnsafe, Op: "read " + name, Msg: fmt.Sprintf("is %d bytes, over the %d-byte limit", st.Size(), maxBytes)}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	if int64(len(data)) > maxBytes {
+		return nil, &Error{Kind: ErrUnsafe, Op: "read " + name, Msg: fmt.Sprintf("grew past the %d-byte limit while being read", maxBytes)}
+	}
+	return data, nil
+}
+
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	case m&fs.ModeNamedPipe != 0:
+		return "FIFO"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	case m.IsDir():
+		return "directory"
+	}
+	return "special file"
+}
+
+// CheckDepth reports an error if the JSON text nests arrays and objects
+// deeper than max. It scans bytes (strings skipped) without decoding, so a
+// hostile document costs one pass and no allocation.
+func CheckDepth(data []byte, max int) error {
+	depth, inStr, esc := 0, false, false
+	for i, c := range data {
+		if inStr {
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inStr = true
+		case '{', '[':
+			depth++
+			if depth > max {
+				return &Error{Kind: ErrUnsafe, Op: "parse JSON", Msg: fmt.Sprintf("nested deeper than %d levels (at byte %d)", max, i)}
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return nil
+}
+
+// decodeStrict decodes JSON data into v after the depth check, rejecting
+// trailing data. name labels errors.
+func decodeStrict(name string, data []byte, maxDepth int, v any) error {
+	if err := CheckDepth(data, maxDepth); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	dec := jsonDecoder(bytes.NewReader(data))
+	if err := dec.Decode(v); err != nil {
+		return &Error{Kind: ErrInvalid, Op: "parse " + name, Err: describeJSONError(data, err)}
+	}
+	if dec.More() {
+		return &Error{Kind: ErrInvalid, Op: "parse " + name, Msg: "trailing data after the JSON document"}
+	}
+	return nil
+}

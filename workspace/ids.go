@@ -1,0 +1,131 @@
+package workspace
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MaxKeyBytes bounds a key; MaxFileName bounds its encoded file name so it
+// fits every common filesystem's 255-byte name limit.
+const (
+	MaxKeyBytes = 200
+	MaxFileName = 250
+)
+
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// ValidateID checks a task, subtask, thread, agent, review or plan id
+// against ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$. what names the id in the
+// error ("task id").
+func ValidateID(what, id string) error {
+	if idPattern.MatchString(id) {
+		return nil
+	}
+	shown := id
+	if len(shown) > 40 {
+		shown = shown[:40] + "…"
+	}
+	return invalidf(what+" "+fmt.Sprintf("%q", shown),
+		"ids are 1–128 characters of letters, digits, '.', '_' and '-', starting with a letter or digit",
+		"not a valid id")
+}
+
+// ValidateKey checks an entry key: 1–200 bytes of UTF-8 with no control
+// characters, whose encoded file name fits MaxFileName.
+func ValidateKey(key string) error {
+	op := "key"
+	switch {
+	case key == "":
+		return invalidf(op, "give a key of 1–200 bytes", "empty key")
+	case len(key) > MaxKeyBytes:
+		return invalidf(op, "keys are at most 200 bytes", "key is %d bytes", len(key))
+	case !utf8.ValidString(key):
+		return invalidf(op, "keys must be valid UTF-8", "key %q is not valid UTF-8", key)
+	}
+	for _, r := range key {
+		if unicode.IsControl(r) {
+			return invalidf(op, "remove control characters (newlines, tabs, NUL…) from the key", "key %q contains a control character", key)
+		}
+	}
+	if n := len(EncodeKey(key)); n > MaxFileName {
+		return invalidf(op, "use fewer non-ASCII or punctuation characters: each is stored as %XX", "key %q encodes to a %d-byte file name (limit %d)", key, n, MaxFileName)
+	}
+	return nil
+}
+
+func keepByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+}
+
+// EncodeKey maps a key to its file name without the ".json" suffix: bytes
+// outside [A-Za-z0-9._-], and a leading '.', become %XX (upper-case hex).
+// The mapping is reversible and the result never contains '/' and never
+// starts with '.', so no key can name a path outside its directory.
+func EncodeKey(key string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	b.Grow(len(key))
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if keepByte(c) && !(i == 0 && c == '.') {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+	return b.String()
+}
+
+// DecodeKey reverses EncodeKey. It accepts only canonical encodings (the
+// exact output of EncodeKey for some key), so every file name maps to at
+// most one key and foreign files are reported, not misread.
+func DecodeKey(name string) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c != '%' {
+			if !keepByte(c) || (i == 0 && c == '.') {
+				return "", fmt.Errorf("file name %q: byte %q must be percent-encoded", name, c)
+			}
+			b.WriteByte(c)
+			continue
+		}
+		if i+2 >= len(name) {
+			return "", fmt.Errorf("file name %q: truncated escape", name)
+		}
+		v, ok := unhex(name[i+1], name[i+2])
+		if !ok {
+			return "", fmt.Errorf("file name %q: bad escape %q (upper-case hex required)", name, name[i:i+3])
+		}
+		if keepByte(v) && !(b.Len() == 0 && v == '.') {
+			return "", fmt.Errorf("file name %q: %q need not be escaped", name, name[i:i+3])
+		}
+		b.WriteByte(v)
+		i += 2
+	}
+	key := b.String()
+	if err := ValidateKey(key); err != nil {
+		return "", fmt.Errorf("file name %q: %w", name, err)
+	}
+	return key, nil
+}
+
+func unhex(a, b byte) (byte, bool) {
+	h := func(c byte) (byte, bool) {
+		switch {
+		case c >= '0' && c <= '9':
+			return c - '0', true
+		case c >= 'A' && c <= 'F':
+			return c - 'A' + 10, true
+		}
+		return 0, false
+	}
+	x, ok1 := h(a)
+	y, ok2 := h(b)
+	return x<<4 | y, ok1 && ok2
+}

@@ -1,0 +1,63 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"path/filepath"
+
+	"github.com/workspaced/workspaced/locking"
+)
+
+// LockFile takes the exclusive lock that guards the file name (relative to
+// the root): <dir>/.locks/<base>.lock. It waits up to the workspace's lock
+// timeout; a timeout is ErrLocked carrying the holder.
+func (w *Workspace) LockFile(ctx context.Context, name, agent string) (*locking.Lock, error) {
+	return w.lockPath(ctx, locking.LockPathFor(name), agent)
+}
+
+// LockTask takes a whole task's lock, tasks/<id>/.locks/task.lock: the
+// daemon applying markers and cleanup pruning the task hold it.
+func (w *Workspace) LockTask(ctx context.Context, taskID, agent string) (*locking.Lock, error) {
+	if err := ValidateID("task id", taskID); err != nil {
+		return nil, err
+	}
+	return w.lockPath(ctx, TaskLockPath(taskID), agent)
+}
+
+// LockNamed takes a named lock of a task, tasks/<id>/.locks/<name>.lock,
+// for `workspaced lock`: agents coordinate anything they like with it.
+func (w *Workspace) LockNamed(ctx context.Context, taskID, name, agent string) (*locking.Lock, error) {
+	if err := ValidateID("task id", taskID); err != nil {
+		return nil, err
+	}
+	if err := ValidateID("lock name", name); err != nil {
+		return nil, err
+	}
+	return w.lockPath(ctx, path.Join("tasks", taskID, ".locks", name+".lock"), agent)
+}
+
+// TaskLockPath is the relative path of a task's lock file.
+func TaskLockPath(taskID string) string { return path.Join("tasks", taskID, ".locks", "task.lock") }
+
+func (w *Workspace) lockPath(ctx context.Context, rel, agent string) (*locking.Lock, error) {
+	// Create .locks through the root, so a symlinked directory cannot lead
+	// the lock file outside it.
+	if err := w.root.MkdirAll(filepath.FromSlash(path.Dir(rel)), w.DirPerm()); err != nil {
+		return nil, fmt.Errorf("create lock directory %s: %w", path.Dir(rel), err)
+	}
+	l, err := locking.Acquire(ctx, filepath.Join(w.dir, filepath.FromSlash(rel)), locking.Options{
+		Timeout: timeDuration(w.settings.LockTimeout),
+		Agent:   agent,
+		Perm:    w.FilePerm(),
+	})
+	if err != nil {
+		if errors.Is(err, locking.ErrLocked) {
+			return nil, &Error{Kind: ErrLocked, Op: "lock " + rel, Err: err,
+				Hint: "another process holds it; see 'workspaced locks', or raise lock_timeout in workspace.json"}
+		}
+		return nil, err
+	}
+	return l, nil
+}

@@ -1,0 +1,224 @@
+package workspace
+
+import (
+	"encoding/json"
+	"errors"
+
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"github.com/workspaced/workspaced/schemas"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Marker file name prefixes.
+const (
+	ClaimPrefix = ".claim."
+	DonePrefix  = ".done."
+)
+
+// Product kinds a done marker can point at.
+const (
+	ProductPlan   = "plan"
+	ProductReview = "review"
+	ProductOutput = "output"
+	ProductNone   = "none" // a cancel marker
+)
+
+// ClassifyOutput says what a done marker's output_file names: "plan.json",
+// "reviews/<id>.json" or "outputs/<id>.json" (relative to the task
+// directory). Anything else — an absolute path, "..", a deeper path — is
+// refused, so a marker cannot point outside its task.
+func ClassifyOutput(outputFile string) (kind, id string, err error) {
+	if outputFile == "" {
+		return ProductNone, "", nil
+	}
+	if outputFile == "plan.json" {
+		return ProductPlan, "", nil
+	}
+	dir, file := path.Split(outputFile)
+	base, ok := strings.CutSuffix(file, ".json")
+	if !ok || ValidateID("file name", base) != nil {
+		return "", "", fmt.Errorf("output_file %q is not plan.json, reviews/<id>.json or outputs/<id>.json", outputFile)
+	}
+	switch dir {
+	case "reviews/":
+		return ProductReview, base, nil
+	case "outputs/":
+		return ProductOutput, base, nil
+	}
+	return "", "", fmt.Errorf("output_file %q is not plan.json, reviews/<id>.json or outputs/<id>.json", outputFile)
+}
+
+// IsMarkerName reports whether a file name in a task directory is a claim or
+// done marker (and which).
+func IsMarkerName(name string) (kind string, ok bool) {
+	switch {
+	case strings.HasPrefix(name, ClaimPrefix) && len(name) > len(ClaimPrefix):
+		return KindClaim, true
+	case strings.HasPrefix(name, DonePrefix) && len(name) > len(DonePrefix):
+		return KindDone, true
+	}
+	return "", false
+}
+
+func uniqueSuffix(now time.Time) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return strconv.FormatInt(now.UnixNano(), 36) + "-" + hex.EncodeToString(b[:])
+}
+
+// WriteClaim drops a .claim.<agent>.<suffix> marker. It returns the marker's
+// name relative to the root.
+func (w *Workspace) WriteClaim(taskID, agent, subtaskID string) (string, error) {
+	if err := w.requireTask(taskID); err != nil {
+		return "", err
+	}
+	if err := ValidateID("agent", agent); err != nil {
+		return "", err
+	}
+	if err := ValidateID("subtask id", subtaskID); err != nil {
+		return "", err
+	}
+	now := w.Now()
+	m := Marker{AgentID: agent, SubtaskID: subtaskID, ClaimedAt: &now}
+	return w.writeMarker(taskID, ClaimPrefix, agent, now, m)
+}
+
+// DoneRequest is what `done` takes.
+type DoneRequest struct {
+	TaskID     string
+	Agent      string
+	OutputFile string // relative to the task directory
+	SubtaskID  string
+	Status     string // completed (default) | failed | cancelled
+	Error      string
+	Escalate   string
+}
+
+// WriteDone checks the product exists and validates, then drops a
+// .done.<agent>.<suffix> marker. It returns the marker's name relative to
+// the root.
+func (w *Workspace) WriteDone(req DoneRequest) (string, error) {
+	if err := w.requireTask(req.TaskID); err != nil {
+		return "", err
+	}
+	if err := ValidateID("agent", req.Agent); err != nil {
+		return "", err
+	}
+	switch req.Status {
+	case "", "completed", "failed", "cancelled":
+	default:
+		return "", invalidf("done", "use --status completed, failed or cancelled", "unknown status %q", req.Status)
+	}
+	if req.Status == "failed" && req.Error == "" {
+		return "", invalidf("done", "say why with --error TEXT", "a failed marker needs an error")
+	}
+	kind, id, err := ClassifyOutput(req.OutputFile)
+	if err != nil {
+		return "", invalidf("done", "", "%v", err)
+	}
+	if kind == ProductNone && req.Status != "cancelled" {
+		return "", invalidf("done", "pass --output plan.json, reviews/<id>.json or outputs/<id>.json", "no output named")
+	}
+	if kind == ProductOutput {
+		if req.SubtaskID == "" {
+			req.SubtaskID = id
+		}
+		if err := ValidateID("subtask id", req.SubtaskID); err != nil {
+			return "", err
+		}
+	}
+	if kind != ProductNone {
+		if err := w.ValidateProduct(req.TaskID, req.OutputFile); err != nil {
+			return "", err
+		}
+	}
+	now := w.Now()
+	m := Marker{AgentID: req.Agent, SubtaskID: req.SubtaskID, OutputFile: req.OutputFile, Status: req.Status,
+		Error: req.Error, Escalate: req.Escalate, CompletedAt: &now}
+	if m.Status == "" {
+		m.Status = "completed"
+	}
+	return w.writeMarker(req.TaskID, DonePrefix, req.Agent, now, m)
+}
+
+func (w *Workspace) writeMarker(taskID, prefix, agent string, now time.Time, m Marker) (string, error) {
+	name := path.Join(TaskDir(taskID), prefix+agent+"."+uniqueSuffix(now))
+	if err := w.WriteJSON(name, m); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+// Product is what a done marker points at, read and validated.
+type Product struct {
+	Kind   string // ProductPlan | ProductReview | ProductOutput | ProductNone
+	ID     string // review or subtask id from the file name
+	Plan   *Plan
+	Review *Review
+	Output *Output
+}
+
+// ReadProduct reads the file a done marker names (relative to the task
+// directory) with the daemon's safety rules — a regular file inside the
+// task, within the size and depth limits — and validates it against its
+// schema. Errors say what is wrong in words fit for an event's reason.
+func (w *Workspace) ReadProduct(taskID, outputFile string) (Product, error) {
+	kind, id, err := ClassifyOutput(outputFile)
+	if err != nil {
+		return Product{}, invalidf("product", "", "%v", err)
+	}
+	p := Product{Kind: kind, ID: id}
+	if kind == ProductNone {
+		return p, nil
+	}
+	name := path.Join(TaskDir(taskID), outputFile)
+	data, err := w.ReadFile(name)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return Product{}, notFoundf("product "+outputFile, "write the product before dropping the marker", "output file %s does not exist", outputFile)
+		}
+		return Product{}, err
+	}
+	if err := CheckDepth(data, w.settings.Limits.MaxDepth); err != nil {
+		return Product{}, err
+	}
+	var sk schemas.Kind
+	var dst any
+	switch kind {
+	case ProductPlan:
+		sk, p.Plan = schemas.KindPlan, &Plan{}
+		dst = p.Plan
+	case ProductReview:
+		sk, p.Review = schemas.KindReview, &Review{}
+		dst = p.Review
+	case ProductOutput:
+		sk, p.Output = schemas.KindOutput, &Output{}
+		dst = p.Output
+	}
+	if err := schemas.Validate(sk, data); err != nil {
+		return Product{}, &Error{Kind: ErrInvalid, Op: "product " + outputFile, Msg: "does not match its schema", Err: err}
+	}
+	if err := json.Unmarshal(data, dst); err != nil {
+		return Product{}, &Error{Kind: ErrInvalid, Op: "product " + outputFile, Err: err}
+	}
+	if p.Plan != nil {
+		if err := checkPlan(*p.Plan); err != nil {
+			return Product{}, err
+		}
+	}
+	if p.Output != nil && p.Output.SubtaskID != id {
+		return Product{}, invalidf("product "+outputFile, "", "holds subtask_id %q, not %q", p.Output.SubtaskID, id)
+	}
+	return p, nil
+}
+
+// ValidateProduct checks a product like ReadProduct, discarding it.
+func (w *Workspace) ValidateProduct(taskID, outputFile string) error {
+	_, err := w.ReadProduct(taskID, outputFile)
+	return err
+}

@@ -1,0 +1,275 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/workspaced/workspaced/schemas"
+)
+
+// MaxChainDepth bounds a walk up parent pointers; a longer chain is
+// reported as an error rather than walked forever.
+const MaxChainDepth = 1024
+
+// NewThreadRequest is what `thread new` takes.
+type NewThreadRequest struct {
+	TaskID    string
+	ID        string // optional; generated when empty
+	ParentID  string // default: the task's root thread
+	From, To  string
+	Message   string
+	Concern   string
+	Approach  string
+	Buffers   []string
+	SkillTags []string
+	Status    string // default active
+}
+
+func threadPath(taskID, id string) string { return path.Join(TaskDir(taskID), "threads", id+".json") }
+
+// NewThread writes threads/<id>.json for a delegation from From to To. The
+// parent must be a thread of the same task.
+func (w *Workspace) NewThread(ctx context.Context, req NewThreadRequest) (Thread, error) {
+	if err := w.requireTask(req.TaskID); err != nil {
+		return Thread{}, err
+	}
+	if req.ID == "" {
+		req.ID = NewID("th")
+	}
+	if req.ParentID == "" {
+		req.ParentID = req.TaskID
+	}
+	if req.Status == "" {
+		req.Status = "active"
+	}
+	for _, c := range []struct{ what, id string }{{"thread id", req.ID}, {"parent thread id", req.ParentID}, {"from", req.From}, {"to", req.To}} {
+		if err := ValidateID(c.what, c.id); err != nil {
+			return Thread{}, err
+		}
+	}
+	if _, err := w.GetThread(req.TaskID, req.ParentID); err != nil {
+		return Thread{}, fmt.Errorf("thread %s: parent: %w", req.ID, err)
+	}
+	name := threadPath(req.TaskID, req.ID)
+	l, err := w.LockFile(ctx, name, req.From)
+	if err != nil {
+		return Thread{}, err
+	}
+	defer l.Release()
+	if w.exists(name) {
+		return Thread{}, &Error{Kind: ErrConflict, Op: "new thread " + req.ID, Msg: "a thread with this id exists in task " + req.TaskID, Hint: "choose another --id"}
+	}
+	now := w.Now()
+	t := Thread{ID: req.ID, ParentID: req.ParentID, TaskID: req.TaskID, From: req.From, To: req.To, Message: req.Message,
+		CreatedAt: now, Status: req.Status, Concern: req.Concern, Approach: req.Approach, Buffers: req.Buffers,
+		SkillTags: req.SkillTags}
+	data, err := marshalValidated(schemas.KindThread, t)
+	if err != nil {
+		return Thread{}, err
+	}
+	if err := w.Write(name, data); err != nil {
+		return Thread{}, err
+	}
+	_ = w.AppendEvent(Event{Time: now, Name: "thread_created", TaskID: req.TaskID, Args: []string{req.ID}, Attrs: map[string]string{"from": req.From, "to": req.To, "parent": req.ParentID}})
+	return t, nil
+}
+
+// GetThread reads one thread of a task.
+func (w *Workspace) GetThread(taskID, id string) (Thread, error) {
+	if err := ValidateID("thread id", id); err != nil {
+		return Thread{}, err
+	}
+	var t Thread
+	err := w.readJSON(threadPath(taskID, id), &t)
+	if errors.Is(err, ErrNotFound) {
+		return Thread{}, notFoundf("thread "+id, "list threads with 'workspaced thread list --task "+taskID+"'", "no such thread in task %s", taskID)
+	}
+	if err != nil {
+		return Thread{}, err
+	}
+	if t.ID != id {
+		return Thread{}, &Error{Kind: ErrInvalid, Op: "read thread " + id, Msg: fmt.Sprintf("file holds thread %q", t.ID)}
+	}
+	return t, nil
+}
+
+// ResolveThread finds the task a thread belongs to: a task id is its own
+// root thread; otherwise every task's threads/ is looked in.
+func (w *Workspace) ResolveThread(threadID string) (string, error) {
+	if err := ValidateID("thread id", threadID); err != nil {
+		return "", err
+	}
+	if w.exists(path.Join(TaskDir(threadID), "task.json")) {
+		return threadID, nil
+	}
+	ids, err := w.TaskIDs()
+	if err != nil {
+		return "", err
+	}
+	for _, id := range ids {
+		if w.exists(threadPath(id, threadID)) {
+			return id, nil
+		}
+	}
+	return "", notFoundf("thread "+threadID, "create it with 'workspaced thread new', or pass --task", "no task holds this thread")
+}
+
+// ListThreads returns a task's threads sorted by creation time then id.
+func (w *Workspace) ListThreads(taskID string) ([]Thread, error) {
+	if err := w.requireTask(taskID); err != nil {
+		return nil, err
+	}
+	f, err := w.root.Open(path.Join(TaskDir(taskID), "threads"))
+	if err != nil {
+		if isNotExist(err) {
+			return []Thread{}, nil
+		}
+		return nil, err
+	}
+	defer f.Close()
+	out := []Thread{}
+	for {
+		ents, err := f.ReadDir(512)
+		for _, de := range ents {
+			n := de.Name()
+			id, ok := strings.CutSuffix(n, ".json")
+			if !ok || strings.HasPrefix(n, ".") || ValidateID("thread id", id) != nil {
+				continue
+			}
+			t, terr := w.GetThread(taskID, id)
+			if terr != nil {
+				return nil, terr
+			}
+			out = append(out, t)
+		}
+		if err == io.EOF || len(ents) == 0 {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+// Chain returns the threads from the root down to threadID. A cycle in the
+// parent pointers, a missing parent, or a chain deeper than MaxChainDepth is
+// an error naming the thread where the walk broke.
+func (w *Workspace) Chain(taskID, threadID string) ([]Thread, error) {
+	var rev []Thread
+	seen := map[string]bool{}
+	id := threadID
+	for {
+		if seen[id] {
+			return nil, &Error{Kind: ErrInvalid, Op: "chain of thread " + threadID, Msg: fmt.Sprintf("parent pointers form a cycle at thread %s", id), Hint: "fix parent_id in threads/" + id + ".json"}
+		}
+		if len(rev) >= MaxChainDepth {
+			return nil, &Error{Kind: ErrInvalid, Op: "chain of thread " + threadID, Msg: fmt.Sprintf("deeper than %d threads", MaxChainDepth)}
+		}
+		seen[id] = true
+		t, err := w.GetThread(taskID, id)
+		if err != nil {
+			if len(rev) > 0 {
+				return nil, &Error{Kind: ErrInvalid, Op: "chain of thread " + threadID, Msg: fmt.Sprintf("thread %s names parent %s", rev[len(rev)-1].ID, id), Err: err}
+			}
+			return nil, err
+		}
+		if t.TaskID != "" && t.TaskID != taskID {
+			return nil, &Error{Kind: ErrInvalid, Op: "chain of thread " + threadID, Msg: fmt.Sprintf("thread %s belongs to task %s, not %s", t.ID, t.TaskID, taskID)}
+		}
+		rev = append(rev, t)
+		if t.ParentID == "" {
+			break
+		}
+		id = t.ParentID
+		if err := ValidateID("parent thread id", id); err != nil {
+			return nil, &Error{Kind: ErrInvalid, Op: "chain of thread " + threadID, Msg: "thread " + t.ID + " has a bad parent_id", Err: err}
+		}
+	}
+	out := make([]Thread, len(rev))
+	for i, t := range rev {
+		out[len(rev)-1-i] = t
+	}
+	return out, nil
+}
+
+// FormatChain renders a chain as "human → coordinator → solver → you (observer)".
+func FormatChain(chain []Thread) string {
+	if len(chain) == 0 {
+		return ""
+	}
+	parts := []string{chain[0].From}
+	for i, t := range chain {
+		if i == len(chain)-1 {
+			parts = append(parts, "you ("+t.To+")")
+		} else {
+			parts = append(parts, t.To)
+		}
+	}
+	return strings.Join(parts, " → ")
+}
+
+// ThreadUpdate changes a thread's working fields; nil keeps a field.
+type ThreadUpdate struct {
+	Status    *string
+	Concern   *string
+	Approach  *string
+	Progress  *string
+	Buffers   *[]string
+	SkillTags *[]string
+}
+
+// UpdateThread changes the working fields of a thread under its lock.
+func (w *Workspace) UpdateThread(ctx context.Context, taskID, id, agent string, u ThreadUpdate) (Thread, error) {
+	if err := w.requireTask(taskID); err != nil {
+		return Thread{}, err
+	}
+	if agent == "" {
+		agent = "workspaced"
+	}
+	name := threadPath(taskID, id)
+	l, err := w.LockFile(ctx, name, agent)
+	if err != nil {
+		return Thread{}, err
+	}
+	defer l.Release()
+	t, err := w.GetThread(taskID, id)
+	if err != nil {
+		return Thread{}, err
+	}
+	set := func(dst *string, v *string) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&t.Status, u.Status)
+	set(&t.Concern, u.Concern)
+	set(&t.Approach, u.Approach)
+	set(&t.Progress, u.Progress)
+	if u.Buffers != nil {
+		t.Buffers = *u.Buffers
+	}
+	if u.SkillTags != nil {
+		t.SkillTags = *u.SkillTags
+	}
+	t.UpdatedAt = w.Now()
+	data, err := marshalValidated(schemas.KindThread, t)
+	if err != nil {
+		return Thread{}, err
+	}
+	if err := w.Write(name, data); err != nil {
+		return Thread{}, err
+	}
+	return t, nil
+}
