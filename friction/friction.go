@@ -1,0 +1,135 @@
+// Package friction keeps the workspace's cross-task friction log
+// (friction/friction.json, SPEC §6) and detects friction in the daemon's
+// events.
+//
+// The package has a pure core and a thin shell. The detectors (Detect,
+// DetectTimeouts) are pure functions over values: an observation of one
+// event and the running Tally in, the new Tally and the findings out. The
+// Log is the shell: it reads friction.json, applies findings or
+// user-added entries under the file's lock, and writes the file back
+// canonically and atomically.
+//
+// A repeat of a known pattern does not add an entry: an entry of the same
+// type whose normalised pattern (or, when it has none, normalised
+// description) matches a pending entry increments that entry's occurrences
+// and adds the affected tasks to it.
+package friction
+
+import (
+	"errors"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode"
+)
+
+// Entry types (SPEC §6).
+const (
+	TypeRepeatedRevision = "repeated_revision"
+	TypeReviewerPattern  = "reviewer_pattern"
+	TypeWorkerFailure    = "worker_failure"
+	TypeTimeout          = "timeout"
+	TypeEscalation       = "escalation"
+)
+
+// Entry statuses (SPEC §6). Every entry starts pending; Resolve moves it to
+// applied or dismissed.
+const (
+	StatusPending   = "pending"
+	StatusApplied   = "applied"
+	StatusDismissed = "dismissed"
+)
+
+// Types lists the entry types in a fixed order.
+var Types = []string{TypeRepeatedRevision, TypeReviewerPattern, TypeWorkerFailure, TypeTimeout, TypeEscalation}
+
+// Statuses lists the entry statuses in a fixed order.
+var Statuses = []string{StatusPending, StatusApplied, StatusDismissed}
+
+// Errors returned by this package.
+var (
+	// ErrNotFound reports a friction entry id that is not in the log.
+	ErrNotFound = errors.New("friction entry not found")
+	// ErrInvalid reports an entry, finding or status the log refuses (an
+	// unknown type or status, an empty description, a malformed task id).
+	ErrInvalid = errors.New("invalid friction entry")
+)
+
+// IsType reports whether t is one of the five entry types.
+func IsType(t string) bool { return slices.Contains(Types, t) }
+
+// IsStatus reports whether s is one of the three entry statuses.
+func IsStatus(s string) bool { return slices.Contains(Statuses, s) }
+
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// validTaskID reports whether id is a well-formed task id (SPEC §1).
+func validTaskID(id string) bool { return idPattern.MatchString(id) }
+
+var listMarker = regexp.MustCompile(`^(?:[-*•]+|\(?[0-9]+[.)])\s+`)
+
+// Normalize reduces a free-text problem, cause or reason to the form under
+// which repeats are recognised: lower case, a leading list marker ("- ",
+// "* ", "1. ", "2) ") dropped, whitespace runs collapsed to one space,
+// punctuation and symbols other than "#" trimmed from both ends, and every run of digits
+// replaced by one "#" ("Line 12 fails" and "line 7 fails." both give
+// "line # fails"). Normalize is pure and idempotent.
+func Normalize(s string) string {
+	s = strings.Join(strings.Fields(strings.ToLower(s)), " ")
+	for {
+		t := listMarker.ReplaceAllString(s, "")
+		t = strings.TrimFunc(t, func(r rune) bool {
+			// "#" stays: it is what digits become, and keeping it makes
+			// Normalize idempotent.
+			return r != '#' && (unicode.IsPunct(r) || unicode.IsSymbol(r) || unicode.IsSpace(r))
+		})
+		if t == s {
+			break
+		}
+		s = t
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	inDigits := false
+	for _, r := range s {
+		if unicode.IsDigit(r) {
+			if !inDigits {
+				b.WriteByte('#')
+			}
+			inDigits = true
+			continue
+		}
+		inDigits = false
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// dedupKey is what makes two entries "the same friction": the type and
+// the normalised pattern, or the normalised description when there is no
+// pattern.
+func dedupKey(typ, pattern, description string) string {
+	k := Normalize(pattern)
+	if k == "" {
+		k = Normalize(description)
+	}
+	return typ + "\x00" + k
+}
+
+// mergeSorted returns the sorted union of a and b without duplicates and
+// without empty strings. It never returns nil.
+func mergeSorted(a []string, b ...string) []string {
+	out := make([]string, 0, len(a)+len(b))
+	for _, s := range a {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	for _, s := range b {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
