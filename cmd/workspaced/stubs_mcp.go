@@ -1,0 +1,7 @@
+package main
+
+// Stand-ins until these commands have their own files; delete this file then.
+var (
+	cmdMCP  = notYet("mcp")
+	cmdDemo = notYet("demo")
+)
