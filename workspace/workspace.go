@@ -59,6 +59,10 @@ func Open(dir string, opt Options) (*Workspace, error) {
 		return nil, &Error{Kind: ErrNotFound, Op: "open workspace " + dir, Msg: "no workspace here",
 			Hint: "create one with 'workspaced init', or point at one with --root DIR or WORKSPACE_ROOT"}
 	}
+	if !isWorkspaceDir(abs) {
+		return nil, &Error{Kind: ErrNotFound, Op: "open workspace " + dir, Msg: "the directory holds neither workspace.json nor tasks/",
+			Hint: "create a workspace with 'workspaced init', or point at one with --root DIR or WORKSPACE_ROOT"}
+	}
 	root, err := os.OpenRoot(abs)
 	if err != nil {
 		return nil, fmt.Errorf("open workspace %s: %w", dir, err)
@@ -109,6 +113,18 @@ func Init(dir string, opt Options) (*Workspace, error) {
 		}
 	}
 	return Open(dir, opt)
+}
+
+// isWorkspaceDir tells a workspace from any other directory: it holds
+// workspace.json or tasks/ (agents in other languages may start a tree
+// without workspace.json; every setting is optional).
+func isWorkspaceDir(abs string) bool {
+	for _, n := range []string{"workspace.json", "tasks"} {
+		if _, err := os.Lstat(filepath.Join(abs, n)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 func (w *Workspace) loadSettings() error {
