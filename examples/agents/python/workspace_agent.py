@@ -1,0 +1,375 @@
+"""A workspaced agent in plain Python: files, rename and flock, nothing else.
+
+This module speaks the workspace protocol of the README using only the
+standard library. It needs no workspaced binary and no Go:
+
+* every file is written atomically: a temporary dot-file in the target's own
+  directory, fsync, os.replace over the target, fsync of the directory;
+* a read-modify-write (an entry update) happens under fcntl.flock on the
+  sidecar lock file <dir>/.locks/<file name>.lock, the same lock the Go CLI
+  and daemon take (flock, never fcntl/lockf record locks);
+* an entry file is canonical JSON with `value` written last;
+* work is claimed and finished with .claim.<agent>.<suffix> and
+  .done.<agent>.<suffix> markers; only the daemon writes state.json.
+
+Python 3.8+, Linux or any POSIX system with flock.
+"""
+
+import errno
+import fcntl
+import json
+import os
+import secrets
+import time
+from datetime import datetime, timezone
+
+__all__ = [
+    "Workspace", "NotFound", "Conflict", "Invalid", "encode_key", "decode_key", "now",
+]
+
+_KEEP = set(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+_MAX_VALUE = 1 << 20
+
+
+class NotFound(Exception):
+    """A task, key or file that does not exist (the CLI's exit 3)."""
+
+
+class Conflict(Exception):
+    """A stale if_version, or a lock still held at the timeout (exit 4)."""
+
+
+class Invalid(Exception):
+    """Input refused before anything was written."""
+
+
+def now():
+    """RFC 3339 in UTC with milliseconds, as every workspace file uses."""
+    t = datetime.now(timezone.utc)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (t.microsecond // 1000)
+
+
+def check_id(what, s):
+    ok = (isinstance(s, str) and 1 <= len(s) <= 128 and s[0].isascii() and s[0].isalnum()
+          and all(c in "._-" or (c.isascii() and c.isalnum()) for c in s))
+    if not ok:
+        raise Invalid("%s %r is not a valid id (letters, digits, '.', '_', '-')" % (what, s))
+
+
+def encode_key(key):
+    """The key's file name without .json: bytes outside [A-Za-z0-9._-] and a
+    leading '.' become %XX (upper-case hex)."""
+    raw = key.encode("utf-8")
+    if not 1 <= len(raw) <= 200 or any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in key):
+        raise Invalid("key %r: 1-200 bytes of UTF-8 without control characters" % key)
+    out = []
+    for i, b in enumerate(raw):
+        if b in _KEEP and not (i == 0 and b == ord(".")):
+            out.append(chr(b))
+        else:
+            out.append("%%%02X" % b)
+    return "".join(out)
+
+
+def decode_key(name):
+    out = bytearray()
+    i = 0
+    while i < len(name):
+        if name[i] == "%":
+            out.append(int(name[i + 1:i + 3], 16))
+            i += 3
+        else:
+            out.append(ord(name[i]))
+            i += 1
+    return out.decode("utf-8")
+
+
+def canonical(obj):
+    """Canonical JSON: 2-space indent, no ASCII escaping, trailing newline."""
+    return (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def _fsync_dir(path):
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path, data, mode=0o644):
+    """Write data to path atomically and durably: a reader sees the old file
+    or the new one, never a torn one, and the new one survives a crash."""
+    d, base = os.path.split(path)
+    d = d or "."
+    tmp = os.path.join(d, ".%s.tmp-%s" % (base, secrets.token_hex(6)))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    _fsync_dir(d)
+
+
+class _Lock:
+    """flock(LOCK_EX) on a sidecar lock file, with a timeout and a holder
+    record. The kernel drops the lock when the process dies."""
+
+    def __init__(self, path, agent, timeout):
+        self.path, self.agent, self.timeout, self.fd = path, agent, timeout, None
+
+    def __enter__(self):
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        deadline = time.monotonic() + self.timeout
+        delay = 0.005
+        while True:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as e:
+                if e.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+                if time.monotonic() >= deadline:
+                    holder = _read_holder(self.path)
+                    os.close(self.fd)
+                    raise Conflict("lock %s held by %s: gave up after %ss" % (self.path, holder, self.timeout))
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
+        record = json.dumps({"pid": os.getpid(), "agent": self.agent, "since": now()}).encode()
+        os.pwrite(self.fd, record, 0)
+        os.ftruncate(self.fd, len(record))
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
+
+
+def _read_holder(path):
+    try:
+        with open(path, "rb") as f:
+            h = json.JSONDecoder().raw_decode(f.read().decode("utf-8", "replace"))[0]
+        return "pid %s (agent %s)" % (h.get("pid"), h.get("agent", "?"))
+    except (OSError, ValueError):
+        return "an unknown holder"
+
+
+def lock_path(file_path):
+    d, base = os.path.split(file_path)
+    return os.path.join(d, ".locks", base + ".lock")
+
+
+def _read_json(path, limit=16 << 20):
+    """Read an agent file: regular files only, never a symlink or FIFO."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise NotFound(path)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise Invalid("%s is a symlink" % path)
+        raise
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not (st.st_mode & 0o170000 == 0o100000):
+            raise Invalid("%s is not a regular file" % path)
+        if st.st_size > limit:
+            raise Invalid("%s is %d bytes, over the limit" % (path, st.st_size))
+        return json.loads(f.read().decode("utf-8"))
+
+
+class Workspace:
+    """One workspace root, used by one agent."""
+
+    def __init__(self, root, agent, lock_timeout=30.0):
+        check_id("agent", agent)
+        self.root, self.agent, self.lock_timeout = os.path.abspath(root), agent, lock_timeout
+        if not os.path.isdir(os.path.join(self.root, "tasks")):
+            raise NotFound("no workspace at %s (run 'workspaced init' or create tasks/)" % self.root)
+
+    # -- paths ---------------------------------------------------------
+    def task_dir(self, task):
+        check_id("task id", task)
+        d = os.path.join(self.root, "tasks", task)
+        if not os.path.isfile(os.path.join(d, "task.json")):
+            raise NotFound("task %s" % task)
+        return d
+
+    def resolve_thread(self, thread):
+        """The task a thread belongs to: the root thread's id is the task id;
+        any other thread is tasks/<task>/threads/<thread>.json."""
+        check_id("thread id", thread)
+        if os.path.isfile(os.path.join(self.root, "tasks", thread, "task.json")):
+            return thread
+        for task in sorted(os.listdir(os.path.join(self.root, "tasks"))):
+            if os.path.isfile(os.path.join(self.root, "tasks", task, "threads", thread + ".json")):
+                return task
+        raise NotFound("thread %s" % thread)
+
+    def _entry_path(self, task, key):
+        return os.path.join(self.task_dir(task), "env", encode_key(key) + ".json")
+
+    def _event(self, task, name, **attrs):
+        words = [now(), name, task] + ["%s=%s" % (k, _quote(str(v))) for k, v in sorted(attrs.items())]
+        fd = os.open(os.path.join(self.task_dir(task), "events.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, (" ".join(words) + "\n").encode("utf-8"))
+        finally:
+            os.close(fd)
+
+    # -- env data (thread scope) -----------------------------------------
+    def store_env(self, task, key, short_description, value):
+        """Create or replace; keeps created_at, bumps version."""
+        path = self._entry_path(task, key)
+        body = json.dumps(value, ensure_ascii=False)
+        if len(body.encode("utf-8")) > _MAX_VALUE:
+            raise Invalid("value of %r is over the 1 MiB limit" % key)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with _Lock(lock_path(path), self.agent, self.lock_timeout):
+            t = now()
+            created, version = t, 1
+            try:
+                old = _read_json(path)
+                created, version = old.get("created_at", t), int(old.get("version", 0)) + 1
+            except (NotFound, ValueError):
+                pass
+            entry = {"key": key, "short_description": short_description, "stored_by": self.agent,
+                     "created_at": created, "updated_at": t, "version": version, "value": value}
+            atomic_write(path, canonical(entry))
+        self._event(task, "env_stored", key=key, agent=self.agent, version=version)
+        return entry
+
+    def get_env(self, task, key):
+        """The value of one key; NotFound if missing."""
+        return self.get_env_entry(task, key)["value"]
+
+    def get_env_entry(self, task, key):
+        try:
+            return _read_json(self._entry_path(task, key))
+        except NotFound:
+            raise NotFound("env key %r in task %s" % (key, task))
+
+    def list_env(self, task):
+        """The manifest: key, short_description, stored_by, updated_at,
+        version, size — values are not returned."""
+        d = os.path.join(self.task_dir(task), "env")
+        out = []
+        if not os.path.isdir(d):
+            return out
+        for name in sorted(os.listdir(d)):
+            if name.startswith(".") or not name.endswith(".json"):
+                continue
+            p = os.path.join(d, name)
+            try:
+                e = _read_json(p)
+            except (Invalid, NotFound, ValueError):
+                continue
+            out.append({"key": e["key"], "short_description": e.get("short_description", ""),
+                        "stored_by": e.get("stored_by", ""), "updated_at": e.get("updated_at", ""),
+                        "version": e.get("version", 0), "size": os.path.getsize(p)})
+        out.sort(key=lambda m: m["key"])
+        return out
+
+    def update_env(self, task, key, short_description=None, value=None, if_version=None, modify=None):
+        """Change an existing entry under its lock. modify(old_value) -> new
+        value makes a read-modify-write that never loses a concurrent update."""
+        path = self._entry_path(task, key)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with _Lock(lock_path(path), self.agent, self.lock_timeout):
+            try:
+                e = _read_json(path)
+            except NotFound:
+                raise NotFound("env key %r in task %s" % (key, task))
+            if if_version is not None and e.get("version") != if_version:
+                raise Conflict("env key %r is at version %s, not %s" % (key, e.get("version"), if_version))
+            if short_description is not None:
+                e["short_description"] = short_description
+            if modify is not None:
+                e["value"] = modify(e["value"])
+            elif value is not None:
+                e["value"] = value
+            e["stored_by"], e["updated_at"], e["version"] = self.agent, now(), int(e.get("version", 0)) + 1
+            v = e.pop("value")
+            e["value"] = v  # value last
+            atomic_write(path, canonical(e))
+        self._event(task, "env_updated", key=key, agent=self.agent, version=e["version"])
+        return e
+
+    def delete_env(self, task, key):
+        path = self._entry_path(task, key)
+        with _Lock(lock_path(path), self.agent, self.lock_timeout):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                raise NotFound("env key %r in task %s" % (key, task))
+            _fsync_dir(os.path.dirname(path))
+        self._event(task, "env_deleted", key=key, agent=self.agent)
+
+    # -- the daemon's view and markers -----------------------------------
+    def state(self, task):
+        """state.json as the daemon last wrote it, or None before the first."""
+        try:
+            return _read_json(os.path.join(self.task_dir(task), "state.json"))
+        except NotFound:
+            return None
+
+    def _marker(self, task, prefix, body):
+        name = "%s%s.%d-%s" % (prefix, self.agent, time.time_ns(), secrets.token_hex(3))
+        atomic_write(os.path.join(self.task_dir(task), name), canonical(body))
+        return name
+
+    def claim(self, task, subtask):
+        """Drop a claim marker; the daemon's state says whether it won."""
+        check_id("subtask id", subtask)
+        return self._marker(task, ".claim.", {"agent_id": self.agent, "subtask_id": subtask, "claimed_at": now()})
+
+    def write_output(self, task, subtask, output):
+        """Write outputs/<subtask>.json atomically (before done)."""
+        check_id("subtask id", subtask)
+        doc = dict(output)
+        doc.setdefault("subtask_id", subtask)
+        doc.setdefault("worker_id", self.agent)
+        doc.setdefault("completed_at", now())
+        d = os.path.join(self.task_dir(task), "outputs")
+        os.makedirs(d, exist_ok=True)
+        atomic_write(os.path.join(d, subtask + ".json"), canonical(doc))
+        return "outputs/%s.json" % subtask
+
+    def done(self, task, output_file, subtask=None, status="completed", error=None):
+        """Drop a done marker for a product written before it."""
+        body = {"agent_id": self.agent, "output_file": output_file, "status": status, "completed_at": now()}
+        if subtask:
+            body["subtask_id"] = subtask
+        if error:
+            body["error"] = error
+        return self._marker(task, ".done.", body)
+
+    def wait_state(self, task, pred, timeout=30.0, poll=0.02):
+        """Poll state.json until pred(state) is true; returns the state."""
+        deadline = time.monotonic() + timeout
+        while True:
+            st = self.state(task)
+            if st is not None and pred(st):
+                return st
+            if time.monotonic() >= deadline:
+                raise TimeoutError("state of %s did not reach the condition in %ss (last: %s)"
+                                   % (task, timeout, st and st.get("status")))
+            time.sleep(poll)
+
+
+def _quote(s):
+    if s and all(0x20 < ord(c) < 0x7F and c not in '"=\\' for c in s):
+        return s
+    return json.dumps(s, ensure_ascii=True)
