@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,7 +13,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/workspaced/workspaced/atomicfile"
 )
@@ -331,6 +331,14 @@ func (w *Workspace) readEntry(name string) (Entry, error) {
 	if e.Key == "" || e.Value == nil {
 		return Entry{}, &Error{Kind: ErrInvalid, Op: "read " + name, Msg: "not an entry (key or value missing)"}
 	}
+	// The file holds the value re-indented inside the entry; hand back the
+	// value itself, compact, as it was given.
+	var buf bytes.Buffer
+	buf.Grow(len(e.Value))
+	if err := json.Compact(&buf, e.Value); err != nil {
+		return Entry{}, &Error{Kind: ErrInvalid, Op: "read " + name, Err: err}
+	}
+	e.Value = buf.Bytes()
 	return e, nil
 }
 
@@ -414,11 +422,8 @@ func (w *Workspace) ListEntriesReport(ctx context.Context, s Scope) ([]ManifestI
 
 // readManifest streams the tokens of one entry file until "value".
 func (w *Workspace) readManifest(d *os.Root, name string, br *bufio.Reader) (ManifestItem, error) {
-	f, err := d.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := openAgentFile(d, name)
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return ManifestItem{}, errors.New("is a symlink")
-		}
 		return ManifestItem{}, err
 	}
 	defer f.Close()

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 	"syscall"
 )
 
@@ -15,15 +16,9 @@ import (
 // ErrUnsafe, as is a file over maxBytes. It never blocks on a FIFO (the
 // open uses O_NONBLOCK and O_NOFOLLOW) and never follows a final symlink.
 func ReadAgentFile(root *os.Root, name string, maxBytes int64) ([]byte, error) {
-	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := openAgentFile(root, name)
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, &Error{Kind: ErrUnsafe, Op: "read " + name, Msg: "is a symlink; agent files must be regular files"}
-		}
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, &Error{Kind: ErrNotFound, Op: "read " + name, Err: fs.ErrNotExist}
-		}
-		return nil, fmt.Errorf("open %s: %w", name, err)
+		return nil, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
@@ -44,6 +39,31 @@ func ReadAgentFile(root *os.Root, name string, maxBytes int64) ([]byte, error) {
 		return nil, &Error{Kind: ErrUnsafe, Op: "read " + name, Msg: fmt.Sprintf("grew past the %d-byte limit while being read", maxBytes)}
 	}
 	return data, nil
+}
+
+// openAgentFile opens name for reading without following a final symlink
+// and without blocking on a FIFO. A symlink (wherever it points, inside the
+// root or out of it) is ErrUnsafe, a missing file ErrNotFound.
+func openAgentFile(root *os.Root, name string) (*os.File, error) {
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err == nil {
+		return f, nil
+	}
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, &Error{Kind: ErrUnsafe, Op: "read " + name, Msg: "is a symlink; agent files must be regular files"}
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &Error{Kind: ErrNotFound, Op: "read " + name, Err: fs.ErrNotExist}
+	}
+	// os.Root resolves symlinks itself and reports one that leads out of
+	// the root as an escape rather than ELOOP: look at what the name is.
+	if st, lerr := root.Lstat(name); lerr == nil && st.Mode()&fs.ModeSymlink != 0 {
+		return nil, &Error{Kind: ErrUnsafe, Op: "read " + name, Msg: "is a symlink; agent files must be regular files"}
+	}
+	if strings.Contains(err.Error(), "escapes") {
+		return nil, &Error{Kind: ErrUnsafe, Op: "read " + name, Msg: "leads outside the workspace root", Err: err}
+	}
+	return nil, fmt.Errorf("open %s: %w", name, err)
 }
 
 func fileKind(m fs.FileMode) string {
