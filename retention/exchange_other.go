@@ -1,0 +1,11 @@
+//go:build !linux
+
+package retention
+
+import "os"
+
+// renameExchange has no portable equivalent outside Linux; the pruner falls
+// back to two renames and a recovery step.
+func renameExchange(dir *os.File, a, b string) error {
+	return errExchangeUnsupported
+}

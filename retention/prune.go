@@ -1,0 +1,644 @@
+package retention
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/workspaced/workspaced/atomicfile"
+	"github.com/workspaced/workspaced/locking"
+)
+
+// Skip is the Action a Pruner reports for a task it left alone although
+// the policy did not simply keep it: its lock was held (busy), its
+// state.json was unreadable, its name is not a task id, or acting on it
+// failed. Decide never returns Skip.
+const Skip Action = "skip"
+
+// Names the pruner uses inside tasks/. Task ids never start with a dot, so
+// these never collide with a task, and every reader ignores them.
+const (
+	// prunePrefix names the summary being built for a task
+	// (tasks/.prune-<id>), or, after the swap, the task's old full tree
+	// on its way out.
+	prunePrefix = ".prune-"
+	// trashPrefix names a task directory on its way out
+	// (tasks/.trash-<id>).
+	trashPrefix = ".trash-"
+	// cleanupLock serialises pruners over one tree, relative to the
+	// workspace root.
+	cleanupLock = "tasks/.locks/cleanup.lock"
+	// taskLockName is a task's own lock, relative to its directory.
+	taskLockName = ".locks/task.lock"
+)
+
+// errExchangeUnsupported reports a kernel or filesystem without an atomic
+// directory swap.
+var errExchangeUnsupported = errors.New("atomic exchange not supported")
+
+// exchange swaps two entries of a directory atomically; tests replace it to
+// exercise the fallback.
+var exchange = renameExchange
+
+// Pruner carries out the retention policy on a workspace tree. Fill its
+// fields and call Run; a Pruner holds no state between runs.
+//
+// Guarantees:
+//
+//   - Active tasks (not completed, failed or cancelled) and tasks whose
+//     state.json cannot be read are never touched.
+//   - A task is summarised or removed only under its lock
+//     tasks/<id>/.locks/task.lock, taken without waiting: a busy task is
+//     skipped and reported, never waited on and never raced. The policy is
+//     decided again under the lock, from a fresh read.
+//   - Only one Pruner acts on a tree at a time: Run holds
+//     tasks/.locks/cleanup.lock and fails with ErrCleanupRunning if another
+//     run holds it.
+//   - Crash safety: a crash at any instant leaves tasks/<id> whole,
+//     summarised, or gone, never half. Summarising builds the summary in
+//     tasks/.prune-<id> from hard links (task.json, state.json, events.log
+//     and every lock file in .locks/, so a lock held or awaited on the
+//     task stays the same inode), makes it durable, then swaps it with the
+//     task in one renameat2(RENAME_EXCHANGE) and deletes the old tree.
+//     Removing renames tasks/<id> to tasks/.trash-<id> and deletes that.
+//     Whatever a crash leaves in .prune-* and .trash-* is finished by the
+//     next Run before it prunes anything.
+//   - Where the kernel or filesystem cannot swap atomically (not Linux,
+//     or a filesystem that refuses RENAME_EXCHANGE), summarising renames
+//     the task to .trash-<id> and the summary into place. A crash between
+//     the two renames leaves the task briefly absent; the next Run's
+//     recovery moves the complete summary into place, so after recovery
+//     the task is again whole, summarised or gone.
+//   - A summarised or removed task is reported only after the rename is
+//     durable (tasks/ fsynced).
+//   - Files written into a task by someone not holding its lock while it
+//     is being summarised (an env entry under its own lock) are lost with
+//     the old tree; such writes to a task finished FullDays ago are not
+//     expected.
+//   - Memory stays flat in the number of tasks, apart from the Report's
+//     lists (see DiscardDecisions): tasks/ is read in batches and each
+//     state.json as a bounded token stream.
+//
+// Callers that wait on a task lock (the daemon) must check, once they hold
+// it, that tasks/<id> still exists: a pruner may have removed it.
+type Pruner struct {
+	// Root is the workspace root; everything is read and written through
+	// it.
+	Root *os.Root
+	// RootDir is the same root as a path, for lock files (flock works on
+	// paths). Empty means the absolute form of Root.Name().
+	RootDir string
+	// Policy is checked with Validate before anything is read.
+	Policy Policy
+	// Now gives the instant ages are measured at, once per Run (nil:
+	// time.Now).
+	Now func() time.Time
+	// DryRun decides and reports without changing anything: no lock is
+	// taken and no lock file is created. A busy task is still reported
+	// (the lock is probed with locking.Held, which creates nothing), the
+	// leftovers of a crashed run are listed in Recovered but not touched,
+	// and Summarized and Removed list what a real run would do.
+	DryRun bool
+	// Agent names this pruner in the lock holder records it leaves.
+	Agent string
+	// OnProgress, if set, is called once per task as soon as its outcome
+	// is known, from the goroutine running Run: Action is keep, summarize,
+	// remove (done, or would be done in a dry run) or skip.
+	OnProgress func(Decision)
+	// DiscardDecisions leaves the Report's decision lists empty (Counts
+	// still counts them), so memory stays flat however many tasks there
+	// are; outcomes then reach the caller only through OnProgress.
+	DiscardDecisions bool
+}
+
+// Counts counts a Run's outcomes.
+type Counts struct {
+	Kept       int `json:"kept"`
+	Summarized int `json:"summarized"`
+	Removed    int `json:"removed"`
+	Skipped    int `json:"skipped"`
+}
+
+// Report is what a Run did (or, in a dry run, would do). Every list is
+// sorted by task id.
+type Report struct {
+	DryRun bool `json:"dry_run"`
+	// Kept lists tasks the policy keeps as they are.
+	Kept []Decision `json:"kept"`
+	// Summarized lists tasks cut down to their summary.
+	Summarized []Decision `json:"summarized"`
+	// Removed lists tasks whose directory is gone; the caller anonymises
+	// their ids in the friction log.
+	Removed []Decision `json:"removed"`
+	// Skipped lists tasks left alone for a reason that is not the
+	// policy's: busy (the reason names the lock's holder), unreadable
+	// state.json, an invalid task name, or a failure (also in Errors).
+	Skipped []Decision `json:"skipped"`
+	Counts  Counts     `json:"counts"`
+	// Recovered lists what was finished or rolled back of a crashed run.
+	Recovered []string `json:"recovered,omitempty"`
+	// Errors lists failures that did not stop the run; a caller should
+	// treat any as a failed cleanup.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// Run applies the policy to every task directory under tasks/ and returns
+// what it did. It first recovers whatever a crashed run left behind. It
+// returns an error only when it cannot run at all (invalid policy, tasks/
+// unreadable, another cleanup running, ctx done); failures on single tasks
+// are collected in Report.Errors and the run goes on. A missing tasks/
+// directory is an empty workspace: an empty report and no error.
+func (p *Pruner) Run(ctx context.Context) (Report, error) {
+	rep := Report{DryRun: p.DryRun}
+	if err := p.Policy.Validate(); err != nil {
+		return rep, err
+	}
+	if p.Root == nil {
+		return rep, errors.New("pruner has no root")
+	}
+	rootDir := p.RootDir
+	if rootDir == "" {
+		abs, err := filepath.Abs(p.Root.Name())
+		if err != nil {
+			return rep, fmt.Errorf("resolve workspace root: %w", err)
+		}
+		rootDir = abs
+	}
+	now := time.Now
+	if p.Now != nil {
+		now = p.Now
+	}
+	r := &run{p: p, rootDir: rootDir, now: now(), rep: &rep}
+
+	if fi, err := p.Root.Stat("tasks"); errors.Is(err, fs.ErrNotExist) {
+		return rep, nil
+	} else if err != nil {
+		return rep, fmt.Errorf("stat tasks directory: %w", err)
+	} else if !fi.IsDir() {
+		return rep, errors.New("tasks is not a directory")
+	}
+	if !p.DryRun {
+		lk, err := locking.TryAcquire(r.lockPath(cleanupLock), locking.Options{Agent: p.Agent, Perm: 0o644})
+		if err != nil {
+			if errors.Is(err, locking.ErrLocked) {
+				return rep, fmt.Errorf("%w: %w", ErrCleanupRunning, err)
+			}
+			return rep, fmt.Errorf("take cleanup lock: %w", err)
+		}
+		defer lk.Release()
+	}
+	if err := r.recover(ctx); err != nil {
+		return rep, err
+	}
+	err := r.prune(ctx)
+	rep.finish()
+	return rep, err
+}
+
+// run is the state of one Run.
+type run struct {
+	p       *Pruner
+	rootDir string
+	now     time.Time
+	rep     *Report
+	// moved holds the ids summarised by the two-rename fallback during
+	// this run: their entry left and re-entered tasks/, so the listing
+	// may show them again. It stays empty where RENAME_EXCHANGE works.
+	moved map[string]bool
+}
+
+func (r *run) lockPath(rel string) string {
+	return filepath.Join(r.rootDir, filepath.FromSlash(rel))
+}
+
+// eachEntry calls fn for every entry of tasks/, reading the listing in
+// batches of dirBatch so memory stays flat in the number of tasks.
+func (r *run) eachEntry(ctx context.Context, fn func(fs.DirEntry)) error {
+	dir, err := r.p.Root.Open("tasks")
+	if err != nil {
+		return fmt.Errorf("open tasks directory: %w", err)
+	}
+	defer dir.Close()
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		batch, err := dir.ReadDir(dirBatch)
+		for _, e := range batch {
+			fn(e)
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("list tasks directory: %w", err)
+		}
+	}
+}
+
+// recover finishes or rolls back what a crashed run left in tasks/:
+//
+//   - .trash-<id> is a task on its way out: removed;
+//   - .prune-<id> while tasks/<id> exists is an unfinished summary, or the
+//     old full tree after the swap: removed either way;
+//   - .prune-<id> while tasks/<id> is missing is a complete summary whose
+//     task the two-rename fallback had moved away: renamed into place.
+//
+// The cleanup lock makes this run the only one creating such entries. In a
+// dry run the leftovers are only listed.
+func (r *run) recover(ctx context.Context) error {
+	root := r.p.Root
+	var pending []string
+	if err := r.eachEntry(ctx, func(e fs.DirEntry) {
+		n := e.Name()
+		if strings.HasPrefix(n, prunePrefix) || strings.HasPrefix(n, trashPrefix) {
+			pending = append(pending, n) // only a crash leaves these: few
+		}
+	}); err != nil {
+		return err
+	}
+	// A .prune-<id> may move into place: finish it before any trash is
+	// deleted, so the order of the listing does not matter.
+	slices.SortStableFunc(pending, func(a, b string) int {
+		return boolCmp(!strings.HasPrefix(a, prunePrefix), !strings.HasPrefix(b, prunePrefix))
+	})
+	for _, n := range pending {
+		rel := path.Join("tasks", n)
+		if id, ok := strings.CutPrefix(n, prunePrefix); ok {
+			_, err := root.Lstat(path.Join("tasks", id))
+			switch {
+			case errors.Is(err, fs.ErrNotExist) && validID(id):
+				if r.p.DryRun {
+					r.rep.Recovered = append(r.rep.Recovered, "would move summary "+rel+" into place")
+					continue
+				}
+				if err := root.Rename(rel, path.Join("tasks", id)); err != nil {
+					r.rep.Errors = append(r.rep.Errors, fmt.Sprintf("recover summary %s: %v", rel, err))
+					continue
+				}
+				if err := atomicfile.SyncDir(root, "tasks"); err != nil {
+					r.rep.Errors = append(r.rep.Errors, fmt.Sprintf("recover summary %s: %v", rel, err))
+					continue
+				}
+				r.rep.Recovered = append(r.rep.Recovered, "moved summary "+rel+" into place")
+				continue
+			case err != nil && !errors.Is(err, fs.ErrNotExist):
+				r.rep.Errors = append(r.rep.Errors, fmt.Sprintf("recover %s: %v", rel, err))
+				continue
+			}
+		}
+		if r.p.DryRun {
+			r.rep.Recovered = append(r.rep.Recovered, "would delete leftover "+rel)
+			continue
+		}
+		if err := root.RemoveAll(rel); err != nil {
+			r.rep.Errors = append(r.rep.Errors, fmt.Sprintf("delete leftover %s: %v", rel, err))
+			continue
+		}
+		r.rep.Recovered = append(r.rep.Recovered, "deleted leftover "+rel)
+	}
+	return nil
+}
+
+// boolCmp orders false before true.
+func boolCmp(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
+// prune decides and acts on every task of tasks/.
+func (r *run) prune(ctx context.Context) error {
+	return r.eachEntry(ctx, func(e fs.DirEntry) {
+		if ctx.Err() != nil {
+			return
+		}
+		n := e.Name()
+		if n[0] == '.' || !e.IsDir() || r.moved[n] {
+			return // dot entries, stray files and symlinks are not tasks
+		}
+		if !validID(n) {
+			r.record(Decision{TaskID: n, Action: Skip, Reason: "not a valid task id"})
+			return
+		}
+		r.task(n)
+	})
+}
+
+// task handles one task directory.
+func (r *run) task(id string) {
+	info, err := ReadTaskInfo(r.p.Root, id)
+	if err != nil {
+		r.fail(Decision{TaskID: id}, err)
+		return
+	}
+	d := r.decide(info)
+	if d.Action == Keep || d.Action == Skip {
+		r.record(d)
+		return
+	}
+	lockRel := path.Join("tasks", id, taskLockName)
+	if r.p.DryRun {
+		held, h, err := locking.Held(r.lockPath(lockRel))
+		switch {
+		case err != nil:
+			r.fail(d, err)
+		case held:
+			r.record(busy(d, h))
+		default:
+			r.record(d)
+		}
+		return
+	}
+	// locking creates .locks/ through a path: refuse one that is not a
+	// plain directory, so the lock file cannot land outside the tree.
+	dirInfo, err := r.p.Root.Lstat(path.Join("tasks", id))
+	if err != nil {
+		r.fail(d, err)
+		return
+	}
+	if fi, err := r.p.Root.Lstat(path.Join("tasks", id, ".locks")); err == nil && !fi.IsDir() {
+		r.fail(d, errors.New(".locks is not a directory"))
+		return
+	}
+	lk, err := locking.TryAcquire(r.lockPath(lockRel), locking.Options{Agent: r.p.Agent, Perm: dirInfo.Mode().Perm() & 0o666})
+	if err != nil {
+		var te *locking.TimeoutError
+		if errors.As(err, &te) {
+			r.record(busy(d, te.Holder))
+			return
+		}
+		r.fail(d, err)
+		return
+	}
+	defer lk.Release()
+	// Decide again from a fresh read: the task may have changed between
+	// the first read and the lock.
+	if info, err = ReadTaskInfo(r.p.Root, id); err != nil {
+		r.fail(d, err)
+		return
+	}
+	if d = r.decide(info); d.Action == Keep || d.Action == Skip {
+		r.record(d)
+		return
+	}
+	if d.Action == Summarize {
+		err = r.summarize(id, dirInfo.Mode().Perm())
+	} else {
+		err = r.remove(id)
+	}
+	if err != nil {
+		r.fail(d, err)
+		return
+	}
+	r.record(d)
+}
+
+// decide applies the policy, turning an unreadable state into a skip.
+func (r *run) decide(info TaskInfo) Decision {
+	d := Decide(info, r.p.Policy, r.now)
+	if info.StateErr != "" {
+		d.Action = Skip
+	}
+	return d
+}
+
+func busy(d Decision, h *locking.Holder) Decision {
+	d.Reason = fmt.Sprintf("busy: task lock held by %s; would %s: %s", h, d.Action, d.Reason)
+	d.Action = Skip
+	return d
+}
+
+// fail records a task that could not be handled as skipped, and the error.
+func (r *run) fail(d Decision, err error) {
+	what := "handle"
+	if d.Action == Summarize || d.Action == Remove {
+		what = string(d.Action)
+	}
+	msg := fmt.Sprintf("%s task %s: %v", what, d.TaskID, err)
+	r.rep.Errors = append(r.rep.Errors, msg)
+	d.Action, d.Reason = Skip, "failed: "+msg
+	r.record(d)
+}
+
+// record files d under its outcome and reports progress.
+func (r *run) record(d Decision) {
+	c := &r.rep.Counts
+	var list *[]Decision
+	switch d.Action {
+	case Keep:
+		c.Kept++
+		list = &r.rep.Kept
+	case Summarize:
+		c.Summarized++
+		list = &r.rep.Summarized
+	case Remove:
+		c.Removed++
+		list = &r.rep.Removed
+	default:
+		c.Skipped++
+		list = &r.rep.Skipped
+	}
+	if !r.p.DiscardDecisions {
+		*list = append(*list, d)
+	}
+	if r.p.OnProgress != nil {
+		r.p.OnProgress(d)
+	}
+}
+
+// finish sorts the report's lists by task id.
+func (rep *Report) finish() {
+	for _, l := range []*[]Decision{&rep.Kept, &rep.Summarized, &rep.Removed, &rep.Skipped} {
+		slices.SortFunc(*l, func(a, b Decision) int { return strings.Compare(a.TaskID, b.TaskID) })
+	}
+}
+
+// summarize replaces tasks/<id> with its summary; the caller holds the
+// task's lock. See Pruner for the protocol and its crash guarantees.
+func (r *run) summarize(id string, perm fs.FileMode) error {
+	root := r.p.Root
+	src := path.Join("tasks", id)
+	tmp := path.Join("tasks", prunePrefix+id)
+	if err := root.RemoveAll(tmp); err != nil {
+		return fmt.Errorf("clear %s: %w", tmp, err)
+	}
+	if err := mkdirPerm(root, tmp, perm); err != nil {
+		return err
+	}
+	for _, f := range summaryFiles {
+		if err := linkRegular(root, path.Join(src, f), path.Join(tmp, f)); err != nil {
+			return err
+		}
+	}
+	// Every lock file of the task moves with it as the same inode: a
+	// holder or waiter of the old path still excludes users of the new.
+	locksPerm := perm
+	if fi, err := root.Lstat(path.Join(src, ".locks")); err == nil {
+		locksPerm = fi.Mode().Perm()
+	}
+	if err := mkdirPerm(root, path.Join(tmp, ".locks"), locksPerm); err != nil {
+		return err
+	}
+	if err := linkDir(root, path.Join(src, ".locks"), path.Join(tmp, ".locks")); err != nil {
+		return err
+	}
+	// The summary must be durable before it can take the task's place.
+	if err := atomicfile.SyncDir(root, path.Join(tmp, ".locks")); err != nil {
+		return err
+	}
+	if err := atomicfile.SyncDir(root, tmp); err != nil {
+		return err
+	}
+	tasks, err := root.Open("tasks")
+	if err != nil {
+		return fmt.Errorf("open tasks directory: %w", err)
+	}
+	defer tasks.Close()
+	old := tmp // after the swap, tmp holds the old full tree
+	err = exchange(tasks, id, prunePrefix+id)
+	if errors.Is(err, errExchangeUnsupported) {
+		old = path.Join("tasks", trashPrefix+id)
+		err = r.swapByRenames(src, tmp, old)
+	}
+	if err != nil {
+		return fmt.Errorf("swap in summary: %w", err)
+	}
+	if err := tasks.Sync(); err != nil {
+		return fmt.Errorf("sync tasks directory: %w", err)
+	}
+	if err := root.RemoveAll(old); err != nil {
+		return fmt.Errorf("delete old tree %s (the task is summarised): %w", old, err)
+	}
+	return nil
+}
+
+// swapByRenames is the fallback of the atomic swap: move the task to trash,
+// then the summary into place. recover finishes the second step after a
+// crash between the two.
+func (r *run) swapByRenames(src, tmp, trash string) error {
+	root := r.p.Root
+	if err := root.RemoveAll(trash); err != nil {
+		return fmt.Errorf("clear %s: %w", trash, err)
+	}
+	if err := root.Rename(src, trash); err != nil {
+		return err
+	}
+	if err := root.Rename(tmp, src); err != nil {
+		return fmt.Errorf("%w (recovery will move %s into place)", err, tmp)
+	}
+	if r.moved == nil {
+		r.moved = make(map[string]bool)
+	}
+	r.moved[path.Base(src)] = true
+	return nil
+}
+
+// remove deletes tasks/<id>; the caller holds the task's lock. The rename
+// to .trash-<id> is the commit point: from then on the task is gone.
+func (r *run) remove(id string) error {
+	root := r.p.Root
+	src := path.Join("tasks", id)
+	trash := path.Join("tasks", trashPrefix+id)
+	if err := root.RemoveAll(trash); err != nil {
+		return fmt.Errorf("clear %s: %w", trash, err)
+	}
+	if err := root.Rename(src, trash); err != nil {
+		return err
+	}
+	if err := atomicfile.SyncDir(root, "tasks"); err != nil {
+		return err
+	}
+	if err := root.RemoveAll(trash); err != nil {
+		return fmt.Errorf("delete %s (the task is removed): %w", trash, err)
+	}
+	return nil
+}
+
+// mkdirPerm creates dir with exactly perm, whatever the umask.
+func mkdirPerm(root *os.Root, dir string, perm fs.FileMode) error {
+	if err := root.Mkdir(dir, perm); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	if err := root.Chmod(dir, perm); err != nil {
+		return fmt.Errorf("chmod %s: %w", dir, err)
+	}
+	return nil
+}
+
+// linkRegular hard-links src to dst if src is a regular file; anything
+// else (missing, a symlink, a FIFO) is left out of the summary.
+func linkRegular(root *os.Root, src, dst string) error {
+	fi, err := root.Lstat(src)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil
+	}
+	if err := root.Link(src, dst); err != nil {
+		return fmt.Errorf("link %s: %w", src, err)
+	}
+	return nil
+}
+
+// linkDir hard-links every regular file of srcDir into dstDir.
+func linkDir(root *os.Root, srcDir, dstDir string) error {
+	d, err := root.Open(srcDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open %s: %w", srcDir, err)
+	}
+	defer d.Close()
+	for {
+		batch, err := d.ReadDir(dirBatch)
+		for _, e := range batch {
+			if e.Type().IsRegular() {
+				if err := root.Link(path.Join(srcDir, e.Name()), path.Join(dstDir, e.Name())); err != nil {
+					return fmt.Errorf("link %s: %w", path.Join(srcDir, e.Name()), err)
+				}
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("list %s: %w", srcDir, err)
+		}
+	}
+}
+
+// validID reports whether s is a task id of SPEC §1:
+// ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$.
+func validID(s string) bool {
+	if len(s) == 0 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case i > 0 && (c == '.' || c == '_' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
