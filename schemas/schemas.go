@@ -295,22 +295,23 @@ func CheckLimits(data []byte, maxBytes, maxDepth int) error {
 		return fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(data), maxBytes)
 	}
 	depth := 0
-	inString, escaped := false, false
-	for i, c := range data {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
+	for i := 0; i < len(data); i++ {
+		switch data[i] {
 		case '"':
-			inString = true
+			// Skip the string: find its closing quote, stepping over
+			// escapes, with IndexAny doing the fast scanning.
+			for i++; i < len(data); i++ {
+				j := bytes.IndexAny(data[i:], `"\`)
+				if j < 0 {
+					i = len(data)
+					break
+				}
+				i += j
+				if data[i] == '"' {
+					break
+				}
+				i++ // the escaped byte
+			}
 		case '[', '{':
 			depth++
 			if depth > maxDepth {
