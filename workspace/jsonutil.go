@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"unicode/utf8"
 
 	"github.com/workspaced/workspaced/atomicfile"
 )
@@ -36,7 +37,16 @@ func describeJSONError(data []byte, err error) error {
 
 // ParseValue checks that data is exactly one JSON document within the depth
 // limit and returns it compacted.
+//
+// Everything wrong with it is ErrInvalid (it is input to refuse): not
+// JSON, more than one document, not UTF-8, or nested too deeply.
 func ParseValue(data []byte, maxDepth int) (json.RawMessage, error) {
+	if !utf8.Valid(data) {
+		return nil, invalidf("value", "values are UTF-8 JSON text", "not valid UTF-8")
+	}
+	if err := CheckDepth(data, maxDepth); err != nil {
+		return nil, invalidf("value", "flatten the value", "nested deeper than %d levels", maxDepth)
+	}
 	var raw json.RawMessage
 	if err := decodeStrict("value", data, maxDepth, &raw); err != nil {
 		return nil, err

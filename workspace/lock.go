@@ -47,6 +47,14 @@ func (w *Workspace) lockPath(ctx context.Context, rel, agent string) (*locking.L
 	if err := w.root.MkdirAll(filepath.FromSlash(path.Dir(rel)), w.DirPerm()); err != nil {
 		return nil, fmt.Errorf("create lock directory %s: %w", path.Dir(rel), err)
 	}
+	// The lock is taken by absolute path, which would follow a symlink
+	// planted in the lock file's place: refuse anything but a regular file.
+	if st, err := w.root.Lstat(filepath.FromSlash(rel)); err == nil && !st.Mode().IsRegular() {
+		return nil, &Error{Kind: ErrUnsafe, Op: "lock " + rel, Msg: fmt.Sprintf("lock file is a %s, not a regular file", fileKind(st.Mode())),
+			Hint: "remove it; lock files are plain files the workspace creates"}
+	} else if err != nil && !isNotExist(err) {
+		return nil, fmt.Errorf("lock %s: %w", rel, err)
+	}
 	l, err := locking.Acquire(ctx, filepath.Join(w.dir, filepath.FromSlash(rel)), locking.Options{
 		Timeout: timeDuration(w.settings.LockTimeout),
 		Agent:   agent,

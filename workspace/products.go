@@ -81,18 +81,19 @@ func (w *Workspace) WritePlan(ctx context.Context, taskID, agent string, data []
 		return Plan{}, err
 	}
 	defer l.Release()
+	// Read the current version, build and check the new one completely,
+	// and only then write: a refused plan leaves plan.json and plans/
+	// untouched.
 	version := 1
 	var old Plan
-	if err := w.readJSON(name, &old); err == nil {
+	prev, err := w.ReadFile(name)
+	switch {
+	case err == nil:
+		if err := decodeStrict(name, prev, w.settings.Limits.MaxDepth, &old); err != nil {
+			return Plan{}, fmt.Errorf("read current plan: %w", err)
+		}
 		version = old.Version + 1
-		prev, err := w.ReadFile(name)
-		if err != nil {
-			return Plan{}, err
-		}
-		if err := w.Write(path.Join(TaskDir(taskID), "plans", "plan_v"+strconv.Itoa(old.Version)+".json"), prev); err != nil {
-			return Plan{}, err
-		}
-	} else if !errors.Is(err, ErrNotFound) {
+	case !errors.Is(err, ErrNotFound):
 		return Plan{}, fmt.Errorf("read current plan: %w", err)
 	}
 	m["version"] = version
@@ -109,15 +110,23 @@ func (w *Workspace) WritePlan(ctx context.Context, taskID, agent string, data []
 	if id, _ := m["id"].(string); ValidateID("plan id", id) != nil {
 		return Plan{}, ValidateID("plan id", id)
 	}
-	out, err := w.writeDoc(schemas.KindPlan, name, m)
+	out, err := marshalValidated(schemas.KindPlan, m)
 	if err != nil {
 		return Plan{}, err
 	}
 	var p Plan
 	if err := json.Unmarshal(out, &p); err != nil {
-		return Plan{}, err
+		return Plan{}, &Error{Kind: ErrInvalid, Op: "plan", Err: err}
 	}
 	if err := checkPlan(p); err != nil {
+		return Plan{}, err
+	}
+	if prev != nil {
+		if err := w.Write(path.Join(TaskDir(taskID), "plans", "plan_v"+strconv.Itoa(old.Version)+".json"), prev); err != nil {
+			return Plan{}, err
+		}
+	}
+	if err := w.Write(name, out); err != nil {
 		return Plan{}, err
 	}
 	return p, nil

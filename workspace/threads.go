@@ -235,8 +235,14 @@ func (w *Workspace) UpdateThread(ctx context.Context, taskID, id, agent string, 
 	if err := w.requireTask(taskID); err != nil {
 		return Thread{}, err
 	}
+	if err := ValidateID("thread id", id); err != nil {
+		return Thread{}, err
+	}
 	if agent == "" {
 		agent = "workspaced"
+	}
+	if err := ValidateID("agent", agent); err != nil {
+		return Thread{}, err
 	}
 	name := threadPath(taskID, id)
 	l, err := w.LockFile(ctx, name, agent)

@@ -1,0 +1,384 @@
+package workspace
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// badStrings are ids and keys every operation must refuse.
+var badIDs = map[string]string{
+	"dotdot":       "..",
+	"dotdot path":  "../../etc",
+	"slash":        "a/b",
+	"control":      "a\nb",
+	"nul":          "a\x00b",
+	"10KB":         strings.Repeat("a", 10<<10),
+	"invalid utf8": "a\xffb",
+	"empty":        "",
+	"leading dot":  ".hidden",
+}
+
+var badKeys = map[string]string{
+	"control":      "a\nb",
+	"nul":          "a\x00b",
+	"del":          "a\x7fb",
+	"c1 control":   "a\u0085b",
+	"10KB":         strings.Repeat("k", 10<<10),
+	"invalid utf8": "a\xffb",
+	"empty":        "",
+	"201 bytes":    strings.Repeat("k", 201),
+	"long encoded": strings.Repeat("/", 90),
+}
+
+// refuses runs op and checks it fails with ErrInvalid (or want) and that
+// nothing in the root (or in outside, when given) changed.
+func refuses(t *testing.T, w *Workspace, want error, outside string, op func() error) {
+	t.Helper()
+	before := listing(t, w.Dir())
+	var beforeOut string
+	if outside != "" {
+		beforeOut = listing(t, outside)
+	}
+	err := op()
+	if err == nil {
+		t.Fatalf("succeeded, want %v", want)
+	}
+	if !errors.Is(err, want) {
+		t.Errorf("err = %v, want %v", err, want)
+	}
+	if err.Error() == "" {
+		t.Errorf("empty error message")
+	}
+	if after := listing(t, w.Dir()); after != before {
+		t.Errorf("the tree changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	if outside != "" {
+		if after := listing(t, outside); after != beforeOut {
+			t.Errorf("a directory outside the root changed")
+		}
+	}
+}
+
+func TestBadIDsWriteNothing(t *testing.T) {
+	ctx := context.Background()
+	w, _ := newWS(t)
+	newTask(t, w, "t1")
+	for name, id := range badIDs {
+		t.Run(name, func(t *testing.T) {
+			ops := map[string]func() error{
+				"create task": func() error {
+					_, err := w.CreateTask(ctx, NewTaskRequest{ID: id, Description: "d"})
+					return err
+				},
+				"store thread task": func() error {
+					_, err := w.StoreEntry(ctx, Scope{Kind: ScopeThread, TaskID: id}, StoreRequest{Key: "k", Value: json.RawMessage(`1`), Agent: "a"})
+					return err
+				},
+				"store session thread": func() error {
+					_, err := w.StoreEntry(ctx, Scope{Kind: ScopeSession, TaskID: "t1", ThreadID: id}, StoreRequest{Key: "k", Value: json.RawMessage(`1`), Agent: "a"})
+					return err
+				},
+				"store agent scope": func() error {
+					_, err := w.StoreEntry(ctx, Scope{Kind: ScopeAgent, Agent: id}, StoreRequest{Key: "k", Value: json.RawMessage(`1`), Agent: "a"})
+					return err
+				},
+				"store by agent": func() error {
+					_, err := w.StoreEntry(ctx, Scope{Kind: ScopeGlobal}, StoreRequest{Key: "k", Value: json.RawMessage(`1`), Agent: id})
+					return err
+				},
+				"new thread": func() error {
+					_, err := w.NewThread(ctx, NewThreadRequest{TaskID: "t1", ID: id, From: "a", To: "b"})
+					return err
+				},
+				"update thread": func() error {
+					_, err := w.UpdateThread(ctx, "t1", id, "a", ThreadUpdate{Status: ptr("done")})
+					return err
+				},
+				"update thread agent": func() error {
+					_, err := w.UpdateThread(ctx, "t1", "t1", id, ThreadUpdate{Status: ptr("done")})
+					return err
+				},
+				"output subtask": func() error {
+					_, err := w.WriteOutput("t1", id, "a", []byte(`{}`))
+					return err
+				},
+				"review id": func() error {
+					_, err := w.WriteReview("t1", id, "a", []byte(`{"type":"plan_review","verdict":"approved"}`))
+					return err
+				},
+				"claim agent": func() error {
+					_, err := w.WriteClaim("t1", id, "st_1")
+					return err
+				},
+				"plan agent": func() error {
+					_, err := w.WritePlan(ctx, "t1", id, []byte(`{"subtasks":[]}`))
+					return err
+				},
+				"lock name": func() error {
+					l, err := w.LockNamed(ctx, "t1", id, "a")
+					if err == nil {
+						l.Release()
+					}
+					return err
+				},
+			}
+			if id == "" {
+				// An empty id means "generate one" here, and an empty
+				// agent is the workspace itself.
+				delete(ops, "create task")
+				delete(ops, "new thread")
+				delete(ops, "update thread agent")
+			}
+			for opName, op := range ops {
+				t.Run(opName, func(t *testing.T) { refuses(t, w, ErrInvalid, "", op) })
+			}
+		})
+	}
+}
+
+func TestBadKeysWriteNothing(t *testing.T) {
+	ctx := context.Background()
+	w, _ := newWS(t)
+	newTask(t, w, "t1")
+	sc := Scope{Kind: ScopeThread, TaskID: "t1"}
+	if _, err := w.StoreEntry(ctx, sc, StoreRequest{Key: "existing", Value: json.RawMessage(`1`), Agent: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	for name, key := range badKeys {
+		t.Run(name, func(t *testing.T) {
+			refuses(t, w, ErrInvalid, "", func() error {
+				_, err := w.StoreEntry(ctx, sc, StoreRequest{Key: key, Value: json.RawMessage(`1`), Agent: "a"})
+				return err
+			})
+			refuses(t, w, ErrInvalid, "", func() error {
+				_, err := w.UpdateEntry(ctx, sc, UpdateRequest{Key: key, Value: json.RawMessage(`1`), Agent: "a"})
+				return err
+			})
+			refuses(t, w, ErrInvalid, "", func() error { return w.DeleteEntry(ctx, sc, key, "a") })
+			refuses(t, w, ErrInvalid, "", func() error {
+				_, err := w.GetEntry(ctx, sc, key)
+				return err
+			})
+		})
+	}
+}
+
+func TestBadValuesWriteNothing(t *testing.T) {
+	ctx := context.Background()
+	w, _ := newWS(t)
+	newTask(t, w, "t1")
+	sc := Scope{Kind: ScopeThread, TaskID: "t1"}
+	if _, err := w.StoreEntry(ctx, sc, StoreRequest{Key: "existing", Value: json.RawMessage(`1`), Agent: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	over := append(append([]byte(`"`), bytes.Repeat([]byte("x"), DefaultValueMaxBytes)...), '"')
+	cases := map[string]json.RawMessage{
+		"over the limit":   over,
+		"not json":         json.RawMessage(`{a:1}`),
+		"two documents":    json.RawMessage(`1 2`),
+		"truncated":        json.RawMessage(`{"a":`),
+		"empty":            json.RawMessage(``),
+		"blank":            json.RawMessage(`   `),
+		"too deep":         json.RawMessage(strings.Repeat("[", 100) + strings.Repeat("]", 100)),
+		"invalid utf8":     json.RawMessage("\"a\xffb\""),
+		"invalid utf8 key": json.RawMessage("{\"a\xff\":1}"),
+	}
+	for name, v := range cases {
+		t.Run(name, func(t *testing.T) {
+			refuses(t, w, ErrInvalid, "", func() error {
+				_, err := w.StoreEntry(ctx, sc, StoreRequest{Key: "new", Value: v, Agent: "a"})
+				return err
+			})
+			refuses(t, w, ErrInvalid, "", func() error {
+				_, err := w.UpdateEntry(ctx, sc, UpdateRequest{Key: "existing", Value: v, Agent: "a"})
+				return err
+			})
+		})
+	}
+}
+
+func TestSymlinkedScopeDirStaysInside(t *testing.T) {
+	ctx := context.Background()
+	w, _ := newWS(t)
+	newTask(t, w, "t1")
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "k.json"), []byte(`{"key":"k","short_description":"","stored_by":"x","created_at":"2024-01-15T10:00:00Z","updated_at":"2024-01-15T10:00:00Z","version":1,"value":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(w.Dir(), "tasks", "t1", "env")); err != nil {
+		t.Fatal(err)
+	}
+	sc := Scope{Kind: ScopeThread, TaskID: "t1"}
+	ops := map[string]func() error{
+		"store": func() error {
+			_, err := w.StoreEntry(ctx, sc, StoreRequest{Key: "k", Value: json.RawMessage(`2`), Agent: "a"})
+			return err
+		},
+		"update": func() error {
+			_, err := w.UpdateEntry(ctx, sc, UpdateRequest{Key: "k", Value: json.RawMessage(`2`), Agent: "a"})
+			return err
+		},
+		"delete": func() error { return w.DeleteEntry(ctx, sc, "k", "a") },
+		"get": func() error {
+			_, err := w.GetEntry(ctx, sc, "k")
+			return err
+		},
+		"list": func() error {
+			_, err := w.ListEntries(ctx, sc)
+			return err
+		},
+	}
+	for name, op := range ops {
+		t.Run(name, func(t *testing.T) {
+			before, beforeOut := listing(t, w.Dir()), listing(t, outside)
+			if err := op(); err == nil {
+				t.Errorf("succeeded through a symlinked scope directory")
+			}
+			if listing(t, w.Dir()) != before {
+				t.Errorf("the tree changed")
+			}
+			if listing(t, outside) != beforeOut {
+				t.Errorf("the directory outside the root changed")
+			}
+		})
+	}
+}
+
+func TestSymlinkedEntryFile(t *testing.T) {
+	ctx := context.Background()
+	w, _ := newWS(t)
+	newTask(t, w, "t1")
+	outside := t.TempDir()
+	target := filepath.Join(outside, "secret.json")
+	secret := []byte(`{"key":"k","short_description":"","stored_by":"x","created_at":"2024-01-15T10:00:00Z","updated_at":"2024-01-15T10:00:00Z","version":7,"value":"secret"}`)
+	if err := os.WriteFile(target, secret, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := filepath.Join(w.Dir(), "tasks", "t1", "env")
+	if err := os.MkdirAll(env, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(env, "k.json")); err != nil {
+		t.Fatal(err)
+	}
+	sc := Scope{Kind: ScopeThread, TaskID: "t1"}
+	beforeOut := listing(t, outside)
+
+	if _, err := w.GetEntry(ctx, sc, "k"); !errors.Is(err, ErrUnsafe) {
+		t.Errorf("get: err = %v, want ErrUnsafe", err)
+	}
+	if _, err := w.UpdateEntry(ctx, sc, UpdateRequest{Key: "k", Value: json.RawMessage(`2`), Agent: "a"}); !errors.Is(err, ErrUnsafe) {
+		t.Errorf("update: err = %v, want ErrUnsafe", err)
+	}
+	items, skipped, err := w.ListEntriesReport(ctx, sc)
+	if err != nil || len(items) != 0 || len(skipped) != 1 {
+		t.Errorf("list = %v, skipped %v, %v; want the link skipped", items, skipped, err)
+	}
+	// Store is create-or-replace: it may refuse, or replace the link by a
+	// regular file inside the root; it must never write through it.
+	_, err = w.StoreEntry(ctx, sc, StoreRequest{Key: "k", Value: json.RawMessage(`2`), Agent: "a"})
+	if err == nil {
+		st, lerr := os.Lstat(filepath.Join(env, "k.json"))
+		if lerr != nil || !st.Mode().IsRegular() {
+			t.Errorf("store succeeded but k.json is not a regular file: %v", lerr)
+		}
+		e, gerr := w.GetEntry(ctx, sc, "k")
+		if gerr != nil || e.Version != 1 {
+			t.Errorf("after store: %+v, %v; want version 1 (nothing taken from outside)", e, gerr)
+		}
+	}
+	if got := listing(t, outside); got != beforeOut {
+		t.Errorf("the file outside the root changed")
+	}
+	if data, _ := os.ReadFile(target); !bytes.Equal(data, secret) {
+		t.Errorf("target rewritten: %s", data)
+	}
+}
+
+func TestSymlinkedLockFileStaysInside(t *testing.T) {
+	ctx := context.Background()
+	w, _ := newWS(t)
+	outside := t.TempDir()
+	target := filepath.Join(outside, "victim")
+	if err := os.WriteFile(target, []byte("keep me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	locks := filepath.Join(w.Dir(), "memory", "global", ".locks")
+	if err := os.MkdirAll(locks, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(locks, "k.json.lock")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := w.StoreEntry(ctx, Scope{Kind: ScopeGlobal}, StoreRequest{Key: "k", Value: json.RawMessage(`1`), Agent: "a"})
+	if !errors.Is(err, ErrUnsafe) {
+		t.Errorf("store with a symlinked lock file: err = %v, want ErrUnsafe", err)
+	}
+	if data, _ := os.ReadFile(target); string(data) != "keep me" {
+		t.Errorf("a file outside the root was written through the lock: %q", data)
+	}
+}
+
+func TestSchemaInvalidTaskAndPlanWriteNothing(t *testing.T) {
+	ctx := context.Background()
+	w, _ := newWS(t)
+	newTask(t, w, "t1")
+	if _, err := w.WritePlan(ctx, "t1", "planner", []byte(`{"subtasks":[{"id":"a","description":"x"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]func() error{
+		"task empty description": func() error {
+			_, err := w.CreateTask(ctx, NewTaskRequest{ID: "t2", Description: "  "})
+			return err
+		},
+		"plan not an object": func() error {
+			_, err := w.WritePlan(ctx, "t1", "planner", []byte(`[1]`))
+			return err
+		},
+		"plan without subtasks": func() error {
+			_, err := w.WritePlan(ctx, "t1", "planner", []byte(`{"summary":"x"}`))
+			return err
+		},
+		"plan subtask without description": func() error {
+			_, err := w.WritePlan(ctx, "t1", "planner", []byte(`{"subtasks":[{"id":"a"}]}`))
+			return err
+		},
+		"plan bad status": func() error {
+			_, err := w.WritePlan(ctx, "t1", "planner", []byte(`{"status":"done","subtasks":[]}`))
+			return err
+		},
+		"plan unknown dependency": func() error {
+			_, err := w.WritePlan(ctx, "t1", "planner", []byte(`{"subtasks":[{"id":"a","description":"x","dependencies":["zz"]}]}`))
+			return err
+		},
+		"plan duplicate subtask": func() error {
+			_, err := w.WritePlan(ctx, "t1", "planner", []byte(`{"subtasks":[{"id":"a","description":"x"},{"id":"a","description":"y"}]}`))
+			return err
+		},
+		"plan bad id": func() error {
+			_, err := w.WritePlan(ctx, "t1", "planner", []byte(`{"id":"../x","subtasks":[]}`))
+			return err
+		},
+		"plan trailing data": func() error {
+			_, err := w.WritePlan(ctx, "t1", "planner", []byte(`{"subtasks":[]} {}`))
+			return err
+		},
+		"output not json": func() error {
+			_, err := w.WriteOutput("t1", "a", "w", []byte(`nope`))
+			return err
+		},
+		"review bad verdict": func() error {
+			_, err := w.WriteReview("t1", "r1", "w", []byte(`{"type":"plan_review","verdict":"maybe"}`))
+			return err
+		},
+	}
+	for name, op := range cases {
+		t.Run(name, func(t *testing.T) { refuses(t, w, ErrInvalid, "", op) })
+	}
+}
