@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
@@ -78,6 +79,9 @@ var (
 	ErrTooLarge = errors.New("document too large")
 	// ErrTooDeep is returned for a document nested deeper than the limit.
 	ErrTooDeep = errors.New("document nested too deeply")
+	// ErrInvalid matches (errors.Is) every *Error and *SyntaxError: the
+	// document was read but is not acceptable.
+	ErrInvalid = errors.New("invalid document")
 )
 
 //go:embed *.schema.json
@@ -139,6 +143,7 @@ func compileAll() (map[Kind]*jsonschema.Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.Draft = jsonschema.Draft2020
 	c.AssertFormat = true
+	c.Formats["date-time"] = isDateTime
 	// Every reference resolves inside the embedded set; nothing is fetched.
 	c.LoadURL = func(u string) (io.ReadCloser, error) {
 		return nil, fmt.Errorf("schema %s is not embedded", u)
@@ -161,6 +166,21 @@ func compileAll() (map[Kind]*jsonschema.Schema, error) {
 		out[k] = s
 	}
 	return out, nil
+}
+
+// isDateTime accepts what RFC 3339 calls a date-time and Go's time.Time
+// also decodes: the RFC allows a lower-case 't' and 'z' and a leap second,
+// which Go refuses, so a document that passed would still fail to load.
+func isDateTime(v any) bool {
+	s, ok := v.(string)
+	if !ok {
+		return true // format applies to strings only; "type" judges the rest
+	}
+	if !jsonschema.Formats["date-time"](s) {
+		return false
+	}
+	_, err := time.Parse(time.RFC3339Nano, s)
+	return err == nil
 }
 
 // Problem is one way a document breaks its schema.
@@ -218,6 +238,9 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
+// Is reports whether target is ErrInvalid.
+func (e *Error) Is(target error) bool { return target == ErrInvalid }
+
 // SyntaxError is returned by Validate for bytes that are not one
 // well-formed JSON value in UTF-8.
 type SyntaxError struct {
@@ -239,6 +262,9 @@ func (e *SyntaxError) Error() string {
 
 // Unwrap returns the underlying decoder error.
 func (e *SyntaxError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrInvalid.
+func (e *SyntaxError) Is(target error) bool { return target == ErrInvalid }
 
 // Validate checks that data is one JSON document of the given kind: at most
 // MaxBytes long, nested at most MaxDepth deep, valid UTF-8, well-formed

@@ -216,6 +216,11 @@ func TestValidateEdits(t *testing.T) {
 		{"task date without zone", KindTask, "/created_at", "2024-01-15T10:00:00", "/created_at", "format"},
 		{"task date with space", KindTask, "/created_at", "2024-01-15 10:00:00Z", "/created_at", "format"},
 		{"task date with offset", KindTask, "/created_at", "2024-01-15T10:00:00.5-05:00", "-", ""},
+		{"task date lower-case t", KindTask, "/created_at", "2024-01-15t10:00:00Z", "/created_at", "format"},
+		{"task date lower-case z", KindTask, "/created_at", "2024-01-15T10:00:00z", "/created_at", "format"},
+		{"task date leap second", KindTask, "/created_at", "2024-01-15T23:59:60Z", "/created_at", "format"},
+		{"task date hour 24", KindTask, "/created_at", "2024-01-15T24:00:00Z", "/created_at", "format"},
+		{"task date nanoseconds", KindTask, "/created_at", "2024-01-15T10:00:00.123456789Z", "-", ""},
 		{"task date wrong type", KindTask, "/created_at", 1705312800, "/created_at", "type"},
 		{"task constraints wrong type", KindTask, "/constraints", "one", "/constraints", "type"},
 		// plan
@@ -305,6 +310,9 @@ func TestValidateEdits(t *testing.T) {
 			var ve *Error
 			if !errors.As(err, &ve) {
 				t.Fatalf("Validate = %v, want *Error\n%s", err, doc)
+			}
+			if !errors.Is(err, ErrInvalid) {
+				t.Error("*Error does not match ErrInvalid")
 			}
 			if ve.Kind != tt.kind {
 				t.Errorf("Kind = %q, want %q", ve.Kind, tt.kind)
@@ -434,6 +442,9 @@ func TestSyntaxErrors(t *testing.T) {
 			var se *SyntaxError
 			if !errors.As(err, &se) {
 				t.Fatalf("Validate = %v, want *SyntaxError", err)
+			}
+			if !errors.Is(err, ErrInvalid) {
+				t.Error("*SyntaxError does not match ErrInvalid")
 			}
 			if se.Offset != tt.offset || se.Line != tt.line || se.Column != tt.column {
 				t.Errorf("at byte %d line %d column %d, want %d %d %d (%v)", se.Offset, se.Line, se.Column, tt.offset, tt.line, tt.column, err)
