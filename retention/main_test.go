@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -51,7 +53,9 @@ func childHold() int {
 
 // childPrune runs a Pruner over $PRUNE_ROOT at $PRUNE_NOW with the default
 // policy, printing each handled task id; $PRUNE_FALLBACK=1 disables the
-// atomic exchange.
+// atomic exchange; $PRUNE_CRASH_AT=N makes the process kill itself with
+// SIGKILL at the N-th step of summarising or removing, after printing
+// "crash at <step>".
 func childPrune() int {
 	if os.Getenv("PRUNE_FALLBACK") == "1" {
 		exchange = noExchange
@@ -60,6 +64,16 @@ func childPrune() int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
+	}
+	if n, _ := strconv.Atoi(os.Getenv("PRUNE_CRASH_AT")); n > 0 {
+		calls := 0
+		stepHook = func(step string) {
+			if calls++; calls == n {
+				fmt.Fprintln(os.Stdout, "crash at", step)
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {} // the signal is on its way
+			}
+		}
 	}
 	root, err := os.OpenRoot(os.Getenv("PRUNE_ROOT"))
 	if err != nil {

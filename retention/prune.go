@@ -48,6 +48,10 @@ var errExchangeUnsupported = errors.New("atomic exchange not supported")
 // exercise the fallback.
 var exchange = renameExchange
 
+// stepHook is called between the steps of summarising and removing a task;
+// the crash tests set it to kill the process at each step in turn.
+var stepHook = func(step string) {}
+
 // Pruner carries out the retention policy on a workspace tree. Fill its
 // fields and call Run; a Pruner holds no state between runs.
 //
@@ -478,10 +482,12 @@ func (r *run) summarize(id string, perm fs.FileMode) error {
 	if err := mkdirPerm(root, tmp, perm); err != nil {
 		return err
 	}
+	stepHook("summarize: summary directory created")
 	for _, f := range summaryFiles {
 		if err := linkRegular(root, path.Join(src, f), path.Join(tmp, f)); err != nil {
 			return err
 		}
+		stepHook("summarize: linked a summary file")
 	}
 	// Every lock file of the task moves with it as the same inode: a
 	// holder or waiter of the old path still excludes users of the new.
@@ -502,6 +508,7 @@ func (r *run) summarize(id string, perm fs.FileMode) error {
 	if err := atomicfile.SyncDir(root, tmp); err != nil {
 		return err
 	}
+	stepHook("summarize: summary durable")
 	tasks, err := root.Open("tasks")
 	if err != nil {
 		return fmt.Errorf("open tasks directory: %w", err)
@@ -516,9 +523,11 @@ func (r *run) summarize(id string, perm fs.FileMode) error {
 	if err != nil {
 		return fmt.Errorf("swap in summary: %w", err)
 	}
+	stepHook("summarize: swapped")
 	if err := tasks.Sync(); err != nil {
 		return fmt.Errorf("sync tasks directory: %w", err)
 	}
+	stepHook("summarize: swap durable")
 	if err := root.RemoveAll(old); err != nil {
 		return fmt.Errorf("delete old tree %s (the task is summarised): %w", old, err)
 	}
@@ -536,6 +545,7 @@ func (r *run) swapByRenames(src, tmp, trash string) error {
 	if err := root.Rename(src, trash); err != nil {
 		return err
 	}
+	stepHook("summarize: task moved to trash")
 	if err := root.Rename(tmp, src); err != nil {
 		return fmt.Errorf("%w (recovery will move %s into place)", err, tmp)
 	}
@@ -558,9 +568,11 @@ func (r *run) remove(id string) error {
 	if err := root.Rename(src, trash); err != nil {
 		return err
 	}
+	stepHook("remove: task moved to trash")
 	if err := atomicfile.SyncDir(root, "tasks"); err != nil {
 		return err
 	}
+	stepHook("remove: rename durable")
 	if err := root.RemoveAll(trash); err != nil {
 		return fmt.Errorf("delete %s (the task is removed): %w", trash, err)
 	}

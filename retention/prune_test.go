@@ -423,9 +423,10 @@ func TestRecoverLeftovers(t *testing.T) {
 	}
 }
 
-// TestPruneCrashSafety kills a pruning process with SIGKILL at random
-// points and checks after each kill that every task is whole, summarised
-// or gone, then that a later run completes the work.
+// TestPruneCrashSafety kills a pruning process with SIGKILL, first at every
+// step of summarising and removing in turn, then at random moments, and
+// checks after each kill that every task is whole, summarised or gone, then
+// that a later run completes the work.
 func TestPruneCrashSafety(t *testing.T) {
 	for _, mode := range []string{"exchange", "fallback"} {
 		t.Run(mode, func(t *testing.T) { testCrashSafety(t, mode == "fallback") })
@@ -438,7 +439,7 @@ func testCrashSafety(t *testing.T, fallback bool) {
 		t.Cleanup(func() { exchange = renameExchange })
 	}
 	var specs []taskSpec
-	for i := range 90 {
+	for i := range 150 {
 		var age time.Duration
 		switch i % 3 {
 		case 0:
@@ -459,21 +460,27 @@ func testCrashSafety(t *testing.T, fallback bool) {
 	allowed := map[Action][]string{Keep: {"whole"}, Summarize: {"whole", "summarised"}, Remove: {"whole", "gone"}}
 	check := func(when string) {
 		t.Helper()
+		// With the atomic exchange the tree is consistent at every
+		// instant; the fallback may leave a summary for recovery to move
+		// into place.
+		if fallback {
+			recoverOnly(t, root, dir)
+		}
 		for id, a := range want {
 			if shape := taskShape(t, dir, id, orig[id]); !slices.Contains(allowed[a], shape) {
 				t.Fatalf("%s: task %s (%s) is %s", when, id, a, shape)
 			}
 		}
 	}
-
-	rng := rand.New(rand.NewPCG(1, uint64(time.Now().UnixNano())))
-	kills := 0
-	for iter := range 12 {
+	// start runs a pruning child; kill, if set, decides when to kill it
+	// from its progress lines. It returns the child's output lines.
+	start := func(env ...string) (*exec.Cmd, *bufio.Scanner) {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), childEnv+"=prune", "PRUNE_ROOT="+dir, "PRUNE_NOW="+pruneNow.Format(time.RFC3339Nano))
 		if fallback {
 			cmd.Env = append(cmd.Env, "PRUNE_FALLBACK=1")
 		}
+		cmd.Env = append(cmd.Env, env...)
 		cmd.Stderr = os.Stderr
 		out, err := cmd.StdoutPipe()
 		if err != nil {
@@ -482,30 +489,60 @@ func testCrashSafety(t *testing.T, fallback bool) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		// Kill after a random number of handled tasks: the child is then
-		// somewhere inside the next one.
-		n := rng.IntN(8)
-		sc := bufio.NewScanner(out)
+		return cmd, bufio.NewScanner(out)
+	}
+
+	// Every step, in turn: the N-th step of a run is somewhere in its
+	// first few tasks, which differ from run to run as work gets done.
+	steps := map[string]bool{}
+	for n := 1; n <= 24; n++ {
+		cmd, sc := start(fmt.Sprintf("PRUNE_CRASH_AT=%d", n))
+		for sc.Scan() {
+			if step, ok := strings.CutPrefix(sc.Text(), "crash at "); ok {
+				steps[step] = true
+			}
+		}
+		_ = cmd.Wait()
+		check(fmt.Sprintf("after a crash at step %d", n))
+	}
+	wantSteps := []string{
+		"summarize: summary directory created", "summarize: linked a summary file",
+		"summarize: summary durable", "summarize: swapped", "summarize: swap durable",
+		"remove: task moved to trash", "remove: rename durable",
+	}
+	if fallback {
+		wantSteps = append(wantSteps, "summarize: task moved to trash")
+	}
+	for _, s := range wantSteps {
+		if !steps[s] {
+			t.Errorf("no crash at step %q (crashed at %v)", s, steps)
+		}
+	}
+
+	// Random moments: after a random number of handled tasks and a
+	// random pause, the child is somewhere inside a later one. The pause
+	// is the point of the test, not a wait for a condition.
+	rng := rand.New(rand.NewPCG(1, uint64(time.Now().UnixNano())))
+	kills := 0
+	for iter := range 12 {
+		cmd, sc := start()
+		n := rng.IntN(6)
 		seen := 0
 		for seen < n && sc.Scan() {
 			seen++
 		}
+		time.Sleep(time.Duration(rng.IntN(1500)) * time.Microsecond)
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		_ = cmd.Wait()
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			kills++
 		}
-		// With the atomic exchange the tree is consistent at once; the
-		// fallback may leave a summary to move into place.
-		if fallback {
-			recoverOnly(t, root, dir)
-		}
-		check(fmt.Sprintf("after kill %d (after %d progress lines)", iter, seen))
+		check(fmt.Sprintf("after random kill %d (after %d progress lines)", iter, seen))
 	}
 	if kills == 0 {
 		t.Fatal("no child was killed mid-run; the test proved nothing")
 	}
-	t.Logf("%d of 12 children killed mid-run", kills)
+	t.Logf("steps crashed at: %d kinds; random kills mid-run: %d of 12", len(steps), kills)
 
 	rep, err := newPruner(root, dir).Run(context.Background())
 	if err != nil {
