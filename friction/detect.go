@@ -327,7 +327,7 @@ func detectReviewer(t *Tally, obs Observation, cfg Config) []Finding {
 		if _, dup := raw[p]; dup {
 			continue
 		}
-		raw[p] = strings.TrimSpace(line)
+		raw[p] = strings.TrimSpace(listMarker.ReplaceAllString(strings.TrimSpace(line), ""))
 		problems = append(problems, p)
 	}
 	if t.Problems == nil && len(problems) > 0 {

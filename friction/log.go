@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
@@ -107,6 +108,10 @@ type Log struct {
 	// FileMode is the mode of the files created (zero: 0644); directories
 	// get it plus x wherever r is set (0755, or 0700 for 0600).
 	FileMode os.FileMode
+
+	mu       sync.Mutex
+	valid    [sha256.Size]byte // the last log found valid
+	hasValid bool
 }
 
 func (l *Log) now() time.Time {
@@ -520,7 +525,7 @@ func (l *Log) update(ctx context.Context, fn func(*document) error) (err error) 
 		timeout = DefaultTimeout
 	}
 	lockPath := filepath.Join(l.RootDir, filepath.FromSlash(locking.LockPathFor(File)))
-	lk, err := locking.Acquire(ctx, lockPath, locking.Options{Timeout: timeout, Agent: l.Agent, Perm: l.fileMode(), Now: l.Now})
+	lk, err := locking.Acquire(ctx, lockPath, locking.Options{Timeout: timeout, Agent: l.Agent, Perm: l.fileMode()})
 	if err != nil {
 		return err
 	}
@@ -536,6 +541,12 @@ func (l *Log) update(ctx context.Context, fn func(*document) error) (err error) 
 	if err := fn(&doc); err != nil {
 		return err
 	}
+	// Never write what we would refuse to read back. The schema is not run
+	// here: it costs milliseconds per hundred entries, and checkDoc holds
+	// what the log itself could get wrong.
+	if err := checkDoc(&doc); err != nil {
+		return fmt.Errorf("refusing to write %s: %w", l.path(), err)
+	}
 	data, err := atomicfile.Marshal(doc)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", l.path(), err)
@@ -543,14 +554,14 @@ func (l *Log) update(ctx context.Context, fn func(*document) error) (err error) 
 	if bytes.Equal(data, old) {
 		return nil
 	}
-	// Never write what we would refuse to read back.
-	if err := check(data); err != nil {
-		return fmt.Errorf("refusing to write an invalid %s: %w", l.path(), err)
-	}
 	if err := l.Root.MkdirAll(Dir, l.dirMode()); err != nil {
 		return fmt.Errorf("create %s: %w", Dir, err)
 	}
-	return atomicfile.WriteFile(l.Root, File, data, l.fileMode())
+	if err := atomicfile.WriteFile(l.Root, File, data, l.fileMode()); err != nil {
+		return err
+	}
+	l.remember(data)
+	return nil
 }
 
 // read loads the log and returns it with the bytes read. A missing file
@@ -580,8 +591,10 @@ func (l *Log) read() (document, []byte, error) {
 	if len(data) > MaxFileBytes {
 		return doc, nil, fmt.Errorf("%s: %w: larger than %d bytes", l.path(), ErrCorrupt, MaxFileBytes)
 	}
-	if err := check(data); err != nil {
-		return doc, nil, fmt.Errorf("%s: %w (fix or move the file; it is never overwritten)", l.path(), err)
+	if !l.known(data) {
+		if err := schemas.Validate(schemas.KindFriction, data); err != nil {
+			return doc, nil, fmt.Errorf("%s: %w: %v (fix or move the file; it is never overwritten)", l.path(), ErrCorrupt, err)
+		}
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return doc, nil, fmt.Errorf("%s: %w: %v", l.path(), ErrCorrupt, err)
@@ -589,34 +602,63 @@ func (l *Log) read() (document, []byte, error) {
 	if doc.Entries == nil {
 		doc.Entries = []Entry{}
 	}
+	// Fields the schema lets a hand-written entry leave out get the
+	// values the log writes for them.
 	for i := range doc.Entries {
-		if doc.Entries[i].AffectedTasks == nil {
-			doc.Entries[i].AffectedTasks = []string{}
+		e := &doc.Entries[i]
+		if e.AffectedTasks == nil {
+			e.AffectedTasks = []string{}
 		}
+		e.Occurrences = max(e.Occurrences, 1)
 	}
+	if err := checkDoc(&doc); err != nil {
+		return doc, nil, fmt.Errorf("%s: %w (fix or move the file; it is never overwritten)", l.path(), err)
+	}
+	l.remember(data)
 	return doc, data, nil
 }
 
-// check validates the bytes of a log: its schema, then what a schema
-// cannot say (unique ids). Errors wrap ErrCorrupt.
-func check(data []byte) error {
-	if err := schemas.Validate(schemas.KindFriction, data); err != nil {
-		return fmt.Errorf("%w: %v", ErrCorrupt, err)
-	}
-	var doc struct {
-		Entries []struct {
-			ID string `json:"id"`
-		} `json:"entries"`
-	}
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return fmt.Errorf("%w: %v", ErrCorrupt, err)
-	}
+var entryID = regexp.MustCompile(`^` + IDPrefix + `[0-9]{3,}$`)
+
+// checkDoc checks what the schema says of entries and what it cannot say
+// (unique ids). Errors wrap ErrCorrupt.
+func checkDoc(doc *document) error {
 	seen := make(map[string]bool, len(doc.Entries))
 	for i, e := range doc.Entries {
-		if seen[e.ID] {
-			return fmt.Errorf("%w: entries[%d]: duplicate id %q", ErrCorrupt, i, e.ID)
+		var problem string
+		switch {
+		case !entryID.MatchString(e.ID):
+			problem = fmt.Sprintf("id %q is not %sNNN", e.ID, IDPrefix)
+		case seen[e.ID]:
+			problem = fmt.Sprintf("duplicate id %q", e.ID)
+		case !IsType(e.Type):
+			problem = fmt.Sprintf("unknown type %q", e.Type)
+		case !IsStatus(e.Status):
+			problem = fmt.Sprintf("unknown status %q", e.Status)
+		case e.Occurrences < 1:
+			problem = fmt.Sprintf("occurrences %d below 1", e.Occurrences)
+		}
+		if problem != "" {
+			return fmt.Errorf("%w: entries[%d]: %s", ErrCorrupt, i, problem)
 		}
 		seen[e.ID] = true
 	}
 	return nil
+}
+
+// known reports whether data is the log this Log last read or wrote and
+// found valid, so that the schema need not run again.
+func (l *Log) known(data []byte) bool {
+	sum := sha256.Sum256(data)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.hasValid && l.valid == sum
+}
+
+// remember records data as a valid log.
+func (l *Log) remember(data []byte) {
+	sum := sha256.Sum256(data)
+	l.mu.Lock()
+	l.valid, l.hasValid = sum, true
+	l.mu.Unlock()
 }

@@ -1,0 +1,691 @@
+package friction
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/workspaced/workspaced/locking"
+	"github.com/workspaced/workspaced/schemas"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// Environment of the child processes of TestConcurrentAddFromProcesses.
+const (
+	envChildRoot = "FRICTION_TEST_CHILD_ROOT"
+	envChildName = "FRICTION_TEST_CHILD_NAME"
+	childAdds    = 25
+	childProcs   = 8
+)
+
+func TestMain(m *testing.M) {
+	if root := os.Getenv(envChildRoot); root != "" {
+		os.Exit(runChild(root, os.Getenv(envChildName)))
+	}
+	os.Exit(m.Run())
+}
+
+// runChild is one process of the concurrency test: childAdds entries with
+// descriptions of its own.
+func runChild(dir, name string) int {
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer r.Close()
+	l := &Log{Root: r, RootDir: dir, Agent: name}
+	for i := range childAdds {
+		_, isNew, err := l.Add(context.Background(), Entry{
+			Type: TypeEscalation,
+			// Digits would normalise away and merge the entries.
+			Description:   fmt.Sprintf("escalation %s from %s", letters(i), name),
+			Pattern:       fmt.Sprintf("%s/%s", name, letters(i)),
+			AffectedTasks: []string{name},
+		})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		if !isNew {
+			fmt.Fprintf(os.Stderr, "entry %d of %s was merged\n", i, name)
+			return 1
+		}
+	}
+	return 0
+}
+
+// letters spells n with the letters a-j for its digits.
+func letters(n int) string {
+	return strings.Map(func(r rune) rune { return 'a' + r - '0' }, strconv.Itoa(n))
+}
+
+// clock returns a Now that starts at start and advances a second a call.
+func clock(start time.Time) func() time.Time {
+	t := start.Add(-time.Second)
+	return func() time.Time {
+		t = t.Add(time.Second)
+		return t
+	}
+}
+
+var t0 = time.Date(2024, 1, 15, 10, 0, 0, 0, time.UTC)
+
+func newLog(t *testing.T) *Log {
+	t.Helper()
+	return newBenchLog(t, t.TempDir())
+}
+
+func newBenchLog(t testing.TB, dir string) *Log {
+	t.Helper()
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return &Log{Root: r, RootDir: dir, Agent: "test", Now: clock(t0)}
+}
+
+func readFile(t *testing.T, l *Log) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(l.RootDir, File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func writeFile(t *testing.T, l *Log, data string) {
+	t.Helper()
+	p := filepath.Join(l.RootDir, File)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustAdd(t *testing.T, l *Log, e Entry) (Entry, bool) {
+	t.Helper()
+	got, isNew, err := l.Add(context.Background(), e)
+	if err != nil {
+		t.Fatalf("Add(%+v): %v", e, err)
+	}
+	return got, isNew
+}
+
+func TestMissingLogIsEmpty(t *testing.T) {
+	l := newLog(t)
+	es, err := l.List(Filter{})
+	if err != nil || len(es) != 0 {
+		t.Fatalf("List = %v, %v; want empty", es, err)
+	}
+	if _, err := l.Get("friction_001"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get on a missing log = %v, want ErrNotFound", err)
+	}
+	if _, err := os.Stat(filepath.Join(l.RootDir, File)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("reading created the file: %v", err)
+	}
+}
+
+func TestAddAssignsAndValidates(t *testing.T) {
+	l := newLog(t)
+	e, isNew := mustAdd(t, l, Entry{
+		ID: "friction_777", Status: StatusApplied, Occurrences: -3,
+		Type: TypeWorkerFailure, Description: "  sandbox has no network  ",
+		AffectedTasks: []string{"t2", "t1", "t2"}, Pattern: "No network", SuggestedAction: "Give the sandbox a proxy.",
+	})
+	want := Entry{
+		ID: "friction_001", Timestamp: t0, Type: TypeWorkerFailure, Description: "sandbox has no network",
+		Occurrences: 1, AffectedTasks: []string{"t1", "t2"}, Pattern: "No network",
+		SuggestedAction: "Give the sandbox a proxy.", Status: StatusPending,
+	}
+	if !isNew || !equalEntry(e, want) {
+		t.Fatalf("Add = %+v (new %v), want %+v", e, isNew, want)
+	}
+	got, err := l.Get("friction_001")
+	if err != nil || !equalEntry(got, want) {
+		t.Fatalf("Get = %+v, %v; want %+v", got, err, want)
+	}
+	if err := schemas.Validate(schemas.KindFriction, readFile(t, l)); err != nil {
+		t.Errorf("written log does not validate: %v", err)
+	}
+
+	bad := []struct {
+		name string
+		e    Entry
+	}{
+		{"unknown type", Entry{Type: "grumble", Description: "x"}},
+		{"no type", Entry{Description: "x"}},
+		{"empty description", Entry{Type: TypeTimeout, Description: " \n "}},
+		{"bad task id", Entry{Type: TypeTimeout, Description: "x", AffectedTasks: []string{"../etc"}}},
+		{"empty task id", Entry{Type: TypeTimeout, Description: "x", AffectedTasks: []string{""}}},
+	}
+	before := readFile(t, l)
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, _, err := l.Add(context.Background(), tc.e); !errors.Is(err, ErrInvalid) {
+				t.Errorf("Add = %v, want ErrInvalid", err)
+			}
+		})
+	}
+	if after := readFile(t, l); string(after) != string(before) {
+		t.Errorf("a refused Add changed the file")
+	}
+}
+
+func equalEntry(a, b Entry) bool {
+	return a.ID == b.ID && a.Timestamp.Equal(b.Timestamp) && a.Type == b.Type && a.Description == b.Description &&
+		a.Occurrences == b.Occurrences && slices.Equal(a.AffectedTasks, b.AffectedTasks) && a.Pattern == b.Pattern &&
+		a.SuggestedAction == b.SuggestedAction && a.Status == b.Status
+}
+
+func TestAddDedup(t *testing.T) {
+	cases := []struct {
+		name   string
+		first  Entry
+		second Entry
+		merged bool
+	}{
+		{"same pattern normalised", Entry{Type: TypeReviewerPattern, Description: "a", Pattern: "Missing tests."},
+			Entry{Type: TypeReviewerPattern, Description: "b", Pattern: "missing   TESTS"}, true},
+		{"same description when no pattern", Entry{Type: TypeEscalation, Description: "Budget question 1"},
+			Entry{Type: TypeEscalation, Description: "budget question 2!"}, true},
+		{"pattern against description", Entry{Type: TypeEscalation, Description: "budget question"},
+			Entry{Type: TypeEscalation, Description: "other words", Pattern: "Budget question"}, true},
+		{"other type", Entry{Type: TypeReviewerPattern, Description: "a", Pattern: "missing tests"},
+			Entry{Type: TypeWorkerFailure, Description: "a", Pattern: "missing tests"}, false},
+		{"other pattern", Entry{Type: TypeReviewerPattern, Description: "a", Pattern: "missing tests"},
+			Entry{Type: TypeReviewerPattern, Description: "a", Pattern: "missing docs"}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLog(t)
+			tc.first.AffectedTasks = []string{"t2"}
+			tc.second.AffectedTasks = []string{"t1", "t2"}
+			mustAdd(t, l, tc.first)
+			e, isNew := mustAdd(t, l, tc.second)
+			es, _ := l.List(Filter{})
+			if tc.merged {
+				if isNew || e.ID != "friction_001" || e.Occurrences != 2 || !slices.Equal(e.AffectedTasks, []string{"t1", "t2"}) || len(es) != 1 {
+					t.Fatalf("merge gave %+v (new %v), %d entries", e, isNew, len(es))
+				}
+				if e.Description != strings.TrimSpace(tc.first.Description) {
+					t.Errorf("merge replaced the description: %q", e.Description)
+				}
+			} else if !isNew || e.ID != "friction_002" || e.Occurrences != 1 || len(es) != 2 {
+				t.Fatalf("second Add = %+v (new %v), %d entries; want a new entry", e, isNew, len(es))
+			}
+		})
+	}
+}
+
+func TestResolvedEntriesAreNotMergedInto(t *testing.T) {
+	l := newLog(t)
+	mustAdd(t, l, Entry{Type: TypeEscalation, Description: "budget"})
+	if _, err := l.Resolve(context.Background(), "friction_001", StatusDismissed); err != nil {
+		t.Fatal(err)
+	}
+	e, isNew := mustAdd(t, l, Entry{Type: TypeEscalation, Description: "Budget."})
+	if !isNew || e.ID != "friction_002" {
+		t.Fatalf("Add after dismissal = %+v (new %v), want friction_002", e, isNew)
+	}
+	e, isNew = mustAdd(t, l, Entry{Type: TypeEscalation, Description: "budget", SuggestedAction: "Set a budget."})
+	if isNew || e.ID != "friction_002" || e.Occurrences != 2 || e.SuggestedAction != "Set a budget." {
+		t.Fatalf("third Add = %+v (new %v), want friction_002 with 2 occurrences and the action filled in", e, isNew)
+	}
+}
+
+func TestListFilterResolve(t *testing.T) {
+	l := newLog(t)
+	ctx := context.Background()
+	for i, typ := range []string{TypeTimeout, TypeEscalation, TypeTimeout, TypeWorkerFailure} {
+		mustAdd(t, l, Entry{Type: typ, Description: fmt.Sprintf("entry %c", 'a'+i)})
+	}
+	if e, err := l.Resolve(ctx, "friction_003", StatusApplied); err != nil || e.Status != StatusApplied {
+		t.Fatalf("Resolve = %+v, %v", e, err)
+	}
+	if _, err := l.Resolve(ctx, "friction_004", StatusDismissed); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(es []Entry) []string {
+		var out []string
+		for _, e := range es {
+			out = append(out, e.ID)
+		}
+		return out
+	}
+	cases := []struct {
+		name string
+		f    Filter
+		want []string
+	}{
+		{"all", Filter{}, []string{"friction_001", "friction_002", "friction_003", "friction_004"}},
+		{"pending", Filter{Status: StatusPending}, []string{"friction_001", "friction_002"}},
+		{"applied", Filter{Status: StatusApplied}, []string{"friction_003"}},
+		{"timeouts", Filter{Type: TypeTimeout}, []string{"friction_001", "friction_003"}},
+		{"pending timeouts", Filter{Type: TypeTimeout, Status: StatusPending}, []string{"friction_001"}},
+		{"none", Filter{Type: TypeReviewerPattern}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			es, err := l.List(tc.f)
+			if err != nil || !slices.Equal(ids(es), tc.want) {
+				t.Errorf("List(%+v) = %v, %v; want %v", tc.f, ids(es), err, tc.want)
+			}
+		})
+	}
+	for _, f := range []Filter{{Status: "open"}, {Type: "grumble"}} {
+		if _, err := l.List(f); !errors.Is(err, ErrInvalid) {
+			t.Errorf("List(%+v) = %v, want ErrInvalid", f, err)
+		}
+	}
+	if _, err := l.Resolve(ctx, "friction_002", StatusPending); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Resolve to pending = %v, want ErrInvalid", err)
+	}
+	if _, err := l.Resolve(ctx, "friction_002", "done"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Resolve to done = %v, want ErrInvalid", err)
+	}
+	if _, err := l.Resolve(ctx, "friction_999", StatusApplied); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Resolve of a missing id = %v, want ErrNotFound", err)
+	}
+	if _, err := l.Get("friction_999"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get of a missing id = %v, want ErrNotFound", err)
+	}
+}
+
+func TestIDsGrowPastThreeDigits(t *testing.T) {
+	l := newLog(t)
+	writeFile(t, l, `{"entries":[
+ {"id":"friction_998","timestamp":"2024-01-15T10:00:00Z","type":"timeout","description":"a","status":"pending"},
+ {"id":"friction_007","timestamp":"2024-01-15T10:00:00Z","type":"timeout","description":"b","status":"pending"}]}`)
+	for i, want := range []string{"friction_999", "friction_1000", "friction_1001"} {
+		e, _ := mustAdd(t, l, Entry{Type: TypeEscalation, Description: "entry " + letters(i)})
+		if e.ID != want {
+			t.Fatalf("id = %s, want %s", e.ID, want)
+		}
+	}
+	// The hand-written entries without occurrences or tasks came back
+	// whole: an empty task list, written as [], and the schema minimum.
+	e, err := l.Get("friction_007")
+	if err != nil || e.AffectedTasks == nil || e.Description != "b" {
+		t.Fatalf("Get = %+v, %v", e, err)
+	}
+}
+
+func TestInvalidLogIsRefusedAndKept(t *testing.T) {
+	cases := []struct {
+		name, data, mention string
+	}{
+		{"not json", `{"entries": [`, "friction.json"},
+		{"entries missing", `{"items": []}`, "entries"},
+		{"unknown type", `{"entries":[{"id":"friction_001","timestamp":"2024-01-15T10:00:00Z","type":"grumble","description":"a","status":"pending"}]}`, "type"},
+		{"unknown status", `{"entries":[{"id":"friction_001","timestamp":"2024-01-15T10:00:00Z","type":"timeout","description":"a","status":"open"}]}`, "status"},
+		{"bad id", `{"entries":[{"id":"f1","timestamp":"2024-01-15T10:00:00Z","type":"timeout","description":"a","status":"pending"}]}`, "id"},
+		{"zero occurrences", `{"entries":[{"id":"friction_001","timestamp":"2024-01-15T10:00:00Z","type":"timeout","description":"a","occurrences":0,"status":"pending"}]}`, "occurrences"},
+		{"duplicate ids", `{"entries":[
+ {"id":"friction_001","timestamp":"2024-01-15T10:00:00Z","type":"timeout","description":"a","status":"pending"},
+ {"id":"friction_001","timestamp":"2024-01-15T10:00:00Z","type":"timeout","description":"b","status":"pending"}]}`, "duplicate id"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLog(t)
+			writeFile(t, l, tc.data)
+			_, _, err := l.Add(context.Background(), Entry{Type: TypeTimeout, Description: "x"})
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Add = %v, want ErrCorrupt", err)
+			}
+			for _, s := range []string{filepath.Join(l.RootDir, File), tc.mention} {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not mention %q", err, s)
+				}
+			}
+			if _, err := l.List(Filter{}); !errors.Is(err, ErrCorrupt) {
+				t.Errorf("List = %v, want ErrCorrupt", err)
+			}
+			if _, err := l.AnonymizeTasks(context.Background(), []string{"t1"}); !errors.Is(err, ErrCorrupt) {
+				t.Errorf("AnonymizeTasks = %v, want ErrCorrupt", err)
+			}
+			if got := string(readFile(t, l)); got != tc.data {
+				t.Errorf("the invalid file was overwritten:\n%s", got)
+			}
+		})
+	}
+}
+
+func TestLockTimeoutNamesTheHolder(t *testing.T) {
+	l := newLog(t)
+	lockPath := filepath.Join(l.RootDir, locking.LockPathFor(File))
+	if want := filepath.Join(l.RootDir, "friction", ".locks", "friction.json.lock"); lockPath != want {
+		t.Fatalf("lock path %s, want %s", lockPath, want)
+	}
+	held, err := locking.Acquire(context.Background(), lockPath, locking.Options{Agent: "holder-agent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	l.Timeout = 20 * time.Millisecond
+	_, _, err = l.Add(context.Background(), Entry{Type: TypeTimeout, Description: "x"})
+	if !errors.Is(err, locking.ErrLocked) || !strings.Contains(err.Error(), "holder-agent") {
+		t.Fatalf("Add under a held lock = %v, want ErrLocked naming holder-agent", err)
+	}
+	if _, err := os.Stat(filepath.Join(l.RootDir, File)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a failed Add wrote the log: %v", err)
+	}
+}
+
+func TestRecordDedupsIntoOccurrences(t *testing.T) {
+	l := newLog(t)
+	ctx := context.Background()
+	cfg := DefaultConfig()
+	var tally Tally
+	var touched [][]Entry
+	// The same review problem in four tasks, then another in one.
+	for _, o := range []Observation{
+		obs(EventReviewIssues, "t1", nil, "problems=Missing tests."),
+		obs(EventReviewIssues, "t2", nil, "problems=missing tests"),
+		obs(EventReviewIssues, "t3", nil, "problems=- Missing tests"),
+		obs(EventReviewIssues, "t4", nil, "problems=missing tests!\nvague plan"),
+	} {
+		var fs []Finding
+		tally, fs = Detect(tally, o, cfg)
+		es, err := l.Record(ctx, fs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		touched = append(touched, es)
+	}
+	if len(touched[0]) != 0 || len(touched[1]) != 0 {
+		t.Fatalf("entries before the threshold: %+v", touched[:2])
+	}
+	if len(touched[2]) != 1 || !touched[2][0].Timestamp.Equal(t0) || touched[2][0].Occurrences != 3 {
+		t.Fatalf("at the threshold: %+v, want one entry of 3 occurrences", touched[2])
+	}
+	es, err := l.List(Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 1 {
+		t.Fatalf("%d entries, want 1: %+v", len(es), es)
+	}
+	e := es[0]
+	if e.Type != TypeReviewerPattern || e.Pattern != "missing tests" || e.Occurrences != 4 ||
+		!slices.Equal(e.AffectedTasks, []string{"t1", "t2", "t3", "t4"}) || e.Status != StatusPending {
+		t.Fatalf("entry = %+v", e)
+	}
+
+	// Escalations with one reason merge; the entry list comes back once.
+	fs := []Finding{
+		{Type: TypeEscalation, TaskID: "t5", Description: "x", Pattern: "budget"},
+		{Type: TypeEscalation, TaskID: "t6", Description: "y", Pattern: "Budget."},
+	}
+	got, err := l.Record(ctx, fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].ID != "friction_002" || got[0].Occurrences != 2 || !slices.Equal(got[0].AffectedTasks, []string{"t5", "t6"}) {
+		t.Fatalf("Record = %+v", got)
+	}
+
+	// A bad finding refuses the whole batch.
+	before := readFile(t, l)
+	_, err = l.Record(ctx, []Finding{{Type: TypeEscalation, TaskID: "t7", Description: "z"}, {Type: "nope", Description: "z"}})
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("Record with a bad type = %v, want ErrInvalid", err)
+	}
+	if string(readFile(t, l)) != string(before) {
+		t.Errorf("a refused Record changed the file")
+	}
+}
+
+func TestRecordOnceReportsATimeoutOnce(t *testing.T) {
+	l := newLog(t)
+	ctx := context.Background()
+	started := t0
+	items := []InProgress{{TaskID: "t1", SubtaskID: "st_1", Complexity: "low", StartedAt: started}}
+	var counts []int
+	for _, now := range []time.Time{started.Add(31 * time.Minute), started.Add(45 * time.Minute), started.Add(5 * time.Hour)} {
+		es, err := l.Record(ctx, DetectTimeouts(items, now, Config{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts = append(counts, len(es))
+	}
+	if !slices.Equal(counts, []int{1, 0, 0}) {
+		t.Fatalf("entries touched per scan = %v, want [1 0 0]", counts)
+	}
+	// The retry starts again and overruns again: one more occurrence.
+	items[0].StartedAt = started.Add(6 * time.Hour)
+	es, err := l.Record(ctx, DetectTimeouts(items, started.Add(7*time.Hour), Config{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 1 || es[0].ID != "friction_001" || es[0].Occurrences != 2 {
+		t.Fatalf("after the retry: %+v", es)
+	}
+}
+
+func TestObservePersistsTheTally(t *testing.T) {
+	l := newLog(t)
+	ctx := context.Background()
+	cfg := DefaultConfig()
+	// Each call is a fresh Log on the same root, as after a restart.
+	observe := func(o Observation) []Entry {
+		t.Helper()
+		fresh := &Log{Root: l.Root, RootDir: l.RootDir, Now: l.Now}
+		es, err := fresh.Observe(ctx, []Observation{o}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return es
+	}
+	if es := observe(obs(EventWorkFailed, "t1", []string{"st_1", "w1"}, "error=disk full on /dev/sda1")); len(es) != 0 {
+		t.Fatalf("first failure recorded %+v", es)
+	}
+	tally, err := l.Tally()
+	if err != nil || tally.Failures["disk full on /dev/sda#"].Count != 1 {
+		t.Fatalf("stored tally = %+v, %v", tally, err)
+	}
+	es := observe(obs(EventOutputRejected, "t2", nil, "reason=Disk full on /dev/sda2.", "agent=w2"))
+	if len(es) != 1 || es[0].Type != TypeWorkerFailure || es[0].Occurrences != 2 || !slices.Equal(es[0].AffectedTasks, []string{"t1", "t2"}) {
+		t.Fatalf("second failure recorded %+v", es)
+	}
+	// Several observations in one call, one write.
+	es, err = l.Observe(ctx, []Observation{
+		obs(EventPlanRevisionNeeded, "t3", nil, "revision_count=1"),
+		obs(EventPlanRevisionNeeded, "t3", nil, "revision_count=2"),
+		obs(EventEscalated, "t3", nil, "reason=needs approval", "agent=po"),
+		obs("task_created", "t3", nil),
+	}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, e := range es {
+		types = append(types, e.Type)
+	}
+	if !slices.Equal(types, []string{TypeRepeatedRevision, TypeEscalation}) {
+		t.Fatalf("touched types = %v", types)
+	}
+	// The revision was reported once for t3: a third revision adds nothing.
+	if es := observe(obs(EventPlanRevisionNeeded, "t3", nil, "revision_count=3")); len(es) != 0 {
+		t.Fatalf("third revision recorded %+v", es)
+	}
+	// Events that change nothing do not rewrite the file.
+	before, _ := os.Stat(filepath.Join(l.RootDir, File))
+	beforeData := readFile(t, l)
+	if es := observe(obs("task_created", "t9", nil)); len(es) != 0 {
+		t.Fatal(es)
+	}
+	after, _ := os.Stat(filepath.Join(l.RootDir, File))
+	if !os.SameFile(before, after) || string(beforeData) != string(readFile(t, l)) {
+		t.Errorf("an observation without findings or tally change rewrote the file")
+	}
+}
+
+func TestAnonymizeTasks(t *testing.T) {
+	l := newLog(t)
+	ctx := context.Background()
+	cfg := DefaultConfig()
+	for _, o := range []Observation{
+		obs(EventReviewIssues, "task-a", nil, "problems=missing tests", "review=r1"),
+		obs(EventReviewIssues, "task-b", nil, "problems=missing tests", "review=r1"),
+		obs(EventReviewIssues, "task-a", nil, "problems=missing tests", "review=r2"),
+		obs(EventPlanRevisionNeeded, "task-a", nil, "revision_count=2"),
+	} {
+		if _, err := l.Observe(ctx, []Observation{o}, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustAdd(t, l, Entry{Type: TypeEscalation, Description: "task-a. needs task-ab and xtask-a", AffectedTasks: []string{"task-ab"}})
+	anonA := AnonymizeID("task-a")
+	if !strings.HasPrefix(anonA, "anon_") || len(anonA) != len("anon_")+12 || AnonymizeID("task-a") != anonA || AnonymizeID("task-b") == anonA {
+		t.Fatalf("AnonymizeID(task-a) = %q", anonA)
+	}
+
+	n, err := l.AnonymizeTasks(ctx, []string{"task-a", "gone"})
+	if err != nil || n != 3 {
+		t.Fatalf("AnonymizeTasks = %d, %v; want 3 entries changed", n, err)
+	}
+	data := string(readFile(t, l))
+	for _, s := range []string{`"task-a"`, "task-a/", "task-a "} {
+		if strings.Contains(data, s) {
+			t.Errorf("the log still holds %q:\n%s", s, data)
+		}
+	}
+	es, _ := l.List(Filter{})
+	if got := es[0].AffectedTasks; !slices.Equal(got, mergeSorted([]string{anonA, "task-b"})) {
+		t.Errorf("reviewer entry tasks = %v", got)
+	}
+	if got := es[1].Description; !strings.Contains(got, anonA) {
+		t.Errorf("revision description = %q, want %s in it", got, anonA)
+	}
+	if got, want := es[2].Description, anonA+". needs task-ab and xtask-a"; got != want {
+		t.Errorf("escalation description = %q, want %q", got, want)
+	}
+	tally, _ := l.Tally()
+	c := tally.Problems["missing tests"]
+	if !slices.Equal(c.Tasks, mergeSorted([]string{anonA, "task-b"})) || !slices.Equal(c.Reviews, mergeSorted([]string{anonA + "/r1", anonA + "/r2", "task-b/r1"})) {
+		t.Errorf("tally count = %+v", c)
+	}
+	if _, ok := tally.Tasks["task-a"]; ok || !tally.reported(anonA, "revision:plan") {
+		t.Errorf("tally tasks = %+v", tally.Tasks)
+	}
+
+	// Idempotent: again, or with the anonymised ids, changes nothing.
+	before := readFile(t, l)
+	for _, ids := range [][]string{{"task-a"}, {anonA}, nil} {
+		if n, err := l.AnonymizeTasks(ctx, ids); err != nil || n != 0 {
+			t.Errorf("AnonymizeTasks(%v) again = %d, %v", ids, n, err)
+		}
+	}
+	if string(readFile(t, l)) != string(before) {
+		t.Errorf("a repeated AnonymizeTasks changed the file")
+	}
+	// A missing log stays missing.
+	if n, err := newLog(t).AnonymizeTasks(ctx, []string{"x"}); err != nil || n != 0 {
+		t.Errorf("AnonymizeTasks on a missing log = %d, %v", n, err)
+	}
+}
+
+func TestGoldenFile(t *testing.T) {
+	l := newLog(t)
+	ctx := context.Background()
+	cfg := DefaultConfig()
+	mustAdd(t, l, Entry{
+		Type: TypeEscalation, Description: "Budget <over> & above: a \"human\" call.",
+		AffectedTasks: []string{"t2", "t1"}, SuggestedAction: "Set a budget rule in the coordinator's prompt.",
+	})
+	for _, o := range []Observation{
+		obs(EventReviewIssues, "t1", nil, "problems=Missing tests.\nplan is vague", "review=plan_v1"),
+		obs(EventReviewIssues, "t2", nil, "problems=missing tests", "review=plan_v1"),
+		obs(EventReviewIssues, "t3", nil, "problems=- missing tests", "review=plan_v2"),
+		obs(EventPlanRevisionNeeded, "t3", nil, "revision_count=2", "plan_id=p3", "reviewer=critic"),
+		obs(EventWorkFailed, "t3", []string{"st_1", "w1"}, "error=exit status 137"),
+	} {
+		if _, err := l.Observe(ctx, []Observation{o}, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.Record(ctx, DetectTimeouts([]InProgress{{"t3", "st_2", "high", t0}}, t0.Add(9*time.Hour), cfg)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Resolve(ctx, "friction_001", StatusApplied); err != nil {
+		t.Fatal(err)
+	}
+	got := readFile(t, l)
+	golden := filepath.Join("testdata", "friction.golden.json")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	// Canonical means byte-for-byte: the file is meant to be diffed.
+	if string(got) != string(want) {
+		t.Errorf("friction.json differs from %s (go test -update rewrites it):\n%s", golden, got)
+	}
+	if err := schemas.Validate(schemas.KindFriction, got); err != nil {
+		t.Errorf("golden log does not validate: %v", err)
+	}
+}
+
+func TestConcurrentAddFromProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	l := newLog(t)
+	cmds := make([]*exec.Cmd, childProcs)
+	outs := make([]*strings.Builder, childProcs)
+	for i := range cmds {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), envChildRoot+"="+l.RootDir, envChildName+"=proc-"+letters(i))
+		outs[i] = &strings.Builder{}
+		cmd.Stdout, cmd.Stderr = outs[i], outs[i]
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds[i] = cmd
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("process %d: %v\n%s", i, err, outs[i])
+		}
+	}
+	es, err := l.List(Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != childProcs*childAdds {
+		t.Fatalf("%d entries, want %d", len(es), childProcs*childAdds)
+	}
+	ids := map[string]bool{}
+	descs := map[string]bool{}
+	for i, e := range es {
+		if want := fmt.Sprintf("friction_%03d", i+1); e.ID != want {
+			t.Errorf("entry %d has id %s, want %s", i, e.ID, want)
+		}
+		ids[e.ID] = true
+		descs[e.Description] = true
+	}
+	if len(ids) != len(es) || len(descs) != len(es) {
+		t.Errorf("%d unique ids and %d unique descriptions in %d entries", len(ids), len(descs), len(es))
+	}
+}
