@@ -47,6 +47,19 @@ func ReadAgentFile(root *os.Root, name string, maxBytes int64) ([]byte, error) {
 func openAgentFile(root *os.Root, name string) (*os.File, error) {
 	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err == nil {
+		// os.Root resolves a final symlink that stays inside the root
+		// even with O_NOFOLLOW: check that the name itself is the file
+		// opened, not a link to it.
+		st, serr := f.Stat()
+		lst, lerr := root.Lstat(name)
+		if serr != nil || lerr != nil {
+			f.Close()
+			return nil, fmt.Errorf("stat %s: %w", name, errors.Join(serr, lerr))
+		}
+		if lst.Mode()&fs.ModeSymlink != 0 || !os.SameFile(st, lst) {
+			f.Close()
+			return nil, &Error{Kind: ErrUnsafe, Op: "read " + name, Msg: "is a symlink; agent files must be regular files"}
+		}
 		return f, nil
 	}
 	if errors.Is(err, syscall.ELOOP) {

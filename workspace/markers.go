@@ -177,6 +177,13 @@ func (w *Workspace) ReadProduct(taskID, outputFile string) (Product, error) {
 		return p, nil
 	}
 	name := path.Join(TaskDir(taskID), outputFile)
+	// The product must be inside its own task: a symlinked outputs/ or
+	// reviews/ directory could lead to another task's files.
+	if d := path.Dir(outputFile); d != "." {
+		if st, err := w.root.Lstat(path.Join(TaskDir(taskID), d)); err == nil && !st.IsDir() {
+			return Product{}, &Error{Kind: ErrUnsafe, Op: "product " + outputFile, Msg: fmt.Sprintf("%s/ is a %s, not a directory of the task", d, fileKind(st.Mode()))}
+		}
+	}
 	data, err := w.ReadFile(name)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
