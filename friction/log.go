@@ -569,10 +569,19 @@ func (l *Log) update(ctx context.Context, fn func(*document) error) (err error) 
 // wrapping ErrCorrupt that names the file.
 func (l *Log) read() (document, []byte, error) {
 	doc := document{Entries: []Entry{}}
-	f, err := l.Root.Open(File)
+	// Lstat first: a symlink is not followed, and opening a FIFO would
+	// block.
+	fi, err := l.Root.Lstat(File)
 	if errors.Is(err, fs.ErrNotExist) {
 		return doc, nil, nil
 	}
+	if err != nil {
+		return doc, nil, fmt.Errorf("stat %s: %w", l.path(), err)
+	}
+	if !fi.Mode().IsRegular() {
+		return doc, nil, fmt.Errorf("%s: %w: not a regular file (%s)", l.path(), ErrCorrupt, fi.Mode().Type())
+	}
+	f, err := l.Root.Open(File)
 	if err != nil {
 		return doc, nil, fmt.Errorf("open %s: %w", l.path(), err)
 	}

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -687,5 +689,102 @@ func TestConcurrentAddFromProcesses(t *testing.T) {
 	}
 	if len(ids) != len(es) || len(descs) != len(es) {
 		t.Errorf("%d unique ids and %d unique descriptions in %d entries", len(ids), len(descs), len(es))
+	}
+}
+
+func TestLogRefusesSpecialFiles(t *testing.T) {
+	cases := []struct {
+		name string
+		make func(t *testing.T, path string)
+	}{
+		{"symlink", func(t *testing.T, path string) {
+			other := filepath.Join(filepath.Dir(path), "other.json")
+			if err := os.WriteFile(other, []byte(`{"entries":[]}`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("other.json", path); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"fifo", func(t *testing.T, path string) {
+			if err := syscall.Mkfifo(path, 0o644); err != nil {
+				t.Skip(err)
+			}
+		}},
+		{"directory", func(t *testing.T, path string) {
+			if err := os.Mkdir(path, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLog(t)
+			path := filepath.Join(l.RootDir, File)
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			tc.make(t, path)
+			if _, err := l.List(Filter{}); !errors.Is(err, ErrCorrupt) {
+				t.Errorf("List = %v, want ErrCorrupt", err)
+			}
+			if _, _, err := l.Add(context.Background(), Entry{Type: TypeTimeout, Description: "x"}); !errors.Is(err, ErrCorrupt) {
+				t.Errorf("Add = %v, want ErrCorrupt", err)
+			}
+			if fi, err := os.Lstat(path); err != nil || fi.Mode().IsRegular() {
+				t.Errorf("the special file was replaced: %v, %v", fi, err)
+			}
+		})
+	}
+}
+
+func TestAChangeByAnotherWriterIsValidatedAgain(t *testing.T) {
+	l := newLog(t)
+	mustAdd(t, l, Entry{Type: TypeTimeout, Description: "x"})
+	if _, err := l.List(Filter{}); err != nil {
+		t.Fatal(err)
+	}
+	// Another writer (an agent in another language) breaks the file.
+	writeFile(t, l, strings.Replace(string(readFile(t, l)), `"timeout"`, `"slowness"`, 1))
+	if _, err := l.List(Filter{}); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "type") {
+		t.Fatalf("List after a bad external write = %v, want ErrCorrupt about the type", err)
+	}
+}
+
+func TestConcurrentAddFromGoroutines(t *testing.T) {
+	l := newLog(t)
+	l.Now = nil
+	const workers, adds = 4, 10
+	errs := make(chan error, workers*adds)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range adds {
+				_, _, err := l.Add(context.Background(), Entry{Type: TypeTimeout, Description: "g" + letters(w) + " " + letters(i)})
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if es, err := l.List(Filter{}); err != nil || len(es) != workers*adds {
+		t.Fatalf("List = %d entries, %v; want %d", len(es), err, workers*adds)
+	}
+}
+
+func TestDetectResultSharesNoMemory(t *testing.T) {
+	in, _ := Detect(Tally{}, obs(EventReviewIssues, "t1", nil, "problems=missing tests", "review=r1"), DefaultConfig())
+	in, _ = Detect(in, obs(EventPlanRevisionNeeded, "t1", nil), DefaultConfig())
+	out, _ := Detect(in, obs(EventReviewIssues, "t2", nil, "problems=missing tests", "review=r1"), DefaultConfig())
+	c := out.Problems["missing tests"]
+	c.Tasks[0] = "changed"
+	out.Tasks["t1"].Revisions["plan"] = 99
+	if in.Problems["missing tests"].Tasks[0] != "t1" || in.Tasks["t1"].Revisions["plan"] != 1 {
+		t.Fatalf("changing Detect's result changed its input: %+v", in)
 	}
 }
