@@ -10,10 +10,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
+	"text/tabwriter"
 
+	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -40,9 +43,30 @@ type env struct {
 	root           string // --root, resolved with WORKSPACE_ROOT and the default
 }
 
-// open opens the workspace at the resolved root.
+// open opens the workspace at the resolved root. A directory that is not a
+// workspace (neither workspace.json nor tasks/ in it) is refused with a
+// hint, so a mistyped --root never gets a tree written into it.
 func (e *env) open() (*workspace.Workspace, error) {
-	return workspace.Open(e.root, workspace.Options{})
+	w, err := workspace.Open(e.root, workspace.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if !isWorkspaceDir(w.Dir()) {
+		w.Close()
+		return nil, &workspace.Error{Kind: workspace.ErrNotFound, Op: "open workspace " + e.root,
+			Msg:  "not a workspace (no workspace.json or tasks/ in it)",
+			Hint: "create one with 'workspaced --root " + e.root + " init', or point at one with --root DIR or WORKSPACE_ROOT"}
+	}
+	return w, nil
+}
+
+// isWorkspaceDir reports whether dir looks like a workspace root.
+func isWorkspaceDir(dir string) bool {
+	if st, err := os.Stat(filepath.Join(dir, "workspace.json")); err == nil && st.Mode().IsRegular() {
+		return true
+	}
+	st, err := os.Stat(filepath.Join(dir, "tasks"))
+	return err == nil && st.IsDir()
 }
 
 // command is one subcommand. run parses its own flags from args.
@@ -127,9 +151,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitUsage
 	}
 	name := rest[0]
-	if name == "help" {
+	if name == "help" || name == "--help" || name == "-h" {
 		if len(rest) > 1 {
-			return run(ctx, append([]string{rest[1], "--help"}, []string{}...), stdin, stdout, stderr)
+			// help CMD [SUB]: the same text as CMD [SUB] --help.
+			return run(ctx, append(append([]string{}, rest[1:]...), "--help"), stdin, stdout, stderr)
 		}
 		usage(stdout)
 		return exitOK
@@ -162,13 +187,19 @@ func suggest(name string) string {
 	return ""
 }
 
-// usageError is a mistake in the command line: exit 2.
-type usageError struct{ msg string }
+// usageError is a mistake in the command line: exit 2. hint, when set, is
+// printed on its own line.
+type usageError struct{ msg, hint string }
 
 func (u *usageError) Error() string { return u.msg }
 
 func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// usageHint is a usage error pointing at the command's --help.
+func usageHint(cmd, format string, args ...any) error {
+	return &usageError{msg: cmd + ": " + fmt.Sprintf(format, args...), hint: "see 'workspaced " + cmd + " --help'"}
 }
 
 // exitError carries a specific exit code (a child's, for `lock`) without a
@@ -191,10 +222,12 @@ func report(stderr io.Writer, err error) int {
 		return ee.code
 	}
 	fmt.Fprintf(stderr, "workspaced: %v\n", err)
+	var ue *usageError
 	if h := workspace.HintOf(err); h != "" {
 		fmt.Fprintf(stderr, "hint: %s\n", h)
+	} else if errors.As(err, &ue) && ue.hint != "" {
+		fmt.Fprintf(stderr, "hint: %s\n", ue.hint)
 	}
-	var ue *usageError
 	switch {
 	case errors.As(err, &ue):
 		return exitUsage
@@ -214,29 +247,182 @@ func newFlags(name string) *flag.FlagSet {
 	return fs
 }
 
-// parse parses args into fs, handling --help and errors uniformly.
+// parse parses args into fs, handling --help and errors uniformly. Every
+// command also takes --root after its name. Positional arguments are
+// refused; parseArgs allows them.
 func parse(e *env, fs *flag.FlagSet, usageText string, args []string) error {
+	if err := parseArgs(e, fs, usageText, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageHint(fs.Name(), "unexpected argument %q", fs.Arg(0))
+	}
+	return nil
+}
+
+// parseArgs is parse that leaves positional arguments in fs.Args().
+func parseArgs(e *env, fs *flag.FlagSet, usageText string, args []string) error {
+	if fs.Lookup("root") == nil {
+		fs.Func("root", "workspace `DIR` (also accepted before the command)", func(s string) error {
+			if s == "" {
+				return errors.New("empty directory")
+			}
+			e.root = s
+			return nil
+		})
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(e.stdout, usageText)
 			printDefaults(e.stdout, fs)
 			return errHelpShown
 		}
-		return usagef("%s: %v (see 'workspaced %s --help')", fs.Name(), err, fs.Name())
-	}
-	if fs.NArg() > 0 {
-		return usagef("%s: unexpected argument %q (see 'workspaced %s --help')", fs.Name(), fs.Arg(0), fs.Name())
+		return usageHint(fs.Name(), "%v", err)
 	}
 	return nil
 }
 
-func printDefaults(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprintln(w, "\nFlags:")
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
+// need returns a usage error naming the first of the given flags that was
+// left empty.
+func need(fs *flag.FlagSet, names ...string) error {
+	for _, n := range names {
+		if f := fs.Lookup(n); f != nil && f.Value.String() == "" {
+			return usageHint(fs.Name(), "missing --%s", n)
+		}
+	}
+	return nil
 }
 
+// agentOr returns flagValue, else $WORKSPACE_AGENT, else def.
+func agentOr(flagValue, def string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	if a := os.Getenv("WORKSPACE_AGENT"); a != "" {
+		return a
+	}
+	return def
+}
+
+// maxInput bounds what a command reads from --file or stdin; the workspace
+// refuses anything over its own (smaller) limits with a clear error.
+const maxInput = 64 << 20
+
+// readInput reads a file named by a flag, or stdin for "-".
+func readInput(e *env, name string) ([]byte, error) {
+	var r io.Reader
+	if name == "-" {
+		r = e.stdin
+	} else {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", name, err)
+		}
+		defer f.Close()
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, maxInput+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	if len(data) > maxInput {
+		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read " + name, Msg: fmt.Sprintf("over %d bytes", maxInput)}
+	}
+	return data, nil
+}
+
+// printJSON writes v as canonical JSON (two-space indent, trailing newline).
+func printJSON(w io.Writer, v any) error {
+	data, err := atomicfile.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode output: %w", err)
+	}
+	_, err = w.Write(data)
+	return err
+}
+
+// display is the path of a file of the tree as the user named the root
+// (rel is slash-separated, relative to the root).
+func (e *env) display(rel string) string {
+	return filepath.Join(e.root, filepath.FromSlash(rel))
+}
+
+// subcommand is one verb of a command with verbs (task create, env get).
+type subcommand struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, e *env, args []string) error
+}
+
+// dispatch runs the verb named by args[0], or prints the command's usage.
+func dispatch(ctx context.Context, e *env, cmd, usageText string, subs []subcommand, args []string) error {
+	list := func(w io.Writer) {
+		fmt.Fprint(w, usageText)
+		fmt.Fprintln(w, "\nSubcommands:")
+		for _, s := range subs {
+			fmt.Fprintf(w, "  %-8s %s\n", s.name, s.summary)
+		}
+		fmt.Fprintf(w, "\nRun 'workspaced %s SUBCOMMAND --help' for its flags and examples.\n", cmd)
+	}
+	if len(args) == 0 {
+		return usageHint(cmd, "missing subcommand (one of %s)", subNames(subs))
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		list(e.stdout)
+		return errHelpShown
+	}
+	for _, s := range subs {
+		if s.name == args[0] {
+			return s.run(ctx, e, args[1:])
+		}
+	}
+	return usageHint(cmd, "unknown subcommand %q (one of %s)", args[0], subNames(subs))
+}
+
+func subNames(subs []subcommand) string {
+	names := make([]string, len(subs))
+	for i, s := range subs {
+		names[i] = s.name
+	}
+	return strings.Join(names, ", ")
+}
+
+// table prints aligned columns for people.
+func table(w io.Writer, header []string, rows [][]string) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if header != nil {
+		fmt.Fprintln(tw, strings.Join(header, "\t"))
+	}
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	tw.Flush()
+}
+
+// cut shortens s to n runes for a table cell, on one line.
+func cut(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+func printDefaults(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintln(w, "\nFlags:")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fs.VisitAll(func(f *flag.Flag) {
+		name, use := flag.UnquoteUsage(f)
+		arg := "--" + f.Name
+		if name != "" {
+			arg += " " + name
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", arg, use)
+	})
+	tw.Flush()
+}
 // stringList is a repeatable string flag.
 type stringList []string
 

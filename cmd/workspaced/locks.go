@@ -1,0 +1,255 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/workspaced/workspaced/locking"
+	"github.com/workspaced/workspaced/workspace"
+)
+
+const locksUsage = `workspaced locks — who holds which lock.
+
+Usage:
+  workspaced locks [--all] [--json]
+
+Lists the lock files of the root (every *.lock in a .locks/ directory, and
+.workspaced.lock, the daemon's): whether each is held right now and the
+holder record it carries (pid, agent, since). A record of a lock that is no
+longer held describes its last holder. Without --all, only held locks are
+listed.
+
+Examples:
+  workspaced locks
+  workspaced locks --all
+  workspaced locks --json | jq -r '.[] | select(.held) | .path'
+
+Exit codes: 0 ok, 1 failure, 2 usage, 3 no workspace.
+`
+
+// lockInfo is one line of `locks`.
+type lockInfo struct {
+	Path   string          `json:"path"`
+	Held   bool            `json:"held"`
+	Holder *locking.Holder `json:"holder"`
+}
+
+func cmdLocks(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("locks")
+	all := fs.Bool("all", false, "also list the locks nobody holds now")
+	asJSON := fs.Bool("json", false, "print a JSON array (every lock, held or not)")
+	if err := parse(e, fs, locksUsage, args); err != nil {
+		return err
+	}
+	w, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	locks, err := findLocks(ctx, w.Dir())
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e.stdout, locks)
+	}
+	var rows [][]string
+	for _, l := range locks {
+		if !l.Held && !*all {
+			continue
+		}
+		state, holder := "free", "-"
+		if l.Held {
+			state = "held"
+		}
+		if l.Holder != nil {
+			holder = "pid " + strconv.Itoa(l.Holder.PID)
+			if l.Holder.Agent != "" {
+				holder += " agent " + l.Holder.Agent
+			}
+			if !l.Holder.Since.IsZero() {
+				holder += " since " + shortTime(l.Holder.Since)
+				if l.Held {
+					holder += " (" + time.Since(l.Holder.Since).Round(time.Second).String() + ")"
+				}
+			}
+			if !l.Held {
+				holder = "last: " + holder
+			}
+		}
+		rows = append(rows, []string{l.Path, state, holder})
+	}
+	if len(rows) == 0 {
+		if *all {
+			fmt.Fprintln(e.stdout, "no lock files")
+		} else {
+			fmt.Fprintf(e.stdout, "no lock is held (%d lock files; --all lists them)\n", len(locks))
+		}
+		return nil
+	}
+	table(e.stdout, []string{"LOCK", "STATE", "HOLDER"}, rows)
+	return nil
+}
+
+// findLocks walks the root for lock files and checks each.
+func findLocks(ctx context.Context, dir string) ([]lockInfo, error) {
+	out := []lockInfo{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // removed while walking (a pruned task)
+			}
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		rel = filepath.ToSlash(rel)
+		inLocks := path.Base(path.Dir(rel)) == ".locks"
+		if d.IsDir() {
+			if p != dir && strings.HasPrefix(d.Name(), ".") && d.Name() != ".locks" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || !strings.HasSuffix(d.Name(), ".lock") || !(inLocks || rel == ".workspaced.lock") {
+			return nil
+		}
+		held, h, err := locking.Held(p)
+		if err != nil {
+			return err
+		}
+		out = append(out, lockInfo{Path: rel, Held: held, Holder: h})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list locks: %w", err)
+	}
+	return out, nil
+}
+
+const lockUsage = `workspaced lock — run a command under a workspace lock, like flock(1).
+
+Usage:
+  workspaced lock (--task T | --thread X) --name NAME [--agent A] [--timeout DUR] -- CMD [ARG...]
+
+Takes the task's named lock tasks/<task>/.locks/<NAME>.lock (the same flock
+any other process or language can take), runs CMD with stdin, stdout and
+stderr passed through, releases the lock and exits with CMD's exit code.
+The wait is bounded by --timeout (at most lock_timeout of workspace.json,
+30s by default); a timeout exits 4 naming the holder. CMD gets
+WORKSPACE_ROOT set to the root. If workspaced is killed, the kernel releases
+the lock, and CMD is killed with it so it never runs on unlocked.
+
+Examples:
+  workspaced lock --task t1 --name counter -- sh -c 'n=$(cat n); echo $((n+1)) > n'
+  workspaced lock --task t1 --name deploy --timeout 5s -- ./deploy.sh
+  workspaced lock --task t1 --name k -- sh -c 'v=$(workspaced env get --task t1 --key k); ...'
+
+Exit codes: CMD's exit code; 1 failure, 2 usage, 3 task not found, 4 lock
+timeout, 126 CMD cannot be run, 127 CMD not found, 128+N CMD killed by signal N.
+`
+
+func cmdLock(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("lock")
+	task := fs.String("task", "", "task `ID`")
+	thread := fs.String("thread", "", "thread `ID` (resolves its task)")
+	name := fs.String("name", "", "lock `NAME` (an id)")
+	agent := fs.String("agent", "", "holder `AGENT` for the record (default $WORKSPACE_AGENT, else \"cli\")")
+	timeout := fs.Duration("timeout", 0, "give up after `DUR` (default and upper bound: lock_timeout)")
+	if err := parseArgs(e, fs, lockUsage, args); err != nil {
+		return err
+	}
+	argv := fs.Args()
+	if len(argv) == 0 {
+		return usageHint("lock", "missing the command: workspaced lock --task T --name NAME -- CMD [ARG...]")
+	}
+	if err := need(fs, "name"); err != nil {
+		return err
+	}
+	if flagSet(fs, "timeout") && *timeout <= 0 {
+		return usageHint("lock", "--timeout must be positive")
+	}
+	w, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	id, err := resolveTask(w, "lock", *task, *thread)
+	if err != nil {
+		return err
+	}
+	if _, err := w.GetTask(id); err != nil {
+		return err
+	}
+	lctx := ctx
+	if *timeout > 0 {
+		var cancel context.CancelFunc
+		lctx, cancel = context.WithTimeout(ctx, *timeout)
+		defer cancel()
+	}
+	rel := path.Join(workspace.TaskDir(id), ".locks", *name+".lock")
+	l, err := w.LockNamed(lctx, id, *name, agentOr(*agent, "cli"))
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			h, _ := locking.ReadHolder(filepath.Join(w.Dir(), filepath.FromSlash(rel)))
+			return &workspace.Error{Kind: workspace.ErrLocked, Op: "lock " + rel,
+				Msg:  fmt.Sprintf("held by %s: gave up after %s", h, *timeout),
+				Hint: "another process holds it; see 'workspaced locks', or wait longer with --timeout"}
+		}
+		return err
+	}
+	defer l.Release()
+	return runLocked(ctx, e, w.Dir(), argv)
+}
+
+// runLocked runs argv with the streams passed through and returns its exit
+// status as an *exitError.
+func runLocked(ctx context.Context, e *env, root string, argv []string) error {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.stdin, e.stdout, e.stderr
+	cmd.Env = append(os.Environ(), "WORKSPACE_ROOT="+root)
+	killWithParent(cmd)
+	if err := startLocked(cmd); err != nil {
+		code := 126
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			code = 127
+		}
+		fmt.Fprintf(e.stderr, "workspaced: lock: run %s: %v\n", argv[0], err)
+		return &exitError{code: code}
+	}
+	done := make(chan struct{})
+	go func() {
+		// Interrupted (SIGINT/SIGTERM): pass it on and wait for CMD, so
+		// the lock is released only after CMD has stopped.
+		select {
+		case <-ctx.Done():
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+		case <-done:
+		}
+	}()
+	err := cmd.Wait()
+	close(done)
+	if err == nil {
+		return nil
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return &exitError{code: 128 + int(ws.Signal())}
+		}
+		return &exitError{code: ee.ExitCode()}
+	}
+	return fmt.Errorf("lock: run %s: %w", argv[0], err)
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path"
+
+	"github.com/workspaced/workspaced/workspace"
+)
+
+const outputUsage = `workspaced output — write a subtask's output (tasks/<task>/outputs/<subtask>.json).
+
+Usage:
+  workspaced output write (--task T | --thread X) --subtask S --agent A --file F|- [--done] [--json]
+
+The file holds the output (a JSON object); subtask_id is set to S, and
+worker_id and completed_at are filled when missing. It is checked against
+the output schema before anything is written. --done also drops the done
+marker that reports the subtask finished. Prints the path written (and the
+marker's).
+
+Examples:
+  workspaced output write --task t1 --subtask st_3 --agent worker_1 --file out.json
+  workspaced output write --task t1 --subtask st_3 --agent worker_1 --file out.json --done
+  echo '{"summary":"done"}' | workspaced output write --task t1 --subtask st_3 --agent worker_1 --file -
+
+Exit codes: 0 ok, 1 failure (not JSON, schema-invalid output), 2 usage, 3 task not found.
+`
+
+func cmdOutput(ctx context.Context, e *env, args []string) error {
+	return dispatch(ctx, e, "output", outputUsage, []subcommand{
+		{"write", "write outputs/<subtask>.json", outputWrite},
+	}, args)
+}
+
+func outputWrite(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("output write")
+	task := fs.String("task", "", "task `ID`")
+	thread := fs.String("thread", "", "thread `ID` (resolves its task)")
+	subtask := fs.String("subtask", "", "subtask `ID`")
+	agent := fs.String("agent", "", "the worker `AGENT` (default $WORKSPACE_AGENT)")
+	file := fs.String("file", "", "read the output from `FILE` ('-' for stdin)")
+	done := fs.Bool("done", false, "also drop the done marker for it")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(e, fs, outputUsage, args); err != nil {
+		return err
+	}
+	*agent = agentOr(*agent, "")
+	if err := need(fs, "subtask", "agent", "file"); err != nil {
+		return err
+	}
+	data, err := readInput(e, *file)
+	if err != nil {
+		return err
+	}
+	w, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	id, err := resolveTask(w, "output write", *task, *thread)
+	if err != nil {
+		return err
+	}
+	rel, err := w.WriteOutput(id, *subtask, *agent, data)
+	if err != nil {
+		return err
+	}
+	out := written{Path: e.display(path.Join(workspace.TaskDir(id), rel))}
+	if *done {
+		m, err := w.WriteDone(workspace.DoneRequest{TaskID: id, Agent: *agent, OutputFile: rel, SubtaskID: *subtask})
+		if err != nil {
+			return fmt.Errorf("%s written, but the done marker failed: %w", rel, err)
+		}
+		out.Marker = e.display(m)
+	}
+	return printProduct(e, *asJSON, out)
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path"
+
+	"github.com/workspaced/workspaced/workspace"
+)
+
+const reviewUsage = `workspaced review — write a review decision (tasks/<task>/reviews/<id>.json).
+
+Usage:
+  workspaced review write (--task T | --thread X) --id R --file F|- [--agent A] [--done] [--json]
+
+The file holds the review (a JSON object with "type" and "verdict"); id is
+set to R, and reviewer and reviewed_at are filled when missing. It is
+checked against the review schema before anything is written. --done also
+drops the done marker that reports the review to the daemon. Prints the
+path written (and the marker's).
+
+Examples:
+  workspaced review write --task t1 --id plan_v1 --agent reviewer --file review.json --done
+  echo '{"type":"plan_review","verdict":"approved"}' | workspaced review write --task t1 --id plan_v2 --file - --done
+  workspaced review write --task t1 --id cp_1 --agent reviewer --file cp.json --json
+
+Exit codes: 0 ok, 1 failure (not JSON, schema-invalid review), 2 usage, 3 task not found.
+`
+
+func cmdReview(ctx context.Context, e *env, args []string) error {
+	return dispatch(ctx, e, "review", reviewUsage, []subcommand{
+		{"write", "write reviews/<id>.json", reviewWrite},
+	}, args)
+}
+
+func reviewWrite(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("review write")
+	task := fs.String("task", "", "task `ID`")
+	thread := fs.String("thread", "", "thread `ID` (resolves its task)")
+	rid := fs.String("id", "", "review `ID` (the file name)")
+	agent := fs.String("agent", "", "the reviewing `AGENT` (default $WORKSPACE_AGENT, else \"cli\")")
+	file := fs.String("file", "", "read the review from `FILE` ('-' for stdin)")
+	done := fs.Bool("done", false, "also drop the done marker for it")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(e, fs, reviewUsage, args); err != nil {
+		return err
+	}
+	if err := need(fs, "id", "file"); err != nil {
+		return err
+	}
+	who := agentOr(*agent, "cli")
+	data, err := readInput(e, *file)
+	if err != nil {
+		return err
+	}
+	w, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	id, err := resolveTask(w, "review write", *task, *thread)
+	if err != nil {
+		return err
+	}
+	rel, err := w.WriteReview(id, *rid, who, data)
+	if err != nil {
+		return err
+	}
+	out := written{Path: e.display(path.Join(workspace.TaskDir(id), rel))}
+	if *done {
+		m, err := w.WriteDone(workspace.DoneRequest{TaskID: id, Agent: who, OutputFile: rel})
+		if err != nil {
+			return fmt.Errorf("%s written, but the done marker failed: %w", rel, err)
+		}
+		out.Marker = e.display(m)
+	}
+	return printProduct(e, *asJSON, out)
+}

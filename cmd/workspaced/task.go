@@ -1,0 +1,316 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/workspaced/workspaced/workspace"
+)
+
+const taskUsage = `workspaced task — create, list and show tasks (tasks/<id>/task.json).
+
+Usage:
+  workspaced task create --description TEXT [--id ID] [--context TEXT] [--constraint TEXT]...
+                         [--priority P] [--submitted-by WHO] [--to AGENT]
+  workspaced task list [--json]
+  workspaced task show (--task ID | --thread X) [--json]
+
+Examples:
+  id=$(workspaced task create --description "Add JWT auth to the REST API")
+  workspaced task list
+  workspaced task show --task "$id" --json
+
+Exit codes: 0 ok, 1 failure, 2 usage, 3 not found, 4 conflict (the id exists).
+`
+
+func cmdTask(ctx context.Context, e *env, args []string) error {
+	return dispatch(ctx, e, "task", taskUsage, []subcommand{
+		{"create", "create a task; prints its id", taskCreate},
+		{"list", "every task with its status", taskList},
+		{"show", "one task: task.json, state summary, plan version, env keys", taskShow},
+	}, args)
+}
+
+const taskCreateUsage = `Usage:
+  workspaced task create --description TEXT [--id ID] [--context TEXT] [--constraint TEXT]...
+                         [--priority P] [--submitted-by WHO] [--to AGENT] [--json]
+
+Writes tasks/<id>/task.json (immutable), the root thread and a task_created
+event, and prints only the id (--json: the task as written). Without --id a
+fresh id task_<12 hex> is made.
+
+Examples:
+  workspaced task create --description "Add JWT auth to the REST API"
+  workspaced task create --id arc-001 --description "Solve ARC puzzle training-001" --to solver
+  workspaced task create --description "Refactor" --constraint "no new deps" --constraint "keep the API" --priority high
+
+Exit codes: 0 ok, 1 failure (bad id, empty description), 2 usage, 4 conflict (a task with this id exists).
+`
+
+func taskCreate(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("task create")
+	var req workspace.NewTaskRequest
+	var constraints stringList
+	fs.StringVar(&req.Description, "description", "", "what the task is, in `TEXT`")
+	fs.StringVar(&req.ID, "id", "", "task `ID` (default: generated)")
+	fs.StringVar(&req.Context, "context", "", "background `TEXT`")
+	fs.Var(&constraints, "constraint", "a constraint `TEXT` (repeatable)")
+	fs.StringVar(&req.Priority, "priority", "", "`P`riority, e.g. low, normal, high")
+	fs.StringVar(&req.SubmittedBy, "submitted-by", "", "who submits it (default human)")
+	fs.StringVar(&req.To, "to", "", "the `AGENT` the root thread is addressed to (default coordinator)")
+	asJSON := fs.Bool("json", false, "print the task as written")
+	if err := parse(e, fs, taskCreateUsage, args); err != nil {
+		return err
+	}
+	if err := need(fs, "description"); err != nil {
+		return err
+	}
+	req.Constraints = constraints
+	w, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	t, err := w.CreateTask(ctx, req)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e.stdout, t)
+	}
+	fmt.Fprintln(e.stdout, t.ID)
+	return nil
+}
+
+const taskListUsage = `Usage:
+  workspaced task list [--json]
+
+Lists every task: its id, its status (from state.json, or "new" before the
+daemon has written one), when it was created, and its description.
+
+Examples:
+  workspaced task list
+  workspaced task list --json | jq -r '.[] | select(.status=="executing") | .id'
+
+Exit codes: 0 ok, 1 failure, 2 usage, 3 no workspace.
+`
+
+// taskRow is one task of `task list --json`.
+type taskRow struct {
+	ID          string    `json:"id"`
+	Status      string    `json:"status"`
+	Phase       string    `json:"phase,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+	Description string    `json:"description"`
+	Priority    string    `json:"priority,omitempty"`
+	SubmittedBy string    `json:"submitted_by,omitempty"`
+	Error       string    `json:"error,omitempty"`
+}
+
+func taskList(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("task list")
+	asJSON := fs.Bool("json", false, "print a JSON array")
+	if err := parse(e, fs, taskListUsage, args); err != nil {
+		return err
+	}
+	w, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	tasks, err := w.ListTasks()
+	if err != nil {
+		return err
+	}
+	rows := make([]taskRow, 0, len(tasks))
+	for _, s := range tasks {
+		r := taskRow{ID: s.Task.ID, Status: "new", CreatedAt: s.Task.CreatedAt, Description: s.Task.Description,
+			Priority: s.Task.Priority, SubmittedBy: s.Task.SubmittedBy, Error: s.Error}
+		if s.State != nil {
+			r.Status, r.Phase = s.State.Status, s.State.Phase
+		}
+		if s.Error != "" && s.State == nil && s.Task.CreatedAt.IsZero() {
+			r.Status = "unreadable"
+		}
+		rows = append(rows, r)
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].CreatedAt.Before(rows[j].CreatedAt) })
+	if *asJSON {
+		return printJSON(e.stdout, rows)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(e.stdout, "no tasks")
+		return nil
+	}
+	cells := make([][]string, len(rows))
+	for i, r := range rows {
+		desc := r.Description
+		if r.Error != "" {
+			desc = "error: " + r.Error
+		}
+		cells[i] = []string{r.ID, r.Status, shortTime(r.CreatedAt), cut(desc, 60)}
+	}
+	table(e.stdout, []string{"ID", "STATUS", "CREATED", "DESCRIPTION"}, cells)
+	return nil
+}
+
+const taskShowUsage = `Usage:
+  workspaced task show (--task ID | --thread X) [--json]
+
+Shows task.json, a summary of state.json (status, phase, subtasks by
+status), the current plan version and the number of env keys.
+
+Examples:
+  workspaced task show --task t1
+  workspaced task show --thread th_solver      # the task this thread belongs to
+  workspaced task show --task t1 --json | jq .state.status
+
+Exit codes: 0 ok, 1 failure, 2 usage, 3 not found.
+`
+
+// taskDetail is `task show --json`.
+type taskDetail struct {
+	Task        workspace.Task   `json:"task"`
+	Status      string           `json:"status"`
+	State       *workspace.State `json:"state"`
+	PlanVersion int              `json:"plan_version"`
+	PlanStatus  string           `json:"plan_status,omitempty"`
+	EnvKeys     int              `json:"env_keys"`
+	Threads     int              `json:"threads"`
+}
+
+func taskShow(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("task show")
+	task := fs.String("task", "", "task `ID`")
+	thread := fs.String("thread", "", "thread `ID` (shows its task)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parseArgs(e, fs, taskShowUsage, args); err != nil {
+		return err
+	}
+	// `task show ID` is accepted as well as --task ID.
+	if fs.NArg() == 1 && *task == "" && *thread == "" {
+		*task = fs.Arg(0)
+	} else if fs.NArg() > 0 {
+		return usageHint("task show", "unexpected argument %q", fs.Arg(0))
+	}
+	w, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	id, err := resolveTask(w, "task show", *task, *thread)
+	if err != nil {
+		return err
+	}
+	t, err := w.GetTask(id)
+	if err != nil {
+		return err
+	}
+	d := taskDetail{Task: t, Status: "new"}
+	if st, err := w.ReadState(id); err == nil {
+		d.State, d.Status = &st, st.Status
+	} else if !errors.Is(err, workspace.ErrNotFound) {
+		fmt.Fprintf(e.stderr, "workspaced: warning: %v\n", err)
+	}
+	if p, err := w.ReadPlan(id, 0); err == nil {
+		d.PlanVersion, d.PlanStatus = p.Version, p.Status
+	} else if !errors.Is(err, workspace.ErrNotFound) {
+		fmt.Fprintf(e.stderr, "workspaced: warning: %v\n", err)
+	}
+	if d.State != nil && d.State.PlanStatus != "" {
+		d.PlanStatus = d.State.PlanStatus
+	}
+	items, err := w.ListEntries(ctx, workspace.Scope{Kind: workspace.ScopeThread, TaskID: id})
+	if err != nil {
+		return err
+	}
+	d.EnvKeys = len(items)
+	threads, err := w.ListThreads(id)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "workspaced: warning: %v\n", err)
+	}
+	d.Threads = len(threads)
+	if *asJSON {
+		return printJSON(e.stdout, d)
+	}
+	rows := [][]string{
+		{"id:", t.ID},
+		{"description:", cut(t.Description, 200)},
+	}
+	if t.Context != "" {
+		rows = append(rows, []string{"context:", cut(t.Context, 200)})
+	}
+	for _, c := range t.Constraints {
+		rows = append(rows, []string{"constraint:", cut(c, 200)})
+	}
+	if t.Priority != "" {
+		rows = append(rows, []string{"priority:", t.Priority})
+	}
+	rows = append(rows, []string{"submitted by:", t.SubmittedBy}, []string{"created:", shortTime(t.CreatedAt)})
+	status := d.Status
+	if d.State != nil && d.State.Phase != "" {
+		status += " (phase " + d.State.Phase + ")"
+	}
+	rows = append(rows, []string{"status:", status})
+	plan := "none"
+	if d.PlanVersion > 0 {
+		plan = "v" + strconv.Itoa(d.PlanVersion)
+		if d.PlanStatus != "" {
+			plan += " (" + d.PlanStatus + ")"
+		}
+	}
+	rows = append(rows, []string{"plan:", plan})
+	if d.State != nil {
+		rows = append(rows, []string{"subtasks:", subtaskSummary(d.State)})
+		if d.State.RevisionCount > 0 {
+			rows = append(rows, []string{"revisions:", strconv.Itoa(d.State.RevisionCount)})
+		}
+		if n := len(d.State.Errors); n > 0 {
+			rows = append(rows, []string{"errors:", fmt.Sprintf("%d, last: %s", n, cut(d.State.Errors[n-1].Message, 120))})
+		}
+		rows = append(rows, []string{"updated:", shortTime(d.State.LastUpdated)})
+	}
+	rows = append(rows, []string{"env keys:", strconv.Itoa(d.EnvKeys)}, []string{"threads:", strconv.Itoa(d.Threads)})
+	table(e.stdout, nil, rows)
+	return nil
+}
+
+// subtaskSummary counts subtasks by status: "3 (1 completed, 2 pending)".
+func subtaskSummary(st *workspace.State) string {
+	if len(st.Subtasks) == 0 {
+		return "0"
+	}
+	counts := map[string]int{}
+	for _, s := range st.Subtasks {
+		counts[s.Status]++
+	}
+	var parts []string
+	for _, s := range []string{"completed", "in_progress", "pending", "blocked", "failed"} {
+		if counts[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
+			delete(counts, s)
+		}
+	}
+	var rest []string
+	for s := range counts {
+		rest = append(rest, s)
+	}
+	sort.Strings(rest)
+	for _, s := range rest {
+		parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
+	}
+	return fmt.Sprintf("%d (%s)", len(st.Subtasks), strings.Join(parts, ", "))
+}
+
+// shortTime prints a time for people, in UTC to the second.
+func shortTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
