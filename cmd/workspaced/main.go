@@ -423,6 +423,7 @@ func printDefaults(w io.Writer, fs *flag.FlagSet) {
 	})
 	tw.Flush()
 }
+
 // stringList is a repeatable string flag.
 type stringList []string
 
