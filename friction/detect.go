@@ -99,6 +99,8 @@ func (c Config) WithDefaults() Config {
 //   - output_rejected: reason, agent.
 //   - escalated: reason, agent.
 type Observation struct {
+	// At is when the event happened; the detectors count events, not
+	// time, so it is informational.
 	At     time.Time
 	TaskID string
 	Event  string

@@ -12,7 +12,13 @@
 // A repeat of a known pattern does not add an entry: an entry of the same
 // type whose normalised pattern (or, when it has none, normalised
 // description) matches a pending entry increments that entry's occurrences
-// and adds the affected tasks to it.
+// and adds the affected tasks to it. Applied and dismissed entries are
+// never merged into: friction that comes back after it was resolved
+// becomes a new entry.
+//
+// friction.json also holds, under "tally", the detectors' running counts
+// (review problems and failure causes seen, with their tasks), so that
+// thresholds counted across tasks survive a daemon restart.
 package friction
 
 import (
@@ -53,6 +59,10 @@ var (
 	// ErrInvalid reports an entry, finding or status the log refuses (an
 	// unknown type or status, an empty description, a malformed task id).
 	ErrInvalid = errors.New("invalid friction entry")
+	// ErrCorrupt reports a log file that does not parse or validate (or
+	// is not a regular file). It is never overwritten: a person has to
+	// fix or move it.
+	ErrCorrupt = errors.New("friction log is invalid")
 )
 
 // IsType reports whether t is one of the five entry types.

@@ -43,10 +43,6 @@ const (
 	AnonPrefix = "anon_"
 )
 
-// ErrCorrupt reports a log file that does not parse or validate. The file
-// is never overwritten: a person has to fix or move it.
-var ErrCorrupt = errors.New("friction log is invalid")
-
 // Entry is one entry of the log, in the order its fields are written.
 type Entry struct {
 	// ID is "friction_NNN", assigned by the log.
