@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // EventsFile is a task's event log, relative to the task directory.
@@ -38,7 +39,7 @@ func FormatEvent(e Event) string {
 	sort.Strings(keys)
 	for _, k := range keys {
 		b.WriteByte(' ')
-		b.WriteString(k)
+		b.WriteString(quoteWord(k))
 		b.WriteByte('=')
 		b.WriteString(quoteWord(e.Attrs[k]))
 	}
@@ -49,8 +50,8 @@ func FormatEvent(e Event) string {
 const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
 
 func quoteWord(s string) string {
-	if s == "" {
-		return `""`
+	if s == "" || !utf8.ValidString(s) {
+		return strconv.Quote(s)
 	}
 	for _, r := range s {
 		if r <= ' ' || r == '"' || r == '=' || r == '\\' || r == 0x7f || !strconv.IsPrint(r) {
@@ -68,6 +69,11 @@ func ParseEvent(line string) (Event, error) {
 	}
 	if len(words) < 3 {
 		return Event{}, fmt.Errorf("event line %q: want <time> <event> <task> ...", line)
+	}
+	for _, w := range words[:3] {
+		if w.key != "" {
+			return Event{}, fmt.Errorf("event line %q: key=value where <time> <event> <task> belong", line)
+		}
 	}
 	t, err := time.Parse(time.RFC3339Nano, words[0].text)
 	if err != nil {
@@ -97,31 +103,49 @@ func splitWords(line string) ([]word, error) {
 			i++
 			continue
 		}
-		var w word
-		// key=value, where key is a bare word
-		if j := strings.IndexAny(line[i:], "= \""); j > 0 && line[i+j] == '=' {
-			w.key = line[i : i+j]
-			i += j + 1
+		text, n, err := readWord(line, i, " =")
+		if err != nil {
+			return nil, err
 		}
-		if i < len(line) && line[i] == '"' {
-			q, err := strconv.QuotedPrefix(line[i:])
+		i += n
+		w := word{text: text}
+		// key=value: the word just read was the key (bare or quoted).
+		if i < len(line) && line[i] == '=' {
+			i++
+			val, n, err := readWord(line, i, " ")
 			if err != nil {
-				return nil, fmt.Errorf("event line: bad quoted word at %d: %w", i, err)
+				return nil, err
 			}
-			s, _ := strconv.Unquote(q)
-			w.text = s
-			i += len(q)
-		} else {
-			j := strings.IndexByte(line[i:], ' ')
-			if j < 0 {
-				j = len(line) - i
-			}
-			w.text = line[i : i+j]
-			i += j
+			i += n
+			w = word{key: text, text: val}
+		}
+		if i < len(line) && line[i] != ' ' {
+			return nil, fmt.Errorf("event line: unexpected %q at %d after a quoted word", line[i], i)
 		}
 		out = append(out, w)
 	}
 	return out, nil
+}
+
+// readWord reads one word at line[i:]: a Go-quoted string, or bare bytes
+// up to one of stop. It returns the text and the bytes consumed.
+func readWord(line string, i int, stop string) (string, int, error) {
+	if i < len(line) && line[i] == '"' {
+		q, err := strconv.QuotedPrefix(line[i:])
+		if err != nil {
+			return "", 0, fmt.Errorf("event line: bad quoted word at %d: %w", i, err)
+		}
+		s, err := strconv.Unquote(q)
+		if err != nil {
+			return "", 0, fmt.Errorf("event line: bad quoted word at %d: %w", i, err)
+		}
+		return s, len(q), nil
+	}
+	j := strings.IndexAny(line[i:], stop)
+	if j < 0 {
+		j = len(line) - i
+	}
+	return line[i : i+j], j, nil
 }
 
 // AppendEvent appends one line to the task's events.log with a single

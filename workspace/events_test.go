@@ -1,0 +1,84 @@
+package workspace
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestEventFormatParse(t *testing.T) {
+	at := time.Date(2024, 1, 15, 10, 0, 0, 123_000_000, time.UTC)
+	cases := []struct {
+		name string
+		ev   Event
+		line string
+	}{
+		{"bare", Event{Time: at, Name: "task_created", TaskID: "t1"}, "2024-01-15T10:00:00.123Z task_created t1"},
+		{"args and attrs", Event{Time: at, Name: "work_assigned", TaskID: "t1", Args: []string{"st_1", "worker_1"}, Attrs: map[string]string{"key": "arc", "agent": "solver"}},
+			"2024-01-15T10:00:00.123Z work_assigned t1 st_1 worker_1 agent=solver key=arc"},
+		{"quoted values", Event{Time: at, Name: "output_rejected", TaskID: "t1", Attrs: map[string]string{"reason": `output file "x" is missing`}},
+			`2024-01-15T10:00:00.123Z output_rejected t1 reason="output file \"x\" is missing"`},
+		{"empty and equals", Event{Time: at, Name: "e", TaskID: "t1", Args: []string{"", "a=b"}, Attrs: map[string]string{"v": ""}},
+			`2024-01-15T10:00:00.123Z e t1 "" "a=b" v=""`},
+		{"newline", Event{Time: at, Name: "e", TaskID: "t1", Args: []string{"two\nlines"}}, `2024-01-15T10:00:00.123Z e t1 "two\nlines"`},
+		{"odd attr key", Event{Time: at, Name: "e", TaskID: "t1", Attrs: map[string]string{"a b": "c", "=": "d"}},
+			`2024-01-15T10:00:00.123Z e t1 "="=d "a b"=c`},
+		{"invalid utf8", Event{Time: at, Name: "e", TaskID: "t1", Args: []string{"a\xffb"}}, `2024-01-15T10:00:00.123Z e t1 "a\xffb"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			line := FormatEvent(tc.ev)
+			if line != tc.line {
+				t.Errorf("FormatEvent = %s\nwant          %s", line, tc.line)
+			}
+			back, err := ParseEvent(line)
+			if err != nil {
+				t.Fatalf("ParseEvent: %v", err)
+			}
+			if !reflect.DeepEqual(back, tc.ev) {
+				t.Errorf("round trip = %#v, want %#v", back, tc.ev)
+			}
+		})
+	}
+}
+
+func TestParseEventHandWritten(t *testing.T) {
+	e, err := ParseEvent("2024-01-15T10:00:00+02:00 note t1 x k=a=b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Attrs["k"] != "a=b" || len(e.Args) != 1 || !e.Time.Equal(time.Date(2024, 1, 15, 8, 0, 0, 0, time.UTC)) {
+		t.Errorf("ParseEvent = %+v", e)
+	}
+}
+
+func TestParseEventRefuses(t *testing.T) {
+	for name, line := range map[string]string{
+		"too few words":   "2024-01-15T10:00:00Z only",
+		"bad time":        "yesterday e t1",
+		"open quote":      `2024-01-15T10:00:00Z e t1 "abc`,
+		"attr as name":    "2024-01-15T10:00:00Z k=v t1",
+		"attr as task id": "2024-01-15T10:00:00Z e k=v",
+	} {
+		t.Run(name, func(t *testing.T) {
+			if e, err := ParseEvent(line); err == nil {
+				t.Errorf("ParseEvent(%q) = %+v, want an error", line, e)
+			}
+		})
+	}
+}
+
+func TestAppendAndReadEvents(t *testing.T) {
+	w, _ := newWS(t)
+	newTask(t, w, "t1")
+	if err := w.AppendEvents("t1", []Event{{Name: "a", TaskID: "t1", Args: []string{"x y"}}, {Name: "b", TaskID: "t1"}}); err != nil {
+		t.Fatal(err)
+	}
+	evs, bad, err := w.ReadEvents("t1")
+	if err != nil || len(bad) != 0 || len(evs) != 3 || evs[1].Args[0] != "x y" || evs[2].Name != "b" || !evs[2].Time.Equal(t0) {
+		t.Errorf("ReadEvents = %+v, %v, %v", evs, bad, err)
+	}
+	if _, _, err := w.ReadEvents("../x"); err == nil {
+		t.Errorf("ReadEvents of a bad id succeeded")
+	}
+}
