@@ -1,0 +1,196 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/workspaced/workspaced/atomicfile"
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// harness runs an in-process daemon over a fresh workspace.
+type harness struct {
+	t      *testing.T
+	dir    string
+	ws     *workspace.Workspace
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func newWorkspace(t *testing.T) (string, *workspace.Workspace) {
+	t.Helper()
+	dir := t.TempDir()
+	ws, err := workspace.Init(dir, workspace.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	return dir, ws
+}
+
+func startDaemon(t *testing.T, dir string, cfg Config) *harness {
+	t.Helper()
+	cfg.Root = dir
+	if cfg.Grace == 0 {
+		cfg.Grace = 200 * time.Millisecond
+	}
+	ready := make(chan struct{})
+	cfg.Ready = func() { close(ready) }
+	d, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &harness{t: t, dir: dir, ws: d.Workspace(), cancel: cancel, done: make(chan error, 1)}
+	go func() { h.done <- d.Run(ctx); d.Close() }()
+	select {
+	case <-ready:
+	case err := <-h.done:
+		t.Fatalf("daemon stopped at start: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("daemon not ready after 30s")
+	}
+	t.Cleanup(h.stop)
+	return h
+}
+
+func (h *harness) stop() {
+	if h.cancel == nil {
+		return
+	}
+	h.cancel()
+	h.cancel = nil
+	if err := <-h.done; err != nil {
+		h.t.Errorf("daemon: %v", err)
+	}
+}
+
+// await polls cond until it holds or the deadline passes.
+func await(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		last = msg
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s: %s", what, last)
+}
+
+func awaitState(t *testing.T, ws *workspace.Workspace, id string, cond func(workspace.State) bool) workspace.State {
+	t.Helper()
+	var st workspace.State
+	await(t, "state of "+id, func() (bool, string) {
+		var err error
+		st, err = ws.ReadState(id)
+		if err != nil {
+			return false, err.Error()
+		}
+		return cond(st), fmt.Sprintf("status %s phase %s seq %d", st.Status, st.Phase, st.JournalSeq)
+	})
+	return st
+}
+
+func executing(st workspace.State) bool { return st.Status == "executing" }
+
+func prepare(t *testing.T, ws *workspace.Workspace, id string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	if err := PrepareTask(ctx, ws, id, n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func approve(t *testing.T, ws *workspace.Workspace, id string) {
+	t.Helper()
+	awaitState(t, ws, id, func(st workspace.State) bool { return st.PlanStatus == "proposed" })
+	if err := ApprovePlan(ws, id); err != nil {
+		t.Fatal(err)
+	}
+	awaitState(t, ws, id, executing)
+}
+
+func completeSubtask(t *testing.T, ws *workspace.Workspace, task, sub, agent string) {
+	t.Helper()
+	rel, err := ws.WriteOutput(task, sub, agent, []byte(`{"summary":"ok"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ws.WriteDone(workspace.DoneRequest{TaskID: task, Agent: agent, OutputFile: rel, SubtaskID: sub}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTakesMarkersInProcess(t *testing.T) {
+	dir, ws := newWorkspace(t)
+	prepare(t, ws, "t1", 3)
+	h := startDaemon(t, dir, Config{})
+	approve(t, ws, "t1")
+	for i := 1; i <= 3; i++ {
+		completeSubtask(t, ws, "t1", fmt.Sprintf("st_%d", i), fmt.Sprintf("w%d", i))
+	}
+	st := awaitState(t, ws, "t1", func(st workspace.State) bool { return st.Status == "completed" })
+	if st.JournalSeq != 5 {
+		t.Errorf("journal_seq = %d, want 5 (plan, review, three dones)", st.JournalSeq)
+	}
+	h.stop()
+	recs, err := ReadJournal(ws, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range recs {
+		if r.Seq != int64(i+1) {
+			t.Errorf("record %d has seq %d", i, r.Seq)
+		}
+		if r.Rejected != "" {
+			t.Errorf("record %d rejected: %s", r.Seq, r.Rejected)
+		}
+	}
+	rebuilt, err := Rebuild(ws, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := mustJSON(t, rebuilt), mustJSON(t, st); got != want {
+		t.Errorf("rebuild differs from state.json:\n%s\nwant\n%s", got, want)
+	}
+	names, _ := os.ReadDir(filepath.Join(dir, "tasks", "t1", JournalDir))
+	for _, n := range names {
+		if strings.Contains(n.Name(), takenInfix) {
+			t.Errorf("taken marker left in the journal: %s", n.Name())
+		}
+	}
+}
+
+func TestSecondRunRefused(t *testing.T) {
+	dir, _ := newWorkspace(t)
+	startDaemon(t, dir, Config{})
+	d, err := New(Config{Root: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	err = d.Run(context.Background())
+	var se *ServingError
+	if !errors.As(err, &se) || se.PID != os.Getpid() || !errors.Is(err, workspace.ErrConflict) {
+		t.Fatalf("second Run: %v, want a ServingError naming pid %d", err, os.Getpid())
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := atomicfile.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -1,0 +1,167 @@
+package daemon
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"time"
+
+	"github.com/workspaced/workspaced/schemas"
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// verdict is what the daemon does with a marker it has looked at.
+type verdict int
+
+const (
+	// take: the marker and its product are valid; journal it.
+	take verdict = iota
+	// wait: not valid yet but young enough that it may still be being
+	// written; look again after the grace period.
+	wait
+	// reject: journal it with the reason; the state only records the error.
+	reject
+	// vanished: the marker is gone (another process removed it).
+	vanished
+)
+
+// examined is the outcome of reading one marker.
+type examined struct {
+	verdict verdict
+	kind    string // workspace.KindClaim or KindDone
+	marker  workspace.Marker
+	plan    *workspace.Plan
+	review  *workspace.Review
+	reason  string // why it waits or is rejected
+}
+
+// examine reads the marker at rel (relative to the root) of task taskID
+// and decides what to do with it. fi is its Lstat. A marker younger than
+// grace (by its mtime against now) that does not parse, does not match
+// its schema, or names a product that is missing or invalid waits; one
+// that is older, or that can never become valid (not a regular file,
+// oversized, nested too deep, a product outside the task or unsafe to
+// read), is rejected with the reason. grace < 0 never waits (a marker
+// already taken into the journal is judged as it is).
+func examine(ws *workspace.Workspace, taskID, rel, kind string, fi fs.FileInfo, now time.Time, grace time.Duration) examined {
+	ex := examined{kind: kind}
+	young := grace >= 0 && now.Sub(fi.ModTime()) < grace
+	soft := func(reason string) examined {
+		ex.reason = reason
+		if young {
+			ex.verdict = wait
+		} else {
+			ex.verdict = reject
+		}
+		return ex
+	}
+	hard := func(reason string) examined {
+		ex.verdict, ex.reason = reject, reason
+		return ex
+	}
+	if !fi.Mode().IsRegular() {
+		return hard(fmt.Sprintf("marker is a %s, not a regular file", fileKind(fi.Mode())))
+	}
+	data, err := ws.ReadFile(rel)
+	if err != nil {
+		if errors.Is(err, workspace.ErrNotFound) {
+			ex.verdict = vanished
+			return ex
+		}
+		return hard("marker " + describe(err))
+	}
+	if err := workspace.CheckDepth(data, ws.Settings().Limits.MaxDepth); err != nil {
+		return hard("marker " + describe(err))
+	}
+	sk := schemas.KindClaim
+	if kind == workspace.KindDone {
+		sk = schemas.KindDone
+	}
+	if err := schemas.Validate(sk, data); err != nil {
+		// Keep what can be read (the agent) for the record.
+		_ = json.Unmarshal(data, &ex.marker)
+		return soft(fmt.Sprintf("not a valid %s marker: %v", kind, err))
+	}
+	if err := json.Unmarshal(data, &ex.marker); err != nil {
+		return soft(fmt.Sprintf("not a valid %s marker: %v", kind, err))
+	}
+	if kind == workspace.KindClaim {
+		ex.verdict = take
+		return ex
+	}
+	pkind, pid, err := workspace.ClassifyOutput(ex.marker.OutputFile)
+	if err != nil {
+		return hard(err.Error())
+	}
+	if pkind == workspace.ProductNone && ex.marker.Status != "cancelled" {
+		return hard("done marker names no output_file")
+	}
+	p, err := ws.ReadProduct(taskID, ex.marker.OutputFile)
+	if err != nil {
+		reason := "output " + ex.marker.OutputFile + ": " + describe(err)
+		if errors.Is(err, workspace.ErrUnsafe) {
+			return hard(reason)
+		}
+		return soft(reason)
+	}
+	ex.plan, ex.review = p.Plan, p.Review
+	if pkind == workspace.ProductOutput && ex.marker.SubtaskID == "" {
+		// The output's file name says which subtask it finishes.
+		ex.marker.SubtaskID = pid
+	}
+	ex.verdict = take
+	return ex
+}
+
+// record builds the journal record of an examined marker.
+func (ex examined) record(seq int64, takenAt time.Time, file string) workspace.JournalRecord {
+	rec := workspace.JournalRecord{Seq: seq, TakenAt: takenAt.UTC(), File: file, Kind: ex.kind, Marker: ex.marker}
+	if ex.verdict == take {
+		rec.Plan, rec.Review = ex.plan, ex.review
+	} else {
+		rec.Rejected = ex.reason
+		if rec.Rejected == "" {
+			rec.Rejected = "marker could not be read"
+		}
+	}
+	return rec
+}
+
+// describe is an error's text without the path the daemon already names.
+func describe(err error) string {
+	var we *workspace.Error
+	if errors.As(err, &we) {
+		s := we.Msg
+		if we.Err != nil {
+			if s != "" {
+				s += ": "
+			}
+			s += we.Err.Error()
+		}
+		if s != "" {
+			return s
+		}
+	}
+	return err.Error()
+}
+
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	case m&fs.ModeNamedPipe != 0:
+		return "FIFO"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	case m.IsDir():
+		return "directory"
+	}
+	return "special file"
+}
+
+// markerPath is a marker's path relative to the root.
+func markerPath(taskID, name string) string { return path.Join(workspace.TaskDir(taskID), name) }

@@ -1,0 +1,74 @@
+package daemon
+
+import (
+	"errors"
+	"time"
+
+	"github.com/workspaced/workspaced/locking"
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// Status is what `workspaced status` reports about a root.
+type Status struct {
+	Root    string `json:"root"`
+	Serving bool   `json:"serving"`
+	// PID and Since name the daemon serving (or, when Serving is false,
+	// the last one that did, if its record is readable).
+	PID   int        `json:"pid,omitempty"`
+	Since *time.Time `json:"since,omitempty"`
+	// ByStatus counts tasks by state status ("none" for no state.json yet,
+	// "invalid" for one that does not validate).
+	ByStatus       map[string]int `json:"by_status"`
+	MarkersWaiting int            `json:"markers_waiting"`
+	Tasks          []TaskStatus   `json:"tasks"`
+}
+
+// TaskStatus is one task's line in Status.
+type TaskStatus struct {
+	ID             string `json:"id"`
+	Status         string `json:"status"`
+	Phase          string `json:"phase,omitempty"`
+	JournalSeq     int64  `json:"journal_seq"`
+	MarkersWaiting int    `json:"markers_waiting"`
+	Error          string `json:"error,omitempty"`
+}
+
+// ReadStatus reports whether a daemon serves the workspace (by probing its
+// lock, which takes and creates nothing), and every task's status and
+// waiting markers. It only reads.
+func ReadStatus(ws *workspace.Workspace) (Status, error) {
+	s := Status{Root: ws.Dir(), ByStatus: map[string]int{}, Tasks: []TaskStatus{}}
+	held, h, err := locking.Held(LockPath(ws.Dir()))
+	if err != nil {
+		return s, err
+	}
+	s.Serving = held
+	if h != nil {
+		s.PID = h.PID
+		since := h.Since
+		s.Since = &since
+	}
+	ids, err := ws.TaskIDs()
+	if err != nil {
+		return s, err
+	}
+	d := &Daemon{ws: ws}
+	for _, id := range ids {
+		t := TaskStatus{ID: id}
+		st, err := ws.ReadState(id)
+		switch {
+		case err == nil:
+			t.Status, t.Phase, t.JournalSeq = st.Status, st.Phase, st.JournalSeq
+		case errors.Is(err, workspace.ErrNotFound):
+			t.Status = "none"
+		default:
+			t.Status, t.Error = "invalid", err.Error()
+		}
+		names, _ := d.markerNames(id)
+		t.MarkersWaiting = len(names)
+		s.MarkersWaiting += len(names)
+		s.ByStatus[t.Status]++
+		s.Tasks = append(s.Tasks, t)
+	}
+	return s, nil
+}

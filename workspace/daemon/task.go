@@ -1,0 +1,555 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/workspaced/workspaced/atomicfile"
+	"github.com/workspaced/workspaced/backup"
+	"github.com/workspaced/workspaced/friction"
+	"github.com/workspaced/workspaced/schemas"
+	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/machine"
+)
+
+// EventStateRestored is the event logged when a corrupt state.json was
+// replaced by a backup (attrs from=<backup name>) or rebuilt from the
+// journal alone (from=journal).
+const EventStateRestored = "state_restored"
+
+// daemonAgent names the daemon in the lock holder records it leaves.
+const daemonAgent = "workspaced-daemon"
+
+// recordWriters bounds how many journal records of one burst are written
+// at once. Their fsyncs run concurrently, so the filesystem commits them
+// together instead of one after another.
+const recordWriters = 16
+
+// taskCache is what the daemon remembers of a task between bursts, so a
+// burst costs no re-read of state.json or of the journal. It is touched
+// only by the goroutine processing the task (never two at once).
+type taskCache struct {
+	st   workspace.State
+	plan *workspace.Plan // the plan st tracks, when known
+	next int64           // the next journal sequence number
+	fi   os.FileInfo     // state.json as last written or read; nil if none
+}
+
+// outcome is what processing a task tells the loop.
+type outcome struct {
+	id       string
+	finished bool      // the task is completed, failed or cancelled
+	noTask   bool      // no task.json (yet): watch, do not process
+	gone     bool      // the task directory is gone
+	waitTill time.Time // a marker waits for its grace period until then
+	taken    int       // markers journaled
+	err      error
+}
+
+func statePath(id string) string  { return path.Join(workspace.TaskDir(id), "state.json") }
+func journalPath(id string) string { return path.Join(workspace.TaskDir(id), JournalDir) }
+
+func (d *Daemon) backups(id string) *backup.Set {
+	s := d.ws.Settings()
+	return &backup.Set{Root: d.ws.Root(), Dir: path.Join(workspace.TaskDir(id), "backups"), Prefix: "state_",
+		Keep: s.Backups.Keep, MaxBytes: int64(s.Limits.MaxFileBytes), DirPerm: d.ws.DirPerm(), Now: d.now}
+}
+
+// ValidateState checks that data is a valid state.json of task id: it
+// parses, matches the state schema, and names the task.
+func ValidateState(id string, data []byte) (workspace.State, error) {
+	if err := schemas.Validate(schemas.KindState, data); err != nil {
+		return workspace.State{}, err
+	}
+	var st workspace.State
+	if err := json.Unmarshal(data, &st); err != nil {
+		return workspace.State{}, err
+	}
+	if st.TaskID != id {
+		return workspace.State{}, fmt.Errorf("state of task %q, not %q", st.TaskID, id)
+	}
+	if st.Subtasks == nil || st.Checkpoints == nil || st.Workers == nil || st.Errors == nil {
+		return workspace.State{}, errors.New("state has null maps")
+	}
+	return st, nil
+}
+
+// processTask takes the task's lock, brings its state up to date with its
+// journal (recovering a corrupt or missing state.json), takes every marker
+// waiting in its directory and commits them in one state write. recover
+// forces the load from disk (start-up, and after an outside change).
+func (d *Daemon) processTask(ctx context.Context, id string, recover bool) (out outcome) {
+	out.id = id
+	if !recover && !d.hasMarkers(id) {
+		if c := d.cached(id); c != nil {
+			out.finished = machine.Finished(c.st.Status)
+			return out
+		}
+	}
+	if recover && !d.hasMarkers(id) {
+		// The cheap path of a start-up or rescan: a valid state with
+		// nothing past it in the journal needs no lock and no write.
+		if c, ok := d.upToDate(id); ok {
+			out.finished = machine.Finished(c.st.Status)
+			return out
+		}
+	}
+	lk, err := d.ws.LockTask(ctx, id, daemonAgent)
+	if err != nil {
+		out.err = err
+		return out
+	}
+	defer lk.Release()
+	if _, err := d.ws.Root().Lstat(workspace.TaskDir(id)); errors.Is(err, fs.ErrNotExist) {
+		// Removed by cleanup while we waited for its lock.
+		d.forget(id)
+		out.gone = true
+		return out
+	}
+	c, err := d.load(id, recover)
+	if errors.Is(err, errNoTask) {
+		out.noTask = true
+		return out
+	}
+	if err != nil {
+		out.err = err
+		return out
+	}
+	d.remember(id, c)
+	out.finished = machine.Finished(c.st.Status)
+	taken, waitTill, err := d.takeMarkers(ctx, id, c)
+	out.taken, out.waitTill = taken, waitTill
+	if err != nil {
+		out.err = err
+		return out
+	}
+	out.finished = machine.Finished(c.st.Status)
+	return out
+}
+
+var errNoTask = errors.New("no task.json yet")
+
+// hasMarkers reports whether the task directory holds a marker name.
+func (d *Daemon) hasMarkers(id string) bool {
+	names, err := d.markerNames(id)
+	return err != nil || len(names) > 0
+}
+
+// markerNames lists the marker names in a task directory.
+func (d *Daemon) markerNames(id string) ([]string, error) {
+	f, err := d.ws.Root().Open(workspace.TaskDir(id))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []string
+	for {
+		names, err := f.Readdirnames(1024)
+		for _, n := range names {
+			if _, ok := workspace.IsMarkerName(n); ok {
+				out = append(out, n)
+			}
+		}
+		if err == io.EOF || len(names) == 0 {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+	}
+}
+
+// upToDate reads a task without its lock and reports whether it needs
+// nothing: state.json valid and nothing in the journal past it.
+func (d *Daemon) upToDate(id string) (*taskCache, bool) {
+	if c := d.cached(id); c != nil {
+		if fi, err := d.ws.Root().Lstat(statePath(id)); err == nil && sameFile(c.fi, fi) {
+			return c, true
+		}
+	}
+	data, err := d.ws.ReadFile(statePath(id))
+	if err != nil {
+		return nil, false
+	}
+	st, err := ValidateState(id, data)
+	if err != nil {
+		return nil, false
+	}
+	l, err := listJournal(d.ws, id)
+	if err != nil || l.maxSeq > st.JournalSeq || len(l.taken) > 0 {
+		return nil, false
+	}
+	d.noteProgress(id, st, nil)
+	return &taskCache{st: st}, true
+}
+
+func sameFile(a, b os.FileInfo) bool {
+	return a != nil && b != nil && os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
+}
+
+// load returns the task's state brought up to date with its journal. It
+// uses the cached state when state.json is still the file the daemon last
+// wrote; otherwise (or when force is set) it reads state.json, restores
+// the newest valid backup when it is corrupt (or rebuilds from task.json
+// when no backup is valid), finishes the records of markers taken before
+// a crash, and replays every record past the state's journal_seq. The
+// caller holds the task lock.
+func (d *Daemon) load(id string, force bool) (*taskCache, error) {
+	if c := d.cached(id); c != nil && !force {
+		if fi, err := d.ws.Root().Lstat(statePath(id)); err == nil && sameFile(c.fi, fi) {
+			return c, nil
+		}
+	}
+	task, err := d.ws.GetTask(id)
+	if errors.Is(err, workspace.ErrNotFound) {
+		return nil, errNoTask
+	}
+	if err != nil {
+		return nil, err
+	}
+	c := &taskCache{}
+	var (
+		write, backupOld bool
+		restoredFrom     string
+		restoreWhy       string
+	)
+	data, err := d.ws.ReadFile(statePath(id))
+	switch {
+	case errors.Is(err, workspace.ErrNotFound):
+		c.st, write = machine.Init(task), true
+	case err == nil:
+		if c.st, err = ValidateState(id, data); err == nil {
+			c.fi, _ = d.ws.Root().Lstat(statePath(id))
+			backupOld = true
+			break
+		}
+		fallthrough
+	default:
+		restoreWhy = err.Error()
+		write = true
+		b, bdata, skipped, berr := d.backups(id).NewestValid(func(b []byte) error { _, err := ValidateState(id, b); return err })
+		for _, s := range skipped {
+			d.log.Warn("backup not valid", "task", id, "backup", s.Backup.Name, "err", s.Err)
+		}
+		if berr == nil {
+			c.st, _ = ValidateState(id, bdata)
+			restoredFrom = b.Name
+		} else {
+			c.st, restoredFrom = machine.Init(task), "journal"
+		}
+		d.log.Warn("state.json corrupt, restoring", "task", id, "from", restoredFrom, "reason", restoreWhy)
+	}
+	l, err := listJournal(d.ws, id)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range l.temps {
+		_ = d.ws.Root().Remove(path.Join(journalPath(id), t))
+	}
+	c.next = max(l.maxSeq, c.st.JournalSeq) + 1
+	var recs []workspace.JournalRecord
+	for _, seq := range l.seqsAfter(0) {
+		t, isTaken := l.taken[seq]
+		_, hasRecord := l.records[seq]
+		if isTaken && hasRecord {
+			// Crashed between writing the record and removing the taken file.
+			_ = d.ws.Root().Remove(path.Join(journalPath(id), t.name))
+			isTaken = false
+		}
+		if seq <= c.st.JournalSeq {
+			continue
+		}
+		var rec workspace.JournalRecord
+		if isTaken {
+			// Crashed between taking the marker and writing its record.
+			rec, err = d.finishTaken(id, t)
+		} else {
+			rec, err = readRecord(d.ws, id, seq)
+		}
+		if err != nil {
+			d.log.Error("journal record unreadable, skipped", "task", id, "seq", seq, "err", err)
+			continue
+		}
+		recs = append(recs, rec)
+	}
+	if len(recs) > 0 || write {
+		if err := d.commit(id, c, recs, backupOld, restoredFrom); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// finishTaken writes the record of a marker taken before a crash: it is
+// judged as it is (no grace: it is already taken) and stamped now.
+func (d *Daemon) finishTaken(id string, t journalEntry) (workspace.JournalRecord, error) {
+	rel := path.Join(journalPath(id), t.name)
+	fi, err := d.ws.Root().Lstat(rel)
+	if err != nil {
+		return workspace.JournalRecord{}, err
+	}
+	kind, _ := workspace.IsMarkerName(t.marker)
+	ex := examine(d.ws, id, rel, kind, fi, d.now(), -1)
+	rec := ex.record(t.seq, d.now(), t.marker)
+	if err := d.writeRecords(id, []workspace.JournalRecord{rec}); err != nil {
+		return workspace.JournalRecord{}, err
+	}
+	d.removeTaken(id, []string{t.name})
+	return rec, nil
+}
+
+// pendingMarker is one marker of the task directory, with its Lstat.
+type pendingMarker struct {
+	name string
+	kind string
+	fi   fs.FileInfo
+}
+
+// takeMarkers journals every marker of the task directory that is ready
+// (valid, or rejected) and applies them in one state write. Markers are
+// taken in the order they were dropped (mtime, then name), so of two
+// claims the earlier one wins. It returns how many were taken and, when
+// some wait for their grace period, until when.
+func (d *Daemon) takeMarkers(ctx context.Context, id string, c *taskCache) (int, time.Time, error) {
+	names, err := d.markerNames(id)
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("list markers of task %s: %w", id, err)
+	}
+	var pending []pendingMarker
+	for _, n := range names {
+		fi, err := d.ws.Root().Lstat(markerPath(id, n))
+		if err != nil {
+			continue
+		}
+		kind, _ := workspace.IsMarkerName(n)
+		pending = append(pending, pendingMarker{name: n, kind: kind, fi: fi})
+	}
+	sort.Slice(pending, func(i, j int) bool {
+		a, b := pending[i].fi.ModTime(), pending[j].fi.ModTime()
+		if !a.Equal(b) {
+			return a.Before(b)
+		}
+		return pending[i].name < pending[j].name
+	})
+	now := d.now()
+	var (
+		recs     []workspace.JournalRecord
+		taken    []string
+		waitTill time.Time
+	)
+	if len(pending) > 0 {
+		if err := d.ws.Root().MkdirAll(journalPath(id), d.ws.DirPerm()); err != nil {
+			return 0, time.Time{}, fmt.Errorf("create journal of task %s: %w", id, err)
+		}
+	}
+	for _, p := range pending {
+		if ctx.Err() != nil {
+			break
+		}
+		rel := markerPath(id, p.name)
+		ex := examine(d.ws, id, rel, p.kind, p.fi, now, d.cfg.Grace)
+		switch ex.verdict {
+		case vanished:
+			continue
+		case wait:
+			until := p.fi.ModTime().Add(d.cfg.Grace)
+			if waitTill.IsZero() || until.Before(waitTill) {
+				waitTill = until
+			}
+			continue
+		}
+		seq := c.next
+		tn := takenName(seq, p.name)
+		// The commit point: the marker leaves the task directory and
+		// enters the journal in one rename.
+		if err := d.ws.Root().Rename(rel, path.Join(journalPath(id), tn)); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return len(recs), waitTill, fmt.Errorf("take marker %s: %w", rel, err)
+		}
+		c.next++
+		// If the file was swapped between reading and renaming, judge
+		// what was actually taken.
+		if fi, err := d.ws.Root().Lstat(path.Join(journalPath(id), tn)); err == nil && !sameFile(p.fi, fi) {
+			ex = examine(d.ws, id, path.Join(journalPath(id), tn), p.kind, fi, now, -1)
+		}
+		recs = append(recs, ex.record(seq, now, p.name))
+		taken = append(taken, tn)
+	}
+	if len(recs) == 0 {
+		return 0, waitTill, nil
+	}
+	if err := d.writeRecords(id, recs); err != nil {
+		return len(recs), waitTill, err
+	}
+	d.removeTaken(id, taken)
+	if err := d.commit(id, c, recs, c.fi != nil, ""); err != nil {
+		return len(recs), waitTill, err
+	}
+	return len(recs), waitTill, nil
+}
+
+// writeRecords writes journal records atomically and durably, several at
+// once. A record that does not match the journal schema (it cannot happen
+// for a marker that passed its own schema) is written as a rejection.
+func (d *Daemon) writeRecords(id string, recs []workspace.JournalRecord) error {
+	errs := make([]error, len(recs))
+	sem := make(chan struct{}, recordWriters)
+	var wg sync.WaitGroup
+	for i := range recs {
+		data, err := atomicfile.Marshal(recs[i])
+		if err == nil {
+			if verr := schemas.Validate(schemas.KindJournal, data); verr != nil {
+				recs[i].Plan, recs[i].Review = nil, nil
+				recs[i].Rejected = "record does not match the journal schema: " + verr.Error()
+				data, err = atomicfile.Marshal(recs[i])
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("encode journal record %d of task %s: %w", recs[i].Seq, id, err)
+		}
+		name := path.Join(journalPath(id), RecordName(recs[i].Seq))
+		if len(recs) == 1 {
+			errs[i] = atomicfile.WriteFile(d.ws.Root(), name, data, d.ws.FilePerm())
+			break
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			errs[i] = atomicfile.WriteFile(d.ws.Root(), name, data, d.ws.FilePerm())
+			<-sem
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("write journal of task %s: %w", id, err)
+	}
+	return nil
+}
+
+// removeTaken removes taken marker files whose records are durable. A
+// failure is harmless: the next load removes them.
+func (d *Daemon) removeTaken(id string, names []string) {
+	for _, n := range names {
+		rel := path.Join(journalPath(id), n)
+		if err := d.ws.Root().Remove(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			_ = d.ws.Root().RemoveAll(rel) // a directory named like a marker
+		}
+	}
+}
+
+// commit folds recs into the cached state and writes state.json once
+// (group commit), backing up the previous one first when it is valid;
+// then it appends the events to events.log and shows them to the friction
+// detectors. restoredFrom, when set, says state.json was corrupt and
+// where the state came from: one state_restored event stands for the
+// replay.
+func (d *Daemon) commit(id string, c *taskCache, recs []workspace.JournalRecord, backupOld bool, restoredFrom string) error {
+	st, evs, err := machine.Continue(c.st, d.planLoader(id, c), recs)
+	if err != nil {
+		d.log.Error("apply journal", "task", id, "err", err)
+	}
+	data, merr := atomicfile.Marshal(st)
+	if merr != nil {
+		return fmt.Errorf("encode state of task %s: %w", id, merr)
+	}
+	if verr := schemas.Validate(schemas.KindState, data); verr != nil {
+		return fmt.Errorf("state of task %s would not validate, not written: %w", id, verr)
+	}
+	if backupOld {
+		if _, err := d.backups(id).Take(statePath(id)); err != nil {
+			return err
+		}
+	}
+	if err := d.ws.Write(statePath(id), data); err != nil {
+		return fmt.Errorf("write state of task %s: %w", id, err)
+	}
+	c.fi, _ = d.ws.Root().Lstat(statePath(id))
+	c.st = st
+	for _, r := range recs {
+		if r.Plan != nil && r.Plan.ID == st.PlanID && r.Plan.Version == st.PlanVersion {
+			c.plan = r.Plan
+		}
+	}
+	d.noteProgress(id, st, c.plan)
+	if restoredFrom != "" {
+		evs = []workspace.Event{{Time: d.now().UTC(), Name: EventStateRestored, TaskID: id,
+			Attrs: map[string]string{"from": restoredFrom, "journal_seq": fmt.Sprint(st.JournalSeq)}}}
+	}
+	if len(evs) > 0 {
+		if err := d.ws.AppendEvents(id, evs); err != nil {
+			d.log.Warn("append events", "task", id, "err", err)
+		}
+		d.observe(evs)
+	}
+	if d.cfg.OnCommit != nil {
+		d.cfg.OnCommit(id, st)
+	}
+	d.log.Debug("state written", "task", id, "journal_seq", st.JournalSeq, "records", len(recs))
+	return err
+}
+
+// planLoader gives machine.Continue the plan the state tracks when no
+// record in the batch carries it: the cached one, else plan.json or
+// plans/plan_v<N>.json, else the journal record that proposed it.
+func (d *Daemon) planLoader(id string, c *taskCache) func(int) (*workspace.Plan, error) {
+	return func(version int) (*workspace.Plan, error) {
+		if c.plan != nil && c.plan.Version == version && c.plan.ID == c.st.PlanID {
+			return c.plan, nil
+		}
+		return loadPlan(d.ws, id, c.st.PlanID, version)
+	}
+}
+
+// loadPlan finds plan planID version of a task: plan.json or
+// plans/plan_v<N>.json when it is that plan, else the newest journal
+// record that carries it.
+func loadPlan(ws *workspace.Workspace, id, planID string, version int) (*workspace.Plan, error) {
+	if p, err := ws.ReadPlan(id, version); err == nil && p.ID == planID && p.Version == version {
+		return p, nil
+	}
+	recs, err := ReadJournal(ws, id)
+	if err != nil {
+		return nil, err
+	}
+	for i := len(recs) - 1; i >= 0; i-- {
+		if p := recs[i].Plan; p != nil && p.ID == planID && p.Version == version {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("plan %s v%d of task %s: not in plans/ nor in the journal", planID, version, id)
+}
+
+// frictionEvents are the events the friction detectors read.
+var frictionEvents = map[string]bool{
+	friction.EventPlanRevisionNeeded: true, friction.EventCheckpointRevisionNeeded: true,
+	friction.EventReviewIssues: true, friction.EventWorkFailed: true,
+	friction.EventOutputRejected: true, friction.EventEscalated: true,
+}
+
+// observe shows the events that matter to the friction log.
+func (d *Daemon) observe(evs []workspace.Event) {
+	var obs []friction.Observation
+	for _, e := range evs {
+		if frictionEvents[e.Name] {
+			obs = append(obs, friction.Observation{At: e.Time, TaskID: e.TaskID, Event: e.Name, Args: e.Args, Attrs: e.Attrs})
+		}
+	}
+	if len(obs) == 0 {
+		return
+	}
+	if _, err := d.friction.Observe(d.ctx, obs, d.frictionCfg); err != nil {
+		d.log.Warn("record friction", "err", err)
+	}
+}
