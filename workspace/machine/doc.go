@@ -40,7 +40,17 @@
 // A done marker for a pending subtask is an implicit claim. A subtask sent
 // back by a checkpoint revision goes to pending, or to blocked when one of
 // its dependencies was sent back with it; it keeps its attempt count.
-// Subtasks outside the checkpoint that already started are not touched.
+// Outside the checkpoint, a subtask not yet started that depends on one
+// sent back is blocked again; one that already started is not touched.
+//
+// # Plans
+//
+// A proposal is taken while the task is planning and no plan is approved:
+// a newer version replaces one still awaiting review, and after a
+// revision only a newer version is taken. A plan for another task, with a
+// repeated id, a dependency or checkpoint member naming no subtask, or a
+// dependency cycle is refused. The plan's max_retries says how many failed
+// attempts of a subtask go back to pending before the task fails.
 //
 // # A checkpoint
 //
@@ -58,6 +68,13 @@
 // a finished task (completed, failed, cancelled) is refused. A record whose
 // seq is not past the state's journal_seq is ignored altogether, which
 // makes replay idempotent.
+//
+// # Folding
+//
+// Apply takes one record; Step also returns the plan the new state tracks
+// (a daemon keeps it between records); Replay folds a whole journal from
+// task.json, and Continue folds it over a state read back from disk,
+// loading the plan it tracks when no record in hand carries it.
 //
 // # Workers
 //
