@@ -324,9 +324,16 @@ func compactValue(v json.RawMessage) json.RawMessage {
 }
 
 func (w *Workspace) readEntry(name string) (Entry, error) {
-	var e Entry
-	if err := w.readJSON(name, &e); err != nil {
+	data, err := ReadAgentFile(w.root, name, int64(w.settings.Limits.MaxFileBytes))
+	if err != nil {
 		return Entry{}, err
+	}
+	e, err := parseEntry(name, data, w.settings.Limits.MaxDepth)
+	if err != nil {
+		return Entry{}, err
+	}
+	if want, err := DecodeKey(strings.TrimSuffix(path.Base(name), ".json")); err == nil && e.Key != want {
+		return Entry{}, &Error{Kind: ErrInvalid, Op: "read " + name, Msg: fmt.Sprintf("holds key %q, which does not match its file name", e.Key)}
 	}
 	if e.Key == "" || e.Value == nil {
 		return Entry{}, &Error{Kind: ErrInvalid, Op: "read " + name, Msg: "not an entry (key or value missing)"}
@@ -451,8 +458,8 @@ func (w *Workspace) readManifest(d *os.Root, name string, br *bufio.Reader) (Man
 		if err != nil {
 			return ManifestItem{}, err
 		}
-		var e Entry
-		if err := decodeStrict(name, data, w.settings.Limits.MaxDepth, &e); err != nil {
+		e, err := parseEntry(name, data, w.settings.Limits.MaxDepth)
+		if err != nil {
 			return ManifestItem{}, err
 		}
 		it = ManifestItem{Key: e.Key, ShortDescription: e.ShortDescription, StoredBy: e.StoredBy, UpdatedAt: e.UpdatedAt, Version: e.Version}
@@ -475,12 +482,16 @@ func scanManifest(r io.Reader) (it ManifestItem, ok bool, err error) {
 	}
 	var seen int
 	const all = 5
+	seenFields := map[string]bool{}
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
 			return it, false, describeJSONError(nil, err)
 		}
 		field, _ := tok.(string)
+		if err := checkEntryField(field, seenFields); err != nil {
+			return it, false, err
+		}
 		var dst any
 		switch field {
 		case "key":
@@ -509,4 +520,83 @@ func scanManifest(r io.Reader) (it ManifestItem, ok bool, err error) {
 		seen++
 	}
 	return it, false, nil
+}
+
+// entryFields are the top-level fields of an entry file as written.
+var entryFields = []string{"key", "short_description", "stored_by", "created_at", "updated_at", "version", "value"}
+
+// checkEntryField refuses a top-level field that would make the streamed
+// manifest and a whole-file parse disagree: an entry field given twice
+// (the streamed reader stops at the first, a full parse keeps the last) or
+// spelled in another case (encoding/json matches it, the streamed reader
+// does not). seen collects the entry fields met so far.
+func checkEntryField(field string, seen map[string]bool) error {
+	for _, f := range entryFields {
+		if field == f {
+			if seen[f] {
+				return fmt.Errorf("field %q appears twice", f)
+			}
+			seen[f] = true
+			return nil
+		}
+		if strings.EqualFold(field, f) {
+			return fmt.Errorf("field %q: entries spell it %q", field, f)
+		}
+	}
+	return nil
+}
+
+// parseEntry decodes a whole entry file with the same field rules as the
+// streamed manifest reader, so both read the same entry from one file.
+func parseEntry(name string, data []byte, maxDepth int) (Entry, error) {
+	var e Entry
+	if err := decodeStrict(name, data, maxDepth, &e); err != nil {
+		return Entry{}, err
+	}
+	seen := map[string]bool{}
+	for _, f := range topLevelFields(data) {
+		if err := checkEntryField(f, seen); err != nil {
+			return Entry{}, &Error{Kind: ErrInvalid, Op: "parse " + name, Err: err}
+		}
+	}
+	return e, nil
+}
+
+// topLevelFields lists the field names of the top-level object of data,
+// which must already be known to be valid JSON. It scans bytes once,
+// skipping values, and unescapes only names that hold escapes.
+func topLevelFields(data []byte) []string {
+	var names []string
+	depth, expectKey := 0, false
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; c {
+		case '"':
+			j, esc := i+1, false
+			for ; j < len(data) && data[j] != '"'; j++ {
+				if data[j] == '\\' {
+					esc = true
+					j++
+				}
+			}
+			if depth == 1 && expectKey {
+				name := string(data[i+1 : min(j, len(data))])
+				if esc {
+					_ = json.Unmarshal(data[i:min(j+1, len(data))], &name)
+				}
+				names = append(names, name)
+				expectKey = false
+			}
+			i = j
+		case '{':
+			depth++
+			expectKey = depth == 1
+		case '[':
+			depth++
+		case '}', ']':
+			depth--
+		case ',':
+			expectKey = depth == 1
+		}
+	}
+	return names
 }

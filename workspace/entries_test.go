@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -357,5 +358,44 @@ func TestValueWarning(t *testing.T) {
 	}
 	if len(r.Warnings) != 1 {
 		t.Errorf("warnings = %v, want one size warning", r.Warnings)
+	}
+}
+
+// TestListAndGetAgree: files that a streamed reader and a whole-file parse
+// would read differently are refused by both, never read two ways.
+func TestListAndGetAgree(t *testing.T) {
+	const head = `"stored_by":"a","updated_at":"2024-01-15T10:00:00Z","version":1`
+	cases := map[string]string{
+		"other key":              `{"key":"j","short_description":"d",` + head + `,"value":1}`,
+		"case variant":           `{"key":"k","short_description":"d",` + head + `,"SHORT_DESCRIPTION":"e","value":1}`,
+		"folded variant":         `{"key":"k","short_description":"d",` + head + `,"\u212aey":"j","value":1}`,
+		"duplicate after value":  `{"key":"k","short_description":"d",` + head + `,"value":1,"short_description":"e"}`,
+		"duplicate before value": `{"key":"k","short_description":"d","short_description":"e",` + head + `,"value":1}`,
+		"escaped duplicate":      `{"key":"k","short_description":"d",` + head + `,"value":1,"ke\u0079":"j"}`,
+	}
+	for name, data := range cases {
+		t.Run(name, func(t *testing.T) {
+			w, _ := newWS(t)
+			ctx := context.Background()
+			sc := Scope{Kind: ScopeGlobal}
+			if err := os.WriteFile(filepath.Join(w.Dir(), "memory/global/k.json"), []byte(data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if e, err := w.GetEntry(ctx, sc, "k"); !errors.Is(err, ErrInvalid) {
+				t.Errorf("get = %+v, %v; want ErrInvalid", e, err)
+			}
+			items, skipped, err := w.ListEntriesReport(ctx, sc)
+			if strings.Contains(name, "after value") || strings.Contains(name, "escaped") {
+				// The manifest never reads past the value, so it lists
+				// what precedes it; get, which reads it all, refuses.
+				if err != nil || len(items)+len(skipped) != 1 || len(items) == 1 && items[0].ShortDescription != "d" {
+					t.Errorf("list = %+v, skipped %v, %v", items, skipped, err)
+				}
+				return
+			}
+			if err != nil || len(items) != 0 || len(skipped) != 1 {
+				t.Errorf("list = %+v, skipped %v, %v; want the file skipped", items, skipped, err)
+			}
+		})
 	}
 }
