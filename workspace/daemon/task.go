@@ -55,7 +55,7 @@ type outcome struct {
 	err      error
 }
 
-func statePath(id string) string  { return path.Join(workspace.TaskDir(id), "state.json") }
+func statePath(id string) string   { return path.Join(workspace.TaskDir(id), "state.json") }
 func journalPath(id string) string { return path.Join(workspace.TaskDir(id), JournalDir) }
 
 func (d *Daemon) backups(id string) *backup.Set {

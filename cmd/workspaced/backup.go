@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	fs2 "io/fs"
+	"path"
+	"strconv"
+
+	"github.com/workspaced/workspaced/backup"
+	"github.com/workspaced/workspaced/locking"
+	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/daemon"
+)
+
+const backupUsage = `workspaced backup — list or restore the backups of a task's state.json.
+
+Usage:
+  workspaced backup list (--task T | --thread X) [--json]
+  workspaced backup restore (--task T | --thread X) [--file NAME] [--force]
+
+Before every state write the daemon keeps the previous state.json in
+tasks/<id>/backups/state_<stamp>.json (the newest backups.keep, default 10).
+
+Exit codes: 0 ok, 1 failure, 2 usage, 3 no such task or backup,
+4 a daemon is serving (restore without --force) or the task lock is held.
+`
+
+func cmdBackup(ctx context.Context, e *env, args []string) error {
+	return dispatch(ctx, e, "backup", backupUsage, []subcommand{
+		{"list", "the backups of a task's state.json, newest first", backupList},
+		{"restore", "put a backup back as state.json", backupRestore},
+	}, args)
+}
+
+func backupSet(w *workspace.Workspace, id string) *backup.Set {
+	s := w.Settings()
+	return &backup.Set{Root: w.Root(), Dir: path.Join(workspace.TaskDir(id), "backups"), Prefix: "state_",
+		Keep: s.Backups.Keep, MaxBytes: int64(s.Limits.MaxFileBytes), DirPerm: w.DirPerm()}
+}
+
+const backupListUsage = `Usage:
+  workspaced backup list (--task T | --thread X) [--json]
+
+Lists the backups of the task's state.json, newest first, with their size,
+the journal_seq they reflect and whether they are valid.
+
+Examples:
+  workspaced backup list --task t1
+  workspaced backup list --task t1 --json | jq -r '.[0].name'
+
+Exit codes: 0 ok, 1 failure, 2 usage, 3 no such task.
+`
+
+// backupInfo is one line of backup list.
+type backupInfo struct {
+	Name       string `json:"name"`
+	Time       string `json:"time"`
+	Size       int64  `json:"size"`
+	Valid      bool   `json:"valid"`
+	JournalSeq int64  `json:"journal_seq"`
+	Status     string `json:"status,omitempty"`
+	Problem    string `json:"problem,omitempty"`
+}
+
+func backupList(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("backup list")
+	task := fs.String("task", "", "task `ID`")
+	thread := fs.String("thread", "", "a thread `ID` of the task")
+	asJSON := fs.Bool("json", false, "print the list as JSON")
+	if err := parse(e, fs, backupListUsage, args); err != nil {
+		return err
+	}
+	w, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	id, err := resolveTask(w, "backup list", *task, *thread)
+	if err != nil {
+		return err
+	}
+	if _, err := w.GetTask(id); err != nil {
+		return err
+	}
+	set := backupSet(w, id)
+	list, err := set.List()
+	if err != nil {
+		return err
+	}
+	infos := make([]backupInfo, 0, len(list))
+	for _, b := range list {
+		bi := backupInfo{Name: b.Name, Time: b.Time.UTC().Format(workspace.TimeFormat), Size: b.Size}
+		data, err := set.Read(b.Name)
+		if err == nil {
+			var st workspace.State
+			st, err = daemon.ValidateState(id, data)
+			bi.JournalSeq, bi.Status = st.JournalSeq, st.Status
+		}
+		if err != nil {
+			bi.Problem = err.Error()
+		} else {
+			bi.Valid = true
+		}
+		infos = append(infos, bi)
+	}
+	if *asJSON {
+		return printJSON(e.stdout, infos)
+	}
+	if len(infos) == 0 {
+		fmt.Fprintf(e.stdout, "no backups of task %s yet (the daemon keeps one before every state write)\n", id)
+		return nil
+	}
+	rows := make([][]string, 0, len(infos))
+	for _, b := range infos {
+		valid := "valid"
+		if !b.Valid {
+			valid = "INVALID: " + cut(b.Problem, 50)
+		}
+		rows = append(rows, []string{b.Name, strconv.FormatInt(b.Size, 10), strconv.FormatInt(b.JournalSeq, 10), b.Status, valid})
+	}
+	table(e.stdout, []string{"NAME", "BYTES", "SEQ", "STATUS", "CHECK"}, rows)
+	return nil
+}
+
+const backupRestoreUsage = `Usage:
+  workspaced backup restore (--task T | --thread X) [--file NAME] [--force]
+
+Replaces the task's state.json, atomically, with a backup: NAME (from
+'backup list'), or by default the newest backup that is valid. The current
+state.json is kept as a backup first. It takes the task's lock, so it never
+races the daemon's own writes.
+
+The journal stays the record: the next time the daemon loads the task (on
+its start, or at the task's next marker) it replays every journal record
+past the restored state's journal_seq, so a restore repairs state.json but
+never drops a marker that was taken. The daemon restores a corrupt
+state.json by itself on start; this command is for doing it by hand. It
+refuses while a daemon serves the root (exit 4) unless --force.
+
+Examples:
+  workspaced backup restore --task t1
+  workspaced backup restore --task t1 --file state_20240115T100000.123456789Z.json
+
+Exit codes: 0 ok, 1 failure (the backup is not valid), 2 usage, 3 no such
+task or backup (or no valid one), 4 a daemon serves (use --force) or the
+task lock is held past the lock timeout.
+`
+
+func backupRestore(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("backup restore")
+	task := fs.String("task", "", "task `ID`")
+	thread := fs.String("thread", "", "a thread `ID` of the task")
+	name := fs.String("file", "", "the backup `NAME` to restore (default: the newest valid one)")
+	force := fs.Bool("force", false, "restore even while a daemon serves this root")
+	if err := parse(e, fs, backupRestoreUsage, args); err != nil {
+		return err
+	}
+	w, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	id, err := resolveTask(w, "backup restore", *task, *thread)
+	if err != nil {
+		return err
+	}
+	if _, err := w.GetTask(id); err != nil {
+		return err
+	}
+	if !*force {
+		held, h, err := locking.Held(daemon.LockPath(w.Dir()))
+		if err != nil {
+			return err
+		}
+		if held {
+			who := "a daemon"
+			if h != nil {
+				who = fmt.Sprintf("a daemon (pid %d)", h.PID)
+			}
+			return &workspace.Error{Kind: workspace.ErrConflict, Op: "restore state of task " + id,
+				Msg: who + " is serving this root", Hint: "stop it first, or pass --force (it replays the journal past the backup at the task's next marker)"}
+		}
+	}
+	lk, err := w.LockTask(ctx, id, "workspaced-backup-restore")
+	if err != nil {
+		return err
+	}
+	defer lk.Release()
+	set := backupSet(w, id)
+	var chosen string
+	if *name == "" {
+		b, _, _, err := set.NewestValid(func(data []byte) error { _, err := daemon.ValidateState(id, data); return err })
+		if err != nil {
+			if errors.Is(err, backup.ErrNoValidBackup) {
+				return &workspace.Error{Kind: workspace.ErrNotFound, Op: "restore state of task " + id, Err: err,
+					Hint: "'workspaced state rebuild --task " + id + "' shows the state the journal gives"}
+			}
+			return err
+		}
+		chosen = b.Name
+	} else {
+		data, err := set.Read(*name)
+		if err != nil {
+			if errors.Is(err, backup.ErrBadName) || errors.Is(err, fs2.ErrNotExist) {
+				return &workspace.Error{Kind: workspace.ErrNotFound, Op: "restore state of task " + id, Err: err, Hint: "list them with 'workspaced backup list --task " + id + "'"}
+			}
+			return err
+		}
+		if _, err := daemon.ValidateState(id, data); err != nil {
+			return &workspace.Error{Kind: workspace.ErrInvalid, Op: "restore state of task " + id, Msg: "backup " + *name + " is not a valid state", Err: err,
+				Hint: "pick a valid one from 'workspaced backup list --task " + id + "'"}
+		}
+		chosen = *name
+	}
+	target := path.Join(workspace.TaskDir(id), "state.json")
+	// Read the backup before Take: keeping the current state.json may
+	// prune the oldest backup, which could be the chosen one.
+	data, err := set.Read(chosen)
+	if err != nil {
+		return err
+	}
+	if _, err := set.Take(target); err != nil {
+		return err
+	}
+	if err := w.Write(target, data); err != nil {
+		return fmt.Errorf("restore state of task %s from %s: %w", id, chosen, err)
+	}
+	fmt.Fprintf(e.stdout, "restored %s from %s\n", e.display(target), chosen)
+	return nil
+}

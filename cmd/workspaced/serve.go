@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"log/slog"
+	"time"
+
+	"github.com/workspaced/workspaced/workspace/daemon"
+)
+
+const serveUsage = `workspaced serve — run the single-writer daemon of a workspace.
+
+Usage:
+  workspaced serve [--rescan DUR] [--cleanup-interval DUR] [--grace DUR] [--strict]
+                   [--log-format text|json] [--log-level debug|info|warn|error]
+
+The daemon is the only writer of every tasks/<id>/state.json. It watches
+tasks/ and every active task directory, takes each .claim.* and .done.*
+marker into the task's journal/ with the next sequence number (one rename:
+the commit point), and applies a burst of markers in one state write, after
+keeping the previous state.json in backups/. It also rescans everything on
+start, on a watcher overflow or error, and every --rescan, so no marker is
+left behind. After a crash at any point every marker is applied exactly
+once on the next start. A state.json that does not parse or validate is
+restored from the newest valid backup plus the journal (state_restored).
+
+A marker that does not parse waits --grace (it may still be being written),
+then is rejected with its reason, as is one naming a missing, unsafe or
+schema-invalid product. Every --cleanup-interval retention prunes finished
+tasks (cleanup-interval 0 turns that off).
+
+One daemon per root: a second serve exits 4 at once naming the pid serving.
+On NFS, SMB or FUSE it warns (refuses with --strict). Logs go to stderr.
+It stops cleanly on SIGINT or SIGTERM.
+
+Defaults come from workspace.json ("daemon": {"rescan": "30s", "grace":
+"5s", "cleanup_interval": "24h"}); flags override them.
+
+Examples:
+  workspaced serve
+  workspaced --root /srv/agents serve --log-format json
+  workspaced serve --rescan 10s --cleanup-interval 0 --strict
+
+Exit codes: 0 stopped by a signal, 1 failure (--strict on an unsafe
+filesystem, no workspace), 2 usage, 4 another daemon serves this root.
+`
+
+func cmdServe(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("serve")
+	rescan := fs.Duration("rescan", 0, "full rescan period, e.g. 30s (default from workspace.json, else 30s)")
+	cleanup := fs.Duration("cleanup-interval", 0, "retention period, e.g. 24h; 0 turns cleanup off (default from workspace.json, else 24h)")
+	grace := fs.Duration("grace", 0, "how long an unparseable marker may wait, e.g. 5s (default from workspace.json, else 5s)")
+	strict := fs.Bool("strict", false, "refuse to serve a root on NFS, SMB or FUSE")
+	format := fs.String("log-format", "text", "log format: text or json")
+	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	if err := parse(e, fs, serveUsage, args); err != nil {
+		return err
+	}
+	logger, err := newLogger(e, *format, *level)
+	if err != nil {
+		return err
+	}
+	cfg := daemon.Config{Root: e.root, Rescan: *rescan, Grace: *grace, Strict: *strict, Logger: logger}
+	if flagWasSet(fs, "cleanup-interval") {
+		cfg.CleanupInterval = *cleanup
+		if *cleanup == 0 {
+			cfg.CleanupInterval = -1
+		}
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"rescan", *rescan}, {"grace", *grace}, {"cleanup-interval", *cleanup}} {
+		if d.v < 0 {
+			return usageHint("serve", "--%s must not be negative", d.name)
+		}
+	}
+	w, err := e.open() // refuses a directory that is not a workspace
+	if err != nil {
+		return err
+	}
+	w.Close()
+	d, err := daemon.New(cfg)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Run(ctx)
+}
+
+func flagWasSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == name {
+			set = true
+		}
+	})
+	return set
+}
+
+func newLogger(e *env, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, usageHint("serve", "--log-level %q: use debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(e.stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(e.stderr, opts)), nil
+	}
+	return nil, usageHint("serve", "--log-format %q: use text or json", format)
+}

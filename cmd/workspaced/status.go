@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/workspaced/workspaced/workspace/daemon"
+)
+
+const statusUsage = `workspaced status — is a daemon serving this root; tasks and waiting markers.
+
+Usage:
+  workspaced status [--json]
+
+Probes the root's daemon lock (<root>/.workspaced.lock) without taking it,
+names the pid serving, counts tasks by status ("none": no state.json yet)
+and lists the markers still waiting in task directories (a daemon serving
+takes them within moments; markers waiting with no daemon are taken when
+one starts). It only reads.
+
+Examples:
+  workspaced status
+  workspaced status --json | jq .serving
+
+Exit codes: 0 ok (whether or not a daemon serves), 1 failure, 2 usage,
+3 no workspace here.
+`
+
+func cmdStatus(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("status")
+	asJSON := fs.Bool("json", false, "print the status as JSON")
+	if err := parse(e, fs, statusUsage, args); err != nil {
+		return err
+	}
+	w, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	s, err := daemon.ReadStatus(w)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e.stdout, s)
+	}
+	switch {
+	case s.Serving && s.PID > 0:
+		since := ""
+		if s.Since != nil {
+			since = ", since " + shortTime(*s.Since)
+		}
+		fmt.Fprintf(e.stdout, "daemon: serving %s (pid %d%s)\n", s.Root, s.PID, since)
+	case s.Serving:
+		fmt.Fprintf(e.stdout, "daemon: serving %s\n", s.Root)
+	default:
+		fmt.Fprintf(e.stdout, "daemon: not serving %s (start one with 'workspaced serve')\n", s.Root)
+	}
+	var counts []string
+	for st, n := range s.ByStatus {
+		counts = append(counts, st+" "+strconv.Itoa(n))
+	}
+	sort.Strings(counts)
+	fmt.Fprintf(e.stdout, "tasks: %d", len(s.Tasks))
+	if len(counts) > 0 {
+		fmt.Fprintf(e.stdout, " (%s)", strings.Join(counts, ", "))
+	}
+	fmt.Fprintf(e.stdout, "\nmarkers waiting: %d\n", s.MarkersWaiting)
+	if len(s.Tasks) == 0 {
+		return nil
+	}
+	fmt.Fprintln(e.stdout)
+	rows := make([][]string, 0, len(s.Tasks))
+	for _, t := range s.Tasks {
+		rows = append(rows, []string{t.ID, t.Status, t.Phase, strconv.FormatInt(t.JournalSeq, 10), strconv.Itoa(t.MarkersWaiting), cut(t.Error, 60)})
+	}
+	table(e.stdout, []string{"TASK", "STATUS", "PHASE", "SEQ", "WAITING", "ERROR"}, rows)
+	return nil
+}
