@@ -1,0 +1,273 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/workspaced/workspaced/friction"
+	"github.com/workspaced/workspaced/locking"
+	"github.com/workspaced/workspaced/retention"
+	"github.com/workspaced/workspaced/workspace"
+)
+
+const cleanupUsage = `workspaced cleanup — prune finished tasks by the retention policy.
+
+Usage:
+  workspaced cleanup [--dry-run] [--json] [--full-days N] [--summary-days N]
+
+A finished task (completed, failed or cancelled) is kept whole for
+full_days after its state's completed_at, then cut down to its summary
+(task.json, the final state.json and events.log) until summary_days, then
+its directory is removed. Active tasks are never touched, whatever their
+age; a finished task whose completed_at is missing, malformed or in the
+future is kept. Age counts from completed_at, never from file times.
+
+The policy comes from workspace.json ("retention": {"full_days": 7,
+"summary_days": 30}); the flags override it. A policy that would destroy
+more than anyone could mean (summary_days below 1 or below full_days, a
+negative value) is refused before anything is read.
+
+Each task is pruned under its lock (tasks/<id>/.locks/task.lock), taken
+without waiting: a busy task — the daemon applying markers, an agent
+holding the lock — is skipped and reported with its holder, and pruned by a
+later run. A crash at any point leaves every task whole, summarised or gone;
+the next run finishes what a crashed one left. Friction entries of removed
+tasks stay, with those task ids anonymised (anon_<12 hex>).
+
+Prints one line per task (what was done and why) and a total; --dry-run
+prints what would be done and changes nothing. --json prints the whole
+report instead. Safe for cron: if another cleanup (or the daemon's) is
+running, it waits up to the lock timeout of workspace.json for it.
+
+Examples:
+  workspaced cleanup --dry-run
+  workspaced --root /srv/agents cleanup --json | jq '.counts'
+  workspaced cleanup --full-days 3 --summary-days 14
+  # crontab: every night at 03:17
+  17 3 * * * WORKSPACE_ROOT=/srv/agents workspaced cleanup >>/var/log/workspaced-cleanup.log 2>&1
+
+Exit codes: 0 ok (also when busy tasks were skipped), 1 a task could not be
+pruned or the friction log not anonymised (the report says which), 2 usage
+or a nonsensical policy, 3 no workspace, 4 another cleanup still running at
+the lock timeout.
+`
+
+// cleanupAgent names the cleanup command in the lock holder records it
+// leaves.
+const cleanupAgent = "workspaced-cleanup"
+
+// anonymizeBatch is how many removed task ids are collected before their
+// friction entries are anonymised, so memory stays flat however many tasks
+// a run removes and a crash loses at most one batch.
+const anonymizeBatch = 256
+
+// cleanupRetry is the pause between attempts while another cleanup holds
+// the tree's cleanup lock.
+const cleanupRetry = 100 * time.Millisecond
+
+// cleanupReport is `cleanup --json`: the pruner's report, the policy
+// applied and what was done to the friction log.
+type cleanupReport struct {
+	retention.Report
+	Policy retention.Policy `json:"policy"`
+	// FrictionAnonymized counts the friction entries changed by
+	// anonymising removed task ids.
+	FrictionAnonymized int `json:"friction_anonymized"`
+}
+
+func cmdCleanup(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("cleanup")
+	dryRun := fs.Bool("dry-run", false, "print what would be done; change nothing")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	fullDays := fs.Int("full-days", 0, "keep a finished task whole for `N` days (default from workspace.json, else 7)")
+	summaryDays := fs.Int("summary-days", 0, "keep a finished task's summary until `N` days (default from workspace.json, else 30)")
+	if err := parse(e, fs, cleanupUsage, args); err != nil {
+		return err
+	}
+	w, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	s := w.Settings()
+	policy := retention.Policy{FullDays: s.Retention.FullDays, SummaryDays: s.Retention.SummaryDays}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "full-days":
+			policy.FullDays = *fullDays
+		case "summary-days":
+			policy.SummaryDays = *summaryDays
+		}
+	})
+	if err := policy.Validate(); err != nil {
+		return &usageError{msg: fmt.Sprintf("cleanup: %v", err),
+			hint: "set --full-days and --summary-days (or workspace.json retention) so that 0 <= full_days <= summary_days and summary_days >= 1"}
+	}
+
+	log := &friction.Log{Root: w.Root(), RootDir: w.Dir(), Timeout: time.Duration(s.LockTimeout),
+		Agent: cleanupAgent, FileMode: w.FilePerm()}
+	out := &cleanupOutput{e: e, dryRun: *dryRun, asJSON: *asJSON, log: log, ctx: ctx}
+	p := &retention.Pruner{
+		Root:    w.Root(),
+		RootDir: w.Dir(),
+		Policy:  policy,
+		DryRun:  *dryRun,
+		Agent:   cleanupAgent,
+		// Text output streams one line per task and keeps nothing, so
+		// memory stays flat in the number of tasks; --json needs the
+		// lists.
+		DiscardDecisions: !*asJSON,
+		OnProgress:       out.progress,
+	}
+	rep, err := runPruner(ctx, p, time.Duration(s.LockTimeout))
+	// Whatever was removed before a failure still has its friction
+	// anonymised.
+	out.flush()
+	if err != nil {
+		printCleanupErrors(e.stderr, out.errors)
+		return cleanupErr(err)
+	}
+	if *asJSON {
+		full := cleanupReport{Report: rep, Policy: policy, FrictionAnonymized: out.anonymized}
+		full.Errors = append(full.Errors, out.errors...)
+		for _, l := range []*[]retention.Decision{&full.Kept, &full.Summarized, &full.Removed, &full.Skipped} {
+			if *l == nil {
+				*l = []retention.Decision{}
+			}
+		}
+		if err := printJSON(e.stdout, full); err != nil {
+			return err
+		}
+	} else {
+		out.summary(rep, policy)
+	}
+	if n := len(rep.Errors) + len(out.errors); n > 0 {
+		return fmt.Errorf("cleanup: %d error(s); see the report above", n)
+	}
+	return nil
+}
+
+// runPruner runs p, waiting up to timeout while another cleanup (the
+// daemon's, another cron run) holds the tree's cleanup lock.
+func runPruner(ctx context.Context, p *retention.Pruner, timeout time.Duration) (retention.Report, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		rep, err := p.Run(ctx)
+		if !errors.Is(err, retention.ErrCleanupRunning) || !time.Now().Before(deadline) {
+			return rep, err
+		}
+		t := time.NewTimer(cleanupRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return rep, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// cleanupErr maps the pruner's errors to the workspace kinds the exit codes
+// come from.
+func cleanupErr(err error) error {
+	switch {
+	case errors.Is(err, retention.ErrInvalidPolicy):
+		return &usageError{msg: "cleanup: " + err.Error()}
+	case errors.Is(err, retention.ErrCleanupRunning), errors.Is(err, locking.ErrLocked):
+		return &workspace.Error{Kind: workspace.ErrLocked, Op: "cleanup", Err: err,
+			Hint: "another cleanup (cron or the daemon) is still running; run again later"}
+	}
+	return fmt.Errorf("cleanup: %w", err)
+}
+
+// cleanupOutput prints each outcome as the pruner reports it, and
+// anonymises the friction entries of removed tasks in batches.
+type cleanupOutput struct {
+	ctx    context.Context
+	e      *env
+	dryRun bool
+	asJSON bool
+	log    *friction.Log
+
+	removed    []string // removed ids not yet anonymised
+	anonymized int
+	errors     []string
+}
+
+func (o *cleanupOutput) progress(d retention.Decision) {
+	if !o.asJSON {
+		fmt.Fprintf(o.e.stdout, "%-18s %s: %s\n", o.verb(d.Action), d.TaskID, d.Reason)
+	}
+	if d.Action == retention.Remove && !o.dryRun {
+		o.removed = append(o.removed, d.TaskID)
+		if len(o.removed) >= anonymizeBatch {
+			o.flush()
+		}
+	}
+}
+
+// verb says what happened to a task, or in a dry run what would.
+func (o *cleanupOutput) verb(a retention.Action) string {
+	switch a {
+	case retention.Keep:
+		return "kept"
+	case retention.Summarize:
+		if o.dryRun {
+			return "would summarize"
+		}
+		return "summarized"
+	case retention.Remove:
+		if o.dryRun {
+			return "would remove"
+		}
+		return "removed"
+	}
+	return "skipped"
+}
+
+// flush anonymises the friction entries of the removed tasks collected so
+// far.
+func (o *cleanupOutput) flush() {
+	if len(o.removed) == 0 {
+		return
+	}
+	// A cancelled run still anonymises what it removed.
+	n, err := o.log.AnonymizeTasks(context.WithoutCancel(o.ctx), o.removed)
+	if err != nil {
+		o.errors = append(o.errors, fmt.Sprintf("anonymise friction of %d removed task(s): %v", len(o.removed), err))
+		// Keep the ids: the next flush tries them again.
+		return
+	}
+	o.anonymized += n
+	o.removed = o.removed[:0]
+}
+
+// summary prints the totals, what was recovered and every error.
+func (o *cleanupOutput) summary(rep retention.Report, p retention.Policy) {
+	w := o.e.stdout
+	for _, r := range rep.Recovered {
+		fmt.Fprintf(w, "%-18s %s\n", "recovered", r)
+	}
+	c := rep.Counts
+	prefix := "cleanup"
+	if o.dryRun {
+		prefix = "cleanup (dry run, nothing changed)"
+	}
+	fmt.Fprintf(w, "%s: %d kept, %d summarized, %d removed, %d skipped (full_days %d, summary_days %d)\n",
+		prefix, c.Kept, c.Summarized, c.Removed, c.Skipped, p.FullDays, p.SummaryDays)
+	if !o.dryRun && o.anonymized > 0 {
+		fmt.Fprintf(w, "friction: anonymised the removed tasks in %d entries\n", o.anonymized)
+	}
+	printCleanupErrors(o.e.stderr, rep.Errors, o.errors)
+}
+
+func printCleanupErrors(w io.Writer, lists ...[]string) {
+	for _, l := range lists {
+		for _, msg := range l {
+			fmt.Fprintf(w, "error: %s\n", msg)
+		}
+	}
+}
