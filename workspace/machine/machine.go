@@ -152,14 +152,25 @@ func Step(st workspace.State, plan *workspace.Plan, rec workspace.JournalRecord)
 	if rec.Seq <= st.JournalSeq {
 		return st, plan, nil
 	}
-	a := &applier{st: clone(st), plan: plan, rec: rec, at: rec.TakenAt.UTC()}
+	st = clone(st)
+	plan, events := stepOwned(&st, plan, rec)
+	return st, plan, events
+}
+
+// stepOwned applies rec to a state the caller owns, in place: its maps
+// and pointers must not be shared with anything the caller was given.
+func stepOwned(st *workspace.State, plan *workspace.Plan, rec workspace.JournalRecord) (*workspace.Plan, []workspace.Event) {
+	if rec.Seq <= st.JournalSeq {
+		return plan, nil
+	}
+	a := &applier{st: st, plan: plan, rec: rec, at: rec.TakenAt.UTC()}
 	a.st.JournalSeq = rec.Seq
 	a.st.LastUpdated = a.at
 	a.apply()
 	if a.adopt {
 		plan = rec.Plan
 	}
-	return a.st, plan, a.events
+	return plan, a.events
 }
 
 // Replay folds recs, in journal order, over the initial state of task. It
@@ -180,6 +191,8 @@ func Continue(st workspace.State, plans func(version int) (*workspace.Plan, erro
 		plan   *workspace.Plan
 		events []workspace.Event
 	)
+	// One copy for the whole fold: the records then change it in place.
+	st = clone(st)
 	for _, rec := range recs {
 		if rec.Seq <= st.JournalSeq {
 			continue
@@ -203,7 +216,7 @@ func Continue(st workspace.State, plans func(version int) (*workspace.Plan, erro
 			plan = p
 		}
 		var ev []workspace.Event
-		st, plan, ev = Step(st, plan, rec)
+		plan, ev = stepOwned(&st, plan, rec)
 		events = append(events, ev...)
 	}
 	return st, events, nil
@@ -213,7 +226,7 @@ func Continue(st workspace.State, plans func(version int) (*workspace.Plan, erro
 // copy that may be changed freely; checks come before changes so a refusal
 // leaves it as it was.
 type applier struct {
-	st     workspace.State
+	st     *workspace.State
 	plan   *workspace.Plan
 	rec    workspace.JournalRecord
 	at     time.Time
@@ -367,7 +380,7 @@ func (a *applier) finish(status, phase string) {
 
 func (a *applier) propose() {
 	p := a.rec.Plan
-	st := &a.st
+	st := a.st
 	if st.Status != StatusPlanning || st.PlanStatus == PlanApproved {
 		a.refuse(fmt.Sprintf("plan %s v%d is already approved; the task is %s", st.PlanID, st.PlanVersion, st.Status))
 		return
@@ -428,7 +441,7 @@ func (a *applier) issues(r *workspace.Review) {
 }
 
 func (a *applier) planReview(r *workspace.Review) {
-	st := &a.st
+	st := a.st
 	if st.PlanStatus != PlanProposed {
 		a.refuse(fmt.Sprintf("no plan awaits review (plan_status %s)", st.PlanStatus))
 		return
@@ -473,7 +486,7 @@ func (a *applier) planReview(r *workspace.Review) {
 }
 
 func (a *applier) checkpointReview(r *workspace.Review) {
-	st := &a.st
+	st := a.st
 	if st.Status != StatusExecuting {
 		a.refuse(fmt.Sprintf("checkpoint review %s: the task is %s, not executing", r.ID, st.Status))
 		return
@@ -566,7 +579,7 @@ func (a *applier) blockers(s workspace.Subtask) []string {
 }
 
 func (a *applier) claim() {
-	st := &a.st
+	st := a.st
 	m := a.rec.Marker
 	if st.Status != StatusExecuting || st.PlanStatus != PlanApproved {
 		a.refuse(fmt.Sprintf("no approved plan yet; the task is %s", st.Status))
@@ -637,7 +650,7 @@ func (a *applier) release(agent, id string) {
 }
 
 func (a *applier) subtaskDone() {
-	st := &a.st
+	st := a.st
 	m := a.rec.Marker
 	if st.Status != StatusExecuting || st.PlanStatus != PlanApproved {
 		a.refuse(fmt.Sprintf("no approved plan yet; the task is %s", st.Status))
@@ -745,7 +758,7 @@ func (a *applier) unblock() {
 // reached, sets the phase, and completes the task when every subtask is
 // completed and every checkpoint approved.
 func (a *applier) advance() {
-	st := &a.st
+	st := a.st
 	if st.Status != StatusExecuting {
 		return
 	}
