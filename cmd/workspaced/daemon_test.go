@@ -1,0 +1,707 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/workspaced/workspaced/atomicfile"
+	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/daemon"
+)
+
+// The daemon is tested as a process: the real binary's serve, markers
+// dropped as agents drop them, SIGKILL at random points, and invariants
+// checked on the files.
+
+// server is one `workspaced serve` process.
+type server struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+	done   chan struct{}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// serve starts the daemon on the workspace with a short grace period.
+func (w *ws) serve(extra ...string) *server {
+	w.t.Helper()
+	args := append([]string{"serve", "--grace", "200ms", "--log-level", "warn"}, extra...)
+	cmd := exec.Command(bin, args...)
+	cmd.Dir, cmd.Env = w.dir, w.env
+	s := &server{t: w.t, cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stderr = s.stderr
+	if err := cmd.Start(); err != nil {
+		w.t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait(); close(s.done) }()
+	w.t.Cleanup(func() { s.kill() })
+	return s
+}
+
+func (s *server) running() bool {
+	select {
+	case <-s.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// kill SIGKILLs the daemon and waits for it to be gone.
+func (s *server) kill() {
+	_ = s.cmd.Process.Signal(syscall.SIGKILL)
+	<-s.done
+}
+
+// stop sends SIGTERM and checks the daemon exits 0.
+func (s *server) stop() {
+	s.t.Helper()
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(30 * time.Second):
+		s.t.Fatal("daemon did not stop within 30s of SIGTERM")
+	}
+	if code := s.cmd.ProcessState.ExitCode(); code != 0 {
+		s.t.Fatalf("daemon exited %d after SIGTERM; stderr:\n%s", code, s.stderr)
+	}
+}
+
+// open opens the workspace in-process, as an agent library would.
+func (w *ws) open() *workspace.Workspace {
+	w.t.Helper()
+	x, err := workspace.Open(w.root, workspace.Options{})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.t.Cleanup(func() { x.Close() })
+	return x
+}
+
+// eventually polls cond until it holds, failing after a generous deadline.
+func eventually(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		last = msg
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s: %s", what, last)
+}
+
+func stateWhere(t *testing.T, x *workspace.Workspace, id string, cond func(workspace.State) bool) workspace.State {
+	t.Helper()
+	var st workspace.State
+	eventually(t, "state of task "+id, func() (bool, string) {
+		var err error
+		st, err = x.ReadState(id)
+		if err != nil {
+			return false, err.Error()
+		}
+		return cond(st), fmt.Sprintf("status %s, plan %s, journal_seq %d", st.Status, st.PlanStatus, st.JournalSeq)
+	})
+	return st
+}
+
+// executingTask prepares a task with n subtasks and has the running
+// daemon take it to executing.
+func executingTask(t *testing.T, x *workspace.Workspace, id string, n int) {
+	t.Helper()
+	if err := daemon.PrepareTask(context.Background(), x, id, n); err != nil {
+		t.Fatal(err)
+	}
+	stateWhere(t, x, id, func(st workspace.State) bool { return st.PlanStatus == "proposed" })
+	if err := daemon.ApprovePlan(x, id); err != nil {
+		t.Fatal(err)
+	}
+	stateWhere(t, x, id, func(st workspace.State) bool { return st.Status == "executing" })
+}
+
+// checkStates asserts every task's state.json parses and validates.
+func checkStates(t *testing.T, x *workspace.Workspace, ids []string) {
+	t.Helper()
+	for _, id := range ids {
+		data, err := os.ReadFile(filepath.Join(x.Dir(), "tasks", id, "state.json"))
+		if err != nil {
+			t.Fatalf("task %s: %v", id, err)
+		}
+		if _, err := daemon.ValidateState(id, data); err != nil {
+			t.Fatalf("task %s: state.json does not validate: %v", id, err)
+		}
+	}
+}
+
+// checkJournal asserts the journal of a task holds seqs 1..n, contiguous,
+// no two records of one marker file, no taken marker left behind and no
+// marker left in the task directory. It returns the records.
+func checkJournal(t *testing.T, x *workspace.Workspace, id string) []workspace.JournalRecord {
+	t.Helper()
+	recs, err := daemon.ReadJournal(x, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]int64{}
+	for i, r := range recs {
+		if r.Seq != int64(i+1) {
+			t.Fatalf("task %s: record %d has seq %d: the journal is not contiguous", id, i+1, r.Seq)
+		}
+		if prev, dup := files[r.File]; dup {
+			t.Fatalf("task %s: marker %s journaled twice (seq %d and %d)", id, r.File, prev, r.Seq)
+		}
+		files[r.File] = r.Seq
+	}
+	ents, _ := os.ReadDir(filepath.Join(x.Dir(), "tasks", id, "journal"))
+	for _, e := range ents {
+		if strings.Contains(e.Name(), ".taken") {
+			t.Errorf("task %s: taken marker left in journal/: %s", id, e.Name())
+		}
+	}
+	ents, _ = os.ReadDir(filepath.Join(x.Dir(), "tasks", id))
+	for _, e := range ents {
+		if _, ok := workspace.IsMarkerName(e.Name()); ok {
+			t.Errorf("task %s: marker left behind: %s", id, e.Name())
+		}
+	}
+	return recs
+}
+
+func TestServeSecondExitsFour(t *testing.T) {
+	w := newWS(t)
+	first := w.serve()
+	eventually(t, "the first daemon to serve", func() (bool, string) {
+		r := w.run("status", "--json")
+		var s daemon.Status
+		_ = json.Unmarshal([]byte(r.stdout), &s)
+		return s.Serving && s.PID == first.cmd.Process.Pid, r.String()
+	})
+	start := time.Now()
+	r := w.fails(4, fmt.Sprintf("another daemon (pid %d) is serving", first.cmd.Process.Pid), "serve")
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("the second serve took %s to give up", took)
+	}
+	_ = r
+	if !first.running() {
+		t.Fatal("the first daemon stopped")
+	}
+	first.stop()
+	out := w.ok("status")
+	if !strings.Contains(out, "not serving") {
+		t.Errorf("status after stop: %q", out)
+	}
+}
+
+// TestServeCrashExactlyOnce drives 2,000 claim and done markers across
+// four tasks while killing the daemon with SIGKILL at random moments, and
+// checks that every state.json always validates and that every marker is
+// applied exactly once.
+func TestServeCrashExactlyOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test: long")
+	}
+	const (
+		tasks    = 4
+		subtasks = 250 // a claim and a done each: 2,000 markers
+		kills    = 25
+	)
+	w := newWS(t)
+	x := w.open()
+	srv := w.serve()
+	ids := make([]string, tasks)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("crash%d", i)
+		executingTask(t, x, ids[i], subtasks)
+	}
+	for _, id := range ids {
+		for s := 1; s <= subtasks; s++ {
+			if _, err := x.WriteOutput(id, fmt.Sprintf("st_%d", s), "w", []byte(`{"summary":"done"}`)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	var (
+		mu      sync.Mutex
+		dropped = map[string]map[string]bool{} // task → marker names
+	)
+	for _, id := range ids {
+		dropped[id] = map[string]bool{}
+	}
+	var wg sync.WaitGroup
+	errc := make(chan error, tasks)
+	for _, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s := 1; s <= subtasks; s++ {
+				sub, agent := fmt.Sprintf("st_%d", s), fmt.Sprintf("worker_%d", s%7)
+				c, err := x.WriteClaim(id, agent, sub)
+				if err != nil {
+					errc <- err
+					return
+				}
+				d, err := x.WriteDone(workspace.DoneRequest{TaskID: id, Agent: agent, OutputFile: "outputs/" + sub + ".json", SubtaskID: sub})
+				if err != nil {
+					errc <- err
+					return
+				}
+				mu.Lock()
+				dropped[id][filepath.Base(c)] = true
+				dropped[id][filepath.Base(d)] = true
+				mu.Unlock()
+			}
+		}()
+	}
+	writersDone := make(chan struct{})
+	go func() { wg.Wait(); close(writersDone) }()
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	for k := 0; k < kills; k++ {
+		time.Sleep(time.Duration(5+rng.IntN(150)) * time.Millisecond) // a random moment, not a wait for a condition
+		if !srv.running() {
+			t.Fatalf("daemon exited by itself:\n%s", srv.stderr)
+		}
+		srv.kill()
+		checkStates(t, x, ids)
+		srv = w.serve()
+	}
+	<-writersDone
+	close(errc)
+	for err := range errc {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		st := stateWhere(t, x, id, func(st workspace.State) bool { return st.Status == "completed" })
+		if len(st.Errors) > 0 {
+			t.Errorf("task %s: errors in state: %+v", id, st.Errors[0])
+		}
+		for sid, ss := range st.Subtasks {
+			if ss.Status != "completed" || ss.Attempts != 1 {
+				t.Errorf("task %s: subtask %s is %s after %d attempts, want completed after 1", id, sid, ss.Status, ss.Attempts)
+			}
+		}
+		recs := checkJournal(t, x, id)
+		if want := 2 + 2*subtasks; len(recs) != want || st.JournalSeq != int64(want) {
+			t.Errorf("task %s: %d records, journal_seq %d; want %d", id, len(recs), st.JournalSeq, want)
+		}
+		seen := map[string]bool{}
+		for _, r := range recs {
+			seen[r.File] = true
+			if r.Rejected != "" {
+				t.Errorf("task %s: record %d rejected: %s", id, r.Seq, r.Rejected)
+			}
+		}
+		for name := range dropped[id] {
+			if !seen[name] {
+				t.Errorf("task %s: marker %s never journaled", id, name)
+			}
+		}
+		if out := w.ok("state", "rebuild", "--task", id); !strings.Contains(out, "matches") {
+			t.Errorf("task %s: rebuild differs:\n%s", id, out)
+		}
+	}
+	srv.stop()
+}
+
+func TestServeMissedEvents(t *testing.T) {
+	w := newWS(t)
+	x := w.open()
+
+	// Markers dropped while no daemon runs are taken on start.
+	if err := daemon.PrepareTask(context.Background(), x, "down", 3); err != nil {
+		t.Fatal(err)
+	}
+	srv := w.serve()
+	stateWhere(t, x, "down", func(st workspace.State) bool { return st.PlanStatus == "proposed" })
+	srv.stop()
+	if err := daemon.ApprovePlan(x, "down"); err != nil {
+		t.Fatal(err)
+	}
+	if out := w.ok("status"); !strings.Contains(out, "markers waiting: 1") {
+		t.Errorf("status with a marker waiting and no daemon:\n%s", out)
+	}
+	srv = w.serve()
+	stateWhere(t, x, "down", func(st workspace.State) bool { return st.Status == "executing" })
+	srv.stop()
+	for s := 1; s <= 3; s++ {
+		sub := fmt.Sprintf("st_%d", s)
+		if _, err := x.WriteOutput("down", sub, "w1", []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := x.WriteDone(workspace.DoneRequest{TaskID: "down", Agent: "w1", OutputFile: "outputs/" + sub + ".json"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv = w.serve()
+	stateWhere(t, x, "down", func(st workspace.State) bool { return st.Status == "completed" })
+	checkJournal(t, x, "down")
+
+	// A task directory that arrives with its marker already inside.
+	other := filepath.Join(w.dir, "other")
+	ox, err := workspace.Init(other, workspace.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ox.Close()
+	if err := daemon.PrepareTask(context.Background(), ox, "arrived", 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(other, "tasks", "arrived"), filepath.Join(w.root, "tasks", "arrived")); err != nil {
+		t.Fatal(err)
+	}
+	stateWhere(t, x, "arrived", func(st workspace.State) bool { return st.PlanStatus == "proposed" && st.JournalSeq == 1 })
+
+	// A burst larger than the inotify queue loses nothing.
+	const burstTasks, perTask = 10, 2000
+	for i := 0; i < burstTasks; i++ {
+		executingTask(t, x, fmt.Sprintf("burst%d", i), perTask)
+	}
+	at := time.Now().UTC().Format(workspace.TimeFormat)
+	var wg sync.WaitGroup
+	for i := 0; i < burstTasks; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dir := filepath.Join(w.root, "tasks", fmt.Sprintf("burst%d", i))
+			for s := 1; s <= perTask; s++ {
+				// As a quick agent does it: temp file, rename (no fsync).
+				name := fmt.Sprintf(".claim.agent_%d.%d", s, s)
+				data := fmt.Sprintf(`{"agent_id":"agent_%d","subtask_id":"st_%d","claimed_at":"%s"}`, s, s, at)
+				tmp := filepath.Join(dir, ".tmp-"+name)
+				if err := os.WriteFile(tmp, []byte(data), 0o644); err != nil {
+					t.Error(err)
+					return
+				}
+				if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i := 0; i < burstTasks; i++ {
+		id := fmt.Sprintf("burst%d", i)
+		st := stateWhere(t, x, id, func(st workspace.State) bool { return st.JournalSeq == 2+perTask })
+		for sid, ss := range st.Subtasks {
+			if ss.Status != "in_progress" {
+				t.Fatalf("task %s: subtask %s is %s, want in_progress", id, sid, ss.Status)
+			}
+		}
+		if len(st.Errors) > 0 {
+			t.Fatalf("task %s: %d errors, first %+v", id, len(st.Errors), st.Errors[0])
+		}
+		checkJournal(t, x, id)
+	}
+	if !srv.running() {
+		t.Fatalf("daemon stopped:\n%s", srv.stderr)
+	}
+	srv.stop()
+}
+
+func TestServeRestoresCorruptState(t *testing.T) {
+	cases := []struct {
+		name    string
+		corrupt func(t *testing.T, path string)
+	}{
+		{"truncated", func(t *testing.T, p string) {
+			fi, _ := os.Stat(p)
+			if err := os.Truncate(p, fi.Size()/2); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"zeroed", func(t *testing.T, p string) {
+			fi, _ := os.Stat(p)
+			if err := os.WriteFile(p, make([]byte, fi.Size()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"invalid", func(t *testing.T, p string) {
+			data, _ := os.ReadFile(p)
+			bad := strings.Replace(string(data), `"status": "executing"`, `"status": "exploded"`, 1)
+			bad = strings.Replace(bad, `"status": "completed"`, `"status": "exploded"`, 1)
+			if bad == string(data) {
+				t.Fatal("nothing to make invalid")
+			}
+			if err := os.WriteFile(p, []byte(bad), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWS(t)
+			x := w.open()
+			srv := w.serve()
+			executingTask(t, x, "t1", 6)
+			for s := 1; s <= 5; s++ {
+				sub := fmt.Sprintf("st_%d", s)
+				if _, err := x.WriteOutput("t1", sub, "w1", []byte(`{}`)); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := x.WriteDone(workspace.DoneRequest{TaskID: "t1", Agent: "w1", OutputFile: "outputs/" + sub + ".json"}); err != nil {
+					t.Fatal(err)
+				}
+				stateWhere(t, x, "t1", func(st workspace.State) bool { return st.JournalSeq == int64(2+s) })
+			}
+			srv.stop()
+			statePath := filepath.Join(w.root, "tasks", "t1", "state.json")
+			want, err := os.ReadFile(statePath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var list []struct {
+				Name  string `json:"name"`
+				Valid bool   `json:"valid"`
+			}
+			decode(t, w.ok("backup", "list", "--task", "t1", "--json"), &list)
+			if len(list) < 4 {
+				t.Fatalf("want at least 4 backups, got %d", len(list))
+			}
+			// The newest two backups are corrupt too.
+			for _, b := range list[:2] {
+				p := filepath.Join(w.root, "tasks", "t1", "backups", b.Name)
+				if err := os.WriteFile(p, []byte(`{"task_id": "t1", "sta`), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tc.corrupt(t, statePath)
+			if r := w.run("state", "show", "--task", "t1"); r.code == 0 {
+				t.Fatalf("state show of a corrupt state.json succeeded: %v", r)
+			}
+			srv = w.serve()
+			st := stateWhere(t, x, "t1", func(st workspace.State) bool { return st.JournalSeq == 7 })
+			got, _ := os.ReadFile(statePath)
+			if string(got) != string(want) {
+				t.Errorf("restored state differs from the one before the corruption:\n%s\nwant\n%s", got, want)
+			}
+			evs, _, err := x.ReadEvents("t1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			restored := ""
+			for _, e := range evs {
+				if e.Name == daemon.EventStateRestored {
+					restored = e.Attrs["from"]
+				}
+			}
+			if restored != list[2].Name {
+				t.Errorf("state_restored from %q, want the newest valid backup %q", restored, list[2].Name)
+			}
+			if out := w.ok("state", "rebuild", "--task", "t1"); !strings.Contains(out, "matches") {
+				t.Errorf("state rebuild after restore:\n%s", out)
+			}
+			if st.Status != "executing" || st.Subtasks["st_5"].Status != "completed" {
+				t.Errorf("restored state: %s, st_5 %s", st.Status, st.Subtasks["st_5"].Status)
+			}
+			srv.stop()
+		})
+	}
+}
+
+func TestServeRejectsBadMarkers(t *testing.T) {
+	w := newWS(t)
+	x := w.open()
+	srv := w.serve()
+	executingTask(t, x, "t1", 12)
+	dir := filepath.Join(w.root, "tasks", "t1")
+	now := time.Now().UTC().Format(workspace.TimeFormat)
+	put := func(name, data string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := func(agent, sub, output string) string {
+		return fmt.Sprintf(`{"agent_id":%q,"subtask_id":%q,"output_file":%q,"status":"completed","completed_at":%q}`, agent, sub, output, now)
+	}
+	// A claim that wins, so the second claim of st_1 is refused.
+	if _, err := x.WriteClaim("t1", "w1", "st_1"); err != nil {
+		t.Fatal(err)
+	}
+	stateWhere(t, x, "t1", func(st workspace.State) bool { return st.Subtasks["st_1"].Status == "in_progress" })
+
+	outside := filepath.Join(w.dir, "outside.json")
+	if err := os.WriteFile(outside, []byte(`{"subtask_id":"st_9"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "outputs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "outputs", "st_8.json"), []byte(`{"subtask_id": 8}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "outputs", "st_9.json")); err != nil {
+		t.Fatal(err)
+	}
+	validElsewhere := filepath.Join(w.dir, "marker.json")
+	if err := os.WriteFile(validElsewhere, []byte(done("w5", "st_5", "outputs/st_5.json")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	cases := []struct {
+		file   string
+		make   func(name string)
+		reason string // in the journal record and the event
+		event  string
+	}{
+		{".done.w2.half", func(n string) { put(n, `{"agent_id": "w2", "output_fi`) }, "not a valid done marker", "output_rejected"},
+		{".claim.w3.notjson", func(n string) { put(n, "hello, daemon") }, "not a valid claim marker", "output_rejected"},
+		{".claim.w4.deep", func(n string) { put(n, strings.Repeat("[", 200)+strings.Repeat("]", 200)) }, "nested deeper than", "output_rejected"},
+		{".done.w4.huge", func(n string) { put(n, `{"agent_id":"w4","x":"`+strings.Repeat("x", 17<<20)+`"}`) }, "over the", "output_rejected"},
+		{".done.w5.link", func(n string) {
+			if err := os.Symlink(validElsewhere, filepath.Join(dir, n)); err != nil {
+				t.Fatal(err)
+			}
+		}, "is a symlink", "output_rejected"},
+		{".claim.w6.fifo", func(n string) {
+			if err := syscall.Mkfifo(filepath.Join(dir, n), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, "is a FIFO", "output_rejected"},
+		{".done.w6.dir", func(n string) {
+			if err := os.Mkdir(filepath.Join(dir, n), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}, "is a directory", "output_rejected"},
+		{".done.w7.missing", func(n string) { put(n, done("w7", "st_7", "outputs/st_7.json")) }, "does not exist", "output_rejected"},
+		{".done.w8.invalid", func(n string) { put(n, done("w8", "st_8", "outputs/st_8.json")) }, "schema", "output_rejected"},
+		{".done.w9.symlinked", func(n string) { put(n, done("w9", "st_9", "outputs/st_9.json")) }, "symlink", "output_rejected"},
+		{".done.w10.outside", func(n string) { put(n, done("w10", "st_10", "../../../outside.json")) }, "is not plan.json", "output_rejected"},
+		{".claim.w2.taken", func(n string) {
+			put(n, fmt.Sprintf(`{"agent_id":"w2","subtask_id":"st_1","claimed_at":%q}`, now))
+		}, "already taken by w1", "claim_refused"},
+	}
+	for _, c := range cases {
+		c.make(c.file)
+	}
+	// A valid marker after the bad ones is applied.
+	if _, err := x.WriteOutput("t1", "st_2", "w11", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.WriteDone(workspace.DoneRequest{TaskID: "t1", Agent: "w11", OutputFile: "outputs/st_2.json"}); err != nil {
+		t.Fatal(err)
+	}
+	want := int64(3 + len(cases) + 1)
+	st := stateWhere(t, x, "t1", func(st workspace.State) bool { return st.JournalSeq == want })
+	if st.Subtasks["st_2"].Status != "completed" {
+		t.Errorf("st_2 is %s after the valid done marker", st.Subtasks["st_2"].Status)
+	}
+	for _, sid := range []string{"st_5", "st_7", "st_8", "st_9", "st_10"} {
+		if s := st.Subtasks[sid].Status; s != "pending" {
+			t.Errorf("%s is %s, want pending (its marker was rejected)", sid, s)
+		}
+	}
+	recs := checkJournal(t, x, "t1")
+	byFile := map[string]workspace.JournalRecord{}
+	for _, r := range recs {
+		byFile[r.File] = r
+	}
+	evs, _, err := x.ReadEvents("t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		r, ok := byFile[c.file]
+		if !ok {
+			t.Errorf("%s: not in the journal", c.file)
+			continue
+		}
+		reason := r.Rejected
+		if c.event == "claim_refused" {
+			if r.Rejected != "" {
+				t.Errorf("%s: rejected on reading (%s), want refused by the state", c.file, r.Rejected)
+			}
+			reason = errorFor(st, r.Seq)
+		}
+		if !strings.Contains(reason, c.reason) {
+			t.Errorf("%s: reason %q, want it to mention %q", c.file, reason, c.reason)
+		}
+		found := false
+		for _, e := range evs {
+			if e.Name == c.event && e.Attrs["file"] == c.file && strings.Contains(e.Attrs["reason"], c.reason) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: no %s event with its reason", c.file, c.event)
+		}
+	}
+	if !srv.running() {
+		t.Fatalf("daemon stopped:\n%s", srv.stderr)
+	}
+	srv.stop()
+}
+
+func errorFor(st workspace.State, seq int64) string {
+	for _, e := range st.Errors {
+		if e.Seq == seq {
+			return e.Message
+		}
+	}
+	return ""
+}
+
+func TestBackupRestoreCommand(t *testing.T) {
+	w := newWS(t)
+	x := w.open()
+	srv := w.serve()
+	executingTask(t, x, "t1", 2)
+	w.fails(4, "is serving this root", "backup", "restore", "--task", "t1")
+	srv.stop()
+	statePath := filepath.Join(w.root, "tasks", "t1", "state.json")
+	if err := os.WriteFile(statePath, []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := w.ok("backup", "restore", "--task", "t1")
+	if !strings.Contains(out, "restored") {
+		t.Errorf("backup restore printed %q", out)
+	}
+	data, err := os.ReadFile(statePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := daemon.ValidateState("t1", data); err != nil {
+		t.Fatalf("restored state does not validate: %v", err)
+	}
+	w.fails(3, "", "backup", "restore", "--task", "t1", "--file", "state_nope.json")
+	w.fails(3, "no such task", "backup", "list", "--task", "nope")
+	// The daemon replays the journal past the restored backup.
+	srv = w.serve()
+	stateWhere(t, x, "t1", func(st workspace.State) bool { return st.Status == "executing" && st.JournalSeq == 2 })
+	srv.stop()
+	var js json.RawMessage
+	decode(t, w.ok("state", "show", "--task", "t1", "--json"), &js)
+	_ = atomicfile.Marshal
+}
