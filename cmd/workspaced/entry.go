@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/workspaced/workspaced/workspace"
@@ -259,13 +261,48 @@ func (f *entryFlags) readValue(e *env) (json.RawMessage, error) {
 	if f.set("value") && f.valueFile != "" {
 		return nil, usageHint(f.name(), "give --value or --value-file, not both")
 	}
-	if f.valueFile != "" {
-		return readInput(e, f.valueFile)
+	var v []byte
+	switch {
+	case f.valueFile != "":
+		data, err := readInput(e, f.valueFile)
+		if err != nil {
+			return nil, err
+		}
+		v = data
+	case f.set("value"):
+		v = []byte(f.value)
+	default:
+		return nil, nil
 	}
-	if f.set("value") {
-		return json.RawMessage(f.value), nil
+	return v, checkJSON(v)
+}
+
+// checkJSON says in plain words where a value stops being JSON; the
+// workspace checks the value again (size, depth) before writing it.
+func checkJSON(v []byte) error {
+	if len(v) > maxInput || json.Valid(v) {
+		return nil
 	}
-	return nil, nil
+	var x any
+	err := json.Unmarshal(v, &x)
+	if err == nil {
+		return nil
+	}
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		line, col := 1, 1
+		for _, c := range v[:min(int(se.Offset), len(v))] {
+			if c == '\n' {
+				line, col = line+1, 1
+			} else {
+				col++
+			}
+		}
+		msg = fmt.Sprintf("line %d, column %d: %s", line, max(col-1, 1), msg)
+	}
+	return &workspace.Error{Kind: workspace.ErrInvalid, Op: "value", Msg: "not valid JSON: " + msg,
+		Hint: `give one JSON document; quote text as a JSON string: --value '"some text"'`}
 }
 
 // entryMeta is what store and update print with --json: the entry without
