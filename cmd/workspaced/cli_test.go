@@ -154,7 +154,7 @@ func TestTask(t *testing.T) {
 	list := w.ok("task", "list")
 	lines := strings.Split(strings.TrimRight(list, "\n"), "\n")
 	if len(lines) != 3 || !regexp.MustCompile(`^ID\s+STATUS\s+CREATED\s+DESCRIPTION$`).MatchString(lines[0]) ||
-		!regexp.MustCompile(`^` + id + `\s+new\s+\S+ \S+\s+Add JWT auth to the REST API$`).MatchString(lines[1]) ||
+		!regexp.MustCompile(`^`+id+`\s+new\s+\S+ \S+\s+Add JWT auth to the REST API$`).MatchString(lines[1]) ||
 		!strings.HasPrefix(lines[2], "t2 ") {
 		t.Fatalf("task list:\n%s", list)
 	}
@@ -532,7 +532,7 @@ func TestThreads(t *testing.T) {
 		t.Fatalf("chain --json: %+v", chain)
 	}
 	list := w.ok("thread", "list", "--task", "t1")
-	if !regexp.MustCompile(`(?m)^ID\s+PARENT\s+FROM → TO\s+STATUS\s+CREATED\s+CONCERN\n` +
+	if !regexp.MustCompile(`(?m)^ID\s+PARENT\s+FROM → TO\s+STATUS\s+CREATED\s+CONCERN\n`+
 		`t1\s+-\s+human → coordinator\s+active\s+`).MatchString(list) || strings.Count(list, "\n") != 5 {
 		t.Fatalf("thread list:\n%s", list)
 	}
