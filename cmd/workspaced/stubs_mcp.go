@@ -2,6 +2,5 @@ package main
 
 // Stand-ins until these commands have their own files; delete this file then.
 var (
-	cmdMCP  = notYet("mcp")
 	cmdDemo = notYet("demo")
 )

@@ -1,0 +1,160 @@
+// Package mcpserver serves a workspace to one agent over the Model Context
+// Protocol (SPEC §9): the universal capabilities — env data, state in its
+// three scopes, claim, done, the delegation context and the system
+// context — as MCP tools, and a task's state and env manifest as
+// resources. A server is bound to one task, one thread of it and one agent
+// (the agent every write is recorded as stored_by); it reads and writes the
+// tree only through package workspace, so what an MCP agent does is exactly
+// what the CLI or an agent writing files would do.
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// DefaultName is the implementation name the server reports to clients.
+const DefaultName = "workspaced"
+
+// DefaultVersion is reported when Options.Version is empty.
+const DefaultVersion = "dev"
+
+// Options bind a server to what it serves.
+type Options struct {
+	// TaskID is the task (root thread) served. Optional when ThreadID is
+	// given: the thread's task is found by its record.
+	TaskID string
+	// ThreadID is the delegation thread the agent works in: the session
+	// scope of the state tools and the thread of get_delegation_context.
+	// Default: the task's root thread (whose id is the task id).
+	ThreadID string
+	// Agent is the serving agent: stored_by of every entry, the owner of
+	// the "po" state scope, the agent of claim and done markers. Required.
+	Agent string
+	// Version is reported to clients as the implementation version;
+	// "" means DefaultVersion.
+	Version string
+}
+
+// Server is one agent's MCP view of a workspace. Build it with New, serve
+// it with Run (or connect its MCP server to any transport). Its handlers
+// are safe for concurrent use: every write goes through the workspace's
+// locks and atomic writer. The workspace must stay open while it serves.
+type Server struct {
+	w      *workspace.Workspace
+	task   string
+	thread string
+	agent  string
+	mcp    *mcp.Server
+}
+
+// New checks the options against the tree — the ids are valid, the task
+// exists, the thread belongs to it — and builds the server with every tool
+// and resource registered. Errors are workspace errors (errors.Is with
+// workspace.ErrInvalid or workspace.ErrNotFound) carrying a hint, and
+// nothing is served.
+func New(w *workspace.Workspace, opt Options) (*Server, error) {
+	if w == nil {
+		return nil, errors.New("mcp server: no workspace")
+	}
+	if opt.Agent == "" {
+		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "mcp server", Msg: "no agent given",
+			Hint: "name the serving agent (--agent A): it is recorded as stored_by of every write"}
+	}
+	if err := workspace.ValidateID("agent", opt.Agent); err != nil {
+		return nil, err
+	}
+	task, thread, err := resolve(w, opt.TaskID, opt.ThreadID)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{w: w, task: task, thread: thread, agent: opt.Agent}
+	version := opt.Version
+	if version == "" {
+		version = DefaultVersion
+	}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: DefaultName, Title: "workspaced shared workspace", Version: version},
+		&mcp.ServerOptions{Instructions: s.instructions()})
+	s.addTools()
+	s.addResources()
+	return s, nil
+}
+
+// resolve turns a task and/or thread into both: the thread's task when
+// only the thread is given, the root thread when only the task is.
+func resolve(w *workspace.Workspace, task, thread string) (string, string, error) {
+	switch {
+	case task == "" && thread == "":
+		return "", "", &workspace.Error{Kind: workspace.ErrInvalid, Op: "mcp server", Msg: "no task or thread given",
+			Hint: "pass --task T and/or --thread X"}
+	case task == "":
+		t, err := w.ResolveThread(thread)
+		if err != nil {
+			return "", "", err
+		}
+		return t, thread, nil
+	}
+	if _, err := w.GetTask(task); err != nil {
+		return "", "", err
+	}
+	if thread == "" {
+		thread = task
+	}
+	if _, err := w.GetThread(task, thread); err != nil {
+		return "", "", err
+	}
+	return task, thread, nil
+}
+
+// Task is the task served.
+func (s *Server) Task() string { return s.task }
+
+// Thread is the thread served.
+func (s *Server) Thread() string { return s.thread }
+
+// Agent is the serving agent.
+func (s *Server) Agent() string { return s.agent }
+
+// MCP is the underlying go-sdk server, for connecting it to a transport
+// other than with Run (an in-memory pair in tests, for instance).
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Run serves one session over t until the client disconnects or ctx is
+// done. A cancelled ctx is a clean stop and returns nil.
+func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
+	err := s.mcp.Run(ctx, t)
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("mcp server: %w", err)
+	}
+	return nil
+}
+
+// instructions is what the server tells a client at initialisation: whom
+// it serves and how the tools fit together.
+func (s *Server) instructions() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "This server is a shared workspace (workspaced). You are agent %q, working on task %q in thread %q.\n", s.agent, s.task, s.thread)
+	b.WriteString("Environment data (store_env_data, get_env_data, list_env_data, update_env_data, delete_env_data) is shared by every agent of the task: call list_env_data first to see what others stored.\n")
+	b.WriteString("State (store_state, get_state, list_state, delete_state) is memory: scope po is yours and lasts forever, session is this thread's, env is shared by every agent and task.\n")
+	b.WriteString("Take a subtask with claim_subtask; finish it with signal_done. Call get_delegation_context to see who called you, and list_capabilities for what you are and can do.\n")
+	return b.String()
+}
+
+// ErrorText is the text of a failed call: the error and, when it carries
+// one, a "hint: ..." line saying how to fix it — what the CLI prints,
+// without its "workspaced: " prefix.
+func ErrorText(err error) string {
+	s := err.Error()
+	if h := workspace.HintOf(err); h != "" {
+		s += "\nhint: " + h
+	}
+	return s
+}
