@@ -29,8 +29,9 @@ Examples:
   workspaced context --thread th_observer --budget 2000
   workspaced context --thread th_observer --json | jq '.omitted'
 
-Exit codes: 0 ok (also when items were left out), 1 failure (a broken
-delegation chain), 2 usage, 3 no such thread or task.
+Exit codes: 0 ok (also when items were left out), 1 failure (a cycle in
+the parent pointers, a bad card file), 2 usage, 3 no such thread or task, or
+a parent that is not in the thread's task.
 `
 
 func cmdContext(ctx context.Context, e *env, args []string) error {

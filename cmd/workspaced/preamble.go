@@ -33,9 +33,9 @@ Examples:
   workspaced preamble --thread th_observer --detail verbose
   workspaced preamble --thread th_observer --json | jq -r .text
 
-Exit codes: 0 ok (also when empty), 1 failure (a broken delegation chain: a
-cycle, a missing parent, a parent in another task), 2 usage, 3 no such thread
-or task.
+Exit codes: 0 ok (also when empty), 1 failure (a cycle in the parent
+pointers, a bad card file), 2 usage, 3 no such thread or task, or a parent
+that is not in the thread's task.
 `
 
 func cmdPreamble(ctx context.Context, e *env, args []string) error {
