@@ -55,7 +55,7 @@ func childHold() int {
 // policy, printing each handled task id; $PRUNE_FALLBACK=1 disables the
 // atomic exchange; $PRUNE_CRASH_AT=N makes the process kill itself with
 // SIGKILL at the N-th step of summarising or removing, after printing
-// "crash at <step>".
+// "crash at <step>"; $PRUNE_BATCH=N sets the batch size.
 func childPrune() int {
 	if os.Getenv("PRUNE_FALLBACK") == "1" {
 		exchange = noExchange
@@ -64,6 +64,9 @@ func childPrune() int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
+	}
+	if n, _ := strconv.Atoi(os.Getenv("PRUNE_BATCH")); n > 0 {
+		maxPending = n
 	}
 	if n, _ := strconv.Atoi(os.Getenv("PRUNE_CRASH_AT")); n > 0 {
 		calls := 0
@@ -103,4 +106,4 @@ func childPrune() int {
 }
 
 // noExchange stands for a kernel without RENAME_EXCHANGE.
-func noExchange(*os.File, string, string) error { return errExchangeUnsupported }
+func noExchange(*os.File, string, string) error { return errUnsupported }

@@ -40,9 +40,9 @@ const (
 	taskLockName = ".locks/task.lock"
 )
 
-// errExchangeUnsupported reports a kernel or filesystem without an atomic
-// directory swap.
-var errExchangeUnsupported = errors.New("atomic exchange not supported")
+// errUnsupported reports a system call the kernel, the filesystem or the
+// platform does not offer (renameat2 RENAME_EXCHANGE, syncfs).
+var errUnsupported = errors.New("not supported")
 
 // exchange swaps two entries of a directory atomically; tests replace it to
 // exercise the fallback.
@@ -217,6 +217,12 @@ type run struct {
 	// this run: their entry left and re-entered tasks/, so the listing
 	// may show them again. It stays empty where RENAME_EXCHANGE works.
 	moved map[string]bool
+	// noExchange is set once the atomic exchange proved unsupported.
+	noExchange bool
+	// tasksDir is tasks/, open for the swaps and syncs of prune.
+	tasksDir *os.File
+	// pending is the batch of locked tasks waiting for flush.
+	pending []*pendingTask
 }
 
 func (r *run) lockPath(rel string) string {
@@ -323,9 +329,16 @@ func boolCmp(a, b bool) int {
 	return -1
 }
 
-// prune decides and acts on every task of tasks/.
+// prune decides every task of tasks/ and acts on those the policy
+// summarises or removes, in batches of at most maxPending (see flush).
 func (r *run) prune(ctx context.Context) error {
-	return r.eachEntry(ctx, func(e fs.DirEntry) {
+	tasks, err := r.p.Root.Open("tasks")
+	if err != nil {
+		return fmt.Errorf("open tasks directory: %w", err)
+	}
+	defer tasks.Close()
+	r.tasksDir = tasks
+	err = r.eachEntry(ctx, func(e fs.DirEntry) {
 		if ctx.Err() != nil {
 			return
 		}
@@ -339,9 +352,24 @@ func (r *run) prune(ctx context.Context) error {
 		}
 		r.task(n)
 	})
+	// The batch in hand is finished even when ctx is done: it holds locks
+	// and half-built summaries, and is short.
+	r.flush()
+	return err
 }
 
-// task handles one task directory.
+// pendingTask is a task locked and ready to be summarised or removed.
+type pendingTask struct {
+	d    Decision
+	lock *locking.Lock
+	// old is what is deleted once the change is durable: the task's old
+	// tree after a swap or a rename to trash; "" until then.
+	old string
+	err error
+}
+
+// task decides one task directory; a task to summarise or remove is locked,
+// its summary built, and queued for flush.
 func (r *run) task(id string) {
 	info, err := ReadTaskInfo(r.p.Root, id)
 	if err != nil {
@@ -377,7 +405,8 @@ func (r *run) task(id string) {
 		r.fail(d, errors.New(".locks is not a directory"))
 		return
 	}
-	lk, err := locking.TryAcquire(r.lockPath(lockRel), locking.Options{Agent: r.p.Agent, Perm: dirInfo.Mode().Perm() & 0o666})
+	perm := dirInfo.Mode().Perm()
+	lk, err := locking.TryAcquire(r.lockPath(lockRel), locking.Options{Agent: r.p.Agent, Perm: perm & 0o666})
 	if err != nil {
 		var te *locking.TimeoutError
 		if errors.As(err, &te) {
@@ -387,27 +416,131 @@ func (r *run) task(id string) {
 		r.fail(d, err)
 		return
 	}
-	defer lk.Release()
 	// Decide again from a fresh read: the task may have changed between
 	// the first read and the lock.
 	if info, err = ReadTaskInfo(r.p.Root, id); err != nil {
+		lk.Release()
 		r.fail(d, err)
 		return
 	}
 	if d = r.decide(info); d.Action == Keep || d.Action == Skip {
+		lk.Release()
 		r.record(d)
 		return
 	}
 	if d.Action == Summarize {
-		err = r.summarize(id, dirInfo.Mode().Perm())
-	} else {
-		err = r.remove(id)
+		if err := r.buildSummary(id, perm); err != nil {
+			_ = r.p.Root.RemoveAll(path.Join("tasks", prunePrefix+id))
+			lk.Release()
+			r.fail(d, err)
+			return
+		}
 	}
-	if err != nil {
-		r.fail(d, err)
+	r.pending = append(r.pending, &pendingTask{d: d, lock: lk})
+	if len(r.pending) >= maxPending {
+		r.flush()
+	}
+}
+
+// maxPending bounds how many tasks are locked and queued at once (each
+// holds a lock descriptor); a variable so tests can crash inside small
+// batches.
+var maxPending = 128
+
+// flush carries out the queued summaries and removals in four steps, so a
+// batch costs a few syncs rather than several per task:
+//
+//  1. the built summaries are made durable (one syncfs, or an fsync of
+//     each summary directory where syncfs is missing);
+//  2. each summary is swapped with its task, each task to remove is
+//     renamed to trash;
+//  3. tasks/ is fsynced, making every swap and rename durable;
+//  4. the old trees are deleted, the outcomes recorded and the locks
+//     released.
+//
+// Each task passes through the same states as if handled alone, so the
+// crash guarantees of Pruner hold task by task.
+func (r *run) flush() {
+	if len(r.pending) == 0 {
 		return
 	}
-	r.record(d)
+	root := r.p.Root
+	summaries := 0
+	for _, pt := range r.pending {
+		if pt.d.Action == Summarize {
+			summaries++
+		}
+	}
+	if summaries > 0 {
+		err := syncFS(r.tasksDir)
+		if errors.Is(err, errUnsupported) {
+			for _, pt := range r.pending {
+				if pt.d.Action == Summarize {
+					pt.err = syncSummary(root, path.Join("tasks", prunePrefix+pt.d.TaskID))
+				}
+			}
+		} else if err != nil {
+			for _, pt := range r.pending {
+				pt.err = fmt.Errorf("sync filesystem: %w", err)
+			}
+		}
+	}
+	if summaries > 0 {
+		stepHook("summarize: summary durable")
+	}
+	swapped := 0
+	for _, pt := range r.pending {
+		if pt.err != nil {
+			continue
+		}
+		if pt.d.Action == Summarize {
+			pt.old, pt.err = r.swap(pt.d.TaskID)
+		} else {
+			pt.old, pt.err = r.trash(pt.d.TaskID)
+		}
+		if pt.err == nil {
+			swapped++
+		}
+	}
+	if swapped > 0 {
+		var err error
+		if err = r.tasksDir.Sync(); err != nil {
+			err = fmt.Errorf("sync tasks directory: %w", err)
+		}
+		for _, pt := range r.pending {
+			if pt.err == nil && pt.old != "" {
+				if err != nil {
+					pt.err = err
+					pt.old = "" // not known durable: leave it to recovery
+				}
+				if pt.d.Action == Summarize {
+					stepHook("summarize: change durable")
+				} else {
+					stepHook("remove: change durable")
+				}
+			}
+		}
+	}
+	for _, pt := range r.pending {
+		if pt.err == nil && pt.old != "" {
+			if err := root.RemoveAll(pt.old); err != nil {
+				// The task is already summarised or gone: report the
+				// leftover, which the next run deletes.
+				r.rep.Errors = append(r.rep.Errors, fmt.Sprintf("delete %s of task %s: %v", pt.old, pt.d.TaskID, err))
+			}
+		}
+		if pt.err != nil {
+			if pt.d.Action == Summarize {
+				_ = root.RemoveAll(path.Join("tasks", prunePrefix+pt.d.TaskID))
+			}
+			r.fail(pt.d, pt.err)
+		} else {
+			r.record(pt.d)
+		}
+		pt.lock.Release()
+	}
+	clear(r.pending)
+	r.pending = r.pending[:0]
 }
 
 // decide applies the policy, turning an unreadable state into a skip.
@@ -470,9 +603,9 @@ func (rep *Report) finish() {
 	}
 }
 
-// summarize replaces tasks/<id> with its summary; the caller holds the
-// task's lock. See Pruner for the protocol and its crash guarantees.
-func (r *run) summarize(id string, perm fs.FileMode) error {
+// buildSummary builds tasks/.prune-<id>: hard links of the summary files
+// and of every lock file of .locks/. The caller holds the task's lock.
+func (r *run) buildSummary(id string, perm fs.FileMode) error {
 	root := r.p.Root
 	src := path.Join("tasks", id)
 	tmp := path.Join("tasks", prunePrefix+id)
@@ -498,47 +631,48 @@ func (r *run) summarize(id string, perm fs.FileMode) error {
 	if err := mkdirPerm(root, path.Join(tmp, ".locks"), locksPerm); err != nil {
 		return err
 	}
-	if err := linkDir(root, path.Join(src, ".locks"), path.Join(tmp, ".locks")); err != nil {
-		return err
-	}
-	// The summary must be durable before it can take the task's place.
+	return linkDir(root, path.Join(src, ".locks"), path.Join(tmp, ".locks"))
+}
+
+// syncSummary makes a built summary durable with fsyncs, where syncfs is
+// missing.
+func syncSummary(root *os.Root, tmp string) error {
 	if err := atomicfile.SyncDir(root, path.Join(tmp, ".locks")); err != nil {
 		return err
 	}
-	if err := atomicfile.SyncDir(root, tmp); err != nil {
-		return err
+	return atomicfile.SyncDir(root, tmp)
+}
+
+// swap puts the durable summary tasks/.prune-<id> in the place of
+// tasks/<id> and returns where the old tree now is. The caller holds the
+// task's lock.
+func (r *run) swap(id string) (old string, err error) {
+	if !r.noExchange {
+		err = exchange(r.tasksDir, id, prunePrefix+id)
+		if err == nil {
+			stepHook("summarize: swapped")
+			return path.Join("tasks", prunePrefix+id), nil // the old tree
+		}
+		if !errors.Is(err, errUnsupported) {
+			return "", fmt.Errorf("swap in summary: %w", err)
+		}
+		r.noExchange = true
 	}
-	stepHook("summarize: summary durable")
-	tasks, err := root.Open("tasks")
-	if err != nil {
-		return fmt.Errorf("open tasks directory: %w", err)
-	}
-	defer tasks.Close()
-	old := tmp // after the swap, tmp holds the old full tree
-	err = exchange(tasks, id, prunePrefix+id)
-	if errors.Is(err, errExchangeUnsupported) {
-		old = path.Join("tasks", trashPrefix+id)
-		err = r.swapByRenames(src, tmp, old)
-	}
-	if err != nil {
-		return fmt.Errorf("swap in summary: %w", err)
+	old = path.Join("tasks", trashPrefix+id)
+	if err := r.swapByRenames(id, old); err != nil {
+		return "", fmt.Errorf("swap in summary: %w", err)
 	}
 	stepHook("summarize: swapped")
-	if err := tasks.Sync(); err != nil {
-		return fmt.Errorf("sync tasks directory: %w", err)
-	}
-	stepHook("summarize: swap durable")
-	if err := root.RemoveAll(old); err != nil {
-		return fmt.Errorf("delete old tree %s (the task is summarised): %w", old, err)
-	}
-	return nil
+	return old, nil
 }
 
 // swapByRenames is the fallback of the atomic swap: move the task to trash,
 // then the summary into place. recover finishes the second step after a
 // crash between the two.
-func (r *run) swapByRenames(src, tmp, trash string) error {
+func (r *run) swapByRenames(id, trash string) error {
 	root := r.p.Root
+	src := path.Join("tasks", id)
+	tmp := path.Join("tasks", prunePrefix+id)
 	if err := root.RemoveAll(trash); err != nil {
 		return fmt.Errorf("clear %s: %w", trash, err)
 	}
@@ -552,31 +686,23 @@ func (r *run) swapByRenames(src, tmp, trash string) error {
 	if r.moved == nil {
 		r.moved = make(map[string]bool)
 	}
-	r.moved[path.Base(src)] = true
+	r.moved[id] = true
 	return nil
 }
 
-// remove deletes tasks/<id>; the caller holds the task's lock. The rename
-// to .trash-<id> is the commit point: from then on the task is gone.
-func (r *run) remove(id string) error {
+// trash renames tasks/<id> to tasks/.trash-<id>, the commit point of a
+// removal, and returns the new name. The caller holds the task's lock.
+func (r *run) trash(id string) (string, error) {
 	root := r.p.Root
-	src := path.Join("tasks", id)
 	trash := path.Join("tasks", trashPrefix+id)
 	if err := root.RemoveAll(trash); err != nil {
-		return fmt.Errorf("clear %s: %w", trash, err)
+		return "", fmt.Errorf("clear %s: %w", trash, err)
 	}
-	if err := root.Rename(src, trash); err != nil {
-		return err
+	if err := root.Rename(path.Join("tasks", id), trash); err != nil {
+		return "", err
 	}
 	stepHook("remove: task moved to trash")
-	if err := atomicfile.SyncDir(root, "tasks"); err != nil {
-		return err
-	}
-	stepHook("remove: rename durable")
-	if err := root.RemoveAll(trash); err != nil {
-		return fmt.Errorf("delete %s (the task is removed): %w", trash, err)
-	}
-	return nil
+	return trash, nil
 }
 
 // mkdirPerm creates dir with exactly perm, whatever the umask.
