@@ -1,0 +1,105 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/workspaced/workspaced/friction"
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// summary reads back what the run left in the tree.
+func (r *run) summary(ctx context.Context) (Summary, error) {
+	ws := r.ws
+	s := Summary{Root: ws.Dir(), Preamble: r.preamble, FrictionByDetectors: r.byDetectors}
+	st, err := ws.ReadState(TaskID)
+	if err != nil {
+		return s, fmt.Errorf("demo: %w", err)
+	}
+	s.State = st
+	for _, id := range sortedKeys(st.Subtasks) {
+		ss := st.Subtasks[id]
+		s.Subtasks = append(s.Subtasks, SubtaskResult{ID: id, Status: ss.Status, Worker: ss.Worker, Attempts: ss.Attempts})
+	}
+	if p, err := ws.ReadPlan(TaskID, 0); err == nil {
+		s.PlanVersions = append(s.PlanVersions, p.Version)
+	}
+	if ents, err := os.ReadDir(ws.Dir() + "/" + path.Join(workspace.TaskDir(TaskID), "plans")); err == nil {
+		for _, e := range ents {
+			v, ok := strings.CutPrefix(strings.TrimSuffix(e.Name(), ".json"), "plan_v")
+			if n, err := strconv.Atoi(v); ok && err == nil {
+				s.PlanVersions = append(s.PlanVersions, n)
+			}
+		}
+	}
+	sort.Ints(s.PlanVersions)
+	if s.Friction, err = r.frictionLog().List(friction.Filter{}); err != nil {
+		return s, fmt.Errorf("demo: %w", err)
+	}
+	if s.EnvKeys, err = ws.ListEntries(ctx, workspace.Scope{Kind: workspace.ScopeThread, TaskID: ARCTaskID}); err != nil {
+		return s, fmt.Errorf("demo: %w", err)
+	}
+	for _, id := range []string{TaskID, ARCTaskID} {
+		evs, _, err := ws.ReadEvents(id)
+		if err != nil {
+			return s, fmt.Errorf("demo: %w", err)
+		}
+		s.Events += len(evs)
+	}
+	return s, nil
+}
+
+// printSummary ends the run: what happened and where to look.
+func printSummary(out *printer, s Summary) {
+	st := s.State
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	p("")
+	p("Summary")
+	p("  task %s: %s (phase %s), plan %s v%d %s, revision_count %d", TaskID, st.Status, st.Phase, st.PlanID, st.PlanVersion, st.PlanStatus, st.RevisionCount)
+	vs := make([]string, len(s.PlanVersions))
+	for i, v := range s.PlanVersions {
+		vs[i] = "v" + strconv.Itoa(v)
+	}
+	p("  plan versions kept: %s (older ones in plans/)", strings.Join(vs, ", "))
+	p("  subtasks:")
+	for _, t := range s.Subtasks {
+		note := ""
+		if t.Attempts > 1 {
+			note = "  (failed once, retried)"
+		}
+		p("    %-5s %-10s %-10s attempts %d%s", t.ID, t.Status, t.Worker, t.Attempts, note)
+	}
+	for _, id := range sortedKeys(st.Checkpoints) {
+		p("  checkpoint %s: %s", id, st.Checkpoints[id].Status)
+	}
+	how := "added by the demo with friction.Log.Add (the daemon's detectors did not fire with this workspace's thresholds)"
+	if s.FrictionByDetectors {
+		how = "recorded by the daemon's detectors (this workspace.json sets friction revision_limit and failure_repeats to 1)"
+	}
+	p("  friction entries: %d, %s", len(s.Friction), how)
+	for _, e := range s.Friction {
+		p("    %s %-17s %s", e.ID, e.Type, cut(e.Description, 100))
+	}
+	p("  task %s env data:", ARCTaskID)
+	for _, it := range s.EnvKeys {
+		p("    %-18s v%d by %-9s %s", it.Key, it.Version, it.StoredBy, cut(it.ShortDescription, 70))
+	}
+	p("  events: %d lines in tasks/*/events.log", s.Events)
+	p("")
+	p("Where to look")
+	p("  the tree:   %s", s.Root)
+	p("  the state:  workspaced --root %s task show --task %s", s.Root, TaskID)
+	p("  events:     workspaced --root %s events --task %s", s.Root, TaskID)
+	p("  env data:   workspaced --root %s env list --task %s", s.Root, ARCTaskID)
+	p("  friction:   workspaced --root %s friction list", s.Root)
+	p("  as a diff:  cd %s && git init -q && git add -A && git commit -qm run", s.Root)
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	fmt.Fprint(out.w, b.String())
+}
