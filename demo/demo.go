@@ -266,12 +266,16 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 
 	// The live feed: every task's events.log, tailed.
 	fctx, stopFollow := context.WithCancel(ctx)
-	var printed sync.Map // task id → lines printed
+	var (
+		printedMu sync.Mutex
+		printed   = map[string]int{} // task id → lines printed
+	)
 	followDone := make(chan error, 1)
 	go func() {
 		followDone <- ws.FollowEvents(fctx, "", true, 10*time.Millisecond, func(e workspace.Event) {
-			n, _ := printed.LoadOrStore(e.TaskID, new(int))
-			*(n.(*int))++
+			printedMu.Lock()
+			printed[e.TaskID]++
+			printedMu.Unlock()
 			out.event(e)
 		})
 	}()
@@ -284,8 +288,10 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 				if err != nil {
 					return false, err
 				}
-				n, ok := printed.Load(id)
-				if !ok || *(n.(*int)) < len(evs) {
+				printedMu.Lock()
+				n := printed[id]
+				printedMu.Unlock()
+				if n < len(evs) {
 					return false, nil
 				}
 			}

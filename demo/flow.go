@@ -172,6 +172,13 @@ func (r *run) until(ctx context.Context, what string, cond func() (bool, error))
 // written one.
 func (r *run) state(id string) (workspace.State, bool, error) {
 	st, err := r.ws.ReadState(id)
+	// The safe reader compares the file it opened with a second lstat of
+	// the name; when the daemon replaces state.json in between (a rename,
+	// never a symlink) it reports a symlink. Read again: a real symlink
+	// stays one.
+	for try := 0; try < 5 && errors.Is(err, workspace.ErrUnsafe); try++ {
+		st, err = r.ws.ReadState(id)
+	}
 	if errors.Is(err, workspace.ErrNotFound) {
 		return workspace.State{}, false, nil
 	}
@@ -300,33 +307,38 @@ func (r *run) hivemind(ctx context.Context) error {
 		return err
 	}
 
-	// Workers and the checkpoint reviewer, in parallel.
+	// Workers and the checkpoint reviewer, in parallel. The first of them
+	// to fail stops the others.
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := make(chan error, r.cfg.Agents+1)
-	var wg sync.WaitGroup
-	for i := 1; i <= r.cfg.Agents; i++ {
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	spawn := func(f func(context.Context) error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- r.worker(wctx, i, v2)
+			if err := f(wctx); err != nil {
+				mu.Lock()
+				if firstErr == nil && !errors.Is(err, context.Canceled) {
+					firstErr = err
+				}
+				mu.Unlock()
+				cancel()
+			}
 		}()
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		errs <- r.checkpointReviewer(wctx)
-	}()
-	_, err := r.waitState(ctx, TaskID, "the task to finish", func(s workspace.State) bool { return machine.Finished(s.Status) })
-	if err != nil {
-		cancel()
+	for i := 1; i <= r.cfg.Agents; i++ {
+		spawn(func(ctx context.Context) error { return r.worker(ctx, i, v2) })
 	}
+	spawn(r.checkpointReviewer)
+	_, err := r.waitState(wctx, TaskID, "the task to finish", func(s workspace.State) bool { return machine.Finished(s.Status) })
+	cancel()
 	wg.Wait()
-	close(errs)
-	for e := range errs {
-		if e != nil && !errors.Is(e, context.Canceled) && err == nil {
-			err = e
-		}
+	if firstErr != nil {
+		return firstErr
 	}
 	if err != nil {
 		return err
