@@ -164,8 +164,9 @@ func checkStates(t *testing.T, x *workspace.Workspace, ids []string) {
 }
 
 // checkJournal asserts the journal of a task holds seqs 1..n, contiguous,
-// no two records of one marker file, no taken marker left behind and no
-// marker left in the task directory. It returns the records.
+// no two records of one marker file, no taken marker left behind (call it
+// after a clean stop, which settles the journal) and no marker left in the
+// task directory. It returns the records.
 func checkJournal(t *testing.T, x *workspace.Workspace, id string) []workspace.JournalRecord {
 	t.Helper()
 	recs, err := daemon.ReadJournal(x, id)
@@ -301,8 +302,13 @@ func TestServeCrashExactlyOnce(t *testing.T) {
 	for err := range errc {
 		t.Fatal(err)
 	}
+	states := map[string]workspace.State{}
 	for _, id := range ids {
-		st := stateWhere(t, x, id, func(st workspace.State) bool { return st.Status == "completed" })
+		states[id] = stateWhere(t, x, id, func(st workspace.State) bool { return st.Status == "completed" })
+	}
+	srv.stop() // a clean stop settles the journal
+	for _, id := range ids {
+		st := states[id]
 		if len(st.Errors) > 0 {
 			t.Errorf("task %s: errors in state: %+v", id, st.Errors[0])
 		}
@@ -331,7 +337,6 @@ func TestServeCrashExactlyOnce(t *testing.T) {
 			t.Errorf("task %s: rebuild differs:\n%s", id, out)
 		}
 	}
-	srv.stop()
 }
 
 func TestServeMissedEvents(t *testing.T) {
@@ -365,7 +370,6 @@ func TestServeMissedEvents(t *testing.T) {
 	}
 	srv = w.serve()
 	stateWhere(t, x, "down", func(st workspace.State) bool { return st.Status == "completed" })
-	checkJournal(t, x, "down")
 
 	// A task directory that arrives with its marker already inside.
 	other := filepath.Join(w.dir, "other")
@@ -422,12 +426,15 @@ func TestServeMissedEvents(t *testing.T) {
 		if len(st.Errors) > 0 {
 			t.Fatalf("task %s: %d errors, first %+v", id, len(st.Errors), st.Errors[0])
 		}
-		checkJournal(t, x, id)
 	}
 	if !srv.running() {
 		t.Fatalf("daemon stopped:\n%s", srv.stderr)
 	}
 	srv.stop()
+	checkJournal(t, x, "down")
+	for i := 0; i < burstTasks; i++ {
+		checkJournal(t, x, fmt.Sprintf("burst%d", i))
+	}
 }
 
 func TestServeRestoresCorruptState(t *testing.T) {
@@ -506,16 +513,20 @@ func TestServeRestoresCorruptState(t *testing.T) {
 			if string(got) != string(want) {
 				t.Errorf("restored state differs from the one before the corruption:\n%s\nwant\n%s", got, want)
 			}
-			evs, _, err := x.ReadEvents("t1")
-			if err != nil {
-				t.Fatal(err)
-			}
+			// Events follow the state write: wait for the event too.
 			restored := ""
-			for _, e := range evs {
-				if e.Name == daemon.EventStateRestored {
-					restored = e.Attrs["from"]
+			eventually(t, "a state_restored event", func() (bool, string) {
+				evs, _, err := x.ReadEvents("t1")
+				if err != nil {
+					return false, err.Error()
 				}
-			}
+				for _, e := range evs {
+					if e.Name == daemon.EventStateRestored {
+						restored = e.Attrs["from"]
+					}
+				}
+				return restored != "", "none yet"
+			})
 			if restored != list[2].Name {
 				t.Errorf("state_restored from %q, want the newest valid backup %q", restored, list[2].Name)
 			}
@@ -623,6 +634,10 @@ func TestServeRejectsBadMarkers(t *testing.T) {
 			t.Errorf("%s is %s, want pending (its marker was rejected)", sid, s)
 		}
 	}
+	if !srv.running() {
+		t.Fatalf("daemon stopped:\n%s", srv.stderr)
+	}
+	srv.stop()
 	recs := checkJournal(t, x, "t1")
 	byFile := map[string]workspace.JournalRecord{}
 	for _, r := range recs {
@@ -658,10 +673,6 @@ func TestServeRejectsBadMarkers(t *testing.T) {
 			t.Errorf("%s: no %s event with its reason", c.file, c.event)
 		}
 	}
-	if !srv.running() {
-		t.Fatalf("daemon stopped:\n%s", srv.stderr)
-	}
-	srv.stop()
 }
 
 func errorFor(st workspace.State, seq int64) string {

@@ -67,6 +67,9 @@ const (
 	DefaultCleanupInterval = 24 * time.Hour
 	// DefaultParallel is how many tasks are processed at once.
 	DefaultParallel = 8
+	// DefaultSettle is how long after a burst its records are made
+	// durable and the taken markers removed (see settle).
+	DefaultSettle = time.Second
 )
 
 // LockName is the daemon's lock file, relative to the root.
@@ -142,6 +145,7 @@ type Daemon struct {
 	mu       sync.Mutex // guards cache and progress (tasks are processed in parallel)
 	cache    map[string]*taskCache
 	progress map[string][]friction.InProgress
+	unsynced map[string][]journalEntry // records written but not yet fsynced, by task
 }
 
 // New opens the workspace at cfg.Root and fills the defaults. It takes no
@@ -180,7 +184,7 @@ func New(cfg Config) (*Daemon, error) {
 		cfg.Now = time.Now
 	}
 	d := &Daemon{cfg: cfg, ws: ws, log: cfg.Logger, now: cfg.Now,
-		cache: map[string]*taskCache{}, progress: map[string][]friction.InProgress{}, ctx: context.Background()}
+		cache: map[string]*taskCache{}, progress: map[string][]friction.InProgress{}, unsynced: map[string][]journalEntry{}, ctx: context.Background()}
 	d.friction = &friction.Log{Root: ws.Root(), RootDir: ws.Dir(), Timeout: time.Duration(s.LockTimeout),
 		Agent: daemonAgent, Now: cfg.Now, FileMode: ws.FilePerm()}
 	f := s.Friction
@@ -276,9 +280,18 @@ func (l *loop) run(ctx context.Context) error {
 	grace := time.NewTimer(time.Hour)
 	grace.Stop()
 	defer grace.Stop()
+	settle := time.NewTimer(time.Hour)
+	settle.Stop()
+	defer settle.Stop()
+	settleArmed := false
+	defer l.settleAll(context.Background())
 	dirty := map[string]bool{}
 	for {
 		l.armGrace(grace)
+		if !settleArmed && len(d.pendingSettle()) > 0 {
+			settle.Reset(DefaultSettle)
+			settleArmed = true
+		}
 		select {
 		case <-ctx.Done():
 			d.log.Info("stopping", "reason", context.Cause(ctx))
@@ -343,6 +356,19 @@ func (l *loop) run(ctx context.Context) error {
 			}
 		case <-cleanDone:
 			l.cleaning = false
+		case <-settle.C:
+			settleArmed = false
+			l.settleAll(ctx)
+		}
+	}
+}
+
+// settleAll settles every task with records not yet durable.
+func (l *loop) settleAll(ctx context.Context) {
+	d := l.d
+	for _, id := range d.pendingSettle() {
+		if err := d.settle(ctx, id); err != nil && ctx.Err() == nil {
+			d.log.Warn("make journal durable", "task", id, "err", err)
 		}
 	}
 }

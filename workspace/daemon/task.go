@@ -10,7 +10,6 @@ import (
 	"os"
 	"path"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
@@ -261,11 +260,20 @@ func (d *Daemon) load(id string, force bool) (*taskCache, error) {
 		t, isTaken := l.taken[seq]
 		_, hasRecord := l.records[seq]
 		if isTaken && hasRecord {
-			// Crashed between writing the record and removing the taken file.
-			_ = d.ws.Root().Remove(path.Join(journalPath(id), t.name))
-			isTaken = false
+			// The record was written but maybe not yet made durable (see
+			// settle): keep it if it reads back whole, else write it again
+			// from the taken marker.
+			if _, err := readRecord(d.ws, id, seq); err == nil {
+				if err := d.syncRecords(id, []int64{seq}); err != nil {
+					return nil, err
+				}
+				_ = d.ws.Root().Remove(path.Join(journalPath(id), t.name))
+				isTaken = false
+			} else {
+				_ = d.ws.Root().Remove(path.Join(journalPath(id), RecordName(seq)))
+			}
 		}
-		if seq <= c.st.JournalSeq {
+		if seq <= c.st.JournalSeq && !isTaken {
 			continue
 		}
 		var rec workspace.JournalRecord
@@ -279,7 +287,9 @@ func (d *Daemon) load(id string, force bool) (*taskCache, error) {
 			d.log.Error("journal record unreadable, skipped", "task", id, "seq", seq, "err", err)
 			continue
 		}
-		recs = append(recs, rec)
+		if seq > c.st.JournalSeq {
+			recs = append(recs, rec)
+		}
 	}
 	if len(recs) > 0 || write {
 		if err := d.commit(id, c, recs, backupOld, restoredFrom); err != nil {
@@ -300,7 +310,7 @@ func (d *Daemon) finishTaken(id string, t journalEntry) (workspace.JournalRecord
 	kind, _ := workspace.IsMarkerName(t.marker)
 	ex := examine(d.ws, id, rel, kind, fi, d.now(), -1)
 	rec := ex.record(t.seq, d.now(), t.marker)
-	if err := d.writeRecords(id, []workspace.JournalRecord{rec}); err != nil {
+	if err := d.writeRecords(id, []workspace.JournalRecord{rec}, true); err != nil {
 		return workspace.JournalRecord{}, err
 	}
 	d.removeTaken(id, []string{t.name})
@@ -389,23 +399,106 @@ func (d *Daemon) takeMarkers(ctx context.Context, id string, c *taskCache) (int,
 	if len(recs) == 0 {
 		return 0, waitTill, nil
 	}
-	if err := d.writeRecords(id, recs); err != nil {
+	// The renames are the commit point: make them durable. The taken
+	// markers (written durably by their agents) are the journal's durable
+	// copy until settle has made the records durable too.
+	if err := atomicfile.SyncDir(d.ws.Root(), journalPath(id)); err != nil {
 		return len(recs), waitTill, err
 	}
-	d.removeTaken(id, taken)
+	if err := d.writeRecords(id, recs, false); err != nil {
+		return len(recs), waitTill, err
+	}
+	d.mu.Lock()
+	for i, r := range recs {
+		d.unsynced[id] = append(d.unsynced[id], journalEntry{seq: r.Seq, name: taken[i], marker: r.File})
+	}
+	d.mu.Unlock()
 	if err := d.commit(id, c, recs, c.fi != nil, ""); err != nil {
 		return len(recs), waitTill, err
 	}
 	return len(recs), waitTill, nil
 }
 
-// writeRecords writes journal records atomically and durably, several at
-// once. A record that does not match the journal schema (it cannot happen
-// for a marker that passed its own schema) is written as a rejection.
-func (d *Daemon) writeRecords(id string, recs []workspace.JournalRecord) error {
-	errs := make([]error, len(recs))
-	sem := make(chan struct{}, recordWriters)
-	var wg sync.WaitGroup
+// settle makes the records of a task's recent bursts durable (each
+// fsynced, then the journal directory) and then removes the taken markers
+// they came from. Until then a crash that loses a record's data (power
+// loss) is repaired on start from the taken marker beside it. Keeping the
+// fsync of every record off the hot path is what lets a burst cost a
+// fixed number of fsyncs, whatever its size.
+func (d *Daemon) settle(ctx context.Context, id string) error {
+	d.mu.Lock()
+	ents := d.unsynced[id]
+	delete(d.unsynced, id)
+	d.mu.Unlock()
+	if len(ents) == 0 {
+		return nil
+	}
+	lk, err := d.ws.LockTask(ctx, id, daemonAgent)
+	if err != nil {
+		d.mu.Lock()
+		d.unsynced[id] = append(ents, d.unsynced[id]...)
+		d.mu.Unlock()
+		return err
+	}
+	defer lk.Release()
+	seqs := make([]int64, len(ents))
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		seqs[i], names[i] = e.seq, e.name
+	}
+	if err := d.syncRecords(id, seqs); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // the task was removed meanwhile
+		}
+		return err
+	}
+	d.removeTaken(id, names)
+	return nil
+}
+
+// pendingSettle reports whether some task has records not yet durable.
+func (d *Daemon) pendingSettle() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ids := make([]string, 0, len(d.unsynced))
+	for id := range d.unsynced {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// syncRecords makes the given records of a task durable: one syncfs(2) of
+// the workspace's filesystem (one journal commit for every record of the
+// burst, instead of an fsync each, which would keep the filesystem
+// committing and stall every other write), then an fsync of the journal
+// directory. Where syncfs is not available the records are fsynced one by
+// one.
+func (d *Daemon) syncRecords(id string, seqs []int64) error {
+	if err := syncFS(d.ws.Root()); err != nil {
+		for _, seq := range seqs {
+			f, err := d.ws.Root().Open(path.Join(journalPath(id), RecordName(seq)))
+			if err != nil {
+				return fmt.Errorf("sync journal of task %s: %w", id, err)
+			}
+			err = f.Sync()
+			f.Close()
+			if err != nil {
+				return fmt.Errorf("sync journal of task %s: %w", id, err)
+			}
+		}
+	}
+	return atomicfile.SyncDir(d.ws.Root(), journalPath(id))
+}
+
+// writeRecords writes journal records, each atomically (a temporary
+// dot-file renamed into place, so a reader never sees a torn record).
+// durable writes each with atomicfile (fsync of the file and of the
+// directory); otherwise the records are only renamed into place and
+// settle makes them durable later, the taken markers beside them being
+// the durable copy meanwhile. A record that does not match the journal
+// schema (it cannot happen for a marker that passed its own schema) is
+// written as a rejection.
+func (d *Daemon) writeRecords(id string, recs []workspace.JournalRecord, durable bool) error {
 	for i := range recs {
 		data, err := atomicfile.Marshal(recs[i])
 		if err == nil {
@@ -419,21 +512,18 @@ func (d *Daemon) writeRecords(id string, recs []workspace.JournalRecord) error {
 			return fmt.Errorf("encode journal record %d of task %s: %w", recs[i].Seq, id, err)
 		}
 		name := path.Join(journalPath(id), RecordName(recs[i].Seq))
-		if len(recs) == 1 {
-			errs[i] = atomicfile.WriteFile(d.ws.Root(), name, data, d.ws.FilePerm())
-			break
+		if durable {
+			err = atomicfile.WriteFile(d.ws.Root(), name, data, d.ws.FilePerm())
+		} else {
+			// Deliberately not fsynced here: see settle.
+			tmp := path.Join(journalPath(id), ".tmp-"+RecordName(recs[i].Seq))
+			if err = d.ws.Root().WriteFile(tmp, data, d.ws.FilePerm()); err == nil {
+				err = d.ws.Root().Rename(tmp, name)
+			}
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			errs[i] = atomicfile.WriteFile(d.ws.Root(), name, data, d.ws.FilePerm())
-			<-sem
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("write journal of task %s: %w", id, err)
+		if err != nil {
+			return fmt.Errorf("write journal record %d of task %s: %w", recs[i].Seq, id, err)
+		}
 	}
 	return nil
 }

@@ -1,0 +1,11 @@
+//go:build !linux
+
+package daemon
+
+import (
+	"errors"
+	"os"
+)
+
+// syncFS is not available here: records are fsynced one by one.
+func syncFS(root *os.Root) error { return errors.ErrUnsupported }
