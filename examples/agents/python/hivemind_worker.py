@@ -2,53 +2,73 @@
 """A Hivemind worker in plain Python: claim subtasks, write outputs, drop
 done markers, and let the daemon keep state.json true.
 
-    python3 hivemind_worker.py --root WORKSPACE --task TASK_ID --agent worker_py [--timeout 60]
+    python3 hivemind_worker.py --root WORKSPACE --task TASK_ID --agent worker_py [--timeout 60] [--work-delay 0.1]
 
 It waits until the plan is approved, then loops: pick a pending subtask from
 state.json, drop a claim marker, wait for the daemon to say who won, and if
 it did, do the work, write outputs/<id>.json and drop a done marker. It stops
-when nothing is left to claim.
+when nothing is left to claim, and prints the subtasks it finished.
 """
 
 import argparse
+import random
 import sys
 import time
 
 from workspace_agent import Workspace
 
 
-def work(ws, task, st_id):
-    # The "work": a deterministic product other agents can check.
+def work(ws, task, st_id, delay):
+    # The "work": a deterministic product other agents can check, after a
+    # simulated delay.
+    time.sleep(delay)
     return {"summary": "done by %s" % ws.agent, "decisions": ["%s handled %s" % (ws.agent, st_id)]}
 
 
-def run(root, task, agent, timeout):
+FINISHED = ("completed", "failed", "cancelled")
+
+
+def pick(st, agent, rng):
+    """A subtask the state already gives this agent (a claim that won
+    late), else a pending one at random so workers rarely race for the
+    same; None when there is nothing to take."""
+    subtasks = st.get("subtasks", {})
+    mine = sorted(k for k, v in subtasks.items() if v["status"] == "in_progress" and v.get("worker") == agent)
+    if mine:
+        return mine[0]
+    pending = sorted(k for k, v in subtasks.items() if v["status"] == "pending")
+    return rng.choice(pending) if pending else None
+
+
+def run(root, task, agent, timeout, work_delay=0.0):
     ws = Workspace(root, agent)
+    rng = random.Random(agent)
     deadline = time.monotonic() + timeout
-    ws.wait_state(task, lambda s: s.get("plan_status") == "approved" or s.get("status") in ("completed", "failed", "cancelled"),
-                  timeout=timeout)
+    ws.wait_state(task, lambda s: s.get("plan_status") == "approved" or s.get("status") in FINISHED, timeout=timeout)
     done = []
     while time.monotonic() < deadline:
         st = ws.state(task)
-        if st["status"] in ("completed", "failed", "cancelled"):
+        if st["status"] in FINISHED:
             break
-        subtasks = st.get("subtasks", {})
-        pending = sorted(k for k, v in subtasks.items() if v["status"] == "pending")
-        if not pending:
-            if all(v["status"] in ("completed", "failed") for v in subtasks.values()):
+        target = pick(st, agent, rng)
+        if target is None:
+            if all(v["status"] in ("completed", "failed") for v in st.get("subtasks", {}).values()):
                 break
             time.sleep(0.02)
             continue
-        target = pending[0]
-        ws.claim(task, target)
-        st = ws.wait_state(task, lambda s: s["subtasks"][target]["status"] != "pending"
-                           or s["status"] != "executing", timeout=timeout)
         mine = st["subtasks"][target]
-        if mine["status"] != "in_progress" or mine.get("worker") != agent:
-            continue  # another worker won the claim
-        out = ws.write_output(task, target, work(ws, task, target))
+        if mine["status"] != "in_progress":
+            ws.claim(task, target)
+            # The daemon takes the first valid claim and refuses the others.
+            st = ws.wait_state(task, lambda s: s["subtasks"][target]["status"] != "pending"
+                               or s["status"] != "executing", timeout=timeout)
+            mine = st["subtasks"][target]
+            if mine["status"] != "in_progress" or mine.get("worker") != agent:
+                continue  # another worker won the claim
+        out = ws.write_output(task, target, work(ws, task, target, work_delay))
         ws.done(task, out, subtask=target)
-        ws.wait_state(task, lambda s: s["subtasks"][target]["status"] != "in_progress", timeout=timeout)
+        ws.wait_state(task, lambda s: s["subtasks"][target]["status"] != "in_progress"
+                      or s["subtasks"][target].get("worker") != agent, timeout=timeout)
         done.append(target)
     print("%s finished %s" % (agent, " ".join(done) or "nothing"))
     return 0
@@ -59,9 +79,10 @@ def main():
     ap.add_argument("--root", required=True)
     ap.add_argument("--task", required=True)
     ap.add_argument("--agent", required=True)
-    ap.add_argument("--timeout", type=float, default=60.0)
+    ap.add_argument("--timeout", type=float, default=60.0, help="give up after this many seconds")
+    ap.add_argument("--work-delay", type=float, default=0.0, help="seconds of simulated work per subtask")
     a = ap.parse_args()
-    return run(a.root, a.task, a.agent, a.timeout)
+    return run(a.root, a.task, a.agent, a.timeout, a.work_delay)
 
 
 if __name__ == "__main__":

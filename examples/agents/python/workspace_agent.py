@@ -336,12 +336,15 @@ class Workspace:
         return self._marker(task, ".claim.", {"agent_id": self.agent, "subtask_id": subtask, "claimed_at": now()})
 
     def write_output(self, task, subtask, output):
-        """Write outputs/<subtask>.json atomically (before done)."""
+        """Write outputs/<subtask>.json atomically (before done), filling
+        subtask_id, worker_id, completed_at and status (completed) when
+        output leaves them out."""
         check_id("subtask id", subtask)
         doc = dict(output)
         doc.setdefault("subtask_id", subtask)
         doc.setdefault("worker_id", self.agent)
         doc.setdefault("completed_at", now())
+        doc.setdefault("status", "completed")
         d = os.path.join(self.task_dir(task), "outputs")
         os.makedirs(d, exist_ok=True)
         atomic_write(os.path.join(d, subtask + ".json"), canonical(doc))
@@ -370,6 +373,10 @@ class Workspace:
 
 
 def _quote(s):
+    """An events.log word: bare when it is printable ASCII without space,
+    quote, '=' or backslash, else double-quoted with JSON escapes (which
+    Go's strconv.Unquote reads; ensure_ascii=False keeps non-ASCII as is
+    rather than as surrogate pairs Go would not join)."""
     if s and all(0x20 < ord(c) < 0x7F and c not in '"=\\' for c in s):
         return s
-    return json.dumps(s, ensure_ascii=True)
+    return json.dumps(s, ensure_ascii=False)

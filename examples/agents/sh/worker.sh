@@ -1,19 +1,24 @@
 #!/bin/sh
 # A Hivemind worker in POSIX shell: claim subtasks, write outputs, drop done
-# markers. It uses only files, mv (rename), sync (fsync) and flock(1) — no
-# workspaced binary. It REQUIRES jq (to read state.json and build JSON).
+# markers, and let the daemon keep state.json true. It uses only files, mv
+# (rename), sync (fsync) and flock(1) — no workspaced binary, no Go.
+# It REQUIRES jq (to read state.json and build JSON) and flock(1)
+# (util-linux).
 #
 #   sh worker.sh ROOT TASK AGENT [TIMEOUT_SECONDS]
 #
-# Protocol (see the README): write every file as a temporary dot-file in the
-# target's directory, sync it, mv it over the target, sync the directory.
-# Only the daemon writes state.json; this worker reads it to see what is
-# pending and whether its claim won.
+# Protocol (docs/PROTOCOL.md): write every file as a temporary dot-file in
+# the target's directory, fsync it, mv it over the target, fsync the
+# directory. Only the daemon writes state.json; this worker reads it to see
+# what is pending and whether its claim won. Every subtask it finishes is
+# also appended to the env entry "shell_progress", a read-modify-write under
+# the entry's flock — the same lock the Go CLI and the Python module take.
 set -eu
 
-root=${1:?usage: worker.sh ROOT TASK AGENT [TIMEOUT]}
-task=${2:?usage: worker.sh ROOT TASK AGENT [TIMEOUT]}
-agent=${3:?usage: worker.sh ROOT TASK AGENT [TIMEOUT]}
+usage="usage: worker.sh ROOT TASK AGENT [TIMEOUT_SECONDS]"
+root=${1:?$usage}
+task=${2:?$usage}
+agent=${3:?$usage}
 timeout=${4:-60}
 
 command -v jq >/dev/null 2>&1 || { echo "worker.sh: jq is required (apt-get install jq)" >&2; exit 1; }
@@ -22,74 +27,114 @@ command -v flock >/dev/null 2>&1 || { echo "worker.sh: flock(1) is required (uti
 dir="$root/tasks/$task"
 [ -f "$dir/task.json" ] || { echo "worker.sh: no task $task under $root" >&2; exit 3; }
 
-now() { date -u +%Y-%m-%dT%H:%M:%S.000Z; }
+# RFC 3339 in UTC with milliseconds where date(1) can (GNU %3N), else .000.
+if date -u +%3N 2>/dev/null | grep -q '^[0-9][0-9][0-9]$'; then
+  now() { date -u +%Y-%m-%dT%H:%M:%S.%3NZ; }
+else
+  now() { date -u +%Y-%m-%dT%H:%M:%S.000Z; }
+fi
+
+# fsync one file or directory: GNU sync takes paths; elsewhere sync all.
+fsync() { sync "$1" 2>/dev/null || sync; }
+
+# unique: a random suffix, so no two files this worker (or any other)
+# writes ever share a name. A marker's name must never be reused: the
+# daemon journals each name once.
+unique() {
+  printf '%s-%s' "$(date +%s)" "$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+}
 
 # atomic_write PATH: stdin → PATH, atomically and durably.
 atomic_write() {
   d=$(dirname "$1"); b=$(basename "$1")
-  tmp="$d/.$b.tmp-$$-$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')"
-  cat >"$tmp"
-  sync "$tmp"
+  tmp="$d/.$b.tmp-$(unique)"
+  if ! cat >"$tmp"; then rm -f "$tmp"; return 1; fi
+  fsync "$tmp"
   mv -f "$tmp" "$1"
-  sync "$d"
+  fsync "$d"
 }
 
-marker() { # marker PREFIX JSON
-  printf '%s\n' "$2" | atomic_write "$dir/$1$agent.$(date +%s%N)-$$"
+# marker PREFIX JSON: drop .claim.<agent>.<suffix> or .done.<agent>.<suffix>.
+marker() {
+  printf '%s\n' "$2" | atomic_write "$dir/$1$agent.$(unique)"
 }
 
 state() { cat "$dir/state.json" 2>/dev/null || echo '{}'; }
 
-# env_append KEY ITEM: a read-modify-write of one env entry under its flock,
-# the same lock file the Go CLI and the Python module take. KEY must be a
-# plain [A-Za-z0-9._-] key here (other bytes are percent-encoded in the file
-# name; see the README).
+# event NAME KEY VERSION: one events.log line, appended in one write.
+event() {
+  printf '%s %s %s agent=%s key=%s version=%s\n' "$(now)" "$1" "$task" "$agent" "$2" "$3" >>"$dir/events.log"
+}
+
+# env_append KEY ITEM: append ITEM (JSON) to the list in env entry KEY under
+# the entry's lock, env/.locks/KEY.json.lock. KEY must be a plain
+# [A-Za-z0-9._-] key not starting with '.' here (other bytes are
+# percent-encoded in the file name; see docs/PROTOCOL.md).
 env_append() {
-  key=$1 item=$2 file="$dir/env/$1.json"
+  key=$1 item=$2 file="$dir/env/$1.json" lock="$dir/env/.locks/$1.json.lock"
   mkdir -p "$dir/env/.locks"
   (
-    flock -w 30 9 || { echo "worker.sh: lock on $file timed out" >&2; exit 4; }
-    # The holder record, for 'workspaced locks' (a separate open: the flock
-    # stays with fd 9).
-    printf '{"pid":%d,"agent":"%s","since":"%s"}' $$ "$agent" "$(now)" >"$dir/env/.locks/$key.json.lock"
+    flock -w 30 9 || { echo "worker.sh: lock $lock still held after 30s: $(cat "$lock" 2>/dev/null)" >&2; exit 4; }
+    # The holder record, for 'workspaced locks' and timeout messages. It
+    # goes through a second descriptor: the flock stays with fd 9.
+    printf '{"pid":%d,"agent":"%s","since":"%s"}\n' $$ "$agent" "$(now)" >"$lock"
+    t=$(now)
     if [ -f "$file" ]; then
-      jq --arg a "$agent" --arg t "$(now)" --argjson item "$item" \
-        '{key, short_description, stored_by: $a, created_at, updated_at: $t, version: (.version + 1), value: (.value + [$item])}' "$file"
+      jq --arg a "$agent" --arg t "$t" --argjson item "$item" \
+        '{key, short_description, stored_by: $a, created_at, updated_at: $t, version: (.version + 1), value: (.value + [$item])}' "$file" \
+        | atomic_write "$file"
+      event env_updated "$key" "$(jq .version "$file")"
     else
-      t=$(now)
       jq -n --arg k "$key" --arg a "$agent" --arg t "$t" --argjson item "$item" \
-        '{key: $k, short_description: "Subtasks finished by the shell workers.", stored_by: $a, created_at: $t, updated_at: $t, version: 1, value: [$item]}'
-    fi | atomic_write "$file"
-    printf '%s env_updated %s agent=%s key=%s\n' "$(now)" "$task" "$agent" "$key" >>"$dir/events.log"
-  ) 9>>"$dir/env/.locks/$key.json.lock"
+        '{key: $k, short_description: "Subtasks finished by the shell workers.", stored_by: $a, created_at: $t, updated_at: $t, version: 1, value: [$item]}' \
+        | atomic_write "$file"
+      event env_stored "$key" 1
+    fi
+  ) 9>>"$lock"
 }
 
 end=$(( $(date +%s) + timeout ))
+in_time() { [ "$(date +%s)" -lt "$end" ]; }
+
 # Wait for an approved plan.
 until [ "$(state | jq -r '.plan_status // ""')" = approved ]; do
-  [ "$(date +%s)" -lt "$end" ] || { echo "worker.sh: no approved plan after ${timeout}s" >&2; exit 1; }
+  in_time || { echo "worker.sh: no approved plan after ${timeout}s" >&2; exit 1; }
   sleep 0.05
 done
 
 finished=""
-while [ "$(date +%s)" -lt "$end" ]; do
+while in_time; do
+  # One read of state.json, one jq: the task's status, the subtask to take
+  # ("-" for none), how many subtasks are not finished, and whether the
+  # subtask is already ours. A subtask the state already gives us (a claim
+  # that won late) comes first; else a pending one, picked at random so
+  # workers rarely race for the same.
   s=$(state)
-  status=$(printf '%s' "$s" | jq -r .status)
+  # shellcheck disable=SC2046
+  set -- $(printf '%s' "$s" | jq -r --arg a "$agent" --argjson r "$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')" '
+    (.subtasks // {} | to_entries) as $all
+    | [$all[] | select(.value.status == "in_progress" and .value.worker == $a) | .key] as $mine
+    | [$all[] | select(.value.status == "pending") | .key] as $p
+    | [(.status // "none"),
+       (if ($mine | length) > 0 then $mine[0] elif ($p | length) > 0 then $p[$r % ($p | length)] else "-" end),
+       ([$all[] | select(.value.status != "completed" and .value.status != "failed")] | length | tostring),
+       (if ($mine | length) > 0 then "mine" else "new" end)]
+    | join(" ")')
+  status=$1 target=$2 left=$3 whose=$4
   [ "$status" = executing ] || break
-  target=$(printf '%s' "$s" | jq -r '[.subtasks | to_entries[] | select(.value.status == "pending") | .key] | sort | .[0] // ""')
-  if [ -z "$target" ]; then
-    left=$(printf '%s' "$s" | jq '[.subtasks[] | select(.status != "completed" and .status != "failed")] | length')
+  if [ "$target" = - ]; then
     [ "$left" -gt 0 ] || break
     sleep 0.05; continue
   fi
-  marker .claim. "$(jq -cn --arg a "$agent" --arg s "$target" --arg t "$(now)" '{agent_id: $a, subtask_id: $s, claimed_at: $t}')"
-  # Wait for the daemon to decide the claim.
-  while :; do
-    st=$(state | jq -r --arg s "$target" '.subtasks[$s].status + " " + (.subtasks[$s].worker // "")')
-    case "$st" in pending*) sleep 0.02 ;; *) break ;; esac
-    [ "$(date +%s)" -lt "$end" ] || break
-  done
-  [ "$st" = "in_progress $agent" ] || continue   # another worker won
+  if [ "$whose" = new ]; then
+    marker .claim. "$(jq -cn --arg a "$agent" --arg s "$target" --arg t "$(now)" '{agent_id: $a, subtask_id: $s, claimed_at: $t}')"
+    # Wait for the daemon to decide the claim: the first valid one wins.
+    while in_time; do
+      st=$(state | jq -r --arg s "$target" '(.subtasks[$s].status // "") + " " + (.subtasks[$s].worker // "")')
+      case "$st" in pending*) sleep 0.02 ;; *) break ;; esac
+    done
+    [ "$st" = "in_progress $agent" ] || continue   # another worker won
+  fi
   mkdir -p "$dir/outputs"
   jq -n --arg s "$target" --arg a "$agent" --arg t "$(now)" \
     '{subtask_id: $s, worker_id: $a, completed_at: $t, status: "completed", summary: ("done by " + $a)}' \
@@ -97,7 +142,7 @@ while [ "$(date +%s)" -lt "$end" ]; do
   env_append shell_progress "\"$target\""
   marker .done. "$(jq -cn --arg a "$agent" --arg s "$target" --arg t "$(now)" '{agent_id: $a, subtask_id: $s, output_file: ("outputs/" + $s + ".json"), status: "completed", completed_at: $t}')"
   while [ "$(state | jq -r --arg s "$target" '.subtasks[$s].status')" = in_progress ]; do
-    [ "$(date +%s)" -lt "$end" ] || break
+    in_time || break
     sleep 0.02
   done
   finished="$finished $target"
