@@ -232,7 +232,7 @@ func TestAgentsInOtherLanguages(t *testing.T) {
 		by    string
 		value string
 	}{
-		"arc_task": {"solver", `{"task_id":"training-001","train":[{"input":[[0,1,2],[3,4,5],[6,7,8]],"output":[[8,7,6],[5,4,3],[2,1,0]]}],"test":{"input":[[1,0,0],[0,2,0],[0,0,3]]}}`},
+		"arc_task":          {"solver", `{"task_id":"training-001","train":[{"input":[[0,1,2],[3,4,5],[6,7,8]],"output":[[8,7,6],[5,4,3],[2,1,0]]}],"test":{"input":[[1,0,0],[0,2,0],[0,0,3]]}}`},
 		"observed_patterns": {"observer", `["rotation_180","colour_preserving"]`},
 		"solution_attempts": {"solver", `[{"rule":["rotation_180","colour_preserving"],"output":[[3,0,0],[0,2,0],[0,0,1]]}]`},
 	}
