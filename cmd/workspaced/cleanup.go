@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -110,7 +111,12 @@ func cmdCleanup(ctx context.Context, e *env, args []string) error {
 
 	log := &friction.Log{Root: w.Root(), RootDir: w.Dir(), Timeout: time.Duration(s.LockTimeout),
 		Agent: cleanupAgent, FileMode: w.FilePerm()}
-	out := &cleanupOutput{e: e, dryRun: *dryRun, asJSON: *asJSON, log: log, ctx: ctx}
+	// One write per line would cost a system call per task; the buffer
+	// still streams (every 4 KiB), and is flushed before anything goes to
+	// stderr.
+	stdout := bufio.NewWriter(e.stdout)
+	defer stdout.Flush()
+	out := &cleanupOutput{e: e, stdout: stdout, dryRun: *dryRun, asJSON: *asJSON, log: log, ctx: ctx}
 	p := &retention.Pruner{
 		Root:    w.Root(),
 		RootDir: w.Dir(),
@@ -128,6 +134,7 @@ func cmdCleanup(ctx context.Context, e *env, args []string) error {
 	// anonymised.
 	out.flush()
 	if err != nil {
+		stdout.Flush()
 		printCleanupErrors(e.stderr, out.errors)
 		return cleanupErr(err)
 	}
@@ -139,11 +146,14 @@ func cmdCleanup(ctx context.Context, e *env, args []string) error {
 				*l = []retention.Decision{}
 			}
 		}
-		if err := printJSON(e.stdout, full); err != nil {
+		if err := printJSON(stdout, full); err != nil {
 			return err
 		}
 	} else {
 		out.summary(rep, policy)
+	}
+	if err := stdout.Flush(); err != nil {
+		return fmt.Errorf("cleanup: write the report: %w", err)
 	}
 	if n := len(rep.Errors) + len(out.errors); n > 0 {
 		return fmt.Errorf("cleanup: %d error(s); see the report above", n)
@@ -188,6 +198,7 @@ func cleanupErr(err error) error {
 type cleanupOutput struct {
 	ctx    context.Context
 	e      *env
+	stdout *bufio.Writer
 	dryRun bool
 	asJSON bool
 	log    *friction.Log
@@ -199,7 +210,7 @@ type cleanupOutput struct {
 
 func (o *cleanupOutput) progress(d retention.Decision) {
 	if !o.asJSON {
-		fmt.Fprintf(o.e.stdout, "%-18s %s: %s\n", o.verb(d.Action), d.TaskID, d.Reason)
+		fmt.Fprintf(o.stdout, "%-18s %s: %s\n", o.verb(d.Action), d.TaskID, d.Reason)
 	}
 	if d.Action == retention.Remove && !o.dryRun {
 		o.removed = append(o.removed, d.TaskID)
@@ -247,7 +258,7 @@ func (o *cleanupOutput) flush() {
 
 // summary prints the totals, what was recovered and every error.
 func (o *cleanupOutput) summary(rep retention.Report, p retention.Policy) {
-	w := o.e.stdout
+	w := o.stdout
 	for _, r := range rep.Recovered {
 		fmt.Fprintf(w, "%-18s %s\n", "recovered", r)
 	}
@@ -261,6 +272,7 @@ func (o *cleanupOutput) summary(rep retention.Report, p retention.Policy) {
 	if !o.dryRun && o.anonymized > 0 {
 		fmt.Fprintf(w, "friction: anonymised the removed tasks in %d entries\n", o.anonymized)
 	}
+	o.stdout.Flush()
 	printCleanupErrors(o.e.stderr, rep.Errors, o.errors)
 }
 

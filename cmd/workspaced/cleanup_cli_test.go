@@ -749,9 +749,12 @@ func TestCleanupScale(t *testing.T) {
 			t.Fatalf("cleanup over %d tasks: want %q in:\n%s", n, want, tailLines(out.String(), 3))
 		}
 		results = append(results, measure{n, wall, ru.Maxrss})
-		t.Logf("cleanup over %d tasks: %v wall, %v user, %v system, max RSS %d KiB",
+		// The load average says how much of the wall time was waiting for
+		// a CPU held by something else.
+		load, _ := os.ReadFile("/proc/loadavg")
+		t.Logf("cleanup over %d tasks: %v wall, %v user, %v system, max RSS %d KiB (load average %s)",
 			n, wall.Round(time.Millisecond), time.Duration(ru.Utime.Nano()).Round(time.Millisecond),
-			time.Duration(ru.Stime.Nano()).Round(time.Millisecond), ru.Maxrss)
+			time.Duration(ru.Stime.Nano()).Round(time.Millisecond), ru.Maxrss, strings.Join(strings.Fields(string(load))[:min(3, len(strings.Fields(string(load))))], " "))
 	}
 	small, big := results[0], results[1]
 	if big.wall > 10*time.Second {
