@@ -1,18 +1,19 @@
 package workspace
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
 )
@@ -389,11 +390,12 @@ func (w *Workspace) ListEntriesReport(ctx context.Context, s Scope) ([]ManifestI
 	defer f.Close()
 	items := []ManifestItem{}
 	var skipped []Skipped
-	br := bufio.NewReaderSize(nil, 4096)
+	mr := &manifestReader{dirFd: int(f.Fd()), dir: filepath.Join(w.dir, filepath.FromSlash(dir)), maxBytes: int64(w.settings.Limits.MaxFileBytes), maxDepth: w.settings.Limits.MaxDepth}
 	for {
-		ents, err := f.ReadDir(512)
-		for _, de := range ents {
-			n := de.Name()
+		// Names only: the type of each file is checked when it is opened,
+		// and ReadDir may lstat every entry to learn it.
+		ents, err := f.Readdirnames(512)
+		for _, n := range ents {
 			if strings.HasPrefix(n, ".") || !strings.HasSuffix(n, ".json") {
 				continue
 			}
@@ -405,7 +407,7 @@ func (w *Workspace) ListEntriesReport(ctx context.Context, s Scope) ([]ManifestI
 				skipped = append(skipped, Skipped{File: path.Join(dir, n), Reason: kerr.Error()})
 				continue
 			}
-			it, rerr := w.readManifest(d, n, br)
+			it, rerr := mr.read(n)
 			if rerr != nil {
 				skipped = append(skipped, Skipped{File: path.Join(dir, n), Reason: rerr.Error()})
 				continue
@@ -427,99 +429,144 @@ func (w *Workspace) ListEntriesReport(ctx context.Context, s Scope) ([]ManifestI
 	return items, skipped, nil
 }
 
-// readManifest streams the tokens of one entry file until "value".
-func (w *Workspace) readManifest(d *os.Root, name string, br *bufio.Reader) (ManifestItem, error) {
-	f, err := openAgentFile(d, name)
-	if err != nil {
-		return ManifestItem{}, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return ManifestItem{}, err
-	}
-	if !st.Mode().IsRegular() {
-		return ManifestItem{}, fmt.Errorf("is a %s", fileKind(st.Mode()))
-	}
-	if st.Size() > int64(w.settings.Limits.MaxFileBytes) {
-		return ManifestItem{}, fmt.Errorf("is %d bytes, over the limit", st.Size())
-	}
-	br.Reset(f)
-	it, ok, err := scanManifest(br)
-	if err != nil {
-		return ManifestItem{}, err
-	}
-	if !ok {
-		// Another field order: parse the whole file.
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return ManifestItem{}, err
-		}
-		data, err := io.ReadAll(io.LimitReader(f, int64(w.settings.Limits.MaxFileBytes)))
-		if err != nil {
-			return ManifestItem{}, err
-		}
-		e, err := parseEntry(name, data, w.settings.Limits.MaxDepth)
-		if err != nil {
-			return ManifestItem{}, err
-		}
-		it = ManifestItem{Key: e.Key, ShortDescription: e.ShortDescription, StoredBy: e.StoredBy, UpdatedAt: e.UpdatedAt, Version: e.Version}
-	}
-	it.Size = st.Size()
-	return it, nil
+// manifestReader reads the manifest part of entry files in one directory,
+// reusing its buffers from file to file. It opens each name with openat(2)
+// and O_NOFOLLOW relative to the directory's descriptor: names come from
+// the directory listing and hold no '/', so this stays inside the
+// directory and never follows a symlink, with no extra lstat per file.
+type manifestReader struct {
+	dirFd    int
+	dir      string // the directory's absolute path (for systems without openat)
+	fd       int    // the file being read
+	maxBytes int64
+	maxDepth int
+	buf      []byte // the head of the current file
+	obj      []byte // the head cut just before "value" and closed with '}'
 }
 
-// scanManifest reads top-level fields until "value". ok is false when the
-// value came before the manifest fields were all seen (or never came), in
-// which case the caller parses the whole file.
-func scanManifest(r io.Reader) (it ManifestItem, ok bool, err error) {
-	dec := json.NewDecoder(r)
-	tok, err := dec.Token()
+// manifestFields is what the manifest needs from an entry, decoded from
+// the head of the file.
+type manifestFields struct {
+	Key              string    `json:"key"`
+	ShortDescription string    `json:"short_description"`
+	StoredBy         string    `json:"stored_by"`
+	UpdatedAt        time.Time `json:"updated_at"`
+	Version          int       `json:"version"`
+}
+
+// manifestHead is how much of a file is read first: canonical entries
+// have all their manifest fields well within it.
+const manifestHead = 4096
+
+// read returns the manifest item of one entry file. It reads the file
+// only up to the top-level "value" field; a file whose manifest fields do
+// not all come before the value is parsed whole.
+func (r *manifestReader) read(name string) (ManifestItem, error) {
+	fd, err := openEntryAt(r.dirFd, r.dir, name)
 	if err != nil {
-		return it, false, describeJSONError(nil, err)
+		if err == syscall.ELOOP {
+			return ManifestItem{}, errors.New("is a symlink; entries must be regular files")
+		}
+		return ManifestItem{}, fmt.Errorf("open: %w", err)
 	}
-	if d, isDelim := tok.(json.Delim); !isDelim || d != '{' {
-		return it, false, errors.New("not a JSON object")
+	defer syscall.Close(fd)
+	r.fd = fd
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return ManifestItem{}, fmt.Errorf("stat: %w", err)
 	}
-	var seen int
-	const all = 5
-	seenFields := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return it, false, describeJSONError(nil, err)
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return ManifestItem{}, errors.New("is not a regular file")
+	}
+	if st.Size > r.maxBytes {
+		return ManifestItem{}, fmt.Errorf("is %d bytes, over the %d-byte limit", st.Size, r.maxBytes)
+	}
+	// Read the head; read on while "value" has not been met.
+	want := int(min(st.Size, manifestHead))
+	n := 0
+	for {
+		if cap(r.buf) < want {
+			r.buf = append(r.buf[:n], make([]byte, want-n)...)
 		}
-		field, _ := tok.(string)
-		if err := checkEntryField(field, seenFields); err != nil {
-			return it, false, err
-		}
-		var dst any
-		switch field {
-		case "key":
-			dst = &it.Key
-		case "short_description":
-			dst = &it.ShortDescription
-		case "stored_by":
-			dst = &it.StoredBy
-		case "updated_at":
-			dst = &it.UpdatedAt
-		case "version":
-			dst = &it.Version
-		case "value":
-			return it, seen == all, nil
-		}
-		if dst == nil {
-			var skip json.RawMessage
-			if err := dec.Decode(&skip); err != nil {
-				return it, false, describeJSONError(nil, err)
+		r.buf = r.buf[:want]
+		for n < want {
+			m, err := syscall.Pread(fd, r.buf[n:want], int64(n))
+			if err != nil {
+				return ManifestItem{}, fmt.Errorf("read: %w", err)
 			}
-			continue
+			if m == 0 {
+				break // the file shrank; scan what there is
+			}
+			n += m
 		}
-		if err := dec.Decode(dst); err != nil {
-			return it, false, fmt.Errorf("field %s: %w", field, err)
+		r.buf = r.buf[:n]
+		names, pos := scanTopLevel(r.buf, "value")
+		if pos >= 0 {
+			return r.fromHead(name, names, pos, st.Size)
 		}
-		seen++
+		if n < want || int64(n) >= st.Size {
+			break // the whole file, and no top-level "value" field
+		}
+		want = int(min(st.Size, int64(n)*4))
 	}
-	return it, false, nil
+	return r.whole(name, r.buf, st.Size)
+}
+
+// fromHead decodes the manifest from the bytes before the "value" field
+// (which starts at pos), falling back to a full parse when they do not
+// hold every manifest field.
+func (r *manifestReader) fromHead(name string, names []string, pos int, size int64) (ManifestItem, error) {
+	head := bytes.TrimRight(r.buf[:pos], " \t\r\n")
+	if len(head) == 0 || (head[len(head)-1] != ',' && head[len(head)-1] != '{') {
+		return ManifestItem{}, errors.New("invalid JSON before the value field")
+	}
+	seen := map[string]bool{}
+	for _, f := range names {
+		if err := checkEntryField(f, seen); err != nil {
+			return ManifestItem{}, err
+		}
+	}
+	if !seen["key"] || !seen["short_description"] || !seen["stored_by"] || !seen["updated_at"] || !seen["version"] {
+		// Another field order: parse the whole file.
+		data, err := r.readAll(size)
+		if err != nil {
+			return ManifestItem{}, err
+		}
+		return r.whole(name, data, size)
+	}
+	r.obj = append(append(r.obj[:0], bytes.TrimSuffix(head, []byte(","))...), '}')
+	if err := CheckDepth(r.obj, r.maxDepth); err != nil {
+		return ManifestItem{}, err
+	}
+	var m manifestFields
+	if err := json.Unmarshal(r.obj, &m); err != nil {
+		return ManifestItem{}, describeJSONError(r.obj, err)
+	}
+	return ManifestItem{Key: m.Key, ShortDescription: m.ShortDescription, StoredBy: m.StoredBy, UpdatedAt: m.UpdatedAt, Version: m.Version, Size: size}, nil
+}
+
+func (r *manifestReader) readAll(size int64) ([]byte, error) {
+	data := make([]byte, size)
+	n := 0
+	for n < len(data) {
+		m, err := syscall.Pread(r.fd, data[n:], int64(n))
+		if err != nil {
+			return nil, fmt.Errorf("read: %w", err)
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	return data[:n], nil
+}
+
+func (r *manifestReader) whole(name string, data []byte, size int64) (ManifestItem, error) {
+	e, err := parseEntry(name, data, r.maxDepth)
+	if err != nil {
+		return ManifestItem{}, err
+	}
+	return ManifestItem{Key: e.Key, ShortDescription: e.ShortDescription, StoredBy: e.StoredBy, UpdatedAt: e.UpdatedAt, Version: e.Version, Size: size}, nil
 }
 
 // entryFields are the top-level fields of an entry file as written.
@@ -563,10 +610,19 @@ func parseEntry(name string, data []byte, maxDepth int) (Entry, error) {
 }
 
 // topLevelFields lists the field names of the top-level object of data,
-// which must already be known to be valid JSON. It scans bytes once,
-// skipping values, and unescapes only names that hold escapes.
+// which must already be known to be valid JSON.
 func topLevelFields(data []byte) []string {
-	var names []string
+	names, _ := scanTopLevel(data, "")
+	return names
+}
+
+// scanTopLevel scans the top-level object at the start of data (bytes
+// only, values skipped, names unescaped only when they hold escapes) and
+// returns the field names met. When it meets the field stop, complete and
+// followed by its ':', it returns the names before it and the offset of
+// its opening quote; otherwise pos is -1 (stop not there, or data cut
+// short, or not an object).
+func scanTopLevel(data []byte, stop string) (names []string, pos int) {
 	depth, expectKey := 0, false
 	for i := 0; i < len(data); i++ {
 		switch c := data[i]; c {
@@ -578,10 +634,23 @@ func topLevelFields(data []byte) []string {
 					j++
 				}
 			}
+			if j >= len(data) {
+				return names, -1 // a string cut short
+			}
 			if depth == 1 && expectKey {
-				name := string(data[i+1 : min(j, len(data))])
+				name := string(data[i+1 : j])
 				if esc {
-					_ = json.Unmarshal(data[i:min(j+1, len(data))], &name)
+					_ = json.Unmarshal(data[i:j+1], &name)
+				}
+				if stop != "" && name == stop {
+					k := j + 1
+					for k < len(data) && (data[k] == ' ' || data[k] == '\t' || data[k] == '\r' || data[k] == '\n') {
+						k++
+					}
+					if k < len(data) && data[k] == ':' {
+						return names, i
+					}
+					return names, -1
 				}
 				names = append(names, name)
 				expectKey = false
@@ -596,7 +665,12 @@ func topLevelFields(data []byte) []string {
 			depth--
 		case ',':
 			expectKey = depth == 1
+		case ' ', '\t', '\r', '\n':
+		default:
+			if depth == 0 {
+				return names, -1 // not an object
+			}
 		}
 	}
-	return names
+	return names, -1
 }
