@@ -59,7 +59,9 @@ func TestAgentsInOtherLanguages(t *testing.T) {
 	}
 
 	w := newWS(t)
-	srv := w.serve()
+	// A short rescan: a claim that lands after the task finished is taken
+	// (and refused) by the next rescan, as finished tasks are not watched.
+	srv := w.serve("--rescan", "200ms")
 	x := w.open()
 
 	// A task with an approved plan of 12 independent subtasks.
@@ -113,7 +115,22 @@ func TestAgentsInOtherLanguages(t *testing.T) {
 	}
 
 	st := stateWhere(t, x, hive, func(st workspace.State) bool { return st.Status == "completed" })
+	for _, id := range []string{hive, arc} {
+		eventually(t, "every marker of "+id+" taken", func() (bool, string) {
+			ents, err := os.ReadDir(filepath.Join(w.root, "tasks", id))
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, e := range ents {
+				if _, ok := workspace.IsMarkerName(e.Name()); ok {
+					return false, "still there: " + e.Name()
+				}
+			}
+			return true, ""
+		})
+	}
 	srv.stop() // settles the journal
+	st = stateWhere(t, x, hive, func(workspace.State) bool { return true })
 
 	// Every subtask completed exactly once, by the one worker that says it
 	// finished it, with its output naming that worker.
