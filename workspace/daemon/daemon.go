@@ -264,6 +264,7 @@ func (l *loop) run(ctx context.Context) error {
 	}
 	d.log.Info("serving", "root", d.ws.Dir(), "rescan", d.cfg.Rescan, "grace", d.cfg.Grace, "cleanup_interval", d.cfg.CleanupInterval)
 	l.fullScan(ctx, true)
+	d.log.Info("ready", "tasks_watched", len(l.watched), "tasks_finished", len(l.finished))
 	if d.cfg.Ready != nil {
 		d.cfg.Ready()
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
@@ -28,10 +29,9 @@ const EventStateRestored = "state_restored"
 // daemonAgent names the daemon in the lock holder records it leaves.
 const daemonAgent = "workspaced-daemon"
 
-// recordWriters bounds how many journal records of one burst are written
-// at once. Their fsyncs run concurrently, so the filesystem commits them
-// together instead of one after another.
-const recordWriters = 16
+// examiners bounds how many markers of one burst are read and validated at
+// once.
+const examiners = 8
 
 // taskCache is what the daemon remembers of a task between bursts, so a
 // burst costs no re-read of state.json or of the journal. It is touched
@@ -361,12 +361,27 @@ func (d *Daemon) takeMarkers(ctx context.Context, id string, c *taskCache) (int,
 			return 0, time.Time{}, fmt.Errorf("create journal of task %s: %w", id, err)
 		}
 	}
-	for _, p := range pending {
+	// Reading and validating markers and products is independent work:
+	// do it for the whole burst at once; the renames below stay in order.
+	exs := make([]examined, len(pending))
+	sem := make(chan struct{}, examiners)
+	var wg sync.WaitGroup
+	for i, p := range pending {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			exs[i] = examine(d.ws, id, markerPath(id, p.name), p.kind, p.fi, now, d.cfg.Grace)
+		}()
+	}
+	wg.Wait()
+	for i, p := range pending {
 		if ctx.Err() != nil {
 			break
 		}
 		rel := markerPath(id, p.name)
-		ex := examine(d.ws, id, rel, p.kind, p.fi, now, d.cfg.Grace)
+		ex := exs[i]
 		switch ex.verdict {
 		case vanished:
 			continue

@@ -1,6 +1,0 @@
-package main
-
-// Stand-ins until these commands have their own files; delete this file then.
-var (
-	cmdBench = notYet("bench")
-)
