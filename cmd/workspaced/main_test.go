@@ -83,11 +83,21 @@ func newWS(t *testing.T) *ws {
 	return w
 }
 
-// run runs the binary with args and optional stdin.
+// runIn runs the binary with args and optional stdin.
 func (w *ws) runIn(stdin string, args ...string) result {
 	w.t.Helper()
+	r, err := execBin(w.dir, w.env, stdin, args...)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return r
+}
+
+// execBin runs the binary in dir with env; it is safe to call from many
+// goroutines. Only a failure to run at all is an error.
+func execBin(dir string, env []string, stdin string, args ...string) (result, error) {
 	cmd := exec.Command(bin, args...)
-	cmd.Dir, cmd.Env = w.dir, w.env
+	cmd.Dir, cmd.Env = dir, env
 	if stdin != "" {
 		cmd.Stdin = strings.NewReader(stdin)
 	}
@@ -100,9 +110,9 @@ func (w *ws) runIn(stdin string, args ...string) result {
 	case errors.As(err, &ee):
 		r.code = ee.ExitCode()
 	case err != nil:
-		w.t.Fatalf("run workspaced %q: %v", args, err)
+		return r, fmt.Errorf("run workspaced %q: %w", args, err)
 	}
-	return r
+	return r, nil
 }
 
 func (w *ws) run(args ...string) result {

@@ -1,0 +1,385 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/workspaced/workspaced/locking"
+)
+
+// await polls cond until it holds or the deadline passes.
+func await(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// parallel runs n workers at once (released together) and fails the test
+// with the first error any returns.
+func parallel(t *testing.T, n int, work func(p int) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	start := make(chan struct{})
+	for p := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			if err := work(p); err != nil {
+				errs <- fmt.Errorf("worker %d: %w", p, err)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// checkItems reads the array value of key and checks it holds every item
+// p<P>-<I> exactly once, each worker's items in its order.
+func checkItems(t *testing.T, w *ws, key string, procs, each int) {
+	t.Helper()
+	var items []string
+	decode(t, w.ok("env", "get", "--task", "t1", "--key", key), &items)
+	if len(items) != procs*each {
+		t.Fatalf("%d items, want %d: updates were lost", len(items), procs*each)
+	}
+	next := make([]int, procs)
+	for _, it := range items {
+		var p, i int
+		if _, err := fmt.Sscanf(it, "p%d-%d", &p, &i); err != nil || p >= procs || next[p] != i {
+			t.Fatalf("item %q out of place (worker %d expected item %d)", it, p, next[p])
+		}
+		next[p]++
+	}
+}
+
+// 8 processes × 50 read-modify-writes of one key through get --json and
+// update --if-version, retrying on conflict (exit 4): none is lost.
+func TestConcurrentUpdatesIfVersion(t *testing.T) {
+	w := newWS(t)
+	w.task("t1")
+	w.ok("env", "store", "--task", "t1", "--key", "items", "--description", "shared list", "--value", "[]")
+	const procs, each = 8, 50
+	var conflicts sync.Map
+	parallel(t, procs, func(p int) error {
+		n := 0
+		for i := range each {
+			item := fmt.Sprintf("p%d-%d", p, i)
+			for lost := 0; ; lost++ {
+				r, err := execBin(w.dir, w.env, "", "env", "get", "--task", "t1", "--key", "items", "--json")
+				if err != nil || r.code != 0 {
+					return fmt.Errorf("get: %v %v", err, r)
+				}
+				var e struct {
+					Version int      `json:"version"`
+					Value   []string `json:"value"`
+				}
+				if err := json.Unmarshal([]byte(r.stdout), &e); err != nil {
+					return fmt.Errorf("get --json: %w", err)
+				}
+				v, _ := json.Marshal(append(e.Value, item))
+				r, err = execBin(w.dir, w.env, "", "env", "update", "--task", "t1", "--key", "items",
+					"--value", string(v), "--if-version", strconv.Itoa(e.Version), "--agent", fmt.Sprintf("p%d", p))
+				if err != nil {
+					return err
+				}
+				if r.code == exitOK {
+					break
+				}
+				if r.code != exitConflict || !strings.Contains(r.stderr, "version is") {
+					return fmt.Errorf("update: want exit 0 or 4, got %v", r)
+				}
+				n++
+				// Back off with jitter, as a real client of a
+				// compare-and-swap would: on two cores every lost
+				// attempt costs two process starts.
+				time.Sleep(time.Duration(rand.Int64N(int64(time.Millisecond) << min(lost, 6))))
+			}
+		}
+		conflicts.Store(p, n)
+		return nil
+	})
+	checkItems(t, w, "items", procs, each)
+	total := 0
+	conflicts.Range(func(_, v any) bool { total += v.(int); return true })
+	t.Logf("%d conflicts retried", total)
+	var e struct{ Version int }
+	decode(t, w.ok("env", "get", "--task", "t1", "--key", "items", "--json"), &e)
+	if e.Version != 1+procs*each {
+		t.Fatalf("version %d, want %d", e.Version, 1+procs*each)
+	}
+}
+
+// The same read-modify-writes, each a shell script run under
+// `workspaced lock`: the lock serializes them, so none conflicts or is lost.
+func TestConcurrentUpdatesUnderLock(t *testing.T) {
+	jq, err := exec.LookPath("jq")
+	if err != nil {
+		t.Skip("jq is not installed")
+	}
+	w := newWS(t)
+	w.task("t1")
+	w.ok("env", "store", "--task", "t1", "--key", "items", "--description", "shared list", "--value", "[]")
+	env := append(append([]string{}, w.env...), "WSD="+bin, "JQ="+jq)
+	const script = `v=$("$WSD" env get --task t1 --key items) &&
+"$WSD" env update --task t1 --key items --value "$(printf '%s' "$v" | "$JQ" -c --arg i "$ITEM" '. + [$i]')" >/dev/null`
+	const procs, each = 8, 50
+	parallel(t, procs, func(p int) error {
+		for i := range each {
+			r, err := execBin(w.dir, append(env, fmt.Sprintf("ITEM=p%d-%d", p, i)), "",
+				"lock", "--task", "t1", "--name", "items", "--agent", fmt.Sprintf("p%d", p), "--", "sh", "-c", script)
+			if err != nil || r.code != 0 || r.stderr != "" {
+				return fmt.Errorf("lock: %v %v", err, r)
+			}
+		}
+		return nil
+	})
+	checkItems(t, w, "items", procs, each)
+}
+
+// 8 processes storing different keys at once all land; 8 storing the same
+// key all count.
+func TestConcurrentStores(t *testing.T) {
+	w := newWS(t)
+	w.task("t1")
+	const procs, each = 8, 5
+	parallel(t, procs, func(p int) error {
+		for i := range each {
+			key := fmt.Sprintf("k%d_%d", p, i)
+			r, err := execBin(w.dir, w.env, "", "env", "store", "--task", "t1", "--key", key, "--description", "d",
+				"--value", fmt.Sprintf(`{"p":%d,"i":%d}`, p, i))
+			if err != nil || r.code != 0 {
+				return fmt.Errorf("store %s: %v %v", key, err, r)
+			}
+		}
+		r, err := execBin(w.dir, w.env, "", "env", "store", "--task", "t1", "--key", "same", "--description", "d", "--value", strconv.Itoa(p))
+		if err != nil || r.code != 0 {
+			return fmt.Errorf("store same: %v %v", err, r)
+		}
+		return nil
+	})
+	var items []entryMeta
+	decode(t, w.ok("env", "list", "--task", "t1", "--json"), &items)
+	if len(items) != procs*each+1 {
+		t.Fatalf("%d keys listed, want %d", len(items), procs*each+1)
+	}
+	for p := range procs {
+		for i := range each {
+			want := fmt.Sprintf("{\n  \"p\": %d,\n  \"i\": %d\n}\n", p, i)
+			if got := w.ok("env", "get", "--task", "t1", "--key", fmt.Sprintf("k%d_%d", p, i)); got != want {
+				t.Fatalf("k%d_%d = %q, want %q", p, i, got, want)
+			}
+		}
+	}
+	var same struct{ Version int }
+	decode(t, w.ok("env", "get", "--task", "t1", "--key", "same", "--json"), &same)
+	if same.Version != procs {
+		t.Fatalf("version of a key stored by %d processes: %d", procs, same.Version)
+	}
+}
+
+func TestLockCommand(t *testing.T) {
+	w := newWS(t)
+	w.task("t1")
+	cases := []struct {
+		name   string
+		args   []string
+		stdin  string
+		code   int
+		stdout string
+	}{
+		{"exit code passed through", []string{"sh", "-c", "echo in; exit 7"}, "", 7, "in\n"},
+		{"stdin passed through", []string{"sh", "-c", "tr a-z A-Z"}, "hello\n", 0, "HELLO\n"},
+		{"root exported", []string{"sh", "-c", `test "$WORKSPACE_ROOT" = "` + w.root + `" && echo same`}, "", 0, "same\n"},
+		{"killed by a signal", []string{"sh", "-c", "kill -TERM $$"}, "", 128 + 15, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w.t = t
+			r := w.runIn(c.stdin, append([]string{"lock", "--task", "t1", "--name", "k", "--"}, c.args...)...)
+			if r.code != c.code || r.stdout != c.stdout || r.stderr != "" {
+				t.Fatalf("want exit %d and %q, got %v", c.code, c.stdout, r)
+			}
+		})
+	}
+	w.t = t
+	r := w.run("lock", "--task", "t1", "--name", "k", "--", "no-such-command-xyz")
+	if r.code != 127 || !strings.Contains(r.stderr, "no-such-command-xyz") {
+		t.Fatalf("a missing command: %v", r)
+	}
+	w.fails(exitNotFound, "no such task", "lock", "--task", "nope", "--name", "k", "--", "true")
+	if _, err := os.Stat(filepath.Join(w.root, "tasks", "nope")); err == nil {
+		t.Fatal("lock of a missing task created its directory")
+	}
+
+	// Held by someone else: --timeout gives up with exit 4 naming the holder,
+	// and so does lock_timeout from workspace.json.
+	path := filepath.Join(w.root, "tasks", "t1", ".locks", "k.lock")
+	l, err := locking.Acquire(context.Background(), path, locking.Options{Agent: "holder"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder := fmt.Sprintf("held by pid %d (agent holder)", os.Getpid())
+	r = w.fails(exitConflict, holder, "lock", "--task", "t1", "--name", "k", "--timeout", "200ms", "--", "echo", "never")
+	if !strings.Contains(r.stderr, "hint: ") {
+		t.Fatalf("no hint: %v", r)
+	}
+	settings := filepath.Join(w.root, "workspace.json")
+	data, _ := os.ReadFile(settings)
+	os.WriteFile(settings, regexp.MustCompile(`"lock_timeout": "[^"]*"`).ReplaceAll(data, []byte(`"lock_timeout": "200ms"`)), 0o644)
+	w.fails(exitConflict, holder, "lock", "--task", "t1", "--name", "k", "--", "echo", "never")
+	w.ok("env", "store", "--task", "t1", "--key", "k", "--description", "d", "--value", "1") // other locks are free
+	l.Release()
+}
+
+// A process killed while holding a lock does not block the next: the kernel
+// drops the flock, and the command it ran dies with it.
+func TestLockHolderKilled(t *testing.T) {
+	w := newWS(t)
+	w.task("t1")
+	pidFile := filepath.Join(w.dir, "child.pid")
+	cmd := exec.Command(bin, "lock", "--task", "t1", "--name", "k", "--agent", "victim", "--",
+		"sh", "-c", `echo $$ > "$0"; exec sleep 60`, pidFile)
+	cmd.Dir, cmd.Env = w.dir, w.env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	path := filepath.Join(w.root, "tasks", "t1", ".locks", "k.lock")
+	var child int
+	await(t, "the child to start under the lock", func() bool {
+		data, _ := os.ReadFile(pidFile)
+		child, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+		held, _, _ := locking.Held(path)
+		return child > 0 && held
+	})
+
+	// locks reports it, with the holder.
+	var locks []lockInfo
+	decode(t, w.ok("locks", "--json"), &locks)
+	found := false
+	for _, l := range locks {
+		if l.Path == "tasks/t1/.locks/k.lock" {
+			found = l.Held && l.Holder != nil && l.Holder.PID == cmd.Process.Pid && l.Holder.Agent == "victim"
+		}
+	}
+	if !found {
+		t.Fatalf("locks --json does not show the held lock: %+v", locks)
+	}
+	text := w.ok("locks")
+	if !regexp.MustCompile(`(?m)^tasks/t1/\.locks/k\.lock\s+held\s+pid ` + strconv.Itoa(cmd.Process.Pid) + ` agent victim since `).MatchString(text) {
+		t.Fatalf("locks:\n%s", text)
+	}
+	w.fails(exitConflict, fmt.Sprintf("held by pid %d (agent victim)", cmd.Process.Pid),
+		"lock", "--task", "t1", "--name", "k", "--timeout", "100ms", "--", "true")
+
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var ee *exec.ExitError
+	if err := cmd.Wait(); !errors.As(err, &ee) {
+		t.Fatalf("killed holder: %v", err)
+	}
+	r := w.run("lock", "--task", "t1", "--name", "k", "--timeout", "5s", "--", "echo", "next")
+	if r.code != 0 || r.stdout != "next\n" {
+		t.Fatalf("the next lock after a killed holder: %v", r)
+	}
+	await(t, "the orphaned command to die with its workspaced", func() bool {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
+		if err != nil {
+			return true
+		}
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		return len(f) > 0 && f[0] == "Z"
+	})
+	if got := w.ok("locks"); !strings.HasPrefix(got, "no lock is held") {
+		t.Fatalf("locks after release: %q", got)
+	}
+}
+
+// events --follow prints what exists, then what is appended, until SIGINT.
+func TestEventsFollow(t *testing.T) {
+	w := newWS(t)
+	w.task("t1")
+	cmd := exec.Command(bin, "events", "--follow", "--json")
+	cmd.Dir, cmd.Env = w.dir, w.env
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	lines := make(chan string, 16)
+	go func() {
+		defer close(lines)
+		buf := make([]byte, 0, 4096)
+		tmp := make([]byte, 4096)
+		for {
+			n, err := out.Read(tmp)
+			buf = append(buf, tmp[:n]...)
+			for {
+				i := strings.IndexByte(string(buf), '\n')
+				if i < 0 {
+					break
+				}
+				lines <- string(buf[:i])
+				buf = buf[i+1:]
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	next := func(want string) {
+		t.Helper()
+		select {
+		case l, ok := <-lines:
+			if !ok || !strings.Contains(l, want) {
+				t.Fatalf("next event line %q, want one with %q", l, want)
+			}
+			var ev map[string]any
+			decode(t, l, &ev)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no event with %q", want)
+		}
+	}
+	next(`"event":"task_created","task_id":"t1"`)
+	w.ok("env", "store", "--task", "t1", "--key", "k", "--description", "d", "--value", "1")
+	next(`"event":"env_stored"`)
+	w.task("t2") // a task created while following is picked up
+	next(`"task_id":"t2"`)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("events --follow after SIGINT: %v\n%s", err, stderr.String())
+	}
+}
