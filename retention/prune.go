@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
@@ -223,6 +224,11 @@ type run struct {
 	tasksDir *os.File
 	// pending is the batch of locked tasks waiting for flush.
 	pending []*pendingTask
+	// del feeds old trees to the deleter goroutines (see deleteLater).
+	del   chan string
+	delWG sync.WaitGroup
+	// errMu guards rep.Errors, which the deleters also append to.
+	errMu sync.Mutex
 }
 
 func (r *run) lockPath(rel string) string {
@@ -291,17 +297,17 @@ func (r *run) recover(ctx context.Context) error {
 					continue
 				}
 				if err := root.Rename(rel, path.Join("tasks", id)); err != nil {
-					r.rep.Errors = append(r.rep.Errors, fmt.Sprintf("recover summary %s: %v", rel, err))
+					r.addError(fmt.Sprintf("recover summary %s: %v", rel, err))
 					continue
 				}
 				if err := atomicfile.SyncDir(root, "tasks"); err != nil {
-					r.rep.Errors = append(r.rep.Errors, fmt.Sprintf("recover summary %s: %v", rel, err))
+					r.addError(fmt.Sprintf("recover summary %s: %v", rel, err))
 					continue
 				}
 				r.rep.Recovered = append(r.rep.Recovered, "moved summary "+rel+" into place")
 				continue
 			case err != nil && !errors.Is(err, fs.ErrNotExist):
-				r.rep.Errors = append(r.rep.Errors, fmt.Sprintf("recover %s: %v", rel, err))
+				r.addError(fmt.Sprintf("recover %s: %v", rel, err))
 				continue
 			}
 		}
@@ -310,7 +316,7 @@ func (r *run) recover(ctx context.Context) error {
 			continue
 		}
 		if err := root.RemoveAll(rel); err != nil {
-			r.rep.Errors = append(r.rep.Errors, fmt.Sprintf("delete leftover %s: %v", rel, err))
+			r.addError(fmt.Sprintf("delete leftover %s: %v", rel, err))
 			continue
 		}
 		r.rep.Recovered = append(r.rep.Recovered, "deleted leftover "+rel)
@@ -355,7 +361,44 @@ func (r *run) prune(ctx context.Context) error {
 	// The batch in hand is finished even when ctx is done: it holds locks
 	// and half-built summaries, and is short.
 	r.flush()
+	if r.del != nil {
+		close(r.del)
+		r.delWG.Wait()
+	}
 	return err
+}
+
+// deleters is how many goroutines delete old trees at once. Deleting is a
+// chain of unlinks, each waiting on the filesystem's journal; a few chains
+// in parallel keep the disk busy where one would leave it idle.
+const deleters = 4
+
+// deleteLater hands an old tree (tasks/.prune-<id> after a swap, or
+// tasks/.trash-<id>) to the deleters, starting them on first use. The task
+// is already summarised or gone; a tree left behind by a failure or a crash
+// is deleted by the next run's recovery.
+func (r *run) deleteLater(old string) {
+	if r.del == nil {
+		r.del = make(chan string, maxPending)
+		for range deleters {
+			r.delWG.Go(func() {
+				for old := range r.del {
+					if err := r.p.Root.RemoveAll(old); err != nil {
+						r.addError(fmt.Sprintf("delete %s: %v", old, err))
+					}
+				}
+			})
+		}
+	}
+	r.del <- old
+}
+
+// addError records a failure that does not stop the run; safe for
+// concurrent use.
+func (r *run) addError(msg string) {
+	r.errMu.Lock()
+	defer r.errMu.Unlock()
+	r.rep.Errors = append(r.rep.Errors, msg)
 }
 
 // pendingTask is a task locked and ready to be summarised or removed.
@@ -455,8 +498,8 @@ var maxPending = 128
 //  2. each summary is swapped with its task, each task to remove is
 //     renamed to trash;
 //  3. tasks/ is fsynced, making every swap and rename durable;
-//  4. the old trees are deleted, the outcomes recorded and the locks
-//     released.
+//  4. the outcomes are recorded, the locks released, and the old trees,
+//     no longer under any task's name, handed to the deleters.
 //
 // Each task passes through the same states as if handled alone, so the
 // crash guarantees of Pruner hold task by task.
@@ -523,11 +566,7 @@ func (r *run) flush() {
 	}
 	for _, pt := range r.pending {
 		if pt.err == nil && pt.old != "" {
-			if err := root.RemoveAll(pt.old); err != nil {
-				// The task is already summarised or gone: report the
-				// leftover, which the next run deletes.
-				r.rep.Errors = append(r.rep.Errors, fmt.Sprintf("delete %s of task %s: %v", pt.old, pt.d.TaskID, err))
-			}
+			r.deleteLater(pt.old)
 		}
 		if pt.err != nil {
 			if pt.d.Action == Summarize {
@@ -565,7 +604,7 @@ func (r *run) fail(d Decision, err error) {
 		what = string(d.Action)
 	}
 	msg := fmt.Sprintf("%s task %s: %v", what, d.TaskID, err)
-	r.rep.Errors = append(r.rep.Errors, msg)
+	r.addError(msg)
 	d.Action, d.Reason = Skip, "failed: "+msg
 	r.record(d)
 }
