@@ -265,8 +265,12 @@ func (r *run) eachEntry(ctx context.Context, fn func(fs.DirEntry)) error {
 //   - .trash-<id> is a task on its way out: removed;
 //   - .prune-<id> while tasks/<id> exists is an unfinished summary, or the
 //     old full tree after the swap: removed either way;
-//   - .prune-<id> while tasks/<id> is missing is a complete summary whose
-//     task the two-rename fallback had moved away: renamed into place.
+//   - .prune-<id> while tasks/<id> is missing and .trash-<id> exists is a
+//     complete summary whose task the two-rename fallback had just moved
+//     to trash (the trash is deleted only after the summary is in place):
+//     renamed into place, before any trash is deleted;
+//   - .prune-<id> with neither tasks/<id> nor .trash-<id> is an old tree
+//     whose task went away since: removed.
 //
 // The cleanup lock makes this run the only one creating such entries. In a
 // dry run the leftovers are only listed.
@@ -290,8 +294,13 @@ func (r *run) recover(ctx context.Context) error {
 		rel := path.Join("tasks", n)
 		if id, ok := strings.CutPrefix(n, prunePrefix); ok {
 			_, err := root.Lstat(path.Join("tasks", id))
+			limbo := false
+			if errors.Is(err, fs.ErrNotExist) && validID(id) {
+				_, terr := root.Lstat(path.Join("tasks", trashPrefix+id))
+				limbo = terr == nil
+			}
 			switch {
-			case errors.Is(err, fs.ErrNotExist) && validID(id):
+			case limbo:
 				if r.p.DryRun {
 					r.rep.Recovered = append(r.rep.Recovered, "would move summary "+rel+" into place")
 					continue

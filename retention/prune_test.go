@@ -390,6 +390,11 @@ func TestRecoverLeftovers(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(tasks, ".trash-limbo-root")); err != nil {
 		t.Fatal(err)
 	}
+	// An old tree whose task went away since: deleted, not resurrected.
+	writeTask(t, dir, taskSpec{id: "orphan", status: StatusCompleted, completedAt: at(Day)})
+	if err := os.Rename(filepath.Join(tasks, "orphan"), filepath.Join(tasks, ".prune-orphan")); err != nil {
+		t.Fatal(err)
+	}
 	before := snapshot(t, dir)
 
 	dry := newPruner(root, dir)
@@ -398,8 +403,8 @@ func TestRecoverLeftovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Recovered) != 3 {
-		t.Errorf("dry run lists %v, want 3 leftovers", rep.Recovered)
+	if len(rep.Recovered) != 4 {
+		t.Errorf("dry run lists %v, want 4 leftovers", rep.Recovered)
 	}
 	if d := diffSnapshots(before, snapshot(t, dir)); d != "" {
 		t.Fatalf("dry run changed the tree:\n%s", d)
@@ -417,6 +422,9 @@ func TestRecoverLeftovers(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(tasks, "limbo", "state.json")); err != nil {
 		t.Errorf("summary not moved into place: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(tasks, "orphan")); !os.IsNotExist(err) {
+		t.Errorf("orphaned old tree came back as a task: %v", err)
 	}
 	if got := ids(rep.Kept); !slices.Equal(got, []string{"limbo", "whole"}) {
 		t.Errorf("kept %v, want [limbo whole]", got)
