@@ -45,6 +45,23 @@ func ReadAgentFile(root *os.Root, name string, maxBytes int64) ([]byte, error) {
 // and without blocking on a FIFO. A symlink (wherever it points, inside the
 // root or out of it) is ErrUnsafe, a missing file ErrNotFound.
 func openAgentFile(root *os.Root, name string) (*os.File, error) {
+	// An atomic rename may replace the file between the open and the check
+	// below; that is a writer doing its job, not a symlink, so look again.
+	const attempts = 16
+	for range attempts {
+		f, err := openAgentFileOnce(root, name)
+		if err != errReplaced {
+			return f, err
+		}
+	}
+	return nil, fmt.Errorf("open %s: replaced %d times while being opened", name, attempts)
+}
+
+// errReplaced says the name pointed at another regular file by the time it
+// was checked: the open is retried.
+var errReplaced = errors.New("replaced while opening")
+
+func openAgentFileOnce(root *os.Root, name string) (*os.File, error) {
 	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err == nil {
 		// os.Root resolves a final symlink that stays inside the root
@@ -52,13 +69,25 @@ func openAgentFile(root *os.Root, name string) (*os.File, error) {
 		// opened, not a link to it.
 		st, serr := f.Stat()
 		lst, lerr := root.Lstat(name)
-		if serr != nil || lerr != nil {
+		if serr != nil || (lerr != nil && !errors.Is(lerr, fs.ErrNotExist)) {
 			f.Close()
 			return nil, fmt.Errorf("stat %s: %w", name, errors.Join(serr, lerr))
 		}
-		if lst.Mode()&fs.ModeSymlink != 0 || !os.SameFile(st, lst) {
+		switch {
+		case lerr != nil:
+			// Removed since the open: what was opened is what the
+			// name held, unless it came through a link.
+			if st.Mode().IsRegular() {
+				return f, nil
+			}
+			f.Close()
+			return nil, errReplaced
+		case lst.Mode()&fs.ModeSymlink != 0:
 			f.Close()
 			return nil, &Error{Kind: ErrUnsafe, Op: "read " + name, Msg: "is a symlink; agent files must be regular files"}
+		case !os.SameFile(st, lst):
+			f.Close()
+			return nil, errReplaced
 		}
 		return f, nil
 	}
