@@ -136,10 +136,40 @@ func Source(kind Kind) []byte {
 	return b
 }
 
-// compiled holds every schema, compiled with format assertions on, once.
-var compiled = sync.OnceValues(compileAll)
+// compiled holds one lazily compiled schema per kind. Each kind compiles
+// on first use and only then: a command that validates one kind (opening a
+// workspace checks workspace.json) pays for that kind alone, not all 13.
+var compiled = func() map[Kind]func() (*jsonschema.Schema, error) {
+	m := make(map[Kind]func() (*jsonschema.Schema, error), len(kinds))
+	for _, k := range kinds {
+		m[k] = sync.OnceValues(func() (*jsonschema.Schema, error) { return compileKind(k) })
+	}
+	return m
+}()
 
+// schemaOf returns the compiled schema of a known kind.
+func schemaOf(k Kind) (*jsonschema.Schema, error) {
+	f, ok := compiled[k]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownKind, k)
+	}
+	return f()
+}
+
+// compileAll compiles every kind (the tests use it to check them all).
 func compileAll() (map[Kind]*jsonschema.Schema, error) {
+	out := make(map[Kind]*jsonschema.Schema, len(kinds))
+	for _, k := range kinds {
+		s, err := schemaOf(k)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = s
+	}
+	return out, nil
+}
+
+func compileKind(kind Kind) (*jsonschema.Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.Draft = jsonschema.Draft2020
 	c.AssertFormat = true
@@ -148,6 +178,9 @@ func compileAll() (map[Kind]*jsonschema.Schema, error) {
 	c.LoadURL = func(u string) (io.ReadCloser, error) {
 		return nil, fmt.Errorf("schema %s is not embedded", u)
 	}
+	// Every schema is added as a resource (parsing is cheap) so that
+	// references between them (journal → plan, review, claim, done)
+	// resolve; only the one asked for is compiled.
 	for _, k := range kinds {
 		src, err := files.ReadFile(k.FileName())
 		if err != nil {
@@ -157,15 +190,11 @@ func compileAll() (map[Kind]*jsonschema.Schema, error) {
 			return nil, fmt.Errorf("load schema %s: %w", k, err)
 		}
 	}
-	out := make(map[Kind]*jsonschema.Schema, len(kinds))
-	for _, k := range kinds {
-		s, err := c.Compile(k.URL())
-		if err != nil {
-			return nil, fmt.Errorf("compile schema %s: %w", k, err)
-		}
-		out[k] = s
+	s, err := c.Compile(kind.URL())
+	if err != nil {
+		return nil, fmt.Errorf("compile schema %s: %w", kind, err)
 	}
-	return out, nil
+	return s, nil
 }
 
 // isDateTime accepts what RFC 3339 calls a date-time and Go's time.Time
@@ -290,11 +319,11 @@ func ValidateLimits(kind Kind, data []byte, maxBytes, maxDepth int) error {
 	if err != nil {
 		return err
 	}
-	all, err := compiled()
+	sch, err := schemaOf(kind)
 	if err != nil {
 		return fmt.Errorf("%s: %w", kind, err)
 	}
-	err = all[kind].Validate(v)
+	err = sch.Validate(v)
 	if err == nil {
 		return nil
 	}

@@ -18,7 +18,7 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files under testdata/golden")
 
 func TestSchemasCompile(t *testing.T) {
-	all, err := compiled()
+	all, err := compileAll()
 	if err != nil {
 		t.Fatalf("compile: %v", err)
 	}
