@@ -160,7 +160,9 @@ func (w *Workspace) Root() *os.Root { return w.root }
 func (w *Workspace) Settings() Settings { return w.settings }
 
 // Now is the workspace clock.
-func (w *Workspace) Now() time.Time { return w.now().UTC() }
+// Times are kept to the millisecond, as every file writes them
+// (2024-01-15T10:00:00.123Z).
+func (w *Workspace) Now() time.Time { return w.now().UTC().Truncate(time.Millisecond) }
 
 // FilePerm and DirPerm follow the workspace mode.
 func (w *Workspace) FilePerm() os.FileMode {
