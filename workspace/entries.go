@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"path/filepath"
 	"sort"
@@ -175,17 +176,20 @@ func (w *Workspace) StoreEntry(ctx context.Context, s Scope, req StoreRequest) (
 	if err != nil {
 		return Result{}, err
 	}
-	if err := w.root.MkdirAll(dir, w.DirPerm()); err != nil {
-		return Result{}, fmt.Errorf("create %s: %w", dir, err)
+	d, err := w.openScopeDir(dir, true)
+	if err != nil {
+		return Result{}, err
 	}
-	l, err := w.LockFile(ctx, name, req.Agent)
+	defer d.Close()
+	base := path.Base(name)
+	l, err := w.lockIn(ctx, d, dir, base, req.Agent)
 	if err != nil {
 		return Result{}, err
 	}
 	defer l.Release()
 	now := w.Now()
 	e := Entry{Key: req.Key, ShortDescription: req.Description, StoredBy: req.Agent, CreatedAt: now, UpdatedAt: now, Version: 1, Value: compactValue(req.Value)}
-	old, err := w.readEntry(name)
+	old, err := w.readEntryIn(d, base, name)
 	switch {
 	case err == nil:
 		e.CreatedAt = old.CreatedAt
@@ -196,7 +200,7 @@ func (w *Workspace) StoreEntry(ctx context.Context, s Scope, req StoreRequest) (
 			return Result{}, err
 		}
 	}
-	if err := w.WriteJSON(name, e); err != nil {
+	if err := w.writeEntryIn(d, base, e); err != nil {
 		return Result{}, err
 	}
 	w.entryEvent(s, "stored", e.Key, req.Agent, e.Version)
@@ -235,15 +239,21 @@ func (w *Workspace) UpdateEntry(ctx context.Context, s Scope, req UpdateRequest)
 	} else if req.Description == nil {
 		return Result{}, invalidf("update "+req.Key, "pass --description and/or --value", "nothing to update")
 	}
-	if err := w.root.MkdirAll(dir, w.DirPerm()); err != nil {
-		return Result{}, fmt.Errorf("create %s: %w", dir, err)
+	d, err := w.openScopeDir(dir, false)
+	if isNotExist(err) {
+		return Result{}, notFoundf(fmt.Sprintf("update %s %q", s.Kind, req.Key), "create it first with store", "no such key")
 	}
-	l, err := w.LockFile(ctx, name, req.Agent)
+	if err != nil {
+		return Result{}, err
+	}
+	defer d.Close()
+	base := path.Base(name)
+	l, err := w.lockIn(ctx, d, dir, base, req.Agent)
 	if err != nil {
 		return Result{}, err
 	}
 	defer l.Release()
-	e, err := w.readEntry(name)
+	e, err := w.readEntryIn(d, base, name)
 	if errors.Is(err, ErrNotFound) {
 		return Result{}, notFoundf(fmt.Sprintf("update %s %q", s.Kind, req.Key), "create it first with store", "no such key")
 	}
@@ -264,7 +274,7 @@ func (w *Workspace) UpdateEntry(ctx context.Context, s Scope, req UpdateRequest)
 	e.StoredBy = req.Agent
 	e.UpdatedAt = w.Now()
 	e.Version++
-	if err := w.WriteJSON(name, e); err != nil {
+	if err := w.writeEntryIn(d, base, e); err != nil {
 		return Result{}, err
 	}
 	w.entryEvent(s, "updated", e.Key, req.Agent, e.Version)
@@ -280,21 +290,27 @@ func (w *Workspace) DeleteEntry(ctx context.Context, s Scope, key, agent string)
 	if err := ValidateID("agent", agent); err != nil {
 		return err
 	}
-	if !w.exists(dir) {
+	d, err := w.openScopeDir(dir, false)
+	if isNotExist(err) {
 		return notFoundf(fmt.Sprintf("delete %s %q", s.Kind, key), "", "no such key")
 	}
-	l, err := w.LockFile(ctx, name, agent)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	base := path.Base(name)
+	l, err := w.lockIn(ctx, d, dir, base, agent)
 	if err != nil {
 		return err
 	}
 	defer l.Release()
-	if err := w.root.Remove(name); err != nil {
+	if err := d.Remove(base); err != nil {
 		if isNotExist(err) {
 			return notFoundf(fmt.Sprintf("delete %s %q", s.Kind, key), "", "no such key")
 		}
 		return fmt.Errorf("delete %s: %w", name, err)
 	}
-	if err := atomicfile.SyncDir(w.root, dir); err != nil {
+	if err := atomicfile.SyncDir(d, "."); err != nil {
 		return err
 	}
 	w.entryEvent(s, "deleted", key, agent, 0)
@@ -324,11 +340,51 @@ func compactValue(v json.RawMessage) json.RawMessage {
 	return v
 }
 
+// openScopeDir opens an entry directory (relative to the root) through the
+// root, so a symlink leading out of it is refused, creating it when create
+// is set. Every later access of the operation goes through the returned
+// handle: one path walk per operation, not one per file access.
+func (w *Workspace) openScopeDir(dir string, create bool) (*os.Root, error) {
+	d, err := w.root.OpenRoot(dir)
+	if err == nil || !create || !isNotExist(err) {
+		if err != nil {
+			if isNotExist(err) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("open %s: %w", dir, err)
+		}
+		return d, nil
+	}
+	if err := w.root.MkdirAll(dir, w.DirPerm()); err != nil {
+		return nil, fmt.Errorf("create %s: %w", dir, err)
+	}
+	if d, err = w.root.OpenRoot(dir); err != nil {
+		return nil, fmt.Errorf("open %s: %w", dir, err)
+	}
+	return d, nil
+}
+
+// writeEntryIn writes e canonically, atomically and durably as base in d.
+func (w *Workspace) writeEntryIn(d *os.Root, base string, e Entry) error {
+	data, err := atomicfile.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("encode entry %s: %w", e.Key, err)
+	}
+	return atomicfile.WriteFile(d, base, data, w.FilePerm())
+}
+
 func (w *Workspace) readEntry(name string) (Entry, error) {
-	data, err := ReadAgentFile(w.root, name, int64(w.settings.Limits.MaxFileBytes))
+	return w.readEntryIn(w.root, name, name)
+}
+
+// readEntryIn reads the entry file name inside r; display is its path
+// from the workspace root, for errors.
+func (w *Workspace) readEntryIn(r *os.Root, name, display string) (Entry, error) {
+	data, err := ReadAgentFile(r, name, int64(w.settings.Limits.MaxFileBytes))
 	if err != nil {
 		return Entry{}, err
 	}
+	name = display
 	e, err := parseEntry(name, data, w.settings.Limits.MaxDepth)
 	if err != nil {
 		return Entry{}, err

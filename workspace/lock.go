@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 
@@ -47,9 +49,24 @@ func (w *Workspace) lockPath(ctx context.Context, rel, agent string) (*locking.L
 	if err := w.root.MkdirAll(filepath.FromSlash(path.Dir(rel)), w.DirPerm()); err != nil {
 		return nil, fmt.Errorf("create lock directory %s: %w", path.Dir(rel), err)
 	}
+	return w.acquire(ctx, w.root, filepath.FromSlash(rel), rel, agent)
+}
+
+// lockIn takes the lock of the file base in the directory d (dirRel
+// relative to the root): dirRel/.locks/base.lock.
+func (w *Workspace) lockIn(ctx context.Context, d *os.Root, dirRel, base, agent string) (*locking.Lock, error) {
+	if err := d.Mkdir(".locks", w.DirPerm()); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("create lock directory %s/.locks: %w", dirRel, err)
+	}
+	return w.acquire(ctx, d, filepath.Join(".locks", base+".lock"), path.Join(dirRel, ".locks", base+".lock"), agent)
+}
+
+// acquire takes the lock file at name inside r, rel being its path from
+// the workspace root.
+func (w *Workspace) acquire(ctx context.Context, r *os.Root, name, rel, agent string) (*locking.Lock, error) {
 	// The lock is taken by absolute path, which would follow a symlink
 	// planted in the lock file's place: refuse anything but a regular file.
-	if st, err := w.root.Lstat(filepath.FromSlash(rel)); err == nil && !st.Mode().IsRegular() {
+	if st, err := r.Lstat(name); err == nil && !st.Mode().IsRegular() {
 		return nil, &Error{Kind: ErrUnsafe, Op: "lock " + rel, Msg: fmt.Sprintf("lock file is a %s, not a regular file", fileKind(st.Mode())),
 			Hint: "remove it; lock files are plain files the workspace creates"}
 	} else if err != nil && !isNotExist(err) {
