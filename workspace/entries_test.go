@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -314,6 +317,9 @@ func TestListSkipsForeignAndFallsBack(t *testing.T) {
 	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "link.json")); err != nil {
 		t.Fatal(err)
 	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	items, skipped, err := w.ListEntriesReport(ctx, sc)
 	if err != nil {
 		t.Fatal(err)
@@ -328,7 +334,7 @@ func TestListSkipsForeignAndFallsBack(t *testing.T) {
 			t.Errorf("skipped %s without a reason", s.File)
 		}
 	}
-	for _, n := range []string{"corrupt.json", "wrongkey.json", "bad%zz.json", "link.json"} {
+	for _, n := range []string{"corrupt.json", "wrongkey.json", "bad%zz.json", "link.json", "fifo.json"} {
 		if !skippedFiles[n] {
 			t.Errorf("%s not reported as skipped (skipped: %v)", n, skipped)
 		}
@@ -397,5 +403,60 @@ func TestListAndGetAgree(t *testing.T) {
 				t.Errorf("list = %+v, skipped %v, %v; want the file skipped", items, skipped, err)
 			}
 		})
+	}
+}
+
+// TestConcurrentUpdatesLoseNothing: goroutines appending to one array value
+// with read-modify-write updates under the key's lock lose no item.
+func TestConcurrentUpdatesLoseNothing(t *testing.T) {
+	w, _ := newWS(t)
+	ctx := context.Background()
+	sc := Scope{Kind: ScopeGlobal}
+	if _, err := w.StoreEntry(ctx, sc, StoreRequest{Key: "list", Value: json.RawMessage(`[]`), Agent: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	const workers, each = 4, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*each)
+	for g := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				for {
+					e, err := w.GetEntry(ctx, sc, "list")
+					if err != nil {
+						errs <- err
+						return
+					}
+					var items []string
+					_ = json.Unmarshal(e.Value, &items)
+					items = append(items, fmt.Sprintf("%d-%d", g, i))
+					v, _ := json.Marshal(items)
+					_, err = w.UpdateEntry(ctx, sc, UpdateRequest{Key: "list", Value: v, Agent: "a", IfVersion: e.Version})
+					if errors.Is(err, ErrConflict) {
+						continue
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+					break
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	e, err := w.GetEntry(ctx, sc, "list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var items []string
+	if err := json.Unmarshal(e.Value, &items); err != nil || len(items) != workers*each || e.Version != workers*each+1 {
+		t.Errorf("%d items at version %d (%v), want %d at %d", len(items), e.Version, err, workers*each, workers*each+1)
 	}
 }
