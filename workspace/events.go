@@ -68,7 +68,7 @@ func ParseEvent(line string) (Event, error) {
 		return Event{}, err
 	}
 	if len(words) < 3 {
-		return Event{}, fmt.Errorf("event line %q: want <time> <event> <task> ...", line)
+		return Event{}, fmt.Errorf("event line %q: want <time> <event> <task> [args]", line)
 	}
 	for _, w := range words[:3] {
 		if w.key != "" {

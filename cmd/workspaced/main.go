@@ -193,10 +193,6 @@ type usageError struct{ msg, hint string }
 
 func (u *usageError) Error() string { return u.msg }
 
-func usagef(format string, args ...any) error {
-	return &usageError{msg: fmt.Sprintf(format, args...)}
-}
-
 // usageHint is a usage error pointing at the command's --help.
 func usageHint(cmd, format string, args ...any) error {
 	return &usageError{msg: cmd + ": " + fmt.Sprintf(format, args...), hint: "see 'workspaced " + cmd + " --help'"}
