@@ -376,13 +376,16 @@ func (d *Daemon) takeMarkers(ctx context.Context, id string, c *taskCache) (int,
 		}()
 	}
 	wg.Wait()
+	// Sequence numbers go to the ready markers in order; the renames, each
+	// to its own name, then run concurrently.
+	type takeJob struct {
+		p   pendingMarker
+		ex  examined
+		seq int64
+	}
+	var jobs []takeJob
 	for i, p := range pending {
-		if ctx.Err() != nil {
-			break
-		}
-		rel := markerPath(id, p.name)
-		ex := exs[i]
-		switch ex.verdict {
+		switch exs[i].verdict {
 		case vanished:
 			continue
 		case wait:
@@ -392,24 +395,52 @@ func (d *Daemon) takeMarkers(ctx context.Context, id string, c *taskCache) (int,
 			}
 			continue
 		}
-		seq := c.next
-		tn := takenName(seq, p.name)
-		// The commit point: the marker leaves the task directory and
-		// enters the journal in one rename.
-		if err := d.ws.Root().Rename(rel, path.Join(journalPath(id), tn)); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			return len(recs), waitTill, fmt.Errorf("take marker %s: %w", rel, err)
-		}
+		jobs = append(jobs, takeJob{p: p, ex: exs[i], seq: c.next})
 		c.next++
-		// If the file was swapped between reading and renaming, judge
-		// what was actually taken.
-		if fi, err := d.ws.Root().Lstat(path.Join(journalPath(id), tn)); err == nil && !sameFile(p.fi, fi) {
-			ex = examine(d.ws, id, path.Join(journalPath(id), tn), p.kind, fi, now, -1)
-		}
-		recs = append(recs, ex.record(seq, now, p.name))
-		taken = append(taken, tn)
+	}
+	if len(jobs) == 0 || ctx.Err() != nil {
+		return 0, waitTill, ctx.Err()
+	}
+	recs = make([]workspace.JournalRecord, len(jobs))
+	taken = make([]string, len(jobs))
+	errs := make([]error, len(jobs))
+	for i, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			rel := markerPath(id, j.p.name)
+			tn := takenName(j.seq, j.p.name)
+			// The commit point: the marker leaves the task directory and
+			// enters the journal in one rename.
+			if err := d.ws.Root().Rename(rel, path.Join(journalPath(id), tn)); err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					// Removed by someone else since it was read: its
+					// number is used up, so say why in the record.
+					j.ex.verdict, j.ex.reason = reject, "marker vanished before it was taken"
+					recs[i] = j.ex.record(j.seq, now, j.p.name)
+					return
+				}
+				errs[i] = fmt.Errorf("take marker %s: %w", rel, err)
+				return
+			}
+			ex := j.ex
+			// If the file was swapped between reading and renaming, judge
+			// what was actually taken.
+			if fi, err := d.ws.Root().Lstat(path.Join(journalPath(id), tn)); err == nil && !sameFile(j.p.fi, fi) {
+				ex = examine(d.ws, id, path.Join(journalPath(id), tn), j.p.kind, fi, now, -1)
+			}
+			recs[i] = ex.record(j.seq, now, j.p.name)
+			taken[i] = tn
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		// Some markers may be taken: reload the task from disk next time,
+		// which finishes their records.
+		d.forget(id)
+		return 0, waitTill, err
 	}
 	if len(recs) == 0 {
 		return 0, waitTill, nil
@@ -425,7 +456,9 @@ func (d *Daemon) takeMarkers(ctx context.Context, id string, c *taskCache) (int,
 	}
 	d.mu.Lock()
 	for i, r := range recs {
-		d.unsynced[id] = append(d.unsynced[id], journalEntry{seq: r.Seq, name: taken[i], marker: r.File})
+		if taken[i] != "" {
+			d.unsynced[id] = append(d.unsynced[id], journalEntry{seq: r.Seq, name: taken[i], marker: r.File})
+		}
 	}
 	d.mu.Unlock()
 	if err := d.commit(id, c, recs, c.fi != nil, ""); err != nil {
@@ -514,31 +547,46 @@ func (d *Daemon) syncRecords(id string, seqs []int64) error {
 // schema (it cannot happen for a marker that passed its own schema) is
 // written as a rejection.
 func (d *Daemon) writeRecords(id string, recs []workspace.JournalRecord, durable bool) error {
+	errs := make([]error, len(recs))
+	sem := make(chan struct{}, examiners)
+	var wg sync.WaitGroup
 	for i := range recs {
-		data, err := atomicfile.Marshal(recs[i])
-		if err == nil {
-			if verr := schemas.Validate(schemas.KindJournal, data); verr != nil {
-				recs[i].Plan, recs[i].Review = nil, nil
-				recs[i].Rejected = "record does not match the journal schema: " + verr.Error()
-				data, err = atomicfile.Marshal(recs[i])
-			}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			errs[i] = d.writeRecord(id, &recs[i], durable)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (d *Daemon) writeRecord(id string, rec *workspace.JournalRecord, durable bool) error {
+	data, err := atomicfile.Marshal(rec)
+	if err == nil {
+		if verr := schemas.Validate(schemas.KindJournal, data); verr != nil {
+			rec.Plan, rec.Review = nil, nil
+			rec.Rejected = "record does not match the journal schema: " + verr.Error()
+			data, err = atomicfile.Marshal(rec)
 		}
-		if err != nil {
-			return fmt.Errorf("encode journal record %d of task %s: %w", recs[i].Seq, id, err)
+	}
+	if err != nil {
+		return fmt.Errorf("encode journal record %d of task %s: %w", rec.Seq, id, err)
+	}
+	name := path.Join(journalPath(id), RecordName(rec.Seq))
+	if durable {
+		err = atomicfile.WriteFile(d.ws.Root(), name, data, d.ws.FilePerm())
+	} else {
+		// Deliberately not fsynced here: see settle.
+		tmp := path.Join(journalPath(id), ".tmp-"+RecordName(rec.Seq))
+		if err = d.ws.Root().WriteFile(tmp, data, d.ws.FilePerm()); err == nil {
+			err = d.ws.Root().Rename(tmp, name)
 		}
-		name := path.Join(journalPath(id), RecordName(recs[i].Seq))
-		if durable {
-			err = atomicfile.WriteFile(d.ws.Root(), name, data, d.ws.FilePerm())
-		} else {
-			// Deliberately not fsynced here: see settle.
-			tmp := path.Join(journalPath(id), ".tmp-"+RecordName(recs[i].Seq))
-			if err = d.ws.Root().WriteFile(tmp, data, d.ws.FilePerm()); err == nil {
-				err = d.ws.Root().Rename(tmp, name)
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("write journal record %d of task %s: %w", recs[i].Seq, id, err)
-		}
+	}
+	if err != nil {
+		return fmt.Errorf("write journal record %d of task %s: %w", rec.Seq, id, err)
 	}
 	return nil
 }
