@@ -699,8 +699,7 @@ func equalGrids(a, b [][]int) bool {
 
 // frictionLog is the workspace's friction log.
 func (r *run) frictionLog() *friction.Log {
-	return &friction.Log{Root: r.ws.Root(), RootDir: r.ws.Dir(), Timeout: time.Duration(r.ws.Settings().LockTimeout),
-		Agent: "demo", FileMode: r.ws.FilePerm()}
+	return r.ws.FrictionLog("demo")
 }
 
 // friction makes sure the revision and the failure are on record: by the
@@ -755,12 +754,11 @@ func (r *run) friction(ctx context.Context) error {
 		if got[e.Type] {
 			continue
 		}
-		stored, _, err := log.Add(ctx, e)
+		stored, isNew, err := log.Add(ctx, e)
 		if err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
-		_ = r.ws.AppendEvent(workspace.Event{Name: "friction_recorded", TaskID: TaskID, Args: []string{stored.ID},
-			Attrs: map[string]string{"type": stored.Type, "by": "demo"}})
+		r.ws.NoteFriction(stored, isNew, e.AffectedTasks)
 	}
 	return nil
 }

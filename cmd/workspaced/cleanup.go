@@ -109,8 +109,7 @@ func cmdCleanup(ctx context.Context, e *env, args []string) error {
 			hint: "set --full-days and --summary-days (or workspace.json retention) so that 0 <= full_days <= summary_days and summary_days >= 1"}
 	}
 
-	log := &friction.Log{Root: w.Root(), RootDir: w.Dir(), Timeout: time.Duration(s.LockTimeout),
-		Agent: cleanupAgent, FileMode: w.FilePerm()}
+	log := w.FrictionLog(cleanupAgent)
 	// One write per line would cost a system call per task; the buffer
 	// still streams (every 4 KiB), and is flushed before anything goes to
 	// stderr.

@@ -58,14 +58,7 @@ func openFriction(e *env, agent string) (*workspace.Workspace, *friction.Log, er
 	if err != nil {
 		return nil, nil, err
 	}
-	s := w.Settings()
-	return w, &friction.Log{
-		Root:     w.Root(),
-		RootDir:  w.Dir(),
-		Timeout:  time.Duration(s.LockTimeout),
-		Agent:    agent,
-		FileMode: w.FilePerm(),
-	}, nil
+	return w, w.FrictionLog(agent), nil
 }
 
 // frictionErr gives errors of the friction package the workspace kinds the
@@ -145,6 +138,7 @@ func frictionAdd(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return frictionErr(err)
 	}
+	w.NoteFriction(stored, isNew, tasks)
 	if *asJSON {
 		return printJSON(e.stdout, frictionAdded{Entry: stored, New: isNew})
 	}
