@@ -536,8 +536,6 @@ func (r *run) flush() {
 				pt.err = fmt.Errorf("sync filesystem: %w", err)
 			}
 		}
-	}
-	if summaries > 0 {
 		stepHook("summarize: summary durable")
 	}
 	swapped := 0
@@ -578,7 +576,10 @@ func (r *run) flush() {
 			r.deleteLater(pt.old)
 		}
 		if pt.err != nil {
-			if pt.d.Action == Summarize {
+			// Drop the summary unless it is all that stands for the
+			// task (a fallback swap stuck between its renames): then
+			// recovery moves it into place.
+			if _, err := root.Lstat(path.Join("tasks", pt.d.TaskID)); pt.d.Action == Summarize && err == nil {
 				_ = root.RemoveAll(path.Join("tasks", prunePrefix+pt.d.TaskID))
 			}
 			r.fail(pt.d, pt.err)
@@ -729,7 +730,10 @@ func (r *run) swapByRenames(id, trash string) error {
 	}
 	stepHook("summarize: task moved to trash")
 	if err := root.Rename(tmp, src); err != nil {
-		return fmt.Errorf("%w (recovery will move %s into place)", err, tmp)
+		if rerr := root.Rename(trash, src); rerr != nil {
+			return fmt.Errorf("%w (recovery will move %s into place)", err, tmp)
+		}
+		return err
 	}
 	if r.moved == nil {
 		r.moved = make(map[string]bool)
