@@ -185,11 +185,9 @@ func New(cfg Config) (*Daemon, error) {
 	}
 	d := &Daemon{cfg: cfg, ws: ws, log: cfg.Logger, now: cfg.Now,
 		cache: map[string]*taskCache{}, progress: map[string][]friction.InProgress{}, unsynced: map[string][]journalEntry{}, ctx: context.Background()}
-	d.friction = &friction.Log{Root: ws.Root(), RootDir: ws.Dir(), Timeout: time.Duration(s.LockTimeout),
-		Agent: daemonAgent, Now: cfg.Now, FileMode: ws.FilePerm()}
-	f := s.Friction
-	d.frictionCfg = friction.Config{RevisionLimit: f.RevisionLimit, ReviewerRepeats: f.ReviewerRepeats, FailureRepeats: f.FailureRepeats,
-		TimeoutLow: time.Duration(f.TimeoutLow), TimeoutMedium: time.Duration(f.TimeoutMedium), TimeoutHigh: time.Duration(f.TimeoutHigh)}
+	d.friction = ws.FrictionLog(daemonAgent)
+	d.friction.Now = cfg.Now
+	d.frictionCfg = ws.FrictionConfig()
 	return d, nil
 }
 
@@ -601,8 +599,30 @@ func (d *Daemon) checkTimeouts(ctx context.Context) {
 	if len(fs) == 0 {
 		return
 	}
-	if _, err := d.friction.Record(ctx, fs); err != nil {
+	since := d.now().UTC().Truncate(time.Millisecond)
+	entries, err := d.friction.Record(ctx, fs)
+	if err != nil {
 		d.log.Warn("record timeout friction", "err", err)
+	}
+	tasks := map[string]bool{}
+	for _, f := range fs {
+		tasks[f.TaskID] = true
+	}
+	d.noteFriction(entries, since, tasks)
+}
+
+// noteFriction writes a friction_recorded event for each entry recorded
+// or merged, into the events of the tasks that caused it. An entry is new
+// when it was stamped at or after since.
+func (d *Daemon) noteFriction(entries []friction.Entry, since time.Time, tasks map[string]bool) {
+	for _, e := range entries {
+		var ts []string
+		for _, t := range e.AffectedTasks {
+			if tasks[t] {
+				ts = append(ts, t)
+			}
+		}
+		d.ws.NoteFriction(e, !e.Timestamp.Before(since), ts)
 	}
 }
 

@@ -702,7 +702,14 @@ func (d *Daemon) observe(evs []workspace.Event) {
 	if len(obs) == 0 {
 		return
 	}
-	if _, err := d.friction.Observe(d.ctx, obs, d.frictionCfg); err != nil {
+	since := d.now().UTC().Truncate(time.Millisecond)
+	entries, err := d.friction.Observe(d.ctx, obs, d.frictionCfg)
+	if err != nil {
 		d.log.Warn("record friction", "err", err)
 	}
+	tasks := map[string]bool{}
+	for _, o := range obs {
+		tasks[o.TaskID] = true
+	}
+	d.noteFriction(entries, since, tasks)
 }
