@@ -81,18 +81,52 @@ type Report struct {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
+// percentile is the q-th percentile (0 < q < 100) of sorted latencies by
+// the nearest-rank method: the smallest value with at least q% of the
+// values at or below it. It is 0 for no values.
+func percentile(sorted []time.Duration, q int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := (len(sorted)*q + 99) / 100 // ceil(n·q/100), 1-based
+	return sorted[min(max(rank, 1), len(sorted))-1]
+}
+
+// summarize sorts lat and turns it into a Result: count, p50, p99, and the
+// rate over wall (0 when wall is not positive).
 func summarize(name string, lat []time.Duration, wall time.Duration) Result {
 	slices.Sort(lat)
 	r := Result{Name: name, Ops: len(lat)}
 	if len(lat) == 0 {
 		return r
 	}
-	r.P50 = ms(lat[len(lat)/2])
-	r.P99 = ms(lat[min(len(lat)-1, len(lat)*99/100)])
+	r.P50 = ms(percentile(lat, 50))
+	r.P99 = ms(percentile(lat, 99))
 	if wall > 0 {
 		r.OpsPS = float64(len(lat)) / wall.Seconds()
 	}
 	return r
+}
+
+// Kinds of comparison with the floor (Result.VsFloor).
+const (
+	// latencyRatio: p50 ÷ the floor's p50 (lower is better).
+	latencyRatio = iota
+	// rateRatio: ops/s ÷ the floor's ops/s at its p50, that is what one
+	// durable write per operation would allow (higher is better).
+	rateRatio
+)
+
+// vsFloor compares r with the floor measured in the same run. It is 0
+// when the floor or r has nothing to compare.
+func vsFloor(r, floor Result, kind int) float64 {
+	if floor.P50 <= 0 {
+		return 0
+	}
+	if kind == rateRatio {
+		return r.OpsPS / (1000 / floor.P50)
+	}
+	return r.P50 / floor.P50
 }
 
 func (o Options) say(format string, args ...any) {
@@ -120,7 +154,6 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 		return nil, err
 	}
 	rep.Floor = floor
-	floorRate := 1000 / floor.P50 // durable writes per second at the floor's p50
 
 	opt.say("env store/get/update/list")
 	envRes, err := measureEnv(ctx, filepath.Join(base, "env"), n)
@@ -128,7 +161,7 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 		return nil, err
 	}
 	for _, r := range envRes {
-		r.VsFloor = r.P50 / floor.P50
+		r.VsFloor = vsFloor(r, floor, latencyRatio)
 		rep.Results = append(rep.Results, r)
 	}
 
@@ -139,10 +172,10 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 	}
 	for _, r := range dres {
 		if strings.HasPrefix(r.Name, "daemon 1 agent") {
-			r.VsFloor = r.P50 / floor.P50
+			r.VsFloor = vsFloor(r, floor, latencyRatio)
 			r.Note = "p50 ÷ floor p50 (target ≤ 3)"
 		} else {
-			r.VsFloor = r.OpsPS / floorRate
+			r.VsFloor = vsFloor(r, floor, rateRatio)
 			r.Note = "markers/s ÷ one durable write per marker (target ≥ 5, p99 < 50 ms)"
 		}
 		rep.Results = append(rep.Results, r)
@@ -701,14 +734,33 @@ func procCPU(pid int) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	f := strings.Fields(s[i+2:])
-	if len(f) < 13 {
-		return 0, fmt.Errorf("bench: cannot parse /proc/%d/stat", pid)
+	d, err := parseStatCPU(string(data))
+	if err != nil {
+		return 0, fmt.Errorf("bench: /proc/%d/stat: %w", pid, err)
 	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return d, nil
+}
+
+// parseStatCPU reads utime + stime from the text of /proc/<pid>/stat. The
+// command name (in parentheses) may hold spaces and parentheses itself, so
+// the fields are counted from the last ')'.
+func parseStatCPU(s string) (time.Duration, error) {
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 > len(s) {
+		return 0, fmt.Errorf("no command name")
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("%d fields after the command name, want at least 13", len(f))
+	}
+	ut, err := strconv.ParseInt(f[11], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("utime: %w", err)
+	}
+	st, err := strconv.ParseInt(f[12], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("stime: %w", err)
+	}
 	const hz = 100 // USER_HZ on Linux
 	return time.Duration(ut+st) * time.Second / hz, nil
 }
@@ -719,11 +771,23 @@ func procRSS(pid int) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	for _, line := range strings.Split(string(data), "\n") {
+	n, err := parseStatusRSS(string(data))
+	if err != nil {
+		return 0, fmt.Errorf("bench: /proc/%d/status: %w", pid, err)
+	}
+	return n, nil
+}
+
+// parseStatusRSS reads VmRSS, in bytes, from the text of /proc/<pid>/status.
+func parseStatusRSS(s string) (int64, error) {
+	for _, line := range strings.Split(s, "\n") {
 		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("VmRSS: %w", err)
+			}
 			return kb << 10, nil
 		}
 	}
-	return 0, fmt.Errorf("bench: no VmRSS for pid %d", pid)
+	return 0, fmt.Errorf("no VmRSS line")
 }

@@ -36,20 +36,21 @@ Examples:
 Exit codes: 0 ok, 1 failure, 2 usage.
 `
 
+// benchAgentArg is the first argument of the agent processes the workload
+// starts (the binary re-executed as `workspaced bench agent …`). It is
+// not a command for people and is left out of the help.
+const benchAgentArg = "agent"
+
 func cmdBench(ctx context.Context, e *env, args []string) error {
+	if len(args) > 0 && args[0] == benchAgentArg {
+		return cmdBenchAgent(e, args[1:])
+	}
 	fs := newFlags("bench")
 	quick := fs.Bool("quick", false, "fewer iterations and a 1,000-task tree")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	dir := fs.String("dir", "", "where to make the temporary workspaces (default: beside the root)")
-	// Agent mode: the workload re-executes this binary as its agents.
-	agentRoot := fs.String("agent-root", "", "")
-	agentTask := fs.String("agent-task", "", "")
-	agentName := fs.String("agent-name", "", "")
+	dir := fs.String("dir", "", "make the temporary workspaces in `DIR` (default: the directory holding the root)")
 	if err := parse(e, fs, benchUsage, args); err != nil {
 		return err
-	}
-	if *agentRoot != "" {
-		return bench.AgentMain(*agentRoot, *agentTask, *agentName, e.stdin, e.stdout)
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -62,7 +63,7 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 		}
 		*dir = filepath.Dir(abs)
 	}
-	opt := bench.Options{Dir: *dir, Quick: *quick, AgentCmd: []string{exe, "bench"}, ServeCmd: []string{exe, "--root"}}
+	opt := bench.Options{Dir: *dir, Quick: *quick, AgentCmd: []string{exe, "bench", benchAgentArg}, ServeCmd: []string{exe, "--root"}}
 	if !*asJSON {
 		opt.Progress = e.stderr
 	}
@@ -86,6 +87,22 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintln(out, "note:", n)
 	}
 	return nil
+}
+
+// cmdBenchAgent is one agent process of the workload: bench.AgentMain on
+// the workspace, task and agent name its flags give.
+func cmdBenchAgent(e *env, args []string) error {
+	fs := newFlags("bench agent")
+	root := fs.String("agent-root", "", "workspace `DIR` the agent works in")
+	task := fs.String("agent-task", "", "`TASK` whose subtasks it finishes")
+	name := fs.String("agent-name", "", "agent `ID` on its markers")
+	if err := parse(e, fs, "workspaced bench agent — one agent process of 'workspaced bench' (internal).\n", args); err != nil {
+		return err
+	}
+	if err := need(fs, "agent-root", "agent-task", "agent-name"); err != nil {
+		return err
+	}
+	return bench.AgentMain(*root, *task, *name, e.stdin, e.stdout)
 }
 
 func row(r bench.Result) []string {

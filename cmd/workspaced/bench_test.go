@@ -1,0 +1,125 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/workspaced/workspaced/bench"
+)
+
+// TestBenchQuickJSON runs the whole workload in quick mode through the
+// binary and checks the report's shape and its internal consistency. It
+// asserts no timing: the figures depend on the machine.
+func TestBenchQuickJSON(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the whole quick workload (about 15 s)")
+	}
+	w := newWS(t)
+	out := w.ok("bench", "--quick", "--json", "--dir", t.TempDir())
+	var rep bench.Report
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rep); err != nil {
+		t.Fatalf("decode report: %v\n%s", err, out)
+	}
+	if !rep.Quick {
+		t.Errorf("quick = false in a --quick run")
+	}
+	finite := func(name, what string, v float64) {
+		t.Helper()
+		if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
+			t.Errorf("%s: %s = %v, want finite and > 0", name, what, v)
+		}
+	}
+	checkResult := func(r bench.Result) {
+		t.Helper()
+		if r.Ops <= 0 {
+			t.Errorf("%s: ops = %d, want > 0", r.Name, r.Ops)
+		}
+		finite(r.Name, "ops/s", r.OpsPS)
+		finite(r.Name, "p50", r.P50)
+		finite(r.Name, "p99", r.P99)
+		finite(r.Name, "vs_floor", r.VsFloor)
+		if r.P50 > r.P99 {
+			t.Errorf("%s: p50 %v > p99 %v", r.Name, r.P50, r.P99)
+		}
+	}
+	if !strings.HasPrefix(rep.Floor.Name, "floor") {
+		t.Errorf("floor named %q", rep.Floor.Name)
+	}
+	checkResult(rep.Floor)
+	if rep.Floor.VsFloor != 1 {
+		t.Errorf("floor vs_floor = %v, want 1", rep.Floor.VsFloor)
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b)) }
+	// Each expected result by name prefix, and how it compares with the
+	// floor of the same run.
+	want := []struct {
+		prefix string
+		rate   bool // ops/s ÷ one durable write per op; else p50 ÷ floor p50
+	}{
+		{"env store 1 KiB", false}, {"env get 1 KiB", false}, {"env update 1 KiB", false}, {"env list 1 KiB", false},
+		{"env store 100 KiB", false}, {"env get 100 KiB", false}, {"env update 100 KiB", false}, {"env list 100 KiB", false},
+		{"daemon 1 agent,", false}, {"daemon 8 agents", true}, {"daemon 32 agents", true},
+	}
+	if len(rep.Results) != len(want) {
+		t.Errorf("%d results, want %d", len(rep.Results), len(want))
+	}
+	for _, wr := range want {
+		var found *bench.Result
+		for i := range rep.Results {
+			if strings.HasPrefix(rep.Results[i].Name, wr.prefix) {
+				if found != nil {
+					t.Errorf("two results named %q…", wr.prefix)
+				}
+				found = &rep.Results[i]
+			}
+		}
+		if found == nil {
+			t.Errorf("no result named %q…", wr.prefix)
+			continue
+		}
+		checkResult(*found)
+		ratio := found.P50 / rep.Floor.P50
+		if wr.rate {
+			ratio = found.OpsPS / (1000 / rep.Floor.P50)
+		}
+		if !near(found.VsFloor, ratio) {
+			t.Errorf("%s: vs_floor = %v, want %v against this run's floor", found.Name, found.VsFloor, ratio)
+		}
+	}
+	if rep.IdleTasks <= 0 || rep.IdleSeconds <= 0 {
+		t.Errorf("idle measured over %d tasks and %v s, want both > 0", rep.IdleTasks, rep.IdleSeconds)
+	}
+	if rep.IdleCPUms < 0 || math.IsNaN(rep.IdleCPUms) {
+		t.Errorf("idle CPU = %v ms, want ≥ 0", rep.IdleCPUms)
+	}
+	finite("idle", "rss_mib", rep.RSSMiB)
+}
+
+// TestBenchHelp checks that the help names the flags people use and not
+// the ones of the agent processes the workload starts.
+func TestBenchHelp(t *testing.T) {
+	w := newWS(t)
+	help := w.ok("bench", "--help")
+	for _, f := range []string{"--quick", "--json", "--dir DIR"} {
+		if !strings.Contains(help, f) {
+			t.Errorf("help lacks %s:\n%s", f, help)
+		}
+	}
+	if strings.Contains(help, "agent-") {
+		t.Errorf("help shows the agent processes' flags:\n%s", help)
+	}
+	for _, line := range strings.Split(help[strings.Index(help, "Flags:"):], "\n")[1:] {
+		if f := strings.Fields(line); len(f) == 1 {
+			t.Errorf("flag without a description: %q", line)
+		}
+	}
+	// The agent mode refuses to start without its flags (usage, exit 2).
+	r := w.run("bench", "agent")
+	if r.code != 2 || !strings.Contains(r.stderr, "--agent-root") {
+		t.Errorf("bench agent without flags: want exit 2 naming --agent-root, got %v", r)
+	}
+}
