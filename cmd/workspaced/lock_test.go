@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -149,7 +150,9 @@ func TestConcurrentUpdatesUnderLock(t *testing.T) {
 	const procs, each = 8, 50
 	parallel(t, procs, func(p int) error {
 		for i := range each {
-			r, err := execBin(w.dir, append(env, fmt.Sprintf("ITEM=p%d-%d", p, i)), "",
+			// A fresh slice each time: appending to the shared env would
+			// write into its spare capacity from several goroutines.
+			r, err := execBin(w.dir, slices.Concat(env, []string{fmt.Sprintf("ITEM=p%d-%d", p, i)}), "",
 				"lock", "--task", "t1", "--name", "items", "--agent", fmt.Sprintf("p%d", p), "--", "sh", "-c", script)
 			if err != nil || r.code != 0 || r.stderr != "" {
 				return fmt.Errorf("lock: %v %v", err, r)
