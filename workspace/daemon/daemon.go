@@ -283,7 +283,16 @@ func (l *loop) run(ctx context.Context) error {
 	settle.Stop()
 	defer settle.Stop()
 	settleArmed := false
-	defer l.settleAll(context.Background())
+	// Settling runs beside the loop (it may wait for the disk for a while)
+	// and never twice at once; a clean stop waits for it and settles what
+	// is left.
+	settling := false
+	settleDone := make(chan struct{}, 1)
+	var settleWG sync.WaitGroup
+	defer func() {
+		settleWG.Wait()
+		l.settleAll(context.Background())
+	}()
 	dirty := map[string]bool{}
 	for {
 		l.armGrace(grace)
@@ -357,16 +366,27 @@ func (l *loop) run(ctx context.Context) error {
 			l.cleaning = false
 		case <-settle.C:
 			settleArmed = false
-			l.settleAll(ctx)
+			if !settling {
+				settling = true
+				settleWG.Add(1)
+				go func() {
+					defer settleWG.Done()
+					l.settleAll(ctx)
+					settleDone <- struct{}{}
+				}()
+			}
+		case <-settleDone:
+			settling = false
 		}
 	}
 }
 
-// settleAll settles every task with records not yet durable.
+// settleAll settles every task with records not yet durable. It is safe
+// to call beside the processing of tasks.
 func (l *loop) settleAll(ctx context.Context) {
 	d := l.d
 	for _, id := range d.pendingSettle() {
-		if err := d.settle(ctx, id); err != nil && ctx.Err() == nil {
+		if err := d.settle(id); err != nil && ctx.Err() == nil {
 			d.log.Warn("make journal durable", "task", id, "err", err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"reflect"
 	"sort"
 	"sync"
 	"time"
@@ -41,6 +42,10 @@ type taskCache struct {
 	plan *workspace.Plan // the plan st tracks, when known
 	next int64           // the next journal sequence number
 	fi   os.FileInfo     // state.json as last written or read; nil if none
+	// valid: st has passed the state schema (it was read and validated,
+	// or validated before it was written), so a commit need only check
+	// what it changes.
+	valid bool
 }
 
 // outcome is what processing a task tells the loop.
@@ -150,6 +155,20 @@ func (d *Daemon) markerNames(id string) ([]string, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return readMarkerNames(f)
+}
+
+// markerNamesIn lists the marker names in the task directory td.
+func markerNamesIn(td *os.Root) ([]string, error) {
+	f, err := td.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readMarkerNames(f)
+}
+
+func readMarkerNames(f *os.File) ([]string, error) {
 	var out []string
 	for {
 		names, err := f.Readdirnames(1024)
@@ -227,6 +246,7 @@ func (d *Daemon) load(id string, force bool) (*taskCache, error) {
 		c.st, write = machine.Init(task), true
 	case err == nil:
 		if c.st, err = ValidateState(id, data); err == nil {
+			c.valid = true
 			c.fi, _ = d.ws.Root().Lstat(statePath(id))
 			backupOld = true
 			break
@@ -241,6 +261,7 @@ func (d *Daemon) load(id string, force bool) (*taskCache, error) {
 		}
 		if berr == nil {
 			c.st, _ = ValidateState(id, bdata)
+			c.valid = true
 			restoredFrom = b.Name
 		} else {
 			c.st, restoredFrom = machine.Init(task), "journal"
@@ -310,7 +331,12 @@ func (d *Daemon) finishTaken(id string, t journalEntry) (workspace.JournalRecord
 	kind, _ := workspace.IsMarkerName(t.marker)
 	ex := examine(d.ws, id, rel, kind, fi, d.now(), -1)
 	rec := ex.record(t.seq, d.now(), t.marker)
-	if err := d.writeRecords(id, []workspace.JournalRecord{rec}, true); err != nil {
+	jr, err := d.ws.Root().OpenRoot(journalPath(id))
+	if err != nil {
+		return workspace.JournalRecord{}, err
+	}
+	defer jr.Close()
+	if err := d.writeRecords(jr, id, []workspace.JournalRecord{rec}, true); err != nil {
 		return workspace.JournalRecord{}, err
 	}
 	d.removeTaken(id, []string{t.name})
@@ -324,24 +350,40 @@ type pendingMarker struct {
 	fi   fs.FileInfo
 }
 
+// chunk is the most markers of one burst applied in one state write. A
+// larger burst is committed chunk by chunk, in order, so the first markers
+// of a burst are not kept waiting for the last ones to be examined and
+// journaled; each chunk still costs a fixed number of fsyncs.
+const chunk = 32
+
 // takeMarkers journals every marker of the task directory that is ready
-// (valid, or rejected) and applies them in one state write. Markers are
-// taken in the order they were dropped (mtime, then name), so of two
-// claims the earlier one wins. It returns how many were taken and, when
-// some wait for their grace period, until when.
+// (valid, or rejected) and applies them, up to chunk markers per state
+// write. Markers are taken in the order they were dropped (mtime, then
+// name), so of two claims the earlier one wins. It returns how many were
+// taken and, when some wait for their grace period, until when.
 func (d *Daemon) takeMarkers(ctx context.Context, id string, c *taskCache) (int, time.Time, error) {
-	names, err := d.markerNames(id)
+	// One handle on the task directory and one on its journal: every
+	// operation below then resolves one name, not the whole path.
+	td, err := d.ws.Root().OpenRoot(workspace.TaskDir(id))
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("open task %s: %w", id, err)
+	}
+	defer td.Close()
+	names, err := markerNamesIn(td)
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("list markers of task %s: %w", id, err)
 	}
 	var pending []pendingMarker
 	for _, n := range names {
-		fi, err := d.ws.Root().Lstat(markerPath(id, n))
+		fi, err := td.Lstat(n)
 		if err != nil {
 			continue
 		}
 		kind, _ := workspace.IsMarkerName(n)
 		pending = append(pending, pendingMarker{name: n, kind: kind, fi: fi})
+	}
+	if len(pending) == 0 {
+		return 0, time.Time{}, nil
 	}
 	sort.Slice(pending, func(i, j int) bool {
 		a, b := pending[i].fi.ModTime(), pending[j].fi.ModTime()
@@ -350,19 +392,41 @@ func (d *Daemon) takeMarkers(ctx context.Context, id string, c *taskCache) (int,
 		}
 		return pending[i].name < pending[j].name
 	})
-	now := d.now()
+	if err := td.MkdirAll(JournalDir, d.ws.DirPerm()); err != nil {
+		return 0, time.Time{}, fmt.Errorf("create journal of task %s: %w", id, err)
+	}
+	jr, err := td.OpenRoot(JournalDir)
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("open journal of task %s: %w", id, err)
+	}
+	defer jr.Close()
 	var (
-		recs     []workspace.JournalRecord
-		taken    []string
+		total    int
 		waitTill time.Time
 	)
-	if len(pending) > 0 {
-		if err := d.ws.Root().MkdirAll(journalPath(id), d.ws.DirPerm()); err != nil {
-			return 0, time.Time{}, fmt.Errorf("create journal of task %s: %w", id, err)
+	for len(pending) > 0 && ctx.Err() == nil {
+		n := min(len(pending), chunk)
+		taken, wt, err := d.takeChunk(id, c, td, jr, pending[:n])
+		pending = pending[n:]
+		total += taken
+		if !wt.IsZero() && (waitTill.IsZero() || wt.Before(waitTill)) {
+			waitTill = wt
+		}
+		if err != nil {
+			return total, waitTill, err
 		}
 	}
+	return total, waitTill, ctx.Err()
+}
+
+// takeChunk journals the ready markers of pending (in that order) and
+// applies them in one state write. td is the task directory, jr its
+// journal.
+func (d *Daemon) takeChunk(id string, c *taskCache, td, jr *os.Root, pending []pendingMarker) (int, time.Time, error) {
+	now := d.now()
+	var waitTill time.Time
 	// Reading and validating markers and products is independent work:
-	// do it for the whole burst at once; the renames below stay in order.
+	// do it for the whole chunk at once; the renames below stay in order.
 	exs := make([]examined, len(pending))
 	sem := make(chan struct{}, examiners)
 	var wg sync.WaitGroup
@@ -398,11 +462,11 @@ func (d *Daemon) takeMarkers(ctx context.Context, id string, c *taskCache) (int,
 		jobs = append(jobs, takeJob{p: p, ex: exs[i], seq: c.next})
 		c.next++
 	}
-	if len(jobs) == 0 || ctx.Err() != nil {
-		return 0, waitTill, ctx.Err()
+	if len(jobs) == 0 {
+		return 0, waitTill, nil
 	}
-	recs = make([]workspace.JournalRecord, len(jobs))
-	taken = make([]string, len(jobs))
+	recs := make([]workspace.JournalRecord, len(jobs))
+	taken := make([]string, len(jobs))
 	errs := make([]error, len(jobs))
 	for i, j := range jobs {
 		wg.Add(1)
@@ -410,11 +474,10 @@ func (d *Daemon) takeMarkers(ctx context.Context, id string, c *taskCache) (int,
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			rel := markerPath(id, j.p.name)
 			tn := takenName(j.seq, j.p.name)
 			// The commit point: the marker leaves the task directory and
 			// enters the journal in one rename.
-			if err := d.ws.Root().Rename(rel, path.Join(journalPath(id), tn)); err != nil {
+			if err := td.Rename(j.p.name, path.Join(JournalDir, tn)); err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
 					// Removed by someone else since it was read: its
 					// number is used up, so say why in the record.
@@ -422,13 +485,13 @@ func (d *Daemon) takeMarkers(ctx context.Context, id string, c *taskCache) (int,
 					recs[i] = j.ex.record(j.seq, now, j.p.name)
 					return
 				}
-				errs[i] = fmt.Errorf("take marker %s: %w", rel, err)
+				errs[i] = fmt.Errorf("take marker %s: %w", markerPath(id, j.p.name), err)
 				return
 			}
 			ex := j.ex
 			// If the file was swapped between reading and renaming, judge
 			// what was actually taken.
-			if fi, err := d.ws.Root().Lstat(path.Join(journalPath(id), tn)); err == nil && !sameFile(j.p.fi, fi) {
+			if fi, err := jr.Lstat(tn); err == nil && !sameFile(j.p.fi, fi) {
 				ex = examine(d.ws, id, path.Join(journalPath(id), tn), j.p.kind, fi, now, -1)
 			}
 			recs[i] = ex.record(j.seq, now, j.p.name)
@@ -442,16 +505,15 @@ func (d *Daemon) takeMarkers(ctx context.Context, id string, c *taskCache) (int,
 		d.forget(id)
 		return 0, waitTill, err
 	}
-	if len(recs) == 0 {
-		return 0, waitTill, nil
-	}
 	// The renames are the commit point: make them durable. The taken
 	// markers (written durably by their agents) are the journal's durable
 	// copy until settle has made the records durable too.
-	if err := atomicfile.SyncDir(d.ws.Root(), journalPath(id)); err != nil {
-		return len(recs), waitTill, err
+	if err := atomicfile.SyncDir(jr, "."); err != nil {
+		d.forget(id)
+		return len(recs), waitTill, fmt.Errorf("sync journal of task %s: %w", id, err)
 	}
-	if err := d.writeRecords(id, recs, false); err != nil {
+	if err := d.writeRecords(jr, id, recs, false); err != nil {
+		d.forget(id)
 		return len(recs), waitTill, err
 	}
 	d.mu.Lock()
@@ -473,7 +535,12 @@ func (d *Daemon) takeMarkers(ctx context.Context, id string, c *taskCache) (int,
 // loss) is repaired on start from the taken marker beside it. Keeping the
 // fsync of every record off the hot path is what lets a burst cost a
 // fixed number of fsyncs, whatever its size.
-func (d *Daemon) settle(ctx context.Context, id string) error {
+//
+// It takes no task lock, so it never delays the taking of new markers:
+// it only touches records already in place and the taken markers of
+// those records, which nothing else changes (a load that finds such a
+// pair does the same: sync, then remove the taken marker).
+func (d *Daemon) settle(id string) error {
 	d.mu.Lock()
 	ents := d.unsynced[id]
 	delete(d.unsynced, id)
@@ -481,14 +548,6 @@ func (d *Daemon) settle(ctx context.Context, id string) error {
 	if len(ents) == 0 {
 		return nil
 	}
-	lk, err := d.ws.LockTask(ctx, id, daemonAgent)
-	if err != nil {
-		d.mu.Lock()
-		d.unsynced[id] = append(ents, d.unsynced[id]...)
-		d.mu.Unlock()
-		return err
-	}
-	defer lk.Release()
 	seqs := make([]int64, len(ents))
 	names := make([]string, len(ents))
 	for i, e := range ents {
@@ -546,7 +605,17 @@ func (d *Daemon) syncRecords(id string, seqs []int64) error {
 // the durable copy meanwhile. A record that does not match the journal
 // schema (it cannot happen for a marker that passed its own schema) is
 // written as a rejection.
-func (d *Daemon) writeRecords(id string, recs []workspace.JournalRecord, durable bool) error {
+func (d *Daemon) writeRecords(jr *os.Root, id string, recs []workspace.JournalRecord, durable bool) error {
+	if !durable {
+		// One after the other: creations in one directory serialize on
+		// it in the kernel anyway, and concurrent ones spin there.
+		for i := range recs {
+			if err := d.writeRecord(jr, id, &recs[i], false); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	errs := make([]error, len(recs))
 	sem := make(chan struct{}, examiners)
 	var wg sync.WaitGroup
@@ -556,16 +625,19 @@ func (d *Daemon) writeRecords(id string, recs []workspace.JournalRecord, durable
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			errs[i] = d.writeRecord(id, &recs[i], durable)
+			errs[i] = d.writeRecord(jr, id, &recs[i], durable)
 		}()
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
-func (d *Daemon) writeRecord(id string, rec *workspace.JournalRecord, durable bool) error {
+func (d *Daemon) writeRecord(jr *os.Root, id string, rec *workspace.JournalRecord, durable bool) error {
 	data, err := atomicfile.Marshal(rec)
-	if err == nil {
+	// A taken marker passed its own schema, which the journal's repeats:
+	// only a record carrying more (a plan, a review) or a rejected marker
+	// is checked again.
+	if err == nil && (rec.Plan != nil || rec.Review != nil || rec.Rejected != "") {
 		if verr := schemas.Validate(schemas.KindJournal, data); verr != nil {
 			rec.Plan, rec.Review = nil, nil
 			rec.Rejected = "record does not match the journal schema: " + verr.Error()
@@ -575,14 +647,14 @@ func (d *Daemon) writeRecord(id string, rec *workspace.JournalRecord, durable bo
 	if err != nil {
 		return fmt.Errorf("encode journal record %d of task %s: %w", rec.Seq, id, err)
 	}
-	name := path.Join(journalPath(id), RecordName(rec.Seq))
+	name := RecordName(rec.Seq)
 	if durable {
-		err = atomicfile.WriteFile(d.ws.Root(), name, data, d.ws.FilePerm())
+		err = atomicfile.WriteFile(jr, name, data, d.ws.FilePerm())
 	} else {
 		// Deliberately not fsynced here: see settle.
-		tmp := path.Join(journalPath(id), ".tmp-"+RecordName(rec.Seq))
-		if err = d.ws.Root().WriteFile(tmp, data, d.ws.FilePerm()); err == nil {
-			err = d.ws.Root().Rename(tmp, name)
+		tmp := ".tmp-" + name
+		if err = jr.WriteFile(tmp, data, d.ws.FilePerm()); err == nil {
+			err = jr.Rename(tmp, name)
 		}
 	}
 	if err != nil {
@@ -617,7 +689,7 @@ func (d *Daemon) commit(id string, c *taskCache, recs []workspace.JournalRecord,
 	if merr != nil {
 		return fmt.Errorf("encode state of task %s: %w", id, merr)
 	}
-	if verr := schemas.Validate(schemas.KindState, data); verr != nil {
+	if verr := validateNext(c.st, c.valid, st, data); verr != nil {
 		return fmt.Errorf("state of task %s would not validate, not written: %w", id, verr)
 	}
 	if backupOld {
@@ -629,7 +701,7 @@ func (d *Daemon) commit(id string, c *taskCache, recs []workspace.JournalRecord,
 		return fmt.Errorf("write state of task %s: %w", id, err)
 	}
 	c.fi, _ = d.ws.Root().Lstat(statePath(id))
-	c.st = st
+	c.st, c.valid = st, true
 	for _, r := range recs {
 		if r.Plan != nil && r.Plan.ID == st.PlanID && r.Plan.Version == st.PlanVersion {
 			c.plan = r.Plan
@@ -651,6 +723,44 @@ func (d *Daemon) commit(id string, c *taskCache, recs []workspace.JournalRecord,
 	}
 	d.log.Debug("state written", "task", id, "journal_seq", st.JournalSeq, "records", len(recs))
 	return err
+}
+
+// validateNext checks next, encoded as data, against the state schema
+// before it is written. When prev is known valid only what changed is
+// validated: the schema puts no constraint across the entries of
+// subtasks, checkpoints and workers, so the entries equal to prev's are
+// valid already, and the document is checked with the others left out
+// (the size and depth limits still apply to data whole). A burst on a
+// task with hundreds of subtasks so costs what it changes, not the size
+// of the state.
+func validateNext(prev workspace.State, prevValid bool, next workspace.State, data []byte) error {
+	if !prevValid {
+		return schemas.Validate(schemas.KindState, data)
+	}
+	if err := schemas.CheckLimits(data, schemas.MaxBytes, schemas.MaxDepth); err != nil {
+		return fmt.Errorf("%s: %w", schemas.KindState, err)
+	}
+	delta := next
+	delta.Subtasks = changed(prev.Subtasks, next.Subtasks)
+	delta.Checkpoints = changed(prev.Checkpoints, next.Checkpoints)
+	delta.Workers = changed(prev.Workers, next.Workers)
+	ddata, err := json.Marshal(delta)
+	if err != nil {
+		return err
+	}
+	return schemas.Validate(schemas.KindState, ddata)
+}
+
+// changed is the entries of next that are not in prev with an equal value
+// (a nil value always counts as changed).
+func changed[V any](prev, next map[string]*V) map[string]*V {
+	out := make(map[string]*V)
+	for k, v := range next {
+		if p, ok := prev[k]; !ok || v == nil || p == nil || !reflect.DeepEqual(*p, *v) {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // planLoader gives machine.Continue the plan the state tracks when no
