@@ -19,9 +19,11 @@ the directory holding the root, so the same filesystem) and removed after:
 
   floor     a 1 KiB temporary write + fsync + rename + directory fsync
   env       store / get / update / list at 1 KiB and 100 KiB
-  daemon    done markers from 1 agent process (one at a time) and from 8
-            and 32 agent processes at once, marker written → state.json
-            reflecting it (p50, p99, markers/s)
+  daemon    done markers from agent processes, marker renamed into place →
+            state.json reflecting it (p50, p99, markers/s): 1 agent, one
+            marker at a time; 8 and 32 agents finishing a subtask at the
+            same moment, in rounds (8, or 3 with --quick); 32 agents
+            dropping 8 (3) markers each back to back
   idle      a real 'workspaced serve' on a tree of 10,000 tasks (1,000
             with --quick): CPU used over idle seconds, and its RSS
 

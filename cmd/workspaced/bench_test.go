@@ -62,7 +62,8 @@ func TestBenchQuickJSON(t *testing.T) {
 	}{
 		{"env store 1 KiB", false}, {"env get 1 KiB", false}, {"env update 1 KiB", false}, {"env list 1 KiB", false},
 		{"env store 100 KiB", false}, {"env get 100 KiB", false}, {"env update 100 KiB", false}, {"env list 100 KiB", false},
-		{"daemon 1 agent,", false}, {"daemon 8 agents", true}, {"daemon 32 agents", true},
+		{"daemon 1 agent,", false}, {"daemon 8 agents at once", true}, {"daemon 32 agents at once", true},
+		{"daemon 32 agents ×", true},
 	}
 	if len(rep.Results) != len(want) {
 		t.Errorf("%d results, want %d", len(rep.Results), len(want))
