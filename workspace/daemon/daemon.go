@@ -21,7 +21,9 @@
 //     backup plus the journal past it (or by a replay of the whole journal
 //     when no backup is valid), with a state_restored event.
 //   - A burst of markers of one task is applied in one state write (group
-//     commit), and their records are written concurrently.
+//     commit) per chunk of up to 32 markers, in the order they were
+//     dropped, so a large burst costs a fixed number of fsyncs per chunk
+//     and its first markers do not wait for its last ones.
 //   - No marker is left behind by a missed event: tasks/ and every active
 //     task directory are watched, and the whole tree is rescanned on start,
 //     on watcher overflow or error, and every Rescan.
