@@ -440,8 +440,11 @@ func (d *Daemon) takeChunk(id string, c *taskCache, td, jr *os.Root, pending []p
 		}()
 	}
 	wg.Wait()
-	// Sequence numbers go to the ready markers in order; the renames, each
-	// to its own name, then run concurrently.
+	// Sequence numbers go to the ready markers in order, and the renames
+	// happen in that order too, one after another: a crash between two
+	// renames then leaves a prefix of the chunk taken and the rest still in
+	// the task directory, so sequence numbers stay contiguous and follow
+	// the order the markers were dropped in.
 	type takeJob struct {
 		p   pendingMarker
 		ex  examined
@@ -469,11 +472,7 @@ func (d *Daemon) takeChunk(id string, c *taskCache, td, jr *os.Root, pending []p
 	taken := make([]string, len(jobs))
 	errs := make([]error, len(jobs))
 	for i, j := range jobs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
+		func() {
 			tn := takenName(j.seq, j.p.name)
 			// The commit point: the marker leaves the task directory and
 			// enters the journal in one rename.
@@ -497,8 +496,10 @@ func (d *Daemon) takeChunk(id string, c *taskCache, td, jr *os.Root, pending []p
 			recs[i] = ex.record(j.seq, now, j.p.name)
 			taken[i] = tn
 		}()
+		if errs[i] != nil {
+			break
+		}
 	}
-	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		// Some markers may be taken: reload the task from disk next time,
 		// which finishes their records.
