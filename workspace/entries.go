@@ -82,6 +82,23 @@ func (s Scope) Dir() (string, error) {
 	return "", invalidf("scope", "use one of thread, session, agent, global", "unknown scope %q", s.Kind)
 }
 
+// label names the scope in messages: "env data" for the thread scope,
+// "<scope> memory" for the others.
+func (s Scope) label() string {
+	if s.Kind == ScopeThread {
+		return "env data"
+	}
+	return string(s.Kind) + " memory"
+}
+
+// listHint says how to see the keys of the scope.
+func (s Scope) listHint() string {
+	if s.Kind == ScopeThread {
+		return "list the keys with 'workspaced env list --task " + s.TaskID + "'"
+	}
+	return "list the keys with 'workspaced memory list --scope " + string(s.Kind) + "'"
+}
+
 func (s Scope) eventPrefix() string {
 	if s.Kind == ScopeThread {
 		return "env"
@@ -215,7 +232,7 @@ func (w *Workspace) GetEntry(ctx context.Context, s Scope, key string) (Entry, e
 	}
 	e, err := w.readEntry(name)
 	if errors.Is(err, ErrNotFound) {
-		return Entry{}, notFoundf(fmt.Sprintf("get %s %q", s.Kind, key), "list the keys with 'workspaced env list' or 'memory list'", "no such key")
+		return Entry{}, notFoundf(fmt.Sprintf("get %s %q", s.label(), key), s.listHint(), "no such key")
 	}
 	return e, err
 }
@@ -241,7 +258,7 @@ func (w *Workspace) UpdateEntry(ctx context.Context, s Scope, req UpdateRequest)
 	}
 	d, err := w.openScopeDir(dir, false)
 	if isNotExist(err) {
-		return Result{}, notFoundf(fmt.Sprintf("update %s %q", s.Kind, req.Key), "create it first with store", "no such key")
+		return Result{}, notFoundf(fmt.Sprintf("update %s %q", s.label(), req.Key), "create it first with store", "no such key")
 	}
 	if err != nil {
 		return Result{}, err
@@ -255,13 +272,13 @@ func (w *Workspace) UpdateEntry(ctx context.Context, s Scope, req UpdateRequest)
 	defer l.Release()
 	e, err := w.readEntryIn(d, base, name)
 	if errors.Is(err, ErrNotFound) {
-		return Result{}, notFoundf(fmt.Sprintf("update %s %q", s.Kind, req.Key), "create it first with store", "no such key")
+		return Result{}, notFoundf(fmt.Sprintf("update %s %q", s.label(), req.Key), "create it first with store", "no such key")
 	}
 	if err != nil {
 		return Result{}, err
 	}
 	if req.IfVersion > 0 && e.Version != req.IfVersion {
-		return Result{}, &Error{Kind: ErrConflict, Op: fmt.Sprintf("update %s %q", s.Kind, req.Key),
+		return Result{}, &Error{Kind: ErrConflict, Op: fmt.Sprintf("update %s %q", s.label(), req.Key),
 			Msg:  fmt.Sprintf("version is %d, not %d", e.Version, req.IfVersion),
 			Hint: "read it again (get) and retry with the current version"}
 	}
@@ -292,7 +309,7 @@ func (w *Workspace) DeleteEntry(ctx context.Context, s Scope, key, agent string)
 	}
 	d, err := w.openScopeDir(dir, false)
 	if isNotExist(err) {
-		return notFoundf(fmt.Sprintf("delete %s %q", s.Kind, key), "", "no such key")
+		return notFoundf(fmt.Sprintf("delete %s %q", s.label(), key), "", "no such key")
 	}
 	if err != nil {
 		return err
@@ -306,7 +323,7 @@ func (w *Workspace) DeleteEntry(ctx context.Context, s Scope, key, agent string)
 	defer l.Release()
 	if err := d.Remove(base); err != nil {
 		if isNotExist(err) {
-			return notFoundf(fmt.Sprintf("delete %s %q", s.Kind, key), "", "no such key")
+			return notFoundf(fmt.Sprintf("delete %s %q", s.label(), key), "", "no such key")
 		}
 		return fmt.Errorf("delete %s: %w", name, err)
 	}
