@@ -344,15 +344,11 @@ func entryStore(ctx context.Context, e *env, f *entryFlags) error {
 	if value == nil {
 		return usageHint(f.name(), "missing --value JSON or --value-file F")
 	}
-	w, err := e.open()
+	w, s, err := f.openScope(e)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	s, err := f.resolve(w)
-	if err != nil {
-		return err
-	}
 	r, err := w.StoreEntry(ctx, s, workspace.StoreRequest{Key: f.key, Description: f.description, Value: value, Agent: agentOr(f.agent, "cli")})
 	if err != nil {
 		return err
@@ -360,19 +356,30 @@ func entryStore(ctx context.Context, e *env, f *entryFlags) error {
 	return printWritten(e, f, "stored", r)
 }
 
+// openScope opens the workspace and resolves the entry flags to a scope.
+// The caller closes the workspace.
+func (f *entryFlags) openScope(e *env) (*workspace.Workspace, workspace.Scope, error) {
+	w, err := e.open()
+	if err != nil {
+		return nil, workspace.Scope{}, err
+	}
+	s, err := f.resolve(w)
+	if err != nil {
+		w.Close()
+		return nil, workspace.Scope{}, err
+	}
+	return w, s, nil
+}
+
 func entryGet(ctx context.Context, e *env, f *entryFlags) error {
 	if err := need(f.fs, "key"); err != nil {
 		return err
 	}
-	w, err := e.open()
+	w, s, err := f.openScope(e)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	s, err := f.resolve(w)
-	if err != nil {
-		return err
-	}
 	ent, err := w.GetEntry(ctx, s, f.key)
 	if err != nil {
 		return err
@@ -384,15 +391,11 @@ func entryGet(ctx context.Context, e *env, f *entryFlags) error {
 }
 
 func entryList(ctx context.Context, e *env, f *entryFlags) error {
-	w, err := e.open()
+	w, s, err := f.openScope(e)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	s, err := f.resolve(w)
-	if err != nil {
-		return err
-	}
 	items, skipped, err := w.ListEntriesReport(ctx, s)
 	if err != nil {
 		return err
@@ -433,15 +436,11 @@ func entryUpdate(ctx context.Context, e *env, f *entryFlags) error {
 	if value == nil && req.Description == nil {
 		return usageHint(f.name(), "nothing to update: pass --description and/or --value (or --value-file)")
 	}
-	w, err := e.open()
+	w, s, err := f.openScope(e)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	s, err := f.resolve(w)
-	if err != nil {
-		return err
-	}
 	r, err := w.UpdateEntry(ctx, s, req)
 	if err != nil {
 		return err
@@ -453,15 +452,11 @@ func entryDelete(ctx context.Context, e *env, f *entryFlags) error {
 	if err := need(f.fs, "key"); err != nil {
 		return err
 	}
-	w, err := e.open()
+	w, s, err := f.openScope(e)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	s, err := f.resolve(w)
-	if err != nil {
-		return err
-	}
 	if err := w.DeleteEntry(ctx, s, f.key, agentOr(f.agent, "cli")); err != nil {
 		return err
 	}
