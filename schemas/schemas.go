@@ -46,7 +46,7 @@ const (
 	KindClaim     Kind = "claim"     // .claim.<agent>[.<suffix>]
 	KindDone      Kind = "done"      // .done.<agent>[.<suffix>]
 	KindFriction  Kind = "friction"  // friction/friction.json
-	KindJournal   Kind = "journal"   // journal/<seq>.json
+	KindJournal   Kind = "journal"   // journal/<seq>.json, journal/<first>-<last>.json
 )
 
 var kinds = []Kind{

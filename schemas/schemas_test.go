@@ -660,3 +660,39 @@ func TestCheckLimitsDepth(t *testing.T) {
 		})
 	}
 }
+
+// TestJournalBatch: a journal file may hold the records of one chunk,
+// {"records": [...]}, each checked as a record.
+func TestJournalBatch(t *testing.T) {
+	rec := string(readValid(t, KindJournal))
+	tests := []struct {
+		name    string
+		doc     string
+		wantPtr string // "-": valid
+		rule    string
+	}{
+		{"one record", `{"records":[` + rec + `]}`, "-", ""},
+		{"two records", `{"records":[` + rec + `,` + rec + `]}`, "-", ""},
+		{"no records", `{"records":[]}`, "/records", "minItems"},
+		{"records not an array", `{"records":{}}`, "/records", "type"},
+		{"bad record checked", `{"records":[` + rec + `,{"seq":2}]}`, "/records/1", "required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Validate(KindJournal, []byte(tt.doc))
+			if tt.wantPtr == "-" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var ve *Error
+			if !errors.As(err, &ve) {
+				t.Fatalf("Validate = %v, want *Error", err)
+			}
+			if got := ve.Problems[0]; got.Pointer != tt.wantPtr || got.Rule != tt.rule {
+				t.Errorf("first problem = %q %q (%s), want %q %q", got.Pointer, got.Rule, got.Message, tt.wantPtr, tt.rule)
+			}
+		})
+	}
+}

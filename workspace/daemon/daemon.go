@@ -9,9 +9,9 @@
 //     once with a *ServingError naming the pid serving.
 //   - Every marker is applied exactly once, whatever crashes when: taking a
 //     marker is one rename into journal/ under a name that carries its
-//     sequence number (see journal.go); the record is then written
-//     atomically and durably, and state.json records the last sequence it
-//     reflects. On start every task is brought up to date from its journal.
+//     sequence number (see journal.go); the records of the markers taken
+//     together are then written atomically in one file and made durable,
+//     and state.json records the last sequence it reflects. On start every task is brought up to date from its journal.
 //     (Durability across power loss assumes a local filesystem that honours
 //     fsync and journals a rename atomically: ext4, xfs, btrfs.)
 //   - state.json is only ever replaced atomically (temporary file, fsync,
@@ -147,7 +147,7 @@ type Daemon struct {
 	mu       sync.Mutex // guards cache and progress (tasks are processed in parallel)
 	cache    map[string]*taskCache
 	progress map[string][]friction.InProgress
-	unsynced map[string][]journalEntry // records written but not yet fsynced, by task
+	unsynced map[string][]unsyncedChunk // record files written but not yet fsynced, by task
 }
 
 // New opens the workspace at cfg.Root and fills the defaults. It takes no
@@ -186,7 +186,7 @@ func New(cfg Config) (*Daemon, error) {
 		cfg.Now = time.Now
 	}
 	d := &Daemon{cfg: cfg, ws: ws, log: cfg.Logger, now: cfg.Now,
-		cache: map[string]*taskCache{}, progress: map[string][]friction.InProgress{}, unsynced: map[string][]journalEntry{}, ctx: context.Background()}
+		cache: map[string]*taskCache{}, progress: map[string][]friction.InProgress{}, unsynced: map[string][]unsyncedChunk{}, ctx: context.Background()}
 	d.friction = ws.FrictionLog(daemonAgent)
 	d.friction.Now = cfg.Now
 	d.frictionCfg = ws.FrictionConfig()

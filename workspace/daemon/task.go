@@ -276,24 +276,13 @@ func (d *Daemon) load(id string, force bool) (*taskCache, error) {
 		_ = d.ws.Root().Remove(path.Join(journalPath(id), t))
 	}
 	c.next = max(l.maxSeq, c.st.JournalSeq) + 1
+	read, err := d.settleLeftovers(id, &l)
+	if err != nil {
+		return nil, err
+	}
 	var recs []workspace.JournalRecord
 	for _, seq := range l.seqsAfter(0) {
 		t, isTaken := l.taken[seq]
-		_, hasRecord := l.records[seq]
-		if isTaken && hasRecord {
-			// The record was written but maybe not yet made durable (see
-			// settle): keep it if it reads back whole, else write it again
-			// from the taken marker.
-			if _, err := readRecord(d.ws, id, seq); err == nil {
-				if err := d.syncRecords(id, []int64{seq}); err != nil {
-					return nil, err
-				}
-				_ = d.ws.Root().Remove(path.Join(journalPath(id), t.name))
-				isTaken = false
-			} else {
-				_ = d.ws.Root().Remove(path.Join(journalPath(id), RecordName(seq)))
-			}
-		}
 		if seq <= c.st.JournalSeq && !isTaken {
 			continue
 		}
@@ -302,7 +291,16 @@ func (d *Daemon) load(id string, force bool) (*taskCache, error) {
 			// Crashed between taking the marker and writing its record.
 			rec, err = d.finishTaken(id, t)
 		} else {
-			rec, err = readRecord(d.ws, id, seq)
+			name := l.records[seq]
+			rs, ok := read[name]
+			if !ok {
+				if rs, err = readRecordFile(d.ws, id, l.files[name]); err == nil {
+					read[name] = rs
+				}
+			}
+			if err == nil {
+				rec = rs[seq-l.files[name].seq]
+			}
 		}
 		if err != nil {
 			d.log.Error("journal record unreadable, skipped", "task", id, "seq", seq, "err", err)
@@ -318,6 +316,67 @@ func (d *Daemon) load(id string, force bool) (*taskCache, error) {
 		}
 	}
 	return c, nil
+}
+
+// settleLeftovers deals with the record files that still have taken
+// markers beside them (written, maybe not made durable: see settle). A
+// file that reads back whole is made durable and its taken markers
+// removed; one that does not is removed, and its records are written again
+// from their taken markers by the caller. l is updated to match; the
+// files read are returned by name, with their records.
+func (d *Daemon) settleLeftovers(id string, l *journalListing) (map[string][]workspace.JournalRecord, error) {
+	read := map[string][]workspace.JournalRecord{}
+	bad := map[string]bool{}
+	var settled []int64
+	for seq := range l.taken {
+		name, ok := l.records[seq]
+		if !ok || bad[name] {
+			continue
+		}
+		if _, ok := read[name]; !ok {
+			rs, err := readRecordFile(d.ws, id, l.files[name])
+			if err != nil {
+				d.log.Warn("journal record file torn; writing its records again from the taken markers", "task", id, "file", name, "err", err)
+				_ = d.ws.Root().Remove(path.Join(journalPath(id), name))
+				bad[name] = true
+				continue
+			}
+			read[name] = rs
+		}
+		settled = append(settled, seq)
+	}
+	for name := range bad {
+		e := l.files[name]
+		for s := e.seq; s <= e.last; s++ {
+			if l.records[s] == name {
+				delete(l.records, s)
+			}
+		}
+		delete(l.files, name)
+	}
+	var keep []int64
+	for _, seq := range settled {
+		if !bad[l.records[seq]] {
+			keep = append(keep, seq)
+		}
+	}
+	if len(keep) == 0 {
+		return read, nil
+	}
+	files := make([]string, 0, len(read))
+	for name := range read {
+		files = append(files, name)
+	}
+	if err := d.syncRecords(id, files); err != nil {
+		return nil, err
+	}
+	taken := make([]string, len(keep))
+	for i, seq := range keep {
+		taken[i] = l.taken[seq].name
+		delete(l.taken, seq)
+	}
+	d.removeTaken(id, taken)
+	return read, nil
 }
 
 // finishTaken writes the record of a marker taken before a crash: it is
@@ -336,7 +395,7 @@ func (d *Daemon) finishTaken(id string, t journalEntry) (workspace.JournalRecord
 		return workspace.JournalRecord{}, err
 	}
 	defer jr.Close()
-	if err := d.writeRecords(jr, id, []workspace.JournalRecord{rec}, true); err != nil {
+	if _, err := d.writeRecords(jr, id, []workspace.JournalRecord{rec}, true); err != nil {
 		return workspace.JournalRecord{}, err
 	}
 	d.removeTaken(id, []string{t.name})
@@ -513,16 +572,19 @@ func (d *Daemon) takeChunk(id string, c *taskCache, td, jr *os.Root, pending []p
 		d.forget(id)
 		return len(recs), waitTill, fmt.Errorf("sync journal of task %s: %w", id, err)
 	}
-	if err := d.writeRecords(jr, id, recs, false); err != nil {
+	file, err := d.writeRecords(jr, id, recs, false)
+	if err != nil {
 		d.forget(id)
 		return len(recs), waitTill, err
 	}
-	d.mu.Lock()
-	for i, r := range recs {
-		if taken[i] != "" {
-			d.unsynced[id] = append(d.unsynced[id], journalEntry{seq: r.Seq, name: taken[i], marker: r.File})
+	u := unsyncedChunk{file: file}
+	for _, tn := range taken {
+		if tn != "" {
+			u.taken = append(u.taken, tn)
 		}
 	}
+	d.mu.Lock()
+	d.unsynced[id] = append(d.unsynced[id], u)
 	d.mu.Unlock()
 	if err := d.commit(id, c, recs, c.fi != nil, ""); err != nil {
 		return len(recs), waitTill, err
@@ -549,12 +611,12 @@ func (d *Daemon) settle(id string) error {
 	if len(ents) == 0 {
 		return nil
 	}
-	seqs := make([]int64, len(ents))
-	names := make([]string, len(ents))
-	for i, e := range ents {
-		seqs[i], names[i] = e.seq, e.name
+	var files, names []string
+	for _, e := range ents {
+		files = append(files, e.file)
+		names = append(names, e.taken...)
 	}
-	if err := d.syncRecords(id, seqs); err != nil {
+	if err := d.syncRecords(id, files); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil // the task was removed meanwhile
 		}
@@ -575,16 +637,23 @@ func (d *Daemon) pendingSettle() []string {
 	return ids
 }
 
-// syncRecords makes the given records of a task durable: one syncfs(2) of
-// the workspace's filesystem (one journal commit for every record of the
-// burst, instead of an fsync each, which would keep the filesystem
-// committing and stall every other write), then an fsync of the journal
-// directory. Where syncfs is not available the records are fsynced one by
-// one.
-func (d *Daemon) syncRecords(id string, seqs []int64) error {
+// unsyncedChunk is a record file written but not yet made durable, and
+// the taken markers it holds the records of.
+type unsyncedChunk struct {
+	file  string
+	taken []string
+}
+
+// syncRecords makes the given record files of a task durable: one
+// syncfs(2) of the workspace's filesystem (one journal commit for every
+// record of the burst, instead of an fsync each, which would keep the
+// filesystem committing and stall every other write), then an fsync of
+// the journal directory. Where syncfs is not available the files are
+// fsynced one by one.
+func (d *Daemon) syncRecords(id string, files []string) error {
 	if err := syncFS(d.ws.Root()); err != nil {
-		for _, seq := range seqs {
-			f, err := d.ws.Root().Open(path.Join(journalPath(id), RecordName(seq)))
+		for _, name := range files {
+			f, err := d.ws.Root().Open(path.Join(journalPath(id), name))
 			if err != nil {
 				return fmt.Errorf("sync journal of task %s: %w", id, err)
 			}
@@ -598,57 +667,36 @@ func (d *Daemon) syncRecords(id string, seqs []int64) error {
 	return atomicfile.SyncDir(d.ws.Root(), journalPath(id))
 }
 
-// writeRecords writes journal records, each atomically (a temporary
-// dot-file renamed into place, so a reader never sees a torn record).
-// durable writes each with atomicfile (fsync of the file and of the
-// directory); otherwise the records are only renamed into place and
-// settle makes them durable later, the taken markers beside them being
-// the durable copy meanwhile. A record that does not match the journal
-// schema (it cannot happen for a marker that passed its own schema) is
-// written as a rejection.
-func (d *Daemon) writeRecords(jr *os.Root, id string, recs []workspace.JournalRecord, durable bool) error {
-	if !durable {
-		// One after the other: creations in one directory serialize on
-		// it in the kernel anyway, and concurrent ones spin there.
-		for i := range recs {
-			if err := d.writeRecord(jr, id, &recs[i], false); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	errs := make([]error, len(recs))
-	sem := make(chan struct{}, examiners)
-	var wg sync.WaitGroup
+// writeRecords writes the records of one chunk (consecutive seqs, in
+// order) atomically in one file: RecordName for one record, BatchName for
+// more (a temporary dot-file renamed into place, so a reader never sees a
+// torn file). durable writes it with atomicfile (fsync of the file and of
+// the directory); otherwise it is only renamed into place and settle makes
+// it durable later, the taken markers beside it being the durable copy
+// meanwhile. A record that does not match the journal schema (it cannot
+// happen for a marker that passed its own schema) is written as a
+// rejection. It returns the file's name.
+func (d *Daemon) writeRecords(jr *os.Root, id string, recs []workspace.JournalRecord, durable bool) (string, error) {
 	for i := range recs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			errs[i] = d.writeRecord(jr, id, &recs[i], durable)
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-func (d *Daemon) writeRecord(jr *os.Root, id string, rec *workspace.JournalRecord, durable bool) error {
-	data, err := atomicfile.Marshal(rec)
-	// A taken marker passed its own schema, which the journal's repeats:
-	// only a record carrying more (a plan, a review) or a rejected marker
-	// is checked again.
-	if err == nil && (rec.Plan != nil || rec.Review != nil || rec.Rejected != "") {
-		if verr := schemas.Validate(schemas.KindJournal, data); verr != nil {
-			rec.Plan, rec.Review = nil, nil
-			rec.Rejected = "record does not match the journal schema: " + verr.Error()
-			data, err = atomicfile.Marshal(rec)
+		if err := checkRecord(&recs[i]); err != nil {
+			return "", fmt.Errorf("encode journal record %d of task %s: %w", recs[i].Seq, id, err)
 		}
+	}
+	var (
+		name string
+		data []byte
+		err  error
+	)
+	if len(recs) == 1 {
+		name = RecordName(recs[0].Seq)
+		data, err = atomicfile.Marshal(recs[0])
+	} else {
+		name = BatchName(recs[0].Seq, recs[len(recs)-1].Seq)
+		data, err = atomicfile.Marshal(JournalBatch{Records: recs})
 	}
 	if err != nil {
-		return fmt.Errorf("encode journal record %d of task %s: %w", rec.Seq, id, err)
+		return "", fmt.Errorf("encode journal %s of task %s: %w", name, id, err)
 	}
-	name := RecordName(rec.Seq)
 	if durable {
 		err = atomicfile.WriteFile(jr, name, data, d.ws.FilePerm())
 	} else {
@@ -659,7 +707,26 @@ func (d *Daemon) writeRecord(jr *os.Root, id string, rec *workspace.JournalRecor
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("write journal record %d of task %s: %w", rec.Seq, id, err)
+		return "", fmt.Errorf("write journal %s of task %s: %w", name, id, err)
+	}
+	return name, nil
+}
+
+// checkRecord makes sure rec matches the journal schema. A taken marker
+// passed its own schema, which the journal's repeats: only a record
+// carrying more (a plan, a review) or a rejected marker is checked again,
+// and one that fails is turned into a rejection saying why.
+func checkRecord(rec *workspace.JournalRecord) error {
+	if rec.Plan == nil && rec.Review == nil && rec.Rejected == "" {
+		return nil
+	}
+	data, err := atomicfile.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	if verr := schemas.Validate(schemas.KindJournal, data); verr != nil {
+		rec.Plan, rec.Review = nil, nil
+		rec.Rejected = "record does not match the journal schema: " + verr.Error()
 	}
 	return nil
 }
