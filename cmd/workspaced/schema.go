@@ -65,7 +65,7 @@ var kindFiles = map[schemas.Kind]string{
 	schemas.KindClaim:     "tasks/<id>/.claim.<agent>[.<suffix>]",
 	schemas.KindDone:      "tasks/<id>/.done.<agent>[.<suffix>]",
 	schemas.KindFriction:  "friction/friction.json",
-	schemas.KindJournal:   "tasks/<id>/journal/<seq>.json",
+	schemas.KindJournal:   "tasks/<id>/journal/<seq>.json, journal/<first>-<last>.json",
 }
 
 // notFound wraps err as a not-found error (exit 3) with a hint.
