@@ -287,7 +287,7 @@ func detectRevision(t *Tally, obs Observation, cfg Config, kind string) []Findin
 		return nil
 	}
 	t.report(obs.TaskID, once)
-	desc := fmt.Sprintf("The %s of task %s was sent back for revision %d times", kind, obs.TaskID, n)
+	desc := fmt.Sprintf("The %s of task %s was sent back for revision %s", kind, obs.TaskID, times(n))
 	var extra []string
 	if p := obs.Attrs["plan_id"]; p != "" {
 		extra = append(extra, "plan "+p)
@@ -358,8 +358,8 @@ func detectReviewer(t *Tally, obs Observation, cfg Config) []Finding {
 			Type:    TypeReviewerPattern,
 			TaskID:  obs.TaskID,
 			Pattern: p,
-			Description: fmt.Sprintf("The same review problem came up in %d reviews across %d tasks (latest by %s in task %s): %q.",
-				c.Count, len(c.Tasks), who, obs.TaskID, raw[p]),
+			Description: fmt.Sprintf("The same review problem came up in %s across %s (latest by %s in task %s): %q.",
+				count(c.Count, "review", "reviews"), count(len(c.Tasks), "task", "tasks"), who, obs.TaskID, raw[p]),
 			SuggestedAction: "Tell the agents whose work is reviewed about this recurring problem (add it to their prompt or checklist), " +
 				"or check whether the reviewer's expectation is the right one.",
 			Occurrences: 1,
@@ -392,8 +392,8 @@ func detectFailure(t *Tally, obs Observation, cfg Config, cause, what string) []
 		Type:    TypeWorkerFailure,
 		TaskID:  obs.TaskID,
 		Pattern: p,
-		Description: fmt.Sprintf("%d failed or rejected pieces of work across %d tasks share one cause (latest: in task %s, %s): %q.",
-			c.Count, len(c.Tasks), obs.TaskID, what, strings.TrimSpace(cause)),
+		Description: fmt.Sprintf("%s of failed or rejected work across %s came from one cause (latest: in task %s, %s): %q.",
+			count(c.Count, "piece", "pieces"), count(len(c.Tasks), "task", "tasks"), obs.TaskID, what, strings.TrimSpace(cause)),
 		SuggestedAction: "Look at what the workers are missing for this cause (a tool, a permission, an instruction, an input the plan does not give them) " +
 			"and fix it once for every task rather than retrying.",
 		Occurrences: 1,
@@ -478,4 +478,23 @@ func DetectTimeouts(items []InProgress, now time.Time, cfg Config) []Finding {
 		})
 	}
 	return out
+}
+
+// times says "once", "twice" or "N times".
+func times(n int) string {
+	switch n {
+	case 1:
+		return "once"
+	case 2:
+		return "twice"
+	}
+	return fmt.Sprintf("%d times", n)
+}
+
+// count says "1 review" or "N reviews".
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
