@@ -108,7 +108,10 @@ func openAgentFileOnce(root *os.Root, name string) (*os.File, error) {
 	return nil, fmt.Errorf("open %s: %w", name, err)
 }
 
-func fileKind(m fs.FileMode) string {
+// FileKind names the type of a file that is not a regular file, in words
+// fit for an error or a rejection reason: "symlink", "FIFO", "socket",
+// "device", "directory", else "special file".
+func FileKind(m fs.FileMode) string {
 	switch {
 	case m&fs.ModeSymlink != 0:
 		return "symlink"
@@ -123,6 +126,8 @@ func fileKind(m fs.FileMode) string {
 	}
 	return "special file"
 }
+
+func fileKind(m fs.FileMode) string { return FileKind(m) }
 
 // CheckDepth reports an error if the JSON text nests arrays and objects
 // deeper than max. It scans bytes (strings skipped) without decoding, so a

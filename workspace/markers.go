@@ -1,17 +1,18 @@
 package workspace
 
 import (
-	"encoding/json"
-	"errors"
-
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
-	"github.com/workspaced/workspaced/schemas"
+	"os"
 	"path"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/workspaced/workspaced/schemas"
 )
 
 // Marker file name prefixes.
@@ -168,6 +169,20 @@ type Product struct {
 // task, within the size and depth limits — and validates it against its
 // schema. Errors say what is wrong in words fit for an event's reason.
 func (w *Workspace) ReadProduct(taskID, outputFile string) (Product, error) {
+	return w.readProduct(w.root, TaskDir(taskID), outputFile)
+}
+
+// ReadProductIn is ReadProduct through td, a handle on the task directory
+// itself (one opened with OpenRoot on TaskDir): every name is then
+// resolved from the task directory, not from the workspace root, and
+// nothing outside td can be reached at all. It checks and returns exactly
+// what ReadProduct does.
+func (w *Workspace) ReadProductIn(td *os.Root, outputFile string) (Product, error) {
+	return w.readProduct(td, ".", outputFile)
+}
+
+// readProduct reads outputFile of the task directory dir of root.
+func (w *Workspace) readProduct(root *os.Root, dir, outputFile string) (Product, error) {
 	kind, id, err := ClassifyOutput(outputFile)
 	if err != nil {
 		return Product{}, invalidf("product", "", "%v", err)
@@ -176,15 +191,15 @@ func (w *Workspace) ReadProduct(taskID, outputFile string) (Product, error) {
 	if kind == ProductNone {
 		return p, nil
 	}
-	name := path.Join(TaskDir(taskID), outputFile)
+	name := path.Join(dir, outputFile)
 	// The product must be inside its own task: a symlinked outputs/ or
 	// reviews/ directory could lead to another task's files.
 	if d := path.Dir(outputFile); d != "." {
-		if st, err := w.root.Lstat(path.Join(TaskDir(taskID), d)); err == nil && !st.IsDir() {
-			return Product{}, &Error{Kind: ErrUnsafe, Op: "product " + outputFile, Msg: fmt.Sprintf("%s/ is a %s, not a directory of the task", d, fileKind(st.Mode()))}
+		if st, err := root.Lstat(path.Join(dir, d)); err == nil && !st.IsDir() {
+			return Product{}, &Error{Kind: ErrUnsafe, Op: "product " + outputFile, Msg: fmt.Sprintf("%s/ is a %s, not a directory of the task", d, FileKind(st.Mode()))}
 		}
 	}
-	data, err := w.ReadFile(name)
+	data, err := ReadAgentFile(root, name, int64(w.settings.Limits.MaxFileBytes))
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return Product{}, notFoundf("product "+outputFile, "write the product before dropping the marker", "output file %s does not exist", outputFile)

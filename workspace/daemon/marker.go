@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"time"
 
@@ -37,15 +38,17 @@ type examined struct {
 	reason  string // why it waits or is rejected
 }
 
-// examine reads the marker at rel (relative to the root) of task taskID
-// and decides what to do with it. fi is its Lstat. A marker younger than
+// examine reads the marker name of a task and decides what to do with it.
+// td is a handle on the task directory, name is relative to it (the
+// marker's own name, or journal/<taken name>), and fi is its Lstat; the
+// product the marker names is read through td too. A marker younger than
 // grace (by its mtime against now) that does not parse, does not match
 // its schema, or names a product that is missing or invalid waits; one
 // that is older, or that can never become valid (not a regular file,
 // oversized, nested too deep, a product outside the task or unsafe to
 // read), is rejected with the reason. grace < 0 never waits (a marker
 // already taken into the journal is judged as it is).
-func examine(ws *workspace.Workspace, taskID, rel, kind string, fi fs.FileInfo, now time.Time, grace time.Duration) examined {
+func examine(ws *workspace.Workspace, td *os.Root, name, kind string, fi fs.FileInfo, now time.Time, grace time.Duration) examined {
 	ex := examined{kind: kind}
 	young := grace >= 0 && now.Sub(fi.ModTime()) < grace
 	soft := func(reason string) examined {
@@ -62,9 +65,9 @@ func examine(ws *workspace.Workspace, taskID, rel, kind string, fi fs.FileInfo, 
 		return ex
 	}
 	if !fi.Mode().IsRegular() {
-		return hard(fmt.Sprintf("marker is a %s, not a regular file", fileKind(fi.Mode())))
+		return hard(fmt.Sprintf("marker is a %s, not a regular file", workspace.FileKind(fi.Mode())))
 	}
-	data, err := ws.ReadFile(rel)
+	data, err := workspace.ReadAgentFile(td, name, int64(ws.Settings().Limits.MaxFileBytes))
 	if err != nil {
 		if errors.Is(err, workspace.ErrNotFound) {
 			ex.verdict = vanished
@@ -98,7 +101,7 @@ func examine(ws *workspace.Workspace, taskID, rel, kind string, fi fs.FileInfo, 
 	if pkind == workspace.ProductNone && ex.marker.Status != "cancelled" {
 		return hard("done marker names no output_file")
 	}
-	p, err := ws.ReadProduct(taskID, ex.marker.OutputFile)
+	p, err := ws.ReadProductIn(td, ex.marker.OutputFile)
 	if err != nil {
 		reason := "output " + ex.marker.OutputFile + ": " + describe(err)
 		if errors.Is(err, workspace.ErrUnsafe) {
@@ -145,22 +148,6 @@ func describe(err error) string {
 		}
 	}
 	return err.Error()
-}
-
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeSymlink != 0:
-		return "symlink"
-	case m&fs.ModeNamedPipe != 0:
-		return "FIFO"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	case m.IsDir():
-		return "directory"
-	}
-	return "special file"
 }
 
 // markerPath is a marker's path relative to the root.

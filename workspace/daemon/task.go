@@ -388,9 +388,14 @@ func (d *Daemon) finishTaken(id string, t journalEntry) (workspace.JournalRecord
 		return workspace.JournalRecord{}, err
 	}
 	kind, _ := workspace.IsMarkerName(t.marker)
-	ex := examine(d.ws, id, rel, kind, fi, d.now(), -1)
+	td, err := d.ws.Root().OpenRoot(workspace.TaskDir(id))
+	if err != nil {
+		return workspace.JournalRecord{}, err
+	}
+	defer td.Close()
+	ex := examine(d.ws, td, path.Join(JournalDir, t.name), kind, fi, d.now(), -1)
 	rec := ex.record(t.seq, d.now(), t.marker)
-	jr, err := d.ws.Root().OpenRoot(journalPath(id))
+	jr, err := td.OpenRoot(JournalDir)
 	if err != nil {
 		return workspace.JournalRecord{}, err
 	}
@@ -495,7 +500,7 @@ func (d *Daemon) takeChunk(id string, c *taskCache, td, jr *os.Root, pending []p
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			exs[i] = examine(d.ws, id, markerPath(id, p.name), p.kind, p.fi, now, d.cfg.Grace)
+			exs[i] = examine(d.ws, td, p.name, p.kind, p.fi, now, d.cfg.Grace)
 		}()
 	}
 	wg.Wait()
@@ -550,7 +555,7 @@ func (d *Daemon) takeChunk(id string, c *taskCache, td, jr *os.Root, pending []p
 			// If the file was swapped between reading and renaming, judge
 			// what was actually taken.
 			if fi, err := jr.Lstat(tn); err == nil && !sameFile(j.p.fi, fi) {
-				ex = examine(d.ws, id, path.Join(journalPath(id), tn), j.p.kind, fi, now, -1)
+				ex = examine(d.ws, td, path.Join(JournalDir, tn), j.p.kind, fi, now, -1)
 			}
 			recs[i] = ex.record(j.seq, now, j.p.name)
 			taken[i] = tn

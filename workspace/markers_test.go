@@ -1,0 +1,89 @@
+package workspace
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestReadProductIn checks that reading a product through a handle on the
+// task directory gives what ReadProduct gives, refusals included.
+func TestReadProductIn(t *testing.T) {
+	w, _ := newWS(t)
+	newTask(t, w, "t1")
+	newTask(t, w, "t2")
+	if _, err := w.WriteOutput("t1", "st_1", "worker_1", []byte(`{"summary":"ok"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteOutput("t2", "st_9", "worker_1", []byte(`{"summary":"other task"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteReview("t1", "plan_v1", "reviewer", []byte(`{"type":"plan_review","verdict":"approved"}`)); err != nil {
+		t.Fatal(err)
+	}
+	t1 := filepath.Join(w.Dir(), "tasks", "t1")
+	if err := os.WriteFile(filepath.Join(t1, "outputs", "st_2.json"), []byte(`{"summary":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(t1, "outputs", "st_3.json"), []byte(`{"subtask_id":"st_4","summary":"x","worker_id":"w","completed_at":"2024-01-15T10:00:00Z"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("st_1.json", filepath.Join(t1, "outputs", "st_5.json")); err != nil {
+		t.Fatal(err)
+	}
+	// reviews/ of t1 leads into t2's outputs.
+	if err := os.RemoveAll(filepath.Join(t1, "reviews")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join("..", "t2", "outputs"), filepath.Join(t1, "reviews")); err != nil {
+		t.Fatal(err)
+	}
+	td, err := w.Root().OpenRoot(TaskDir("t1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer td.Close()
+	for _, tc := range []struct {
+		name, file string
+		want       error // nil: read, with an output or none
+	}{
+		{"output", "outputs/st_1.json", nil},
+		{"cancel names nothing", "", nil},
+		{"missing", "outputs/st_7.json", ErrNotFound},
+		{"schema-invalid", "outputs/st_2.json", ErrInvalid},
+		{"another subtask's id", "outputs/st_3.json", ErrInvalid},
+		{"symlink", "outputs/st_5.json", ErrUnsafe},
+		{"through a symlinked directory", "reviews/st_9.json", ErrUnsafe},
+		{"not a product path", "../t2/outputs/st_9.json", ErrInvalid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p1, err1 := w.ReadProduct("t1", tc.file)
+			p2, err2 := w.ReadProductIn(td, tc.file)
+			for _, err := range []error{err1, err2} {
+				if (tc.want == nil) != (err == nil) || (tc.want != nil && !errors.Is(err, tc.want)) {
+					t.Errorf("ReadProduct / ReadProductIn(%q): errs %v / %v, want %v", tc.file, err1, err2, tc.want)
+				}
+			}
+			if (err1 == nil) != (err2 == nil) || p1.Kind != p2.Kind || (p1.Output == nil) != (p2.Output == nil) {
+				t.Errorf("ReadProduct = %+v, %v; ReadProductIn = %+v, %v", p1, err1, p2, err2)
+			}
+			if err1 != nil && err2 != nil && describeErr(err1) != describeErr(err2) {
+				t.Errorf("reasons differ: %q vs %q", describeErr(err1), describeErr(err2))
+			}
+		})
+	}
+}
+
+// describeErr is an error's words without the path it names.
+func describeErr(err error) string {
+	var we *Error
+	if errors.As(err, &we) {
+		s := we.Msg
+		if we.Err != nil {
+			s += ": " + we.Err.Error()
+		}
+		return s
+	}
+	return err.Error()
+}
