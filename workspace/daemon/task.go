@@ -592,6 +592,9 @@ func (d *Daemon) takeChunk(id string, c *taskCache, td, jr *os.Root, pending []p
 	d.unsynced[id] = append(d.unsynced[id], u)
 	d.mu.Unlock()
 	if err := d.commit(id, c, recs, c.fi != nil, ""); err != nil {
+		// The records are journaled but not applied: reload the task from
+		// disk next time, which replays them past state.json's journal_seq.
+		d.forget(id)
 		return len(recs), waitTill, err
 	}
 	return len(recs), waitTill, nil
