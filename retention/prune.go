@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
@@ -42,7 +43,7 @@ const (
 )
 
 // errUnsupported reports a system call the kernel, the filesystem or the
-// platform does not offer (renameat2 RENAME_EXCHANGE, syncfs).
+// platform does not offer (renameat2 RENAME_EXCHANGE).
 var errUnsupported = errors.New("not supported")
 
 // exchange swaps two entries of a directory atomically; tests replace it to
@@ -324,7 +325,7 @@ func (r *run) recover(ctx context.Context) error {
 			r.rep.Recovered = append(r.rep.Recovered, "would delete leftover "+rel)
 			continue
 		}
-		if err := root.RemoveAll(rel); err != nil {
+		if err := removeTree(root, rel); err != nil {
 			r.addError(fmt.Sprintf("delete leftover %s: %v", rel, err))
 			continue
 		}
@@ -378,9 +379,11 @@ func (r *run) prune(ctx context.Context) error {
 }
 
 // deleters is how many goroutines delete old trees at once. Deleting is a
-// chain of unlinks, each waiting on the filesystem's journal; a few chains
-// in parallel keep the disk busy where one would leave it idle.
-const deleters = 4
+// chain of unlinks, each waiting on the disk (on a filesystem mounted with
+// discard, every freed block is discarded before unlink returns) rather
+// than on a CPU; many chains in flight keep the disk's queue full where one
+// would leave it idle.
+const deleters = 16
 
 // deleteLater hands an old tree (tasks/.prune-<id> after a swap, or
 // tasks/.trash-<id>) to the deleters, starting them on first use. The task
@@ -392,7 +395,7 @@ func (r *run) deleteLater(old string) {
 		for range deleters {
 			r.delWG.Go(func() {
 				for old := range r.del {
-					if err := r.p.Root.RemoveAll(old); err != nil {
+					if err := removeTree(r.p.Root, old); err != nil {
 						r.addError(fmt.Sprintf("delete %s: %v", old, err))
 					}
 				}
@@ -499,16 +502,26 @@ func (r *run) task(id string) {
 // batches.
 var maxPending = 128
 
+// syncers is how many summaries flush makes durable at once. Each fsync
+// waits on the disk; issued together, the kernel serves them in one pass
+// and merges their cache flushes.
+const syncers = 16
+
 // flush carries out the queued summaries and removals in four steps, so a
-// batch costs a few syncs rather than several per task:
+// batch waits on the disk a few times rather than several times per task:
 //
-//  1. the built summaries are made durable (one syncfs, or an fsync of
-//     each summary directory where syncfs is missing);
+//  1. the built summaries are made durable: each summary directory and its
+//     .locks/ fsynced, several at once (see syncers);
 //  2. each summary is swapped with its task, each task to remove is
 //     renamed to trash;
 //  3. tasks/ is fsynced, making every swap and rename durable;
 //  4. the outcomes are recorded, the locks released, and the old trees,
 //     no longer under any task's name, handed to the deleters.
+//
+// Only the directories the batch changed are synced, never the whole
+// filesystem: the cost of a batch does not depend on what other processes
+// have written, and the holder records in the lock files of tasks about to
+// be removed are never forced to disk only to be deleted.
 //
 // Each task passes through the same states as if handled alone, so the
 // crash guarantees of Pruner hold task by task.
@@ -516,28 +529,10 @@ func (r *run) flush() {
 	if len(r.pending) == 0 {
 		return
 	}
-	root := r.p.Root
-	summaries := 0
-	for _, pt := range r.pending {
-		if pt.d.Action == Summarize {
-			summaries++
-		}
-	}
-	if summaries > 0 {
-		err := syncFS(r.tasksDir)
-		if errors.Is(err, errUnsupported) {
-			for _, pt := range r.pending {
-				if pt.d.Action == Summarize {
-					pt.err = syncSummary(root, path.Join("tasks", prunePrefix+pt.d.TaskID))
-				}
-			}
-		} else if err != nil {
-			for _, pt := range r.pending {
-				pt.err = fmt.Errorf("sync filesystem: %w", err)
-			}
-		}
+	if r.syncSummaries() > 0 {
 		stepHook("summarize: summary durable")
 	}
+	root := r.p.Root
 	swapped := 0
 	for _, pt := range r.pending {
 		if pt.err != nil {
@@ -590,6 +585,36 @@ func (r *run) flush() {
 	}
 	clear(r.pending)
 	r.pending = r.pending[:0]
+}
+
+// syncSummaries makes the summaries of the pending batch durable, at most
+// syncers at a time, setting the error of each that fails, and returns how
+// many summaries it synced.
+func (r *run) syncSummaries() int {
+	var todo []*pendingTask
+	for _, pt := range r.pending {
+		if pt.d.Action == Summarize {
+			todo = append(todo, pt)
+		}
+	}
+	if len(todo) == 0 {
+		return 0
+	}
+	next := make(chan *pendingTask)
+	var wg sync.WaitGroup
+	for range min(syncers, len(todo)) {
+		wg.Go(func() {
+			for pt := range next {
+				pt.err = syncSummary(r.p.Root, path.Join("tasks", prunePrefix+pt.d.TaskID))
+			}
+		})
+	}
+	for _, pt := range todo {
+		next <- pt
+	}
+	close(next)
+	wg.Wait()
+	return len(todo)
 }
 
 // decide applies the policy, turning an unreadable state into a skip.
@@ -658,10 +683,16 @@ func (r *run) buildSummary(id string, perm fs.FileMode) error {
 	root := r.p.Root
 	src := path.Join("tasks", id)
 	tmp := path.Join("tasks", prunePrefix+id)
-	if err := root.RemoveAll(tmp); err != nil {
-		return fmt.Errorf("clear %s: %w", tmp, err)
+	// Recovery has cleared every .prune-* of earlier runs, so tmp is
+	// normally absent; probing first would wait on tasks/ like a change.
+	err := mkdirPerm(root, tmp, perm)
+	if errors.Is(err, fs.ErrExist) {
+		if err = root.RemoveAll(tmp); err != nil {
+			return fmt.Errorf("clear %s: %w", tmp, err)
+		}
+		err = mkdirPerm(root, tmp, perm)
 	}
-	if err := mkdirPerm(root, tmp, perm); err != nil {
+	if err != nil {
 		return err
 	}
 	stepHook("summarize: summary directory created")
@@ -683,8 +714,8 @@ func (r *run) buildSummary(id string, perm fs.FileMode) error {
 	return linkDir(root, path.Join(src, ".locks"), path.Join(tmp, ".locks"))
 }
 
-// syncSummary makes a built summary durable with fsyncs, where syncfs is
-// missing.
+// syncSummary makes a built summary durable: its .locks/ and then the
+// summary directory itself are fsynced.
 func syncSummary(root *os.Root, tmp string) error {
 	if err := atomicfile.SyncDir(root, path.Join(tmp, ".locks")); err != nil {
 		return err
@@ -722,10 +753,7 @@ func (r *run) swapByRenames(id, trash string) error {
 	root := r.p.Root
 	src := path.Join("tasks", id)
 	tmp := path.Join("tasks", prunePrefix+id)
-	if err := root.RemoveAll(trash); err != nil {
-		return fmt.Errorf("clear %s: %w", trash, err)
-	}
-	if err := root.Rename(src, trash); err != nil {
+	if err := renameClearing(root, src, trash); err != nil {
 		return err
 	}
 	stepHook("summarize: task moved to trash")
@@ -747,14 +775,45 @@ func (r *run) swapByRenames(id, trash string) error {
 func (r *run) trash(id string) (string, error) {
 	root := r.p.Root
 	trash := path.Join("tasks", trashPrefix+id)
-	if err := root.RemoveAll(trash); err != nil {
-		return "", fmt.Errorf("clear %s: %w", trash, err)
-	}
-	if err := root.Rename(path.Join("tasks", id), trash); err != nil {
+	if err := renameClearing(root, path.Join("tasks", id), trash); err != nil {
 		return "", err
 	}
 	stepHook("remove: task moved to trash")
 	return trash, nil
+}
+
+// renameClearing renames the directory src to dst, first deleting
+// whatever stands at dst (the leftover of a failed step) if the rename
+// finds it in the way. Renaming straight away spares the usual case, where
+// dst is absent, a lookup that waits on the parent directory.
+func renameClearing(root *os.Root, src, dst string) error {
+	err := root.Rename(src, dst)
+	if err == nil || !errors.Is(err, fs.ErrExist) && !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, syscall.ENOTDIR) {
+		return err
+	}
+	if _, lerr := root.Lstat(dst); lerr != nil {
+		return err // dst is not what stood in the way
+	}
+	if err := root.RemoveAll(dst); err != nil {
+		return fmt.Errorf("clear %s: %w", dst, err)
+	}
+	return root.Rename(src, dst)
+}
+
+// removeTree deletes the tree at name, keeping its top directory open
+// until the tree is gone. The kernel frees a directory's blocks when its
+// last reference drops; removing a directory that is not open frees them
+// inside rmdir, with its parent locked, and on a filesystem mounted with
+// discard that means waiting on the disk with tasks/ locked, stalling
+// every other change to tasks/. With the directory open, its blocks are
+// freed when it is closed, with nothing locked.
+func removeTree(root *os.Root, name string) error {
+	if openWhileRemoving {
+		if d, err := root.Open(name); err == nil {
+			defer d.Close()
+		}
+	}
+	return root.RemoveAll(name)
 }
 
 // mkdirPerm creates dir with exactly perm, whatever the umask.

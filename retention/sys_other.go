@@ -8,6 +8,5 @@ import "os"
 // back to two renames and a recovery step.
 func renameExchange(dir *os.File, a, b string) error { return errUnsupported }
 
-// syncFS has no portable equivalent outside Linux; the pruner fsyncs each
-// summary directory instead.
-func syncFS(f *os.File) error { return errUnsupported }
+// openWhileRemoving is off where an open directory may not be removable.
+const openWhileRemoving = false
