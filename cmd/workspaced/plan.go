@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"path"
 
-	"github.com/workspaced/workspaced/schemas"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -72,55 +69,32 @@ func planWrite(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	who := agentOr(*agent, "cli")
-	if err := precheckPlan(w, id, who, data); err != nil {
-		return err
-	}
 	p, err := w.WritePlan(ctx, id, who, data)
 	if err != nil {
 		return err
 	}
-	out := written{Path: e.display(path.Join(workspace.TaskDir(id), "plan.json")), Version: p.Version}
+	out := written{Version: p.Version}
+	var done *workspace.DoneRequest
 	if *propose {
-		m, err := w.WriteDone(workspace.DoneRequest{TaskID: id, Agent: who, OutputFile: "plan.json"})
+		done = &workspace.DoneRequest{TaskID: id, Agent: who}
+	}
+	return finishProduct(e, w, id, "plan.json", done, *asJSON, out)
+}
+
+// finishProduct reports a product written at rel (relative to the task
+// directory): it drops the done marker for it when done is set (done's
+// OutputFile is filled in), then prints where it went.
+func finishProduct(e *env, w *workspace.Workspace, taskID, rel string, done *workspace.DoneRequest, asJSON bool, out written) error {
+	out.Path = e.display(path.Join(workspace.TaskDir(taskID), rel))
+	if done != nil {
+		done.OutputFile = rel
+		m, err := w.WriteDone(*done)
 		if err != nil {
-			return fmt.Errorf("plan v%d written, but proposing it failed: %w", p.Version, err)
+			return fmt.Errorf("%s written, but the done marker failed: %w", rel, err)
 		}
 		out.Marker = e.display(m)
 	}
-	return printProduct(e, *asJSON, out)
-}
-
-// precheckPlan validates the plan as WritePlan will write it before
-// WritePlan runs: WritePlan copies the current plan to plans/ before it
-// validates the new one, so a schema-invalid plan would otherwise leave
-// that copy behind.
-func precheckPlan(w *workspace.Workspace, taskID, agent string, data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var m map[string]any
-	if err := dec.Decode(&m); err != nil || m == nil {
-		return nil // WritePlan reports it, before writing anything
-	}
-	m["version"] = 1
-	m["task_id"] = taskID
-	if _, ok := m["id"]; !ok {
-		m["id"] = "plan_" + taskID
-	}
-	if _, ok := m["created_at"]; !ok {
-		m["created_at"] = w.Now().Format(workspace.TimeFormat)
-	}
-	if _, ok := m["created_by"]; !ok {
-		m["created_by"] = agent
-	}
-	full, err := json.Marshal(m)
-	if err != nil {
-		return nil
-	}
-	if err := schemas.Validate(schemas.KindPlan, full); err != nil {
-		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "validate plan", Err: err,
-			Hint: "see the schema with 'workspaced schema plan'"}
-	}
-	return nil
+	return printProduct(e, asJSON, out)
 }
 
 // printProduct prints where a product went: the path, the marker if one

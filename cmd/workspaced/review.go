@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"path"
 
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -66,13 +64,9 @@ func reviewWrite(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	out := written{Path: e.display(path.Join(workspace.TaskDir(id), rel))}
+	var d *workspace.DoneRequest
 	if *done {
-		m, err := w.WriteDone(workspace.DoneRequest{TaskID: id, Agent: who, OutputFile: rel})
-		if err != nil {
-			return fmt.Errorf("%s written, but the done marker failed: %w", rel, err)
-		}
-		out.Marker = e.display(m)
+		d = &workspace.DoneRequest{TaskID: id, Agent: who}
 	}
-	return printProduct(e, *asJSON, out)
+	return finishProduct(e, w, id, rel, d, *asJSON, written{})
 }
