@@ -205,7 +205,7 @@ func (w *Workspace) StoreEntry(ctx context.Context, s Scope, req StoreRequest) (
 	}
 	defer l.Release()
 	now := w.Now()
-	e := Entry{Key: req.Key, ShortDescription: req.Description, StoredBy: req.Agent, CreatedAt: now, UpdatedAt: now, Version: 1, Value: compactValue(req.Value)}
+	e := Entry{Key: req.Key, ShortDescription: req.Description, StoredBy: req.Agent, CreatedAt: now, UpdatedAt: now, Version: 1, Value: req.Value}
 	old, err := w.readEntryIn(d, base, name)
 	switch {
 	case err == nil:
@@ -286,7 +286,7 @@ func (w *Workspace) UpdateEntry(ctx context.Context, s Scope, req UpdateRequest)
 		e.ShortDescription = *req.Description
 	}
 	if req.Value != nil {
-		e.Value = compactValue(req.Value)
+		e.Value = req.Value
 	}
 	e.StoredBy = req.Agent
 	e.UpdatedAt = w.Now()
@@ -349,12 +349,6 @@ func (w *Workspace) entryEvent(s Scope, verb, key, agent string, version int) {
 	// The entry is already durable; a failed event append is not worth
 	// failing the store for, and events.log is a feed, not the record.
 	_ = w.AppendEvent(Event{Name: s.eventPrefix() + "_" + verb, TaskID: s.TaskID, Attrs: attrs})
-}
-
-func compactValue(v json.RawMessage) json.RawMessage {
-	// Values were validated by checkValue; keep the agent's bytes, the
-	// canonical encoder re-indents them.
-	return v
 }
 
 // openScopeDir opens an entry directory (relative to the root) through the

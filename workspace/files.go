@@ -26,7 +26,7 @@ func ReadAgentFile(root *os.Root, name string, maxBytes int64) ([]byte, error) {
 		return nil, fmt.Errorf("stat %s: %w", name, err)
 	}
 	if !st.Mode().IsRegular() {
-		return nil, &Error{Kind: ErrUnsafe, Op: "read " + name, Msg: fmt.Sprintf("is a %s, not a regular file", fileKind(st.Mode()))}
+		return nil, &Error{Kind: ErrUnsafe, Op: "read " + name, Msg: fmt.Sprintf("is a %s, not a regular file", FileKind(st.Mode()))}
 	}
 	if st.Size() > maxBytes {
 		return nil, &Error{Kind: ErrUnsafe, Op: "read " + name, Msg: fmt.Sprintf("is %d bytes, over the %d-byte limit", st.Size(), maxBytes)}
@@ -126,8 +126,6 @@ func FileKind(m fs.FileMode) string {
 	}
 	return "special file"
 }
-
-func fileKind(m fs.FileMode) string { return FileKind(m) }
 
 // CheckDepth reports an error if the JSON text nests arrays and objects
 // deeper than max. It scans bytes (strings skipped) without decoding, so a

@@ -67,7 +67,7 @@ func (w *Workspace) acquire(ctx context.Context, r *os.Root, name, rel, agent st
 	// The lock is taken by absolute path, which would follow a symlink
 	// planted in the lock file's place: refuse anything but a regular file.
 	if st, err := r.Lstat(name); err == nil && !st.Mode().IsRegular() {
-		return nil, &Error{Kind: ErrUnsafe, Op: "lock " + rel, Msg: fmt.Sprintf("lock file is a %s, not a regular file", fileKind(st.Mode())),
+		return nil, &Error{Kind: ErrUnsafe, Op: "lock " + rel, Msg: fmt.Sprintf("lock file is a %s, not a regular file", FileKind(st.Mode())),
 			Hint: "remove it; lock files are plain files the workspace creates"}
 	} else if err != nil && !isNotExist(err) {
 		return nil, fmt.Errorf("lock %s: %w", rel, err)

@@ -72,15 +72,11 @@ func backupList(ctx context.Context, e *env, args []string) error {
 	if err := parse(e, fs, backupListUsage, args); err != nil {
 		return err
 	}
-	w, err := e.open()
+	w, id, err := e.openTask("backup list", *task, *thread)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	id, err := resolveTask(w, "backup list", *task, *thread)
-	if err != nil {
-		return err
-	}
 	if _, err := w.GetTask(id); err != nil {
 		return err
 	}
@@ -157,15 +153,11 @@ func backupRestore(ctx context.Context, e *env, args []string) error {
 	if err := parse(e, fs, backupRestoreUsage, args); err != nil {
 		return err
 	}
-	w, err := e.open()
+	w, id, err := e.openTask("backup restore", *task, *thread)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	id, err := resolveTask(w, "backup restore", *task, *thread)
-	if err != nil {
-		return err
-	}
 	if _, err := w.GetTask(id); err != nil {
 		return err
 	}

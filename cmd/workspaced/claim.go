@@ -35,15 +35,11 @@ func cmdClaim(ctx context.Context, e *env, args []string) error {
 	if err := need(fs, "agent", "subtask"); err != nil {
 		return err
 	}
-	w, err := e.open()
+	w, id, err := e.openTask("claim", *task, *thread)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	id, err := resolveTask(w, "claim", *task, *thread)
-	if err != nil {
-		return err
-	}
 	m, err := w.WriteClaim(id, *agent, *subtask)
 	if err != nil {
 		return err

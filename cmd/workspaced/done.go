@@ -52,15 +52,11 @@ func cmdDone(ctx context.Context, e *env, args []string) error {
 	default:
 		return usageHint("done", "--status must be completed, failed or cancelled, not %q", req.Status)
 	}
-	w, err := e.open()
+	w, id, err := e.openTask("done", *task, *thread)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	id, err := resolveTask(w, "done", *task, *thread)
-	if err != nil {
-		return err
-	}
 	req.TaskID = id
 	m, err := w.WriteDone(req)
 	if err != nil {

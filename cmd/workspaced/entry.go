@@ -237,6 +237,21 @@ func (f *entryFlags) resolve(w *workspace.Workspace) (workspace.Scope, error) {
 
 // resolveTask turns --task and/or --thread into a task id. With both, the
 // thread must belong to the task.
+// openTask opens the workspace and resolves --task/--thread to a task id
+// (resolveTask). The caller closes the workspace.
+func (e *env) openTask(cmd, task, thread string) (*workspace.Workspace, string, error) {
+	w, err := e.open()
+	if err != nil {
+		return nil, "", err
+	}
+	id, err := resolveTask(w, cmd, task, thread)
+	if err != nil {
+		w.Close()
+		return nil, "", err
+	}
+	return w, id, nil
+}
+
 func resolveTask(w *workspace.Workspace, cmd, task, thread string) (string, error) {
 	switch {
 	case task == "" && thread == "":

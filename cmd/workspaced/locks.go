@@ -181,15 +181,11 @@ func cmdLock(ctx context.Context, e *env, args []string) error {
 	if flagSet(fs, "timeout") && *timeout <= 0 {
 		return usageHint("lock", "--timeout must be positive")
 	}
-	w, err := e.open()
+	w, id, err := e.openTask("lock", *task, *thread)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	id, err := resolveTask(w, "lock", *task, *thread)
-	if err != nil {
-		return err
-	}
 	if _, err := w.GetTask(id); err != nil {
 		return err
 	}

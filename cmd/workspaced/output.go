@@ -51,15 +51,11 @@ func outputWrite(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	w, err := e.open()
+	w, id, err := e.openTask("output write", *task, *thread)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	id, err := resolveTask(w, "output write", *task, *thread)
-	if err != nil {
-		return err
-	}
 	rel, err := w.WriteOutput(id, *subtask, *agent, data)
 	if err != nil {
 		return err

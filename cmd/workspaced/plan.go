@@ -59,15 +59,11 @@ func planWrite(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	w, err := e.open()
+	w, id, err := e.openTask("plan write", *task, *thread)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	id, err := resolveTask(w, "plan write", *task, *thread)
-	if err != nil {
-		return err
-	}
 	who := agentOr(*agent, "cli")
 	p, err := w.WritePlan(ctx, id, who, data)
 	if err != nil {

@@ -51,15 +51,11 @@ func reviewWrite(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	w, err := e.open()
+	w, id, err := e.openTask("review write", *task, *thread)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	id, err := resolveTask(w, "review write", *task, *thread)
-	if err != nil {
-		return err
-	}
 	rel, err := w.WriteReview(id, *rid, who, data)
 	if err != nil {
 		return err

@@ -56,15 +56,11 @@ func stateShow(ctx context.Context, e *env, args []string) error {
 	if err := parse(e, fs, stateShowUsage, args); err != nil {
 		return err
 	}
-	w, err := e.open()
+	w, id, err := e.openTask("state show", *task, *thread)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	id, err := resolveTask(w, "state show", *task, *thread)
-	if err != nil {
-		return err
-	}
 	if _, err := w.GetTask(id); err != nil {
 		return err
 	}
@@ -178,15 +174,11 @@ func stateRebuild(ctx context.Context, e *env, args []string) error {
 	if err := parse(e, fs, stateRebuildUsage, args); err != nil {
 		return err
 	}
-	w, err := e.open()
+	w, id, err := e.openTask("state rebuild", *task, *thread)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	id, err := resolveTask(w, "state rebuild", *task, *thread)
-	if err != nil {
-		return err
-	}
 	rebuilt, err := daemon.Rebuild(w, id)
 	if err != nil {
 		return fmt.Errorf("rebuild state of task %s: %w", id, err)

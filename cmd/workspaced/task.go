@@ -198,15 +198,11 @@ func taskShow(ctx context.Context, e *env, args []string) error {
 	} else if fs.NArg() > 0 {
 		return usageHint("task show", "unexpected argument %q", fs.Arg(0))
 	}
-	w, err := e.open()
+	w, id, err := e.openTask("task show", *task, *thread)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	id, err := resolveTask(w, "task show", *task, *thread)
-	if err != nil {
-		return err
-	}
 	t, err := w.GetTask(id)
 	if err != nil {
 		return err

@@ -96,15 +96,11 @@ func threadNew(ctx context.Context, e *env, args []string) error {
 	if *thread != "" && req.ParentID != "" && req.ParentID != *thread {
 		return usageHint("thread new", "--thread and --parent name different parents")
 	}
-	w, err := e.open()
+	w, id, err := e.openTask("thread new", *task, *thread)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	id, err := resolveTask(w, "thread new", *task, *thread)
-	if err != nil {
-		return err
-	}
 	req.TaskID = id
 	if *thread != "" {
 		req.ParentID = *thread
@@ -220,15 +216,11 @@ func threadList(ctx context.Context, e *env, args []string) error {
 	if err := parse(e, fs, threadListUsage, args); err != nil {
 		return err
 	}
-	w, err := e.open()
+	w, id, err := e.openTask("thread list", *task, *thread)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	id, err := resolveTask(w, "thread list", *task, *thread)
-	if err != nil {
-		return err
-	}
 	threads, err := w.ListThreads(id)
 	if err != nil {
 		return err

@@ -578,11 +578,20 @@ func (a *applier) blockers(s workspace.Subtask) []string {
 	return out
 }
 
+// runningPlan reports whether the task is executing an approved plan, and
+// refuses the record when it is not: claims and subtask results need one.
+func (a *applier) runningPlan() bool {
+	if a.st.Status != StatusExecuting || a.st.PlanStatus != PlanApproved {
+		a.refuse(fmt.Sprintf("no approved plan yet; the task is %s", a.st.Status))
+		return false
+	}
+	return true
+}
+
 func (a *applier) claim() {
 	st := a.st
 	m := a.rec.Marker
-	if st.Status != StatusExecuting || st.PlanStatus != PlanApproved {
-		a.refuse(fmt.Sprintf("no approved plan yet; the task is %s", st.Status))
+	if !a.runningPlan() {
 		return
 	}
 	if m.AgentID == "" {
@@ -652,8 +661,7 @@ func (a *applier) release(agent, id string) {
 func (a *applier) subtaskDone() {
 	st := a.st
 	m := a.rec.Marker
-	if st.Status != StatusExecuting || st.PlanStatus != PlanApproved {
-		a.refuse(fmt.Sprintf("no approved plan yet; the task is %s", st.Status))
+	if !a.runningPlan() {
 		return
 	}
 	if m.AgentID == "" {
