@@ -15,6 +15,14 @@
 //	set.Take("tasks/t1/state.json")              // link, fsync backups/, prune
 //	atomicfile.WriteFile(root, "tasks/t1/state.json", next, 0o644) // rename over
 //
+// or, leaving the fsync of backups/ and the pruning for later (one Settle
+// for a burst of writes):
+//
+//	set.Add("tasks/t1/state.json")               // link
+//	atomicfile.WriteFile(root, "tasks/t1/state.json", next, 0o644)
+//	…
+//	set.Settle()                                 // prune, fsync backups/
+//
 // This is only correct if the file is always replaced by rename, never
 // rewritten in place: an in-place write would change the backup too. Where
 // the filesystem refuses hard links, Take falls back to a durable copy.
@@ -183,6 +191,23 @@ func (s *Set) parse(name string) (t time.Time, seq int, ok bool) {
 // returns the zero Backup and nil. A src that is not a regular file is
 // refused with ErrNotRegular.
 func (s *Set) Take(src string) (Backup, error) {
+	b, err := s.Add(src)
+	if err != nil {
+		return Backup{}, err
+	}
+	if err := s.Settle(); err != nil {
+		return Backup{}, err
+	}
+	return b, nil
+}
+
+// Add is Take without the pruning and without the fsync of Dir: the new
+// backup's name is in Dir, but only the next Settle (or Take) makes it
+// durable and brings Dir back to Keep backups. It is for a caller on a hot
+// path whose new version of src is durable on its own, so that a backup
+// lost to a crash costs only one older version, and which calls Settle
+// soon after.
+func (s *Set) Add(src string) (Backup, error) {
 	fi, err := s.Root.Lstat(src)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Backup{}, nil
@@ -238,13 +263,23 @@ func (s *Set) Take(src string) (Backup, error) {
 		break
 	}
 
+	return b, nil
+}
+
+// Settle prunes Dir to the newest Keep backups and makes Dir durable (it
+// is fsynced), finishing the Adds before it. A missing Dir has nothing to
+// settle.
+func (s *Set) Settle() error {
 	if err := s.prune(); err != nil {
-		return Backup{}, err
+		return err
 	}
 	if err := atomicfile.SyncDir(s.Root, s.Dir); err != nil {
-		return Backup{}, fmt.Errorf("back up %s: %w", src, err)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("back up into %s: %w", s.Dir, err)
 	}
-	return b, nil
+	return nil
 }
 
 // linkUnsupported reports a link error that a copy can work around: the

@@ -148,6 +148,46 @@ func TestKeepPruning(t *testing.T) {
 	}
 }
 
+// Add links without pruning; Settle prunes to Keep, whatever the number of
+// Adds before it, and a Settle of a Set with no directory is a no-op.
+func TestAddThenSettle(t *testing.T) {
+	s, root := newSet(t, 3, time.Millisecond)
+	if err := s.Settle(); err != nil {
+		t.Fatalf("Settle before any backup: %v", err)
+	}
+	var added []string
+	for i := range 7 {
+		write(t, root, fmt.Sprint(i))
+		b, err := s.Add(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		added = append(added, b.Name)
+	}
+	list, err := s.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 7 {
+		t.Fatalf("after 7 Adds: %v, want all 7 (Add does not prune)", names(list))
+	}
+	if err := s.Settle(); err != nil {
+		t.Fatal(err)
+	}
+	list, err = s.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Reverse(added)
+	if got := names(list); !slices.Equal(got, added[:3]) {
+		t.Errorf("after Settle: %v, want the newest %v", got, added[:3])
+	}
+	// The newest backup is the version last added (a link to src).
+	if got, _ := root.ReadFile(list[0].Path); string(got) != "6" {
+		t.Errorf("newest backup = %q, want %q", got, "6")
+	}
+}
+
 func TestCollisionFreeStamps(t *testing.T) {
 	s, root := newSet(t, 20, 0) // a frozen clock
 	const n = 12
