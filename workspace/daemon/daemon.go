@@ -295,7 +295,7 @@ func (l *loop) run(ctx context.Context) error {
 		settleWG.Wait()
 		l.settleAll(context.Background())
 	}()
-	dirty := map[string]bool{}
+	dirty := map[string]wake{}
 	for {
 		l.armGrace(grace)
 		if !settleArmed && len(d.pendingSettle()) > 0 {
@@ -346,10 +346,10 @@ func (l *loop) run(ctx context.Context) error {
 			d.checkTimeouts(ctx)
 		case <-grace.C:
 			now := d.now()
-			due := map[string]bool{}
+			due := map[string]wake{}
 			for id, t := range l.waiting {
 				if !t.After(now) {
-					due[id] = true
+					due[id] = wake{all: true}
 					delete(l.waiting, id)
 				}
 			}
@@ -409,10 +409,22 @@ func (l *loop) armGrace(t *time.Timer) {
 	}
 }
 
+// wake is why a task is to be looked at: the names of the markers its
+// events named, or all (anything may have changed: look at the whole
+// directory).
+type wake struct {
+	names []string
+	all   bool
+}
+
+// maxHints bounds the marker names a wake remembers; past it the task is
+// looked at whole.
+const maxHints = 64
+
 // note records what an event means: a task to look at, or (for a new
 // task directory) a watch to add and a scan. It reports whether a full
 // rescan is needed.
-func (l *loop) note(ev fsnotify.Event, dirty map[string]bool) bool {
+func (l *loop) note(ev fsnotify.Event, dirty map[string]wake) bool {
 	d := l.d
 	rel, err := filepath.Rel(filepath.Join(d.ws.Dir(), "tasks"), ev.Name)
 	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
@@ -433,7 +445,7 @@ func (l *loop) note(ev fsnotify.Event, dirty map[string]bool) bool {
 		if ev.Has(fsnotify.Create) {
 			l.watch(id)
 			delete(l.finished, id)
-			dirty[id] = true
+			dirty[id] = wake{all: true}
 		}
 		return false
 	}
@@ -442,9 +454,15 @@ func (l *loop) note(ev fsnotify.Event, dirty map[string]bool) bool {
 	}
 	name := parts[1]
 	if _, ok := workspace.IsMarkerName(name); ok && (ev.Has(fsnotify.Create) || ev.Has(fsnotify.Write)) {
-		dirty[id] = true
+		w := dirty[id]
+		if !w.all && len(w.names) < maxHints {
+			w.names = append(w.names, name)
+		} else {
+			w = wake{all: true}
+		}
+		dirty[id] = w
 	} else if name == "task.json" && ev.Has(fsnotify.Create) {
-		dirty[id] = true
+		dirty[id] = wake{all: true}
 	}
 	return false
 }
@@ -488,13 +506,13 @@ func (l *loop) fullScan(ctx context.Context, recover bool) {
 		return
 	}
 	present := make(map[string]bool, len(ids))
-	todo := make(map[string]bool, len(ids))
+	todo := make(map[string]wake, len(ids))
 	for _, id := range ids {
 		present[id] = true
 		if !l.finished[id] {
 			l.watch(id) // the watch first, then the scan
 		}
-		todo[id] = true
+		todo[id] = wake{all: true}
 	}
 	for id := range l.watched {
 		if !present[id] {
@@ -507,7 +525,7 @@ func (l *loop) fullScan(ctx context.Context, recover bool) {
 
 // processAll processes the tasks in ids, up to Parallel at once, and
 // applies the outcomes to the loop's maps.
-func (l *loop) processAll(ctx context.Context, ids map[string]bool, recover bool) {
+func (l *loop) processAll(ctx context.Context, ids map[string]wake, recover bool) {
 	if len(ids) == 0 {
 		return
 	}
@@ -515,7 +533,7 @@ func (l *loop) processAll(ctx context.Context, ids map[string]bool, recover bool
 	outs := make(chan outcome, len(ids))
 	sem := make(chan struct{}, d.cfg.Parallel)
 	var wg sync.WaitGroup
-	for id := range ids {
+	for id, w := range ids {
 		if ctx.Err() != nil {
 			break
 		}
@@ -524,7 +542,7 @@ func (l *loop) processAll(ctx context.Context, ids map[string]bool, recover bool
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			outs <- d.processTask(ctx, id, recover)
+			outs <- d.processTask(ctx, id, w, recover)
 		}()
 	}
 	wg.Wait()

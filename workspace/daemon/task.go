@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"reflect"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -89,11 +90,12 @@ func ValidateState(id string, data []byte) (workspace.State, error) {
 
 // processTask takes the task's lock, brings its state up to date with its
 // journal (recovering a corrupt or missing state.json), takes every marker
-// waiting in its directory and commits them in one state write. recover
-// forces the load from disk (start-up, and after an outside change).
-func (d *Daemon) processTask(ctx context.Context, id string, recover bool) (out outcome) {
+// waiting in its directory and commits them in one state write. w says
+// which markers woke it. recover forces the load from disk (start-up, and
+// after an outside change).
+func (d *Daemon) processTask(ctx context.Context, id string, w wake, recover bool) (out outcome) {
 	out.id = id
-	if !recover && !d.hasMarkers(id) {
+	if !recover && !d.mayHaveMarkers(id, w) {
 		if c := d.cached(id); c != nil {
 			out.finished = machine.Finished(c.st.Status)
 			return out
@@ -146,6 +148,23 @@ var errNoTask = errors.New("no task.json yet")
 func (d *Daemon) hasMarkers(id string) bool {
 	names, err := d.markerNames(id)
 	return err != nil || len(names) > 0
+}
+
+// mayHaveMarkers reports whether the task directory may hold a marker:
+// when w names markers, whether one of them is still there (a look-up of
+// each name, which does not read the directory: while agents are dropping
+// markers, reading it waits for their renames and fsyncs); otherwise
+// hasMarkers.
+func (d *Daemon) mayHaveMarkers(id string, w wake) bool {
+	if w.all || len(w.names) == 0 {
+		return d.hasMarkers(id)
+	}
+	for _, n := range w.names {
+		if _, err := d.ws.Root().Lstat(markerPath(id, n)); !errors.Is(err, fs.ErrNotExist) {
+			return true
+		}
+	}
+	return false
 }
 
 // markerNames lists the marker names in a task directory.
@@ -311,7 +330,7 @@ func (d *Daemon) load(id string, force bool) (*taskCache, error) {
 		}
 	}
 	if len(recs) > 0 || write {
-		if err := d.commit(id, c, recs, backupOld, restoredFrom); err != nil {
+		if err := d.commit(id, c, recs, backupOld, restoredFrom, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -420,77 +439,104 @@ type pendingMarker struct {
 // journaled; each chunk still costs a fixed number of fsyncs.
 const chunk = 32
 
-// takeMarkers journals every marker of the task directory that is ready
-// (valid, or rejected) and applies them, up to chunk markers per state
-// write. Markers are taken in the order they were dropped (mtime, then
-// name), so of two claims the earlier one wins. It returns how many were
-// taken and, when some wait for their grace period, until when.
-func (d *Daemon) takeMarkers(ctx context.Context, id string, c *taskCache) (int, time.Time, error) {
-	// One handle on the task directory and one on its journal: every
-	// operation below then resolves one name, not the whole path.
-	td, err := d.ws.Root().OpenRoot(workspace.TaskDir(id))
-	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("open task %s: %w", id, err)
+// maxLists bounds how many times one call of takeMarkers lists the task
+// directory again for markers dropped while it worked, so that a task
+// receiving a steady stream of markers does not keep the loop from the
+// other tasks.
+const maxLists = 16
+
+// batch is the markers of one chunk, read and judged, in the order they
+// will be taken.
+type batch struct {
+	pending []pendingMarker
+	exs     []examined
+}
+
+// lister lists the markers of a task directory in the order they were
+// dropped, and remembers the ones listed but not yet examined.
+type lister struct {
+	td    *os.Root
+	rest  []pendingMarker // listed, not yet in a batch
+	lists int
+	err   error
+}
+
+// list reads the task directory again (when the markers listed before are
+// running out), keeping the markers in drop order: mtime, then name.
+func (l *lister) list() {
+	if len(l.rest) >= chunk || l.lists >= maxLists || l.err != nil {
+		return
 	}
-	defer td.Close()
-	names, err := markerNamesIn(td)
+	l.lists++
+	names, err := markerNamesIn(l.td)
 	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("list markers of task %s: %w", id, err)
+		l.err = err
+		return
 	}
-	var pending []pendingMarker
+	l.rest = l.rest[:0]
 	for _, n := range names {
-		fi, err := td.Lstat(n)
+		fi, err := l.td.Lstat(n)
 		if err != nil {
 			continue
 		}
 		kind, _ := workspace.IsMarkerName(n)
-		pending = append(pending, pendingMarker{name: n, kind: kind, fi: fi})
+		l.rest = append(l.rest, pendingMarker{name: n, kind: kind, fi: fi})
 	}
-	if len(pending) == 0 {
-		return 0, time.Time{}, nil
-	}
-	sort.Slice(pending, func(i, j int) bool {
-		a, b := pending[i].fi.ModTime(), pending[j].fi.ModTime()
+	sort.Slice(l.rest, func(i, j int) bool {
+		a, b := l.rest[i].fi.ModTime(), l.rest[j].fi.ModTime()
 		if !a.Equal(b) {
 			return a.Before(b)
 		}
-		return pending[i].name < pending[j].name
+		return l.rest[i].name < l.rest[j].name
 	})
-	if err := td.MkdirAll(JournalDir, d.ws.DirPerm()); err != nil {
-		return 0, time.Time{}, fmt.Errorf("create journal of task %s: %w", id, err)
-	}
-	jr, err := td.OpenRoot(JournalDir)
-	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("open journal of task %s: %w", id, err)
-	}
-	defer jr.Close()
-	var (
-		total    int
-		waitTill time.Time
-	)
-	for len(pending) > 0 && ctx.Err() == nil {
-		n := min(len(pending), chunk)
-		taken, wt, err := d.takeChunk(id, c, td, jr, pending[:n])
-		pending = pending[n:]
-		total += taken
-		if !wt.IsZero() && (waitTill.IsZero() || wt.Before(waitTill)) {
-			waitTill = wt
-		}
-		if err != nil {
-			return total, waitTill, err
-		}
-	}
-	return total, waitTill, ctx.Err()
 }
 
-// takeChunk journals the ready markers of pending (in that order) and
-// applies them in one state write. td is the task directory, jr its
-// journal.
-func (d *Daemon) takeChunk(id string, c *taskCache, td, jr *os.Root, pending []pendingMarker) (int, time.Time, error) {
+// next lists if needed and examines the next chunk of markers.
+func (l *lister) next(d *Daemon) batch {
+	l.list()
+	n := min(len(l.rest), chunk)
+	b := batch{pending: slices.Clone(l.rest[:n])}
+	l.rest = slices.Delete(l.rest, 0, n)
+	b.exs = d.examineAll(l.td, b.pending)
+	return b
+}
+
+// stragglers adds to b the markers dropped since it was listed, when b has
+// room and nothing listed before them is waiting: they are examined now
+// and taken with it rather than costing a chunk of their own.
+func (l *lister) stragglers(d *Daemon, b batch) batch {
+	if len(b.pending) >= chunk || len(l.rest) > 0 || l.lists >= maxLists || l.err != nil {
+		return b
+	}
+	seen := make(map[string]bool, len(b.pending))
+	for _, p := range b.pending {
+		seen[p.name] = true
+	}
+	l.list()
+	var add []pendingMarker
+	keep := l.rest[:0]
+	for _, p := range l.rest {
+		switch {
+		case seen[p.name]:
+		case len(b.pending)+len(add) < chunk:
+			add = append(add, p)
+		default:
+			keep = append(keep, p)
+		}
+	}
+	l.rest = keep
+	if len(add) == 0 {
+		return b
+	}
+	b.pending = append(b.pending, add...)
+	b.exs = append(b.exs, d.examineAll(l.td, add)...)
+	return b
+}
+
+// examineAll reads and judges markers, several at once (the work is
+// independent; the renames that take them stay in order).
+func (d *Daemon) examineAll(td *os.Root, pending []pendingMarker) []examined {
 	now := d.now()
-	var waitTill time.Time
-	// Reading and validating markers and products is independent work:
-	// do it for the whole chunk at once; the renames below stay in order.
 	exs := make([]examined, len(pending))
 	sem := make(chan struct{}, examiners)
 	var wg sync.WaitGroup
@@ -504,19 +550,93 @@ func (d *Daemon) takeChunk(id string, c *taskCache, td, jr *os.Root, pending []p
 		}()
 	}
 	wg.Wait()
+	return exs
+}
+
+// takeMarkers journals every marker of the task directory that is ready
+// (valid, or rejected) and applies them, up to chunk markers per state
+// write. Markers are taken in the order they were dropped (mtime, then
+// name), so of two claims the earlier one wins. While one chunk is being
+// made durable, the next is read and examined beside it, and markers
+// dropped meanwhile join it. It returns how many were taken and, when
+// some wait for their grace period, until when.
+func (d *Daemon) takeMarkers(ctx context.Context, id string, c *taskCache) (int, time.Time, error) {
+	// One handle on the task directory and one on its journal: every
+	// operation below then resolves one name, not the whole path.
+	td, err := d.ws.Root().OpenRoot(workspace.TaskDir(id))
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("open task %s: %w", id, err)
+	}
+	defer td.Close()
+	ls := &lister{td: td}
+	ls.list()
+	if ls.err != nil {
+		return 0, time.Time{}, fmt.Errorf("list markers of task %s: %w", id, ls.err)
+	}
+	if len(ls.rest) == 0 {
+		return 0, time.Time{}, nil
+	}
+	if err := td.MkdirAll(JournalDir, d.ws.DirPerm()); err != nil {
+		return 0, time.Time{}, fmt.Errorf("create journal of task %s: %w", id, err)
+	}
+	jr, err := td.OpenRoot(JournalDir)
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("open journal of task %s: %w", id, err)
+	}
+	defer jr.Close()
+	var (
+		total    int
+		waitTill time.Time
+	)
+	b := ls.next(d)
+	for len(b.pending) > 0 && ctx.Err() == nil {
+		recs, taken, wt, err := d.takeBatch(id, c, td, jr, b)
+		if !wt.IsZero() && (waitTill.IsZero() || wt.Before(waitTill)) {
+			waitTill = wt
+		}
+		if err != nil {
+			return total, waitTill, err
+		}
+		// Read and examine the next chunk while this one is made durable.
+		ahead := make(chan batch, 1)
+		go func() { ahead <- ls.next(d) }()
+		if len(recs) > 0 {
+			err = d.commitBatch(id, c, jr, recs, taken)
+		}
+		b = <-ahead
+		if err != nil {
+			return total, waitTill, err
+		}
+		total += len(recs)
+		if len(recs) == 0 && len(ls.rest) == 0 {
+			// Only markers waiting for their grace period: listing
+			// again would find the same ones.
+			break
+		}
+		b = ls.stragglers(d, b)
+	}
+	return total, waitTill, ctx.Err()
+}
+
+// takeBatch takes the ready markers of b into the journal, in order, each
+// with the next sequence number. It returns their records, the names they
+// were taken as, and when the earliest marker left waiting passes its
+// grace period.
+func (d *Daemon) takeBatch(id string, c *taskCache, td, jr *os.Root, b batch) ([]workspace.JournalRecord, []string, time.Time, error) {
+	now := d.now()
+	var waitTill time.Time
 	// Sequence numbers go to the ready markers in order, and the renames
 	// happen in that order too, one after another: a crash between two
 	// renames then leaves a prefix of the chunk taken and the rest still in
 	// the task directory, so sequence numbers stay contiguous and follow
 	// the order the markers were dropped in.
-	type takeJob struct {
-		p   pendingMarker
-		ex  examined
-		seq int64
-	}
-	var jobs []takeJob
-	for i, p := range pending {
-		switch exs[i].verdict {
+	var (
+		recs  []workspace.JournalRecord
+		taken []string
+	)
+	for i, p := range b.pending {
+		ex := b.exs[i]
+		switch ex.verdict {
 		case vanished:
 			continue
 		case wait:
@@ -526,78 +646,71 @@ func (d *Daemon) takeChunk(id string, c *taskCache, td, jr *os.Root, pending []p
 			}
 			continue
 		}
-		jobs = append(jobs, takeJob{p: p, ex: exs[i], seq: c.next})
-		c.next++
-	}
-	if len(jobs) == 0 {
-		return 0, waitTill, nil
-	}
-	recs := make([]workspace.JournalRecord, len(jobs))
-	taken := make([]string, len(jobs))
-	errs := make([]error, len(jobs))
-	for i, j := range jobs {
-		func() {
-			tn := takenName(j.seq, j.p.name)
-			// The commit point: the marker leaves the task directory and
-			// enters the journal in one rename.
-			if err := td.Rename(j.p.name, path.Join(JournalDir, tn)); err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					// Removed by someone else since it was read: its
-					// number is used up, so say why in the record.
-					j.ex.verdict, j.ex.reason = reject, "marker vanished before it was taken"
-					recs[i] = j.ex.record(j.seq, now, j.p.name)
-					return
-				}
-				errs[i] = fmt.Errorf("take marker %s: %w", markerPath(id, j.p.name), err)
-				return
+		seq := c.next
+		tn := takenName(seq, p.name)
+		// The commit point: the marker leaves the task directory and
+		// enters the journal in one rename.
+		if err := td.Rename(p.name, path.Join(JournalDir, tn)); err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				// Some markers may be taken: reload the task from disk
+				// next time, which finishes their records.
+				d.forget(id)
+				return nil, nil, waitTill, fmt.Errorf("take marker %s: %w", markerPath(id, p.name), err)
 			}
-			ex := j.ex
-			// If the file was swapped between reading and renaming, judge
+			// Removed by someone else since it was read: its number is
+			// used up, so say why in the record.
+			ex.verdict, ex.reason = reject, "marker vanished before it was taken"
+			tn = ""
+		} else if fi, err := jr.Lstat(tn); err == nil && !sameFile(p.fi, fi) {
+			// The file was swapped between reading and renaming: judge
 			// what was actually taken.
-			if fi, err := jr.Lstat(tn); err == nil && !sameFile(j.p.fi, fi) {
-				ex = examine(d.ws, td, path.Join(JournalDir, tn), j.p.kind, fi, now, -1)
-			}
-			recs[i] = ex.record(j.seq, now, j.p.name)
-			taken[i] = tn
-		}()
-		if errs[i] != nil {
-			break
+			ex = examine(d.ws, td, path.Join(JournalDir, tn), p.kind, fi, now, -1)
 		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		// Some markers may be taken: reload the task from disk next time,
-		// which finishes their records.
-		d.forget(id)
-		return 0, waitTill, err
-	}
-	// The renames are the commit point: make them durable. The taken
-	// markers (written durably by their agents) are the journal's durable
-	// copy until settle has made the records durable too.
-	if err := atomicfile.SyncDir(jr, "."); err != nil {
-		d.forget(id)
-		return len(recs), waitTill, fmt.Errorf("sync journal of task %s: %w", id, err)
-	}
-	file, err := d.writeRecords(jr, id, recs, false)
-	if err != nil {
-		d.forget(id)
-		return len(recs), waitTill, err
-	}
-	u := unsyncedChunk{file: file}
-	for _, tn := range taken {
+		c.next++
+		recs = append(recs, ex.record(seq, now, p.name))
 		if tn != "" {
-			u.taken = append(u.taken, tn)
+			taken = append(taken, tn)
 		}
 	}
-	d.mu.Lock()
-	d.unsynced[id] = append(d.unsynced[id], u)
-	d.mu.Unlock()
-	if err := d.commit(id, c, recs, c.fi != nil, ""); err != nil {
+	return recs, taken, waitTill, nil
+}
+
+// commitBatch makes the taking of recs durable, writes their records and
+// applies them in one state write. taken names the taken markers in the
+// journal.
+func (d *Daemon) commitBatch(id string, c *taskCache, jr *os.Root, recs []workspace.JournalRecord, taken []string) error {
+	// The renames are the commit point: make them durable, then write the
+	// records, beside the work of applying them; the state that reflects
+	// them waits for both. The taken markers (written durably by their
+	// agents) are the journal's durable copy until settle has made the
+	// records durable too.
+	journaled := make(chan error, 1)
+	go func() {
+		if err := atomicfile.SyncDir(jr, "."); err != nil {
+			journaled <- fmt.Errorf("sync journal of task %s: %w", id, err)
+			return
+		}
+		file, err := d.writeRecords(jr, id, recs, false)
+		if err == nil {
+			d.mu.Lock()
+			d.unsynced[id] = append(d.unsynced[id], unsyncedChunk{file: file, taken: taken})
+			d.mu.Unlock()
+		}
+		journaled <- err
+	}()
+	wait := sync.OnceValue(func() error { return <-journaled })
+	err := d.commit(id, c, recs, c.fi != nil, "", wait)
+	if jerr := wait(); jerr != nil {
+		d.forget(id)
+		return jerr
+	}
+	if err != nil {
 		// The records are journaled but not applied: reload the task from
 		// disk next time, which replays them past state.json's journal_seq.
 		d.forget(id)
-		return len(recs), waitTill, err
+		return err
 	}
-	return len(recs), waitTill, nil
+	return nil
 }
 
 // settle makes the records of a task's recent bursts durable (each
@@ -611,6 +724,11 @@ func (d *Daemon) takeChunk(id string, c *taskCache, td, jr *os.Root, pending []p
 // it only touches records already in place and the taken markers of
 // those records, which nothing else changes (a load that finds such a
 // pair does the same: sync, then remove the taken marker).
+//
+// It also settles the backups of state.json the bursts added (prunes
+// them to backups.keep and fsyncs backups/): a new state.json is durable
+// on its own, and a backup lost to a crash before this costs only one
+// older version, which the journal can replay past.
 func (d *Daemon) settle(id string) error {
 	d.mu.Lock()
 	ents := d.unsynced[id]
@@ -621,16 +739,23 @@ func (d *Daemon) settle(id string) error {
 	}
 	var files, names []string
 	for _, e := range ents {
-		files = append(files, e.file)
+		if e.file != "" {
+			files = append(files, e.file)
+		}
 		names = append(names, e.taken...)
 	}
-	if err := d.syncRecords(id, files); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil // the task was removed meanwhile
+	if len(files) > 0 {
+		if err := d.syncRecords(id, files); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // the task was removed meanwhile
+			}
+			return err
 		}
+		d.removeTaken(id, names)
+	}
+	if err := d.backups(id).Settle(); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	d.removeTaken(id, names)
 	return nil
 }
 
@@ -646,7 +771,8 @@ func (d *Daemon) pendingSettle() []string {
 }
 
 // unsyncedChunk is a record file written but not yet made durable, and
-// the taken markers it holds the records of.
+// the taken markers it holds the records of; or (file "") a backup of
+// state.json added but not yet settled.
 type unsyncedChunk struct {
 	file  string
 	taken []string
@@ -755,8 +881,10 @@ func (d *Daemon) removeTaken(id string, names []string) {
 // then it appends the events to events.log and shows them to the friction
 // detectors. restoredFrom, when set, says state.json was corrupt and
 // where the state came from: one state_restored event stands for the
-// replay.
-func (d *Daemon) commit(id string, c *taskCache, recs []workspace.JournalRecord, backupOld bool, restoredFrom string) error {
+// replay. before, if set, is waited for (and its error returned) once the
+// new state is computed and checked, before anything is written: the
+// work that must be durable before the state reflects it.
+func (d *Daemon) commit(id string, c *taskCache, recs []workspace.JournalRecord, backupOld bool, restoredFrom string, before func() error) error {
 	st, evs, err := machine.Continue(c.st, d.planLoader(id, c), recs)
 	if err != nil {
 		d.log.Error("apply journal", "task", id, "err", err)
@@ -768,10 +896,19 @@ func (d *Daemon) commit(id string, c *taskCache, recs []workspace.JournalRecord,
 	if verr := validateNext(c.st, c.valid, st, data); verr != nil {
 		return fmt.Errorf("state of task %s would not validate, not written: %w", id, verr)
 	}
-	if backupOld {
-		if _, err := d.backups(id).Take(statePath(id)); err != nil {
+	if before != nil {
+		if err := before(); err != nil {
 			return err
 		}
+	}
+	if backupOld {
+		// Linked only: settle prunes backups/ and makes it durable.
+		if _, err := d.backups(id).Add(statePath(id)); err != nil {
+			return err
+		}
+		d.mu.Lock()
+		d.unsynced[id] = append(d.unsynced[id], unsyncedChunk{})
+		d.mu.Unlock()
 	}
 	if err := d.ws.Write(statePath(id), data); err != nil {
 		return fmt.Errorf("write state of task %s: %w", id, err)

@@ -1,0 +1,140 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// floorWrite is the bare durable replace of dir/name with data: the disk's
+// floor, measured in the same run as the daemon.
+func floorWrite(b *testing.B, dir, name string, data []byte) {
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := f.Write(data); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Rename(f.Name(), filepath.Join(dir, name)); err != nil {
+		b.Fatal(err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := d.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	d.Close()
+}
+
+// BenchmarkBurst32 times the daemon taking a burst of 32 done markers of
+// one task (examine, journal, apply, back up, write state.json), with the
+// disk's floor measured alternately in the same run. x_floor_rate is the
+// burst's markers per second over what one durable write per marker
+// allows.
+func BenchmarkBurst32(b *testing.B) { benchBurst(b, 32) }
+
+// BenchmarkBurst1 is one marker at a time: x_floor is its latency over
+// the floor's.
+func BenchmarkBurst1(b *testing.B) { benchBurst(b, 1) }
+
+func benchBurst(b *testing.B, n int) {
+	dir := b.TempDir()
+	ws, err := workspace.Init(dir, workspace.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ws.Close()
+	d, err := New(Config{Root: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	d.ctx = context.Background()
+	ctx := context.Background()
+	// Tasks of 256 subtasks, as `workspaced bench` uses: a new one, made
+	// outside the timer, when the current one has none left.
+	const perTask = 256
+	var (
+		task string
+		next int
+	)
+	process := func() outcome {
+		o := d.processTask(ctx, task, wake{all: true}, false)
+		if o.err != nil {
+			b.Fatal(o.err)
+		}
+		return o
+	}
+	newTask := func() {
+		task, next = fmt.Sprintf("burst_%d", time.Now().UnixNano()), 1
+		if err := PrepareTask(ctx, ws, task, perTask); err != nil {
+			b.Fatal(err)
+		}
+		process()
+		if err := ApprovePlan(ws, task); err != nil {
+			b.Fatal(err)
+		}
+		process()
+	}
+	drop := func() {
+		if task == "" || next+n-1 > perTask {
+			newTask()
+		}
+		for range n {
+			sub := fmt.Sprintf("st_%d", next)
+			next++
+			if _, err := ws.WriteOutput(task, sub, "agent", []byte(`{"summary":"ok"}`)); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := ws.WriteDone(workspace.DoneRequest{TaskID: task, Agent: "agent", OutputFile: "outputs/" + sub + ".json"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	floorDir := b.TempDir()
+	data := make([]byte, 1024)
+	var opTime, floorTime time.Duration
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		drop()
+		b.StartTimer()
+		t := time.Now()
+		if o := process(); o.taken != n {
+			b.Fatalf("took %d markers, want %d", o.taken, n)
+		}
+		opTime += time.Since(t)
+		t = time.Now()
+		floorWrite(b, floorDir, "target.json", data)
+		floorTime += time.Since(t)
+	}
+	b.StopTimer()
+	for _, id := range d.pendingSettle() {
+		if err := d.settle(id); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(opTime.Nanoseconds())/float64(b.N), "burst_ns")
+	b.ReportMetric(float64(floorTime.Nanoseconds())/float64(b.N), "floor_ns")
+	if n == 1 {
+		b.ReportMetric(float64(opTime)/float64(floorTime), "x_floor")
+	} else {
+		b.ReportMetric(float64(n)*float64(floorTime)/float64(opTime), "x_floor_rate")
+	}
+}
