@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"reflect"
 	"slices"
 	"sort"
 	"sync"
@@ -47,6 +46,9 @@ type taskCache struct {
 	// or validated before it was written), so a commit need only check
 	// what it changes.
 	valid bool
+	// frags: the encodings of st's entries once it has been written, for
+	// the next write to reuse (see encodeState).
+	frags fragments
 }
 
 // outcome is what processing a task tells the loop.
@@ -889,11 +891,13 @@ func (d *Daemon) commit(id string, c *taskCache, recs []workspace.JournalRecord,
 	if err != nil {
 		d.log.Error("apply journal", "task", id, "err", err)
 	}
-	data, merr := atomicfile.Marshal(st)
+	delta := diffState(c.st, st)
+	check := checkNext(c.valid, st, delta)
+	data, frags, merr := encodeState(st, c.frags, delta)
 	if merr != nil {
 		return fmt.Errorf("encode state of task %s: %w", id, merr)
 	}
-	if verr := validateNext(c.st, c.valid, st, data); verr != nil {
+	if verr := check(data); verr != nil {
 		return fmt.Errorf("state of task %s would not validate, not written: %w", id, verr)
 	}
 	if before != nil {
@@ -914,7 +918,7 @@ func (d *Daemon) commit(id string, c *taskCache, recs []workspace.JournalRecord,
 		return fmt.Errorf("write state of task %s: %w", id, err)
 	}
 	c.fi, _ = d.ws.Root().Lstat(statePath(id))
-	c.st, c.valid = st, true
+	c.st, c.valid, c.frags = st, true, frags
 	for _, r := range recs {
 		if r.Plan != nil && r.Plan.ID == st.PlanID && r.Plan.Version == st.PlanVersion {
 			c.plan = r.Plan
@@ -938,42 +942,39 @@ func (d *Daemon) commit(id string, c *taskCache, recs []workspace.JournalRecord,
 	return err
 }
 
-// validateNext checks next, encoded as data, against the state schema
-// before it is written. When prev is known valid only what changed is
-// validated: the schema puts no constraint across the entries of
-// subtasks, checkpoints and workers, so the entries equal to prev's are
-// valid already, and the document is checked with the others left out
-// (the size and depth limits still apply to data whole). A burst on a
+// checkNext checks next against the state schema before it is written:
+// it starts the check and returns the function that finishes it, given
+// next encoded. When the state next was derived from is known valid
+// (prevValid) only what changed (delta) is validated, beside the encoding:
+// the schema puts no constraint across the entries of subtasks,
+// checkpoints and workers, so the entries equal to the previous state's
+// are valid already, and the document is checked with the others left
+// out (the size and depth limits still apply to it whole). A burst on a
 // task with hundreds of subtasks so costs what it changes, not the size
 // of the state.
-func validateNext(prev workspace.State, prevValid bool, next workspace.State, data []byte) error {
+func checkNext(prevValid bool, next workspace.State, delta stateDelta) func(data []byte) error {
 	if !prevValid {
-		return schemas.Validate(schemas.KindState, data)
+		return func(data []byte) error { return schemas.Validate(schemas.KindState, data) }
 	}
-	if err := schemas.CheckLimits(data, schemas.MaxBytes, schemas.MaxDepth); err != nil {
-		return fmt.Errorf("%s: %w", schemas.KindState, err)
-	}
-	delta := next
-	delta.Subtasks = changed(prev.Subtasks, next.Subtasks)
-	delta.Checkpoints = changed(prev.Checkpoints, next.Checkpoints)
-	delta.Workers = changed(prev.Workers, next.Workers)
-	ddata, err := json.Marshal(delta)
-	if err != nil {
-		return err
-	}
-	return schemas.Validate(schemas.KindState, ddata)
-}
-
-// changed is the entries of next that are not in prev with an equal value
-// (a nil value always counts as changed).
-func changed[V any](prev, next map[string]*V) map[string]*V {
-	out := make(map[string]*V)
-	for k, v := range next {
-		if p, ok := prev[k]; !ok || v == nil || p == nil || !reflect.DeepEqual(*p, *v) {
-			out[k] = v
+	part := next
+	part.Subtasks, part.Checkpoints, part.Workers = delta.subtasks, delta.checkpoints, delta.workers
+	checked := make(chan error, 1) // never blocks: the result may go unread
+	go func() {
+		pdata, err := json.Marshal(part)
+		if err == nil {
+			err = schemas.Validate(schemas.KindState, pdata)
 		}
+		checked <- err
+	}()
+	return func(data []byte) error {
+		if err := <-checked; err != nil {
+			return err
+		}
+		if err := schemas.CheckLimits(data, schemas.MaxBytes, schemas.MaxDepth); err != nil {
+			return fmt.Errorf("%s: %w", schemas.KindState, err)
+		}
+		return nil
 	}
-	return out
 }
 
 // planLoader gives machine.Continue the plan the state tracks when no

@@ -1,0 +1,201 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// newDaemon is a daemon over dir that is not running: tests drive
+// processTask themselves.
+func newDaemon(t *testing.T, dir string) *Daemon {
+	t.Helper()
+	d, err := New(Config{Root: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func process(t *testing.T, d *Daemon, id string) outcome {
+	t.Helper()
+	o := d.processTask(context.Background(), id, wake{all: true}, false)
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	return o
+}
+
+// touch makes a marker-named file with the given mtime.
+func touch(t *testing.T, dir, name string, mtime time.Time) {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(p, mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func names(ps []pendingMarker) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.name)
+	}
+	return out
+}
+
+// The lister keeps markers in drop order (mtime, then name), ignores
+// other files, hands them out a chunk at a time, and reads the directory
+// again only when what it listed runs out, at most maxLists times.
+func TestListerOrderAndChunks(t *testing.T) {
+	dir := t.TempDir()
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	touch(t, dir, ".done.b", t0.Add(2*time.Second))
+	touch(t, dir, ".done.a", t0.Add(2*time.Second))
+	touch(t, dir, ".claim.z", t0)
+	touch(t, dir, "state.json", t0)
+	touch(t, dir, ".tmp-x", t0)
+	for i := range chunk + 5 {
+		touch(t, dir, fmt.Sprintf(".done.w%02d", i), t0.Add(time.Hour+time.Duration(i)*time.Millisecond))
+	}
+	td, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer td.Close()
+	ls := &lister{td: td}
+	ls.list()
+	if ls.err != nil {
+		t.Fatal(ls.err)
+	}
+	if got := names(ls.rest[:3]); !slices.Equal(got, []string{".claim.z", ".done.a", ".done.b"}) {
+		t.Errorf("first three = %v, want the oldest, equal mtimes by name", got)
+	}
+	if len(ls.rest) != chunk+8 {
+		t.Fatalf("listed %d markers, want %d (state.json and .tmp-x are not markers)", len(ls.rest), chunk+8)
+	}
+	first := slices.Clone(ls.rest[:chunk])
+	// Take the first chunk by hand, as next does without examining.
+	ls.rest = ls.rest[chunk:]
+	for _, p := range first {
+		os.Remove(filepath.Join(dir, p.name))
+	}
+	touch(t, dir, ".done.late", t0.Add(2*time.Hour))
+	ls.list() // fewer than a chunk left: read again
+	if got := names(ls.rest); len(got) != 9 || got[8] != ".done.late" {
+		t.Errorf("after the second list: %v, want the 8 left and .done.late last", got)
+	}
+	ls.lists = maxLists
+	touch(t, dir, ".done.later", t0.Add(3*time.Hour))
+	ls.list()
+	if slices.Contains(names(ls.rest), ".done.later") {
+		t.Errorf("listed again past maxLists")
+	}
+}
+
+// A burst larger than a chunk is taken in chunks of consecutive sequence
+// numbers, in drop order, each chunk one record file and one state write;
+// markers dropped while it works join it.
+func TestTakesBurstInChunks(t *testing.T) {
+	dir, ws := newWorkspace(t)
+	prepare(t, ws, "t1", 100)
+	d := newDaemon(t, dir)
+	process(t, d, "t1")
+	if err := ApprovePlan(ws, "t1"); err != nil {
+		t.Fatal(err)
+	}
+	process(t, d, "t1")
+	const n = 2*chunk + 6
+	for i := 1; i <= n; i++ {
+		completeSubtask(t, ws, "t1", fmt.Sprintf("st_%d", i), "w1")
+	}
+	backupsBefore := countBackups(t, dir, "t1")
+	o := process(t, d, "t1")
+	if o.taken != n {
+		t.Fatalf("took %d markers, want %d", o.taken, n)
+	}
+	st, err := ws.ReadState("t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.JournalSeq != n+2 {
+		t.Errorf("journal_seq = %d, want %d", st.JournalSeq, n+2)
+	}
+	for i := 1; i <= n; i++ {
+		if s := st.Subtasks[fmt.Sprintf("st_%d", i)]; s == nil || s.Status != "completed" {
+			t.Errorf("st_%d = %+v, want completed", i, s)
+		}
+	}
+	// One record file per chunk, in order.
+	entries, err := os.ReadDir(filepath.Join(dir, "tasks", "t1", JournalDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, e := range entries {
+		if !strings.Contains(e.Name(), takenInfix) {
+			files = append(files, e.Name())
+		}
+	}
+	want := []string{RecordName(1), RecordName(2), BatchName(3, chunk+2), BatchName(chunk+3, 2*chunk+2), BatchName(2*chunk+3, n+2)}
+	if !slices.Equal(files, want) {
+		t.Errorf("journal files = %v, want %v", files, want)
+	}
+	recs, err := ReadJournal(ws, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range recs {
+		if r.Seq != int64(i+1) {
+			t.Fatalf("record %d has seq %d", i, r.Seq)
+		}
+		if i >= 2 && r.Marker.SubtaskID != fmt.Sprintf("st_%d", i-1) {
+			t.Errorf("record %d is %s, want st_%d: not in drop order", r.Seq, r.Marker.SubtaskID, i-1)
+		}
+	}
+	// Three state writes, each backed up; the backups are pruned when the
+	// burst settles.
+	if got := countBackups(t, dir, "t1") - backupsBefore; got != 3 {
+		t.Errorf("%d backups added, want 3 (one per chunk)", got)
+	}
+	for _, id := range d.pendingSettle() {
+		if err := d.settle(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, keep := countBackups(t, dir, "t1"), ws.Settings().Backups.Keep; got > keep {
+		t.Errorf("%d backups after settle, want at most %d", got, keep)
+	}
+	entries, _ = os.ReadDir(filepath.Join(dir, "tasks", "t1", JournalDir))
+	for _, e := range entries {
+		if strings.Contains(e.Name(), takenInfix) {
+			t.Errorf("taken marker left after settle: %s", e.Name())
+		}
+	}
+	rebuilt, err := Rebuild(ws, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := mustJSON(t, rebuilt), mustJSON(t, st); got != want {
+		t.Errorf("rebuild differs from state.json")
+	}
+}
+
+func countBackups(t *testing.T, dir, id string) int {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(dir, "tasks", id, "backups"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return len(entries)
+}
