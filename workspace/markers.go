@@ -6,11 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/workspaced/workspaced/schemas"
 )
@@ -172,13 +175,70 @@ func (w *Workspace) ReadProduct(taskID, outputFile string) (Product, error) {
 	return w.readProduct(w.root, TaskDir(taskID), outputFile)
 }
 
-// ReadProductIn is ReadProduct through td, a handle on the task directory
-// itself (one opened with OpenRoot on TaskDir): every name is then
-// resolved from the task directory, not from the workspace root, and
-// nothing outside td can be reached at all. It checks and returns exactly
-// what ReadProduct does.
-func (w *Workspace) ReadProductIn(td *os.Root, outputFile string) (Product, error) {
-	return w.readProduct(td, ".", outputFile)
+// ReadProductAt is ReadProduct through dir, the task directory itself,
+// open: the product and its directory are opened relative to it with one
+// openat(2) each, never following a symlink. It checks and returns exactly
+// what ReadProduct does; the daemon uses it for a burst of markers.
+func (w *Workspace) ReadProductAt(dir *os.File, outputFile string) (Product, error) {
+	kind, id, err := ClassifyOutput(outputFile)
+	if err != nil {
+		return Product{}, invalidf("product", "", "%v", err)
+	}
+	p := Product{Kind: kind, ID: id}
+	if kind == ProductNone {
+		return p, nil
+	}
+	from := dir
+	sub, file := path.Split(outputFile)
+	if sub != "" {
+		sub = strings.TrimSuffix(sub, "/")
+		d, err := OpenDirAt(dir, sub)
+		if err != nil {
+			if errors.Is(err, ErrUnsafe) {
+				what := "not a directory"
+				var st unix.Stat_t
+				if unix.Fstatat(int(dir.Fd()), sub, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+					what = FileKind(modeOf(uint32(st.Mode)))
+				}
+				return Product{}, &Error{Kind: ErrUnsafe, Op: "product " + outputFile, Msg: fmt.Sprintf("%s/ is a %s, not a directory of the task", sub, what)}
+			}
+			return Product{}, productReadError(outputFile, err)
+		}
+		defer d.Close()
+		from = d
+	}
+	data, err := ReadAgentFileAt(from, file, int64(w.settings.Limits.MaxFileBytes))
+	if err != nil {
+		return Product{}, productReadError(outputFile, err)
+	}
+	return w.decodeProduct(p, outputFile, data)
+}
+
+// modeOf is the type bits of a stat(2) mode as an fs.FileMode.
+func modeOf(m uint32) fs.FileMode {
+	switch m & unix.S_IFMT {
+	case unix.S_IFLNK:
+		return fs.ModeSymlink
+	case unix.S_IFREG:
+		return 0
+	case unix.S_IFIFO:
+		return fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		return fs.ModeSocket
+	case unix.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		return fs.ModeDevice
+	}
+	return fs.ModeIrregular
+}
+
+// productReadError says why a product could not be read.
+func productReadError(outputFile string, err error) error {
+	if errors.Is(err, ErrNotFound) {
+		return notFoundf("product "+outputFile, "write the product before dropping the marker", "output file %s does not exist", outputFile)
+	}
+	return err
 }
 
 // readProduct reads outputFile of the task directory dir of root.
@@ -201,17 +261,20 @@ func (w *Workspace) readProduct(root *os.Root, dir, outputFile string) (Product,
 	}
 	data, err := ReadAgentFile(root, name, int64(w.settings.Limits.MaxFileBytes))
 	if err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return Product{}, notFoundf("product "+outputFile, "write the product before dropping the marker", "output file %s does not exist", outputFile)
-		}
-		return Product{}, err
+		return Product{}, productReadError(outputFile, err)
 	}
+	return w.decodeProduct(p, outputFile, data)
+}
+
+// decodeProduct checks and decodes data, the content of outputFile, into p
+// (whose Kind and ID are set).
+func (w *Workspace) decodeProduct(p Product, outputFile string, data []byte) (Product, error) {
 	if err := CheckDepth(data, w.settings.Limits.MaxDepth); err != nil {
 		return Product{}, err
 	}
 	var sk schemas.Kind
 	var dst any
-	switch kind {
+	switch p.Kind {
 	case ProductPlan:
 		sk, p.Plan = schemas.KindPlan, &Plan{}
 		dst = p.Plan
@@ -233,8 +296,8 @@ func (w *Workspace) readProduct(root *os.Root, dir, outputFile string) (Product,
 			return Product{}, err
 		}
 	}
-	if p.Output != nil && p.Output.SubtaskID != id {
-		return Product{}, invalidf("product "+outputFile, "", "holds subtask_id %q, not %q", p.Output.SubtaskID, id)
+	if p.Output != nil && p.Output.SubtaskID != p.ID {
+		return Product{}, invalidf("product "+outputFile, "", "holds subtask_id %q, not %q", p.Output.SubtaskID, p.ID)
 	}
 	return p, nil
 }

@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// TestReadProductIn checks that reading a product through a handle on the
-// task directory gives what ReadProduct gives, refusals included.
-func TestReadProductIn(t *testing.T) {
+// TestReadProductAt checks that reading a product through the open task
+// directory gives what ReadProduct gives, refusals included.
+func TestReadProductAt(t *testing.T) {
 	w, _ := newWS(t)
 	newTask(t, w, "t1")
 	newTask(t, w, "t2")
@@ -39,7 +39,7 @@ func TestReadProductIn(t *testing.T) {
 	if err := os.Symlink(filepath.Join("..", "t2", "outputs"), filepath.Join(t1, "reviews")); err != nil {
 		t.Fatal(err)
 	}
-	td, err := w.Root().OpenRoot(TaskDir("t1"))
+	td, err := w.Root().Open(TaskDir("t1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,14 +59,14 @@ func TestReadProductIn(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p1, err1 := w.ReadProduct("t1", tc.file)
-			p2, err2 := w.ReadProductIn(td, tc.file)
+			p2, err2 := w.ReadProductAt(td, tc.file)
 			for _, err := range []error{err1, err2} {
 				if (tc.want == nil) != (err == nil) || (tc.want != nil && !errors.Is(err, tc.want)) {
-					t.Errorf("ReadProduct / ReadProductIn(%q): errs %v / %v, want %v", tc.file, err1, err2, tc.want)
+					t.Errorf("ReadProduct / ReadProductAt(%q): errs %v / %v, want %v", tc.file, err1, err2, tc.want)
 				}
 			}
 			if (err1 == nil) != (err2 == nil) || p1.Kind != p2.Kind || (p1.Output == nil) != (p2.Output == nil) {
-				t.Errorf("ReadProduct = %+v, %v; ReadProductIn = %+v, %v", p1, err1, p2, err2)
+				t.Errorf("ReadProduct = %+v, %v; ReadProductAt = %+v, %v", p1, err1, p2, err2)
 			}
 			if err1 != nil && err2 != nil && describeErr(err1) != describeErr(err2) {
 				t.Errorf("reasons differ: %q vs %q", describeErr(err1), describeErr(err2))

@@ -308,22 +308,38 @@ func TestReadAgentFile(t *testing.T) {
 		{"tasks", ErrUnsafe},
 		{"missing.json", ErrNotFound},
 	}
+	dirf, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dirf.Close()
+	read := map[string]func(name string) error{
+		"ReadAgentFile":   func(name string) error { _, err := ReadAgentFile(w.Root(), name, 1024); return err },
+		"ReadAgentFileAt": func(name string) error { _, err := ReadAgentFileAt(dirf, name, 1024); return err },
+	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			done := make(chan error, 1)
-			go func() {
-				_, err := ReadAgentFile(w.Root(), tc.name, 1024)
-				done <- err
-			}()
-			select {
-			case err := <-done:
-				if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
-					t.Errorf("err = %v, want %v", err, tc.want)
+		for fn, read := range read {
+			t.Run(fn+"/"+tc.name, func(t *testing.T) {
+				done := make(chan error, 1)
+				go func() {
+					done <- read(tc.name)
+				}()
+				select {
+				case err := <-done:
+					if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
+						t.Errorf("err = %v, want %v", err, tc.want)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatal("the read blocks")
 				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("ReadAgentFile blocks")
-			}
-		})
+			})
+		}
+	}
+	// ReadAgentFileAt takes one name of the directory, nothing more.
+	for _, name := range []string{"", ".", "..", "config/agents.json", "../ok.json", "/etc/hostname"} {
+		if _, err := ReadAgentFileAt(dirf, name, 1024); !errors.Is(err, ErrUnsafe) {
+			t.Errorf("ReadAgentFileAt(%q) = %v, want ErrUnsafe", name, err)
+		}
 	}
 }
 

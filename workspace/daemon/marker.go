@@ -39,16 +39,16 @@ type examined struct {
 }
 
 // examine reads the marker name of a task and decides what to do with it.
-// td is a handle on the task directory, name is relative to it (the
-// marker's own name, or journal/<taken name>), and fi is its Lstat; the
-// product the marker names is read through td too. A marker younger than
+// td is the task directory, open; name is a file of dir (the task
+// directory, or its journal for a marker already taken), and fi is its
+// Lstat; the product the marker names is read from td. A marker younger than
 // grace (by its mtime against now) that does not parse, does not match
 // its schema, or names a product that is missing or invalid waits; one
 // that is older, or that can never become valid (not a regular file,
 // oversized, nested too deep, a product outside the task or unsafe to
 // read), is rejected with the reason. grace < 0 never waits (a marker
 // already taken into the journal is judged as it is).
-func examine(ws *workspace.Workspace, td *os.Root, name, kind string, fi fs.FileInfo, now time.Time, grace time.Duration) examined {
+func examine(ws *workspace.Workspace, td, dir *os.File, name, kind string, fi fs.FileInfo, now time.Time, grace time.Duration) examined {
 	ex := examined{kind: kind}
 	young := grace >= 0 && now.Sub(fi.ModTime()) < grace
 	soft := func(reason string) examined {
@@ -67,7 +67,7 @@ func examine(ws *workspace.Workspace, td *os.Root, name, kind string, fi fs.File
 	if !fi.Mode().IsRegular() {
 		return hard(fmt.Sprintf("marker is a %s, not a regular file", workspace.FileKind(fi.Mode())))
 	}
-	data, err := workspace.ReadAgentFile(td, name, int64(ws.Settings().Limits.MaxFileBytes))
+	data, err := workspace.ReadAgentFileAt(dir, name, int64(ws.Settings().Limits.MaxFileBytes))
 	if err != nil {
 		if errors.Is(err, workspace.ErrNotFound) {
 			ex.verdict = vanished
@@ -101,7 +101,7 @@ func examine(ws *workspace.Workspace, td *os.Root, name, kind string, fi fs.File
 	if pkind == workspace.ProductNone && ex.marker.Status != "cancelled" {
 		return hard("done marker names no output_file")
 	}
-	p, err := ws.ReadProductIn(td, ex.marker.OutputFile)
+	p, err := ws.ReadProductAt(td, ex.marker.OutputFile)
 	if err != nil {
 		reason := "output " + ex.marker.OutputFile + ": " + describe(err)
 		if errors.Is(err, workspace.ErrUnsafe) {

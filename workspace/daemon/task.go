@@ -9,10 +9,13 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"runtime"
 	"slices"
 	"sort"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/backup"
@@ -414,13 +417,23 @@ func (d *Daemon) finishTaken(id string, t journalEntry) (workspace.JournalRecord
 		return workspace.JournalRecord{}, err
 	}
 	defer td.Close()
-	ex := examine(d.ws, td, path.Join(JournalDir, t.name), kind, fi, d.now(), -1)
-	rec := ex.record(t.seq, d.now(), t.marker)
 	jr, err := td.OpenRoot(JournalDir)
 	if err != nil {
 		return workspace.JournalRecord{}, err
 	}
 	defer jr.Close()
+	tdf, err := td.Open(".")
+	if err != nil {
+		return workspace.JournalRecord{}, err
+	}
+	defer tdf.Close()
+	jrf, err := jr.Open(".")
+	if err != nil {
+		return workspace.JournalRecord{}, err
+	}
+	defer jrf.Close()
+	ex := examine(d.ws, tdf, jrf, t.name, kind, fi, d.now(), -1)
+	rec := ex.record(t.seq, d.now(), t.marker)
 	if _, err := d.writeRecords(jr, id, []workspace.JournalRecord{rec}, true); err != nil {
 		return workspace.JournalRecord{}, err
 	}
@@ -458,6 +471,7 @@ type batch struct {
 // dropped, and remembers the ones listed but not yet examined.
 type lister struct {
 	td    *os.Root
+	tdf   *os.File        // td, open, for reading markers by name
 	rest  []pendingMarker // listed, not yet in a batch
 	lists int
 	err   error
@@ -499,7 +513,7 @@ func (l *lister) next(d *Daemon) batch {
 	n := min(len(l.rest), chunk)
 	b := batch{pending: slices.Clone(l.rest[:n])}
 	l.rest = slices.Delete(l.rest, 0, n)
-	b.exs = d.examineAll(l.td, b.pending)
+	b.exs = d.examineAll(l.tdf, b.pending)
 	return b
 }
 
@@ -531,13 +545,14 @@ func (l *lister) stragglers(d *Daemon, b batch) batch {
 		return b
 	}
 	b.pending = append(b.pending, add...)
-	b.exs = append(b.exs, d.examineAll(l.td, add)...)
+	b.exs = append(b.exs, d.examineAll(l.tdf, add)...)
 	return b
 }
 
-// examineAll reads and judges markers, several at once (the work is
-// independent; the renames that take them stay in order).
-func (d *Daemon) examineAll(td *os.Root, pending []pendingMarker) []examined {
+// examineAll reads and judges markers of the task directory td, several
+// at once (the work is independent; the renames that take them stay in
+// order).
+func (d *Daemon) examineAll(td *os.File, pending []pendingMarker) []examined {
 	now := d.now()
 	exs := make([]examined, len(pending))
 	sem := make(chan struct{}, examiners)
@@ -548,7 +563,7 @@ func (d *Daemon) examineAll(td *os.Root, pending []pendingMarker) []examined {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			exs[i] = examine(d.ws, td, p.name, p.kind, p.fi, now, d.cfg.Grace)
+			exs[i] = examine(d.ws, td, td, p.name, p.kind, p.fi, now, d.cfg.Grace)
 		}()
 	}
 	wg.Wait()
@@ -570,7 +585,12 @@ func (d *Daemon) takeMarkers(ctx context.Context, id string, c *taskCache) (int,
 		return 0, time.Time{}, fmt.Errorf("open task %s: %w", id, err)
 	}
 	defer td.Close()
-	ls := &lister{td: td}
+	tdf, err := td.Open(".")
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("open task %s: %w", id, err)
+	}
+	defer tdf.Close()
+	ls := &lister{td: td, tdf: tdf}
 	ls.list()
 	if ls.err != nil {
 		return 0, time.Time{}, fmt.Errorf("list markers of task %s: %w", id, ls.err)
@@ -586,13 +606,18 @@ func (d *Daemon) takeMarkers(ctx context.Context, id string, c *taskCache) (int,
 		return 0, time.Time{}, fmt.Errorf("open journal of task %s: %w", id, err)
 	}
 	defer jr.Close()
+	jrf, err := jr.Open(".")
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("open journal of task %s: %w", id, err)
+	}
+	defer jrf.Close()
 	var (
 		total    int
 		waitTill time.Time
 	)
 	b := ls.next(d)
 	for len(b.pending) > 0 && ctx.Err() == nil {
-		recs, taken, wt, err := d.takeBatch(id, c, td, jr, b)
+		recs, taken, wt, err := d.takeBatch(id, c, taskDirs{td: td, jr: jr, tdf: tdf, jrf: jrf}, b)
 		if !wt.IsZero() && (waitTill.IsZero() || wt.Before(waitTill)) {
 			waitTill = wt
 		}
@@ -620,11 +645,31 @@ func (d *Daemon) takeMarkers(ctx context.Context, id string, c *taskCache) (int,
 	return total, waitTill, ctx.Err()
 }
 
+// taskDirs are a task directory and its journal, as roots (for look-ups)
+// and open (for reads and renames of single names).
+type taskDirs struct {
+	td, jr   *os.Root
+	tdf, jrf *os.File
+}
+
+// renameAt renames oldName in the open directory from to newName in the
+// open directory to: one renameat(2), both names single components, so
+// nothing outside the two directories can be reached.
+func renameAt(from *os.File, oldName string, to *os.File, newName string) error {
+	err := unix.Renameat(int(from.Fd()), oldName, int(to.Fd()), newName)
+	runtime.KeepAlive(from)
+	runtime.KeepAlive(to)
+	if err != nil {
+		return &os.LinkError{Op: "rename", Old: oldName, New: newName, Err: err}
+	}
+	return nil
+}
+
 // takeBatch takes the ready markers of b into the journal, in order, each
-// with the next sequence number. It returns their records, the names they
-// were taken as, and when the earliest marker left waiting passes its
-// grace period.
-func (d *Daemon) takeBatch(id string, c *taskCache, td, jr *os.Root, b batch) ([]workspace.JournalRecord, []string, time.Time, error) {
+// with the next sequence number. td and jr are the task directory and its
+// journal. It returns their records, the names they were taken as, and
+// when the earliest marker left waiting passes its grace period.
+func (d *Daemon) takeBatch(id string, c *taskCache, dirs taskDirs, b batch) ([]workspace.JournalRecord, []string, time.Time, error) {
 	now := d.now()
 	var waitTill time.Time
 	// Sequence numbers go to the ready markers in order, and the renames
@@ -652,7 +697,7 @@ func (d *Daemon) takeBatch(id string, c *taskCache, td, jr *os.Root, b batch) ([
 		tn := takenName(seq, p.name)
 		// The commit point: the marker leaves the task directory and
 		// enters the journal in one rename.
-		if err := td.Rename(p.name, path.Join(JournalDir, tn)); err != nil {
+		if err := renameAt(dirs.tdf, p.name, dirs.jrf, tn); err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {
 				// Some markers may be taken: reload the task from disk
 				// next time, which finishes their records.
@@ -663,10 +708,10 @@ func (d *Daemon) takeBatch(id string, c *taskCache, td, jr *os.Root, b batch) ([
 			// used up, so say why in the record.
 			ex.verdict, ex.reason = reject, "marker vanished before it was taken"
 			tn = ""
-		} else if fi, err := jr.Lstat(tn); err == nil && !sameFile(p.fi, fi) {
+		} else if fi, err := dirs.jr.Lstat(tn); err == nil && !sameFile(p.fi, fi) {
 			// The file was swapped between reading and renaming: judge
 			// what was actually taken.
-			ex = examine(d.ws, td, path.Join(JournalDir, tn), p.kind, fi, now, -1)
+			ex = examine(d.ws, dirs.tdf, dirs.jrf, tn, p.kind, fi, now, -1)
 		}
 		c.next++
 		recs = append(recs, ex.record(seq, now, p.name))
