@@ -16,14 +16,16 @@
 //     fsync and journals a rename atomically: ext4, xfs, btrfs.)
 //   - state.json is only ever replaced atomically (temporary file, fsync,
 //     rename, directory fsync), validated against its schema first, and the
-//     previous version is kept in backups/ before each write. A state.json
+//     previous version is kept in backups/ (hard-linked) before each write;
+//     backups/ is pruned and fsynced when the burst settles. A state.json
 //     that does not parse or validate is replaced by the newest valid
 //     backup plus the journal past it (or by a replay of the whole journal
 //     when no backup is valid), with a state_restored event.
 //   - A burst of markers of one task is applied in one state write (group
 //     commit) per chunk of up to 32 markers, in the order they were
 //     dropped, so a large burst costs a fixed number of fsyncs per chunk
-//     and its first markers do not wait for its last ones.
+//     and its first markers do not wait for its last ones. While one chunk
+//     is made durable the next is read and examined (see takeMarkers).
 //   - No marker is left behind by a missed event: tasks/ and every active
 //     task directory are watched, and the whole tree is rescanned on start,
 //     on watcher overflow or error, and every Rescan.
