@@ -61,7 +61,12 @@ type Result struct {
 	// floor p50 (lower is better); for throughput ("x_floor_rate"), ops/s
 	// ÷ the floor's ops/s (higher is better).
 	VsFloor float64 `json:"vs_floor"`
-	Note    string  `json:"note,omitempty"`
+	// FloorP50, when set, is the floor's p50 in ms measured interleaved
+	// with this operation (between its rounds, while nothing else ran):
+	// VsFloor compares with it rather than with the run's first floor,
+	// since a shared disk's speed drifts from minute to minute.
+	FloorP50 float64 `json:"floor_p50_ms,omitempty"`
+	Note     string  `json:"note,omitempty"`
 }
 
 // Report is what Run measured.
@@ -166,17 +171,26 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 	}
 
 	opt.say("daemon: markers from 1, 8 and 32 agent processes")
-	dres, err := measureDaemon(ctx, filepath.Join(base, "daemon"), opt)
+	fl, err := newFloorer(filepath.Join(base, "floor-daemon"))
+	if err != nil {
+		return nil, err
+	}
+	defer fl.close()
+	dres, err := measureDaemon(ctx, filepath.Join(base, "daemon"), opt, fl)
 	if err != nil {
 		return nil, err
 	}
 	for _, r := range dres {
+		local := floor
+		if r.FloorP50 > 0 {
+			local = Result{P50: r.FloorP50}
+		}
 		if strings.HasPrefix(r.Name, "daemon 1 agent") {
-			r.VsFloor = vsFloor(r, floor, latencyRatio)
-			r.Note = "p50 ÷ floor p50 (target ≤ 3)"
+			r.VsFloor = vsFloor(r, local, latencyRatio)
+			r.Note = fmt.Sprintf("p50 ÷ floor p50 %.2f ms (target ≤ 3)", local.P50)
 		} else {
-			r.VsFloor = vsFloor(r, floor, rateRatio)
-			r.Note = "markers/s ÷ one durable write per marker"
+			r.VsFloor = vsFloor(r, local, rateRatio)
+			r.Note = fmt.Sprintf("markers/s ÷ one durable write per marker at floor p50 %.2f ms", local.P50)
 			if strings.HasPrefix(r.Name, "daemon 32 agents at once") {
 				r.Note += " (target ≥ 5, p99 < 50 ms)"
 			}
@@ -394,7 +408,51 @@ func (a *agent) close() {
 	_ = a.cmd.Wait()
 }
 
-func measureDaemon(ctx context.Context, dir string, opt Options) ([]Result, error) {
+// floorer measures the floor between the daemon's rounds: one durable
+// 1 KiB write at a time, in a directory of its own on the same
+// filesystem.
+type floorer struct {
+	root *os.Root
+	data []byte
+	n    int
+}
+
+func newFloorer(dir string) (*floorer, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &floorer{root: root, data: make([]byte, 1024)}, nil
+}
+
+// sample makes k durable writes and returns their latencies.
+func (f *floorer) sample(k int) ([]time.Duration, error) {
+	out := make([]time.Duration, 0, k)
+	for range k {
+		t := time.Now()
+		f.n++
+		if err := atomicfile.WriteFile(f.root, "f"+strconv.Itoa(f.n%8), f.data, 0o644); err != nil {
+			return nil, err
+		}
+		out = append(out, time.Since(t))
+	}
+	return out, nil
+}
+
+func (f *floorer) close() { f.root.Close() }
+
+// floorP50 is the p50 in ms of floor samples.
+func floorP50(lat []time.Duration) float64 {
+	slices.Sort(lat)
+	return ms(percentile(lat, 50))
+}
+
+// measureDaemon runs the daemon workloads; fl measures the floor between
+// their rounds, and each Result carries that floor's p50.
+func measureDaemon(ctx context.Context, dir string, opt Options, fl *floorer) ([]Result, error) {
 	ws, err := workspace.Init(dir, workspace.Options{})
 	if err != nil {
 		return nil, err
@@ -462,6 +520,7 @@ func measureDaemon(ctx context.Context, dir string, opt Options) ([]Result, erro
 		return nil, err
 	}
 	lat := make([]time.Duration, 0, single)
+	var floors []time.Duration
 	start := time.Now()
 	for i := 1; i <= single; i++ {
 		sub := fmt.Sprintf("st_%d", i)
@@ -474,10 +533,20 @@ func measureDaemon(ctx context.Context, dir string, opt Options) ([]Result, erro
 			return nil, err
 		}
 		lat = append(lat, cm.at("single/"+sub).Sub(t0))
+		// The floor between markers, off the clock of the rate.
+		tf := time.Now()
+		fls, err := fl.sample(1)
+		if err != nil {
+			return nil, err
+		}
+		floors = append(floors, fls...)
+		start = start.Add(time.Since(tf))
 	}
 	wall := time.Since(start)
 	a.close()
-	out = append(out, summarize("daemon 1 agent, one marker at a time: marker → state", lat, wall))
+	r := summarize("daemon 1 agent, one marker at a time: marker → state", lat, wall)
+	r.FloorP50 = floorP50(floors)
+	out = append(out, r)
 
 	// Bursts. "At once": every agent finishes one subtask at the same
 	// moment, round after round (a round is committed before the next
@@ -500,8 +569,8 @@ func measureDaemon(ctx context.Context, dir string, opt Options) ([]Result, erro
 			}
 		}
 		var (
-			lat  []time.Duration
-			wall time.Duration
+			lat, floors []time.Duration
+			wall        time.Duration
 		)
 		next := 1
 		for r := 0; r < b.rounds; r++ {
@@ -517,6 +586,11 @@ func measureDaemon(ctx context.Context, dir string, opt Options) ([]Result, erro
 				return nil, err
 			}
 			lat, wall = append(lat, l...), wall+w
+			fls, err := fl.sample(4)
+			if err != nil {
+				return nil, err
+			}
+			floors = append(floors, fls...)
 		}
 		for _, ag := range as {
 			ag.close()
@@ -525,7 +599,9 @@ func measureDaemon(ctx context.Context, dir string, opt Options) ([]Result, erro
 		if b.per > 1 {
 			name = fmt.Sprintf("daemon %d agents × %d markers back to back", b.agents, b.per)
 		}
-		out = append(out, summarize(name, lat, wall))
+		r := summarize(name, lat, wall)
+		r.FloorP50 = floorP50(floors)
+		out = append(out, r)
 	}
 	return out, nil
 }

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -141,5 +143,34 @@ func TestParseStatusRSS(t *testing.T) {
 				t.Errorf("got %d, want %d", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestFloorer(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "floor")
+	fl, err := newFloorer(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fl.close()
+	lat, err := fl.sample(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lat) != 3 {
+		t.Fatalf("%d samples, want 3", len(lat))
+	}
+	for _, d := range lat {
+		if d <= 0 {
+			t.Errorf("sample %v, want > 0", d)
+		}
+	}
+	for _, name := range []string{"f1", "f2", "f3"} {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || len(b) != 1024 {
+			t.Errorf("%s: %d bytes, %v; want the 1 KiB written durably", name, len(b), err)
+		}
+	}
+	if got := floorP50(durs(5, 1, 3)); got != 3 {
+		t.Errorf("floorP50 = %v, want 3", got)
 	}
 }
