@@ -62,9 +62,9 @@ type Result struct {
 	// ÷ the floor's ops/s (higher is better).
 	VsFloor float64 `json:"vs_floor"`
 	// FloorP50, when set, is the floor's p50 in ms measured interleaved
-	// with this operation (between its rounds, while nothing else ran):
-	// VsFloor compares with it rather than with the run's first floor,
-	// since a shared disk's speed drifts from minute to minute.
+	// with this operation (between its rounds): VsFloor compares with it
+	// when it is lower than the run's first floor, since a shared disk's
+	// speed drifts from minute to minute.
 	FloorP50 float64 `json:"floor_p50_ms,omitempty"`
 	Note     string  `json:"note,omitempty"`
 }
@@ -181,8 +181,11 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 		return nil, err
 	}
 	for _, r := range dres {
+		// The lower of the two floors: the daemon's own background work
+		// (making records durable) may slow the samples between rounds,
+		// and that must not flatter it.
 		local := floor
-		if r.FloorP50 > 0 {
+		if r.FloorP50 > 0 && r.FloorP50 < floor.P50 {
 			local = Result{P50: r.FloorP50}
 		}
 		if strings.HasPrefix(r.Name, "daemon 1 agent") {

@@ -29,9 +29,9 @@ the directory holding the root, so the same filesystem) and removed after:
 
 Each figure is printed beside the floor measured in the same run: latency
 as a multiple of the floor's p50, throughput as a multiple of what one
-durable write per marker would allow. The daemon's figures use the floor
-measured between their own rounds (a shared disk's speed drifts from minute
-to minute); their note says which.
+durable write per marker would allow. The daemon's figures use the lower
+of that floor and one measured between their own rounds (a shared disk's
+speed drifts from minute to minute); their note says which.
 
 Examples:
   workspaced bench --quick
