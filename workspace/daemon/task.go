@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -551,20 +552,26 @@ func (l *lister) stragglers(d *Daemon, b batch) batch {
 
 // examineAll reads and judges markers of the task directory td, several
 // at once (the work is independent; the renames that take them stay in
-// order).
+// order). A few workers share the markers, rather than a goroutine each,
+// so that the deep stack of a schema check is grown once per worker.
 func (d *Daemon) examineAll(td *os.File, pending []pendingMarker) []examined {
 	now := d.now()
 	exs := make([]examined, len(pending))
-	sem := make(chan struct{}, examiners)
-	var wg sync.WaitGroup
-	for i, p := range pending {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			exs[i] = examine(d.ws, td, td, p.name, p.kind, p.fi, now, d.cfg.Grace)
-		}()
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+	)
+	for range min(examiners, len(pending)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(pending) {
+					return
+				}
+				p := pending[i]
+				exs[i] = examine(d.ws, td, td, p.name, p.kind, p.fi, now, d.cfg.Grace)
+			}
+		})
 	}
 	wg.Wait()
 	return exs
