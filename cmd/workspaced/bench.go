@@ -67,6 +67,7 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 		}
 		*dir = filepath.Dir(abs)
 	}
+	tuneGC() // the daemon runs in this process, as it would under serve
 	opt := bench.Options{Dir: *dir, Quick: *quick, AgentCmd: []string{exe, "bench", benchAgentArg}, ServeCmd: []string{exe, "--root"}}
 	if !*asJSON {
 		opt.Progress = e.stderr

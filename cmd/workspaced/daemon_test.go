@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -719,4 +721,35 @@ func TestBackupRestoreCommand(t *testing.T) {
 	var js json.RawMessage
 	decode(t, w.ok("state", "show", "--task", "t1", "--json"), &js)
 	_ = atomicfile.Marshal
+}
+
+// tuneGC raises the GC target and sets a soft memory limit for a daemon
+// process, unless the environment already says how.
+func TestTuneGC(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
+
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	debug.SetGCPercent(100)
+	debug.SetMemoryLimit(math.MaxInt64)
+	tuneGC()
+	if got := debug.SetGCPercent(100); got != daemonGCPercent {
+		t.Errorf("GC percent = %d, want %d", got, daemonGCPercent)
+	}
+	if got := debug.SetMemoryLimit(-1); got != daemonMemLimit {
+		t.Errorf("memory limit = %d, want %d", got, daemonMemLimit)
+	}
+
+	t.Setenv("GOGC", "50")
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	debug.SetGCPercent(50)
+	debug.SetMemoryLimit(1 << 30)
+	tuneGC()
+	if got := debug.SetGCPercent(50); got != 50 {
+		t.Errorf("GC percent = %d with GOGC=50 set, want it left alone", got)
+	}
+	if got := debug.SetMemoryLimit(-1); got != 1<<30 {
+		t.Errorf("memory limit = %d with GOMEMLIMIT set, want it left alone", got)
+	}
 }

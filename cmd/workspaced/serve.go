@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"log/slog"
+	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/workspaced/workspaced/workspace/daemon"
@@ -35,7 +37,9 @@ On NFS, SMB or FUSE it warns (refuses with --strict). Logs go to stderr.
 It stops cleanly on SIGINT or SIGTERM.
 
 Defaults come from workspace.json ("daemon": {"rescan": "30s", "grace":
-"5s", "cleanup_interval": "24h"}); flags override them.
+"5s", "cleanup_interval": "24h"}); flags override them. The daemon runs Go's
+garbage collector as GOGC=400 under GOMEMLIMIT=48MiB (less CPU per marker);
+either variable in the environment wins.
 
 Examples:
   workspaced serve
@@ -61,6 +65,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	tuneGC()
 	cfg := daemon.Config{Root: e.root, Rescan: *rescan, Grace: *grace, Strict: *strict, Logger: logger}
 	if flagWasSet(fs, "cleanup-interval") {
 		cfg.CleanupInterval = *cleanup
@@ -112,4 +117,24 @@ func newLogger(e *env, format, level string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(e.stderr, opts)), nil
 	}
 	return nil, usageHint("serve", "--log-format %q: use text or json", format)
+}
+
+// A burst of markers allocates much and keeps little, so a daemon lets its
+// heap grow further between collections than Go's default (less CPU per
+// marker), under a soft memory limit well within the RSS it is meant to
+// stay under (64 MiB with 10,000 tasks). GOGC or GOMEMLIMIT in the
+// environment win.
+const (
+	daemonGCPercent = 400
+	daemonMemLimit  = 48 << 20
+)
+
+// tuneGC sets the garbage collector for a process that runs the daemon.
+func tuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(daemonGCPercent)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(daemonMemLimit)
+	}
 }
