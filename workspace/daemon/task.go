@@ -585,8 +585,9 @@ func (d *Daemon) examineAll(td *os.File, pending []pendingMarker) []examined {
 // dropped meanwhile join it. It returns how many were taken and, when
 // some wait for their grace period, until when.
 func (d *Daemon) takeMarkers(ctx context.Context, id string, c *taskCache) (int, time.Time, error) {
-	// One handle on the task directory and one on its journal: every
-	// operation below then resolves one name, not the whole path.
+	// Handles on the task directory and on its journal, as roots and as
+	// open directories: every operation below then resolves one name,
+	// not the whole path.
 	td, err := d.ws.Root().OpenRoot(workspace.TaskDir(id))
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("open task %s: %w", id, err)
@@ -624,7 +625,7 @@ func (d *Daemon) takeMarkers(ctx context.Context, id string, c *taskCache) (int,
 	)
 	b := ls.next(d)
 	for len(b.pending) > 0 && ctx.Err() == nil {
-		recs, taken, wt, err := d.takeBatch(id, c, taskDirs{td: td, jr: jr, tdf: tdf, jrf: jrf}, b)
+		recs, taken, wt, err := d.takeBatch(id, c, taskDirs{jr: jr, tdf: tdf, jrf: jrf}, b)
 		if !wt.IsZero() && (waitTill.IsZero() || wt.Before(waitTill)) {
 			waitTill = wt
 		}
@@ -652,10 +653,10 @@ func (d *Daemon) takeMarkers(ctx context.Context, id string, c *taskCache) (int,
 	return total, waitTill, ctx.Err()
 }
 
-// taskDirs are a task directory and its journal, as roots (for look-ups)
-// and open (for reads and renames of single names).
+// taskDirs are a task directory and its journal, open (for reads and
+// renames of single names), and the journal as a root (for look-ups).
 type taskDirs struct {
-	td, jr   *os.Root
+	jr       *os.Root
 	tdf, jrf *os.File
 }
 
@@ -673,9 +674,9 @@ func renameAt(from *os.File, oldName string, to *os.File, newName string) error 
 }
 
 // takeBatch takes the ready markers of b into the journal, in order, each
-// with the next sequence number. td and jr are the task directory and its
-// journal. It returns their records, the names they were taken as, and
-// when the earliest marker left waiting passes its grace period.
+// with the next sequence number, through dirs. It returns their records,
+// the names they were taken as, and when the earliest marker left waiting
+// passes its grace period.
 func (d *Daemon) takeBatch(id string, c *taskCache, dirs taskDirs, b batch) ([]workspace.JournalRecord, []string, time.Time, error) {
 	now := d.now()
 	var waitTill time.Time
