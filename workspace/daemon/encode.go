@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"slices"
+	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/workspace"
@@ -28,22 +28,46 @@ type stateDelta struct {
 
 func diffState(prev, next workspace.State) stateDelta {
 	return stateDelta{
-		subtasks:    changed(prev.Subtasks, next.Subtasks),
-		checkpoints: changed(prev.Checkpoints, next.Checkpoints),
-		workers:     changed(prev.Workers, next.Workers),
+		subtasks:    changed(prev.Subtasks, next.Subtasks, subtaskEqual),
+		checkpoints: changed(prev.Checkpoints, next.Checkpoints, checkpointEqual),
+		workers:     changed(prev.Workers, next.Workers, workerEqual),
 	}
 }
 
 // changed is the entries of next that are not in prev with an equal value
 // (a nil value always counts as changed).
-func changed[V any](prev, next map[string]*V) map[string]*V {
+func changed[V any](prev, next map[string]*V, equal func(a, b *V) bool) map[string]*V {
 	out := make(map[string]*V)
 	for k, v := range next {
-		if p, ok := prev[k]; !ok || v == nil || p == nil || !reflect.DeepEqual(*p, *v) {
+		if p, ok := prev[k]; !ok || v == nil || p == nil || !equal(p, v) {
 			out[k] = v
 		}
 	}
 	return out
+}
+
+// The entry equalities diffState uses, field by field: a state of
+// hundreds of subtasks is compared on every state write, and reflection
+// made that the largest part of the diff. They may call two entries that
+// encode alike different (times in different locations), never the
+// reverse; TestEntryEqual holds each to every field of its type.
+
+func subtaskEqual(a, b *workspace.SubtaskState) bool {
+	return a.Status == b.Status && a.Worker == b.Worker && slices.Equal(a.BlockedBy, b.BlockedBy) &&
+		(a.BlockedBy == nil) == (b.BlockedBy == nil) && a.Attempts == b.Attempts &&
+		timeEqual(a.StartedAt, b.StartedAt) && timeEqual(a.CompletedAt, b.CompletedAt) &&
+		a.Output == b.Output && a.Error == b.Error
+}
+
+func checkpointEqual(a, b *workspace.CheckpointState) bool {
+	return a.Status == b.Status && timeEqual(a.ReachedAt, b.ReachedAt) &&
+		timeEqual(a.ReviewedAt, b.ReviewedAt) && a.Review == b.Review
+}
+
+func workerEqual(a, b *workspace.WorkerState) bool { return *a == *b }
+
+func timeEqual(a, b *time.Time) bool {
+	return a == b || (a != nil && b != nil && *a == *b)
 }
 
 // fragments is the encoding of each entry of a state's maps as it appears

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/machine"
 )
 
 // randomState makes a state with entries of every shape the machine
@@ -182,5 +184,119 @@ func TestCheckNext(t *testing.T) {
 	huge.Phase = strings.Repeat("x", 17<<20)
 	if err := checkNext(true, huge, diffState(prev, huge))(encode(huge)); err == nil {
 		t.Error("a state over the size limit was let through")
+	}
+}
+
+// BenchmarkApplyChunk32 is the CPU a state write costs beside the disk:
+// 32 done markers applied to a task of 256 subtasks (machine.Continue),
+// the diff, the delta's schema check and the encoding, as commit does
+// them for one chunk of a burst.
+func BenchmarkApplyChunk32(b *testing.B) {
+	const n, chunkN = 256, 32
+	plan := &workspace.Plan{ID: "plan_b", TaskID: "t", Version: 1, Summary: "bench"}
+	for i := range n {
+		plan.Subtasks = append(plan.Subtasks, workspace.Subtask{ID: fmt.Sprintf("st_%d", i+1), Description: "subtask"})
+	}
+	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	var recs []workspace.JournalRecord
+	add := func(r workspace.JournalRecord) {
+		r.Seq = int64(len(recs) + 1)
+		r.TakenAt = t0.Add(time.Duration(r.Seq) * time.Second)
+		r.File = "." + r.Kind + "." + r.Marker.AgentID
+		recs = append(recs, r)
+	}
+	add(workspace.JournalRecord{Kind: workspace.KindDone, Marker: workspace.Marker{AgentID: "coordinator", OutputFile: "plan.json"}, Plan: plan})
+	add(workspace.JournalRecord{Kind: workspace.KindDone, Marker: workspace.Marker{AgentID: "reviewer", OutputFile: "reviews/r.json"},
+		Review: &workspace.Review{ID: "r", Type: "plan_review", Reviewer: "reviewer", Verdict: "approved"}})
+	// Half the subtasks done already, as in the middle of a run.
+	for i := range n / 2 {
+		sub := fmt.Sprintf("st_%d", i+1)
+		add(workspace.JournalRecord{Kind: workspace.KindDone, Marker: workspace.Marker{AgentID: fmt.Sprintf("agent_%d", i%32), SubtaskID: sub, OutputFile: "outputs/" + sub + ".json", Status: "completed"}})
+	}
+	task := workspace.Task{ID: "t", Description: "bench", CreatedAt: t0}
+	st, _, err := machine.Replay(task, nil, recs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	frags := fragments{}
+	if _, frags, err = encodeState(st, frags, stateDelta{subtasks: st.Subtasks, checkpoints: st.Checkpoints, workers: st.Workers}); err != nil {
+		b.Fatal(err)
+	}
+	var chunk []workspace.JournalRecord
+	for i := n / 2; i < n/2+chunkN; i++ {
+		sub := fmt.Sprintf("st_%d", i+1)
+		chunk = append(chunk, workspace.JournalRecord{Seq: st.JournalSeq + int64(len(chunk)) + 1, TakenAt: t0.Add(time.Hour), Kind: workspace.KindDone, File: ".done.x",
+			Marker: workspace.Marker{AgentID: fmt.Sprintf("agent_%d", i%32), SubtaskID: sub, OutputFile: "outputs/" + sub + ".json", Status: "completed"}})
+	}
+	plans := func(int) (*workspace.Plan, error) { return plan, nil }
+	for b.Loop() {
+		next, _, err := machine.Continue(st, plans, chunk)
+		if err != nil {
+			b.Fatal(err)
+		}
+		delta := diffState(st, next)
+		check := checkNext(true, next, delta)
+		data, _, err := encodeState(next, frags, delta)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := check(data); err != nil {
+			b.Fatal(err)
+		}
+		if next.JournalSeq != st.JournalSeq+chunkN {
+			b.Fatalf("journal_seq %d, want %d", next.JournalSeq, st.JournalSeq+chunkN)
+		}
+	}
+}
+
+// Each entry equality sees every field of its type: a copy made with
+// fresh pointers is equal, and changing any one field (found by
+// reflection, so a field added later is covered) makes it unequal.
+func TestEntryEqual(t *testing.T) {
+	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	tp := func() *time.Time { c := at; return &c }
+	checkFields(t, "SubtaskState", subtaskEqual, func() *workspace.SubtaskState {
+		return &workspace.SubtaskState{Status: "completed", Worker: "a", BlockedBy: []string{"st_1"}, Attempts: 1,
+			StartedAt: tp(), CompletedAt: tp(), Output: "outputs/st_2.json", Error: "e"}
+	})
+	checkFields(t, "CheckpointState", checkpointEqual, func() *workspace.CheckpointState {
+		return &workspace.CheckpointState{Status: "approved", ReachedAt: tp(), ReviewedAt: tp(), Review: "r"}
+	})
+	checkFields(t, "WorkerState", workerEqual, func() *workspace.WorkerState {
+		return &workspace.WorkerState{Status: "busy", CurrentTask: "st_1"}
+	})
+}
+
+func checkFields[V any](t *testing.T, name string, equal func(a, b *V) bool, fresh func() *V) {
+	t.Helper()
+	if !equal(fresh(), fresh()) {
+		t.Errorf("%s: two fresh copies are not equal", name)
+	}
+	typ := reflect.TypeFor[V]()
+	for i := range typ.NumField() {
+		b := fresh()
+		f := reflect.ValueOf(b).Elem().Field(i)
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString(f.String() + "x")
+		case reflect.Int:
+			f.SetInt(f.Int() + 1)
+		case reflect.Slice:
+			f.Set(reflect.Append(f, reflect.ValueOf("st_9")))
+		case reflect.Pointer:
+			later := f.Interface().(*time.Time).Add(time.Second)
+			f.Set(reflect.ValueOf(&later))
+		default:
+			t.Fatalf("%s.%s: no way to change a %s here; teach the test", name, typ.Field(i).Name, f.Kind())
+		}
+		if equal(fresh(), b) {
+			t.Errorf("%s: changing %s is not seen", name, typ.Field(i).Name)
+		}
+		if name != "WorkerState" && f.Kind() == reflect.Pointer {
+			f.Set(reflect.Zero(f.Type()))
+			if equal(fresh(), b) || equal(b, fresh()) {
+				t.Errorf("%s: %s set against nil is not seen", name, typ.Field(i).Name)
+			}
+		}
 	}
 }
