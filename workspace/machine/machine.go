@@ -650,6 +650,9 @@ func (a *applier) release(agent, id string) {
 		return
 	}
 	w.Status, w.CurrentTask = WorkerAvailable, ""
+	if !a.anySubtask(func(ss *workspace.SubtaskState) bool { return ss.Status == SubtaskInProgress && ss.Worker == agent }) {
+		return
+	}
 	for _, s := range a.plan.Subtasks {
 		if ss := a.st.Subtasks[s.ID]; ss != nil && ss.Status == SubtaskInProgress && ss.Worker == agent {
 			w.Status, w.CurrentTask = WorkerBusy, s.ID
@@ -748,6 +751,9 @@ func (a *applier) maxRetries(id string) int {
 // unblock brings blocked_by up to date and releases every blocked subtask
 // whose dependencies are all completed.
 func (a *applier) unblock() {
+	if !a.anySubtask(func(ss *workspace.SubtaskState) bool { return ss.Status == SubtaskBlocked }) {
+		return
+	}
 	for _, s := range a.plan.Subtasks {
 		ss := a.st.Subtasks[s.ID]
 		if ss == nil || ss.Status != SubtaskBlocked {
@@ -760,6 +766,19 @@ func (a *applier) unblock() {
 			a.emit(EventWorkUnblocked, []string{s.ID}, nil)
 		}
 	}
+}
+
+// anySubtask reports whether some subtask of the state, in the plan or
+// not, satisfies f. It walks the map without looking up each plan
+// subtask by id, so release and unblock, which run on every completed
+// subtask, pay the scan in plan order only when it can find something.
+func (a *applier) anySubtask(f func(*workspace.SubtaskState) bool) bool {
+	for _, ss := range a.st.Subtasks {
+		if ss != nil && f(ss) {
+			return true
+		}
+	}
+	return false
 }
 
 // advance marks the checkpoints whose subtasks are all completed as
