@@ -180,13 +180,9 @@ func (w *Workspace) ReadProduct(taskID, outputFile string) (Product, error) {
 // openat(2) each, never following a symlink. It checks and returns exactly
 // what ReadProduct does; the daemon uses it for a burst of markers.
 func (w *Workspace) ReadProductAt(dir *os.File, outputFile string) (Product, error) {
-	kind, id, err := ClassifyOutput(outputFile)
-	if err != nil {
-		return Product{}, invalidf("product", "", "%v", err)
-	}
-	p := Product{Kind: kind, ID: id}
-	if kind == ProductNone {
-		return p, nil
+	p, err := classifyProduct(outputFile)
+	if err != nil || p.Kind == ProductNone {
+		return p, err
 	}
 	from := dir
 	sub, file := path.Split(outputFile)
@@ -241,15 +237,21 @@ func productReadError(outputFile string, err error) error {
 	return err
 }
 
-// readProduct reads outputFile of the task directory dir of root.
-func (w *Workspace) readProduct(root *os.Root, dir, outputFile string) (Product, error) {
+// classifyProduct is the product outputFile names, not yet read: its kind
+// and id, or an error when the name is no product's.
+func classifyProduct(outputFile string) (Product, error) {
 	kind, id, err := ClassifyOutput(outputFile)
 	if err != nil {
 		return Product{}, invalidf("product", "", "%v", err)
 	}
-	p := Product{Kind: kind, ID: id}
-	if kind == ProductNone {
-		return p, nil
+	return Product{Kind: kind, ID: id}, nil
+}
+
+// readProduct reads outputFile of the task directory dir of root.
+func (w *Workspace) readProduct(root *os.Root, dir, outputFile string) (Product, error) {
+	p, err := classifyProduct(outputFile)
+	if err != nil || p.Kind == ProductNone {
+		return p, err
 	}
 	name := path.Join(dir, outputFile)
 	// The product must be inside its own task: a symlinked outputs/ or
