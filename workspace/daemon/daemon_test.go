@@ -144,30 +144,49 @@ func TestTakesMarkersInProcess(t *testing.T) {
 		t.Errorf("journal_seq = %d, want 5 (plan, review, three dones)", st.JournalSeq)
 	}
 	h.stop()
-	recs, err := ReadJournal(ws, "t1")
+	for _, r := range readJournal(t, ws, "t1") {
+		if r.Rejected != "" {
+			t.Errorf("record %d rejected: %s", r.Seq, r.Rejected)
+		}
+	}
+	checkSettled(t, ws, "t1", st)
+}
+
+// readJournal reads the journal of task id and checks that its sequence
+// numbers run 1, 2, 3… without a gap.
+func readJournal(t *testing.T, ws *workspace.Workspace, id string) []workspace.JournalRecord {
+	t.Helper()
+	recs, err := ReadJournal(ws, id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, r := range recs {
 		if r.Seq != int64(i+1) {
-			t.Errorf("record %d has seq %d", i, r.Seq)
-		}
-		if r.Rejected != "" {
-			t.Errorf("record %d rejected: %s", r.Seq, r.Rejected)
+			t.Fatalf("record %d has seq %d", i, r.Seq)
 		}
 	}
-	rebuilt, err := Rebuild(ws, "t1")
+	return recs
+}
+
+// checkSettled checks a task whose journal has settled: no taken marker is
+// left beside the records, and rebuilding from the journal alone gives st.
+func checkSettled(t *testing.T, ws *workspace.Workspace, id string, st workspace.State) {
+	t.Helper()
+	names, err := os.ReadDir(filepath.Join(ws.Dir(), "tasks", id, JournalDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if strings.Contains(n.Name(), takenInfix) {
+			t.Errorf("taken marker left in the journal: %s", n.Name())
+		}
+	}
+	rebuilt, err := Rebuild(ws, id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := mustJSON(t, rebuilt), mustJSON(t, st); got != want {
 		t.Errorf("rebuild differs from state.json:\n%s\nwant\n%s", got, want)
-	}
-	names, _ := os.ReadDir(filepath.Join(dir, "tasks", "t1", JournalDir))
-	for _, n := range names {
-		if strings.Contains(n.Name(), takenInfix) {
-			t.Errorf("taken marker left in the journal: %s", n.Name())
-		}
 	}
 }
 

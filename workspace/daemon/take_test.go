@@ -151,14 +151,7 @@ func TestTakesBurstInChunks(t *testing.T) {
 	if !slices.Equal(files, want) {
 		t.Errorf("journal files = %v, want %v", files, want)
 	}
-	recs, err := ReadJournal(ws, "t1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, r := range recs {
-		if r.Seq != int64(i+1) {
-			t.Fatalf("record %d has seq %d", i, r.Seq)
-		}
+	for i, r := range readJournal(t, ws, "t1") {
 		if i >= 2 && r.Marker.SubtaskID != fmt.Sprintf("st_%d", i-1) {
 			t.Errorf("record %d is %s, want st_%d: not in drop order", r.Seq, r.Marker.SubtaskID, i-1)
 		}
@@ -176,19 +169,7 @@ func TestTakesBurstInChunks(t *testing.T) {
 	if got, keep := countBackups(t, dir, "t1"), ws.Settings().Backups.Keep; got > keep {
 		t.Errorf("%d backups after settle, want at most %d", got, keep)
 	}
-	entries, _ = os.ReadDir(filepath.Join(dir, "tasks", "t1", JournalDir))
-	for _, e := range entries {
-		if strings.Contains(e.Name(), takenInfix) {
-			t.Errorf("taken marker left after settle: %s", e.Name())
-		}
-	}
-	rebuilt, err := Rebuild(ws, "t1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := mustJSON(t, rebuilt), mustJSON(t, st); got != want {
-		t.Errorf("rebuild differs from state.json")
-	}
+	checkSettled(t, ws, "t1", st)
 }
 
 func countBackups(t *testing.T, dir, id string) int {
