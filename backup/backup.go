@@ -202,11 +202,11 @@ func (s *Set) Take(src string) (Backup, error) {
 }
 
 // Add is Take without the pruning and without the fsync of Dir: the new
-// backup's name is in Dir, but only the next Settle (or Take) makes it
-// durable and brings Dir back to Keep backups. It is for a caller on a hot
-// path whose new version of src is durable on its own, so that a backup
-// lost to a crash costs only one older version, and which calls Settle
-// soon after.
+// backup's name is in Dir, but only the next Sync or Settle (or Take)
+// makes it durable, and the next Prune or Settle brings Dir back to Keep
+// backups. It is for a caller on a hot path whose new version of src is
+// durable on its own, so that a backup lost to a crash costs only an
+// older version, and which calls Sync soon after.
 func (s *Set) Add(src string) (Backup, error) {
 	fi, err := s.Root.Lstat(src)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -270,9 +270,15 @@ func (s *Set) Add(src string) (Backup, error) {
 // is fsynced), finishing the Adds before it. A missing Dir has nothing to
 // settle.
 func (s *Set) Settle() error {
-	if err := s.prune(); err != nil {
+	if _, err := s.Prune(nil); err != nil {
 		return err
 	}
+	return s.Sync()
+}
+
+// Sync makes the Adds before it durable: Dir is fsynced. A missing Dir
+// has nothing to sync.
+func (s *Set) Sync() error {
 	if err := atomicfile.SyncDir(s.Root, s.Dir); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
@@ -316,17 +322,25 @@ func (s *Set) copyTo(src, dst string, perm os.FileMode) error {
 }
 
 // prune removes all but the newest Keep backups.
-func (s *Set) prune() error {
+// Prune removes all but the newest Keep backups, oldest first, asking
+// stop (when not nil) before each removal: once stop says true, Prune
+// leaves the rest and returns false. It does not fsync Dir (Settle does
+// both).
+func (s *Set) Prune(stop func() bool) (done bool, err error) {
 	list, err := s.List()
 	if err != nil {
-		return err
+		return false, err
 	}
-	for _, b := range list[min(len(list), s.keep()):] {
-		if err := s.Root.Remove(b.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("prune backup %s: %w", b.Path, err)
+	old := list[min(len(list), s.keep()):]
+	for i := len(old) - 1; i >= 0; i-- {
+		if stop != nil && stop() {
+			return false, nil
+		}
+		if err := s.Root.Remove(old[i].Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return false, fmt.Errorf("prune backup %s: %w", old[i].Path, err)
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // List returns the Set's backups, newest first. It ignores dot-files

@@ -55,6 +55,12 @@ func write(t testing.TB, root *os.Root, data string) {
 	}
 }
 
+func reversed(s []string) []string {
+	r := slices.Clone(s)
+	slices.Reverse(r)
+	return r
+}
+
 func names(list []Backup) []string {
 	var out []string
 	for _, b := range list {
@@ -148,12 +154,16 @@ func TestKeepPruning(t *testing.T) {
 	}
 }
 
-// Add links without pruning; Settle prunes to Keep, whatever the number of
-// Adds before it, and a Settle of a Set with no directory is a no-op.
+// Add links without pruning, and Sync does not prune either; Settle
+// prunes to Keep, whatever the number of Adds before it, and a Settle or
+// Sync of a Set with no directory is a no-op.
 func TestAddThenSettle(t *testing.T) {
 	s, root := newSet(t, 3, time.Millisecond)
 	if err := s.Settle(); err != nil {
 		t.Fatalf("Settle before any backup: %v", err)
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatalf("Sync before any backup: %v", err)
 	}
 	var added []string
 	for i := range 7 {
@@ -170,6 +180,21 @@ func TestAddThenSettle(t *testing.T) {
 	}
 	if len(list) != 7 {
 		t.Fatalf("after 7 Adds: %v, want all 7 (Add does not prune)", names(list))
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if list, err = s.List(); err != nil || len(list) != 7 {
+		t.Fatalf("after Sync: %v (%v), want all 7 (Sync does not prune)", names(list), err)
+	}
+	// Stopped after two removals, Prune has removed the two oldest.
+	calls := 0
+	done, err := s.Prune(func() bool { calls++; return calls > 2 })
+	if err != nil || done {
+		t.Fatalf("Prune stopped after two = %v, %v; want false, nil", done, err)
+	}
+	if list, err = s.List(); err != nil || !slices.Equal(names(list), reversed(added[2:])) {
+		t.Fatalf("after a stopped Prune: %v (%v), want %v", names(list), err, reversed(added[2:]))
 	}
 	if err := s.Settle(); err != nil {
 		t.Fatal(err)

@@ -105,7 +105,7 @@ func benchBurst(b *testing.B, n int) {
 	}
 	b.StopTimer()
 	for _, id := range d.pendingSettle() {
-		if err := d.settle(id); err != nil {
+		if err := d.settle(id, true); err != nil {
 			b.Fatal(err)
 		}
 	}

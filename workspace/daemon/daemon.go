@@ -48,6 +48,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -74,6 +75,14 @@ const (
 	// DefaultSettle is how long after a burst its records are made
 	// durable and the taken markers removed (see settle).
 	DefaultSettle = time.Second
+)
+
+// When settle removes files (see settle): only once the daemon has not
+// set about taking markers for settleQuiet, except that a task with settleBacklog taken
+// markers waiting has the oldest removed, down to half of that, at once.
+const (
+	settleQuiet   = 250 * time.Millisecond
+	settleBacklog = 4096
 )
 
 // LockName is the daemon's lock file, relative to the root.
@@ -146,10 +155,18 @@ type Daemon struct {
 	frictionCfg friction.Config
 	ctx         context.Context
 
-	mu       sync.Mutex // guards cache and progress (tasks are processed in parallel)
-	cache    map[string]*taskCache
-	progress map[string][]friction.InProgress
-	unsynced map[string][]unsyncedChunk // record files written but not yet fsynced, by task
+	mu        sync.Mutex // guards cache, progress and unsettled (tasks are processed in parallel)
+	cache     map[string]*taskCache
+	progress  map[string][]friction.InProgress
+	unsettled map[string]*unsettled // what settle has left to do, by task
+
+	// started anchors lastBusy: when, after it, the daemon last set about
+	// taking markers; busy counts those times. settle reads both to keep
+	// out of the way of bursts.
+	started  time.Time
+	lastBusy atomic.Int64
+	busy     atomic.Uint64
+	backlog  int // settleBacklog
 }
 
 // New opens the workspace at cfg.Root and fills the defaults. It takes no
@@ -188,7 +205,7 @@ func New(cfg Config) (*Daemon, error) {
 		cfg.Now = time.Now
 	}
 	d := &Daemon{cfg: cfg, ws: ws, log: cfg.Logger, now: cfg.Now,
-		cache: map[string]*taskCache{}, progress: map[string][]friction.InProgress{}, unsynced: map[string][]unsyncedChunk{}, ctx: context.Background()}
+		cache: map[string]*taskCache{}, progress: map[string][]friction.InProgress{}, unsettled: map[string]*unsettled{}, started: time.Now(), backlog: settleBacklog, ctx: context.Background()}
 	d.friction = ws.FrictionLog(daemonAgent)
 	d.friction.Now = cfg.Now
 	d.frictionCfg = ws.FrictionConfig()
@@ -295,7 +312,7 @@ func (l *loop) run(ctx context.Context) error {
 	var settleWG sync.WaitGroup
 	defer func() {
 		settleWG.Wait()
-		l.settleAll(context.Background())
+		l.settleAll(context.Background(), true)
 	}()
 	dirty := map[string]wake{}
 	for {
@@ -375,7 +392,7 @@ func (l *loop) run(ctx context.Context) error {
 				settleWG.Add(1)
 				go func() {
 					defer settleWG.Done()
-					l.settleAll(ctx)
+					l.settleAll(ctx, false)
 					settleDone <- struct{}{}
 				}()
 			}
@@ -385,12 +402,12 @@ func (l *loop) run(ctx context.Context) error {
 	}
 }
 
-// settleAll settles every task with records not yet durable. It is safe
-// to call beside the processing of tasks.
-func (l *loop) settleAll(ctx context.Context) {
+// settleAll settles every task with settle work left (see settle for
+// force). It is safe to call beside the processing of tasks.
+func (l *loop) settleAll(ctx context.Context, force bool) {
 	d := l.d
 	for _, id := range d.pendingSettle() {
-		if err := d.settle(id); err != nil && ctx.Err() == nil {
+		if err := d.settle(id, force); err != nil && ctx.Err() == nil {
 			d.log.Warn("make journal durable", "task", id, "err", err)
 		}
 	}

@@ -162,7 +162,7 @@ func TestTakesBurstInChunks(t *testing.T) {
 		t.Errorf("%d backups added, want 3 (one per chunk)", got)
 	}
 	for _, id := range d.pendingSettle() {
-		if err := d.settle(id); err != nil {
+		if err := d.settle(id, true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -179,4 +179,104 @@ func countBackups(t *testing.T, dir, id string) int {
 		t.Fatal(err)
 	}
 	return len(entries)
+}
+
+// settle makes records and backups durable at once, but removes taken
+// markers and prunes backups/ only once no chunk has been taken for
+// settleQuiet, or when a task has a backlog of taken markers; the removal
+// stops when told to and hands back what it left.
+func TestSettleKeepsOutOfBursts(t *testing.T) {
+	dir, ws := newWorkspace(t)
+	prepare(t, ws, "t1", 100)
+	d := newDaemon(t, dir)
+	process(t, d, "t1")
+	if err := ApprovePlan(ws, "t1"); err != nil {
+		t.Fatal(err)
+	}
+	process(t, d, "t1")
+	keep := ws.Settings().Backups.Keep
+	next := 1
+	// One marker a chunk, so that each chunk adds a backup.
+	burst := func(n int) {
+		for range n {
+			completeSubtask(t, ws, "t1", fmt.Sprintf("st_%d", next), "w1")
+			next++
+			process(t, d, "t1")
+		}
+	}
+	taken := func() []string {
+		entries, err := os.ReadDir(filepath.Join(dir, "tasks", "t1", JournalDir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range entries {
+			if strings.Contains(e.Name(), takenInfix) {
+				out = append(out, e.Name())
+			}
+		}
+		return out
+	}
+	quiet := func() { d.lastBusy.Store(int64(time.Since(d.started) - time.Hour)) }
+
+	n := keep + 4
+	burst(n)
+	n += 2 // the plan's proposal and its review
+	if err := d.settle("t1", false); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(taken()); got != n {
+		t.Errorf("settle right after a chunk left %d taken markers, want all %d", got, n)
+	}
+	if got := countBackups(t, dir, "t1"); got <= keep {
+		t.Errorf("settle right after a chunk pruned backups/ to %d", got)
+	}
+	if !slices.Contains(d.pendingSettle(), "t1") {
+		t.Fatal("settle right after a chunk left nothing to do later")
+	}
+
+	names := taken()
+	calls := 0
+	left := d.removeTaken("t1", names, func() bool { calls++; return calls > 3 })
+	if !slices.Equal(left, names[3:]) {
+		t.Errorf("removeTaken stopped after 3 left %v, want %v", left, names[3:])
+	}
+	if got := taken(); !slices.Equal(got, names[3:]) {
+		t.Errorf("after removeTaken stopped: %v in the journal, want %v", got, names[3:])
+	}
+
+	quiet()
+	if err := d.settle("t1", false); err != nil {
+		t.Fatal(err)
+	}
+	if got := taken(); len(got) != 0 {
+		t.Errorf("settle when quiet left %v", got)
+	}
+	if got := countBackups(t, dir, "t1"); got > keep {
+		t.Errorf("settle when quiet left %d backups, want at most %d", got, keep)
+	}
+	if p := d.pendingSettle(); len(p) != 0 {
+		t.Errorf("settle when quiet left work for %v", p)
+	}
+
+	// A backlog is cut to half, oldest first, even while chunks are
+	// being taken.
+	d.backlog = 6
+	burst(d.backlog)
+	names = taken()
+	if err := d.settle("t1", false); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := taken(), names[3:]; !slices.Equal(got, want) {
+		t.Errorf("settle of a backlog of %d left %v, want the newest %v", d.backlog, got, want)
+	}
+	quiet()
+	if err := d.settle("t1", false); err != nil {
+		t.Fatal(err)
+	}
+	st, err := ws.ReadState("t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSettled(t, ws, "t1", st)
 }

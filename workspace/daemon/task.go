@@ -115,6 +115,7 @@ func (d *Daemon) processTask(ctx context.Context, id string, w wake, recover boo
 			return out
 		}
 	}
+	d.busyNow() // before anything waits for the disk: settle steps aside
 	lk, err := d.ws.LockTask(ctx, id, daemonAgent)
 	if err != nil {
 		out.err = err
@@ -400,7 +401,7 @@ func (d *Daemon) settleLeftovers(id string, l *journalListing) (map[string][]wor
 		taken[i] = l.taken[seq].name
 		delete(l.taken, seq)
 	}
-	d.removeTaken(id, taken)
+	d.removeTaken(id, taken, never)
 	return read, nil
 }
 
@@ -438,7 +439,7 @@ func (d *Daemon) finishTaken(id string, t journalEntry) (workspace.JournalRecord
 	if _, err := d.writeRecords(jr, id, []workspace.JournalRecord{rec}, true); err != nil {
 		return workspace.JournalRecord{}, err
 	}
-	d.removeTaken(id, []string{t.name})
+	d.removeTaken(id, []string{t.name}, never)
 	return rec, nil
 }
 
@@ -748,7 +749,8 @@ func (d *Daemon) commitBatch(id string, c *taskCache, jr *os.Root, recs []worksp
 		file, err := d.writeRecords(jr, id, recs, false)
 		if err == nil {
 			d.mu.Lock()
-			d.unsynced[id] = append(d.unsynced[id], unsyncedChunk{file: file, taken: taken})
+			u := d.unsettledOf(id)
+			u.files, u.taken = append(u.files, file), append(u.taken, taken...)
 			d.mu.Unlock()
 		}
 		journaled <- err
@@ -780,57 +782,123 @@ func (d *Daemon) commitBatch(id string, c *taskCache, jr *os.Root, recs []worksp
 // those records, which nothing else changes (a load that finds such a
 // pair does the same: sync, then remove the taken marker).
 //
-// It also settles the backups of state.json the bursts added (prunes
-// them to backups.keep and fsyncs backups/): a new state.json is durable
-// on its own, and a backup lost to a crash before this costs only one
-// older version, which the journal can replay past.
-func (d *Daemon) settle(id string) error {
+// It also settles the backups of state.json the bursts added: backups/
+// is fsynced, and pruned to backups.keep. A new state.json is durable on
+// its own, and a backup lost to a crash before this costs only an older
+// version, which the journal can replay past.
+//
+// Removing files is the part that can wait, and the part that disturbs a
+// burst: on a filesystem mounted with discard an unlink waits for the
+// device (a couple of milliseconds a file here), and the fsyncs of a
+// burst queue behind it. So unless force is set, the taken markers are
+// removed and backups/ pruned only while the daemon is quiet (it has not
+// set about taking markers for settleQuiet), and the removal stops as
+// soon as it does, leaving the rest for a later settle. A task with a backlog of
+// settleBacklog taken markers has the oldest removed, down to half of
+// that, whatever the traffic.
+func (d *Daemon) settle(id string, force bool) error {
+	since := d.busy.Load()
 	d.mu.Lock()
-	ents := d.unsynced[id]
-	delete(d.unsynced, id)
+	u := d.unsettled[id]
+	delete(d.unsettled, id)
 	d.mu.Unlock()
-	if len(ents) == 0 {
+	if u == nil {
 		return nil
 	}
-	var files, names []string
-	for _, e := range ents {
-		if e.file != "" {
-			files = append(files, e.file)
-		}
-		names = append(names, e.taken...)
-	}
-	if len(files) > 0 {
-		if err := d.syncRecords(id, files); err != nil {
+	if len(u.files) > 0 {
+		if err := d.syncRecords(id, u.files); err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil // the task was removed meanwhile
 			}
+			d.mu.Lock()
+			v := d.unsettledOf(id) // try again next time
+			v.files, v.taken = append(u.files, v.files...), append(u.taken, v.taken...)
+			v.backups, v.pruned = v.backups || u.backups, v.pruned || u.pruned
+			d.mu.Unlock()
 			return err
 		}
-		d.removeTaken(id, names)
 	}
-	if err := d.backups(id).Settle(); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+	bs := d.backups(id)
+	if u.backups {
+		if err := bs.Sync(); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	// Past the backlog, the oldest taken markers are removed down to half
+	// of it whatever the traffic; the rest, like the pruning, waits for
+	// a quiet moment.
+	forced := 0
+	if len(u.taken) >= d.backlog {
+		forced = len(u.taken) - d.backlog/2
+	}
+	busy := func() bool {
+		if force || forced > 0 {
+			forced--
+			return false
+		}
+		return d.busy.Load() != since || d.sinceBusy() < settleQuiet
+	}
+	// The records of every name in u.taken are durable now.
+	rest := d.removeTaken(id, u.taken, busy)
+	pruned := !u.pruned
+	if u.pruned && len(rest) == 0 {
+		var err error
+		if pruned, err = bs.Prune(busy); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	if len(rest) > 0 || !pruned {
+		d.mu.Lock()
+		v := d.unsettledOf(id)
+		v.taken = append(v.taken, rest...)
+		v.pruned = v.pruned || !pruned
+		d.mu.Unlock()
 	}
 	return nil
 }
 
-// pendingSettle reports whether some task has records not yet durable.
+// pendingSettle lists the tasks settle has work left for.
 func (d *Daemon) pendingSettle() []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	ids := make([]string, 0, len(d.unsynced))
-	for id := range d.unsynced {
+	ids := make([]string, 0, len(d.unsettled))
+	for id := range d.unsettled {
 		ids = append(ids, id)
 	}
 	return ids
 }
 
-// unsyncedChunk is a record file written but not yet made durable, and
-// the taken markers it holds the records of; or (file "") a backup of
-// state.json added but not yet settled.
-type unsyncedChunk struct {
-	file  string
-	taken []string
+// unsettled is what settle has left to do for a task.
+type unsettled struct {
+	files   []string // record files written but not yet fsynced
+	taken   []string // taken markers, each with its record in files or already durable
+	backups bool     // backups/ has links not yet fsynced
+	pruned  bool     // backups/ may hold more than backups.keep
+}
+
+// unsettledOf returns the settle work of task id, adding it if missing.
+// The caller holds d.mu.
+func (d *Daemon) unsettledOf(id string) *unsettled {
+	u := d.unsettled[id]
+	if u == nil {
+		u = &unsettled{}
+		d.unsettled[id] = u
+	}
+	return u
+}
+
+// never is a stop function that never stops.
+func never() bool { return false }
+
+// sinceBusy is how long ago the daemon last set about taking markers.
+func (d *Daemon) sinceBusy() time.Duration {
+	return time.Since(d.started) - time.Duration(d.lastBusy.Load())
+}
+
+// busyNow notes that the daemon is setting about taking markers.
+func (d *Daemon) busyNow() {
+	d.lastBusy.Store(int64(time.Since(d.started)))
+	d.busy.Add(1)
 }
 
 // syncRecords makes the given record files of a task durable: one
@@ -920,15 +988,20 @@ func checkRecord(rec *workspace.JournalRecord) error {
 	return nil
 }
 
-// removeTaken removes taken marker files whose records are durable. A
-// failure is harmless: the next load removes them.
-func (d *Daemon) removeTaken(id string, names []string) {
-	for _, n := range names {
+// removeTaken removes taken marker files whose records are durable, in
+// order, until stop says to stop; it returns the names it left. A failure
+// is harmless: the next load removes them.
+func (d *Daemon) removeTaken(id string, names []string, stop func() bool) []string {
+	for i, n := range names {
+		if stop() {
+			return names[i:]
+		}
 		rel := path.Join(journalPath(id), n)
 		if err := d.ws.Root().Remove(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			_ = d.ws.Root().RemoveAll(rel) // a directory named like a marker
 		}
 	}
+	return nil
 }
 
 // commit folds recs into the cached state and writes state.json once
@@ -964,7 +1037,8 @@ func (d *Daemon) commit(id string, c *taskCache, recs []workspace.JournalRecord,
 			return err
 		}
 		d.mu.Lock()
-		d.unsynced[id] = append(d.unsynced[id], unsyncedChunk{})
+		u := d.unsettledOf(id)
+		u.backups, u.pruned = true, true
 		d.mu.Unlock()
 	}
 	if err := d.ws.Write(statePath(id), data); err != nil {
