@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
+	"github.com/workspaced/workspaced/schemas"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
 )
@@ -184,6 +186,16 @@ func TestCheckNext(t *testing.T) {
 	huge.Phase = strings.Repeat("x", 17<<20)
 	if err := checkNext(true, huge, diffState(prev, huge))(encode(huge)); err == nil {
 		t.Error("a state over the size limit was let through")
+	}
+	// Over the limit through an entry that did not change: the part
+	// checked is small, the whole is not.
+	bigPrev := base()
+	bigPrev.Subtasks["st_1"] = &workspace.SubtaskState{Status: "completed", Output: strings.Repeat("o", schemas.MaxBytes)}
+	bigNext := base()
+	bigNext.Subtasks["st_1"] = bigPrev.Subtasks["st_1"]
+	bigNext.Subtasks["st_2"] = &workspace.SubtaskState{Status: "in_progress", Worker: "w1"}
+	if err := checkNext(true, bigNext, diffState(bigPrev, bigNext))(encode(bigNext)); !errors.Is(err, schemas.ErrTooLarge) {
+		t.Errorf("a state over the size limit through an unchanged entry: %v, want ErrTooLarge", err)
 	}
 }
 
