@@ -40,6 +40,7 @@
 package daemon
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -167,6 +168,9 @@ type Daemon struct {
 	lastBusy atomic.Int64
 	busy     atomic.Uint64
 	backlog  int // settleBacklog
+
+	spareMu sync.Mutex // guards spares
+	spares  spares
 }
 
 // New opens the workspace at cfg.Root and fills the defaults. It takes no
@@ -205,7 +209,8 @@ func New(cfg Config) (*Daemon, error) {
 		cfg.Now = time.Now
 	}
 	d := &Daemon{cfg: cfg, ws: ws, log: cfg.Logger, now: cfg.Now,
-		cache: map[string]*taskCache{}, progress: map[string][]friction.InProgress{}, unsettled: map[string]*unsettled{}, started: time.Now(), backlog: settleBacklog, ctx: context.Background()}
+		cache: map[string]*taskCache{}, progress: map[string][]friction.InProgress{}, unsettled: map[string]*unsettled{}, started: time.Now(), backlog: settleBacklog, ctx: context.Background(),
+		spares: spares{sets: map[string]*spareSet{}, order: list.New()}}
 	d.friction = ws.FrictionLog(daemonAgent)
 	d.friction.Now = cfg.Now
 	d.frictionCfg = ws.FrictionConfig()
@@ -219,7 +224,10 @@ func (d *Daemon) Config() Config { return d.cfg }
 func (d *Daemon) Workspace() *workspace.Workspace { return d.ws }
 
 // Close releases the workspace. Call it after Run returns.
-func (d *Daemon) Close() error { return d.ws.Close() }
+func (d *Daemon) Close() error {
+	d.dropAllSpares()
+	return d.ws.Close()
+}
 
 // Run serves the root until ctx is done, then returns nil. It fails at
 // once with a *ServingError when another daemon serves the root, and with
@@ -313,6 +321,7 @@ func (l *loop) run(ctx context.Context) error {
 	defer func() {
 		settleWG.Wait()
 		l.settleAll(context.Background(), true)
+		d.dropAllSpares()
 	}()
 	dirty := map[string]wake{}
 	for {
@@ -603,20 +612,25 @@ func (d *Daemon) cached(id string) *taskCache {
 
 func (d *Daemon) remember(id string, c *taskCache) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	if machine.Finished(c.st.Status) {
+	finished := machine.Finished(c.st.Status)
+	if finished {
 		// Finished tasks take no more work worth caching.
 		delete(d.cache, id)
-		return
+	} else {
+		d.cache[id] = c
 	}
-	d.cache[id] = c
+	d.mu.Unlock()
+	if finished {
+		d.dropSpares(id)
+	}
 }
 
 func (d *Daemon) forget(id string) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	delete(d.cache, id)
 	delete(d.progress, id)
+	d.mu.Unlock()
+	d.dropSpares(id)
 }
 
 // noteProgress remembers the subtasks in progress of a task, for the

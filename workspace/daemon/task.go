@@ -298,9 +298,12 @@ func (d *Daemon) load(id string, force bool) (*taskCache, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Leftovers of writes cut short, and spares: the task starts afresh.
+	d.dropSpares(id)
 	for _, t := range l.temps {
 		_ = d.ws.Root().Remove(path.Join(journalPath(id), t))
 	}
+	d.removeStateTemps(id)
 	c.next = max(l.maxSeq, c.st.JournalSeq) + 1
 	read, err := d.settleLeftovers(id, &l)
 	if err != nil {
@@ -651,6 +654,10 @@ func (d *Daemon) takeMarkers(ctx context.Context, id string, c *taskCache) (int,
 		}
 		b = ls.stragglers(d, b)
 	}
+	if total > 0 && ctx.Err() == nil && !machine.Finished(c.st.Status) {
+		// The burst is taken and its state written: ready the next one.
+		d.fillSpares(id)
+	}
 	return total, waitTill, ctx.Err()
 }
 
@@ -958,9 +965,11 @@ func (d *Daemon) writeRecords(jr *os.Root, id string, recs []workspace.JournalRe
 		err = atomicfile.WriteFile(jr, name, data, d.ws.FilePerm())
 	} else {
 		// Deliberately not fsynced here: see settle.
-		tmp := ".tmp-" + name
-		if err = jr.WriteFile(tmp, data, d.ws.FilePerm()); err == nil {
-			err = jr.Rename(tmp, name)
+		if !d.writeSpareRecord(id, name, data) {
+			tmp := ".tmp-" + name
+			if err = jr.WriteFile(tmp, data, d.ws.FilePerm()); err == nil {
+				err = jr.Rename(tmp, name)
+			}
 		}
 	}
 	if err != nil {
@@ -1041,7 +1050,7 @@ func (d *Daemon) commit(id string, c *taskCache, recs []workspace.JournalRecord,
 		u.backups, u.pruned = true, true
 		d.mu.Unlock()
 	}
-	if err := d.ws.Write(statePath(id), data); err != nil {
+	if err := d.writeState(id, data); err != nil {
 		return fmt.Errorf("write state of task %s: %w", id, err)
 	}
 	c.fi, _ = d.ws.Root().Lstat(statePath(id))

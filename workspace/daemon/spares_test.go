@@ -1,0 +1,205 @@
+package daemon
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// spareFiles lists the spares on disk of task t1: state.json's temporary
+// files in the task directory and the record files' in journal/, by
+// inode.
+func spareFiles(t *testing.T, dir string) (state, records map[uint64]string) {
+	t.Helper()
+	list := func(d, prefix string) map[uint64]string {
+		entries, err := os.ReadDir(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[uint64]string{}
+		for _, e := range entries {
+			if !strings.HasPrefix(e.Name(), prefix) || e.Name() == "state.json" {
+				continue
+			}
+			out[inode(t, filepath.Join(d, e.Name()))] = e.Name()
+		}
+		return out
+	}
+	td := filepath.Join(dir, "tasks", "t1")
+	return list(td, stateTempPrefix), list(filepath.Join(td, JournalDir), spareRecordPrefix)
+}
+
+func inode(t *testing.T, p string) uint64 {
+	t.Helper()
+	fi, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Sys().(*syscall.Stat_t).Ino
+}
+
+// Once a burst is taken the task has its spares, the next burst writes
+// state.json and its record file into them, and they are made again; a
+// forgotten task has none left on disk.
+func TestSparesCarryTheNextBurst(t *testing.T) {
+	dir, ws := newWorkspace(t)
+	prepare(t, ws, "t1", 10)
+	d := newDaemon(t, dir)
+	process(t, d, "t1")
+	if err := ApprovePlan(ws, "t1"); err != nil {
+		t.Fatal(err)
+	}
+	process(t, d, "t1")
+	state, records := spareFiles(t, dir)
+	if len(state) != sparesPerTask || len(records) != sparesPerTask {
+		t.Fatalf("after a burst: %d state spares and %d record spares, want %d of each", len(state), len(records), sparesPerTask)
+	}
+	for ino, name := range records {
+		if fi, err := os.Stat(filepath.Join(dir, "tasks", "t1", JournalDir, name)); err != nil || fi.Size() != 0 || !fi.Mode().IsRegular() {
+			t.Errorf("record spare %s (inode %d): %v, %v; want an empty regular file", name, ino, fi, err)
+		}
+	}
+
+	completeSubtask(t, ws, "t1", "st_1", "w1")
+	process(t, d, "t1")
+	td := filepath.Join(dir, "tasks", "t1")
+	if _, ok := state[inode(t, filepath.Join(td, "state.json"))]; !ok {
+		t.Errorf("state.json is not one of the spares %v", state)
+	}
+	if _, ok := records[inode(t, filepath.Join(td, JournalDir, RecordName(3)))]; !ok {
+		t.Errorf("record file %s is not one of the spares %v", RecordName(3), records)
+	}
+	st, err := ws.ReadState("t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := st.Subtasks["st_1"]; s == nil || s.Status != "completed" || st.JournalSeq != 3 {
+		t.Errorf("state after the burst: st_1 %+v, journal_seq %d; want completed, 3", s, st.JournalSeq)
+	}
+	if recs := readJournal(t, ws, "t1"); len(recs) != 3 || recs[2].Marker.SubtaskID != "st_1" {
+		t.Errorf("journal holds %d records, the last %+v; want 3, the last for st_1", len(recs), recs[len(recs)-1].Marker)
+	}
+	state2, records2 := spareFiles(t, dir)
+	if len(state2) != sparesPerTask || len(records2) != sparesPerTask {
+		t.Errorf("after the next burst: %d and %d spares, want %d of each", len(state2), len(records2), sparesPerTask)
+	}
+
+	d.forget("t1")
+	if state, records := spareFiles(t, dir); len(state)+len(records) != 0 {
+		t.Errorf("a forgotten task keeps spares %v %v", state, records)
+	}
+}
+
+// A spare replaced by someone else is not renamed into place: the write
+// falls back to a file of its own, and the state and journal are right.
+func TestSpareReplacedIsNotUsed(t *testing.T) {
+	dir, ws := newWorkspace(t)
+	prepare(t, ws, "t1", 10)
+	d := newDaemon(t, dir)
+	process(t, d, "t1")
+	if err := ApprovePlan(ws, "t1"); err != nil {
+		t.Fatal(err)
+	}
+	process(t, d, "t1")
+	td := filepath.Join(dir, "tasks", "t1")
+	state, records := spareFiles(t, dir)
+	for _, name := range state {
+		p := filepath.Join(td, name)
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("task.json", p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range records {
+		p := filepath.Join(td, JournalDir, name)
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("not a record"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	completeSubtask(t, ws, "t1", "st_1", "w1")
+	process(t, d, "t1")
+	fi, err := os.Lstat(filepath.Join(td, "state.json"))
+	if err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("state.json: %v, %v; want a regular file", fi, err)
+	}
+	st, err := ws.ReadState("t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := st.Subtasks["st_1"]; s == nil || s.Status != "completed" {
+		t.Errorf("st_1 = %+v, want completed", s)
+	}
+	recs := readJournal(t, ws, "t1")
+	if len(recs) != 3 || recs[2].Marker.SubtaskID != "st_1" {
+		t.Errorf("journal holds %d records; want 3, the last for st_1", len(recs))
+	}
+	if data, err := os.ReadFile(filepath.Join(td, JournalDir, RecordName(3))); err != nil || strings.Contains(string(data), "not a record") {
+		t.Errorf("record file %s: %q, %v", RecordName(3), data, err)
+	}
+	if err := d.settle("t1", true); err != nil {
+		t.Fatal(err)
+	}
+	checkSettled(t, ws, "t1", st)
+}
+
+// Spares and temporary files left by a daemon that died are removed when
+// the task is next loaded from disk, and the task gets spares anew.
+func TestLeftoverSparesRemovedOnLoad(t *testing.T) {
+	dir, ws := newWorkspace(t)
+	prepare(t, ws, "t1", 10)
+	d := newDaemon(t, dir)
+	process(t, d, "t1")
+	if err := ApprovePlan(ws, "t1"); err != nil {
+		t.Fatal(err)
+	}
+	process(t, d, "t1")
+	oldState, oldRecords := spareFiles(t, dir)
+	// The daemon dies: its spares stay on disk, with a temporary file of
+	// a write cut short.
+	d.spares.sets = map[string]*spareSet{}
+	td := filepath.Join(dir, "tasks", "t1")
+	if err := os.WriteFile(filepath.Join(td, stateTempPrefix+"4242"), []byte(`{"half`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	d2 := newDaemon(t, dir)
+	completeSubtask(t, ws, "t1", "st_1", "w1")
+	if o := d2.processTask(context.Background(), "t1", wake{all: true}, true); o.err != nil || o.taken != 1 {
+		t.Fatalf("processTask after a restart: took %d, %v", o.taken, o.err)
+	}
+	state, records := spareFiles(t, dir)
+	for ino, name := range oldState {
+		if state[ino] == name {
+			t.Errorf("leftover state spare %s still there", name)
+		}
+	}
+	for ino, name := range oldRecords {
+		if records[ino] == name {
+			t.Errorf("leftover record spare %s still there", name)
+		}
+	}
+	if slices.Contains(mapValues(state), stateTempPrefix+"4242") {
+		t.Errorf("leftover temporary file %s4242 still there", stateTempPrefix)
+	}
+	if len(state) != sparesPerTask || len(records) != sparesPerTask {
+		t.Errorf("after the load and a burst: %d and %d spares, want %d of each", len(state), len(records), sparesPerTask)
+	}
+}
+
+func mapValues(m map[uint64]string) []string {
+	var out []string
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
