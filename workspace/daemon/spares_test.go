@@ -46,14 +46,7 @@ func inode(t *testing.T, p string) uint64 {
 // state.json and its record file into them, and they are made again; a
 // forgotten task has none left on disk.
 func TestSparesCarryTheNextBurst(t *testing.T) {
-	dir, ws := newWorkspace(t)
-	prepare(t, ws, "t1", 10)
-	d := newDaemon(t, dir)
-	process(t, d, "t1")
-	if err := ApprovePlan(ws, "t1"); err != nil {
-		t.Fatal(err)
-	}
-	process(t, d, "t1")
+	dir, ws, d := executingTask(t, 10)
 	state, records := spareFiles(t, dir)
 	if len(state) != sparesPerTask || len(records) != sparesPerTask {
 		t.Fatalf("after a burst: %d state spares and %d record spares, want %d of each", len(state), len(records), sparesPerTask)
@@ -97,14 +90,7 @@ func TestSparesCarryTheNextBurst(t *testing.T) {
 // A spare replaced by someone else is not renamed into place: the write
 // falls back to a file of its own, and the state and journal are right.
 func TestSpareReplacedIsNotUsed(t *testing.T) {
-	dir, ws := newWorkspace(t)
-	prepare(t, ws, "t1", 10)
-	d := newDaemon(t, dir)
-	process(t, d, "t1")
-	if err := ApprovePlan(ws, "t1"); err != nil {
-		t.Fatal(err)
-	}
-	process(t, d, "t1")
+	dir, ws, d := executingTask(t, 10)
 	td := filepath.Join(dir, "tasks", "t1")
 	state, records := spareFiles(t, dir)
 	for _, name := range state {
@@ -155,14 +141,7 @@ func TestSpareReplacedIsNotUsed(t *testing.T) {
 // Spares and temporary files left by a daemon that died are removed when
 // the task is next loaded from disk, and the task gets spares anew.
 func TestLeftoverSparesRemovedOnLoad(t *testing.T) {
-	dir, ws := newWorkspace(t)
-	prepare(t, ws, "t1", 10)
-	d := newDaemon(t, dir)
-	process(t, d, "t1")
-	if err := ApprovePlan(ws, "t1"); err != nil {
-		t.Fatal(err)
-	}
-	process(t, d, "t1")
+	dir, ws, d := executingTask(t, 10)
 	oldState, oldRecords := spareFiles(t, dir)
 	// The daemon dies: its spares stay on disk, with a temporary file of
 	// a write cut short.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/workspaced/workspaced/workspace"
 )
 
 // newDaemon is a daemon over dir that is not running: tests drive
@@ -23,6 +25,21 @@ func newDaemon(t *testing.T, dir string) *Daemon {
 	}
 	t.Cleanup(func() { d.Close() })
 	return d
+}
+
+// executingTask is a workspace with task t1 of n subtasks whose plan is
+// proposed and approved, and a daemon (not running) that has taken both.
+func executingTask(t *testing.T, n int) (string, *workspace.Workspace, *Daemon) {
+	t.Helper()
+	dir, ws := newWorkspace(t)
+	prepare(t, ws, "t1", n)
+	d := newDaemon(t, dir)
+	process(t, d, "t1")
+	if err := ApprovePlan(ws, "t1"); err != nil {
+		t.Fatal(err)
+	}
+	process(t, d, "t1")
+	return dir, ws, d
 }
 
 func process(t *testing.T, d *Daemon, id string) outcome {
@@ -107,14 +124,7 @@ func TestListerOrderAndChunks(t *testing.T) {
 // numbers, in drop order, each chunk one record file and one state write;
 // markers dropped while it works join it.
 func TestTakesBurstInChunks(t *testing.T) {
-	dir, ws := newWorkspace(t)
-	prepare(t, ws, "t1", 100)
-	d := newDaemon(t, dir)
-	process(t, d, "t1")
-	if err := ApprovePlan(ws, "t1"); err != nil {
-		t.Fatal(err)
-	}
-	process(t, d, "t1")
+	dir, ws, d := executingTask(t, 100)
 	const n = 2*chunk + 6
 	for i := 1; i <= n; i++ {
 		completeSubtask(t, ws, "t1", fmt.Sprintf("st_%d", i), "w1")
@@ -187,14 +197,7 @@ func countBackups(t *testing.T, dir, id string) int {
 // settleQuiet, or when a task has a backlog of taken markers; the removal
 // stops when told to and hands back what it left.
 func TestSettleKeepsOutOfBursts(t *testing.T) {
-	dir, ws := newWorkspace(t)
-	prepare(t, ws, "t1", 100)
-	d := newDaemon(t, dir)
-	process(t, d, "t1")
-	if err := ApprovePlan(ws, "t1"); err != nil {
-		t.Fatal(err)
-	}
-	process(t, d, "t1")
+	dir, ws, d := executingTask(t, 100)
 	keep := ws.Settings().Backups.Keep
 	next := 1
 	// One marker a chunk, so that each chunk adds a backup.
