@@ -2,9 +2,7 @@ package daemon
 
 import (
 	"container/list"
-	"errors"
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path"
@@ -293,7 +291,7 @@ func (d *Daemon) removeStateTemps(id string) {
 	}
 	names, err := f.Readdirnames(-1)
 	f.Close()
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err != nil {
 		return
 	}
 	for _, n := range names {

@@ -800,9 +800,9 @@ func (d *Daemon) commitBatch(id string, c *taskCache, jr *os.Root, recs []worksp
 // burst queue behind it. So unless force is set, the taken markers are
 // removed and backups/ pruned only while the daemon is quiet (it has not
 // set about taking markers for settleQuiet), and the removal stops as
-// soon as it does, leaving the rest for a later settle. A task with a backlog of
-// settleBacklog taken markers has the oldest removed, down to half of
-// that, whatever the traffic.
+// soon as it does, leaving the rest for a later settle. A task with a
+// backlog of settleBacklog taken markers has the oldest removed, down to
+// half of that, whatever the traffic.
 func (d *Daemon) settle(id string, force bool) error {
 	since := d.busy.Load()
 	d.mu.Lock()
@@ -817,17 +817,14 @@ func (d *Daemon) settle(id string, force bool) error {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil // the task was removed meanwhile
 			}
-			d.mu.Lock()
-			v := d.unsettledOf(id) // try again next time
-			v.files, v.taken = append(u.files, v.files...), append(u.taken, v.taken...)
-			v.backups, v.pruned = v.backups || u.backups, v.pruned || u.pruned
-			d.mu.Unlock()
+			d.requeue(id, u)
 			return err
 		}
 	}
 	bs := d.backups(id)
 	if u.backups {
 		if err := bs.Sync(); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			d.requeue(id, &unsettled{taken: u.taken, backups: true, pruned: u.pruned})
 			return err
 		}
 	}
@@ -846,22 +843,28 @@ func (d *Daemon) settle(id string, force bool) error {
 		return d.busy.Load() != since || d.sinceBusy() < settleQuiet
 	}
 	// The records of every name in u.taken are durable now.
-	rest := d.removeTaken(id, u.taken, busy)
-	pruned := !u.pruned
-	if u.pruned && len(rest) == 0 {
-		var err error
-		if pruned, err = bs.Prune(busy); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	left := &unsettled{taken: d.removeTaken(id, u.taken, busy), pruned: u.pruned}
+	if u.pruned && len(left.taken) == 0 {
+		done, err := bs.Prune(busy)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			d.requeue(id, left)
 			return err
 		}
+		left.pruned = !done
 	}
-	if len(rest) > 0 || !pruned {
-		d.mu.Lock()
-		v := d.unsettledOf(id)
-		v.taken = append(v.taken, rest...)
-		v.pruned = v.pruned || !pruned
-		d.mu.Unlock()
+	if len(left.taken) > 0 || left.pruned {
+		d.requeue(id, left)
 	}
 	return nil
+}
+
+// requeue hands work of settle back, for the next settle of task id.
+func (d *Daemon) requeue(id string, u *unsettled) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	v := d.unsettledOf(id)
+	v.files, v.taken = append(u.files, v.files...), append(u.taken, v.taken...)
+	v.backups, v.pruned = v.backups || u.backups, v.pruned || u.pruned
 }
 
 // pendingSettle lists the tasks settle has work left for.
