@@ -34,10 +34,6 @@ const EventStateRestored = "state_restored"
 // daemonAgent names the daemon in the lock holder records it leaves.
 const daemonAgent = "workspaced-daemon"
 
-// examiners bounds how many markers of one burst are read and validated at
-// once.
-const examiners = 8
-
 // taskCache is what the daemon remembers of a task between bursts, so a
 // burst costs no re-read of state.json or of the journal. It is touched
 // only by the goroutine processing the task (never two at once).
@@ -565,7 +561,11 @@ func (d *Daemon) examineAll(td *os.File, pending []pendingMarker) []examined {
 		next atomic.Int64
 		wg   sync.WaitGroup
 	)
-	for range min(examiners, len(pending)) {
+	// One worker a processor: markers and products are read from the page
+	// cache, just written, so more workers would only add switching
+	// (rounds of 32 markers alternating 2 workers and 8 on 2 cores: 0.8 ms
+	// less a round on average over 80 pairs).
+	for range min(runtime.GOMAXPROCS(0), len(pending)) {
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1)) - 1
