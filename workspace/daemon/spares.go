@@ -282,7 +282,8 @@ func writeSpare(jr *os.Root, r spareRecord, name string, data []byte) error {
 }
 
 // removeStateTemps removes leftover temporary files of state.json (spares
-// or writes cut short by a crash) from task id's directory. The caller
+// or writes cut short by a crash) from task id's directory, and nothing
+// else (see isStateTemp). The caller
 // holds the task's lock, which every writer of state.json takes.
 func (d *Daemon) removeStateTemps(id string) {
 	f, err := d.ws.Root().Open(workspace.TaskDir(id))
@@ -295,8 +296,24 @@ func (d *Daemon) removeStateTemps(id string) {
 		return
 	}
 	for _, n := range names {
-		if strings.HasPrefix(n, stateTempPrefix) && len(n) > len(stateTempPrefix) {
+		if isStateTemp(n) {
 			_ = d.ws.Root().Remove(path.Join(workspace.TaskDir(id), n))
 		}
 	}
+}
+
+// isStateTemp reports whether name is one renameio gives state.json's
+// temporary files: the prefix and a decimal number, nothing else.
+func isStateTemp(name string) bool {
+	num, ok := strings.CutPrefix(name, stateTempPrefix)
+	num = strings.TrimPrefix(num, "-")
+	if !ok || num == "" {
+		return false
+	}
+	for _, r := range num {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -15,22 +15,22 @@ import (
 // inode.
 func spareFiles(t *testing.T, dir string) (state, records map[uint64]string) {
 	t.Helper()
-	list := func(d, prefix string) map[uint64]string {
+	list := func(d string, is func(string) bool) map[uint64]string {
 		entries, err := os.ReadDir(d)
 		if err != nil {
 			t.Fatal(err)
 		}
 		out := map[uint64]string{}
 		for _, e := range entries {
-			if !strings.HasPrefix(e.Name(), prefix) || e.Name() == "state.json" {
-				continue
+			if is(e.Name()) {
+				out[inode(t, filepath.Join(d, e.Name()))] = e.Name()
 			}
-			out[inode(t, filepath.Join(d, e.Name()))] = e.Name()
 		}
 		return out
 	}
 	td := filepath.Join(dir, "tasks", "t1")
-	return list(td, stateTempPrefix), list(filepath.Join(td, JournalDir), spareRecordPrefix)
+	isRecordSpare := func(n string) bool { return strings.HasPrefix(n, spareRecordPrefix) }
+	return list(td, isStateTemp), list(filepath.Join(td, JournalDir), isRecordSpare)
 }
 
 func inode(t *testing.T, p string) uint64 {
@@ -150,6 +150,10 @@ func TestLeftoverSparesRemovedOnLoad(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(td, stateTempPrefix+"4242"), []byte(`{"half`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Someone else's file that only starts like one is not touched.
+	if err := os.WriteFile(filepath.Join(td, stateTempPrefix+".orig"), []byte(`{}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	d2 := newDaemon(t, dir)
 	completeSubtask(t, ws, "t1", "st_1", "w1")
@@ -170,6 +174,9 @@ func TestLeftoverSparesRemovedOnLoad(t *testing.T) {
 	if slices.Contains(mapValues(state), stateTempPrefix+"4242") {
 		t.Errorf("leftover temporary file %s4242 still there", stateTempPrefix)
 	}
+	if _, err := os.Stat(filepath.Join(td, stateTempPrefix+".orig")); err != nil {
+		t.Errorf("%s.orig, not a temporary file of state.json, was removed: %v", stateTempPrefix, err)
+	}
 	if len(state) != sparesPerTask || len(records) != sparesPerTask {
 		t.Errorf("after the load and a burst: %d and %d spares, want %d of each", len(state), len(records), sparesPerTask)
 	}
@@ -181,4 +188,21 @@ func mapValues(m map[uint64]string) []string {
 		out = append(out, v)
 	}
 	return out
+}
+
+func TestIsStateTemp(t *testing.T) {
+	for name, want := range map[string]bool{
+		".state.json123":  true,
+		".state.json-42":  true,
+		".state.json":     false,
+		".state.json-":    false,
+		".state.json.bak": false,
+		".state.json12a":  false,
+		"state.json123":   false,
+		".state.jsonx1":   false,
+	} {
+		if got := isStateTemp(name); got != want {
+			t.Errorf("isStateTemp(%q) = %v, want %v", name, got, want)
+		}
+	}
 }
