@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/google/renameio/v2"
 
@@ -21,9 +22,9 @@ import (
 // file is the dearest step of a write on some filesystems: ext4 without a
 // journal looks past every inode freed in the last minute before it picks
 // one, which cost 0.2–1 ms of CPU a file here against 10 µs to open one,
-// and every chunk of a burst writes two. So once a burst's markers are all
-// taken the daemon makes the task's spares for the next one; a write that
-// finds none creates its file as before.
+// and every chunk of a burst writes two. So once a burst of two markers or
+// more is taken the daemon makes the task's spares for the next one; a
+// write that finds none creates its file as before.
 //
 // A task's spares are only made, used and dropped under its lock, or by
 // the daemon once the task is forgotten. A crash leaves them as temporary
@@ -33,9 +34,13 @@ const (
 	// agents finishing together usually takes two chunks.
 	sparesPerTask = 2
 	// spareTasks is how many tasks hold spares at once (each keeps its
-	// two directories and its spares open); the least recently active
-	// gives its up first.
+	// two directories and its spares open). When all are taken, the set
+	// least recently filled gives way if it has not been filled for
+	// spareIdle; otherwise the new task goes without, so that many tasks
+	// taking markers in turn do not churn spares (each made and removed
+	// costs more than the file it would have saved).
 	spareTasks = 16
+	spareIdle  = time.Minute
 	// spareRecordPrefix names a record file's spare in journal/.
 	spareRecordPrefix = ".spare-"
 	// stateTempPrefix is how renameio names state.json's temporary
@@ -46,7 +51,8 @@ const (
 // spareSet is one task's spares.
 type spareSet struct {
 	id      string
-	td, jr  *os.Root // the task directory and its journal
+	filled  time.Time // when last filled
+	td, jr  *os.Root  // the task directory and its journal
 	state   []*renameio.PendingFile
 	records []spareRecord
 	elem    *list.Element // in spares.order
@@ -95,16 +101,25 @@ func (d *Daemon) fillSpares(id string) {
 	}
 }
 
-// spareSetOf returns task id's spare set, opening it (and evicting the
-// least recently filled beyond spareTasks, returned for the caller to
-// drop) if it has none; nil if its directories cannot be opened.
+// spareSetOf returns task id's spare set, opening it if it has none (and
+// evicting the set least recently filled, returned for the caller to
+// drop, when spareTasks hold spares); nil when every set was filled
+// within spareIdle, or the task's directories cannot be opened.
 func (d *Daemon) spareSetOf(id string) (*spareSet, []*spareSet) {
+	now := time.Now()
 	d.spareMu.Lock()
 	s := d.spares.sets[id]
 	if s != nil {
+		s.filled = now
 		d.spares.order.MoveToFront(s.elem)
 		d.spareMu.Unlock()
 		return s, nil
+	}
+	if d.spares.order.Len() >= spareTasks {
+		if old := d.spares.order.Back().Value.(*spareSet); now.Sub(old.filled) < spareIdle {
+			d.spareMu.Unlock()
+			return nil, nil
+		}
 	}
 	d.spareMu.Unlock()
 	td, err := d.ws.Root().OpenRoot(workspace.TaskDir(id))
@@ -116,7 +131,7 @@ func (d *Daemon) spareSetOf(id string) (*spareSet, []*spareSet) {
 		td.Close()
 		return nil, nil
 	}
-	s = &spareSet{id: id, td: td, jr: jr}
+	s = &spareSet{id: id, td: td, jr: jr, filled: now}
 	d.spareMu.Lock()
 	defer d.spareMu.Unlock()
 	s.elem = d.spares.order.PushFront(s)

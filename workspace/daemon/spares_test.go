@@ -2,12 +2,16 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/workspaced/workspaced/workspace"
 )
 
 // spareFiles lists the spares on disk of task t1: state.json's temporary
@@ -42,11 +46,26 @@ func inode(t *testing.T, p string) uint64 {
 	return fi.Sys().(*syscall.Stat_t).Ino
 }
 
-// Once a burst is taken the task has its spares, the next burst writes
-// state.json and its record file into them, and they are made again; a
-// forgotten task has none left on disk.
+// burst2 completes two subtasks and has d take them in one go.
+func burst2(t *testing.T, ws *workspace.Workspace, d *Daemon, a, b string) {
+	t.Helper()
+	completeSubtask(t, ws, "t1", a, "w1")
+	completeSubtask(t, ws, "t1", b, "w2")
+	if o := process(t, d, "t1"); o.taken != 2 {
+		t.Fatalf("took %d markers, want 2", o.taken)
+	}
+}
+
+// Markers taken one at a time make no spares; once a burst of two is
+// taken the task has its spares, and the next write of state.json and
+// of a record file goes into them; a forgotten task has none left on
+// disk.
 func TestSparesCarryTheNextBurst(t *testing.T) {
 	dir, ws, d := executingTask(t, 10)
+	if state, records := spareFiles(t, dir); len(state)+len(records) != 0 {
+		t.Errorf("markers taken one at a time made spares %v %v", state, records)
+	}
+	burst2(t, ws, d, "st_1", "st_2")
 	state, records := spareFiles(t, dir)
 	if len(state) != sparesPerTask || len(records) != sparesPerTask {
 		t.Fatalf("after a burst: %d state spares and %d record spares, want %d of each", len(state), len(records), sparesPerTask)
@@ -57,28 +76,32 @@ func TestSparesCarryTheNextBurst(t *testing.T) {
 		}
 	}
 
-	completeSubtask(t, ws, "t1", "st_1", "w1")
+	completeSubtask(t, ws, "t1", "st_3", "w1")
 	process(t, d, "t1")
 	td := filepath.Join(dir, "tasks", "t1")
 	if _, ok := state[inode(t, filepath.Join(td, "state.json"))]; !ok {
 		t.Errorf("state.json is not one of the spares %v", state)
 	}
-	if _, ok := records[inode(t, filepath.Join(td, JournalDir, RecordName(3)))]; !ok {
-		t.Errorf("record file %s is not one of the spares %v", RecordName(3), records)
+	if _, ok := records[inode(t, filepath.Join(td, JournalDir, RecordName(5)))]; !ok {
+		t.Errorf("record file %s is not one of the spares %v", RecordName(5), records)
 	}
 	st, err := ws.ReadState("t1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := st.Subtasks["st_1"]; s == nil || s.Status != "completed" || st.JournalSeq != 3 {
-		t.Errorf("state after the burst: st_1 %+v, journal_seq %d; want completed, 3", s, st.JournalSeq)
+	if s := st.Subtasks["st_3"]; s == nil || s.Status != "completed" || st.JournalSeq != 5 {
+		t.Errorf("state after the burst: st_3 %+v, journal_seq %d; want completed, 5", s, st.JournalSeq)
 	}
-	if recs := readJournal(t, ws, "t1"); len(recs) != 3 || recs[2].Marker.SubtaskID != "st_1" {
-		t.Errorf("journal holds %d records, the last %+v; want 3, the last for st_1", len(recs), recs[len(recs)-1].Marker)
+	if recs := readJournal(t, ws, "t1"); len(recs) != 5 || recs[4].Marker.SubtaskID != "st_3" {
+		t.Errorf("journal holds %d records, the last %+v; want 5, the last for st_3", len(recs), recs[len(recs)-1].Marker)
 	}
 	state2, records2 := spareFiles(t, dir)
-	if len(state2) != sparesPerTask || len(records2) != sparesPerTask {
-		t.Errorf("after the next burst: %d and %d spares, want %d of each", len(state2), len(records2), sparesPerTask)
+	if len(state2) != sparesPerTask-1 || len(records2) != sparesPerTask-1 {
+		t.Errorf("after a marker alone: %d and %d spares, want %d of each (one used, none made)", len(state2), len(records2), sparesPerTask-1)
+	}
+	burst2(t, ws, d, "st_4", "st_5")
+	if state, records := spareFiles(t, dir); len(state) != sparesPerTask || len(records) != sparesPerTask {
+		t.Errorf("after the next burst: %d and %d spares, want %d of each", len(state), len(records), sparesPerTask)
 	}
 
 	d.forget("t1")
@@ -87,10 +110,49 @@ func TestSparesCarryTheNextBurst(t *testing.T) {
 	}
 }
 
+// At most spareTasks tasks hold spares. When all were filled lately a
+// new task goes without; one left unfilled for spareIdle gives way, and
+// its files are removed.
+func TestSpareSetsCapped(t *testing.T) {
+	dir, _ := newWorkspace(t)
+	d := newDaemon(t, dir)
+	ids := make([]string, spareTasks+1)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("t%d", i+1)
+		if err := os.MkdirAll(filepath.Join(dir, "tasks", ids[i], JournalDir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(id string) int {
+		entries, err := os.ReadDir(filepath.Join(dir, "tasks", id, JournalDir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(entries)
+	}
+	for _, id := range ids[:spareTasks] {
+		d.fillSpares(id)
+	}
+	last := ids[spareTasks]
+	d.fillSpares(last)
+	if n := count(last); n != 0 || len(d.spares.sets) != spareTasks {
+		t.Errorf("with %d sets filled lately: the next task got %d spares, %d sets held; want 0 and %d", spareTasks, n, len(d.spares.sets), spareTasks)
+	}
+	d.spares.sets[ids[0]].filled = time.Now().Add(-spareIdle)
+	d.fillSpares(last)
+	if n := count(last); n != sparesPerTask {
+		t.Errorf("after the oldest set went idle: the next task got %d record spares, want %d", n, sparesPerTask)
+	}
+	if n := count(ids[0]); n != 0 || d.spares.sets[ids[0]] != nil {
+		t.Errorf("the idle set gave way but %d of its files are left (held: %v)", n, d.spares.sets[ids[0]] != nil)
+	}
+}
+
 // A spare replaced by someone else is not renamed into place: the write
 // falls back to a file of its own, and the state and journal are right.
 func TestSpareReplacedIsNotUsed(t *testing.T) {
 	dir, ws, d := executingTask(t, 10)
+	burst2(t, ws, d, "st_1", "st_2")
 	td := filepath.Join(dir, "tasks", "t1")
 	state, records := spareFiles(t, dir)
 	for _, name := range state {
@@ -112,7 +174,7 @@ func TestSpareReplacedIsNotUsed(t *testing.T) {
 		}
 	}
 
-	completeSubtask(t, ws, "t1", "st_1", "w1")
+	completeSubtask(t, ws, "t1", "st_3", "w1")
 	process(t, d, "t1")
 	fi, err := os.Lstat(filepath.Join(td, "state.json"))
 	if err != nil || !fi.Mode().IsRegular() {
@@ -122,15 +184,15 @@ func TestSpareReplacedIsNotUsed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := st.Subtasks["st_1"]; s == nil || s.Status != "completed" {
-		t.Errorf("st_1 = %+v, want completed", s)
+	if s := st.Subtasks["st_3"]; s == nil || s.Status != "completed" {
+		t.Errorf("st_3 = %+v, want completed", s)
 	}
 	recs := readJournal(t, ws, "t1")
-	if len(recs) != 3 || recs[2].Marker.SubtaskID != "st_1" {
-		t.Errorf("journal holds %d records; want 3, the last for st_1", len(recs))
+	if len(recs) != 5 || recs[4].Marker.SubtaskID != "st_3" {
+		t.Errorf("journal holds %d records; want 5, the last for st_3", len(recs))
 	}
-	if data, err := os.ReadFile(filepath.Join(td, JournalDir, RecordName(3))); err != nil || strings.Contains(string(data), "not a record") {
-		t.Errorf("record file %s: %q, %v", RecordName(3), data, err)
+	if data, err := os.ReadFile(filepath.Join(td, JournalDir, RecordName(5))); err != nil || strings.Contains(string(data), "not a record") {
+		t.Errorf("record file %s: %q, %v", RecordName(5), data, err)
 	}
 	if err := d.settle("t1", true); err != nil {
 		t.Fatal(err)
@@ -142,7 +204,11 @@ func TestSpareReplacedIsNotUsed(t *testing.T) {
 // the task is next loaded from disk, and the task gets spares anew.
 func TestLeftoverSparesRemovedOnLoad(t *testing.T) {
 	dir, ws, d := executingTask(t, 10)
+	burst2(t, ws, d, "st_1", "st_2")
 	oldState, oldRecords := spareFiles(t, dir)
+	if len(oldState) != sparesPerTask || len(oldRecords) != sparesPerTask {
+		t.Fatalf("after a burst: %d and %d spares, want %d of each", len(oldState), len(oldRecords), sparesPerTask)
+	}
 	// The daemon dies: its spares stay on disk, with a temporary file of
 	// a write cut short.
 	d.spares.sets = map[string]*spareSet{}
@@ -156,8 +222,9 @@ func TestLeftoverSparesRemovedOnLoad(t *testing.T) {
 	}
 
 	d2 := newDaemon(t, dir)
-	completeSubtask(t, ws, "t1", "st_1", "w1")
-	if o := d2.processTask(context.Background(), "t1", wake{all: true}, true); o.err != nil || o.taken != 1 {
+	completeSubtask(t, ws, "t1", "st_3", "w1")
+	completeSubtask(t, ws, "t1", "st_4", "w2")
+	if o := d2.processTask(context.Background(), "t1", wake{all: true}, true); o.err != nil || o.taken != 2 {
 		t.Fatalf("processTask after a restart: took %d, %v", o.taken, o.err)
 	}
 	state, records := spareFiles(t, dir)

@@ -654,8 +654,10 @@ func (d *Daemon) takeMarkers(ctx context.Context, id string, c *taskCache) (int,
 		}
 		b = ls.stragglers(d, b)
 	}
-	if total > 0 && ctx.Err() == nil && !machine.Finished(c.st.Status) {
-		// The burst is taken and its state written: ready the next one.
+	if total > 1 && ctx.Err() == nil && !machine.Finished(c.st.Status) {
+		// A burst is taken and its state written: ready the next one.
+		// (Markers that come one at a time make no spares: their write
+		// is not where time goes.)
 		d.fillSpares(id)
 	}
 	return total, waitTill, ctx.Err()
