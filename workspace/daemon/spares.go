@@ -22,9 +22,9 @@ import (
 // file is the dearest step of a write on some filesystems: ext4 without a
 // journal looks past every inode freed in the last minute before it picks
 // one, which cost 0.2–1 ms of CPU a file here against 10 µs to open one,
-// and every chunk of a burst writes two. So once a burst of two markers or
-// more is taken the daemon makes the task's spares for the next one; a
-// write that finds none creates its file as before.
+// and every chunk of a burst writes two. So once a burst's markers are all
+// taken the daemon makes the task's spares for the next one; a write that
+// finds none creates its file as before.
 //
 // A task's spares are only made, used and dropped under its lock, or by
 // the daemon once the task is forgotten. A crash leaves them as temporary

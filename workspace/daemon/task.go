@@ -654,10 +654,8 @@ func (d *Daemon) takeMarkers(ctx context.Context, id string, c *taskCache) (int,
 		}
 		b = ls.stragglers(d, b)
 	}
-	if total > 1 && ctx.Err() == nil && !machine.Finished(c.st.Status) {
-		// A burst is taken and its state written: ready the next one.
-		// (Markers that come one at a time make no spares: their write
-		// is not where time goes.)
+	if total > 0 && ctx.Err() == nil && !machine.Finished(c.st.Status) {
+		// The burst is taken and its state written: ready the next one.
 		d.fillSpares(id)
 	}
 	return total, waitTill, ctx.Err()
