@@ -46,6 +46,19 @@ func inode(t *testing.T, p string) uint64 {
 	return fi.Sys().(*syscall.Stat_t).Ino
 }
 
+// taskWithSpares is executingTask with a burst of two markers taken, so
+// that the task holds its spares, listed as by spareFiles.
+func taskWithSpares(t *testing.T) (dir string, ws *workspace.Workspace, d *Daemon, state, records map[uint64]string) {
+	t.Helper()
+	dir, ws, d = executingTask(t, 10)
+	burst2(t, ws, d, "st_1", "st_2")
+	state, records = spareFiles(t, dir)
+	if len(state) != sparesPerTask || len(records) != sparesPerTask {
+		t.Fatalf("after a burst: %d state spares and %d record spares, want %d of each", len(state), len(records), sparesPerTask)
+	}
+	return dir, ws, d, state, records
+}
+
 // burst2 completes two subtasks and has d take them in one go.
 func burst2(t *testing.T, ws *workspace.Workspace, d *Daemon, a, b string) {
 	t.Helper()
@@ -60,12 +73,7 @@ func burst2(t *testing.T, ws *workspace.Workspace, d *Daemon, a, b string) {
 // state.json and of a record file goes into them; they are made again,
 // and a forgotten task has none left on disk.
 func TestSparesCarryTheNextBurst(t *testing.T) {
-	dir, ws, d := executingTask(t, 10)
-	burst2(t, ws, d, "st_1", "st_2")
-	state, records := spareFiles(t, dir)
-	if len(state) != sparesPerTask || len(records) != sparesPerTask {
-		t.Fatalf("after a burst: %d state spares and %d record spares, want %d of each", len(state), len(records), sparesPerTask)
-	}
+	dir, ws, d, state, records := taskWithSpares(t)
 	for ino, name := range records {
 		if fi, err := os.Stat(filepath.Join(dir, "tasks", "t1", JournalDir, name)); err != nil || fi.Size() != 0 || !fi.Mode().IsRegular() {
 			t.Errorf("record spare %s (inode %d): %v, %v; want an empty regular file", name, ino, fi, err)
@@ -143,10 +151,8 @@ func TestSpareSetsCapped(t *testing.T) {
 // A spare replaced by someone else is not renamed into place: the write
 // falls back to a file of its own, and the state and journal are right.
 func TestSpareReplacedIsNotUsed(t *testing.T) {
-	dir, ws, d := executingTask(t, 10)
-	burst2(t, ws, d, "st_1", "st_2")
+	dir, ws, d, state, records := taskWithSpares(t)
 	td := filepath.Join(dir, "tasks", "t1")
-	state, records := spareFiles(t, dir)
 	for _, name := range state {
 		p := filepath.Join(td, name)
 		if err := os.Remove(p); err != nil {
@@ -195,12 +201,7 @@ func TestSpareReplacedIsNotUsed(t *testing.T) {
 // Spares and temporary files left by a daemon that died are removed when
 // the task is next loaded from disk, and the task gets spares anew.
 func TestLeftoverSparesRemovedOnLoad(t *testing.T) {
-	dir, ws, d := executingTask(t, 10)
-	burst2(t, ws, d, "st_1", "st_2")
-	oldState, oldRecords := spareFiles(t, dir)
-	if len(oldState) != sparesPerTask || len(oldRecords) != sparesPerTask {
-		t.Fatalf("after a burst: %d and %d spares, want %d of each", len(oldState), len(oldRecords), sparesPerTask)
-	}
+	dir, ws, d, oldState, oldRecords := taskWithSpares(t)
 	// The daemon dies: its spares stay on disk, with a temporary file of
 	// a write cut short.
 	d.spares.sets = map[string]*spareSet{}
