@@ -321,7 +321,6 @@ func (s *Set) copyTo(src, dst string, perm os.FileMode) error {
 	return nil
 }
 
-// prune removes all but the newest Keep backups.
 // Prune removes all but the newest Keep backups, oldest first, asking
 // stop (when not nil) before each removal: once stop says true, Prune
 // leaves the rest and returns false. It does not fsync Dir (Settle does

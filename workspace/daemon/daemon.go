@@ -79,8 +79,9 @@ const (
 )
 
 // When settle removes files (see settle): only once the daemon has not
-// set about taking markers for settleQuiet, except that a task with settleBacklog taken
-// markers waiting has the oldest removed, down to half of that, at once.
+// set about taking markers for settleQuiet, except that a task with
+// settleBacklog taken markers waiting has the oldest removed, down to
+// half of that, at once.
 const (
 	settleQuiet   = 250 * time.Millisecond
 	settleBacklog = 4096

@@ -75,8 +75,8 @@ type spares struct {
 // next write creates its own file.
 func (d *Daemon) fillSpares(id string) {
 	s, evicted := d.spareSetOf(id)
-	for _, e := range evicted {
-		e.drop()
+	if evicted != nil {
+		evicted.drop()
 	}
 	if s == nil {
 		return
@@ -101,27 +101,23 @@ func (d *Daemon) fillSpares(id string) {
 	}
 }
 
-// spareSetOf returns task id's spare set, opening it if it has none (and
-// evicting the set least recently filled, returned for the caller to
-// drop, when spareTasks hold spares); nil when every set was filled
-// within spareIdle, or the task's directories cannot be opened.
-func (d *Daemon) spareSetOf(id string) (*spareSet, []*spareSet) {
+// spareSetOf returns task id's spare set, opening it if it has none;
+// when spareTasks hold spares, the set least recently filled is evicted
+// (returned for the caller to drop) if it is idle, else the task gets
+// none. It is nil as well when the task's directories cannot be opened.
+func (d *Daemon) spareSetOf(id string) (s, evicted *spareSet) {
 	now := time.Now()
 	d.spareMu.Lock()
-	s := d.spares.sets[id]
+	s = d.spares.sets[id]
 	if s != nil {
 		s.filled = now
 		d.spares.order.MoveToFront(s.elem)
-		d.spareMu.Unlock()
+	}
+	full := d.spares.full(now)
+	d.spareMu.Unlock()
+	if s != nil || full {
 		return s, nil
 	}
-	if d.spares.order.Len() >= spareTasks {
-		if old := d.spares.order.Back().Value.(*spareSet); now.Sub(old.filled) < spareIdle {
-			d.spareMu.Unlock()
-			return nil, nil
-		}
-	}
-	d.spareMu.Unlock()
 	td, err := d.ws.Root().OpenRoot(workspace.TaskDir(id))
 	if err != nil {
 		return nil, nil
@@ -131,19 +127,31 @@ func (d *Daemon) spareSetOf(id string) (*spareSet, []*spareSet) {
 		td.Close()
 		return nil, nil
 	}
-	s = &spareSet{id: id, td: td, jr: jr, filled: now}
 	d.spareMu.Lock()
 	defer d.spareMu.Unlock()
+	if d.spares.full(now) { // another task took the room meanwhile
+		td.Close()
+		jr.Close()
+		return nil, nil
+	}
+	if d.spares.order.Len() >= spareTasks {
+		evicted = d.spares.order.Back().Value.(*spareSet)
+		d.spares.order.Remove(evicted.elem)
+		delete(d.spares.sets, evicted.id)
+	}
+	s = &spareSet{id: id, td: td, jr: jr, filled: now}
 	s.elem = d.spares.order.PushFront(s)
 	d.spares.sets[id] = s
-	var evicted []*spareSet
-	for d.spares.order.Len() > spareTasks {
-		e := d.spares.order.Back().Value.(*spareSet)
-		d.spares.order.Remove(e.elem)
-		delete(d.spares.sets, e.id)
-		evicted = append(evicted, e)
-	}
 	return s, evicted
+}
+
+// full reports whether spareTasks sets are held and none has been idle
+// for spareIdle. The caller holds the daemon's spareMu.
+func (sp *spares) full(now time.Time) bool {
+	if sp.order.Len() < spareTasks {
+		return false
+	}
+	return now.Sub(sp.order.Back().Value.(*spareSet).filled) < spareIdle
 }
 
 // dropSpares removes task id's spares. The caller holds the task's lock,
@@ -283,14 +291,14 @@ func (d *Daemon) writeSpareRecord(id, name string, data []byte) bool {
 }
 
 func writeSpare(jr *os.Root, r spareRecord, name string, data []byte) error {
-	defer r.f.Close()
-	if _, err := r.f.Write(data); err != nil {
-		return err
+	_, err := r.f.Write(data)
+	if err == nil {
+		err = stillNamed(jr, r.name, r.f)
 	}
-	if err := stillNamed(jr, r.name, r.f); err != nil {
-		return err
+	if cerr := r.f.Close(); err == nil {
+		err = cerr
 	}
-	if err := r.f.Close(); err != nil {
+	if err != nil {
 		return err
 	}
 	return jr.Rename(r.name, name)
@@ -298,8 +306,8 @@ func writeSpare(jr *os.Root, r spareRecord, name string, data []byte) error {
 
 // removeStateTemps removes leftover temporary files of state.json (spares
 // or writes cut short by a crash) from task id's directory, and nothing
-// else (see isStateTemp). The caller
-// holds the task's lock, which every writer of state.json takes.
+// else (see isStateTemp). The caller holds the task's lock, which every
+// writer of state.json takes.
 func (d *Daemon) removeStateTemps(id string) {
 	f, err := d.ws.Root().Open(workspace.TaskDir(id))
 	if err != nil {
@@ -318,10 +326,10 @@ func (d *Daemon) removeStateTemps(id string) {
 }
 
 // isStateTemp reports whether name is one renameio gives state.json's
-// temporary files: the prefix and a decimal number, nothing else.
+// temporary files: the prefix and a non-negative decimal number, nothing
+// else.
 func isStateTemp(name string) bool {
 	num, ok := strings.CutPrefix(name, stateTempPrefix)
-	num = strings.TrimPrefix(num, "-")
 	if !ok || num == "" {
 		return false
 	}

@@ -253,7 +253,7 @@ func mapValues(m map[uint64]string) []string {
 func TestIsStateTemp(t *testing.T) {
 	for name, want := range map[string]bool{
 		".state.json123":  true,
-		".state.json-42":  true,
+		".state.json-42":  false,
 		".state.json":     false,
 		".state.json-":    false,
 		".state.json.bak": false,

@@ -828,22 +828,18 @@ func (d *Daemon) settle(id string, force bool) error {
 			return err
 		}
 	}
-	// Past the backlog, the oldest taken markers are removed down to half
-	// of it whatever the traffic; the rest, like the pruning, waits for
-	// a quiet moment.
+	busy := func() bool {
+		return !force && (d.busy.Load() != since || d.sinceBusy() < settleQuiet)
+	}
+	// The records of every name in u.taken are durable now. Past the
+	// backlog, the oldest are removed down to half of it whatever the
+	// traffic; the rest, like the pruning, wait for a quiet moment.
 	forced := 0
 	if len(u.taken) >= d.backlog {
 		forced = len(u.taken) - d.backlog/2
 	}
-	busy := func() bool {
-		if force || forced > 0 {
-			forced--
-			return false
-		}
-		return d.busy.Load() != since || d.sinceBusy() < settleQuiet
-	}
-	// The records of every name in u.taken are durable now.
-	left := &unsettled{taken: d.removeTaken(id, u.taken, busy), pruned: u.pruned}
+	d.removeTaken(id, u.taken[:forced], never)
+	left := &unsettled{taken: d.removeTaken(id, u.taken[forced:], busy), pruned: u.pruned}
 	if u.pruned && len(left.taken) == 0 {
 		done, err := bs.Prune(busy)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
