@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -298,6 +299,7 @@ type commits struct {
 	mu   sync.Mutex
 	seen map[string]time.Time // task/subtask
 	cond *sync.Cond
+	err  error // set by abort: wait returns it
 }
 
 func newCommits() *commits {
@@ -326,6 +328,17 @@ func (c *commits) hook(task string, st workspace.State) {
 	c.cond.Broadcast()
 }
 
+// abort makes wait return err from now on (an agent exited early: what
+// it was to drop will never be applied).
+func (c *commits) abort(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		c.err = err
+	}
+	c.cond.Broadcast()
+}
+
 // wait blocks until every key is seen or the deadline passes.
 func (c *commits) wait(keys []string, deadline time.Time) error {
 	timer := time.AfterFunc(time.Until(deadline), func() { c.mu.Lock(); c.cond.Broadcast(); c.mu.Unlock() })
@@ -333,6 +346,9 @@ func (c *commits) wait(keys []string, deadline time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for {
+		if c.err != nil {
+			return c.err
+		}
 		missing := ""
 		for _, k := range keys {
 			if _, ok := c.seen[k]; !ok {
@@ -358,13 +374,16 @@ func (c *commits) at(k string) time.Time {
 
 // agent is one agent process.
 type agent struct {
-	cmd   *exec.Cmd
-	in    io.WriteCloser
-	out   *bufio.Scanner
-	lines chan string
+	cmd     *exec.Cmd
+	in      io.WriteCloser
+	out     *bufio.Scanner
+	lines   chan string
+	closing atomic.Bool
 }
 
-func startAgent(opt Options, root, task, name string) (*agent, error) {
+// startAgent starts an agent process; if it exits before close, cm's
+// waits fail at once rather than at their deadline.
+func startAgent(opt Options, cm *commits, root, task, name string) (*agent, error) {
 	args := append(append([]string{}, opt.AgentCmd[1:]...), "--agent-root", root, "--agent-task", task, "--agent-name", name)
 	cmd := exec.Command(opt.AgentCmd[0], args...)
 	cmd.Stderr = os.Stderr
@@ -385,6 +404,9 @@ func startAgent(opt Options, root, task, name string) (*agent, error) {
 			a.lines <- a.out.Text()
 		}
 		close(a.lines)
+		if !a.closing.Load() {
+			cm.abort(fmt.Errorf("bench: agent %s exited early", name))
+		}
 	}()
 	if line, ok := <-a.lines; !ok || line != "ready" {
 		return nil, fmt.Errorf("bench: agent did not start (said %q)", line)
@@ -406,7 +428,25 @@ func (a *agent) stamp() (string, time.Time, error) {
 	return sub, time.Unix(0, v), nil
 }
 
+// report asks the agent for the stamps of the markers it dropped since it
+// was last asked, and reads them.
+func (a *agent) report(n int) ([]string, []time.Time, error) {
+	if _, err := io.WriteString(a.in, "report\n"); err != nil {
+		return nil, nil, err
+	}
+	subs, ts := make([]string, 0, n), make([]time.Time, 0, n)
+	for range n {
+		sub, t0, err := a.stamp()
+		if err != nil {
+			return nil, nil, err
+		}
+		subs, ts = append(subs, sub), append(ts, t0)
+	}
+	return subs, ts, nil
+}
+
 func (a *agent) close() {
+	a.closing.Store(true)
 	a.in.Close()
 	_ = a.cmd.Wait()
 }
@@ -518,7 +558,7 @@ func measureDaemon(ctx context.Context, dir string, opt Options, fl *floorer) ([
 	if err := prepare("single", single); err != nil {
 		return nil, err
 	}
-	a, err := startAgent(opt, dir, "single", "agent_1")
+	a, err := startAgent(opt, cm, dir, "single", "agent_1")
 	if err != nil {
 		return nil, err
 	}
@@ -528,14 +568,14 @@ func measureDaemon(ctx context.Context, dir string, opt Options, fl *floorer) ([
 	for i := 1; i <= single; i++ {
 		sub := fmt.Sprintf("st_%d", i)
 		fmt.Fprintln(a.in, "now "+sub)
-		_, t0, err := a.stamp()
-		if err != nil {
-			return nil, err
-		}
 		if err := cm.wait([]string{"single/" + sub}, time.Now().Add(time.Minute)); err != nil {
 			return nil, err
 		}
-		lat = append(lat, cm.at("single/"+sub).Sub(t0))
+		_, t0, err := a.report(1)
+		if err != nil {
+			return nil, err
+		}
+		lat = append(lat, cm.at("single/"+sub).Sub(t0[0]))
 		// The floor between markers, off the clock of the rate.
 		tf := time.Now()
 		fls, err := fl.sample(1)
@@ -567,7 +607,7 @@ func measureDaemon(ctx context.Context, dir string, opt Options, fl *floorer) ([
 		}
 		as := make([]*agent, b.agents)
 		for i := range as {
-			if as[i], err = startAgent(opt, dir, task, fmt.Sprintf("agent_%d", i+1)); err != nil {
+			if as[i], err = startAgent(opt, cm, dir, task, fmt.Sprintf("agent_%d", i+1)); err != nil {
 				return nil, err
 			}
 		}
@@ -640,26 +680,33 @@ func burst(cm *commits, task string, as []*agent, subs [][]string) ([]time.Durat
 			return nil, 0, err
 		}
 	}
-	stamps := map[string]time.Time{}
-	var first time.Time
-	for i, ag := range as {
-		for range subs[i] {
-			sub, t0, err := ag.stamp()
-			if err != nil {
-				return nil, 0, err
-			}
-			stamps[sub] = t0
-			if first.IsZero() || t0.Before(first) {
-				first = t0
-			}
+	// The agents keep their stamps until asked, after the round: reading
+	// them is the harness's work, kept out of the time measured.
+	var keys []string
+	for i := range as {
+		for _, sub := range subs[i] {
+			keys = append(keys, task+"/"+sub)
 		}
-	}
-	keys := make([]string, 0, len(stamps))
-	for sub := range stamps {
-		keys = append(keys, task+"/"+sub)
 	}
 	if err := cm.wait(keys, time.Now().Add(2*time.Minute)); err != nil {
 		return nil, 0, err
+	}
+	stamps := map[string]time.Time{}
+	var first time.Time
+	for i, ag := range as {
+		got, ts, err := ag.report(len(subs[i]))
+		if err != nil {
+			return nil, 0, err
+		}
+		for j, sub := range got {
+			stamps[sub] = ts[j]
+			if first.IsZero() || ts[j].Before(first) {
+				first = ts[j]
+			}
+		}
+	}
+	if len(stamps) != len(keys) {
+		return nil, 0, fmt.Errorf("bench: %d stamps for %d markers", len(stamps), len(keys))
 	}
 	var last time.Time
 	lat := make([]time.Duration, 0, len(stamps))
@@ -680,8 +727,12 @@ func burst(cm *commits, task string, as []*agent, subs [][]string) ([]time.Durat
 // workspace is open, then reads commands from stdin, one a line: "now
 // <subtask>" prepares and drops that marker; "<subtask>" prepares it and
 // holds it; "sync" answers "prepared"; "go" drops every held marker back
-// to back. For each marker it
-// prints "<subtask> <unix nanoseconds of the rename>".
+// to back; "report" prints, for each marker dropped since the last
+// report, "<subtask> <unix nanoseconds of the rename>". The stamps wait
+// for "report" so that the harness reads them after a round, not during
+// it. On Linux the drop and the reading of commands keep clear of the Go
+// runtime's system call bookkeeping (see quietStdin), as an agent in
+// another language would have none.
 func AgentMain(root, task, name string, in io.Reader, out io.Writer) error {
 	ws, err := workspace.Open(root, workspace.Options{})
 	if err != nil {
@@ -701,8 +752,8 @@ func AgentMain(root, task, name string, in io.Reader, out io.Writer) error {
 		if err != nil {
 			return "", err
 		}
-		tmp := filepath.Join(dir, ".tmp-"+name+"-"+sub)
-		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		tmp := ".tmp-" + name + "-" + sub
+		f, err := os.OpenFile(filepath.Join(dir, tmp), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {
 			return "", err
 		}
@@ -716,24 +767,17 @@ func AgentMain(root, task, name string, in io.Reader, out io.Writer) error {
 		}
 		return tmp, f.Close()
 	}
+	var stamps []byte
 	drop := func(sub, tmp string) error {
 		t0 := time.Now()
-		if err := os.Rename(tmp, filepath.Join(dir, workspace.DonePrefix+name+"."+sub)); err != nil {
+		if err := dropMarker(dir, tmp, workspace.DonePrefix+name+"."+sub); err != nil {
 			return err
 		}
-		d, err := os.Open(dir)
-		if err != nil {
-			return err
-		}
-		err = d.Sync()
-		d.Close()
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(bw, "%s %d\n", sub, t0.UnixNano())
-		return bw.Flush()
+		// Kept until "report": the harness reads it after the round.
+		stamps = fmt.Appendf(stamps, "%s %d\n", sub, t0.UnixNano())
+		return nil
 	}
-	sc := bufio.NewScanner(in)
+	sc := bufio.NewScanner(quietStdin(in))
 	type heldMarker struct{ sub, tmp string }
 	var held []heldMarker
 	for sc.Scan() {
@@ -742,6 +786,12 @@ func AgentMain(root, task, name string, in io.Reader, out io.Writer) error {
 		case line == "":
 		case line == "sync":
 			fmt.Fprintln(bw, "prepared")
+			if err := bw.Flush(); err != nil {
+				return err
+			}
+		case line == "report":
+			bw.Write(stamps)
+			stamps = stamps[:0]
 			if err := bw.Flush(); err != nil {
 				return err
 			}
