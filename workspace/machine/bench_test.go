@@ -10,6 +10,7 @@ import (
 // BenchmarkReplayRESTAuth folds the 17-record REST-auth journal from the
 // start: what `state rebuild` costs for a small task.
 func BenchmarkReplayRESTAuth(b *testing.B) {
+	defer unverified()()
 	recs := restJournal().recs
 	for b.Loop() {
 		if _, _, err := Replay(restTask, nil, recs); err != nil {
@@ -22,6 +23,7 @@ func BenchmarkReplayRESTAuth(b *testing.B) {
 // and 1,000 workers: Apply copies the state, so its cost grows with the
 // task's width.
 func BenchmarkApplyWide(b *testing.B) {
+	defer unverified()()
 	const n = 1000
 	plan := &workspace.Plan{ID: "plan_w", TaskID: "task_t1", Version: 1}
 	for i := range n {
@@ -42,5 +44,33 @@ func BenchmarkApplyWide(b *testing.B) {
 	}
 	for b.Loop() {
 		Apply(st, plan, rec)
+	}
+}
+
+// BenchmarkContinueBurst folds a burst of 32 done markers into a task of
+// 1,000 independent subtasks, as the daemon does for a burst.
+func BenchmarkContinueBurst(b *testing.B) {
+	defer unverified()()
+	const n = 1000
+	plan := &workspace.Plan{ID: "plan_w", TaskID: "task_t1", Version: 1}
+	for i := range n {
+		plan.Subtasks = append(plan.Subtasks, workspace.Subtask{ID: fmt.Sprintf("st_%d", i)})
+	}
+	j := (&journal{}).propose("orchestrator", plan).review("reviewer", planReview("r", VerdictApproved))
+	st, _, err := Replay(smallTask, nil, j.recs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var recs []workspace.JournalRecord
+	for i := range 32 {
+		recs = append(recs, workspace.JournalRecord{Seq: st.JournalSeq + 1 + int64(i), TakenAt: t0, Kind: workspace.KindDone,
+			Marker: workspace.Marker{AgentID: fmt.Sprintf("worker_%d", i), SubtaskID: fmt.Sprintf("st_%d", 500+i), OutputFile: "outputs/x.json"}})
+	}
+	plans := func(int) (*workspace.Plan, error) { return plan, nil }
+	if next, _, err := Continue(st, plans, recs); err != nil || next.Subtasks["st_531"].Status != SubtaskCompleted {
+		b.Fatalf("burst not folded: %v", err)
+	}
+	for b.Loop() {
+		Continue(st, plans, recs)
 	}
 }

@@ -2,6 +2,7 @@ package machine
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -153,22 +154,26 @@ func Step(st workspace.State, plan *workspace.Plan, rec workspace.JournalRecord)
 		return st, plan, nil
 	}
 	st = clone(st)
-	plan, events := stepOwned(&st, plan, rec)
+	plan, events := stepOwned(&st, plan, rec, &tally{})
 	return st, plan, events
 }
 
 // stepOwned applies rec to a state the caller owns, in place: its maps
-// and pointers must not be shared with anything the caller was given.
-func stepOwned(st *workspace.State, plan *workspace.Plan, rec workspace.JournalRecord) (*workspace.Plan, []workspace.Event) {
+// and pointers must not be shared with anything the caller was given. t
+// is the tally of st, kept across the records of one fold.
+func stepOwned(st *workspace.State, plan *workspace.Plan, rec workspace.JournalRecord, t *tally) (*workspace.Plan, []workspace.Event) {
 	if rec.Seq <= st.JournalSeq {
 		return plan, nil
 	}
-	a := &applier{st: st, plan: plan, rec: rec, at: rec.TakenAt.UTC()}
+	a := &applier{st: st, plan: plan, rec: rec, at: rec.TakenAt.UTC(), t: t}
 	a.st.JournalSeq = rec.Seq
 	a.st.LastUpdated = a.at
 	a.apply()
 	if a.adopt {
 		plan = rec.Plan
+	}
+	if verifyTally {
+		t.verify(st)
 	}
 	return plan, a.events
 }
@@ -191,8 +196,10 @@ func Continue(st workspace.State, plans func(version int) (*workspace.Plan, erro
 		plan   *workspace.Plan
 		events []workspace.Event
 	)
-	// One copy for the whole fold: the records then change it in place.
+	// One copy for the whole fold: the records then change it in place,
+	// and one tally of it.
 	st = clone(st)
+	t := &tally{}
 	for _, rec := range recs {
 		if rec.Seq <= st.JournalSeq {
 			continue
@@ -216,7 +223,7 @@ func Continue(st workspace.State, plans func(version int) (*workspace.Plan, erro
 			plan = p
 		}
 		var ev []workspace.Event
-		plan, ev = stepOwned(&st, plan, rec)
+		plan, ev = stepOwned(&st, plan, rec, t)
 		events = append(events, ev...)
 	}
 	return st, events, nil
@@ -232,6 +239,140 @@ type applier struct {
 	at     time.Time
 	events []workspace.Event
 	adopt  bool
+	t      *tally
+}
+
+// tally counts the subtasks of a state being folded, so that the checks
+// every finished subtask runs (is any subtask blocked, does its worker
+// hold another one, is every subtask completed) need not walk the whole
+// task: folding a burst then costs what the burst changes, not that times
+// the task's size. It is counted on first use within a fold and kept true
+// by setStatus, the one way the machine changes a subtask's status; a plan
+// approval, which makes the subtasks anew, has it counted again.
+type tally struct {
+	counted                        bool
+	blocked, inProgress, completed int
+	// held counts the in_progress subtasks by worker. A map over every
+	// worker costs more than one walk of the task, so it is made only
+	// when a fold asks a second time (heldAsked).
+	held      map[string]int
+	heldAsked int
+	plan      *workspace.Plan
+	planIDs   int // the distinct subtask ids of plan
+}
+
+// verifyTally makes every step check the tally against a fresh count
+// (the tests set it).
+var verifyTally = false
+
+// tally returns the tally of the state, counting it if needed.
+func (a *applier) tally() *tally {
+	t := a.t
+	if !t.counted {
+		*t = tally{counted: true, plan: t.plan, planIDs: t.planIDs}
+		for _, ss := range a.st.Subtasks {
+			if ss != nil {
+				t.add(ss, 1)
+			}
+		}
+	}
+	return t
+}
+
+// add adds n (1 or -1) subtasks like ss to the tally.
+func (t *tally) add(ss *workspace.SubtaskState, n int) {
+	switch ss.Status {
+	case SubtaskBlocked:
+		t.blocked += n
+	case SubtaskInProgress:
+		t.inProgress += n
+		if t.held != nil {
+			t.held[ss.Worker] += n
+		}
+	case SubtaskCompleted:
+		t.completed += n
+	}
+}
+
+// holds reports whether agent holds an in_progress subtask.
+func (a *applier) holds(agent string) bool {
+	t := a.tally()
+	if t.inProgress == 0 {
+		return false
+	}
+	if t.held == nil {
+		if t.heldAsked++; t.heldAsked == 1 {
+			for _, ss := range a.st.Subtasks {
+				if ss != nil && ss.Status == SubtaskInProgress && ss.Worker == agent {
+					return true
+				}
+			}
+			return false
+		}
+		t.held = make(map[string]int, t.inProgress)
+		for _, ss := range a.st.Subtasks {
+			if ss != nil && ss.Status == SubtaskInProgress {
+				t.held[ss.Worker]++
+			}
+		}
+	}
+	return t.held[agent] > 0
+}
+
+// verify panics when the tally, if counted, is not what st holds.
+func (t *tally) verify(st *workspace.State) {
+	if !t.counted {
+		return
+	}
+	fresh := tally{held: map[string]int{}}
+	for _, ss := range st.Subtasks {
+		if ss != nil {
+			fresh.add(ss, 1)
+		}
+	}
+	same := t.blocked == fresh.blocked && t.inProgress == fresh.inProgress && t.completed == fresh.completed
+	if t.held != nil {
+		maps.DeleteFunc(t.held, func(_ string, n int) bool { return n == 0 })
+		same = same && maps.Equal(t.held, fresh.held)
+	}
+	if !same {
+		panic(fmt.Sprintf("machine: tally %+v, state holds %+v", *t, fresh))
+	}
+}
+
+// setStatus changes the status of ss, keeping the tally true. The worker
+// of an in_progress subtask is set before it and cleared after it.
+func (a *applier) setStatus(ss *workspace.SubtaskState, status string) {
+	if t := a.t; t.counted {
+		t.add(ss, -1)
+		ss.Status = status
+		t.add(ss, 1)
+		return
+	}
+	ss.Status = status
+}
+
+// allCompleted reports whether every subtask of the plan is completed.
+func (a *applier) allCompleted() bool {
+	t := a.tally()
+	if t.plan != a.plan {
+		ids := make(map[string]bool, len(a.plan.Subtasks))
+		for _, s := range a.plan.Subtasks {
+			ids[s.ID] = true
+		}
+		t.plan, t.planIDs = a.plan, len(ids)
+	}
+	// Fewer completed subtasks than the plan has ids: one is not, and
+	// only the last ones to complete pay for the walk below.
+	if t.completed < t.planIDs {
+		return false
+	}
+	for _, s := range a.plan.Subtasks {
+		if ss := a.st.Subtasks[s.ID]; ss == nil || ss.Status != SubtaskCompleted {
+			return false
+		}
+	}
+	return true
 }
 
 func (a *applier) apply() {
@@ -476,6 +617,7 @@ func (a *applier) planReview(r *workspace.Review) {
 		}
 		st.Subtasks[s.ID] = ss
 	}
+	a.t.counted = false
 	st.Checkpoints = make(map[string]*workspace.CheckpointState, len(a.plan.Checkpoints))
 	for _, c := range a.plan.Checkpoints {
 		st.Checkpoints[c.ID] = &workspace.CheckpointState{Status: CheckpointPending}
@@ -526,6 +668,7 @@ func (a *applier) checkpointReview(r *workspace.Review) {
 	}
 	for id := range members {
 		if ss := st.Subtasks[id]; ss != nil {
+			a.setStatus(ss, SubtaskPending)
 			*ss = workspace.SubtaskState{Status: SubtaskPending, Attempts: ss.Attempts}
 		}
 	}
@@ -560,7 +703,7 @@ func (a *applier) reblock() {
 			continue
 		}
 		if blockers := a.blockers(s); len(blockers) > 0 {
-			ss.Status = SubtaskBlocked
+			a.setStatus(ss, SubtaskBlocked)
 			ss.BlockedBy = blockers
 		}
 	}
@@ -626,8 +769,8 @@ func (a *applier) claim() {
 func (a *applier) take(ss *workspace.SubtaskState, implicit bool) {
 	m := a.rec.Marker
 	at := a.at
-	ss.Status = SubtaskInProgress
 	ss.Worker = m.AgentID
+	a.setStatus(ss, SubtaskInProgress)
 	ss.StartedAt = &at
 	ss.CompletedAt = nil
 	ss.Attempts++
@@ -650,7 +793,7 @@ func (a *applier) release(agent, id string) {
 		return
 	}
 	w.Status, w.CurrentTask = WorkerAvailable, ""
-	if !a.anySubtask(func(ss *workspace.SubtaskState) bool { return ss.Status == SubtaskInProgress && ss.Worker == agent }) {
+	if !a.holds(agent) {
 		return
 	}
 	for _, s := range a.plan.Subtasks {
@@ -707,7 +850,7 @@ func (a *applier) subtaskDone() {
 		return
 	}
 	at := a.at
-	ss.Status = SubtaskCompleted
+	a.setStatus(ss, SubtaskCompleted)
 	ss.CompletedAt = &at
 	ss.Output = m.OutputFile
 	ss.Error = ""
@@ -726,14 +869,14 @@ func (a *applier) fail(ss *workspace.SubtaskState) {
 	ss.Error = msg
 	a.addError(fmt.Sprintf("subtask %s failed: %s", m.SubtaskID, msg))
 	if ss.Attempts <= a.maxRetries(m.SubtaskID) {
-		ss.Status = SubtaskPending
+		a.setStatus(ss, SubtaskPending)
 		ss.Worker = ""
 		ss.StartedAt = nil
 		a.release(m.AgentID, m.SubtaskID)
 		a.emit(EventWorkFailed, []string{m.SubtaskID, m.AgentID}, attrs("error", msg, "retry", "true", "attempts", strconv.Itoa(ss.Attempts)))
 		return
 	}
-	ss.Status = SubtaskFailed
+	a.setStatus(ss, SubtaskFailed)
 	a.emit(EventWorkFailed, []string{m.SubtaskID, m.AgentID}, attrs("error", msg, "retry", "false", "attempts", strconv.Itoa(ss.Attempts)))
 	a.finish(StatusFailed, PhaseFailed)
 	a.emit(EventTaskFailed, nil, attrs("reason", fmt.Sprintf("subtask %s failed after %d attempt(s): %s", m.SubtaskID, ss.Attempts, msg)))
@@ -751,7 +894,7 @@ func (a *applier) maxRetries(id string) int {
 // unblock brings blocked_by up to date and releases every blocked subtask
 // whose dependencies are all completed.
 func (a *applier) unblock() {
-	if !a.anySubtask(func(ss *workspace.SubtaskState) bool { return ss.Status == SubtaskBlocked }) {
+	if a.tally().blocked == 0 {
 		return
 	}
 	for _, s := range a.plan.Subtasks {
@@ -761,24 +904,11 @@ func (a *applier) unblock() {
 		}
 		ss.BlockedBy = a.blockers(s)
 		if len(ss.BlockedBy) == 0 {
-			ss.Status = SubtaskPending
+			a.setStatus(ss, SubtaskPending)
 			ss.BlockedBy = nil
 			a.emit(EventWorkUnblocked, []string{s.ID}, nil)
 		}
 	}
-}
-
-// anySubtask reports whether some subtask of the state, in the plan or
-// not, satisfies f. It walks the map without looking up each plan
-// subtask by id, so release and unblock, which run on every completed
-// subtask, pay the scan in plan order only when it can find something.
-func (a *applier) anySubtask(f func(*workspace.SubtaskState) bool) bool {
-	for _, ss := range a.st.Subtasks {
-		if ss != nil && f(ss) {
-			return true
-		}
-	}
-	return false
 }
 
 // advance marks the checkpoints whose subtasks are all completed as
@@ -806,11 +936,9 @@ func (a *applier) advance() {
 		cs.ReachedAt = &at
 		a.emit(EventCheckpointReached, []string{c.ID}, nil)
 	}
-	for _, s := range a.plan.Subtasks {
-		if !completed(s.ID) {
-			st.Phase = PhaseWorkInProgress
-			return
-		}
+	if !a.allCompleted() {
+		st.Phase = PhaseWorkInProgress
+		return
 	}
 	for _, c := range a.plan.Checkpoints {
 		if cs := st.Checkpoints[c.ID]; cs == nil || cs.Status != CheckpointApproved {
