@@ -152,3 +152,58 @@ func TestWriteJSONAndSyncDir(t *testing.T) {
 		t.Fatal("SyncDir of a missing directory succeeded")
 	}
 }
+
+// TestMkdirAll: an existing directory is found without asking for it to
+// be made; everything else is judged as root.MkdirAll judges it.
+func TestMkdirAll(t *testing.T) {
+	dir, r := openRoot(t)
+	outside := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "a", "b"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{"in": "a", "out": outside, "tofile": "file"} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls := 0
+	rootMkdirAll = func(r *os.Root, name string, perm os.FileMode) error { calls++; return r.MkdirAll(name, perm) }
+	t.Cleanup(func() { rootMkdirAll = (*os.Root).MkdirAll })
+	tests := []struct {
+		name    string
+		ok      bool
+		creates bool // root.MkdirAll is called
+	}{
+		{"a", true, false},
+		{"a/b", true, false},
+		{".", true, false},
+		{"a/b/c/d", true, true},
+		{"in", true, true}, // a symlink to a directory inside: as root.MkdirAll
+		{"in/new", true, true},
+		{"out", false, true},
+		{"out/new", false, true},
+		{"tofile", false, true},
+		{"file", false, true},
+		{"file/x", false, true},
+		{"../escape", false, true},
+	}
+	for _, tt := range tests {
+		calls = 0
+		err := MkdirAll(r, tt.name, 0o755)
+		if (err == nil) != tt.ok {
+			t.Errorf("MkdirAll(%q) = %v, want ok %v", tt.name, err, tt.ok)
+		}
+		if (calls > 0) != tt.creates {
+			t.Errorf("MkdirAll(%q) called root.MkdirAll %d times, want %v", tt.name, calls, tt.creates)
+		}
+		if fi, err := os.Stat(filepath.Join(dir, tt.name)); tt.ok && (err != nil || !fi.IsDir()) {
+			t.Errorf("after MkdirAll(%q): %v, want a directory", tt.name, err)
+		}
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Errorf("MkdirAll made %d entries outside the root", len(ents))
+	}
+}

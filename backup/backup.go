@@ -222,7 +222,7 @@ func (s *Set) Add(src string) (Backup, error) {
 	if dirPerm == 0 {
 		dirPerm = DefaultDirPerm
 	}
-	if err := s.Root.MkdirAll(s.Dir, dirPerm); err != nil {
+	if err := atomicfile.MkdirAll(s.Root, s.Dir, dirPerm); err != nil {
 		return Backup{}, fmt.Errorf("create backup directory %s: %w", s.Dir, err)
 	}
 

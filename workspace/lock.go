@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 
+	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/locking"
 )
 
@@ -46,7 +47,7 @@ func TaskLockPath(taskID string) string { return path.Join("tasks", taskID, ".lo
 func (w *Workspace) lockPath(ctx context.Context, rel, agent string) (*locking.Lock, error) {
 	// Create .locks through the root, so a symlinked directory cannot lead
 	// the lock file outside it.
-	if err := w.root.MkdirAll(filepath.FromSlash(path.Dir(rel)), w.DirPerm()); err != nil {
+	if err := atomicfile.MkdirAll(w.root, filepath.FromSlash(path.Dir(rel)), w.DirPerm()); err != nil {
 		return nil, fmt.Errorf("create lock directory %s: %w", path.Dir(rel), err)
 	}
 	return w.acquire(ctx, w.root, filepath.FromSlash(rel), rel, agent)

@@ -184,7 +184,7 @@ func (w *Workspace) DirPerm() os.FileMode {
 // separated), creating its directory. It is the one writer every file goes
 // through.
 func (w *Workspace) Write(name string, data []byte) error {
-	if err := w.root.MkdirAll(filepath.Dir(filepath.FromSlash(name)), w.DirPerm()); err != nil {
+	if err := atomicfile.MkdirAll(w.root, filepath.Dir(filepath.FromSlash(name)), w.DirPerm()); err != nil {
 		return fmt.Errorf("create directory for %s: %w", name, err)
 	}
 	return atomicfile.WriteFile(w.root, name, data, w.FilePerm())

@@ -610,7 +610,7 @@ func (d *Daemon) takeMarkers(ctx context.Context, id string, c *taskCache) (int,
 	if len(ls.rest) == 0 {
 		return 0, time.Time{}, nil
 	}
-	if err := td.MkdirAll(JournalDir, d.ws.DirPerm()); err != nil {
+	if err := atomicfile.MkdirAll(td, JournalDir, d.ws.DirPerm()); err != nil {
 		return 0, time.Time{}, fmt.Errorf("create journal of task %s: %w", id, err)
 	}
 	jr, err := td.OpenRoot(JournalDir)
