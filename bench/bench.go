@@ -6,7 +6,9 @@
 //
 // The daemon runs in-process; its agents are separate processes (the
 // binary re-executed in agent mode, see AgentMain) that drop done markers
-// exactly as agents in any language would. A marker's latency runs from
+// exactly as agents in any language would (on Linux through raw system
+// calls, so that Go's runtime adds no work an agent in another language
+// would not have; see quietStdin). A marker's latency runs from
 // the moment its agent's atomic write returned to the state write that
 // reflects it (a hook on the daemon).
 package bench
