@@ -25,11 +25,7 @@ func BenchmarkReplayRESTAuth(b *testing.B) {
 func BenchmarkApplyWide(b *testing.B) {
 	defer unverified()()
 	const n = 1000
-	plan := &workspace.Plan{ID: "plan_w", TaskID: "task_t1", Version: 1}
-	for i := range n {
-		plan.Subtasks = append(plan.Subtasks, workspace.Subtask{ID: fmt.Sprintf("st_%d", i)})
-	}
-	j := (&journal{}).propose("orchestrator", plan).review("reviewer", planReview("r", VerdictApproved))
+	plan, j := widePlan(n)
 	for i := range n {
 		j.claim(fmt.Sprintf("worker_%d", i), fmt.Sprintf("st_%d", i))
 	}
@@ -51,12 +47,7 @@ func BenchmarkApplyWide(b *testing.B) {
 // 1,000 independent subtasks, as the daemon does for a burst.
 func BenchmarkContinueBurst(b *testing.B) {
 	defer unverified()()
-	const n = 1000
-	plan := &workspace.Plan{ID: "plan_w", TaskID: "task_t1", Version: 1}
-	for i := range n {
-		plan.Subtasks = append(plan.Subtasks, workspace.Subtask{ID: fmt.Sprintf("st_%d", i)})
-	}
-	j := (&journal{}).propose("orchestrator", plan).review("reviewer", planReview("r", VerdictApproved))
+	plan, j := widePlan(1000)
 	st, _, err := Replay(smallTask, nil, j.recs)
 	if err != nil {
 		b.Fatal(err)
@@ -73,4 +64,14 @@ func BenchmarkContinueBurst(b *testing.B) {
 	for b.Loop() {
 		Continue(st, plans, recs)
 	}
+}
+
+// widePlan is a plan of n independent subtasks (st_0 …) and the journal
+// that proposes and approves it.
+func widePlan(n int) (*workspace.Plan, *journal) {
+	plan := &workspace.Plan{ID: "plan_w", TaskID: "task_t1", Version: 1}
+	for i := range n {
+		plan.Subtasks = append(plan.Subtasks, workspace.Subtask{ID: fmt.Sprintf("st_%d", i)})
+	}
+	return plan, (&journal{}).propose("orchestrator", plan).review("reviewer", planReview("r", VerdictApproved))
 }
