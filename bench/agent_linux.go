@@ -23,12 +23,16 @@ import (
 // make: only the bookkeeping around them is gone.
 
 // quietStdin returns in, read without entering the runtime's system call
-// path: a pipe or terminal is read raw through a non-blocking duplicate of
-// its descriptor, waiting for data in the poller. Anything else, or a
-// file that cannot be polled, is returned as it is.
+// path: a pipe (what the harness gives its agents) is read raw through a
+// non-blocking duplicate of its descriptor, waiting for data in the
+// poller. Anything else is returned as it is: a terminal, say, would be
+// left non-blocking for the shell after the agent exits.
 func quietStdin(in io.Reader) io.Reader {
 	f, ok := in.(*os.File)
 	if !ok {
+		return in
+	}
+	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
 		return in
 	}
 	rc, err := f.SyscallConn()

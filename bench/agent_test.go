@@ -49,10 +49,18 @@ func TestQuietStdin(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("read %d lines %.40q…, want %d lines %.40q…", len(got), got, len(want), want)
 	}
-	// Something that is not a file is read as it is.
+	// Something that is not a pipe is read as it is.
 	sr := strings.NewReader("a\n")
 	if quietStdin(sr) != io.Reader(sr) {
 		t.Errorf("quietStdin wrapped a strings.Reader")
+	}
+	f, err := os.Create(filepath.Join(t.TempDir(), "commands"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if quietStdin(f) != io.Reader(f) {
+		t.Errorf("quietStdin wrapped a regular file")
 	}
 }
 
