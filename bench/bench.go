@@ -407,7 +407,7 @@ func startAgent(opt Options, cm *commits, root, task, name string) (*agent, erro
 		}
 		close(a.lines)
 		if !a.closing.Load() {
-			cm.abort(fmt.Errorf("bench: agent %s exited early", name))
+			cm.abort(fmt.Errorf("bench: agent process %s exited early (what it said is above, on stderr)", name))
 		}
 	}()
 	if line, ok := <-a.lines; !ok || line != "ready" {
@@ -573,11 +573,11 @@ func measureDaemon(ctx context.Context, dir string, opt Options, fl *floorer) ([
 		if err := cm.wait([]string{"single/" + sub}, time.Now().Add(time.Minute)); err != nil {
 			return nil, err
 		}
-		_, t0, err := a.report(1)
+		_, renamed, err := a.report(1)
 		if err != nil {
 			return nil, err
 		}
-		lat = append(lat, cm.at("single/"+sub).Sub(t0[0]))
+		lat = append(lat, cm.at("single/"+sub).Sub(renamed[0]))
 		// The floor between markers, off the clock of the rate.
 		tf := time.Now()
 		fls, err := fl.sample(1)
