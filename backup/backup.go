@@ -270,7 +270,7 @@ func (s *Set) Add(src string) (Backup, error) {
 // is fsynced), finishing the Adds before it. A missing Dir has nothing to
 // settle.
 func (s *Set) Settle() error {
-	if _, err := s.Prune(nil); err != nil {
+	if err := s.Prune(); err != nil {
 		return err
 	}
 	return s.Sync()
@@ -321,25 +321,20 @@ func (s *Set) copyTo(src, dst string, perm os.FileMode) error {
 	return nil
 }
 
-// Prune removes all but the newest Keep backups, oldest first, asking
-// stop (when not nil) before each removal: once stop says true, Prune
-// leaves the rest and returns false. It does not fsync Dir (Settle does
-// both).
-func (s *Set) Prune(stop func() bool) (done bool, err error) {
+// Prune removes all but the newest Keep backups, oldest first. It does
+// not fsync Dir (Settle does both).
+func (s *Set) Prune() error {
 	list, err := s.List()
 	if err != nil {
-		return false, err
+		return err
 	}
 	old := list[min(len(list), s.keep()):]
 	for i := len(old) - 1; i >= 0; i-- {
-		if stop != nil && stop() {
-			return false, nil
-		}
 		if err := s.Root.Remove(old[i].Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return false, fmt.Errorf("prune backup %s: %w", old[i].Path, err)
+			return fmt.Errorf("prune backup %s: %w", old[i].Path, err)
 		}
 	}
-	return true, nil
+	return nil
 }
 
 // List returns the Set's backups, newest first. It ignores dot-files

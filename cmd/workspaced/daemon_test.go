@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
+	"github.com/workspaced/workspaced/internal/fixture"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/daemon"
 )
@@ -145,11 +146,11 @@ func stateWhere(t *testing.T, x *workspace.Workspace, id string, cond func(works
 // daemon take it to executing.
 func executingTask(t *testing.T, x *workspace.Workspace, id string, n int) {
 	t.Helper()
-	if err := daemon.PrepareTask(context.Background(), x, id, n); err != nil {
+	if err := fixture.PrepareTask(context.Background(), x, id, n); err != nil {
 		t.Fatal(err)
 	}
 	stateWhere(t, x, id, func(st workspace.State) bool { return st.PlanStatus == "proposed" })
-	if err := daemon.ApprovePlan(x, id); err != nil {
+	if err := fixture.ApprovePlan(x, id); err != nil {
 		t.Fatal(err)
 	}
 	stateWhere(t, x, id, func(st workspace.State) bool { return st.Status == "executing" })
@@ -350,13 +351,13 @@ func TestServeMissedEvents(t *testing.T) {
 	x := w.open()
 
 	// Markers dropped while no daemon runs are taken on start.
-	if err := daemon.PrepareTask(context.Background(), x, "down", 3); err != nil {
+	if err := fixture.PrepareTask(context.Background(), x, "down", 3); err != nil {
 		t.Fatal(err)
 	}
 	srv := w.serve()
 	stateWhere(t, x, "down", func(st workspace.State) bool { return st.PlanStatus == "proposed" })
 	srv.stop()
-	if err := daemon.ApprovePlan(x, "down"); err != nil {
+	if err := fixture.ApprovePlan(x, "down"); err != nil {
 		t.Fatal(err)
 	}
 	if out := w.ok("status"); !strings.Contains(out, "markers waiting: 1") {
@@ -384,7 +385,7 @@ func TestServeMissedEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ox.Close()
-	if err := daemon.PrepareTask(context.Background(), ox, "arrived", 2); err != nil {
+	if err := fixture.PrepareTask(context.Background(), ox, "arrived", 2); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(filepath.Join(other, "tasks", "arrived"), filepath.Join(w.root, "tasks", "arrived")); err != nil {

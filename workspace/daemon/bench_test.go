@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
+	"github.com/workspaced/workspaced/internal/fixture"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -36,7 +37,6 @@ func benchBurst(b *testing.B, n int) {
 		b.Fatal(err)
 	}
 	defer d.Close()
-	d.ctx = context.Background()
 	ctx := context.Background()
 	// Tasks of 256 subtasks, as `workspaced bench` uses: a new one, made
 	// outside the timer, when the current one has none left.
@@ -45,23 +45,17 @@ func benchBurst(b *testing.B, n int) {
 		task string
 		next int
 	)
-	process := func() outcome {
-		o := d.processTask(ctx, task, wake{all: true}, false)
-		if o.err != nil {
-			b.Fatal(o.err)
-		}
-		return o
-	}
+	take := func() outcome { return process(b, d, task) }
 	newTask := func() {
 		task, next = fmt.Sprintf("burst_%d", time.Now().UnixNano()), 1
-		if err := PrepareTask(ctx, ws, task, perTask); err != nil {
+		if err := fixture.PrepareTask(ctx, ws, task, perTask); err != nil {
 			b.Fatal(err)
 		}
-		process()
-		if err := ApprovePlan(ws, task); err != nil {
+		take()
+		if err := fixture.ApprovePlan(ws, task); err != nil {
 			b.Fatal(err)
 		}
-		process()
+		take()
 	}
 	drop := func() {
 		if task == "" || next+n-1 > perTask {
@@ -93,7 +87,7 @@ func benchBurst(b *testing.B, n int) {
 		drop()
 		b.StartTimer()
 		t := time.Now()
-		if o := process(); o.taken != n {
+		if o := take(); o.taken != n {
 			b.Fatalf("took %d markers, want %d", o.taken, n)
 		}
 		opTime += time.Since(t)
@@ -104,11 +98,7 @@ func benchBurst(b *testing.B, n int) {
 		floorTime += time.Since(t)
 	}
 	b.StopTimer()
-	for _, id := range d.pendingSettle() {
-		if err := d.settle(id, true); err != nil {
-			b.Fatal(err)
-		}
-	}
+	settleAll(b, d)
 	b.ReportMetric(float64(opTime.Nanoseconds())/float64(b.N), "burst_ns")
 	b.ReportMetric(float64(floorTime.Nanoseconds())/float64(b.N), "floor_ns")
 	if n == 1 {

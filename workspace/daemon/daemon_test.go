@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
+	"github.com/workspaced/workspaced/internal/fixture"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -106,7 +107,7 @@ func executing(st workspace.State) bool { return st.Status == "executing" }
 func prepare(t *testing.T, ws *workspace.Workspace, id string, n int) {
 	t.Helper()
 	ctx := context.Background()
-	if err := PrepareTask(ctx, ws, id, n); err != nil {
+	if err := fixture.PrepareTask(ctx, ws, id, n); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -114,7 +115,7 @@ func prepare(t *testing.T, ws *workspace.Workspace, id string, n int) {
 func approve(t *testing.T, ws *workspace.Workspace, id string) {
 	t.Helper()
 	awaitState(t, ws, id, func(st workspace.State) bool { return st.PlanStatus == "proposed" })
-	if err := ApprovePlan(ws, id); err != nil {
+	if err := fixture.ApprovePlan(ws, id); err != nil {
 		t.Fatal(err)
 	}
 	awaitState(t, ws, id, executing)

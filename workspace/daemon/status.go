@@ -52,7 +52,6 @@ func ReadStatus(ws *workspace.Workspace) (Status, error) {
 	if err != nil {
 		return s, err
 	}
-	d := &Daemon{ws: ws}
 	for _, id := range ids {
 		t := TaskStatus{ID: id}
 		st, err := ws.ReadState(id)
@@ -64,7 +63,7 @@ func ReadStatus(ws *workspace.Workspace) (Status, error) {
 		default:
 			t.Status, t.Error = "invalid", err.Error()
 		}
-		names, _ := d.markerNames(id)
+		names, _ := markerNames(ws, id)
 		t.MarkersWaiting = len(names)
 		s.MarkersWaiting += len(names)
 		s.ByStatus[t.Status]++

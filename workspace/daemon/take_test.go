@@ -12,11 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspaced/workspaced/internal/fixture"
 	"github.com/workspaced/workspaced/workspace"
 )
 
-// newDaemon is a daemon over dir that is not running: tests drive
-// processTask themselves.
+// newDaemon is a daemon over dir that is not running: tests process its
+// tasks themselves.
 func newDaemon(t *testing.T, dir string) *Daemon {
 	t.Helper()
 	d, err := New(Config{Root: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -35,20 +36,51 @@ func executingTask(t *testing.T, n int) (string, *workspace.Workspace, *Daemon) 
 	prepare(t, ws, "t1", n)
 	d := newDaemon(t, dir)
 	process(t, d, "t1")
-	if err := ApprovePlan(ws, "t1"); err != nil {
+	if err := fixture.ApprovePlan(ws, "t1"); err != nil {
 		t.Fatal(err)
 	}
 	process(t, d, "t1")
 	return dir, ws, d
 }
 
-func process(t *testing.T, d *Daemon, id string) outcome {
+// process processes task id of a daemon that is not running, as the loop
+// does when the task's directory changed.
+func process(t testing.TB, d *Daemon, id string) outcome {
 	t.Helper()
-	o := d.processTask(context.Background(), id, wake{all: true}, false)
+	o := d.taskOf(id).process(context.Background(), wake{all: true}, false)
 	if o.err != nil {
 		t.Fatal(o.err)
 	}
 	return o
+}
+
+// taskOf returns the task of id, adding it as the loop does.
+func (d *Daemon) taskOf(id string) *task {
+	tk := d.tasks[id]
+	if tk == nil {
+		tk = &task{id: id, d: d}
+		d.tasks[id] = tk
+	}
+	return tk
+}
+
+// settleAll settles every task's work, as the loop does a little after a
+// burst, and reports whether there was any.
+func settleAll(t testing.TB, d *Daemon) bool {
+	t.Helper()
+	any := false
+	for id, tk := range d.tasks {
+		if tk.unsettled.empty() {
+			continue
+		}
+		any = true
+		s := tk.unsettled
+		tk.unsettled = settlement{}
+		if err := s.settle(d.ws, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return any
 }
 
 // touch makes a marker-named file with the given mtime.
@@ -153,7 +185,7 @@ func TestTakesBurstInChunks(t *testing.T) {
 	}
 	var files []string
 	for _, e := range entries {
-		// Taken markers aside, and spares (dot-files) for the next burst.
+		// Taken markers aside.
 		if !strings.Contains(e.Name(), takenInfix) && !strings.HasPrefix(e.Name(), ".") {
 			files = append(files, e.Name())
 		}
@@ -172,11 +204,7 @@ func TestTakesBurstInChunks(t *testing.T) {
 	if got := countBackups(t, dir, "t1") - backupsBefore; got != 3 {
 		t.Errorf("%d backups added, want 3 (one per chunk)", got)
 	}
-	for _, id := range d.pendingSettle() {
-		if err := d.settle(id, true); err != nil {
-			t.Fatal(err)
-		}
-	}
+	settleAll(t, d)
 	if got, keep := countBackups(t, dir, "t1"), ws.Settings().Backups.Keep; got > keep {
 		t.Errorf("%d backups after settle, want at most %d", got, keep)
 	}
@@ -192,22 +220,12 @@ func countBackups(t *testing.T, dir, id string) int {
 	return len(entries)
 }
 
-// settle makes records and backups durable at once, but removes taken
-// markers and prunes backups/ only once no chunk has been taken for
-// settleQuiet, or when a task has a backlog of taken markers; the removal
-// stops when told to and hands back what it left.
-func TestSettleKeepsOutOfBursts(t *testing.T) {
+// Taken markers and backups beyond backups.keep stay until the burst
+// settles; settle then leaves the journal settled and backups/ pruned, and
+// nothing to do.
+func TestSettle(t *testing.T) {
 	dir, ws, d := executingTask(t, 100)
 	keep := ws.Settings().Backups.Keep
-	next := 1
-	// One marker a chunk, so that each chunk adds a backup.
-	burst := func(n int) {
-		for range n {
-			completeSubtask(t, ws, "t1", fmt.Sprintf("st_%d", next), "w1")
-			next++
-			process(t, d, "t1")
-		}
-	}
 	taken := func() []string {
 		entries, err := os.ReadDir(filepath.Join(dir, "tasks", "t1", JournalDir))
 		if err != nil {
@@ -221,62 +239,30 @@ func TestSettleKeepsOutOfBursts(t *testing.T) {
 		}
 		return out
 	}
-	quiet := func() { d.lastBusy.Store(int64(time.Since(d.started) - time.Hour)) }
-
+	// One marker a chunk, so that each chunk adds a backup.
 	n := keep + 4
-	burst(n)
-	n += 2 // the plan's proposal and its review
-	if err := d.settle("t1", false); err != nil {
-		t.Fatal(err)
+	for i := 1; i <= n; i++ {
+		completeSubtask(t, ws, "t1", fmt.Sprintf("st_%d", i), "w1")
+		process(t, d, "t1")
 	}
+	n += 2 // the plan's proposal and its review
 	if got := len(taken()); got != n {
-		t.Errorf("settle right after a chunk left %d taken markers, want all %d", got, n)
+		t.Errorf("before settle: %d taken markers, want all %d", got, n)
 	}
 	if got := countBackups(t, dir, "t1"); got <= keep {
-		t.Errorf("settle right after a chunk pruned backups/ to %d", got)
+		t.Errorf("before settle: backups/ holds %d, want more than %d", got, keep)
 	}
-	if !slices.Contains(d.pendingSettle(), "t1") {
-		t.Fatal("settle right after a chunk left nothing to do later")
-	}
-
-	names := taken()
-	calls := 0
-	left := d.removeTaken("t1", names, func() bool { calls++; return calls > 3 })
-	if !slices.Equal(left, names[3:]) {
-		t.Errorf("removeTaken stopped after 3 left %v, want %v", left, names[3:])
-	}
-	if got := taken(); !slices.Equal(got, names[3:]) {
-		t.Errorf("after removeTaken stopped: %v in the journal, want %v", got, names[3:])
-	}
-
-	quiet()
-	if err := d.settle("t1", false); err != nil {
-		t.Fatal(err)
+	if !settleAll(t, d) {
+		t.Fatal("nothing to settle after a burst")
 	}
 	if got := taken(); len(got) != 0 {
-		t.Errorf("settle when quiet left %v", got)
+		t.Errorf("settle left %v", got)
 	}
 	if got := countBackups(t, dir, "t1"); got > keep {
-		t.Errorf("settle when quiet left %d backups, want at most %d", got, keep)
+		t.Errorf("settle left %d backups, want at most %d", got, keep)
 	}
-	if p := d.pendingSettle(); len(p) != 0 {
-		t.Errorf("settle when quiet left work for %v", p)
-	}
-
-	// A backlog is cut to half, oldest first, even while chunks are
-	// being taken.
-	d.backlog = 6
-	burst(d.backlog)
-	names = taken()
-	if err := d.settle("t1", false); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := taken(), names[3:]; !slices.Equal(got, want) {
-		t.Errorf("settle of a backlog of %d left %v, want the newest %v", d.backlog, got, want)
-	}
-	quiet()
-	if err := d.settle("t1", false); err != nil {
-		t.Fatal(err)
+	if settleAll(t, d) {
+		t.Error("settle left work for later")
 	}
 	st, err := ws.ReadState("t1")
 	if err != nil {

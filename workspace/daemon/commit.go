@@ -1,0 +1,301 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/workspaced/workspaced/atomicfile"
+	"github.com/workspaced/workspaced/friction"
+	"github.com/workspaced/workspaced/schemas"
+	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/machine"
+)
+
+// Committing: the records of a chunk are written beside its taken
+// markers, folded into the state by the state machine, and the new state
+// written once (group commit), its predecessor kept as a backup; then the
+// events are appended and shown to the friction detectors.
+
+// commitChunk makes the taking of recs durable, writes their records and
+// applies them in one state write. taken names the taken markers in the
+// journal.
+func (t *task) commitChunk(ctx context.Context, jr *os.Root, recs []workspace.JournalRecord, taken []string) error {
+	// The renames are the commit point: make them durable and write the
+	// records, while the state machine folds them; the state that
+	// reflects them is written after both. The taken markers (written
+	// durably by their agents) are the journal's durable copy until
+	// settle has made the records durable too.
+	journaled := make(chan error, 1)
+	var file string
+	go func() {
+		var err error
+		if err = atomicfile.SyncDir(jr, "."); err != nil {
+			err = fmt.Errorf("sync journal of task %s: %w", t.id, err)
+		} else {
+			file, err = writeRecords(t.d.ws, jr, t.id, recs, false)
+		}
+		journaled <- err
+	}()
+	next, err := t.fold(recs)
+	if jerr := <-journaled; jerr != nil {
+		// The markers are taken but their records not written: reload
+		// the task from disk next time, which writes them from the taken
+		// markers.
+		t.forget()
+		return jerr
+	}
+	t.unsettled.files = append(t.unsettled.files, file)
+	t.unsettled.taken = append(t.unsettled.taken, taken...)
+	if err == nil {
+		err = t.write(ctx, next, t.fi != nil, "")
+	}
+	if err != nil {
+		// The records are journaled but not all applied: reload the task
+		// from disk next time, which replays them past state.json's
+		// journal_seq.
+		t.forget()
+	}
+	return err
+}
+
+// nextState is a task's state with records folded in, encoded and
+// checked, ready to be written.
+type nextState struct {
+	st      workspace.State
+	evs     []workspace.Event
+	data    []byte
+	frags   fragments
+	plan    *workspace.Plan // the plan st tracks, when a record carried it
+	applied int             // how many of the records it reflects
+	stopped error           // why the state machine stopped before the rest
+}
+
+// fold folds recs into the task's state through the state machine, and
+// encodes and checks the result. It changes nothing.
+func (t *task) fold(recs []workspace.JournalRecord) (nextState, error) {
+	st, evs, stopped := machine.Continue(t.st, t.planLoader(), recs)
+	n := nextState{st: st, evs: evs, plan: t.plan, stopped: stopped}
+	for n.applied < len(recs) && recs[n.applied].Seq <= st.JournalSeq {
+		if p := recs[n.applied].Plan; p != nil && p.ID == st.PlanID && p.Version == st.PlanVersion {
+			n.plan = p
+		}
+		n.applied++
+	}
+	delta := diffState(t.st, st)
+	check := checkNext(t.valid, st, delta)
+	var err error
+	if n.data, n.frags, err = encodeState(st, t.frags, delta); err != nil {
+		return n, fmt.Errorf("encode state of task %s: %w", t.id, err)
+	}
+	if err := check(n.data); err != nil {
+		return n, fmt.Errorf("state of task %s would not validate, not written: %w", t.id, err)
+	}
+	return n, nil
+}
+
+// write writes a folded state as state.json, backing up the previous one
+// first when backupOld is set, and appends its events. restoredFrom,
+// when set, says state.json was corrupt and where the state came from:
+// one state_restored event stands for the replay.
+//
+// When the state machine stopped at a record (its plan cannot be loaded),
+// the state of the records before it is written and write returns why it
+// stopped; the records from that one on stay in the journal, past
+// journal_seq, for the next load.
+func (t *task) write(ctx context.Context, n nextState, backupOld bool, restoredFrom string) error {
+	d := t.d
+	if backupOld {
+		// Linked only: settle prunes backups/ and makes it durable.
+		bs := t.backups()
+		if _, err := bs.Add(statePath(t.id)); err != nil {
+			return err
+		}
+		t.unsettled.backups, t.unsettled.set = true, bs
+	}
+	if err := d.ws.Write(statePath(t.id), n.data); err != nil {
+		return fmt.Errorf("write state of task %s: %w", t.id, err)
+	}
+	t.fi, _ = d.ws.Root().Lstat(statePath(t.id))
+	t.st, t.plan, t.valid, t.frags = n.st, n.plan, true, n.frags
+	t.noteProgress()
+	evs := n.evs
+	if restoredFrom != "" {
+		evs = []workspace.Event{{Time: d.now().UTC(), Name: EventStateRestored, TaskID: t.id,
+			Attrs: map[string]string{"from": restoredFrom, "journal_seq": fmt.Sprint(n.st.JournalSeq)}}}
+	}
+	if len(evs) > 0 {
+		if err := d.ws.AppendEvents(t.id, evs); err != nil {
+			d.log.Warn("append events", "task", t.id, "err", err)
+		}
+		d.observe(ctx, evs)
+	}
+	d.log.Debug("state written", "task", t.id, "journal_seq", n.st.JournalSeq, "records", n.applied)
+	if n.stopped != nil {
+		return fmt.Errorf("apply journal of task %s: state written through seq %d: %w", t.id, n.st.JournalSeq, n.stopped)
+	}
+	return nil
+}
+
+// checkNext checks next against the state schema before it is written:
+// it starts the check and returns the function that finishes it, given
+// next encoded. When the state next was derived from is known valid
+// (prevValid) only what changed (delta) is validated, beside the encoding:
+// the schema puts no constraint across the entries of subtasks,
+// checkpoints and workers, so the entries equal to the previous state's
+// are valid already, and the document is checked with the others left
+// out. The size limit still applies to it whole; the depth limit need
+// not be checked again, as every entry sits at the same depth in the
+// part as in the whole and was checked there once. A burst on a task
+// with hundreds of subtasks so costs what it changes, not the size of
+// the state.
+func checkNext(prevValid bool, next workspace.State, delta stateDelta) func(data []byte) error {
+	if !prevValid {
+		return func(data []byte) error { return schemas.Validate(schemas.KindState, data) }
+	}
+	part := next
+	part.Subtasks, part.Checkpoints, part.Workers = delta.subtasks, delta.checkpoints, delta.workers
+	checked := make(chan error, 1) // never blocks: the result may go unread
+	go func() {
+		pdata, err := atomicfile.Marshal(part)
+		if err == nil {
+			err = schemas.Validate(schemas.KindState, pdata)
+		}
+		checked <- err
+	}()
+	return func(data []byte) error {
+		if err := <-checked; err != nil {
+			return err
+		}
+		if len(data) > schemas.MaxBytes {
+			return fmt.Errorf("%s: %w: %d bytes, limit %d", schemas.KindState, schemas.ErrTooLarge, len(data), schemas.MaxBytes)
+		}
+		return nil
+	}
+}
+
+// writeRecords writes the records of one chunk (consecutive seqs, in
+// order) atomically in one file: RecordName for one record, BatchName for
+// more (a temporary dot-file renamed into place, so a reader never sees a
+// torn file). durable writes it with atomicfile (fsync of the file and of
+// the directory); otherwise it is only renamed into place and settle makes
+// it durable later, the taken markers beside it being the durable copy
+// meanwhile. A record that does not match the journal schema (it cannot
+// happen for a marker that passed its own schema) is written as a
+// rejection. It returns the file's name.
+func writeRecords(ws *workspace.Workspace, jr *os.Root, id string, recs []workspace.JournalRecord, durable bool) (string, error) {
+	for i := range recs {
+		if err := checkRecord(&recs[i]); err != nil {
+			return "", fmt.Errorf("encode journal record %d of task %s: %w", recs[i].Seq, id, err)
+		}
+	}
+	var (
+		name string
+		data []byte
+		err  error
+	)
+	if len(recs) == 1 {
+		name = RecordName(recs[0].Seq)
+		data, err = atomicfile.Marshal(recs[0])
+	} else {
+		name = BatchName(recs[0].Seq, recs[len(recs)-1].Seq)
+		data, err = atomicfile.Marshal(JournalBatch{Records: recs})
+	}
+	if err != nil {
+		return "", fmt.Errorf("encode journal %s of task %s: %w", name, id, err)
+	}
+	if durable {
+		err = atomicfile.WriteFile(jr, name, data, ws.FilePerm())
+	} else {
+		// Deliberately not fsynced here: see settle.
+		tmp := ".tmp-" + name
+		if err = jr.WriteFile(tmp, data, ws.FilePerm()); err == nil {
+			err = jr.Rename(tmp, name)
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("write journal %s of task %s: %w", name, id, err)
+	}
+	return name, nil
+}
+
+// checkRecord makes sure rec matches the journal schema. A taken marker
+// passed its own schema, which the journal's repeats: only a record
+// carrying more (a plan, a review) or a rejected marker is checked again,
+// and one that fails is turned into a rejection saying why.
+func checkRecord(rec *workspace.JournalRecord) error {
+	if rec.Plan == nil && rec.Review == nil && rec.Rejected == "" {
+		return nil
+	}
+	data, err := atomicfile.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	if verr := schemas.Validate(schemas.KindJournal, data); verr != nil {
+		rec.Plan, rec.Review = nil, nil
+		rec.Rejected = "record does not match the journal schema: " + verr.Error()
+	}
+	return nil
+}
+
+// planLoader gives machine.Continue the plan the state tracks when no
+// record in the batch carries it: the cached one, else plan.json or
+// plans/plan_v<N>.json, else the journal record that proposed it.
+func (t *task) planLoader() func(int) (*workspace.Plan, error) {
+	return func(version int) (*workspace.Plan, error) {
+		if t.plan != nil && t.plan.Version == version && t.plan.ID == t.st.PlanID {
+			return t.plan, nil
+		}
+		return loadPlan(t.d.ws, t.id, t.st.PlanID, version)
+	}
+}
+
+// loadPlan finds plan planID version of a task: plan.json or
+// plans/plan_v<N>.json when it is that plan, else the newest journal
+// record that carries it.
+func loadPlan(ws *workspace.Workspace, id, planID string, version int) (*workspace.Plan, error) {
+	if p, err := ws.ReadPlan(id, version); err == nil && p.ID == planID && p.Version == version {
+		return p, nil
+	}
+	recs, err := ReadJournal(ws, id)
+	if err != nil {
+		return nil, err
+	}
+	for i := len(recs) - 1; i >= 0; i-- {
+		if p := recs[i].Plan; p != nil && p.ID == planID && p.Version == version {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("plan %s v%d of task %s: not in plans/ nor in the journal", planID, version, id)
+}
+
+// frictionEvents are the events the friction detectors read.
+var frictionEvents = map[string]bool{
+	friction.EventPlanRevisionNeeded: true, friction.EventCheckpointRevisionNeeded: true,
+	friction.EventReviewIssues: true, friction.EventWorkFailed: true,
+	friction.EventOutputRejected: true, friction.EventEscalated: true,
+}
+
+// observe shows the events that matter to the friction log.
+func (d *Daemon) observe(ctx context.Context, evs []workspace.Event) {
+	var obs []friction.Observation
+	for _, e := range evs {
+		if frictionEvents[e.Name] {
+			obs = append(obs, friction.Observation{At: e.Time, TaskID: e.TaskID, Event: e.Name, Args: e.Args, Attrs: e.Attrs})
+		}
+	}
+	if len(obs) == 0 {
+		return
+	}
+	since := d.now().UTC().Truncate(time.Millisecond)
+	entries, err := d.friction.Observe(ctx, obs, d.frictionCfg)
+	if err != nil {
+		d.log.Warn("record friction", "err", err)
+	}
+	tasks := map[string]bool{}
+	for _, o := range obs {
+		tasks[o.TaskID] = true
+	}
+	d.noteFriction(entries, since, tasks)
+}

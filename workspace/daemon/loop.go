@@ -1,0 +1,418 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// The watch loop: one goroutine owns it, and with it the daemon's map of
+// tasks. It selects over the context, the watcher's events and errors, the
+// rescan and cleanup tickers, and one timer for the next deadline (a
+// marker's grace period, or settling). Events are coalesced into the tasks
+// they wake; the woken tasks are processed, up to Parallel at once, and
+// the loop waits for them before it looks at anything else.
+
+// wake is why a task is to be looked at: the names of the markers its
+// events named, or all (anything may have changed: look at the whole
+// directory).
+type wake struct {
+	names []string
+	all   bool
+}
+
+// maxHints bounds the marker names a wake remembers; past it the task is
+// looked at whole.
+const maxHints = 64
+
+// unsettled is one task's settle work, handed out of the task.
+type unsettled struct {
+	id string
+	s  settlement
+}
+
+// loop is the state of the watch loop, touched only by the goroutine
+// running it.
+type loop struct {
+	d *Daemon
+	w *fsnotify.Watcher
+
+	settleAt time.Time // when to settle next; zero when nothing waits
+	settling bool      // a settle runs beside the loop
+	settled  chan []unsettled
+	settleWG sync.WaitGroup
+
+	cleaning bool
+	cleanWG  sync.WaitGroup
+}
+
+func (l *loop) run(ctx context.Context) error {
+	d := l.d
+	tasksDir := filepath.Join(d.ws.Dir(), "tasks")
+	if err := l.w.Add(tasksDir); err != nil {
+		return err
+	}
+	d.log.Info("serving", "root", d.ws.Dir(), "rescan", d.cfg.Rescan, "grace", d.cfg.Grace, "cleanup_interval", d.cfg.CleanupInterval)
+	l.fullScan(ctx, true)
+	d.log.Info("ready", "tasks", len(d.tasks))
+	if d.cfg.Ready != nil {
+		d.cfg.Ready()
+	}
+	rescan := time.NewTicker(d.cfg.Rescan)
+	defer rescan.Stop()
+	var cleanupC <-chan time.Time
+	if d.cfg.CleanupInterval > 0 {
+		t := time.NewTicker(d.cfg.CleanupInterval)
+		defer t.Stop()
+		cleanupC = t.C
+	}
+	cleanDone := make(chan struct{}, 1)
+	defer l.cleanWG.Wait()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	// A clean stop waits for a settle under way and settles what is left.
+	defer func() {
+		l.settleWG.Wait()
+		if l.settling {
+			l.requeue(<-l.settled)
+		}
+		l.settleNow()
+	}()
+	dirty := map[string]wake{}
+	for {
+		l.arm(timer)
+		select {
+		case <-ctx.Done():
+			d.log.Info("stopping", "reason", context.Cause(ctx))
+			return nil
+		case ev, ok := <-l.w.Events:
+			if !ok {
+				return errors.New("watcher closed")
+			}
+			rescanAll := l.note(ev, dirty)
+			// Coalesce: take whatever else is already queued.
+		drain:
+			for {
+				select {
+				case ev, ok := <-l.w.Events:
+					if !ok {
+						break drain
+					}
+					rescanAll = l.note(ev, dirty) || rescanAll
+				default:
+					break drain
+				}
+			}
+			if rescanAll {
+				clear(dirty)
+				l.fullScan(ctx, false)
+				continue
+			}
+			l.processAll(ctx, dirty, false)
+			clear(dirty)
+		case err, ok := <-l.w.Errors:
+			if !ok {
+				return errors.New("watcher closed")
+			}
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				d.log.Warn("watch queue overflowed, rescanning")
+			} else {
+				d.log.Warn("watcher error, rescanning", "err", err)
+			}
+			l.fullScan(ctx, false)
+		case <-rescan.C:
+			l.fullScan(ctx, false)
+			d.checkTimeouts(ctx)
+		case <-timer.C:
+			now := d.now()
+			due := map[string]wake{}
+			for id, t := range d.tasks {
+				if !t.waitTill.IsZero() && !t.waitTill.After(now) {
+					due[id] = wake{all: true}
+					t.waitTill = time.Time{}
+				}
+			}
+			l.processAll(ctx, due, false)
+			if !l.settleAt.IsZero() && !l.settleAt.After(now) {
+				l.settle(ctx)
+			}
+		case done := <-l.settled:
+			l.settling = false
+			l.requeue(done)
+		case <-cleanupC:
+			if !l.cleaning {
+				l.cleaning = true
+				l.cleanWG.Go(func() {
+					d.cleanup(ctx)
+					cleanDone <- struct{}{}
+				})
+			}
+		case <-cleanDone:
+			l.cleaning = false
+		}
+	}
+}
+
+// arm sets the timer to the next deadline: the earliest grace period of
+// a waiting marker, or settling.
+func (l *loop) arm(timer *time.Timer) {
+	next := l.settleAt
+	if l.settling {
+		next = time.Time{} // settled answers first
+	}
+	for _, t := range l.d.tasks {
+		if !t.waitTill.IsZero() && (next.IsZero() || t.waitTill.Before(next)) {
+			// A little past the deadline, so the marker is old enough by then.
+			next = t.waitTill.Add(10 * time.Millisecond)
+		}
+	}
+	timer.Stop()
+	if !next.IsZero() {
+		timer.Reset(max(next.Sub(l.d.now()), 0))
+	}
+}
+
+// settle hands every task's settle work to a goroutine beside the loop
+// (never two at once), which sends back what it could not do.
+func (l *loop) settle(ctx context.Context) {
+	if l.settling {
+		return
+	}
+	work := l.takeSettlements()
+	if len(work) == 0 {
+		return
+	}
+	l.settling = true
+	ws, log := l.d.ws, l.d.log
+	l.settleWG.Go(func() {
+		var failed []unsettled
+		for _, u := range work {
+			if err := u.s.settle(ws, u.id); err != nil {
+				if ctx.Err() == nil {
+					log.Warn("make journal durable", "task", u.id, "err", err)
+				}
+				failed = append(failed, u)
+			}
+		}
+		l.settled <- failed
+	})
+}
+
+// settleNow settles every task's work in the loop's goroutine (the daemon
+// is stopping).
+func (l *loop) settleNow() {
+	for _, u := range l.takeSettlements() {
+		if err := u.s.settle(l.d.ws, u.id); err != nil {
+			l.d.log.Warn("make journal durable", "task", u.id, "err", err)
+		}
+	}
+}
+
+// takeSettlements hands every task's settle work out of it.
+func (l *loop) takeSettlements() []unsettled {
+	var work []unsettled
+	for id, t := range l.d.tasks {
+		if !t.unsettled.empty() {
+			work = append(work, unsettled{id: id, s: t.unsettled})
+			t.unsettled = settlement{}
+		}
+	}
+	l.settleAt = time.Time{}
+	return work
+}
+
+// requeue hands settle work that failed back to its tasks (unless they
+// are gone), for the next settle.
+func (l *loop) requeue(failed []unsettled) {
+	for _, u := range failed {
+		if t := l.d.tasks[u.id]; t != nil {
+			u.s.merge(t.unsettled)
+			t.unsettled = u.s
+			l.settleSoon()
+		}
+	}
+}
+
+// settleSoon makes sure a settle is due.
+func (l *loop) settleSoon() {
+	if l.settleAt.IsZero() {
+		l.settleAt = l.d.now().Add(DefaultSettle)
+	}
+}
+
+// note records what an event means: a task to look at, or (for a new
+// task directory) a watch to add and a scan. It reports whether a full
+// rescan is needed.
+func (l *loop) note(ev fsnotify.Event, dirty map[string]wake) bool {
+	d := l.d
+	rel, err := filepath.Rel(filepath.Join(d.ws.Dir(), "tasks"), ev.Name)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return false
+	}
+	parts := strings.Split(filepath.ToSlash(rel), "/")
+	id := parts[0]
+	if workspace.ValidateID("task id", id) != nil {
+		return false
+	}
+	if len(parts) == 1 {
+		// tasks/<id> itself: a new task directory (watch, then scan), or
+		// one removed.
+		if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+			l.drop(id)
+			return false
+		}
+		if ev.Has(fsnotify.Create) {
+			t := l.task(id)
+			t.finished = false
+			l.watch(t)
+			dirty[id] = wake{all: true}
+		}
+		return false
+	}
+	if len(parts) != 2 {
+		return false
+	}
+	name := parts[1]
+	if _, ok := workspace.IsMarkerName(name); ok && (ev.Has(fsnotify.Create) || ev.Has(fsnotify.Write)) {
+		w := dirty[id]
+		if !w.all && len(w.names) < maxHints {
+			w.names = append(w.names, name)
+		} else {
+			w = wake{all: true}
+		}
+		dirty[id] = w
+	} else if name == "task.json" && ev.Has(fsnotify.Create) {
+		dirty[id] = wake{all: true}
+	}
+	return false
+}
+
+// task returns the task of id, adding it if the daemon does not know it.
+func (l *loop) task(id string) *task {
+	t := l.d.tasks[id]
+	if t == nil {
+		t = &task{id: id, d: l.d}
+		l.d.tasks[id] = t
+	}
+	return t
+}
+
+func (l *loop) watch(t *task) {
+	if t.watched {
+		return
+	}
+	if err := l.w.Add(filepath.Join(l.d.ws.Dir(), "tasks", t.id)); err != nil {
+		// Without a watch the task is still served by the rescans.
+		l.d.log.Warn("cannot watch task directory; relying on rescans", "task", t.id, "err", err)
+		return
+	}
+	t.watched = true
+}
+
+func (l *loop) unwatch(t *task) {
+	if !t.watched {
+		return
+	}
+	_ = l.w.Remove(filepath.Join(l.d.ws.Dir(), "tasks", t.id))
+	t.watched = false
+}
+
+// drop forgets a task whose directory is gone.
+func (l *loop) drop(id string) {
+	if t := l.d.tasks[id]; t != nil {
+		l.unwatch(t)
+		delete(l.d.tasks, id)
+	}
+}
+
+// fullScan looks at every task: it adds the watches missing, then
+// processes each task (recover: a full load of state and journal, as on
+// start). Tasks known to be finished are only checked for markers.
+func (l *loop) fullScan(ctx context.Context, recover bool) {
+	d := l.d
+	ids, err := d.ws.TaskIDs()
+	if err != nil {
+		d.log.Error("list tasks", "err", err)
+		return
+	}
+	present := make(map[string]bool, len(ids))
+	todo := make(map[string]wake, len(ids))
+	for _, id := range ids {
+		present[id] = true
+		if t := l.task(id); !t.finished {
+			l.watch(t) // the watch first, then the scan
+		}
+		todo[id] = wake{all: true}
+	}
+	for id := range d.tasks {
+		if !present[id] {
+			l.drop(id)
+		}
+	}
+	l.processAll(ctx, todo, recover)
+	d.log.Debug("scanned", "tasks", len(ids))
+}
+
+// processAll processes the tasks woken, up to Parallel at once, waits for
+// them, and applies the outcomes to their watch state.
+func (l *loop) processAll(ctx context.Context, woken map[string]wake, recover bool) {
+	if len(woken) == 0 {
+		return
+	}
+	d := l.d
+	type result struct {
+		t   *task
+		out outcome
+	}
+	results := make([]result, 0, len(woken))
+	var (
+		mu  sync.Mutex
+		wg  sync.WaitGroup
+		sem = make(chan struct{}, d.cfg.Parallel)
+	)
+	for id, w := range woken {
+		if ctx.Err() != nil {
+			break
+		}
+		t := l.task(id)
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			out := t.process(ctx, w, recover)
+			mu.Lock()
+			results = append(results, result{t, out})
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	for _, r := range results {
+		t, o := r.t, r.out
+		switch {
+		case o.gone:
+			l.drop(t.id)
+			continue
+		case o.err != nil && ctx.Err() == nil:
+			d.log.Error("process task", "task", t.id, "err", o.err)
+		}
+		if o.taken > 0 {
+			d.log.Info("markers taken", "task", t.id, "count", o.taken)
+		}
+		t.waitTill = o.waitTill
+		t.finished = o.finished && o.waitTill.IsZero()
+		if t.finished {
+			l.unwatch(t)
+		} else {
+			l.watch(t)
+		}
+		if !t.unsettled.empty() {
+			l.settleSoon()
+		}
+	}
+}

@@ -1,0 +1,345 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"runtime"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/workspaced/workspaced/atomicfile"
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// Taking: the markers of a task directory are listed in the order they
+// were dropped, read and judged (marker.go), and the ready ones renamed
+// into the journal, each under its sequence number. The rename is the
+// commit point of a marker: from then on it is applied exactly once.
+
+// chunk is the most markers of one burst applied in one state write. A
+// larger burst is committed chunk by chunk, in order, so the first markers
+// of a burst are not kept waiting for the last ones to be examined and
+// journaled; each chunk still costs a fixed number of fsyncs.
+const chunk = 32
+
+// maxLists bounds how many times one take lists the task directory again
+// for markers dropped while it worked, so that a task receiving a steady
+// stream of markers does not keep the loop from the other tasks.
+const maxLists = 16
+
+// take journals every marker of the task directory that is ready (valid,
+// or rejected) and commits them, up to chunk markers per state write.
+// Markers are taken in the order they were dropped (mtime, then name), so
+// of two claims the earlier one wins. While one chunk is being committed,
+// the next is read and examined beside it. It returns how many were taken
+// and, when some wait for their grace period, until when.
+func (t *task) take(ctx context.Context) (int, time.Time, error) {
+	d := t.d
+	dirs, err := openTaskDirs(d.ws, t.id)
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	defer dirs.close()
+	ls := &lister{td: dirs.td}
+	ls.list()
+	if ls.err != nil {
+		return 0, time.Time{}, fmt.Errorf("list markers of task %s: %w", t.id, ls.err)
+	}
+	var (
+		total    int
+		waitTill time.Time
+	)
+	b := t.examine(dirs, ls.next())
+	for len(b.pending) > 0 && ctx.Err() == nil {
+		recs, taken, wt, err := t.takeChunk(dirs, b)
+		if !wt.IsZero() && (waitTill.IsZero() || wt.Before(waitTill)) {
+			waitTill = wt
+		}
+		if err != nil {
+			return total, waitTill, err
+		}
+		// Read and examine the next chunk while this one is committed.
+		ahead := make(chan batch, 1)
+		go func() { ahead <- t.examine(dirs, ls.next()) }()
+		if len(recs) > 0 {
+			err = t.commitChunk(ctx, dirs.jr, recs, taken)
+		}
+		b = <-ahead
+		if err != nil {
+			return total, waitTill, err
+		}
+		total += len(recs)
+		if len(recs) == 0 && len(ls.rest) == 0 {
+			// Only markers waiting for their grace period: listing
+			// again would find the same ones.
+			break
+		}
+		b = t.examineMore(dirs, b, ls.stragglers(b))
+	}
+	return total, waitTill, ctx.Err()
+}
+
+// taskDirs are a task directory and its journal, open as roots (for
+// look-ups) and as directories (for reads and renames of single names):
+// every operation then resolves one name, not the whole path.
+type taskDirs struct {
+	td, jr   *os.Root
+	tdf, jrf *os.File
+}
+
+// openTaskDirs opens a task directory and its journal, making the journal
+// when it is missing.
+func openTaskDirs(ws *workspace.Workspace, id string) (dirs taskDirs, err error) {
+	defer func() {
+		if err != nil {
+			dirs.close()
+			err = fmt.Errorf("open task %s: %w", id, err)
+		}
+	}()
+	if dirs.td, err = ws.Root().OpenRoot(workspace.TaskDir(id)); err != nil {
+		return dirs, err
+	}
+	if dirs.tdf, err = dirs.td.Open("."); err != nil {
+		return dirs, err
+	}
+	if err = atomicfile.MkdirAll(dirs.td, JournalDir, ws.DirPerm()); err != nil {
+		return dirs, err
+	}
+	if dirs.jr, err = dirs.td.OpenRoot(JournalDir); err != nil {
+		return dirs, err
+	}
+	dirs.jrf, err = dirs.jr.Open(".")
+	return dirs, err
+}
+
+func (dirs taskDirs) close() {
+	for _, f := range []*os.File{dirs.tdf, dirs.jrf} {
+		if f != nil {
+			f.Close()
+		}
+	}
+	for _, r := range []*os.Root{dirs.td, dirs.jr} {
+		if r != nil {
+			r.Close()
+		}
+	}
+}
+
+// pendingMarker is one marker of the task directory, with its Lstat.
+type pendingMarker struct {
+	name string
+	kind string
+	fi   fs.FileInfo
+}
+
+// batch is the markers of one chunk, read and judged, in the order they
+// will be taken.
+type batch struct {
+	pending []pendingMarker
+	exs     []examined
+}
+
+// lister lists the markers of a task directory in the order they were
+// dropped, and remembers the ones listed but not yet in a chunk.
+type lister struct {
+	td    *os.Root
+	rest  []pendingMarker // listed, not yet in a chunk
+	lists int
+	err   error
+}
+
+// list reads the task directory again (when the markers listed before are
+// running out), keeping the markers in drop order: mtime, then name.
+func (l *lister) list() {
+	if len(l.rest) >= chunk || l.lists >= maxLists || l.err != nil {
+		return
+	}
+	l.lists++
+	f, err := l.td.Open(".")
+	if err != nil {
+		l.err = err
+		return
+	}
+	names, err := readMarkerNames(f)
+	f.Close()
+	if err != nil {
+		l.err = err
+		return
+	}
+	l.rest = l.rest[:0]
+	for _, n := range names {
+		fi, err := l.td.Lstat(n)
+		if err != nil {
+			continue
+		}
+		kind, _ := workspace.IsMarkerName(n)
+		l.rest = append(l.rest, pendingMarker{name: n, kind: kind, fi: fi})
+	}
+	sort.Slice(l.rest, func(i, j int) bool {
+		a, b := l.rest[i].fi.ModTime(), l.rest[j].fi.ModTime()
+		if !a.Equal(b) {
+			return a.Before(b)
+		}
+		return l.rest[i].name < l.rest[j].name
+	})
+}
+
+// next lists if needed and returns the next chunk of markers.
+func (l *lister) next() []pendingMarker {
+	l.list()
+	n := min(len(l.rest), chunk)
+	out := slices.Clone(l.rest[:n])
+	l.rest = slices.Delete(l.rest, 0, n)
+	return out
+}
+
+// stragglers returns the markers dropped since b was listed, when b has
+// room and nothing listed before them is waiting, up to b's room: they
+// are taken with it rather than costing a chunk of their own.
+func (l *lister) stragglers(b batch) []pendingMarker {
+	if len(b.pending) >= chunk || len(l.rest) > 0 || l.lists >= maxLists || l.err != nil {
+		return nil
+	}
+	seen := make(map[string]bool, len(b.pending))
+	for _, p := range b.pending {
+		seen[p.name] = true
+	}
+	l.list()
+	var add []pendingMarker
+	keep := l.rest[:0]
+	for _, p := range l.rest {
+		switch {
+		case seen[p.name]:
+		case len(b.pending)+len(add) < chunk:
+			add = append(add, p)
+		default:
+			keep = append(keep, p)
+		}
+	}
+	l.rest = keep
+	return add
+}
+
+// examine reads and judges the markers of a chunk.
+func (t *task) examine(dirs taskDirs, pending []pendingMarker) batch {
+	return batch{pending: pending, exs: t.examineAll(dirs.tdf, pending)}
+}
+
+// examineMore adds markers to b, read and judged.
+func (t *task) examineMore(dirs taskDirs, b batch, more []pendingMarker) batch {
+	if len(more) == 0 {
+		return b
+	}
+	b.pending = append(b.pending, more...)
+	b.exs = append(b.exs, t.examineAll(dirs.tdf, more)...)
+	return b
+}
+
+// examineAll reads and judges markers of the task directory td, several
+// at once (the work is independent; the renames that take them stay in
+// order). One worker a processor shares the markers, rather than a
+// goroutine each, so that the deep stack of a schema check is grown once
+// per worker; markers and products are read from the page cache, just
+// written, so more workers would only add switching.
+func (t *task) examineAll(td *os.File, pending []pendingMarker) []examined {
+	d := t.d
+	now := d.now()
+	exs := make([]examined, len(pending))
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+	)
+	for range min(runtime.GOMAXPROCS(0), len(pending)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(pending) {
+					return
+				}
+				p := pending[i]
+				exs[i] = examine(d.ws, td, td, p.name, p.kind, p.fi, now, d.cfg.Grace)
+			}
+		})
+	}
+	wg.Wait()
+	return exs
+}
+
+// takeChunk renames the ready markers of b into the journal, in order,
+// each with the next sequence number. It returns their records, the names
+// they were taken as, and when the earliest marker left waiting passes its
+// grace period.
+func (t *task) takeChunk(dirs taskDirs, b batch) ([]workspace.JournalRecord, []string, time.Time, error) {
+	d := t.d
+	now := d.now()
+	var waitTill time.Time
+	// Sequence numbers go to the ready markers in order, and the renames
+	// happen in that order too, one after another: a crash between two
+	// renames then leaves a prefix of the chunk taken and the rest still in
+	// the task directory, so sequence numbers stay contiguous and follow
+	// the order the markers were dropped in.
+	var (
+		recs  []workspace.JournalRecord
+		taken []string
+	)
+	for i, p := range b.pending {
+		ex := b.exs[i]
+		switch ex.verdict {
+		case vanished:
+			continue
+		case wait:
+			until := p.fi.ModTime().Add(d.cfg.Grace)
+			if waitTill.IsZero() || until.Before(waitTill) {
+				waitTill = until
+			}
+			continue
+		}
+		seq := t.next
+		tn := takenName(seq, p.name)
+		// The commit point: the marker leaves the task directory and
+		// enters the journal in one rename.
+		if err := renameAt(dirs.tdf, p.name, dirs.jrf, tn); err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				// Some markers may be taken: reload the task from disk
+				// next time, which finishes their records.
+				t.forget()
+				return nil, nil, waitTill, fmt.Errorf("take marker %s: %w", markerPath(t.id, p.name), err)
+			}
+			// Removed by someone else since it was read: its number is
+			// used up, so say why in the record.
+			ex.verdict, ex.reason = reject, "marker vanished before it was taken"
+			tn = ""
+		} else if fi, err := dirs.jr.Lstat(tn); err == nil && !sameFile(p.fi, fi) {
+			// The file was swapped between reading and renaming: judge
+			// what was actually taken.
+			ex = examine(d.ws, dirs.tdf, dirs.jrf, tn, p.kind, fi, now, -1)
+		}
+		t.next++
+		recs = append(recs, ex.record(seq, now, p.name))
+		if tn != "" {
+			taken = append(taken, tn)
+		}
+	}
+	return recs, taken, waitTill, nil
+}
+
+// renameAt renames oldName in the open directory from to newName in the
+// open directory to: one renameat(2), both names single components, so
+// nothing outside the two directories can be reached.
+func renameAt(from *os.File, oldName string, to *os.File, newName string) error {
+	err := unix.Renameat(int(from.Fd()), oldName, int(to.Fd()), newName)
+	runtime.KeepAlive(from)
+	runtime.KeepAlive(to)
+	if err != nil {
+		return &os.LinkError{Op: "rename", Old: oldName, New: newName, Err: err}
+	}
+	return nil
+}
