@@ -11,8 +11,10 @@
 //     marker is one rename into journal/ under a name that carries its
 //     sequence number (see journal.go); the records of the markers taken
 //     together are then written atomically in one file and made durable,
-//     and state.json records the last sequence it reflects. On start every task is brought up to date from its journal.
-//     (Durability across power loss assumes a local filesystem that honours
+//     and state.json records the last sequence it reflects. On start every
+//     task is brought up to date from its journal; a record that cannot be
+//     read or written holds its task back until it can, so no marker is
+//     skipped. (Durability across power loss assumes a local filesystem that honours
 //     fsync and journals a rename atomically: ext4, xfs, btrfs.)
 //   - state.json is only ever replaced atomically (temporary file, fsync,
 //     rename, directory fsync), validated against its schema first, and the
@@ -25,7 +27,7 @@
 //     commit) per chunk of up to 32 markers, in the order they were
 //     dropped, so a large burst costs a fixed number of fsyncs per chunk
 //     and its first markers do not wait for its last ones. While one chunk
-//     is made durable the next is read and examined (see takeMarkers).
+//     is made durable the next is read and examined (see take.go).
 //   - No marker is left behind by a missed event: tasks/ and every active
 //     task directory are watched, and the whole tree is rescanned on start,
 //     on watcher overflow or error, and every Rescan.
@@ -37,6 +39,16 @@
 //
 // Events are appended to events.log after the state write and are a feed,
 // not a record: a crash between the two loses that burst's events.
+//
+// # The code
+//
+// One task value (task.go) owns everything the daemon knows about a task,
+// and the files follow a marker's way through it: the watch loop
+// (loop.go) wakes the task, which loads its state (recover.go), takes its
+// markers into the journal (take.go, judging each with marker.go) and
+// commits them through the state machine (commit.go); settle.go makes the
+// journal durable a moment later. journal.go is the journal's layout and
+// encode.go the state's encoding.
 package daemon
 
 import (

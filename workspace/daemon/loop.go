@@ -51,6 +51,9 @@ type loop struct {
 
 	cleaning bool
 	cleanWG  sync.WaitGroup
+
+	woken []*task // tasks to process, each once (task.woken says why)
+	scans uint64  // full scans so far (task.scan: the last that saw it)
 }
 
 func (l *loop) run(ctx context.Context) error {
@@ -85,7 +88,6 @@ func (l *loop) run(ctx context.Context) error {
 		}
 		l.settleNow()
 	}()
-	dirty := map[string]wake{}
 	for {
 		l.arm(timer)
 		select {
@@ -96,7 +98,7 @@ func (l *loop) run(ctx context.Context) error {
 			if !ok {
 				return errors.New("watcher closed")
 			}
-			rescanAll := l.note(ev, dirty)
+			rescanAll := l.note(ev)
 			// Coalesce: take whatever else is already queued.
 		drain:
 			for {
@@ -105,18 +107,16 @@ func (l *loop) run(ctx context.Context) error {
 					if !ok {
 						break drain
 					}
-					rescanAll = l.note(ev, dirty) || rescanAll
+					rescanAll = l.note(ev) || rescanAll
 				default:
 					break drain
 				}
 			}
 			if rescanAll {
-				clear(dirty)
 				l.fullScan(ctx, false)
 				continue
 			}
-			l.processAll(ctx, dirty, false)
-			clear(dirty)
+			l.processAll(ctx, false)
 		case err, ok := <-l.w.Errors:
 			if !ok {
 				return errors.New("watcher closed")
@@ -132,14 +132,13 @@ func (l *loop) run(ctx context.Context) error {
 			d.checkTimeouts(ctx)
 		case <-timer.C:
 			now := d.now()
-			due := map[string]wake{}
-			for id, t := range d.tasks {
+			for _, t := range d.tasks {
 				if !t.waitTill.IsZero() && !t.waitTill.After(now) {
-					due[id] = wake{all: true}
 					t.waitTill = time.Time{}
+					l.wake(t, wake{all: true})
 				}
 			}
-			l.processAll(ctx, due, false)
+			l.processAll(ctx, false)
 			if !l.settleAt.IsZero() && !l.settleAt.After(now) {
 				l.settle(ctx)
 			}
@@ -250,7 +249,7 @@ func (l *loop) settleSoon() {
 // note records what an event means: a task to look at, or (for a new
 // task directory) a watch to add and a scan. It reports whether a full
 // rescan is needed.
-func (l *loop) note(ev fsnotify.Event, dirty map[string]wake) bool {
+func (l *loop) note(ev fsnotify.Event) bool {
 	d := l.d
 	rel, err := filepath.Rel(filepath.Join(d.ws.Dir(), "tasks"), ev.Name)
 	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
@@ -272,7 +271,7 @@ func (l *loop) note(ev fsnotify.Event, dirty map[string]wake) bool {
 			t := l.task(id)
 			t.finished = false
 			l.watch(t)
-			dirty[id] = wake{all: true}
+			l.wake(t, wake{all: true})
 		}
 		return false
 	}
@@ -281,17 +280,26 @@ func (l *loop) note(ev fsnotify.Event, dirty map[string]wake) bool {
 	}
 	name := parts[1]
 	if _, ok := workspace.IsMarkerName(name); ok && (ev.Has(fsnotify.Create) || ev.Has(fsnotify.Write)) {
-		w := dirty[id]
-		if !w.all && len(w.names) < maxHints {
-			w.names = append(w.names, name)
-		} else {
-			w = wake{all: true}
-		}
-		dirty[id] = w
+		l.wake(l.task(id), wake{names: []string{name}})
 	} else if name == "task.json" && ev.Has(fsnotify.Create) {
-		dirty[id] = wake{all: true}
+		l.wake(l.task(id), wake{all: true})
 	}
 	return false
+}
+
+// wake queues t to be processed, adding w to why.
+func (l *loop) wake(t *task, w wake) {
+	if !t.queued {
+		t.queued = true
+		l.woken = append(l.woken, t)
+	}
+	switch {
+	case t.woken.all:
+	case w.all || len(t.woken.names)+len(w.names) > maxHints:
+		t.woken = wake{all: true}
+	default:
+		t.woken.names = append(t.woken.names, w.names...)
+	}
 }
 
 // task returns the task of id, adding it if the daemon does not know it.
@@ -332,9 +340,10 @@ func (l *loop) drop(id string) {
 	}
 }
 
-// fullScan looks at every task: it adds the watches missing, then
-// processes each task (recover: a full load of state and journal, as on
-// start). Tasks known to be finished are only checked for markers.
+// fullScan looks at every task: it adds the watches missing, forgets the
+// tasks whose directory is gone, then processes each task (recover: a
+// full load of state and journal, as on start). Tasks known to be
+// finished are only checked for markers.
 func (l *loop) fullScan(ctx context.Context, recover bool) {
 	d := l.d
 	ids, err := d.ws.TaskIDs()
@@ -342,27 +351,29 @@ func (l *loop) fullScan(ctx context.Context, recover bool) {
 		d.log.Error("list tasks", "err", err)
 		return
 	}
-	present := make(map[string]bool, len(ids))
-	todo := make(map[string]wake, len(ids))
+	l.scans++
 	for _, id := range ids {
-		present[id] = true
-		if t := l.task(id); !t.finished {
+		t := l.task(id)
+		t.scan = l.scans
+		if !t.finished {
 			l.watch(t) // the watch first, then the scan
 		}
-		todo[id] = wake{all: true}
+		l.wake(t, wake{all: true})
 	}
-	for id := range d.tasks {
-		if !present[id] {
+	for id, t := range d.tasks {
+		if t.scan != l.scans {
 			l.drop(id)
 		}
 	}
-	l.processAll(ctx, todo, recover)
+	l.processAll(ctx, recover)
 	d.log.Debug("scanned", "tasks", len(ids))
 }
 
 // processAll processes the tasks woken, up to Parallel at once, waits for
 // them, and applies the outcomes to their watch state.
-func (l *loop) processAll(ctx context.Context, woken map[string]wake, recover bool) {
+func (l *loop) processAll(ctx context.Context, recover bool) {
+	woken := l.woken
+	l.woken = nil
 	if len(woken) == 0 {
 		return
 	}
@@ -377,11 +388,12 @@ func (l *loop) processAll(ctx context.Context, woken map[string]wake, recover bo
 		wg  sync.WaitGroup
 		sem = make(chan struct{}, d.cfg.Parallel)
 	)
-	for id, w := range woken {
-		if ctx.Err() != nil {
-			break
+	for _, t := range woken {
+		w := t.woken
+		t.queued, t.woken = false, wake{}
+		if ctx.Err() != nil || l.d.tasks[t.id] != t {
+			continue // stopping, or dropped since it was woken
 		}
-		t := l.task(id)
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()

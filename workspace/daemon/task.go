@@ -35,6 +35,9 @@ type task struct {
 	watched  bool      // its directory has a watch
 	finished bool      // completed, failed or cancelled: not watched
 	waitTill time.Time // a marker waits for its grace period until then
+	queued   bool      // woken, waiting to be processed
+	woken    wake      // why it is to be processed
+	scan     uint64    // the last full scan that saw its directory
 
 	// The state as last written or read, so that a burst costs no re-read
 	// of state.json or of the journal. Kept only for unfinished tasks.
