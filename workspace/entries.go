@@ -132,9 +132,8 @@ type Result struct {
 	Warnings []string
 }
 
-// Entries is the narrow interface every entry store implements; the JSON
-// tree is the default. A server-backed store can implement the same
-// operations without changes to the CLI, the daemon or the MCP layer.
+// Entries lists the entry operations (store, get, list, update, delete);
+// *Workspace implements them over the JSON tree.
 type Entries interface {
 	StoreEntry(ctx context.Context, s Scope, req StoreRequest) (Result, error)
 	GetEntry(ctx context.Context, s Scope, key string) (Entry, error)
