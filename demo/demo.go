@@ -1,5 +1,6 @@
-// Package demo runs the whole Hivemind flow of seed 004 and the ARC-AGI
-// env-data exchange of seed 000 on a fresh workspace, with simulated agents,
+// Package demo runs the whole Hivemind flow (a planned, reviewed task worked
+// by several agents) and the ARC-AGI env-data exchange on a fresh
+// workspace, with simulated agents,
 // so a newcomer can watch the workspace work in one command
 // (`workspaced demo`).
 //
@@ -51,9 +52,9 @@ const (
 
 // The ids the demo creates; the root is fresh, so they never collide.
 const (
-	// TaskID is the Hivemind task (seed 004's REST auth API).
+	// TaskID is the Hivemind task (a REST auth API).
 	TaskID = "auth_api"
-	// ARCTaskID is the env-data exchange task (seed 000).
+	// ARCTaskID is the env-data exchange task (an ARC-AGI puzzle).
 	ARCTaskID = "arc_training_001"
 	// FailingSubtask fails on its first attempt and is retried.
 	FailingSubtask = "st_4"

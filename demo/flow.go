@@ -213,7 +213,7 @@ func (r *run) flow(ctx context.Context) error {
 	return r.friction(ctx)
 }
 
-// The task of seed 004.
+// The Hivemind task: a REST auth API.
 var task = workspace.NewTaskRequest{
 	ID:          TaskID,
 	Description: "Build a REST API for user authentication",
@@ -262,7 +262,8 @@ func planV2(workers int) workspace.Plan {
 	return p
 }
 
-// hivemind plays seed 004's flow on TaskID.
+// hivemind plays the Hivemind flow on TaskID: plan, review, revision,
+// parallel work, a checkpoint, a failure retried.
 func (r *run) hivemind(ctx context.Context) error {
 	ws := r.ws
 	r.out.say("human", "asks the coordinator: %q", task.Description)
@@ -552,7 +553,7 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// The puzzle of seed 000.
+// The ARC-AGI puzzle the solver shares with the observer.
 var arcPuzzle = map[string]any{
 	"task_id":     "training-001",
 	"input_grid":  [][]int{{0, 1, 2}, {3, 4, 5}, {6, 7, 8}},
@@ -560,7 +561,7 @@ var arcPuzzle = map[string]any{
 	"test_input":  [][]int{{1, 0, 0}, {0, 2, 0}, {0, 0, 3}},
 }
 
-// arc plays seed 000's walkthrough: the solver stores the puzzle once, the
+// arc plays the ARC walkthrough: the solver stores the puzzle once, the
 // observer (delegated to with intent only) lists, reads and stores the
 // patterns it sees, and the solver reads them back.
 func (r *run) arc(ctx context.Context) error {

@@ -19,7 +19,8 @@ const (
 	DefaultTimeoutHigh     = 8 * time.Hour
 )
 
-// Events the detectors look at (SPEC §5). Every other event is ignored.
+// Events the detectors look at, as named in events.log. Every other event
+// is ignored.
 const (
 	EventPlanRevisionNeeded       = "plan_revision_needed"
 	EventCheckpointRevisionNeeded = "checkpoint_revision_needed"

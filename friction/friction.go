@@ -1,6 +1,5 @@
 // Package friction keeps the workspace's cross-task friction log
-// (friction/friction.json, SPEC §6) and detects friction in the daemon's
-// events.
+// (friction/friction.json) and detects friction in the daemon's events.
 //
 // The package has a pure core and a thin shell. The detectors (Detect,
 // DetectTimeouts) are pure functions over values: an observation of one
@@ -29,7 +28,7 @@ import (
 	"unicode"
 )
 
-// Entry types (SPEC §6).
+// Entry types.
 const (
 	TypeRepeatedRevision = "repeated_revision"
 	TypeReviewerPattern  = "reviewer_pattern"
@@ -38,7 +37,7 @@ const (
 	TypeEscalation       = "escalation"
 )
 
-// Entry statuses (SPEC §6). Every entry starts pending; Resolve moves it to
+// Entry statuses. Every entry starts pending; Resolve moves it to
 // applied or dismissed.
 const (
 	StatusPending   = "pending"
@@ -73,7 +72,8 @@ func IsStatus(s string) bool { return slices.Contains(Statuses, s) }
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
-// validTaskID reports whether id is a well-formed task id (SPEC §1).
+// validTaskID reports whether id is a well-formed task id, as every id in
+// the workspace is.
 func validTaskID(id string) bool { return idPattern.MatchString(id) }
 
 var listMarker = regexp.MustCompile(`^(?:[-*•]+|\(?[0-9]+[.)])\s+`)

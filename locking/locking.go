@@ -1,5 +1,6 @@
 // Package locking takes the exclusive flock(2) locks that guard every
-// read-modify-write of a shared workspace file (SPEC §2 "Locks").
+// read-modify-write of a shared workspace file, the same locks agents in any
+// language take with their own flock.
 //
 // A lock is a sidecar file, <dir>/.locks/<name>.lock for a file
 // <dir>/<name> (see LockPathFor), locked with flock(2) through
@@ -349,8 +350,9 @@ func Held(path string) (bool, *Holder, error) {
 	return !ok, h, nil
 }
 
-// LockPathFor returns the lock file of a workspace file, as SPEC §2 names
-// it: "<dir>/<name>" → "<dir>/.locks/<name>.lock" (slash-separated, pure).
+// LockPathFor returns the lock file of a workspace file, the name every
+// agent uses for it: "<dir>/<name>" → "<dir>/.locks/<name>.lock"
+// (slash-separated, pure).
 // "env/arc_task.json" gives "env/.locks/arc_task.json.lock".
 func LockPathFor(file string) string {
 	dir, name := path.Split(path.Clean(file))

@@ -1,5 +1,5 @@
 // Package mcpserver serves a workspace to one agent over the Model Context
-// Protocol (SPEC §9): the universal capabilities — env data, state in its
+// Protocol: the universal capabilities — env data, state in its
 // three scopes, claim, done, the delegation context and the system
 // context — as MCP tools, and a task's state and env manifest as
 // resources. A server is bound to one task, one thread of it and one agent

@@ -11,7 +11,9 @@ import (
 	"github.com/workspaced/workspaced/workspace"
 )
 
-// Tool names, as the seeds name them. ToolNames lists them in the order
+// Tool names. Agents know the tools by these names (the delegation preamble
+// tells an agent to call list_env_data), so they stay as they are.
+// ToolNames lists them in the order
 // they are registered; they are exactly the names of
 // workspace.UniversalCapabilities.
 const (

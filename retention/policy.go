@@ -1,6 +1,6 @@
 // Package retention decides which finished tasks a workspace keeps whole,
-// which it cuts down to their summary and which it removes (SPEC §7), and
-// carries the decision out on the tree.
+// which it cuts down to their summary and which it removes, and carries the
+// decision out on the tree.
 //
 // The policy is a pure function (Decide, Apply) over TaskInfo values, in the
 // manner of restic's forget: it reads no files and no clock, so the same
@@ -20,7 +20,7 @@ import (
 	"time"
 )
 
-// Task statuses, as state.json records them (SPEC §4).
+// Task statuses, as the daemon records them in state.json.
 const (
 	StatusPlanning  = "planning"
 	StatusExecuting = "executing"
@@ -29,7 +29,7 @@ const (
 	StatusCancelled = "cancelled"
 )
 
-// Policy defaults (SPEC §7) and bounds.
+// Policy defaults (workspace.json "retention") and bounds.
 const (
 	// DefaultFullDays is how long a finished task is kept whole.
 	DefaultFullDays = 7
@@ -54,7 +54,7 @@ var (
 	ErrCleanupRunning = errors.New("another cleanup is running")
 )
 
-// Policy is the retention policy of SPEC §7: a finished task is kept whole
+// Policy is the retention policy: a finished task is kept whole
 // for FullDays after its completed_at, then kept as a summary (task.json,
 // state.json, events.log) until SummaryDays, then removed.
 type Policy struct {
@@ -62,7 +62,7 @@ type Policy struct {
 	SummaryDays int `json:"summary_days"`
 }
 
-// DefaultPolicy returns the policy of SPEC §7: 7 days whole, 30 days in all.
+// DefaultPolicy returns the default policy: 7 days whole, 30 days in all.
 func DefaultPolicy() Policy {
 	return Policy{FullDays: DefaultFullDays, SummaryDays: DefaultSummaryDays}
 }
@@ -206,7 +206,8 @@ func Apply(tasks []TaskInfo, p Policy, now time.Time) []Decision {
 }
 
 // parseRFC3339 accepts any RFC 3339 timestamp, including the lower-case
-// "t" and "z" that RFC 3339 §5.6 allows and time.RFC3339 does not.
+// "t" and "z" that section 5.6 of RFC 3339 allows and time.RFC3339 does
+// not.
 func parseRFC3339(s string) (time.Time, error) {
 	return time.Parse(time.RFC3339Nano, strings.ToUpper(s))
 }

@@ -874,8 +874,8 @@ func linkDir(root *os.Root, srcDir, dstDir string) error {
 	}
 }
 
-// validID reports whether s is a task id of SPEC §1:
-// ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$.
+// validID reports whether s is a well-formed task id, as every id in the
+// workspace is: ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$.
 func validID(s string) bool {
 	if len(s) == 0 || len(s) > 128 {
 		return false

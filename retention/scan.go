@@ -10,8 +10,9 @@ import (
 	"path"
 )
 
-// Reading bounds. SPEC §2: no file over 16 MiB and no JSON nested deeper
-// than 64 levels is read.
+// Reading bounds, the same as every reader of agent files in the
+// workspace: no file over 16 MiB and no JSON nested deeper than 64 levels
+// is read.
 const (
 	// MaxStateBytes is the largest state.json ReadTaskInfo reads.
 	MaxStateBytes = 16 << 20
@@ -23,7 +24,8 @@ const (
 	dirBatch = 256
 )
 
-// summaryFiles are the files a summarised task keeps (SPEC §7).
+// summaryFiles are the files a summarised task keeps: its definition, its
+// final state and its events.
 var summaryFiles = [...]string{"task.json", "state.json", "events.log"}
 
 func isSummaryFile(name string) bool {

@@ -54,7 +54,8 @@ var kinds = []Kind{
 	KindEntry, KindThread, KindClaim, KindDone, KindFriction, KindJournal,
 }
 
-// Limits applied by Validate before any JSON is decoded (SPEC §2).
+// Limits applied by Validate before any JSON is decoded, the same for every
+// reader of agent files: no file over 16 MiB, no nesting deeper than 64.
 const (
 	// MaxBytes is the largest document Validate accepts: 16 MiB.
 	MaxBytes = 16 << 20

@@ -115,8 +115,10 @@ func TestValidDocuments(t *testing.T) {
 	}
 }
 
-// TestSeedExamples validates the example documents of the workspace design
-// (seed 004) as they are written there.
+// TestSeedExamples validates hand-written example documents of each kind
+// (testdata/seed004: a REST-auth task, its plan, an output, a review and a
+// friction log), kept as first written, so that the schemas accept what a
+// person writes by hand and not only what this code writes.
 func TestSeedExamples(t *testing.T) {
 	for _, k := range []Kind{KindTask, KindPlan, KindOutput, KindReview, KindFriction} {
 		t.Run(string(k), func(t *testing.T) {

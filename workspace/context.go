@@ -61,7 +61,9 @@ type ContextOptions struct {
 	TaskID string
 }
 
-// ContextBundle is the context of one thread, assembled after seed 001.
+// ContextBundle is the context of one thread, assembled thread-first: the
+// active thread hydrated with its buffers, the other open threads
+// dehydrated, within a token budget.
 // Sections are always the four of SectionActive, SectionGlobal,
 // SectionOpen and SectionManifest, in that order, each possibly empty.
 // Text is the rendering handed to a model; it lists what was left out.

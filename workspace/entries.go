@@ -19,7 +19,8 @@ import (
 	"github.com/workspaced/workspaced/atomicfile"
 )
 
-// ScopeKind names where an entry lives (SPEC §3).
+// ScopeKind names where an entry lives: the task's env data, one thread's
+// session, one agent's memory, or the global memory.
 type ScopeKind string
 
 // The four entry scopes.
@@ -39,8 +40,9 @@ type Scope struct {
 	Agent    string
 }
 
-// ParseScope maps the CLI and MCP names (thread, session, agent, global and
-// the seed names env data / po / env) to a ScopeKind.
+// ParseScope maps a scope name to a ScopeKind: thread, session, agent and
+// global, and the aliases env_data (thread), po (agent) and env (global);
+// po and env are the scope names of the MCP state tools.
 func ParseScope(s string) (ScopeKind, error) {
 	switch s {
 	case "thread", "env_data":
@@ -132,9 +134,8 @@ type Result struct {
 	Warnings []string
 }
 
-// Entries is the narrow interface every entry store implements; the JSON
-// tree is the default. A server-backed store can implement the same
-// operations without changes to the CLI, the daemon or the MCP layer.
+// Entries lists the entry operations (store, get, list, update, delete);
+// *Workspace implements them over the JSON tree.
 type Entries interface {
 	StoreEntry(ctx context.Context, s Scope, req StoreRequest) (Result, error)
 	GetEntry(ctx context.Context, s Scope, key string) (Entry, error)

@@ -48,7 +48,7 @@ type PreambleOptions struct {
 	TaskID string
 }
 
-// Preamble is the delegation preamble of seed 003: what an agent called by
+// Preamble is the delegation preamble: what an agent called by
 // another agent reads before the message itself. Text is the block to
 // prepend (ending in a newline), or "" when Empty; the other fields are its
 // parts, for callers that render it their own way.
@@ -243,7 +243,7 @@ type Capability struct {
 }
 
 // UniversalCapabilities are the tools every agent has whatever its card
-// declares (seed 003): the env-data and memory operations, claim, done and
+// declares: the env-data and memory operations, claim, done and
 // the delegation context. The MCP server serves exactly these; the system
 // context lists them. Callers must not modify the slice.
 var UniversalCapabilities = []Capability{
@@ -262,8 +262,8 @@ var UniversalCapabilities = []Capability{
 	{"list_capabilities", "List every tool available to you, with details."},
 }
 
-// SystemContext builds the "what am I" block of seed 003 layer 1 for an
-// agent: its name, description and role, how it gets called, its declared
+// SystemContext builds the "what am I" block, the base of an agent's system
+// prompt: its name, description and role, how it gets called, its declared
 // capabilities and the UniversalCapabilities, and, when taskID is given,
 // whether that task has env data (with the count). An agent without a card
 // gets the same block with the description "(no agent card)". It writes

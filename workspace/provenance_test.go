@@ -86,7 +86,8 @@ var fixtureNow = time.Date(2024, 1, 15, 10, 0, 0, 0, time.UTC)
 
 func boolPtr(b bool) *bool { return &b }
 
-// provFixture builds the ARC walkthrough of seed 000 and a few odd trees
+// provFixture builds the ARC walkthrough (a solver sharing a puzzle with an
+// observer through env data) and a few odd trees
 // around it:
 //
 //	training-001: human → coordinator → solver → observer (env data arc_task)

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// arcWS builds the ARC walkthrough of seed 000 with the CLI: a human asks
+// arcWS builds the ARC walkthrough with the CLI: a human asks
 // the coordinator, the coordinator delegates to the solver, the solver
 // stores the grid as env data and delegates to the observer.
 func arcWS(t *testing.T) *ws {

@@ -14,8 +14,8 @@ import (
 )
 
 // env and memory are one implementation: the same five verbs over the
-// entry scopes of SPEC §3. env is fixed to the thread scope; memory takes
-// --scope.
+// entry scopes (thread, session, agent, global). env is fixed to the
+// thread scope; memory takes --scope.
 
 const envUsage = `workspaced env — environment data shared by a task's whole delegation tree
 (tasks/<task>/env/<key>.json, the "thread" scope).

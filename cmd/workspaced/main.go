@@ -27,7 +27,8 @@ func main() {
 	os.Exit(code)
 }
 
-// Exit codes (SPEC §9).
+// Exit codes, the same for every command, so scripts can tell a missing
+// thing (3) and a conflict (4) from a failure.
 const (
 	exitOK       = 0
 	exitFailure  = 1

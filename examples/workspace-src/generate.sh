@@ -1,7 +1,7 @@
 #!/bin/sh
 # Regenerates ../workspace, the sample tree the README walks through, with
 # the real CLI and daemon:
-#   task_rest_auth  the seed's REST-auth task part-way through: plan v1 sent
+#   task_rest_auth  a REST-auth task part-way through: plan v1 sent
 #                   back by the reviewer, plan v2 approved, st_1 done, st_2
 #                   in progress, a friction entry;
 #   task_arc_001    an ARC-style task: coordinator → solver → observer

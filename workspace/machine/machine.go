@@ -80,7 +80,7 @@ const (
 	DoneCancelled = "cancelled"
 )
 
-// Event names the machine emits (SPEC §5).
+// Event names the machine emits, as they appear in events.log.
 const (
 	EventPlanReady                = "plan_ready"
 	EventPlanApproved             = "plan_approved"

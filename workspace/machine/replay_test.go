@@ -13,8 +13,8 @@ import (
 	"github.com/workspaced/workspaced/workspace"
 )
 
-// The REST-auth task of seed 004: the first plan misses rate limiting and
-// is sent back; the second has six subtasks and one checkpoint, and three
+// A REST-auth task, the workspace's running example: the first plan misses
+// rate limiting and is sent back; the second has six subtasks and one checkpoint, and three
 // workers carry it to completion.
 var restTask = workspace.Task{
 	ID:          "task_abc123",
