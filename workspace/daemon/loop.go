@@ -44,6 +44,7 @@ type loop struct {
 	d *Daemon
 	w *fsnotify.Watcher
 
+	graceAt  time.Time // the earliest grace period of a waiting marker
 	settleAt time.Time // when to settle next; zero when nothing waits
 	settling bool      // a settle runs beside the loop
 	settled  chan []unsettled
@@ -132,13 +133,21 @@ func (l *loop) run(ctx context.Context) error {
 			d.checkTimeouts(ctx)
 		case <-timer.C:
 			now := d.now()
-			for _, t := range d.tasks {
-				if !t.waitTill.IsZero() && !t.waitTill.After(now) {
+			if !l.graceAt.IsZero() && !l.graceAt.After(now) {
+				l.graceAt = time.Time{}
+				for _, t := range d.tasks {
+					if t.waitTill.IsZero() {
+						continue
+					}
+					if t.waitTill.After(now) {
+						l.waitFor(t.waitTill)
+						continue
+					}
 					t.waitTill = time.Time{}
 					l.wake(t, wake{all: true})
 				}
+				l.processAll(ctx, false)
 			}
-			l.processAll(ctx, false)
 			if !l.settleAt.IsZero() && !l.settleAt.After(now) {
 				l.settle(ctx)
 			}
@@ -166,15 +175,21 @@ func (l *loop) arm(timer *time.Timer) {
 	if l.settling {
 		next = time.Time{} // settled answers first
 	}
-	for _, t := range l.d.tasks {
-		if !t.waitTill.IsZero() && (next.IsZero() || t.waitTill.Before(next)) {
-			// A little past the deadline, so the marker is old enough by then.
-			next = t.waitTill.Add(10 * time.Millisecond)
-		}
+	if !l.graceAt.IsZero() && (next.IsZero() || l.graceAt.Before(next)) {
+		next = l.graceAt
 	}
 	timer.Stop()
 	if !next.IsZero() {
 		timer.Reset(max(next.Sub(l.d.now()), 0))
+	}
+}
+
+// waitFor makes sure the timer fires by a marker's grace period (a little
+// past it, so the marker is old enough by then).
+func (l *loop) waitFor(till time.Time) {
+	till = till.Add(10 * time.Millisecond)
+	if l.graceAt.IsZero() || till.Before(l.graceAt) {
+		l.graceAt = till
 	}
 }
 
@@ -417,6 +432,9 @@ func (l *loop) processAll(ctx context.Context, recover bool) {
 			d.log.Info("markers taken", "task", t.id, "count", o.taken)
 		}
 		t.waitTill = o.waitTill
+		if !t.waitTill.IsZero() {
+			l.waitFor(t.waitTill)
+		}
 		t.finished = o.finished && o.waitTill.IsZero()
 		if t.finished {
 			l.unwatch(t)
