@@ -1,10 +1,12 @@
 package daemon
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,5 +126,57 @@ func TestRecoversChunk(t *testing.T) {
 			}
 			checkSettled(t, ws, "t1", st)
 		})
+	}
+}
+
+// A journal record past state.json that cannot be read holds its task
+// back: the records after it are not applied (that would skip a marker
+// for good) until it can be read, and then every one is applied in order.
+func TestUnreadableRecordHoldsTask(t *testing.T) {
+	dir, ws, d := executingTask(t, 3)
+	completeSubtask(t, ws, "t1", "st_1", "w1")
+	process(t, d, "t1")
+	settleAll(t, d)
+	before, err := ws.ReadState("t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jdir := filepath.Join(dir, "tasks", "t1", JournalDir)
+	claim := func(seq int64, sub string) []byte {
+		data, err := atomicfile.Marshal(workspace.JournalRecord{Seq: seq, TakenAt: time.Now().UTC(), File: ".claim.w2." + sub,
+			Kind: workspace.KindClaim, Marker: workspace.Marker{AgentID: "w2", SubtaskID: sub}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	seq := before.JournalSeq
+	if err := os.WriteFile(filepath.Join(jdir, RecordName(seq+1)), []byte(`{"seq":`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(jdir, RecordName(seq+2)), claim(seq+2, "st_3"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tk := d.taskOf("t1")
+	if err := tk.load(context.Background(), true); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("journal record %d", seq+1)) {
+		t.Fatalf("load over an unreadable record: %v, want an error naming record %d", err, seq+1)
+	}
+	if st, err := ws.ReadState("t1"); err != nil || st.JournalSeq != seq {
+		t.Fatalf("after the failed load: journal_seq %d (%v), want %d: a record past the unreadable one was applied", st.JournalSeq, err, seq)
+	}
+	if err := os.WriteFile(filepath.Join(jdir, RecordName(seq+1)), claim(seq+1, "st_2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	process(t, d, "t1")
+	if err := tk.load(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	st, err := ws.ReadState("t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.JournalSeq != seq+2 || st.Subtasks["st_2"].Status != "in_progress" || st.Subtasks["st_3"].Status != "in_progress" {
+		t.Errorf("after the record was mended: journal_seq %d, st_2 %s, st_3 %s; want %d and both in progress",
+			st.JournalSeq, st.Subtasks["st_2"].Status, st.Subtasks["st_3"].Status, seq+2)
 	}
 }
