@@ -71,11 +71,6 @@ func IsType(t string) bool { return slices.Contains(Types, t) }
 // IsStatus reports whether s is one of the three entry statuses.
 func IsStatus(s string) bool { return slices.Contains(Statuses, s) }
 
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
-
-// validTaskID reports whether id is a well-formed task id (SPEC §1).
-func validTaskID(id string) bool { return idPattern.MatchString(id) }
-
 var listMarker = regexp.MustCompile(`^(?:[-*•]+|\(?[0-9]+[.)])\s+`)
 
 // Normalize reduces a free-text problem, cause or reason to the form under

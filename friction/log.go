@@ -22,6 +22,7 @@ import (
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/schemas"
+	"github.com/workspaced/workspaced/vocab"
 )
 
 // Layout and limits of the log file.
@@ -184,7 +185,7 @@ func (l *Log) Add(ctx context.Context, e Entry) (Entry, bool, error) {
 		return Entry{}, false, fmt.Errorf("add friction: empty description: %w", ErrInvalid)
 	}
 	for _, id := range e.AffectedTasks {
-		if !validTaskID(id) {
+		if !vocab.ValidID(id) {
 			return Entry{}, false, fmt.Errorf("add friction: task id %q: %w", id, ErrInvalid)
 		}
 	}
@@ -434,7 +435,7 @@ func checkFindings(fs []Finding) error {
 			return fmt.Errorf("finding of type %s has no description: %w", f.Type, ErrInvalid)
 		}
 		for _, id := range append([]string{f.TaskID}, f.Tasks...) {
-			if id != "" && !validTaskID(id) {
+			if id != "" && !vocab.ValidID(id) {
 				return fmt.Errorf("finding task id %q: %w", id, ErrInvalid)
 			}
 		}

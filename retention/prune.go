@@ -17,6 +17,7 @@ import (
 
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/locking"
+	"github.com/workspaced/workspaced/vocab"
 )
 
 // Skip is the Action a Pruner reports for a task it left alone although
@@ -296,7 +297,7 @@ func (r *run) recover(ctx context.Context) error {
 		if id, ok := strings.CutPrefix(n, prunePrefix); ok {
 			_, err := root.Lstat(path.Join("tasks", id))
 			limbo := false
-			if errors.Is(err, fs.ErrNotExist) && validID(id) {
+			if errors.Is(err, fs.ErrNotExist) && vocab.ValidID(id) {
 				_, terr := root.Lstat(path.Join("tasks", trashPrefix+id))
 				limbo = terr == nil
 			}
@@ -362,7 +363,7 @@ func (r *run) prune(ctx context.Context) error {
 		if n[0] == '.' || !e.IsDir() || r.moved[n] {
 			return // dot entries, stray files and symlinks are not tasks
 		}
-		if !validID(n) {
+		if !vocab.ValidID(n) {
 			r.record(Decision{TaskID: n, Action: Skip, Reason: "not a valid task id"})
 			return
 		}
@@ -872,22 +873,4 @@ func linkDir(root *os.Root, srcDir, dstDir string) error {
 			return fmt.Errorf("list %s: %w", srcDir, err)
 		}
 	}
-}
-
-// validID reports whether s is a task id of SPEC §1:
-// ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$.
-func validID(s string) bool {
-	if len(s) == 0 || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case i > 0 && (c == '.' || c == '_' || c == '-'):
-		default:
-			return false
-		}
-	}
-	return true
 }

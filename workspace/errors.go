@@ -35,11 +35,17 @@ type Error struct {
 
 func (e *Error) Error() string {
 	s := e.Op
+	add := func(part string) {
+		if s != "" {
+			s += ": "
+		}
+		s += part
+	}
 	if e.Msg != "" {
-		s += ": " + e.Msg
+		add(e.Msg)
 	}
 	if e.Err != nil {
-		s += ": " + e.Err.Error()
+		add(e.Err.Error())
 	}
 	return s
 }
