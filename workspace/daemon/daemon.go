@@ -57,6 +57,7 @@ import (
 	"github.com/workspaced/workspaced/friction"
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/retention"
+	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
 )
@@ -613,7 +614,7 @@ func (d *Daemon) cached(id string) *taskCache {
 
 func (d *Daemon) remember(id string, c *taskCache) {
 	d.mu.Lock()
-	finished := machine.Finished(c.st.Status)
+	finished := vocab.Finished(c.st.Status)
 	if finished {
 		// Finished tasks take no more work worth caching.
 		delete(d.cache, id)

@@ -22,6 +22,7 @@ import (
 	"github.com/workspaced/workspaced/backup"
 	"github.com/workspaced/workspaced/friction"
 	"github.com/workspaced/workspaced/schemas"
+	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
 )
@@ -99,7 +100,7 @@ func (d *Daemon) processTask(ctx context.Context, id string, w wake, recover boo
 	out.id = id
 	if !recover && !d.mayHaveMarkers(id, w) {
 		if c := d.cached(id); c != nil {
-			out.finished = machine.Finished(c.st.Status)
+			out.finished = vocab.Finished(c.st.Status)
 			return out
 		}
 	}
@@ -107,7 +108,7 @@ func (d *Daemon) processTask(ctx context.Context, id string, w wake, recover boo
 		// The cheap path of a start-up or rescan: a valid state with
 		// nothing past it in the journal needs no lock and no write.
 		if c, ok := d.upToDate(id); ok {
-			out.finished = machine.Finished(c.st.Status)
+			out.finished = vocab.Finished(c.st.Status)
 			return out
 		}
 	}
@@ -134,14 +135,14 @@ func (d *Daemon) processTask(ctx context.Context, id string, w wake, recover boo
 		return out
 	}
 	d.remember(id, c)
-	out.finished = machine.Finished(c.st.Status)
+	out.finished = vocab.Finished(c.st.Status)
 	taken, waitTill, err := d.takeMarkers(ctx, id, c)
 	out.taken, out.waitTill = taken, waitTill
 	if err != nil {
 		out.err = err
 		return out
 	}
-	out.finished = machine.Finished(c.st.Status)
+	out.finished = vocab.Finished(c.st.Status)
 	return out
 }
 
@@ -654,7 +655,7 @@ func (d *Daemon) takeMarkers(ctx context.Context, id string, c *taskCache) (int,
 		}
 		b = ls.stragglers(d, b)
 	}
-	if total > 0 && ctx.Err() == nil && !machine.Finished(c.st.Status) {
+	if total > 0 && ctx.Err() == nil && !vocab.Finished(c.st.Status) {
 		// The burst is taken and its state written: ready the next one.
 		d.fillSpares(id)
 	}

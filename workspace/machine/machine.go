@@ -8,16 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
-)
-
-// Task statuses (state.json status).
-const (
-	StatusPlanning  = "planning"
-	StatusExecuting = "executing"
-	StatusCompleted = "completed"
-	StatusFailed    = "failed"
-	StatusCancelled = "cancelled"
 )
 
 // Task phases (state.json phase).
@@ -103,12 +95,6 @@ const (
 	EventEscalated                = "escalated"
 )
 
-// Finished reports whether a task status is final: completed, failed or
-// cancelled. A finished task refuses every further record.
-func Finished(status string) bool {
-	return status == StatusCompleted || status == StatusFailed || status == StatusCancelled
-}
-
 // Init returns the state of a task nobody has planned yet: status
 // planning, plan_status none, empty (non-nil) maps and errors, last_updated
 // the task's creation time and journal_seq 0.
@@ -116,7 +102,7 @@ func Init(task workspace.Task) workspace.State {
 	return workspace.State{
 		TaskID:      task.ID,
 		PlanStatus:  PlanNone,
-		Status:      StatusPlanning,
+		Status:      vocab.StatusPlanning,
 		Phase:       PhasePlanning,
 		LastUpdated: task.CreatedAt.UTC(),
 		Subtasks:    map[string]*workspace.SubtaskState{},
@@ -204,7 +190,7 @@ func Continue(st workspace.State, plans func(version int) (*workspace.Plan, erro
 		if rec.Seq <= st.JournalSeq {
 			continue
 		}
-		needed := rec.Rejected == "" && !Finished(st.Status) && st.PlanVersion > 0
+		needed := rec.Rejected == "" && !vocab.Finished(st.Status) && st.PlanVersion > 0
 		if needed && (plan == nil || plan.ID != st.PlanID || plan.Version != st.PlanVersion) {
 			if plans == nil {
 				return st, events, fmt.Errorf("record %d: state tracks plan %s v%d but no plan loader was given", rec.Seq, st.PlanID, st.PlanVersion)
@@ -384,7 +370,7 @@ func (a *applier) apply() {
 	if rec.Kind == workspace.KindDone {
 		defer a.escalations()
 	}
-	if Finished(a.st.Status) {
+	if vocab.Finished(a.st.Status) {
 		a.refuse("task is " + a.st.Status)
 		return
 	}
@@ -502,7 +488,7 @@ func (a *applier) planReady() bool {
 func (a *applier) cancel() {
 	m := a.rec.Marker
 	a.seeWorker(m.AgentID)
-	a.finish(StatusCancelled, PhaseCancelled)
+	a.finish(vocab.StatusCancelled, PhaseCancelled)
 	a.emit(EventTaskCancelled, nil, attrs("agent", m.AgentID, "reason", m.Error))
 }
 
@@ -522,7 +508,7 @@ func (a *applier) finish(status, phase string) {
 func (a *applier) propose() {
 	p := a.rec.Plan
 	st := a.st
-	if st.Status != StatusPlanning || st.PlanStatus == PlanApproved {
+	if st.Status != vocab.StatusPlanning || st.PlanStatus == PlanApproved {
 		a.refuse(fmt.Sprintf("plan %s v%d is already approved; the task is %s", st.PlanID, st.PlanVersion, st.Status))
 		return
 	}
@@ -605,7 +591,7 @@ func (a *applier) planReview(r *workspace.Review) {
 	a.seeWorker(a.rec.Marker.AgentID)
 	at := a.at
 	st.PlanStatus = PlanApproved
-	st.Status = StatusExecuting
+	st.Status = vocab.StatusExecuting
 	st.Phase = PhaseWorkInProgress
 	st.StartedAt = &at
 	st.Subtasks = make(map[string]*workspace.SubtaskState, len(a.plan.Subtasks))
@@ -629,7 +615,7 @@ func (a *applier) planReview(r *workspace.Review) {
 
 func (a *applier) checkpointReview(r *workspace.Review) {
 	st := a.st
-	if st.Status != StatusExecuting {
+	if st.Status != vocab.StatusExecuting {
 		a.refuse(fmt.Sprintf("checkpoint review %s: the task is %s, not executing", r.ID, st.Status))
 		return
 	}
@@ -724,7 +710,7 @@ func (a *applier) blockers(s workspace.Subtask) []string {
 // runningPlan reports whether the task is executing an approved plan, and
 // refuses the record when it is not: claims and subtask results need one.
 func (a *applier) runningPlan() bool {
-	if a.st.Status != StatusExecuting || a.st.PlanStatus != PlanApproved {
+	if a.st.Status != vocab.StatusExecuting || a.st.PlanStatus != PlanApproved {
 		a.refuse(fmt.Sprintf("no approved plan yet; the task is %s", a.st.Status))
 		return false
 	}
@@ -878,7 +864,7 @@ func (a *applier) fail(ss *workspace.SubtaskState) {
 	}
 	a.setStatus(ss, SubtaskFailed)
 	a.emit(EventWorkFailed, []string{m.SubtaskID, m.AgentID}, attrs("error", msg, "retry", "false", "attempts", strconv.Itoa(ss.Attempts)))
-	a.finish(StatusFailed, PhaseFailed)
+	a.finish(vocab.StatusFailed, PhaseFailed)
 	a.emit(EventTaskFailed, nil, attrs("reason", fmt.Sprintf("subtask %s failed after %d attempt(s): %s", m.SubtaskID, ss.Attempts, msg)))
 }
 
@@ -916,7 +902,7 @@ func (a *applier) unblock() {
 // completed and every checkpoint approved.
 func (a *applier) advance() {
 	st := a.st
-	if st.Status != StatusExecuting {
+	if st.Status != vocab.StatusExecuting {
 		return
 	}
 	completed := func(id string) bool {
@@ -946,7 +932,7 @@ func (a *applier) advance() {
 			return
 		}
 	}
-	a.finish(StatusCompleted, PhaseCompleted)
+	a.finish(vocab.StatusCompleted, PhaseCompleted)
 	a.emit(EventTaskCompleted, nil, nil)
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -52,7 +53,7 @@ func allDone() *journal {
 func TestInit(t *testing.T) {
 	task := workspace.Task{ID: "task_x", CreatedAt: time.Date(2024, 1, 15, 11, 0, 0, 0, time.FixedZone("CET", 3600))}
 	st := Init(task)
-	if st.TaskID != "task_x" || st.Status != StatusPlanning || st.Phase != PhasePlanning || st.PlanStatus != PlanNone {
+	if st.TaskID != "task_x" || st.Status != vocab.StatusPlanning || st.Phase != PhasePlanning || st.PlanStatus != PlanNone {
 		t.Errorf("Init = %+v", st)
 	}
 	if st.Subtasks == nil || st.Checkpoints == nil || st.Workers == nil || st.Errors == nil || st.JournalSeq != 0 {
@@ -103,7 +104,7 @@ func TestApply(t *testing.T) {
 			j:    (&journal{}).propose("orchestrator", smallPlan(1)),
 			want: []string{EventPlanReady},
 			check: func(t *testing.T, st workspace.State) {
-				if st.PlanStatus != PlanProposed || st.Phase != PhasePlanReview || st.PlanID != "plan_1" || st.PlanVersion != 1 || st.Status != StatusPlanning {
+				if st.PlanStatus != PlanProposed || st.Phase != PhasePlanReview || st.PlanID != "plan_1" || st.PlanVersion != 1 || st.Status != vocab.StatusPlanning {
 					t.Errorf("state after proposal: %+v", st)
 				}
 			},
@@ -176,7 +177,7 @@ func TestApply(t *testing.T) {
 				review("reviewer", planReview("review_plan_v1", VerdictApproved, "Token expiry is not specified", "No logging")),
 			want: []string{EventPlanApproved, EventReviewIssues},
 			check: func(t *testing.T, st workspace.State) {
-				if st.Status != StatusExecuting || st.Phase != PhaseWorkInProgress || st.PlanStatus != PlanApproved || st.StartedAt == nil {
+				if st.Status != vocab.StatusExecuting || st.Phase != PhaseWorkInProgress || st.PlanStatus != PlanApproved || st.StartedAt == nil {
 					t.Errorf("state after approval: %+v", st)
 				}
 				if s := st.Subtasks["st_2"]; s.Status != SubtaskBlocked || !slices.Equal(s.BlockedBy, []string{"st_1"}) {
@@ -193,7 +194,7 @@ func TestApply(t *testing.T) {
 				review("reviewer", planReview("review_plan_v1", VerdictRevisionNeeded, "Missing rate limiting requirement", "No tests")),
 			want: []string{EventPlanRevisionNeeded, EventReviewIssues},
 			check: func(t *testing.T, st workspace.State) {
-				if st.PlanStatus != PlanRevisionNeeded || st.RevisionCount != 1 || st.Phase != PhasePlanning || st.Status != StatusPlanning {
+				if st.PlanStatus != PlanRevisionNeeded || st.RevisionCount != 1 || st.Phase != PhasePlanning || st.Status != vocab.StatusPlanning {
 					t.Errorf("state after revision: %+v", st)
 				}
 			},
@@ -397,7 +398,7 @@ func TestApply(t *testing.T) {
 				if s.Status != SubtaskPending || s.Worker != "" || s.Attempts != 1 || s.Error != "pytest: 2 failures" {
 					t.Errorf("st_3 = %+v, want pending for a retry", s)
 				}
-				if st.Status != StatusExecuting || st.Workers["worker_3"].Status != WorkerAvailable {
+				if st.Status != vocab.StatusExecuting || st.Workers["worker_3"].Status != WorkerAvailable {
 					t.Errorf("task or worker after a retryable failure: %+v", st)
 				}
 			},
@@ -417,7 +418,7 @@ func TestApply(t *testing.T) {
 			j:    approved().claim("worker_1", "st_1").claim("worker_3", "st_3").failed("worker_1", "st_1", "cannot reach the database"),
 			want: []string{EventWorkFailed, EventTaskFailed}, refused: true,
 			check: func(t *testing.T, st workspace.State) {
-				if st.Status != StatusFailed || st.Phase != PhaseFailed || st.CompletedAt == nil || st.Subtasks["st_1"].Status != SubtaskFailed {
+				if st.Status != vocab.StatusFailed || st.Phase != PhaseFailed || st.CompletedAt == nil || st.Subtasks["st_1"].Status != SubtaskFailed {
 					t.Errorf("state after a final failure: %+v", st)
 				}
 				if w := st.Workers["worker_3"]; w.Status != WorkerAvailable {
@@ -456,7 +457,7 @@ func TestApply(t *testing.T) {
 			j:    allDone(),
 			want: []string{EventWorkCompleted},
 			check: func(t *testing.T, st workspace.State) {
-				if st.Phase != PhaseAwaitingCheckpointReview || st.Status != StatusExecuting {
+				if st.Phase != PhaseAwaitingCheckpointReview || st.Status != vocab.StatusExecuting {
 					t.Errorf("status %s phase %s", st.Status, st.Phase)
 				}
 			},
@@ -466,7 +467,7 @@ func TestApply(t *testing.T) {
 			j:    allDone().review("reviewer", checkpointReview("review_cp1", "checkpoint_1", VerdictApproved)),
 			want: []string{EventCheckpointApproved, EventTaskCompleted},
 			check: func(t *testing.T, st workspace.State) {
-				if st.Status != StatusCompleted || st.Phase != PhaseCompleted || st.CompletedAt == nil {
+				if st.Status != vocab.StatusCompleted || st.Phase != PhaseCompleted || st.CompletedAt == nil {
 					t.Errorf("state after the last approval: %+v", st)
 				}
 				if c := st.Checkpoints["checkpoint_1"]; c.Status != CheckpointApproved || c.Review != "review_cp1" || c.ReviewedAt == nil {
@@ -479,7 +480,7 @@ func TestApply(t *testing.T) {
 			j:    awaitingCheckpoint().review("reviewer", checkpointReview("review_cp1", "checkpoint_1", VerdictApproved, "Naming is inconsistent")),
 			want: []string{EventCheckpointApproved, EventReviewIssues},
 			check: func(t *testing.T, st workspace.State) {
-				if st.Status != StatusExecuting {
+				if st.Status != vocab.StatusExecuting {
 					t.Errorf("task %s with st_3 pending", st.Status)
 				}
 			},
@@ -562,7 +563,7 @@ func TestApply(t *testing.T) {
 				marker(workspace.Marker{AgentID: "coordinator", Status: DoneCancelled, Error: "requirements changed"}),
 			want: []string{EventTaskCancelled},
 			check: func(t *testing.T, st workspace.State) {
-				if st.Status != StatusCancelled || st.Phase != PhaseCancelled || st.CompletedAt == nil {
+				if st.Status != vocab.StatusCancelled || st.Phase != PhaseCancelled || st.CompletedAt == nil {
 					t.Errorf("state after cancel: %+v", st)
 				}
 				if w := st.Workers["worker_1"]; w.Status != WorkerAvailable {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/workspaced/workspaced/atomicfile"
+	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -83,7 +84,7 @@ func TestReplayRESTAuth(t *testing.T) {
 	if l.calls != 0 {
 		t.Errorf("Replay from the start loaded %d plans; the proposals carry them", l.calls)
 	}
-	if st.Status != StatusCompleted || st.Phase != PhaseCompleted || st.CompletedAt == nil || st.StartedAt == nil {
+	if st.Status != vocab.StatusCompleted || st.Phase != PhaseCompleted || st.CompletedAt == nil || st.StartedAt == nil {
 		t.Errorf("final status %s phase %s", st.Status, st.Phase)
 	}
 	if st.PlanID != "plan_xyz789" || st.PlanVersion != 2 || st.PlanStatus != PlanApproved || st.RevisionCount != 1 {
