@@ -47,14 +47,6 @@ const (
 // platform does not offer (renameat2 RENAME_EXCHANGE).
 var errUnsupported = errors.New("not supported")
 
-// exchange swaps two entries of a directory atomically; tests replace it to
-// exercise the fallback.
-var exchange = renameExchange
-
-// stepHook is called between the steps of summarising and removing a task;
-// the crash tests set it to kill the process at each step in turn.
-var stepHook = func(step string) {}
-
 // Pruner carries out the retention policy on a workspace tree. Fill its
 // fields and call Run; a Pruner holds no state between runs.
 //
@@ -124,6 +116,20 @@ type Pruner struct {
 	// still counts them), so memory stays flat however many tasks there
 	// are; outcomes then reach the caller only through OnProgress.
 	DiscardDecisions bool
+
+	// Only this package's tests set the fields below.
+
+	// exchange swaps two entries of a directory atomically (nil:
+	// renameExchange); the tests give one that refuses, to exercise the
+	// fallback.
+	exchange func(dir *os.File, a, b string) error
+	// step, if set, is called between the steps of summarising and
+	// removing a task; the crash tests kill the process from it at each
+	// step in turn.
+	step func(step string)
+	// batch bounds a batch of locked tasks (0: maxPending); the crash
+	// tests make it small to crash inside small batches.
+	batch int
 }
 
 // Counts counts a Run's outcomes.
@@ -493,15 +499,29 @@ func (r *run) task(id string) {
 		}
 	}
 	r.pending = append(r.pending, &pendingTask{d: d, lock: lk})
-	if len(r.pending) >= maxPending {
+	if len(r.pending) >= r.batch() {
 		r.flush()
 	}
 }
 
-// maxPending bounds how many tasks are locked and queued at once (each
-// holds a lock descriptor); a variable so tests can crash inside small
-// batches.
-var maxPending = 128
+// maxPending bounds how many tasks are locked and queued at once: each
+// holds a lock descriptor.
+const maxPending = 128
+
+// batch is how many locked tasks flush takes at once.
+func (r *run) batch() int {
+	if r.p.batch > 0 {
+		return r.p.batch
+	}
+	return maxPending
+}
+
+// step marks the end of a step of summarising or removing a task.
+func (r *run) step(step string) {
+	if r.p.step != nil {
+		r.p.step(step)
+	}
+}
 
 // syncers is how many summaries flush makes durable at once. Each fsync
 // waits on the disk; issued together, the kernel serves them in one pass
@@ -531,7 +551,7 @@ func (r *run) flush() {
 		return
 	}
 	if r.syncSummaries() > 0 {
-		stepHook("summarize: summary durable")
+		r.step("summarize: summary durable")
 	}
 	root := r.p.Root
 	swapped := 0
@@ -560,9 +580,9 @@ func (r *run) flush() {
 					pt.old = "" // not known durable: leave it to recovery
 				}
 				if pt.d.Action == Summarize {
-					stepHook("summarize: change durable")
+					r.step("summarize: change durable")
 				} else {
-					stepHook("remove: change durable")
+					r.step("remove: change durable")
 				}
 			}
 		}
@@ -696,12 +716,12 @@ func (r *run) buildSummary(id string, perm fs.FileMode) error {
 	if err != nil {
 		return err
 	}
-	stepHook("summarize: summary directory created")
+	r.step("summarize: summary directory created")
 	for _, f := range summaryFiles {
 		if err := linkRegular(root, path.Join(src, f), path.Join(tmp, f)); err != nil {
 			return err
 		}
-		stepHook("summarize: linked a summary file")
+		r.step("summarize: linked a summary file")
 	}
 	// Every lock file of the task moves with it as the same inode: a
 	// holder or waiter of the old path still excludes users of the new.
@@ -729,9 +749,13 @@ func syncSummary(root *os.Root, tmp string) error {
 // task's lock.
 func (r *run) swap(id string) (old string, err error) {
 	if !r.noExchange {
+		exchange := renameExchange
+		if r.p.exchange != nil {
+			exchange = r.p.exchange
+		}
 		err = exchange(r.tasksDir, id, prunePrefix+id)
 		if err == nil {
-			stepHook("summarize: swapped")
+			r.step("summarize: swapped")
 			return path.Join("tasks", prunePrefix+id), nil // the old tree
 		}
 		if !errors.Is(err, errUnsupported) {
@@ -743,7 +767,7 @@ func (r *run) swap(id string) (old string, err error) {
 	if err := r.swapByRenames(id, old); err != nil {
 		return "", fmt.Errorf("swap in summary: %w", err)
 	}
-	stepHook("summarize: swapped")
+	r.step("summarize: swapped")
 	return old, nil
 }
 
@@ -757,7 +781,7 @@ func (r *run) swapByRenames(id, trash string) error {
 	if err := renameClearing(root, src, trash); err != nil {
 		return err
 	}
-	stepHook("summarize: task moved to trash")
+	r.step("summarize: task moved to trash")
 	if err := root.Rename(tmp, src); err != nil {
 		if rerr := root.Rename(trash, src); rerr != nil {
 			return fmt.Errorf("%w (recovery will move %s into place)", err, tmp)
@@ -779,7 +803,7 @@ func (r *run) trash(id string) (string, error) {
 	if err := renameClearing(root, path.Join("tasks", id), trash); err != nil {
 		return "", err
 	}
-	stepHook("remove: task moved to trash")
+	r.step("remove: task moved to trash")
 	return trash, nil
 }
 

@@ -443,10 +443,6 @@ func TestPruneCrashSafety(t *testing.T) {
 }
 
 func testCrashSafety(t *testing.T, fallback bool) {
-	if fallback {
-		exchange = noExchange
-		t.Cleanup(func() { exchange = renameExchange })
-	}
 	var specs []taskSpec
 	for i := range 150 {
 		var age time.Duration
@@ -562,7 +558,11 @@ func testCrashSafety(t *testing.T, fallback bool) {
 	}
 	t.Logf("steps crashed at: %d kinds; random kills mid-run: %d of 12", len(steps), kills)
 
-	rep, err := newPruner(root, dir).Run(context.Background())
+	p := newPruner(root, dir)
+	if fallback {
+		p.exchange = noExchange
+	}
+	rep, err := p.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
