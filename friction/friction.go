@@ -10,11 +10,14 @@
 // canonically and atomically.
 //
 // A repeat of a known pattern does not add an entry: an entry of the same
-// type whose normalised pattern (or, when it has none, normalised
-// description) matches a pending entry increments that entry's occurrences
-// and adds the affected tasks to it. Applied and dismissed entries are
-// never merged into: friction that comes back after it was resolved
-// becomes a new entry.
+// type whose pattern (or, when it has none, description) matches a pending
+// entry's, case and spacing aside, increments that entry's occurrences and
+// adds the affected tasks to it. A pattern is matched as given: only the
+// detectors normalise (Normalize) the patterns they derive from free text,
+// so that "Line 12 fails" and "line 7 fails." are one friction, while
+// "probe-1" and "probe-2" from a person stay two. Applied and dismissed
+// entries are never merged into: friction that comes back after it was
+// resolved becomes a new entry.
 //
 // friction.json also holds, under "tally", the detectors' running counts
 // (review problems and failure causes seen, with their tasks), so that
@@ -111,14 +114,22 @@ func Normalize(s string) string {
 }
 
 // dedupKey is what makes two entries "the same friction": the type and
-// the normalised pattern, or the normalised description when there is no
-// pattern.
+// the pattern, or the description when there is no pattern, with case and
+// spacing folded. Digits and punctuation count: a pattern is matched as
+// given, and the detectors normalise the patterns they derive before they
+// reach the log.
 func dedupKey(typ, pattern, description string) string {
-	k := Normalize(pattern)
+	k := foldSpace(pattern)
 	if k == "" {
-		k = Normalize(description)
+		k = foldSpace(description)
 	}
 	return typ + "\x00" + k
+}
+
+// foldSpace lower-cases s and collapses its runs of white space to one
+// space, trimming both ends.
+func foldSpace(s string) string {
+	return strings.Join(strings.Fields(strings.ToLower(s)), " ")
 }
 
 // mergeSorted returns the sorted union of a and b without duplicates and
