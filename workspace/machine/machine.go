@@ -457,14 +457,20 @@ func (a *applier) escalations() {
 	}
 }
 
+// reviewer names the agent that acted on a review: the one whose done
+// marker carried it. The reviewer the document names is only a fallback
+// for a marker without an agent; it says who wrote the file (the CLI
+// writes "cli" when given no agent), not who acted.
 func reviewer(r *workspace.Review, m workspace.Marker) string {
-	if r.Reviewer != "" {
-		return r.Reviewer
+	if m.AgentID != "" {
+		return m.AgentID
 	}
-	return m.AgentID
+	return r.Reviewer
 }
 
-// seeWorker gives an agent whose record was accepted a workers entry.
+// seeWorker gives an agent that takes a subtask a workers entry. Only
+// take calls it: the orchestrator proposing plans and the reviewers
+// judging them are not workers.
 func (a *applier) seeWorker(agent string) {
 	if agent == "" {
 		return
@@ -487,7 +493,6 @@ func (a *applier) planReady() bool {
 
 func (a *applier) cancel() {
 	m := a.rec.Marker
-	a.seeWorker(m.AgentID)
 	a.finish(vocab.StatusCancelled, PhaseCancelled)
 	a.emit(EventTaskCancelled, nil, attrs("agent", m.AgentID, "reason", m.Error))
 }
@@ -520,7 +525,6 @@ func (a *applier) propose() {
 		a.refuse(fmt.Sprintf("plan %s v%d is not newer than v%d, which was reviewed", p.ID, p.Version, st.PlanVersion))
 		return
 	}
-	a.seeWorker(a.rec.Marker.AgentID)
 	st.PlanID = p.ID
 	st.PlanVersion = p.Version
 	st.PlanStatus = PlanProposed
@@ -543,7 +547,6 @@ func (a *applier) review() {
 	case ReviewCheckpoint:
 		a.checkpointReview(r)
 	case ReviewOutput:
-		a.seeWorker(a.rec.Marker.AgentID)
 		a.emit(EventReviewRecorded, []string{r.ID}, attrs("type", r.Type, "reviewer", reviewer(r, a.rec.Marker), "verdict", r.Verdict, "target", r.Target))
 		a.issues(r)
 	default:
@@ -574,7 +577,6 @@ func (a *applier) planReview(r *workspace.Review) {
 		return
 	}
 	if r.Verdict != VerdictApproved {
-		a.seeWorker(a.rec.Marker.AgentID)
 		st.PlanStatus = PlanRevisionNeeded
 		st.RevisionCount++
 		st.Phase = PhasePlanning
@@ -588,7 +590,6 @@ func (a *applier) planReview(r *workspace.Review) {
 	if !a.planReady() {
 		return
 	}
-	a.seeWorker(a.rec.Marker.AgentID)
 	at := a.at
 	st.PlanStatus = PlanApproved
 	st.Status = vocab.StatusExecuting
@@ -631,7 +632,6 @@ func (a *applier) checkpointReview(r *workspace.Review) {
 	if !a.planReady() {
 		return
 	}
-	a.seeWorker(a.rec.Marker.AgentID)
 	at := a.at
 	cs.ReviewedAt = &at
 	cs.Review = r.ID

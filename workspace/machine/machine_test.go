@@ -702,3 +702,69 @@ func TestStepTracksPlan(t *testing.T) {
 		t.Fatalf("re-proposal before review: plan %v, want v2", plan)
 	}
 }
+
+// TestWorkersAreTheAgentsThatTakeSubtasks: proposing, reviewing and
+// cancelling make nobody a worker; claiming a subtask or finishing a
+// pending one does.
+func TestWorkersAreTheAgentsThatTakeSubtasks(t *testing.T) {
+	j := approved().
+		review("reviewer", checkpointReview("review_early", "checkpoint_1", VerdictApproved)). // refused: not reached
+		claim("worker_1", "st_1").
+		done("worker_1", "st_1").
+		done("worker_3", "st_3"). // an implicit claim
+		review("auditor", workspace.Review{ID: "review_out", Type: ReviewOutput, Target: "st_1", Verdict: VerdictApproved}).
+		claim("worker_2", "st_2").
+		done("worker_2", "st_2").
+		review("reviewer", checkpointReview("review_cp1", "checkpoint_1", VerdictApproved))
+	f := fold(t, smallTask, j.recs)
+	if f.state.Status != vocab.StatusCompleted {
+		t.Fatalf("status %s, want completed; errors %+v", f.state.Status, f.state.Errors)
+	}
+	var got []string
+	for w := range f.state.Workers {
+		got = append(got, w)
+	}
+	slices.Sort(got)
+	if want := []string{"worker_1", "worker_2", "worker_3"}; !slices.Equal(got, want) {
+		t.Errorf("workers = %v, want %v", got, want)
+	}
+
+	cancelled := fold(t, smallTask, (&journal{}).propose("orchestrator", smallPlan(1)).
+		marker(workspace.Marker{AgentID: "coordinator", Status: DoneCancelled}).recs)
+	if cancelled.state.Status != vocab.StatusCancelled || len(cancelled.state.Workers) != 0 {
+		t.Errorf("after a proposal and a cancel: status %s, workers %v; want cancelled and none", cancelled.state.Status, cancelled.state.Workers)
+	}
+}
+
+// TestReviewEventsNameTheActingAgent: a review's events name the agent
+// whose done marker carried it, not the reviewer the file names (the CLI
+// writes "cli" when it is given no agent).
+func TestReviewEventsNameTheActingAgent(t *testing.T) {
+	asCLI := func(r workspace.Review) workspace.Review { r.Reviewer = "cli"; return r }
+	j := (&journal{}).propose("orchestrator", smallPlan(1)).
+		review("plan_reviewer", asCLI(planReview("review_plan_v1", VerdictApproved, "No logging")))
+	f := fold(t, smallTask, j.recs)
+	if f.state.PlanStatus != PlanApproved {
+		t.Fatalf("plan_status %s, want approved", f.state.PlanStatus)
+	}
+	names := 0
+	for _, e := range f.last {
+		if r, ok := e.Attrs["reviewer"]; ok {
+			names++
+			if r != "plan_reviewer" {
+				t.Errorf("%s: reviewer=%s, want plan_reviewer", e.Name, r)
+			}
+		}
+	}
+	if names != 2 { // plan_approved and review_issues
+		t.Errorf("%d events name a reviewer, want 2: %+v", names, f.last)
+	}
+
+	// Without an agent on the marker, the file's reviewer is all there is.
+	j = (&journal{}).propose("orchestrator", smallPlan(1)).
+		review("", asCLI(planReview("review_plan_v1", VerdictRevisionNeeded)))
+	f = fold(t, smallTask, j.recs)
+	if len(f.last) == 0 || f.last[0].Name != EventPlanRevisionNeeded || f.last[0].Attrs["reviewer"] != "cli" {
+		t.Errorf("events = %+v, want plan_revision_needed naming reviewer cli", f.last)
+	}
+}
