@@ -160,7 +160,7 @@ func FuzzApply(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		recs := fuzzJournal(data)
 		got := fold(t, smallTask, recs)
-		st, events, err := Replay(smallTask, nil, recs)
+		st, events, err := checkedReplay(t, smallTask, nil, recs)
 		if err != nil {
 			t.Fatalf("Replay: %v", err)
 		}

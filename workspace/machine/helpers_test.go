@@ -106,7 +106,7 @@ func fold(t testing.TB, task workspace.Task, recs []workspace.JournalRecord) fol
 func stepChecked(t testing.TB, st workspace.State, plan *workspace.Plan, rec workspace.JournalRecord) (workspace.State, *workspace.Plan, []workspace.Event) {
 	t.Helper()
 	before := snapshot(t, st, plan, rec)
-	next, nextPlan, events := Step(st, plan, rec)
+	next, nextPlan, events := checkedStep(t, st, plan, rec)
 	if after := snapshot(t, st, plan, rec); !bytes.Equal(before, after) {
 		t.Fatalf("record %d: Step changed its input:\nbefore %s\nafter  %s", rec.Seq, before, after)
 	}
@@ -115,7 +115,7 @@ func stepChecked(t testing.TB, st workspace.State, plan *workspace.Plan, rec wor
 		if after := snapshot(t, st, plan, rec); !bytes.Equal(before, after) {
 			t.Fatalf("record %d: Step's result shares memory with its input", rec.Seq)
 		}
-		next, nextPlan, events = Step(st, plan, rec)
+		next, nextPlan, events = checkedStep(t, st, plan, rec)
 	}
 	return next, nextPlan, events
 }

@@ -2,7 +2,6 @@ package machine
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -136,12 +135,20 @@ func Apply(st workspace.State, plan *workspace.Plan, rec workspace.JournalRecord
 // when the record's plan was accepted, plan otherwise. A daemon folding
 // records one by one passes the returned plan to the next Step.
 func Step(st workspace.State, plan *workspace.Plan, rec workspace.JournalRecord) (workspace.State, *workspace.Plan, []workspace.Event) {
+	st, plan, events, _ := step(st, plan, rec)
+	return st, plan, events
+}
+
+// step is Step that also returns the tally the step kept of the new
+// state, so that the tests can check it against a fresh count.
+func step(st workspace.State, plan *workspace.Plan, rec workspace.JournalRecord) (workspace.State, *workspace.Plan, []workspace.Event, *tally) {
+	t := &tally{}
 	if rec.Seq <= st.JournalSeq {
-		return st, plan, nil
+		return st, plan, nil, t
 	}
 	st = clone(st)
-	plan, events := stepOwned(&st, plan, rec, &tally{})
-	return st, plan, events
+	plan, events := stepOwned(&st, plan, rec, t)
+	return st, plan, events, t
 }
 
 // stepOwned applies rec to a state the caller owns, in place: its maps
@@ -157,9 +164,6 @@ func stepOwned(st *workspace.State, plan *workspace.Plan, rec workspace.JournalR
 	a.apply()
 	if a.adopt {
 		plan = rec.Plan
-	}
-	if verifyTally {
-		t.verify(st)
 	}
 	return plan, a.events
 }
@@ -178,6 +182,15 @@ func Replay(task workspace.Task, plans func(version int) (*workspace.Plan, error
 // plan that cannot be loaded or is not the one st names; the state and
 // events returned with it are those of the records folded before.
 func Continue(st workspace.State, plans func(version int) (*workspace.Plan, error), recs []workspace.JournalRecord) (workspace.State, []workspace.Event, error) {
+	return continueFold(st, plans, recs, nil)
+}
+
+// continueFold is Continue that calls after, when set, once each record is
+// applied, with the record, the state and the tally the fold keeps of it,
+// so that the tests can check the tally against a fresh count at every
+// step.
+func continueFold(st workspace.State, plans func(version int) (*workspace.Plan, error), recs []workspace.JournalRecord,
+	after func(workspace.JournalRecord, *workspace.State, *tally)) (workspace.State, []workspace.Event, error) {
 	var (
 		plan   *workspace.Plan
 		events []workspace.Event
@@ -211,6 +224,9 @@ func Continue(st workspace.State, plans func(version int) (*workspace.Plan, erro
 		var ev []workspace.Event
 		plan, ev = stepOwned(&st, plan, rec, t)
 		events = append(events, ev...)
+		if after != nil {
+			after(rec, &st, t)
+		}
 	}
 	return st, events, nil
 }
@@ -246,10 +262,6 @@ type tally struct {
 	plan      *workspace.Plan
 	planIDs   int // the distinct subtask ids of plan
 }
-
-// verifyTally makes every step check the tally against a fresh count
-// (the tests set it).
-var verifyTally = false
 
 // tally returns the tally of the state, counting it if needed.
 func (a *applier) tally() *tally {
@@ -303,27 +315,6 @@ func (a *applier) holds(agent string) bool {
 		}
 	}
 	return t.held[agent] > 0
-}
-
-// verify panics when the tally, if counted, is not what st holds.
-func (t *tally) verify(st *workspace.State) {
-	if !t.counted {
-		return
-	}
-	fresh := tally{held: map[string]int{}}
-	for _, ss := range st.Subtasks {
-		if ss != nil {
-			fresh.add(ss, 1)
-		}
-	}
-	same := t.blocked == fresh.blocked && t.inProgress == fresh.inProgress && t.completed == fresh.completed
-	if t.held != nil {
-		maps.DeleteFunc(t.held, func(_ string, n int) bool { return n == 0 })
-		same = same && maps.Equal(t.held, fresh.held)
-	}
-	if !same {
-		panic(fmt.Sprintf("machine: tally %+v, state holds %+v", *t, fresh))
-	}
 }
 
 // setStatus changes the status of ss, keeping the tally true. The worker

@@ -671,7 +671,7 @@ func TestApplyWithoutPlan(t *testing.T) {
 	rec := workspace.JournalRecord{Seq: 3, TakenAt: t0.Add(3 * time.Minute), Kind: workspace.KindDone,
 		Marker: workspace.Marker{AgentID: "worker_1", SubtaskID: "st_1"}}
 	for _, plan := range []*workspace.Plan{nil, smallPlan(2)} {
-		st, events := Apply(f.state, plan, rec)
+		st, events := checkedApply(t, f.state, plan, rec)
 		if got := eventNames(events); !slices.Equal(got, []string{EventMarkerRefused}) {
 			t.Errorf("plan %v: events %v, want a refusal", plan, got)
 		}
@@ -679,7 +679,7 @@ func TestApplyWithoutPlan(t *testing.T) {
 			t.Errorf("plan %v: st_1 = %+v", plan, st.Subtasks["st_1"])
 		}
 	}
-	st, events := Apply(f.state, f.plan, rec)
+	st, events := checkedApply(t, f.state, f.plan, rec)
 	if got := eventNames(events); !slices.Equal(got, []string{EventWorkAssigned, EventWorkCompleted, EventWorkUnblocked}) || st.Subtasks["st_1"].Status != SubtaskCompleted {
 		t.Errorf("with the plan: events %v, st_1 %+v", got, st.Subtasks["st_1"])
 	}
@@ -688,16 +688,16 @@ func TestApplyWithoutPlan(t *testing.T) {
 func TestStepTracksPlan(t *testing.T) {
 	v1, v2 := smallPlan(1), smallPlan(2)
 	st := Init(smallTask)
-	st, plan, _ := Step(st, nil, workspace.JournalRecord{Seq: 1, TakenAt: t0, Kind: workspace.KindDone, Plan: v1})
+	st, plan, _ := checkedStep(t, st, nil, workspace.JournalRecord{Seq: 1, TakenAt: t0, Kind: workspace.KindDone, Plan: v1})
 	if plan != v1 {
 		t.Fatalf("accepted proposal: plan %v, want v1", plan)
 	}
 	bad := withPlan(smallPlan(3), func(p *workspace.Plan) { p.TaskID = "other" })
-	st, plan, _ = Step(st, plan, workspace.JournalRecord{Seq: 2, TakenAt: t0, Kind: workspace.KindDone, Plan: bad})
+	st, plan, _ = checkedStep(t, st, plan, workspace.JournalRecord{Seq: 2, TakenAt: t0, Kind: workspace.KindDone, Plan: bad})
 	if plan != v1 || st.PlanVersion != 1 {
 		t.Fatalf("refused proposal: plan %v version %d, want v1 kept", plan, st.PlanVersion)
 	}
-	_, plan, _ = Step(st, plan, workspace.JournalRecord{Seq: 3, TakenAt: t0, Kind: workspace.KindDone, Plan: v2})
+	_, plan, _ = checkedStep(t, st, plan, workspace.JournalRecord{Seq: 3, TakenAt: t0, Kind: workspace.KindDone, Plan: v2})
 	if plan != v2 {
 		t.Fatalf("re-proposal before review: plan %v, want v2", plan)
 	}
