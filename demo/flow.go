@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/friction"
+	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
 )
@@ -303,7 +304,7 @@ func (r *run) hivemind(ctx context.Context) error {
 		return err
 	}
 	if _, err := r.waitState(ctx, TaskID, "plan v2 approved", func(s workspace.State) bool {
-		return s.Status == machine.StatusExecuting
+		return s.Status == vocab.StatusExecuting
 	}); err != nil {
 		return err
 	}
@@ -335,7 +336,7 @@ func (r *run) hivemind(ctx context.Context) error {
 		spawn(func(ctx context.Context) error { return r.worker(ctx, i, v2) })
 	}
 	spawn(r.checkpointReviewer)
-	_, err := r.waitState(wctx, TaskID, "the task to finish", func(s workspace.State) bool { return machine.Finished(s.Status) })
+	_, err := r.waitState(wctx, TaskID, "the task to finish", func(s workspace.State) bool { return vocab.Finished(s.Status) })
 	cancel()
 	wg.Wait()
 	if firstErr != nil {
@@ -348,7 +349,7 @@ func (r *run) hivemind(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	if st.Status != machine.StatusCompleted {
+	if st.Status != vocab.StatusCompleted {
 		return fmt.Errorf("demo: task %s ended %s, not completed: %v", TaskID, st.Status, st.Errors)
 	}
 	r.out.say("coordinator", "task %s is completed: reporting back to the human", TaskID)
@@ -436,7 +437,7 @@ func (r *run) worker(ctx context.Context, i int, p workspace.Plan) error {
 				return false, err
 			}
 			st = s
-			if machine.Finished(s.Status) {
+			if vocab.Finished(s.Status) {
 				return true, nil
 			}
 			ids := sortedKeys(s.Subtasks)
@@ -461,7 +462,7 @@ func (r *run) worker(ctx context.Context, i int, p workspace.Plan) error {
 		if err != nil {
 			return err
 		}
-		if machine.Finished(st.Status) {
+		if vocab.Finished(st.Status) {
 			return nil
 		}
 		ss := st.Subtasks[target]
@@ -471,7 +472,7 @@ func (r *run) worker(ctx context.Context, i int, p workspace.Plan) error {
 				return fmt.Errorf("demo: %s: %w", me, err)
 			}
 			st, err = r.waitState(ctx, TaskID, me+"'s claim of "+target+" to be decided", func(s workspace.State) bool {
-				return s.Subtasks[target].Status != machine.SubtaskPending || machine.Finished(s.Status)
+				return s.Subtasks[target].Status != machine.SubtaskPending || vocab.Finished(s.Status)
 			})
 			if err != nil {
 				return err
@@ -524,7 +525,7 @@ func (r *run) work(ctx context.Context, me string, s workspace.Subtask, attempt 
 	}
 	_, err = r.waitState(ctx, TaskID, me+"'s "+s.ID+" to be taken", func(st workspace.State) bool {
 		ss := st.Subtasks[s.ID]
-		return machine.Finished(st.Status) || ss.Status != machine.SubtaskInProgress || ss.Worker != me || ss.Attempts != attempt
+		return vocab.Finished(st.Status) || ss.Status != machine.SubtaskInProgress || ss.Worker != me || ss.Attempts != attempt
 	})
 	return err
 }
@@ -534,9 +535,9 @@ func (r *run) work(ctx context.Context, me string, s workspace.Subtask, attempt 
 func (r *run) checkpointReviewer(ctx context.Context) error {
 	st, err := r.waitState(ctx, TaskID, CheckpointID+" to await review", func(s workspace.State) bool {
 		cp := s.Checkpoints[CheckpointID]
-		return machine.Finished(s.Status) || (cp != nil && cp.Status == machine.CheckpointAwaitingReview)
+		return vocab.Finished(s.Status) || (cp != nil && cp.Status == machine.CheckpointAwaitingReview)
 	})
-	if err != nil || machine.Finished(st.Status) {
+	if err != nil || vocab.Finished(st.Status) {
 		return err
 	}
 	r.out.say("reviewer", "checks the outputs of %s", CheckpointID)

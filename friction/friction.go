@@ -9,11 +9,14 @@
 // canonically and atomically.
 //
 // A repeat of a known pattern does not add an entry: an entry of the same
-// type whose normalised pattern (or, when it has none, normalised
-// description) matches a pending entry increments that entry's occurrences
-// and adds the affected tasks to it. Applied and dismissed entries are
-// never merged into: friction that comes back after it was resolved
-// becomes a new entry.
+// type whose pattern (or, when it has none, description) matches a pending
+// entry's, case and spacing aside, increments that entry's occurrences and
+// adds the affected tasks to it. A pattern is matched as given: only the
+// detectors normalise (Normalize) the patterns they derive from free text,
+// so that "Line 12 fails" and "line 7 fails." are one friction, while
+// "probe-1" and "probe-2" from a person stay two. Applied and dismissed
+// entries are never merged into: friction that comes back after it was
+// resolved becomes a new entry.
 //
 // friction.json also holds, under "tally", the detectors' running counts
 // (review problems and failure causes seen, with their tasks), so that
@@ -70,12 +73,6 @@ func IsType(t string) bool { return slices.Contains(Types, t) }
 // IsStatus reports whether s is one of the three entry statuses.
 func IsStatus(s string) bool { return slices.Contains(Statuses, s) }
 
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
-
-// validTaskID reports whether id is a well-formed task id, as every id in
-// the workspace is.
-func validTaskID(id string) bool { return idPattern.MatchString(id) }
-
 var listMarker = regexp.MustCompile(`^(?:[-*•]+|\(?[0-9]+[.)])\s+`)
 
 // Normalize reduces a free-text problem, cause or reason to the form under
@@ -116,14 +113,22 @@ func Normalize(s string) string {
 }
 
 // dedupKey is what makes two entries "the same friction": the type and
-// the normalised pattern, or the normalised description when there is no
-// pattern.
+// the pattern, or the description when there is no pattern, with case and
+// spacing folded. Digits and punctuation count: a pattern is matched as
+// given, and the detectors normalise the patterns they derive before they
+// reach the log.
 func dedupKey(typ, pattern, description string) string {
-	k := Normalize(pattern)
+	k := foldSpace(pattern)
 	if k == "" {
-		k = Normalize(description)
+		k = foldSpace(description)
 	}
 	return typ + "\x00" + k
+}
+
+// foldSpace lower-cases s and collapses its runs of white space to one
+// space, trimming both ends.
+func foldSpace(s string) string {
+	return strings.Join(strings.Fields(strings.ToLower(s)), " ")
 }
 
 // mergeSorted returns the sorted union of a and b without duplicates and

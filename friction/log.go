@@ -22,6 +22,7 @@ import (
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/schemas"
+	"github.com/workspaced/workspaced/vocab"
 )
 
 // Layout and limits of the log file.
@@ -58,8 +59,8 @@ type Entry struct {
 	// AffectedTasks are the task ids concerned, sorted, without
 	// duplicates; always written, possibly empty.
 	AffectedTasks []string `json:"affected_tasks"`
-	// Pattern is what repeats are recognised by (normalised with
-	// Normalize when compared); may be empty.
+	// Pattern is what repeats are recognised by, compared with case and
+	// spacing aside; may be empty.
 	Pattern string `json:"pattern"`
 	// SuggestedAction says what a person could do about it; may be empty.
 	SuggestedAction string `json:"suggested_action"`
@@ -169,9 +170,9 @@ func (l *Log) Get(id string) (Entry, error) {
 
 // Add records e. The log assigns the id, the timestamp and the pending
 // status; occurrences below 1 count as 1; affected tasks are sorted and
-// made unique. If a pending entry of the same type has the same
-// normalised pattern (or, with no pattern, the same normalised
-// description), Add merges e into it instead: its occurrences grow by
+// made unique. If a pending entry of the same type has the same pattern
+// (or, with no pattern, the same description), case and spacing aside,
+// Add merges e into it instead: its occurrences grow by
 // e's, e's tasks join its affected tasks, and an empty suggested action is
 // filled in. Add returns the stored entry and whether it is new. An
 // unknown type, an empty description or a malformed task id is
@@ -184,7 +185,7 @@ func (l *Log) Add(ctx context.Context, e Entry) (Entry, bool, error) {
 		return Entry{}, false, fmt.Errorf("add friction: empty description: %w", ErrInvalid)
 	}
 	for _, id := range e.AffectedTasks {
-		if !validTaskID(id) {
+		if !vocab.ValidID(id) {
 			return Entry{}, false, fmt.Errorf("add friction: task id %q: %w", id, ErrInvalid)
 		}
 	}
@@ -227,8 +228,8 @@ func (l *Log) Resolve(ctx context.Context, id, status string) (Entry, error) {
 }
 
 // Record applies detector findings in one locked write: each one is
-// merged into the pending entry with its type and normalised pattern, or
-// becomes a new entry. A finding with a Once key already recorded for its
+// merged into the pending entry with its type and pattern (case and
+// spacing aside), or becomes a new entry. A finding with a Once key already recorded for its
 // task is dropped. Record returns the entries it added or changed, each
 // once, in the order first touched. A finding with an unknown type, no
 // description or a malformed task id is ErrInvalid, and nothing is
@@ -434,7 +435,7 @@ func checkFindings(fs []Finding) error {
 			return fmt.Errorf("finding of type %s has no description: %w", f.Type, ErrInvalid)
 		}
 		for _, id := range append([]string{f.TaskID}, f.Tasks...) {
-			if id != "" && !validTaskID(id) {
+			if id != "" && !vocab.ValidID(id) {
 				return fmt.Errorf("finding task id %q: %w", id, ErrInvalid)
 			}
 		}

@@ -200,10 +200,16 @@ func TestAddDedup(t *testing.T) {
 		second Entry
 		merged bool
 	}{
-		{"same pattern normalised", Entry{Type: TypeReviewerPattern, Description: "a", Pattern: "Missing tests."},
-			Entry{Type: TypeReviewerPattern, Description: "b", Pattern: "missing   TESTS"}, true},
+		{"same pattern up to case and spacing", Entry{Type: TypeReviewerPattern, Description: "a", Pattern: "Missing tests."},
+			Entry{Type: TypeReviewerPattern, Description: "b", Pattern: " missing   TESTS. "}, true},
 		{"same description when no pattern", Entry{Type: TypeEscalation, Description: "Budget question 1"},
-			Entry{Type: TypeEscalation, Description: "budget question 2!"}, true},
+			Entry{Type: TypeEscalation, Description: "budget\tquestion  1"}, true},
+		{"pattern digits count", Entry{Type: TypeWorkerFailure, Description: "a", Pattern: "probe-1"},
+			Entry{Type: TypeWorkerFailure, Description: "a", Pattern: "probe-2"}, false},
+		{"pattern punctuation counts", Entry{Type: TypeReviewerPattern, Description: "a", Pattern: "missing tests"},
+			Entry{Type: TypeReviewerPattern, Description: "b", Pattern: "missing tests!"}, false},
+		{"description digits count", Entry{Type: TypeEscalation, Description: "Budget question 1"},
+			Entry{Type: TypeEscalation, Description: "budget question 2"}, false},
 		{"pattern against description", Entry{Type: TypeEscalation, Description: "budget question"},
 			Entry{Type: TypeEscalation, Description: "other words", Pattern: "Budget question"}, true},
 		{"other type", Entry{Type: TypeReviewerPattern, Description: "a", Pattern: "missing tests"},
@@ -233,13 +239,51 @@ func TestAddDedup(t *testing.T) {
 	}
 }
 
+// TestGivenPatternsAreMatchedAsGiven: patterns a person gives differ by
+// their digits; patterns the detectors derive from free text do not.
+func TestGivenPatternsAreMatchedAsGiven(t *testing.T) {
+	l := newLog(t)
+	ctx := context.Background()
+	for i := 1; i <= 8; i++ {
+		e, isNew := mustAdd(t, l, Entry{Type: TypeWorkerFailure, Description: "probe failed", Pattern: fmt.Sprintf("probe-%d", i)})
+		if !isNew || e.Occurrences != 1 {
+			t.Fatalf("probe-%d: %+v (new %v), want a new entry", i, e, isNew)
+		}
+	}
+	if es, _ := l.List(Filter{}); len(es) != 8 {
+		t.Fatalf("%d entries after probe-1…probe-8, want 8", len(es))
+	}
+
+	// The same failures seen by the detector: the causes it derives its
+	// pattern from differ only in digits, so they are one friction.
+	cfg := DefaultConfig()
+	var tally Tally
+	for i, task := range []string{"t1", "t2", "t3", "t4"} {
+		var fs []Finding
+		tally, fs = Detect(tally, obs(EventWorkFailed, task, nil, fmt.Sprintf("error=Probe %d timed out", i+1)), cfg)
+		if _, err := l.Record(ctx, fs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	es, err := l.List(Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 9 {
+		t.Fatalf("%d entries, want the 8 given and one derived: %+v", len(es), es)
+	}
+	if d := es[8]; d.Pattern != "probe # timed out" || d.Occurrences != 4 || !slices.Equal(d.AffectedTasks, []string{"t1", "t2", "t3", "t4"}) {
+		t.Fatalf("derived entry = %+v, want pattern %q over 4 occurrences in t1…t4", d, "probe # timed out")
+	}
+}
+
 func TestResolvedEntriesAreNotMergedInto(t *testing.T) {
 	l := newLog(t)
 	mustAdd(t, l, Entry{Type: TypeEscalation, Description: "budget"})
 	if _, err := l.Resolve(context.Background(), "friction_001", StatusDismissed); err != nil {
 		t.Fatal(err)
 	}
-	e, isNew := mustAdd(t, l, Entry{Type: TypeEscalation, Description: "Budget."})
+	e, isNew := mustAdd(t, l, Entry{Type: TypeEscalation, Description: "Budget"})
 	if !isNew || e.ID != "friction_002" {
 		t.Fatalf("Add after dismissal = %+v (new %v), want friction_002", e, isNew)
 	}
@@ -427,10 +471,16 @@ func TestRecordDedupsIntoOccurrences(t *testing.T) {
 		t.Fatalf("entry = %+v", e)
 	}
 
-	// Escalations with one reason merge; the entry list comes back once.
-	fs := []Finding{
-		{Type: TypeEscalation, TaskID: "t5", Description: "x", Pattern: "budget"},
-		{Type: TypeEscalation, TaskID: "t6", Description: "y", Pattern: "Budget."},
+	// Escalations whose reasons normalise alike merge; the entry list
+	// comes back once.
+	var fs []Finding
+	for _, o := range []Observation{
+		obs(EventEscalated, "t5", nil, "reason=Budget over 1000."),
+		obs(EventEscalated, "t6", nil, "reason=budget over 20"),
+	} {
+		var f []Finding
+		tally, f = Detect(tally, o, cfg)
+		fs = append(fs, f...)
 	}
 	got, err := l.Record(ctx, fs)
 	if err != nil {

@@ -64,7 +64,7 @@ func New(w *workspace.Workspace, opt Options) (*Server, error) {
 	}
 	if opt.Agent == "" {
 		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "mcp server", Msg: "no agent given",
-			Hint: "name the serving agent (--agent A): it is recorded as stored_by of every write"}
+			Hint: "name the serving agent in Options.Agent: it is recorded as stored_by of every write"}
 	}
 	if err := workspace.ValidateID("agent", opt.Agent); err != nil {
 		return nil, err
@@ -91,7 +91,7 @@ func resolve(w *workspace.Workspace, task, thread string) (string, string, error
 	switch {
 	case task == "" && thread == "":
 		return "", "", &workspace.Error{Kind: workspace.ErrInvalid, Op: "mcp server", Msg: "no task or thread given",
-			Hint: "pass --task T and/or --thread X"}
+			Hint: "name the task, the thread or both in Options"}
 	case task == "":
 		t, err := w.ResolveThread(thread)
 		if err != nil {
@@ -149,12 +149,34 @@ func (s *Server) instructions() string {
 }
 
 // ErrorText is the text of a failed call: the error and, when it carries
-// one, a "hint: ..." line saying how to fix it — what the CLI prints,
-// without its "workspaced: " prefix.
+// one, a "hint: ..." line saying how to fix it, naming the tool argument
+// at fault where there is one.
 func ErrorText(err error) string {
 	s := err.Error()
 	if h := workspace.HintOf(err); h != "" {
 		s += "\nhint: " + h
+		if a := argumentFor(workspace.FieldOf(err)); a != "" {
+			s += " (argument " + a + ")"
+		}
 	}
 	return s
+}
+
+// argumentFor names the tool argument that sets the request field a
+// workspace error names as at fault (workspace.FieldOf), or "" when no
+// argument does.
+func argumentFor(field string) string {
+	switch field {
+	case workspace.FieldDescription:
+		return "short_description"
+	case workspace.FieldValue:
+		return "value"
+	case workspace.FieldStatus:
+		return "status"
+	case workspace.FieldError:
+		return "error"
+	case workspace.FieldOutputFile:
+		return "output_file"
+	}
+	return ""
 }

@@ -524,7 +524,7 @@ func TestBadArguments(t *testing.T) {
 		{"empty key", ToolStoreEnvData, map[string]any{"key": "", "short_description": "d", "value": 1}, []string{"key"}},
 		{"value too deep", ToolStoreEnvData, json.RawMessage(`{"key":"a","short_description":"d","value":` + deep + `}`), []string{"deep"}},
 		{"value too large", ToolStoreEnvData, json.RawMessage(`{"key":"a","short_description":"d","value":` + big + `}`), []string{"limit", "hint: "}},
-		{"unknown key", ToolGetEnvData, map[string]any{"key": "nope"}, []string{`"nope"`, "no such key", "hint: "}},
+		{"unknown key", ToolGetEnvData, map[string]any{"key": "nope"}, []string{`"nope"`, "no such key", "hint: list task t1's env data"}},
 		{"update unknown key", ToolUpdateEnvData, map[string]any{"key": "nope", "value": 1}, []string{"no such key", "hint: create it first"}},
 		{"update nothing", ToolUpdateEnvData, map[string]any{"key": "k"}, []string{"nothing to update", "hint: "}},
 		{"if_version conflict", ToolUpdateEnvData, map[string]any{"key": "k", "value": 3, "if_version": 1}, []string{"version is 2, not 1", "hint: read it again"}},
@@ -534,11 +534,12 @@ func TestBadArguments(t *testing.T) {
 		{"thread scope for state", ToolGetState, map[string]any{"key": "a", "scope": "thread"}, []string{"environment data", "hint: "}},
 		{"unknown state key", ToolGetState, map[string]any{"key": "nope", "scope": "session"}, []string{"no such key"}},
 		{"bad subtask id", ToolClaimSubtask, map[string]any{"subtask_id": "../x"}, []string{"subtask id", "../x"}},
-		{"done without output", ToolSignalDone, map[string]any{}, []string{"no output named"}},
+		{"done without output", ToolSignalDone, map[string]any{}, []string{"no output named", "hint: name the product", "(argument output_file)"}},
+		{"failed without error or output", ToolSignalDone, map[string]any{"output_file": "plan.json", "status": "failed"}, []string{"needs an error", "hint: say why the work failed (argument error)"}},
 		{"done product missing", ToolSignalDone, map[string]any{"subtask_id": "st_7"}, []string{"outputs/st_7.json does not exist", "hint: "}},
 		{"failed without error", ToolSignalDone, map[string]any{"subtask_id": "st_1", "status": "failed", "output": map[string]any{}}, []string{"needs an error"}},
 		{"bad status with output", ToolSignalDone, map[string]any{"subtask_id": "st_1", "status": "great", "output": map[string]any{}}, []string{"unknown status"}},
-		{"bad status", ToolSignalDone, map[string]any{"output_file": "plan.json", "status": "great"}, []string{"unknown status"}},
+		{"bad status", ToolSignalDone, map[string]any{"output_file": "plan.json", "status": "great"}, []string{"unknown status", "(argument status)"}},
 		{"output without subtask", ToolSignalDone, map[string]any{"output": map[string]any{"summary": "x"}}, []string{"subtask_id"}},
 		{"output not an object", ToolSignalDone, json.RawMessage(`{"subtask_id":"st_1","output":[1]}`), []string{"output"}},
 		{"output_file outside the task", ToolSignalDone, map[string]any{"output_file": "../t2/plan.json"}, []string{"output_file"}},
@@ -554,6 +555,10 @@ func TestBadArguments(t *testing.T) {
 				if !strings.Contains(text, want) {
 					t.Errorf("error text lacks %q:\n%s", want, text)
 				}
+			}
+			// An agent calls tools: a command-line flag means nothing to it.
+			if strings.Contains(text, "--") {
+				t.Errorf("error text names a command-line flag:\n%s", text)
 			}
 			// The server keeps serving, and nothing was stored.
 			var items []workspace.ManifestItem

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/workspaced/workspaced/vocab"
 )
 
 // BenchmarkPrune10k prunes 10,000 finished tasks of five files each (a
@@ -82,7 +84,7 @@ func benchAge(j int) time.Duration {
 func writeBenchTree(b *testing.B, dir string, n int) {
 	b.Helper()
 	for j := range n {
-		writeTask(b, dir, taskSpec{id: fmt.Sprintf("task-%06d", j), status: StatusCompleted, completedAt: at(benchAge(j))})
+		writeTask(b, dir, taskSpec{id: fmt.Sprintf("task-%06d", j), status: vocab.StatusCompleted, completedAt: at(benchAge(j))})
 	}
 	f, err := os.Open(dir)
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/workspaced/workspaced/vocab"
 )
 
 // TestRenameClearing checks that a task directory reaches its new name
@@ -78,7 +80,7 @@ func TestRenameClearingKeepsSourceOnOtherErrors(t *testing.T) {
 // tree is no error.
 func TestRemoveTree(t *testing.T) {
 	dir := t.TempDir()
-	writeTask(t, dir, taskSpec{id: "t1", status: StatusCompleted, completedAt: at(50 * Day)})
+	writeTask(t, dir, taskSpec{id: "t1", status: vocab.StatusCompleted, completedAt: at(50 * Day)})
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -57,26 +57,10 @@ func childHold() int {
 // SIGKILL at the N-th step of summarising or removing, after printing
 // "crash at <step>"; $PRUNE_BATCH=N sets the batch size.
 func childPrune() int {
-	if os.Getenv("PRUNE_FALLBACK") == "1" {
-		exchange = noExchange
-	}
 	now, err := time.Parse(time.RFC3339Nano, os.Getenv("PRUNE_NOW"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
-	}
-	if n, _ := strconv.Atoi(os.Getenv("PRUNE_BATCH")); n > 0 {
-		maxPending = n
-	}
-	if n, _ := strconv.Atoi(os.Getenv("PRUNE_CRASH_AT")); n > 0 {
-		calls := 0
-		stepHook = func(step string) {
-			if calls++; calls == n {
-				fmt.Fprintln(os.Stdout, "crash at", step)
-				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-				select {} // the signal is on its way
-			}
-		}
 	}
 	root, err := os.OpenRoot(os.Getenv("PRUNE_ROOT"))
 	if err != nil {
@@ -92,6 +76,22 @@ func childPrune() int {
 		OnProgress: func(d Decision) {
 			fmt.Fprintln(os.Stdout, d.TaskID, d.Action)
 		},
+	}
+	if os.Getenv("PRUNE_FALLBACK") == "1" {
+		p.exchange = noExchange
+	}
+	if n, _ := strconv.Atoi(os.Getenv("PRUNE_BATCH")); n > 0 {
+		p.batch = n
+	}
+	if n, _ := strconv.Atoi(os.Getenv("PRUNE_CRASH_AT")); n > 0 {
+		calls := 0
+		p.step = func(step string) {
+			if calls++; calls == n {
+				fmt.Fprintln(os.Stdout, "crash at", step)
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {} // the signal is on its way
+			}
+		}
 	}
 	rep, err := p.Run(context.Background())
 	if err != nil {

@@ -18,15 +18,8 @@ import (
 	"slices"
 	"strings"
 	"time"
-)
 
-// Task statuses, as the daemon records them in state.json.
-const (
-	StatusPlanning  = "planning"
-	StatusExecuting = "executing"
-	StatusCompleted = "completed"
-	StatusFailed    = "failed"
-	StatusCancelled = "cancelled"
+	"github.com/workspaced/workspaced/vocab"
 )
 
 // Policy defaults (workspace.json "retention") and bounds.
@@ -151,12 +144,12 @@ func Decide(t TaskInfo, p Policy, now time.Time) Decision {
 		d.Reason = "state.json unreadable: " + t.StateErr
 		return d
 	}
-	switch t.Status {
-	case StatusCompleted, StatusFailed, StatusCancelled:
-	case "":
+	switch {
+	case vocab.Finished(t.Status):
+	case t.Status == "":
 		d.Reason = "active: no state.json yet"
 		return d
-	case StatusPlanning, StatusExecuting:
+	case vocab.Active(t.Status):
 		d.Reason = "active: status " + t.Status
 		return d
 	default:

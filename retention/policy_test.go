@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/workspaced/workspaced/vocab"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -46,9 +48,9 @@ func TestDecideGolden(t *testing.T) {
 			name:   "full_boundary",
 			policy: def,
 			tasks: []TaskInfo{
-				finished("a_just_under_7d", StatusCompleted, 7*Day-time.Nanosecond),
-				finished("b_exactly_7d", StatusCompleted, 7*Day),
-				finished("c_just_over_7d", StatusCompleted, 7*Day+time.Nanosecond),
+				finished("a_just_under_7d", vocab.StatusCompleted, 7*Day-time.Nanosecond),
+				finished("b_exactly_7d", vocab.StatusCompleted, 7*Day),
+				finished("c_just_over_7d", vocab.StatusCompleted, 7*Day+time.Nanosecond),
 			},
 			want: []Action{Keep, Summarize, Summarize},
 		},
@@ -56,9 +58,9 @@ func TestDecideGolden(t *testing.T) {
 			name:   "summary_boundary",
 			policy: def,
 			tasks: []TaskInfo{
-				finished("a_just_under_30d", StatusCompleted, 30*Day-time.Nanosecond),
-				finished("b_exactly_30d", StatusCompleted, 30*Day),
-				finished("c_just_over_30d", StatusCompleted, 30*Day+time.Nanosecond),
+				finished("a_just_under_30d", vocab.StatusCompleted, 30*Day-time.Nanosecond),
+				finished("b_exactly_30d", vocab.StatusCompleted, 30*Day),
+				finished("c_just_over_30d", vocab.StatusCompleted, 30*Day+time.Nanosecond),
 			},
 			want: []Action{Summarize, Remove, Remove},
 		},
@@ -66,9 +68,9 @@ func TestDecideGolden(t *testing.T) {
 			name:   "active_any_age",
 			policy: def,
 			tasks: []TaskInfo{
-				{ID: "a_planning_old", Status: StatusPlanning, CompletedAt: ago(400 * Day)},
-				{ID: "b_executing_old", Status: StatusExecuting, CompletedAt: ago(40 * Day)},
-				{ID: "c_executing_new", Status: StatusExecuting},
+				{ID: "a_planning_old", Status: vocab.StatusPlanning, CompletedAt: ago(400 * Day)},
+				{ID: "b_executing_old", Status: vocab.StatusExecuting, CompletedAt: ago(40 * Day)},
+				{ID: "c_executing_new", Status: vocab.StatusExecuting},
 				{ID: "d_no_state", CompletedAt: ago(100 * Day)},
 				{ID: "e_unknown_status", Status: "paused", CompletedAt: ago(100 * Day)},
 			},
@@ -78,12 +80,12 @@ func TestDecideGolden(t *testing.T) {
 			name:   "failed_and_cancelled",
 			policy: def,
 			tasks: []TaskInfo{
-				finished("a_failed_1d", StatusFailed, Day),
-				finished("b_failed_10d", StatusFailed, 10*Day),
-				finished("c_failed_31d", StatusFailed, 31*Day),
-				finished("d_cancelled_1d", StatusCancelled, Day),
-				finished("e_cancelled_10d", StatusCancelled, 10*Day),
-				finished("f_cancelled_31d", StatusCancelled, 31*Day),
+				finished("a_failed_1d", vocab.StatusFailed, Day),
+				finished("b_failed_10d", vocab.StatusFailed, 10*Day),
+				finished("c_failed_31d", vocab.StatusFailed, 31*Day),
+				finished("d_cancelled_1d", vocab.StatusCancelled, Day),
+				finished("e_cancelled_10d", vocab.StatusCancelled, 10*Day),
+				finished("f_cancelled_31d", vocab.StatusCancelled, 31*Day),
 			},
 			want: []Action{Keep, Summarize, Remove, Keep, Summarize, Remove},
 		},
@@ -91,11 +93,11 @@ func TestDecideGolden(t *testing.T) {
 			name:   "completed_at_missing_or_malformed",
 			policy: def,
 			tasks: []TaskInfo{
-				{ID: "a_missing", Status: StatusCompleted},
-				{ID: "b_blank", Status: StatusFailed, CompletedAt: "  "},
-				{ID: "c_not_a_time", Status: StatusCompleted, CompletedAt: "yesterday"},
-				{ID: "d_date_only", Status: StatusCancelled, CompletedAt: "2024-01-01"},
-				{ID: "e_no_zone", Status: StatusCompleted, CompletedAt: "2024-01-01T10:00:00"},
+				{ID: "a_missing", Status: vocab.StatusCompleted},
+				{ID: "b_blank", Status: vocab.StatusFailed, CompletedAt: "  "},
+				{ID: "c_not_a_time", Status: vocab.StatusCompleted, CompletedAt: "yesterday"},
+				{ID: "d_date_only", Status: vocab.StatusCancelled, CompletedAt: "2024-01-01"},
+				{ID: "e_no_zone", Status: vocab.StatusCompleted, CompletedAt: "2024-01-01T10:00:00"},
 				{ID: "f_state_unreadable", StateErr: "invalid character 'x' looking for beginning of value"},
 			},
 			want: []Action{Keep, Keep, Keep, Keep, Keep, Keep},
@@ -104,9 +106,9 @@ func TestDecideGolden(t *testing.T) {
 			name:   "clock_skew",
 			policy: def,
 			tasks: []TaskInfo{
-				finished("a_future_1ns", StatusCompleted, -time.Nanosecond),
-				finished("b_future_1y", StatusCompleted, -365*Day),
-				finished("c_now", StatusCompleted, 0),
+				finished("a_future_1ns", vocab.StatusCompleted, -time.Nanosecond),
+				finished("b_future_1y", vocab.StatusCompleted, -365*Day),
+				finished("c_now", vocab.StatusCompleted, 0),
 			},
 			want: []Action{Keep, Keep, Keep},
 		},
@@ -115,8 +117,8 @@ func TestDecideGolden(t *testing.T) {
 			policy: def,
 			tasks: []TaskInfo{
 				// 8 days before policyNow, written in +02:00 without fraction.
-				{ID: "a_offset_8d", Status: StatusCompleted, CompletedAt: policyNow.Add(-8 * Day).In(time.FixedZone("", 2*3600)).Format(time.RFC3339)},
-				{ID: "b_lowercase_z", Status: StatusCompleted, CompletedAt: "2024-01-01t00:00:00z"},
+				{ID: "a_offset_8d", Status: vocab.StatusCompleted, CompletedAt: policyNow.Add(-8 * Day).In(time.FixedZone("", 2*3600)).Format(time.RFC3339)},
+				{ID: "b_lowercase_z", Status: vocab.StatusCompleted, CompletedAt: "2024-01-01t00:00:00z"},
 			},
 			want: []Action{Summarize, Remove},
 		},
@@ -124,10 +126,10 @@ func TestDecideGolden(t *testing.T) {
 			name:   "already_summarised",
 			policy: def,
 			tasks: []TaskInfo{
-				{ID: "a_summarised_3d", Status: StatusCompleted, CompletedAt: ago(3 * Day), Summarized: true},
-				{ID: "b_summarised_10d", Status: StatusCompleted, CompletedAt: ago(10 * Day), Summarized: true},
-				{ID: "c_summarised_30d", Status: StatusCompleted, CompletedAt: ago(30 * Day), Summarized: true},
-				{ID: "d_summarised_active", Status: StatusExecuting, Summarized: true},
+				{ID: "a_summarised_3d", Status: vocab.StatusCompleted, CompletedAt: ago(3 * Day), Summarized: true},
+				{ID: "b_summarised_10d", Status: vocab.StatusCompleted, CompletedAt: ago(10 * Day), Summarized: true},
+				{ID: "c_summarised_30d", Status: vocab.StatusCompleted, CompletedAt: ago(30 * Day), Summarized: true},
+				{ID: "d_summarised_active", Status: vocab.StatusExecuting, Summarized: true},
 			},
 			want: []Action{Keep, Keep, Remove, Keep},
 		},
@@ -135,8 +137,8 @@ func TestDecideGolden(t *testing.T) {
 			name:   "no_summary_stage",
 			policy: Policy{FullDays: 5, SummaryDays: 5},
 			tasks: []TaskInfo{
-				finished("a_4d", StatusCompleted, 4*Day),
-				finished("b_5d", StatusCompleted, 5*Day),
+				finished("a_4d", vocab.StatusCompleted, 4*Day),
+				finished("b_5d", vocab.StatusCompleted, 5*Day),
 			},
 			want: []Action{Keep, Remove},
 		},
@@ -144,8 +146,8 @@ func TestDecideGolden(t *testing.T) {
 			name:   "summarise_at_once",
 			policy: Policy{FullDays: 0, SummaryDays: 1},
 			tasks: []TaskInfo{
-				finished("a_0", StatusCompleted, 0),
-				finished("b_1d", StatusCompleted, Day),
+				finished("a_0", vocab.StatusCompleted, 0),
+				finished("b_1d", vocab.StatusCompleted, Day),
 			},
 			want: []Action{Summarize, Remove},
 		},

@@ -17,6 +17,7 @@ import (
 
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/locking"
+	"github.com/workspaced/workspaced/vocab"
 )
 
 // Skip is the Action a Pruner reports for a task it left alone although
@@ -45,14 +46,6 @@ const (
 // errUnsupported reports a system call the kernel, the filesystem or the
 // platform does not offer (renameat2 RENAME_EXCHANGE).
 var errUnsupported = errors.New("not supported")
-
-// exchange swaps two entries of a directory atomically; tests replace it to
-// exercise the fallback.
-var exchange = renameExchange
-
-// stepHook is called between the steps of summarising and removing a task;
-// the crash tests set it to kill the process at each step in turn.
-var stepHook = func(step string) {}
 
 // Pruner carries out the retention policy on a workspace tree. Fill its
 // fields and call Run; a Pruner holds no state between runs.
@@ -123,6 +116,20 @@ type Pruner struct {
 	// still counts them), so memory stays flat however many tasks there
 	// are; outcomes then reach the caller only through OnProgress.
 	DiscardDecisions bool
+
+	// Only this package's tests set the fields below.
+
+	// exchange swaps two entries of a directory atomically (nil:
+	// renameExchange); the tests give one that refuses, to exercise the
+	// fallback.
+	exchange func(dir *os.File, a, b string) error
+	// step, if set, is called between the steps of summarising and
+	// removing a task; the crash tests kill the process from it at each
+	// step in turn.
+	step func(step string)
+	// batch bounds a batch of locked tasks (0: maxPending); the crash
+	// tests make it small to crash inside small batches.
+	batch int
 }
 
 // Counts counts a Run's outcomes.
@@ -296,7 +303,7 @@ func (r *run) recover(ctx context.Context) error {
 		if id, ok := strings.CutPrefix(n, prunePrefix); ok {
 			_, err := root.Lstat(path.Join("tasks", id))
 			limbo := false
-			if errors.Is(err, fs.ErrNotExist) && validID(id) {
+			if errors.Is(err, fs.ErrNotExist) && vocab.ValidID(id) {
 				_, terr := root.Lstat(path.Join("tasks", trashPrefix+id))
 				limbo = terr == nil
 			}
@@ -362,7 +369,7 @@ func (r *run) prune(ctx context.Context) error {
 		if n[0] == '.' || !e.IsDir() || r.moved[n] {
 			return // dot entries, stray files and symlinks are not tasks
 		}
-		if !validID(n) {
+		if !vocab.ValidID(n) {
 			r.record(Decision{TaskID: n, Action: Skip, Reason: "not a valid task id"})
 			return
 		}
@@ -492,15 +499,29 @@ func (r *run) task(id string) {
 		}
 	}
 	r.pending = append(r.pending, &pendingTask{d: d, lock: lk})
-	if len(r.pending) >= maxPending {
+	if len(r.pending) >= r.batch() {
 		r.flush()
 	}
 }
 
-// maxPending bounds how many tasks are locked and queued at once (each
-// holds a lock descriptor); a variable so tests can crash inside small
-// batches.
-var maxPending = 128
+// maxPending bounds how many tasks are locked and queued at once: each
+// holds a lock descriptor.
+const maxPending = 128
+
+// batch is how many locked tasks flush takes at once.
+func (r *run) batch() int {
+	if r.p.batch > 0 {
+		return r.p.batch
+	}
+	return maxPending
+}
+
+// step marks the end of a step of summarising or removing a task.
+func (r *run) step(step string) {
+	if r.p.step != nil {
+		r.p.step(step)
+	}
+}
 
 // syncers is how many summaries flush makes durable at once. Each fsync
 // waits on the disk; issued together, the kernel serves them in one pass
@@ -530,7 +551,7 @@ func (r *run) flush() {
 		return
 	}
 	if r.syncSummaries() > 0 {
-		stepHook("summarize: summary durable")
+		r.step("summarize: summary durable")
 	}
 	root := r.p.Root
 	swapped := 0
@@ -559,9 +580,9 @@ func (r *run) flush() {
 					pt.old = "" // not known durable: leave it to recovery
 				}
 				if pt.d.Action == Summarize {
-					stepHook("summarize: change durable")
+					r.step("summarize: change durable")
 				} else {
-					stepHook("remove: change durable")
+					r.step("remove: change durable")
 				}
 			}
 		}
@@ -695,12 +716,12 @@ func (r *run) buildSummary(id string, perm fs.FileMode) error {
 	if err != nil {
 		return err
 	}
-	stepHook("summarize: summary directory created")
+	r.step("summarize: summary directory created")
 	for _, f := range summaryFiles {
 		if err := linkRegular(root, path.Join(src, f), path.Join(tmp, f)); err != nil {
 			return err
 		}
-		stepHook("summarize: linked a summary file")
+		r.step("summarize: linked a summary file")
 	}
 	// Every lock file of the task moves with it as the same inode: a
 	// holder or waiter of the old path still excludes users of the new.
@@ -728,9 +749,13 @@ func syncSummary(root *os.Root, tmp string) error {
 // task's lock.
 func (r *run) swap(id string) (old string, err error) {
 	if !r.noExchange {
+		exchange := renameExchange
+		if r.p.exchange != nil {
+			exchange = r.p.exchange
+		}
 		err = exchange(r.tasksDir, id, prunePrefix+id)
 		if err == nil {
-			stepHook("summarize: swapped")
+			r.step("summarize: swapped")
 			return path.Join("tasks", prunePrefix+id), nil // the old tree
 		}
 		if !errors.Is(err, errUnsupported) {
@@ -742,7 +767,7 @@ func (r *run) swap(id string) (old string, err error) {
 	if err := r.swapByRenames(id, old); err != nil {
 		return "", fmt.Errorf("swap in summary: %w", err)
 	}
-	stepHook("summarize: swapped")
+	r.step("summarize: swapped")
 	return old, nil
 }
 
@@ -756,7 +781,7 @@ func (r *run) swapByRenames(id, trash string) error {
 	if err := renameClearing(root, src, trash); err != nil {
 		return err
 	}
-	stepHook("summarize: task moved to trash")
+	r.step("summarize: task moved to trash")
 	if err := root.Rename(tmp, src); err != nil {
 		if rerr := root.Rename(trash, src); rerr != nil {
 			return fmt.Errorf("%w (recovery will move %s into place)", err, tmp)
@@ -778,7 +803,7 @@ func (r *run) trash(id string) (string, error) {
 	if err := renameClearing(root, path.Join("tasks", id), trash); err != nil {
 		return "", err
 	}
-	stepHook("remove: task moved to trash")
+	r.step("remove: task moved to trash")
 	return trash, nil
 }
 
@@ -872,22 +897,4 @@ func linkDir(root *os.Root, srcDir, dstDir string) error {
 			return fmt.Errorf("list %s: %w", srcDir, err)
 		}
 	}
-}
-
-// validID reports whether s is a well-formed task id, as every id in the
-// workspace is: ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$.
-func validID(s string) bool {
-	if len(s) == 0 || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case i > 0 && (c == '.' || c == '_' || c == '-'):
-		default:
-			return false
-		}
-	}
-	return true
 }

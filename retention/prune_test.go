@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/locking"
+	"github.com/workspaced/workspaced/vocab"
 )
 
 var pruneNow = time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)
@@ -27,28 +28,28 @@ func at(age time.Duration) string { return pruneNow.Add(-age).Format(time.RFC333
 // malformed state, summarised tasks and clock skew.
 func mixedSpecs() []taskSpec {
 	return []taskSpec{
-		{id: "c_half_day", status: StatusCompleted, completedAt: at(Day / 2)},
-		{id: "c_6d", status: StatusCompleted, completedAt: at(6 * Day)},
-		{id: "c_7d_exact", status: StatusCompleted, completedAt: at(7 * Day)},
-		{id: "c_8d", status: StatusCompleted, completedAt: at(8 * Day)},
-		{id: "c_15d", status: StatusCompleted, completedAt: at(15 * Day)},
-		{id: "c_30d_minus_1ns", status: StatusCompleted, completedAt: at(30*Day - 1)},
-		{id: "c_30d_exact", status: StatusCompleted, completedAt: at(30 * Day)},
-		{id: "c_45d", status: StatusCompleted, completedAt: at(45 * Day)},
-		{id: "c_400d", status: StatusCompleted, completedAt: at(400 * Day)},
-		{id: "f_10d", status: StatusFailed, completedAt: at(10 * Day)},
-		{id: "f_31d", status: StatusFailed, completedAt: at(31 * Day)},
-		{id: "x_9d", status: StatusCancelled, completedAt: at(9 * Day)},
-		{id: "x_60d", status: StatusCancelled, completedAt: at(60 * Day)},
-		{id: "a_planning", status: StatusPlanning},
-		{id: "a_executing_old", status: StatusExecuting, completedAt: at(90 * Day)},
+		{id: "c_half_day", status: vocab.StatusCompleted, completedAt: at(Day / 2)},
+		{id: "c_6d", status: vocab.StatusCompleted, completedAt: at(6 * Day)},
+		{id: "c_7d_exact", status: vocab.StatusCompleted, completedAt: at(7 * Day)},
+		{id: "c_8d", status: vocab.StatusCompleted, completedAt: at(8 * Day)},
+		{id: "c_15d", status: vocab.StatusCompleted, completedAt: at(15 * Day)},
+		{id: "c_30d_minus_1ns", status: vocab.StatusCompleted, completedAt: at(30*Day - 1)},
+		{id: "c_30d_exact", status: vocab.StatusCompleted, completedAt: at(30 * Day)},
+		{id: "c_45d", status: vocab.StatusCompleted, completedAt: at(45 * Day)},
+		{id: "c_400d", status: vocab.StatusCompleted, completedAt: at(400 * Day)},
+		{id: "f_10d", status: vocab.StatusFailed, completedAt: at(10 * Day)},
+		{id: "f_31d", status: vocab.StatusFailed, completedAt: at(31 * Day)},
+		{id: "x_9d", status: vocab.StatusCancelled, completedAt: at(9 * Day)},
+		{id: "x_60d", status: vocab.StatusCancelled, completedAt: at(60 * Day)},
+		{id: "a_planning", status: vocab.StatusPlanning},
+		{id: "a_executing_old", status: vocab.StatusExecuting, completedAt: at(90 * Day)},
 		{id: "a_no_state"},
 		{id: "m_malformed", rawState: "{\"status\": \"completed\", \"completed_at\": "},
-		{id: "m_no_completed_at", status: StatusCompleted},
-		{id: "m_bad_completed_at", status: StatusFailed, completedAt: "last tuesday"},
-		{id: "m_future", status: StatusCompleted, completedAt: at(-3 * Day)},
-		{id: "s_summarised_10d", status: StatusCompleted, completedAt: at(10 * Day), summarized: true},
-		{id: "s_summarised_40d", status: StatusCompleted, completedAt: at(40 * Day), summarized: true},
+		{id: "m_no_completed_at", status: vocab.StatusCompleted},
+		{id: "m_bad_completed_at", status: vocab.StatusFailed, completedAt: "last tuesday"},
+		{id: "m_future", status: vocab.StatusCompleted, completedAt: at(-3 * Day)},
+		{id: "s_summarised_10d", status: vocab.StatusCompleted, completedAt: at(10 * Day), summarized: true},
+		{id: "s_summarised_40d", status: vocab.StatusCompleted, completedAt: at(40 * Day), summarized: true},
 	}
 }
 
@@ -206,7 +207,7 @@ func TestPruneEndToEnd(t *testing.T) {
 }
 
 func TestPruneRefusesBadInput(t *testing.T) {
-	dir, root := buildTree(t, []taskSpec{{id: "c_400d", status: StatusCompleted, completedAt: at(400 * Day)}})
+	dir, root := buildTree(t, []taskSpec{{id: "c_400d", status: vocab.StatusCompleted, completedAt: at(400 * Day)}})
 	before := snapshot(t, dir)
 	p := newPruner(root, dir)
 	p.Policy = Policy{}
@@ -291,9 +292,9 @@ func startHolder(t *testing.T, lockPath, agent string) (*exec.Cmd, func()) {
 
 func TestPruneSkipsBusyTask(t *testing.T) {
 	specs := []taskSpec{
-		{id: "busy_8d", status: StatusCompleted, completedAt: at(8 * Day)},
-		{id: "free_8d", status: StatusCompleted, completedAt: at(8 * Day)},
-		{id: "busy_40d", status: StatusCompleted, completedAt: at(40 * Day)},
+		{id: "busy_8d", status: vocab.StatusCompleted, completedAt: at(8 * Day)},
+		{id: "free_8d", status: vocab.StatusCompleted, completedAt: at(8 * Day)},
+		{id: "busy_40d", status: vocab.StatusCompleted, completedAt: at(40 * Day)},
 	}
 	dir, root := buildTree(t, specs)
 	orig := map[string]map[string]entry{}
@@ -349,7 +350,7 @@ func TestPruneSkipsBusyTask(t *testing.T) {
 }
 
 func TestPruneOneAtATime(t *testing.T) {
-	dir, root := buildTree(t, []taskSpec{{id: "c_400d", status: StatusCompleted, completedAt: at(400 * Day)}})
+	dir, root := buildTree(t, []taskSpec{{id: "c_400d", status: vocab.StatusCompleted, completedAt: at(400 * Day)}})
 	_, release := startHolder(t, filepath.Join(dir, filepath.FromSlash(cleanupLock)), "other-cleanup")
 	_, err := newPruner(root, dir).Run(context.Background())
 	if !errors.Is(err, ErrCleanupRunning) || !errors.Is(err, locking.ErrLocked) || !strings.Contains(err.Error(), "other-cleanup") {
@@ -370,8 +371,8 @@ func TestPruneOneAtATime(t *testing.T) {
 
 func TestRecoverLeftovers(t *testing.T) {
 	specs := []taskSpec{
-		{id: "whole", status: StatusCompleted, completedAt: at(Day)},
-		{id: "limbo", status: StatusCompleted, completedAt: at(10 * Day), summarized: true},
+		{id: "whole", status: vocab.StatusCompleted, completedAt: at(Day)},
+		{id: "limbo", status: vocab.StatusCompleted, completedAt: at(10 * Day), summarized: true},
 	}
 	dir, root := buildTree(t, specs)
 	tasks := filepath.Join(dir, "tasks")
@@ -383,7 +384,7 @@ func TestRecoverLeftovers(t *testing.T) {
 	if err := os.Rename(filepath.Join(tasks, "limbo"), filepath.Join(tasks, ".prune-limbo")); err != nil {
 		t.Fatal(err)
 	}
-	writeTask(t, filepath.Join(tasks, ".trash-limbo-root"), taskSpec{id: "x", status: StatusCompleted})
+	writeTask(t, filepath.Join(tasks, ".trash-limbo-root"), taskSpec{id: "x", status: vocab.StatusCompleted})
 	if err := os.Rename(filepath.Join(tasks, ".trash-limbo-root", "tasks", "x"), filepath.Join(tasks, ".trash-limbo")); err != nil {
 		t.Fatal(err)
 	}
@@ -391,7 +392,7 @@ func TestRecoverLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	// An old tree whose task went away since: deleted, not resurrected.
-	writeTask(t, dir, taskSpec{id: "orphan", status: StatusCompleted, completedAt: at(Day)})
+	writeTask(t, dir, taskSpec{id: "orphan", status: vocab.StatusCompleted, completedAt: at(Day)})
 	if err := os.Rename(filepath.Join(tasks, "orphan"), filepath.Join(tasks, ".prune-orphan")); err != nil {
 		t.Fatal(err)
 	}
@@ -442,10 +443,6 @@ func TestPruneCrashSafety(t *testing.T) {
 }
 
 func testCrashSafety(t *testing.T, fallback bool) {
-	if fallback {
-		exchange = noExchange
-		t.Cleanup(func() { exchange = renameExchange })
-	}
 	var specs []taskSpec
 	for i := range 150 {
 		var age time.Duration
@@ -457,7 +454,7 @@ func testCrashSafety(t *testing.T, fallback bool) {
 		default:
 			age = 50 * Day // remove
 		}
-		specs = append(specs, taskSpec{id: fmt.Sprintf("t%03d", i), status: StatusCompleted, completedAt: at(age)})
+		specs = append(specs, taskSpec{id: fmt.Sprintf("t%03d", i), status: vocab.StatusCompleted, completedAt: at(age)})
 	}
 	dir, root := buildTree(t, specs)
 	want := expected(specs)
@@ -561,7 +558,11 @@ func testCrashSafety(t *testing.T, fallback bool) {
 	}
 	t.Logf("steps crashed at: %d kinds; random kills mid-run: %d of 12", len(steps), kills)
 
-	rep, err := newPruner(root, dir).Run(context.Background())
+	p := newPruner(root, dir)
+	if fallback {
+		p.exchange = noExchange
+	}
+	rep, err := p.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -137,18 +137,3 @@ func TestReadTaskInfo(t *testing.T) {
 		t.Error("a missing task directory gave no error")
 	}
 }
-
-func TestValidID(t *testing.T) {
-	for _, tc := range []struct {
-		id string
-		ok bool
-	}{
-		{"t1", true}, {"A.b_c-9", true}, {strings.Repeat("a", 128), true},
-		{"", false}, {".hidden", false}, {"-x", false}, {"_x", false}, {"a b", false},
-		{"a/b", false}, {strings.Repeat("a", 129), false}, {"é", false},
-	} {
-		if got := validID(tc.id); got != tc.ok {
-			t.Errorf("validID(%q) = %v, want %v", tc.id, got, tc.ok)
-		}
-	}
-}

@@ -64,10 +64,6 @@ const (
 	MaxDepth = 64
 )
 
-// IDPattern is the pattern every id (task, subtask, thread, agent, review,
-// plan) matches; the schemas carry the same pattern in their $defs.
-const IDPattern = `^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`
-
 // BaseURL is the prefix of every schema's $id; a schema's $id is
 // BaseURL + kind + ".schema.json".
 const BaseURL = "https://workspaced.dev/schemas/"

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/workspaced/workspaced/vocab"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/golden")
@@ -56,8 +58,8 @@ func TestSchemaHeaders(t *testing.T) {
 			if len(doc.Title) < 10 || len(doc.Description) < 40 {
 				t.Errorf("title %q / description %q too short to help anyone", doc.Title, doc.Description)
 			}
-			if id, ok := doc.Defs["id"]; ok && id.Pattern != IDPattern {
-				t.Errorf("$defs/id pattern = %q, want %q", id.Pattern, IDPattern)
+			if id, ok := doc.Defs["id"]; ok && id.Pattern != vocab.IDPattern {
+				t.Errorf("$defs/id pattern = %q, want %q", id.Pattern, vocab.IDPattern)
 			}
 		})
 	}
@@ -340,9 +342,9 @@ func TestProblemsSortedAndStable(t *testing.T) {
 		{"/created_at", "format", "'x' is not valid 'date-time'"},
 		{"/status", "enum", `value must be one of "draft", "proposed", "approved", "revision_needed"`},
 		{"/subtasks/1", "required", "missing properties: 'description'"},
-		{"/subtasks/1/id", "pattern", "does not match pattern '" + IDPattern + "'"},
+		{"/subtasks/1/id", "pattern", "does not match pattern '" + vocab.IDPattern + "'"},
 		{"/subtasks/2/estimated_complexity", "enum", `value must be one of "low", "medium", "high"`},
-		{"/task_id", "pattern", "does not match pattern '" + IDPattern + "'"},
+		{"/task_id", "pattern", "does not match pattern '" + vocab.IDPattern + "'"},
 		{"/version", "minimum", "must be >= 1 but found 0"},
 	}
 	for i := range 30 {

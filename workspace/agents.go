@@ -20,7 +20,7 @@ func (w *Workspace) LoadAgents() (AgentCards, error) {
 		return AgentCards{}, err
 	}
 	if err := schemas.Validate(schemas.KindAgents, data); err != nil {
-		return AgentCards{}, &Error{Kind: ErrInvalid, Op: "read " + AgentsFile, Err: err, Hint: "fix the file; 'workspaced validate' lists every problem"}
+		return AgentCards{}, &Error{Kind: ErrInvalid, Op: "read " + AgentsFile, Err: err, Hint: "fix the file; validating the workspace lists every problem"}
 	}
 	var c AgentCards
 	if err := decodeStrict(AgentsFile, data, w.settings.Limits.MaxDepth, &c); err != nil {

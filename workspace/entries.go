@@ -96,9 +96,9 @@ func (s Scope) label() string {
 // listHint says how to see the keys of the scope.
 func (s Scope) listHint() string {
 	if s.Kind == ScopeThread {
-		return "list the keys with 'workspaced env list --task " + s.TaskID + "'"
+		return "list task " + s.TaskID + "'s env data to see which keys exist"
 	}
-	return "list the keys with 'workspaced memory list --scope " + string(s.Kind) + "'"
+	return "list the " + s.label() + " to see which keys exist"
 }
 
 func (s Scope) eventPrefix() string {
@@ -156,7 +156,7 @@ func (w *Workspace) entryPath(s Scope, key string) (dir, name string, err error)
 	}
 	if s.Kind == ScopeThread || s.Kind == ScopeSession {
 		if !w.exists(path.Join("tasks", s.TaskID, "task.json")) {
-			return "", "", notFoundf("task "+s.TaskID, "list tasks with 'workspaced task list'", "no such task")
+			return "", "", notFoundf("task "+s.TaskID, "list the tasks to see which exist", "no such task")
 		}
 	}
 	return dir, path.Join(dir, EncodeKey(key)+".json"), nil
@@ -164,7 +164,7 @@ func (w *Workspace) entryPath(s Scope, key string) (dir, name string, err error)
 
 func (w *Workspace) checkValue(v json.RawMessage) ([]string, error) {
 	if len(v) == 0 {
-		return nil, invalidf("value", "give a JSON value, e.g. --value '{\"a\":1}' or --value '\"text\"'", "missing value")
+		return nil, fieldErr(ErrInvalid, "value", FieldValue, `give a JSON value, e.g. {"a":1} or "text"`, "missing value")
 	}
 	if len(v) > w.settings.Limits.ValueMaxBytes {
 		return nil, invalidf("value", "store large data as several keys or as files in the task directory",
@@ -255,7 +255,7 @@ func (w *Workspace) UpdateEntry(ctx context.Context, s Scope, req UpdateRequest)
 			return Result{}, err
 		}
 	} else if req.Description == nil {
-		return Result{}, invalidf("update "+req.Key, "pass --description and/or --value", "nothing to update")
+		return Result{}, invalidf("update "+req.Key, "give a new description, a new value or both", "nothing to update")
 	}
 	d, err := w.openScopeDir(dir, false)
 	if isNotExist(err) {
@@ -441,7 +441,7 @@ func (w *Workspace) ListEntriesReport(ctx context.Context, s Scope) ([]ManifestI
 		return nil, nil, err
 	}
 	if (s.Kind == ScopeThread || s.Kind == ScopeSession) && !w.exists(path.Join("tasks", s.TaskID, "task.json")) {
-		return nil, nil, notFoundf("task "+s.TaskID, "list tasks with 'workspaced task list'", "no such task")
+		return nil, nil, notFoundf("task "+s.TaskID, "list the tasks to see which exist", "no such task")
 	}
 	d, err := w.root.OpenRoot(dir)
 	if err != nil {

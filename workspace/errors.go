@@ -25,21 +25,33 @@ var (
 
 // Error is an error with a fix the user can apply. Kind is one of the
 // sentinels above, so errors.Is(err, ErrInvalid) works on it.
+//
+// Hint speaks of the operation, not of any one way of calling it: it never
+// names a command-line flag or a tool argument. Field names the request
+// field at fault, so that each surface can point at its own input for it
+// (the CLI at a flag, the MCP server at a tool argument).
 type Error struct {
-	Kind error
-	Op   string // what failed: "store env arc_task"
-	Err  error  // why (may be nil when Msg says it)
-	Msg  string
-	Hint string // how to fix it, or ""
+	Kind  error
+	Op    string // what failed: "store env arc_task"
+	Err   error  // why (may be nil when Msg says it)
+	Msg   string
+	Hint  string // how to fix it, or ""
+	Field string // the request field at fault ("value", "status"…), or ""
 }
 
 func (e *Error) Error() string {
 	s := e.Op
+	add := func(part string) {
+		if s != "" {
+			s += ": "
+		}
+		s += part
+	}
 	if e.Msg != "" {
-		s += ": " + e.Msg
+		add(e.Msg)
 	}
 	if e.Err != nil {
-		s += ": " + e.Err.Error()
+		add(e.Err.Error())
 	}
 	return s
 }
@@ -60,6 +72,34 @@ func HintOf(err error) string {
 		return e.Hint
 	}
 	return ""
+}
+
+// FieldOf returns the request field err names as at fault, if any: one of
+// the Field… constants.
+func FieldOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Field
+	}
+	return ""
+}
+
+// Request fields an Error may name as at fault. Each is the name of a
+// request's field in the workspace's own words.
+const (
+	FieldDescription = "description" // StoreRequest, UpdateRequest, NewTaskRequest
+	FieldValue       = "value"       // StoreRequest, UpdateRequest
+	FieldID          = "id"          // NewTaskRequest, NewThreadRequest
+	FieldTask        = "task"        // the task a thread is looked up in
+	FieldStatus      = "status"      // DoneRequest
+	FieldError       = "error"       // DoneRequest
+	FieldOutputFile  = "output_file" // DoneRequest
+)
+
+// fieldErr is an error of the given kind naming the request field at
+// fault.
+func fieldErr(kind error, op, field, hint, format string, args ...any) error {
+	return &Error{Kind: kind, Op: op, Msg: fmt.Sprintf(format, args...), Hint: hint, Field: field}
 }
 
 func invalidf(op, hint, format string, args ...any) error {

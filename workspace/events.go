@@ -198,7 +198,7 @@ func (w *Workspace) ReadEvents(taskID string) (evs []Event, bad []error, err err
 	if err != nil {
 		if isNotExist(err) {
 			if !w.exists(path.Join("tasks", taskID)) {
-				return nil, nil, notFoundf("task "+taskID, "list tasks with 'workspaced task list'", "no such task")
+				return nil, nil, notFoundf("task "+taskID, "list the tasks to see which exist", "no such task")
 			}
 			return nil, nil, nil
 		}

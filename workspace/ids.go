@@ -2,10 +2,11 @@ package workspace
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/workspaced/workspaced/vocab"
 )
 
 // MaxKeyBytes bounds a key; MaxFileName bounds its encoded file name so it
@@ -15,22 +16,15 @@ const (
 	MaxFileName = 250
 )
 
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
-
 // ValidateID checks a task, subtask, thread, agent, review or plan id
-// against ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$. what names the id in the
-// error ("task id").
+// against vocab.IDPattern. what names the id in the error ("task id"); the
+// error matches ErrInvalid and vocab.ErrInvalidID, and its hint says the
+// grammar in words.
 func ValidateID(what, id string) error {
-	if idPattern.MatchString(id) {
-		return nil
+	if err := vocab.ValidateID(what, id); err != nil {
+		return &Error{Kind: ErrInvalid, Err: err, Hint: vocab.IDRule}
 	}
-	shown := id
-	if len(shown) > 40 {
-		shown = shown[:40] + "…"
-	}
-	return invalidf(what+" "+fmt.Sprintf("%q", shown),
-		"ids are 1–128 characters of letters, digits, '.', '_' and '-', starting with a letter or digit",
-		"not a valid id")
+	return nil
 }
 
 // ValidateKey checks an entry key: 1–200 bytes of UTF-8 with no control

@@ -81,7 +81,7 @@ func (w *Workspace) acquire(ctx context.Context, r *os.Root, name, rel, agent st
 	if err != nil {
 		if errors.Is(err, locking.ErrLocked) {
 			return nil, &Error{Kind: ErrLocked, Op: "lock " + rel, Err: err,
-				Hint: "another process holds it; see 'workspaced locks', or raise lock_timeout in workspace.json"}
+				Hint: "another process holds it; retry later, or raise lock_timeout in workspace.json"}
 		}
 		return nil, err
 	}

@@ -116,17 +116,17 @@ func (w *Workspace) WriteDone(req DoneRequest) (string, error) {
 	switch req.Status {
 	case "", "completed", "failed", "cancelled":
 	default:
-		return "", invalidf("done", "use --status completed, failed or cancelled", "unknown status %q", req.Status)
+		return "", fieldErr(ErrInvalid, "done", FieldStatus, "use completed, failed or cancelled", "unknown status %q", req.Status)
 	}
 	if req.Status == "failed" && req.Error == "" {
-		return "", invalidf("done", "say why with --error TEXT", "a failed marker needs an error")
+		return "", fieldErr(ErrInvalid, "done", FieldError, "say why the work failed", "a failed marker needs an error")
 	}
 	kind, id, err := ClassifyOutput(req.OutputFile)
 	if err != nil {
 		return "", invalidf("done", "", "%v", err)
 	}
 	if kind == ProductNone && req.Status != "cancelled" {
-		return "", invalidf("done", "pass --output plan.json, reviews/<id>.json or outputs/<id>.json", "no output named")
+		return "", fieldErr(ErrInvalid, "done", FieldOutputFile, "name the product: plan.json, reviews/<id>.json or outputs/<id>.json", "no output named")
 	}
 	if kind == ProductOutput {
 		if req.SubtaskID == "" {

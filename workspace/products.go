@@ -54,7 +54,7 @@ func (w *Workspace) requireTask(id string) error {
 		return err
 	}
 	if !w.exists(path.Join(TaskDir(id), "task.json")) {
-		return notFoundf("task "+id, "list tasks with 'workspaced task list'", "no such task")
+		return notFoundf("task "+id, "list the tasks to see which exist", "no such task")
 	}
 	return nil
 }
@@ -177,7 +177,7 @@ func (w *Workspace) ReadPlan(taskID string, version int) (*Plan, error) {
 		return nil, err
 	}
 	if version == 0 {
-		return nil, notFoundf("plan of task "+taskID, "write one with 'workspaced plan write'", "no plan.json")
+		return nil, notFoundf("plan of task "+taskID, "write the plan first", "no plan.json")
 	}
 	var old Plan
 	if err := w.readJSON(path.Join(TaskDir(taskID), "plans", "plan_v"+strconv.Itoa(version)+".json"), &old); err != nil {

@@ -48,7 +48,7 @@ func (w *Workspace) CreateTask(ctx context.Context, req NewTaskRequest) (Task, e
 		return Task{}, err
 	}
 	if strings.TrimSpace(req.Description) == "" {
-		return Task{}, invalidf("create task", "pass --description TEXT", "the description is empty")
+		return Task{}, fieldErr(ErrInvalid, "create task", FieldDescription, "say what the task is", "the description is empty")
 	}
 	if req.SubmittedBy == "" {
 		req.SubmittedBy = "human"
@@ -74,7 +74,7 @@ func (w *Workspace) CreateTask(ctx context.Context, req NewTaskRequest) (Task, e
 	dir := TaskDir(req.ID)
 	if err := w.root.Mkdir(dir, w.DirPerm()); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return Task{}, &Error{Kind: ErrConflict, Op: "create task " + req.ID, Msg: "a task with this id exists", Hint: "choose another --id, or omit it to get a fresh one"}
+			return Task{}, fieldErr(ErrConflict, "create task "+req.ID, FieldID, "choose another id, or leave it out to get a fresh one", "a task with this id exists")
 		}
 		return Task{}, fmt.Errorf("create task %s: %w", req.ID, err)
 	}
@@ -98,7 +98,7 @@ func (w *Workspace) GetTask(id string) (Task, error) {
 	var t Task
 	err := w.readJSON(path.Join(TaskDir(id), "task.json"), &t)
 	if errors.Is(err, ErrNotFound) {
-		return Task{}, notFoundf("task "+id, "list tasks with 'workspaced task list'", "no such task")
+		return Task{}, notFoundf("task "+id, "list the tasks to see which exist", "no such task")
 	}
 	return t, err
 }
@@ -178,7 +178,7 @@ func (w *Workspace) ReadState(id string) (State, error) {
 	data, err := w.ReadFile(name)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
-			return State{}, notFoundf("state of task "+id, "start the daemon ('workspaced serve') to have it written", "no state.json yet")
+			return State{}, notFoundf("state of task "+id, "start the daemon to have it written", "no state.json yet")
 		}
 		return State{}, err
 	}

@@ -62,7 +62,7 @@ func (w *Workspace) NewThread(ctx context.Context, req NewThreadRequest) (Thread
 	}
 	defer l.Release()
 	if w.exists(name) {
-		return Thread{}, &Error{Kind: ErrConflict, Op: "new thread " + req.ID, Msg: "a thread with this id exists in task " + req.TaskID, Hint: "choose another --id"}
+		return Thread{}, fieldErr(ErrConflict, "new thread "+req.ID, FieldID, "choose another id, or leave it out to get a fresh one", "a thread with this id exists in task %s", req.TaskID)
 	}
 	now := w.Now()
 	t := Thread{ID: req.ID, ParentID: req.ParentID, TaskID: req.TaskID, From: req.From, To: req.To, Message: req.Message,
@@ -87,7 +87,7 @@ func (w *Workspace) GetThread(taskID, id string) (Thread, error) {
 	var t Thread
 	err := w.readJSON(threadPath(taskID, id), &t)
 	if errors.Is(err, ErrNotFound) {
-		return Thread{}, notFoundf("thread "+id, "list threads with 'workspaced thread list --task "+taskID+"'", "no such thread in task %s", taskID)
+		return Thread{}, notFoundf("thread "+id, "list task "+taskID+"'s threads to see which exist", "no such thread in task %s", taskID)
 	}
 	if err != nil {
 		return Thread{}, err
@@ -116,7 +116,7 @@ func (w *Workspace) ResolveThread(threadID string) (string, error) {
 			return id, nil
 		}
 	}
-	return "", notFoundf("thread "+threadID, "create it with 'workspaced thread new', or pass --task", "no task holds this thread")
+	return "", fieldErr(ErrNotFound, "thread "+threadID, FieldTask, "create the thread first, or name the task it belongs to", "no task holds this thread")
 }
 
 // ListThreads returns a task's threads sorted by creation time then id.

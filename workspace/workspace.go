@@ -57,11 +57,11 @@ func Open(dir string, opt Options) (*Workspace, error) {
 	st, err := os.Stat(abs)
 	if err != nil || !st.IsDir() {
 		return nil, &Error{Kind: ErrNotFound, Op: "open workspace " + dir, Msg: "no workspace here",
-			Hint: "create one with 'workspaced init', or point at one with --root DIR or WORKSPACE_ROOT"}
+			Hint: "create a workspace there, or open the directory that holds one"}
 	}
 	if !isWorkspaceDir(abs) {
 		return nil, &Error{Kind: ErrNotFound, Op: "open workspace " + dir, Msg: "the directory holds neither workspace.json nor tasks/",
-			Hint: "create a workspace with 'workspaced init', or point at one with --root DIR or WORKSPACE_ROOT"}
+			Hint: "create a workspace there, or open the directory that holds one"}
 	}
 	root, err := os.OpenRoot(abs)
 	if err != nil {

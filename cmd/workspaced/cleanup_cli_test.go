@@ -28,6 +28,7 @@ import (
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/retention"
 	"github.com/workspaced/workspaced/schemas"
+	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -44,7 +45,7 @@ type genTask struct {
 }
 
 func (g genTask) finished() bool {
-	return g.status == retention.StatusCompleted || g.status == retention.StatusFailed || g.status == retention.StatusCancelled
+	return g.status == vocab.StatusCompleted || g.status == vocab.StatusFailed || g.status == vocab.StatusCancelled
 }
 
 // info is what retention reads from the task's directory.
@@ -312,22 +313,22 @@ func e2eTasks() []genTask {
 	ages := []time.Duration{0, 2 * time.Hour, 3 * day, 6*day + 12*time.Hour, 7*day + 12*time.Hour, 15 * day,
 		29*day + 12*time.Hour, 30*day + 12*time.Hour, 90 * day, 400 * day}
 	for i, age := range ages {
-		for _, st := range []string{retention.StatusCompleted, retention.StatusFailed, retention.StatusCancelled} {
+		for _, st := range []string{vocab.StatusCompleted, vocab.StatusFailed, vocab.StatusCancelled} {
 			gs = append(gs, genTask{id: fmt.Sprintf("%s-%02d", st, i), status: st, age: age})
 		}
 	}
 	// Active tasks of every age are never touched.
 	for i, age := range []time.Duration{time.Hour, 10 * day, 45 * day, 400 * day} {
 		gs = append(gs,
-			genTask{id: fmt.Sprintf("executing-%02d", i), status: retention.StatusExecuting, age: age},
-			genTask{id: fmt.Sprintf("planning-%02d", i), status: retention.StatusPlanning, age: age})
+			genTask{id: fmt.Sprintf("executing-%02d", i), status: vocab.StatusExecuting, age: age},
+			genTask{id: fmt.Sprintf("planning-%02d", i), status: vocab.StatusPlanning, age: age})
 	}
 	return append(gs,
 		genTask{id: "new-task", age: 100 * day}, // no state.json yet
-		genTask{id: "no-completed-at", status: retention.StatusCompleted, age: 100 * day, noCompletedAt: true},
-		genTask{id: "future", status: retention.StatusCompleted, age: -3 * day}, // clock skew
-		genTask{id: "summarized-10", status: retention.StatusCompleted, age: 10 * day, summarized: true},
-		genTask{id: "summarized-40", status: retention.StatusFailed, age: 40 * day, summarized: true},
+		genTask{id: "no-completed-at", status: vocab.StatusCompleted, age: 100 * day, noCompletedAt: true},
+		genTask{id: "future", status: vocab.StatusCompleted, age: -3 * day}, // clock skew
+		genTask{id: "summarized-10", status: vocab.StatusCompleted, age: 10 * day, summarized: true},
+		genTask{id: "summarized-40", status: vocab.StatusFailed, age: 40 * day, summarized: true},
 	)
 }
 
@@ -553,8 +554,8 @@ func checkReport(t *testing.T, what string, rep cleanupReport, want map[retentio
 func TestCleanupBusyTask(t *testing.T) {
 	w := newWS(t)
 	now := time.Now()
-	busy := genTask{id: "old-busy", status: retention.StatusCompleted, age: 60 * 24 * time.Hour}
-	idle := genTask{id: "old-idle", status: retention.StatusCompleted, age: 60 * 24 * time.Hour}
+	busy := genTask{id: "old-busy", status: vocab.StatusCompleted, age: 60 * 24 * time.Hour}
+	idle := genTask{id: "old-idle", status: vocab.StatusCompleted, age: 60 * 24 * time.Hour}
 	writeGenTask(t, w.root, busy, now)
 	writeGenTask(t, w.root, idle, now)
 	lk, err := locking.Acquire(context.Background(), filepath.Join(w.root, "tasks", busy.id, ".locks", "task.lock"),
@@ -607,10 +608,10 @@ func TestCleanupPolicy(t *testing.T) {
 	const day = 24 * time.Hour
 	now := time.Now()
 	tasks := []genTask{
-		{id: "d2", status: retention.StatusCompleted, age: 2*day + time.Hour},
-		{id: "d5", status: retention.StatusCompleted, age: 5*day + time.Hour},
-		{id: "d12", status: retention.StatusFailed, age: 12*day + time.Hour},
-		{id: "d40", status: retention.StatusCancelled, age: 40*day + time.Hour},
+		{id: "d2", status: vocab.StatusCompleted, age: 2*day + time.Hour},
+		{id: "d5", status: vocab.StatusCompleted, age: 5*day + time.Hour},
+		{id: "d12", status: vocab.StatusFailed, age: 12*day + time.Hour},
+		{id: "d40", status: vocab.StatusCancelled, age: 40*day + time.Hour},
 	}
 	cases := []struct {
 		name      string
@@ -686,7 +687,7 @@ func TestCleanupErrors(t *testing.T) {
 	t.Run("another cleanup holds the tree", func(t *testing.T) {
 		w := newWS(t)
 		writeFileAll(t, filepath.Join(w.root, "workspace.json"), []byte(`{"lock_timeout": "300ms"}`+"\n"))
-		writeGenTask(t, w.root, genTask{id: "old", status: retention.StatusCompleted, age: 90 * 24 * time.Hour}, time.Now())
+		writeGenTask(t, w.root, genTask{id: "old", status: vocab.StatusCompleted, age: 90 * 24 * time.Hour}, time.Now())
 		lk, err := locking.Acquire(context.Background(), filepath.Join(w.root, "tasks", ".locks", "cleanup.lock"), locking.Options{Agent: "nightly"})
 		if err != nil {
 			t.Fatal(err)
@@ -732,7 +733,7 @@ func TestCleanupScale(t *testing.T) {
 		for i := range n {
 			// A third each to keep, summarise and remove.
 			age := []time.Duration{2 * day, 15 * day, 60 * day}[i%3] + time.Duration(i)*time.Second
-			writeGenTask(t, w.root, genTask{id: fmt.Sprintf("task-%05d", i), status: retention.StatusCompleted, age: age}, now)
+			writeGenTask(t, w.root, genTask{id: fmt.Sprintf("task-%05d", i), status: vocab.StatusCompleted, age: age}, now)
 		}
 		cmd := exec.Command(bin, "cleanup")
 		cmd.Dir, cmd.Env = w.dir, w.env

@@ -94,6 +94,37 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+// TestHintsNameFlags: the workspace's hints speak of the operation, and
+// the CLI points at the flag for the input at fault.
+func TestHintsNameFlags(t *testing.T) {
+	w := newWS(t)
+	w.task("t1")
+	cases := []struct {
+		name string
+		code int
+		args []string
+		hint string // the whole hint line
+	}{
+		{"failed without error", exitFailure, []string{"done", "--task", "t1", "--agent", "a", "--output", "plan.json", "--status", "failed"},
+			"hint: say why the work failed (--error)\n"},
+		{"task id taken", exitConflict, []string{"task", "create", "--id", "t1", "--description", "again"},
+			"hint: choose another id, or leave it out to get a fresh one (--id)\n"},
+		{"thread of no task", exitNotFound, []string{"thread", "show", "--thread", "nope"},
+			"hint: create the thread first, or name the task it belongs to (--task)\n"},
+		{"unknown key", exitNotFound, []string{"env", "get", "--task", "t1", "--key", "nope"},
+			"hint: list task t1's env data to see which keys exist\n"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w.t = t
+			r := w.fails(c.code, "", c.args...)
+			if !strings.HasSuffix(r.stderr, "\n"+c.hint) {
+				t.Errorf("want the hint line %q, got %v", c.hint, r)
+			}
+		})
+	}
+}
+
 func TestNoWorkspace(t *testing.T) {
 	dir := t.TempDir()
 	w := &ws{t: t, dir: dir, env: cleanEnv()}

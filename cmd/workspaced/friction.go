@@ -87,10 +87,11 @@ const frictionAddUsage = `Usage:
 
 Records one friction entry and prints its id (--json: the entry as stored,
 with "new": true or false). If a pending entry of the same type has the same
-pattern (or, without --pattern, the same description) — compared after
-normalising case, spacing, punctuation at the ends and digits — no entry is
-added: that entry's occurrences grow by one and the tasks join it. Its id is
-printed as for a new entry, and a note with the occurrences goes to stderr.
+pattern (or, without --pattern, the same description), case and spacing
+aside, no entry is added: that entry's occurrences grow by one and the tasks
+join it. Its id is printed as for a new entry, and a note with the
+occurrences goes to stderr. Digits and punctuation count: "probe-1" and
+"probe-2" are two entries.
 
 Types: repeated_revision, reviewer_pattern, worker_failure, timeout, escalation
 

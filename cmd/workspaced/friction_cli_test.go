@@ -114,21 +114,20 @@ func TestFrictionDedup(t *testing.T) {
 	if out != "friction_001\n" || errOut != "" {
 		t.Fatalf("first add printed %q / %q", out, errOut)
 	}
-	// Same pattern up to case, spacing and final punctuation; new tasks.
+	// Same pattern up to case and spacing; new tasks.
 	out, errOut = add("--type", "reviewer_pattern", "--task", "t2", "--task", "t1", "--description", "handler 9 lacks validation",
-		"--pattern", "  Missing   INPUT validation. ")
+		"--pattern", "  Missing   INPUT validation ")
 	if out != "friction_001\n" {
 		t.Errorf("a known pattern printed %q, want the existing id", out)
 	}
 	if want := "note: a known pattern: friction_001 now has 2 occurrences\n"; errOut != want {
 		t.Errorf("a known pattern: stderr %q, want %q", errOut, want)
 	}
-	// Without a pattern, the description is what repeats are known by;
-	// digits do not matter.
+	// Without a pattern, the description is what repeats are known by.
 	add("--type", "worker_failure", "--task", "t3", "--description", "solver ran out of memory on grid 12")
 	var a addedEntry
 	decode(t, w.ok("friction", "add", "--type", "worker_failure", "--task", "t4", "--json",
-		"--description", "Solver ran out of memory on grid 30", "--suggested-action", "raise the memory limit"), &a)
+		"--description", "Solver ran out of  memory on grid 12", "--suggested-action", "raise the memory limit"), &a)
 	if a.New || a.ID != "friction_002" || a.Occurrences != 2 || !reflect.DeepEqual(a.AffectedTasks, []string{"t3", "t4"}) ||
 		a.SuggestedAction != "raise the memory limit" {
 		t.Errorf("merged entry = %+v", a)
@@ -150,6 +149,19 @@ func TestFrictionDedup(t *testing.T) {
 	out, errOut = add("--type", "reviewer_pattern", "--task", "t5", "--description", "again", "--pattern", "missing input validation")
 	if out != "friction_004\n" || errOut != "" {
 		t.Errorf("a repeat of a resolved pattern printed %q / %q, want a new entry friction_004", out, errOut)
+	}
+
+	// A pattern given is matched as given: digits count.
+	for i := 1; i <= 8; i++ {
+		want := fmt.Sprintf("friction_%03d\n", 4+i)
+		if out, errOut := add("--type", "worker_failure", "--task", "t6", "--description", "probe failed", "--pattern", fmt.Sprintf("probe-%d", i)); out != want || errOut != "" {
+			t.Errorf("probe-%d printed %q / %q, want a new entry %s", i, out, errOut, strings.TrimSpace(want))
+		}
+	}
+	var all []friction.Entry
+	decode(t, w.ok("friction", "list", "--type", "worker_failure", "--json"), &all)
+	if len(all) != 9 {
+		t.Errorf("%d worker_failure entries, want the solver's and probe-1…probe-8: %+v", len(all), all)
 	}
 }
 

@@ -49,6 +49,12 @@ type env struct {
 // hint, so a mistyped --root never gets a tree written into it.
 func (e *env) open() (*workspace.Workspace, error) {
 	w, err := workspace.Open(e.root, workspace.Options{})
+	var we *workspace.Error
+	if errors.As(err, &we) && errors.Is(err, workspace.ErrNotFound) {
+		withCommands := *we
+		withCommands.Hint = "create one with 'workspaced init', or point at one with --root DIR or WORKSPACE_ROOT"
+		return nil, &withCommands
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -221,6 +227,9 @@ func report(stderr io.Writer, err error) int {
 	fmt.Fprintf(stderr, "workspaced: %v\n", err)
 	var ue *usageError
 	if h := workspace.HintOf(err); h != "" {
+		if f := flagFor(workspace.FieldOf(err)); f != "" {
+			h += " (" + f + ")"
+		}
 		fmt.Fprintf(stderr, "hint: %s\n", h)
 	} else if errors.As(err, &ue) && ue.hint != "" {
 		fmt.Fprintf(stderr, "hint: %s\n", ue.hint)
@@ -234,6 +243,29 @@ func report(stderr io.Writer, err error) int {
 		return exitConflict
 	}
 	return exitFailure
+}
+
+// flagFor names the flag that sets the request field a workspace error
+// names as at fault (workspace.FieldOf), or "" when no flag does. Every
+// subcommand spells these flags the same way.
+func flagFor(field string) string {
+	switch field {
+	case workspace.FieldDescription:
+		return "--description"
+	case workspace.FieldValue:
+		return "--value"
+	case workspace.FieldID:
+		return "--id"
+	case workspace.FieldTask:
+		return "--task"
+	case workspace.FieldStatus:
+		return "--status"
+	case workspace.FieldError:
+		return "--error"
+	case workspace.FieldOutputFile:
+		return "--output"
+	}
+	return ""
 }
 
 // newFlags makes a subcommand's flag set; parse handles --help and errors.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/friction"
+	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
 )
@@ -84,13 +85,13 @@ func (t *task) process(ctx context.Context, w wake, recover bool) (out outcome) 
 	d := t.d
 	if !t.mayHaveMarkers(w) {
 		if !recover && (t.loaded || t.finished) {
-			out.finished = t.finished || machine.Finished(t.st.Status)
+			out.finished = t.finished || vocab.Finished(t.st.Status)
 			return out
 		}
 		if t.upToDate() {
 			// Nothing to take and nothing past state.json in the
 			// journal: no lock, no write.
-			out.finished = machine.Finished(t.st.Status)
+			out.finished = vocab.Finished(t.st.Status)
 			return out
 		}
 	}
@@ -116,8 +117,8 @@ func (t *task) process(ctx context.Context, w wake, recover bool) (out outcome) 
 		return out
 	}
 	out.taken, out.waitTill, out.err = t.take(ctx)
-	out.finished = machine.Finished(t.st.Status)
-	if machine.Finished(t.st.Status) {
+	out.finished = vocab.Finished(t.st.Status)
+	if vocab.Finished(t.st.Status) {
 		// A finished task takes no more work worth caching.
 		t.forget()
 	}

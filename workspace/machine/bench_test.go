@@ -10,7 +10,6 @@ import (
 // BenchmarkReplayRESTAuth folds the 17-record REST-auth journal from the
 // start: what `state rebuild` costs for a small task.
 func BenchmarkReplayRESTAuth(b *testing.B) {
-	defer unverified()()
 	recs := restJournal().recs
 	for b.Loop() {
 		if _, _, err := Replay(restTask, nil, recs); err != nil {
@@ -23,7 +22,6 @@ func BenchmarkReplayRESTAuth(b *testing.B) {
 // and 1,000 workers: Apply copies the state, so its cost grows with the
 // task's width.
 func BenchmarkApplyWide(b *testing.B) {
-	defer unverified()()
 	const n = 1000
 	plan, j := widePlan(n)
 	for i := range n {
@@ -46,7 +44,6 @@ func BenchmarkApplyWide(b *testing.B) {
 // BenchmarkContinueBurst folds a burst of 32 done markers into a task of
 // 1,000 independent subtasks, as the daemon does for a burst.
 func BenchmarkContinueBurst(b *testing.B) {
-	defer unverified()()
 	plan, j := widePlan(1000)
 	st, _, err := Replay(smallTask, nil, j.recs)
 	if err != nil {

@@ -78,7 +78,8 @@
 //
 // # Workers
 //
-// Every agent whose claim or done marker is accepted has a workers entry:
-// busy with its current subtask while it holds one in progress, available
-// otherwise. When the task finishes every worker is available.
+// Every agent that takes a subtask (by a claim, or by a done marker for a
+// pending subtask) has a workers entry: busy with its current subtask
+// while it holds one in progress, available otherwise. Agents that only
+// propose plans, review or cancel are not workers. When the task finishes every worker is available.
 package machine

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -107,26 +108,26 @@ var fuzzSeeds = []struct {
 	{
 		name:   "completed",
 		data:   []byte{3, 0, 0, 4, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 1, 1, 0, 2, 2, 1, 2, 2, 5, 0, 0},
-		status: StatusCompleted,
+		status: vocab.StatusCompleted,
 		want:   []string{EventPlanApproved, EventCheckpointReached, EventCheckpointApproved, EventTaskCompleted},
 	},
 	{
 		name: "checkpoint_revised_then_replayed",
 		data: []byte{3, 0, 0, 4, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 1, 1, 5, 1, 0,
 			0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 1, 1, 5, 0, 0, 10, 0, 0, 0, 2, 2, 1, 2, 2},
-		status: StatusCompleted,
+		status: vocab.StatusCompleted,
 		want:   []string{EventCheckpointRevisionNeeded, EventCheckpointApproved, EventTaskCompleted},
 	},
 	{
 		name:   "diamond_retries_then_fails",
 		data:   []byte{3, 0, 1, 4, 0, 0, 0, 0, 0, 1, 0, 0, 2, 1, 1, 2, 1, 1, 2, 1, 1, 0, 0, 2},
-		status: StatusFailed,
+		status: vocab.StatusFailed,
 		want:   []string{EventWorkFailed, EventTaskFailed, EventClaimRefused},
 	},
 	{
 		name:   "revised_plan_cancelled",
 		data:   []byte{3, 0, 0, 4, 1, 1, 3, 1, 0, 4, 0, 0, 7, 0, 0, 8, 0, 0, 11, 0, 0},
-		status: StatusCancelled,
+		status: vocab.StatusCancelled,
 		want:   []string{EventPlanRevisionNeeded, EventPlanApproved, EventOutputRejected, EventTaskCancelled, EventMarkerRefused},
 	},
 }
@@ -159,7 +160,7 @@ func FuzzApply(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		recs := fuzzJournal(data)
 		got := fold(t, smallTask, recs)
-		st, events, err := Replay(smallTask, nil, recs)
+		st, events, err := checkedReplay(t, smallTask, nil, recs)
 		if err != nil {
 			t.Fatalf("Replay: %v", err)
 		}

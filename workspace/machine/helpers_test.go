@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
+	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -105,7 +106,7 @@ func fold(t testing.TB, task workspace.Task, recs []workspace.JournalRecord) fol
 func stepChecked(t testing.TB, st workspace.State, plan *workspace.Plan, rec workspace.JournalRecord) (workspace.State, *workspace.Plan, []workspace.Event) {
 	t.Helper()
 	before := snapshot(t, st, plan, rec)
-	next, nextPlan, events := Step(st, plan, rec)
+	next, nextPlan, events := checkedStep(t, st, plan, rec)
 	if after := snapshot(t, st, plan, rec); !bytes.Equal(before, after) {
 		t.Fatalf("record %d: Step changed its input:\nbefore %s\nafter  %s", rec.Seq, before, after)
 	}
@@ -114,7 +115,7 @@ func stepChecked(t testing.TB, st workspace.State, plan *workspace.Plan, rec wor
 		if after := snapshot(t, st, plan, rec); !bytes.Equal(before, after) {
 			t.Fatalf("record %d: Step's result shares memory with its input", rec.Seq)
 		}
-		next, nextPlan, events = Step(st, plan, rec)
+		next, nextPlan, events = checkedStep(t, st, plan, rec)
 	}
 	return next, nextPlan, events
 }
@@ -229,7 +230,7 @@ func checkInvariants(t testing.TB, prev, next workspace.State, rec workspace.Jou
 	if completed > len(next.Subtasks) {
 		t.Fatalf("record %d: %d completed of %d subtasks", rec.Seq, completed, len(next.Subtasks))
 	}
-	if next.Status == StatusCompleted && completed != len(next.Subtasks) {
+	if next.Status == vocab.StatusCompleted && completed != len(next.Subtasks) {
 		t.Fatalf("record %d: task completed with %d of %d subtasks completed", rec.Seq, completed, len(next.Subtasks))
 	}
 	for name, w := range next.Workers {
@@ -242,10 +243,10 @@ func checkInvariants(t testing.TB, prev, next workspace.State, rec workspace.Jou
 			t.Fatalf("record %d: worker %s is %q with %q", rec.Seq, name, w.Status, w.CurrentTask)
 		}
 	}
-	if Finished(next.Status) && next.CompletedAt == nil {
+	if vocab.Finished(next.Status) && next.CompletedAt == nil {
 		t.Fatalf("record %d: task %s without completed_at", rec.Seq, next.Status)
 	}
-	if Finished(prev.Status) && (next.Status != prev.Status || len(next.Subtasks) != len(prev.Subtasks)) {
+	if vocab.Finished(prev.Status) && (next.Status != prev.Status || len(next.Subtasks) != len(prev.Subtasks)) {
 		t.Fatalf("record %d: finished task moved from %s to %s", rec.Seq, prev.Status, next.Status)
 	}
 	if len(next.Errors) < len(prev.Errors) {

@@ -2,22 +2,13 @@ package machine
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
-)
-
-// Task statuses (state.json status).
-const (
-	StatusPlanning  = "planning"
-	StatusExecuting = "executing"
-	StatusCompleted = "completed"
-	StatusFailed    = "failed"
-	StatusCancelled = "cancelled"
 )
 
 // Task phases (state.json phase).
@@ -103,12 +94,6 @@ const (
 	EventEscalated                = "escalated"
 )
 
-// Finished reports whether a task status is final: completed, failed or
-// cancelled. A finished task refuses every further record.
-func Finished(status string) bool {
-	return status == StatusCompleted || status == StatusFailed || status == StatusCancelled
-}
-
 // Init returns the state of a task nobody has planned yet: status
 // planning, plan_status none, empty (non-nil) maps and errors, last_updated
 // the task's creation time and journal_seq 0.
@@ -116,7 +101,7 @@ func Init(task workspace.Task) workspace.State {
 	return workspace.State{
 		TaskID:      task.ID,
 		PlanStatus:  PlanNone,
-		Status:      StatusPlanning,
+		Status:      vocab.StatusPlanning,
 		Phase:       PhasePlanning,
 		LastUpdated: task.CreatedAt.UTC(),
 		Subtasks:    map[string]*workspace.SubtaskState{},
@@ -150,12 +135,20 @@ func Apply(st workspace.State, plan *workspace.Plan, rec workspace.JournalRecord
 // when the record's plan was accepted, plan otherwise. A daemon folding
 // records one by one passes the returned plan to the next Step.
 func Step(st workspace.State, plan *workspace.Plan, rec workspace.JournalRecord) (workspace.State, *workspace.Plan, []workspace.Event) {
+	st, plan, events, _ := step(st, plan, rec)
+	return st, plan, events
+}
+
+// step is Step that also returns the tally the step kept of the new
+// state, so that the tests can check it against a fresh count.
+func step(st workspace.State, plan *workspace.Plan, rec workspace.JournalRecord) (workspace.State, *workspace.Plan, []workspace.Event, *tally) {
+	t := &tally{}
 	if rec.Seq <= st.JournalSeq {
-		return st, plan, nil
+		return st, plan, nil, t
 	}
 	st = clone(st)
-	plan, events := stepOwned(&st, plan, rec, &tally{})
-	return st, plan, events
+	plan, events := stepOwned(&st, plan, rec, t)
+	return st, plan, events, t
 }
 
 // stepOwned applies rec to a state the caller owns, in place: its maps
@@ -171,9 +164,6 @@ func stepOwned(st *workspace.State, plan *workspace.Plan, rec workspace.JournalR
 	a.apply()
 	if a.adopt {
 		plan = rec.Plan
-	}
-	if verifyTally {
-		t.verify(st)
 	}
 	return plan, a.events
 }
@@ -192,6 +182,15 @@ func Replay(task workspace.Task, plans func(version int) (*workspace.Plan, error
 // plan that cannot be loaded or is not the one st names; the state and
 // events returned with it are those of the records folded before.
 func Continue(st workspace.State, plans func(version int) (*workspace.Plan, error), recs []workspace.JournalRecord) (workspace.State, []workspace.Event, error) {
+	return continueFold(st, plans, recs, nil)
+}
+
+// continueFold is Continue that calls after, when set, once each record is
+// applied, with the record, the state and the tally the fold keeps of it,
+// so that the tests can check the tally against a fresh count at every
+// step.
+func continueFold(st workspace.State, plans func(version int) (*workspace.Plan, error), recs []workspace.JournalRecord,
+	after func(workspace.JournalRecord, *workspace.State, *tally)) (workspace.State, []workspace.Event, error) {
 	var (
 		plan   *workspace.Plan
 		events []workspace.Event
@@ -204,7 +203,7 @@ func Continue(st workspace.State, plans func(version int) (*workspace.Plan, erro
 		if rec.Seq <= st.JournalSeq {
 			continue
 		}
-		needed := rec.Rejected == "" && !Finished(st.Status) && st.PlanVersion > 0
+		needed := rec.Rejected == "" && !vocab.Finished(st.Status) && st.PlanVersion > 0
 		if needed && (plan == nil || plan.ID != st.PlanID || plan.Version != st.PlanVersion) {
 			if plans == nil {
 				return st, events, fmt.Errorf("record %d: state tracks plan %s v%d but no plan loader was given", rec.Seq, st.PlanID, st.PlanVersion)
@@ -225,6 +224,9 @@ func Continue(st workspace.State, plans func(version int) (*workspace.Plan, erro
 		var ev []workspace.Event
 		plan, ev = stepOwned(&st, plan, rec, t)
 		events = append(events, ev...)
+		if after != nil {
+			after(rec, &st, t)
+		}
 	}
 	return st, events, nil
 }
@@ -260,10 +262,6 @@ type tally struct {
 	plan      *workspace.Plan
 	planIDs   int // the distinct subtask ids of plan
 }
-
-// verifyTally makes every step check the tally against a fresh count
-// (the tests set it).
-var verifyTally = false
 
 // tally returns the tally of the state, counting it if needed.
 func (a *applier) tally() *tally {
@@ -319,27 +317,6 @@ func (a *applier) holds(agent string) bool {
 	return t.held[agent] > 0
 }
 
-// verify panics when the tally, if counted, is not what st holds.
-func (t *tally) verify(st *workspace.State) {
-	if !t.counted {
-		return
-	}
-	fresh := tally{held: map[string]int{}}
-	for _, ss := range st.Subtasks {
-		if ss != nil {
-			fresh.add(ss, 1)
-		}
-	}
-	same := t.blocked == fresh.blocked && t.inProgress == fresh.inProgress && t.completed == fresh.completed
-	if t.held != nil {
-		maps.DeleteFunc(t.held, func(_ string, n int) bool { return n == 0 })
-		same = same && maps.Equal(t.held, fresh.held)
-	}
-	if !same {
-		panic(fmt.Sprintf("machine: tally %+v, state holds %+v", *t, fresh))
-	}
-}
-
 // setStatus changes the status of ss, keeping the tally true. The worker
 // of an in_progress subtask is set before it and cleared after it.
 func (a *applier) setStatus(ss *workspace.SubtaskState, status string) {
@@ -384,7 +361,7 @@ func (a *applier) apply() {
 	if rec.Kind == workspace.KindDone {
 		defer a.escalations()
 	}
-	if Finished(a.st.Status) {
+	if vocab.Finished(a.st.Status) {
 		a.refuse("task is " + a.st.Status)
 		return
 	}
@@ -471,14 +448,20 @@ func (a *applier) escalations() {
 	}
 }
 
+// reviewer names the agent that acted on a review: the one whose done
+// marker carried it. The reviewer the document names is only a fallback
+// for a marker without an agent; it says who wrote the file (the CLI
+// writes "cli" when given no agent), not who acted.
 func reviewer(r *workspace.Review, m workspace.Marker) string {
-	if r.Reviewer != "" {
-		return r.Reviewer
+	if m.AgentID != "" {
+		return m.AgentID
 	}
-	return m.AgentID
+	return r.Reviewer
 }
 
-// seeWorker gives an agent whose record was accepted a workers entry.
+// seeWorker gives an agent that takes a subtask a workers entry. Only
+// take calls it: the orchestrator proposing plans and the reviewers
+// judging them are not workers.
 func (a *applier) seeWorker(agent string) {
 	if agent == "" {
 		return
@@ -501,8 +484,7 @@ func (a *applier) planReady() bool {
 
 func (a *applier) cancel() {
 	m := a.rec.Marker
-	a.seeWorker(m.AgentID)
-	a.finish(StatusCancelled, PhaseCancelled)
+	a.finish(vocab.StatusCancelled, PhaseCancelled)
 	a.emit(EventTaskCancelled, nil, attrs("agent", m.AgentID, "reason", m.Error))
 }
 
@@ -522,7 +504,7 @@ func (a *applier) finish(status, phase string) {
 func (a *applier) propose() {
 	p := a.rec.Plan
 	st := a.st
-	if st.Status != StatusPlanning || st.PlanStatus == PlanApproved {
+	if st.Status != vocab.StatusPlanning || st.PlanStatus == PlanApproved {
 		a.refuse(fmt.Sprintf("plan %s v%d is already approved; the task is %s", st.PlanID, st.PlanVersion, st.Status))
 		return
 	}
@@ -534,7 +516,6 @@ func (a *applier) propose() {
 		a.refuse(fmt.Sprintf("plan %s v%d is not newer than v%d, which was reviewed", p.ID, p.Version, st.PlanVersion))
 		return
 	}
-	a.seeWorker(a.rec.Marker.AgentID)
 	st.PlanID = p.ID
 	st.PlanVersion = p.Version
 	st.PlanStatus = PlanProposed
@@ -557,7 +538,6 @@ func (a *applier) review() {
 	case ReviewCheckpoint:
 		a.checkpointReview(r)
 	case ReviewOutput:
-		a.seeWorker(a.rec.Marker.AgentID)
 		a.emit(EventReviewRecorded, []string{r.ID}, attrs("type", r.Type, "reviewer", reviewer(r, a.rec.Marker), "verdict", r.Verdict, "target", r.Target))
 		a.issues(r)
 	default:
@@ -588,7 +568,6 @@ func (a *applier) planReview(r *workspace.Review) {
 		return
 	}
 	if r.Verdict != VerdictApproved {
-		a.seeWorker(a.rec.Marker.AgentID)
 		st.PlanStatus = PlanRevisionNeeded
 		st.RevisionCount++
 		st.Phase = PhasePlanning
@@ -602,10 +581,9 @@ func (a *applier) planReview(r *workspace.Review) {
 	if !a.planReady() {
 		return
 	}
-	a.seeWorker(a.rec.Marker.AgentID)
 	at := a.at
 	st.PlanStatus = PlanApproved
-	st.Status = StatusExecuting
+	st.Status = vocab.StatusExecuting
 	st.Phase = PhaseWorkInProgress
 	st.StartedAt = &at
 	st.Subtasks = make(map[string]*workspace.SubtaskState, len(a.plan.Subtasks))
@@ -629,7 +607,7 @@ func (a *applier) planReview(r *workspace.Review) {
 
 func (a *applier) checkpointReview(r *workspace.Review) {
 	st := a.st
-	if st.Status != StatusExecuting {
+	if st.Status != vocab.StatusExecuting {
 		a.refuse(fmt.Sprintf("checkpoint review %s: the task is %s, not executing", r.ID, st.Status))
 		return
 	}
@@ -645,7 +623,6 @@ func (a *applier) checkpointReview(r *workspace.Review) {
 	if !a.planReady() {
 		return
 	}
-	a.seeWorker(a.rec.Marker.AgentID)
 	at := a.at
 	cs.ReviewedAt = &at
 	cs.Review = r.ID
@@ -724,7 +701,7 @@ func (a *applier) blockers(s workspace.Subtask) []string {
 // runningPlan reports whether the task is executing an approved plan, and
 // refuses the record when it is not: claims and subtask results need one.
 func (a *applier) runningPlan() bool {
-	if a.st.Status != StatusExecuting || a.st.PlanStatus != PlanApproved {
+	if a.st.Status != vocab.StatusExecuting || a.st.PlanStatus != PlanApproved {
 		a.refuse(fmt.Sprintf("no approved plan yet; the task is %s", a.st.Status))
 		return false
 	}
@@ -878,7 +855,7 @@ func (a *applier) fail(ss *workspace.SubtaskState) {
 	}
 	a.setStatus(ss, SubtaskFailed)
 	a.emit(EventWorkFailed, []string{m.SubtaskID, m.AgentID}, attrs("error", msg, "retry", "false", "attempts", strconv.Itoa(ss.Attempts)))
-	a.finish(StatusFailed, PhaseFailed)
+	a.finish(vocab.StatusFailed, PhaseFailed)
 	a.emit(EventTaskFailed, nil, attrs("reason", fmt.Sprintf("subtask %s failed after %d attempt(s): %s", m.SubtaskID, ss.Attempts, msg)))
 }
 
@@ -916,7 +893,7 @@ func (a *applier) unblock() {
 // completed and every checkpoint approved.
 func (a *applier) advance() {
 	st := a.st
-	if st.Status != StatusExecuting {
+	if st.Status != vocab.StatusExecuting {
 		return
 	}
 	completed := func(id string) bool {
@@ -946,7 +923,7 @@ func (a *applier) advance() {
 			return
 		}
 	}
-	a.finish(StatusCompleted, PhaseCompleted)
+	a.finish(vocab.StatusCompleted, PhaseCompleted)
 	a.emit(EventTaskCompleted, nil, nil)
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -52,7 +53,7 @@ func allDone() *journal {
 func TestInit(t *testing.T) {
 	task := workspace.Task{ID: "task_x", CreatedAt: time.Date(2024, 1, 15, 11, 0, 0, 0, time.FixedZone("CET", 3600))}
 	st := Init(task)
-	if st.TaskID != "task_x" || st.Status != StatusPlanning || st.Phase != PhasePlanning || st.PlanStatus != PlanNone {
+	if st.TaskID != "task_x" || st.Status != vocab.StatusPlanning || st.Phase != PhasePlanning || st.PlanStatus != PlanNone {
 		t.Errorf("Init = %+v", st)
 	}
 	if st.Subtasks == nil || st.Checkpoints == nil || st.Workers == nil || st.Errors == nil || st.JournalSeq != 0 {
@@ -103,7 +104,7 @@ func TestApply(t *testing.T) {
 			j:    (&journal{}).propose("orchestrator", smallPlan(1)),
 			want: []string{EventPlanReady},
 			check: func(t *testing.T, st workspace.State) {
-				if st.PlanStatus != PlanProposed || st.Phase != PhasePlanReview || st.PlanID != "plan_1" || st.PlanVersion != 1 || st.Status != StatusPlanning {
+				if st.PlanStatus != PlanProposed || st.Phase != PhasePlanReview || st.PlanID != "plan_1" || st.PlanVersion != 1 || st.Status != vocab.StatusPlanning {
 					t.Errorf("state after proposal: %+v", st)
 				}
 			},
@@ -176,7 +177,7 @@ func TestApply(t *testing.T) {
 				review("reviewer", planReview("review_plan_v1", VerdictApproved, "Token expiry is not specified", "No logging")),
 			want: []string{EventPlanApproved, EventReviewIssues},
 			check: func(t *testing.T, st workspace.State) {
-				if st.Status != StatusExecuting || st.Phase != PhaseWorkInProgress || st.PlanStatus != PlanApproved || st.StartedAt == nil {
+				if st.Status != vocab.StatusExecuting || st.Phase != PhaseWorkInProgress || st.PlanStatus != PlanApproved || st.StartedAt == nil {
 					t.Errorf("state after approval: %+v", st)
 				}
 				if s := st.Subtasks["st_2"]; s.Status != SubtaskBlocked || !slices.Equal(s.BlockedBy, []string{"st_1"}) {
@@ -193,7 +194,7 @@ func TestApply(t *testing.T) {
 				review("reviewer", planReview("review_plan_v1", VerdictRevisionNeeded, "Missing rate limiting requirement", "No tests")),
 			want: []string{EventPlanRevisionNeeded, EventReviewIssues},
 			check: func(t *testing.T, st workspace.State) {
-				if st.PlanStatus != PlanRevisionNeeded || st.RevisionCount != 1 || st.Phase != PhasePlanning || st.Status != StatusPlanning {
+				if st.PlanStatus != PlanRevisionNeeded || st.RevisionCount != 1 || st.Phase != PhasePlanning || st.Status != vocab.StatusPlanning {
 					t.Errorf("state after revision: %+v", st)
 				}
 			},
@@ -397,7 +398,7 @@ func TestApply(t *testing.T) {
 				if s.Status != SubtaskPending || s.Worker != "" || s.Attempts != 1 || s.Error != "pytest: 2 failures" {
 					t.Errorf("st_3 = %+v, want pending for a retry", s)
 				}
-				if st.Status != StatusExecuting || st.Workers["worker_3"].Status != WorkerAvailable {
+				if st.Status != vocab.StatusExecuting || st.Workers["worker_3"].Status != WorkerAvailable {
 					t.Errorf("task or worker after a retryable failure: %+v", st)
 				}
 			},
@@ -417,7 +418,7 @@ func TestApply(t *testing.T) {
 			j:    approved().claim("worker_1", "st_1").claim("worker_3", "st_3").failed("worker_1", "st_1", "cannot reach the database"),
 			want: []string{EventWorkFailed, EventTaskFailed}, refused: true,
 			check: func(t *testing.T, st workspace.State) {
-				if st.Status != StatusFailed || st.Phase != PhaseFailed || st.CompletedAt == nil || st.Subtasks["st_1"].Status != SubtaskFailed {
+				if st.Status != vocab.StatusFailed || st.Phase != PhaseFailed || st.CompletedAt == nil || st.Subtasks["st_1"].Status != SubtaskFailed {
 					t.Errorf("state after a final failure: %+v", st)
 				}
 				if w := st.Workers["worker_3"]; w.Status != WorkerAvailable {
@@ -456,7 +457,7 @@ func TestApply(t *testing.T) {
 			j:    allDone(),
 			want: []string{EventWorkCompleted},
 			check: func(t *testing.T, st workspace.State) {
-				if st.Phase != PhaseAwaitingCheckpointReview || st.Status != StatusExecuting {
+				if st.Phase != PhaseAwaitingCheckpointReview || st.Status != vocab.StatusExecuting {
 					t.Errorf("status %s phase %s", st.Status, st.Phase)
 				}
 			},
@@ -466,7 +467,7 @@ func TestApply(t *testing.T) {
 			j:    allDone().review("reviewer", checkpointReview("review_cp1", "checkpoint_1", VerdictApproved)),
 			want: []string{EventCheckpointApproved, EventTaskCompleted},
 			check: func(t *testing.T, st workspace.State) {
-				if st.Status != StatusCompleted || st.Phase != PhaseCompleted || st.CompletedAt == nil {
+				if st.Status != vocab.StatusCompleted || st.Phase != PhaseCompleted || st.CompletedAt == nil {
 					t.Errorf("state after the last approval: %+v", st)
 				}
 				if c := st.Checkpoints["checkpoint_1"]; c.Status != CheckpointApproved || c.Review != "review_cp1" || c.ReviewedAt == nil {
@@ -479,7 +480,7 @@ func TestApply(t *testing.T) {
 			j:    awaitingCheckpoint().review("reviewer", checkpointReview("review_cp1", "checkpoint_1", VerdictApproved, "Naming is inconsistent")),
 			want: []string{EventCheckpointApproved, EventReviewIssues},
 			check: func(t *testing.T, st workspace.State) {
-				if st.Status != StatusExecuting {
+				if st.Status != vocab.StatusExecuting {
 					t.Errorf("task %s with st_3 pending", st.Status)
 				}
 			},
@@ -562,7 +563,7 @@ func TestApply(t *testing.T) {
 				marker(workspace.Marker{AgentID: "coordinator", Status: DoneCancelled, Error: "requirements changed"}),
 			want: []string{EventTaskCancelled},
 			check: func(t *testing.T, st workspace.State) {
-				if st.Status != StatusCancelled || st.Phase != PhaseCancelled || st.CompletedAt == nil {
+				if st.Status != vocab.StatusCancelled || st.Phase != PhaseCancelled || st.CompletedAt == nil {
 					t.Errorf("state after cancel: %+v", st)
 				}
 				if w := st.Workers["worker_1"]; w.Status != WorkerAvailable {
@@ -670,7 +671,7 @@ func TestApplyWithoutPlan(t *testing.T) {
 	rec := workspace.JournalRecord{Seq: 3, TakenAt: t0.Add(3 * time.Minute), Kind: workspace.KindDone,
 		Marker: workspace.Marker{AgentID: "worker_1", SubtaskID: "st_1"}}
 	for _, plan := range []*workspace.Plan{nil, smallPlan(2)} {
-		st, events := Apply(f.state, plan, rec)
+		st, events := checkedApply(t, f.state, plan, rec)
 		if got := eventNames(events); !slices.Equal(got, []string{EventMarkerRefused}) {
 			t.Errorf("plan %v: events %v, want a refusal", plan, got)
 		}
@@ -678,7 +679,7 @@ func TestApplyWithoutPlan(t *testing.T) {
 			t.Errorf("plan %v: st_1 = %+v", plan, st.Subtasks["st_1"])
 		}
 	}
-	st, events := Apply(f.state, f.plan, rec)
+	st, events := checkedApply(t, f.state, f.plan, rec)
 	if got := eventNames(events); !slices.Equal(got, []string{EventWorkAssigned, EventWorkCompleted, EventWorkUnblocked}) || st.Subtasks["st_1"].Status != SubtaskCompleted {
 		t.Errorf("with the plan: events %v, st_1 %+v", got, st.Subtasks["st_1"])
 	}
@@ -687,17 +688,83 @@ func TestApplyWithoutPlan(t *testing.T) {
 func TestStepTracksPlan(t *testing.T) {
 	v1, v2 := smallPlan(1), smallPlan(2)
 	st := Init(smallTask)
-	st, plan, _ := Step(st, nil, workspace.JournalRecord{Seq: 1, TakenAt: t0, Kind: workspace.KindDone, Plan: v1})
+	st, plan, _ := checkedStep(t, st, nil, workspace.JournalRecord{Seq: 1, TakenAt: t0, Kind: workspace.KindDone, Plan: v1})
 	if plan != v1 {
 		t.Fatalf("accepted proposal: plan %v, want v1", plan)
 	}
 	bad := withPlan(smallPlan(3), func(p *workspace.Plan) { p.TaskID = "other" })
-	st, plan, _ = Step(st, plan, workspace.JournalRecord{Seq: 2, TakenAt: t0, Kind: workspace.KindDone, Plan: bad})
+	st, plan, _ = checkedStep(t, st, plan, workspace.JournalRecord{Seq: 2, TakenAt: t0, Kind: workspace.KindDone, Plan: bad})
 	if plan != v1 || st.PlanVersion != 1 {
 		t.Fatalf("refused proposal: plan %v version %d, want v1 kept", plan, st.PlanVersion)
 	}
-	_, plan, _ = Step(st, plan, workspace.JournalRecord{Seq: 3, TakenAt: t0, Kind: workspace.KindDone, Plan: v2})
+	_, plan, _ = checkedStep(t, st, plan, workspace.JournalRecord{Seq: 3, TakenAt: t0, Kind: workspace.KindDone, Plan: v2})
 	if plan != v2 {
 		t.Fatalf("re-proposal before review: plan %v, want v2", plan)
+	}
+}
+
+// TestWorkersAreTheAgentsThatTakeSubtasks: proposing, reviewing and
+// cancelling make nobody a worker; claiming a subtask or finishing a
+// pending one does.
+func TestWorkersAreTheAgentsThatTakeSubtasks(t *testing.T) {
+	j := approved().
+		review("reviewer", checkpointReview("review_early", "checkpoint_1", VerdictApproved)). // refused: not reached
+		claim("worker_1", "st_1").
+		done("worker_1", "st_1").
+		done("worker_3", "st_3"). // an implicit claim
+		review("auditor", workspace.Review{ID: "review_out", Type: ReviewOutput, Target: "st_1", Verdict: VerdictApproved}).
+		claim("worker_2", "st_2").
+		done("worker_2", "st_2").
+		review("reviewer", checkpointReview("review_cp1", "checkpoint_1", VerdictApproved))
+	f := fold(t, smallTask, j.recs)
+	if f.state.Status != vocab.StatusCompleted {
+		t.Fatalf("status %s, want completed; errors %+v", f.state.Status, f.state.Errors)
+	}
+	var got []string
+	for w := range f.state.Workers {
+		got = append(got, w)
+	}
+	slices.Sort(got)
+	if want := []string{"worker_1", "worker_2", "worker_3"}; !slices.Equal(got, want) {
+		t.Errorf("workers = %v, want %v", got, want)
+	}
+
+	cancelled := fold(t, smallTask, (&journal{}).propose("orchestrator", smallPlan(1)).
+		marker(workspace.Marker{AgentID: "coordinator", Status: DoneCancelled}).recs)
+	if cancelled.state.Status != vocab.StatusCancelled || len(cancelled.state.Workers) != 0 {
+		t.Errorf("after a proposal and a cancel: status %s, workers %v; want cancelled and none", cancelled.state.Status, cancelled.state.Workers)
+	}
+}
+
+// TestReviewEventsNameTheActingAgent: a review's events name the agent
+// whose done marker carried it, not the reviewer the file names (the CLI
+// writes "cli" when it is given no agent).
+func TestReviewEventsNameTheActingAgent(t *testing.T) {
+	asCLI := func(r workspace.Review) workspace.Review { r.Reviewer = "cli"; return r }
+	j := (&journal{}).propose("orchestrator", smallPlan(1)).
+		review("plan_reviewer", asCLI(planReview("review_plan_v1", VerdictApproved, "No logging")))
+	f := fold(t, smallTask, j.recs)
+	if f.state.PlanStatus != PlanApproved {
+		t.Fatalf("plan_status %s, want approved", f.state.PlanStatus)
+	}
+	names := 0
+	for _, e := range f.last {
+		if r, ok := e.Attrs["reviewer"]; ok {
+			names++
+			if r != "plan_reviewer" {
+				t.Errorf("%s: reviewer=%s, want plan_reviewer", e.Name, r)
+			}
+		}
+	}
+	if names != 2 { // plan_approved and review_issues
+		t.Errorf("%d events name a reviewer, want 2: %+v", names, f.last)
+	}
+
+	// Without an agent on the marker, the file's reviewer is all there is.
+	j = (&journal{}).propose("orchestrator", smallPlan(1)).
+		review("", asCLI(planReview("review_plan_v1", VerdictRevisionNeeded)))
+	f = fold(t, smallTask, j.recs)
+	if len(f.last) == 0 || f.last[0].Name != EventPlanRevisionNeeded || f.last[0].Attrs["reviewer"] != "cli" {
+		t.Errorf("events = %+v, want plan_revision_needed naming reviewer cli", f.last)
 	}
 }

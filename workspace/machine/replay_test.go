@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/workspaced/workspaced/atomicfile"
+	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -76,14 +77,14 @@ func (l *restPlans) load(version int) (*workspace.Plan, error) {
 func TestReplayRESTAuth(t *testing.T) {
 	recs := restJournal().recs
 	var l restPlans
-	st, events, err := Replay(restTask, l.load, recs)
+	st, events, err := checkedReplay(t, restTask, l.load, recs)
 	if err != nil {
 		t.Fatalf("Replay: %v", err)
 	}
 	if l.calls != 0 {
 		t.Errorf("Replay from the start loaded %d plans; the proposals carry them", l.calls)
 	}
-	if st.Status != StatusCompleted || st.Phase != PhaseCompleted || st.CompletedAt == nil || st.StartedAt == nil {
+	if st.Status != vocab.StatusCompleted || st.Phase != PhaseCompleted || st.CompletedAt == nil || st.StartedAt == nil {
 		t.Errorf("final status %s phase %s", st.Status, st.Phase)
 	}
 	if st.PlanID != "plan_xyz789" || st.PlanVersion != 2 || st.PlanStatus != PlanApproved || st.RevisionCount != 1 {
@@ -137,13 +138,13 @@ func marshal(t testing.TB, v any) []byte {
 // and the events only those of the records past the state.
 func TestContinueFromEveryPoint(t *testing.T) {
 	recs := restJournal().recs
-	full, fullEvents, err := Replay(restTask, nil, recs)
+	full, fullEvents, err := checkedReplay(t, restTask, nil, recs)
 	if err != nil {
 		t.Fatalf("Replay: %v", err)
 	}
 	want := marshal(t, full)
 	for k := 0; k <= len(recs); k++ {
-		mid, midEvents, err := Replay(restTask, nil, recs[:k])
+		mid, midEvents, err := checkedReplay(t, restTask, nil, recs[:k])
 		if err != nil {
 			t.Fatalf("Replay of %d records: %v", k, err)
 		}
@@ -152,7 +153,7 @@ func TestContinueFromEveryPoint(t *testing.T) {
 			t.Fatalf("read back state after %d records: %v", k, err)
 		}
 		var l restPlans
-		got, events, err := Continue(onDisk, l.load, recs)
+		got, events, err := checkedContinue(t, onDisk, l.load, recs)
 		if err != nil {
 			t.Fatalf("Continue after %d records: %v", k, err)
 		}
@@ -170,7 +171,7 @@ func TestContinueFromEveryPoint(t *testing.T) {
 
 func TestContinuePlanErrors(t *testing.T) {
 	recs := restJournal().recs
-	mid, _, err := Replay(restTask, nil, recs[:5])
+	mid, _, err := checkedReplay(t, restTask, nil, recs[:5])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +187,7 @@ func TestContinuePlanErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			st, events, err := Continue(mid, tc.plans, recs)
+			st, events, err := checkedContinue(t, mid, tc.plans, recs)
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "record 6") {
 				t.Fatalf("err = %v, want one naming record 6 and %q", err, tc.want)
 			}
@@ -204,15 +205,15 @@ func TestReplayIdempotent(t *testing.T) {
 	st := Init(restTask)
 	var plan *workspace.Plan
 	for _, rec := range recs {
-		once, oncePlan, _ := Step(st, plan, rec)
-		twice, twicePlan, events := Step(once, oncePlan, rec)
+		once, oncePlan, _ := checkedStep(t, st, plan, rec)
+		twice, twicePlan, events := checkedStep(t, once, oncePlan, rec)
 		if len(events) != 0 || !reflect.DeepEqual(once, twice) || twicePlan != oncePlan {
 			t.Fatalf("record %d applied twice: events %v, state changed %v", rec.Seq, eventNames(events), !reflect.DeepEqual(once, twice))
 		}
 		st, plan = once, oncePlan
 	}
 	doubled := append(slices.Clone(recs), recs...)
-	again, _, err := Replay(restTask, nil, doubled)
+	again, _, err := checkedReplay(t, restTask, nil, doubled)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +236,7 @@ func TestApplyDoesNotMutate(t *testing.T) {
 			planCopy = &p
 		}
 		recCopy := deepCopy(t, rec)
-		next, events := Apply(f.state, f.plan, rec)
+		next, events := checkedApply(t, f.state, f.plan, rec)
 		if !reflect.DeepEqual(f.state, stCopy) {
 			t.Fatalf("record %d: Apply changed the state it was given", rec.Seq)
 		}
@@ -250,7 +251,7 @@ func TestApplyDoesNotMutate(t *testing.T) {
 		if !reflect.DeepEqual(f.state, stCopy) {
 			t.Fatalf("record %d: Apply's result shares memory with its input", rec.Seq)
 		}
-		next, plan, _ := Step(f.state, f.plan, rec)
+		next, plan, _ := checkedStep(t, f.state, f.plan, rec)
 		f.state, f.plan, f.all = next, plan, append(f.all, events...)
 	}
 }
