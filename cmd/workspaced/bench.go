@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -12,20 +13,26 @@ import (
 const benchUsage = `workspaced bench — measure the workload against the disk's own floor.
 
 Usage:
-  workspaced bench [--quick] [--json] [--dir DIR]
+  workspaced bench [--quick] [--json] [--dir DIR] [--no-python]
 
 Runs a self-contained workload on temporary workspaces made in DIR (default:
 the directory holding the root, so the same filesystem) and removed after:
 
   floor     a 1 KiB temporary write + fsync + rename + directory fsync
   env       store / get / update / list at 1 KiB and 100 KiB
-  daemon    done markers from agent processes, marker renamed into place →
-            state.json reflecting it (p50, p99, markers/s): 1 agent, one
-            marker at a time; 8 and 32 agents finishing a subtask at the
-            same moment, in rounds (8, or 3 with --quick); 32 agents
-            dropping 8 (3) markers each back to back
-  idle      a real 'workspaced serve' on a tree of 10,000 tasks (1,000
-            with --quick): CPU used over idle seconds, and its RSS
+  watcher   how soon the harness sees a state.json renamed into place
+  daemon    a real 'workspaced serve' and agent processes dropping done
+            markers, each marker's rename → the first read of state.json
+            showing it (p50, p99, markers/s): 1 agent, one marker at a
+            time; 8 and 32 agents finishing a subtask at the same moment,
+            in rounds (8, or 3 with --quick); 32 agents dropping 8 (3)
+            markers each back to back. The agents are ordinary: Go
+            processes writing with the os package (temporary file, fsync,
+            rename, directory fsync), and, when python3 is on PATH, Python
+            processes using examples/agents/python/workspace_agent.py
+            (their own rows; --no-python leaves them out)
+  idle      a 'workspaced serve' on a tree of 10,000 tasks (1,000 with
+            --quick): CPU used over idle seconds, and its RSS
 
 Each figure is printed beside the floor measured in the same run: latency
 as a multiple of the floor's p50, throughput as a multiple of what one
@@ -36,6 +43,7 @@ speed drifts from minute to minute); their note says which.
 Examples:
   workspaced bench --quick
   workspaced --root /srv/agents bench --json > bench.json
+  workspaced bench --dir /mnt/nvme
 
 Exit codes: 0 ok, 1 failure, 2 usage.
 `
@@ -52,7 +60,8 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("bench")
 	quick := fs.Bool("quick", false, "fewer iterations and a 1,000-task tree")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	dir := fs.String("dir", "", "make the temporary workspaces in `DIR` (default: the directory holding the root)")
+	dir := fs.String("dir", "", "make the temporary workspaces in `DIR`, the filesystem measured (default: the directory holding the root)")
+	noPython := fs.Bool("no-python", false, "leave out the Python agents' rows")
 	if err := parse(e, fs, benchUsage, args); err != nil {
 		return err
 	}
@@ -67,11 +76,13 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 		}
 		*dir = filepath.Dir(abs)
 	}
-	tuneGC() // the daemon runs in this process, as it would under serve
-	opt := bench.Options{Dir: *dir, Quick: *quick, AgentCmd: []string{exe, "bench", benchAgentArg}, ServeCmd: []string{exe, "--root"}}
+	var progress io.Writer
 	if !*asJSON {
-		opt.Progress = e.stderr
+		progress = e.stderr
 	}
+	agentCmd := []string{exe, "bench", benchAgentArg}
+	opt := bench.Options{Dir: *dir, Quick: *quick, AgentCmd: agentCmd, ServeCmd: []string{exe, "--root"},
+		NoPython: *noPython, Progress: progress}
 	rep, err := bench.Run(ctx, opt)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -57,14 +58,26 @@ func TestBenchQuickJSON(t *testing.T) {
 	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b)) }
 	// Each expected result by name prefix, and how it compares with the
 	// floor of the same run.
-	want := []struct {
+	type expected struct {
 		prefix string
 		rate   bool // ops/s ÷ one durable write per op; else p50 ÷ floor p50
-	}{
+	}
+	want := []expected{
 		{"env store 1 KiB", false}, {"env get 1 KiB", false}, {"env update 1 KiB", false}, {"env list 1 KiB", false},
 		{"env store 100 KiB", false}, {"env get 100 KiB", false}, {"env update 100 KiB", false}, {"env list 100 KiB", false},
+		{"state watcher:", false},
 		{"daemon 1 agent,", false}, {"daemon 8 agents at once", true}, {"daemon 32 agents at once", true},
 		{"daemon 32 agents ×", true},
+	}
+	// The Python agents' rows come when python3 is on PATH; a note says
+	// when they were skipped.
+	if _, err := exec.LookPath("python3"); err == nil {
+		want = append(want, expected{"daemon 1 python agent,", false}, expected{"daemon 32 python agents at once", true})
+		if rep.Python == "" {
+			t.Errorf("python3 on PATH, but no Python agents ran")
+		}
+	} else if !strings.Contains(strings.Join(rep.Notes, "\n"), "python3 is not on PATH") {
+		t.Errorf("no python3 and no note saying its rows were skipped: %q", rep.Notes)
 	}
 	if len(rep.Results) != len(want) {
 		t.Errorf("%d results, want %d", len(rep.Results), len(want))
@@ -119,7 +132,7 @@ func TestBenchQuickJSON(t *testing.T) {
 func TestBenchHelp(t *testing.T) {
 	w := newWS(t)
 	help := w.ok("bench", "--help")
-	for _, f := range []string{"--quick", "--json", "--dir DIR"} {
+	for _, f := range []string{"--quick", "--json", "--dir DIR", "--no-python"} {
 		if !strings.Contains(help, f) {
 			t.Errorf("help lacks %s:\n%s", f, help)
 		}
