@@ -77,6 +77,7 @@ type Result struct {
 // Report is what Run measured.
 type Report struct {
 	Dir   string `json:"dir"`
+	FS    FSInfo `json:"filesystem"`
 	Quick bool   `json:"quick"`
 	// Python is the python3 that ran the Python agents, "" if none did.
 	Python  string   `json:"python,omitempty"`
@@ -164,7 +165,7 @@ func Run(ctx context.Context, opt Options) (rep *Report, err error) {
 		return nil, fmt.Errorf("bench: make a temporary directory in %s: %w", opt.Dir, err)
 	}
 	defer os.RemoveAll(base)
-	rep = &Report{Dir: base, Quick: opt.Quick}
+	rep = &Report{Dir: base, FS: describeFS(base), Quick: opt.Quick}
 	n := 200
 	if opt.Quick {
 		n = 40

@@ -2,18 +2,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/workspaced/workspaced/bench"
+	"github.com/workspaced/workspaced/workspace"
 )
 
 const benchUsage = `workspaced bench — measure the workload against the disk's own floor.
 
 Usage:
-  workspaced bench [--quick] [--json] [--dir DIR] [--no-python]
+  workspaced bench [--quick] [--json] [--dir DIR | --ext4] [--no-python]
 
 Runs a self-contained workload on temporary workspaces made in DIR (default:
 the directory holding the root, so the same filesystem) and removed after:
@@ -38,14 +40,21 @@ Each figure is printed beside the floor measured in the same run: latency
 as a multiple of the floor's p50, throughput as a multiple of what one
 durable write per marker would allow. The daemon's figures use the lower
 of that floor and one measured between their own rounds (a shared disk's
-speed drifts from minute to minute); their note says which.
+speed drifts from minute to minute); their note says which. The report
+names the filesystem measured and its mount options.
+
+--ext4 makes a 1 GiB sparse image in DIR, formats it with mkfs.ext4's
+defaults (journaled), loop-mounts it and measures there; the mount and the
+image are removed afterwards, also after an error or an interrupt. It
+needs root.
 
 Examples:
   workspaced bench --quick
   workspaced --root /srv/agents bench --json > bench.json
   workspaced bench --dir /mnt/nvme
+  sudo workspaced bench --ext4
 
-Exit codes: 0 ok, 1 failure, 2 usage.
+Exit codes: 0 ok, 1 failure (also --ext4 without root), 2 usage.
 `
 
 // benchAgentArg is the first argument of the agent processes the workload
@@ -61,6 +70,7 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 	quick := fs.Bool("quick", false, "fewer iterations and a 1,000-task tree")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	dir := fs.String("dir", "", "make the temporary workspaces in `DIR`, the filesystem measured (default: the directory holding the root)")
+	ext4 := fs.Bool("ext4", false, "measure on a journaled ext4 image loop-mounted for the run (needs root)")
 	noPython := fs.Bool("no-python", false, "leave out the Python agents' rows")
 	if err := parse(e, fs, benchUsage, args); err != nil {
 		return err
@@ -75,6 +85,18 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		*dir = filepath.Dir(abs)
+	}
+	if *ext4 {
+		mnt, err := mountExt4(ctx, *dir, os.Geteuid() == 0)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := mnt.Close(); err != nil {
+				fmt.Fprintf(e.stderr, "workspaced: %v\n", err)
+			}
+		}()
+		*dir = mnt.Dir
 	}
 	var progress io.Writer
 	if !*asJSON {
@@ -91,7 +113,7 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 		return printJSON(e.stdout, rep)
 	}
 	out := e.stdout
-	fmt.Fprintf(out, "workspaced bench (%s)\n\n", map[bool]string{true: "quick", false: "full"}[*quick])
+	fmt.Fprintf(out, "workspaced bench (%s)\nfilesystem: %s\n\n", map[bool]string{true: "quick", false: "full"}[*quick], rep.FS)
 	rows := [][]string{row(rep.Floor)}
 	for _, r := range rep.Results {
 		rows = append(rows, row(r))
@@ -103,6 +125,16 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintln(out, "note:", n)
 	}
 	return nil
+}
+
+// mountExt4 is bench.MountExt4 with the hint a user needs when not root.
+func mountExt4(ctx context.Context, parent string, isRoot bool) (*bench.Ext4, error) {
+	mnt, err := bench.MountExt4(ctx, parent, isRoot)
+	if errors.Is(err, bench.ErrNeedsRoot) {
+		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "bench --ext4", Err: err,
+			Hint: "run it as root, or measure on a filesystem you mounted yourself with --dir DIR"}
+	}
+	return mnt, err
 }
 
 // cmdBenchAgent is one agent process of the workload: bench.AgentMain on

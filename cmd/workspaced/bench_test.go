@@ -1,14 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/workspaced/workspaced/bench"
+	"github.com/workspaced/workspaced/workspace"
 )
 
 // TestBenchQuickJSON runs the whole workload in quick mode through the
@@ -28,6 +32,9 @@ func TestBenchQuickJSON(t *testing.T) {
 	}
 	if !rep.Quick {
 		t.Errorf("quick = false in a --quick run")
+	}
+	if rep.FS.Type == "" || rep.FS.MountPoint == "" {
+		t.Errorf("filesystem not named: %+v", rep.FS)
 	}
 	finite := func(name, what string, v float64) {
 		t.Helper()
@@ -132,7 +139,7 @@ func TestBenchQuickJSON(t *testing.T) {
 func TestBenchHelp(t *testing.T) {
 	w := newWS(t)
 	help := w.ok("bench", "--help")
-	for _, f := range []string{"--quick", "--json", "--dir DIR", "--no-python"} {
+	for _, f := range []string{"--quick", "--json", "--dir DIR", "--ext4", "--no-python"} {
 		if !strings.Contains(help, f) {
 			t.Errorf("help lacks %s:\n%s", f, help)
 		}
@@ -149,5 +156,27 @@ func TestBenchHelp(t *testing.T) {
 	r := w.run("bench", "agent")
 	if r.code != 2 || !strings.Contains(r.stderr, "--agent-root") {
 		t.Errorf("bench agent without flags: want exit 2 naming --agent-root, got %v", r)
+	}
+}
+
+// TestBenchExt4NeedsRoot: without root --ext4 fails at once, saying so and
+// pointing at --dir, and leaves nothing behind.
+func TestBenchExt4NeedsRoot(t *testing.T) {
+	parent := t.TempDir()
+	mnt, err := mountExt4(context.Background(), parent, false)
+	if mnt != nil || !errors.Is(err, bench.ErrNeedsRoot) {
+		t.Fatalf("mountExt4 as non-root = %v, %v; want ErrNeedsRoot", mnt, err)
+	}
+	if !strings.Contains(err.Error(), "root") || !strings.Contains(workspace.HintOf(err), "--dir DIR") {
+		t.Errorf("error %q, hint %q: want root named and --dir suggested", err, workspace.HintOf(err))
+	}
+	if left, _ := os.ReadDir(parent); len(left) != 0 {
+		t.Errorf("%d files left in %s", len(left), parent)
+	}
+	if os.Geteuid() != 0 {
+		r := newWS(t).run("bench", "--ext4", "--quick", "--dir", parent)
+		if r.code != 1 || !strings.Contains(r.stderr, "needs root") || !strings.Contains(r.stderr, "hint:") {
+			t.Errorf("bench --ext4 as non-root: want exit 1 saying it needs root with a hint, got %v", r)
+		}
 	}
 }
