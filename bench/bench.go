@@ -16,6 +16,9 @@
 // with the example module examples/agents/python/workspace_agent.py. A
 // marker's latency runs from just before its agent's rename to the first
 // read of a state.json showing the subtask completed.
+//
+// RunPaired runs the same round against two daemon binaries, alternately,
+// in one run: how a change to the daemon is judged.
 package bench
 
 import (

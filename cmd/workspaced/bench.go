@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/workspaced/workspaced/bench"
 	"github.com/workspaced/workspaced/workspace"
@@ -15,7 +16,8 @@ import (
 const benchUsage = `workspaced bench — measure the workload against the disk's own floor.
 
 Usage:
-  workspaced bench [--quick] [--json] [--dir DIR | --ext4] [--no-python]
+  workspaced bench [--quick] [--json] [--dir DIR] [--ext4] [--no-python]
+  workspaced bench --vs-daemon PATH [--pairs N] [--json] [--dir DIR] [--ext4]
 
 Runs a self-contained workload on temporary workspaces made in DIR (default:
 the directory holding the root, so the same filesystem) and removed after:
@@ -48,11 +50,22 @@ defaults (journaled), loop-mounts it and measures there; the mount and the
 image are removed afterwards, also after an error or an interrupt. It
 needs root.
 
+--vs-daemon PATH compares the daemon of this binary (A) with the daemon of
+the binary at PATH (B): both serve their own workspace in the same
+filesystem the whole time, and the round of 32 Go agents finishing a
+subtask at once runs on each in turn, N pairs (default 40; one warm-up
+round each first), A first in even pairs and B first in odd ones. It
+prints per daemon the median round time (first rename → last state
+showing it), markers/s, p50 and p99, and per pair B's round time ÷ A's
+with their median, min and max and how many pairs A won (a median above 1:
+A is faster), beside the floor measured between rounds.
+
 Examples:
   workspaced bench --quick
   workspaced --root /srv/agents bench --json > bench.json
   workspaced bench --dir /mnt/nvme
   sudo workspaced bench --ext4
+  sudo workspaced bench --ext4 --vs-daemon ./workspaced-main --pairs 40
 
 Exit codes: 0 ok, 1 failure (also --ext4 without root), 2 usage.
 `
@@ -62,7 +75,7 @@ Exit codes: 0 ok, 1 failure (also --ext4 without root), 2 usage.
 // not a command for people and is left out of the help.
 const benchAgentArg = "agent"
 
-func cmdBench(ctx context.Context, e *env, args []string) error {
+func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 	if len(args) > 0 && args[0] == benchAgentArg {
 		return cmdBenchAgent(e, args[1:])
 	}
@@ -72,12 +85,29 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 	dir := fs.String("dir", "", "make the temporary workspaces in `DIR`, the filesystem measured (default: the directory holding the root)")
 	ext4 := fs.Bool("ext4", false, "measure on a journaled ext4 image loop-mounted for the run (needs root)")
 	noPython := fs.Bool("no-python", false, "leave out the Python agents' rows")
+	vs := fs.String("vs-daemon", "", "compare this binary's daemon with the one of the binary at `PATH`, in paired rounds")
+	pairs := fs.Int("pairs", bench.DefaultPairs, "how many pairs of rounds --vs-daemon runs")
 	if err := parse(e, fs, benchUsage, args); err != nil {
 		return err
+	}
+	if *pairs < 1 {
+		return usageHint("bench", "--pairs must be at least 1")
+	}
+	if flagWasSet(fs, "pairs") && *vs == "" {
+		return usageHint("bench", "--pairs goes with --vs-daemon")
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("bench: find this binary: %w", err)
+	}
+	other := ""
+	if *vs != "" {
+		if other, err = filepath.Abs(*vs); err != nil {
+			return err
+		}
+		if fi, err := os.Stat(other); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return usageHint("bench", "--vs-daemon %s: not an executable file", *vs)
+		}
 	}
 	if *dir == "" {
 		abs, err := filepath.Abs(e.root)
@@ -92,8 +122,10 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		defer func() {
-			if err := mnt.Close(); err != nil {
-				fmt.Fprintf(e.stderr, "workspaced: %v\n", err)
+			if cerr := mnt.Close(); cerr != nil && err == nil {
+				err = cerr
+			} else if cerr != nil {
+				fmt.Fprintf(e.stderr, "workspaced: %v\n", cerr)
 			}
 		}()
 		*dir = mnt.Dir
@@ -103,6 +135,18 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 		progress = e.stderr
 	}
 	agentCmd := []string{exe, "bench", benchAgentArg}
+	if other != "" {
+		rep, err := bench.RunPaired(ctx, bench.PairedOptions{Dir: *dir, Pairs: *pairs, AgentCmd: agentCmd,
+			ServeA: []string{exe, "--root"}, ServeB: []string{other, "--root"}, Progress: progress})
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(e.stdout, rep)
+		}
+		printPaired(e.stdout, rep)
+		return nil
+	}
 	opt := bench.Options{Dir: *dir, Quick: *quick, AgentCmd: agentCmd, ServeCmd: []string{exe, "--root"},
 		NoPython: *noPython, Progress: progress}
 	rep, err := bench.Run(ctx, opt)
@@ -135,6 +179,29 @@ func mountExt4(ctx context.Context, parent string, isRoot bool) (*bench.Ext4, er
 			Hint: "run it as root, or measure on a filesystem you mounted yourself with --dir DIR"}
 	}
 	return mnt, err
+}
+
+// printPaired prints a --vs-daemon report for people.
+func printPaired(out io.Writer, rep *bench.PairedReport) {
+	fmt.Fprintf(out, "workspaced bench --vs-daemon: %d pairs of rounds, %d Go agents finishing a subtask at once\n", rep.Pairs, rep.Agents)
+	fmt.Fprintf(out, "filesystem: %s\n", rep.FS)
+	fmt.Fprintf(out, "floor between rounds: p50 %.2f ms, p99 %.2f ms (%d samples)\n\n", rep.Floor.P50, rep.Floor.P99, rep.Floor.Ops)
+	side := func(name string, s bench.PairedSide) []string {
+		return []string{name, s.Serve, fmt.Sprint(s.Rounds), fmt.Sprintf("%.2f", s.MedianRoundMS), fmt.Sprintf("%.0f", s.MarkersPS),
+			fmt.Sprintf("%.2f×", s.VsFloor), fmt.Sprintf("%.2f", s.P50), fmt.Sprintf("%.2f", s.P99)}
+	}
+	table(out, []string{"DAEMON", "BINARY", "ROUNDS", "MEDIAN ROUND MS", "MARKERS/S", "VS FLOOR", "P50 MS", "P99 MS"},
+		[][]string{side("A (this)", rep.A), side("B", rep.B)})
+	fmt.Fprintf(out, "\nB ÷ A round time, per pair: median %.3f, min %.3f, max %.3f; A faster in %d of %d pairs\n",
+		rep.RatioMedian, rep.RatioMin, rep.RatioMax, rep.AFaster, len(rep.Ratios))
+	var b strings.Builder
+	for i, r := range rep.Ratios {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "%.2f", r)
+	}
+	fmt.Fprintf(out, "per pair: %s\n", b.String())
 }
 
 // cmdBenchAgent is one agent process of the workload: bench.AgentMain on

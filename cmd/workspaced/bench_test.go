@@ -139,7 +139,7 @@ func TestBenchQuickJSON(t *testing.T) {
 func TestBenchHelp(t *testing.T) {
 	w := newWS(t)
 	help := w.ok("bench", "--help")
-	for _, f := range []string{"--quick", "--json", "--dir DIR", "--ext4", "--no-python"} {
+	for _, f := range []string{"--quick", "--json", "--dir DIR", "--ext4", "--vs-daemon PATH", "--pairs", "--no-python"} {
 		if !strings.Contains(help, f) {
 			t.Errorf("help lacks %s:\n%s", f, help)
 		}
@@ -156,6 +156,28 @@ func TestBenchHelp(t *testing.T) {
 	r := w.run("bench", "agent")
 	if r.code != 2 || !strings.Contains(r.stderr, "--agent-root") {
 		t.Errorf("bench agent without flags: want exit 2 naming --agent-root, got %v", r)
+	}
+}
+
+// TestBenchFlagMistakes: flags that cannot work are refused as usage
+// errors, before anything is measured.
+func TestBenchFlagMistakes(t *testing.T) {
+	w := newWS(t)
+	for _, tt := range []struct {
+		name string
+		args []string
+		say  string
+	}{
+		{"pairs without a daemon to compare", []string{"--pairs", "3"}, "--pairs goes with --vs-daemon"},
+		{"no pairs", []string{"--vs-daemon", bin, "--pairs", "0"}, "--pairs must be at least 1"},
+		{"a daemon that is not there", []string{"--vs-daemon", "/nonexistent/workspaced"}, "not an executable file"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := w.run(append([]string{"bench"}, tt.args...)...)
+			if r.code != 2 || !strings.Contains(r.stderr, tt.say) {
+				t.Errorf("bench %q: want exit 2 saying %q, got %v", tt.args, tt.say, r)
+			}
+		})
 	}
 }
 
@@ -177,6 +199,51 @@ func TestBenchExt4NeedsRoot(t *testing.T) {
 		r := newWS(t).run("bench", "--ext4", "--quick", "--dir", parent)
 		if r.code != 1 || !strings.Contains(r.stderr, "needs root") || !strings.Contains(r.stderr, "hint:") {
 			t.Errorf("bench --ext4 as non-root: want exit 1 saying it needs root with a hint, got %v", r)
+		}
+	}
+}
+
+// TestBenchVsDaemonItself runs two pairs of rounds of this binary's
+// daemon against itself through the binary and checks the report's
+// shape and consistency (no timing: the figures depend on the machine).
+func TestBenchVsDaemonItself(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two daemons and 32 agents (about 10 s)")
+	}
+	w := newWS(t)
+	out := w.ok("bench", "--vs-daemon", bin, "--pairs", "2", "--json", "--dir", t.TempDir())
+	var rep bench.PairedReport
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rep); err != nil {
+		t.Fatalf("decode report: %v\n%s", err, out)
+	}
+	if rep.Pairs != 2 || len(rep.Ratios) != 2 || rep.Agents != 32 {
+		t.Fatalf("pairs %d, ratios %v, agents %d; want 2 pairs of 32 agents", rep.Pairs, rep.Ratios, rep.Agents)
+	}
+	for name, s := range map[string]bench.PairedSide{"A": rep.A, "B": rep.B} {
+		if s.Rounds != 2 || s.Markers != 64 || s.Serve != bin {
+			t.Errorf("side %s = %+v, want 2 rounds, 64 markers, served by %s", name, s, bin)
+		}
+		if !(s.MedianRoundMS > 0 && s.MarkersPS > 0 && s.VsFloor > 0 && s.P50 > 0 && s.P50 <= s.P99) {
+			t.Errorf("side %s has figures that cannot be: %+v", name, s)
+		}
+	}
+	if !(rep.RatioMin <= rep.RatioMedian && rep.RatioMedian <= rep.RatioMax && rep.RatioMin > 0) {
+		t.Errorf("ratios min %v median %v max %v out of order", rep.RatioMin, rep.RatioMedian, rep.RatioMax)
+	}
+	if rep.AFaster < 0 || rep.AFaster > 2 || rep.Floor.Ops != 4*2*2 || rep.Floor.P50 <= 0 {
+		t.Errorf("A faster in %d pairs, floor %+v", rep.AFaster, rep.Floor)
+	}
+	// The table for people names both daemons and the ratio; the
+	// progress goes to stderr.
+	r := w.run("bench", "--vs-daemon", bin, "--pairs", "1", "--dir", t.TempDir())
+	if r.code != 0 || !strings.Contains(r.stderr, "paired rounds: 1 of 1 pairs") {
+		t.Fatalf("bench --vs-daemon --pairs 1: %v", r)
+	}
+	for _, want := range []string{"A (this)", "B ÷ A round time", "filesystem:", "MEDIAN ROUND MS"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("table lacks %q:\n%s", want, r.stdout)
 		}
 	}
 }
