@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -73,6 +74,11 @@ type PairedReport struct {
 	RatioMedian float64   `json:"ratio_median"`
 	RatioMin    float64   `json:"ratio_min"`
 	RatioMax    float64   `json:"ratio_max"`
+	// RatioLow and RatioHigh bound the median ratio with about 95 %
+	// confidence (order statistics of the ratios, no assumption on their
+	// distribution): a difference is resolved only when 1 lies outside.
+	RatioLow  float64 `json:"ratio_ci95_low"`
+	RatioHigh float64 `json:"ratio_ci95_high"`
 	// AFaster counts the pairs whose A round took less time than its B
 	// round.
 	AFaster int `json:"a_faster"`
@@ -137,7 +143,23 @@ func (rep *PairedReport) compare(serveA, serveB string, a, b []round) {
 		return
 	}
 	rep.RatioMin, rep.RatioMax = slices.Min(rep.Ratios), slices.Max(rep.Ratios)
-	rep.RatioMedian = median(slices.Clone(rep.Ratios))
+	sorted := slices.Clone(rep.Ratios)
+	rep.RatioMedian = median(sorted)
+	rep.RatioLow, rep.RatioHigh = medianCI(sorted)
+}
+
+// medianCI bounds the median of sorted values with about 95 %
+// confidence: the k-th smallest and k-th largest, k = ⌊(n − 1.96·√n)/2⌋
+// (the normal approximation of the binomial count of values below the
+// median). With fewer than 6 values it is the whole range.
+func medianCI(sorted []float64) (lo, hi float64) {
+	n := len(sorted)
+	if n == 0 {
+		return 0, 0
+	}
+	k := int((float64(n) - 1.96*math.Sqrt(float64(n))) / 2)
+	k = max(k, 1)
+	return sorted[k-1], sorted[n-k]
 }
 
 // pairedSide is one daemon under the paired rounds: its workspace, the

@@ -26,6 +26,31 @@ func TestMedian(t *testing.T) {
 	}
 }
 
+func TestMedianCI(t *testing.T) {
+	forty := make([]float64, 40)
+	for i := range forty {
+		forty[i] = float64(i + 1)
+	}
+	tests := []struct {
+		name   string
+		sorted []float64
+		lo, hi float64
+	}{
+		{"none", nil, 0, 0},
+		{"few: the whole range", []float64{1, 2, 3, 4, 5}, 1, 5},
+		{"forty: the 13th and the 28th", forty, 13, 28},
+		{"sixteen: the 4th and the 13th", forty[:16], 4, 13},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lo, hi := medianCI(tt.sorted)
+			if lo != tt.lo || hi != tt.hi {
+				t.Errorf("medianCI = %v…%v, want %v…%v", lo, hi, tt.lo, tt.hi)
+			}
+		})
+	}
+}
+
 // rnd is a round of the given span (ms) with one marker per latency (ms).
 func rnd(span int, lat ...int) round {
 	return round{span: time.Duration(span) * time.Millisecond, lat: durs(lat...)}
@@ -54,6 +79,8 @@ func TestPairedCompare(t *testing.T) {
 	near("ratio median", rep.RatioMedian, 1.25)
 	near("ratio min", rep.RatioMin, 0.5)
 	near("ratio max", rep.RatioMax, 2)
+	near("ratio CI low", rep.RatioLow, 0.5) // four pairs: the whole range
+	near("ratio CI high", rep.RatioHigh, 2)
 	if rep.AFaster != 2 {
 		t.Errorf("A faster in %d pairs, want 2 (a tie is no win)", rep.AFaster)
 	}

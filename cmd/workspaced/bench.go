@@ -57,8 +57,10 @@ subtask at once runs on each in turn, N pairs (default 40; one warm-up
 round each first), A first in even pairs and B first in odd ones. It
 prints per daemon the median round time (first rename → last state
 showing it), markers/s, p50 and p99, and per pair B's round time ÷ A's
-with their median, min and max and how many pairs A won (a median above 1:
-A is faster), beside the floor measured between rounds.
+with their median, its 95 % confidence interval, min and max and how many
+pairs A won (a median above 1: A is faster), beside the floor measured
+between rounds. A difference is resolved only when the interval leaves 1
+out; a shared machine may need a few hundred pairs to resolve 10 %.
 
 Examples:
   workspaced bench --quick
@@ -192,8 +194,11 @@ func printPaired(out io.Writer, rep *bench.PairedReport) {
 	}
 	table(out, []string{"DAEMON", "BINARY", "ROUNDS", "MEDIAN ROUND MS", "MARKERS/S", "VS FLOOR", "P50 MS", "P99 MS"},
 		[][]string{side("A (this)", rep.A), side("B", rep.B)})
-	fmt.Fprintf(out, "\nB ÷ A round time, per pair: median %.3f, min %.3f, max %.3f; A faster in %d of %d pairs\n",
-		rep.RatioMedian, rep.RatioMin, rep.RatioMax, rep.AFaster, len(rep.Ratios))
+	fmt.Fprintf(out, "\nB ÷ A round time, per pair: median %.3f (95%% CI %.3f–%.3f), min %.3f, max %.3f; A faster in %d of %d pairs\n",
+		rep.RatioMedian, rep.RatioLow, rep.RatioHigh, rep.RatioMin, rep.RatioMax, rep.AFaster, len(rep.Ratios))
+	if rep.RatioLow <= 1 && rep.RatioHigh >= 1 {
+		fmt.Fprintln(out, "the interval holds 1: no difference resolved at this many pairs (more --pairs narrow it)")
+	}
 	var b strings.Builder
 	for i, r := range rep.Ratios {
 		if i > 0 {

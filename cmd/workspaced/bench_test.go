@@ -229,8 +229,10 @@ func TestBenchVsDaemonItself(t *testing.T) {
 			t.Errorf("side %s has figures that cannot be: %+v", name, s)
 		}
 	}
-	if !(rep.RatioMin <= rep.RatioMedian && rep.RatioMedian <= rep.RatioMax && rep.RatioMin > 0) {
-		t.Errorf("ratios min %v median %v max %v out of order", rep.RatioMin, rep.RatioMedian, rep.RatioMax)
+	if !(rep.RatioMin <= rep.RatioLow && rep.RatioLow <= rep.RatioMedian && rep.RatioMedian <= rep.RatioHigh &&
+		rep.RatioHigh <= rep.RatioMax && rep.RatioMin > 0) {
+		t.Errorf("ratios min %v, CI low %v, median %v, CI high %v, max %v: out of order",
+			rep.RatioMin, rep.RatioLow, rep.RatioMedian, rep.RatioHigh, rep.RatioMax)
 	}
 	if rep.AFaster < 0 || rep.AFaster > 2 || rep.Floor.Ops != 4*2*2 || rep.Floor.P50 <= 0 {
 		t.Errorf("A faster in %d pairs, floor %+v", rep.AFaster, rep.Floor)
