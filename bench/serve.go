@@ -27,7 +27,9 @@ type server struct {
 }
 
 // startServer starts serveCmd (the binary and "--root") on root with the
-// serve flags extra, and returns once the daemon holds the root's lock.
+// serve flags extra, and returns once the daemon holds the root's lock or
+// logs that it is ready, whichever comes first (a daemon of another
+// version may name its lock differently).
 // onExit, if set, is called if the process exits before close.
 func startServer(ctx context.Context, serveCmd []string, root string, onExit func(error), extra ...string) (*server, error) {
 	args := append(append(append([]string{}, serveCmd[1:]...), root, "serve", "--log-format", "text"), extra...)
@@ -73,6 +75,8 @@ func startServer(ctx context.Context, serveCmd []string, root string, onExit fun
 			return s, nil
 		}
 		select {
+		case <-s.ready:
+			return s, nil
 		case <-s.exited:
 			return nil, s.exitError(cmd.ProcessState)
 		case <-ctx.Done():
