@@ -88,7 +88,7 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 	ext4 := fs.Bool("ext4", false, "measure on a journaled ext4 image loop-mounted for the run (needs root)")
 	noPython := fs.Bool("no-python", false, "leave out the Python agents' rows")
 	vs := fs.String("vs-daemon", "", "compare this binary's daemon with the one of the binary at `PATH`, in paired rounds")
-	pairs := fs.Int("pairs", bench.DefaultPairs, "how many pairs of rounds --vs-daemon runs")
+	pairs := fs.Int("pairs", bench.DefaultPairs, "--vs-daemon runs `N` pairs of rounds")
 	if err := parse(e, fs, benchUsage, args); err != nil {
 		return err
 	}
@@ -97,6 +97,9 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 	}
 	if flagWasSet(fs, "pairs") && *vs == "" {
 		return usageHint("bench", "--pairs goes with --vs-daemon")
+	}
+	if *vs != "" && (*quick || *noPython) {
+		return usageHint("bench", "--vs-daemon runs only its paired rounds: --quick and --no-python do not apply (--pairs sets its length)")
 	}
 	exe, err := os.Executable()
 	if err != nil {

@@ -139,7 +139,7 @@ func TestBenchQuickJSON(t *testing.T) {
 func TestBenchHelp(t *testing.T) {
 	w := newWS(t)
 	help := w.ok("bench", "--help")
-	for _, f := range []string{"--quick", "--json", "--dir DIR", "--ext4", "--vs-daemon PATH", "--pairs", "--no-python"} {
+	for _, f := range []string{"--quick", "--json", "--dir DIR", "--ext4", "--vs-daemon PATH", "--pairs N", "--no-python"} {
 		if !strings.Contains(help, f) {
 			t.Errorf("help lacks %s:\n%s", f, help)
 		}
@@ -171,6 +171,7 @@ func TestBenchFlagMistakes(t *testing.T) {
 		{"pairs without a daemon to compare", []string{"--pairs", "3"}, "--pairs goes with --vs-daemon"},
 		{"no pairs", []string{"--vs-daemon", bin, "--pairs", "0"}, "--pairs must be at least 1"},
 		{"a daemon that is not there", []string{"--vs-daemon", "/nonexistent/workspaced"}, "not an executable file"},
+		{"quick paired rounds", []string{"--vs-daemon", bin, "--quick"}, "--quick and --no-python do not apply"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := w.run(append([]string{"bench"}, tt.args...)...)
