@@ -3,9 +3,7 @@ package bench
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,82 +13,6 @@ import (
 
 	"github.com/workspaced/workspaced/workspace"
 )
-
-// TestQuietStdin reads lines written into a pipe in pieces, with pauses
-// that make the reader wait for data, and then the end of the input.
-func TestQuietStdin(t *testing.T) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	want := []string{"st_1", "now st_2", strings.Repeat("x", 100_000), "go"}
-	go func() {
-		defer w.Close()
-		all := strings.Join(want, "\n") + "\n"
-		for len(all) > 0 {
-			n := min(len(all), 7000)
-			if _, err := io.WriteString(w, all[:n]); err != nil {
-				return
-			}
-			all = all[n:]
-			time.Sleep(time.Millisecond)
-		}
-	}()
-	sc := bufio.NewScanner(quietStdin(r))
-	sc.Buffer(nil, 1<<20)
-	var got []string
-	for sc.Scan() {
-		got = append(got, sc.Text())
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("scan: %v", err)
-	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("read %d lines %.40q…, want %d lines %.40q…", len(got), got, len(want), want)
-	}
-	// Something that is not a pipe is read as it is.
-	sr := strings.NewReader("a\n")
-	if quietStdin(sr) != io.Reader(sr) {
-		t.Errorf("quietStdin wrapped a strings.Reader")
-	}
-	f, err := os.Create(filepath.Join(t.TempDir(), "commands"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if quietStdin(f) != io.Reader(f) {
-		t.Errorf("quietStdin wrapped a regular file")
-	}
-}
-
-// TestDropMarker renames the temporary file into place and fails, naming
-// the file, when there is nothing to rename or no directory.
-func TestDropMarker(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, ".tmp-a"), []byte(`{"agent_id":"a"}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := dropMarker(dir, ".tmp-a", ".done.a"); err != nil {
-		t.Fatalf("drop: %v", err)
-	}
-	if b, err := os.ReadFile(filepath.Join(dir, ".done.a")); err != nil || string(b) != `{"agent_id":"a"}` {
-		t.Errorf(".done.a = %q, %v; want the temporary file's content", b, err)
-	}
-	if _, err := os.Lstat(filepath.Join(dir, ".tmp-a")); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("temporary file still there: %v", err)
-	}
-	err := dropMarker(dir, ".tmp-a", ".done.b")
-	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), ".tmp-a") {
-		t.Errorf("drop of a missing file: %v, want not-exist naming .tmp-a", err)
-	}
-	if _, err := os.Lstat(filepath.Join(dir, ".done.b")); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("a failed drop left .done.b: %v", err)
-	}
-	if err := dropMarker(filepath.Join(dir, "missing"), ".tmp-a", ".done.a"); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("drop into a missing directory: %v, want not-exist", err)
-	}
-}
 
 // TestAgentMainReports drives an agent through pipes, as the harness
 // does: its markers are dropped valid, and their stamps come when asked,
@@ -172,8 +94,7 @@ func TestAgentMainReports(t *testing.T) {
 // harness's wait fail at once, naming it, not at its deadline.
 func TestAgentExitAbortsWait(t *testing.T) {
 	cm := newCommits()
-	opt := Options{AgentCmd: []string{"sh", "-c", "echo ready"}}
-	a, err := startAgent(opt, cm, t.TempDir(), "t1", "agent_7")
+	a, err := startAgent([]string{"sh", "-c", "echo ready"}, cm, "agent_7")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,14 +112,84 @@ func TestAgentExitAbortsWait(t *testing.T) {
 	// An agent closed by the harness does not abort the waits that
 	// follow (this one stays until its input ends).
 	cm2 := newCommits()
-	opt.AgentCmd = []string{"sh", "-c", "echo ready; cat >/dev/null"}
-	b, err := startAgent(opt, cm2, t.TempDir(), "t1", "agent_8")
+	b, err := startAgent([]string{"sh", "-c", "echo ready; cat >/dev/null"}, cm2, "agent_8")
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.close()
-	cm2.hook("t1", workspace.State{Status: "executing"})
-	if err := cm2.wait([]string{"t1/"}, time.Now().Add(time.Minute)); err != nil {
+	cm2.observe("t1", taskView{Status: "executing"}, time.Now())
+	if err := cm2.waitState("t1", "executing", func(v taskView) bool { return v.Status == "executing" }, time.Now().Add(time.Minute)); err != nil {
 		t.Errorf("wait after a clean close: %v", err)
+	}
+	// One that never says ready is refused, naming what it said.
+	if _, err := startAgent([]string{"sh", "-c", "echo hello"}, newCommits(), "agent_9"); err == nil || !strings.Contains(err.Error(), `"hello"`) {
+		t.Errorf("start of an agent saying hello: %v, want refused naming what it said", err)
+	}
+}
+
+// TestPythonAgentDropsMarkers drives the Python agent driver through the
+// protocol: it drops markers the daemon accepts (valid JSON naming agent,
+// subtask and output) through the example module, and stamps their
+// renames within the drops.
+func TestPythonAgentDropsMarkers(t *testing.T) {
+	python := findPython()
+	if python == "" {
+		t.Skip("python3 is not on PATH: the Python agent cannot run")
+	}
+	root := t.TempDir()
+	ws, err := workspace.Init(root, workspace.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	if _, err := ws.CreateTask(t.Context(), workspace.NewTaskRequest{ID: "t1", Description: "python agent"}); err != nil {
+		t.Fatal(err)
+	}
+	driver, err := writePythonAgent(filepath.Join(t.TempDir(), "py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := startAgent(pythonAgents(python, driver).argv(root, "t1", "py_1"), newCommits(), "py_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.close()
+	before := time.Now()
+	io.WriteString(a.in, "now st_1\nst_2\nst_3\nsync\n")
+	if l := <-a.lines; l != "prepared" {
+		t.Fatalf("after sync: %q, want prepared", l)
+	}
+	io.WriteString(a.in, "go\n")
+	subs, ts, err := a.report(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now()
+	for i, want := range []string{"st_1", "st_2", "st_3"} {
+		if subs[i] != want || ts[i].Before(before) || ts[i].After(after) || (i > 0 && ts[i].Before(ts[i-1])) {
+			t.Errorf("stamp %d: %s at %v, want %s within the drops (%v … %v)", i, subs[i], ts[i], want, before, after)
+		}
+	}
+	names, _ := filepath.Glob(filepath.Join(root, "tasks", "t1", workspace.DonePrefix+"py_1.*"))
+	got := map[string]bool{}
+	for _, name := range names {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m workspace.Marker
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("marker %s: %v", name, err)
+		}
+		if m.AgentID != "py_1" || m.Status != "completed" || m.OutputFile != "outputs/"+m.SubtaskID+".json" || m.CompletedAt == nil {
+			t.Errorf("marker %s = %s", filepath.Base(name), b)
+		}
+		got[m.SubtaskID] = true
+	}
+	if len(names) != 3 || !got["st_1"] || !got["st_2"] || !got["st_3"] {
+		t.Errorf("markers %v for subtasks %v, want one each for st_1 … st_3", names, got)
+	}
+	if left, _ := filepath.Glob(filepath.Join(root, "tasks", "t1", ".*tmp*")); len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
 	}
 }

@@ -2,42 +2,74 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/workspaced/workspaced/bench"
+	"github.com/workspaced/workspaced/workspace"
 )
 
 const benchUsage = `workspaced bench — measure the workload against the disk's own floor.
 
 Usage:
-  workspaced bench [--quick] [--json] [--dir DIR]
+  workspaced bench [--quick] [--json] [--dir DIR] [--ext4] [--no-python]
+  workspaced bench --vs-daemon PATH [--pairs N] [--json] [--dir DIR] [--ext4]
 
 Runs a self-contained workload on temporary workspaces made in DIR (default:
 the directory holding the root, so the same filesystem) and removed after:
 
   floor     a 1 KiB temporary write + fsync + rename + directory fsync
   env       store / get / update / list at 1 KiB and 100 KiB
-  daemon    done markers from agent processes, marker renamed into place →
-            state.json reflecting it (p50, p99, markers/s): 1 agent, one
-            marker at a time; 8 and 32 agents finishing a subtask at the
-            same moment, in rounds (8, or 3 with --quick); 32 agents
-            dropping 8 (3) markers each back to back
-  idle      a real 'workspaced serve' on a tree of 10,000 tasks (1,000
-            with --quick): CPU used over idle seconds, and its RSS
+  watcher   how soon the harness sees a state.json renamed into place
+  daemon    a real 'workspaced serve' and agent processes dropping done
+            markers, each marker's rename → the first read of state.json
+            showing it (p50, p99, markers/s): 1 agent, one marker at a
+            time; 8 and 32 agents finishing a subtask at the same moment,
+            in rounds (8, or 3 with --quick); 32 agents dropping 8 (3)
+            markers each back to back. The agents are ordinary: Go
+            processes writing with the os package (temporary file, fsync,
+            rename, directory fsync), and, when python3 is on PATH, Python
+            processes using examples/agents/python/workspace_agent.py
+            (their own rows; --no-python leaves them out)
+  idle      a 'workspaced serve' on a tree of 10,000 tasks (1,000 with
+            --quick): CPU used over idle seconds, and its RSS
 
 Each figure is printed beside the floor measured in the same run: latency
 as a multiple of the floor's p50, throughput as a multiple of what one
 durable write per marker would allow. The daemon's figures use the lower
 of that floor and one measured between their own rounds (a shared disk's
-speed drifts from minute to minute); their note says which.
+speed drifts from minute to minute); their note says which. The report
+names the filesystem measured and its mount options.
+
+--ext4 makes a 1 GiB sparse image in DIR, formats it with mkfs.ext4's
+defaults (journaled), loop-mounts it and measures there; the mount and the
+image are removed afterwards, also after an error or an interrupt. It
+needs root.
+
+--vs-daemon PATH compares the daemon of this binary (A) with the daemon of
+the binary at PATH (B): both serve their own workspace in the same
+filesystem the whole time, and the round of 32 Go agents finishing a
+subtask at once runs on each in turn, N pairs (default 40; one warm-up
+round each first), A first in even pairs and B first in odd ones. It
+prints per daemon the median round time (first rename → last state
+showing it), markers/s, p50 and p99, and per pair B's round time ÷ A's
+with their median, its 95 % confidence interval, min and max and how many
+pairs A won (a median above 1: A is faster), beside the floor measured
+between rounds. A difference is resolved only when the interval leaves 1
+out; a shared machine may need a few hundred pairs to resolve 10 %.
 
 Examples:
   workspaced bench --quick
   workspaced --root /srv/agents bench --json > bench.json
+  workspaced bench --dir /mnt/nvme
+  sudo workspaced bench --ext4
+  sudo workspaced bench --ext4 --vs-daemon ./workspaced-main --pairs 40
 
-Exit codes: 0 ok, 1 failure, 2 usage.
+Exit codes: 0 ok, 1 failure (also --ext4 without root), 2 usage.
 `
 
 // benchAgentArg is the first argument of the agent processes the workload
@@ -45,20 +77,42 @@ Exit codes: 0 ok, 1 failure, 2 usage.
 // not a command for people and is left out of the help.
 const benchAgentArg = "agent"
 
-func cmdBench(ctx context.Context, e *env, args []string) error {
+func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 	if len(args) > 0 && args[0] == benchAgentArg {
 		return cmdBenchAgent(e, args[1:])
 	}
 	fs := newFlags("bench")
 	quick := fs.Bool("quick", false, "fewer iterations and a 1,000-task tree")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	dir := fs.String("dir", "", "make the temporary workspaces in `DIR` (default: the directory holding the root)")
+	dir := fs.String("dir", "", "make the temporary workspaces in `DIR`, the filesystem measured (default: the directory holding the root)")
+	ext4 := fs.Bool("ext4", false, "measure on a journaled ext4 image loop-mounted for the run (needs root)")
+	noPython := fs.Bool("no-python", false, "leave out the Python agents' rows")
+	vs := fs.String("vs-daemon", "", "compare this binary's daemon with the one of the binary at `PATH`, in paired rounds")
+	pairs := fs.Int("pairs", bench.DefaultPairs, "--vs-daemon runs `N` pairs of rounds")
 	if err := parse(e, fs, benchUsage, args); err != nil {
 		return err
+	}
+	if *pairs < 1 {
+		return usageHint("bench", "--pairs must be at least 1")
+	}
+	if flagWasSet(fs, "pairs") && *vs == "" {
+		return usageHint("bench", "--pairs goes with --vs-daemon")
+	}
+	if *vs != "" && (*quick || *noPython) {
+		return usageHint("bench", "--vs-daemon runs only its paired rounds: --quick and --no-python do not apply (--pairs sets its length)")
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("bench: find this binary: %w", err)
+	}
+	other := ""
+	if *vs != "" {
+		if other, err = filepath.Abs(*vs); err != nil {
+			return err
+		}
+		if fi, err := os.Stat(other); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return usageHint("bench", "--vs-daemon %s: not an executable file", *vs)
+		}
 	}
 	if *dir == "" {
 		abs, err := filepath.Abs(e.root)
@@ -67,11 +121,39 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 		}
 		*dir = filepath.Dir(abs)
 	}
-	tuneGC() // the daemon runs in this process, as it would under serve
-	opt := bench.Options{Dir: *dir, Quick: *quick, AgentCmd: []string{exe, "bench", benchAgentArg}, ServeCmd: []string{exe, "--root"}}
-	if !*asJSON {
-		opt.Progress = e.stderr
+	if *ext4 {
+		mnt, err := mountExt4(ctx, *dir, os.Geteuid() == 0)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if cerr := mnt.Close(); cerr != nil && err == nil {
+				err = cerr
+			} else if cerr != nil {
+				fmt.Fprintf(e.stderr, "workspaced: %v\n", cerr)
+			}
+		}()
+		*dir = mnt.Dir
 	}
+	var progress io.Writer
+	if !*asJSON {
+		progress = e.stderr
+	}
+	agentCmd := []string{exe, "bench", benchAgentArg}
+	if other != "" {
+		rep, err := bench.RunPaired(ctx, bench.PairedOptions{Dir: *dir, Pairs: *pairs, AgentCmd: agentCmd,
+			ServeA: []string{exe, "--root"}, ServeB: []string{other, "--root"}, Progress: progress})
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(e.stdout, rep)
+		}
+		printPaired(e.stdout, rep)
+		return nil
+	}
+	opt := bench.Options{Dir: *dir, Quick: *quick, AgentCmd: agentCmd, ServeCmd: []string{exe, "--root"},
+		NoPython: *noPython, Progress: progress}
 	rep, err := bench.Run(ctx, opt)
 	if err != nil {
 		return err
@@ -80,7 +162,7 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 		return printJSON(e.stdout, rep)
 	}
 	out := e.stdout
-	fmt.Fprintf(out, "workspaced bench (%s)\n\n", map[bool]string{true: "quick", false: "full"}[*quick])
+	fmt.Fprintf(out, "workspaced bench (%s)\nfilesystem: %s\n\n", map[bool]string{true: "quick", false: "full"}[*quick], rep.FS)
 	rows := [][]string{row(rep.Floor)}
 	for _, r := range rep.Results {
 		rows = append(rows, row(r))
@@ -92,6 +174,42 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintln(out, "note:", n)
 	}
 	return nil
+}
+
+// mountExt4 is bench.MountExt4 with the hint a user needs when not root.
+func mountExt4(ctx context.Context, parent string, isRoot bool) (*bench.Ext4, error) {
+	mnt, err := bench.MountExt4(ctx, parent, isRoot)
+	if errors.Is(err, bench.ErrNeedsRoot) {
+		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "bench --ext4", Err: err,
+			Hint: "run it as root, or measure on a filesystem you mounted yourself with --dir DIR"}
+	}
+	return mnt, err
+}
+
+// printPaired prints a --vs-daemon report for people.
+func printPaired(out io.Writer, rep *bench.PairedReport) {
+	fmt.Fprintf(out, "workspaced bench --vs-daemon: %d pairs of rounds, %d Go agents finishing a subtask at once\n", rep.Pairs, rep.Agents)
+	fmt.Fprintf(out, "filesystem: %s\n", rep.FS)
+	fmt.Fprintf(out, "floor between rounds: p50 %.2f ms, p99 %.2f ms (%d samples)\n\n", rep.Floor.P50, rep.Floor.P99, rep.Floor.Ops)
+	side := func(name string, s bench.PairedSide) []string {
+		return []string{name, s.Serve, fmt.Sprint(s.Rounds), fmt.Sprintf("%.2f", s.MedianRoundMS), fmt.Sprintf("%.0f", s.MarkersPS),
+			fmt.Sprintf("%.2f×", s.VsFloor), fmt.Sprintf("%.2f", s.P50), fmt.Sprintf("%.2f", s.P99)}
+	}
+	table(out, []string{"DAEMON", "BINARY", "ROUNDS", "MEDIAN ROUND MS", "MARKERS/S", "VS FLOOR", "P50 MS", "P99 MS"},
+		[][]string{side("A (this)", rep.A), side("B", rep.B)})
+	fmt.Fprintf(out, "\nB ÷ A round time, per pair: median %.3f (95%% CI %.3f–%.3f), min %.3f, max %.3f; A faster in %d of %d pairs\n",
+		rep.RatioMedian, rep.RatioLow, rep.RatioHigh, rep.RatioMin, rep.RatioMax, rep.AFaster, len(rep.Ratios))
+	if rep.RatioLow <= 1 && rep.RatioHigh >= 1 {
+		fmt.Fprintln(out, "the interval holds 1: no difference resolved at this many pairs (more --pairs narrow it)")
+	}
+	var b strings.Builder
+	for i, r := range rep.Ratios {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "%.2f", r)
+	}
+	fmt.Fprintf(out, "per pair: %s\n", b.String())
 }
 
 // cmdBenchAgent is one agent process of the workload: bench.AgentMain on

@@ -1,13 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/workspaced/workspaced/bench"
+	"github.com/workspaced/workspaced/workspace"
 )
 
 // TestBenchQuickJSON runs the whole workload in quick mode through the
@@ -27,6 +32,9 @@ func TestBenchQuickJSON(t *testing.T) {
 	}
 	if !rep.Quick {
 		t.Errorf("quick = false in a --quick run")
+	}
+	if rep.FS.Type == "" || rep.FS.MountPoint == "" {
+		t.Errorf("filesystem not named: %+v", rep.FS)
 	}
 	finite := func(name, what string, v float64) {
 		t.Helper()
@@ -57,14 +65,26 @@ func TestBenchQuickJSON(t *testing.T) {
 	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b)) }
 	// Each expected result by name prefix, and how it compares with the
 	// floor of the same run.
-	want := []struct {
+	type expected struct {
 		prefix string
 		rate   bool // ops/s ÷ one durable write per op; else p50 ÷ floor p50
-	}{
+	}
+	want := []expected{
 		{"env store 1 KiB", false}, {"env get 1 KiB", false}, {"env update 1 KiB", false}, {"env list 1 KiB", false},
 		{"env store 100 KiB", false}, {"env get 100 KiB", false}, {"env update 100 KiB", false}, {"env list 100 KiB", false},
+		{"state watcher:", false},
 		{"daemon 1 agent,", false}, {"daemon 8 agents at once", true}, {"daemon 32 agents at once", true},
 		{"daemon 32 agents ×", true},
+	}
+	// The Python agents' rows come when python3 is on PATH; a note says
+	// when they were skipped.
+	if _, err := exec.LookPath("python3"); err == nil {
+		want = append(want, expected{"daemon 1 python agent,", false}, expected{"daemon 32 python agents at once", true})
+		if rep.Python == "" {
+			t.Errorf("python3 on PATH, but no Python agents ran")
+		}
+	} else if !strings.Contains(strings.Join(rep.Notes, "\n"), "python3 is not on PATH") {
+		t.Errorf("no python3 and no note saying its rows were skipped: %q", rep.Notes)
 	}
 	if len(rep.Results) != len(want) {
 		t.Errorf("%d results, want %d", len(rep.Results), len(want))
@@ -119,7 +139,7 @@ func TestBenchQuickJSON(t *testing.T) {
 func TestBenchHelp(t *testing.T) {
 	w := newWS(t)
 	help := w.ok("bench", "--help")
-	for _, f := range []string{"--quick", "--json", "--dir DIR"} {
+	for _, f := range []string{"--quick", "--json", "--dir DIR", "--ext4", "--vs-daemon PATH", "--pairs N", "--no-python"} {
 		if !strings.Contains(help, f) {
 			t.Errorf("help lacks %s:\n%s", f, help)
 		}
@@ -136,5 +156,97 @@ func TestBenchHelp(t *testing.T) {
 	r := w.run("bench", "agent")
 	if r.code != 2 || !strings.Contains(r.stderr, "--agent-root") {
 		t.Errorf("bench agent without flags: want exit 2 naming --agent-root, got %v", r)
+	}
+}
+
+// TestBenchFlagMistakes: flags that cannot work are refused as usage
+// errors, before anything is measured.
+func TestBenchFlagMistakes(t *testing.T) {
+	w := newWS(t)
+	for _, tt := range []struct {
+		name string
+		args []string
+		say  string
+	}{
+		{"pairs without a daemon to compare", []string{"--pairs", "3"}, "--pairs goes with --vs-daemon"},
+		{"no pairs", []string{"--vs-daemon", bin, "--pairs", "0"}, "--pairs must be at least 1"},
+		{"a daemon that is not there", []string{"--vs-daemon", "/nonexistent/workspaced"}, "not an executable file"},
+		{"quick paired rounds", []string{"--vs-daemon", bin, "--quick"}, "--quick and --no-python do not apply"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := w.run(append([]string{"bench"}, tt.args...)...)
+			if r.code != 2 || !strings.Contains(r.stderr, tt.say) {
+				t.Errorf("bench %q: want exit 2 saying %q, got %v", tt.args, tt.say, r)
+			}
+		})
+	}
+}
+
+// TestBenchExt4NeedsRoot: without root --ext4 fails at once, saying so and
+// pointing at --dir, and leaves nothing behind.
+func TestBenchExt4NeedsRoot(t *testing.T) {
+	parent := t.TempDir()
+	mnt, err := mountExt4(context.Background(), parent, false)
+	if mnt != nil || !errors.Is(err, bench.ErrNeedsRoot) {
+		t.Fatalf("mountExt4 as non-root = %v, %v; want ErrNeedsRoot", mnt, err)
+	}
+	if !strings.Contains(err.Error(), "root") || !strings.Contains(workspace.HintOf(err), "--dir DIR") {
+		t.Errorf("error %q, hint %q: want root named and --dir suggested", err, workspace.HintOf(err))
+	}
+	if left, _ := os.ReadDir(parent); len(left) != 0 {
+		t.Errorf("%d files left in %s", len(left), parent)
+	}
+	if os.Geteuid() != 0 {
+		r := newWS(t).run("bench", "--ext4", "--quick", "--dir", parent)
+		if r.code != 1 || !strings.Contains(r.stderr, "needs root") || !strings.Contains(r.stderr, "hint:") {
+			t.Errorf("bench --ext4 as non-root: want exit 1 saying it needs root with a hint, got %v", r)
+		}
+	}
+}
+
+// TestBenchVsDaemonItself runs two pairs of rounds of this binary's
+// daemon against itself through the binary and checks the report's
+// shape and consistency (no timing: the figures depend on the machine).
+func TestBenchVsDaemonItself(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two daemons and 32 agents (about 10 s)")
+	}
+	w := newWS(t)
+	out := w.ok("bench", "--vs-daemon", bin, "--pairs", "2", "--json", "--dir", t.TempDir())
+	var rep bench.PairedReport
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rep); err != nil {
+		t.Fatalf("decode report: %v\n%s", err, out)
+	}
+	if rep.Pairs != 2 || len(rep.Ratios) != 2 || rep.Agents != 32 {
+		t.Fatalf("pairs %d, ratios %v, agents %d; want 2 pairs of 32 agents", rep.Pairs, rep.Ratios, rep.Agents)
+	}
+	for name, s := range map[string]bench.PairedSide{"A": rep.A, "B": rep.B} {
+		if s.Rounds != 2 || s.Markers != 64 || s.Serve != bin {
+			t.Errorf("side %s = %+v, want 2 rounds, 64 markers, served by %s", name, s, bin)
+		}
+		if !(s.MedianRoundMS > 0 && s.MarkersPS > 0 && s.VsFloor > 0 && s.P50 > 0 && s.P50 <= s.P99) {
+			t.Errorf("side %s has figures that cannot be: %+v", name, s)
+		}
+	}
+	if !(rep.RatioMin <= rep.RatioLow && rep.RatioLow <= rep.RatioMedian && rep.RatioMedian <= rep.RatioHigh &&
+		rep.RatioHigh <= rep.RatioMax && rep.RatioMin > 0) {
+		t.Errorf("ratios min %v, CI low %v, median %v, CI high %v, max %v: out of order",
+			rep.RatioMin, rep.RatioLow, rep.RatioMedian, rep.RatioHigh, rep.RatioMax)
+	}
+	if rep.AFaster < 0 || rep.AFaster > 2 || rep.Floor.Ops != 4*2*2 || rep.Floor.P50 <= 0 {
+		t.Errorf("A faster in %d pairs, floor %+v", rep.AFaster, rep.Floor)
+	}
+	// The table for people names both daemons and the ratio; the
+	// progress goes to stderr.
+	r := w.run("bench", "--vs-daemon", bin, "--pairs", "1", "--dir", t.TempDir())
+	if r.code != 0 || !strings.Contains(r.stderr, "paired rounds: 1 of 1 pairs") {
+		t.Fatalf("bench --vs-daemon --pairs 1: %v", r)
+	}
+	for _, want := range []string{"A (this)", "B ÷ A round time", "filesystem:", "MEDIAN ROUND MS"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("table lacks %q:\n%s", want, r.stdout)
+		}
 	}
 }

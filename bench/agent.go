@@ -1,0 +1,224 @@
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/workspaced/workspaced/atomicfile"
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// AgentMain is the Go agent process. It drops done markers with the same
+// os calls any Go program makes to write a file atomically: the marker is
+// written to a temporary dot-file in the task directory, fsynced and
+// closed, then renamed into place, and the directory is fsynced.
+//
+// It prints "ready" once the workspace is open, then reads commands from
+// stdin, one a line: "now <subtask>" writes and drops that marker;
+// "<subtask>" writes its temporary file and holds it; "sync" answers
+// "prepared"; "go" drops every held marker back to back; "report"
+// prints, for each marker dropped since the last report, "<subtask>
+// <unix nanoseconds just before its rename>". The stamps wait for
+// "report" so that the harness reads them after a round, not during it.
+func AgentMain(root, task, name string, in io.Reader, out io.Writer) error {
+	ws, err := workspace.Open(root, workspace.Options{})
+	if err != nil {
+		return err
+	}
+	defer ws.Close()
+	dir := filepath.Join(ws.Dir(), "tasks", task)
+	bw := bufio.NewWriter(out)
+	fmt.Fprintln(bw, "ready")
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	prepare := func(sub string) (string, error) {
+		now := time.Now().UTC()
+		m := workspace.Marker{AgentID: name, SubtaskID: sub, OutputFile: "outputs/" + sub + ".json", Status: "completed", CompletedAt: &now}
+		data, err := atomicfile.Marshal(m)
+		if err != nil {
+			return "", err
+		}
+		tmp := filepath.Join(dir, ".tmp-"+name+"-"+sub)
+		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			return "", err
+		}
+		if _, err := f.Write(data); err != nil {
+			f.Close()
+			return "", err
+		}
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return "", err
+		}
+		return tmp, f.Close()
+	}
+	var stamps []byte
+	drop := func(sub, tmp string) error {
+		t0 := time.Now()
+		if err := os.Rename(tmp, filepath.Join(dir, workspace.DonePrefix+name+"."+sub)); err != nil {
+			return err
+		}
+		d, err := os.Open(dir)
+		if err != nil {
+			return err
+		}
+		err = d.Sync()
+		if cerr := d.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+		// Kept until "report": the harness reads it after the round.
+		stamps = fmt.Appendf(stamps, "%s %d\n", sub, t0.UnixNano())
+		return nil
+	}
+	sc := bufio.NewScanner(in)
+	type heldMarker struct{ sub, tmp string }
+	var held []heldMarker
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case line == "":
+		case line == "sync":
+			fmt.Fprintln(bw, "prepared")
+			if err := bw.Flush(); err != nil {
+				return err
+			}
+		case line == "report":
+			bw.Write(stamps)
+			stamps = stamps[:0]
+			if err := bw.Flush(); err != nil {
+				return err
+			}
+		case line == "go":
+			for _, h := range held {
+				if err := drop(h.sub, h.tmp); err != nil {
+					return err
+				}
+			}
+			held = nil
+		case strings.HasPrefix(line, "now "):
+			sub := strings.TrimPrefix(line, "now ")
+			tmp, err := prepare(sub)
+			if err != nil {
+				return err
+			}
+			if err := drop(sub, tmp); err != nil {
+				return err
+			}
+		default:
+			tmp, err := prepare(line)
+			if err != nil {
+				return err
+			}
+			held = append(held, heldMarker{line, tmp})
+		}
+	}
+	return sc.Err()
+}
+
+// agent is the harness's side of one agent process (Go or Python: both
+// speak AgentMain's protocol).
+type agent struct {
+	name    string
+	cmd     *exec.Cmd
+	in      io.WriteCloser
+	lines   chan string
+	closing atomic.Bool
+}
+
+// startAgent starts argv as an agent process named name and waits for its
+// "ready"; if it exits before close, cm's waits fail at once rather than
+// at their deadline.
+func startAgent(argv []string, cm *commits, name string) (*agent, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	outp, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("bench: start agent %s: %w", name, err)
+	}
+	a := &agent{name: name, cmd: cmd, in: in, lines: make(chan string, 1024)}
+	go func() {
+		sc := bufio.NewScanner(outp)
+		for sc.Scan() {
+			a.lines <- sc.Text()
+		}
+		close(a.lines)
+		if !a.closing.Load() {
+			cm.abort(fmt.Errorf("bench: agent process %s exited early (what it said is above, on stderr)", name))
+		}
+	}()
+	if line, ok := <-a.lines; !ok || line != "ready" {
+		a.close()
+		return nil, fmt.Errorf("bench: agent %s did not start (said %q)", name, line)
+	}
+	return a, nil
+}
+
+// stamp reads one "<subtask> <unixnano>" line.
+func (a *agent) stamp() (string, time.Time, error) {
+	line, ok := <-a.lines
+	if !ok {
+		return "", time.Time{}, fmt.Errorf("bench: agent %s exited early", a.name)
+	}
+	sub, ns, _ := strings.Cut(line, " ")
+	v, err := strconv.ParseInt(ns, 10, 64)
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("bench: agent %s said %q", a.name, line)
+	}
+	return sub, time.Unix(0, v), nil
+}
+
+// report asks the agent for the stamps of the markers it dropped since it
+// was last asked, and reads them.
+func (a *agent) report(n int) ([]string, []time.Time, error) {
+	if _, err := io.WriteString(a.in, "report\n"); err != nil {
+		return nil, nil, err
+	}
+	subs, ts := make([]string, 0, n), make([]time.Time, 0, n)
+	for range n {
+		sub, t0, err := a.stamp()
+		if err != nil {
+			return nil, nil, err
+		}
+		subs, ts = append(subs, sub), append(ts, t0)
+	}
+	return subs, ts, nil
+}
+
+// close ends the agent's input and waits for it to exit, reading what it
+// still says (Wait must come after the last read of its output).
+func (a *agent) close() {
+	a.closing.Store(true)
+	a.in.Close()
+	for range a.lines {
+	}
+	_ = a.cmd.Wait()
+}
+
+// closeAll closes every agent of as that was started.
+func closeAll(as []*agent) {
+	for _, a := range as {
+		if a != nil {
+			a.close()
+		}
+	}
+}

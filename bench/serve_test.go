@@ -1,0 +1,43 @@
+package bench
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestStartServerEarlyExit: a daemon that exits before it holds the lock
+// is reported with its last lines, at once.
+func TestStartServerEarlyExit(t *testing.T) {
+	// The serve arguments (root, "serve", flags) land in $0, $1, …
+	cmd := []string{"sh", "-c", "echo 'cannot serve: broken' >&2; exit 3"}
+	s, err := startServer(context.Background(), cmd, t.TempDir(), nil)
+	if err == nil {
+		s.close()
+		t.Fatal("started a daemon that exited")
+	}
+	if !strings.Contains(err.Error(), "cannot serve: broken") || !strings.Contains(err.Error(), "exit status 3") {
+		t.Errorf("error %q, want the exit status and the daemon's last words", err)
+	}
+}
+
+// TestStartServerReadyLine: a daemon that logs it is ready counts as
+// started even when no lock of the expected name appears, and close
+// stops it.
+func TestStartServerReadyLine(t *testing.T) {
+	cmd := []string{"sh", "-c", `echo 'time=x level=INFO msg=ready' >&2; exec sleep 60`}
+	s, err := startServer(context.Background(), cmd, t.TempDir(), func(err error) { t.Errorf("exit reported as early: %v", err) })
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	if err := s.waitReady(time.Minute); err != nil {
+		t.Errorf("waitReady: %v", err)
+	}
+	s.close()
+	select {
+	case <-s.exited:
+	default:
+		t.Errorf("still running after close")
+	}
+}
