@@ -17,7 +17,7 @@ const benchUsage = `workspaced bench — measure the workload against the disk's
 
 Usage:
   workspaced bench [--quick] [--json] [--dir DIR] [--ext4] [--no-python]
-  workspaced bench --vs-daemon PATH [--pairs N] [--json] [--dir DIR] [--ext4]
+  workspaced bench --vs-daemon PATH [--daemon PATH] [--pairs N] [--json] [--dir DIR] [--ext4]
 
 Runs a self-contained workload on temporary workspaces made in DIR (default:
 the directory holding the root, so the same filesystem) and removed after:
@@ -61,6 +61,8 @@ with their median, its 95 % confidence interval, min and max and how many
 pairs A won (a median above 1: A is faster), beside the floor measured
 between rounds. A difference is resolved only when the interval leaves 1
 out; a shared machine may need a few hundred pairs to resolve 10 %.
+--daemon PATH makes the binary at PATH daemon A instead of this one, to
+compare two other builds; the agents are always this binary's.
 
 Examples:
   workspaced bench --quick
@@ -68,6 +70,7 @@ Examples:
   workspaced bench --dir /mnt/nvme
   sudo workspaced bench --ext4
   sudo workspaced bench --ext4 --vs-daemon ./workspaced-main --pairs 40
+  sudo workspaced bench --ext4 --daemon ./build-a --vs-daemon ./build-b --pairs 200
 
 Exit codes: 0 ok, 1 failure (also --ext4 without root), 2 usage.
 `
@@ -88,6 +91,7 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 	ext4 := fs.Bool("ext4", false, "measure on a journaled ext4 image loop-mounted for the run (needs root)")
 	noPython := fs.Bool("no-python", false, "leave out the Python agents' rows")
 	vs := fs.String("vs-daemon", "", "compare this binary's daemon with the one of the binary at `PATH`, in paired rounds")
+	self := fs.String("daemon", "", "with --vs-daemon: the binary at `PATH` serves as A instead of this one")
 	pairs := fs.Int("pairs", bench.DefaultPairs, "--vs-daemon runs `N` pairs of rounds")
 	if err := parse(e, fs, benchUsage, args); err != nil {
 		return err
@@ -95,8 +99,8 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 	if *pairs < 1 {
 		return usageHint("bench", "--pairs must be at least 1")
 	}
-	if flagWasSet(fs, "pairs") && *vs == "" {
-		return usageHint("bench", "--pairs goes with --vs-daemon")
+	if (flagWasSet(fs, "pairs") || *self != "") && *vs == "" {
+		return usageHint("bench", "--pairs and --daemon go with --vs-daemon")
 	}
 	if *vs != "" && (*quick || *noPython) {
 		return usageHint("bench", "--vs-daemon runs only its paired rounds: --quick and --no-python do not apply (--pairs sets its length)")
@@ -105,13 +109,15 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 	if err != nil {
 		return fmt.Errorf("bench: find this binary: %w", err)
 	}
-	other := ""
+	other, serveA := "", exe
 	if *vs != "" {
-		if other, err = filepath.Abs(*vs); err != nil {
+		if other, err = executable("--vs-daemon", *vs); err != nil {
 			return err
 		}
-		if fi, err := os.Stat(other); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-			return usageHint("bench", "--vs-daemon %s: not an executable file", *vs)
+	}
+	if *self != "" {
+		if serveA, err = executable("--daemon", *self); err != nil {
+			return err
 		}
 	}
 	if *dir == "" {
@@ -142,7 +148,7 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 	agentCmd := []string{exe, "bench", benchAgentArg}
 	if other != "" {
 		rep, err := bench.RunPaired(ctx, bench.PairedOptions{Dir: *dir, Pairs: *pairs, AgentCmd: agentCmd,
-			ServeA: []string{exe, "--root"}, ServeB: []string{other, "--root"}, Progress: progress})
+			ServeA: []string{serveA, "--root"}, ServeB: []string{other, "--root"}, Progress: progress})
 		if err != nil {
 			return err
 		}
@@ -184,6 +190,19 @@ func mountExt4(ctx context.Context, parent string, isRoot bool) (*bench.Ext4, er
 			Hint: "run it as root, or measure on a filesystem you mounted yourself with --dir DIR"}
 	}
 	return mnt, err
+}
+
+// executable returns the absolute path of the binary a flag names, or a
+// usage error when it is not an executable file.
+func executable(flag, p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	if fi, err := os.Stat(abs); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return "", usageHint("bench", "%s %s: not an executable file", flag, p)
+	}
+	return abs, nil
 }
 
 // printPaired prints a --vs-daemon report for people.

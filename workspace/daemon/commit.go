@@ -66,7 +66,6 @@ type nextState struct {
 	st      workspace.State
 	evs     []workspace.Event
 	data    []byte
-	frags   fragments
 	plan    *workspace.Plan // the plan st tracks, when a record carried it
 	applied int             // how many of the records it reflects
 	stopped error           // why the state machine stopped before the rest
@@ -86,7 +85,7 @@ func (t *task) fold(recs []workspace.JournalRecord) (nextState, error) {
 	delta := diffState(t.st, st)
 	check := checkNext(t.valid, st, delta)
 	var err error
-	if n.data, n.frags, err = encodeState(st, t.frags, delta); err != nil {
+	if n.data, err = atomicfile.Marshal(st); err != nil {
 		return n, fmt.Errorf("encode state of task %s: %w", t.id, err)
 	}
 	if err := check(n.data); err != nil {
@@ -118,7 +117,7 @@ func (t *task) write(ctx context.Context, n nextState, backupOld bool, restoredF
 		return fmt.Errorf("write state of task %s: %w", t.id, err)
 	}
 	t.fi, _ = d.ws.Root().Lstat(statePath(t.id))
-	t.st, t.plan, t.valid, t.frags = n.st, n.plan, true, n.frags
+	t.st, t.plan, t.valid = n.st, n.plan, true
 	t.noteProgress()
 	evs := n.evs
 	if restoredFrom != "" {
@@ -136,43 +135,6 @@ func (t *task) write(ctx context.Context, n nextState, backupOld bool, restoredF
 		return fmt.Errorf("apply journal of task %s: state written through seq %d: %w", t.id, n.st.JournalSeq, n.stopped)
 	}
 	return nil
-}
-
-// checkNext checks next against the state schema before it is written:
-// it starts the check and returns the function that finishes it, given
-// next encoded. When the state next was derived from is known valid
-// (prevValid) only what changed (delta) is validated, beside the encoding:
-// the schema puts no constraint across the entries of subtasks,
-// checkpoints and workers, so the entries equal to the previous state's
-// are valid already, and the document is checked with the others left
-// out. The size limit still applies to it whole; the depth limit need
-// not be checked again, as every entry sits at the same depth in the
-// part as in the whole and was checked there once. A burst on a task
-// with hundreds of subtasks so costs what it changes, not the size of
-// the state.
-func checkNext(prevValid bool, next workspace.State, delta stateDelta) func(data []byte) error {
-	if !prevValid {
-		return func(data []byte) error { return schemas.Validate(schemas.KindState, data) }
-	}
-	part := next
-	part.Subtasks, part.Checkpoints, part.Workers = delta.subtasks, delta.checkpoints, delta.workers
-	checked := make(chan error, 1) // never blocks: the result may go unread
-	go func() {
-		pdata, err := atomicfile.Marshal(part)
-		if err == nil {
-			err = schemas.Validate(schemas.KindState, pdata)
-		}
-		checked <- err
-	}()
-	return func(data []byte) error {
-		if err := <-checked; err != nil {
-			return err
-		}
-		if len(data) > schemas.MaxBytes {
-			return fmt.Errorf("%s: %w: %d bytes, limit %d", schemas.KindState, schemas.ErrTooLarge, len(data), schemas.MaxBytes)
-		}
-		return nil
-	}
 }
 
 // writeRecords writes the records of one chunk (consecutive seqs, in

@@ -51,9 +51,6 @@ type task struct {
 	// validated before it was written), so a commit need only check what
 	// it changes.
 	valid bool
-	// frags: the encodings of st's entries as last written, for the next
-	// write to reuse (see encodeState).
-	frags fragments
 
 	// progress is the subtasks in progress, for the timeout detector.
 	progress []friction.InProgress
@@ -128,7 +125,7 @@ func (t *task) process(ctx context.Context, w wake, recover bool) (out outcome) 
 // forget drops the cached state: the next process reads the task from
 // disk.
 func (t *task) forget() {
-	t.loaded, t.st, t.plan, t.fi, t.valid, t.frags, t.progress = false, workspace.State{}, nil, nil, false, fragments{}, nil
+	t.loaded, t.st, t.plan, t.fi, t.valid, t.progress = false, workspace.State{}, nil, nil, false, nil
 }
 
 // hasMarkers reports whether the task directory holds a marker name (or

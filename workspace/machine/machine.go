@@ -254,20 +254,16 @@ type applier struct {
 type tally struct {
 	counted                        bool
 	blocked, inProgress, completed int
-	// held counts the in_progress subtasks by worker. A map over every
-	// worker costs more than one walk of the task, so it is made only
-	// when a fold asks a second time (heldAsked).
-	held      map[string]int
-	heldAsked int
-	plan      *workspace.Plan
-	planIDs   int // the distinct subtask ids of plan
+	held                           map[string]int // in_progress subtasks by worker
+	plan                           *workspace.Plan
+	planIDs                        int // the distinct subtask ids of plan
 }
 
 // tally returns the tally of the state, counting it if needed.
 func (a *applier) tally() *tally {
 	t := a.t
 	if !t.counted {
-		*t = tally{counted: true, plan: t.plan, planIDs: t.planIDs}
+		*t = tally{counted: true, held: map[string]int{}, plan: t.plan, planIDs: t.planIDs}
 		for _, ss := range a.st.Subtasks {
 			if ss != nil {
 				t.add(ss, 1)
@@ -284,9 +280,7 @@ func (t *tally) add(ss *workspace.SubtaskState, n int) {
 		t.blocked += n
 	case SubtaskInProgress:
 		t.inProgress += n
-		if t.held != nil {
-			t.held[ss.Worker] += n
-		}
+		t.held[ss.Worker] += n
 	case SubtaskCompleted:
 		t.completed += n
 	}
@@ -294,27 +288,7 @@ func (t *tally) add(ss *workspace.SubtaskState, n int) {
 
 // holds reports whether agent holds an in_progress subtask.
 func (a *applier) holds(agent string) bool {
-	t := a.tally()
-	if t.inProgress == 0 {
-		return false
-	}
-	if t.held == nil {
-		if t.heldAsked++; t.heldAsked == 1 {
-			for _, ss := range a.st.Subtasks {
-				if ss != nil && ss.Status == SubtaskInProgress && ss.Worker == agent {
-					return true
-				}
-			}
-			return false
-		}
-		t.held = make(map[string]int, t.inProgress)
-		for _, ss := range a.st.Subtasks {
-			if ss != nil && ss.Status == SubtaskInProgress {
-				t.held[ss.Worker]++
-			}
-		}
-	}
-	return t.held[agent] > 0
+	return a.tally().held[agent] > 0
 }
 
 // setStatus changes the status of ss, keeping the tally true. The worker

@@ -1,10 +1,8 @@
 package daemon
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -15,121 +13,6 @@ import (
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
 )
-
-// randomState makes a state with entries of every shape the machine
-// writes, including keys and strings that need escaping in JSON.
-func randomState(r *rand.Rand, prev *workspace.State) workspace.State {
-	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-	at := func() *time.Time { t := t0.Add(time.Duration(r.IntN(1e6)) * time.Millisecond); return &t }
-	st := workspace.State{TaskID: "t", Status: "executing", Phase: "work <&> \"quoted\"", LastUpdated: *at(),
-		Subtasks: map[string]*workspace.SubtaskState{}, Checkpoints: map[string]*workspace.CheckpointState{},
-		Workers: map[string]*workspace.WorkerState{}, Errors: []workspace.StateError{}, JournalSeq: int64(r.IntN(1000))}
-	if prev != nil {
-		// Keep most entries, as a burst does.
-		for k, v := range prev.Subtasks {
-			if v != nil && r.IntN(4) > 0 {
-				c := *v
-				st.Subtasks[k] = &c
-			}
-		}
-		for k, v := range prev.Workers {
-			if r.IntN(4) > 0 {
-				c := *v
-				st.Workers[k] = &c
-			}
-		}
-		for k, v := range prev.Checkpoints {
-			c := *v
-			st.Checkpoints[k] = &c
-		}
-	}
-	for i := range r.IntN(20) {
-		s := &workspace.SubtaskState{Status: []string{"blocked", "pending", "in_progress", "completed", "failed"}[r.IntN(5)]}
-		if r.IntN(2) == 0 {
-			s.Worker, s.StartedAt = fmt.Sprintf("agent_%d", r.IntN(8)), at()
-		}
-		if r.IntN(3) == 0 {
-			s.BlockedBy = []string{"st_1", "st_2"}
-		}
-		if r.IntN(3) == 0 {
-			s.CompletedAt, s.Output = at(), fmt.Sprintf("outputs/st_%d.json", i)
-		}
-		if r.IntN(5) == 0 {
-			s.Error, s.Attempts = "failed: <html> & \u2028 \"x\"\n", r.IntN(3)
-		}
-		st.Subtasks[fmt.Sprintf("st_%d", r.IntN(40))] = s
-	}
-	if r.IntN(10) == 0 {
-		st.Subtasks["st_nil"] = nil
-	}
-	for range r.IntN(5) {
-		st.Workers[fmt.Sprintf("agent_%d", r.IntN(8))] = &workspace.WorkerState{Status: "busy", CurrentTask: "t/st_1 <x>"}
-	}
-	if r.IntN(3) == 0 {
-		st.Checkpoints[fmt.Sprintf("cp_%d", r.IntN(3))] = &workspace.CheckpointState{Status: "awaiting_review", ReachedAt: at()}
-	}
-	return st
-}
-
-// A chain of states, each encoded from the fragments of the one before,
-// gives exactly the bytes atomicfile.Marshal gives.
-func TestEncodeStateMatchesMarshal(t *testing.T) {
-	for seed := range uint64(50) {
-		r := rand.New(rand.NewPCG(seed, 7))
-		var (
-			prev  workspace.State
-			frags fragments
-		)
-		for step := range 12 {
-			var st workspace.State
-			if step == 0 {
-				st = randomState(r, nil)
-			} else {
-				st = randomState(r, &prev)
-			}
-			got, nf, err := encodeState(st, frags, diffState(prev, st))
-			if err != nil {
-				t.Fatalf("seed %d step %d: %v", seed, step, err)
-			}
-			want, err := atomicfile.Marshal(st)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Fatalf("seed %d step %d: encodeState differs from Marshal:\n got: %s\nwant: %s", seed, step, got, want)
-			}
-			prev, frags = st, nf
-		}
-	}
-}
-
-// A fragment is reused only for an entry that did not change: an entry
-// changed behind a stale fragment would be written with its old value.
-func TestEncodeStateReencodesChangedEntries(t *testing.T) {
-	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-	prev := workspace.State{TaskID: "t", Status: "executing", LastUpdated: t0,
-		Subtasks:    map[string]*workspace.SubtaskState{"st_1": {Status: "pending"}, "st_2": {Status: "pending"}},
-		Checkpoints: map[string]*workspace.CheckpointState{}, Workers: map[string]*workspace.WorkerState{}, Errors: []workspace.StateError{}}
-	_, frags, err := encodeState(prev, fragments{}, diffState(workspace.State{}, prev))
-	if err != nil {
-		t.Fatal(err)
-	}
-	next := prev
-	next.Subtasks = map[string]*workspace.SubtaskState{"st_1": {Status: "completed"}, "st_2": {Status: "pending"}}
-	got, _, err := encodeState(next, frags, diffState(prev, next))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Contains(got, []byte(`"st_1": {
-      "status": "completed"
-    }`)) {
-		t.Errorf("st_1 not re-encoded:\n%s", got)
-	}
-	want, _ := atomicfile.Marshal(next)
-	if !bytes.Equal(got, want) {
-		t.Errorf("got\n%s\nwant\n%s", got, want)
-	}
-}
 
 // checkNext refuses a changed entry that breaks the schema, lets an
 // unchanged one through when the previous state was valid (it was
@@ -230,10 +113,6 @@ func BenchmarkApplyChunk32(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	frags := fragments{}
-	if _, frags, err = encodeState(st, frags, stateDelta{subtasks: st.Subtasks, checkpoints: st.Checkpoints, workers: st.Workers}); err != nil {
-		b.Fatal(err)
-	}
 	var chunk []workspace.JournalRecord
 	for i := n / 2; i < n/2+chunkN; i++ {
 		sub := fmt.Sprintf("st_%d", i+1)
@@ -248,7 +127,7 @@ func BenchmarkApplyChunk32(b *testing.B) {
 		}
 		delta := diffState(st, next)
 		check := checkNext(true, next, delta)
-		data, _, err := encodeState(next, frags, delta)
+		data, err := atomicfile.Marshal(next)
 		if err != nil {
 			b.Fatal(err)
 		}
