@@ -99,8 +99,10 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 	if *pairs < 1 {
 		return usageHint("bench", "--pairs must be at least 1")
 	}
-	if (flagWasSet(fs, "pairs") || *self != "") && *vs == "" {
-		return usageHint("bench", "--pairs and --daemon go with --vs-daemon")
+	for _, f := range []string{"pairs", "daemon"} {
+		if flagWasSet(fs, f) && *vs == "" {
+			return usageHint("bench", "--%s goes with --vs-daemon", f)
+		}
 	}
 	if *vs != "" && (*quick || *noPython) {
 		return usageHint("bench", "--vs-daemon runs only its paired rounds: --quick and --no-python do not apply (--pairs sets its length)")

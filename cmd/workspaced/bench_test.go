@@ -169,6 +169,8 @@ func TestBenchFlagMistakes(t *testing.T) {
 		say  string
 	}{
 		{"pairs without a daemon to compare", []string{"--pairs", "3"}, "--pairs goes with --vs-daemon"},
+		{"daemon A without a daemon to compare", []string{"--daemon", bin}, "--daemon goes with --vs-daemon"},
+		{"daemon A that is not there", []string{"--vs-daemon", bin, "--daemon", "/nonexistent/workspaced"}, "--daemon /nonexistent/workspaced: not an executable file"},
 		{"no pairs", []string{"--vs-daemon", bin, "--pairs", "0"}, "--pairs must be at least 1"},
 		{"a daemon that is not there", []string{"--vs-daemon", "/nonexistent/workspaced"}, "not an executable file"},
 		{"quick paired rounds", []string{"--vs-daemon", bin, "--quick"}, "--quick and --no-python do not apply"},
