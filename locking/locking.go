@@ -133,6 +133,10 @@ type Options struct {
 	Poll time.Duration
 	// Now stamps the holder record (nil: time.Now).
 	Now func() time.Time
+	// NoParents: the lock file's directory must exist. A lock in a
+	// directory removed meanwhile then fails (fs.ErrNotExist) instead of
+	// making the directory again.
+	NoParents bool
 }
 
 func (o Options) perm() os.FileMode {
@@ -250,11 +254,17 @@ func TryAcquire(path string, opt Options) (*Lock, error) {
 	return hold(path, fl, opt)
 }
 
+// newFlock prepares the lock of path. Its descriptor is opened read-only
+// (flock needs no more, and the holder record is written through a second
+// descriptor): a lock held for long, like the daemon's, then does not keep
+// the filesystem from being remounted read-only.
 func newFlock(path string, opt Options) (*flock.Flock, error) {
-	if err := os.MkdirAll(filepath.Dir(path), dirPerm(opt.perm())); err != nil {
-		return nil, fmt.Errorf("create lock directory for %s: %w", path, err)
+	if !opt.NoParents {
+		if err := os.MkdirAll(filepath.Dir(path), dirPerm(opt.perm())); err != nil {
+			return nil, fmt.Errorf("create lock directory for %s: %w", path, err)
+		}
 	}
-	return flock.New(path, flock.SetPermissions(opt.perm())), nil
+	return flock.New(path, flock.SetPermissions(opt.perm()), flock.SetFlag(os.O_CREATE|os.O_RDONLY)), nil
 }
 
 // hold writes the holder record into the freshly locked file. It writes

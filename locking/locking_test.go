@@ -472,3 +472,53 @@ func TestPrivatePerm(t *testing.T) {
 		}
 	}
 }
+
+// With NoParents a lock in a missing directory fails and makes nothing;
+// without, the directory is made. A held lock's descriptor is read-only,
+// so it never keeps a filesystem from a read-only remount.
+func TestNoParentsAndReadOnlyDescriptor(t *testing.T) {
+	dir := t.TempDir()
+	gone := filepath.Join(dir, "gone", ".locks", "task.lock")
+	if _, err := TryAcquire(gone, Options{NoParents: true}); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("TryAcquire with NoParents in a missing directory: %v, want fs.ErrNotExist", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "gone")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the missing directory was made: %v", err)
+	}
+	made := filepath.Join(dir, "made", "x.lock")
+	l, err := TryAcquire(made, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	found := false
+	for _, e := range fds {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
+		if err != nil || target != made {
+			continue
+		}
+		found = true
+		info, err := os.ReadFile(filepath.Join("/proc/self/fdinfo", e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(info), "\n") {
+			if v, ok := strings.CutPrefix(line, "flags:"); ok {
+				flags, err := strconv.ParseInt(strings.TrimSpace(v), 8, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if flags&(syscall.O_WRONLY|syscall.O_RDWR) != 0 {
+					t.Errorf("the held lock's descriptor is open for writing (flags %o)", flags)
+				}
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no open descriptor of the held lock")
+	}
+}

@@ -21,12 +21,22 @@ func (w *Workspace) LockFile(ctx context.Context, name, agent string) (*locking.
 }
 
 // LockTask takes a whole task's lock, tasks/<id>/.locks/task.lock: the
-// daemon applying markers and cleanup pruning the task hold it.
+// daemon applying markers and cleanup pruning the task hold it. The task
+// directory must exist (ErrNotFound otherwise): taking the lock of a task
+// removed meanwhile never makes its directory again.
 func (w *Workspace) LockTask(ctx context.Context, taskID, agent string) (*locking.Lock, error) {
 	if err := ValidateID("task id", taskID); err != nil {
 		return nil, err
 	}
-	return w.lockPath(ctx, TaskLockPath(taskID), agent)
+	td, err := w.root.OpenRoot(TaskDir(taskID))
+	if isNotExist(err) {
+		return nil, &Error{Kind: ErrNotFound, Op: "lock task " + taskID, Msg: "no such task", Field: FieldTask}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lock task %s: %w", taskID, err)
+	}
+	defer td.Close()
+	return w.lockIn(ctx, td, TaskDir(taskID), "task", agent)
 }
 
 // LockNamed takes a named lock of a task, tasks/<id>/.locks/<name>.lock,
@@ -73,10 +83,13 @@ func (w *Workspace) acquire(ctx context.Context, r *os.Root, name, rel, agent st
 	} else if err != nil && !isNotExist(err) {
 		return nil, fmt.Errorf("lock %s: %w", rel, err)
 	}
+	// The directory was made through the root above: should it be gone
+	// by now, the lock fails rather than making it again.
 	l, err := locking.Acquire(ctx, filepath.Join(w.dir, filepath.FromSlash(rel)), locking.Options{
-		Timeout: timeDuration(w.settings.LockTimeout),
-		Agent:   agent,
-		Perm:    w.FilePerm(),
+		Timeout:   timeDuration(w.settings.LockTimeout),
+		Agent:     agent,
+		Perm:      w.FilePerm(),
+		NoParents: true,
 	})
 	if err != nil {
 		if errors.Is(err, locking.ErrLocked) {
