@@ -19,7 +19,10 @@ Probes the root's daemon lock (<root>/.workspaced.lock) without taking it,
 names the pid serving, counts tasks by status ("none": no state.json yet)
 and lists the markers still waiting in task directories (a daemon serving
 takes them within moments; markers waiting with no daemon are taken when
-one starts). It only reads.
+one starts). A daemon serving also says when it last rescanned, and what
+keeps it from serving everything at once: tasks stopped by an error (a full
+disk, a read-only filesystem) that it retries, task directories it cannot
+watch (the inotify limit), entries of tasks/ it refuses. It only reads.
 
 Examples:
   workspaced status
@@ -44,8 +47,9 @@ func cmdStatus(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	live := readLive(w.Dir(), s.Serving)
 	if *asJSON {
-		return printJSON(e.stdout, s)
+		return printJSON(e.stdout, statusReport{Status: s, Live: live})
 	}
 	switch {
 	case s.Serving && s.PID > 0:
@@ -69,6 +73,7 @@ func cmdStatus(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stdout, " (%s)", strings.Join(counts, ", "))
 	}
 	fmt.Fprintf(e.stdout, "\nmarkers waiting: %d\n", s.MarkersWaiting)
+	printLive(e.stdout, live)
 	if len(s.Tasks) == 0 {
 		return nil
 	}

@@ -57,6 +57,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -248,6 +249,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	defer w.Close()
 	l := &loop{d: d, w: w, settled: make(chan []unsettled, 1)}
+	l.live.Store(&Live{Stopped: []StoppedTask{}})
+	if ln, err := listenLive(d.ws.Dir()); err != nil {
+		d.log.Warn("no status socket: status will not show what the daemon is retrying", "err", err)
+	} else {
+		defer ln.Close()
+		pid := os.Getpid()
+		go serveLive(ln, func() Live { r := *l.live.Load(); r.PID = pid; return r })
+	}
 	return l.run(ctx)
 }
 

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -53,8 +54,16 @@ type loop struct {
 	cleaning bool
 	cleanWG  sync.WaitGroup
 
-	woken []*task // tasks to process, each once (task.woken says why)
-	scans uint64  // full scans so far (task.scan: the last that saw it)
+	live    atomic.Pointer[Live] // the report the daemon's socket gives
+	changed bool                 // something the report holds changed
+
+	unwatched int   // active tasks whose watch failed
+	said      int   // the count last logged
+	watchErr  error // why the last watch failed
+
+	woken    []*task   // tasks to process, each once (task.woken says why)
+	scans    uint64    // full scans so far (task.scan: the last that saw it)
+	lastScan time.Time // when the last full scan ended
 }
 
 func (l *loop) run(ctx context.Context) error {
@@ -166,6 +175,30 @@ func (l *loop) run(ctx context.Context) error {
 			l.cleaning = false
 		}
 	}
+}
+
+// How soon a task stopped by an error is tried again: retryFirst after
+// the first failure, twice as long after each next one, at most retryMax,
+// so that once a full disk or a read-only filesystem is mended the task
+// goes on within a second or two.
+const (
+	retryFirst = 100 * time.Millisecond
+	retryMax   = 2 * time.Second
+)
+
+// stop notes that processing t failed with err: it is retried with
+// backoff (see processAll) and status names it. The error is logged when
+// it is new, not at every retry.
+func (l *loop) stop(t *task, err error) {
+	if t.stopped == nil || t.stopped.Error() != err.Error() {
+		l.d.log.Error("task stopped, retrying", "task", t.id, "err", err)
+	}
+	if t.stopped == nil {
+		t.since = l.d.now()
+	}
+	t.stopped = err
+	t.failures++
+	l.changed = true
 }
 
 // arm sets the timer to the next deadline: the earliest grace period of
@@ -332,19 +365,51 @@ func (l *loop) watch(t *task) {
 		return
 	}
 	if err := l.w.Add(filepath.Join(l.d.ws.Dir(), "tasks", t.id)); err != nil {
-		// Without a watch the task is still served by the rescans.
-		l.d.log.Warn("cannot watch task directory; relying on rescans", "task", t.id, "err", err)
+		// Without a watch the task is still served by the rescans; the
+		// tasks left so are counted and said once (see sayUnwatched).
+		if !t.unwatchable {
+			t.unwatchable = true
+			l.unwatched++
+			l.changed = true
+		}
+		l.watchErr = err
 		return
 	}
+	l.watchable(t)
 	t.watched = true
 }
 
 func (l *loop) unwatch(t *task) {
+	l.watchable(t)
 	if !t.watched {
 		return
 	}
 	_ = l.w.Remove(filepath.Join(l.d.ws.Dir(), "tasks", t.id))
 	t.watched = false
+}
+
+// watchable takes t out of the count of tasks whose watch failed.
+func (l *loop) watchable(t *task) {
+	if t.unwatchable {
+		t.unwatchable = false
+		l.unwatched--
+		l.changed = true
+	}
+}
+
+// sayUnwatched logs, when it changed, how many active tasks have no
+// watch: once with a count, not once per task per rescan.
+func (l *loop) sayUnwatched() {
+	if l.unwatched == l.said {
+		return
+	}
+	l.said = l.unwatched
+	if l.unwatched == 0 {
+		l.d.log.Info("every active task directory is watched again")
+		return
+	}
+	l.d.log.Warn("task directories not watched; markers in them are taken by the rescans",
+		"count", l.unwatched, "err", l.watchErr, "hint", "raise the inotify watch limit (sysctl fs.inotify.max_user_watches)")
 }
 
 // drop forgets a task whose directory is gone.
@@ -381,6 +446,10 @@ func (l *loop) fullScan(ctx context.Context, recover bool) {
 		}
 	}
 	l.processAll(ctx, recover)
+	l.sayUnwatched()
+	l.lastScan = d.now()
+	l.changed = true
+	l.publish()
 	d.log.Debug("scanned", "tasks", len(ids))
 }
 
@@ -421,17 +490,39 @@ func (l *loop) processAll(ctx context.Context, recover bool) {
 	wg.Wait()
 	for _, r := range results {
 		t, o := r.t, r.out
-		switch {
-		case o.gone:
-			l.drop(t.id)
+		if o.gone {
+			if o.err == nil {
+				l.drop(t.id)
+				continue
+			}
+			// Not a directory: kept, unwatched and refused, and said once.
+			if !t.refused {
+				d.log.Warn("task entry refused", "task", t.id, "err", o.err)
+				t.refused, l.changed = true, true
+			}
+			l.unwatch(t)
 			continue
-		case o.err != nil && ctx.Err() == nil:
-			d.log.Error("process task", "task", t.id, "err", o.err)
+		}
+		if t.refused {
+			t.refused, l.changed = false, true
+		}
+		if o.err != nil && ctx.Err() == nil {
+			l.stop(t, o.err)
+		} else if o.err == nil && t.stopped != nil {
+			d.log.Info("task resumed", "task", t.id, "after", d.now().Sub(t.since).Round(time.Millisecond), "retries", t.failures)
+			t.stopped, t.failures, t.since = nil, 0, time.Time{}
+			l.changed = true
 		}
 		if o.taken > 0 {
 			d.log.Info("markers taken", "task", t.id, "count", o.taken)
 		}
 		t.waitTill = o.waitTill
+		if t.stopped != nil {
+			retry := d.now().Add(min(retryFirst<<min(t.failures-1, 16), retryMax))
+			if t.waitTill.IsZero() || retry.Before(t.waitTill) {
+				t.waitTill = retry
+			}
+		}
 		if !t.waitTill.IsZero() {
 			l.waitFor(t.waitTill)
 		}
@@ -445,4 +536,16 @@ func (l *loop) processAll(ctx context.Context, recover bool) {
 			l.settleSoon()
 		}
 	}
+	l.publish()
+}
+
+// publish makes a new report for the daemon's socket when something in it
+// changed.
+func (l *loop) publish() {
+	if !l.changed {
+		return
+	}
+	l.changed = false
+	r := l.report()
+	l.live.Store(&r)
 }

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -33,12 +34,26 @@ type task struct {
 	d  *Daemon
 
 	// Watch state (the loop's).
-	watched  bool      // its directory has a watch
-	finished bool      // completed, failed or cancelled: not watched
-	waitTill time.Time // a marker waits for its grace period until then
-	queued   bool      // woken, waiting to be processed
-	woken    wake      // why it is to be processed
-	scan     uint64    // the last full scan that saw its directory
+	watched bool // its directory has a watch
+	// unwatchable: adding its watch failed (inotify's limit); the rescans
+	// serve it.
+	unwatchable bool
+	finished    bool      // completed, failed or cancelled: not watched
+	waitTill    time.Time // a marker waits for its grace period until then
+	queued      bool      // woken, waiting to be processed
+	woken       wake      // why it is to be processed
+	scan        uint64    // the last full scan that saw its directory
+	// quiet is the task directory's modification time when it was last
+	// found with no marker and nothing to do: a rescan that finds it
+	// unchanged need not read the directory.
+	quiet time.Time
+	// stopped is the error that stopped the task's last processing (an
+	// I/O error: a full disk, a read-only filesystem); it is retried with
+	// backoff (failures in a row), and status names it.
+	stopped  error
+	failures int
+	since    time.Time // when it stopped
+	refused  bool      // tasks/<id> is not a directory (a symlink): not served
 
 	// The state as last written or read, so that a burst costs no re-read
 	// of state.json or of the journal. Kept only for unfinished tasks.
@@ -80,23 +95,42 @@ func journalPath(id string) string { return path.Join(workspace.TaskDir(id), Jou
 // which markers woke it; recover forces the load from disk (start-up).
 func (t *task) process(ctx context.Context, w wake, recover bool) (out outcome) {
 	d := t.d
+	fi, err := d.ws.Root().Lstat(workspace.TaskDir(t.id))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		out.gone = true
+		return out
+	case err == nil && !fi.IsDir():
+		// A symlink (or anything else) in tasks/ is never followed.
+		out.gone, out.err = true, fmt.Errorf("tasks/%s is a %s, not a directory: not served", t.id, workspace.FileKind(fi.Mode()))
+		return out
+	}
+	if err == nil && w.all && !recover && t.stopped == nil && (t.loaded || t.finished) && fi.ModTime().Equal(t.quiet) {
+		// Nothing was added to the directory since it was last quiet.
+		out.finished = t.finished || vocab.Finished(t.st.Status)
+		return out
+	}
 	if !t.mayHaveMarkers(w) {
-		if !recover && (t.loaded || t.finished) {
+		if !recover && t.stopped == nil && (t.loaded || t.finished) {
 			out.finished = t.finished || vocab.Finished(t.st.Status)
+			t.noteQuiet(fi)
 			return out
 		}
 		if t.upToDate() {
 			// Nothing to take and nothing past state.json in the
 			// journal: no lock, no write.
 			out.finished = vocab.Finished(t.st.Status)
+			if out.finished {
+				t.noteQuiet(fi)
+			}
 			return out
 		}
 	}
-	if _, err := d.ws.Root().Lstat(workspace.TaskDir(t.id)); errors.Is(err, fs.ErrNotExist) {
-		out.gone = true
+	lk, err := d.ws.LockTask(ctx, t.id, daemonAgent)
+	if errors.Is(err, workspace.ErrNotFound) {
+		out.gone = true // removed since: taking its lock made nothing
 		return out
 	}
-	lk, err := d.ws.LockTask(ctx, t.id, daemonAgent)
 	if err != nil {
 		out.err = err
 		return out
@@ -120,6 +154,14 @@ func (t *task) process(ctx context.Context, w wake, recover bool) (out outcome) 
 		t.forget()
 	}
 	return out
+}
+
+// noteQuiet remembers the directory's modification time of a task found
+// with nothing to do (fi is its Lstat from before it was read).
+func (t *task) noteQuiet(fi fs.FileInfo) {
+	if fi != nil {
+		t.quiet = fi.ModTime()
+	}
 }
 
 // forget drops the cached state: the next process reads the task from

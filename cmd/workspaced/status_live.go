@@ -1,0 +1,53 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/workspaced/workspaced/workspace/daemon"
+)
+
+// statusReport is `status --json`: the tree's status, and the serving
+// daemon's own report when one answers.
+type statusReport struct {
+	daemon.Status
+	Live *daemon.Live `json:"live,omitempty"`
+}
+
+// readLive asks the daemon serving root for its report; nil when none
+// answers (no daemon, or one too old to have a status socket).
+func readLive(root string, serving bool) *daemon.Live {
+	if !serving {
+		return nil
+	}
+	l, err := daemon.ReadLive(root)
+	if err != nil {
+		return nil
+	}
+	return &l
+}
+
+// printLive prints what the daemon said of itself: when it last
+// rescanned, and what keeps it from serving everything at once.
+func printLive(out io.Writer, l *daemon.Live) {
+	if l == nil {
+		return
+	}
+	if !l.LastRescan.IsZero() {
+		fmt.Fprintf(out, "last rescan: %s ago\n", time.Since(l.LastRescan).Round(time.Second))
+	}
+	if !l.Degraded() && len(l.Refused) == 0 {
+		return
+	}
+	if l.Unwatched > 0 {
+		fmt.Fprintf(out, "degraded: %d task directories not watched (%s); the rescans take their markers\n", l.Unwatched, l.UnwatchedReason)
+		fmt.Fprintln(out, "hint: raise the inotify watch limit (sysctl fs.inotify.max_user_watches) and restart the daemon")
+	}
+	for _, s := range l.Stopped {
+		fmt.Fprintf(out, "degraded: task %s stopped since %s, retried %d times: %s\n", s.Task, shortTime(s.Since), s.Retries, s.Error)
+	}
+	for _, id := range l.Refused {
+		fmt.Fprintf(out, "refused: tasks/%s is not a directory (a symlink?); it is never served\n", id)
+	}
+}
