@@ -1,0 +1,240 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/daemon"
+)
+
+// Faults of the filesystem under a running daemon, on a small ext4 image
+// loop-mounted for the test: a full disk and a read-only remount. They
+// need root and a loop device, and skip with a message without them.
+
+// loopExt4 makes an ext4 image of sizeMiB, loop-mounts it and returns the
+// mount point; the mount and the image go at the end of the test.
+func loopExt4(t *testing.T, sizeMiB int) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to loop-mount an ext4 image")
+	}
+	for _, tool := range []string{"mkfs.ext4", "mount", "umount"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s: %v", tool, err)
+		}
+	}
+	dir := t.TempDir()
+	img, mnt := filepath.Join(dir, "fs.img"), filepath.Join(dir, "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = f.Truncate(int64(sizeMiB) << 20)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mkfs.ext4", "-q", "-F", img).CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.ext4: %v\n%s", err, out)
+	}
+	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot loop-mount an image here: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v\n%s", mnt, err, out)
+			_ = exec.Command("umount", "-l", mnt).Run()
+		}
+	})
+	return mnt
+}
+
+// newWSIn is newWS with the workspace in dir.
+func newWSIn(t *testing.T, dir string) *ws {
+	t.Helper()
+	w := &ws{t: t, root: filepath.Join(dir, "workspace"), dir: t.TempDir()}
+	w.env = append(cleanEnv(), "WORKSPACE_ROOT="+w.root)
+	w.ok("init")
+	return w
+}
+
+// fill writes a file in dir until the filesystem is full, and returns its
+// path.
+func fill(t *testing.T, dir string) string {
+	t.Helper()
+	p := filepath.Join(dir, "filler")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 1<<20)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	// The last blocks, a little at a time.
+	for _, err := f.Write(chunk[:4096]); err == nil; _, err = f.Write(chunk[:4096]) {
+	}
+	_ = f.Sync()
+	return p
+}
+
+// live reads the serving daemon's report through `status --json`.
+func (w *ws) live() *daemon.Live {
+	w.t.Helper()
+	var s statusReport
+	if err := json.Unmarshal([]byte(w.ok("status", "--json")), &s); err != nil {
+		w.t.Fatal(err)
+	}
+	return s.Live
+}
+
+// stoppedTask reports whether live names task id as stopped, and why.
+func stoppedTask(l *daemon.Live, id string) (string, bool) {
+	if l == nil {
+		return "", false
+	}
+	for _, s := range l.Stopped {
+		if s.Task == id {
+			return s.Error, true
+		}
+	}
+	return "", false
+}
+
+// A marker the daemon takes while the disk is full cannot be journaled:
+// the task stops and is retried, no sequence number is skipped, and once
+// space is freed every marker is applied exactly once, within seconds.
+// The daemon is stopped (SIGSTOP) while the claim is dropped and the disk
+// filled, so that it meets the full disk when it takes the marker.
+func TestServeDiskFull(t *testing.T) {
+	mnt := loopExt4(t, 48)
+	w := newWSIn(t, mnt)
+	x := w.open()
+	srv := w.serve("--rescan", "1s")
+	executingTask(t, x, "t1", 3)
+	before := stateWhere(t, x, "t1", func(workspace.State) bool { return true })
+
+	if err := srv.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	claim, err := x.WriteClaim("t1", "w1", "st_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	filler := fill(t, mnt)
+	if err := srv.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the daemon to stop task t1 on the full disk", func() (bool, string) {
+		why, ok := stoppedTask(w.live(), "t1")
+		return ok, "live: " + why
+	})
+	why, _ := stoppedTask(w.live(), "t1")
+	if !strings.Contains(why, "no space") {
+		t.Errorf("stopped for %q, want the full disk named", why)
+	}
+	if st, err := x.ReadState("t1"); err != nil || st.JournalSeq != before.JournalSeq {
+		t.Fatalf("while the disk is full: journal_seq %d (%v), want %d", st.JournalSeq, err, before.JournalSeq)
+	}
+	// A CLI write fails cleanly and leaves no temporary file.
+	r := w.run("env", "store", "--task", "t1", "--key", "k", "--description", "d", "--value", `"v"`)
+	if r.code == 0 {
+		t.Fatalf("env store on a full disk exited 0")
+	}
+	if !srv.running() {
+		t.Fatalf("daemon exited on the full disk:\n%s", srv.stderr)
+	}
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	st := stateWhere(t, x, "t1", func(st workspace.State) bool {
+		return st.Subtasks["st_1"] != nil && st.Subtasks["st_1"].Status == "in_progress"
+	})
+	if st.JournalSeq != before.JournalSeq+1 {
+		t.Errorf("after space was freed: journal_seq %d, want %d", st.JournalSeq, before.JournalSeq+1)
+	}
+	eventually(t, "status to stop naming t1", func() (bool, string) {
+		why, ok := stoppedTask(w.live(), "t1")
+		return !ok, why
+	})
+	// The next marker takes the next number.
+	if _, err := x.WriteClaim("t1", "w2", "st_2"); err != nil {
+		t.Fatal(err)
+	}
+	stateWhere(t, x, "t1", func(st workspace.State) bool { return st.JournalSeq == before.JournalSeq+2 })
+	srv.stop()
+	recs := checkJournal(t, x, "t1")
+	if recs[before.JournalSeq].File != filepath.Base(claim) || recs[before.JournalSeq].Rejected != "" {
+		t.Errorf("record %d = %+v, want the claim taken on the full disk, applied", before.JournalSeq+1, recs[before.JournalSeq])
+	}
+	if out := w.ok("state", "rebuild", "--task", "t1"); !strings.Contains(out, "matches") {
+		t.Errorf("rebuild differs:\n%s", out)
+	}
+	for _, d := range []string{filepath.Join(w.root, "tasks", "t1"), filepath.Join(w.root, "tasks", "t1", "journal")} {
+		ents, _ := os.ReadDir(d)
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), ".tmp") {
+				t.Errorf("temporary file left in %s: %s", d, e.Name())
+			}
+		}
+	}
+}
+
+// A read-only remount under a running daemon with markers waiting
+// succeeds (the daemon holds nothing open for writing), and once the
+// filesystem is read-write again every marker is applied exactly once,
+// within seconds rather than at the next rescan.
+func TestServeReadOnlyRemount(t *testing.T) {
+	mnt := loopExt4(t, 48)
+	w := newWSIn(t, mnt)
+	x := w.open()
+	srv := w.serve("--rescan", "1h") // no rescan comes to the rescue
+	executingTask(t, x, "t1", 3)
+	before := stateWhere(t, x, "t1", func(workspace.State) bool { return true })
+
+	if err := srv.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	for _, sub := range []string{"st_1", "st_2"} {
+		if _, err := x.WriteClaim("t1", "w_"+sub, sub); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := exec.Command("mount", "-o", "remount,ro", mnt).CombinedOutput(); err != nil {
+		_ = srv.cmd.Process.Signal(syscall.SIGCONT)
+		t.Fatalf("remount read-only beside the daemon: %v\n%s", err, out)
+	}
+	if err := srv.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the daemon to stop task t1 on the read-only filesystem", func() (bool, string) {
+		why, ok := stoppedTask(w.live(), "t1")
+		return ok, why
+	})
+	if out, err := exec.Command("mount", "-o", "remount,rw", mnt).CombinedOutput(); err != nil {
+		t.Fatalf("remount read-write: %v\n%s", err, out)
+	}
+	stateWhere(t, x, "t1", func(st workspace.State) bool { return st.JournalSeq == before.JournalSeq+2 })
+	srv.stop()
+	checkJournal(t, x, "t1")
+	if out := w.ok("state", "rebuild", "--task", "t1"); !strings.Contains(out, "matches") {
+		t.Errorf("rebuild differs:\n%s", out)
+	}
+}
