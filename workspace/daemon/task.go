@@ -45,7 +45,8 @@ type task struct {
 	scan        uint64    // the last full scan that saw its directory
 	// quiet is the task directory's modification time when it was last
 	// found with no marker and nothing to do: a rescan that finds it
-	// unchanged need not read the directory.
+	// unchanged need not read it (a marker dropped, or a state.json
+	// replaced, changes it; journal/ changes only by the daemon's hand).
 	quiet time.Time
 	// stopped is the error that stopped the task's last processing (an
 	// I/O error: a full disk, a read-only filesystem); it is retried with
@@ -105,7 +106,7 @@ func (t *task) process(ctx context.Context, w wake, recover bool) (out outcome) 
 		out.gone, out.err = true, fmt.Errorf("tasks/%s is a %s, not a directory: not served", t.id, workspace.FileKind(fi.Mode()))
 		return out
 	}
-	if err == nil && w.all && !recover && t.stopped == nil && (t.loaded || t.finished) && fi.ModTime().Equal(t.quiet) {
+	if err == nil && w.all && !recover && t.stopped == nil && !t.quiet.IsZero() && fi.ModTime().Equal(t.quiet) {
 		// Nothing was added to the directory since it was last quiet.
 		out.finished = t.finished || vocab.Finished(t.st.Status)
 		return out
@@ -120,9 +121,7 @@ func (t *task) process(ctx context.Context, w wake, recover bool) (out outcome) 
 			// Nothing to take and nothing past state.json in the
 			// journal: no lock, no write.
 			out.finished = vocab.Finished(t.st.Status)
-			if out.finished {
-				t.noteQuiet(fi)
-			}
+			t.noteQuiet(fi)
 			return out
 		}
 	}
