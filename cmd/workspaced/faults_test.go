@@ -3,12 +3,14 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/daemon"
@@ -236,5 +238,52 @@ func TestServeReadOnlyRemount(t *testing.T) {
 	checkJournal(t, x, "t1")
 	if out := w.ok("state", "rebuild", "--task", "t1"); !strings.Contains(out, "matches") {
 		t.Errorf("rebuild differs:\n%s", out)
+	}
+}
+
+// An entry of tasks/ that is a symlink to a task is refused, never
+// followed: the task it points to is served under its own id only, its
+// state is never rewritten through the link, and status names the entry.
+func TestServeRefusesSymlinkedTask(t *testing.T) {
+	w := newWS(t)
+	x := w.open()
+	srv := w.serve("--rescan", "200ms")
+	executingTask(t, x, "v1", 2)
+	before := stateWhere(t, x, "v1", func(workspace.State) bool { return true })
+	if err := os.Symlink("v1", filepath.Join(w.root, "tasks", "alias")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "status to name the refused entry", func() (bool, string) {
+		l := w.live()
+		if l == nil {
+			return false, "no live report"
+		}
+		for _, id := range l.Refused {
+			if id == "alias" {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("refused: %v", l.Refused)
+	})
+	if _, err := x.WriteClaim("v1", "w1", "st_1"); err != nil {
+		t.Fatal(err)
+	}
+	st := stateWhere(t, x, "v1", func(st workspace.State) bool { return st.JournalSeq == before.JournalSeq+1 })
+	if st.TaskID != "v1" {
+		t.Fatalf("state of v1 names task %q", st.TaskID)
+	}
+	// Rescans later nothing has come through the link.
+	since := time.Now()
+	eventually(t, "two more rescans", func() (bool, string) {
+		l := w.live()
+		return l != nil && l.LastRescan.After(since.Add(400*time.Millisecond)), "waiting"
+	})
+	srv.stop()
+	recs := checkJournal(t, x, "v1")
+	if len(recs) != int(before.JournalSeq)+1 {
+		t.Errorf("%d records in v1's journal, want %d", len(recs), before.JournalSeq+1)
+	}
+	if !strings.Contains(srv.stderr.String(), "task entry refused") || strings.Count(srv.stderr.String(), "task entry refused") != 1 {
+		t.Errorf("want the refusal logged once; log:\n%s", srv.stderr)
 	}
 }

@@ -17,7 +17,7 @@ import (
 // The watch loop: one goroutine owns it, and with it the daemon's map of
 // tasks. It selects over the context, the watcher's events and errors, the
 // rescan and cleanup tickers, and one timer for the next deadline (a
-// marker's grace period, or settling). Events are coalesced into the tasks
+// marker's grace period, a stopped task's retry, or settling). Events are coalesced into the tasks
 // they wake; the woken tasks are processed, up to Parallel at once, and
 // the loop waits for them before it looks at anything else.
 
@@ -45,7 +45,7 @@ type loop struct {
 	d *Daemon
 	w *fsnotify.Watcher
 
-	graceAt  time.Time // the earliest grace period of a waiting marker
+	graceAt  time.Time // when the first waiting task is due (a grace period, a retry)
 	settleAt time.Time // when to settle next; zero when nothing waits
 	settling bool      // a settle runs beside the loop
 	settled  chan []unsettled
@@ -108,7 +108,7 @@ func (l *loop) run(ctx context.Context) error {
 			if !ok {
 				return errors.New("watcher closed")
 			}
-			rescanAll := l.note(ev)
+			l.note(ev)
 			// Coalesce: take whatever else is already queued.
 		drain:
 			for {
@@ -117,14 +117,10 @@ func (l *loop) run(ctx context.Context) error {
 					if !ok {
 						break drain
 					}
-					rescanAll = l.note(ev) || rescanAll
+					l.note(ev)
 				default:
 					break drain
 				}
-			}
-			if rescanAll {
-				l.fullScan(ctx, false)
-				continue
 			}
 			l.processAll(ctx, false)
 		case err, ok := <-l.w.Errors:
@@ -295,36 +291,37 @@ func (l *loop) settleSoon() {
 }
 
 // note records what an event means: a task to look at, or (for a new
-// task directory) a watch to add and a scan. It reports whether a full
-// rescan is needed.
-func (l *loop) note(ev fsnotify.Event) bool {
+// task directory) a watch to add and a scan.
+func (l *loop) note(ev fsnotify.Event) {
 	d := l.d
 	rel, err := filepath.Rel(filepath.Join(d.ws.Dir(), "tasks"), ev.Name)
 	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
-		return false
+		return
 	}
 	parts := strings.Split(filepath.ToSlash(rel), "/")
 	id := parts[0]
 	if workspace.ValidateID("task id", id) != nil {
-		return false
+		return
 	}
 	if len(parts) == 1 {
 		// tasks/<id> itself: a new task directory (watch, then scan), or
 		// one removed.
 		if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
 			l.drop(id)
-			return false
+			return
 		}
 		if ev.Has(fsnotify.Create) {
 			t := l.task(id)
 			t.finished = false
-			l.watch(t)
+			if fi, err := d.ws.Root().Lstat(workspace.TaskDir(id)); err == nil && fi.IsDir() {
+				l.watch(t) // never through a symlink: process refuses that
+			}
 			l.wake(t, wake{all: true})
 		}
-		return false
+		return
 	}
 	if len(parts) != 2 {
-		return false
+		return
 	}
 	name := parts[1]
 	if _, ok := workspace.IsMarkerName(name); ok && (ev.Has(fsnotify.Create) || ev.Has(fsnotify.Write)) {
@@ -332,7 +329,6 @@ func (l *loop) note(ev fsnotify.Event) bool {
 	} else if name == "task.json" && ev.Has(fsnotify.Create) {
 		l.wake(l.task(id), wake{all: true})
 	}
-	return false
 }
 
 // wake queues t to be processed, adding w to why.
@@ -435,7 +431,7 @@ func (l *loop) fullScan(ctx context.Context, recover bool) {
 	for _, id := range ids {
 		t := l.task(id)
 		t.scan = l.scans
-		if !t.finished {
+		if !t.finished && !t.refused {
 			l.watch(t) // the watch first, then the scan
 		}
 		l.wake(t, wake{all: true})
