@@ -149,14 +149,14 @@ type Ext4 struct {
 	image string
 }
 
-// Ext4Size is the size of the image MountExt4 makes (sparse: only what the
+// Ext4Size is the size of the image the bench makes (sparse: only what the
 // run writes takes room on the disk holding it).
 const Ext4Size = 1 << 30
 
-// MountExt4 makes a journaled ext4 image in parent and mounts it.
-// isRoot says whether the process runs as root; without root it fails at
-// once with ErrNeedsRoot, before making anything.
-func MountExt4(ctx context.Context, parent string, isRoot bool) (*Ext4, error) {
+// MountExt4 makes a journaled ext4 image of size bytes in parent and
+// mounts it. isRoot says whether the process runs as root; without root it
+// fails at once with ErrNeedsRoot, before making anything.
+func MountExt4(ctx context.Context, parent string, size int64, isRoot bool) (*Ext4, error) {
 	if !isRoot {
 		return nil, fmt.Errorf("bench: --ext4 makes and loop-mounts a filesystem image, which %w", ErrNeedsRoot)
 	}
@@ -165,7 +165,7 @@ func MountExt4(ctx context.Context, parent string, isRoot bool) (*Ext4, error) {
 		return nil, fmt.Errorf("bench: make the ext4 image: %w", err)
 	}
 	e := &Ext4{image: img.Name()}
-	err = img.Truncate(Ext4Size)
+	err = img.Truncate(size)
 	if cerr := img.Close(); err == nil {
 		err = cerr
 	}

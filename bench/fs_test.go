@@ -81,7 +81,7 @@ func mustEval(t *testing.T, p string) string {
 // TestMountExt4NeedsRoot: without root it refuses before making anything.
 func TestMountExt4NeedsRoot(t *testing.T) {
 	parent := t.TempDir()
-	e, err := MountExt4(context.Background(), parent, false)
+	e, err := MountExt4(context.Background(), parent, Ext4Size, false)
 	if !errors.Is(err, ErrNeedsRoot) || e != nil {
 		t.Fatalf("MountExt4 without root = %v, %v; want ErrNeedsRoot", e, err)
 	}

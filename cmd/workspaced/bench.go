@@ -186,7 +186,7 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 
 // mountExt4 is bench.MountExt4 with the hint a user needs when not root.
 func mountExt4(ctx context.Context, parent string, isRoot bool) (*bench.Ext4, error) {
-	mnt, err := bench.MountExt4(ctx, parent, isRoot)
+	mnt, err := bench.MountExt4(ctx, parent, bench.Ext4Size, isRoot)
 	if errors.Is(err, bench.ErrNeedsRoot) {
 		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "bench --ext4", Err: err,
 			Hint: "run it as root, or measure on a filesystem you mounted yourself with --dir DIR"}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspaced/workspaced/bench"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/daemon"
 )
@@ -22,7 +24,7 @@ import (
 
 // loopExt4 makes an ext4 image of sizeMiB, loop-mounts it and returns the
 // mount point; the mount and the image go at the end of the test.
-func loopExt4(t *testing.T, sizeMiB int) string {
+func loopExt4(t *testing.T, sizeMiB int64) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to loop-mount an ext4 image")
@@ -32,33 +34,16 @@ func loopExt4(t *testing.T, sizeMiB int) string {
 			t.Skipf("needs %s: %v", tool, err)
 		}
 	}
-	dir := t.TempDir()
-	img, mnt := filepath.Join(dir, "fs.img"), filepath.Join(dir, "mnt")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(img)
+	e, err := bench.MountExt4(context.Background(), t.TempDir(), sizeMiB<<20, true)
 	if err != nil {
-		t.Fatal(err)
-	}
-	err = f.Truncate(int64(sizeMiB) << 20)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mkfs.ext4", "-q", "-F", img).CombinedOutput(); err != nil {
-		t.Fatalf("mkfs.ext4: %v\n%s", err, out)
-	}
-	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
-		t.Skipf("cannot loop-mount an image here: %v\n%s", err, out)
+		t.Skipf("cannot loop-mount an ext4 image here: %v", err)
 	}
 	t.Cleanup(func() {
-		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v\n%s", mnt, err, out)
-			_ = exec.Command("umount", "-l", mnt).Run()
+		if err := e.Close(); err != nil {
+			t.Error(err)
 		}
 	})
-	return mnt
+	return e.Dir
 }
 
 // newWSIn is newWS with the workspace in dir.

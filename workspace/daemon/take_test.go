@@ -270,3 +270,33 @@ func TestSettle(t *testing.T) {
 	}
 	checkSettled(t, ws, "t1", st)
 }
+
+// A wake that names markers looks only at those: finding them gone must
+// not mark the directory quiet while another marker waits there for its
+// grace period, or the rescan that comes for it would pass it by.
+func TestNamedWakeLeavesWaitingMarker(t *testing.T) {
+	dir, ws, d := executingTask(t, 3)
+	td := filepath.Join(dir, "tasks", "t1")
+	touch(t, td, ".done.w2.half", time.Now()) // young and unreadable: it waits
+	o := process(t, d, "t1")
+	if o.taken != 0 || o.waitTill.IsZero() {
+		t.Fatalf("young unreadable marker: taken %d, wait till %v; want it waiting", o.taken, o.waitTill)
+	}
+	claim, err := ws.WriteClaim("t1", "w1", "st_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := wake{names: []string{filepath.Base(claim)}}
+	for range 2 { // takes the claim, then finds it gone
+		if o := d.taskOf("t1").process(context.Background(), named, false); o.err != nil {
+			t.Fatal(o.err)
+		}
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(filepath.Join(td, ".done.w2.half"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	if o := process(t, d, "t1"); o.taken != 1 {
+		t.Fatalf("after its grace period the waiting marker was not taken (taken %d)", o.taken)
+	}
+}

@@ -114,14 +114,18 @@ func (t *task) process(ctx context.Context, w wake, recover bool) (out outcome) 
 	if !t.mayHaveMarkers(w) {
 		if !recover && t.stopped == nil && (t.loaded || t.finished) {
 			out.finished = t.finished || vocab.Finished(t.st.Status)
-			t.noteQuiet(fi)
+			if w.all || len(w.names) == 0 {
+				t.noteQuiet(fi) // the whole directory was looked at
+			}
 			return out
 		}
 		if t.upToDate() {
 			// Nothing to take and nothing past state.json in the
 			// journal: no lock, no write.
 			out.finished = vocab.Finished(t.st.Status)
-			t.noteQuiet(fi)
+			if w.all || len(w.names) == 0 {
+				t.noteQuiet(fi)
+			}
 			return out
 		}
 	}
