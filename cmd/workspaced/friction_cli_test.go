@@ -277,7 +277,7 @@ func TestFrictionErrors(t *testing.T) {
 		{"two ids", []string{"show", "friction_001", "friction_002"}, 2, `unexpected argument "friction_002"`},
 		{"unknown subcommand", []string{"delete", "friction_001"}, 2, `unknown subcommand "delete"`},
 		{"no subcommand", nil, 2, "missing subcommand"},
-		{"unknown flag", []string{"list", "--colour"}, 2, "flag provided but not defined"},
+		{"unknown flag", []string{"list", "--colour"}, 2, "unknown flag --colour"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
