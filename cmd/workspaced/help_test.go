@@ -162,6 +162,7 @@ func TestDidYouMean(t *testing.T) {
 		{[]string{"--rot", "x", "status"}, "unknown flag --rot", "did you mean --root?"},
 		{[]string{"--verison"}, "unknown flag --verison", "did you mean --version?"},
 		{[]string{"env", "get", "--zzzzzz"}, "unknown flag --zzzzzz", ""},
+		{[]string{"completion", "zhs"}, `unknown shell "zhs"`, "did you mean 'zsh'?"},
 	}
 	for _, c := range cases {
 		r := w.fails(exitUsage, c.msg, c.args...)

@@ -112,6 +112,7 @@ func commands() []command {
 		{"bench", "measure the workload against the disk's own floor", cmdBench},
 		{"demo", "run the whole flow on a fresh workspace", cmdDemo},
 		{"schema", "print the JSON Schema of a file kind", cmdSchema},
+		{"completion", "print a shell completion script: bash, zsh or fish", cmdCompletion},
 		{"version", "print the version", cmdVersion},
 	}
 }
