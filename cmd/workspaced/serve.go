@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace/daemon"
 )
 
@@ -112,7 +113,16 @@ func newLogger(e *env, format, level string) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: lv}
 	switch format {
 	case "text":
-		return slog.New(slog.NewTextHandler(e.stderr, opts)), nil
+		// Durations for people (cleanup_interval=24h, not 24h0m0s); the
+		// JSON format keeps nanoseconds for programs.
+		text := *opts
+		text.ReplaceAttr = func(_ []string, a slog.Attr) slog.Attr {
+			if a.Value.Kind() == slog.KindDuration {
+				a.Value = slog.StringValue(vocab.Duration(a.Value.Duration()))
+			}
+			return a
+		}
+		return slog.New(slog.NewTextHandler(e.stderr, &text)), nil
 	case "json":
 		return slog.New(slog.NewJSONHandler(e.stderr, opts)), nil
 	}
