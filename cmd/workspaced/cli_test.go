@@ -166,7 +166,7 @@ func TestInit(t *testing.T) {
 	sameTree(t, before, w.tree(), "a second init")
 	// --root after the command name, and a root that names a fresh directory.
 	out = w.ok("init", "--root", "ws2")
-	if !strings.Contains(out, filepath.Join(dir, "ws2")) || !strings.Contains(out, "--root ws2 task create") {
+	if !strings.Contains(out, filepath.Join(dir, "ws2")) || !strings.Contains(out, "--root "+filepath.Join(dir, "ws2")+" task create") {
 		t.Fatalf("init --root printed %q", out)
 	}
 }

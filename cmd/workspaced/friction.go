@@ -74,7 +74,7 @@ func frictionErr(err error) error {
 	case errors.Is(err, friction.ErrCorrupt):
 		kind, hint = workspace.ErrInvalid, "fix or move friction/friction.json (it is never overwritten while invalid)"
 	case errors.Is(err, friction.ErrInvalid):
-		kind = workspace.ErrInvalid
+		kind, hint = workspace.ErrInvalid, frictionHint(err.Error())
 	default:
 		return err
 	}

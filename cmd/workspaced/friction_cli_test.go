@@ -293,7 +293,7 @@ func TestFrictionErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := w.fails(1, "friction", "friction", "add", "--type", "timeout", "--description", "x")
-		if !strings.Contains(r.stderr, "hint: fix or move friction/friction.json") {
+		if !strings.Contains(r.stderr, "hint: fix or move "+name) {
 			t.Errorf("no hint for a corrupt log: %v", r)
 		}
 		if data, _ := os.ReadFile(name); string(data) != "{\"entries\": [}\n" {

@@ -42,12 +42,14 @@ type env struct {
 	stdout, stderr io.Writer
 	root           string // --root, resolved with WORKSPACE_ROOT and the default
 	title          string // the title line of the command being run, for its --help
+	opened         bool   // the command opened the workspace at root
 }
 
 // open opens the workspace at the resolved root. A directory that is not a
 // workspace (neither workspace.json nor tasks/ in it) is refused with a
 // hint, so a mistyped --root never gets a tree written into it.
 func (e *env) open() (*workspace.Workspace, error) {
+	e.opened = true
 	w, err := workspace.Open(e.root, workspace.Options{})
 	var we *workspace.Error
 	if errors.As(err, &we) && errors.Is(err, workspace.ErrNotFound) {
@@ -180,7 +182,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if c.name == name {
 			e.title = "workspaced " + c.name + " — " + c.summary
 			err := c.run(ctx, e, rest[1:])
-			return report(stderr, err)
+			return report(e.errWriter(stderr), err)
 		}
 	}
 	hint := "'workspaced help' lists the commands"
@@ -238,6 +240,8 @@ func report(stderr io.Writer, err error) int {
 		fmt.Fprintf(stderr, "hint: %s\n", h)
 	} else if errors.As(err, &ue) && ue.hint != "" {
 		fmt.Fprintf(stderr, "hint: %s\n", ue.hint)
+	} else if h := hintFor(err); h != "" {
+		fmt.Fprintf(stderr, "hint: %s\n", h)
 	}
 	switch {
 	case errors.As(err, &ue):
@@ -349,14 +353,14 @@ func readInput(e *env, name string) ([]byte, error) {
 	} else {
 		f, err := os.Open(name)
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", name, err)
+			return nil, inputError(name, err)
 		}
 		defer f.Close()
 		r = f
 	}
 	data, err := io.ReadAll(io.LimitReader(r, maxInput+1))
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", name, err)
+		return nil, inputError(name, err)
 	}
 	if len(data) > maxInput {
 		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read " + name, Msg: fmt.Sprintf("over %d bytes", maxInput)}
@@ -377,7 +381,7 @@ func printJSON(w io.Writer, v any) error {
 // display is the path of a file of the tree as the user named the root
 // (rel is slash-separated, relative to the root).
 func (e *env) display(rel string) string {
-	return filepath.Join(e.root, filepath.FromSlash(rel))
+	return filepath.Join(e.absRoot(), filepath.FromSlash(rel))
 }
 
 // subcommand is one verb of a command with verbs (task create, env get).
