@@ -1,5 +1,6 @@
 // Package vocab owns the words every room of the workspace shares: the
-// grammar of ids and the task statuses state.json records.
+// grammar of ids, the task statuses state.json records, and how a
+// duration is written for people.
 //
 // It imports nothing of this module, so the lowest rooms (friction,
 // retention) can use it as well as workspace and its state machine. The

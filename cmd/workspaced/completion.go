@@ -18,8 +18,8 @@ Usage:
   workspaced completion bash|zsh|fish
 
 Prints a script that completes commands, subcommands, flags and the values
-of flags that take a file, a directory or one of a few words (--scope,
---status, --log-format, ...). The script is made from the commands' own
+of flags that take a file, a directory or one of a few words (a scope, a
+status, a log format, ...). The script is made from the commands' own
 --help, so it completes exactly the flags each command takes.
 
 Examples:
