@@ -91,6 +91,10 @@ type Config struct {
 	Wait time.Duration
 	// Logger receives the daemon's logs (nil: discarded).
 	Logger *slog.Logger
+	// Command is how the summary's suggested commands run this binary:
+	// "workspaced" (the default), an absolute path, or "go run
+	// ./cmd/workspaced" for a binary 'go run' built and has removed.
+	Command string
 }
 
 // SubtaskResult is one subtask as the final state.json records it.
@@ -313,6 +317,10 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if err != nil {
 		return sum, err
 	}
-	printSummary(out, sum)
+	cmd := cfg.Command
+	if cmd == "" {
+		cmd = "workspaced"
+	}
+	printSummary(out, sum, cmd)
 	return sum, nil
 }

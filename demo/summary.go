@@ -55,7 +55,7 @@ func (r *run) summary(ctx context.Context) (Summary, error) {
 }
 
 // printSummary ends the run: what happened and where to look.
-func printSummary(out *printer, s Summary) {
+func printSummary(out *printer, s Summary, cmd string) {
 	st := s.State
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
@@ -94,12 +94,24 @@ func printSummary(out *printer, s Summary) {
 	p("")
 	p("Where to look")
 	p("  the tree:   %s", s.Root)
-	p("  the state:  workspaced --root %s task show --task %s", s.Root, TaskID)
-	p("  events:     workspaced --root %s events --task %s", s.Root, TaskID)
-	p("  env data:   workspaced --root %s env list --task %s", s.Root, ARCTaskID)
-	p("  friction:   workspaced --root %s friction list", s.Root)
-	p("  as a diff:  cd %s && git init -q && git add -A && git commit -qm run", s.Root)
+	root := shellQuote(s.Root)
+	p("  the state:  %s --root %s task show --task %s", cmd, root, TaskID)
+	p("  events:     %s --root %s events --task %s", cmd, root, TaskID)
+	p("  env data:   %s --root %s env list --task %s", cmd, root, ARCTaskID)
+	p("  friction:   %s --root %s friction list", cmd, root)
+	p("  as a diff:  cd %s && git init -q && git add -A && git commit -qm run", root)
 	out.mu.Lock()
 	defer out.mu.Unlock()
 	fmt.Fprint(out.w, b.String())
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it, so that a
+// suggested command can be pasted as it is.
+func shellQuote(s string) string {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:@", r)) {
+			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+		}
+	}
+	return s
 }

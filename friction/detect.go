@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/workspaced/workspaced/vocab"
 )
 
 // Defaults of Config (the same as workspace.json's friction settings).
@@ -471,7 +473,7 @@ func DetectTimeouts(items []InProgress, now time.Time, cfg Config) []Finding {
 			Type:   TypeTimeout,
 			TaskID: it.TaskID,
 			Description: fmt.Sprintf("Subtask %s of task %s (estimated %s complexity) has been in progress for %s, over the %s allowed.",
-				it.SubtaskID, it.TaskID, complexity, took.Truncate(time.Minute), limit),
+				it.SubtaskID, it.TaskID, complexity, vocab.Duration(took.Truncate(time.Minute)), vocab.Duration(limit)),
 			Pattern: fmt.Sprintf("subtask of %s complexity in progress over %s", complexity, limit),
 			SuggestedAction: "Check on the worker of this subtask (is it stuck or gone?) and whether " + complexity +
 				" is the right estimate; split such subtasks in the plan, or raise the friction timeout in workspace.json if they just take longer.",

@@ -1,5 +1,6 @@
 // Package vocab owns the words every room of the workspace shares: the
-// grammar of ids and the task statuses state.json records.
+// grammar of ids, the task statuses state.json records, and how a
+// duration is written for people.
 //
 // It imports nothing of this module, so the lowest rooms (friction,
 // retention) can use it as well as workspace and its state machine. The
@@ -10,6 +11,8 @@ package vocab
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 )
 
 // IDPattern is the pattern every id (task, subtask, thread, agent, review,
@@ -80,4 +83,26 @@ func Finished(status string) bool {
 // Finished is not one state.json may hold.
 func Active(status string) bool {
 	return status == StatusPlanning || status == StatusExecuting
+}
+
+// Duration writes d for people as Go writes durations, without the zero
+// units that end it and without digits nobody reads: 1m47s, 2h30m, 24h,
+// 1.5s, 250ms.
+func Duration(d time.Duration) string {
+	switch {
+	case d >= time.Minute || d <= -time.Minute:
+		d = d.Round(time.Second)
+	case d >= time.Second || d <= -time.Second:
+		d = d.Round(10 * time.Millisecond)
+	case d >= time.Millisecond || d <= -time.Millisecond:
+		d = d.Round(time.Millisecond)
+	}
+	s := d.String()
+	if t, ok := strings.CutSuffix(s, "m0s"); ok {
+		s = t + "m"
+	}
+	if t, ok := strings.CutSuffix(s, "h0m"); ok {
+		s = t + "h"
+	}
+	return s
 }

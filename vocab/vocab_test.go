@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 var idRE = regexp.MustCompile(IDPattern)
@@ -92,6 +93,30 @@ func TestStatuses(t *testing.T) {
 		}
 		if got := Active(tc.status); got != tc.active {
 			t.Errorf("Active(%q) = %v, want %v", tc.status, got, tc.active)
+		}
+	}
+}
+
+func TestDuration(t *testing.T) {
+	cases := []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0s"},
+		{250 * time.Millisecond, "250ms"},
+		{1500*time.Millisecond + 3*time.Microsecond, "1.5s"},
+		{30 * time.Second, "30s"},
+		{time.Minute, "1m"},
+		{107*time.Second + 400*time.Millisecond, "1m47s"},
+		{2*time.Hour + 30*time.Minute, "2h30m"},
+		{24 * time.Hour, "24h"},
+		{time.Hour + 5*time.Second, "1h0m5s"},
+		{-90 * time.Second, "-1m30s"},
+		{800 * time.Microsecond, "800µs"},
+	}
+	for _, c := range cases {
+		if got := Duration(c.d); got != c.want {
+			t.Errorf("Duration(%d) = %q, want %q", int64(c.d), got, c.want)
 		}
 	}
 }

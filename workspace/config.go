@@ -3,6 +3,7 @@ package workspace
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -32,8 +33,18 @@ const (
 // Duration is a time.Duration written as a Go duration string ("30s").
 type Duration time.Duration
 
-// MarshalJSON writes the duration as a string.
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+// MarshalJSON writes the duration as a string, as people write it: "24h",
+// "2h30m", "1m30s", never "24h0m0s". Nothing is rounded.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	s := time.Duration(d).String()
+	if t, ok := strings.CutSuffix(s, "m0s"); ok {
+		s = t + "m"
+	}
+	if t, ok := strings.CutSuffix(s, "h0m"); ok {
+		s = t + "h"
+	}
+	return json.Marshal(s)
+}
 
 // UnmarshalJSON accepts a duration string ("90s", "2h") or a number of seconds.
 func (d *Duration) UnmarshalJSON(b []byte) error {

@@ -310,7 +310,7 @@ func (w *Workspace) DeleteEntry(ctx context.Context, s Scope, key, agent string)
 	}
 	d, err := w.openScopeDir(dir, false)
 	if isNotExist(err) {
-		return notFoundf(fmt.Sprintf("delete %s %q", s.label(), key), "", "no such key")
+		return notFoundf(fmt.Sprintf("delete %s %q", s.label(), key), s.listHint(), "no such key")
 	}
 	if err != nil {
 		return err
@@ -324,7 +324,7 @@ func (w *Workspace) DeleteEntry(ctx context.Context, s Scope, key, agent string)
 	defer l.Release()
 	if err := d.Remove(base); err != nil {
 		if isNotExist(err) {
-			return notFoundf(fmt.Sprintf("delete %s %q", s.label(), key), "", "no such key")
+			return notFoundf(fmt.Sprintf("delete %s %q", s.label(), key), s.listHint(), "no such key")
 		}
 		return fmt.Errorf("delete %s: %w", name, err)
 	}

@@ -123,7 +123,7 @@ func (w *Workspace) WriteDone(req DoneRequest) (string, error) {
 	}
 	kind, id, err := ClassifyOutput(req.OutputFile)
 	if err != nil {
-		return "", invalidf("done", "", "%v", err)
+		return "", fieldErr(ErrInvalid, "done", FieldOutputFile, "name the product by its place in the task directory: plan.json, reviews/<id>.json or outputs/<id>.json", "%v", err)
 	}
 	if kind == ProductNone && req.Status != "cancelled" {
 		return "", fieldErr(ErrInvalid, "done", FieldOutputFile, "name the product: plan.json, reviews/<id>.json or outputs/<id>.json", "no output named")

@@ -80,8 +80,9 @@ func Open(dir string, opt Options) (*Workspace, error) {
 
 // Init creates a workspace at dir (the directory may exist) with its
 // skeleton: workspace.json with every default written out,
-// config/agents.json, friction/friction.json, memory/ and tasks/. Existing
-// files are left alone, so Init is safe to run twice.
+// config/agents.json, friction/friction.json, memory/, tasks/ and a
+// .gitignore (GitIgnore). Existing files are left alone, so Init is safe
+// to run twice.
 func Init(dir string, opt Options) (*Workspace, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("init workspace %s: %w", dir, err)
@@ -112,8 +113,28 @@ func Init(dir string, opt Options) (*Workspace, error) {
 			return nil, fmt.Errorf("init workspace %s: %w", dir, err)
 		}
 	}
+	if _, err := root.Lstat(".gitignore"); err != nil {
+		if err := atomicfile.WriteFile(root, ".gitignore", []byte(GitIgnore), 0o644); err != nil {
+			return nil, fmt.Errorf("init workspace %s: %w", dir, err)
+		}
+	}
 	return Open(dir, opt)
 }
+
+// GitIgnore is the .gitignore Init writes at the root, so that
+// 'git init && git add -A' there records the tree and nothing else: not
+// the lock files (they hold only who has the lock), not the temporary
+// files of writes in progress (renameio's ".<name><digits>", the agents'
+// ".<name>.tmp-<random>", the journal's ".tmp-<name>"), not the daemon's
+// lock. Markers are kept: a marker waiting is part of the run.
+const GitIgnore = `# Written by 'workspaced init': locks and temporary files are not history.
+.locks/
+.workspaced.lock
+.*.json[0-9]*
+..*
+.*.tmp-*
+.tmp-*
+`
 
 // isWorkspaceDir tells a workspace from any other directory: it holds
 // workspace.json or tasks/ (agents in other languages may start a tree

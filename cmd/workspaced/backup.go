@@ -23,6 +23,10 @@ Usage:
 Before every state write the daemon keeps the previous state.json in
 tasks/<id>/backups/state_<stamp>.json (the newest backups.keep, default 10).
 
+Examples:
+  workspaced backup list --task t1
+  workspaced backup restore --task t1
+
 Exit codes: 0 ok, 1 failure, 2 usage, 3 no such task or backup,
 4 a daemon is serving (restore without --force) or the task lock is held.
 `

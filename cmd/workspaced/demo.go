@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 
 	"github.com/workspaced/workspaced/demo"
 	"github.com/workspaced/workspaced/workspace"
@@ -27,7 +31,9 @@ with simulated agents that use only the workspace's files and markers:
     storing its patterns, and the delegation preamble the observer gets.
 
 Events stream as they happen; a summary and where to look in the tree end
-the run. The daemon stops when the demo does. --root and WORKSPACE_ROOT
+the run, with commands to try next that work as printed: they name this
+binary as it can be run again ('workspaced' when that is it on $PATH, else
+its absolute path, or 'go run ./cmd/workspaced' after 'go run'). The daemon stops when the demo does. --root and WORKSPACE_ROOT
 given before the command are ignored: the demo never touches an existing
 workspace that holds tasks.
 
@@ -60,11 +66,48 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	_, err = demo.Run(ctx, demo.Config{Root: *root, Agents: *agents, TimeScale: *scale, Out: e.stdout, Quiet: *quiet,
-		Logger: logger.With(slog.String("from", "daemon"))})
+		Logger: logger.With(slog.String("from", "daemon")), Command: selfCommand()})
 	if errors.Is(err, demo.ErrRootInUse) {
 		// A root in use is a conflict (exit 4), with the fix as a hint.
 		return &workspace.Error{Kind: workspace.ErrConflict, Op: err.Error(),
 			Hint: "pass a new or empty directory to --root, or omit it for a fresh temp directory"}
 	}
 	return err
+}
+
+// selfCommand is how a command suggested to the user can run this binary
+// again (see commandFor).
+func selfCommand() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "workspaced"
+	}
+	wd, _ := os.Getwd()
+	return commandFor(exe, wd, exec.LookPath)
+}
+
+// commandFor says how to run the binary at exe again from wd: "workspaced"
+// when that name on $PATH is this binary; for a binary 'go run' built (in
+// a go-build temporary directory, removed when it exits) "go run
+// ./cmd/workspaced" from the module's root, else by its package path; else
+// exe itself, absolute.
+func commandFor(exe, wd string, lookPath func(string) (string, error)) string {
+	sep := string(filepath.Separator)
+	if strings.Contains(exe, sep+"go-build") && strings.Contains(exe, sep+"exe"+sep) {
+		if st, err := os.Stat(filepath.Join(wd, "cmd", "workspaced")); err == nil && st.IsDir() {
+			return "go run ./cmd/workspaced"
+		}
+		return "go run github.com/workspaced/workspaced/cmd/workspaced"
+	}
+	if p, err := lookPath("workspaced"); err == nil {
+		if a, err := os.Stat(p); err == nil {
+			if b, err := os.Stat(exe); err == nil && os.SameFile(a, b) {
+				return "workspaced"
+			}
+		}
+	}
+	if abs, err := filepath.Abs(exe); err == nil {
+		exe = abs
+	}
+	return shellQuote(exe)
 }

@@ -33,7 +33,7 @@ func cmdDone(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&req.Agent, "agent", "", "the finishing `AGENT` (default $WORKSPACE_AGENT)")
 	fs.StringVar(&req.OutputFile, "output", "", "the product, `PATH` relative to the task directory")
 	fs.StringVar(&req.SubtaskID, "subtask", "", "subtask `ID` (default: from outputs/<id>.json)")
-	fs.StringVar(&req.Status, "status", "", "`STATUS`: completed (default), failed or cancelled")
+	fs.StringVar(&req.Status, "status", "", "the outcome, `completed|failed|cancelled` (default completed)")
 	fs.StringVar(&req.Error, "error", "", "why it failed (`TEXT`)")
 	fs.StringVar(&req.Escalate, "escalate", "", "hand the decision to a human, saying why (`TEXT`)")
 	asJSON := fs.Bool("json", false, "print JSON")

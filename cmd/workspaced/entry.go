@@ -1,15 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -81,7 +84,7 @@ func entryVerbs(cmd string) []subcommand {
 func entryUsage(cmd, verb string) string {
 	where := "(--task T | --thread X)"
 	if cmd == "memory" {
-		where = "--scope global|agent|session [--agent A] [--thread X]"
+		where = "--scope global|agent|session [--agent A] [--thread X [--task T]]"
 	}
 	var synopsis, examples string
 	ex := func(lines ...string) string {
@@ -106,10 +109,11 @@ func entryUsage(cmd, verb string) string {
 			fmt.Sprintf(`echo '[1,2,3]' | workspaced %s store %s --key list --description "numbers" --value-file -`, cmd, sc),
 		)
 	case "get":
-		synopsis = fmt.Sprintf("workspaced %s get %s --key K [--json]", cmd, where)
+		synopsis = fmt.Sprintf("workspaced %s get %s --key K [--json] [--compact]", cmd, where)
 		examples = ex(
 			fmt.Sprintf("workspaced %s get %s --key arc_task", cmd, sc),
 			fmt.Sprintf("workspaced %s get %s --key arc_task --json   # the entry, with its version", cmd, sc2),
+			fmt.Sprintf("workspaced %s get %s --key arc_task --compact  # the value on one line", cmd, sc),
 		)
 	case "list":
 		synopsis = fmt.Sprintf("workspaced %s list %s [--json]", cmd, where)
@@ -124,20 +128,34 @@ func entryUsage(cmd, verb string) string {
 			fmt.Sprintf(`workspaced %s update %s --key arc_task --description "solved" --if-version 3`, cmd, sc2),
 		)
 	case "delete":
-		synopsis = fmt.Sprintf("workspaced %s delete %s --key K [--agent A]", cmd, where)
+		synopsis = fmt.Sprintf("workspaced %s delete %s --key K [--agent A] [--json]", cmd, where)
 		examples = ex(
 			fmt.Sprintf("workspaced %s delete %s --key arc_task", cmd, sc),
 			fmt.Sprintf("workspaced %s delete %s --key old_notes", cmd, sc2),
 		)
 	}
-	return "Usage:\n  " + synopsis + "\n\nExamples:\n" + examples + `
-The agent recorded as stored_by is --agent, else $WORKSPACE_AGENT, else "cli".
-Store and update print a warning on stderr for a value over the warning
-size (100 KiB by default) and refuse one over the limit (1 MiB).
-
-Exit codes: 0 ok, 1 failure (bad key, invalid JSON, value over the limit),
-2 usage, 3 not found, 4 conflict (--if-version mismatch) or lock timeout.
+	var about, codes string
+	switch verb {
+	case "store", "update":
+		about = `The agent recorded as stored_by is --agent, else $WORKSPACE_AGENT, else "cli".
+A value over the warning size (100 KiB by default) is stored with a warning
+on stderr; one over the limit (1 MiB) is refused.
 `
+		codes = "1 failure (bad key, invalid JSON, value over the limit),\n2 usage, 3 not found, 4 conflict (--if-version mismatch) or lock timeout."
+		if verb == "store" {
+			codes = "1 failure (bad key, invalid JSON, value over the limit),\n2 usage, 3 task or thread not found, 4 lock timeout."
+		}
+	case "get":
+		about = "Prints the value as indented JSON (--compact: on one line); --json prints\nthe whole entry, with its version for --if-version.\n"
+		codes = "1 failure (bad key, unreadable entry), 2 usage, 3 not found\n(task, thread or key)."
+	case "list":
+		about = "Prints the manifest: key, version, size, when and by whom it was stored,\nand its description; never the values. Files that are not entries are\nnamed on stderr and skipped.\n"
+		codes = "1 failure, 2 usage, 3 task or thread not found."
+	case "delete":
+		about = "Removes the key and records who did (--agent, else $WORKSPACE_AGENT,\nelse \"cli\") in the task's events.\n"
+		codes = "1 failure (bad key), 2 usage, 3 not found (task, thread or\nkey), 4 lock timeout."
+	}
+	return "Usage:\n  " + synopsis + "\n\n" + about + "\nExamples:\n" + examples + "\nExit codes: 0 ok, " + codes + "\n"
 }
 
 // entryFlags are the flags every entry verb shares.
@@ -154,17 +172,27 @@ type entryFlags struct {
 	valueFile   string
 	ifVersion   int
 	json        bool
+	compact     bool
 }
 
 func newEntryFlags(cmd, verb string) *entryFlags {
 	f := &entryFlags{cmd: cmd, verb: verb, fs: newFlags(cmd + " " + verb)}
 	fs := f.fs
 	if cmd == "memory" {
-		fs.StringVar(&f.scope, "scope", "", "`SCOPE`: global, agent (po) or session")
+		fs.StringVar(&f.scope, "scope", "", "the scope, `global|agent|session` (po is agent, env is global)")
 	}
 	fs.StringVar(&f.task, "task", "", "task `ID`")
 	fs.StringVar(&f.thread, "thread", "", "thread `ID` (resolves its task)")
-	fs.StringVar(&f.agent, "agent", "", "agent `NAME` (default $WORKSPACE_AGENT, else \"cli\")")
+	// Each verb lists only the flags it reads: --agent is who writes (env)
+	// and also whose memory --scope agent is (memory).
+	switch {
+	case cmd == "memory" && (verb == "get" || verb == "list"):
+		fs.StringVar(&f.agent, "agent", "", "with --scope agent: the `AGENT` whose memory it is (default $WORKSPACE_AGENT)")
+	case cmd == "memory":
+		fs.StringVar(&f.agent, "agent", "", "the `AGENT` writing, and with --scope agent whose memory it is (default $WORKSPACE_AGENT, else \"cli\")")
+	case verb != "get" && verb != "list":
+		fs.StringVar(&f.agent, "agent", "", "the `AGENT` writing (default $WORKSPACE_AGENT, else \"cli\")")
+	}
 	if verb != "list" {
 		fs.StringVar(&f.key, "key", "", "entry `KEY` (1–200 bytes of UTF-8)")
 	}
@@ -177,6 +205,9 @@ func newEntryFlags(cmd, verb string) *entryFlags {
 		fs.IntVar(&f.ifVersion, "if-version", 0, "update only if the stored version is `N` (exit 4 otherwise)")
 	}
 	fs.BoolVar(&f.json, "json", false, "print JSON")
+	if verb == "get" {
+		fs.BoolVar(&f.compact, "compact", false, "print the JSON on one line")
+	}
 	return f
 }
 
@@ -399,10 +430,14 @@ func entryGet(ctx context.Context, e *env, f *entryFlags) error {
 	if err != nil {
 		return err
 	}
+	var v any = ent.Value
 	if f.json {
-		return printJSON(e.stdout, ent)
+		v = ent
 	}
-	return printJSON(e.stdout, ent.Value)
+	if f.compact {
+		return printCompact(e.stdout, v)
+	}
+	return printJSON(e.stdout, v)
 }
 
 func entryList(ctx context.Context, e *env, f *entryFlags) error {
@@ -480,6 +515,21 @@ func entryDelete(ctx context.Context, e *env, f *entryFlags) error {
 	}
 	fmt.Fprintf(e.stdout, "deleted %s\n", strconv.Quote(f.key))
 	return nil
+}
+
+// printCompact writes v as canonical JSON on one line.
+func printCompact(w io.Writer, v any) error {
+	data, err := atomicfile.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode output: %w", err)
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, data); err != nil {
+		return fmt.Errorf("encode output: %w", err)
+	}
+	b.WriteByte('\n')
+	_, err = w.Write(b.Bytes())
+	return err
 }
 
 // humanSize prints a byte count for people.

@@ -74,7 +74,7 @@ func frictionErr(err error) error {
 	case errors.Is(err, friction.ErrCorrupt):
 		kind, hint = workspace.ErrInvalid, "fix or move friction/friction.json (it is never overwritten while invalid)"
 	case errors.Is(err, friction.ErrInvalid):
-		kind = workspace.ErrInvalid
+		kind, hint = workspace.ErrInvalid, frictionHint(err.Error())
 	default:
 		return err
 	}
@@ -121,7 +121,7 @@ func frictionAdd(ctx context.Context, e *env, args []string) error {
 	fs.Var(&tasks, "task", "an affected task `ID` (repeatable)")
 	fs.StringVar(&entry.Pattern, "pattern", "", "what repeats are recognised by, in `TEXT` (default: the description)")
 	fs.StringVar(&entry.SuggestedAction, "suggested-action", "", "what could be done about it, in `TEXT`")
-	agent := fs.String("agent", "", "who records it, for the lock's holder record (default $WORKSPACE_AGENT, else cli)")
+	agent := fs.String("agent", "", "the `AGENT` recording it, for the lock's holder record (default $WORKSPACE_AGENT, else cli)")
 	asJSON := fs.Bool("json", false, "print the stored entry as JSON")
 	if err := parse(e, fs, frictionAddUsage, args); err != nil {
 		return err
@@ -169,7 +169,7 @@ Exit codes: 0 ok, 1 failure (unknown status or type, corrupt log), 2 usage,
 func frictionList(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("friction list")
 	var f friction.Filter
-	fs.StringVar(&f.Status, "status", "", "only entries with this `STATUS`: "+strings.Join(friction.Statuses, ", "))
+	fs.StringVar(&f.Status, "status", "", "only entries with this status, `"+strings.Join(friction.Statuses, "|")+"`")
 	fs.StringVar(&f.Type, "type", "", "only entries of this `TYPE`: "+strings.Join(friction.Types, ", "))
 	asJSON := fs.Bool("json", false, "print a JSON array")
 	if err := parse(e, fs, frictionListUsage, args); err != nil {
@@ -276,8 +276,8 @@ Exit codes: 0 ok, 1 failure (a status other than applied or dismissed),
 
 func frictionResolve(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("friction resolve")
-	status := fs.String("status", "", "the new `STATUS`: applied or dismissed")
-	agent := fs.String("agent", "", "who resolves it, for the lock's holder record (default $WORKSPACE_AGENT, else cli)")
+	status := fs.String("status", "", "the new status, `applied|dismissed`")
+	agent := fs.String("agent", "", "the `AGENT` resolving it, for the lock's holder record (default $WORKSPACE_AGENT, else cli)")
 	asJSON := fs.Bool("json", false, "print the entry as JSON")
 	id, err := parseWithID(e, fs, frictionResolveUsage, args)
 	if err != nil {

@@ -277,7 +277,7 @@ func TestFrictionErrors(t *testing.T) {
 		{"two ids", []string{"show", "friction_001", "friction_002"}, 2, `unexpected argument "friction_002"`},
 		{"unknown subcommand", []string{"delete", "friction_001"}, 2, `unknown subcommand "delete"`},
 		{"no subcommand", nil, 2, "missing subcommand"},
-		{"unknown flag", []string{"list", "--colour"}, 2, "flag provided but not defined"},
+		{"unknown flag", []string{"list", "--colour"}, 2, "unknown flag --colour"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -293,7 +293,7 @@ func TestFrictionErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := w.fails(1, "friction", "friction", "add", "--type", "timeout", "--description", "x")
-		if !strings.Contains(r.stderr, "hint: fix or move friction/friction.json") {
+		if !strings.Contains(r.stderr, "hint: fix or move "+name) {
 			t.Errorf("no hint for a corrupt log: %v", r)
 		}
 		if data, _ := os.ReadFile(name); string(data) != "{\"entries\": [}\n" {

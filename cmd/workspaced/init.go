@@ -15,7 +15,10 @@ Usage:
 
 Creates the root (--root, else $WORKSPACE_ROOT, else ./workspace) with
 workspace.json (every default written out), config/agents.json,
-friction/friction.json, memory/ and tasks/. Files that exist are left alone.
+friction/friction.json, memory/, tasks/ and a .gitignore that keeps lock
+files, temporary files and the daemon's lock out of git, so that
+'git init && git add -A' in the root records the tree and nothing else.
+Files that exist are left alone.
 
 Examples:
   workspaced init
@@ -38,7 +41,7 @@ func cmdInit(ctx context.Context, e *env, args []string) error {
 	fmt.Fprintf(e.stdout, "workspace ready at %s\n\nNext:\n", w.Dir())
 	root := ""
 	if e.root != workspace.DefaultRoot {
-		root = "--root " + shellQuote(e.root) + " "
+		root = "--root " + shellQuote(w.Dir()) + " "
 	}
 	fmt.Fprintf(e.stdout, "  workspaced %stask create --description \"what to do\"   # prints the task id\n", root)
 	fmt.Fprintf(e.stdout, "  workspaced %sserve                                      # the daemon that keeps state.json\n", root)

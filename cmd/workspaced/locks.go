@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/locking"
+	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -80,7 +81,7 @@ func cmdLocks(ctx context.Context, e *env, args []string) error {
 			if !l.Holder.Since.IsZero() {
 				holder += " since " + shortTime(l.Holder.Since)
 				if l.Held {
-					holder += " (" + time.Since(l.Holder.Since).Round(time.Second).String() + ")"
+					holder += " (" + vocab.Duration(time.Since(l.Holder.Since)) + ")"
 				}
 			}
 			if !l.Held {
@@ -201,7 +202,7 @@ func cmdLock(ctx context.Context, e *env, args []string) error {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			h, _ := locking.ReadHolder(filepath.Join(w.Dir(), filepath.FromSlash(rel)))
 			return &workspace.Error{Kind: workspace.ErrLocked, Op: "lock " + rel,
-				Msg:  fmt.Sprintf("held by %s: gave up after %s", h, *timeout),
+				Msg:  fmt.Sprintf("held by %s: gave up after %s", h, vocab.Duration(*timeout)),
 				Hint: "another process holds it; see 'workspaced locks', or wait longer with --timeout"}
 		}
 		return err
@@ -223,6 +224,7 @@ func runLocked(ctx context.Context, e *env, root string, argv []string) error {
 			code = 127
 		}
 		fmt.Fprintf(e.stderr, "workspaced: lock: run %s: %v\n", argv[0], err)
+		fmt.Fprintln(e.stderr, "hint: check the command's name, that it is executable, and that it is on $PATH")
 		return &exitError{code: code}
 	}
 	done := make(chan struct{})

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -42,12 +41,15 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	root           string // --root, resolved with WORKSPACE_ROOT and the default
+	title          string // the title line of the command being run, for its --help
+	opened         bool   // the command opened the workspace at root
 }
 
 // open opens the workspace at the resolved root. A directory that is not a
 // workspace (neither workspace.json nor tasks/ in it) is refused with a
 // hint, so a mistyped --root never gets a tree written into it.
 func (e *env) open() (*workspace.Workspace, error) {
+	e.opened = true
 	w, err := workspace.Open(e.root, workspace.Options{})
 	var we *workspace.Error
 	if errors.As(err, &we) && errors.Is(err, workspace.ErrNotFound) {
@@ -112,6 +114,7 @@ func commands() []command {
 		{"bench", "measure the workload against the disk's own floor", cmdBench},
 		{"demo", "run the whole flow on a fresh workspace", cmdDemo},
 		{"schema", "print the JSON Schema of a file kind", cmdSchema},
+		{"completion", "print a shell completion script: bash, zsh or fish", cmdCompletion},
 		{"version", "print the version", cmdVersion},
 	}
 }
@@ -120,8 +123,14 @@ const topUsage = `workspaced — a shared workspace for multi-agent systems, kep
 
 Usage:
   workspaced [--root DIR] <command> [flags]
+  workspaced help <command> [<subcommand>]
 
-The root is --root, else $WORKSPACE_ROOT, else ./workspace.
+Global flags:
+  --root DIR     the workspace (also accepted after the command); else
+                 $WORKSPACE_ROOT, else ./workspace
+  -v, --version  print the version
+  -h, --help     print this help
+
 Every command has --help. Exit codes: 0 ok, 1 failure, 2 usage,
 3 not found, 4 conflict (version mismatch, lock timeout, daemon already serving).
 
@@ -141,17 +150,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
 	fs := flag.NewFlagSet("workspaced", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	rootFlag := fs.String("root", "", "workspace root")
+	rootFlag := fs.String("root", "", "workspace `DIR`")
+	showVersion := fs.Bool("version", false, "print the version")
+	fs.BoolVar(showVersion, "v", false, "print the version")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			usage(stdout)
 			return exitOK
 		}
-		fmt.Fprintf(stderr, "workspaced: %v\n", err)
-		usage(stderr)
-		return exitUsage
+		return report(stderr, flagError("", fs, err))
 	}
 	e.root = workspace.ResolveRoot(*rootFlag)
+	if *showVersion {
+		return report(stderr, cmdVersion(ctx, e, fs.Args()))
+	}
 	rest := fs.Args()
 	if len(rest) == 0 {
 		usage(stderr)
@@ -168,30 +180,25 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	for _, c := range commands() {
 		if c.name == name {
+			e.title = "workspaced " + c.name + " — " + c.summary
 			err := c.run(ctx, e, rest[1:])
-			return report(stderr, err)
+			return report(e.errWriter(stderr), err)
 		}
 	}
-	fmt.Fprintf(stderr, "workspaced: unknown command %q\n", name)
+	hint := "'workspaced help' lists the commands"
 	if s := suggest(name); s != "" {
-		fmt.Fprintf(stderr, "hint: did you mean %q?\n", s)
+		hint = fmt.Sprintf("did you mean 'workspaced %s'? (%s)", s, hint)
 	}
-	fmt.Fprintln(stderr, "hint: 'workspaced help' lists the commands")
-	return exitUsage
+	return report(stderr, &usageError{msg: fmt.Sprintf("unknown command %q", name), hint: hint})
 }
 
+// suggest returns the command name nearest to a mistyped one, or "".
 func suggest(name string) string {
 	var names []string
 	for _, c := range commands() {
-		if strings.HasPrefix(c.name, name) || strings.HasPrefix(name, c.name) {
-			names = append(names, c.name)
-		}
+		names = append(names, c.name)
 	}
-	sort.Strings(names)
-	if len(names) > 0 {
-		return names[0]
-	}
-	return ""
+	return closest(name, names)
 }
 
 // usageError is a mistake in the command line: exit 2. hint, when set, is
@@ -233,6 +240,8 @@ func report(stderr io.Writer, err error) int {
 		fmt.Fprintf(stderr, "hint: %s\n", h)
 	} else if errors.As(err, &ue) && ue.hint != "" {
 		fmt.Fprintf(stderr, "hint: %s\n", ue.hint)
+	} else if h := hintFor(err); h != "" {
+		fmt.Fprintf(stderr, "hint: %s\n", h)
 	}
 	switch {
 	case errors.As(err, &ue):
@@ -292,7 +301,7 @@ func parse(e *env, fs *flag.FlagSet, usageText string, args []string) error {
 // parseArgs is parse that leaves positional arguments in fs.Args().
 func parseArgs(e *env, fs *flag.FlagSet, usageText string, args []string) error {
 	if fs.Lookup("root") == nil {
-		fs.Func("root", "workspace `DIR` (also accepted before the command)", func(s string) error {
+		fs.Func("root", rootFlagUsage, func(s string) error {
 			if s == "" {
 				return errors.New("empty directory")
 			}
@@ -302,11 +311,10 @@ func parseArgs(e *env, fs *flag.FlagSet, usageText string, args []string) error 
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(e.stdout, usageText)
-			printDefaults(e.stdout, fs)
+			printHelp(e, fs, usageText)
 			return errHelpShown
 		}
-		return usageHint(fs.Name(), "%v", err)
+		return flagError(fs.Name(), fs, err)
 	}
 	return nil
 }
@@ -345,14 +353,14 @@ func readInput(e *env, name string) ([]byte, error) {
 	} else {
 		f, err := os.Open(name)
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", name, err)
+			return nil, inputError(name, err)
 		}
 		defer f.Close()
 		r = f
 	}
 	data, err := io.ReadAll(io.LimitReader(r, maxInput+1))
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", name, err)
+		return nil, inputError(name, err)
 	}
 	if len(data) > maxInput {
 		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read " + name, Msg: fmt.Sprintf("over %d bytes", maxInput)}
@@ -373,7 +381,7 @@ func printJSON(w io.Writer, v any) error {
 // display is the path of a file of the tree as the user named the root
 // (rel is slash-separated, relative to the root).
 func (e *env) display(rel string) string {
-	return filepath.Join(e.root, filepath.FromSlash(rel))
+	return filepath.Join(e.absRoot(), filepath.FromSlash(rel))
 }
 
 // subcommand is one verb of a command with verbs (task create, env get).
@@ -403,10 +411,16 @@ func dispatch(ctx context.Context, e *env, cmd, usageText string, subs []subcomm
 	}
 	for _, s := range subs {
 		if s.name == args[0] {
+			e.title = "workspaced " + cmd + " " + s.name + " — " + s.summary
 			return s.run(ctx, e, args[1:])
 		}
 	}
-	return usageHint(cmd, "unknown subcommand %q (one of %s)", args[0], subNames(subs))
+	hint := "see 'workspaced " + cmd + " --help'"
+	names := strings.Split(subNames(subs), ", ")
+	if s := closest(args[0], names); s != "" {
+		hint = "did you mean 'workspaced " + cmd + " " + s + "'? (" + hint + ")"
+	}
+	return &usageError{msg: fmt.Sprintf("%s: unknown subcommand %q (one of %s)", cmd, args[0], subNames(subs)), hint: hint}
 }
 
 func subNames(subs []subcommand) string {
@@ -437,20 +451,6 @@ func cut(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
-}
-
-func printDefaults(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprintln(w, "\nFlags:")
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fs.VisitAll(func(f *flag.Flag) {
-		name, use := flag.UnquoteUsage(f)
-		arg := "--" + f.Name
-		if name != "" {
-			arg += " " + name
-		}
-		fmt.Fprintf(tw, "  %s\t%s\n", arg, use)
-	})
-	tw.Flush()
 }
 
 // stringList is a repeatable string flag.

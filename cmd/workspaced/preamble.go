@@ -42,7 +42,7 @@ func cmdPreamble(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("preamble")
 	thread := fs.String("thread", "", "thread `ID` (required)")
 	task := fs.String("task", "", "task `ID` of the thread (skips looking for it)")
-	detail := fs.String("detail", "", "minimal, standard or verbose (default: the agent's card, else standard)")
+	detail := fs.String("detail", "", "how much to say, `minimal|standard|verbose` (default: the agent's card, else standard)")
 	maxMsg := fs.Int("max-message-bytes", workspace.DefaultPreambleMessageBytes, "cut each quoted message to `N` bytes")
 	asJSON := fs.Bool("json", false, "print the preamble and its parts as JSON")
 	if err := parse(e, fs, preambleUsage, args); err != nil {

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace/daemon"
 )
 
@@ -52,12 +53,12 @@ filesystem, no workspace), 2 usage, 4 another daemon serves this root.
 
 func cmdServe(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("serve")
-	rescan := fs.Duration("rescan", 0, "full rescan period, e.g. 30s (default from workspace.json, else 30s)")
-	cleanup := fs.Duration("cleanup-interval", 0, "retention period, e.g. 24h; 0 turns cleanup off (default from workspace.json, else 24h)")
-	grace := fs.Duration("grace", 0, "how long an unparseable marker may wait, e.g. 5s (default from workspace.json, else 5s)")
+	rescan := fs.Duration("rescan", 0, "rescan everything every `DUR`, e.g. 30s (default from workspace.json, else 30s)")
+	cleanup := fs.Duration("cleanup-interval", 0, "prune finished tasks every `DUR`, e.g. 24h; 0 turns cleanup off (default from workspace.json, else 24h)")
+	grace := fs.Duration("grace", 0, "let a marker that does not parse wait `DUR` before rejecting it, e.g. 5s (default from workspace.json, else 5s)")
 	strict := fs.Bool("strict", false, "refuse to serve a root on NFS, SMB or FUSE")
-	format := fs.String("log-format", "text", "log format: text or json")
-	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	format := fs.String("log-format", "text", "the log format, `text|json`")
+	level := fs.String("log-level", "info", "log this level and above, `debug|info|warn|error`")
 	if err := parse(e, fs, serveUsage, args); err != nil {
 		return err
 	}
@@ -112,7 +113,16 @@ func newLogger(e *env, format, level string) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: lv}
 	switch format {
 	case "text":
-		return slog.New(slog.NewTextHandler(e.stderr, opts)), nil
+		// Durations for people (cleanup_interval=24h, not 24h0m0s); the
+		// JSON format keeps nanoseconds for programs.
+		text := *opts
+		text.ReplaceAttr = func(_ []string, a slog.Attr) slog.Attr {
+			if a.Value.Kind() == slog.KindDuration {
+				a.Value = slog.StringValue(vocab.Duration(a.Value.Duration()))
+			}
+			return a
+		}
+		return slog.New(slog.NewTextHandler(e.stderr, &text)), nil
 	case "json":
 		return slog.New(slog.NewJSONHandler(e.stderr, opts)), nil
 	}

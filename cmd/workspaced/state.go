@@ -24,6 +24,10 @@ state.json is written by the daemon only ('workspaced serve'); agents read
 it and drop markers. 'show' prints it; 'rebuild' derives it again from
 task.json and the journal alone and prints a diff when state.json differs.
 
+Examples:
+  workspaced state show --task t1
+  workspaced state rebuild --task t1
+
 Exit codes: 0 ok, 1 failure, 2 usage, 3 no such task or no state.json yet.
 `
 

@@ -61,7 +61,7 @@ func taskCreate(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&req.Context, "context", "", "background `TEXT`")
 	fs.Var(&constraints, "constraint", "a constraint `TEXT` (repeatable)")
 	fs.StringVar(&req.Priority, "priority", "", "`P`riority, e.g. low, normal, high")
-	fs.StringVar(&req.SubmittedBy, "submitted-by", "", "who submits it (default human)")
+	fs.StringVar(&req.SubmittedBy, "submitted-by", "", "`WHO` submits it (default human)")
 	fs.StringVar(&req.To, "to", "", "the `AGENT` the root thread is addressed to (default coordinator)")
 	asJSON := fs.Bool("json", false, "print the task as written")
 	if err := parse(e, fs, taskCreateUsage, args); err != nil {

@@ -108,7 +108,8 @@ func validatePath(e *env, p string, seen map[string]bool, rep *validateReport) e
 	st, err := os.Lstat(abs)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return &workspace.Error{Kind: workspace.ErrNotFound, Op: "validate " + p, Msg: "no such file or directory"}
+			return &workspace.Error{Kind: workspace.ErrNotFound, Op: "validate " + abs, Msg: "no such file or directory",
+				Hint: "check the path; without one, validate checks the whole root"}
 		}
 		return fmt.Errorf("validate %s: %w", p, err)
 	}

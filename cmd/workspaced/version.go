@@ -10,7 +10,21 @@ import (
 // version is set at build time:
 //
 //	go build -ldflags "-X main.version=v1.2.3" ./cmd/workspaced
-var version = "dev"
+//
+// Left empty, it comes from the build information (the module version of
+// a 'go install ...@version'), else it is "devel".
+var version = ""
+
+// versionString is the version this binary reports.
+func versionString() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
 
 const versionUsage = `workspaced version — print the version.
 
@@ -19,10 +33,12 @@ Usage:
 
 Prints "workspaced <version>" (set at build time with
 -ldflags "-X main.version=...", else the module version when installed with
-go install), the VCS revision when known, and the Go version.
+go install, else "devel"), the VCS revision when known, and the Go version.
+'workspaced --version' and 'workspaced -v' print the same.
 
 Examples:
   workspaced version
+  workspaced --version
   go build -ldflags "-X main.version=v0.1.0" -o workspaced ./cmd/workspaced && ./workspaced version
 
 Exit codes: 0 ok, 2 usage.
@@ -33,12 +49,10 @@ func cmdVersion(ctx context.Context, e *env, args []string) error {
 	if err := parse(e, fs, versionUsage, args); err != nil {
 		return err
 	}
-	v, extra := version, ""
+	v, extra := versionString(), ""
 	if bi, ok := debug.ReadBuildInfo(); ok {
-		if v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-			v = bi.Main.Version
-		} else if bi.Main.Version != "" && bi.Main.Version != "(devel)" && bi.Main.Version != v {
-			extra += " module " + bi.Main.Version
+		if mv := bi.Main.Version; mv != "" && mv != "(devel)" && mv != v {
+			extra += " module " + mv
 		}
 		var rev, modified string
 		for _, s := range bi.Settings {

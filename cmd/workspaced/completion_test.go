@@ -1,0 +1,170 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// completionCases are command lines with the cursor at their end, and
+// words the completion must offer and must not offer there.
+var completionCases = []struct {
+	line      string // after "workspaced "
+	want, not []string
+}{
+	{"en", []string{"env"}, []string{"init"}},
+	{"env ", []string{"store", "get", "list", "update", "delete"}, []string{"--key"}},
+	{"env get --", []string{"--key", "--json", "--compact", "--task", "--thread"}, []string{"--value", "--value-file", "--agent", "--if-version"}},
+	{"env store --", []string{"--value", "--value-file", "--description", "--agent"}, []string{"--compact"}},
+	{"--root /tmp env s", []string{"store"}, []string{"get"}},
+	{"serve --log-format ", []string{"text", "json"}, []string{"--rescan"}},
+	{"serve --", []string{"--rescan", "--grace", "--log-level"}, []string{"--json"}},
+	{"memory list --scope ", []string{"global", "agent", "session"}, nil},
+	{"done --task t1 --status ", []string{"completed", "failed", "cancelled"}, nil},
+	{"friction add --type ", []string{"worker_failure", "escalation"}, nil},
+	{"completion ", []string{"bash", "zsh", "fish"}, nil},
+	{"schema ", []string{"plan", "entry"}, nil},
+	{"thread ", []string{"new", "chain"}, []string{"store"}},
+}
+
+// completionScript writes `workspaced completion SHELL` to a file.
+func completionScript(t *testing.T, shell string) string {
+	t.Helper()
+	w := &ws{t: t, dir: t.TempDir(), env: cleanEnv()}
+	p := filepath.Join(w.dir, "workspaced."+shell)
+	if err := os.WriteFile(p, []byte(w.ok("completion", shell)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// checkOffers checks one case's offers, one word a line.
+func checkOffers(t *testing.T, shell, line, out string, want, not []string) {
+	t.Helper()
+	got := map[string]bool{}
+	for _, f := range strings.Fields(out) {
+		got[f] = true
+	}
+	for _, w := range want {
+		if !got[w] {
+			t.Errorf("%s: 'workspaced %s<TAB>' does not offer %q; offers %q", shell, line, w, out)
+		}
+	}
+	for _, w := range not {
+		if got[w] {
+			t.Errorf("%s: 'workspaced %s<TAB>' offers %q", shell, line, w)
+		}
+	}
+}
+
+func needShell(t *testing.T, shell string) string {
+	t.Helper()
+	p, err := exec.LookPath(shell)
+	if err != nil {
+		t.Skipf("%s is not installed (Debian: apt-get install %s; .ci/run installs it)", shell, shell)
+	}
+	return p
+}
+
+// TestCompletionBash sources the script in bash and asks its function
+// what it offers, as bash does on a TAB.
+func TestCompletionBash(t *testing.T) {
+	bash := needShell(t, "bash")
+	script := completionScript(t, "bash")
+	var b strings.Builder
+	b.WriteString("source " + shq(script) + "\n")
+	for _, c := range completionCases {
+		words := append([]string{"workspaced"}, strings.Fields(c.line)...)
+		if strings.HasSuffix(c.line, " ") {
+			words = append(words, "")
+		}
+		var q []string
+		for _, w := range words {
+			q = append(q, shq(w))
+		}
+		b.WriteString("COMP_WORDS=(" + strings.Join(q, " ") + "); COMP_CWORD=$((${#COMP_WORDS[@]}-1)); _workspaced; echo \"${COMPREPLY[*]}\"\n")
+	}
+	out, err := exec.Command(bash, "--norc", "--noprofile", "-c", b.String()).CombinedOutput()
+	if err != nil {
+		t.Fatalf("bash: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(lines) != len(completionCases) {
+		t.Fatalf("bash printed %d lines for %d cases:\n%s", len(lines), len(completionCases), out)
+	}
+	for i, c := range completionCases {
+		checkOffers(t, "bash", c.line, lines[i], c.want, c.not)
+	}
+}
+
+// TestCompletionZsh loads the script in a plain zsh with compadd and
+// _files stood in for (they exist only inside a completion widget) and
+// checks what it offers.
+func TestCompletionZsh(t *testing.T) {
+	zsh := needShell(t, "zsh")
+	script := completionScript(t, "zsh")
+	var b strings.Builder
+	b.WriteString("compdef() { : }\nsource " + shq(script) + "\n")
+	b.WriteString("compadd() { while [[ $1 != -- ]]; do shift; done; shift; print -r -- \"$*\" }\n_files() { print -r -- _files }\n")
+	for _, c := range completionCases {
+		words := append([]string{"workspaced"}, strings.Fields(c.line)...)
+		if strings.HasSuffix(c.line, " ") {
+			words = append(words, "")
+		}
+		var q []string
+		for _, w := range words {
+			q = append(q, shq(w))
+		}
+		// zsh's compadd filters by the prefix itself: the function offers
+		// every word of its kind, so only wanted words are checked here.
+		b.WriteString("words=(" + strings.Join(q, " ") + "); CURRENT=$#words; print -r -- \"$(_workspaced)\"\n")
+	}
+	out, err := exec.Command(zsh, "-f", "-c", b.String()).CombinedOutput()
+	if err != nil {
+		t.Fatalf("zsh: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(lines) != len(completionCases) {
+		t.Fatalf("zsh printed %d lines for %d cases:\n%s", len(lines), len(completionCases), out)
+	}
+	for i, c := range completionCases {
+		var not []string
+		for _, n := range c.not {
+			if strings.HasPrefix(n, "--") || strings.HasSuffix(c.line, " ") {
+				not = append(not, n)
+			}
+		}
+		checkOffers(t, "zsh", c.line, lines[i], c.want, not)
+	}
+}
+
+// TestCompletionFish asks fish itself what it completes (complete -C).
+func TestCompletionFish(t *testing.T) {
+	fish := needShell(t, "fish")
+	script := completionScript(t, "fish")
+	for _, c := range completionCases {
+		cmd := "source " + fishq(script) + "; complete -C " + fishq("workspaced "+c.line)
+		out, err := exec.Command(fish, "--no-config", "-c", cmd).CombinedOutput()
+		if err != nil {
+			t.Fatalf("fish: %v\n%s", err, out)
+		}
+		var words []string
+		for _, l := range strings.Split(string(out), "\n") {
+			w, _, _ := strings.Cut(l, "\t")
+			if w != "" {
+				words = append(words, w)
+			}
+		}
+		// fish prints a partly typed word whole ("s" → "store"), and a
+		// flag's value without the flag.
+		checkOffers(t, "fish", c.line, strings.Join(words, " "), c.want, c.not)
+	}
+}
+
+func TestCompletionUsage(t *testing.T) {
+	w := &ws{t: t, dir: t.TempDir(), env: cleanEnv()}
+	w.fails(exitUsage, "name one shell", "completion")
+	w.fails(exitUsage, `unknown shell "tcsh"`, "completion", "tcsh")
+}
