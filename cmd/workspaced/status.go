@@ -27,6 +27,7 @@ watch (the inotify limit), entries of tasks/ it refuses. It only reads.
 Examples:
   workspaced status
   workspaced status --json | jq .serving
+  workspaced status --json | jq .live.stopped
 
 Exit codes: 0 ok (whether or not a daemon serves), 1 failure, 2 usage,
 3 no workspace here.
