@@ -85,8 +85,8 @@ func TestMCPRealClient(t *testing.T) {
 	if got, isErr := callText("get_env_data", map[string]any{"key": "nope"}); !isErr || !strings.Contains(got, "no such key\nhint: ") {
 		t.Fatalf("get of a missing key: %q (error %v)", got, isErr)
 	}
-	if got, isErr := callText("store_state", map[string]any{"key": "seen", "value": []string{"arc_task"}, "scope": "session"}); isErr {
-		t.Fatalf("store_state: %s", got)
+	if got, isErr := callText("store_memory", map[string]any{"key": "seen", "value": []string{"arc_task"}, "scope": "session"}); isErr {
+		t.Fatalf("store_memory: %s", got)
 	}
 
 	// The tree: the entries as any other reader sees them.
