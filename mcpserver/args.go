@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -47,9 +48,54 @@ func newArgChecker(tool string, sch *schema) *argChecker {
 	return &argChecker{tool: tool, schema: sch, v: v}
 }
 
-// check decodes raw, the arguments as sent, and validates them. No
-// arguments at all are an empty object.
-func (a *argChecker) check(raw json.RawMessage) error {
+// decodeArgs checks raw, the arguments as sent, and decodes them into In.
+// JSON Schema counts 2.0 and 2e0 as integers, and a model may send them so:
+// a number with an integral value is decoded into an integer field as the
+// integer it is. (Handlers that keep a value exactly, such as value and
+// output, read it from the raw arguments, not from In.)
+func decodeArgs[In any](a *argChecker, raw json.RawMessage) (In, error) {
+	var in In
+	doc, err := a.check(raw)
+	if err != nil {
+		return in, err
+	}
+	data, err := json.Marshal(integral(doc))
+	if err == nil {
+		err = json.Unmarshal(data, &in)
+	}
+	if err != nil {
+		return in, &workspace.Error{Kind: workspace.ErrInvalid, Op: "arguments of " + a.tool, Err: err}
+	}
+	return in, nil
+}
+
+// integral rewrites, through v, every number that has an integral value
+// and fits an int64 as a plain integer: 2.0 and 2e0 become 2.
+func integral(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if _, err := x.Int64(); err == nil {
+			return x
+		}
+		if f, err := x.Float64(); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+			return json.Number(strconv.FormatInt(int64(f), 10))
+		}
+	case map[string]any:
+		for k, e := range x {
+			x[k] = integral(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = integral(e)
+		}
+	}
+	return v
+}
+
+// check decodes raw, the arguments as sent, and validates them, returning
+// them decoded (numbers as json.Number). No arguments at all are an empty
+// object.
+func (a *argChecker) check(raw json.RawMessage) (any, error) {
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 		raw = json.RawMessage("{}")
 	}
@@ -57,19 +103,22 @@ func (a *argChecker) check(raw json.RawMessage) error {
 	dec.UseNumber()
 	var doc any
 	if err := dec.Decode(&doc); err != nil {
-		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "arguments of " + a.tool, Msg: "not JSON", Err: err}
+		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "arguments of " + a.tool, Msg: "not JSON", Err: err}
+	}
+	if len(bytes.TrimSpace(raw[dec.InputOffset():])) > 0 {
+		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "arguments of " + a.tool, Msg: "not one JSON object: data after it"}
 	}
 	if _, ok := doc.(map[string]any); !ok {
-		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "arguments of " + a.tool, Msg: "not a JSON object",
+		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "arguments of " + a.tool, Msg: "not a JSON object",
 			Hint: "pass the arguments as an object, e.g. {\"key\": \"...\"}"}
 	}
 	err := a.v.Validate(doc)
 	if err == nil {
-		return nil
+		return doc, nil
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
-		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "arguments of " + a.tool, Err: err}
+		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "arguments of " + a.tool, Err: err}
 	}
 	var msgs []string
 	hint := ""
@@ -87,9 +136,9 @@ func (a *argChecker) check(raw json.RawMessage) error {
 	sort.Strings(msgs)
 	bad := &workspace.Error{Kind: workspace.ErrInvalid, Op: "arguments of " + a.tool, Msg: strings.Join(msgs, "; ")}
 	if hint == "" {
-		return bad
+		return nil, bad
 	}
-	return &toolError{err: bad, hint: hint}
+	return nil, &toolError{err: bad, hint: hint}
 }
 
 // leaves flattens a validation error tree into its leaves.
@@ -178,6 +227,8 @@ func (a *argChecker) explain(doc any, ve *jsonschema.ValidationError) (msg, hint
 		return fmt.Sprintf("%s must be an id, not %s: %s", where, jsonText(val), vocab.IDRule), ""
 	case "minimum":
 		return fmt.Sprintf("%s must be at least %d, not %s", where, *sch.Minimum, jsonText(val)), ""
+	case "maximum":
+		return fmt.Sprintf("%s must be at most %d, not %s", where, *sch.Maximum, jsonText(val)), ""
 	}
 	return where + ": " + ve.Message, ""
 }

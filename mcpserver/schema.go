@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -18,7 +19,8 @@ import (
 //	json:"name,omitempty"   the property; without omitempty it is required
 //	jsonschema:"..."        its description (required on every field)
 //	enum:"a,b,c"            the values it may take
-//	minimum:"1"             the least number it may be
+//	minimum:"1"             the least number it may be (every integer
+//	                        is also at most 2^31-1)
 //	pattern:"id"            an id (of a task, subtask, review...): the
 //	                        id grammar, on the string or on each item
 //
@@ -32,6 +34,7 @@ type schema struct {
 	Description          string             `json:"description,omitempty"`
 	Enum                 []string           `json:"enum,omitempty"`
 	Minimum              *int               `json:"minimum,omitempty"`
+	Maximum              *int               `json:"maximum,omitempty"`
 	Pattern              string             `json:"pattern,omitempty"`
 	Items                *schema            `json:"items,omitempty"`
 	Properties           map[string]*schema `json:"properties,omitempty"`
@@ -65,7 +68,9 @@ func schemaOf(t reflect.Type) (*schema, error) {
 	case reflect.Bool:
 		return &schema{Type: "boolean"}, nil
 	case reflect.Int, reflect.Int64, reflect.Int32:
-		return &schema{Type: "integer"}, nil
+		// Bounded, so that every integer the schema admits decodes.
+		limit := math.MaxInt32
+		return &schema{Type: "integer", Maximum: &limit}, nil
 	case reflect.Float64:
 		return &schema{Type: "number"}, nil
 	case reflect.Interface:

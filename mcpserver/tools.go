@@ -152,7 +152,7 @@ func boolPtr(b bool) *bool { return &b }
 
 // addTool registers one tool whose handler returns text, with the input
 // schema derived from In. The arguments are checked against that schema
-// (argChecker) and decoded into In before the handler runs. An error
+// and decoded into In (decodeArgs) before the handler runs. An error
 // becomes a tool error (IsError) with ErrorText; a panic in a handler
 // becomes a tool error too, so no call can stop the server.
 func addTool[In any](s *Server, name, desc string, ann *mcp.ToolAnnotations, h func(ctx context.Context, req *mcp.CallToolRequest, in In) (string, error)) {
@@ -169,14 +169,9 @@ func addTool[In any](s *Server, name, desc string, ann *mcp.ToolAnnotations, h f
 			if req != nil && req.Params != nil {
 				raw = req.Params.Arguments
 			}
-			if err := check.check(raw); err != nil {
+			in, err := decodeArgs[In](check, raw)
+			if err != nil {
 				return errorResult(err), nil
-			}
-			var in In
-			if len(raw) > 0 && string(raw) != "null" {
-				if err := json.Unmarshal(raw, &in); err != nil {
-					return errorResult(&workspace.Error{Kind: workspace.ErrInvalid, Op: "arguments of " + name, Err: err}), nil
-				}
 			}
 			text, err := h(ctx, req, in)
 			if err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -300,8 +301,12 @@ func (s *Server) writePlan(ctx context.Context, req *mcp.CallToolRequest, in wri
 		return "", err
 	}
 	// The arguments are the plan's fields and nothing else (the schema
-	// is closed), taken as sent so that numbers and text are kept exactly.
-	p, err := s.w.WritePlan(ctx, s.task, s.agent, req.Params.Arguments)
+	// is closed), every one of them typed.
+	doc, err := json.Marshal(in)
+	if err != nil {
+		return "", fmt.Errorf("encode plan: %w", err)
+	}
+	p, err := s.w.WritePlan(ctx, s.task, s.agent, doc)
 	if err != nil {
 		return "", err
 	}
@@ -328,19 +333,47 @@ func count(n int, thing string) string {
 	return strconv.Itoa(n) + " " + thing + "s"
 }
 
+// reviewPath is review id's file, relative to the root.
+func (s *Server) reviewPath(id string) string {
+	return path.Join(workspace.TaskDir(s.task), "reviews", id+".json")
+}
+
 // reviewFree reports whether no review of the served task has id.
 func (s *Server) reviewFree(id string) bool {
-	_, err := s.w.Root().Lstat(path.Join(workspace.TaskDir(s.task), "reviews", id+".json"))
+	_, err := s.w.Root().Lstat(s.reviewPath(id))
 	return err != nil
 }
 
-// freeReviewID is base, or base_2, base_3, ... whichever no review has.
-func (s *Server) freeReviewID(base string) string {
-	id := base
-	for n := 2; !s.reviewFree(id); n++ {
-		id = base + "_" + strconv.Itoa(n)
+// claimReviewID takes the lock of a review id no review has and returns
+// it with the lock held: id itself when given (taken is a conflict), else
+// base, base_2, base_3, ..., the first free one. Holding the lock while
+// the review is written keeps two reviewers from choosing one id, so a
+// review once written is never replaced.
+func (s *Server) claimReviewID(ctx context.Context, id, base string) (string, *locking.Lock, error) {
+	for n := 1; ; n++ {
+		cand := id
+		if id == "" {
+			cand = base
+			if n > 1 {
+				cand = base + "_" + strconv.Itoa(n)
+			}
+		}
+		if err := workspace.ValidateID("review id", cand); err != nil {
+			return "", nil, err
+		}
+		l, err := s.w.LockFile(ctx, s.reviewPath(cand), s.agent)
+		if err != nil {
+			return "", nil, err
+		}
+		if s.reviewFree(cand) {
+			return cand, l, nil
+		}
+		l.Release()
+		if id != "" {
+			return "", nil, &toolError{err: &workspace.Error{Kind: workspace.ErrConflict, Op: ToolWriteReview, Msg: fmt.Sprintf("review %q exists; a review once written is kept as it is", id)},
+				hint: "leave review_id out to get a free one"}
+		}
 	}
-	return id
 }
 
 func (s *Server) writeReview(ctx context.Context, req *mcp.CallToolRequest, in writeReviewInput) (string, error) {
@@ -412,19 +445,16 @@ func (s *Server) writeReview(ctx context.Context, req *mcp.CallToolRequest, in w
 		return "", &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolWriteReview, Msg: fmt.Sprintf("unknown review type %q", in.Type),
 			Hint: "use type plan_review, checkpoint_review or output_review"}
 	}
-	id := in.ReviewID
-	switch {
-	case id == "":
-		id = s.freeReviewID(base)
-	case !s.reviewFree(id):
-		return "", &toolError{err: &workspace.Error{Kind: workspace.ErrConflict, Op: ToolWriteReview, Msg: fmt.Sprintf("review %q exists; a review once written is kept as it is", id)},
-			hint: "leave review_id out to get a free one"}
-	}
 	doc, err := reviewDoc(req, target)
 	if err != nil {
 		return "", err
 	}
+	id, l, err := s.claimReviewID(ctx, in.ReviewID, base)
+	if err != nil {
+		return "", err
+	}
 	rel, err := s.w.WriteReview(s.task, id, s.agent, doc)
+	l.Release()
 	if err != nil {
 		return "", err
 	}

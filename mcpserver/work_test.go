@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -110,6 +113,10 @@ func TestTaskReads(t *testing.T) {
 	}
 	if got := mustCall(t, cs, ToolGetPlan, map[string]any{"version": 1}); !strings.Contains(got, `"summary":"first"`) || !strings.Contains(got, `"version":1`) {
 		t.Fatalf("get_plan version 1 = %s", got)
+	}
+	// JSON Schema counts 1.0 as an integer, and so do the tools.
+	if got := mustCall(t, cs, ToolGetPlan, json.RawMessage(`{"version":1.0}`)); !strings.Contains(got, `"summary":"first"`) {
+		t.Fatalf("get_plan version 1.0 = %s", got)
 	}
 	if got := mustCall(t, cs, ToolGetPlan, map[string]any{"version": 2}); !strings.Contains(got, `"summary":"second"`) {
 		t.Fatalf("get_plan version 2 (the current one) = %s", got)
@@ -400,4 +407,62 @@ func TestWriteReview(t *testing.T) {
 	os.Remove(filepath.Join(w.Dir(), "tasks", "t1", "state.json"))
 	text, isErr = call(t, cs, ToolWriteReview, map[string]any{"type": "checkpoint_review", "verdict": "approved", "target": "cp_1"})
 	mustFail(t, text, isErr, "task t1 has no state yet")
+}
+
+// Reviewers writing at once never choose one id: every review is kept.
+func TestConcurrentReviews(t *testing.T) {
+	w := fixture(t)
+	cs := connect(t, w, Options{TaskID: "t1", Agent: "reviewer"})
+	const n = 12
+	var wg sync.WaitGroup
+	errs := make(chan string, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: ToolWriteReview,
+				Arguments: map[string]any{"type": "output_review", "verdict": "approved", "target": "st_1", "notes": strconv.Itoa(i)}})
+			switch {
+			case err != nil:
+				errs <- err.Error()
+			case res.IsError:
+				errs <- res.Content[0].(*mcp.TextContent).Text
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	reviews, skipped, err := w.ListReviews("t1")
+	if err != nil || len(skipped) != 0 {
+		t.Fatalf("ListReviews: %v, skipped %v", err, skipped)
+	}
+	notes := map[string]bool{}
+	for _, r := range reviews {
+		notes[r.Notes] = true
+	}
+	if len(reviews) != n || len(notes) != n {
+		t.Fatalf("%d reviews with %d distinct notes, want %d of each: %+v", len(reviews), len(notes), n, reviews)
+	}
+	if n := len(markers(t, w, ".done.reviewer.")); n != 12 {
+		t.Fatalf("%d done markers, want 12", n)
+	}
+}
+
+// The server's instructions orient a model in the tools it has: memory
+// by its name, the task's state by its tool.
+func TestInstructions(t *testing.T) {
+	_, cs := observer(t)
+	got := cs.InitializeResult().Instructions
+	for _, want := range []string{`You are agent "observer", working on task "t1" in thread "th_observer"`, "get_task_state", "write_plan", "write_review",
+		"store_memory", "scope agent", "It is not the task's state", "list_env_data"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("instructions lack %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "_state,") || strings.Contains(got, "store_state") || strings.Contains(got, `"po"`) {
+		t.Errorf("instructions name memory as state:\n%s", got)
+	}
 }
