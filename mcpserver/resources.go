@@ -21,6 +21,12 @@ const (
 
 const uriPrefix = "workspace://tasks/"
 
+// stateURI is the resource holding a task's state.
+func stateURI(task string) string { return uriPrefix + task + "/state" }
+
+// envURI is the resource holding a task's env manifest.
+func envURI(task string) string { return uriPrefix + task + "/env" }
+
 func (s *Server) addResources() {
 	s.mcp.AddResource(&mcp.Resource{URI: stateURI(s.task), Name: "state", Title: "State of task " + s.task,
 		Description: "The task's execution state (state.json, written by the daemon): status, plan, subtasks with their workers, checkpoints.",

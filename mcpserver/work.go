@@ -491,12 +491,6 @@ func reviewDoc(req *mcp.CallToolRequest, target string) ([]byte, error) {
 	return json.Marshal(args)
 }
 
-// stateURI is the resource holding a task's state.
-func stateURI(task string) string { return "workspace://tasks/" + task + "/state" }
-
-// envURI is the resource holding a task's env manifest.
-func envURI(task string) string { return "workspace://tasks/" + task + "/env" }
-
 func (s *Server) claim(ctx context.Context, _ *mcp.CallToolRequest, in claimInput) (string, error) {
 	marker, err := s.w.WriteClaim(s.task, s.agent, in.SubtaskID)
 	if err != nil {
