@@ -3,9 +3,11 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -18,6 +20,12 @@ const (
 )
 
 const uriPrefix = "workspace://tasks/"
+
+// stateURI is the resource holding a task's state.
+func stateURI(task string) string { return uriPrefix + task + "/state" }
+
+// envURI is the resource holding a task's env manifest.
+func envURI(task string) string { return uriPrefix + task + "/env" }
 
 func (s *Server) addResources() {
 	s.mcp.AddResource(&mcp.Resource{URI: stateURI(s.task), Name: "state", Title: "State of task " + s.task,
@@ -33,6 +41,8 @@ func (s *Server) addResources() {
 }
 
 // readResource serves workspace://tasks/<task>/state and .../env as JSON.
+// A failure is a JSON-RPC error with a code that says which kind it is
+// (resourceError), never the bare code 0 of an unclassified error.
 func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	uri := req.Params.URI
 	rest, ok := strings.CutPrefix(uri, uriPrefix)
@@ -45,19 +55,33 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	case "state":
 		st, err := s.w.ReadState(task)
 		if err != nil {
-			return nil, fmt.Errorf("%s", ErrorText(err))
+			return nil, resourceError(uri, stateError(task, err))
 		}
 		v = st
 	case "env":
 		items, err := s.w.ListEntries(ctx, workspace.Scope{Kind: workspace.ScopeThread, TaskID: task})
 		if err != nil {
-			return nil, fmt.Errorf("%s", ErrorText(err))
+			return nil, resourceError(uri, err)
 		}
 		v = items
 	}
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return nil, fmt.Errorf("encode %s: %w", uri, err)
+		return nil, resourceError(uri, fmt.Errorf("encode %s: %w", uri, err))
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(data)}}}, nil
+}
+
+// resourceError is a failed read as a JSON-RPC error: a resource that does
+// not exist (a task without state yet, an unknown task) or a bad id has
+// the invalid-params code the protocol gives a missing resource, anything
+// else the internal-error code. The message is ErrorText's, and data names
+// the resource.
+func resourceError(uri string, err error) error {
+	code := int64(jsonrpc.CodeInternalError)
+	if errors.Is(err, workspace.ErrNotFound) || errors.Is(err, workspace.ErrInvalid) {
+		code = jsonrpc.CodeInvalidParams
+	}
+	data, _ := json.Marshal(map[string]string{"uri": uri})
+	return &jsonrpc.Error{Code: code, Message: ErrorText(err), Data: data}
 }

@@ -1,11 +1,16 @@
 // Package mcpserver serves a workspace to one agent over the Model Context
-// Protocol: the universal capabilities — env data, state in its
-// three scopes, claim, done, the delegation context and the system
-// context — as MCP tools, and a task's state and env manifest as
-// resources. A server is bound to one task, one thread of it and one agent
-// (the agent every write is recorded as stored_by); it reads and writes the
-// tree only through package workspace, so what an MCP agent does is exactly
-// what the CLI or an agent writing files would do.
+// Protocol: the universal capabilities as MCP tools — the task's shared
+// env data, memory in three scopes, reading the task, its state, plan,
+// subtasks, outputs and reviews, writing a plan or a review, claim, done,
+// the delegation context and the system context — and a task's state and
+// env manifest as resources. A server is bound to one task, one thread of
+// it and one agent (the agent every write is recorded as); it reads and
+// writes the tree only through package workspace, so what an MCP agent
+// does is exactly what the CLI or an agent writing files would do.
+//
+// Everything a tool says is said to a model: a failed call is a tool
+// error whose hint names the tool to call or the argument to change,
+// never a command line.
 package mcpserver
 
 import (
@@ -30,11 +35,12 @@ type Options struct {
 	// given: the thread's task is found by its record.
 	TaskID string
 	// ThreadID is the delegation thread the agent works in: the session
-	// scope of the state tools and the thread of get_delegation_context.
+	// scope of the memory tools and the thread of get_delegation_context.
 	// Default: the task's root thread (whose id is the task id).
 	ThreadID string
 	// Agent is the serving agent: stored_by of every entry, the owner of
-	// the "po" state scope, the agent of claim and done markers. Required.
+	// the agent memory scope, the agent of claim and done markers, the
+	// planner of its plans and the reviewer of its reviews. Required.
 	Agent string
 	// Version is reported to clients as the implementation version;
 	// "" means DefaultVersion.
@@ -142,17 +148,46 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 func (s *Server) instructions() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "This server is a shared workspace (workspaced). You are agent %q, working on task %q in thread %q.\n", s.agent, s.task, s.thread)
+	b.WriteString("Read the task with get_task; where it stands with get_task_state (status, plan_status, each subtask's status and worker, checkpoints); the plan with get_plan; one subtask with get_subtask; a subtask's result with get_output; reviews with list_reviews and get_review.\n")
+	b.WriteString("A planner writes the plan with write_plan; a reviewer judges the plan or a checkpoint with write_review; a worker takes a subtask with claim_subtask and reports it with signal_done. The workspace daemon applies each of these to the task's state a moment later: call get_task_state to see the result.\n")
 	b.WriteString("Environment data (store_env_data, get_env_data, list_env_data, update_env_data, delete_env_data) is shared by every agent of the task: call list_env_data first to see what others stored.\n")
-	b.WriteString("State (store_state, get_state, list_state, delete_state) is memory: scope po is yours and lasts forever, session is this thread's, env is shared by every agent and task.\n")
-	b.WriteString("Take a subtask with claim_subtask; finish it with signal_done. Call get_delegation_context to see who called you, and list_capabilities for what you are and can do.\n")
+	b.WriteString("Memory (store_memory, get_memory, list_memory, delete_memory) is what you keep for later: scope agent is yours and lasts forever, session is this thread's, global is shared by every agent and task. It is not the task's state.\n")
+	b.WriteString("Call get_delegation_context to see who called you, and list_capabilities for what you are and can do.\n")
 	return b.String()
 }
 
-// ErrorText is the text of a failed call: the error and, when it carries
-// one, a "hint: ..." line saying how to fix it, naming the tool argument
-// at fault where there is one.
+// toolError is a failed call's error with the hint a model needs: the
+// tool to call or the argument to change, where the workspace's own hint
+// speaks of the operation in general.
+type toolError struct {
+	err  error
+	hint string
+}
+
+func (e *toolError) Error() string { return e.err.Error() }
+func (e *toolError) Unwrap() error { return e.err }
+
+// redirect gives err, when it is an error of the given kind, hint in
+// place of its own; other errors pass unchanged.
+func redirect(err, kind error, hint string) error {
+	if err == nil || !errors.Is(err, kind) {
+		return err
+	}
+	return &toolError{err: err, hint: hint}
+}
+
+// ErrorText is the text of a failed call: the error and, when a fix is
+// known, a "hint: ..." line saying how to fix it — the tool to call, or
+// the tool argument at fault.
 func ErrorText(err error) string {
 	s := err.Error()
+	var te *toolError
+	if errors.As(err, &te) {
+		return s + "\nhint: " + te.hint
+	}
+	if errors.Is(err, workspace.ErrLocked) {
+		return s + "\nhint: another agent is writing the same file; call the tool again in a moment"
+	}
 	if h := workspace.HintOf(err); h != "" {
 		s += "\nhint: " + h
 		if a := argumentFor(workspace.FieldOf(err)); a != "" {

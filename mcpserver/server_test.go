@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -148,6 +149,18 @@ func jsonEqual(t *testing.T, got, want string) {
 	}
 }
 
+// inputSchemaOf is the part of a tool's input schema the tests read.
+type propSchema struct {
+	Type                 any                    `json:"type"`
+	Description          string                 `json:"description"`
+	Enum                 []string               `json:"enum"`
+	Minimum              *int                   `json:"minimum"`
+	Items                *propSchema            `json:"items"`
+	Properties           map[string]*propSchema `json:"properties"`
+	Required             []string               `json:"required"`
+	AdditionalProperties *bool                  `json:"additionalProperties"`
+}
+
 func TestListTools(t *testing.T) {
 	_, cs := observer(t)
 	res, err := cs.ListTools(context.Background(), nil)
@@ -174,27 +187,51 @@ func TestListTools(t *testing.T) {
 	if !reflect.DeepEqual(want, universal) {
 		t.Fatalf("ToolNames %v differ from workspace.UniversalCapabilities %v", want, universal)
 	}
+	// Memory is called memory: no tool, and no description, names a
+	// memory operation "state".
+	for _, old := range []string{"store_state", "get_state", "list_state", "delete_state"} {
+		for _, tl := range res.Tools {
+			if tl.Name == old || strings.Contains(tl.Description, old) {
+				t.Errorf("tool %s names %s", tl.Name, old)
+			}
+		}
+	}
 
-	// The required arguments and the described properties, from the
-	// inferred input schemas.
+	// The required arguments, the properties and the enums, from the
+	// input schemas.
+	scopes := []string{"agent", "session", "global"}
 	cases := []struct {
 		tool     string
 		required []string
 		props    []string
+		enums    map[string][]string
 	}{
-		{ToolStoreEnvData, []string{"key", "short_description", "value"}, []string{"key", "short_description", "value"}},
-		{ToolGetEnvData, []string{"key"}, []string{"key"}},
-		{ToolListEnvData, nil, nil},
-		{ToolUpdateEnvData, []string{"key"}, []string{"if_version", "key", "short_description", "value"}},
-		{ToolDeleteEnvData, []string{"key"}, []string{"key"}},
-		{ToolStoreState, []string{"key", "value"}, []string{"key", "scope", "short_description", "value"}},
-		{ToolGetState, []string{"key"}, []string{"key", "scope"}},
-		{ToolListState, nil, []string{"scope"}},
-		{ToolDeleteState, []string{"key"}, []string{"key", "scope"}},
-		{ToolClaimSubtask, []string{"subtask_id"}, []string{"subtask_id"}},
-		{ToolSignalDone, nil, []string{"error", "escalate", "output", "output_file", "status", "subtask_id"}},
-		{ToolGetDelegationContext, nil, []string{"detail"}},
-		{ToolListCapabilities, nil, nil},
+		{ToolStoreEnvData, []string{"key", "short_description", "value"}, []string{"key", "short_description", "value"}, nil},
+		{ToolGetEnvData, []string{"key"}, []string{"key"}, nil},
+		{ToolListEnvData, nil, nil, nil},
+		{ToolUpdateEnvData, []string{"key"}, []string{"if_version", "key", "short_description", "value"}, nil},
+		{ToolDeleteEnvData, []string{"key"}, []string{"key"}, nil},
+		{ToolStoreMemory, []string{"key", "value"}, []string{"key", "scope", "short_description", "value"}, map[string][]string{"scope": scopes}},
+		{ToolGetMemory, []string{"key"}, []string{"key", "scope"}, map[string][]string{"scope": scopes}},
+		{ToolListMemory, nil, []string{"scope"}, map[string][]string{"scope": scopes}},
+		{ToolDeleteMemory, []string{"key"}, []string{"key", "scope"}, map[string][]string{"scope": scopes}},
+		{ToolGetTask, nil, nil, nil},
+		{ToolGetTaskState, nil, nil, nil},
+		{ToolGetPlan, nil, []string{"version"}, nil},
+		{ToolGetSubtask, []string{"subtask_id"}, []string{"subtask_id"}, nil},
+		{ToolGetOutput, []string{"subtask_id"}, []string{"subtask_id"}, nil},
+		{ToolListReviews, nil, nil, nil},
+		{ToolGetReview, []string{"review_id"}, []string{"review_id"}, nil},
+		{ToolWritePlan, []string{"subtasks"}, []string{"assumptions", "checkpoints", "risks", "subtasks", "summary", "worker_count"}, nil},
+		{ToolWriteReview, []string{"type", "verdict"}, []string{"escalate", "issues", "notes", "review_id", "target", "type", "verdict"},
+			map[string][]string{"type": {"plan_review", "checkpoint_review", "output_review"}, "verdict": {"approved", "revision_needed", "rejected"}}},
+		{ToolClaimSubtask, []string{"subtask_id"}, []string{"subtask_id"}, nil},
+		{ToolSignalDone, nil, []string{"error", "escalate", "output", "output_file", "status", "subtask_id"}, map[string][]string{"status": {"completed", "failed", "cancelled"}}},
+		{ToolGetDelegationContext, nil, []string{"detail"}, map[string][]string{"detail": {"minimal", "standard", "verbose"}}},
+		{ToolListCapabilities, nil, nil, nil},
+	}
+	if len(cases) != len(ToolNames()) {
+		t.Fatalf("%d cases for %d tools", len(cases), len(ToolNames()))
 	}
 	for _, c := range cases {
 		t.Run(c.tool, func(t *testing.T) {
@@ -202,20 +239,19 @@ func TestListTools(t *testing.T) {
 			if len(tl.Description) < 80 {
 				t.Errorf("description too short for a model to act on: %q", tl.Description)
 			}
+			if !strings.Contains(tl.Description, "Returns") {
+				t.Errorf("description does not say what comes back: %q", tl.Description)
+			}
 			data, err := json.Marshal(tl.InputSchema)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var sch struct {
-				Type       string                    `json:"type"`
-				Required   []string                  `json:"required"`
-				Properties map[string]map[string]any `json:"properties"`
-			}
+			var sch propSchema
 			if err := json.Unmarshal(data, &sch); err != nil {
 				t.Fatal(err)
 			}
-			if sch.Type != "object" {
-				t.Errorf("schema type %q, want object", sch.Type)
+			if sch.Type != "object" || sch.AdditionalProperties == nil || *sch.AdditionalProperties {
+				t.Errorf("schema type %v, additionalProperties %v; want a closed object", sch.Type, sch.AdditionalProperties)
 			}
 			req := append([]string{}, sch.Required...)
 			sort.Strings(req)
@@ -223,17 +259,60 @@ func TestListTools(t *testing.T) {
 				t.Errorf("required = %v, want %v", req, c.required)
 			}
 			var props []string
-			for p, ps := range sch.Properties {
+			for p := range sch.Properties {
 				props = append(props, p)
-				if d, _ := ps["description"].(string); d == "" {
-					t.Errorf("property %s has no description", p)
-				}
 			}
 			sort.Strings(props)
 			if !reflect.DeepEqual(props, c.props) && !(len(props) == 0 && len(c.props) == 0) {
 				t.Errorf("properties = %v, want %v", props, c.props)
 			}
+			for p, want := range c.enums {
+				if got := sch.Properties[p].Enum; !reflect.DeepEqual(got, want) {
+					t.Errorf("%s enum = %v, want %v", p, got, want)
+				}
+			}
+			checkShapes(t, c.tool, &sch)
 		})
+	}
+}
+
+// checkShapes checks that every argument, nested ones too, is shaped
+// alike: a description; one JSON type, never null (value and output
+// excepted: any JSON, and any object); optional ones say so first, and
+// what leaving them out does; required ones do not say Optional.
+func checkShapes(t *testing.T, where string, sch *propSchema) {
+	t.Helper()
+	required := map[string]bool{}
+	for _, r := range sch.Required {
+		required[r] = true
+	}
+	for name, p := range sch.Properties {
+		at := where + "." + name
+		typ, _ := p.Type.(string)
+		switch {
+		case name == "value":
+			if p.Type != nil {
+				t.Errorf("%s: type %v, want any JSON", at, p.Type)
+			}
+		case typ == "" || typ == "null":
+			t.Errorf("%s: type %v, want one JSON type", at, p.Type)
+		}
+		if p.Description == "" {
+			t.Errorf("%s: no description", at)
+		}
+		optional := strings.HasPrefix(p.Description, "Optional. ")
+		if required[name] == optional {
+			t.Errorf("%s: required %v, description %q", at, required[name], p.Description)
+		}
+		if optional && !strings.Contains(p.Description, "Left out") {
+			t.Errorf("%s: optional without saying what leaving it out does: %q", at, p.Description)
+		}
+		if p.Items != nil && p.Items.Properties != nil {
+			if p.Items.AdditionalProperties == nil || *p.Items.AdditionalProperties {
+				t.Errorf("%s: items are not a closed object", at)
+			}
+			checkShapes(t, at+"[]", p.Items)
+		}
 	}
 }
 
@@ -312,17 +391,17 @@ func TestEnvData(t *testing.T) {
 	}
 }
 
-func TestState(t *testing.T) {
+func TestMemory(t *testing.T) {
 	w, cs := observer(t)
 	cases := []struct {
-		scope string // as passed; "-" omits it
+		scope string // as passed; "-" leaves it out
 		file  string
 		where string
 	}{
-		{"-", "memory/agents/observer/style.json", "your po state"},
-		{"po", "memory/agents/observer/style.json", "your po state"},
-		{"session", "tasks/t1/sessions/th_observer/style.json", "the session state of thread th_observer"},
-		{"env", "memory/global/style.json", "the env state shared by every agent"},
+		{"-", "memory/agents/observer/style.json", "your agent memory"},
+		{"agent", "memory/agents/observer/style.json", "your agent memory"},
+		{"session", "tasks/t1/sessions/th_observer/style.json", "the session memory of thread th_observer"},
+		{"global", "memory/global/style.json", "the global memory shared by every agent"},
 	}
 	for _, c := range cases {
 		t.Run(c.scope, func(t *testing.T) {
@@ -332,7 +411,7 @@ func TestState(t *testing.T) {
 			if c.scope != "-" {
 				args["scope"], keyArgs["scope"], scopeArgs["scope"] = c.scope, c.scope, c.scope
 			}
-			got := mustCall(t, cs, ToolStoreState, args)
+			got := mustCall(t, cs, ToolStoreMemory, args)
 			if want := "Stored 'style' in " + c.where + " (version 1)."; got != want {
 				t.Fatalf("store = %q, want %q", got, want)
 			}
@@ -340,25 +419,34 @@ func TestState(t *testing.T) {
 			if e.StoredBy != "observer" || e.ShortDescription != "" {
 				t.Fatalf("entry %+v", e)
 			}
-			if got := mustCall(t, cs, ToolGetState, keyArgs); got != `{"brief":true}` {
+			if got := mustCall(t, cs, ToolGetMemory, keyArgs); got != `{"brief":true}` {
 				t.Fatalf("get = %s", got)
 			}
 			var items []workspace.ManifestItem
-			if err := json.Unmarshal([]byte(mustCall(t, cs, ToolListState, scopeArgs)), &items); err != nil {
+			if err := json.Unmarshal([]byte(mustCall(t, cs, ToolListMemory, scopeArgs)), &items); err != nil {
 				t.Fatal(err)
 			}
 			if len(items) != 1 || items[0].Key != "style" || items[0].StoredBy != "observer" {
 				t.Fatalf("list = %+v", items)
 			}
-			if got := mustCall(t, cs, ToolDeleteState, keyArgs); got != "Deleted 'style' from "+c.where+"." {
+			if got := mustCall(t, cs, ToolDeleteMemory, keyArgs); got != "Deleted 'style' from "+c.where+"." {
 				t.Fatalf("delete = %q", got)
 			}
 			if exists(w, c.file) {
 				t.Fatalf("%s still there", c.file)
 			}
+			// A missing key names the listing tool with the same scope.
+			text, isErr := call(t, cs, ToolGetMemory, keyArgs)
+			scope := c.scope
+			if scope == "-" {
+				scope = "agent"
+			}
+			if !isErr || !strings.Contains(text, "no such key\nhint: call list_memory with scope "+scope+" to see which keys exist") {
+				t.Fatalf("get of a deleted key: %q (error %v)", text, isErr)
+			}
 		})
 	}
-	mustCall(t, cs, ToolStoreState, map[string]any{"key": "k", "value": 1, "short_description": "a number"})
+	mustCall(t, cs, ToolStoreMemory, map[string]any{"key": "k", "value": 1, "short_description": "a number"})
 	if e := readEntry(t, w, "memory/agents/observer/k.json"); e.ShortDescription != "a number" {
 		t.Fatalf("description %q", e.ShortDescription)
 	}
@@ -406,7 +494,7 @@ func TestClaimAndDone(t *testing.T) {
 	w, cs := observer(t)
 	writeState(t, w)
 	got := mustCall(t, cs, ToolClaimSubtask, map[string]any{"subtask_id": "st_1"})
-	for _, want := range []string{"tasks/t1/.claim.observer.", "daemon decides", "workspace://tasks/t1/state", `subtasks.st_1 has worker "observer"`, "showed subtask 'st_1' as pending"} {
+	for _, want := range []string{"tasks/t1/.claim.observer.", "daemon decides", `call get_subtask with subtask_id "st_1"`, `status "in_progress" and worker "observer"`, "showed subtask 'st_1' as pending"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("claim text lacks %q:\n%s", want, got)
 		}
@@ -422,7 +510,7 @@ func TestClaimAndDone(t *testing.T) {
 
 	args := json.RawMessage(`{"subtask_id":"st_1","output":{"summary":"rotation found","decisions":["rotate 90"],"big":12345678901234567890}}`)
 	got = mustCall(t, cs, ToolSignalDone, args)
-	for _, want := range []string{"Wrote outputs/st_1.json.", "tasks/t1/.done.observer.", "subtask 'st_1' completed", "product outputs/st_1.json"} {
+	for _, want := range []string{"Wrote outputs/st_1.json.", "tasks/t1/.done.observer.", "subtask 'st_1' completed", "product outputs/st_1.json", "get_subtask shows the subtask's new status"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("done text lacks %q:\n%s", want, got)
 		}
@@ -490,7 +578,7 @@ func TestDelegationContext(t *testing.T) {
 func TestListCapabilities(t *testing.T) {
 	w, cs := observer(t)
 	got := mustCall(t, cs, ToolListCapabilities, map[string]any{})
-	want, err := w.SystemContext("observer", "t1")
+	want, err := w.Capabilities("observer", "t1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -498,9 +586,13 @@ func TestListCapabilities(t *testing.T) {
 		t.Fatalf("capabilities = %q, want the system context %q", got, want)
 	}
 	for _, n := range ToolNames() {
-		if !strings.Contains(got, n) {
-			t.Errorf("capabilities do not name %s", n)
+		if !strings.Contains(got, "  - "+n+": ") {
+			t.Errorf("capabilities do not list %s", n)
 		}
+	}
+	// The tool describes the tools; it does not send the model to itself.
+	if strings.Count(got, ToolListCapabilities) != 1 {
+		t.Errorf("the answer names list_capabilities beyond its own entry:\n%s", got)
 	}
 }
 
@@ -524,26 +616,55 @@ func TestBadArguments(t *testing.T) {
 		{"empty key", ToolStoreEnvData, map[string]any{"key": "", "short_description": "d", "value": 1}, []string{"key"}},
 		{"value too deep", ToolStoreEnvData, json.RawMessage(`{"key":"a","short_description":"d","value":` + deep + `}`), []string{"deep"}},
 		{"value too large", ToolStoreEnvData, json.RawMessage(`{"key":"a","short_description":"d","value":` + big + `}`), []string{"limit", "hint: "}},
-		{"unknown key", ToolGetEnvData, map[string]any{"key": "nope"}, []string{`"nope"`, "no such key", "hint: list task t1's env data"}},
-		{"update unknown key", ToolUpdateEnvData, map[string]any{"key": "nope", "value": 1}, []string{"no such key", "hint: create it first"}},
+		{"unknown key", ToolGetEnvData, map[string]any{"key": "nope"}, []string{`"nope"`, "no such key", "hint: call list_env_data to see which keys exist"}},
+		{"update unknown key", ToolUpdateEnvData, map[string]any{"key": "nope", "value": 1}, []string{"no such key", "hint: call store_env_data to create it"}},
 		{"update nothing", ToolUpdateEnvData, map[string]any{"key": "k"}, []string{"nothing to update", "hint: "}},
-		{"if_version conflict", ToolUpdateEnvData, map[string]any{"key": "k", "value": 3, "if_version": 1}, []string{"version is 2, not 1", "hint: read it again"}},
-		{"negative if_version", ToolUpdateEnvData, map[string]any{"key": "k", "value": 3, "if_version": -1}, []string{"negative"}},
+		{"if_version conflict", ToolUpdateEnvData, map[string]any{"key": "k", "value": 3, "if_version": 1}, []string{"version is 2, not 1", "hint: another agent changed it since you read it: call get_env_data"}},
+		{"negative if_version", ToolUpdateEnvData, map[string]any{"key": "k", "value": 3, "if_version": -1}, []string{"if_version must be at least 1, not -1"}},
 		{"delete unknown key", ToolDeleteEnvData, map[string]any{"key": "nope"}, []string{"no such key"}},
-		{"bad scope", ToolStoreState, map[string]any{"key": "a", "value": 1, "scope": "planet"}, []string{`scope "planet"`, "hint: use po"}},
-		{"thread scope for state", ToolGetState, map[string]any{"key": "a", "scope": "thread"}, []string{"environment data", "hint: "}},
-		{"unknown state key", ToolGetState, map[string]any{"key": "nope", "scope": "session"}, []string{"no such key"}},
-		{"bad subtask id", ToolClaimSubtask, map[string]any{"subtask_id": "../x"}, []string{"subtask id", "../x"}},
-		{"done without output", ToolSignalDone, map[string]any{}, []string{"no output named", "hint: name the product", "(argument output_file)"}},
+		{"bad scope", ToolStoreMemory, map[string]any{"key": "a", "value": 1, "scope": "planet"}, []string{`scope must be one of "agent", "session", "global", not "planet"`}},
+		{"old scope name", ToolGetMemory, map[string]any{"key": "a", "scope": "po"}, []string{`not "po"`}},
+		{"thread scope for memory", ToolGetMemory, map[string]any{"key": "a", "scope": "thread"}, []string{`not "thread"`}},
+		{"unknown memory key", ToolGetMemory, map[string]any{"key": "nope", "scope": "session"}, []string{"no such key"}},
+		{"bad subtask id", ToolClaimSubtask, map[string]any{"subtask_id": "../x"}, []string{`subtask_id must be an id, not "../x": ids are 1–128 characters`}},
+		{"done without output", ToolSignalDone, map[string]any{}, []string{"nothing to report", "hint: pass subtask_id and your result as output"}},
 		{"failed without error or output", ToolSignalDone, map[string]any{"output_file": "plan.json", "status": "failed"}, []string{"needs an error", "hint: say why the work failed (argument error)"}},
-		{"done product missing", ToolSignalDone, map[string]any{"subtask_id": "st_7"}, []string{"outputs/st_7.json does not exist", "hint: "}},
+		{"done product missing", ToolSignalDone, map[string]any{"subtask_id": "st_7"}, []string{"outputs/st_7.json does not exist", "hint: pass your result as output"}},
 		{"failed without error", ToolSignalDone, map[string]any{"subtask_id": "st_1", "status": "failed", "output": map[string]any{}}, []string{"needs an error"}},
-		{"bad status with output", ToolSignalDone, map[string]any{"subtask_id": "st_1", "status": "great", "output": map[string]any{}}, []string{"unknown status"}},
-		{"bad status", ToolSignalDone, map[string]any{"output_file": "plan.json", "status": "great"}, []string{"unknown status", "(argument status)"}},
+		{"bad status with output", ToolSignalDone, map[string]any{"subtask_id": "st_1", "status": "great", "output": map[string]any{}}, []string{`status must be one of "completed", "failed", "cancelled", not "great"`}},
+		{"bad status", ToolSignalDone, map[string]any{"output_file": "plan.json", "status": "great"}, []string{`status must be one of "completed", "failed", "cancelled", not "great"`}},
 		{"output without subtask", ToolSignalDone, map[string]any{"output": map[string]any{"summary": "x"}}, []string{"subtask_id"}},
 		{"output not an object", ToolSignalDone, json.RawMessage(`{"subtask_id":"st_1","output":[1]}`), []string{"output"}},
 		{"output_file outside the task", ToolSignalDone, map[string]any{"output_file": "../t2/plan.json"}, []string{"output_file"}},
-		{"bad detail", ToolGetDelegationContext, map[string]any{"detail": "huge"}, []string{"detail", "hint: use minimal"}},
+		{"bad detail", ToolGetDelegationContext, map[string]any{"detail": "huge"}, []string{`detail must be one of "minimal", "standard", "verbose", not "huge"`}},
+		{"arguments not an object", ToolGetEnvData, json.RawMessage(`["key"]`), []string{"not a JSON object"}},
+		{"argument to a tool without any", ToolGetTask, map[string]any{"task": "t2"}, []string{`unknown argument "task"`, "hint: get_task takes no arguments"}},
+		{"bad subtask id to read", ToolGetSubtask, map[string]any{"subtask_id": "../st_1"}, []string{`subtask_id must be an id, not "../st_1"`}},
+		{"output path through the id", ToolGetOutput, map[string]any{"subtask_id": "../../t2/outputs/st_1"}, []string{"subtask_id must be an id"}},
+		{"review path through the id", ToolGetReview, map[string]any{"review_id": "../plan"}, []string{"review_id must be an id"}},
+		{"plan version zero", ToolGetPlan, map[string]any{"version": 0}, []string{"version must be at least 1, not 0"}},
+		{"plan version not a number", ToolGetPlan, map[string]any{"version": "2"}, []string{`version must be an integer, not "2"`}},
+		{"plan version a fraction", ToolGetPlan, map[string]any{"version": 1.5}, []string{"version must be an integer, not 1.5"}},
+		{"plan without subtasks", ToolWritePlan, map[string]any{"summary": "s"}, []string{"missing required argument subtasks"}},
+		{"plan subtask without description", ToolWritePlan, map[string]any{"subtasks": []any{map[string]any{"id": "st_1"}}}, []string{"subtasks[0] lacks description"}},
+		{"plan subtask with an unknown field", ToolWritePlan, map[string]any{"subtasks": []any{map[string]any{"id": "st_1", "description": "d", "owner": "me"}}},
+			[]string{`subtasks[0] has unknown field "owner"`, "hint: it takes dependencies, description, estimated_complexity, id, max_retries, parallelizable"}},
+		{"plan subtask complexity", ToolWritePlan, map[string]any{"subtasks": []any{map[string]any{"id": "st_1", "description": "d", "estimated_complexity": "huge"}}},
+			[]string{`subtasks[0].estimated_complexity must be one of "low", "medium", "high", not "huge"`}},
+		{"plan with a bad subtask id", ToolWritePlan, map[string]any{"subtasks": []any{map[string]any{"id": "../x", "description": "d"}}}, []string{`subtasks[0].id must be an id, not "../x"`}},
+		{"plan with an unknown dependency", ToolWritePlan, map[string]any{"subtasks": []any{map[string]any{"id": "a", "description": "d", "dependencies": []string{"zz"}}}},
+			[]string{"subtask a depends on unknown zz"}},
+		{"plan with a duplicate subtask", ToolWritePlan, map[string]any{"subtasks": []any{map[string]any{"id": "a", "description": "d"}, map[string]any{"id": "a", "description": "e"}}},
+			[]string{"subtask a appears twice"}},
+		{"plan setting its own version", ToolWritePlan, map[string]any{"subtasks": []any{}, "version": 9}, []string{`unknown argument "version"`}},
+		{"review of no plan", ToolWriteReview, map[string]any{"type": "plan_review", "verdict": "approved"}, []string{"task t1 has no plan to review yet", "hint: a planner writes it with write_plan"}},
+		{"review type", ToolWriteReview, map[string]any{"type": "code_review", "verdict": "approved"}, []string{`type must be one of "plan_review", "checkpoint_review", "output_review", not "code_review"`}},
+		{"review verdict", ToolWriteReview, map[string]any{"type": "plan_review", "verdict": "fine"}, []string{`verdict must be one of "approved", "revision_needed", "rejected", not "fine"`}},
+		{"checkpoint review without target", ToolWriteReview, map[string]any{"type": "checkpoint_review", "verdict": "approved"}, []string{"needs target", "hint: call get_task_state"}},
+		{"output review without target", ToolWriteReview, map[string]any{"type": "output_review", "verdict": "approved"}, []string{"needs target", "hint: call get_task_state"}},
+		{"review issue without problem", ToolWriteReview, map[string]any{"type": "output_review", "verdict": "approved", "target": "st_1", "issues": []any{map[string]any{"severity": "high"}}},
+			[]string{"issues[0] lacks problem"}},
+		{"review with a bad id", ToolWriteReview, map[string]any{"type": "output_review", "verdict": "approved", "target": "st_1", "review_id": "../../x"}, []string{"review_id must be an id"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -556,9 +677,9 @@ func TestBadArguments(t *testing.T) {
 					t.Errorf("error text lacks %q:\n%s", want, text)
 				}
 			}
-			// An agent calls tools: a command-line flag means nothing to it.
-			if strings.Contains(text, "--") {
-				t.Errorf("error text names a command-line flag:\n%s", text)
+			// An agent calls tools: a command line means nothing to it.
+			if strings.Contains(text, "--") || strings.Contains(text, "workspaced ") || strings.Contains(text, "`") {
+				t.Errorf("error text names a command line:\n%s", text)
 			}
 			// The server keeps serving, and nothing was stored.
 			var items []workspace.ManifestItem
@@ -570,12 +691,12 @@ func TestBadArguments(t *testing.T) {
 			}
 		})
 	}
-	for _, rel := range []string{"tasks/t1/outputs", "memory/agents/observer"} {
+	for _, rel := range []string{"tasks/t1/outputs", "memory/agents/observer", "tasks/t1/plan.json", "tasks/t1/plans", "tasks/t1/reviews"} {
 		if exists(w, rel) {
 			t.Errorf("%s written by a failed call", rel)
 		}
 	}
-	if n := len(markers(t, w, ".")); n != 0 {
+	if n := len(markers(t, w, ".claim.")) + len(markers(t, w, ".done.")); n != 0 {
 		t.Errorf("%d markers written by failed calls", n)
 	}
 }
@@ -633,9 +754,18 @@ func TestResources(t *testing.T) {
 		t.Fatalf("templates = %+v", tmpl.ResourceTemplates)
 	}
 
-	// No state yet: an error saying so, then the state once written.
-	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "workspace://tasks/t1/state"}); err == nil || !strings.Contains(err.Error(), "no state.json yet") {
-		t.Fatalf("read missing state: %v", err)
+	// No state yet: a protocol error with the code of a missing resource
+	// (not the bare 0 of an unclassified error) and a message saying so;
+	// then the state once written.
+	_, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "workspace://tasks/t1/state"})
+	var wire *jsonrpc.Error
+	if !errors.As(err, &wire) || wire.Code != jsonrpc.CodeInvalidParams || !strings.Contains(wire.Message, "task t1 has no state yet") ||
+		!strings.Contains(string(wire.Data), `"uri":"workspace://tasks/t1/state"`) {
+		t.Fatalf("read missing state: %#v", err)
+	}
+	_, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "workspace://tasks/t9/env"})
+	if !errors.As(err, &wire) || wire.Code != jsonrpc.CodeInvalidParams || !strings.Contains(wire.Message, "no such task") {
+		t.Fatalf("read the env of an unknown task: %#v", err)
 	}
 	writeState(t, w)
 	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "workspace://tasks/t1/state"})

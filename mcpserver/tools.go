@@ -12,20 +12,28 @@ import (
 )
 
 // Tool names. Agents know the tools by these names (the delegation preamble
-// tells an agent to call list_env_data), so they stay as they are.
-// ToolNames lists them in the order
-// they are registered; they are exactly the names of
-// workspace.UniversalCapabilities.
+// tells an agent to call list_env_data), so they change only with the
+// protocol. ToolNames lists them in the order they are registered; they
+// are exactly the names of workspace.UniversalCapabilities.
 const (
 	ToolStoreEnvData         = "store_env_data"
 	ToolGetEnvData           = "get_env_data"
 	ToolListEnvData          = "list_env_data"
 	ToolUpdateEnvData        = "update_env_data"
 	ToolDeleteEnvData        = "delete_env_data"
-	ToolStoreState           = "store_state"
-	ToolGetState             = "get_state"
-	ToolListState            = "list_state"
-	ToolDeleteState          = "delete_state"
+	ToolStoreMemory          = "store_memory"
+	ToolGetMemory            = "get_memory"
+	ToolListMemory           = "list_memory"
+	ToolDeleteMemory         = "delete_memory"
+	ToolGetTask              = "get_task"
+	ToolGetTaskState         = "get_task_state"
+	ToolGetPlan              = "get_plan"
+	ToolGetSubtask           = "get_subtask"
+	ToolGetOutput            = "get_output"
+	ToolListReviews          = "list_reviews"
+	ToolGetReview            = "get_review"
+	ToolWritePlan            = "write_plan"
+	ToolWriteReview          = "write_review"
 	ToolClaimSubtask         = "claim_subtask"
 	ToolSignalDone           = "signal_done"
 	ToolGetDelegationContext = "get_delegation_context"
@@ -36,14 +44,19 @@ const (
 func ToolNames() []string {
 	return []string{
 		ToolStoreEnvData, ToolGetEnvData, ToolListEnvData, ToolUpdateEnvData, ToolDeleteEnvData,
-		ToolStoreState, ToolGetState, ToolListState, ToolDeleteState,
-		ToolClaimSubtask, ToolSignalDone, ToolGetDelegationContext, ToolListCapabilities,
+		ToolStoreMemory, ToolGetMemory, ToolListMemory, ToolDeleteMemory,
+		ToolGetTask, ToolGetTaskState, ToolGetPlan, ToolGetSubtask, ToolGetOutput, ToolListReviews, ToolGetReview,
+		ToolWritePlan, ToolWriteReview, ToolClaimSubtask, ToolSignalDone,
+		ToolGetDelegationContext, ToolListCapabilities,
 	}
 }
 
-// Tool inputs. The go-sdk infers each tool's input schema from these types:
-// a field without omitempty is required, the jsonschema tag is the
-// property's description.
+// Tool inputs. Each tool's input schema is derived from its struct (see
+// schema.go): a field without omitempty is a required argument, the
+// jsonschema tag is its description, enum and minimum bound it. Every
+// optional argument is shaped alike: one JSON type (value alone takes any
+// JSON), never null, and a description that starts with "Optional." and
+// says what leaving it out does.
 
 type keyInput struct {
 	Key string `json:"key" jsonschema:"The key, e.g. \"arc_task\" (1-200 bytes of UTF-8, no control characters)."`
@@ -56,51 +69,56 @@ type storeEnvInput struct {
 }
 
 type updateEnvInput struct {
-	Key              string  `json:"key" jsonschema:"The existing key to change."`
-	ShortDescription *string `json:"short_description,omitempty" jsonschema:"A new description; omit to keep the current one."`
-	Value            any     `json:"value,omitempty" jsonschema:"A new value (any JSON); omit to keep the current one."`
-	IfVersion        int     `json:"if_version,omitempty" jsonschema:"Only update if the stored version is this number (from list_env_data); the call fails with a conflict otherwise. Omit or 0 to update whatever the version."`
+	Key              string `json:"key" jsonschema:"The existing key to change."`
+	ShortDescription string `json:"short_description,omitempty" jsonschema:"Optional. A new description. Left out, the current one is kept."`
+	Value            any    `json:"value,omitempty" jsonschema:"Optional. A new value, any JSON (null too). Left out, the current value is kept."`
+	IfVersion        int    `json:"if_version,omitempty" minimum:"1" jsonschema:"Optional. Update only if the stored version is this number (list_env_data shows it); otherwise the call fails with a conflict and changes nothing. Left out, the update applies whatever the version."`
 }
 
 type emptyInput struct{}
 
-const scopeDoc = "Where the state lives: \"po\" (default) is your own memory, kept across tasks; \"session\" is this delegation thread's, kept with the task; \"env\" is shared by every agent and every task."
+// Memory scopes, as the memory tools name them.
+const (
+	memoryAgent   = "agent"
+	memorySession = "session"
+	memoryGlobal  = "global"
+)
 
-type storeStateInput struct {
+type storeMemoryInput struct {
 	Key              string `json:"key" jsonschema:"The key to store under (1-200 bytes of UTF-8, no control characters). An existing key is replaced."`
 	Value            any    `json:"value" jsonschema:"The data: any JSON value, up to 1 MiB."`
-	Scope            string `json:"scope,omitempty" jsonschema:"Where the state lives: \"po\" (default) is your own memory, kept across tasks; \"session\" is this delegation thread's, kept with the task; \"env\" is shared by every agent and every task."`
-	ShortDescription string `json:"short_description,omitempty" jsonschema:"Optional one-line description shown by list_state."`
+	Scope            string `json:"scope,omitempty" enum:"agent,session,global" jsonschema:"Optional. Which memory: \"agent\" is yours alone and lasts forever; \"session\" belongs to this delegation thread and is removed with the task; \"global\" is shared by every agent and every task and lasts forever. Left out: agent."`
+	ShortDescription string `json:"short_description,omitempty" jsonschema:"Optional. One line saying what the value holds, shown by list_memory. Left out: empty."`
 }
 
-type stateKeyInput struct {
+type memoryKeyInput struct {
 	Key   string `json:"key" jsonschema:"The key."`
-	Scope string `json:"scope,omitempty" jsonschema:"Where the state lives: \"po\" (default) is your own memory, kept across tasks; \"session\" is this delegation thread's, kept with the task; \"env\" is shared by every agent and every task."`
+	Scope string `json:"scope,omitempty" enum:"agent,session,global" jsonschema:"Optional. Which memory: \"agent\" is yours alone and lasts forever; \"session\" belongs to this delegation thread and is removed with the task; \"global\" is shared by every agent and every task and lasts forever. Left out: agent."`
 }
 
-type stateScopeInput struct {
-	Scope string `json:"scope,omitempty" jsonschema:"Where the state lives: \"po\" (default) is your own memory, kept across tasks; \"session\" is this delegation thread's, kept with the task; \"env\" is shared by every agent and every task."`
+type memoryScopeInput struct {
+	Scope string `json:"scope,omitempty" enum:"agent,session,global" jsonschema:"Optional. Which memory: \"agent\" is yours alone and lasts forever; \"session\" belongs to this delegation thread and is removed with the task; \"global\" is shared by every agent and every task and lasts forever. Left out: agent."`
 }
 
 type claimInput struct {
-	SubtaskID string `json:"subtask_id" jsonschema:"The id of the plan's subtask to take, e.g. \"st_3\"."`
+	SubtaskID string `json:"subtask_id" pattern:"id" jsonschema:"The id of the plan's subtask to take, e.g. \"st_3\"."`
 }
 
 type doneInput struct {
-	OutputFile string         `json:"output_file,omitempty" jsonschema:"The finished product, relative to the task directory: \"outputs/<subtask_id>.json\", \"plan.json\" or \"reviews/<id>.json\". It must exist and match its schema. Default: outputs/<subtask_id>.json."`
-	SubtaskID  string         `json:"subtask_id,omitempty" jsonschema:"The subtask finished. Needed with output; otherwise taken from output_file."`
-	Status     string         `json:"status,omitempty" jsonschema:"\"completed\" (default), \"failed\" (give error) or \"cancelled\"."`
-	Error      string         `json:"error,omitempty" jsonschema:"Why the work failed; required with status \"failed\"."`
-	Output     map[string]any `json:"output,omitempty" jsonschema:"The subtask's output document, written to outputs/<subtask_id>.json before the marker, e.g. {\"summary\": \"...\", \"decisions\": [...]}; subtask_id, worker_id and completed_at are filled in."`
-	Escalate   string         `json:"escalate,omitempty" jsonschema:"Hand the decision to a human, saying why."`
+	SubtaskID  string         `json:"subtask_id,omitempty" pattern:"id" jsonschema:"Optional. The subtask finished. Needed with output. Left out, it is taken from output_file."`
+	Output     map[string]any `json:"output,omitempty" jsonschema:"Optional. The subtask's result, written to outputs/<subtask_id>.json before the marker, e.g. {\"summary\": \"...\", \"decisions\": [...]}; subtask_id, worker_id and completed_at are filled in. Left out, output_file names a result already written."`
+	OutputFile string         `json:"output_file,omitempty" jsonschema:"Optional. A result already written, relative to the task directory: \"outputs/<subtask_id>.json\". It must exist and match its schema. Left out: outputs/<subtask_id>.json."`
+	Status     string         `json:"status,omitempty" enum:"completed,failed,cancelled" jsonschema:"Optional. How the work ended: \"completed\"; \"failed\" (give error); \"cancelled\" cancels the whole task. Left out: completed."`
+	Error      string         `json:"error,omitempty" jsonschema:"Optional. Why the work failed; needed with status failed. Left out: no error."`
+	Escalate   string         `json:"escalate,omitempty" jsonschema:"Optional. Hand the matter to a human, saying why. Left out: no escalation."`
 }
 
 type contextInput struct {
-	Detail string `json:"detail,omitempty" jsonschema:"\"minimal\", \"standard\" or \"verbose\"; default: your agent card's setting, else standard."`
+	Detail string `json:"detail,omitempty" enum:"minimal,standard,verbose" jsonschema:"Optional. How much to say: \"minimal\" (who called you and the chain), \"standard\" (also what the caller is and the task's request), \"verbose\" (also the message that delegated to your caller, its capabilities, and your thread's concern and approach). Left out: your agent card's setting, else standard."`
 }
 
 // Tool descriptions, written for the model that reads them: what the tool
-// does, when to use it, what it returns.
+// does, when to use it, what comes back.
 const (
 	descStoreEnv = "Store a value in the task's shared environment data, so every agent working on this task (the whole delegation tree) can read it without it being pasted into messages. " +
 		"Use it for data others need: a puzzle, findings, intermediate results. Creates the key or replaces it (the version goes up). " +
@@ -109,21 +127,22 @@ const (
 		"Call list_env_data first to see which keys exist. Returns the value as JSON text; a missing key is an error saying so."
 	descListEnv = "List what is in the task's shared environment data: for each key its short_description, stored_by, updated_at, version and size in bytes — no values. " +
 		"Call this first when you join a task, then get_env_data for the keys you need. Returns a JSON array (\"[]\" when nothing is stored)."
-	descUpdateEnv = "Change an existing key of the task's shared environment data: its short_description, its value, or both; what you omit is kept. " +
+	descUpdateEnv = "Change an existing key of the task's shared environment data: its short_description, its value, or both; what you leave out is kept. " +
 		"Fails if the key does not exist (use store_env_data to create). Pass if_version to update only if nobody changed it since you read it. " +
 		"Returns a confirmation with the new version."
-	descDeleteEnv  = "Remove a key from the task's shared environment data. Returns a confirmation; a missing key is an error."
-	descStoreState = "Remember a value. " + scopeDoc + " " +
-		"Use it for what you learn and want later: preferences, progress, context. Creates or replaces the key; returns a confirmation with the version."
-	descGetState  = "Read one remembered value. " + scopeDoc + " Returns the value as JSON text; a missing key is an error saying so."
-	descListState = "List the remembered keys of one scope with their short_description, stored_by, updated_at, version and size — no values. " + scopeDoc +
-		" Returns a JSON array."
-	descDeleteState = "Forget a remembered key. " + scopeDoc + " Returns a confirmation; a missing key is an error."
-	descClaim       = "Ask to take a subtask of the task's plan. This drops a claim marker; the workspace daemon decides, and the first valid claim wins. " +
-		"Returns where the claim was dropped and how to check whether you got the subtask (the task's state shows the subtask's worker). Do the work only once it is yours."
-	descDone = "Report work finished: drops a done marker that the workspace daemon applies to the task's state. " +
-		"For a subtask, pass subtask_id and your result as output (written to outputs/<subtask_id>.json first), or name an output_file you already wrote. " +
-		"Use status \"failed\" with error when it could not be done. Returns where the marker was dropped."
+	descDeleteEnv   = "Remove a key from the task's shared environment data. Returns a confirmation; a missing key is an error."
+	descStoreMemory = "Remember a value under a key in your memory — not the task's state, which only the workspace daemon writes (read that with get_task_state). " +
+		"Use it for what you learn and want later: preferences, progress, context. scope picks the memory: agent (yours, the default), session (this thread) or global (every agent). " +
+		"Creates or replaces the key. Returns a confirmation with the version, e.g. \"Stored 'style' in your agent memory (version 1).\""
+	descGetMemory    = "Read one value of your memory (scope agent, session or global; default agent). Returns the value as JSON text; a missing key is an error saying so."
+	descListMemory   = "List the keys of one memory scope (agent, session or global; default agent) with their short_description, stored_by, updated_at, version and size — no values. Returns a JSON array (\"[]\" when empty)."
+	descDeleteMemory = "Forget a key of your memory (scope agent, session or global; default agent). Returns a confirmation; a missing key is an error."
+	descClaim        = "Ask to take a subtask of the approved plan. This drops a claim marker; the workspace daemon decides, and the first valid claim wins. " +
+		"Do the work only once it is yours: call get_subtask until it shows status in_progress with you as worker. " +
+		"Returns where the claim went and what the state showed for the subtask before it."
+	descDone = "Report a subtask finished: writes your result as outputs/<subtask_id>.json (pass it as output) and drops a done marker that the workspace daemon applies to the task's state. " +
+		"Use status \"failed\" with error when it could not be done. Plans and reviews are reported by write_plan and write_review, not here. " +
+		"Returns what was written and where the marker went."
 	descContext = "Show the delegation context of your thread: who called you, what that caller is, the chain of delegations from the human down to you, and the task's original request. " +
 		"Use it when a message lacks background. Returns the [Delegation Context] text, or a sentence saying why there is none (a human called you directly, or your card turns it off)."
 	descCapabilities = "Describe yourself: your name, description and role, how you get called, your declared capabilities and every universal tool with what it does, and whether the task has environment data. Returns a text block."
@@ -131,22 +150,34 @@ const (
 
 func boolPtr(b bool) *bool { return &b }
 
-// addTool registers one tool whose handler returns text. An error becomes
-// a tool error (IsError) with ErrorText; a panic in a handler becomes a
-// tool error too, so no call can stop the server.
+// addTool registers one tool whose handler returns text, with the input
+// schema derived from In. The arguments are checked against that schema
+// and decoded into In (decodeArgs) before the handler runs. An error
+// becomes a tool error (IsError) with ErrorText; a panic in a handler
+// becomes a tool error too, so no call can stop the server.
 func addTool[In any](s *Server, name, desc string, ann *mcp.ToolAnnotations, h func(ctx context.Context, req *mcp.CallToolRequest, in In) (string, error)) {
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: name, Description: desc, Annotations: ann},
-		func(ctx context.Context, req *mcp.CallToolRequest, in In) (res *mcp.CallToolResult, _ any, _ error) {
+	sch := inputSchema[In]()
+	check := newArgChecker(name, sch)
+	s.mcp.AddTool(&mcp.Tool{Name: name, Description: desc, Annotations: ann, InputSchema: sch},
+		func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, _ error) {
 			defer func() {
 				if r := recover(); r != nil {
 					res = errorResult(fmt.Errorf("%s: internal error: %v", name, r))
 				}
 			}()
+			var raw json.RawMessage
+			if req != nil && req.Params != nil {
+				raw = req.Params.Arguments
+			}
+			in, err := decodeArgs[In](check, raw)
+			if err != nil {
+				return errorResult(err), nil
+			}
 			text, err := h(ctx, req, in)
 			if err != nil {
-				return errorResult(err), nil, nil
+				return errorResult(err), nil
 			}
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil
 		})
 }
 
@@ -165,27 +196,49 @@ func (s *Server) addTools() {
 	addTool(s, ToolListEnvData, descListEnv, readOnly, s.listEnv)
 	addTool(s, ToolUpdateEnvData, descUpdateEnv, replace, s.updateEnv)
 	addTool(s, ToolDeleteEnvData, descDeleteEnv, remove, s.deleteEnv)
-	addTool(s, ToolStoreState, descStoreState, replace, s.storeState)
-	addTool(s, ToolGetState, descGetState, readOnly, s.getState)
-	addTool(s, ToolListState, descListState, readOnly, s.listState)
-	addTool(s, ToolDeleteState, descDeleteState, remove, s.deleteState)
+	addTool(s, ToolStoreMemory, descStoreMemory, replace, s.storeMemory)
+	addTool(s, ToolGetMemory, descGetMemory, readOnly, s.getMemory)
+	addTool(s, ToolListMemory, descListMemory, readOnly, s.listMemory)
+	addTool(s, ToolDeleteMemory, descDeleteMemory, remove, s.deleteMemory)
+	addTool(s, ToolGetTask, descGetTask, readOnly, s.getTask)
+	addTool(s, ToolGetTaskState, descGetTaskState, readOnly, s.getTaskState)
+	addTool(s, ToolGetPlan, descGetPlan, readOnly, s.getPlan)
+	addTool(s, ToolGetSubtask, descGetSubtask, readOnly, s.getSubtask)
+	addTool(s, ToolGetOutput, descGetOutput, readOnly, s.getOutput)
+	addTool(s, ToolListReviews, descListReviews, readOnly, s.listReviews)
+	addTool(s, ToolGetReview, descGetReview, readOnly, s.getReview)
+	addTool(s, ToolWritePlan, descWritePlan, write, s.writePlan)
+	addTool(s, ToolWriteReview, descWriteReview, write, s.writeReview)
 	addTool(s, ToolClaimSubtask, descClaim, write, s.claim)
 	addTool(s, ToolSignalDone, descDone, write, s.done)
 	addTool(s, ToolGetDelegationContext, descContext, readOnly, s.delegationContext)
 	addTool(s, ToolListCapabilities, descCapabilities, readOnly, s.capabilities)
 }
 
-// rawArg returns the bytes of one argument exactly as the client sent
-// them. The typed input has already been validated against the schema;
-// values are taken from the raw arguments so that numbers keep every digit
-// (the typed path decodes them as float64).
-func rawArg(req *mcp.CallToolRequest, name string) (json.RawMessage, bool, error) {
+// rawArgs returns the arguments exactly as the client sent them, by name.
+// The typed input has already been validated against the schema; values
+// are taken from the raw arguments so that numbers keep every digit (the
+// typed path decodes them as float64) and so that an argument left out
+// can be told from one given empty.
+func rawArgs(req *mcp.CallToolRequest) (map[string]json.RawMessage, error) {
+	args := map[string]json.RawMessage{}
 	if req == nil || req.Params == nil || len(req.Params.Arguments) == 0 {
-		return nil, false, nil
+		return args, nil
 	}
-	var args map[string]json.RawMessage
 	if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
-		return nil, false, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read arguments", Err: err}
+		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read arguments", Err: err}
+	}
+	if args == nil {
+		args = map[string]json.RawMessage{}
+	}
+	return args, nil
+}
+
+// rawArg returns one argument as rawArgs does, and whether it was given.
+func rawArg(req *mcp.CallToolRequest, name string) (json.RawMessage, bool, error) {
+	args, err := rawArgs(req)
+	if err != nil {
+		return nil, false, err
 	}
 	v, ok := args[name]
 	return v, ok, nil
@@ -244,7 +297,7 @@ func (s *Server) storeEnv(ctx context.Context, req *mcp.CallToolRequest, in stor
 func (s *Server) getEnv(ctx context.Context, _ *mcp.CallToolRequest, in keyInput) (string, error) {
 	e, err := s.w.GetEntry(ctx, s.envScope(), in.Key)
 	if err != nil {
-		return "", err
+		return "", redirect(err, workspace.ErrNotFound, "call "+ToolListEnvData+" to see which keys exist")
 	}
 	return string(e.Value), nil
 }
@@ -262,55 +315,57 @@ func (s *Server) updateEnv(ctx context.Context, req *mcp.CallToolRequest, in upd
 	if err != nil {
 		return "", err
 	}
-	if in.IfVersion < 0 {
-		return "", &workspace.Error{Kind: workspace.ErrInvalid, Op: "update " + in.Key, Msg: fmt.Sprintf("if_version %d is negative", in.IfVersion),
-			Hint: "pass the version list_env_data shows, or omit if_version"}
-	}
-	if v == nil && in.ShortDescription == nil {
-		return "", &workspace.Error{Kind: workspace.ErrInvalid, Op: "update " + in.Key, Msg: "nothing to update",
-			Hint: "pass short_description and/or value"}
-	}
-	r, err := s.w.UpdateEntry(ctx, s.envScope(), workspace.UpdateRequest{Key: in.Key, Description: in.ShortDescription, Value: v, Agent: s.agent, IfVersion: in.IfVersion})
-	if err != nil {
+	var desc *string
+	if _, ok, err := rawArg(req, "short_description"); err != nil {
 		return "", err
+	} else if ok {
+		desc = &in.ShortDescription
+	}
+	if v == nil && desc == nil {
+		return "", &workspace.Error{Kind: workspace.ErrInvalid, Op: "update " + in.Key, Msg: "nothing to update",
+			Hint: "pass short_description, value or both"}
+	}
+	r, err := s.w.UpdateEntry(ctx, s.envScope(), workspace.UpdateRequest{Key: in.Key, Description: desc, Value: v, Agent: s.agent, IfVersion: in.IfVersion})
+	if err != nil {
+		err = redirect(err, workspace.ErrNotFound, "call "+ToolStoreEnvData+" to create it, or "+ToolListEnvData+" to see which keys exist")
+		return "", redirect(err, workspace.ErrConflict, "another agent changed it since you read it: call "+ToolGetEnvData+" to read it again, then retry with if_version set to the version "+ToolListEnvData+" shows")
 	}
 	return withWarnings(fmt.Sprintf("Updated '%s' (version %d).", r.Entry.Key, r.Entry.Version), r), nil
 }
 
 func (s *Server) deleteEnv(ctx context.Context, _ *mcp.CallToolRequest, in keyInput) (string, error) {
 	if err := s.w.DeleteEntry(ctx, s.envScope(), in.Key, s.agent); err != nil {
-		return "", err
+		return "", redirect(err, workspace.ErrNotFound, "call "+ToolListEnvData+" to see which keys exist")
 	}
 	return fmt.Sprintf("Deleted '%s' from environment data.", in.Key), nil
 }
 
-// stateScope maps a state tool's scope argument (po, session, env; "" is
-// po) to a workspace scope, and names it for messages.
-func (s *Server) stateScope(name string) (workspace.Scope, string, error) {
-	if name == "" {
-		name = "po"
+// memoryScope maps a memory tool's scope argument (agent, session, global;
+// "" is agent) to a workspace scope, and names it for messages. The input
+// schema admits nothing else; a value outside it is still refused here.
+func (s *Server) memoryScope(name string) (workspace.Scope, string, error) {
+	switch name {
+	case "", memoryAgent:
+		return workspace.Scope{Kind: workspace.ScopeAgent, Agent: s.agent}, "your agent memory", nil
+	case memorySession:
+		return workspace.Scope{Kind: workspace.ScopeSession, TaskID: s.task, ThreadID: s.thread}, "the session memory of thread " + s.thread, nil
+	case memoryGlobal:
+		return workspace.Scope{Kind: workspace.ScopeGlobal}, "the global memory shared by every agent", nil
 	}
-	kind, err := workspace.ParseScope(name)
-	if err != nil {
-		return workspace.Scope{}, "", &workspace.Error{Kind: workspace.ErrInvalid, Op: fmt.Sprintf("scope %q", name), Msg: "unknown scope",
-			Hint: "use po (your memory, the default), session (this thread) or env (shared by every agent)"}
-	}
-	if kind == workspace.ScopeThread {
-		return workspace.Scope{}, "", &workspace.Error{Kind: workspace.ErrInvalid, Op: fmt.Sprintf("scope %q", name), Msg: "is the task's environment data, not state",
-			Hint: "use the *_env_data tools for it, or scope po, session or env"}
-	}
-	switch kind {
-	case workspace.ScopeAgent:
-		return workspace.Scope{Kind: kind, Agent: s.agent}, "your po state", nil
-	case workspace.ScopeSession:
-		return workspace.Scope{Kind: kind, TaskID: s.task, ThreadID: s.thread}, "the session state of thread " + s.thread, nil
-	default:
-		return workspace.Scope{Kind: kind}, "the env state shared by every agent", nil
-	}
+	return workspace.Scope{}, "", &workspace.Error{Kind: workspace.ErrInvalid, Op: fmt.Sprintf("scope %q", name), Msg: "unknown memory scope",
+		Hint: "use scope agent (yours, the default), session (this thread) or global (every agent)"}
 }
 
-func (s *Server) storeState(ctx context.Context, req *mcp.CallToolRequest, in storeStateInput) (string, error) {
-	sc, where, err := s.stateScope(in.Scope)
+// memoryMissing is the hint for a key the memory scope lacks.
+func memoryMissing(scope string) string {
+	if scope == "" {
+		scope = memoryAgent
+	}
+	return fmt.Sprintf("call %s with scope %s to see which keys exist", ToolListMemory, scope)
+}
+
+func (s *Server) storeMemory(ctx context.Context, req *mcp.CallToolRequest, in storeMemoryInput) (string, error) {
+	sc, where, err := s.memoryScope(in.Scope)
 	if err != nil {
 		return "", err
 	}
@@ -325,20 +380,20 @@ func (s *Server) storeState(ctx context.Context, req *mcp.CallToolRequest, in st
 	return withWarnings(fmt.Sprintf("Stored '%s' in %s (version %d).", r.Entry.Key, where, r.Entry.Version), r), nil
 }
 
-func (s *Server) getState(ctx context.Context, _ *mcp.CallToolRequest, in stateKeyInput) (string, error) {
-	sc, _, err := s.stateScope(in.Scope)
+func (s *Server) getMemory(ctx context.Context, _ *mcp.CallToolRequest, in memoryKeyInput) (string, error) {
+	sc, _, err := s.memoryScope(in.Scope)
 	if err != nil {
 		return "", err
 	}
 	e, err := s.w.GetEntry(ctx, sc, in.Key)
 	if err != nil {
-		return "", err
+		return "", redirect(err, workspace.ErrNotFound, memoryMissing(in.Scope))
 	}
 	return string(e.Value), nil
 }
 
-func (s *Server) listState(ctx context.Context, _ *mcp.CallToolRequest, in stateScopeInput) (string, error) {
-	sc, _, err := s.stateScope(in.Scope)
+func (s *Server) listMemory(ctx context.Context, _ *mcp.CallToolRequest, in memoryScopeInput) (string, error) {
+	sc, _, err := s.memoryScope(in.Scope)
 	if err != nil {
 		return "", err
 	}
@@ -349,142 +404,15 @@ func (s *Server) listState(ctx context.Context, _ *mcp.CallToolRequest, in state
 	return toJSON(items)
 }
 
-func (s *Server) deleteState(ctx context.Context, _ *mcp.CallToolRequest, in stateKeyInput) (string, error) {
-	sc, where, err := s.stateScope(in.Scope)
+func (s *Server) deleteMemory(ctx context.Context, _ *mcp.CallToolRequest, in memoryKeyInput) (string, error) {
+	sc, where, err := s.memoryScope(in.Scope)
 	if err != nil {
 		return "", err
 	}
 	if err := s.w.DeleteEntry(ctx, sc, in.Key, s.agent); err != nil {
-		return "", err
+		return "", redirect(err, workspace.ErrNotFound, memoryMissing(in.Scope))
 	}
 	return fmt.Sprintf("Deleted '%s' from %s.", in.Key, where), nil
-}
-
-// stateURI is the resource holding a task's state.
-func stateURI(task string) string { return "workspace://tasks/" + task + "/state" }
-
-// envURI is the resource holding a task's env manifest.
-func envURI(task string) string { return "workspace://tasks/" + task + "/env" }
-
-func (s *Server) claim(ctx context.Context, _ *mcp.CallToolRequest, in claimInput) (string, error) {
-	marker, err := s.w.WriteClaim(s.task, s.agent, in.SubtaskID)
-	if err != nil {
-		return "", err
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "Claim for subtask '%s' dropped (%s). The workspace daemon decides: the first valid claim wins, and a claim of a subtask someone else already holds is refused.\n", in.SubtaskID, marker)
-	fmt.Fprintf(&b, "To check, read the task's state (resource %s, or `workspaced state show --task %s`): once your claim is taken, subtasks.%s has worker \"%s\" and status in_progress.", stateURI(s.task), s.task, in.SubtaskID, s.agent)
-	if st, err := s.w.ReadState(s.task); err == nil {
-		if sub, ok := st.Subtasks[in.SubtaskID]; ok {
-			fmt.Fprintf(&b, "\nBefore this claim the state showed subtask '%s' as %s", in.SubtaskID, sub.Status)
-			if sub.Worker != "" {
-				fmt.Fprintf(&b, " (worker %s)", sub.Worker)
-			}
-			b.WriteString(".")
-		} else {
-			fmt.Fprintf(&b, "\nThe current state lists no subtask '%s': the daemon will refuse the claim unless the approved plan has it.", in.SubtaskID)
-		}
-	}
-	return b.String(), nil
-}
-
-func (s *Server) done(ctx context.Context, req *mcp.CallToolRequest, in doneInput) (string, error) {
-	dr := workspace.DoneRequest{TaskID: s.task, Agent: s.agent, OutputFile: in.OutputFile, SubtaskID: in.SubtaskID,
-		Status: in.Status, Error: in.Error, Escalate: in.Escalate}
-	var wrote string
-	raw, hasOutput, err := rawArg(req, "output")
-	if err != nil {
-		return "", err
-	}
-	if hasOutput {
-		if in.SubtaskID == "" {
-			return "", &workspace.Error{Kind: workspace.ErrInvalid, Op: "signal_done", Msg: "output given without subtask_id",
-				Hint: "pass subtask_id: the output is written to outputs/<subtask_id>.json"}
-		}
-		want := "outputs/" + in.SubtaskID + ".json"
-		if in.OutputFile != "" && in.OutputFile != want {
-			return "", &workspace.Error{Kind: workspace.ErrInvalid, Op: "signal_done", Msg: fmt.Sprintf("output_file %q does not match subtask %s", in.OutputFile, in.SubtaskID),
-				Hint: "omit output_file when passing output (it is " + want + ")"}
-		}
-		// Refuse what WriteDone would refuse before writing the output,
-		// so a bad call leaves nothing behind.
-		switch in.Status {
-		case "", "completed", "failed", "cancelled":
-		default:
-			return "", &workspace.Error{Kind: workspace.ErrInvalid, Op: "signal_done", Msg: fmt.Sprintf("unknown status %q", in.Status),
-				Hint: "use status completed, failed or cancelled"}
-		}
-		if in.Status == "failed" && in.Error == "" {
-			return "", &workspace.Error{Kind: workspace.ErrInvalid, Op: "signal_done", Msg: "a failed marker needs an error",
-				Hint: "say why in error"}
-		}
-		doc, err := outputDoc(raw, in.Status, in.Error)
-		if err != nil {
-			return "", err
-		}
-		rel, err := s.w.WriteOutput(s.task, in.SubtaskID, s.agent, doc)
-		if err != nil {
-			return "", err
-		}
-		dr.OutputFile, wrote = rel, rel
-	} else if dr.OutputFile == "" && in.SubtaskID != "" && in.Status != "cancelled" {
-		dr.OutputFile = "outputs/" + in.SubtaskID + ".json"
-	}
-	marker, err := s.w.WriteDone(dr)
-	if err != nil {
-		if wrote != "" {
-			return "", fmt.Errorf("wrote %s, but no done marker: %w", wrote, err)
-		}
-		return "", err
-	}
-	status := dr.Status
-	if status == "" {
-		status = "completed"
-	}
-	var b strings.Builder
-	if wrote != "" {
-		fmt.Fprintf(&b, "Wrote %s. ", wrote)
-	}
-	fmt.Fprintf(&b, "Done marker dropped (%s): ", marker)
-	switch {
-	case dr.SubtaskID != "":
-		fmt.Fprintf(&b, "subtask '%s' %s", dr.SubtaskID, status)
-	default:
-		b.WriteString(status)
-	}
-	if dr.OutputFile != "" {
-		fmt.Fprintf(&b, ", product %s", dr.OutputFile)
-	}
-	fmt.Fprintf(&b, ". The workspace daemon applies it to the task's state (resource %s).", stateURI(s.task))
-	return b.String(), nil
-}
-
-// outputDoc is the output argument with status and error filled in from
-// the call when the document does not set them. The members are kept as
-// raw bytes, so numbers keep every digit.
-func outputDoc(raw json.RawMessage, status, errText string) ([]byte, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
-		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "signal_done output", Msg: "not a JSON object",
-			Hint: "pass output as an object, e.g. {\"summary\": \"what was done\"}"}
-	}
-	set := func(k, v string) error {
-		if _, ok := m[k]; ok || v == "" {
-			return nil
-		}
-		b, err := json.Marshal(v)
-		m[k] = b
-		return err
-	}
-	if status == "completed" || status == "failed" {
-		if err := set("status", status); err != nil {
-			return nil, err
-		}
-	}
-	if err := set("error", errText); err != nil {
-		return nil, err
-	}
-	return json.Marshal(m)
 }
 
 func (s *Server) delegationContext(ctx context.Context, _ *mcp.CallToolRequest, in contextInput) (string, error) {
@@ -499,5 +427,5 @@ func (s *Server) delegationContext(ctx context.Context, _ *mcp.CallToolRequest, 
 }
 
 func (s *Server) capabilities(ctx context.Context, _ *mcp.CallToolRequest, _ emptyInput) (string, error) {
-	return s.w.SystemContext(s.agent, s.task)
+	return s.w.Capabilities(s.agent, s.task)
 }

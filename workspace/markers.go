@@ -184,6 +184,13 @@ func (w *Workspace) ReadProductAt(dir *os.File, outputFile string) (Product, err
 	if err != nil || p.Kind == ProductNone {
 		return p, err
 	}
+	p, _, err = w.readProductAt(dir, outputFile, p)
+	return p, err
+}
+
+// readProductAt reads outputFile, a product of kind p.Kind, through dir as
+// ReadProductAt does, and also returns the bytes read.
+func (w *Workspace) readProductAt(dir *os.File, outputFile string, p Product) (Product, []byte, error) {
 	from := dir
 	sub, file := path.Split(outputFile)
 	if sub != "" {
@@ -196,18 +203,19 @@ func (w *Workspace) ReadProductAt(dir *os.File, outputFile string) (Product, err
 				if unix.Fstatat(int(dir.Fd()), sub, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
 					what = FileKind(modeOf(uint32(st.Mode)))
 				}
-				return Product{}, &Error{Kind: ErrUnsafe, Op: "product " + outputFile, Msg: fmt.Sprintf("%s/ is a %s, not a directory of the task", sub, what)}
+				return Product{}, nil, &Error{Kind: ErrUnsafe, Op: "product " + outputFile, Msg: fmt.Sprintf("%s/ is a %s, not a directory of the task", sub, what)}
 			}
-			return Product{}, productReadError(outputFile, err)
+			return Product{}, nil, productReadError(outputFile, err)
 		}
 		defer d.Close()
 		from = d
 	}
 	data, err := ReadAgentFileAt(from, file, int64(w.settings.Limits.MaxFileBytes))
 	if err != nil {
-		return Product{}, productReadError(outputFile, err)
+		return Product{}, nil, productReadError(outputFile, err)
 	}
-	return w.decodeProduct(p, outputFile, data)
+	p, err = w.decodeProduct(p, outputFile, data)
+	return p, data, err
 }
 
 // modeOf is the type bits of a stat(2) mode as an fs.FileMode.

@@ -243,23 +243,33 @@ type Capability struct {
 }
 
 // UniversalCapabilities are the tools every agent has whatever its card
-// declares: the env-data and memory operations, claim, done and
-// the delegation context. The MCP server serves exactly these; the system
-// context lists them. Callers must not modify the slice.
+// declares: the env-data and memory operations, reading the task, its
+// state, plan, outputs and reviews, writing a plan or a review, claim, done
+// and the delegation context. The MCP server serves exactly these; the
+// system context lists them. Callers must not modify the slice.
 var UniversalCapabilities = []Capability{
 	{"store_env_data", "Store (create or replace) a key in the task's shared environment data, with a short description."},
 	{"get_env_data", "Read the full value of one env data key."},
 	{"list_env_data", "List the env data keys with their short descriptions (no values)."},
 	{"update_env_data", "Change an existing env data key's description and/or value; optional if_version compare-and-swap."},
 	{"delete_env_data", "Remove an env data key."},
-	{"store_state", "Store a key in your private memory (scope session, agent or global)."},
-	{"get_state", "Read one key of your memory."},
-	{"list_state", "List the keys of a memory scope with their short descriptions."},
-	{"delete_state", "Remove a key from your memory."},
+	{"store_memory", "Remember a value under a key in your memory (scope agent, session or global)."},
+	{"get_memory", "Read one key of your memory."},
+	{"list_memory", "List the keys of a memory scope with their short descriptions."},
+	{"delete_memory", "Forget a key of your memory."},
+	{"get_task", "Read the task: its description, context, constraints and priority."},
+	{"get_task_state", "Read the task's execution state: status, plan status, each subtask's status and worker, checkpoints."},
+	{"get_plan", "Read the plan (the current version or an earlier one) with its subtasks and checkpoints."},
+	{"get_subtask", "Read one subtask: what the plan asks of it, its status, worker and output file."},
+	{"get_output", "Read the output a subtask's worker left."},
+	{"list_reviews", "List the task's reviews with their verdicts and issues."},
+	{"get_review", "Read one review as its reviewer wrote it."},
+	{"write_plan", "Write the next version of the plan and propose it for review."},
+	{"write_review", "Judge the plan, a checkpoint or an output: write the review and report it."},
 	{"claim_subtask", "Take a subtask of the task's plan (first claim wins)."},
-	{"signal_done", "Report a product finished (an output, a plan, a review), completed or failed."},
+	{"signal_done", "Report a subtask finished, completed or failed, with its output."},
 	{"get_delegation_context", "Show who called you, the delegation chain and the task context."},
-	{"list_capabilities", "List every tool available to you, with details."},
+	{"list_capabilities", "Show this description of you: your card, how you get called, and these tools."},
 }
 
 // SystemContext builds the "what am I" block, the base of an agent's system
@@ -269,6 +279,17 @@ var UniversalCapabilities = []Capability{
 // gets the same block with the description "(no agent card)". It writes
 // nothing; the same tree gives the same bytes.
 func (w *Workspace) SystemContext(agent, taskID string) (string, error) {
+	return w.systemContext(agent, taskID, true)
+}
+
+// Capabilities is the system context as the list_capabilities tool answers
+// it: SystemContext without the line that tells the agent to call that
+// very tool.
+func (w *Workspace) Capabilities(agent, taskID string) (string, error) {
+	return w.systemContext(agent, taskID, false)
+}
+
+func (w *Workspace) systemContext(agent, taskID string, pointToTool bool) (string, error) {
 	ctx := context.Background()
 	if err := ValidateID("agent", agent); err != nil {
 		return "", err
@@ -327,7 +348,9 @@ You may receive messages from:
 	for _, c := range UniversalCapabilities {
 		fmt.Fprintf(&b, "  - %s: %s\n", c.Name, c.Description)
 	}
-	b.WriteString("\nYou can use list_capabilities to see full details of your available tools.\n")
+	if pointToTool {
+		b.WriteString("\nYou can use list_capabilities to see full details of your available tools.\n")
+	}
 	if envCount >= 0 {
 		b.WriteString("\n### Environment data\n")
 		switch envCount {

@@ -335,6 +335,17 @@ func TestSystemContextGolden(t *testing.T) {
 				t.Errorf("env section without a task")
 			}
 			checkGolden(t, "system-context/"+tc.name+".txt", []byte(got))
+
+			// The list_capabilities tool answers the same block, less the
+			// line telling the agent to call list_capabilities.
+			tool, err := w.Capabilities(tc.agent, tc.task)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const self = "\nYou can use list_capabilities to see full details of your available tools.\n"
+			if !strings.Contains(got, self) || tool != strings.Replace(got, self, "", 1) {
+				t.Errorf("Capabilities differs from SystemContext by more than the line pointing at list_capabilities:\n%s", tool)
+			}
 		})
 	}
 	if _, err := w.SystemContext("bad name", ""); !errors.Is(err, ErrInvalid) {
@@ -347,7 +358,9 @@ func TestSystemContextGolden(t *testing.T) {
 
 func TestUniversalCapabilitiesNamed(t *testing.T) {
 	want := []string{"store_env_data", "get_env_data", "list_env_data", "update_env_data", "delete_env_data",
-		"store_state", "get_state", "list_state", "delete_state", "claim_subtask", "signal_done",
+		"store_memory", "get_memory", "list_memory", "delete_memory",
+		"get_task", "get_task_state", "get_plan", "get_subtask", "get_output", "list_reviews", "get_review",
+		"write_plan", "write_review", "claim_subtask", "signal_done",
 		"get_delegation_context", "list_capabilities"}
 	var got []string
 	for _, c := range UniversalCapabilities {

@@ -13,24 +13,30 @@ import (
 const mcpUsage = `workspaced mcp — serve the workspace to one agent over the Model Context
 Protocol, on stdin/stdout (newline-delimited JSON-RPC). An MCP client (an LLM
 agent runtime) launches this command and gets the universal capabilities as
-tools: store_env_data, get_env_data, list_env_data, update_env_data,
-delete_env_data, store_state, get_state, list_state, delete_state,
-claim_subtask, signal_done, get_delegation_context, list_capabilities; and
-the task's state and env manifest as resources (workspace://tasks/T/state,
-workspace://tasks/T/env).
+tools — env data: store_env_data, get_env_data, list_env_data,
+update_env_data, delete_env_data; memory: store_memory, get_memory,
+list_memory, delete_memory; the task's work: get_task, get_task_state,
+get_plan, get_subtask, get_output, list_reviews, get_review, write_plan,
+write_review, claim_subtask, signal_done; context: get_delegation_context,
+list_capabilities — and the task's state and env manifest as resources
+(workspace://tasks/T/state, workspace://tasks/T/env).
 
 Usage:
   workspaced [--root DIR] mcp (--task T | --thread X | --task T --thread X) --agent A
 
 --thread alone finds its task; --task alone serves the task's root thread.
 --agent (or $WORKSPACE_AGENT) is the serving agent: stored_by of every entry,
-the owner of the "po" state scope, the agent of claim and done markers.
+the owner of the agent memory scope, the agent of every marker it drops (a
+plan it proposes, a review, a claim, a done report).
 The ids are checked before serving; nothing is read from stdin until then.
-A log line goes to stderr; stdout carries only the protocol.
+A log line goes to stderr; stdout carries only the protocol. Plans, reviews,
+claims and done reports are applied to the task's state by the daemon
+(workspaced serve): run one on the same root.
 
 Examples:
   workspaced --root ./workspace mcp --task t1 --thread th_observer --agent observer
   workspaced mcp --thread th_solver --agent solver
+  workspaced mcp --task t1 --agent planner      # a planner's server; a reviewer gets its own
 
 Exit codes: 0 the client disconnected (or SIGINT/SIGTERM), 1 failure (a bad id),
 2 usage, 3 task or thread not found.

@@ -85,8 +85,8 @@ func TestMCPRealClient(t *testing.T) {
 	if got, isErr := callText("get_env_data", map[string]any{"key": "nope"}); !isErr || !strings.Contains(got, "no such key\nhint: ") {
 		t.Fatalf("get of a missing key: %q (error %v)", got, isErr)
 	}
-	if got, isErr := callText("store_state", map[string]any{"key": "seen", "value": []string{"arc_task"}, "scope": "session"}); isErr {
-		t.Fatalf("store_state: %s", got)
+	if got, isErr := callText("store_memory", map[string]any{"key": "seen", "value": []string{"arc_task"}, "scope": "session"}); isErr {
+		t.Fatalf("store_memory: %s", got)
 	}
 
 	// The tree: the entries as any other reader sees them.
@@ -166,4 +166,166 @@ func TestMCPStartErrors(t *testing.T) {
 			}
 		}
 	})
+}
+
+// mcpAgent is one `workspaced mcp` process and the go-sdk client talking
+// to it, as an agent runtime launches it.
+type mcpAgent struct {
+	t      *testing.T
+	name   string
+	cs     *mcp.ClientSession
+	stderr *syncBuffer
+}
+
+// mcpClient launches `workspaced mcp --task task --agent agent` on w.
+func (w *ws) mcpClient(task, agent string) *mcpAgent {
+	w.t.Helper()
+	cmd := exec.Command(bin, "--root", w.root, "mcp", "--task", task, "--agent", agent)
+	cmd.Dir, cmd.Env = w.dir, cleanEnv()
+	a := &mcpAgent{t: w.t, name: agent, stderr: &syncBuffer{}}
+	cmd.Stderr = a.stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "workspaced-test-" + agent, Version: "v0"}, nil).
+		Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		w.t.Fatalf("connect %s: %v (stderr: %s)", agent, err, a.stderr)
+	}
+	a.cs = cs
+	w.t.Cleanup(func() { cs.Close() })
+	return a
+}
+
+// call calls a tool that must succeed and returns its text.
+func (a *mcpAgent) call(tool string, args any) string {
+	a.t.Helper()
+	text, isErr := a.try(tool, args)
+	if isErr {
+		a.t.Fatalf("%s: %s(%v): tool error: %s", a.name, tool, args, text)
+	}
+	return text
+}
+
+// try calls a tool and returns its text and whether it is a tool error.
+func (a *mcpAgent) try(tool string, args any) (string, bool) {
+	a.t.Helper()
+	res, err := a.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		a.t.Fatalf("%s: %s: protocol error: %v (stderr: %s)", a.name, tool, err, a.stderr)
+	}
+	var parts []string
+	for _, c := range res.Content {
+		parts = append(parts, c.(*mcp.TextContent).Text)
+	}
+	return strings.Join(parts, "\n"), res.IsError
+}
+
+// state waits, through get_task_state, for the task's state to satisfy
+// cond, as an agent would.
+func (a *mcpAgent) state(what string, cond func(workspace.State) bool) workspace.State {
+	a.t.Helper()
+	var st workspace.State
+	eventually(a.t, what, func() (bool, string) {
+		text, isErr := a.try(mcpserver.ToolGetTaskState, nil)
+		if isErr {
+			return false, text
+		}
+		st = workspace.State{}
+		if err := json.Unmarshal([]byte(text), &st); err != nil {
+			return false, err.Error()
+		}
+		return cond(st), text
+	})
+	return st
+}
+
+// TestMCPPlannerReviewerFlow runs a task from plan to completion with
+// agents that have nothing but MCP tools — a planner, a reviewer and a
+// worker, each its own `workspaced mcp` — against a running daemon.
+func TestMCPPlannerReviewerFlow(t *testing.T) {
+	w := newWS(t)
+	w.ok("task", "create", "--id", "t1", "--description", "Build a REST auth API", "--context", "Go service, no frameworks",
+		"--constraint", "no new dependencies", "--constraint", "tests first")
+	w.serve()
+	planner, reviewer, worker := w.mcpClient("t1", "planner"), w.mcpClient("t1", "reviewer"), w.mcpClient("t1", "worker")
+
+	// The planner reads the task and proposes a plan.
+	var task workspace.Task
+	if err := json.Unmarshal([]byte(planner.call(mcpserver.ToolGetTask, nil)), &task); err != nil {
+		t.Fatal(err)
+	}
+	if task.Description != "Build a REST auth API" || task.Context != "Go service, no frameworks" || len(task.Constraints) != 2 {
+		t.Fatalf("get_task = %+v", task)
+	}
+	plan := map[string]any{"summary": "endpoints, then tests",
+		"subtasks": []any{
+			map[string]any{"id": "st_1", "description": "write the login endpoint", "estimated_complexity": "low"},
+			map[string]any{"id": "st_2", "description": "write the tests", "dependencies": []string{"st_1"}},
+		}}
+	planner.call(mcpserver.ToolWritePlan, plan)
+
+	// The reviewer sends it back with an issue.
+	reviewer.state("plan v1 proposed", func(st workspace.State) bool { return st.PlanStatus == "proposed" && st.PlanVersion == 1 })
+	if got := reviewer.call(mcpserver.ToolGetPlan, nil); !strings.Contains(got, "write the login endpoint") {
+		t.Fatalf("get_plan: %s", got)
+	}
+	reviewer.call(mcpserver.ToolWriteReview, map[string]any{"type": "plan_review", "verdict": "revision_needed",
+		"issues": []any{map[string]any{"problem": "no checkpoint before the tests", "suggestion": "add one over st_2"}}})
+
+	// The planner reads why and writes the next version.
+	planner.state("plan v1 sent back", func(st workspace.State) bool { return st.PlanStatus == "revision_needed" })
+	var lr struct {
+		Reviews []workspace.Review `json:"reviews"`
+	}
+	if err := json.Unmarshal([]byte(planner.call(mcpserver.ToolListReviews, nil)), &lr); err != nil {
+		t.Fatal(err)
+	}
+	if len(lr.Reviews) != 1 || lr.Reviews[0].Issues[0].Problem != "no checkpoint before the tests" || lr.Reviews[0].Reviewer != "reviewer" {
+		t.Fatalf("list_reviews: %+v", lr)
+	}
+	plan["checkpoints"] = []any{map[string]any{"id": "cp_1", "subtasks": []string{"st_2"}}}
+	if got := planner.call(mcpserver.ToolWritePlan, plan); !strings.Contains(got, "version 2") {
+		t.Fatalf("second write_plan: %s", got)
+	}
+
+	// The reviewer approves it: the subtasks start.
+	reviewer.state("plan v2 proposed", func(st workspace.State) bool { return st.PlanStatus == "proposed" && st.PlanVersion == 2 })
+	reviewer.call(mcpserver.ToolWriteReview, map[string]any{"type": "plan_review", "verdict": "approved"})
+	worker.state("executing", func(st workspace.State) bool { return st.Status == "executing" })
+
+	// The worker takes both subtasks in turn.
+	for _, id := range []string{"st_1", "st_2"} {
+		worker.state(id+" pending", func(st workspace.State) bool { return st.Subtasks[id].Status == "pending" })
+		worker.call(mcpserver.ToolClaimSubtask, map[string]any{"subtask_id": id})
+		eventually(t, id+" claimed", func() (bool, string) {
+			text := worker.call(mcpserver.ToolGetSubtask, map[string]any{"subtask_id": id})
+			return strings.Contains(text, `"status":"in_progress","worker":"worker"`), text
+		})
+		if id == "st_2" {
+			if got := worker.call(mcpserver.ToolGetOutput, map[string]any{"subtask_id": "st_1"}); !strings.Contains(got, "POST /login") {
+				t.Fatalf("get_output st_1: %s", got)
+			}
+		}
+		worker.call(mcpserver.ToolSignalDone, map[string]any{"subtask_id": id, "output": map[string]any{"summary": id + " done: POST /login"}})
+	}
+
+	// The reviewer approves the checkpoint: the task completes.
+	reviewer.state("cp_1 awaiting review", func(st workspace.State) bool { return st.Checkpoints["cp_1"].Status == "awaiting_review" })
+	reviewer.call(mcpserver.ToolWriteReview, map[string]any{"type": "checkpoint_review", "verdict": "approved", "target": "cp_1"})
+	st := planner.state("completed", func(st workspace.State) bool { return st.Status == "completed" })
+	if st.RevisionCount != 1 || st.PlanVersion != 2 || len(st.Errors) != 0 {
+		t.Fatalf("final state: %+v", st)
+	}
+
+	// The tree holds what the tools wrote, as any other reader sees it.
+	for _, rel := range []string{"plans/plan_v1.json", "reviews/plan_v1.json", "reviews/plan_v2.json", "reviews/cp_1_review.json", "outputs/st_2.json"} {
+		if _, err := os.Stat(filepath.Join(w.root, "tasks", "t1", rel)); err != nil {
+			t.Errorf("%s: %v", rel, err)
+		}
+	}
+	events := w.ok("events", "--task", "t1")
+	for _, e := range []string{"plan_revision_needed", "plan_approved", "checkpoint_approved", "task_completed"} {
+		if !strings.Contains(events, e) {
+			t.Errorf("events lack %s:\n%s", e, events)
+		}
+	}
+	w.ok("validate")
 }

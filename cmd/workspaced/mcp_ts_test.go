@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/workspaced/workspaced/mcpserver"
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// tsClientDir is the small npm package of the TypeScript SDK client
+// (flow.mjs, with its package.json and package-lock.json). .ci/run
+// installs its node_modules with npm ci; nothing is downloaded here.
+const tsClientDir = "../../mcpserver/testdata/tsclient"
+
+// runTSClient runs flow.mjs in mode against task t1 of w and decodes what
+// it printed into out.
+func runTSClient(t *testing.T, node string, w *ws, mode string, out any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "flow.mjs", mode, bin, w.root, "t1")
+	cmd.Dir, cmd.Env = tsClientDir, cleanEnv()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node flow.mjs %s: %v\nstdout:\n%s\nstderr:\n%s", mode, err, stdout.String(), stderr.String())
+	}
+	if err := json.Unmarshal(stdout.Bytes(), out); err != nil {
+		t.Fatalf("node flow.mjs %s printed %q: %v", mode, stdout.String(), err)
+	}
+}
+
+// TestMCPTypeScriptClient drives `workspaced mcp` with the official
+// TypeScript SDK client (@modelcontextprotocol/sdk, stdio transport): the
+// tools as that client sees them, the errors a model meets first, then a
+// planner, a reviewer and a worker taking a task from plan to completion
+// through MCP tools alone, against a running daemon.
+func TestMCPTypeScriptClient(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not on PATH: the TypeScript SDK client cannot run (Debian: nodejs and npm; .ci/run installs them)")
+	}
+	if _, err := os.Stat(filepath.Join(tsClientDir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
+		t.Skipf("the TypeScript MCP SDK is not installed in %s: run npm ci there (.ci/run does)", tsClientDir)
+	}
+	w := newWS(t)
+	w.ok("task", "create", "--id", "t1", "--description", "Build a REST auth API", "--constraint", "tests first")
+
+	// Before any daemon has seen the task.
+	var before struct {
+		Tools      []string `json:"tools"`
+		ScopeEnum  []string `json:"scope_enum"`
+		DetailEnum []string `json:"detail_enum"`
+		StatusEnum []string `json:"status_enum"`
+		Task       workspace.Task
+		Errors     map[string]struct {
+			Text    string `json:"text"`
+			IsError bool   `json:"isError"`
+		} `json:"errors"`
+		StateResource struct {
+			Code    *int   `json:"code"`
+			Message string `json:"message"`
+		} `json:"state_resource"`
+	}
+	runTSClient(t, node, w, "before", &before)
+	want := mcpserver.ToolNames()
+	sort.Strings(want)
+	sort.Strings(before.Tools)
+	if !reflect.DeepEqual(before.Tools, want) {
+		t.Errorf("tools = %v, want %v", before.Tools, want)
+	}
+	if !reflect.DeepEqual(before.ScopeEnum, []string{"agent", "session", "global"}) || !reflect.DeepEqual(before.DetailEnum, []string{"minimal", "standard", "verbose"}) ||
+		!reflect.DeepEqual(before.StatusEnum, []string{"completed", "failed", "cancelled"}) {
+		t.Errorf("enums: scope %v, detail %v, status %v", before.ScopeEnum, before.DetailEnum, before.StatusEnum)
+	}
+	if before.Task.ID != "t1" || before.Task.Description != "Build a REST auth API" || len(before.Task.Constraints) != 1 {
+		t.Errorf("get_task = %+v", before.Task)
+	}
+	for name, wants := range map[string][]string{
+		"state_before_daemon": {"task t1 has no state yet", "hint: call get_task_state again"},
+		"memory_missing":      {"no such key", "hint: call list_memory with scope session"},
+		"memory_bad_scope":    {`scope must be one of "agent", "session", "global", not "po"`},
+		"plan_missing":        {"task t1 has no plan yet", "hint: a planner writes it with write_plan"},
+		"review_no_plan":      {"no plan to review yet"},
+		"unknown_argument":    {`unknown argument "task"`, "hint: get_task takes no arguments"},
+	} {
+		e, ok := before.Errors[name]
+		if !ok || !e.IsError {
+			t.Errorf("%s: %+v, want a tool error", name, e)
+			continue
+		}
+		for _, s := range wants {
+			if !strings.Contains(e.Text, s) {
+				t.Errorf("%s: %q lacks %q", name, e.Text, s)
+			}
+		}
+		if strings.Contains(e.Text, "--") || strings.Contains(e.Text, "workspaced ") {
+			t.Errorf("%s names a command line: %q", name, e.Text)
+		}
+	}
+	if r := before.StateResource; r.Code == nil || *r.Code != -32602 || !strings.Contains(r.Message, "task t1 has no state yet") {
+		t.Errorf("reading the state resource before the daemon: %+v", r)
+	}
+
+	// With the daemon: the whole flow.
+	w.serve()
+	var flow struct {
+		Steps      []string        `json:"steps"`
+		PlanV1     string          `json:"plan_v1"`
+		ReviewV1   string          `json:"review_v1"`
+		IssueSeen  string          `json:"issue_seen"`
+		PlanV2     string          `json:"plan_v2"`
+		ST1Output  map[string]any  `json:"st_1_output"`
+		FinalState workspace.State `json:"final_state"`
+		Reviews    []string        `json:"reviews"`
+	}
+	runTSClient(t, node, w, "flow", &flow)
+	if len(flow.Steps) == 0 || flow.Steps[len(flow.Steps)-1] != "task completed" {
+		t.Errorf("steps = %v", flow.Steps)
+	}
+	if !strings.Contains(flow.PlanV1, "Wrote plan.json version 1") || !strings.Contains(flow.PlanV2, "version 2 (plan plan_t1: 2 subtasks, 1 checkpoint)") ||
+		!strings.Contains(flow.ReviewV1, "Wrote reviews/plan_v1.json (plan_review of plan_t1_v1: revision_needed, 1 issue)") {
+		t.Errorf("answers: %q / %q / %q", flow.PlanV1, flow.ReviewV1, flow.PlanV2)
+	}
+	if flow.IssueSeen != "no checkpoint before the tests" || flow.ST1Output["summary"] != "st_1 done: POST /login" || flow.ST1Output["worker_id"] != "worker" {
+		t.Errorf("what the planner and the worker read: %q, %v", flow.IssueSeen, flow.ST1Output)
+	}
+	if st := flow.FinalState; st.Status != "completed" || st.RevisionCount != 1 || st.PlanVersion != 2 || len(st.Errors) != 0 ||
+		st.Subtasks["st_2"].Worker != "worker" || st.Checkpoints["cp_1"].Review != "cp_1_review" {
+		t.Errorf("final state: %+v", st)
+	}
+	if want := []string{"plan_v1:plan_review:revision_needed:reviewer", "plan_v2:plan_review:approved:reviewer", "cp_1_review:checkpoint_review:approved:reviewer"}; !reflect.DeepEqual(flow.Reviews, want) {
+		t.Errorf("reviews = %v, want %v", flow.Reviews, want)
+	}
+	// The daemon's own record agrees with what the client saw.
+	x := w.open()
+	st, err := x.ReadState("t1")
+	if err != nil || st.Status != "completed" || st.JournalSeq != flow.FinalState.JournalSeq {
+		t.Errorf("state.json: %+v, %v", st, err)
+	}
+	events := w.ok("events", "--task", "t1")
+	for _, e := range []string{"plan_revision_needed", "plan_approved", "checkpoint_approved", "task_completed"} {
+		if !strings.Contains(events, e) {
+			t.Errorf("events lack %s", e)
+		}
+	}
+	w.ok("validate")
+}

@@ -1,0 +1,195 @@
+// A planner, a reviewer and a worker that have nothing but MCP tools,
+// each a `workspaced mcp` process driven by the official TypeScript SDK
+// client over stdio. cmd/workspaced/mcp_ts_test.go runs it twice:
+//
+//   node flow.mjs before BIN ROOT TASK   before any daemon has seen the task
+//   node flow.mjs flow BIN ROOT TASK     with `workspaced serve` running
+//
+// Each run prints one JSON object on stdout with what it saw, for the Go
+// test to check; a step that goes wrong throws, and the run exits 1 with
+// the reason on stderr.
+
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+
+const [mode, bin, root, task] = process.argv.slice(2);
+if (!mode || !bin || !root || !task) {
+  console.error("usage: node flow.mjs before|flow BIN ROOT TASK");
+  process.exit(2);
+}
+
+// The deadline for one awaited condition: generous, for a loaded machine.
+const DEADLINE_MS = 90_000;
+
+class Agent {
+  constructor(name) {
+    this.name = name;
+  }
+
+  async connect() {
+    this.transport = new StdioClientTransport({
+      command: bin,
+      args: ["--root", root, "mcp", "--task", task, "--agent", this.name],
+      stderr: "pipe",
+    });
+    this.client = new Client({ name: `ts-${this.name}`, version: "0.0.0" });
+    await this.client.connect(this.transport);
+    return this;
+  }
+
+  // try calls a tool and returns its text and whether it is a tool error.
+  async try(tool, args = {}) {
+    const res = await this.client.callTool({ name: tool, arguments: args });
+    const text = res.content.map((c) => c.text).join("\n");
+    return { text, isError: res.isError === true };
+  }
+
+  // call calls a tool that must succeed.
+  async call(tool, args = {}) {
+    const { text, isError } = await this.try(tool, args);
+    if (isError) {
+      throw new Error(`${this.name}: ${tool}(${JSON.stringify(args)}) failed: ${text}`);
+    }
+    return text;
+  }
+
+  async json(tool, args = {}) {
+    return JSON.parse(await this.call(tool, args));
+  }
+
+  // until polls get_task_state until cond holds, as a model would.
+  async until(what, cond) {
+    const end = Date.now() + DEADLINE_MS;
+    let last = "";
+    while (Date.now() < end) {
+      const { text, isError } = await this.try("get_task_state");
+      last = text;
+      if (!isError) {
+        const st = JSON.parse(text);
+        if (cond(st)) return st;
+      }
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    throw new Error(`${this.name}: timed out waiting for ${what}; last get_task_state: ${last}`);
+  }
+
+  async close() {
+    await this.client.close();
+  }
+}
+
+// before: the tools as listed, and the errors a model meets first.
+async function before() {
+  const a = await new Agent("planner").connect();
+  try {
+    const { tools } = await a.client.listTools();
+    const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
+    const out = {
+      tools: tools.map((t) => t.name),
+      scope_enum: byName.store_memory.inputSchema.properties.scope.enum,
+      detail_enum: byName.get_delegation_context.inputSchema.properties.detail.enum,
+      status_enum: byName.signal_done.inputSchema.properties.status.enum,
+      task: await a.json("get_task"),
+      errors: {},
+    };
+    const errors = {
+      state_before_daemon: ["get_task_state", {}],
+      memory_missing: ["get_memory", { key: "nope", scope: "session" }],
+      memory_bad_scope: ["store_memory", { key: "k", value: 1, scope: "po" }],
+      plan_missing: ["get_plan", {}],
+      review_no_plan: ["write_review", { type: "plan_review", verdict: "approved" }],
+      unknown_argument: ["get_task", { task: "other" }],
+    };
+    for (const [name, [tool, args]] of Object.entries(errors)) {
+      const { text, isError } = await a.try(tool, args);
+      out.errors[name] = { text, isError };
+    }
+    // A resource that is not there yet is a protocol error with a code.
+    try {
+      await a.client.readResource({ uri: `workspace://tasks/${task}/state` });
+      out.state_resource = { code: null };
+    } catch (e) {
+      out.state_resource = { code: e.code, message: e.message };
+    }
+    return out;
+  } finally {
+    await a.close();
+  }
+}
+
+// flow: the task from plan to completion.
+async function flow() {
+  const [planner, reviewer, worker] = await Promise.all(
+    ["planner", "reviewer", "worker"].map((n) => new Agent(n).connect()),
+  );
+  const out = { steps: [] };
+  const step = (s) => out.steps.push(s);
+  try {
+    const t = await planner.json("get_task");
+    step(`planner read the task: ${t.description}`);
+    const plan = {
+      summary: "endpoints, then tests",
+      subtasks: [
+        { id: "st_1", description: "write the login endpoint", estimated_complexity: "low" },
+        { id: "st_2", description: "write the tests", dependencies: ["st_1"] },
+      ],
+    };
+    out.plan_v1 = await planner.call("write_plan", plan);
+
+    await reviewer.until("plan v1 proposed", (st) => st.plan_status === "proposed" && st.plan_version === 1);
+    const p1 = await reviewer.json("get_plan");
+    step(`reviewer read plan v${p1.version} with ${p1.subtasks.length} subtasks`);
+    out.review_v1 = await reviewer.call("write_review", {
+      type: "plan_review",
+      verdict: "revision_needed",
+      issues: [{ problem: "no checkpoint before the tests", suggestion: "add one over st_2" }],
+    });
+
+    await planner.until("plan v1 sent back", (st) => st.plan_status === "revision_needed");
+    const { reviews } = await planner.json("list_reviews");
+    out.issue_seen = reviews[0].issues[0].problem;
+    plan.checkpoints = [{ id: "cp_1", subtasks: ["st_2"] }];
+    out.plan_v2 = await planner.call("write_plan", plan);
+
+    await reviewer.until("plan v2 proposed", (st) => st.plan_status === "proposed" && st.plan_version === 2);
+    out.review_v2 = await reviewer.call("write_review", { type: "plan_review", verdict: "approved" });
+    await worker.until("executing", (st) => st.status === "executing");
+    step("plan v2 approved");
+
+    for (const id of ["st_1", "st_2"]) {
+      await worker.until(`${id} pending`, (st) => st.subtasks[id].status === "pending");
+      await worker.call("claim_subtask", { subtask_id: id });
+      await worker.until(`${id} claimed`, (st) => st.subtasks[id].status === "in_progress" && st.subtasks[id].worker === "worker");
+      const sub = await worker.json("get_subtask", { subtask_id: id });
+      if (sub.status !== "in_progress" || sub.worker !== "worker") {
+        throw new Error(`get_subtask ${id} after the claim: ${JSON.stringify(sub)}`);
+      }
+      if (id === "st_2") {
+        out.st_1_output = await worker.json("get_output", { subtask_id: "st_1" });
+      }
+      await worker.call("signal_done", { subtask_id: id, output: { summary: `${id} done: POST /login`, decisions: ["bcrypt"] } });
+      step(`worker finished ${id}`);
+    }
+
+    await reviewer.until("cp_1 awaiting review", (st) => st.checkpoints.cp_1?.status === "awaiting_review");
+    out.review_cp = await reviewer.call("write_review", { type: "checkpoint_review", verdict: "approved", target: "cp_1" });
+    out.final_state = await planner.until("completed", (st) => st.status === "completed");
+    out.reviews = (await planner.json("list_reviews")).reviews.map((r) => `${r.id}:${r.type}:${r.verdict}:${r.reviewer}`);
+    step("task completed");
+    return out;
+  } finally {
+    await Promise.all([planner, reviewer, worker].map((a) => a.close()));
+  }
+}
+
+const run = { before, flow }[mode];
+if (!run) {
+  console.error(`unknown mode ${mode}: use before or flow`);
+  process.exit(2);
+}
+try {
+  process.stdout.write(JSON.stringify(await run()) + "\n");
+} catch (e) {
+  console.error(e.stack || String(e));
+  process.exit(1);
+}

@@ -1,0 +1,626 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/workspaced/workspaced/locking"
+	"github.com/workspaced/workspaced/vocab"
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// The tools of a task's work: reading the task, its state, plan,
+// subtasks, outputs and reviews; writing a plan or a review; claiming and
+// finishing subtasks. A write goes through the workspace and ends with a
+// marker, so the daemon is still the only one that changes the state; a
+// read of a file an agent wrote goes through workspace.ReadTaskDoc, with
+// the daemon's rules for agent files.
+
+type subtaskInput struct {
+	SubtaskID string `json:"subtask_id" pattern:"id" jsonschema:"The subtask's id as the plan names it, e.g. \"st_3\"."`
+}
+
+type planVersionInput struct {
+	Version int `json:"version,omitempty" minimum:"1" jsonschema:"Optional. An earlier version to read (1 is the first; every version is kept). Left out: the current plan."`
+}
+
+type reviewIDInput struct {
+	ReviewID string `json:"review_id" pattern:"id" jsonschema:"The review's id as list_reviews shows it, e.g. \"plan_v1\"."`
+}
+
+type planSubtask struct {
+	ID                  string   `json:"id" pattern:"id" jsonschema:"The subtask's id, unique in the plan: 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit, e.g. \"st_1\". Its result goes to outputs/<id>.json."`
+	Description         string   `json:"description" jsonschema:"What the worker is to do, in enough detail to do it without asking."`
+	Dependencies        []string `json:"dependencies,omitempty" pattern:"id" jsonschema:"Optional. Ids of subtasks of this plan that must complete before this one may start. Left out: none; it may start at once."`
+	EstimatedComplexity string   `json:"estimated_complexity,omitempty" enum:"low,medium,high" jsonschema:"Optional. How long it should take; a subtask in progress far longer is recorded as friction. Left out: no estimate."`
+	Parallelizable      bool     `json:"parallelizable,omitempty" jsonschema:"Optional. Whether it may run beside other subtasks. Left out: false."`
+	MaxRetries          int      `json:"max_retries,omitempty" minimum:"0" jsonschema:"Optional. How many failed attempts go back to pending for another try before the subtask, and with it the task, fail. Left out: 0."`
+}
+
+type planCheckpoint struct {
+	ID          string   `json:"id" pattern:"id" jsonschema:"The checkpoint's id, e.g. \"cp_1\"."`
+	Description string   `json:"description,omitempty" jsonschema:"Optional. What the reviewer is to check. Left out: none."`
+	Subtasks    []string `json:"subtasks" pattern:"id" jsonschema:"Ids of the subtasks whose results a reviewer must approve (write_review with type checkpoint_review) before the task completes."`
+}
+
+type writePlanInput struct {
+	Summary     string           `json:"summary,omitempty" jsonschema:"Optional. One or two sentences on the approach. Left out: none."`
+	Subtasks    []planSubtask    `json:"subtasks" jsonschema:"The units of work, in any order; dependencies decide what may run when."`
+	Checkpoints []planCheckpoint `json:"checkpoints,omitempty" jsonschema:"Optional. Groups of subtasks a reviewer must approve before the task completes. Left out: none."`
+	WorkerCount int              `json:"worker_count,omitempty" minimum:"1" jsonschema:"Optional. How many workers the plan expects to run at once. Left out: not said."`
+	Risks       []string         `json:"risks,omitempty" jsonschema:"Optional. What could go wrong. Left out: none."`
+	Assumptions []string         `json:"assumptions,omitempty" jsonschema:"Optional. What the plan takes for granted. Left out: none."`
+}
+
+// Review types and verdicts, as the state machine knows them.
+const (
+	reviewPlan       = "plan_review"
+	reviewCheckpoint = "checkpoint_review"
+	reviewOutput     = "output_review"
+	verdictApproved  = "approved"
+)
+
+type reviewIssue struct {
+	Problem    string `json:"problem" jsonschema:"What is wrong, in one sentence."`
+	Severity   string `json:"severity,omitempty" jsonschema:"Optional. How bad it is, e.g. low, medium or high. Left out: not said."`
+	Location   string `json:"location,omitempty" jsonschema:"Optional. Where it is, e.g. \"subtask st_3\". Left out: not said."`
+	Suggestion string `json:"suggestion,omitempty" jsonschema:"Optional. How to fix it. Left out: none."`
+}
+
+type writeReviewInput struct {
+	Type     string        `json:"type" enum:"plan_review,checkpoint_review,output_review" jsonschema:"What you judge: \"plan_review\" the plan awaiting review; \"checkpoint_review\" a checkpoint whose subtasks are done (status awaiting_review in get_task_state); \"output_review\" one subtask's output (recorded; it changes no state)."`
+	Verdict  string        `json:"verdict" enum:"approved,revision_needed,rejected" jsonschema:"Your decision: \"approved\" lets the work go on; \"revision_needed\" sends it back with your issues; \"rejected\" sends it back too, as unfit."`
+	Target   string        `json:"target,omitempty" pattern:"id" jsonschema:"Optional. What exactly you judge: needed for a checkpoint_review (the checkpoint's id, e.g. \"cp_1\") and an output_review (the subtask's id). Left out on a plan_review: the plan awaiting review, e.g. \"plan_t1_v2\"."`
+	Issues   []reviewIssue `json:"issues,omitempty" jsonschema:"Optional. The problems you found; the planner or the workers read them to revise. Left out: none."`
+	Notes    string        `json:"notes,omitempty" jsonschema:"Optional. Anything else to say. Left out: none."`
+	Escalate string        `json:"escalate,omitempty" jsonschema:"Optional. Hand the decision to a human, saying why. Left out: no escalation."`
+	ReviewID string        `json:"review_id,omitempty" pattern:"id" jsonschema:"Optional. The review's id, its file name under reviews/; an id already taken is refused. Left out: plan_v<N> for version N of the plan, else <target>_review, with _2, _3, ... added when taken."`
+}
+
+const (
+	descGetTask = "Read the task you work on, as the human who started it wrote it: its id, description, context, constraints, priority, who submitted it and when. " +
+		"Returns a JSON object, e.g. {\"id\":\"t1\",\"created_at\":\"...\",\"description\":\"...\",\"constraints\":[\"...\"]}."
+	descGetTaskState = "Read where the task stands, as the workspace daemon keeps it: status (planning, executing, completed, failed, cancelled), phase, plan_status (proposed, approved, revision_needed) and plan_version, " +
+		"each subtask's status (blocked, pending, in_progress, completed, failed) with its worker, attempts and output, each checkpoint's status (pending, awaiting_review, approved, revision_needed), revision_count and errors. " +
+		"Call it after write_plan, write_review, claim_subtask or signal_done to see what the daemon made of them. " +
+		"Returns the state as a JSON object; before the daemon has seen the task, an error saying so."
+	descGetPlan = "Read the task's plan: summary, subtasks (id, description, dependencies, estimated_complexity, max_retries), checkpoints, risks and assumptions, with its version and who wrote it. Pass version for an earlier one. " +
+		"Returns the plan as a JSON object, as its planner wrote it; an error when there is none yet."
+	descGetSubtask = "Read one subtask: what the plan asks of it (description, dependencies, estimated_complexity) and, once the plan is approved, its status, worker, attempts, blocked_by, error and output file. " +
+		"Use it to see whether your claim won, or whether a subtask you depend on is done. " +
+		"Returns a JSON object, e.g. {\"id\":\"st_1\",\"description\":\"...\",\"status\":\"in_progress\",\"worker\":\"w1\",\"attempts\":1,\"plan_version\":2}."
+	descGetOutput = "Read the result a subtask's worker wrote (outputs/<subtask_id>.json): summary, decisions, files, code and whatever else it holds. " +
+		"Use it to build on another subtask's work, or to review it. Returns the output as a JSON object; an error when the subtask has none yet."
+	descListReviews = "List the task's reviews, oldest first, each whole: id, type (plan_review, checkpoint_review, output_review), target, verdict (approved, revision_needed, rejected), reviewer, reviewed_at, issues and notes. " +
+		"A planner whose plan was sent back reads why here. " +
+		"Returns a JSON object {\"reviews\":[...]}, with \"unreadable\":[{\"file\":...,\"reason\":...}] added when some review files could not be read."
+	descGetReview = "Read one review as its reviewer wrote it. Returns the review as a JSON object; an error when there is none by that id (list_reviews shows the ids)."
+	descWritePlan = "Write the task's plan as its next version and propose it for review: plan.json is written (the previous version is kept) and a done marker hands it to the workspace daemon. " +
+		"Give every subtask an id and a description; dependencies order them; checkpoints group subtasks whose results a reviewer must approve. " +
+		"After a revision_needed review, read it with list_reviews and call write_plan again with the plan revised. " +
+		"Returns the version written and what comes next; an error, writing nothing, once the plan is approved or the task is finished."
+	descWriteReview = "Judge the plan awaiting review, a checkpoint awaiting review, or a subtask's output: writes reviews/<review_id>.json and drops the done marker that reports it to the workspace daemon. " +
+		"An approved plan starts the subtasks; revision_needed or rejected sends the plan (or the checkpoint's subtasks) back, with your issues for the planner (or the workers). " +
+		"Returns where the review went and what get_task_state will show once the daemon has taken it."
+)
+
+// missing gives err, when it says something is not there, the message
+// msg and the hint, in place of the workspace's words for a file.
+func missing(err error, hint, format string, args ...any) error {
+	if err == nil || !errors.Is(err, workspace.ErrNotFound) {
+		return err
+	}
+	return &toolError{err: &workspace.Error{Kind: workspace.ErrNotFound, Msg: fmt.Sprintf(format, args...)}, hint: hint}
+}
+
+// stateError is a failed read of the task's state. A state the daemon has
+// not written yet is said plainly, with what to do about it.
+func stateError(task string, err error) error {
+	return missing(err, "call "+ToolGetTaskState+" again in a moment; if it stays missing, no workspace daemon serves this workspace, and plans, reviews, claims and done reports wait until one does: tell whoever runs you",
+		"task %s has no state yet: the workspace daemon writes it once it has seen the task", task)
+}
+
+// noPlanHint says what to do when a task has no plan yet.
+const noPlanHint = "a planner writes it with " + ToolWritePlan + "; " + ToolGetTaskState + " shows where the task stands"
+
+// readDoc reads a document of the served task with ReadTaskDoc, refusing
+// one too large to hand a model in one answer (larger than a value may
+// be).
+func (s *Server) readDoc(rel string) (json.RawMessage, error) {
+	doc, err := s.w.ReadTaskDoc(s.task, rel)
+	if err != nil {
+		return nil, err
+	}
+	if limit := s.w.Settings().Limits.ValueMaxBytes; len(doc) > limit {
+		return nil, &workspace.Error{Kind: workspace.ErrUnsafe, Op: "read " + rel,
+			Msg: fmt.Sprintf("is %d bytes, more than one answer carries (%d)", len(doc), limit)}
+	}
+	return doc, nil
+}
+
+func (s *Server) getTask(ctx context.Context, _ *mcp.CallToolRequest, _ emptyInput) (string, error) {
+	t, err := s.w.GetTask(s.task)
+	if err != nil {
+		return "", missing(err, "there is nothing more to do in it", "task %s is gone (removed by retention or by hand)", s.task)
+	}
+	return toJSON(t)
+}
+
+func (s *Server) getTaskState(ctx context.Context, _ *mcp.CallToolRequest, _ emptyInput) (string, error) {
+	st, err := s.w.ReadState(s.task)
+	if err != nil {
+		return "", stateError(s.task, err)
+	}
+	return toJSON(st)
+}
+
+// docVersion is the version field of a plan document, 0 when it has none.
+func docVersion(doc json.RawMessage) int {
+	var v struct {
+		Version int `json:"version"`
+	}
+	_ = json.Unmarshal(doc, &v)
+	return v.Version
+}
+
+func (s *Server) getPlan(ctx context.Context, _ *mcp.CallToolRequest, in planVersionInput) (string, error) {
+	if in.Version == 0 {
+		doc, err := s.readDoc("plan.json")
+		if err != nil {
+			return "", missing(err, noPlanHint, "task %s has no plan yet", s.task)
+		}
+		return string(doc), nil
+	}
+	doc, err := s.readDoc("plans/plan_v" + strconv.Itoa(in.Version) + ".json")
+	if errors.Is(err, workspace.ErrNotFound) {
+		// The current version is plan.json itself.
+		cur, cerr := s.readDoc("plan.json")
+		if cerr == nil && docVersion(cur) == in.Version {
+			return string(cur), nil
+		}
+		return "", missing(err, "call "+ToolGetPlan+" without version for the current plan; its version says how many there are", "task %s has no plan version %d", s.task, in.Version)
+	}
+	if err != nil {
+		return "", err
+	}
+	return string(doc), nil
+}
+
+// subtaskView is get_subtask's answer: the plan's subtask and, once the
+// plan is approved, its state.
+type subtaskView struct {
+	workspace.Subtask
+	*workspace.SubtaskState
+	PlanVersion int    `json:"plan_version"`
+	Note        string `json:"note,omitempty"`
+}
+
+func (s *Server) getSubtask(ctx context.Context, _ *mcp.CallToolRequest, in subtaskInput) (string, error) {
+	if err := workspace.ValidateID("subtask id", in.SubtaskID); err != nil {
+		return "", err
+	}
+	// The plan the daemon tracks, once it tracks one; else the newest.
+	st, serr := s.w.ReadState(s.task)
+	if serr != nil && !errors.Is(serr, workspace.ErrNotFound) {
+		return "", serr
+	}
+	version := 0
+	if serr == nil {
+		version = st.PlanVersion
+	}
+	p, err := s.w.ReadPlan(s.task, version)
+	if err != nil {
+		return "", missing(err, noPlanHint, "task %s has no plan yet, so no subtask %q", s.task, in.SubtaskID)
+	}
+	v := subtaskView{PlanVersion: p.Version}
+	found := false
+	for _, sub := range p.Subtasks {
+		if sub.ID == in.SubtaskID {
+			v.Subtask, found = sub, true
+			break
+		}
+	}
+	if !found {
+		return "", &toolError{err: &workspace.Error{Kind: workspace.ErrNotFound, Msg: fmt.Sprintf("plan version %d of task %s has no subtask %q", p.Version, s.task, in.SubtaskID)},
+			hint: "call " + ToolGetPlan + " to see its subtasks"}
+	}
+	switch {
+	case serr != nil:
+		v.Note = "the task has no state yet: the workspace daemon writes it once it has seen the task"
+	case st.Subtasks[in.SubtaskID] != nil:
+		v.SubtaskState = st.Subtasks[in.SubtaskID]
+	default:
+		v.Note = fmt.Sprintf("no subtask has started: plan_status is %q (they start once a plan_review approves the plan)", st.PlanStatus)
+	}
+	return toJSON(v)
+}
+
+func (s *Server) getOutput(ctx context.Context, _ *mcp.CallToolRequest, in subtaskInput) (string, error) {
+	if err := workspace.ValidateID("subtask id", in.SubtaskID); err != nil {
+		return "", err
+	}
+	doc, err := s.readDoc("outputs/" + in.SubtaskID + ".json")
+	if err != nil {
+		return "", missing(err, "call "+ToolGetSubtask+" to see its status: its worker writes the output when it finishes", "subtask %s of task %s has no output yet", in.SubtaskID, s.task)
+	}
+	return string(doc), nil
+}
+
+func (s *Server) listReviews(ctx context.Context, _ *mcp.CallToolRequest, _ emptyInput) (string, error) {
+	reviews, skipped, err := s.w.ListReviews(s.task)
+	if err != nil {
+		return "", err
+	}
+	return toJSON(struct {
+		Reviews    []workspace.Review  `json:"reviews"`
+		Unreadable []workspace.Skipped `json:"unreadable,omitempty"`
+	}{reviews, skipped})
+}
+
+func (s *Server) getReview(ctx context.Context, _ *mcp.CallToolRequest, in reviewIDInput) (string, error) {
+	if err := workspace.ValidateID("review id", in.ReviewID); err != nil {
+		return "", err
+	}
+	doc, err := s.readDoc("reviews/" + in.ReviewID + ".json")
+	if err != nil {
+		return "", missing(err, "call "+ToolListReviews+" to see the reviews there are", "task %s has no review %q", s.task, in.ReviewID)
+	}
+	return string(doc), nil
+}
+
+// planClosed refuses a new plan once the state says none will be taken:
+// the plan is approved (an approved plan is final), or the task finished.
+func (s *Server) planClosed(st workspace.State) error {
+	switch {
+	case st.PlanStatus == "approved":
+		return &toolError{err: &workspace.Error{Kind: workspace.ErrConflict, Op: ToolWritePlan,
+			Msg: fmt.Sprintf("the plan of task %s is already approved (version %d), and an approved plan is final", s.task, st.PlanVersion)},
+			hint: "read it with " + ToolGetPlan + "; " + ToolGetTaskState + " shows the work under way"}
+	case vocab.Finished(st.Status):
+		return &toolError{err: &workspace.Error{Kind: workspace.ErrConflict, Op: ToolWritePlan,
+			Msg: fmt.Sprintf("task %s is %s and takes no plan", s.task, st.Status)},
+			hint: "there is nothing more to plan; " + ToolGetTaskState + " shows how it ended"}
+	}
+	return nil
+}
+
+func (s *Server) writePlan(ctx context.Context, req *mcp.CallToolRequest, in writePlanInput) (string, error) {
+	st, err := s.w.ReadState(s.task)
+	switch {
+	case err == nil:
+		if err := s.planClosed(st); err != nil {
+			return "", err
+		}
+	case !errors.Is(err, workspace.ErrNotFound):
+		return "", err
+	}
+	// The arguments are the plan's fields and nothing else (the schema
+	// is closed), every one of them typed.
+	doc, err := json.Marshal(in)
+	if err != nil {
+		return "", fmt.Errorf("encode plan: %w", err)
+	}
+	p, err := s.w.WritePlan(ctx, s.task, s.agent, doc)
+	if err != nil {
+		return "", err
+	}
+	marker, err := s.w.WriteDone(workspace.DoneRequest{TaskID: s.task, Agent: s.agent, OutputFile: "plan.json"})
+	if err != nil {
+		return "", fmt.Errorf("wrote plan.json version %d, but no done marker proposes it: %w", p.Version, err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Wrote plan.json version %d (plan %s: %s", p.Version, p.ID, count(len(p.Subtasks), "subtask"))
+	if len(p.Checkpoints) > 0 {
+		fmt.Fprintf(&b, ", %s", count(len(p.Checkpoints), "checkpoint"))
+	}
+	fmt.Fprintf(&b, ") and proposed it for review (marker %s).\n", marker)
+	fmt.Fprintf(&b, "Next: once the workspace daemon has taken it, %s shows plan_status \"proposed\" at plan_version %d. A reviewer then approves it (status \"executing\": the subtasks start) "+
+		"or sends it back (plan_status \"revision_needed\": read why with %s, and write the next version with %s).", ToolGetTaskState, p.Version, ToolListReviews, ToolWritePlan)
+	return b.String(), nil
+}
+
+// count says n things, in the plural unless n is 1.
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return strconv.Itoa(n) + " " + thing + "s"
+}
+
+// reviewPath is review id's file, relative to the root.
+func (s *Server) reviewPath(id string) string {
+	return path.Join(workspace.TaskDir(s.task), "reviews", id+".json")
+}
+
+// reviewFree reports whether no review of the served task has id.
+func (s *Server) reviewFree(id string) bool {
+	_, err := s.w.Root().Lstat(s.reviewPath(id))
+	return err != nil
+}
+
+// claimReviewID takes the lock of a review id no review has and returns
+// it with the lock held: id itself when given (taken is a conflict), else
+// base, base_2, base_3, ..., the first free one. Holding the lock while
+// the review is written keeps two reviewers from choosing one id, so a
+// review once written is never replaced.
+func (s *Server) claimReviewID(ctx context.Context, id, base string) (string, *locking.Lock, error) {
+	for n := 1; ; n++ {
+		cand := id
+		if id == "" {
+			cand = base
+			if n > 1 {
+				cand = base + "_" + strconv.Itoa(n)
+			}
+		}
+		if err := workspace.ValidateID("review id", cand); err != nil {
+			return "", nil, err
+		}
+		l, err := s.w.LockFile(ctx, s.reviewPath(cand), s.agent)
+		if err != nil {
+			return "", nil, err
+		}
+		if s.reviewFree(cand) {
+			return cand, l, nil
+		}
+		l.Release()
+		if id != "" {
+			return "", nil, &toolError{err: &workspace.Error{Kind: workspace.ErrConflict, Op: ToolWriteReview, Msg: fmt.Sprintf("review %q exists; a review once written is kept as it is", id)},
+				hint: "leave review_id out to get a free one"}
+		}
+	}
+}
+
+func (s *Server) writeReview(ctx context.Context, req *mcp.CallToolRequest, in writeReviewInput) (string, error) {
+	st, stErr := s.w.ReadState(s.task)
+	haveState := stErr == nil
+	if stErr != nil && !errors.Is(stErr, workspace.ErrNotFound) {
+		return "", stErr
+	}
+	target := in.Target
+	var base, outcome string
+	var notes []string
+	switch in.Type {
+	case reviewPlan:
+		// The plan the daemon awaits a review of; before it has seen any
+		// plan, the newest written.
+		id, version := st.PlanID, st.PlanVersion
+		if !haveState || version == 0 {
+			p, err := s.w.ReadPlan(s.task, 0)
+			if err != nil {
+				return "", missing(err, "a planner writes it with "+ToolWritePlan+"; review it once "+ToolGetTaskState+" shows plan_status \"proposed\"", "task %s has no plan to review yet", s.task)
+			}
+			id, version = p.ID, p.Version
+		}
+		if target == "" {
+			target = fmt.Sprintf("%s_v%d", id, version)
+		}
+		base = "plan_v" + strconv.Itoa(version)
+		if haveState && st.PlanStatus != "proposed" {
+			notes = append(notes, fmt.Sprintf("The state shows plan_status %q, not \"proposed\": the daemon takes a plan review only while a plan awaits one, and records an error otherwise.", st.PlanStatus))
+		}
+		if in.Verdict == verdictApproved {
+			outcome = "plan_status \"approved\" and status \"executing\": the subtasks start."
+		} else {
+			outcome = fmt.Sprintf("plan_status \"revision_needed\": the planner reads this review with %s and writes the next version with %s.", ToolListReviews, ToolWritePlan)
+		}
+	case reviewCheckpoint:
+		hint := "call " + ToolGetTaskState + ": the checkpoints with status \"awaiting_review\" are the ones to judge"
+		if target == "" {
+			return "", &toolError{err: &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolWriteReview, Msg: "a checkpoint_review needs target: the checkpoint's id"}, hint: hint}
+		}
+		if !haveState {
+			return "", stateError(s.task, stErr)
+		}
+		cs := st.Checkpoints[target]
+		if cs == nil {
+			return "", &toolError{err: &workspace.Error{Kind: workspace.ErrNotFound, Op: ToolWriteReview, Msg: fmt.Sprintf("task %s has no checkpoint %q", s.task, target)}, hint: hint}
+		}
+		if cs.Status != "awaiting_review" {
+			notes = append(notes, fmt.Sprintf("The state shows checkpoint %s %q, not \"awaiting_review\": the daemon takes a checkpoint review only once its subtasks are done, and records an error otherwise.", target, cs.Status))
+		}
+		base = target + "_review"
+		if in.Verdict == verdictApproved {
+			outcome = fmt.Sprintf("checkpoint %s \"approved\".", target)
+		} else {
+			outcome = fmt.Sprintf("checkpoint %s \"revision_needed\", and its subtasks back to \"pending\" for another attempt (get_output shows what they produced).", target)
+		}
+	case reviewOutput:
+		if target == "" {
+			return "", &toolError{err: &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolWriteReview, Msg: "an output_review needs target: the subtask's id"},
+				hint: "call " + ToolGetTaskState + " to see the subtasks and which have an output"}
+		}
+		if err := workspace.ValidateID("target subtask id", target); err != nil {
+			return "", err
+		}
+		base = target + "_review"
+		outcome = "nothing new: an output review is recorded in the task's events and changes no state."
+	default:
+		// The schema admits only the three types.
+		return "", &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolWriteReview, Msg: fmt.Sprintf("unknown review type %q", in.Type),
+			Hint: "use type plan_review, checkpoint_review or output_review"}
+	}
+	doc, err := reviewDoc(req, target)
+	if err != nil {
+		return "", err
+	}
+	id, l, err := s.claimReviewID(ctx, in.ReviewID, base)
+	if err != nil {
+		return "", err
+	}
+	rel, err := s.w.WriteReview(s.task, id, s.agent, doc)
+	l.Release()
+	if err != nil {
+		return "", err
+	}
+	marker, err := s.w.WriteDone(workspace.DoneRequest{TaskID: s.task, Agent: s.agent, OutputFile: rel})
+	if err != nil {
+		return "", fmt.Errorf("wrote %s, but no done marker reports it: %w", rel, err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Wrote %s (%s of %s: %s", rel, in.Type, target, in.Verdict)
+	if len(in.Issues) > 0 {
+		fmt.Fprintf(&b, ", %s", count(len(in.Issues), "issue"))
+	}
+	fmt.Fprintf(&b, ") and reported it to the workspace daemon (marker %s).\n", marker)
+	fmt.Fprintf(&b, "Once the daemon has taken it, %s shows %s", ToolGetTaskState, outcome)
+	for _, n := range notes {
+		b.WriteString("\nNote: " + n)
+	}
+	return b.String(), nil
+}
+
+// reviewDoc is the review document the arguments describe: every argument
+// but review_id, as sent, with target set.
+func reviewDoc(req *mcp.CallToolRequest, target string) ([]byte, error) {
+	args, err := rawArgs(req)
+	if err != nil {
+		return nil, err
+	}
+	delete(args, "review_id")
+	t, err := json.Marshal(target)
+	if err != nil {
+		return nil, err
+	}
+	args["target"] = t
+	return json.Marshal(args)
+}
+
+func (s *Server) claim(ctx context.Context, _ *mcp.CallToolRequest, in claimInput) (string, error) {
+	marker, err := s.w.WriteClaim(s.task, s.agent, in.SubtaskID)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Claim for subtask '%s' dropped (%s). The workspace daemon decides: the first valid claim wins, and a claim of a subtask someone else already holds is refused.\n", in.SubtaskID, marker)
+	fmt.Fprintf(&b, "To see whether you got it, call %s with subtask_id \"%s\": once the daemon has taken your claim, it shows status \"in_progress\" and worker \"%s\"; another worker there means another claim came first.", ToolGetSubtask, in.SubtaskID, s.agent)
+	if st, err := s.w.ReadState(s.task); err == nil {
+		if sub, ok := st.Subtasks[in.SubtaskID]; ok {
+			fmt.Fprintf(&b, "\nBefore this claim the state showed subtask '%s' as %s", in.SubtaskID, sub.Status)
+			if sub.Worker != "" {
+				fmt.Fprintf(&b, " (worker %s)", sub.Worker)
+			}
+			b.WriteString(".")
+		} else {
+			fmt.Fprintf(&b, "\nThe current state lists no subtask '%s': the daemon will refuse the claim unless the approved plan has it (%s shows the subtasks).", in.SubtaskID, ToolGetTaskState)
+		}
+	}
+	return b.String(), nil
+}
+
+func (s *Server) done(ctx context.Context, req *mcp.CallToolRequest, in doneInput) (string, error) {
+	dr := workspace.DoneRequest{TaskID: s.task, Agent: s.agent, OutputFile: in.OutputFile, SubtaskID: in.SubtaskID,
+		Status: in.Status, Error: in.Error, Escalate: in.Escalate}
+	var wrote string
+	raw, hasOutput, err := rawArg(req, "output")
+	if err != nil {
+		return "", err
+	}
+	if hasOutput {
+		if in.SubtaskID == "" {
+			return "", &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolSignalDone, Msg: "output given without subtask_id",
+				Hint: "pass subtask_id: the output is written to outputs/<subtask_id>.json"}
+		}
+		want := "outputs/" + in.SubtaskID + ".json"
+		if in.OutputFile != "" && in.OutputFile != want {
+			return "", &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolSignalDone, Msg: fmt.Sprintf("output_file %q does not match subtask %s", in.OutputFile, in.SubtaskID),
+				Hint: "leave output_file out when passing output (it is " + want + ")"}
+		}
+		// Refuse what WriteDone would refuse before writing the output,
+		// so a bad call leaves nothing behind.
+		switch in.Status {
+		case "", "completed", "failed", "cancelled":
+		default:
+			return "", &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolSignalDone, Msg: fmt.Sprintf("unknown status %q", in.Status),
+				Hint: "use status completed, failed or cancelled"}
+		}
+		if in.Status == "failed" && in.Error == "" {
+			return "", &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolSignalDone, Msg: "a failed marker needs an error",
+				Hint: "say why in error"}
+		}
+		doc, err := outputDoc(raw, in.Status, in.Error)
+		if err != nil {
+			return "", err
+		}
+		rel, err := s.w.WriteOutput(s.task, in.SubtaskID, s.agent, doc)
+		if err != nil {
+			return "", err
+		}
+		dr.OutputFile, wrote = rel, rel
+	} else if dr.OutputFile == "" && in.Status != "cancelled" {
+		if in.SubtaskID == "" {
+			return "", &toolError{err: &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolSignalDone, Msg: "nothing to report: no subtask_id, output or output_file"},
+				hint: "pass subtask_id and your result as output (a plan goes through " + ToolWritePlan + ", a review through " + ToolWriteReview + "); status cancelled alone cancels the whole task"}
+		}
+		dr.OutputFile = "outputs/" + in.SubtaskID + ".json"
+	}
+	marker, err := s.w.WriteDone(dr)
+	if err != nil {
+		if wrote != "" {
+			return "", fmt.Errorf("wrote %s, but no done marker: %w", wrote, err)
+		}
+		if !hasOutput && in.SubtaskID != "" {
+			// The default output_file was missing: the model meant to
+			// pass its result.
+			err = redirect(err, workspace.ErrNotFound, "pass your result as output: it is written to "+dr.OutputFile+" before the marker")
+		}
+		return "", err
+	}
+	status := dr.Status
+	if status == "" {
+		status = "completed"
+	}
+	var b strings.Builder
+	if wrote != "" {
+		fmt.Fprintf(&b, "Wrote %s. ", wrote)
+	}
+	fmt.Fprintf(&b, "Done marker dropped (%s): ", marker)
+	switch {
+	case dr.SubtaskID != "":
+		fmt.Fprintf(&b, "subtask '%s' %s", dr.SubtaskID, status)
+	default:
+		b.WriteString(status)
+	}
+	if dr.OutputFile != "" {
+		fmt.Fprintf(&b, ", product %s", dr.OutputFile)
+	}
+	if dr.SubtaskID != "" {
+		fmt.Fprintf(&b, ". The workspace daemon applies it to the task's state: %s shows the subtask's new status once it has.", ToolGetSubtask)
+	} else {
+		fmt.Fprintf(&b, ". The workspace daemon applies it to the task's state: %s shows the result once it has.", ToolGetTaskState)
+	}
+	return b.String(), nil
+}
+
+// outputDoc is the output argument with status and error filled in from
+// the call when the document does not set them. The members are kept as
+// raw bytes, so numbers keep every digit.
+func outputDoc(raw json.RawMessage, status, errText string) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "signal_done output", Msg: "not a JSON object",
+			Hint: "pass output as an object, e.g. {\"summary\": \"what was done\"}"}
+	}
+	set := func(k, v string) error {
+		if _, ok := m[k]; ok || v == "" {
+			return nil
+		}
+		b, err := json.Marshal(v)
+		m[k] = b
+		return err
+	}
+	if status == "completed" || status == "failed" {
+		if err := set("status", status); err != nil {
+			return nil, err
+		}
+	}
+	if err := set("error", errText); err != nil {
+		return nil, err
+	}
+	return json.Marshal(m)
+}
