@@ -170,7 +170,7 @@ func (w *Workspace) checkOutputOpen(taskID, subtaskID, rel string) error {
 			if ss.Worker != "" {
 				who = " by " + ss.Worker
 			}
-			return finalErr(op, "a finished subtask's output is final; to change the work, fail or reopen the subtask through its plan and reviews, then write again",
+			return finalErr(op, "a finished subtask's output is final; only a checkpoint review asking for revision sends the subtask back, and then its output may be written again",
 				"subtask %s was completed%s; its output is final", subtaskID, who)
 		}
 		for _, id := range sortedIDs(st.Subtasks) {

@@ -219,8 +219,13 @@ func TestOutputContradictionsRefused(t *testing.T) {
 	// The same values agree.
 	w, _ := newWS(t)
 	newTask(t, w, "t1")
-	if _, err := w.WriteOutput("t1", "st_1", "worker_1", []byte(`{"subtask_id":"st_1","worker_id":"worker_1"}`)); err != nil {
-		t.Errorf("agreeing body refused: %v", err)
+	for _, body := range []string{`{"subtask_id":"st_1","worker_id":"worker_1"}`, `{"subtask_id":"","worker_id":""}`} {
+		if _, err := w.WriteOutput("t1", "st_1", "worker_1", []byte(body)); err != nil {
+			t.Errorf("agreeing body %s refused: %v", body, err)
+		}
+	}
+	if p, err := w.ReadProduct("t1", "outputs/st_1.json"); err != nil || p.Output.SubtaskID != "st_1" || p.Output.WorkerID != "worker_1" {
+		t.Errorf("empty ids not filled: %+v, %v", p.Output, err)
 	}
 }
 

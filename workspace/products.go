@@ -255,13 +255,15 @@ func (w *Workspace) WriteOutput(taskID, subtaskID, agent string, data []byte) (s
 // agree refuses a document whose field names something other than want
 // (what the caller says the document is), naming both. A missing field
 // agrees.
-// whose says what want is ("the subtask it is written for").
+// whose says what want is ("the subtask it is written for"). A missing
+// field, or an empty string (what a Go struct without omitempty writes),
+// agrees.
 func agree(op string, m map[string]any, field, want, whose string) error {
 	v, ok := m[field]
 	if !ok {
 		return nil
 	}
-	if s, isString := v.(string); isString && s == want {
+	if s, isString := v.(string); isString && (s == want || s == "") {
 		return nil
 	}
 	got, _ := json.Marshal(v)
