@@ -289,3 +289,50 @@ func TestOutputAndReviewNeverLost(t *testing.T) {
 		t.Errorf("validate: %q", got)
 	}
 }
+
+// task cancel ends a task through a marker the daemon applies, with or
+// without waiting; a finished task is not cancelled again.
+func TestTaskCancel(t *testing.T) {
+	w := newWS(t)
+	w.task("t1")
+	// No daemon yet: the marker waits for one.
+	out := strings.TrimSpace(w.ok("task", "cancel", "--task", "t1", "--reason", "the requirement was dropped"))
+	data, err := os.ReadFile(out)
+	if err != nil || !strings.HasPrefix(out, filepath.Join(w.root, "tasks", "t1", ".done.human.")) ||
+		!strings.Contains(string(data), `"status": "cancelled"`) || !strings.Contains(string(data), `"error": "the requirement was dropped"`) {
+		t.Fatalf("cancel marker %s: %v %s", out, err, data)
+	}
+	w.serve()
+	x := w.open()
+	st := stateWhere(t, x, "t1", func(st workspace.State) bool { return st.Status == "cancelled" })
+	if st.Phase != "cancelled" || st.CompletedAt == nil {
+		t.Errorf("cancelled state: %+v", st)
+	}
+	if ev := w.ok("events", "--task", "t1"); !strings.Contains(ev, `task_cancelled t1 agent=human reason="the requirement was dropped"`) {
+		t.Errorf("events: %s", ev)
+	}
+	before := w.tree()
+	w.fails(exitConflict, "task t1 is cancelled: the daemon takes nothing more for it", "task", "cancel", "--task", "t1")
+	sameTree(t, before, w.tree(), "cancelling a cancelled task")
+
+	// An executing task with work in progress, cancelled by its thread and
+	// waited for.
+	w.executingCLI("t2", `{"id":"st_1","description":"a"}`)
+	w.ok("claim", "--task", "t2", "--agent", "w1", "--subtask", "st_1", "--wait")
+	w.ok("thread", "new", "--task", "t2", "--id", "th_w", "--from", "coordinator", "--to", "w1", "--message", "do st_1")
+	r := w.run("task", "cancel", "--thread", "th_w", "--agent", "coordinator", "--wait", "--json")
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("cancel --wait: %v", r)
+	}
+	v := verdictOf(t, r.stdout)
+	if v.Verdict.Verdict != daemon.VerdictApplied || v.TaskStatus != "cancelled" || v.TaskID != "t2" || v.Kind != "done" {
+		t.Errorf("cancel verdict: %+v", v)
+	}
+	st = stateWhere(t, x, "t2", func(st workspace.State) bool { return st.Status == "cancelled" })
+	if wk := st.Workers["w1"]; wk == nil || wk.Status != "available" {
+		t.Errorf("worker of a cancelled task: %+v", wk)
+	}
+	w.fails(exitConflict, "task t2 is cancelled", "claim", "--task", "t2", "--agent", "w2", "--subtask", "st_1", "--wait")
+	w.fails(exitNotFound, "no such task", "task", "cancel", "--task", "nope")
+	w.fails(exitUsage, "missing --task", "task", "cancel")
+}
