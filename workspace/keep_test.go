@@ -158,6 +158,36 @@ func TestOutputFinalIsRefused(t *testing.T) {
 			`{"agent_id":"worker_1","output_file":"outputs/st_1.json"}`,
 			"done marker .done.worker_1.x1 reports it completed"},
 	}
+	// Markers that say nothing readable report nothing: the output stays
+	// open (the daemon rejects them in its turn).
+	for name, marker := range map[string]string{
+		"not JSON":             `{"agent_id":"worker_1","output_file":"outputs/st_1.json"`,
+		"nested deep":          `{"agent_id":"worker_1","output_file":"outputs/st_1.json","x":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + "}",
+		"output_file a number": `{"agent_id":"worker_1","output_file":7}`,
+		"another output":       `{"agent_id":"worker_1","output_file":"outputs/st_1.json.bak"}`,
+		"failed":               `{"agent_id":"worker_1","output_file":"outputs/st_1.json","status":"failed","error":"x"}`,
+	} {
+		t.Run("passed over: "+name, func(t *testing.T) {
+			w, _ := newWS(t)
+			newTask(t, w, "t1")
+			putFile(t, w, ".done.worker_1.x1", marker)
+			if _, err := w.WriteOutput("t1", "st_1", "worker_1", []byte(`{"summary":"open"}`)); err != nil {
+				t.Errorf("refused: %v", err)
+			}
+		})
+	}
+	t.Run("passed over: a symlinked marker", func(t *testing.T) {
+		w, _ := newWS(t)
+		newTask(t, w, "t1")
+		outside := filepath.Join(t.TempDir(), "m")
+		os.WriteFile(outside, []byte(`{"agent_id":"worker_1","output_file":"outputs/st_1.json"}`), 0o644)
+		if err := os.Symlink(outside, taskFile(w, ".done.worker_1.x1")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.WriteOutput("t1", "st_1", "worker_1", []byte(`{"summary":"open"}`)); err != nil {
+			t.Errorf("refused: %v", err)
+		}
+	})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			w, _ := newWS(t)
@@ -533,4 +563,24 @@ func TestHistoryVersion(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzHistoryVersion: any name HistoryVersion accepts is the name
+// HistoryName gives for what it read, and never a path.
+func FuzzHistoryVersion(f *testing.F) {
+	for _, s := range []string{"st_1.v1.json", "a.v1.v3.json", "st_1.v0.json", "../x.v1.json", "x.v1.json/", ".v1.json"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		id, n, ok := HistoryVersion(name)
+		if !ok {
+			return
+		}
+		if n < 1 || strings.ContainsAny(id, "/\\") || ValidateID("id", id) != nil {
+			t.Fatalf("HistoryVersion(%q) = %q, %d: not a product id and version", name, id, n)
+		}
+		if got := HistoryName("outputs", id, n); got != "outputs/history/"+name {
+			t.Fatalf("HistoryName(%q, %d) = %q, want outputs/history/%s", id, n, got, name)
+		}
+	})
 }

@@ -172,6 +172,16 @@ func TestReadVerdict(t *testing.T) {
 		{name: "a chunk holding the wrong seqs", setup: func(t *testing.T, ws *workspace.Workspace) {
 			writeJournalFile(t, ws, BatchName(4, 5), JournalBatch{Records: []workspace.JournalRecord{claimRec(7, name), claimRec(8, "x")}})
 		}, err: "holds seq 7"},
+		{name: "a record file over the size limit", setup: func(t *testing.T, ws *workspace.Workspace) {
+			writeJournalFile(t, ws, RecordName(4), `{"seq": 4, "file": "`+strings.Repeat("x", 17<<20)+`"}`)
+		}, err: "over"},
+		{name: "a record file nested deep", setup: func(t *testing.T, ws *workspace.Workspace) {
+			writeJournalFile(t, ws, RecordName(4), `{"seq": 4, "marker": `+strings.Repeat(`{"a":`, 20000)+"1"+strings.Repeat("}", 20000)+"}")
+		}, err: "decode"},
+		{name: "a record naming a path as its file", setup: func(t *testing.T, ws *workspace.Workspace) {
+			writeJournalFile(t, ws, RecordName(4), claimRec(4, "../t1/"+name))
+			ws.WriteJSON("tasks/t1/state.json", state(4))
+		}, where: MarkerMissing},
 		{name: "a path, not a name", marker: "../t2/" + name, err: "not the file name of a marker"},
 		{name: "not a marker", marker: "state.json", err: "not the file name of a marker"},
 		{name: "empty", marker: ".claim.", err: "not the file name of a marker"},
