@@ -35,7 +35,9 @@ func pythonAgent(t *testing.T, w *ws, script string) map[string]any {
 	return out
 }
 
-func quotePy(s string) string { return "'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), "'", `\'`) + "'" }
+func quotePy(s string) string {
+	return "'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), "'", `\'`) + "'"
+}
 
 // field reads out[key][name] as a string ("" when absent).
 func field(out map[string]any, key, name string) string {
