@@ -584,3 +584,24 @@ func FuzzHistoryVersion(f *testing.F) {
 		}
 	})
 }
+
+// A done marker finishing one subtask with another's output is refused
+// before it is dropped: it would leave that output looking finished.
+func TestDoneNamesItsSubtasksOutput(t *testing.T) {
+	w, _ := newWS(t)
+	newTask(t, w, "t1")
+	if _, err := w.WriteOutput("t1", "st_1", "worker_1", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	refuses(t, w, ErrInvalid, "", func() error {
+		_, err = w.WriteDone(DoneRequest{TaskID: "t1", Agent: "worker_1", OutputFile: "outputs/st_1.json", SubtaskID: "st_2"})
+		return err
+	})
+	if !strings.Contains(err.Error(), "the marker names subtask st_2, but outputs/st_1.json is subtask st_1's output") || FieldOf(err) != FieldOutputFile {
+		t.Errorf("err = %v (field %q)", err, FieldOf(err))
+	}
+	if _, err := w.WriteDone(DoneRequest{TaskID: "t1", Agent: "worker_1", OutputFile: "outputs/st_1.json", SubtaskID: "st_1"}); err != nil {
+		t.Errorf("its own output: %v", err)
+	}
+}
