@@ -84,7 +84,10 @@ verdict() {
       files=""
       for f in "$dir"/journal/[0-9]*.json; do
         [ -e "$f" ] || continue
-        b=${f##*/}; b=${b%.json}; last=${b#*-}
+        b=${f##*/}; b=${b%.json}
+        # Record files only: <seq>.json or <first>-<last>.json.
+        case "$b" in *[!0-9-]*) continue ;; esac
+        last=${b#*-}
         # 12 digits, zero-padded: strip the zeros for the shell's arithmetic.
         last=$(printf '%s' "$last" | sed 's/^0*//'); [ -n "$last" ] || last=0
         if [ "$last" -gt "$2" ]; then files="$files $f"; fi
