@@ -39,8 +39,8 @@ const (
 	KindTask      Kind = "task"      // tasks/<id>/task.json
 	KindPlan      Kind = "plan"      // plan.json, plans/plan_v<N>.json
 	KindState     Kind = "state"     // state.json, backups/state_*.json
-	KindOutput    Kind = "output"    // outputs/<subtask_id>.json
-	KindReview    Kind = "review"    // reviews/<review_id>.json
+	KindOutput    Kind = "output"    // outputs/<subtask_id>.json, outputs/history/<subtask_id>.v<N>.json
+	KindReview    Kind = "review"    // reviews/<review_id>.json, reviews/history/<review_id>.v<N>.json
 	KindEntry     Kind = "entry"     // env, session, agent and global entries
 	KindThread    Kind = "thread"    // threads/<id>.json
 	KindClaim     Kind = "claim"     // .claim.<agent>[.<suffix>]
@@ -624,8 +624,15 @@ func taskKind(rest []string, name string, jsonFile bool) (Kind, bool) {
 			return KindJournal, true
 		}
 	case 3:
-		if jsonFile && rest[0] == "sessions" {
+		switch {
+		case !jsonFile:
+		case rest[0] == "sessions":
 			return KindEntry, true
+		case rest[0] == "outputs" && rest[1] == "history":
+			// The versions an output replaced: outputs/history/<id>.v<N>.json.
+			return KindOutput, true
+		case rest[0] == "reviews" && rest[1] == "history":
+			return KindReview, true
 		}
 	}
 	return "", false

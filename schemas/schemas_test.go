@@ -539,6 +539,8 @@ func TestKindOf(t *testing.T) {
 		{"tasks/t1/backups/state_20240115T100000.000000001Z.json", KindState},
 		{"tasks/t1/outputs/st_1.json", KindOutput},
 		{"tasks/t1/reviews/plan_v1.json", KindReview},
+		{"tasks/t1/outputs/history/st_1.v1.json", KindOutput},
+		{"tasks/t1/reviews/history/plan_v1.v2.json", KindReview},
 		{"tasks/t1/env/arc_task.json", KindEntry},
 		{"tasks/t1/sessions/th_2/scratch.json", KindEntry},
 		{"tasks/t1/threads/th_2.json", KindThread},
@@ -581,6 +583,10 @@ func TestKindOf(t *testing.T) {
 		{"other/t1/task.json", ""},
 		{".claim.w1", ""},
 		{"tasks/t1/outputs/st_1.json.tmp", ""},
+		{"tasks/t1/outputs/history/.st_1.v1.json123", ""},
+		{"tasks/t1/outputs/history/st_1.v1.txt", ""},
+		{"tasks/t1/outputs/other/st_1.v1.json", ""},
+		{"tasks/t1/reviews/history/sub/r.v1.json", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {

@@ -135,6 +135,10 @@ func (w *Workspace) WriteDone(req DoneRequest) (string, error) {
 		if err := ValidateID("subtask id", req.SubtaskID); err != nil {
 			return "", err
 		}
+		if req.SubtaskID != id {
+			return "", fieldErr(ErrInvalid, "done", FieldOutputFile, "name the subtask's own output, outputs/"+req.SubtaskID+".json",
+				"the marker names subtask %s, but %s is subtask %s's output", req.SubtaskID, req.OutputFile, id)
+		}
 	}
 	if kind != ProductNone {
 		if err := w.ValidateProduct(req.TaskID, req.OutputFile); err != nil {

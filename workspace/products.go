@@ -38,17 +38,6 @@ func (w *Workspace) parseDoc(what string, data []byte) (map[string]any, error) {
 	return m, nil
 }
 
-func (w *Workspace) writeDoc(kind schemas.Kind, name string, m map[string]any) ([]byte, error) {
-	data, err := marshalValidated(kind, m)
-	if err != nil {
-		return nil, err
-	}
-	if err := w.Write(name, data); err != nil {
-		return nil, err
-	}
-	return data, nil
-}
-
 func (w *Workspace) requireTask(id string) error {
 	if err := ValidateID("task id", id); err != nil {
 		return err
@@ -96,6 +85,9 @@ func (w *Workspace) WritePlan(ctx context.Context, taskID, agent string, data []
 	case !errors.Is(err, ErrNotFound):
 		return Plan{}, fmt.Errorf("read current plan: %w", err)
 	}
+	if err := agree("write plan of task "+taskID, m, "task_id", taskID, "the task it is written for"); err != nil {
+		return Plan{}, err
+	}
 	m["version"] = version
 	m["task_id"] = taskID
 	if _, ok := m["id"]; !ok {
@@ -122,8 +114,22 @@ func (w *Workspace) WritePlan(ctx context.Context, taskID, agent string, data []
 		return Plan{}, err
 	}
 	if prev != nil {
-		if err := w.Write(path.Join(TaskDir(taskID), "plans", "plan_v"+strconv.Itoa(old.Version)+".json"), prev); err != nil {
-			return Plan{}, err
+		// plans/plan_v<N>.json is written once: a plan.json that claims a
+		// version already kept with other content (written there by
+		// hand) must not replace it.
+		keep := path.Join(TaskDir(taskID), "plans", "plan_v"+strconv.Itoa(old.Version)+".json")
+		kept, err := w.ReadFile(keep)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			if err := w.Write(keep, prev); err != nil {
+				return Plan{}, err
+			}
+		case err != nil:
+			return Plan{}, fmt.Errorf("keep plan v%d: %w", old.Version, err)
+		case string(kept) != string(prev):
+			return Plan{}, &Error{Kind: ErrConflict, Op: "write plan of task " + taskID,
+				Msg:  fmt.Sprintf("plan.json says version %d, but plans/plan_v%d.json already keeps another version %d", old.Version, old.Version, old.Version),
+				Hint: "plan.json was changed without a new version; give it the next free version, or move it away, then write again"}
 		}
 	}
 	if err := w.Write(name, out); err != nil {
@@ -189,8 +195,18 @@ func (w *Workspace) ReadPlan(taskID string, version int) (*Plan, error) {
 	return &old, nil
 }
 
-// WriteOutput writes outputs/<subtask>.json, filling subtask_id and
-// worker_id. It does not finish the subtask: drop a done marker for that.
+// WriteOutput writes outputs/<subtask>.json, filling subtask_id, worker_id
+// (agent) and completed_at when the document leaves them out; a document
+// whose subtask_id or worker_id names another subtask or agent is refused
+// (ErrInvalid) naming both. It does not finish the subtask: drop a done
+// marker for that.
+//
+// The write happens under the task's lock. An output that is final — its
+// subtask completed, or a done marker reporting it completed waiting for
+// the daemon — is never replaced: that is ErrConflict. Any other output
+// it replaces is kept as outputs/history/<subtask>.v<N>.json (see
+// HistoryName). It returns the output's path relative to the task
+// directory.
 func (w *Workspace) WriteOutput(taskID, subtaskID, agent string, data []byte) (string, error) {
 	if err := w.requireTask(taskID); err != nil {
 		return "", err
@@ -205,20 +221,66 @@ func (w *Workspace) WriteOutput(taskID, subtaskID, agent string, data []byte) (s
 	if err != nil {
 		return "", err
 	}
-	m["subtask_id"] = subtaskID
-	if _, ok := m["worker_id"]; !ok {
-		m["worker_id"] = agent
+	rel := path.Join("outputs", subtaskID+".json")
+	op := "write output " + rel
+	if err := agree(op, m, "subtask_id", subtaskID, "the subtask it is written for"); err != nil {
+		return "", err
 	}
+	if err := agree(op, m, "worker_id", agent, "the agent writing it"); err != nil {
+		return "", err
+	}
+	m["subtask_id"] = subtaskID
+	m["worker_id"] = agent
 	if _, ok := m["completed_at"]; !ok {
 		m["completed_at"] = w.Now().Format(TimeFormat)
 	}
-	rel := path.Join("outputs", subtaskID+".json")
-	_, err = w.writeDoc(schemas.KindOutput, path.Join(TaskDir(taskID), rel), m)
-	return rel, err
+	out, err := marshalValidated(schemas.KindOutput, m)
+	if err != nil {
+		return "", err
+	}
+	l, err := w.lockTaskForProduct(taskID, agent)
+	if err != nil {
+		return "", err
+	}
+	defer l.Release()
+	if err := w.checkOutputOpen(taskID, subtaskID, rel); err != nil {
+		return "", err
+	}
+	if _, err := w.replaceProduct(taskID, "outputs", subtaskID, out); err != nil {
+		return "", err
+	}
+	return rel, nil
 }
 
-// WriteReview writes reviews/<id>.json, filling id, reviewer and
-// reviewed_at when missing.
+// agree refuses a document whose field names something other than want
+// (what the caller says the document is), naming both. A missing field
+// agrees.
+// whose says what want is ("the subtask it is written for"). A missing
+// field, or an empty string (what a Go struct without omitempty writes),
+// agrees.
+func agree(op string, m map[string]any, field, want, whose string) error {
+	v, ok := m[field]
+	if !ok {
+		return nil
+	}
+	if s, isString := v.(string); isString && (s == want || s == "") {
+		return nil
+	}
+	got, _ := json.Marshal(v)
+	return &Error{Kind: ErrInvalid, Op: op, Msg: fmt.Sprintf("the document says %s %s, but %s is %q", field, got, whose, want),
+		Hint: fmt.Sprintf("leave %s out of the document, or make it %q", field, want)}
+}
+
+// WriteReview writes reviews/<id>.json, filling id, reviewer (agent, when
+// given) and reviewed_at when the document leaves them out; a document
+// whose id or reviewer says otherwise is refused (ErrInvalid) naming both.
+//
+// The write happens under the task's lock. A review a done marker has
+// reported — one waiting in the task directory, or one the daemon
+// journaled without rejecting it — is final: writing it again is
+// ErrConflict. A review not yet reported that it replaces is kept as
+// reviews/history/<id>.v<N>.json. It returns the review's path relative to
+// the task directory.
 func (w *Workspace) WriteReview(taskID, reviewID, agent string, data []byte) (string, error) {
 	if err := w.requireTask(taskID); err != nil {
 		return "", err
@@ -230,19 +292,38 @@ func (w *Workspace) WriteReview(taskID, reviewID, agent string, data []byte) (st
 	if err != nil {
 		return "", err
 	}
+	rel := path.Join("reviews", reviewID+".json")
+	op := "write review " + rel
+	if err := agree(op, m, "id", reviewID, "the review id it is written as"); err != nil {
+		return "", err
+	}
 	m["id"] = reviewID
 	if agent != "" {
 		if err := ValidateID("agent", agent); err != nil {
 			return "", err
 		}
-		if _, ok := m["reviewer"]; !ok {
-			m["reviewer"] = agent
+		if err := agree(op, m, "reviewer", agent, "the agent writing it"); err != nil {
+			return "", err
 		}
+		m["reviewer"] = agent
 	}
 	if _, ok := m["reviewed_at"]; !ok {
 		m["reviewed_at"] = w.Now().Format(TimeFormat)
 	}
-	rel := path.Join("reviews", reviewID+".json")
-	_, err = w.writeDoc(schemas.KindReview, path.Join(TaskDir(taskID), rel), m)
-	return rel, err
+	out, err := marshalValidated(schemas.KindReview, m)
+	if err != nil {
+		return "", err
+	}
+	l, err := w.lockTaskForProduct(taskID, agent)
+	if err != nil {
+		return "", err
+	}
+	defer l.Release()
+	if err := w.checkReviewOpen(taskID, rel); err != nil {
+		return "", err
+	}
+	if _, err := w.replaceProduct(taskID, "reviews", reviewID, out); err != nil {
+		return "", err
+	}
+	return rel, nil
 }

@@ -95,7 +95,7 @@ func TestPlanVersioning(t *testing.T) {
 func TestOutputsAndReviews(t *testing.T) {
 	w, _ := newWS(t)
 	newTask(t, w, "t1")
-	rel, err := w.WriteOutput("t1", "st_1", "worker_1", []byte(`{"summary":"done <ok>","subtask_id":"other"}`))
+	rel, err := w.WriteOutput("t1", "st_1", "worker_1", []byte(`{"summary":"done <ok>","subtask_id":"st_1"}`))
 	if err != nil || rel != "outputs/st_1.json" {
 		t.Fatalf("WriteOutput = %q, %v", rel, err)
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/workspaced/workspaced/backup"
 	"github.com/workspaced/workspaced/locking"
+	"github.com/workspaced/workspaced/retention"
+	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/daemon"
 )
@@ -48,7 +50,10 @@ const backupListUsage = `Usage:
   workspaced backup list (--task T | --thread X) [--json]
 
 Lists the backups of the task's state.json, newest first, with their size,
-the journal_seq they reflect and whether they are valid.
+the journal_seq they reflect and whether they are valid. When there are
+none it says why: the daemon has not written state.json yet, has written
+it only once (a backup keeps the state a write replaces), or retention has
+summarised the finished task (--json then prints []).
 
 Examples:
   workspaced backup list --task t1
@@ -109,7 +114,7 @@ func backupList(ctx context.Context, e *env, args []string) error {
 		return printJSON(e.stdout, infos)
 	}
 	if len(infos) == 0 {
-		fmt.Fprintf(e.stdout, "no backups of task %s yet (the daemon keeps one before every state write)\n", id)
+		fmt.Fprintf(e.stdout, "no backups of task %s: %s\n", id, whyNoBackups(w, id))
 		return nil
 	}
 	rows := make([][]string, 0, len(infos))
@@ -225,4 +230,25 @@ func backupRestore(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "restored %s from %s\n", e.display(target), chosen)
 	return nil
+}
+
+// whyNoBackups says why a task has no backups of its state.json.
+func whyNoBackups(w *workspace.Workspace, id string) string {
+	if info, err := retention.ReadTaskInfo(w.Root(), id); err == nil && info.Summarized && vocab.Finished(info.Status) {
+		return "the task is " + info.Status + " and summarised: retention kept only task.json, state.json and events.log"
+	}
+	_, err := w.ReadState(id)
+	if errors.Is(err, workspace.ErrNotFound) {
+		return "the daemon has not written its state.json yet (is one serving? see 'workspaced status')"
+	}
+	dir := path.Join(workspace.TaskDir(id), "backups")
+	// backups/ is made with the first backup, which keeps the first
+	// state.json a write replaces.
+	if _, derr := w.Root().Lstat(dir); errors.Is(derr, fs2.ErrNotExist) {
+		return "state.json has not been replaced since the daemon first wrote it (a backup keeps each state.json a later write replaces)"
+	}
+	if err != nil {
+		return "state.json cannot be read (" + err.Error() + ") and " + dir + "/ holds none"
+	}
+	return dir + "/ is empty, though the daemon keeps one before every state write: were they removed by hand?"
 }

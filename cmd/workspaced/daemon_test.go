@@ -617,6 +617,10 @@ func TestServeRejectsBadMarkers(t *testing.T) {
 		{".done.w8.invalid", func(n string) { put(n, done("w8", "st_8", "outputs/st_8.json")) }, "schema", "output_rejected"},
 		{".done.w9.symlinked", func(n string) { put(n, done("w9", "st_9", "outputs/st_9.json")) }, "symlink", "output_rejected"},
 		{".done.w10.outside", func(n string) { put(n, done("w10", "st_10", "../../../outside.json")) }, "is not plan.json", "output_rejected"},
+		{".done.w12.other", func(n string) {
+			put("outputs/st_3.json", `{"subtask_id":"st_3"}`)
+			put(n, done("w12", "st_12", "outputs/st_3.json"))
+		}, "names subtask st_12, but its output_file outputs/st_3.json is subtask st_3's", "output_rejected"},
 		{".claim.w2.taken", func(n string) {
 			put(n, fmt.Sprintf(`{"agent_id":"w2","subtask_id":"st_1","claimed_at":%q}`, now))
 		}, "already taken by w1", "claim_refused"},
@@ -636,7 +640,7 @@ func TestServeRejectsBadMarkers(t *testing.T) {
 	if st.Subtasks["st_2"].Status != "completed" {
 		t.Errorf("st_2 is %s after the valid done marker", st.Subtasks["st_2"].Status)
 	}
-	for _, sid := range []string{"st_5", "st_7", "st_8", "st_9", "st_10"} {
+	for _, sid := range []string{"st_3", "st_5", "st_7", "st_8", "st_9", "st_10", "st_12"} {
 		if s := st.Subtasks[sid].Status; s != "pending" {
 			t.Errorf("%s is %s, want pending (its marker was rejected)", sid, s)
 		}

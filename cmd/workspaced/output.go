@@ -11,18 +11,27 @@ const outputUsage = `workspaced output — write a subtask's output (tasks/<task
 Usage:
   workspaced output write (--task T | --thread X) --subtask S --agent A --file F|- [--done] [--json]
 
-The file holds the output (a JSON object); subtask_id is set to S, and
-worker_id and completed_at are filled when missing. It is checked against
-the output schema before anything is written. --done also drops the done
-marker that reports the subtask finished. Prints the path written (and the
-marker's).
+The file holds the output (a JSON object). subtask_id and worker_id are
+set to S and A, and completed_at is filled when missing; a file whose
+subtask_id or worker_id names another subtask or agent is refused, naming
+both. It is checked against the output schema before anything is written.
+--done also drops the done marker that reports the subtask finished.
+Prints the path written (and the marker's).
+
+Work is never lost: a finished subtask's output is final (its subtask is
+completed, or a done marker reporting it completed waits for the daemon),
+and writing it again is refused (exit 4). Until then — the first attempt,
+a subtask that failed or is being retried — the output a write replaces is
+kept as outputs/history/<subtask>.v<N>.json.
 
 Examples:
   workspaced output write --task t1 --subtask st_3 --agent worker_1 --file out.json
   workspaced output write --task t1 --subtask st_3 --agent worker_1 --file out.json --done
   echo '{"summary":"done"}' | workspaced output write --task t1 --subtask st_3 --agent worker_1 --file -
 
-Exit codes: 0 ok, 1 failure (not JSON, schema-invalid output), 2 usage, 3 task not found.
+Exit codes: 0 ok, 1 failure (not JSON, schema-invalid output, a subtask_id or
+worker_id that contradicts S or A), 2 usage, 3 task not found, 4 conflict
+(the output is final) or the task's lock held past the lock timeout.
 `
 
 func cmdOutput(ctx context.Context, e *env, args []string) error {

@@ -11,18 +11,28 @@ const reviewUsage = `workspaced review — write a review decision (tasks/<task>
 Usage:
   workspaced review write (--task T | --thread X) --id R --file F|- [--agent A] [--done] [--json]
 
-The file holds the review (a JSON object with "type" and "verdict"); id is
-set to R, and reviewer and reviewed_at are filled when missing. It is
-checked against the review schema before anything is written. --done also
-drops the done marker that reports the review to the daemon. Prints the
+The file holds the review (a JSON object with "type" and "verdict"). id is
+set to R, reviewer to the agent (when one is named) and reviewed_at is
+filled when missing; a file whose id or reviewer says otherwise is refused,
+naming both. It is checked against the review schema before anything is
+written. --done also drops the done marker that reports the review to the
+daemon (its agent: --agent, else $WORKSPACE_AGENT, else "cli"). Prints the
 path written (and the marker's).
+
+A review is final once a done marker reported it (the marker waits for the
+daemon, or the daemon took it): writing it again is refused (exit 4), and a
+new decision is a new review under a new id (plan_v2, cp_1_r2). A review
+not yet reported that a write replaces is kept as
+reviews/history/<id>.v<N>.json.
 
 Examples:
   workspaced review write --task t1 --id plan_v1 --agent reviewer --file review.json --done
   echo '{"type":"plan_review","verdict":"approved"}' | workspaced review write --task t1 --id plan_v2 --file - --done
   workspaced review write --task t1 --id cp_1 --agent reviewer --file cp.json --json
 
-Exit codes: 0 ok, 1 failure (not JSON, schema-invalid review), 2 usage, 3 task not found.
+Exit codes: 0 ok, 1 failure (not JSON, schema-invalid review, an id or reviewer
+that contradicts R or A), 2 usage, 3 task not found, 4 conflict (the review
+was reported) or the task's lock held past the lock timeout.
 `
 
 func cmdReview(ctx context.Context, e *env, args []string) error {
@@ -46,7 +56,7 @@ func reviewWrite(ctx context.Context, e *env, args []string) error {
 	if err := need(fs, "id", "file"); err != nil {
 		return err
 	}
-	who := agentOr(*agent, "cli")
+	named := agentOr(*agent, "")
 	data, err := readInput(e, *file)
 	if err != nil {
 		return err
@@ -56,13 +66,13 @@ func reviewWrite(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer w.Close()
-	rel, err := w.WriteReview(id, *rid, who, data)
+	rel, err := w.WriteReview(id, *rid, named, data)
 	if err != nil {
 		return err
 	}
 	var d *workspace.DoneRequest
 	if *done {
-		d = &workspace.DoneRequest{TaskID: id, Agent: who}
+		d = &workspace.DoneRequest{TaskID: id, Agent: agentOr(named, "cli")}
 	}
 	return finishProduct(e, w, id, rel, d, *asJSON, written{})
 }

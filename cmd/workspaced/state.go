@@ -8,10 +8,14 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
+	"github.com/workspaced/workspaced/retention"
+	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/daemon"
+	"github.com/workspaced/workspaced/workspace/machine"
 )
 
 const stateUsage = `workspaced state — show or rebuild a task's state.json.
@@ -28,7 +32,8 @@ Examples:
   workspaced state show --task t1
   workspaced state rebuild --task t1
 
-Exit codes: 0 ok, 1 failure, 2 usage, 3 no such task or no state.json yet.
+Exit codes: 0 ok (rebuild: state.json matches), 1 failure (rebuild: it
+differs), 2 usage, 3 no such task or no state.json yet.
 `
 
 func cmdState(ctx context.Context, e *env, args []string) error {
@@ -155,19 +160,29 @@ const stateRebuildUsage = `Usage:
 
 Derives the task's state from task.json and the journal alone (the records
 in tasks/<id>/journal/, which carry the plans and reviews they applied) and
-compares it with state.json: it prints "matches" or a line diff of the two
-as canonical JSON (- state.json, + rebuilt). --json prints the rebuilt
-state instead. Nothing is written: the daemon is the only writer of
-state.json, and it repairs a corrupt one itself on its next start (from the
-newest valid backup plus the journal); to put a backup back by hand see
-'workspaced backup restore'.
+compares it with state.json: it prints "matches" and exits 0, or prints a
+line diff of the two as canonical JSON (- state.json, + rebuilt) and exits
+1, like diff(1). With no state.json yet it prints the rebuilt state and
+exits 1. --json prints the rebuilt state instead, with the same exit code.
+Nothing is written: the daemon is the only writer of state.json, and it
+repairs a corrupt one itself on its next start (from the newest valid
+backup plus the journal); to put a backup back by hand see 'workspaced
+backup restore'.
+
+A task retention has summarised (finished, cut down to task.json,
+state.json and events.log) has no journal left to rebuild from: rebuild
+says so and checks what is left — that state.json is valid and finished,
+and that events.log ends the task the way the state says — exiting 0 when
+both hold and 1 when not. --json prints that report.
 
 Examples:
   workspaced state rebuild --task t1
   workspaced state rebuild --task t1 --json > /tmp/t1-state.json
+  workspaced state rebuild --task t1 >/dev/null || echo "state.json differs from the journal"
 
-Exit codes: 0 ok (whether or not they differ), 1 failure (an unreadable
-journal record), 2 usage, 3 no such task.
+Exit codes: 0 state.json matches (a summarised task: what is left checks out),
+1 it differs or is missing, or a failure (an unreadable journal record),
+2 usage, 3 no such task.
 `
 
 func stateRebuild(ctx context.Context, e *env, args []string) error {
@@ -183,33 +198,166 @@ func stateRebuild(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer w.Close()
+	if _, err := w.GetTask(id); err != nil {
+		return err
+	}
+	info, err := retention.ReadTaskInfo(w.Root(), id)
+	if err != nil {
+		return err
+	}
+	// Only the summary files left, and the task finished by its state (or,
+	// when state.json cannot be read, by its events): retention cut it
+	// down. A task the daemon has only seen (task.json, state.json and
+	// events.log, no journal yet) also holds nothing else, but is not
+	// finished.
+	if info.Summarized && (vocab.Finished(info.Status) || (info.StateErr != "" && endedInEvents(w, id))) {
+		return checkSummary(e, w, id, *asJSON)
+	}
 	rebuilt, err := daemon.Rebuild(w, id)
 	if err != nil {
 		return fmt.Errorf("rebuild state of task %s: %w", id, err)
-	}
-	if *asJSON {
-		return printJSON(e.stdout, rebuilt)
 	}
 	newData, err := atomicfile.Marshal(rebuilt)
 	if err != nil {
 		return err
 	}
 	oldData, err := w.ReadFile(workspace.TaskDir(id) + "/state.json")
-	switch {
-	case errors.Is(err, workspace.ErrNotFound):
-		fmt.Fprintf(e.stdout, "no state.json yet; the journal gives (journal_seq %d):\n", rebuilt.JournalSeq)
-		_, err = e.stdout.Write(newData)
-		return err
-	case err != nil:
+	missing := errors.Is(err, workspace.ErrNotFound)
+	if err != nil && !missing {
 		return err
 	}
-	if string(oldData) == string(newData) {
+	differs := &exitError{code: exitFailure}
+	if *asJSON {
+		if _, err := e.stdout.Write(newData); err != nil {
+			return err
+		}
+		if missing || string(oldData) != string(newData) {
+			return differs
+		}
+		return nil
+	}
+	switch {
+	case missing:
+		fmt.Fprintf(e.stdout, "no state.json yet; the journal gives (journal_seq %d):\n", rebuilt.JournalSeq)
+		if _, err := e.stdout.Write(newData); err != nil {
+			return err
+		}
+		return differs
+	case string(oldData) == string(newData):
 		fmt.Fprintf(e.stdout, "state.json matches the journal (journal_seq %d)\n", rebuilt.JournalSeq)
 		return nil
 	}
 	fmt.Fprintf(e.stdout, "--- %s\n+++ rebuilt from task.json and journal/ (journal_seq %d)\n", e.display(workspace.TaskDir(id)+"/state.json"), rebuilt.JournalSeq)
 	writeDiff(e.stdout, splitLines(string(oldData)), splitLines(string(newData)))
-	return nil
+	return differs
+}
+
+// summaryCheck is what state rebuild can still check of a summarised task.
+type summaryCheck struct {
+	TaskID     string `json:"task_id"`
+	Summarised bool   `json:"summarised"`
+	// StateValid: state.json parses, validates and says the task is
+	// finished; Status and JournalSeq are its.
+	StateValid bool   `json:"state_valid"`
+	Status     string `json:"status,omitempty"`
+	JournalSeq int64  `json:"journal_seq"`
+	// FinalEvent is the last event of events.log that ends the task
+	// (task_completed, task_failed, task_cancelled), if any; EventsAgree
+	// says whether it is the one the state's status calls for.
+	FinalEvent  string   `json:"final_event,omitempty"`
+	EventsAgree bool     `json:"events_agree"`
+	Problems    []string `json:"problems"`
+}
+
+// finalEvents are the events that end a task, by the status they end it
+// with.
+var finalEvents = map[string]string{
+	vocab.StatusCompleted: machine.EventTaskCompleted,
+	vocab.StatusFailed:    machine.EventTaskFailed,
+	vocab.StatusCancelled: machine.EventTaskCancelled,
+}
+
+// endedInEvents reports whether a task's events.log holds an event ending
+// the task.
+func endedInEvents(w *workspace.Workspace, id string) bool {
+	evs, _, _ := w.ReadEvents(id)
+	for _, ev := range evs {
+		for _, name := range finalEvents {
+			if ev.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkSummary reports on a task retention has summarised: its journal is
+// gone, so only state.json and events.log can be checked.
+func checkSummary(e *env, w *workspace.Workspace, id string, asJSON bool) error {
+	c := summaryCheck{TaskID: id, Summarised: true, Problems: []string{}}
+	data, err := w.ReadFile(workspace.TaskDir(id) + "/state.json")
+	if err == nil {
+		var st workspace.State
+		st, err = daemon.ValidateState(id, data)
+		c.Status, c.JournalSeq = st.Status, st.JournalSeq
+	}
+	switch {
+	case err != nil:
+		c.Problems = append(c.Problems, "state.json: "+err.Error())
+	case !vocab.Finished(c.Status):
+		c.Problems = append(c.Problems, "state.json says the task is "+c.Status+", not finished")
+	default:
+		c.StateValid = true
+	}
+	evs, bad, err := w.ReadEvents(id)
+	if err != nil && !errors.Is(err, workspace.ErrNotFound) {
+		c.Problems = append(c.Problems, "events.log: "+err.Error())
+	}
+	for _, b := range bad {
+		c.Problems = append(c.Problems, "events.log: "+b.Error())
+	}
+	var at time.Time
+	for _, ev := range evs {
+		for _, name := range finalEvents {
+			if ev.Name == name {
+				c.FinalEvent, at = ev.Name, ev.Time
+			}
+		}
+	}
+	c.EventsAgree = c.FinalEvent != "" && c.FinalEvent == finalEvents[c.Status]
+	if !c.EventsAgree {
+		want := finalEvents[c.Status]
+		if want == "" {
+			want = "an event ending the task"
+		}
+		got := "none"
+		if c.FinalEvent != "" {
+			got = c.FinalEvent
+		}
+		c.Problems = append(c.Problems, fmt.Sprintf("events.log: want %s, the last event ending the task is %s", want, got))
+	}
+	var failed error
+	if len(c.Problems) > 0 {
+		failed = &exitError{code: exitFailure}
+	}
+	if asJSON {
+		if err := printJSON(e.stdout, c); err != nil {
+			return err
+		}
+		return failed
+	}
+	fmt.Fprintf(e.stdout, "task %s is summarised: retention kept only task.json, state.json and events.log,\n", id)
+	fmt.Fprintln(e.stdout, "so its journal is gone and the state cannot be rebuilt from it. What is left:")
+	if c.StateValid {
+		fmt.Fprintf(e.stdout, "  state.json  valid: %s, journal_seq %d\n", c.Status, c.JournalSeq)
+	}
+	if c.EventsAgree {
+		fmt.Fprintf(e.stdout, "  events.log  ends the task with %s (%s), as the state says\n", c.FinalEvent, shortTime(at))
+	}
+	for _, p := range c.Problems {
+		fmt.Fprintf(e.stdout, "  PROBLEM     %s\n", p)
+	}
+	return failed
 }
 
 func splitLines(s string) []string {

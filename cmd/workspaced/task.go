@@ -19,6 +19,7 @@ Usage:
                          [--priority P] [--submitted-by WHO] [--to AGENT]
   workspaced task list [--json]
   workspaced task show (--task ID | --thread X) [--json]
+  workspaced task cancel (--task ID | --thread X) [--reason TEXT] [--wait [DUR]]
 
 Examples:
   id=$(workspaced task create --description "Add JWT auth to the REST API")
@@ -33,6 +34,7 @@ func cmdTask(ctx context.Context, e *env, args []string) error {
 		{"create", "create a task; prints its id", taskCreate},
 		{"list", "every task with its status", taskList},
 		{"show", "one task: task.json, state summary, plan version, env keys", taskShow},
+		{"cancel", "cancel a task (through a done marker the daemon applies)", taskCancel},
 	}, args)
 }
 

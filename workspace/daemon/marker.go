@@ -101,6 +101,11 @@ func examine(ws *workspace.Workspace, td, dir *os.File, name, kind string, fi fs
 	if pkind == workspace.ProductNone && ex.marker.Status != "cancelled" {
 		return hard("done marker names no output_file")
 	}
+	if pkind == workspace.ProductOutput && ex.marker.SubtaskID != "" && ex.marker.SubtaskID != pid {
+		// Finishing one subtask with another's output would leave the
+		// second one's output looking finished.
+		return hard(fmt.Sprintf("done marker names subtask %s, but its output_file %s is subtask %s's", ex.marker.SubtaskID, ex.marker.OutputFile, pid))
+	}
 	p, err := ws.ReadProductAt(td, ex.marker.OutputFile)
 	if err != nil {
 		reason := "output " + ex.marker.OutputFile + ": " + describe(err)

@@ -192,6 +192,18 @@ func checkInvariants(t testing.TB, prev, next workspace.State, rec workspace.Jou
 	if next.Subtasks == nil || next.Checkpoints == nil || next.Workers == nil || next.Errors == nil {
 		t.Fatalf("record %d: a map or the errors slice became nil", rec.Seq)
 	}
+	// Refusal reads back from the state exactly what the events say:
+	// refused, and why, or applied.
+	wantReason, wantRefused := "", false
+	for _, e := range events {
+		switch e.Name {
+		case EventClaimRefused, EventMarkerRefused, EventOutputRejected:
+			wantReason, wantRefused = e.Attrs["reason"], true
+		}
+	}
+	if reason, refused := Refusal(next, rec); refused != wantRefused || reason != wantReason {
+		t.Fatalf("record %d: Refusal = %q, %v; the events say %q, %v", rec.Seq, reason, refused, wantReason, wantRefused)
+	}
 	revised := map[string]bool{}
 	for _, e := range events {
 		if e.Name == EventCheckpointRevisionNeeded {

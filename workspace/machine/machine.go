@@ -818,7 +818,7 @@ func (a *applier) fail(ss *workspace.SubtaskState) {
 		msg = "failed without an error message"
 	}
 	ss.Error = msg
-	a.addError(fmt.Sprintf("subtask %s failed: %s", m.SubtaskID, msg))
+	a.addError(failureMessage(m.SubtaskID, m.Error))
 	if ss.Attempts <= a.maxRetries(m.SubtaskID) {
 		a.setStatus(ss, SubtaskPending)
 		ss.Worker = ""

@@ -5,9 +5,10 @@ done markers, and let the daemon keep state.json true.
     python3 hivemind_worker.py --root WORKSPACE --task TASK_ID --agent worker_py [--timeout 60] [--work-delay 0.1]
 
 It waits until the plan is approved, then loops: pick a pending subtask from
-state.json, drop a claim marker, wait for the daemon to say who won, and if
-it did, do the work, write outputs/<id>.json and drop a done marker. It stops
-when nothing is left to claim, and prints the subtasks it finished.
+state.json, drop a claim marker and wait for the daemon's verdict on it; if
+it won, do the work, write outputs/<id>.json and drop a done marker, waiting
+for its verdict too. It stops when nothing is left to claim, and prints the
+subtasks it finished.
 """
 
 import argparse
@@ -15,7 +16,7 @@ import random
 import sys
 import time
 
-from workspace_agent import Workspace
+from workspace_agent import Conflict, Workspace
 
 
 def work(ws, task, st_id, delay):
@@ -57,18 +58,20 @@ def run(root, task, agent, timeout, work_delay=0.0):
             time.sleep(0.02)
             continue
         mine = st["subtasks"][target]
-        if mine["status"] != "in_progress":
-            ws.claim(task, target)
-            # The daemon takes the first valid claim and refuses the others.
-            st = ws.wait_state(task, lambda s: s["subtasks"][target]["status"] != "pending"
-                               or s["status"] != "executing", timeout=timeout)
-            mine = st["subtasks"][target]
-            if mine["status"] != "in_progress" or mine.get("worker") != agent:
-                continue  # another worker won the claim
-        out = ws.write_output(task, target, work(ws, task, target, work_delay))
-        ws.done(task, out, subtask=target)
-        ws.wait_state(task, lambda s: s["subtasks"][target]["status"] != "in_progress"
-                      or s["subtasks"][target].get("worker") != agent, timeout=timeout)
+        try:
+            if mine["status"] != "in_progress":
+                # The daemon takes the first valid claim and refuses the
+                # others; the verdict says which this one was.
+                v = ws.claim(task, target, wait=timeout)
+                if v["verdict"] != "won":
+                    continue  # another worker won the claim
+            out = ws.write_output(task, target, work(ws, task, target, work_delay))
+            v = ws.done(task, out, subtask=target, wait=timeout)
+        except Conflict:
+            continue  # the task finished meanwhile: the loop's next look ends it
+        if v["verdict"] != "applied":
+            print("%s: done for %s refused: %s" % (agent, target, v["reason"]), file=sys.stderr)
+            continue
         done.append(target)
     print("%s finished %s" % (agent, " ".join(done) or "nothing"))
     return 0

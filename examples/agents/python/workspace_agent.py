@@ -10,7 +10,12 @@ standard library. It needs no workspaced binary and no Go:
   and daemon take (flock, never fcntl/lockf record locks);
 * an entry file is canonical JSON with `value` written last;
 * work is claimed and finished with .claim.<agent>.<suffix> and
-  .done.<agent>.<suffix> markers; only the daemon writes state.json.
+  .done.<agent>.<suffix> markers; only the daemon writes state.json;
+* the daemon's verdict on a marker (won or lost, applied or refused) is read
+  from the journal record named after it and the state.json that reflects
+  it (claim/done with wait=...);
+* an output is written under the task's lock, never over a finished
+  subtask's, and the version it replaces is kept in outputs/history/.
 
 Python 3.8+, Linux or any POSIX system with flock.
 """
@@ -24,7 +29,7 @@ import time
 from datetime import datetime, timezone
 
 __all__ = [
-    "Workspace", "NotFound", "Conflict", "Invalid", "encode_key", "decode_key", "now",
+    "Workspace", "NotFound", "Conflict", "Invalid", "NoDaemon", "encode_key", "decode_key", "now",
 ]
 
 _KEEP = set(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
@@ -41,6 +46,13 @@ class Conflict(Exception):
 
 class Invalid(Exception):
     """Input refused before anything was written."""
+
+
+class NoDaemon(Exception):
+    """No daemon serves the root, so a marker waits undecided (exit 1)."""
+
+
+FINISHED = ("completed", "failed", "cancelled")
 
 
 def now():
@@ -173,6 +185,12 @@ def lock_path(file_path):
 
 def _read_json(path, limit=16 << 20):
     """Read an agent file: regular files only, never a symlink or FIFO."""
+    return json.loads(_read_bytes(path, limit).decode("utf-8"))
+
+
+def _read_bytes(path, limit=16 << 20):
+    """The bytes of an agent file: regular files only, never a symlink or
+    FIFO, at most limit bytes."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
@@ -187,7 +205,7 @@ def _read_json(path, limit=16 << 20):
             raise Invalid("%s is not a regular file" % path)
         if st.st_size > limit:
             raise Invalid("%s is %d bytes, over the limit" % (path, st.st_size))
-        return json.loads(f.read().decode("utf-8"))
+        return f.read()
 
 
 class Workspace:
@@ -330,34 +348,166 @@ class Workspace:
         atomic_write(os.path.join(self.task_dir(task), name), canonical(body))
         return name
 
-    def claim(self, task, subtask):
-        """Drop a claim marker; the daemon's state says whether it won."""
+    def _before_marker(self, task, wait):
+        """When waiting for a verdict, what makes that pointless: a finished
+        task (Conflict: the daemon takes nothing more for it) or no daemon
+        (NoDaemon). Returns the state's journal_seq, which the marker's
+        record follows. Without a wait nothing is read: a marker costs one
+        write."""
+        if wait is None:
+            return 0
+        st = self.state(task)
+        if st is not None and st.get("status") in FINISHED:
+            raise Conflict("task %s is %s: the daemon takes nothing more for it" % (task, st["status"]))
+        if not self.serving():
+            raise NoDaemon("no daemon serves %s, so no verdict would come; nothing was dropped "
+                           "(start 'workspaced serve')" % self.root)
+        return st.get("journal_seq", 0) if st else 0
+
+    def claim(self, task, subtask, wait=None):
+        """Drop a claim marker and return its name. With wait (seconds),
+        wait for the daemon's verdict instead and return it (see
+        wait_verdict): "won", "lost" or "not_found"."""
         check_id("subtask id", subtask)
-        return self._marker(task, ".claim.", {"agent_id": self.agent, "subtask_id": subtask, "claimed_at": now()})
+        after = self._before_marker(task, wait)
+        name = self._marker(task, ".claim.", {"agent_id": self.agent, "subtask_id": subtask, "claimed_at": now()})
+        if wait is None:
+            return name
+        return self.wait_verdict(task, name, after, timeout=wait)
 
     def write_output(self, task, subtask, output):
-        """Write outputs/<subtask>.json atomically (before done), filling
-        subtask_id, worker_id, completed_at and status (completed) when
-        output leaves them out."""
+        """Write outputs/<subtask>.json atomically (before done), setting
+        subtask_id and worker_id, and filling completed_at and status
+        (completed) when output leaves them out. An output naming another
+        subtask or worker is refused (Invalid). Under the task's lock (the
+        one the daemon holds while it applies markers): a finished
+        subtask's output, or one a waiting done marker reports completed,
+        is final (Conflict); any other output it replaces is kept as
+        outputs/history/<subtask>.v<N>.json."""
         check_id("subtask id", subtask)
         doc = dict(output)
-        doc.setdefault("subtask_id", subtask)
-        doc.setdefault("worker_id", self.agent)
+        for field, want in (("subtask_id", subtask), ("worker_id", self.agent)):
+            if field in doc and doc[field] not in ("", want):
+                raise Invalid("the document says %s %s, but %s is %r"
+                              % (field, json.dumps(doc[field]), "the subtask it is written for" if field == "subtask_id"
+                                 else "the agent writing it", want))
+        doc["subtask_id"], doc["worker_id"] = subtask, self.agent
         doc.setdefault("completed_at", now())
         doc.setdefault("status", "completed")
-        d = os.path.join(self.task_dir(task), "outputs")
-        os.makedirs(d, exist_ok=True)
-        atomic_write(os.path.join(d, subtask + ".json"), canonical(doc))
-        return "outputs/%s.json" % subtask
+        tdir = self.task_dir(task)
+        rel = "outputs/%s.json" % subtask
+        path = os.path.join(tdir, "outputs", subtask + ".json")
+        data = canonical(doc)
+        with _Lock(os.path.join(tdir, ".locks", "task.lock"), self.agent, self.lock_timeout):
+            self._check_output_open(task, subtask, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            try:
+                prev = _read_bytes(path)
+            except NotFound:
+                prev = None
+            if prev is not None and prev != data:
+                hist = os.path.join(tdir, "outputs", "history")
+                os.makedirs(hist, exist_ok=True)
+                atomic_write(os.path.join(hist, "%s.v%d.json" % (subtask, _next_version(hist, subtask))), prev)
+            if prev != data:
+                atomic_write(path, data)
+        return rel
 
-    def done(self, task, output_file, subtask=None, status="completed", error=None):
-        """Drop a done marker for a product written before it."""
-        body = {"agent_id": self.agent, "output_file": output_file, "status": status, "completed_at": now()}
+    def _check_output_open(self, task, subtask, rel):
+        st = self.state(task) or {}
+        for sid, ss in sorted((st.get("subtasks") or {}).items()):
+            if ss.get("status") == "completed" and (sid == subtask or ss.get("output") == rel):
+                raise Conflict("subtask %s was completed; %s is final" % (sid, rel))
+        tdir = self.task_dir(task)
+        for name in sorted(os.listdir(tdir)):
+            if not name.startswith(".done."):
+                continue
+            try:
+                m = _read_json(os.path.join(tdir, name))
+            except (NotFound, Invalid, ValueError):
+                continue
+            if isinstance(m, dict) and m.get("output_file") == rel and m.get("status", "completed") == "completed":
+                raise Conflict("done marker %s reports %s completed and waits for the daemon" % (name, rel))
+
+    def done(self, task, output_file, subtask=None, status="completed", error=None, wait=None):
+        """Drop a done marker for a product written before it and return
+        its name. With wait (seconds), wait for the daemon's verdict instead
+        and return it (see wait_verdict): "applied", "refused" or
+        "not_found"."""
+        after = self._before_marker(task, wait)
+        body = {"agent_id": self.agent, "status": status, "completed_at": now()}
+        if output_file:
+            body["output_file"] = output_file
         if subtask:
             body["subtask_id"] = subtask
         if error:
             body["error"] = error
-        return self._marker(task, ".done.", body)
+        name = self._marker(task, ".done.", body)
+        if wait is None:
+            return name
+        return self.wait_verdict(task, name, after, timeout=wait)
+
+    def cancel(self, task, reason=None, wait=None):
+        """Cancel the task: a done marker with status cancelled and the
+        reason as its error, which the daemon applies. Returns the marker's
+        name, or with wait (seconds) the verdict."""
+        return self.done(task, None, status="cancelled", error=reason, wait=wait)
+
+    # -- verdicts --------------------------------------------------------
+    def serving(self):
+        """Whether a daemon serves the root: it holds an exclusive flock on
+        <root>/.workspaced.lock. Probed without blocking; nothing is created."""
+        try:
+            fd = os.open(os.path.join(self.root, ".workspaced.lock"), os.O_RDONLY)
+        except FileNotFoundError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            if e.errno in (errno.EAGAIN, errno.EACCES):
+                return True
+            raise
+        finally:
+            os.close(fd)  # closing drops a probe lock taken
+        return False
+
+    def verdict(self, task, marker, after=0):
+        """The daemon's verdict on the marker named marker, or None while it
+        is undecided. The verdict is a dict like the CLI's --wait --json:
+        marker, task_id, kind, verdict (won, lost, applied, refused,
+        not_found), seq, reason, subtask_id, subtask_status, worker,
+        task_status. after is a journal_seq the marker's record follows."""
+        tdir = self.task_dir(task)
+        if os.path.lexists(os.path.join(tdir, marker)):
+            return None
+        rec = _find_record(os.path.join(tdir, "journal"), marker, after)
+        if rec is None:
+            return None
+        st = self.state(task)
+        if st is None or st.get("journal_seq", 0) < rec["seq"]:
+            return None
+        return _judge(st, rec, marker)
+
+    def wait_verdict(self, task, marker, after=0, timeout=60.0):
+        """Poll verdict() until the daemon decides; NoDaemon when none
+        serves while the marker is undecided, TimeoutError after timeout."""
+        deadline = time.monotonic() + timeout
+        delay, probed = 0.005, time.monotonic()
+        while True:
+            v = self.verdict(task, marker, after)
+            if v is not None:
+                return v
+            if time.monotonic() - probed >= 0.5:
+                probed = time.monotonic()
+                if not self.serving():
+                    v = self.verdict(task, marker, after)
+                    if v is not None:
+                        return v
+                    raise NoDaemon("no daemon serves %s; marker %s waits undecided" % (self.root, marker))
+            if time.monotonic() >= deadline:
+                raise TimeoutError("no verdict on %s within %ss" % (marker, timeout))
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
 
     def wait_state(self, task, pred, timeout=30.0, poll=0.02):
         """Poll state.json until pred(state) is true; returns the state."""
@@ -370,6 +520,79 @@ class Workspace:
                 raise TimeoutError("state of %s did not reach the condition in %ss (last: %s)"
                                    % (task, timeout, st and st.get("status")))
             time.sleep(poll)
+
+
+def _next_version(hist, pid):
+    """The next free version of product pid in a history directory."""
+    top = 0
+    for name in os.listdir(hist):
+        if name.startswith(pid + ".v") and name.endswith(".json"):
+            digits = name[len(pid) + 2:-len(".json")]
+            if digits.isdigit() and not digits.startswith("0"):
+                top = max(top, int(digits))
+    return top + 1
+
+
+def _find_record(jdir, marker, after):
+    """The journal record of marker among the records past after, or None.
+    A journal holds <seq>.json (one record), <first>-<last>.json
+    ({"records": [...]}) and <seq>.taken<marker name> (a marker taken whose
+    record is not written yet)."""
+    try:
+        names = os.listdir(jdir)
+    except FileNotFoundError:
+        return None
+    files = []
+    for name in names:
+        base = name[:-len(".json")] if name.endswith(".json") else None
+        if base is None or name.startswith("."):
+            continue
+        first, _, last = base.partition("-")
+        if first.isdigit() and len(first) == 12 and (last == "" or (last.isdigit() and len(last) == 12)):
+            if int(last or first) > after:
+                files.append((int(first), name))
+    for _, name in sorted(files, reverse=True):
+        doc = _read_json(os.path.join(jdir, name))
+        for rec in doc.get("records", [doc]) if isinstance(doc, dict) else []:
+            if isinstance(rec, dict) and rec.get("file") == marker and rec.get("seq", 0) > after:
+                return rec
+    return None
+
+
+def _refusal(st, rec):
+    """Why the record was refused, or None when it was applied: the daemon
+    rejected it on reading ("rejected"), or the machine refused it — an
+    error in the state carrying its seq, other than the failure a failed
+    done marker itself reports ("subtask <id> failed: <error>")."""
+    if rec.get("rejected"):
+        return rec["rejected"]
+    m = rec.get("marker") or {}
+    failure = "subtask %s failed: %s" % (m.get("subtask_id", ""), m.get("error") or "failed without an error message")
+    for e in st.get("errors") or []:
+        if e.get("seq") != rec["seq"]:
+            continue
+        if rec.get("kind") == "done" and m.get("status") == "failed" and e.get("message") == failure:
+            continue
+        return e.get("message", "")
+    return None
+
+
+def _judge(st, rec, marker):
+    m = rec.get("marker") or {}
+    sid = m.get("subtask_id", "")
+    ss = (st.get("subtasks") or {}).get(sid) if sid else None
+    reason = _refusal(st, rec)
+    if reason is None:
+        verdict = "won" if rec.get("kind") == "claim" else "applied"
+    elif sid and st.get("plan_status") == "approved" and ss is None:
+        verdict = "not_found"
+    else:
+        verdict = "lost" if rec.get("kind") == "claim" else "refused"
+    v = {"marker": marker, "task_id": st.get("task_id"), "kind": rec.get("kind"), "verdict": verdict,
+         "seq": rec["seq"], "reason": reason or "", "subtask_id": sid, "task_status": st.get("status")}
+    if ss:
+        v["subtask_status"], v["worker"] = ss.get("status"), ss.get("worker", "")
+    return v
 
 
 def _quote(s):

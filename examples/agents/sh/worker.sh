@@ -10,9 +10,13 @@
 # Protocol (docs/PROTOCOL.md): write every file as a temporary dot-file in
 # the target's directory, fsync it, mv it over the target, fsync the
 # directory. Only the daemon writes state.json; this worker reads it to see
-# what is pending and whether its claim won. Every subtask it finishes is
-# also appended to the env entry "shell_progress", a read-modify-write under
-# the entry's flock — the same lock the Go CLI and the Python module take.
+# what is pending, and reads the daemon's verdict on each marker it drops
+# (the journal record named after the marker, and the state that reflects
+# it) to know whether its claim won and its done marker was applied. It
+# writes outputs under the task's lock, keeping any output it replaces in
+# outputs/history/. Every subtask it finishes is also appended to the env
+# entry "shell_progress", a read-modify-write under the entry's flock — the
+# same lock the Go CLI and the Python module take.
 set -eu
 
 usage="usage: worker.sh ROOT TASK AGENT [TIMEOUT_SECONDS]"
@@ -54,12 +58,91 @@ atomic_write() {
   fsync "$d"
 }
 
-# marker PREFIX JSON: drop .claim.<agent>.<suffix> or .done.<agent>.<suffix>.
+# marker PREFIX JSON: drop .claim.<agent>.<suffix> or .done.<agent>.<suffix>
+# and print its name.
 marker() {
-  printf '%s\n' "$2" | atomic_write "$dir/$1$agent.$(unique)"
+  m="$1$agent.$(unique)"
+  printf '%s\n' "$2" | atomic_write "$dir/$m"
+  printf '%s\n' "$m"
 }
 
 state() { cat "$dir/state.json" 2>/dev/null || echo '{}'; }
+
+# verdict NAME AFTER: wait for the daemon's decision on marker NAME, whose
+# journal record follows seq AFTER (state.json's journal_seq when it was
+# dropped), and print "<verdict><TAB><reason>": won or lost for a claim,
+# applied or refused for a done marker, not_found for a subtask the plan
+# does not have; "timeout" when the worker runs out of time. The record is
+# the one whose "file" is NAME, in journal/<seq>.json or
+# journal/<first>-<last>.json; once state.json's journal_seq reaches its
+# seq, the marker was refused if the daemon rejected it ("rejected") or the
+# state's errors hold one with its seq — other than the failure a failed
+# done marker reports itself ("subtask <id> failed: <error>").
+verdict() {
+  while in_time; do
+    if [ ! -e "$dir/$1" ]; then
+      files=""
+      for f in "$dir"/journal/[0-9]*.json; do
+        [ -e "$f" ] || continue
+        b=${f##*/}; b=${b%.json}
+        # Record files only: <seq>.json or <first>-<last>.json.
+        case "$b" in *[!0-9-]*) continue ;; esac
+        last=${b#*-}
+        # 12 digits, zero-padded: strip the zeros for the shell's arithmetic.
+        last=$(printf '%s' "$last" | sed 's/^0*//'); [ -n "$last" ] || last=0
+        if [ "$last" -gt "$2" ]; then files="$files $f"; fi
+      done
+      rec=""
+      if [ -n "$files" ]; then
+        # shellcheck disable=SC2086
+        rec=$(jq -c --arg f "$1" '(.records // [.])[] | select(.file == $f)' $files 2>/dev/null | head -n 1)
+      fi
+      if [ -n "$rec" ]; then
+        v=$(state | jq -r --argjson rec "$rec" '
+          ($rec.marker // {}) as $m
+          | ("subtask \($m.subtask_id // "") failed: \(if ($m.error // "") == "" then "failed without an error message" else $m.error end)") as $failure
+          | if (.journal_seq // 0) < $rec.seq then "wait"
+            else
+              (if ($rec.rejected // "") != "" then $rec.rejected
+               else [(.errors // [])[] | select(.seq == $rec.seq) | .message
+                     | select(($rec.kind == "done" and $m.status == "failed" and . == $failure) | not)] | first
+               end) as $reason
+              | ($m.subtask_id // "") as $sid
+              | (if $reason == null then (if $rec.kind == "claim" then "won" else "applied" end)
+                 elif $sid != "" and .plan_status == "approved" and (.subtasks[$sid] == null) then "not_found"
+                 elif $rec.kind == "claim" then "lost" else "refused" end) + "\t" + ($reason // "")
+            end')
+        [ "$v" = wait ] || { printf '%s\n' "$v"; return 0; }
+      fi
+    fi
+    sleep 0.02
+  done
+  printf 'timeout\t\n'
+}
+
+# write_output SUBTASK: stdin → outputs/SUBTASK.json, under the task's lock
+# (the one the daemon holds while it applies markers): refused when the
+# state says the subtask is completed (its output is final); an output it
+# replaces is kept as outputs/history/SUBTASK.v<N>.json.
+write_output() {
+  out="$dir/outputs/$1.json" lock="$dir/.locks/task.lock"
+  body=$(cat)
+  mkdir -p "$dir/outputs" "$dir/.locks"
+  (
+    flock -w 30 9 || { echo "worker.sh: lock $lock still held after 30s: $(cat "$lock" 2>/dev/null)" >&2; exit 4; }
+    printf '{"pid":%d,"agent":"%s","since":"%s"}\n' $$ "$agent" "$(now)" >"$lock"
+    if [ "$(state | jq -r --arg s "$1" '.subtasks[$s].status // ""')" = completed ]; then
+      echo "worker.sh: subtask $1 is completed; its output is final" >&2; exit 4
+    fi
+    if [ -f "$out" ] && [ "$(cat "$out")" != "$body" ]; then
+      mkdir -p "$dir/outputs/history"
+      esc=$(printf '%s' "$1" | sed 's/\./\\./g')
+      n=$(ls "$dir/outputs/history" | sed -n "s/^$esc\.v\([1-9][0-9]*\)\.json\$/\1/p" | sort -n | tail -n 1)
+      atomic_write "$dir/outputs/history/$1.v$(( ${n:-0} + 1 )).json" <"$out"
+    fi
+    printf '%s\n' "$body" | atomic_write "$out"
+  ) 9>>"$lock"
+}
 
 # event NAME KEY VERSION: one events.log line, appended in one write.
 event() {
@@ -127,24 +210,23 @@ while in_time; do
     sleep 0.05; continue
   fi
   if [ "$whose" = new ]; then
-    marker .claim. "$(jq -cn --arg a "$agent" --arg s "$target" --arg t "$(now)" '{agent_id: $a, subtask_id: $s, claimed_at: $t}')"
-    # Wait for the daemon to decide the claim: the first valid one wins.
-    while in_time; do
-      st=$(state | jq -r --arg s "$target" '(.subtasks[$s].status // "") + " " + (.subtasks[$s].worker // "")')
-      case "$st" in pending*) sleep 0.02 ;; *) break ;; esac
-    done
-    [ "$st" = "in_progress $agent" ] || continue   # another worker won
+    after=$(state | jq '.journal_seq // 0')
+    m=$(marker .claim. "$(jq -cn --arg a "$agent" --arg s "$target" --arg t "$(now)" '{agent_id: $a, subtask_id: $s, claimed_at: $t}')")
+    # The daemon takes the first valid claim and refuses the others; the
+    # verdict says which this one was.
+    case "$(verdict "$m" "$after")" in won*) ;; *) continue ;; esac
   fi
-  mkdir -p "$dir/outputs"
   jq -n --arg s "$target" --arg a "$agent" --arg t "$(now)" \
     '{subtask_id: $s, worker_id: $a, completed_at: $t, status: "completed", summary: ("done by " + $a)}' \
-    | atomic_write "$dir/outputs/$target.json"
+    | write_output "$target" || continue
   env_append shell_progress "\"$target\""
-  marker .done. "$(jq -cn --arg a "$agent" --arg s "$target" --arg t "$(now)" '{agent_id: $a, subtask_id: $s, output_file: ("outputs/" + $s + ".json"), status: "completed", completed_at: $t}')"
-  while [ "$(state | jq -r --arg s "$target" '.subtasks[$s].status')" = in_progress ]; do
-    in_time || break
-    sleep 0.02
-  done
+  after=$(state | jq '.journal_seq // 0')
+  m=$(marker .done. "$(jq -cn --arg a "$agent" --arg s "$target" --arg t "$(now)" '{agent_id: $a, subtask_id: $s, output_file: ("outputs/" + $s + ".json"), status: "completed", completed_at: $t}')")
+  v=$(verdict "$m" "$after")
+  case "$v" in
+    applied*) ;;
+    *) printf 'worker.sh: done for %s: %s\n' "$target" "$v" >&2; continue ;;
+  esac
   finished="$finished $target"
 done
 echo "$agent finished${finished:- nothing}"

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/workspaced/workspaced/vocab"
+	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/daemon"
+)
+
+// defaultVerdictWait is how long --wait alone waits for a verdict: the
+// daemon decides a marker within milliseconds, and even one whose event
+// it missed within its periodic rescan (30 s by default).
+const defaultVerdictWait = time.Minute
+
+// waitFlag is --wait [DUR]: given alone it waits defaultVerdictWait.
+type waitFlag struct {
+	on bool
+	d  time.Duration
+}
+
+func (f *waitFlag) IsBoolFlag() bool { return true }
+
+func (f *waitFlag) String() string {
+	if f == nil || !f.on {
+		return ""
+	}
+	return f.d.String()
+}
+
+func (f *waitFlag) Set(s string) error {
+	switch s {
+	case "true":
+		f.on, f.d = true, defaultVerdictWait
+		return nil
+	case "false":
+		f.on = false
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		if strings.Trim(s, "0123456789") == "" {
+			return fmt.Errorf("%q has no unit (write %ss for seconds)", s, s)
+		}
+		return fmt.Errorf("%q is not a duration like 30s or 2m", s)
+	}
+	if d <= 0 {
+		return fmt.Errorf("%q: the wait must be positive", s)
+	}
+	f.on, f.d = true, d
+	return nil
+}
+
+// joinWait lets --wait take its duration as the next argument
+// (--wait 30s): the flag package reads a boolean flag's value only after
+// '=', so a following argument that parses as a duration is joined to it.
+// A bare number there is refused: it is most likely seconds without their
+// unit.
+func joinWait(cmd string, args []string) ([]string, error) {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...), nil
+		}
+		if (a == "--wait" || a == "-wait") && i+1 < len(args) {
+			next := args[i+1]
+			if _, err := time.ParseDuration(next); err == nil && !strings.HasPrefix(next, "-") {
+				out = append(out, a+"="+next)
+				i++
+				continue
+			}
+			if next != "" && strings.Trim(next, "0123456789") == "" {
+				return nil, &usageError{msg: fmt.Sprintf("%s: --wait %s: a duration needs a unit", cmd, next),
+					hint: fmt.Sprintf("write --wait %ss for %s seconds", next, next)}
+			}
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// beforeMarker checks, before a marker is dropped, what makes waiting for
+// its verdict pointless or impossible: a task that is finished (the
+// daemon refuses anything there, and no longer watches it) and, with
+// --wait, no daemon serving. It returns the state's journal_seq, which the
+// marker's record will follow.
+func beforeMarker(w *workspace.Workspace, op, taskID string, wait bool) (int64, error) {
+	var after int64
+	st, err := w.ReadState(taskID)
+	switch {
+	case err == nil:
+		after = st.JournalSeq
+		if vocab.Finished(st.Status) {
+			return 0, &workspace.Error{Kind: workspace.ErrConflict, Op: op, Msg: fmt.Sprintf("task %s is %s: the daemon takes nothing more for it", taskID, st.Status),
+				Hint: "a finished task stays finished; start a new task for more work"}
+		}
+	case errors.Is(err, workspace.ErrNotFound):
+	default:
+		// The daemon repairs a corrupt state.json; the marker is still
+		// worth dropping.
+	}
+	if !wait {
+		return after, nil
+	}
+	serving, err := daemon.Serving(w)
+	if err != nil {
+		return 0, err
+	}
+	if !serving {
+		return 0, &workspace.Error{Kind: daemon.ErrNotServing, Op: op, Msg: "no daemon serves " + w.Dir() + ", so no verdict would come; nothing was dropped",
+			Hint: "start the daemon (workspaced serve), or drop the marker without --wait: the daemon takes it when it starts"}
+	}
+	return after, nil
+}
+
+// awaitVerdict waits for the verdict on the marker m (its path relative to
+// the root) and reports it: printed (the marker's path, then the verdict)
+// or as JSON, with the error that gives its exit code — 0 won or applied,
+// 3 no such subtask, 4 lost or refused, 1 no daemon or no verdict in time.
+func awaitVerdict(ctx context.Context, e *env, w *workspace.Workspace, op, taskID, m string, after int64, wf waitFlag, asJSON bool) error {
+	ctx, cancel := context.WithTimeout(ctx, wf.d)
+	defer cancel()
+	v, err := daemon.WaitVerdict(ctx, w, taskID, path.Base(m), after)
+	if err != nil {
+		var we *workspace.Error
+		if errors.As(err, &we) {
+			c := *we
+			c.Op = op + ": " + we.Op
+			if errors.Is(err, daemon.ErrNoVerdict) {
+				c.Msg = fmt.Sprintf("no verdict within %s: %s", wf.d, strings.TrimPrefix(we.Msg, "no verdict yet: "))
+				c.Err = nil
+				c.Hint = "the marker stays and the daemon decides it; see 'workspaced state show --task " + taskID + "', or wait longer with --wait DUR"
+			}
+			return &c
+		}
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	out := verdictOut{Verdict: v, MarkerPath: e.display(m)}
+	if asJSON {
+		if err := printJSON(e.stdout, out); err != nil {
+			return err
+		}
+	} else if v.Verdict == daemon.VerdictWon || v.Verdict == daemon.VerdictApplied {
+		fmt.Fprintln(e.stdout, out.MarkerPath)
+		fmt.Fprintln(e.stdout, describeVerdict(v))
+	}
+	return verdictErr(op, v)
+}
+
+// verdictOut is what --wait --json prints: the verdict and the marker's
+// path.
+type verdictOut struct {
+	daemon.Verdict
+	MarkerPath string `json:"marker_path"`
+}
+
+// describeVerdict is the line printed for a verdict.
+func describeVerdict(v daemon.Verdict) string {
+	var b strings.Builder
+	b.WriteString(v.Verdict)
+	if v.Reason != "" {
+		b.WriteString(": " + v.Reason)
+	}
+	fmt.Fprintf(&b, " (journal seq %d)", v.Seq)
+	if v.SubtaskID != "" && v.SubtaskStatus != "" {
+		fmt.Fprintf(&b, "; subtask %s is %s", v.SubtaskID, v.SubtaskStatus)
+		if v.Worker != "" {
+			b.WriteString(" with " + v.Worker)
+		}
+	}
+	fmt.Fprintf(&b, "; task %s is %s", v.TaskID, v.TaskStatus)
+	return b.String()
+}
+
+// verdictErr is the error carrying a verdict's exit code: nil for won and
+// applied.
+func verdictErr(op string, v daemon.Verdict) error {
+	switch v.Verdict {
+	case daemon.VerdictWon, daemon.VerdictApplied:
+		return nil
+	case daemon.VerdictNotFound:
+		return &workspace.Error{Kind: workspace.ErrNotFound, Op: op, Msg: describeVerdict(v),
+			Hint: "the approved plan has no such subtask; 'workspaced state show --task " + v.TaskID + "' lists them"}
+	}
+	hint := "see why in 'workspaced state show --task " + v.TaskID + "'"
+	if v.Kind == workspace.KindClaim && v.Worker != "" && v.SubtaskStatus != "pending" {
+		hint = "another agent has it; pick a pending subtask ('workspaced state show --task " + v.TaskID + "')"
+	}
+	return &workspace.Error{Kind: workspace.ErrConflict, Op: op, Msg: describeVerdict(v), Hint: hint}
+}

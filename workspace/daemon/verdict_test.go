@@ -1,0 +1,291 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/workspaced/workspaced/atomicfile"
+	"github.com/workspaced/workspaced/locking"
+	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/machine"
+)
+
+var vt0 = time.Date(2024, 1, 15, 10, 0, 0, 0, time.UTC)
+
+// verdictPlan has st_1 and st_2 (which depends on st_1), at most one retry
+// of st_2.
+var verdictPlan = &workspace.Plan{ID: "plan_t1", TaskID: "t1", Version: 1, CreatedAt: vt0, Subtasks: []workspace.Subtask{
+	{ID: "st_1", Description: "one"},
+	{ID: "st_2", Description: "two", Dependencies: []string{"st_1"}, MaxRetries: 1},
+}}
+
+// Every kind of record gets the verdict the machine's own events give it,
+// read back from the state alone.
+func TestJudge(t *testing.T) {
+	claim := func(agent, sub string) workspace.JournalRecord {
+		return workspace.JournalRecord{Kind: workspace.KindClaim, Marker: workspace.Marker{AgentID: agent, SubtaskID: sub}}
+	}
+	done := func(agent, sub, status, msg string) workspace.JournalRecord {
+		return workspace.JournalRecord{Kind: workspace.KindDone, Marker: workspace.Marker{AgentID: agent, SubtaskID: sub,
+			OutputFile: "outputs/" + sub + ".json", Status: status, Error: msg}}
+	}
+	type step struct {
+		rec     workspace.JournalRecord
+		verdict string
+		reason  string // a part of the reason
+	}
+	steps := []step{
+		{claim("w1", "st_1"), VerdictLost, "no approved plan yet"},
+		{workspace.JournalRecord{Kind: workspace.KindDone, Marker: workspace.Marker{AgentID: "planner", OutputFile: "plan.json"}, Plan: verdictPlan}, VerdictApplied, ""},
+		{workspace.JournalRecord{Kind: workspace.KindDone, Marker: workspace.Marker{AgentID: "reviewer", OutputFile: "reviews/r1.json"},
+			Review: &workspace.Review{ID: "r1", Type: "plan_review", Verdict: "approved"}}, VerdictApplied, ""},
+		{claim("w1", "st_1"), VerdictWon, ""},
+		{claim("w2", "st_1"), VerdictLost, "already taken by w1"},
+		{claim("w2", "st_2"), VerdictLost, "blocked by st_1"},
+		{claim("w2", "st_9"), VerdictNotFound, "unknown subtask st_9"},
+		{done("w2", "st_9", "completed", ""), VerdictNotFound, "unknown subtask st_9"},
+		{done("w2", "st_1", "completed", ""), VerdictRefused, "taken by w1, not w2"},
+		{workspace.JournalRecord{Kind: workspace.KindDone, Marker: workspace.Marker{AgentID: "w2", SubtaskID: "st_1", OutputFile: "outputs/st_1.json"},
+			Rejected: "output file outputs/st_1.json does not exist"}, VerdictRefused, "does not exist"},
+		{done("w1", "st_1", "completed", ""), VerdictApplied, ""},
+		{done("w1", "st_1", "completed", ""), VerdictRefused, "already completed by w1"},
+		{claim("w2", "st_2"), VerdictWon, ""},
+		// A failure applied leaves an error too; it is not a refusal.
+		{done("w2", "st_2", "failed", "tests fail"), VerdictApplied, ""},
+		{claim("w1", "st_2"), VerdictWon, ""},
+		{done("w2", "st_2", "failed", "tests fail"), VerdictRefused, "taken by w1, not w2"},
+		{done("w1", "st_2", "failed", ""), VerdictApplied, ""},
+		{claim("w1", "st_2"), VerdictLost, "task is failed"},
+		{workspace.JournalRecord{Kind: workspace.KindDone, Marker: workspace.Marker{AgentID: "human", Status: "cancelled"}}, VerdictRefused, "task is failed"},
+	}
+	task := workspace.Task{ID: "t1", CreatedAt: vt0}
+	st := machine.Init(task)
+	var plan *workspace.Plan
+	for i, s := range steps {
+		rec := s.rec
+		rec.Seq = int64(i + 1)
+		rec.TakenAt = vt0.Add(time.Duration(i+1) * time.Second)
+		rec.File = "." + rec.Kind + "." + rec.Marker.AgentID + ".x" + string(rune('a'+i))
+		st, plan, _ = machine.Step(st, plan, rec)
+		v := judge(st, rec, rec.File)
+		if v.Verdict != s.verdict || !strings.Contains(v.Reason, s.reason) || (s.reason == "") != (v.Reason == "") {
+			t.Errorf("record %d (%s %s %s): verdict %s %q, want %s %q", rec.Seq, rec.Kind, rec.Marker.AgentID, rec.Marker.SubtaskID, v.Verdict, v.Reason, s.verdict, s.reason)
+		}
+		if v.Seq != rec.Seq || v.Marker != rec.File || v.TaskID != "t1" || v.TaskStatus != st.Status {
+			t.Errorf("record %d: verdict %+v does not name its record and task", rec.Seq, v)
+		}
+	}
+}
+
+// writeJournalFile puts a record file (or anything) into t1's journal.
+func writeJournalFile(t *testing.T, ws *workspace.Workspace, name string, v any) {
+	t.Helper()
+	var data []byte
+	switch x := v.(type) {
+	case string:
+		data = []byte(x)
+	default:
+		var err error
+		if data, err = atomicfile.Marshal(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := filepath.Join(ws.Dir(), "tasks", "t1", "journal", name)
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ReadVerdict follows a marker from the task directory through the journal
+// to the state, and refuses what is not a marker's name or not a record.
+func TestReadVerdict(t *testing.T) {
+	const name = ".claim.w1.x1"
+	claimRec := func(seq int64, file string) workspace.JournalRecord {
+		return workspace.JournalRecord{Seq: seq, TakenAt: vt0, File: file, Kind: workspace.KindClaim, Marker: workspace.Marker{AgentID: "w1", SubtaskID: "st_1"}}
+	}
+	state := func(seq int64, errs ...workspace.StateError) workspace.State {
+		st := machine.Init(workspace.Task{ID: "t1", CreatedAt: vt0})
+		st.JournalSeq = seq
+		st.Status, st.PlanStatus, st.PlanID, st.PlanVersion = "executing", "approved", "plan_t1", 1
+		st.Subtasks["st_1"] = &workspace.SubtaskState{Status: "in_progress", Worker: "w1", Attempts: 1}
+		st.Errors = append(st.Errors, errs...)
+		return st
+	}
+	cases := []struct {
+		name    string
+		marker  string
+		after   int64
+		setup   func(t *testing.T, ws *workspace.Workspace)
+		where   string
+		verdict string
+		err     string
+	}{
+		{name: "still in the task directory", setup: func(t *testing.T, ws *workspace.Workspace) {
+			os.WriteFile(filepath.Join(ws.Dir(), "tasks", "t1", name), []byte("{}"), 0o644)
+		}, where: MarkerWaiting},
+		{name: "taken, no record yet", setup: func(t *testing.T, ws *workspace.Workspace) {
+			writeJournalFile(t, ws, "000000000004.taken"+name, "{}")
+		}, where: MarkerTaken},
+		{name: "recorded, state behind", setup: func(t *testing.T, ws *workspace.Workspace) {
+			writeJournalFile(t, ws, RecordName(4), claimRec(4, name))
+			ws.WriteJSON("tasks/t1/state.json", state(3))
+		}, where: MarkerTaken},
+		{name: "recorded, no state.json", setup: func(t *testing.T, ws *workspace.Workspace) {
+			writeJournalFile(t, ws, RecordName(4), claimRec(4, name))
+		}, where: MarkerTaken},
+		{name: "recorded and applied", setup: func(t *testing.T, ws *workspace.Workspace) {
+			writeJournalFile(t, ws, RecordName(4), claimRec(4, name))
+			ws.WriteJSON("tasks/t1/state.json", state(4))
+		}, where: MarkerDecided, verdict: VerdictWon},
+		{name: "recorded in a chunk, refused", setup: func(t *testing.T, ws *workspace.Workspace) {
+			writeJournalFile(t, ws, BatchName(4, 6), JournalBatch{Records: []workspace.JournalRecord{
+				claimRec(4, ".claim.w0.a"), claimRec(5, name), claimRec(6, ".claim.w2.b")}})
+			ws.WriteJSON("tasks/t1/state.json", state(9, workspace.StateError{At: vt0, Seq: 5, Message: "subtask st_1 already taken by w0"}))
+		}, where: MarkerDecided, verdict: VerdictLost},
+		{name: "taken and recorded both (not settled yet)", setup: func(t *testing.T, ws *workspace.Workspace) {
+			writeJournalFile(t, ws, "000000000004.taken"+name, "{}")
+			writeJournalFile(t, ws, RecordName(4), claimRec(4, name))
+			ws.WriteJSON("tasks/t1/state.json", state(4))
+		}, where: MarkerDecided, verdict: VerdictWon},
+		{name: "only records before after", after: 4, setup: func(t *testing.T, ws *workspace.Workspace) {
+			writeJournalFile(t, ws, RecordName(4), claimRec(4, name))
+			ws.WriteJSON("tasks/t1/state.json", state(4))
+		}, where: MarkerMissing},
+		{name: "nowhere", setup: func(t *testing.T, ws *workspace.Workspace) {}, where: MarkerMissing},
+		{name: "a record file that is not JSON", setup: func(t *testing.T, ws *workspace.Workspace) {
+			writeJournalFile(t, ws, RecordName(4), "{\"seq\": 4, ")
+		}, err: "decode"},
+		{name: "a record file that is a symlink", setup: func(t *testing.T, ws *workspace.Workspace) {
+			outside := filepath.Join(t.TempDir(), "rec.json")
+			data, _ := atomicfile.Marshal(claimRec(4, name))
+			os.WriteFile(outside, data, 0o644)
+			os.MkdirAll(filepath.Join(ws.Dir(), "tasks", "t1", "journal"), 0o755)
+			os.Symlink(outside, filepath.Join(ws.Dir(), "tasks", "t1", "journal", RecordName(4)))
+		}, err: "symlink"},
+		{name: "a chunk holding the wrong seqs", setup: func(t *testing.T, ws *workspace.Workspace) {
+			writeJournalFile(t, ws, BatchName(4, 5), JournalBatch{Records: []workspace.JournalRecord{claimRec(7, name), claimRec(8, "x")}})
+		}, err: "holds seq 7"},
+		{name: "a record file over the size limit", setup: func(t *testing.T, ws *workspace.Workspace) {
+			writeJournalFile(t, ws, RecordName(4), `{"seq": 4, "file": "`+strings.Repeat("x", 17<<20)+`"}`)
+		}, err: "over"},
+		{name: "a record file nested deep", setup: func(t *testing.T, ws *workspace.Workspace) {
+			writeJournalFile(t, ws, RecordName(4), `{"seq": 4, "marker": `+strings.Repeat(`{"a":`, 20000)+"1"+strings.Repeat("}", 20000)+"}")
+		}, err: "decode"},
+		{name: "a record naming a path as its file", setup: func(t *testing.T, ws *workspace.Workspace) {
+			writeJournalFile(t, ws, RecordName(4), claimRec(4, "../t1/"+name))
+			ws.WriteJSON("tasks/t1/state.json", state(4))
+		}, where: MarkerMissing},
+		{name: "a path, not a name", marker: "../t2/" + name, err: "not the file name of a marker"},
+		{name: "not a marker", marker: "state.json", err: "not the file name of a marker"},
+		{name: "empty", marker: ".claim.", err: "not the file name of a marker"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, ws := newWorkspace(t)
+			if _, err := ws.CreateTask(context.Background(), workspace.NewTaskRequest{ID: "t1", Description: "t"}); err != nil {
+				t.Fatal(err)
+			}
+			if c.setup != nil {
+				c.setup(t, ws)
+			}
+			m := c.marker
+			if m == "" {
+				m = name
+			}
+			v, where, err := ReadVerdict(ws, "t1", m, c.after)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err = %v, want it to say %q", err, c.err)
+				}
+				return
+			}
+			if err != nil || where != c.where || v.Verdict != c.verdict {
+				t.Fatalf("ReadVerdict = %+v, %q, %v; want %q, verdict %q", v, where, err, c.where, c.verdict)
+			}
+		})
+	}
+}
+
+// With no daemon serving, waiting for a verdict fails at once, saying
+// where the marker is; with one serving that never decides, the wait ends
+// with the context.
+func TestWaitVerdictWithoutDecision(t *testing.T) {
+	dir, ws := newWorkspace(t)
+	if _, err := ws.CreateTask(context.Background(), workspace.NewTaskRequest{ID: "t1", Description: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := ws.WriteClaim("t1", "w1", "st_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := path.Base(m)
+	_, err = WaitVerdict(context.Background(), ws, "t1", name, 0)
+	if !errors.Is(err, ErrNotServing) || !strings.Contains(err.Error(), "waiting in the task directory") || workspace.HintOf(err) == "" {
+		t.Fatalf("err = %v, want ErrNotServing saying the marker waits, with a hint", err)
+	}
+	// A process holding the daemon's lock, as a daemon that takes nothing.
+	lk, err := locking.TryAcquire(LockPath(dir), locking.Options{Agent: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Release()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err = WaitVerdict(ctx, ws, "t1", name, 0)
+	if !errors.Is(err, ErrNoVerdict) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want ErrNoVerdict at the deadline", err)
+	}
+}
+
+// Against a daemon, every marker an agent drops gets its verdict.
+func TestWaitVerdictFromDaemon(t *testing.T) {
+	dir, ws := newWorkspace(t)
+	h := startDaemon(t, dir, Config{})
+	prepare(t, ws, "t1", 2)
+	approve(t, ws, "t1")
+	wait := func(m string) Verdict {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		v, err := WaitVerdict(ctx, h.ws, "t1", path.Base(m), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	claim := func(agent, sub string) Verdict {
+		t.Helper()
+		m, err := ws.WriteClaim("t1", agent, sub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return wait(m)
+	}
+	if v := claim("w1", "st_1"); v.Verdict != VerdictWon || v.SubtaskStatus != "in_progress" || v.Worker != "w1" {
+		t.Errorf("first claim: %+v, want won", v)
+	}
+	if v := claim("w2", "st_1"); v.Verdict != VerdictLost || !strings.Contains(v.Reason, "already taken by w1") {
+		t.Errorf("second claim: %+v, want lost to w1", v)
+	}
+	if v := claim("w2", "st_7"); v.Verdict != VerdictNotFound {
+		t.Errorf("claim of st_7: %+v, want not_found", v)
+	}
+	rel, err := ws.WriteOutput("t1", "st_1", "w1", []byte(`{"summary":"ok"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ws.WriteDone(workspace.DoneRequest{TaskID: "t1", Agent: "w1", OutputFile: rel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := wait(m); v.Verdict != VerdictApplied || v.SubtaskStatus != "completed" || v.Kind != workspace.KindDone {
+		t.Errorf("done: %+v, want applied", v)
+	}
+}
