@@ -150,7 +150,9 @@ func (s *Server) instructions() string {
 
 // ErrorText is the text of a failed call: the error and, when it carries
 // one, a "hint: ..." line saying how to fix it, naming the tool argument
-// at fault where there is one.
+// at fault where there is one; and when the machine is at fault (a full
+// disk, a read-only filesystem, missing permissions, the open-files
+// limit), a "hint: ..." line saying how to fix the machine.
 func ErrorText(err error) string {
 	s := err.Error()
 	if h := workspace.HintOf(err); h != "" {
@@ -158,6 +160,9 @@ func ErrorText(err error) string {
 		if a := argumentFor(workspace.FieldOf(err)); a != "" {
 			s += " (argument " + a + ")"
 		}
+	}
+	if h := workspace.FaultHint(err); h != "" {
+		s += "\nhint: " + h
 	}
 	return s
 }

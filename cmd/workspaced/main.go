@@ -234,6 +234,9 @@ func report(stderr io.Writer, err error) int {
 	} else if errors.As(err, &ue) && ue.hint != "" {
 		fmt.Fprintf(stderr, "hint: %s\n", ue.hint)
 	}
+	if h := workspace.FaultHint(err); h != "" {
+		fmt.Fprintf(stderr, "hint: %s\n", h)
+	}
 	switch {
 	case errors.As(err, &ue):
 		return exitUsage
