@@ -155,8 +155,8 @@ func (w *Workspace) entryPath(s Scope, key string) (dir, name string, err error)
 		return "", "", err
 	}
 	if s.Kind == ScopeThread || s.Kind == ScopeSession {
-		if !w.exists(path.Join("tasks", s.TaskID, "task.json")) {
-			return "", "", notFoundf("task "+s.TaskID, "list the tasks to see which exist", "no such task")
+		if err := w.requireTask(s.TaskID); err != nil {
+			return "", "", err
 		}
 	}
 	return dir, path.Join(dir, EncodeKey(key)+".json"), nil
@@ -440,8 +440,10 @@ func (w *Workspace) ListEntriesReport(ctx context.Context, s Scope) ([]ManifestI
 	if err != nil {
 		return nil, nil, err
 	}
-	if (s.Kind == ScopeThread || s.Kind == ScopeSession) && !w.exists(path.Join("tasks", s.TaskID, "task.json")) {
-		return nil, nil, notFoundf("task "+s.TaskID, "list the tasks to see which exist", "no such task")
+	if s.Kind == ScopeThread || s.Kind == ScopeSession {
+		if err := w.requireTask(s.TaskID); err != nil {
+			return nil, nil, err
+		}
 	}
 	d, err := w.root.OpenRoot(dir)
 	if err != nil {

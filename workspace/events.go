@@ -164,7 +164,7 @@ func (w *Workspace) AppendEvents(taskID string, evs []Event) error {
 	if len(evs) == 0 {
 		return nil
 	}
-	if err := ValidateID("task id", taskID); err != nil {
+	if err := w.checkTask(taskID); err != nil {
 		return err
 	}
 	var b strings.Builder
@@ -191,7 +191,7 @@ func (w *Workspace) AppendEvents(taskID string, evs []Event) error {
 // ReadEvents returns a task's events, oldest first. Lines that do not parse
 // are returned as errors in bad, not dropped silently.
 func (w *Workspace) ReadEvents(taskID string) (evs []Event, bad []error, err error) {
-	if err := ValidateID("task id", taskID); err != nil {
+	if err := w.checkTask(taskID); err != nil {
 		return nil, nil, err
 	}
 	f, err := w.root.Open(path.Join("tasks", taskID, EventsFile))

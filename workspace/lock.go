@@ -23,7 +23,7 @@ func (w *Workspace) LockFile(ctx context.Context, name, agent string) (*locking.
 // LockTask takes a whole task's lock, tasks/<id>/.locks/task.lock: the
 // daemon applying markers and cleanup pruning the task hold it.
 func (w *Workspace) LockTask(ctx context.Context, taskID, agent string) (*locking.Lock, error) {
-	if err := ValidateID("task id", taskID); err != nil {
+	if err := w.checkTask(taskID); err != nil {
 		return nil, err
 	}
 	return w.lockPath(ctx, TaskLockPath(taskID), agent)
@@ -32,7 +32,7 @@ func (w *Workspace) LockTask(ctx context.Context, taskID, agent string) (*lockin
 // LockNamed takes a named lock of a task, tasks/<id>/.locks/<name>.lock,
 // for `workspaced lock`: agents coordinate anything they like with it.
 func (w *Workspace) LockNamed(ctx context.Context, taskID, name, agent string) (*locking.Lock, error) {
-	if err := ValidateID("task id", taskID); err != nil {
+	if err := w.checkTask(taskID); err != nil {
 		return nil, err
 	}
 	if err := ValidateID("lock name", name); err != nil {

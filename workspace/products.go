@@ -50,7 +50,7 @@ func (w *Workspace) writeDoc(kind schemas.Kind, name string, m map[string]any) (
 }
 
 func (w *Workspace) requireTask(id string) error {
-	if err := ValidateID("task id", id); err != nil {
+	if err := w.checkTask(id); err != nil {
 		return err
 	}
 	if !w.exists(path.Join(TaskDir(id), "task.json")) {
@@ -165,7 +165,7 @@ func checkPlan(p Plan) error {
 // ReadPlan reads the current plan.json, or plans/plan_v<version>.json when
 // version > 0 and is not the current one.
 func (w *Workspace) ReadPlan(taskID string, version int) (*Plan, error) {
-	if err := ValidateID("task id", taskID); err != nil {
+	if err := w.checkTask(taskID); err != nil {
 		return nil, err
 	}
 	var p Plan

@@ -19,7 +19,9 @@ Probes the root's daemon lock (<root>/.workspaced.lock) without taking it,
 names the pid serving, counts tasks by status ("none": no state.json yet)
 and lists the markers still waiting in task directories (a daemon serving
 takes them within moments; markers waiting with no daemon are taken when
-one starts). It only reads.
+one starts). Entries of tasks/ that are not task directories (a symlink, a
+file, a name that is not a task id) are listed as skipped: no command and
+no daemon looks into them. It only reads.
 
 Examples:
   workspaced status
@@ -69,6 +71,9 @@ func cmdStatus(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stdout, " (%s)", strings.Join(counts, ", "))
 	}
 	fmt.Fprintf(e.stdout, "\nmarkers waiting: %d\n", s.MarkersWaiting)
+	for _, sk := range s.Skipped {
+		fmt.Fprintf(e.stdout, "skipped %s: %s\n", displayName(sk.File), sk.Reason)
+	}
 	if len(s.Tasks) == 0 {
 		return nil
 	}

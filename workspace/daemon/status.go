@@ -21,6 +21,10 @@ type Status struct {
 	ByStatus       map[string]int `json:"by_status"`
 	MarkersWaiting int            `json:"markers_waiting"`
 	Tasks          []TaskStatus   `json:"tasks"`
+	// Skipped lists the entries of tasks/ that are not task directories
+	// (a symlink, a file, a name that is not a task id): no reader and no
+	// daemon looks into them.
+	Skipped []workspace.Skipped `json:"skipped,omitempty"`
 }
 
 // TaskStatus is one task's line in Status.
@@ -48,10 +52,11 @@ func ReadStatus(ws *workspace.Workspace) (Status, error) {
 		since := h.Since
 		s.Since = &since
 	}
-	ids, err := ws.TaskIDs()
+	ids, skipped, err := ws.TaskIDsReport()
 	if err != nil {
 		return s, err
 	}
+	s.Skipped = skipped
 	for _, id := range ids {
 		t := TaskStatus{ID: id}
 		st, err := ws.ReadState(id)
