@@ -90,9 +90,13 @@ func TestPruneTidiesLocksOnly(t *testing.T) {
 		lockFilesIn(tasks, "gone_busy", "task.lock", "n.lock"),
 		lockFilesIn(tasks, "gone_empty_locks"),
 		lockFilesIn(tasks, "with_file", "task.lock"),
-		func() error { return os.WriteFile(filepath.Join(tasks, "with_file", "notes.txt"), []byte("keep me"), 0o644) },
+		func() error {
+			return os.WriteFile(filepath.Join(tasks, "with_file", "notes.txt"), []byte("keep me"), 0o644)
+		},
 		lockFilesIn(tasks, "with_temp", "task.lock"),
-		func() error { return os.WriteFile(filepath.Join(tasks, "with_temp", ".task.json123"), []byte("{"), 0o644) },
+		func() error {
+			return os.WriteFile(filepath.Join(tasks, "with_temp", ".task.json123"), []byte("{"), 0o644)
+		},
 		func() error { return os.Mkdir(filepath.Join(tasks, "creating"), 0o755) },
 	} {
 		if err := step(); err != nil {
