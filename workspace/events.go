@@ -3,13 +3,16 @@ package workspace
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 )
@@ -176,9 +179,29 @@ func (w *Workspace) AppendEvents(taskID string, evs []Event) error {
 		b.WriteByte('\n')
 	}
 	name := path.Join("tasks", taskID, EventsFile)
-	f, err := w.root.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, w.FilePerm())
+	// O_NONBLOCK: a FIFO planted as events.log fails to open (no reader)
+	// rather than blocking the writer; it changes nothing for a file.
+	f, err := w.root.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK, w.FilePerm())
 	if err != nil {
+		if errors.Is(err, syscall.ENXIO) {
+			return &Error{Kind: ErrUnsafe, Op: "append event to " + name, Msg: "is a FIFO, not a regular file"}
+		}
+		if st, lerr := w.root.Lstat(name); lerr == nil && st.Mode()&fs.ModeSymlink != 0 {
+			return &Error{Kind: ErrUnsafe, Op: "append event to " + name, Msg: "is a symlink, not a regular file"}
+		}
 		return fmt.Errorf("append event to %s: %w", name, err)
+	}
+	// os.Root follows a symlink that stays inside the root: the name
+	// must be the file opened, a regular file.
+	st, serr := f.Stat()
+	lst, lerr := w.root.Lstat(name)
+	switch {
+	case serr != nil || lerr != nil:
+		f.Close()
+		return fmt.Errorf("append event to %s: %w", name, errors.Join(serr, lerr))
+	case lst.Mode()&fs.ModeSymlink != 0 || !st.Mode().IsRegular():
+		f.Close()
+		return &Error{Kind: ErrUnsafe, Op: "append event to " + name, Msg: "is a " + FileKind(lst.Mode()) + ", not a regular file"}
 	}
 	_, werr := f.WriteString(b.String())
 	cerr := f.Close()

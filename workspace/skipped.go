@@ -111,6 +111,12 @@ func (w *Workspace) skippedTaskDir(id string) ([]Skipped, error) {
 		}
 		out = append(out, Skipped{File: name, Reason: "is " + w.describe(name, fi.Mode()) + ", not a directory: a task's " + sub + "/ must be a real directory of the task"})
 	}
+	if has[EventsFile] {
+		name := path.Join(dir, EventsFile)
+		if fi, err := w.root.Lstat(name); err == nil && !fi.Mode().IsRegular() {
+			out = append(out, Skipped{File: name, Reason: "is " + w.describe(name, fi.Mode()) + ", not a regular file: events reads no event from it"})
+		}
+	}
 	if has["plan.json"] {
 		if _, err := w.ReadProduct(id, "plan.json"); err != nil {
 			out = append(out, Skipped{File: path.Join(dir, "plan.json"), Reason: "the daemon rejects it: " + errorText(err)})

@@ -75,6 +75,8 @@ func TestSkippedIn(t *testing.T) {
 		func() error { return os.WriteFile(p("tasks/t1/.done_w1"), []byte("{}"), 0o644) },
 		func() error { return os.WriteFile(p("tasks/t1/.claim."), []byte("{}"), 0o644) },
 		func() error { return os.Symlink("../../memory/global", p("tasks/t1/sessions")) },
+		func() error { return os.Remove(p("tasks/t1/events.log")) },
+		func() error { return syscall.Mkfifo(p("tasks/t1/events.log"), 0o644) },
 		func() error {
 			return os.WriteFile(p("tasks/t1/plan.json"), []byte(`{"id": "p1", "task_id": "t1", "version": 1, "created_at": "2024-01-01T00:00:00Z", "summary": "s", "subtasks": [{"id": "a", "description": "d"}, {"id": "a", "description": "d"}]}`), 0o644)
 		},
@@ -148,10 +150,11 @@ func TestSkippedIn(t *testing.T) {
 			"huge.json":     "over the",
 		}},
 		{"tasks/t1", map[string]string{
-			".done_w1":  "looks like a marker",
-			".claim.":   "looks like a marker",
-			"sessions":  `is a symlink (to "../../memory/global"), not a directory`,
-			"plan.json": "subtask a appears twice",
+			".done_w1":   "looks like a marker",
+			".claim.":    "looks like a marker",
+			"events.log": "is a FIFO, not a regular file: events reads no event from it",
+			"sessions":   `is a symlink (to "../../memory/global"), not a directory`,
+			"plan.json":  "subtask a appears twice",
 		}},
 		{"tasks/t1/threads", map[string]string{
 			"notes.md":    "not a thread file",

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
+	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -133,4 +135,31 @@ func (w *Workspace) taskIDs(skip func(Skipped)) ([]string, error) {
 	}
 	sort.Strings(ids)
 	return ids, nil
+}
+
+// ReadTaskAt reads task id's task.json through tasks, the open tasks/
+// directory, for a caller that reads every task (task list): a task
+// directory and task.json are each opened with one openat(2), never
+// following a symlink, where GetTask walks the path from the root. The
+// checks are GetTask's: a real directory, a regular file within the size
+// limit, strict JSON; a missing task.json is ErrNotFound.
+func (w *Workspace) ReadTaskAt(tasks *os.File, id string) (Task, error) {
+	if err := ValidateID("task id", id); err != nil {
+		return Task{}, err
+	}
+	d, err := OpenDirAt(tasks, id)
+	if err != nil {
+		return Task{}, err
+	}
+	defer d.Close()
+	name := path.Join(TaskDir(id), "task.json")
+	data, err := ReadAgentFileAt(d, "task.json", int64(w.settings.Limits.MaxFileBytes))
+	if err != nil {
+		return Task{}, err
+	}
+	var t Task
+	if err := decodeStrict(name, data, w.settings.Limits.MaxDepth, &t); err != nil {
+		return Task{}, err
+	}
+	return t, nil
 }

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/workspace/daemon"
 )
 
@@ -47,7 +52,7 @@ func cmdStatus(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if *asJSON {
-		return printJSON(e.stdout, s)
+		return printStatusJSON(e.stdout, s)
 	}
 	switch {
 	case s.Serving && s.PID > 0:
@@ -82,6 +87,37 @@ func cmdStatus(ctx context.Context, e *env, args []string) error {
 	for _, t := range s.Tasks {
 		rows = append(rows, []string{t.ID, t.Status, t.Phase, strconv.FormatInt(t.JournalSeq, 10), strconv.Itoa(t.MarkersWaiting), cut(t.Error, 60)})
 	}
-	table(e.stdout, []string{"TASK", "STATUS", "PHASE", "SEQ", "WAITING", "ERROR"}, rows)
-	return nil
+	out := bufio.NewWriter(e.stdout)
+	table(out, []string{"TASK", "STATUS", "PHASE", "SEQ", "WAITING", "ERROR"}, rows)
+	return out.Flush()
+}
+
+// printStatusJSON writes s as printJSON would, streaming its task rows
+// rather than encoding the whole report in memory at once.
+func printStatusJSON(w io.Writer, s daemon.Status) error {
+	tasks := s.Tasks
+	s.Tasks = []daemon.TaskStatus{}
+	head, err := atomicfile.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("encode output: %w", err)
+	}
+	// JSON strings hold no raw newline: this is the top-level field.
+	const field = "\n  \"tasks\": []"
+	i := bytes.Index(head, []byte(field))
+	if i < 0 {
+		return errors.New("encode output: no tasks field")
+	}
+	out := bufio.NewWriter(w)
+	out.Write(head[:i+len(field)-len("[]")])
+	a := newJSONArray(out, "  ")
+	for _, t := range tasks {
+		if err := a.add(t); err != nil {
+			return err
+		}
+	}
+	if err := a.end(); err != nil {
+		return err
+	}
+	out.Write(head[i+len(field):])
+	return out.Flush()
 }
