@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"strings"
 	"syscall"
 	"time"
@@ -241,17 +240,7 @@ func lineTime(line string) (time.Time, bool) {
 // reopen opens s's log at its offset, closing the least recently used
 // log first when maxOpenLogs are open. false when the log is missing.
 func (m *merger) reopen(s *eventStream) (bool, error) {
-	name := path.Join(TaskDir(s.task), EventsFile)
-	f, err := openAgentFile(m.w.root, name)
-	if err == nil {
-		var st os.FileInfo
-		if st, err = f.Stat(); err == nil && !st.Mode().IsRegular() {
-			err = &Error{Kind: ErrUnsafe, Op: "read " + name, Msg: "is a " + FileKind(st.Mode()) + ", not a regular file"}
-		}
-		if err != nil {
-			f.Close()
-		}
-	}
+	f, err := m.w.openEventsLog(s.task)
 	switch {
 	case err == nil:
 	case isNotExist(err) || errors.Is(err, syscall.ENOTDIR):

@@ -287,3 +287,37 @@ func TestMergeEventsStops(t *testing.T) {
 		t.Fatalf("t2 alone: %q", got)
 	}
 }
+
+// TestFollowAndReadEventsUnsafeLogs: following every task passes over a
+// log that is a FIFO or a symlink instead of blocking on it or reading
+// through it; reading one task's such log is refused.
+func TestFollowAndReadEventsUnsafeLogs(t *testing.T) {
+	w := logTree(t, map[string]*string{
+		"t1": str("2024-01-15T10:00:00.000Z a t1\n"),
+		"t2": nil, "t3": nil,
+	})
+	tasks := filepath.Join(w.Dir(), "tasks")
+	if err := syscall.Mkfifo(filepath.Join(tasks, "t2", EventsFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../t1/events.log", filepath.Join(tasks, "t3", EventsFile)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var got []string
+	err := w.FollowEvents(ctx, "", true, time.Millisecond, func(e Event) {
+		got = append(got, FormatEvent(e))
+		cancel() // the first pass is done by the next poll
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"2024-01-15T10:00:00.000Z a t1"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("followed %q, want %q", got, want)
+	}
+	for _, id := range []string{"t2", "t3"} {
+		if _, _, err := w.ReadEvents(id); !errors.Is(err, ErrUnsafe) {
+			t.Errorf("ReadEvents(%s) = %v, want ErrUnsafe", id, err)
+		}
+	}
+}

@@ -217,7 +217,7 @@ func (w *Workspace) ReadEvents(taskID string) (evs []Event, bad []error, err err
 	if err := w.checkTask(taskID); err != nil {
 		return nil, nil, err
 	}
-	f, err := w.root.Open(path.Join("tasks", taskID, EventsFile))
+	f, err := w.openEventsLog(taskID)
 	if err != nil {
 		if isNotExist(err) {
 			if !w.exists(path.Join("tasks", taskID)) {
@@ -230,6 +230,25 @@ func (w *Workspace) ReadEvents(taskID string) (evs []Event, bad []error, err err
 	defer f.Close()
 	_, err = scanEvents(f, func(e Event) { evs = append(evs, e) }, func(e error) { bad = append(bad, e) })
 	return evs, bad, err
+}
+
+// openEventsLog opens a task's events.log for reading: a regular file,
+// never through a symlink and never blocking on a FIFO (ErrUnsafe).
+func (w *Workspace) openEventsLog(taskID string) (*os.File, error) {
+	name := path.Join(TaskDir(taskID), EventsFile)
+	f, err := openAgentFile(w.root, name)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = &Error{Kind: ErrUnsafe, Op: "read " + name, Msg: "is a " + FileKind(st.Mode()) + ", not a regular file"}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 func scanEvents(r io.Reader, each func(Event), badLine func(error)) (int64, error) {
@@ -297,9 +316,10 @@ func (w *Workspace) FollowEvents(ctx context.Context, taskID string, fromStart b
 }
 
 func (w *Workspace) readEventsFrom(taskID string, off int64, each func(Event)) (int64, error) {
-	f, err := w.root.Open(path.Join("tasks", taskID, EventsFile))
+	f, err := w.openEventsLog(taskID)
 	if err != nil {
-		if isNotExist(err) {
+		// A log that is no regular file is not followed, nor waited on.
+		if isNotExist(err) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, ErrUnsafe) {
 			return 0, nil
 		}
 		return 0, err
