@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // BadLines counts the lines of one task's events.log that do not parse,
@@ -50,8 +53,20 @@ func (w *Workspace) MergeEvents(ctx context.Context, taskIDs []string, each func
 			return nil, err
 		}
 	}
+	if len(taskIDs) == 0 {
+		return nil, nil
+	}
 	m := &merger{w: w, lastUse: map[*eventStream]uint64{}}
 	defer m.closeAll()
+	tasks, err := w.root.Open("tasks")
+	if err != nil {
+		if isNotExist(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	defer tasks.Close()
+	m.tasks = tasks
 	h := make(streamHeap, 0, len(taskIDs))
 	var bad []BadLines
 	finish := func(s *eventStream) {
@@ -129,6 +144,7 @@ type eventStream struct {
 // merger owns the open logs of a merge.
 type merger struct {
 	w       *Workspace
+	tasks   *os.File // tasks/, every log is opened relative to it
 	open    []*eventStream
 	lastUse map[*eventStream]uint64
 	clock   uint64
@@ -240,7 +256,7 @@ func lineTime(line string) (time.Time, bool) {
 // reopen opens s's log at its offset, closing the least recently used
 // log first when maxOpenLogs are open. false when the log is missing.
 func (m *merger) reopen(s *eventStream) (bool, error) {
-	f, err := m.w.openEventsLog(s.task)
+	f, err := m.openLog(s.task)
 	switch {
 	case err == nil:
 	case isNotExist(err) || errors.Is(err, syscall.ENOTDIR):
@@ -276,6 +292,32 @@ func (m *merger) reopen(s *eventStream) (bool, error) {
 	}
 	m.open = append(m.open, s)
 	return true, nil
+}
+
+// openLog opens task's events.log like openEventsLog, but with one
+// openat(2) for the task directory and one for the log, both relative to
+// tasks/ and neither following a symlink: a merge opens every log at least
+// once, and walking each path from the root twice (open, then lstat)
+// would double the system calls.
+func (m *merger) openLog(task string) (*os.File, error) {
+	d, err := OpenDirAt(m.tasks, task)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	f, err := openAt(d, EventsFile, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = &Error{Kind: ErrUnsafe, Op: "read " + path.Join(TaskDir(task), EventsFile), Msg: "is a " + FileKind(st.Mode()) + ", not a regular file"}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // close closes s's log, if open; s.off says where to reopen it.
