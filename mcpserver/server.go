@@ -178,7 +178,9 @@ func redirect(err, kind error, hint string) error {
 
 // ErrorText is the text of a failed call: the error and, when a fix is
 // known, a "hint: ..." line saying how to fix it — the tool to call, or
-// the tool argument at fault.
+// the tool argument at fault; and when the machine is at fault (a full
+// disk, a read-only filesystem, missing permissions, the open-files
+// limit), a "hint: ..." line saying how to fix the machine.
 func ErrorText(err error) string {
 	s := err.Error()
 	var te *toolError
@@ -193,6 +195,9 @@ func ErrorText(err error) string {
 		if a := argumentFor(workspace.FieldOf(err)); a != "" {
 			s += " (argument " + a + ")"
 		}
+	}
+	if h := workspace.FaultHint(err); h != "" {
+		s += "\nhint: " + h
 	}
 	return s
 }

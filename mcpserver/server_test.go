@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -863,5 +866,36 @@ func TestRunStopsOnCancel(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run after cancel = %v, want nil", err)
+	}
+}
+
+// TestErrorTextFaultHint: a tool failing on a full disk, a read-only
+// filesystem, permissions or the open-files limit says how to fix the
+// machine, after the error's own hint.
+func TestErrorTextFaultHint(t *testing.T) {
+	enospc := &fs.PathError{Op: "write", Path: "tasks/t1/env/.k.json123", Err: syscall.ENOSPC}
+	tests := []struct {
+		name string
+		err  error
+		want []string
+	}{
+		{"full disk", fmt.Errorf("store env k: %w", enospc), []string{"store env k: write", "\nhint: the filesystem is full"}},
+		{"read-only", &fs.PathError{Op: "open", Path: "x", Err: syscall.EROFS}, []string{"\nhint: the filesystem is mounted read-only"}},
+		{"own hint kept", &workspace.Error{Kind: workspace.ErrInvalid, Op: "value", Msg: "bad", Hint: "give JSON", Field: workspace.FieldValue, Err: enospc},
+			[]string{"\nhint: give JSON (argument value)\nhint: the filesystem is full"}},
+		{"no fault", errors.New("plain"), nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ErrorText(tc.err)
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("ErrorText = %q, want it to contain %q", got, w)
+				}
+			}
+			if tc.want == nil && strings.Contains(got, "hint:") {
+				t.Errorf("ErrorText = %q, want no hint", got)
+			}
+		})
 	}
 }

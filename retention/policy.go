@@ -95,6 +95,10 @@ type TaskInfo struct {
 	// StateErr is non-empty when state.json exists but could not be read
 	// or decoded; Status and CompletedAt are then empty.
 	StateErr string `json:"state_err,omitempty"`
+	// LocksOnly is true when the directory holds nothing but .locks/ and
+	// nothing but regular files in it: no task, only the lock files a
+	// process left by taking the lock of a task already removed.
+	LocksOnly bool `json:"locks_only,omitempty"`
 }
 
 // Action is what the policy does with a task.
@@ -110,6 +114,10 @@ const (
 	Remove Action = "remove"
 )
 
+// ReasonLocksOnly is the reason given for removing a directory that holds
+// nothing but lock files.
+const ReasonLocksOnly = "holds nothing but lock files (left by a lock taken on a task already removed)"
+
 // Decision is the policy's verdict on one task and why.
 type Decision struct {
 	TaskID string `json:"task_id"`
@@ -124,6 +132,9 @@ type Decision struct {
 // Decide applies p to one task at the instant now. p must be valid
 // (Validate). The rules, in order:
 //
+//   - a directory holding nothing but lock files → remove, whatever the
+//     policy: it is no task (the Pruner removes it only once none of its
+//     locks is held);
 //   - state.json unreadable → keep (the reason names the problem);
 //   - not finished (planning, executing, no state.json, or any status other
 //     than completed, failed, cancelled) → keep: active tasks are never
@@ -140,6 +151,10 @@ type Decision struct {
 // exactly SummaryDays old is removed.
 func Decide(t TaskInfo, p Policy, now time.Time) Decision {
 	d := Decision{TaskID: t.ID, Action: Keep}
+	if t.LocksOnly {
+		d.Action, d.Reason = Remove, ReasonLocksOnly
+		return d
+	}
 	if t.StateErr != "" {
 		d.Reason = "state.json unreadable: " + t.StateErr
 		return d

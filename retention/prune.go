@@ -82,6 +82,12 @@ var errUnsupported = errors.New("not supported")
 //     is being summarised (an env entry under its own lock) are lost with
 //     the old tree; such writes to a task finished FullDays ago are not
 //     expected.
+//   - A task directory holding nothing but lock files (.locks/ and regular
+//     files in it: what a process leaves by taking the lock of a task
+//     already removed) is removed and reported as removed, whatever the
+//     policy — once every one of its lock files is taken without waiting.
+//     One held means a process still uses it: it is skipped as busy. A
+//     directory holding anything else is never taken for one.
 //   - Memory stays flat in the number of tasks, apart from the Report's
 //     lists (see DiscardDecisions): tasks/ is read in batches and each
 //     state.json as a bounded token stream.
@@ -230,8 +236,10 @@ type run struct {
 	noExchange bool
 	// tasksDir is tasks/, open for the swaps and syncs of prune.
 	tasksDir *os.File
-	// pending is the batch of locked tasks waiting for flush.
+	// pending is the batch of locked tasks waiting for flush; held counts
+	// the locks they hold.
 	pending []*pendingTask
+	held    int
 	// del feeds old trees to the deleter goroutines (see deleteLater).
 	del   chan string
 	delWG sync.WaitGroup
@@ -422,8 +430,10 @@ func (r *run) addError(msg string) {
 
 // pendingTask is a task locked and ready to be summarised or removed.
 type pendingTask struct {
-	d    Decision
-	lock *locking.Lock
+	d Decision
+	// locks are the task's lock, or every lock file of a directory
+	// holding nothing but lock files.
+	locks []*locking.Lock
 	// old is what is deleted once the change is durable: the task's old
 	// tree after a swap or a rename to trash; "" until then.
 	old string
@@ -441,6 +451,10 @@ func (r *run) task(id string) {
 	d := r.decide(info)
 	if d.Action == Keep || d.Action == Skip {
 		r.record(d)
+		return
+	}
+	if info.LocksOnly {
+		r.tidy(id, d)
 		return
 	}
 	lockRel := path.Join("tasks", id, taskLockName)
@@ -498,9 +512,104 @@ func (r *run) task(id string) {
 			return
 		}
 	}
-	r.pending = append(r.pending, &pendingTask{d: d, lock: lk})
-	if len(r.pending) >= r.batch() {
+	r.queue(&pendingTask{d: d, locks: []*locking.Lock{lk}})
+}
+
+// queue adds a locked task to the batch, flushing the batch once it holds
+// a batch's worth of tasks or of locks.
+func (r *run) queue(pt *pendingTask) {
+	r.pending = append(r.pending, pt)
+	r.held += len(pt.locks)
+	if len(r.pending) >= r.batch() || r.held >= maxPending {
 		r.flush()
+	}
+}
+
+// tidy removes tasks/<id>, a directory holding nothing but lock files
+// (decided d): every lock file is taken without waiting first — one held
+// means a process still uses it, and the directory is skipped as busy —
+// and the directory is judged again under them, from a fresh read.
+func (r *run) tidy(id string, d Decision) {
+	root := r.p.Root
+	locksRel := path.Join("tasks", id, ".locks")
+	names, ok, err := lockFiles(root, locksRel)
+	if err != nil || !ok || len(names) > maxLockFiles {
+		r.again(id, nil, err)
+		return
+	}
+	if r.p.DryRun {
+		for _, n := range names {
+			held, h, err := locking.Held(r.lockPath(path.Join(locksRel, n)))
+			switch {
+			case err != nil:
+				r.fail(d, err)
+				return
+			case held:
+				r.record(busy(d, h))
+				return
+			}
+		}
+		r.record(d)
+		return
+	}
+	dirInfo, err := root.Lstat(path.Join("tasks", id))
+	if err != nil || !dirInfo.IsDir() {
+		r.again(id, nil, err)
+		return
+	}
+	var locks []*locking.Lock
+	for _, n := range names {
+		lk, err := locking.TryAcquire(r.lockPath(path.Join(locksRel, n)), locking.Options{Agent: r.p.Agent, Perm: dirInfo.Mode().Perm() & 0o666})
+		if err != nil {
+			releaseAll(locks)
+			var te *locking.TimeoutError
+			if errors.As(err, &te) {
+				r.record(busy(d, te.Holder))
+				return
+			}
+			r.fail(d, err)
+			return
+		}
+		locks = append(locks, lk)
+	}
+	// Under the locks: still nothing but these lock files? A lock file
+	// made meanwhile is one this run does not hold.
+	now, ok, err := lockFiles(root, locksRel)
+	if err != nil || !ok || len(now) != len(names) {
+		r.again(id, locks, err)
+		return
+	}
+	info, err := ReadTaskInfo(root, id)
+	if err != nil || !info.LocksOnly {
+		r.again(id, locks, err)
+		return
+	}
+	r.queue(&pendingTask{d: r.decide(info), locks: locks})
+}
+
+// again records the outcome of a directory that changed while it was
+// being tidied, judged afresh, after releasing locks.
+func (r *run) again(id string, locks []*locking.Lock, err error) {
+	releaseAll(locks)
+	if err != nil {
+		r.fail(Decision{TaskID: id}, err)
+		return
+	}
+	info, err := ReadTaskInfo(r.p.Root, id)
+	if err != nil {
+		r.fail(Decision{TaskID: id}, err)
+		return
+	}
+	d := r.decide(info)
+	if d.Action != Keep && d.Action != Skip {
+		d.Action, d.Reason = Skip, "changed while being judged; "+string(d.Action)+" at a later run: "+d.Reason
+	}
+	r.record(d)
+}
+
+func releaseAll(locks []*locking.Lock) {
+	for _, l := range locks {
+		l.Release()
 	}
 }
 
@@ -602,10 +711,11 @@ func (r *run) flush() {
 		} else {
 			r.record(pt.d)
 		}
-		pt.lock.Release()
+		releaseAll(pt.locks)
 	}
 	clear(r.pending)
 	r.pending = r.pending[:0]
+	r.held = 0
 }
 
 // syncSummaries makes the summaries of the pending batch durable, at most

@@ -55,34 +55,89 @@ func ReadTaskInfo(root *os.Root, id string) (TaskInfo, error) {
 	} else {
 		info.Status, info.CompletedAt = status, completedAt
 	}
-	summarized, err := isSummarized(root, dir)
+	summarized, locksOnly, err := listTaskDir(root, dir)
 	if err != nil {
 		return info, err
 	}
 	info.Summarized = summarized
+	if locksOnly {
+		if info.LocksOnly, err = onlyLockFiles(root, path.Join(dir, ".locks")); err != nil {
+			return info, err
+		}
+	}
 	return info, nil
 }
 
-// isSummarized reports whether dir holds nothing but summary files and dot
-// entries.
-func isSummarized(root *os.Root, dir string) (bool, error) {
+// listTaskDir reports whether dir holds nothing but summary files and dot
+// entries (summarized), and whether it holds nothing but .locks
+// (locksOnly). It stops at the first entry that settles both.
+func listTaskDir(root *os.Root, dir string) (summarized, locksOnly bool, err error) {
 	f, err := root.Open(dir)
 	if err != nil {
-		return false, fmt.Errorf("open task directory %s: %w", dir, err)
+		return false, false, fmt.Errorf("open task directory %s: %w", dir, err)
 	}
 	defer f.Close()
+	seen, locks := 0, false
 	for {
 		names, err := f.Readdirnames(dirBatch)
 		for _, n := range names {
 			if n[0] != '.' && !isSummaryFile(n) {
-				return false, nil
+				return false, false, nil
+			}
+			seen++
+			locks = locks || n == ".locks"
+		}
+		if err == io.EOF {
+			return true, locks && seen == 1, nil
+		}
+		if err != nil {
+			return false, false, fmt.Errorf("list task directory %s: %w", dir, err)
+		}
+	}
+}
+
+// maxLockFiles bounds the lock files of a directory holding nothing but
+// locks that the Pruner takes at once; a directory with more is left
+// alone (each lock taken holds a descriptor).
+const maxLockFiles = 64
+
+// onlyLockFiles reports whether locks (a task's .locks) is a directory
+// holding nothing but regular files, at most maxLockFiles of them.
+func onlyLockFiles(root *os.Root, locks string) (bool, error) {
+	fi, err := root.Lstat(locks)
+	if err != nil || !fi.IsDir() {
+		return false, nil
+	}
+	names, ok, err := lockFiles(root, locks)
+	return ok && len(names) <= maxLockFiles, err
+}
+
+// lockFiles lists locks, a .locks directory: the names of its entries,
+// and whether every one is a regular file. It reads at most
+// maxLockFiles+1 names.
+func lockFiles(root *os.Root, locks string) ([]string, bool, error) {
+	f, err := root.Open(locks)
+	if err != nil {
+		return nil, false, fmt.Errorf("open %s: %w", locks, err)
+	}
+	defer f.Close()
+	var names []string
+	for {
+		batch, err := f.ReadDir(dirBatch)
+		for _, e := range batch {
+			if !e.Type().IsRegular() {
+				return nil, false, nil
+			}
+			names = append(names, e.Name())
+			if len(names) > maxLockFiles {
+				return names, true, nil
 			}
 		}
 		if err == io.EOF {
-			return true, nil
+			return names, true, nil
 		}
 		if err != nil {
-			return false, fmt.Errorf("list task directory %s: %w", dir, err)
+			return nil, false, fmt.Errorf("list %s: %w", locks, err)
 		}
 	}
 }

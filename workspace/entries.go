@@ -155,8 +155,8 @@ func (w *Workspace) entryPath(s Scope, key string) (dir, name string, err error)
 		return "", "", err
 	}
 	if s.Kind == ScopeThread || s.Kind == ScopeSession {
-		if !w.exists(path.Join("tasks", s.TaskID, "task.json")) {
-			return "", "", notFoundf("task "+s.TaskID, "list the tasks to see which exist", "no such task")
+		if err := w.requireTask(s.TaskID); err != nil {
+			return "", "", err
 		}
 	}
 	return dir, path.Join(dir, EncodeKey(key)+".json"), nil
@@ -422,7 +422,9 @@ func (w *Workspace) readEntryIn(r *os.Root, name, display string) (Entry, error)
 // file only up to its value (the canonical field order puts value last), so
 // listing costs little however large the values; a file written in another
 // field order is parsed whole. Files that are not entries (foreign names,
-// symlinks, corrupt JSON) are skipped; ListEntriesReport says which.
+// symlinks, corrupt JSON, names that are not <key>.json) are skipped;
+// ListEntriesReport says which. Dot-files (temporary files, .locks/) are
+// passed over without a word.
 func (w *Workspace) ListEntries(ctx context.Context, s Scope) ([]ManifestItem, error) {
 	items, _, err := w.ListEntriesReport(ctx, s)
 	return items, err
@@ -440,8 +442,10 @@ func (w *Workspace) ListEntriesReport(ctx context.Context, s Scope) ([]ManifestI
 	if err != nil {
 		return nil, nil, err
 	}
-	if (s.Kind == ScopeThread || s.Kind == ScopeSession) && !w.exists(path.Join("tasks", s.TaskID, "task.json")) {
-		return nil, nil, notFoundf("task "+s.TaskID, "list the tasks to see which exist", "no such task")
+	if s.Kind == ScopeThread || s.Kind == ScopeSession {
+		if err := w.requireTask(s.TaskID); err != nil {
+			return nil, nil, err
+		}
 	}
 	d, err := w.root.OpenRoot(dir)
 	if err != nil {
@@ -464,7 +468,11 @@ func (w *Workspace) ListEntriesReport(ctx context.Context, s Scope) ([]ManifestI
 		// and ReadDir may lstat every entry to learn it.
 		ents, err := f.Readdirnames(512)
 		for _, n := range ents {
-			if strings.HasPrefix(n, ".") || !strings.HasSuffix(n, ".json") {
+			if strings.HasPrefix(n, ".") {
+				continue
+			}
+			if !strings.HasSuffix(n, ".json") {
+				skipped = append(skipped, Skipped{File: path.Join(dir, n), Reason: "not an entry file: entries are named <key>.json"})
 				continue
 			}
 			if err := ctx.Err(); err != nil {

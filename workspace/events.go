@@ -3,13 +3,16 @@ package workspace
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 )
@@ -164,7 +167,7 @@ func (w *Workspace) AppendEvents(taskID string, evs []Event) error {
 	if len(evs) == 0 {
 		return nil
 	}
-	if err := ValidateID("task id", taskID); err != nil {
+	if err := w.checkTask(taskID); err != nil {
 		return err
 	}
 	var b strings.Builder
@@ -176,9 +179,29 @@ func (w *Workspace) AppendEvents(taskID string, evs []Event) error {
 		b.WriteByte('\n')
 	}
 	name := path.Join("tasks", taskID, EventsFile)
-	f, err := w.root.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, w.FilePerm())
+	// O_NONBLOCK: a FIFO planted as events.log fails to open (no reader)
+	// rather than blocking the writer; it changes nothing for a file.
+	f, err := w.root.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK, w.FilePerm())
 	if err != nil {
+		if errors.Is(err, syscall.ENXIO) {
+			return &Error{Kind: ErrUnsafe, Op: "append event to " + name, Msg: "is a FIFO, not a regular file"}
+		}
+		if st, lerr := w.root.Lstat(name); lerr == nil && st.Mode()&fs.ModeSymlink != 0 {
+			return &Error{Kind: ErrUnsafe, Op: "append event to " + name, Msg: "is a symlink, not a regular file"}
+		}
 		return fmt.Errorf("append event to %s: %w", name, err)
+	}
+	// os.Root follows a symlink that stays inside the root: the name
+	// must be the file opened, a regular file.
+	st, serr := f.Stat()
+	lst, lerr := w.root.Lstat(name)
+	switch {
+	case serr != nil || lerr != nil:
+		f.Close()
+		return fmt.Errorf("append event to %s: %w", name, errors.Join(serr, lerr))
+	case lst.Mode()&fs.ModeSymlink != 0 || !st.Mode().IsRegular():
+		f.Close()
+		return &Error{Kind: ErrUnsafe, Op: "append event to " + name, Msg: "is a " + FileKind(lst.Mode()) + ", not a regular file"}
 	}
 	_, werr := f.WriteString(b.String())
 	cerr := f.Close()
@@ -191,10 +214,10 @@ func (w *Workspace) AppendEvents(taskID string, evs []Event) error {
 // ReadEvents returns a task's events, oldest first. Lines that do not parse
 // are returned as errors in bad, not dropped silently.
 func (w *Workspace) ReadEvents(taskID string) (evs []Event, bad []error, err error) {
-	if err := ValidateID("task id", taskID); err != nil {
+	if err := w.checkTask(taskID); err != nil {
 		return nil, nil, err
 	}
-	f, err := w.root.Open(path.Join("tasks", taskID, EventsFile))
+	f, err := w.openEventsLog(taskID)
 	if err != nil {
 		if isNotExist(err) {
 			if !w.exists(path.Join("tasks", taskID)) {
@@ -207,6 +230,25 @@ func (w *Workspace) ReadEvents(taskID string) (evs []Event, bad []error, err err
 	defer f.Close()
 	_, err = scanEvents(f, func(e Event) { evs = append(evs, e) }, func(e error) { bad = append(bad, e) })
 	return evs, bad, err
+}
+
+// openEventsLog opens a task's events.log for reading: a regular file,
+// never through a symlink and never blocking on a FIFO (ErrUnsafe).
+func (w *Workspace) openEventsLog(taskID string) (*os.File, error) {
+	name := path.Join(TaskDir(taskID), EventsFile)
+	f, err := openAgentFile(w.root, name)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = &Error{Kind: ErrUnsafe, Op: "read " + name, Msg: "is a " + FileKind(st.Mode()) + ", not a regular file"}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 func scanEvents(r io.Reader, each func(Event), badLine func(error)) (int64, error) {
@@ -274,9 +316,10 @@ func (w *Workspace) FollowEvents(ctx context.Context, taskID string, fromStart b
 }
 
 func (w *Workspace) readEventsFrom(taskID string, off int64, each func(Event)) (int64, error) {
-	f, err := w.root.Open(path.Join("tasks", taskID, EventsFile))
+	f, err := w.openEventsLog(taskID)
 	if err != nil {
-		if isNotExist(err) {
+		// A log that is no regular file is not followed, nor waited on.
+		if isNotExist(err) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, ErrUnsafe) {
 			return 0, nil
 		}
 		return 0, err

@@ -30,7 +30,7 @@ func (w *Workspace) FrictionConfig() friction.Config {
 // exist (pruned, anonymised) are skipped.
 func (w *Workspace) NoteFriction(e friction.Entry, isNew bool, tasks []string) {
 	for _, t := range tasks {
-		if ValidateID("task id", t) != nil || !w.exists(path.Join(TaskDir(t), "task.json")) {
+		if !w.IsTaskDir(t) || !w.exists(path.Join(TaskDir(t), "task.json")) {
 			continue
 		}
 		_ = w.AppendEvent(Event{Name: "friction_recorded", TaskID: t, Args: []string{e.ID}, Attrs: map[string]string{

@@ -25,7 +25,7 @@ func (w *Workspace) LockFile(ctx context.Context, name, agent string) (*locking.
 // directory must exist (ErrNotFound otherwise): taking the lock of a task
 // removed meanwhile never makes its directory again.
 func (w *Workspace) LockTask(ctx context.Context, taskID, agent string) (*locking.Lock, error) {
-	if err := ValidateID("task id", taskID); err != nil {
+	if err := w.checkTask(taskID); err != nil {
 		return nil, err
 	}
 	td, err := w.root.OpenRoot(TaskDir(taskID))
@@ -42,7 +42,7 @@ func (w *Workspace) LockTask(ctx context.Context, taskID, agent string) (*lockin
 // LockNamed takes a named lock of a task, tasks/<id>/.locks/<name>.lock,
 // for `workspaced lock`: agents coordinate anything they like with it.
 func (w *Workspace) LockNamed(ctx context.Context, taskID, name, agent string) (*locking.Lock, error) {
-	if err := ValidateID("task id", taskID); err != nil {
+	if err := w.checkTask(taskID); err != nil {
 		return nil, err
 	}
 	if err := ValidateID("lock name", name); err != nil {

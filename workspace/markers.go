@@ -176,6 +176,9 @@ type Product struct {
 // task, within the size and depth limits — and validates it against its
 // schema. Errors say what is wrong in words fit for an event's reason.
 func (w *Workspace) ReadProduct(taskID, outputFile string) (Product, error) {
+	if err := w.checkTask(taskID); err != nil {
+		return Product{}, err
+	}
 	return w.readProduct(w.root, TaskDir(taskID), outputFile)
 }
 

@@ -39,7 +39,7 @@ func (w *Workspace) parseDoc(what string, data []byte) (map[string]any, error) {
 }
 
 func (w *Workspace) requireTask(id string) error {
-	if err := ValidateID("task id", id); err != nil {
+	if err := w.checkTask(id); err != nil {
 		return err
 	}
 	if !w.exists(path.Join(TaskDir(id), "task.json")) {
@@ -171,7 +171,7 @@ func checkPlan(p Plan) error {
 // ReadPlan reads the current plan.json, or plans/plan_v<version>.json when
 // version > 0 and is not the current one.
 func (w *Workspace) ReadPlan(taskID string, version int) (*Plan, error) {
-	if err := ValidateID("task id", taskID); err != nil {
+	if err := w.checkTask(taskID); err != nil {
 		return nil, err
 	}
 	var p Plan

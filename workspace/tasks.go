@@ -6,10 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path"
-	"sort"
 	"strings"
 
 	"github.com/workspaced/workspaced/schemas"
@@ -44,7 +42,7 @@ func (w *Workspace) CreateTask(ctx context.Context, req NewTaskRequest) (Task, e
 	if req.ID == "" {
 		req.ID = NewID("task")
 	}
-	if err := ValidateID("task id", req.ID); err != nil {
+	if err := w.checkTask(req.ID); err != nil {
 		return Task{}, err
 	}
 	if strings.TrimSpace(req.Description) == "" {
@@ -92,7 +90,7 @@ func (w *Workspace) CreateTask(ctx context.Context, req NewTaskRequest) (Task, e
 
 // GetTask reads task.json.
 func (w *Workspace) GetTask(id string) (Task, error) {
-	if err := ValidateID("task id", id); err != nil {
+	if err := w.checkTask(id); err != nil {
 		return Task{}, err
 	}
 	var t Task
@@ -101,37 +99,6 @@ func (w *Workspace) GetTask(id string) (Task, error) {
 		return Task{}, notFoundf("task "+id, "list the tasks to see which exist", "no such task")
 	}
 	return t, err
-}
-
-// TaskIDs lists the task directories that hold a task.json, sorted.
-func (w *Workspace) TaskIDs() ([]string, error) {
-	f, err := w.root.Open("tasks")
-	if err != nil {
-		if isNotExist(err) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	defer f.Close()
-	var ids []string
-	for {
-		ents, err := f.ReadDir(1024)
-		for _, de := range ents {
-			n := de.Name()
-			if !de.IsDir() || strings.HasPrefix(n, ".") || ValidateID("task id", n) != nil {
-				continue
-			}
-			ids = append(ids, n)
-		}
-		if err == io.EOF || len(ents) == 0 {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	sort.Strings(ids)
-	return ids, nil
 }
 
 // TaskSummary is one line of `task list`.
@@ -171,7 +138,7 @@ func (w *Workspace) ListTasks() ([]TaskSummary, error) {
 // ReadState reads and validates state.json. ErrNotFound when the daemon has
 // not written one yet.
 func (w *Workspace) ReadState(id string) (State, error) {
-	if err := ValidateID("task id", id); err != nil {
+	if err := w.checkTask(id); err != nil {
 		return State{}, err
 	}
 	name := path.Join(TaskDir(id), "state.json")

@@ -81,6 +81,9 @@ func (w *Workspace) NewThread(ctx context.Context, req NewThreadRequest) (Thread
 
 // GetThread reads one thread of a task.
 func (w *Workspace) GetThread(taskID, id string) (Thread, error) {
+	if err := w.checkTask(taskID); err != nil {
+		return Thread{}, err
+	}
 	if err := ValidateID("thread id", id); err != nil {
 		return Thread{}, err
 	}
@@ -102,6 +105,9 @@ func (w *Workspace) GetThread(taskID, id string) (Thread, error) {
 // root thread; otherwise every task's threads/ is looked in.
 func (w *Workspace) ResolveThread(threadID string) (string, error) {
 	if err := ValidateID("thread id", threadID); err != nil {
+		return "", err
+	}
+	if err := w.checkTask(threadID); err != nil {
 		return "", err
 	}
 	if w.exists(path.Join(TaskDir(threadID), "task.json")) {

@@ -34,6 +34,10 @@ type Workspace struct {
 type Options struct {
 	// Now replaces time.Now (tests).
 	Now func() time.Time
+	// DefaultSettings opens the workspace with the default settings,
+	// without reading workspace.json: for a checker (validate) that must
+	// look at a tree whose workspace.json is itself broken.
+	DefaultSettings bool
 }
 
 // ResolveRoot picks the root directory: flag, then $WORKSPACE_ROOT, then
@@ -71,7 +75,9 @@ func Open(dir string, opt Options) (*Workspace, error) {
 	if w.now == nil {
 		w.now = time.Now
 	}
-	if err := w.loadSettings(); err != nil {
+	if opt.DefaultSettings {
+		w.settings = Settings{}.WithDefaults()
+	} else if err := w.loadSettings(); err != nil {
 		root.Close()
 		return nil, err
 	}

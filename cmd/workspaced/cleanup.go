@@ -39,6 +39,12 @@ later run. A crash at any point leaves every task whole, summarised or gone;
 the next run finishes what a crashed one left. Friction entries of removed
 tasks stay, with those task ids anonymised (anon_<12 hex>).
 
+A task directory holding nothing but lock files (tasks/<id>/.locks/…, left
+by a process that took the lock of a task already removed) is removed too,
+whatever its age, and reported as removed — once none of its locks is held:
+each is taken without waiting first, and a held one skips it as busy. A
+directory holding anything else is never taken for one.
+
 Prints one line per task (what was done and why) and a total; --dry-run
 prints what would be done and changes nothing. --json prints the whole
 report instead. Safe for cron: if another cleanup (or the daemon's) is

@@ -451,7 +451,7 @@ func entryList(ctx context.Context, e *env, f *entryFlags) error {
 		return err
 	}
 	for _, sk := range skipped {
-		fmt.Fprintf(e.stderr, "workspaced: warning: skipped %s: %s\n", sk.File, sk.Reason)
+		fmt.Fprintf(e.stderr, "workspaced: warning: skipped %s: %s\n", displayName(sk.File), sk.Reason)
 	}
 	if f.json {
 		return printJSON(e.stdout, items)

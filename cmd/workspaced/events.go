@@ -1,11 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
 	"time"
 
 	"github.com/workspaced/workspaced/workspace"
@@ -16,7 +16,9 @@ const eventsUsage = `workspaced events — read or follow task events (tasks/<ta
 Usage:
   workspaced events [--task T | --thread X] [--follow] [--json] [--since RFC3339]
 
-Without --task, the events of every task, merged by time. --follow prints
+Without --task, the events of every task, merged by time (each task's
+events.log is read as a stream, so memory stays flat however many events
+there are). --follow prints
 the events so far and then new ones as they are appended (new tasks are
 picked up), until interrupted. Text output is the events.log line itself;
 --json prints one JSON object per line:
@@ -81,28 +83,30 @@ func cmdEvents(ctx context.Context, e *env, args []string) error {
 		}
 		return werr
 	}
-	ids := []string{id}
-	if id == "" {
-		if ids, err = w.TaskIDs(); err != nil {
-			return err
-		}
+	var ids []string // every task
+	if id != "" {
+		ids = []string{id}
 	}
-	var all []workspace.Event
-	for _, t := range ids {
-		evs, bad, err := w.ReadEvents(t)
-		if err != nil {
-			return err
+	// The logs are read as streams and merged; a buffered stdout keeps
+	// that from costing a write per event.
+	out := bufio.NewWriter(e.stdout)
+	bad, err := w.MergeEvents(ctx, ids, func(ev workspace.Event) error {
+		if since.IsZero() || !ev.Time.Before(since) {
+			return writeEvent(out, ev, *asJSON)
 		}
-		if len(bad) > 0 {
-			fmt.Fprintf(e.stderr, "workspaced: warning: tasks/%s/%s: skipped %d lines that do not parse (first: %v)\n", t, workspace.EventsFile, len(bad), bad[0])
+		return nil
+	})
+	if ferr := out.Flush(); err == nil {
+		err = ferr
+	}
+	for _, b := range bad {
+		if b.Unread != nil {
+			fmt.Fprintf(e.stderr, "workspaced: warning: tasks/%s/%s: not read: %v\n", b.TaskID, workspace.EventsFile, b.Unread)
+			continue
 		}
-		all = append(all, evs...)
+		fmt.Fprintf(e.stderr, "workspaced: warning: tasks/%s/%s: skipped %d lines that do not parse (first: %v)\n", b.TaskID, workspace.EventsFile, b.Count, b.First)
 	}
-	sort.SliceStable(all, func(i, j int) bool { return all[i].Time.Before(all[j].Time) })
-	for _, ev := range all {
-		print(ev)
-	}
-	return werr
+	return err
 }
 
 func writeEvent(w io.Writer, ev workspace.Event, asJSON bool) error {

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,38 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/workspaced/workspaced/bench"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/daemon"
 )
 
 // Faults of the filesystem under a running daemon, on a small ext4 image
-// loop-mounted for the test: a full disk and a read-only remount. They
-// need root and a loop device, and skip with a message without them.
-
-// loopExt4 makes an ext4 image of sizeMiB, loop-mounts it and returns the
-// mount point; the mount and the image go at the end of the test.
-func loopExt4(t *testing.T, sizeMiB int64) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to loop-mount an ext4 image")
-	}
-	for _, tool := range []string{"mkfs.ext4", "mount", "umount"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("needs %s: %v", tool, err)
-		}
-	}
-	e, err := bench.MountExt4(context.Background(), t.TempDir(), sizeMiB<<20, true)
-	if err != nil {
-		t.Skipf("cannot loop-mount an ext4 image here: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := e.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return e.Dir
-}
+// loop-mounted for the test (smallExt4): a full disk and a read-only
+// remount. They need root and a loop device, and skip with a message
+// without them.
 
 // newWSIn is newWS with the workspace in dir.
 func newWSIn(t *testing.T, dir string) *ws {
@@ -53,32 +27,6 @@ func newWSIn(t *testing.T, dir string) *ws {
 	w.env = append(cleanEnv(), "WORKSPACE_ROOT="+w.root)
 	w.ok("init")
 	return w
-}
-
-// fill writes a file in dir until the filesystem is full, and returns its
-// path.
-func fill(t *testing.T, dir string) string {
-	t.Helper()
-	p := filepath.Join(dir, "filler")
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	chunk := make([]byte, 1<<20)
-	for {
-		if _, err := f.Write(chunk); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatal(err)
-			}
-			break
-		}
-	}
-	// The last blocks, a little at a time.
-	for _, err := f.Write(chunk[:4096]); err == nil; _, err = f.Write(chunk[:4096]) {
-	}
-	_ = f.Sync()
-	return p
 }
 
 // live reads the serving daemon's report through `status --json`.
@@ -110,7 +58,7 @@ func stoppedTask(l *daemon.Live, id string) (string, bool) {
 // The daemon is stopped (SIGSTOP) while the claim is dropped and the disk
 // filled, so that it meets the full disk when it takes the marker.
 func TestServeDiskFull(t *testing.T) {
-	mnt := loopExt4(t, 48)
+	mnt := smallExt4(t, 48<<20)
 	w := newWSIn(t, mnt)
 	x := w.open()
 	srv := w.serve("--rescan", "1s")
@@ -124,7 +72,8 @@ func TestServeDiskFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	filler := fill(t, mnt)
+	fill(t, mnt)
+	filler := filepath.Join(mnt, "filler")
 	if err := srv.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +138,7 @@ func TestServeDiskFull(t *testing.T) {
 // filesystem is read-write again every marker is applied exactly once,
 // within seconds rather than at the next rescan.
 func TestServeReadOnlyRemount(t *testing.T) {
-	mnt := loopExt4(t, 48)
+	mnt := smallExt4(t, 48<<20)
 	w := newWSIn(t, mnt)
 	x := w.open()
 	srv := w.serve("--rescan", "1h") // no rescan comes to the rescue

@@ -34,8 +34,9 @@ func helpPaths(t *testing.T) [][]string {
 	return paths
 }
 
-// reFlagLine is any line of a Flags section.
-var rePlaceholder = regexp.MustCompile(`^([A-Z][A-Z0-9_]*|[a-z0-9-]+(\|[a-z0-9-]+)+)$`)
+// rePlaceholder is a flag's placeholder: NAME, a|b, or [NAME] for a value
+// that may be left out.
+var rePlaceholder = regexp.MustCompile(`^(\[([A-Z][A-Z0-9_]*)\]|[A-Z][A-Z0-9_]*|[a-z0-9-]+(\|[a-z0-9-]+)+)$`)
 
 // TestEveryHelp: every command's and subcommand's --help opens with a
 // title line, has a usage line, examples and exit codes, lists only the

@@ -243,6 +243,9 @@ func report(stderr io.Writer, err error) int {
 	} else if h := hintFor(err); h != "" {
 		fmt.Fprintf(stderr, "hint: %s\n", h)
 	}
+	if h := workspace.FaultHint(err); h != "" {
+		fmt.Fprintf(stderr, "hint: %s\n", h)
+	}
 	switch {
 	case errors.As(err, &ue):
 		return exitUsage

@@ -182,6 +182,11 @@ func (w *ws) tree() map[string]string {
 			out[rel+"/"] = "dir"
 			return nil
 		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			target, err := os.Readlink(p)
+			out[rel] = "symlink to " + target
+			return err
+		}
 		data, err := os.ReadFile(p)
 		if err != nil {
 			return err

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/workspace/daemon"
 )
 
@@ -22,7 +27,10 @@ takes them within moments; markers waiting with no daemon are taken when
 one starts). A daemon serving also says when it last rescanned, and what
 keeps it from serving everything at once: tasks stopped by an error (a full
 disk, a read-only filesystem) that it retries, task directories it cannot
-watch (the inotify limit), entries of tasks/ it refuses. It only reads.
+watch (the inotify limit), entries of tasks/ it refuses. Entries of tasks/
+that are not task directories (a symlink, a file, a name that is not a task
+id) are listed as skipped: no command and no daemon looks into them. It
+only reads.
 
 Examples:
   workspaced status
@@ -50,7 +58,7 @@ func cmdStatus(ctx context.Context, e *env, args []string) error {
 	}
 	live := readLive(w.Dir(), s.Serving)
 	if *asJSON {
-		return printJSON(e.stdout, statusReport{Status: s, Live: live})
+		return printStatusJSON(e.stdout, s, live)
 	}
 	switch {
 	case s.Serving && s.PID > 0:
@@ -74,6 +82,9 @@ func cmdStatus(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stdout, " (%s)", strings.Join(counts, ", "))
 	}
 	fmt.Fprintf(e.stdout, "\nmarkers waiting: %d\n", s.MarkersWaiting)
+	for _, sk := range s.Skipped {
+		fmt.Fprintf(e.stdout, "skipped %s: %s\n", displayName(sk.File), sk.Reason)
+	}
 	printLive(e.stdout, live)
 	if len(s.Tasks) == 0 {
 		return nil
@@ -83,6 +94,38 @@ func cmdStatus(ctx context.Context, e *env, args []string) error {
 	for _, t := range s.Tasks {
 		rows = append(rows, []string{t.ID, t.Status, t.Phase, strconv.FormatInt(t.JournalSeq, 10), strconv.Itoa(t.MarkersWaiting), cut(t.Error, 60)})
 	}
-	table(e.stdout, []string{"TASK", "STATUS", "PHASE", "SEQ", "WAITING", "ERROR"}, rows)
-	return nil
+	out := bufio.NewWriter(e.stdout)
+	table(out, []string{"TASK", "STATUS", "PHASE", "SEQ", "WAITING", "ERROR"}, rows)
+	return out.Flush()
+}
+
+// printStatusJSON writes s, with the daemon's live report when there is
+// one, as printJSON would, streaming its task rows rather than encoding
+// the whole report in memory at once.
+func printStatusJSON(w io.Writer, s daemon.Status, live *daemon.Live) error {
+	tasks := s.Tasks
+	s.Tasks = []daemon.TaskStatus{}
+	head, err := atomicfile.Marshal(statusReport{Status: s, Live: live})
+	if err != nil {
+		return fmt.Errorf("encode output: %w", err)
+	}
+	// JSON strings hold no raw newline: this is the top-level field.
+	const field = "\n  \"tasks\": []"
+	i := bytes.Index(head, []byte(field))
+	if i < 0 {
+		return errors.New("encode output: no tasks field")
+	}
+	out := bufio.NewWriter(w)
+	out.Write(head[:i+len(field)-len("[]")])
+	a := newJSONArray(out, "  ")
+	for _, t := range tasks {
+		if err := a.add(t); err != nil {
+			return err
+		}
+	}
+	if err := a.end(); err != nil {
+		return err
+	}
+	out.Write(head[i+len(field):])
+	return out.Flush()
 }

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -92,8 +94,11 @@ func taskCreate(ctx context.Context, e *env, args []string) error {
 const taskListUsage = `Usage:
   workspaced task list [--json]
 
-Lists every task: its id, its status (from state.json, or "new" before the
-daemon has written one), when it was created, and its description.
+Lists every task, oldest first: its id, its status (from state.json, or
+"new" before the daemon has written one), when it was created, and its
+description. It reads the tasks as a stream, so memory stays flat however
+many there are; entries of tasks/ that are no task directory are named
+on stderr.
 
 Examples:
   workspaced task list
@@ -125,40 +130,114 @@ func taskList(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer w.Close()
-	tasks, err := w.ListTasks()
+	// Two passes, so that memory stays flat however many tasks there
+	// are: the first reads each task.json for the order (by created_at,
+	// then id) and keeps only that; the second reads each task again,
+	// with its state, and prints it at once.
+	ids, skipped, err := w.TaskIDsReport()
 	if err != nil {
 		return err
 	}
-	rows := make([]taskRow, 0, len(tasks))
-	for _, s := range tasks {
-		r := taskRow{ID: s.Task.ID, Status: "new", CreatedAt: s.Task.CreatedAt, Description: s.Task.Description,
-			Priority: s.Task.Priority, SubmittedBy: s.Task.SubmittedBy, Error: s.Error}
-		if s.State != nil {
-			r.Status, r.Phase = s.State.Status, s.State.Phase
-		}
-		if s.Error != "" && s.State == nil && s.Task.CreatedAt.IsZero() {
-			r.Status = "unreadable"
-		}
-		rows = append(rows, r)
+	for _, sk := range skipped {
+		fmt.Fprintf(e.stderr, "workspaced: warning: skipped %s: %s\n", displayName(sk.File), sk.Reason)
 	}
-	sort.SliceStable(rows, func(i, j int) bool { return rows[i].CreatedAt.Before(rows[j].CreatedAt) })
+	type key struct {
+		created time.Time
+		i       int
+	}
+	order := make([]key, 0, len(ids))
+	if len(ids) > 0 {
+		tasks, err := w.Root().Open("tasks")
+		if err != nil {
+			return err
+		}
+		for i, id := range ids {
+			if err := ctx.Err(); err != nil {
+				tasks.Close()
+				return err
+			}
+			t, err := w.ReadTaskAt(tasks, id)
+			if errors.Is(err, workspace.ErrNotFound) {
+				continue // being created
+			}
+			order = append(order, key{t.CreatedAt, i}) // unreadable: zero time, first
+		}
+		tasks.Close()
+	}
+	sort.SliceStable(order, func(i, j int) bool { return order[i].created.Before(order[j].created) })
+
+	out := bufio.NewWriter(e.stdout)
+	var arr *jsonArray
+	var cells [][]string
 	if *asJSON {
-		return printJSON(e.stdout, rows)
+		arr = newJSONArray(out, "")
 	}
-	if len(rows) == 0 {
-		fmt.Fprintln(e.stdout, "no tasks")
-		return nil
+	type read struct {
+		r  taskRow
+		ok bool
 	}
-	cells := make([][]string, len(rows))
-	for i, r := range rows {
+	// Reading a task (its state validated against the schema) is most of
+	// the work: spread it over the processors, printing in order.
+	err = inOrder(ctx, len(order), runtime.GOMAXPROCS(0), func(i int) read {
+		r, ok := readTaskRow(w, ids[order[i].i])
+		return read{r, ok}
+	}, func(rd read) error {
+		r := rd.r
+		switch {
+		case !rd.ok:
+			return nil // removed since the first pass
+		case arr != nil:
+			return arr.add(r)
+		}
 		desc := r.Description
 		if r.Error != "" {
 			desc = "error: " + r.Error
 		}
-		cells[i] = []string{r.ID, r.Status, shortTime(r.CreatedAt), cut(desc, 60)}
+		cells = append(cells, []string{r.ID, r.Status, shortTime(r.CreatedAt), cut(desc, 60)})
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	table(e.stdout, []string{"ID", "STATUS", "CREATED", "DESCRIPTION"}, cells)
-	return nil
+	switch {
+	case arr != nil:
+		err = arr.end()
+	case len(cells) == 0:
+		_, err = fmt.Fprintln(out, "no tasks")
+	default:
+		table(out, []string{"ID", "STATUS", "CREATED", "DESCRIPTION"}, cells)
+	}
+	if ferr := out.Flush(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// readTaskRow reads one task's line of task list: task.json and, when the
+// daemon has written one, state.json. false when the task has no
+// task.json (being created, or removed).
+func readTaskRow(w *workspace.Workspace, id string) (taskRow, bool) {
+	r := taskRow{ID: id, Status: "new"}
+	t, err := w.GetTask(id)
+	switch {
+	case errors.Is(err, workspace.ErrNotFound):
+		return r, false
+	case err != nil:
+		r.Status, r.Error = "unreadable", err.Error()
+		return r, true
+	}
+	r.CreatedAt, r.Description, r.Priority, r.SubmittedBy = t.CreatedAt, t.Description, t.Priority, t.SubmittedBy
+	st, err := w.ReadState(id)
+	switch {
+	case err == nil:
+		r.Status, r.Phase = st.Status, st.Phase
+	case !errors.Is(err, workspace.ErrNotFound):
+		r.Error = err.Error()
+		if r.CreatedAt.IsZero() {
+			r.Status = "unreadable"
+		}
+	}
+	return r, true
 }
 
 const taskShowUsage = `Usage:

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/workspaced/workspaced/schemas"
@@ -21,9 +22,18 @@ Usage:
 Walks each PATH (a file or a directory; default the whole root), infers
 each file's kind from its place in the tree (task.json, plan.json,
 outputs/*.json, env entries, markers, ...) and validates it against the
-embedded schema. Files of no known kind, temporary dot-files and .locks/
-are passed over. A PATH may be anywhere inside a workspace, or a workspace
-root itself: kinds are computed relative to the root that holds it.
+embedded schema. Temporary dot-files and .locks/ are passed over. A PATH
+may be anywhere inside a workspace, or a workspace root itself: kinds are
+computed relative to the root that holds it.
+
+It also reports, with rule "skipped", every file and directory that a
+listing (task list, env and memory list, thread list) or the daemon would
+pass over, refuse or fail on, and why: an entry whose key does not match
+its file name, names a field twice or whose name is not UTF-8; a file in
+env/ not named <key>.json; a tasks/ entry that is a symlink or no task id;
+a task directory without task.json, or holding only lock files; a thread
+file the thread list fails on; an output no marker can name or the daemon
+rejects; a dot-file that looks like a marker but is not one.
 
 Prints "ok N files", or one line per problem:
   <path>: <JSON pointer>: <rule>: <message>
@@ -45,8 +55,13 @@ type fileProblem struct {
 	Message string `json:"message"`
 }
 
+// ruleSkipped is the rule of a file a listing or the daemon passes over.
+const ruleSkipped = "skipped"
+
+// String is the problem's line for people; a path an agent chose is
+// quoted when it holds anything but printable UTF-8.
 func (p fileProblem) String() string {
-	return p.Path + ": " + schemas.Problem{Pointer: p.Pointer, Rule: p.Rule, Message: p.Message}.String()
+	return displayName(p.Path) + ": " + schemas.Problem{Pointer: p.Pointer, Rule: p.Rule, Message: p.Message}.String()
 }
 
 // validateReport is `validate --json`.
@@ -71,12 +86,13 @@ func cmdValidate(ctx context.Context, e *env, args []string) error {
 		paths = []string{e.root}
 	}
 	rep := validateReport{Problems: []fileProblem{}}
-	seen := map[string]bool{}
+	v := &validator{ctx: ctx, e: e, rep: &rep, seen: map[string]bool{}, flagged: map[string]bool{}, workspaces: map[string]*workspace.Workspace{}}
+	defer v.close()
 	for _, p := range paths {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := validatePath(e, p, seen, &rep); err != nil {
+		if err := v.validatePath(p); err != nil {
 			return err
 		}
 	}
@@ -92,15 +108,58 @@ func cmdValidate(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	if rep.Invalid > 0 {
+		hint := "see the schemas with 'workspaced schema KIND'"
+		for _, p := range rep.Problems {
+			if p.Rule == ruleSkipped {
+				hint += "; what is skipped stays unread by every listing and by the daemon until it is fixed, renamed or removed"
+				break
+			}
+		}
 		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "validate",
 			Msg:  fmt.Sprintf("%d of %d files invalid (%d problems)", rep.Invalid, rep.Files, len(rep.Problems)),
-			Hint: "see the schemas with 'workspaced schema KIND'"}
+			Hint: hint}
 	}
 	return nil
 }
 
-// validatePath checks every file of a known kind under p.
-func validatePath(e *env, p string, seen map[string]bool, rep *validateReport) error {
+// validator is one run of validate over its paths.
+type validator struct {
+	ctx context.Context
+	e   *env
+	rep *validateReport
+	// seen holds the absolute paths counted in rep.Files; flagged those
+	// reported as passed over, so overlapping paths report each once.
+	seen, flagged map[string]bool
+	// workspaces holds the workspace opened for each root met, for
+	// SkippedIn; closed by close.
+	workspaces map[string]*workspace.Workspace
+}
+
+func (v *validator) close() {
+	for _, w := range v.workspaces {
+		w.Close()
+	}
+}
+
+// workspace opens the workspace at rootDir once, with the default
+// settings: a broken workspace.json is a problem to report, not a reason
+// to stop.
+func (v *validator) workspace(rootDir string) (*workspace.Workspace, error) {
+	if w := v.workspaces[rootDir]; w != nil {
+		return w, nil
+	}
+	w, err := workspace.Open(rootDir, workspace.Options{DefaultSettings: true})
+	if err != nil {
+		return nil, err
+	}
+	v.workspaces[rootDir] = w
+	return w, nil
+}
+
+// validatePath checks every file of a known kind under p against its
+// schema, and reports every file and directory under p that a listing or
+// the daemon passes over (workspace.SkippedIn), with the reason.
+func (v *validator) validatePath(p string) error {
 	abs, err := filepath.Abs(p)
 	if err != nil {
 		return fmt.Errorf("validate %s: %w", p, err)
@@ -127,23 +186,68 @@ func validatePath(e *env, p string, seen map[string]bool, rep *validateReport) e
 		return fmt.Errorf("validate %s: %w", p, err)
 	}
 	defer root.Close()
-	return filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+	w, err := v.workspace(rootDir)
+	if err != nil {
+		return fmt.Errorf("validate %s: %w", p, err)
+	}
+	// pending holds what SkippedIn reported for the directories walked so
+	// far, by absolute path, until the walk meets the file: reported then,
+	// unless the file has problems of its own (they say more).
+	pending := map[string]string{}
+	skippedIn := func(dir string) error {
+		rel, err := filepath.Rel(rootDir, dir)
+		if err != nil {
+			return err
+		}
+		items, err := w.SkippedIn(v.ctx, filepath.ToSlash(rel))
+		if err != nil {
+			return fmt.Errorf("validate %s: %w", dir, err)
+		}
+		for _, it := range items {
+			pending[filepath.Join(rootDir, filepath.FromSlash(it.File))] = it.Reason
+		}
+		return nil
+	}
+	flush := func(a, display string) {
+		reason, ok := pending[a]
+		if !ok {
+			return
+		}
+		delete(pending, a)
+		v.flag(a, display, reason)
+	}
+	if !st.IsDir() {
+		if err := skippedIn(start); err != nil {
+			return err
+		}
+	}
+	err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return fmt.Errorf("validate: walk %s: %w", path, err)
 		}
-		name := d.Name()
-		if d.IsDir() {
-			if path != p && strings.HasPrefix(name, ".") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if _, marker := workspace.IsMarkerName(name); strings.HasPrefix(name, ".") && !marker {
-			return nil
+		if err := v.ctx.Err(); err != nil {
+			return err
 		}
 		a, err := filepath.Abs(path)
 		if err != nil {
 			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != p && strings.HasPrefix(name, ".") {
+				flush(a, path)
+				return filepath.SkipDir
+			}
+			flush(a, path)
+			if err := skippedIn(a); err != nil {
+				return err
+			}
+			flush(a, path) // the directory passed over as a whole
+			return nil
+		}
+		if _, marker := workspace.IsMarkerName(name); strings.HasPrefix(name, ".") && !marker {
+			flush(a, path)
+			return nil
 		}
 		rel, err := filepath.Rel(rootDir, a)
 		if err != nil {
@@ -152,26 +256,62 @@ func validatePath(e *env, p string, seen map[string]bool, rep *validateReport) e
 		rel = filepath.ToSlash(rel)
 		kind, ok := schemas.KindOf(rel)
 		if !ok {
-			if path == p {
-				fmt.Fprintf(e.stderr, "workspaced: warning: %s: not a file kind of the workspace tree; not checked\n", p)
+			if path == p && pending[a] == "" {
+				fmt.Fprintf(v.e.stderr, "workspaced: warning: %s: not a file kind of the workspace tree; not checked\n", p)
 			}
+			flush(a, path)
 			return nil
 		}
-		if seen[a] {
+		if v.seen[a] {
 			return nil
 		}
-		seen[a] = true
-		rep.Files++
+		v.seen[a] = true
+		v.rep.Files++
 		probs := validateFile(root, rel, kind)
-		if len(probs) > 0 {
-			rep.Invalid++
-			for _, pr := range probs {
-				pr.Path = path
-				rep.Problems = append(rep.Problems, pr)
-			}
+		if len(probs) == 0 {
+			flush(a, path)
+			return nil
+		}
+		delete(pending, a)
+		v.flagged[a] = true
+		v.rep.Invalid++
+		for _, pr := range probs {
+			pr.Path = path
+			v.rep.Problems = append(v.rep.Problems, pr)
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	// What the walk did not meet (a file the walk passed over) is
+	// reported last, when it lies under p.
+	var rest []string
+	for a := range pending {
+		if r, err := filepath.Rel(abs, a); err == nil && r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+			rest = append(rest, a)
+		}
+	}
+	sort.Strings(rest)
+	for _, a := range rest {
+		r, _ := filepath.Rel(abs, a)
+		v.flag(a, filepath.Join(p, r), pending[a])
+	}
+	return nil
+}
+
+// flag reports the file at a (shown as display) as passed over, once.
+func (v *validator) flag(a, display, reason string) {
+	if v.flagged[a] {
+		return
+	}
+	v.flagged[a] = true
+	if !v.seen[a] {
+		v.seen[a] = true
+		v.rep.Files++
+	}
+	v.rep.Invalid++
+	v.rep.Problems = append(v.rep.Problems, fileProblem{Path: display, Rule: ruleSkipped, Message: reason})
 }
 
 // validateFile reads one file (a regular file within the size limit) and

@@ -2,6 +2,9 @@ package daemon
 
 import (
 	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/workspaced/workspaced/locking"
@@ -21,6 +24,10 @@ type Status struct {
 	ByStatus       map[string]int `json:"by_status"`
 	MarkersWaiting int            `json:"markers_waiting"`
 	Tasks          []TaskStatus   `json:"tasks"`
+	// Skipped lists the entries of tasks/ that are not task directories
+	// (a symlink, a file, a name that is not a task id): no reader and no
+	// daemon looks into them.
+	Skipped []workspace.Skipped `json:"skipped,omitempty"`
 }
 
 // TaskStatus is one task's line in Status.
@@ -36,6 +43,12 @@ type TaskStatus struct {
 // ReadStatus reports whether a daemon serves the workspace (by probing its
 // lock, which takes and creates nothing), and every task's status and
 // waiting markers. It only reads.
+//
+// Each task costs one small row in Tasks, whatever its state holds: a
+// state is read, validated and dropped, keeping its status, phase and
+// journal_seq (status and phase strings are shared between rows). The
+// tasks are read by as many goroutines as GOMAXPROCS: validating a state
+// against its schema is most of the work.
 func ReadStatus(ws *workspace.Workspace) (Status, error) {
 	s := Status{Root: ws.Dir(), ByStatus: map[string]int{}, Tasks: []TaskStatus{}}
 	held, h, err := locking.Held(LockPath(ws.Dir()))
@@ -48,26 +61,57 @@ func ReadStatus(ws *workspace.Workspace) (Status, error) {
 		since := h.Since
 		s.Since = &since
 	}
-	ids, err := ws.TaskIDs()
+	ids, skipped, err := ws.TaskIDsReport()
 	if err != nil {
 		return s, err
 	}
-	for _, id := range ids {
-		t := TaskStatus{ID: id}
-		st, err := ws.ReadState(id)
-		switch {
-		case err == nil:
-			t.Status, t.Phase, t.JournalSeq = st.Status, st.Phase, st.JournalSeq
-		case errors.Is(err, workspace.ErrNotFound):
-			t.Status = "none"
-		default:
-			t.Status, t.Error = "invalid", err.Error()
-		}
-		names, _ := markerNames(ws, id)
-		t.MarkersWaiting = len(names)
-		s.MarkersWaiting += len(names)
+	s.Skipped = skipped
+	s.Tasks = make([]TaskStatus, len(ids))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(ids)) {
+		wg.Go(func() {
+			in := interner{}
+			for i := int(next.Add(1) - 1); i < len(ids); i = int(next.Add(1) - 1) {
+				s.Tasks[i] = readTaskStatus(ws, ids[i], in)
+			}
+		})
+	}
+	wg.Wait()
+	for _, t := range s.Tasks {
+		s.MarkersWaiting += t.MarkersWaiting
 		s.ByStatus[t.Status]++
-		s.Tasks = append(s.Tasks, t)
 	}
 	return s, nil
+}
+
+// readTaskStatus is one task's row of ReadStatus.
+func readTaskStatus(ws *workspace.Workspace, id string, in interner) TaskStatus {
+	t := TaskStatus{ID: id}
+	st, err := ws.ReadState(id)
+	switch {
+	case err == nil:
+		t.Status, t.Phase, t.JournalSeq = in.get(st.Status), in.get(st.Phase), st.JournalSeq
+	case errors.Is(err, workspace.ErrNotFound):
+		t.Status = "none"
+	default:
+		t.Status, t.Error = "invalid", err.Error()
+	}
+	names, _ := markerNames(ws, id)
+	t.MarkersWaiting = len(names)
+	return t
+}
+
+// interner shares equal strings, so that rows holding the same status
+// and phase hold one copy of each.
+type interner map[string]string
+
+func (in interner) get(s string) string {
+	if v, ok := in[s]; ok {
+		return v
+	}
+	if len(in) < 64 {
+		in[s] = s
+	}
+	return s
 }

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/workspaced/workspaced/internal/fixture"
+	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/daemon"
+)
+
+// listTree is a workspace of six tasks with states (three executing, three
+// completed), then bent: an unreadable task.json, an invalid state, a
+// missing state, two tasks created at the same instant, a directory
+// without task.json and a symlinked task directory.
+func listTree(t *testing.T) *ws {
+	t.Helper()
+	dir := t.TempDir()
+	w := &ws{t: t, root: filepath.Join(dir, "workspace"), dir: dir}
+	w.env = append(cleanEnv(), "WORKSPACE_ROOT="+w.root)
+	if err := (fixture.ScaleTree{Active: 3, Finished: 3}).Write(w.root); err != nil {
+		t.Fatal(err)
+	}
+	tasks := filepath.Join(w.root, "tasks")
+	task2, err := os.ReadFile(filepath.Join(tasks, "task_00002", "task.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []func() error{
+		func() error { return os.WriteFile(filepath.Join(tasks, "task_00004", "task.json"), []byte("{"), 0o644) },
+		func() error {
+			return os.WriteFile(filepath.Join(tasks, "task_00001", "state.json"), []byte("{}"), 0o644)
+		},
+		func() error { return os.Remove(filepath.Join(tasks, "task_00003", "state.json")) },
+		func() error {
+			same := strings.ReplaceAll(string(task2), "task_00002", "task_00005")
+			return os.WriteFile(filepath.Join(tasks, "task_00005", "task.json"), []byte(same), 0o644)
+		},
+		func() error { return os.Mkdir(filepath.Join(tasks, "creating"), 0o755) },
+		func() error { return os.Symlink("task_00000", filepath.Join(tasks, "alias")) },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return w
+}
+
+// TestTaskListOrderAndRows: task list streams the tasks in created_at
+// order (ties by id, unreadable ones first), with the status of each, and
+// warns about what tasks/ holds that is no task.
+func TestTaskListOrderAndRows(t *testing.T) {
+	w := listTree(t)
+	r := w.run("task", "list", "--json")
+	if r.code != 0 || !strings.Contains(r.stderr, "workspaced: warning: skipped tasks/alias: is a symlink") {
+		t.Fatalf("task list --json:\n%v", r)
+	}
+	var rows []taskRow
+	decode(t, r.stdout, &rows)
+	want := []struct{ id, status string }{
+		{"task_00004", "unreadable"}, {"task_00000", "executing"}, {"task_00001", "new"},
+		{"task_00002", "executing"}, {"task_00005", "completed"}, {"task_00003", "new"},
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("%d rows, want %d:\n%s", len(rows), len(want), r.stdout)
+	}
+	for i, wr := range want {
+		if rows[i].ID != wr.id || rows[i].Status != wr.status {
+			t.Errorf("row %d: %s %s, want %s %s", i, rows[i].ID, rows[i].Status, wr.id, wr.status)
+		}
+	}
+	if rows[0].Error == "" || rows[2].Error == "" || rows[3].Error != "" || rows[1].Phase != "work_in_progress" {
+		t.Errorf("errors and phases: %+v", rows)
+	}
+	var buf bytes.Buffer
+	if err := printJSON(&buf, rows); err != nil {
+		t.Fatal(err)
+	}
+	if buf.String() != r.stdout {
+		t.Errorf("streamed JSON differs from the rows encoded whole:\n%s\nwhole:\n%s", r.stdout, buf.String())
+	}
+
+	text := w.run("task", "list")
+	lines := strings.Split(strings.TrimSuffix(text.stdout, "\n"), "\n")
+	if text.code != 0 || len(lines) != 1+len(want) || !strings.HasPrefix(lines[0], "ID ") {
+		t.Fatalf("task list:\n%v", text)
+	}
+	for i, wr := range want {
+		if f := strings.Fields(lines[1+i]); f[0] != wr.id || f[1] != wr.status {
+			t.Errorf("line %d = %q, want %s %s", 1+i, lines[1+i], wr.id, wr.status)
+		}
+	}
+}
+
+// TestStatusJSONStreamed: status --json prints its rows one by one, byte
+// for byte as the whole report encoded at once.
+func TestStatusJSONStreamed(t *testing.T) {
+	w := listTree(t)
+	got := w.ok("status", "--json")
+	ws, err := workspace.Open(w.root, workspace.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	s, err := daemon.ReadStatus(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	if err := printJSON(&want, s); err != nil {
+		t.Fatal(err)
+	}
+	if got != want.String() {
+		t.Fatalf("status --json:\n%s\nthe report encoded whole:\n%s", got, want.String())
+	}
+	if len(s.Tasks) != 7 || s.ByStatus["invalid"] != 1 || s.ByStatus["none"] != 2 || s.ByStatus["executing"] != 2 || s.ByStatus["completed"] != 2 ||
+		len(s.Skipped) != 1 || s.Skipped[0].File != "tasks/alias" {
+		t.Fatalf("status: %+v", s)
+	}
+	// An empty workspace: "tasks": [] as before.
+	e := newWS(t)
+	if out := e.ok("status", "--json"); !strings.Contains(out, "\n  \"tasks\": []\n}\n") {
+		t.Fatalf("status --json of an empty workspace:\n%s", out)
+	}
+}

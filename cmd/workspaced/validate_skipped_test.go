@@ -1,0 +1,98 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestValidateReportsSkipped: files env list skips — a key field given
+// twice, a key that does not match its file name, a name that is not
+// UTF-8 — and a symlinked task directory make validate fail, each named
+// with its reason; env list still skips them, with a warning each.
+func TestValidateReportsSkipped(t *testing.T) {
+	w := newWS(t)
+	w.task("t1")
+	w.ok("env", "store", "--task", "t1", "--key", "good", "--description", "d", "--value", "1")
+	if got := w.ok("validate"); got != "ok 6 files\n" {
+		t.Fatalf("validate of a sound tree printed %q", got)
+	}
+	env := filepath.Join(w.root, "tasks", "t1", "env")
+	entry := func(key string) string {
+		return `{"key": "` + key + `", "short_description": "d", "stored_by": "a", "created_at": "2024-01-01T00:00:00Z", "updated_at": "2024-01-01T00:00:00Z", "version": 1, "value": 1}` + "\n"
+	}
+	files := map[string]string{
+		"dup.json":         strings.Replace(entry("dup"), `"key": "dup"`, `"key": "dup", "key": "dup"`, 1),
+		"mismatch.json":    entry("other"),
+		"\xff\x1b[2J.json": entry("x"),
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(env, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("t1", filepath.Join(w.root, "tasks", "alias")); err != nil {
+		t.Fatal(err)
+	}
+
+	r := w.run("env", "list", "--task", "t1")
+	if r.code != 0 || !strings.Contains(r.stdout, "good") || strings.Count(r.stderr, "workspaced: warning: skipped ") != 3 {
+		t.Fatalf("env list: want good listed and three warnings:\n%v", r)
+	}
+	if strings.Contains(r.stderr, "\x1b") {
+		t.Fatalf("env list printed a file name's escape sequence raw:\n%q", r.stderr)
+	}
+
+	r = w.run("validate")
+	want := []string{
+		filepath.Join(w.root, "tasks", "alias") + `: (root): skipped: is a symlink (to "t1")`,
+		filepath.Join(env, "dup.json") + `: (root): skipped: field "key" appears twice`,
+		filepath.Join(env, "mismatch.json") + `: (root): skipped: holds key "other", which does not match its file name`,
+		// Quoted: the name is not UTF-8 and holds an escape sequence.
+		strconv.Quote(filepath.Join(env, "\xff\x1b[2J.json")) + `: (root): skipped: `,
+	}
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	if r.code != exitFailure || len(lines) != len(want) {
+		t.Fatalf("validate: want exit 1 and %d lines:\n%v", len(want), r)
+	}
+	for i, l := range lines {
+		if !strings.HasPrefix(l, want[i]) {
+			t.Errorf("line %d = %q, want it to start with %q", i, l, want[i])
+		}
+	}
+	if !strings.HasPrefix(r.stderr, "workspaced: validate: 4 of 10 files invalid (4 problems)") || !strings.Contains(r.stderr, "\nhint: ") {
+		t.Fatalf("validate stderr:\n%s", r.stderr)
+	}
+
+	var rep validateReport
+	decode(t, w.run("validate", "--json").stdout, &rep)
+	skipped := 0
+	for _, p := range rep.Problems {
+		if p.Rule == "skipped" {
+			skipped++
+		}
+	}
+	if rep.Invalid != 4 || skipped != 4 {
+		t.Fatalf("validate --json: %+v", rep)
+	}
+
+	// A file named on the command line is judged alone.
+	r = w.run("validate", filepath.Join(env, "mismatch.json"))
+	if r.code != exitFailure || !strings.Contains(r.stdout, "mismatch.json: (root): skipped: ") || strings.Count(r.stdout, "\n") != 1 {
+		t.Fatalf("validate FILE:\n%v", r)
+	}
+	if got := w.ok("validate", filepath.Join(env, "good.json")); got != "ok 1 files\n" {
+		t.Fatalf("validate of a sound file printed %q", got)
+	}
+
+	// Fixed, it is ok again.
+	for name := range files {
+		os.Remove(filepath.Join(env, name))
+	}
+	os.Remove(filepath.Join(w.root, "tasks", "alias"))
+	if got := w.ok("validate"); got != "ok 6 files\n" {
+		t.Fatalf("validate after the fix printed %q", got)
+	}
+}
