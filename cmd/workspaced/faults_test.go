@@ -85,6 +85,9 @@ func TestServeDiskFull(t *testing.T) {
 	if !strings.Contains(why, "no space") {
 		t.Errorf("stopped for %q, want the full disk named", why)
 	}
+	if out := w.ok("status"); !strings.Contains(out, "degraded: task t1 stopped") || !strings.Contains(out, "hint: the filesystem is full") {
+		t.Errorf("status on the full disk does not say t1 is stopped and how to mend it:\n%s", out)
+	}
 	if st, err := x.ReadState("t1"); err != nil || st.JournalSeq != before.JournalSeq {
 		t.Fatalf("while the disk is full: journal_seq %d (%v), want %d", st.JournalSeq, err, before.JournalSeq)
 	}

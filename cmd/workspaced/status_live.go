@@ -46,6 +46,9 @@ func printLive(out io.Writer, l *daemon.Live) {
 	}
 	for _, s := range l.Stopped {
 		fmt.Fprintf(out, "degraded: task %s stopped since %s, retried %d times: %s\n", s.Task, shortTime(s.Since), s.Retries, s.Error)
+		if s.Hint != "" {
+			fmt.Fprintf(out, "hint: %s\n", s.Hint)
+		}
 	}
 	for _, id := range l.Refused {
 		fmt.Fprintf(out, "refused: tasks/%s is not a directory (a symlink?); it is never served\n", id)

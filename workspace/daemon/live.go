@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/workspaced/workspaced/workspace"
 )
 
 // A running daemon answers on a Unix socket in the abstract namespace,
@@ -43,6 +45,9 @@ type StoppedTask struct {
 	Error   string    `json:"error"`
 	Since   time.Time `json:"since"`
 	Retries int       `json:"retries"`
+	// Hint says how to mend the machine when it is at fault (a full
+	// disk, a read-only filesystem, permissions, the open-files limit).
+	Hint string `json:"hint,omitempty"`
 }
 
 // Degraded reports whether the daemon is short of serving everything at
@@ -114,7 +119,8 @@ func (l *loop) report() Live {
 	}
 	for id, t := range l.d.tasks {
 		if t.stopped != nil {
-			r.Stopped = append(r.Stopped, StoppedTask{Task: id, Error: t.stopped.Error(), Since: t.since, Retries: t.failures})
+			r.Stopped = append(r.Stopped, StoppedTask{Task: id, Error: t.stopped.Error(), Since: t.since, Retries: t.failures,
+				Hint: workspace.FaultHint(t.stopped)})
 		}
 		if t.refused {
 			r.Refused = append(r.Refused, id)

@@ -187,7 +187,11 @@ const (
 // it is new, not at every retry.
 func (l *loop) stop(t *task, err error) {
 	if t.stopped == nil || t.stopped.Error() != err.Error() {
-		l.d.log.Error("task stopped, retrying", "task", t.id, "err", err)
+		args := []any{"task", t.id, "err", err}
+		if h := workspace.FaultHint(err); h != "" {
+			args = append(args, "hint", h)
+		}
+		l.d.log.Error("task stopped, retrying", args...)
 	}
 	if t.stopped == nil {
 		t.since = l.d.now()
