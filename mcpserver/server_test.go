@@ -195,6 +195,7 @@ func TestListTools(t *testing.T) {
 		{ToolSignalDone, nil, []string{"error", "escalate", "output", "output_file", "status", "subtask_id"}},
 		{ToolGetDelegationContext, nil, []string{"detail"}},
 		{ToolListCapabilities, nil, nil},
+		{ToolSkills, nil, []string{"name"}},
 	}
 	for _, c := range cases {
 		t.Run(c.tool, func(t *testing.T) {

@@ -38,6 +38,7 @@ func ToolNames() []string {
 		ToolStoreEnvData, ToolGetEnvData, ToolListEnvData, ToolUpdateEnvData, ToolDeleteEnvData,
 		ToolStoreState, ToolGetState, ToolListState, ToolDeleteState,
 		ToolClaimSubtask, ToolSignalDone, ToolGetDelegationContext, ToolListCapabilities,
+		ToolSkills,
 	}
 }
 
@@ -173,6 +174,7 @@ func (s *Server) addTools() {
 	addTool(s, ToolSignalDone, descDone, write, s.done)
 	addTool(s, ToolGetDelegationContext, descContext, readOnly, s.delegationContext)
 	addTool(s, ToolListCapabilities, descCapabilities, readOnly, s.capabilities)
+	s.addSkillTool(readOnly)
 }
 
 // rawArg returns the bytes of one argument exactly as the client sent

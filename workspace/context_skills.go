@@ -151,3 +151,48 @@ func (w *Workspace) skillCandidates(section int, t Thread, cardSkills []string) 
 	}
 	return out
 }
+
+// SkillChoice is a skill a thread's context loads, and why ("every
+// thread", "mode analysis and tag grids", ...).
+type SkillChoice struct {
+	Name string `json:"name"`
+	Why  string `json:"why"`
+}
+
+// ThreadSkills lists the skills the context of a thread loads, in the
+// context's order, reading only their front matter; skills it would refuse
+// or cannot find are left out (Context lists them with the reason). A
+// skills/ that cannot be read loads nothing. It writes nothing.
+func (w *Workspace) ThreadSkills(taskID, threadID string) ([]SkillChoice, error) {
+	t, err := w.GetThread(taskID, threadID)
+	if err != nil {
+		return nil, err
+	}
+	cards, err := w.LoadAgents()
+	if err != nil {
+		return nil, err
+	}
+	card, _ := cards.Card(t.To)
+	out := []SkillChoice{}
+	dir, err := w.skillsDir()
+	if err != nil || dir == nil {
+		return out, nil
+	}
+	defer dir.Close()
+	names, _, err := skillNames(dir)
+	if err != nil {
+		return out, nil
+	}
+	var avail []Skill
+	for _, n := range names {
+		if s, err := readSkillHead(dir, n); err == nil {
+			avail = append(avail, s)
+		}
+	}
+	for _, p := range pickSkills(avail, nil, t, card.Skills) {
+		if p.Reason == "" {
+			out = append(out, SkillChoice{Name: p.Name, Why: strings.Join(p.Why, " and ")})
+		}
+	}
+	return out, nil
+}

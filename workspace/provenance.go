@@ -290,6 +290,7 @@ var UniversalCapabilities = []Capability{
 	{"signal_done", "Report a product finished (an output, a plan, a review), completed or failed."},
 	{"get_delegation_context", "Show who called you, the delegation chain and the task context."},
 	{"list_capabilities", "List every tool available to you, with details."},
+	{"skills", "List the workspace's skills (and which ones your thread loads), or read one by name."},
 }
 
 // SystemContext builds the "what am I" block, the base of an agent's system

@@ -348,7 +348,7 @@ func TestSystemContextGolden(t *testing.T) {
 func TestUniversalCapabilitiesNamed(t *testing.T) {
 	want := []string{"store_env_data", "get_env_data", "list_env_data", "update_env_data", "delete_env_data",
 		"store_state", "get_state", "list_state", "delete_state", "claim_subtask", "signal_done",
-		"get_delegation_context", "list_capabilities"}
+		"get_delegation_context", "list_capabilities", "skills"}
 	var got []string
 	for _, c := range UniversalCapabilities {
 		got = append(got, c.Name)
