@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -215,4 +216,40 @@ func TestContextCLISkillsMemoryAndActivation(t *testing.T) {
 	w.fails(exitUsage, "missing --thread", "thread", "activate")
 	w.fails(exitUsage, "not both", "context", "--thread", "th_observer", "--agent", "observer")
 	w.fails(exitUsage, "--task goes with --thread", "context", "--agent", "observer", "--task", "training-001")
+}
+
+// The sample tree shows skills and memory: the observer's thread loads
+// core and grids, and its system context lists what it remembers.
+func TestExampleWorkspaceSkillsAndMemory(t *testing.T) {
+	root := filepath.Join("..", "..", "examples", "workspace")
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(bin, append([]string{"--root", root}, args...)...).Output()
+		if err != nil {
+			t.Fatalf("workspaced %v: %v", args, err)
+		}
+		return string(out)
+	}
+	ctx := run("context", "--thread", "th_observer")
+	for _, s := range []string{"### skill:core\n(skill, for every thread) ", "### skill:grids\n(skill, for mode analysis and tag grids) ",
+		"### memory:global:house_style\n"} {
+		if !strings.Contains(ctx, s) {
+			t.Errorf("context of th_observer lacks %q:\n%s", s, ctx)
+		}
+	}
+	if strings.Contains(ctx, "## Left out") {
+		t.Errorf("the sample context leaves something out:\n%s", ctx)
+	}
+	sys := run("system-context", "--agent", "observer")
+	for _, s := range []string{"- grid_habits: How I read a grid", "- house_style: How answers are written"} {
+		if !strings.Contains(sys, s) {
+			t.Errorf("system context lacks %q:\n%s", s, sys)
+		}
+	}
+	if pre := run("preamble", "--thread", "th_observer"); !strings.Contains(pre, `solver's latest step: "Loaded the task; consulting the observer for pattern analysis"`) {
+		t.Errorf("preamble:\n%s", pre)
+	}
+	if list := run("skill", "list", "--json"); !strings.Contains(list, `"refused": []`) {
+		t.Errorf("sample skills refused:\n%s", list)
+	}
 }
