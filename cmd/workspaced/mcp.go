@@ -15,9 +15,9 @@ Protocol, on stdin/stdout (newline-delimited JSON-RPC). An MCP client (an LLM
 agent runtime) launches this command and gets the universal capabilities as
 tools: store_env_data, get_env_data, list_env_data, update_env_data,
 delete_env_data, store_state, get_state, list_state, delete_state,
-claim_subtask, signal_done, get_delegation_context, list_capabilities; and
-the task's state and env manifest as resources (workspace://tasks/T/state,
-workspace://tasks/T/env).
+claim_subtask, signal_done, get_delegation_context, list_capabilities,
+skills; and the task's state and env manifest as resources
+(workspace://tasks/T/state, workspace://tasks/T/env).
 
 Usage:
   workspaced [--root DIR] mcp (--task T | --thread X | --task T --thread X) --agent A
