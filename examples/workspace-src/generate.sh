@@ -28,7 +28,9 @@ w memory store --scope agent --agent observer --key grid_habits \
   --description "How I read a grid: rows first, then columns, then the corners" \
   --value '["rows", "columns", "corners"]' >/dev/null
 
-w serve --rescan 200ms --grace 200ms --cleanup-interval 0 2>"$out/../.serve.log" &
+# The binary itself in the background (not the function w, whose subshell
+# would be what kill stops, leaving the daemon running).
+"$bin" --root "$out" serve --rescan 200ms --grace 200ms --cleanup-interval 0 2>"$out/../.serve.log" &
 serve=$!
 trap 'kill $serve 2>/dev/null || true' EXIT
 wait_state() { # task jq-condition
