@@ -232,6 +232,7 @@ func TestListTools(t *testing.T) {
 		{ToolSignalDone, nil, []string{"error", "escalate", "output", "output_file", "status", "subtask_id"}, map[string][]string{"status": {"completed", "failed", "cancelled"}}},
 		{ToolGetDelegationContext, nil, []string{"detail"}, map[string][]string{"detail": {"minimal", "standard", "verbose"}}},
 		{ToolListCapabilities, nil, nil, nil},
+		{ToolSkills, nil, []string{"name"}, nil},
 	}
 	if len(cases) != len(ToolNames()) {
 		t.Fatalf("%d cases for %d tools", len(cases), len(ToolNames()))

@@ -47,7 +47,7 @@ func ToolNames() []string {
 		ToolStoreMemory, ToolGetMemory, ToolListMemory, ToolDeleteMemory,
 		ToolGetTask, ToolGetTaskState, ToolGetPlan, ToolGetSubtask, ToolGetOutput, ToolListReviews, ToolGetReview,
 		ToolWritePlan, ToolWriteReview, ToolClaimSubtask, ToolSignalDone,
-		ToolGetDelegationContext, ToolListCapabilities,
+		ToolGetDelegationContext, ToolListCapabilities, ToolSkills,
 	}
 }
 
@@ -213,6 +213,7 @@ func (s *Server) addTools() {
 	addTool(s, ToolSignalDone, descDone, write, s.done)
 	addTool(s, ToolGetDelegationContext, descContext, readOnly, s.delegationContext)
 	addTool(s, ToolListCapabilities, descCapabilities, readOnly, s.capabilities)
+	s.addSkillTool(readOnly)
 }
 
 // rawArgs returns the arguments exactly as the client sent them, by name.

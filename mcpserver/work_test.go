@@ -141,6 +141,11 @@ func TestTaskReads(t *testing.T) {
 	if sub["plan_version"] != 1.0 || !strings.Contains(sub["note"].(string), `plan_status is "proposed"`) {
 		t.Fatalf("get_subtask while the plan awaits review = %v (want the version the daemon tracks)", sub)
 	}
+	// The worker's output, written before its subtask is completed (after,
+	// it would be final).
+	if _, err := w.WriteOutput("t1", "st_1", "w1", []byte(`{"summary":"one done","custom":{"lines":120}}`)); err != nil {
+		t.Fatal(err)
+	}
 	putState(t, w, workspace.State{Status: "executing", Phase: "work_in_progress", PlanID: "plan_t1", PlanVersion: 2, PlanStatus: "approved",
 		Subtasks: map[string]*workspace.SubtaskState{"st_1": {Status: "completed", Worker: "w1", Attempts: 1, Output: "outputs/st_1.json"}, "st_2": {Status: "pending"}}})
 	sub = nil
@@ -156,9 +161,6 @@ func TestTaskReads(t *testing.T) {
 	// Outputs: none yet, then the worker's document as written.
 	text, isErr = call(t, cs, ToolGetOutput, map[string]any{"subtask_id": "st_2"})
 	mustFail(t, text, isErr, "subtask st_2 of task t1 has no output yet", "hint: call get_subtask")
-	if _, err := w.WriteOutput("t1", "st_1", "w1", []byte(`{"summary":"one done","custom":{"lines":120}}`)); err != nil {
-		t.Fatal(err)
-	}
 	if got := mustCall(t, cs, ToolGetOutput, map[string]any{"subtask_id": "st_1"}); !strings.Contains(got, `"summary":"one done"`) || !strings.Contains(got, `"custom":{"lines":120}`) {
 		t.Fatalf("get_output = %s", got)
 	}

@@ -47,11 +47,15 @@ const (
 	KindDone      Kind = "done"      // .done.<agent>[.<suffix>]
 	KindFriction  Kind = "friction"  // friction/friction.json
 	KindJournal   Kind = "journal"   // journal/<seq>.json, journal/<first>-<last>.json
+	// KindSkill is the front matter of skills/<name>.md, read into an
+	// object: the file itself is Markdown, not JSON.
+	KindSkill Kind = "skill"
 )
 
 var kinds = []Kind{
 	KindWorkspace, KindAgents, KindTask, KindPlan, KindState, KindOutput, KindReview,
 	KindEntry, KindThread, KindClaim, KindDone, KindFriction, KindJournal,
+	KindSkill,
 }
 
 // Limits applied by Validate before any JSON is decoded, the same for every
@@ -568,6 +572,9 @@ func KindOf(relPath string) (Kind, bool) {
 			return KindAgents, true
 		case relPath == "friction/friction.json":
 			return KindFriction, true
+		case segs[0] == "skills" && !strings.HasPrefix(name, ".") && len(name) > len(".md") && strings.HasSuffix(name, ".md"):
+			// Markdown: what has the schema is its front matter.
+			return KindSkill, true
 		}
 	}
 	switch {

@@ -42,3 +42,7 @@ func (c AgentCards) Card(name string) (AgentCard, bool) {
 // WantsPreamble reports whether the card asks for delegation context
 // (the default when unset).
 func (a AgentCard) WantsPreamble() bool { return a.DelegationContext == nil || *a.DelegationContext }
+
+// WantsMemory reports whether the card asks for its memory in the system
+// context (the default when unset).
+func (a AgentCard) WantsMemory() bool { return a.MemoryInContext == nil || *a.MemoryInContext }

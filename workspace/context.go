@@ -33,6 +33,7 @@ const BufferMaxBytes = 256 << 10
 // The sections of a context bundle, in priority order.
 const (
 	SectionActive   = "active thread"
+	SectionSkills   = "skills"
 	SectionGlobal   = "global buffers"
 	SectionOpen     = "open threads"
 	SectionManifest = "env manifest"
@@ -45,6 +46,7 @@ const (
 	ItemMemory   = "memory"   // a memory entry (memory:<scope>:<key>)
 	ItemFile     = "file"     // a file inside the task directory
 	ItemManifest = "manifest" // one line of the env manifest
+	ItemSkill    = "skill"    // a skill, skills/<name>.md (skill:<name>)
 )
 
 // EstimateTokens is the token estimate of a text: ceil(len(s)/4).
@@ -59,13 +61,18 @@ type ContextOptions struct {
 	Unlimited bool
 	// TaskID, when known, skips the scan of every task for the thread.
 	TaskID string
+	// Agent, when no thread is named, picks the thread: the agent's
+	// active thread (ActiveThread). The agent's open threads of other
+	// tasks are then summarised with the task's own.
+	Agent string
 }
 
 // ContextBundle is the context of one thread, assembled thread-first: the
 // active thread hydrated with its buffers, the other open threads
 // dehydrated, within a token budget.
-// Sections are always the four of SectionActive, SectionGlobal,
-// SectionOpen and SectionManifest, in that order, each possibly empty.
+// Sections are always the five of SectionActive, SectionSkills,
+// SectionGlobal, SectionOpen and SectionManifest, in that order, each
+// possibly empty.
 // Text is the rendering handed to a model; it lists what was left out.
 type ContextBundle struct {
 	Thread    string     `json:"thread"`
@@ -112,10 +119,15 @@ type candidate struct {
 
 // Context assembles what the agent of threadID (its To) should see, in
 // priority order: (1) the thread itself hydrated — its chain, message,
-// concern, approach, progress and the contents of its buffers; (2) the
-// agent's global buffers from its card; (3) the task's other open
-// (active or pending) threads dehydrated — from → to, concern, approach,
-// progress; (4) the env manifest (keys and descriptions, never values).
+// concern, approach, progress and the contents of its buffers; (2) its
+// skills: the skill named core, the skills the agent's card names, the
+// skills of the thread's primary mode and those its skill tags meet (see
+// pickSkills); (3) the agent's global buffers from its card; (4) the
+// task's other open (active or pending) threads dehydrated — from → to,
+// concern, approach, progress; (5) the env manifest (keys and
+// descriptions, never values). With threadID "" and opt.Agent set, the
+// thread is the agent's active thread (ActiveThread), and the agent's
+// open threads of other tasks are dehydrated after the task's own.
 //
 // Buffers name env:<key> (the task's env data), memory:<scope>:<key>
 // (scope global, agent — the thread's agent — or session — this thread),
@@ -124,8 +136,10 @@ type candidate struct {
 // whole and later, smaller items may still fit. A missing buffer target, a
 // path outside the task (absolute or with ..), a symlink, a FIFO, a file or
 // value over BufferMaxBytes, or a file that is not UTF-8 text is listed in
-// Omitted with the reason, never an error. A broken chain (a cycle, a
-// missing parent, a parent in another task) is an error naming the thread.
+// Omitted with the reason, never an error; so is a skill file that is a
+// symlink, a FIFO, over SkillMaxBytes or with a broken front matter. A
+// broken chain (a cycle, a missing parent, a parent in another task) is an
+// error naming the thread.
 //
 // Context reads env values only for hydrated buffers; the manifest is
 // streamed. It writes nothing, is safe for concurrent use, and the same
@@ -134,6 +148,22 @@ func (w *Workspace) Context(threadID string, opt ContextOptions) (ContextBundle,
 	ctx := context.Background()
 	if opt.Budget < 0 {
 		return ContextBundle{}, invalidf("context budget", "give a budget of 0 or more tokens", "budget %d is negative", opt.Budget)
+	}
+	var elsewhere []agentThread
+	if threadID == "" {
+		if opt.Agent == "" {
+			return ContextBundle{}, invalidf("context", "name a thread, or an agent whose active thread to assemble", "no thread and no agent given")
+		}
+		act, all, err := w.activeOf(opt.Agent)
+		if err != nil {
+			return ContextBundle{}, err
+		}
+		threadID, opt.TaskID = act.t.ID, act.task
+		for _, a := range all {
+			if a.task != act.task && (a.t.Status == "active" || a.t.Status == "pending") {
+				elsewhere = append(elsewhere, a)
+			}
+		}
 	}
 	taskID, err := w.threadTask(threadID, opt.TaskID)
 	if err != nil {
@@ -182,13 +212,15 @@ func (w *Workspace) Context(threadID string, opt ContextOptions) (ContextBundle,
 		seen[ref] = true
 		cands = append(cands, res.resolve(0, ref))
 	}
-	if card, ok := cards.Card(cur.To); ok {
+	card, hasCard := cards.Card(cur.To)
+	cands = append(cands, w.skillCandidates(1, cur, card.Skills)...)
+	if hasCard {
 		for _, ref := range card.GlobalBuffers {
 			if seen[ref] {
 				continue // already hydrated with the thread
 			}
 			seen[ref] = true
-			cands = append(cands, res.resolve(1, ref))
+			cands = append(cands, res.resolve(2, ref))
 		}
 	}
 	others, bad, err := w.readThreads(taskID)
@@ -199,10 +231,14 @@ func (w *Workspace) Context(threadID string, opt ContextOptions) (ContextBundle,
 		if t.ID == cur.ID || (t.Status != "active" && t.Status != "pending") {
 			continue
 		}
-		cands = append(cands, candidate{section: 2, item: Item{Ref: "thread:" + t.ID, Kind: ItemThread, Content: dehydrated(t)}})
+		cands = append(cands, candidate{section: 3, item: Item{Ref: "thread:" + t.ID, Kind: ItemThread, Content: dehydrated(t)}})
 	}
 	for _, o := range bad {
-		cands = append(cands, candidate{section: 2, item: Item{Ref: o.Item}, reason: o.Reason})
+		cands = append(cands, candidate{section: 3, item: Item{Ref: o.Item}, reason: o.Reason})
+	}
+	for _, a := range elsewhere {
+		cands = append(cands, candidate{section: 3, item: Item{Ref: "thread:" + a.task + "/" + a.t.ID, Kind: ItemThread,
+			Content: "task: " + a.task + "\n" + dehydrated(a.t)}})
 	}
 	<-listed
 	if manifestErr != nil {
@@ -210,10 +246,10 @@ func (w *Workspace) Context(threadID string, opt ContextOptions) (ContextBundle,
 	}
 	for _, m := range manifest {
 		line := fmt.Sprintf("%s (v%d, %s bytes, by %s): %s", m.Key, m.Version, groupDigits(int(m.Size)), m.StoredBy, oneLine(m.ShortDescription))
-		cands = append(cands, candidate{section: 3, item: Item{Ref: "manifest:" + m.Key, Kind: ItemManifest, Content: line}})
+		cands = append(cands, candidate{section: 4, item: Item{Ref: "manifest:" + m.Key, Kind: ItemManifest, Content: line}})
 	}
 
-	b.Sections = []Section{{Name: SectionActive}, {Name: SectionGlobal}, {Name: SectionOpen}, {Name: SectionManifest}}
+	b.Sections = []Section{{Name: SectionActive}, {Name: SectionSkills}, {Name: SectionGlobal}, {Name: SectionOpen}, {Name: SectionManifest}}
 	for i := range b.Sections {
 		b.Sections[i].Items = []Item{}
 	}
@@ -247,6 +283,7 @@ func hydratedHeader(chain []Thread) string {
 	field(&s, "concern", t.Concern)
 	field(&s, "approach", t.Approach)
 	field(&s, "progress", t.Progress)
+	field(&s, "primary mode", t.PrimaryMode)
 	if len(t.SkillTags) > 0 {
 		field(&s, "skill tags", strings.Join(t.SkillTags, ", "))
 	}

@@ -315,8 +315,10 @@ func TestGroupDigits(t *testing.T) {
 }
 
 // BenchmarkContext assembles the context of one thread in a task with 100
-// threads and 1,000 env entries of 100 KiB each. Only the two hydrated
-// buffers' values are read; the manifest streams past the values.
+// threads, 1,000 env entries of 100 KiB each and 50 skills of 2 KiB, of
+// which the thread's mode and tags choose 20 and core. Only the two
+// hydrated buffers' values are read; the manifest streams past the values;
+// only the front matter of the skills not chosen is read.
 func BenchmarkContext(b *testing.B) {
 	ctx := context.Background()
 	w, err := Init(b.TempDir(), Options{Now: func() time.Time { return fixtureNow }})
@@ -351,14 +353,37 @@ func BenchmarkContext(b *testing.B) {
 		status := []string{"active", "pending", "done"}[i%3]
 		write(path.Join("threads", id+".json"), Thread{ID: id, ParentID: "bench", TaskID: "bench", From: "coordinator", To: "solver",
 			Message: "Work on part " + id, CreatedAt: fixtureNow, Status: status, Concern: "Part " + id, Approach: "Carefully",
-			Buffers: []string{"env:key_0001", "env:key_0002"}, Progress: "Half done"})
+			Buffers: []string{"env:key_0001", "env:key_0002"}, Progress: "Half done", SkillTags: []string{"t1", "t2"}, PrimaryMode: "m3"})
+	}
+	if err := os.MkdirAll(filepath.Join(w.Dir(), SkillsDir), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	body := strings.Repeat("A line of what the skill teaches, with an example.\n", 40)
+	for i := 0; i < 50; i++ {
+		name := fmt.Sprintf("skill_%02d", i)
+		if i == 0 {
+			name = CoreSkill
+		}
+		text := ComposeSkill(SkillMeta{Description: "Skill " + name, Tags: []string{fmt.Sprintf("t%d", i%10)}, Modes: []string{fmt.Sprintf("m%d", i%5)}}, body)
+		if err := os.WriteFile(filepath.Join(w.Dir(), SkillFile(name)), text, 0o644); err != nil {
+			b.Fatal(err)
+		}
 	}
 	bundle, err := w.Context("th_000", ContextOptions{Budget: DefaultContextBudget})
 	if err != nil {
 		b.Fatal(err)
 	}
-	if len(bundle.Omitted) == 0 || bundle.Used == 0 {
-		b.Fatalf("unexpected bundle: used %d, omitted %d", bundle.Used, len(bundle.Omitted))
+	if len(bundle.Omitted) == 0 || bundle.Used == 0 || len(bundle.Sections[1].Items) == 0 {
+		b.Fatalf("unexpected bundle: used %d, omitted %d, skills %d", bundle.Used, len(bundle.Omitted), len(bundle.Sections[1].Items))
+	}
+	chosen := len(bundle.Sections[1].Items)
+	for _, o := range bundle.Omitted {
+		if strings.HasPrefix(o.Item, "skill:") {
+			chosen++
+		}
+	}
+	if chosen != 21 {
+		b.Fatalf("%d skills chosen, want 21 (core, 10 of mode m3, 10 of tags t1 and t2)", chosen)
 	}
 	// CPU time per op is reported beside wall time: on a loaded machine
 	// it is the steadier of the two.

@@ -14,8 +14,10 @@ const (
 	// DetailMinimal says who called and the delegation chain.
 	DetailMinimal = "minimal"
 	// DetailStandard adds what the caller is (its card's description), the
-	// task context (the root message, cut to a bound) and the hint to call
-	// list_env_data when the task has env data. It is the default.
+	// task context (the root message, cut to a bound, and what the caller
+	// is doing now: its thread's progress, else its approach, cut the same
+	// way) and the hint to call list_env_data when the task has env data.
+	// It is the default.
 	DetailStandard = "standard"
 	// DetailVerbose adds the message that delegated to the caller (cut to
 	// the same bound), the caller's declared capabilities and the current
@@ -66,6 +68,10 @@ type Preamble struct {
 	Empty             bool   `json:"empty"`
 	// Reason says why the preamble is empty.
 	Reason string `json:"reason,omitempty"`
+	// CallerStep is what the caller is doing now, as the task context
+	// quotes it: its thread's progress, else its approach ("" when it
+	// noted neither).
+	CallerStep string `json:"caller_step,omitempty"`
 }
 
 // ParseDetail checks a detail level; "" is allowed and means "the card's".
@@ -166,6 +172,10 @@ func (w *Workspace) Preamble(threadID string, opt PreambleOptions) (Preamble, er
 			who = root.From
 		}
 		p.TaskContext = fmt.Sprintf("%s asked: \"%s\"", who, cutText(oneLine(msg), max))
+		if step, what := callerStep(chain); step != "" {
+			p.CallerStep = cutText(oneLine(step), max)
+			p.TaskContext += fmt.Sprintf(". %s's %s: \"%s\"", cur.From, what, p.CallerStep)
+		}
 		lines = append(lines, "Task context: "+p.TaskContext)
 	}
 	if detail == DetailVerbose {
@@ -197,6 +207,26 @@ func (w *Workspace) Preamble(threadID string, opt PreambleOptions) (Preamble, er
 	lines = append(lines, "---")
 	p.Text = strings.Join(lines, "\n") + "\n"
 	return p, nil
+}
+
+// callerStep is what the caller of the chain's last thread is doing now:
+// the progress noted on the caller's own thread (the parent, when it is
+// addressed to the caller), else its approach; what says which it is.
+func callerStep(chain []Thread) (step, what string) {
+	if len(chain) < 2 {
+		return "", ""
+	}
+	cur, parent := chain[len(chain)-1], chain[len(chain)-2]
+	if parent.To != cur.From {
+		return "", ""
+	}
+	if p := strings.TrimSpace(parent.Progress); p != "" {
+		return p, "latest step"
+	}
+	if a := strings.TrimSpace(parent.Approach); a != "" {
+		return a, "approach"
+	}
+	return "", ""
 }
 
 // threadTask is the task of a thread: taskID when given (after checking
@@ -270,14 +300,18 @@ var UniversalCapabilities = []Capability{
 	{"signal_done", "Report a subtask finished, completed or failed, with its output."},
 	{"get_delegation_context", "Show who called you, the delegation chain and the task context."},
 	{"list_capabilities", "Show this description of you: your card, how you get called, and these tools."},
+	{"skills", "List the workspace's skills (and which ones your thread loads), or read one by name."},
 }
 
 // SystemContext builds the "what am I" block, the base of an agent's system
 // prompt: its name, description and role, how it gets called, its declared
-// capabilities and the UniversalCapabilities, and, when taskID is given,
-// whether that task has env data (with the count). An agent without a card
-// gets the same block with the description "(no agent card)". It writes
-// nothing; the same tree gives the same bytes.
+// capabilities and the UniversalCapabilities, what it remembers — the keys
+// and descriptions of its own memory and of the global memory, never the
+// values, within SystemMemoryMaxBytes, unless its card sets
+// memory_in_context to false — and, when taskID is given, whether that
+// task has env data (with the count). An agent without a card gets the
+// same block with the description "(no agent card)". It writes nothing;
+// the same tree gives the same bytes.
 func (w *Workspace) SystemContext(agent, taskID string) (string, error) {
 	return w.systemContext(agent, taskID, true)
 }
@@ -350,6 +384,9 @@ You may receive messages from:
 	}
 	if pointToTool {
 		b.WriteString("\nYou can use list_capabilities to see full details of your available tools.\n")
+	}
+	if !ok || card.WantsMemory() {
+		b.WriteString(w.memorySection(ctx, agent))
 	}
 	if envCount >= 0 {
 		b.WriteString("\n### Environment data\n")

@@ -361,7 +361,7 @@ func TestUniversalCapabilitiesNamed(t *testing.T) {
 		"store_memory", "get_memory", "list_memory", "delete_memory",
 		"get_task", "get_task_state", "get_plan", "get_subtask", "get_output", "list_reviews", "get_review",
 		"write_plan", "write_review", "claim_subtask", "signal_done",
-		"get_delegation_context", "list_capabilities"}
+		"get_delegation_context", "list_capabilities", "skills"}
 	var got []string
 	for _, c := range UniversalCapabilities {
 		got = append(got, c.Name)

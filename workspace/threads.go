@@ -28,6 +28,9 @@ type NewThreadRequest struct {
 	Buffers   []string
 	SkillTags []string
 	Status    string // default active
+	// PrimaryMode is the kind of work ("analysis"): it loads the skills
+	// of that mode.
+	PrimaryMode string
 }
 
 func threadPath(taskID, id string) string { return path.Join(TaskDir(taskID), "threads", id+".json") }
@@ -67,7 +70,7 @@ func (w *Workspace) NewThread(ctx context.Context, req NewThreadRequest) (Thread
 	now := w.Now()
 	t := Thread{ID: req.ID, ParentID: req.ParentID, TaskID: req.TaskID, From: req.From, To: req.To, Message: req.Message,
 		CreatedAt: now, Status: req.Status, Concern: req.Concern, Approach: req.Approach, Buffers: req.Buffers,
-		SkillTags: req.SkillTags}
+		SkillTags: req.SkillTags, PrimaryMode: req.PrimaryMode}
 	data, err := marshalValidated(schemas.KindThread, t)
 	if err != nil {
 		return Thread{}, err
@@ -234,10 +237,37 @@ type ThreadUpdate struct {
 	Progress  *string
 	Buffers   *[]string
 	SkillTags *[]string
+	// PrimaryMode is the kind of work; "" clears it.
+	PrimaryMode *string
 }
 
 // UpdateThread changes the working fields of a thread under its lock.
 func (w *Workspace) UpdateThread(ctx context.Context, taskID, id, agent string, u ThreadUpdate) (Thread, error) {
+	return w.modifyThread(ctx, taskID, id, agent, func(t *Thread) (bool, error) {
+		set := func(dst *string, v *string) {
+			if v != nil {
+				*dst = *v
+			}
+		}
+		set(&t.Status, u.Status)
+		set(&t.Concern, u.Concern)
+		set(&t.Approach, u.Approach)
+		set(&t.Progress, u.Progress)
+		set(&t.PrimaryMode, u.PrimaryMode)
+		if u.Buffers != nil {
+			t.Buffers = *u.Buffers
+		}
+		if u.SkillTags != nil {
+			t.SkillTags = *u.SkillTags
+		}
+		return true, nil
+	})
+}
+
+// modifyThread reads a thread under its lock, lets change modify it, and
+// writes it back (with updated_at) when change says so; a thread that
+// change leaves alone is returned as read.
+func (w *Workspace) modifyThread(ctx context.Context, taskID, id, agent string, change func(t *Thread) (bool, error)) (Thread, error) {
 	if err := w.requireTask(taskID); err != nil {
 		return Thread{}, err
 	}
@@ -260,20 +290,9 @@ func (w *Workspace) UpdateThread(ctx context.Context, taskID, id, agent string, 
 	if err != nil {
 		return Thread{}, err
 	}
-	set := func(dst *string, v *string) {
-		if v != nil {
-			*dst = *v
-		}
-	}
-	set(&t.Status, u.Status)
-	set(&t.Concern, u.Concern)
-	set(&t.Approach, u.Approach)
-	set(&t.Progress, u.Progress)
-	if u.Buffers != nil {
-		t.Buffers = *u.Buffers
-	}
-	if u.SkillTags != nil {
-		t.SkillTags = *u.SkillTags
+	write, err := change(&t)
+	if err != nil || !write {
+		return t, err
 	}
 	t.UpdatedAt = w.Now()
 	data, err := marshalValidated(schemas.KindThread, t)

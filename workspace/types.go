@@ -139,6 +139,12 @@ type Thread struct {
 	Buffers   []string `json:"buffers,omitempty"`
 	SkillTags []string `json:"skill_tags,omitempty"`
 	Progress  string   `json:"progress,omitempty"`
+	// PrimaryMode is the kind of work the thread does ("analysis"); it
+	// loads the skills whose modes contain it.
+	PrimaryMode string `json:"primary_mode,omitempty"`
+	// ActivatedAt is when the thread was last made its agent's active
+	// thread (ActivateThread).
+	ActivatedAt time.Time `json:"activated_at,omitzero"`
 }
 
 // AgentCards is config/agents.json.
@@ -156,6 +162,12 @@ type AgentCard struct {
 	DelegationContext *bool    `json:"delegation_context,omitempty"`
 	PreambleDetail    string   `json:"preamble_detail,omitempty"` // minimal | standard | verbose
 	GlobalBuffers     []string `json:"global_buffers,omitempty"`
+	// Skills are loaded into every thread context of the agent, whatever
+	// the thread's tags and mode.
+	Skills []string `json:"skills,omitempty"`
+	// MemoryInContext lists the agent's memory and the global memory in
+	// its system context (nil means true).
+	MemoryInContext *bool `json:"memory_in_context,omitempty"`
 }
 
 // Marker is the content of a .claim.* or .done.* marker file.

@@ -161,7 +161,7 @@ func TestContextCLI(t *testing.T) {
 		Text    string                          `json:"text"`
 	}
 	decode(t, w.ok("context", "--thread", "th_observer", "--budget", "60", "--json"), &b)
-	if b.Budget != 60 || b.Used > 60 || len(b.Sections) != 4 || len(b.Omitted) == 0 || !strings.HasPrefix(b.Omitted[0].Reason, "over budget") {
+	if b.Budget != 60 || b.Used > 60 || len(b.Sections) != 5 || len(b.Omitted) == 0 || !strings.HasPrefix(b.Omitted[0].Reason, "over budget") {
 		t.Errorf("--budget 60 --json: %+v", b)
 	}
 	sameTree(t, before, w.tree(), "context")

@@ -100,6 +100,7 @@ func commands() []command {
 		{"preamble", "the delegation preamble a thread's agent receives", cmdPreamble},
 		{"system-context", "the \"what am I\" block of an agent", cmdSystemContext},
 		{"context", "assemble a thread's context within a token budget", cmdContext},
+		{"skill", "skills thread contexts load by mode and tag: add, list, show, remove", cmdSkill},
 		{"events", "read or follow task events", cmdEvents},
 		{"friction", "the friction log: add, list, show, resolve", cmdFriction},
 		{"serve", "run the single-writer daemon", cmdServe},

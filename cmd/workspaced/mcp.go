@@ -18,7 +18,7 @@ update_env_data, delete_env_data; memory: store_memory, get_memory,
 list_memory, delete_memory; the task's work: get_task, get_task_state,
 get_plan, get_subtask, get_output, list_reviews, get_review, write_plan,
 write_review, claim_subtask, signal_done; context: get_delegation_context,
-list_capabilities — and the task's state and env manifest as resources
+list_capabilities, skills — and the task's state and env manifest as resources
 (workspace://tasks/T/state, workspace://tasks/T/env).
 
 Usage:

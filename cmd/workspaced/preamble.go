@@ -19,7 +19,9 @@ data. Prepend it to the thread's message.
 Detail levels (default: the called agent's card preamble_detail, else standard):
   minimal   called by, delegation chain
   standard  + what the caller is (its card's description), the task context
-            (the root message, cut to --max-message-bytes with "…"), the env hint
+            (the root message, cut to --max-message-bytes with "…", and the
+            caller's latest step: its thread's progress, else its approach,
+            cut the same way), the env hint
   verbose   + the message that delegated to the caller, the caller's declared
             capabilities, this thread's concern and approach
 

@@ -66,6 +66,7 @@ var kindFiles = map[schemas.Kind]string{
 	schemas.KindDone:      "tasks/<id>/.done.<agent>[.<suffix>]",
 	schemas.KindFriction:  "friction/friction.json",
 	schemas.KindJournal:   "tasks/<id>/journal/<seq>.json, journal/<first>-<last>.json",
+	schemas.KindSkill:     "skills/<name>.md (its front matter)",
 }
 
 // notFound wraps err as a not-found error (exit 3) with a hint.

@@ -13,9 +13,11 @@ const systemContextUsage = `Usage:
 Prints the "what am I" block for agent A, to append to its system prompt:
 its name, description and role from config/agents.json, how it gets called
 (by a human, or by another agent with a delegation preamble), its declared
-capabilities and the universal ones every agent has, and with --task whether
-that task has env data. An agent without a card gets the same block with
-"(no agent card)".
+capabilities and the universal ones every agent has, what it remembers (the
+keys and descriptions of its own memory and of the global memory, never the
+values, within 2 KiB; left out when its card sets "memory_in_context":
+false), and with --task whether that task has env data. An agent without a
+card gets the same block with "(no agent card)".
 
 Examples:
   workspaced system-context --agent observer

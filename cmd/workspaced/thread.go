@@ -18,12 +18,14 @@ Usage:
   workspaced thread new (--task T | --thread PARENT) [--id ID] [--parent P] --from A --to B --message M
   workspaced thread show|list|chain (--thread X | --task T) [--json]
   workspaced thread update --thread X [--status S] [--concern C] [--approach A] [--progress P]
-                           [--buffers LIST] [--skill-tags LIST] [--agent A] [--json]
+                           [--buffers LIST] [--skill-tags LIST] [--primary-mode M] [--agent A] [--json]
+  workspaced thread activate --thread X [--agent A] [--json]
 
 Examples:
   workspaced thread new --task t1 --id th_solver --from coordinator --to solver --message "solve the puzzle"
   workspaced thread chain --thread th_solver        # human → coordinator → you (solver)
   workspaced thread update --thread th_solver --progress "found the symmetry" --buffers env:arc_task
+  workspaced thread activate --thread th_observer   # the observer's other open threads become pending
 
 Exit codes: 0 ok, 1 failure, 2 usage, 3 not found, 4 conflict (the id exists) or lock timeout.
 `
@@ -34,7 +36,8 @@ func cmdThread(ctx context.Context, e *env, args []string) error {
 		{"show", "one thread", threadShow},
 		{"list", "every thread of a task", threadList},
 		{"chain", "the delegation chain from the human down to a thread", threadChain},
-		{"update", "change a thread's status, concern, approach, progress, buffers, skill tags", threadUpdate},
+		{"update", "change a thread's status, concern, approach, progress, buffers, skill tags, mode", threadUpdate},
+		{"activate", "make a thread its agent's active one; its other open threads become pending", threadActivate},
 	}, args)
 }
 
@@ -57,7 +60,8 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 
 const threadNewUsage = `Usage:
   workspaced thread new (--task T | --thread PARENT) [--id ID] [--parent P] --from A --to B --message M
-                        [--concern C] [--approach A] [--buffers LIST] [--skill-tags LIST] [--status S] [--json]
+                        [--concern C] [--approach A] [--buffers LIST] [--skill-tags LIST]
+                        [--primary-mode M] [--status S] [--json]
 
 Writes threads/<id>.json (id generated when omitted) with its parent (default
 the task's root thread; --thread PARENT names both the task and the parent)
@@ -67,6 +71,8 @@ Examples:
   workspaced thread new --task t1 --from coordinator --to solver --message "solve the puzzle"
   workspaced thread new --thread th_solver --id th_checker --from solver --to checker --message "check my answer"
   workspaced thread new --task t1 --from coordinator --to planner --message "plan it" --concern "the plan" --json
+  workspaced thread new --thread th_solver --from solver --to observer --message "what patterns?" \
+                        --skill-tags grids --primary-mode analysis
 
 Exit codes: 0 ok, 1 failure (bad id), 2 usage, 3 task or parent not found, 4 the id exists.
 `
@@ -86,6 +92,7 @@ func threadNew(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&req.Status, "status", "", "the status, `active|pending|done` (default active)")
 	buffers := fs.String("buffers", "", "comma-separated `LIST` of buffers (env:<key>, memory:<scope>:<key>, file paths)")
 	tags := fs.String("skill-tags", "", "comma-separated `LIST` of skill tags")
+	fs.StringVar(&req.PrimaryMode, "primary-mode", "", "the kind of work (`MODE`, e.g. analysis): loads the skills of that mode")
 	asJSON := fs.Bool("json", false, "print the thread as written")
 	if err := parse(e, fs, threadNewUsage, args); err != nil {
 		return err
@@ -192,6 +199,12 @@ func threadShow(ctx context.Context, e *env, args []string) error {
 	if len(t.SkillTags) > 0 {
 		rows = append(rows, []string{"skill tags:", strings.Join(t.SkillTags, ", ")})
 	}
+	if t.PrimaryMode != "" {
+		rows = append(rows, []string{"primary mode:", t.PrimaryMode})
+	}
+	if !t.ActivatedAt.IsZero() {
+		rows = append(rows, []string{"activated:", shortTime(t.ActivatedAt)})
+	}
 	table(e.stdout, nil, rows)
 	return nil
 }
@@ -289,7 +302,7 @@ func threadChain(ctx context.Context, e *env, args []string) error {
 const threadUpdateUsage = `Usage:
   workspaced thread update (--thread X | --task T) [--status active|pending|done] [--concern C]
                            [--approach A] [--progress P] [--buffers LIST] [--skill-tags LIST]
-                           [--agent A] [--json]
+                           [--primary-mode M] [--agent A] [--json]
 
 Changes the working fields of a thread under its lock; fields not given are
 kept. LIST is comma-separated and replaces the list ("" empties it).
@@ -297,6 +310,7 @@ kept. LIST is comma-separated and replaces the list ("" empties it).
 Examples:
   workspaced thread update --thread th_solver --progress "rows done, columns next"
   workspaced thread update --thread th_solver --buffers env:arc_task,env:patterns --skill-tags grids
+  workspaced thread update --thread th_solver --primary-mode analysis
   workspaced thread update --thread th_solver --status done --json
 
 Exit codes: 0 ok, 1 failure (e.g. an unknown status), 2 usage, 3 not found, 4 lock timeout.
@@ -312,6 +326,7 @@ func threadUpdate(ctx context.Context, e *env, args []string) error {
 	progress := fs.String("progress", "", "where the work stands, in `TEXT`")
 	buffers := fs.String("buffers", "", "comma-separated `LIST` of buffers (replaces them)")
 	tags := fs.String("skill-tags", "", "comma-separated `LIST` of skill tags (replaces them)")
+	mode := fs.String("primary-mode", "", "the kind of work (`MODE`); \"\" clears it")
 	agent := fs.String("agent", "", "the updating `AGENT` (default $WORKSPACE_AGENT, else \"cli\")")
 	asJSON := fs.Bool("json", false, "print the thread as written")
 	if err := parse(e, fs, threadUpdateUsage, args); err != nil {
@@ -327,6 +342,7 @@ func threadUpdate(ctx context.Context, e *env, args []string) error {
 	str("concern", concern, &u.Concern)
 	str("approach", approach, &u.Approach)
 	str("progress", progress, &u.Progress)
+	str("primary-mode", mode, &u.PrimaryMode)
 	if flagSet(fs, "buffers") {
 		b := splitList(*buffers)
 		u.Buffers = &b
@@ -336,7 +352,7 @@ func threadUpdate(ctx context.Context, e *env, args []string) error {
 		u.SkillTags = &t
 	}
 	if u == (workspace.ThreadUpdate{}) {
-		return usageHint("thread update", "nothing to update: pass --status, --concern, --approach, --progress, --buffers or --skill-tags")
+		return usageHint("thread update", "nothing to update: pass --status, --concern, --approach, --progress, --buffers, --skill-tags or --primary-mode")
 	}
 	w, err := e.open()
 	if err != nil {
@@ -355,5 +371,67 @@ func threadUpdate(ctx context.Context, e *env, args []string) error {
 		return printJSON(e.stdout, t)
 	}
 	fmt.Fprintf(e.stdout, "updated thread %s\n", t.ID)
+	return nil
+}
+
+const threadActivateUsage = `Usage:
+  workspaced thread activate (--thread X | --task T) [--agent A] [--json]
+
+Makes thread X its agent's active thread: X becomes active (and records when),
+and every other active thread addressed to the agent, in any task, becomes
+pending. The agent's context without --thread ('workspaced context --agent A')
+then assembles X hydrated and the others as summaries.
+
+--agent defaults to the thread's "to"; naming another agent is refused, and
+so is a thread that is done (reopen it with 'thread update --status active').
+Prints the thread activated and the threads set pending.
+
+Examples:
+  workspaced thread activate --thread th_observer
+  workspaced thread activate --thread th_observer --agent observer --json
+
+Exit codes: 0 ok, 1 failure (another agent's thread, a done thread), 2 usage,
+3 no such thread or task, 4 lock timeout.
+`
+
+// activateOutput is thread activate --json.
+type activateOutput struct {
+	Task    string                `json:"task"`
+	Thread  workspace.Thread      `json:"thread"`
+	Pending []workspace.ThreadRef `json:"pending"`
+}
+
+func threadActivate(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("thread activate")
+	task := fs.String("task", "", "task `ID` of the thread")
+	thread := fs.String("thread", "", "thread `ID` (required unless --task names the root thread)")
+	agent := fs.String("agent", "", "the agent whose active thread it becomes (`AGENT`; default the thread's \"to\")")
+	asJSON := fs.Bool("json", false, "print the thread and the threads set pending as JSON")
+	if err := parse(e, fs, threadActivateUsage, args); err != nil {
+		return err
+	}
+	if *thread == "" && *task == "" {
+		return usageHint("thread activate", "missing --thread X")
+	}
+	w, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	taskID, id, err := threadTarget(w, "thread activate", *task, *thread)
+	if err != nil {
+		return err
+	}
+	act, err := w.ActivateThread(ctx, taskID, id, *agent)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e.stdout, activateOutput{Task: taskID, Thread: act.Thread, Pending: act.Pending})
+	}
+	fmt.Fprintf(e.stdout, "activated thread %s (task %s) for %s\n", act.Thread.ID, taskID, act.Thread.To)
+	for _, p := range act.Pending {
+		fmt.Fprintf(e.stdout, "set pending: thread %s (task %s)\n", p.Thread, p.Task)
+	}
 	return nil
 }

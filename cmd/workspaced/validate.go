@@ -21,8 +21,9 @@ Usage:
 
 Walks each PATH (a file or a directory; default the whole root), infers
 each file's kind from its place in the tree (task.json, plan.json,
-outputs/*.json, env entries, markers, ...) and validates it against the
-embedded schema. Temporary dot-files and .locks/ are passed over. A PATH
+outputs/*.json, env entries, markers, skills/*.md, ...) and validates it
+against the embedded schema (a skill: its front matter, and its body).
+Temporary dot-files and .locks/ are passed over. A PATH
 may be anywhere inside a workspace, or a workspace root itself: kinds are
 computed relative to the root that holds it.
 
@@ -326,7 +327,11 @@ func validateFile(root *os.Root, rel string, kind schemas.Kind) []fileProblem {
 		}
 		return []fileProblem{{Rule: "file", Message: msg}}
 	}
-	err = schemas.Validate(kind, data)
+	if kind == schemas.KindSkill {
+		err = validateSkill(data)
+	} else {
+		err = schemas.Validate(kind, data)
+	}
 	if err == nil {
 		return nil
 	}
@@ -344,7 +349,22 @@ func validateFile(root *os.Root, rel string, kind schemas.Kind) []fileProblem {
 	case errors.Is(err, schemas.ErrTooLarge), errors.Is(err, schemas.ErrTooDeep):
 		return []fileProblem{{Rule: "limits", Message: strings.TrimPrefix(err.Error(), string(kind)+": ")}}
 	}
+	var we *workspace.Error
+	if kind == schemas.KindSkill && errors.As(err, &we) && we.Msg != "" {
+		rule := "skill"
+		if we.Op == "skill front matter" {
+			rule = "front matter"
+		}
+		return []fileProblem{{Rule: rule, Message: we.Msg}}
+	}
 	return []fileProblem{{Rule: "schema", Message: err.Error()}}
+}
+
+// validateSkill checks a skill file: its front matter against the skill
+// schema (a *schemas.Error lists every problem), its layout and body.
+func validateSkill(data []byte) error {
+	_, err := workspace.ParseSkill(data)
+	return err
 }
 
 // findRoot looks upward from dir for the workspace root that holds it: the

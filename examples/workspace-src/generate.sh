@@ -5,7 +5,9 @@
 #                   back by the reviewer, plan v2 approved, st_1 done, st_2
 #                   in progress, a friction entry;
 #   task_arc_001    an ARC-style task: coordinator → solver → observer
-#                   threads, the puzzle and the observed patterns in env data.
+#                   threads, the puzzle and the observed patterns in env data;
+#   skills/         core and grids, which the observer's thread loads;
+#   memory/         the house style (global) and the observer's own habits.
 # Run from the repository root:  sh examples/workspace-src/generate.sh
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -18,8 +20,17 @@ w() { "$bin" --root "$out" "$@"; }
 
 w init >/dev/null
 cp "$here/agents.json" "$out/config/agents.json"
+w skill add --name core --file "$here/skill_core.md" >/dev/null
+w skill add --name grids --file "$here/skill_grids.md" >/dev/null
+w memory store --scope global --agent coordinator --key house_style --description "How answers are written" \
+  --value '"Short sentences. Name the cells you mean, as (row, column)."' >/dev/null
+w memory store --scope agent --agent observer --key grid_habits \
+  --description "How I read a grid: rows first, then columns, then the corners" \
+  --value '["rows", "columns", "corners"]' >/dev/null
 
-w serve --rescan 200ms --grace 200ms --cleanup-interval 0 2>"$out/../.serve.log" &
+# The binary itself in the background (not the function w, whose subshell
+# would be what kill stops, leaving the daemon running).
+"$bin" --root "$out" serve --rescan 200ms --grace 200ms --cleanup-interval 0 2>"$out/../.serve.log" &
 serve=$!
 trap 'kill $serve 2>/dev/null || true' EXIT
 wait_state() { # task jq-condition
@@ -62,7 +73,10 @@ w env store --task task_arc_001 --agent solver --key arc_task \
   --value-file "$here/arc_task.json" >/dev/null
 w thread new --thread th_solver --id th_observer --from solver --to observer \
   --message "What patterns do you notice in the current task? Focus on spatial relationships and color transformations." \
-  --concern "patterns in arc_task" --buffers env:arc_task,env:observed_patterns >/dev/null
+  --concern "patterns in arc_task" --buffers env:arc_task,env:observed_patterns \
+  --skill-tags grids --primary-mode analysis >/dev/null
+w thread update --task task_arc_001 --thread th_solver \
+  --progress "Loaded the task; consulting the observer for pattern analysis" >/dev/null
 w env store --task task_arc_001 --agent observer --key observed_patterns \
   --description "Patterns the observer found in arc_task: rotation by 180 degrees, colours preserved." \
   --value '["rotation_180", "colour_preserving"]' >/dev/null

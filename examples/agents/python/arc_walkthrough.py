@@ -2,8 +2,9 @@
 """The ARC-AGI walkthrough of env data, played by two Python agents.
 
 The solver loads a puzzle and stores it once; the observer, delegated to
-with a message about intent only, lists the env data, reads the grid and
-stores the patterns it sees; the solver reads them back.
+with a message about intent only, reads the skills about grids, lists the
+env data, reads the grid and stores the patterns it sees; the solver reads
+them back.
 
     python3 arc_walkthrough.py --root WORKSPACE --task TASK_ID [--role solver|observer|both]
 """
@@ -32,6 +33,14 @@ def solver_store(root, task):
 
 def observer(root, task):
     ws = Workspace(root, "observer")
+    # The skills about grids teach how to look; a broken skill file is
+    # listed as refused, never fatal.
+    skills, refused = ws.skills()
+    for s in skills:
+        if "grids" in s["tags"]:
+            print("observer: skill %s: %s" % (s["name"], s["description"]))
+    for r in refused:
+        print("observer: skipped %s (%s)" % (r["file"], r["reason"]))
     manifest = ws.list_env(task)
     print("observer: env data:", ", ".join("%s (%s)" % (m["key"], m["short_description"]) for m in manifest))
     puzzle = ws.get_env(task, "arc_task")

@@ -16,6 +16,8 @@ standard library. It needs no workspaced binary and no Go:
   it (claim/done with wait=...);
 * an output is written under the task's lock, never over a finished
   subtask's, and the version it replaces is kept in outputs/history/.
+* skills are read from skills/<name>.md (front matter, then Markdown) and
+  chosen for a thread the way a thread's context chooses them.
 
 Python 3.8+, Linux or any POSIX system with flock.
 """
@@ -24,12 +26,13 @@ import errno
 import fcntl
 import json
 import os
+import re
 import secrets
 import time
 from datetime import datetime, timezone
 
 __all__ = [
-    "Workspace", "NotFound", "Conflict", "Invalid", "NoDaemon", "encode_key", "decode_key", "now",
+    "Workspace", "NotFound", "Conflict", "Invalid", "NoDaemon", "encode_key", "decode_key", "now", "parse_skill",
 ]
 
 _KEEP = set(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
@@ -206,6 +209,122 @@ def _read_bytes(path, limit=16 << 20):
         if st.st_size > limit:
             raise Invalid("%s is %d bytes, over the limit" % (path, st.st_size))
         return f.read()
+
+
+SKILL_MAX = 256 << 10             # a larger skill file is refused
+SKILL_FRONT_MATTER_MAX = 4096      # the closing "---" line ends within these bytes
+_SKILL_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+#-]{0,63}\Z")
+_SKILL_KEY = re.compile(r"[a-z_][a-z0-9_]{0,63}\Z")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def parse_skill(data):
+    """Parse a skill file (bytes) as the Go reader does: a line "---", then
+    "key: value" lines (description: text or "a JSON string"; tags: [a, b];
+    modes: [m]), then a line "---", then the UTF-8 Markdown body. Returns
+    {"description", "tags", "modes", "body"}; raises Invalid naming the
+    line at fault."""
+    if len(data) > SKILL_MAX:
+        raise Invalid("is %d bytes, over the %d-byte limit" % (len(data), SKILL_MAX))
+    pos = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+    limit, fields, line = pos + SKILL_FRONT_MATTER_MAX, {}, 0
+    while True:
+        line += 1
+        if pos >= len(data):
+            raise Invalid("front matter: line 1: the file is empty" if line == 1 else 'front matter: no closing "---" line')
+        end = data.find(b"\n", pos)
+        raw, nxt = (data[pos:], len(data)) if end < 0 else (data[pos:end], end + 1)
+        if nxt > limit:
+            raise Invalid('front matter: no closing "---" line within the first %d bytes' % SKILL_FRONT_MATTER_MAX)
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise Invalid("front matter: line %d: not UTF-8 text" % line)
+        if line == 1:
+            if text != "---":
+                raise Invalid('front matter: line 1: a skill begins with a "---" line')
+        elif text == "---":
+            break
+        else:
+            _front_matter_line(fields, line, text)
+        pos = nxt
+    meta = _check_front_matter(fields)
+    try:
+        meta["body"] = data[nxt:].decode("utf-8")
+    except UnicodeDecodeError:
+        raise Invalid("the body is not UTF-8 text")
+    return meta
+
+
+def _front_matter_line(fields, line, text):
+    if not text.strip():
+        return
+    if text[0] in " \t":
+        raise Invalid("front matter: line %d: indented; the front matter is flat key: value lines" % line)
+    key, sep, value = text.partition(":")
+    if not sep or not _SKILL_KEY.match(key):
+        raise Invalid("front matter: line %d: not a key: value line" % line)
+    if key in fields:
+        raise Invalid("front matter: line %d: %s is given twice" % (line, key))
+    value = value.strip()
+    if value.startswith("["):
+        if not value.endswith("]"):
+            raise Invalid('front matter: line %d: the list of %s does not end with "]"' % (line, key))
+        inner = value[1:-1].strip()
+        items = [it.strip() for it in inner.split(",")] if inner else []
+        if any(not it for it in items):
+            raise Invalid("front matter: line %d: the list of %s has an empty item" % (line, key))
+        fields[key] = items
+    elif value.startswith('"'):
+        try:
+            v = json.loads(value)
+        except ValueError:
+            v = None
+        if not isinstance(v, str):
+            raise Invalid("front matter: line %d: the quoted %s is not one JSON string" % (line, key))
+        fields[key] = v
+    else:
+        fields[key] = value
+
+
+def _check_front_matter(fields):
+    """What schemas/skill.schema.json says, by hand."""
+    extra = sorted(set(fields) - {"description", "tags", "modes"})
+    if extra:
+        raise Invalid("front matter: unknown key %s" % extra[0])
+    d = fields.get("description")
+    if not isinstance(d, str) or not 1 <= len(d) <= 300 or _CONTROL.search(d):
+        raise Invalid("front matter: description must be one line of 1-300 characters")
+    out = {"description": d}
+    for k in ("tags", "modes"):
+        v = fields.get(k, [])
+        if (not isinstance(v, list) or len(v) > 32 or len(set(v)) != len(v)
+                or not all(isinstance(w, str) and _SKILL_WORD.match(w) for w in v)):
+            raise Invalid("front matter: %s must be a list of up to 32 distinct words" % k)
+        out[k] = v
+    return out
+
+
+def _read_skill_file(path):
+    """The bytes of a skill file: a regular file (never a symlink or a
+    FIFO) of at most SKILL_MAX bytes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise NotFound(path)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise Invalid("is a symlink")
+        raise
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if st.st_mode & 0o170000 != 0o100000:
+            raise Invalid("is not a regular file")
+        if st.st_size > SKILL_MAX:
+            raise Invalid("is %d bytes, over the %d-byte limit" % (st.st_size, SKILL_MAX))
+        return f.read(SKILL_MAX + 1)
 
 
 class Workspace:
@@ -520,6 +639,76 @@ class Workspace:
                 raise TimeoutError("state of %s did not reach the condition in %ss (last: %s)"
                                    % (task, timeout, st and st.get("status")))
             time.sleep(poll)
+
+    # -- skills -----------------------------------------------------------
+    def skills(self):
+        """Every skill of skills/, by name, without bodies, and the files
+        refused: ([{name, description, tags, modes, size}], [{file, reason}])."""
+        d = os.path.join(self.root, "skills")
+        if os.path.islink(d) or (os.path.exists(d) and not os.path.isdir(d)):
+            raise Invalid("skills/ is not a directory")
+        if not os.path.isdir(d):
+            return [], []
+        out, refused = [], []
+        for n in sorted(os.listdir(d)):
+            if n.startswith(".") or not n.endswith(".md"):
+                continue
+            name = n[:-3]
+            try:
+                check_id("skill name", name)
+                data = _read_skill_file(os.path.join(d, n))
+                meta = parse_skill(data)
+            except (Invalid, NotFound) as e:
+                refused.append({"file": "skills/" + n, "reason": "refused: %s" % e})
+                continue
+            del meta["body"]
+            meta.update(name=name, size=len(data))
+            out.append(meta)
+        return out, refused
+
+    def read_skill(self, name):
+        """One skill whole: {name, description, tags, modes, body}."""
+        check_id("skill name", name)
+        meta = parse_skill(_read_skill_file(os.path.join(self.root, "skills", name + ".md")))
+        meta["name"] = name
+        return meta
+
+    def thread_skills(self, task, thread):
+        """The skills the context of a thread loads, in its order, as
+        [(name, why)]: core, the agent's card's skills, the skills of the
+        thread's primary_mode, the skills its skill_tags meet (case aside)."""
+        check_id("thread id", thread)
+        t = _read_json(os.path.join(self.task_dir(task), "threads", thread + ".json"))
+        try:
+            cards = _read_json(os.path.join(self.root, "config", "agents.json")).get("agents", [])
+        except NotFound:
+            cards = []
+        card = next((c for c in cards if c.get("name") == t["to"]), {})
+        avail = {s["name"]: s for s in self.skills()[0]}
+        picked, order = {}, []
+
+        def add(name, why):
+            if name not in avail:
+                return
+            if name not in picked:
+                picked[name] = []
+                order.append(name)
+            picked[name].append(why)
+
+        add("core", "every thread")
+        for n in card.get("skills", []):
+            add(n, "every thread of " + t["to"])
+        mode = (t.get("primary_mode") or "").strip()
+        if mode:
+            for n in sorted(avail):
+                if any(m.lower() == mode.lower() for m in avail[n]["modes"]):
+                    add(n, "mode " + mode)
+        want = [x.strip().lower() for x in t.get("skill_tags", [])]
+        for n in sorted(avail):
+            met = [x for x in avail[n]["tags"] if x.lower() in want]
+            if met:
+                add(n, ("tag " if len(met) == 1 else "tags ") + ", ".join(met))
+        return [(n, " and ".join(picked[n])) for n in order]
 
 
 def _next_version(hist, pid):

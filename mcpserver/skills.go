@@ -1,0 +1,65 @@
+package mcpserver
+
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// ToolSkills lists the workspace's skills or reads one.
+const ToolSkills = "skills"
+
+type skillsInput struct {
+	Name string `json:"name,omitempty" jsonschema:"Optional. The skill to read, e.g. \"grids\". Left out: every skill is listed."`
+}
+
+const descSkills = "Skills are Markdown lessons of the workspace (skills/<name>.md), each with a one-line description, tags and modes. " +
+	"Returns, without name, every skill — name, description, tags, modes, size, and for the ones your thread's context already loads, why (core, your card, your thread's mode or tags) — " +
+	"and the skill files that are refused, with the reason, as JSON {\"skills\": [...], \"refused\": [...]}; " +
+	"with name, that skill: its front matter then its body. Read a skill your context did not load when its description says you need it."
+
+// skillListItem is one skill of the skills tool's listing.
+type skillListItem struct {
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	Tags        []string `json:"tags"`
+	Modes       []string `json:"modes"`
+	Size        int64    `json:"size"`
+	LoadedFor   string   `json:"loaded_for,omitempty"`
+}
+
+// addSkillTool registers the skills tool.
+func (s *Server) addSkillTool(readOnly *mcp.ToolAnnotations) {
+	addTool(s, ToolSkills, descSkills, readOnly, s.skills)
+}
+
+func (s *Server) skills(ctx context.Context, _ *mcp.CallToolRequest, in skillsInput) (string, error) {
+	if in.Name != "" {
+		sk, err := s.w.GetSkill(in.Name)
+		if err != nil {
+			return "", err
+		}
+		return string(workspace.ComposeSkill(workspace.SkillMeta{Description: sk.Description, Tags: sk.Tags, Modes: sk.Modes}, sk.Body)), nil
+	}
+	list, refused, err := s.w.ListSkills()
+	if err != nil {
+		return "", err
+	}
+	loaded, err := s.w.ThreadSkills(s.task, s.thread)
+	if err != nil {
+		return "", err
+	}
+	why := map[string]string{}
+	for _, c := range loaded {
+		why[c.Name] = c.Why
+	}
+	items := make([]skillListItem, len(list))
+	for i, sk := range list {
+		items[i] = skillListItem{Name: sk.Name, Description: sk.Description, Tags: sk.Tags, Modes: sk.Modes, Size: sk.Size, LoadedFor: why[sk.Name]}
+	}
+	return toJSON(struct {
+		Skills  []skillListItem          `json:"skills"`
+		Refused []workspace.RefusedSkill `json:"refused"`
+	}{items, refused})
+}

@@ -1,0 +1,525 @@
+package workspace
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/workspaced/workspaced/schemas"
+)
+
+const gridsSkill = "---\ndescription: Reading ARC grids: rows, columns, colours 0-9\ntags: [grids, arc]\nmodes: [analysis]\n---\n# Grids\n\nRead row by row.\n"
+
+func TestParseSkill(t *testing.T) {
+	long := "---\ndescription: x\n" + strings.Repeat("tags: []\n", 0) + "modes: [" + strings.Repeat("m,", 3000) + "m]\n---\n"
+	tests := []struct {
+		name  string
+		in    string
+		want  Skill  // checked when wantErr is ""
+		err   string // substring of the error
+		ptr   string // the first schema problem's pointer, when the schema refuses
+		isErr error
+	}{
+		{name: "plain", in: gridsSkill, want: Skill{Description: "Reading ARC grids: rows, columns, colours 0-9", Tags: []string{"grids", "arc"}, Modes: []string{"analysis"}, Body: "# Grids\n\nRead row by row.\n"}},
+		{name: "description only", in: "---\ndescription: Core rules\n---\nBe brief.\n", want: Skill{Description: "Core rules", Tags: []string{}, Modes: []string{}, Body: "Be brief.\n"}},
+		{name: "no body, no final newline", in: "---\ndescription: d\n---", want: Skill{Description: "d", Tags: []string{}, Modes: []string{}}},
+		{name: "byte-order mark and CRLF", in: "\ufeff---\r\ndescription: d\r\ntags: [a]\r\n---\r\nbody\r\n", want: Skill{Description: "d", Tags: []string{"a"}, Modes: []string{}, Body: "body\r\n"}},
+		{name: "blank lines and empty lists", in: "---\n\ndescription: d\ntags: []\nmodes: [ ]\n\n---\n", want: Skill{Description: "d", Tags: []string{}, Modes: []string{}}},
+		{name: "quoted description", in: "---\ndescription: \"[WIP] grids: \\\"hard\\\"\"\n---\n", want: Skill{Description: `[WIP] grids: "hard"`, Tags: []string{}, Modes: []string{}}},
+		{name: "dashes later in the body", in: "---\ndescription: d\n---\n---\nnot front matter\n---\n", want: Skill{Description: "d", Tags: []string{}, Modes: []string{}, Body: "---\nnot front matter\n---\n"}},
+		{name: "unicode description", in: "---\ndescription: Grilles «α→β»\n---\n", want: Skill{Description: "Grilles «α→β»", Tags: []string{}, Modes: []string{}}},
+
+		{name: "empty file", in: "", err: "line 1: the file is empty", isErr: ErrInvalid},
+		{name: "no front matter", in: "# Grids\n", err: `line 1: "# Grids" is not "---"`, isErr: ErrInvalid},
+		{name: "yaml document marker with text", in: "--- \ndescription: d\n---\n", err: "line 1:"},
+		{name: "no closing line", in: "---\ndescription: d\n", err: `no closing "---" line`},
+		{name: "no closing line, no newline", in: "---\ndescription: d", err: `no closing "---" line`},
+		{name: "indented line", in: "---\ndescription: d\n  tags: [a]\n---\n", err: "line 3: \"  tags: [a]\" is indented"},
+		{name: "not key value", in: "---\ndescription: d\njust words\n---\n", err: "line 3: \"just words\" is not a key: value line"},
+		{name: "upper-case key", in: "---\nDescription: d\n---\n", err: "line 2:"},
+		{name: "key with space", in: "---\nde scription: d\n---\n", err: "line 2:"},
+		{name: "duplicate key", in: "---\ndescription: d\ndescription: e\n---\n", err: "line 3: description is given twice"},
+		{name: "list not closed", in: "---\ndescription: d\ntags: [a, b\n---\n", err: "line 3: the list of tags does not end with \"]\""},
+		{name: "empty list item", in: "---\ndescription: d\ntags: [a,,b]\n---\n", err: "line 3: the list of tags has an empty item"},
+		{name: "bad quoted string", in: "---\ndescription: \"open\n---\n", err: "line 2: the quoted description is not one JSON string"},
+		{name: "non-UTF-8 front matter", in: "---\ndescription: \xff\n---\n", err: "line 2: not UTF-8 text"},
+		{name: "non-UTF-8 body", in: "---\ndescription: d\n---\n\xff\xfe", err: "the body is not UTF-8 text"},
+		{name: "front matter too long", in: "---\ndescription: d\n" + strings.Repeat("\n", SkillFrontMatterMaxBytes) + "---\n", err: "within the first 4,096 bytes"},
+		{name: "list too long for the front matter", in: long, err: "within the first 4,096 bytes"},
+		{name: "file too large", in: "---\ndescription: d\n---\n" + strings.Repeat("x", SkillMaxBytes), err: "over the 262,144-byte limit"},
+
+		{name: "missing description", in: "---\ntags: [a]\n---\n", err: "required", ptr: ""},
+		{name: "empty description", in: "---\ndescription:\n---\n", err: "minLength", ptr: "/description"},
+		{name: "control character in description", in: "---\ndescription: \"a\\u0007b\"\n---\n", err: "pattern", ptr: "/description"},
+		{name: "unknown key", in: "---\ndescription: d\ntag: [grids]\n---\n", err: "additionalProperties", ptr: ""},
+		{name: "tags not a list", in: "---\ndescription: d\ntags: grids\n---\n", err: "type", ptr: "/tags"},
+		{name: "description a list", in: "---\ndescription: [a]\n---\n", err: "type", ptr: "/description"},
+		{name: "tag with a space", in: "---\ndescription: d\ntags: [two words]\n---\n", err: "pattern", ptr: "/tags/0"},
+		{name: "nested list", in: "---\ndescription: d\ntags: [[a]]\n---\n", err: "pattern", ptr: "/tags/0"},
+		{name: "path-like tag", in: "---\ndescription: d\nmodes: [../../etc]\n---\n", err: "pattern", ptr: "/modes/0"},
+		{name: "repeated tag", in: "---\ndescription: d\ntags: [a, a]\n---\n", err: "uniqueItems", ptr: "/tags"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseSkill([]byte(tc.in))
+			if tc.err == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				tc.want.Size = int64(len(tc.in))
+				if !reflect.DeepEqual(got, tc.want) {
+					t.Fatalf("got %+v\nwant %+v", got, tc.want)
+				}
+				// What ComposeSkill writes reads back the same.
+				again, err := ParseSkill(ComposeSkill(SkillMeta{Description: got.Description, Tags: got.Tags, Modes: got.Modes}, got.Body))
+				if err != nil || again.Description != got.Description || !reflect.DeepEqual(again.Tags, got.Tags) || !reflect.DeepEqual(again.Modes, got.Modes) || again.Body != got.Body {
+					t.Fatalf("compose round trip: %+v, %v", again, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("accepted: %+v", got)
+			}
+			if !errors.Is(err, ErrInvalid) {
+				t.Errorf("error %v is not ErrInvalid", err)
+			}
+			if !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("error %q lacks %q", err, tc.err)
+			}
+			var se *schemas.Error
+			if errors.As(err, &se) != (tc.ptr != "" || tc.err == "required" || tc.err == "additionalProperties") {
+				t.Errorf("schema error %v: got %v", tc.ptr, err)
+			} else if se != nil && se.Problems[0].Pointer != tc.ptr {
+				t.Errorf("pointer %q, want %q", se.Problems[0].Pointer, tc.ptr)
+			}
+			if HintOf(err) == "" {
+				t.Errorf("no hint on %v", err)
+			}
+		})
+	}
+}
+
+// skillFixture is provFixture with a skills/ directory: core, grids (tags
+// grids, arc; mode analysis), colours (tag colours), review (mode review),
+// planning (mode planning, tag grids).
+func skillFixture(t testing.TB) *Workspace {
+	t.Helper()
+	w := provFixture(t)
+	for name, text := range map[string]string{
+		"core":     "---\ndescription: Rules for every agent\n---\nSay what you did and what you did not do.\n",
+		"grids":    gridsSkill,
+		"colours":  "---\ndescription: The ten ARC colours\ntags: [Colours]\n---\n0 black, 1 blue, 2 red.\n",
+		"review":   "---\ndescription: How to review\nmodes: [review]\n---\nRead everything twice.\n",
+		"planning": "---\ndescription: How to plan a grid task\ntags: [grids]\nmodes: [planning]\n---\nList the cells first.\n",
+	} {
+		writeSkill(t, w, name, text)
+	}
+	return w
+}
+
+func writeSkill(t testing.TB, w *Workspace, name, text string) {
+	t.Helper()
+	dir := filepath.Join(w.Dir(), SkillsDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".md"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPickSkills(t *testing.T) {
+	avail := []Skill{
+		{Name: "colours", Tags: []string{"Colours"}},
+		{Name: "core"},
+		{Name: "grids", Tags: []string{"grids", "arc"}, Modes: []string{"analysis"}},
+		{Name: "planning", Tags: []string{"grids"}, Modes: []string{"planning"}},
+		{Name: "review", Modes: []string{"review"}},
+	}
+	tests := []struct {
+		name    string
+		avail   []Skill
+		refused map[string]string
+		thread  Thread
+		card    []string
+		want    []string // name: why | reason
+	}{
+		{name: "core only", avail: avail, thread: Thread{To: "observer"}, want: []string{"core: every thread"}},
+		{name: "no skills at all", thread: Thread{To: "observer", SkillTags: []string{"grids"}, PrimaryMode: "analysis"}, want: nil},
+		{name: "by mode", avail: avail, thread: Thread{To: "observer", PrimaryMode: "review"}, want: []string{"core: every thread", "review: mode review"}},
+		{name: "by tag, case aside", avail: avail, thread: Thread{To: "observer", SkillTags: []string{"COLOURS"}}, want: []string{"core: every thread", "colours: tag Colours"}},
+		{name: "tag and mode overlap: loaded once", avail: avail, thread: Thread{To: "observer", SkillTags: []string{"arc", "grids"}, PrimaryMode: "analysis"},
+			want: []string{"core: every thread", "grids: mode analysis and tags grids, arc", "planning: tag grids"}},
+		{name: "card skills first, in card order", avail: avail, thread: Thread{To: "observer", SkillTags: []string{"grids"}}, card: []string{"review", "grids", "core"},
+			want: []string{"core: every thread and every thread of observer", "review: every thread of observer", "grids: every thread of observer and tag grids", "planning: tag grids"}},
+		{name: "card names a missing skill", avail: avail, thread: Thread{To: "observer"}, card: []string{"nowhere"},
+			want: []string{"core: every thread", "nowhere | not found: no skills/nowhere.md (named by observer's card)"}},
+		{name: "refused skills are listed, the named ones in place", avail: avail[2:], refused: map[string]string{"core": "refused: is a symlink", "zz": "refused: broken", "aa": "refused: FIFO"},
+			thread: Thread{To: "observer", PrimaryMode: "planning"}, card: []string{"zz"},
+			want: []string{"core | refused: is a symlink", "zz | refused: broken", "planning: mode planning", "aa | refused: FIFO"}},
+		{name: "no mode, no tags, no core", avail: avail[2:], thread: Thread{To: "observer"}, want: nil},
+		{name: "blank mode matches nothing", avail: []Skill{{Name: "x", Modes: []string{"a"}}}, thread: Thread{To: "o", PrimaryMode: "  "}, want: nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, p := range pickSkills(tc.avail, tc.refused, tc.thread, tc.card) {
+				if p.Reason != "" {
+					got = append(got, p.Name+" | "+p.Reason)
+				} else {
+					got = append(got, p.Name+": "+strings.Join(p.Why, " and "))
+				}
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestContextSkillsGolden(t *testing.T) {
+	tests := []struct {
+		name   string
+		update ThreadUpdate
+		card   []string // skills of the observer's card
+		budget int      // 0: unlimited
+		// refs of the skills section, in order, and left-out skills
+		want    []string
+		omitted map[string]string
+		remove  []string // skills removed before
+	}{
+		{name: "skills-core-only", update: ThreadUpdate{SkillTags: &[]string{}}, want: []string{"skill:core"}},
+		{name: "skills-by-mode", update: ThreadUpdate{SkillTags: &[]string{}, PrimaryMode: ptr("review")}, want: []string{"skill:core", "skill:review"}},
+		{name: "skills-by-tag", update: ThreadUpdate{SkillTags: &[]string{"colours"}}, want: []string{"skill:core", "skill:colours"}},
+		{name: "skills-tag-and-mode", update: ThreadUpdate{SkillTags: &[]string{"grids", "arc"}, PrimaryMode: ptr("analysis")}, want: []string{"skill:core", "skill:grids", "skill:planning"}},
+		{name: "skills-card", card: []string{"review"}, update: ThreadUpdate{SkillTags: &[]string{}}, want: []string{"skill:core", "skill:review"}},
+		{name: "skills-none", remove: []string{"core"}, update: ThreadUpdate{SkillTags: &[]string{"nothing"}}, want: []string{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := skillFixture(t)
+			for _, n := range tc.remove {
+				if err := w.RemoveSkill(context.Background(), n, "test"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.card != nil {
+				setCardSkills(t, w, "observer", tc.card)
+			}
+			if _, err := w.UpdateThread(context.Background(), "training-001", "th_observer", "observer", tc.update); err != nil {
+				t.Fatal(err)
+			}
+			b, err := w.Context("th_observer", ContextOptions{Unlimited: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := []string{}
+			for _, it := range b.Sections[1].Items {
+				got = append(got, it.Ref)
+				if it.Kind != ItemSkill {
+					t.Errorf("%s: kind %q", it.Ref, it.Kind)
+				}
+			}
+			if b.Sections[1].Name != SectionSkills || !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("section %q holds %v, want %v", b.Sections[1].Name, got, tc.want)
+			}
+			if len(b.Omitted) != 0 {
+				t.Errorf("left out %v", b.Omitted)
+			}
+			checkContextGolden(t, tc.name, b)
+		})
+	}
+}
+
+func setCardSkills(t testing.TB, w *Workspace, agent string, skills []string) {
+	t.Helper()
+	cards, err := w.LoadAgents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range cards.Agents {
+		if cards.Agents[i].Name == agent {
+			cards.Agents[i].Skills = skills
+		}
+	}
+	if err := w.WriteJSON(AgentsFile, cards); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A skill that does not fit is left out whole, listed with the reason,
+// and smaller items after it still fit.
+func TestContextSkillOverBudget(t *testing.T) {
+	w := skillFixture(t)
+	writeSkill(t, w, "grids", "---\ndescription: Reading ARC grids\ntags: [grids]\n---\n"+strings.Repeat("A long lesson on grids. ", 200))
+	full, err := w.Context("th_observer", ContextOptions{Unlimited: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var header, core, grids int
+	for _, it := range full.Sections[0].Items {
+		header += it.Tokens
+	}
+	for _, it := range full.Sections[1].Items {
+		switch it.Ref {
+		case "skill:core":
+			core = it.Tokens
+		case "skill:grids":
+			grids = it.Tokens
+		}
+	}
+	if core == 0 || grids == 0 {
+		t.Fatalf("skills of the full context: %v", includedRefs(full))
+	}
+	budget := header + core + grids - 1
+	b, err := w.Context("th_observer", ContextOptions{Budget: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := omittedReason(b, "skill:grids"); !strings.HasPrefix(r, "over budget: needs ") {
+		t.Errorf("skill:grids: reason %q, want over budget", r)
+	}
+	if refs := includedRefs(b); !contains(refs, "skills|skill:core") || !contains(refs, "active thread|notes/observations.md") {
+		t.Errorf("included %v", refs)
+	}
+	if !strings.Contains(b.Text, "- skill:grids: over budget: needs ") {
+		t.Errorf("text does not list the skill left out:\n%s", b.Text)
+	}
+	checkContextGolden(t, "skills-over-budget", b)
+}
+
+// Broken skill files are refused with a note, never fatal, and nothing of
+// theirs reaches the text.
+func TestContextBadSkills(t *testing.T) {
+	w := skillFixture(t)
+	dir := filepath.Join(w.Dir(), SkillsDir)
+	secret := filepath.Join(t.TempDir(), "secret.md")
+	if err := os.WriteFile(secret, []byte("---\ndescription: SECRET\ntags: [grids]\n---\nSECRET BODY\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(dir, "linked.md")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "grids.md"), filepath.Join(dir, "inner.md")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "pipe.md"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	huge := "---\ndescription: HUGE\ntags: [grids]\n---\n" + strings.Repeat("x", SkillMaxBytes)
+	writeSkill(t, w, "huge", huge)
+	writeSkill(t, w, "broken", "---\ndescription: BROKEN\ntags grids\n---\nBROKEN BODY\n")
+	writeSkill(t, w, "notmatter", "# A skill without front matter\n")
+	writeSkill(t, w, "badbody", "---\ndescription: Bad body\ntags: [grids]\n---\n\xff\xfe\n")
+	writeSkill(t, w, "deep", "---\ndescription: d\ntags: ["+strings.Repeat("[", 1000)+"]\n---\n")
+	writeSkill(t, w, "bad name", "---\ndescription: d\ntags: [grids]\n---\n")
+	if err := os.Mkdir(filepath.Join(dir, "adir.md"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("NOTES FILE"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".grids.md12345"), []byte("TEMPFILE"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	setCardSkills(t, w, "observer", []string{"broken", "missing"})
+	b := withDeadlineBundle(t, w, "th_observer", ContextOptions{Budget: 100000})
+	want := map[string]string{
+		"skill:broken":          "refused: front matter: line 3: \"tags grids\" is not a key: value line",
+		"skill:missing":         "not found: no skills/missing.md (named by observer's card)",
+		"skill:linked":          "refused: is a symlink",
+		"skill:inner":           "refused: is a symlink",
+		"skill:pipe":            "refused: is a FIFO",
+		"skill:huge":            "refused: is " + groupDigits(len(huge)) + " bytes, over the 262,144-byte limit",
+		"skill:notmatter":       "refused: front matter: line 1:",
+		"skill:badbody":         "refused: the body is not UTF-8 text",
+		"skill:deep":            "refused: front matter: /tags/0: pattern: ",
+		"skill:adir":            "refused: is a directory",
+		"skills/bad name.md":    "refused: not a skill name",
+		"skill:grids (read)":    "",
+		"skill:core (read)":     "",
+		"notes.txt (passed by)": "",
+	}
+	for ref, prefix := range want {
+		if prefix == "" {
+			continue
+		}
+		if r := omittedReason(b, ref); !strings.HasPrefix(r, prefix) {
+			t.Errorf("%s: reason %q, want prefix %q", ref, r, prefix)
+		}
+	}
+	if len(b.Omitted) != len(want)-3 {
+		t.Errorf("omitted %d items, want %d: %v", len(b.Omitted), len(want)-3, b.Omitted)
+	}
+	for _, s := range []string{"SECRET", "HUGE", "BROKEN", "xxxxxxxx", "NOTES FILE", "TEMPFILE", "Bad body"} {
+		if strings.Contains(b.Text, s) {
+			t.Errorf("text holds %q of a refused file:\n%s", s, b.Text)
+		}
+	}
+	refs := includedRefs(b)
+	for _, ref := range []string{"skills|skill:core", "skills|skill:grids", "skills|skill:planning"} {
+		if !contains(refs, ref) {
+			t.Errorf("%s missing from %v", ref, refs)
+		}
+	}
+	checkContextGolden(t, "skills-refused", b)
+}
+
+// A skills/ that is a symlink or a file is one note, and the rest of the
+// context is built.
+func TestContextSkillsDirRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		make func(t *testing.T, root string)
+		want string
+	}{
+		{"symlink", func(t *testing.T, root string) {
+			other := t.TempDir()
+			if err := os.WriteFile(filepath.Join(other, "core.md"), []byte("---\ndescription: OUTSIDE\n---\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(other, filepath.Join(root, SkillsDir)); err != nil {
+				t.Fatal(err)
+			}
+		}, "refused: is a symlink, not a directory"},
+		{"file", func(t *testing.T, root string) {
+			if err := os.WriteFile(filepath.Join(root, SkillsDir), []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, "refused: is a regular file, not a directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := provFixture(t)
+			tc.make(t, w.Dir())
+			b, err := w.Context("th_observer", ContextOptions{Budget: 100000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := omittedReason(b, "skills/"); !strings.HasPrefix(r, tc.want) {
+				t.Errorf("skills/: reason %q, want %q", r, tc.want)
+			}
+			if strings.Contains(b.Text, "OUTSIDE") || !strings.Contains(b.Text, "### thread:th_observer") {
+				t.Errorf("text:\n%s", b.Text)
+			}
+			if _, _, err := w.ListSkills(); !errors.Is(err, ErrUnsafe) {
+				t.Errorf("ListSkills: %v, want ErrUnsafe", err)
+			}
+		})
+	}
+}
+
+func TestContextSkillsDeterministic(t *testing.T) {
+	w := skillFixture(t)
+	mode := "analysis"
+	if _, err := w.UpdateThread(context.Background(), "training-001", "th_observer", "observer", ThreadUpdate{PrimaryMode: &mode, SkillTags: &[]string{"grids", "colours"}}); err != nil {
+		t.Fatal(err)
+	}
+	first, err := w.Context("th_observer", ContextOptions{Budget: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A skill written again with the same bytes changes nothing.
+	writeSkill(t, w, "grids", gridsSkill)
+	for i := 0; i < 3; i++ {
+		b, err := w.Context("th_observer", ContextOptions{Budget: 400})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(b, first) {
+			t.Fatalf("run %d differs:\n%s\n---\n%s", i, b.Text, first.Text)
+		}
+	}
+}
+
+func TestSkillStore(t *testing.T) {
+	ctx := context.Background()
+	w := provFixture(t)
+	if s, r, err := w.ListSkills(); err != nil || len(s) != 0 || len(r) != 0 {
+		t.Fatalf("no skills/: %v %v %v", s, r, err)
+	}
+	if _, err := w.GetSkill("grids"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("get before add: %v", err)
+	}
+	s, err := w.AddSkill(ctx, AddSkillRequest{Name: "grids", Data: []byte(gridsSkill)})
+	if err != nil || s.Name != "grids" || s.Description == "" {
+		t.Fatalf("add: %+v %v", s, err)
+	}
+	if _, err := w.AddSkill(ctx, AddSkillRequest{Name: "grids", Data: []byte(gridsSkill)}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("add twice: %v", err)
+	}
+	before, _ := os.ReadFile(filepath.Join(w.Dir(), "skills", "grids.md"))
+	if _, err := w.AddSkill(ctx, AddSkillRequest{Name: "grids", Data: []byte("no front matter"), Replace: true}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("replace with a broken skill: %v", err)
+	}
+	after, _ := os.ReadFile(filepath.Join(w.Dir(), "skills", "grids.md"))
+	if !bytes.Equal(before, after) {
+		t.Fatal("a refused skill changed the file")
+	}
+	for _, bad := range []string{"", "../x", "a/b", ".hidden", "bad name"} {
+		if _, err := w.AddSkill(ctx, AddSkillRequest{Name: bad, Data: []byte(gridsSkill)}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("add %q: %v", bad, err)
+		}
+	}
+	replaced := strings.Replace(gridsSkill, "Read row by row.", "Read column by column.", 1)
+	if _, err := w.AddSkill(ctx, AddSkillRequest{Name: "grids", Data: []byte(replaced), Replace: true}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := w.GetSkill("grids")
+	if err != nil || !strings.Contains(got.Body, "column by column") || got.Size != int64(len(replaced)) {
+		t.Fatalf("get: %+v %v", got, err)
+	}
+	writeSkill(t, w, "broken", "---\n")
+	list, refused, err := w.ListSkills()
+	if err != nil || len(list) != 1 || list[0].Name != "grids" || list[0].Body != "" || len(refused) != 1 || refused[0].File != "skills/broken.md" {
+		t.Fatalf("list: %+v %+v %v", list, refused, err)
+	}
+	if _, err := w.GetSkill("broken"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("get broken: %v", err)
+	}
+	if err := w.RemoveSkill(ctx, "grids", "test"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RemoveSkill(ctx, "grids", "test"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("remove twice: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(w.Dir(), "skills", "grids.md")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("file still there: %v", err)
+	}
+}
+
+func FuzzParseSkill(f *testing.F) {
+	for _, s := range []string{gridsSkill, "", "---\n---\n", "---\ndescription: \"\\u00e9\"\ntags: []\n---\n", "\ufeff---\r\ndescription: d\r\n---\r\n", "---\ndescription: d\ntags: [a,,]\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := ParseSkill(data)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) || HintOf(err) == "" && !strings.Contains(err.Error(), "limit") && !strings.Contains(err.Error(), "body") {
+				t.Fatalf("error without kind or hint: %v", err)
+			}
+			return
+		}
+		if s.Description == "" || s.Tags == nil || s.Modes == nil || s.Size != int64(len(data)) {
+			t.Fatalf("accepted a skill without its fields: %+v", s)
+		}
+		// The head alone (what a context reads to choose) agrees.
+		head := data
+		if len(head) > SkillFrontMatterMaxBytes+3 {
+			head = head[:SkillFrontMatterMaxBytes+3]
+		}
+		meta, _, err := parseFrontMatter(head, len(head) == len(data))
+		if err != nil || meta.Description != s.Description {
+			t.Fatalf("head parse disagrees: %+v %v", meta, err)
+		}
+		again, err := ParseSkill(ComposeSkill(SkillMeta{Description: s.Description, Tags: s.Tags, Modes: s.Modes}, s.Body))
+		if err != nil || again.Description != s.Description || again.Body != s.Body {
+			t.Fatalf("compose round trip: %+v %v", again, err)
+		}
+	})
+}
