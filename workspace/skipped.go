@@ -202,8 +202,8 @@ func (w *Workspace) skippedProducts(id, sub string) ([]Skipped, error) {
 	}
 	var out []Skipped
 	for _, n := range names {
-		if strings.HasPrefix(n, ".") {
-			continue
+		if strings.HasPrefix(n, ".") || n == HistoryDir {
+			continue // history/ keeps the versions writes replaced
 		}
 		name := path.Join(dir, n)
 		base, ok := strings.CutSuffix(n, ".json")

@@ -38,15 +38,12 @@ func hintFor(err error) string {
 		return schemaHint(invalid)
 	case errors.As(err, &syntax):
 		return fmt.Sprintf("the file must hold one JSON document; look at line %d, column %d", syntax.Line, syntax.Column)
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
-		return "free some space on the root's filesystem and run it again (a failed command leaves nothing partial)"
-	case errors.Is(err, syscall.EROFS):
-		return "the root's filesystem is mounted read-only; remount it read-write, or point --root at another"
 	case errors.Is(err, syscall.ENOTDIR):
 		return "a part of the path is a file, not a directory: check --root and the paths given"
-	case errors.Is(err, fs.ErrPermission):
-		return "this user may not read or write there: check the owner and mode of the file and its directory"
 	}
+	// A full disk, a read-only filesystem, missing permissions and the
+	// open-files limit get workspace.FaultHint's line, in the CLI and the
+	// MCP tools alike (see report).
 	return ""
 }
 
