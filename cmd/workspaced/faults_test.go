@@ -224,3 +224,93 @@ func TestServeRefusesSymlinkedTask(t *testing.T) {
 		t.Errorf("want the refusal logged once; log:\n%s", srv.stderr)
 	}
 }
+
+// Agents keep dropping markers while the disk fills up and stays full:
+// the agents' writes fail cleanly, the daemon neither dies nor spins,
+// and once space is freed every marker that made it to disk is applied
+// exactly once, in a contiguous journal equal to its rebuild.
+func TestServeDiskFullUnderLoad(t *testing.T) {
+	mnt := smallExt4(t, 48<<20)
+	w := newWSIn(t, mnt)
+	x := w.open()
+	srv := w.serve("--rescan", "1s")
+	const subtasks = 40
+	executingTask(t, x, "t1", subtasks)
+
+	stop := make(chan struct{})
+	dropped := make(chan string, 2*subtasks)
+	agentDone := make(chan struct{})
+	go func() {
+		defer close(agentDone)
+		for s := 1; s <= subtasks; s++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			// A write refused for want of space is simply not dropped.
+			if name, err := x.WriteClaim("t1", fmt.Sprintf("w%d", s%5), fmt.Sprintf("st_%d", s)); err == nil {
+				dropped <- filepath.Base(name)
+			}
+			time.Sleep(5 * time.Millisecond) // an agent's pace, not a wait for a condition
+		}
+	}()
+	fill(t, mnt)
+	filler := filepath.Join(mnt, "filler")
+	// The agents go on against the full disk until they are through; the
+	// daemon, meanwhile, meets it too and goes on rescanning.
+	<-agentDone
+	close(stop)
+	full := time.Now()
+	eventually(t, "a rescan on the full disk", func() (bool, string) {
+		l := w.live()
+		return l != nil && l.LastRescan.After(full), "no rescan yet"
+	})
+	if !srv.running() {
+		t.Fatalf("daemon exited on the full disk:\n%s", srv.stderr)
+	}
+	close(dropped)
+	var names []string
+	for n := range dropped {
+		names = append(names, n)
+	}
+	// While the disk is full, a CLI write fails cleanly with the hint.
+	r := w.run("env", "store", "--task", "t1", "--key", "k", "--description", "d", "--value", `"v"`)
+	if r.code == 0 || !strings.Contains(r.stderr, "hint: the filesystem is full") {
+		t.Errorf("env store on a full disk: exit %d, stderr %q; want a failure with the full-disk hint", r.code, r.stderr)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "every dropped claim applied", func() (bool, string) {
+		st, err := x.ReadState("t1")
+		if err != nil {
+			return false, err.Error()
+		}
+		ents, _ := os.ReadDir(filepath.Join(w.root, "tasks", "t1"))
+		for _, e := range ents {
+			if _, ok := workspace.IsMarkerName(e.Name()); ok {
+				return false, "marker waiting: " + e.Name()
+			}
+		}
+		_, stopped := stoppedTask(w.live(), "t1")
+		return !stopped, fmt.Sprintf("journal_seq %d, stopped %v", st.JournalSeq, stopped)
+	})
+	srv.stop()
+	recs := checkJournal(t, x, "t1")
+	seen := map[string]bool{}
+	for _, r := range recs {
+		seen[r.File] = true
+	}
+	for _, n := range names {
+		if !seen[n] {
+			t.Errorf("claim %s was dropped but never journaled", n)
+		}
+	}
+	if len(names) == 0 {
+		t.Error("no claim was dropped at all: the test exercised nothing")
+	}
+	if out := w.ok("state", "rebuild", "--task", "t1"); !strings.Contains(out, "matches") {
+		t.Errorf("rebuild differs:\n%s", out)
+	}
+}
