@@ -79,7 +79,7 @@ func skillAdd(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("skill add")
 	name := fs.String("name", "", "skill `NAME` (the file is skills/<NAME>.md)")
 	file := fs.String("file", "", "the skill, or with --description its body (`F`, - for stdin)")
-	desc := fs.String("description", "", "write the front matter: one line saying what the skill teaches")
+	desc := fs.String("description", "", "write the front matter: `D`, one line saying what the skill teaches")
 	tags := fs.String("tags", "", "with --description: comma-separated `LIST` of tags")
 	modes := fs.String("modes", "", "with --description: comma-separated `LIST` of modes")
 	replace := fs.Bool("replace", false, "replace an existing skill")
@@ -229,6 +229,7 @@ Deletes skills/<name>.md under its lock.
 
 Examples:
   workspaced skill remove --name grids
+  workspaced --root /srv/agents skill remove --name core --agent maintainer
 
 Exit codes: 0 ok, 1 failure, 2 usage, 3 no such skill, 4 lock timeout.
 `
