@@ -79,7 +79,11 @@ type outcome struct {
 	gone     bool      // the task directory is gone
 	waitTill time.Time // a marker waits for its grace period until then
 	taken    int       // markers journaled
-	err      error
+	// partial: only the markers the wake named were looked for, and none
+	// was there; it says nothing of other markers waiting in the
+	// directory, or of their grace periods.
+	partial bool
+	err     error
 }
 
 var errNoTask = errors.New("no task.json yet")
@@ -111,16 +115,23 @@ func (t *task) process(ctx context.Context, w wake, recover bool) (out outcome) 
 		return out
 	}
 	if !t.mayHaveMarkers(w) {
+		// Only a look at the whole directory may find the task quiet: a
+		// marker a wake did not name may be waiting for its grace period.
+		whole := w.all || len(w.names) == 0
 		if !recover && t.stopped == nil && (t.loaded || t.finished) {
 			out.finished = t.finished || vocab.Finished(t.st.Status)
-			t.noteQuiet(fi)
+			out.partial = !whole
+			if whole {
+				t.noteQuiet(fi)
+			}
 			return out
 		}
 		if t.upToDate() {
 			// Nothing to take and nothing past state.json in the
 			// journal: no lock, no write.
 			out.finished = vocab.Finished(t.st.Status)
-			if out.finished {
+			out.partial = !whole
+			if out.finished && whole {
 				t.noteQuiet(fi)
 			}
 			return out
