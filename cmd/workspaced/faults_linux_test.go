@@ -207,3 +207,43 @@ func TestServeInotifyLimit(t *testing.T) {
 	}
 	srv.stop()
 }
+
+// TestServeRescanReadsNothingIdle: once every task has been looked at, a
+// rescan of a tree where nothing happens reads no file: each task
+// directory is looked up, and one unchanged since it was last found quiet
+// is not read, active or finished. What the daemon reads is counted by
+// the kernel (/proc/<pid>/io rchar); a rescan that read the state.json of
+// each of the 200 active tasks would read over 100 KiB.
+func TestServeRescanReadsNothingIdle(t *testing.T) {
+	const active, finished = 200, 200
+	w := newWS(t)
+	var gs []genTask
+	for i := range active {
+		gs = append(gs, genTask{id: fmt.Sprintf("run-%03d", i), status: vocab.StatusExecuting, age: time.Hour})
+	}
+	for i := range finished {
+		gs = append(gs, genTask{id: fmt.Sprintf("done-%03d", i), status: vocab.StatusCompleted, age: 48 * time.Hour})
+	}
+	writeGenTasks(t, w.root, gs, time.Now())
+	// Subtasks in progress stay under their timeouts: no friction to record.
+	writeFileAll(t, filepath.Join(w.root, "workspace.json"),
+		[]byte(`{"friction": {"timeout_low": "720h", "timeout_medium": "720h", "timeout_high": "720h"}}`+"\n"))
+	srv := w.serve("--rescan", "100ms")
+	pid := srv.cmd.Process.Pid
+	w.awaitServing()
+	w.awaitRescans(2) // every task looked at once more after the start
+
+	before := readProcIO(t, pid)
+	w.awaitRescans(5)
+	after := readProcIO(t, pid)
+	// The Go runtime wakes its poller through an eventfd: 8 bytes read
+	// and written a wake-up, a few a rescan.
+	const runtimeNoise = 1024
+	if read := after.rchar - before.rchar; read > runtimeNoise {
+		t.Errorf("5 rescans of an idle tree read %d bytes, want none (the runtime's own wake-ups aside)", read)
+	}
+	if wrote := after.writeBytes - before.writeBytes; wrote != 0 {
+		t.Errorf("5 rescans of an idle tree wrote %d bytes", wrote)
+	}
+	srv.stop()
+}

@@ -47,6 +47,11 @@ type task struct {
 	// found with no marker and nothing to do: a rescan that finds it
 	// unchanged need not read the directory.
 	quiet time.Time
+	// current: st was read from state.json and found up to date with the
+	// journal (upToDate) without being loaded for a commit. Like loaded,
+	// it lets a task found quiet be passed over, so that an active task
+	// with nothing to do is not read again at every rescan.
+	current bool
 	// stopped is the error that stopped the task's last processing (an
 	// I/O error: a full disk, a read-only filesystem); it is retried with
 	// backoff (failures in a row), and status names it.
@@ -109,7 +114,7 @@ func (t *task) process(ctx context.Context, w wake, recover bool) (out outcome) 
 		out.gone, out.err = true, fmt.Errorf("tasks/%s is a %s, not a directory: not served", t.id, workspace.FileKind(fi.Mode()))
 		return out
 	}
-	if err == nil && w.all && !recover && t.stopped == nil && (t.loaded || t.finished) && fi.ModTime().Equal(t.quiet) {
+	if err == nil && w.all && !recover && t.stopped == nil && (t.loaded || t.current || t.finished) && fi.ModTime().Equal(t.quiet) {
 		// Nothing was added to the directory since it was last quiet.
 		out.finished = t.finished || vocab.Finished(t.st.Status)
 		return out
@@ -118,7 +123,7 @@ func (t *task) process(ctx context.Context, w wake, recover bool) (out outcome) 
 		// Only a look at the whole directory may find the task quiet: a
 		// marker a wake did not name may be waiting for its grace period.
 		whole := w.all || len(w.names) == 0
-		if !recover && t.stopped == nil && (t.loaded || t.finished) {
+		if !recover && t.stopped == nil && (t.loaded || t.current || t.finished) {
 			out.finished = t.finished || vocab.Finished(t.st.Status)
 			out.partial = !whole
 			if whole {
@@ -131,7 +136,7 @@ func (t *task) process(ctx context.Context, w wake, recover bool) (out outcome) 
 			// journal: no lock, no write.
 			out.finished = vocab.Finished(t.st.Status)
 			out.partial = !whole
-			if out.finished && whole {
+			if whole {
 				t.noteQuiet(fi)
 			}
 			return out
@@ -178,7 +183,7 @@ func (t *task) noteQuiet(fi fs.FileInfo) {
 // forget drops the cached state: the next process reads the task from
 // disk.
 func (t *task) forget() {
-	t.loaded, t.st, t.plan, t.fi, t.valid, t.progress = false, workspace.State{}, nil, nil, false, nil
+	t.loaded, t.current, t.st, t.plan, t.fi, t.valid, t.progress = false, false, workspace.State{}, nil, nil, false, nil
 }
 
 // hasMarkers reports whether the task directory holds a marker name (or
