@@ -237,10 +237,12 @@ func measureScale(t *testing.T, parent string, n int, idle time.Duration) scaleR
 	if r.watches != r.active+1 {
 		t.Errorf("%d tasks: the daemon holds %d watches, want tasks/ and the %d active tasks", n, r.watches, r.active)
 	}
-	// Idle, the daemon has nothing to write: a byte written is a bug
-	// (time is only reported: the machine is shared).
-	if r.idleIO.writeBytes != 0 || r.idleIO.wchar != 0 {
-		t.Errorf("%d tasks: the idle daemon wrote %d bytes (wchar %d)", n, r.idleIO.writeBytes, r.idleIO.wchar)
+	// Idle, the daemon has nothing to write: a byte it sends to the disk
+	// is a bug. (wchar is only reported: the Go runtime wakes its poller
+	// by writing 8 bytes to an eventfd. Time is only reported too: the
+	// machine is shared.)
+	if r.idleIO.writeBytes != 0 {
+		t.Errorf("%d tasks: the idle daemon wrote %d bytes to the disk (wchar %d)", n, r.idleIO.writeBytes, r.idleIO.wchar)
 	}
 
 	for _, args := range [][]string{{"task", "list"}, {"status"}, {"events"}} {
