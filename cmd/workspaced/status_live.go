@@ -42,7 +42,7 @@ func printLive(out io.Writer, l *daemon.Live) {
 	}
 	if l.Unwatched > 0 {
 		fmt.Fprintf(out, "degraded: %d task directories not watched (%s); the rescans take their markers\n", l.Unwatched, l.UnwatchedReason)
-		fmt.Fprintln(out, "hint: raise the inotify watch limit (sysctl fs.inotify.max_user_watches) and restart the daemon")
+		fmt.Fprintln(out, "hint: raise the inotify watch limit (sysctl fs.inotify.max_user_watches); the next rescan adds the watches missing, without a restart")
 	}
 	for _, s := range l.Stopped {
 		fmt.Fprintf(out, "degraded: task %s stopped since %s, retried %d times: %s\n", s.Task, shortTime(s.Since), s.Retries, s.Error)

@@ -516,7 +516,11 @@ func (l *loop) processAll(ctx context.Context, recover bool) {
 		if o.taken > 0 {
 			d.log.Info("markers taken", "task", t.id, "count", o.taken)
 		}
-		t.waitTill = o.waitTill
+		wait := o.waitTill
+		if o.partial {
+			wait = t.waitTill // the markers waiting wait as they did
+		}
+		t.waitTill = wait
 		if t.stopped != nil {
 			retry := d.now().Add(min(retryFirst<<min(t.failures-1, 16), retryMax))
 			if t.waitTill.IsZero() || retry.Before(t.waitTill) {
@@ -526,7 +530,7 @@ func (l *loop) processAll(ctx context.Context, recover bool) {
 		if !t.waitTill.IsZero() {
 			l.waitFor(t.waitTill)
 		}
-		t.finished = o.finished && o.waitTill.IsZero()
+		t.finished = o.finished && wait.IsZero()
 		if t.finished {
 			l.unwatch(t)
 		} else {

@@ -75,7 +75,7 @@ func (t *task) upToDate() bool {
 		return false
 	}
 	t.forget()
-	t.st = st
+	t.st, t.current = st, true
 	t.noteProgress()
 	return true
 }

@@ -45,9 +45,13 @@ type task struct {
 	scan        uint64    // the last full scan that saw its directory
 	// quiet is the task directory's modification time when it was last
 	// found with no marker and nothing to do: a rescan that finds it
-	// unchanged need not read it (a marker dropped, or a state.json
-	// replaced, changes it; journal/ changes only by the daemon's hand).
+	// unchanged need not read the directory.
 	quiet time.Time
+	// current: st was read from state.json and found up to date with the
+	// journal (upToDate) without being loaded for a commit. Like loaded,
+	// it lets a task found quiet be passed over, so that an active task
+	// with nothing to do is not read again at every rescan.
+	current bool
 	// stopped is the error that stopped the task's last processing (an
 	// I/O error: a full disk, a read-only filesystem); it is retried with
 	// backoff (failures in a row), and status names it.
@@ -80,7 +84,11 @@ type outcome struct {
 	gone     bool      // the task directory is gone
 	waitTill time.Time // a marker waits for its grace period until then
 	taken    int       // markers journaled
-	err      error
+	// partial: only the markers the wake named were looked for, and none
+	// was there; it says nothing of other markers waiting in the
+	// directory, or of their grace periods.
+	partial bool
+	err     error
 }
 
 var errNoTask = errors.New("no task.json yet")
@@ -106,16 +114,20 @@ func (t *task) process(ctx context.Context, w wake, recover bool) (out outcome) 
 		out.gone, out.err = true, fmt.Errorf("tasks/%s is a %s, not a directory: not served", t.id, workspace.FileKind(fi.Mode()))
 		return out
 	}
-	if err == nil && w.all && !recover && t.stopped == nil && !t.quiet.IsZero() && fi.ModTime().Equal(t.quiet) {
+	if err == nil && w.all && !recover && t.stopped == nil && (t.loaded || t.current || t.finished) && fi.ModTime().Equal(t.quiet) {
 		// Nothing was added to the directory since it was last quiet.
 		out.finished = t.finished || vocab.Finished(t.st.Status)
 		return out
 	}
 	if !t.mayHaveMarkers(w) {
-		if !recover && t.stopped == nil && (t.loaded || t.finished) {
+		// Only a look at the whole directory may find the task quiet: a
+		// marker a wake did not name may be waiting for its grace period.
+		whole := w.all || len(w.names) == 0
+		if !recover && t.stopped == nil && (t.loaded || t.current || t.finished) {
 			out.finished = t.finished || vocab.Finished(t.st.Status)
-			if w.all || len(w.names) == 0 {
-				t.noteQuiet(fi) // the whole directory was looked at
+			out.partial = !whole
+			if whole {
+				t.noteQuiet(fi)
 			}
 			return out
 		}
@@ -123,7 +135,8 @@ func (t *task) process(ctx context.Context, w wake, recover bool) (out outcome) 
 			// Nothing to take and nothing past state.json in the
 			// journal: no lock, no write.
 			out.finished = vocab.Finished(t.st.Status)
-			if w.all || len(w.names) == 0 {
+			out.partial = !whole
+			if whole {
 				t.noteQuiet(fi)
 			}
 			return out
@@ -170,7 +183,7 @@ func (t *task) noteQuiet(fi fs.FileInfo) {
 // forget drops the cached state: the next process reads the task from
 // disk.
 func (t *task) forget() {
-	t.loaded, t.st, t.plan, t.fi, t.valid, t.progress = false, workspace.State{}, nil, nil, false, nil
+	t.loaded, t.current, t.st, t.plan, t.fi, t.valid, t.progress = false, false, workspace.State{}, nil, nil, false, nil
 }
 
 // hasMarkers reports whether the task directory holds a marker name (or
