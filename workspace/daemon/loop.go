@@ -438,6 +438,13 @@ func (l *loop) fullScan(ctx context.Context, recover bool) {
 		if !t.finished && !t.refused {
 			l.watch(t) // the watch first, then the scan
 		}
+		if !recover && !t.queued {
+			// A task known quiet, its directory unchanged, is passed
+			// over here: an Lstat, not a goroutine of processAll.
+			if fi, err := d.ws.Root().Lstat(workspace.TaskDir(id)); err == nil && t.quietAt(fi) {
+				continue
+			}
+		}
 		l.wake(t, wake{all: true})
 	}
 	for id, t := range d.tasks {

@@ -114,7 +114,7 @@ func (t *task) process(ctx context.Context, w wake, recover bool) (out outcome) 
 		out.gone, out.err = true, fmt.Errorf("tasks/%s is a %s, not a directory: not served", t.id, workspace.FileKind(fi.Mode()))
 		return out
 	}
-	if err == nil && w.all && !recover && t.stopped == nil && (t.loaded || t.current || t.finished) && fi.ModTime().Equal(t.quiet) {
+	if err == nil && w.all && !recover && t.quietAt(fi) {
 		// Nothing was added to the directory since it was last quiet.
 		out.finished = t.finished || vocab.Finished(t.st.Status)
 		return out
@@ -170,6 +170,14 @@ func (t *task) process(ctx context.Context, w wake, recover bool) (out outcome) 
 		t.forget()
 	}
 	return out
+}
+
+// quietAt reports whether the task, whose directory's Lstat is fi, is
+// known to have nothing to do: found quiet, and its directory unchanged
+// since (a marker dropped, or a state.json replaced, changes it; journal/
+// changes only by the daemon's hand).
+func (t *task) quietAt(fi fs.FileInfo) bool {
+	return fi.IsDir() && t.stopped == nil && (t.loaded || t.current || t.finished) && fi.ModTime().Equal(t.quiet)
 }
 
 // noteQuiet remembers the directory's modification time of a task found
