@@ -730,6 +730,39 @@ func TestBackupRestoreCommand(t *testing.T) {
 
 // tuneGC raises the GC target and sets a soft memory limit for a daemon
 // process, unless the environment already says how.
+// The daemon's soft memory limit stays at its default for a small tree
+// and grows to twice the live heap of a large one, so that the collector
+// does not run over and over in an idle daemon.
+func TestMemLimitFor(t *testing.T) {
+	for _, tt := range []struct {
+		live uint64
+		want int64
+	}{
+		{0, daemonMemLimit},
+		{10 << 20, daemonMemLimit},
+		{24 << 20, daemonMemLimit},
+		{40 << 20, 80 << 20},
+		{100 << 20, 200 << 20},
+	} {
+		if got := memLimitFor(tt.live); got != tt.want {
+			t.Errorf("memLimitFor(%d MiB) = %d MiB, want %d MiB", tt.live>>20, got>>20, tt.want>>20)
+		}
+	}
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	debug.SetMemoryLimit(1 << 30)
+	fitMemoryLimit()
+	if got := debug.SetMemoryLimit(-1); got != 1<<30 {
+		t.Errorf("memory limit = %d with GOMEMLIMIT set, want it left alone", got)
+	}
+	t.Setenv("GOMEMLIMIT", "")
+	debug.SetMemoryLimit(1 << 20)
+	fitMemoryLimit()
+	if got := debug.SetMemoryLimit(-1); got < daemonMemLimit {
+		t.Errorf("memory limit = %d after fitMemoryLimit, want at least %d", got, daemonMemLimit)
+	}
+}
+
 func TestTuneGC(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))

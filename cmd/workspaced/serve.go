@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
 	"time"
 
 	"github.com/workspaced/workspaced/vocab"
@@ -67,7 +68,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	tuneGC()
-	cfg := daemon.Config{Root: e.root, Rescan: *rescan, Grace: *grace, Strict: *strict, Logger: logger}
+	cfg := daemon.Config{Root: e.root, Rescan: *rescan, Grace: *grace, Strict: *strict, Logger: logger, Ready: fitMemoryLimit}
 	if flagWasSet(fs, "cleanup-interval") {
 		cfg.CleanupInterval = *cleanup
 		if *cleanup == 0 {
@@ -132,12 +133,38 @@ func newLogger(e *env, format, level string) (*slog.Logger, error) {
 // A burst of markers allocates much and keeps little, so a daemon lets its
 // heap grow further between collections than Go's default (less CPU per
 // marker), under a soft memory limit well within the RSS it is meant to
-// stay under (64 MiB with 10,000 tasks). GOGC or GOMEMLIMIT in the
+// stay under (64 MiB with 10,000 tasks), raised once it is ready when the
+// tree's live heap needs more (see memLimitFor). GOGC or GOMEMLIMIT in the
 // environment win.
 const (
 	daemonGCPercent = 400
 	daemonMemLimit  = 48 << 20
 )
+
+// memLimitFor is the soft memory limit of a daemon whose live heap, once
+// its start-up scan is done, is live bytes: daemonMemLimit, or twice the
+// live heap when that is more. Under a limit below the live heap (a tree
+// of many thousands of tasks) the collector would run over and over even
+// while the daemon is idle.
+func memLimitFor(live uint64) int64 {
+	return max(int64(daemonMemLimit), 2*int64(live))
+}
+
+// fitMemoryLimit raises the soft memory limit to memLimitFor the live
+// heap, unless GOMEMLIMIT is set. The daemon calls it once ready.
+func fitMemoryLimit() {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindUint64 {
+		return
+	}
+	if limit := memLimitFor(sample[0].Value.Uint64()); limit > debug.SetMemoryLimit(-1) {
+		debug.SetMemoryLimit(limit)
+	}
+}
 
 // tuneGC sets the garbage collector for a process that runs the daemon.
 func tuneGC() {
