@@ -29,6 +29,24 @@ func newWSIn(t *testing.T, dir string) *ws {
 	return w
 }
 
+// settled waits until the daemon has settled task id's journal: no taken
+// marker is left beside its record.
+func settled(t *testing.T, root, id string) {
+	t.Helper()
+	eventually(t, "the journal of "+id+" settled", func() (bool, string) {
+		ents, err := os.ReadDir(filepath.Join(root, "tasks", id, "journal"))
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, e := range ents {
+			if strings.Contains(e.Name(), ".taken") {
+				return false, e.Name()
+			}
+		}
+		return true, ""
+	})
+}
+
 // live reads the serving daemon's report through `status --json`.
 func (w *ws) live() *daemon.Live {
 	w.t.Helper()
@@ -64,6 +82,9 @@ func TestServeDiskFull(t *testing.T) {
 	srv := w.serve("--rescan", "1s")
 	executingTask(t, x, "t1", 3)
 	before := stateWhere(t, x, "t1", func(workspace.State) bool { return true })
+	// Settled first, so that nothing the daemon removes later frees room
+	// on the full disk.
+	settled(t, w.root, "t1")
 
 	if err := srv.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -225,10 +246,10 @@ func TestServeRefusesSymlinkedTask(t *testing.T) {
 	}
 }
 
-// Agents keep dropping markers while the disk fills up and stays full:
-// the agents' writes fail cleanly, the daemon neither dies nor spins,
-// and once space is freed every marker that made it to disk is applied
-// exactly once, in a contiguous journal equal to its rebuild.
+// Agents keep dropping markers while the disk fills up: the writes that
+// meet it fail, the daemon goes on, and once space is freed every marker
+// that made it to disk is applied exactly once, in a contiguous journal
+// equal to its rebuild.
 func TestServeDiskFullUnderLoad(t *testing.T) {
 	mnt := smallExt4(t, 48<<20)
 	w := newWSIn(t, mnt)
@@ -274,11 +295,9 @@ func TestServeDiskFullUnderLoad(t *testing.T) {
 	for n := range dropped {
 		names = append(names, n)
 	}
-	// While the disk is full, a CLI write fails cleanly with the hint.
-	r := w.run("env", "store", "--task", "t1", "--key", "k", "--description", "d", "--value", `"v"`)
-	if r.code == 0 || !strings.Contains(r.stderr, "hint: the filesystem is full") {
-		t.Errorf("env store on a full disk: exit %d, stderr %q; want a failure with the full-disk hint", r.code, r.stderr)
-	}
+	// (A CLI write on the full disk failing with its hint is
+	// TestServeDiskFull's and TestWriteOnFullDisk's: here, settling may
+	// have freed a few blocks since the disk filled.)
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
