@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -67,12 +66,5 @@ func taskCancel(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if wait.on {
-		return awaitVerdict(ctx, e, w, op, id, m, after, wait, *asJSON)
-	}
-	if *asJSON {
-		return printJSON(e.stdout, map[string]string{"marker": e.display(m)})
-	}
-	fmt.Fprintln(e.stdout, e.display(m))
-	return nil
+	return reportMarker(ctx, e, w, op, id, m, after, wait, *asJSON)
 }

@@ -119,6 +119,19 @@ func beforeMarker(w *workspace.Workspace, op, taskID string, wait bool) (int64, 
 	return after, nil
 }
 
+// reportMarker ends a command that dropped marker m: with --wait it waits
+// for the daemon's verdict and exits by it; without, it prints the marker.
+func reportMarker(ctx context.Context, e *env, w *workspace.Workspace, op, taskID, m string, after int64, wf waitFlag, asJSON bool) error {
+	if wf.on {
+		return awaitVerdict(ctx, e, w, op, taskID, m, after, wf, asJSON)
+	}
+	if asJSON {
+		return printJSON(e.stdout, map[string]string{"marker": e.display(m)})
+	}
+	fmt.Fprintln(e.stdout, e.display(m))
+	return nil
+}
+
 // awaitVerdict waits for the verdict on the marker m (its path relative to
 // the root) and reports it: printed (the marker's path, then the verdict)
 // or as JSON, with the error that gives its exit code — 0 won or applied,
