@@ -40,8 +40,9 @@ It stops cleanly on SIGINT or SIGTERM.
 
 Defaults come from workspace.json ("daemon": {"rescan": "30s", "grace":
 "5s", "cleanup_interval": "24h"}); flags override them. The daemon runs Go's
-garbage collector as GOGC=400 under GOMEMLIMIT=48MiB (less CPU per marker);
-either variable in the environment wins.
+garbage collector as GOGC=400 under GOMEMLIMIT=48MiB (less CPU per marker),
+the limit raised once it is ready to twice its live heap when a large tree
+needs more; either variable in the environment wins.
 
 Examples:
   workspaced serve
