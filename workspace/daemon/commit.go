@@ -255,9 +255,9 @@ func (d *Daemon) observe(ctx context.Context, evs []workspace.Event) {
 	if err != nil {
 		d.log.Warn("record friction", "err", err)
 	}
-	tasks := map[string]bool{}
-	for _, o := range obs {
-		tasks[o.TaskID] = true
+	tasks := make([]string, len(obs))
+	for i, o := range obs {
+		tasks[i] = o.TaskID
 	}
 	d.noteFriction(entries, since, tasks)
 }

@@ -59,6 +59,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -281,21 +282,22 @@ func (d *Daemon) checkTimeouts(ctx context.Context) {
 	if err != nil {
 		d.log.Warn("record timeout friction", "err", err)
 	}
-	tasks := map[string]bool{}
-	for _, f := range fs {
-		tasks[f.TaskID] = true
+	tasks := make([]string, len(fs))
+	for i, f := range fs {
+		tasks[i] = f.TaskID
 	}
 	d.noteFriction(entries, since, tasks)
 }
 
 // noteFriction writes a friction_recorded event for each entry recorded
-// or merged, into the events of the tasks that caused it. An entry is new
-// when it was stamped at or after since.
-func (d *Daemon) noteFriction(entries []friction.Entry, since time.Time, tasks map[string]bool) {
+// or merged, into the events of the tasks that caused it (tasks: the ids
+// of the observations, a few). An entry is new when it was stamped at or
+// after since.
+func (d *Daemon) noteFriction(entries []friction.Entry, since time.Time, tasks []string) {
 	for _, e := range entries {
 		var ts []string
 		for _, t := range e.AffectedTasks {
-			if tasks[t] {
+			if slices.Contains(tasks, t) {
 				ts = append(ts, t)
 			}
 		}
