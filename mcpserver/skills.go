@@ -40,7 +40,7 @@ func (s *Server) skills(ctx context.Context, _ *mcp.CallToolRequest, in skillsIn
 		if err != nil {
 			return "", err
 		}
-		return string(workspace.ComposeSkill(workspace.SkillMeta{Description: sk.Description, Tags: sk.Tags, Modes: sk.Modes}, sk.Body)), nil
+		return string(sk.File()), nil
 	}
 	list, refused, err := s.w.ListSkills()
 	if err != nil {

@@ -281,6 +281,11 @@ func quoteShort(s string) string {
 	return fmt.Sprintf("%q", cutText(s, 40))
 }
 
+// File renders the skill as its file is written: front matter, then body.
+func (s Skill) File() []byte {
+	return ComposeSkill(SkillMeta{Description: s.Description, Tags: s.Tags, Modes: s.Modes}, s.Body)
+}
+
 // ComposeSkill renders a skill file from its front matter and body; the
 // result parses back to the same meta and body. A description that would
 // not read back as itself bare is written as a JSON string.

@@ -77,7 +77,7 @@ func TestParseSkill(t *testing.T) {
 					t.Fatalf("got %+v\nwant %+v", got, tc.want)
 				}
 				// What ComposeSkill writes reads back the same.
-				again, err := ParseSkill(ComposeSkill(SkillMeta{Description: got.Description, Tags: got.Tags, Modes: got.Modes}, got.Body))
+				again, err := ParseSkill(got.File())
 				if err != nil || again.Description != got.Description || !reflect.DeepEqual(again.Tags, got.Tags) || !reflect.DeepEqual(again.Modes, got.Modes) || again.Body != got.Body {
 					t.Fatalf("compose round trip: %+v, %v", again, err)
 				}
@@ -517,7 +517,7 @@ func FuzzParseSkill(f *testing.F) {
 		if err != nil || meta.Description != s.Description {
 			t.Fatalf("head parse disagrees: %+v %v", meta, err)
 		}
-		again, err := ParseSkill(ComposeSkill(SkillMeta{Description: s.Description, Tags: s.Tags, Modes: s.Modes}, s.Body))
+		again, err := ParseSkill(s.File())
 		if err != nil || again.Description != s.Description || again.Body != s.Body {
 			t.Fatalf("compose round trip: %+v %v", again, err)
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -8,12 +9,14 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
+
+	"github.com/workspaced/workspaced/bench"
 )
 
 // smallExt4 makes an ext4 image of size bytes, loop-mounts it on a fresh
-// directory and returns that directory; t.Cleanup unmounts it. It skips
-// the test, saying why, when the process is not root, mkfs.ext4 is
+// directory (bench.MountExt4, as `bench --ext4` does) and returns that
+// directory; t.Cleanup unmounts it and removes the image. It skips the
+// test, saying why, when the process is not root, mkfs.ext4 or mount is
 // missing or no loop device can be had.
 func smallExt4(t *testing.T, size int64) string {
 	t.Helper()
@@ -26,42 +29,16 @@ func smallExt4(t *testing.T, size int64) string {
 	if _, err := exec.LookPath("mount"); err != nil {
 		t.Skip("skipped: mount not found (Debian package mount; .ci/run installs it)")
 	}
-	dir := t.TempDir()
-	img := filepath.Join(dir, "fs.img")
-	f, err := os.Create(img)
+	e, err := bench.MountExt4(context.Background(), t.TempDir(), size, true)
 	if err != nil {
-		t.Fatal(err)
-	}
-	err = f.Truncate(size)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mkfs.ext4", "-q", "-F", img).CombinedOutput(); err != nil {
-		t.Fatalf("mkfs.ext4: %v: %s", err, out)
-	}
-	mnt := filepath.Join(dir, "mnt")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
-		t.Skipf("skipped: cannot loop-mount an ext4 image (no loop device free or allowed?): %v: %s", err, strings.TrimSpace(string(out)))
+		t.Skipf("skipped: cannot loop-mount an ext4 image (no loop device free or allowed?): %v", err)
 	}
 	t.Cleanup(func() {
-		var out []byte
-		var err error
-		// A process of the test may still be closing a file on it.
-		for range 50 {
-			if out, err = exec.Command("umount", mnt).CombinedOutput(); err == nil {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
+		if err := e.Close(); err != nil {
+			t.Error(err)
 		}
-		t.Errorf("umount %s: %v: %s", mnt, err, out)
 	})
-	return mnt
+	return e.Dir
 }
 
 // fill writes a file in dir until the filesystem refuses another byte

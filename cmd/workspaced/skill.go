@@ -218,7 +218,7 @@ func skillShow(ctx context.Context, e *env, args []string) error {
 	if *asJSON {
 		return printJSON(e.stdout, s)
 	}
-	_, err = e.stdout.Write(workspace.ComposeSkill(workspace.SkillMeta{Description: s.Description, Tags: s.Tags, Modes: s.Modes}, s.Body))
+	_, err = e.stdout.Write(s.File())
 	return err
 }
 

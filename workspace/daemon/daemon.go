@@ -47,8 +47,9 @@
 // (loop.go) wakes the task, which loads its state (recover.go), takes its
 // markers into the journal (take.go, judging each with marker.go) and
 // commits them through the state machine (commit.go); settle.go makes the
-// journal durable a moment later. journal.go is the journal's layout and
-// encode.go the state's encoding.
+// journal durable a moment later. journal.go is the journal's layout,
+// delta.go the check of only what a commit changes, live.go what the
+// daemon tells status over its socket.
 package daemon
 
 import (

@@ -317,7 +317,7 @@ func (l *loop) note(ev fsnotify.Event) {
 		if ev.Has(fsnotify.Create) {
 			t := l.task(id)
 			t.finished = false
-			if fi, err := d.ws.Root().Lstat(workspace.TaskDir(id)); err == nil && fi.IsDir() {
+			if d.ws.IsTaskDir(id) {
 				l.watch(t) // never through a symlink: process refuses that
 			}
 			l.wake(t, wake{all: true})
