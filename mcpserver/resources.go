@@ -50,6 +50,10 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	if !ok || !ok2 || (what != "state" && what != "env") {
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
+	if err := s.readable(req.Extra, task); err != nil {
+		data, _ := json.Marshal(map[string]string{"uri": uri})
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: ErrorText(err), Data: data}
+	}
 	var v any
 	switch what {
 	case "state":

@@ -17,9 +17,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -45,6 +47,16 @@ type Options struct {
 	// Version is reported to clients as the implementation version;
 	// "" means DefaultVersion.
 	Version string
+	// Grants, when set, says for each call which grant its caller holds
+	// (the entry of its token in the agents file, looked up again for
+	// every call): the grant's agent must be Agent, its tasks must cover
+	// the task, and a tool that needs a right or access to the global
+	// memory is refused without it (permit.go). Nil: the host trusts its
+	// one agent (stdio without a token), and nothing is checked.
+	Grants func(extra *mcp.RequestExtra) (tokens.Grant, error)
+	// Log receives one line for every refused call, naming the agent and
+	// the reason. Nil: slog.Default().
+	Log *slog.Logger
 }
 
 // Server is one agent's MCP view of a workspace. Build it with New, serve
@@ -56,6 +68,8 @@ type Server struct {
 	task   string
 	thread string
 	agent  string
+	grants func(extra *mcp.RequestExtra) (tokens.Grant, error)
+	log    *slog.Logger
 	mcp    *mcp.Server
 }
 
@@ -79,7 +93,10 @@ func New(w *workspace.Workspace, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{w: w, task: task, thread: thread, agent: opt.Agent}
+	s := &Server{w: w, task: task, thread: thread, agent: opt.Agent, grants: opt.Grants, log: opt.Log}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
 	version := opt.Version
 	if version == "" {
 		version = DefaultVersion

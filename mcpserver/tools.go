@@ -166,8 +166,15 @@ func addTool[In any](s *Server, name, desc string, ann *mcp.ToolAnnotations, h f
 				}
 			}()
 			var raw json.RawMessage
+			var extra *mcp.RequestExtra
 			if req != nil && req.Params != nil {
 				raw = req.Params.Arguments
+			}
+			if req != nil {
+				extra = req.Extra
+			}
+			if err := s.permit(extra, name, raw); err != nil {
+				return errorResult(err), nil
 			}
 			in, err := decodeArgs[In](check, raw)
 			if err != nil {

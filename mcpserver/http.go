@@ -1,0 +1,316 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/workspaced/workspaced/tokens"
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// Defaults of HTTPOptions.
+const (
+	// DefaultMaxSessions bounds the sessions served at once.
+	DefaultMaxSessions = 256
+	// DefaultIdleTimeout closes a session no request has used for this long.
+	DefaultIdleTimeout = 30 * time.Minute
+	// bodySlack is what a request may carry beyond the largest value: the
+	// JSON-RPC envelope, the key, the description.
+	bodySlack = 256 << 10
+)
+
+// Request parameters naming the task, thread and agent of a new session:
+// a query parameter of the endpoint's URL, or a header.
+const (
+	ParamTask    = "task"
+	ParamThread  = "thread"
+	ParamAgent   = "agent"
+	HeaderTask   = "Workspace-Task"
+	HeaderThread = "Workspace-Thread"
+	HeaderAgent  = "Workspace-Agent"
+)
+
+// HTTPOptions tune HTTP.
+type HTTPOptions struct {
+	// Version is reported to clients; "" means DefaultVersion.
+	Version string
+	// MaxSessions bounds the sessions served at once; a new session
+	// beyond it is refused (503) while the others go on. 0 means
+	// DefaultMaxSessions.
+	MaxSessions int
+	// IdleTimeout closes a session that no request used for this long.
+	// 0 means DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// MaxBodyBytes bounds a request body (413 beyond it). 0 means the
+	// workspace's value limit plus 256 KiB for the envelope.
+	MaxBodyBytes int64
+	// Log receives a line for every refusal, with the agent and the
+	// reason, and for every session opened and closed. Nil: slog.Default().
+	Log *slog.Logger
+}
+
+// HTTP serves the workspace's MCP tools over the Streamable HTTP
+// transport to remote agents, many sessions at once. Every request must
+// carry a bearer token of the agents file (tokens.File); its grant names
+// the agent — the agent is never taken from a request — and what that
+// agent may do. A session serves one task and one thread, named when it
+// starts (ParamTask and ParamThread in the URL's query, or HeaderTask and
+// HeaderThread; a token for one task needs neither); each call is then
+// checked against the token's grant as it stands at that moment.
+//
+// Mount it where clients reach it (workspaced mcp --http serves it at
+// /mcp; so does workspaced web). It is safe for concurrent use.
+type HTTP struct {
+	w     *workspace.Workspace
+	store *tokens.Store
+	opt   HTTPOptions
+	log   *slog.Logger
+	bare  *mcp.Server // answers the SDK's look-ups outside a new session
+	sdk   *mcp.StreamableHTTPHandler
+	inner http.Handler // sdk behind the bearer-token check
+
+	mu       sync.Mutex
+	sessions int // opened and not yet closed, reserved ones included
+}
+
+type serverKey struct{}
+
+// NewHTTP reads the workspace's agents file and builds the handler. An
+// agents file that cannot be trusted (group- or world-readable, not a
+// regular file, broken) is an error here; once serving, such a file
+// refuses every request until it is fixed.
+func NewHTTP(w *workspace.Workspace, opt HTTPOptions) (*HTTP, error) {
+	store, err := tokens.NewStore(w.Root())
+	if err != nil {
+		return nil, err
+	}
+	if opt.MaxSessions <= 0 {
+		opt.MaxSessions = DefaultMaxSessions
+	}
+	if opt.IdleTimeout <= 0 {
+		opt.IdleTimeout = DefaultIdleTimeout
+	}
+	if opt.MaxBodyBytes <= 0 {
+		opt.MaxBodyBytes = int64(w.Settings().Limits.ValueMaxBytes) + bodySlack
+	}
+	if opt.Version == "" {
+		opt.Version = DefaultVersion
+	}
+	h := &HTTP{w: w, store: store, opt: opt, log: opt.Log}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	h.bare = mcp.NewServer(&mcp.Implementation{Name: DefaultName, Version: opt.Version}, nil)
+	h.sdk = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		if s, ok := r.Context().Value(serverKey{}).(*Server); ok {
+			return s.mcp
+		}
+		return h.bare
+	}, &mcp.StreamableHTTPOptions{
+		SessionTimeout:      opt.IdleTimeout,
+		MaxRequestBodyBytes: opt.MaxBodyBytes,
+	})
+	h.inner = auth.RequireBearerToken(h.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(http.HandlerFunc(h.serve))
+	return h, nil
+}
+
+// Sessions is the number of sessions open now.
+func (h *HTTP) Sessions() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sessions
+}
+
+// MaxBodyBytes is the bound on a request body.
+func (h *HTTP) MaxBodyBytes() int64 { return h.opt.MaxBodyBytes }
+
+// ServeHTTP refuses a request without a valid token (401), with a body
+// over the bound (413), or opening a session beyond the bound (503), a
+// task the token does not cover (403) or a task or thread that is not
+// there (404); each refusal is logged with the agent and the reason.
+func (h *HTTP) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	if r.ContentLength > h.opt.MaxBodyBytes {
+		h.log.Warn("mcp http: request refused", "agent", "-", "remote", r.RemoteAddr,
+			"reason", fmt.Sprintf("a body of %d bytes, more than %d", r.ContentLength, h.opt.MaxBodyBytes))
+		http.Error(rw, fmt.Sprintf("request body exceeds %d bytes", h.opt.MaxBodyBytes), http.StatusRequestEntityTooLarge)
+		return
+	}
+	if r.Body != nil {
+		r.Body = http.MaxBytesReader(rw, r.Body, h.opt.MaxBodyBytes)
+	}
+	if f := strings.Fields(r.Header.Get("Authorization")); len(f) != 2 || !strings.EqualFold(f[0], "bearer") {
+		h.log.Warn("mcp http: request refused", "agent", "-", "remote", r.RemoteAddr, "reason", "no bearer token")
+		rw.Header().Set("WWW-Authenticate", `Bearer realm="workspaced"`)
+	}
+	h.inner.ServeHTTP(rw, r)
+}
+
+// verify is the bearer-token check: the token's grant as the agents file
+// says now, carried to every call as the TokenInfo's "grant". The user id
+// the SDK binds a session to is the token's id, so that no other token
+// can use the session.
+func (h *HTTP) verify(_ context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
+	g, err := h.store.Lookup(token)
+	if errors.Is(err, tokens.ErrUnknown) {
+		h.log.Warn("mcp http: request refused", "agent", "-", "remote", r.RemoteAddr, "reason", "unknown or revoked token")
+		return nil, fmt.Errorf("%w: unknown or revoked token", auth.ErrInvalidToken)
+	}
+	if err != nil {
+		h.log.Error("mcp http: request refused: the agents file cannot be trusted", "remote", r.RemoteAddr, "reason", err.Error())
+		return nil, errors.New("the server's agents file cannot be trusted: its operator sees why in the log")
+	}
+	return &auth.TokenInfo{UserID: g.ID(), Extra: map[string]any{"grant": g}}, nil
+}
+
+// grantOf is the grant the bearer-token check put in a call's extra.
+func grantOf(extra *mcp.RequestExtra) (tokens.Grant, error) {
+	if extra == nil || extra.TokenInfo == nil {
+		return tokens.Grant{}, errors.New("no token")
+	}
+	g, ok := extra.TokenInfo.Extra["grant"].(tokens.Grant)
+	if !ok {
+		return tokens.Grant{}, errors.New("no grant")
+	}
+	return g, nil
+}
+
+// param is a session parameter: the query's, else the header's.
+func param(r *http.Request, query, header string) string {
+	if v := r.URL.Query().Get(query); v != "" {
+		return v
+	}
+	return r.Header.Get(header)
+}
+
+// serve runs behind the token check: a POST without a session id opens a
+// session, bound to the token's agent and to the task and thread it
+// names; anything else goes to the SDK's handler as it is.
+func (h *HTTP) serve(rw http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
+		h.sdk.ServeHTTP(rw, r)
+		return
+	}
+	g, _ := grantOf(&mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context())})
+	refuse := func(status int, msg, hint string) {
+		h.log.Warn("mcp http: session refused", "agent", g.Agent, "remote", r.RemoteAddr, "reason", msg)
+		rpcError(rw, r, status, msg+"\nhint: "+hint)
+	}
+	if a := param(r, ParamAgent, HeaderAgent); a != "" && a != g.Agent {
+		refuse(http.StatusForbidden, fmt.Sprintf("this token stands for agent %s; a request may not name another agent (%s)", g.Agent, a),
+			"leave the agent out: the token names it")
+		return
+	}
+	task, thread := param(r, ParamTask, HeaderTask), param(r, ParamThread, HeaderThread)
+	if task == "" && thread == "" {
+		if len(g.Tasks) != 1 || g.Tasks[0] == tokens.AllTasks {
+			refuse(http.StatusBadRequest, fmt.Sprintf("no task named: the token of agent %s covers %s", g.Agent, g.TaskList()),
+				"name the task in the URL (?task=T, with &thread=X for a thread) or in the Workspace-Task header")
+			return
+		}
+		task = g.Tasks[0]
+	}
+	if task == "" {
+		t, err := h.w.ResolveThread(thread)
+		if err != nil {
+			h.refuseErr(rw, r, g, err)
+			return
+		}
+		task = t
+	}
+	if !g.Task(task) {
+		refuse(http.StatusForbidden, fmt.Sprintf("agent %s may not work on task %s: its token covers %s", g.Agent, task, g.TaskList()),
+			"name a task the token covers, or ask for a token that covers this one")
+		return
+	}
+	if !h.reserve() {
+		refuse(http.StatusServiceUnavailable, fmt.Sprintf("too many sessions: %d are open, the most this server serves", h.opt.MaxSessions),
+			"close a session you no longer use, or try again once idle ones have expired")
+		return
+	}
+	s, err := New(h.w, Options{TaskID: task, ThreadID: thread, Agent: g.Agent, Version: h.opt.Version, Grants: grantOf, Log: h.log})
+	if err != nil {
+		h.release()
+		h.refuseErr(rw, r, g, err)
+		return
+	}
+	h.sdk.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), serverKey{}, s)))
+	// The session lives on once initialised; it is counted until it
+	// closes (the client ends it, or it stays idle past the timeout).
+	for ss := range s.mcp.Sessions() {
+		h.log.Info("mcp http: session opened", "agent", g.Agent, "task", s.task, "thread", s.thread, "session", ss.ID(), "remote", r.RemoteAddr)
+		go func() {
+			ss.Wait()
+			h.release()
+			h.log.Info("mcp http: session closed", "agent", g.Agent, "session", ss.ID())
+		}()
+		return
+	}
+	h.release()
+}
+
+// refuseErr refuses a session New or the thread look-up refused.
+func (h *HTTP) refuseErr(rw http.ResponseWriter, r *http.Request, g tokens.Grant, err error) {
+	status := http.StatusBadRequest
+	if errors.Is(err, workspace.ErrNotFound) {
+		status = http.StatusNotFound
+	}
+	h.log.Warn("mcp http: session refused", "agent", g.Agent, "remote", r.RemoteAddr, "reason", err.Error())
+	rpcError(rw, r, status, ErrorText(err))
+}
+
+func (h *HTTP) reserve() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sessions >= h.opt.MaxSessions {
+		return false
+	}
+	h.sessions++
+	return true
+}
+
+func (h *HTTP) release() {
+	h.mu.Lock()
+	h.sessions--
+	h.mu.Unlock()
+}
+
+// rpcError answers a request with an HTTP status and a JSON-RPC error
+// carrying msg, with the request's id when its body has one, so that a
+// client shows the message rather than the status alone.
+func rpcError(rw http.ResponseWriter, r *http.Request, status int, msg string) {
+	var id jsonrpc.ID
+	if r.Body != nil {
+		if data, err := io.ReadAll(r.Body); err == nil {
+			var m struct {
+				ID any `json:"id"`
+			}
+			if json.NewDecoder(bytes.NewReader(data)).Decode(&m) == nil && m.ID != nil {
+				id, _ = jsonrpc.MakeID(m.ID)
+			}
+		}
+	}
+	code := int64(jsonrpc.CodeInvalidRequest)
+	if status == http.StatusNotFound || status == http.StatusBadRequest {
+		code = jsonrpc.CodeInvalidParams
+	}
+	data, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: code, Message: msg}})
+	if err != nil {
+		http.Error(rw, msg, status)
+		return
+	}
+	rw.Header().Set("Content-Type", "application/json")
+	rw.WriteHeader(status)
+	rw.Write(data)
+}
