@@ -64,7 +64,7 @@ type ws struct {
 func cleanEnv() []string {
 	var out []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "WORKSPACE_ROOT=") || strings.HasPrefix(kv, "WORKSPACE_AGENT=") {
+		if strings.HasPrefix(kv, "WORKSPACE_ROOT=") || strings.HasPrefix(kv, "WORKSPACE_AGENT=") || strings.HasPrefix(kv, "WORKSPACE_TOKEN=") {
 			continue
 		}
 		out = append(out, kv)

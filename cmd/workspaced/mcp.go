@@ -2,44 +2,71 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/http"
 	"os"
+	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/workspaced/workspaced/mcpserver"
+	"github.com/workspaced/workspaced/tokens"
+	"github.com/workspaced/workspaced/workspace"
 )
 
-const mcpUsage = `workspaced mcp — serve the workspace to one agent over the Model Context
-Protocol, on stdin/stdout (newline-delimited JSON-RPC). An MCP client (an LLM
-agent runtime) launches this command and gets the universal capabilities as
-tools — env data: store_env_data, get_env_data, list_env_data,
-update_env_data, delete_env_data; memory: store_memory, get_memory,
-list_memory, delete_memory; the task's work: get_task, get_task_state,
-get_plan, get_subtask, get_output, list_reviews, get_review, write_plan,
-write_review, claim_subtask, signal_done; context: get_delegation_context,
-list_capabilities, skills — and the task's state and env manifest as resources
-(workspace://tasks/T/state, workspace://tasks/T/env).
+const mcpUsage = `workspaced mcp — serve the workspace to agents over the Model Context
+Protocol: to one agent on stdin/stdout (newline-delimited JSON-RPC), or to
+remote agents over Streamable HTTP (--http). An MCP client (an LLM agent
+runtime) gets the universal capabilities as tools — env data:
+store_env_data, get_env_data, list_env_data, update_env_data,
+delete_env_data; memory: store_memory, get_memory, list_memory,
+delete_memory; the task's work: get_task, get_task_state, get_plan,
+get_subtask, get_output, list_reviews, get_review, write_plan, write_review,
+claim_subtask, signal_done; context: get_delegation_context,
+list_capabilities, skills — and the task's state and env manifest as
+resources (workspace://tasks/T/state, workspace://tasks/T/env).
 
 Usage:
   workspaced [--root DIR] mcp (--task T | --thread X | --task T --thread X) --agent A
+  workspaced [--root DIR] mcp (--task T | --thread X) --token-file F
+  workspaced [--root DIR] mcp --http ADDR [--tls-cert F --tls-key F | --insecure]
+                              [--max-sessions N] [--idle-timeout DUR]
 
---thread alone finds its task; --task alone serves the task's root thread.
---agent (or $WORKSPACE_AGENT) is the serving agent: stored_by of every entry,
-the owner of the agent memory scope, the agent of every marker it drops (a
-plan it proposes, a review, a claim, a done report).
+On stdio, --thread alone finds its task; --task alone serves the task's root
+thread. --agent (or $WORKSPACE_AGENT) is the serving agent: stored_by of
+every entry, the owner of the agent memory scope, the agent of every marker
+it drops. With --token-file F (or $WORKSPACE_TOKEN) the agent is the token's
+(an --agent naming another is refused) and every call is checked against
+what the token may do, as over HTTP.
+
+With --http the server listens on ADDR (host:port) and serves /mcp to many
+agents at once. Every request carries a token of 'workspaced token add' as
+"Authorization: Bearer TOKEN"; the token names the agent. A session names
+its task and thread in the URL (/mcp?task=T&thread=X) or in the headers
+Workspace-Task and Workspace-Thread; a token for one task needs neither.
+ADDR must be a loopback address unless --tls-cert and --tls-key are given
+(HTTPS), or --insecure says plain HTTP off this machine is meant.
+
 The ids are checked before serving; nothing is read from stdin until then.
-A log line goes to stderr; stdout carries only the protocol. Plans, reviews,
-claims and done reports are applied to the task's state by the daemon
-(workspaced serve): run one on the same root.
+Log lines go to stderr (on HTTP: every refusal, with the agent and the
+reason); stdout carries only the protocol. Plans, reviews, claims and done
+reports are applied to the task's state by the daemon (workspaced serve):
+run one on the same root.
 
 Examples:
   workspaced --root ./workspace mcp --task t1 --thread th_observer --agent observer
   workspaced mcp --thread th_solver --agent solver
-  workspaced mcp --task t1 --agent planner      # a planner's server; a reviewer gets its own
+  workspaced mcp --task t1 --token-file ~/.config/worker_1.token
+  workspaced mcp --http 127.0.0.1:8765
+  workspaced mcp --http 0.0.0.0:443 --tls-cert cert.pem --tls-key key.pem --max-sessions 64
 
-Exit codes: 0 the client disconnected (or SIGINT/SIGTERM), 1 failure (a bad id),
-2 usage, 3 task or thread not found.
+Exit codes: 0 the client disconnected (or SIGINT/SIGTERM), 1 failure (a bad
+id, an unknown or revoked token, a token for another agent or task, a
+listen address refused), 2 usage, 3 task or thread not found.
 `
 
 func cmdMCP(ctx context.Context, e *env, args []string) error {
@@ -47,12 +74,36 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	task := fs.String("task", "", "task `ID` (optional with --thread)")
 	thread := fs.String("thread", "", "thread `ID` (default: the task's root thread)")
 	agent := fs.String("agent", "", "the serving `AGENT` (default $WORKSPACE_AGENT)")
+	tokenFile := fs.String("token-file", "", "on stdio, the file `F` holding the agent's token (default $WORKSPACE_TOKEN)")
+	addr := fs.String("http", "", "serve Streamable HTTP on `ADDR` (host:port) at /mcp")
+	cert := fs.String("tls-cert", "", "with --http, the TLS certificate `F` (PEM)")
+	key := fs.String("tls-key", "", "with --http, the TLS key `F` (PEM)")
+	insecure := fs.Bool("insecure", false, "with --http, allow plain HTTP on an address that is not loopback")
+	maxSessions := fs.Int("max-sessions", mcpserver.DefaultMaxSessions, "with --http, the most sessions served at once")
+	idle := fs.Duration("idle-timeout", mcpserver.DefaultIdleTimeout, "with --http, close a session unused this long")
 	if err := parse(e, fs, mcpUsage, args); err != nil {
 		return err
 	}
+	if *addr != "" {
+		for _, f := range []string{"task", "thread", "agent", "token-file"} {
+			if flagSet(fs, f) {
+				return usageHint("mcp", "--%s is not used with --http: each request's token names the agent, each session its task and thread", f)
+			}
+		}
+		return serveMCPHTTP(ctx, e, httpConfig{addr: *addr, cert: *cert, key: *key, insecure: *insecure, maxSessions: *maxSessions, idle: *idle})
+	}
+	for _, f := range []string{"tls-cert", "tls-key", "insecure", "max-sessions", "idle-timeout"} {
+		if flagSet(fs, f) {
+			return usageHint("mcp", "--%s goes with --http ADDR", f)
+		}
+	}
+	token, err := readToken(*tokenFile)
+	if err != nil {
+		return err
+	}
 	*agent = agentOr(*agent, "")
-	if *agent == "" {
-		return usageHint("mcp", "missing --agent A (the agent this server acts for)")
+	if *agent == "" && token == "" {
+		return usageHint("mcp", "missing --agent A (the agent this server acts for) or --token-file F")
 	}
 	if *task == "" && *thread == "" {
 		return usageHint("mcp", "missing --task T or --thread X")
@@ -62,12 +113,157 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer w.Close()
-	s, err := mcpserver.New(w, mcpserver.Options{TaskID: *task, ThreadID: *thread, Agent: *agent, Version: version})
+	opt := mcpserver.Options{TaskID: *task, ThreadID: *thread, Agent: *agent, Version: version}
+	var g tokens.Grant
+	if token != "" {
+		var grants func(*mcp.RequestExtra) (tokens.Grant, error)
+		g, grants, err = tokenGrants(w, token)
+		if err != nil {
+			return err
+		}
+		if *agent != "" && *agent != g.Agent {
+			return &workspace.Error{Kind: workspace.ErrInvalid, Op: "mcp", Msg: fmt.Sprintf("the token stands for agent %s, not %s", g.Agent, *agent),
+				Hint: "leave --agent out: the token names the agent"}
+		}
+		opt.Agent, opt.Grants = g.Agent, grants
+		opt.Log = slog.New(slog.NewTextHandler(e.stderr, nil))
+	}
+	s, err := mcpserver.New(w, opt)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stderr, "workspaced mcp: serving task %s, thread %s, as agent %s (root %s) on stdio\n", s.Task(), s.Thread(), s.Agent(), w.Dir())
+	if opt.Grants != nil {
+		if !g.Task(s.Task()) {
+			return &workspace.Error{Kind: workspace.ErrInvalid, Op: "mcp", Msg: fmt.Sprintf("agent %s may not work on task %s: its token covers %s", g.Agent, s.Task(), g.TaskList()),
+				Hint: "serve a task the token covers, or add a token for this one ('workspaced token add')"}
+		}
+	}
+	how := "on stdio"
+	if token != "" {
+		how = "on stdio, with a token"
+	}
+	fmt.Fprintf(e.stderr, "workspaced mcp: serving task %s, thread %s, as agent %s (root %s) %s\n", s.Task(), s.Thread(), s.Agent(), w.Dir(), how)
 	return s.Run(ctx, &mcp.IOTransport{Reader: readCloser(e.stdin), Writer: nopWriteCloser{e.stdout}})
+}
+
+// readToken is the token of --token-file F, else of $WORKSPACE_TOKEN, or
+// "" for neither. The file holds the token alone (surrounding white space
+// is dropped), so it never shows in a process listing.
+func readToken(file string) (string, error) {
+	if file == "" {
+		return strings.TrimSpace(os.Getenv("WORKSPACE_TOKEN")), nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("read the token file: %w", err)
+	}
+	tok := strings.TrimSpace(string(data))
+	if tok == "" {
+		return "", &workspace.Error{Kind: workspace.ErrInvalid, Op: "read the token file " + file, Msg: "it is empty",
+			Hint: "put in it the token 'workspaced token add' printed"}
+	}
+	return tok, nil
+}
+
+// tokenGrants looks the token up in the workspace's agents file and
+// returns its grant with the look-up every call makes again.
+func tokenGrants(w *workspace.Workspace, token string) (tokens.Grant, func(*mcp.RequestExtra) (tokens.Grant, error), error) {
+	store, err := tokens.NewStore(w.Root())
+	if err != nil {
+		return tokens.Grant{}, nil, err
+	}
+	g, err := store.Lookup(token)
+	if errors.Is(err, tokens.ErrUnknown) {
+		return tokens.Grant{}, nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "mcp", Msg: "the token is unknown or revoked",
+			Hint: "ask for a token ('workspaced token add'); 'workspaced token list' shows the ones there are"}
+	}
+	if err != nil {
+		return tokens.Grant{}, nil, err
+	}
+	return g, func(*mcp.RequestExtra) (tokens.Grant, error) { return store.Lookup(token) }, nil
+}
+
+// httpConfig is what mcp --http was given.
+type httpConfig struct {
+	addr, cert, key string
+	insecure        bool
+	maxSessions     int
+	idle            time.Duration
+}
+
+// serveMCPHTTP serves /mcp on the address until ctx is done.
+func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
+	if (c.cert == "") != (c.key == "") {
+		return usageHint("mcp", "--tls-cert and --tls-key go together")
+	}
+	if c.maxSessions < 1 {
+		return usageHint("mcp", "--max-sessions must be at least 1")
+	}
+	if c.idle <= 0 {
+		return usageHint("mcp", "--idle-timeout must be positive")
+	}
+	host, _, err := net.SplitHostPort(c.addr)
+	if err != nil {
+		return usageHint("mcp", "--http %q is not host:port", c.addr)
+	}
+	tls := c.cert != ""
+	if !loopback(host) && !tls && !c.insecure {
+		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "mcp --http " + c.addr,
+			Msg:  "not a loopback address, and no TLS: tokens would cross the network in the clear",
+			Hint: "give --tls-cert and --tls-key, listen on 127.0.0.1 behind a TLS proxy, or say --insecure if plain HTTP is meant"}
+	}
+	w, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	log := slog.New(slog.NewTextHandler(e.stderr, nil))
+	h, err := mcpserver.NewHTTP(w, mcpserver.HTTPOptions{Version: version, MaxSessions: c.maxSessions, IdleTimeout: c.idle, Log: log})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", c.addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	scheme := "http"
+	if tls {
+		scheme = "https"
+	}
+	fmt.Fprintf(e.stderr, "workspaced mcp: serving %s://%s/mcp (root %s)\n", scheme, ln.Addr(), w.Dir())
+	done := make(chan error, 1)
+	go func() {
+		if tls {
+			done <- srv.ServeTLS(ln, c.cert, c.key)
+		} else {
+			done <- srv.Serve(ln)
+		}
+	}()
+	select {
+	case err := <-done:
+		return fmt.Errorf("serve %s: %w", c.addr, err)
+	case <-ctx.Done():
+	}
+	// Sessions hold streams open: give requests in flight a moment, then
+	// close what is left.
+	sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	return nil
+}
+
+// loopback reports whether host (of host:port) is this machine alone.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // readCloser lets closing the transport close stdin when it is a file, so

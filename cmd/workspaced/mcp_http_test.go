@@ -1,0 +1,319 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/workspaced/workspaced/mcpserver"
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// addToken runs `workspaced token add` with args and returns the token.
+func (w *ws) addToken(args ...string) string {
+	w.t.Helper()
+	var out struct {
+		Token string `json:"token"`
+		ID    string `json:"id"`
+	}
+	decode(w.t, w.ok(append([]string{"token", "add", "--json"}, args...)...), &out)
+	if !strings.HasPrefix(out.Token, "wsd_") || !strings.HasPrefix(out.ID, "tk_") {
+		w.t.Fatalf("token add: %+v", out)
+	}
+	return out.Token
+}
+
+// httpServer is one `workspaced mcp --http` process.
+type httpServer struct {
+	cmd    *exec.Cmd
+	url    string
+	stderr *syncBuffer
+	done   chan struct{}
+}
+
+var reServing = regexp.MustCompile(`serving (https?://[^ ]+/mcp)`)
+
+// mcpHTTP starts `workspaced mcp --http 127.0.0.1:0 extra...` and waits
+// for the address it serves.
+func (w *ws) mcpHTTP(extra ...string) *httpServer {
+	w.t.Helper()
+	cmd := exec.Command(bin, append([]string{"mcp", "--http", "127.0.0.1:0"}, extra...)...)
+	cmd.Dir, cmd.Env = w.dir, w.env
+	s := &httpServer{cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stderr = s.stderr
+	if err := cmd.Start(); err != nil {
+		w.t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait(); close(s.done) }()
+	w.t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-s.done:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			<-s.done
+		}
+	})
+	eventually(w.t, "mcp --http to listen", func() (bool, string) {
+		m := reServing.FindStringSubmatch(s.stderr.String())
+		if m != nil {
+			s.url = m[1]
+		}
+		return m != nil, s.stderr.String()
+	})
+	return s
+}
+
+// bearerTransport adds a bearer token to every request.
+type bearerTransport struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// httpClient connects the go-sdk client to url with token.
+func httpClient(t *testing.T, url, token string) (*mcp.ClientSession, error) {
+	t.Helper()
+	tr := &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1, DisableStandaloneSSE: true,
+		HTTPClient: &http.Client{Transport: bearerTransport{token: token, next: http.DefaultTransport}}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "http-test", Version: "v0"}, nil).Connect(ctx, tr, nil)
+	if err == nil {
+		t.Cleanup(func() { cs.Close() })
+	}
+	return cs, err
+}
+
+// TestMCPHTTPTwoAgents: two agents with two tokens, each through its own
+// `workspaced mcp --http` process on one workspace, store 100 entries
+// each at once: all 200 survive, each with its agent's stored_by, whatever
+// the calls say.
+func TestMCPHTTPTwoAgents(t *testing.T) {
+	w := newWS(t)
+	w.task("t1")
+	toks := map[string]string{
+		"alpha": w.addToken("--agent", "alpha", "--task", "t1"),
+		"beta":  w.addToken("--agent", "beta", "--task", "t1"),
+	}
+	servers := map[string]*httpServer{"alpha": w.mcpHTTP(), "beta": w.mcpHTTP()}
+	sessions := map[string]*mcp.ClientSession{}
+	for agent, tok := range toks {
+		cs, err := httpClient(t, servers[agent].url, tok)
+		if err != nil {
+			t.Fatalf("connect %s: %v", agent, err)
+		}
+		sessions[agent] = cs
+	}
+	tools, err := sessions["alpha"].ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+	}
+	want := mcpserver.ToolNames()
+	sort.Strings(names)
+	sort.Strings(want)
+	if !reflect.DeepEqual(names, want) {
+		t.Fatalf("tools = %v", names)
+	}
+	const each = 100
+	var wg sync.WaitGroup
+	errs := make(chan string, 2*each)
+	for agent, cs := range sessions {
+		for i := range each {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: mcpserver.ToolStoreEnvData,
+					Arguments: map[string]any{"key": fmt.Sprintf("%s_%03d", agent, i), "short_description": "entry " + agent, "value": map[string]any{"i": i}}})
+				switch {
+				case err != nil:
+					errs <- fmt.Sprintf("%s %d: %v", agent, i, err)
+				case res.IsError:
+					errs <- fmt.Sprintf("%s %d: %s", agent, i, res.Content[0].(*mcp.TextContent).Text)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	var items []workspace.ManifestItem
+	decode(t, w.ok("env", "list", "--task", "t1", "--json"), &items)
+	by := map[string]int{}
+	for _, it := range items {
+		agent, _, _ := strings.Cut(it.Key, "_")
+		if it.StoredBy != agent {
+			t.Errorf("%s stored_by %s", it.Key, it.StoredBy)
+		}
+		by[it.StoredBy]++
+	}
+	if len(items) != 2*each || by["alpha"] != each || by["beta"] != each {
+		t.Fatalf("%d entries, by agent %v; want %d of each", len(items), by, each)
+	}
+	// A call naming the other agent is refused, and writes nothing.
+	res, err := sessions["alpha"].CallTool(context.Background(), &mcp.CallToolParams{Name: mcpserver.ToolStoreEnvData,
+		Arguments: map[string]any{"key": "forged", "short_description": "d", "value": 1, "stored_by": "beta"}})
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "you act as agent alpha; a call may not name another agent") {
+		t.Fatalf("a forged call: %v %+v", err, res)
+	}
+	events := w.ok("events", "--task", "t1")
+	if strings.Count(events, "agent=alpha") < each || strings.Count(events, "agent=beta") < each || strings.Contains(events, "forged") {
+		t.Errorf("events: %d by alpha, %d by beta", strings.Count(events, "agent=alpha"), strings.Count(events, "agent=beta"))
+	}
+	w.ok("validate")
+	// The log names the refusal and its agent.
+	if log := servers["alpha"].stderr.String(); !strings.Contains(log, "agent=alpha") || !strings.Contains(log, "may not name another agent") {
+		t.Errorf("alpha's log: %s", log)
+	}
+}
+
+// TestMCPHTTPRefusedAtStart: what `workspaced mcp` refuses before serving.
+func TestMCPHTTPRefusedAtStart(t *testing.T) {
+	w := newWS(t)
+	w.task("t1")
+	w.task("t2")
+	tok := w.addToken("--agent", "worker", "--task", "t1", "--may", "claim")
+	tokFile := filepath.Join(w.dir, "worker.token")
+	if err := os.WriteFile(tokFile, []byte(tok+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(w.dir, "empty.token")
+	os.WriteFile(empty, nil, 0o600)
+	bogus := filepath.Join(w.dir, "bogus.token")
+	os.WriteFile(bogus, []byte("wsd_bogus"), 0o600)
+	cases := []struct {
+		name string
+		code int
+		want string
+		args []string
+	}{
+		{"plain HTTP off loopback", exitFailure, "not a loopback address, and no TLS", []string{"mcp", "--http", "0.0.0.0:0"}},
+		{"every interface", exitFailure, "not a loopback address", []string{"mcp", "--http", ":0"}},
+		{"cert without key", exitUsage, "--tls-cert and --tls-key go together", []string{"mcp", "--http", "127.0.0.1:0", "--tls-cert", "c.pem"}},
+		{"not host:port", exitUsage, "is not host:port", []string{"mcp", "--http", "8080"}},
+		{"task with --http", exitUsage, "--task is not used with --http", []string{"mcp", "--http", "127.0.0.1:0", "--task", "t1"}},
+		{"agent with --http", exitUsage, "--agent is not used with --http", []string{"mcp", "--http", "127.0.0.1:0", "--agent", "a"}},
+		{"http flags on stdio", exitUsage, "--insecure goes with --http", []string{"mcp", "--task", "t1", "--agent", "a", "--insecure"}},
+		{"no sessions", exitUsage, "--max-sessions must be at least 1", []string{"mcp", "--http", "127.0.0.1:0", "--max-sessions", "0"}},
+		{"unknown token", exitFailure, "the token is unknown or revoked", []string{"mcp", "--task", "t1", "--token-file", bogus}},
+		{"empty token file", exitFailure, "it is empty", []string{"mcp", "--task", "t1", "--token-file", empty}},
+		{"token of another agent", exitFailure, "the token stands for agent worker, not planner", []string{"mcp", "--task", "t1", "--token-file", tokFile, "--agent", "planner"}},
+		{"token for another task", exitFailure, "agent worker may not work on task t2: its token covers t1", []string{"mcp", "--task", "t2", "--token-file", tokFile}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w.t = t
+			r := w.fails(c.code, c.want, c.args...)
+			if !strings.Contains(r.stderr, "hint: ") {
+				t.Errorf("no hint: %v", r)
+			}
+		})
+	}
+	t.Run("an agents file others may read", func(t *testing.T) {
+		w.t = t
+		path := filepath.Join(w.root, "config", "tokens.json")
+		os.Chmod(path, 0o644)
+		defer os.Chmod(path, 0o600)
+		w.fails(exitFailure, "others than its owner may read or change it", "mcp", "--http", "127.0.0.1:0")
+		w.fails(exitFailure, "chmod 600", "token", "list")
+	})
+}
+
+// TestMCPStdioToken: `workspaced mcp --token-file` serves the token's
+// agent on stdio, checks every call against the token, and refuses the
+// next call once it is revoked.
+func TestMCPStdioToken(t *testing.T) {
+	w := newWS(t)
+	w.task("t1")
+	tok := w.addToken("--agent", "worker", "--task", "t1")
+	cmd := exec.Command(bin, "mcp", "--task", "t1")
+	cmd.Dir, cmd.Env = w.dir, append(w.env, "WORKSPACE_TOKEN="+tok)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v (%s)", err, stderr)
+	}
+	defer cs.Close()
+	a := &mcpAgent{t: t, name: "worker", cs: cs, stderr: stderr}
+	a.call(mcpserver.ToolStoreEnvData, map[string]any{"key": "k", "short_description": "d", "value": 1})
+	var e workspace.Entry
+	data, err := os.ReadFile(filepath.Join(w.root, "tasks", "t1", "env", "k.json"))
+	if err != nil || json.Unmarshal(data, &e) != nil || e.StoredBy != "worker" {
+		t.Fatalf("entry: %s %v", data, err)
+	}
+	if text, isErr := a.try(mcpserver.ToolClaimSubtask, map[string]any{"subtask_id": "st_1"}); !isErr || !strings.Contains(text, "may not claim subtasks") {
+		t.Fatalf("claim without the right: %s", text)
+	}
+	w.ok("token", "revoke", "--agent", "worker")
+	if text, isErr := a.try(mcpserver.ToolListEnvData, nil); !isErr || !strings.Contains(text, "no longer valid") {
+		t.Fatalf("after the revocation: %s", text)
+	}
+	if !strings.Contains(stderr.String(), "as agent worker") || !strings.Contains(stderr.String(), "with a token") {
+		t.Fatalf("stderr: %s", stderr)
+	}
+}
+
+// TestTokenCommand: add, list and revoke as a user runs them.
+func TestTokenCommand(t *testing.T) {
+	w := newWS(t)
+	r := w.run("token", "add", "--agent", "planner", "--all-tasks", "--may", "plan,review", "--global-memory", "read", "--note", "hosted")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "wsd_") || !strings.Contains(r.stderr, "it is not shown again") {
+		t.Fatalf("token add: %v", r)
+	}
+	tok := strings.TrimSpace(r.stdout)
+	raw, err := os.ReadFile(filepath.Join(w.root, "config", "tokens.json"))
+	if err != nil || strings.Contains(string(raw), tok) {
+		t.Fatalf("the file holds the token: %s %v", raw, err)
+	}
+	out := w.ok("token", "list")
+	for _, s := range []string{"planner", "every task", "plan,review", "read", "hosted"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("list lacks %q:\n%s", s, out)
+		}
+	}
+	var items []struct {
+		ID    string `json:"id"`
+		Agent string `json:"agent"`
+	}
+	decode(t, w.ok("token", "list", "--json"), &items)
+	if len(items) != 1 || items[0].Agent != "planner" {
+		t.Fatalf("list --json: %+v", items)
+	}
+	w.fails(exitUsage, "missing --task T (repeatable) or --all-tasks", "token", "add", "--agent", "a")
+	w.fails(exitUsage, `unknown right "admin"`, "token", "add", "--agent", "a", "--task", "t1", "--may", "admin")
+	w.fails(exitUsage, "--global-memory must be none, read or write", "token", "add", "--agent", "a", "--task", "t1", "--global-memory", "all")
+	w.fails(exitFailure, `agent "a/b"`, "token", "add", "--agent", "a/b", "--task", "t1")
+	w.fails(exitUsage, "give --id ID or --agent A", "token", "revoke")
+	w.fails(exitNotFound, "no such token", "token", "revoke", "--id", "tk_000000000000")
+	if out := w.ok("token", "revoke", "--id", items[0].ID); !strings.Contains(out, "revoked "+items[0].ID+" (agent planner)") {
+		t.Fatalf("revoke: %s", out)
+	}
+	if out := w.ok("token", "list"); !strings.Contains(out, "no tokens") {
+		t.Fatalf("list after revoke: %s", out)
+	}
+}
