@@ -156,3 +156,124 @@ func TestMCPTypeScriptClient(t *testing.T) {
 	}
 	w.ok("validate")
 }
+
+// TestMCPTypeScriptHTTPClient drives `workspaced mcp --http` with the
+// official TypeScript SDK client over its Streamable HTTP transport, one
+// bearer token per agent: the tools as listed, the refusals (no token, a
+// token for another task, a right the token lacks, a call naming another
+// agent), the planner, reviewer and worker flow to the completed task,
+// and every tool called once.
+func TestMCPTypeScriptHTTPClient(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not on PATH: the TypeScript SDK client cannot run (Debian: nodejs and npm; .ci/run installs them)")
+	}
+	if _, err := os.Stat(filepath.Join(tsClientDir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
+		t.Skipf("the TypeScript MCP SDK is not installed in %s: run npm ci there (.ci/run does)", tsClientDir)
+	}
+	w := newWS(t)
+	w.ok("task", "create", "--id", "t1", "--description", "Build a REST auth API", "--constraint", "tests first")
+	w.task("t2")
+	toks := map[string]string{
+		"planner":  w.addToken("--agent", "planner", "--task", "t1", "--may", "plan"),
+		"reviewer": w.addToken("--agent", "reviewer", "--task", "t1", "--may", "review"),
+		"worker":   w.addToken("--agent", "worker", "--task", "t1", "--may", "claim,done"),
+		"outsider": w.addToken("--agent", "outsider", "--task", "t2", "--may", "claim,done,plan,review"),
+		"all":      w.addToken("--agent", "all", "--task", "t1", "--may", "claim,done,plan,review", "--global-memory", "write"),
+	}
+	srv := w.mcpHTTP()
+	w.serve()
+	tokJSON, err := json.Marshal(toks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "flow.mjs", "http", srv.url, "-", "t1")
+	cmd.Dir, cmd.Env = tsClientDir, append(cleanEnv(), "MCP_TOKENS="+string(tokJSON))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node flow.mjs http: %v\nstdout:\n%s\nstderr:\n%s\nserver:\n%s", err, stdout.String(), stderr.String(), srv.stderr)
+	}
+	type result struct {
+		Text    string `json:"text"`
+		IsError bool   `json:"isError"`
+	}
+	var out struct {
+		Tools    []string `json:"tools"`
+		Refusals struct {
+			NoToken          string `json:"no_token"`
+			OtherTask        string `json:"other_task"`
+			PlanWithoutRight result `json:"plan_without_right"`
+			ForgedAgent      result `json:"forged_agent"`
+			GlobalMemory     result `json:"global_memory"`
+		} `json:"refusals"`
+		Steps      []string          `json:"steps"`
+		FinalState workspace.State   `json:"final_state"`
+		Reviews    []string          `json:"reviews"`
+		Every      map[string]result `json:"every"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatalf("node flow.mjs http printed %q: %v", stdout.String(), err)
+	}
+	want := mcpserver.ToolNames()
+	sort.Strings(want)
+	sort.Strings(out.Tools)
+	if !reflect.DeepEqual(out.Tools, want) {
+		t.Errorf("tools = %v, want %v", out.Tools, want)
+	}
+	r := out.Refusals
+	if !strings.Contains(r.NoToken, "no bearer token") {
+		t.Errorf("no token: %q", r.NoToken)
+	}
+	if !strings.Contains(r.OtherTask, "agent outsider may not work on task t1: its token covers t2") {
+		t.Errorf("a token for another task: %q", r.OtherTask)
+	}
+	for name, c := range map[string]struct {
+		r    result
+		want string
+	}{
+		"plan without the right": {r.PlanWithoutRight, "agent worker may not write plans"},
+		"a forged agent":         {r.ForgedAgent, "you act as agent worker; a call may not name another agent (stored_by"},
+		"global memory":          {r.GlobalMemory, "may not write the global memory"},
+	} {
+		if !c.r.IsError || !strings.Contains(c.r.Text, c.want) {
+			t.Errorf("%s: %+v", name, c.r)
+		}
+	}
+	if len(out.Steps) == 0 || out.Steps[len(out.Steps)-1] != "task completed" || out.FinalState.Status != "completed" || out.FinalState.Subtasks["st_2"].Worker != "worker" {
+		t.Errorf("the flow: steps %v, state %+v", out.Steps, out.FinalState)
+	}
+	if want := []string{"plan_v1:plan_review:revision_needed:reviewer", "plan_v2:plan_review:approved:reviewer", "cp_1_review:checkpoint_review:approved:reviewer"}; !reflect.DeepEqual(out.Reviews, want) {
+		t.Errorf("reviews = %v, want %v", out.Reviews, want)
+	}
+	for _, n := range mcpserver.ToolNames() {
+		res, ok := out.Every[n]
+		if !ok {
+			t.Errorf("%s was not called", n)
+			continue
+		}
+		// An approved plan is final: write_plan answers a tool error;
+		// every other call succeeds (a claim and a done report are
+		// markers the daemon judges later).
+		if res.IsError != (n == mcpserver.ToolWritePlan) {
+			t.Errorf("%s: %+v", n, res)
+		}
+	}
+	if got := out.Every[mcpserver.ToolStoreEnvData].Text; got != "Stored 'ts_http' in environment data (version 1)." {
+		t.Errorf("store_env_data: %q", got)
+	}
+	log := srv.stderr.String()
+	for _, s := range []string{`reason="no bearer token"`, "agent=outsider", "agent=worker"} {
+		if !strings.Contains(log, s) {
+			t.Errorf("the server's log lacks %q", s)
+		}
+	}
+	events := w.ok("events", "--task", "t1")
+	for _, e := range []string{"plan_approved", "checkpoint_approved", "task_completed"} {
+		if !strings.Contains(events, e) {
+			t.Errorf("events lack %s", e)
+		}
+	}
+}

@@ -1,9 +1,14 @@
 // A planner, a reviewer and a worker that have nothing but MCP tools,
-// each a `workspaced mcp` process driven by the official TypeScript SDK
-// client over stdio. cmd/workspaced/mcp_ts_test.go runs it twice:
+// driven by the official TypeScript SDK client: each a `workspaced mcp`
+// process over stdio, or each a session of one `workspaced mcp --http`
+// server over the Streamable HTTP transport, with its own bearer token.
+// cmd/workspaced/mcp_ts_test.go runs it three times:
 //
 //   node flow.mjs before BIN ROOT TASK   before any daemon has seen the task
 //   node flow.mjs flow BIN ROOT TASK     with `workspaced serve` running
+//   node flow.mjs http URL - TASK        over HTTP, with `workspaced serve`
+//                                        running; $MCP_TOKENS is a JSON
+//                                        object of tokens by agent name
 //
 // Each run prints one JSON object on stdout with what it saw, for the Go
 // test to check; a step that goes wrong throws, and the run exits 1 with
@@ -11,11 +16,30 @@
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
 const [mode, bin, root, task] = process.argv.slice(2);
 if (!mode || !bin || !root || !task) {
-  console.error("usage: node flow.mjs before|flow BIN ROOT TASK");
+  console.error("usage: node flow.mjs before|flow BIN ROOT TASK, or node flow.mjs http URL - TASK");
   process.exit(2);
+}
+// Over HTTP, bin is the endpoint's URL and each agent has a token.
+const tokens = mode === "http" ? JSON.parse(process.env.MCP_TOKENS || "{}") : {};
+
+// transport connects agent name: a `workspaced mcp` process, or a session
+// of the HTTP endpoint with the agent's token (the task in the URL).
+function transport(name, token = tokens[name]) {
+  if (mode !== "http") {
+    return new StdioClientTransport({
+      command: bin,
+      args: ["--root", root, "mcp", "--task", task, "--agent", name],
+      stderr: "pipe",
+    });
+  }
+  const url = new URL(bin);
+  url.searchParams.set("task", task);
+  const headers = token ? { Authorization: `Bearer ${token}` } : {};
+  return new StreamableHTTPClientTransport(url, { requestInit: { headers } });
 }
 
 // The deadline for one awaited condition: generous, for a loaded machine.
@@ -26,12 +50,8 @@ class Agent {
     this.name = name;
   }
 
-  async connect() {
-    this.transport = new StdioClientTransport({
-      command: bin,
-      args: ["--root", root, "mcp", "--task", task, "--agent", this.name],
-      stderr: "pipe",
-    });
+  async connect(token) {
+    this.transport = transport(this.name, token);
     this.client = new Client({ name: `ts-${this.name}`, version: "0.0.0" });
     await this.client.connect(this.transport);
     return this;
@@ -182,9 +202,71 @@ async function flow() {
   }
 }
 
-const run = { before, flow }[mode];
+// http: over Streamable HTTP, the tools as listed, what is refused, the
+// whole flow with one token per agent, then every tool called once.
+async function http() {
+  const out = { refusals: {} };
+  // Refused: no token, a token for another task.
+  for (const [name, token] of [["no_token", ""], ["other_task", tokens.outsider]]) {
+    try {
+      await new Agent("outsider").connect(token ?? "");
+      out.refusals[name] = "connected";
+    } catch (e) {
+      out.refusals[name] = String(e.message || e);
+    }
+  }
+  const worker = await new Agent("worker").connect();
+  try {
+    const { tools } = await worker.client.listTools();
+    out.tools = tools.map((t) => t.name);
+    out.refusals.plan_without_right = await worker.try("write_plan", { subtasks: [{ id: "a", description: "b" }] });
+    out.refusals.forged_agent = await worker.try("store_env_data", { key: "k", short_description: "d", value: 1, stored_by: "planner" });
+    out.refusals.global_memory = await worker.try("store_memory", { key: "k", value: 1, scope: "global" });
+  } finally {
+    await worker.close();
+  }
+  Object.assign(out, await flow());
+  // Every tool once, by an agent whose token holds every right.
+  const all = await new Agent("all").connect();
+  try {
+    const calls = [
+      ["store_env_data", { key: "ts_http", short_description: "from the TypeScript client", value: { n: 1 } }],
+      ["get_env_data", { key: "ts_http" }],
+      ["list_env_data", {}],
+      ["update_env_data", { key: "ts_http", value: { n: 2 } }],
+      ["delete_env_data", { key: "ts_http" }],
+      ["store_memory", { key: "m", value: "x", scope: "global" }],
+      ["get_memory", { key: "m", scope: "global" }],
+      ["list_memory", {}],
+      ["delete_memory", { key: "m", scope: "global" }],
+      ["get_task", {}],
+      ["get_task_state", {}],
+      ["get_plan", {}],
+      ["get_subtask", { subtask_id: "st_1" }],
+      ["get_output", { subtask_id: "st_1" }],
+      ["list_reviews", {}],
+      ["get_review", { review_id: "plan_v1" }],
+      ["write_plan", { subtasks: [{ id: "x", description: "y" }] }],
+      ["write_review", { type: "output_review", verdict: "approved", target: "st_1" }],
+      ["claim_subtask", { subtask_id: "st_1" }],
+      ["signal_done", { subtask_id: "st_9", output: { summary: "late" } }],
+      ["get_delegation_context", {}],
+      ["list_capabilities", {}],
+      ["skills", {}],
+    ];
+    out.every = {};
+    for (const [tool, args] of calls) {
+      out.every[tool] = await all.try(tool, args);
+    }
+  } finally {
+    await all.close();
+  }
+  return out;
+}
+
+const run = { before, flow, http }[mode];
 if (!run) {
-  console.error(`unknown mode ${mode}: use before or flow`);
+  console.error(`unknown mode ${mode}: use before, flow or http`);
   process.exit(2);
 }
 try {
