@@ -2,8 +2,17 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"math/big"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -315,5 +324,61 @@ func TestTokenCommand(t *testing.T) {
 	}
 	if out := w.ok("token", "list"); !strings.Contains(out, "no tokens") {
 		t.Fatalf("list after revoke: %s", out)
+	}
+}
+
+// TestMCPHTTPTLS: with --tls-cert and --tls-key the server speaks HTTPS,
+// and a client that trusts the certificate is served.
+func TestMCPHTTPTLS(t *testing.T) {
+	w := newWS(t)
+	w.task("t1")
+	tok := w.addToken("--agent", "worker", "--task", "t1")
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile := filepath.Join(w.dir, "cert.pem"), filepath.Join(w.dir, "key.pem")
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600)
+	srv := w.mcpHTTP("--tls-cert", certFile, "--tls-key", keyFile)
+	if !strings.HasPrefix(srv.url, "https://") {
+		t.Fatalf("url %s", srv.url)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	tr := &mcp.StreamableClientTransport{Endpoint: srv.url, MaxRetries: -1, DisableStandaloneSSE: true,
+		HTTPClient: &http.Client{Transport: bearerTransport{token: tok, next: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "tls", Version: "0"}, nil).Connect(context.Background(), tr, nil)
+	if err != nil {
+		t.Fatalf("connect over TLS: %v (%s)", err, srv.stderr)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: mcpserver.ToolStoreEnvData,
+		Arguments: map[string]any{"key": "k", "short_description": "d", "value": 1}})
+	if err != nil || res.IsError {
+		t.Fatalf("store over TLS: %v %+v", err, res)
+	}
+	// Plain HTTP to the TLS port is not served.
+	resp, err := http.Post(strings.Replace(srv.url, "https://", "http://", 1), "application/json", strings.NewReader("{}"))
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Fatalf("plain HTTP answered 200")
+		}
 	}
 }
