@@ -112,6 +112,7 @@ func commands() []command {
 		{"locks", "who holds which lock", cmdLocks},
 		{"lock", "run a command under a workspace lock, like flock(1)", cmdLock},
 		{"mcp", "serve the workspace to an agent over MCP (stdio)", cmdMCP},
+		{"web", "serve the live panel and the HTTP API", cmdWeb},
 		{"bench", "measure the workload against the disk's own floor", cmdBench},
 		{"demo", "run the whole flow on a fresh workspace", cmdDemo},
 		{"schema", "print the JSON Schema of a file kind", cmdSchema},
