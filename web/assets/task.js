@@ -271,7 +271,7 @@
     for (const t of threads) { const p = t.parent_id || ""; if (!kids.has(p)) kids.set(p, []); kids.get(p).push(t); }
     const ids = new Set(threads.map((t) => t.id));
     const node = (t) => h("li", { "data-thread": t.id },
-      h("div", {}, h("b", {}, t.id), " ", `${t.from} → ${t.to} `, status(t.status), t.progress ? h("span", { class: "muted" }, ` · ${t.progress}`) : null),
+      h("div", {}, h("span", { class: "tid" }, t.id), " ", `${t.from} → ${t.to} `, status(t.status), t.progress ? h("span", { class: "muted" }, ` · ${t.progress}`) : null),
       t.message ? h("div", { class: "muted" }, t.message) : null,
       kids.has(t.id) ? h("ul", {}, kids.get(t.id).map(node)) : null);
     const roots = threads.filter((t) => !t.parent_id || !ids.has(t.parent_id));
@@ -319,7 +319,7 @@
     const gen = ++panelGen;
     try {
       const nodes = await (renderers[tab] || renderBoard)();
-      if (gen === panelGen) panel.replaceChildren(...nodes.filter(Boolean));
+      if (gen === panelGen) { panel.replaceChildren(...nodes.filter(Boolean)); panel.dataset.tab = tab; }
     } catch (e) { if (gen === panelGen) panel.replaceChildren(error(e.message)); }
   }
 
