@@ -46,7 +46,7 @@
       h("div", { class: "rowflex muted" },
         s ? [`phase ${s.phase}`, " · ", `plan ${s.plan_status || "none"} v${s.plan_version || 0}`, " · ", progress(done, subs.length),
           " · ", `updated ${ago(s.last_updated)}`, " · ", `revisions ${s.revision_count}`] : "no state yet: is the daemon running?"),
-      view.state_error ? error(view.state_error) : null);
+      ...(view.state_error ? [error(view.state_error)] : []));
     renderActions();
   }
 
@@ -327,7 +327,7 @@
   function evRow(e, fresh) {
     const kv = Object.entries(e.attrs || {}).map(([k, v]) => h("span", { class: "kv" }, `${k}=${v}`));
     return h("div", { class: "ev" + (fresh ? " fresh" : ""), "data-id": e.id, "data-event": e.event },
-      h("span", { class: "t" }, fmtTime(e.time)), h("span", { class: "n" }, e.event), (e.args || []).map((a) => h("span", { class: "kv" }, a)), kv);
+      h("span", { class: "t", title: fmtTime(e.time) }, fmtTime(e.time).slice(11)), h("span", { class: "n" }, e.event), (e.args || []).map((a) => h("span", { class: "kv" }, a)), kv);
   }
   const matches = (e) => (!filters.kind || e.event === filters.kind) && (!filters.agent || (e.attrs && e.attrs.agent === filters.agent));
   function renderFilters() {
@@ -352,6 +352,11 @@
     if (!filtersDirty) { filtersDirty = true; requestAnimationFrame(() => { filtersDirty = false; renderFilters(); }); }
   }
 
+  window.addEventListener("hashchange", () => {
+    const k = location.hash.slice(1);
+    if (k && k !== tab && renderers[k]) { tab = k; renderTabs(); renderPanel(); }
+  });
+
   // ---- load, then follow
   const reload = coalesce(async () => {
     view = await api(base);
@@ -369,6 +374,7 @@
     for (const e of page.events) { seen.add(e.id); events.push(e); }
     renderTabs(); renderHead(); renderTimeline(); await renderPanel();
     document.body.dataset.loaded = "1";
+    performance.mark("ws-loaded");
     stream(base + "/events?after=" + page.next, {
       ev: (e) => addEvent(e),
       changed: () => reload(),

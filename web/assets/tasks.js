@@ -48,6 +48,7 @@
     const frag = document.createDocumentFragment();
     for (const t of page.tasks) frag.append(row(t));
     tbody.replaceChildren(frag);
+    if (!document.body.dataset.loaded) performance.mark("ws-loaded");
     document.body.dataset.loaded = "1";
   });
   refresh();
