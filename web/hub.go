@@ -35,8 +35,9 @@ type streamEvent struct {
 
 // sub is one open stream.
 type sub struct {
-	task string // "" for every task
-	wake chan struct{}
+	task       string // "" for every task
+	withEvents bool   // an all-tasks stream that sends events
+	wake       chan struct{}
 
 	mu       sync.Mutex
 	tasks    map[string]bool // tasks changed since the stream last looked
@@ -96,7 +97,7 @@ func (h *hub) publish(c change) {
 				s.tasks[t] = true
 				woke = true
 			}
-			if len(c.events) > 0 {
+			if len(c.events) > 0 && s.withEvents {
 				if len(s.events)+len(c.events) > maxPending {
 					s.lost, s.events = true, nil
 				} else {
@@ -182,8 +183,8 @@ func parseEventID(id string) (task string, end int64, ok bool) {
 // subscribeSince subscribes an all-tasks stream and, in the same step,
 // returns the held events after the one with id last (none when last is
 // ""), so that no event falls between the two.
-func (h *hub) subscribeSince(last string) (s *sub, missed []streamEvent, found bool) {
-	s = &sub{wake: make(chan struct{}, 1), tasks: map[string]bool{}}
+func (h *hub) subscribeSince(last string, events bool) (s *sub, missed []streamEvent, found bool) {
+	s = &sub{wake: make(chan struct{}, 1), tasks: map[string]bool{}, withEvents: events}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if last != "" {

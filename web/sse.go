@@ -155,7 +155,7 @@ func (s *Server) allEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	withEvents := r.URL.Query().Get("events") != "0"
 	last := r.Header.Get("Last-Event-ID")
-	sub, missed, found := s.hub.subscribeSince(last)
+	sub, missed, found := s.hub.subscribeSince(last, withEvents)
 	defer s.hub.unsubscribe(sub)
 	st := startStream(w)
 	if last != "" && !found {

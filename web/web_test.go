@@ -113,6 +113,20 @@ func TestRoutes(t *testing.T) {
 			t.Errorf("GET %s: no error message: %s", c.path, r.body)
 		}
 	}
+	// An events.log that is a symlink is refused, not followed.
+	if _, err := p.ws.CreateTask(context.Background(), workspace.NewTaskRequest{ID: "t2", Description: "linked"}); err != nil {
+		t.Fatal(err)
+	}
+	log2 := filepath.Join(p.ws.Dir(), "tasks/t2/events.log")
+	if err := os.Remove(log2); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../t1/events.log", log2); err != nil {
+		t.Fatal(err)
+	}
+	if r := p.get("/api/tasks/t2/events"); r.code != 400 || !strings.Contains(r.body, "symlink") {
+		t.Errorf("a symlinked events.log: %d %s", r.code, r.body)
+	}
 	// A Last-Event-ID of another task is refused.
 	if r := p.do(nil, "GET", "/api/tasks/t1/events", "", map[string]string{"Last-Event-ID": "t2:10"}); r.code != 400 {
 		t.Errorf("a foreign Last-Event-ID: %d %s", r.code, r.body)
@@ -154,7 +168,20 @@ func TestListenNeedsToken(t *testing.T) {
 			t.Errorf("CheckListen(%q, token %v) = %v", c.addr, c.token, err)
 		}
 	}
-	p := newPanel(t, Config{Token: "s3cret-token"})
+	mcp := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Handler", "mcp")
+		w.WriteHeader(http.StatusTeapot)
+	})
+	p := newPanel(t, Config{Token: "s3cret-token", MCP: mcp})
+	// /mcp is the MCP handler's own business: no token, no CSRF asked here.
+	for _, path := range []string{"/mcp", "/mcp/sub"} {
+		if r := p.do(nil, "POST", path, `{}`, nil); r.code != http.StatusTeapot || r.h.Get("X-Handler") != "mcp" {
+			t.Errorf("POST %s: %d, not the MCP handler", path, r.code)
+		}
+	}
+	if r := p.do(nil, "GET", "/mcpx", "", nil); r.code == http.StatusTeapot {
+		t.Errorf("/mcpx reached the MCP handler")
+	}
 	seed(t, p.ws)
 	if r := p.get("/api/tasks"); r.code != 401 || !strings.Contains(r.body, `"error"`) {
 		t.Errorf("no token: %d %s", r.code, r.body)

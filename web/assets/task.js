@@ -77,7 +77,9 @@
             post(base + "/checkpoints/" + encodeURIComponent(cp) + "/review", { verdict, notes })));
         }
       }
-      for (const e of events.filter((e) => e.event === "escalated").slice(-3)) {
+      // Escalations not yet answered by a human's review of their target.
+      const answered = new Set(events.filter((e) => e.event === "review_recorded" && (e.attrs || {}).reviewer === "human").map((e) => e.attrs.target));
+      for (const e of events.filter((e) => e.event === "escalated" && !answered.has((e.args && e.args[0]) || id)).slice(-3)) {
         const target = (e.args && e.args[0]) || id;
         const notes = h("textarea", { placeholder: "your answer" });
         const msg = h("span", { class: "muted" });
