@@ -252,28 +252,36 @@ func (w *Workspace) openEventsLog(taskID string) (*os.File, error) {
 }
 
 func scanEvents(r io.Reader, each func(Event), badLine func(error)) (int64, error) {
+	return scanLines(r, func(line string, _ int64) {
+		line = strings.TrimRight(line, "\r\n")
+		if line == "" {
+			return
+		}
+		e, perr := ParseEvent(line)
+		if perr != nil {
+			badLine(perr)
+			return
+		}
+		each(e)
+	})
+}
+
+// scanLines calls each for every whole line of r (with its newline) and
+// its length in bytes, and returns the bytes consumed. A partial last line
+// is left for the next read.
+func scanLines(r io.Reader, each func(line string, n int64)) (int64, error) {
 	br := bufio.NewReader(r)
 	var n int64
 	for {
 		line, err := br.ReadString('\n')
 		if err == io.EOF {
-			// A partial last line is left for the next read.
 			return n, nil
 		}
 		if err != nil {
 			return n, err
 		}
 		n += int64(len(line))
-		line = strings.TrimRight(line, "\r\n")
-		if line == "" {
-			continue
-		}
-		e, perr := ParseEvent(line)
-		if perr != nil {
-			badLine(perr)
-			continue
-		}
-		each(e)
+		each(line, int64(len(line)))
 	}
 }
 

@@ -41,9 +41,7 @@ func cmdBackup(ctx context.Context, e *env, args []string) error {
 }
 
 func backupSet(w *workspace.Workspace, id string) *backup.Set {
-	s := w.Settings()
-	return &backup.Set{Root: w.Root(), Dir: path.Join(workspace.TaskDir(id), "backups"), Prefix: "state_",
-		Keep: s.Backups.Keep, MaxBytes: int64(s.Limits.MaxFileBytes), DirPerm: w.DirPerm()}
+	return w.StateBackups(id)
 }
 
 const backupListUsage = `Usage:

@@ -113,6 +113,7 @@ func commands() []command {
 		{"lock", "run a command under a workspace lock, like flock(1)", cmdLock},
 		{"mcp", "serve the workspace to agents over MCP (stdio or HTTP)", cmdMCP},
 		{"token", "bearer tokens of remote agents: add, list, revoke", cmdToken},
+		{"web", "serve the live panel and the HTTP API", cmdWeb},
 		{"bench", "measure the workload against the disk's own floor", cmdBench},
 		{"demo", "run the whole flow on a fresh workspace", cmdDemo},
 		{"schema", "print the JSON Schema of a file kind", cmdSchema},

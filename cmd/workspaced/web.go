@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/workspaced/workspaced/web"
+	"github.com/workspaced/workspaced/workspace"
+)
+
+const webUsage = `workspaced web — serve the live panel and the HTTP API of a workspace.
+
+Usage:
+  workspaced web [--listen ADDR] [--token-file FILE] [--read-only]
+
+Serves, on one listener, pages a person watches the workspace on — every
+task with its status and progress; a task's board or dependency graph,
+checkpoints, workers, plan versions with a diff, outputs, reviews, threads,
+env data, journal and backups; its timeline of events, live; the memory;
+the friction log — and the JSON API other programs read (docs/HTTP.md).
+Pages update as the tree changes (the server watches it), and a reloaded
+or reconnected page resumes its timeline without losing or repeating an
+event. Everything is embedded in the binary: no build step, no network.
+
+A person can step in from the pages: approve or send back a plan, review a
+checkpoint, answer an escalation, cancel a task, resolve a friction entry.
+Each action goes through the protocol as agent "human" (a review file and
+a done marker, a cancel marker, the friction log under its lock); the
+daemon (workspaced serve) applies the markers. --read-only turns them off.
+
+It listens on --listen, 127.0.0.1:7070 by default, and prints its address.
+Any address that is not a loopback one needs --token-file: a file holding a
+secret that every request must carry, as "Authorization: Bearer <token>"
+or as the cookie the /login page sets. Actions are POSTs that must carry
+the page's CSRF token. Put it behind a TLS proxy to reach it from another
+machine.
+
+Examples:
+  workspaced web
+  workspaced web --listen 127.0.0.1:8080 --read-only
+  openssl rand -hex 32 > ~/.workspaced-token && workspaced web --listen 0.0.0.0:7070 --token-file ~/.workspaced-token
+
+Exit codes: 0 stopped by SIGINT or SIGTERM, 1 failure (the address is
+taken, the token file unreadable or empty), 2 usage (a non-loopback
+--listen without --token-file), 3 no workspace.
+`
+
+func cmdWeb(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("web")
+	listen := fs.String("listen", web.DefaultListen, "listen on `ADDR` (host:port)")
+	tokenFile := fs.String("token-file", "", "require the token held in `FILE` (needed off loopback)")
+	readOnly := fs.Bool("read-only", false, "turn every action off")
+	if err := parse(e, fs, webUsage, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageHint("web", "unexpected argument %q", fs.Arg(0))
+	}
+	token := ""
+	if *tokenFile != "" {
+		data, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			return fmt.Errorf("read the token file: %w", err)
+		}
+		token = strings.TrimSpace(string(data))
+		if token == "" {
+			return &workspace.Error{Kind: workspace.ErrInvalid, Op: "read the token file " + *tokenFile, Msg: "it is empty",
+				Hint: "put a long random secret in it, e.g. 'openssl rand -hex 32 > FILE'"}
+		}
+	}
+	if err := web.CheckListen(*listen, token != ""); err != nil {
+		var we *workspace.Error
+		if errors.As(err, &we) {
+			return &usageError{msg: "web: " + err.Error(), hint: "give --token-file FILE (a long random secret, e.g. 'openssl rand -hex 32 > FILE'), or --listen 127.0.0.1:PORT"}
+		}
+		return usageHint("web", "--listen: %v", err)
+	}
+	w, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	s, err := web.New(web.Config{Workspace: w, Token: token, ReadOnly: *readOnly})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", *listen, err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
+	watchErr := make(chan error, 1)
+	go func() { watchErr <- s.Run(ctx) }()
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	select {
+	case <-s.Ready():
+	case err := <-watchErr:
+		srv.Close()
+		if err == nil {
+			return nil // stopped before it was ready
+		}
+		return fmt.Errorf("watch the workspace: %w", err)
+	}
+	fmt.Fprintf(e.stdout, "http://%s/\n", ln.Addr())
+	select {
+	case <-ctx.Done():
+	case err := <-watchErr:
+		if err != nil {
+			srv.Close()
+			return fmt.Errorf("watch the workspace: %w", err)
+		}
+	case err := <-serveErr:
+		return fmt.Errorf("serve: %w", err)
+	}
+	cancel()
+	shut, done := context.WithTimeout(context.Background(), 5*time.Second)
+	defer done()
+	_ = srv.Shutdown(shut)
+	return nil
+}

@@ -1,0 +1,246 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/workspaced/workspaced/friction"
+	"github.com/workspaced/workspaced/vocab"
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// Actions: what a person does from the panel, each through the protocol
+// every agent follows, as agent "human": a review file and the done
+// marker that reports it, a done marker that cancels, the friction log
+// changed under its lock. The daemon applies the markers as it applies
+// any; the panel only shows what follows.
+
+// maxActionBody bounds an action's request body.
+const maxActionBody = 64 << 10
+
+// action refuses every action when the panel is read-only, and a body
+// that is not JSON.
+func (s *Server) action(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.ReadOnly {
+			writeError(w, http.StatusForbidden, "the panel is read-only", "serve it without --read-only to act from it")
+			return
+		}
+		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+			writeError(w, http.StatusUnsupportedMediaType, "an action takes a JSON body", "send Content-Type: application/json")
+			return
+		}
+		h(w, r)
+	}
+}
+
+// decodeBody reads a JSON object of at most maxActionBody bytes into v,
+// refusing unknown fields.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxActionBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "read the request", Err: err, Hint: "send one JSON object with the fields docs/HTTP.md lists"}
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "read the request", Msg: "more than one JSON value"}
+	}
+	return nil
+}
+
+// ReviewRequest is the body of the review actions.
+type ReviewRequest struct {
+	Verdict string                  `json:"verdict"` // approved | revision_needed | rejected
+	Notes   string                  `json:"notes,omitempty"`
+	Issues  []workspace.ReviewIssue `json:"issues,omitempty"`
+	// Target is the subtask an escalation is about (escalations only).
+	Target string `json:"target,omitempty"`
+}
+
+// ActionResult is what an action wrote.
+type ActionResult struct {
+	Review string `json:"review,omitempty"` // tasks/<id>/reviews/<r>.json, relative to the task
+	Marker string `json:"marker,omitempty"` // the done marker, relative to the root
+	Entry  any    `json:"entry,omitempty"`  // a friction entry as it now is
+}
+
+func checkVerdict(v string) error {
+	switch v {
+	case "approved", "revision_needed", "rejected":
+		return nil
+	}
+	return &workspace.Error{Kind: workspace.ErrInvalid, Op: "review", Msg: fmt.Sprintf("verdict %q", v), Hint: "use approved, revision_needed or rejected"}
+}
+
+// review writes a review as the human and drops the done marker that
+// reports it. The review id is base, or base with a random suffix when a
+// review of that id exists already (an earlier decision stays final).
+func (s *Server) review(w http.ResponseWriter, id, base string, rv workspace.Review) {
+	rv.Reviewer = HumanAgent
+	data, err := json.Marshal(rv)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	rid := base
+	if _, err := s.ws.ReadTaskDoc(id, "reviews/"+rid+".json"); !isNotFound(err) {
+		rid = base + "_" + randomHex(3)
+	}
+	rel, err := s.ws.WriteReview(id, rid, HumanAgent, data)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	m, err := s.ws.WriteDone(workspace.DoneRequest{TaskID: id, Agent: HumanAgent, OutputFile: rel})
+	if err != nil {
+		fail(w, fmt.Errorf("%s written, but the done marker failed: %w", rel, err))
+		return
+	}
+	writeJSON(w, http.StatusAccepted, ActionResult{Review: rel, Marker: m})
+}
+
+func conflict(w http.ResponseWriter, msg string) {
+	writeError(w, http.StatusConflict, msg, "reload the task: its state changed")
+}
+
+// reviewPlan approves or sends back the plan that awaits review.
+func (s *Server) reviewPlan(w http.ResponseWriter, r *http.Request, id string) {
+	var req ReviewRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		fail(w, err)
+		return
+	}
+	if err := checkVerdict(req.Verdict); err != nil {
+		fail(w, err)
+		return
+	}
+	st, err := s.ws.ReadState(id)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	if st.PlanStatus != "proposed" {
+		conflict(w, "no plan awaits review (plan_status "+st.PlanStatus+")")
+		return
+	}
+	rv := workspace.Review{Type: "plan_review", Target: st.PlanID, Verdict: req.Verdict, Notes: req.Notes, Issues: req.Issues}
+	s.review(w, id, fmt.Sprintf("plan_v%d_human", st.PlanVersion), rv)
+}
+
+// reviewCheckpoint approves or sends back a checkpoint awaiting review.
+func (s *Server) reviewCheckpoint(w http.ResponseWriter, r *http.Request, id string) {
+	cp := r.PathValue("cp")
+	if err := workspace.ValidateID("checkpoint id", cp); err != nil {
+		fail(w, err)
+		return
+	}
+	var req ReviewRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		fail(w, err)
+		return
+	}
+	if err := checkVerdict(req.Verdict); err != nil {
+		fail(w, err)
+		return
+	}
+	st, err := s.ws.ReadState(id)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	c := st.Checkpoints[cp]
+	if c == nil {
+		writeError(w, http.StatusNotFound, "task "+id+" has no checkpoint "+cp, "")
+		return
+	}
+	if c.Status != "awaiting_review" {
+		conflict(w, "checkpoint "+cp+" is "+c.Status+", not awaiting_review")
+		return
+	}
+	rv := workspace.Review{Type: "checkpoint_review", Target: cp, Verdict: req.Verdict, Notes: req.Notes, Issues: req.Issues}
+	s.review(w, id, cp+"_human", rv)
+}
+
+// answerEscalation records the human's answer to an escalation about a
+// subtask (or the task) as an output review of it.
+func (s *Server) answerEscalation(w http.ResponseWriter, r *http.Request, id string) {
+	var req ReviewRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		fail(w, err)
+		return
+	}
+	if err := checkVerdict(req.Verdict); err != nil {
+		fail(w, err)
+		return
+	}
+	target := req.Target
+	if target == "" {
+		target = id
+	}
+	if err := workspace.ValidateID("target", target); err != nil {
+		fail(w, err)
+		return
+	}
+	if strings.TrimSpace(req.Notes) == "" {
+		writeError(w, http.StatusBadRequest, "an answer needs notes", "say what the agents should do")
+		return
+	}
+	rv := workspace.Review{Type: "output_review", Target: target, Verdict: req.Verdict, Notes: req.Notes, Issues: req.Issues}
+	s.review(w, id, "escalation_"+target+"_human", rv)
+}
+
+// CancelRequest is the body of POST /api/tasks/{id}/cancel.
+type CancelRequest struct {
+	Reason string `json:"reason"`
+}
+
+func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, id string) {
+	var req CancelRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		fail(w, err)
+		return
+	}
+	if st, err := s.ws.ReadState(id); err == nil && vocab.Finished(st.Status) {
+		conflict(w, "task "+id+" is already "+st.Status)
+		return
+	}
+	m, err := s.ws.WriteDone(workspace.DoneRequest{TaskID: id, Agent: HumanAgent, Status: "cancelled", Error: req.Reason})
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, ActionResult{Marker: m})
+}
+
+// ResolveRequest is the body of POST /api/friction/{id}/resolve.
+type ResolveRequest struct {
+	Status string `json:"status"` // applied | dismissed
+}
+
+func (s *Server) resolveFriction(w http.ResponseWriter, r *http.Request) {
+	fid := r.PathValue("id")
+	if err := workspace.ValidateID("friction id", fid); err != nil {
+		fail(w, err)
+		return
+	}
+	var req ResolveRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		fail(w, err)
+		return
+	}
+	en, err := s.ws.FrictionLog(HumanAgent).Resolve(r.Context(), fid, req.Status)
+	if err != nil {
+		if errors.Is(err, friction.ErrCorrupt) {
+			writeError(w, http.StatusInternalServerError, err.Error(), "fix or move friction/friction.json")
+			return
+		}
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ActionResult{Entry: en})
+}

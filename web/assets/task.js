@@ -1,0 +1,386 @@
+// The task page: header and actions, the board (or the dependency graph),
+// checkpoints and workers, plan versions with a diff, outputs and reviews,
+// threads, env data, journal, backups, and the live timeline.
+"use strict";
+(() => {
+  const { h, api, post, stream, coalesce, fmtTime, ago, status, progress, rawToggle, error, readOnly } = WS;
+  const main = document.getElementById("main");
+  const id = decodeURIComponent(location.pathname.split("/")[2] || "");
+  const base = "/api/tasks/" + encodeURIComponent(id);
+  const COLS = ["blocked", "pending", "in_progress", "completed", "failed"];
+
+  let view = null;          // GET /api/tasks/{id}
+  let tab = location.hash.slice(1) || "board";
+  const events = [];        // every event, oldest first
+  const seen = new Set();   // their ids
+  const filters = { kind: "", agent: "" };
+
+  const head = h("div", { id: "head" });
+  const actions = h("div", { id: "actions" });
+  const tabs = h("div", { class: "tabs", id: "tabs" });
+  const panel = h("div", { id: "panel" });
+  const tlList = h("div", { id: "timeline", class: "timeline" });
+  const kindSel = h("select", { id: "tl-kind" }), agentSel = h("select", { id: "tl-agent" });
+  const tlCount = h("span", { class: "muted", id: "tl-count" });
+  main.replaceChildren(head, actions, h("div", { class: "layout" },
+    h("div", {}, tabs, panel),
+    h("div", {}, h("h2", {}, "Timeline ", tlCount), h("div", { class: "controls" }, kindSel, agentSel), tlList)));
+  kindSel.addEventListener("change", () => { filters.kind = kindSel.value; renderTimeline(); });
+  agentSel.addEventListener("change", () => { filters.agent = agentSel.value; renderTimeline(); });
+
+  const TABS = [["board", "Board"], ["graph", "Graph"], ["plan", "Plan"], ["outputs", "Outputs & reviews"], ["threads", "Threads"],
+    ["env", "Env data"], ["journal", "Journal"], ["backups", "Backups"]];
+  function renderTabs() {
+    tabs.replaceChildren(...TABS.map(([k, label]) => h("button", { class: k === tab ? "on" : "", "data-tab": k,
+      onclick: () => { tab = k; history.replaceState(null, "", "#" + k); renderTabs(); renderPanel(); } }, label)));
+  }
+
+  // ---- header and actions
+  function renderHead() {
+    const t = view.task, s = view.state;
+    const subs = s ? Object.values(s.subtasks || {}) : [];
+    const done = subs.filter((x) => x.status === "completed").length;
+    head.replaceChildren(
+      h("h1", {}, id, " ", status(s ? s.status : "waiting")),
+      h("p", { id: "description" }, t.description),
+      h("div", { class: "rowflex muted" },
+        s ? [`phase ${s.phase}`, " · ", `plan ${s.plan_status || "none"} v${s.plan_version || 0}`, " · ", progress(done, subs.length),
+          " · ", `updated ${ago(s.last_updated)}`, " · ", `revisions ${s.revision_count}`] : "no state yet: is the daemon running?"),
+      ...(view.state_error ? [error(view.state_error)] : []));
+    renderActions();
+  }
+
+  function reviewForm(label, idPrefix, send) {
+    const notes = h("textarea", { id: idPrefix + "-notes", placeholder: "notes for the agents (optional)" });
+    const msg = h("span", { class: "muted" });
+    const act = (verdict) => async () => {
+      msg.textContent = "…";
+      try { await send(verdict, notes.value); msg.textContent = "sent: the daemon applies it"; }
+      catch (e) { msg.textContent = e.message; msg.className = "error"; }
+    };
+    return h("div", { class: "box attn" }, h("h3", {}, label), notes,
+      h("div", { class: "rowflex" },
+        h("button", { class: "primary", id: idPrefix + "-approve", onclick: act("approved") }, "Approve"),
+        h("button", { id: idPrefix + "-send-back", onclick: act("revision_needed") }, "Send back"), msg));
+  }
+
+  function renderActions() {
+    const s = view.state;
+    const out = [];
+    if (!readOnly && s) {
+      if (s.plan_status === "proposed") {
+        out.push(reviewForm(`Plan v${s.plan_version} awaits review`, "plan", (verdict, notes) => post(base + "/plan/review", { verdict, notes })));
+      }
+      for (const [cp, c] of Object.entries(s.checkpoints || {})) {
+        if (c.status === "awaiting_review") {
+          out.push(reviewForm(`Checkpoint ${cp} awaits review`, "cp-" + cp, (verdict, notes) =>
+            post(base + "/checkpoints/" + encodeURIComponent(cp) + "/review", { verdict, notes })));
+        }
+      }
+      // Escalations not yet answered by a human's review of their target.
+      const answered = new Set(events.filter((e) => e.event === "review_recorded" && (e.attrs || {}).reviewer === "human").map((e) => e.attrs.target));
+      for (const e of events.filter((e) => e.event === "escalated" && !answered.has((e.args && e.args[0]) || id)).slice(-3)) {
+        const target = (e.args && e.args[0]) || id;
+        const notes = h("textarea", { placeholder: "your answer" });
+        const msg = h("span", { class: "muted" });
+        out.push(h("div", { class: "box attn" }, h("h3", {}, `Escalated by ${(e.attrs || {}).agent || "?"} about ${target}`),
+          h("p", {}, (e.attrs || {}).reason || ""), notes,
+          h("div", { class: "rowflex" }, h("button", { class: "primary", onclick: async () => {
+            try { await post(base + "/escalations/review", { target, verdict: "approved", notes: notes.value }); msg.textContent = "answer sent"; }
+            catch (err) { msg.textContent = err.message; }
+          } }, "Answer"), msg)));
+      }
+      if (!["completed", "failed", "cancelled"].includes(s.status)) {
+        const reason = h("input", { type: "text", id: "cancel-reason", placeholder: "reason" });
+        const msg = h("span", { class: "muted" });
+        out.push(h("div", { class: "rowflex" }, reason, h("button", { class: "danger", id: "cancel", onclick: async () => {
+          if (!confirm("Cancel task " + id + "?")) return;
+          try { await post(base + "/cancel", { reason: reason.value }); msg.textContent = "cancel sent"; } catch (e) { msg.textContent = e.message; }
+        } }, "Cancel task"), msg));
+      }
+    }
+    actions.replaceChildren(...out);
+  }
+
+  // ---- panels
+  const plannedSubtasks = () => new Map(((view.plan && view.plan.subtasks) || []).map((s) => [s.id, s]));
+
+  function renderBoard() {
+    const s = view.state;
+    if (!s || !s.subtasks || !Object.keys(s.subtasks).length) return [h("p", { class: "muted" }, "No subtasks yet: the plan is not approved.")];
+    const plan = plannedSubtasks();
+    const cols = Object.fromEntries(COLS.map((c) => [c, []]));
+    for (const [sid, ss] of Object.entries(s.subtasks)) (cols[ss.status] || (cols[ss.status] = [])).push([sid, ss]);
+    const board = h("div", { class: "board", id: "board" }, Object.entries(cols).map(([c, items]) =>
+      h("div", { class: "col", "data-col": c }, h("h3", {}, `${c.replace("_", " ")} (${items.length})`),
+        items.sort((a, b) => a[0].localeCompare(b[0], undefined, { numeric: true })).map(([sid, ss]) =>
+          h("div", { class: "card", "data-subtask": sid, "data-status": ss.status },
+            h("div", { class: "id" }, sid),
+            plan.get(sid) ? h("div", {}, plan.get(sid).description) : null,
+            h("div", { class: "meta" }, [ss.worker ? `worker ${ss.worker}` : "", ss.started_at ? ` · started ${fmtTime(ss.started_at)}` : "",
+              ss.completed_at ? ` · done ${fmtTime(ss.completed_at)}` : "", ss.attempts ? ` · attempts ${ss.attempts}` : ""].join("")),
+            ss.error ? h("div", { class: "error" }, ss.error) : null)))));
+    return [board, renderCheckpoints(), renderWorkers()];
+  }
+
+  function renderCheckpoints() {
+    const cps = Object.entries((view.state && view.state.checkpoints) || {});
+    if (!cps.length) return null;
+    const plan = new Map(((view.plan && view.plan.checkpoints) || []).map((c) => [c.id, c]));
+    return h("div", {}, h("h2", {}, "Checkpoints"), h("table", { id: "checkpoints" },
+      h("tr", {}, ["checkpoint", "status", "subtasks", "reached", "reviewed", "review"].map((t) => h("th", {}, t))),
+      cps.map(([cid, c]) => h("tr", {}, h("td", {}, cid, plan.get(cid) && plan.get(cid).description ? h("div", { class: "muted" }, plan.get(cid).description) : null),
+        h("td", {}, status(c.status)), h("td", {}, ((plan.get(cid) || {}).subtasks || []).join(", ")),
+        h("td", {}, fmtTime(c.reached_at)), h("td", {}, fmtTime(c.reviewed_at)), h("td", {}, c.review || "")))));
+  }
+
+  function renderWorkers() {
+    const ws = Object.entries((view.state && view.state.workers) || {});
+    if (!ws.length) return null;
+    return h("div", {}, h("h2", {}, "Workers"), h("table", { id: "workers" },
+      h("tr", {}, h("th", {}, "worker"), h("th", {}, "status"), h("th", {}, "on")),
+      ws.map(([w, x]) => h("tr", {}, h("td", {}, w), h("td", {}, status(x.status)), h("td", {}, x.current_task || "")))));
+  }
+
+  // The dependency graph: subtasks in layers by depth, arrows from each
+  // dependency, coloured by status (SVG built with createElementNS).
+  function renderGraph() {
+    const plan = (view.plan && view.plan.subtasks) || [];
+    if (!plan.length) return [h("p", { class: "muted" }, "No plan yet.")];
+    const st = (view.state && view.state.subtasks) || {};
+    const depth = new Map();
+    const byId = new Map(plan.map((s) => [s.id, s]));
+    const d = (sid, guard = 0) => {
+      if (depth.has(sid)) return depth.get(sid);
+      const s = byId.get(sid);
+      const v = !s || guard > 200 ? 0 : Math.max(-1, ...(s.dependencies || []).map((x) => d(x, guard + 1))) + 1;
+      depth.set(sid, v);
+      return v;
+    };
+    plan.forEach((s) => d(s.id));
+    const layers = [];
+    for (const s of plan) (layers[depth.get(s.id)] ||= []).push(s.id);
+    const W = 120, H = 34, GX = 50, GY = 12;
+    const pos = new Map();
+    layers.forEach((ids, x) => ids.forEach((sid, y) => pos.set(sid, [x * (W + GX) + 10, y * (H + GY) + 10])));
+    const NS = "http://www.w3.org/2000/svg";
+    const el = (t, a) => { const e = document.createElementNS(NS, t); for (const [k, v] of Object.entries(a)) e.setAttribute(k, v); return e; };
+    const width = layers.length * (W + GX) + 20, height = Math.max(...layers.map((l) => l.length)) * (H + GY) + 20;
+    const svg = el("svg", { class: "graph", id: "graph", width, height, viewBox: `0 0 ${width} ${height}` });
+    const colour = { blocked: "#9a9aa0", pending: "#c9a227", in_progress: "#2f6fdb", completed: "#2e8b57", failed: "#c0392b" };
+    for (const s of plan) for (const dep of s.dependencies || []) {
+      if (!pos.has(dep)) continue;
+      const [x1, y1] = pos.get(dep), [x2, y2] = pos.get(s.id);
+      svg.append(el("line", { x1: x1 + W, y1: y1 + H / 2, x2, y2: y2 + H / 2, stroke: "#aaa" }));
+    }
+    for (const s of plan) {
+      const [x, y] = pos.get(s.id);
+      const status = (st[s.id] || {}).status || "blocked";
+      const g = el("g", { "data-subtask": s.id, "data-status": status });
+      g.append(el("rect", { x, y, width: W, height: H, rx: 4, fill: colour[status] || "#999" }));
+      const t = el("text", { x: x + 6, y: y + 14, fill: "#fff" }); t.textContent = s.id.slice(0, 18);
+      const t2 = el("text", { x: x + 6, y: y + 27, fill: "#fff" }); t2.textContent = ((st[s.id] || {}).worker || status).slice(0, 20);
+      const title = el("title", {}); title.textContent = `${s.id}: ${s.description}`;
+      g.append(t, t2, title);
+      svg.append(g);
+    }
+    return [h("div", { style: null }, svg)];
+  }
+
+  // A line diff of two texts (longest common subsequence; for big texts
+  // only the changed middle is compared).
+  function diffLines(a, b) {
+    let i = 0, j = 0;
+    while (i < a.length && i < b.length && a[i] === b[i]) i++;
+    let ea = a.length, eb = b.length;
+    while (ea > i && eb > i && a[ea - 1] === b[eb - 1]) { ea--; eb--; }
+    const A = a.slice(i, ea), B = b.slice(i, eb);
+    const out = a.slice(0, i).map((l) => [" ", l]);
+    if (A.length * B.length > 4e6) {
+      out.push(...A.map((l) => ["-", l]), ...B.map((l) => ["+", l]));
+    } else {
+      const L = Array.from({ length: A.length + 1 }, () => new Uint32Array(B.length + 1));
+      for (let x = A.length - 1; x >= 0; x--) for (let y = B.length - 1; y >= 0; y--)
+        L[x][y] = A[x] === B[y] ? L[x + 1][y + 1] + 1 : Math.max(L[x + 1][y], L[x][y + 1]);
+      let x = 0, y = 0;
+      while (x < A.length && y < B.length) {
+        if (A[x] === B[y]) { out.push([" ", A[x]]); x++; y++; }
+        else if (L[x + 1][y] >= L[x][y + 1]) out.push(["-", A[x++]]);
+        else out.push(["+", B[y++]]);
+      }
+      while (x < A.length) out.push(["-", A[x++]]);
+      while (y < B.length) out.push(["+", B[y++]]);
+    }
+    out.push(...a.slice(ea).map((l) => [" ", l]));
+    return out;
+  }
+
+  async function renderPlan() {
+    const { versions } = await api(base + "/plans");
+    if (!versions.length) return [h("p", { class: "muted" }, "No plan yet.")];
+    const pick = (sel, v) => { sel.replaceChildren(...versions.map((p) => h("option", { value: p.version, selected: p.version === v }, `v${p.version} (${p.status || ""})`))); return sel; };
+    const cur = versions[versions.length - 1];
+    const from = pick(h("select", { id: "diff-from" }), versions.length > 1 ? versions[versions.length - 2].version : cur.version);
+    const to = pick(h("select", { id: "diff-to" }), cur.version);
+    const out = h("div", { class: "diff", id: "plan-diff" });
+    const show = () => {
+      const a = versions.find((p) => p.version === +from.value), b = versions.find((p) => p.version === +to.value);
+      const lines = diffLines(JSON.stringify(a, null, 2).split("\n"), JSON.stringify(b, null, 2).split("\n"));
+      const changed = lines.filter(([k]) => k !== " ").length;
+      out.replaceChildren(h("p", { class: "muted" }, changed ? `${changed} changed lines` : "the same"),
+        ...lines.map(([k, l]) => h("div", { class: k === "+" ? "add" : k === "-" ? "del" : "" }, k + " " + l)));
+    };
+    from.addEventListener("change", show); to.addEventListener("change", show);
+    show();
+    return [
+      h("div", { class: "box" }, h("h3", {}, `Plan v${cur.version} `, status(cur.status)), cur.summary ? h("p", {}, cur.summary) : null,
+        h("table", {}, h("tr", {}, ["subtask", "description", "depends on", "complexity"].map((t) => h("th", {}, t))),
+          cur.subtasks.slice(0, 500).map((s) => h("tr", {}, h("td", {}, s.id), h("td", {}, s.description), h("td", {}, (s.dependencies || []).join(", ")), h("td", {}, s.estimated_complexity || "")))),
+        cur.subtasks.length > 500 ? h("p", { class: "muted" }, `… and ${cur.subtasks.length - 500} more (raw JSON has them all)`) : null,
+        rawToggle(cur)),
+      h("h3", {}, "Diff between versions"), h("div", { class: "controls" }, "from ", from, " to ", to), out];
+  }
+
+  function outputView(o) {
+    return h("div", { class: "box" }, h("h3", {}, `Output of ${o.subtask_id} `, status(o.status || "completed")),
+      h("div", { class: "kv-grid" }, ["worker_id", "completed_at", "summary", "error"].filter((k) => o[k]).map((k) => [h("span", { class: "muted" }, k), h("span", {}, k.endsWith("_at") ? fmtTime(o[k]) : o[k])]).flat(),
+        ["files_created", "files_modified", "decisions"].filter((k) => o[k] && o[k].length).map((k) => [h("span", { class: "muted" }, k), h("span", {}, o[k].join(", "))]).flat()),
+      o.code ? Object.entries(o.code).map(([f, c]) => h("div", {}, h("div", { class: "mono" }, f), h("pre", {}, c))) : null,
+      rawToggle(o));
+  }
+
+  async function renderOutputs() {
+    const { reviews, skipped } = await api(base + "/reviews");
+    const subs = Object.entries((view.state && view.state.subtasks) || {}).filter(([, s]) => s.output);
+    const outBox = h("div", { id: "output-view" });
+    return [h("h2", {}, "Outputs"), subs.length ? h("table", { id: "outputs" }, subs.slice(0, 1000).map(([sid, s]) => h("tr", {},
+      h("td", {}, sid), h("td", {}, status(s.status)), h("td", {}, s.output),
+      h("td", {}, h("button", { "data-output": sid, onclick: async () => {
+        try { outBox.replaceChildren(outputView(await api(base + "/outputs/" + encodeURIComponent(sid)))); } catch (e) { outBox.replaceChildren(error(e.message)); }
+      } }, "show"))))) : h("p", { class: "muted" }, "No outputs yet."), outBox,
+    h("h2", {}, "Reviews"), reviews.length ? h("div", { id: "reviews" }, reviews.map((r) => h("div", { class: "box" },
+      h("h3", {}, `${r.id} · ${r.type} of ${r.target || "?"} `, status(r.verdict)),
+      h("div", { class: "muted" }, `by ${r.reviewer || "?"} ${fmtTime(r.reviewed_at)}`),
+      r.notes ? h("p", {}, r.notes) : null, r.escalate ? h("p", { class: "error" }, "escalated: ", r.escalate) : null,
+      (r.issues || []).length ? h("ul", {}, r.issues.map((i) => h("li", {}, `[${i.severity || "?"}] ${i.problem}`, i.suggestion ? ` → ${i.suggestion}` : ""))) : null,
+      rawToggle(r)))) : h("p", { class: "muted" }, "No reviews yet."),
+    (skipped || []).length ? h("div", {}, h("h3", {}, "Files passed over"), skipped.map((s) => h("div", { class: "error" }, `${s.file}: ${s.reason}`))) : null];
+  }
+
+  async function renderThreads() {
+    const threads = await api(base + "/threads");
+    const kids = new Map();
+    for (const t of threads) { const p = t.parent_id || ""; if (!kids.has(p)) kids.set(p, []); kids.get(p).push(t); }
+    const ids = new Set(threads.map((t) => t.id));
+    const node = (t) => h("li", { "data-thread": t.id },
+      h("div", {}, h("span", { class: "tid" }, t.id), " ", `${t.from} → ${t.to} `, status(t.status), t.progress ? h("span", { class: "muted" }, ` · ${t.progress}`) : null),
+      t.message ? h("div", { class: "muted" }, t.message) : null,
+      kids.has(t.id) ? h("ul", {}, kids.get(t.id).map(node)) : null);
+    const roots = threads.filter((t) => !t.parent_id || !ids.has(t.parent_id));
+    return [h("div", { class: "tree", id: "threads" }, h("ul", {}, roots.map(node))), rawToggle(threads)];
+  }
+
+  async function renderEnv() {
+    const items = await api(base + "/env");
+    if (!items.length) return [h("p", { class: "muted" }, "No env data.")];
+    const out = h("div", { id: "env-value" });
+    return [h("table", { id: "env" }, h("tr", {}, ["key", "description", "stored by", "version", "size", "updated", ""].map((t) => h("th", {}, t))),
+      items.map((it) => h("tr", {}, h("td", { class: "mono" }, it.key), h("td", {}, it.short_description), h("td", {}, it.stored_by),
+        h("td", {}, String(it.version)), h("td", {}, `${it.size} B`), h("td", {}, fmtTime(it.updated_at)),
+        h("td", {}, h("button", { "data-key": it.key, onclick: async () => {
+          try {
+            const e = await api(base + "/env/" + encodeURIComponent(it.key));
+            const hist = events.filter((x) => x.attrs && x.attrs.key === it.key && /^env_/.test(x.event));
+            out.replaceChildren(h("h3", {}, it.key, ` (version ${e.version})`), h("pre", {}, JSON.stringify(e.value, null, 2)),
+              h("h3", {}, "History"), h("table", {}, hist.map((x) => h("tr", {}, h("td", {}, fmtTime(x.time)), h("td", {}, x.event),
+                h("td", {}, `version ${x.attrs.version || "?"}`), h("td", {}, x.attrs.agent || "")))));
+          } catch (err) { out.replaceChildren(error(err.message)); }
+        } }, "value"))))), out];
+  }
+
+  async function renderJournal() {
+    const recs = await api(base + "/journal");
+    if (!recs.length) return [h("p", { class: "muted" }, "The journal is empty.")];
+    return [h("table", { id: "journal" }, h("tr", {}, ["seq", "taken", "kind", "agent", "subtask", "marker", "outcome"].map((t) => h("th", {}, t))),
+      recs.slice(-2000).reverse().map((r) => h("tr", {}, h("td", {}, String(r.seq)), h("td", {}, fmtTime(r.taken_at)), h("td", {}, r.kind),
+        h("td", {}, r.marker.agent_id), h("td", {}, r.marker.subtask_id || (r.plan ? "plan v" + r.plan.version : r.review ? "review " + r.review.id : "")),
+        h("td", { class: "mono" }, r.file), h("td", {}, r.rejected ? h("span", { class: "error" }, "rejected: ", r.rejected) : (r.marker.status || "taken")))))];
+  }
+
+  async function renderBackups() {
+    const bs = await api(base + "/backups");
+    if (!bs.length) return [h("p", { class: "muted" }, "No backups.")];
+    return [h("table", { id: "backups" }, h("tr", {}, h("th", {}, "file"), h("th", {}, "taken"), h("th", {}, "size")),
+      bs.map((b) => h("tr", {}, h("td", { class: "mono" }, b.name), h("td", {}, fmtTime(b.time)), h("td", {}, `${b.size} B`))))];
+  }
+
+  const renderers = { board: renderBoard, graph: renderGraph, plan: renderPlan, outputs: renderOutputs, threads: renderThreads,
+    env: renderEnv, journal: renderJournal, backups: renderBackups };
+  let panelGen = 0;
+  async function renderPanel() {
+    const gen = ++panelGen;
+    try {
+      const nodes = await (renderers[tab] || renderBoard)();
+      if (gen === panelGen) { panel.replaceChildren(...nodes.filter(Boolean)); panel.dataset.tab = tab; }
+    } catch (e) { if (gen === panelGen) panel.replaceChildren(error(e.message)); }
+  }
+
+  // ---- timeline
+  function evRow(e, fresh) {
+    const kv = Object.entries(e.attrs || {}).map(([k, v]) => h("span", { class: "kv" }, `${k}=${v}`));
+    return h("div", { class: "ev" + (fresh ? " fresh" : ""), "data-id": e.id, "data-event": e.event },
+      h("span", { class: "t", title: fmtTime(e.time) }, fmtTime(e.time).slice(11)), h("span", { class: "n" }, e.event), (e.args || []).map((a) => h("span", { class: "kv" }, a)), kv);
+  }
+  const matches = (e) => (!filters.kind || e.event === filters.kind) && (!filters.agent || (e.attrs && e.attrs.agent === filters.agent));
+  function renderFilters() {
+    const kinds = [...new Set(events.map((e) => e.event))].sort(), agents = [...new Set(events.map((e) => e.attrs && e.attrs.agent).filter(Boolean))].sort();
+    kindSel.replaceChildren(h("option", { value: "" }, "every kind"), ...kinds.map((k) => h("option", { value: k, selected: k === filters.kind }, k)));
+    agentSel.replaceChildren(h("option", { value: "" }, "every agent"), ...agents.map((k) => h("option", { value: k, selected: k === filters.agent }, k)));
+  }
+  function renderTimeline() {
+    const frag = document.createDocumentFragment();
+    for (let i = events.length - 1; i >= 0; i--) if (matches(events[i])) frag.append(evRow(events[i], false));
+    tlList.replaceChildren(frag);
+    tlCount.textContent = `(${events.length})`;
+    renderFilters();
+  }
+  let filtersDirty = false;
+  function addEvent(e) {
+    if (seen.has(e.id)) return;
+    seen.add(e.id);
+    events.push(e);
+    if (matches(e)) tlList.prepend(evRow(e, true));
+    tlCount.textContent = `(${events.length})`;
+    if (!filtersDirty) { filtersDirty = true; requestAnimationFrame(() => { filtersDirty = false; renderFilters(); }); }
+  }
+
+  window.addEventListener("hashchange", () => {
+    const k = location.hash.slice(1);
+    if (k && k !== tab && renderers[k]) { tab = k; renderTabs(); renderPanel(); }
+  });
+
+  // ---- load, then follow
+  const reload = coalesce(async () => {
+    view = await api(base);
+    renderHead();
+    if (tab === "board" || tab === "graph") await renderPanel();
+    document.body.dataset.state = view.state ? view.state.journal_seq : "";
+  });
+
+  (async () => {
+    let page;
+    try {
+      [view, page] = await Promise.all([api(base), api(base + "/events")]);
+    } catch (e) { main.replaceChildren(error(e.message)); return; }
+    document.title = id + " · workspaced";
+    for (const e of page.events) { seen.add(e.id); events.push(e); }
+    renderTabs(); renderHead(); renderTimeline(); await renderPanel();
+    document.body.dataset.loaded = "1";
+    performance.mark("ws-loaded");
+    stream(base + "/events?after=" + page.next, {
+      ev: (e) => addEvent(e),
+      changed: () => reload(),
+      fault: (e) => tlList.prepend(error(e.error)),
+    });
+  })();
+})();
