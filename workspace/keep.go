@@ -278,7 +278,29 @@ type journalFile struct {
 // task's journal that the daemon did not reject, or 0 when there is none.
 // It reads the record files (<seq>.json, <first>-<last>.json) and the
 // markers taken but not yet recorded (<seq>.taken<marker name>).
+//
+// The daemon settles the journal without the task's lock (a taken marker
+// becomes part of a record file, record files are merged), so a file
+// listed may be gone when it is read: its records are then in a file the
+// next listing shows, and the journal is read again.
 func (w *Workspace) journaledProduct(taskID, rel string) (int64, error) {
+	for range journalReadTries - 1 {
+		seq, err := w.journaledProductOnce(taskID, rel)
+		if !errors.Is(err, errJournalMoved) {
+			return seq, err
+		}
+	}
+	return w.journaledProductOnce(taskID, rel)
+}
+
+// journalReadTries bounds how many times journaledProduct reads a journal
+// that keeps changing under it.
+const journalReadTries = 8
+
+// errJournalMoved is a journal file listed but gone when read.
+var errJournalMoved = errors.New("a journal file moved while it was read")
+
+func (w *Workspace) journaledProductOnce(taskID, rel string) (int64, error) {
 	dir := path.Join(TaskDir(taskID), "journal")
 	f, err := w.root.Open(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -311,6 +333,9 @@ func (w *Workspace) journaledProduct(taskID, rel string) (int64, error) {
 			continue
 		}
 		data, err := ReadAgentFile(w.root, path.Join(dir, n), limit)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrNotFound) {
+			return 0, fmt.Errorf("read %s: %w", n, errJournalMoved)
+		}
 		if err != nil {
 			return 0, err
 		}
