@@ -382,3 +382,44 @@ func TestMCPHTTPTLS(t *testing.T) {
 		}
 	}
 }
+
+// TestWebServesMCP: `workspaced web` on loopback serves the MCP tools at
+// /mcp on its own listener, with the same token rules as `mcp --http`.
+func TestWebServesMCP(t *testing.T) {
+	w := newWS(t)
+	w.task("t1")
+	tok := w.addToken("--agent", "remote", "--task", "t1")
+	p := w.web()
+	eventually(t, "web to say where MCP is served", func() (bool, string) {
+		return strings.Contains(p.stderr.String(), p.url+"/mcp"), p.stderr.String()
+	})
+	resp, err := http.Post(p.url+"/mcp", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("POST /mcp without a token: %d, want 401", resp.StatusCode)
+	}
+	cs, err := httpClient(t, p.url+"/mcp", tok)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tools.Tools) != len(mcpserver.ToolNames()) {
+		t.Errorf("%d tools over the panel's /mcp, want %d", len(tools.Tools), len(mcpserver.ToolNames()))
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: mcpserver.ToolStoreEnvData,
+		Arguments: map[string]any{"key": "from_web", "short_description": "through the panel's listener", "value": 1}})
+	if err != nil || res.IsError {
+		t.Fatalf("store_env_data: %v %+v", err, res)
+	}
+	var e workspace.Entry
+	decode(t, w.ok("env", "get", "--task", "t1", "--key", "from_web", "--json"), &e)
+	if e.StoredBy != "remote" {
+		t.Errorf("stored_by = %q, want the token's agent", e.StoredBy)
+	}
+}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/workspaced/workspaced/mcpserver"
 	"github.com/workspaced/workspaced/web"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -40,6 +42,12 @@ secret that every request must carry, as "Authorization: Bearer <token>"
 or as the cookie the /login page sets. Actions are POSTs that must carry
 the page's CSRF token. Put it behind a TLS proxy to reach it from another
 machine.
+
+On a loopback address the same listener serves the MCP tools to remote
+agents at /mcp, over Streamable HTTP, each request with a bearer token of
+'workspaced token add' (docs/MCP.md); the panel's token and CSRF checks do
+not apply there. Off loopback /mcp is not served (the panel has no TLS of
+its own): use 'workspaced mcp --http ADDR --tls-cert F --tls-key F'.
 
 Examples:
   workspaced web
@@ -86,7 +94,19 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer w.Close()
-	s, err := web.New(web.Config{Workspace: w, Token: token, ReadOnly: *readOnly})
+	cfg := web.Config{Workspace: w, Token: token, ReadOnly: *readOnly}
+	if host, _, _ := net.SplitHostPort(*listen); loopback(host) {
+		// Remote agents' MCP tools ride on the same listener. Off
+		// loopback the panel has no TLS of its own, and bearer tokens
+		// must not cross the network in the clear: there
+		// 'workspaced mcp --http' with --tls-cert serves them.
+		h, err := mcpserver.NewHTTP(w, mcpserver.HTTPOptions{Version: version, Log: slog.New(slog.NewTextHandler(e.stderr, nil))})
+		if err != nil {
+			return err
+		}
+		cfg.MCP = h
+	}
+	s, err := web.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -112,6 +132,11 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("watch the workspace: %w", err)
 	}
 	fmt.Fprintf(e.stdout, "http://%s/\n", ln.Addr())
+	if cfg.MCP != nil {
+		fmt.Fprintf(e.stderr, "workspaced web: MCP for remote agents at http://%s/mcp (bearer tokens of 'workspaced token add')\n", ln.Addr())
+	} else {
+		fmt.Fprintf(e.stderr, "workspaced web: no MCP at /mcp off loopback without TLS; serve it with 'workspaced mcp --http ADDR --tls-cert F --tls-key F'\n")
+	}
 	select {
 	case <-ctx.Done():
 	case err := <-watchErr:
