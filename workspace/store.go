@@ -84,8 +84,8 @@ type Reader interface {
 	ResolveThread(threadID string) (string, error)
 
 	// ReadPlan returns the current plan (version 0) or an earlier
-	// version; nil and no error when the task has no plan yet, ErrNotFound
-	// for a version never written.
+	// version; ErrNotFound when the task has no plan yet or the version
+	// was never written.
 	ReadPlan(taskID string, version int) (*Plan, error)
 	// ReadTaskDoc returns one JSON document of a task by its name in the
 	// protocol ("plan.json", "outputs/s1.json", "reviews/r1.json",
@@ -109,7 +109,8 @@ type Reader interface {
 
 	// ReadTaskFile reads a file a thread's buffer names inside a task
 	// (a product or any document an agent wrote there), at most max
-	// bytes; larger is ErrInvalid.
+	// bytes: larger, or anything but plain data, is ErrUnsafe; a name
+	// outside the task is ErrInvalid.
 	ReadTaskFile(taskID, name string, max int64) ([]byte, error)
 
 	// Entries are readable through the same store.
