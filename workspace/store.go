@@ -35,6 +35,10 @@ import (
 //     them, exactly once, in the order they were taken; the first claim
 //     of a subtask wins.
 //
+// What is the same on every backend — context assembly, the preamble,
+// the system context, provenance chains, thread activation — is Ops, over
+// any Store: Over(s).Context(...).
+//
 // The operations are grouped by what a consumer does with them; each
 // group is an interface of its own so that a function asks only for what
 // it uses (the context assembly, for one, reads and never writes).
@@ -143,6 +147,8 @@ type TaskWriter interface {
 type ThreadWriter interface {
 	NewThread(ctx context.Context, req NewThreadRequest) (Thread, error)
 	UpdateThread(ctx context.Context, taskID, id, agent string, u ThreadUpdate) (Thread, error)
+	// ModifyThread is a read-modify-write of one thread (see Backend).
+	ModifyThread(ctx context.Context, taskID, id, agent string, change func(t *Thread) (bool, error)) (Thread, error)
 }
 
 // Markers records an agent's claim of a subtask and its report of being
