@@ -182,7 +182,8 @@ func cmdLock(ctx context.Context, e *env, args []string) error {
 	if flagSet(fs, "timeout") && *timeout <= 0 {
 		return usageHint("lock", "--timeout must be positive")
 	}
-	w, id, err := e.openTask("lock", *task, *thread)
+	// File-only: the lock is a flock a child process runs under.
+	w, id, err := e.openTaskTree("lock", *task, *thread)
 	if err != nil {
 		return err
 	}

@@ -57,7 +57,7 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	if *task == "" && *thread == "" {
 		return usageHint("mcp", "missing --task T or --thread X")
 	}
-	w, err := e.open()
+	w, err := e.openStore()
 	if err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stderr, "workspaced mcp: serving task %s, thread %s, as agent %s (root %s) on stdio\n", s.Task(), s.Thread(), s.Agent(), w.Dir())
+	fmt.Fprintf(e.stderr, "workspaced mcp: serving task %s, thread %s, as agent %s (root %s) on stdio\n", s.Task(), s.Thread(), s.Agent(), e.root)
 	return s.Run(ctx, &mcp.IOTransport{Reader: readCloser(e.stdin), Writer: nopWriteCloser{e.stdout}})
 }
 
