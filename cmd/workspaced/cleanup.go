@@ -122,9 +122,9 @@ func cmdCleanup(ctx context.Context, e *env, args []string) error {
 	defer stdout.Flush()
 	out := &cleanupOutput{e: e, stdout: stdout, dryRun: *dryRun, asJSON: *asJSON, log: log, ctx: ctx}
 	p := workspace.PruneRequest{
-		Policy:  policy,
-		DryRun:  *dryRun,
-		Agent:   cleanupAgent,
+		Policy: policy,
+		DryRun: *dryRun,
+		Agent:  cleanupAgent,
 		// Text output streams one line per task and keeps nothing, so
 		// memory stays flat in the number of tasks; --json needs the
 		// lists.
