@@ -187,7 +187,8 @@ func cut(s string, n int) string {
 // run is one demo run.
 type run struct {
 	cfg  Config
-	ws   *workspace.Workspace
+	ws   workspace.Store
+	dir  string // the root, absolute
 	out  *printer
 	wait time.Duration
 
@@ -226,7 +227,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return Summary{}, err
 	}
 	defer ws.Close()
-	r := &run{cfg: cfg, ws: ws, out: out, wait: cfg.Wait}
+	r := &run{cfg: cfg, ws: ws, dir: ws.Dir(), out: out, wait: cfg.Wait}
 
 	// The daemon, in-process: the only writer of state.json.
 	ready := make(chan struct{})

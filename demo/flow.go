@@ -17,6 +17,7 @@ import (
 	"github.com/workspaced/workspaced/friction"
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
 	"github.com/workspaced/workspaced/workspace/machine"
 )
 
@@ -54,11 +55,12 @@ func prepareRoot(dir string) (root string, ownSettings bool, err error) {
 	return root, false, nil
 }
 
-// setup creates the workspace and its agent cards. In a workspace it
+// setup creates the workspace and its agent cards. It is a file tree: the
+// demo runs the daemon in-process on it. In a workspace it
 // creates, the demo lowers the friction detectors' thresholds to one
 // revision and one failure, so the daemon records the demo's single
 // revision and single failure itself.
-func setup(root string, ownSettings bool, workers int) (*workspace.Workspace, error) {
+func setup(root string, ownSettings bool, workers int) (*files.Store, error) {
 	ws, err := workspace.Init(root, workspace.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
@@ -81,11 +83,12 @@ func setup(root string, ownSettings bool, workers int) (*workspace.Workspace, er
 		ws.Close()
 		return nil, fmt.Errorf("demo: %w", err)
 	}
-	if err := writeCards(ws, cards, workers); err != nil {
+	st := files.New(ws)
+	if err := writeCards(st, cards, workers); err != nil {
 		ws.Close()
 		return nil, err
 	}
-	return ws, nil
+	return st, nil
 }
 
 // agentCards are the cards of every demo agent.
@@ -113,14 +116,14 @@ func workerName(i int) string { return fmt.Sprintf("worker_%d", i) }
 
 // writeCards adds the demo's cards to config/agents.json, keeping any card
 // already there.
-func writeCards(ws *workspace.Workspace, cards workspace.AgentCards, workers int) error {
+func writeCards(ws workspace.Store, cards workspace.AgentCards, workers int) error {
 	all := workspace.AgentCards{Agents: slices.Clone(cards.Agents)}
 	for _, c := range agentCards(workers) {
 		if _, ok := cards.Card(c.Name); !ok {
 			all.Agents = append(all.Agents, c)
 		}
 	}
-	if err := ws.WriteJSON(workspace.AgentsFile, all); err != nil {
+	if err := ws.SaveAgents(context.Background(), all); err != nil {
 		return fmt.Errorf("demo: write %s: %w", workspace.AgentsFile, err)
 	}
 	return nil
@@ -595,7 +598,7 @@ func (r *run) arc(ctx context.Context) error {
 		return fmt.Errorf("demo: %w", err)
 	}
 	r.out.say("solver", "delegates to the observer with intent only: %q", toObserver.Message)
-	pre, err := ws.Preamble(toObserver.ID, workspace.PreambleOptions{TaskID: ARCTaskID})
+	pre, err := workspace.Over(ws).Preamble(toObserver.ID, workspace.PreambleOptions{TaskID: ARCTaskID})
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
@@ -700,8 +703,8 @@ func equalGrids(a, b [][]int) bool {
 }
 
 // frictionLog is the workspace's friction log.
-func (r *run) frictionLog() *friction.Log {
-	return r.ws.FrictionLog("demo")
+func (r *run) frictionLog() workspace.FrictionLog {
+	return r.ws.Friction("demo")
 }
 
 // friction makes sure the revision and the failure are on record: by the

@@ -3,9 +3,6 @@ package demo
 import (
 	"context"
 	"fmt"
-	"os"
-	"path"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -16,7 +13,7 @@ import (
 // summary reads back what the run left in the tree.
 func (r *run) summary(ctx context.Context) (Summary, error) {
 	ws := r.ws
-	s := Summary{Root: ws.Dir(), Preamble: r.preamble, FrictionByDetectors: r.byDetectors}
+	s := Summary{Root: r.dir, Preamble: r.preamble, FrictionByDetectors: r.byDetectors}
 	st, err := ws.ReadState(TaskID)
 	if err != nil {
 		return s, fmt.Errorf("demo: %w", err)
@@ -26,18 +23,14 @@ func (r *run) summary(ctx context.Context) (Summary, error) {
 		ss := st.Subtasks[id]
 		s.Subtasks = append(s.Subtasks, SubtaskResult{ID: id, Status: ss.Status, Worker: ss.Worker, Attempts: ss.Attempts})
 	}
+	// Every version is kept: the current one and each it replaced.
 	if p, err := ws.ReadPlan(TaskID, 0); err == nil {
-		s.PlanVersions = append(s.PlanVersions, p.Version)
-	}
-	if ents, err := os.ReadDir(ws.Dir() + "/" + path.Join(workspace.TaskDir(TaskID), "plans")); err == nil {
-		for _, e := range ents {
-			v, ok := strings.CutPrefix(strings.TrimSuffix(e.Name(), ".json"), "plan_v")
-			if n, err := strconv.Atoi(v); ok && err == nil {
-				s.PlanVersions = append(s.PlanVersions, n)
+		for v := 1; v <= p.Version; v++ {
+			if _, err := ws.ReadPlan(TaskID, v); err == nil {
+				s.PlanVersions = append(s.PlanVersions, v)
 			}
 		}
 	}
-	sort.Ints(s.PlanVersions)
 	if s.Friction, err = r.frictionLog().List(friction.Filter{}); err != nil {
 		return s, fmt.Errorf("demo: %w", err)
 	}

@@ -73,7 +73,7 @@ type HTTPOptions struct {
 // Mount it where clients reach it (workspaced mcp --http serves it at
 // /mcp; so does workspaced web). It is safe for concurrent use.
 type HTTP struct {
-	w     *workspace.Workspace
+	w     workspace.Store
 	store *tokens.Store
 	opt   HTTPOptions
 	log   *slog.Logger
@@ -87,15 +87,12 @@ type HTTP struct {
 
 type serverKey struct{}
 
-// NewHTTP reads the workspace's agents file and builds the handler. An
-// agents file that cannot be trusted (group- or world-readable, not a
-// regular file, broken) is an error here; once serving, such a file
+// NewHTTP builds the handler over the workspace w, whose agents are the
+// grants of toks (the agents file, tokens.NewStore). An agents file that
+// cannot be trusted (group- or world-readable, not a regular file, broken)
 // refuses every request until it is fixed.
-func NewHTTP(w *workspace.Workspace, opt HTTPOptions) (*HTTP, error) {
-	store, err := tokens.NewStore(w.Root())
-	if err != nil {
-		return nil, err
-	}
+func NewHTTP(w workspace.Store, toks *tokens.Store, opt HTTPOptions) (*HTTP, error) {
+	store := toks
 	if opt.MaxSessions <= 0 {
 		opt.MaxSessions = DefaultMaxSessions
 	}

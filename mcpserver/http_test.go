@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // syncLog is a log the handler writes to from many goroutines.
@@ -52,7 +53,11 @@ func newHTTPFixture(t *testing.T, opt HTTPOptions) *httpFixture {
 	t.Helper()
 	f := &httpFixture{t: t, w: fixture(t), log: &syncLog{}}
 	opt.Log = slog.New(slog.NewTextHandler(f.log, nil))
-	h, err := NewHTTP(f.w, opt)
+	toks, err := tokens.NewStore(f.w.Root())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := NewHTTP(files.New(f.w), toks, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

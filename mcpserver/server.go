@@ -64,7 +64,7 @@ type Options struct {
 // are safe for concurrent use: every write goes through the workspace's
 // locks and atomic writer. The workspace must stay open while it serves.
 type Server struct {
-	w      *workspace.Workspace
+	w      workspace.Store
 	task   string
 	thread string
 	agent  string
@@ -78,7 +78,7 @@ type Server struct {
 // and resource registered. Errors are workspace errors (errors.Is with
 // workspace.ErrInvalid or workspace.ErrNotFound) carrying a hint, and
 // nothing is served.
-func New(w *workspace.Workspace, opt Options) (*Server, error) {
+func New(w workspace.Store, opt Options) (*Server, error) {
 	if w == nil {
 		return nil, errors.New("mcp server: no workspace")
 	}
@@ -110,7 +110,7 @@ func New(w *workspace.Workspace, opt Options) (*Server, error) {
 
 // resolve turns a task and/or thread into both: the thread's task when
 // only the thread is given, the root thread when only the task is.
-func resolve(w *workspace.Workspace, task, thread string) (string, string, error) {
+func resolve(w workspace.Store, task, thread string) (string, string, error) {
 	switch {
 	case task == "" && thread == "":
 		return "", "", &workspace.Error{Kind: workspace.ErrInvalid, Op: "mcp server", Msg: "no task or thread given",

@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 var t0 = time.Date(2024, 1, 15, 10, 0, 0, 123_000_000, time.UTC)
@@ -63,7 +64,7 @@ func fixture(t *testing.T) *workspace.Workspace {
 // client's session.
 func connect(t *testing.T, w *workspace.Workspace, opt Options) *mcp.ClientSession {
 	t.Helper()
-	s, err := New(w, opt)
+	s, err := New(files.New(w), opt)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -830,7 +831,7 @@ func TestNew(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s, err := New(w, c.opt)
+			s, err := New(files.New(w), c.opt)
 			if c.wantErr != nil {
 				if !errors.Is(err, c.wantErr) || !strings.Contains(err.Error(), c.wantText) {
 					t.Fatalf("err = %v, want %v containing %q", err, c.wantErr, c.wantText)
@@ -850,7 +851,7 @@ func TestNew(t *testing.T) {
 // Run returns nil when its context is cancelled.
 func TestRunStopsOnCancel(t *testing.T) {
 	w := fixture(t)
-	s, err := New(w, Options{TaskID: "t1", Agent: "a"})
+	s, err := New(files.New(w), Options{TaskID: "t1", Agent: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}

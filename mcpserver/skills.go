@@ -46,7 +46,7 @@ func (s *Server) skills(ctx context.Context, _ *mcp.CallToolRequest, in skillsIn
 	if err != nil {
 		return "", err
 	}
-	loaded, err := s.w.ThreadSkills(s.task, s.thread)
+	loaded, err := workspace.Over(s.w).ThreadSkills(s.task, s.thread)
 	if err != nil {
 		return "", err
 	}

@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path"
 	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -333,23 +331,19 @@ func count(n int, thing string) string {
 	return strconv.Itoa(n) + " " + thing + "s"
 }
 
-// reviewPath is review id's file, relative to the root.
-func (s *Server) reviewPath(id string) string {
-	return path.Join(workspace.TaskDir(s.task), "reviews", id+".json")
-}
-
-// reviewFree reports whether no review of the served task has id.
+// reviewFree reports whether no review of the served task has id: none
+// is stored under it, not even one that does not read as a review.
 func (s *Server) reviewFree(id string) bool {
-	_, err := s.w.Root().Lstat(s.reviewPath(id))
-	return err != nil
+	_, err := s.w.ReadTaskDoc(s.task, "reviews/"+id+".json")
+	return errors.Is(err, workspace.ErrNotFound)
 }
 
-// claimReviewID takes the lock of a review id no review has and returns
-// it with the lock held: id itself when given (taken is a conflict), else
-// base, base_2, base_3, ..., the first free one. Holding the lock while
-// the review is written keeps two reviewers from choosing one id, so a
-// review once written is never replaced.
-func (s *Server) claimReviewID(ctx context.Context, id, base string) (string, *locking.Lock, error) {
+// claimReviewID takes the task's review-id lock, finds a review id no
+// review has and returns it with the lock held: id itself when given
+// (taken is a conflict), else base, base_2, base_3, ..., the first free
+// one. Holding the lock while the review is written keeps two reviewers
+// from choosing one id, so a review once written is never replaced.
+func (s *Server) claimReviewID(ctx context.Context, id, base string) (string, workspace.Lock, error) {
 	for n := 1; ; n++ {
 		cand := id
 		if id == "" {
@@ -361,7 +355,7 @@ func (s *Server) claimReviewID(ctx context.Context, id, base string) (string, *l
 		if err := workspace.ValidateID("review id", cand); err != nil {
 			return "", nil, err
 		}
-		l, err := s.w.LockFile(ctx, s.reviewPath(cand), s.agent)
+		l, err := s.w.LockTaskNamed(ctx, s.task, "review-id", s.agent) // one name: ids may be 128 bytes long
 		if err != nil {
 			return "", nil, err
 		}

@@ -29,7 +29,7 @@ type agentThread struct {
 // agentThreads returns every readable thread addressed to agent (its To)
 // in every task, by task id, then creation time, then id. Thread files that
 // do not read are passed over: they belong to no one for certain.
-func (w *Workspace) agentThreads(agent string) ([]agentThread, error) {
+func (w Ops) agentThreads(agent string) ([]agentThread, error) {
 	ids, err := w.TaskIDs()
 	if err != nil {
 		return nil, fmt.Errorf("threads of agent %s: %w", agent, err)
@@ -56,7 +56,7 @@ func (w *Workspace) agentThreads(agent string) ([]agentThread, error) {
 // of another agent, or one that is done, is refused with nothing written.
 // Each thread is written under its own lock; the activated thread is
 // written first, so an interruption leaves it the one ActiveThread picks.
-func (w *Workspace) ActivateThread(ctx context.Context, taskID, threadID, agent string) (Activation, error) {
+func (w Ops) ActivateThread(ctx context.Context, taskID, threadID, agent string) (Activation, error) {
 	t, err := w.GetThread(taskID, threadID)
 	if err != nil {
 		return Activation{}, err
@@ -73,7 +73,7 @@ func (w *Workspace) ActivateThread(ctx context.Context, taskID, threadID, agent 
 			"the thread is addressed to %s, not %s", t.To, agent)
 	}
 	act := Activation{Pending: []ThreadRef{}}
-	act.Thread, err = w.modifyThread(ctx, taskID, threadID, agent, func(t *Thread) (bool, error) {
+	act.Thread, err = w.ModifyThread(ctx, taskID, threadID, agent, func(t *Thread) (bool, error) {
 		if t.Status == "done" {
 			return false, invalidf(op, "reopen it (status active) first if there is more to do", "the thread is done")
 		}
@@ -93,7 +93,7 @@ func (w *Workspace) ActivateThread(ctx context.Context, taskID, threadID, agent 
 			continue
 		}
 		changed := false
-		_, err := w.modifyThread(ctx, o.task, o.t.ID, agent, func(t *Thread) (bool, error) {
+		_, err := w.ModifyThread(ctx, o.task, o.t.ID, agent, func(t *Thread) (bool, error) {
 			// Read again under the lock: only a thread still active and
 			// still the agent's is set pending.
 			changed = t.Status == "active" && t.To == agent
@@ -117,7 +117,7 @@ func (w *Workspace) ActivateThread(ctx context.Context, taskID, threadID, agent 
 // when none was ever activated, the newest. Ties fall to the task id and
 // then the thread id, so the answer depends on the tree alone. An agent
 // with no active thread is ErrNotFound.
-func (w *Workspace) ActiveThread(agent string) (ThreadRef, error) {
+func (w Ops) ActiveThread(agent string) (ThreadRef, error) {
 	best, _, err := w.activeOf(agent)
 	if err != nil {
 		return ThreadRef{}, err
@@ -126,7 +126,7 @@ func (w *Workspace) ActiveThread(agent string) (ThreadRef, error) {
 }
 
 // activeOf is ActiveThread with every thread of the agent.
-func (w *Workspace) activeOf(agent string) (agentThread, []agentThread, error) {
+func (w Ops) activeOf(agent string) (agentThread, []agentThread, error) {
 	if err := ValidateID("agent", agent); err != nil {
 		return agentThread{}, nil, err
 	}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"sort"
 	"strconv"
@@ -144,7 +143,7 @@ type candidate struct {
 // Context reads env values only for hydrated buffers; the manifest is
 // streamed. It writes nothing, is safe for concurrent use, and the same
 // tree gives the same bytes (nothing depends on the clock or on map order).
-func (w *Workspace) Context(threadID string, opt ContextOptions) (ContextBundle, error) {
+func (w Ops) Context(threadID string, opt ContextOptions) (ContextBundle, error) {
 	ctx := context.Background()
 	if opt.Budget < 0 {
 		return ContextBundle{}, invalidf("context budget", "give a budget of 0 or more tokens", "budget %d is negative", opt.Budget)
@@ -182,11 +181,6 @@ func (w *Workspace) Context(threadID string, opt ContextOptions) (ContextBundle,
 	if opt.Unlimited {
 		b.Budget = 0
 	}
-	taskRoot, err := w.root.OpenRoot(TaskDir(taskID))
-	if err != nil {
-		return ContextBundle{}, fmt.Errorf("context of thread %s: open task %s: %w", threadID, taskID, err)
-	}
-	defer taskRoot.Close()
 	// The manifest is the one part that touches every env file; list it
 	// while the rest is read. Its order is fixed by ListEntries, so the
 	// overlap changes nothing in the result.
@@ -200,7 +194,7 @@ func (w *Workspace) Context(threadID string, opt ContextOptions) (ContextBundle,
 	// Never leave the listing running past the return (the caller may
 	// close the workspace).
 	defer func() { <-listed }()
-	res := bufferResolver{w: w, ctx: ctx, taskRoot: taskRoot, task: taskID, thread: cur.ID, agent: cur.To}
+	res := bufferResolver{w: w, ctx: ctx, task: taskID, thread: cur.ID, agent: cur.To}
 
 	var cands []candidate
 	cands = append(cands, candidate{section: 0, item: Item{Ref: "thread:" + cur.ID, Kind: ItemThread, Content: hydratedHeader(chain)}})
@@ -369,7 +363,7 @@ func blankLine(s *strings.Builder) {
 // readThreads reads every thread file of a task, sorted by creation time
 // then id. A file that does not read is returned as an Omission instead of
 // failing the whole context.
-func (w *Workspace) readThreads(taskID string) ([]Thread, []Omission, error) {
+func (w *Workspace) ThreadsReport(taskID string) ([]Thread, []Omission, error) {
 	dir := path.Join(TaskDir(taskID), "threads")
 	f, err := w.root.Open(dir)
 	if err != nil {
@@ -419,12 +413,11 @@ func (w *Workspace) readThreads(taskID string) ([]Thread, []Omission, error) {
 
 // bufferResolver reads the targets buffers name, for one thread.
 type bufferResolver struct {
-	w        *Workspace
-	ctx      context.Context
-	taskRoot *os.Root
-	task     string
-	thread   string
-	agent    string
+	w      Ops
+	ctx    context.Context
+	task   string
+	thread string
+	agent  string
 }
 
 func (r bufferResolver) resolve(section int, ref string) candidate {
@@ -490,8 +483,8 @@ func (r bufferResolver) entry(s Scope, what, key string) (string, string) {
 }
 
 // file hydrates a file inside the task directory. The path is checked
-// before anything is opened, and the open goes through the task's os.Root
-// without following a final symlink, so nothing outside the task is read.
+// before anything is opened, and the store reads it without following a
+// symlink (ReadTaskFile), so nothing outside the task is read.
 func (r bufferResolver) file(ref string) (string, string) {
 	if ref == "" || strings.HasPrefix(ref, "/") || strings.HasPrefix(ref, `\`) {
 		return "", "refused: an absolute path; buffers name files inside the task directory"
@@ -500,7 +493,7 @@ func (r bufferResolver) file(ref string) (string, string) {
 	if clean == ".." || strings.HasPrefix(clean, "../") {
 		return "", "refused: names a file outside the task directory"
 	}
-	data, err := ReadAgentFile(r.taskRoot, clean, BufferMaxBytes)
+	data, err := r.w.ReadTaskFile(r.task, clean, BufferMaxBytes)
 	if err != nil {
 		switch {
 		case errors.Is(err, ErrNotFound):

@@ -108,35 +108,16 @@ func matchWords(have, want []string) []string {
 // and every refused skill file become omissions with their reason. Only
 // the front matter of each skill is read to choose; the chosen skills are
 // then read whole.
-func (w *Workspace) skillCandidates(section int, t Thread, cardSkills []string) []candidate {
-	dir, err := w.skillsDir()
+func (w Ops) skillCandidates(section int, t Thread, cardSkills []string) []candidate {
+	avail, refused, badFiles, err := w.availableSkills()
 	if err != nil {
 		return []candidate{{section: section, item: Item{Ref: SkillsDir + "/"}, reason: "refused: " + errorMsg(err)}}
-	}
-	var avail []Skill
-	refused := map[string]string{}
-	var badFiles []RefusedSkill
-	if dir != nil {
-		defer dir.Close()
-		var names []string
-		names, badFiles, err = skillNames(dir)
-		if err != nil {
-			return []candidate{{section: section, item: Item{Ref: SkillsDir + "/"}, reason: "refused: " + err.Error()}}
-		}
-		for _, n := range names {
-			s, err := readSkillHead(dir, n)
-			if err != nil {
-				refused[n] = "refused: " + errorMsg(err)
-				continue
-			}
-			avail = append(avail, s)
-		}
 	}
 	var out []candidate
 	for _, p := range pickSkills(avail, refused, t, cardSkills) {
 		c := candidate{section: section, item: Item{Ref: "skill:" + p.Name, Kind: ItemSkill}, reason: p.Reason}
 		if c.reason == "" {
-			s, err := readSkill(dir, p.Name)
+			s, err := w.GetSkill(p.Name)
 			if err != nil {
 				c.reason = "refused: " + errorMsg(err)
 			} else {
@@ -163,7 +144,7 @@ type SkillChoice struct {
 // context's order, reading only their front matter; skills it would refuse
 // or cannot find are left out (Context lists them with the reason). A
 // skills/ that cannot be read loads nothing. It writes nothing.
-func (w *Workspace) ThreadSkills(taskID, threadID string) ([]SkillChoice, error) {
+func (w Ops) ThreadSkills(taskID, threadID string) ([]SkillChoice, error) {
 	t, err := w.GetThread(taskID, threadID)
 	if err != nil {
 		return nil, err
@@ -174,20 +155,9 @@ func (w *Workspace) ThreadSkills(taskID, threadID string) ([]SkillChoice, error)
 	}
 	card, _ := cards.Card(t.To)
 	out := []SkillChoice{}
-	dir, err := w.skillsDir()
-	if err != nil || dir == nil {
-		return out, nil
-	}
-	defer dir.Close()
-	names, _, err := skillNames(dir)
+	avail, _, _, err := w.availableSkills()
 	if err != nil {
 		return out, nil
-	}
-	var avail []Skill
-	for _, n := range names {
-		if s, err := readSkillHead(dir, n); err == nil {
-			avail = append(avail, s)
-		}
 	}
 	for _, p := range pickSkills(avail, nil, t, card.Skills) {
 		if p.Reason == "" {
@@ -195,4 +165,24 @@ func (w *Workspace) ThreadSkills(taskID, threadID string) ([]SkillChoice, error)
 		}
 	}
 	return out, nil
+}
+
+// availableSkills lists the store's skills (front matter only), the
+// skills it refused by name, and the files of skills/ that are no skill's
+// name at all.
+func (w Ops) availableSkills() (avail []Skill, refused map[string]string, badFiles []RefusedSkill, err error) {
+	avail, bad, err := w.ListSkills()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	refused = map[string]string{}
+	for _, r := range bad {
+		name, ok := strings.CutSuffix(strings.TrimPrefix(r.File, SkillsDir+"/"), ".md")
+		if ok && ValidateID("skill name", name) == nil && SkillFile(name) == r.File {
+			refused[name] = r.Reason
+			continue
+		}
+		badFiles = append(badFiles, r)
+	}
+	return avail, refused, badFiles, nil
 }

@@ -219,7 +219,7 @@ func TestContextBadBuffers(t *testing.T) {
 		"link.md":                              "refused: is a symlink",
 		"etc/passwd":                           "refused:",
 		"pipe":                                 "refused: is a FIFO",
-		"big.txt":                              "refused: is 262145 bytes, over the 262144-byte limit",
+		"big.txt":                              "refused: is 262,145 bytes, over the 262,144-byte limit",
 		"blob.bin":                             "refused: not UTF-8 text",
 		"notes":                                "refused: is a directory",
 		"thread:th_observer (never refused)":   "",

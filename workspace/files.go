@@ -93,7 +93,7 @@ func readOpened(f *os.File, name string, maxBytes int64) ([]byte, error) {
 		return nil, &Error{Kind: ErrUnsafe, Op: "read " + name, Msg: fmt.Sprintf("is a %s, not a regular file", FileKind(st.Mode()))}
 	}
 	if st.Size() > maxBytes {
-		return nil, &Error{Kind: ErrUnsafe, Op: "read " + name, Msg: fmt.Sprintf("is %d bytes, over the %d-byte limit", st.Size(), maxBytes)}
+		return nil, &Error{Kind: ErrUnsafe, Op: "read " + name, Msg: fmt.Sprintf("is %s bytes, over the %s-byte limit", groupDigits(int(st.Size())), groupDigits(int(maxBytes)))}
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxBytes+1))
 	if err != nil {

@@ -3,12 +3,9 @@ package workspace
 import (
 	"errors"
 	"io"
-	"path"
 	"sort"
 	"strings"
 	"syscall"
-
-	"github.com/workspaced/workspaced/backup"
 )
 
 // Reads a live view of the workspace needs beside the ones agents use: the
@@ -72,22 +69,6 @@ func scanEventsAt(r io.Reader, each func(e Event, start, end int64)) (int64, err
 			each(e, s, start)
 		}
 	})
-}
-
-// ListBackups lists the backups of task taskID's state.json, newest first.
-func (w *Workspace) ListBackups(taskID string) ([]backup.Backup, error) {
-	if err := w.requireTask(taskID); err != nil {
-		return nil, err
-	}
-	return w.StateBackups(taskID).List()
-}
-
-// StateBackups is the backup set of task taskID's state.json, with the
-// workspace's settings.
-func (w *Workspace) StateBackups(taskID string) *backup.Set {
-	s := w.settings
-	return &backup.Set{Root: w.root, Dir: path.Join(TaskDir(taskID), "backups"), Prefix: "state_",
-		Keep: s.Backups.Keep, MaxBytes: int64(s.Limits.MaxFileBytes), DirPerm: w.DirPerm()}
 }
 
 // MemoryAgents lists the agents that keep memory (the directories of

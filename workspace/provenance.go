@@ -101,7 +101,7 @@ func isHuman(t Thread, task Task) bool {
 // delegation_context to false. What each detail level includes is
 // documented on DetailMinimal, DetailStandard and DetailVerbose; the same
 // tree always gives the same bytes.
-func (w *Workspace) Preamble(threadID string, opt PreambleOptions) (Preamble, error) {
+func (w Ops) Preamble(threadID string, opt PreambleOptions) (Preamble, error) {
 	ctx := context.Background()
 	detail, err := ParseDetail(opt.Detail)
 	if err != nil {
@@ -231,7 +231,7 @@ func callerStep(chain []Thread) (step, what string) {
 
 // threadTask is the task of a thread: taskID when given (after checking
 // the thread is there), else found with ResolveThread.
-func (w *Workspace) threadTask(threadID, taskID string) (string, error) {
+func (w Ops) threadTask(threadID, taskID string) (string, error) {
 	if taskID == "" {
 		return w.ResolveThread(threadID)
 	}
@@ -312,18 +312,18 @@ var UniversalCapabilities = []Capability{
 // task has env data (with the count). An agent without a card gets the
 // same block with the description "(no agent card)". It writes nothing;
 // the same tree gives the same bytes.
-func (w *Workspace) SystemContext(agent, taskID string) (string, error) {
+func (w Ops) SystemContext(agent, taskID string) (string, error) {
 	return w.systemContext(agent, taskID, true)
 }
 
 // Capabilities is the system context as the list_capabilities tool answers
 // it: SystemContext without the line that tells the agent to call that
 // very tool.
-func (w *Workspace) Capabilities(agent, taskID string) (string, error) {
+func (w Ops) Capabilities(agent, taskID string) (string, error) {
 	return w.systemContext(agent, taskID, false)
 }
 
-func (w *Workspace) systemContext(agent, taskID string, pointToTool bool) (string, error) {
+func (w Ops) systemContext(agent, taskID string, pointToTool bool) (string, error) {
 	ctx := context.Background()
 	if err := ValidateID("agent", agent); err != nil {
 		return "", err

@@ -17,7 +17,6 @@ import (
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/schemas"
 	"github.com/workspaced/workspaced/vocab"
-	"golang.org/x/sys/unix"
 )
 
 // SkillsDir holds the skills, one Markdown file skills/<name>.md each.
@@ -366,38 +365,6 @@ func skillNames(dir *os.File) (names []string, refused []RefusedSkill, err error
 	sort.Strings(names)
 	sort.Slice(refused, func(i, j int) bool { return refused[i].File < refused[j].File })
 	return names, refused, nil
-}
-
-// readSkillHead reads a skill's front matter only: the file must be a
-// regular file (no symlink, no FIFO: the open never follows nor blocks) of
-// at most SkillMaxBytes, and only its first bytes are read.
-func readSkillHead(dir *os.File, name string) (Skill, error) {
-	f, err := openAt(dir, name+".md", unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK)
-	if err != nil {
-		return Skill{}, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return Skill{}, fmt.Errorf("stat %s: %w", name, err)
-	}
-	if !st.Mode().IsRegular() {
-		return Skill{}, &Error{Kind: ErrUnsafe, Op: "read " + name, Msg: fmt.Sprintf("is a %s, not a regular file", FileKind(st.Mode()))}
-	}
-	if st.Size() > SkillMaxBytes {
-		return Skill{}, &Error{Kind: ErrUnsafe, Op: "read " + name, Msg: fmt.Sprintf("is %s bytes, over the %s-byte limit", groupDigits(int(st.Size())), groupDigits(SkillMaxBytes))}
-	}
-	limit := int64(SkillFrontMatterMaxBytes + 3)
-	head, err := io.ReadAll(io.LimitReader(f, limit))
-	if err != nil {
-		return Skill{}, fmt.Errorf("read %s: %w", name, err)
-	}
-	complete := int64(len(head)) < limit || st.Size() <= limit
-	meta, _, err := parseFrontMatter(head, complete)
-	if err != nil {
-		return Skill{}, err
-	}
-	return Skill{Name: name, Description: meta.Description, Tags: nonNil(meta.Tags), Modes: nonNil(meta.Modes), Size: st.Size()}, nil
 }
 
 // readSkill reads a whole skill file of the open skills/ directory.

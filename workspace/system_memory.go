@@ -22,7 +22,7 @@ const SystemMemoryDescriptionBytes = 160
 // the other's (memoryShares), so a crowded scope never hides the other; a
 // last line says how many keys of a scope were not listed. A scope that
 // cannot be listed says so on its line; it never fails the block.
-func (w *Workspace) memorySection(ctx context.Context, agent string) string {
+func (w Ops) memorySection(ctx context.Context, agent string) string {
 	type scope struct {
 		title string
 		items []ManifestItem

@@ -172,47 +172,6 @@ func (w *Workspace) ListThreads(taskID string) ([]Thread, error) {
 	return out, nil
 }
 
-// Chain returns the threads from the root down to threadID. A cycle in the
-// parent pointers, a missing parent, or a chain deeper than MaxChainDepth is
-// an error naming the thread where the walk broke.
-func (w *Workspace) Chain(taskID, threadID string) ([]Thread, error) {
-	var rev []Thread
-	seen := map[string]bool{}
-	id := threadID
-	for {
-		if seen[id] {
-			return nil, &Error{Kind: ErrInvalid, Op: "chain of thread " + threadID, Msg: fmt.Sprintf("parent pointers form a cycle at thread %s", id), Hint: "fix parent_id in threads/" + id + ".json"}
-		}
-		if len(rev) >= MaxChainDepth {
-			return nil, &Error{Kind: ErrInvalid, Op: "chain of thread " + threadID, Msg: fmt.Sprintf("deeper than %d threads", MaxChainDepth)}
-		}
-		seen[id] = true
-		t, err := w.GetThread(taskID, id)
-		if err != nil {
-			if len(rev) > 0 {
-				return nil, &Error{Kind: ErrInvalid, Op: "chain of thread " + threadID, Msg: fmt.Sprintf("thread %s names parent %s", rev[len(rev)-1].ID, id), Err: err}
-			}
-			return nil, err
-		}
-		if t.TaskID != "" && t.TaskID != taskID {
-			return nil, &Error{Kind: ErrInvalid, Op: "chain of thread " + threadID, Msg: fmt.Sprintf("thread %s belongs to task %s, not %s", t.ID, t.TaskID, taskID)}
-		}
-		rev = append(rev, t)
-		if t.ParentID == "" {
-			break
-		}
-		id = t.ParentID
-		if err := ValidateID("parent thread id", id); err != nil {
-			return nil, &Error{Kind: ErrInvalid, Op: "chain of thread " + threadID, Msg: "thread " + t.ID + " has a bad parent_id", Err: err}
-		}
-	}
-	out := make([]Thread, len(rev))
-	for i, t := range rev {
-		out[len(rev)-1-i] = t
-	}
-	return out, nil
-}
-
 // FormatChain renders a chain as "human → coordinator → solver → you (observer)".
 func FormatChain(chain []Thread) string {
 	if len(chain) == 0 {
@@ -243,7 +202,7 @@ type ThreadUpdate struct {
 
 // UpdateThread changes the working fields of a thread under its lock.
 func (w *Workspace) UpdateThread(ctx context.Context, taskID, id, agent string, u ThreadUpdate) (Thread, error) {
-	return w.modifyThread(ctx, taskID, id, agent, func(t *Thread) (bool, error) {
+	return w.ModifyThread(ctx, taskID, id, agent, func(t *Thread) (bool, error) {
 		set := func(dst *string, v *string) {
 			if v != nil {
 				*dst = *v
@@ -267,7 +226,7 @@ func (w *Workspace) UpdateThread(ctx context.Context, taskID, id, agent string, 
 // modifyThread reads a thread under its lock, lets change modify it, and
 // writes it back (with updated_at) when change says so; a thread that
 // change leaves alone is returned as read.
-func (w *Workspace) modifyThread(ctx context.Context, taskID, id, agent string, change func(t *Thread) (bool, error)) (Thread, error) {
+func (w *Workspace) ModifyThread(ctx context.Context, taskID, id, agent string, change func(t *Thread) (bool, error)) (Thread, error) {
 	if err := w.requireTask(taskID); err != nil {
 		return Thread{}, err
 	}

@@ -8,12 +8,12 @@ import (
 	"path"
 	"strconv"
 
-	"github.com/workspaced/workspaced/backup"
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/retention"
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/daemon"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 const backupUsage = `workspaced backup — list or restore the backups of a task's state.json.
@@ -38,10 +38,6 @@ func cmdBackup(ctx context.Context, e *env, args []string) error {
 		{"list", "the backups of a task's state.json, newest first", backupList},
 		{"restore", "put a backup back as state.json", backupRestore},
 	}, args)
-}
-
-func backupSet(w *workspace.Workspace, id string) *backup.Set {
-	return w.StateBackups(id)
 }
 
 const backupListUsage = `Usage:
@@ -87,15 +83,14 @@ func backupList(ctx context.Context, e *env, args []string) error {
 	if _, err := w.GetTask(id); err != nil {
 		return err
 	}
-	set := backupSet(w, id)
-	list, err := set.List()
+	list, err := w.ListBackups(id)
 	if err != nil {
 		return err
 	}
 	infos := make([]backupInfo, 0, len(list))
 	for _, b := range list {
 		bi := backupInfo{Name: b.Name, Time: b.Time.UTC().Format(workspace.TimeFormat), Size: b.Size}
-		data, err := set.Read(b.Name)
+		data, err := w.ReadBackup(id, b.Name)
 		if err == nil {
 			var st workspace.State
 			st, err = daemon.ValidateState(id, data)
@@ -168,8 +163,8 @@ func backupRestore(ctx context.Context, e *env, args []string) error {
 	if _, err := w.GetTask(id); err != nil {
 		return err
 	}
-	if !*force {
-		held, h, err := locking.Held(daemon.LockPath(w.Dir()))
+	if t, isTree := w.(*files.Store); isTree && !*force {
+		held, h, err := locking.Held(daemon.LockPath(t.Dir()))
 		if err != nil {
 			return err
 		}
@@ -182,60 +177,28 @@ func backupRestore(ctx context.Context, e *env, args []string) error {
 				Msg: who + " is serving this root", Hint: "stop it first, or pass --force (it replays the journal past the backup at the task's next marker)"}
 		}
 	}
-	lk, err := w.LockTask(ctx, id, "workspaced-backup-restore")
+	chosen, err := w.RestoreBackup(ctx, id, *name, func(data []byte) error { _, err := daemon.ValidateState(id, data); return err })
 	if err != nil {
 		return err
-	}
-	defer lk.Release()
-	set := backupSet(w, id)
-	var chosen string
-	if *name == "" {
-		b, _, _, err := set.NewestValid(func(data []byte) error { _, err := daemon.ValidateState(id, data); return err })
-		if err != nil {
-			if errors.Is(err, backup.ErrNoValidBackup) {
-				return &workspace.Error{Kind: workspace.ErrNotFound, Op: "restore state of task " + id, Err: err,
-					Hint: "'workspaced state rebuild --task " + id + "' shows the state the journal gives"}
-			}
-			return err
-		}
-		chosen = b.Name
-	} else {
-		data, err := set.Read(*name)
-		if err != nil {
-			if errors.Is(err, backup.ErrBadName) || errors.Is(err, fs2.ErrNotExist) {
-				return &workspace.Error{Kind: workspace.ErrNotFound, Op: "restore state of task " + id, Err: err, Hint: "list them with 'workspaced backup list --task " + id + "'"}
-			}
-			return err
-		}
-		if _, err := daemon.ValidateState(id, data); err != nil {
-			return &workspace.Error{Kind: workspace.ErrInvalid, Op: "restore state of task " + id, Msg: "backup " + *name + " is not a valid state", Err: err,
-				Hint: "pick a valid one from 'workspaced backup list --task " + id + "'"}
-		}
-		chosen = *name
 	}
 	target := path.Join(workspace.TaskDir(id), "state.json")
-	// Read the backup before Take: keeping the current state.json may
-	// prune the oldest backup, which could be the chosen one.
-	data, err := set.Read(chosen)
-	if err != nil {
-		return err
-	}
-	if _, err := set.Take(target); err != nil {
-		return err
-	}
-	if err := w.Write(target, data); err != nil {
-		return fmt.Errorf("restore state of task %s from %s: %w", id, chosen, err)
-	}
 	fmt.Fprintf(e.stdout, "restored %s from %s\n", e.display(target), chosen)
 	return nil
 }
 
 // whyNoBackups says why a task has no backups of its state.json.
-func whyNoBackups(w *workspace.Workspace, id string) string {
+func whyNoBackups(s workspace.Store, id string) string {
+	w, err := fileTree("", s)
+	if err != nil {
+		if _, err := s.ReadState(id); errors.Is(err, workspace.ErrNotFound) {
+			return "the daemon has not written its state yet (is one serving? see 'workspaced status')"
+		}
+		return "no state of it has been replaced yet, or retention has summarised the finished task"
+	}
 	if info, err := retention.ReadTaskInfo(w.Root(), id); err == nil && info.Summarized && vocab.Finished(info.Status) {
 		return "the task is " + info.Status + " and summarised: retention kept only task.json, state.json and events.log"
 	}
-	_, err := w.ReadState(id)
+	_, err = w.ReadState(id)
 	if errors.Is(err, workspace.ErrNotFound) {
 		return "the daemon has not written its state.json yet (is one serving? see 'workspaced status')"
 	}

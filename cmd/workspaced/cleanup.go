@@ -9,7 +9,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/workspaced/workspaced/friction"
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/retention"
 	"github.com/workspaced/workspaced/workspace"
@@ -95,7 +94,7 @@ func cmdCleanup(ctx context.Context, e *env, args []string) error {
 	if err := parse(e, fs, cleanupUsage, args); err != nil {
 		return err
 	}
-	w, err := e.open()
+	w, err := e.openStore()
 	if err != nil {
 		return err
 	}
@@ -115,26 +114,24 @@ func cmdCleanup(ctx context.Context, e *env, args []string) error {
 			hint: "set --full-days and --summary-days (or workspace.json retention) so that 0 <= full_days <= summary_days and summary_days >= 1"}
 	}
 
-	log := w.FrictionLog(cleanupAgent)
+	log := w.Friction(cleanupAgent)
 	// One write per line would cost a system call per task; the buffer
 	// still streams (every 4 KiB), and is flushed before anything goes to
 	// stderr.
 	stdout := bufio.NewWriter(e.stdout)
 	defer stdout.Flush()
 	out := &cleanupOutput{e: e, stdout: stdout, dryRun: *dryRun, asJSON: *asJSON, log: log, ctx: ctx}
-	p := &retention.Pruner{
-		Root:    w.Root(),
-		RootDir: w.Dir(),
-		Policy:  policy,
-		DryRun:  *dryRun,
-		Agent:   cleanupAgent,
+	p := workspace.PruneRequest{
+		Policy: policy,
+		DryRun: *dryRun,
+		Agent:  cleanupAgent,
 		// Text output streams one line per task and keeps nothing, so
 		// memory stays flat in the number of tasks; --json needs the
 		// lists.
 		DiscardDecisions: !*asJSON,
 		OnProgress:       out.progress,
 	}
-	rep, err := runPruner(ctx, p, time.Duration(s.LockTimeout))
+	rep, err := runPruner(ctx, w, p, time.Duration(s.LockTimeout))
 	// Whatever was removed before a failure still has its friction
 	// anonymised.
 	out.flush()
@@ -168,10 +165,10 @@ func cmdCleanup(ctx context.Context, e *env, args []string) error {
 
 // runPruner runs p, waiting up to timeout while another cleanup (the
 // daemon's, another cron run) holds the tree's cleanup lock.
-func runPruner(ctx context.Context, p *retention.Pruner, timeout time.Duration) (retention.Report, error) {
+func runPruner(ctx context.Context, w workspace.Retention, p workspace.PruneRequest, timeout time.Duration) (retention.Report, error) {
 	deadline := time.Now().Add(timeout)
 	for {
-		rep, err := p.Run(ctx)
+		rep, err := w.Prune(ctx, p)
 		if !errors.Is(err, retention.ErrCleanupRunning) || !time.Now().Before(deadline) {
 			return rep, err
 		}
@@ -206,7 +203,7 @@ type cleanupOutput struct {
 	stdout *bufio.Writer
 	dryRun bool
 	asJSON bool
-	log    *friction.Log
+	log    workspace.FrictionLog
 
 	removed    []string // removed ids not yet anonymised
 	anonymized int

@@ -63,12 +63,12 @@ func cmdContext(ctx context.Context, e *env, args []string) error {
 	if *budget < 0 {
 		return usageHint("context", "--budget must be 0 or more tokens")
 	}
-	w, err := e.open()
+	w, err := e.openStore()
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	b, err := w.Context(*thread, workspace.ContextOptions{Budget: *budget, Unlimited: *unlimited, TaskID: *task, Agent: *agent})
+	b, err := workspace.Over(w).Context(*thread, workspace.ContextOptions{Budget: *budget, Unlimited: *unlimited, TaskID: *task, Agent: *agent})
 	if err != nil {
 		return err
 	}

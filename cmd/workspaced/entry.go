@@ -224,7 +224,7 @@ func (f *entryFlags) set(name string) bool {
 }
 
 // scope turns the flags into a workspace.Scope, resolving --thread.
-func (f *entryFlags) resolve(w *workspace.Workspace) (workspace.Scope, error) {
+func (f *entryFlags) resolve(w workspace.Reader) (workspace.Scope, error) {
 	kind := workspace.ScopeThread
 	if f.cmd == "memory" {
 		if f.scope == "" {
@@ -270,7 +270,21 @@ func (f *entryFlags) resolve(w *workspace.Workspace) (workspace.Scope, error) {
 // thread must belong to the task.
 // openTask opens the workspace and resolves --task/--thread to a task id
 // (resolveTask). The caller closes the workspace.
-func (e *env) openTask(cmd, task, thread string) (*workspace.Workspace, string, error) {
+func (e *env) openTask(cmd, task, thread string) (workspace.Store, string, error) {
+	w, err := e.openStore()
+	if err != nil {
+		return nil, "", err
+	}
+	id, err := resolveTask(w, cmd, task, thread)
+	if err != nil {
+		w.Close()
+		return nil, "", err
+	}
+	return w, id, nil
+}
+
+// openTaskTree is openTask for a command that needs the file tree.
+func (e *env) openTaskTree(cmd, task, thread string) (*workspace.Workspace, string, error) {
 	w, err := e.open()
 	if err != nil {
 		return nil, "", err
@@ -283,7 +297,7 @@ func (e *env) openTask(cmd, task, thread string) (*workspace.Workspace, string, 
 	return w, id, nil
 }
 
-func resolveTask(w *workspace.Workspace, cmd, task, thread string) (string, error) {
+func resolveTask(w workspace.Reader, cmd, task, thread string) (string, error) {
 	switch {
 	case task == "" && thread == "":
 		return "", usageHint(cmd, "missing --task T or --thread X")
@@ -404,8 +418,8 @@ func entryStore(ctx context.Context, e *env, f *entryFlags) error {
 
 // openScope opens the workspace and resolves the entry flags to a scope.
 // The caller closes the workspace.
-func (f *entryFlags) openScope(e *env) (*workspace.Workspace, workspace.Scope, error) {
-	w, err := e.open()
+func (f *entryFlags) openScope(e *env) (workspace.Store, workspace.Scope, error) {
+	w, err := e.openStore()
 	if err != nil {
 		return nil, workspace.Scope{}, err
 	}
@@ -446,7 +460,13 @@ func entryList(ctx context.Context, e *env, f *entryFlags) error {
 		return err
 	}
 	defer w.Close()
-	items, skipped, err := w.ListEntriesReport(ctx, s)
+	var items []workspace.ManifestItem
+	var skipped []workspace.Skipped
+	if t, ferr := fileTree("", w); ferr == nil {
+		items, skipped, err = t.ListEntriesReport(ctx, s) // the tree also says what it passed over
+	} else {
+		items, err = w.ListEntries(ctx, s)
+	}
 	if err != nil {
 		return err
 	}

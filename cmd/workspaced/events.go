@@ -53,7 +53,7 @@ func cmdEvents(ctx context.Context, e *env, args []string) error {
 		}
 		since = t
 	}
-	w, err := e.open()
+	w, err := e.openStore()
 	if err != nil {
 		return err
 	}

@@ -53,12 +53,12 @@ func cmdFriction(ctx context.Context, e *env, args []string) error {
 
 // openFriction opens the workspace and its friction log, with the lock
 // timeout and file mode of workspace.json.
-func openFriction(e *env, agent string) (*workspace.Workspace, *friction.Log, error) {
-	w, err := e.open()
+func openFriction(e *env, agent string) (workspace.Store, workspace.FrictionLog, error) {
+	w, err := e.openStore()
 	if err != nil {
 		return nil, nil, err
 	}
-	return w, w.FrictionLog(agent), nil
+	return w, w.Friction(agent), nil
 }
 
 // frictionErr gives errors of the friction package the workspace kinds the

@@ -10,7 +10,6 @@ import (
 	"path"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -52,14 +51,18 @@ func cmdLocks(ctx context.Context, e *env, args []string) error {
 	if err := parse(e, fs, locksUsage, args); err != nil {
 		return err
 	}
-	w, err := e.open()
+	w, err := e.openStore()
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	locks, err := findLocks(ctx, w.Dir())
+	held, err := w.Locks(ctx)
 	if err != nil {
 		return err
+	}
+	locks := make([]lockInfo, 0, len(held))
+	for _, l := range held {
+		locks = append(locks, lockInfo{Path: l.Name, Held: l.Held, Holder: l.Holder})
 	}
 	if *asJSON {
 		return printJSON(e.stdout, locks)
@@ -100,44 +103,6 @@ func cmdLocks(ctx context.Context, e *env, args []string) error {
 	}
 	table(e.stdout, []string{"LOCK", "STATE", "HOLDER"}, rows)
 	return nil
-}
-
-// findLocks walks the root for lock files and checks each.
-func findLocks(ctx context.Context, dir string) ([]lockInfo, error) {
-	out := []lockInfo{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil // removed while walking (a pruned task)
-			}
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		rel = filepath.ToSlash(rel)
-		inLocks := path.Base(path.Dir(rel)) == ".locks"
-		if d.IsDir() {
-			if p != dir && strings.HasPrefix(d.Name(), ".") && d.Name() != ".locks" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() || !strings.HasSuffix(d.Name(), ".lock") || !(inLocks || rel == ".workspaced.lock") {
-			return nil
-		}
-		held, h, err := locking.Held(p)
-		if err != nil {
-			return err
-		}
-		out = append(out, lockInfo{Path: rel, Held: held, Holder: h})
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list locks: %w", err)
-	}
-	return out, nil
 }
 
 const lockUsage = `workspaced lock — run a command under a workspace lock, like flock(1).
@@ -182,7 +147,8 @@ func cmdLock(ctx context.Context, e *env, args []string) error {
 	if flagSet(fs, "timeout") && *timeout <= 0 {
 		return usageHint("lock", "--timeout must be positive")
 	}
-	w, id, err := e.openTask("lock", *task, *thread)
+	// File-only: the lock is a flock a child process runs under.
+	w, id, err := e.openTaskTree("lock", *task, *thread)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 func main() {
@@ -45,9 +46,33 @@ type env struct {
 	opened         bool   // the command opened the workspace at root
 }
 
-// open opens the workspace at the resolved root. A directory that is not a
-// workspace (neither workspace.json nor tasks/ in it) is refused with a
-// hint, so a mistyped --root never gets a tree written into it.
+// openStore opens the workspace at the resolved root as a
+// workspace.Store, the way every command that works on any backend opens
+// it.
+func (e *env) openStore() (workspace.Store, error) {
+	w, err := e.open()
+	if err != nil {
+		return nil, err
+	}
+	return files.New(w), nil
+}
+
+// fileTree is the file tree under w, for the commands that need what only
+// a tree has; a workspace kept otherwise is refused with a clear error.
+func fileTree(op string, w workspace.Store) (*workspace.Workspace, error) {
+	if fs, ok := w.(*files.Store); ok {
+		return fs.Workspace, nil
+	}
+	return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: op, Msg: "works on a workspace kept as files only",
+		Hint: "run it with --root pointing at a workspace directory"}
+}
+
+// open opens the workspace at the resolved root as a file tree, for what
+// only a tree has (paths, os.Root, flock held for a child process, the
+// daemon's journal files); commands that need nothing of the kind use
+// openStore. A directory that is not a workspace (neither workspace.json
+// nor tasks/ in it) is refused with a hint, so a mistyped --root never
+// gets a tree written into it.
 func (e *env) open() (*workspace.Workspace, error) {
 	e.opened = true
 	w, err := workspace.Open(e.root, workspace.Options{})

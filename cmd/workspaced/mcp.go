@@ -16,6 +16,7 @@ import (
 	"github.com/workspaced/workspaced/mcpserver"
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 const mcpUsage = `workspaced mcp — serve the workspace to agents over the Model Context
@@ -108,7 +109,7 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	if *task == "" && *thread == "" {
 		return usageHint("mcp", "missing --task T or --thread X")
 	}
-	w, err := e.open()
+	w, err := e.openStore()
 	if err != nil {
 		return err
 	}
@@ -142,7 +143,7 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	if token != "" {
 		how = "on stdio, with a token"
 	}
-	fmt.Fprintf(e.stderr, "workspaced mcp: serving task %s, thread %s, as agent %s (root %s) %s\n", s.Task(), s.Thread(), s.Agent(), w.Dir(), how)
+	fmt.Fprintf(e.stderr, "workspaced mcp: serving task %s, thread %s, as agent %s (root %s) %s\n", s.Task(), s.Thread(), s.Agent(), e.root, how)
 	return s.Run(ctx, &mcp.IOTransport{Reader: readCloser(e.stdin), Writer: nopWriteCloser{e.stdout}})
 }
 
@@ -167,7 +168,11 @@ func readToken(file string) (string, error) {
 
 // tokenGrants looks the token up in the workspace's agents file and
 // returns its grant with the look-up every call makes again.
-func tokenGrants(w *workspace.Workspace, token string) (tokens.Grant, func(*mcp.RequestExtra) (tokens.Grant, error), error) {
+func tokenGrants(s workspace.Store, token string) (tokens.Grant, func(*mcp.RequestExtra) (tokens.Grant, error), error) {
+	w, err := fileTree("mcp --token-file", s)
+	if err != nil {
+		return tokens.Grant{}, nil, err
+	}
 	store, err := tokens.NewStore(w.Root())
 	if err != nil {
 		return tokens.Grant{}, nil, err
@@ -218,7 +223,11 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 	}
 	defer w.Close()
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
-	h, err := mcpserver.NewHTTP(w, mcpserver.HTTPOptions{Version: version, MaxSessions: c.maxSessions, IdleTimeout: c.idle, Log: log})
+	toks, err := tokens.NewStore(w.Root())
+	if err != nil {
+		return err
+	}
+	h, err := mcpserver.NewHTTP(files.New(w), toks, mcpserver.HTTPOptions{Version: version, MaxSessions: c.maxSessions, IdleTimeout: c.idle, Log: log})
 	if err != nil {
 		return err
 	}

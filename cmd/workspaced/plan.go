@@ -80,7 +80,7 @@ func planWrite(ctx context.Context, e *env, args []string) error {
 // finishProduct reports a product written at rel (relative to the task
 // directory): it drops the done marker for it when done is set (done's
 // OutputFile is filled in), then prints where it went.
-func finishProduct(e *env, w *workspace.Workspace, taskID, rel string, done *workspace.DoneRequest, asJSON bool, out written) error {
+func finishProduct(e *env, w workspace.Markers, taskID, rel string, done *workspace.DoneRequest, asJSON bool, out written) error {
 	out.Path = e.display(path.Join(workspace.TaskDir(taskID), rel))
 	if done != nil {
 		done.OutputFile = rel

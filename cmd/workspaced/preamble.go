@@ -59,12 +59,12 @@ func cmdPreamble(ctx context.Context, e *env, args []string) error {
 	if *maxMsg <= 0 {
 		return usageHint("preamble", "--max-message-bytes must be positive")
 	}
-	w, err := e.open()
+	w, err := e.openStore()
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	p, err := w.Preamble(*thread, workspace.PreambleOptions{Detail: *detail, MaxMessageBytes: *maxMsg, TaskID: *task})
+	p, err := workspace.Over(w).Preamble(*thread, workspace.PreambleOptions{Detail: *detail, MaxMessageBytes: *maxMsg, TaskID: *task})
 	if err != nil {
 		return err
 	}

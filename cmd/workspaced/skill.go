@@ -101,7 +101,7 @@ func skillAdd(ctx context.Context, e *env, args []string) error {
 	if *desc != "" {
 		data = workspace.ComposeSkill(workspace.SkillMeta{Description: *desc, Tags: splitList(*tags), Modes: splitList(*modes)}, string(data))
 	}
-	w, err := e.open()
+	w, err := e.openStore()
 	if err != nil {
 		return err
 	}
@@ -146,7 +146,7 @@ func skillList(ctx context.Context, e *env, args []string) error {
 	if err := parse(e, fs, skillListUsage, args); err != nil {
 		return err
 	}
-	w, err := e.open()
+	w, err := e.openStore()
 	if err != nil {
 		return err
 	}
@@ -206,7 +206,7 @@ func skillShow(ctx context.Context, e *env, args []string) error {
 	if err := need(fs, "name"); err != nil {
 		return err
 	}
-	w, err := e.open()
+	w, err := e.openStore()
 	if err != nil {
 		return err
 	}
@@ -244,7 +244,7 @@ func skillRemove(ctx context.Context, e *env, args []string) error {
 	if err := need(fs, "name"); err != nil {
 		return err
 	}
-	w, err := e.open()
+	w, err := e.openStore()
 	if err != nil {
 		return err
 	}

@@ -193,7 +193,7 @@ func stateRebuild(ctx context.Context, e *env, args []string) error {
 	if err := parse(e, fs, stateRebuildUsage, args); err != nil {
 		return err
 	}
-	w, id, err := e.openTask("state rebuild", *task, *thread)
+	w, id, err := e.openTaskTree("state rebuild", *task, *thread)
 	if err != nil {
 		return err
 	}

@@ -47,12 +47,12 @@ func cmdSystemContext(ctx context.Context, e *env, args []string) error {
 	if *agent == "" {
 		return usageHint("system-context", "missing --agent A")
 	}
-	w, err := e.open()
+	w, err := e.openStore()
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	text, err := w.SystemContext(*agent, *task)
+	text, err := workspace.Over(w).SystemContext(*agent, *task)
 	if err != nil {
 		return err
 	}

@@ -75,7 +75,7 @@ func taskCreate(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	req.Constraints = constraints
-	w, err := e.open()
+	w, err := e.openStore()
 	if err != nil {
 		return err
 	}
@@ -125,7 +125,7 @@ func taskList(ctx context.Context, e *env, args []string) error {
 	if err := parse(e, fs, taskListUsage, args); err != nil {
 		return err
 	}
-	w, err := e.open()
+	w, err := e.open() // file-only: two flat-memory passes over tasks/
 	if err != nil {
 		return err
 	}
@@ -216,7 +216,7 @@ func taskList(ctx context.Context, e *env, args []string) error {
 // readTaskRow reads one task's line of task list: task.json and, when the
 // daemon has written one, state.json. false when the task has no
 // task.json (being created, or removed).
-func readTaskRow(w *workspace.Workspace, id string) (taskRow, bool) {
+func readTaskRow(w workspace.Reader, id string) (taskRow, bool) {
 	r := taskRow{ID: id, Status: "new"}
 	t, err := w.GetTask(id)
 	switch {

@@ -132,7 +132,7 @@ func threadNew(ctx context.Context, e *env, args []string) error {
 // threadTarget parses --thread/--task for show, chain and update: the
 // thread is --thread (its task resolved, or --task), else the task's root
 // thread.
-func threadTarget(w *workspace.Workspace, cmd, task, thread string) (taskID, threadID string, err error) {
+func threadTarget(w workspace.Reader, cmd, task, thread string) (taskID, threadID string, err error) {
 	taskID, err = resolveTask(w, cmd, task, thread)
 	if err != nil {
 		return "", "", err
@@ -164,7 +164,7 @@ func threadShow(ctx context.Context, e *env, args []string) error {
 	if err := parse(e, fs, threadShowUsage, args); err != nil {
 		return err
 	}
-	w, err := e.open()
+	w, err := e.openStore()
 	if err != nil {
 		return err
 	}
@@ -279,7 +279,7 @@ func threadChain(ctx context.Context, e *env, args []string) error {
 	if err := parse(e, fs, threadChainUsage, args); err != nil {
 		return err
 	}
-	w, err := e.open()
+	w, err := e.openStore()
 	if err != nil {
 		return err
 	}
@@ -288,7 +288,7 @@ func threadChain(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	chain, err := w.Chain(taskID, id)
+	chain, err := workspace.Over(w).Chain(taskID, id)
 	if err != nil {
 		return err
 	}
@@ -354,7 +354,7 @@ func threadUpdate(ctx context.Context, e *env, args []string) error {
 	if u == (workspace.ThreadUpdate{}) {
 		return usageHint("thread update", "nothing to update: pass --status, --concern, --approach, --progress, --buffers, --skill-tags or --primary-mode")
 	}
-	w, err := e.open()
+	w, err := e.openStore()
 	if err != nil {
 		return err
 	}
@@ -413,7 +413,7 @@ func threadActivate(ctx context.Context, e *env, args []string) error {
 	if *thread == "" && *task == "" {
 		return usageHint("thread activate", "missing --thread X")
 	}
-	w, err := e.open()
+	w, err := e.openStore()
 	if err != nil {
 		return err
 	}
@@ -422,7 +422,7 @@ func threadActivate(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	act, err := w.ActivateThread(ctx, taskID, id, *agent)
+	act, err := workspace.Over(w).ActivateThread(ctx, taskID, id, *agent)
 	if err != nil {
 		return err
 	}

@@ -90,7 +90,7 @@ func joinWait(cmd string, args []string) ([]string, error) {
 // daemon refuses anything there, and no longer watches it) and, with
 // --wait, no daemon serving. It returns the state's journal_seq, which the
 // marker's record will follow.
-func beforeMarker(w *workspace.Workspace, op, taskID string, wait bool) (int64, error) {
+func beforeMarker(w workspace.Store, op, taskID string, wait bool) (int64, error) {
 	var after int64
 	st, err := w.ReadState(taskID)
 	switch {
@@ -108,12 +108,16 @@ func beforeMarker(w *workspace.Workspace, op, taskID string, wait bool) (int64, 
 	if !wait {
 		return after, nil
 	}
-	serving, err := daemon.Serving(w)
+	t, err := fileTree(op+" --wait", w)
+	if err != nil {
+		return 0, err
+	}
+	serving, err := daemon.Serving(t)
 	if err != nil {
 		return 0, err
 	}
 	if !serving {
-		return 0, &workspace.Error{Kind: daemon.ErrNotServing, Op: op, Msg: "no daemon serves " + w.Dir() + ", so no verdict would come; nothing was dropped",
+		return 0, &workspace.Error{Kind: daemon.ErrNotServing, Op: op, Msg: "no daemon serves " + t.Dir() + ", so no verdict would come; nothing was dropped",
 			Hint: "start the daemon (workspaced serve), or drop the marker without --wait: the daemon takes it when it starts"}
 	}
 	return after, nil
@@ -121,7 +125,7 @@ func beforeMarker(w *workspace.Workspace, op, taskID string, wait bool) (int64, 
 
 // reportMarker ends a command that dropped marker m: with --wait it waits
 // for the daemon's verdict and exits by it; without, it prints the marker.
-func reportMarker(ctx context.Context, e *env, w *workspace.Workspace, op, taskID, m string, after int64, wf waitFlag, asJSON bool) error {
+func reportMarker(ctx context.Context, e *env, w workspace.Store, op, taskID, m string, after int64, wf waitFlag, asJSON bool) error {
 	if wf.on {
 		return awaitVerdict(ctx, e, w, op, taskID, m, after, wf, asJSON)
 	}
@@ -136,10 +140,14 @@ func reportMarker(ctx context.Context, e *env, w *workspace.Workspace, op, taskI
 // the root) and reports it: printed (the marker's path, then the verdict)
 // or as JSON, with the error that gives its exit code — 0 won or applied,
 // 3 no such subtask, 4 lost or refused, 1 no daemon or no verdict in time.
-func awaitVerdict(ctx context.Context, e *env, w *workspace.Workspace, op, taskID, m string, after int64, wf waitFlag, asJSON bool) error {
+func awaitVerdict(ctx context.Context, e *env, w workspace.Store, op, taskID, m string, after int64, wf waitFlag, asJSON bool) error {
 	ctx, cancel := context.WithTimeout(ctx, wf.d)
 	defer cancel()
-	v, err := daemon.WaitVerdict(ctx, w, taskID, path.Base(m), after)
+	t, err := fileTree(op+" --wait", w)
+	if err != nil {
+		return err
+	}
+	v, err := daemon.WaitVerdict(ctx, t, taskID, path.Base(m), after)
 	if err != nil {
 		var we *workspace.Error
 		if errors.As(err, &we) {

@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/mcpserver"
+	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/web"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 const webUsage = `workspaced web — serve the live panel and the HTTP API of a workspace.
@@ -100,7 +102,11 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 		// loopback the panel has no TLS of its own, and bearer tokens
 		// must not cross the network in the clear: there
 		// 'workspaced mcp --http' with --tls-cert serves them.
-		h, err := mcpserver.NewHTTP(w, mcpserver.HTTPOptions{Version: version, Log: slog.New(slog.NewTextHandler(e.stderr, nil))})
+		toks, err := tokens.NewStore(w.Root())
+		if err != nil {
+			return err
+		}
+		h, err := mcpserver.NewHTTP(files.New(w), toks, mcpserver.HTTPOptions{Version: version, Log: slog.New(slog.NewTextHandler(e.stderr, nil))})
 		if err != nil {
 			return err
 		}

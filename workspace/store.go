@@ -1,0 +1,275 @@
+package workspace
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/workspaced/workspaced/friction"
+	"github.com/workspaced/workspaced/locking"
+	"github.com/workspaced/workspaced/retention"
+)
+
+// Store is a workspace as every consumer sees it: the CLI, the MCP
+// server, the demo, cleanup, friction and context assembly go through it
+// and know nothing of how it is kept. The file tree is one Store
+// (workspace/files); another backend implements the same methods with the
+// same guarantees, and workspace/storetest is the suite both pass.
+//
+// Rules every implementation keeps:
+//   - Errors are *Error values whose Kind is one of the sentinels of
+//     errors.go, so errors.Is(err, ErrNotFound|ErrConflict|ErrInvalid|
+//     ErrLocked) means the same on every backend. Input is checked before
+//     anything is written (ValidateID, ValidateKey, ParseValue and the
+//     schemas); a refused write changes nothing.
+//   - Times are the store's clock (Now), kept to the millisecond.
+//   - Listings are sorted as the file tree sorts them: manifests by key,
+//     task ids by id, threads by creation time then id, reviews by
+//     reviewed_at then id, skills by name, backups newest first, events
+//     in append order.
+//   - Entry versions start at 1 and grow by one on every write; an
+//     UpdateRequest whose IfVersion no longer matches is ErrConflict and
+//     changes nothing.
+//   - Markers are requests: WriteClaim and WriteDone only record them.
+//     State changes when the store's single writer (the daemon) applies
+//     them, exactly once, in the order they were taken; the first claim
+//     of a subtask wins.
+//
+// What is the same on every backend — context assembly, the preamble,
+// the system context, provenance chains, thread activation — is Ops, over
+// any Store: Over(s).Context(...).
+//
+// The operations are grouped by what a consumer does with them; each
+// group is an interface of its own so that a function asks only for what
+// it uses (the context assembly, for one, reads and never writes).
+type Store interface {
+	Reader
+	Entries
+	JournalReader
+	TaskWriter
+	ThreadWriter
+	Markers
+	EventStore
+	FrictionStore
+	Locker
+	BackupStore
+	Retention
+	SkillStore
+
+	// Close releases what the store holds (file handles, connections).
+	Close() error
+}
+
+// Reader is what assembling an agent's context, its preamble and its
+// system context reads: settings, agent cards, tasks, threads, plans,
+// products, state, entries and skills. Nothing in it writes.
+type Reader interface {
+	// Settings are the workspace's effective settings.
+	Settings() Settings
+	// Now is the store's clock.
+	Now() time.Time
+
+	// LoadAgents returns the agent cards; none stored is an empty list.
+	LoadAgents() (AgentCards, error)
+
+	// GetTask returns a task's definition (ErrNotFound when none).
+	GetTask(id string) (Task, error)
+	// TaskIDs lists the tasks, sorted by id.
+	TaskIDs() ([]string, error)
+	// ListTasks lists every task with its state when one was written.
+	ListTasks() ([]TaskSummary, error)
+
+	// GetThread returns one thread of a task (ErrNotFound when none).
+	GetThread(taskID, id string) (Thread, error)
+	// ListThreads lists a task's threads by creation time, then id.
+	ListThreads(taskID string) ([]Thread, error)
+	// ResolveThread returns the task a thread id belongs to; a task id
+	// is its own root thread.
+	ResolveThread(threadID string) (string, error)
+
+	// ReadPlan returns the current plan (version 0) or an earlier
+	// version; ErrNotFound when the task has no plan yet or the version
+	// was never written.
+	ReadPlan(taskID string, version int) (*Plan, error)
+	// ReadTaskDoc returns one JSON document of a task by its name in the
+	// protocol ("plan.json", "outputs/s1.json", "reviews/r1.json",
+	// "plans/plan_v2.json", "outputs/history/s1_v1.json"), compacted.
+	ReadTaskDoc(taskID, name string) (json.RawMessage, error)
+	// ReadProduct reads and validates what a done marker's output_file
+	// names.
+	ReadProduct(taskID, outputFile string) (Product, error)
+	// ValidateProduct checks a product as ReadProduct does.
+	ValidateProduct(taskID, outputFile string) error
+	// ListReviews returns a task's reviews, by reviewed_at then id; what
+	// cannot be read is reported in the second list, not failed on.
+	ListReviews(taskID string) ([]Review, []Skipped, error)
+
+	// ReadState returns the task's state as the daemon last wrote it
+	// (ErrNotFound before the first write).
+	ReadState(taskID string) (State, error)
+	// GetSkill and ListSkills read the workspace's skills.
+	GetSkill(name string) (Skill, error)
+	ListSkills() ([]Skill, []RefusedSkill, error)
+
+	// ReadTaskFile reads a file a thread's buffer names inside a task
+	// (a product or any document an agent wrote there), at most max
+	// bytes: larger, or anything but plain data, is ErrUnsafe; a name
+	// outside the task is ErrInvalid.
+	ReadTaskFile(taskID, name string, max int64) ([]byte, error)
+
+	// Entries are readable through the same store.
+	GetEntry(ctx context.Context, s Scope, key string) (Entry, error)
+	ListEntries(ctx context.Context, s Scope) ([]ManifestItem, error)
+}
+
+// JournalReader reads what the single writer has taken.
+type JournalReader interface {
+	// ReadJournal returns the markers the daemon has taken for a task,
+	// in sequence order (empty before the first).
+	ReadJournal(taskID string) ([]JournalRecord, error)
+}
+
+// TaskWriter creates tasks and writes agents' products: plans (each
+// write a new version, the previous kept), outputs and reviews (an
+// earlier one kept in history on replace), and the agent cards.
+type TaskWriter interface {
+	CreateTask(ctx context.Context, req NewTaskRequest) (Task, error)
+	WritePlan(ctx context.Context, taskID, agent string, data []byte) (Plan, error)
+	// WriteOutput and WriteReview return the product's name in the
+	// protocol ("outputs/s1.json"), the output_file of a done marker.
+	WriteOutput(taskID, subtaskID, agent string, data []byte) (string, error)
+	WriteReview(taskID, reviewID, agent string, data []byte) (string, error)
+	// SaveAgents replaces the agent cards.
+	SaveAgents(ctx context.Context, cards AgentCards) error
+}
+
+// ThreadWriter starts and changes delegation threads.
+type ThreadWriter interface {
+	NewThread(ctx context.Context, req NewThreadRequest) (Thread, error)
+	UpdateThread(ctx context.Context, taskID, id, agent string, u ThreadUpdate) (Thread, error)
+	// ModifyThread is a read-modify-write of one thread (see Backend).
+	ModifyThread(ctx context.Context, taskID, id, agent string, change func(t *Thread) (bool, error)) (Thread, error)
+}
+
+// Markers records an agent's claim of a subtask and its report of being
+// done. Each returns the marker's name, which the daemon's verdict for it
+// is found by.
+type Markers interface {
+	WriteClaim(taskID, agent, subtaskID string) (string, error)
+	WriteDone(req DoneRequest) (string, error)
+}
+
+// EventStore is each task's event feed.
+type EventStore interface {
+	AppendEvent(e Event) error
+	AppendEvents(taskID string, evs []Event) error
+	// ReadEvents returns a task's events in append order; events that do
+	// not parse are returned as errors in the second list.
+	ReadEvents(taskID string) ([]Event, []error, error)
+	// MergeEvents calls each for every event of the given tasks (all
+	// tasks when none), merged in time order.
+	MergeEvents(ctx context.Context, taskIDs []string, each func(Event) error) ([]BadLines, error)
+	// FollowEvents calls each for every new event of a task (every task
+	// when taskID is ""), after the existing ones when fromStart, until
+	// ctx ends. interval bounds how long a new event may wait.
+	FollowEvents(ctx context.Context, taskID string, fromStart bool, interval time.Duration, each func(Event)) error
+}
+
+// FrictionLog is the workspace's friction log: every change is a
+// read-modify-write under the log's own lock.
+type FrictionLog interface {
+	Add(ctx context.Context, e friction.Entry) (friction.Entry, bool, error)
+	Record(ctx context.Context, findings []friction.Finding) ([]friction.Entry, error)
+	Observe(ctx context.Context, obs []friction.Observation, cfg friction.Config) ([]friction.Entry, error)
+	Resolve(ctx context.Context, id, status string) (friction.Entry, error)
+	AnonymizeTasks(ctx context.Context, ids []string) (int, error)
+	Get(id string) (friction.Entry, error)
+	List(f friction.Filter) ([]friction.Entry, error)
+	Tally() (friction.Tally, error)
+}
+
+// FrictionStore gives the friction log and its settings.
+type FrictionStore interface {
+	// Friction returns the log; agent names the writer in its lock's
+	// holder record.
+	Friction(agent string) FrictionLog
+	FrictionConfig() friction.Config
+	// NoteFriction appends a friction_recorded event to each of tasks
+	// that still exists.
+	NoteFriction(e friction.Entry, isNew bool, tasks []string)
+}
+
+// Lock is a lock a Locker gave; Release gives it back (once).
+type Lock interface {
+	Release() error
+}
+
+// LockInfo is one lock of a workspace as Locks lists it.
+type LockInfo struct {
+	// Name identifies the lock in the store's words (on files, the lock
+	// file's path from the root).
+	Name string `json:"path"`
+	// TaskID and Lock say which lock it is when it is a task's ("task"
+	// for the whole task's lock); both empty for the store's own locks.
+	TaskID string `json:"task_id,omitempty"`
+	Lock   string `json:"lock,omitempty"`
+	Held   bool   `json:"held"`
+	// Holder is the latest holder's record (stale when !Held), or nil.
+	Holder *locking.Holder `json:"holder"`
+}
+
+// Locker takes the locks agents coordinate with.
+type Locker interface {
+	// LockTaskNamed takes a task's lock named name, or the whole task's
+	// lock (the one the daemon and cleanup take) when name is "". It
+	// waits up to the lock timeout of the settings; a timeout is
+	// ErrLocked naming the holder, a missing task ErrNotFound, a bad name
+	// ErrInvalid.
+	LockTaskNamed(ctx context.Context, taskID, name, agent string) (Lock, error)
+	// Locks lists the workspace's locks, held or not.
+	Locks(ctx context.Context) ([]LockInfo, error)
+}
+
+// BackupInfo is one kept copy of a task's state.
+type BackupInfo struct {
+	Name string
+	Time time.Time
+	Size int64
+}
+
+// BackupStore keeps the previous states of each task.
+type BackupStore interface {
+	// ListBackups lists a task's backups, newest first.
+	ListBackups(taskID string) ([]BackupInfo, error)
+	// ReadBackup returns one backup's state document (ErrNotFound when
+	// none of that name).
+	ReadBackup(taskID, name string) ([]byte, error)
+	// RestoreBackup puts a backup back as the task's state under the
+	// task's lock, keeping the state it replaces as a new backup. name ""
+	// picks the newest backup valid checks; a named backup valid refuses
+	// is ErrInvalid. It returns the name restored.
+	RestoreBackup(ctx context.Context, taskID, name string, valid func([]byte) error) (string, error)
+}
+
+// PruneRequest asks for one retention run; its fields mean what the
+// same fields of retention.Pruner mean.
+type PruneRequest struct {
+	Policy           retention.Policy
+	DryRun           bool
+	Agent            string
+	OnProgress       func(retention.Decision)
+	DiscardDecisions bool
+}
+
+// Retention carries out the retention policy: finished tasks are
+// summarised, then removed, each under its task lock; busy tasks are
+// skipped.
+type Retention interface {
+	Prune(ctx context.Context, req PruneRequest) (retention.Report, error)
+}
+
+// SkillStore adds and removes skills.
+type SkillStore interface {
+	AddSkill(ctx context.Context, req AddSkillRequest) (Skill, error)
+	RemoveSkill(ctx context.Context, name, agent string) error
+}
