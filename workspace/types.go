@@ -30,7 +30,7 @@ type Plan struct {
 	ID          string       `json:"id"`
 	TaskID      string       `json:"task_id"`
 	Version     int          `json:"version"`
-	CreatedAt   time.Time    `json:"created_at"`
+	CreatedAt   time.Time    `json:"created_at,omitzero"`
 	CreatedBy   string       `json:"created_by,omitempty"`
 	Status      string       `json:"status,omitempty"` // draft | proposed | approved | revision_needed
 	Summary     string       `json:"summary,omitempty"`
