@@ -46,9 +46,9 @@ func IsURL(root string) bool {
 
 // Store is a workspace in one schema of a PostgreSQL database.
 type Store struct {
-	pool   *pgxpool.Pool
-	schema string
-	conn   string // the connection string, without ?schema=
+	pool     *pgxpool.Pool
+	schema   string
+	conn     string // the connection string, without ?schema=
 	settings workspace.Settings
 }
 
