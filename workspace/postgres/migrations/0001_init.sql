@@ -100,8 +100,9 @@ CREATE TABLE events (
 );
 CREATE INDEX events_task ON events (task_id, id);
 
--- Entries of the four scopes: env (owner: the task), session (owner: the
--- thread), agent memory (owner: the agent) and global memory (owner '').
+-- Entries of the four scopes: thread (env data; owner: the task), session
+-- (owner: <task>/<thread>), agent memory (owner: the agent) and global
+-- memory (owner '').
 CREATE TABLE entries (
   scope             text NOT NULL,
   owner             text NOT NULL DEFAULT '',
