@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/workspaced/workspaced/workspace/postgres"
 )
@@ -14,7 +15,7 @@ import (
 // servePostgres runs the daemon of a workspace on PostgreSQL: the lease
 // elects it (standby: it waits for the lease), and it commits markers
 // until ctx ends.
-func servePostgres(ctx context.Context, e *env, standby bool, logger *slog.Logger) error {
+func servePostgres(ctx context.Context, e *env, standby bool, lease time.Duration, logger *slog.Logger) error {
 	s, err := postgres.Open(ctx, e.root)
 	if err != nil {
 		return err
@@ -23,7 +24,7 @@ func servePostgres(ctx context.Context, e *env, standby bool, logger *slog.Logge
 	if standby {
 		logger.Info("standby: waiting for the lease", "schema", s.Schema())
 	}
-	return s.Serve(ctx, postgres.ServeConfig{Standby: standby, Logger: logger})
+	return s.Serve(ctx, postgres.ServeConfig{Standby: standby, LeaseTTL: lease, Logger: logger})
 }
 
 // initPostgres creates the workspace's schema (the migrations not yet

@@ -18,7 +18,7 @@ const serveUsage = `workspaced serve — run the single-writer daemon of a works
 
 Usage:
   workspaced serve [--rescan DUR] [--cleanup-interval DUR] [--grace DUR] [--strict]
-                   [--standby] [--log-format text|json] [--log-level debug|info|warn|error]
+                   [--standby] [--lease DUR] [--log-format text|json] [--log-level debug|info|warn|error]
 
 The daemon is the only writer of every tasks/<id>/state.json. It watches
 tasks/ and every active task directory, takes each .claim.* and .done.*
@@ -39,7 +39,8 @@ One daemon per root: a second serve exits 4 at once naming the pid serving.
 On a postgres:// root the daemon leads through a lease row in the database
 (renewed every few seconds; every commit checks its epoch, so a paused old
 leader writes nothing); a second serve exits 4 naming the holder, or with
---standby waits and takes over within the lease (5s) when the leader dies.
+--standby waits and takes over when the leader dies: at once when its
+process is gone, within the lease (--lease, 5s) when it stalls.
 On NFS, SMB or FUSE it warns (refuses with --strict). Logs go to stderr.
 It stops cleanly on SIGINT or SIGTERM.
 
@@ -65,6 +66,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	cleanup := fs.Duration("cleanup-interval", 0, "prune finished tasks every `DUR`, e.g. 24h; 0 turns cleanup off (default from workspace.json, else 24h)")
 	grace := fs.Duration("grace", 0, "let a marker that does not parse wait `DUR` before rejecting it, e.g. 5s (default from workspace.json, else 5s)")
 	strict := fs.Bool("strict", false, "refuse to serve a root on NFS, SMB or FUSE")
+	lease := fs.Duration("lease", 0, "on a postgres:// root, how long the lease runs without renewal, `DUR` (default 5s): how long a standby waits for a stalled leader")
 	standby := fs.Bool("standby", false, "on a postgres:// root, wait for the leading daemon's lease instead of exiting 4, and take over when it lapses")
 	format := fs.String("log-format", "text", "the log format, `text|json`")
 	level := fs.String("log-level", "info", "log this level and above, `debug|info|warn|error`")
@@ -76,7 +78,10 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if postgres.IsURL(e.root) {
-		return servePostgres(ctx, e, *standby, logger)
+		if *lease < 0 {
+			return usageHint("serve", "--lease must not be negative")
+		}
+		return servePostgres(ctx, e, *standby, *lease, logger)
 	}
 	if *standby {
 		return usageHint("serve", "--standby needs a postgres:// root: a directory has one daemon, its lock held by the kernel")

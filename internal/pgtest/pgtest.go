@@ -359,3 +359,17 @@ func dbName(test string, n int64) string {
 	}
 	return "t_" + s + suffix
 }
+
+// Tool is the path of a PostgreSQL client program (psql, pg_dump) of the
+// installed binaries, else from $PATH; the test is skipped without it.
+func Tool(t testing.TB, name string) string {
+	t.Helper()
+	if bin := findBin(); bin != "" && isExec(filepath.Join(bin, name)) {
+		return filepath.Join(bin, name)
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	t.Skipf("no %s: install the postgresql package", name)
+	return ""
+}

@@ -78,7 +78,7 @@ func commitAll(t *testing.T, s *Store, id string, epoch int64) int {
 
 func lead(t *testing.T, s *Store, holder string) int64 {
 	t.Helper()
-	epoch, li, ok, err := s.Acquire(context.Background(), holder, time.Minute)
+	epoch, li, ok, err := s.Acquire(context.Background(), s.pool, holder, time.Minute)
 	if err != nil || !ok {
 		t.Fatalf("acquire: %v, held by %+v", err, li)
 	}
@@ -192,7 +192,7 @@ func TestCommitFenced(t *testing.T) {
 	if _, err := s.Commit(ctx, "t1", 0, old); !errors.Is(err, ErrFenced) {
 		t.Fatalf("commit with the old epoch: %v, want ErrFenced", err)
 	}
-	if err := s.Renew(ctx, old, time.Minute); !errors.Is(err, ErrFenced) {
+	if err := s.Renew(ctx, s.pool, old, time.Minute); !errors.Is(err, ErrFenced) {
 		t.Fatalf("renew of the old epoch: %v, want ErrFenced", err)
 	}
 	st, _ := s.ReadState(ctx, "t1")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Leadership: the lease row names the daemon that serves the workspace,
@@ -30,14 +31,24 @@ type LeaseInfo struct {
 	Live bool
 }
 
-// Acquire takes the lease for holder when it is free (expired or
-// released), for ttl. It returns the new epoch and true, or the current
-// lease and false when another daemon holds it.
-func (s *Store) Acquire(ctx context.Context, holder string, ttl time.Duration) (int64, LeaseInfo, bool, error) {
+// querier is a pool or one connection.
+type querier interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}
+
+// Acquire takes the lease for holder when it is free, for ttl: expired,
+// released, or its holder's session gone (the process died: its server
+// backend exits with its connection). The session of q (the daemon's
+// own connection) becomes the lease's. It returns the new epoch and
+// true, or the current lease and false when another daemon holds it.
+func (s *Store) Acquire(ctx context.Context, q querier, holder string, ttl time.Duration) (int64, LeaseInfo, bool, error) {
 	var epoch int64
-	err := s.pool.QueryRow(ctx, `UPDATE lease SET epoch = epoch + 1, holder = $1,
+	err := q.QueryRow(ctx, `UPDATE lease SET epoch = epoch + 1, holder = $1, backend_pid = pg_backend_pid(),
 		expires_at = clock_timestamp() + make_interval(secs => $2)
-		WHERE id = 1 AND (expires_at < clock_timestamp() OR holder = '') RETURNING epoch`,
+		WHERE id = 1 AND (expires_at < clock_timestamp() OR holder = ''
+			OR NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = lease.backend_pid))
+		RETURNING epoch`,
 		holder, ttl.Seconds()).Scan(&epoch)
 	if err == nil {
 		return epoch, LeaseInfo{}, true, nil
@@ -62,9 +73,9 @@ func (s *Store) Lease(ctx context.Context) (LeaseInfo, error) {
 
 // Renew extends the lease of epoch by ttl; ErrFenced when the epoch is no
 // longer the lease's.
-func (s *Store) Renew(ctx context.Context, epoch int64, ttl time.Duration) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE lease SET expires_at = clock_timestamp() + make_interval(secs => $2)
-		WHERE id = 1 AND epoch = $1`, epoch, ttl.Seconds())
+func (s *Store) Renew(ctx context.Context, q querier, epoch int64, ttl time.Duration) error {
+	tag, err := q.Exec(ctx, `UPDATE lease SET expires_at = clock_timestamp() + make_interval(secs => $2),
+		backend_pid = pg_backend_pid() WHERE id = 1 AND epoch = $1`, epoch, ttl.Seconds())
 	if err != nil {
 		return fmt.Errorf("renew the lease: %w", err)
 	}

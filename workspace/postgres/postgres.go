@@ -30,6 +30,10 @@ import (
 // DefaultSchema is the schema of a URL without ?schema=.
 const DefaultSchema = "workspaced"
 
+// idleTxTimeout bounds how long a transaction of the workspace may sit
+// idle: none of ours waits on anything but the server.
+const idleTxTimeout = "5s"
+
 var (
 	// ErrSchemaTooNew says the database was migrated by a newer
 	// workspaced than this one.
@@ -122,6 +126,10 @@ func connect(ctx context.Context, root string) (*Store, error) {
 	}
 	cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
 	cfg.ConnConfig.RuntimeParams["application_name"] = "workspaced"
+	// A transaction of a stalled process (SIGSTOP, a partition) would hold
+	// its locks, among them the share lock of a commit on the lease row
+	// that a standby's takeover waits for: the server ends it.
+	cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = idleTxTimeout
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", redact(root), err)

@@ -74,8 +74,10 @@ func (c ServeConfig) withDefaults() ServeConfig {
 func (s *Store) Serve(ctx context.Context, cfg ServeConfig) error {
 	cfg = cfg.withDefaults()
 	log := cfg.Logger
+	p := &presence{s: s}
+	defer p.close()
 	for {
-		epoch, err := s.waitLease(ctx, cfg)
+		epoch, err := s.waitLease(ctx, cfg, p)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -86,7 +88,7 @@ func (s *Store) Serve(ctx context.Context, cfg ServeConfig) error {
 		if cfg.Leading != nil {
 			cfg.Leading(epoch)
 		}
-		err = s.lead(ctx, cfg, epoch)
+		err = s.lead(ctx, cfg, epoch, p)
 		if ctx.Err() != nil {
 			rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			_ = s.Release(rctx, epoch)
@@ -104,10 +106,25 @@ func (s *Store) Serve(ctx context.Context, cfg ServeConfig) error {
 }
 
 // waitLease takes the lease, waiting for it as a standby.
-func (s *Store) waitLease(ctx context.Context, cfg ServeConfig) (int64, error) {
+func (s *Store) waitLease(ctx context.Context, cfg ServeConfig, p *presence) (int64, error) {
 	tick := cfg.LeaseTTL / 5
+	// A daemon restarted right after its predecessor was killed may find
+	// the predecessor's session still being torn down by the server:
+	// without --standby it looks again for a moment before giving up.
+	giveUp := time.Now().Add(time.Second)
 	for {
-		epoch, li, ok, err := s.Acquire(ctx, cfg.Holder, cfg.LeaseTTL)
+		var (
+			epoch int64
+			li    LeaseInfo
+			ok    bool
+		)
+		conn, err := p.get(ctx)
+		if err == nil {
+			epoch, li, ok, err = s.Acquire(ctx, conn, cfg.Holder, cfg.LeaseTTL)
+			if err != nil {
+				p.close()
+			}
+		}
 		switch {
 		case ok:
 			return epoch, nil
@@ -115,6 +132,8 @@ func (s *Store) waitLease(ctx context.Context, cfg ServeConfig) (int64, error) {
 			return 0, err
 		case err != nil:
 			cfg.Logger.Warn("take the lease", "err", err)
+		case !cfg.Standby && time.Now().Before(giveUp):
+			tick = 100 * time.Millisecond
 		case !cfg.Standby:
 			return 0, &workspace.Error{Kind: workspace.ErrLocked, Op: "serve",
 				Msg:  fmt.Sprintf("another daemon serves this workspace: %s (epoch %d, lease until %s)", li.Holder, li.Epoch, li.ExpiresAt.UTC().Format(time.RFC3339)),
@@ -134,14 +153,14 @@ func (s *Store) waitLease(ctx context.Context, cfg ServeConfig) (int64, error) {
 var errLeaseLapsed = errors.New("the lease could not be renewed before it expired")
 
 // lead serves while epoch is the lease's.
-func (s *Store) lead(ctx context.Context, cfg ServeConfig, epoch int64) error {
+func (s *Store) lead(ctx context.Context, cfg ServeConfig, epoch int64, p *presence) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wake := make(chan string, 1024)
 	wg.Add(2)
-	go func() { defer wg.Done(); s.renew(ctx, cfg, epoch, cancel) }()
+	go func() { defer wg.Done(); s.renew(ctx, cfg, epoch, p, cancel) }()
 	go func() { defer wg.Done(); s.listen(ctx, cfg, wake) }()
 	err := s.schedule(ctx, cfg, epoch, wake)
 	if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) {
@@ -151,7 +170,7 @@ func (s *Store) lead(ctx context.Context, cfg ServeConfig, epoch int64) error {
 }
 
 // renew keeps the lease; it cancels leading when the lease is lost.
-func (s *Store) renew(ctx context.Context, cfg ServeConfig, epoch int64, cancel context.CancelCauseFunc) {
+func (s *Store) renew(ctx context.Context, cfg ServeConfig, epoch int64, p *presence, cancel context.CancelCauseFunc) {
 	t := time.NewTicker(cfg.LeaseTTL / 3)
 	defer t.Stop()
 	last := time.Now()
@@ -162,7 +181,12 @@ func (s *Store) renew(ctx context.Context, cfg ServeConfig, epoch int64, cancel 
 		case <-t.C:
 		}
 		rctx, c := context.WithTimeout(ctx, cfg.LeaseTTL/3)
-		err := s.Renew(rctx, epoch, cfg.LeaseTTL)
+		conn, err := p.get(rctx)
+		if err == nil {
+			if err = s.Renew(rctx, conn, epoch, cfg.LeaseTTL); err != nil && !errors.Is(err, ErrFenced) {
+				p.close()
+			}
+		}
 		c()
 		switch {
 		case err == nil:
@@ -200,12 +224,7 @@ func (s *Store) listen(ctx context.Context, cfg ServeConfig, wake chan<- string)
 }
 
 func (s *Store) listenOnce(ctx context.Context, wake chan<- string) error {
-	cfg, err := pgx.ParseConfig(s.conn)
-	if err != nil {
-		return err
-	}
-	cfg.RuntimeParams["search_path"] = pgx.Identifier{s.schema}.Sanitize()
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+	conn, err := s.connectOne(ctx)
 	if err != nil {
 		return err
 	}
@@ -343,4 +362,47 @@ func (s *Store) waitingTasks(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// connectOne opens a connection of its own, outside the pool, with the
+// schema as search_path.
+func (s *Store) connectOne(ctx context.Context) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(s.conn)
+	if err != nil {
+		return nil, err
+	}
+	cfg.RuntimeParams["search_path"] = pgx.Identifier{s.schema}.Sanitize()
+	cfg.RuntimeParams["application_name"] = "workspaced daemon"
+	cfg.RuntimeParams["idle_in_transaction_session_timeout"] = idleTxTimeout
+	return pgx.ConnectConfig(ctx, cfg)
+}
+
+// presence is the daemon's own session: the lease names its backend, so
+// that when the daemon dies (and its connection with it) a standby or a
+// restarted daemon takes over at once rather than after the lease. Only
+// one goroutine uses it at a time.
+type presence struct {
+	s    *Store
+	conn *pgx.Conn
+}
+
+func (p *presence) get(ctx context.Context) (*pgx.Conn, error) {
+	if p.conn != nil && !p.conn.IsClosed() {
+		return p.conn, nil
+	}
+	c, err := p.s.connectOne(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p.conn = c
+	return c, nil
+}
+
+func (p *presence) close() {
+	if p.conn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = p.conn.Close(ctx)
+		cancel()
+		p.conn = nil
+	}
 }

@@ -134,12 +134,15 @@ CREATE TABLE friction (
 
 -- The daemon's lease: one row. A daemon leads while it holds the row's
 -- epoch and renews expires_at; taking over bumps the epoch, and every
--- state write checks it in its own transaction (fencing).
+-- state write checks it in its own transaction (fencing). backend_pid is
+-- the leader's session: once it is gone (the process died), the lease is
+-- free before it expires.
 CREATE TABLE lease (
-  id         integer PRIMARY KEY CHECK (id = 1),
-  epoch      bigint NOT NULL DEFAULT 0,
-  holder     text NOT NULL DEFAULT '',
-  expires_at timestamptz NOT NULL DEFAULT '-infinity'
+  id          integer PRIMARY KEY CHECK (id = 1),
+  epoch       bigint NOT NULL DEFAULT 0,
+  holder      text NOT NULL DEFAULT '',
+  backend_pid integer NOT NULL DEFAULT 0,
+  expires_at  timestamptz NOT NULL DEFAULT '-infinity'
 );
 INSERT INTO lease (id) VALUES (1);
 
