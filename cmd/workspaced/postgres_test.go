@@ -485,3 +485,85 @@ func TestPostgresFailover(t *testing.T) {
 		t.Fatalf("lease after the resume: %+v, want epoch %d held by pid %d", li, epochC, c.cmd.Process.Pid)
 	}
 }
+
+// TestPostgresRestartUnderDaemon: PostgreSQL is restarted while the
+// daemon serves and agents drop markers; the daemon reconnects, and every
+// marker an agent got committed is applied exactly once.
+func TestPostgresRestartUnderDaemon(t *testing.T) {
+	if os.Getenv(pgtest.EnvURL) != "" {
+		t.Skip("the server of " + pgtest.EnvURL + " is not restarted by the tests")
+	}
+	w := newPGWS(t)
+	ctx := context.Background()
+	d := w.serve()
+	w.leader(d.cmd.Process.Pid, 10*time.Second)
+	const subs = 60
+	w.plan("restart", subs)
+	// Agents that retry a marker whose insert failed, unless it arrived
+	// after all (the connection broke after the commit).
+	drop := func(name, kind, body string) error {
+		for range 200 {
+			_, err := w.s.Pool().Exec(ctx, "INSERT INTO markers (task_id, kind, name, body) VALUES ('restart', $1, $2, $3)", kind, name, body)
+			if err == nil {
+				return nil
+			}
+			time.Sleep(50 * time.Millisecond)
+			var there bool
+			if w.s.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM markers WHERE name = $1)
+				OR EXISTS (SELECT 1 FROM journal WHERE name = $1)`, name).Scan(&there) == nil && there {
+				return nil
+			}
+		}
+		return fmt.Errorf("marker %s not dropped", name)
+	}
+	var wg sync.WaitGroup
+	for a := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := a; k < subs; k += 3 {
+				sub, agent := fmt.Sprintf("s%d", k), fmt.Sprintf("w%d", a)
+				if err := drop(".claim."+agent+"."+sub, "claim", fmt.Sprintf(`{"agent_id": %q, "subtask_id": %q}`, agent, sub)); err != nil {
+					t.Error(err)
+					return
+				}
+				for {
+					if _, err := w.s.Pool().Exec(ctx, `INSERT INTO products (task_id, path, body) VALUES ('restart', $1, $2)
+						ON CONFLICT (task_id, path) DO UPDATE SET body = excluded.body`, "outputs/"+sub+".json",
+						fmt.Sprintf(`{"subtask_id": %q, "status": "completed"}`, sub)); err == nil {
+						break
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+				if err := drop(".done."+agent+"."+sub, "done", fmt.Sprintf(`{"agent_id": %q, "subtask_id": %q, "output_file": "outputs/%s.json"}`, agent, sub, sub)); err != nil {
+					t.Error(err)
+					return
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}()
+	}
+	// Restart mid-burst.
+	for {
+		var n int
+		_ = w.s.Pool().QueryRow(ctx, "SELECT count(*) FROM journal WHERE task_id = 'restart'").Scan(&n)
+		if n >= 20 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := pgtest.Shared(t).Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	w.waitApplied([]string{"restart"}, 60*time.Second)
+	w.checkExactlyOnce([]string{"restart"}, subs)
+	select {
+	case <-d.done:
+		t.Fatalf("the daemon exited over the restart: %v\n%s", d.err, d.log.String())
+	default:
+	}
+	if !strings.Contains(d.log.String(), "listen for markers") {
+		t.Fatalf("the daemon's log does not show the lost connection:\n%s", d.log.String())
+	}
+}

@@ -76,8 +76,9 @@ func (s *Store) Serve(ctx context.Context, cfg ServeConfig) error {
 	log := cfg.Logger
 	p := &presence{s: s}
 	defer p.close()
+	lapsed := false
 	for {
-		epoch, err := s.waitLease(ctx, cfg, p)
+		epoch, err := s.waitLease(ctx, cfg, p, lapsed)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -99,14 +100,18 @@ func (s *Store) Serve(ctx context.Context, cfg ServeConfig) error {
 			return err
 		}
 		log.Warn("stepped down", "epoch", epoch, "why", err)
-		if !cfg.Standby {
+		// A lease that lapsed while the database was out of reach is
+		// taken again once it is back, unless another daemon has it.
+		lapsed = errors.Is(err, errLeaseLapsed)
+		if !cfg.Standby && !lapsed {
 			return fmt.Errorf("serve: %w", err)
 		}
 	}
 }
 
-// waitLease takes the lease, waiting for it as a standby.
-func (s *Store) waitLease(ctx context.Context, cfg ServeConfig, p *presence) (int64, error) {
+// waitLease takes the lease, waiting for it as a standby. retry keeps
+// trying while the database is out of reach, even without Standby.
+func (s *Store) waitLease(ctx context.Context, cfg ServeConfig, p *presence, retry bool) (int64, error) {
 	tick := cfg.LeaseTTL / 5
 	// A daemon restarted right after its predecessor was killed may find
 	// the predecessor's session still being torn down by the server:
@@ -128,7 +133,7 @@ func (s *Store) waitLease(ctx context.Context, cfg ServeConfig, p *presence) (in
 		switch {
 		case ok:
 			return epoch, nil
-		case err != nil && !cfg.Standby:
+		case err != nil && !cfg.Standby && !retry:
 			return 0, err
 		case err != nil:
 			cfg.Logger.Warn("take the lease", "err", err)
