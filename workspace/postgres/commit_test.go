@@ -18,7 +18,7 @@ import (
 // plannedTask creates task id with a plan of n independent subtasks
 // (s0…s<n-1>), proposed and approved, and commits those two markers with
 // epoch: the task is executing.
-func plannedTask(t *testing.T, s *Store, id string, n int, epoch int64) {
+func plannedTask(t testing.TB, s *Store, id string, n int, epoch int64) {
 	t.Helper()
 	ctx := context.Background()
 	if err := s.CreateTask(ctx, workspace.Task{ID: id, Description: "test task"}); err != nil {
@@ -40,7 +40,7 @@ func plannedTask(t *testing.T, s *Store, id string, n int, epoch int64) {
 	}
 }
 
-func put(t *testing.T, s *Store, task, path string, v any) {
+func put(t testing.TB, s *Store, task, path string, v any) {
 	t.Helper()
 	data, err := json.Marshal(v)
 	if err != nil {
@@ -51,7 +51,7 @@ func put(t *testing.T, s *Store, task, path string, v any) {
 	}
 }
 
-func drop(t *testing.T, s *Store, task, kind string, m workspace.Marker) string {
+func drop(t testing.TB, s *Store, task, kind string, m workspace.Marker) string {
 	t.Helper()
 	name, err := s.DropMarker(context.Background(), task, kind, m)
 	if err != nil {
@@ -61,7 +61,7 @@ func drop(t *testing.T, s *Store, task, kind string, m workspace.Marker) string 
 }
 
 // commitAll commits every waiting marker of a task.
-func commitAll(t *testing.T, s *Store, id string, epoch int64) int {
+func commitAll(t testing.TB, s *Store, id string, epoch int64) int {
 	t.Helper()
 	total := 0
 	for {
@@ -76,7 +76,7 @@ func commitAll(t *testing.T, s *Store, id string, epoch int64) int {
 	}
 }
 
-func lead(t *testing.T, s *Store, holder string) int64 {
+func lead(t testing.TB, s *Store, holder string) int64 {
 	t.Helper()
 	epoch, li, ok, err := s.Acquire(context.Background(), s.pool, holder, time.Minute)
 	if err != nil || !ok {

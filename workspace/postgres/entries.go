@@ -103,26 +103,47 @@ func (s *Store) StoreEntry(ctx context.Context, sc workspace.Scope, req workspac
 	}
 	t := now()
 	e := workspace.Entry{Key: req.Key, ShortDescription: req.Description, StoredBy: req.Agent, UpdatedAt: t, Value: req.Value}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := requireTask(ctx, tx, task); err != nil {
-			return err
-		}
-		if err := tx.QueryRow(ctx, `INSERT INTO entries AS e (scope, owner, key, short_description, stored_by, created_at, updated_at, version, size, value)
-			VALUES ($1, $2, $3, $4, $5, $6, $6, 1, $7, $8)
+	// One statement, so one round trip and one commit: the task's
+	// existence, the upsert, and the event (whose line ends with the
+	// version the upsert gives: attrs are sorted, version last).
+	line := eventLine(sc, "stored", req.Key, req.Agent, t)
+	var ok bool
+	var created *time.Time
+	var version *int
+	err = s.pool.QueryRow(ctx, `WITH t AS (SELECT $9::text = '' OR EXISTS (SELECT 1 FROM tasks WHERE id = $9) AS ok),
+		up AS (INSERT INTO entries AS e (scope, owner, key, short_description, stored_by, created_at, updated_at, version, size, value)
+			SELECT $1, $2, $3, $4, $5, $6, $6, 1, $7, $8 FROM t WHERE t.ok
 			ON CONFLICT (scope, owner, key) DO UPDATE SET short_description = excluded.short_description,
 				stored_by = excluded.stored_by, updated_at = excluded.updated_at, version = e.version + 1,
 				size = excluded.size, value = excluded.value
-			RETURNING created_at, version`,
-			string(sc.Kind), own, req.Key, req.Description, req.Agent, t, len(req.Value), string(req.Value)).Scan(&e.CreatedAt, &e.Version); err != nil {
-			return err
-		}
-		return s.entryEvent(ctx, tx, sc, "stored", e.Key, req.Agent, e.Version, t)
-	})
+			RETURNING created_at, version),
+		ev AS (INSERT INTO events (task_id, time, line) SELECT $9, $6, $10 || ' version=' || up.version FROM up WHERE $10 <> '')
+		SELECT t.ok, up.created_at, up.version FROM t LEFT JOIN up ON true`,
+		string(sc.Kind), own, req.Key, req.Description, req.Agent, t, len(req.Value), string(req.Value), task, line).Scan(&ok, &created, &version)
 	if err != nil {
-		return workspace.Result{}, err
+		return workspace.Result{}, fmt.Errorf("store %s %q: %w", label(sc), req.Key, err)
 	}
+	if !ok {
+		return workspace.Result{}, notFoundTask(task)
+	}
+	e.CreatedAt, e.Version = *created, *version
 	e.CreatedAt = e.CreatedAt.UTC()
 	return workspace.Result{Entry: e, Warnings: warns}, nil
+}
+
+// eventLine is the event line of an entry write without its version
+// attribute (the last one), or "" for a scope without events.
+func eventLine(sc workspace.Scope, verb, key, agent string, t time.Time) string {
+	if sc.Kind != workspace.ScopeThread && sc.Kind != workspace.ScopeSession {
+		return ""
+	}
+	attrs := map[string]string{"key": key, "agent": agent}
+	name := "env_" + verb
+	if sc.Kind == workspace.ScopeSession {
+		attrs["scope"], attrs["thread"] = "session", sc.ThreadID
+		name = "memory_" + verb
+	}
+	return workspace.FormatEvent(workspace.Event{Time: t, Name: name, TaskID: sc.TaskID, Attrs: attrs})
 }
 
 // entryEvent appends env_<verb> (thread scope) or memory_<verb> (session

@@ -17,7 +17,7 @@ import (
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 // withSchema is db's URL with ?schema=name.
-func withSchema(t *testing.T, db, name string) string {
+func withSchema(t testing.TB, db, name string) string {
 	t.Helper()
 	u, err := url.Parse(db)
 	if err != nil {
@@ -30,7 +30,7 @@ func withSchema(t *testing.T, db, name string) string {
 }
 
 // newStore initializes a workspace in a fresh database.
-func newStore(t *testing.T) (*Store, string) {
+func newStore(t testing.TB) (*Store, string) {
 	t.Helper()
 	root := withSchema(t, pgtest.DB(t), "ws")
 	s, _, err := Init(context.Background(), root)
