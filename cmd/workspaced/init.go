@@ -6,12 +6,15 @@ import (
 	"strings"
 
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/postgres"
 )
 
 const initUsage = `workspaced init — create a workspace (safe to run twice).
 
 Usage:
   workspaced [--root DIR] init
+  workspaced --root postgres://USER@HOST/DB[?schema=NAME] init
+                   [--agent-role NAME --daemon-role NAME] [--print-grants]
 
 Creates the root (--root, else $WORKSPACE_ROOT, else ./workspace) with
 workspace.json (every default written out), config/agents.json,
@@ -20,18 +23,40 @@ files, temporary files and the daemon's lock out of git, so that
 'git init && git add -A' in the root records the tree and nothing else.
 Files that exist are left alone.
 
+On a postgres:// (or postgresql://) root it creates the schema (?schema=,
+default workspaced) by the embedded migrations not yet applied, recorded in
+schema_migrations; a schema migrated by a newer workspaced is refused.
+--agent-role and --daemon-role create those login roles (when missing) and
+grant them their rights: agents insert markers and write entries,
+products, threads and events; only the daemon writes state, journal and
+backups. --print-grants prints the GRANT statements instead.
+
 Examples:
   workspaced init
   workspaced --root /srv/agents/ws init
   WORKSPACE_ROOT=$PWD/ws workspaced init
+  workspaced --root 'postgres://admin@db/agents?schema=team_a' init --agent-role agent --daemon-role daemon
 
-Exit codes: 0 ok, 1 failure (e.g. the directory cannot be created), 2 usage.
+Exit codes: 0 ok, 1 failure (e.g. the directory cannot be created, the
+schema is newer than this workspaced), 2 usage.
 `
 
 func cmdInit(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("init")
+	agentRole := fs.String("agent-role", "", "on a postgres:// root, create the agents' login role `NAME` and grant its rights")
+	daemonRole := fs.String("daemon-role", "", "on a postgres:// root, create the daemon's login role `NAME` and grant its rights")
+	printGrants := fs.Bool("print-grants", false, "print the GRANT statements for --agent-role and --daemon-role instead of running them")
 	if err := parse(e, fs, initUsage, args); err != nil {
 		return err
+	}
+	if (*agentRole == "") != (*daemonRole == "") || (*printGrants && *agentRole == "") {
+		return usageHint("init", "--agent-role and --daemon-role go together (and --print-grants needs both)")
+	}
+	if postgres.IsURL(e.root) {
+		return initPostgres(ctx, e, *agentRole, *daemonRole, *printGrants)
+	}
+	if *agentRole != "" {
+		return usageHint("init", "roles are for a postgres:// root")
 	}
 	w, err := workspace.Init(e.root, workspace.Options{})
 	if err != nil {

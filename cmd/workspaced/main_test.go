@@ -15,6 +15,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/workspaced/workspaced/internal/pgtest"
 )
 
 // bin is the workspaced binary built once for the whole suite; every CLI
@@ -35,7 +37,7 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := pgtest.Main(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

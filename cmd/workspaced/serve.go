@@ -11,13 +11,14 @@ import (
 
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace/daemon"
+	"github.com/workspaced/workspaced/workspace/postgres"
 )
 
 const serveUsage = `workspaced serve — run the single-writer daemon of a workspace.
 
 Usage:
   workspaced serve [--rescan DUR] [--cleanup-interval DUR] [--grace DUR] [--strict]
-                   [--log-format text|json] [--log-level debug|info|warn|error]
+                   [--standby] [--lease DUR] [--log-format text|json] [--log-level debug|info|warn|error]
 
 The daemon is the only writer of every tasks/<id>/state.json. It watches
 tasks/ and every active task directory, takes each .claim.* and .done.*
@@ -35,6 +36,11 @@ schema-invalid product. Every --cleanup-interval retention prunes finished
 tasks (cleanup-interval 0 turns that off).
 
 One daemon per root: a second serve exits 4 at once naming the pid serving.
+On a postgres:// root the daemon leads through a lease row in the database
+(renewed every few seconds; every commit checks its epoch, so a paused old
+leader writes nothing); a second serve exits 4 naming the holder, or with
+--standby waits and takes over when the leader dies: at once when its
+process is gone, within the lease (--lease, 5s) when it stalls.
 On NFS, SMB or FUSE it warns (refuses with --strict). Logs go to stderr.
 It stops cleanly on SIGINT or SIGTERM.
 
@@ -48,6 +54,7 @@ Examples:
   workspaced serve
   workspaced --root /srv/agents serve --log-format json
   workspaced serve --rescan 10s --cleanup-interval 0 --strict
+  workspaced --root 'postgres://daemon@db/agents?schema=team_a' serve --standby
 
 Exit codes: 0 stopped by a signal, 1 failure (--strict on an unsafe
 filesystem, no workspace), 2 usage, 4 another daemon serves this root.
@@ -59,6 +66,8 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	cleanup := fs.Duration("cleanup-interval", 0, "prune finished tasks every `DUR`, e.g. 24h; 0 turns cleanup off (default from workspace.json, else 24h)")
 	grace := fs.Duration("grace", 0, "let a marker that does not parse wait `DUR` before rejecting it, e.g. 5s (default from workspace.json, else 5s)")
 	strict := fs.Bool("strict", false, "refuse to serve a root on NFS, SMB or FUSE")
+	lease := fs.Duration("lease", 0, "on a postgres:// root, how long the lease runs without renewal, `DUR` (default 5s): how long a standby waits for a stalled leader")
+	standby := fs.Bool("standby", false, "on a postgres:// root, wait for the leading daemon's lease instead of exiting 4, and take over when it lapses")
 	format := fs.String("log-format", "text", "the log format, `text|json`")
 	level := fs.String("log-level", "info", "log this level and above, `debug|info|warn|error`")
 	if err := parse(e, fs, serveUsage, args); err != nil {
@@ -67,6 +76,15 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	logger, err := newLogger(e, *format, *level)
 	if err != nil {
 		return err
+	}
+	if postgres.IsURL(e.root) {
+		if *lease < 0 {
+			return usageHint("serve", "--lease must not be negative")
+		}
+		return servePostgres(ctx, e, *standby, *lease, logger)
+	}
+	if *standby {
+		return usageHint("serve", "--standby needs a postgres:// root: a directory has one daemon, its lock held by the kernel")
 	}
 	tuneGC()
 	cfg := daemon.Config{Root: e.root, Rescan: *rescan, Grace: *grace, Strict: *strict, Logger: logger, Ready: fitMemoryLimit}

@@ -1,0 +1,640 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/workspaced/workspaced/internal/pgtest"
+	"github.com/workspaced/workspaced/schemas"
+	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/machine"
+	"github.com/workspaced/workspaced/workspace/postgres"
+)
+
+// pgws is a workspace in a fresh PostgreSQL database, made by
+// `workspaced init`.
+type pgws struct {
+	t      *testing.T
+	root   string // the root URL, with ?schema=
+	conn   string // the connection string psql takes
+	schema string
+	s      *postgres.Store
+}
+
+func newPGWS(t *testing.T) *pgws {
+	t.Helper()
+	db := pgtest.DB(t)
+	u, _ := url.Parse(db)
+	q := u.Query()
+	q.Set("schema", "team_a")
+	u.RawQuery = q.Encode()
+	w := &pgws{t: t, root: u.String(), schema: "team_a", conn: db}
+	r := runIn(t, "", cleanEnv(), "--root", w.root, "init")
+	if r.code != 0 || !strings.Contains(r.stdout, "schema team_a") {
+		t.Fatalf("init: %s", r)
+	}
+	s, err := postgres.Open(context.Background(), w.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	w.s = s
+	return w
+}
+
+// runIn runs the binary and waits for it.
+func runIn(t *testing.T, dir string, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir, cmd.Env = dir, env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{code: code, stdout: out.String(), stderr: errb.String()}
+}
+
+// pgLog is a buffer two goroutines may use.
+type pgLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *pgLog) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *pgLog) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// pgDaemon is a running `workspaced serve`.
+type pgDaemon struct {
+	cmd  *exec.Cmd
+	log  *pgLog
+	done chan struct{} // closed once it has exited, with err
+	err  error
+}
+
+func (w *pgws) serve(args ...string) *pgDaemon {
+	w.t.Helper()
+	cmd := exec.Command(bin, append([]string{"--root", w.root, "serve", "--log-level", "warn"}, args...)...)
+	cmd.Env = cleanEnv()
+	d := &pgDaemon{cmd: cmd, log: &pgLog{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = d.log, d.log
+	if err := cmd.Start(); err != nil {
+		w.t.Fatal(err)
+	}
+	go func() { d.err = cmd.Wait(); close(d.done) }()
+	w.t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-d.done
+	})
+	return d
+}
+
+// leader waits until the lease names a process of pid, and returns its
+// epoch.
+func (w *pgws) leader(pid int, within time.Duration) int64 {
+	w.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		li, err := w.s.Lease(context.Background())
+		if err == nil && li.Live && strings.HasSuffix(li.Holder, fmt.Sprintf(":%d", pid)) {
+			return li.Epoch
+		}
+		if time.Now().After(deadline) {
+			w.t.Fatalf("pid %d does not lead within %v: lease %+v, %v", pid, within, li, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// plan creates task id with n independent subtasks, and drops the
+// planner's and the reviewer's markers that make it executing once a
+// daemon takes them.
+func (w *pgws) plan(id string, n int) {
+	w.t.Helper()
+	ctx := context.Background()
+	if err := w.s.CreateTask(ctx, workspace.Task{ID: id, Description: "burst"}); err != nil {
+		w.t.Fatal(err)
+	}
+	p := workspace.Plan{ID: "p1", TaskID: id, Version: 1, CreatedAt: time.Now().UTC(), CreatedBy: "planner"}
+	for i := range n {
+		p.Subtasks = append(p.Subtasks, workspace.Subtask{ID: fmt.Sprintf("s%d", i), Description: "work", Parallelizable: true})
+	}
+	at := time.Now().UTC()
+	for path, v := range map[string]any{"plan.json": p, "reviews/r1.json": workspace.Review{ID: "r1", Type: "plan_review", Reviewer: "reviewer", ReviewedAt: &at, Verdict: "approved"}} {
+		data, _ := json.Marshal(v)
+		if err := w.s.PutProduct(ctx, id, path, data); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+	for _, m := range []workspace.Marker{{AgentID: "planner", OutputFile: "plan.json"}, {AgentID: "reviewer", OutputFile: "reviews/r1.json"}} {
+		m.Status = "completed"
+		if _, err := w.s.DropMarker(ctx, id, workspace.KindDone, m); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+}
+
+// agentScript is the SQL one agent runs with psql: for each subtask a
+// claim, the output, a done, each its own transaction, paced by pause.
+func (w *pgws) agentScript(task, agent string, subs []int, pause time.Duration) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "SET search_path TO %s;\n", w.schema)
+	for _, i := range subs {
+		sub := fmt.Sprintf("s%d", i)
+		fmt.Fprintf(&b, "INSERT INTO markers (task_id, kind, name, body) VALUES ('%s', 'claim', '.claim.%s.%s', '{\"agent_id\": \"%s\", \"subtask_id\": \"%s\"}');\n", task, agent, sub, agent, sub)
+		if pause > 0 {
+			fmt.Fprintf(&b, "SELECT pg_sleep(%f);\n", pause.Seconds())
+		}
+		fmt.Fprintf(&b, "INSERT INTO products (task_id, path, body) VALUES ('%s', 'outputs/%s.json', '{\"subtask_id\": \"%s\", \"worker_id\": \"%s\", \"status\": \"completed\"}') ON CONFLICT (task_id, path) DO UPDATE SET body = excluded.body;\n", task, sub, sub, agent)
+		fmt.Fprintf(&b, "INSERT INTO markers (task_id, kind, name, body) VALUES ('%s', 'done', '.done.%s.%s', '{\"agent_id\": \"%s\", \"subtask_id\": \"%s\", \"output_file\": \"outputs/%s.json\", \"status\": \"completed\"}');\n", task, agent, sub, agent, sub, sub)
+	}
+	return b.String()
+}
+
+// agents starts one psql process per script and returns a channel that
+// is closed when all have exited (failing the test on an error).
+func (w *pgws) agents(scripts []string) <-chan struct{} {
+	w.t.Helper()
+	psql := pgtest.Tool(w.t, "psql")
+	dir := w.t.TempDir()
+	var wg sync.WaitGroup
+	for i, sc := range scripts {
+		f := filepath.Join(dir, fmt.Sprintf("agent%d.sql", i))
+		if err := os.WriteFile(f, []byte(sc), 0o644); err != nil {
+			w.t.Fatal(err)
+		}
+		cmd := exec.Command(psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", w.conn, "-f", f, "-o", "/dev/null")
+		var errb pgLog
+		cmd.Stderr = &errb
+		if err := cmd.Start(); err != nil {
+			w.t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := cmd.Wait(); err != nil {
+				w.t.Errorf("agent %d: %v: %s", i, err, errb.String())
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	return done
+}
+
+// waitApplied waits until no marker waits and every task is completed.
+func (w *pgws) waitApplied(tasks []string, within time.Duration) {
+	w.t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(within)
+	for {
+		var waiting int
+		_ = w.s.Pool().QueryRow(ctx, "SELECT count(*) FROM markers").Scan(&waiting)
+		done := waiting == 0
+		for _, id := range tasks {
+			if st, err := w.s.ReadState(ctx, id); err != nil || st.Status != "completed" {
+				done = false
+			}
+		}
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			w.t.Fatalf("not applied within %v: %d markers waiting", within, waiting)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// checkExactlyOnce checks each task's journal: sequence numbers 1…n
+// without a gap, every marker name once, none rejected, the state valid
+// and equal to the journal replayed, every subtask completed by the agent
+// that claimed it. It returns the epochs of the journal rows by task.
+func (w *pgws) checkExactlyOnce(tasks []string, subs int) map[string][]int64 {
+	w.t.Helper()
+	ctx := context.Background()
+	epochs := map[string][]int64{}
+	for _, id := range tasks {
+		rows, err := w.s.Pool().Query(ctx, "SELECT seq, name, epoch FROM journal WHERE task_id = $1 ORDER BY seq", id)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		names := map[string]int{}
+		var n int64
+		for rows.Next() {
+			var seq, epoch int64
+			var name string
+			if err := rows.Scan(&seq, &name, &epoch); err != nil {
+				w.t.Fatal(err)
+			}
+			n++
+			if seq != n {
+				w.t.Fatalf("task %s: journal seq %d at position %d", id, seq, n)
+			}
+			names[name]++
+			epochs[id] = append(epochs[id], epoch)
+		}
+		rows.Close()
+		if want := int64(2 + 2*subs); n != want {
+			w.t.Fatalf("task %s: %d journal rows, want %d", id, n, want)
+		}
+		for name, c := range names {
+			if c != 1 {
+				w.t.Fatalf("task %s: marker %s journaled %d times", id, name, c)
+			}
+		}
+		recs, err := w.s.ReadJournal(ctx, id)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.Rejected != "" {
+				w.t.Fatalf("task %s: record %d rejected: %s", id, r.Seq, r.Rejected)
+			}
+		}
+		st, err := w.s.ReadState(ctx, id)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		var doc string
+		_ = w.s.Pool().QueryRow(ctx, "SELECT doc FROM states WHERE task_id = $1", id).Scan(&doc)
+		if err := schemas.Validate(schemas.KindState, []byte(doc)); err != nil {
+			w.t.Fatalf("task %s: state does not validate: %v", id, err)
+		}
+		task, err := w.s.GetTask(ctx, id)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		re, _, err := machine.Replay(task, nil, recs)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		a, _ := json.Marshal(st)
+		b, _ := json.Marshal(re)
+		if !bytes.Equal(a, b) {
+			w.t.Fatalf("task %s: state rebuilt from the journal differs:\n%s\n%s", id, a, b)
+		}
+		if len(st.Errors) != 0 || st.Status != "completed" {
+			w.t.Fatalf("task %s: status %s, errors %v", id, st.Status, st.Errors)
+		}
+	}
+	return epochs
+}
+
+// TestPostgresServeSIGKILL: agent processes drop 1,024 claim and done
+// markers while the daemon is killed with SIGKILL at random moments, over
+// and over; every marker is applied exactly once, every state written is
+// valid, and the journal replayed gives the state.
+func TestPostgresServeSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the SIGKILL test runs for several seconds")
+	}
+	w := newPGWS(t)
+	const tasks, subs, perTask = 4, 128, 2 // 4 × 128 × (claim + done) = 1,024 markers
+	var ids, scripts []string
+	for i := range tasks {
+		id := fmt.Sprintf("task_%d", i)
+		ids = append(ids, id)
+		w.plan(id, subs)
+		for a := range perTask {
+			var mine []int
+			for k := a; k < subs; k += perTask {
+				mine = append(mine, k)
+			}
+			scripts = append(scripts, w.agentScript(id, fmt.Sprintf("w%d_%d", i, a), mine, 25*time.Millisecond))
+		}
+	}
+	agentsDone := w.agents(scripts)
+	kills, midBurst := 0, 0
+	ctx := context.Background()
+	for running := true; running || kills < 20; {
+		d := w.serve()
+		// Killed at a random moment of its leading, which is when it
+		// writes.
+		w.leader(d.cmd.Process.Pid, 10*time.Second)
+		time.Sleep(time.Duration(rand.IntN(150)) * time.Millisecond)
+		_ = d.cmd.Process.Signal(syscall.SIGKILL)
+		<-d.done
+		kills++
+		if strings.Contains(d.log.String(), "exits 4") || strings.Contains(d.log.String(), "another daemon") {
+			t.Fatalf("a daemon started after a SIGKILL found the lease held: %s", d.log.String())
+		}
+		// Every state written so far is valid.
+		rows, err := w.s.Pool().Query(ctx, "SELECT task_id, doc FROM states")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var id, doc string
+			_ = rows.Scan(&id, &doc)
+			if err := schemas.Validate(schemas.KindState, []byte(doc)); err != nil {
+				t.Fatalf("after kill %d: state of %s does not validate: %v", kills, id, err)
+			}
+		}
+		rows.Close()
+		select {
+		case <-agentsDone:
+			running = false
+		default:
+			midBurst++
+		}
+	}
+	d := w.serve()
+	w.waitApplied(ids, 60*time.Second)
+	epochs := w.checkExactlyOnce(ids, subs)
+	distinct := map[int64]bool{}
+	for _, es := range epochs {
+		for _, e := range es {
+			distinct[e] = true
+		}
+	}
+	t.Logf("%d kills (%d while the agents were dropping markers); the journal was written by %d daemons", kills, midBurst, len(distinct))
+	if midBurst < 10 || len(distinct) < 5 {
+		t.Fatalf("%d kills mid-burst and %d daemons writing the journal: the kills did not land mid-burst", midBurst, len(distinct))
+	}
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	if <-d.done; d.err != nil {
+		t.Fatalf("serve after SIGTERM: %v\n%s", d.err, d.log.String())
+	}
+}
+
+// TestPostgresSecondServeExits4: without --standby a second daemon exits
+// 4 naming the holder.
+func TestPostgresSecondServeExits4(t *testing.T) {
+	w := newPGWS(t)
+	d := w.serve()
+	w.leader(d.cmd.Process.Pid, 10*time.Second)
+	r := runIn(t, "", cleanEnv(), "--root", w.root, "serve")
+	if r.code != 4 || !strings.Contains(r.stderr, fmt.Sprintf(":%d", d.cmd.Process.Pid)) || !strings.Contains(r.stderr, "hint:") {
+		t.Fatalf("second serve: %s", r)
+	}
+}
+
+// TestPostgresFailover: SIGKILL the leader mid-burst and the standby
+// finishes the burst; SIGSTOP the new leader, a second standby takes over
+// once the lease lapses, and after SIGCONT the stalled one writes nothing
+// more: it steps down, as the journal's epochs show.
+func TestPostgresFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the failover test waits for leases")
+	}
+	w := newPGWS(t)
+	ctx := context.Background()
+	a := w.serve("--standby", "--lease", "2s")
+	epochA := w.leader(a.cmd.Process.Pid, 10*time.Second)
+	b := w.serve("--standby", "--lease", "2s")
+	w.plan("burst", 150)
+	var mine []int
+	for k := range 150 {
+		mine = append(mine, k)
+	}
+	done := w.agents([]string{w.agentScript("burst", "w1", mine, 5*time.Millisecond)})
+	// Mid-burst: some markers taken, not all.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		_ = w.s.Pool().QueryRow(ctx, "SELECT count(*) FROM journal WHERE task_id = 'burst'").Scan(&n)
+		if n >= 40 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the leader took %d markers in 30s", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	_ = a.cmd.Process.Signal(syscall.SIGKILL)
+	<-a.done
+	killedAt := time.Now()
+	epochB := w.leader(b.cmd.Process.Pid, 10*time.Second)
+	t.Logf("standby led %v after the leader's SIGKILL", time.Since(killedAt))
+	<-done
+	w.waitApplied([]string{"burst"}, 30*time.Second)
+	epochs := w.checkExactlyOnce([]string{"burst"}, 150)["burst"]
+	if epochB <= epochA || epochs[len(epochs)-1] != epochB {
+		t.Fatalf("epochs: A %d, B %d, the journal's last %d", epochA, epochB, epochs[len(epochs)-1])
+	}
+
+	// SIGSTOP the leader; a new standby takes over after the lease.
+	c := w.serve("--standby", "--lease", "2s")
+	if err := b.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	epochC := w.leader(c.cmd.Process.Pid, 20*time.Second)
+	w.plan("after", 20)
+	var all []int
+	for k := range 20 {
+		all = append(all, k)
+	}
+	<-w.agents([]string{w.agentScript("after", "w2", all, 0)})
+	w.waitApplied([]string{"after"}, 30*time.Second)
+	if err := b.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	// The resumed one finds itself fenced and steps down.
+	deadline = time.Now().Add(20 * time.Second)
+	for !strings.Contains(b.log.String(), "stepped down") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the resumed daemon did not step down:\n%s", b.log.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// More markers after the resume: all taken by C.
+	w.plan("later", 10)
+	var ten []int
+	for k := range 10 {
+		ten = append(ten, k)
+	}
+	<-w.agents([]string{w.agentScript("later", "w3", ten, 0)})
+	w.waitApplied([]string{"later"}, 30*time.Second)
+	w.checkExactlyOnce([]string{"after"}, 20)
+	w.checkExactlyOnce([]string{"later"}, 10)
+	var wroteAfter int
+	if err := w.s.Pool().QueryRow(ctx, "SELECT count(*) FROM journal WHERE task_id IN ('after', 'later') AND epoch <> $1", epochC).Scan(&wroteAfter); err != nil {
+		t.Fatal(err)
+	}
+	if wroteAfter != 0 {
+		t.Fatalf("%d journal rows after the takeover were written by another epoch than %d", wroteAfter, epochC)
+	}
+	li, _ := w.s.Lease(ctx)
+	if li.Epoch != epochC || !strings.HasSuffix(li.Holder, fmt.Sprintf(":%d", c.cmd.Process.Pid)) {
+		t.Fatalf("lease after the resume: %+v, want epoch %d held by pid %d", li, epochC, c.cmd.Process.Pid)
+	}
+}
+
+// TestPostgresRestartUnderDaemon: PostgreSQL is restarted while the
+// daemon serves and agents drop markers; the daemon reconnects, and every
+// marker an agent got committed is applied exactly once.
+func TestPostgresRestartUnderDaemon(t *testing.T) {
+	if os.Getenv(pgtest.EnvURL) != "" {
+		t.Skip("the server of " + pgtest.EnvURL + " is not restarted by the tests")
+	}
+	w := newPGWS(t)
+	ctx := context.Background()
+	d := w.serve()
+	w.leader(d.cmd.Process.Pid, 10*time.Second)
+	const subs = 60
+	w.plan("restart", subs)
+	// Agents that retry a marker whose insert failed, unless it arrived
+	// after all (the connection broke after the commit).
+	drop := func(name, kind, body string) error {
+		for range 200 {
+			_, err := w.s.Pool().Exec(ctx, "INSERT INTO markers (task_id, kind, name, body) VALUES ('restart', $1, $2, $3)", kind, name, body)
+			if err == nil {
+				return nil
+			}
+			time.Sleep(50 * time.Millisecond)
+			var there bool
+			if w.s.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM markers WHERE name = $1)
+				OR EXISTS (SELECT 1 FROM journal WHERE name = $1)`, name).Scan(&there) == nil && there {
+				return nil
+			}
+		}
+		return fmt.Errorf("marker %s not dropped", name)
+	}
+	var wg sync.WaitGroup
+	for a := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := a; k < subs; k += 3 {
+				sub, agent := fmt.Sprintf("s%d", k), fmt.Sprintf("w%d", a)
+				if err := drop(".claim."+agent+"."+sub, "claim", fmt.Sprintf(`{"agent_id": %q, "subtask_id": %q}`, agent, sub)); err != nil {
+					t.Error(err)
+					return
+				}
+				for {
+					if _, err := w.s.Pool().Exec(ctx, `INSERT INTO products (task_id, path, body) VALUES ('restart', $1, $2)
+						ON CONFLICT (task_id, path) DO UPDATE SET body = excluded.body`, "outputs/"+sub+".json",
+						fmt.Sprintf(`{"subtask_id": %q, "status": "completed"}`, sub)); err == nil {
+						break
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+				if err := drop(".done."+agent+"."+sub, "done", fmt.Sprintf(`{"agent_id": %q, "subtask_id": %q, "output_file": "outputs/%s.json"}`, agent, sub, sub)); err != nil {
+					t.Error(err)
+					return
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}()
+	}
+	// Restart mid-burst.
+	for {
+		var n int
+		_ = w.s.Pool().QueryRow(ctx, "SELECT count(*) FROM journal WHERE task_id = 'restart'").Scan(&n)
+		if n >= 20 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := pgtest.Shared(t).Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	w.waitApplied([]string{"restart"}, 60*time.Second)
+	w.checkExactlyOnce([]string{"restart"}, subs)
+	select {
+	case <-d.done:
+		t.Fatalf("the daemon exited over the restart: %v\n%s", d.err, d.log.String())
+	default:
+	}
+	if !strings.Contains(d.log.String(), "listen for markers") {
+		t.Fatalf("the daemon's log does not show the lost connection:\n%s", d.log.String())
+	}
+}
+
+// pythonWithPsycopg2 is a python3 that imports psycopg2, or the test is
+// skipped.
+func pythonWithPsycopg2(t *testing.T) string {
+	t.Helper()
+	for _, py := range []string{"python3", "/usr/bin/python3"} {
+		p, err := exec.LookPath(py)
+		if err != nil {
+			continue
+		}
+		if exec.Command(p, "-c", "import psycopg2").Run() == nil {
+			return p
+		}
+	}
+	t.Skip("no python3 with psycopg2 (Debian's python3-psycopg2): the Python agent on PostgreSQL cannot be tried")
+	return ""
+}
+
+// TestPostgresPythonWorkers: three psycopg2 workers play the Hivemind
+// worker against the daemon; every subtask is completed once, by the
+// worker whose claim won.
+func TestPostgresPythonWorkers(t *testing.T) {
+	py := pythonWithPsycopg2(t)
+	w := newPGWS(t)
+	d := w.serve()
+	w.leader(d.cmd.Process.Pid, 10*time.Second)
+	const subs = 12
+	w.plan("py", subs)
+	script, _ := filepath.Abs("../../examples/agents/python/pg_worker.py")
+	var wg sync.WaitGroup
+	outs := make([]string, 3)
+	for i := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.Command(py, script, "--dsn", w.conn, "--schema", w.schema, "--task", "py", "--agent", fmt.Sprintf("py_%d", i), "--timeout", "60")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Errorf("worker %d: %v\n%s", i, err, out)
+			}
+			outs[i] = string(out)
+		}()
+	}
+	wg.Wait()
+	w.waitApplied([]string{"py"}, 30*time.Second)
+	st, err := w.s.ReadState(context.Background(), "py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	finished := map[string]string{}
+	for i, out := range outs {
+		agent := fmt.Sprintf("py_%d", i)
+		line := strings.TrimSpace(out)
+		words := strings.Fields(strings.TrimPrefix(line, agent+" finished"))
+		for _, sub := range words {
+			if sub == "nothing" {
+				continue
+			}
+			if prev, ok := finished[sub]; ok {
+				t.Fatalf("%s finished by %s and %s", sub, prev, agent)
+			}
+			finished[sub] = agent
+			if st.Subtasks[sub].Worker != agent || st.Subtasks[sub].Status != "completed" {
+				t.Fatalf("%s: state says %+v, the worker %s says it finished it", sub, st.Subtasks[sub], agent)
+			}
+		}
+	}
+	if len(finished) != subs || st.Status != "completed" {
+		t.Fatalf("finished %d of %d subtasks, status %s:\n%s", len(finished), subs, st.Status, strings.Join(outs, ""))
+	}
+}

@@ -1,0 +1,375 @@
+// Package pgtest gives tests a real PostgreSQL: the server named by
+// $WORKSPACED_TEST_POSTGRES when it is set, else a throwaway cluster
+// started from the installed binaries (initdb into a temporary directory,
+// a unix socket in it, no TCP), run as the user nobody when the tests run
+// as root, since PostgreSQL refuses to run as root.
+//
+// One cluster serves a whole test binary: TestMain calls Main, which
+// starts it on first use and tears it down after the tests. Each test
+// gets a database of its own from DB, so tests do not see each other's
+// tables.
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// EnvURL names the variable that points the tests at an existing server
+// (a superuser, or a role that may create databases and roles).
+const EnvURL = "WORKSPACED_TEST_POSTGRES"
+
+// ErrNotInstalled says neither $WORKSPACED_TEST_POSTGRES nor the
+// PostgreSQL binaries are there.
+var ErrNotInstalled = errors.New("no PostgreSQL: set " + EnvURL + " to a server's URL, or install the postgresql package (initdb and postgres under /usr/lib/postgresql/*/bin)")
+
+// Cluster is a PostgreSQL server for tests. The methods are safe for
+// concurrent use.
+type Cluster struct {
+	base *url.URL // the server, with its maintenance database
+
+	// Only for a cluster this package started:
+	bin  string // directory of initdb and postgres
+	dir  string // temporary directory: data/ and the socket
+	cred *syscall.Credential
+
+	mu   sync.Mutex
+	proc *exec.Cmd
+	done chan struct{} // closed when proc has exited
+	log  *os.File
+
+	dbs atomic.Int64
+}
+
+var (
+	shared     *Cluster
+	sharedErr  error
+	sharedOnce sync.Once
+)
+
+// Main runs the tests of a package with one shared cluster, started the
+// first time a test asks for it, and stops and removes it afterwards:
+//
+//	func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func Main(m *testing.M) int {
+	code := m.Run()
+	if shared != nil {
+		if err := shared.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "pgtest:", err)
+		}
+	}
+	return code
+}
+
+// Shared returns the test binary's cluster, starting it on first use; the
+// test is skipped when no PostgreSQL can be had, and fails when one is
+// installed but does not start.
+func Shared(t testing.TB) *Cluster {
+	t.Helper()
+	sharedOnce.Do(func() { shared, sharedErr = Start(context.Background()) })
+	if errors.Is(sharedErr, ErrNotInstalled) {
+		t.Skip(sharedErr)
+	}
+	if sharedErr != nil {
+		t.Fatalf("start PostgreSQL: %v", sharedErr)
+	}
+	return shared
+}
+
+// DB creates an empty database on the shared cluster for t and returns
+// its URL; it is dropped when t ends.
+func DB(t testing.TB) string {
+	t.Helper()
+	return Shared(t).DB(t)
+}
+
+// Start returns the server of $WORKSPACED_TEST_POSTGRES, or starts a new
+// cluster from the installed binaries. It returns ErrNotInstalled when
+// neither is there.
+func Start(ctx context.Context) (*Cluster, error) {
+	if env := os.Getenv(EnvURL); env != "" {
+		u, err := url.Parse(env)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", EnvURL, err)
+		}
+		return &Cluster{base: u}, nil
+	}
+	bin := findBin()
+	if bin == "" {
+		return nil, ErrNotInstalled
+	}
+	c := &Cluster{bin: bin}
+	if err := c.init(); err != nil {
+		c.removeDir()
+		return nil, err
+	}
+	if err := c.Start(ctx); err != nil {
+		c.removeDir()
+		return nil, err
+	}
+	return c, nil
+}
+
+// findBin is the newest /usr/lib/postgresql/<version>/bin holding initdb
+// and postgres, or the directory of initdb on $PATH.
+func findBin() string {
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
+	if p, err := exec.LookPath("initdb"); err == nil {
+		dirs = append(dirs, filepath.Dir(p))
+	}
+	for _, d := range dirs {
+		if isExec(filepath.Join(d, "initdb")) && isExec(filepath.Join(d, "postgres")) {
+			return d
+		}
+	}
+	return ""
+}
+
+func version(bin string) int {
+	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(bin)))
+	return n
+}
+
+func isExec(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// init makes the temporary directory and runs initdb in it.
+func (c *Cluster) init() error {
+	dir, err := os.MkdirTemp("", "pgtest-")
+	if err != nil {
+		return err
+	}
+	c.dir = dir
+	if os.Geteuid() == 0 {
+		nobody, err := user.Lookup("nobody")
+		if err != nil {
+			return fmt.Errorf("PostgreSQL will not run as root, and there is no user nobody: %w", err)
+		}
+		uid, _ := strconv.ParseUint(nobody.Uid, 10, 32)
+		gid, _ := strconv.ParseUint(nobody.Gid, 10, 32)
+		c.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		if err := os.Chown(dir, int(uid), int(gid)); err != nil {
+			return err
+		}
+	}
+	// The server runs with the superuser "postgres" and trust over the
+	// socket, which only the cluster's owner (and root) can reach.
+	cmd := exec.Command(filepath.Join(c.bin, "initdb"), "-D", c.dataDir(), "-U", "postgres",
+		"--auth=trust", "--encoding=UTF8", "--no-locale", "--no-sync")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("initdb: %v\n%s", err, out)
+	}
+	c.base = &url.URL{Scheme: "postgres", User: url.User("postgres"), Path: "/postgres",
+		RawQuery: url.Values{"host": {dir}}.Encode()}
+	return nil
+}
+
+func (c *Cluster) dataDir() string { return filepath.Join(c.dir, "data") }
+
+// Start starts the cluster's server (again, after Stop) and waits until it
+// accepts connections. It fails for a server of $WORKSPACED_TEST_POSTGRES.
+func (c *Cluster) Start(ctx context.Context) error {
+	if c.dir == "" {
+		return errors.New("pgtest: the server of " + EnvURL + " is not started by the tests")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.proc != nil {
+		return errors.New("pgtest: already running")
+	}
+	logf, err := os.OpenFile(filepath.Join(c.dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(filepath.Join(c.bin, "postgres"), "-D", c.dataDir(), "-k", c.dir,
+		"-c", "listen_addresses=", "-c", "max_connections=300", "-c", "shared_buffers=64MB")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// SIGQUIT is PostgreSQL's immediate shutdown: if the test binary
+	// dies, the server goes with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start postgres: %w", err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	c.proc, c.done, c.log = cmd, done, logf
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		conn, err := pgx.Connect(cctx, c.base.String())
+		cancel()
+		if err == nil {
+			conn.Close(ctx)
+			return nil
+		}
+		select {
+		case <-done:
+			c.proc = nil
+			logf.Close()
+			return fmt.Errorf("postgres exited at start: %s", c.tail())
+		default:
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("postgres does not accept connections: %v: %s", err, c.tail())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// tail is the end of the server's log.
+func (c *Cluster) tail() string {
+	b, _ := os.ReadFile(filepath.Join(c.dir, "server.log"))
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
+
+// Stop shuts the server down (fast shutdown: open sessions are ended,
+// committed transactions kept) and waits until it has exited.
+func (c *Cluster) Stop() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.proc == nil {
+		return nil
+	}
+	_ = c.proc.Process.Signal(syscall.SIGINT)
+	select {
+	case <-c.done:
+	case <-time.After(60 * time.Second):
+		_ = c.proc.Process.Kill()
+		<-c.done
+	}
+	c.proc = nil
+	c.log.Close()
+	return nil
+}
+
+// Restart stops and starts the server.
+func (c *Cluster) Restart(ctx context.Context) error {
+	if err := c.Stop(); err != nil {
+		return err
+	}
+	return c.Start(ctx)
+}
+
+// Close stops the server and removes its directory; for the server of
+// $WORKSPACED_TEST_POSTGRES it does nothing.
+func (c *Cluster) Close() error {
+	if c.dir == "" {
+		return nil
+	}
+	err := c.Stop()
+	c.removeDir()
+	return err
+}
+
+func (c *Cluster) removeDir() {
+	if c.dir != "" {
+		_ = os.RemoveAll(c.dir)
+	}
+}
+
+// URL is the URL of database db on the server, as the superuser.
+func (c *Cluster) URL(db string) string {
+	u := *c.base
+	u.Path = "/" + db
+	return u.String()
+}
+
+// RoleURL is the URL of database db for role (password optional).
+func (c *Cluster) RoleURL(db, role, password string) string {
+	u := *c.base
+	u.Path = "/" + db
+	if password != "" {
+		u.User = url.UserPassword(role, password)
+	} else {
+		u.User = url.User(role)
+	}
+	return u.String()
+}
+
+// Admin connects to the server's maintenance database as the superuser.
+func (c *Cluster) Admin(ctx context.Context) (*pgx.Conn, error) {
+	return pgx.Connect(ctx, c.base.String())
+}
+
+// DB creates an empty database for t, named after it, and returns its URL.
+// The database is dropped when t ends.
+func (c *Cluster) DB(t testing.TB) string {
+	t.Helper()
+	ctx := context.Background()
+	name := dbName(t.Name(), c.dbs.Add(1))
+	conn, err := c.Admin(ctx)
+	if err != nil {
+		t.Fatalf("connect to PostgreSQL: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		t.Fatalf("create database %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		conn, err := c.Admin(ctx)
+		if err != nil {
+			return // the server is gone (a test stopped it): nothing to drop
+		}
+		defer conn.Close(ctx)
+		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	})
+	return c.URL(name)
+}
+
+// dbName is a database name made of the test's name, lower case letters,
+// digits and underscores, unique by n, within PostgreSQL's 63 bytes.
+func dbName(test string, n int64) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(test) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	s := b.String()
+	suffix := fmt.Sprintf("_%d_%d", os.Getpid(), n)
+	if len(s) > 40 {
+		s = s[:40]
+	}
+	return "t_" + s + suffix
+}
+
+// Tool is the path of a PostgreSQL client program (psql, pg_dump) of the
+// installed binaries, else from $PATH; the test is skipped without it.
+func Tool(t testing.TB, name string) string {
+	t.Helper()
+	if bin := findBin(); bin != "" && isExec(filepath.Join(bin, name)) {
+		return filepath.Join(bin, name)
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	t.Skipf("no %s: install the postgresql package", name)
+	return ""
+}

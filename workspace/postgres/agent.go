@@ -1,0 +1,160 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/workspaced/workspaced/atomicfile"
+	"github.com/workspaced/workspaced/schemas"
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// What an agent does on PostgreSQL, in Go: create a task, write a
+// product, drop a marker; and what it reads back: the state and the
+// journal. Every value goes in as a parameter.
+
+// now is the store's clock, to the millisecond as in the tree.
+func now() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
+
+// CreateTask stores task t (its id checked, its document validated);
+// ErrConflict when a task of that id exists.
+func (s *Store) CreateTask(ctx context.Context, t workspace.Task) error {
+	if err := workspace.ValidateID("task id", t.ID); err != nil {
+		return err
+	}
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = now()
+	}
+	data, err := atomicfile.Marshal(t)
+	if err != nil {
+		return err
+	}
+	if err := schemas.Validate(schemas.KindTask, data); err != nil {
+		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "create task " + t.ID, Err: err}
+	}
+	_, err = s.pool.Exec(ctx, "INSERT INTO tasks (id, created_at, doc) VALUES ($1, $2, $3)", t.ID, t.CreatedAt, string(data))
+	if isUnique(err) {
+		return &workspace.Error{Kind: workspace.ErrConflict, Op: "create task " + t.ID, Msg: "a task of that id exists", Hint: "pick another id"}
+	}
+	return err
+}
+
+// PutProduct stores data as the product path of a task ("plan.json",
+// "outputs/s1.json", "reviews/r1.json"), checked as the daemon will check
+// it.
+func (s *Store) PutProduct(ctx context.Context, taskID, path string, data []byte) error {
+	if _, err := workspace.DecodeProduct(path, data, s.settings.Limits); err != nil {
+		return err
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO products (task_id, path, body) VALUES ($1, $2, $3)
+		ON CONFLICT (task_id, path) DO UPDATE SET body = excluded.body, updated_at = now()`, taskID, path, string(data))
+	if isForeignKey(err) {
+		return notFoundTask(taskID)
+	}
+	return err
+}
+
+// DropMarker inserts a marker of kind (workspace.KindClaim or KindDone)
+// for a task and returns its name, .<kind>.<agent>.<unique suffix>. The
+// daemon applies it exactly once.
+func (s *Store) DropMarker(ctx context.Context, taskID, kind string, m workspace.Marker) (string, error) {
+	if kind != workspace.KindClaim && kind != workspace.KindDone {
+		return "", &workspace.Error{Kind: workspace.ErrInvalid, Op: "drop marker", Msg: fmt.Sprintf("kind %q is neither claim nor done", kind)}
+	}
+	if err := workspace.ValidateID("agent", m.AgentID); err != nil {
+		return "", err
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return "", err
+	}
+	name := "." + kind + "." + m.AgentID + "." + suffix()
+	_, err = s.pool.Exec(ctx, "INSERT INTO markers (task_id, kind, name, body) VALUES ($1, $2, $3, $4)", taskID, kind, name, string(data))
+	if isForeignKey(err) {
+		return "", notFoundTask(taskID)
+	}
+	if err != nil {
+		return "", fmt.Errorf("drop marker for task %s: %w", taskID, err)
+	}
+	return name, nil
+}
+
+func suffix() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + hex.EncodeToString(b[:])
+}
+
+// ReadState returns the task's state as the daemon last wrote it;
+// ErrNotFound before the first write.
+func (s *Store) ReadState(ctx context.Context, taskID string) (workspace.State, error) {
+	var doc string
+	err := s.pool.QueryRow(ctx, "SELECT doc FROM states WHERE task_id = $1", taskID).Scan(&doc)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return workspace.State{}, &workspace.Error{Kind: workspace.ErrNotFound, Op: "read state of task " + taskID,
+			Msg: "no state written yet", Hint: "the daemon writes it once it has taken a marker; is serve running?"}
+	}
+	if err != nil {
+		return workspace.State{}, err
+	}
+	var st workspace.State
+	if err := json.Unmarshal([]byte(doc), &st); err != nil {
+		return st, fmt.Errorf("state of task %s: %w", taskID, err)
+	}
+	return st, nil
+}
+
+// ReadJournal returns the records the daemon took for a task, in
+// sequence order.
+func (s *Store) ReadJournal(ctx context.Context, taskID string) ([]workspace.JournalRecord, error) {
+	rows, err := s.pool.Query(ctx, "SELECT record FROM journal WHERE task_id = $1 ORDER BY seq", taskID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (workspace.JournalRecord, error) {
+		var body string
+		var rec workspace.JournalRecord
+		if err := r.Scan(&body); err != nil {
+			return rec, err
+		}
+		return rec, json.Unmarshal([]byte(body), &rec)
+	})
+}
+
+// GetTask returns a task's definition.
+func (s *Store) GetTask(ctx context.Context, id string) (workspace.Task, error) {
+	var doc string
+	var t workspace.Task
+	err := s.pool.QueryRow(ctx, "SELECT doc FROM tasks WHERE id = $1", id).Scan(&doc)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return t, notFoundTask(id)
+	}
+	if err != nil {
+		return t, err
+	}
+	return t, json.Unmarshal([]byte(doc), &t)
+}
+
+func notFoundTask(id string) error {
+	return &workspace.Error{Kind: workspace.ErrNotFound, Op: "task " + id, Msg: "no such task", Hint: "list the tasks with workspaced status"}
+}
+
+func isUnique(err error) bool     { return pgCode(err) == "23505" }
+func isForeignKey(err error) bool { return pgCode(err) == "23503" }
+
+func pgCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}

@@ -1,0 +1,349 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/workspaced/workspaced/atomicfile"
+	"github.com/workspaced/workspaced/schemas"
+	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/machine"
+)
+
+// Committing on PostgreSQL: one transaction per chunk takes a task's
+// waiting markers, journals them with the next sequence numbers, folds
+// them with the state machine, writes the state (the previous one kept as
+// a backup), appends the events and deletes the markers — all or nothing.
+// The transaction is the commit point and the recovery: a daemon killed
+// anywhere before COMMIT leaves the markers waiting and nothing else.
+
+// DefaultChunk is the most markers of one task one transaction takes.
+const DefaultChunk = 128
+
+// ErrFenced says this daemon's lease epoch is no longer the current one:
+// another daemon took over, and this one must not write.
+var ErrFenced = errors.New("another daemon took over the workspace (lease epoch changed)")
+
+// Applied is what one Commit did.
+type Applied struct {
+	Taken    int   // markers journaled (applied or rejected)
+	Seq      int64 // journal_seq of the state written
+	Events   []workspace.Event
+	Rejected int // of Taken, markers the state machine only recorded as errors
+	// Stopped says why the state machine stopped before the last
+	// marker of the chunk, which stays waiting.
+	Stopped error
+}
+
+// waiting is one marker row.
+type waiting struct {
+	id        int64
+	kind      string
+	name      string
+	body      string
+	droppedAt time.Time
+}
+
+// Commit takes up to max waiting markers of task taskID (in the order
+// they were inserted), journals them, folds them and writes the new state,
+// backup and events in one transaction, which it commits only while the
+// lease's epoch is still epoch (else ErrFenced, and nothing is written).
+// A task with no marker waiting commits nothing and returns Taken 0.
+func (s *Store) Commit(ctx context.Context, taskID string, max int, epoch int64) (Applied, error) {
+	if max <= 0 {
+		max = DefaultChunk
+	}
+	var a Applied
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		a, err = s.commit(ctx, tx, taskID, max, epoch)
+		return err
+	})
+	if err != nil {
+		return Applied{}, err
+	}
+	return a, nil
+}
+
+func (s *Store) commit(ctx context.Context, tx pgx.Tx, taskID string, max int, epoch int64) (Applied, error) {
+	// Fencing: the lease row is read with a share lock, so a takeover
+	// (which updates it) waits for this transaction, and this one sees a
+	// takeover committed before it.
+	var cur int64
+	if err := tx.QueryRow(ctx, "SELECT epoch FROM lease WHERE id = 1 FOR SHARE").Scan(&cur); err != nil {
+		return Applied{}, fmt.Errorf("read the lease: %w", err)
+	}
+	if cur != epoch {
+		return Applied{}, ErrFenced
+	}
+	st, prev, err := s.lockState(ctx, tx, taskID)
+	if err != nil {
+		return Applied{}, err
+	}
+	rows, err := tx.Query(ctx, `SELECT id, kind, name, body, dropped_at FROM markers
+		WHERE task_id = $1 ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED`, taskID, max)
+	if err != nil {
+		return Applied{}, fmt.Errorf("take markers of task %s: %w", taskID, err)
+	}
+	ms, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (waiting, error) {
+		var w waiting
+		err := r.Scan(&w.id, &w.kind, &w.name, &w.body, &w.droppedAt)
+		return w, err
+	})
+	if err != nil || len(ms) == 0 {
+		return Applied{}, err
+	}
+	products, err := s.productsFor(ctx, tx, taskID, ms)
+	if err != nil {
+		return Applied{}, err
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	recs := make([]workspace.JournalRecord, len(ms))
+	for i, m := range ms {
+		recs[i] = s.judge(m, products, st.JournalSeq+int64(i)+1, now)
+	}
+	next, evs, stopped := machine.Continue(st, s.planLoader(ctx, tx, taskID, st), recs)
+	applied := 0
+	for applied < len(recs) && recs[applied].Seq <= next.JournalSeq {
+		applied++
+	}
+	if applied == 0 {
+		return Applied{}, fmt.Errorf("apply markers of task %s: %w", taskID, stopped)
+	}
+	recs, ms = recs[:applied], ms[:applied]
+	data, err := atomicfile.Marshal(next)
+	if err != nil {
+		return Applied{}, fmt.Errorf("encode state of task %s: %w", taskID, err)
+	}
+	if err := schemas.Validate(schemas.KindState, data); err != nil {
+		return Applied{}, fmt.Errorf("state of task %s would not validate, not written: %w", taskID, err)
+	}
+
+	b := &pgx.Batch{}
+	seqs, names, bodies, ids := make([]int64, len(recs)), make([]string, len(recs)), make([]string, len(recs)), make([]int64, len(recs))
+	for i, r := range recs {
+		rb, err := atomicfile.Marshal(r)
+		if err != nil {
+			return Applied{}, fmt.Errorf("encode journal record %d of task %s: %w", r.Seq, taskID, err)
+		}
+		seqs[i], names[i], bodies[i], ids[i] = r.Seq, ms[i].name, string(rb), ms[i].id
+	}
+	b.Queue(`INSERT INTO journal (task_id, seq, taken_at, name, record, epoch)
+		SELECT $1, s, $2, n, r, $3 FROM unnest($4::bigint[], $5::text[], $6::text[]) AS u(s, n, r)`,
+		taskID, now, epoch, seqs, names, bodies)
+	if prev != "" {
+		b.Queue("INSERT INTO backups (task_id, journal_seq, doc) VALUES ($1, $2, $3)", taskID, st.JournalSeq, prev)
+		b.Queue(`DELETE FROM backups WHERE task_id = $1 AND n <= (
+			SELECT n FROM backups WHERE task_id = $1 ORDER BY n DESC OFFSET $2 LIMIT 1)`, taskID, s.settings.Backups.Keep)
+		b.Queue("UPDATE states SET journal_seq = $2, doc = $3, epoch = $4, updated_at = now() WHERE task_id = $1",
+			taskID, next.JournalSeq, string(data), epoch)
+	} else {
+		b.Queue("INSERT INTO states (task_id, journal_seq, doc, epoch) VALUES ($1, $2, $3, $4)",
+			taskID, next.JournalSeq, string(data), epoch)
+	}
+	if len(evs) > 0 {
+		times, lines := make([]time.Time, len(evs)), make([]string, len(evs))
+		for i, e := range evs {
+			times[i], lines[i] = e.Time, workspace.FormatEvent(e)
+		}
+		b.Queue(`INSERT INTO events (task_id, time, line) SELECT $1, t, l FROM unnest($2::timestamptz[], $3::text[]) AS u(t, l)`,
+			taskID, times, lines)
+	}
+	b.Queue("DELETE FROM markers WHERE id = ANY($1)", ids)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return Applied{}, fmt.Errorf("write the commit of task %s: %w", taskID, err)
+	}
+	a := Applied{Taken: len(recs), Seq: next.JournalSeq, Events: evs}
+	for _, r := range recs {
+		if r.Rejected != "" {
+			a.Rejected++
+		}
+	}
+	// When the machine stopped (a plan it cannot load), the markers from
+	// that one on stay waiting and the next commit tries them again.
+	a.Stopped = stopped
+	return a, nil
+}
+
+// lockState reads a task's state for update: the row when the daemon
+// wrote one (prev its bytes), else the initial state of the task.
+func (s *Store) lockState(ctx context.Context, tx pgx.Tx, taskID string) (st workspace.State, prev string, err error) {
+	err = tx.QueryRow(ctx, "SELECT doc FROM states WHERE task_id = $1 FOR UPDATE", taskID).Scan(&prev)
+	if err == nil {
+		if err := json.Unmarshal([]byte(prev), &st); err != nil {
+			return st, "", fmt.Errorf("state of task %s does not parse: %w", taskID, err)
+		}
+		return st, prev, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return st, "", fmt.Errorf("read state of task %s: %w", taskID, err)
+	}
+	var doc string
+	if err := tx.QueryRow(ctx, "SELECT doc FROM tasks WHERE id = $1 FOR SHARE", taskID).Scan(&doc); err != nil {
+		return st, "", fmt.Errorf("read task %s: %w", taskID, err)
+	}
+	var t workspace.Task
+	if err := json.Unmarshal([]byte(doc), &t); err != nil {
+		return st, "", fmt.Errorf("task %s does not parse: %w", taskID, err)
+	}
+	return machine.Init(t), "", nil
+}
+
+// productsFor reads the products the done markers of ms name, by path.
+func (s *Store) productsFor(ctx context.Context, tx pgx.Tx, taskID string, ms []waiting) (map[string][]byte, error) {
+	var paths []string
+	for _, m := range ms {
+		if m.kind != workspace.KindDone {
+			continue
+		}
+		var mk struct {
+			OutputFile string `json:"output_file"`
+		}
+		if json.Unmarshal([]byte(m.body), &mk) == nil && mk.OutputFile != "" {
+			paths = append(paths, mk.OutputFile)
+		}
+	}
+	out := map[string][]byte{}
+	if len(paths) == 0 {
+		return out, nil
+	}
+	rows, err := tx.Query(ctx, "SELECT path, body FROM products WHERE task_id = $1 AND path = ANY($2)", taskID, paths)
+	if err != nil {
+		return nil, fmt.Errorf("read products of task %s: %w", taskID, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p, body string
+		if err := rows.Scan(&p, &body); err != nil {
+			return nil, err
+		}
+		out[p] = []byte(body)
+	}
+	return out, rows.Err()
+}
+
+// judge turns a marker row into its journal record: taken with the
+// product it names, or rejected with the reason, by the rules the file
+// daemon applies to a marker file. A row is inserted whole, so nothing
+// waits for a grace period: a marker that is not valid now never will be.
+func (s *Store) judge(m waiting, products map[string][]byte, seq int64, now time.Time) workspace.JournalRecord {
+	rec := workspace.JournalRecord{Seq: seq, TakenAt: now, File: m.name, Kind: m.kind}
+	reject := func(reason string) workspace.JournalRecord {
+		rec.Rejected = reason
+		return rec
+	}
+	lim := s.settings.Limits
+	data := []byte(m.body)
+	if len(data) > lim.MaxFileBytes {
+		return reject(fmt.Sprintf("marker is %d bytes, more than the limit of %d", len(data), lim.MaxFileBytes))
+	}
+	if err := workspace.CheckDepth(data, lim.MaxDepth); err != nil {
+		return reject("marker " + describe(err))
+	}
+	sk := schemas.KindClaim
+	if m.kind == workspace.KindDone {
+		sk = schemas.KindDone
+	}
+	if err := schemas.Validate(sk, data); err != nil {
+		_ = json.Unmarshal(data, &rec.Marker)
+		return reject(fmt.Sprintf("not a valid %s marker: %v", m.kind, err))
+	}
+	if err := json.Unmarshal(data, &rec.Marker); err != nil {
+		return reject(fmt.Sprintf("not a valid %s marker: %v", m.kind, err))
+	}
+	if m.kind == workspace.KindClaim {
+		return rec
+	}
+	mk := rec.Marker
+	pkind, pid, err := workspace.ClassifyOutput(mk.OutputFile)
+	switch {
+	case err != nil:
+		return reject(err.Error())
+	case pkind == workspace.ProductNone && mk.Status != "cancelled":
+		return reject("done marker names no output_file")
+	case pkind == workspace.ProductOutput && mk.SubtaskID != "" && mk.SubtaskID != pid:
+		return reject(fmt.Sprintf("done marker names subtask %s, but its output_file %s is subtask %s's", mk.SubtaskID, mk.OutputFile, pid))
+	case pkind == workspace.ProductNone:
+		return rec
+	}
+	body, ok := products[mk.OutputFile]
+	if !ok {
+		return reject("output " + mk.OutputFile + ": output file " + mk.OutputFile + " does not exist")
+	}
+	p, err := workspace.DecodeProduct(mk.OutputFile, body, lim)
+	if err != nil {
+		return reject("output " + mk.OutputFile + ": " + describe(err))
+	}
+	rec.Plan, rec.Review = p.Plan, p.Review
+	if pkind == workspace.ProductOutput && mk.SubtaskID == "" {
+		rec.Marker.SubtaskID = pid
+	}
+	// A record carrying more than the marker is checked against the
+	// journal's schema, as the file daemon does.
+	if rec.Plan != nil || rec.Review != nil {
+		if rb, err := json.Marshal(rec); err == nil {
+			if verr := schemas.Validate(schemas.KindJournal, rb); verr != nil {
+				rec.Plan, rec.Review = nil, nil
+				rec.Rejected = "record does not match the journal schema: " + verr.Error()
+			}
+		}
+	}
+	return rec
+}
+
+// describe is an error's text without the operation the caller names.
+func describe(err error) string {
+	var we *workspace.Error
+	if errors.As(err, &we) {
+		s := we.Msg
+		if we.Err != nil {
+			if s != "" {
+				s += ": "
+			}
+			s += we.Err.Error()
+		}
+		if s != "" {
+			return s
+		}
+	}
+	return err.Error()
+}
+
+// planLoader gives the state machine the plan the state tracks when no
+// record of the chunk carries it: plan.json or plans/plan_v<N>.json when
+// it is that plan, else the newest journal record that carried it.
+func (s *Store) planLoader(ctx context.Context, tx pgx.Tx, taskID string, st workspace.State) func(int) (*workspace.Plan, error) {
+	return func(version int) (*workspace.Plan, error) {
+		for _, path := range []string{"plan.json", fmt.Sprintf("plans/plan_v%d.json", version)} {
+			var body string
+			if err := tx.QueryRow(ctx, "SELECT body FROM products WHERE task_id = $1 AND path = $2", taskID, path).Scan(&body); err != nil {
+				continue
+			}
+			var p workspace.Plan
+			if json.Unmarshal([]byte(body), &p) == nil && p.ID == st.PlanID && p.Version == version {
+				return &p, nil
+			}
+		}
+		rows, err := tx.Query(ctx, `SELECT record FROM journal WHERE task_id = $1 AND position('"plan"' in record) > 0 ORDER BY seq DESC`, taskID)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var body string
+			if err := rows.Scan(&body); err != nil {
+				return nil, err
+			}
+			var r workspace.JournalRecord
+			if json.Unmarshal([]byte(body), &r) == nil && r.Plan != nil && r.Plan.ID == st.PlanID && r.Plan.Version == version {
+				return r.Plan, nil
+			}
+		}
+		return nil, fmt.Errorf("plan %s v%d of task %s: not among the products nor in the journal", st.PlanID, version, taskID)
+	}
+}

@@ -1,0 +1,182 @@
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// The schema is made by versioned migrations, migrations/NNNN_name.sql,
+// embedded in the binary. schema_migrations records the ones applied;
+// Init applies the missing ones in order, each in its own transaction
+// with the record of it, under an advisory lock so that two inits do not
+// race.
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// migration is one embedded migration.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrations are the embedded migrations in version order.
+func migrations() ([]migration, error) {
+	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, n := range names {
+		base := strings.TrimSuffix(path.Base(n), ".sql")
+		num, name, ok := strings.Cut(base, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || len(num) != 4 {
+			return nil, fmt.Errorf("migration %s is not named NNNN_name.sql", n)
+		}
+		b, err := migrationFiles.ReadFile(n)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, name: name, sql: string(b)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	for i, m := range ms {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("migration %04d_%s: versions must run 1, 2, 3… without gaps", m.version, m.name)
+		}
+	}
+	return ms, nil
+}
+
+// SchemaVersion is the newest schema version this binary knows.
+func SchemaVersion() int {
+	ms, err := migrations()
+	if err != nil {
+		panic(err) // the embedded files are part of the binary
+	}
+	return len(ms)
+}
+
+// lockMigrations is the advisory lock key inits take (any constant
+// distinct from the lock keys of named locks, which are hashed names).
+const lockMigrations = 0x77737064 // "wspd"
+
+// version is the schema's applied version: 0 when no workspace was
+// initialized in it.
+func (s *Store) version(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) (int, error) {
+	var v int
+	err := q.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM schema_migrations").Scan(&v)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "42P01" || pe.Code == "3F000") { // undefined table or schema
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read the schema version: %w", err)
+	}
+	return v, nil
+}
+
+// checkVersion refuses a schema without a workspace, and one newer than
+// the binary.
+func (s *Store) checkVersion(ctx context.Context) error {
+	v, err := s.version(ctx, s.pool)
+	if err != nil {
+		return err
+	}
+	return s.judgeVersion(v)
+}
+
+func (s *Store) judgeVersion(v int) error {
+	switch known := SchemaVersion(); {
+	case v == 0:
+		return &workspace.Error{Kind: workspace.ErrNotFound, Op: "open schema " + s.schema, Err: ErrNotInitialized,
+			Hint: "create it with workspaced --root '<the same URL>' init"}
+	case v > known:
+		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "open schema " + s.schema, Err: ErrSchemaTooNew,
+			Msg:  fmt.Sprintf("schema version %d, this workspaced knows up to %d", v, known),
+			Hint: "upgrade workspaced to the version that migrated this database"}
+	}
+	return nil
+}
+
+// Init creates the workspace at root: the schema when missing and every
+// migration not yet applied. It is idempotent; on a schema newer than the
+// binary it changes nothing and returns ErrSchemaTooNew. It returns the
+// store, open, and how many migrations it applied.
+func Init(ctx context.Context, root string) (*Store, int, error) {
+	s, err := connect(ctx, root)
+	if err != nil {
+		return nil, 0, err
+	}
+	n, err := s.migrate(ctx)
+	if err == nil {
+		err = s.loadSettings(ctx)
+	}
+	if err != nil {
+		s.Close()
+		return nil, 0, err
+	}
+	return s, n, nil
+}
+
+func (s *Store) migrate(ctx context.Context) (int, error) {
+	ms, err := migrations()
+	if err != nil {
+		return 0, err
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", lockMigrations); err != nil {
+		return 0, fmt.Errorf("lock the schema for migration: %w", err)
+	}
+	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", lockMigrations) }()
+	ident := pgx.Identifier{s.schema}.Sanitize()
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+ident); err != nil {
+		return 0, fmt.Errorf("create schema %s: %w", s.schema, err)
+	}
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return 0, fmt.Errorf("create schema_migrations: %w", err)
+	}
+	v, err := s.version(ctx, conn)
+	if err != nil {
+		return 0, err
+	}
+	if v > len(ms) {
+		return 0, s.judgeVersion(v)
+	}
+	applied := 0
+	for _, m := range ms[v:] {
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, m.sql); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.version, m.name)
+			return err
+		})
+		if err != nil {
+			return applied, fmt.Errorf("migration %04d_%s: %w", m.version, m.name, err)
+		}
+		applied++
+	}
+	return applied, nil
+}

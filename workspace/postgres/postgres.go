@@ -1,0 +1,179 @@
+// Package postgres keeps a workspace in PostgreSQL: the same tasks,
+// products, markers, journal, state, backups and events as the file tree,
+// as rows of tables in one schema, so that agents on many machines share
+// one workspace with the same guarantees.
+//
+// Agents insert markers; one daemon (the leader, elected through the lease
+// row, see lease.go) takes them, journals them and folds them into the
+// state with the state machine, one transaction per chunk (commit.go).
+// The tables are the protocol: an agent in any language needs only SQL.
+//
+// A Store is safe for concurrent use; its pool holds the connections.
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/workspaced/workspaced/schemas"
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// DefaultSchema is the schema of a URL without ?schema=.
+const DefaultSchema = "workspaced"
+
+// idleTxTimeout bounds how long a transaction of the workspace may sit
+// idle: none of ours waits on anything but the server.
+const idleTxTimeout = "5s"
+
+var (
+	// ErrSchemaTooNew says the database was migrated by a newer
+	// workspaced than this one.
+	ErrSchemaTooNew = errors.New("the workspace's schema is newer than this workspaced")
+	// ErrNotInitialized says the schema holds no workspace yet.
+	ErrNotInitialized = errors.New("no workspace in this schema")
+)
+
+// IsURL reports whether a root names a PostgreSQL database rather than a
+// directory: postgres://… or postgresql://….
+func IsURL(root string) bool {
+	return strings.HasPrefix(root, "postgres://") || strings.HasPrefix(root, "postgresql://")
+}
+
+// Store is a workspace in one schema of a PostgreSQL database.
+type Store struct {
+	pool     *pgxpool.Pool
+	schema   string
+	conn     string // the connection string, without ?schema=
+	settings workspace.Settings
+}
+
+// schemaName is what a schema may be called: a channel name
+// (workspaced_markers_<schema>) must fit PostgreSQL's 63 bytes.
+var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,39}$`)
+
+// ParseURL splits a root URL into the connection string pgx and libpq
+// understand and the schema its ?schema= names (DefaultSchema without).
+func ParseURL(root string) (conn, schema string, err error) {
+	u, err := url.Parse(root)
+	if err != nil || !IsURL(root) {
+		return "", "", &workspace.Error{Kind: workspace.ErrInvalid, Op: "open " + redact(root),
+			Msg: "not a postgres:// URL", Hint: "name the database as postgres://user@host/db?schema=name"}
+	}
+	q := u.Query()
+	schema = q.Get("schema")
+	q.Del("schema")
+	u.RawQuery = q.Encode()
+	if schema == "" {
+		schema = DefaultSchema
+	}
+	if !schemaName.MatchString(schema) {
+		return "", "", &workspace.Error{Kind: workspace.ErrInvalid, Op: "open " + redact(root),
+			Msg:  fmt.Sprintf("schema %q is not a name of lower-case letters, digits and underscores (at most 40)", schema),
+			Hint: "pick a schema such as ?schema=team_a"}
+	}
+	return u.String(), schema, nil
+}
+
+// redact is a URL without its password, for messages.
+func redact(root string) string {
+	u, err := url.Parse(root)
+	if err != nil {
+		return "the root URL"
+	}
+	return u.Redacted()
+}
+
+// Open connects to the workspace at root (a postgres:// URL) and checks
+// its schema: it refuses a schema no workspace was initialized in
+// (ErrNotInitialized) and one migrated by a newer workspaced
+// (ErrSchemaTooNew). It migrates nothing; Init does.
+func Open(ctx context.Context, root string) (*Store, error) {
+	s, err := connect(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkVersion(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.loadSettings(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// connect makes the pool; every connection's search_path is the schema,
+// set at connection start (which also works through a pooler).
+func connect(ctx context.Context, root string) (*Store, error) {
+	conn, schema, err := ParseURL(root)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(conn)
+	if err != nil {
+		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "open " + redact(root), Err: err,
+			Hint: "name the database as postgres://user@host/db?schema=name"}
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
+	cfg.ConnConfig.RuntimeParams["application_name"] = "workspaced"
+	// A transaction of a stalled process (SIGSTOP, a partition) would hold
+	// its locks, among them the share lock of a commit on the lease row
+	// that a standby's takeover waits for: the server ends it.
+	cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = idleTxTimeout
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", redact(root), err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to %s: %w", redact(root), err)
+	}
+	return &Store{pool: pool, schema: schema, conn: conn, settings: workspace.Settings{}.WithDefaults()}, nil
+}
+
+// Close closes the pool.
+func (s *Store) Close() { s.pool.Close() }
+
+// Pool is the store's connection pool.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Schema is the schema the store's tables live in.
+func (s *Store) Schema() string { return s.schema }
+
+// channel is the name the daemon LISTENs on for new markers.
+func (s *Store) channel() string { return "workspaced_markers_" + s.schema }
+
+// loadSettings reads workspace.json from the files table, when there is
+// one: the limits and the number of backups kept.
+func (s *Store) loadSettings(ctx context.Context) error {
+	var body string
+	err := s.pool.QueryRow(ctx, "SELECT body FROM files WHERE path = 'workspace.json'").Scan(&body)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read workspace.json: %w", err)
+	}
+	if err := schemas.Validate(schemas.KindWorkspace, []byte(body)); err != nil {
+		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "load workspace.json", Err: err, Hint: "fix the files row workspace.json or delete it to use the defaults"}
+	}
+	var st workspace.Settings
+	if err := json.Unmarshal([]byte(body), &st); err != nil {
+		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "load workspace.json", Err: err}
+	}
+	s.settings = st.WithDefaults()
+	return nil
+}
+
+// Settings are the effective settings (workspace.json over the defaults).
+func (s *Store) Settings() workspace.Settings { return s.settings }
