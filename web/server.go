@@ -64,10 +64,10 @@ type Server struct {
 	cfg     Config
 	st      workspace.Store
 	watcher workspace.Watcher
-	log   *slog.Logger
-	hub   *hub
-	index *index
-	mux   *http.ServeMux
+	log     *slog.Logger
+	hub     *hub
+	index   *index
+	mux     *http.ServeMux
 
 	// wakes counts the times a stream woke to do work; a test checks that
 	// idle streams do none.
