@@ -88,15 +88,15 @@ func (s *Server) review(w http.ResponseWriter, id, base string, rv workspace.Rev
 		return
 	}
 	rid := base
-	if _, err := s.ws.ReadTaskDoc(id, "reviews/"+rid+".json"); !isNotFound(err) {
+	if _, err := s.st.ReadTaskDoc(id, "reviews/"+rid+".json"); !isNotFound(err) {
 		rid = base + "_" + randomHex(3)
 	}
-	rel, err := s.ws.WriteReview(id, rid, HumanAgent, data)
+	rel, err := s.st.WriteReview(id, rid, HumanAgent, data)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	m, err := s.ws.WriteDone(workspace.DoneRequest{TaskID: id, Agent: HumanAgent, OutputFile: rel})
+	m, err := s.st.WriteDone(workspace.DoneRequest{TaskID: id, Agent: HumanAgent, OutputFile: rel})
 	if err != nil {
 		fail(w, fmt.Errorf("%s written, but the done marker failed: %w", rel, err))
 		return
@@ -119,7 +119,7 @@ func (s *Server) reviewPlan(w http.ResponseWriter, r *http.Request, id string) {
 		fail(w, err)
 		return
 	}
-	st, err := s.ws.ReadState(id)
+	st, err := s.st.ReadState(id)
 	if err != nil {
 		fail(w, err)
 		return
@@ -148,7 +148,7 @@ func (s *Server) reviewCheckpoint(w http.ResponseWriter, r *http.Request, id str
 		fail(w, err)
 		return
 	}
-	st, err := s.ws.ReadState(id)
+	st, err := s.st.ReadState(id)
 	if err != nil {
 		fail(w, err)
 		return
@@ -205,11 +205,11 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, id string) {
 		fail(w, err)
 		return
 	}
-	if st, err := s.ws.ReadState(id); err == nil && vocab.Finished(st.Status) {
+	if st, err := s.st.ReadState(id); err == nil && vocab.Finished(st.Status) {
 		conflict(w, "task "+id+" is already "+st.Status)
 		return
 	}
-	m, err := s.ws.WriteDone(workspace.DoneRequest{TaskID: id, Agent: HumanAgent, Status: "cancelled", Error: req.Reason})
+	m, err := s.st.WriteDone(workspace.DoneRequest{TaskID: id, Agent: HumanAgent, Status: "cancelled", Error: req.Reason})
 	if err != nil {
 		fail(w, err)
 		return
@@ -233,7 +233,7 @@ func (s *Server) resolveFriction(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	en, err := s.ws.FrictionLog(HumanAgent).Resolve(r.Context(), fid, req.Status)
+	en, err := s.st.Friction(HumanAgent).Resolve(r.Context(), fid, req.Status)
 	if err != nil {
 		if errors.Is(err, friction.ErrCorrupt) {
 			writeError(w, http.StatusInternalServerError, err.Error(), "fix or move friction/friction.json")

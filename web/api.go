@@ -12,7 +12,6 @@ import (
 	"github.com/workspaced/workspaced/friction"
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/daemon"
 )
 
 func (s *Server) routes() {
@@ -103,7 +102,7 @@ func (s *Server) withTask(h func(w http.ResponseWriter, r *http.Request, id stri
 			fail(w, err)
 			return
 		}
-		if _, err := s.ws.GetTask(id); err != nil {
+		if _, err := s.st.GetTask(id); err != nil {
 			fail(w, err)
 			return
 		}
@@ -154,18 +153,18 @@ type TaskView struct {
 }
 
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request, id string) {
-	t, err := s.ws.GetTask(id)
+	t, err := s.st.GetTask(id)
 	if err != nil {
 		fail(w, err)
 		return
 	}
 	v := TaskView{Task: t}
-	if p, err := s.ws.ReadPlan(id, 0); err == nil {
+	if p, err := s.st.ReadPlan(id, 0); err == nil {
 		v.Plan = p
 	} else if !isNotFound(err) {
 		v.PlanError = err.Error()
 	}
-	if st, err := s.ws.ReadState(id); err == nil {
+	if st, err := s.st.ReadState(id); err == nil {
 		v.State = &st
 	} else if !isNotFound(err) {
 		v.StateError = err.Error()
@@ -175,7 +174,7 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request, id string) {
 
 // getPlans is every version of the plan, oldest first.
 func (s *Server) getPlans(w http.ResponseWriter, r *http.Request, id string) {
-	cur, err := s.ws.ReadPlan(id, 0)
+	cur, err := s.st.ReadPlan(id, 0)
 	if isNotFound(err) {
 		writeJSON(w, http.StatusOK, map[string]any{"versions": []any{}})
 		return
@@ -186,7 +185,7 @@ func (s *Server) getPlans(w http.ResponseWriter, r *http.Request, id string) {
 	}
 	versions := []*workspace.Plan{}
 	for v := 1; v < cur.Version; v++ {
-		if p, err := s.ws.ReadPlan(id, v); err == nil {
+		if p, err := s.st.ReadPlan(id, v); err == nil {
 			versions = append(versions, p)
 		}
 	}
@@ -200,7 +199,7 @@ func (s *Server) getOutput(w http.ResponseWriter, r *http.Request, id string) {
 		fail(w, err)
 		return
 	}
-	doc, err := s.ws.ReadTaskDoc(id, "outputs/"+st+".json")
+	doc, err := s.st.ReadTaskDoc(id, "outputs/"+st+".json")
 	if err != nil {
 		fail(w, err)
 		return
@@ -211,7 +210,7 @@ func (s *Server) getOutput(w http.ResponseWriter, r *http.Request, id string) {
 }
 
 func (s *Server) getReviews(w http.ResponseWriter, r *http.Request, id string) {
-	revs, skipped, err := s.ws.ListReviews(id)
+	revs, skipped, err := s.st.ListReviews(id)
 	if err != nil {
 		fail(w, err)
 		return
@@ -223,7 +222,7 @@ func (s *Server) getReviews(w http.ResponseWriter, r *http.Request, id string) {
 }
 
 func (s *Server) getThreads(w http.ResponseWriter, r *http.Request, id string) {
-	ts, err := s.ws.ListThreads(id)
+	ts, err := s.st.ListThreads(id)
 	if err != nil {
 		fail(w, err)
 		return
@@ -235,7 +234,7 @@ func (s *Server) getThreads(w http.ResponseWriter, r *http.Request, id string) {
 }
 
 func (s *Server) getEnv(w http.ResponseWriter, r *http.Request, id string) {
-	items, err := s.ws.ListEntries(r.Context(), workspace.Scope{Kind: workspace.ScopeThread, TaskID: id})
+	items, err := s.st.ListEntries(r.Context(), workspace.Scope{Kind: workspace.ScopeThread, TaskID: id})
 	if err != nil {
 		fail(w, err)
 		return
@@ -247,7 +246,7 @@ func (s *Server) getEnv(w http.ResponseWriter, r *http.Request, id string) {
 }
 
 func (s *Server) getEnvKey(w http.ResponseWriter, r *http.Request, id string) {
-	e, err := s.ws.GetEntry(r.Context(), workspace.Scope{Kind: workspace.ScopeThread, TaskID: id}, r.PathValue("key"))
+	e, err := s.st.GetEntry(r.Context(), workspace.Scope{Kind: workspace.ScopeThread, TaskID: id}, r.PathValue("key"))
 	if err != nil {
 		fail(w, err)
 		return
@@ -256,7 +255,7 @@ func (s *Server) getEnvKey(w http.ResponseWriter, r *http.Request, id string) {
 }
 
 func (s *Server) getJournal(w http.ResponseWriter, r *http.Request, id string) {
-	recs, err := daemon.ReadJournal(s.ws, id)
+	recs, err := s.st.ReadJournal(id)
 	if err != nil {
 		fail(w, err)
 		return
@@ -275,7 +274,7 @@ type backupView struct {
 }
 
 func (s *Server) getBackups(w http.ResponseWriter, r *http.Request, id string) {
-	bs, err := s.ws.ListBackups(id)
+	bs, err := s.st.ListBackups(id)
 	if err != nil {
 		fail(w, err)
 		return
@@ -289,7 +288,7 @@ func (s *Server) getBackups(w http.ResponseWriter, r *http.Request, id string) {
 
 func (s *Server) getFriction(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	entries, err := s.ws.FrictionLog("").List(friction.Filter{Status: q.Get("status"), Type: q.Get("type")})
+	entries, err := s.st.Friction("").List(friction.Filter{Status: q.Get("status"), Type: q.Get("type")})
 	if err != nil {
 		fail(w, err)
 		return
@@ -311,20 +310,20 @@ func (s *Server) getMemory(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	v := MemoryView{Agents: map[string][]workspace.ManifestItem{}}
 	var err error
-	if v.Global, err = s.ws.ListEntries(ctx, workspace.Scope{Kind: workspace.ScopeGlobal}); err != nil && !isNotFound(err) {
+	if v.Global, err = s.st.ListEntries(ctx, workspace.Scope{Kind: workspace.ScopeGlobal}); err != nil && !isNotFound(err) {
 		fail(w, err)
 		return
 	}
 	if v.Global == nil {
 		v.Global = []workspace.ManifestItem{}
 	}
-	agents, err := s.ws.MemoryAgents()
+	agents, err := s.st.MemoryAgents()
 	if err != nil {
 		fail(w, err)
 		return
 	}
 	for _, a := range agents {
-		items, err := s.ws.ListEntries(ctx, workspace.Scope{Kind: workspace.ScopeAgent, Agent: a})
+		items, err := s.st.ListEntries(ctx, workspace.Scope{Kind: workspace.ScopeAgent, Agent: a})
 		if err != nil {
 			continue
 		}
@@ -341,7 +340,7 @@ func (s *Server) getMemoryKey(w http.ResponseWriter, r *http.Request) {
 	if a := r.PathValue("agent"); a != "" {
 		sc = workspace.Scope{Kind: workspace.ScopeAgent, Agent: a}
 	}
-	e, err := s.ws.GetEntry(r.Context(), sc, r.PathValue("key"))
+	e, err := s.st.GetEntry(r.Context(), sc, r.PathValue("key"))
 	if err != nil {
 		fail(w, err)
 		return
@@ -365,7 +364,7 @@ func (s *Server) allEventsJSON(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(ids) == 0 {
-		if ids, err = s.ws.TaskIDs(); err != nil {
+		if ids, err = s.st.TaskIDs(); err != nil {
 			fail(w, err)
 			return
 		}
@@ -373,7 +372,7 @@ func (s *Server) allEventsJSON(w http.ResponseWriter, r *http.Request) {
 	// The last limit events, kept in a circular buffer.
 	ring := make([]workspace.Event, limit)
 	n := 0
-	_, err = s.ws.MergeEvents(r.Context(), ids, func(e workspace.Event) error {
+	_, err = s.st.MergeEvents(r.Context(), ids, func(e workspace.Event) error {
 		if limit > 0 {
 			ring[n%limit] = e
 			n++

@@ -16,9 +16,11 @@ import (
 
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/daemon"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
-// panel is a workspace served by a Server over a real listener.
+// panel is a workspace tree served by a Server, through its Store, over a
+// real listener.
 type panel struct {
 	t   *testing.T
 	ws  *workspace.Workspace
@@ -33,13 +35,12 @@ func newPanel(t *testing.T, cfg Config) *panel {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ws.Close() })
-	cfg.Workspace = ws
 	return servePanel(t, ws, cfg)
 }
 
 func servePanel(t *testing.T, ws *workspace.Workspace, cfg Config) *panel {
 	t.Helper()
-	cfg.Workspace = ws
+	cfg.Store = files.New(ws)
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

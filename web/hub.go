@@ -26,8 +26,9 @@ type hub struct {
 }
 
 // streamEvent is one event as the streams send it: its id is
-// "<task>:<end>", the byte position just past its line in the task's
-// events.log, which is where a stream resumes.
+// "<task>:<end>", the store's position just after it among the task's
+// events (a byte offset in events.log on a tree), which is where a stream
+// resumes.
 type streamEvent struct {
 	ID string `json:"id"`
 	workspace.PositionedEvent

@@ -35,9 +35,9 @@ type index struct {
 
 func newIndex() *index { return &index{tasks: map[string]*Summary{}} }
 
-// summarize reads one task's summary through the workspace. ok is false
+// summarize reads one task's summary through the store. ok is false
 // when the task is gone (or not yet whole: task.json not written).
-func summarize(ws *workspace.Workspace, id string) (Summary, bool) {
+func summarize(ws workspace.Reader, id string) (Summary, bool) {
 	t, err := ws.GetTask(id)
 	if err != nil {
 		if isNotFound(err) {

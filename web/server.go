@@ -5,14 +5,13 @@
 // task, resolve friction), each done through the ordinary protocol as
 // agent "human" — the panel never writes state itself.
 //
-// Every read goes through the exported methods of *workspace.Workspace.
-// One goroutine (Server.Run) owns the file watcher and tells the
-// connected streams which task changed; an idle stream costs nothing but
-// its connection. Assets are embedded; nothing is fetched from elsewhere.
+// Every read and action goes through a workspace.Store, so the same panel
+// serves any backend; the store must also be a workspace.Watcher, whose
+// reports (Server.Run) tell the connected streams which task changed. An
+// idle stream costs nothing but its connection. Assets are embedded; nothing is fetched from elsewhere.
 package web
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
@@ -40,8 +39,9 @@ const DefaultKeepAlive = 25 * time.Second
 
 // Config is what a Server needs.
 type Config struct {
-	// Workspace is read through its exported methods only.
-	Workspace *workspace.Workspace
+	// Store is the workspace served. It must be a workspace.Watcher too:
+	// the pages are live.
+	Store workspace.Store
 	// Token, when set, is required of every request but the login page and
 	// the assets: as "Authorization: Bearer <token>", or as the cookie the
 	// login page sets.
@@ -54,19 +54,20 @@ type Config struct {
 	// KeepAlive is how often a stream gets a comment line
 	// (DefaultKeepAlive when 0).
 	KeepAlive time.Duration
-	// Logger gets the watcher's warnings (slog.Default when nil).
+	// Logger gets the watch's warnings (slog.Default when nil).
 	Logger *slog.Logger
 }
 
 // Server serves the panel. Handler may be used before Run, but the
 // streams only hear of changes while Run runs.
 type Server struct {
-	cfg   Config
-	ws    *workspace.Workspace
-	log   *slog.Logger
-	hub   *hub
-	index *index
-	mux   *http.ServeMux
+	cfg     Config
+	st      workspace.Store
+	watcher workspace.Watcher
+	log     *slog.Logger
+	hub     *hub
+	index   *index
+	mux     *http.ServeMux
 
 	// wakes counts the times a stream woke to do work; a test checks that
 	// idle streams do none.
@@ -76,8 +77,18 @@ type Server struct {
 
 // New checks cfg and returns a Server.
 func New(cfg Config) (*Server, error) {
-	if cfg.Workspace == nil {
+	if cfg.Store == nil {
 		return nil, errors.New("web: no workspace")
+	}
+	// Without reports of changes the pages would not be live. A poll
+	// would read every task on every tick and still lag; every backend
+	// can report (the tree watches its directories, a database notifies),
+	// so a store that does not is refused here, at start.
+	watcher, ok := cfg.Store.(workspace.Watcher)
+	if !ok {
+		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "serve the panel",
+			Msg:  fmt.Sprintf("the store (%T) does not report changes (workspace.Watcher), and the panel's pages are live", cfg.Store),
+			Hint: "serve the panel over a store that implements workspace.Watcher (the file tree does)"}
 	}
 	if cfg.KeepAlive <= 0 {
 		cfg.KeepAlive = DefaultKeepAlive
@@ -85,12 +96,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, ws: cfg.Workspace, log: cfg.Logger, hub: newHub(), index: newIndex(), ready: make(chan struct{})}
+	s := &Server{cfg: cfg, st: cfg.Store, watcher: watcher, log: cfg.Logger, hub: newHub(), index: newIndex(), ready: make(chan struct{})}
 	s.routes()
 	return s, nil
 }
 
-// Ready is closed once Run has indexed the tasks and watches the tree.
+// Ready is closed once Run watches the store and has indexed the tasks.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
 
 // CheckListen refuses to listen on a non-loopback address without a
@@ -237,10 +248,4 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// Run indexes the tasks, watches the tree and tells the streams what
-// changed until ctx is done. Call it once.
-func (s *Server) Run(ctx context.Context) error {
-	return s.watch(ctx)
 }

@@ -10,13 +10,13 @@ import (
 	"github.com/workspaced/workspaced/workspace"
 )
 
-// Server-Sent Events. A task's stream sends every event of its
-// events.log from a position on, each with the id "<task>:<end>" (the
-// byte position just past its line), so that a reconnecting browser's
-// Last-Event-ID resumes exactly after the last event it got, from the
-// file itself: nothing lost, nothing twice. Between events the stream
-// sleeps on its hub channel; it wakes when the watcher saw the task
-// change, or for a keep-alive comment.
+// Server-Sent Events. A task's stream sends every event of the task from
+// a position on, each with the id "<task>:<end>" (the store's position
+// just after it), so that a reconnecting browser's Last-Event-ID resumes
+// exactly after the last event it got, from the store itself: nothing
+// lost, nothing twice. Between events the stream sleeps on its hub
+// channel; it wakes when the store reported the task changed, or for a
+// keep-alive comment.
 
 // wantsStream reports whether the client asked for text/event-stream.
 func wantsStream(r *http.Request) bool {
@@ -78,7 +78,7 @@ func startPosition(r *http.Request, id string) (int64, error) {
 	if a := r.URL.Query().Get("after"); a != "" {
 		n, err := atoi64(a)
 		if err != nil {
-			return 0, &workspace.Error{Kind: workspace.ErrInvalid, Op: "parameter after", Msg: "want a byte position (the next of an earlier answer)"}
+			return 0, &workspace.Error{Kind: workspace.ErrInvalid, Op: "parameter after", Msg: "want a position: a whole number, the next of an earlier answer"}
 		}
 		return n, nil
 	}
@@ -93,7 +93,7 @@ func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request, id string) {
 	}
 	if !wantsStream(r) {
 		p := EventsPage{Events: []streamEvent{}}
-		p.Next, err = s.ws.ReadEventsFrom(id, pos, func(e workspace.PositionedEvent) {
+		p.Next, err = s.st.ReadEventsFrom(id, pos, func(e workspace.PositionedEvent) {
 			p.Events = append(p.Events, streamEvent{ID: eventID(id, e.End), PositionedEvent: e})
 		})
 		if err != nil {
@@ -110,7 +110,7 @@ func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request, id string) {
 	read := true
 	for {
 		if read {
-			next, err := s.ws.ReadEventsFrom(id, pos, func(e workspace.PositionedEvent) {
+			next, err := s.st.ReadEventsFrom(id, pos, func(e workspace.PositionedEvent) {
 				st.send("ev", eventID(id, e.End), streamEvent{ID: eventID(id, e.End), PositionedEvent: e})
 			})
 			if err != nil {

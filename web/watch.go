@@ -2,218 +2,126 @@ package web
 
 import (
 	"context"
-	"errors"
-	"path/filepath"
-	"strings"
 	"sync"
 	"time"
-
-	"github.com/fsnotify/fsnotify"
 
 	"github.com/workspaced/workspaced/workspace"
 )
 
-// The watch loop is the file tree's source of wake-ups (a database
-// backend would feed the same hub from its notifications). One goroutine
-// owns it: it selects over the context, the watcher's events and errors
-// and the keep-alive ticker; it coalesces what is queued into the tasks it
-// touches, reads each touched task's new events and summary once, and
-// hands the result to the hub. On an overflow or a watcher error it looks
-// at everything again.
-//
-// It watches tasks/, every task directory (events.log, state.json,
-// plan.json and task.json live there; env data changes arrive with their
-// env_stored events), friction/ and the memory directories.
+// The panel hears of changes from its store's Watcher (on files, fsnotify
+// over the tree; on a database, its notifications). The Watcher calls
+// back from one goroutine, one batch at a time: for each batch the panel
+// reads each touched task's summary and new events once and hands the
+// result to the hub. The first batch (Everything) builds the index; a
+// later Everything, after the watch lost track, looks at everything
+// again. The per-task read positions are owned by that goroutine alone.
 
 type watchLoop struct {
-	s       *Server
-	fw      *fsnotify.Watcher
-	root    string
-	offsets map[string]int64 // per task: where its events.log was read to
-	watched map[string]bool  // directories watched, relative to the root
-
-	dirty    map[string]bool // tasks touched since the last pass
-	friction bool
-	memory   bool
+	s         *Server
+	positions map[string]int64 // per task: where its events were read to
+	indexed   bool
 }
 
-func (s *Server) watch(ctx context.Context) error {
-	fw, err := fsnotify.NewWatcher()
-	if err != nil {
-		return err
-	}
-	defer fw.Close()
-	l := &watchLoop{s: s, fw: fw, root: s.ws.Dir(), offsets: map[string]int64{}, watched: map[string]bool{}, dirty: map[string]bool{}}
-	if err := l.add("tasks"); err != nil {
-		return err
-	}
-	for _, d := range []string{"friction", "memory/global", "memory/agents"} {
-		_ = l.add(d) // absent in an older tree: nothing to watch
-	}
-	l.watchAgents()
-	l.scanAll(ctx, true)
-	close(s.ready)
-	ka := time.NewTicker(s.cfg.KeepAlive)
-	defer ka.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case ev, ok := <-fw.Events:
-			if !ok {
-				return errors.New("watcher closed")
+// Run watches the store and tells the streams what changed until ctx is
+// done; the keep-alive comments go out meanwhile. Call it once.
+func (s *Server) Run(ctx context.Context) error {
+	l := &watchLoop{s: s, positions: map[string]int64{}}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		ka := time.NewTicker(s.cfg.KeepAlive)
+		defer ka.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ka.C:
+				s.hub.pingAll()
 			}
-			l.note(ev)
-		drain:
-			for {
-				select {
-				case ev, ok := <-fw.Events:
-					if !ok {
-						break drain
-					}
-					l.note(ev)
-				default:
-					break drain
-				}
-			}
-			l.pass()
-		case err, ok := <-fw.Errors:
-			if !ok {
-				return errors.New("watcher closed")
-			}
-			s.log.Warn("web: watcher error, looking at everything again", "err", err)
-			l.watchAgents()
-			l.scanAll(ctx, false)
-		case <-ka.C:
-			s.hub.pingAll()
 		}
-	}
+	})
+	return s.watcher.Watch(ctx, func(c workspace.Change) { l.change(ctx, c) })
 }
 
-// add watches dir (relative to the root) once.
-func (l *watchLoop) add(dir string) error {
-	if l.watched[dir] {
-		return nil
+// change takes one report of the store's watcher.
+func (l *watchLoop) change(ctx context.Context, c workspace.Change) {
+	if c.Err != nil {
+		l.s.log.Warn("web: the watch of the store had trouble", "err", c.Err, "looking_at_everything", c.Everything)
 	}
-	if err := l.fw.Add(filepath.Join(l.root, filepath.FromSlash(dir))); err != nil {
-		return err
-	}
-	l.watched[dir] = true
-	return nil
-}
-
-func (l *watchLoop) watchAgents() {
-	agents, err := l.s.ws.MemoryAgents()
-	if err != nil {
-		return
-	}
-	for _, a := range agents {
-		_ = l.add("memory/agents/" + a)
-	}
-}
-
-// note records what one fsnotify event touched.
-func (l *watchLoop) note(ev fsnotify.Event) {
-	rel, err := filepath.Rel(l.root, ev.Name)
-	if err != nil {
-		return
-	}
-	parts := strings.Split(filepath.ToSlash(rel), "/")
-	switch parts[0] {
-	case "tasks":
-		if len(parts) < 2 || strings.HasPrefix(parts[1], ".") {
+	if c.Everything {
+		if !l.indexed {
+			l.firstScan(ctx)
+			l.indexed = true
+			close(l.s.ready)
 			return
 		}
-		if len(parts) == 2 && ev.Has(fsnotify.Remove|fsnotify.Rename) {
-			delete(l.watched, "tasks/"+parts[1])
-		}
-		if len(parts) == 3 && strings.HasPrefix(parts[2], ".") {
-			return // temporary files and markers: what they lead to follows
-		}
-		l.dirty[parts[1]] = true
-	case "friction":
-		l.friction = true
-	case "memory":
-		l.memory = true
-		if len(parts) == 3 && parts[1] == "agents" && ev.Has(fsnotify.Create) {
-			_ = l.add("memory/agents/" + parts[2])
-		}
+		l.scanAll()
+		return
+	}
+	out := change{tasks: map[string]bool{}, friction: c.Friction, memory: c.Memory}
+	for _, id := range c.Tasks {
+		out.tasks[id] = true
+		out.events = l.look(id, out.events)
+	}
+	if len(out.tasks) > 0 || out.friction || out.memory {
+		l.s.hub.publish(out)
 	}
 }
 
-// pass reads what the noted changes touched and tells the hub.
-func (l *watchLoop) pass() {
-	c := change{tasks: l.dirty, friction: l.friction, memory: l.memory}
-	for id := range l.dirty {
-		c.events = l.look(id, c.events)
-	}
-	l.dirty, l.friction, l.memory = map[string]bool{}, false, false
-	if len(c.tasks) > 0 || c.friction || c.memory {
-		l.s.hub.publish(c)
-	}
-}
-
-// look reads task id again: its summary, its new events (appended to
-// evs), and makes sure its directory is watched.
+// look reads task id again: its summary and its new events (appended to
+// evs); a task that is gone leaves the index.
 func (l *watchLoop) look(id string, evs []streamEvent) []streamEvent {
-	ws := l.s.ws
-	if !ws.IsTaskDir(id) {
+	st := l.s.st
+	sum, ok := summarize(st, id)
+	if !ok {
+		// Gone, or task.json not written yet: its creation reports it again.
 		l.s.index.remove(id)
-		delete(l.offsets, id)
-		delete(l.watched, "tasks/"+id)
+		delete(l.positions, id)
 		return evs
 	}
-	if err := l.add("tasks/" + id); err != nil {
-		l.s.log.Warn("web: cannot watch a task; it updates on the next change elsewhere or a reload", "task", id, "err", err)
-	}
-	sum, ok := summarize(ws, id)
-	if !ok {
-		return evs // task.json not written yet: its creation wakes us again
-	}
 	l.s.index.put(sum)
-	end, err := ws.ReadEventsFrom(id, l.offsets[id], func(e workspace.PositionedEvent) {
+	next, err := st.ReadEventsFrom(id, l.positions[id], func(e workspace.PositionedEvent) {
 		evs = append(evs, streamEvent{ID: eventID(id, e.End), PositionedEvent: e})
 	})
 	if err == nil {
-		l.offsets[id] = end
+		l.positions[id] = next
 	}
 	return evs
 }
 
-// scanAll looks at every task: at start to build the index (reading each
-// task once, a few at a time, and its events only to find their end), and
-// after an overflow to catch up with everything.
-func (l *watchLoop) scanAll(ctx context.Context, initial bool) {
-	ws := l.s.ws
-	ids, err := ws.TaskIDs()
+// scanAll looks at every task after the watch lost track: the tasks gone
+// leave the index, every other is read again, and every stream hears of
+// them, of friction and of memory.
+func (l *watchLoop) scanAll() {
+	ids, err := l.s.st.TaskIDs()
 	if err != nil {
 		l.s.log.Warn("web: cannot list the tasks", "err", err)
 		return
 	}
+	c := workspace.Change{Tasks: ids, Friction: true, Memory: true}
 	present := make(map[string]bool, len(ids))
 	for _, id := range ids {
 		present[id] = true
-		if err := l.add("tasks/" + id); err != nil && !errors.Is(err, context.Canceled) {
-			l.s.log.Debug("web: cannot watch a task", "task", id, "err", err)
-		}
 	}
 	for _, id := range l.s.index.ids() {
 		if !present[id] {
-			l.s.index.remove(id)
-			delete(l.offsets, id)
-			l.dirty[id] = true
+			c.Tasks = append(c.Tasks, id)
 		}
 	}
-	if !initial {
-		for _, id := range ids {
-			l.dirty[id] = true
-		}
-		l.friction, l.memory = true, true
-		l.pass()
+	l.change(context.Background(), c)
+}
+
+// firstScan builds the index, reading each task once, a few at a time,
+// and its events only to find where they end.
+func (l *watchLoop) firstScan(ctx context.Context) {
+	st := l.s.st
+	ids, err := st.TaskIDs()
+	if err != nil {
+		l.s.log.Warn("web: cannot list the tasks", "err", err)
 		return
 	}
-	// The first look, a few tasks at a time: summaries and where each
-	// events.log ends.
 	type res struct {
 		id  string
 		end int64
@@ -224,10 +132,10 @@ func (l *watchLoop) scanAll(ctx context.Context, initial bool) {
 	for range 4 {
 		wg.Go(func() {
 			for id := range work {
-				if sum, ok := summarize(ws, id); ok {
+				if sum, ok := summarize(st, id); ok {
 					l.s.index.put(sum)
 				}
-				end, _ := ws.ReadEventsFrom(id, 0, func(workspace.PositionedEvent) {})
+				end, _ := st.ReadEventsFrom(id, 0, func(workspace.PositionedEvent) {})
 				out <- res{id, end}
 			}
 		})
@@ -242,7 +150,7 @@ func (l *watchLoop) scanAll(ctx context.Context, initial bool) {
 	wg.Wait()
 	close(out)
 	for r := range out {
-		l.offsets[r.id] = r.end
+		l.positions[r.id] = r.end
 	}
 }
 

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/workspaced/workspaced/friction"
 	"github.com/workspaced/workspaced/internal/fixture"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // seed gives the panel's workspace a task t1 with env data, a thread,
@@ -583,4 +585,26 @@ func TestIndexFollowsTheTree(t *testing.T) {
 		p.get("/api/tasks").json(t, &pg)
 		return pg.Total == 0
 	})
+}
+
+// TestStoreWithoutWatcher: a store that cannot report changes is refused
+// at start, saying what it lacks; no store at all is refused too.
+func TestStoreWithoutWatcher(t *testing.T) {
+	ws, err := files.Init(filepath.Join(t.TempDir(), "ws"), workspace.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	// The embedded interface hides Watch: only workspace.Store is left.
+	blind := struct{ workspace.Store }{ws}
+	_, err = New(Config{Store: blind})
+	if !errors.Is(err, workspace.ErrInvalid) || !strings.Contains(err.Error(), "workspace.Watcher") {
+		t.Fatalf("New over a store without Watch = %v, want ErrInvalid naming workspace.Watcher", err)
+	}
+	if _, err := New(Config{}); err == nil {
+		t.Fatal("New without a store gave no error")
+	}
+	if _, err := New(Config{Store: ws}); err != nil {
+		t.Fatalf("New over the tree: %v", err)
+	}
 }

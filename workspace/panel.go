@@ -8,15 +8,16 @@ import (
 	"syscall"
 )
 
-// Reads a live view of the workspace needs beside the ones agents use: the
-// events of a task from a byte position on, the backups of a state and
-// the agents that keep memory.
+// The tree's LiveReader: the events of a task from a byte position on,
+// and the agents that keep memory.
 
-// PositionedEvent is an event with where its line lies in the task's
-// events.log: Start is the byte offset of the line, End the offset just
-// past its newline. A line's position never changes (the log is
-// append-only), so Start names the event for good and End is where the
-// next read begins.
+// PositionedEvent is an event with its place in the task's events: End
+// is the position just after it (where the next read begins), Start a
+// position that reads it again. Positions are a store's opaque cursors
+// (see LiveReader); on the tree Start is the byte offset of the event's
+// line in events.log and End the offset just past its newline. A
+// position never changes (events are only appended), so each names the
+// event for good.
 type PositionedEvent struct {
 	Event
 	Start int64 `json:"start"`

@@ -44,6 +44,7 @@ import (
 // it uses (the context assembly, for one, reads and never writes).
 type Store interface {
 	Reader
+	LiveReader
 	Entries
 	JournalReader
 	TaskWriter
@@ -120,6 +121,54 @@ type Reader interface {
 	// Entries are readable through the same store.
 	GetEntry(ctx context.Context, s Scope, key string) (Entry, error)
 	ListEntries(ctx context.Context, s Scope) ([]ManifestItem, error)
+}
+
+// LiveReader is what a live view of the workspace reads beside Reader:
+// a task's events from a position on, and who keeps memory.
+type LiveReader interface {
+	// ReadEventsFrom calls each for every event of task taskID after
+	// position pos, oldest first, and returns the position to read from
+	// next. Positions are opaque cursors of the store (on files, byte
+	// offsets in events.log): 0 is the start, a PositionedEvent's End is
+	// the position just after it, its Start one that reads it again, and
+	// both stay valid for good (events are only ever appended). An event
+	// that does not parse is passed over. A task without events gives
+	// pos back; a missing task is ErrNotFound, a negative pos ErrInvalid.
+	ReadEventsFrom(taskID string, pos int64, each func(PositionedEvent)) (int64, error)
+	// MemoryAgents lists the agents that keep memory, sorted by name.
+	MemoryAgents() ([]string, error)
+}
+
+// Change is what a Watcher reports: what changed in the store since its
+// previous report. A report may name what did not change (a write that
+// left a document as it was); it never leaves out what did.
+type Change struct {
+	// Tasks changed: created, removed, or any of their definition,
+	// state, plan, products, threads, env data or events.
+	Tasks []string
+	// Friction and Memory say whether the friction log, or the global or
+	// an agent's memory, changed.
+	Friction, Memory bool
+	// Everything says changes may have been missed (the watch has just
+	// begun, or lost track of the store): a watcher looks at everything
+	// again.
+	Everything bool
+	// Err, when set, is trouble the watch met and got over as best it
+	// could (a lost connection, a directory it cannot watch); the watch
+	// goes on.
+	Err error
+}
+
+// Watcher is a Store that tells when something changed: the file tree
+// watches its directories, a database its notifications. It is optional;
+// a live view needs it.
+type Watcher interface {
+	// Watch calls each with what changed until ctx ends (then it returns
+	// nil) or the watch cannot go on. The first call, once the watch is
+	// in place, is Everything: whatever changes after it is reported.
+	// Calls come one at a time from one goroutine; what changes while
+	// each runs is coalesced into the next call.
+	Watch(ctx context.Context, each func(Change)) error
 }
 
 // JournalReader reads what the single writer has taken.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/workspaced/workspaced/internal/fixture"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/daemon"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // listTree is a workspace of six tasks with states (three executing, three
@@ -92,6 +94,32 @@ func TestTaskListOrderAndRows(t *testing.T) {
 		if f := strings.Fields(lines[1+i]); f[0] != wr.id || f[1] != wr.status {
 			t.Errorf("line %d = %q, want %s %s", 1+i, lines[1+i], wr.id, wr.status)
 		}
+	}
+}
+
+// TestTaskListOverAnyStore: over a store that is not a tree (the tree
+// seen only through workspace.Store) task list prints the same rows in
+// the same order; only the tree's warnings about tasks/ are left out.
+func TestTaskListOverAnyStore(t *testing.T) {
+	w := listTree(t)
+	tree := w.run("task", "list", "--json")
+	if tree.code != 0 {
+		t.Fatalf("task list --json:\n%v", tree)
+	}
+	fs, err := files.Open(w.root, workspace.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	var out, errs bytes.Buffer
+	if err := printTaskList(context.Background(), &env{stdout: &out, stderr: &errs}, struct{ workspace.Store }{fs}, true); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != tree.stdout {
+		t.Errorf("over the Store:\n%s\nover the tree:\n%s", out.String(), tree.stdout)
+	}
+	if errs.Len() != 0 {
+		t.Errorf("over the Store it warned: %s", errs.String())
 	}
 }
 

@@ -125,51 +125,70 @@ func taskList(ctx context.Context, e *env, args []string) error {
 	if err := parse(e, fs, taskListUsage, args); err != nil {
 		return err
 	}
-	w, err := e.open() // file-only: two flat-memory passes over tasks/
+	st, err := e.openStore()
 	if err != nil {
 		return err
 	}
-	defer w.Close()
+	defer st.Close()
+	return printTaskList(ctx, e, st, *asJSON)
+}
+
+// printTaskList prints the tasks of st as task list does.
+func printTaskList(ctx context.Context, e *env, st workspace.Store, asJSON bool) error {
 	// Two passes, so that memory stays flat however many tasks there
-	// are: the first reads each task.json for the order (by created_at,
-	// then id) and keeps only that; the second reads each task again,
-	// with its state, and prints it at once.
-	ids, skipped, err := w.TaskIDsReport()
-	if err != nil {
-		return err
-	}
-	for _, sk := range skipped {
-		fmt.Fprintf(e.stderr, "workspaced: warning: skipped %s: %s\n", displayName(sk.File), sk.Reason)
+	// are: the first reads each task's definition for the order (by
+	// created_at, then id) and keeps only that; the second reads each
+	// task again, with its state, and prints it at once. On a tree the
+	// first pass reads through one handle of tasks/, and the entries of
+	// tasks/ that are no task directory are named.
+	var (
+		ids []string
+		err error
+	)
+	var getTask func(id string) (workspace.Task, error)
+	if w, ferr := fileTree("", st); ferr == nil {
+		var skipped []workspace.Skipped
+		if ids, skipped, err = w.TaskIDsReport(); err != nil {
+			return err
+		}
+		for _, sk := range skipped {
+			fmt.Fprintf(e.stderr, "workspaced: warning: skipped %s: %s\n", displayName(sk.File), sk.Reason)
+		}
+		if len(ids) > 0 {
+			tasks, err := w.Root().Open("tasks")
+			if err != nil {
+				return err
+			}
+			defer tasks.Close()
+			getTask = func(id string) (workspace.Task, error) { return w.ReadTaskAt(tasks, id) }
+		}
+	} else {
+		if ids, err = st.TaskIDs(); err != nil {
+			return err
+		}
+		getTask = st.GetTask
 	}
 	type key struct {
 		created time.Time
 		i       int
 	}
 	order := make([]key, 0, len(ids))
-	if len(ids) > 0 {
-		tasks, err := w.Root().Open("tasks")
-		if err != nil {
+	for i, id := range ids {
+		if err := ctx.Err(); err != nil {
 			return err
 		}
-		for i, id := range ids {
-			if err := ctx.Err(); err != nil {
-				tasks.Close()
-				return err
-			}
-			t, err := w.ReadTaskAt(tasks, id)
-			if errors.Is(err, workspace.ErrNotFound) {
-				continue // being created
-			}
-			order = append(order, key{t.CreatedAt, i}) // unreadable: zero time, first
+		t, err := getTask(id)
+		if errors.Is(err, workspace.ErrNotFound) {
+			continue // being created
 		}
-		tasks.Close()
+		order = append(order, key{t.CreatedAt, i}) // unreadable: zero time, first
 	}
 	sort.SliceStable(order, func(i, j int) bool { return order[i].created.Before(order[j].created) })
 
 	out := bufio.NewWriter(e.stdout)
 	var arr *jsonArray
 	var cells [][]string
-	if *asJSON {
+	if asJSON {
 		arr = newJSONArray(out, "")
 	}
 	type read struct {
@@ -179,7 +198,7 @@ func taskList(ctx context.Context, e *env, args []string) error {
 	// Reading a task (its state validated against the schema) is most of
 	// the work: spread it over the processors, printing in order.
 	err = inOrder(ctx, len(order), runtime.GOMAXPROCS(0), func(i int) read {
-		r, ok := readTaskRow(w, ids[order[i].i])
+		r, ok := readTaskRow(st, ids[order[i].i])
 		return read{r, ok}
 	}, func(rd read) error {
 		r := rd.r

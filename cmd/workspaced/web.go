@@ -15,7 +15,6 @@ import (
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/web"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/files"
 )
 
 const webUsage = `workspaced web — serve the live panel and the HTTP API of a workspace.
@@ -91,22 +90,24 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 		}
 		return usageHint("web", "--listen: %v", err)
 	}
-	w, err := e.open()
+	st, err := e.openStore()
 	if err != nil {
 		return err
 	}
-	defer w.Close()
-	cfg := web.Config{Workspace: w, Token: token, ReadOnly: *readOnly}
-	if host, _, _ := net.SplitHostPort(*listen); loopback(host) {
+	defer st.Close()
+	cfg := web.Config{Store: st, Token: token, ReadOnly: *readOnly}
+	// The agents' tokens are kept in the tree.
+	tree, treeErr := fileTree("serve MCP at /mcp", st)
+	if host, _, _ := net.SplitHostPort(*listen); loopback(host) && treeErr == nil {
 		// Remote agents' MCP tools ride on the same listener. Off
 		// loopback the panel has no TLS of its own, and bearer tokens
 		// must not cross the network in the clear: there
 		// 'workspaced mcp --http' with --tls-cert serves them.
-		toks, err := tokens.NewStore(w.Root())
+		toks, err := tokens.NewStore(tree.Root())
 		if err != nil {
 			return err
 		}
-		h, err := mcpserver.NewHTTP(files.New(w), toks, mcpserver.HTTPOptions{Version: version, Log: slog.New(slog.NewTextHandler(e.stderr, nil))})
+		h, err := mcpserver.NewHTTP(st, toks, mcpserver.HTTPOptions{Version: version, Log: slog.New(slog.NewTextHandler(e.stderr, nil))})
 		if err != nil {
 			return err
 		}
@@ -138,9 +139,12 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("watch the workspace: %w", err)
 	}
 	fmt.Fprintf(e.stdout, "http://%s/\n", ln.Addr())
-	if cfg.MCP != nil {
+	switch {
+	case cfg.MCP != nil:
 		fmt.Fprintf(e.stderr, "workspaced web: MCP for remote agents at http://%s/mcp (bearer tokens of 'workspaced token add')\n", ln.Addr())
-	} else {
+	case treeErr != nil:
+		fmt.Fprintf(e.stderr, "workspaced web: no MCP at /mcp: the agents' tokens are kept in a workspace tree; serve it with 'workspaced mcp --http ADDR'\n")
+	default:
 		fmt.Fprintf(e.stderr, "workspaced web: no MCP at /mcp off loopback without TLS; serve it with 'workspaced mcp --http ADDR --tls-cert F --tls-key F'\n")
 	}
 	select {
