@@ -308,9 +308,11 @@ func TestTaskCancel(t *testing.T) {
 	if st.Phase != "cancelled" || st.CompletedAt == nil {
 		t.Errorf("cancelled state: %+v", st)
 	}
-	if ev := w.ok("events", "--task", "t1"); !strings.Contains(ev, `task_cancelled t1 agent=human reason="the requirement was dropped"`) {
-		t.Errorf("events: %s", ev)
-	}
+	// The daemon appends a commit's events after it writes the state.
+	eventually(t, "the task_cancelled event", func() (bool, string) {
+		ev := w.ok("events", "--task", "t1")
+		return strings.Contains(ev, `task_cancelled t1 agent=human reason="the requirement was dropped"`), ev
+	})
 	before := w.tree()
 	w.fails(exitConflict, "task t1 is cancelled: the daemon takes nothing more for it", "task", "cancel", "--task", "t1")
 	sameTree(t, before, w.tree(), "cancelling a cancelled task")
