@@ -24,10 +24,11 @@ import (
 // into the journal, each under its sequence number. The rename is the
 // commit point of a marker: from then on it is applied exactly once.
 
-// chunk is the most markers of one burst applied in one state write. A
-// larger burst is committed chunk by chunk, in order, so the first markers
-// of a burst are not kept waiting for the last ones to be examined and
-// journaled; each chunk still costs a fixed number of fsyncs.
+// chunk is the most markers of one burst journaled together. A larger
+// burst is journaled chunk by chunk, in order, so the first markers of a
+// burst are not kept waiting for the last ones to be examined; each chunk
+// costs one fsync of the journal, and the state is written once for them
+// all (see take).
 const chunk = 32
 
 // maxLists bounds how many times one take lists the task directory again
