@@ -238,11 +238,28 @@ func TestServeCrashExactlyOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test: long")
 	}
-	const (
-		tasks    = 4
-		subtasks = 250 // a claim and a done each: 2,000 markers
-		kills    = 25
-	)
+	// 250 subtasks a task, a claim and a done each: 2,000 markers, one
+	// agent a task.
+	crashExactlyOnce(t, 4, 250, 1, 25)
+}
+
+// TestServeCrashBursts is TestServeCrashExactlyOnce with 32 agents a task
+// finishing at once: the daemon then journals several chunks of a burst
+// before it writes the state that reflects them, and a SIGKILL lands
+// between the journal and the state write, or between two chunks.
+func TestServeCrashBursts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test: long")
+	}
+	crashExactlyOnce(t, 2, 320, 32, 25)
+}
+
+// crashExactlyOnce has agents agents a task (each its share of the
+// subtasks, one after another) drop a claim and a done marker for every
+// subtask of tasks tasks while the daemon is SIGKILLed kills times at
+// random moments, and checks that every state.json always validates and
+// that every marker is applied exactly once.
+func crashExactlyOnce(t *testing.T, tasks, subtasks, agents, kills int) {
 	w := newWS(t)
 	x := w.open()
 	srv := w.serve()
@@ -267,29 +284,31 @@ func TestServeCrashExactlyOnce(t *testing.T) {
 		dropped[id] = map[string]bool{}
 	}
 	var wg sync.WaitGroup
-	errc := make(chan error, tasks)
+	errc := make(chan error, tasks*agents)
 	for _, id := range ids {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for s := 1; s <= subtasks; s++ {
-				sub, agent := fmt.Sprintf("st_%d", s), fmt.Sprintf("worker_%d", s%7)
-				c, err := x.WriteClaim(id, agent, sub)
-				if err != nil {
-					errc <- err
-					return
+		for a := range agents {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for s := 1 + a; s <= subtasks; s += agents {
+					sub, agent := fmt.Sprintf("st_%d", s), fmt.Sprintf("worker_%d", (s-1)%max(agents, 7))
+					c, err := x.WriteClaim(id, agent, sub)
+					if err != nil {
+						errc <- err
+						return
+					}
+					d, err := x.WriteDone(workspace.DoneRequest{TaskID: id, Agent: agent, OutputFile: "outputs/" + sub + ".json", SubtaskID: sub})
+					if err != nil {
+						errc <- err
+						return
+					}
+					mu.Lock()
+					dropped[id][filepath.Base(c)] = true
+					dropped[id][filepath.Base(d)] = true
+					mu.Unlock()
 				}
-				d, err := x.WriteDone(workspace.DoneRequest{TaskID: id, Agent: agent, OutputFile: "outputs/" + sub + ".json", SubtaskID: sub})
-				if err != nil {
-					errc <- err
-					return
-				}
-				mu.Lock()
-				dropped[id][filepath.Base(c)] = true
-				dropped[id][filepath.Base(d)] = true
-				mu.Unlock()
-			}
-		}()
+			}()
+		}
 	}
 	writersDone := make(chan struct{})
 	go func() { wg.Wait(); close(writersDone) }()

@@ -18,15 +18,15 @@ import (
 // written once (group commit), its predecessor kept as a backup; then the
 // events are appended and shown to the friction detectors.
 
-// commitChunk makes the taking of recs durable, writes their records and
-// applies them in one state write. taken names the taken markers in the
-// journal.
-func (t *task) commitChunk(ctx context.Context, jr *os.Root, recs []workspace.JournalRecord, taken []string) error {
+// journal makes the taking of recs durable and writes their records,
+// while the state machine folds them into n (the state as folded so far,
+// not yet written): the state that reflects them is written after both,
+// by commit. taken names the taken markers in the journal.
+func (t *task) journal(jr *os.Root, recs []workspace.JournalRecord, taken []string, n *nextState) error {
 	// The renames are the commit point: make them durable and write the
-	// records, while the state machine folds them; the state that
-	// reflects them is written after both. The taken markers (written
-	// durably by their agents) are the journal's durable copy until
-	// settle has made the records durable too.
+	// records. The taken markers (written durably by their agents) are
+	// the journal's durable copy until settle has made the records
+	// durable too.
 	journaled := make(chan error, 1)
 	var file string
 	go func() {
@@ -38,18 +38,24 @@ func (t *task) commitChunk(ctx context.Context, jr *os.Root, recs []workspace.Jo
 		}
 		journaled <- err
 	}()
-	next, err := t.fold(recs)
-	if jerr := <-journaled; jerr != nil {
+	t.apply(n, recs)
+	if err := <-journaled; err != nil {
 		// The markers are taken but their records not written: reload
 		// the task from disk next time, which writes them from the taken
 		// markers.
 		t.forget()
-		return jerr
+		return err
 	}
 	t.unsettled.files = append(t.unsettled.files, file)
 	t.unsettled.taken = append(t.unsettled.taken, taken...)
+	return nil
+}
+
+// commit encodes and checks the folded state n and writes it.
+func (t *task) commit(ctx context.Context, n nextState) error {
+	err := t.encode(&n)
 	if err == nil {
-		err = t.write(ctx, next, t.fi != nil, "")
+		err = t.write(ctx, n, t.fi != nil, "")
 	}
 	if err != nil {
 		// The records are journaled but not all applied: reload the task
@@ -71,27 +77,46 @@ type nextState struct {
 	stopped error           // why the state machine stopped before the rest
 }
 
+// unwritten is the task's state as last written or read, for records to
+// be folded into.
+func (t *task) unwritten() nextState { return nextState{st: t.st, plan: t.plan} }
+
 // fold folds recs into the task's state through the state machine, and
 // encodes and checks the result. It changes nothing.
 func (t *task) fold(recs []workspace.JournalRecord) (nextState, error) {
-	st, evs, stopped := machine.Continue(t.st, t.planLoader(), recs)
-	n := nextState{st: st, evs: evs, plan: t.plan, stopped: stopped}
-	for n.applied < len(recs) && recs[n.applied].Seq <= st.JournalSeq {
-		if p := recs[n.applied].Plan; p != nil && p.ID == st.PlanID && p.Version == st.PlanVersion {
+	n := t.unwritten()
+	t.apply(&n, recs)
+	return n, t.encode(&n)
+}
+
+// apply folds recs into n through the state machine, after the records
+// folded into it before.
+func (t *task) apply(n *nextState, recs []workspace.JournalRecord) {
+	st, evs, stopped := machine.Continue(n.st, t.planLoader(n.st, n.plan), recs)
+	n.st, n.evs, n.stopped = st, append(n.evs, evs...), stopped
+	for _, rec := range recs {
+		if rec.Seq > st.JournalSeq {
+			break
+		}
+		if p := rec.Plan; p != nil && p.ID == st.PlanID && p.Version == st.PlanVersion {
 			n.plan = p
 		}
 		n.applied++
 	}
-	delta := diffState(t.st, st)
-	check := checkNext(t.valid, st, delta)
+}
+
+// encode encodes the folded state n and checks it: only what changed since
+// the state last written when that one was checked.
+func (t *task) encode(n *nextState) error {
+	check := checkNext(t.valid, n.st, diffState(t.st, n.st))
 	var err error
-	if n.data, err = atomicfile.Marshal(st); err != nil {
-		return n, fmt.Errorf("encode state of task %s: %w", t.id, err)
+	if n.data, err = atomicfile.Marshal(n.st); err != nil {
+		return fmt.Errorf("encode state of task %s: %w", t.id, err)
 	}
 	if err := check(n.data); err != nil {
-		return n, fmt.Errorf("state of task %s would not validate, not written: %w", t.id, err)
+		return fmt.Errorf("state of task %s would not validate, not written: %w", t.id, err)
 	}
-	return n, nil
+	return nil
 }
 
 // write writes a folded state as state.json, backing up the previous one
@@ -201,15 +226,15 @@ func checkRecord(rec *workspace.JournalRecord) error {
 	return nil
 }
 
-// planLoader gives machine.Continue the plan the state tracks when no
+// planLoader gives machine.Continue the plan st tracks when no
 // record in the batch carries it: the cached one, else plan.json or
 // plans/plan_v<N>.json, else the journal record that proposed it.
-func (t *task) planLoader() func(int) (*workspace.Plan, error) {
+func (t *task) planLoader(st workspace.State, plan *workspace.Plan) func(int) (*workspace.Plan, error) {
 	return func(version int) (*workspace.Plan, error) {
-		if t.plan != nil && t.plan.Version == version && t.plan.ID == t.st.PlanID {
-			return t.plan, nil
+		if plan != nil && plan.Version == version && plan.ID == st.PlanID {
+			return plan, nil
 		}
-		return loadPlan(t.d.ws, t.id, t.st.PlanID, version)
+		return loadPlan(t.d.ws, t.id, st.PlanID, version)
 	}
 }
 

@@ -24,10 +24,10 @@
 //     backup plus the journal past it (or by a replay of the whole journal
 //     when no backup is valid), with a state_restored event.
 //   - A burst of markers of one task is applied in one state write (group
-//     commit) per chunk of up to 32 markers, in the order they were
-//     dropped, so a large burst costs a fixed number of fsyncs per chunk
-//     and its first markers do not wait for its last ones. While one chunk
-//     is made durable the next is read and examined (see take.go).
+//     commit), in the order they were dropped: it is journaled in chunks
+//     of up to 32 markers, one fsync of the journal each, while the next
+//     chunk is read and examined, and the state is written once no marker
+//     is left, or every 128 markers (see take.go).
 //   - No marker is left behind by a missed event: tasks/ and every active
 //     task directory are watched, and the whole tree is rescanned on start,
 //     on watcher overflow or error, and every Rescan.

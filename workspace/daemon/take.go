@@ -24,10 +24,11 @@ import (
 // into the journal, each under its sequence number. The rename is the
 // commit point of a marker: from then on it is applied exactly once.
 
-// chunk is the most markers of one burst applied in one state write. A
-// larger burst is committed chunk by chunk, in order, so the first markers
-// of a burst are not kept waiting for the last ones to be examined and
-// journaled; each chunk still costs a fixed number of fsyncs.
+// chunk is the most markers of one burst journaled together. A larger
+// burst is journaled chunk by chunk, in order, so the first markers of a
+// burst are not kept waiting for the last ones to be examined; each chunk
+// costs one fsync of the journal, and the state is written once for them
+// all (see take).
 const chunk = 32
 
 // maxLists bounds how many times one take lists the task directory again
@@ -35,12 +36,21 @@ const chunk = 32
 // stream of markers does not keep the loop from the other tasks.
 const maxLists = 16
 
+// unwrittenMost is the most markers taken and folded before their state
+// is written, so that a task receiving a steady stream of markers still
+// has its state.json brought up to date every few chunks.
+const unwrittenMost = 4 * chunk
+
 // take journals every marker of the task directory that is ready (valid,
-// or rejected) and commits them, up to chunk markers per state write.
-// Markers are taken in the order they were dropped (mtime, then name), so
-// of two claims the earlier one wins. While one chunk is being committed,
-// the next is read and examined beside it. It returns how many were taken
-// and, when some wait for their grace period, until when.
+// or rejected) and commits them. Markers are taken in the order they were
+// dropped (mtime, then name), so of two claims the earlier one wins. They
+// are taken chunk by chunk: each chunk is renamed into the journal, made
+// durable there and folded into the state, and while that is done the
+// next chunk is read and examined beside it. The state is written once
+// no marker is left (or every unwrittenMost markers): during a burst, the
+// markers that arrive while a chunk is journaled are taken next rather
+// than waiting for a state write of their own. It returns how many were
+// taken and, when some wait for their grace period, until when.
 func (t *task) take(ctx context.Context) (int, time.Time, error) {
 	d := t.d
 	dirs, err := openTaskDirs(d.ws, t.id)
@@ -56,6 +66,8 @@ func (t *task) take(ctx context.Context) (int, time.Time, error) {
 	var (
 		total    int
 		waitTill time.Time
+		next     nextState // the markers journaled and folded since the last write
+		folded   int       // how many
 	)
 	b := t.examine(dirs, ls.next())
 	for len(b.pending) > 0 && ctx.Err() == nil {
@@ -66,11 +78,15 @@ func (t *task) take(ctx context.Context) (int, time.Time, error) {
 		if err != nil {
 			return total, waitTill, err
 		}
-		// Read and examine the next chunk while this one is committed.
+		// Read and examine the next chunk while this one is journaled.
 		ahead := make(chan batch, 1)
 		go func() { ahead <- t.examine(dirs, ls.next()) }()
 		if len(recs) > 0 {
-			err = t.commitChunk(ctx, dirs.jr, recs, taken)
+			if folded == 0 {
+				next = t.unwritten()
+			}
+			err = t.journal(dirs.jr, recs, taken, &next)
+			folded += len(recs)
 		}
 		b = <-ahead
 		if err != nil {
@@ -83,6 +99,17 @@ func (t *task) take(ctx context.Context) (int, time.Time, error) {
 			break
 		}
 		b = t.examineMore(dirs, b, ls.stragglers(b))
+		if folded > 0 && (len(b.pending) == 0 || folded >= unwrittenMost || next.stopped != nil) {
+			if err := t.commit(ctx, next); err != nil {
+				return total, waitTill, err
+			}
+			folded = 0
+		}
+	}
+	if folded > 0 {
+		if err := t.commit(ctx, next); err != nil {
+			return total, waitTill, err
+		}
 	}
 	return total, waitTill, ctx.Err()
 }

@@ -153,8 +153,8 @@ func TestListerOrderAndChunks(t *testing.T) {
 }
 
 // A burst larger than a chunk is taken in chunks of consecutive sequence
-// numbers, in drop order, each chunk one record file and one state write;
-// markers dropped while it works join it.
+// numbers, in drop order, each chunk one record file; the state is written
+// once, when no marker is left; markers dropped while it works join it.
 func TestTakesBurstInChunks(t *testing.T) {
 	dir, ws, d := executingTask(t, 100)
 	const n = 2*chunk + 6
@@ -199,16 +199,40 @@ func TestTakesBurstInChunks(t *testing.T) {
 			t.Errorf("record %d is %s, want st_%d: not in drop order", r.Seq, r.Marker.SubtaskID, i-1)
 		}
 	}
-	// Three state writes, each backed up; the backups are pruned when the
-	// burst settles.
-	if got := countBackups(t, dir, "t1") - backupsBefore; got != 3 {
-		t.Errorf("%d backups added, want 3 (one per chunk)", got)
+	// One state write, backed up; the backups are pruned when the burst
+	// settles.
+	if got := countBackups(t, dir, "t1") - backupsBefore; got != 1 {
+		t.Errorf("%d backups added, want 1 (one state write for the burst)", got)
 	}
 	settleAll(t, d)
 	if got, keep := countBackups(t, dir, "t1"), ws.Settings().Backups.Keep; got > keep {
 		t.Errorf("%d backups after settle, want at most %d", got, keep)
 	}
 	checkSettled(t, ws, "t1", st)
+}
+
+// A burst of more than unwrittenMost markers has its state written every
+// unwrittenMost markers, not only at its end.
+func TestWritesStateEveryUnwrittenMost(t *testing.T) {
+	dir, ws, d := executingTask(t, unwrittenMost+chunk)
+	const n = unwrittenMost + chunk
+	for i := 1; i <= n; i++ {
+		completeSubtask(t, ws, "t1", fmt.Sprintf("st_%d", i), "w1")
+	}
+	backupsBefore := countBackups(t, dir, "t1")
+	if o := process(t, d, "t1"); o.taken != n || o.err != nil {
+		t.Fatalf("took %d markers (%v), want %d", o.taken, o.err, n)
+	}
+	if got := countBackups(t, dir, "t1") - backupsBefore; got != 2 {
+		t.Errorf("%d backups added, want 2 (a state write after %d markers, and one at the end)", got, unwrittenMost)
+	}
+	st, err := ws.ReadState("t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.JournalSeq != n+2 {
+		t.Errorf("journal_seq = %d, want %d", st.JournalSeq, n+2)
+	}
 }
 
 func countBackups(t *testing.T, dir, id string) int {

@@ -100,7 +100,7 @@ func journalPath(id string) string { return path.Join(workspace.TaskDir(id), Jou
 // its directory: it takes the task's lock, loads the state (from memory
 // when state.json is still the file last written, else from disk with its
 // journal, recovering a corrupt or missing state.json), then takes the
-// markers chunk by chunk and commits each chunk in one state write. w says
+// markers chunk by chunk and commits them in one state write. w says
 // which markers woke it; recover forces the load from disk (start-up).
 func (t *task) process(ctx context.Context, w wake, recover bool) (out outcome) {
 	d := t.d
