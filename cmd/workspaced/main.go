@@ -136,6 +136,8 @@ func commands() []command {
 		{"validate", "check files against their schemas", cmdValidate},
 		{"locks", "who holds which lock", cmdLocks},
 		{"lock", "run a command under a workspace lock, like flock(1)", cmdLock},
+		{"export", "write a workspace (files or PostgreSQL) as the canonical file tree", cmdExport},
+		{"import", "load a file workspace into PostgreSQL", cmdImport},
 		{"mcp", "serve the workspace to agents over MCP (stdio or HTTP)", cmdMCP},
 		{"token", "bearer tokens of remote agents: add, list, revoke", cmdToken},
 		{"web", "serve the live panel and the HTTP API", cmdWeb},
