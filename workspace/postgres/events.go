@@ -44,7 +44,7 @@ func (s *Store) AppendEvents(taskID string, evs []workspace.Event) error {
 		e.TaskID = taskID
 		times[i], lines[i] = e.Time, workspace.FormatEvent(e)
 	}
-	ctx, cancel := s.bounded()
+	ctx, cancel := s.readCtx()
 	defer cancel()
 	// WITH ORDINALITY keeps the order given: ids are drawn in it.
 	tag, err := s.pool.Exec(ctx, `INSERT INTO events (task_id, time, line)
@@ -65,7 +65,7 @@ func (s *Store) ReadEvents(taskID string) (evs []workspace.Event, bad []error, e
 	if err := workspace.ValidateID("task id", taskID); err != nil {
 		return nil, nil, err
 	}
-	ctx, cancel := s.bounded()
+	ctx, cancel := s.readCtx()
 	defer cancel()
 	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
 		var ok bool
@@ -320,10 +320,4 @@ func (f *follower) advance(now time.Time) {
 		delete(f.gaps, next)
 		f.low = next
 	}
-}
-
-// bounded is the context of a call that was given none: the store's
-// read timeout.
-func (s *Store) bounded() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), 30*time.Second)
 }

@@ -60,7 +60,7 @@ type frictionRow struct{ s *Store }
 func (frictionRow) Name() string { return "friction log (friction table)" }
 
 func (r frictionRow) Read() ([]byte, error) {
-	ctx, cancel := r.s.bounded()
+	ctx, cancel := r.s.readCtx()
 	defer cancel()
 	var doc string
 	err := r.s.pool.QueryRow(ctx, "SELECT doc FROM friction WHERE id = 1").Scan(&doc)

@@ -47,7 +47,7 @@ func (s *Store) Prune(ctx context.Context, req workspace.PruneRequest) (retentio
 		}
 		defer lk.Release()
 	}
-	p := &pruneRun{s: s, req: req, rep: &rep, now: now()}
+	p := &pruneRun{s: s, req: req, rep: &rep, now: s.Now()}
 	infos, err := s.taskInfos(ctx, s.pool, "")
 	if err != nil {
 		return rep, fmt.Errorf("prune: %w", err)
