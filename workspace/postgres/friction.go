@@ -16,7 +16,8 @@ import (
 )
 
 // The friction log is one document, friction/friction.json byte for
-// byte, in the one row of the friction table. friction.Log does all the
+// byte, in its row of the files table (by that path, as an export writes
+// it). friction.Log does all the
 // work it does on files (checking, merging, the detectors' tally, the
 // canonical encoding); frictionRow only reads the row and runs each change
 // as a read-modify-write under the row's lock (SELECT … FOR UPDATE), so
@@ -57,13 +58,16 @@ func (s *Store) NoteFriction(e friction.Entry, isNew bool, tasks []string) {
 // frictionRow is the friction.Storage of a Store.
 type frictionRow struct{ s *Store }
 
-func (frictionRow) Name() string { return "friction log (friction table)" }
+// frictionPath is the log's row in files.
+const frictionPath = "friction/friction.json"
+
+func (frictionRow) Name() string { return "friction log (files row " + frictionPath + ")" }
 
 func (r frictionRow) Read() ([]byte, error) {
 	ctx, cancel := r.s.readCtx()
 	defer cancel()
 	var doc string
-	err := r.s.pool.QueryRow(ctx, "SELECT doc FROM friction WHERE id = 1").Scan(&doc)
+	err := r.s.pool.QueryRow(ctx, "SELECT body FROM files WHERE path = $1", frictionPath).Scan(&doc)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -88,11 +92,11 @@ func (r frictionRow) Update(ctx context.Context, agent string, timeout time.Dura
 		strconv.FormatInt(ms, 10), appName(frictionApp+agent)); err != nil {
 		return fmt.Errorf("update the friction log: %w", err)
 	}
-	if _, err := tx.Exec(ctx, "INSERT INTO friction (id, doc) VALUES (1, '') ON CONFLICT (id) DO NOTHING"); err != nil {
+	if _, err := tx.Exec(ctx, "INSERT INTO files (path, body) VALUES ($1, '') ON CONFLICT (path) DO NOTHING", frictionPath); err != nil {
 		return r.lockErr(ctx, err, timeout)
 	}
 	var doc string
-	if err := tx.QueryRow(ctx, "SELECT doc FROM friction WHERE id = 1 FOR UPDATE").Scan(&doc); err != nil {
+	if err := tx.QueryRow(ctx, "SELECT body FROM files WHERE path = $1 FOR UPDATE", frictionPath).Scan(&doc); err != nil {
 		return r.lockErr(ctx, err, timeout)
 	}
 	var old []byte
@@ -103,7 +107,7 @@ func (r frictionRow) Update(ctx context.Context, agent string, timeout time.Dura
 	if err != nil || data == nil {
 		return err // rolled back: nothing written, no row made
 	}
-	if _, err := tx.Exec(ctx, "UPDATE friction SET doc = $1, updated_at = now() WHERE id = 1", string(data)); err != nil {
+	if _, err := tx.Exec(ctx, "UPDATE files SET body = $2, updated_at = now() WHERE path = $1", frictionPath, string(data)); err != nil {
 		return fmt.Errorf("write the friction log: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {

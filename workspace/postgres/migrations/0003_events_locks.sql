@@ -11,18 +11,6 @@ CREATE TRIGGER events_notify AFTER INSERT ON events
   REFERENCING NEW TABLE AS new_events
   FOR EACH STATEMENT EXECUTE FUNCTION events_notify();
 
--- The friction log is one document, friction/friction.json byte for byte,
--- in the one row of friction: every change is a read-modify-write of it
--- under its row lock. (The table keeps its name, and so its grants.)
-DELETE FROM friction;
-ALTER TABLE friction
-  DROP COLUMN at,
-  DROP COLUMN line,
-  ALTER COLUMN id DROP IDENTITY,
-  ADD COLUMN doc text NOT NULL,
-  ADD COLUMN updated_at timestamptz NOT NULL DEFAULT now(),
-  ADD CONSTRAINT friction_one_row CHECK (id = 1);
-
 -- A named lock is the session advisory lock of key; the row says who
 -- took it last (holder: the JSON of a locking.Holder). The lock is held
 -- while a session holds the advisory lock of the key (pg_locks).
