@@ -42,7 +42,9 @@ func TestPostgresCommands(t *testing.T) {
 	}
 
 	must("", "claim", "--task", "t1", "--subtask", "s1", "--agent", "w1")
-	waitState(t, w, "t1", func(st workspace.State) bool { return st.Subtasks["s1"] != nil && st.Subtasks["s1"].Status == "in_progress" })
+	waitState(t, w, "t1", func(st workspace.State) bool {
+		return st.Subtasks["s1"] != nil && st.Subtasks["s1"].Status == "in_progress"
+	})
 	must(`{"summary":"done one"}`, "output", "write", "--task", "t1", "--subtask", "s1", "--agent", "w1", "--file", "-", "--done")
 	st := waitState(t, w, "t1", func(st workspace.State) bool { return st.Subtasks["s1"].Status == "completed" })
 	if st.Subtasks["s1"].Worker != "w1" {
@@ -52,7 +54,7 @@ func TestPostgresCommands(t *testing.T) {
 		t.Errorf("task show: %s", r.stdout)
 	}
 	r := must("", "events", "--task", "t1")
-	for _, want := range []string{"task_created", "plan_approved", "env_stored", "subtask_completed"} {
+	for _, want := range []string{"task_created", "plan_approved", "env_stored", "work_completed"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("events lack %s:\n%s", want, r.stdout)
 		}
@@ -61,13 +63,20 @@ func TestPostgresCommands(t *testing.T) {
 	// Commands that need a file tree say so, with a way out, and exit 1.
 	for _, args := range [][]string{
 		{"status"}, {"validate"}, {"state", "rebuild", "--task", "t1"}, {"backup", "list", "--task", "t1"},
-		{"locks"}, {"lock", "--task", "t1", "--", "true"}, {"cleanup", "--dry-run"}, {"bench", "--quick"},
-		{"web"}, {"mcp"},
+		{"lock", "--task", "t1", "--name", "n", "--", "true"}, {"bench", "--quick"}, {"web"},
 	} {
 		r := w.run(args...)
 		if r.code != exitFailure || !strings.Contains(r.stderr, "PostgreSQL") && !strings.Contains(r.stderr, "not yet") {
 			t.Errorf("%v on a postgres root: exit %d, want 1 with a clear refusal:\n%s", args, r.code, r.stderr)
 		}
+	}
+
+	// The locks and retention of PostgreSQL answer as on files.
+	if r := must("", "locks"); r.stderr != "" {
+		t.Errorf("locks: %v", r)
+	}
+	if r := must("", "cleanup", "--dry-run"); r.stderr != "" {
+		t.Errorf("cleanup --dry-run: %v", r)
 	}
 }
 
