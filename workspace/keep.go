@@ -162,9 +162,29 @@ func finalErr(op, hint, format string, args ...any) error {
 // task's lock.
 func (w *Workspace) checkOutputOpen(taskID, subtaskID, rel string) error {
 	op := "write output " + rel
+	var state *State
 	st, err := w.ReadState(taskID)
 	switch {
 	case err == nil:
+		state = &st
+	case errors.Is(err, ErrNotFound):
+	default:
+		return fmt.Errorf("%s: read the state to see whether it is final: %w", op, err)
+	}
+	ms, err := w.waitingDone(taskID)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return OutputFinal(subtaskID, rel, state, ms)
+}
+
+// OutputFinal is the conflict of replacing the output rel of subtask
+// subtaskID when it is final: the state (nil before the first) has the
+// subtask completed, or a done marker waiting reports it completed. nil
+// when it may be replaced. Every backend decides with it.
+func OutputFinal(subtaskID, rel string, st *State, waiting []WaitingDone) error {
+	op := "write output " + rel
+	if st != nil {
 		if ss := st.Subtasks[subtaskID]; ss != nil && ss.Status == subtaskCompleted {
 			who := ""
 			if ss.Worker != "" {
@@ -178,18 +198,11 @@ func (w *Workspace) checkOutputOpen(taskID, subtaskID, rel string) error {
 				return finalErr(op, "a finished subtask's output is final", "subtask %s was completed with %s; it is final", id, rel)
 			}
 		}
-	case errors.Is(err, ErrNotFound):
-	default:
-		return fmt.Errorf("%s: read the state to see whether it is final: %w", op, err)
 	}
-	ms, err := w.waitingDone(taskID)
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	for _, m := range ms {
-		if m.marker.OutputFile == rel && (m.marker.Status == "" || m.marker.Status == "completed") {
+	for _, m := range waiting {
+		if m.Marker.OutputFile == rel && (m.Marker.Status == "" || m.Marker.Status == "completed") {
 			return finalErr(op, "wait for the daemon to apply it; if it refuses the marker, write again",
-				"done marker %s reports it completed and waits for the daemon", m.name)
+				"done marker %s reports it completed and waits for the daemon", m.Name)
 		}
 	}
 	return nil
@@ -200,19 +213,31 @@ func (w *Workspace) checkOutputOpen(taskID, subtaskID, rel string) error {
 // lock.
 func (w *Workspace) checkReviewOpen(taskID, rel string) error {
 	op := "write review " + rel
-	hint := "a reported review is final; write the new decision as a review with a new id, and report that one"
 	ms, err := w.waitingDone(taskID)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	for _, m := range ms {
-		if m.marker.OutputFile == rel {
-			return finalErr(op, hint, "done marker %s reported it and waits for the daemon", m.name)
-		}
+	if err := ReviewFinal(rel, ms, 0); err != nil {
+		return err
 	}
 	seq, err := w.journaledProduct(taskID, rel)
 	if err != nil {
 		return fmt.Errorf("%s: read the journal to see whether it was reported: %w", op, err)
+	}
+	return ReviewFinal(rel, nil, seq)
+}
+
+// ReviewFinal is the conflict of replacing the review rel once a done
+// marker reported it: one of waiting names it, or the journal record seq
+// (0 for none) took it without rejecting it. Every backend decides with
+// it.
+func ReviewFinal(rel string, waiting []WaitingDone, seq int64) error {
+	op := "write review " + rel
+	hint := "a reported review is final; write the new decision as a review with a new id, and report that one"
+	for _, m := range waiting {
+		if m.Marker.OutputFile == rel {
+			return finalErr(op, hint, "done marker %s reported it and waits for the daemon", m.Name)
+		}
 	}
 	if seq > 0 {
 		return finalErr(op, hint, "it was reported (journal record %d)", seq)
@@ -220,16 +245,17 @@ func (w *Workspace) checkReviewOpen(taskID, rel string) error {
 	return nil
 }
 
-// waitingMarker is a done marker still in the task directory.
-type waitingMarker struct {
-	name   string
-	marker Marker
+// WaitingDone is a done marker waiting for the daemon: its name and
+// what it says.
+type WaitingDone struct {
+	Name   string
+	Marker Marker
 }
 
 // waitingDone reads the done markers waiting in a task directory. A marker
 // that cannot be read or decoded is passed over: it is still being
 // written, or the daemon will reject it.
-func (w *Workspace) waitingDone(taskID string) ([]waitingMarker, error) {
+func (w *Workspace) waitingDone(taskID string) ([]WaitingDone, error) {
 	dir := TaskDir(taskID)
 	f, err := w.root.Open(dir)
 	if err != nil {
@@ -252,7 +278,7 @@ func (w *Workspace) waitingDone(taskID string) ([]waitingMarker, error) {
 		}
 	}
 	sort.Strings(names)
-	var out []waitingMarker
+	var out []WaitingDone
 	for _, n := range names {
 		data, err := ReadAgentFile(w.root, path.Join(dir, n), int64(w.settings.Limits.MaxFileBytes))
 		if err != nil {
@@ -262,7 +288,7 @@ func (w *Workspace) waitingDone(taskID string) ([]waitingMarker, error) {
 		if CheckDepth(data, w.settings.Limits.MaxDepth) != nil || json.Unmarshal(data, &m) != nil {
 			continue
 		}
-		out = append(out, waitingMarker{name: n, marker: m})
+		out = append(out, WaitingDone{Name: n, Marker: m})
 	}
 	return out, nil
 }

@@ -110,48 +110,60 @@ func (w *Workspace) WriteDone(req DoneRequest) (string, error) {
 	if err := w.requireTask(req.TaskID); err != nil {
 		return "", err
 	}
-	if err := ValidateID("agent", req.Agent); err != nil {
-		return "", err
-	}
-	switch req.Status {
-	case "", "completed", "failed", "cancelled":
-	default:
-		return "", fieldErr(ErrInvalid, "done", FieldStatus, "use completed, failed or cancelled", "unknown status %q", req.Status)
-	}
-	if req.Status == "failed" && req.Error == "" {
-		return "", fieldErr(ErrInvalid, "done", FieldError, "say why the work failed", "a failed marker needs an error")
-	}
-	kind, id, err := ClassifyOutput(req.OutputFile)
+	m, kind, err := DoneMarker(req, w.Now())
 	if err != nil {
-		return "", fieldErr(ErrInvalid, "done", FieldOutputFile, "name the product by its place in the task directory: plan.json, reviews/<id>.json or outputs/<id>.json", "%v", err)
-	}
-	if kind == ProductNone && req.Status != "cancelled" {
-		return "", fieldErr(ErrInvalid, "done", FieldOutputFile, "name the product: plan.json, reviews/<id>.json or outputs/<id>.json", "no output named")
-	}
-	if kind == ProductOutput {
-		if req.SubtaskID == "" {
-			req.SubtaskID = id
-		}
-		if err := ValidateID("subtask id", req.SubtaskID); err != nil {
-			return "", err
-		}
-		if req.SubtaskID != id {
-			return "", fieldErr(ErrInvalid, "done", FieldOutputFile, "name the subtask's own output, outputs/"+req.SubtaskID+".json",
-				"the marker names subtask %s, but %s is subtask %s's output", req.SubtaskID, req.OutputFile, id)
-		}
+		return "", err
 	}
 	if kind != ProductNone {
 		if err := w.ValidateProduct(req.TaskID, req.OutputFile); err != nil {
 			return "", err
 		}
 	}
-	now := w.Now()
+	return w.writeMarker(req.TaskID, DonePrefix, req.Agent, *m.CompletedAt, m)
+}
+
+// DoneMarker checks req and builds the done marker it drops at time now,
+// with the kind of product it names (ProductNone for none); the product
+// itself is for the caller to validate. Every backend drops done markers
+// with it.
+func DoneMarker(req DoneRequest, now time.Time) (Marker, string, error) {
+	if err := ValidateID("agent", req.Agent); err != nil {
+		return Marker{}, "", err
+	}
+	switch req.Status {
+	case "", "completed", "failed", "cancelled":
+	default:
+		return Marker{}, "", fieldErr(ErrInvalid, "done", FieldStatus, "use completed, failed or cancelled", "unknown status %q", req.Status)
+	}
+	if req.Status == "failed" && req.Error == "" {
+		return Marker{}, "", fieldErr(ErrInvalid, "done", FieldError, "say why the work failed", "a failed marker needs an error")
+	}
+	kind, id, err := ClassifyOutput(req.OutputFile)
+	if err != nil {
+		return Marker{}, "", fieldErr(ErrInvalid, "done", FieldOutputFile, "name the product by its place in the task directory: plan.json, reviews/<id>.json or outputs/<id>.json", "%v", err)
+	}
+	if kind == ProductNone && req.Status != "cancelled" {
+		return Marker{}, "", fieldErr(ErrInvalid, "done", FieldOutputFile, "name the product: plan.json, reviews/<id>.json or outputs/<id>.json", "no output named")
+	}
+	if kind == ProductOutput {
+		if req.SubtaskID == "" {
+			req.SubtaskID = id
+		}
+		if err := ValidateID("subtask id", req.SubtaskID); err != nil {
+			return Marker{}, "", err
+		}
+		if req.SubtaskID != id {
+			return Marker{}, "", fieldErr(ErrInvalid, "done", FieldOutputFile, "name the subtask's own output, outputs/"+req.SubtaskID+".json",
+				"the marker names subtask %s, but %s is subtask %s's output", req.SubtaskID, req.OutputFile, id)
+		}
+	}
 	m := Marker{AgentID: req.Agent, SubtaskID: req.SubtaskID, OutputFile: req.OutputFile, Status: req.Status,
 		Error: req.Error, Escalate: req.Escalate, CompletedAt: &now}
 	if m.Status == "" {
 		m.Status = "completed"
 	}
-	return w.writeMarker(req.TaskID, DonePrefix, req.Agent, now, m)
+	return m, kind, nil
+
 }
 
 func (w *Workspace) writeMarker(taskID, prefix, agent string, now time.Time, m Marker) (string, error) {

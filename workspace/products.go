@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path"
 	"strconv"
+	"time"
 
 	"github.com/workspaced/workspaced/schemas"
 )
@@ -17,10 +18,16 @@ import (
 // exact) and re-encoded canonically, keys sorted.
 
 func (w *Workspace) parseDoc(what string, data []byte) (map[string]any, error) {
-	if len(data) > w.settings.Limits.ValueMaxBytes*16 {
+	return parseDoc(what, data, w.settings.Limits)
+}
+
+// parseDoc decodes an agent's document as a generic object within the
+// limits.
+func parseDoc(what string, data []byte, limits LimitSettings) (map[string]any, error) {
+	if len(data) > limits.ValueMaxBytes*16 {
 		return nil, invalidf(what, "", "document is %d bytes, over the limit", len(data))
 	}
-	if err := CheckDepth(data, w.settings.Limits.MaxDepth); err != nil {
+	if err := CheckDepth(data, limits.MaxDepth); err != nil {
 		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -73,7 +80,6 @@ func (w *Workspace) WritePlan(ctx context.Context, taskID, agent string, data []
 	// Read the current version, build and check the new one completely,
 	// and only then write: a refused plan leaves plan.json and plans/
 	// untouched.
-	version := 1
 	var old Plan
 	prev, err := w.ReadFile(name)
 	switch {
@@ -81,36 +87,11 @@ func (w *Workspace) WritePlan(ctx context.Context, taskID, agent string, data []
 		if err := decodeStrict(name, prev, w.settings.Limits.MaxDepth, &old); err != nil {
 			return Plan{}, fmt.Errorf("read current plan: %w", err)
 		}
-		version = old.Version + 1
 	case !errors.Is(err, ErrNotFound):
 		return Plan{}, fmt.Errorf("read current plan: %w", err)
 	}
-	if err := agree("write plan of task "+taskID, m, "task_id", taskID, "the task it is written for"); err != nil {
-		return Plan{}, err
-	}
-	m["version"] = version
-	m["task_id"] = taskID
-	if _, ok := m["id"]; !ok {
-		m["id"] = "plan_" + taskID
-	}
-	if _, ok := m["created_at"]; !ok {
-		m["created_at"] = w.Now().Format(TimeFormat)
-	}
-	if _, ok := m["created_by"]; !ok {
-		m["created_by"] = agent
-	}
-	if id, _ := m["id"].(string); ValidateID("plan id", id) != nil {
-		return Plan{}, ValidateID("plan id", id)
-	}
-	out, err := marshalValidated(schemas.KindPlan, m)
+	out, p, err := BuildPlan(taskID, agent, m, old.Version+1, w.Now())
 	if err != nil {
-		return Plan{}, err
-	}
-	var p Plan
-	if err := json.Unmarshal(out, &p); err != nil {
-		return Plan{}, &Error{Kind: ErrInvalid, Op: "plan", Err: err}
-	}
-	if err := checkPlan(p); err != nil {
 		return Plan{}, err
 	}
 	if prev != nil {
@@ -136,6 +117,49 @@ func (w *Workspace) WritePlan(ctx context.Context, taskID, agent string, data []
 		return Plan{}, err
 	}
 	return p, nil
+}
+
+// BuildPlan makes m, a plan an agent wrote for task taskID, version
+// version of the plan: it fills version, task_id and (when missing) id,
+// created_at (now) and created_by (agent), and checks the result against
+// the schema and the state machine's rules. It returns the plan's bytes as
+// kept and the plan. Every backend writes plans with it.
+func BuildPlan(taskID, agent string, m map[string]any, version int, now time.Time) ([]byte, Plan, error) {
+	if err := agree("write plan of task "+taskID, m, "task_id", taskID, "the task it is written for"); err != nil {
+		return nil, Plan{}, err
+	}
+	m["version"] = version
+	m["task_id"] = taskID
+	if _, ok := m["id"]; !ok {
+		m["id"] = "plan_" + taskID
+	}
+	if _, ok := m["created_at"]; !ok {
+		m["created_at"] = now.Format(TimeFormat)
+	}
+	if _, ok := m["created_by"]; !ok {
+		m["created_by"] = agent
+	}
+	if id, _ := m["id"].(string); ValidateID("plan id", id) != nil {
+		return nil, Plan{}, ValidateID("plan id", id)
+	}
+	out, err := marshalValidated(schemas.KindPlan, m)
+	if err != nil {
+		return nil, Plan{}, err
+	}
+	var p Plan
+	if err := json.Unmarshal(out, &p); err != nil {
+		return nil, Plan{}, &Error{Kind: ErrInvalid, Op: "plan", Err: err}
+	}
+	if err := checkPlan(p); err != nil {
+		return nil, Plan{}, err
+	}
+	return out, p, nil
+}
+
+// ParseDoc decodes an agent's document (a plan, output or review) as a
+// generic object, numbers kept exact, within the limits.
+func ParseDoc(what string, data []byte, limits LimitSettings) (map[string]any, error) {
+	return parseDoc(what, data, limits)
 }
 
 // checkPlan refuses plans the state machine cannot run: duplicate or bad
@@ -221,20 +245,7 @@ func (w *Workspace) WriteOutput(taskID, subtaskID, agent string, data []byte) (s
 	if err != nil {
 		return "", err
 	}
-	rel := path.Join("outputs", subtaskID+".json")
-	op := "write output " + rel
-	if err := agree(op, m, "subtask_id", subtaskID, "the subtask it is written for"); err != nil {
-		return "", err
-	}
-	if err := agree(op, m, "worker_id", agent, "the agent writing it"); err != nil {
-		return "", err
-	}
-	m["subtask_id"] = subtaskID
-	m["worker_id"] = agent
-	if _, ok := m["completed_at"]; !ok {
-		m["completed_at"] = w.Now().Format(TimeFormat)
-	}
-	out, err := marshalValidated(schemas.KindOutput, m)
+	rel, out, err := BuildOutput(subtaskID, agent, m, w.Now())
 	if err != nil {
 		return "", err
 	}
@@ -292,25 +303,7 @@ func (w *Workspace) WriteReview(taskID, reviewID, agent string, data []byte) (st
 	if err != nil {
 		return "", err
 	}
-	rel := path.Join("reviews", reviewID+".json")
-	op := "write review " + rel
-	if err := agree(op, m, "id", reviewID, "the review id it is written as"); err != nil {
-		return "", err
-	}
-	m["id"] = reviewID
-	if agent != "" {
-		if err := ValidateID("agent", agent); err != nil {
-			return "", err
-		}
-		if err := agree(op, m, "reviewer", agent, "the agent writing it"); err != nil {
-			return "", err
-		}
-		m["reviewer"] = agent
-	}
-	if _, ok := m["reviewed_at"]; !ok {
-		m["reviewed_at"] = w.Now().Format(TimeFormat)
-	}
-	out, err := marshalValidated(schemas.KindReview, m)
+	rel, out, err := BuildReview(reviewID, agent, m, w.Now())
 	if err != nil {
 		return "", err
 	}
@@ -326,4 +319,54 @@ func (w *Workspace) WriteReview(taskID, reviewID, agent string, data []byte) (st
 		return "", err
 	}
 	return rel, nil
+}
+
+// BuildOutput makes m, an output agent wrote for subtask subtaskID, the
+// document kept as outputs/<subtask>.json: it fills subtask_id, worker_id
+// and (when missing) completed_at, refuses a document naming another
+// subtask or agent, and checks the schema. It returns the output's name
+// and bytes. Every backend writes outputs with it.
+func BuildOutput(subtaskID, agent string, m map[string]any, now time.Time) (string, []byte, error) {
+	rel := path.Join("outputs", subtaskID+".json")
+	op := "write output " + rel
+	if err := agree(op, m, "subtask_id", subtaskID, "the subtask it is written for"); err != nil {
+		return "", nil, err
+	}
+	if err := agree(op, m, "worker_id", agent, "the agent writing it"); err != nil {
+		return "", nil, err
+	}
+	m["subtask_id"] = subtaskID
+	m["worker_id"] = agent
+	if _, ok := m["completed_at"]; !ok {
+		m["completed_at"] = now.Format(TimeFormat)
+	}
+	out, err := marshalValidated(schemas.KindOutput, m)
+	return rel, out, err
+}
+
+// BuildReview makes m, a review agent (may be "") wrote as reviewID, the
+// document kept as reviews/<id>.json: it fills id, reviewer and (when
+// missing) reviewed_at, refuses a document saying otherwise, and checks
+// the schema. Every backend writes reviews with it.
+func BuildReview(reviewID, agent string, m map[string]any, now time.Time) (string, []byte, error) {
+	rel := path.Join("reviews", reviewID+".json")
+	op := "write review " + rel
+	if err := agree(op, m, "id", reviewID, "the review id it is written as"); err != nil {
+		return "", nil, err
+	}
+	m["id"] = reviewID
+	if agent != "" {
+		if err := ValidateID("agent", agent); err != nil {
+			return "", nil, err
+		}
+		if err := agree(op, m, "reviewer", agent, "the agent writing it"); err != nil {
+			return "", nil, err
+		}
+		m["reviewer"] = agent
+	}
+	if _, ok := m["reviewed_at"]; !ok {
+		m["reviewed_at"] = now.Format(TimeFormat)
+	}
+	out, err := marshalValidated(schemas.KindReview, m)
+	return rel, out, err
 }

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/workspaced/workspaced/schemas"
 )
@@ -39,44 +40,27 @@ func NewID(prefix string) string {
 // created with mkdir, so two creators of one id cannot both succeed: the
 // second gets ErrConflict.
 func (w *Workspace) CreateTask(ctx context.Context, req NewTaskRequest) (Task, error) {
-	if req.ID == "" {
-		req.ID = NewID("task")
-	}
-	if err := w.checkTask(req.ID); err != nil {
-		return Task{}, err
-	}
-	if strings.TrimSpace(req.Description) == "" {
-		return Task{}, fieldErr(ErrInvalid, "create task", FieldDescription, "say what the task is", "the description is empty")
-	}
-	if req.SubmittedBy == "" {
-		req.SubmittedBy = "human"
-	}
-	if req.To == "" {
-		req.To = "coordinator"
-	}
-	for _, who := range []struct{ what, id string }{{"submitted-by", req.SubmittedBy}, {"to", req.To}} {
-		if err := ValidateID(who.what, who.id); err != nil {
+	if req.ID != "" {
+		if err := w.checkTask(req.ID); err != nil {
 			return Task{}, err
 		}
 	}
-	now := w.Now()
-	t := Task{ID: req.ID, CreatedAt: now, Description: req.Description, Context: req.Context,
-		Constraints: req.Constraints, Priority: req.Priority, SubmittedBy: req.SubmittedBy}
-	data, err := marshalValidated(schemas.KindTask, t)
+	t, data, root, err := NewTask(req, w.Now())
 	if err != nil {
 		return Task{}, err
 	}
+	req.ID, req.SubmittedBy = t.ID, t.SubmittedBy
+	now := t.CreatedAt
 	if err := w.root.MkdirAll("tasks", w.DirPerm()); err != nil {
 		return Task{}, fmt.Errorf("create tasks/: %w", err)
 	}
 	dir := TaskDir(req.ID)
 	if err := w.root.Mkdir(dir, w.DirPerm()); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return Task{}, fieldErr(ErrConflict, "create task "+req.ID, FieldID, "choose another id, or leave it out to get a fresh one", "a task with this id exists")
+			return Task{}, TaskExists(req.ID)
 		}
 		return Task{}, fmt.Errorf("create task %s: %w", req.ID, err)
 	}
-	root := Thread{ID: req.ID, TaskID: req.ID, From: req.SubmittedBy, To: req.To, Message: req.Description, CreatedAt: now, Status: "active"}
 	if err := w.WriteJSON(path.Join(dir, "threads", req.ID+".json"), root); err != nil {
 		return Task{}, err
 	}
@@ -86,6 +70,45 @@ func (w *Workspace) CreateTask(ctx context.Context, req NewTaskRequest) (Task, e
 	}
 	_ = w.AppendEvent(Event{Time: now, Name: "task_created", TaskID: req.ID, Attrs: map[string]string{"by": req.SubmittedBy}})
 	return t, nil
+}
+
+// NewTask checks req and builds what creating it writes at time now: the
+// task, task.json's bytes and the root thread. An empty id gets a fresh
+// one. Every backend creates tasks with it.
+func NewTask(req NewTaskRequest, now time.Time) (Task, []byte, Thread, error) {
+	if req.ID == "" {
+		req.ID = NewID("task")
+	}
+	if err := ValidateID("task id", req.ID); err != nil {
+		return Task{}, nil, Thread{}, err
+	}
+	if strings.TrimSpace(req.Description) == "" {
+		return Task{}, nil, Thread{}, fieldErr(ErrInvalid, "create task", FieldDescription, "say what the task is", "the description is empty")
+	}
+	if req.SubmittedBy == "" {
+		req.SubmittedBy = "human"
+	}
+	if req.To == "" {
+		req.To = "coordinator"
+	}
+	for _, who := range []struct{ what, id string }{{"submitted-by", req.SubmittedBy}, {"to", req.To}} {
+		if err := ValidateID(who.what, who.id); err != nil {
+			return Task{}, nil, Thread{}, err
+		}
+	}
+	t := Task{ID: req.ID, CreatedAt: now, Description: req.Description, Context: req.Context,
+		Constraints: req.Constraints, Priority: req.Priority, SubmittedBy: req.SubmittedBy}
+	data, err := marshalValidated(schemas.KindTask, t)
+	if err != nil {
+		return Task{}, nil, Thread{}, err
+	}
+	root := Thread{ID: req.ID, TaskID: req.ID, From: req.SubmittedBy, To: req.To, Message: req.Description, CreatedAt: now, Status: "active"}
+	return t, data, root, nil
+}
+
+// TaskExists is the conflict of creating a task whose id is taken.
+func TaskExists(id string) error {
+	return fieldErr(ErrConflict, "create task "+id, FieldID, "choose another id, or leave it out to get a fresh one", "a task with this id exists")
 }
 
 // GetTask reads task.json.

@@ -8,6 +8,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/workspaced/workspaced/schemas"
 )
@@ -41,19 +42,9 @@ func (w *Workspace) NewThread(ctx context.Context, req NewThreadRequest) (Thread
 	if err := w.requireTask(req.TaskID); err != nil {
 		return Thread{}, err
 	}
-	if req.ID == "" {
-		req.ID = NewID("th")
-	}
-	if req.ParentID == "" {
-		req.ParentID = req.TaskID
-	}
-	if req.Status == "" {
-		req.Status = "active"
-	}
-	for _, c := range []struct{ what, id string }{{"thread id", req.ID}, {"parent thread id", req.ParentID}, {"from", req.From}, {"to", req.To}} {
-		if err := ValidateID(c.what, c.id); err != nil {
-			return Thread{}, err
-		}
+	req, err := CheckThreadRequest(req)
+	if err != nil {
+		return Thread{}, err
 	}
 	if _, err := w.GetThread(req.TaskID, req.ParentID); err != nil {
 		return Thread{}, fmt.Errorf("thread %s: parent: %w", req.ID, err)
@@ -65,13 +56,10 @@ func (w *Workspace) NewThread(ctx context.Context, req NewThreadRequest) (Thread
 	}
 	defer l.Release()
 	if w.exists(name) {
-		return Thread{}, fieldErr(ErrConflict, "new thread "+req.ID, FieldID, "choose another id, or leave it out to get a fresh one", "a thread with this id exists in task %s", req.TaskID)
+		return Thread{}, ThreadExists(req.TaskID, req.ID)
 	}
 	now := w.Now()
-	t := Thread{ID: req.ID, ParentID: req.ParentID, TaskID: req.TaskID, From: req.From, To: req.To, Message: req.Message,
-		CreatedAt: now, Status: req.Status, Concern: req.Concern, Approach: req.Approach, Buffers: req.Buffers,
-		SkillTags: req.SkillTags, PrimaryMode: req.PrimaryMode}
-	data, err := marshalValidated(schemas.KindThread, t)
+	t, data, err := BuildThread(req, now)
 	if err != nil {
 		return Thread{}, err
 	}
@@ -80,6 +68,75 @@ func (w *Workspace) NewThread(ctx context.Context, req NewThreadRequest) (Thread
 	}
 	_ = w.AppendEvent(Event{Time: now, Name: "thread_created", TaskID: req.TaskID, Args: []string{req.ID}, Attrs: map[string]string{"from": req.From, "to": req.To, "parent": req.ParentID}})
 	return t, nil
+}
+
+// CheckThreadRequest fills req's defaults (a fresh id, the root thread as
+// parent, status active) and checks its ids. Every backend starts threads
+// with it, then BuildThread.
+func CheckThreadRequest(req NewThreadRequest) (NewThreadRequest, error) {
+	if req.ID == "" {
+		req.ID = NewID("th")
+	}
+	if req.ParentID == "" {
+		req.ParentID = req.TaskID
+	}
+	if req.Status == "" {
+		req.Status = "active"
+	}
+	for _, c := range []struct{ what, id string }{{"thread id", req.ID}, {"parent thread id", req.ParentID}, {"from", req.From}, {"to", req.To}} {
+		if err := ValidateID(c.what, c.id); err != nil {
+			return req, err
+		}
+	}
+	return req, nil
+}
+
+// BuildThread is the thread req (checked) starts at time now, and its
+// document's bytes.
+func BuildThread(req NewThreadRequest, now time.Time) (Thread, []byte, error) {
+	t := Thread{ID: req.ID, ParentID: req.ParentID, TaskID: req.TaskID, From: req.From, To: req.To, Message: req.Message,
+		CreatedAt: now, Status: req.Status, Concern: req.Concern, Approach: req.Approach, Buffers: req.Buffers,
+		SkillTags: req.SkillTags, PrimaryMode: req.PrimaryMode}
+	data, err := ThreadDoc(t)
+	return t, data, err
+}
+
+// ThreadDoc is a thread's document, checked against its schema.
+func ThreadDoc(t Thread) ([]byte, error) { return marshalValidated(schemas.KindThread, t) }
+
+// ThreadExists is the conflict of starting a thread whose id is taken.
+func ThreadExists(taskID, id string) error {
+	return fieldErr(ErrConflict, "new thread "+id, FieldID, "choose another id, or leave it out to get a fresh one", "a thread with this id exists in task %s", taskID)
+}
+
+// NoSuchThread is the error of a thread a task does not hold.
+func NoSuchThread(taskID, id string) error {
+	return notFoundf("thread "+id, "list task "+taskID+"'s threads to see which exist", "no such thread in task %s", taskID)
+}
+
+// ThreadNotResolved is the error of a thread id no task holds.
+func ThreadNotResolved(id string) error {
+	return fieldErr(ErrNotFound, "thread "+id, FieldTask, "create the thread first, or name the task it belongs to", "no task holds this thread")
+}
+
+// ApplyThreadUpdate sets the fields u gives on t.
+func ApplyThreadUpdate(t *Thread, u ThreadUpdate) {
+	set := func(dst *string, v *string) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&t.Status, u.Status)
+	set(&t.Concern, u.Concern)
+	set(&t.Approach, u.Approach)
+	set(&t.Progress, u.Progress)
+	set(&t.PrimaryMode, u.PrimaryMode)
+	if u.Buffers != nil {
+		t.Buffers = *u.Buffers
+	}
+	if u.SkillTags != nil {
+		t.SkillTags = *u.SkillTags
+	}
 }
 
 // GetThread reads one thread of a task.
@@ -93,7 +150,7 @@ func (w *Workspace) GetThread(taskID, id string) (Thread, error) {
 	var t Thread
 	err := w.readJSON(threadPath(taskID, id), &t)
 	if errors.Is(err, ErrNotFound) {
-		return Thread{}, notFoundf("thread "+id, "list task "+taskID+"'s threads to see which exist", "no such thread in task %s", taskID)
+		return Thread{}, NoSuchThread(taskID, id)
 	}
 	if err != nil {
 		return Thread{}, err
@@ -125,7 +182,7 @@ func (w *Workspace) ResolveThread(threadID string) (string, error) {
 			return id, nil
 		}
 	}
-	return "", fieldErr(ErrNotFound, "thread "+threadID, FieldTask, "create the thread first, or name the task it belongs to", "no task holds this thread")
+	return "", ThreadNotResolved(threadID)
 }
 
 // ListThreads returns a task's threads sorted by creation time then id.
@@ -203,22 +260,7 @@ type ThreadUpdate struct {
 // UpdateThread changes the working fields of a thread under its lock.
 func (w *Workspace) UpdateThread(ctx context.Context, taskID, id, agent string, u ThreadUpdate) (Thread, error) {
 	return w.ModifyThread(ctx, taskID, id, agent, func(t *Thread) (bool, error) {
-		set := func(dst *string, v *string) {
-			if v != nil {
-				*dst = *v
-			}
-		}
-		set(&t.Status, u.Status)
-		set(&t.Concern, u.Concern)
-		set(&t.Approach, u.Approach)
-		set(&t.Progress, u.Progress)
-		set(&t.PrimaryMode, u.PrimaryMode)
-		if u.Buffers != nil {
-			t.Buffers = *u.Buffers
-		}
-		if u.SkillTags != nil {
-			t.SkillTags = *u.SkillTags
-		}
+		ApplyThreadUpdate(t, u)
 		return true, nil
 	})
 }
@@ -254,7 +296,7 @@ func (w *Workspace) ModifyThread(ctx context.Context, taskID, id, agent string, 
 		return t, err
 	}
 	t.UpdatedAt = w.Now()
-	data, err := marshalValidated(schemas.KindThread, t)
+	data, err := ThreadDoc(t)
 	if err != nil {
 		return Thread{}, err
 	}

@@ -49,7 +49,7 @@ func newPGWS(t *testing.T) *pgws {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s.Close)
+	t.Cleanup(func() { _ = s.Close() })
 	w.s = s
 	return w
 }
@@ -137,7 +137,7 @@ func (w *pgws) leader(pid int, within time.Duration) int64 {
 func (w *pgws) plan(id string, n int) {
 	w.t.Helper()
 	ctx := context.Background()
-	if err := w.s.CreateTask(ctx, workspace.Task{ID: id, Description: "burst"}); err != nil {
+	if err := w.s.PutTask(ctx, workspace.Task{ID: id, Description: "burst"}); err != nil {
 		w.t.Fatal(err)
 	}
 	p := workspace.Plan{ID: "p1", TaskID: id, Version: 1, CreatedAt: time.Now().UTC(), CreatedBy: "planner"}
@@ -217,7 +217,7 @@ func (w *pgws) waitApplied(tasks []string, within time.Duration) {
 		_ = w.s.Pool().QueryRow(ctx, "SELECT count(*) FROM markers").Scan(&waiting)
 		done := waiting == 0
 		for _, id := range tasks {
-			if st, err := w.s.ReadState(ctx, id); err != nil || st.Status != "completed" {
+			if st, err := w.s.ReadState(id); err != nil || st.Status != "completed" {
 				done = false
 			}
 		}
@@ -268,7 +268,7 @@ func (w *pgws) checkExactlyOnce(tasks []string, subs int) map[string][]int64 {
 				w.t.Fatalf("task %s: marker %s journaled %d times", id, name, c)
 			}
 		}
-		recs, err := w.s.ReadJournal(ctx, id)
+		recs, err := w.s.ReadJournal(id)
 		if err != nil {
 			w.t.Fatal(err)
 		}
@@ -277,7 +277,7 @@ func (w *pgws) checkExactlyOnce(tasks []string, subs int) map[string][]int64 {
 				w.t.Fatalf("task %s: record %d rejected: %s", id, r.Seq, r.Rejected)
 			}
 		}
-		st, err := w.s.ReadState(ctx, id)
+		st, err := w.s.ReadState(id)
 		if err != nil {
 			w.t.Fatal(err)
 		}
@@ -286,7 +286,7 @@ func (w *pgws) checkExactlyOnce(tasks []string, subs int) map[string][]int64 {
 		if err := schemas.Validate(schemas.KindState, []byte(doc)); err != nil {
 			w.t.Fatalf("task %s: state does not validate: %v", id, err)
 		}
-		task, err := w.s.GetTask(ctx, id)
+		task, err := w.s.GetTask(id)
 		if err != nil {
 			w.t.Fatal(err)
 		}
@@ -612,7 +612,7 @@ func TestPostgresPythonWorkers(t *testing.T) {
 	}
 	wg.Wait()
 	w.waitApplied([]string{"py"}, 30*time.Second)
-	st, err := w.s.ReadState(context.Background(), "py")
+	st, err := w.s.ReadState("py")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,9 +25,10 @@ import (
 // now is the store's clock, to the millisecond as in the tree.
 func now() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
 
-// CreateTask stores task t (its id checked, its document validated);
-// ErrConflict when a task of that id exists.
-func (s *Store) CreateTask(ctx context.Context, t workspace.Task) error {
+// PutTask stores task t as it is (its id checked, its document
+// validated); ErrConflict when a task of that id exists. CreateTask is
+// the Store's way, from a request.
+func (s *Store) PutTask(ctx context.Context, t workspace.Task) error {
 	if err := workspace.ValidateID("task id", t.ID); err != nil {
 		return err
 	}
@@ -96,7 +97,9 @@ func suffix() string {
 
 // ReadState returns the task's state as the daemon last wrote it;
 // ErrNotFound before the first write.
-func (s *Store) ReadState(ctx context.Context, taskID string) (workspace.State, error) {
+func (s *Store) ReadState(taskID string) (workspace.State, error) {
+	ctx, cancel := s.readCtx()
+	defer cancel()
 	var doc string
 	err := s.pool.QueryRow(ctx, "SELECT doc FROM states WHERE task_id = $1", taskID).Scan(&doc)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -106,16 +109,14 @@ func (s *Store) ReadState(ctx context.Context, taskID string) (workspace.State, 
 	if err != nil {
 		return workspace.State{}, err
 	}
-	var st workspace.State
-	if err := json.Unmarshal([]byte(doc), &st); err != nil {
-		return st, fmt.Errorf("state of task %s: %w", taskID, err)
-	}
-	return st, nil
+	return decodeState(taskID, doc)
 }
 
 // ReadJournal returns the records the daemon took for a task, in
 // sequence order.
-func (s *Store) ReadJournal(ctx context.Context, taskID string) ([]workspace.JournalRecord, error) {
+func (s *Store) ReadJournal(taskID string) ([]workspace.JournalRecord, error) {
+	ctx, cancel := s.readCtx()
+	defer cancel()
 	rows, err := s.pool.Query(ctx, "SELECT record FROM journal WHERE task_id = $1 ORDER BY seq", taskID)
 	if err != nil {
 		return nil, err
@@ -131,7 +132,9 @@ func (s *Store) ReadJournal(ctx context.Context, taskID string) ([]workspace.Jou
 }
 
 // GetTask returns a task's definition.
-func (s *Store) GetTask(ctx context.Context, id string) (workspace.Task, error) {
+func (s *Store) GetTask(id string) (workspace.Task, error) {
+	ctx, cancel := s.readCtx()
+	defer cancel()
 	var doc string
 	var t workspace.Task
 	err := s.pool.QueryRow(ctx, "SELECT doc FROM tasks WHERE id = $1", id).Scan(&doc)

@@ -38,7 +38,7 @@ func BenchmarkFloorUpsert1KiB(b *testing.B) {
 func BenchmarkEnvStore1KiB(b *testing.B) {
 	ctx := context.Background()
 	s, _ := newStore(b)
-	if err := s.CreateTask(ctx, workspace.Task{ID: "t1", Description: "bench"}); err != nil {
+	if err := s.PutTask(ctx, workspace.Task{ID: "t1", Description: "bench"}); err != nil {
 		b.Fatal(err)
 	}
 	sc := workspace.Scope{Kind: workspace.ScopeThread, TaskID: "t1"}
@@ -147,7 +147,7 @@ func BenchmarkEnvStoreVsFloor(b *testing.B) {
 	if _, err := s.pool.Exec(ctx, "CREATE TABLE floor (k text PRIMARY KEY, v text NOT NULL)"); err != nil {
 		b.Fatal(err)
 	}
-	if err := s.CreateTask(ctx, workspace.Task{ID: "t1", Description: "bench"}); err != nil {
+	if err := s.PutTask(ctx, workspace.Task{ID: "t1", Description: "bench"}); err != nil {
 		b.Fatal(err)
 	}
 	sc := workspace.Scope{Kind: workspace.ScopeThread, TaskID: "t1"}

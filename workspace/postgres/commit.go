@@ -173,6 +173,12 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, taskID string, max int, e
 // lockState reads a task's state for update: the row when the daemon
 // wrote one (prev its bytes), else the initial state of the task.
 func (s *Store) lockState(ctx context.Context, tx pgx.Tx, taskID string) (st workspace.State, prev string, err error) {
+	// The task's row FOR SHARE first: a product writer (lockTask) holds
+	// it FOR NO KEY UPDATE while it decides whether a product is final.
+	var one int
+	if err := tx.QueryRow(ctx, "SELECT 1 FROM tasks WHERE id = $1 FOR SHARE", taskID).Scan(&one); err != nil {
+		return st, "", fmt.Errorf("lock task %s: %w", taskID, err)
+	}
 	err = tx.QueryRow(ctx, "SELECT doc FROM states WHERE task_id = $1 FOR UPDATE", taskID).Scan(&prev)
 	if err == nil {
 		if err := json.Unmarshal([]byte(prev), &st); err != nil {

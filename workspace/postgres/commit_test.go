@@ -21,7 +21,7 @@ import (
 func plannedTask(t testing.TB, s *Store, id string, n int, epoch int64) {
 	t.Helper()
 	ctx := context.Background()
-	if err := s.CreateTask(ctx, workspace.Task{ID: id, Description: "test task"}); err != nil {
+	if err := s.PutTask(ctx, workspace.Task{ID: id, Description: "test task"}); err != nil {
 		t.Fatal(err)
 	}
 	p := workspace.Plan{ID: "p1", TaskID: id, Version: 1, CreatedAt: now(), CreatedBy: "planner"}
@@ -34,7 +34,7 @@ func plannedTask(t testing.TB, s *Store, id string, n int, epoch int64) {
 	put(t, s, id, "reviews/r1.json", workspace.Review{ID: "r1", Type: "plan_review", Reviewer: "reviewer", ReviewedAt: &at, Verdict: "approved"})
 	drop(t, s, id, workspace.KindDone, workspace.Marker{AgentID: "reviewer", OutputFile: "reviews/r1.json", Status: "completed"})
 	commitAll(t, s, id, epoch)
-	st, err := s.ReadState(ctx, id)
+	st, err := s.ReadState(id)
 	if err != nil || st.Phase != machine.PhaseWorkInProgress {
 		t.Fatalf("task %s after plan and review: phase %q, %v; errors %v", id, st.Phase, err, st.Errors)
 	}
@@ -89,16 +89,15 @@ func lead(t testing.TB, s *Store, holder string) int64 {
 // state written.
 func checkRebuild(t *testing.T, s *Store, id string) workspace.State {
 	t.Helper()
-	ctx := context.Background()
-	st, err := s.ReadState(ctx, id)
+	st, err := s.ReadState(id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	task, err := s.GetTask(ctx, id)
+	task, err := s.GetTask(id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := s.ReadJournal(ctx, id)
+	recs, err := s.ReadJournal(id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +194,7 @@ func TestCommitFenced(t *testing.T) {
 	if err := s.Renew(ctx, s.pool, old, time.Minute); !errors.Is(err, ErrFenced) {
 		t.Fatalf("renew of the old epoch: %v, want ErrFenced", err)
 	}
-	st, _ := s.ReadState(ctx, "t1")
+	st, _ := s.ReadState("t1")
 	if st.JournalSeq != 2 {
 		t.Fatalf("journal_seq %d after the fenced commit, want 2", st.JournalSeq)
 	}
@@ -238,7 +237,7 @@ func TestBadMarkers(t *testing.T) {
 	if n := commitAll(t, s, "t1", epoch); n != len(cases) {
 		t.Fatalf("took %d, want %d", n, len(cases))
 	}
-	recs, err := s.ReadJournal(ctx, "t1")
+	recs, err := s.ReadJournal("t1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +295,7 @@ func TestServeTakesEveryMarkerOnce(t *testing.T) {
 	for i := range tasks {
 		id := fmt.Sprintf("t%d", i)
 		for {
-			st, err := s.ReadState(ctx, id)
+			st, err := s.ReadState(id)
 			if err == nil && st.Status == "completed" {
 				break
 			}

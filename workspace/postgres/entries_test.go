@@ -17,7 +17,7 @@ import (
 func TestEntriesInjection(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t)
-	if err := s.CreateTask(ctx, workspace.Task{ID: "t1", Description: "x"}); err != nil {
+	if err := s.PutTask(ctx, workspace.Task{ID: "t1", Description: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	keys := []string{`'); DROP TABLE entries; --`, `"; DELETE FROM states; --`, `x' OR '1'='1`, `$1`, `\\'`, "ключ", "a/b/../c"}
@@ -54,7 +54,7 @@ func TestEntriesInjection(t *testing.T) {
 func TestEntriesErrors(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t)
-	if err := s.CreateTask(ctx, workspace.Task{ID: "t1", Description: "x"}); err != nil {
+	if err := s.PutTask(ctx, workspace.Task{ID: "t1", Description: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	sc := workspace.Scope{Kind: workspace.ScopeThread, TaskID: "t1"}

@@ -142,7 +142,7 @@ func connect(ctx context.Context, root string) (*Store, error) {
 }
 
 // Close closes the pool.
-func (s *Store) Close() { s.pool.Close() }
+func (s *Store) Close() error { s.pool.Close(); return nil }
 
 // Pool is the store's connection pool.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }

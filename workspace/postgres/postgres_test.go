@@ -37,7 +37,7 @@ func newStore(t testing.TB) (*Store, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s.Close)
+	t.Cleanup(func() { _ = s.Close() })
 	return s, root
 }
 

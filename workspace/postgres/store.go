@@ -1,0 +1,27 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// A *Store is a workspace.Store: the CLI, the MCP server and the demo go
+// through it as through the file tree.
+var _ workspace.Store = (*Store)(nil)
+
+// readTimeout bounds a read of the Store's interface, which takes no
+// context.
+const readTimeout = 30 * time.Second
+
+// readCtx is the context of a read that was given none.
+func (s *Store) readCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), readTimeout)
+}
+
+// notYet is the error of a part of the Store not yet kept in PostgreSQL.
+func notYet(op string) error {
+	return &workspace.Error{Kind: workspace.ErrInvalid, Op: op, Msg: "not yet on PostgreSQL",
+		Hint: "use a workspace on files for this for now"}
+}
