@@ -62,11 +62,20 @@ func (s *Store) Acquire(ctx context.Context, q querier, holder string, ttl time.
 
 // Lease reads the lease row.
 func (s *Store) Lease(ctx context.Context) (LeaseInfo, error) {
-	var li LeaseInfo
-	err := s.pool.QueryRow(ctx, `SELECT epoch, holder, expires_at, expires_at >= clock_timestamp() AND holder <> ''
-		FROM lease WHERE id = 1`).Scan(&li.Epoch, &li.Holder, &li.ExpiresAt, &li.Live)
+	var (
+		li      LeaseInfo
+		expires *time.Time
+	)
+	// A lease never taken or given up expires at -infinity, which has no
+	// time.Time: it reads as the zero time.
+	err := s.pool.QueryRow(ctx, `SELECT epoch, holder, CASE WHEN isfinite(expires_at) THEN expires_at END,
+		expires_at >= clock_timestamp() AND holder <> ''
+		FROM lease WHERE id = 1`).Scan(&li.Epoch, &li.Holder, &expires, &li.Live)
 	if err != nil {
 		return li, fmt.Errorf("read the lease: %w", err)
+	}
+	if expires != nil {
+		li.ExpiresAt = *expires
 	}
 	return li, nil
 }
