@@ -87,8 +87,8 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, taskID string, max int, e
 	}
 	// A state restored from a backup is behind the journal: the records
 	// after it are folded again first, as the file daemon's recovery does.
-	base := st.JournalSeq
-	if st, base, err = s.catchUp(ctx, tx, taskID, st); err != nil {
+	st, base, err := s.catchUp(ctx, tx, taskID, st)
+	if err != nil {
 		return Applied{}, err
 	}
 	rows, err := tx.Query(ctx, `SELECT id, kind, name, body, dropped_at FROM markers
