@@ -102,6 +102,10 @@ type Log struct {
 	Agent string
 	// Now stamps new entries (nil: time.Now).
 	Now func() time.Time
+	// Storage, when set, keeps the log instead of the file under Root:
+	// the same document, the same rules, kept elsewhere (a database row).
+	// Root, RootDir and FileMode are then unused.
+	Storage Storage
 	// FileMode is the mode of the files created (zero: 0644); directories
 	// get it plus x wherever r is set (0755, or 0700 for 0600).
 	FileMode os.FileMode
@@ -130,8 +134,30 @@ func (l *Log) dirMode() os.FileMode {
 	return p | (p&0o444)>>2
 }
 
-// path is the log's path on disk, for messages.
-func (l *Log) path() string { return filepath.Join(l.RootDir, filepath.FromSlash(File)) }
+// Storage keeps the log's document somewhere other than friction.json
+// under a root. The Log does everything else: it checks the document it
+// reads, applies the change and encodes the result canonically.
+type Storage interface {
+	// Name names the document in messages.
+	Name() string
+	// Read returns the document's bytes, nil when there is none yet.
+	Read() ([]byte, error)
+	// Update is one read-modify-write under the document's lock, waiting
+	// at most timeout for it: it reads the document (nil when none), calls
+	// change with it, and stores what change returns, unless that is nil
+	// (nothing to write). An error from change writes nothing and is
+	// returned. A lock still held after timeout is an error satisfying
+	// errors.Is(err, locking.ErrLocked) that names the holder.
+	Update(ctx context.Context, agent string, timeout time.Duration, change func(old []byte) ([]byte, error)) error
+}
+
+// path is the log's path on disk (or its storage's name), for messages.
+func (l *Log) path() string {
+	if l.Storage != nil {
+		return l.Storage.Name()
+	}
+	return filepath.Join(l.RootDir, filepath.FromSlash(File))
+}
 
 // List returns the entries matching f, in id order. It takes no lock. An
 // unknown status or type in f is ErrInvalid; a missing log is empty.
@@ -521,6 +547,19 @@ func (l *Log) update(ctx context.Context, fn func(*document) error) (err error) 
 	if timeout == 0 {
 		timeout = DefaultTimeout
 	}
+	if l.Storage != nil {
+		return l.Storage.Update(ctx, l.Agent, timeout, func(old []byte) ([]byte, error) {
+			doc, err := l.parse(old)
+			if err != nil {
+				return nil, err
+			}
+			data, err := l.change(&doc, old, fn)
+			if err == nil && data != nil {
+				l.remember(data)
+			}
+			return data, err
+		})
+	}
 	lockPath := filepath.Join(l.RootDir, filepath.FromSlash(locking.LockPathFor(File)))
 	lk, err := locking.Acquire(ctx, lockPath, locking.Options{Timeout: timeout, Agent: l.Agent, Perm: l.fileMode()})
 	if err != nil {
@@ -535,21 +574,9 @@ func (l *Log) update(ctx context.Context, fn func(*document) error) (err error) 
 	if err != nil {
 		return err
 	}
-	if err := fn(&doc); err != nil {
+	data, err := l.change(&doc, old, fn)
+	if err != nil || data == nil {
 		return err
-	}
-	// Never write what we would refuse to read back. The schema is not run
-	// here: it costs milliseconds per hundred entries, and checkDoc holds
-	// what the log itself could get wrong.
-	if err := checkDoc(&doc); err != nil {
-		return fmt.Errorf("refusing to write %s: %w", l.path(), err)
-	}
-	data, err := atomicfile.Marshal(doc)
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", l.path(), err)
-	}
-	if bytes.Equal(data, old) {
-		return nil
 	}
 	if err := l.Root.MkdirAll(Dir, l.dirMode()); err != nil {
 		return fmt.Errorf("create %s: %w", Dir, err)
@@ -561,10 +588,44 @@ func (l *Log) update(ctx context.Context, fn func(*document) error) (err error) 
 	return nil
 }
 
+// change applies fn to doc, read as old, and returns the document to
+// write: its canonical bytes, or nil when they are old's (nothing to
+// write).
+func (l *Log) change(doc *document, old []byte, fn func(*document) error) ([]byte, error) {
+	if err := fn(doc); err != nil {
+		return nil, err
+	}
+	// Never write what we would refuse to read back. The schema is not run
+	// here: it costs milliseconds per hundred entries, and checkDoc holds
+	// what the log itself could get wrong.
+	if err := checkDoc(doc); err != nil {
+		return nil, fmt.Errorf("refusing to write %s: %w", l.path(), err)
+	}
+	data, err := atomicfile.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", l.path(), err)
+	}
+	if bytes.Equal(data, old) {
+		return nil, nil
+	}
+	return data, nil
+}
+
 // read loads the log and returns it with the bytes read. A missing file
 // is an empty log; a file that does not parse or validate is an error
 // wrapping ErrCorrupt that names the file.
 func (l *Log) read() (document, []byte, error) {
+	if l.Storage != nil {
+		data, err := l.Storage.Read()
+		if err != nil {
+			return document{Entries: []Entry{}}, nil, err
+		}
+		doc, err := l.parse(data)
+		if err != nil {
+			return doc, nil, err
+		}
+		return doc, data, nil
+	}
 	doc := document{Entries: []Entry{}}
 	// Lstat first: a symlink is not followed, and opening a FIFO would
 	// block.
@@ -594,16 +655,29 @@ func (l *Log) read() (document, []byte, error) {
 	if err != nil {
 		return doc, nil, fmt.Errorf("read %s: %w", l.path(), err)
 	}
+	doc, err = l.parse(data)
+	if err != nil {
+		return doc, nil, err
+	}
+	return doc, data, nil
+}
+
+// parse checks and decodes the log's bytes; nil is the empty log.
+func (l *Log) parse(data []byte) (document, error) {
+	doc := document{Entries: []Entry{}}
+	if data == nil {
+		return doc, nil
+	}
 	if len(data) > MaxFileBytes {
-		return doc, nil, fmt.Errorf("%s: %w: larger than %d bytes", l.path(), ErrCorrupt, MaxFileBytes)
+		return doc, fmt.Errorf("%s: %w: larger than %d bytes", l.path(), ErrCorrupt, MaxFileBytes)
 	}
 	if !l.known(data) {
 		if err := schemas.Validate(schemas.KindFriction, data); err != nil {
-			return doc, nil, fmt.Errorf("%s: %w: %v (fix or move the file; it is never overwritten)", l.path(), ErrCorrupt, err)
+			return doc, fmt.Errorf("%s: %w: %v (fix or move the file; it is never overwritten)", l.path(), ErrCorrupt, err)
 		}
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return doc, nil, fmt.Errorf("%s: %w: %v", l.path(), ErrCorrupt, err)
+		return doc, fmt.Errorf("%s: %w: %v", l.path(), ErrCorrupt, err)
 	}
 	if doc.Entries == nil {
 		doc.Entries = []Entry{}
@@ -618,10 +692,10 @@ func (l *Log) read() (document, []byte, error) {
 		e.Occurrences = max(e.Occurrences, 1)
 	}
 	if err := checkDoc(&doc); err != nil {
-		return doc, nil, fmt.Errorf("%s: %w (fix or move the file; it is never overwritten)", l.path(), err)
+		return doc, fmt.Errorf("%s: %w (fix or move the file; it is never overwritten)", l.path(), err)
 	}
 	l.remember(data)
-	return doc, data, nil
+	return doc, nil
 }
 
 var entryID = regexp.MustCompile(`^` + IDPrefix + `[0-9]{3,}$`)

@@ -1,0 +1,323 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// Events are rows of events, one events.log line each, in append order by
+// id. Every insert notifies workspaced_events_<schema> with the task's id
+// when its transaction commits (a trigger, so the daemon's commit and an
+// agent's plain INSERT wake followers alike); a follower LISTENs there and
+// also polls every interval, which covers a lost notification and a
+// connection pooler where LISTEN is unavailable.
+
+// eventsChannel is the name followers LISTEN on.
+func (s *Store) eventsChannel() string { return "workspaced_events_" + s.schema }
+
+// AppendEvent appends one event to its task's feed; a zero time is now.
+func (s *Store) AppendEvent(e workspace.Event) error {
+	return s.AppendEvents(e.TaskID, []workspace.Event{e})
+}
+
+// AppendEvents appends events of one task in one statement, in the order
+// given. The task must exist (ErrNotFound); a bad id is ErrInvalid.
+func (s *Store) AppendEvents(taskID string, evs []workspace.Event) error {
+	if err := workspace.ValidateID("task id", taskID); err != nil {
+		return err
+	}
+	if len(evs) == 0 {
+		return nil
+	}
+	times, lines := make([]time.Time, len(evs)), make([]string, len(evs))
+	for i, e := range evs {
+		if e.Time.IsZero() {
+			e.Time = now()
+		}
+		e.TaskID = taskID
+		times[i], lines[i] = e.Time, workspace.FormatEvent(e)
+	}
+	ctx, cancel := s.readCtx()
+	defer cancel()
+	// WITH ORDINALITY keeps the order given: ids are drawn in it.
+	tag, err := s.pool.Exec(ctx, `INSERT INTO events (task_id, time, line)
+		SELECT $1, t, l FROM unnest($2::timestamptz[], $3::text[]) WITH ORDINALITY AS u(t, l, n)
+		WHERE EXISTS (SELECT 1 FROM tasks WHERE id = $1) ORDER BY n`, taskID, times, lines)
+	if err != nil {
+		return fmt.Errorf("append events to task %s: %w", taskID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return notFoundTask(taskID)
+	}
+	return nil
+}
+
+// ReadEvents returns a task's events in append order; lines that do not
+// parse are returned as errors in bad.
+func (s *Store) ReadEvents(taskID string) (evs []workspace.Event, bad []error, err error) {
+	if err := workspace.ValidateID("task id", taskID); err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := s.readCtx()
+	defer cancel()
+	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		var ok bool
+		if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM tasks WHERE id = $1)", taskID).Scan(&ok); err != nil {
+			return err
+		}
+		if !ok {
+			return notFoundTask(taskID)
+		}
+		rows, err := tx.Query(ctx, "SELECT line FROM events WHERE task_id = $1 ORDER BY id", taskID)
+		if err != nil {
+			return err
+		}
+		var line string
+		_, err = pgx.ForEachRow(rows, []any{&line}, func() error {
+			e, perr := workspace.ParseEvent(line)
+			if perr != nil {
+				bad = append(bad, perr)
+				return nil
+			}
+			evs = append(evs, e)
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, nil, readErr("read events of task "+taskID, err)
+	}
+	return evs, bad, nil
+}
+
+// readErr is err as it is, when it is the store's own, else with op.
+func readErr(op string, err error) error {
+	var we *workspace.Error
+	if errors.As(err, &we) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// MergeEvents calls each for every event of the given tasks (every task
+// when taskIDs is nil), oldest first: merged by time, events of one
+// instant in the order of taskIDs (sorted when every task is read), then
+// in append order, as on files. Lines that do not parse are skipped and
+// counted, one BadLines per task that has any. The server sorts, and the
+// rows stream: memory stays flat in the number of events.
+func (s *Store) MergeEvents(ctx context.Context, taskIDs []string, each func(workspace.Event) error) ([]workspace.BadLines, error) {
+	var bad []workspace.BadLines
+	badOf := map[string]int{}
+	// One snapshot: the task list and the events agree.
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		ids := taskIDs
+		if ids == nil {
+			rows, err := tx.Query(ctx, "SELECT id FROM tasks ORDER BY id COLLATE \"C\"")
+			if err != nil {
+				return err
+			}
+			if ids, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+				return err
+			}
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		rows, err := tx.Query(ctx, `SELECT e.task_id, e.line FROM events e
+			JOIN unnest($1::text[]) WITH ORDINALITY AS o(task_id, n) ON o.task_id = e.task_id
+			ORDER BY e.time, o.n, e.id`, ids)
+		if err != nil {
+			return err
+		}
+		var task, line string
+		_, err = pgx.ForEachRow(rows, []any{&task, &line}, func() error {
+			e, perr := workspace.ParseEvent(line)
+			if perr != nil {
+				i, ok := badOf[task]
+				if !ok {
+					i = len(bad)
+					badOf[task] = i
+					bad = append(bad, workspace.BadLines{TaskID: task, First: perr})
+				}
+				bad[i].Count++
+				return nil
+			}
+			return each(e)
+		})
+		return err
+	})
+	return bad, err
+}
+
+// FollowEvents calls each for every new event of a task (every task when
+// taskID is ""), after the existing ones when fromStart, in append order,
+// until ctx ends; it then returns nil. It waits on the events channel for
+// at most interval between two reads, so a new event waits at most about
+// interval even when no notification arrives (or LISTEN is refused, as
+// through a transaction pooler, when it only polls).
+func (s *Store) FollowEvents(ctx context.Context, taskID string, fromStart bool, interval time.Duration, each func(workspace.Event)) error {
+	if taskID != "" {
+		if err := workspace.ValidateID("task id", taskID); err != nil {
+			return err
+		}
+	}
+	if interval <= 0 {
+		interval = time.Second
+	}
+	f := &follower{s: s, task: taskID, seen: map[int64]bool{}, gaps: map[int64]time.Time{}, gapWait: max(10*interval, 5*time.Second)}
+	if !fromStart {
+		if err := s.pool.QueryRow(ctx, "SELECT coalesce(max(id), 0) FROM events").Scan(&f.low); err != nil {
+			return stopped(ctx, fmt.Errorf("follow events: %w", err))
+		}
+	}
+	conn, err := s.listenEvents(ctx)
+	if err != nil {
+		return stopped(ctx, err)
+	}
+	defer func() {
+		if conn != nil {
+			s.unlisten(conn)
+		}
+	}()
+	for {
+		if err := f.read(ctx, each); err != nil {
+			return stopped(ctx, err)
+		}
+		if conn == nil {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(interval):
+			}
+			continue
+		}
+		wctx, cancel := context.WithTimeout(ctx, interval)
+		_, err := conn.Conn().WaitForNotification(wctx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil && !errors.Is(err, context.DeadlineExceeded):
+			// The listening connection broke (a restart): poll on a new
+			// one when it can be had, else on the pool.
+			conn.Release()
+			conn, _ = s.listenEvents(ctx)
+		}
+	}
+}
+
+// stopped is nil once ctx is done (following ends by cancelling), else
+// err.
+func stopped(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// listenEvents takes a connection of the pool and LISTENs on the events channel
+// with it; nil (and no error) when the server refuses LISTEN, and the
+// follower then only polls.
+func (s *Store) listenEvents(ctx context.Context) (*pgxpool.Conn, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("follow events: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.eventsChannel()}.Sanitize()); err != nil {
+		conn.Release()
+		return nil, nil
+	}
+	return conn, nil
+}
+
+// unlisten gives a listening connection back to the pool without its
+// LISTEN, or closes it when that fails.
+func (s *Store) unlisten(conn *pgxpool.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := conn.Exec(ctx, "UNLISTEN *"); err != nil {
+		_ = conn.Conn().Close(ctx)
+	}
+	conn.Release()
+}
+
+// follower reads new events by id. Ids are drawn when a row is inserted,
+// not when it commits: a transaction may commit event 7 before another
+// commits event 6. So the follower keeps low, the id up to which every
+// event was seen, and the ids seen above it; an id missing between them
+// (a transaction still open, or rolled back) is waited for up to gapWait,
+// then given up.
+type follower struct {
+	s       *Store
+	task    string
+	low     int64
+	seen    map[int64]bool
+	gaps    map[int64]time.Time
+	gapWait time.Duration
+}
+
+// read delivers the events committed since the last read.
+func (f *follower) read(ctx context.Context, each func(workspace.Event)) error {
+	// Every id above low is read, the other tasks' without their line,
+	// so that gaps are told apart from other tasks' events.
+	rows, err := f.s.pool.Query(ctx, `SELECT id, CASE WHEN $2 = '' OR task_id = $2 THEN line END
+		FROM events WHERE id > $1 ORDER BY id`, f.low, f.task)
+	if err != nil {
+		return fmt.Errorf("follow events: %w", err)
+	}
+	var id int64
+	var line *string
+	var out []workspace.Event
+	_, err = pgx.ForEachRow(rows, []any{&id, &line}, func() error {
+		if f.seen[id] {
+			return nil
+		}
+		f.seen[id] = true
+		if line != nil {
+			if e, perr := workspace.ParseEvent(*line); perr == nil {
+				out = append(out, e)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("follow events: %w", err)
+	}
+	for _, e := range out {
+		each(e)
+	}
+	f.advance(time.Now())
+	return nil
+}
+
+// advance moves low past every id seen or given up on. Each id missing
+// below the highest seen is noted when first found missing and given up
+// gapWait later, all of them at once: a rolled-back batch of events costs
+// one wait, not one per id.
+func (f *follower) advance(now time.Time) {
+	top := f.low
+	for id := range f.seen {
+		top = max(top, id)
+	}
+	for id := f.low + 1; id < top; id++ {
+		if _, ok := f.gaps[id]; !ok && !f.seen[id] {
+			f.gaps[id] = now
+		}
+	}
+	for f.low < top {
+		next := f.low + 1
+		if !f.seen[next] && now.Sub(f.gaps[next]) < f.gapWait {
+			return
+		}
+		delete(f.seen, next)
+		delete(f.gaps, next)
+		f.low = next
+	}
+}

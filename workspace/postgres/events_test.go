@@ -1,0 +1,239 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/workspaced/workspaced/workspace"
+)
+
+func TestEventsOrder(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := context.Background()
+	for _, id := range []string{"t1", "t2"} {
+		if err := s.PutTask(ctx, workspace.Task{ID: id, Description: "events"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := now().Truncate(time.Second)
+	// t1's events are appended one by one, t2's in one batch whose order
+	// is not its times' order: append order is what is kept.
+	for i := range 20 {
+		if err := s.AppendEvent(workspace.Event{Time: base.Add(time.Duration(i) * time.Second), Name: "probe", TaskID: "t1", Args: []string{strconv.Itoa(i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	batch := []workspace.Event{
+		{Time: base.Add(10500 * time.Millisecond), Name: "probe", Args: []string{"b0"}, Attrs: map[string]string{"k": "v w"}},
+		{Time: base.Add(5500 * time.Millisecond), Name: "probe", Args: []string{"b1"}},
+		{Time: base.Add(30 * time.Second), Name: "probe", Args: []string{"b2"}},
+	}
+	if err := s.AppendEvents("t2", batch); err != nil {
+		t.Fatal(err)
+	}
+	evs, bad, err := s.ReadEvents("t1")
+	if err != nil || len(bad) != 0 || len(evs) != 20 {
+		t.Fatalf("read t1: %d events, bad %v, %v", len(evs), bad, err)
+	}
+	for i, e := range evs {
+		if e.Args[0] != strconv.Itoa(i) || !e.Time.Equal(base.Add(time.Duration(i)*time.Second)) {
+			t.Fatalf("event %d of t1 is %+v", i, e)
+		}
+	}
+	e2, _, err := s.ReadEvents("t2")
+	if err != nil || len(e2) != 3 || e2[0].Args[0] != "b0" || e2[1].Args[0] != "b1" || e2[2].Args[0] != "b2" || e2[0].Attrs["k"] != "v w" || e2[0].TaskID != "t2" {
+		t.Fatalf("t2's batch read back as %+v (%v), want b0 b1 b2 in append order", e2, err)
+	}
+	// A line another program wrote that does not parse is reported.
+	if _, err := s.pool.Exec(ctx, "INSERT INTO events (task_id, time, line) VALUES ('t2', now(), 'not an event')"); err != nil {
+		t.Fatal(err)
+	}
+	if _, bad, _ := s.ReadEvents("t2"); len(bad) != 1 {
+		t.Fatalf("a line that does not parse: bad %v, want one", bad)
+	}
+	// Merged by time; ties in the order of the task list.
+	var got []string
+	badLines, err := s.MergeEvents(ctx, []string{"t1", "t2"}, func(e workspace.Event) error {
+		got = append(got, e.TaskID+":"+e.Args[0])
+		return nil
+	})
+	if err != nil || len(badLines) != 1 || badLines[0].TaskID != "t2" || badLines[0].Count != 1 {
+		t.Fatalf("merge: bad %+v, %v", badLines, err)
+	}
+	want := map[int]string{5: "t1:5", 6: "t2:b1", 7: "t1:6", 11: "t1:10", 12: "t2:b0", 22: "t2:b2"}
+	if len(got) != 23 {
+		t.Fatalf("merged %d events, want 23: %v", len(got), got)
+	}
+	for i, w := range want {
+		if got[i] != w {
+			t.Fatalf("merged event %d is %s, want %s: %v", i, got[i], w, got)
+		}
+	}
+	stop := errors.New("stop")
+	n := 0
+	if _, err := s.MergeEvents(ctx, nil, func(workspace.Event) error { n++; return stop }); !errors.Is(err, stop) || n != 1 {
+		t.Fatalf("an error from each: %v after %d events, want it after 1", err, n)
+	}
+
+	if _, _, err := s.ReadEvents("t_none"); !errors.Is(err, workspace.ErrNotFound) {
+		t.Fatalf("events of a missing task: %v, want ErrNotFound", err)
+	}
+	if err := s.AppendEvent(workspace.Event{Name: "probe", TaskID: "t_none"}); !errors.Is(err, workspace.ErrNotFound) {
+		t.Fatalf("append to a missing task: %v, want ErrNotFound", err)
+	}
+	if err := s.AppendEvent(workspace.Event{Name: "probe", TaskID: "'); DROP TABLE events; --"}); !errors.Is(err, workspace.ErrInvalid) {
+		t.Fatalf("append with a bad task id: %v, want ErrInvalid", err)
+	}
+}
+
+// follow runs FollowEvents in the background and returns the events it
+// delivers; the interval is an hour, so only a notification wakes it.
+func follow(t *testing.T, s *Store, task string, fromStart bool) <-chan workspace.Event {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan workspace.Event, 100)
+	done := make(chan error, 1)
+	go func() {
+		done <- s.FollowEvents(ctx, task, fromStart, time.Hour, func(e workspace.Event) {
+			select {
+			case got <- e:
+			case <-ctx.Done():
+			}
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("follow ended with %v", err)
+		}
+	})
+	return got
+}
+
+// next waits for the next event a follower delivers.
+func next(t *testing.T, got <-chan workspace.Event) workspace.Event {
+	t.Helper()
+	select {
+	case e := <-got:
+		return e
+	case <-time.After(time.Minute):
+		t.Fatal("no event followed within a minute")
+	}
+	panic("unreachable")
+}
+
+func TestFollowSeesAppendsAndTheDaemonsCommits(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := context.Background()
+	epoch := lead(t, s, "daemon")
+	plannedTask(t, s, "t1", 1, epoch)
+	if err := s.PutTask(ctx, workspace.Task{ID: "t2", Description: "other"}); err != nil {
+		t.Fatal(err)
+	}
+	old, _, err := s.ReadEvents("t1")
+	if err != nil || len(old) == 0 {
+		t.Fatalf("the planned task has no events: %v", err)
+	}
+	all := follow(t, s, "", true)
+	for i := range old {
+		if e := next(t, all); e.Name != old[i].Name {
+			t.Fatalf("replayed event %d is %s, want %s", i, e.Name, old[i].Name)
+		}
+	}
+	one := follow(t, s, "t1", false)
+	// The follower from the end may start after an append: append until
+	// it sees one (the hour-long interval means a notification woke it).
+	var first int
+	for i := 0; ; i++ {
+		if err := s.AppendEvent(workspace.Event{Name: "probe", TaskID: "t1", Args: []string{strconv.Itoa(i)}}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case e := <-one:
+			first, _ = strconv.Atoi(e.Args[0])
+		case <-time.After(100 * time.Millisecond):
+			continue
+		}
+		break
+	}
+	// Events of another task do not reach the follower of t1; the
+	// daemon's commit does, in order, after the probes.
+	if err := s.AppendEvent(workspace.Event{Name: "elsewhere", TaskID: "t2"}); err != nil {
+		t.Fatal(err)
+	}
+	drop(t, s, "t1", workspace.KindClaim, workspace.Marker{AgentID: "worker", SubtaskID: "s0"})
+	a, err := s.Commit(ctx, "t1", 0, epoch)
+	if err != nil || len(a.Events) == 0 {
+		t.Fatalf("commit of a claim: %+v, %v", a, err)
+	}
+	for _, want := range a.Events {
+		e := next(t, one)
+		if e.Name == "probe" {
+			n, _ := strconv.Atoi(e.Args[0])
+			if n <= first {
+				t.Fatalf("probe %d delivered again or out of order (first %d)", n, first)
+			}
+			e = next(t, one)
+		}
+		if e.Name != want.Name || e.TaskID != "t1" {
+			t.Fatalf("followed %+v, want the commit's %s", e, want.Name)
+		}
+	}
+	// The follower of every task sees them all, the other task's too.
+	seen := map[string]bool{}
+	for !seen["elsewhere"] || !seen[a.Events[len(a.Events)-1].Name] {
+		seen[next(t, all).Name] = true
+	}
+}
+
+func TestFollowerWaitsForAnEventCommittedLate(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := context.Background()
+	if err := s.PutTask(ctx, workspace.Task{ID: "t1", Description: "late"}); err != nil {
+		t.Fatal(err)
+	}
+	got := follow(t, s, "t1", true)
+	// A transaction draws an id and stays open; one after it commits.
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "INSERT INTO events (task_id, time, line) VALUES ('t1', now(), $1)",
+		workspace.FormatEvent(workspace.Event{Time: now(), Name: "late", TaskID: "t1"})); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AppendEvent(workspace.Event{Name: "early", TaskID: "t1"}); err != nil {
+		t.Fatal(err)
+	}
+	if e := next(t, got); e.Name != "early" {
+		t.Fatalf("followed %s first, want early", e.Name)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Its id is below the one delivered: the follower still delivers it.
+	if e := next(t, got); e.Name != "late" {
+		t.Fatalf("followed %s, want the late event", e.Name)
+	}
+}
+
+func TestFollowerAdvance(t *testing.T) {
+	f := &follower{low: 10, seen: map[int64]bool{11: true, 12: true, 14: true, 15: true}, gaps: map[int64]time.Time{}, gapWait: time.Minute}
+	t0 := time.Unix(1000, 0)
+	f.advance(t0)
+	if f.low != 12 || len(f.seen) != 2 {
+		t.Fatalf("after 11, 12, _, 14, 15: low %d seen %v, want low 12 waiting for 13", f.low, f.seen)
+	}
+	f.advance(t0.Add(59 * time.Second))
+	if f.low != 12 {
+		t.Fatalf("gave 13 up after 59s of a minute: low %d", f.low)
+	}
+	f.advance(t0.Add(time.Minute))
+	if f.low != 15 || len(f.seen) != 0 || len(f.gaps) != 0 {
+		t.Fatalf("after a minute: low %d, seen %v, gaps %v; want 15 and nothing kept", f.low, f.seen, f.gaps)
+	}
+}

@@ -1,0 +1,158 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/workspaced/workspaced/friction"
+	"github.com/workspaced/workspaced/locking"
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// The friction log is one document, friction/friction.json byte for
+// byte, in its row of the files table (by that path, as an export writes
+// it). friction.Log does all the
+// work it does on files (checking, merging, the detectors' tally, the
+// canonical encoding); frictionRow only reads the row and runs each change
+// as a read-modify-write under the row's lock (SELECT … FOR UPDATE), so
+// no writer's change is lost to another's.
+
+// frictionApp is the application_name a writer's transaction carries
+// while it holds the row lock, then its agent: a waiter that gives up
+// names it as the holder.
+const frictionApp = "workspaced friction "
+
+// Friction returns the workspace's friction log; agent names the writer
+// to a waiter that gives up.
+func (s *Store) Friction(agent string) workspace.FrictionLog {
+	return &friction.Log{Storage: frictionRow{s}, Agent: agent, Timeout: time.Duration(s.settings.LockTimeout), Now: now}
+}
+
+// FrictionConfig is the detectors' configuration from workspace.json.
+func (s *Store) FrictionConfig() friction.Config {
+	f := s.settings.Friction
+	return friction.Config{RevisionLimit: f.RevisionLimit, ReviewerRepeats: f.ReviewerRepeats, FailureRepeats: f.FailureRepeats,
+		TimeoutLow: time.Duration(f.TimeoutLow), TimeoutMedium: time.Duration(f.TimeoutMedium), TimeoutHigh: time.Duration(f.TimeoutHigh)}
+}
+
+// NoteFriction appends `friction_recorded <task> <friction_id> type=T
+// occurrences=N new=true|false` to each of tasks that exists; tasks that
+// do not (removed, anonymised) are skipped. It is best effort, as on
+// files: the entry is recorded whether or not its events are.
+func (s *Store) NoteFriction(e friction.Entry, isNew bool, tasks []string) {
+	for _, t := range tasks {
+		if workspace.ValidateID("task id", t) != nil {
+			continue
+		}
+		_ = s.AppendEvent(workspace.Event{Name: "friction_recorded", TaskID: t, Args: []string{e.ID}, Attrs: map[string]string{
+			"type": e.Type, "occurrences": strconv.Itoa(e.Occurrences), "new": strconv.FormatBool(isNew)}})
+	}
+}
+
+// frictionRow is the friction.Storage of a Store.
+type frictionRow struct{ s *Store }
+
+// frictionPath is the log's row in files.
+const frictionPath = "friction/friction.json"
+
+func (frictionRow) Name() string { return "friction log (files row " + frictionPath + ")" }
+
+func (r frictionRow) Read() ([]byte, error) {
+	ctx, cancel := r.s.readCtx()
+	defer cancel()
+	var doc string
+	err := r.s.pool.QueryRow(ctx, "SELECT body FROM files WHERE path = $1", frictionPath).Scan(&doc)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the friction log: %w", err)
+	}
+	return []byte(doc), nil
+}
+
+// Update runs change under the row's lock. The row is made (empty) when
+// there is none, so that there is a row to lock; if change then writes
+// nothing, the transaction rolls back and leaves no row.
+func (r frictionRow) Update(ctx context.Context, agent string, timeout time.Duration, change func(old []byte) ([]byte, error)) error {
+	tx, err := r.s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("update the friction log: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	// The server bounds the wait for the row lock, in milliseconds.
+	ms := max(timeout.Milliseconds(), 1)
+	if _, err := tx.Exec(ctx, "SELECT set_config('lock_timeout', $1, true), set_config('application_name', $2, true)",
+		strconv.FormatInt(ms, 10), appName(frictionApp+agent)); err != nil {
+		return fmt.Errorf("update the friction log: %w", err)
+	}
+	if _, err := tx.Exec(ctx, "INSERT INTO files (path, body) VALUES ($1, '') ON CONFLICT (path) DO NOTHING", frictionPath); err != nil {
+		return r.lockErr(ctx, err, timeout)
+	}
+	var doc string
+	if err := tx.QueryRow(ctx, "SELECT body FROM files WHERE path = $1 FOR UPDATE", frictionPath).Scan(&doc); err != nil {
+		return r.lockErr(ctx, err, timeout)
+	}
+	var old []byte
+	if doc != "" {
+		old = []byte(doc)
+	}
+	data, err := change(old)
+	if err != nil || data == nil {
+		return err // rolled back: nothing written, no row made
+	}
+	if _, err := tx.Exec(ctx, "UPDATE files SET body = $2, updated_at = now() WHERE path = $1", frictionPath, string(data)); err != nil {
+		return fmt.Errorf("write the friction log: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("write the friction log: %w", err)
+	}
+	return nil
+}
+
+// lockErr turns a lock wait the server gave up on into a
+// *locking.TimeoutError naming the writer holding the row.
+func (r frictionRow) lockErr(ctx context.Context, err error, waited time.Duration) error {
+	if pgCode(err) != "55P03" { // lock_not_available
+		return fmt.Errorf("update the friction log: %w", err)
+	}
+	te := &locking.TimeoutError{Path: "friction log", Waited: waited}
+	var (
+		pid   int
+		app   string
+		since time.Time
+		host  *string
+	)
+	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if r.s.pool.QueryRow(qctx, `SELECT pid, application_name, xact_start, host(client_addr) FROM pg_stat_activity
+		WHERE application_name LIKE $1 AND pid <> pg_backend_pid() AND xact_start IS NOT NULL
+		ORDER BY xact_start LIMIT 1`, frictionApp+"%").Scan(&pid, &app, &since, &host) == nil {
+		te.Holder = &locking.Holder{PID: pid, Agent: strings.TrimPrefix(app, frictionApp), Since: since.UTC()}
+		if host != nil {
+			te.Holder.Host = *host
+		}
+	}
+	return te
+}
+
+// appName fits s into application_name (at most 63 bytes, printable
+// ASCII: the server replaces anything else with '?').
+func appName(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c < 0x20 || c > 0x7e {
+			b[i] = '?'
+		}
+	}
+	if len(b) > 63 {
+		b = b[:63]
+	}
+	return string(b)
+}
