@@ -140,8 +140,14 @@ func (s *Set) now() time.Time {
 }
 
 // name builds the backup name of stamp t with collision counter seq.
-func (s *Set) name(t time.Time, seq int) string {
-	n := s.Prefix + t.UTC().Format(stampLayout)
+func (s *Set) name(t time.Time, seq int) string { return Name(s.Prefix, t, seq) }
+
+// Name is the name a Set with prefix gives the backup stamped t with
+// collision counter seq (0 for the first of its stamp): state_<stamp>.json,
+// state_<stamp>-<seq>.json. A store that keeps backups elsewhere names
+// them with it.
+func Name(prefix string, t time.Time, seq int) string {
+	n := prefix + t.UTC().Format(stampLayout)
 	if seq > 0 {
 		n += "-" + strconv.Itoa(seq)
 	}

@@ -109,11 +109,7 @@ func (s *Store) ReadState(taskID string) (workspace.State, error) {
 	if err != nil {
 		return workspace.State{}, err
 	}
-	var st workspace.State
-	if err := json.Unmarshal([]byte(doc), &st); err != nil {
-		return st, fmt.Errorf("state of task %s: %w", taskID, err)
-	}
-	return st, nil
+	return decodeState(taskID, doc)
 }
 
 // ReadJournal returns the records the daemon took for a task, in

@@ -85,6 +85,12 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, taskID string, max int, e
 	if err != nil {
 		return Applied{}, err
 	}
+	// A state restored from a backup is behind the journal: the records
+	// after it are folded again first, as the file daemon's recovery does.
+	st, base, err := s.catchUp(ctx, tx, taskID, st)
+	if err != nil {
+		return Applied{}, err
+	}
 	rows, err := tx.Query(ctx, `SELECT id, kind, name, body, dropped_at FROM markers
 		WHERE task_id = $1 ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED`, taskID, max)
 	if err != nil {
@@ -105,7 +111,7 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, taskID string, max int, e
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	recs := make([]workspace.JournalRecord, len(ms))
 	for i, m := range ms {
-		recs[i] = s.judge(m, products, st.JournalSeq+int64(i)+1, now)
+		recs[i] = s.judge(m, products, base+int64(i)+1, now)
 	}
 	next, evs, stopped := machine.Continue(st, s.planLoader(ctx, tx, taskID, st), recs)
 	applied := 0
@@ -170,9 +176,40 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, taskID string, max int, e
 	return a, nil
 }
 
+// catchUp folds the journal records after st's journal_seq into st (a
+// state restored from a backup) and returns it with the last seq taken.
+func (s *Store) catchUp(ctx context.Context, tx pgx.Tx, taskID string, st workspace.State) (workspace.State, int64, error) {
+	rows, err := tx.Query(ctx, "SELECT record FROM journal WHERE task_id = $1 AND seq > $2 ORDER BY seq", taskID, st.JournalSeq)
+	if err != nil {
+		return st, 0, fmt.Errorf("read the journal of task %s: %w", taskID, err)
+	}
+	recs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (workspace.JournalRecord, error) {
+		var b string
+		var rec workspace.JournalRecord
+		if err := r.Scan(&b); err != nil {
+			return rec, err
+		}
+		return rec, json.Unmarshal([]byte(b), &rec)
+	})
+	if err != nil || len(recs) == 0 {
+		return st, st.JournalSeq, err
+	}
+	next, _, stopped := machine.Continue(st, s.planLoader(ctx, tx, taskID, st), recs)
+	if stopped != nil {
+		return st, 0, fmt.Errorf("fold the journal of task %s after seq %d: %w", taskID, st.JournalSeq, stopped)
+	}
+	return next, recs[len(recs)-1].Seq, nil
+}
+
 // lockState reads a task's state for update: the row when the daemon
 // wrote one (prev its bytes), else the initial state of the task.
 func (s *Store) lockState(ctx context.Context, tx pgx.Tx, taskID string) (st workspace.State, prev string, err error) {
+	// The task's row FOR SHARE first: a product writer (lockTask) holds
+	// it FOR NO KEY UPDATE while it decides whether a product is final.
+	var one int
+	if err := tx.QueryRow(ctx, "SELECT 1 FROM tasks WHERE id = $1 FOR SHARE", taskID).Scan(&one); err != nil {
+		return st, "", fmt.Errorf("lock task %s: %w", taskID, err)
+	}
 	err = tx.QueryRow(ctx, "SELECT doc FROM states WHERE task_id = $1 FOR UPDATE", taskID).Scan(&prev)
 	if err == nil {
 		if err := json.Unmarshal([]byte(prev), &st); err != nil {
