@@ -11,6 +11,7 @@ import (
 
 	"github.com/workspaced/workspaced/bench"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/postgres"
 )
 
 const benchUsage = `workspaced bench — measure the workload against the disk's own floor.
@@ -95,6 +96,9 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 	pairs := fs.Int("pairs", bench.DefaultPairs, "--vs-daemon runs `N` pairs of rounds")
 	if err := parse(e, fs, benchUsage, args); err != nil {
 		return err
+	}
+	if postgres.IsURL(e.root) {
+		return e.filesOnly()
 	}
 	if *pairs < 1 {
 		return usageHint("bench", "--pairs must be at least 1")

@@ -18,6 +18,7 @@ import (
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/files"
+	"github.com/workspaced/workspaced/workspace/postgres"
 )
 
 func main() {
@@ -50,6 +51,10 @@ type env struct {
 // workspace.Store, the way every command that works on any backend opens
 // it.
 func (e *env) openStore() (workspace.Store, error) {
+	if postgres.IsURL(e.root) {
+		e.opened = true
+		return postgres.Open(context.Background(), e.root)
+	}
 	w, err := e.open()
 	if err != nil {
 		return nil, err
@@ -64,7 +69,7 @@ func fileTree(op string, w workspace.Store) (*workspace.Workspace, error) {
 		return fs.Workspace, nil
 	}
 	return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: op, Msg: "works on a workspace kept as files only",
-		Hint: "run it with --root pointing at a workspace directory"}
+		Hint: "run it with --root pointing at a workspace directory; 'workspaced export --from ROOT --to DIR' writes a PostgreSQL workspace as one"}
 }
 
 // open opens the workspace at the resolved root as a file tree, for what
@@ -75,6 +80,9 @@ func fileTree(op string, w workspace.Store) (*workspace.Workspace, error) {
 // gets a tree written into it.
 func (e *env) open() (*workspace.Workspace, error) {
 	e.opened = true
+	if postgres.IsURL(e.root) {
+		return nil, e.filesOnly()
+	}
 	w, err := workspace.Open(e.root, workspace.Options{})
 	var we *workspace.Error
 	if errors.As(err, &we) && errors.Is(err, workspace.ErrNotFound) {
@@ -92,6 +100,18 @@ func (e *env) open() (*workspace.Workspace, error) {
 			Hint: "create one with 'workspaced --root " + e.root + " init', or point at one with --root DIR or WORKSPACE_ROOT"}
 	}
 	return w, nil
+}
+
+// filesOnly is the refusal of a command that works on a file tree only,
+// run on a postgres:// root.
+func (e *env) filesOnly() error {
+	name, _, _ := strings.Cut(strings.TrimPrefix(e.title, "workspaced "), " — ")
+	if name == "" {
+		name = "this command"
+	}
+	return &workspace.Error{Kind: workspace.ErrInvalid, Op: name,
+		Msg:  "works on a workspace kept as files only, and this root is a PostgreSQL database",
+		Hint: "run it on a directory, or on a copy: 'workspaced export --from ROOT --to DIR' writes the workspace as files"}
 }
 
 // isWorkspaceDir reports whether dir looks like a workspace root.
@@ -136,6 +156,8 @@ func commands() []command {
 		{"validate", "check files against their schemas", cmdValidate},
 		{"locks", "who holds which lock", cmdLocks},
 		{"lock", "run a command under a workspace lock, like flock(1)", cmdLock},
+		{"export", "write a workspace (files or PostgreSQL) as the canonical file tree", cmdExport},
+		{"import", "load a file workspace into PostgreSQL", cmdImport},
 		{"mcp", "serve the workspace to agents over MCP (stdio or HTTP)", cmdMCP},
 		{"token", "bearer tokens of remote agents: add, list, revoke", cmdToken},
 		{"web", "serve the live panel and the HTTP API", cmdWeb},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/workspaced/workspaced/schemas"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/postgres"
 )
 
 const validateUsage = `workspaced validate — check files against their schemas.
@@ -80,6 +81,9 @@ func cmdValidate(ctx context.Context, e *env, args []string) error {
 	}
 	paths := fs.Args()
 	if len(paths) == 0 {
+		if postgres.IsURL(e.root) {
+			return e.filesOnly()
+		}
 		if !isWorkspaceDir(e.root) {
 			return &workspace.Error{Kind: workspace.ErrNotFound, Op: "validate " + e.root, Msg: "no workspace here",
 				Hint: "create one with 'workspaced init', or name what to check: workspaced validate PATH"}

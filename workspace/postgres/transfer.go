@@ -447,8 +447,11 @@ type importer struct {
 	deferred []queued
 }
 
-// skipped reports whether a name is a lock or a temporary file, which are
-// not history.
+// NotHistory reports whether a file or directory name of a workspace tree
+// is a lock or a temporary file, which an export or import leaves out
+// (as the tree's .gitignore leaves them out of git).
+func NotHistory(name string) bool { return skipped(name) }
+
 func skipped(name string) bool {
 	return name == ".locks" || name == ".workspaced.lock" || strings.HasPrefix(name, "..") ||
 		strings.HasPrefix(name, ".tmp-") || strings.Contains(name, ".tmp-") ||

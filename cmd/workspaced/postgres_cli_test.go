@@ -1,0 +1,98 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// TestPostgresCommands runs the everyday commands on a postgres:// root,
+// as processes, with the PostgreSQL daemon serving: the same command
+// lines as on a directory, only --root changes (here through
+// WORKSPACE_ROOT).
+func TestPostgresCommands(t *testing.T) {
+	p := newPGWS(t)
+	p.serve()
+	w := &ws{t: t, dir: t.TempDir(), env: append(cleanEnv(), "WORKSPACE_ROOT="+p.root)}
+	must := func(stdin string, args ...string) result {
+		t.Helper()
+		r := w.runIn(stdin, args...)
+		if r.code != 0 {
+			t.Fatalf("%v: %v", args, r)
+		}
+		return r
+	}
+	must("", "task", "create", "--id", "t1", "--description", "build the thing", "--submitted-by", "human")
+	plan := `{"summary":"two steps","subtasks":[{"id":"s1","description":"one","estimated_complexity":"low"},{"id":"s2","description":"two","estimated_complexity":"low"}]}`
+	must(plan, "plan", "write", "--task", "t1", "--agent", "planner", "--file", "-", "--propose")
+	waitState(t, w, "t1", func(st workspace.State) bool { return st.PlanStatus == "proposed" })
+	must(`{"type":"plan_review","verdict":"approved"}`, "review", "write", "--task", "t1", "--id", "plan_v1",
+		"--agent", "reviewer", "--file", "-", "--done")
+	waitState(t, w, "t1", func(st workspace.State) bool { return st.Status == "executing" })
+
+	must("", "env", "store", "--task", "t1", "--key", "'); DROP TABLE entries; --", "--description", "a key that is SQL", "--value", `{"n":1}`, "--agent", "w1")
+	if r := must("", "env", "get", "--task", "t1", "--key", "'); DROP TABLE entries; --"); !strings.Contains(r.stdout, `"n": 1`) {
+		t.Errorf("env get: %s", r.stdout)
+	}
+	if r := must("", "env", "list", "--task", "t1"); !strings.Contains(r.stdout, "a key that is SQL") {
+		t.Errorf("env list: %s", r.stdout)
+	}
+
+	must("", "claim", "--task", "t1", "--subtask", "s1", "--agent", "w1")
+	waitState(t, w, "t1", func(st workspace.State) bool {
+		return st.Subtasks["s1"] != nil && st.Subtasks["s1"].Status == "in_progress"
+	})
+	must(`{"summary":"done one"}`, "output", "write", "--task", "t1", "--subtask", "s1", "--agent", "w1", "--file", "-", "--done")
+	st := waitState(t, w, "t1", func(st workspace.State) bool { return st.Subtasks["s1"].Status == "completed" })
+	if st.Subtasks["s1"].Worker != "w1" {
+		t.Errorf("s1 worker %q, want w1", st.Subtasks["s1"].Worker)
+	}
+	if r := must("", "task", "show", "--task", "t1"); !strings.Contains(r.stdout, "1 completed") {
+		t.Errorf("task show: %s", r.stdout)
+	}
+	r := must("", "events", "--task", "t1")
+	for _, want := range []string{"task_created", "plan_approved", "env_stored", "work_completed"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("events lack %s:\n%s", want, r.stdout)
+		}
+	}
+
+	// Commands that need a file tree say so, with a way out, and exit 1.
+	for _, args := range [][]string{
+		{"status"}, {"validate"}, {"state", "rebuild", "--task", "t1"}, {"backup", "list", "--task", "t1"},
+		{"lock", "--task", "t1", "--name", "n", "--", "true"}, {"bench", "--quick"}, {"web"},
+	} {
+		r := w.run(args...)
+		if r.code != exitFailure || !strings.Contains(r.stderr, "PostgreSQL") && !strings.Contains(r.stderr, "not yet") {
+			t.Errorf("%v on a postgres root: exit %d, want 1 with a clear refusal:\n%s", args, r.code, r.stderr)
+		}
+	}
+
+	// The locks and retention of PostgreSQL answer as on files.
+	if r := must("", "locks"); r.stderr != "" {
+		t.Errorf("locks: %v", r)
+	}
+	if r := must("", "cleanup", "--dry-run"); r.stderr != "" {
+		t.Errorf("cleanup --dry-run: %v", r)
+	}
+}
+
+// waitState polls `state show --json` until ok holds.
+func waitState(t *testing.T, w *ws, task string, ok func(workspace.State) bool) workspace.State {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r := w.run("state", "show", "--task", task, "--json")
+		var st workspace.State
+		if r.code == 0 && json.Unmarshal([]byte(r.stdout), &st) == nil && ok(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("state of %s never got there: %v", task, r)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
