@@ -147,7 +147,11 @@ func TestFollowSeesAppendsAndTheDaemonsCommits(t *testing.T) {
 	// The follower from the end may start after an append: append until
 	// it sees one (the hour-long interval means a notification woke it).
 	var first int
+	deadline := time.Now().Add(time.Minute)
 	for i := 0; ; i++ {
+		if time.Now().After(deadline) {
+			t.Fatal("no appended event reached the follower within a minute: no notification woke it")
+		}
 		if err := s.AppendEvent(workspace.Event{Name: "probe", TaskID: "t1", Args: []string{strconv.Itoa(i)}}); err != nil {
 			t.Fatal(err)
 		}

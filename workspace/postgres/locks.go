@@ -180,19 +180,23 @@ const heldSQL = `EXISTS (SELECT 1 FROM pg_locks p WHERE p.locktype = 'advisory' 
 // (held while a daemon leads).
 func (s *Store) Locks(ctx context.Context) ([]workspace.LockInfo, error) {
 	out := []workspace.LockInfo{}
-	li, err := s.Lease(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list locks: %w", err)
+	var (
+		epoch  int64
+		holder string
+		live   bool
+	)
+	if err := s.pool.QueryRow(ctx, `SELECT epoch, holder, holder <> '' AND expires_at >= clock_timestamp() FROM lease WHERE id = 1`).Scan(&epoch, &holder, &live); err != nil {
+		return nil, fmt.Errorf("list locks: read the lease: %w", err)
 	}
-	if li.Holder != "" || li.Epoch > 0 {
-		out = append(out, workspace.LockInfo{Name: "lease", Held: li.Live, Holder: &locking.Holder{Agent: li.Holder}})
+	if epoch > 0 {
+		out = append(out, workspace.LockInfo{Name: "lease", Held: live, Holder: &locking.Holder{Agent: holder}})
 	}
 	rows, err := s.pool.Query(ctx, "SELECT name, task_id, lock, holder, "+fmt.Sprintf(heldSQL, "l.key")+
 		` FROM locks l ORDER BY name COLLATE "C"`)
 	if err != nil {
 		return nil, fmt.Errorf("list locks: %w", err)
 	}
-	var name, task, lock, holder string
+	var name, task, lock string
 	var held bool
 	_, err = pgx.ForEachRow(rows, []any{&name, &task, &lock, &holder, &held}, func() error {
 		out = append(out, workspace.LockInfo{Name: name, TaskID: task, Lock: lock, Held: held, Holder: parseHolder(holder)})

@@ -19,9 +19,3 @@ const readTimeout = 30 * time.Second
 func (s *Store) readCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), readTimeout)
 }
-
-// notYet is the error of a part of the Store not yet kept in PostgreSQL.
-func notYet(op string) error {
-	return &workspace.Error{Kind: workspace.ErrInvalid, Op: op, Msg: "not yet on PostgreSQL",
-		Hint: "use a workspace on files for this for now"}
-}
