@@ -64,7 +64,7 @@ func (s *Store) ReadEventsFrom(taskID string, pos int64, each func(workspace.Pos
 func (s *Store) MemoryAgents() ([]string, error) {
 	ctx, cancel := s.readCtx()
 	defer cancel()
-	rows, err := s.pool.Query(ctx, `SELECT DISTINCT owner FROM entries WHERE scope = $1 ORDER BY owner COLLATE "C"`, string(workspace.ScopeAgent))
+	rows, err := s.pool.Query(ctx, `SELECT owner FROM entries WHERE scope = $1 GROUP BY owner ORDER BY owner COLLATE "C"`, string(workspace.ScopeAgent))
 	if err != nil {
 		return nil, readErr("list the agents that keep memory", err)
 	}
