@@ -567,3 +567,74 @@ func TestPostgresRestartUnderDaemon(t *testing.T) {
 		t.Fatalf("the daemon's log does not show the lost connection:\n%s", d.log.String())
 	}
 }
+
+// pythonWithPsycopg2 is a python3 that imports psycopg2, or the test is
+// skipped.
+func pythonWithPsycopg2(t *testing.T) string {
+	t.Helper()
+	for _, py := range []string{"python3", "/usr/bin/python3"} {
+		p, err := exec.LookPath(py)
+		if err != nil {
+			continue
+		}
+		if exec.Command(p, "-c", "import psycopg2").Run() == nil {
+			return p
+		}
+	}
+	t.Skip("no python3 with psycopg2 (Debian's python3-psycopg2): the Python agent on PostgreSQL cannot be tried")
+	return ""
+}
+
+// TestPostgresPythonWorkers: three psycopg2 workers play the Hivemind
+// worker against the daemon; every subtask is completed once, by the
+// worker whose claim won.
+func TestPostgresPythonWorkers(t *testing.T) {
+	py := pythonWithPsycopg2(t)
+	w := newPGWS(t)
+	d := w.serve()
+	w.leader(d.cmd.Process.Pid, 10*time.Second)
+	const subs = 12
+	w.plan("py", subs)
+	script, _ := filepath.Abs("../../examples/agents/python/pg_worker.py")
+	var wg sync.WaitGroup
+	outs := make([]string, 3)
+	for i := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.Command(py, script, "--dsn", w.conn, "--schema", w.schema, "--task", "py", "--agent", fmt.Sprintf("py_%d", i), "--timeout", "60")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Errorf("worker %d: %v\n%s", i, err, out)
+			}
+			outs[i] = string(out)
+		}()
+	}
+	wg.Wait()
+	w.waitApplied([]string{"py"}, 30*time.Second)
+	st, err := w.s.ReadState(context.Background(), "py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	finished := map[string]string{}
+	for i, out := range outs {
+		agent := fmt.Sprintf("py_%d", i)
+		line := strings.TrimSpace(out)
+		words := strings.Fields(strings.TrimPrefix(line, agent+" finished"))
+		for _, sub := range words {
+			if sub == "nothing" {
+				continue
+			}
+			if prev, ok := finished[sub]; ok {
+				t.Fatalf("%s finished by %s and %s", sub, prev, agent)
+			}
+			finished[sub] = agent
+			if st.Subtasks[sub].Worker != agent || st.Subtasks[sub].Status != "completed" {
+				t.Fatalf("%s: state says %+v, the worker %s says it finished it", sub, st.Subtasks[sub], agent)
+			}
+		}
+	}
+	if len(finished) != subs || st.Status != "completed" {
+		t.Fatalf("finished %d of %d subtasks, status %s:\n%s", len(finished), subs, st.Status, strings.Join(outs, ""))
+	}
+}
