@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -418,7 +420,89 @@ func (pr *pgRig) daemon(ctx context.Context, opt Options, fl sampler, root strin
 		}
 		out = append(out, daemonRow{row, kind, b.target})
 	}
-	return out, nil
+	row, err = r.drain(ctx, goKind, 32, rounds, srv, fl)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, daemonRow{row, rowBackToBack, ""}), nil
+}
+
+// drain measures the daemon alone over a burst: it is stopped (SIGSTOP)
+// while n agents insert per markers each, then resumed; a marker's
+// latency runs from the resumption to the first read of a state showing
+// it, and the rate is every marker over the resumption → the last such
+// read. Floor samples follow, off the clock.
+func (r *rig) drain(ctx context.Context, kind agentKind, n, per int, srv *server, fl sampler) (Result, error) {
+	task := fmt.Sprintf("drain%d_%d", n, per)
+	if err := r.prepare(ctx, task, n*per); err != nil {
+		return Result{}, err
+	}
+	as, err := r.startAgents(kind, task, n)
+	if err != nil {
+		return Result{}, err
+	}
+	defer closeAll(as)
+	var keys []string
+	next := 1
+	for _, a := range as {
+		var b strings.Builder
+		for range per {
+			sub := fmt.Sprintf("st_%d", next)
+			next++
+			b.WriteString(sub + "\n")
+			keys = append(keys, task+"/"+sub)
+		}
+		if _, err := io.WriteString(a.in, b.String()+"sync\n"); err != nil {
+			return Result{}, err
+		}
+		if line, ok := <-a.lines; !ok || line != "prepared" {
+			return Result{}, fmt.Errorf("bench: agent %s did not prepare (said %q)", a.name, line)
+		}
+	}
+	if err := srv.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		return Result{}, err
+	}
+	resumed := false
+	defer func() {
+		if !resumed {
+			_ = srv.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}()
+	for _, a := range as {
+		if _, err := io.WriteString(a.in, "go\n"); err != nil {
+			return Result{}, err
+		}
+	}
+	// A report is answered once the agent's markers are all inserted.
+	for _, a := range as {
+		if _, _, err := a.report(per); err != nil {
+			return Result{}, err
+		}
+	}
+	t0 := time.Now()
+	if err := srv.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		return Result{}, err
+	}
+	resumed = true
+	if err := r.cm.wait(keys, time.Now().Add(2*time.Minute)); err != nil {
+		return Result{}, err
+	}
+	lat := make([]time.Duration, 0, len(keys))
+	var last time.Time
+	for _, k := range keys {
+		at := r.cm.at(k)
+		lat = append(lat, at.Sub(t0))
+		if at.After(last) {
+			last = at
+		}
+	}
+	res := summarize(fmt.Sprintf("daemon draining %d agents × %d markers inserted while it was stopped", n, per), lat, last.Sub(t0))
+	floors, err := fl.sample(32)
+	if err != nil {
+		return Result{}, err
+	}
+	res.FloorP50 = floorP50(floors)
+	return res, nil
 }
 
 // pgDropper inserts done markers on a connection of its own.

@@ -56,9 +56,11 @@ in its own committed transaction: env store / get / update at 1 KiB and
 100 KiB and the listing of 1,000 entries of 100 KiB without their values
 as multiples of that floor sampled with each; a real 'workspaced serve'
 with 1 agent, one marker at a time, and 32 agent processes finishing a
-subtask at once (markers/s as a multiple of one commit per marker), each
-agent a connection of its own inserting its markers with the statement
-of docs/PROTOCOL.md. --vs-daemon does not apply there.
+subtask at once (markers/s as a multiple of one commit per marker), and
+the daemon alone draining 32 agents' markers inserted while it was
+stopped (SIGSTOP, then SIGCONT); each agent is a connection of its own
+inserting its markers with the statement of docs/PROTOCOL.md.
+--vs-daemon does not apply there.
 
 --ext4 makes a 1 GiB sparse image in DIR, formats it with mkfs.ext4's
 defaults (journaled), loop-mounts it and measures there; the mount and the

@@ -73,7 +73,8 @@ func TestBenchPostgresQuick(t *testing.T) {
 	if res, ok := byName["env list 1,000 × 100 KiB, without values"]; ok && res.Ops < 10 {
 		t.Errorf("env list: %d listings", res.Ops)
 	}
-	for _, name := range []string{"daemon 1 agent, one marker at a time: marker → state", "daemon 32 agents at once, 3 rounds", "daemon 32 agents × 3 markers back to back"} {
+	for _, name := range []string{"daemon 1 agent, one marker at a time: marker → state", "daemon 32 agents at once, 3 rounds", "daemon 32 agents × 3 markers back to back",
+		"daemon draining 32 agents × 3 markers inserted while it was stopped"} {
 		res, ok := byName[name]
 		if !ok {
 			t.Errorf("no row %q among %v", name, p.Results)
