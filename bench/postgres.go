@@ -401,11 +401,27 @@ func (pr *pgRig) daemon(ctx context.Context, opt Options, fl sampler, root strin
 		single, rounds = 25, 3
 	}
 	goKind := goAgents(opt)
+	// Each row's note says in how many commits the daemon took its
+	// markers.
+	add := func(out []daemonRow, row Result, kind int, task, target string) ([]daemonRow, error) {
+		markers, commits, err := pr.commits(ctx, task)
+		if err != nil {
+			return nil, err
+		}
+		note := fmt.Sprintf("%d markers in %d commits", markers, commits)
+		if target != "" {
+			note += "; " + target
+		}
+		return append(out, daemonRow{row, kind, note}), nil
+	}
 	row, err := r.single(ctx, goKind, "single", single, fl)
 	if err != nil {
 		return nil, err
 	}
-	out := []daemonRow{{row, rowSingle, ""}}
+	out, err := add(nil, row, rowSingle, "single", "")
+	if err != nil {
+		return nil, err
+	}
 	for _, b := range []struct {
 		agents, rounds, per int
 		target              string
@@ -418,13 +434,24 @@ func (pr *pgRig) daemon(ctx context.Context, opt Options, fl sampler, root strin
 		if b.per > 1 {
 			kind = rowBackToBack
 		}
-		out = append(out, daemonRow{row, kind, b.target})
+		if out, err = add(out, row, kind, fmt.Sprintf("burst%d_%d", b.agents, b.per), b.target); err != nil {
+			return nil, err
+		}
 	}
 	row, err = r.drain(ctx, goKind, 32, rounds, srv, fl)
 	if err != nil {
 		return nil, err
 	}
-	return append(out, daemonRow{row, rowBackToBack, ""}), nil
+	return add(out, row, rowBackToBack, fmt.Sprintf("drain32_%d", rounds), "")
+}
+
+// commits counts the agents' markers the daemon journaled for task and
+// the commits it took them in (the records of one commit share their
+// taken_at).
+func (pr *pgRig) commits(ctx context.Context, task string) (markers, commits int, err error) {
+	err = pr.s.Pool().QueryRow(ctx, `SELECT count(*), count(DISTINCT taken_at) FROM journal
+		WHERE task_id = $1 AND starts_with(name, '.done.agent_')`, task).Scan(&markers, &commits)
+	return markers, commits, err
 }
 
 // drain measures the daemon alone over a burst: it is stopped (SIGSTOP)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -84,7 +85,7 @@ func TestBenchPostgresQuick(t *testing.T) {
 		if res.Ops != want {
 			t.Errorf("%s: %d markers, want %d", name, res.Ops, want)
 		}
-		if !strings.Contains(res.Note, "floor p50") {
+		if !strings.Contains(res.Note, "floor p50") || !strings.Contains(res.Note, fmt.Sprintf("%d markers in ", want)) {
 			t.Errorf("%s: note %q", name, res.Note)
 		}
 	}
