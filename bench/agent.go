@@ -14,69 +14,120 @@ import (
 
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/postgres"
 )
 
-// AgentMain is the Go agent process. It drops done markers with the same
-// os calls any Go program makes to write a file atomically: the marker is
-// written to a temporary dot-file in the task directory, fsynced and
-// closed, then renamed into place, and the directory is fsynced.
+// AgentMain is the Go agent process. On a directory it drops done
+// markers with the same os calls any Go program makes to write a file
+// atomically: the marker is written to a temporary dot-file in the task
+// directory, fsynced and closed, then renamed into place, and the
+// directory is fsynced. On a postgres:// root it inserts each marker row
+// with a connection of its own (a statement of docs/PROTOCOL.md, its own
+// committed transaction).
 //
 // It prints "ready" once the workspace is open, then reads commands from
 // stdin, one a line: "now <subtask>" writes and drops that marker;
-// "<subtask>" writes its temporary file and holds it; "sync" answers
-// "prepared"; "go" drops every held marker back to back; "report"
-// prints, for each marker dropped since the last report, "<subtask>
-// <unix nanoseconds just before its rename>". The stamps wait for
-// "report" so that the harness reads them after a round, not during it.
+// "<subtask>" writes its temporary file (prepares its row) and holds it;
+// "sync" answers "prepared"; "go" drops every held marker back to back;
+// "report" prints, for each marker dropped since the last report,
+// "<subtask> <unix nanoseconds just before its rename (its insert)>". The
+// stamps wait for "report" so that the harness reads them after a round,
+// not during it.
 func AgentMain(root, task, name string, in io.Reader, out io.Writer) error {
-	ws, err := workspace.Open(root, workspace.Options{})
+	var (
+		d   dropper
+		err error
+	)
+	if postgres.IsURL(root) {
+		d, err = newPGDropper(root, task, name)
+	} else {
+		d, err = newFileDropper(root, task, name)
+	}
 	if err != nil {
 		return err
 	}
-	defer ws.Close()
-	dir := filepath.Join(ws.Dir(), "tasks", task)
+	defer d.close()
+	return agentLoop(d, in, out)
+}
+
+// dropper is how an agent process drops a done marker: prepare does
+// everything but the step that makes it visible, drop does that step.
+type dropper interface {
+	prepare(sub string) (held any, err error)
+	drop(held any) error
+	close()
+}
+
+// fileDropper drops marker files in a task directory.
+type fileDropper struct {
+	ws   *workspace.Workspace
+	dir  string
+	name string
+}
+
+func newFileDropper(root, task, name string) (*fileDropper, error) {
+	ws, err := workspace.Open(root, workspace.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return &fileDropper{ws: ws, dir: filepath.Join(ws.Dir(), "tasks", task), name: name}, nil
+}
+
+func (f *fileDropper) close() { f.ws.Close() }
+
+// fileHeld is a marker written to its temporary file.
+type fileHeld struct{ sub, tmp string }
+
+func (f *fileDropper) prepare(sub string) (any, error) {
+	now := time.Now().UTC()
+	m := workspace.Marker{AgentID: f.name, SubtaskID: sub, OutputFile: "outputs/" + sub + ".json", Status: "completed", CompletedAt: &now}
+	data, err := atomicfile.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	tmp := filepath.Join(f.dir, ".tmp-"+f.name+"-"+sub)
+	fh, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := fh.Write(data); err != nil {
+		fh.Close()
+		return nil, err
+	}
+	if err := fh.Sync(); err != nil {
+		fh.Close()
+		return nil, err
+	}
+	return fileHeld{sub, tmp}, fh.Close()
+}
+
+func (f *fileDropper) drop(held any) error {
+	h := held.(fileHeld)
+	if err := os.Rename(h.tmp, filepath.Join(f.dir, workspace.DonePrefix+f.name+"."+h.sub)); err != nil {
+		return err
+	}
+	d, err := os.Open(f.dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// agentLoop reads the harness's commands and drops markers with d.
+func agentLoop(d dropper, in io.Reader, out io.Writer) error {
 	bw := bufio.NewWriter(out)
 	fmt.Fprintln(bw, "ready")
 	if err := bw.Flush(); err != nil {
 		return err
 	}
-	prepare := func(sub string) (string, error) {
-		now := time.Now().UTC()
-		m := workspace.Marker{AgentID: name, SubtaskID: sub, OutputFile: "outputs/" + sub + ".json", Status: "completed", CompletedAt: &now}
-		data, err := atomicfile.Marshal(m)
-		if err != nil {
-			return "", err
-		}
-		tmp := filepath.Join(dir, ".tmp-"+name+"-"+sub)
-		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-		if err != nil {
-			return "", err
-		}
-		if _, err := f.Write(data); err != nil {
-			f.Close()
-			return "", err
-		}
-		if err := f.Sync(); err != nil {
-			f.Close()
-			return "", err
-		}
-		return tmp, f.Close()
-	}
 	var stamps []byte
-	drop := func(sub, tmp string) error {
+	drop := func(sub string, h any) error {
 		t0 := time.Now()
-		if err := os.Rename(tmp, filepath.Join(dir, workspace.DonePrefix+name+"."+sub)); err != nil {
-			return err
-		}
-		d, err := os.Open(dir)
-		if err != nil {
-			return err
-		}
-		err = d.Sync()
-		if cerr := d.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
+		if err := d.drop(h); err != nil {
 			return err
 		}
 		// Kept until "report": the harness reads it after the round.
@@ -84,7 +135,10 @@ func AgentMain(root, task, name string, in io.Reader, out io.Writer) error {
 		return nil
 	}
 	sc := bufio.NewScanner(in)
-	type heldMarker struct{ sub, tmp string }
+	type heldMarker struct {
+		sub  string
+		held any
+	}
 	var held []heldMarker
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
@@ -103,26 +157,26 @@ func AgentMain(root, task, name string, in io.Reader, out io.Writer) error {
 			}
 		case line == "go":
 			for _, h := range held {
-				if err := drop(h.sub, h.tmp); err != nil {
+				if err := drop(h.sub, h.held); err != nil {
 					return err
 				}
 			}
 			held = nil
 		case strings.HasPrefix(line, "now "):
 			sub := strings.TrimPrefix(line, "now ")
-			tmp, err := prepare(sub)
+			h, err := d.prepare(sub)
 			if err != nil {
 				return err
 			}
-			if err := drop(sub, tmp); err != nil {
+			if err := drop(sub, h); err != nil {
 				return err
 			}
 		default:
-			tmp, err := prepare(line)
+			h, err := d.prepare(line)
 			if err != nil {
 				return err
 			}
-			held = append(held, heldMarker{line, tmp})
+			held = append(held, heldMarker{line, h})
 		}
 	}
 	return sc.Err()

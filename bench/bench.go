@@ -54,6 +54,9 @@ type Options struct {
 	// NoPython leaves out the Python agents' rows even when python3 is
 	// on PATH.
 	NoPython bool
+	// Postgres, when set, is a postgres:// root: the same workload runs
+	// on it too, in a temporary schema of its database (RunPostgres).
+	Postgres string
 	// Progress, if set, receives a line per step.
 	Progress io.Writer
 }
@@ -93,6 +96,9 @@ type Report struct {
 	IdleCPUms   float64  `json:"idle_cpu_ms"`
 	RSSMiB      float64  `json:"rss_mib"`
 	Notes       []string `json:"notes,omitempty"`
+	// Postgres is the same workload on PostgreSQL, when Options.Postgres
+	// named a database.
+	Postgres *PGReport `json:"postgres,omitempty"`
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -251,6 +257,11 @@ func Run(ctx context.Context, opt Options) (rep *Report, err error) {
 		return nil, err
 	}
 	rep.IdleTasks, rep.IdleSeconds, rep.IdleCPUms, rep.RSSMiB = tasks, secs, cpu, rss
+	if opt.Postgres != "" {
+		if rep.Postgres, err = RunPostgres(ctx, opt); err != nil {
+			return nil, err
+		}
+	}
 	return rep, nil
 }
 
@@ -329,6 +340,12 @@ func measureEnv(ctx context.Context, dir string, n int) ([]Result, error) {
 		}
 	}
 	return out, nil
+}
+
+// sampler measures a floor between the daemon's rounds: k writes, each
+// as durable as the backend's, and their latencies.
+type sampler interface {
+	sample(k int) ([]time.Duration, error)
 }
 
 // floorer measures the floor between the daemon's rounds: one durable

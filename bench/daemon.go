@@ -18,11 +18,12 @@ import (
 // state writes: everything the harness knows of the daemon, it learns as
 // an agent would, from the files.
 type rig struct {
-	dir string
+	dir string // the workspace's root: a directory, or a postgres:// URL
 	ws  *workspace.Workspace
 	cm  *commits
 	sw  *stateWatcher
 	srv *server
+	pg  *pgRig // set when the workspace is in PostgreSQL (postgres.go)
 }
 
 // newRig makes a workspace in dir and starts serveCmd on it.
@@ -47,6 +48,10 @@ func newRig(ctx context.Context, dir string, serveCmd []string) (*rig, error) {
 
 func (r *rig) close() {
 	r.srv.close()
+	if r.pg != nil {
+		r.pg.close()
+		return
+	}
 	r.sw.close()
 	r.ws.Close()
 }
@@ -56,6 +61,9 @@ func (r *rig) close() {
 // it proposed, and every subtask's output written (a done marker names
 // it), with the task's directory watched throughout.
 func (r *rig) prepare(ctx context.Context, task string, n int) error {
+	if r.pg != nil {
+		return r.pg.prepare(ctx, r.cm, task, n)
+	}
 	if err := fixture.PrepareTask(ctx, r.ws, task, n); err != nil {
 		return err
 	}
@@ -182,7 +190,7 @@ func measureDaemon(ctx context.Context, dir string, opt Options, fl *floorer, py
 
 // single has one agent drop n markers, one at a time, each once the state
 // showed the one before; a floor sample follows each, off the clock.
-func (r *rig) single(ctx context.Context, kind agentKind, task string, n int, fl *floorer) (Result, error) {
+func (r *rig) single(ctx context.Context, kind agentKind, task string, n int, fl sampler) (Result, error) {
 	if err := r.prepare(ctx, task, n); err != nil {
 		return Result{}, err
 	}
@@ -226,7 +234,7 @@ func (r *rig) single(ctx context.Context, kind agentKind, task string, n int, fl
 // bursts runs rounds in which each of n agents drops per markers at the
 // same moment (a round is seen whole before the next starts), with floor
 // samples between rounds.
-func (r *rig) bursts(ctx context.Context, kind agentKind, n, rounds, per int, fl *floorer) (Result, error) {
+func (r *rig) bursts(ctx context.Context, kind agentKind, n, rounds, per int, fl sampler) (Result, error) {
 	task := fmt.Sprintf("burst%d_%d", n, per)
 	if strings.HasPrefix(kind.one, "python") {
 		task = "py_" + task

@@ -53,7 +53,8 @@ func startServer(ctx context.Context, serveCmd []string, root string, onExit fun
 				s.tail = s.tail[1:]
 			}
 			s.mu.Unlock()
-			if !ready && strings.Contains(line, "msg=ready") {
+			// A daemon on PostgreSQL is ready once it leads.
+			if !ready && (strings.Contains(line, "msg=ready") || strings.Contains(line, "msg=leading")) {
 				ready = true
 				close(s.ready)
 			}

@@ -18,6 +18,7 @@ const benchUsage = `workspaced bench — measure the workload against the disk's
 
 Usage:
   workspaced bench [--quick] [--json] [--dir DIR] [--ext4] [--no-python]
+  workspaced --root postgres://… bench [--quick] [--json] [--dir DIR] [--no-python]
   workspaced bench --vs-daemon PATH [--daemon PATH] [--pairs N] [--json] [--dir DIR] [--ext4]
 
 Runs a self-contained workload on temporary workspaces made in DIR (default:
@@ -46,6 +47,21 @@ of that floor and one measured between their own rounds (a shared disk's
 speed drifts from minute to minute); their note says which. The report
 names the filesystem measured and its mount options.
 
+On a postgres:// root (--root or WORKSPACE_ROOT) the same workload runs
+twice and both are printed: on files, in DIR (default: the temporary
+directory's filesystem), then on PostgreSQL, in a temporary schema of
+that database (created and dropped; the role needs CREATE there), beside
+PostgreSQL's own floor, one INSERT … ON CONFLICT DO UPDATE of a 1 KiB row
+in its own committed transaction: env store / get / update at 1 KiB and
+100 KiB and the listing of 1,000 entries of 100 KiB without their values
+as multiples of that floor sampled with each; a real 'workspaced serve'
+with 1 agent, one marker at a time, and 32 agent processes finishing a
+subtask at once (markers/s as a multiple of one commit per marker), and
+the daemon alone draining 32 agents' markers inserted while it was
+stopped (SIGSTOP, then SIGCONT); each agent is a connection of its own
+inserting its markers with the statement of docs/PROTOCOL.md.
+--vs-daemon does not apply there.
+
 --ext4 makes a 1 GiB sparse image in DIR, formats it with mkfs.ext4's
 defaults (journaled), loop-mounts it and measures there; the mount and the
 image are removed afterwards, also after an error or an interrupt. It
@@ -69,6 +85,7 @@ Examples:
   workspaced bench --quick
   workspaced --root /srv/agents bench --json > bench.json
   workspaced bench --dir /mnt/nvme
+workspaced --root 'postgres://bench@db/agents' bench --quick
   sudo workspaced bench --ext4
   sudo workspaced bench --ext4 --vs-daemon ./workspaced-main --pairs 40
   sudo workspaced bench --ext4 --daemon ./build-a --vs-daemon ./build-b --pairs 200
@@ -111,6 +128,10 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 	if *vs != "" && (*quick || *noPython) {
 		return usageHint("bench", "--vs-daemon runs only its paired rounds: --quick and --no-python do not apply (--pairs sets its length)")
 	}
+	pg := postgres.IsURL(e.root)
+	if pg && *vs != "" {
+		return usageHint("bench", "--vs-daemon compares daemons on files: leave out the postgres:// root")
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("bench: find this binary: %w", err)
@@ -125,6 +146,9 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 		if serveA, err = executable("--daemon", *self); err != nil {
 			return err
 		}
+	}
+	if *dir == "" && pg {
+		*dir = os.TempDir()
 	}
 	if *dir == "" {
 		abs, err := filepath.Abs(e.root)
@@ -166,6 +190,9 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 	}
 	opt := bench.Options{Dir: *dir, Quick: *quick, AgentCmd: agentCmd, ServeCmd: []string{exe, "--root"},
 		NoPython: *noPython, Progress: progress}
+	if pg {
+		opt.Postgres = e.root
+	}
 	rep, err := bench.Run(ctx, opt)
 	if err != nil {
 		return err
@@ -184,6 +211,17 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 		rep.IdleTasks, rep.IdleCPUms, rep.IdleSeconds, rep.RSSMiB)
 	for _, n := range rep.Notes {
 		fmt.Fprintln(out, "note:", n)
+	}
+	if p := rep.Postgres; p != nil {
+		fmt.Fprintf(out, "\nPostgreSQL: %s\nschema: %s (temporary, dropped)\n\n", p.Server, p.Schema)
+		rows := [][]string{row(p.Floor)}
+		for _, r := range p.Results {
+			rows = append(rows, row(r))
+		}
+		table(out, []string{"OPERATION", "OPS", "OPS/S", "P50 MS", "P99 MS", "VS FLOOR", "NOTE"}, rows)
+		for _, n := range p.Notes {
+			fmt.Fprintln(out, "note:", n)
+		}
 	}
 	return nil
 }
