@@ -114,9 +114,6 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 	if err := parse(e, fs, benchUsage, args); err != nil {
 		return err
 	}
-	if postgres.IsURL(e.root) {
-		return e.filesOnly()
-	}
 	if *pairs < 1 {
 		return usageHint("bench", "--pairs must be at least 1")
 	}
