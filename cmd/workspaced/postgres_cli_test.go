@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -63,7 +67,7 @@ func TestPostgresCommands(t *testing.T) {
 	// Commands that need a file tree say so, with a way out, and exit 1.
 	for _, args := range [][]string{
 		{"status"}, {"validate"}, {"state", "rebuild", "--task", "t1"},
-		{"lock", "--task", "t1", "--name", "n", "--", "true"}, {"web"},
+		{"lock", "--task", "t1", "--name", "n", "--", "true"},
 	} {
 		r := w.run(args...)
 		if r.code != exitFailure || !strings.Contains(r.stderr, "PostgreSQL") {
@@ -94,5 +98,86 @@ func waitState(t *testing.T, w *ws, task string, ok func(workspace.State) bool) 
 			t.Fatalf("state of %s never got there: %v", task, r)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestPostgresWeb serves the panel over a postgres:// root, as a process
+// beside the PostgreSQL daemon: its JSON answers, and a marker the daemon
+// applies reaches an open event stream of the task.
+func TestPostgresWeb(t *testing.T) {
+	p := newPGWS(t)
+	p.serve()
+	w := &ws{t: t, dir: t.TempDir(), env: append(cleanEnv(), "WORKSPACE_ROOT="+p.root)}
+	must := func(stdin string, args ...string) {
+		t.Helper()
+		if r := w.runIn(stdin, args...); r.code != 0 {
+			t.Fatalf("%v: %v", args, r)
+		}
+	}
+	must("", "task", "create", "--id", "t1", "--description", "served from the database", "--submitted-by", "human")
+	plan := `{"summary":"one step","subtasks":[{"id":"s1","description":"one","estimated_complexity":"low"}]}`
+	must(plan, "plan", "write", "--task", "t1", "--agent", "planner", "--file", "-", "--propose")
+	must(`{"type":"plan_review","verdict":"approved"}`, "review", "write", "--task", "t1", "--id", "plan_v1",
+		"--agent", "reviewer", "--file", "-", "--done")
+	waitState(t, w, "t1", func(st workspace.State) bool { return st.Status == "executing" })
+
+	web := w.web()
+	get := func(path string) string {
+		t.Helper()
+		res, err := http.Get(web.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		if res.StatusCode != 200 || !json.Valid(body) {
+			t.Fatalf("GET %s: %d, not JSON:\n%s\nstderr:\n%s", path, res.StatusCode, body, web.stderr)
+		}
+		return string(body)
+	}
+	if b := get("/api/tasks"); !strings.Contains(b, `"t1"`) || !strings.Contains(b, "served from the database") {
+		t.Errorf("/api/tasks lacks t1:\n%s", b)
+	}
+	if b := get("/api/tasks/t1"); !strings.Contains(b, `"s1"`) || !strings.Contains(b, "executing") {
+		t.Errorf("/api/tasks/t1 lacks its plan and state:\n%s", b)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", web.url+"/api/tasks/t1/events", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("event stream: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	data := make(chan string, 1024)
+	go func() {
+		defer close(data)
+		sc := bufio.NewScanner(res.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			if line, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				data <- line
+			}
+		}
+	}()
+	must("", "claim", "--task", "t1", "--subtask", "s1", "--agent", "w-live")
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case d, ok := <-data:
+			if !ok {
+				t.Fatalf("the event stream ended before the claim arrived; stderr:\n%s", web.stderr)
+			}
+			if strings.Contains(d, "w-live") {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("the daemon's claim of s1 by w-live did not reach the event stream within 30s; stderr:\n%s", web.stderr)
+		}
 	}
 }

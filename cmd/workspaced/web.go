@@ -97,8 +97,8 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 	defer st.Close()
 	if _, ok := st.(workspace.Watcher); !ok {
 		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "serve the panel",
-			Msg:  "the panel is not yet served over PostgreSQL: its pages are live, and this store does not report its changes",
-			Hint: "watch a copy on files ('workspaced export --from ROOT --to DIR', then 'workspaced --root DIR web'), or follow it with 'workspaced events --follow'"}
+			Msg:  "this store does not report its changes, and the panel's pages are live",
+			Hint: "serve the panel over a directory or a postgres:// root; for another store, watch a copy on files ('workspaced export --from ROOT --to DIR', then 'workspaced --root DIR web')"}
 	}
 	cfg := web.Config{Store: st, Token: token, ReadOnly: *readOnly}
 	// The agents' tokens are kept in the tree.
