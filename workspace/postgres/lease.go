@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // Leadership: the lease row names the daemon that serves the workspace,
@@ -63,10 +64,16 @@ func (s *Store) Acquire(ctx context.Context, q querier, holder string, ttl time.
 // Lease reads the lease row.
 func (s *Store) Lease(ctx context.Context) (LeaseInfo, error) {
 	var li LeaseInfo
+	// A lease never taken expires at -infinity: no time.Time; it is left
+	// zero.
+	var exp pgtype.Timestamptz
 	err := s.pool.QueryRow(ctx, `SELECT epoch, holder, expires_at, expires_at >= clock_timestamp() AND holder <> ''
-		FROM lease WHERE id = 1`).Scan(&li.Epoch, &li.Holder, &li.ExpiresAt, &li.Live)
+		FROM lease WHERE id = 1`).Scan(&li.Epoch, &li.Holder, &exp, &li.Live)
 	if err != nil {
 		return li, fmt.Errorf("read the lease: %w", err)
+	}
+	if exp.Valid && exp.InfinityModifier == pgtype.Finite {
+		li.ExpiresAt = exp.Time
 	}
 	return li, nil
 }
