@@ -13,8 +13,9 @@ import (
 )
 
 // A task's kept states are rows of backups, named as the tree names its
-// backup files (backup.Name: state_<saved_at>.json, a counter after the
-// stamp when two share it).
+// backup files: by the name column when the row came from a tree, else
+// backup.Name of saved_at (state_<stamp>.json, a counter after the stamp
+// when two share it).
 
 type backupRow struct {
 	n    int64
@@ -26,15 +27,15 @@ type backupRow struct {
 func backupRows(ctx context.Context, q interface {
 	Query(context.Context, string, ...any) (pgx.Rows, error)
 }, taskID string) ([]backupRow, error) {
-	rows, err := q.Query(ctx, "SELECT n, saved_at, doc FROM backups WHERE task_id = $1 ORDER BY n", taskID)
+	rows, err := q.Query(ctx, "SELECT n, saved_at, doc, name FROM backups WHERE task_id = $1 ORDER BY n", taskID)
 	if err != nil {
 		return nil, fmt.Errorf("list backups of task %s: %w", taskID, err)
 	}
 	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (backupRow, error) {
 		var b backupRow
 		var t time.Time
-		err := r.Scan(&b.n, &t, &b.doc)
-		b.info = workspace.BackupInfo{Time: t.UTC(), Size: int64(len(b.doc))}
+		err := r.Scan(&b.n, &t, &b.doc, &b.info.Name)
+		b.info.Time, b.info.Size = t.UTC(), int64(len(b.doc))
 		return b, err
 	})
 	if err != nil {
@@ -42,6 +43,9 @@ func backupRows(ctx context.Context, q interface {
 	}
 	seen := map[string]int{}
 	for i := range list {
+		if list[i].info.Name != "" {
+			continue // imported from a tree under its file's name
+		}
 		stamp := backup.Name("state_", list[i].info.Time, 0)
 		list[i].info.Name = backup.Name("state_", list[i].info.Time, seen[stamp])
 		seen[stamp]++
