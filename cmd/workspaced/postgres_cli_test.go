@@ -97,6 +97,15 @@ func TestPostgresCommands(t *testing.T) {
 		t.Errorf("status --json: %+v\n%s", s, r.stdout)
 	}
 
+	// A state row that is not the fold of its journal is told apart.
+	if _, err := p.s.Pool().Exec(context.Background(), `UPDATE states SET doc = replace(doc, '"w1"', '"someone"') WHERE task_id = 't1'`); err != nil {
+		t.Fatal(err)
+	}
+	if r := w.run("state", "rebuild", "--task", "t1"); r.code != exitFailure || !strings.Contains(r.stdout, "--- state of task t1") ||
+		!strings.Contains(r.stdout, "\n-") || !strings.Contains(r.stdout, "\n+") || !strings.Contains(r.stdout, `someone`) {
+		t.Errorf("state rebuild of a tampered state: want exit 1 and a diff: %v", r)
+	}
+
 	// Commands that need a file tree say so, with a way out, and exit 1.
 	for _, args := range [][]string{
 		{"validate"},
