@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -64,9 +65,50 @@ func TestPostgresCommands(t *testing.T) {
 		}
 	}
 
+	// Once the daemon has applied the markers, the journal folds to the
+	// state it wrote, and status names the daemon serving with nothing
+	// waiting.
+	if r := must("", "state", "rebuild", "--task", "t1"); !strings.Contains(r.stdout, "matches the journal") {
+		t.Errorf("state rebuild: %s", r.stdout)
+	}
+	if r := w.run("state", "rebuild", "--task", "nope"); r.code != exitNotFound {
+		t.Errorf("state rebuild of no task: exit %d, want %d: %v", r.code, exitNotFound, r)
+	}
+	u, _ := url.Parse(p.root)
+	pass, _ := u.User.Password()
+	if r := must("", "status"); !strings.Contains(r.stdout, "daemon: serving") || !strings.Contains(r.stdout, "markers waiting: 0") ||
+		!strings.Contains(r.stdout, "t1") || (pass != "" && strings.Contains(r.stdout, pass)) {
+		t.Errorf("status: %s", r.stdout)
+	}
+	var s struct {
+		Serving        bool           `json:"serving"`
+		Holder         string         `json:"holder"`
+		Epoch          int64          `json:"epoch"`
+		ByStatus       map[string]int `json:"by_status"`
+		MarkersWaiting int            `json:"markers_waiting"`
+		Tasks          []struct {
+			ID         string `json:"id"`
+			Status     string `json:"status"`
+			JournalSeq int64  `json:"journal_seq"`
+		} `json:"tasks"`
+	}
+	if r := must("", "status", "--json"); json.Unmarshal([]byte(r.stdout), &s) != nil || !s.Serving || s.Holder == "" || s.Epoch < 1 ||
+		s.MarkersWaiting != 0 || s.ByStatus["executing"] != 1 || len(s.Tasks) != 1 || s.Tasks[0].ID != "t1" || s.Tasks[0].JournalSeq != st.JournalSeq {
+		t.Errorf("status --json: %+v\n%s", s, r.stdout)
+	}
+
+	// A state row that is not the fold of its journal is told apart.
+	if _, err := p.s.Pool().Exec(context.Background(), `UPDATE states SET doc = replace(doc, '"w1"', '"someone"') WHERE task_id = 't1'`); err != nil {
+		t.Fatal(err)
+	}
+	if r := w.run("state", "rebuild", "--task", "t1"); r.code != exitFailure || !strings.Contains(r.stdout, "--- state of task t1") ||
+		!strings.Contains(r.stdout, "\n-") || !strings.Contains(r.stdout, "\n+") || !strings.Contains(r.stdout, `someone`) {
+		t.Errorf("state rebuild of a tampered state: want exit 1 and a diff: %v", r)
+	}
+
 	// Commands that need a file tree say so, with a way out, and exit 1.
 	for _, args := range [][]string{
-		{"status"}, {"validate"}, {"state", "rebuild", "--task", "t1"},
+		{"validate"},
 		{"lock", "--task", "t1", "--name", "n", "--", "true"},
 	} {
 		r := w.run(args...)

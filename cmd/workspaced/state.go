@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/daemon"
 	"github.com/workspaced/workspaced/workspace/machine"
+	"github.com/workspaced/workspaced/workspace/postgres"
 )
 
 const stateUsage = `workspaced state — show or rebuild a task's state.json.
@@ -175,6 +177,9 @@ says so and checks what is left — that state.json is valid and finished,
 and that events.log ends the task the way the state says — exiting 0 when
 both hold and 1 when not. --json prints that report.
 
+On a postgres:// root the journal rows are folded as the daemon folds
+them and compared with the state row, with the same output and exit codes.
+
 Examples:
   workspaced state rebuild --task t1
   workspaced state rebuild --task t1 --json > /tmp/t1-state.json
@@ -192,6 +197,9 @@ func stateRebuild(ctx context.Context, e *env, args []string) error {
 	asJSON := fs.Bool("json", false, "print the rebuilt state")
 	if err := parse(e, fs, stateRebuildUsage, args); err != nil {
 		return err
+	}
+	if postgres.IsURL(e.root) {
+		return stateRebuildPG(e, *task, *thread, *asJSON)
 	}
 	w, id, err := e.openTaskTree("state rebuild", *task, *thread)
 	if err != nil {
@@ -211,23 +219,59 @@ func stateRebuild(ctx context.Context, e *env, args []string) error {
 	// events.log, no journal yet) also holds nothing else, but is not
 	// finished.
 	if info.Summarized && (vocab.Finished(info.Status) || (info.StateErr != "" && endedInEvents(w, id))) {
-		return checkSummary(e, w, id, *asJSON)
+		data, err := w.ReadFile(workspace.TaskDir(id) + "/state.json")
+		return checkSummary(e, w, id, data, err, *asJSON)
 	}
 	rebuilt, err := daemon.Rebuild(w, id)
 	if err != nil {
 		return fmt.Errorf("rebuild state of task %s: %w", id, err)
 	}
+	oldData, err := w.ReadFile(workspace.TaskDir(id) + "/state.json")
+	return compareRebuilt(e, rebuilt, oldData, err, e.display(workspace.TaskDir(id)+"/state.json"), "task.json and journal/", *asJSON)
+}
+
+// stateRebuildPG is state rebuild on a workspace kept in PostgreSQL: the
+// task's journal rows folded as the daemon folds them, compared with the
+// state row. A task retention summarised (finished, its journal deleted)
+// is checked as on files.
+func stateRebuildPG(e *env, task, thread string, asJSON bool) error {
+	w, id, err := e.openTask("state rebuild", task, thread)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	s := w.(*postgres.Store)
+	rebuilt, err := s.Rebuild(id)
+	if err != nil {
+		if errors.Is(err, workspace.ErrNotFound) {
+			return err
+		}
+		return fmt.Errorf("rebuild state of task %s: %w", id, err)
+	}
+	oldData, readErr := s.ReadTaskFile(id, "state.json", -1)
+	if rebuilt.JournalSeq == 0 && readErr == nil {
+		var st workspace.State
+		if json.Unmarshal(oldData, &st) == nil && st.JournalSeq > 0 && vocab.Finished(st.Status) {
+			return checkSummary(e, s, id, oldData, nil, asJSON)
+		}
+	}
+	return compareRebuilt(e, rebuilt, oldData, readErr, "state of task "+id, "the task and its journal", asJSON)
+}
+
+// compareRebuilt prints the outcome of state rebuild: rebuilt against the
+// state written (oldData, or readErr reading it), named old; from names
+// what rebuilt was derived from.
+func compareRebuilt(e *env, rebuilt workspace.State, oldData []byte, readErr error, old, from string, asJSON bool) error {
 	newData, err := atomicfile.Marshal(rebuilt)
 	if err != nil {
 		return err
 	}
-	oldData, err := w.ReadFile(workspace.TaskDir(id) + "/state.json")
-	missing := errors.Is(err, workspace.ErrNotFound)
-	if err != nil && !missing {
-		return err
+	missing := errors.Is(readErr, workspace.ErrNotFound)
+	if readErr != nil && !missing {
+		return readErr
 	}
 	differs := &exitError{code: exitFailure}
-	if *asJSON {
+	if asJSON {
 		if _, err := e.stdout.Write(newData); err != nil {
 			return err
 		}
@@ -247,7 +291,7 @@ func stateRebuild(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "state.json matches the journal (journal_seq %d)\n", rebuilt.JournalSeq)
 		return nil
 	}
-	fmt.Fprintf(e.stdout, "--- %s\n+++ rebuilt from task.json and journal/ (journal_seq %d)\n", e.display(workspace.TaskDir(id)+"/state.json"), rebuilt.JournalSeq)
+	fmt.Fprintf(e.stdout, "--- %s\n+++ rebuilt from %s (journal_seq %d)\n", old, from, rebuilt.JournalSeq)
 	writeDiff(e.stdout, splitLines(string(oldData)), splitLines(string(newData)))
 	return differs
 }
@@ -293,9 +337,11 @@ func endedInEvents(w *workspace.Workspace, id string) bool {
 
 // checkSummary reports on a task retention has summarised: its journal is
 // gone, so only state.json and events.log can be checked.
-func checkSummary(e *env, w *workspace.Workspace, id string, asJSON bool) error {
+// data and err are state.json as read.
+func checkSummary(e *env, w interface {
+	ReadEvents(string) ([]workspace.Event, []error, error)
+}, id string, data []byte, err error, asJSON bool) error {
 	c := summaryCheck{TaskID: id, Summarised: true, Problems: []string{}}
-	data, err := w.ReadFile(workspace.TaskDir(id) + "/state.json")
 	if err == nil {
 		var st workspace.State
 		st, err = daemon.ValidateState(id, data)

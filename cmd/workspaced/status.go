@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/workspace/daemon"
+	"github.com/workspaced/workspaced/workspace/postgres"
 )
 
 const statusUsage = `workspaced status — is a daemon serving this root; tasks and waiting markers.
@@ -32,6 +34,13 @@ that are not task directories (a symlink, a file, a name that is not a task
 id) are listed as skipped: no command and no daemon looks into them. It
 only reads.
 
+On a postgres:// root the lease names the daemon serving (its holder,
+epoch and when the lease expires; "no daemon serving" when it has expired
+or was released), and the tables give the tasks and the markers waiting;
+there is no lock file or socket, so the live report and skipped entries
+are left out (--json: holder, epoch, expires_at instead of pid, since,
+live).
+
 Examples:
   workspaced status
   workspaced status --json | jq .serving
@@ -46,6 +55,9 @@ func cmdStatus(ctx context.Context, e *env, args []string) error {
 	asJSON := fs.Bool("json", false, "print the status as JSON")
 	if err := parse(e, fs, statusUsage, args); err != nil {
 		return err
+	}
+	if postgres.IsURL(e.root) {
+		return statusPG(ctx, e, *asJSON)
 	}
 	w, err := e.open()
 	if err != nil {
@@ -72,31 +84,80 @@ func cmdStatus(ctx context.Context, e *env, args []string) error {
 	default:
 		fmt.Fprintf(e.stdout, "daemon: not serving %s (start one with 'workspaced serve')\n", s.Root)
 	}
-	var counts []string
-	for st, n := range s.ByStatus {
-		counts = append(counts, st+" "+strconv.Itoa(n))
-	}
-	sort.Strings(counts)
-	fmt.Fprintf(e.stdout, "tasks: %d", len(s.Tasks))
-	if len(counts) > 0 {
-		fmt.Fprintf(e.stdout, " (%s)", strings.Join(counts, ", "))
-	}
-	fmt.Fprintf(e.stdout, "\nmarkers waiting: %d\n", s.MarkersWaiting)
+	printCounts(e.stdout, len(s.Tasks), s.ByStatus, s.MarkersWaiting)
 	for _, sk := range s.Skipped {
 		fmt.Fprintf(e.stdout, "skipped %s: %s\n", displayName(sk.File), sk.Reason)
 	}
 	printLive(e.stdout, live)
-	if len(s.Tasks) == 0 {
-		return nil
-	}
-	fmt.Fprintln(e.stdout)
 	rows := make([][]string, 0, len(s.Tasks))
 	for _, t := range s.Tasks {
 		rows = append(rows, []string{t.ID, t.Status, t.Phase, strconv.FormatInt(t.JournalSeq, 10), strconv.Itoa(t.MarkersWaiting), cut(t.Error, 60)})
 	}
-	out := bufio.NewWriter(e.stdout)
+	return printTaskRows(e.stdout, rows)
+}
+
+// printCounts prints the tasks by status and the markers waiting.
+func printCounts(w io.Writer, tasks int, byStatus map[string]int, waiting int) {
+	var counts []string
+	for st, n := range byStatus {
+		counts = append(counts, st+" "+strconv.Itoa(n))
+	}
+	sort.Strings(counts)
+	fmt.Fprintf(w, "tasks: %d", tasks)
+	if len(counts) > 0 {
+		fmt.Fprintf(w, " (%s)", strings.Join(counts, ", "))
+	}
+	fmt.Fprintf(w, "\nmarkers waiting: %d\n", waiting)
+}
+
+// printTaskRows prints status's table of tasks, after a blank line; none
+// prints nothing.
+func printTaskRows(w io.Writer, rows [][]string) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	out := bufio.NewWriter(w)
 	table(out, []string{"TASK", "STATUS", "PHASE", "SEQ", "WAITING", "ERROR"}, rows)
 	return out.Flush()
+}
+
+// statusPG is status on a workspace kept in PostgreSQL: the lease says
+// which daemon serves (there is no lock file or socket to probe), the
+// tables the tasks and the markers waiting.
+func statusPG(ctx context.Context, e *env, asJSON bool) error {
+	w, err := e.openStore()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	s, err := w.(*postgres.Store).ReadStatus(ctx)
+	if err != nil {
+		return err
+	}
+	s.Root = e.root
+	if u, err := url.Parse(e.root); err == nil {
+		s.Root = u.Redacted()
+	}
+	if asJSON {
+		return printJSON(e.stdout, s)
+	}
+	switch {
+	case s.Serving && s.ExpiresAt != nil:
+		fmt.Fprintf(e.stdout, "daemon: serving %s (%s, lease epoch %d, expires %s)\n", s.Root, s.Holder, s.Epoch, shortTime(*s.ExpiresAt))
+	case s.Serving:
+		fmt.Fprintf(e.stdout, "daemon: serving %s (%s, lease epoch %d)\n", s.Root, s.Holder, s.Epoch)
+	case s.Holder != "":
+		fmt.Fprintf(e.stdout, "daemon: no daemon serving %s (the lease of %s, epoch %d, expired; start one with 'workspaced serve')\n", s.Root, s.Holder, s.Epoch)
+	default:
+		fmt.Fprintf(e.stdout, "daemon: no daemon serving %s (start one with 'workspaced serve')\n", s.Root)
+	}
+	printCounts(e.stdout, len(s.Tasks), s.ByStatus, s.MarkersWaiting)
+	rows := make([][]string, 0, len(s.Tasks))
+	for _, t := range s.Tasks {
+		rows = append(rows, []string{t.ID, t.Status, t.Phase, strconv.FormatInt(t.JournalSeq, 10), strconv.Itoa(t.MarkersWaiting), cut(t.Error, 60)})
+	}
+	return printTaskRows(e.stdout, rows)
 }
 
 // printStatusJSON writes s, with the daemon's live report when there is
