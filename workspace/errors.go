@@ -65,6 +65,26 @@ func (e *Error) Unwrap() []error {
 	return errs
 }
 
+// Reason is err's text without the operation an *Error names: what a
+// caller that already says which file or marker it read puts after that
+// name (a journal record's rejection reason, say).
+func Reason(err error) string {
+	var we *Error
+	if errors.As(err, &we) {
+		s := we.Msg
+		if we.Err != nil {
+			if s != "" {
+				s += ": "
+			}
+			s += we.Err.Error()
+		}
+		if s != "" {
+			return s
+		}
+	}
+	return err.Error()
+}
+
 // HintOf returns the hint carried by err, if any.
 func HintOf(err error) string {
 	var e *Error

@@ -73,10 +73,10 @@ func examine(ws *workspace.Workspace, td, dir *os.File, name, kind string, fi fs
 			ex.verdict = vanished
 			return ex
 		}
-		return hard("marker " + describe(err))
+		return hard("marker " + workspace.Reason(err))
 	}
 	if err := workspace.CheckDepth(data, ws.Settings().Limits.MaxDepth); err != nil {
-		return hard("marker " + describe(err))
+		return hard("marker " + workspace.Reason(err))
 	}
 	sk := schemas.KindClaim
 	if kind == workspace.KindDone {
@@ -108,7 +108,7 @@ func examine(ws *workspace.Workspace, td, dir *os.File, name, kind string, fi fs
 	}
 	p, err := ws.ReadProductAt(td, ex.marker.OutputFile)
 	if err != nil {
-		reason := "output " + ex.marker.OutputFile + ": " + describe(err)
+		reason := "output " + ex.marker.OutputFile + ": " + workspace.Reason(err)
 		if errors.Is(err, workspace.ErrUnsafe) {
 			return hard(reason)
 		}
@@ -135,24 +135,6 @@ func (ex examined) record(seq int64, takenAt time.Time, file string) workspace.J
 		}
 	}
 	return rec
-}
-
-// describe is an error's text without the path the daemon already names.
-func describe(err error) string {
-	var we *workspace.Error
-	if errors.As(err, &we) {
-		s := we.Msg
-		if we.Err != nil {
-			if s != "" {
-				s += ": "
-			}
-			s += we.Err.Error()
-		}
-		if s != "" {
-			return s
-		}
-	}
-	return err.Error()
 }
 
 // markerPath is a marker's path relative to the root.

@@ -280,7 +280,7 @@ func (s *Store) judge(m waiting, products map[string][]byte, seq int64, now time
 		return reject(fmt.Sprintf("marker is %d bytes, more than the limit of %d", len(data), lim.MaxFileBytes))
 	}
 	if err := workspace.CheckDepth(data, lim.MaxDepth); err != nil {
-		return reject("marker " + describe(err))
+		return reject("marker " + workspace.Reason(err))
 	}
 	sk := schemas.KindClaim
 	if m.kind == workspace.KindDone {
@@ -314,7 +314,7 @@ func (s *Store) judge(m waiting, products map[string][]byte, seq int64, now time
 	}
 	p, err := workspace.DecodeProduct(mk.OutputFile, body, lim)
 	if err != nil {
-		return reject("output " + mk.OutputFile + ": " + describe(err))
+		return reject("output " + mk.OutputFile + ": " + workspace.Reason(err))
 	}
 	rec.Plan, rec.Review = p.Plan, p.Review
 	if pkind == workspace.ProductOutput && mk.SubtaskID == "" {
@@ -331,24 +331,6 @@ func (s *Store) judge(m waiting, products map[string][]byte, seq int64, now time
 		}
 	}
 	return rec
-}
-
-// describe is an error's text without the operation the caller names.
-func describe(err error) string {
-	var we *workspace.Error
-	if errors.As(err, &we) {
-		s := we.Msg
-		if we.Err != nil {
-			if s != "" {
-				s += ": "
-			}
-			s += we.Err.Error()
-		}
-		if s != "" {
-			return s
-		}
-	}
-	return err.Error()
 }
 
 // planLoader gives the state machine the plan the state tracks when no
