@@ -106,9 +106,28 @@ func TestPostgresCommands(t *testing.T) {
 		t.Errorf("state rebuild of a tampered state: want exit 1 and a diff: %v", r)
 	}
 
+	// validate judges the database as the tree it would export, and names
+	// a broken document by its place in that tree.
+	if r := must("", "validate"); !strings.HasPrefix(r.stdout, "ok ") {
+		t.Errorf("validate: %v", r)
+	}
+	ctx := context.Background()
+	var body string
+	if err := p.s.Pool().QueryRow(ctx, `SELECT body FROM products WHERE task_id = 't1' AND path = 'outputs/s1.json'`).Scan(&body); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.s.Pool().Exec(ctx, `UPDATE products SET body = '{"summary": 7}' WHERE task_id = 't1' AND path = 'outputs/s1.json'`); err != nil {
+		t.Fatal(err)
+	}
+	if r := w.run("validate"); r.code == 0 || !strings.Contains(r.stdout, "tasks/t1/outputs/s1.json") || strings.Contains(r.stdout, "workspaced-validate-") {
+		t.Errorf("validate of a broken output: want a failure naming tasks/t1/outputs/s1.json: %v", r)
+	}
+	if _, err := p.s.Pool().Exec(ctx, `UPDATE products SET body = $1 WHERE task_id = 't1' AND path = 'outputs/s1.json'`, body); err != nil {
+		t.Fatal(err)
+	}
+
 	// Commands that need a file tree say so, with a way out, and exit 1.
 	for _, args := range [][]string{
-		{"validate"},
 		{"lock", "--task", "t1", "--name", "n", "--", "true"},
 	} {
 		r := w.run(args...)

@@ -37,6 +37,10 @@ a task directory without task.json, or holding only lock files; a thread
 file the thread list fails on; an output no marker can name or the daemon
 rejects; a dot-file that looks like a marker but is not one.
 
+On a postgres:// root (and no PATH) it checks the workspace as the tree
+'workspaced export' would write, every document byte for byte in its
+place, and names each problem by that place (tasks/t1/outputs/s1.json).
+
 Prints "ok N files", or one line per problem:
   <path>: <JSON pointer>: <rule>: <message>
 --json prints {"files": N, "invalid": M, "problems": [{path, pointer, rule, message}]}.
@@ -80,10 +84,21 @@ func cmdValidate(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	paths := fs.Args()
-	if len(paths) == 0 {
-		if postgres.IsURL(e.root) {
-			return e.filesOnly()
+	exported := ""
+	if len(paths) == 0 && postgres.IsURL(e.root) {
+		// A database is checked as the tree it would export: every
+		// document, byte for byte, in the place the file tree keeps it,
+		// so both backends are judged by the same rules and named alike.
+		tmp, tree, err := exportForValidate(ctx, e.root)
+		if tmp != "" {
+			defer os.RemoveAll(tmp)
 		}
+		if err != nil {
+			return err
+		}
+		exported, paths = tree, []string{tree}
+	}
+	if len(paths) == 0 {
 		if !isWorkspaceDir(e.root) {
 			return &workspace.Error{Kind: workspace.ErrNotFound, Op: "validate " + e.root, Msg: "no workspace here",
 				Hint: "create one with 'workspaced init', or name what to check: workspaced validate PATH"}
@@ -99,6 +114,13 @@ func cmdValidate(ctx context.Context, e *env, args []string) error {
 		}
 		if err := v.validatePath(p); err != nil {
 			return err
+		}
+	}
+	if exported != "" {
+		for i, p := range rep.Problems {
+			if rel, err := filepath.Rel(exported, p.Path); err == nil && filepath.IsLocal(rel) {
+				rep.Problems[i].Path = filepath.ToSlash(rel)
+			}
 		}
 	}
 	if *asJSON {
@@ -391,4 +413,24 @@ func findRoot(dir string) string {
 		}
 		d = parent
 	}
+}
+
+// exportForValidate writes the workspace at the postgres:// root as its
+// file tree, tree, inside a new temporary directory, tmp, which the
+// caller removes.
+func exportForValidate(ctx context.Context, root string) (tmp, tree string, err error) {
+	st, err := postgres.Open(ctx, root)
+	if err != nil {
+		return "", "", err
+	}
+	defer st.Close()
+	tmp, err = os.MkdirTemp("", "workspaced-validate-")
+	if err != nil {
+		return "", "", fmt.Errorf("validate: %w", err)
+	}
+	tree = filepath.Join(tmp, "workspace")
+	if _, err := st.Export(ctx, tree); err != nil {
+		return tmp, "", fmt.Errorf("validate: read the workspace as its tree: %w", err)
+	}
+	return tmp, tree, nil
 }
