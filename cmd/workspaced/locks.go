@@ -16,6 +16,7 @@ import (
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/postgres"
 )
 
 const locksUsage = `workspaced locks — who holds which lock.
@@ -118,6 +119,10 @@ The wait is bounded by --timeout (at most lock_timeout of workspace.json,
 WORKSPACE_ROOT set to the root. If workspaced is killed, the kernel releases
 the lock, and CMD is killed with it so it never runs on unlocked.
 
+On a postgres:// root the lock is the task's named advisory lock, held by
+this process's connection while CMD runs (the same lock the store's other
+users take), its holder recorded for 'workspaced locks'.
+
 Examples:
   workspaced lock --task t1 --name counter -- sh -c 'n=$(cat n); echo $((n+1)) > n'
   workspaced lock --task t1 --name deploy --timeout 5s -- ./deploy.sh
@@ -147,7 +152,10 @@ func cmdLock(ctx context.Context, e *env, args []string) error {
 	if flagSet(fs, "timeout") && *timeout <= 0 {
 		return usageHint("lock", "--timeout must be positive")
 	}
-	// File-only: the lock is a flock a child process runs under.
+	if postgres.IsURL(e.root) {
+		return lockStore(ctx, e, *task, *thread, *name, agentOr(*agent, "cli"), *timeout, argv)
+	}
+	// On files the lock is a flock a child process runs under.
 	w, id, err := e.openTaskTree("lock", *task, *thread)
 	if err != nil {
 		return err
@@ -175,6 +183,37 @@ func cmdLock(ctx context.Context, e *env, args []string) error {
 	}
 	defer l.Release()
 	return runLocked(ctx, e, w.Dir(), argv)
+}
+
+// lockStore is lock on a store that keeps its own locks (PostgreSQL: a
+// session advisory lock, its holder recorded): the lock is held by this
+// process's connection while CMD runs, and given back when CMD ends.
+func lockStore(ctx context.Context, e *env, task, thread, name, agent string, timeout time.Duration, argv []string) error {
+	st, id, err := e.openTask("lock", task, thread)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if _, err := st.GetTask(id); err != nil {
+		return err
+	}
+	lctx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		lctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	l, err := st.LockTaskNamed(lctx, id, name, agent)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return &workspace.Error{Kind: workspace.ErrLocked, Op: "lock " + name + " of task " + id,
+				Msg:  "gave up after " + vocab.Duration(timeout),
+				Hint: "another process holds it; see 'workspaced locks', or wait longer with --timeout"}
+		}
+		return err
+	}
+	defer l.Release()
+	return runLocked(ctx, e, e.root, argv)
 }
 
 // runLocked runs argv with the streams passed through and returns its exit

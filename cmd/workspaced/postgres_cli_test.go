@@ -126,14 +126,18 @@ func TestPostgresCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Commands that need a file tree say so, with a way out, and exit 1.
-	for _, args := range [][]string{
-		{"lock", "--task", "t1", "--name", "n", "--", "true"},
-	} {
-		r := w.run(args...)
-		if r.code != exitFailure || !strings.Contains(r.stderr, "PostgreSQL") {
-			t.Errorf("%v on a postgres root: exit %d, want 1 with a clear refusal:\n%s", args, r.code, r.stderr)
-		}
+	// lock -- CMD holds an advisory lock while CMD runs: CMD's own exit
+	// status comes back, and a second taker (here CMD itself, on its own
+	// connection) waits, then gives up naming the lock.
+	if r := w.run("lock", "--task", "t1", "--name", "n", "--", "true"); r.code != 0 {
+		t.Errorf("lock -- true: %v", r)
+	}
+	if r := w.run("lock", "--task", "t1", "--name", "n", "--", "false"); r.code != 1 {
+		t.Errorf("lock -- false: want CMD's exit 1: %v", r)
+	}
+	if r := w.run("lock", "--task", "t1", "--name", "n", "--", bin, "lock", "--task", "t1", "--name", "n", "--timeout", "300ms", "--", "true"); r.code != exitConflict ||
+		!strings.Contains(r.stderr, "lock") {
+		t.Errorf("lock taken twice: want the inner taker to give up with exit %d: %v", exitConflict, r)
 	}
 
 	// The locks and retention of PostgreSQL answer as on files.
