@@ -46,6 +46,14 @@ func TestPostgresCommands(t *testing.T) {
 		t.Errorf("env list: %s", r.stdout)
 	}
 
+	// --wait reads the daemon's verdict: s2 is won once, then lost.
+	if r := w.run("claim", "--task", "t1", "--subtask", "s2", "--agent", "w2", "--wait", "30s"); r.code != 0 || !strings.Contains(r.stdout, "won") {
+		t.Errorf("claim --wait of a pending subtask: want exit 0, won: %v", r)
+	}
+	if r := w.run("claim", "--task", "t1", "--subtask", "s2", "--agent", "w3", "--wait", "30s", "--json"); r.code != exitConflict || !strings.Contains(r.stdout, `"lost"`) {
+		t.Errorf("claim --wait of a subtask taken: want exit %d, lost: %v", exitConflict, r)
+	}
+
 	must("", "claim", "--task", "t1", "--subtask", "s1", "--agent", "w1")
 	waitState(t, w, "t1", func(st workspace.State) bool {
 		return st.Subtasks["s1"] != nil && st.Subtasks["s1"].Status == "in_progress"

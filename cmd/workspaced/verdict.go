@@ -108,19 +108,32 @@ func beforeMarker(w workspace.Store, op, taskID string, wait bool) (int64, error
 	if !wait {
 		return after, nil
 	}
-	t, err := fileTree(op+" --wait", w)
+	src, err := verdictSource(op, w)
 	if err != nil {
 		return 0, err
 	}
-	serving, err := daemon.Serving(t)
+	serving, err := src.Serving()
 	if err != nil {
 		return 0, err
 	}
 	if !serving {
-		return 0, &workspace.Error{Kind: daemon.ErrNotServing, Op: op, Msg: "no daemon serves " + t.Dir() + ", so no verdict would come; nothing was dropped",
+		return 0, &workspace.Error{Kind: daemon.ErrNotServing, Op: op, Msg: "no daemon serves " + src.Where() + ", so no verdict would come; nothing was dropped",
 			Hint: "start the daemon (workspaced serve), or drop the marker without --wait: the daemon takes it when it starts"}
 	}
 	return after, nil
+}
+
+// verdictSource is where the verdicts of w's markers are read: the store
+// itself when it reads them (PostgreSQL), else its file tree.
+func verdictSource(op string, w workspace.Store) (daemon.VerdictSource, error) {
+	if src, ok := w.(daemon.VerdictSource); ok {
+		return src, nil
+	}
+	t, err := fileTree(op+" --wait", w)
+	if err != nil {
+		return nil, err
+	}
+	return daemon.FileVerdicts(t), nil
 }
 
 // reportMarker ends a command that dropped marker m: with --wait it waits
@@ -143,11 +156,11 @@ func reportMarker(ctx context.Context, e *env, w workspace.Store, op, taskID, m 
 func awaitVerdict(ctx context.Context, e *env, w workspace.Store, op, taskID, m string, after int64, wf waitFlag, asJSON bool) error {
 	ctx, cancel := context.WithTimeout(ctx, wf.d)
 	defer cancel()
-	t, err := fileTree(op+" --wait", w)
+	src, err := verdictSource(op, w)
 	if err != nil {
 		return err
 	}
-	v, err := daemon.WaitVerdict(ctx, t, taskID, path.Base(m), after)
+	v, err := daemon.Wait(ctx, src, taskID, path.Base(m), after)
 	if err != nil {
 		var we *workspace.Error
 		if errors.As(err, &we) {

@@ -98,11 +98,12 @@ func ReadVerdict(ws *workspace.Workspace, taskID, name string, after int64) (Ver
 	if st.JournalSeq < rec.Seq {
 		return Verdict{}, MarkerTaken, nil
 	}
-	return judge(st, rec, name), MarkerDecided, nil
+	return Judge(st, rec, name), MarkerDecided, nil
 }
 
-// judge is the verdict on rec, named name, from st, a state reflecting it.
-func judge(st workspace.State, rec workspace.JournalRecord, name string) Verdict {
+// Judge is the verdict on rec, the journal record of the marker name,
+// from st, a state that reflects it (st.JournalSeq >= rec.Seq).
+func Judge(st workspace.State, rec workspace.JournalRecord, name string) Verdict {
 	v := Verdict{Marker: name, TaskID: st.TaskID, Kind: rec.Kind, Seq: rec.Seq, SubtaskID: rec.Marker.SubtaskID, TaskStatus: st.Status}
 	if ss := st.Subtasks[v.SubtaskID]; ss != nil {
 		v.SubtaskStatus, v.Worker = ss.Status, ss.Worker
@@ -192,10 +193,40 @@ const (
 // ErrNotServing when no daemon serves the root while the marker is
 // undecided, and says where the marker was when ctx ended.
 func WaitVerdict(ctx context.Context, ws *workspace.Workspace, taskID, name string, after int64) (Verdict, error) {
+	return Wait(ctx, fileVerdicts{ws}, taskID, name, after)
+}
+
+// VerdictSource is where the verdict on a marker is read: the file tree
+// (its marker files, journal and state.json) or a store that keeps
+// markers and the journal otherwise.
+type VerdictSource interface {
+	// ReadVerdict says where the marker name stands (MarkerWaiting,
+	// MarkerTaken, MarkerDecided, MarkerMissing) and, once decided, its
+	// verdict; after is as for the package's ReadVerdict.
+	ReadVerdict(taskID, name string, after int64) (Verdict, string, error)
+	// Serving reports whether a daemon serves the workspace now.
+	Serving() (bool, error)
+	// Where names the workspace in messages.
+	Where() string
+}
+
+// FileVerdicts is the file tree ws as a VerdictSource.
+func FileVerdicts(ws *workspace.Workspace) VerdictSource { return fileVerdicts{ws} }
+
+type fileVerdicts struct{ ws *workspace.Workspace }
+
+func (f fileVerdicts) ReadVerdict(taskID, name string, after int64) (Verdict, string, error) {
+	return ReadVerdict(f.ws, taskID, name, after)
+}
+func (f fileVerdicts) Serving() (bool, error) { return Serving(f.ws) }
+func (f fileVerdicts) Where() string          { return f.ws.Dir() }
+
+// Wait is WaitVerdict over any VerdictSource.
+func Wait(ctx context.Context, src VerdictSource, taskID, name string, after int64) (Verdict, error) {
 	poll := verdictPollMin
 	var lastProbe, missingSince time.Time
 	for {
-		v, where, err := ReadVerdict(ws, taskID, name, after)
+		v, where, err := src.ReadVerdict(taskID, name, after)
 		if err != nil {
 			return Verdict{}, err
 		}
@@ -214,16 +245,16 @@ func WaitVerdict(ctx context.Context, ws *workspace.Workspace, taskID, name stri
 		}
 		if now.Sub(lastProbe) >= servingProbe {
 			lastProbe = now
-			serving, err := Serving(ws)
+			serving, err := src.Serving()
 			if err != nil {
 				return Verdict{}, err
 			}
 			if !serving {
 				// The daemon may have decided just before it stopped.
-				if v, where, err := ReadVerdict(ws, taskID, name, after); err == nil && where == MarkerDecided {
+				if v, where, err := src.ReadVerdict(taskID, name, after); err == nil && where == MarkerDecided {
 					return v, nil
 				}
-				return Verdict{}, notServing(ws, taskID, name, where)
+				return Verdict{}, notServing(src.Where(), name, where)
 			}
 		}
 		select {
@@ -238,9 +269,9 @@ func WaitVerdict(ctx context.Context, ws *workspace.Workspace, taskID, name stri
 }
 
 // notServing is the error of a marker left undecided with no daemon.
-func notServing(ws *workspace.Workspace, taskID, name, where string) error {
+func notServing(root, name, where string) error {
 	return &workspace.Error{Kind: ErrNotServing, Op: "verdict on " + name,
-		Msg:  fmt.Sprintf("no daemon serves %s; the marker is %s", ws.Dir(), describeWhere(where)),
+		Msg:  fmt.Sprintf("no daemon serves %s; the marker is %s", root, describeWhere(where)),
 		Hint: "start the daemon (workspaced serve): it takes every marker waiting, and decides this one"}
 }
 

@@ -73,7 +73,7 @@ func TestJudge(t *testing.T) {
 		rec.TakenAt = vt0.Add(time.Duration(i+1) * time.Second)
 		rec.File = "." + rec.Kind + "." + rec.Marker.AgentID + ".x" + string(rune('a'+i))
 		st, plan, _ = machine.Step(st, plan, rec)
-		v := judge(st, rec, rec.File)
+		v := Judge(st, rec, rec.File)
 		if v.Verdict != s.verdict || !strings.Contains(v.Reason, s.reason) || (s.reason == "") != (v.Reason == "") {
 			t.Errorf("record %d (%s %s %s): verdict %s %q, want %s %q", rec.Seq, rec.Kind, rec.Marker.AgentID, rec.Marker.SubtaskID, v.Verdict, v.Reason, s.verdict, s.reason)
 		}

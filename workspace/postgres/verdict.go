@@ -1,0 +1,80 @@
+package postgres
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/daemon"
+)
+
+var _ daemon.VerdictSource = (*Store)(nil)
+
+// ReadVerdict says where the marker name of a task stands: waiting (its
+// row is in markers), decided (a journal row of that name past after:
+// the daemon journals a marker and writes the state reflecting it in
+// one transaction, so a taken marker is always decided), or missing.
+func (s *Store) ReadVerdict(taskID, name string, after int64) (daemon.Verdict, string, error) {
+	if _, ok := workspace.IsMarkerName(name); !ok || path.Base(name) != name {
+		return daemon.Verdict{}, "", fmt.Errorf("%q is not the name of a marker", name)
+	}
+	ctx, cancel := s.readCtx()
+	defer cancel()
+	var (
+		rec   workspace.JournalRecord
+		where = daemon.MarkerMissing
+		st    workspace.State
+	)
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		var waiting bool
+		if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM markers WHERE task_id = $1 AND name = $2)", taskID, name).Scan(&waiting); err != nil {
+			return err
+		}
+		if waiting {
+			where = daemon.MarkerWaiting
+			return nil
+		}
+		var body string
+		err := tx.QueryRow(ctx, "SELECT record FROM journal WHERE task_id = $1 AND name = $2 AND seq > $3 ORDER BY seq DESC LIMIT 1", taskID, name, after).Scan(&body)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal([]byte(body), &rec); err != nil {
+			return fmt.Errorf("journal record of marker %s: %w", name, err)
+		}
+		var doc string
+		if err := tx.QueryRow(ctx, "SELECT doc FROM states WHERE task_id = $1", taskID).Scan(&doc); err != nil {
+			return err
+		}
+		if st, err = decodeState(taskID, doc); err != nil {
+			return err
+		}
+		where = daemon.MarkerDecided
+		return nil
+	})
+	if err != nil {
+		return daemon.Verdict{}, "", readErr("read the verdict on marker "+name, err)
+	}
+	if where != daemon.MarkerDecided {
+		return daemon.Verdict{}, where, nil
+	}
+	return daemon.Judge(st, rec, name), where, nil
+}
+
+// Serving reports whether a daemon holds the lease now.
+func (s *Store) Serving() (bool, error) {
+	ctx, cancel := s.readCtx()
+	defer cancel()
+	li, err := s.Lease(ctx)
+	return li.Live, err
+}
+
+// Where names the workspace in messages: its schema.
+func (s *Store) Where() string { return "the PostgreSQL schema " + s.schema }
