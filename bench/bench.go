@@ -224,27 +224,7 @@ func Run(ctx context.Context, opt Options) (rep *Report, err error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, dr := range dres {
-		r := dr.Result
-		// The lower of the two floors: the daemon's own background work
-		// (making records durable) may slow the samples between rounds,
-		// and that must not flatter it.
-		local := floor
-		if r.FloorP50 > 0 && r.FloorP50 < floor.P50 {
-			local = Result{P50: r.FloorP50}
-		}
-		if dr.kind == rowSingle {
-			r.VsFloor = vsFloor(r, local, latencyRatio)
-			r.Note = fmt.Sprintf("p50 ÷ floor p50 %.2f ms", local.P50)
-		} else {
-			r.VsFloor = vsFloor(r, local, rateRatio)
-			r.Note = fmt.Sprintf("markers/s ÷ one durable write per marker at floor p50 %.2f ms", local.P50)
-		}
-		if dr.target != "" {
-			r.Note += " (" + dr.target + ")"
-		}
-		rep.Results = append(rep.Results, r)
-	}
+	rep.Results = append(rep.Results, judgeDaemonRows(dres, floor, "one durable write")...)
 
 	tasks, secs := 10000, 5.0
 	if opt.Quick {
@@ -512,4 +492,34 @@ func parseStatusRSS(s string) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no VmRSS line")
+}
+
+// judgeDaemonRows sets each daemon row's ratio to the floor and says how
+// it was made: a latency against the floor's p50, a rate against perMarker
+// ("one durable write", "one commit") per marker at that p50. Each row
+// is judged against the lower of the run's floor and the one sampled
+// between its rounds: the daemon's own background work (making records
+// durable) may slow the samples between rounds, and that must not
+// flatter it.
+func judgeDaemonRows(dres []daemonRow, floor Result, perMarker string) []Result {
+	out := make([]Result, 0, len(dres))
+	for _, dr := range dres {
+		r := dr.Result
+		local := floor
+		if r.FloorP50 > 0 && r.FloorP50 < floor.P50 {
+			local = Result{P50: r.FloorP50}
+		}
+		if dr.kind == rowSingle {
+			r.VsFloor = vsFloor(r, local, latencyRatio)
+			r.Note = fmt.Sprintf("p50 ÷ floor p50 %.2f ms", local.P50)
+		} else {
+			r.VsFloor = vsFloor(r, local, rateRatio)
+			r.Note = fmt.Sprintf("markers/s ÷ %s per marker at floor p50 %.2f ms", perMarker, local.P50)
+		}
+		if dr.target != "" {
+			r.Note += " (" + dr.target + ")"
+		}
+		out = append(out, r)
+	}
+	return out
 }

@@ -129,24 +129,7 @@ func RunPostgres(ctx context.Context, opt Options) (rep *PGReport, err error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, dr := range dres {
-		r := dr.Result
-		local := rep.Floor
-		if r.FloorP50 > 0 && r.FloorP50 < local.P50 {
-			local = Result{P50: r.FloorP50}
-		}
-		if dr.kind == rowSingle {
-			r.VsFloor = vsFloor(r, local, latencyRatio)
-			r.Note = fmt.Sprintf("p50 ÷ floor p50 %.2f ms", local.P50)
-		} else {
-			r.VsFloor = vsFloor(r, local, rateRatio)
-			r.Note = fmt.Sprintf("markers/s ÷ one commit per marker at floor p50 %.2f ms", local.P50)
-		}
-		if dr.target != "" {
-			r.Note += " (" + dr.target + ")"
-		}
-		rep.Results = append(rep.Results, r)
-	}
+	rep.Results = append(rep.Results, judgeDaemonRows(dres, rep.Floor, "one commit")...)
 	rep.Notes = append(rep.Notes, "postgres: each env row's floor is sampled interleaved with it (one upsert before each operation); the daemon rows' between their rounds, the lower of that and the first floor used")
 	return rep, nil
 }

@@ -108,15 +108,24 @@ func conflict(w http.ResponseWriter, msg string) {
 	writeError(w, http.StatusConflict, msg, "reload the task: its state changed")
 }
 
-// reviewPlan approves or sends back the plan that awaits review.
-func (s *Server) reviewPlan(w http.ResponseWriter, r *http.Request, id string) {
-	var req ReviewRequest
+// decodeReview reads a review action's body and checks its verdict; on
+// failure it has answered with the error and ok is false.
+func decodeReview(w http.ResponseWriter, r *http.Request) (req ReviewRequest, ok bool) {
 	if err := decodeBody(w, r, &req); err != nil {
 		fail(w, err)
-		return
+		return req, false
 	}
 	if err := checkVerdict(req.Verdict); err != nil {
 		fail(w, err)
+		return req, false
+	}
+	return req, true
+}
+
+// reviewPlan approves or sends back the plan that awaits review.
+func (s *Server) reviewPlan(w http.ResponseWriter, r *http.Request, id string) {
+	req, ok := decodeReview(w, r)
+	if !ok {
 		return
 	}
 	st, err := s.st.ReadState(id)
@@ -139,13 +148,8 @@ func (s *Server) reviewCheckpoint(w http.ResponseWriter, r *http.Request, id str
 		fail(w, err)
 		return
 	}
-	var req ReviewRequest
-	if err := decodeBody(w, r, &req); err != nil {
-		fail(w, err)
-		return
-	}
-	if err := checkVerdict(req.Verdict); err != nil {
-		fail(w, err)
+	req, ok := decodeReview(w, r)
+	if !ok {
 		return
 	}
 	st, err := s.st.ReadState(id)
@@ -169,13 +173,8 @@ func (s *Server) reviewCheckpoint(w http.ResponseWriter, r *http.Request, id str
 // answerEscalation records the human's answer to an escalation about a
 // subtask (or the task) as an output review of it.
 func (s *Server) answerEscalation(w http.ResponseWriter, r *http.Request, id string) {
-	var req ReviewRequest
-	if err := decodeBody(w, r, &req); err != nil {
-		fail(w, err)
-		return
-	}
-	if err := checkVerdict(req.Verdict); err != nil {
-		fail(w, err)
+	req, ok := decodeReview(w, r)
+	if !ok {
 		return
 	}
 	target := req.Target

@@ -119,6 +119,13 @@ func (w *Workspace) ListReviews(taskID string) ([]Review, []Skipped, error) {
 		}
 		reviews = append(reviews, *p.Review)
 	}
+	SortReviews(reviews)
+	return reviews, skipped, nil
+}
+
+// SortReviews puts reviews in the order every store lists them: by
+// reviewed_at (a review without one first), then by id.
+func SortReviews(reviews []Review) {
 	sort.SliceStable(reviews, func(i, j int) bool {
 		a, b := reviews[i].ReviewedAt, reviews[j].ReviewedAt
 		switch {
@@ -129,5 +136,4 @@ func (w *Workspace) ListReviews(taskID string) ([]Review, []Skipped, error) {
 		}
 		return reviews[i].ID < reviews[j].ID
 	})
-	return reviews, skipped, nil
 }

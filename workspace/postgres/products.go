@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -241,16 +240,7 @@ func (s *Store) ListReviews(taskID string) ([]workspace.Review, []workspace.Skip
 		}
 		reviews = append(reviews, *p.Review)
 	}
-	sort.SliceStable(reviews, func(i, j int) bool {
-		a, b := reviews[i].ReviewedAt, reviews[j].ReviewedAt
-		switch {
-		case a == nil || b == nil:
-			return a == nil && b != nil
-		case !a.Equal(*b):
-			return a.Before(*b)
-		}
-		return reviews[i].ID < reviews[j].ID
-	})
+	workspace.SortReviews(reviews)
 	return reviews, skipped, nil
 }
 
