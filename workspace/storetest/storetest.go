@@ -1041,6 +1041,21 @@ func testBackups(t *testing.T, s workspace.Store, h Hooks) {
 	if back.JournalSeq != prev.JournalSeq {
 		t.Fatalf("restored state at journal_seq %d, want the backup's %d", back.JournalSeq, prev.JournalSeq)
 	}
+	// The restored state is behind the journal (it predates worker_1's
+	// claim). The next commit brings it forward first: the claim is
+	// applied again, so a second claim of s1 loses to it, and no record
+	// is skipped or applied twice.
+	_, err = s.WriteClaim("t1", "worker_2", "s1")
+	ok(t, err, "claim after the restore")
+	h.Apply(t, s)
+	fwd, err := s.ReadState("t1")
+	ok(t, err, "read state after a commit over the restored one")
+	if fwd.JournalSeq != cur.JournalSeq+1 {
+		t.Fatalf("after a commit over a restored state: journal_seq %d, want %d (the records past the backup, then the new one)", fwd.JournalSeq, cur.JournalSeq+1)
+	}
+	if sub := fwd.Subtasks["s1"]; sub == nil || sub.Worker != "worker_1" {
+		t.Fatalf("after a commit over a restored state s1 is %+v, want worker_1's claim from the journal to hold", sub)
+	}
 	after, err := s.ListBackups("t1")
 	ok(t, err, "list backups")
 	kept := false
