@@ -74,7 +74,7 @@ type HTTPOptions struct {
 // /mcp; so does workspaced web). It is safe for concurrent use.
 type HTTP struct {
 	w     workspace.Store
-	store *tokens.Store
+	store tokens.Keeper
 	opt   HTTPOptions
 	log   *slog.Logger
 	bare  *mcp.Server // answers the SDK's look-ups outside a new session
@@ -88,10 +88,11 @@ type HTTP struct {
 type serverKey struct{}
 
 // NewHTTP builds the handler over the workspace w, whose agents are the
-// grants of toks (the agents file, tokens.NewStore). An agents file that
+// grants toks keeps (the agents file, tokens.NewStore or tokens.Tree; a
+// table on PostgreSQL), looked up on every request. An agents file that
 // cannot be trusted (group- or world-readable, not a regular file, broken)
 // refuses every request until it is fixed.
-func NewHTTP(w workspace.Store, toks *tokens.Store, opt HTTPOptions) (*HTTP, error) {
+func NewHTTP(w workspace.Store, toks tokens.Keeper, opt HTTPOptions) (*HTTP, error) {
 	store := toks
 	if opt.MaxSessions <= 0 {
 		opt.MaxSessions = DefaultMaxSessions
