@@ -63,7 +63,8 @@ type HTTPOptions struct {
 
 // HTTP serves the workspace's MCP tools over the Streamable HTTP
 // transport to remote agents, many sessions at once. Every request must
-// carry a bearer token of the agents file (tokens.File); its grant names
+// carry a bearer token its tokens.Keeper holds (the agents file, or the
+// tokens table on PostgreSQL); its grant names
 // the agent — the agent is never taken from a request — and what that
 // agent may do. A session serves one task and one thread, named when it
 // starts (ParamTask and ParamThread in the URL's query, or HeaderTask and

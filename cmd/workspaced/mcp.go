@@ -165,7 +165,7 @@ func readToken(file string) (string, error) {
 	return tok, nil
 }
 
-// tokenGrants looks the token up in the workspace's agents file and
+// tokenGrants looks the token up where the workspace keeps its tokens and
 // returns its grant with the look-up every call makes again.
 func tokenGrants(s workspace.Store, token string) (tokens.Grant, func(*mcp.RequestExtra) (tokens.Grant, error), error) {
 	store, err := tokenKeeper("mcp --token-file", s)
