@@ -63,7 +63,8 @@ type HTTPOptions struct {
 
 // HTTP serves the workspace's MCP tools over the Streamable HTTP
 // transport to remote agents, many sessions at once. Every request must
-// carry a bearer token of the agents file (tokens.File); its grant names
+// carry a bearer token its tokens.Keeper holds (the agents file, or the
+// tokens table on PostgreSQL); its grant names
 // the agent — the agent is never taken from a request — and what that
 // agent may do. A session serves one task and one thread, named when it
 // starts (ParamTask and ParamThread in the URL's query, or HeaderTask and
@@ -74,7 +75,7 @@ type HTTPOptions struct {
 // /mcp; so does workspaced web). It is safe for concurrent use.
 type HTTP struct {
 	w     workspace.Store
-	store *tokens.Store
+	store tokens.Keeper
 	opt   HTTPOptions
 	log   *slog.Logger
 	bare  *mcp.Server // answers the SDK's look-ups outside a new session
@@ -88,10 +89,11 @@ type HTTP struct {
 type serverKey struct{}
 
 // NewHTTP builds the handler over the workspace w, whose agents are the
-// grants of toks (the agents file, tokens.NewStore). An agents file that
+// grants toks keeps (the agents file, tokens.NewStore or tokens.Tree; a
+// table on PostgreSQL), looked up on every request. An agents file that
 // cannot be trusted (group- or world-readable, not a regular file, broken)
 // refuses every request until it is fixed.
-func NewHTTP(w workspace.Store, toks *tokens.Store, opt HTTPOptions) (*HTTP, error) {
+func NewHTTP(w workspace.Store, toks tokens.Keeper, opt HTTPOptions) (*HTTP, error) {
 	store := toks
 	if opt.MaxSessions <= 0 {
 		opt.MaxSessions = DefaultMaxSessions

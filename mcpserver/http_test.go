@@ -72,7 +72,7 @@ func newHTTPFixture(t *testing.T, opt HTTPOptions) *httpFixture {
 // token adds a token for g and returns it.
 func (f *httpFixture) token(g tokens.Grant) string {
 	f.t.Helper()
-	tok, _, err := tokens.Add(context.Background(), f.w, g)
+	tok, _, err := tokens.Add(context.Background(), tokens.Tree(f.w), g)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -405,7 +405,7 @@ func TestHTTPRefusals(t *testing.T) {
 		if text, isErr := callHTTP(t, ls, ToolListEnvData, nil); isErr {
 			t.Fatalf("before the revocation: %s", text)
 		}
-		if _, err := tokens.Revoke(context.Background(), f.w, "", "late"); err != nil {
+		if _, err := tokens.Revoke(context.Background(), tokens.Tree(f.w), "", "late"); err != nil {
 			t.Fatal(err)
 		}
 		_, err := ls.CallTool(context.Background(), &mcp.CallToolParams{Name: ToolListEnvData})
@@ -606,7 +606,7 @@ func TestHTTPArguments(t *testing.T) {
 // same rules, and a revocation at the next call.
 func TestStdioGrants(t *testing.T) {
 	w := fixture(t)
-	tok, _, err := tokens.Add(context.Background(), w, tokens.Grant{Agent: "observer", Tasks: []string{"t1"}})
+	tok, _, err := tokens.Add(context.Background(), tokens.Tree(w), tokens.Grant{Agent: "observer", Tasks: []string{"t1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -623,7 +623,7 @@ func TestStdioGrants(t *testing.T) {
 	if text, isErr := call(t, cs, ToolClaimSubtask, map[string]any{"subtask_id": "st_1"}); !isErr || !strings.Contains(text, "may not claim subtasks") {
 		t.Fatalf("claim: %s", text)
 	}
-	if _, err := tokens.Revoke(context.Background(), w, "", "observer"); err != nil {
+	if _, err := tokens.Revoke(context.Background(), tokens.Tree(w), "", "observer"); err != nil {
 		t.Fatal(err)
 	}
 	if text, isErr := call(t, cs, ToolListEnvData, nil); !isErr || !strings.Contains(text, "no longer valid: unknown or revoked token") {

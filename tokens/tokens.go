@@ -14,6 +14,10 @@
 // so is every token in it. It is written, like every file of the tree,
 // under its lock with an atomic rename; a Store reads it again when it
 // changes, so a revoked token is refused from the next request on.
+//
+// A workspace on PostgreSQL keeps its grants in a table instead (the same
+// grants, hashes only), which the agents' database role may not read.
+// Both are a Keeper: what the servers and `workspaced token` use.
 package tokens
 
 import (
@@ -241,12 +245,30 @@ func (d FileDoc) find(token string) (Grant, bool) {
 	return d.Tokens[found], true
 }
 
+// Keeper keeps a workspace's grants: the agents file of a directory
+// (Tree), a table on PostgreSQL. Lookup reads what is kept at the moment
+// it is called, so a grant revoked is refused from the next look-up on.
+type Keeper interface {
+	// Lookup returns the grant of token: ErrUnknown when no grant has it.
+	Lookup(token string) (Grant, error)
+	// List returns every grant, in the order they were added.
+	List(ctx context.Context) ([]Grant, error)
+	// Update changes the grants under their lock: change alters the
+	// current ones, and the result is written whole, checked as Parse
+	// checks a file. When change returns an error nothing is written.
+	// holder names the writer to whoever waits.
+	Update(ctx context.Context, holder string, change func(*FileDoc) error) error
+	// Now is the clock a new grant's CreatedAt comes from.
+	Now() time.Time
+}
+
 // Store answers which grant a token holds, reading the agents file again
 // whenever it changed (another file in its place, or a new size or
 // modification time), so a token revoked or added is seen from the next
 // look-up on. It is safe for concurrent use.
 type Store struct {
 	root *os.Root
+	w    *workspace.Workspace // for Update and Now; nil: read only
 
 	mu   sync.Mutex
 	seen fs.FileInfo // the file last read; nil before the first read or when missing
@@ -261,6 +283,34 @@ func NewStore(root *os.Root) (*Store, error) {
 	s := &Store{root: root}
 	_, err := s.current()
 	return s, err
+}
+
+// Tree is the Keeper of the workspace directory w: its agents file. It
+// reads nothing until asked.
+func Tree(w *workspace.Workspace) *Store { return &Store{root: w.Root(), w: w} }
+
+// List returns the grants of the agents file as it is now.
+func (s *Store) List(context.Context) ([]Grant, error) {
+	doc, err := Read(s.root)
+	return doc.Tokens, err
+}
+
+// Update changes the agents file under its lock (see the package
+// function Update). A Store made by NewStore only reads.
+func (s *Store) Update(ctx context.Context, holder string, change func(*FileDoc) error) error {
+	if s.w == nil {
+		return errors.New("update " + File + ": this store only reads it")
+	}
+	return Update(ctx, s.w, holder, change)
+}
+
+// Now is the workspace's clock (the wall clock for a Store that only
+// reads).
+func (s *Store) Now() time.Time {
+	if s.w == nil {
+		return time.Now().UTC()
+	}
+	return s.w.Now()
 }
 
 // Lookup returns the grant of token: ErrUnknown when no grant has it, the
@@ -357,22 +407,22 @@ func Update(ctx context.Context, w *workspace.Workspace, holder string, change f
 }
 
 // Add makes a token for g (its SHA256 and CreatedAt are filled in), adds
-// it to the agents file and returns the token — the only time it is ever
-// seen — with the grant as stored.
-func Add(ctx context.Context, w *workspace.Workspace, g Grant) (string, Grant, error) {
+// it to the grants k keeps and returns the token — the only time it is
+// ever seen — with the grant as stored.
+func Add(ctx context.Context, k Keeper, g Grant) (string, Grant, error) {
 	tok, err := New()
 	if err != nil {
 		return "", Grant{}, err
 	}
 	g.SHA256 = Hash(tok)
-	g.CreatedAt = w.Now()
+	g.CreatedAt = k.Now()
 	if g.GlobalMemory == "" {
 		g.GlobalMemory = GlobalNone
 	}
 	if err := g.Check(); err != nil {
 		return "", Grant{}, &workspace.Error{Kind: workspace.ErrInvalid, Op: "add token", Err: err}
 	}
-	err = Update(ctx, w, "token", func(d *FileDoc) error {
+	err = k.Update(ctx, "token", func(d *FileDoc) error {
 		d.Tokens = append(d.Tokens, g)
 		return nil
 	})
@@ -385,9 +435,9 @@ func Add(ctx context.Context, w *workspace.Workspace, g Grant) (string, Grant, e
 // Revoke removes the tokens whose ID is id (when id is not "") or whose
 // agent is agent (when agent is not ""), and returns the grants removed.
 // Nothing matching is ErrNotFound.
-func Revoke(ctx context.Context, w *workspace.Workspace, id, agent string) ([]Grant, error) {
+func Revoke(ctx context.Context, k Keeper, id, agent string) ([]Grant, error) {
 	var gone []Grant
-	err := Update(ctx, w, "token", func(d *FileDoc) error {
+	err := k.Update(ctx, "token", func(d *FileDoc) error {
 		keep := d.Tokens[:0:0]
 		for _, g := range d.Tokens {
 			if (id != "" && g.ID() == id) || (agent != "" && g.Agent == agent) {

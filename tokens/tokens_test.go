@@ -107,11 +107,11 @@ func TestAddLookupRevoke(t *testing.T) {
 	if _, err := s.Lookup("wsd_nothing"); !errors.Is(err, ErrUnknown) {
 		t.Fatalf("look-up without a file: %v", err)
 	}
-	tok, g, err := Add(ctx, w, Grant{Agent: "planner", Tasks: []string{"t1"}, May: []string{RightPlan}})
+	tok, g, err := Add(ctx, Tree(w), Grant{Agent: "planner", Tasks: []string{"t1"}, May: []string{RightPlan}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok2, _, err := Add(ctx, w, Grant{Agent: "worker", Tasks: []string{AllTasks}, May: []string{RightClaim, RightDone}, GlobalMemory: GlobalRead})
+	tok2, _, err := Add(ctx, Tree(w), Grant{Agent: "worker", Tasks: []string{AllTasks}, May: []string{RightClaim, RightDone}, GlobalMemory: GlobalRead})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestAddLookupRevoke(t *testing.T) {
 			t.Errorf("Lookup(%q) = %v, want ErrUnknown", bad, err)
 		}
 	}
-	gone, err := Revoke(ctx, w, g.ID(), "")
+	gone, err := Revoke(ctx, Tree(w), g.ID(), "")
 	if err != nil || len(gone) != 1 || gone[0].Agent != "planner" {
 		t.Fatalf("Revoke = %+v, %v", gone, err)
 	}
@@ -155,10 +155,10 @@ func TestAddLookupRevoke(t *testing.T) {
 	if _, err := s.Lookup(tok2); err != nil {
 		t.Fatalf("the other token after a revocation: %v", err)
 	}
-	if _, err := Revoke(ctx, w, "tk_000000000000", ""); !errors.Is(err, workspace.ErrNotFound) {
+	if _, err := Revoke(ctx, Tree(w), "tk_000000000000", ""); !errors.Is(err, workspace.ErrNotFound) {
 		t.Fatalf("revoking an unknown id: %v", err)
 	}
-	if _, err := Revoke(ctx, w, "", "worker"); err != nil {
+	if _, err := Revoke(ctx, Tree(w), "", "worker"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Lookup(tok2); !errors.Is(err, ErrUnknown) {
@@ -171,7 +171,7 @@ func TestAddLookupRevoke(t *testing.T) {
 func TestStoreRefusesAnUntrustedFile(t *testing.T) {
 	ctx := context.Background()
 	w := newWS(t)
-	tok, _, err := Add(ctx, w, Grant{Agent: "a", Tasks: []string{"t1"}})
+	tok, _, err := Add(ctx, Tree(w), Grant{Agent: "a", Tasks: []string{"t1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestStoreRefusesAnUntrustedFile(t *testing.T) {
 	if _, err := s.Lookup(tok); err == nil || !errors.Is(err, workspace.ErrUnsafe) {
 		t.Fatalf("a symlink: %v", err)
 	}
-	if _, _, err := Add(ctx, w, Grant{Agent: "b", Tasks: []string{"t1"}}); err == nil {
+	if _, _, err := Add(ctx, Tree(w), Grant{Agent: "b", Tasks: []string{"t1"}}); err == nil {
 		t.Fatal("Add wrote through a symlinked agents file")
 	}
 }
@@ -233,7 +233,7 @@ func TestConcurrentAdds(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tok, _, err := Add(ctx, w, Grant{Agent: "a", Tasks: []string{"t1"}})
+			tok, _, err := Add(ctx, Tree(w), Grant{Agent: "a", Tasks: []string{"t1"}})
 			if err != nil {
 				t.Error(err)
 			}
@@ -251,7 +251,7 @@ func TestConcurrentAdds(t *testing.T) {
 			t.Errorf("lost %s: %v", tok, err)
 		}
 	}
-	if _, _, err := Add(ctx, w, Grant{Agent: "a"}); !errors.Is(err, workspace.ErrInvalid) {
+	if _, _, err := Add(ctx, Tree(w), Grant{Agent: "a"}); !errors.Is(err, workspace.ErrInvalid) {
 		t.Fatalf("a grant without tasks: %v", err)
 	}
 }

@@ -1,7 +1,9 @@
 package workspace
 
 import (
+	"context"
 	"path"
+	"slices"
 	"strconv"
 	"time"
 
@@ -35,5 +37,75 @@ func (w *Workspace) NoteFriction(e friction.Entry, isNew bool, tasks []string) {
 		}
 		_ = w.AppendEvent(Event{Name: "friction_recorded", TaskID: t, Args: []string{e.ID}, Attrs: map[string]string{
 			"type": e.Type, "occurrences": strconv.Itoa(e.Occurrences), "new": strconv.FormatBool(isNew)}})
+	}
+}
+
+// frictionEvents are the events the friction detectors read.
+var frictionEvents = map[string]bool{
+	friction.EventPlanRevisionNeeded: true, friction.EventCheckpointRevisionNeeded: true,
+	friction.EventReviewIssues: true, friction.EventWorkFailed: true,
+	friction.EventOutputRejected: true, friction.EventEscalated: true,
+}
+
+// FrictionObservations are the events of evs the friction detectors read,
+// as observations, in order.
+func FrictionObservations(evs []Event) []friction.Observation {
+	var obs []friction.Observation
+	for _, e := range evs {
+		if frictionEvents[e.Name] {
+			obs = append(obs, friction.Observation{At: e.Time, TaskID: e.TaskID, Event: e.Name, Args: e.Args, Attrs: e.Attrs})
+		}
+	}
+	return obs
+}
+
+// ObserveFriction is what a daemon does with the events of a commit: it
+// shows the detectors the ones they read (FrictionObservations), records
+// what they find in s's friction log as agent, and notes every entry
+// recorded or merged as friction_recorded in the events of the tasks that
+// caused it. now is the log's clock (an entry stamped at or after it is
+// new). The entries are returned with the log's error, if any.
+func ObserveFriction(ctx context.Context, s FrictionStore, agent string, evs []Event, now time.Time) ([]friction.Entry, error) {
+	obs := FrictionObservations(evs)
+	if len(obs) == 0 {
+		return nil, nil
+	}
+	entries, err := s.Friction(agent).Observe(ctx, obs, s.FrictionConfig())
+	tasks := make([]string, len(obs))
+	for i, o := range obs {
+		tasks[i] = o.TaskID
+	}
+	noteFriction(s, entries, now, tasks)
+	return entries, err
+}
+
+// RecordTimeouts records a timeout finding for each subtask of items in
+// progress longer than its complexity allows, as ObserveFriction records
+// what a commit shows.
+func RecordTimeouts(ctx context.Context, s FrictionStore, agent string, items []friction.InProgress, now time.Time) ([]friction.Entry, error) {
+	fs := friction.DetectTimeouts(items, now, s.FrictionConfig())
+	if len(fs) == 0 {
+		return nil, nil
+	}
+	entries, err := s.Friction(agent).Record(ctx, fs)
+	tasks := make([]string, len(fs))
+	for i, f := range fs {
+		tasks[i] = f.TaskID
+	}
+	noteFriction(s, entries, now, tasks)
+	return entries, err
+}
+
+// noteFriction notes each entry in the events of those of tasks it is
+// about; an entry stamped at or after since is new.
+func noteFriction(s FrictionStore, entries []friction.Entry, since time.Time, tasks []string) {
+	for _, e := range entries {
+		var ts []string
+		for _, t := range e.AffectedTasks {
+			if slices.Contains(tasks, t) {
+				ts = append(ts, t)
+			}
+		}
+		s.NoteFriction(e, !e.Timestamp.Before(since), ts)
 	}
 }

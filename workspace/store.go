@@ -131,7 +131,10 @@ type LiveReader interface {
 	// next. Positions are opaque cursors of the store (on files, byte
 	// offsets in events.log): 0 is the start, a PositionedEvent's End is
 	// the position just after it, its Start one that reads it again, and
-	// both stay valid for good (events are only ever appended). An event
+	// both stay valid for good (events are only ever appended). Reading
+	// on from the position a read gave back never skips an event that
+	// commits later, on any store (on PostgreSQL, event ids are drawn in
+	// commit order), nor gives one twice. An event
 	// that does not parse is passed over. A task without events gives
 	// pos back; a missing task is ErrNotFound, a negative pos ErrInvalid.
 	ReadEventsFrom(taskID string, pos int64, each func(PositionedEvent)) (int64, error)

@@ -16,6 +16,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/workspaced/workspaced/atomicfile"
+	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/files"
 	"github.com/workspaced/workspaced/workspace/postgres"
@@ -70,6 +71,31 @@ func fileTree(op string, w workspace.Store) (*workspace.Workspace, error) {
 	}
 	return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: op, Msg: "works on a workspace kept as files only",
 		Hint: "run it with --root pointing at a workspace directory; 'workspaced export --from ROOT --to DIR' writes a PostgreSQL workspace as one"}
+}
+
+// tokenKeeper is where the workspace st keeps its agents' tokens:
+// config/tokens.json of a directory, the tokens table on PostgreSQL.
+func tokenKeeper(op string, st workspace.Store) (tokens.Keeper, error) {
+	if k, ok := st.(interface{ Tokens() tokens.Keeper }); ok {
+		return k.Tokens(), nil
+	}
+	w, err := fileTree(op, st)
+	if err != nil {
+		return nil, err
+	}
+	return tokens.Tree(w), nil
+}
+
+// where names the workspace st for a message: its directory, or its
+// schema on PostgreSQL (the URL may carry a password).
+func (e *env) where(st workspace.Store) string {
+	if fs, ok := st.(*files.Store); ok {
+		return "root " + fs.Dir()
+	}
+	if s, ok := st.(*postgres.Store); ok {
+		return "PostgreSQL schema " + s.Schema()
+	}
+	return "root " + e.root
 }
 
 // open opens the workspace at the resolved root as a file tree, for what

@@ -16,7 +16,6 @@ import (
 	"github.com/workspaced/workspaced/mcpserver"
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/files"
 )
 
 const mcpUsage = `workspaced mcp — serve the workspace to agents over the Model Context
@@ -166,14 +165,10 @@ func readToken(file string) (string, error) {
 	return tok, nil
 }
 
-// tokenGrants looks the token up in the workspace's agents file and
+// tokenGrants looks the token up where the workspace keeps its tokens and
 // returns its grant with the look-up every call makes again.
 func tokenGrants(s workspace.Store, token string) (tokens.Grant, func(*mcp.RequestExtra) (tokens.Grant, error), error) {
-	w, err := fileTree("mcp --token-file", s)
-	if err != nil {
-		return tokens.Grant{}, nil, err
-	}
-	store, err := tokens.NewStore(w.Root())
+	store, err := tokenKeeper("mcp --token-file", s)
 	if err != nil {
 		return tokens.Grant{}, nil, err
 	}
@@ -217,17 +212,21 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 			Msg:  "not a loopback address, and no TLS: tokens would cross the network in the clear",
 			Hint: "give --tls-cert and --tls-key, listen on 127.0.0.1 behind a TLS proxy, or say --insecure if plain HTTP is meant"}
 	}
-	w, err := e.open()
+	w, err := e.openStore()
 	if err != nil {
 		return err
 	}
 	defer w.Close()
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
-	toks, err := tokens.NewStore(w.Root())
+	toks, err := tokenKeeper("mcp --http", w)
 	if err != nil {
 		return err
 	}
-	h, err := mcpserver.NewHTTP(files.New(w), toks, mcpserver.HTTPOptions{Version: version, MaxSessions: c.maxSessions, IdleTimeout: c.idle, Log: log})
+	// An agents file that cannot be trusted is said at once.
+	if _, err := toks.List(ctx); err != nil {
+		return err
+	}
+	h, err := mcpserver.NewHTTP(w, toks, mcpserver.HTTPOptions{Version: version, MaxSessions: c.maxSessions, IdleTimeout: c.idle, Log: log})
 	if err != nil {
 		return err
 	}
@@ -242,7 +241,7 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 	if tls {
 		scheme = "https"
 	}
-	fmt.Fprintf(e.stderr, "workspaced mcp: serving %s://%s/mcp (root %s)\n", scheme, ln.Addr(), w.Dir())
+	fmt.Fprintf(e.stderr, "workspaced mcp: serving %s://%s/mcp (%s)\n", scheme, ln.Addr(), e.where(w))
 	done := make(chan error, 1)
 	go func() {
 		if tls {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/workspaced/workspaced/workspace/postgres"
 )
@@ -13,18 +12,18 @@ import (
 // PostgreSQL backend (workspace/postgres).
 
 // servePostgres runs the daemon of a workspace on PostgreSQL: the lease
-// elects it (standby: it waits for the lease), and it commits markers
+// elects it (cfg.Standby: it waits for the lease), and it commits markers
 // until ctx ends.
-func servePostgres(ctx context.Context, e *env, standby bool, lease time.Duration, logger *slog.Logger) error {
+func servePostgres(ctx context.Context, e *env, cfg postgres.ServeConfig, logger *slog.Logger) error {
 	s, err := postgres.Open(ctx, e.root)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	if standby {
+	if cfg.Standby {
 		logger.Info("standby: waiting for the lease", "schema", s.Schema())
 	}
-	return s.Serve(ctx, postgres.ServeConfig{Standby: standby, LeaseTTL: lease, Logger: logger})
+	return s.Serve(ctx, cfg)
 }
 
 // initPostgres creates the workspace's schema (the migrations not yet

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -252,5 +253,45 @@ func TestPostgresWeb(t *testing.T) {
 		case <-deadline:
 			t.Fatalf("the daemon's claim of s1 by w-live did not reach the event stream within 30s; stderr:\n%s", web.stderr)
 		}
+	}
+}
+
+// TestPostgresDaemonFriction: the PostgreSQL daemon runs the friction
+// detectors on what it commits, and `friction list` on the postgres://
+// root shows what it found, as on files.
+func TestPostgresDaemonFriction(t *testing.T) {
+	p := newPGWS(t)
+	p.serve()
+	w := &ws{t: t, dir: t.TempDir(), env: append(cleanEnv(), "WORKSPACE_ROOT="+p.root)}
+	must := func(stdin string, args ...string) result {
+		t.Helper()
+		r := w.runIn(stdin, args...)
+		if r.code != 0 {
+			t.Fatalf("%v: %v", args, r)
+		}
+		return r
+	}
+	must("", "task", "create", "--id", "t1", "--description", "sent back twice", "--submitted-by", "human")
+	plan := `{"summary":"two steps","subtasks":[{"id":"s1","description":"one"},{"id":"s2","description":"two"}]}`
+	for i := 1; i <= 2; i++ {
+		must(plan, "plan", "write", "--task", "t1", "--agent", "planner", "--file", "-", "--propose")
+		waitState(t, w, "t1", func(st workspace.State) bool { return st.PlanStatus == "proposed" && st.PlanVersion == i })
+		must(`{"type":"plan_review","verdict":"revision_needed","issues":[{"problem":"missing tests"}]}`, "review", "write", "--task", "t1",
+			"--id", "plan_v"+strconv.Itoa(i), "--agent", "reviewer", "--file", "-", "--done")
+		waitState(t, w, "t1", func(st workspace.State) bool { return st.RevisionCount == i })
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r := must("", "friction", "list", "--json")
+		if strings.Contains(r.stdout, `"repeated_revision"`) && strings.Contains(r.stdout, `"t1"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("friction list never showed the daemon's repeated_revision: %v", r)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if r := must("", "events", "--task", "t1"); !strings.Contains(r.stdout, "friction_recorded t1 friction_001") {
+		t.Errorf("events of t1: no friction_recorded: %s", r.stdout)
 	}
 }

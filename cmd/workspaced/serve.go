@@ -40,7 +40,10 @@ On a postgres:// root the daemon leads through a lease row in the database
 (renewed every few seconds; every commit checks its epoch, so a paused old
 leader writes nothing); a second serve exits 4 naming the holder, or with
 --standby waits and takes over when the leader dies: at once when its
-process is gone, within the lease (--lease, 5s) when it stalls.
+process is gone, within the lease (--lease, 5s) when it stalls. There too
+it records the friction it detects, checks subtasks for timeouts every
+--rescan and prunes every --cleanup-interval; --grace does not apply (a
+marker row is whole when inserted).
 On NFS, SMB or FUSE it warns (refuses with --strict). Logs go to stderr.
 It stops cleanly on SIGINT or SIGTERM.
 
@@ -77,23 +80,6 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if postgres.IsURL(e.root) {
-		if *lease < 0 {
-			return usageHint("serve", "--lease must not be negative")
-		}
-		return servePostgres(ctx, e, *standby, *lease, logger)
-	}
-	if *standby {
-		return usageHint("serve", "--standby needs a postgres:// root: a directory has one daemon, its lock held by the kernel")
-	}
-	tuneGC()
-	cfg := daemon.Config{Root: e.root, Rescan: *rescan, Grace: *grace, Strict: *strict, Logger: logger, Ready: fitMemoryLimit}
-	if flagWasSet(fs, "cleanup-interval") {
-		cfg.CleanupInterval = *cleanup
-		if *cleanup == 0 {
-			cfg.CleanupInterval = -1
-		}
-	}
 	for _, d := range []struct {
 		name string
 		v    time.Duration
@@ -102,6 +88,27 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 			return usageHint("serve", "--%s must not be negative", d.name)
 		}
 	}
+	// 0 turns cleanup off; not given, the settings say.
+	var cleanupEvery time.Duration
+	if flagWasSet(fs, "cleanup-interval") {
+		cleanupEvery = *cleanup
+		if *cleanup == 0 {
+			cleanupEvery = -1
+		}
+	}
+	if postgres.IsURL(e.root) {
+		if *lease < 0 {
+			return usageHint("serve", "--lease must not be negative")
+		}
+		return servePostgres(ctx, e, postgres.ServeConfig{Standby: *standby, LeaseTTL: *lease, Logger: logger,
+			Rescan: *rescan, CleanupInterval: cleanupEvery}, logger)
+	}
+	if *standby {
+		return usageHint("serve", "--standby needs a postgres:// root: a directory has one daemon, its lock held by the kernel")
+	}
+	tuneGC()
+	cfg := daemon.Config{Root: e.root, Rescan: *rescan, Grace: *grace, Strict: *strict, Logger: logger, Ready: fitMemoryLimit,
+		CleanupInterval: cleanupEvery}
 	w, err := e.open() // refuses a directory that is not a workspace
 	if err != nil {
 		return err

@@ -12,7 +12,8 @@ import (
 )
 
 const tokenUsage = `workspaced token — the bearer tokens of remote agents, in config/tokens.json
-(mode 0600; only their SHA-256 is stored). A token names the agent it stands
+(mode 0600), or on a postgres:// root in the tokens table, which the agent
+role may not read; only their SHA-256 is stored. A token names the agent it stands
 for — stored_by of its entries, the agent of its markers and events — and
 what that agent may do: which tasks, whether it may claim, finish, write
 plans or reviews, and its access to the global memory. Its own agent memory
@@ -49,8 +50,8 @@ const tokenAddUsage = `Usage:
                        [--global-memory none|read|write] [--note TEXT] [--json]
 
 Makes a token (wsd_ and 43 characters: 32 random bytes) for agent A, adds
-its SHA-256 with what it may do to config/tokens.json under the file's lock,
-and prints the token on stdout. It is never shown again: give it to the
+its SHA-256 with what it may do to config/tokens.json under the file's lock
+(the tokens table on a postgres:// root), and prints the token on stdout. It is never shown again: give it to the
 agent's runtime now. LIST is comma-separated: claim (claim_subtask), done
 (signal_done), plan (write_plan), review (write_review); left out, the
 agent may read its tasks, use their env data and its own memory, and
@@ -119,12 +120,16 @@ func tokenAdd(ctx context.Context, e *env, args []string) error {
 	if err := workspace.ValidateID("agent", *agent); err != nil {
 		return err
 	}
-	w, err := e.open()
+	st, err := e.openStore()
 	if err != nil {
 		return err
 	}
-	defer w.Close()
-	tok, g, err := tokens.Add(ctx, w, tokens.Grant{Agent: *agent, Tasks: tasks, May: rights, GlobalMemory: *global, Note: *note})
+	defer st.Close()
+	k, err := tokenKeeper("token add", st)
+	if err != nil {
+		return err
+	}
+	tok, g, err := tokens.Add(ctx, k, tokens.Grant{Agent: *agent, Tasks: tasks, May: rights, GlobalMemory: *global, Note: *note})
 	if err != nil {
 		return err
 	}
@@ -133,14 +138,14 @@ func tokenAdd(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintln(e.stdout, tok)
 	fmt.Fprintf(e.stderr, "token %s for agent %s (%s; may: %s; global memory: %s) added to %s; it is not shown again\n",
-		g.ID(), g.Agent, g.TaskList(), orDash(strings.Join(g.May, ",")), g.GlobalMemory, e.display(tokens.File))
+		g.ID(), g.Agent, g.TaskList(), orDash(strings.Join(g.May, ",")), g.GlobalMemory, tokensPlace(e, st))
 	return nil
 }
 
 const tokenListUsage = `Usage:
   workspaced token list [--json]
 
-Lists every token of config/tokens.json: its id, agent, tasks, rights,
+Lists every token of config/tokens.json (or the tokens table): its id, agent, tasks, rights,
 global memory access, when it was added and its note. Tokens themselves are
 never stored, so never listed. --json prints [{id, agent, sha256, tasks,
 may, global_memory, note, created_at}].
@@ -165,15 +170,20 @@ func tokenList(ctx context.Context, e *env, args []string) error {
 	if err := parse(e, fs, tokenListUsage, args); err != nil {
 		return err
 	}
-	w, err := e.open()
+	st, err := e.openStore()
 	if err != nil {
 		return err
 	}
-	defer w.Close()
-	doc, err := tokens.Read(w.Root())
+	defer st.Close()
+	k, err := tokenKeeper("token list", st)
 	if err != nil {
 		return err
 	}
+	grants, err := k.List(ctx)
+	if err != nil {
+		return err
+	}
+	doc := tokens.FileDoc{Tokens: grants}
 	if *asJSON {
 		items := make([]tokenListItem, len(doc.Tokens))
 		for i, g := range doc.Tokens {
@@ -198,7 +208,8 @@ const tokenRevokeUsage = `Usage:
   workspaced token revoke (--id ID | --agent A)
 
 Removes one token (--id, as 'token list' shows it) or every token of an
-agent (--agent) from config/tokens.json, under the file's lock. A server
+agent (--agent) from config/tokens.json, under the file's lock (from the
+tokens table on a postgres:// root). A server
 reading the file refuses the token from its next request on: an HTTP request
 with it is answered 401, a call on stdio is a tool error.
 
@@ -219,12 +230,16 @@ func tokenRevoke(ctx context.Context, e *env, args []string) error {
 	if (*id == "") == (*agent == "") {
 		return usageHint("token revoke", "give --id ID or --agent A")
 	}
-	w, err := e.open()
+	st, err := e.openStore()
 	if err != nil {
 		return err
 	}
-	defer w.Close()
-	gone, err := tokens.Revoke(ctx, w, *id, *agent)
+	defer st.Close()
+	k, err := tokenKeeper("token revoke", st)
+	if err != nil {
+		return err
+	}
+	gone, err := tokens.Revoke(ctx, k, *id, *agent)
 	if err != nil {
 		return err
 	}
@@ -232,4 +247,12 @@ func tokenRevoke(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "revoked %s (agent %s)\n", g.ID(), g.Agent)
 	}
 	return nil
+}
+
+// tokensPlace names where st keeps the tokens, for messages.
+func tokensPlace(e *env, st workspace.Store) string {
+	if _, ok := st.(interface{ Tokens() tokens.Keeper }); ok {
+		return "the tokens table"
+	}
+	return e.display(tokens.File)
 }

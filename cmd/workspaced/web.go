@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/mcpserver"
-	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/web"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -101,15 +100,14 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 			Hint: "serve the panel over a directory or a postgres:// root; for another store, watch a copy on files ('workspaced export --from ROOT --to DIR', then 'workspaced --root DIR web')"}
 	}
 	cfg := web.Config{Store: st, Token: token, ReadOnly: *readOnly}
-	// The agents' tokens are kept in the tree.
-	tree, treeErr := fileTree("serve MCP at /mcp", st)
-	if host, _, _ := net.SplitHostPort(*listen); loopback(host) && treeErr == nil {
+	// The agents' tokens: the tree's agents file, or the database's table.
+	toks, toksErr := tokenKeeper("serve MCP at /mcp", st)
+	if host, _, _ := net.SplitHostPort(*listen); loopback(host) && toksErr == nil {
 		// Remote agents' MCP tools ride on the same listener. Off
 		// loopback the panel has no TLS of its own, and bearer tokens
 		// must not cross the network in the clear: there
 		// 'workspaced mcp --http' with --tls-cert serves them.
-		toks, err := tokens.NewStore(tree.Root())
-		if err != nil {
+		if _, err := toks.List(ctx); err != nil {
 			return err
 		}
 		h, err := mcpserver.NewHTTP(st, toks, mcpserver.HTTPOptions{Version: version, Log: slog.New(slog.NewTextHandler(e.stderr, nil))})
@@ -147,8 +145,8 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 	switch {
 	case cfg.MCP != nil:
 		fmt.Fprintf(e.stderr, "workspaced web: MCP for remote agents at http://%s/mcp (bearer tokens of 'workspaced token add')\n", ln.Addr())
-	case treeErr != nil:
-		fmt.Fprintf(e.stderr, "workspaced web: no MCP at /mcp: the agents' tokens are kept in a workspace tree; serve it with 'workspaced mcp --http ADDR'\n")
+	case toksErr != nil:
+		fmt.Fprintf(e.stderr, "workspaced web: no MCP at /mcp: this store keeps no agents' tokens\n")
 	default:
 		fmt.Fprintf(e.stderr, "workspaced web: no MCP at /mcp off loopback without TLS; serve it with 'workspaced mcp --http ADDR --tls-cert F --tls-key F'\n")
 	}

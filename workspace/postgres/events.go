@@ -13,7 +13,9 @@ import (
 )
 
 // Events are rows of events, one events.log line each, in append order by
-// id. Every insert notifies workspaced_events_<schema> with the task's id
+// id, and ids in commit order: every statement that inserts events takes
+// the schema's events lock first (a trigger), held until its transaction
+// ends, so a reader that has read an id never finds a lower one later. Every insert notifies workspaced_events_<schema> with the task's id
 // when its transaction commits (a trigger, so the daemon's commit and an
 // agent's plain INSERT wake followers alike); a follower LISTENs there and
 // also polls every interval, which covers a lost notification and a
@@ -171,7 +173,7 @@ func (s *Store) FollowEvents(ctx context.Context, taskID string, fromStart bool,
 	if interval <= 0 {
 		interval = time.Second
 	}
-	f := &follower{s: s, task: taskID, seen: map[int64]bool{}, gaps: map[int64]time.Time{}, gapWait: max(10*interval, 5*time.Second)}
+	f := &follower{s: s, task: taskID}
 	if !fromStart {
 		if err := s.pool.QueryRow(ctx, "SELECT coalesce(max(id), 0) FROM events").Scan(&f.low); err != nil {
 			return stopped(ctx, fmt.Errorf("follow events: %w", err))
@@ -248,76 +250,41 @@ func (s *Store) unlisten(conn *pgxpool.Conn) {
 	conn.Release()
 }
 
-// follower reads new events by id. Ids are drawn when a row is inserted,
-// not when it commits: a transaction may commit event 7 before another
-// commits event 6. So the follower keeps low, the id up to which every
-// event was seen, and the ids seen above it; an id missing between them
-// (a transaction still open, or rolled back) is waited for up to gapWait,
-// then given up.
+// follower reads new events by id. Event ids are drawn in commit order
+// (the events lock, migration 0004): once an id is read, every id below
+// it that will ever commit has committed, so reading on from the last id
+// read misses nothing and delivers each event once, in order.
 type follower struct {
-	s       *Store
-	task    string
-	low     int64
-	seen    map[int64]bool
-	gaps    map[int64]time.Time
-	gapWait time.Duration
+	s    *Store
+	task string
+	low  int64 // the last id read
 }
 
 // read delivers the events committed since the last read.
 func (f *follower) read(ctx context.Context, each func(workspace.Event)) error {
-	// Every id above low is read, the other tasks' without their line,
-	// so that gaps are told apart from other tasks' events.
-	rows, err := f.s.pool.Query(ctx, `SELECT id, CASE WHEN $2 = '' OR task_id = $2 THEN line END
-		FROM events WHERE id > $1 ORDER BY id`, f.low, f.task)
+	rows, err := f.s.pool.Query(ctx, `SELECT id, line FROM events WHERE id > $1 AND ($2 = '' OR task_id = $2) ORDER BY id`, f.low, f.task)
 	if err != nil {
 		return fmt.Errorf("follow events: %w", err)
 	}
-	var id int64
-	var line *string
-	var out []workspace.Event
+	var (
+		id   int64
+		line string
+		out  []workspace.Event
+	)
+	low := f.low
 	_, err = pgx.ForEachRow(rows, []any{&id, &line}, func() error {
-		if f.seen[id] {
-			return nil
-		}
-		f.seen[id] = true
-		if line != nil {
-			if e, perr := workspace.ParseEvent(*line); perr == nil {
-				out = append(out, e)
-			}
+		low = id
+		if e, perr := workspace.ParseEvent(line); perr == nil {
+			out = append(out, e)
 		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("follow events: %w", err)
 	}
+	f.low = low
 	for _, e := range out {
 		each(e)
 	}
-	f.advance(time.Now())
 	return nil
-}
-
-// advance moves low past every id seen or given up on. Each id missing
-// below the highest seen is noted when first found missing and given up
-// gapWait later, all of them at once: a rolled-back batch of events costs
-// one wait, not one per id.
-func (f *follower) advance(now time.Time) {
-	top := f.low
-	for id := range f.seen {
-		top = max(top, id)
-	}
-	for id := f.low + 1; id < top; id++ {
-		if _, ok := f.gaps[id]; !ok && !f.seen[id] {
-			f.gaps[id] = now
-		}
-	}
-	for f.low < top {
-		next := f.low + 1
-		if !f.seen[next] && now.Sub(f.gaps[next]) < f.gapWait {
-			return
-		}
-		delete(f.seen, next)
-		delete(f.gaps, next)
-		f.low = next
-	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -193,51 +194,80 @@ func TestFollowSeesAppendsAndTheDaemonsCommits(t *testing.T) {
 	}
 }
 
-func TestFollowerWaitsForAnEventCommittedLate(t *testing.T) {
+// Two transactions on two connections: the first draws an event id and
+// stays open, the second appends after it. The second waits for the
+// first's COMMIT (the events lock), so no reader can read past an id still
+// to commit: reading on from a position, and following, deliver both,
+// in order, exactly once.
+func TestEventsFromAPositionSkipNothing(t *testing.T) {
 	s, _ := newStore(t)
 	ctx := context.Background()
 	if err := s.PutTask(ctx, workspace.Task{ID: "t1", Description: "late"}); err != nil {
 		t.Fatal(err)
 	}
-	got := follow(t, s, "t1", true)
-	// A transaction draws an id and stays open; one after it commits.
+	var read []string
+	collect := func(e workspace.PositionedEvent) { read = append(read, e.Name) }
+	pos, err := s.ReadEventsFrom("t1", 0, collect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read = nil
+	got := follow(t, s, "t1", false)
+
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, "INSERT INTO events (task_id, time, line) VALUES ('t1', now(), $1)",
-		workspace.FormatEvent(workspace.Event{Time: now(), Name: "late", TaskID: "t1"})); err != nil {
+	var first int64
+	if err := tx.QueryRow(ctx, "INSERT INTO events (task_id, time, line) VALUES ('t1', now(), $1) RETURNING id",
+		workspace.FormatEvent(workspace.Event{Time: now(), Name: "first", TaskID: "t1"})).Scan(&first); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AppendEvent(workspace.Event{Name: "early", TaskID: "t1"}); err != nil {
-		t.Fatal(err)
+	second := make(chan error, 1)
+	go func() { second <- s.AppendEvent(workspace.Event{Name: "second", TaskID: "t1"}) }()
+	// The second append has either committed (an id above first's: the
+	// very case that must not happen) or waits for the events lock.
+	waiting := false
+	for deadline := time.Now().Add(30 * time.Second); !waiting; {
+		select {
+		case err := <-second:
+			second <- err
+			waiting = true
+		default:
+			if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+				WHERE wait_event_type = 'Lock' AND wait_event = 'advisory' AND query LIKE '%INSERT INTO events%')`).Scan(&waiting); err != nil {
+				t.Fatal(err)
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the second append neither committed nor waited")
+			}
+		}
 	}
-	if e := next(t, got); e.Name != "early" {
-		t.Fatalf("followed %s first, want early", e.Name)
+	// Read while the first is still open.
+	if pos, err = s.ReadEventsFrom("t1", pos, collect); err != nil {
+		t.Fatal(err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// Its id is below the one delivered: the follower still delivers it.
-	if e := next(t, got); e.Name != "late" {
-		t.Fatalf("followed %s, want the late event", e.Name)
+	if err := <-second; err != nil {
+		t.Fatal(err)
 	}
-}
-
-func TestFollowerAdvance(t *testing.T) {
-	f := &follower{low: 10, seen: map[int64]bool{11: true, 12: true, 14: true, 15: true}, gaps: map[int64]time.Time{}, gapWait: time.Minute}
-	t0 := time.Unix(1000, 0)
-	f.advance(t0)
-	if f.low != 12 || len(f.seen) != 2 {
-		t.Fatalf("after 11, 12, _, 14, 15: low %d seen %v, want low 12 waiting for 13", f.low, f.seen)
+	if _, err := s.ReadEventsFrom("t1", pos, collect); err != nil {
+		t.Fatal(err)
 	}
-	f.advance(t0.Add(59 * time.Second))
-	if f.low != 12 {
-		t.Fatalf("gave 13 up after 59s of a minute: low %d", f.low)
+	if strings.Join(read, " ") != "first second" {
+		t.Errorf("read on from positions: %q, want first second", read)
 	}
-	f.advance(t0.Add(time.Minute))
-	if f.low != 15 || len(f.seen) != 0 || len(f.gaps) != 0 {
-		t.Fatalf("after a minute: low %d, seen %v, gaps %v; want 15 and nothing kept", f.low, f.seen, f.gaps)
+	if err := s.AppendEvent(workspace.Event{Name: "third", TaskID: "t1"}); err != nil {
+		t.Fatal(err)
+	}
+	var followed []string
+	for len(followed) == 0 || followed[len(followed)-1] != "third" {
+		followed = append(followed, next(t, got).Name)
+	}
+	if strings.Join(followed, " ") != "first second third" {
+		t.Errorf("followed %q, want first second third", followed)
 	}
 }

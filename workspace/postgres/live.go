@@ -9,10 +9,9 @@ import (
 // ReadEventsFrom calls each for every event of task taskID whose row id
 // is above pos, in id order, and returns the highest id read (pos when
 // there is none). The position of an event is its row id: Start is the
-// id before it, End its own. Ids are handed out when rows are inserted,
-// not when they commit, so a reader that has gone past an id whose
-// transaction commits later does not see that event; FollowEvents waits
-// for such gaps, this read does not.
+// id before it, End its own. Ids are drawn in commit order (the events
+// lock), so reading on from the position a read gave back never skips an
+// event committed later, nor delivers one twice.
 func (s *Store) ReadEventsFrom(taskID string, pos int64, each func(workspace.PositionedEvent)) (int64, error) {
 	if err := workspace.ValidateID("task id", taskID); err != nil {
 		return pos, err

@@ -136,6 +136,10 @@ func TestAgentRoleCannotWriteState(t *testing.T) {
 		"INSERT INTO ws.journal (task_id, seq, taken_at, name, record, epoch) VALUES ('t1', 1, now(), 'x', '{}', 0)",
 		"DELETE FROM ws.backups",
 		"UPDATE ws.lease SET epoch = epoch + 1",
+		// The agents' tokens are the daemon's (or the owner's) alone.
+		"SELECT count(*) FROM ws.tokens",
+		"INSERT INTO ws.tokens (sha256, n, doc) VALUES (repeat('a', 64), 1, '{}')",
+		"DELETE FROM ws.tokens",
 	} {
 		_, err := conn.Exec(ctx, q)
 		var pe *pgconn.PgError

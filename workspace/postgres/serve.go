@@ -42,9 +42,21 @@ type ServeConfig struct {
 	// Leading, when set, is called each time this daemon becomes the
 	// leader, with its epoch.
 	Leading func(epoch int64)
+	// Rescan is how often the subtasks in progress are checked for
+	// timeouts (zero: the settings' daemon rescan).
+	Rescan time.Duration
+	// CleanupInterval is how often retention runs while leading (zero:
+	// the settings' cleanup_interval; negative: never).
+	CleanupInterval time.Duration
 }
 
-func (c ServeConfig) withDefaults() ServeConfig {
+func (c ServeConfig) withDefaults(set workspace.Settings) ServeConfig {
+	if c.Rescan <= 0 {
+		c.Rescan = time.Duration(set.Daemon.Rescan)
+	}
+	if c.CleanupInterval == 0 {
+		c.CleanupInterval = time.Duration(set.Daemon.CleanupInterval)
+	}
 	if c.Holder == "" {
 		host, _ := os.Hostname()
 		c.Holder = fmt.Sprintf("%s:%d", host, os.Getpid())
@@ -72,7 +84,7 @@ func (c ServeConfig) withDefaults() ServeConfig {
 // holds the lease; with it, it waits, and after losing the lease (another
 // took over) it waits again. On a clean stop it releases the lease.
 func (s *Store) Serve(ctx context.Context, cfg ServeConfig) error {
-	cfg = cfg.withDefaults()
+	cfg = cfg.withDefaults(s.settings)
 	log := cfg.Logger
 	p := &presence{s: s}
 	defer p.close()
@@ -164,9 +176,11 @@ func (s *Store) lead(ctx context.Context, cfg ServeConfig, epoch int64, p *prese
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wake := make(chan string, 1024)
-	wg.Add(2)
+	wg.Add(4)
 	go func() { defer wg.Done(); s.renew(ctx, cfg, epoch, p, cancel) }()
 	go func() { defer wg.Done(); s.listen(ctx, cfg, wake) }()
+	go func() { defer wg.Done(); every(ctx, cfg.Rescan, func() { s.checkTimeouts(ctx, cfg.Logger) }) }()
+	go func() { defer wg.Done(); every(ctx, cfg.CleanupInterval, func() { s.cleanup(ctx, cfg.Logger) }) }()
 	err := s.schedule(ctx, cfg, epoch, wake)
 	if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) {
 		return c
@@ -283,6 +297,9 @@ func (s *Store) schedule(ctx context.Context, cfg ServeConfig, epoch int64, wake
 				}
 				if a.Stopped != nil {
 					cfg.Logger.Warn("apply markers", "task", id, "err", a.Stopped)
+				}
+				if len(a.Events) > 0 {
+					s.observe(ctx, cfg.Logger, a.Events)
 				}
 				select {
 				case results <- done{id: id, more: a.Taken == cfg.Chunk && a.Stopped == nil, err: err}:

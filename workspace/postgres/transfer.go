@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/workspaced/workspaced/atomicfile"
+	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -108,6 +109,18 @@ func exportTx(ctx context.Context, tx pgx.Tx, w *treeWriter, rep *TransferReport
 		return nil
 	}); err != nil {
 		return fmt.Errorf("export files: %w", err)
+	}
+	// The agents' tokens, as the CLI writes config/tokens.json: private.
+	grants, err := listGrants(ctx, tx)
+	if err != nil {
+		return fmt.Errorf("export tokens: %w", err)
+	}
+	if len(grants) > 0 {
+		data, err := atomicfile.Marshal(tokens.FileDoc{Tokens: grants})
+		if err != nil {
+			return fmt.Errorf("export tokens: %w", err)
+		}
+		w.writeMode(tokens.File, string(data), 0o600)
 	}
 	if err := eachRow(ctx, tx, "SELECT id, doc FROM tasks ORDER BY id", func(r pgx.Rows) error {
 		var id, doc string
@@ -328,7 +341,9 @@ func (w *treeWriter) mkdir(p string) {
 	}
 }
 
-func (w *treeWriter) write(p, body string) {
+func (w *treeWriter) write(p, body string) { w.writeMode(p, body, 0o644) }
+
+func (w *treeWriter) writeMode(p, body string, mode fs.FileMode) {
 	if w.err != nil {
 		return
 	}
@@ -340,7 +355,7 @@ func (w *treeWriter) write(p, body string) {
 	if w.err != nil {
 		return
 	}
-	if err := w.root.WriteFile(filepath.FromSlash(p), []byte(body), 0o644); err != nil {
+	if err := w.root.WriteFile(filepath.FromSlash(p), []byte(body), mode); err != nil {
 		w.err = fmt.Errorf("export %s: %w", p, err)
 		return
 	}
@@ -413,7 +428,7 @@ func (s *Store) Import(ctx context.Context, dir string, opt ImportOptions) (Tran
 // checkEmpty refuses a schema holding a workspace already, or empties it
 // when replace.
 func checkEmpty(ctx context.Context, tx pgx.Tx, replace bool) error {
-	tables := []string{"markers", "journal", "backups", "states", "events", "entries", "threads", "products", "tasks", "files", "friction"}
+	tables := []string{"markers", "journal", "backups", "states", "events", "entries", "threads", "products", "tasks", "files", "friction", "tokens"}
 	if replace {
 		for _, t := range tables {
 			if _, err := tx.Exec(ctx, "DELETE FROM "+t); err != nil {
@@ -424,7 +439,7 @@ func checkEmpty(ctx context.Context, tx pgx.Tx, replace bool) error {
 	}
 	var n int64
 	err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM tasks) + (SELECT count(*) FROM entries) + (SELECT count(*) FROM events)
-		+ (SELECT count(*) FROM friction) + (SELECT count(*) FROM files WHERE path NOT IN ('workspace.json', '.gitignore', 'config/agents.json', 'friction/friction.json'))`).Scan(&n)
+		+ (SELECT count(*) FROM friction) + (SELECT count(*) FROM tokens) + (SELECT count(*) FROM files WHERE path NOT IN ('workspace.json', '.gitignore', 'config/agents.json', 'friction/friction.json'))`).Scan(&n)
 	if err != nil {
 		return err
 	}
@@ -510,7 +525,32 @@ func (r *importer) file(p string) error {
 	case len(parts) == 4 && parts[0] == "memory" && parts[1] == "agents":
 		return r.entry(p, workspace.Scope{Kind: workspace.ScopeAgent, Agent: parts[2]}, parts[2], parts[3], body)
 	}
+	if p == tokens.File {
+		return r.tokens(p, data)
+	}
 	r.batch.Queue("INSERT INTO files (path, body) VALUES ($1, $2)", p, body)
+	return nil
+}
+
+// tokens loads the agents file into the tokens table, where the agent
+// role cannot read it (the files table it may read). Export writes it
+// back as the CLI writes it, so a file written otherwise is refused.
+func (r *importer) tokens(p string, data []byte) error {
+	doc, err := tokens.Parse(data)
+	if err != nil {
+		return r.refuse(p, workspace.Reason(err), "fix the file (or remove it and add the tokens again after the import)")
+	}
+	if canon, err := atomicfile.Marshal(doc); err != nil || !bytes.Equal(canon, data) {
+		return r.refuse(p, "is not laid out as 'workspaced token' writes it, so an export could not give it back byte for byte",
+			"let 'workspaced token' write it (revoke and add a token), or remove it and add the tokens after the import")
+	}
+	for i, g := range doc.Tokens {
+		b, err := json.Marshal(g)
+		if err != nil {
+			return err
+		}
+		r.batch.Queue("INSERT INTO tokens (sha256, n, doc) VALUES ($1, $2, $3)", g.SHA256, i+1, string(b))
+	}
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/workspaced/workspaced/demo"
 	"github.com/workspaced/workspaced/internal/pgtest"
+	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -58,6 +59,17 @@ func TestTransferRoundTrip(t *testing.T) {
 	if _, err := demo.Run(ctx, demo.Config{Root: src, Agents: 3, TimeScale: 0.01, Out: io.Discard}); err != nil {
 		t.Fatalf("demo: %v", err)
 	}
+	// The agents' tokens go to the tokens table, not to the files the
+	// agent role may read, and come back as the same private file.
+	srcWS, err := workspace.Open(src, workspace.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, _, err := tokens.Add(ctx, tokens.Tree(srcWS), tokens.Grant{Agent: "remote", Tasks: []string{tokens.AllTasks}})
+	srcWS.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
 	root := withSchema(t, pgtest.DB(t), "moved")
 	s, _, err := Init(ctx, root)
 	if err != nil {
@@ -68,12 +80,22 @@ func TestTransferRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("import: %v", err)
 	}
+	if g, err := s.Tokens().Lookup(tok); err != nil || g.Agent != "remote" {
+		t.Fatalf("the imported token: %+v %v", g, err)
+	}
+	var inFiles bool
+	if err := s.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM files WHERE path LIKE 'config/tokens%')").Scan(&inFiles); err != nil || inFiles {
+		t.Fatalf("the agents file is among the files agents read: %v %v", inFiles, err)
+	}
 	if rep.Tasks != 2 {
 		t.Errorf("imported %d tasks, want the demo's 2", rep.Tasks)
 	}
 	dst := filepath.Join(t.TempDir(), "out")
 	if _, err := s.Export(ctx, dst); err != nil {
 		t.Fatalf("export: %v", err)
+	}
+	if fi, err := os.Stat(filepath.Join(dst, "config", "tokens.json")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("exported agents file: %v %v, want mode 0600", fi, err)
 	}
 	want, wantDirs := tree(t, src)
 	got, gotDirs := tree(t, dst)

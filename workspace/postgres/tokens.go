@@ -1,0 +1,143 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/workspaced/workspaced/atomicfile"
+	"github.com/workspaced/workspaced/tokens"
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// The agents' tokens of a workspace on PostgreSQL are rows of tokens: the
+// SHA-256 of each token and its grant, as config/tokens.json holds them
+// on files. A look-up reads the row of the token's hash on every call, so
+// a revoke takes effect at the next request. The agent role has no right
+// on the table; `workspaced token` and the servers connect as the daemon
+// or the owner.
+
+// Tokens is the Keeper of the workspace's grants.
+func (s *Store) Tokens() tokens.Keeper { return tokenTable{s} }
+
+// tokenTable is the tokens.Keeper of a Store.
+type tokenTable struct{ s *Store }
+
+func (t tokenTable) Now() time.Time { return now() }
+
+// Lookup reads the grant whose hash is token's. The hash is looked up by
+// the primary key: what a timing could tell about it is a SHA-256 of 32
+// random bytes, which says nothing about any token.
+func (t tokenTable) Lookup(token string) (tokens.Grant, error) {
+	ctx, cancel := t.s.readCtx()
+	defer cancel()
+	var doc string
+	err := t.s.pool.QueryRow(ctx, "SELECT doc FROM tokens WHERE sha256 = $1", tokens.Hash(token)).Scan(&doc)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return tokens.Grant{}, tokens.ErrUnknown
+	}
+	if err != nil {
+		return tokens.Grant{}, fmt.Errorf("look the token up: %w", err)
+	}
+	return decodeGrant(doc)
+}
+
+func decodeGrant(doc string) (tokens.Grant, error) {
+	var g tokens.Grant
+	if err := json.Unmarshal([]byte(doc), &g); err != nil {
+		return g, fmt.Errorf("a row of tokens does not parse: %w", err)
+	}
+	if err := g.Check(); err != nil {
+		return g, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read tokens", Err: err,
+			Hint: "revoke it ('workspaced token revoke --id ID') and add it again"}
+	}
+	return g, nil
+}
+
+func (t tokenTable) List(ctx context.Context) ([]tokens.Grant, error) {
+	return listGrants(ctx, t.s.pool)
+}
+
+func listGrants(ctx context.Context, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}) ([]tokens.Grant, error) {
+	rows, err := q.Query(ctx, "SELECT doc FROM tokens ORDER BY n, sha256")
+	if err != nil {
+		return nil, fmt.Errorf("list the tokens: %w", err)
+	}
+	docs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("list the tokens: %w", err)
+	}
+	out := make([]tokens.Grant, 0, len(docs))
+	for _, d := range docs {
+		g, err := decodeGrant(d)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+// Update changes the grants in one transaction holding the table's lock
+// (writers one at a time, readers never blocked): the grants are read,
+// changed, checked whole and written back.
+func (t tokenTable) Update(ctx context.Context, holder string, change func(*tokens.FileDoc) error) error {
+	return pgx.BeginFunc(ctx, t.s.pool, func(tx pgx.Tx) error {
+		ms := max(time.Duration(t.s.settings.LockTimeout).Milliseconds(), 1)
+		if _, err := tx.Exec(ctx, "SELECT set_config('lock_timeout', $1, true), set_config('application_name', $2, true)",
+			strconv.FormatInt(ms, 10), appName("workspaced tokens "+holder)); err != nil {
+			return fmt.Errorf("update the tokens: %w", err)
+		}
+		if _, err := tx.Exec(ctx, "LOCK TABLE tokens IN EXCLUSIVE MODE"); err != nil {
+			if pgCode(err) == "55P03" {
+				return &workspace.Error{Kind: workspace.ErrLocked, Op: "update the tokens", Err: err,
+					Hint: "another 'workspaced token' is changing them; try again"}
+			}
+			return fmt.Errorf("update the tokens: %w", err)
+		}
+		gs, err := listGrants(ctx, tx)
+		if err != nil {
+			return err
+		}
+		doc := tokens.FileDoc{Tokens: gs}
+		if err := change(&doc); err != nil {
+			return err
+		}
+		if doc.Tokens == nil {
+			doc.Tokens = []tokens.Grant{}
+		}
+		return writeGrants(ctx, tx, doc)
+	})
+}
+
+// writeGrants replaces the rows of tokens with doc's grants, in order,
+// after checking them as a file of them would be checked.
+func writeGrants(ctx context.Context, tx pgx.Tx, doc tokens.FileDoc) error {
+	data, err := atomicfile.Marshal(doc)
+	if err != nil {
+		return fmt.Errorf("encode the tokens: %w", err)
+	}
+	if _, err := tokens.Parse(data); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, "DELETE FROM tokens"); err != nil {
+		return fmt.Errorf("write the tokens: %w", err)
+	}
+	for i, g := range doc.Tokens {
+		b, err := json.Marshal(g)
+		if err != nil {
+			return fmt.Errorf("encode the tokens: %w", err)
+		}
+		if _, err := tx.Exec(ctx, "INSERT INTO tokens (sha256, n, doc) VALUES ($1, $2, $3)", g.SHA256, i+1, string(b)); err != nil {
+			return fmt.Errorf("write the tokens: %w", err)
+		}
+	}
+	return nil
+}
