@@ -257,32 +257,21 @@ func loadPlan(ws *workspace.Workspace, id, planID string, version int) (*workspa
 	return nil, fmt.Errorf("plan %s v%d of task %s: not in plans/ nor in the journal", planID, version, id)
 }
 
-// frictionEvents are the events the friction detectors read.
-var frictionEvents = map[string]bool{
-	friction.EventPlanRevisionNeeded: true, friction.EventCheckpointRevisionNeeded: true,
-	friction.EventReviewIssues: true, friction.EventWorkFailed: true,
-	friction.EventOutputRejected: true, friction.EventEscalated: true,
-}
-
-// observe shows the events that matter to the friction log.
+// observe shows the events of a commit to the friction detectors and
+// records what they find (workspace.ObserveFriction, as every store's
+// daemon does).
 func (d *Daemon) observe(ctx context.Context, evs []workspace.Event) {
-	var obs []friction.Observation
-	for _, e := range evs {
-		if frictionEvents[e.Name] {
-			obs = append(obs, friction.Observation{At: e.Time, TaskID: e.TaskID, Event: e.Name, Args: e.Args, Attrs: e.Attrs})
-		}
-	}
-	if len(obs) == 0 {
-		return
-	}
-	since := d.now().UTC().Truncate(time.Millisecond)
-	entries, err := d.friction.Observe(ctx, obs, d.frictionCfg)
-	if err != nil {
+	if _, err := workspace.ObserveFriction(ctx, frictionOf{d}, daemonAgent, evs, d.now().UTC().Truncate(time.Millisecond)); err != nil {
 		d.log.Warn("record friction", "err", err)
 	}
-	tasks := make([]string, len(obs))
-	for i, o := range obs {
-		tasks[i] = o.TaskID
-	}
-	d.noteFriction(entries, since, tasks)
+}
+
+// frictionOf is the daemon's friction log as a workspace.FrictionStore:
+// the log on the daemon's clock, the detectors' settings read at start.
+type frictionOf struct{ d *Daemon }
+
+func (f frictionOf) Friction(string) workspace.FrictionLog { return f.d.friction }
+func (f frictionOf) FrictionConfig() friction.Config       { return f.d.frictionCfg }
+func (f frictionOf) NoteFriction(e friction.Entry, isNew bool, tasks []string) {
+	f.d.ws.NoteFriction(e, isNew, tasks)
 }

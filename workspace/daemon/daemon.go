@@ -60,7 +60,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -274,35 +273,8 @@ func (d *Daemon) checkTimeouts(ctx context.Context) {
 	for _, t := range d.tasks {
 		items = append(items, t.progress...)
 	}
-	fs := friction.DetectTimeouts(items, d.now(), d.frictionCfg)
-	if len(fs) == 0 {
-		return
-	}
-	since := d.now().UTC().Truncate(time.Millisecond)
-	entries, err := d.friction.Record(ctx, fs)
-	if err != nil {
+	if _, err := workspace.RecordTimeouts(ctx, frictionOf{d}, daemonAgent, items, d.now().UTC().Truncate(time.Millisecond)); err != nil {
 		d.log.Warn("record timeout friction", "err", err)
-	}
-	tasks := make([]string, len(fs))
-	for i, f := range fs {
-		tasks[i] = f.TaskID
-	}
-	d.noteFriction(entries, since, tasks)
-}
-
-// noteFriction writes a friction_recorded event for each entry recorded
-// or merged, into the events of the tasks that caused it (tasks: the ids
-// of the observations, a few). An entry is new when it was stamped at or
-// after since.
-func (d *Daemon) noteFriction(entries []friction.Entry, since time.Time, tasks []string) {
-	for _, e := range entries {
-		var ts []string
-		for _, t := range e.AffectedTasks {
-			if slices.Contains(tasks, t) {
-				ts = append(ts, t)
-			}
-		}
-		d.ws.NoteFriction(e, !e.Timestamp.Before(since), ts)
 	}
 }
 

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -213,4 +214,22 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestFilesStayShort keeps every file of the package, tests included,
+// at 500 lines or fewer, so that each reads top to bottom as one phase.
+func TestFilesStayShort(t *testing.T) {
+	names, err := filepath.Glob("*.go")
+	if err != nil || len(names) == 0 {
+		t.Fatalf("list the package's files: %v (%d)", err, len(names))
+	}
+	for _, n := range names {
+		data, err := os.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lines := bytes.Count(data, []byte("\n")); lines > 500 {
+			t.Errorf("%s has %d lines, more than 500: split it by phase", n, lines)
+		}
+	}
 }

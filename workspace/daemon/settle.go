@@ -1,10 +1,12 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path"
+	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/backup"
@@ -95,5 +97,73 @@ func removeTaken(ws *workspace.Workspace, id string, names []string) {
 		if err := ws.Root().Remove(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			_ = ws.Root().RemoveAll(rel) // a directory named like a marker
 		}
+	}
+}
+
+// settle hands every task's settle work to a goroutine beside the loop
+// (never two at once), which sends back what it could not do.
+func (l *loop) settle(ctx context.Context) {
+	if l.settling {
+		return
+	}
+	work := l.takeSettlements()
+	if len(work) == 0 {
+		return
+	}
+	l.settling = true
+	ws, log := l.d.ws, l.d.log
+	l.settleWG.Go(func() {
+		var failed []unsettled
+		for _, u := range work {
+			if err := u.s.settle(ws, u.id); err != nil {
+				if ctx.Err() == nil {
+					log.Warn("make journal durable", "task", u.id, "err", err)
+				}
+				failed = append(failed, u)
+			}
+		}
+		l.settled <- failed
+	})
+}
+
+// settleNow settles every task's work in the loop's goroutine (the daemon
+// is stopping).
+func (l *loop) settleNow() {
+	for _, u := range l.takeSettlements() {
+		if err := u.s.settle(l.d.ws, u.id); err != nil {
+			l.d.log.Warn("make journal durable", "task", u.id, "err", err)
+		}
+	}
+}
+
+// takeSettlements hands every task's settle work out of it.
+func (l *loop) takeSettlements() []unsettled {
+	var work []unsettled
+	for id, t := range l.d.tasks {
+		if !t.unsettled.empty() {
+			work = append(work, unsettled{id: id, s: t.unsettled})
+			t.unsettled = settlement{}
+		}
+	}
+	l.settleAt = time.Time{}
+	return work
+}
+
+// requeue hands settle work that failed back to its tasks (unless they
+// are gone), for the next settle.
+func (l *loop) requeue(failed []unsettled) {
+	for _, u := range failed {
+		if t := l.d.tasks[u.id]; t != nil {
+			u.s.merge(t.unsettled)
+			t.unsettled = u.s
+			l.settleSoon()
+		}
+	}
+}
+
+// settleSoon makes sure a settle is due.
+func (l *loop) settleSoon() {
+	if l.settleAt.IsZero() {
+		l.settleAt = l.d.now().Add(DefaultSettle)
 	}
 }
