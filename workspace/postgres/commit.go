@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -13,6 +14,7 @@ import (
 	"github.com/workspaced/workspaced/schemas"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
+	"github.com/workspaced/workspaced/workspace/statecheck"
 )
 
 // Committing on PostgreSQL: one transaction per chunk takes a task's
@@ -55,46 +57,116 @@ type waiting struct {
 // lease's epoch is still epoch (else ErrFenced, and nothing is written).
 // A task with no marker waiting commits nothing and returns Taken 0.
 func (s *Store) Commit(ctx context.Context, taskID string, max int, epoch int64) (Applied, error) {
+	return s.commitKnown(ctx, nil, taskID, max, epoch)
+}
+
+// commitKnown is Commit with what k remembers of the states this daemon
+// wrote (k nil: nothing).
+func (s *Store) commitKnown(ctx context.Context, k *known, taskID string, max int, epoch int64) (Applied, error) {
 	if max <= 0 {
 		max = DefaultChunk
 	}
-	var a Applied
+	var (
+		a     Applied
+		wrote knownState
+	)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		a, err = s.commit(ctx, tx, taskID, max, epoch)
+		a, wrote, err = s.commit(ctx, tx, k.get(taskID), taskID, max, epoch)
 		return err
 	})
 	if err != nil {
 		return Applied{}, err
 	}
+	if a.Taken > 0 {
+		k.put(taskID, wrote)
+	}
 	return a, nil
 }
 
-func (s *Store) commit(ctx context.Context, tx pgx.Tx, taskID string, max int, epoch int64) (Applied, error) {
+// known is what a daemon remembers of the states it wrote: for the tasks
+// it committed last, the document and its decoded state. A commit that
+// reads the same bytes back from the states row skips decoding them, and
+// checks the state it writes against the schema only where it differs
+// (statecheck.Next): that document was checked before it was written.
+// Anything else in the row (a backup restored, an import) is decoded and
+// the next state checked whole. Safe for concurrent use.
+type known struct {
+	mu sync.Mutex
+	m  map[string]knownState
+}
+
+// knownTasks is how many tasks' states known keeps: states of hundreds of
+// subtasks are tens of KB each.
+const knownTasks = 32
+
+type knownState struct {
+	doc string
+	st  workspace.State
+}
+
+func newKnown() *known { return &known{m: map[string]knownState{}} }
+
+func (k *known) get(taskID string) knownState {
+	if k == nil {
+		return knownState{}
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.m[taskID]
+}
+
+func (k *known) put(taskID string, ks knownState) {
+	if k == nil {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, ok := k.m[taskID]; !ok && len(k.m) >= knownTasks {
+		for id := range k.m { // any one: the map's order is random
+			delete(k.m, id)
+			break
+		}
+	}
+	k.m[taskID] = ks
+}
+
+// commit is one chunk's transaction; last is what the daemon knows of
+// the task's state (zero: nothing), wrote what it wrote.
+func (s *Store) commit(ctx context.Context, tx pgx.Tx, last knownState, taskID string, max int, epoch int64) (Applied, knownState, error) {
 	// Fencing: the lease row is read with a share lock, so a takeover
 	// (which updates it) waits for this transaction, and this one sees a
 	// takeover committed before it.
 	var cur int64
 	if err := tx.QueryRow(ctx, "SELECT epoch FROM lease WHERE id = 1 FOR SHARE").Scan(&cur); err != nil {
-		return Applied{}, fmt.Errorf("read the lease: %w", err)
+		return Applied{}, knownState{}, fmt.Errorf("read the lease: %w", err)
 	}
 	if cur != epoch {
-		return Applied{}, ErrFenced
+		return Applied{}, knownState{}, ErrFenced
 	}
-	st, prev, err := s.lockState(ctx, tx, taskID)
+	st, prev, err := s.lockState(ctx, tx, taskID, last)
 	if err != nil {
-		return Applied{}, err
+		return Applied{}, knownState{}, err
+	}
+	// valid is the state next derives from when it is known valid.
+	var valid *workspace.State
+	if prev != "" && prev == last.doc {
+		valid = &st
 	}
 	// A state restored from a backup is behind the journal: the records
 	// after it are folded again first, as the file daemon's recovery does.
+	seq := st.JournalSeq
 	st, base, err := s.catchUp(ctx, tx, taskID, st)
 	if err != nil {
-		return Applied{}, err
+		return Applied{}, knownState{}, err
+	}
+	if base != seq {
+		valid = nil
 	}
 	rows, err := tx.Query(ctx, `SELECT id, kind, name, body, dropped_at FROM markers
 		WHERE task_id = $1 ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED`, taskID, max)
 	if err != nil {
-		return Applied{}, fmt.Errorf("take markers of task %s: %w", taskID, err)
+		return Applied{}, knownState{}, fmt.Errorf("take markers of task %s: %w", taskID, err)
 	}
 	ms, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (waiting, error) {
 		var w waiting
@@ -102,11 +174,11 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, taskID string, max int, e
 		return w, err
 	})
 	if err != nil || len(ms) == 0 {
-		return Applied{}, err
+		return Applied{}, knownState{}, err
 	}
 	products, err := s.productsFor(ctx, tx, taskID, ms)
 	if err != nil {
-		return Applied{}, err
+		return Applied{}, knownState{}, err
 	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	recs := make([]workspace.JournalRecord, len(ms))
@@ -119,15 +191,15 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, taskID string, max int, e
 		applied++
 	}
 	if applied == 0 {
-		return Applied{}, fmt.Errorf("apply markers of task %s: %w", taskID, stopped)
+		return Applied{}, knownState{}, fmt.Errorf("apply markers of task %s: %w", taskID, stopped)
 	}
 	recs, ms = recs[:applied], ms[:applied]
 	data, err := atomicfile.Marshal(next)
 	if err != nil {
-		return Applied{}, fmt.Errorf("encode state of task %s: %w", taskID, err)
+		return Applied{}, knownState{}, fmt.Errorf("encode state of task %s: %w", taskID, err)
 	}
-	if err := schemas.Validate(schemas.KindState, data); err != nil {
-		return Applied{}, fmt.Errorf("state of task %s would not validate, not written: %w", taskID, err)
+	if err := statecheck.Next(valid, next, data); err != nil {
+		return Applied{}, knownState{}, fmt.Errorf("state of task %s would not validate, not written: %w", taskID, err)
 	}
 
 	b := &pgx.Batch{}
@@ -135,7 +207,7 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, taskID string, max int, e
 	for i, r := range recs {
 		rb, err := atomicfile.Marshal(r)
 		if err != nil {
-			return Applied{}, fmt.Errorf("encode journal record %d of task %s: %w", r.Seq, taskID, err)
+			return Applied{}, knownState{}, fmt.Errorf("encode journal record %d of task %s: %w", r.Seq, taskID, err)
 		}
 		seqs[i], names[i], bodies[i], ids[i] = r.Seq, ms[i].name, string(rb), ms[i].id
 	}
@@ -143,7 +215,9 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, taskID string, max int, e
 		SELECT $1, s, $2, n, r, $3 FROM unnest($4::bigint[], $5::text[], $6::text[]) AS u(s, n, r)`,
 		taskID, now, epoch, seqs, names, bodies)
 	if prev != "" {
-		b.Queue("INSERT INTO backups (task_id, journal_seq, doc) VALUES ($1, $2, $3)", taskID, st.JournalSeq, prev)
+		// The previous state is copied by the server: it is the row
+		// about to be updated.
+		b.Queue("INSERT INTO backups (task_id, journal_seq, doc) SELECT task_id, journal_seq, doc FROM states WHERE task_id = $1", taskID)
 		b.Queue(`DELETE FROM backups WHERE task_id = $1 AND n <= (
 			SELECT n FROM backups WHERE task_id = $1 ORDER BY n DESC OFFSET $2 LIMIT 1)`, taskID, s.settings.Backups.Keep)
 		b.Queue("UPDATE states SET journal_seq = $2, doc = $3, epoch = $4, updated_at = now() WHERE task_id = $1",
@@ -162,7 +236,7 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, taskID string, max int, e
 	}
 	b.Queue("DELETE FROM markers WHERE id = ANY($1)", ids)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return Applied{}, fmt.Errorf("write the commit of task %s: %w", taskID, err)
+		return Applied{}, knownState{}, fmt.Errorf("write the commit of task %s: %w", taskID, err)
 	}
 	a := Applied{Taken: len(recs), Seq: next.JournalSeq, Events: evs}
 	for _, r := range recs {
@@ -173,7 +247,7 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, taskID string, max int, e
 	// When the machine stopped (a plan it cannot load), the markers from
 	// that one on stay waiting and the next commit tries them again.
 	a.Stopped = stopped
-	return a, nil
+	return a, knownState{doc: string(data), st: next}, nil
 }
 
 // catchUp folds the journal records after st's journal_seq into st (a
@@ -203,7 +277,8 @@ func (s *Store) catchUp(ctx context.Context, tx pgx.Tx, taskID string, st worksp
 
 // lockState reads a task's state for update: the row when the daemon
 // wrote one (prev its bytes), else the initial state of the task.
-func (s *Store) lockState(ctx context.Context, tx pgx.Tx, taskID string) (st workspace.State, prev string, err error) {
+// A state whose bytes are last's is last's state, not decoded again.
+func (s *Store) lockState(ctx context.Context, tx pgx.Tx, taskID string, last knownState) (st workspace.State, prev string, err error) {
 	// The task's row FOR SHARE first: a product writer (lockTask) holds
 	// it FOR NO KEY UPDATE while it decides whether a product is final.
 	var one int
@@ -211,6 +286,9 @@ func (s *Store) lockState(ctx context.Context, tx pgx.Tx, taskID string) (st wor
 		return st, "", fmt.Errorf("lock task %s: %w", taskID, err)
 	}
 	err = tx.QueryRow(ctx, "SELECT doc FROM states WHERE task_id = $1 FOR UPDATE", taskID).Scan(&prev)
+	if err == nil && prev == last.doc {
+		return last.st, prev, nil
+	}
 	if err == nil {
 		if err := json.Unmarshal([]byte(prev), &st); err != nil {
 			return st, "", fmt.Errorf("state of task %s does not parse: %w", taskID, err)
