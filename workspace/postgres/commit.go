@@ -101,8 +101,15 @@ type known struct {
 const knownTasks = 32
 
 type knownState struct {
-	doc string
-	st  workspace.State
+	doc  string
+	st   workspace.State
+	plan knownPlan
+}
+
+// knownPlan is a plan document and its decoding.
+type knownPlan struct {
+	body string
+	p    *workspace.Plan
 }
 
 func newKnown() *known { return &known{m: map[string]knownState{}} }
@@ -134,58 +141,122 @@ func (k *known) put(taskID string, ks knownState) {
 // commit is one chunk's transaction; last is what the daemon knows of
 // the task's state (zero: nothing), wrote what it wrote.
 func (s *Store) commit(ctx context.Context, tx pgx.Tx, last knownState, taskID string, max int, epoch int64) (Applied, knownState, error) {
+	// The reads go to the server in one round trip, in this order.
 	// Fencing: the lease row is read with a share lock, so a takeover
 	// (which updates it) waits for this transaction, and this one sees a
-	// takeover committed before it.
-	var cur int64
-	if err := tx.QueryRow(ctx, "SELECT epoch FROM lease WHERE id = 1 FOR SHARE").Scan(&cur); err != nil {
-		return Applied{}, knownState{}, fmt.Errorf("read the lease: %w", err)
+	// takeover committed before it. The task's row FOR SHARE: a product
+	// writer (lockTask) holds it FOR NO KEY UPDATE while it decides
+	// whether a product is final. Then the state for update, the journal
+	// records after it and the markers waiting.
+	var (
+		cur       int64
+		one       int
+		prev      string
+		prevSeq   int64
+		hasState  bool
+		after     []string
+		ms        []waiting
+		readBatch = &pgx.Batch{}
+	)
+	readBatch.Queue("SELECT epoch FROM lease WHERE id = 1 FOR SHARE").QueryRow(func(r pgx.Row) error { return r.Scan(&cur) })
+	readBatch.Queue("SELECT 1 FROM tasks WHERE id = $1 FOR SHARE", taskID).QueryRow(func(r pgx.Row) error { return r.Scan(&one) })
+	readBatch.Queue("SELECT doc, journal_seq FROM states WHERE task_id = $1 FOR UPDATE", taskID).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			hasState = true
+			if err := rows.Scan(&prev, &prevSeq); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+	readBatch.Queue(`SELECT record FROM journal WHERE task_id = $1
+		AND seq > coalesce((SELECT journal_seq FROM states WHERE task_id = $1), 0) ORDER BY seq`, taskID).Query(func(rows pgx.Rows) error {
+		var err error
+		after, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	readBatch.Queue(`SELECT id, kind, name, body, dropped_at FROM markers
+		WHERE task_id = $1 ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED`, taskID, max).Query(func(rows pgx.Rows) error {
+		var err error
+		ms, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (waiting, error) {
+			var w waiting
+			err := r.Scan(&w.id, &w.kind, &w.name, &w.body, &w.droppedAt)
+			return w, err
+		})
+		return err
+	})
+	if err := tx.SendBatch(ctx, readBatch).Close(); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return Applied{}, knownState{}, fmt.Errorf("lock task %s: %w", taskID, err)
+		}
+		return Applied{}, knownState{}, fmt.Errorf("read task %s to commit: %w", taskID, err)
 	}
 	if cur != epoch {
 		return Applied{}, knownState{}, ErrFenced
 	}
-	st, prev, err := s.lockState(ctx, tx, taskID, last)
+	st, err := s.decodeLocked(ctx, tx, taskID, hasState, prev, last)
 	if err != nil {
 		return Applied{}, knownState{}, err
 	}
 	// valid is the state next derives from when it is known valid.
 	var valid *workspace.State
-	if prev != "" && prev == last.doc {
+	if hasState && prev == last.doc {
 		valid = &st
 	}
 	// A state restored from a backup is behind the journal: the records
 	// after it are folded again first, as the file daemon's recovery does.
-	seq := st.JournalSeq
-	st, base, err := s.catchUp(ctx, tx, taskID, st)
+	var base int64
+	if !hasState || st.JournalSeq == prevSeq {
+		st, base, err = s.fold(ctx, tx, taskID, st, after)
+	} else {
+		// The row's journal_seq says otherwise than its document: the
+		// document's is the one folded from.
+		st, base, err = s.catchUp(ctx, tx, taskID, st)
+	}
 	if err != nil {
 		return Applied{}, knownState{}, err
 	}
-	if base != seq {
+	if base != prevSeq {
 		valid = nil
 	}
-	rows, err := tx.Query(ctx, `SELECT id, kind, name, body, dropped_at FROM markers
-		WHERE task_id = $1 ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED`, taskID, max)
-	if err != nil {
-		return Applied{}, knownState{}, fmt.Errorf("take markers of task %s: %w", taskID, err)
+	if len(ms) == 0 {
+		return Applied{}, knownState{}, nil
 	}
-	ms, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (waiting, error) {
-		var w waiting
-		err := r.Scan(&w.id, &w.kind, &w.name, &w.body, &w.droppedAt)
-		return w, err
-	})
-	if err != nil || len(ms) == 0 {
-		return Applied{}, knownState{}, err
-	}
-	products, err := s.productsFor(ctx, tx, taskID, ms)
+	pr, err := s.productsFor(ctx, tx, taskID, ms, st)
 	if err != nil {
 		return Applied{}, knownState{}, err
 	}
+	products := pr.products
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	recs := make([]workspace.JournalRecord, len(ms))
 	for i, m := range ms {
 		recs[i] = s.judge(m, products, base+int64(i)+1, now)
 	}
-	next, evs, stopped := machine.Continue(st, s.planLoader(ctx, tx, taskID, st), recs)
+	plans := s.planLoader(ctx, tx, taskID, st)
+	var plan knownPlan
+	next, evs, stopped := machine.Continue(st, func(version int) (*workspace.Plan, error) {
+		// The plan the state tracks, read with the products (as the
+		// loader would: plan.json, then its version's file), decoded once
+		// for as long as its bytes stay the same.
+		for _, path := range []string{"plan.json", planPath(version)} {
+			body, ok := pr.plans[path]
+			switch {
+			case !ok:
+				return plans(version) // not read: another version
+			case body == "":
+				continue
+			case body == last.plan.body && last.plan.p.ID == st.PlanID && last.plan.p.Version == version:
+				plan = last.plan
+				return plan.p, nil
+			}
+			var p workspace.Plan
+			if json.Unmarshal([]byte(body), &p) == nil && p.ID == st.PlanID && p.Version == version {
+				plan = knownPlan{body: body, p: &p}
+				return &p, nil
+			}
+		}
+		return plans(version)
+	}, recs)
 	applied := 0
 	for applied < len(recs) && recs[applied].Seq <= next.JournalSeq {
 		applied++
@@ -247,7 +318,10 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, last knownState, taskID s
 	// When the machine stopped (a plan it cannot load), the markers from
 	// that one on stay waiting and the next commit tries them again.
 	a.Stopped = stopped
-	return a, knownState{doc: string(data), st: next}, nil
+	if plan.p == nil {
+		plan = last.plan
+	}
+	return a, knownState{doc: string(data), st: next, plan: plan}, nil
 }
 
 // catchUp folds the journal records after st's journal_seq into st (a
@@ -257,16 +331,24 @@ func (s *Store) catchUp(ctx context.Context, tx pgx.Tx, taskID string, st worksp
 	if err != nil {
 		return st, 0, fmt.Errorf("read the journal of task %s: %w", taskID, err)
 	}
-	recs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (workspace.JournalRecord, error) {
-		var b string
-		var rec workspace.JournalRecord
-		if err := r.Scan(&b); err != nil {
-			return rec, err
+	after, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return st, 0, fmt.Errorf("read the journal of task %s: %w", taskID, err)
+	}
+	return s.fold(ctx, tx, taskID, st, after)
+}
+
+// fold folds the journal records after (their JSON, in seq order) into
+// st and returns it with the last seq taken.
+func (s *Store) fold(ctx context.Context, tx pgx.Tx, taskID string, st workspace.State, after []string) (workspace.State, int64, error) {
+	if len(after) == 0 {
+		return st, st.JournalSeq, nil
+	}
+	recs := make([]workspace.JournalRecord, len(after))
+	for i, b := range after {
+		if err := json.Unmarshal([]byte(b), &recs[i]); err != nil {
+			return st, 0, fmt.Errorf("journal of task %s after seq %d: %w", taskID, st.JournalSeq, err)
 		}
-		return rec, json.Unmarshal([]byte(b), &rec)
-	})
-	if err != nil || len(recs) == 0 {
-		return st, st.JournalSeq, err
 	}
 	next, _, stopped := machine.Continue(st, s.planLoader(ctx, tx, taskID, st), recs)
 	if stopped != nil {
@@ -275,43 +357,45 @@ func (s *Store) catchUp(ctx context.Context, tx pgx.Tx, taskID string, st worksp
 	return next, recs[len(recs)-1].Seq, nil
 }
 
-// lockState reads a task's state for update: the row when the daemon
-// wrote one (prev its bytes), else the initial state of the task.
-// A state whose bytes are last's is last's state, not decoded again.
-func (s *Store) lockState(ctx context.Context, tx pgx.Tx, taskID string, last knownState) (st workspace.State, prev string, err error) {
-	// The task's row FOR SHARE first: a product writer (lockTask) holds
-	// it FOR NO KEY UPDATE while it decides whether a product is final.
-	var one int
-	if err := tx.QueryRow(ctx, "SELECT 1 FROM tasks WHERE id = $1 FOR SHARE", taskID).Scan(&one); err != nil {
-		return st, "", fmt.Errorf("lock task %s: %w", taskID, err)
-	}
-	err = tx.QueryRow(ctx, "SELECT doc FROM states WHERE task_id = $1 FOR UPDATE", taskID).Scan(&prev)
-	if err == nil && prev == last.doc {
-		return last.st, prev, nil
-	}
-	if err == nil {
+// decodeLocked is the task's state from its row (prev, read for update),
+// or its initial state when the daemon wrote none (hasState false). A
+// row holding last's bytes is last's state, not decoded again.
+func (s *Store) decodeLocked(ctx context.Context, tx pgx.Tx, taskID string, hasState bool, prev string, last knownState) (workspace.State, error) {
+	var st workspace.State
+	switch {
+	case hasState && prev == last.doc:
+		return last.st, nil
+	case hasState:
 		if err := json.Unmarshal([]byte(prev), &st); err != nil {
-			return st, "", fmt.Errorf("state of task %s does not parse: %w", taskID, err)
+			return st, fmt.Errorf("state of task %s does not parse: %w", taskID, err)
 		}
-		return st, prev, nil
-	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return st, "", fmt.Errorf("read state of task %s: %w", taskID, err)
+		return st, nil
 	}
 	var doc string
 	if err := tx.QueryRow(ctx, "SELECT doc FROM tasks WHERE id = $1 FOR SHARE", taskID).Scan(&doc); err != nil {
-		return st, "", fmt.Errorf("read task %s: %w", taskID, err)
+		return st, fmt.Errorf("read task %s: %w", taskID, err)
 	}
 	var t workspace.Task
 	if err := json.Unmarshal([]byte(doc), &t); err != nil {
-		return st, "", fmt.Errorf("task %s does not parse: %w", taskID, err)
+		return st, fmt.Errorf("task %s does not parse: %w", taskID, err)
 	}
-	return machine.Init(t), "", nil
+	return machine.Init(t), nil
 }
 
-// productsFor reads the products the done markers of ms name, by path.
-func (s *Store) productsFor(ctx context.Context, tx pgx.Tx, taskID string, ms []waiting) (map[string][]byte, error) {
-	var paths []string
+// read is what productsFor read: the products the done markers name,
+// and the documents of the plan st tracks (plan.json and its version's
+// file), by path; a path asked for and absent is not in the maps.
+type read struct {
+	products map[string][]byte
+	plans    map[string]string
+}
+
+// productsFor reads the products the done markers of ms name and the
+// plan documents of st's plan, by path, in one query.
+func (s *Store) productsFor(ctx context.Context, tx pgx.Tx, taskID string, ms []waiting, st workspace.State) (read, error) {
+	out := read{products: map[string][]byte{}, plans: map[string]string{}}
+	paths, planPaths := []string{}, []string{} // not NULL arrays
+
 	for _, m := range ms {
 		if m.kind != workspace.KindDone {
 			continue
@@ -323,24 +407,41 @@ func (s *Store) productsFor(ctx context.Context, tx pgx.Tx, taskID string, ms []
 			paths = append(paths, mk.OutputFile)
 		}
 	}
-	out := map[string][]byte{}
-	if len(paths) == 0 {
+	if st.PlanID != "" {
+		planPaths = []string{"plan.json", planPath(st.PlanVersion)}
+	}
+	if len(paths)+len(planPaths) == 0 {
 		return out, nil
 	}
-	rows, err := tx.Query(ctx, "SELECT path, body FROM products WHERE task_id = $1 AND path = ANY($2)", taskID, paths)
+	rows, err := tx.Query(ctx, "SELECT path, body, path = ANY($2), path = ANY($3) FROM products WHERE task_id = $1 AND (path = ANY($2) OR path = ANY($3))",
+		taskID, paths, planPaths)
 	if err != nil {
-		return nil, fmt.Errorf("read products of task %s: %w", taskID, err)
+		return out, fmt.Errorf("read products of task %s: %w", taskID, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var p, body string
-		if err := rows.Scan(&p, &body); err != nil {
-			return nil, err
+		var named, plan bool
+		if err := rows.Scan(&p, &body, &named, &plan); err != nil {
+			return out, err
 		}
-		out[p] = []byte(body)
+		if named {
+			out.products[p] = []byte(body)
+		}
+		if plan {
+			out.plans[p] = body
+		}
+	}
+	for _, p := range planPaths {
+		if _, ok := out.plans[p]; !ok {
+			out.plans[p] = "" // asked for, absent
+		}
 	}
 	return out, rows.Err()
 }
+
+// planPath is the file of a plan's version.
+func planPath(version int) string { return fmt.Sprintf("plans/plan_v%d.json", version) }
 
 // judge turns a marker row into its journal record: taken with the
 // product it names, or rejected with the reason, by the rules the file
