@@ -367,8 +367,18 @@ func (pr *pgRig) prepare(ctx context.Context, cm *commits, task string, n int) e
 }
 
 // daemon starts `workspaced serve` on the schema and runs the daemon rows
-// with Go agent processes, as measureDaemon does on files.
+// with Go agent processes, as measureDaemon does on files. Before the
+// daemon starts, the agents' inserts alone are timed (insertsAlone).
 func (pr *pgRig) daemon(ctx context.Context, opt Options, fl sampler, root string) ([]daemonRow, error) {
+	single, rounds := 100, 8
+	if opt.Quick {
+		single, rounds = 25, 3
+	}
+	goKind := goAgents(opt)
+	alone, err := pr.insertsAlone(ctx, goKind, root, 32, rounds, fl)
+	if err != nil {
+		return nil, err
+	}
 	r := &rig{dir: root, cm: newCommits(), pg: pr}
 	if err := pr.watch(ctx, r.cm); err != nil {
 		return nil, err
@@ -379,11 +389,6 @@ func (pr *pgRig) daemon(ctx context.Context, opt Options, fl sampler, root strin
 	}
 	r.srv = srv
 	defer srv.close()
-	single, rounds := 100, 8
-	if opt.Quick {
-		single, rounds = 25, 3
-	}
-	goKind := goAgents(opt)
 	// Each row's note says in how many commits the daemon took its
 	// markers.
 	add := func(out []daemonRow, row Result, kind int, task, target string) ([]daemonRow, error) {
@@ -420,12 +425,110 @@ func (pr *pgRig) daemon(ctx context.Context, opt Options, fl sampler, root strin
 		if out, err = add(out, row, kind, fmt.Sprintf("burst%d_%d", b.agents, b.per), b.target); err != nil {
 			return nil, err
 		}
+		if b.per == 1 {
+			out = append(out, daemonRow{alone, rowAtOnce, "no daemon: the most any daemon can do with the row above's agents"})
+		}
 	}
 	row, err = r.drain(ctx, goKind, 32, rounds, srv, fl)
 	if err != nil {
 		return nil, err
 	}
 	return add(out, row, rowBackToBack, fmt.Sprintf("drain32_%d", rounds), "")
+}
+
+// insertsAlone times what no daemon can beat: n agents inserting one
+// marker each at the same moment, rounds times, with no daemon running.
+// The harness listens on the markers' channel, whose notification each
+// insert sends at its commit; a marker's latency runs from just before
+// its insert to the receipt of its round's last notification (what a
+// daemon committing the whole round the moment the last insert commits,
+// at no cost, would give), and a round's span from the first insert to
+// that receipt, as the daemon rows' runs to the read of the state showing
+// the last marker. The markers are deleted after each round.
+func (pr *pgRig) insertsAlone(ctx context.Context, kind agentKind, root string, n, rounds int, fl sampler) (Result, error) {
+	const task = "inserts_alone"
+	s := pr.s
+	if err := s.PutTask(ctx, workspace.Task{ID: task, Description: "the agents' inserts alone"}); err != nil {
+		return Result{}, err
+	}
+	pc, err := s.Pool().Acquire(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	conn := pc.Hijack() // it holds a LISTEN: it leaves the pool
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{"workspaced_markers_" + s.Schema()}.Sanitize()); err != nil {
+		return Result{}, err
+	}
+	r := &rig{dir: root, cm: newCommits(), pg: pr}
+	as, err := r.startAgents(kind, task, n)
+	if err != nil {
+		return Result{}, err
+	}
+	defer closeAll(as)
+	var (
+		lat, floors []time.Duration
+		wall        time.Duration
+	)
+	next := 1
+	for range rounds {
+		for _, a := range as {
+			if _, err := fmt.Fprintf(a.in, "st_%d\nsync\n", next); err != nil {
+				return Result{}, err
+			}
+			next++
+			if line, ok := <-a.lines; !ok || line != "prepared" {
+				return Result{}, fmt.Errorf("bench: agent %s did not prepare (said %q)", a.name, line)
+			}
+		}
+		for _, a := range as {
+			if _, err := io.WriteString(a.in, "go\n"); err != nil {
+				return Result{}, err
+			}
+		}
+		var last time.Time
+		for seen := 0; seen < n; {
+			wctx, cancel := context.WithTimeout(ctx, time.Minute)
+			note, err := conn.WaitForNotification(wctx)
+			cancel()
+			if err != nil {
+				return Result{}, fmt.Errorf("bench: wait for the agents' inserts: %w", err)
+			}
+			if note.Payload == task {
+				seen, last = seen+1, time.Now()
+			}
+		}
+		var first time.Time
+		var stamps []time.Time
+		for _, a := range as {
+			_, ts, err := a.report(1)
+			if err != nil {
+				return Result{}, err
+			}
+			stamps = append(stamps, ts...)
+			if first.IsZero() || ts[0].Before(first) {
+				first = ts[0]
+			}
+		}
+		for _, t0 := range stamps {
+			lat = append(lat, last.Sub(t0))
+		}
+		wall += last.Sub(first)
+		if _, err := s.Pool().Exec(ctx, "DELETE FROM markers WHERE task_id = $1", task); err != nil {
+			return Result{}, err
+		}
+		fls, err := fl.sample(max(4, 32/rounds))
+		if err != nil {
+			return Result{}, err
+		}
+		floors = append(floors, fls...)
+	}
+	if _, err := s.Pool().Exec(ctx, "DELETE FROM tasks WHERE id = $1", task); err != nil {
+		return Result{}, err
+	}
+	res := summarize(fmt.Sprintf("%d %s inserting at once, %d rounds, no daemon: first insert → last committed", n, kind.many, rounds), lat, wall)
+	res.FloorP50 = floorP50(floors)
+	return res, nil
 }
 
 // commits counts the agents' markers the daemon journaled for task and

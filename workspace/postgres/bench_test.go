@@ -89,6 +89,7 @@ func BenchmarkMarkers32Agents(b *testing.B) {
 			ctx := context.Background()
 			s, _ := newStore(b)
 			epoch := lead(b, s, "bench")
+			k := newKnown() // as the serving daemon keeps it
 			var taken int
 			var spent time.Duration
 			for i := 0; b.Loop(); i++ {
@@ -109,7 +110,7 @@ func BenchmarkMarkers32Agents(b *testing.B) {
 				b.StartTimer()
 				t0 := time.Now()
 				for {
-					a, err := s.Commit(ctx, id, chunk, epoch)
+					a, err := s.commitKnown(ctx, k, id, chunk, epoch)
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -13,6 +14,7 @@ import (
 	"github.com/workspaced/workspaced/schemas"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
+	"github.com/workspaced/workspaced/workspace/statecheck"
 )
 
 // Committing on PostgreSQL: one transaction per chunk takes a task's
@@ -55,79 +57,220 @@ type waiting struct {
 // lease's epoch is still epoch (else ErrFenced, and nothing is written).
 // A task with no marker waiting commits nothing and returns Taken 0.
 func (s *Store) Commit(ctx context.Context, taskID string, max int, epoch int64) (Applied, error) {
+	return s.commitKnown(ctx, nil, taskID, max, epoch)
+}
+
+// commitKnown is Commit with what k remembers of the states this daemon
+// wrote (k nil: nothing).
+func (s *Store) commitKnown(ctx context.Context, k *known, taskID string, max int, epoch int64) (Applied, error) {
 	if max <= 0 {
 		max = DefaultChunk
 	}
-	var a Applied
+	var (
+		a     Applied
+		wrote knownState
+	)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		a, err = s.commit(ctx, tx, taskID, max, epoch)
+		a, wrote, err = s.commit(ctx, tx, k.get(taskID), taskID, max, epoch)
 		return err
 	})
 	if err != nil {
 		return Applied{}, err
 	}
+	if a.Taken > 0 {
+		k.put(taskID, wrote)
+	}
 	return a, nil
 }
 
-func (s *Store) commit(ctx context.Context, tx pgx.Tx, taskID string, max int, epoch int64) (Applied, error) {
+// known is what a daemon remembers of the states it wrote: for the tasks
+// it committed last, the document and its decoded state. A commit that
+// reads the same bytes back from the states row skips decoding them, and
+// checks the state it writes against the schema only where it differs
+// (statecheck.Next): that document was checked before it was written.
+// Anything else in the row (a backup restored, an import) is decoded and
+// the next state checked whole. Safe for concurrent use.
+type known struct {
+	mu sync.Mutex
+	m  map[string]knownState
+}
+
+// knownTasks is how many tasks' states known keeps: states of hundreds of
+// subtasks are tens of KB each.
+const knownTasks = 32
+
+type knownState struct {
+	doc  string
+	st   workspace.State
+	plan knownPlan
+}
+
+// knownPlan is a plan document and its decoding.
+type knownPlan struct {
+	body string
+	p    *workspace.Plan
+}
+
+func newKnown() *known { return &known{m: map[string]knownState{}} }
+
+func (k *known) get(taskID string) knownState {
+	if k == nil {
+		return knownState{}
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.m[taskID]
+}
+
+func (k *known) put(taskID string, ks knownState) {
+	if k == nil {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, ok := k.m[taskID]; !ok && len(k.m) >= knownTasks {
+		for id := range k.m { // any one: the map's order is random
+			delete(k.m, id)
+			break
+		}
+	}
+	k.m[taskID] = ks
+}
+
+// commit is one chunk's transaction; last is what the daemon knows of
+// the task's state (zero: nothing), wrote what it wrote.
+func (s *Store) commit(ctx context.Context, tx pgx.Tx, last knownState, taskID string, max int, epoch int64) (Applied, knownState, error) {
+	// The reads go to the server in one round trip, in this order.
 	// Fencing: the lease row is read with a share lock, so a takeover
 	// (which updates it) waits for this transaction, and this one sees a
-	// takeover committed before it.
-	var cur int64
-	if err := tx.QueryRow(ctx, "SELECT epoch FROM lease WHERE id = 1 FOR SHARE").Scan(&cur); err != nil {
-		return Applied{}, fmt.Errorf("read the lease: %w", err)
+	// takeover committed before it. The task's row FOR SHARE: a product
+	// writer (lockTask) holds it FOR NO KEY UPDATE while it decides
+	// whether a product is final. Then the state for update, the journal
+	// records after it and the markers waiting.
+	var (
+		cur       int64
+		one       int
+		prev      string
+		prevSeq   int64
+		hasState  bool
+		after     []string
+		ms        []waiting
+		readBatch = &pgx.Batch{}
+	)
+	readBatch.Queue("SELECT epoch FROM lease WHERE id = 1 FOR SHARE").QueryRow(func(r pgx.Row) error { return r.Scan(&cur) })
+	readBatch.Queue("SELECT 1 FROM tasks WHERE id = $1 FOR SHARE", taskID).QueryRow(func(r pgx.Row) error { return r.Scan(&one) })
+	readBatch.Queue("SELECT doc, journal_seq FROM states WHERE task_id = $1 FOR UPDATE", taskID).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			hasState = true
+			if err := rows.Scan(&prev, &prevSeq); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+	readBatch.Queue(`SELECT record FROM journal WHERE task_id = $1
+		AND seq > coalesce((SELECT journal_seq FROM states WHERE task_id = $1), 0) ORDER BY seq`, taskID).Query(func(rows pgx.Rows) error {
+		var err error
+		after, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	readBatch.Queue(`SELECT id, kind, name, body, dropped_at FROM markers
+		WHERE task_id = $1 ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED`, taskID, max).Query(func(rows pgx.Rows) error {
+		var err error
+		ms, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (waiting, error) {
+			var w waiting
+			err := r.Scan(&w.id, &w.kind, &w.name, &w.body, &w.droppedAt)
+			return w, err
+		})
+		return err
+	})
+	if err := tx.SendBatch(ctx, readBatch).Close(); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return Applied{}, knownState{}, fmt.Errorf("lock task %s: %w", taskID, err)
+		}
+		return Applied{}, knownState{}, fmt.Errorf("read task %s to commit: %w", taskID, err)
 	}
 	if cur != epoch {
-		return Applied{}, ErrFenced
+		return Applied{}, knownState{}, ErrFenced
 	}
-	st, prev, err := s.lockState(ctx, tx, taskID)
+	st, err := s.decodeLocked(ctx, tx, taskID, hasState, prev, last)
 	if err != nil {
-		return Applied{}, err
+		return Applied{}, knownState{}, err
+	}
+	// valid is the state next derives from when it is known valid.
+	var valid *workspace.State
+	if hasState && prev == last.doc {
+		valid = &st
 	}
 	// A state restored from a backup is behind the journal: the records
 	// after it are folded again first, as the file daemon's recovery does.
-	st, base, err := s.catchUp(ctx, tx, taskID, st)
+	var base int64
+	if !hasState || st.JournalSeq == prevSeq {
+		st, base, err = s.fold(ctx, tx, taskID, st, after)
+	} else {
+		// The row's journal_seq says otherwise than its document: the
+		// document's is the one folded from.
+		st, base, err = s.catchUp(ctx, tx, taskID, st)
+	}
 	if err != nil {
-		return Applied{}, err
+		return Applied{}, knownState{}, err
 	}
-	rows, err := tx.Query(ctx, `SELECT id, kind, name, body, dropped_at FROM markers
-		WHERE task_id = $1 ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED`, taskID, max)
+	if base != prevSeq {
+		valid = nil
+	}
+	if len(ms) == 0 {
+		return Applied{}, knownState{}, nil
+	}
+	pr, err := s.productsFor(ctx, tx, taskID, ms, st)
 	if err != nil {
-		return Applied{}, fmt.Errorf("take markers of task %s: %w", taskID, err)
+		return Applied{}, knownState{}, err
 	}
-	ms, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (waiting, error) {
-		var w waiting
-		err := r.Scan(&w.id, &w.kind, &w.name, &w.body, &w.droppedAt)
-		return w, err
-	})
-	if err != nil || len(ms) == 0 {
-		return Applied{}, err
-	}
-	products, err := s.productsFor(ctx, tx, taskID, ms)
-	if err != nil {
-		return Applied{}, err
-	}
+	products := pr.products
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	recs := make([]workspace.JournalRecord, len(ms))
 	for i, m := range ms {
 		recs[i] = s.judge(m, products, base+int64(i)+1, now)
 	}
-	next, evs, stopped := machine.Continue(st, s.planLoader(ctx, tx, taskID, st), recs)
+	plans := s.planLoader(ctx, tx, taskID, st)
+	var plan knownPlan
+	next, evs, stopped := machine.Continue(st, func(version int) (*workspace.Plan, error) {
+		// The plan the state tracks, read with the products (as the
+		// loader would: plan.json, then its version's file), decoded once
+		// for as long as its bytes stay the same.
+		for _, path := range []string{"plan.json", planPath(version)} {
+			body, ok := pr.plans[path]
+			switch {
+			case !ok:
+				return plans(version) // not read: another version
+			case body == "":
+				continue
+			case body == last.plan.body && last.plan.p.ID == st.PlanID && last.plan.p.Version == version:
+				plan = last.plan
+				return plan.p, nil
+			}
+			var p workspace.Plan
+			if json.Unmarshal([]byte(body), &p) == nil && p.ID == st.PlanID && p.Version == version {
+				plan = knownPlan{body: body, p: &p}
+				return &p, nil
+			}
+		}
+		return plans(version)
+	}, recs)
 	applied := 0
 	for applied < len(recs) && recs[applied].Seq <= next.JournalSeq {
 		applied++
 	}
 	if applied == 0 {
-		return Applied{}, fmt.Errorf("apply markers of task %s: %w", taskID, stopped)
+		return Applied{}, knownState{}, fmt.Errorf("apply markers of task %s: %w", taskID, stopped)
 	}
 	recs, ms = recs[:applied], ms[:applied]
 	data, err := atomicfile.Marshal(next)
 	if err != nil {
-		return Applied{}, fmt.Errorf("encode state of task %s: %w", taskID, err)
+		return Applied{}, knownState{}, fmt.Errorf("encode state of task %s: %w", taskID, err)
 	}
-	if err := schemas.Validate(schemas.KindState, data); err != nil {
-		return Applied{}, fmt.Errorf("state of task %s would not validate, not written: %w", taskID, err)
+	if err := statecheck.Next(valid, next, data); err != nil {
+		return Applied{}, knownState{}, fmt.Errorf("state of task %s would not validate, not written: %w", taskID, err)
 	}
 
 	b := &pgx.Batch{}
@@ -135,7 +278,7 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, taskID string, max int, e
 	for i, r := range recs {
 		rb, err := atomicfile.Marshal(r)
 		if err != nil {
-			return Applied{}, fmt.Errorf("encode journal record %d of task %s: %w", r.Seq, taskID, err)
+			return Applied{}, knownState{}, fmt.Errorf("encode journal record %d of task %s: %w", r.Seq, taskID, err)
 		}
 		seqs[i], names[i], bodies[i], ids[i] = r.Seq, ms[i].name, string(rb), ms[i].id
 	}
@@ -143,7 +286,9 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, taskID string, max int, e
 		SELECT $1, s, $2, n, r, $3 FROM unnest($4::bigint[], $5::text[], $6::text[]) AS u(s, n, r)`,
 		taskID, now, epoch, seqs, names, bodies)
 	if prev != "" {
-		b.Queue("INSERT INTO backups (task_id, journal_seq, doc) VALUES ($1, $2, $3)", taskID, st.JournalSeq, prev)
+		// The previous state is copied by the server: it is the row
+		// about to be updated.
+		b.Queue("INSERT INTO backups (task_id, journal_seq, doc) SELECT task_id, journal_seq, doc FROM states WHERE task_id = $1", taskID)
 		b.Queue(`DELETE FROM backups WHERE task_id = $1 AND n <= (
 			SELECT n FROM backups WHERE task_id = $1 ORDER BY n DESC OFFSET $2 LIMIT 1)`, taskID, s.settings.Backups.Keep)
 		b.Queue("UPDATE states SET journal_seq = $2, doc = $3, epoch = $4, updated_at = now() WHERE task_id = $1",
@@ -162,7 +307,7 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, taskID string, max int, e
 	}
 	b.Queue("DELETE FROM markers WHERE id = ANY($1)", ids)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return Applied{}, fmt.Errorf("write the commit of task %s: %w", taskID, err)
+		return Applied{}, knownState{}, fmt.Errorf("write the commit of task %s: %w", taskID, err)
 	}
 	a := Applied{Taken: len(recs), Seq: next.JournalSeq, Events: evs}
 	for _, r := range recs {
@@ -173,7 +318,10 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, taskID string, max int, e
 	// When the machine stopped (a plan it cannot load), the markers from
 	// that one on stay waiting and the next commit tries them again.
 	a.Stopped = stopped
-	return a, nil
+	if plan.p == nil {
+		plan = last.plan
+	}
+	return a, knownState{doc: string(data), st: next, plan: plan}, nil
 }
 
 // catchUp folds the journal records after st's journal_seq into st (a
@@ -183,16 +331,24 @@ func (s *Store) catchUp(ctx context.Context, tx pgx.Tx, taskID string, st worksp
 	if err != nil {
 		return st, 0, fmt.Errorf("read the journal of task %s: %w", taskID, err)
 	}
-	recs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (workspace.JournalRecord, error) {
-		var b string
-		var rec workspace.JournalRecord
-		if err := r.Scan(&b); err != nil {
-			return rec, err
+	after, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return st, 0, fmt.Errorf("read the journal of task %s: %w", taskID, err)
+	}
+	return s.fold(ctx, tx, taskID, st, after)
+}
+
+// fold folds the journal records after (their JSON, in seq order) into
+// st and returns it with the last seq taken.
+func (s *Store) fold(ctx context.Context, tx pgx.Tx, taskID string, st workspace.State, after []string) (workspace.State, int64, error) {
+	if len(after) == 0 {
+		return st, st.JournalSeq, nil
+	}
+	recs := make([]workspace.JournalRecord, len(after))
+	for i, b := range after {
+		if err := json.Unmarshal([]byte(b), &recs[i]); err != nil {
+			return st, 0, fmt.Errorf("journal of task %s after seq %d: %w", taskID, st.JournalSeq, err)
 		}
-		return rec, json.Unmarshal([]byte(b), &rec)
-	})
-	if err != nil || len(recs) == 0 {
-		return st, st.JournalSeq, err
 	}
 	next, _, stopped := machine.Continue(st, s.planLoader(ctx, tx, taskID, st), recs)
 	if stopped != nil {
@@ -201,39 +357,45 @@ func (s *Store) catchUp(ctx context.Context, tx pgx.Tx, taskID string, st worksp
 	return next, recs[len(recs)-1].Seq, nil
 }
 
-// lockState reads a task's state for update: the row when the daemon
-// wrote one (prev its bytes), else the initial state of the task.
-func (s *Store) lockState(ctx context.Context, tx pgx.Tx, taskID string) (st workspace.State, prev string, err error) {
-	// The task's row FOR SHARE first: a product writer (lockTask) holds
-	// it FOR NO KEY UPDATE while it decides whether a product is final.
-	var one int
-	if err := tx.QueryRow(ctx, "SELECT 1 FROM tasks WHERE id = $1 FOR SHARE", taskID).Scan(&one); err != nil {
-		return st, "", fmt.Errorf("lock task %s: %w", taskID, err)
-	}
-	err = tx.QueryRow(ctx, "SELECT doc FROM states WHERE task_id = $1 FOR UPDATE", taskID).Scan(&prev)
-	if err == nil {
+// decodeLocked is the task's state from its row (prev, read for update),
+// or its initial state when the daemon wrote none (hasState false). A
+// row holding last's bytes is last's state, not decoded again.
+func (s *Store) decodeLocked(ctx context.Context, tx pgx.Tx, taskID string, hasState bool, prev string, last knownState) (workspace.State, error) {
+	var st workspace.State
+	switch {
+	case hasState && prev == last.doc:
+		return last.st, nil
+	case hasState:
 		if err := json.Unmarshal([]byte(prev), &st); err != nil {
-			return st, "", fmt.Errorf("state of task %s does not parse: %w", taskID, err)
+			return st, fmt.Errorf("state of task %s does not parse: %w", taskID, err)
 		}
-		return st, prev, nil
-	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return st, "", fmt.Errorf("read state of task %s: %w", taskID, err)
+		return st, nil
 	}
 	var doc string
 	if err := tx.QueryRow(ctx, "SELECT doc FROM tasks WHERE id = $1 FOR SHARE", taskID).Scan(&doc); err != nil {
-		return st, "", fmt.Errorf("read task %s: %w", taskID, err)
+		return st, fmt.Errorf("read task %s: %w", taskID, err)
 	}
 	var t workspace.Task
 	if err := json.Unmarshal([]byte(doc), &t); err != nil {
-		return st, "", fmt.Errorf("task %s does not parse: %w", taskID, err)
+		return st, fmt.Errorf("task %s does not parse: %w", taskID, err)
 	}
-	return machine.Init(t), "", nil
+	return machine.Init(t), nil
 }
 
-// productsFor reads the products the done markers of ms name, by path.
-func (s *Store) productsFor(ctx context.Context, tx pgx.Tx, taskID string, ms []waiting) (map[string][]byte, error) {
-	var paths []string
+// read is what productsFor read: the products the done markers name,
+// and the documents of the plan st tracks (plan.json and its version's
+// file), by path; a path asked for and absent is not in the maps.
+type read struct {
+	products map[string][]byte
+	plans    map[string]string
+}
+
+// productsFor reads the products the done markers of ms name and the
+// plan documents of st's plan, by path, in one query.
+func (s *Store) productsFor(ctx context.Context, tx pgx.Tx, taskID string, ms []waiting, st workspace.State) (read, error) {
+	out := read{products: map[string][]byte{}, plans: map[string]string{}}
+	paths, planPaths := []string{}, []string{} // not NULL arrays
+
 	for _, m := range ms {
 		if m.kind != workspace.KindDone {
 			continue
@@ -245,24 +407,41 @@ func (s *Store) productsFor(ctx context.Context, tx pgx.Tx, taskID string, ms []
 			paths = append(paths, mk.OutputFile)
 		}
 	}
-	out := map[string][]byte{}
-	if len(paths) == 0 {
+	if st.PlanID != "" {
+		planPaths = []string{"plan.json", planPath(st.PlanVersion)}
+	}
+	if len(paths)+len(planPaths) == 0 {
 		return out, nil
 	}
-	rows, err := tx.Query(ctx, "SELECT path, body FROM products WHERE task_id = $1 AND path = ANY($2)", taskID, paths)
+	rows, err := tx.Query(ctx, "SELECT path, body, path = ANY($2), path = ANY($3) FROM products WHERE task_id = $1 AND (path = ANY($2) OR path = ANY($3))",
+		taskID, paths, planPaths)
 	if err != nil {
-		return nil, fmt.Errorf("read products of task %s: %w", taskID, err)
+		return out, fmt.Errorf("read products of task %s: %w", taskID, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var p, body string
-		if err := rows.Scan(&p, &body); err != nil {
-			return nil, err
+		var named, plan bool
+		if err := rows.Scan(&p, &body, &named, &plan); err != nil {
+			return out, err
 		}
-		out[p] = []byte(body)
+		if named {
+			out.products[p] = []byte(body)
+		}
+		if plan {
+			out.plans[p] = body
+		}
+	}
+	for _, p := range planPaths {
+		if _, ok := out.plans[p]; !ok {
+			out.plans[p] = "" // asked for, absent
+		}
 	}
 	return out, rows.Err()
 }
+
+// planPath is the file of a plan's version.
+func planPath(version int) string { return fmt.Sprintf("plans/plan_v%d.json", version) }
 
 // judge turns a marker row into its journal record: taken with the
 // product it names, or rejected with the reason, by the rules the file

@@ -286,12 +286,13 @@ func (s *Store) schedule(ctx context.Context, cfg ServeConfig, epoch int64, wake
 	defer wg.Wait()
 	defer close(jobs)
 	defer cancel() // first: a worker waiting to report then returns
+	k := newKnown()
 	for range cfg.Workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for id := range jobs {
-				a, err := s.Commit(ctx, id, cfg.Chunk, epoch)
+				a, err := s.commitKnown(ctx, k, id, cfg.Chunk, epoch)
 				if err == nil && a.Taken > 0 {
 					cfg.Logger.Debug("committed", "task", id, "markers", a.Taken, "journal_seq", a.Seq)
 				}
