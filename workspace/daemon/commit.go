@@ -11,6 +11,7 @@ import (
 	"github.com/workspaced/workspaced/schemas"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
+	"github.com/workspaced/workspaced/workspace/statecheck"
 )
 
 // Committing: the records of a chunk are written beside its taken
@@ -106,14 +107,17 @@ func (t *task) apply(n *nextState, recs []workspace.JournalRecord) {
 }
 
 // encode encodes the folded state n and checks it: only what changed since
-// the state last written when that one was checked.
+// the state last written when that one was checked (statecheck.Next).
 func (t *task) encode(n *nextState) error {
-	check := checkNext(t.valid, n.st, diffState(t.st, n.st))
+	var prev *workspace.State
+	if t.valid {
+		prev = &t.st
+	}
 	var err error
 	if n.data, err = atomicfile.Marshal(n.st); err != nil {
 		return fmt.Errorf("encode state of task %s: %w", t.id, err)
 	}
-	if err := check(n.data); err != nil {
+	if err := statecheck.Next(prev, n.st, n.data); err != nil {
 		return fmt.Errorf("state of task %s would not validate, not written: %w", t.id, err)
 	}
 	return nil
