@@ -117,6 +117,16 @@ func execBin(dir string, env []string, stdin string, args ...string) (result, er
 	return r, nil
 }
 
+// okIn runs the binary with stdin and fails the test unless it exits 0.
+func (w *ws) okIn(stdin string, args ...string) result {
+	w.t.Helper()
+	r := w.runIn(stdin, args...)
+	if r.code != 0 {
+		w.t.Fatalf("%v: %v", args, r)
+	}
+	return r
+}
+
 func (w *ws) run(args ...string) result {
 	w.t.Helper()
 	return w.runIn("", args...)

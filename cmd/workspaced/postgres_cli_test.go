@@ -23,14 +23,7 @@ func TestPostgresCommands(t *testing.T) {
 	p := newPGWS(t)
 	p.serve()
 	w := &ws{t: t, dir: t.TempDir(), env: append(cleanEnv(), "WORKSPACE_ROOT="+p.root)}
-	must := func(stdin string, args ...string) result {
-		t.Helper()
-		r := w.runIn(stdin, args...)
-		if r.code != 0 {
-			t.Fatalf("%v: %v", args, r)
-		}
-		return r
-	}
+	must := w.okIn
 	must("", "task", "create", "--id", "t1", "--description", "build the thing", "--submitted-by", "human")
 	plan := `{"summary":"two steps","subtasks":[{"id":"s1","description":"one","estimated_complexity":"low"},{"id":"s2","description":"two","estimated_complexity":"low"}]}`
 	must(plan, "plan", "write", "--task", "t1", "--agent", "planner", "--file", "-", "--propose")
@@ -263,14 +256,7 @@ func TestPostgresDaemonFriction(t *testing.T) {
 	p := newPGWS(t)
 	p.serve()
 	w := &ws{t: t, dir: t.TempDir(), env: append(cleanEnv(), "WORKSPACE_ROOT="+p.root)}
-	must := func(stdin string, args ...string) result {
-		t.Helper()
-		r := w.runIn(stdin, args...)
-		if r.code != 0 {
-			t.Fatalf("%v: %v", args, r)
-		}
-		return r
-	}
+	must := w.okIn
 	must("", "task", "create", "--id", "t1", "--description", "sent back twice", "--submitted-by", "human")
 	plan := `{"summary":"two steps","subtasks":[{"id":"s1","description":"one"},{"id":"s2","description":"two"}]}`
 	for i := 1; i <= 2; i++ {
