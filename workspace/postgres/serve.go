@@ -35,7 +35,11 @@ type ServeConfig struct {
 	LeaseTTL time.Duration
 	// Poll is how often the markers table is looked at without a
 	// notification.
-	Poll    time.Duration
+	Poll time.Duration
+	// Linger is how long the daemon stays awake, looking for markers
+	// every millisecond, after a burst's last marker (zero: DefaultLinger;
+	// negative: not at all).
+	Linger  time.Duration
 	Chunk   int
 	Workers int
 	Logger  *slog.Logger
@@ -66,6 +70,9 @@ func (c ServeConfig) withDefaults(set workspace.Settings) ServeConfig {
 	}
 	if c.Poll <= 0 {
 		c.Poll = DefaultPoll
+	}
+	if c.Linger == 0 {
+		c.Linger = DefaultLinger
 	}
 	if c.Chunk <= 0 {
 		c.Chunk = DefaultChunk
@@ -104,6 +111,9 @@ func (s *Store) Serve(ctx context.Context, cfg ServeConfig) error {
 		err = s.lead(ctx, cfg, epoch, p)
 		if ctx.Err() != nil {
 			rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			// Whoever listens next (a tool, the next daemon) hears
+			// the agents again.
+			_ = s.setListening(rctx, true, epoch)
 			_ = s.Release(rctx, epoch)
 			cancel()
 			return nil
@@ -270,14 +280,21 @@ func send(ctx context.Context, wake chan<- string, id string) {
 
 // done is what a worker reports after committing a task.
 type done struct {
-	id   string
-	more bool // a full chunk was taken: look again at once
-	err  error
+	id    string
+	taken int
+	more  bool // a full chunk was taken: look again at once
+	err   error
 }
 
 // schedule owns the set of tasks to look at: it queues the tasks
-// notifications and polls name, gives each to one worker at a time, and
+// notifications and passes name, gives each to one worker at a time, and
 // looks again at a task woken while a worker had it.
+//
+// It is awake or listening (wake.go). Awake, it takes passes — every task
+// with markers waiting, committed — as long as one finds any, and once a
+// burst shows (more markers than the one that woke it) it tells the agents
+// not to notify and lingers awake a moment after the last marker. Then it
+// goes back to LISTEN through the wake barrier. A new leader starts awake.
 func (s *Store) schedule(ctx context.Context, cfg ServeConfig, epoch int64, wake <-chan string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	jobs := make(chan string)
@@ -303,7 +320,7 @@ func (s *Store) schedule(ctx context.Context, cfg ServeConfig, epoch int64, wake
 					s.observe(ctx, cfg.Logger, a.Events)
 				}
 				select {
-				case results <- done{id: id, more: a.Taken == cfg.Chunk && a.Stopped == nil, err: err}:
+				case results <- done{id: id, taken: a.Taken, more: a.Taken == cfg.Chunk && a.Stopped == nil, err: err}:
 				case <-ctx.Done():
 					return
 				}
@@ -316,6 +333,7 @@ func (s *Store) schedule(ctx context.Context, cfg ServeConfig, epoch int64, wake
 		inflight = map[string]bool{}
 		again    = map[string]bool{}
 		poll     = time.NewTicker(cfg.Poll)
+		w        = newWaker(s, cfg, epoch)
 	)
 	defer poll.Stop()
 	add := func(id string) {
@@ -327,20 +345,37 @@ func (s *Store) schedule(ctx context.Context, cfg ServeConfig, epoch int64, wake
 			queue = append(queue, id)
 		}
 	}
-	pollAll := func() {
+	// pass queues every task with markers waiting and says whether there
+	// was any; on an error it logs it and says none.
+	pass := func() (bool, error) {
 		ids, err := s.waitingTasks(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
 				cfg.Logger.Warn("look for markers", "err", err)
 			}
-			return
+			return false, err
 		}
 		for _, id := range ids {
 			add(id)
 		}
+		return len(ids) > 0, nil
 	}
-	pollAll()
 	for {
+		if w.awake && w.next == nil && len(queue) == 0 && len(inflight) == 0 {
+			// The last pass is done: the next one.
+			found, err := pass()
+			switch {
+			case err != nil:
+				w.retry()
+			case found:
+				w.found()
+			default:
+				if err := w.rest(ctx, pass); errors.Is(err, ErrFenced) {
+					return err
+				}
+			}
+			continue
+		}
 		var out chan string
 		var head string
 		if len(queue) > 0 {
@@ -350,13 +385,22 @@ func (s *Store) schedule(ctx context.Context, cfg ServeConfig, epoch int64, wake
 		case <-ctx.Done():
 			return ctx.Err()
 		case id := <-wake:
-			if id == "" {
-				pollAll()
-			} else {
+			w.woken()
+			if id != "" {
 				add(id)
 			}
 		case <-poll.C:
-			pollAll()
+			if !w.awake {
+				if found, _ := pass(); found {
+					w.woken()
+				}
+			}
+		case <-w.next:
+			w.next = nil
+		case err := <-w.flagged:
+			if err := w.flagDone(err); err != nil {
+				return err
+			}
 		case out <- head:
 			queue = queue[1:]
 			delete(queued, head)
@@ -367,9 +411,11 @@ func (s *Store) schedule(ctx context.Context, cfg ServeConfig, epoch int64, wake
 				return ErrFenced
 			}
 			if r.err != nil && ctx.Err() == nil {
-				// The next poll looks at it again.
+				// The next pass looks at it again.
 				cfg.Logger.Warn("commit", "task", r.id, "err", r.err)
+				w.retry()
 			}
+			w.took(r.taken, again[r.id])
 			if r.err == nil && (r.more || again[r.id]) {
 				add(r.id)
 			}
