@@ -385,14 +385,14 @@ func (s *Store) schedule(ctx context.Context, cfg ServeConfig, epoch int64, wake
 		case <-ctx.Done():
 			return ctx.Err()
 		case id := <-wake:
-			w.woken()
+			w.woken(len(inflight) > 0)
 			if id != "" {
 				add(id)
 			}
 		case <-poll.C:
 			if !w.awake {
 				if found, _ := pass(); found {
-					w.woken()
+					w.woken(false)
 				}
 			}
 		case <-w.next:

@@ -15,15 +15,16 @@ import (
 //
 // The daemon is awake or listening. Woken (a notification, or a poll that
 // found markers), it takes passes as long as one finds markers. When it
-// sees a burst — more markers than the one that woke it — it sets
-// listening = false, and after the burst's last marker it stays awake
-// for Linger, looking every lingerStep, so that the next burst finds it
-// awake. To go back to LISTEN (rest) it commits listening = true, takes
-// the wake lock EXCLUSIVE and releases it at once, which waits for every
-// agent transaction that read false and has not ended, then takes one
-// more pass: markers committed before it are found by it, and an agent
-// whose trigger ran after read true and notifies. A new leader starts
-// awake, so a flag a dead leader left false costs nothing.
+// sees a burst — a commit taking more than one marker, or markers
+// notified while a commit runs — it sets listening = false, and after the
+// burst's last marker it stays awake for Linger, looking every
+// lingerStep, so that the next burst finds it awake. To go back to LISTEN
+// (rest) it commits listening = true, takes the wake lock EXCLUSIVE and
+// releases it at once, which waits for every agent transaction that read
+// false and has not ended, then takes one more pass: markers committed
+// before it are found by it, and an agent whose trigger ran after read
+// true and notifies. A new leader starts awake, so a flag a dead leader
+// left false costs nothing.
 
 // DefaultLinger is how long the daemon stays awake after a burst's last
 // marker.
@@ -54,8 +55,7 @@ type waker struct {
 	cfg     ServeConfig
 	epoch   int64
 	awake   bool
-	burst   bool // this awake spell has seen more than one marker
-	taken   int  // markers taken in this awake spell
+	burst   bool // markers came faster than one at a time this spell
 	flag    flag
 	busy    bool // an update of the flag to false is under way
 	until   time.Time
@@ -67,29 +67,28 @@ func newWaker(s *Store, cfg ServeConfig, epoch int64) *waker {
 	return &waker{s: s, cfg: cfg, epoch: epoch, awake: true, flagged: make(chan error, 1)}
 }
 
-// woken: a notification came, or a poll found markers.
-func (w *waker) woken() {
+// woken: a notification came, or a poll found markers; working says a
+// commit is under way (so markers come faster than they are taken).
+func (w *waker) woken(working bool) {
 	if !w.awake {
-		w.awake, w.burst, w.taken = true, false, 0
+		w.awake, w.burst = true, false
 		w.cfg.Logger.Debug("awake")
 		return
 	}
-	if w.taken > 0 {
+	if working {
 		w.sawBurst()
 	}
 }
 
 // found: an awake pass found markers.
 func (w *waker) found() {
-	if w.taken > 0 {
-		w.sawBurst()
-	}
 	w.until = time.Now().Add(w.cfg.Linger)
 }
 
-// took: a commit took n markers; again says more were notified meanwhile.
+// took: a commit took n markers; again says more were notified while it
+// ran. Either is a burst: a single agent waiting for each of its markers
+// to be taken is none, and is woken by notifications.
 func (w *waker) took(n int, again bool) {
-	w.taken += n
 	if n > 1 || again {
 		w.sawBurst()
 	}
@@ -163,7 +162,7 @@ func (w *waker) rest(ctx context.Context, pass func() (bool, error)) error {
 		w.retry()
 	case found:
 		// Markers came as it turned: a new awake spell.
-		w.burst, w.taken = false, 0
+		w.burst = false
 	default:
 		w.awake = false
 		w.cfg.Logger.Debug("listening")
