@@ -368,7 +368,6 @@ func (s *Store) schedule(ctx context.Context, cfg ServeConfig, epoch int64, wake
 			case err != nil:
 				w.retry()
 			case found:
-				w.found()
 			default:
 				if err := w.rest(ctx, pass); errors.Is(err, ErrFenced) {
 					return err

@@ -80,19 +80,14 @@ func (w *waker) woken(working bool) {
 	}
 }
 
-// found: an awake pass found markers.
-func (w *waker) found() {
-	w.until = time.Now().Add(w.cfg.Linger)
-}
-
 // took: a commit took n markers; again says more were notified while it
 // ran. Either is a burst: a single agent waiting for each of its markers
 // to be taken is none, and is woken by notifications.
 func (w *waker) took(n int, again bool) {
 	if n > 1 || again {
 		w.sawBurst()
-	}
-	if n > 0 {
+		// Linger after bursts only: a single agent is better served
+		// by its notifications than by a look every millisecond.
 		w.until = time.Now().Add(w.cfg.Linger)
 	}
 }
@@ -139,16 +134,22 @@ func (w *waker) rest(ctx context.Context, pass func() (bool, error)) error {
 			return err
 		}
 	}
-	if w.flag != flagTrue {
-		if err := w.s.setListening(ctx, true, w.epoch); err != nil {
-			if !errors.Is(err, ErrFenced) && ctx.Err() == nil {
-				w.cfg.Logger.Warn("let the agents notify", "err", err)
-				w.retry()
-			}
-			return err
-		}
-		w.flag = flagTrue
+	if w.flag == flagTrue {
+		// The flag has stayed true since the barrier that followed its
+		// commit (only this leader sets it; an old one is fenced):
+		// every insert since then notified.
+		w.awake = false
+		w.cfg.Logger.Debug("listening")
+		return nil
 	}
+	if err := w.s.setListening(ctx, true, w.epoch); err != nil {
+		if !errors.Is(err, ErrFenced) && ctx.Err() == nil {
+			w.cfg.Logger.Warn("let the agents notify", "err", err)
+			w.retry()
+		}
+		return err
+	}
+	w.flag = flagTrue
 	if err := w.s.wakeBarrier(ctx); err != nil {
 		if ctx.Err() == nil {
 			w.cfg.Logger.Warn("wait for the agents' inserts", "err", err)
