@@ -362,6 +362,10 @@ func (s *Store) schedule(ctx context.Context, cfg ServeConfig, epoch int64, wake
 	}
 	for {
 		if w.awake && w.next == nil && len(queue) == 0 && len(inflight) == 0 {
+			if w.heard() {
+				// Every marker since the last barrier notified.
+				continue
+			}
 			// The last pass is done: the next one.
 			found, err := pass()
 			switch {

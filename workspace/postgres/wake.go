@@ -92,6 +92,19 @@ func (w *waker) took(n int, again bool) {
 	}
 }
 
+// heard goes back to LISTEN without a pass, and says so, when the flag
+// has stayed true since the barrier that followed its commit (only this
+// leader sets it; an old one is fenced): every insert since then
+// notified, so a pass would find nothing a notification does not bring.
+func (w *waker) heard() bool {
+	if w.flag != flagTrue || w.busy {
+		return false
+	}
+	w.awake = false
+	w.cfg.Logger.Debug("listening")
+	return true
+}
+
 // retry makes the next pass wait a moment (after an error).
 func (w *waker) retry() {
 	w.next = time.After(min(w.cfg.Poll, 100*time.Millisecond))
@@ -134,12 +147,7 @@ func (w *waker) rest(ctx context.Context, pass func() (bool, error)) error {
 			return err
 		}
 	}
-	if w.flag == flagTrue {
-		// The flag has stayed true since the barrier that followed its
-		// commit (only this leader sets it; an old one is fenced):
-		// every insert since then notified.
-		w.awake = false
-		w.cfg.Logger.Debug("listening")
+	if w.heard() {
 		return nil
 	}
 	if err := w.s.setListening(ctx, true, w.epoch); err != nil {
