@@ -388,14 +388,14 @@ func (s *Store) schedule(ctx context.Context, cfg ServeConfig, epoch int64, wake
 		case <-ctx.Done():
 			return ctx.Err()
 		case id := <-wake:
-			w.woken(len(inflight) > 0)
+			w.woken()
 			if id != "" {
 				add(id)
 			}
 		case <-poll.C:
 			if !w.awake {
 				if found, _ := pass(); found {
-					w.woken(false)
+					w.woken()
 				}
 			}
 		case <-w.next:
@@ -418,7 +418,7 @@ func (s *Store) schedule(ctx context.Context, cfg ServeConfig, epoch int64, wake
 				cfg.Logger.Warn("commit", "task", r.id, "err", r.err)
 				w.retry()
 			}
-			w.took(r.taken, again[r.id])
+			w.took(r.taken)
 			if r.err == nil && (r.more || again[r.id]) {
 				add(r.id)
 			}

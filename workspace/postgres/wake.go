@@ -14,17 +14,19 @@ import (
 // daemon is awake commit without one and share their WAL flushes.
 //
 // The daemon is awake or listening. Woken (a notification, or a poll that
-// found markers), it takes passes as long as one finds markers. When it
-// sees a burst — a commit taking more than one marker, or markers
-// notified while a commit runs — it sets listening = false, and after the
-// burst's last marker it stays awake for Linger, looking every
+// found markers), it commits the tasks named. When it sees a burst — a
+// commit taking more than one marker — it sets listening = false, takes
+// passes (every task with markers waiting) as long as one finds any, and
+// after the burst's last marker stays awake for Linger, looking every
 // lingerStep, so that the next burst finds it awake. To go back to LISTEN
 // (rest) it commits listening = true, takes the wake lock EXCLUSIVE and
 // releases it at once, which waits for every agent transaction that read
 // false and has not ended, then takes one more pass: markers committed
 // before it are found by it, and an agent whose trigger ran after read
-// true and notifies. A new leader starts awake, so a flag a dead leader
-// left false costs nothing.
+// true and notifies. While the flag stays true after that, the agents'
+// notifications bring every marker and it goes back to LISTEN without a
+// pass. A new leader starts awake with a full pass and the flag unknown,
+// so a flag a dead leader left false costs nothing.
 
 // DefaultLinger is how long the daemon stays awake after a burst's last
 // marker.
@@ -67,27 +69,23 @@ func newWaker(s *Store, cfg ServeConfig, epoch int64) *waker {
 	return &waker{s: s, cfg: cfg, epoch: epoch, awake: true, flagged: make(chan error, 1)}
 }
 
-// woken: a notification came, or a poll found markers; working says a
-// commit is under way (so markers come faster than they are taken).
-func (w *waker) woken(working bool) {
+// woken: a notification came, or a poll found markers.
+func (w *waker) woken() {
 	if !w.awake {
 		w.awake, w.burst = true, false
 		w.cfg.Logger.Debug("awake")
-		return
-	}
-	if working {
-		w.sawBurst()
 	}
 }
 
-// took: a commit took n markers; again says more were notified while it
-// ran. Either is a burst: a single agent waiting for each of its markers
-// to be taken is none, and is woken by notifications.
-func (w *waker) took(n int, again bool) {
-	if n > 1 || again {
+// took: a commit took n markers. More than one is a burst: a single agent
+// waiting for each of its markers to be taken is none, and is better
+// served by its notifications than by a look every millisecond. (A
+// notification coming while its task's commit runs is no sign of one:
+// the agent may have seen the state committed before the worker
+// reported.)
+func (w *waker) took(n int) {
+	if n > 1 {
 		w.sawBurst()
-		// Linger after bursts only: a single agent is better served
-		// by its notifications than by a look every millisecond.
 		w.until = time.Now().Add(w.cfg.Linger)
 	}
 }
@@ -157,7 +155,9 @@ func (w *waker) rest(ctx context.Context, pass func() (bool, error)) error {
 		}
 		return err
 	}
-	w.flag = flagTrue
+	// Known true only once the barrier and the last pass are done: till
+	// then an agent that read false may have a marker nobody looked for.
+	w.flag = flagUnknown
 	if err := w.s.wakeBarrier(ctx); err != nil {
 		if ctx.Err() == nil {
 			w.cfg.Logger.Warn("wait for the agents' inserts", "err", err)
@@ -166,16 +166,18 @@ func (w *waker) rest(ctx context.Context, pass func() (bool, error)) error {
 		return nil
 	}
 	found, err := pass()
-	switch {
-	case err != nil:
+	if err != nil {
 		w.retry()
-	case found:
+		return nil
+	}
+	w.flag = flagTrue
+	if found {
 		// Markers came as it turned: a new awake spell.
 		w.burst = false
-	default:
-		w.awake = false
-		w.cfg.Logger.Debug("listening")
+		return nil
 	}
+	w.awake = false
+	w.cfg.Logger.Debug("listening")
 	return nil
 }
 
