@@ -140,10 +140,6 @@ func TestAgentRoleCannotWriteState(t *testing.T) {
 		"SELECT count(*) FROM ws.tokens",
 		"INSERT INTO ws.tokens (sha256, n, doc) VALUES (repeat('a', 64), 1, '{}')",
 		"DELETE FROM ws.tokens",
-		// The daemon's wake flag: the agents' inserts read it, only the
-		// daemon sets it.
-		"UPDATE ws.wake SET listening = false",
-		"DELETE FROM ws.wake",
 	} {
 		_, err := conn.Exec(ctx, q)
 		var pe *pgconn.PgError
@@ -154,23 +150,5 @@ func TestAgentRoleCannotWriteState(t *testing.T) {
 	var doc string
 	if err := s.pool.QueryRow(ctx, "SELECT doc FROM states WHERE task_id = 't1'").Scan(&doc); err != nil || doc != "{}" {
 		t.Fatalf("state after the agent's attempts: %q, %v", doc, err)
-	}
-	var listening bool
-	if err := conn.QueryRow(ctx, "SELECT listening FROM ws.wake").Scan(&listening); err != nil || !listening {
-		t.Fatalf("agent reads the wake flag: %v, %v; want true", listening, err)
-	}
-	u.User = url.User(daemon)
-	dconn, err := pgx.Connect(ctx, u.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dconn.Close(ctx)
-	if tag, err := dconn.Exec(ctx, "UPDATE ws.wake SET listening = false"); err != nil || tag.RowsAffected() != 1 {
-		t.Fatalf("daemon sets the wake flag: %v, %v", tag, err)
-	}
-	// With the flag false, the agent's insert still goes through (and
-	// notifies nobody).
-	if _, err := conn.Exec(ctx, "INSERT INTO ws.markers (task_id, kind, body) VALUES ('t1', 'claim', '{}')"); err != nil {
-		t.Fatalf("agent inserts a marker while the daemon is awake: %v", err)
 	}
 }

@@ -15,7 +15,7 @@ import (
 var agentWrites = []string{"entries", "products", "threads", "events", "tasks", "friction", "locks"}
 
 // agentReads are the tables an agent only reads: the daemon's.
-var agentReads = []string{"states", "journal", "backups", "lease", "files", "schema_migrations", "wake"}
+var agentReads = []string{"states", "journal", "backups", "lease", "files", "schema_migrations"}
 
 // Grants are the statements that give role agent an agent's rights and
 // role daemon the daemon's in schema (the roles must exist). They are

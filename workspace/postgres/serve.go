@@ -35,11 +35,7 @@ type ServeConfig struct {
 	LeaseTTL time.Duration
 	// Poll is how often the markers table is looked at without a
 	// notification.
-	Poll time.Duration
-	// Linger is how long the daemon stays awake, looking for markers
-	// every millisecond, after a burst's last marker (zero: DefaultLinger;
-	// negative: not at all).
-	Linger  time.Duration
+	Poll    time.Duration
 	Chunk   int
 	Workers int
 	Logger  *slog.Logger
@@ -70,9 +66,6 @@ func (c ServeConfig) withDefaults(set workspace.Settings) ServeConfig {
 	}
 	if c.Poll <= 0 {
 		c.Poll = DefaultPoll
-	}
-	if c.Linger == 0 {
-		c.Linger = DefaultLinger
 	}
 	if c.Chunk <= 0 {
 		c.Chunk = DefaultChunk
@@ -111,9 +104,6 @@ func (s *Store) Serve(ctx context.Context, cfg ServeConfig) error {
 		err = s.lead(ctx, cfg, epoch, p)
 		if ctx.Err() != nil {
 			rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			// Whoever listens next (a tool, the next daemon) hears
-			// the agents again.
-			_ = s.setListening(rctx, true, epoch)
 			_ = s.Release(rctx, epoch)
 			cancel()
 			return nil
@@ -280,21 +270,14 @@ func send(ctx context.Context, wake chan<- string, id string) {
 
 // done is what a worker reports after committing a task.
 type done struct {
-	id    string
-	taken int
-	more  bool // a full chunk was taken: look again at once
-	err   error
+	id   string
+	more bool // a full chunk was taken: look again at once
+	err  error
 }
 
 // schedule owns the set of tasks to look at: it queues the tasks
-// notifications and passes name, gives each to one worker at a time, and
+// notifications and polls name, gives each to one worker at a time, and
 // looks again at a task woken while a worker had it.
-//
-// It is awake or listening (wake.go). Awake, it takes passes — every task
-// with markers waiting, committed — as long as one finds any, and once a
-// burst shows (more markers than the one that woke it) it tells the agents
-// not to notify and lingers awake a moment after the last marker. Then it
-// goes back to LISTEN through the wake barrier. A new leader starts awake.
 func (s *Store) schedule(ctx context.Context, cfg ServeConfig, epoch int64, wake <-chan string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	jobs := make(chan string)
@@ -320,7 +303,7 @@ func (s *Store) schedule(ctx context.Context, cfg ServeConfig, epoch int64, wake
 					s.observe(ctx, cfg.Logger, a.Events)
 				}
 				select {
-				case results <- done{id: id, taken: a.Taken, more: a.Taken == cfg.Chunk && a.Stopped == nil, err: err}:
+				case results <- done{id: id, more: a.Taken == cfg.Chunk && a.Stopped == nil, err: err}:
 				case <-ctx.Done():
 					return
 				}
@@ -333,7 +316,6 @@ func (s *Store) schedule(ctx context.Context, cfg ServeConfig, epoch int64, wake
 		inflight = map[string]bool{}
 		again    = map[string]bool{}
 		poll     = time.NewTicker(cfg.Poll)
-		w        = newWaker(s, cfg, epoch)
 	)
 	defer poll.Stop()
 	add := func(id string) {
@@ -345,40 +327,20 @@ func (s *Store) schedule(ctx context.Context, cfg ServeConfig, epoch int64, wake
 			queue = append(queue, id)
 		}
 	}
-	// pass queues every task with markers waiting and says whether there
-	// was any; on an error it logs it and says none.
-	pass := func() (bool, error) {
+	pollAll := func() {
 		ids, err := s.waitingTasks(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
 				cfg.Logger.Warn("look for markers", "err", err)
 			}
-			return false, err
+			return
 		}
 		for _, id := range ids {
 			add(id)
 		}
-		return len(ids) > 0, nil
 	}
+	pollAll()
 	for {
-		if w.awake && w.next == nil && len(queue) == 0 && len(inflight) == 0 {
-			if w.heard() {
-				// Every marker since the last barrier notified.
-				continue
-			}
-			// The last pass is done: the next one.
-			found, err := pass()
-			switch {
-			case err != nil:
-				w.retry()
-			case found:
-			default:
-				if err := w.rest(ctx, pass); errors.Is(err, ErrFenced) {
-					return err
-				}
-			}
-			continue
-		}
 		var out chan string
 		var head string
 		if len(queue) > 0 {
@@ -388,22 +350,13 @@ func (s *Store) schedule(ctx context.Context, cfg ServeConfig, epoch int64, wake
 		case <-ctx.Done():
 			return ctx.Err()
 		case id := <-wake:
-			w.woken()
-			if id != "" {
+			if id == "" {
+				pollAll()
+			} else {
 				add(id)
 			}
 		case <-poll.C:
-			if !w.awake {
-				if found, _ := pass(); found {
-					w.woken()
-				}
-			}
-		case <-w.next:
-			w.next = nil
-		case err := <-w.flagged:
-			if err := w.flagDone(err); err != nil {
-				return err
-			}
+			pollAll()
 		case out <- head:
 			queue = queue[1:]
 			delete(queued, head)
@@ -414,11 +367,9 @@ func (s *Store) schedule(ctx context.Context, cfg ServeConfig, epoch int64, wake
 				return ErrFenced
 			}
 			if r.err != nil && ctx.Err() == nil {
-				// The next pass looks at it again.
+				// The next poll looks at it again.
 				cfg.Logger.Warn("commit", "task", r.id, "err", r.err)
-				w.retry()
 			}
-			w.took(r.taken)
 			if r.err == nil && (r.more || again[r.id]) {
 				add(r.id)
 			}
