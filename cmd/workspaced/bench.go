@@ -59,7 +59,10 @@ with 1 agent, one marker at a time, and 32 agent processes finishing a
 subtask at once (markers/s as a multiple of one commit per marker), and
 the daemon alone draining 32 agents' markers inserted while it was
 stopped (SIGSTOP, then SIGCONT); each agent is a connection of its own
-inserting its markers with the statement of docs/PROTOCOL.md.
+inserting its markers with the statement of docs/PROTOCOL.md. A row
+"32 agents inserting at once, no daemon", run before the daemon starts,
+times those agents' inserts alone (the harness hears each commit on the
+markers' channel): the bound of the 32-agents row.
 --vs-daemon does not apply there.
 
 --ext4 makes a 1 GiB sparse image in DIR, formats it with mkfs.ext4's
