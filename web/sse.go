@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -120,18 +121,9 @@ func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request, id string) {
 			}
 			pos = next
 		}
-		if st.flush() != nil {
+		p, ok := s.next(ctx, st, sub)
+		if !ok {
 			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-sub.wake:
-		}
-		s.wakes.Add(1)
-		p := sub.take()
-		if p.ping {
-			st.ping()
 		}
 		read = len(p.tasks) > 0
 		if read {
@@ -168,18 +160,9 @@ func (s *Server) allEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	for {
-		if st.flush() != nil {
+		p, ok := s.next(ctx, st, sub)
+		if !ok {
 			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-sub.wake:
-		}
-		s.wakes.Add(1)
-		p := sub.take()
-		if p.ping {
-			st.ping()
 		}
 		if p.lost {
 			st.send("reset", "", map[string]string{"reason": "this stream fell too far behind; read the state afresh"})
@@ -203,4 +186,24 @@ func (s *Server) allEvents(w http.ResponseWriter, r *http.Request) {
 			st.send("memory", "", struct{}{})
 		}
 	}
+}
+
+// next sends what st holds, waits for sub's next wake-up and returns what
+// it brought, after a ping when one was due; false once the client is
+// gone.
+func (s *Server) next(ctx context.Context, st *stream, sub *sub) (pending, bool) {
+	if st.flush() != nil {
+		return pending{}, false
+	}
+	select {
+	case <-ctx.Done():
+		return pending{}, false
+	case <-sub.wake:
+	}
+	s.wakes.Add(1)
+	p := sub.take()
+	if p.ping {
+		st.ping()
+	}
+	return p, true
 }

@@ -266,37 +266,39 @@ func (f *entryFlags) resolve(w workspace.Reader) (workspace.Scope, error) {
 	return s, nil
 }
 
-// resolveTask turns --task and/or --thread into a task id. With both, the
-// thread must belong to the task.
 // openTask opens the workspace and resolves --task/--thread to a task id
 // (resolveTask). The caller closes the workspace.
 func (e *env) openTask(cmd, task, thread string) (workspace.Store, string, error) {
 	w, err := e.openStore()
-	if err != nil {
-		return nil, "", err
-	}
-	id, err := resolveTask(w, cmd, task, thread)
-	if err != nil {
-		w.Close()
-		return nil, "", err
-	}
-	return w, id, nil
+	return withTask(w, err, cmd, task, thread)
 }
 
 // openTaskTree is openTask for a command that needs the file tree.
 func (e *env) openTaskTree(cmd, task, thread string) (*workspace.Workspace, string, error) {
 	w, err := e.open()
+	return withTask(w, err, cmd, task, thread)
+}
+
+// withTask resolves --task/--thread in w, just opened (err: why it could
+// not be), closing it when that fails.
+func withTask[W interface {
+	workspace.Reader
+	Close() error
+}](w W, err error, cmd, task, thread string) (W, string, error) {
+	var none W
 	if err != nil {
-		return nil, "", err
+		return none, "", err
 	}
 	id, err := resolveTask(w, cmd, task, thread)
 	if err != nil {
 		w.Close()
-		return nil, "", err
+		return none, "", err
 	}
 	return w, id, nil
 }
 
+// resolveTask turns --task and/or --thread into a task id. With both, the
+// thread must belong to the task.
 func resolveTask(w workspace.Reader, cmd, task, thread string) (string, error) {
 	switch {
 	case task == "" && thread == "":

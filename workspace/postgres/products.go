@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -363,10 +364,7 @@ func (s *Store) WriteOutput(taskID, subtaskID, agent string, data []byte) (strin
 	if err != nil {
 		return "", err
 	}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := lockTask(ctx, tx, taskID); err != nil {
-			return err
-		}
+	err = writeUnlessFinal(ctx, s.pool, taskID, "outputs", subtaskID, out, func(tx pgx.Tx, waiting []workspace.WaitingDone) error {
 		var state *workspace.State
 		var doc string
 		err := tx.QueryRow(ctx, "SELECT doc FROM states WHERE task_id = $1", taskID).Scan(&doc)
@@ -380,19 +378,33 @@ func (s *Store) WriteOutput(taskID, subtaskID, agent string, data []byte) (strin
 		case !errors.Is(err, pgx.ErrNoRows):
 			return err
 		}
-		waiting, err := waitingDone(ctx, tx, taskID)
-		if err != nil {
-			return err
-		}
-		if err := workspace.OutputFinal(subtaskID, rel, state, waiting); err != nil {
-			return err
-		}
-		return replace(ctx, tx, taskID, "outputs", subtaskID, out)
+		return workspace.OutputFinal(subtaskID, rel, state, waiting)
 	})
 	if err != nil {
 		return "", err
 	}
 	return rel, nil
+}
+
+// writeUnlessFinal replaces dir/<id>.json with data (the replaced one
+// kept in history) in one transaction under the task's row lock, unless
+// final, given the done markers waiting, says the product may no longer
+// change.
+func writeUnlessFinal(ctx context.Context, pool *pgxpool.Pool, taskID, dir, id string, data []byte,
+	final func(tx pgx.Tx, waiting []workspace.WaitingDone) error) error {
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if err := lockTask(ctx, tx, taskID); err != nil {
+			return err
+		}
+		waiting, err := waitingDone(ctx, tx, taskID)
+		if err != nil {
+			return err
+		}
+		if err := final(tx, waiting); err != nil {
+			return err
+		}
+		return replace(ctx, tx, taskID, dir, id, data)
+	})
 }
 
 // WriteReview writes reviews/<id>.json (workspace.BuildReview) under the
@@ -415,25 +427,15 @@ func (s *Store) WriteReview(taskID, reviewID, agent string, data []byte) (string
 	if err != nil {
 		return "", err
 	}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := lockTask(ctx, tx, taskID); err != nil {
-			return err
-		}
-		waiting, err := waitingDone(ctx, tx, taskID)
-		if err != nil {
-			return err
-		}
+	err = writeUnlessFinal(ctx, s.pool, taskID, "reviews", reviewID, out, func(tx pgx.Tx, waiting []workspace.WaitingDone) error {
 		var seq int64
-		err = tx.QueryRow(ctx, `SELECT seq FROM journal WHERE task_id = $1 AND record::jsonb->>'kind' = 'done'
+		err := tx.QueryRow(ctx, `SELECT seq FROM journal WHERE task_id = $1 AND record::jsonb->>'kind' = 'done'
 			AND coalesce(record::jsonb->>'rejected', '') = '' AND record::jsonb->'marker'->>'output_file' = $2
 			ORDER BY seq LIMIT 1`, taskID, rel).Scan(&seq)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("write review %s: read the journal to see whether it was reported: %w", rel, err)
 		}
-		if err := workspace.ReviewFinal(rel, waiting, seq); err != nil {
-			return err
-		}
-		return replace(ctx, tx, taskID, "reviews", reviewID, out)
+		return workspace.ReviewFinal(rel, waiting, seq)
 	})
 	if err != nil {
 		return "", err
