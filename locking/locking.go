@@ -235,23 +235,37 @@ func Acquire(ctx context.Context, path string, opt Options) (*Lock, error) {
 	}
 }
 
-// TryAcquire takes the lock at path if it is free, without waiting. If it
-// is held it returns a *TimeoutError with Waited zero (errors.Is(err,
-// ErrLocked) is true) whose Holder is the record found in the lock file.
+// probeWindow is how long TryAcquire keeps trying a lock it found taken
+// before it calls it held: Held takes a free lock for the instant of its
+// check, and a lock taken only by such a check is free again within
+// microseconds.
+const probeWindow = 50 * time.Millisecond
+
+// TryAcquire takes the lock at path if it is free, without waiting for a
+// holder. If it is held it returns a *TimeoutError with Waited zero
+// (errors.Is(err, ErrLocked) is true) whose Holder is the record found in
+// the lock file. A lock taken for a moment by a check (Held, as `status`
+// makes) is not held: TryAcquire tries again for up to probeWindow before
+// it says so.
 func TryAcquire(path string, opt Options) (*Lock, error) {
 	fl, err := newFlock(path, opt)
 	if err != nil {
 		return nil, err
 	}
-	ok, err := fl.TryLock()
-	if err != nil {
-		return nil, fmt.Errorf("acquire lock %s: %w", path, err)
+	for give := time.Now().Add(probeWindow); ; {
+		ok, err := fl.TryLock()
+		if err != nil {
+			return nil, fmt.Errorf("acquire lock %s: %w", path, err)
+		}
+		if ok {
+			return hold(path, fl, opt)
+		}
+		if time.Now().After(give) {
+			h, _ := ReadHolder(path)
+			return nil, &TimeoutError{Path: path, Holder: h}
+		}
+		time.Sleep(time.Millisecond)
 	}
-	if !ok {
-		h, _ := ReadHolder(path)
-		return nil, &TimeoutError{Path: path, Holder: h}
-	}
-	return hold(path, fl, opt)
 }
 
 // newFlock prepares the lock of path. Its descriptor is opened read-only

@@ -522,3 +522,35 @@ func TestNoParentsAndReadOnlyDescriptor(t *testing.T) {
 		t.Fatal("no open descriptor of the held lock")
 	}
 }
+
+// A check of the lock (Held, as `status` makes) takes a free lock for an
+// instant; TryAcquire at that instant must not take it for held, or a
+// daemon starting while someone runs `status` would exit as if another
+// daemon served.
+func TestTryAcquireIsNotFooledByHeld(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "probed.lock")
+	stop := make(chan struct{})
+	var probes sync.WaitGroup
+	for range 2 {
+		probes.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, _, _ = Held(path)
+			}
+		})
+	}
+	defer func() { close(stop); probes.Wait() }()
+	for i := range 300 {
+		lk, err := TryAcquire(path, Options{Agent: "daemon"})
+		if err != nil {
+			t.Fatalf("try %d: TryAcquire of a lock only probed: %v", i, err)
+		}
+		if err := lk.Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
