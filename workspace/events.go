@@ -74,7 +74,7 @@ func ParseEvent(line string) (Event, error) {
 		return Event{}, fmt.Errorf("event line %q: want <time> <event> <task> [args]", line)
 	}
 	for _, w := range words[:3] {
-		if w.key != "" {
+		if w.attr {
 			return Event{}, fmt.Errorf("event line %q: key=value where <time> <event> <task> belong", line)
 		}
 	}
@@ -84,7 +84,7 @@ func ParseEvent(line string) (Event, error) {
 	}
 	e := Event{Time: t, Name: words[1].text, TaskID: words[2].text}
 	for _, w := range words[3:] {
-		if w.key != "" {
+		if w.attr {
 			if e.Attrs == nil {
 				e.Attrs = map[string]string{}
 			}
@@ -96,7 +96,12 @@ func ParseEvent(line string) (Event, error) {
 	return e, nil
 }
 
-type word struct{ key, text string }
+// word is one word of an events.log line: a bare or quoted word, or a
+// key=value attribute (attr set: the key may be the empty word "").
+type word struct {
+	key, text string
+	attr      bool
+}
 
 func splitWords(line string) ([]word, error) {
 	var out []word
@@ -120,7 +125,7 @@ func splitWords(line string) ([]word, error) {
 				return nil, err
 			}
 			i += n
-			w = word{key: text, text: val}
+			w = word{key: text, text: val, attr: true}
 		}
 		if i < len(line) && line[i] != ' ' {
 			return nil, fmt.Errorf("event line: unexpected %q at %d after a quoted word", line[i], i)
