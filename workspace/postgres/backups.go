@@ -56,14 +56,19 @@ func backupRows(ctx context.Context, q interface {
 	return list, nil
 }
 
-// ListBackups lists a task's backups, newest first.
-func (s *Store) ListBackups(taskID string) ([]workspace.BackupInfo, error) {
+// taskBackups lists the backups of a task that must exist, newest first.
+func (s *Store) taskBackups(taskID string) ([]backupRow, error) {
 	ctx, cancel := s.readCtx()
 	defer cancel()
 	if err := s.requireTask(ctx, s.pool, taskID); err != nil {
 		return nil, err
 	}
-	list, err := backupRows(ctx, s.pool, taskID)
+	return backupRows(ctx, s.pool, taskID)
+}
+
+// ListBackups lists a task's backups, newest first.
+func (s *Store) ListBackups(taskID string) ([]workspace.BackupInfo, error) {
+	list, err := s.taskBackups(taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -81,12 +86,7 @@ func noBackup(taskID, name string) error {
 
 // ReadBackup returns one backup's state document.
 func (s *Store) ReadBackup(taskID, name string) ([]byte, error) {
-	ctx, cancel := s.readCtx()
-	defer cancel()
-	if err := s.requireTask(ctx, s.pool, taskID); err != nil {
-		return nil, err
-	}
-	list, err := backupRows(ctx, s.pool, taskID)
+	list, err := s.taskBackups(taskID)
 	if err != nil {
 		return nil, err
 	}

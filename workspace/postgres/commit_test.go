@@ -171,6 +171,33 @@ func TestBackupsKeepN(t *testing.T) {
 	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM backups WHERE task_id = 't1'").Scan(&n); err != nil || n != s.settings.Backups.Keep {
 		t.Fatalf("backups kept: %d, %v; want %d", n, err, s.settings.Backups.Keep)
 	}
+	list, err := s.ListBackups("t1")
+	if err != nil || len(list) != n {
+		t.Fatalf("ListBackups: %d, %v; want %d", len(list), err, n)
+	}
+	for i := 1; i < len(list); i++ {
+		if list[i].Time.After(list[i-1].Time) {
+			t.Fatalf("ListBackups not newest first: %v after %v", list[i].Time, list[i-1].Time)
+		}
+	}
+	doc, err := s.ReadBackup("t1", list[0].Name)
+	if err != nil || int64(len(doc)) != list[0].Size {
+		t.Fatalf("ReadBackup(%s): %d bytes, %v; want %d", list[0].Name, len(doc), err, list[0].Size)
+	}
+	if _, err := decodeState("t1", string(doc)); err != nil {
+		t.Fatalf("the newest backup is not a state: %v", err)
+	}
+	if _, err := s.ReadBackup("t1", "state_nope.json"); !errors.Is(err, workspace.ErrNotFound) || workspace.HintOf(err) == "" {
+		t.Fatalf("ReadBackup of an unknown name: %v (hint %q), want not found with a hint", err, workspace.HintOf(err))
+	}
+	for _, read := range []func() error{
+		func() error { _, err := s.ListBackups("nope"); return err },
+		func() error { _, err := s.ReadBackup("nope", list[0].Name); return err },
+	} {
+		if err := read(); !errors.Is(err, workspace.ErrNotFound) {
+			t.Fatalf("backups of a missing task: %v, want not found", err)
+		}
+	}
 }
 
 // TestCommitFenced: once another daemon took the lease, a commit with
