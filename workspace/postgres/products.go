@@ -220,23 +220,19 @@ func (s *Store) ListReviews(taskID string) ([]workspace.Review, []workspace.Skip
 	if err != nil {
 		return nil, nil, fmt.Errorf("list reviews of task %s: %w", taskID, err)
 	}
-	type row struct{ path, body string }
-	all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
-		var x row
-		return x, r.Scan(&x.path, &x.body)
-	})
+	all, err := pgx.CollectRows(rows, pgx.RowToStructByPos[pathBody])
 	if err != nil {
 		return nil, nil, err
 	}
 	reviews := []workspace.Review{}
 	var skipped []workspace.Skipped
 	for _, r := range all {
-		p, err := workspace.DecodeProduct(r.path, []byte(r.body), s.settings.Limits)
+		p, err := workspace.DecodeProduct(r.Path, []byte(r.Body), s.settings.Limits)
 		if err == nil && p.Review == nil {
 			err = fmt.Errorf("not a review")
 		}
 		if err != nil {
-			skipped = append(skipped, workspace.Skipped{File: r.path, Reason: err.Error()})
+			skipped = append(skipped, workspace.Skipped{File: r.Path, Reason: err.Error()})
 			continue
 		}
 		reviews = append(reviews, *p.Review)
@@ -340,6 +336,9 @@ func replace(ctx context.Context, tx pgx.Tx, taskID, dir, id string, data []byte
 	}
 	return putBody(ctx, tx, taskID, rel, data)
 }
+
+// pathBody is one row of a query selecting path, body (pgx.RowToStructByPos).
+type pathBody struct{ Path, Body string }
 
 // WriteOutput writes outputs/<subtask>.json (workspace.BuildOutput) under
 // the task's row lock: a final output is ErrConflict

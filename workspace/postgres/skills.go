@@ -23,24 +23,20 @@ func (s *Store) ListSkills() ([]workspace.Skill, []workspace.RefusedSkill, error
 	if err != nil {
 		return nil, nil, fmt.Errorf("list skills: %w", err)
 	}
-	type row struct{ path, body string }
-	all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
-		var x row
-		return x, r.Scan(&x.path, &x.body)
-	})
+	all, err := pgx.CollectRows(rows, pgx.RowToStructByPos[pathBody])
 	if err != nil {
 		return nil, nil, err
 	}
 	out, refused := []workspace.Skill{}, []workspace.RefusedSkill{}
 	for _, r := range all {
-		name, ok := strings.CutSuffix(strings.TrimPrefix(r.path, workspace.SkillsDir+"/"), ".md")
+		name, ok := strings.CutSuffix(strings.TrimPrefix(r.Path, workspace.SkillsDir+"/"), ".md")
 		if !ok || workspace.ValidateID("skill name", name) != nil {
-			refused = append(refused, workspace.RefusedSkill{File: r.path, Reason: "refused: not a skill's name"})
+			refused = append(refused, workspace.RefusedSkill{File: r.Path, Reason: "refused: not a skill's name"})
 			continue
 		}
-		sk, err := workspace.ParseSkill([]byte(r.body))
+		sk, err := workspace.ParseSkill([]byte(r.Body))
 		if err != nil {
-			refused = append(refused, workspace.RefusedSkill{File: r.path, Reason: "refused: " + err.Error()})
+			refused = append(refused, workspace.RefusedSkill{File: r.Path, Reason: "refused: " + err.Error()})
 			continue
 		}
 		sk.Name, sk.Body = name, ""
