@@ -71,7 +71,7 @@ func startServer(ctx context.Context, serveCmd []string, root string, onExit fun
 	}()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		held, _, err := locking.Held(daemon.LockPath(root))
+		held, _, err := locking.Held(files.LockPath(root))
 		if err == nil && held {
 			return s, nil
 		}

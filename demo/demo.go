@@ -36,6 +36,7 @@ import (
 	"github.com/workspaced/workspaced/friction"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/daemon"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // Defaults of Config.
@@ -231,12 +232,17 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 
 	// The daemon, in-process: the only writer of state.json.
 	ready := make(chan struct{})
-	d, err := daemon.New(daemon.Config{Root: root, Rescan: time.Second, CleanupInterval: -1, Logger: cfg.Logger,
+	tree, err := files.Open(root, workspace.Options{})
+	if err != nil {
+		return Summary{}, fmt.Errorf("demo: start daemon: %w", err)
+	}
+	defer tree.Close()
+	tree.SetServeOptions(files.ServeOptions{Logger: cfg.Logger})
+	d, err := daemon.New(daemon.Config{Store: tree, Rescan: time.Second, CleanupInterval: -1, Logger: cfg.Logger,
 		Ready: func() { close(ready) }})
 	if err != nil {
 		return Summary{}, fmt.Errorf("demo: start daemon: %w", err)
 	}
-	defer d.Close()
 	dctx, stopDaemon := context.WithCancel(ctx)
 	defer stopDaemon()
 	derr := make(chan error, 1)

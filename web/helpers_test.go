@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/internal/servetest"
 	"github.com/workspaced/workspaced/workspace/daemon"
 	"github.com/workspaced/workspaced/workspace/files"
 )
@@ -70,24 +71,7 @@ func servePanel(t *testing.T, ws *workspace.Workspace, cfg Config) *panel {
 // startDaemon runs the daemon of ws's root until the test ends.
 func startDaemon(t *testing.T, ws *workspace.Workspace) {
 	t.Helper()
-	ready := make(chan struct{})
-	d, err := daemon.New(daemon.Config{Root: ws.Dir(), Rescan: time.Hour, Grace: 100 * time.Millisecond, CleanupInterval: -1, Ready: func() { close(ready) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		d.Close()
-	})
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("daemon: %v", err)
-	}
+	servetest.StartTree(t, ws.Dir(), 100*time.Millisecond, daemon.Config{Rescan: time.Hour})
 }
 
 // resp is an answer read whole.

@@ -11,21 +11,6 @@ import (
 // A root that is a postgres:// or postgresql:// URL selects the
 // PostgreSQL backend (workspace/postgres).
 
-// servePostgres runs the daemon of a workspace on PostgreSQL: the lease
-// elects it (cfg.Standby: it waits for the lease), and it commits markers
-// until ctx ends.
-func servePostgres(ctx context.Context, e *env, cfg postgres.ServeConfig, logger *slog.Logger) error {
-	s, err := postgres.Open(ctx, e.root)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	if cfg.Standby {
-		logger.Info("standby: waiting for the lease", "schema", s.Schema())
-	}
-	return s.Serve(ctx, cfg)
-}
-
 // initPostgres creates the workspace's schema (the migrations not yet
 // applied) and, when asked, the agent and daemon roles; with printGrants
 // it only prints the GRANT statements for those roles.

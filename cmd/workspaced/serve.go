@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/vocab"
+	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/daemon"
+	"github.com/workspaced/workspaced/workspace/files"
 	"github.com/workspaced/workspaced/workspace/postgres"
 )
 
@@ -96,29 +98,31 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 			cleanupEvery = -1
 		}
 	}
-	if postgres.IsURL(e.root) {
-		if *lease < 0 {
-			return usageHint("serve", "--lease must not be negative")
-		}
-		return servePostgres(ctx, e, postgres.ServeConfig{Standby: *standby, LeaseTTL: *lease, Logger: logger,
-			Rescan: *rescan, CleanupInterval: cleanupEvery}, logger)
+	if *lease < 0 {
+		return usageHint("serve", "--lease must not be negative")
 	}
-	if *standby {
+	if *standby && !postgres.IsURL(e.root) {
 		return usageHint("serve", "--standby needs a postgres:// root: a directory has one daemon, its lock held by the kernel")
 	}
+	st, err := e.openStore() // refuses a directory that is not a workspace
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	served, ok := st.(workspace.Served)
+	if !ok {
+		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "serve", Msg: "this workspace cannot be served by a daemon"}
+	}
+	if tree, ok := st.(*files.Store); ok {
+		tree.SetServeOptions(files.ServeOptions{Grace: *grace, Logger: logger})
+	}
 	tuneGC()
-	cfg := daemon.Config{Root: e.root, Rescan: *rescan, Grace: *grace, Strict: *strict, Logger: logger, Ready: fitMemoryLimit,
-		CleanupInterval: cleanupEvery}
-	w, err := e.open() // refuses a directory that is not a workspace
+	d, err := daemon.New(daemon.Config{Store: served, Rescan: *rescan, CleanupInterval: cleanupEvery, Logger: logger,
+		Lead:  workspace.LeadOptions{Standby: *standby, TTL: *lease, Strict: *strict, Logger: logger},
+		Ready: fitMemoryLimit})
 	if err != nil {
 		return err
 	}
-	w.Close()
-	d, err := daemon.New(cfg)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
 	return d.Run(ctx)
 }
 
@@ -158,10 +162,12 @@ func newLogger(e *env, format, level string) (*slog.Logger, error) {
 
 // A burst of markers allocates much and keeps little, so a daemon lets its
 // heap grow further between collections than Go's default (less CPU per
-// marker), under a soft memory limit well within the RSS it is meant to
-// stay under (64 MiB with 10,000 tasks), raised once it is ready when the
-// tree's live heap needs more (see memLimitFor). GOGC or GOMEMLIMIT in the
-// environment win.
+// marker). Once it is ready it sets a soft memory limit well within the
+// RSS it is meant to stay under (64 MiB with 10,000 tasks), or twice its
+// live heap when the tree needs more (see memLimitFor). No limit holds
+// during the start-up scan: under one below the scan's transient heap the
+// collector would run over and over (a tree of 20,000 tasks took three
+// times the CPU). GOGC or GOMEMLIMIT in the environment win.
 const (
 	daemonGCPercent = 400
 	daemonMemLimit  = 48 << 20
@@ -176,8 +182,8 @@ func memLimitFor(live uint64) int64 {
 	return max(int64(daemonMemLimit), 2*int64(live))
 }
 
-// fitMemoryLimit raises the soft memory limit to memLimitFor the live
-// heap, unless GOMEMLIMIT is set. The daemon calls it once ready.
+// fitMemoryLimit sets the soft memory limit to memLimitFor the live heap,
+// unless GOMEMLIMIT is set. The daemon calls it once ready.
 func fitMemoryLimit() {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return
@@ -187,17 +193,13 @@ func fitMemoryLimit() {
 	if sample[0].Value.Kind() != metrics.KindUint64 {
 		return
 	}
-	if limit := memLimitFor(sample[0].Value.Uint64()); limit > debug.SetMemoryLimit(-1) {
-		debug.SetMemoryLimit(limit)
-	}
+	debug.SetMemoryLimit(memLimitFor(sample[0].Value.Uint64()))
 }
 
-// tuneGC sets the garbage collector for a process that runs the daemon.
+// tuneGC sets the garbage collector for a process that runs the daemon;
+// the memory limit comes once it is ready (fitMemoryLimit).
 func tuneGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(daemonGCPercent)
-	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(daemonMemLimit)
 	}
 }

@@ -1,201 +1,130 @@
 // Package daemon is the single writer of a workspace: `workspaced serve`.
-// It turns the .claim.* and .done.* markers agents drop into task
-// directories into journal records and a true state.json for every task.
+// It decides *when* each task is looked at, over any store that can be
+// served (workspace.Served): the file tree, PostgreSQL, or another. The
+// store decides *how* a task's markers are taken exactly once and made
+// durable with the state, its backup and its events (its Committer); the
+// state machine (workspace/machine) decides what each marker means. The
+// daemon imports neither store.
 //
 // # Guarantees
 //
-//   - One daemon per root: Run holds an exclusive flock on
-//     <root>/.workspaced.lock for its whole life; a second Run fails at
-//     once with a *ServingError naming the pid serving.
-//   - Every marker is applied exactly once, whatever crashes when: taking a
-//     marker is one rename into journal/ under a name that carries its
-//     sequence number (see journal.go); the records of the markers taken
-//     together are then written atomically in one file and made durable,
-//     and state.json records the last sequence it reflects. On start every
-//     task is brought up to date from its journal; a record that cannot be
-//     read or written holds its task back until it can, so no marker is
-//     skipped. (Durability across power loss assumes a local filesystem that honours
-//     fsync and journals a rename atomically: ext4, xfs, btrfs.)
-//   - state.json is only ever replaced atomically (temporary file, fsync,
-//     rename, directory fsync), validated against its schema first, and the
-//     previous version is kept in backups/ (hard-linked) before each write;
-//     backups/ is pruned and fsynced when the burst settles. A state.json
-//     that does not parse or validate is replaced by the newest valid
-//     backup plus the journal past it (or by a replay of the whole journal
-//     when no backup is valid), with a state_restored event.
-//   - A burst of markers of one task is applied in one state write (group
-//     commit), in the order they were dropped: it is journaled in chunks
-//     of up to 32 markers, one fsync of the journal each, while the next
-//     chunk is read and examined, and the state is written once no marker
-//     is left, or every 128 markers (see take.go).
-//   - No marker is left behind by a missed event: tasks/ and every active
-//     task directory are watched, and the whole tree is rescanned on start,
-//     on watcher overflow or error, and every Rescan.
-//   - A bad agent file never stops the daemon: a marker that is not a
-//     regular file, is oversized or too deeply nested, or names a product
-//     that is missing, unsafe, outside its task or schema-invalid, is
-//     journaled as rejected with its reason (after the grace period when it
-//     may still be being written) and the state records the error.
-//
-// Events are appended to events.log after the state write and are a feed,
-// not a record: a crash between the two loses that burst's events.
+//   - One writer per workspace: Run leads through the store (a flock of
+//     the root's lock file, a lease row with an epoch) and serves only
+//     while it leads; a second daemon fails at once naming the one
+//     serving, or waits as a standby and takes over when it goes.
+//   - Every marker is applied exactly once, whatever crashes when: that
+//     is the store's commit (see its package), which the daemon calls for
+//     one task from one goroutine at a time.
+//   - No marker is left behind: every task the store lists is looked at
+//     on start and at every rescan, and whenever the store's wake-up
+//     source names it (or says it may have missed something).
+//   - A task whose commit fails (a full disk, a read-only filesystem, a
+//     database out of reach) is retried with backoff, from 100 ms to 2 s,
+//     and status names it until it goes on; the other tasks go on.
 //
 // # The code
 //
-// One task value (task.go) owns everything the daemon knows about a task,
-// and the files follow a marker's way through it: the watch loop
-// (loop.go) wakes the task, which loads its state (recover.go), takes its
-// markers into the journal (take.go, judging each with marker.go) and
-// commits them through the state machine (commit.go); settle.go makes the
-// journal durable a moment later. journal.go is the journal's layout,
-// delta.go the check of only what a commit changes, live.go what the
-// daemon tells status over its socket.
+// One owner value per task (owner.go) holds everything the daemon knows
+// of it, and the loop (loop.go) is the one goroutine that touches the
+// owners: it notes wake-ups, hands woken tasks to commit (up to Parallel
+// at once), and applies what each commit says (finished, gone, waiting,
+// failed). settle.go runs the work a commit left for later; chores.go the
+// friction detectors, the timeouts and retention; live.go the report
+// status reads.
 package daemon
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
-
-	"github.com/workspaced/workspaced/friction"
-	"github.com/workspaced/workspaced/locking"
-	"github.com/workspaced/workspaced/retention"
 	"github.com/workspaced/workspaced/workspace"
 )
 
-// Defaults for Config fields left zero (workspace.json daemon settings
-// come first when the caller passes them).
+// Defaults for Config fields left zero (the store's settings come first).
 const (
-	// DefaultRescan is how often the whole tree is rescanned.
+	// DefaultRescan is how often every task is looked at again.
 	DefaultRescan = 30 * time.Second
-	// DefaultGrace is how long a marker that does not parse may still be
-	// being written before it is rejected.
-	DefaultGrace = 5 * time.Second
 	// DefaultCleanupInterval is how often retention runs.
 	DefaultCleanupInterval = 24 * time.Hour
-	// DefaultParallel is how many tasks are processed at once.
+	// DefaultParallel is how many tasks are committed at once.
 	DefaultParallel = 8
-	// DefaultSettle is how long after a burst its records are made
-	// durable and its taken markers removed (see settle.go).
+	// DefaultMax is the most markers of one task one commit takes: a
+	// larger burst is committed in several, each writing the state once.
+	DefaultMax = 128
+	// DefaultSettle is how long after a commit the work it left is done
+	// (see settle.go).
 	DefaultSettle = time.Second
 )
 
-// LockName is the daemon's lock file, relative to the root.
-const LockName = ".workspaced.lock"
+// Agent names the daemon in lock holder records and the friction log.
+const Agent = "workspaced-daemon"
 
-// Errors of this package.
-var (
-	// ErrAlreadyServing: another daemon holds the root's lock.
-	ErrAlreadyServing = errors.New("another daemon is serving this root")
-	// ErrUnsafeFilesystem: the root is on NFS, SMB or FUSE and Strict is set.
-	ErrUnsafeFilesystem = errors.New("filesystem not safe for the workspace")
-	// ErrNotServing: no daemon holds the root's lock, so a marker waiting
-	// for its verdict stays undecided (see WaitVerdict).
-	ErrNotServing = errors.New("no daemon serving")
-	// ErrNoVerdict: the wait for a marker's verdict ended before the
-	// daemon gave it.
-	ErrNoVerdict = errors.New("no verdict yet")
-)
-
-// ServingError says which process serves the root. It matches
-// ErrAlreadyServing and workspace.ErrConflict (CLI exit 4).
-type ServingError struct {
-	Root string
-	PID  int // 0 when the holder record could not be read
-}
-
-func (e *ServingError) Error() string {
-	if e.PID > 0 {
-		return fmt.Sprintf("another daemon (pid %d) is serving %s", e.PID, e.Root)
-	}
-	return "another daemon is serving " + e.Root
-}
-
-// Is matches ErrAlreadyServing and workspace.ErrConflict.
-func (e *ServingError) Is(target error) bool {
-	return target == ErrAlreadyServing || target == workspace.ErrConflict
-}
-
-// Config configures a Daemon. Zero durations take the workspace.json
-// daemon settings, then the Default… constants; CleanupInterval < 0 turns
+// Config configures a Daemon. Zero durations take the store's daemon
+// settings, then the Default… constants; CleanupInterval < 0 turns
 // cleanup off.
 type Config struct {
-	// Root is the workspace root directory.
-	Root string
+	// Store is the workspace served.
+	Store workspace.Served
+	// Lead configures the leadership (standby, holder, lease, strict).
+	Lead workspace.LeadOptions
+	// Wake configures the store's wake-up source.
+	Wake workspace.WakeOptions
 	// Rescan is the period of the full rescan.
 	Rescan time.Duration
-	// Grace is how long an unparseable marker may wait, by its mtime.
-	Grace time.Duration
 	// CleanupInterval is the period of the retention run; < 0 is off.
 	CleanupInterval time.Duration
-	// Strict refuses NFS, SMB and FUSE instead of warning.
-	Strict bool
-	// Parallel bounds how many tasks are processed at once (zero:
-	// DefaultParallel).
+	// Parallel bounds how many tasks are committed at once.
 	Parallel int
+	// Max is the most markers one commit takes.
+	Max int
 	// Logger receives structured logs (nil: discarded).
 	Logger *slog.Logger
-	// Now is the clock of journal stamps and grace periods (nil: time.Now).
+	// Now is the clock of deadlines (nil: time.Now).
 	Now func() time.Time
-	// Ready, if set, is called once the start-up scan is done and the
-	// watches are in place.
+	// Ready, if set, is called each time the daemon has begun to lead
+	// and its start-up scan is done.
 	Ready func()
+	// Leading, if set, is called each time the daemon begins to lead,
+	// with the leadership's epoch.
+	Leading func(epoch int64)
 }
 
-// daemonAgent names the daemon in the lock holder records it leaves.
-const daemonAgent = "workspaced-daemon"
-
-// Daemon is the single writer of one root. Create it with New and run it
-// with Run; a Daemon runs once.
+// Daemon is the single writer of one store. Create it with New and run
+// it with Run; a Daemon runs once.
 type Daemon struct {
-	cfg         Config
-	ws          *workspace.Workspace
-	log         *slog.Logger
-	now         func() time.Time
-	friction    *friction.Log
-	frictionCfg friction.Config
-
-	// tasks is every task the daemon knows, by id: the one map keyed by
-	// task id. Only the goroutine running the loop touches it.
-	tasks map[string]*task
+	cfg  Config
+	s    workspace.Served
+	log  *slog.Logger
+	now  func() time.Time
+	live liveReport
 }
 
-// New opens the workspace at cfg.Root and fills the defaults. It takes no
-// lock and starts nothing.
+// New fills the defaults of cfg. It takes no lock and starts nothing.
 func New(cfg Config) (*Daemon, error) {
-	ws, err := workspace.Open(cfg.Root, workspace.Options{Now: cfg.Now})
-	if err != nil {
-		return nil, err
+	if cfg.Store == nil {
+		return nil, errors.New("daemon: no store to serve")
 	}
-	s := ws.Settings()
+	s := cfg.Store.Settings()
 	cfg.Rescan = firstPositive(cfg.Rescan, time.Duration(s.Daemon.Rescan), DefaultRescan)
-	cfg.Grace = firstPositive(cfg.Grace, time.Duration(s.Daemon.Grace), DefaultGrace)
 	if cfg.CleanupInterval == 0 {
-		cfg.CleanupInterval = time.Duration(s.Daemon.CleanupInterval)
+		cfg.CleanupInterval = firstPositive(time.Duration(s.Daemon.CleanupInterval), DefaultCleanupInterval)
 	}
-	if cfg.CleanupInterval == 0 {
-		cfg.CleanupInterval = DefaultCleanupInterval
-	}
-	if cfg.Parallel <= 0 {
-		cfg.Parallel = DefaultParallel
-	}
+	cfg.Parallel = int(firstPositive(time.Duration(cfg.Parallel), DefaultParallel))
+	cfg.Max = int(firstPositive(time.Duration(cfg.Max), DefaultMax))
 	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Lead.Logger == nil {
+		cfg.Lead.Logger = cfg.Logger
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	d := &Daemon{cfg: cfg, ws: ws, log: cfg.Logger, now: cfg.Now, tasks: map[string]*task{}}
-	d.friction = ws.FrictionLog(daemonAgent)
-	d.friction.Now = cfg.Now
-	d.frictionCfg = ws.FrictionConfig()
+	d := &Daemon{cfg: cfg, s: cfg.Store, log: cfg.Logger, now: cfg.Now}
+	d.live.store(workspace.Live{Stopped: []workspace.StoppedTask{}})
 	return d, nil
 }
 
@@ -212,97 +141,70 @@ func firstPositive(ds ...time.Duration) time.Duration {
 // Config returns the effective configuration.
 func (d *Daemon) Config() Config { return d.cfg }
 
-// Workspace is the daemon's open workspace.
-func (d *Daemon) Workspace() *workspace.Workspace { return d.ws }
+// Live is the daemon's latest report of itself (what status shows).
+func (d *Daemon) Live() workspace.Live { return d.live.load() }
 
-// Close releases the workspace. Call it after Run returns.
-func (d *Daemon) Close() error { return d.ws.Close() }
-
-// Run serves the root until ctx is done, then returns nil. It fails at
-// once with a *ServingError when another daemon serves the root, and with
-// ErrUnsafeFilesystem on NFS, SMB or FUSE when Strict is set. One
-// goroutine (the caller's) owns the watch loop.
+// Run serves the store until ctx is done, then returns nil. It fails at
+// once when another daemon leads (unless Lead.Standby). Having lost the
+// lead to another daemon, it returns the reason, or with Standby waits
+// to lead again; a lease that lapsed (the store out of reach) is taken
+// again once the store is back. One goroutine, the caller's, owns the
+// loop.
 func (d *Daemon) Run(ctx context.Context) error {
-	lockPath := LockPath(d.ws.Dir())
-	lk, err := locking.TryAcquire(lockPath, locking.Options{Agent: daemonAgent, Perm: d.ws.FilePerm()})
-	if err != nil {
-		if errors.Is(err, locking.ErrLocked) {
-			se := &ServingError{Root: d.ws.Dir()}
-			if h, _ := locking.ReadHolder(lockPath); h != nil {
-				se.PID = h.PID
+	opt := d.cfg.Lead
+	for {
+		lead, err := d.s.Lead(ctx, opt)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
 			}
-			return se
+			return err
 		}
-		return fmt.Errorf("take daemon lock: %w", err)
-	}
-	defer lk.Release()
-
-	if fsName, unsafe, err := CheckFilesystem(d.ws.Dir()); err != nil {
-		d.log.Warn("cannot tell the filesystem type", "root", d.ws.Dir(), "err", err)
-	} else if unsafe {
-		if d.cfg.Strict {
-			return fmt.Errorf("%w: %s is on %s, where rename, flock or inotify cannot be trusted; move it to a local filesystem or run without --strict",
-				ErrUnsafeFilesystem, d.ws.Dir(), fsName)
+		d.log.Info("leading", "epoch", lead.Epoch())
+		if d.cfg.Leading != nil {
+			d.cfg.Leading(lead.Epoch())
 		}
-		d.log.Warn("workspace on a network or FUSE filesystem: rename, flock and inotify may not be trustworthy", "root", d.ws.Dir(), "fs", fsName)
+		err = d.serve(ctx, lead)
+		if ctx.Err() != nil {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			rerr := lead.Release(rctx)
+			cancel()
+			if rerr != nil {
+				d.log.Warn("give up the lead", "err", rerr)
+			}
+			return nil
+		}
+		lost := errors.Is(err, workspace.ErrFenced) || errors.Is(err, workspace.ErrLeaseLapsed)
+		if !lost {
+			return err
+		}
+		d.log.Warn("stepped down", "epoch", lead.Epoch(), "why", err)
+		// A lease that lapsed while the store was out of reach is taken
+		// again once it is back, unless another daemon has it.
+		opt.Retry = errors.Is(err, workspace.ErrLeaseLapsed)
+		if !d.cfg.Lead.Standby && !opt.Retry {
+			return fmt.Errorf("serve: %w", err)
+		}
 	}
+}
 
-	if err := d.ws.Root().MkdirAll("tasks", d.ws.DirPerm()); err != nil {
-		return fmt.Errorf("create tasks/: %w", err)
-	}
-	w, err := fsnotify.NewWatcher()
+// serve runs the loop while lead holds.
+func (d *Daemon) serve(ctx context.Context, lead workspace.Leadership) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wk, err := d.s.Wakeups(ctx, d.cfg.Wake)
 	if err != nil {
-		return fmt.Errorf("start watcher: %w", err)
+		return fmt.Errorf("start the wake-up source: %w", err)
 	}
-	defer w.Close()
-	l := &loop{d: d, w: w, settled: make(chan []unsettled, 1)}
-	l.live.Store(&Live{Stopped: []StoppedTask{}})
-	if ln, err := listenLive(d.ws.Dir()); err != nil {
-		d.log.Warn("no status socket: status will not show what the daemon is retrying", "err", err)
-	} else {
-		defer ln.Close()
-		pid := os.Getpid()
-		go serveLive(ln, func() Live { r := *l.live.Load(); r.PID = pid; return r })
+	defer wk.Close()
+	if ls, ok := d.s.(workspace.LiveServer); ok {
+		c, err := ls.ServeLive(d.Live)
+		if err != nil {
+			d.log.Warn("no status socket: status will not show what the daemon is retrying", "err", err)
+		} else {
+			defer c.Close()
+		}
 	}
+	l := newLoop(d, lead, wk)
 	return l.run(ctx)
 }
-
-// checkTimeouts records friction for subtasks in progress too long.
-func (d *Daemon) checkTimeouts(ctx context.Context) {
-	var items []friction.InProgress
-	for _, t := range d.tasks {
-		items = append(items, t.progress...)
-	}
-	if _, err := workspace.RecordTimeouts(ctx, frictionOf{d}, daemonAgent, items, d.now().UTC().Truncate(time.Millisecond)); err != nil {
-		d.log.Warn("record timeout friction", "err", err)
-	}
-}
-
-// cleanup runs retention by the workspace's policy and anonymises the
-// removed tasks in the friction log.
-func (d *Daemon) cleanup(ctx context.Context) {
-	s := d.ws.Settings()
-	p := &retention.Pruner{Root: d.ws.Root(), RootDir: d.ws.Dir(), Now: d.now, Agent: daemonAgent,
-		Policy: retention.Policy{FullDays: s.Retention.FullDays, SummaryDays: s.Retention.SummaryDays}}
-	rep, err := p.Run(ctx)
-	if err != nil {
-		d.log.Error("cleanup", "err", err)
-		return
-	}
-	var removed []string
-	for _, r := range rep.Removed {
-		removed = append(removed, r.TaskID)
-	}
-	if len(removed) > 0 {
-		if _, err := d.friction.AnonymizeTasks(ctx, removed); err != nil {
-			d.log.Warn("anonymise friction of removed tasks", "err", err)
-		}
-	}
-	for _, e := range rep.Errors {
-		d.log.Warn("cleanup", "err", e)
-	}
-	d.log.Info("cleanup done", "kept", rep.Counts.Kept, "summarized", rep.Counts.Summarized, "removed", rep.Counts.Removed, "skipped", rep.Counts.Skipped)
-}
-
-// LockPath is the daemon lock file of a root directory.
-func LockPath(root string) string { return filepath.Join(root, LockName) }

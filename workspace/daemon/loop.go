@@ -3,78 +3,65 @@ package daemon
 import (
 	"context"
 	"errors"
-	"path/filepath"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
-
+	"github.com/workspaced/workspaced/friction"
 	"github.com/workspaced/workspaced/workspace"
 )
 
-// The watch loop: one goroutine owns it, and with it the daemon's map of
-// tasks. It selects over the context, the watcher's events and errors, the
-// rescan and cleanup tickers, and one timer for the next deadline (a
-// marker's grace period, a stopped task's retry, or settling). Events are coalesced into the tasks
-// they wake; the woken tasks are processed, up to Parallel at once, and
-// the loop waits for them before it looks at anything else.
+// The loop: one goroutine owns it, and with it the owners of the tasks.
+// It selects over the context, the leadership, the store's wake-ups, the
+// commits coming back, the rescan and cleanup tickers, and one timer for
+// the next deadline (a marker's wait, a stopped task's retry, settling).
+// Wake-ups are coalesced into the owners they wake; woken owners are
+// committed, up to Parallel at once, each by one goroutine at a time.
 
-// wake is why a task is to be looked at: the names of the markers its
-// events named, or all (anything may have changed: look at the whole
-// directory).
-type wake struct {
-	names []string
-	all   bool
+// done is what a commit sends back to the loop.
+type done struct {
+	o   *owner
+	a   workspace.Applied
+	err error
 }
 
-// maxHints bounds the marker names a wake remembers; past it the task is
-// looked at whole.
-const maxHints = 64
-
-// unsettled is one task's settle work, handed out of the task.
-type unsettled struct {
-	id string
-	s  settlement
-}
-
-// loop is the state of the watch loop, touched only by the goroutine
-// running it.
+// loop is the state of the loop, touched only by the goroutine running
+// it.
 type loop struct {
-	d *Daemon
-	w *fsnotify.Watcher
+	d     *Daemon
+	lead  workspace.Leadership
+	wk    workspace.Wakeups
+	tasks map[string]*owner // every task the daemon serves: the one map keyed by task id
 
-	graceAt  time.Time // when the first waiting task is due (a grace period, a retry)
-	settleAt time.Time // when to settle next; zero when nothing waits
-	settling bool      // a settle runs beside the loop
-	settled  chan []unsettled
-	settleWG sync.WaitGroup
+	queue    []*owner  // woken, to commit in this order
+	busy     int       // commits under way
+	results  chan done // commits coming back
+	waitAt   time.Time // when the first waiting owner is due (a marker's wait, a retry)
+	scans    uint64    // full scans so far (owner.scan: the last that listed it)
+	lastScan time.Time
+	ready    bool
 
-	cleaning bool
-	cleanWG  sync.WaitGroup
+	settle settler
 
-	live    atomic.Pointer[Live] // the report the daemon's socket gives
-	changed bool                 // something the report holds changed
-
-	unwatched int   // active tasks whose watch failed
+	unwatched int   // active tasks the source could not follow
 	said      int   // the count last logged
-	watchErr  error // why the last watch failed
+	watchErr  error // why the last follow failed
+	changed   bool  // something the live report holds changed
+}
 
-	woken    []*task   // tasks to process, each once (task.woken says why)
-	scans    uint64    // full scans so far (task.scan: the last that saw it)
-	lastScan time.Time // when the last full scan ended
+func newLoop(d *Daemon, lead workspace.Leadership, wk workspace.Wakeups) *loop {
+	l := &loop{d: d, lead: lead, wk: wk, tasks: map[string]*owner{}, results: make(chan done, d.cfg.Parallel)}
+	l.settle.init(d)
+	return l
 }
 
 func (l *loop) run(ctx context.Context) error {
 	d := l.d
-	tasksDir := filepath.Join(d.ws.Dir(), "tasks")
-	if err := l.w.Add(tasksDir); err != nil {
+	d.log.Info("serving", "wakeups", l.wk.Mode(), "rescan", d.cfg.Rescan, "cleanup_interval", d.cfg.CleanupInterval)
+	if err := l.scan(ctx, true); err != nil {
 		return err
 	}
-	d.log.Info("serving", "root", d.ws.Dir(), "rescan", d.cfg.Rescan, "grace", d.cfg.Grace, "cleanup_interval", d.cfg.CleanupInterval)
-	l.fullScan(ctx, true)
-	d.log.Info("ready", "tasks", len(d.tasks))
+	l.ready, l.changed = true, true
+	l.publish()
+	d.log.Info("ready", "tasks", len(l.tasks))
 	if d.cfg.Ready != nil {
 		d.cfg.Ready()
 	}
@@ -86,17 +73,16 @@ func (l *loop) run(ctx context.Context) error {
 		defer t.Stop()
 		cleanupC = t.C
 	}
-	cleanDone := make(chan struct{}, 1)
-	defer l.cleanWG.Wait()
+	var chores chores
+	defer chores.wait()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	// A clean stop waits for a settle under way and settles what is left.
+	// A clean stop waits for the commits under way, then settles.
 	defer func() {
-		l.settleWG.Wait()
-		if l.settling {
-			l.requeue(<-l.settled)
+		for l.busy > 0 {
+			l.finish(ctx, <-l.results)
 		}
-		l.settleNow()
+		l.settle.stop(l)
 	}()
 	for {
 		l.arm(timer)
@@ -104,112 +90,174 @@ func (l *loop) run(ctx context.Context) error {
 		case <-ctx.Done():
 			d.log.Info("stopping", "reason", context.Cause(ctx))
 			return nil
-		case ev, ok := <-l.w.Events:
+		case <-l.lead.Done():
+			return l.lead.Err()
+		case w, ok := <-l.wk.C():
 			if !ok {
-				return errors.New("watcher closed")
+				return errors.New("the wake-up source stopped")
 			}
-			l.note(ev)
+			l.note(ctx, w)
 			// Coalesce: take whatever else is already queued.
 		drain:
 			for {
 				select {
-				case ev, ok := <-l.w.Events:
+				case w, ok := <-l.wk.C():
 					if !ok {
 						break drain
 					}
-					l.note(ev)
+					l.note(ctx, w)
 				default:
 					break drain
 				}
 			}
-			l.processAll(ctx, false)
-		case err, ok := <-l.w.Errors:
-			if !ok {
-				return errors.New("watcher closed")
-			}
-			if errors.Is(err, fsnotify.ErrEventOverflow) {
-				d.log.Warn("watch queue overflowed, rescanning")
-			} else {
-				d.log.Warn("watcher error, rescanning", "err", err)
-			}
-			l.fullScan(ctx, false)
+		case r := <-l.results:
+			l.finish(ctx, r)
 		case <-rescan.C:
-			l.fullScan(ctx, false)
-			d.checkTimeouts(ctx)
+			if err := l.scan(ctx, false); err != nil {
+				d.log.Error("rescan", "err", err)
+			}
+			chores.timeouts(ctx, d, l.progress())
 		case <-timer.C:
-			now := d.now()
-			if !l.graceAt.IsZero() && !l.graceAt.After(now) {
-				l.graceAt = time.Time{}
-				for _, t := range d.tasks {
-					if t.waitTill.IsZero() {
-						continue
-					}
-					if t.waitTill.After(now) {
-						l.waitFor(t.waitTill)
-						continue
-					}
-					t.waitTill = time.Time{}
-					l.wake(t, wake{all: true})
-				}
-				l.processAll(ctx, false)
-			}
-			if !l.settleAt.IsZero() && !l.settleAt.After(now) {
-				l.settle(ctx)
-			}
-		case done := <-l.settled:
-			l.settling = false
-			l.requeue(done)
+			l.due()
+			l.settle.due(l)
+		case failed := <-l.settle.back:
+			l.settle.requeue(l, failed)
 		case <-cleanupC:
-			if !l.cleaning {
-				l.cleaning = true
-				l.cleanWG.Go(func() {
-					d.cleanup(ctx)
-					cleanDone <- struct{}{}
-				})
+			chores.cleanup(ctx, d)
+		}
+		l.dispatch(ctx)
+		l.publish()
+	}
+}
+
+// note records what a wake-up says: a task to look at, or everything.
+func (l *loop) note(ctx context.Context, w workspace.Wake) {
+	if w.Err != nil {
+		l.d.log.Warn("wake-ups", "err", w.Err)
+	}
+	if w.Task == "" {
+		if w.All {
+			if err := l.scan(ctx, false); err != nil {
+				l.d.log.Error("rescan", "err", err)
 			}
-		case <-cleanDone:
-			l.cleaning = false
 		}
+		return
+	}
+	o := l.owner(w.Task)
+	if !o.followed && !o.finished && !o.refused {
+		l.follow(o)
+	}
+	l.wake(o, w.Markers, w.All || len(w.Markers) == 0)
+}
+
+// owner returns the owner of task id, adding one when the daemon does not
+// know the task.
+func (l *loop) owner(id string) *owner {
+	o := l.tasks[id]
+	if o == nil {
+		o = &owner{id: id, c: l.d.s.Committer(id)}
+		l.tasks[id] = o
+		l.changed = true
+	}
+	return o
+}
+
+// wake queues o for a commit, adding the markers that woke it.
+func (l *loop) wake(o *owner, markers []string, all bool) {
+	o.hint(markers, all)
+	if !o.queued && !o.busy {
+		o.queued = true
+		l.queue = append(l.queue, o)
 	}
 }
 
-// How soon a task stopped by an error is tried again: retryFirst after
-// the first failure, twice as long after each next one, at most retryMax,
-// so that once a full disk or a read-only filesystem is mended the task
-// goes on within a second or two.
-const (
-	retryFirst = 100 * time.Millisecond
-	retryMax   = 2 * time.Second
-)
-
-// stop notes that processing t failed with err: it is retried with
-// backoff (see processAll) and status names it. The error is logged when
-// it is new, not at every retry.
-func (l *loop) stop(t *task, err error) {
-	if t.stopped == nil || t.stopped.Error() != err.Error() {
-		args := []any{"task", t.id, "err", err}
-		if h := workspace.FaultHint(err); h != "" {
-			args = append(args, "hint", h)
+// scan looks at every task the store lists: it adds the owners and
+// follows missing, forgets the tasks no longer listed, and wakes each
+// whole. start waits for every commit (the start-up scan, after which the
+// daemon is ready).
+func (l *loop) scan(ctx context.Context, start bool) error {
+	ids, err := l.d.s.Tasks(ctx)
+	if err != nil {
+		return err
+	}
+	l.scans++
+	for _, id := range ids {
+		o := l.owner(id)
+		o.scan = l.scans
+		if !o.finished && !o.refused {
+			l.follow(o) // the watch first, then the look
 		}
-		l.d.log.Error("task stopped, retrying", args...)
+		l.wake(o, nil, true)
 	}
-	if t.stopped == nil {
-		t.since = l.d.now()
+	for id, o := range l.tasks {
+		if o.scan != l.scans && !o.busy {
+			l.drop(id)
+		}
 	}
-	t.stopped = err
-	t.failures++
+	l.dispatch(ctx)
+	for start && (l.busy > 0 || len(l.queue) > 0) && ctx.Err() == nil {
+		select {
+		case r := <-l.results:
+			l.finish(ctx, r)
+		case <-l.lead.Done():
+			return l.lead.Err()
+		case <-ctx.Done():
+		}
+		l.dispatch(ctx)
+	}
+	l.sayUnwatched()
+	l.lastScan = l.d.now()
 	l.changed = true
+	l.d.log.Debug("scanned", "tasks", len(ids))
+	return nil
 }
 
-// arm sets the timer to the next deadline: the earliest grace period of
-// a waiting marker, or settling.
-func (l *loop) arm(timer *time.Timer) {
-	next := l.settleAt
-	if l.settling {
-		next = time.Time{} // settled answers first
+// dispatch starts commits of the queued owners, up to Parallel at once.
+func (l *loop) dispatch(ctx context.Context) {
+	for l.busy < l.d.cfg.Parallel && len(l.queue) > 0 && ctx.Err() == nil {
+		o := l.queue[0]
+		l.queue = l.queue[1:]
+		o.queued, o.busy = false, true
+		req := workspace.CommitRequest{Lead: l.lead, Max: l.d.cfg.Max}
+		if !o.all {
+			req.Markers = o.markers
+		}
+		o.markers, o.all = nil, false
+		l.busy++
+		go func() {
+			a, err := o.c.Commit(ctx, req)
+			if len(a.Events) > 0 {
+				observe(ctx, l.d, a.Events)
+			}
+			l.results <- done{o: o, a: a, err: err}
+		}()
 	}
-	if !l.graceAt.IsZero() && (next.IsZero() || l.graceAt.Before(next)) {
-		next = l.graceAt
+}
+
+// due wakes the owners whose deadline has passed.
+func (l *loop) due() {
+	now := l.d.now()
+	if l.waitAt.IsZero() || l.waitAt.After(now) {
+		return
+	}
+	l.waitAt = time.Time{}
+	for _, o := range l.tasks {
+		switch {
+		case o.waitTill.IsZero():
+		case o.waitTill.After(now):
+			l.waitFor(o.waitTill)
+		default:
+			o.waitTill = time.Time{}
+			l.wake(o, nil, true)
+		}
+	}
+}
+
+// arm sets the timer to the next deadline.
+func (l *loop) arm(timer *time.Timer) {
+	next := l.settle.at(l)
+	if !l.waitAt.IsZero() && (next.IsZero() || l.waitAt.Before(next)) {
+		next = l.waitAt
 	}
 	timer.Stop()
 	if !next.IsZero() {
@@ -217,278 +265,21 @@ func (l *loop) arm(timer *time.Timer) {
 	}
 }
 
-// waitFor makes sure the timer fires by a marker's grace period (a little
-// past it, so the marker is old enough by then).
+// waitFor makes sure the timer fires by till (a little past it, so a
+// marker is old enough by then).
 func (l *loop) waitFor(till time.Time) {
 	till = till.Add(10 * time.Millisecond)
-	if l.graceAt.IsZero() || till.Before(l.graceAt) {
-		l.graceAt = till
+	if l.waitAt.IsZero() || till.Before(l.waitAt) {
+		l.waitAt = till
 	}
 }
 
-// note records what an event means: a task to look at, or (for a new
-// task directory) a watch to add and a scan.
-func (l *loop) note(ev fsnotify.Event) {
-	d := l.d
-	rel, err := filepath.Rel(filepath.Join(d.ws.Dir(), "tasks"), ev.Name)
-	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
-		return
+// progress is the subtasks in progress of every task, for the timeout
+// detector.
+func (l *loop) progress() []friction.InProgress {
+	var items []friction.InProgress
+	for _, o := range l.tasks {
+		items = append(items, o.progress...)
 	}
-	parts := strings.Split(filepath.ToSlash(rel), "/")
-	id := parts[0]
-	if workspace.ValidateID("task id", id) != nil {
-		return
-	}
-	if len(parts) == 1 {
-		// tasks/<id> itself: a new task directory (watch, then scan), or
-		// one removed.
-		if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
-			l.drop(id)
-			return
-		}
-		if ev.Has(fsnotify.Create) {
-			t := l.task(id)
-			t.finished = false
-			if d.ws.IsTaskDir(id) {
-				l.watch(t) // never through a symlink: process refuses that
-			}
-			l.wake(t, wake{all: true})
-		}
-		return
-	}
-	if len(parts) != 2 {
-		return
-	}
-	name := parts[1]
-	if _, ok := workspace.IsMarkerName(name); ok && (ev.Has(fsnotify.Create) || ev.Has(fsnotify.Write)) {
-		l.wake(l.task(id), wake{names: []string{name}})
-	} else if name == "task.json" && ev.Has(fsnotify.Create) {
-		l.wake(l.task(id), wake{all: true})
-	}
-}
-
-// wake queues t to be processed, adding w to why.
-func (l *loop) wake(t *task, w wake) {
-	if !t.queued {
-		t.queued = true
-		l.woken = append(l.woken, t)
-	}
-	switch {
-	case t.woken.all:
-	case w.all || len(t.woken.names)+len(w.names) > maxHints:
-		t.woken = wake{all: true}
-	default:
-		t.woken.names = append(t.woken.names, w.names...)
-	}
-}
-
-// task returns the task of id, adding it if the daemon does not know it.
-func (l *loop) task(id string) *task {
-	t := l.d.tasks[id]
-	if t == nil {
-		t = &task{id: id, d: l.d}
-		l.d.tasks[id] = t
-	}
-	return t
-}
-
-func (l *loop) watch(t *task) {
-	if t.watched {
-		return
-	}
-	if err := l.w.Add(filepath.Join(l.d.ws.Dir(), "tasks", t.id)); err != nil {
-		// Without a watch the task is still served by the rescans; the
-		// tasks left so are counted and said once (see sayUnwatched).
-		if !t.unwatchable {
-			t.unwatchable = true
-			l.unwatched++
-			l.changed = true
-		}
-		l.watchErr = err
-		return
-	}
-	l.watchable(t)
-	t.watched = true
-}
-
-func (l *loop) unwatch(t *task) {
-	l.watchable(t)
-	if !t.watched {
-		return
-	}
-	_ = l.w.Remove(filepath.Join(l.d.ws.Dir(), "tasks", t.id))
-	t.watched = false
-}
-
-// watchable takes t out of the count of tasks whose watch failed.
-func (l *loop) watchable(t *task) {
-	if t.unwatchable {
-		t.unwatchable = false
-		l.unwatched--
-		l.changed = true
-	}
-}
-
-// sayUnwatched logs, when it changed, how many active tasks have no
-// watch: once with a count, not once per task per rescan.
-func (l *loop) sayUnwatched() {
-	if l.unwatched == l.said {
-		return
-	}
-	l.said = l.unwatched
-	if l.unwatched == 0 {
-		l.d.log.Info("every active task directory is watched again")
-		return
-	}
-	l.d.log.Warn("task directories not watched; markers in them are taken by the rescans",
-		"count", l.unwatched, "err", l.watchErr, "hint", "raise the inotify watch limit (sysctl fs.inotify.max_user_watches)")
-}
-
-// drop forgets a task whose directory is gone.
-func (l *loop) drop(id string) {
-	if t := l.d.tasks[id]; t != nil {
-		l.unwatch(t)
-		delete(l.d.tasks, id)
-	}
-}
-
-// fullScan looks at every task: it adds the watches missing, forgets the
-// tasks whose directory is gone, then processes each task (recover: a
-// full load of state and journal, as on start). Tasks known to be
-// finished are only checked for markers.
-func (l *loop) fullScan(ctx context.Context, recover bool) {
-	d := l.d
-	ids, err := d.ws.TaskIDs()
-	if err != nil {
-		d.log.Error("list tasks", "err", err)
-		return
-	}
-	l.scans++
-	for _, id := range ids {
-		t := l.task(id)
-		t.scan = l.scans
-		if !t.finished && !t.refused {
-			l.watch(t) // the watch first, then the scan
-		}
-		if !recover && !t.queued {
-			// A task known quiet, its directory unchanged, is passed
-			// over here: an Lstat, not a goroutine of processAll.
-			if fi, err := d.ws.Root().Lstat(workspace.TaskDir(id)); err == nil && t.quietAt(fi) {
-				continue
-			}
-		}
-		l.wake(t, wake{all: true})
-	}
-	for id, t := range d.tasks {
-		if t.scan != l.scans {
-			l.drop(id)
-		}
-	}
-	l.processAll(ctx, recover)
-	l.sayUnwatched()
-	l.lastScan = d.now()
-	l.changed = true
-	l.publish()
-	d.log.Debug("scanned", "tasks", len(ids))
-}
-
-// processAll processes the tasks woken, up to Parallel at once, waits for
-// them, and applies the outcomes to their watch state.
-func (l *loop) processAll(ctx context.Context, recover bool) {
-	woken := l.woken
-	l.woken = nil
-	if len(woken) == 0 {
-		return
-	}
-	d := l.d
-	type result struct {
-		t   *task
-		out outcome
-	}
-	results := make([]result, 0, len(woken))
-	var (
-		mu  sync.Mutex
-		wg  sync.WaitGroup
-		sem = make(chan struct{}, d.cfg.Parallel)
-	)
-	for _, t := range woken {
-		w := t.woken
-		t.queued, t.woken = false, wake{}
-		if ctx.Err() != nil || l.d.tasks[t.id] != t {
-			continue // stopping, or dropped since it was woken
-		}
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			out := t.process(ctx, w, recover)
-			mu.Lock()
-			results = append(results, result{t, out})
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	for _, r := range results {
-		t, o := r.t, r.out
-		if o.gone {
-			if o.err == nil {
-				l.drop(t.id)
-				continue
-			}
-			// Not a directory: kept, unwatched and refused, and said once.
-			if !t.refused {
-				d.log.Warn("task entry refused", "task", t.id, "err", o.err)
-				t.refused, l.changed = true, true
-			}
-			l.unwatch(t)
-			continue
-		}
-		if t.refused {
-			t.refused, l.changed = false, true
-		}
-		if o.err != nil && ctx.Err() == nil {
-			l.stop(t, o.err)
-		} else if o.err == nil && t.stopped != nil {
-			d.log.Info("task resumed", "task", t.id, "after", d.now().Sub(t.since).Round(time.Millisecond), "retries", t.failures)
-			t.stopped, t.failures, t.since = nil, 0, time.Time{}
-			l.changed = true
-		}
-		if o.taken > 0 {
-			d.log.Info("markers taken", "task", t.id, "count", o.taken)
-		}
-		wait := o.waitTill
-		if o.partial {
-			wait = t.waitTill // the markers waiting wait as they did
-		}
-		t.waitTill = wait
-		if t.stopped != nil {
-			retry := d.now().Add(min(retryFirst<<min(t.failures-1, 16), retryMax))
-			if t.waitTill.IsZero() || retry.Before(t.waitTill) {
-				t.waitTill = retry
-			}
-		}
-		if !t.waitTill.IsZero() {
-			l.waitFor(t.waitTill)
-		}
-		t.finished = o.finished && wait.IsZero()
-		if t.finished {
-			l.unwatch(t)
-		} else {
-			l.watch(t)
-		}
-		if !t.unsettled.empty() {
-			l.settleSoon()
-		}
-	}
-	l.publish()
-}
-
-// publish makes a new report for the daemon's socket when something in it
-// changed.
-func (l *loop) publish() {
-	if !l.changed {
-		return
-	}
-	l.changed = false
-	r := l.report()
-	l.live.Store(&r)
+	return items
 }

@@ -14,12 +14,12 @@ package files
 
 import (
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/daemon"
 )
 
 // Store is a workspace tree as a workspace.Store.
 type Store struct {
 	*workspace.Workspace
+	serve ServeOptions // the single writer's options (lead.go)
 }
 
 var _ workspace.Store = (*Store)(nil)
@@ -30,7 +30,7 @@ func Open(dir string, opt workspace.Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{w}, nil
+	return &Store{Workspace: w}, nil
 }
 
 // Init creates the tree at dir if needed and opens it (workspace.Init).
@@ -39,13 +39,13 @@ func Init(dir string, opt workspace.Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{w}, nil
+	return &Store{Workspace: w}, nil
 }
 
 // New wraps an open tree.
-func New(w *workspace.Workspace) *Store { return &Store{w} }
+func New(w *workspace.Workspace) *Store { return &Store{Workspace: w} }
 
 // ReadJournal reads task taskID's journal/ records in sequence order.
 func (s *Store) ReadJournal(taskID string) ([]workspace.JournalRecord, error) {
-	return daemon.ReadJournal(s.Workspace, taskID)
+	return ReadJournal(s.Workspace, taskID)
 }

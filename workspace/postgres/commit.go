@@ -24,23 +24,6 @@ import (
 // The transaction is the commit point and the recovery: a daemon killed
 // anywhere before COMMIT leaves the markers waiting and nothing else.
 
-// DefaultChunk is the most markers of one task one transaction takes.
-const DefaultChunk = 128
-
-// ErrFenced says this daemon's lease epoch is no longer the current one:
-// another daemon took over, and this one must not write.
-var ErrFenced = errors.New("another daemon took over the workspace (lease epoch changed)")
-
-// Applied is what one Commit did.
-type Applied struct {
-	Taken    int   // markers journaled (applied or rejected)
-	Seq      int64 // journal_seq of the state written
-	Events   []workspace.Event
-	Rejected int // of Taken, markers the state machine only recorded as errors
-	// Stopped says why the state machine stopped before the last
-	// marker of the chunk, which stays waiting.
-	Stopped error
-}
 
 // waiting is one marker row.
 type waiting struct {
@@ -49,98 +32,12 @@ type waiting struct {
 	name      string
 	body      string
 	droppedAt time.Time
-}
-
-// Commit takes up to max waiting markers of task taskID (in the order
-// they were inserted), journals them, folds them and writes the new state,
-// backup and events in one transaction, which it commits only while the
-// lease's epoch is still epoch (else ErrFenced, and nothing is written).
-// A task with no marker waiting commits nothing and returns Taken 0.
-func (s *Store) Commit(ctx context.Context, taskID string, max int, epoch int64) (Applied, error) {
-	return s.commitKnown(ctx, nil, taskID, max, epoch)
-}
-
-// commitKnown is Commit with what k remembers of the states this daemon
-// wrote (k nil: nothing).
-func (s *Store) commitKnown(ctx context.Context, k *known, taskID string, max int, epoch int64) (Applied, error) {
-	if max <= 0 {
-		max = DefaultChunk
-	}
-	var (
-		a     Applied
-		wrote knownState
-	)
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		a, wrote, err = s.commit(ctx, tx, k.get(taskID), taskID, max, epoch)
-		return err
-	})
-	if err != nil {
-		return Applied{}, err
-	}
-	if a.Taken > 0 {
-		k.put(taskID, wrote)
-	}
-	return a, nil
-}
-
-// known is what a daemon remembers of the states it wrote: for the tasks
-// it committed last, the document and its decoded state. A commit that
-// reads the same bytes back from the states row skips decoding them, and
-// checks the state it writes against the schema only where it differs
-// (statecheck.Next): that document was checked before it was written.
-// Anything else in the row (a backup restored, an import) is decoded and
-// the next state checked whole. Safe for concurrent use.
-type known struct {
-	mu sync.Mutex
-	m  map[string]knownState
-}
-
-// knownTasks is how many tasks' states known keeps: states of hundreds of
-// subtasks are tens of KB each.
-const knownTasks = 32
-
-type knownState struct {
-	doc  string
-	st   workspace.State
-	plan knownPlan
-}
-
-// knownPlan is a plan document and its decoding.
-type knownPlan struct {
-	body string
-	p    *workspace.Plan
-}
-
-func newKnown() *known { return &known{m: map[string]knownState{}} }
-
-func (k *known) get(taskID string) knownState {
-	if k == nil {
-		return knownState{}
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.m[taskID]
-}
-
-func (k *known) put(taskID string, ks knownState) {
-	if k == nil {
-		return
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if _, ok := k.m[taskID]; !ok && len(k.m) >= knownTasks {
-		for id := range k.m { // any one: the map's order is random
-			delete(k.m, id)
-			break
-		}
-	}
-	k.m[taskID] = ks
+	taken     bool // the journal holds its name already
 }
 
 // commit is one chunk's transaction; last is what the daemon knows of
 // the task's state (zero: nothing), wrote what it wrote.
-func (s *Store) commit(ctx context.Context, tx pgx.Tx, last knownState, taskID string, max int, epoch int64) (Applied, knownState, error) {
+func (s *Store) commit(ctx context.Context, tx pgx.Tx, last knownState, taskID string, max int, epoch int64) (workspace.Applied, knownState, error) {
 	// The reads go to the server in one round trip, in this order.
 	// Fencing: the lease row is read with a share lock, so a takeover
 	// (which updates it) waits for this transaction, and this one sees a
@@ -175,28 +72,29 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, last knownState, taskID s
 		after, err = pgx.CollectRows(rows, pgx.RowTo[string])
 		return err
 	})
-	readBatch.Queue(`SELECT id, kind, name, body, dropped_at FROM markers
-		WHERE task_id = $1 ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED`, taskID, max).Query(func(rows pgx.Rows) error {
+	readBatch.Queue(`SELECT id, kind, name, body, dropped_at,
+		EXISTS (SELECT 1 FROM journal j WHERE j.task_id = m.task_id AND j.name = m.name)
+		FROM markers m WHERE task_id = $1 ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED`, taskID, max).Query(func(rows pgx.Rows) error {
 		var err error
 		ms, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (waiting, error) {
 			var w waiting
-			err := r.Scan(&w.id, &w.kind, &w.name, &w.body, &w.droppedAt)
+			err := r.Scan(&w.id, &w.kind, &w.name, &w.body, &w.droppedAt, &w.taken)
 			return w, err
 		})
 		return err
 	})
 	if err := tx.SendBatch(ctx, readBatch).Close(); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
-			return Applied{}, knownState{}, fmt.Errorf("lock task %s: %w", taskID, err)
+			return workspace.Applied{Gone: true}, knownState{}, nil // removed meanwhile
 		}
-		return Applied{}, knownState{}, fmt.Errorf("read task %s to commit: %w", taskID, err)
+		return workspace.Applied{}, knownState{}, fmt.Errorf("read task %s to commit: %w", taskID, err)
 	}
 	if cur != epoch {
-		return Applied{}, knownState{}, ErrFenced
+		return workspace.Applied{}, knownState{}, ErrFenced
 	}
 	st, err := s.decodeLocked(ctx, tx, taskID, hasState, prev, last)
 	if err != nil {
-		return Applied{}, knownState{}, err
+		return workspace.Applied{}, knownState{}, err
 	}
 	// valid is the state next derives from when it is known valid.
 	var valid *workspace.State
@@ -214,17 +112,21 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, last knownState, taskID s
 		st, base, err = s.catchUp(ctx, tx, taskID, st)
 	}
 	if err != nil {
-		return Applied{}, knownState{}, err
+		return workspace.Applied{}, knownState{}, err
 	}
 	if base != prevSeq {
 		valid = nil
 	}
+	full := len(ms) == max // more may be waiting
+	ms, dups := passOver(ms)
 	if len(ms) == 0 {
-		return Applied{}, knownState{}, nil
+		a, k, err := s.commitNothing(ctx, tx, taskID, st, hasState, dups, epoch)
+		a.More = full && err == nil
+		return a, k, err
 	}
 	pr, err := s.productsFor(ctx, tx, taskID, ms, st)
 	if err != nil {
-		return Applied{}, knownState{}, err
+		return workspace.Applied{}, knownState{}, err
 	}
 	products := pr.products
 	now := time.Now().UTC().Truncate(time.Millisecond)
@@ -262,15 +164,15 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, last knownState, taskID s
 		applied++
 	}
 	if applied == 0 {
-		return Applied{}, knownState{}, fmt.Errorf("apply markers of task %s: %w", taskID, stopped)
+		return workspace.Applied{}, knownState{}, fmt.Errorf("apply markers of task %s: %w", taskID, stopped)
 	}
 	recs, ms = recs[:applied], ms[:applied]
 	data, err := atomicfile.Marshal(next)
 	if err != nil {
-		return Applied{}, knownState{}, fmt.Errorf("encode state of task %s: %w", taskID, err)
+		return workspace.Applied{}, knownState{}, fmt.Errorf("encode state of task %s: %w", taskID, err)
 	}
 	if err := statecheck.Next(valid, next, data); err != nil {
-		return Applied{}, knownState{}, fmt.Errorf("state of task %s would not validate, not written: %w", taskID, err)
+		return workspace.Applied{}, knownState{}, fmt.Errorf("state of task %s would not validate, not written: %w", taskID, err)
 	}
 
 	b := &pgx.Batch{}
@@ -278,7 +180,7 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, last knownState, taskID s
 	for i, r := range recs {
 		rb, err := atomicfile.Marshal(r)
 		if err != nil {
-			return Applied{}, knownState{}, fmt.Errorf("encode journal record %d of task %s: %w", r.Seq, taskID, err)
+			return workspace.Applied{}, knownState{}, fmt.Errorf("encode journal record %d of task %s: %w", r.Seq, taskID, err)
 		}
 		seqs[i], names[i], bodies[i], ids[i] = r.Seq, ms[i].name, string(rb), ms[i].id
 	}
@@ -305,11 +207,11 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, last knownState, taskID s
 		b.Queue(`INSERT INTO events (task_id, time, line) SELECT $1, t, l FROM unnest($2::timestamptz[], $3::text[]) AS u(t, l)`,
 			taskID, times, lines)
 	}
-	b.Queue("DELETE FROM markers WHERE id = ANY($1)", ids)
+	b.Queue("DELETE FROM markers WHERE id = ANY($1)", append(ids, dups...))
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return Applied{}, knownState{}, fmt.Errorf("write the commit of task %s: %w", taskID, err)
+		return workspace.Applied{}, knownState{}, fmt.Errorf("write the commit of task %s: %w", taskID, err)
 	}
-	a := Applied{Taken: len(recs), Seq: next.JournalSeq, Events: evs}
+	a := workspace.Applied{Taken: len(recs), Seq: next.JournalSeq, Events: evs, More: full && stopped == nil}
 	for _, r := range recs {
 		if r.Rejected != "" {
 			a.Rejected++

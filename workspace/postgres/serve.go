@@ -14,120 +14,54 @@ import (
 	"github.com/workspaced/workspaced/workspace"
 )
 
-// The daemon on PostgreSQL: it takes the lease (or waits for it as a
-// standby), LISTENs for new markers, polls for those whose notification
-// was lost (or where a pooler drops LISTEN), and commits each task with
-// waiting markers chunk by chunk, one worker per task at a time.
+// Serving a workspace on PostgreSQL: the daemon (workspace/daemon) leads
+// through the lease row (lease.go), wakes on the markers channel and a
+// poll (wake.go), and commits each task in one fenced transaction
+// (commit.go). This file is the leadership: taking the lease, or waiting
+// for it as a standby, and renewing it while leading.
 
-// Defaults of ServeConfig.
-const (
-	DefaultPoll    = time.Second
-	DefaultWorkers = 4
-)
+// ErrFenced says this daemon's lease epoch is no longer the current one:
+// another daemon took over, and this one must not write.
+var ErrFenced = workspace.ErrFenced
 
-// ServeConfig configures Serve. Zero fields take the Default… values.
-type ServeConfig struct {
-	// Holder names this daemon in the lease row (host:pid by default).
-	Holder string
-	// Standby waits for the lease instead of failing when another
-	// daemon holds it, and waits again after losing it.
-	Standby  bool
-	LeaseTTL time.Duration
-	// Poll is how often the markers table is looked at without a
-	// notification.
-	Poll    time.Duration
-	Chunk   int
-	Workers int
-	Logger  *slog.Logger
-	// Leading, when set, is called each time this daemon becomes the
-	// leader, with its epoch.
-	Leading func(epoch int64)
-	// Rescan is how often the subtasks in progress are checked for
-	// timeouts (zero: the settings' daemon rescan).
-	Rescan time.Duration
-	// CleanupInterval is how often retention runs while leading (zero:
-	// the settings' cleanup_interval; negative: never).
-	CleanupInterval time.Duration
-}
-
-func (c ServeConfig) withDefaults(set workspace.Settings) ServeConfig {
-	if c.Rescan <= 0 {
-		c.Rescan = time.Duration(set.Daemon.Rescan)
-	}
-	if c.CleanupInterval == 0 {
-		c.CleanupInterval = time.Duration(set.Daemon.CleanupInterval)
-	}
-	if c.Holder == "" {
+// Lead takes the lease for this process (workspace.Served): with
+// opt.Standby it waits while another daemon holds it, else it fails with
+// ErrLocked naming the holder (after looking again for a moment: a daemon
+// restarted right after its predecessor was killed may find the
+// predecessor's session still being torn down). opt.Retry keeps trying
+// while the database is out of reach. The lease is renewed every third of
+// its TTL until Release, or until it is lost: fenced by another daemon,
+// or not renewed for longer than it runs.
+func (s *Store) Lead(ctx context.Context, opt workspace.LeadOptions) (workspace.Leadership, error) {
+	if opt.Holder == "" {
 		host, _ := os.Hostname()
-		c.Holder = fmt.Sprintf("%s:%d", host, os.Getpid())
+		opt.Holder = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
-	if c.LeaseTTL <= 0 {
-		c.LeaseTTL = DefaultLeaseTTL
+	if opt.TTL <= 0 {
+		opt.TTL = DefaultLeaseTTL
 	}
-	if c.Poll <= 0 {
-		c.Poll = DefaultPoll
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
 	}
-	if c.Chunk <= 0 {
-		c.Chunk = DefaultChunk
+	if opt.Standby {
+		opt.Logger.Info("standby: waiting for the lease", "schema", s.schema)
 	}
-	if c.Workers <= 0 {
-		c.Workers = DefaultWorkers
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	return c
-}
-
-// Serve runs the single writer until ctx ends. Without Standby it fails
-// at once with an ErrLocked error naming the holder when another daemon
-// holds the lease; with it, it waits, and after losing the lease (another
-// took over) it waits again. On a clean stop it releases the lease.
-func (s *Store) Serve(ctx context.Context, cfg ServeConfig) error {
-	cfg = cfg.withDefaults(s.settings)
-	log := cfg.Logger
 	p := &presence{s: s}
-	defer p.close()
-	lapsed := false
-	for {
-		epoch, err := s.waitLease(ctx, cfg, p, lapsed)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		log.Info("leading", "epoch", epoch, "holder", cfg.Holder, "schema", s.schema)
-		if cfg.Leading != nil {
-			cfg.Leading(epoch)
-		}
-		err = s.lead(ctx, cfg, epoch, p)
-		if ctx.Err() != nil {
-			rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			_ = s.Release(rctx, epoch)
-			cancel()
-			return nil
-		}
-		if !errors.Is(err, ErrFenced) && !errors.Is(err, errLeaseLapsed) {
-			return err
-		}
-		log.Warn("stepped down", "epoch", epoch, "why", err)
-		// A lease that lapsed while the database was out of reach is
-		// taken again once it is back, unless another daemon has it.
-		lapsed = errors.Is(err, errLeaseLapsed)
-		if !cfg.Standby && !lapsed {
-			return fmt.Errorf("serve: %w", err)
-		}
+	epoch, err := s.waitLease(ctx, opt, p)
+	if err != nil {
+		p.close()
+		return nil, err
 	}
+	opt.Logger.Info("took the lease", "epoch", epoch, "holder", opt.Holder, "schema", s.schema)
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	l := &leaseLead{s: s, epoch: epoch, done: make(chan struct{}), cancel: cancel, p: p}
+	l.wg.Go(func() { l.renew(rctx, opt) })
+	return l, nil
 }
 
-// waitLease takes the lease, waiting for it as a standby. retry keeps
-// trying while the database is out of reach, even without Standby.
-func (s *Store) waitLease(ctx context.Context, cfg ServeConfig, p *presence, retry bool) (int64, error) {
-	tick := cfg.LeaseTTL / 5
-	// A daemon restarted right after its predecessor was killed may find
-	// the predecessor's session still being torn down by the server:
-	// without --standby it looks again for a moment before giving up.
+// waitLease takes the lease, waiting for it as a standby.
+func (s *Store) waitLease(ctx context.Context, opt workspace.LeadOptions, p *presence) (int64, error) {
+	tick := opt.TTL / 5
 	giveUp := time.Now().Add(time.Second)
 	for {
 		var (
@@ -137,7 +71,7 @@ func (s *Store) waitLease(ctx context.Context, cfg ServeConfig, p *presence, ret
 		)
 		conn, err := p.get(ctx)
 		if err == nil {
-			epoch, li, ok, err = s.Acquire(ctx, conn, cfg.Holder, cfg.LeaseTTL)
+			epoch, li, ok, err = s.Acquire(ctx, conn, opt.Holder, opt.TTL)
 			if err != nil {
 				p.close()
 			}
@@ -145,13 +79,13 @@ func (s *Store) waitLease(ctx context.Context, cfg ServeConfig, p *presence, ret
 		switch {
 		case ok:
 			return epoch, nil
-		case err != nil && !cfg.Standby && !retry:
+		case err != nil && !opt.Standby && !opt.Retry:
 			return 0, err
 		case err != nil:
-			cfg.Logger.Warn("take the lease", "err", err)
-		case !cfg.Standby && time.Now().Before(giveUp):
+			opt.Logger.Warn("take the lease", "err", err)
+		case !opt.Standby && time.Now().Before(giveUp):
 			tick = 100 * time.Millisecond
-		case !cfg.Standby:
+		case !opt.Standby:
 			return 0, &workspace.Error{Kind: workspace.ErrLocked, Op: "serve",
 				Msg:  fmt.Sprintf("another daemon serves this workspace: %s (epoch %d, lease until %s)", li.Holder, li.Epoch, li.ExpiresAt.UTC().Format(time.RFC3339)),
 				Hint: "stop it first, or run this one as its standby with serve --standby"}
@@ -164,33 +98,54 @@ func (s *Store) waitLease(ctx context.Context, cfg ServeConfig, p *presence, ret
 	}
 }
 
-// errLeaseLapsed says the lease could not be renewed for longer than it
-// runs (the database unreachable): another daemon may have taken over, so
-// this one stops and takes the lease again.
-var errLeaseLapsed = errors.New("the lease could not be renewed before it expired")
-
-// lead serves while epoch is the lease's.
-func (s *Store) lead(ctx context.Context, cfg ServeConfig, epoch int64, p *presence) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	wake := make(chan string, 1024)
-	wg.Add(4)
-	go func() { defer wg.Done(); s.renew(ctx, cfg, epoch, p, cancel) }()
-	go func() { defer wg.Done(); s.listen(ctx, cfg, wake) }()
-	go func() { defer wg.Done(); every(ctx, cfg.Rescan, func() { s.checkTimeouts(ctx, cfg.Logger) }) }()
-	go func() { defer wg.Done(); every(ctx, cfg.CleanupInterval, func() { s.cleanup(ctx, cfg.Logger) }) }()
-	err := s.schedule(ctx, cfg, epoch, wake)
-	if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) {
-		return c
-	}
-	return err
+// leaseLead is a leadership held by the lease row (workspace.Leadership).
+type leaseLead struct {
+	s      *Store
+	epoch  int64
+	done   chan struct{}
+	err    error // why it ended; set before done is closed
+	once   sync.Once
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	p      *presence
 }
 
-// renew keeps the lease; it cancels leading when the lease is lost.
-func (s *Store) renew(ctx context.Context, cfg ServeConfig, epoch int64, p *presence, cancel context.CancelCauseFunc) {
-	t := time.NewTicker(cfg.LeaseTTL / 3)
+func (l *leaseLead) Epoch() int64          { return l.epoch }
+func (l *leaseLead) Done() <-chan struct{} { return l.done }
+func (l *leaseLead) Err() error {
+	select {
+	case <-l.done:
+		return l.err
+	default:
+		return nil
+	}
+}
+
+// lose ends the leadership with err.
+func (l *leaseLead) lose(err error) {
+	l.once.Do(func() {
+		l.err = err
+		close(l.done)
+	})
+}
+
+// Release stops renewing and gives the lease up, so a standby takes over
+// at once; it does nothing more when the epoch is no longer the lease's.
+func (l *leaseLead) Release(ctx context.Context) error {
+	if l.cancel != nil {
+		l.cancel()
+	}
+	l.wg.Wait()
+	if l.p != nil {
+		defer l.p.close()
+	}
+	return l.s.Release(ctx, l.epoch)
+}
+
+// renew keeps the lease until ctx ends; it ends the leadership when the
+// lease is lost.
+func (l *leaseLead) renew(ctx context.Context, opt workspace.LeadOptions) {
+	t := time.NewTicker(opt.TTL / 3)
 	defer t.Stop()
 	last := time.Now()
 	for {
@@ -199,11 +154,11 @@ func (s *Store) renew(ctx context.Context, cfg ServeConfig, epoch int64, p *pres
 			return
 		case <-t.C:
 		}
-		rctx, c := context.WithTimeout(ctx, cfg.LeaseTTL/3)
-		conn, err := p.get(rctx)
+		rctx, c := context.WithTimeout(ctx, opt.TTL/3)
+		conn, err := l.p.get(rctx)
 		if err == nil {
-			if err = s.Renew(rctx, conn, epoch, cfg.LeaseTTL); err != nil && !errors.Is(err, ErrFenced) {
-				p.close()
+			if err = l.s.Renew(rctx, conn, l.epoch, opt.TTL); err != nil && !errors.Is(err, ErrFenced) {
+				l.p.close()
 			}
 		}
 		c()
@@ -211,180 +166,17 @@ func (s *Store) renew(ctx context.Context, cfg ServeConfig, epoch int64, p *pres
 		case err == nil:
 			last = time.Now()
 		case errors.Is(err, ErrFenced):
-			cancel(ErrFenced)
+			l.lose(ErrFenced)
 			return
-		case time.Since(last) > cfg.LeaseTTL:
-			cancel(errLeaseLapsed)
+		case ctx.Err() != nil:
+			return
+		case time.Since(last) > opt.TTL:
+			l.lose(workspace.ErrLeaseLapsed)
 			return
 		default:
-			cfg.Logger.Warn("renew the lease", "err", err)
+			opt.Logger.Warn("renew the lease", "err", err)
 		}
 	}
-}
-
-// listen forwards the task ids of marker notifications to wake,
-// reconnecting after an error; after each (re)connection it sends ""
-// (look at every task), since notifications may have been lost meanwhile.
-func (s *Store) listen(ctx context.Context, cfg ServeConfig, wake chan<- string) {
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		err := s.listenOnce(ctx, wake)
-		if ctx.Err() != nil {
-			return
-		}
-		cfg.Logger.Warn("listen for markers", "err", err, "retry_in", backoff)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 5*time.Second)
-	}
-}
-
-func (s *Store) listenOnce(ctx context.Context, wake chan<- string) error {
-	conn, err := s.connectOne(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel()}.Sanitize()); err != nil {
-		return err
-	}
-	send(ctx, wake, "")
-	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
-			return err
-		}
-		send(ctx, wake, n.Payload)
-	}
-}
-
-func send(ctx context.Context, wake chan<- string, id string) {
-	select {
-	case wake <- id:
-	case <-ctx.Done():
-	}
-}
-
-// done is what a worker reports after committing a task.
-type done struct {
-	id   string
-	more bool // a full chunk was taken: look again at once
-	err  error
-}
-
-// schedule owns the set of tasks to look at: it queues the tasks
-// notifications and polls name, gives each to one worker at a time, and
-// looks again at a task woken while a worker had it.
-func (s *Store) schedule(ctx context.Context, cfg ServeConfig, epoch int64, wake <-chan string) error {
-	ctx, cancel := context.WithCancel(ctx)
-	jobs := make(chan string)
-	results := make(chan done)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer close(jobs)
-	defer cancel() // first: a worker waiting to report then returns
-	k := newKnown()
-	for range cfg.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for id := range jobs {
-				a, err := s.commitKnown(ctx, k, id, cfg.Chunk, epoch)
-				if err == nil && a.Taken > 0 {
-					cfg.Logger.Debug("committed", "task", id, "markers", a.Taken, "journal_seq", a.Seq)
-				}
-				if a.Stopped != nil {
-					cfg.Logger.Warn("apply markers", "task", id, "err", a.Stopped)
-				}
-				if len(a.Events) > 0 {
-					s.observe(ctx, cfg.Logger, a.Events)
-				}
-				select {
-				case results <- done{id: id, more: a.Taken == cfg.Chunk && a.Stopped == nil, err: err}:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}()
-	}
-	var (
-		queue    []string
-		queued   = map[string]bool{}
-		inflight = map[string]bool{}
-		again    = map[string]bool{}
-		poll     = time.NewTicker(cfg.Poll)
-	)
-	defer poll.Stop()
-	add := func(id string) {
-		switch {
-		case inflight[id]:
-			again[id] = true
-		case !queued[id]:
-			queued[id] = true
-			queue = append(queue, id)
-		}
-	}
-	pollAll := func() {
-		ids, err := s.waitingTasks(ctx)
-		if err != nil {
-			if ctx.Err() == nil {
-				cfg.Logger.Warn("look for markers", "err", err)
-			}
-			return
-		}
-		for _, id := range ids {
-			add(id)
-		}
-	}
-	pollAll()
-	for {
-		var out chan string
-		var head string
-		if len(queue) > 0 {
-			out, head = jobs, queue[0]
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case id := <-wake:
-			if id == "" {
-				pollAll()
-			} else {
-				add(id)
-			}
-		case <-poll.C:
-			pollAll()
-		case out <- head:
-			queue = queue[1:]
-			delete(queued, head)
-			inflight[head] = true
-		case r := <-results:
-			delete(inflight, r.id)
-			if errors.Is(r.err, ErrFenced) {
-				return ErrFenced
-			}
-			if r.err != nil && ctx.Err() == nil {
-				// The next poll looks at it again.
-				cfg.Logger.Warn("commit", "task", r.id, "err", r.err)
-			}
-			if r.err == nil && (r.more || again[r.id]) {
-				add(r.id)
-			}
-			delete(again, r.id)
-		}
-	}
-}
-
-// waitingTasks are the tasks with markers waiting.
-func (s *Store) waitingTasks(ctx context.Context) ([]string, error) {
-	rows, err := s.pool.Query(ctx, "SELECT DISTINCT task_id FROM markers")
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
 // connectOne opens a connection of its own, outside the pool, with the

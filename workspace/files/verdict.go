@@ -1,4 +1,4 @@
-package daemon
+package files
 
 import (
 	"context"
@@ -284,3 +284,13 @@ func describeWhere(where string) string {
 	}
 	return "nowhere to be found yet"
 }
+
+// Errors of waiting for a verdict.
+var (
+	// ErrNotServing: no daemon serves the root, so a marker waiting for
+	// its verdict stays undecided (see WaitVerdict).
+	ErrNotServing = errors.New("no daemon serving")
+	// ErrNoVerdict: the wait for a marker's verdict ended before the
+	// daemon gave it.
+	ErrNoVerdict = errors.New("no verdict yet")
+)

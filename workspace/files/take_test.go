@@ -1,4 +1,4 @@
-package daemon
+package files
 
 import (
 	"context"
@@ -76,7 +76,7 @@ func settleAll(t testing.TB, d *Daemon) bool {
 		any = true
 		s := tk.unsettled
 		tk.unsettled = settlement{}
-		if err := s.settle(d.ws, id); err != nil {
+		if err := s.settle(s.Workspace, id); err != nil {
 			t.Fatal(err)
 		}
 	}

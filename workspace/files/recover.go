@@ -1,4 +1,4 @@
-package daemon
+package files
 
 import (
 	"context"
@@ -44,25 +44,24 @@ func ValidateState(id string, data []byte) (workspace.State, error) {
 	return st, nil
 }
 
-func (t *task) backups() *backup.Set {
-	d := t.d
-	s := d.ws.Settings()
-	return &backup.Set{Root: d.ws.Root(), Dir: path.Join(workspace.TaskDir(t.id), "backups"), Prefix: "state_",
-		Keep: s.Backups.Keep, MaxBytes: int64(s.Limits.MaxFileBytes), DirPerm: d.ws.DirPerm(), Now: d.now}
+func (t *committer) backups() *backup.Set {
+	set := t.s.Settings()
+	return &backup.Set{Root: t.s.Root(), Dir: path.Join(workspace.TaskDir(t.id), "backups"), Prefix: "state_",
+		Keep: set.Backups.Keep, MaxBytes: int64(set.Limits.MaxFileBytes), DirPerm: t.s.DirPerm(), Now: t.s.Now}
 }
 
 // upToDate reads the task without its lock and reports whether it needs
 // nothing: state.json is still the file last written, or it is valid and
 // nothing in the journal is past it. It leaves the state read in t.st
 // (not cached: only a load under the lock caches).
-func (t *task) upToDate() bool {
-	d := t.d
+func (t *committer) upToDate() bool {
+	s := t.s
 	if t.loaded {
-		if fi, err := d.ws.Root().Lstat(statePath(t.id)); err == nil && sameFile(t.fi, fi) {
+		if fi, err := s.Workspace.Root().Lstat(statePath(t.id)); err == nil && sameFile(t.fi, fi) {
 			return true
 		}
 	}
-	data, err := d.ws.ReadFile(statePath(t.id))
+	data, err := s.Workspace.ReadFile(statePath(t.id))
 	if err != nil {
 		return false
 	}
@@ -70,7 +69,7 @@ func (t *task) upToDate() bool {
 	if err != nil {
 		return false
 	}
-	l, err := listJournal(d.ws, t.id)
+	l, err := listJournal(s.Workspace, t.id)
 	if err != nil || l.maxSeq > st.JournalSeq || len(l.taken) > 0 {
 		return false
 	}
@@ -91,15 +90,15 @@ func sameFile(a, b os.FileInfo) bool {
 // valid), finishes the records of markers taken before a crash, and
 // replays every record past the state's journal_seq. The caller holds the
 // task lock. It returns errNoTask when task.json is missing.
-func (t *task) load(ctx context.Context, force bool) error {
-	d := t.d
+func (t *committer) load(ctx context.Context, force bool) error {
+	s := t.s
 	if t.loaded && !force {
-		if fi, err := d.ws.Root().Lstat(statePath(t.id)); err == nil && sameFile(t.fi, fi) {
+		if fi, err := s.Workspace.Root().Lstat(statePath(t.id)); err == nil && sameFile(t.fi, fi) {
 			return nil
 		}
 	}
 	t.forget()
-	tk, err := d.ws.GetTask(t.id)
+	tk, err := s.Workspace.GetTask(t.id)
 	if errors.Is(err, workspace.ErrNotFound) {
 		return errNoTask
 	}
@@ -110,14 +109,14 @@ func (t *task) load(ctx context.Context, force bool) error {
 		write, backupOld bool
 		restoredFrom     string
 	)
-	data, err := d.ws.ReadFile(statePath(t.id))
+	data, err := s.Workspace.ReadFile(statePath(t.id))
 	switch {
 	case errors.Is(err, workspace.ErrNotFound):
 		t.st, write = machine.Init(tk), true
 	case err == nil:
 		if t.st, err = ValidateState(t.id, data); err == nil {
 			t.valid = true
-			t.fi, _ = d.ws.Root().Lstat(statePath(t.id))
+			t.fi, _ = s.Workspace.Root().Lstat(statePath(t.id))
 			backupOld = true
 			break
 		}
@@ -125,8 +124,8 @@ func (t *task) load(ctx context.Context, force bool) error {
 	default:
 		write = true
 		b, bdata, skipped, berr := t.backups().NewestValid(func(b []byte) error { _, err := ValidateState(t.id, b); return err })
-		for _, s := range skipped {
-			d.log.Warn("backup not valid", "task", t.id, "backup", s.Backup.Name, "err", s.Err)
+		for _, sk := range skipped {
+			s.log().Warn("backup not valid", "task", t.id, "backup", sk.Backup.Name, "err", sk.Err)
 		}
 		if berr == nil {
 			t.st, _ = ValidateState(t.id, bdata)
@@ -135,15 +134,15 @@ func (t *task) load(ctx context.Context, force bool) error {
 		} else {
 			t.st, restoredFrom = machine.Init(tk), "journal"
 		}
-		d.log.Warn("state.json corrupt, restoring", "task", t.id, "from", restoredFrom, "reason", err)
+		s.log().Warn("state.json corrupt, restoring", "task", t.id, "from", restoredFrom, "reason", err)
 	}
-	l, err := listJournal(d.ws, t.id)
+	l, err := listJournal(s.Workspace, t.id)
 	if err != nil {
 		return err
 	}
 	// Leftovers of writes cut short: the task starts afresh.
 	for _, n := range l.temps {
-		_ = d.ws.Root().Remove(path.Join(journalPath(t.id), n))
+		_ = s.Workspace.Root().Remove(path.Join(journalPath(t.id), n))
 	}
 	t.removeStateTemps()
 	t.next = max(l.maxSeq, t.st.JournalSeq) + 1
@@ -172,7 +171,7 @@ func (t *task) load(ctx context.Context, force bool) error {
 // record was lost, which is then written but not applied again). A record
 // that cannot be read or written stops it: applying the ones after it
 // would skip a marker for good, so the task waits until it can.
-func (t *task) journalPast(l *journalListing) ([]workspace.JournalRecord, error) {
+func (t *committer) journalPast(l *journalListing) ([]workspace.JournalRecord, error) {
 	read, err := t.settleLeftovers(l)
 	if err != nil {
 		return nil, err
@@ -191,7 +190,7 @@ func (t *task) journalPast(l *journalListing) ([]workspace.JournalRecord, error)
 			name := l.records[seq]
 			rs, ok := read[name]
 			if !ok {
-				if rs, err = readRecordFile(t.d.ws, t.id, l.files[name]); err == nil {
+				if rs, err = readRecordFile(t.s.Workspace, t.id, l.files[name]); err == nil {
 					read[name] = rs
 				}
 			}
@@ -215,28 +214,28 @@ func (t *task) journalPast(l *journalListing) ([]workspace.JournalRecord, error)
 // removed; one that does not is removed, and its records are written again
 // from their taken markers by the caller. l is updated to match; the
 // files read are returned by name, with their records.
-func (t *task) settleLeftovers(l *journalListing) (map[string][]workspace.JournalRecord, error) {
-	d := t.d
+func (t *committer) settleLeftovers(l *journalListing) (map[string][]workspace.JournalRecord, error) {
+	s := t.s
 	read := map[string][]workspace.JournalRecord{}
 	bad := map[string]bool{}
-	var s settlement
+	var w settlement
 	for seq, tk := range l.taken {
 		name, ok := l.records[seq]
 		if !ok || bad[name] {
 			continue
 		}
 		if _, ok := read[name]; !ok {
-			rs, err := readRecordFile(d.ws, t.id, l.files[name])
+			rs, err := readRecordFile(s.Workspace, t.id, l.files[name])
 			if err != nil {
-				d.log.Warn("journal record file torn; writing its records again from the taken markers", "task", t.id, "file", name, "err", err)
-				_ = d.ws.Root().Remove(path.Join(journalPath(t.id), name))
+				s.log().Warn("journal record file torn; writing its records again from the taken markers", "task", t.id, "file", name, "err", err)
+				_ = s.Workspace.Root().Remove(path.Join(journalPath(t.id), name))
 				bad[name] = true
 				continue
 			}
 			read[name] = rs
-			s.files = append(s.files, name)
+			w.files = append(w.files, name)
 		}
-		s.taken = append(s.taken, tk.name)
+		w.taken = append(w.taken, tk.name)
 		delete(l.taken, seq) // its record is in a file that reads whole
 	}
 	for name := range bad {
@@ -248,10 +247,10 @@ func (t *task) settleLeftovers(l *journalListing) (map[string][]workspace.Journa
 		}
 		delete(l.files, name)
 	}
-	if len(s.taken) == 0 {
+	if len(w.taken) == 0 {
 		return read, nil
 	}
-	if err := s.settle(d.ws, t.id); err != nil {
+	if err := w.settle(s.Workspace, t.id); err != nil {
 		return nil, err
 	}
 	return read, nil
@@ -260,9 +259,9 @@ func (t *task) settleLeftovers(l *journalListing) (map[string][]workspace.Journa
 // finishTaken writes the record of a marker taken before a crash: it is
 // judged as it is (no grace: it is already taken) and stamped now. The
 // record is written durably and the taken marker removed.
-func (t *task) finishTaken(tk journalEntry) (workspace.JournalRecord, error) {
-	d := t.d
-	dirs, err := openTaskDirs(d.ws, t.id)
+func (t *committer) finishTaken(tk journalEntry) (workspace.JournalRecord, error) {
+	s := t.s
+	dirs, err := openTaskDirs(s.Workspace, t.id)
 	if err != nil {
 		return workspace.JournalRecord{}, err
 	}
@@ -272,12 +271,12 @@ func (t *task) finishTaken(tk journalEntry) (workspace.JournalRecord, error) {
 		return workspace.JournalRecord{}, err
 	}
 	kind, _ := workspace.IsMarkerName(tk.marker)
-	ex := examine(d.ws, dirs.tdf, dirs.jrf, tk.name, kind, fi, d.now(), -1)
-	rec := ex.record(tk.seq, d.now(), tk.marker)
-	if _, err := writeRecords(d.ws, dirs.jr, t.id, []workspace.JournalRecord{rec}, true); err != nil {
+	ex := examine(s.Workspace, dirs.tdf, dirs.jrf, tk.name, kind, fi, s.Now(), -1)
+	rec := ex.record(tk.seq, s.Now(), tk.marker)
+	if _, err := writeRecords(s.Workspace, dirs.jr, t.id, []workspace.JournalRecord{rec}, true); err != nil {
 		return workspace.JournalRecord{}, err
 	}
-	removeTaken(d.ws, t.id, []string{tk.name})
+	removeTaken(s.Workspace, t.id, []string{tk.name})
 	return rec, nil
 }
 
@@ -285,8 +284,8 @@ func (t *task) finishTaken(tk journalEntry) (workspace.JournalRecord, error) {
 // cut short by a crash) from the task directory, and nothing else (see
 // isStateTemp). The caller holds the task's lock, which every writer of
 // state.json takes.
-func (t *task) removeStateTemps() {
-	f, err := t.d.ws.Root().Open(workspace.TaskDir(t.id))
+func (t *committer) removeStateTemps() {
+	f, err := t.s.Workspace.Root().Open(workspace.TaskDir(t.id))
 	if err != nil {
 		return
 	}
@@ -297,7 +296,7 @@ func (t *task) removeStateTemps() {
 	}
 	for _, n := range names {
 		if isStateTemp(n) {
-			_ = t.d.ws.Root().Remove(path.Join(workspace.TaskDir(t.id), n))
+			_ = t.s.Workspace.Root().Remove(path.Join(workspace.TaskDir(t.id), n))
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package daemon
+package files
 
 import (
 	"context"
@@ -36,32 +36,28 @@ const chunk = 32
 // stream of markers does not keep the loop from the other tasks.
 const maxLists = 16
 
-// unwrittenMost is the most markers taken and folded before their state
-// is written, so that a task receiving a steady stream of markers still
-// has its state.json brought up to date every few chunks.
-const unwrittenMost = 4 * chunk
-
-// take journals every marker of the task directory that is ready (valid,
-// or rejected) and commits them. Markers are taken in the order they were
+// take journals the markers of the task directory that are ready (valid,
+// or rejected), up to max, and commits them. Markers are taken in the order they were
 // dropped (mtime, then name), so of two claims the earlier one wins. They
 // are taken chunk by chunk: each chunk is renamed into the journal, made
 // durable there and folded into the state, and while that is done the
 // next chunk is read and examined beside it. The state is written once
-// no marker is left (or every unwrittenMost markers): during a burst, the
-// markers that arrive while a chunk is journaled are taken next rather
-// than waiting for a state write of their own. It returns how many were
-// taken and, when some wait for their grace period, until when.
-func (t *task) take(ctx context.Context) (int, time.Time, error) {
-	d := t.d
-	dirs, err := openTaskDirs(d.ws, t.id)
+// no marker is left or max are taken: during a burst, the markers that
+// arrive while a chunk is journaled are taken next rather than waiting
+// for a state write of their own. It returns how many were taken, whether
+// more are waiting past max, and, when some wait for their grace period,
+// until when.
+func (t *committer) take(ctx context.Context, max int) (int, bool, time.Time, error) {
+	s := t.s
+	dirs, err := openTaskDirs(s.Workspace, t.id)
 	if err != nil {
-		return 0, time.Time{}, err
+		return 0, false, time.Time{}, err
 	}
 	defer dirs.close()
 	ls := &lister{td: dirs.td}
 	ls.list()
 	if ls.err != nil {
-		return 0, time.Time{}, fmt.Errorf("list markers of task %s: %w", t.id, ls.err)
+		return 0, false, time.Time{}, fmt.Errorf("list markers of task %s: %w", t.id, ls.err)
 	}
 	var (
 		total    int
@@ -76,7 +72,7 @@ func (t *task) take(ctx context.Context) (int, time.Time, error) {
 			waitTill = wt
 		}
 		if err != nil {
-			return total, waitTill, err
+			return total, false, waitTill, err
 		}
 		// Read and examine the next chunk while this one is journaled.
 		ahead := make(chan batch, 1)
@@ -90,7 +86,7 @@ func (t *task) take(ctx context.Context) (int, time.Time, error) {
 		}
 		b = <-ahead
 		if err != nil {
-			return total, waitTill, err
+			return total, false, waitTill, err
 		}
 		total += len(recs)
 		if len(recs) == 0 && len(ls.rest) == 0 {
@@ -98,20 +94,25 @@ func (t *task) take(ctx context.Context) (int, time.Time, error) {
 			// again would find the same ones.
 			break
 		}
+		if total >= max {
+			// Enough for one state write: the daemon commits again for
+			// the rest.
+			break
+		}
 		b = t.examineMore(dirs, b, ls.stragglers(b))
-		if folded > 0 && (len(b.pending) == 0 || folded >= unwrittenMost || next.stopped != nil) {
+		if folded > 0 && (len(b.pending) == 0 || next.stopped != nil) {
 			if err := t.commit(ctx, next); err != nil {
-				return total, waitTill, err
+				return total, false, waitTill, err
 			}
 			folded = 0
 		}
 	}
 	if folded > 0 {
 		if err := t.commit(ctx, next); err != nil {
-			return total, waitTill, err
+			return total, false, waitTill, err
 		}
 	}
-	return total, waitTill, ctx.Err()
+	return total, total >= max, waitTill, ctx.Err()
 }
 
 // taskDirs are a task directory and its journal, open as roots (for
@@ -256,12 +257,12 @@ func (l *lister) stragglers(b batch) []pendingMarker {
 }
 
 // examine reads and judges the markers of a chunk.
-func (t *task) examine(dirs taskDirs, pending []pendingMarker) batch {
+func (t *committer) examine(dirs taskDirs, pending []pendingMarker) batch {
 	return batch{pending: pending, exs: t.examineAll(dirs.tdf, pending)}
 }
 
 // examineMore adds markers to b, read and judged.
-func (t *task) examineMore(dirs taskDirs, b batch, more []pendingMarker) batch {
+func (t *committer) examineMore(dirs taskDirs, b batch, more []pendingMarker) batch {
 	if len(more) == 0 {
 		return b
 	}
@@ -276,9 +277,9 @@ func (t *task) examineMore(dirs taskDirs, b batch, more []pendingMarker) batch {
 // goroutine each, so that the deep stack of a schema check is grown once
 // per worker; markers and products are read from the page cache, just
 // written, so more workers would only add switching.
-func (t *task) examineAll(td *os.File, pending []pendingMarker) []examined {
-	d := t.d
-	now := d.now()
+func (t *committer) examineAll(td *os.File, pending []pendingMarker) []examined {
+	s := t.s
+	now := s.Now()
 	exs := make([]examined, len(pending))
 	var (
 		next atomic.Int64
@@ -292,7 +293,7 @@ func (t *task) examineAll(td *os.File, pending []pendingMarker) []examined {
 					return
 				}
 				p := pending[i]
-				exs[i] = examine(d.ws, td, td, p.name, p.kind, p.fi, now, d.cfg.Grace)
+				exs[i] = examine(s.Workspace, td, td, p.name, p.kind, p.fi, now, s.grace())
 			}
 		})
 	}
@@ -304,9 +305,9 @@ func (t *task) examineAll(td *os.File, pending []pendingMarker) []examined {
 // each with the next sequence number. It returns their records, the names
 // they were taken as, and when the earliest marker left waiting passes its
 // grace period.
-func (t *task) takeChunk(dirs taskDirs, b batch) ([]workspace.JournalRecord, []string, time.Time, error) {
-	d := t.d
-	now := d.now()
+func (t *committer) takeChunk(dirs taskDirs, b batch) ([]workspace.JournalRecord, []string, time.Time, error) {
+	s := t.s
+	now := s.Now()
 	var waitTill time.Time
 	// Sequence numbers go to the ready markers in order, and the renames
 	// happen in that order too, one after another: a crash between two
@@ -323,7 +324,7 @@ func (t *task) takeChunk(dirs taskDirs, b batch) ([]workspace.JournalRecord, []s
 		case vanished:
 			continue
 		case wait:
-			until := p.fi.ModTime().Add(d.cfg.Grace)
+			until := p.fi.ModTime().Add(s.grace())
 			if waitTill.IsZero() || until.Before(waitTill) {
 				waitTill = until
 			}
@@ -347,7 +348,7 @@ func (t *task) takeChunk(dirs taskDirs, b batch) ([]workspace.JournalRecord, []s
 		} else if fi, err := dirs.jr.Lstat(tn); err == nil && !sameFile(p.fi, fi) {
 			// The file was swapped between reading and renaming: judge
 			// what was actually taken.
-			ex = examine(d.ws, dirs.tdf, dirs.jrf, tn, p.kind, fi, now, -1)
+			ex = examine(s.Workspace, dirs.tdf, dirs.jrf, tn, p.kind, fi, now, -1)
 		}
 		t.next++
 		recs = append(recs, ex.record(seq, now, p.name))

@@ -1,13 +1,11 @@
-package daemon
+package files
 
 import (
 	"context"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
-	"github.com/workspaced/workspaced/friction"
 	"github.com/workspaced/workspaced/schemas"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
@@ -23,7 +21,7 @@ import (
 // while the state machine folds them into n (the state as folded so far,
 // not yet written): the state that reflects them is written after both,
 // by commit. taken names the taken markers in the journal.
-func (t *task) journal(jr *os.Root, recs []workspace.JournalRecord, taken []string, n *nextState) error {
+func (t *committer) journal(jr *os.Root, recs []workspace.JournalRecord, taken []string, n *nextState) error {
 	// The renames are the commit point: make them durable and write the
 	// records. The taken markers (written durably by their agents) are
 	// the journal's durable copy until settle has made the records
@@ -35,7 +33,7 @@ func (t *task) journal(jr *os.Root, recs []workspace.JournalRecord, taken []stri
 		if err = atomicfile.SyncDir(jr, "."); err != nil {
 			err = fmt.Errorf("sync journal of task %s: %w", t.id, err)
 		} else {
-			file, err = writeRecords(t.d.ws, jr, t.id, recs, false)
+			file, err = writeRecords(t.s.Workspace, jr, t.id, recs, false)
 		}
 		journaled <- err
 	}()
@@ -47,13 +45,12 @@ func (t *task) journal(jr *os.Root, recs []workspace.JournalRecord, taken []stri
 		t.forget()
 		return err
 	}
-	t.unsettled.files = append(t.unsettled.files, file)
-	t.unsettled.taken = append(t.unsettled.taken, taken...)
+	t.leave(settlement{files: []string{file}, taken: taken})
 	return nil
 }
 
 // commit encodes and checks the folded state n and writes it.
-func (t *task) commit(ctx context.Context, n nextState) error {
+func (t *committer) commit(ctx context.Context, n nextState) error {
 	err := t.encode(&n)
 	if err == nil {
 		err = t.write(ctx, n, t.fi != nil, "")
@@ -80,11 +77,11 @@ type nextState struct {
 
 // unwritten is the task's state as last written or read, for records to
 // be folded into.
-func (t *task) unwritten() nextState { return nextState{st: t.st, plan: t.plan} }
+func (t *committer) unwritten() nextState { return nextState{st: t.st, plan: t.plan} }
 
 // fold folds recs into the task's state through the state machine, and
 // encodes and checks the result. It changes nothing.
-func (t *task) fold(recs []workspace.JournalRecord) (nextState, error) {
+func (t *committer) fold(recs []workspace.JournalRecord) (nextState, error) {
 	n := t.unwritten()
 	t.apply(&n, recs)
 	return n, t.encode(&n)
@@ -92,7 +89,7 @@ func (t *task) fold(recs []workspace.JournalRecord) (nextState, error) {
 
 // apply folds recs into n through the state machine, after the records
 // folded into it before.
-func (t *task) apply(n *nextState, recs []workspace.JournalRecord) {
+func (t *committer) apply(n *nextState, recs []workspace.JournalRecord) {
 	st, evs, stopped := machine.Continue(n.st, t.planLoader(n.st, n.plan), recs)
 	n.st, n.evs, n.stopped = st, append(n.evs, evs...), stopped
 	for _, rec := range recs {
@@ -108,7 +105,7 @@ func (t *task) apply(n *nextState, recs []workspace.JournalRecord) {
 
 // encode encodes the folded state n and checks it: only what changed since
 // the state last written when that one was checked (statecheck.Next).
-func (t *task) encode(n *nextState) error {
+func (t *committer) encode(n *nextState) error {
 	var prev *workspace.State
 	if t.valid {
 		prev = &t.st
@@ -132,34 +129,34 @@ func (t *task) encode(n *nextState) error {
 // the state of the records before it is written and write returns why it
 // stopped; the records from that one on stay in the journal, past
 // journal_seq, for the next load.
-func (t *task) write(ctx context.Context, n nextState, backupOld bool, restoredFrom string) error {
-	d := t.d
+func (t *committer) write(ctx context.Context, n nextState, backupOld bool, restoredFrom string) error {
+	s := t.s
 	if backupOld {
 		// Linked only: settle prunes backups/ and makes it durable.
 		bs := t.backups()
 		if _, err := bs.Add(statePath(t.id)); err != nil {
 			return err
 		}
-		t.unsettled.backups, t.unsettled.set = true, bs
+		t.leave(settlement{backups: true, set: bs})
 	}
-	if err := d.ws.Write(statePath(t.id), n.data); err != nil {
+	if err := s.Workspace.Write(statePath(t.id), n.data); err != nil {
 		return fmt.Errorf("write state of task %s: %w", t.id, err)
 	}
-	t.fi, _ = d.ws.Root().Lstat(statePath(t.id))
+	t.fi, _ = s.Workspace.Root().Lstat(statePath(t.id))
 	t.st, t.plan, t.valid = n.st, n.plan, true
 	t.noteProgress()
 	evs := n.evs
 	if restoredFrom != "" {
-		evs = []workspace.Event{{Time: d.now().UTC(), Name: EventStateRestored, TaskID: t.id,
+		evs = []workspace.Event{{Time: s.Now().UTC(), Name: EventStateRestored, TaskID: t.id,
 			Attrs: map[string]string{"from": restoredFrom, "journal_seq": fmt.Sprint(n.st.JournalSeq)}}}
 	}
 	if len(evs) > 0 {
-		if err := d.ws.AppendEvents(t.id, evs); err != nil {
-			d.log.Warn("append events", "task", t.id, "err", err)
+		if err := s.Workspace.AppendEvents(t.id, evs); err != nil {
+			s.log().Warn("append events", "task", t.id, "err", err)
 		}
-		d.observe(ctx, evs)
+		t.events = append(t.events, evs...)
 	}
-	d.log.Debug("state written", "task", t.id, "journal_seq", n.st.JournalSeq, "records", n.applied)
+	s.log().Debug("state written", "task", t.id, "journal_seq", n.st.JournalSeq, "records", n.applied)
 	if n.stopped != nil {
 		return fmt.Errorf("apply journal of task %s: state written through seq %d: %w", t.id, n.st.JournalSeq, n.stopped)
 	}
@@ -233,12 +230,12 @@ func checkRecord(rec *workspace.JournalRecord) error {
 // planLoader gives machine.Continue the plan st tracks when no
 // record in the batch carries it: the cached one, else plan.json or
 // plans/plan_v<N>.json, else the journal record that proposed it.
-func (t *task) planLoader(st workspace.State, plan *workspace.Plan) func(int) (*workspace.Plan, error) {
+func (t *committer) planLoader(st workspace.State, plan *workspace.Plan) func(int) (*workspace.Plan, error) {
 	return func(version int) (*workspace.Plan, error) {
 		if plan != nil && plan.Version == version && plan.ID == st.PlanID {
 			return plan, nil
 		}
-		return loadPlan(t.d.ws, t.id, st.PlanID, version)
+		return loadPlan(t.s.Workspace, t.id, st.PlanID, version)
 	}
 }
 
@@ -259,23 +256,4 @@ func loadPlan(ws *workspace.Workspace, id, planID string, version int) (*workspa
 		}
 	}
 	return nil, fmt.Errorf("plan %s v%d of task %s: not in plans/ nor in the journal", planID, version, id)
-}
-
-// observe shows the events of a commit to the friction detectors and
-// records what they find (workspace.ObserveFriction, as every store's
-// daemon does).
-func (d *Daemon) observe(ctx context.Context, evs []workspace.Event) {
-	if _, err := workspace.ObserveFriction(ctx, frictionOf{d}, daemonAgent, evs, d.now().UTC().Truncate(time.Millisecond)); err != nil {
-		d.log.Warn("record friction", "err", err)
-	}
-}
-
-// frictionOf is the daemon's friction log as a workspace.FrictionStore:
-// the log on the daemon's clock, the detectors' settings read at start.
-type frictionOf struct{ d *Daemon }
-
-func (f frictionOf) Friction(string) workspace.FrictionLog { return f.d.friction }
-func (f frictionOf) FrictionConfig() friction.Config       { return f.d.frictionCfg }
-func (f frictionOf) NoteFriction(e friction.Entry, isNew bool, tasks []string) {
-	f.d.ws.NoteFriction(e, isNew, tasks)
 }

@@ -1,0 +1,88 @@
+package files
+
+import (
+	"io"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"syscall"
+	"time"
+
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// A running daemon answers on a Unix socket in the abstract namespace,
+// named after the root directory's device and inode, with what status
+// cannot read from the tree: the tasks stopped by an error and why, the
+// tasks it cannot watch, the entries of tasks/ it refuses, and when it
+// last rescanned. The socket has no file, so it writes nothing and holds
+// nothing open on the workspace's filesystem; it only answers, with one
+// JSON document per connection, and takes no input.
+
+// ErrNoLive: no daemon answers for the root.
+var ErrNoLive = errors.New("no daemon answers for this root")
+
+// liveAddr is the abstract socket of the daemon serving root.
+func liveAddr(root string) (string, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(root, &st); err != nil {
+		return "", fmt.Errorf("stat %s: %w", root, err)
+	}
+	return fmt.Sprintf("@workspaced/%x/%x", uint64(st.Dev), st.Ino), nil
+}
+
+// listenLive opens the daemon's socket. A second daemon of the same root
+// cannot get this far (it holds no root lock).
+func listenLive(root string) (net.Listener, error) {
+	addr, err := liveAddr(root)
+	if err != nil {
+		return nil, err
+	}
+	return net.Listen("unix", addr)
+}
+
+// ServeLive answers status on the root's socket with report() until the
+// returned Closer is closed (workspace.LiveServer).
+func (s *Store) ServeLive(report func() workspace.Live) (io.Closer, error) {
+	ln, err := listenLive(s.Dir())
+	if err != nil {
+		return nil, err
+	}
+	go serveLive(ln, report)
+	return ln, nil
+}
+
+// serveLive answers every connection with the latest report until ln is
+// closed.
+func serveLive(ln net.Listener, report func() workspace.Live) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+		_ = json.NewEncoder(c).Encode(report())
+		c.Close()
+	}
+}
+
+// ReadLive asks the daemon serving root for its report. It fails with
+// ErrNoLive when none answers.
+func ReadLive(root string) (workspace.Live, error) {
+	addr, err := liveAddr(root)
+	if err != nil {
+		return workspace.Live{}, err
+	}
+	c, err := net.DialTimeout("unix", addr, time.Second)
+	if err != nil {
+		return workspace.Live{}, fmt.Errorf("%w: %v", ErrNoLive, err)
+	}
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	var l workspace.Live
+	if err := json.NewDecoder(c).Decode(&l); err != nil {
+		return workspace.Live{}, fmt.Errorf("read the daemon's report: %w", err)
+	}
+	return l, nil
+}

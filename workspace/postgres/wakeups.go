@@ -1,0 +1,192 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/machine"
+)
+
+// The daemon's wake-ups on PostgreSQL: it LISTENs on the markers channel,
+// which every marker inserted and every task created notifies with its
+// task's id, and it polls the markers table every DefaultPoll for markers
+// whose notification was lost (or where a transaction pooler drops
+// LISTEN). After each (re)connection it polls at once, since
+// notifications may have been lost meanwhile. Every task is seen on one
+// channel, so Follow and Unfollow have nothing to do.
+
+// DefaultPoll is how often the markers table is looked at without a
+// notification.
+const DefaultPoll = time.Second
+
+// Wakeups starts the wake-up source (workspace.Served). opt.Interval is
+// the poll (zero: DefaultPoll).
+func (s *Store) Wakeups(ctx context.Context, opt workspace.WakeOptions) (workspace.Wakeups, error) {
+	switch opt.Mode {
+	case "", "listen":
+	default:
+		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "serve", Msg: fmt.Sprintf("no wake-up mode %q on PostgreSQL", opt.Mode),
+			Hint: "a database root wakes on its notifications and a poll: leave --wakeups out"}
+	}
+	poll := opt.Interval
+	if poll <= 0 {
+		poll = DefaultPoll
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	w := &listenWakeups{c: make(chan workspace.Wake, 1024), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		defer close(w.c)
+		s.wake(ctx, poll, w.c)
+	}()
+	return w, nil
+}
+
+type listenWakeups struct {
+	c      chan workspace.Wake
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (w *listenWakeups) C() <-chan workspace.Wake { return w.c }
+func (w *listenWakeups) Follow(string) error      { return nil }
+func (w *listenWakeups) Unfollow(string)          {}
+func (w *listenWakeups) Mode() string             { return "listen" }
+func (w *listenWakeups) Held() int                { return 1 }
+func (w *listenWakeups) Close() error {
+	w.cancel()
+	<-w.done
+	return nil
+}
+
+// wake sends the tasks that notifications and polls name until ctx ends.
+func (s *Store) wake(ctx context.Context, poll time.Duration, c chan<- workspace.Wake) {
+	ids := make(chan string, 1024)
+	go s.listen(ctx, ids)
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		var w workspace.Wake
+		select {
+		case <-ctx.Done():
+			return
+		case id := <-ids:
+			if id != "" {
+				w.Task = id
+				break
+			}
+			s.pollWaiting(ctx, c)
+			continue
+		case <-t.C:
+			s.pollWaiting(ctx, c)
+			continue
+		}
+		select {
+		case c <- w:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// pollWaiting sends each task with markers waiting.
+func (s *Store) pollWaiting(ctx context.Context, c chan<- workspace.Wake) {
+	ids, err := s.waitingTasks(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			send(ctx, c, workspace.Wake{Err: fmt.Errorf("look for markers: %w", err)})
+		}
+		return
+	}
+	for _, id := range ids {
+		send(ctx, c, workspace.Wake{Task: id})
+	}
+}
+
+func send(ctx context.Context, c chan<- workspace.Wake, w workspace.Wake) {
+	select {
+	case c <- w:
+	case <-ctx.Done():
+	}
+}
+
+// listen forwards the task ids of notifications to ids, reconnecting
+// after an error; after each (re)connection it sends "" (poll), since
+// notifications may have been lost meanwhile.
+func (s *Store) listen(ctx context.Context, ids chan<- string) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := s.listenOnce(ctx, ids)
+		if ctx.Err() != nil {
+			return
+		}
+		select {
+		case ids <- "":
+		case <-ctx.Done():
+			return
+		}
+		_ = err // the poll covers the gap; the next connection is tried after backoff
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+func (s *Store) listenOnce(ctx context.Context, ids chan<- string) error {
+	conn, err := s.connectOne(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel()}.Sanitize()); err != nil {
+		return err
+	}
+	select {
+	case ids <- "":
+	case <-ctx.Done():
+		return nil
+	}
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		select {
+		case ids <- n.Payload:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// waitingTasks are the tasks with markers waiting.
+func (s *Store) waitingTasks(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, "SELECT DISTINCT task_id FROM markers")
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// Tasks lists the tasks the daemon serves (workspace.Served): those with
+// markers waiting or no state yet, and those with subtasks in progress
+// (whose timeouts it watches). A task with none of these has nothing for
+// the daemon to do until a marker wakes it.
+func (s *Store) Tasks(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT t.id FROM tasks t LEFT JOIN states s ON s.task_id = t.id
+		WHERE s.task_id IS NULL
+		   OR position('"`+machine.SubtaskInProgress+`"' in s.doc) > 0
+		   OR EXISTS (SELECT 1 FROM markers m WHERE m.task_id = t.id)
+		ORDER BY t.id COLLATE "C"`)
+	if err != nil {
+		return nil, fmt.Errorf("list the tasks to serve: %w", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
