@@ -96,12 +96,6 @@ var (
 	ErrAlreadyServing = errors.New("another daemon is serving this root")
 	// ErrUnsafeFilesystem: the root is on NFS, SMB or FUSE and Strict is set.
 	ErrUnsafeFilesystem = errors.New("filesystem not safe for the workspace")
-	// ErrNotServing: no daemon holds the root's lock, so a marker waiting
-	// for its verdict stays undecided (see WaitVerdict).
-	ErrNotServing = errors.New("no daemon serving")
-	// ErrNoVerdict: the wait for a marker's verdict ended before the
-	// daemon gave it.
-	ErrNoVerdict = errors.New("no verdict yet")
 )
 
 // ServingError says which process serves the root. It matches

@@ -272,8 +272,8 @@ func (t *task) finishTaken(tk journalEntry) (workspace.JournalRecord, error) {
 		return workspace.JournalRecord{}, err
 	}
 	kind, _ := workspace.IsMarkerName(tk.marker)
-	ex := examine(d.ws, dirs.tdf, dirs.jrf, tk.name, kind, fi, d.now(), -1)
-	rec := ex.record(tk.seq, d.now(), tk.marker)
+	ex := examine(d.ws, dirs.tdf, dirs.jrf, tk.name, tk.marker, kind, fi, d.now(), -1)
+	rec := ex.record(tk.seq, d.now())
 	if _, err := writeRecords(d.ws, dirs.jr, t.id, []workspace.JournalRecord{rec}, true); err != nil {
 		return workspace.JournalRecord{}, err
 	}

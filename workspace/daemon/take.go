@@ -292,7 +292,7 @@ func (t *task) examineAll(td *os.File, pending []pendingMarker) []examined {
 					return
 				}
 				p := pending[i]
-				exs[i] = examine(d.ws, td, td, p.name, p.kind, p.fi, now, d.cfg.Grace)
+				exs[i] = examine(d.ws, td, td, p.name, p.name, p.kind, p.fi, now, d.cfg.Grace)
 			}
 		})
 	}
@@ -342,15 +342,15 @@ func (t *task) takeChunk(dirs taskDirs, b batch) ([]workspace.JournalRecord, []s
 			}
 			// Removed by someone else since it was read: its number is
 			// used up, so say why in the record.
-			ex.verdict, ex.reason = reject, "marker vanished before it was taken"
+			ex.verdict, ex.judged = reject, ex.judged.Reject("marker vanished before it was taken")
 			tn = ""
 		} else if fi, err := dirs.jr.Lstat(tn); err == nil && !sameFile(p.fi, fi) {
 			// The file was swapped between reading and renaming: judge
 			// what was actually taken.
-			ex = examine(d.ws, dirs.tdf, dirs.jrf, tn, p.kind, fi, now, -1)
+			ex = examine(d.ws, dirs.tdf, dirs.jrf, tn, p.name, p.kind, fi, now, -1)
 		}
 		t.next++
-		recs = append(recs, ex.record(seq, now, p.name))
+		recs = append(recs, ex.record(seq, now))
 		if tn != "" {
 			taken = append(taken, tn)
 		}
