@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/locking"
-	"github.com/workspaced/workspaced/workspace/daemon"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // server is a `workspaced serve` process on one root, observed from

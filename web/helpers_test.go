@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/internal/servetest"
+	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/daemon"
 	"github.com/workspaced/workspaced/workspace/files"
 )

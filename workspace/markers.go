@@ -210,6 +210,21 @@ func (w *Workspace) ReadProductAt(dir *os.File, outputFile string) (Product, err
 // readProductAt reads outputFile, a product of kind p.Kind, through dir as
 // ReadProductAt does, and also returns the bytes read.
 func (w *Workspace) readProductAt(dir *os.File, outputFile string, p Product) (Product, []byte, error) {
+	data, err := w.ReadProductFileAt(dir, outputFile)
+	if err != nil {
+		return Product{}, nil, err
+	}
+	p, err = w.decodeProduct(p, outputFile, data)
+	return p, data, err
+}
+
+// ReadProductFileAt reads the bytes of outputFile (named relative to the
+// task) through dir, the task directory, open, by ReadProductAt's safety
+// rules — a regular file inside the task within the size limit, opened
+// with one openat(2) a component, never through a symlink — without
+// decoding them. A missing file is ErrNotFound, one that can never be
+// read safely ErrUnsafe.
+func (w *Workspace) ReadProductFileAt(dir *os.File, outputFile string) ([]byte, error) {
 	from := dir
 	sub, file := path.Split(outputFile)
 	if sub != "" {
@@ -222,19 +237,18 @@ func (w *Workspace) readProductAt(dir *os.File, outputFile string, p Product) (P
 				if unix.Fstatat(int(dir.Fd()), sub, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
 					what = FileKind(modeOf(uint32(st.Mode)))
 				}
-				return Product{}, nil, &Error{Kind: ErrUnsafe, Op: "product " + outputFile, Msg: fmt.Sprintf("%s/ is a %s, not a directory of the task", sub, what)}
+				return nil, &Error{Kind: ErrUnsafe, Op: "product " + outputFile, Msg: fmt.Sprintf("%s/ is a %s, not a directory of the task", sub, what)}
 			}
-			return Product{}, nil, productReadError(outputFile, err)
+			return nil, productReadError(outputFile, err)
 		}
 		defer d.Close()
 		from = d
 	}
 	data, err := ReadAgentFileAt(from, file, int64(w.settings.Limits.MaxFileBytes))
 	if err != nil {
-		return Product{}, nil, productReadError(outputFile, err)
+		return nil, productReadError(outputFile, err)
 	}
-	p, err = w.decodeProduct(p, outputFile, data)
-	return p, data, err
+	return data, nil
 }
 
 // modeOf is the type bits of a stat(2) mode as an fs.FileMode.

@@ -12,7 +12,6 @@ import (
 	"github.com/workspaced/workspaced/retention"
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/daemon"
 	"github.com/workspaced/workspaced/workspace/files"
 )
 
@@ -93,7 +92,7 @@ func backupList(ctx context.Context, e *env, args []string) error {
 		data, err := w.ReadBackup(id, b.Name)
 		if err == nil {
 			var st workspace.State
-			st, err = daemon.ValidateState(id, data)
+			st, err = files.ValidateState(id, data)
 			bi.JournalSeq, bi.Status = st.JournalSeq, st.Status
 		}
 		if err != nil {
@@ -164,7 +163,7 @@ func backupRestore(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if t, isTree := w.(*files.Store); isTree && !*force {
-		held, h, err := locking.Held(daemon.LockPath(t.Dir()))
+		held, h, err := locking.Held(files.LockPath(t.Dir()))
 		if err != nil {
 			return err
 		}
@@ -177,7 +176,7 @@ func backupRestore(ctx context.Context, e *env, args []string) error {
 				Msg: who + " is serving this root", Hint: "stop it first, or pass --force (it replays the journal past the backup at the task's next marker)"}
 		}
 	}
-	chosen, err := w.RestoreBackup(ctx, id, *name, func(data []byte) error { _, err := daemon.ValidateState(id, data); return err })
+	chosen, err := w.RestoreBackup(ctx, id, *name, func(data []byte) error { _, err := files.ValidateState(id, data); return err })
 	if err != nil {
 		return err
 	}

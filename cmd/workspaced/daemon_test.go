@@ -20,7 +20,7 @@ import (
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/internal/fixture"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/daemon"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // The daemon is tested as a process: the real binary's serve, markers
@@ -164,7 +164,7 @@ func checkStates(t *testing.T, x *workspace.Workspace, ids []string) {
 		if err != nil {
 			t.Fatalf("task %s: %v", id, err)
 		}
-		if _, err := daemon.ValidateState(id, data); err != nil {
+		if _, err := files.ValidateState(id, data); err != nil {
 			t.Fatalf("task %s: state.json does not validate: %v", id, err)
 		}
 	}
@@ -176,7 +176,7 @@ func checkStates(t *testing.T, x *workspace.Workspace, ids []string) {
 // task directory. It returns the records.
 func checkJournal(t *testing.T, x *workspace.Workspace, id string) []workspace.JournalRecord {
 	t.Helper()
-	recs, err := daemon.ReadJournal(x, id)
+	recs, err := files.ReadJournal(x, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestServeSecondExitsFour(t *testing.T) {
 	first := w.serve()
 	eventually(t, "the first daemon to serve", func() (bool, string) {
 		r := w.run("status", "--json")
-		var s daemon.Status
+		var s files.Status
 		_ = json.Unmarshal([]byte(r.stdout), &s)
 		return s.Serving && s.PID == first.cmd.Process.Pid, r.String()
 	})
@@ -547,7 +547,7 @@ func TestServeRestoresCorruptState(t *testing.T) {
 					return false, err.Error()
 				}
 				for _, e := range evs {
-					if e.Name == daemon.EventStateRestored {
+					if e.Name == files.EventStateRestored {
 						restored = e.Attrs["from"]
 					}
 				}
@@ -733,7 +733,7 @@ func TestBackupRestoreCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := daemon.ValidateState("t1", data); err != nil {
+	if _, err := files.ValidateState("t1", data); err != nil {
 		t.Fatalf("restored state does not validate: %v", err)
 	}
 	w.fails(3, "", "backup", "restore", "--task", "t1", "--file", "state_nope.json")

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/workspaced/workspaced/locking"
-	"github.com/workspaced/workspaced/workspace/daemon"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // errorCase is one way a command fails, as a user meets it.
@@ -199,7 +199,7 @@ func serving(t *testing.T, w *ws) {
 	srv := w.serve()
 	eventually(t, "the daemon to serve", func() (bool, string) {
 		r := w.run("status", "--json")
-		var s daemon.Status
+		var s files.Status
 		_ = json.Unmarshal([]byte(r.stdout), &s)
 		return s.Serving && s.PID == srv.cmd.Process.Pid, r.String()
 	})

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/daemon"
 )
 
 // Faults of the filesystem under a running daemon, on a small ext4 image
@@ -48,7 +47,7 @@ func settled(t *testing.T, root, id string) {
 }
 
 // live reads the serving daemon's report through `status --json`.
-func (w *ws) live() *daemon.Live {
+func (w *ws) live() *workspace.Live {
 	w.t.Helper()
 	var s statusReport
 	if err := json.Unmarshal([]byte(w.ok("status", "--json")), &s); err != nil {
@@ -58,7 +57,7 @@ func (w *ws) live() *daemon.Live {
 }
 
 // stoppedTask reports whether live names task id as stopped, and why.
-func stoppedTask(l *daemon.Live, id string) (string, bool) {
+func stoppedTask(l *workspace.Live, id string) (string, bool) {
 	if l == nil {
 		return "", false
 	}

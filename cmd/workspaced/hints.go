@@ -13,14 +13,14 @@ import (
 
 	"github.com/workspaced/workspaced/schemas"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/daemon"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // hintFor is the fix for an error that carries no hint of its own, where
 // the command line knows one ("" where none is known). report prints it.
 func hintFor(err error) string {
 	var (
-		serving *daemon.ServingError
+		serving *files.ServingError
 		invalid *schemas.Error
 		syntax  *schemas.SyntaxError
 	)
@@ -32,7 +32,7 @@ func hintFor(err error) string {
 		}
 		return fmt.Sprintf("one daemon serves a root: 'workspaced --root %s status' names it; stop it with 'kill %s' "+
 			"(it stops cleanly on SIGTERM) before starting another, or serve another root", shellQuote(serving.Root), pid)
-	case errors.Is(err, daemon.ErrUnsafeFilesystem):
+	case errors.Is(err, files.ErrUnsafeFilesystem):
 		return "put the root on a local filesystem, or serve without --strict (it then only warns)"
 	case errors.As(err, &invalid):
 		return schemaHint(invalid)

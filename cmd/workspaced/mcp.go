@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/workspaced/workspaced/mcpserver"
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/workspaced/workspaced/mcpserver"
 	"github.com/workspaced/workspaced/workspace"
 )

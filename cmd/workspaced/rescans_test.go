@@ -19,7 +19,7 @@ import (
 
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/daemon"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // Faults and scale: the daemon rescanning thousands of tasks while cleanup
@@ -27,9 +27,9 @@ import (
 
 // liveNow asks the daemon serving w for its report (the socket status reads),
 // failing the test when none answers.
-func (w *ws) liveNow() daemon.Live {
+func (w *ws) liveNow() workspace.Live {
 	w.t.Helper()
-	l, err := daemon.ReadLive(w.root)
+	l, err := files.ReadLive(w.root)
 	if err != nil {
 		w.t.Fatalf("read the daemon's report: %v", err)
 	}
@@ -43,7 +43,7 @@ func (w *ws) awaitRescans(n int) {
 	last := w.liveNow().LastRescan
 	seen := 0
 	eventually(w.t, fmt.Sprintf("%d full rescans", n), func() (bool, string) {
-		l, err := daemon.ReadLive(w.root)
+		l, err := files.ReadLive(w.root)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -57,12 +57,12 @@ func (w *ws) awaitRescans(n int) {
 
 // awaitServing waits until the daemon answers on its socket with its
 // start-up scan done.
-func (w *ws) awaitServing() daemon.Live {
+func (w *ws) awaitServing() workspace.Live {
 	w.t.Helper()
-	var l daemon.Live
+	var l workspace.Live
 	eventually(w.t, "the daemon's start-up scan", func() (bool, string) {
 		var err error
-		l, err = daemon.ReadLive(w.root)
+		l, err = files.ReadLive(w.root)
 		if err != nil {
 			return false, err.Error()
 		}

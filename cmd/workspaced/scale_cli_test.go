@@ -10,7 +10,6 @@ import (
 
 	"github.com/workspaced/workspaced/internal/fixture"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/daemon"
 	"github.com/workspaced/workspaced/workspace/files"
 )
 
@@ -133,7 +132,7 @@ func TestStatusJSONStreamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ws.Close()
-	s, err := daemon.ReadStatus(ws)
+	s, err := files.ReadStatus(ws)
 	if err != nil {
 		t.Fatal(err)
 	}

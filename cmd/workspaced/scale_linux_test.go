@@ -16,7 +16,7 @@ import (
 
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/vocab"
-	"github.com/workspaced/workspaced/workspace/daemon"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // The daemon at scale: how long it takes to start over a large tree, what
@@ -182,7 +182,7 @@ func measureScale(t *testing.T, parent string, n int, idle time.Duration) scaleR
 	}()
 	pid := cmd.Process.Pid
 	for r.locked == 0 {
-		held, _, err := locking.Held(daemon.LockPath(w.root))
+		held, _, err := locking.Held(files.LockPath(w.root))
 		switch {
 		case err == nil && held:
 			r.locked = time.Since(start)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+
 	"github.com/workspaced/workspaced/schemas"
 	"github.com/workspaced/workspaced/workspace"
 )

@@ -15,7 +15,7 @@ import (
 	"github.com/workspaced/workspaced/retention"
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/daemon"
+	"github.com/workspaced/workspaced/workspace/files"
 	"github.com/workspaced/workspaced/workspace/machine"
 	"github.com/workspaced/workspaced/workspace/postgres"
 )
@@ -222,7 +222,7 @@ func stateRebuild(ctx context.Context, e *env, args []string) error {
 		data, err := w.ReadFile(workspace.TaskDir(id) + "/state.json")
 		return checkSummary(e, w, id, data, err, *asJSON)
 	}
-	rebuilt, err := daemon.Rebuild(w, id)
+	rebuilt, err := files.Rebuild(w, id)
 	if err != nil {
 		return fmt.Errorf("rebuild state of task %s: %w", id, err)
 	}
@@ -344,7 +344,7 @@ func checkSummary(e *env, w interface {
 	c := summaryCheck{TaskID: id, Summarised: true, Problems: []string{}}
 	if err == nil {
 		var st workspace.State
-		st, err = daemon.ValidateState(id, data)
+		st, err = files.ValidateState(id, data)
 		c.Status, c.JournalSeq = st.Status, st.JournalSeq
 	}
 	switch {

@@ -13,7 +13,8 @@ import (
 	"strings"
 
 	"github.com/workspaced/workspaced/atomicfile"
-	"github.com/workspaced/workspaced/workspace/daemon"
+	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
 	"github.com/workspaced/workspaced/workspace/postgres"
 )
 
@@ -64,7 +65,7 @@ func cmdStatus(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer w.Close()
-	s, err := daemon.ReadStatus(w)
+	s, err := files.ReadStatus(w)
 	if err != nil {
 		return err
 	}
@@ -163,9 +164,9 @@ func statusPG(ctx context.Context, e *env, asJSON bool) error {
 // printStatusJSON writes s, with the daemon's live report when there is
 // one, as printJSON would, streaming its task rows rather than encoding
 // the whole report in memory at once.
-func printStatusJSON(w io.Writer, s daemon.Status, live *daemon.Live) error {
+func printStatusJSON(w io.Writer, s files.Status, live *workspace.Live) error {
 	tasks := s.Tasks
-	s.Tasks = []daemon.TaskStatus{}
+	s.Tasks = []files.TaskStatus{}
 	head, err := atomicfile.Marshal(statusReport{Status: s, Live: live})
 	if err != nil {
 		return fmt.Errorf("encode output: %w", err)

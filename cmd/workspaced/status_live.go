@@ -5,23 +5,24 @@ import (
 	"io"
 	"time"
 
-	"github.com/workspaced/workspaced/workspace/daemon"
+	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // statusReport is `status --json`: the tree's status, and the serving
 // daemon's own report when one answers.
 type statusReport struct {
-	daemon.Status
-	Live *daemon.Live `json:"live,omitempty"`
+	files.Status
+	Live *workspace.Live `json:"live,omitempty"`
 }
 
 // readLive asks the daemon serving root for its report; nil when none
 // answers (no daemon, or one too old to have a status socket).
-func readLive(root string, serving bool) *daemon.Live {
+func readLive(root string, serving bool) *workspace.Live {
 	if !serving {
 		return nil
 	}
-	l, err := daemon.ReadLive(root)
+	l, err := files.ReadLive(root)
 	if err != nil {
 		return nil
 	}
@@ -30,7 +31,7 @@ func readLive(root string, serving bool) *daemon.Live {
 
 // printLive prints what the daemon said of itself: when it last
 // rescanned, and what keeps it from serving everything at once.
-func printLive(out io.Writer, l *daemon.Live) {
+func printLive(out io.Writer, l *workspace.Live) {
 	if l == nil {
 		return
 	}

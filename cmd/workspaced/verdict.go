@@ -10,7 +10,7 @@ import (
 
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/daemon"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // defaultVerdictWait is how long --wait alone waits for a verdict: the
@@ -117,7 +117,7 @@ func beforeMarker(w workspace.Store, op, taskID string, wait bool) (int64, error
 		return 0, err
 	}
 	if !serving {
-		return 0, &workspace.Error{Kind: daemon.ErrNotServing, Op: op, Msg: "no daemon serves " + src.Where() + ", so no verdict would come; nothing was dropped",
+		return 0, &workspace.Error{Kind: workspace.ErrNotServing, Op: op, Msg: "no daemon serves " + src.Where() + ", so no verdict would come; nothing was dropped",
 			Hint: "start the daemon (workspaced serve), or drop the marker without --wait: the daemon takes it when it starts"}
 	}
 	return after, nil
@@ -125,15 +125,15 @@ func beforeMarker(w workspace.Store, op, taskID string, wait bool) (int64, error
 
 // verdictSource is where the verdicts of w's markers are read: the store
 // itself when it reads them (PostgreSQL), else its file tree.
-func verdictSource(op string, w workspace.Store) (daemon.VerdictSource, error) {
-	if src, ok := w.(daemon.VerdictSource); ok {
+func verdictSource(op string, w workspace.Store) (workspace.VerdictSource, error) {
+	if src, ok := w.(workspace.VerdictSource); ok {
 		return src, nil
 	}
 	t, err := fileTree(op+" --wait", w)
 	if err != nil {
 		return nil, err
 	}
-	return daemon.FileVerdicts(t), nil
+	return files.FileVerdicts(t), nil
 }
 
 // reportMarker ends a command that dropped marker m: with --wait it waits
@@ -160,13 +160,13 @@ func awaitVerdict(ctx context.Context, e *env, w workspace.Store, op, taskID, m 
 	if err != nil {
 		return err
 	}
-	v, err := daemon.Wait(ctx, src, taskID, path.Base(m), after)
+	v, err := workspace.Wait(ctx, src, taskID, path.Base(m), after)
 	if err != nil {
 		var we *workspace.Error
 		if errors.As(err, &we) {
 			c := *we
 			c.Op = op + ": " + we.Op
-			if errors.Is(err, daemon.ErrNoVerdict) {
+			if errors.Is(err, workspace.ErrNoVerdict) {
 				c.Msg = fmt.Sprintf("no verdict within %s: %s", wf.d, strings.TrimPrefix(we.Msg, "no verdict yet: "))
 				c.Err = nil
 				c.Hint = "the marker stays and the daemon decides it; see 'workspaced state show --task " + taskID + "', or wait longer with --wait DUR"
@@ -180,7 +180,7 @@ func awaitVerdict(ctx context.Context, e *env, w workspace.Store, op, taskID, m 
 		if err := printJSON(e.stdout, out); err != nil {
 			return err
 		}
-	} else if v.Verdict == daemon.VerdictWon || v.Verdict == daemon.VerdictApplied {
+	} else if v.Verdict == workspace.VerdictWon || v.Verdict == workspace.VerdictApplied {
 		fmt.Fprintln(e.stdout, out.MarkerPath)
 		fmt.Fprintln(e.stdout, describeVerdict(v))
 	}
@@ -190,12 +190,12 @@ func awaitVerdict(ctx context.Context, e *env, w workspace.Store, op, taskID, m 
 // verdictOut is what --wait --json prints: the verdict and the marker's
 // path.
 type verdictOut struct {
-	daemon.Verdict
+	workspace.Verdict
 	MarkerPath string `json:"marker_path"`
 }
 
 // describeVerdict is the line printed for a verdict.
-func describeVerdict(v daemon.Verdict) string {
+func describeVerdict(v workspace.Verdict) string {
 	var b strings.Builder
 	b.WriteString(v.Verdict)
 	if v.Reason != "" {
@@ -214,11 +214,11 @@ func describeVerdict(v daemon.Verdict) string {
 
 // verdictErr is the error carrying a verdict's exit code: nil for won and
 // applied.
-func verdictErr(op string, v daemon.Verdict) error {
+func verdictErr(op string, v workspace.Verdict) error {
 	switch v.Verdict {
-	case daemon.VerdictWon, daemon.VerdictApplied:
+	case workspace.VerdictWon, workspace.VerdictApplied:
 		return nil
-	case daemon.VerdictNotFound:
+	case workspace.VerdictNotFound:
 		return &workspace.Error{Kind: workspace.ErrNotFound, Op: op, Msg: describeVerdict(v),
 			Hint: "the approved plan has no such subtask; 'workspaced state show --task " + v.TaskID + "' lists them"}
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/daemon"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // executingCLI brings task id to executing through the CLI alone, with a
@@ -69,7 +69,7 @@ func TestClaimDoneWaitVerdicts(t *testing.T) {
 	if r.code != exitNotFound || !strings.Contains(r.stderr, "not_found: unknown subtask st_9") || !strings.Contains(r.stderr, "hint: the approved plan has no such subtask") {
 		t.Fatalf("claim of st_9: %v", r)
 	}
-	if v := verdictOf(t, r.stdout); v.Verdict.Verdict != daemon.VerdictNotFound || v.Kind != "claim" || v.SubtaskID != "st_9" || v.Seq != 6 ||
+	if v := verdictOf(t, r.stdout); v.Verdict.Verdict != workspace.VerdictNotFound || v.Kind != "claim" || v.SubtaskID != "st_9" || v.Seq != 6 ||
 		!strings.HasPrefix(v.MarkerPath, filepath.Join(w.root, "tasks", "t1", ".claim.w2.")) || v.Marker != filepath.Base(v.MarkerPath) {
 		t.Errorf("claim of st_9 --json: %+v", v)
 	}
@@ -83,7 +83,7 @@ func TestClaimDoneWaitVerdicts(t *testing.T) {
 	if r.code != 0 || r.stderr != "" {
 		t.Fatalf("done by the holder: %v", r)
 	}
-	if v := verdictOf(t, r.stdout); v.Verdict.Verdict != daemon.VerdictApplied || v.SubtaskStatus != "completed" || v.Worker != "w1" || v.Kind != "done" || v.TaskStatus != "executing" {
+	if v := verdictOf(t, r.stdout); v.Verdict.Verdict != workspace.VerdictApplied || v.SubtaskStatus != "completed" || v.Worker != "w1" || v.Kind != "done" || v.TaskStatus != "executing" {
 		t.Errorf("done --json: %+v", v)
 	}
 	w.fails(exitConflict, "refused: subtask st_1 already completed by w1", "done", "--task", "t1", "--agent", "w1", "--output", "outputs/st_1.json", "--subtask", "st_1", "--wait")
@@ -157,7 +157,7 @@ func TestClaimWaitWithoutVerdict(t *testing.T) {
 	w := newWS(t)
 	w.task("t1")
 	// A process holding the daemon's lock, as a daemon that takes nothing.
-	lk, err := locking.TryAcquire(daemon.LockPath(w.root), locking.Options{Agent: "test"})
+	lk, err := locking.TryAcquire(files.LockPath(w.root), locking.Options{Agent: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +327,7 @@ func TestTaskCancel(t *testing.T) {
 		t.Fatalf("cancel --wait: %v", r)
 	}
 	v := verdictOf(t, r.stdout)
-	if v.Verdict.Verdict != daemon.VerdictApplied || v.TaskStatus != "cancelled" || v.TaskID != "t2" || v.Kind != "done" {
+	if v.Verdict.Verdict != workspace.VerdictApplied || v.TaskStatus != "cancelled" || v.TaskID != "t2" || v.Kind != "done" {
 		t.Errorf("cancel verdict: %+v", v)
 	}
 	st = stateWhere(t, x, "t2", func(st workspace.State) bool { return st.Status == "cancelled" })

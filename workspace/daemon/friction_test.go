@@ -1,20 +1,31 @@
-package daemon
+package daemon_test
 
 import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/workspaced/workspaced/friction"
+	"github.com/workspaced/workspaced/internal/fixture"
+	"github.com/workspaced/workspaced/internal/servetest"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/daemon"
 )
 
 // Friction the detectors find while markers are applied is recorded in the
 // log and announced as friction_recorded in the task's events.
 func TestFrictionRecordedByDetectors(t *testing.T) {
-	dir, ws := newWorkspace(t)
-	prepare(t, ws, "t1", 2) // a plan of 2 subtasks, proposed
-	startDaemon(t, dir, Config{CleanupInterval: -1})
+	dir := t.TempDir()
+	ws, err := workspace.Init(dir, workspace.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	if err := fixture.PrepareTask(t.Context(), ws, "t1", 2); err != nil { // a plan of 2 subtasks, proposed
+		t.Fatal(err)
+	}
+	servetest.StartTree(t, dir, 0, daemon.Config{})
 	// Send the plan back twice: the default revision_limit is 2.
 	for i := 1; i <= 2; i++ {
 		awaitState(t, ws, "t1", func(st workspace.State) bool { return st.PlanStatus == "proposed" })
@@ -65,4 +76,35 @@ func TestFrictionRecordedByDetectors(t *testing.T) {
 		}
 		return false, strings.Join(names, " ")
 	})
+}
+
+// await polls cond until it holds, failing after 30 s with what it last
+// said.
+func await(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		last = msg
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s: %s", what, last)
+}
+
+func awaitState(t *testing.T, ws *workspace.Workspace, id string, cond func(workspace.State) bool) workspace.State {
+	t.Helper()
+	var st workspace.State
+	await(t, "state of "+id, func() (bool, string) {
+		var err error
+		st, err = ws.ReadState(id)
+		if err != nil {
+			return false, err.Error()
+		}
+		return cond(st), fmt.Sprintf("status %s phase %s seq %d", st.Status, st.Phase, st.JournalSeq)
+	})
+	return st
 }

@@ -11,10 +11,12 @@ import (
 
 // liveReport is the daemon's latest report of itself, made by the loop
 // and read by anyone.
-type liveReport struct{ p atomic.Pointer[workspace.Live] }
+type liveReport struct {
+	p atomic.Pointer[workspace.Live]
+}
 
 func (r *liveReport) store(l workspace.Live) { r.p.Store(&l) }
-func (r *liveReport) load() workspace.Live  { return *r.p.Load() }
+func (r *liveReport) load() workspace.Live   { return *r.p.Load() }
 
 // publish makes a new report when something in it changed.
 func (l *loop) publish() {

@@ -6,7 +6,6 @@ import (
 	"os"
 
 	"github.com/workspaced/workspaced/atomicfile"
-	"github.com/workspaced/workspaced/schemas"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
 	"github.com/workspaced/workspaced/workspace/statecheck"
@@ -169,15 +168,11 @@ func (t *committer) write(ctx context.Context, n nextState, backupOld bool, rest
 // torn file). durable writes it with atomicfile (fsync of the file and of
 // the directory); otherwise it is only renamed into place and settle makes
 // it durable later, the taken markers beside it being the durable copy
-// meanwhile. A record that does not match the journal schema (it cannot
-// happen for a marker that passed its own schema) is written as a
-// rejection. It returns the file's name.
+// meanwhile. Every record comes from machine.Judgement.Record (through
+// examined.record), which turns one that would not match the journal
+// schema into a rejection saying why: none written fails it. It returns
+// the file's name.
 func writeRecords(ws *workspace.Workspace, jr *os.Root, id string, recs []workspace.JournalRecord, durable bool) (string, error) {
-	for i := range recs {
-		if err := checkRecord(&recs[i]); err != nil {
-			return "", fmt.Errorf("encode journal record %d of task %s: %w", recs[i].Seq, id, err)
-		}
-	}
 	var (
 		name string
 		data []byte
@@ -206,25 +201,6 @@ func writeRecords(ws *workspace.Workspace, jr *os.Root, id string, recs []worksp
 		return "", fmt.Errorf("write journal %s of task %s: %w", name, id, err)
 	}
 	return name, nil
-}
-
-// checkRecord makes sure rec matches the journal schema. A taken marker
-// passed its own schema, which the journal's repeats: only a record
-// carrying more (a plan, a review) or a rejected marker is checked again,
-// and one that fails is turned into a rejection saying why.
-func checkRecord(rec *workspace.JournalRecord) error {
-	if rec.Plan == nil && rec.Review == nil && rec.Rejected == "" {
-		return nil
-	}
-	data, err := atomicfile.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	if verr := schemas.Validate(schemas.KindJournal, data); verr != nil {
-		rec.Plan, rec.Review = nil, nil
-		rec.Rejected = "record does not match the journal schema: " + verr.Error()
-	}
-	return nil
 }
 
 // planLoader gives machine.Continue the plan st tracks when no

@@ -12,6 +12,7 @@ import (
 
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/daemon"
 )
 
 func TestParseJournalName(t *testing.T) {
@@ -62,7 +63,7 @@ func TestRecoversChunk(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir, ws := newWorkspace(t)
 			prepare(t, ws, "t1", 3)
-			h := startDaemon(t, dir, Config{})
+			h := startDaemon(t, dir, daemon.Config{})
 			approve(t, ws, "t1")
 			h.stop()
 			st, err := ws.ReadState("t1")
@@ -106,7 +107,7 @@ func TestRecoversChunk(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			h = startDaemon(t, dir, Config{})
+			h = startDaemon(t, dir, daemon.Config{})
 			st = awaitState(t, ws, "t1", func(st workspace.State) bool { return st.Status == "completed" })
 			h.stop()
 			if st.JournalSeq != base+3 {

@@ -1,10 +1,10 @@
 package files
 
 import (
-	"io"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"syscall"
 	"time"

@@ -1,7 +1,6 @@
 package files
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -9,8 +8,8 @@ import (
 	"path"
 	"time"
 
-	"github.com/workspaced/workspaced/schemas"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/machine"
 )
 
 // verdict is what the daemon does with a marker it has looked at.
@@ -31,110 +30,58 @@ const (
 // examined is the outcome of reading one marker.
 type examined struct {
 	verdict verdict
-	kind    string // workspace.KindClaim or KindDone
-	marker  workspace.Marker
-	plan    *workspace.Plan
-	review  *workspace.Review
-	reason  string // why it waits or is rejected
+	judged  machine.Judgement
 }
 
-// examine reads the marker name of a task and decides what to do with it.
-// td is the task directory, open; name is a file of dir (the task
-// directory, or its journal for a marker already taken), and fi is its
-// Lstat; the product the marker names is read from td. A marker younger than
-// grace (by its mtime against now) that does not parse, does not match
-// its schema, or names a product that is missing or invalid waits; one
-// that is older, or that can never become valid (not a regular file,
-// oversized, nested too deep, a product outside the task or unsafe to
-// read), is rejected with the reason. grace < 0 never waits (a marker
-// already taken into the journal is judged as it is).
-func examine(ws *workspace.Workspace, td, dir *os.File, name, kind string, fi fs.FileInfo, now time.Time, grace time.Duration) examined {
-	ex := examined{kind: kind}
-	young := grace >= 0 && now.Sub(fi.ModTime()) < grace
-	soft := func(reason string) examined {
-		ex.reason = reason
-		if young {
-			ex.verdict = wait
-		} else {
-			ex.verdict = reject
-		}
-		return ex
-	}
-	hard := func(reason string) examined {
-		ex.verdict, ex.reason = reject, reason
-		return ex
-	}
+// examine reads the marker name of a task and decides what to do with it,
+// by the machine's rules (machine.ParseMarker). td is the task directory,
+// open; name is a file of dir (the task directory, or its journal for a
+// marker already taken), file the marker's name as dropped (its record's
+// file), and fi its Lstat; the product the marker
+// names is read from td. A marker younger than grace (by its mtime
+// against now) refused softly — it does not parse, does not match its
+// schema, or names a product that is missing or invalid — waits; one that
+// is older, or refused hard (not a regular file, oversized, nested too
+// deep, a product outside the task or unsafe to read), is rejected with
+// the reason. grace < 0 never waits (a marker already taken into the
+// journal is judged as it is).
+func examine(ws *workspace.Workspace, td, dir *os.File, name, file, kind string, fi fs.FileInfo, now time.Time, grace time.Duration) examined {
+	lim := ws.Settings().Limits
 	if !fi.Mode().IsRegular() {
-		return hard(fmt.Sprintf("marker is a %s, not a regular file", workspace.FileKind(fi.Mode())))
+		return examined{verdict: reject, judged: machine.Rejected(kind, file, fmt.Sprintf("marker is a %s, not a regular file", workspace.FileKind(fi.Mode())))}
 	}
-	data, err := workspace.ReadAgentFileAt(dir, name, int64(ws.Settings().Limits.MaxFileBytes))
+	data, err := workspace.ReadAgentFileAt(dir, name, int64(lim.MaxFileBytes))
 	if err != nil {
 		if errors.Is(err, workspace.ErrNotFound) {
-			ex.verdict = vanished
-			return ex
+			return examined{verdict: vanished, judged: machine.Rejected(kind, file, "")}
 		}
-		return hard("marker " + workspace.Reason(err))
+		return examined{verdict: reject, judged: machine.Rejected(kind, file, "marker "+workspace.Reason(err))}
 	}
-	if err := workspace.CheckDepth(data, ws.Settings().Limits.MaxDepth); err != nil {
-		return hard("marker " + workspace.Reason(err))
+	m := machine.ParseMarker(kind, file, data, lim)
+	var p machine.ProductRead
+	if f := m.Product(); f != "" {
+		p.Data, p.Err = ws.ReadProductFileAt(td, f)
 	}
-	sk := schemas.KindClaim
-	if kind == workspace.KindDone {
-		sk = schemas.KindDone
+	ex := examined{verdict: take, judged: m.Judge(p)}
+	switch {
+	case ex.judged.Taken():
+	case ex.judged.Soft() && grace >= 0 && now.Sub(fi.ModTime()) < grace:
+		ex.verdict = wait
+	default:
+		ex.verdict = reject
 	}
-	if err := schemas.Validate(sk, data); err != nil {
-		// Keep what can be read (the agent) for the record.
-		_ = json.Unmarshal(data, &ex.marker)
-		return soft(fmt.Sprintf("not a valid %s marker: %v", kind, err))
-	}
-	if err := json.Unmarshal(data, &ex.marker); err != nil {
-		return soft(fmt.Sprintf("not a valid %s marker: %v", kind, err))
-	}
-	if kind == workspace.KindClaim {
-		ex.verdict = take
-		return ex
-	}
-	pkind, pid, err := workspace.ClassifyOutput(ex.marker.OutputFile)
-	if err != nil {
-		return hard(err.Error())
-	}
-	if pkind == workspace.ProductNone && ex.marker.Status != "cancelled" {
-		return hard("done marker names no output_file")
-	}
-	if pkind == workspace.ProductOutput && ex.marker.SubtaskID != "" && ex.marker.SubtaskID != pid {
-		// Finishing one subtask with another's output would leave the
-		// second one's output looking finished.
-		return hard(fmt.Sprintf("done marker names subtask %s, but its output_file %s is subtask %s's", ex.marker.SubtaskID, ex.marker.OutputFile, pid))
-	}
-	p, err := ws.ReadProductAt(td, ex.marker.OutputFile)
-	if err != nil {
-		reason := "output " + ex.marker.OutputFile + ": " + workspace.Reason(err)
-		if errors.Is(err, workspace.ErrUnsafe) {
-			return hard(reason)
-		}
-		return soft(reason)
-	}
-	ex.plan, ex.review = p.Plan, p.Review
-	if pkind == workspace.ProductOutput && ex.marker.SubtaskID == "" {
-		// The output's file name says which subtask it finishes.
-		ex.marker.SubtaskID = pid
-	}
-	ex.verdict = take
 	return ex
 }
 
-// record builds the journal record of an examined marker.
-func (ex examined) record(seq int64, takenAt time.Time, file string) workspace.JournalRecord {
-	rec := workspace.JournalRecord{Seq: seq, TakenAt: takenAt.UTC(), File: file, Kind: ex.kind, Marker: ex.marker}
-	if ex.verdict == take {
-		rec.Plan, rec.Review = ex.plan, ex.review
-	} else {
-		rec.Rejected = ex.reason
-		if rec.Rejected == "" {
-			rec.Rejected = "marker could not be read"
-		}
+// record builds the journal record of an examined marker, taken as seq
+// at takenAt: one that matches the journal schema (machine's
+// Judgement.Record).
+func (ex examined) record(seq int64, takenAt time.Time) workspace.JournalRecord {
+	j := ex.judged
+	if ex.verdict != take && j.Taken() {
+		j = j.Reject("")
 	}
-	return rec
+	return j.Record(seq, takenAt)
 }
 
 // markerPath is a marker's path relative to the root.

@@ -271,8 +271,8 @@ func (t *committer) finishTaken(tk journalEntry) (workspace.JournalRecord, error
 		return workspace.JournalRecord{}, err
 	}
 	kind, _ := workspace.IsMarkerName(tk.marker)
-	ex := examine(s.Workspace, dirs.tdf, dirs.jrf, tk.name, kind, fi, s.Now(), -1)
-	rec := ex.record(tk.seq, s.Now(), tk.marker)
+	ex := examine(s.Workspace, dirs.tdf, dirs.jrf, tk.name, tk.marker, kind, fi, s.Now(), -1)
+	rec := ex.record(tk.seq, s.Now())
 	if _, err := writeRecords(s.Workspace, dirs.jr, t.id, []workspace.JournalRecord{rec}, true); err != nil {
 		return workspace.JournalRecord{}, err
 	}

@@ -293,7 +293,7 @@ func (t *committer) examineAll(td *os.File, pending []pendingMarker) []examined 
 					return
 				}
 				p := pending[i]
-				exs[i] = examine(s.Workspace, td, td, p.name, p.kind, p.fi, now, s.grace())
+				exs[i] = examine(s.Workspace, td, td, p.name, p.name, p.kind, p.fi, now, s.grace())
 			}
 		})
 	}
@@ -343,15 +343,15 @@ func (t *committer) takeChunk(dirs taskDirs, b batch) ([]workspace.JournalRecord
 			}
 			// Removed by someone else since it was read: its number is
 			// used up, so say why in the record.
-			ex.verdict, ex.reason = reject, "marker vanished before it was taken"
+			ex.verdict, ex.judged = reject, ex.judged.Reject("marker vanished before it was taken")
 			tn = ""
 		} else if fi, err := dirs.jr.Lstat(tn); err == nil && !sameFile(p.fi, fi) {
 			// The file was swapped between reading and renaming: judge
 			// what was actually taken.
-			ex = examine(s.Workspace, dirs.tdf, dirs.jrf, tn, p.kind, fi, now, -1)
+			ex = examine(s.Workspace, dirs.tdf, dirs.jrf, tn, p.name, p.kind, fi, now, -1)
 		}
 		t.next++
-		recs = append(recs, ex.record(seq, now, p.name))
+		recs = append(recs, ex.record(seq, now))
 		if tn != "" {
 			taken = append(taken, tn)
 		}

@@ -14,23 +14,31 @@ import (
 
 	"github.com/workspaced/workspaced/internal/fixture"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/daemon"
 )
 
-// newDaemon is a daemon over dir that is not running: tests process its
-// tasks themselves.
-func newDaemon(t *testing.T, dir string) *Daemon {
+// tester commits the tasks of a tree by hand, as the daemon does, each
+// through one committer.
+type tester struct {
+	s  *Store
+	cs map[string]*committer
+}
+
+// newDaemon is a tree at dir whose tasks the test commits itself.
+func newDaemon(t *testing.T, dir string) *tester {
 	t.Helper()
-	d, err := New(Config{Root: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s, err := Open(dir, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { d.Close() })
-	return d
+	s.SetServeOptions(ServeOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	t.Cleanup(func() { s.Close() })
+	return &tester{s: s, cs: map[string]*committer{}}
 }
 
 // executingTask is a workspace with task t1 of n subtasks whose plan is
-// proposed and approved, and a daemon (not running) that has taken both.
-func executingTask(t *testing.T, n int) (string, *workspace.Workspace, *Daemon) {
+// proposed and approved, and a tester that has taken both.
+func executingTask(t *testing.T, n int) (string, *workspace.Workspace, *tester) {
 	t.Helper()
 	dir, ws := newWorkspace(t)
 	prepare(t, ws, "t1", n)
@@ -43,40 +51,49 @@ func executingTask(t *testing.T, n int) (string, *workspace.Workspace, *Daemon) 
 	return dir, ws, d
 }
 
-// process processes task id of a daemon that is not running, as the loop
-// does when the task's directory changed.
-func process(t testing.TB, d *Daemon, id string) outcome {
+// testMax is the most markers one commit takes in these tests, as the
+// daemon asks by default.
+const testMax = daemon.DefaultMax
+
+// process commits task id until nothing more waits, as the daemon does
+// when the task's directory changed, and adds up what the commits took.
+func process(t testing.TB, d *tester, id string) workspace.Applied {
 	t.Helper()
-	o := d.taskOf(id).process(context.Background(), wake{all: true}, false)
-	if o.err != nil {
-		t.Fatal(o.err)
+	var sum workspace.Applied
+	for {
+		a, err := d.taskOf(id).Commit(context.Background(), workspace.CommitRequest{Max: testMax})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Taken += sum.Taken
+		sum = a
+		if !a.More {
+			return sum
+		}
 	}
-	return o
 }
 
-// taskOf returns the task of id, adding it as the loop does.
-func (d *Daemon) taskOf(id string) *task {
-	tk := d.tasks[id]
-	if tk == nil {
-		tk = &task{id: id, d: d}
-		d.tasks[id] = tk
+// taskOf returns the committer of id, adding one as the daemon does.
+func (d *tester) taskOf(id string) *committer {
+	c := d.cs[id]
+	if c == nil {
+		c = d.s.Committer(id).(*committer)
+		d.cs[id] = c
 	}
-	return tk
+	return c
 }
 
-// settleAll settles every task's work, as the loop does a little after a
-// burst, and reports whether there was any.
-func settleAll(t testing.TB, d *Daemon) bool {
+// settleAll settles every task's work, as the daemon does a little after
+// a burst, and reports whether there was any.
+func settleAll(t testing.TB, d *tester) bool {
 	t.Helper()
 	any := false
-	for id, tk := range d.tasks {
-		if tk.unsettled.empty() {
+	for _, c := range d.cs {
+		if c.settled() {
 			continue
 		}
 		any = true
-		s := tk.unsettled
-		tk.unsettled = settlement{}
-		if err := s.settle(s.Workspace, id); err != nil {
+		if err := c.settle(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -163,8 +180,8 @@ func TestTakesBurstInChunks(t *testing.T) {
 	}
 	backupsBefore := countBackups(t, dir, "t1")
 	o := process(t, d, "t1")
-	if o.taken != n {
-		t.Fatalf("took %d markers, want %d", o.taken, n)
+	if o.Taken != n {
+		t.Fatalf("took %d markers, want %d", o.Taken, n)
 	}
 	st, err := ws.ReadState("t1")
 	if err != nil {
@@ -211,20 +228,20 @@ func TestTakesBurstInChunks(t *testing.T) {
 	checkSettled(t, ws, "t1", st)
 }
 
-// A burst of more than unwrittenMost markers has its state written every
-// unwrittenMost markers, not only at its end.
-func TestWritesStateEveryUnwrittenMost(t *testing.T) {
-	dir, ws, d := executingTask(t, unwrittenMost+chunk)
-	const n = unwrittenMost + chunk
+// A burst of more markers than one commit takes has its state written
+// every commit, not only at its end.
+func TestWritesStateEveryCommit(t *testing.T) {
+	dir, ws, d := executingTask(t, testMax+chunk)
+	const n = testMax + chunk
 	for i := 1; i <= n; i++ {
 		completeSubtask(t, ws, "t1", fmt.Sprintf("st_%d", i), "w1")
 	}
 	backupsBefore := countBackups(t, dir, "t1")
-	if o := process(t, d, "t1"); o.taken != n || o.err != nil {
-		t.Fatalf("took %d markers (%v), want %d", o.taken, o.err, n)
+	if o := process(t, d, "t1"); o.Taken != n {
+		t.Fatalf("took %d markers, want %d", o.Taken, n)
 	}
 	if got := countBackups(t, dir, "t1") - backupsBefore; got != 2 {
-		t.Errorf("%d backups added, want 2 (a state write after %d markers, and one at the end)", got, unwrittenMost)
+		t.Errorf("%d backups added, want 2 (a state write after %d markers, and one at the end)", got, testMax)
 	}
 	st, err := ws.ReadState("t1")
 	if err != nil {
@@ -303,24 +320,24 @@ func TestNamedWakeLeavesWaitingMarker(t *testing.T) {
 	td := filepath.Join(dir, "tasks", "t1")
 	touch(t, td, ".done.w2.half", time.Now()) // young and unreadable: it waits
 	o := process(t, d, "t1")
-	if o.taken != 0 || o.waitTill.IsZero() {
-		t.Fatalf("young unreadable marker: taken %d, wait till %v; want it waiting", o.taken, o.waitTill)
+	if o.Taken != 0 || o.WaitUntil.IsZero() {
+		t.Fatalf("young unreadable marker: taken %d, wait till %v; want it waiting", o.Taken, o.WaitUntil)
 	}
 	claim, err := ws.WriteClaim("t1", "w1", "st_1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	named := wake{names: []string{filepath.Base(claim)}}
+	named := workspace.CommitRequest{Max: testMax, Markers: []string{filepath.Base(claim)}}
 	for range 2 { // takes the claim, then finds it gone
-		if o := d.taskOf("t1").process(context.Background(), named, false); o.err != nil {
-			t.Fatal(o.err)
+		if _, err := d.taskOf("t1").Commit(context.Background(), named); err != nil {
+			t.Fatal(err)
 		}
 	}
 	old := time.Now().Add(-time.Hour)
 	if err := os.Chtimes(filepath.Join(td, ".done.w2.half"), old, old); err != nil {
 		t.Fatal(err)
 	}
-	if o := process(t, d, "t1"); o.taken != 1 {
-		t.Fatalf("after its grace period the waiting marker was not taken (taken %d)", o.taken)
+	if o := process(t, d, "t1"); o.Taken != 1 {
+		t.Fatalf("after its grace period the waiting marker was not taken (taken %d)", o.Taken)
 	}
 }

@@ -13,75 +13,11 @@ import (
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/daemon"
 	"github.com/workspaced/workspaced/workspace/machine"
 )
 
 var vt0 = time.Date(2024, 1, 15, 10, 0, 0, 0, time.UTC)
-
-// verdictPlan has st_1 and st_2 (which depends on st_1), at most one retry
-// of st_2.
-var verdictPlan = &workspace.Plan{ID: "plan_t1", TaskID: "t1", Version: 1, CreatedAt: vt0, Subtasks: []workspace.Subtask{
-	{ID: "st_1", Description: "one"},
-	{ID: "st_2", Description: "two", Dependencies: []string{"st_1"}, MaxRetries: 1},
-}}
-
-// Every kind of record gets the verdict the machine's own events give it,
-// read back from the state alone.
-func TestJudge(t *testing.T) {
-	claim := func(agent, sub string) workspace.JournalRecord {
-		return workspace.JournalRecord{Kind: workspace.KindClaim, Marker: workspace.Marker{AgentID: agent, SubtaskID: sub}}
-	}
-	done := func(agent, sub, status, msg string) workspace.JournalRecord {
-		return workspace.JournalRecord{Kind: workspace.KindDone, Marker: workspace.Marker{AgentID: agent, SubtaskID: sub,
-			OutputFile: "outputs/" + sub + ".json", Status: status, Error: msg}}
-	}
-	type step struct {
-		rec     workspace.JournalRecord
-		verdict string
-		reason  string // a part of the reason
-	}
-	steps := []step{
-		{claim("w1", "st_1"), VerdictLost, "no approved plan yet"},
-		{workspace.JournalRecord{Kind: workspace.KindDone, Marker: workspace.Marker{AgentID: "planner", OutputFile: "plan.json"}, Plan: verdictPlan}, VerdictApplied, ""},
-		{workspace.JournalRecord{Kind: workspace.KindDone, Marker: workspace.Marker{AgentID: "reviewer", OutputFile: "reviews/r1.json"},
-			Review: &workspace.Review{ID: "r1", Type: "plan_review", Verdict: "approved"}}, VerdictApplied, ""},
-		{claim("w1", "st_1"), VerdictWon, ""},
-		{claim("w2", "st_1"), VerdictLost, "already taken by w1"},
-		{claim("w2", "st_2"), VerdictLost, "blocked by st_1"},
-		{claim("w2", "st_9"), VerdictNotFound, "unknown subtask st_9"},
-		{done("w2", "st_9", "completed", ""), VerdictNotFound, "unknown subtask st_9"},
-		{done("w2", "st_1", "completed", ""), VerdictRefused, "taken by w1, not w2"},
-		{workspace.JournalRecord{Kind: workspace.KindDone, Marker: workspace.Marker{AgentID: "w2", SubtaskID: "st_1", OutputFile: "outputs/st_1.json"},
-			Rejected: "output file outputs/st_1.json does not exist"}, VerdictRefused, "does not exist"},
-		{done("w1", "st_1", "completed", ""), VerdictApplied, ""},
-		{done("w1", "st_1", "completed", ""), VerdictRefused, "already completed by w1"},
-		{claim("w2", "st_2"), VerdictWon, ""},
-		// A failure applied leaves an error too; it is not a refusal.
-		{done("w2", "st_2", "failed", "tests fail"), VerdictApplied, ""},
-		{claim("w1", "st_2"), VerdictWon, ""},
-		{done("w2", "st_2", "failed", "tests fail"), VerdictRefused, "taken by w1, not w2"},
-		{done("w1", "st_2", "failed", ""), VerdictApplied, ""},
-		{claim("w1", "st_2"), VerdictLost, "task is failed"},
-		{workspace.JournalRecord{Kind: workspace.KindDone, Marker: workspace.Marker{AgentID: "human", Status: "cancelled"}}, VerdictRefused, "task is failed"},
-	}
-	task := workspace.Task{ID: "t1", CreatedAt: vt0}
-	st := machine.Init(task)
-	var plan *workspace.Plan
-	for i, s := range steps {
-		rec := s.rec
-		rec.Seq = int64(i + 1)
-		rec.TakenAt = vt0.Add(time.Duration(i+1) * time.Second)
-		rec.File = "." + rec.Kind + "." + rec.Marker.AgentID + ".x" + string(rune('a'+i))
-		st, plan, _ = machine.Step(st, plan, rec)
-		v := Judge(st, rec, rec.File)
-		if v.Verdict != s.verdict || !strings.Contains(v.Reason, s.reason) || (s.reason == "") != (v.Reason == "") {
-			t.Errorf("record %d (%s %s %s): verdict %s %q, want %s %q", rec.Seq, rec.Kind, rec.Marker.AgentID, rec.Marker.SubtaskID, v.Verdict, v.Reason, s.verdict, s.reason)
-		}
-		if v.Seq != rec.Seq || v.Marker != rec.File || v.TaskID != "t1" || v.TaskStatus != st.Status {
-			t.Errorf("record %d: verdict %+v does not name its record and task", rec.Seq, v)
-		}
-	}
-}
 
 // writeJournalFile puts a record file (or anything) into t1's journal.
 func writeJournalFile(t *testing.T, ws *workspace.Workspace, name string, v any) {
@@ -129,36 +65,36 @@ func TestReadVerdict(t *testing.T) {
 	}{
 		{name: "still in the task directory", setup: func(t *testing.T, ws *workspace.Workspace) {
 			os.WriteFile(filepath.Join(ws.Dir(), "tasks", "t1", name), []byte("{}"), 0o644)
-		}, where: MarkerWaiting},
+		}, where: workspace.MarkerWaiting},
 		{name: "taken, no record yet", setup: func(t *testing.T, ws *workspace.Workspace) {
 			writeJournalFile(t, ws, "000000000004.taken"+name, "{}")
-		}, where: MarkerTaken},
+		}, where: workspace.MarkerTaken},
 		{name: "recorded, state behind", setup: func(t *testing.T, ws *workspace.Workspace) {
 			writeJournalFile(t, ws, RecordName(4), claimRec(4, name))
 			ws.WriteJSON("tasks/t1/state.json", state(3))
-		}, where: MarkerTaken},
+		}, where: workspace.MarkerTaken},
 		{name: "recorded, no state.json", setup: func(t *testing.T, ws *workspace.Workspace) {
 			writeJournalFile(t, ws, RecordName(4), claimRec(4, name))
-		}, where: MarkerTaken},
+		}, where: workspace.MarkerTaken},
 		{name: "recorded and applied", setup: func(t *testing.T, ws *workspace.Workspace) {
 			writeJournalFile(t, ws, RecordName(4), claimRec(4, name))
 			ws.WriteJSON("tasks/t1/state.json", state(4))
-		}, where: MarkerDecided, verdict: VerdictWon},
+		}, where: workspace.MarkerDecided, verdict: workspace.VerdictWon},
 		{name: "recorded in a chunk, refused", setup: func(t *testing.T, ws *workspace.Workspace) {
 			writeJournalFile(t, ws, BatchName(4, 6), JournalBatch{Records: []workspace.JournalRecord{
 				claimRec(4, ".claim.w0.a"), claimRec(5, name), claimRec(6, ".claim.w2.b")}})
 			ws.WriteJSON("tasks/t1/state.json", state(9, workspace.StateError{At: vt0, Seq: 5, Message: "subtask st_1 already taken by w0"}))
-		}, where: MarkerDecided, verdict: VerdictLost},
+		}, where: workspace.MarkerDecided, verdict: workspace.VerdictLost},
 		{name: "taken and recorded both (not settled yet)", setup: func(t *testing.T, ws *workspace.Workspace) {
 			writeJournalFile(t, ws, "000000000004.taken"+name, "{}")
 			writeJournalFile(t, ws, RecordName(4), claimRec(4, name))
 			ws.WriteJSON("tasks/t1/state.json", state(4))
-		}, where: MarkerDecided, verdict: VerdictWon},
+		}, where: workspace.MarkerDecided, verdict: workspace.VerdictWon},
 		{name: "only records before after", after: 4, setup: func(t *testing.T, ws *workspace.Workspace) {
 			writeJournalFile(t, ws, RecordName(4), claimRec(4, name))
 			ws.WriteJSON("tasks/t1/state.json", state(4))
-		}, where: MarkerMissing},
-		{name: "nowhere", setup: func(t *testing.T, ws *workspace.Workspace) {}, where: MarkerMissing},
+		}, where: workspace.MarkerMissing},
+		{name: "nowhere", setup: func(t *testing.T, ws *workspace.Workspace) {}, where: workspace.MarkerMissing},
 		{name: "a record file that is not JSON", setup: func(t *testing.T, ws *workspace.Workspace) {
 			writeJournalFile(t, ws, RecordName(4), "{\"seq\": 4, ")
 		}, err: "decode"},
@@ -181,7 +117,7 @@ func TestReadVerdict(t *testing.T) {
 		{name: "a record naming a path as its file", setup: func(t *testing.T, ws *workspace.Workspace) {
 			writeJournalFile(t, ws, RecordName(4), claimRec(4, "../t1/"+name))
 			ws.WriteJSON("tasks/t1/state.json", state(4))
-		}, where: MarkerMissing},
+		}, where: workspace.MarkerMissing},
 		{name: "a path, not a name", marker: "../t2/" + name, err: "not the file name of a marker"},
 		{name: "not a marker", marker: "state.json", err: "not the file name of a marker"},
 		{name: "empty", marker: ".claim.", err: "not the file name of a marker"},
@@ -227,7 +163,7 @@ func TestWaitVerdictWithoutDecision(t *testing.T) {
 	}
 	name := path.Base(m)
 	_, err = WaitVerdict(context.Background(), ws, "t1", name, 0)
-	if !errors.Is(err, ErrNotServing) || !strings.Contains(err.Error(), "waiting in the task directory") || workspace.HintOf(err) == "" {
+	if !errors.Is(err, workspace.ErrNotServing) || !strings.Contains(err.Error(), "waiting in the task directory") || workspace.HintOf(err) == "" {
 		t.Fatalf("err = %v, want ErrNotServing saying the marker waits, with a hint", err)
 	}
 	// A process holding the daemon's lock, as a daemon that takes nothing.
@@ -239,7 +175,7 @@ func TestWaitVerdictWithoutDecision(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	_, err = WaitVerdict(ctx, ws, "t1", name, 0)
-	if !errors.Is(err, ErrNoVerdict) || !errors.Is(err, context.DeadlineExceeded) {
+	if !errors.Is(err, workspace.ErrNoVerdict) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want ErrNoVerdict at the deadline", err)
 	}
 }
@@ -247,10 +183,10 @@ func TestWaitVerdictWithoutDecision(t *testing.T) {
 // Against a daemon, every marker an agent drops gets its verdict.
 func TestWaitVerdictFromDaemon(t *testing.T) {
 	dir, ws := newWorkspace(t)
-	h := startDaemon(t, dir, Config{})
+	h := startDaemon(t, dir, daemon.Config{})
 	prepare(t, ws, "t1", 2)
 	approve(t, ws, "t1")
-	wait := func(m string) Verdict {
+	wait := func(m string) workspace.Verdict {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -260,7 +196,7 @@ func TestWaitVerdictFromDaemon(t *testing.T) {
 		}
 		return v
 	}
-	claim := func(agent, sub string) Verdict {
+	claim := func(agent, sub string) workspace.Verdict {
 		t.Helper()
 		m, err := ws.WriteClaim("t1", agent, sub)
 		if err != nil {
@@ -268,13 +204,13 @@ func TestWaitVerdictFromDaemon(t *testing.T) {
 		}
 		return wait(m)
 	}
-	if v := claim("w1", "st_1"); v.Verdict != VerdictWon || v.SubtaskStatus != "in_progress" || v.Worker != "w1" {
+	if v := claim("w1", "st_1"); v.Verdict != workspace.VerdictWon || v.SubtaskStatus != "in_progress" || v.Worker != "w1" {
 		t.Errorf("first claim: %+v, want won", v)
 	}
-	if v := claim("w2", "st_1"); v.Verdict != VerdictLost || !strings.Contains(v.Reason, "already taken by w1") {
+	if v := claim("w2", "st_1"); v.Verdict != workspace.VerdictLost || !strings.Contains(v.Reason, "already taken by w1") {
 		t.Errorf("second claim: %+v, want lost to w1", v)
 	}
-	if v := claim("w2", "st_7"); v.Verdict != VerdictNotFound {
+	if v := claim("w2", "st_7"); v.Verdict != workspace.VerdictNotFound {
 		t.Errorf("claim of st_7: %+v, want not_found", v)
 	}
 	rel, err := ws.WriteOutput("t1", "st_1", "w1", []byte(`{"summary":"ok"}`))
@@ -285,7 +221,7 @@ func TestWaitVerdictFromDaemon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := wait(m); v.Verdict != VerdictApplied || v.SubtaskStatus != "completed" || v.Kind != workspace.KindDone {
+	if v := wait(m); v.Verdict != workspace.VerdictApplied || v.SubtaskStatus != "completed" || v.Kind != workspace.KindDone {
 		t.Errorf("done: %+v, want applied", v)
 	}
 }

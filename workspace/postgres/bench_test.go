@@ -89,7 +89,6 @@ func BenchmarkMarkers32Agents(b *testing.B) {
 			ctx := context.Background()
 			s, _ := newStore(b)
 			epoch := lead(b, s, "bench")
-			k := newKnown() // as the serving daemon keeps it
 			var taken int
 			var spent time.Duration
 			for i := 0; b.Loop(); i++ {
@@ -109,8 +108,9 @@ func BenchmarkMarkers32Agents(b *testing.B) {
 				wg.Wait()
 				b.StartTimer()
 				t0 := time.Now()
+				k := s.Committer(id) // as the serving daemon keeps it
 				for {
-					a, err := s.commitKnown(ctx, k, id, chunk, epoch)
+					a, err := k.Commit(ctx, workspace.CommitRequest{Lead: epochLead(epoch), Max: chunk})
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/workspaced/workspaced/atomicfile"
-	"github.com/workspaced/workspaced/schemas"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
 	"github.com/workspaced/workspaced/workspace/statecheck"
@@ -23,7 +21,6 @@ import (
 // a backup), appends the events and deletes the markers — all or nothing.
 // The transaction is the commit point and the recovery: a daemon killed
 // anywhere before COMMIT leaves the markers waiting and nothing else.
-
 
 // waiting is one marker row.
 type waiting struct {
@@ -346,71 +343,15 @@ func (s *Store) productsFor(ctx context.Context, tx pgx.Tx, taskID string, ms []
 func planPath(version int) string { return fmt.Sprintf("plans/plan_v%d.json", version) }
 
 // judge turns a marker row into its journal record: taken with the
-// product it names, or rejected with the reason, by the rules the file
-// daemon applies to a marker file. A row is inserted whole, so nothing
-// waits for a grace period: a marker that is not valid now never will be.
+// product it names, or rejected with the reason, by the machine's rules
+// (machine.JudgeMarker), the ones the file daemon applies to a marker
+// file. A row is inserted whole, so nothing waits for a grace period: a
+// marker refused now, softly or not, is rejected.
 func (s *Store) judge(m waiting, products map[string][]byte, seq int64, now time.Time) workspace.JournalRecord {
-	rec := workspace.JournalRecord{Seq: seq, TakenAt: now, File: m.name, Kind: m.kind}
-	reject := func(reason string) workspace.JournalRecord {
-		rec.Rejected = reason
-		return rec
-	}
-	lim := s.settings.Limits
-	data := []byte(m.body)
-	if len(data) > lim.MaxFileBytes {
-		return reject(fmt.Sprintf("marker is %d bytes, more than the limit of %d", len(data), lim.MaxFileBytes))
-	}
-	if err := workspace.CheckDepth(data, lim.MaxDepth); err != nil {
-		return reject("marker " + workspace.Reason(err))
-	}
-	sk := schemas.KindClaim
-	if m.kind == workspace.KindDone {
-		sk = schemas.KindDone
-	}
-	if err := schemas.Validate(sk, data); err != nil {
-		_ = json.Unmarshal(data, &rec.Marker)
-		return reject(fmt.Sprintf("not a valid %s marker: %v", m.kind, err))
-	}
-	if err := json.Unmarshal(data, &rec.Marker); err != nil {
-		return reject(fmt.Sprintf("not a valid %s marker: %v", m.kind, err))
-	}
-	if m.kind == workspace.KindClaim {
-		return rec
-	}
-	mk := rec.Marker
-	pkind, pid, err := workspace.ClassifyOutput(mk.OutputFile)
-	switch {
-	case err != nil:
-		return reject(err.Error())
-	case pkind == workspace.ProductNone && mk.Status != "cancelled":
-		return reject("done marker names no output_file")
-	case pkind == workspace.ProductOutput && mk.SubtaskID != "" && mk.SubtaskID != pid:
-		return reject(fmt.Sprintf("done marker names subtask %s, but its output_file %s is subtask %s's", mk.SubtaskID, mk.OutputFile, pid))
-	case pkind == workspace.ProductNone:
-		return rec
-	}
-	body, ok := products[mk.OutputFile]
-	if !ok {
-		return reject("output " + mk.OutputFile + ": output file " + mk.OutputFile + " does not exist")
-	}
-	p, err := workspace.DecodeProduct(mk.OutputFile, body, lim)
-	if err != nil {
-		return reject("output " + mk.OutputFile + ": " + workspace.Reason(err))
-	}
-	rec.Plan, rec.Review = p.Plan, p.Review
-	if pkind == workspace.ProductOutput && mk.SubtaskID == "" {
-		rec.Marker.SubtaskID = pid
-	}
-	// A record carrying more than the marker is checked against the
-	// journal's schema, as the file daemon does.
-	if rec.Plan != nil || rec.Review != nil {
-		if rb, err := json.Marshal(rec); err == nil {
-			if verr := schemas.Validate(schemas.KindJournal, rb); verr != nil {
-				rec.Plan, rec.Review = nil, nil
-				rec.Rejected = "record does not match the journal schema: " + verr.Error()
-			}
-		}
-	}
+	rec, _ := machine.JudgeMarker(m.kind, m.name, []byte(m.body), s.settings.Limits, func(outputFile string) machine.ProductRead {
+		body, ok := products[outputFile]
+		return machine.ProductRead{Data: body, Missing: !ok}
+	}, seq, now)
 	return rec
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/daemon"
 	"github.com/workspaced/workspaced/workspace/machine"
 )
 
@@ -60,12 +61,37 @@ func drop(t testing.TB, s *Store, task, kind string, m workspace.Marker) string 
 	return name
 }
 
+// epochLead is a leadership of a fixed epoch, for the tests that commit
+// by hand as the daemon would.
+func epochLead(epoch int64) workspace.Leadership {
+	return &leaseLead{epoch: epoch, done: make(chan struct{})}
+}
+
+// commitOnce commits the markers of a task once, under epoch, through a
+// committer of its own (nothing known of the task).
+func commitOnce(ctx context.Context, s *Store, id string, epoch int64) (workspace.Applied, error) {
+	return s.Committer(id).Commit(ctx, workspace.CommitRequest{Lead: epochLead(epoch)})
+}
+
+// serve runs the real daemon over s until ctx ends.
+func serve(ctx context.Context, s *Store, cfg daemon.Config) error {
+	cfg.Store = s
+	if cfg.CleanupInterval == 0 {
+		cfg.CleanupInterval = -1
+	}
+	d, err := daemon.New(cfg)
+	if err != nil {
+		return err
+	}
+	return d.Run(ctx)
+}
+
 // commitAll commits every waiting marker of a task.
 func commitAll(t testing.TB, s *Store, id string, epoch int64) int {
 	t.Helper()
 	total := 0
 	for {
-		a, err := s.Commit(context.Background(), id, 0, epoch)
+		a, err := commitOnce(context.Background(), s, id, epoch)
 		if err != nil {
 			t.Fatalf("commit %s: %v", id, err)
 		}
@@ -215,7 +241,7 @@ func TestCommitFenced(t *testing.T) {
 	if newer != old+1 {
 		t.Fatalf("new epoch %d, want %d", newer, old+1)
 	}
-	if _, err := s.Commit(ctx, "t1", 0, old); !errors.Is(err, ErrFenced) {
+	if _, err := commitOnce(ctx, s, "t1", old); !errors.Is(err, ErrFenced) {
 		t.Fatalf("commit with the old epoch: %v, want ErrFenced", err)
 	}
 	if err := s.Renew(ctx, s.pool, old, time.Minute); !errors.Is(err, ErrFenced) {
@@ -299,7 +325,9 @@ func TestServeTakesEveryMarkerOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	served := make(chan error, 1)
-	go func() { served <- s.Serve(ctx, ServeConfig{Holder: "d1", Poll: time.Hour}) }()
+	go func() {
+		served <- serve(ctx, s, daemon.Config{Lead: workspace.LeadOptions{Holder: "d1"}, Wake: workspace.WakeOptions{Interval: time.Hour}})
+	}()
 	var wg sync.WaitGroup
 	for i := range tasks {
 		for w := range 4 {

@@ -170,7 +170,7 @@ func TestFollowSeesAppendsAndTheDaemonsCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 	drop(t, s, "t1", workspace.KindClaim, workspace.Marker{AgentID: "worker", SubtaskID: "s0"})
-	a, err := s.Commit(ctx, "t1", 0, epoch)
+	a, err := commitOnce(ctx, s, "t1", epoch)
 	if err != nil || len(a.Events) == 0 {
 		t.Fatalf("commit of a claim: %+v, %v", a, err)
 	}

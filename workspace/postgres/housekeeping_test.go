@@ -102,24 +102,24 @@ func TestServeRecordsFrictionAsOnFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ws.Close()
-	d, err := daemon.New(daemon.Config{Root: dir, CleanupInterval: -1, Grace: 200 * time.Millisecond})
+	tree := files.New(ws)
+	d, err := daemon.New(daemon.Config{Store: tree, CleanupInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	fctx, fstop := context.WithCancel(context.Background())
 	fdone := make(chan error, 1)
 	go func() { fdone <- d.Run(fctx) }()
-	wantEntries, wantEvents := sendPlanBackTwice(t, files.New(ws))
+	wantEntries, wantEvents := sendPlanBackTwice(t, tree)
 	fstop()
 	if err := <-fdone; err != nil {
 		t.Fatal(err)
 	}
-	d.Close()
 
 	s, _ := newStore(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- s.Serve(ctx, ServeConfig{Holder: "d1", CleanupInterval: -1}) }()
+	go func() { served <- serve(ctx, s, daemon.Config{Lead: workspace.LeadOptions{Holder: "d1"}}) }()
 	gotEntries, gotEvents := sendPlanBackTwice(t, s)
 	cancel()
 	if err := <-served; err != nil {
@@ -154,7 +154,7 @@ func TestServeChecksTimeoutsAndRunsRetention(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {
-		served <- s.Serve(ctx, ServeConfig{Holder: "d1", Rescan: 20 * time.Millisecond, CleanupInterval: 20 * time.Millisecond})
+		served <- serve(ctx, s, daemon.Config{Lead: workspace.LeadOptions{Holder: "d1"}, Rescan: 20 * time.Millisecond, CleanupInterval: 20 * time.Millisecond})
 	}()
 	await(t, "a timeout friction entry for slow/s0", func() (bool, string) {
 		list, err := s.Friction("test").List(friction.Filter{})

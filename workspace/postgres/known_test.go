@@ -19,18 +19,19 @@ func TestKnownStatesOnlyForTheirOwnBytes(t *testing.T) {
 	s, _ := newStore(t)
 	epoch := lead(t, s, "test")
 	plannedTask(t, s, "t1", 4, epoch)
-	k := newKnown()
-	commitOne := func(sub string) Applied {
+	k := s.Committer("t1").(*committer)
+	req := workspace.CommitRequest{Lead: epochLead(epoch)}
+	commitOne := func(sub string) workspace.Applied {
 		t.Helper()
 		drop(t, s, "t1", workspace.KindClaim, workspace.Marker{AgentID: "w1", SubtaskID: sub})
-		a, err := s.commitKnown(ctx, k, "t1", 0, epoch)
+		a, err := k.Commit(ctx, req)
 		if err != nil || a.Taken != 1 {
 			t.Fatalf("commit of the claim of %s: %+v, %v", sub, a, err)
 		}
 		return a
 	}
 	commitOne("s0")
-	if got := k.get("t1"); got.doc == "" || got.st.JournalSeq == 0 {
+	if got := k.last; got.doc == "" || got.st.JournalSeq == 0 {
 		t.Fatalf("the state written is not remembered: %+v", got)
 	}
 	commitOne("s1")
@@ -63,7 +64,7 @@ func TestKnownStatesOnlyForTheirOwnBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	drop(t, s, "t1", workspace.KindClaim, workspace.Marker{AgentID: "w1", SubtaskID: "s3"})
-	if _, err := s.commitKnown(ctx, k, "t1", 0, epoch); err == nil || !strings.Contains(err.Error(), "would not validate") {
+	if _, err := k.Commit(ctx, req); err == nil || !strings.Contains(err.Error(), "would not validate") {
 		t.Fatalf("commit over a broken state row: %v, want it refused as not valid", err)
 	}
 	var after string

@@ -9,24 +9,24 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/daemon"
+	"github.com/workspaced/workspaced/workspace/machine"
 )
 
-var _ daemon.VerdictSource = (*Store)(nil)
+var _ workspace.VerdictSource = (*Store)(nil)
 
 // ReadVerdict says where the marker name of a task stands: waiting (its
 // row is in markers), decided (a journal row of that name past after:
 // the daemon journals a marker and writes the state reflecting it in
 // one transaction, so a taken marker is always decided), or missing.
-func (s *Store) ReadVerdict(taskID, name string, after int64) (daemon.Verdict, string, error) {
+func (s *Store) ReadVerdict(taskID, name string, after int64) (workspace.Verdict, string, error) {
 	if _, ok := workspace.IsMarkerName(name); !ok || path.Base(name) != name {
-		return daemon.Verdict{}, "", fmt.Errorf("%q is not the name of a marker", name)
+		return workspace.Verdict{}, "", fmt.Errorf("%q is not the name of a marker", name)
 	}
 	ctx, cancel := s.readCtx()
 	defer cancel()
 	var (
 		rec   workspace.JournalRecord
-		where = daemon.MarkerMissing
+		where = workspace.MarkerMissing
 		st    workspace.State
 	)
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
@@ -35,7 +35,7 @@ func (s *Store) ReadVerdict(taskID, name string, after int64) (daemon.Verdict, s
 			return err
 		}
 		if waiting {
-			where = daemon.MarkerWaiting
+			where = workspace.MarkerWaiting
 			return nil
 		}
 		var body string
@@ -56,16 +56,16 @@ func (s *Store) ReadVerdict(taskID, name string, after int64) (daemon.Verdict, s
 		if st, err = decodeState(taskID, doc); err != nil {
 			return err
 		}
-		where = daemon.MarkerDecided
+		where = workspace.MarkerDecided
 		return nil
 	})
 	if err != nil {
-		return daemon.Verdict{}, "", readErr("read the verdict on marker "+name, err)
+		return workspace.Verdict{}, "", readErr("read the verdict on marker "+name, err)
 	}
-	if where != daemon.MarkerDecided {
-		return daemon.Verdict{}, where, nil
+	if where != workspace.MarkerDecided {
+		return workspace.Verdict{}, where, nil
 	}
-	return daemon.Judge(st, rec, name), where, nil
+	return machine.Judge(st, rec, name), where, nil
 }
 
 // Serving reports whether a daemon holds the lease now.

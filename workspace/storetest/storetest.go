@@ -1,14 +1,16 @@
-// Package storetest is the conformance suite every workspace.Store passes:
-// each operation, each error kind (errors.Is on the sentinels of package
-// workspace), concurrency and ordering. A backend runs it from a test of
-// its own package:
+// Package storetest is the conformance suite every store passes: each
+// operation, each error kind (errors.Is on the sentinels of package
+// workspace), concurrency and ordering, and what the single writer
+// promises on every store — each part served by the real daemon
+// (workspace/daemon). A backend runs it from a test of its own package:
 //
 //	func TestConformance(t *testing.T) {
-//		storetest.Run(t, openFresh, storetest.Hooks{Apply: applyWaiting})
+//		storetest.Run(t, openFresh)
 //	}
 //
 // open must return a new, empty, initialised workspace for each call (the
-// suite runs its parts in parallel); the suite closes it.
+// suite runs its parts in parallel); the suite serves it with a daemon
+// and closes it.
 package storetest
 
 import (
@@ -25,29 +27,30 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/friction"
+	"github.com/workspaced/workspaced/internal/servetest"
 	"github.com/workspaced/workspaced/retention"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/daemon"
 )
 
-// Hooks are what the suite needs of a backend beyond the Store.
+// Hooks are what a part of the suite does beside the store.
 type Hooks struct {
-	// Apply applies every marker waiting in s, as the backend's single
-	// writer (the daemon) does, and returns once they are applied. The
-	// suite calls it where a real workspace has a daemon serving.
+	// Apply returns once the daemon serving s has applied every marker
+	// the suite dropped.
 	Apply func(t *testing.T, s workspace.Store)
 }
 
-// Run runs the whole suite against fresh stores from open.
-func Run(t *testing.T, open func(t *testing.T) workspace.Store, h Hooks) {
-	if h.Apply == nil {
-		t.Fatal("storetest: Hooks.Apply is required")
-	}
+// Run runs the whole suite against fresh stores from open, each served by
+// the real daemon.
+func Run(t *testing.T, open func(t *testing.T) workspace.Served) {
 	fresh := func(t *testing.T) workspace.Store {
 		t.Helper()
 		s := open(t)
 		t.Cleanup(func() { _ = s.Close() })
-		return s
+		servetest.Start(t, s, daemon.Config{})
+		return &counted{Served: s, dropped: map[string]int{}}
 	}
+	h := Hooks{Apply: awaitApplied}
 	parts := []struct {
 		name string
 		run  func(t *testing.T, s workspace.Store, h Hooks)
@@ -74,6 +77,7 @@ func Run(t *testing.T, open func(t *testing.T) workspace.Store, h Hooks) {
 		{"Retention", testRetention},
 		{"Skills", testSkills},
 		{"TaskFiles", testTaskFiles},
+		{"Served", testServed},
 	}
 	for _, p := range parts {
 		t.Run(p.name, func(t *testing.T) {
@@ -178,7 +182,7 @@ func testAgents(t *testing.T, s workspace.Store, _ Hooks) {
 	}
 }
 
-func testTasks(t *testing.T, s workspace.Store, _ Hooks) {
+func testTasks(t *testing.T, s workspace.Store, h Hooks) {
 	for _, id := range []string{"t_b", "t_a", "t_c"} {
 		task := newTask(t, s, id)
 		if task.ID != id || task.CreatedAt.IsZero() {
@@ -197,7 +201,7 @@ func testTasks(t *testing.T, s workspace.Store, _ Hooks) {
 	}
 	list, err := s.ListTasks()
 	ok(t, err, "list tasks")
-	if len(list) != 3 || list[0].Task.ID != "t_a" || list[0].State != nil {
+	if len(list) != 3 || list[0].Task.ID != "t_a" {
 		t.Fatalf("list tasks = %+v", list)
 	}
 	gen, err := s.CreateTask(bg, workspace.NewTaskRequest{Description: "no id given"})
@@ -222,8 +226,10 @@ func testTasks(t *testing.T, s workspace.Store, _ Hooks) {
 	is(t, err, workspace.ErrInvalid, "create a task without a description")
 	_, err = s.GetTask("t_none")
 	is(t, err, workspace.ErrNotFound, "get a missing task")
-	_, err = s.ReadState("t_a")
-	is(t, err, workspace.ErrNotFound, "read the state no daemon has written")
+	first := awaitState(t, s, "t_a", func(st workspace.State) bool { return true })
+	if first.Status != "planning" || first.JournalSeq != 0 || first.TaskID != "t_a" {
+		t.Fatalf("a new task's first state = %+v, want planning at journal_seq 0", first)
+	}
 	_, err = s.ReadState("t_none")
 	is(t, err, workspace.ErrNotFound, "read the state of a missing task")
 }
@@ -272,8 +278,8 @@ func testPlans(t *testing.T, s workspace.Store, _ Hooks) {
 	is(t, err, workspace.ErrNotFound, "write the plan of a missing task")
 }
 
-func testProducts(t *testing.T, s workspace.Store, _ Hooks) {
-	newTask(t, s, "t1")
+func testProducts(t *testing.T, s workspace.Store, h Hooks) {
+	approved(t, s, h, "t1", "s1")
 	out := func(summary string) []byte {
 		data, _ := json.Marshal(map[string]any{"status": "completed", "summary": summary})
 		return data
@@ -294,18 +300,21 @@ func testProducts(t *testing.T, s workspace.Store, _ Hooks) {
 	ok(t, s.ValidateProduct("t1", rel), "validate product")
 	hist, err := s.ReadTaskFile("t1", "outputs/history/s1.v1.json", 1<<20)
 	ok(t, err, "read the replaced output's history")
-	var h workspace.Output
-	if json.Unmarshal(hist, &h) != nil || h.Summary != "first" {
+	var o workspace.Output
+	if json.Unmarshal(hist, &o) != nil || o.Summary != "first" {
 		t.Fatalf("history of s1 = %s", hist)
 	}
-	// Once a done marker reports it, it is final.
+	// Once its subtask is completed, it is final.
+	_, err = s.WriteClaim("t1", "worker_1", "s1")
+	ok(t, err, "claim")
 	_, err = s.WriteDone(workspace.DoneRequest{TaskID: "t1", Agent: "worker_1", OutputFile: rel})
 	ok(t, err, "done")
+	h.Apply(t, s)
 	_, err = s.WriteOutput("t1", "s1", "worker_1", out("third"))
 	is(t, err, workspace.ErrConflict, "replace an output a done marker reports")
 	doc, err := s.ReadTaskDoc("t1", rel)
 	ok(t, err, "read task doc")
-	if json.Unmarshal(doc, &h) != nil || h.Summary != "second" {
+	if json.Unmarshal(doc, &o) != nil || o.Summary != "second" {
 		t.Fatalf("a refused replace changed the output: %s", doc)
 	}
 
@@ -337,8 +346,8 @@ func testProducts(t *testing.T, s workspace.Store, _ Hooks) {
 	for _, r := range reviews {
 		ids = append(ids, r.ID)
 	}
-	if !slices.Equal(ids, []string{"r_c", "r_a", "r_b"}) || len(skipped) != 0 {
-		t.Fatalf("reviews in order %v (skipped %v), want r_c r_a r_b (by reviewed_at, then id)", ids, skipped)
+	if !slices.Equal(ids, []string{"r_c", "r_a", "r_b", "plan_review_1"}) || len(skipped) != 0 {
+		t.Fatalf("reviews in order %v (skipped %v), want r_c r_a r_b plan_review_1 (by reviewed_at, then id)", ids, skipped)
 	}
 	if reviews[0].Reviewer != "reviewer" {
 		t.Fatalf("review reviewer %q, want the writing agent", reviews[0].Reviewer)

@@ -14,8 +14,14 @@ CREATE TRIGGER tasks_notify AFTER INSERT ON tasks
 -- one name cannot wait at once. The trigger runs after markers_name has
 -- named a marker inserted without one.
 CREATE FUNCTION markers_once() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  taken boolean;
 BEGIN
-  IF EXISTS (SELECT 1 FROM journal WHERE task_id = NEW.task_id AND name = NEW.name) THEN
+  -- The journal of the marker's own schema, whatever the inserting
+  -- session's search_path.
+  EXECUTE format('SELECT EXISTS (SELECT 1 FROM %I.journal WHERE task_id = $1 AND name = $2)', TG_TABLE_SCHEMA)
+    INTO taken USING NEW.task_id, NEW.name;
+  IF taken THEN
     RAISE EXCEPTION 'marker % of task % was taken already', NEW.name, NEW.task_id
       USING ERRCODE = 'unique_violation',
             HINT = 'never reuse a marker name: give each marker a new random suffix';

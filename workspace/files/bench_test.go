@@ -1,4 +1,4 @@
-package daemon
+package files
 
 import (
 	"context"
@@ -32,11 +32,9 @@ func benchBurst(b *testing.B, n int) {
 		b.Fatal(err)
 	}
 	defer ws.Close()
-	d, err := New(Config{Root: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer d.Close()
+	s := New(ws)
+	s.SetServeOptions(ServeOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	d := &tester{s: s, cs: map[string]*committer{}}
 	ctx := context.Background()
 	// Tasks of 256 subtasks, as `workspaced bench` uses: a new one, made
 	// outside the timer, when the current one has none left.
@@ -45,7 +43,7 @@ func benchBurst(b *testing.B, n int) {
 		task string
 		next int
 	)
-	take := func() outcome { return process(b, d, task) }
+	take := func() workspace.Applied { return process(b, d, task) }
 	newTask := func() {
 		task, next = fmt.Sprintf("burst_%d", time.Now().UnixNano()), 1
 		if err := fixture.PrepareTask(ctx, ws, task, perTask); err != nil {
@@ -87,8 +85,8 @@ func benchBurst(b *testing.B, n int) {
 		drop()
 		b.StartTimer()
 		t := time.Now()
-		if o := take(); o.taken != n {
-			b.Fatalf("took %d markers, want %d", o.taken, n)
+		if o := take(); o.Taken != n {
+			b.Fatalf("took %d markers, want %d", o.Taken, n)
 		}
 		opTime += time.Since(t)
 		t = time.Now()

@@ -1,7 +1,6 @@
-package daemon
+package files
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/internal/fixture"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/daemon"
 )
 
 // harness runs an in-process daemon over a fresh workspace.
@@ -36,21 +36,28 @@ func newWorkspace(t *testing.T) (string, *workspace.Workspace) {
 	return dir, ws
 }
 
-func startDaemon(t *testing.T, dir string, cfg Config) *harness {
+// startDaemon runs the real daemon over the tree at dir (a grace period
+// of 200 ms) until the test ends or stop.
+func startDaemon(t *testing.T, dir string, cfg daemon.Config) *harness {
 	t.Helper()
-	cfg.Root = dir
-	if cfg.Grace == 0 {
-		cfg.Grace = 200 * time.Millisecond
+	s, err := Open(dir, workspace.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetServeOptions(ServeOptions{Grace: 200 * time.Millisecond})
+	cfg.Store = s
+	if cfg.CleanupInterval == 0 {
+		cfg.CleanupInterval = -1
 	}
 	ready := make(chan struct{})
 	cfg.Ready = func() { close(ready) }
-	d, err := New(cfg)
+	d, err := daemon.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{t: t, dir: dir, ws: d.Workspace(), cancel: cancel, done: make(chan error, 1)}
-	go func() { h.done <- d.Run(ctx); d.Close() }()
+	h := &harness{t: t, dir: dir, ws: s.Workspace, cancel: cancel, done: make(chan error, 1)}
+	go func() { h.done <- d.Run(ctx); s.Close() }()
 	select {
 	case <-ready:
 	case err := <-h.done:
@@ -136,7 +143,7 @@ func completeSubtask(t *testing.T, ws *workspace.Workspace, task, sub, agent str
 func TestTakesMarkersInProcess(t *testing.T) {
 	dir, ws := newWorkspace(t)
 	prepare(t, ws, "t1", 3)
-	h := startDaemon(t, dir, Config{})
+	h := startDaemon(t, dir, daemon.Config{})
 	approve(t, ws, "t1")
 	for i := 1; i <= 3; i++ {
 		completeSubtask(t, ws, "t1", fmt.Sprintf("st_%d", i), fmt.Sprintf("w%d", i))
@@ -194,12 +201,16 @@ func checkSettled(t *testing.T, ws *workspace.Workspace, id string, st workspace
 
 func TestSecondRunRefused(t *testing.T) {
 	dir, _ := newWorkspace(t)
-	startDaemon(t, dir, Config{})
-	d, err := New(Config{Root: dir})
+	startDaemon(t, dir, daemon.Config{})
+	s, err := Open(dir, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	defer s.Close()
+	d, err := daemon.New(daemon.Config{Store: s})
+	if err != nil {
+		t.Fatal(err)
+	}
 	err = d.Run(context.Background())
 	var se *ServingError
 	if !errors.As(err, &se) || se.PID != os.Getpid() || !errors.Is(err, workspace.ErrConflict) {
@@ -214,22 +225,4 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-// TestFilesStayShort keeps every file of the package, tests included,
-// at 500 lines or fewer, so that each reads top to bottom as one phase.
-func TestFilesStayShort(t *testing.T) {
-	names, err := filepath.Glob("*.go")
-	if err != nil || len(names) == 0 {
-		t.Fatalf("list the package's files: %v (%d)", err, len(names))
-	}
-	for _, n := range names {
-		data, err := os.ReadFile(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if lines := bytes.Count(data, []byte("\n")); lines > 500 {
-			t.Errorf("%s has %d lines, more than 500: split it by phase", n, lines)
-		}
-	}
 }

@@ -1,0 +1,256 @@
+package storetest
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/machine"
+)
+
+// counted is the store a part of the suite works on: the served store,
+// counting the markers dropped in each task so that Apply knows when the
+// daemon has taken them all.
+type counted struct {
+	workspace.Served
+	mu      sync.Mutex
+	dropped map[string]int
+}
+
+func (c *counted) note(task string, err error) {
+	if err == nil {
+		c.mu.Lock()
+		c.dropped[task]++
+		c.mu.Unlock()
+	}
+}
+
+func (c *counted) WriteClaim(taskID, agent, subtaskID string) (string, error) {
+	m, err := c.Served.WriteClaim(taskID, agent, subtaskID)
+	c.note(taskID, err)
+	return m, err
+}
+
+func (c *counted) WriteDone(req workspace.DoneRequest) (string, error) {
+	m, err := c.Served.WriteDone(req)
+	c.note(req.TaskID, err)
+	return m, err
+}
+
+// inner is the store under the counting.
+func inner(s workspace.Store) workspace.Store {
+	if c, ok := s.(*counted); ok {
+		return c.Served
+	}
+	return s
+}
+
+// awaitApplied returns once every marker the suite dropped in s is
+// journaled and the state of its task reflects it.
+func awaitApplied(t *testing.T, s workspace.Store) {
+	t.Helper()
+	c := s.(*counted)
+	c.mu.Lock()
+	want := maps(c.dropped)
+	c.mu.Unlock()
+	for task, n := range want {
+		await(t, "the daemon applies the markers of "+task, func() (bool, string) {
+			recs, err := s.ReadJournal(task)
+			if err != nil {
+				return false, err.Error()
+			}
+			if len(recs) < n {
+				return false, fmt.Sprintf("%d of %d journaled", len(recs), n)
+			}
+			st, err := s.ReadState(task)
+			if err != nil {
+				return false, err.Error()
+			}
+			last := recs[len(recs)-1].Seq
+			return st.JournalSeq >= last, fmt.Sprintf("state at %d, journal at %d", st.JournalSeq, last)
+		})
+	}
+}
+
+func maps(m map[string]int) map[string]int {
+	out := make(map[string]int, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// await polls cond until it holds, failing after a minute with what it
+// last said.
+func await(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after a minute (%s)", what, why)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// awaitState waits for the state of task id to satisfy cond.
+func awaitState(t *testing.T, s workspace.Store, id string, cond func(workspace.State) bool) workspace.State {
+	t.Helper()
+	var st workspace.State
+	await(t, "the state of "+id, func() (bool, string) {
+		var err error
+		st, err = s.ReadState(id)
+		if err != nil {
+			return false, err.Error()
+		}
+		return cond(st), fmt.Sprintf("status %s, plan %s, seq %d", st.Status, st.PlanStatus, st.JournalSeq)
+	})
+	return st
+}
+
+// verdictOf is the verdict on the marker m (a name the store gave back),
+// from its journal record and the state.
+func verdictOf(t *testing.T, s workspace.Store, task, m string) workspace.Verdict {
+	t.Helper()
+	name := path.Base(m)
+	recs, err := s.ReadJournal(task)
+	ok(t, err, "read journal")
+	st, err := s.ReadState(task)
+	ok(t, err, "read state")
+	var found []workspace.JournalRecord
+	for _, r := range recs {
+		if r.File == name {
+			found = append(found, r)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("marker %s is journaled %d times, want once", name, len(found))
+	}
+	return machine.Judge(st, found[0], name)
+}
+
+// testServed plays what the daemon promises on every store: a new task's
+// first state; a plan proposed, sent back and proposed again, then
+// approved; a claim won and one refused with its reason; a done with a
+// product and one without (a cancellation); and the events of every
+// commit present exactly once, in order.
+func testServed(t *testing.T, s workspace.Store, h Hooks) {
+	newTask(t, s, "t1")
+	first := awaitState(t, s, "t1", func(workspace.State) bool { return true })
+	if first.Status != "planning" || first.PlanStatus != machine.PlanNone {
+		t.Fatalf("first state %+v, want planning with no plan", first)
+	}
+	review := func(verdict string, n int) {
+		rv, _ := json.Marshal(map[string]any{"type": "plan_review", "verdict": verdict, "issues": []map[string]any{{"problem": "p"}}})
+		rel, err := s.WriteReview("t1", fmt.Sprintf("plan_review_%d", n), "reviewer", rv)
+		ok(t, err, "write review")
+		_, err = s.WriteDone(workspace.DoneRequest{TaskID: "t1", Agent: "reviewer", OutputFile: rel})
+		ok(t, err, "done review")
+		h.Apply(t, s)
+	}
+	propose := func(subtasks ...string) {
+		_, err := s.WritePlan(bg, "t1", "planner", planJSON(subtasks...))
+		ok(t, err, "write plan")
+		_, err = s.WriteDone(workspace.DoneRequest{TaskID: "t1", Agent: "planner", OutputFile: "plan.json"})
+		ok(t, err, "done plan")
+		h.Apply(t, s)
+	}
+	propose("s1")
+	if st, _ := s.ReadState("t1"); st.PlanStatus != machine.PlanProposed || st.PlanVersion != 1 {
+		t.Fatalf("after a plan: plan_status %s v%d, want proposed v1", st.PlanStatus, st.PlanVersion)
+	}
+	review("revision_needed", 1)
+	if st, _ := s.ReadState("t1"); st.RevisionCount != 1 || st.PlanStatus == machine.PlanApproved {
+		t.Fatalf("after a plan sent back: revision_count %d, plan_status %s", st.RevisionCount, st.PlanStatus)
+	}
+	propose("s1", "s2")
+	review("approved", 2)
+	st, _ := s.ReadState("t1")
+	if st.Status != "executing" || st.PlanVersion != 2 || len(st.Subtasks) != 2 {
+		t.Fatalf("after the second plan was approved: %s v%d with %d subtasks", st.Status, st.PlanVersion, len(st.Subtasks))
+	}
+
+	won, err := s.WriteClaim("t1", "worker_1", "s1")
+	ok(t, err, "claim s1")
+	lost, err := s.WriteClaim("t1", "worker_2", "s1")
+	ok(t, err, "claim s1 again")
+	missing, err := s.WriteClaim("t1", "worker_2", "s9")
+	ok(t, err, "claim a subtask the plan lacks")
+	h.Apply(t, s)
+	if v := verdictOf(t, s, "t1", won); v.Verdict != workspace.VerdictWon {
+		t.Fatalf("first claim: %+v, want won", v)
+	}
+	if v := verdictOf(t, s, "t1", lost); v.Verdict != workspace.VerdictLost || !strings.Contains(v.Reason, "worker_1") {
+		t.Fatalf("second claim: %+v, want lost to worker_1", v)
+	}
+	if v := verdictOf(t, s, "t1", missing); v.Verdict != workspace.VerdictNotFound || v.Reason == "" {
+		t.Fatalf("claim of a missing subtask: %+v, want not_found with a reason", v)
+	}
+	out, _ := json.Marshal(map[string]any{"status": "completed", "summary": "done"})
+	rel, err := s.WriteOutput("t1", "s1", "worker_1", out)
+	ok(t, err, "write output")
+	done, err := s.WriteDone(workspace.DoneRequest{TaskID: "t1", Agent: "worker_1", OutputFile: rel})
+	ok(t, err, "done s1")
+	h.Apply(t, s)
+	if v := verdictOf(t, s, "t1", done); v.Verdict != workspace.VerdictApplied || v.SubtaskStatus != "completed" {
+		t.Fatalf("done s1: %+v, want applied, completed", v)
+	}
+	cancel, err := s.WriteDone(workspace.DoneRequest{TaskID: "t1", Agent: "coordinator", Status: "cancelled", Error: "no longer needed"})
+	ok(t, err, "cancel without a product")
+	h.Apply(t, s)
+	if v := verdictOf(t, s, "t1", cancel); v.Verdict != workspace.VerdictApplied || v.TaskStatus != "cancelled" {
+		t.Fatalf("cancel: %+v, want applied, the task cancelled", v)
+	}
+	eventsOnce(t, s, "t1")
+}
+
+// eventsOnce checks that the task's events hold every event its journal
+// makes, exactly once and in order: the journal replayed by the state
+// machine gives the events the daemon must have made durable with each
+// commit.
+func eventsOnce(t *testing.T, s workspace.Store, id string) {
+	t.Helper()
+	task, err := s.GetTask(id)
+	ok(t, err, "get task")
+	recs, err := s.ReadJournal(id)
+	ok(t, err, "read journal")
+	plans := func(version int) (*workspace.Plan, error) {
+		for _, r := range slices.Backward(recs) {
+			if r.Plan != nil && r.Plan.Version == version {
+				return r.Plan, nil
+			}
+		}
+		return nil, fmt.Errorf("no plan v%d in the journal", version)
+	}
+	_, want, stopped := machine.Continue(machine.Init(task), plans, recs)
+	ok(t, stopped, "replay the journal")
+	names := map[string]bool{}
+	for _, e := range want {
+		names[e.Name] = true
+	}
+	evs, _, err := s.ReadEvents(id)
+	ok(t, err, "read events")
+	var got []string
+	for _, e := range evs {
+		if names[e.Name] {
+			got = append(got, workspace.FormatEvent(e))
+		}
+	}
+	var wantLines []string
+	for _, e := range want {
+		wantLines = append(wantLines, workspace.FormatEvent(e))
+	}
+	if !slices.Equal(got, wantLines) {
+		t.Fatalf("events of the commits:\n%s\nwant, once each and in order:\n%s", strings.Join(got, "\n"), strings.Join(wantLines, "\n"))
+	}
+}
