@@ -76,6 +76,15 @@
 // task.json, and Continue folds it over a state read back from disk,
 // loading the plan it tracks when no record in hand carries it.
 //
+// # Judging a marker
+//
+// Before a marker becomes a record, ParseMarker and Marker.Judge apply
+// the reading rules every store shares (size, depth, the marker's schema,
+// an output_file inside the task that agrees with subtask_id, the
+// product's schema) and Judgement.Record stamps the record, checked
+// against the journal schema; a refusal becomes a record with rejected
+// set. Judge reads the verdict on a record back from the state it left.
+//
 // # Workers
 //
 // Every agent that takes a subtask (by a claim, or by a done marker for a

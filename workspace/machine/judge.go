@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/schemas"
+	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -86,6 +87,9 @@ func ParseMarker(kind, name string, data []byte, lim workspace.LimitSettings) Ma
 	if err := json.Unmarshal(data, &m.rec.Marker); err != nil {
 		return m.refuse(true, fmt.Sprintf("not a valid %s marker: %v", kind, err))
 	}
+	if err := checkDecoded(kind, m.rec.Marker); err != nil {
+		return m.refuse(true, fmt.Sprintf("not a valid %s marker: %v", kind, err))
+	}
 	if kind != workspace.KindDone {
 		return m
 	}
@@ -104,6 +108,28 @@ func ParseMarker(kind, name string, data []byte, lim workspace.LimitSettings) Ma
 		m.product, m.pkind, m.pid = mk.OutputFile, pkind, pid
 	}
 	return m
+}
+
+// checkDecoded checks the fields of mk, a marker of kind decoded from
+// bytes that matched its schema, against the schema again. Decoding
+// matches keys without regard to case, so a key the schema does not know
+// ("Subtask_ID") can overwrite one it checked ("subtask_id"); such a
+// marker would make a record that does not match the journal's schema.
+func checkDecoded(kind string, mk workspace.Marker) error {
+	if err := vocab.ValidateID("agent_id", mk.AgentID); err != nil {
+		return err
+	}
+	if mk.SubtaskID != "" || kind == workspace.KindClaim {
+		if err := vocab.ValidateID("subtask_id", mk.SubtaskID); err != nil {
+			return err
+		}
+	}
+	switch mk.Status {
+	case "", DoneCompleted, DoneFailed, DoneCancelled:
+	default:
+		return fmt.Errorf("status %q is not completed, failed or cancelled", mk.Status)
+	}
+	return nil
 }
 
 func (m Marker) refuse(soft bool, reason string) Marker {
