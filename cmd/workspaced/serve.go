@@ -20,6 +20,7 @@ const serveUsage = `workspaced serve — run the single-writer daemon of a works
 
 Usage:
   workspaced serve [--rescan DUR] [--cleanup-interval DUR] [--grace DUR] [--strict]
+                   [--wakeups inotify|poll] [--poll DUR]
                    [--standby] [--lease DUR] [--log-format text|json] [--log-level debug|info|warn|error]
 
 The daemon is the only writer of every tasks/<id>/state.json. It watches
@@ -31,6 +32,14 @@ start, on a watcher overflow or error, and every --rescan, so no marker is
 left behind. After a crash at any point every marker is applied exactly
 once on the next start. A state.json that does not parse or validate is
 restored from the newest valid backup plus the journal (state_restored).
+
+How the daemon learns of a marker (--wakeups): on Linux by inotify, a watch
+of tasks/ and of every active task directory; with poll (the default where
+there is no inotify: macOS, the BSDs) by looking at the modification time
+of those directories every --poll (250ms), with no descriptor and no
+kernel watch per task. Either way the rescans cover what a wake-up missed.
+A postgres:// root wakes on its notifications and a poll of the markers
+table, whatever --wakeups says.
 
 A marker that does not parse waits --grace (it may still be being written),
 then is rejected with its reason, as is one naming a missing, unsafe or
@@ -72,6 +81,8 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	grace := fs.Duration("grace", 0, "let a marker that does not parse wait `DUR` before rejecting it, e.g. 5s (default from workspace.json, else 5s)")
 	strict := fs.Bool("strict", false, "refuse to serve a root on NFS, SMB or FUSE")
 	lease := fs.Duration("lease", 0, "on a postgres:// root, how long the lease runs without renewal, `DUR` (default 5s): how long a standby waits for a stalled leader")
+	wakeups := fs.String("wakeups", "", "how the daemon learns of markers on a directory root, `inotify|poll` (default inotify on Linux, poll elsewhere)")
+	poll := fs.Duration("poll", 0, "with --wakeups poll, look at the active task directories every `DUR` (default 250ms)")
 	standby := fs.Bool("standby", false, "on a postgres:// root, wait for the leading daemon's lease instead of exiting 4, and take over when it lapses")
 	format := fs.String("log-format", "text", "the log format, `text|json`")
 	level := fs.String("log-level", "info", "log this level and above, `debug|info|warn|error`")
@@ -98,8 +109,11 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 			cleanupEvery = -1
 		}
 	}
-	if *lease < 0 {
-		return usageHint("serve", "--lease must not be negative")
+	if *lease < 0 || *poll < 0 {
+		return usageHint("serve", "--lease and --poll must not be negative")
+	}
+	if *wakeups != "" && *wakeups != "inotify" && *wakeups != "poll" {
+		return usageHint("serve", "--wakeups %q: use inotify or poll", *wakeups)
 	}
 	if *standby && !postgres.IsURL(e.root) {
 		return usageHint("serve", "--standby needs a postgres:// root: a directory has one daemon, its lock held by the kernel")
@@ -117,7 +131,11 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		tree.SetServeOptions(files.ServeOptions{Grace: *grace, Logger: logger})
 	}
 	tuneGC()
-	d, err := daemon.New(daemon.Config{Store: served, Rescan: *rescan, CleanupInterval: cleanupEvery, Logger: logger,
+	wake := workspace.WakeOptions{Mode: *wakeups, Interval: *poll}
+	if postgres.IsURL(e.root) {
+		wake = workspace.WakeOptions{} // notifications and a poll of its own
+	}
+	d, err := daemon.New(daemon.Config{Store: served, Rescan: *rescan, CleanupInterval: cleanupEvery, Logger: logger, Wake: wake,
 		Lead:  workspace.LeadOptions{Standby: *standby, TTL: *lease, Strict: *strict, Logger: logger},
 		Ready: fitMemoryLimit})
 	if err != nil {

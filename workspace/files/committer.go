@@ -180,9 +180,11 @@ func (t *committer) quietAt(fi fs.FileInfo) bool {
 }
 
 // noteQuiet remembers the directory's modification time of a task found
-// with nothing to do (fi is its Lstat from before it was read).
+// with nothing to do (fi is its Lstat from before it was read). A time
+// younger than pollSettled is not remembered: a marker renamed in within
+// the same tick of the kernel's coarse clock would leave it unchanged.
 func (t *committer) noteQuiet(fi fs.FileInfo) {
-	if fi != nil {
+	if fi != nil && time.Since(fi.ModTime()) >= pollSettled {
 		t.quiet = fi.ModTime()
 	}
 }

@@ -2,8 +2,10 @@ package files_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/daemon"
 	"github.com/workspaced/workspaced/workspace/files"
 	"github.com/workspaced/workspaced/workspace/storetest"
 )
@@ -11,11 +13,19 @@ import (
 // TestConformance runs the suite every store passes against a fresh tree
 // for each part, served by the real daemon.
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) workspace.Served {
-		s, err := files.Init(t.TempDir(), workspace.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	})
+	storetest.Run(t, fresh)
+}
+
+// TestConformancePoll runs the suite with the daemon woken by the poll
+// source, the default where there is no inotify.
+func TestConformancePoll(t *testing.T) {
+	storetest.RunServed(t, fresh, daemon.Config{Wake: workspace.WakeOptions{Mode: "poll", Interval: 20 * time.Millisecond}})
+}
+
+func fresh(t *testing.T) workspace.Served {
+	s, err := files.Init(t.TempDir(), workspace.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

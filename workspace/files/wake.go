@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 
@@ -24,13 +25,30 @@ import (
 // waits for it (the kernel's queue holds more meanwhile).
 const wakeBuffer = 4096
 
-// Wakeups starts the tree's wake-up source (workspace.Served).
+// haveInotify says the platform has inotify, the default wake-up source
+// where it has (elsewhere fsnotify's kqueue would hold a descriptor per
+// directory and per file in it: the poll is the default there).
+const haveInotify = runtime.GOOS == "linux"
+
+// Wakeups starts the tree's wake-up source (workspace.Served): opt.Mode
+// "inotify" (the default on Linux) or "poll" (the default elsewhere),
+// opt.Interval the poll's interval (zero: DefaultPollInterval).
 func (s *Store) Wakeups(ctx context.Context, opt workspace.WakeOptions) (workspace.Wakeups, error) {
 	switch opt.Mode {
-	case "", "inotify":
+	case "":
+		if !haveInotify {
+			return s.pollWakeups(ctx, opt.Interval), nil
+		}
+	case "inotify":
+		if !haveInotify {
+			return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "serve", Msg: "this platform has no inotify",
+				Hint: "use --wakeups poll (the default here)"}
+		}
+	case "poll":
+		return s.pollWakeups(ctx, opt.Interval), nil
 	default:
 		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "serve", Msg: fmt.Sprintf("no wake-up mode %q", opt.Mode),
-			Hint: "use inotify"}
+			Hint: "use inotify or poll"}
 	}
 	fw, err := fsnotify.NewWatcher()
 	if err != nil {

@@ -43,11 +43,17 @@ type Hooks struct {
 // Run runs the whole suite against fresh stores from open, each served by
 // the real daemon.
 func Run(t *testing.T, open func(t *testing.T) workspace.Served) {
+	RunServed(t, open, daemon.Config{})
+}
+
+// RunServed is Run with the daemon configured by cfg (its Store is set to
+// each fresh store): a store's other wake-up sources, say.
+func RunServed(t *testing.T, open func(t *testing.T) workspace.Served, cfg daemon.Config) {
 	fresh := func(t *testing.T) workspace.Store {
 		t.Helper()
 		s := open(t)
 		t.Cleanup(func() { _ = s.Close() })
-		servetest.Start(t, s, daemon.Config{})
+		servetest.Start(t, s, cfg)
 		return &counted{Served: s, dropped: map[string]int{}}
 	}
 	h := Hooks{Apply: awaitApplied}
