@@ -16,6 +16,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/workspaced/workspaced/internal/optdep"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -31,7 +32,7 @@ func chromium(t *testing.T) string {
 			return p
 		}
 	}
-	t.Skip("no Chromium on this machine (Debian: apt-get install chromium; .ci/run installs it): the browser tests skip")
+	optdep.Skip(t, "chromium", "no Chromium on this machine (Debian: apt-get install chromium; .ci/run installs it): the browser tests skip")
 	return ""
 }
 
