@@ -11,8 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspaced/workspaced/internal/optdep"
 	"github.com/workspaced/workspaced/workspace"
 )
+
+// TestMain reports the tests skipped for want of python3.
+func TestMain(m *testing.M) { os.Exit(optdep.Main(m)) }
 
 // TestAgentMainReports drives an agent through pipes, as the harness
 // does: its markers are dropped valid, and their stamps come when asked,
@@ -134,7 +138,7 @@ func TestAgentExitAbortsWait(t *testing.T) {
 func TestPythonAgentDropsMarkers(t *testing.T) {
 	python := findPython()
 	if python == "" {
-		t.Skip("python3 is not on PATH: the Python agent cannot run")
+		optdep.Skip(t, "python3", "python3 is not on PATH: the Python agent cannot run")
 	}
 	root := t.TempDir()
 	ws, err := workspace.Init(root, workspace.Options{})

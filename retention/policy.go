@@ -220,16 +220,21 @@ func parseRFC3339(s string) (time.Time, error) {
 	return time.Parse(time.RFC3339Nano, strings.ToUpper(s))
 }
 
-// formatAge renders an age as days and hours ("7d0h"), with the remainder
-// below an hour shown only when the age is not a whole number of hours, so
-// boundary cases stay distinguishable in a report.
+// formatAge renders an age for people: under a day as a duration to the
+// second ("2m24s", "5h3m10s"), from a day on as days and hours ("7d0h"),
+// with the minutes left when the age is not a whole number of hours
+// ("6d23h59m"). It truncates, never rounds up, so an age shown as below
+// a limit is below it.
 func formatAge(d time.Duration) string {
+	if d < Day {
+		return vocab.Duration(d.Truncate(time.Second))
+	}
 	days := d / Day
 	rest := d - days*Day
 	hours := rest / time.Hour
 	s := fmt.Sprintf("%dd%dh", days, hours)
-	if r := rest - hours*time.Hour; r != 0 {
-		s += r.String()
+	if m := (rest - hours*time.Hour) / time.Minute; m != 0 {
+		s += fmt.Sprintf("%dm", m)
 	}
 	return s
 }

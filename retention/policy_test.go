@@ -249,3 +249,24 @@ func TestPolicyValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestFormatAge: ages read as people write them, truncated so that an age
+// shown below a limit is below it.
+func TestFormatAge(t *testing.T) {
+	for _, c := range []struct {
+		age  time.Duration
+		want string
+	}{
+		{2*time.Minute + 24*time.Second + 601583968, "2m24s"},
+		{999 * time.Millisecond, "0s"},
+		{5*time.Hour + 3*time.Minute + 10*time.Second + 900*time.Millisecond, "5h3m10s"},
+		{3 * time.Hour, "3h"},
+		{7 * Day, "7d0h"},
+		{7*Day - time.Nanosecond, "6d23h59m"},
+		{30*Day + 5*time.Hour + 20*time.Second, "30d5h"},
+	} {
+		if got := formatAge(c.age); got != c.want {
+			t.Errorf("formatAge(%v) = %q, want %q", c.age, got, c.want)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/workspaced/workspaced/friction"
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/machine"
 )
 
 func (s *Server) routes() {
@@ -35,6 +36,8 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/tasks/{id}/threads", s.withTask(s.getThreads))
 	m.HandleFunc("GET /api/tasks/{id}/env", s.withTask(s.getEnv))
 	m.HandleFunc("GET /api/tasks/{id}/env/{key}", s.withTask(s.getEnvKey))
+	m.HandleFunc("GET /api/tasks/{id}/sessions", s.withTask(s.getSessions))
+	m.HandleFunc("GET /api/tasks/{id}/sessions/{thread}/{key}", s.withTask(s.getSessionKey))
 	m.HandleFunc("GET /api/tasks/{id}/journal", s.withTask(s.getJournal))
 	m.HandleFunc("GET /api/tasks/{id}/backups", s.withTask(s.getBackups))
 	m.HandleFunc("GET /api/tasks/{id}/events", s.withTask(s.taskEvents))
@@ -254,16 +257,87 @@ func (s *Server) getEnvKey(w http.ResponseWriter, r *http.Request, id string) {
 	writeJSON(w, http.StatusOK, e)
 }
 
+// SessionView is one thread's session entries, in GET
+// /api/tasks/{id}/sessions: the task's own (root) thread first, then its
+// threads by creation time; a thread without entries is left out.
+type SessionView struct {
+	Thread string                   `json:"thread"`
+	Items  []workspace.ManifestItem `json:"items"`
+}
+
+func (s *Server) getSessions(w http.ResponseWriter, r *http.Request, id string) {
+	threads, err := s.st.ListThreads(id)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	ids := []string{id}
+	for _, t := range threads {
+		ids = append(ids, t.ID)
+	}
+	out := []SessionView{}
+	for _, th := range ids {
+		items, err := s.st.ListEntries(r.Context(), workspace.Scope{Kind: workspace.ScopeSession, TaskID: id, ThreadID: th})
+		if err != nil && !isNotFound(err) {
+			fail(w, err)
+			return
+		}
+		if len(items) > 0 {
+			out = append(out, SessionView{Thread: th, Items: items})
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) getSessionKey(w http.ResponseWriter, r *http.Request, id string) {
+	th := r.PathValue("thread")
+	if err := workspace.ValidateID("thread id", th); err != nil {
+		fail(w, err)
+		return
+	}
+	e, err := s.st.GetEntry(r.Context(), workspace.Scope{Kind: workspace.ScopeSession, TaskID: id, ThreadID: th}, r.PathValue("key"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, e)
+}
+
+// JournalView is one record of GET /api/tasks/{id}/journal with the
+// daemon's verdict on it, read from the state as an agent reads it: won,
+// lost, applied, refused or not_found once the state reflects the
+// record (with the reason of a refusal), taken before.
+type JournalView struct {
+	workspace.JournalRecord
+	Verdict string `json:"verdict"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// verdictTaken is the verdict of a record the state does not reflect
+// yet: taken by the daemon, not yet applied.
+const verdictTaken = "taken"
+
 func (s *Server) getJournal(w http.ResponseWriter, r *http.Request, id string) {
 	recs, err := s.st.ReadJournal(id)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	if recs == nil {
-		recs = []workspace.JournalRecord{}
+	st, err := s.st.ReadState(id)
+	if err != nil && !isNotFound(err) {
+		fail(w, err)
+		return
 	}
-	writeJSON(w, http.StatusOK, recs)
+	out := make([]JournalView, 0, len(recs))
+	for _, rec := range recs {
+		v := JournalView{JournalRecord: rec, Verdict: verdictTaken}
+		if err == nil && st.JournalSeq >= rec.Seq {
+			j := machine.Judge(st, rec, rec.File)
+			v.Verdict, v.Reason = j.Verdict, j.Reason
+		}
+		out = append(out, v)
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // backupView is one backup of a state.

@@ -20,12 +20,16 @@ import (
 	"github.com/workspaced/workspaced/workspace/files"
 )
 
-// seed gives the panel's workspace a task t1 with env data, a thread,
-// events, and an entry of global and agent memory.
+// seed gives the panel's workspace a task t1 with env data, a session
+// entry of its root thread, a thread, events, and an entry of global and
+// agent memory.
 func seed(t *testing.T, ws *workspace.Workspace) {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := ws.CreateTask(ctx, workspace.NewTaskRequest{ID: "t1", Description: "first task"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ws.StoreEntry(ctx, workspace.Scope{Kind: workspace.ScopeSession, TaskID: "t1", ThreadID: "t1"}, workspace.StoreRequest{Key: "draft", Description: "a private draft", Value: []byte(`"half"`), Agent: "solver"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ws.StoreEntry(ctx, workspace.Scope{Kind: workspace.ScopeThread, TaskID: "t1"}, workspace.StoreRequest{Key: "arc/task", Description: "the puzzle", Value: []byte(`{"grid":[[1]]}`), Agent: "solver"}); err != nil {
@@ -62,6 +66,8 @@ func TestRoutes(t *testing.T) {
 		{"/api/tasks/t1/env", `"key":"arc/task"`},
 		{"/api/tasks/t1/env/arc%2Ftask", `"value":{"grid":[[1]]}`},
 		{"/api/tasks/t1/journal", `[]`},
+		{"/api/tasks/t1/sessions", `[{"thread":"t1","items":[{"key":"draft"`},
+		{"/api/tasks/t1/sessions/t1/draft", `"value":"half"`},
 		{"/api/tasks/t1/backups", `[]`},
 		{"/api/tasks/t1/events", `"event":"env_stored"`},
 		{"/api/tasks/t1/events?after=0", `"id":"t1:`},
@@ -606,5 +612,44 @@ func TestStoreWithoutWatcher(t *testing.T) {
 	}
 	if _, err := New(Config{Store: ws}); err != nil {
 		t.Fatalf("New over the tree: %v", err)
+	}
+}
+
+// TestJournalVerdicts: the journal route gives each record the daemon's
+// verdict as the state tells it: a claim that won, one that lost a race
+// (with the reason the timeline's claim_refused gives), applied done
+// markers.
+func TestJournalVerdicts(t *testing.T) {
+	p := newPanel(t, Config{})
+	ws := p.ws
+	ctx := context.Background()
+	startDaemon(t, ws)
+	if err := fixture.PrepareTask(ctx, ws, "t1", 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := fixture.ApprovePlan(ws, "t1"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "plan approved", 10*time.Second, func() bool { return readState(ws, "t1").PlanStatus == "approved" })
+	for i, a := range []string{"w1", "w2"} {
+		if _, err := ws.WriteClaim("t1", a, "st_1"); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the claim of "+a+" applied", 10*time.Second, func() bool { return readState(ws, "t1").JournalSeq == int64(3+i) })
+	}
+	var recs []JournalView
+	p.get("/api/tasks/t1/journal").json(t, &recs)
+	var got []string
+	for _, r := range recs {
+		got = append(got, fmt.Sprintf("%d %s %s %s: %s", r.Seq, r.Kind, r.Marker.AgentID, r.Verdict, r.Reason))
+	}
+	want := []string{
+		"1 done coordinator applied: ",
+		"2 done reviewer applied: ",
+		"3 claim w1 won: ",
+		"4 claim w2 lost: subtask st_1 already taken by w1",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the journal says\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -228,13 +228,35 @@ type WorkerState struct {
 	CurrentTask string `json:"current_task,omitempty"`
 }
 
-// StateError records something that went wrong while applying a marker.
+// StateError records something that went wrong while applying a marker,
+// or a marker the machine refused (every refusal is one entry, with the
+// record's seq: that is how an agent reads its verdict).
 type StateError struct {
 	At        time.Time `json:"at"`
 	Seq       int64     `json:"seq,omitempty"`
 	Agent     string    `json:"agent,omitempty"`
 	SubtaskID string    `json:"subtask_id,omitempty"`
 	Message   string    `json:"message"`
+	// Kind is ErrorClaimRefused for a refused claim — a lost race among
+	// them, which is normal and no error of the task — and empty for
+	// everything else.
+	Kind string `json:"kind,omitempty"`
+}
+
+// ErrorClaimRefused is the Kind of a StateError that records a refused
+// claim, named as the claim_refused event that tells it.
+const ErrorClaimRefused = "claim_refused"
+
+// TaskErrors are the entries of errors that are errors of the task: all
+// but the refused claims.
+func TaskErrors(errors []StateError) []StateError {
+	var out []StateError
+	for _, e := range errors {
+		if e.Kind != ErrorClaimRefused {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // Event is one line of events.log.

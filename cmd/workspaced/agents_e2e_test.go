@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/workspaced/workspaced/internal/optdep"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -48,12 +49,12 @@ func (p *agentProc) finished(t *testing.T) []string {
 func TestAgentsInOtherLanguages(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("python3 is not on PATH: the Python agents cannot run")
+		optdep.Skip(t, "python3", "python3 is not on PATH: the Python agents cannot run")
 	}
 	withShell := true
 	for _, tool := range []string{"jq", "flock"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Logf("%s is not on PATH: the shell worker is left out", tool)
+			optdep.Without(t, tool, tool+" is not on PATH: the shell worker is left out")
 			withShell = false
 		}
 	}

@@ -12,7 +12,8 @@ Usage:
 
 The daemon applies claims in order: the first valid claim of a subtask wins,
 a later one is refused with an event. Without --wait it prints the marker's
-path and exits 0 at once: the daemon decides later.
+path and exits 0 at once: the daemon decides later. On a postgres:// root,
+which has no paths, it prints the marker's name tasks/<task>/<marker>.
 
 --wait waits for the daemon's verdict (at most DUR, default 1m; written
 --wait, --wait 30s or --wait=30s) and exits by it: 0 won (the subtask is

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -774,4 +775,20 @@ func tailLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestCleanupAgesForPeople: cleanup --dry-run gives a task finished a
+// moment ago its age as people write it ("3s ago"), not as days, hours
+// and nanoseconds ("0d0h2m24.601583968s ago").
+func TestCleanupAgesForPeople(t *testing.T) {
+	w := newWS(t)
+	w.serve()
+	x := w.open()
+	w.ok("task", "create", "--id", "t1", "--description", "d")
+	w.ok("task", "cancel", "--task", "t1", "--reason", "not needed")
+	stateWhere(t, x, "t1", func(s workspace.State) bool { return s.Status == "cancelled" })
+	out := w.ok("cleanup", "--dry-run")
+	if !regexp.MustCompile(`(?m)^kept +t1: cancelled [0-9]+s ago, younger than full_days [0-9]+$`).MatchString(out) {
+		t.Errorf("cleanup --dry-run does not give the age in seconds:\n%s", out)
+	}
 }

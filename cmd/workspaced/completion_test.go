@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/workspaced/workspaced/internal/optdep"
 )
 
 // completionCases are command lines with the cursor at their end, and
@@ -63,7 +65,7 @@ func needShell(t *testing.T, shell string) string {
 	t.Helper()
 	p, err := exec.LookPath(shell)
 	if err != nil {
-		t.Skipf("%s is not installed (Debian: apt-get install %s; .ci/run installs it)", shell, shell)
+		optdep.Skipf(t, shell, "%s is not installed (Debian: apt-get install %s; .ci/run installs it)", shell, shell)
 	}
 	return p
 }

@@ -17,7 +17,8 @@ PATH is relative to the task directory: plan.json, outputs/<subtask>.json
 or reviews/<id>.json; it must exist and match its schema. --status failed
 needs --error; --status cancelled may omit --output (it cancels the task;
 see also 'workspaced task cancel'). Without --wait it prints the marker's
-path and exits 0 at once: the daemon applies it later.
+path and exits 0 at once: the daemon applies it later. On a postgres://
+root, which has no paths, it prints the marker's name tasks/<task>/<marker>.
 
 --wait waits for the daemon's verdict (at most DUR, default 1m; written
 --wait, --wait 30s or --wait=30s) and exits by it: 0 applied, 4 refused

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/workspaced/workspaced/bench"
+	"github.com/workspaced/workspaced/internal/optdep"
 )
 
 // smallExt4 makes an ext4 image of size bytes, loop-mounts it on a fresh
@@ -21,17 +22,17 @@ import (
 func smallExt4(t *testing.T, size int64) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("skipped: loop-mounting an ext4 image needs root")
+		optdep.Skip(t, "loop mounts", "skipped: loop-mounting an ext4 image needs root")
 	}
 	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
-		t.Skip("skipped: mkfs.ext4 not found (Debian package e2fsprogs; .ci/run installs it)")
+		optdep.Skip(t, "loop mounts", "skipped: mkfs.ext4 not found (Debian package e2fsprogs; .ci/run installs it)")
 	}
 	if _, err := exec.LookPath("mount"); err != nil {
-		t.Skip("skipped: mount not found (Debian package mount; .ci/run installs it)")
+		optdep.Skip(t, "loop mounts", "skipped: mount not found (Debian package mount; .ci/run installs it)")
 	}
 	e, err := bench.MountExt4(context.Background(), t.TempDir(), size, true)
 	if err != nil {
-		t.Skipf("skipped: cannot loop-mount an ext4 image (no loop device free or allowed?): %v", err)
+		optdep.Skipf(t, "loop mounts", "skipped: cannot loop-mount an ext4 image (no loop device free or allowed?): %v", err)
 	}
 	t.Cleanup(func() {
 		if err := e.Close(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +15,7 @@ import (
 	"github.com/workspaced/workspaced/schemas"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/files"
+	"github.com/workspaced/workspaced/workspace/postgres"
 )
 
 // hintFor is the fix for an error that carries no hint of its own, where
@@ -108,6 +110,18 @@ func frictionHint(msg string) string {
 	return ""
 }
 
+// rootName is the root as printed: a database URL with its password
+// masked (url.URL.Redacted), a directory as given.
+func (e *env) rootName() string {
+	if postgres.IsURL(e.root) {
+		if u, err := url.Parse(e.root); err == nil {
+			return u.Redacted()
+		}
+		return "the database"
+	}
+	return e.root
+}
+
 // absRoot is the root as an absolute path, for messages that must work
 // from any directory.
 func (e *env) absRoot() string {
@@ -121,8 +135,8 @@ func (e *env) absRoot() string {
 // command has opened the workspace, so that a path of the tree in an error
 // or a hint is printed absolute.
 func (e *env) errWriter(stderr io.Writer) io.Writer {
-	if !e.opened {
-		return stderr
+	if !e.opened || postgres.IsURL(e.root) {
+		return stderr // a database's names are not paths
 	}
 	return &rootedWriter{w: stderr, root: e.absRoot()}
 }

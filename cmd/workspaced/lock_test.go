@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspaced/workspaced/internal/optdep"
 	"github.com/workspaced/workspaced/locking"
 )
 
@@ -139,7 +140,7 @@ func TestConcurrentUpdatesIfVersion(t *testing.T) {
 func TestConcurrentUpdatesUnderLock(t *testing.T) {
 	jq, err := exec.LookPath("jq")
 	if err != nil {
-		t.Skip("jq is not installed")
+		optdep.Skip(t, "jq", "jq is not installed (Debian: apt-get install jq)")
 	}
 	w := newWS(t)
 	w.task("t1")

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -123,7 +124,7 @@ func (e *env) open() (*workspace.Workspace, error) {
 		w.Close()
 		return nil, &workspace.Error{Kind: workspace.ErrNotFound, Op: "open workspace " + e.root,
 			Msg:  "not a workspace (no workspace.json or tasks/ in it)",
-			Hint: "create one with 'workspaced --root " + e.root + " init', or point at one with --root DIR or WORKSPACE_ROOT"}
+			Hint: "create one with 'workspaced --root " + e.rootName() + " init', or point at one with --root DIR or WORKSPACE_ROOT"}
 	}
 	return w, nil
 }
@@ -458,9 +459,27 @@ func printJSON(w io.Writer, v any) error {
 }
 
 // display is the path of a file of the tree as the user named the root
-// (rel is slash-separated, relative to the root).
+// (rel is slash-separated, relative to the root); on a database root, rel
+// itself.
 func (e *env) display(rel string) string {
+	if postgres.IsURL(e.root) {
+		// A database has no paths: the protocol's name of the thing
+		// (tasks/t1/.claim.w1.…) says which task and which marker, and
+		// the root, with its password, stays out of it.
+		return rel
+	}
 	return filepath.Join(e.absRoot(), filepath.FromSlash(rel))
+}
+
+// displayMarker is the marker m of task taskID as printed: its path
+// (display) on files, where m is relative to the root; on a database,
+// where a store names a marker by its name alone, the protocol's name
+// tasks/<task>/<marker>.
+func (e *env) displayMarker(taskID, m string) string {
+	if postgres.IsURL(e.root) {
+		return path.Join(workspace.TaskDir(taskID), path.Base(m))
+	}
+	return e.display(m)
 }
 
 // subcommand is one verb of a command with verbs (task create, env get).

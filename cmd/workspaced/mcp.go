@@ -143,7 +143,7 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	if token != "" {
 		how = "on stdio, with a token"
 	}
-	fmt.Fprintf(e.stderr, "workspaced mcp: serving task %s, thread %s, as agent %s (root %s) %s\n", s.Task(), s.Thread(), s.Agent(), e.root, how)
+	fmt.Fprintf(e.stderr, "workspaced mcp: serving task %s, thread %s, as agent %s (root %s) %s\n", s.Task(), s.Thread(), s.Agent(), e.rootName(), how)
 	return s.Run(ctx, &mcp.IOTransport{Reader: readCloser(e.stdin), Writer: nopWriteCloser{e.stdout}})
 }
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspaced/workspaced/internal/optdep"
 	"github.com/workspaced/workspaced/mcpserver"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -48,10 +49,10 @@ func runTSClient(t *testing.T, node string, w *ws, mode string, out any) {
 func TestMCPTypeScriptClient(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("node is not on PATH: the TypeScript SDK client cannot run (Debian: nodejs and npm; .ci/run installs them)")
+		optdep.Skip(t, "node", "node is not on PATH: the TypeScript SDK client cannot run (Debian: nodejs and npm; .ci/run installs them)")
 	}
 	if _, err := os.Stat(filepath.Join(tsClientDir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
-		t.Skipf("the TypeScript MCP SDK is not installed in %s: run npm ci there (.ci/run does)", tsClientDir)
+		optdep.Skipf(t, "node", "the TypeScript MCP SDK is not installed in %s: run npm ci there (.ci/run does)", tsClientDir)
 	}
 	w := newWS(t)
 	w.ok("task", "create", "--id", "t1", "--description", "Build a REST auth API", "--constraint", "tests first")
@@ -166,10 +167,10 @@ func TestMCPTypeScriptClient(t *testing.T) {
 func TestMCPTypeScriptHTTPClient(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("node is not on PATH: the TypeScript SDK client cannot run (Debian: nodejs and npm; .ci/run installs them)")
+		optdep.Skip(t, "node", "node is not on PATH: the TypeScript SDK client cannot run (Debian: nodejs and npm; .ci/run installs them)")
 	}
 	if _, err := os.Stat(filepath.Join(tsClientDir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
-		t.Skipf("the TypeScript MCP SDK is not installed in %s: run npm ci there (.ci/run does)", tsClientDir)
+		optdep.Skipf(t, "node", "the TypeScript MCP SDK is not installed in %s: run npm ci there (.ci/run does)", tsClientDir)
 	}
 	w := newWS(t)
 	w.ok("task", "create", "--id", "t1", "--description", "Build a REST auth API", "--constraint", "tests first")

@@ -16,7 +16,8 @@ set to S and A, and completed_at is filled when missing; a file whose
 subtask_id or worker_id names another subtask or agent is refused, naming
 both. It is checked against the output schema before anything is written.
 --done also drops the done marker that reports the subtask finished.
-Prints the path written (and the marker's).
+Prints the path written (and the marker's); on a postgres:// root, the
+names tasks/<task>/outputs/<subtask>.json (and tasks/<task>/<marker>).
 
 Work is never lost: a finished subtask's output is final (its subtask is
 completed, or a done marker reporting it completed waits for the daemon),

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/workspaced/workspaced/internal/optdep"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -30,7 +31,7 @@ func psycopg2Python(t *testing.T) string {
 			return p
 		}
 	}
-	t.Skipf("no python3 that imports psycopg2 (tried %v): install python3-psycopg2", tried)
+	optdep.Skipf(t, "psycopg2", "no python3 that imports psycopg2 (tried %v): install python3-psycopg2", tried)
 	return ""
 }
 

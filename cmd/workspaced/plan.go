@@ -17,7 +17,8 @@ The file holds the plan (a JSON object with at least "subtasks"). The
 workspace fills version (the next one), task_id, and, when missing, id,
 created_at and created_by; the previous plan.json is kept as
 plans/plan_v<N>.json. --propose also drops the done marker that proposes
-plan.json to the daemon. Prints the path written (and the marker's).
+plan.json to the daemon. Prints the path written (and the marker's); on a
+postgres:// root, the names tasks/<task>/plan.json (and tasks/<task>/<marker>).
 
 Examples:
   workspaced plan write --task t1 --file plan.json --agent planner
@@ -88,7 +89,7 @@ func finishProduct(e *env, w workspace.Markers, taskID, rel string, done *worksp
 		if err != nil {
 			return fmt.Errorf("%s written, but the done marker failed: %w", rel, err)
 		}
-		out.Marker = e.display(m)
+		out.Marker = e.displayMarker(taskID, m)
 	}
 	return printProduct(e, asJSON, out)
 }

@@ -281,3 +281,59 @@ func TestPostgresDaemonFriction(t *testing.T) {
 		t.Errorf("events of t1: no friction_recorded: %s", r.stdout)
 	}
 }
+
+// TestPostgresPrintsNoPassword: on a postgres:// root with a password, the
+// commands that report a marker or a product (claim, done, output write,
+// plan write, review write; text, --json, --wait) print the protocol's
+// name of the thing — the task and the marker — never a path joined onto
+// the URL, and never the password.
+func TestPostgresPrintsNoPassword(t *testing.T) {
+	p := newPGWS(t)
+	u, _ := url.Parse(p.root)
+	const secret = "sekrit-pw-9f3"
+	if pass, ok := u.User.Password(); ok {
+		t.Skipf("the test server's URL has a password of its own (%d bytes): cannot set one", len(pass))
+	}
+	// The throwaway cluster trusts local connections: the password is
+	// carried, not checked.
+	u.User = url.UserPassword(u.User.Username(), secret)
+	p.serve()
+	w := &ws{t: t, dir: t.TempDir(), env: append(cleanEnv(), "WORKSPACE_ROOT="+u.String())}
+	var outs []result
+	step := func(stdin string, args ...string) result {
+		t.Helper()
+		r := w.okIn(stdin, args...)
+		outs = append(outs, r)
+		return r
+	}
+	step("", "task", "create", "--id", "t1", "--description", "d")
+	r := step(planJSON(2, false), "plan", "write", "--task", "t1", "--agent", "planner", "--file", "-", "--propose", "--json")
+	var pw struct{ Path, Marker string }
+	decode(t, r.stdout, &pw)
+	if pw.Path != "tasks/t1/plan.json" || !strings.HasPrefix(pw.Marker, "tasks/t1/.done.planner") {
+		t.Errorf("plan write --json: want the protocol's names, got %+v", pw)
+	}
+	waitState(t, w, "t1", func(st workspace.State) bool { return st.PlanStatus == "proposed" })
+	step(`{"type":"plan_review","verdict":"approved"}`, "review", "write", "--task", "t1", "--id", "r1", "--agent", "rev", "--file", "-", "--done")
+	waitState(t, w, "t1", func(st workspace.State) bool { return st.Status == "executing" })
+	if r := step("", "claim", "--task", "t1", "--subtask", "st_1", "--agent", "w1"); !strings.HasPrefix(r.stdout, "tasks/t1/.claim.w1") {
+		t.Errorf("claim: want the marker's name, got %q", r.stdout)
+	}
+	step("", "claim", "--task", "t1", "--subtask", "st_2", "--agent", "w2", "--wait", "30s", "--json")
+	step("", "claim", "--task", "t1", "--subtask", "st_2", "--agent", "w2", "--json")
+	step(`{"summary":"s"}`, "output", "write", "--task", "t1", "--subtask", "st_1", "--agent", "w1", "--file", "-")
+	step("", "done", "--task", "t1", "--agent", "w1", "--output", "outputs/st_1.json", "--wait", "30s")
+	step(`{"summary":"s"}`, "output", "write", "--task", "t1", "--subtask", "st_2", "--agent", "w2", "--file", "-", "--done", "--json")
+	step(`{"type":"checkpoint_review","verdict":"approved","target":"cp"}`, "review", "write", "--task", "t1", "--id", "r2", "--agent", "rev", "--file", "-", "--json")
+	for _, r := range outs {
+		for _, bad := range []string{secret, "postgres:/", "postgresql:/"} {
+			if strings.Contains(r.stdout+r.stderr, bad) {
+				t.Errorf("%q printed:\n%s%s", bad, r.stdout, r.stderr)
+			}
+		}
+	}
+	// An error names no password either.
+	if r := w.run("output", "write", "--task", "t1", "--subtask", "st_1", "--agent", "w1", "--file", "-"); r.code == 0 || strings.Contains(r.stderr, secret) || strings.Contains(r.stderr, "postgres:/") {
+		t.Errorf("an error on the database root: %v", r)
+	}
+}

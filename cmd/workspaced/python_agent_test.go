@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/workspaced/workspaced/internal/optdep"
 )
 
 // pythonAgent runs a Python script that imports workspace_agent from
@@ -15,7 +17,7 @@ func pythonAgent(t *testing.T, w *ws, script string) map[string]any {
 	t.Helper()
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("python3 is not on PATH: the Python module cannot be tried")
+		optdep.Skip(t, "python3", "python3 is not on PATH: the Python module cannot be tried")
 	}
 	dir, err := filepath.Abs(filepath.Join(agentsDir, "python"))
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/workspaced/workspaced/internal/optdep"
 )
 
 // dotFiles lists the files and directories under dir whose names start
@@ -113,7 +115,7 @@ func awaitSlow(t *testing.T, what string, cond func() bool) {
 func TestGitignoreKeepsHistoryClean(t *testing.T) {
 	git, err := exec.LookPath("git")
 	if err != nil {
-		t.Skip("git is not installed (Debian: apt-get install git)")
+		optdep.Skip(t, "git", "git is not installed (Debian: apt-get install git)")
 	}
 	w := newWS(t)
 	w.task("t1")

@@ -17,7 +17,8 @@ filled when missing; a file whose id or reviewer says otherwise is refused,
 naming both. It is checked against the review schema before anything is
 written. --done also drops the done marker that reports the review to the
 daemon (its agent: --agent, else $WORKSPACE_AGENT, else "cli"). Prints the
-path written (and the marker's).
+path written (and the marker's); on a postgres:// root, the names
+tasks/<task>/reviews/<id>.json (and tasks/<task>/<marker>).
 
 A review is final once a done marker reported it (the marker waits for the
 daemon, or the daemon took it): writing it again is refused (exit 4), and a

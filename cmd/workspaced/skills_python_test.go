@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/workspaced/workspaced/internal/optdep"
 )
 
 // The Python module reads skills as the Go reader does: the same files
@@ -18,7 +20,7 @@ import (
 func TestPythonReadsSkillsLikeGo(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("python3 is not on PATH (.ci/run installs it): the Python reader cannot be compared")
+		optdep.Skip(t, "python3", "python3 is not on PATH (.ci/run installs it): the Python reader cannot be compared")
 	}
 	w := skillWS(t)
 	dir := filepath.Join(w.root, "skills")

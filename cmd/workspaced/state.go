@@ -136,15 +136,29 @@ func printState(out io.Writer, st workspace.State) {
 		}
 		table(out, []string{"  AGENT", "STATUS", "CURRENT"}, rows)
 	}
-	if len(st.Errors) > 0 {
-		fmt.Fprintf(out, "\nErrors (%d):\n", len(st.Errors))
-		for _, er := range st.Errors {
-			who := er.Agent
-			if er.SubtaskID != "" {
-				who += " " + er.SubtaskID
-			}
-			fmt.Fprintf(out, "  #%d %s %s: %s\n", er.Seq, shortTime(er.At), strings.TrimSpace(who), er.Message)
+	errs := workspace.TaskErrors(st.Errors)
+	var refused []workspace.StateError
+	for _, er := range st.Errors {
+		if er.Kind == workspace.ErrorClaimRefused {
+			refused = append(refused, er)
 		}
+	}
+	printStateErrors(out, "Errors", errs)
+	printStateErrors(out, "Claims refused", refused)
+}
+
+// printStateErrors prints a list of the state's errors under title.
+func printStateErrors(out io.Writer, title string, errs []workspace.StateError) {
+	if len(errs) == 0 {
+		return
+	}
+	fmt.Fprintf(out, "\n%s (%d):\n", title, len(errs))
+	for _, er := range errs {
+		who := er.Agent
+		if er.SubtaskID != "" {
+			who += " " + er.SubtaskID
+		}
+		fmt.Fprintf(out, "  #%d %s %s: %s\n", er.Seq, shortTime(er.At), strings.TrimSpace(who), er.Message)
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -136,10 +135,7 @@ func statusPG(ctx context.Context, e *env, asJSON bool) error {
 	if err != nil {
 		return err
 	}
-	s.Root = e.root
-	if u, err := url.Parse(e.root); err == nil {
-		s.Root = u.Redacted()
-	}
+	s.Root = e.rootName()
 	if asJSON {
 		return printJSON(e.stdout, s)
 	}

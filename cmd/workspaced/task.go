@@ -366,8 +366,13 @@ func taskShow(ctx context.Context, e *env, args []string) error {
 		if d.State.RevisionCount > 0 {
 			rows = append(rows, []string{"revisions:", strconv.Itoa(d.State.RevisionCount)})
 		}
-		if n := len(d.State.Errors); n > 0 {
-			rows = append(rows, []string{"errors:", fmt.Sprintf("%d, last: %s", n, cut(d.State.Errors[n-1].Message, 120))})
+		errs := workspace.TaskErrors(d.State.Errors)
+		if n := len(errs); n > 0 {
+			rows = append(rows, []string{"errors:", fmt.Sprintf("%d, last: %s", n, cut(errs[n-1].Message, 120))})
+		}
+		if n := len(d.State.Errors) - len(errs); n > 0 {
+			// Lost races are normal: each is the verdict on a marker.
+			rows = append(rows, []string{"claims refused:", fmt.Sprintf("%d (see the journal and the timeline's claim_refused)", n)})
 		}
 		rows = append(rows, []string{"updated:", shortTime(d.State.LastUpdated)})
 	}

@@ -100,7 +100,7 @@ func cmdValidate(ctx context.Context, e *env, args []string) error {
 	}
 	if len(paths) == 0 {
 		if !isWorkspaceDir(e.root) {
-			return &workspace.Error{Kind: workspace.ErrNotFound, Op: "validate " + e.root, Msg: "no workspace here",
+			return &workspace.Error{Kind: workspace.ErrNotFound, Op: "validate " + e.rootName(), Msg: "no workspace here",
 				Hint: "create one with 'workspaced init', or name what to check: workspaced validate PATH"}
 		}
 		paths = []string{e.root}

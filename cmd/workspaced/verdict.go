@@ -143,9 +143,9 @@ func reportMarker(ctx context.Context, e *env, w workspace.Store, op, taskID, m 
 		return awaitVerdict(ctx, e, w, op, taskID, m, after, wf, asJSON)
 	}
 	if asJSON {
-		return printJSON(e.stdout, map[string]string{"marker": e.display(m)})
+		return printJSON(e.stdout, map[string]string{"marker": e.displayMarker(taskID, m)})
 	}
-	fmt.Fprintln(e.stdout, e.display(m))
+	fmt.Fprintln(e.stdout, e.displayMarker(taskID, m))
 	return nil
 }
 
@@ -175,7 +175,7 @@ func awaitVerdict(ctx context.Context, e *env, w workspace.Store, op, taskID, m 
 		}
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	out := verdictOut{Verdict: v, MarkerPath: e.display(m)}
+	out := verdictOut{Verdict: v, MarkerPath: e.displayMarker(taskID, m)}
 	if asJSON {
 		if err := printJSON(e.stdout, out); err != nil {
 			return err

@@ -338,3 +338,31 @@ func TestTaskCancel(t *testing.T) {
 	w.fails(exitNotFound, "no such task", "task", "cancel", "--task", "nope")
 	w.fails(exitUsage, "missing --task", "task", "cancel")
 }
+
+// TestLostRaceIsNoTaskError: a claim that loses a race is the verdict on
+// its marker, not an error of the task: task show and state show count it
+// apart from the errors, while the verdict still reads lost with its
+// reason.
+func TestLostRaceIsNoTaskError(t *testing.T) {
+	w := newWS(t)
+	w.serve()
+	x := w.open()
+	w.ok("task", "create", "--id", "t1", "--description", "d")
+	w.okIn(planJSON(2, false), "plan", "write", "--task", "t1", "--file", "-", "--agent", "coordinator", "--propose")
+	stateWhere(t, x, "t1", func(s workspace.State) bool { return s.PlanStatus == "proposed" })
+	w.okIn(`{"type":"plan_review","verdict":"approved"}`, "review", "write", "--task", "t1", "--id", "r1", "--agent", "rev", "--file", "-", "--done")
+	stateWhere(t, x, "t1", func(s workspace.State) bool { return s.Status == "executing" })
+	w.ok("claim", "--task", "t1", "--subtask", "st_2", "--agent", "py_1", "--wait")
+	r := w.run("claim", "--task", "t1", "--subtask", "st_2", "--agent", "py_2", "--wait", "--json")
+	if r.code != exitConflict || !strings.Contains(r.stdout, `"verdict": "lost"`) || !strings.Contains(r.stdout, "already taken by py_1") {
+		t.Fatalf("the second claim: want exit %d, lost, already taken by py_1: %v", exitConflict, r)
+	}
+	show := w.ok("task", "show", "--task", "t1")
+	if strings.Contains(show, "errors:") || !strings.Contains(show, "claims refused:  1 ") {
+		t.Errorf("task show counts the lost race as an error, or not as a refused claim:\n%s", show)
+	}
+	state := w.ok("state", "show", "--task", "t1")
+	if strings.Contains(state, "Errors (") || !strings.Contains(state, "Claims refused (1):") || !strings.Contains(state, "py_2 st_2: subtask st_2 already taken by py_1") {
+		t.Errorf("state show:\n%s", state)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/workspaced/workspaced/internal/optdep"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -30,7 +32,7 @@ func chromium(t *testing.T) string {
 			return p
 		}
 	}
-	t.Skip("no Chromium on this machine (Debian: apt-get install chromium; .ci/run installs it): the browser tests skip")
+	optdep.Skip(t, "chromium", "no Chromium on this machine (Debian: apt-get install chromium; .ci/run installs it): the browser tests skip")
 	return ""
 }
 
@@ -157,11 +159,11 @@ func cardIs(st, status string) string {
 	return fmt.Sprintf(`!!document.querySelector('#board .card[data-subtask=%q][data-status=%q]')`, st, status)
 }
 
-// TestWebLive: the task page follows the daemon without a reload: a plan
+// TestBrowserLive: the task page follows the daemon without a reload: a plan
 // approved from the page starts its subtasks, claims and outputs dropped
 // by the CLI move the cards and reach the timeline within 2 s, and a page
 // reloaded while events stream in shows each of them exactly once.
-func TestWebLive(t *testing.T) {
+func TestBrowserLive(t *testing.T) {
 	ctx := newBrowser(t)
 	w := newWS(t)
 	w.serve()
@@ -236,10 +238,11 @@ func TestWebLive(t *testing.T) {
 	waitJS(t, ctx, "t2 listed without a reload", `!!document.querySelector('#tasks tr[data-task="t2"]')`, 2*time.Second)
 }
 
-// TestWebShowsAgentTextAsText: what agents write — task descriptions, env
-// values and keys, outputs, event values, memory, friction — holding
-// HTML and script shows as text on every page, and runs nothing.
-func TestWebShowsAgentTextAsText(t *testing.T) {
+// TestBrowserShowsAgentTextAsText: what agents write — task descriptions,
+// env values and keys, session entries, outputs, event values, memory of
+// every scope, friction — holding HTML and script shows as text on every
+// page and every tab, and runs nothing.
+func TestBrowserShowsAgentTextAsText(t *testing.T) {
 	ctx := newBrowser(t)
 	w := newWS(t)
 	w.serve()
@@ -250,6 +253,8 @@ func TestWebShowsAgentTextAsText(t *testing.T) {
 	w.ok("task", "create", "--id", "t1", "--description", evil)
 	w.ok("env", "store", "--task", "t1", "--agent", "w1", "--key", `<img src=x onerror="window.__xss=3">`, "--description", evil, "--value", string(q))
 	w.ok("memory", "store", "--scope", "global", "--key", "style", "--description", evil, "--value", string(q), "--agent", "po")
+	w.ok("memory", "store", "--scope", "agent", "--agent", "observer", "--key", `<b>k</b>`, "--description", evil, "--value", string(q))
+	w.ok("memory", "store", "--scope", "session", "--task", "t1", "--thread", "t1", "--agent", "w1", "--key", "notes", "--description", evil, "--value", string(q))
 	w.ok("friction", "add", "--type", "escalation", "--task", "t1", "--description", evil)
 	w.runIn(`{"summary":"s","subtasks":[{"id":"st_1","description":`+string(q)+`},{"id":"st_2","description":"two"}]}`, "plan", "write", "--task", "t1", "--file", "-", "--agent", "coordinator", "--propose")
 	stateWhere(t, x, "t1", func(s workspace.State) bool { return s.PlanStatus == "proposed" })
@@ -268,6 +273,7 @@ func TestWebShowsAgentTextAsText(t *testing.T) {
 		if n := js[int](t, ctx, `document.querySelectorAll('main img, main script, main b').length`); n != 0 {
 			t.Errorf("%s: %d elements made of agent text", page, n)
 		}
+		noObjectText(t, ctx, page)
 	}
 	open(t, ctx, p.url+"/")
 	waitJS(t, ctx, "the description as text", `document.querySelector('#tasks').textContent.includes('<script>window.__xss=1</script>')`, 5*time.Second)
@@ -276,35 +282,124 @@ func TestWebShowsAgentTextAsText(t *testing.T) {
 	waitJS(t, ctx, "the description and the cancel reason as text", `document.querySelector('#description').textContent.includes('<img src=x') &&
 		document.querySelector('#timeline').textContent.includes('reason=<script>')`, 5*time.Second)
 	check("task")
-	for _, tab := range []string{"outputs", "env", "plan", "threads", "journal", "graph"} {
+	for _, tab := range []string{"board", "graph", "plan", "outputs", "threads", "env", "journal", "backups"} {
 		js[bool](t, ctx, fmt.Sprintf(`document.querySelector('#tabs button[data-tab=%q]').click(), true`, tab))
+		waitJS(t, ctx, tab+" shown", fmt.Sprintf(`document.querySelector('#panel').dataset.tab === %q`, tab), 5*time.Second)
 		switch tab {
+		case "board":
+			waitJS(t, ctx, "the subtask description as text", `document.querySelector('#board').textContent.includes('<script>window.__xss=1')`, 5*time.Second)
+		case "plan":
+			waitJS(t, ctx, "the subtask description as text", `document.querySelector('#panel').textContent.includes('<script>window.__xss=1')`, 5*time.Second)
 		case "outputs":
 			waitJS(t, ctx, "the output button", `!!document.querySelector('button[data-output="st_1"]')`, 5*time.Second)
 			js[bool](t, ctx, `document.querySelector('button[data-output="st_1"]').click(), true`)
 			waitJS(t, ctx, "the output as text", `document.querySelector('#output-view').textContent.includes('<script>window.__xss=1')`, 5*time.Second)
 			waitJS(t, ctx, "the review notes as text", `document.querySelector('#reviews').textContent.includes('onerror="window.__xss=2"')`, 5*time.Second)
 		case "env":
-			waitJS(t, ctx, "the env button", `!!document.querySelector('#env button')`, 5*time.Second)
+			waitJS(t, ctx, "the env key and description as text", `document.querySelector('#env').textContent.includes('<img src=x onerror="window.__xss=3">') &&
+				document.querySelector('#env').textContent.includes('<b>bold</b>')`, 5*time.Second)
 			js[bool](t, ctx, `document.querySelector('#env button').click(), true`)
 			waitJS(t, ctx, "the env value as text", `document.querySelector('#env-value').textContent.includes('<script>window.__xss=1')`, 5*time.Second)
-		default:
-			waitJS(t, ctx, tab+" shown", fmt.Sprintf(`document.querySelector('#panel').dataset.tab === %q`, tab), 5*time.Second)
+			waitJS(t, ctx, "the session entry as text", `document.querySelector('#sessions').textContent.includes('Thread t1') &&
+				document.querySelector('#session-t1').textContent.includes('<b>bold</b>')`, 5*time.Second)
+			js[bool](t, ctx, `document.querySelector('#session-t1 button[data-key="notes"]').click(), true`)
+			waitJS(t, ctx, "the session value as text", `document.querySelector('#env-value h3').textContent.startsWith('notes') &&
+				document.querySelector('#env-value').textContent.includes('<script>window.__xss=1')`, 5*time.Second)
+		case "journal":
+			waitJS(t, ctx, "the journal", `document.querySelectorAll('#journal tr[data-verdict]').length > 0`, 5*time.Second)
 		}
 		check("task, " + tab)
 	}
 	open(t, ctx, p.url+"/memory")
-	js[bool](t, ctx, `document.querySelector('#scopes button').click(), true`)
-	waitJS(t, ctx, "the memory value as text", `document.querySelector('#memory-value').textContent.includes('<script>')`, 5*time.Second)
+	waitJS(t, ctx, "the global description as text", `document.querySelector('[data-scope="global"]').textContent.includes('<script>window.__xss=1')`, 5*time.Second)
+	js[bool](t, ctx, `document.querySelector('[data-scope="global"] button').click(), true`)
+	waitJS(t, ctx, "the global value as text", `document.querySelector('#memory-value').textContent.includes('<script>')`, 5*time.Second)
+	waitJS(t, ctx, "the agent's key and description as text", `(() => { const a = document.querySelector('[data-agent="observer"]');
+		return !!a && a.textContent.includes('<b>k</b>') && a.textContent.includes('<img src=x onerror="window.__xss=2">') })()`, 5*time.Second)
+	js[bool](t, ctx, `document.querySelector('[data-agent="observer"] button').click(), true`)
+	waitJS(t, ctx, "the agent's value as text", `document.querySelector('#memory-value h3').textContent === '<b>k</b>' &&
+		document.querySelector('#memory-value').textContent.includes('<script>window.__xss=1')`, 5*time.Second)
 	check("memory")
 	open(t, ctx, p.url+"/friction")
 	waitJS(t, ctx, "the friction entry as text", `document.querySelector('#friction').textContent.includes('<script>window.__xss=1')`, 5*time.Second)
+	if links := js[[]string](t, ctx, `[...document.querySelectorAll('#friction a')].map(a => a.getAttribute('href') + ' ' + a.textContent)`); len(links) != 1 || links[0] != "/tasks/t1 t1" {
+		t.Errorf("friction's tasks column links %q, want one link /tasks/t1 named t1", links)
+	}
 	check("friction")
 	// The policy is in force: an inline script injected by hand does not run.
 	js[bool](t, ctx, `(() => { const s = document.createElement('script'); s.textContent = 'window.__inline = 1'; document.body.append(s); return true })()`)
 	if v := js[string](t, ctx, `String(window.__inline)`); v != "undefined" {
 		t.Errorf("an inline script ran despite the Content-Security-Policy")
 	}
+}
+
+// noObjectText fails the test when the page's main shows a JavaScript
+// object's default text ("[object HTMLTableElement]") or a list joined
+// by commas where elements belong.
+func noObjectText(t *testing.T, ctx context.Context, page string) {
+	t.Helper()
+	if txt := js[string](t, ctx, `document.querySelector('main').innerText`); strings.Contains(txt, "[object ") {
+		t.Errorf("%s shows a JavaScript object as text:\n%s", page, txt)
+	}
+}
+
+// TestBrowserShowsTheDaemonsWord: every status the task page shows is the
+// state's, as the daemon wrote it: the plan versions by the state's
+// plan_status (not plan.json's own), the journal's records by their
+// verdict (a lost claim race is lost, with its reason, as the timeline
+// says), and no view shows an object's text.
+func TestBrowserShowsTheDaemonsWord(t *testing.T) {
+	ctx := newBrowser(t)
+	w := newWS(t)
+	w.serve()
+	p := w.web()
+	x := w.open()
+	w.ok("task", "create", "--id", "t1", "--description", "Race")
+	w.okIn(planJSON(2, false), "plan", "write", "--task", "t1", "--file", "-", "--agent", "coordinator", "--propose")
+	stateWhere(t, x, "t1", func(s workspace.State) bool { return s.PlanStatus == "proposed" })
+	w.okIn(`{"type":"plan_review","verdict":"revision_needed","notes":"smaller"}`, "review", "write", "--task", "t1", "--id", "r1", "--agent", "rev", "--file", "-", "--done")
+	stateWhere(t, x, "t1", func(s workspace.State) bool { return s.PlanStatus == "revision_needed" })
+	w.okIn(planJSON(3, false), "plan", "write", "--task", "t1", "--file", "-", "--agent", "coordinator", "--propose")
+	stateWhere(t, x, "t1", func(s workspace.State) bool { return s.PlanStatus == "proposed" && s.PlanVersion == 2 })
+	w.okIn(`{"type":"plan_review","verdict":"approved"}`, "review", "write", "--task", "t1", "--id", "r2", "--agent", "rev", "--file", "-", "--done")
+	stateWhere(t, x, "t1", func(s workspace.State) bool { return s.PlanStatus == "approved" })
+	w.ok("claim", "--task", "t1", "--subtask", "st_1", "--agent", "w1", "--wait")
+	if r := w.run("claim", "--task", "t1", "--subtask", "st_1", "--agent", "w2", "--wait"); r.code != 4 {
+		t.Fatalf("the second claim: want exit 4 (lost), got %v", r)
+	}
+	st := stateWhere(t, x, "t1", func(s workspace.State) bool { return s.PlanStatus == "approved" && s.PlanVersion == 2 })
+
+	open(t, ctx, p.url+"/tasks/t1#plan")
+	waitJS(t, ctx, "the plan tab", `document.querySelector('#panel').dataset.tab === "plan"`, 5*time.Second)
+	if got := js[string](t, ctx, `document.querySelector('#plan-title').textContent`); got != "Plan v2 approved" {
+		t.Errorf("the plan's title says %q, want %q (state.plan_status %s)", got, "Plan v2 approved", st.PlanStatus)
+	}
+	if got := js[[]string](t, ctx, `[...document.querySelectorAll('#diff-to option')].map(o => o.textContent)`); !slices.Equal(got, []string{"v1 (revision_needed)", "v2 (approved)"}) {
+		t.Errorf("the versions are labelled %q, want v1 (revision_needed), v2 (approved)", got)
+	}
+	if txt := js[string](t, ctx, `document.querySelector('#panel').innerText`); strings.Contains(txt, "proposed") {
+		t.Errorf("the plan tab says proposed; the state says %s:\n%s", st.PlanStatus, txt)
+	}
+	noObjectText(t, ctx, "plan")
+
+	js[bool](t, ctx, `document.querySelector('#tabs button[data-tab="journal"]').click(), true`)
+	waitJS(t, ctx, "the journal", `document.querySelector('#panel').dataset.tab === "journal"`, 5*time.Second)
+	rows := js[[]string](t, ctx, `[...document.querySelectorAll('#journal tr[data-verdict]')].map(r => r.cells[3].textContent + ' ' + r.cells[2].textContent + ': ' + r.cells[6].textContent)`)
+	want := []string{
+		"w2 claim: lost subtask st_1 already taken by w1",
+		"w1 claim: won",
+		"rev done: applied",
+		"coordinator done: applied",
+		"rev done: applied",
+		"coordinator done: applied",
+	}
+	if !slices.Equal(rows, want) {
+		t.Errorf("the journal shows\n%s\nwant\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
+	}
+	if !js[bool](t, ctx, `!!document.querySelector('#timeline .ev[data-event="claim_refused"]')`) {
+		t.Error("the timeline lacks claim_refused")
+	}
+	noObjectText(t, ctx, "journal")
 }
 
 // TestWebRefusesOpenListen: a non-loopback address without a token file

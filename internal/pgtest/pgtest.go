@@ -29,6 +29,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/workspaced/workspaced/internal/optdep"
 )
 
 // EnvURL names the variable that points the tests at an existing server
@@ -69,6 +71,7 @@ var (
 //	func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 func Main(m *testing.M) int {
 	code := m.Run()
+	optdep.Report()
 	if shared != nil {
 		if err := shared.Close(); err != nil {
 			fmt.Fprintln(os.Stderr, "pgtest:", err)
@@ -84,7 +87,7 @@ func Shared(t testing.TB) *Cluster {
 	t.Helper()
 	sharedOnce.Do(func() { shared, sharedErr = Start(context.Background()) })
 	if errors.Is(sharedErr, ErrNotInstalled) {
-		t.Skip(sharedErr)
+		optdep.Skip(t, "postgres", sharedErr.Error())
 	}
 	if sharedErr != nil {
 		t.Fatalf("start PostgreSQL: %v", sharedErr)
@@ -370,6 +373,6 @@ func Tool(t testing.TB, name string) string {
 	if p, err := exec.LookPath(name); err == nil {
 		return p
 	}
-	t.Skipf("no %s: install the postgresql package", name)
+	optdep.Skipf(t, "postgres", "no %s: install the postgresql package", name)
 	return ""
 }

@@ -9,7 +9,8 @@ const WS = (() => {
   const readOnly = meta("read-only") === "true";
 
   // h builds an element: attrs may hold class, text, on<event> handlers
-  // and plain attributes; children are nodes or strings (as text).
+  // and plain attributes; children are nodes or strings (as text), or
+  // arrays of them nested to any depth.
   function h(tag, attrs, ...children) {
     const el = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs || {})) {
@@ -20,7 +21,7 @@ const WS = (() => {
       else if (k === "href" && !/^\/(?!\/)/.test(String(v))) continue; // only our own paths
       else el.setAttribute(k, v === true ? "" : String(v));
     }
-    for (const c of children.flat()) {
+    for (const c of children.flat(Infinity)) {
       if (c === undefined || c === null || c === false) continue;
       el.append(c instanceof Node ? c : document.createTextNode(String(c)));
     }

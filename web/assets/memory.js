@@ -1,5 +1,6 @@
 // The memory page: the global memory and each agent's, by scope, with
-// descriptions, and each value on demand.
+// descriptions, and each value on demand. A thread's session entries are
+// on its task's page (Env data).
 "use strict";
 (() => {
   const { h, api, stream, coalesce, fmtTime, error } = WS;
@@ -22,8 +23,10 @@
     try { m = await api("/api/memory"); } catch (e) { main.replaceChildren(error(e.message)); return; }
     main.replaceChildren(h("h1", {}, "Memory"),
       h("div", { class: "layout" }, h("div", { id: "scopes" },
-        h("h2", {}, "Global"), h("p", { class: "muted" }, "shared by every agent and task"), table(m.global, "/api/memory/global/"),
-        Object.keys(m.agents).sort().map((a) => [h("h2", {}, "Agent ", a), table(m.agents[a], "/api/memory/agents/" + encodeURIComponent(a) + "/")])),
+        h("section", { "data-scope": "global" }, h("h2", {}, "Global"), h("p", { class: "muted" }, "shared by every agent and task"), table(m.global, "/api/memory/global/")),
+        Object.keys(m.agents).sort().map((a) => h("section", { "data-agent": a }, h("h2", {}, "Agent ", a),
+          table(m.agents[a], "/api/memory/agents/" + encodeURIComponent(a) + "/"))),
+        h("p", { class: "muted" }, "A thread's session entries are on its task's page, under Env data.")),
       out));
     document.body.dataset.loaded = "1";
   });

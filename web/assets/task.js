@@ -215,10 +215,22 @@
     return out;
   }
 
+  // planStatus is where plan version v stands by the state the daemon
+  // wrote (never plan.json's own word): the state's plan_status for the
+  // version it tracks, revision_needed or superseded for an earlier one,
+  // "not taken yet" for one the daemon has not read.
+  function planStatus(v) {
+    const s = view.state;
+    if (!s || !s.plan_version || v > s.plan_version) return "not taken yet";
+    if (v === s.plan_version) return s.plan_status || "none";
+    const sentBack = events.some((e) => e.event === "plan_revision_needed" && (e.attrs || {}).version === String(v));
+    return sentBack ? "revision_needed" : "superseded";
+  }
+
   async function renderPlan() {
     const { versions } = await api(base + "/plans");
     if (!versions.length) return [h("p", { class: "muted" }, "No plan yet.")];
-    const pick = (sel, v) => { sel.replaceChildren(...versions.map((p) => h("option", { value: p.version, selected: p.version === v }, `v${p.version} (${p.status || ""})`))); return sel; };
+    const pick = (sel, v) => { sel.replaceChildren(...versions.map((p) => h("option", { value: p.version, selected: p.version === v }, `v${p.version} (${planStatus(p.version)})`))); return sel; };
     const cur = versions[versions.length - 1];
     const from = pick(h("select", { id: "diff-from" }), versions.length > 1 ? versions[versions.length - 2].version : cur.version);
     const to = pick(h("select", { id: "diff-to" }), cur.version);
@@ -233,7 +245,7 @@
     from.addEventListener("change", show); to.addEventListener("change", show);
     show();
     return [
-      h("div", { class: "box" }, h("h3", {}, `Plan v${cur.version} `, status(cur.status)), cur.summary ? h("p", {}, cur.summary) : null,
+      h("div", { class: "box" }, h("h3", { id: "plan-title" }, `Plan v${cur.version} `, status(planStatus(cur.version))), cur.summary ? h("p", {}, cur.summary) : null,
         h("table", {}, h("tr", {}, ["subtask", "description", "depends on", "complexity"].map((t) => h("th", {}, t))),
           cur.subtasks.slice(0, 500).map((s) => h("tr", {}, h("td", {}, s.id), h("td", {}, s.description), h("td", {}, (s.dependencies || []).join(", ")), h("td", {}, s.estimated_complexity || "")))),
         cur.subtasks.length > 500 ? h("p", { class: "muted" }, `… and ${cur.subtasks.length - 500} more (raw JSON has them all)`) : null,
@@ -280,31 +292,48 @@
     return [h("div", { class: "tree", id: "threads" }, h("ul", {}, roots.map(node))), rawToggle(threads)];
   }
 
-  async function renderEnv() {
-    const items = await api(base + "/env");
-    if (!items.length) return [h("p", { class: "muted" }, "No env data.")];
-    const out = h("div", { id: "env-value" });
-    return [h("table", { id: "env" }, h("tr", {}, ["key", "description", "stored by", "version", "size", "updated", ""].map((t) => h("th", {}, t))),
+  // entryTable lists entries (env data, or the session of thread); a
+  // row's button shows the value read from path + key in out, with the
+  // events that wrote it.
+  function entryTable(tid, items, path, out, thread) {
+    const ofEntry = (x, key) => x.attrs && x.attrs.key === key &&
+      (thread ? /^memory_/.test(x.event) && x.attrs.thread === thread : /^env_/.test(x.event));
+    return h("table", { id: tid }, h("tr", {}, ["key", "description", "stored by", "version", "size", "updated", ""].map((t) => h("th", {}, t))),
       items.map((it) => h("tr", {}, h("td", { class: "mono" }, it.key), h("td", {}, it.short_description), h("td", {}, it.stored_by),
         h("td", {}, String(it.version)), h("td", {}, `${it.size} B`), h("td", {}, fmtTime(it.updated_at)),
         h("td", {}, h("button", { "data-key": it.key, onclick: async () => {
           try {
-            const e = await api(base + "/env/" + encodeURIComponent(it.key));
-            const hist = events.filter((x) => x.attrs && x.attrs.key === it.key && /^env_/.test(x.event));
+            const e = await api(path + encodeURIComponent(it.key));
+            const hist = events.filter((x) => ofEntry(x, it.key));
             out.replaceChildren(h("h3", {}, it.key, ` (version ${e.version})`), h("pre", {}, JSON.stringify(e.value, null, 2)),
               h("h3", {}, "History"), h("table", {}, hist.map((x) => h("tr", {}, h("td", {}, fmtTime(x.time)), h("td", {}, x.event),
                 h("td", {}, `version ${x.attrs.version || "?"}`), h("td", {}, x.attrs.agent || "")))));
           } catch (err) { out.replaceChildren(error(err.message)); }
-        } }, "value"))))), out];
+        } }, "value")))));
   }
 
+  // The env data shared by the task's threads, then each thread's private
+  // session entries.
+  async function renderEnv() {
+    const [items, sessions] = await Promise.all([api(base + "/env"), api(base + "/sessions")]);
+    const out = h("div", { id: "env-value" });
+    return [h("h2", {}, "Env data"), items.length ? entryTable("env", items, base + "/env/", out) : h("p", { class: "muted", id: "env" }, "No env data."),
+      h("h2", {}, "Session entries"), sessions.length ? h("div", { id: "sessions" }, sessions.map((s) => [h("h3", {}, "Thread ", s.thread),
+        entryTable("session-" + s.thread, s.items, base + "/sessions/" + encodeURIComponent(s.thread) + "/", out, s.thread)]))
+        : h("p", { class: "muted", id: "sessions" }, "No session entries."),
+      out];
+  }
+
+  // The journal: every marker the daemon took, with its verdict as the
+  // state tells it (won, lost, applied, refused, not_found; taken while
+  // the state does not reflect it yet) and the reason of a refusal.
   async function renderJournal() {
     const recs = await api(base + "/journal");
     if (!recs.length) return [h("p", { class: "muted" }, "The journal is empty.")];
-    return [h("table", { id: "journal" }, h("tr", {}, ["seq", "taken", "kind", "agent", "subtask", "marker", "outcome"].map((t) => h("th", {}, t))),
-      recs.slice(-2000).reverse().map((r) => h("tr", {}, h("td", {}, String(r.seq)), h("td", {}, fmtTime(r.taken_at)), h("td", {}, r.kind),
+    return [h("table", { id: "journal" }, h("tr", {}, ["seq", "taken", "kind", "agent", "subtask", "marker", "verdict"].map((t) => h("th", {}, t))),
+      recs.slice(-2000).reverse().map((r) => h("tr", { "data-seq": r.seq, "data-verdict": r.verdict }, h("td", {}, String(r.seq)), h("td", {}, fmtTime(r.taken_at)), h("td", {}, r.kind),
         h("td", {}, r.marker.agent_id), h("td", {}, r.marker.subtask_id || (r.plan ? "plan v" + r.plan.version : r.review ? "review " + r.review.id : "")),
-        h("td", { class: "mono" }, r.file), h("td", {}, r.rejected ? h("span", { class: "error" }, "rejected: ", r.rejected) : (r.marker.status || "taken")))))];
+        h("td", { class: "mono" }, r.file), h("td", {}, status(r.verdict), r.reason ? h("span", { class: "muted" }, " ", r.reason) : null))))];
   }
 
   async function renderBackups() {

@@ -391,24 +391,26 @@ func args(s ...string) []string {
 	return out
 }
 
-func (a *applier) addError(msg string) {
+func (a *applier) addError(msg, kind string) {
 	a.st.Errors = append(a.st.Errors, workspace.StateError{
-		At: a.at, Seq: a.rec.Seq, Agent: a.rec.Marker.AgentID, SubtaskID: a.rec.Marker.SubtaskID, Message: msg,
+		At: a.at, Seq: a.rec.Seq, Agent: a.rec.Marker.AgentID, SubtaskID: a.rec.Marker.SubtaskID, Message: msg, Kind: kind,
 	})
 }
 
 // refuse records why the record was not applied.
 func (a *applier) refuse(reason string) {
-	name := EventMarkerRefused
+	name, kind := EventMarkerRefused, ""
 	if a.rec.Kind == workspace.KindClaim {
-		name = EventClaimRefused
+		// A refused claim — most often a lost race — is the verdict on
+		// one marker, not an error of the task.
+		name, kind = EventClaimRefused, workspace.ErrorClaimRefused
 	}
-	a.addError(reason)
+	a.addError(reason, kind)
 	a.emit(name, args(a.rec.Marker.SubtaskID), attrs("agent", a.rec.Marker.AgentID, "reason", reason, "file", a.rec.File))
 }
 
 func (a *applier) rejected() {
-	a.addError(a.rec.Rejected)
+	a.addError(a.rec.Rejected, "")
 	a.emit(EventOutputRejected, args(a.rec.Marker.SubtaskID), attrs("agent", a.rec.Marker.AgentID, "reason", a.rec.Rejected, "file", a.rec.File))
 }
 
@@ -818,7 +820,7 @@ func (a *applier) fail(ss *workspace.SubtaskState) {
 		msg = "failed without an error message"
 	}
 	ss.Error = msg
-	a.addError(failureMessage(m.SubtaskID, m.Error))
+	a.addError(failureMessage(m.SubtaskID, m.Error), "")
 	if ss.Attempts <= a.maxRetries(m.SubtaskID) {
 		a.setStatus(ss, SubtaskPending)
 		ss.Worker = ""
