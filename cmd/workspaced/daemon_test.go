@@ -794,8 +794,12 @@ func TestTuneGC(t *testing.T) {
 	if got := debug.SetGCPercent(100); got != daemonGCPercent {
 		t.Errorf("GC percent = %d, want %d", got, daemonGCPercent)
 	}
-	if got := debug.SetMemoryLimit(-1); got != daemonMemLimit {
-		t.Errorf("memory limit = %d, want %d", got, daemonMemLimit)
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Errorf("memory limit = %d before the start-up scan, want none: a limit throttles the scan", got)
+	}
+	fitMemoryLimit()
+	if got := debug.SetMemoryLimit(-1); got < daemonMemLimit {
+		t.Errorf("memory limit = %d once ready, want at least %d", got, daemonMemLimit)
 	}
 
 	t.Setenv("GOGC", "50")

@@ -72,7 +72,7 @@ func (l *loop) finish(ctx context.Context, r done) {
 	}
 	if a.Refused != nil {
 		if !o.refused {
-			d.log.Warn("task refused", "task", o.id, "err", a.Refused)
+			d.log.Warn("task entry refused", "task", o.id, "err", a.Refused)
 			o.refused, l.changed = true, true
 		}
 		l.unfollow(o)
@@ -204,14 +204,14 @@ func (l *loop) sayUnwatched() {
 	}
 	l.said = l.unwatched
 	if l.unwatched == 0 {
-		l.d.log.Info("every active task is watched again")
+		l.d.log.Info("every active task directory is watched again")
 		return
 	}
 	args := []any{"count", l.unwatched, "err", l.watchErr}
 	if h := hintOf(l.watchErr); h != "" {
 		args = append(args, "hint", h)
 	}
-	l.d.log.Warn("tasks not watched; their markers are taken by the rescans", args...)
+	l.d.log.Warn("task directories not watched; their markers are taken by the rescans", args...)
 }
 
 // drop forgets a task that is gone.

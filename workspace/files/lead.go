@@ -136,6 +136,7 @@ func (s *Store) Lead(ctx context.Context, opt workspace.LeadOptions) (workspace.
 		lk.Release()
 		return nil, fmt.Errorf("create tasks/: %w", err)
 	}
+	log.Info("serving the tree", "grace", s.grace(), "root", s.Dir())
 	return &flockLead{lk: lk, done: make(chan struct{})}, nil
 }
 

@@ -65,8 +65,8 @@ func (w *listenWakeups) Close() error {
 
 // wake sends the tasks that notifications and polls name until ctx ends.
 func (s *Store) wake(ctx context.Context, poll time.Duration, c chan<- workspace.Wake) {
-	ids := make(chan string, 1024)
-	go s.listen(ctx, ids)
+	ids, errs := make(chan string, 1024), make(chan error, 1)
+	go s.listen(ctx, ids, errs)
 	t := time.NewTicker(poll)
 	defer t.Stop()
 	for {
@@ -84,6 +84,8 @@ func (s *Store) wake(ctx context.Context, poll time.Duration, c chan<- workspace
 		case <-t.C:
 			s.pollWaiting(ctx, c)
 			continue
+		case err := <-errs:
+			w.Err = err
 		}
 		select {
 		case c <- w:
@@ -115,21 +117,22 @@ func send(ctx context.Context, c chan<- workspace.Wake, w workspace.Wake) {
 }
 
 // listen forwards the task ids of notifications to ids, reconnecting
-// after an error; after each (re)connection it sends "" (poll), since
-// notifications may have been lost meanwhile.
-func (s *Store) listen(ctx context.Context, ids chan<- string) {
+// after an error, which it sends to errs; after each (re)connection it
+// sends "" (poll), since notifications may have been lost meanwhile.
+func (s *Store) listen(ctx context.Context, ids chan<- string, errs chan<- error) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		err := s.listenOnce(ctx, ids)
 		if ctx.Err() != nil {
 			return
 		}
+		// The poll covers the gap; the next connection is tried after
+		// backoff.
 		select {
-		case ids <- "":
+		case errs <- fmt.Errorf("listen for markers (again in %s): %w", backoff, err):
 		case <-ctx.Done():
 			return
 		}
-		_ = err // the poll covers the gap; the next connection is tried after backoff
 		select {
 		case <-ctx.Done():
 			return
