@@ -140,3 +140,35 @@ func structSchema(t reflect.Type) (*schema, error) {
 	}
 	return s, nil
 }
+
+// published is the input schema a client is shown: sch without what only
+// the server's own check needs (the id grammar and the integer bound,
+// which a refused call spells out), so that every client pays for fewer
+// bytes of schema. Arguments are still checked against sch itself.
+func published(sch *schema) *schema {
+	if sch == nil {
+		return nil
+	}
+	c := *sch
+	c.Pattern, c.Maximum = "", nil
+	c.Items = published(sch.Items)
+	if sch.Properties != nil {
+		c.Properties = make(map[string]*schema, len(sch.Properties))
+		for k, p := range sch.Properties {
+			c.Properties[k] = published(p)
+		}
+	}
+	return &c
+}
+
+// Output schemas, kept small: every client pays for them in every
+// listing. A document the workspace validates against its own schema
+// (a task, a state, a plan, an output, a review) is described as an
+// object.
+var (
+	outObject  = &schema{Type: "object"}
+	outValue   = &schema{Type: "object", Required: []string{"value"}}
+	outEntries = &schema{Type: "object", Properties: map[string]*schema{"entries": {Type: "array"}}, Required: []string{"entries"}}
+	outVerdict = &schema{Type: "object", Properties: map[string]*schema{"verdict": {Type: "string", Enum: []string{
+		verdictWon, verdictLost, verdictApplied, verdictRefused, verdictNotFound, verdictQueued, verdictUndecided}}}, Required: []string{"verdict"}}
+)

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/workspaced/workspaced/workspace"
@@ -29,26 +30,24 @@ type skillListItem struct {
 	LoadedFor   string   `json:"loaded_for,omitempty"`
 }
 
-// addSkillTool registers the skills tool.
-func (s *Server) addSkillTool(readOnly *mcp.ToolAnnotations) {
-	addTool(s, ToolSkills, descSkills, readOnly, s.skills)
-}
-
-func (s *Server) skills(ctx context.Context, _ *mcp.CallToolRequest, in skillsInput) (string, error) {
+// skills answers with a skill's file when name is given ({"name",
+// "file"} as its structured answer), else with the listing.
+func (s *Server) skills(ctx context.Context, _ *mcp.CallToolRequest, in skillsInput) (reply, error) {
 	if in.Name != "" {
 		sk, err := s.w.GetSkill(in.Name)
 		if err != nil {
-			return "", err
+			return reply{}, err
 		}
-		return string(sk.File()), nil
+		file := string(sk.File())
+		return reply{text: file, data: map[string]string{"name": in.Name, "file": file}}, nil
 	}
 	list, refused, err := s.w.ListSkills()
 	if err != nil {
-		return "", err
+		return reply{}, err
 	}
 	loaded, err := workspace.Over(s.w).ThreadSkills(s.task, s.thread)
 	if err != nil {
-		return "", err
+		return reply{}, err
 	}
 	why := map[string]string{}
 	for _, c := range loaded {
@@ -58,8 +57,12 @@ func (s *Server) skills(ctx context.Context, _ *mcp.CallToolRequest, in skillsIn
 	for i, sk := range list {
 		items[i] = skillListItem{Name: sk.Name, Description: sk.Description, Tags: sk.Tags, Modes: sk.Modes, Size: sk.Size, LoadedFor: why[sk.Name]}
 	}
-	return toJSON(struct {
+	text, err := toJSON(struct {
 		Skills  []skillListItem          `json:"skills"`
 		Refused []workspace.RefusedSkill `json:"refused"`
 	}{items, refused})
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{text: text, data: json.RawMessage(text)}, nil
 }

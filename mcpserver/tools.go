@@ -150,77 +150,41 @@ const (
 
 func boolPtr(b bool) *bool { return &b }
 
-// addTool registers one tool whose handler returns text, with the input
-// schema derived from In. The arguments are checked against that schema
-// and decoded into In (decodeArgs) before the handler runs. An error
-// becomes a tool error (IsError) with ErrorText; a panic in a handler
-// becomes a tool error too, so no call can stop the server.
-func addTool[In any](s *Server, name, desc string, ann *mcp.ToolAnnotations, h func(ctx context.Context, req *mcp.CallToolRequest, in In) (string, error)) {
-	sch := inputSchema[In]()
-	check := newArgChecker(name, sch)
-	s.mcp.AddTool(&mcp.Tool{Name: name, Description: desc, Annotations: ann, InputSchema: sch},
-		func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, _ error) {
-			defer func() {
-				if r := recover(); r != nil {
-					res = errorResult(fmt.Errorf("%s: internal error: %v", name, r))
-				}
-			}()
-			var raw json.RawMessage
-			var extra *mcp.RequestExtra
-			if req != nil && req.Params != nil {
-				raw = req.Params.Arguments
-			}
-			if req != nil {
-				extra = req.Extra
-			}
-			if err := s.permit(extra, name, raw); err != nil {
-				return errorResult(err), nil
-			}
-			in, err := decodeArgs[In](check, raw)
-			if err != nil {
-				return errorResult(err), nil
-			}
-			text, err := h(ctx, req, in)
-			if err != nil {
-				return errorResult(err), nil
-			}
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil
-		})
-}
+// Annotations: a read changes nothing; a write adds (a marker, a plan
+// version, a review) and replaces nothing; a store or update may replace
+// a value; a delete removes one. Every tool works in the workspace alone.
+var (
+	annRead    = &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolPtr(false)}
+	annWrite   = &mcp.ToolAnnotations{DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)}
+	annReplace = &mcp.ToolAnnotations{OpenWorldHint: boolPtr(false)}
+)
 
-func errorResult(err error) *mcp.CallToolResult {
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: ErrorText(err)}}}
-}
-
-func (s *Server) addTools() {
-	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: boolPtr(false)}
-	write := &mcp.ToolAnnotations{DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)}
-	replace := &mcp.ToolAnnotations{DestructiveHint: boolPtr(true), OpenWorldHint: boolPtr(false)}
-	remove := &mcp.ToolAnnotations{DestructiveHint: boolPtr(true), IdempotentHint: false, OpenWorldHint: boolPtr(false)}
-
-	addTool(s, ToolStoreEnvData, descStoreEnv, replace, s.storeEnv)
-	addTool(s, ToolGetEnvData, descGetEnv, readOnly, s.getEnv)
-	addTool(s, ToolListEnvData, descListEnv, readOnly, s.listEnv)
-	addTool(s, ToolUpdateEnvData, descUpdateEnv, replace, s.updateEnv)
-	addTool(s, ToolDeleteEnvData, descDeleteEnv, remove, s.deleteEnv)
-	addTool(s, ToolStoreMemory, descStoreMemory, replace, s.storeMemory)
-	addTool(s, ToolGetMemory, descGetMemory, readOnly, s.getMemory)
-	addTool(s, ToolListMemory, descListMemory, readOnly, s.listMemory)
-	addTool(s, ToolDeleteMemory, descDeleteMemory, remove, s.deleteMemory)
-	addTool(s, ToolGetTask, descGetTask, readOnly, s.getTask)
-	addTool(s, ToolGetTaskState, descGetTaskState, readOnly, s.getTaskState)
-	addTool(s, ToolGetPlan, descGetPlan, readOnly, s.getPlan)
-	addTool(s, ToolGetSubtask, descGetSubtask, readOnly, s.getSubtask)
-	addTool(s, ToolGetOutput, descGetOutput, readOnly, s.getOutput)
-	addTool(s, ToolListReviews, descListReviews, readOnly, s.listReviews)
-	addTool(s, ToolGetReview, descGetReview, readOnly, s.getReview)
-	addTool(s, ToolWritePlan, descWritePlan, write, s.writePlan)
-	addTool(s, ToolWriteReview, descWriteReview, write, s.writeReview)
-	addTool(s, ToolClaimSubtask, descClaim, write, s.claim)
-	addTool(s, ToolSignalDone, descDone, write, s.done)
-	addTool(s, ToolGetDelegationContext, descContext, readOnly, s.delegationContext)
-	addTool(s, ToolListCapabilities, descCapabilities, readOnly, s.capabilities)
-	s.addSkillTool(readOnly)
+func buildTools() []*toolDef {
+	return []*toolDef{
+		define(ToolStoreEnvData, descStoreEnv, annReplace, nil, text((*Server).storeEnv)),
+		define(ToolGetEnvData, descGetEnv, annRead, outValue, under("value", (*Server).getEnv)),
+		define(ToolListEnvData, descListEnv, annRead, outEntries, under("entries", (*Server).listEnv)),
+		define(ToolUpdateEnvData, descUpdateEnv, annReplace, nil, text((*Server).updateEnv)),
+		define(ToolDeleteEnvData, descDeleteEnv, annReplace, nil, text((*Server).deleteEnv)),
+		define(ToolStoreMemory, descStoreMemory, annReplace, nil, text((*Server).storeMemory)),
+		define(ToolGetMemory, descGetMemory, annRead, outValue, under("value", (*Server).getMemory)),
+		define(ToolListMemory, descListMemory, annRead, outEntries, under("entries", (*Server).listMemory)),
+		define(ToolDeleteMemory, descDeleteMemory, annReplace, nil, text((*Server).deleteMemory)),
+		define(ToolGetTask, descGetTask, annRead, outObject, object((*Server).getTask)),
+		define(ToolGetTaskState, descGetTaskState, annRead, outObject, object((*Server).getTaskState)),
+		define(ToolGetPlan, descGetPlan, annRead, outObject, object((*Server).getPlan)),
+		define(ToolGetSubtask, descGetSubtask, annRead, outObject, object((*Server).getSubtask)),
+		define(ToolGetOutput, descGetOutput, annRead, outObject, object((*Server).getOutput)),
+		define(ToolListReviews, descListReviews, annRead, outObject, object((*Server).listReviews)),
+		define(ToolGetReview, descGetReview, annRead, outObject, object((*Server).getReview)),
+		define(ToolWritePlan, descWritePlan, annWrite, outVerdict, (*Server).writePlan),
+		define(ToolWriteReview, descWriteReview, annWrite, outVerdict, (*Server).writeReview),
+		define(ToolClaimSubtask, descClaim, annWrite, outVerdict, (*Server).claim),
+		define(ToolSignalDone, descDone, annWrite, outVerdict, (*Server).done),
+		define(ToolGetDelegationContext, descContext, annRead, nil, text((*Server).delegationContext)),
+		define(ToolListCapabilities, descCapabilities, annRead, nil, text((*Server).capabilities)),
+		define(ToolSkills, descSkills, annRead, outObject, (*Server).skills),
+	}
 }
 
 // rawArgs returns the arguments exactly as the client sent them, by name.
