@@ -582,6 +582,9 @@ func (s *Server) done(ctx context.Context, req *mcp.CallToolRequest, in doneInpu
 	hint := ToolGetTaskState + " shows where the task stands"
 	if sub != "" {
 		then = fmt.Sprintf("%s shows the subtask's new status.", ToolGetSubtask)
+		if r.Verdict == verdictApplied && r.SubtaskStatus != "" {
+			then = fmt.Sprintf("subtask %s is %s, task %s is %s.", sub, r.SubtaskStatus, s.task, r.TaskStatus)
+		}
 		hint = fmt.Sprintf("%s shows subtask %s's status and worker: only its worker reports it, while it is in_progress", ToolGetSubtask, sub)
 	}
 	return s.verdictReply(&b, r, "your done report", then, hint)
