@@ -419,6 +419,9 @@ func TestWebServesMCP(t *testing.T) {
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
+	if v, want := cs.InitializeResult().ServerInfo.Version, strings.Fields(w.ok("version"))[1]; v != want {
+		t.Errorf("serverInfo.version = %q, want %q", v, want)
+	}
 	tools, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
