@@ -17,7 +17,8 @@ import (
 // of an enum and a minimum. Tags read:
 //
 //	json:"name,omitempty"   the property; without omitempty it is required
-//	jsonschema:"..."        its description (required on every field)
+//	jsonschema:"..."        its description, where name and type leave
+//	                        something to say
 //	enum:"a,b,c"            the values it may take
 //	minimum:"1"             the least number it may be (every integer
 //	                        is also at most 2^31-1)
@@ -109,9 +110,6 @@ func structSchema(t reflect.Type) (*schema, error) {
 			return nil, fmt.Errorf("field %s: %w", f.Name, err)
 		}
 		p.Description = f.Tag.Get("jsonschema")
-		if p.Description == "" {
-			return nil, fmt.Errorf("field %s has no description", f.Name)
-		}
 		if e := f.Tag.Get("enum"); e != "" {
 			p.Enum = strings.Split(e, ",")
 		}
@@ -142,15 +140,16 @@ func structSchema(t reflect.Type) (*schema, error) {
 }
 
 // published is the input schema a client is shown: sch without what only
-// the server's own check needs (the id grammar and the integer bound,
-// which a refused call spells out), so that every client pays for fewer
-// bytes of schema. Arguments are still checked against sch itself.
+// the server's own check needs — the id grammar, the integer bound and
+// the closing of objects, each of which a refused call spells out — so
+// that every client pays for fewer bytes of schema. Arguments are still
+// checked against sch itself.
 func published(sch *schema) *schema {
 	if sch == nil {
 		return nil
 	}
 	c := *sch
-	c.Pattern, c.Maximum = "", nil
+	c.Pattern, c.Maximum, c.AdditionalProperties = "", nil, nil
 	c.Items = published(sch.Items)
 	if sch.Properties != nil {
 		c.Properties = make(map[string]*schema, len(sch.Properties))
@@ -168,7 +167,6 @@ func published(sch *schema) *schema {
 var (
 	outObject  = &schema{Type: "object"}
 	outValue   = &schema{Type: "object", Required: []string{"value"}}
-	outEntries = &schema{Type: "object", Properties: map[string]*schema{"entries": {Type: "array"}}, Required: []string{"entries"}}
-	outVerdict = &schema{Type: "object", Properties: map[string]*schema{"verdict": {Type: "string", Enum: []string{
-		verdictWon, verdictLost, verdictApplied, verdictRefused, verdictNotFound, verdictQueued, verdictUndecided}}}, Required: []string{"verdict"}}
+	outEntries = &schema{Type: "object", Required: []string{"entries"}}
+	outVerdict = &schema{Type: "object", Required: []string{"verdict"}}
 )

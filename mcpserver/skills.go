@@ -12,13 +12,10 @@ import (
 const ToolSkills = "skills"
 
 type skillsInput struct {
-	Name string `json:"name,omitempty" jsonschema:"Optional. The skill to read, e.g. \"grids\". Left out: every skill is listed."`
+	Name string `json:"name,omitempty"`
 }
 
-const descSkills = "Skills are Markdown lessons of the workspace (skills/<name>.md), each with a one-line description, tags and modes. " +
-	"Returns, without name, every skill — name, description, tags, modes, size, and for the ones your thread's context already loads, why (core, your card, your thread's mode or tags) — " +
-	"and the skill files that are refused, with the reason, as JSON {\"skills\": [...], \"refused\": [...]}; " +
-	"with name, that skill: its front matter then its body. Read a skill your context did not load when its description says you need it."
+const descSkills = "List the workspace's skills (Markdown lessons; which your context loaded, and why), or read one by name."
 
 // skillListItem is one skill of the skills tool's listing.
 type skillListItem struct {

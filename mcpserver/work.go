@@ -22,39 +22,39 @@ import (
 // the daemon's rules for agent files.
 
 type subtaskInput struct {
-	SubtaskID string `json:"subtask_id" pattern:"id" jsonschema:"The subtask's id as the plan names it, e.g. \"st_3\"."`
+	SubtaskID string `json:"subtask_id" pattern:"id"`
 }
 
 type planVersionInput struct {
-	Version int `json:"version,omitempty" minimum:"1" jsonschema:"Optional. An earlier version to read (1 is the first; every version is kept). Left out: the current plan."`
+	Version int `json:"version,omitempty" minimum:"1"`
 }
 
 type reviewIDInput struct {
-	ReviewID string `json:"review_id" pattern:"id" jsonschema:"The review's id as list_reviews shows it, e.g. \"plan_v1\"."`
+	ReviewID string `json:"review_id" pattern:"id"`
 }
 
 type planSubtask struct {
-	ID                  string   `json:"id" pattern:"id" jsonschema:"The subtask's id, unique in the plan: 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit, e.g. \"st_1\". Its result goes to outputs/<id>.json."`
-	Description         string   `json:"description" jsonschema:"What the worker is to do, in enough detail to do it without asking."`
-	Dependencies        []string `json:"dependencies,omitempty" pattern:"id" jsonschema:"Optional. Ids of subtasks of this plan that must complete before this one may start. Left out: none; it may start at once."`
-	EstimatedComplexity string   `json:"estimated_complexity,omitempty" enum:"low,medium,high" jsonschema:"Optional. How long it should take; a subtask in progress far longer is recorded as friction. Left out: no estimate."`
-	Parallelizable      bool     `json:"parallelizable,omitempty" jsonschema:"Optional. Whether it may run beside other subtasks. Left out: false."`
-	MaxRetries          int      `json:"max_retries,omitempty" minimum:"0" jsonschema:"Optional. How many failed attempts go back to pending for another try before the subtask, and with it the task, fail. Left out: 0."`
+	ID                  string   `json:"id" pattern:"id"`
+	Description         string   `json:"description" jsonschema:"The work, in enough detail to do it without asking."`
+	Dependencies        []string `json:"dependencies,omitempty" pattern:"id" jsonschema:"Subtasks that must complete first."`
+	EstimatedComplexity string   `json:"estimated_complexity,omitempty" enum:"low,medium,high"`
+	Parallelizable      bool     `json:"parallelizable,omitempty"`
+	MaxRetries          int      `json:"max_retries,omitempty" minimum:"0" jsonschema:"Failed attempts retried (default 0)."`
 }
 
 type planCheckpoint struct {
-	ID          string   `json:"id" pattern:"id" jsonschema:"The checkpoint's id, e.g. \"cp_1\"."`
-	Description string   `json:"description,omitempty" jsonschema:"Optional. What the reviewer is to check. Left out: none."`
-	Subtasks    []string `json:"subtasks" pattern:"id" jsonschema:"Ids of the subtasks whose results a reviewer must approve (write_review with type checkpoint_review) before the task completes."`
+	ID          string   `json:"id" pattern:"id"`
+	Description string   `json:"description,omitempty"`
+	Subtasks    []string `json:"subtasks" pattern:"id" jsonschema:"Subtasks a reviewer approves before the task completes."`
 }
 
 type writePlanInput struct {
-	Summary     string           `json:"summary,omitempty" jsonschema:"Optional. One or two sentences on the approach. Left out: none."`
-	Subtasks    []planSubtask    `json:"subtasks" jsonschema:"The units of work, in any order; dependencies decide what may run when."`
-	Checkpoints []planCheckpoint `json:"checkpoints,omitempty" jsonschema:"Optional. Groups of subtasks a reviewer must approve before the task completes. Left out: none."`
-	WorkerCount int              `json:"worker_count,omitempty" minimum:"1" jsonschema:"Optional. How many workers the plan expects to run at once. Left out: not said."`
-	Risks       []string         `json:"risks,omitempty" jsonschema:"Optional. What could go wrong. Left out: none."`
-	Assumptions []string         `json:"assumptions,omitempty" jsonschema:"Optional. What the plan takes for granted. Left out: none."`
+	Summary     string           `json:"summary,omitempty"`
+	Subtasks    []planSubtask    `json:"subtasks"`
+	Checkpoints []planCheckpoint `json:"checkpoints,omitempty"`
+	WorkerCount int              `json:"worker_count,omitempty" minimum:"1"`
+	Risks       []string         `json:"risks,omitempty"`
+	Assumptions []string         `json:"assumptions,omitempty"`
 }
 
 // Review types and verdicts, as the state machine knows them.
@@ -66,47 +66,32 @@ const (
 )
 
 type reviewIssue struct {
-	Problem    string `json:"problem" jsonschema:"What is wrong, in one sentence."`
-	Severity   string `json:"severity,omitempty" jsonschema:"Optional. How bad it is, e.g. low, medium or high. Left out: not said."`
-	Location   string `json:"location,omitempty" jsonschema:"Optional. Where it is, e.g. \"subtask st_3\". Left out: not said."`
-	Suggestion string `json:"suggestion,omitempty" jsonschema:"Optional. How to fix it. Left out: none."`
+	Problem    string `json:"problem"`
+	Severity   string `json:"severity,omitempty"`
+	Location   string `json:"location,omitempty"`
+	Suggestion string `json:"suggestion,omitempty"`
 }
 
 type writeReviewInput struct {
-	Type     string        `json:"type" enum:"plan_review,checkpoint_review,output_review" jsonschema:"What you judge: \"plan_review\" the plan awaiting review; \"checkpoint_review\" a checkpoint whose subtasks are done (status awaiting_review in get_task_state); \"output_review\" one subtask's output (recorded; it changes no state)."`
-	Verdict  string        `json:"verdict" enum:"approved,revision_needed,rejected" jsonschema:"Your decision: \"approved\" lets the work go on; \"revision_needed\" sends it back with your issues; \"rejected\" sends it back too, as unfit."`
-	Target   string        `json:"target,omitempty" pattern:"id" jsonschema:"Optional. What exactly you judge: needed for a checkpoint_review (the checkpoint's id, e.g. \"cp_1\") and an output_review (the subtask's id). Left out on a plan_review: the plan awaiting review, e.g. \"plan_t1_v2\"."`
-	Issues   []reviewIssue `json:"issues,omitempty" jsonschema:"Optional. The problems you found; the planner or the workers read them to revise. Left out: none."`
-	Notes    string        `json:"notes,omitempty" jsonschema:"Optional. Anything else to say. Left out: none."`
-	Escalate string        `json:"escalate,omitempty" jsonschema:"Optional. Hand the decision to a human, saying why. Left out: no escalation."`
-	ReviewID string        `json:"review_id,omitempty" pattern:"id" jsonschema:"Optional. The review's id, its file name under reviews/; an id already taken is refused. Left out: plan_v<N> for version N of the plan, else <target>_review, with _2, _3, ... added when taken."`
+	Type     string        `json:"type" enum:"plan_review,checkpoint_review,output_review" jsonschema:"output_review changes no state."`
+	Verdict  string        `json:"verdict" enum:"approved,revision_needed,rejected"`
+	Target   string        `json:"target,omitempty" pattern:"id" jsonschema:"Checkpoint or subtask id (default: the proposed plan)."`
+	Issues   []reviewIssue `json:"issues,omitempty"`
+	Notes    string        `json:"notes,omitempty"`
+	Escalate string        `json:"escalate,omitempty" jsonschema:"Why a human must decide."`
+	ReviewID string        `json:"review_id,omitempty" pattern:"id"`
 }
 
 const (
-	descGetTask = "Read the task you work on, as the human who started it wrote it: its id, description, context, constraints, priority, who submitted it and when. " +
-		"Returns a JSON object, e.g. {\"id\":\"t1\",\"created_at\":\"...\",\"description\":\"...\",\"constraints\":[\"...\"]}."
-	descGetTaskState = "Read where the task stands, as the workspace daemon keeps it: status (planning, executing, completed, failed, cancelled), phase, plan_status (proposed, approved, revision_needed) and plan_version, " +
-		"each subtask's status (blocked, pending, in_progress, completed, failed) with its worker, attempts and output, each checkpoint's status (pending, awaiting_review, approved, revision_needed), revision_count and errors. " +
-		"Call it after write_plan, write_review, claim_subtask or signal_done to see what the daemon made of them. " +
-		"Returns the state as a JSON object; before the daemon has seen the task, an error saying so."
-	descGetPlan = "Read the task's plan: summary, subtasks (id, description, dependencies, estimated_complexity, max_retries), checkpoints, risks and assumptions, with its version and who wrote it. Pass version for an earlier one. " +
-		"Returns the plan as a JSON object, as its planner wrote it; an error when there is none yet."
-	descGetSubtask = "Read one subtask: what the plan asks of it (description, dependencies, estimated_complexity) and, once the plan is approved, its status, worker, attempts, blocked_by, error and output file. " +
-		"Use it to see whether your claim won, or whether a subtask you depend on is done. " +
-		"Returns a JSON object, e.g. {\"id\":\"st_1\",\"description\":\"...\",\"status\":\"in_progress\",\"worker\":\"w1\",\"attempts\":1,\"plan_version\":2}."
-	descGetOutput = "Read the result a subtask's worker wrote (outputs/<subtask_id>.json): summary, decisions, files, code and whatever else it holds. " +
-		"Use it to build on another subtask's work, or to review it. Returns the output as a JSON object; an error when the subtask has none yet."
-	descListReviews = "List the task's reviews, oldest first, each whole: id, type (plan_review, checkpoint_review, output_review), target, verdict (approved, revision_needed, rejected), reviewer, reviewed_at, issues and notes. " +
-		"A planner whose plan was sent back reads why here. " +
-		"Returns a JSON object {\"reviews\":[...]}, with \"unreadable\":[{\"file\":...,\"reason\":...}] added when some review files could not be read."
-	descGetReview = "Read one review as its reviewer wrote it. Returns the review as a JSON object; an error when there is none by that id (list_reviews shows the ids)."
-	descWritePlan = "Write the task's plan as its next version and propose it for review: plan.json is written (the previous version is kept) and a done marker hands it to the workspace daemon. " +
-		"Give every subtask an id and a description; dependencies order them; checkpoints group subtasks whose results a reviewer must approve. " +
-		"After a revision_needed review, read it with list_reviews and call write_plan again with the plan revised. " +
-		"Returns the version written and what comes next; an error, writing nothing, once the plan is approved or the task is finished."
-	descWriteReview = "Judge the plan awaiting review, a checkpoint awaiting review, or a subtask's output: writes reviews/<review_id>.json and drops the done marker that reports it to the workspace daemon. " +
-		"An approved plan starts the subtasks; revision_needed or rejected sends the plan (or the checkpoint's subtasks) back, with your issues for the planner (or the workers). " +
-		"Returns where the review went and what get_task_state will show once the daemon has taken it."
+	descGetTask      = "Read the task as submitted: description, context, constraints."
+	descGetTaskState = "Read the task's state (the daemon's): status, plan_status, subtasks' status, worker and attempts, checkpoints, errors."
+	descGetPlan      = "Read the task's plan: subtasks, dependencies, checkpoints."
+	descGetSubtask   = "Read one subtask: the plan's words and, once approved, its status, worker, attempts."
+	descGetOutput    = "Read the result a subtask's worker wrote."
+	descListReviews  = "List the task's reviews, oldest first."
+	descGetReview    = "Read one review."
+	descWritePlan    = "Propose the task's plan (a new version; after revision_needed, the revised one). Returns the daemon's verdict."
+	descWriteReview  = "Judge the plan or a checkpoint awaiting review, or a subtask's output. Returns the daemon's verdict."
 )
 
 // missing gives err, when it says something is not there, the message
