@@ -10,12 +10,14 @@ import (
 
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/daemon"
+	// Where the verdicts are read: the one line to change when they move.
+	verdicts "github.com/workspaced/workspaced/workspace/daemon"
 	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // The daemon's verdict on a marker a tool dropped. Everything this
-// package takes from where the verdicts are read is in this file.
+// package takes from where the verdicts are read is in this file, under
+// the import name verdicts.
 
 // DefaultVerdictWait is how long a tool that drops a marker waits for the
 // daemon's verdict when Options.VerdictWait is zero. A serving daemon
@@ -24,22 +26,24 @@ import (
 const DefaultVerdictWait = 20 * time.Second
 
 // verdict is the daemon's decision on one marker.
-type verdict = daemon.Verdict
+type verdict = verdicts.Verdict
 
 // Verdicts, as the tools report them: the daemon's, and two of their own.
 const (
-	verdictWon       = daemon.VerdictWon
-	verdictLost      = daemon.VerdictLost
-	verdictApplied   = daemon.VerdictApplied
-	verdictRefused   = daemon.VerdictRefused
-	verdictNotFound  = daemon.VerdictNotFound
+	verdictWon       = verdicts.VerdictWon
+	verdictLost      = verdicts.VerdictLost
+	verdictApplied   = verdicts.VerdictApplied
+	verdictRefused   = verdicts.VerdictRefused
+	verdictNotFound  = verdicts.VerdictNotFound
 	verdictQueued    = "queued"    // no daemon serves: it decides once one does
 	verdictUndecided = "undecided" // a daemon serves, but did not decide in time
 )
 
 // VerdictSource is where the verdict on a marker is read: the file tree
 // (its marker files, journal and state.json) or a store that keeps
-// markers and the journal otherwise (PostgreSQL).
+// markers and the journal otherwise (PostgreSQL). Its method set is that
+// of the store's own verdict source, so whatever the store offers
+// satisfies it.
 type VerdictSource interface {
 	// ReadVerdict says where the marker name stands — waiting, taken,
 	// decided or missing — and, once decided, its verdict; only journal
@@ -58,7 +62,7 @@ func storeVerdicts(w workspace.Store) VerdictSource {
 		return src
 	}
 	if fs, ok := w.(*files.Store); ok {
-		return daemon.FileVerdicts(fs.Workspace)
+		return verdicts.FileVerdicts(fs.Workspace)
 	}
 	return nil
 }
@@ -68,12 +72,12 @@ func storeVerdicts(w workspace.Store) VerdictSource {
 // It fails with errNotServing when no daemon serves and errNoVerdict when
 // ctx ends first.
 func waitVerdict(ctx context.Context, src VerdictSource, task, name string, after int64) (verdict, error) {
-	return daemon.Wait(ctx, src, task, name, after)
+	return verdicts.Wait(ctx, src, task, name, after)
 }
 
 var (
-	errNotServing = daemon.ErrNotServing
-	errNoVerdict  = daemon.ErrNoVerdict
+	errNotServing = verdicts.ErrNotServing
+	errNoVerdict  = verdicts.ErrNoVerdict
 )
 
 // markerReply is the structured answer of a tool that dropped a marker:
