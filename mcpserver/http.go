@@ -78,15 +78,13 @@ type HTTP struct {
 	store tokens.Keeper
 	opt   HTTPOptions
 	log   *slog.Logger
-	bare  *mcp.Server // answers the SDK's look-ups outside a new session
+	host  *host // one MCP server, shared by every session
 	sdk   *mcp.StreamableHTTPHandler
 	inner http.Handler // sdk behind the bearer-token check
 
 	mu       sync.Mutex
 	sessions int // opened and not yet closed, reserved ones included
 }
-
-type serverKey struct{}
 
 // NewHTTP builds the handler over the workspace w, whose agents are the
 // grants toks keeps (the agents file, tokens.NewStore or tokens.Tree; a
@@ -111,13 +109,8 @@ func NewHTTP(w workspace.Store, toks tokens.Keeper, opt HTTPOptions) (*HTTP, err
 	if h.log == nil {
 		h.log = slog.Default()
 	}
-	h.bare = mcp.NewServer(&mcp.Implementation{Name: DefaultName, Version: opt.Version}, nil)
-	h.sdk = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
-		if s, ok := r.Context().Value(serverKey{}).(*Server); ok {
-			return s.mcp
-		}
-		return h.bare
-	}, &mcp.StreamableHTTPOptions{
+	h.host = newHost(opt.Version, nil)
+	h.sdk = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return h.host.mcp }, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      opt.IdleTimeout,
 		MaxRequestBodyBytes: opt.MaxBodyBytes,
 	})
@@ -238,16 +231,18 @@ func (h *HTTP) serve(rw http.ResponseWriter, r *http.Request) {
 			"close a session you no longer use, or try again once idle ones have expired")
 		return
 	}
-	s, err := New(h.w, Options{TaskID: task, ThreadID: thread, Agent: g.Agent, Version: h.opt.Version, Grants: grantOf, Log: h.log})
+	s, err := newSession(h.w, Options{TaskID: task, ThreadID: thread, Agent: g.Agent, Grants: grantOf, Log: h.log})
 	if err != nil {
 		h.release()
 		h.refuseErr(rw, r, g, err)
 		return
 	}
-	h.sdk.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), serverKey{}, s)))
+	// The session is connected with this request's context: binding s to
+	// it binds every call of the session to s.
+	h.sdk.ServeHTTP(rw, r.WithContext(withSession(r.Context(), s)))
 	// The session lives on once initialised; it is counted until it
 	// closes (the client ends it, or it stays idle past the timeout).
-	for ss := range s.mcp.Sessions() {
+	if ss := h.opened(rw.Header().Get("Mcp-Session-Id")); ss != nil {
 		h.log.Info("mcp http: session opened", "agent", g.Agent, "task", s.task, "thread", s.thread, "session", ss.ID(), "remote", r.RemoteAddr)
 		go func() {
 			ss.Wait()
@@ -257,6 +252,19 @@ func (h *HTTP) serve(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.release()
+}
+
+// opened is the session of id the request just opened, or nil.
+func (h *HTTP) opened(id string) *mcp.ServerSession {
+	if id == "" {
+		return nil
+	}
+	for ss := range h.host.mcp.Sessions() {
+		if ss.ID() == id {
+			return ss
+		}
+	}
+	return nil
 }
 
 // refuseErr refuses a session New or the thread look-up refused.

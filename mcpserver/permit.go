@@ -138,6 +138,23 @@ func (s *Server) sameAgent(args map[string]json.RawMessage, prefix string) error
 	return nil
 }
 
+// listable says which tools a caller is shown in tools/list: those its
+// grant, as it stands for this request, allows it to call. Without Grants
+// every tool is; with a grant that no longer stands, none is.
+func (s *Server) listable(extra *mcp.RequestExtra) func(tool string) bool {
+	if s.grants == nil {
+		return func(string) bool { return true }
+	}
+	g, err := s.grant(extra)
+	if err != nil {
+		return func(string) bool { return false }
+	}
+	return func(tool string) bool {
+		right := rightOf(tool)
+		return right == "" || g.Can(right)
+	}
+}
+
 // readable refuses a resource of another task than the grant covers.
 func (s *Server) readable(extra *mcp.RequestExtra, task string) error {
 	if s.grants == nil {

@@ -27,17 +27,15 @@ func stateURI(task string) string { return uriPrefix + task + "/state" }
 // envURI is the resource holding a task's env manifest.
 func envURI(task string) string { return uriPrefix + task + "/env" }
 
-func (s *Server) addResources() {
-	s.mcp.AddResource(&mcp.Resource{URI: stateURI(s.task), Name: "state", Title: "State of task " + s.task,
-		Description: "The task's execution state (state.json, written by the daemon): status, plan, subtasks with their workers, checkpoints.",
-		MIMEType:    "application/json"}, s.readResource)
-	s.mcp.AddResource(&mcp.Resource{URI: envURI(s.task), Name: "env", Title: "Environment data of task " + s.task,
-		Description: "The manifest of the task's shared environment data: keys, descriptions, versions, sizes (no values).",
-		MIMEType:    "application/json"}, s.readResource)
-	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: StateURITemplate, Name: "task-state",
-		Description: "Any task's execution state (state.json).", MIMEType: "application/json"}, s.readResource)
-	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: EnvURITemplate, Name: "task-env",
-		Description: "Any task's environment data manifest.", MIMEType: "application/json"}, s.readResource)
+// resources are the served task's own resources, listed for its session
+// beside the templates that read any task's.
+func (s *Server) resources() []*mcp.Resource {
+	return []*mcp.Resource{
+		{URI: stateURI(s.task), Name: "state", Title: "State of task " + s.task, MIMEType: "application/json",
+			Description: "The task's execution state (state.json, written by the daemon): status, plan, subtasks with their workers, checkpoints."},
+		{URI: envURI(s.task), Name: "env", Title: "Environment data of task " + s.task, MIMEType: "application/json",
+			Description: "The manifest of the task's shared environment data: keys, descriptions, versions, sizes (no values)."},
+	}
 }
 
 // readResource serves workspace://tasks/<task>/state and .../env as JSON.

@@ -17,7 +17,8 @@ import (
 // of an enum and a minimum. Tags read:
 //
 //	json:"name,omitempty"   the property; without omitempty it is required
-//	jsonschema:"..."        its description (required on every field)
+//	jsonschema:"..."        its description, where name and type leave
+//	                        something to say
 //	enum:"a,b,c"            the values it may take
 //	minimum:"1"             the least number it may be (every integer
 //	                        is also at most 2^31-1)
@@ -109,9 +110,6 @@ func structSchema(t reflect.Type) (*schema, error) {
 			return nil, fmt.Errorf("field %s: %w", f.Name, err)
 		}
 		p.Description = f.Tag.Get("jsonschema")
-		if p.Description == "" {
-			return nil, fmt.Errorf("field %s has no description", f.Name)
-		}
 		if e := f.Tag.Get("enum"); e != "" {
 			p.Enum = strings.Split(e, ",")
 		}
@@ -140,3 +138,35 @@ func structSchema(t reflect.Type) (*schema, error) {
 	}
 	return s, nil
 }
+
+// published is the input schema a client is shown: sch without what only
+// the server's own check needs — the id grammar, the integer bound and
+// the closing of objects, each of which a refused call spells out — so
+// that every client pays for fewer bytes of schema. Arguments are still
+// checked against sch itself.
+func published(sch *schema) *schema {
+	if sch == nil {
+		return nil
+	}
+	c := *sch
+	c.Pattern, c.Maximum, c.AdditionalProperties = "", nil, nil
+	c.Items = published(sch.Items)
+	if sch.Properties != nil {
+		c.Properties = make(map[string]*schema, len(sch.Properties))
+		for k, p := range sch.Properties {
+			c.Properties[k] = published(p)
+		}
+	}
+	return &c
+}
+
+// Output schemas, kept small: every client pays for them in every
+// listing. A document the workspace validates against its own schema
+// (a task, a state, a plan, an output, a review) is described as an
+// object.
+var (
+	outObject  = &schema{Type: "object"}
+	outValue   = &schema{Type: "object", Required: []string{"value"}}
+	outEntries = &schema{Type: "object", Required: []string{"entries"}}
+	outVerdict = &schema{Type: "object", Required: []string{"verdict"}}
+)

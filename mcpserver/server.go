@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/workspaced/workspaced/tokens"
@@ -57,20 +58,33 @@ type Options struct {
 	// Log receives one line for every refused call, naming the agent and
 	// the reason. Nil: slog.Default().
 	Log *slog.Logger
+	// Verdicts is where the daemon's verdicts on the markers the tools
+	// drop are read. Nil: where the store offers them (its file tree,
+	// or the store itself on PostgreSQL).
+	Verdicts VerdictSource
+	// VerdictWait bounds how long a tool that dropped a marker waits for
+	// the daemon's verdict. 0 means DefaultVerdictWait.
+	VerdictWait time.Duration
 }
 
 // Server is one agent's MCP view of a workspace. Build it with New, serve
 // it with Run (or connect its MCP server to any transport). Its handlers
 // are safe for concurrent use: every write goes through the workspace's
 // locks and atomic writer. The workspace must stay open while it serves.
+//
+// A Server is a session's identity — the task, thread and agent served,
+// the grant it is checked against — and holds no tool of its own: the
+// tools are built once and shared (host.go).
 type Server struct {
-	w      workspace.Store
-	task   string
-	thread string
-	agent  string
-	grants func(extra *mcp.RequestExtra) (tokens.Grant, error)
-	log    *slog.Logger
-	mcp    *mcp.Server
+	w        workspace.Store
+	task     string
+	thread   string
+	agent    string
+	grants   func(extra *mcp.RequestExtra) (tokens.Grant, error)
+	log      *slog.Logger
+	verdicts VerdictSource
+	wait     time.Duration
+	host     *host // New's own MCP server; nil for a session of HTTP
 }
 
 // New checks the options against the tree — the ids are valid, the task
@@ -79,6 +93,21 @@ type Server struct {
 // workspace.ErrInvalid or workspace.ErrNotFound) carrying a hint, and
 // nothing is served.
 func New(w workspace.Store, opt Options) (*Server, error) {
+	s, err := newSession(w, opt)
+	if err != nil {
+		return nil, err
+	}
+	version := opt.Version
+	if version == "" {
+		version = DefaultVersion
+	}
+	s.host = newHost(version, s)
+	return s, nil
+}
+
+// newSession checks the options as New does and returns the session they
+// describe, without an MCP server.
+func newSession(w workspace.Store, opt Options) (*Server, error) {
 	if w == nil {
 		return nil, errors.New("mcp server: no workspace")
 	}
@@ -93,18 +122,17 @@ func New(w workspace.Store, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{w: w, task: task, thread: thread, agent: opt.Agent, grants: opt.Grants, log: opt.Log}
+	s := &Server{w: w, task: task, thread: thread, agent: opt.Agent, grants: opt.Grants, log: opt.Log,
+		verdicts: opt.Verdicts, wait: opt.VerdictWait}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	version := opt.Version
-	if version == "" {
-		version = DefaultVersion
+	if s.verdicts == nil {
+		s.verdicts = storeVerdicts(w)
 	}
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: DefaultName, Title: "workspaced shared workspace", Version: version},
-		&mcp.ServerOptions{Instructions: s.instructions()})
-	s.addTools()
-	s.addResources()
+	if s.wait <= 0 {
+		s.wait = DefaultVerdictWait
+	}
 	return s, nil
 }
 
@@ -145,12 +173,12 @@ func (s *Server) Agent() string { return s.agent }
 
 // MCP is the underlying go-sdk server, for connecting it to a transport
 // other than with Run (an in-memory pair in tests, for instance).
-func (s *Server) MCP() *mcp.Server { return s.mcp }
+func (s *Server) MCP() *mcp.Server { return s.host.mcp }
 
 // Run serves one session over t until the client disconnects or ctx is
 // done. A cancelled ctx is a clean stop and returns nil.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
-	err := s.mcp.Run(ctx, t)
+	err := s.host.mcp.Run(withSession(ctx, s), t)
 	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		return nil
 	}
@@ -166,7 +194,7 @@ func (s *Server) instructions() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "This server is a shared workspace (workspaced). You are agent %q, working on task %q in thread %q.\n", s.agent, s.task, s.thread)
 	b.WriteString("Read the task with get_task; where it stands with get_task_state (status, plan_status, each subtask's status and worker, checkpoints); the plan with get_plan; one subtask with get_subtask; a subtask's result with get_output; reviews with list_reviews and get_review.\n")
-	b.WriteString("A planner writes the plan with write_plan; a reviewer judges the plan or a checkpoint with write_review; a worker takes a subtask with claim_subtask and reports it with signal_done. The workspace daemon applies each of these to the task's state a moment later: call get_task_state to see the result.\n")
+	b.WriteString("A planner writes the plan with write_plan; a reviewer judges the plan or a checkpoint with write_review; a worker takes a subtask with claim_subtask and reports it with signal_done. Each waits for the workspace daemon's verdict and answers with it: won or applied, or a tool error saying why it was refused (another agent holds the subtask, it is blocked, ...). When no daemon serves, the answer says the marker is queued until one does: get_task_state shows the result then.\n")
 	b.WriteString("Environment data (store_env_data, get_env_data, list_env_data, update_env_data, delete_env_data) is shared by every agent of the task: call list_env_data first to see what others stored.\n")
 	b.WriteString("Memory (store_memory, get_memory, list_memory, delete_memory) is what you keep for later: scope agent is yours and lasts forever, session is this thread's, global is shared by every agent and task. It is not the task's state.\n")
 	b.WriteString("Call get_delegation_context to see who called you, and list_capabilities for what you are and can do.\n")

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/workspaced/workspaced/workspace"
@@ -11,13 +12,10 @@ import (
 const ToolSkills = "skills"
 
 type skillsInput struct {
-	Name string `json:"name,omitempty" jsonschema:"Optional. The skill to read, e.g. \"grids\". Left out: every skill is listed."`
+	Name string `json:"name,omitempty"`
 }
 
-const descSkills = "Skills are Markdown lessons of the workspace (skills/<name>.md), each with a one-line description, tags and modes. " +
-	"Returns, without name, every skill — name, description, tags, modes, size, and for the ones your thread's context already loads, why (core, your card, your thread's mode or tags) — " +
-	"and the skill files that are refused, with the reason, as JSON {\"skills\": [...], \"refused\": [...]}; " +
-	"with name, that skill: its front matter then its body. Read a skill your context did not load when its description says you need it."
+const descSkills = "List the workspace's skills (Markdown lessons; which your context loaded, and why), or read one by name."
 
 // skillListItem is one skill of the skills tool's listing.
 type skillListItem struct {
@@ -29,26 +27,24 @@ type skillListItem struct {
 	LoadedFor   string   `json:"loaded_for,omitempty"`
 }
 
-// addSkillTool registers the skills tool.
-func (s *Server) addSkillTool(readOnly *mcp.ToolAnnotations) {
-	addTool(s, ToolSkills, descSkills, readOnly, s.skills)
-}
-
-func (s *Server) skills(ctx context.Context, _ *mcp.CallToolRequest, in skillsInput) (string, error) {
+// skills answers with a skill's file when name is given ({"name",
+// "file"} as its structured answer), else with the listing.
+func (s *Server) skills(ctx context.Context, _ *mcp.CallToolRequest, in skillsInput) (reply, error) {
 	if in.Name != "" {
 		sk, err := s.w.GetSkill(in.Name)
 		if err != nil {
-			return "", err
+			return reply{}, err
 		}
-		return string(sk.File()), nil
+		file := string(sk.File())
+		return reply{text: file, data: map[string]string{"name": in.Name, "file": file}}, nil
 	}
 	list, refused, err := s.w.ListSkills()
 	if err != nil {
-		return "", err
+		return reply{}, err
 	}
 	loaded, err := workspace.Over(s.w).ThreadSkills(s.task, s.thread)
 	if err != nil {
-		return "", err
+		return reply{}, err
 	}
 	why := map[string]string{}
 	for _, c := range loaded {
@@ -58,8 +54,12 @@ func (s *Server) skills(ctx context.Context, _ *mcp.CallToolRequest, in skillsIn
 	for i, sk := range list {
 		items[i] = skillListItem{Name: sk.Name, Description: sk.Description, Tags: sk.Tags, Modes: sk.Modes, Size: sk.Size, LoadedFor: why[sk.Name]}
 	}
-	return toJSON(struct {
+	text, err := toJSON(struct {
 		Skills  []skillListItem          `json:"skills"`
 		Refused []workspace.RefusedSkill `json:"refused"`
 	}{items, refused})
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{text: text, data: json.RawMessage(text)}, nil
 }

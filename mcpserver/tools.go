@@ -53,26 +53,27 @@ func ToolNames() []string {
 
 // Tool inputs. Each tool's input schema is derived from its struct (see
 // schema.go): a field without omitempty is a required argument, the
-// jsonschema tag is its description, enum and minimum bound it. Every
+// jsonschema tag its description, enum and minimum bound it. Every
 // optional argument is shaped alike: one JSON type (value alone takes any
-// JSON), never null, and a description that starts with "Optional." and
-// says what leaving it out does.
+// JSON), never null. A description is given only where the name and the
+// type leave something to say, and is short: every client pays for every
+// byte of it in every session.
 
 type keyInput struct {
-	Key string `json:"key" jsonschema:"The key, e.g. \"arc_task\" (1-200 bytes of UTF-8, no control characters)."`
+	Key string `json:"key"`
 }
 
 type storeEnvInput struct {
-	Key              string `json:"key" jsonschema:"The key to store under, e.g. \"arc_task\" (1-200 bytes of UTF-8, no control characters). An existing key is replaced."`
-	ShortDescription string `json:"short_description" jsonschema:"One or two sentences saying what the value holds, so other agents can decide from list_env_data whether to read it."`
-	Value            any    `json:"value" jsonschema:"The data: any JSON value (object, array, string, number, boolean or null), up to 1 MiB."`
+	Key              string `json:"key"`
+	ShortDescription string `json:"short_description" jsonschema:"What the value holds, shown by list_env_data."`
+	Value            any    `json:"value"`
 }
 
 type updateEnvInput struct {
-	Key              string `json:"key" jsonschema:"The existing key to change."`
-	ShortDescription string `json:"short_description,omitempty" jsonschema:"Optional. A new description. Left out, the current one is kept."`
-	Value            any    `json:"value,omitempty" jsonschema:"Optional. A new value, any JSON (null too). Left out, the current value is kept."`
-	IfVersion        int    `json:"if_version,omitempty" minimum:"1" jsonschema:"Optional. Update only if the stored version is this number (list_env_data shows it); otherwise the call fails with a conflict and changes nothing. Left out, the update applies whatever the version."`
+	Key              string `json:"key"`
+	ShortDescription string `json:"short_description,omitempty"`
+	Value            any    `json:"value,omitempty"`
+	IfVersion        int    `json:"if_version,omitempty" minimum:"1" jsonschema:"Update only if the version is still this."`
 }
 
 type emptyInput struct{}
@@ -85,142 +86,88 @@ const (
 )
 
 type storeMemoryInput struct {
-	Key              string `json:"key" jsonschema:"The key to store under (1-200 bytes of UTF-8, no control characters). An existing key is replaced."`
-	Value            any    `json:"value" jsonschema:"The data: any JSON value, up to 1 MiB."`
-	Scope            string `json:"scope,omitempty" enum:"agent,session,global" jsonschema:"Optional. Which memory: \"agent\" is yours alone and lasts forever; \"session\" belongs to this delegation thread and is removed with the task; \"global\" is shared by every agent and every task and lasts forever. Left out: agent."`
-	ShortDescription string `json:"short_description,omitempty" jsonschema:"Optional. One line saying what the value holds, shown by list_memory. Left out: empty."`
+	Key              string `json:"key"`
+	Value            any    `json:"value"`
+	Scope            string `json:"scope,omitempty" enum:"agent,session,global" jsonschema:"agent: yours, kept forever (default); session: this thread's; global: every agent's."`
+	ShortDescription string `json:"short_description,omitempty"`
 }
 
 type memoryKeyInput struct {
-	Key   string `json:"key" jsonschema:"The key."`
-	Scope string `json:"scope,omitempty" enum:"agent,session,global" jsonschema:"Optional. Which memory: \"agent\" is yours alone and lasts forever; \"session\" belongs to this delegation thread and is removed with the task; \"global\" is shared by every agent and every task and lasts forever. Left out: agent."`
+	Key   string `json:"key"`
+	Scope string `json:"scope,omitempty" enum:"agent,session,global" jsonschema:"Default agent."`
 }
 
 type memoryScopeInput struct {
-	Scope string `json:"scope,omitempty" enum:"agent,session,global" jsonschema:"Optional. Which memory: \"agent\" is yours alone and lasts forever; \"session\" belongs to this delegation thread and is removed with the task; \"global\" is shared by every agent and every task and lasts forever. Left out: agent."`
+	Scope string `json:"scope,omitempty" enum:"agent,session,global" jsonschema:"Default agent."`
 }
 
 type claimInput struct {
-	SubtaskID string `json:"subtask_id" pattern:"id" jsonschema:"The id of the plan's subtask to take, e.g. \"st_3\"."`
+	SubtaskID string `json:"subtask_id" pattern:"id"`
 }
 
 type doneInput struct {
-	SubtaskID  string         `json:"subtask_id,omitempty" pattern:"id" jsonschema:"Optional. The subtask finished. Needed with output. Left out, it is taken from output_file."`
-	Output     map[string]any `json:"output,omitempty" jsonschema:"Optional. The subtask's result, written to outputs/<subtask_id>.json before the marker, e.g. {\"summary\": \"...\", \"decisions\": [...]}; subtask_id, worker_id and completed_at are filled in. Left out, output_file names a result already written."`
-	OutputFile string         `json:"output_file,omitempty" jsonschema:"Optional. A result already written, relative to the task directory: \"outputs/<subtask_id>.json\". It must exist and match its schema. Left out: outputs/<subtask_id>.json."`
-	Status     string         `json:"status,omitempty" enum:"completed,failed,cancelled" jsonschema:"Optional. How the work ended: \"completed\"; \"failed\" (give error); \"cancelled\" cancels the whole task. Left out: completed."`
-	Error      string         `json:"error,omitempty" jsonschema:"Optional. Why the work failed; needed with status failed. Left out: no error."`
-	Escalate   string         `json:"escalate,omitempty" jsonschema:"Optional. Hand the matter to a human, saying why. Left out: no escalation."`
+	SubtaskID  string         `json:"subtask_id,omitempty" pattern:"id"`
+	Output     map[string]any `json:"output,omitempty" jsonschema:"Your result (summary, decisions...)."`
+	OutputFile string         `json:"output_file,omitempty" jsonschema:"Already written (default outputs/SUBTASK_ID.json)."`
+	Status     string         `json:"status,omitempty" enum:"completed,failed,cancelled" jsonschema:"Default completed; failed needs error; cancelled cancels the task."`
+	Error      string         `json:"error,omitempty"`
+	Escalate   string         `json:"escalate,omitempty" jsonschema:"Why a human must decide."`
 }
 
 type contextInput struct {
-	Detail string `json:"detail,omitempty" enum:"minimal,standard,verbose" jsonschema:"Optional. How much to say: \"minimal\" (who called you and the chain), \"standard\" (also what the caller is and the task's request), \"verbose\" (also the message that delegated to your caller, its capabilities, and your thread's concern and approach). Left out: your agent card's setting, else standard."`
+	Detail string `json:"detail,omitempty" enum:"minimal,standard,verbose" jsonschema:"Default: your card's, else standard."`
 }
 
 // Tool descriptions, written for the model that reads them: what the tool
-// does, when to use it, what comes back.
+// does, when to use it, what comes back — in as few words as say it.
 const (
-	descStoreEnv = "Store a value in the task's shared environment data, so every agent working on this task (the whole delegation tree) can read it without it being pasted into messages. " +
-		"Use it for data others need: a puzzle, findings, intermediate results. Creates the key or replaces it (the version goes up). " +
-		"Returns a confirmation with the new version, e.g. \"Stored 'arc_task' in environment data (version 1).\""
-	descGetEnv = "Read the full value of one key of the task's shared environment data. " +
-		"Call list_env_data first to see which keys exist. Returns the value as JSON text; a missing key is an error saying so."
-	descListEnv = "List what is in the task's shared environment data: for each key its short_description, stored_by, updated_at, version and size in bytes — no values. " +
-		"Call this first when you join a task, then get_env_data for the keys you need. Returns a JSON array (\"[]\" when nothing is stored)."
-	descUpdateEnv = "Change an existing key of the task's shared environment data: its short_description, its value, or both; what you leave out is kept. " +
-		"Fails if the key does not exist (use store_env_data to create). Pass if_version to update only if nobody changed it since you read it. " +
-		"Returns a confirmation with the new version."
-	descDeleteEnv   = "Remove a key from the task's shared environment data. Returns a confirmation; a missing key is an error."
-	descStoreMemory = "Remember a value under a key in your memory — not the task's state, which only the workspace daemon writes (read that with get_task_state). " +
-		"Use it for what you learn and want later: preferences, progress, context. scope picks the memory: agent (yours, the default), session (this thread) or global (every agent). " +
-		"Creates or replaces the key. Returns a confirmation with the version, e.g. \"Stored 'style' in your agent memory (version 1).\""
-	descGetMemory    = "Read one value of your memory (scope agent, session or global; default agent). Returns the value as JSON text; a missing key is an error saying so."
-	descListMemory   = "List the keys of one memory scope (agent, session or global; default agent) with their short_description, stored_by, updated_at, version and size — no values. Returns a JSON array (\"[]\" when empty)."
-	descDeleteMemory = "Forget a key of your memory (scope agent, session or global; default agent). Returns a confirmation; a missing key is an error."
-	descClaim        = "Ask to take a subtask of the approved plan. This drops a claim marker; the workspace daemon decides, and the first valid claim wins. " +
-		"Do the work only once it is yours: call get_subtask until it shows status in_progress with you as worker. " +
-		"Returns where the claim went and what the state showed for the subtask before it."
-	descDone = "Report a subtask finished: writes your result as outputs/<subtask_id>.json (pass it as output) and drops a done marker that the workspace daemon applies to the task's state. " +
-		"Use status \"failed\" with error when it could not be done. Plans and reviews are reported by write_plan and write_review, not here. " +
-		"Returns what was written and where the marker went."
-	descContext = "Show the delegation context of your thread: who called you, what that caller is, the chain of delegations from the human down to you, and the task's original request. " +
-		"Use it when a message lacks background. Returns the [Delegation Context] text, or a sentence saying why there is none (a human called you directly, or your card turns it off)."
-	descCapabilities = "Describe yourself: your name, description and role, how you get called, your declared capabilities and every universal tool with what it does, and whether the task has environment data. Returns a text block."
+	descStoreEnv     = "Store (or replace) a value in the task's env data, which every agent of the task reads."
+	descGetEnv       = "Read one key of the task's env data. Returns its value."
+	descListEnv      = "List the task's env data (keys, descriptions, versions; no values). Call it first when you join a task."
+	descUpdateEnv    = "Change an existing env data key; what you leave out is kept."
+	descDeleteEnv    = "Remove a key from the task's env data."
+	descStoreMemory  = "Store (or replace) a value in your memory, not the task's state."
+	descGetMemory    = "Read one key of your memory. Returns its value."
+	descListMemory   = "List the keys of one memory scope, no values."
+	descDeleteMemory = "Forget a key of your memory."
+	descClaim        = "Take a pending subtask of the approved plan; waits for the daemon's verdict: won (yours), lost or not_found (an error saying why), queued (no daemon yet). Work only on what you won."
+	descDone         = "Report your subtask done with its output; waits for the daemon's verdict (applied or refused)."
+	descContext      = "Show who called you, the delegation chain and the task's request."
+	descCapabilities = "Describe yourself: role, capabilities, tools."
 )
 
-func boolPtr(b bool) *bool { return &b }
+// Annotations: a read changes nothing, which lets a client call it
+// without asking. A write is left to the protocol's defaults (it may
+// change or remove what is there): the hints that say less than that are
+// not worth their bytes in every listing.
+var annRead = &mcp.ToolAnnotations{ReadOnlyHint: true}
 
-// addTool registers one tool whose handler returns text, with the input
-// schema derived from In. The arguments are checked against that schema
-// and decoded into In (decodeArgs) before the handler runs. An error
-// becomes a tool error (IsError) with ErrorText; a panic in a handler
-// becomes a tool error too, so no call can stop the server.
-func addTool[In any](s *Server, name, desc string, ann *mcp.ToolAnnotations, h func(ctx context.Context, req *mcp.CallToolRequest, in In) (string, error)) {
-	sch := inputSchema[In]()
-	check := newArgChecker(name, sch)
-	s.mcp.AddTool(&mcp.Tool{Name: name, Description: desc, Annotations: ann, InputSchema: sch},
-		func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, _ error) {
-			defer func() {
-				if r := recover(); r != nil {
-					res = errorResult(fmt.Errorf("%s: internal error: %v", name, r))
-				}
-			}()
-			var raw json.RawMessage
-			var extra *mcp.RequestExtra
-			if req != nil && req.Params != nil {
-				raw = req.Params.Arguments
-			}
-			if req != nil {
-				extra = req.Extra
-			}
-			if err := s.permit(extra, name, raw); err != nil {
-				return errorResult(err), nil
-			}
-			in, err := decodeArgs[In](check, raw)
-			if err != nil {
-				return errorResult(err), nil
-			}
-			text, err := h(ctx, req, in)
-			if err != nil {
-				return errorResult(err), nil
-			}
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil
-		})
-}
-
-func errorResult(err error) *mcp.CallToolResult {
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: ErrorText(err)}}}
-}
-
-func (s *Server) addTools() {
-	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: boolPtr(false)}
-	write := &mcp.ToolAnnotations{DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)}
-	replace := &mcp.ToolAnnotations{DestructiveHint: boolPtr(true), OpenWorldHint: boolPtr(false)}
-	remove := &mcp.ToolAnnotations{DestructiveHint: boolPtr(true), IdempotentHint: false, OpenWorldHint: boolPtr(false)}
-
-	addTool(s, ToolStoreEnvData, descStoreEnv, replace, s.storeEnv)
-	addTool(s, ToolGetEnvData, descGetEnv, readOnly, s.getEnv)
-	addTool(s, ToolListEnvData, descListEnv, readOnly, s.listEnv)
-	addTool(s, ToolUpdateEnvData, descUpdateEnv, replace, s.updateEnv)
-	addTool(s, ToolDeleteEnvData, descDeleteEnv, remove, s.deleteEnv)
-	addTool(s, ToolStoreMemory, descStoreMemory, replace, s.storeMemory)
-	addTool(s, ToolGetMemory, descGetMemory, readOnly, s.getMemory)
-	addTool(s, ToolListMemory, descListMemory, readOnly, s.listMemory)
-	addTool(s, ToolDeleteMemory, descDeleteMemory, remove, s.deleteMemory)
-	addTool(s, ToolGetTask, descGetTask, readOnly, s.getTask)
-	addTool(s, ToolGetTaskState, descGetTaskState, readOnly, s.getTaskState)
-	addTool(s, ToolGetPlan, descGetPlan, readOnly, s.getPlan)
-	addTool(s, ToolGetSubtask, descGetSubtask, readOnly, s.getSubtask)
-	addTool(s, ToolGetOutput, descGetOutput, readOnly, s.getOutput)
-	addTool(s, ToolListReviews, descListReviews, readOnly, s.listReviews)
-	addTool(s, ToolGetReview, descGetReview, readOnly, s.getReview)
-	addTool(s, ToolWritePlan, descWritePlan, write, s.writePlan)
-	addTool(s, ToolWriteReview, descWriteReview, write, s.writeReview)
-	addTool(s, ToolClaimSubtask, descClaim, write, s.claim)
-	addTool(s, ToolSignalDone, descDone, write, s.done)
-	addTool(s, ToolGetDelegationContext, descContext, readOnly, s.delegationContext)
-	addTool(s, ToolListCapabilities, descCapabilities, readOnly, s.capabilities)
-	s.addSkillTool(readOnly)
+func buildTools() []*toolDef {
+	return []*toolDef{
+		define(ToolStoreEnvData, descStoreEnv, nil, nil, text((*Server).storeEnv)),
+		define(ToolGetEnvData, descGetEnv, annRead, outValue, under("value", (*Server).getEnv)),
+		define(ToolListEnvData, descListEnv, annRead, outEntries, under("entries", (*Server).listEnv)),
+		define(ToolUpdateEnvData, descUpdateEnv, nil, nil, text((*Server).updateEnv)),
+		define(ToolDeleteEnvData, descDeleteEnv, nil, nil, text((*Server).deleteEnv)),
+		define(ToolStoreMemory, descStoreMemory, nil, nil, text((*Server).storeMemory)),
+		define(ToolGetMemory, descGetMemory, annRead, outValue, under("value", (*Server).getMemory)),
+		define(ToolListMemory, descListMemory, annRead, outEntries, under("entries", (*Server).listMemory)),
+		define(ToolDeleteMemory, descDeleteMemory, nil, nil, text((*Server).deleteMemory)),
+		define(ToolGetTask, descGetTask, annRead, outObject, object((*Server).getTask)),
+		define(ToolGetTaskState, descGetTaskState, annRead, outObject, object((*Server).getTaskState)),
+		define(ToolGetPlan, descGetPlan, annRead, outObject, object((*Server).getPlan)),
+		define(ToolGetSubtask, descGetSubtask, annRead, outObject, object((*Server).getSubtask)),
+		define(ToolGetOutput, descGetOutput, annRead, outObject, object((*Server).getOutput)),
+		define(ToolListReviews, descListReviews, annRead, outObject, object((*Server).listReviews)),
+		define(ToolGetReview, descGetReview, annRead, outObject, object((*Server).getReview)),
+		define(ToolWritePlan, descWritePlan, nil, outVerdict, (*Server).writePlan),
+		define(ToolWriteReview, descWriteReview, nil, outVerdict, (*Server).writeReview),
+		define(ToolClaimSubtask, descClaim, nil, outVerdict, (*Server).claim),
+		define(ToolSignalDone, descDone, nil, outVerdict, (*Server).done),
+		define(ToolGetDelegationContext, descContext, annRead, nil, text((*Server).delegationContext)),
+		define(ToolListCapabilities, descCapabilities, annRead, nil, text((*Server).capabilities)),
+		define(ToolSkills, descSkills, annRead, outObject, (*Server).skills),
+	}
 }
 
 // rawArgs returns the arguments exactly as the client sent them, by name.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 
@@ -21,39 +22,39 @@ import (
 // the daemon's rules for agent files.
 
 type subtaskInput struct {
-	SubtaskID string `json:"subtask_id" pattern:"id" jsonschema:"The subtask's id as the plan names it, e.g. \"st_3\"."`
+	SubtaskID string `json:"subtask_id" pattern:"id"`
 }
 
 type planVersionInput struct {
-	Version int `json:"version,omitempty" minimum:"1" jsonschema:"Optional. An earlier version to read (1 is the first; every version is kept). Left out: the current plan."`
+	Version int `json:"version,omitempty" minimum:"1"`
 }
 
 type reviewIDInput struct {
-	ReviewID string `json:"review_id" pattern:"id" jsonschema:"The review's id as list_reviews shows it, e.g. \"plan_v1\"."`
+	ReviewID string `json:"review_id" pattern:"id"`
 }
 
 type planSubtask struct {
-	ID                  string   `json:"id" pattern:"id" jsonschema:"The subtask's id, unique in the plan: 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit, e.g. \"st_1\". Its result goes to outputs/<id>.json."`
-	Description         string   `json:"description" jsonschema:"What the worker is to do, in enough detail to do it without asking."`
-	Dependencies        []string `json:"dependencies,omitempty" pattern:"id" jsonschema:"Optional. Ids of subtasks of this plan that must complete before this one may start. Left out: none; it may start at once."`
-	EstimatedComplexity string   `json:"estimated_complexity,omitempty" enum:"low,medium,high" jsonschema:"Optional. How long it should take; a subtask in progress far longer is recorded as friction. Left out: no estimate."`
-	Parallelizable      bool     `json:"parallelizable,omitempty" jsonschema:"Optional. Whether it may run beside other subtasks. Left out: false."`
-	MaxRetries          int      `json:"max_retries,omitempty" minimum:"0" jsonschema:"Optional. How many failed attempts go back to pending for another try before the subtask, and with it the task, fail. Left out: 0."`
+	ID                  string   `json:"id" pattern:"id"`
+	Description         string   `json:"description" jsonschema:"The work, in enough detail to do it without asking."`
+	Dependencies        []string `json:"dependencies,omitempty" pattern:"id" jsonschema:"Subtasks that must complete first."`
+	EstimatedComplexity string   `json:"estimated_complexity,omitempty" enum:"low,medium,high"`
+	Parallelizable      bool     `json:"parallelizable,omitempty"`
+	MaxRetries          int      `json:"max_retries,omitempty" minimum:"0" jsonschema:"Failed attempts retried (default 0)."`
 }
 
 type planCheckpoint struct {
-	ID          string   `json:"id" pattern:"id" jsonschema:"The checkpoint's id, e.g. \"cp_1\"."`
-	Description string   `json:"description,omitempty" jsonschema:"Optional. What the reviewer is to check. Left out: none."`
-	Subtasks    []string `json:"subtasks" pattern:"id" jsonschema:"Ids of the subtasks whose results a reviewer must approve (write_review with type checkpoint_review) before the task completes."`
+	ID          string   `json:"id" pattern:"id"`
+	Description string   `json:"description,omitempty"`
+	Subtasks    []string `json:"subtasks" pattern:"id" jsonschema:"Subtasks a reviewer approves before the task completes."`
 }
 
 type writePlanInput struct {
-	Summary     string           `json:"summary,omitempty" jsonschema:"Optional. One or two sentences on the approach. Left out: none."`
-	Subtasks    []planSubtask    `json:"subtasks" jsonschema:"The units of work, in any order; dependencies decide what may run when."`
-	Checkpoints []planCheckpoint `json:"checkpoints,omitempty" jsonschema:"Optional. Groups of subtasks a reviewer must approve before the task completes. Left out: none."`
-	WorkerCount int              `json:"worker_count,omitempty" minimum:"1" jsonschema:"Optional. How many workers the plan expects to run at once. Left out: not said."`
-	Risks       []string         `json:"risks,omitempty" jsonschema:"Optional. What could go wrong. Left out: none."`
-	Assumptions []string         `json:"assumptions,omitempty" jsonschema:"Optional. What the plan takes for granted. Left out: none."`
+	Summary     string           `json:"summary,omitempty"`
+	Subtasks    []planSubtask    `json:"subtasks"`
+	Checkpoints []planCheckpoint `json:"checkpoints,omitempty"`
+	WorkerCount int              `json:"worker_count,omitempty" minimum:"1"`
+	Risks       []string         `json:"risks,omitempty"`
+	Assumptions []string         `json:"assumptions,omitempty"`
 }
 
 // Review types and verdicts, as the state machine knows them.
@@ -65,47 +66,32 @@ const (
 )
 
 type reviewIssue struct {
-	Problem    string `json:"problem" jsonschema:"What is wrong, in one sentence."`
-	Severity   string `json:"severity,omitempty" jsonschema:"Optional. How bad it is, e.g. low, medium or high. Left out: not said."`
-	Location   string `json:"location,omitempty" jsonschema:"Optional. Where it is, e.g. \"subtask st_3\". Left out: not said."`
-	Suggestion string `json:"suggestion,omitempty" jsonschema:"Optional. How to fix it. Left out: none."`
+	Problem    string `json:"problem"`
+	Severity   string `json:"severity,omitempty"`
+	Location   string `json:"location,omitempty"`
+	Suggestion string `json:"suggestion,omitempty"`
 }
 
 type writeReviewInput struct {
-	Type     string        `json:"type" enum:"plan_review,checkpoint_review,output_review" jsonschema:"What you judge: \"plan_review\" the plan awaiting review; \"checkpoint_review\" a checkpoint whose subtasks are done (status awaiting_review in get_task_state); \"output_review\" one subtask's output (recorded; it changes no state)."`
-	Verdict  string        `json:"verdict" enum:"approved,revision_needed,rejected" jsonschema:"Your decision: \"approved\" lets the work go on; \"revision_needed\" sends it back with your issues; \"rejected\" sends it back too, as unfit."`
-	Target   string        `json:"target,omitempty" pattern:"id" jsonschema:"Optional. What exactly you judge: needed for a checkpoint_review (the checkpoint's id, e.g. \"cp_1\") and an output_review (the subtask's id). Left out on a plan_review: the plan awaiting review, e.g. \"plan_t1_v2\"."`
-	Issues   []reviewIssue `json:"issues,omitempty" jsonschema:"Optional. The problems you found; the planner or the workers read them to revise. Left out: none."`
-	Notes    string        `json:"notes,omitempty" jsonschema:"Optional. Anything else to say. Left out: none."`
-	Escalate string        `json:"escalate,omitempty" jsonschema:"Optional. Hand the decision to a human, saying why. Left out: no escalation."`
-	ReviewID string        `json:"review_id,omitempty" pattern:"id" jsonschema:"Optional. The review's id, its file name under reviews/; an id already taken is refused. Left out: plan_v<N> for version N of the plan, else <target>_review, with _2, _3, ... added when taken."`
+	Type     string        `json:"type" enum:"plan_review,checkpoint_review,output_review" jsonschema:"output_review changes no state."`
+	Verdict  string        `json:"verdict" enum:"approved,revision_needed,rejected"`
+	Target   string        `json:"target,omitempty" pattern:"id" jsonschema:"Checkpoint or subtask id (default: the proposed plan)."`
+	Issues   []reviewIssue `json:"issues,omitempty"`
+	Notes    string        `json:"notes,omitempty"`
+	Escalate string        `json:"escalate,omitempty" jsonschema:"Why a human must decide."`
+	ReviewID string        `json:"review_id,omitempty" pattern:"id"`
 }
 
 const (
-	descGetTask = "Read the task you work on, as the human who started it wrote it: its id, description, context, constraints, priority, who submitted it and when. " +
-		"Returns a JSON object, e.g. {\"id\":\"t1\",\"created_at\":\"...\",\"description\":\"...\",\"constraints\":[\"...\"]}."
-	descGetTaskState = "Read where the task stands, as the workspace daemon keeps it: status (planning, executing, completed, failed, cancelled), phase, plan_status (proposed, approved, revision_needed) and plan_version, " +
-		"each subtask's status (blocked, pending, in_progress, completed, failed) with its worker, attempts and output, each checkpoint's status (pending, awaiting_review, approved, revision_needed), revision_count and errors. " +
-		"Call it after write_plan, write_review, claim_subtask or signal_done to see what the daemon made of them. " +
-		"Returns the state as a JSON object; before the daemon has seen the task, an error saying so."
-	descGetPlan = "Read the task's plan: summary, subtasks (id, description, dependencies, estimated_complexity, max_retries), checkpoints, risks and assumptions, with its version and who wrote it. Pass version for an earlier one. " +
-		"Returns the plan as a JSON object, as its planner wrote it; an error when there is none yet."
-	descGetSubtask = "Read one subtask: what the plan asks of it (description, dependencies, estimated_complexity) and, once the plan is approved, its status, worker, attempts, blocked_by, error and output file. " +
-		"Use it to see whether your claim won, or whether a subtask you depend on is done. " +
-		"Returns a JSON object, e.g. {\"id\":\"st_1\",\"description\":\"...\",\"status\":\"in_progress\",\"worker\":\"w1\",\"attempts\":1,\"plan_version\":2}."
-	descGetOutput = "Read the result a subtask's worker wrote (outputs/<subtask_id>.json): summary, decisions, files, code and whatever else it holds. " +
-		"Use it to build on another subtask's work, or to review it. Returns the output as a JSON object; an error when the subtask has none yet."
-	descListReviews = "List the task's reviews, oldest first, each whole: id, type (plan_review, checkpoint_review, output_review), target, verdict (approved, revision_needed, rejected), reviewer, reviewed_at, issues and notes. " +
-		"A planner whose plan was sent back reads why here. " +
-		"Returns a JSON object {\"reviews\":[...]}, with \"unreadable\":[{\"file\":...,\"reason\":...}] added when some review files could not be read."
-	descGetReview = "Read one review as its reviewer wrote it. Returns the review as a JSON object; an error when there is none by that id (list_reviews shows the ids)."
-	descWritePlan = "Write the task's plan as its next version and propose it for review: plan.json is written (the previous version is kept) and a done marker hands it to the workspace daemon. " +
-		"Give every subtask an id and a description; dependencies order them; checkpoints group subtasks whose results a reviewer must approve. " +
-		"After a revision_needed review, read it with list_reviews and call write_plan again with the plan revised. " +
-		"Returns the version written and what comes next; an error, writing nothing, once the plan is approved or the task is finished."
-	descWriteReview = "Judge the plan awaiting review, a checkpoint awaiting review, or a subtask's output: writes reviews/<review_id>.json and drops the done marker that reports it to the workspace daemon. " +
-		"An approved plan starts the subtasks; revision_needed or rejected sends the plan (or the checkpoint's subtasks) back, with your issues for the planner (or the workers). " +
-		"Returns where the review went and what get_task_state will show once the daemon has taken it."
+	descGetTask      = "Read the task as submitted: description, context, constraints."
+	descGetTaskState = "Read the task's state (the daemon's): status, plan_status, subtasks' status, worker and attempts, checkpoints, errors."
+	descGetPlan      = "Read the task's plan: subtasks, dependencies, checkpoints."
+	descGetSubtask   = "Read one subtask: the plan's words and, once approved, its status, worker, attempts."
+	descGetOutput    = "Read the result a subtask's worker wrote."
+	descListReviews  = "List the task's reviews, oldest first."
+	descGetReview    = "Read one review."
+	descWritePlan    = "Propose the task's plan (a new version; after revision_needed, the revised one). Returns the daemon's verdict."
+	descWriteReview  = "Judge the plan or a checkpoint awaiting review, or a subtask's output. Returns the daemon's verdict."
 )
 
 // missing gives err, when it says something is not there, the message
@@ -288,29 +274,31 @@ func (s *Server) planClosed(st workspace.State) error {
 	return nil
 }
 
-func (s *Server) writePlan(ctx context.Context, req *mcp.CallToolRequest, in writePlanInput) (string, error) {
+func (s *Server) writePlan(ctx context.Context, req *mcp.CallToolRequest, in writePlanInput) (reply, error) {
 	st, err := s.w.ReadState(s.task)
 	switch {
 	case err == nil:
 		if err := s.planClosed(st); err != nil {
-			return "", err
+			return reply{}, err
 		}
 	case !errors.Is(err, workspace.ErrNotFound):
-		return "", err
+		return reply{}, err
 	}
+	after := st.JournalSeq
+	serving := s.serving()
 	// The arguments are the plan's fields and nothing else (the schema
 	// is closed), every one of them typed.
 	doc, err := json.Marshal(in)
 	if err != nil {
-		return "", fmt.Errorf("encode plan: %w", err)
+		return reply{}, fmt.Errorf("encode plan: %w", err)
 	}
 	p, err := s.w.WritePlan(ctx, s.task, s.agent, doc)
 	if err != nil {
-		return "", err
+		return reply{}, err
 	}
 	marker, err := s.w.WriteDone(workspace.DoneRequest{TaskID: s.task, Agent: s.agent, OutputFile: "plan.json"})
 	if err != nil {
-		return "", fmt.Errorf("wrote plan.json version %d, but no done marker proposes it: %w", p.Version, err)
+		return reply{}, fmt.Errorf("wrote plan.json version %d, but no done marker proposes it: %w", p.Version, err)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Wrote plan.json version %d (plan %s: %s", p.Version, p.ID, count(len(p.Subtasks), "subtask"))
@@ -318,9 +306,14 @@ func (s *Server) writePlan(ctx context.Context, req *mcp.CallToolRequest, in wri
 		fmt.Fprintf(&b, ", %s", count(len(p.Checkpoints), "checkpoint"))
 	}
 	fmt.Fprintf(&b, ") and proposed it for review (marker %s).\n", marker)
-	fmt.Fprintf(&b, "Next: once the workspace daemon has taken it, %s shows plan_status \"proposed\" at plan_version %d. A reviewer then approves it (status \"executing\": the subtasks start) "+
+	r, err := s.await(ctx, marker, after, serving)
+	if err != nil {
+		return reply{}, err
+	}
+	next := fmt.Sprintf("%s shows plan_status \"proposed\" at plan_version %d. A reviewer then approves it (status \"executing\": the subtasks start) "+
 		"or sends it back (plan_status \"revision_needed\": read why with %s, and write the next version with %s).", ToolGetTaskState, p.Version, ToolListReviews, ToolWritePlan)
-	return b.String(), nil
+	return s.verdictReply(&b, r, fmt.Sprintf("plan version %d", p.Version), next,
+		ToolGetTaskState+" shows where the task stands; "+ToolListReviews+" why a plan was sent back")
 }
 
 // count says n things, in the plural unless n is 1.
@@ -370,14 +363,35 @@ func (s *Server) claimReviewID(ctx context.Context, id, base string) (string, wo
 	}
 }
 
-func (s *Server) writeReview(ctx context.Context, req *mcp.CallToolRequest, in writeReviewInput) (string, error) {
+func (s *Server) writeReview(ctx context.Context, req *mcp.CallToolRequest, in writeReviewInput) (reply, error) {
+	text, marker, after, outcome, err := s.review(ctx, req, in)
+	if err != nil {
+		return reply{}, err
+	}
+	var b strings.Builder
+	b.WriteString(text)
+	r, err := s.await(ctx, marker, after, s.serving())
+	if err != nil {
+		return reply{}, err
+	}
+	return s.verdictReply(&b, r, in.Type+" "+path.Base(marker), ToolGetTaskState+" shows "+outcome,
+		ToolGetTaskState+" shows what awaits a review")
+}
+
+// review writes the review the arguments describe and drops its marker:
+// it returns what it wrote, the marker, the journal_seq before it, and
+// what the state shows once the daemon has applied it.
+func (s *Server) review(ctx context.Context, req *mcp.CallToolRequest, in writeReviewInput) (text, marker string, after int64, outcome string, err error) {
+	if after, err = s.beforeMarker(ToolWriteReview); err != nil {
+		return "", "", 0, "", err
+	}
 	st, stErr := s.w.ReadState(s.task)
 	haveState := stErr == nil
 	if stErr != nil && !errors.Is(stErr, workspace.ErrNotFound) {
-		return "", stErr
+		return "", "", 0, "", stErr
 	}
 	target := in.Target
-	var base, outcome string
+	var base string
 	var notes []string
 	switch in.Type {
 	case reviewPlan:
@@ -387,7 +401,7 @@ func (s *Server) writeReview(ctx context.Context, req *mcp.CallToolRequest, in w
 		if !haveState || version == 0 {
 			p, err := s.w.ReadPlan(s.task, 0)
 			if err != nil {
-				return "", missing(err, "a planner writes it with "+ToolWritePlan+"; review it once "+ToolGetTaskState+" shows plan_status \"proposed\"", "task %s has no plan to review yet", s.task)
+				return "", "", 0, "", missing(err, "a planner writes it with "+ToolWritePlan+"; review it once "+ToolGetTaskState+" shows plan_status \"proposed\"", "task %s has no plan to review yet", s.task)
 			}
 			id, version = p.ID, p.Version
 		}
@@ -406,14 +420,14 @@ func (s *Server) writeReview(ctx context.Context, req *mcp.CallToolRequest, in w
 	case reviewCheckpoint:
 		hint := "call " + ToolGetTaskState + ": the checkpoints with status \"awaiting_review\" are the ones to judge"
 		if target == "" {
-			return "", &toolError{err: &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolWriteReview, Msg: "a checkpoint_review needs target: the checkpoint's id"}, hint: hint}
+			return "", "", 0, "", &toolError{err: &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolWriteReview, Msg: "a checkpoint_review needs target: the checkpoint's id"}, hint: hint}
 		}
 		if !haveState {
-			return "", stateError(s.task, stErr)
+			return "", "", 0, "", stateError(s.task, stErr)
 		}
 		cs := st.Checkpoints[target]
 		if cs == nil {
-			return "", &toolError{err: &workspace.Error{Kind: workspace.ErrNotFound, Op: ToolWriteReview, Msg: fmt.Sprintf("task %s has no checkpoint %q", s.task, target)}, hint: hint}
+			return "", "", 0, "", &toolError{err: &workspace.Error{Kind: workspace.ErrNotFound, Op: ToolWriteReview, Msg: fmt.Sprintf("task %s has no checkpoint %q", s.task, target)}, hint: hint}
 		}
 		if cs.Status != "awaiting_review" {
 			notes = append(notes, fmt.Sprintf("The state shows checkpoint %s %q, not \"awaiting_review\": the daemon takes a checkpoint review only once its subtasks are done, and records an error otherwise.", target, cs.Status))
@@ -426,35 +440,35 @@ func (s *Server) writeReview(ctx context.Context, req *mcp.CallToolRequest, in w
 		}
 	case reviewOutput:
 		if target == "" {
-			return "", &toolError{err: &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolWriteReview, Msg: "an output_review needs target: the subtask's id"},
+			return "", "", 0, "", &toolError{err: &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolWriteReview, Msg: "an output_review needs target: the subtask's id"},
 				hint: "call " + ToolGetTaskState + " to see the subtasks and which have an output"}
 		}
 		if err := workspace.ValidateID("target subtask id", target); err != nil {
-			return "", err
+			return "", "", 0, "", err
 		}
 		base = target + "_review"
 		outcome = "nothing new: an output review is recorded in the task's events and changes no state."
 	default:
 		// The schema admits only the three types.
-		return "", &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolWriteReview, Msg: fmt.Sprintf("unknown review type %q", in.Type),
+		return "", "", 0, "", &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolWriteReview, Msg: fmt.Sprintf("unknown review type %q", in.Type),
 			Hint: "use type plan_review, checkpoint_review or output_review"}
 	}
 	doc, err := reviewDoc(req, target)
 	if err != nil {
-		return "", err
+		return "", "", 0, "", err
 	}
 	id, l, err := s.claimReviewID(ctx, in.ReviewID, base)
 	if err != nil {
-		return "", err
+		return "", "", 0, "", err
 	}
 	rel, err := s.w.WriteReview(s.task, id, s.agent, doc)
 	l.Release()
 	if err != nil {
-		return "", err
+		return "", "", 0, "", err
 	}
-	marker, err := s.w.WriteDone(workspace.DoneRequest{TaskID: s.task, Agent: s.agent, OutputFile: rel})
+	marker, err = s.w.WriteDone(workspace.DoneRequest{TaskID: s.task, Agent: s.agent, OutputFile: rel})
 	if err != nil {
-		return "", fmt.Errorf("wrote %s, but no done marker reports it: %w", rel, err)
+		return "", "", 0, "", fmt.Errorf("wrote %s, but no done marker reports it: %w", rel, err)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Wrote %s (%s of %s: %s", rel, in.Type, target, in.Verdict)
@@ -462,11 +476,10 @@ func (s *Server) writeReview(ctx context.Context, req *mcp.CallToolRequest, in w
 		fmt.Fprintf(&b, ", %s", count(len(in.Issues), "issue"))
 	}
 	fmt.Fprintf(&b, ") and reported it to the workspace daemon (marker %s).\n", marker)
-	fmt.Fprintf(&b, "Once the daemon has taken it, %s shows %s", ToolGetTaskState, outcome)
 	for _, n := range notes {
-		b.WriteString("\nNote: " + n)
+		b.WriteString("Note: " + n + "\n")
 	}
-	return b.String(), nil
+	return b.String(), marker, after, outcome, nil
 }
 
 // reviewDoc is the review document the arguments describe: every argument
@@ -485,44 +498,107 @@ func reviewDoc(req *mcp.CallToolRequest, target string) ([]byte, error) {
 	return json.Marshal(args)
 }
 
-func (s *Server) claim(ctx context.Context, _ *mcp.CallToolRequest, in claimInput) (string, error) {
+func (s *Server) claim(ctx context.Context, _ *mcp.CallToolRequest, in claimInput) (reply, error) {
+	after, err := s.beforeMarker(ToolClaimSubtask)
+	if err != nil {
+		return reply{}, err
+	}
+	serving := s.serving()
+	note := s.claimNote(in.SubtaskID)
 	marker, err := s.w.WriteClaim(s.task, s.agent, in.SubtaskID)
 	if err != nil {
-		return "", err
+		return reply{}, err
+	}
+	r, err := s.await(ctx, marker, after, serving)
+	if err != nil {
+		return reply{}, err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Claim for subtask '%s' dropped (%s). The workspace daemon decides: the first valid claim wins, and a claim of a subtask someone else already holds is refused.\n", in.SubtaskID, marker)
-	fmt.Fprintf(&b, "To see whether you got it, call %s with subtask_id \"%s\": once the daemon has taken your claim, it shows status \"in_progress\" and worker \"%s\"; another worker there means another claim came first.", ToolGetSubtask, in.SubtaskID, s.agent)
-	if st, err := s.w.ReadState(s.task); err == nil {
-		if sub, ok := st.Subtasks[in.SubtaskID]; ok {
-			fmt.Fprintf(&b, "\nBefore this claim the state showed subtask '%s' as %s", in.SubtaskID, sub.Status)
-			if sub.Worker != "" {
-				fmt.Fprintf(&b, " (worker %s)", sub.Worker)
-			}
-			b.WriteString(".")
-		} else {
-			fmt.Fprintf(&b, "\nThe current state lists no subtask '%s': the daemon will refuse the claim unless the approved plan has it (%s shows the subtasks).", in.SubtaskID, ToolGetTaskState)
-		}
+	if r.Verdict == verdictWon {
+		fmt.Fprintf(&b, "Subtask '%s' is yours: the workspace daemon gave it to you (status in_progress, marker %s). Do the work, then report it with %s.", in.SubtaskID, marker, ToolSignalDone)
+		return reply{text: b.String(), data: r}, nil
 	}
-	return b.String(), nil
+	fmt.Fprintf(&b, "Claim for subtask '%s' dropped (%s). ", in.SubtaskID, marker)
+	then := fmt.Sprintf("%s with subtask_id \"%s\" shows status \"in_progress\" and worker \"%s\" if your claim won. Do not start the work before.", ToolGetSubtask, in.SubtaskID, s.agent)
+	hint := ToolGetTaskState + " shows the subtasks that are pending; claim one of those"
+	switch {
+	case r.Verdict == verdictNotFound:
+		hint = ToolGetPlan + " lists the subtasks of the plan"
+	case r.Worker != "" && r.Worker != s.agent && r.SubtaskStatus != "pending":
+		hint = fmt.Sprintf("agent %s holds it; %s shows the subtasks that are pending: claim one of those", r.Worker, ToolGetTaskState)
+	}
+	rep, err := s.verdictReply(&b, r, fmt.Sprintf("your claim of subtask %s", in.SubtaskID), then, hint)
+	if err == nil && note != "" {
+		rep.text += "\n" + note
+	}
+	return rep, err
 }
 
-func (s *Server) done(ctx context.Context, req *mcp.CallToolRequest, in doneInput) (string, error) {
+// claimNote says what the state shows of a subtask before a claim of it,
+// for an answer that cannot give the verdict yet.
+func (s *Server) claimNote(id string) string {
+	st, err := s.w.ReadState(s.task)
+	if err != nil {
+		return ""
+	}
+	sub, ok := st.Subtasks[id]
+	if !ok {
+		return fmt.Sprintf("The current state lists no subtask '%s': the daemon will refuse the claim unless the approved plan has it (%s shows the subtasks).", id, ToolGetTaskState)
+	}
+	note := fmt.Sprintf("Before this claim the state showed subtask '%s' as %s", id, sub.Status)
+	if sub.Worker != "" {
+		note += fmt.Sprintf(" (worker %s)", sub.Worker)
+	}
+	return note + "."
+}
+
+func (s *Server) done(ctx context.Context, req *mcp.CallToolRequest, in doneInput) (reply, error) {
+	text, marker, after, serving, sub, err := s.dropDone(ctx, req, in)
+	if err != nil {
+		return reply{}, err
+	}
+	r, err := s.await(ctx, marker, after, serving)
+	if err != nil {
+		return reply{}, err
+	}
+	var b strings.Builder
+	b.WriteString(text)
+	then := ToolGetTaskState + " shows the result."
+	hint := ToolGetTaskState + " shows where the task stands"
+	if sub != "" {
+		then = fmt.Sprintf("%s shows the subtask's new status.", ToolGetSubtask)
+		if r.Verdict == verdictApplied && r.SubtaskStatus != "" {
+			then = fmt.Sprintf("subtask %s is %s, task %s is %s.", sub, r.SubtaskStatus, s.task, r.TaskStatus)
+		}
+		hint = fmt.Sprintf("%s shows subtask %s's status and worker: only its worker reports it, while it is in_progress", ToolGetSubtask, sub)
+	}
+	return s.verdictReply(&b, r, "your done report", then, hint)
+}
+
+// dropDone writes the output the arguments carry, if any, and drops the
+// done marker: it returns what it did, the marker, the journal_seq before
+// it, whether a daemon served before it was dropped, and the subtask.
+func (s *Server) dropDone(ctx context.Context, req *mcp.CallToolRequest, in doneInput) (text, marker string, after int64, serving bool, sub string, err error) {
+	after, err = s.beforeMarker(ToolSignalDone)
+	if err != nil {
+		return "", "", 0, false, "", err
+	}
+	serving = s.serving()
 	dr := workspace.DoneRequest{TaskID: s.task, Agent: s.agent, OutputFile: in.OutputFile, SubtaskID: in.SubtaskID,
 		Status: in.Status, Error: in.Error, Escalate: in.Escalate}
 	var wrote string
 	raw, hasOutput, err := rawArg(req, "output")
 	if err != nil {
-		return "", err
+		return "", "", 0, false, "", err
 	}
 	if hasOutput {
 		if in.SubtaskID == "" {
-			return "", &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolSignalDone, Msg: "output given without subtask_id",
+			return "", "", 0, false, "", &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolSignalDone, Msg: "output given without subtask_id",
 				Hint: "pass subtask_id: the output is written to outputs/<subtask_id>.json"}
 		}
 		want := "outputs/" + in.SubtaskID + ".json"
 		if in.OutputFile != "" && in.OutputFile != want {
-			return "", &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolSignalDone, Msg: fmt.Sprintf("output_file %q does not match subtask %s", in.OutputFile, in.SubtaskID),
+			return "", "", 0, false, "", &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolSignalDone, Msg: fmt.Sprintf("output_file %q does not match subtask %s", in.OutputFile, in.SubtaskID),
 				Hint: "leave output_file out when passing output (it is " + want + ")"}
 		}
 		// Refuse what WriteDone would refuse before writing the output,
@@ -530,40 +606,40 @@ func (s *Server) done(ctx context.Context, req *mcp.CallToolRequest, in doneInpu
 		switch in.Status {
 		case "", "completed", "failed", "cancelled":
 		default:
-			return "", &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolSignalDone, Msg: fmt.Sprintf("unknown status %q", in.Status),
+			return "", "", 0, false, "", &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolSignalDone, Msg: fmt.Sprintf("unknown status %q", in.Status),
 				Hint: "use status completed, failed or cancelled"}
 		}
 		if in.Status == "failed" && in.Error == "" {
-			return "", &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolSignalDone, Msg: "a failed marker needs an error",
+			return "", "", 0, false, "", &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolSignalDone, Msg: "a failed marker needs an error",
 				Hint: "say why in error"}
 		}
 		doc, err := outputDoc(raw, in.Status, in.Error)
 		if err != nil {
-			return "", err
+			return "", "", 0, false, "", err
 		}
 		rel, err := s.w.WriteOutput(s.task, in.SubtaskID, s.agent, doc)
 		if err != nil {
-			return "", err
+			return "", "", 0, false, "", err
 		}
 		dr.OutputFile, wrote = rel, rel
 	} else if dr.OutputFile == "" && in.Status != "cancelled" {
 		if in.SubtaskID == "" {
-			return "", &toolError{err: &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolSignalDone, Msg: "nothing to report: no subtask_id, output or output_file"},
+			return "", "", 0, false, "", &toolError{err: &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolSignalDone, Msg: "nothing to report: no subtask_id, output or output_file"},
 				hint: "pass subtask_id and your result as output (a plan goes through " + ToolWritePlan + ", a review through " + ToolWriteReview + "); status cancelled alone cancels the whole task"}
 		}
 		dr.OutputFile = "outputs/" + in.SubtaskID + ".json"
 	}
-	marker, err := s.w.WriteDone(dr)
+	marker, err = s.w.WriteDone(dr)
 	if err != nil {
 		if wrote != "" {
-			return "", fmt.Errorf("wrote %s, but no done marker: %w", wrote, err)
+			return "", "", 0, false, "", fmt.Errorf("wrote %s, but no done marker: %w", wrote, err)
 		}
 		if !hasOutput && in.SubtaskID != "" {
 			// The default output_file was missing: the model meant to
 			// pass its result.
 			err = redirect(err, workspace.ErrNotFound, "pass your result as output: it is written to "+dr.OutputFile+" before the marker")
 		}
-		return "", err
+		return "", "", 0, false, "", err
 	}
 	status := dr.Status
 	if status == "" {
@@ -583,12 +659,8 @@ func (s *Server) done(ctx context.Context, req *mcp.CallToolRequest, in doneInpu
 	if dr.OutputFile != "" {
 		fmt.Fprintf(&b, ", product %s", dr.OutputFile)
 	}
-	if dr.SubtaskID != "" {
-		fmt.Fprintf(&b, ". The workspace daemon applies it to the task's state: %s shows the subtask's new status once it has.", ToolGetSubtask)
-	} else {
-		fmt.Fprintf(&b, ". The workspace daemon applies it to the task's state: %s shows the result once it has.", ToolGetTaskState)
-	}
-	return b.String(), nil
+	b.WriteString(".\n")
+	return b.String(), marker, after, serving, dr.SubtaskID, nil
 }
 
 // outputDoc is the output argument with status and error filled in from

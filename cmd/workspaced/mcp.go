@@ -114,7 +114,7 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer w.Close()
-	opt := mcpserver.Options{TaskID: *task, ThreadID: *thread, Agent: *agent, Version: version}
+	opt := mcpserver.Options{TaskID: *task, ThreadID: *thread, Agent: *agent, Version: versionString()}
 	var g tokens.Grant
 	if token != "" {
 		var grants func(*mcp.RequestExtra) (tokens.Grant, error)
@@ -227,7 +227,7 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 	if _, err := toks.List(ctx); err != nil {
 		return err
 	}
-	h, err := mcpserver.NewHTTP(w, toks, mcpserver.HTTPOptions{Version: version, MaxSessions: c.maxSessions, IdleTimeout: c.idle, Log: log})
+	h, err := mcpserver.NewHTTP(w, toks, mcpserver.HTTPOptions{Version: versionString(), MaxSessions: c.maxSessions, IdleTimeout: c.idle, Log: log})
 	if err != nil {
 		return err
 	}

@@ -121,7 +121,7 @@ func TestMCPHTTPTwoAgents(t *testing.T) {
 	w := newWS(t)
 	w.task("t1")
 	toks := map[string]string{
-		"alpha": w.addToken("--agent", "alpha", "--task", "t1"),
+		"alpha": w.addToken("--agent", "alpha", "--task", "t1", "--may", "claim,done,plan,review"),
 		"beta":  w.addToken("--agent", "beta", "--task", "t1"),
 	}
 	servers := map[string]*httpServer{"alpha": w.mcpHTTP(), "beta": w.mcpHTTP()}
@@ -146,6 +146,20 @@ func TestMCPHTTPTwoAgents(t *testing.T) {
 	sort.Strings(want)
 	if !reflect.DeepEqual(names, want) {
 		t.Fatalf("tools = %v", names)
+	}
+	// A token without rights is shown none of the tools that need one.
+	tools, err = sessions["beta"].ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range tools.Tools {
+		switch tl.Name {
+		case mcpserver.ToolClaimSubtask, mcpserver.ToolSignalDone, mcpserver.ToolWritePlan, mcpserver.ToolWriteReview:
+			t.Errorf("a token without rights lists %s", tl.Name)
+		}
+	}
+	if len(tools.Tools) != len(want)-4 {
+		t.Errorf("a token without rights lists %d tools, want %d", len(tools.Tools), len(want)-4)
 	}
 	const each = 100
 	var wg sync.WaitGroup
@@ -389,7 +403,7 @@ func TestMCPHTTPTLS(t *testing.T) {
 func TestWebServesMCP(t *testing.T) {
 	w := newWS(t)
 	w.task("t1")
-	tok := w.addToken("--agent", "remote", "--task", "t1")
+	tok := w.addToken("--agent", "remote", "--task", "t1", "--may", "claim,done,plan,review")
 	p := w.web()
 	eventually(t, "web to say where MCP is served", func() (bool, string) {
 		return strings.Contains(p.stderr.String(), p.url+"/mcp"), p.stderr.String()
@@ -405,6 +419,9 @@ func TestWebServesMCP(t *testing.T) {
 	cs, err := httpClient(t, p.url+"/mcp", tok)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
+	}
+	if v, want := cs.InitializeResult().ServerInfo.Version, strings.Fields(w.ok("version"))[1]; v != want {
+		t.Errorf("serverInfo.version = %q, want %q", v, want)
 	}
 	tools, err := cs.ListTools(context.Background(), nil)
 	if err != nil {

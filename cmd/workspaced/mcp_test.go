@@ -46,6 +46,11 @@ func TestMCPRealClient(t *testing.T) {
 		}
 	}()
 
+	// The server reports the binary's version, as 'workspaced version'
+	// prints it.
+	if v, want := cs.InitializeResult().ServerInfo.Version, strings.Fields(w.ok("version"))[1]; v != want {
+		t.Errorf("serverInfo.version = %q, want %q", v, want)
+	}
 	tools, err := cs.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)

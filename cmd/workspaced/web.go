@@ -110,7 +110,7 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 		if _, err := toks.List(ctx); err != nil {
 			return err
 		}
-		h, err := mcpserver.NewHTTP(st, toks, mcpserver.HTTPOptions{Version: version, Log: slog.New(slog.NewTextHandler(e.stderr, nil))})
+		h, err := mcpserver.NewHTTP(st, toks, mcpserver.HTTPOptions{Version: versionString(), Log: slog.New(slog.NewTextHandler(e.stderr, nil))})
 		if err != nil {
 			return err
 		}

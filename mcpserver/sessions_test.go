@@ -1,0 +1,61 @@
+package mcpserver
+
+import (
+	"context"
+	"runtime"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/workspaced/workspaced/tokens"
+)
+
+// maxSessionsHeap bounds the heap 256 open sessions may add, client
+// sessions of this process included.
+const maxSessionsHeap = 64 << 20
+
+// TestSessionsHeap opens 256 sessions over Streamable HTTP, each of which
+// lists the tools, and measures the heap they hold (after a GC) against
+// the heap before: a session holds its identity and its transport, not a
+// server of its own.
+func TestSessionsHeap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens 256 sessions")
+	}
+	const n = 256
+	f := newHTTPFixture(t, HTTPOptions{MaxSessions: n})
+	tok := f.token(tokens.Grant{Agent: "observer", Tasks: []string{"t1"}, May: allRights})
+	// One session first, so that what every session shares is built.
+	warm := f.mustConnect(tok, "")
+	if _, err := warm.ListTools(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	warm.Close()
+	eventually(t, "the first session to close", func() bool { return f.h.Sessions() == 0 })
+	before := heap()
+	sessions := make([]*mcp.ClientSession, 0, n)
+	for range n {
+		cs := f.mustConnect(tok, "")
+		if _, err := cs.ListTools(context.Background(), nil); err != nil {
+			t.Fatal(err)
+		}
+		sessions = append(sessions, cs)
+	}
+	if got := f.h.Sessions(); got != n {
+		t.Fatalf("%d sessions open, want %d", got, n)
+	}
+	added := int64(heap()) - int64(before)
+	t.Logf("%d sessions add %.1f MB of heap (%.1f KB each)", n, float64(added)/(1<<20), float64(added)/n/1024)
+	if added > maxSessionsHeap {
+		t.Fatalf("%d sessions add %d bytes of heap, more than %d", n, added, maxSessionsHeap)
+	}
+	runtime.KeepAlive(sessions)
+}
+
+// heap is the live heap after a collection.
+func heap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}

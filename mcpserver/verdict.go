@@ -1,0 +1,180 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/workspaced/workspaced/vocab"
+	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
+)
+
+// The daemon's verdict on a marker a tool dropped. Everything this
+// package takes from where the verdicts are read is in this file, under
+// the import name workspace.
+
+// DefaultVerdictWait is how long a tool that drops a marker waits for the
+// daemon's verdict when Options.VerdictWait is zero. A serving daemon
+// decides within milliseconds; the bound keeps a call well inside a
+// client's request timeout.
+const DefaultVerdictWait = 20 * time.Second
+
+// verdict is the daemon's decision on one marker.
+type verdict = workspace.Verdict
+
+// Verdicts, as the tools report them: the daemon's, and two of their own.
+const (
+	verdictWon       = workspace.VerdictWon
+	verdictLost      = workspace.VerdictLost
+	verdictApplied   = workspace.VerdictApplied
+	verdictRefused   = workspace.VerdictRefused
+	verdictNotFound  = workspace.VerdictNotFound
+	verdictQueued    = "queued"    // no daemon serves: it decides once one does
+	verdictUndecided = "undecided" // a daemon serves, but did not decide in time
+)
+
+// VerdictSource is where the verdict on a marker is read: the file tree
+// (its marker files, journal and state.json) or a store that keeps
+// markers and the journal otherwise (PostgreSQL). Its method set is that
+// of the store's own verdict source, so whatever the store offers
+// satisfies it.
+type VerdictSource interface {
+	// ReadVerdict says where the marker name stands — waiting, taken,
+	// decided or missing — and, once decided, its verdict; only journal
+	// records past after are read.
+	ReadVerdict(taskID, name string, after int64) (verdict, string, error)
+	// Serving reports whether a daemon serves the workspace now.
+	Serving() (bool, error)
+	// Where names the workspace in messages.
+	Where() string
+}
+
+// storeVerdicts is where the verdicts of w's markers are read: the store
+// itself when it reads them, else its file tree; nil when neither.
+func storeVerdicts(w workspace.Store) VerdictSource {
+	if src, ok := w.(VerdictSource); ok {
+		return src
+	}
+	if fs, ok := w.(*files.Store); ok {
+		return files.FileVerdicts(fs.Workspace)
+	}
+	return nil
+}
+
+// waitVerdict waits, until ctx is done, for the verdict on the marker
+// name of a task; after is the state's journal_seq before it was dropped.
+// It fails with errNotServing when no daemon serves and errNoVerdict when
+// ctx ends first.
+func waitVerdict(ctx context.Context, src VerdictSource, task, name string, after int64) (verdict, error) {
+	return workspace.Wait(ctx, src, task, name, after)
+}
+
+var (
+	errNotServing = workspace.ErrNotServing
+	errNoVerdict  = workspace.ErrNoVerdict
+)
+
+// markerReply is the structured answer of a tool that dropped a marker:
+// the verdict on it, and the state it was read from.
+type markerReply struct {
+	Marker        string `json:"marker"`
+	Verdict       string `json:"verdict"`
+	Reason        string `json:"reason,omitempty"`
+	SubtaskID     string `json:"subtask_id,omitempty"`
+	SubtaskStatus string `json:"subtask_status,omitempty"`
+	Worker        string `json:"worker,omitempty"`
+	TaskStatus    string `json:"task_status,omitempty"`
+}
+
+// serving reports whether a daemon serves the workspace now; false when
+// the store offers no way to tell.
+func (s *Server) serving() bool {
+	if s.verdicts == nil {
+		return false
+	}
+	ok, err := s.verdicts.Serving()
+	return err == nil && ok
+}
+
+// beforeMarker is what a tool checks before it drops a marker: a
+// finished task takes none (the daemon no longer reads it), and the
+// state's journal_seq, which the marker's record will follow.
+func (s *Server) beforeMarker(op string) (int64, error) {
+	st, err := s.w.ReadState(s.task)
+	switch {
+	case err == nil:
+		if vocab.Finished(st.Status) {
+			return 0, &toolError{err: &workspace.Error{Kind: workspace.ErrConflict, Op: op, Msg: fmt.Sprintf("task %s is %s: the workspace daemon takes nothing more for it", s.task, st.Status)},
+				hint: "there is nothing more to do in it; " + ToolGetTaskState + " shows how it ended"}
+		}
+		return st.JournalSeq, nil
+	case errors.Is(err, workspace.ErrNotFound):
+		return 0, nil
+	}
+	// The daemon repairs a corrupt state.json; the marker is still worth
+	// dropping.
+	return 0, nil
+}
+
+// await waits, bounded, for the verdict on marker (its path) when a
+// daemon serves, and says what came of it: the marker's reply and, for a
+// refusal, an error whose text says why. Without a daemon the marker is
+// queued, which is no error.
+func (s *Server) await(ctx context.Context, marker string, after int64, serving bool) (markerReply, error) {
+	name := path.Base(marker)
+	r := markerReply{Marker: marker, Verdict: verdictQueued}
+	if !serving {
+		return r, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.wait)
+	defer cancel()
+	v, err := waitVerdict(ctx, s.verdicts, s.task, name, after)
+	switch {
+	case errors.Is(err, errNotServing):
+		return r, nil
+	case errors.Is(err, errNoVerdict):
+		r.Verdict = verdictUndecided
+		return r, nil
+	case err != nil:
+		return r, err
+	}
+	r.Verdict, r.Reason, r.SubtaskID = v.Verdict, v.Reason, v.SubtaskID
+	r.SubtaskStatus, r.Worker, r.TaskStatus = v.SubtaskStatus, v.Worker, v.TaskStatus
+	return r, nil
+}
+
+// verdictReply ends b, the answer of a tool that dropped a marker, with
+// what came of it, and returns it with the marker's reply as its
+// structured answer. then says, as a clause, what the state shows once
+// the marker is applied. A refusal is an error naming what was refused
+// (what) and the daemon's reason, with hint.
+func (s *Server) verdictReply(b *strings.Builder, r markerReply, what, then, hint string) (reply, error) {
+	switch r.Verdict {
+	case verdictQueued:
+		fmt.Fprintf(b, "No workspace daemon serves this workspace, so the marker waits until one starts (tell whoever runs you); then %s", then)
+	case verdictUndecided:
+		fmt.Fprintf(b, "The workspace daemon has not decided on it within %s; once it has, %s", s.wait, then)
+	case verdictWon, verdictApplied:
+		fmt.Fprintf(b, "The workspace daemon accepted it: %s", then)
+	default:
+		return reply{data: r}, refused(r, what, hint)
+	}
+	return reply{text: b.String(), data: r}, nil
+}
+
+// refused is the error of a marker the daemon refused.
+func refused(r markerReply, what, hint string) error {
+	kind := workspace.ErrConflict
+	if r.Verdict == verdictNotFound {
+		kind = workspace.ErrNotFound
+	}
+	msg := "the workspace daemon refused " + what
+	if r.Reason != "" {
+		msg += ": " + r.Reason
+	}
+	return &toolError{err: &workspace.Error{Kind: kind, Msg: msg + " (marker " + r.Marker + ")"}, hint: hint}
+}
