@@ -25,6 +25,10 @@ type Live struct {
 	// Watches how many watches it holds.
 	Wakeups string `json:"wakeups,omitempty"`
 	Watches int    `json:"watches"`
+	// Descriptors is how many file descriptors the daemon holds open, and
+	// DescriptorLimit its soft limit (0 when unknown).
+	Descriptors     int    `json:"descriptors,omitempty"`
+	DescriptorLimit uint64 `json:"descriptor_limit,omitempty"`
 	// Stopped lists the tasks whose commit failed (a full disk, a
 	// read-only filesystem), retried with backoff until it succeeds.
 	Stopped []StoppedTask `json:"stopped"`

@@ -254,15 +254,24 @@ func TestServeCrashBursts(t *testing.T) {
 	crashExactlyOnce(t, 2, 320, 32, 25)
 }
 
+// TestServeCrashPoll is TestServeCrashExactlyOnce with the daemon woken
+// by the poll source, the default where there is no inotify.
+func TestServeCrashPoll(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test: long")
+	}
+	crashExactlyOnce(t, 2, 200, 4, 20, "--wakeups", "poll", "--poll", "20ms")
+}
+
 // crashExactlyOnce has agents agents a task (each its share of the
 // subtasks, one after another) drop a claim and a done marker for every
 // subtask of tasks tasks while the daemon is SIGKILLed kills times at
 // random moments, and checks that every state.json always validates and
 // that every marker is applied exactly once.
-func crashExactlyOnce(t *testing.T, tasks, subtasks, agents, kills int) {
+func crashExactlyOnce(t *testing.T, tasks, subtasks, agents, kills int, serveArgs ...string) {
 	w := newWS(t)
 	x := w.open()
-	srv := w.serve()
+	srv := w.serve(serveArgs...)
 	ids := make([]string, tasks)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("crash%d", i)
@@ -321,7 +330,7 @@ func crashExactlyOnce(t *testing.T, tasks, subtasks, agents, kills int) {
 		}
 		srv.kill()
 		checkStates(t, x, ids)
-		srv = w.serve()
+		srv = w.serve(serveArgs...)
 	}
 	<-writersDone
 	close(errc)

@@ -131,6 +131,29 @@ func (w *pgws) leader(pid int, within time.Duration) int64 {
 	}
 }
 
+// wroteOrDone waits until the daemon of epoch has journaled a marker, or
+// agentsDone is closed (no marker is left to write).
+func (w *pgws) wroteOrDone(epoch int64, agentsDone <-chan struct{}, within time.Duration) {
+	w.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		var wrote bool
+		err := w.s.Pool().QueryRow(context.Background(), "SELECT EXISTS (SELECT 1 FROM journal WHERE epoch = $1)", epoch).Scan(&wrote)
+		if err == nil && wrote {
+			return
+		}
+		select {
+		case <-agentsDone:
+			return
+		default:
+		}
+		if time.Now().After(deadline) {
+			w.t.Fatalf("the daemon of epoch %d wrote nothing within %v (%v)", epoch, within, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // plan creates task id with n independent subtasks, and drops the
 // planner's and the reviewer's markers that make it executing once a
 // daemon takes them.
@@ -334,9 +357,11 @@ func TestPostgresServeSIGKILL(t *testing.T) {
 	ctx := context.Background()
 	for running := true; running || kills < 20; {
 		d := w.serve()
-		// Killed at a random moment of its leading, which is when it
-		// writes.
-		w.leader(d.cmd.Process.Pid, 10*time.Second)
+		// Killed at a random moment of its leading, once it has written
+		// (while the agents still drop markers): however busy the
+		// machine, every daemon killed mid-burst wrote part of it.
+		epoch := w.leader(d.cmd.Process.Pid, 10*time.Second)
+		w.wroteOrDone(epoch, agentsDone, 30*time.Second)
 		time.Sleep(time.Duration(rand.IntN(150)) * time.Millisecond)
 		_ = d.cmd.Process.Signal(syscall.SIGKILL)
 		<-d.done

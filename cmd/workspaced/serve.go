@@ -32,6 +32,8 @@ start, on a watcher overflow or error, and every --rescan, so no marker is
 left behind. After a crash at any point every marker is applied exactly
 once on the next start. A state.json that does not parse or validate is
 restored from the newest valid backup plus the journal (state_restored).
+The same daemon serves a directory and a postgres:// root: it decides when
+each task is looked at, the store how a marker is made durable.
 
 How the daemon learns of a marker (--wakeups): on Linux by inotify, a watch
 of tasks/ and of every active task directory; with poll (the default where
@@ -60,14 +62,15 @@ It stops cleanly on SIGINT or SIGTERM.
 
 Defaults come from workspace.json ("daemon": {"rescan": "30s", "grace":
 "5s", "cleanup_interval": "24h"}); flags override them. The daemon runs Go's
-garbage collector as GOGC=400 under GOMEMLIMIT=48MiB (less CPU per marker),
-the limit raised once it is ready to twice its live heap when a large tree
-needs more; either variable in the environment wins.
+garbage collector as GOGC=400 (less CPU per marker) and, once its start-up
+scan is done, under a soft memory limit of 48MiB, or twice its live heap
+when a large tree needs more; either variable in the environment wins.
 
 Examples:
   workspaced serve
   workspaced --root /srv/agents serve --log-format json
   workspaced serve --rescan 10s --cleanup-interval 0 --strict
+  workspaced serve --wakeups poll --poll 100ms
   workspaced --root 'postgres://daemon@db/agents?schema=team_a' serve --standby
 
 Exit codes: 0 stopped by a signal, 1 failure (--strict on an unsafe

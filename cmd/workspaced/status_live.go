@@ -38,6 +38,9 @@ func printLive(out io.Writer, l *workspace.Live) {
 	if !l.LastRescan.IsZero() {
 		fmt.Fprintf(out, "last rescan: %s ago\n", time.Since(l.LastRescan).Round(time.Second))
 	}
+	if l.Wakeups != "" {
+		fmt.Fprintf(out, "wake-ups: %s, %d watches; %d file descriptors open of %d\n", l.Wakeups, l.Watches, l.Descriptors, l.DescriptorLimit)
+	}
 	if !l.Degraded() && len(l.Refused) == 0 {
 		return
 	}

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"os"
+	"syscall"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -33,6 +34,7 @@ func (l *loop) report() workspace.Live {
 	r := workspace.Live{PID: os.Getpid(), Epoch: l.lead.Epoch(), Ready: l.ready, LastRescan: l.lastScan,
 		Tasks: len(l.tasks), Unwatched: l.unwatched, Wakeups: l.wk.Mode(), Watches: l.wk.Held(),
 		Stopped: []workspace.StoppedTask{}}
+	r.Descriptors, r.DescriptorLimit = descriptors()
 	if l.unwatched > 0 && l.watchErr != nil {
 		r.UnwatchedReason = l.watchErr.Error()
 	}
@@ -48,4 +50,17 @@ func (l *loop) report() workspace.Live {
 	slices.SortFunc(r.Stopped, func(a, b workspace.StoppedTask) int { return strings.Compare(a.Task, b.Task) })
 	slices.Sort(r.Refused)
 	return r
+}
+
+// descriptors is how many file descriptors the process holds open (0
+// when it cannot tell) and its soft limit.
+func descriptors() (open int, limit uint64) {
+	if fds, err := os.ReadDir("/dev/fd"); err == nil {
+		open = len(fds) - 1 // the directory read itself
+	}
+	var rl syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) == nil {
+		limit = uint64(rl.Cur)
+	}
+	return open, limit
 }

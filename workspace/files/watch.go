@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/fsnotify/fsnotify"
@@ -32,7 +32,7 @@ func (s *Store) Watch(ctx context.Context, each func(workspace.Change)) error {
 		return err
 	}
 	defer fw.Close()
-	l := &watchLoop{s: s, fw: fw, root: s.Dir(), watched: map[string]bool{}, dirty: map[string]bool{}}
+	l := &watchLoop{s: s, fw: fw, root: s.Dir(), watched: map[string]bool{}}
 	if err := l.add("tasks"); err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func (s *Store) Watch(ctx context.Context, each func(workspace.Change)) error {
 				return errors.New("watcher closed")
 			}
 			l.addAll()
-			l.dirty, l.friction, l.memory = map[string]bool{}, false, false
+			l.dirty, l.friction, l.memory = nil, false, false
 			each(workspace.Change{Everything: true, Err: fmt.Errorf("watch %s: %w", l.root, err)})
 		}
 	}
@@ -82,7 +82,7 @@ type watchLoop struct {
 	root    string
 	watched map[string]bool // directories watched, relative to the root
 
-	dirty    map[string]bool // tasks touched since the last report
+	dirty    []string // tasks touched since the last report (with repeats)
 	friction bool
 	memory   bool
 	problem  error // a directory that could not be watched
@@ -135,7 +135,7 @@ func (l *watchLoop) note(ev fsnotify.Event) {
 		if len(parts) == 3 && strings.HasPrefix(parts[2], ".") {
 			return // temporary files and markers: what they lead to follows
 		}
-		l.dirty[parts[1]] = true
+		l.dirty = append(l.dirty, parts[1])
 	case "friction":
 		l.friction = true
 	case "memory":
@@ -151,7 +151,8 @@ func (l *watchLoop) note(ev fsnotify.Event) {
 // report goes unseen.
 func (l *watchLoop) take() (workspace.Change, bool) {
 	c := workspace.Change{Friction: l.friction, Memory: l.memory}
-	for id := range l.dirty {
+	slices.Sort(l.dirty)
+	for _, id := range slices.Compact(l.dirty) {
 		if !l.s.IsTaskDir(id) {
 			delete(l.watched, "tasks/"+id)
 		} else if err := l.add("tasks/" + id); err != nil && l.problem == nil {
@@ -159,8 +160,7 @@ func (l *watchLoop) take() (workspace.Change, bool) {
 		}
 		c.Tasks = append(c.Tasks, id)
 	}
-	sort.Strings(c.Tasks)
 	c.Err, l.problem = l.problem, nil
-	l.dirty, l.friction, l.memory = map[string]bool{}, false, false
+	l.dirty, l.friction, l.memory = nil, false, false
 	return c, len(c.Tasks) > 0 || c.Friction || c.Memory
 }
