@@ -2,10 +2,10 @@ package daemon
 
 import (
 	"os"
-	"syscall"
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/workspaced/workspaced/workspace"
 )
