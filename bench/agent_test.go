@@ -12,11 +12,20 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/internal/optdep"
+	"github.com/workspaced/workspaced/internal/pgtest"
 	"github.com/workspaced/workspaced/workspace"
 )
 
-// TestMain reports the tests skipped for want of python3.
-func TestMain(m *testing.M) { os.Exit(optdep.Main(m)) }
+// TestMain reports the tests skipped for want of python3 or PostgreSQL,
+// stops the PostgreSQL cluster started for them, and removes the binary
+// built for them.
+func TestMain(m *testing.M) {
+	code := pgtest.Main(m)
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
 
 // TestAgentMainReports drives an agent through pipes, as the harness
 // does: its markers are dropped valid, and their stamps come when asked,

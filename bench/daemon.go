@@ -206,20 +206,11 @@ func (r *rig) single(ctx context.Context, kind agentKind, task string, n int, fl
 		floors []time.Duration
 	)
 	for i := 1; i <= n; i++ {
-		sub := fmt.Sprintf("st_%d", i)
-		t := time.Now()
-		if _, err := io.WriteString(a.in, "now "+sub+"\n"); err != nil {
-			return Result{}, err
-		}
-		if err := r.cm.wait([]string{task + "/" + sub}, time.Now().Add(time.Minute)); err != nil {
-			return Result{}, err
-		}
-		wall += time.Since(t)
-		_, renamed, err := a.report(1)
+		d, w, err := r.one(a, task, fmt.Sprintf("st_%d", i))
 		if err != nil {
 			return Result{}, err
 		}
-		lat = append(lat, r.cm.at(task+"/"+sub).Sub(renamed[0]))
+		lat, wall = append(lat, d), wall+w
 		fls, err := fl.sample(1)
 		if err != nil {
 			return Result{}, err
@@ -229,6 +220,26 @@ func (r *rig) single(ctx context.Context, kind agentKind, task string, n int, fl
 	res := summarize(fmt.Sprintf("daemon 1 %s, one marker at a time: marker → state", kind.one), lat, wall)
 	res.FloorP50 = floorP50(floors)
 	return res, nil
+}
+
+// one has agent a drop task's marker for sub at once and waits for the
+// state showing it: the marker's latency (its rename → the first read of
+// a state showing it completed) and the wait (the command → that read).
+func (r *rig) one(a *agent, task, sub string) (lat, wait time.Duration, err error) {
+	t := time.Now()
+	if _, err := io.WriteString(a.in, "now "+sub+"\n"); err != nil {
+		return 0, 0, err
+	}
+	key := task + "/" + sub
+	if err := r.cm.wait([]string{key}, time.Now().Add(time.Minute)); err != nil {
+		return 0, 0, err
+	}
+	wait = time.Since(t)
+	_, renamed, err := a.report(1)
+	if err != nil {
+		return 0, 0, err
+	}
+	return r.cm.at(key).Sub(renamed[0]), wait, nil
 }
 
 // bursts runs rounds in which each of n agents drops per markers at the

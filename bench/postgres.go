@@ -68,6 +68,22 @@ func (f *pgFloorer) sample(k int) ([]time.Duration, error) {
 	return out, nil
 }
 
+// newPGFloorer makes the floor's table in s's schema.
+func newPGFloorer(ctx context.Context, s *postgres.Store) (*pgFloorer, error) {
+	if _, err := s.Pool().Exec(ctx, "CREATE TABLE bench_floor (k text PRIMARY KEY, v text NOT NULL)"); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	return &pgFloorer{ctx: ctx, s: s, v: strings.Repeat("x", 1024)}, nil
+}
+
+// tempSchema names a new temporary schema, unique to this process and
+// call: workspaced_bench_<pid>_<8 random hex digits>.
+func tempSchema() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("workspaced_bench_%d_%s", os.Getpid(), hex.EncodeToString(b[:]))
+}
+
 // withSchema is root with ?schema= set to schema.
 func withSchema(root, schema string) (string, error) {
 	u, err := url.Parse(root)
@@ -84,9 +100,7 @@ func withSchema(root, schema string) (string, error) {
 // temporary schema it creates and drops.
 func RunPostgres(ctx context.Context, opt Options) (rep *PGReport, err error) {
 	defer interrupted(ctx, &err)
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	schema := fmt.Sprintf("workspaced_bench_%d_%s", os.Getpid(), hex.EncodeToString(b[:]))
+	schema := tempSchema()
 	root, err := withSchema(opt.Postgres, schema)
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
@@ -101,14 +115,14 @@ func RunPostgres(ctx context.Context, opt Options) (rep *PGReport, err error) {
 	if err := pr.s.Pool().QueryRow(ctx, "SELECT version()").Scan(&rep.Server); err != nil {
 		return nil, err
 	}
-	if _, err := pr.s.Pool().Exec(ctx, "CREATE TABLE bench_floor (k text PRIMARY KEY, v text NOT NULL)"); err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
+	fl, err := newPGFloorer(ctx, pr.s)
+	if err != nil {
+		return nil, err
 	}
 	n := 200
 	if opt.Quick {
 		n = 40
 	}
-	fl := &pgFloorer{ctx: ctx, s: pr.s, v: strings.Repeat("x", 1024)}
 	opt.say("postgres floor: upsert of 1 KiB ×%d", n)
 	lat, err := fl.sample(n)
 	if err != nil {

@@ -19,7 +19,8 @@ const benchUsage = `workspaced bench — measure the workload against the disk's
 Usage:
   workspaced bench [--quick] [--json] [--dir DIR] [--ext4] [--no-python]
   workspaced --root postgres://… bench [--quick] [--json] [--dir DIR] [--no-python]
-  workspaced bench --vs-daemon PATH [--daemon PATH] [--pairs N] [--json] [--dir DIR] [--ext4]
+  workspaced bench --vs-daemon PATH [--daemon PATH] [--row 32|1] [--pairs N] [--json] [--dir DIR] [--ext4]
+  workspaced --root postgres://… bench --vs-daemon PATH [--daemon PATH] [--row 32|1] [--pairs N] [--json]
 
 Runs a self-contained workload on temporary workspaces made in DIR (default:
 the directory holding the root, so the same filesystem) and removed after:
@@ -63,7 +64,6 @@ inserting its markers with the statement of docs/PROTOCOL.md. A row
 "32 agents inserting at once, no daemon", run before the daemon starts,
 times those agents' inserts alone (the harness hears each commit on the
 markers' channel): the bound of the 32-agents row.
---vs-daemon does not apply there.
 
 --ext4 makes a 1 GiB sparse image in DIR, formats it with mkfs.ext4's
 defaults (journaled), loop-mounts it and measures there; the mount and the
@@ -72,17 +72,30 @@ needs root.
 
 --vs-daemon PATH compares the daemon of this binary (A) with the daemon of
 the binary at PATH (B): both serve their own workspace in the same
-filesystem the whole time, and the round of 32 Go agents finishing a
-subtask at once runs on each in turn, N pairs (default 40; one warm-up
-round each first), A first in even pairs and B first in odd ones. It
-prints per daemon the median round time (first rename → last state
-showing it), markers/s, p50 and p99, and per pair B's round time ÷ A's
-with their median, its 95 % confidence interval, min and max and how many
-pairs A won (a median above 1: A is faster), beside the floor measured
-between rounds. A difference is resolved only when the interval leaves 1
-out; a shared machine may need a few hundred pairs to resolve 10 %.
---daemon PATH makes the binary at PATH daemon A instead of this one, to
-compare two other builds; the agents are always this binary's.
+filesystem the whole time, and one row's round runs on each in turn, N
+pairs (default 40; one warm-up round each first), A first in even pairs
+and B first in odd ones. --row picks the row:
+
+  32  (the default) 32 Go agents finishing a subtask at once; a round's
+      figure is its time, first rename → last state showing it
+  1   one Go agent dropping one marker at a time, each once the state
+      showed the one before, 20 a round; a round's figure is the median
+      of its markers' latencies (rename → first read of the state
+      showing it), as in the "1 agent" row
+
+It prints per daemon the median of the rounds' figures, markers/s, p50
+and p99 (and vs floor: the rate's on row 32, p50 ÷ floor p50 on row 1),
+and per pair B's figure ÷ A's with their median, its 95 % confidence
+interval, min and max and how many pairs A won (a median above 1: A is
+faster), beside the floor measured between rounds. A difference is
+resolved only when the interval leaves 1 out; a shared machine may need
+a few hundred pairs to resolve 10 %. On a postgres:// root each daemon
+serves a temporary schema of its own in that database (created and
+dropped; its own lease, so both lead at once), the agents insert their
+markers as above, and the floor is PostgreSQL's; --ext4 and --dir do not
+apply there. --daemon PATH makes the binary at PATH daemon A instead of
+this one, to compare two other builds; the agents are always this
+binary's.
 
 Examples:
   workspaced bench --quick
@@ -92,6 +105,8 @@ workspaced --root 'postgres://bench@db/agents' bench --quick
   sudo workspaced bench --ext4
   sudo workspaced bench --ext4 --vs-daemon ./workspaced-main --pairs 40
   sudo workspaced bench --ext4 --daemon ./build-a --vs-daemon ./build-b --pairs 200
+  sudo workspaced bench --ext4 --vs-daemon ./workspaced-main --row 1 --pairs 40
+  workspaced --root 'postgres://bench@db/agents' bench --vs-daemon ./workspaced-main --row 32
 
 Exit codes: 0 ok, 1 failure (also --ext4 without root), 2 usage.
 `
@@ -114,13 +129,17 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 	vs := fs.String("vs-daemon", "", "compare this binary's daemon with the one of the binary at `PATH`, in paired rounds")
 	self := fs.String("daemon", "", "with --vs-daemon: the binary at `PATH` serves as A instead of this one")
 	pairs := fs.Int("pairs", bench.DefaultPairs, "--vs-daemon runs `N` pairs of rounds")
+	prow := fs.Int("row", bench.RowAtOnce, "--vs-daemon compares row `N`: 32 (agents at once) or 1 (one agent's marker → state)")
 	if err := parse(e, fs, benchUsage, args); err != nil {
 		return err
 	}
 	if *pairs < 1 {
 		return usageHint("bench", "--pairs must be at least 1")
 	}
-	for _, f := range []string{"pairs", "daemon"} {
+	if *prow != bench.RowAtOnce && *prow != bench.RowSingle {
+		return usageHint("bench", "--row is 32 (agents at once) or 1 (one agent's marker → state), not %d", *prow)
+	}
+	for _, f := range []string{"pairs", "daemon", "row"} {
 		if flagWasSet(fs, f) && *vs == "" {
 			return usageHint("bench", "--%s goes with --vs-daemon", f)
 		}
@@ -129,8 +148,8 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 		return usageHint("bench", "--vs-daemon runs only its paired rounds: --quick and --no-python do not apply (--pairs sets its length)")
 	}
 	pg := postgres.IsURL(e.root)
-	if pg && *vs != "" {
-		return usageHint("bench", "--vs-daemon compares daemons on files: leave out the postgres:// root")
+	if pg && *vs != "" && (*ext4 || *dir != "") {
+		return usageHint("bench", "--vs-daemon on a postgres:// root runs in its database: --ext4 and --dir do not apply")
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -177,8 +196,12 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 	}
 	agentCmd := []string{exe, "bench", benchAgentArg}
 	if other != "" {
-		rep, err := bench.RunPaired(ctx, bench.PairedOptions{Dir: *dir, Pairs: *pairs, AgentCmd: agentCmd,
-			ServeA: []string{serveA, "--root"}, ServeB: []string{other, "--root"}, Progress: progress})
+		popt := bench.PairedOptions{Dir: *dir, Row: *prow, Pairs: *pairs, AgentCmd: agentCmd,
+			ServeA: []string{serveA, "--root"}, ServeB: []string{other, "--root"}, Progress: progress}
+		if pg {
+			popt.Postgres = e.root
+		}
+		rep, err := bench.RunPaired(ctx, popt)
 		if err != nil {
 			return err
 		}
@@ -251,17 +274,29 @@ func executable(flag, p string) (string, error) {
 
 // printPaired prints a --vs-daemon report for people.
 func printPaired(out io.Writer, rep *bench.PairedReport) {
-	fmt.Fprintf(out, "workspaced bench --vs-daemon: %d pairs of rounds, %d Go agents finishing a subtask at once\n", rep.Pairs, rep.Agents)
-	fmt.Fprintf(out, "filesystem: %s\n", rep.FS)
+	what, figure := fmt.Sprintf("%d Go agents finishing a subtask at once", rep.Agents), "round time"
+	if rep.Row == bench.RowSingle {
+		what = fmt.Sprintf("1 Go agent, one marker at a time, %d a round: marker → state", rep.PerRound)
+		figure = "median latency of a round"
+	}
+	fmt.Fprintf(out, "workspaced bench --vs-daemon --row %d: %d pairs of rounds, %s\n", rep.Row, rep.Pairs, what)
+	if rep.Server != "" {
+		fmt.Fprintf(out, "PostgreSQL: %s\nschemas: %s (temporary, dropped)\n", rep.Server, strings.Join(rep.Schemas, ", "))
+	} else {
+		fmt.Fprintf(out, "filesystem: %s\n", rep.FS)
+	}
 	fmt.Fprintf(out, "floor between rounds: p50 %.2f ms, p99 %.2f ms (%d samples)\n\n", rep.Floor.P50, rep.Floor.P99, rep.Floor.Ops)
 	side := func(name string, s bench.PairedSide) []string {
 		return []string{name, s.Serve, fmt.Sprint(s.Rounds), fmt.Sprintf("%.2f", s.MedianRoundMS), fmt.Sprintf("%.0f", s.MarkersPS),
 			fmt.Sprintf("%.2f×", s.VsFloor), fmt.Sprintf("%.2f", s.P50), fmt.Sprintf("%.2f", s.P99)}
 	}
-	table(out, []string{"DAEMON", "BINARY", "ROUNDS", "MEDIAN ROUND MS", "MARKERS/S", "VS FLOOR", "P50 MS", "P99 MS"},
-		[][]string{side("A (this)", rep.A), side("B", rep.B)})
-	fmt.Fprintf(out, "\nB ÷ A round time, per pair: median %.3f (95%% CI %.3f–%.3f), min %.3f, max %.3f; A faster in %d of %d pairs\n",
-		rep.RatioMedian, rep.RatioLow, rep.RatioHigh, rep.RatioMin, rep.RatioMax, rep.AFaster, len(rep.Ratios))
+	head := []string{"DAEMON", "BINARY", "ROUNDS", "MEDIAN ROUND MS", "MARKERS/S", "VS FLOOR", "P50 MS", "P99 MS"}
+	if rep.Row == bench.RowSingle {
+		head[3] = "MEDIAN LATENCY MS"
+	}
+	table(out, head, [][]string{side("A (this)", rep.A), side("B", rep.B)})
+	fmt.Fprintf(out, "\nB ÷ A %s, per pair: median %.3f (95%% CI %.3f–%.3f), min %.3f, max %.3f; A faster in %d of %d pairs\n",
+		figure, rep.RatioMedian, rep.RatioLow, rep.RatioHigh, rep.RatioMin, rep.RatioMax, rep.AFaster, len(rep.Ratios))
 	if rep.RatioLow <= 1 && rep.RatioHigh >= 1 {
 		fmt.Fprintln(out, "the interval holds 1: no difference resolved at this many pairs (more --pairs narrow it)")
 	}

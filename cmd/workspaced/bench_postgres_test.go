@@ -100,9 +100,23 @@ func TestBenchPostgresQuick(t *testing.T) {
 		t.Errorf("%d temporary schemas left (%v)", n, err)
 	}
 
-	// --vs-daemon compares daemons on files only.
-	r = runIn(t, "", cleanEnv(), "--root", db, "bench", "--vs-daemon", bin)
-	if r.code != 2 || !strings.Contains(r.stderr, "--vs-daemon compares daemons on files") {
-		t.Errorf("--vs-daemon on a postgres:// root: %s", r)
+	// --vs-daemon on a database: the files' flags do not apply, and one
+	// pair of the 32-agent row runs in schemas of their own, dropped
+	// afterwards.
+	r = runIn(t, "", cleanEnv(), "--root", db, "bench", "--vs-daemon", bin, "--ext4")
+	if r.code != 2 || !strings.Contains(r.stderr, "--ext4 and --dir do not apply") {
+		t.Errorf("--vs-daemon --ext4 on a postgres:// root: %s", r)
+	}
+	r = runIn(t, "", cleanEnv(), "--root", db, "bench", "--vs-daemon", bin, "--pairs", "1")
+	if r.code != 0 {
+		t.Fatalf("bench --vs-daemon on PostgreSQL: %s", r)
+	}
+	for _, want := range []string{"--row 32: 1 pairs of rounds", "PostgreSQL: PostgreSQL ", "(temporary, dropped)", "B ÷ A round time", "MEDIAN ROUND MS"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("paired table on PostgreSQL lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'workspaced_bench_%'").Scan(&n); err != nil || n != 0 {
+		t.Errorf("%d temporary schemas left after the paired rounds (%v)", n, err)
 	}
 }

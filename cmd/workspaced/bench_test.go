@@ -139,7 +139,7 @@ func TestBenchQuickJSON(t *testing.T) {
 func TestBenchHelp(t *testing.T) {
 	w := newWS(t)
 	help := w.ok("bench", "--help")
-	for _, f := range []string{"--quick", "--json", "--dir DIR", "--ext4", "--vs-daemon PATH", "--pairs N", "--no-python"} {
+	for _, f := range []string{"--quick", "--json", "--dir DIR", "--ext4", "--vs-daemon PATH", "--pairs N", "--row 32|1", "--no-python"} {
 		if !strings.Contains(help, f) {
 			t.Errorf("help lacks %s:\n%s", f, help)
 		}
@@ -174,6 +174,8 @@ func TestBenchFlagMistakes(t *testing.T) {
 		{"no pairs", []string{"--vs-daemon", bin, "--pairs", "0"}, "--pairs must be at least 1"},
 		{"a daemon that is not there", []string{"--vs-daemon", "/nonexistent/workspaced"}, "not an executable file"},
 		{"quick paired rounds", []string{"--vs-daemon", bin, "--quick"}, "--quick and --no-python do not apply"},
+		{"row without a daemon to compare", []string{"--row", "1"}, "--row goes with --vs-daemon"},
+		{"a row there is not", []string{"--vs-daemon", bin, "--row", "8"}, "--row is 32 (agents at once) or 1 (one agent's marker → state), not 8"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := w.run(append([]string{"bench"}, tt.args...)...)
@@ -249,6 +251,16 @@ func TestBenchVsDaemonItself(t *testing.T) {
 	for _, want := range []string{"A (this)", "B ÷ A round time", "filesystem:", "MEDIAN ROUND MS"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("table lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	// Row 1 says what it compares: a round's median latency.
+	r = w.run("bench", "--vs-daemon", bin, "--row", "1", "--pairs", "1", "--dir", t.TempDir())
+	if r.code != 0 {
+		t.Fatalf("bench --vs-daemon --row 1 --pairs 1: %v", r)
+	}
+	for _, want := range []string{"--row 1: 1 pairs of rounds, 1 Go agent", "MEDIAN LATENCY MS", "B ÷ A median latency of a round"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("row 1 table lacks %q:\n%s", want, r.stdout)
 		}
 	}
 }
