@@ -73,14 +73,14 @@ func (r *rig) prepare(ctx context.Context, task string, n int) error {
 	if err := r.cm.waitState(task, "plan proposed", func(v taskView) bool { return v.PlanStatus == "proposed" }, time.Now().Add(time.Minute)); err != nil {
 		return err
 	}
-	if err := fixture.ApprovePlan(r.ws, task); err != nil {
+	if err := fixture.ApprovePlan(ctx, r.ws, task); err != nil {
 		return err
 	}
 	if err := r.cm.waitState(task, "executing", func(v taskView) bool { return v.Status == "executing" }, time.Now().Add(time.Minute)); err != nil {
 		return err
 	}
 	for i := 1; i <= n; i++ {
-		if _, err := r.ws.WriteOutput(task, fmt.Sprintf("st_%d", i), "bench", []byte(`{"summary":"ok"}`)); err != nil {
+		if _, err := r.ws.WriteOutput(ctx, task, fmt.Sprintf("st_%d", i), "bench", []byte(`{"summary":"ok"}`)); err != nil {
 			return err
 		}
 	}

@@ -223,7 +223,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return Summary{}, err
 	}
 	out.line("workspaced demo: a fresh workspace at %s", root)
-	ws, err := setup(root, ownSettings, cfg.Agents)
+	ws, err := setup(ctx, root, ownSettings, cfg.Agents)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -296,7 +296,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if flowErr == nil {
 		flowErr = r.until(ctx, "the event feed to catch up", func() (bool, error) {
 			for _, id := range []string{TaskID, ARCTaskID} {
-				evs, _, err := ws.ReadEvents(id)
+				evs, _, err := ws.ReadEvents(ctx, id)
 				if err != nil {
 					return false, err
 				}

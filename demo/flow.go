@@ -60,7 +60,7 @@ func prepareRoot(dir string) (root string, ownSettings bool, err error) {
 // creates, the demo lowers the friction detectors' thresholds to one
 // revision and one failure, so the daemon records the demo's single
 // revision and single failure itself.
-func setup(root string, ownSettings bool, workers int) (*files.Store, error) {
+func setup(ctx context.Context, root string, ownSettings bool, workers int) (*files.Store, error) {
 	ws, err := workspace.Init(root, workspace.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
@@ -78,7 +78,7 @@ func setup(root string, ownSettings bool, workers int) (*files.Store, error) {
 			return nil, fmt.Errorf("demo: %w", err)
 		}
 	}
-	cards, err := ws.LoadAgents()
+	cards, err := ws.LoadAgents(ctx)
 	if err != nil {
 		ws.Close()
 		return nil, fmt.Errorf("demo: %w", err)
@@ -174,14 +174,14 @@ func (r *run) until(ctx context.Context, what string, cond func() (bool, error))
 
 // state reads a task's state.json; ok is false before the daemon has
 // written one.
-func (r *run) state(id string) (workspace.State, bool, error) {
-	st, err := r.ws.ReadState(id)
+func (r *run) state(ctx context.Context, id string) (workspace.State, bool, error) {
+	st, err := r.ws.ReadState(ctx, id)
 	// The safe reader compares the file it opened with a second lstat of
 	// the name; when the daemon replaces state.json in between (a rename,
 	// never a symlink) it reports a symlink. Read again: a real symlink
 	// stays one.
 	for try := 0; try < 5 && errors.Is(err, workspace.ErrUnsafe); try++ {
-		st, err = r.ws.ReadState(id)
+		st, err = r.ws.ReadState(ctx, id)
 	}
 	if errors.Is(err, workspace.ErrNotFound) {
 		return workspace.State{}, false, nil
@@ -193,7 +193,7 @@ func (r *run) state(id string) (workspace.State, bool, error) {
 func (r *run) waitState(ctx context.Context, id, what string, cond func(workspace.State) bool) (workspace.State, error) {
 	var st workspace.State
 	err := r.until(ctx, what, func() (bool, error) {
-		s, ok, err := r.state(id)
+		s, ok, err := r.state(ctx, id)
 		if err != nil || !ok {
 			return false, err
 		}
@@ -348,7 +348,7 @@ func (r *run) hivemind(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	st, _, err := r.state(TaskID)
+	st, _, err := r.state(ctx, TaskID)
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
@@ -372,7 +372,7 @@ func (r *run) propose(ctx context.Context, p workspace.Plan) error {
 	}
 	r.out.say("orchestrator", "writes plan v%d (%d subtasks, %d checkpoint(s)) and drops .done for plan.json",
 		written.Version, len(written.Subtasks), len(written.Checkpoints))
-	if _, err := r.ws.WriteDone(workspace.DoneRequest{TaskID: TaskID, Agent: "orchestrator", OutputFile: "plan.json"}); err != nil {
+	if _, err := r.ws.WriteDone(ctx, workspace.DoneRequest{TaskID: TaskID, Agent: "orchestrator", OutputFile: "plan.json"}); err != nil {
 		return fmt.Errorf("demo: propose plan: %w", err)
 	}
 	_, err = r.waitState(ctx, TaskID, fmt.Sprintf("plan v%d proposed", written.Version), func(s workspace.State) bool {
@@ -391,7 +391,7 @@ func (r *run) review(ctx context.Context, id, typ, target, verdict string, issue
 	if err != nil {
 		return fmt.Errorf("demo: encode review: %w", err)
 	}
-	rel, err := r.ws.WriteReview(TaskID, id, "reviewer", data)
+	rel, err := r.ws.WriteReview(ctx, TaskID, id, "reviewer", data)
 	if err != nil {
 		return fmt.Errorf("demo: write review: %w", err)
 	}
@@ -404,7 +404,7 @@ func (r *run) review(ctx context.Context, id, typ, target, verdict string, issue
 		msg += " (" + strings.Join(found, "; ") + ")"
 	}
 	r.out.say("reviewer", "%s", msg)
-	if _, err := r.ws.WriteDone(workspace.DoneRequest{TaskID: TaskID, Agent: "reviewer", OutputFile: rel}); err != nil {
+	if _, err := r.ws.WriteDone(ctx, workspace.DoneRequest{TaskID: TaskID, Agent: "reviewer", OutputFile: rel}); err != nil {
 		return fmt.Errorf("demo: report review %s: %w", id, err)
 	}
 	return nil
@@ -435,7 +435,7 @@ func (r *run) worker(ctx context.Context, i int, p workspace.Plan) error {
 		var target string
 		var st workspace.State
 		err := r.until(ctx, me+" to find work", func() (bool, error) {
-			s, _, err := r.state(TaskID)
+			s, _, err := r.state(ctx, TaskID)
 			if err != nil {
 				return false, err
 			}
@@ -471,7 +471,7 @@ func (r *run) worker(ctx context.Context, i int, p workspace.Plan) error {
 		ss := st.Subtasks[target]
 		if ss.Status == machine.SubtaskPending {
 			r.out.say(me, "claims %s (%s)", target, byID[target].Description)
-			if _, err := r.ws.WriteClaim(TaskID, me, target); err != nil {
+			if _, err := r.ws.WriteClaim(ctx, TaskID, me, target); err != nil {
 				return fmt.Errorf("demo: %s: %w", me, err)
 			}
 			st, err = r.waitState(ctx, TaskID, me+"'s claim of "+target+" to be decided", func(s workspace.State) bool {
@@ -512,7 +512,7 @@ func (r *run) work(ctx context.Context, me string, s workspace.Subtask, attempt 
 	if err != nil {
 		return fmt.Errorf("demo: encode output: %w", err)
 	}
-	rel, err := r.ws.WriteOutput(TaskID, s.ID, me, data)
+	rel, err := r.ws.WriteOutput(ctx, TaskID, s.ID, me, data)
 	if err != nil {
 		return fmt.Errorf("demo: %s: %w", me, err)
 	}
@@ -523,7 +523,7 @@ func (r *run) work(ctx context.Context, me string, s workspace.Subtask, attempt 
 	} else {
 		r.out.say(me, "finishes %s and drops .done for %s", s.ID, rel)
 	}
-	if _, err := r.ws.WriteDone(req); err != nil {
+	if _, err := r.ws.WriteDone(ctx, req); err != nil {
 		return fmt.Errorf("demo: %s: %w", me, err)
 	}
 	_, err = r.waitState(ctx, TaskID, me+"'s "+s.ID+" to be taken", func(st workspace.State) bool {
@@ -703,8 +703,8 @@ func equalGrids(a, b [][]int) bool {
 }
 
 // frictionLog is the workspace's friction log.
-func (r *run) frictionLog() workspace.FrictionLog {
-	return r.ws.Friction("demo")
+func (r *run) frictionLog(ctx context.Context) workspace.FrictionLog {
+	return r.ws.Friction(ctx, "demo")
 }
 
 // friction makes sure the revision and the failure are on record: by the
@@ -712,10 +712,10 @@ func (r *run) frictionLog() workspace.FrictionLog {
 // and one failure (the demo sets them so in a workspace it creates), else
 // added explicitly with friction.Log.Add.
 func (r *run) friction(ctx context.Context) error {
-	log := r.frictionLog()
+	log := r.frictionLog(ctx)
 	want := []string{friction.TypeRepeatedRevision, friction.TypeWorkerFailure}
 	has := func() (map[string]bool, error) {
-		es, err := log.List(friction.Filter{})
+		es, err := log.List(ctx, friction.Filter{})
 		if err != nil {
 			return nil, err
 		}
@@ -763,7 +763,7 @@ func (r *run) friction(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
-		r.ws.NoteFriction(stored, isNew, e.AffectedTasks)
+		r.ws.NoteFriction(ctx, stored, isNew, e.AffectedTasks)
 	}
 	return nil
 }

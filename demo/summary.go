@@ -14,7 +14,7 @@ import (
 func (r *run) summary(ctx context.Context) (Summary, error) {
 	ws := r.ws
 	s := Summary{Root: r.dir, Preamble: r.preamble, FrictionByDetectors: r.byDetectors}
-	st, err := ws.ReadState(TaskID)
+	st, err := ws.ReadState(ctx, TaskID)
 	if err != nil {
 		return s, fmt.Errorf("demo: %w", err)
 	}
@@ -24,21 +24,21 @@ func (r *run) summary(ctx context.Context) (Summary, error) {
 		s.Subtasks = append(s.Subtasks, SubtaskResult{ID: id, Status: ss.Status, Worker: ss.Worker, Attempts: ss.Attempts})
 	}
 	// Every version is kept: the current one and each it replaced.
-	if p, err := ws.ReadPlan(TaskID, 0); err == nil {
+	if p, err := ws.ReadPlan(ctx, TaskID, 0); err == nil {
 		for v := 1; v <= p.Version; v++ {
-			if _, err := ws.ReadPlan(TaskID, v); err == nil {
+			if _, err := ws.ReadPlan(ctx, TaskID, v); err == nil {
 				s.PlanVersions = append(s.PlanVersions, v)
 			}
 		}
 	}
-	if s.Friction, err = r.frictionLog().List(friction.Filter{}); err != nil {
+	if s.Friction, err = r.frictionLog(ctx).List(ctx, friction.Filter{}); err != nil {
 		return s, fmt.Errorf("demo: %w", err)
 	}
 	if s.EnvKeys, err = ws.ListEntries(ctx, workspace.Scope{Kind: workspace.ScopeThread, TaskID: ARCTaskID}); err != nil {
 		return s, fmt.Errorf("demo: %w", err)
 	}
 	for _, id := range []string{TaskID, ARCTaskID} {
-		evs, _, err := ws.ReadEvents(id)
+		evs, _, err := ws.ReadEvents(ctx, id)
 		if err != nil {
 			return s, fmt.Errorf("demo: %w", err)
 		}

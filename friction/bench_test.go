@@ -36,7 +36,7 @@ func BenchmarkCheck(b *testing.B) {
 		}
 	}
 	for b.Loop() {
-		if _, _, err := l.read(); err != nil {
+		if _, _, err := l.read(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}

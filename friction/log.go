@@ -141,7 +141,7 @@ type Storage interface {
 	// Name names the document in messages.
 	Name() string
 	// Read returns the document's bytes, nil when there is none yet.
-	Read() ([]byte, error)
+	Read(ctx context.Context) ([]byte, error)
 	// Update is one read-modify-write under the document's lock, waiting
 	// at most timeout for it: it reads the document (nil when none), calls
 	// change with it, and stores what change returns, unless that is nil
@@ -161,14 +161,14 @@ func (l *Log) path() string {
 
 // List returns the entries matching f, in id order. It takes no lock. An
 // unknown status or type in f is ErrInvalid; a missing log is empty.
-func (l *Log) List(f Filter) ([]Entry, error) {
+func (l *Log) List(ctx context.Context, f Filter) ([]Entry, error) {
 	if f.Status != "" && !IsStatus(f.Status) {
 		return nil, fmt.Errorf("list friction: status %q: %w (want %s)", f.Status, ErrInvalid, strings.Join(Statuses, ", "))
 	}
 	if f.Type != "" && !IsType(f.Type) {
 		return nil, fmt.Errorf("list friction: type %q: %w (want %s)", f.Type, ErrInvalid, strings.Join(Types, ", "))
 	}
-	doc, _, err := l.read()
+	doc, _, err := l.read(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -183,8 +183,8 @@ func (l *Log) List(f Filter) ([]Entry, error) {
 
 // Get returns the entry with the given id, or an error wrapping
 // ErrNotFound. It takes no lock.
-func (l *Log) Get(id string) (Entry, error) {
-	doc, _, err := l.read()
+func (l *Log) Get(ctx context.Context, id string) (Entry, error) {
+	doc, _, err := l.read(ctx)
 	if err != nil {
 		return Entry{}, err
 	}
@@ -304,8 +304,8 @@ func (l *Log) Observe(ctx context.Context, obs []Observation, cfg Config) ([]Ent
 
 // Tally returns the detectors' tally as stored in the log. It takes no
 // lock.
-func (l *Log) Tally() (Tally, error) {
-	doc, _, err := l.read()
+func (l *Log) Tally(ctx context.Context) (Tally, error) {
+	doc, _, err := l.read(ctx)
 	return doc.Tally, err
 }
 
@@ -570,7 +570,7 @@ func (l *Log) update(ctx context.Context, fn func(*document) error) (err error) 
 			err = rerr
 		}
 	}()
-	doc, old, err := l.read()
+	doc, old, err := l.read(ctx)
 	if err != nil {
 		return err
 	}
@@ -614,9 +614,9 @@ func (l *Log) change(doc *document, old []byte, fn func(*document) error) ([]byt
 // read loads the log and returns it with the bytes read. A missing file
 // is an empty log; a file that does not parse or validate is an error
 // wrapping ErrCorrupt that names the file.
-func (l *Log) read() (document, []byte, error) {
+func (l *Log) read(ctx context.Context) (document, []byte, error) {
 	if l.Storage != nil {
-		data, err := l.Storage.Read()
+		data, err := l.Storage.Read(ctx)
 		if err != nil {
 			return document{Entries: []Entry{}}, nil, err
 		}

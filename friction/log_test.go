@@ -129,11 +129,11 @@ func mustAdd(t *testing.T, l *Log, e Entry) (Entry, bool) {
 
 func TestMissingLogIsEmpty(t *testing.T) {
 	l := newLog(t)
-	es, err := l.List(Filter{})
+	es, err := l.List(t.Context(), Filter{})
 	if err != nil || len(es) != 0 {
 		t.Fatalf("List = %v, %v; want empty", es, err)
 	}
-	if _, err := l.Get("friction_001"); !errors.Is(err, ErrNotFound) {
+	if _, err := l.Get(t.Context(), "friction_001"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Get on a missing log = %v, want ErrNotFound", err)
 	}
 	if _, err := os.Stat(filepath.Join(l.RootDir, File)); !errors.Is(err, os.ErrNotExist) {
@@ -156,7 +156,7 @@ func TestAddAssignsAndValidates(t *testing.T) {
 	if !isNew || !equalEntry(e, want) {
 		t.Fatalf("Add = %+v (new %v), want %+v", e, isNew, want)
 	}
-	got, err := l.Get("friction_001")
+	got, err := l.Get(t.Context(), "friction_001")
 	if err != nil || !equalEntry(got, want) {
 		t.Fatalf("Get = %+v, %v; want %+v", got, err, want)
 	}
@@ -224,7 +224,7 @@ func TestAddDedup(t *testing.T) {
 			tc.second.AffectedTasks = []string{"t1", "t2"}
 			mustAdd(t, l, tc.first)
 			e, isNew := mustAdd(t, l, tc.second)
-			es, _ := l.List(Filter{})
+			es, _ := l.List(t.Context(), Filter{})
 			if tc.merged {
 				if isNew || e.ID != "friction_001" || e.Occurrences != 2 || !slices.Equal(e.AffectedTasks, []string{"t1", "t2"}) || len(es) != 1 {
 					t.Fatalf("merge gave %+v (new %v), %d entries", e, isNew, len(es))
@@ -250,7 +250,7 @@ func TestGivenPatternsAreMatchedAsGiven(t *testing.T) {
 			t.Fatalf("probe-%d: %+v (new %v), want a new entry", i, e, isNew)
 		}
 	}
-	if es, _ := l.List(Filter{}); len(es) != 8 {
+	if es, _ := l.List(ctx, Filter{}); len(es) != 8 {
 		t.Fatalf("%d entries after probe-1…probe-8, want 8", len(es))
 	}
 
@@ -265,7 +265,7 @@ func TestGivenPatternsAreMatchedAsGiven(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	es, err := l.List(Filter{})
+	es, err := l.List(ctx, Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,14 +326,14 @@ func TestListFilterResolve(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			es, err := l.List(tc.f)
+			es, err := l.List(ctx, tc.f)
 			if err != nil || !slices.Equal(ids(es), tc.want) {
 				t.Errorf("List(%+v) = %v, %v; want %v", tc.f, ids(es), err, tc.want)
 			}
 		})
 	}
 	for _, f := range []Filter{{Status: "open"}, {Type: "grumble"}} {
-		if _, err := l.List(f); !errors.Is(err, ErrInvalid) {
+		if _, err := l.List(ctx, f); !errors.Is(err, ErrInvalid) {
 			t.Errorf("List(%+v) = %v, want ErrInvalid", f, err)
 		}
 	}
@@ -346,7 +346,7 @@ func TestListFilterResolve(t *testing.T) {
 	if _, err := l.Resolve(ctx, "friction_999", StatusApplied); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Resolve of a missing id = %v, want ErrNotFound", err)
 	}
-	if _, err := l.Get("friction_999"); !errors.Is(err, ErrNotFound) {
+	if _, err := l.Get(ctx, "friction_999"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Get of a missing id = %v, want ErrNotFound", err)
 	}
 }
@@ -364,7 +364,7 @@ func TestIDsGrowPastThreeDigits(t *testing.T) {
 	}
 	// The hand-written entries without occurrences or tasks came back
 	// whole: an empty task list, written as [], and the schema minimum.
-	e, err := l.Get("friction_007")
+	e, err := l.Get(t.Context(), "friction_007")
 	if err != nil || e.AffectedTasks == nil || e.Description != "b" {
 		t.Fatalf("Get = %+v, %v", e, err)
 	}
@@ -397,7 +397,7 @@ func TestInvalidLogIsRefusedAndKept(t *testing.T) {
 					t.Errorf("error %q does not mention %q", err, s)
 				}
 			}
-			if _, err := l.List(Filter{}); !errors.Is(err, ErrCorrupt) {
+			if _, err := l.List(t.Context(), Filter{}); !errors.Is(err, ErrCorrupt) {
 				t.Errorf("List = %v, want ErrCorrupt", err)
 			}
 			if _, err := l.AnonymizeTasks(context.Background(), []string{"t1"}); !errors.Is(err, ErrCorrupt) {
@@ -458,7 +458,7 @@ func TestRecordDedupsIntoOccurrences(t *testing.T) {
 	if len(touched[2]) != 1 || !touched[2][0].Timestamp.Equal(t0) || touched[2][0].Occurrences != 3 {
 		t.Fatalf("at the threshold: %+v, want one entry of 3 occurrences", touched[2])
 	}
-	es, err := l.List(Filter{})
+	es, err := l.List(ctx, Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -545,7 +545,7 @@ func TestObservePersistsTheTally(t *testing.T) {
 	if es := observe(obs(EventWorkFailed, "t1", []string{"st_1", "w1"}, "error=disk full on /dev/sda1")); len(es) != 0 {
 		t.Fatalf("first failure recorded %+v", es)
 	}
-	tally, err := l.Tally()
+	tally, err := l.Tally(ctx)
 	if err != nil || tally.Failures["disk full on /dev/sda#"].Count != 1 {
 		t.Fatalf("stored tally = %+v, %v", tally, err)
 	}
@@ -616,7 +616,7 @@ func TestAnonymizeTasks(t *testing.T) {
 			t.Errorf("the log still holds %q:\n%s", s, data)
 		}
 	}
-	es, _ := l.List(Filter{})
+	es, _ := l.List(ctx, Filter{})
 	if got := es[0].AffectedTasks; !slices.Equal(got, mergeSorted([]string{anonA, "task-b"})) {
 		t.Errorf("reviewer entry tasks = %v", got)
 	}
@@ -626,7 +626,7 @@ func TestAnonymizeTasks(t *testing.T) {
 	if got, want := es[2].Description, anonA+". needs task-ab and xtask-a"; got != want {
 		t.Errorf("escalation description = %q, want %q", got, want)
 	}
-	tally, _ := l.Tally()
+	tally, _ := l.Tally(ctx)
 	c := tally.Problems["missing tests"]
 	if !slices.Equal(c.Tasks, mergeSorted([]string{anonA, "task-b"})) || !slices.Equal(c.Reviews, mergeSorted([]string{anonA + "/r1", anonA + "/r2", "task-b/r1"})) {
 		t.Errorf("tally count = %+v", c)
@@ -721,7 +721,7 @@ func TestConcurrentAddFromProcesses(t *testing.T) {
 			t.Errorf("process %d: %v\n%s", i, err, outs[i])
 		}
 	}
-	es, err := l.List(Filter{})
+	es, err := l.List(t.Context(), Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -775,7 +775,7 @@ func TestLogRefusesSpecialFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			tc.make(t, path)
-			if _, err := l.List(Filter{}); !errors.Is(err, ErrCorrupt) {
+			if _, err := l.List(t.Context(), Filter{}); !errors.Is(err, ErrCorrupt) {
 				t.Errorf("List = %v, want ErrCorrupt", err)
 			}
 			if _, _, err := l.Add(context.Background(), Entry{Type: TypeTimeout, Description: "x"}); !errors.Is(err, ErrCorrupt) {
@@ -791,12 +791,12 @@ func TestLogRefusesSpecialFiles(t *testing.T) {
 func TestAChangeByAnotherWriterIsValidatedAgain(t *testing.T) {
 	l := newLog(t)
 	mustAdd(t, l, Entry{Type: TypeTimeout, Description: "x"})
-	if _, err := l.List(Filter{}); err != nil {
+	if _, err := l.List(t.Context(), Filter{}); err != nil {
 		t.Fatal(err)
 	}
 	// Another writer (an agent in another language) breaks the file.
 	writeFile(t, l, strings.Replace(string(readFile(t, l)), `"timeout"`, `"slowness"`, 1))
-	if _, err := l.List(Filter{}); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "type") {
+	if _, err := l.List(t.Context(), Filter{}); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "type") {
 		t.Fatalf("List after a bad external write = %v, want ErrCorrupt about the type", err)
 	}
 }
@@ -822,7 +822,7 @@ func TestConcurrentAddFromGoroutines(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if es, err := l.List(Filter{}); err != nil || len(es) != workers*adds {
+	if es, err := l.List(t.Context(), Filter{}); err != nil || len(es) != workers*adds {
 		t.Fatalf("List = %d entries, %v; want %d", len(es), err, workers*adds)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -214,7 +215,7 @@ func (h *HTTP) serve(rw http.ResponseWriter, r *http.Request) {
 		task = g.Tasks[0]
 	}
 	if task == "" {
-		t, err := h.w.ResolveThread(thread)
+		t, err := h.w.ResolveThread(r.Context(), thread)
 		if err != nil {
 			h.refuseErr(rw, r, g, err)
 			return
@@ -231,7 +232,7 @@ func (h *HTTP) serve(rw http.ResponseWriter, r *http.Request) {
 			"close a session you no longer use, or try again once idle ones have expired")
 		return
 	}
-	s, err := newSession(h.w, Options{TaskID: task, ThreadID: thread, Agent: g.Agent, Grants: grantOf, Log: h.log})
+	s, err := newSession(r.Context(), h.w, Options{TaskID: task, ThreadID: thread, Agent: g.Agent, Grants: grantOf, Log: h.log})
 	if err != nil {
 		h.release()
 		h.refuseErr(rw, r, g, err)

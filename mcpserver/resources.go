@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -55,7 +56,7 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	var v any
 	switch what {
 	case "state":
-		st, err := s.w.ReadState(task)
+		st, err := s.w.ReadState(ctx, task)
 		if err != nil {
 			return nil, resourceError(uri, stateError(task, err))
 		}

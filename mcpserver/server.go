@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -93,7 +94,7 @@ type Server struct {
 // workspace.ErrInvalid or workspace.ErrNotFound) carrying a hint, and
 // nothing is served.
 func New(w workspace.Store, opt Options) (*Server, error) {
-	s, err := newSession(w, opt)
+	s, err := newSession(context.Background(), w, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +108,7 @@ func New(w workspace.Store, opt Options) (*Server, error) {
 
 // newSession checks the options as New does and returns the session they
 // describe, without an MCP server.
-func newSession(w workspace.Store, opt Options) (*Server, error) {
+func newSession(ctx context.Context, w workspace.Store, opt Options) (*Server, error) {
 	if w == nil {
 		return nil, errors.New("mcp server: no workspace")
 	}
@@ -118,7 +119,7 @@ func newSession(w workspace.Store, opt Options) (*Server, error) {
 	if err := workspace.ValidateID("agent", opt.Agent); err != nil {
 		return nil, err
 	}
-	task, thread, err := resolve(w, opt.TaskID, opt.ThreadID)
+	task, thread, err := resolve(ctx, w, opt.TaskID, opt.ThreadID)
 	if err != nil {
 		return nil, err
 	}
@@ -138,25 +139,25 @@ func newSession(w workspace.Store, opt Options) (*Server, error) {
 
 // resolve turns a task and/or thread into both: the thread's task when
 // only the thread is given, the root thread when only the task is.
-func resolve(w workspace.Store, task, thread string) (string, string, error) {
+func resolve(ctx context.Context, w workspace.Store, task, thread string) (string, string, error) {
 	switch {
 	case task == "" && thread == "":
 		return "", "", &workspace.Error{Kind: workspace.ErrInvalid, Op: "mcp server", Msg: "no task or thread given",
 			Hint: "name the task, the thread or both in Options"}
 	case task == "":
-		t, err := w.ResolveThread(thread)
+		t, err := w.ResolveThread(ctx, thread)
 		if err != nil {
 			return "", "", err
 		}
 		return t, thread, nil
 	}
-	if _, err := w.GetTask(task); err != nil {
+	if _, err := w.GetTask(ctx, task); err != nil {
 		return "", "", err
 	}
 	if thread == "" {
 		thread = task
 	}
-	if _, err := w.GetThread(task, thread); err != nil {
+	if _, err := w.GetThread(ctx, task, thread); err != nil {
 		return "", "", err
 	}
 	return task, thread, nil

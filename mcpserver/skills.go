@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -31,14 +32,14 @@ type skillListItem struct {
 // "file"} as its structured answer), else with the listing.
 func (s *Server) skills(ctx context.Context, _ *mcp.CallToolRequest, in skillsInput) (reply, error) {
 	if in.Name != "" {
-		sk, err := s.w.GetSkill(in.Name)
+		sk, err := s.w.GetSkill(ctx, in.Name)
 		if err != nil {
 			return reply{}, err
 		}
 		file := string(sk.File())
 		return reply{text: file, data: map[string]string{"name": in.Name, "file": file}}, nil
 	}
-	list, refused, err := s.w.ListSkills()
+	list, refused, err := s.w.ListSkills(ctx)
 	if err != nil {
 		return reply{}, err
 	}

@@ -103,8 +103,8 @@ func (s *Server) serving() bool {
 // beforeMarker is what a tool checks before it drops a marker: a
 // finished task takes none (the daemon no longer reads it), and the
 // state's journal_seq, which the marker's record will follow.
-func (s *Server) beforeMarker(op string) (int64, error) {
-	st, err := s.w.ReadState(s.task)
+func (s *Server) beforeMarker(ctx context.Context, op string) (int64, error) {
+	st, err := s.w.ReadState(ctx, s.task)
 	switch {
 	case err == nil:
 		if vocab.Finished(st.Status) {

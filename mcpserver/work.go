@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -116,8 +117,8 @@ const noPlanHint = "a planner writes it with " + ToolWritePlan + "; " + ToolGetT
 // readDoc reads a document of the served task with ReadTaskDoc, refusing
 // one too large to hand a model in one answer (larger than a value may
 // be).
-func (s *Server) readDoc(rel string) (json.RawMessage, error) {
-	doc, err := s.w.ReadTaskDoc(s.task, rel)
+func (s *Server) readDoc(ctx context.Context, rel string) (json.RawMessage, error) {
+	doc, err := s.w.ReadTaskDoc(ctx, s.task, rel)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +130,7 @@ func (s *Server) readDoc(rel string) (json.RawMessage, error) {
 }
 
 func (s *Server) getTask(ctx context.Context, _ *mcp.CallToolRequest, _ emptyInput) (string, error) {
-	t, err := s.w.GetTask(s.task)
+	t, err := s.w.GetTask(ctx, s.task)
 	if err != nil {
 		return "", missing(err, "there is nothing more to do in it", "task %s is gone (removed by retention or by hand)", s.task)
 	}
@@ -137,7 +138,7 @@ func (s *Server) getTask(ctx context.Context, _ *mcp.CallToolRequest, _ emptyInp
 }
 
 func (s *Server) getTaskState(ctx context.Context, _ *mcp.CallToolRequest, _ emptyInput) (string, error) {
-	st, err := s.w.ReadState(s.task)
+	st, err := s.w.ReadState(ctx, s.task)
 	if err != nil {
 		return "", stateError(s.task, err)
 	}
@@ -155,16 +156,16 @@ func docVersion(doc json.RawMessage) int {
 
 func (s *Server) getPlan(ctx context.Context, _ *mcp.CallToolRequest, in planVersionInput) (string, error) {
 	if in.Version == 0 {
-		doc, err := s.readDoc("plan.json")
+		doc, err := s.readDoc(ctx, "plan.json")
 		if err != nil {
 			return "", missing(err, noPlanHint, "task %s has no plan yet", s.task)
 		}
 		return string(doc), nil
 	}
-	doc, err := s.readDoc("plans/plan_v" + strconv.Itoa(in.Version) + ".json")
+	doc, err := s.readDoc(ctx, "plans/plan_v"+strconv.Itoa(in.Version)+".json")
 	if errors.Is(err, workspace.ErrNotFound) {
 		// The current version is plan.json itself.
-		cur, cerr := s.readDoc("plan.json")
+		cur, cerr := s.readDoc(ctx, "plan.json")
 		if cerr == nil && docVersion(cur) == in.Version {
 			return string(cur), nil
 		}
@@ -190,7 +191,7 @@ func (s *Server) getSubtask(ctx context.Context, _ *mcp.CallToolRequest, in subt
 		return "", err
 	}
 	// The plan the daemon tracks, once it tracks one; else the newest.
-	st, serr := s.w.ReadState(s.task)
+	st, serr := s.w.ReadState(ctx, s.task)
 	if serr != nil && !errors.Is(serr, workspace.ErrNotFound) {
 		return "", serr
 	}
@@ -198,7 +199,7 @@ func (s *Server) getSubtask(ctx context.Context, _ *mcp.CallToolRequest, in subt
 	if serr == nil {
 		version = st.PlanVersion
 	}
-	p, err := s.w.ReadPlan(s.task, version)
+	p, err := s.w.ReadPlan(ctx, s.task, version)
 	if err != nil {
 		return "", missing(err, noPlanHint, "task %s has no plan yet, so no subtask %q", s.task, in.SubtaskID)
 	}
@@ -229,7 +230,7 @@ func (s *Server) getOutput(ctx context.Context, _ *mcp.CallToolRequest, in subta
 	if err := workspace.ValidateID("subtask id", in.SubtaskID); err != nil {
 		return "", err
 	}
-	doc, err := s.readDoc("outputs/" + in.SubtaskID + ".json")
+	doc, err := s.readDoc(ctx, "outputs/"+in.SubtaskID+".json")
 	if err != nil {
 		return "", missing(err, "call "+ToolGetSubtask+" to see its status: its worker writes the output when it finishes", "subtask %s of task %s has no output yet", in.SubtaskID, s.task)
 	}
@@ -237,7 +238,7 @@ func (s *Server) getOutput(ctx context.Context, _ *mcp.CallToolRequest, in subta
 }
 
 func (s *Server) listReviews(ctx context.Context, _ *mcp.CallToolRequest, _ emptyInput) (string, error) {
-	reviews, skipped, err := s.w.ListReviews(s.task)
+	reviews, skipped, err := s.w.ListReviews(ctx, s.task)
 	if err != nil {
 		return "", err
 	}
@@ -251,7 +252,7 @@ func (s *Server) getReview(ctx context.Context, _ *mcp.CallToolRequest, in revie
 	if err := workspace.ValidateID("review id", in.ReviewID); err != nil {
 		return "", err
 	}
-	doc, err := s.readDoc("reviews/" + in.ReviewID + ".json")
+	doc, err := s.readDoc(ctx, "reviews/"+in.ReviewID+".json")
 	if err != nil {
 		return "", missing(err, "call "+ToolListReviews+" to see the reviews there are", "task %s has no review %q", s.task, in.ReviewID)
 	}
@@ -275,7 +276,7 @@ func (s *Server) planClosed(st workspace.State) error {
 }
 
 func (s *Server) writePlan(ctx context.Context, req *mcp.CallToolRequest, in writePlanInput) (reply, error) {
-	st, err := s.w.ReadState(s.task)
+	st, err := s.w.ReadState(ctx, s.task)
 	switch {
 	case err == nil:
 		if err := s.planClosed(st); err != nil {
@@ -296,7 +297,7 @@ func (s *Server) writePlan(ctx context.Context, req *mcp.CallToolRequest, in wri
 	if err != nil {
 		return reply{}, err
 	}
-	marker, err := s.w.WriteDone(workspace.DoneRequest{TaskID: s.task, Agent: s.agent, OutputFile: "plan.json"})
+	marker, err := s.w.WriteDone(ctx, workspace.DoneRequest{TaskID: s.task, Agent: s.agent, OutputFile: "plan.json"})
 	if err != nil {
 		return reply{}, fmt.Errorf("wrote plan.json version %d, but no done marker proposes it: %w", p.Version, err)
 	}
@@ -326,8 +327,8 @@ func count(n int, thing string) string {
 
 // reviewFree reports whether no review of the served task has id: none
 // is stored under it, not even one that does not read as a review.
-func (s *Server) reviewFree(id string) bool {
-	_, err := s.w.ReadTaskDoc(s.task, "reviews/"+id+".json")
+func (s *Server) reviewFree(ctx context.Context, id string) bool {
+	_, err := s.w.ReadTaskDoc(ctx, s.task, "reviews/"+id+".json")
 	return errors.Is(err, workspace.ErrNotFound)
 }
 
@@ -352,7 +353,7 @@ func (s *Server) claimReviewID(ctx context.Context, id, base string) (string, wo
 		if err != nil {
 			return "", nil, err
 		}
-		if s.reviewFree(cand) {
+		if s.reviewFree(ctx, cand) {
 			return cand, l, nil
 		}
 		l.Release()
@@ -382,10 +383,10 @@ func (s *Server) writeReview(ctx context.Context, req *mcp.CallToolRequest, in w
 // it returns what it wrote, the marker, the journal_seq before it, and
 // what the state shows once the daemon has applied it.
 func (s *Server) review(ctx context.Context, req *mcp.CallToolRequest, in writeReviewInput) (text, marker string, after int64, outcome string, err error) {
-	if after, err = s.beforeMarker(ToolWriteReview); err != nil {
+	if after, err = s.beforeMarker(ctx, ToolWriteReview); err != nil {
 		return "", "", 0, "", err
 	}
-	st, stErr := s.w.ReadState(s.task)
+	st, stErr := s.w.ReadState(ctx, s.task)
 	haveState := stErr == nil
 	if stErr != nil && !errors.Is(stErr, workspace.ErrNotFound) {
 		return "", "", 0, "", stErr
@@ -399,7 +400,7 @@ func (s *Server) review(ctx context.Context, req *mcp.CallToolRequest, in writeR
 		// plan, the newest written.
 		id, version := st.PlanID, st.PlanVersion
 		if !haveState || version == 0 {
-			p, err := s.w.ReadPlan(s.task, 0)
+			p, err := s.w.ReadPlan(ctx, s.task, 0)
 			if err != nil {
 				return "", "", 0, "", missing(err, "a planner writes it with "+ToolWritePlan+"; review it once "+ToolGetTaskState+" shows plan_status \"proposed\"", "task %s has no plan to review yet", s.task)
 			}
@@ -461,12 +462,12 @@ func (s *Server) review(ctx context.Context, req *mcp.CallToolRequest, in writeR
 	if err != nil {
 		return "", "", 0, "", err
 	}
-	rel, err := s.w.WriteReview(s.task, id, s.agent, doc)
+	rel, err := s.w.WriteReview(ctx, s.task, id, s.agent, doc)
 	l.Release()
 	if err != nil {
 		return "", "", 0, "", err
 	}
-	marker, err = s.w.WriteDone(workspace.DoneRequest{TaskID: s.task, Agent: s.agent, OutputFile: rel})
+	marker, err = s.w.WriteDone(ctx, workspace.DoneRequest{TaskID: s.task, Agent: s.agent, OutputFile: rel})
 	if err != nil {
 		return "", "", 0, "", fmt.Errorf("wrote %s, but no done marker reports it: %w", rel, err)
 	}
@@ -499,13 +500,13 @@ func reviewDoc(req *mcp.CallToolRequest, target string) ([]byte, error) {
 }
 
 func (s *Server) claim(ctx context.Context, _ *mcp.CallToolRequest, in claimInput) (reply, error) {
-	after, err := s.beforeMarker(ToolClaimSubtask)
+	after, err := s.beforeMarker(ctx, ToolClaimSubtask)
 	if err != nil {
 		return reply{}, err
 	}
 	serving := s.serving()
-	note := s.claimNote(in.SubtaskID)
-	marker, err := s.w.WriteClaim(s.task, s.agent, in.SubtaskID)
+	note := s.claimNote(ctx, in.SubtaskID)
+	marker, err := s.w.WriteClaim(ctx, s.task, s.agent, in.SubtaskID)
 	if err != nil {
 		return reply{}, err
 	}
@@ -536,8 +537,8 @@ func (s *Server) claim(ctx context.Context, _ *mcp.CallToolRequest, in claimInpu
 
 // claimNote says what the state shows of a subtask before a claim of it,
 // for an answer that cannot give the verdict yet.
-func (s *Server) claimNote(id string) string {
-	st, err := s.w.ReadState(s.task)
+func (s *Server) claimNote(ctx context.Context, id string) string {
+	st, err := s.w.ReadState(ctx, s.task)
 	if err != nil {
 		return ""
 	}
@@ -579,7 +580,7 @@ func (s *Server) done(ctx context.Context, req *mcp.CallToolRequest, in doneInpu
 // done marker: it returns what it did, the marker, the journal_seq before
 // it, whether a daemon served before it was dropped, and the subtask.
 func (s *Server) dropDone(ctx context.Context, req *mcp.CallToolRequest, in doneInput) (text, marker string, after int64, serving bool, sub string, err error) {
-	after, err = s.beforeMarker(ToolSignalDone)
+	after, err = s.beforeMarker(ctx, ToolSignalDone)
 	if err != nil {
 		return "", "", 0, false, "", err
 	}
@@ -617,7 +618,7 @@ func (s *Server) dropDone(ctx context.Context, req *mcp.CallToolRequest, in done
 		if err != nil {
 			return "", "", 0, false, "", err
 		}
-		rel, err := s.w.WriteOutput(s.task, in.SubtaskID, s.agent, doc)
+		rel, err := s.w.WriteOutput(ctx, s.task, in.SubtaskID, s.agent, doc)
 		if err != nil {
 			return "", "", 0, false, "", err
 		}
@@ -629,7 +630,7 @@ func (s *Server) dropDone(ctx context.Context, req *mcp.CallToolRequest, in done
 		}
 		dr.OutputFile = "outputs/" + in.SubtaskID + ".json"
 	}
-	marker, err = s.w.WriteDone(dr)
+	marker, err = s.w.WriteDone(ctx, dr)
 	if err != nil {
 		if wrote != "" {
 			return "", "", 0, false, "", fmt.Errorf("wrote %s, but no done marker: %w", wrote, err)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -143,7 +144,7 @@ func TestTaskReads(t *testing.T) {
 	}
 	// The worker's output, written before its subtask is completed (after,
 	// it would be final).
-	if _, err := w.WriteOutput("t1", "st_1", "w1", []byte(`{"summary":"one done","custom":{"lines":120}}`)); err != nil {
+	if _, err := w.WriteOutput(ctx, "t1", "st_1", "w1", []byte(`{"summary":"one done","custom":{"lines":120}}`)); err != nil {
 		t.Fatal(err)
 	}
 	putState(t, w, workspace.State{Status: "executing", Phase: "work_in_progress", PlanID: "plan_t1", PlanVersion: 2, PlanStatus: "approved",
@@ -286,7 +287,7 @@ func TestWritePlan(t *testing.T) {
 			t.Errorf("write_plan answer lacks %q:\n%s", want, got)
 		}
 	}
-	p, err := w.ReadPlan("t1", 0)
+	p, err := w.ReadPlan(t.Context(), "t1", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +322,7 @@ func TestWritePlan(t *testing.T) {
 		putState(t, w, c.st)
 		text, isErr := call(t, cs, ToolWritePlan, map[string]any{"subtasks": []any{map[string]any{"id": "st_9", "description": "late"}}})
 		mustFail(t, text, isErr, c.want...)
-		if p, err := w.ReadPlan("t1", 0); err != nil || p.Version != 2 {
+		if p, err := w.ReadPlan(t.Context(), "t1", 0); err != nil || p.Version != 2 {
 			t.Fatalf("plan after a refused write: %+v, %v", p, err)
 		}
 		if n := len(markers(t, w, ".done.planner.")); n != 2 {
@@ -437,7 +438,7 @@ func TestConcurrentReviews(t *testing.T) {
 	for e := range errs {
 		t.Error(e)
 	}
-	reviews, skipped, err := w.ListReviews("t1")
+	reviews, skipped, err := w.ListReviews(t.Context(), "t1")
 	if err != nil || len(skipped) != 0 {
 		t.Fatalf("ListReviews: %v, skipped %v", err, skipped)
 	}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -80,7 +81,7 @@ func checkVerdict(v string) error {
 // review writes a review as the human and drops the done marker that
 // reports it. The review id is base, or base with a random suffix when a
 // review of that id exists already (an earlier decision stays final).
-func (s *Server) review(w http.ResponseWriter, id, base string, rv workspace.Review) {
+func (s *Server) review(ctx context.Context, w http.ResponseWriter, id, base string, rv workspace.Review) {
 	rv.Reviewer = HumanAgent
 	data, err := json.Marshal(rv)
 	if err != nil {
@@ -88,15 +89,15 @@ func (s *Server) review(w http.ResponseWriter, id, base string, rv workspace.Rev
 		return
 	}
 	rid := base
-	if _, err := s.st.ReadTaskDoc(id, "reviews/"+rid+".json"); !isNotFound(err) {
+	if _, err := s.st.ReadTaskDoc(ctx, id, "reviews/"+rid+".json"); !isNotFound(err) {
 		rid = base + "_" + randomHex(3)
 	}
-	rel, err := s.st.WriteReview(id, rid, HumanAgent, data)
+	rel, err := s.st.WriteReview(ctx, id, rid, HumanAgent, data)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	m, err := s.st.WriteDone(workspace.DoneRequest{TaskID: id, Agent: HumanAgent, OutputFile: rel})
+	m, err := s.st.WriteDone(ctx, workspace.DoneRequest{TaskID: id, Agent: HumanAgent, OutputFile: rel})
 	if err != nil {
 		fail(w, fmt.Errorf("%s written, but the done marker failed: %w", rel, err))
 		return
@@ -128,7 +129,7 @@ func (s *Server) reviewPlan(w http.ResponseWriter, r *http.Request, id string) {
 	if !ok {
 		return
 	}
-	st, err := s.st.ReadState(id)
+	st, err := s.st.ReadState(r.Context(), id)
 	if err != nil {
 		fail(w, err)
 		return
@@ -138,7 +139,7 @@ func (s *Server) reviewPlan(w http.ResponseWriter, r *http.Request, id string) {
 		return
 	}
 	rv := workspace.Review{Type: "plan_review", Target: st.PlanID, Verdict: req.Verdict, Notes: req.Notes, Issues: req.Issues}
-	s.review(w, id, fmt.Sprintf("plan_v%d_human", st.PlanVersion), rv)
+	s.review(r.Context(), w, id, fmt.Sprintf("plan_v%d_human", st.PlanVersion), rv)
 }
 
 // reviewCheckpoint approves or sends back a checkpoint awaiting review.
@@ -152,7 +153,7 @@ func (s *Server) reviewCheckpoint(w http.ResponseWriter, r *http.Request, id str
 	if !ok {
 		return
 	}
-	st, err := s.st.ReadState(id)
+	st, err := s.st.ReadState(r.Context(), id)
 	if err != nil {
 		fail(w, err)
 		return
@@ -167,7 +168,7 @@ func (s *Server) reviewCheckpoint(w http.ResponseWriter, r *http.Request, id str
 		return
 	}
 	rv := workspace.Review{Type: "checkpoint_review", Target: cp, Verdict: req.Verdict, Notes: req.Notes, Issues: req.Issues}
-	s.review(w, id, cp+"_human", rv)
+	s.review(r.Context(), w, id, cp+"_human", rv)
 }
 
 // answerEscalation records the human's answer to an escalation about a
@@ -190,7 +191,7 @@ func (s *Server) answerEscalation(w http.ResponseWriter, r *http.Request, id str
 		return
 	}
 	rv := workspace.Review{Type: "output_review", Target: target, Verdict: req.Verdict, Notes: req.Notes, Issues: req.Issues}
-	s.review(w, id, "escalation_"+target+"_human", rv)
+	s.review(r.Context(), w, id, "escalation_"+target+"_human", rv)
 }
 
 // CancelRequest is the body of POST /api/tasks/{id}/cancel.
@@ -204,11 +205,11 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, id string) {
 		fail(w, err)
 		return
 	}
-	if st, err := s.st.ReadState(id); err == nil && vocab.Finished(st.Status) {
+	if st, err := s.st.ReadState(r.Context(), id); err == nil && vocab.Finished(st.Status) {
 		conflict(w, "task "+id+" is already "+st.Status)
 		return
 	}
-	m, err := s.st.WriteDone(workspace.DoneRequest{TaskID: id, Agent: HumanAgent, Status: "cancelled", Error: req.Reason})
+	m, err := s.st.WriteDone(r.Context(), workspace.DoneRequest{TaskID: id, Agent: HumanAgent, Status: "cancelled", Error: req.Reason})
 	if err != nil {
 		fail(w, err)
 		return
@@ -232,7 +233,7 @@ func (s *Server) resolveFriction(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	en, err := s.st.Friction(HumanAgent).Resolve(r.Context(), fid, req.Status)
+	en, err := s.st.Friction(r.Context(), HumanAgent).Resolve(r.Context(), fid, req.Status)
 	if err != nil {
 		if errors.Is(err, friction.ErrCorrupt) {
 			writeError(w, http.StatusInternalServerError, err.Error(), "fix or move friction/friction.json")

@@ -105,7 +105,7 @@ func (s *Server) withTask(h func(w http.ResponseWriter, r *http.Request, id stri
 			fail(w, err)
 			return
 		}
-		if _, err := s.st.GetTask(id); err != nil {
+		if _, err := s.st.GetTask(r.Context(), id); err != nil {
 			fail(w, err)
 			return
 		}
@@ -156,18 +156,18 @@ type TaskView struct {
 }
 
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request, id string) {
-	t, err := s.st.GetTask(id)
+	t, err := s.st.GetTask(r.Context(), id)
 	if err != nil {
 		fail(w, err)
 		return
 	}
 	v := TaskView{Task: t}
-	if p, err := s.st.ReadPlan(id, 0); err == nil {
+	if p, err := s.st.ReadPlan(r.Context(), id, 0); err == nil {
 		v.Plan = p
 	} else if !isNotFound(err) {
 		v.PlanError = err.Error()
 	}
-	if st, err := s.st.ReadState(id); err == nil {
+	if st, err := s.st.ReadState(r.Context(), id); err == nil {
 		v.State = &st
 	} else if !isNotFound(err) {
 		v.StateError = err.Error()
@@ -177,7 +177,7 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request, id string) {
 
 // getPlans is every version of the plan, oldest first.
 func (s *Server) getPlans(w http.ResponseWriter, r *http.Request, id string) {
-	cur, err := s.st.ReadPlan(id, 0)
+	cur, err := s.st.ReadPlan(r.Context(), id, 0)
 	if isNotFound(err) {
 		writeJSON(w, http.StatusOK, map[string]any{"versions": []any{}})
 		return
@@ -188,7 +188,7 @@ func (s *Server) getPlans(w http.ResponseWriter, r *http.Request, id string) {
 	}
 	versions := []*workspace.Plan{}
 	for v := 1; v < cur.Version; v++ {
-		if p, err := s.st.ReadPlan(id, v); err == nil {
+		if p, err := s.st.ReadPlan(r.Context(), id, v); err == nil {
 			versions = append(versions, p)
 		}
 	}
@@ -202,7 +202,7 @@ func (s *Server) getOutput(w http.ResponseWriter, r *http.Request, id string) {
 		fail(w, err)
 		return
 	}
-	doc, err := s.st.ReadTaskDoc(id, "outputs/"+st+".json")
+	doc, err := s.st.ReadTaskDoc(r.Context(), id, "outputs/"+st+".json")
 	if err != nil {
 		fail(w, err)
 		return
@@ -213,7 +213,7 @@ func (s *Server) getOutput(w http.ResponseWriter, r *http.Request, id string) {
 }
 
 func (s *Server) getReviews(w http.ResponseWriter, r *http.Request, id string) {
-	revs, skipped, err := s.st.ListReviews(id)
+	revs, skipped, err := s.st.ListReviews(r.Context(), id)
 	if err != nil {
 		fail(w, err)
 		return
@@ -225,7 +225,7 @@ func (s *Server) getReviews(w http.ResponseWriter, r *http.Request, id string) {
 }
 
 func (s *Server) getThreads(w http.ResponseWriter, r *http.Request, id string) {
-	ts, err := s.st.ListThreads(id)
+	ts, err := s.st.ListThreads(r.Context(), id)
 	if err != nil {
 		fail(w, err)
 		return
@@ -266,7 +266,7 @@ type SessionView struct {
 }
 
 func (s *Server) getSessions(w http.ResponseWriter, r *http.Request, id string) {
-	threads, err := s.st.ListThreads(id)
+	threads, err := s.st.ListThreads(r.Context(), id)
 	if err != nil {
 		fail(w, err)
 		return
@@ -318,12 +318,12 @@ type JournalView struct {
 const verdictTaken = "taken"
 
 func (s *Server) getJournal(w http.ResponseWriter, r *http.Request, id string) {
-	recs, err := s.st.ReadJournal(id)
+	recs, err := s.st.ReadJournal(r.Context(), id)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	st, err := s.st.ReadState(id)
+	st, err := s.st.ReadState(r.Context(), id)
 	if err != nil && !isNotFound(err) {
 		fail(w, err)
 		return
@@ -348,7 +348,7 @@ type backupView struct {
 }
 
 func (s *Server) getBackups(w http.ResponseWriter, r *http.Request, id string) {
-	bs, err := s.st.ListBackups(id)
+	bs, err := s.st.ListBackups(r.Context(), id)
 	if err != nil {
 		fail(w, err)
 		return
@@ -362,7 +362,7 @@ func (s *Server) getBackups(w http.ResponseWriter, r *http.Request, id string) {
 
 func (s *Server) getFriction(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	entries, err := s.st.Friction("").List(friction.Filter{Status: q.Get("status"), Type: q.Get("type")})
+	entries, err := s.st.Friction(r.Context(), "").List(r.Context(), friction.Filter{Status: q.Get("status"), Type: q.Get("type")})
 	if err != nil {
 		fail(w, err)
 		return
@@ -391,7 +391,7 @@ func (s *Server) getMemory(w http.ResponseWriter, r *http.Request) {
 	if v.Global == nil {
 		v.Global = []workspace.ManifestItem{}
 	}
-	agents, err := s.st.MemoryAgents()
+	agents, err := s.st.MemoryAgents(ctx)
 	if err != nil {
 		fail(w, err)
 		return
@@ -438,7 +438,7 @@ func (s *Server) allEventsJSON(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(ids) == 0 {
-		if ids, err = s.st.TaskIDs(); err != nil {
+		if ids, err = s.st.TaskIDs(r.Context()); err != nil {
 			fail(w, err)
 			return
 		}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"sort"
 	"strings"
 	"sync"
@@ -37,8 +38,8 @@ func newIndex() *index { return &index{tasks: map[string]*Summary{}} }
 
 // summarize reads one task's summary through the store. ok is false
 // when the task is gone (or not yet whole: task.json not written).
-func summarize(ws workspace.Reader, id string) (Summary, bool) {
-	t, err := ws.GetTask(id)
+func summarize(ctx context.Context, ws workspace.Reader, id string) (Summary, bool) {
+	t, err := ws.GetTask(ctx, id)
 	if err != nil {
 		if isNotFound(err) {
 			return Summary{}, false
@@ -46,7 +47,7 @@ func summarize(ws workspace.Reader, id string) (Summary, bool) {
 		return Summary{ID: id, Status: "unreadable", Error: err.Error()}, true
 	}
 	s := Summary{ID: id, Description: t.Description, CreatedAt: t.CreatedAt, Status: "waiting", LastUpdated: t.CreatedAt}
-	st, err := ws.ReadState(id)
+	st, err := ws.ReadState(ctx, id)
 	switch {
 	case err == nil:
 		s.Status, s.Phase, s.PlanStatus, s.LastUpdated = st.Status, st.Phase, st.PlanStatus, st.LastUpdated

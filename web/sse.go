@@ -94,7 +94,7 @@ func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request, id string) {
 	}
 	if !wantsStream(r) {
 		p := EventsPage{Events: []streamEvent{}}
-		p.Next, err = s.st.ReadEventsFrom(id, pos, func(e workspace.PositionedEvent) {
+		p.Next, err = s.st.ReadEventsFrom(r.Context(), id, pos, func(e workspace.PositionedEvent) {
 			p.Events = append(p.Events, streamEvent{ID: eventID(id, e.End), PositionedEvent: e})
 		})
 		if err != nil {
@@ -111,7 +111,7 @@ func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request, id string) {
 	read := true
 	for {
 		if read {
-			next, err := s.st.ReadEventsFrom(id, pos, func(e workspace.PositionedEvent) {
+			next, err := s.st.ReadEventsFrom(ctx, id, pos, func(e workspace.PositionedEvent) {
 				st.send("ev", eventID(id, e.End), streamEvent{ID: eventID(id, e.End), PositionedEvent: e})
 			})
 			if err != nil {

@@ -57,13 +57,13 @@ func (l *watchLoop) change(ctx context.Context, c workspace.Change) {
 			close(l.s.ready)
 			return
 		}
-		l.scanAll()
+		l.scanAll(ctx)
 		return
 	}
 	out := change{tasks: map[string]bool{}, friction: c.Friction, memory: c.Memory}
 	for _, id := range c.Tasks {
 		out.tasks[id] = true
-		out.events = l.look(id, out.events)
+		out.events = l.look(ctx, id, out.events)
 	}
 	if len(out.tasks) > 0 || out.friction || out.memory {
 		l.s.hub.publish(out)
@@ -72,9 +72,9 @@ func (l *watchLoop) change(ctx context.Context, c workspace.Change) {
 
 // look reads task id again: its summary and its new events (appended to
 // evs); a task that is gone leaves the index.
-func (l *watchLoop) look(id string, evs []streamEvent) []streamEvent {
+func (l *watchLoop) look(ctx context.Context, id string, evs []streamEvent) []streamEvent {
 	st := l.s.st
-	sum, ok := summarize(st, id)
+	sum, ok := summarize(ctx, st, id)
 	if !ok {
 		// Gone, or task.json not written yet: its creation reports it again.
 		l.s.index.remove(id)
@@ -82,7 +82,7 @@ func (l *watchLoop) look(id string, evs []streamEvent) []streamEvent {
 		return evs
 	}
 	l.s.index.put(sum)
-	next, err := st.ReadEventsFrom(id, l.positions[id], func(e workspace.PositionedEvent) {
+	next, err := st.ReadEventsFrom(ctx, id, l.positions[id], func(e workspace.PositionedEvent) {
 		evs = append(evs, streamEvent{ID: eventID(id, e.End), PositionedEvent: e})
 	})
 	if err == nil {
@@ -94,8 +94,8 @@ func (l *watchLoop) look(id string, evs []streamEvent) []streamEvent {
 // scanAll looks at every task after the watch lost track: the tasks gone
 // leave the index, every other is read again, and every stream hears of
 // them, of friction and of memory.
-func (l *watchLoop) scanAll() {
-	ids, err := l.s.st.TaskIDs()
+func (l *watchLoop) scanAll(ctx context.Context) {
+	ids, err := l.s.st.TaskIDs(ctx)
 	if err != nil {
 		l.s.log.Warn("web: cannot list the tasks", "err", err)
 		return
@@ -110,14 +110,14 @@ func (l *watchLoop) scanAll() {
 			c.Tasks = append(c.Tasks, id)
 		}
 	}
-	l.change(context.Background(), c)
+	l.change(ctx, c)
 }
 
 // firstScan builds the index, reading each task once, a few at a time,
 // and its events only to find where they end.
 func (l *watchLoop) firstScan(ctx context.Context) {
 	st := l.s.st
-	ids, err := st.TaskIDs()
+	ids, err := st.TaskIDs(ctx)
 	if err != nil {
 		l.s.log.Warn("web: cannot list the tasks", "err", err)
 		return
@@ -132,10 +132,10 @@ func (l *watchLoop) firstScan(ctx context.Context) {
 	for range 4 {
 		wg.Go(func() {
 			for id := range work {
-				if sum, ok := summarize(st, id); ok {
+				if sum, ok := summarize(ctx, st, id); ok {
 					l.s.index.put(sum)
 				}
-				end, _ := st.ReadEventsFrom(id, 0, func(workspace.PositionedEvent) {})
+				end, _ := st.ReadEventsFrom(ctx, id, 0, func(workspace.PositionedEvent) {})
 				out <- res{id, end}
 			}
 		})

@@ -299,8 +299,8 @@ func TestReadOnly(t *testing.T) {
 }
 
 // readState reads t's state, zero when none.
-func readState(ws *workspace.Workspace, id string) workspace.State {
-	st, _ := ws.ReadState(id)
+func readState(ctx context.Context, ws *workspace.Workspace, id string) workspace.State {
+	st, _ := ws.ReadState(ctx, id)
 	return st
 }
 
@@ -317,7 +317,7 @@ func TestActions(t *testing.T) {
 	if err := fixture.PrepareTask(ctx, ws, "t1", 2); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "plan proposed", 10*time.Second, func() bool { return readState(ws, "t1").PlanStatus == "proposed" })
+	waitFor(t, "plan proposed", 10*time.Second, func() bool { return readState(ctx, ws, "t1").PlanStatus == "proposed" })
 	if r := p.post(b, "/api/tasks/t1/plan/review", `{"verdict":"maybe"}`); r.code != 400 {
 		t.Errorf("a bad verdict: %d %s", r.code, r.body)
 	}
@@ -336,7 +336,7 @@ func TestActions(t *testing.T) {
 	if r.code != 202 || res.Review != "reviews/plan_v1_human.json" || !strings.Contains(res.Marker, ".done.human") {
 		t.Fatalf("send back: %d %s", r.code, r.body)
 	}
-	waitFor(t, "revision_needed", 10*time.Second, func() bool { return readState(ws, "t1").PlanStatus == "revision_needed" })
+	waitFor(t, "revision_needed", 10*time.Second, func() bool { return readState(ctx, ws, "t1").PlanStatus == "revision_needed" })
 	if r := p.post(b, "/api/tasks/t1/plan/review", `{"verdict":"approved"}`); r.code != 409 {
 		t.Errorf("no plan awaits review: %d %s", r.code, r.body)
 	}
@@ -344,15 +344,15 @@ func TestActions(t *testing.T) {
 	if _, err := ws.WritePlan(ctx, "t1", "coordinator", plan); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ws.WriteDone(workspace.DoneRequest{TaskID: "t1", Agent: "coordinator", OutputFile: "plan.json"}); err != nil {
+	if _, err := ws.WriteDone(ctx, workspace.DoneRequest{TaskID: "t1", Agent: "coordinator", OutputFile: "plan.json"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "plan v2 proposed", 10*time.Second, func() bool { return readState(ws, "t1").PlanStatus == "proposed" })
+	waitFor(t, "plan v2 proposed", 10*time.Second, func() bool { return readState(ctx, ws, "t1").PlanStatus == "proposed" })
 	if r := p.post(b, "/api/tasks/t1/plan/review", `{"verdict":"approved"}`); r.code != 202 {
 		t.Fatalf("approve: %d %s", r.code, r.body)
 	}
-	waitFor(t, "executing", 10*time.Second, func() bool { return readState(ws, "t1").Status == "executing" })
-	rv, err := ws.ReadTaskDoc("t1", "reviews/plan_v2_human.json")
+	waitFor(t, "executing", 10*time.Second, func() bool { return readState(ctx, ws, "t1").Status == "executing" })
+	rv, err := ws.ReadTaskDoc(ctx, "t1", "reviews/plan_v2_human.json")
 	if err != nil || !strings.Contains(string(rv), `"reviewer":"human"`) {
 		t.Errorf("the review: %s %v", rv, err)
 	}
@@ -366,20 +366,20 @@ func TestActions(t *testing.T) {
 	if r := p.post(b, "/api/tasks/t1/checkpoints/..%2Fx/review", `{"verdict":"approved"}`); r.code != 400 {
 		t.Errorf("a bad checkpoint id: %d %s", r.code, r.body)
 	}
-	if _, err := ws.WriteOutput("t1", "st_1", "w1", []byte(`{"subtask_id":"st_1","status":"completed","summary":"done"}`)); err != nil {
+	if _, err := ws.WriteOutput(ctx, "t1", "st_1", "w1", []byte(`{"subtask_id":"st_1","status":"completed","summary":"done"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ws.WriteDone(workspace.DoneRequest{TaskID: "t1", Agent: "w1", SubtaskID: "st_1", OutputFile: "outputs/st_1.json"}); err != nil {
+	if _, err := ws.WriteDone(ctx, workspace.DoneRequest{TaskID: "t1", Agent: "w1", SubtaskID: "st_1", OutputFile: "outputs/st_1.json"}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "checkpoint awaiting review", 10*time.Second, func() bool {
-		c := readState(ws, "t1").Checkpoints["cp_1"]
+		c := readState(ctx, ws, "t1").Checkpoints["cp_1"]
 		return c != nil && c.Status == "awaiting_review"
 	})
 	if r := p.post(b, "/api/tasks/t1/checkpoints/cp_1/review", `{"verdict":"approved","notes":"fine"}`); r.code != 202 {
 		t.Fatalf("checkpoint review: %d %s", r.code, r.body)
 	}
-	waitFor(t, "t1 completed", 10*time.Second, func() bool { return readState(ws, "t1").Status == "completed" })
+	waitFor(t, "t1 completed", 10*time.Second, func() bool { return readState(ctx, ws, "t1").Status == "completed" })
 	if r := p.post(b, "/api/tasks/t1/cancel", `{"reason":"late"}`); r.code != 409 {
 		t.Errorf("cancel a completed task: %d %s", r.code, r.body)
 	}
@@ -395,7 +395,7 @@ func TestActions(t *testing.T) {
 		t.Errorf("answer: %d %s", r.code, r.body)
 	}
 	waitFor(t, "the answer recorded", 10*time.Second, func() bool {
-		evs, _, _ := ws.ReadEvents("t2")
+		evs, _, _ := ws.ReadEvents(ctx, "t2")
 		return slices.ContainsFunc(evs, func(e workspace.Event) bool {
 			return e.Name == "review_recorded" && e.Attrs["reviewer"] == "human" && e.Attrs["target"] == "st_1"
 		})
@@ -403,7 +403,7 @@ func TestActions(t *testing.T) {
 	if r := p.post(b, "/api/tasks/t2/cancel", `{"reason":"not needed"}`); r.code != 202 {
 		t.Fatalf("cancel: %d %s", r.code, r.body)
 	}
-	waitFor(t, "t2 cancelled", 10*time.Second, func() bool { return readState(ws, "t2").Status == "cancelled" })
+	waitFor(t, "t2 cancelled", 10*time.Second, func() bool { return readState(ctx, ws, "t2").Status == "cancelled" })
 	if r := p.post(b, "/api/tasks/nope/cancel", `{}`); r.code != 404 {
 		t.Errorf("cancel a missing task: %d", r.code)
 	}
@@ -425,7 +425,7 @@ func TestActions(t *testing.T) {
 	if r := p.post(b, "/api/friction/"+e.ID+"/resolve", `{"status":"applied"}`); r.code != 200 || !strings.Contains(r.body, `"status":"applied"`) {
 		t.Errorf("resolve: %d %s", r.code, r.body)
 	}
-	if got, _ := ws.FrictionLog("").Get(e.ID); got.Status != "applied" {
+	if got, _ := ws.FrictionLog("").Get(ctx, e.ID); got.Status != "applied" {
 		t.Errorf("the entry is %s", got.Status)
 	}
 }
@@ -465,7 +465,7 @@ func TestStreamResumes(t *testing.T) {
 	}
 	ids := map[string]bool{}
 	for i := range 20 {
-		if err := p.ws.AppendEvent(workspace.Event{Name: "probe", TaskID: "t1", Attrs: map[string]string{"n": fmt.Sprint(i)}}); err != nil {
+		if err := p.ws.AppendEvent(ctx, workspace.Event{Name: "probe", TaskID: "t1", Attrs: map[string]string{"n": fmt.Sprint(i)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -480,7 +480,7 @@ func TestStreamResumes(t *testing.T) {
 	// The all-tasks stream resumes from the events it holds.
 	var all []sseEvent
 	glob := p.openStream(ctx, "/api/events", nil)
-	if err := p.ws.AppendEvent(workspace.Event{Name: "probe", TaskID: "t1", Attrs: map[string]string{"n": "g"}}); err != nil {
+	if err := p.ws.AppendEvent(ctx, workspace.Event{Name: "probe", TaskID: "t1", Attrs: map[string]string{"n": "g"}}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the all-tasks stream", 10*time.Second, func() bool {
@@ -537,7 +537,7 @@ func TestIdleStreamsDoNoWork(t *testing.T) {
 		t.Errorf("%d wake-ups of idle streams", w)
 	}
 	t.Logf("100 idle streams: %v of CPU in 1 s (the whole test process)", cpu)
-	if err := p.ws.AppendEvent(workspace.Event{Name: "probe", TaskID: "t1"}); err != nil {
+	if err := p.ws.AppendEvent(ctx, workspace.Event{Name: "probe", TaskID: "t1"}); err != nil {
 		t.Fatal(err)
 	}
 	for i, s := range streams {
@@ -575,7 +575,7 @@ func TestIndexFollowsTheTree(t *testing.T) {
 		p.get("/api/tasks?q=t9").json(t, &pg)
 		return len(pg.Tasks) == 1 && pg.Tasks[0].PlanStatus == "proposed"
 	})
-	if err := fixture.ApprovePlan(p.ws, "t9"); err != nil {
+	if err := fixture.ApprovePlan(t.Context(), p.ws, "t9"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "t9 executing with 3 subtasks", 10*time.Second, func() bool {
@@ -627,15 +627,15 @@ func TestJournalVerdicts(t *testing.T) {
 	if err := fixture.PrepareTask(ctx, ws, "t1", 2); err != nil {
 		t.Fatal(err)
 	}
-	if err := fixture.ApprovePlan(ws, "t1"); err != nil {
+	if err := fixture.ApprovePlan(ctx, ws, "t1"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "plan approved", 10*time.Second, func() bool { return readState(ws, "t1").PlanStatus == "approved" })
+	waitFor(t, "plan approved", 10*time.Second, func() bool { return readState(ctx, ws, "t1").PlanStatus == "approved" })
 	for i, a := range []string{"w1", "w2"} {
-		if _, err := ws.WriteClaim("t1", a, "st_1"); err != nil {
+		if _, err := ws.WriteClaim(ctx, "t1", a, "st_1"); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the claim of "+a+" applied", 10*time.Second, func() bool { return readState(ws, "t1").JournalSeq == int64(3+i) })
+		waitFor(t, "the claim of "+a+" applied", 10*time.Second, func() bool { return readState(ctx, ws, "t1").JournalSeq == int64(3+i) })
 	}
 	var recs []JournalView
 	p.get("/api/tasks/t1/journal").json(t, &recs)

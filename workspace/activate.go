@@ -30,7 +30,7 @@ type agentThread struct {
 // in every task, by task id, then creation time, then id. Thread files that
 // do not read are passed over: they belong to no one for certain.
 func (w Ops) agentThreads(agent string) ([]agentThread, error) {
-	ids, err := w.TaskIDs()
+	ids, err := w.TaskIDs(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("threads of agent %s: %w", agent, err)
 	}
@@ -57,7 +57,7 @@ func (w Ops) agentThreads(agent string) ([]agentThread, error) {
 // Each thread is written under its own lock; the activated thread is
 // written first, so an interruption leaves it the one ActiveThread picks.
 func (w Ops) ActivateThread(ctx context.Context, taskID, threadID, agent string) (Activation, error) {
-	t, err := w.GetThread(taskID, threadID)
+	t, err := w.GetThread(ctx, taskID, threadID)
 	if err != nil {
 		return Activation{}, err
 	}

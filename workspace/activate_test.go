@@ -32,11 +32,11 @@ func TestActivateThread(t *testing.T) {
 	if want := []ThreadRef{{Task: "nocard", Thread: "nc_observer"}}; !reflect.DeepEqual(act.Pending, want) {
 		t.Errorf("set pending %v, want %v", act.Pending, want)
 	}
-	if th, _ := w.GetThread("nocard", "nc_observer"); th.Status != "pending" {
+	if th, _ := w.GetThread(ctx, "nocard", "nc_observer"); th.Status != "pending" {
 		t.Errorf("nc_observer is %s, want pending", th.Status)
 	}
 	// Other agents' threads are untouched.
-	if th, _ := w.GetThread("training-001", "th_solver"); th.Status != "active" {
+	if th, _ := w.GetThread(ctx, "training-001", "th_solver"); th.Status != "active" {
 		t.Errorf("th_solver is %s", th.Status)
 	}
 	if got, err := w.ActiveThread("observer"); err != nil || got != (ThreadRef{Task: "training-001", Thread: "th_observer"}) {

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"context"
 	"errors"
 
 	"github.com/workspaced/workspaced/schemas"
@@ -11,7 +12,7 @@ const AgentsFile = "config/agents.json"
 
 // LoadAgents reads and validates config/agents.json; a missing file is an
 // empty set of cards.
-func (w *Workspace) LoadAgents() (AgentCards, error) {
+func (w *Workspace) LoadAgents(ctx context.Context) (AgentCards, error) {
 	data, err := w.ReadFile(AgentsFile)
 	if errors.Is(err, ErrNotFound) {
 		return AgentCards{Agents: []AgentCard{}}, nil

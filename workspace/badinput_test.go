@@ -105,15 +105,15 @@ func TestBadIDsWriteNothing(t *testing.T) {
 					return err
 				},
 				"output subtask": func() error {
-					_, err := w.WriteOutput("t1", id, "a", []byte(`{}`))
+					_, err := w.WriteOutput(ctx, "t1", id, "a", []byte(`{}`))
 					return err
 				},
 				"review id": func() error {
-					_, err := w.WriteReview("t1", id, "a", []byte(`{"type":"plan_review","verdict":"approved"}`))
+					_, err := w.WriteReview(ctx, "t1", id, "a", []byte(`{"type":"plan_review","verdict":"approved"}`))
 					return err
 				},
 				"claim agent": func() error {
-					_, err := w.WriteClaim("t1", id, "st_1")
+					_, err := w.WriteClaim(ctx, "t1", id, "st_1")
 					return err
 				},
 				"plan agent": func() error {
@@ -370,11 +370,11 @@ func TestSchemaInvalidTaskAndPlanWriteNothing(t *testing.T) {
 			return err
 		},
 		"output not json": func() error {
-			_, err := w.WriteOutput("t1", "a", "w", []byte(`nope`))
+			_, err := w.WriteOutput(ctx, "t1", "a", "w", []byte(`nope`))
 			return err
 		},
 		"review bad verdict": func() error {
-			_, err := w.WriteReview("t1", "r1", "w", []byte(`{"type":"plan_review","verdict":"maybe"}`))
+			_, err := w.WriteReview(ctx, "t1", "r1", "w", []byte(`{"type":"plan_review","verdict":"maybe"}`))
 			return err
 		},
 	}

@@ -172,7 +172,7 @@ func (w Ops) Context(threadID string, opt ContextOptions) (ContextBundle, error)
 	if err != nil {
 		return ContextBundle{}, err
 	}
-	cards, err := w.LoadAgents()
+	cards, err := w.LoadAgents(ctx)
 	if err != nil {
 		return ContextBundle{}, err
 	}
@@ -395,7 +395,7 @@ func (w *Workspace) ThreadsReport(taskID string) ([]Thread, []Omission, error) {
 	var out []Thread
 	var bad []Omission
 	for _, id := range ids {
-		t, err := w.GetThread(taskID, id)
+		t, err := w.GetThread(context.Background(), taskID, id)
 		if err != nil {
 			bad = append(bad, Omission{Item: "thread:" + id, Reason: "unreadable: " + err.Error()})
 			continue
@@ -493,7 +493,7 @@ func (r bufferResolver) file(ref string) (string, string) {
 	if clean == ".." || strings.HasPrefix(clean, "../") {
 		return "", "refused: names a file outside the task directory"
 	}
-	data, err := r.w.ReadTaskFile(r.task, clean, BufferMaxBytes)
+	data, err := r.w.ReadTaskFile(context.Background(), r.task, clean, BufferMaxBytes)
 	if err != nil {
 		switch {
 		case errors.Is(err, ErrNotFound):

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -117,7 +118,7 @@ func (w Ops) skillCandidates(section int, t Thread, cardSkills []string) []candi
 	for _, p := range pickSkills(avail, refused, t, cardSkills) {
 		c := candidate{section: section, item: Item{Ref: "skill:" + p.Name, Kind: ItemSkill}, reason: p.Reason}
 		if c.reason == "" {
-			s, err := w.GetSkill(p.Name)
+			s, err := w.GetSkill(context.Background(), p.Name)
 			if err != nil {
 				c.reason = "refused: " + errorMsg(err)
 			} else {
@@ -145,11 +146,11 @@ type SkillChoice struct {
 // or cannot find are left out (Context lists them with the reason). A
 // skills/ that cannot be read loads nothing. It writes nothing.
 func (w Ops) ThreadSkills(taskID, threadID string) ([]SkillChoice, error) {
-	t, err := w.GetThread(taskID, threadID)
+	t, err := w.GetThread(context.Background(), taskID, threadID)
 	if err != nil {
 		return nil, err
 	}
-	cards, err := w.LoadAgents()
+	cards, err := w.LoadAgents(context.Background())
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +172,7 @@ func (w Ops) ThreadSkills(taskID, threadID string) ([]SkillChoice, error) {
 // skills it refused by name, and the files of skills/ that are no skill's
 // name at all.
 func (w Ops) availableSkills() (avail []Skill, refused map[string]string, badFiles []RefusedSkill, err error) {
-	avail, bad, err := w.ListSkills()
+	avail, bad, err := w.ListSkills(context.Background())
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -221,7 +221,7 @@ func (w *Workspace) StoreEntry(ctx context.Context, s Scope, req StoreRequest) (
 	if err := w.writeEntryIn(d, base, e); err != nil {
 		return Result{}, err
 	}
-	w.entryEvent(s, "stored", e.Key, req.Agent, e.Version)
+	w.entryEvent(ctx, s, "stored", e.Key, req.Agent, e.Version)
 	return Result{Entry: e, Warnings: warns}, nil
 }
 
@@ -295,7 +295,7 @@ func (w *Workspace) UpdateEntry(ctx context.Context, s Scope, req UpdateRequest)
 	if err := w.writeEntryIn(d, base, e); err != nil {
 		return Result{}, err
 	}
-	w.entryEvent(s, "updated", e.Key, req.Agent, e.Version)
+	w.entryEvent(ctx, s, "updated", e.Key, req.Agent, e.Version)
 	return Result{Entry: e, Warnings: warns}, nil
 }
 
@@ -331,11 +331,11 @@ func (w *Workspace) DeleteEntry(ctx context.Context, s Scope, key, agent string)
 	if err := atomicfile.SyncDir(d, "."); err != nil {
 		return err
 	}
-	w.entryEvent(s, "deleted", key, agent, 0)
+	w.entryEvent(ctx, s, "deleted", key, agent, 0)
 	return nil
 }
 
-func (w *Workspace) entryEvent(s Scope, verb, key, agent string, version int) {
+func (w *Workspace) entryEvent(ctx context.Context, s Scope, verb, key, agent string, version int) {
 	if s.Kind != ScopeThread && s.Kind != ScopeSession {
 		return
 	}
@@ -349,7 +349,7 @@ func (w *Workspace) entryEvent(s Scope, verb, key, agent string, version int) {
 	}
 	// The entry is already durable; a failed event append is not worth
 	// failing the store for, and events.log is a feed, not the record.
-	_ = w.AppendEvent(Event{Name: s.eventPrefix() + "_" + verb, TaskID: s.TaskID, Attrs: attrs})
+	_ = w.AppendEvent(ctx, Event{Name: s.eventPrefix() + "_" + verb, TaskID: s.TaskID, Attrs: attrs})
 }
 
 // openScopeDir opens an entry directory (relative to the root) through the

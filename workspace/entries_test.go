@@ -170,7 +170,7 @@ func TestEntryEvents(t *testing.T) {
 	if err := w.DeleteEntry(ctx, sc, "k", "solver"); err != nil {
 		t.Fatal(err)
 	}
-	evs, bad, err := w.ReadEvents("t1")
+	evs, bad, err := w.ReadEvents(ctx, "t1")
 	if err != nil || len(bad) > 0 {
 		t.Fatalf("ReadEvents: %v %v", err, bad)
 	}

@@ -43,15 +43,15 @@ func TestHintsNameNoFlags(t *testing.T) {
 			return err
 		}, ErrNotFound, ""},
 		{"done unknown status", func() error {
-			_, err := w.WriteDone(DoneRequest{TaskID: "t1", Agent: "a", OutputFile: "plan.json", Status: "maybe"})
+			_, err := w.WriteDone(ctx, DoneRequest{TaskID: "t1", Agent: "a", OutputFile: "plan.json", Status: "maybe"})
 			return err
 		}, ErrInvalid, FieldStatus},
 		{"done failed without error", func() error {
-			_, err := w.WriteDone(DoneRequest{TaskID: "t1", Agent: "a", OutputFile: "plan.json", Status: "failed"})
+			_, err := w.WriteDone(ctx, DoneRequest{TaskID: "t1", Agent: "a", OutputFile: "plan.json", Status: "failed"})
 			return err
 		}, ErrInvalid, FieldError},
 		{"done without product", func() error {
-			_, err := w.WriteDone(DoneRequest{TaskID: "t1", Agent: "a"})
+			_, err := w.WriteDone(ctx, DoneRequest{TaskID: "t1", Agent: "a"})
 			return err
 		}, ErrInvalid, FieldOutputFile},
 		{"task without description", func() error {
@@ -66,8 +66,8 @@ func TestHintsNameNoFlags(t *testing.T) {
 			_, err := w.NewThread(ctx, NewThreadRequest{TaskID: "t1", ID: "th1", From: "a", To: "b", Message: "m"})
 			return err
 		}, ErrConflict, FieldID},
-		{"unknown thread in task", func() error { _, err := w.GetThread("t1", "nope"); return err }, ErrNotFound, ""},
-		{"thread of no task", func() error { _, err := w.ResolveThread("nope"); return err }, ErrNotFound, FieldTask},
+		{"unknown thread in task", func() error { _, err := w.GetThread(ctx, "t1", "nope"); return err }, ErrNotFound, ""},
+		{"thread of no task", func() error { _, err := w.ResolveThread(ctx, "nope"); return err }, ErrNotFound, FieldTask},
 		{"bad id", func() error { return ValidateID("task id", "a b") }, ErrInvalid, ""},
 		{"no workspace", func() error {
 			_, err := Open(filepath.Join(t.TempDir(), "missing"), Options{})

@@ -49,7 +49,7 @@ type BadLines struct {
 func (w *Workspace) MergeEvents(ctx context.Context, taskIDs []string, each func(Event) error) ([]BadLines, error) {
 	if taskIDs == nil {
 		var err error
-		if taskIDs, err = w.TaskIDs(); err != nil {
+		if taskIDs, err = w.TaskIDs(ctx); err != nil {
 			return nil, err
 		}
 	}

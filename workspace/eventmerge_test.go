@@ -128,7 +128,7 @@ func TestMergeEvents(t *testing.T) {
 			if !reflect.DeepEqual(got, tc.want) && !(len(got) == 0 && len(tc.want) == 0) {
 				t.Fatalf("merged:\n%s\nwant:\n%s", shortLines(got), shortLines(tc.want))
 			}
-			ids, _ := w.TaskIDs()
+			ids, _ := w.TaskIDs(t.Context())
 			if ref := reference(t, w, ids); !tc.longLine && !reflect.DeepEqual(got, ref) && !(len(got) == 0 && len(ref) == 0) {
 				t.Fatalf("merged differs from a stable sort of every event:\n%s\nsort:\n%s", shortLines(got), shortLines(ref))
 			}
@@ -164,7 +164,7 @@ func TestMergeEventsManyStreams(t *testing.T) {
 		}
 		w := logTree(t, logs)
 		got, _ := merged(t, w, nil)
-		ids, _ := w.TaskIDs()
+		ids, _ := w.TaskIDs(t.Context())
 		if want := reference(t, w, ids); !reflect.DeepEqual(got, want) {
 			t.Fatalf("%d events merged, %d by sort; first differences at %d", len(got), len(want), firstDiff(got, want))
 		}
@@ -187,7 +187,7 @@ func TestMergeEventsManyStreams(t *testing.T) {
 		}
 		w := logTree(t, logs)
 		got, _ := merged(t, w, nil)
-		ids, _ := w.TaskIDs()
+		ids, _ := w.TaskIDs(t.Context())
 		if want := reference(t, w, ids); !reflect.DeepEqual(got, want) {
 			t.Fatalf("%d events merged, %d by sort; first difference at %d", len(got), len(want), firstDiff(got, want))
 		}
@@ -245,11 +245,11 @@ func TestMergeEventsUnsafeLogs(t *testing.T) {
 	}
 	// Appending to them is refused the same way, without blocking.
 	for _, id := range []string{"t2", "t3", "t5"} {
-		if err := w.AppendEvent(Event{Name: "x", TaskID: id}); !errors.Is(err, ErrUnsafe) {
+		if err := w.AppendEvent(t.Context(), Event{Name: "x", TaskID: id}); !errors.Is(err, ErrUnsafe) {
 			t.Errorf("AppendEvent to %s: %v, want ErrUnsafe", id, err)
 		}
 	}
-	if err := w.AppendEvent(Event{Name: "x", TaskID: "t4"}); err == nil {
+	if err := w.AppendEvent(t.Context(), Event{Name: "x", TaskID: "t4"}); err == nil {
 		t.Errorf("AppendEvent to a directory: no error")
 	}
 	if data, _ := os.ReadFile(filepath.Join(tasks, "t1", EventsFile)); strings.Count(string(data), "\n") != 1 {
@@ -316,7 +316,7 @@ func TestFollowAndReadEventsUnsafeLogs(t *testing.T) {
 		t.Fatalf("followed %q, want %q", got, want)
 	}
 	for _, id := range []string{"t2", "t3"} {
-		if _, _, err := w.ReadEvents(id); !errors.Is(err, ErrUnsafe) {
+		if _, _, err := w.ReadEvents(ctx, id); !errors.Is(err, ErrUnsafe) {
 			t.Errorf("ReadEvents(%s) = %v, want ErrUnsafe", id, err)
 		}
 	}

@@ -160,15 +160,15 @@ func readWord(line string, i int, stop string) (string, int, error) {
 // write(2) on an O_APPEND file, so concurrent writers never interleave
 // within a line. Events are a feed: they are not fsynced (state.json and
 // the journal are the durable record).
-func (w *Workspace) AppendEvent(e Event) error {
+func (w *Workspace) AppendEvent(ctx context.Context, e Event) error {
 	if e.Time.IsZero() {
 		e.Time = w.Now()
 	}
-	return w.AppendEvents(e.TaskID, []Event{e})
+	return w.AppendEvents(ctx, e.TaskID, []Event{e})
 }
 
 // AppendEvents appends several events of one task in one write.
-func (w *Workspace) AppendEvents(taskID string, evs []Event) error {
+func (w *Workspace) AppendEvents(ctx context.Context, taskID string, evs []Event) error {
 	if len(evs) == 0 {
 		return nil
 	}
@@ -218,7 +218,7 @@ func (w *Workspace) AppendEvents(taskID string, evs []Event) error {
 
 // ReadEvents returns a task's events, oldest first. Lines that do not parse
 // are returned as errors in bad, not dropped silently.
-func (w *Workspace) ReadEvents(taskID string) (evs []Event, bad []error, err error) {
+func (w *Workspace) ReadEvents(ctx context.Context, taskID string) (evs []Event, bad []error, err error) {
 	if err := w.checkTask(taskID); err != nil {
 		return nil, nil, err
 	}
@@ -301,7 +301,7 @@ func (w *Workspace) FollowEvents(ctx context.Context, taskID string, fromStart b
 		ids := []string{taskID}
 		if taskID == "" {
 			var err error
-			if ids, err = w.TaskIDs(); err != nil {
+			if ids, err = w.TaskIDs(ctx); err != nil {
 				return err
 			}
 		}

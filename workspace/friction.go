@@ -19,7 +19,7 @@ func (w *Workspace) FrictionLog(agent string) *friction.Log {
 }
 
 // FrictionConfig is the detectors' configuration from workspace.json.
-func (w *Workspace) FrictionConfig() friction.Config {
+func (w *Workspace) FrictionConfig(ctx context.Context) friction.Config {
 	f := w.settings.Friction
 	return friction.Config{RevisionLimit: f.RevisionLimit, ReviewerRepeats: f.ReviewerRepeats, FailureRepeats: f.FailureRepeats,
 		TimeoutLow: time.Duration(f.TimeoutLow), TimeoutMedium: time.Duration(f.TimeoutMedium), TimeoutHigh: time.Duration(f.TimeoutHigh)}
@@ -30,12 +30,12 @@ func (w *Workspace) FrictionConfig() friction.Config {
 // occurrences=N new=true|false`. It is called after an entry is recorded
 // or merged, with the tasks that recording was about. Tasks that no longer
 // exist (pruned, anonymised) are skipped.
-func (w *Workspace) NoteFriction(e friction.Entry, isNew bool, tasks []string) {
+func (w *Workspace) NoteFriction(ctx context.Context, e friction.Entry, isNew bool, tasks []string) {
 	for _, t := range tasks {
 		if !w.IsTaskDir(t) || !w.exists(path.Join(TaskDir(t), "task.json")) {
 			continue
 		}
-		_ = w.AppendEvent(Event{Name: "friction_recorded", TaskID: t, Args: []string{e.ID}, Attrs: map[string]string{
+		_ = w.AppendEvent(ctx, Event{Name: "friction_recorded", TaskID: t, Args: []string{e.ID}, Attrs: map[string]string{
 			"type": e.Type, "occurrences": strconv.Itoa(e.Occurrences), "new": strconv.FormatBool(isNew)}})
 	}
 }
@@ -70,12 +70,12 @@ func ObserveFriction(ctx context.Context, s FrictionStore, agent string, evs []E
 	if len(obs) == 0 {
 		return nil, nil
 	}
-	entries, err := s.Friction(agent).Observe(ctx, obs, s.FrictionConfig())
+	entries, err := s.Friction(ctx, agent).Observe(ctx, obs, s.FrictionConfig(ctx))
 	tasks := make([]string, len(obs))
 	for i, o := range obs {
 		tasks[i] = o.TaskID
 	}
-	noteFriction(s, entries, now, tasks)
+	noteFriction(ctx, s, entries, now, tasks)
 	return entries, err
 }
 
@@ -83,22 +83,22 @@ func ObserveFriction(ctx context.Context, s FrictionStore, agent string, evs []E
 // progress longer than its complexity allows, as ObserveFriction records
 // what a commit shows.
 func RecordTimeouts(ctx context.Context, s FrictionStore, agent string, items []friction.InProgress, now time.Time) ([]friction.Entry, error) {
-	fs := friction.DetectTimeouts(items, now, s.FrictionConfig())
+	fs := friction.DetectTimeouts(items, now, s.FrictionConfig(ctx))
 	if len(fs) == 0 {
 		return nil, nil
 	}
-	entries, err := s.Friction(agent).Record(ctx, fs)
+	entries, err := s.Friction(ctx, agent).Record(ctx, fs)
 	tasks := make([]string, len(fs))
 	for i, f := range fs {
 		tasks[i] = f.TaskID
 	}
-	noteFriction(s, entries, now, tasks)
+	noteFriction(ctx, s, entries, now, tasks)
 	return entries, err
 }
 
 // noteFriction notes each entry in the events of those of tasks it is
 // about; an entry stamped at or after since is new.
-func noteFriction(s FrictionStore, entries []friction.Entry, since time.Time, tasks []string) {
+func noteFriction(ctx context.Context, s FrictionStore, entries []friction.Entry, since time.Time, tasks []string) {
 	for _, e := range entries {
 		var ts []string
 		for _, t := range e.AffectedTasks {
@@ -106,6 +106,6 @@ func noteFriction(s FrictionStore, entries []friction.Entry, since time.Time, ta
 				ts = append(ts, t)
 			}
 		}
-		s.NoteFriction(e, !e.Timestamp.Before(since), ts)
+		s.NoteFriction(ctx, e, !e.Timestamp.Before(since), ts)
 	}
 }

@@ -160,10 +160,10 @@ func finalErr(op, hint, format string, args ...any) error {
 // checkOutputOpen refuses, with a conflict naming why, to replace the
 // output rel of subtask subtaskID when it is final. The caller holds the
 // task's lock.
-func (w *Workspace) checkOutputOpen(taskID, subtaskID, rel string) error {
+func (w *Workspace) checkOutputOpen(ctx context.Context, taskID, subtaskID, rel string) error {
 	op := "write output " + rel
 	var state *State
-	st, err := w.ReadState(taskID)
+	st, err := w.ReadState(ctx, taskID)
 	switch {
 	case err == nil:
 		state = &st

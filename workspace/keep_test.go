@@ -94,7 +94,7 @@ func TestOutputRewriteKeepsHistory(t *testing.T) {
 			var versions []string
 			for i := range 3 {
 				clk.advance(1e9)
-				rel, err := w.WriteOutput("t1", "st_1", "worker_1", []byte(fmt.Sprintf(`{"summary":"attempt %d"}`, i)))
+				rel, err := w.WriteOutput(t.Context(), "t1", "st_1", "worker_1", []byte(fmt.Sprintf(`{"summary":"attempt %d"}`, i)))
 				if err != nil || rel != "outputs/st_1.json" {
 					t.Fatalf("write %d: %q, %v", i, rel, err)
 				}
@@ -112,7 +112,7 @@ func TestOutputRewriteKeepsHistory(t *testing.T) {
 				t.Errorf("the output is not the last one written: %s", versions[2])
 			}
 			// The kept versions are outputs: a whole-tree check finds them valid.
-			p, err := w.ReadProduct("t1", "outputs/st_1.json")
+			p, err := w.ReadProduct(t.Context(), "t1", "outputs/st_1.json")
 			if err != nil || p.Output.WorkerID != "worker_1" {
 				t.Errorf("the output does not read back: %+v, %v", p, err)
 			}
@@ -127,7 +127,7 @@ func TestOutputSameBytesKeepsNothing(t *testing.T) {
 	newTask(t, w, "t1")
 	doc := []byte(`{"summary":"same","completed_at":"2024-01-15T10:00:00.000Z"}`)
 	for range 2 {
-		if _, err := w.WriteOutput("t1", "st_1", "worker_1", doc); err != nil {
+		if _, err := w.WriteOutput(t.Context(), "t1", "st_1", "worker_1", doc); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -171,7 +171,7 @@ func TestOutputFinalIsRefused(t *testing.T) {
 			w, _ := newWS(t)
 			newTask(t, w, "t1")
 			putFile(t, w, ".done.worker_1.x1", marker)
-			if _, err := w.WriteOutput("t1", "st_1", "worker_1", []byte(`{"summary":"open"}`)); err != nil {
+			if _, err := w.WriteOutput(t.Context(), "t1", "st_1", "worker_1", []byte(`{"summary":"open"}`)); err != nil {
 				t.Errorf("refused: %v", err)
 			}
 		})
@@ -184,7 +184,7 @@ func TestOutputFinalIsRefused(t *testing.T) {
 		if err := os.Symlink(outside, taskFile(w, ".done.worker_1.x1")); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := w.WriteOutput("t1", "st_1", "worker_1", []byte(`{"summary":"open"}`)); err != nil {
+		if _, err := w.WriteOutput(t.Context(), "t1", "st_1", "worker_1", []byte(`{"summary":"open"}`)); err != nil {
 			t.Errorf("refused: %v", err)
 		}
 	})
@@ -202,7 +202,7 @@ func TestOutputFinalIsRefused(t *testing.T) {
 			holdLockFile(t, w)
 			var err error
 			refuses(t, w, ErrConflict, "", func() error {
-				_, err = w.WriteOutput("t1", c.subtask, "worker_1", []byte(`{"summary":"overwrite"}`))
+				_, err = w.WriteOutput(t.Context(), "t1", c.subtask, "worker_1", []byte(`{"summary":"overwrite"}`))
 				return err
 			})
 			if !strings.Contains(err.Error(), c.want) {
@@ -236,7 +236,7 @@ func TestOutputContradictionsRefused(t *testing.T) {
 			newTask(t, w, "t1")
 			var err error
 			refuses(t, w, ErrInvalid, "", func() error {
-				_, err = w.WriteOutput("t1", "st_1", "worker_1", []byte(c.body))
+				_, err = w.WriteOutput(t.Context(), "t1", "st_1", "worker_1", []byte(c.body))
 				return err
 			})
 			for _, s := range c.want {
@@ -250,11 +250,11 @@ func TestOutputContradictionsRefused(t *testing.T) {
 	w, _ := newWS(t)
 	newTask(t, w, "t1")
 	for _, body := range []string{`{"subtask_id":"st_1","worker_id":"worker_1"}`, `{"subtask_id":"","worker_id":""}`} {
-		if _, err := w.WriteOutput("t1", "st_1", "worker_1", []byte(body)); err != nil {
+		if _, err := w.WriteOutput(t.Context(), "t1", "st_1", "worker_1", []byte(body)); err != nil {
 			t.Errorf("agreeing body %s refused: %v", body, err)
 		}
 	}
-	if p, err := w.ReadProduct("t1", "outputs/st_1.json"); err != nil || p.Output.SubtaskID != "st_1" || p.Output.WorkerID != "worker_1" {
+	if p, err := w.ReadProduct(t.Context(), "t1", "outputs/st_1.json"); err != nil || p.Output.SubtaskID != "st_1" || p.Output.WorkerID != "worker_1" {
 		t.Errorf("empty ids not filled: %+v, %v", p.Output, err)
 	}
 }
@@ -309,7 +309,7 @@ func TestOutputReplaceRefusesUnsafe(t *testing.T) {
 			c.setup(t, w, outside)
 			holdLockFile(t, w)
 			refuses(t, w, ErrUnsafe, outside, func() error {
-				_, err := w.WriteOutput("t1", "st_1", "worker_1", []byte(`{"summary":"new"}`))
+				_, err := w.WriteOutput(t.Context(), "t1", "st_1", "worker_1", []byte(`{"summary":"new"}`))
 				return err
 			})
 		})
@@ -330,7 +330,7 @@ func TestOutputUnreadableStateRefuses(t *testing.T) {
 			putFile(t, w, "state.json", state)
 			holdLockFile(t, w)
 			before := listing(t, w.Dir())
-			_, err := w.WriteOutput("t1", "st_1", "worker_1", []byte(`{"summary":"x"}`))
+			_, err := w.WriteOutput(t.Context(), "t1", "st_1", "worker_1", []byte(`{"summary":"x"}`))
 			if err == nil || !strings.Contains(err.Error(), "whether it is final") {
 				t.Errorf("err = %v, want a refusal saying the state could not be read", err)
 			}
@@ -353,7 +353,7 @@ func TestOutputConcurrentWritesKeepEveryVersion(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range each {
-				if _, err := w.WriteOutput("t1", "st_1", "worker_1", []byte(fmt.Sprintf(`{"summary":"g%d-%d"}`, g, i))); err != nil {
+				if _, err := w.WriteOutput(t.Context(), "t1", "st_1", "worker_1", []byte(fmt.Sprintf(`{"summary":"g%d-%d"}`, g, i))); err != nil {
 					t.Error(err)
 					return
 				}
@@ -414,7 +414,7 @@ func TestReviewFinalOnceReported(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			w, _ := newWS(t)
 			newTask(t, w, "t1")
-			if _, err := w.WriteReview("t1", "r1", "reviewer", []byte(review)); err != nil {
+			if _, err := w.WriteReview(t.Context(), "t1", "r1", "reviewer", []byte(review)); err != nil {
 				t.Fatal(err)
 			}
 			first := readKept(t, w, "reviews/r1.json")
@@ -424,7 +424,7 @@ func TestReviewFinalOnceReported(t *testing.T) {
 			holdLockFile(t, w)
 			again := []byte(`{"type":"plan_review","verdict":"revision_needed"}`)
 			if c.final == "" {
-				if _, err := w.WriteReview("t1", "r1", "reviewer", again); err != nil {
+				if _, err := w.WriteReview(t.Context(), "t1", "r1", "reviewer", again); err != nil {
 					t.Fatalf("rewrite refused: %v", err)
 				}
 				if got := readKept(t, w, "reviews/history/r1.v1.json"); got != first {
@@ -434,7 +434,7 @@ func TestReviewFinalOnceReported(t *testing.T) {
 			}
 			var err error
 			refuses(t, w, ErrConflict, "", func() error {
-				_, err = w.WriteReview("t1", "r1", "reviewer", again)
+				_, err = w.WriteReview(t.Context(), "t1", "r1", "reviewer", again)
 				return err
 			})
 			if !strings.Contains(err.Error(), c.final) || !strings.Contains(HintOf(err), "new id") {
@@ -455,7 +455,7 @@ func TestReviewUnreadableJournalRefuses(t *testing.T) {
 			w, _ := newWS(t)
 			newTask(t, w, "t1")
 			putFile(t, w, "journal/000000000001.json", data)
-			_, err := w.WriteReview("t1", "r1", "reviewer", []byte(`{"type":"plan_review","verdict":"approved"}`))
+			_, err := w.WriteReview(t.Context(), "t1", "r1", "reviewer", []byte(`{"type":"plan_review","verdict":"approved"}`))
 			if err == nil || !strings.Contains(err.Error(), "whether it was reported") {
 				t.Errorf("err = %v, want a refusal naming the journal", err)
 			}
@@ -481,7 +481,7 @@ func TestReviewContradictionsRefused(t *testing.T) {
 			newTask(t, w, "t1")
 			var err error
 			refuses(t, w, ErrInvalid, "", func() error {
-				_, err = w.WriteReview("t1", "r1", c.agent, []byte(c.body))
+				_, err = w.WriteReview(t.Context(), "t1", "r1", c.agent, []byte(c.body))
 				return err
 			})
 			for _, s := range c.want {
@@ -494,10 +494,10 @@ func TestReviewContradictionsRefused(t *testing.T) {
 	// Without an agent the body's reviewer stands.
 	w, _ := newWS(t)
 	newTask(t, w, "t1")
-	if _, err := w.WriteReview("t1", "r1", "", []byte(`{"reviewer":"alice","type":"plan_review","verdict":"approved"}`)); err != nil {
+	if _, err := w.WriteReview(t.Context(), "t1", "r1", "", []byte(`{"reviewer":"alice","type":"plan_review","verdict":"approved"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if p, err := w.ReadProduct("t1", "reviews/r1.json"); err != nil || p.Review.Reviewer != "alice" {
+	if p, err := w.ReadProduct(t.Context(), "t1", "reviews/r1.json"); err != nil || p.Review.Reviewer != "alice" {
 		t.Errorf("review = %+v, %v; want reviewer alice", p.Review, err)
 	}
 }
@@ -590,18 +590,18 @@ func FuzzHistoryVersion(f *testing.F) {
 func TestDoneNamesItsSubtasksOutput(t *testing.T) {
 	w, _ := newWS(t)
 	newTask(t, w, "t1")
-	if _, err := w.WriteOutput("t1", "st_1", "worker_1", []byte(`{}`)); err != nil {
+	if _, err := w.WriteOutput(t.Context(), "t1", "st_1", "worker_1", []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
 	var err error
 	refuses(t, w, ErrInvalid, "", func() error {
-		_, err = w.WriteDone(DoneRequest{TaskID: "t1", Agent: "worker_1", OutputFile: "outputs/st_1.json", SubtaskID: "st_2"})
+		_, err = w.WriteDone(t.Context(), DoneRequest{TaskID: "t1", Agent: "worker_1", OutputFile: "outputs/st_1.json", SubtaskID: "st_2"})
 		return err
 	})
 	if !strings.Contains(err.Error(), "the marker names subtask st_2, but outputs/st_1.json is subtask st_1's output") || FieldOf(err) != FieldOutputFile {
 		t.Errorf("err = %v (field %q)", err, FieldOf(err))
 	}
-	if _, err := w.WriteDone(DoneRequest{TaskID: "t1", Agent: "worker_1", OutputFile: "outputs/st_1.json", SubtaskID: "st_1"}); err != nil {
+	if _, err := w.WriteDone(t.Context(), DoneRequest{TaskID: "t1", Agent: "worker_1", OutputFile: "outputs/st_1.json", SubtaskID: "st_1"}); err != nil {
 		t.Errorf("its own output: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -77,7 +78,7 @@ func uniqueSuffix(now time.Time) string {
 
 // WriteClaim drops a .claim.<agent>.<suffix> marker. It returns the marker's
 // name relative to the root.
-func (w *Workspace) WriteClaim(taskID, agent, subtaskID string) (string, error) {
+func (w *Workspace) WriteClaim(ctx context.Context, taskID, agent, subtaskID string) (string, error) {
 	if err := w.requireTask(taskID); err != nil {
 		return "", err
 	}
@@ -106,7 +107,7 @@ type DoneRequest struct {
 // WriteDone checks the product exists and validates, then drops a
 // .done.<agent>.<suffix> marker. It returns the marker's name relative to
 // the root.
-func (w *Workspace) WriteDone(req DoneRequest) (string, error) {
+func (w *Workspace) WriteDone(ctx context.Context, req DoneRequest) (string, error) {
 	if err := w.requireTask(req.TaskID); err != nil {
 		return "", err
 	}
@@ -115,7 +116,7 @@ func (w *Workspace) WriteDone(req DoneRequest) (string, error) {
 		return "", err
 	}
 	if kind != ProductNone {
-		if err := w.ValidateProduct(req.TaskID, req.OutputFile); err != nil {
+		if err := w.ValidateProduct(ctx, req.TaskID, req.OutputFile); err != nil {
 			return "", err
 		}
 	}
@@ -187,7 +188,7 @@ type Product struct {
 // directory) with the daemon's safety rules — a regular file inside the
 // task, within the size and depth limits — and validates it against its
 // schema. Errors say what is wrong in words fit for an event's reason.
-func (w *Workspace) ReadProduct(taskID, outputFile string) (Product, error) {
+func (w *Workspace) ReadProduct(ctx context.Context, taskID, outputFile string) (Product, error) {
 	if err := w.checkTask(taskID); err != nil {
 		return Product{}, err
 	}
@@ -346,7 +347,7 @@ func (w *Workspace) decodeProduct(p Product, outputFile string, data []byte) (Pr
 }
 
 // ValidateProduct checks a product like ReadProduct, discarding it.
-func (w *Workspace) ValidateProduct(taskID, outputFile string) error {
-	_, err := w.ReadProduct(taskID, outputFile)
+func (w *Workspace) ValidateProduct(ctx context.Context, taskID, outputFile string) error {
+	_, err := w.ReadProduct(ctx, taskID, outputFile)
 	return err
 }

@@ -13,13 +13,13 @@ func TestReadProductAt(t *testing.T) {
 	w, _ := newWS(t)
 	newTask(t, w, "t1")
 	newTask(t, w, "t2")
-	if _, err := w.WriteOutput("t1", "st_1", "worker_1", []byte(`{"summary":"ok"}`)); err != nil {
+	if _, err := w.WriteOutput(t.Context(), "t1", "st_1", "worker_1", []byte(`{"summary":"ok"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.WriteOutput("t2", "st_9", "worker_1", []byte(`{"summary":"other task"}`)); err != nil {
+	if _, err := w.WriteOutput(t.Context(), "t2", "st_9", "worker_1", []byte(`{"summary":"other task"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.WriteReview("t1", "plan_v1", "reviewer", []byte(`{"type":"plan_review","verdict":"approved"}`)); err != nil {
+	if _, err := w.WriteReview(t.Context(), "t1", "plan_v1", "reviewer", []byte(`{"type":"plan_review","verdict":"approved"}`)); err != nil {
 		t.Fatal(err)
 	}
 	t1 := filepath.Join(w.Dir(), "tasks", "t1")
@@ -58,7 +58,7 @@ func TestReadProductAt(t *testing.T) {
 		{"not a product path", "../t2/outputs/st_9.json", ErrInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p1, err1 := w.ReadProduct("t1", tc.file)
+			p1, err1 := w.ReadProduct(t.Context(), "t1", tc.file)
 			p2, err2 := w.ReadProductAt(td, tc.file)
 			for _, err := range []error{err1, err2} {
 				if (tc.want == nil) != (err == nil) || (tc.want != nil && !errors.Is(err, tc.want)) {

@@ -42,7 +42,7 @@ func (w Ops) readThreads(taskID string) ([]Thread, []Omission, error) {
 	if r, ok := w.Backend.(threadsReporter); ok {
 		return r.ThreadsReport(taskID)
 	}
-	ts, err := w.ListThreads(taskID)
+	ts, err := w.ListThreads(context.Background(), taskID)
 	return ts, nil, err
 }
 
@@ -61,7 +61,7 @@ func (w Ops) Chain(taskID, threadID string) ([]Thread, error) {
 			return nil, &Error{Kind: ErrInvalid, Op: "chain of thread " + threadID, Msg: fmt.Sprintf("deeper than %d threads", MaxChainDepth)}
 		}
 		seen[id] = true
-		t, err := w.GetThread(taskID, id)
+		t, err := w.GetThread(context.Background(), taskID, id)
 		if err != nil {
 			if len(rev) > 0 {
 				return nil, &Error{Kind: ErrInvalid, Op: "chain of thread " + threadID, Msg: fmt.Sprintf("thread %s names parent %s", rev[len(rev)-1].ID, id), Err: err}

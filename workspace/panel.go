@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"context"
 	"errors"
 	"io"
 	"sort"
@@ -30,7 +31,7 @@ type PositionedEvent struct {
 // next read). A line that does not parse is passed over but counted in the
 // offset. A task without events.log gives off back; a missing task is
 // ErrNotFound; a log that is a symlink, FIFO or device is ErrUnsafe.
-func (w *Workspace) ReadEventsFrom(taskID string, off int64, each func(PositionedEvent)) (int64, error) {
+func (w *Workspace) ReadEventsFrom(ctx context.Context, taskID string, off int64, each func(PositionedEvent)) (int64, error) {
 	if err := w.requireTask(taskID); err != nil {
 		return off, err
 	}
@@ -74,7 +75,7 @@ func scanEventsAt(r io.Reader, each func(e Event, start, end int64)) (int64, err
 
 // MemoryAgents lists the agents that keep memory (the directories of
 // memory/agents/ named by a valid agent id), sorted.
-func (w *Workspace) MemoryAgents() ([]string, error) {
+func (w *Workspace) MemoryAgents(ctx context.Context) ([]string, error) {
 	f, err := w.root.Open("memory/agents")
 	if err != nil {
 		if isNotExist(err) {

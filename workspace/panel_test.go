@@ -14,12 +14,12 @@ func TestReadEventsFrom(t *testing.T) {
 	w, _ := newWS(t)
 	newTask(t, w, "t1")
 	for _, n := range []string{"a", "b"} {
-		if err := w.AppendEvent(Event{Name: "ev_" + n, TaskID: "t1"}); err != nil {
+		if err := w.AppendEvent(t.Context(), Event{Name: "ev_" + n, TaskID: "t1"}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var all []PositionedEvent
-	end, err := w.ReadEventsFrom("t1", 0, func(e PositionedEvent) { all = append(all, e) })
+	end, err := w.ReadEventsFrom(t.Context(), "t1", 0, func(e PositionedEvent) { all = append(all, e) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestReadEventsFrom(t *testing.T) {
 	}
 	// From the middle: only the rest.
 	var rest []PositionedEvent
-	if _, err := w.ReadEventsFrom("t1", all[1].Start, func(e PositionedEvent) { rest = append(rest, e) }); err != nil {
+	if _, err := w.ReadEventsFrom(t.Context(), "t1", all[1].Start, func(e PositionedEvent) { rest = append(rest, e) }); err != nil {
 		t.Fatal(err)
 	}
 	if len(rest) != 2 || rest[0].Start != all[1].Start || rest[0].Name != all[1].Name {
@@ -51,17 +51,17 @@ func TestReadEventsFrom(t *testing.T) {
 	f.WriteString("not an event\n2024-01-15T10:00:00.000Z half")
 	f.Close()
 	var more []PositionedEvent
-	next, err := w.ReadEventsFrom("t1", end, func(e PositionedEvent) { more = append(more, e) })
+	next, err := w.ReadEventsFrom(t.Context(), "t1", end, func(e PositionedEvent) { more = append(more, e) })
 	if err != nil || len(more) != 0 || next != end+int64(len("not an event\n")) {
 		t.Errorf("after a bad and a partial line: %d events, next %d (want %d), %v", len(more), next, end+13, err)
 	}
-	if _, err := w.ReadEventsFrom("nope", 0, func(PositionedEvent) {}); !errors.Is(err, ErrNotFound) {
+	if _, err := w.ReadEventsFrom(t.Context(), "nope", 0, func(PositionedEvent) {}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("missing task: %v", err)
 	}
-	if _, err := w.ReadEventsFrom("../x", 0, func(PositionedEvent) {}); !errors.Is(err, ErrInvalid) {
+	if _, err := w.ReadEventsFrom(t.Context(), "../x", 0, func(PositionedEvent) {}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("bad id: %v", err)
 	}
-	if _, err := w.ReadEventsFrom("t1", -1, func(PositionedEvent) {}); !errors.Is(err, ErrInvalid) {
+	if _, err := w.ReadEventsFrom(t.Context(), "t1", -1, func(PositionedEvent) {}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("negative offset: %v", err)
 	}
 }
@@ -75,15 +75,15 @@ func TestMemoryAgentsAndBackups(t *testing.T) {
 		}
 	}
 	os.Mkdir(filepath.Join(w.Dir(), "memory/agents/.tmp"), 0o755)
-	got, err := w.MemoryAgents()
+	got, err := w.MemoryAgents(ctx)
 	if err != nil || len(got) != 2 || got[0] != "alice" || got[1] != "zed" {
 		t.Errorf("MemoryAgents = %v, %v", got, err)
 	}
 	newTask(t, w, "t1")
-	if b, err := w.ListBackups("t1"); err != nil || len(b) != 0 {
+	if b, err := w.ListBackups(ctx, "t1"); err != nil || len(b) != 0 {
 		t.Errorf("ListBackups of a new task = %v, %v", b, err)
 	}
-	if _, err := w.ListBackups("nope"); !errors.Is(err, ErrNotFound) {
+	if _, err := w.ListBackups(ctx, "nope"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("ListBackups of a missing task: %v", err)
 	}
 }

@@ -194,7 +194,7 @@ func checkPlan(p Plan) error {
 
 // ReadPlan reads the current plan.json, or plans/plan_v<version>.json when
 // version > 0 and is not the current one.
-func (w *Workspace) ReadPlan(taskID string, version int) (*Plan, error) {
+func (w *Workspace) ReadPlan(ctx context.Context, taskID string, version int) (*Plan, error) {
 	if err := w.checkTask(taskID); err != nil {
 		return nil, err
 	}
@@ -231,7 +231,7 @@ func (w *Workspace) ReadPlan(taskID string, version int) (*Plan, error) {
 // it replaces is kept as outputs/history/<subtask>.v<N>.json (see
 // HistoryName). It returns the output's path relative to the task
 // directory.
-func (w *Workspace) WriteOutput(taskID, subtaskID, agent string, data []byte) (string, error) {
+func (w *Workspace) WriteOutput(ctx context.Context, taskID, subtaskID, agent string, data []byte) (string, error) {
 	if err := w.requireTask(taskID); err != nil {
 		return "", err
 	}
@@ -254,7 +254,7 @@ func (w *Workspace) WriteOutput(taskID, subtaskID, agent string, data []byte) (s
 		return "", err
 	}
 	defer l.Release()
-	if err := w.checkOutputOpen(taskID, subtaskID, rel); err != nil {
+	if err := w.checkOutputOpen(ctx, taskID, subtaskID, rel); err != nil {
 		return "", err
 	}
 	if _, err := w.replaceProduct(taskID, "outputs", subtaskID, out); err != nil {
@@ -292,7 +292,7 @@ func agree(op string, m map[string]any, field, want, whose string) error {
 // ErrConflict. A review not yet reported that it replaces is kept as
 // reviews/history/<id>.v<N>.json. It returns the review's path relative to
 // the task directory.
-func (w *Workspace) WriteReview(taskID, reviewID, agent string, data []byte) (string, error) {
+func (w *Workspace) WriteReview(ctx context.Context, taskID, reviewID, agent string, data []byte) (string, error) {
 	if err := w.requireTask(taskID); err != nil {
 		return "", err
 	}

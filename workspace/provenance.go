@@ -119,11 +119,11 @@ func (w Ops) Preamble(threadID string, opt PreambleOptions) (Preamble, error) {
 	if err != nil {
 		return Preamble{}, err
 	}
-	task, err := w.GetTask(taskID)
+	task, err := w.GetTask(ctx, taskID)
 	if err != nil {
 		return Preamble{}, err
 	}
-	cards, err := w.LoadAgents()
+	cards, err := w.LoadAgents(ctx)
 	if err != nil {
 		return Preamble{}, err
 	}
@@ -233,15 +233,15 @@ func callerStep(chain []Thread) (step, what string) {
 // the thread is there), else found with ResolveThread.
 func (w Ops) threadTask(threadID, taskID string) (string, error) {
 	if taskID == "" {
-		return w.ResolveThread(threadID)
+		return w.ResolveThread(context.Background(), threadID)
 	}
 	if err := ValidateID("task id", taskID); err != nil {
 		return "", err
 	}
-	if _, err := w.GetTask(taskID); err != nil {
+	if _, err := w.GetTask(context.Background(), taskID); err != nil {
 		return "", err
 	}
-	if _, err := w.GetThread(taskID, threadID); err != nil {
+	if _, err := w.GetThread(context.Background(), taskID, threadID); err != nil {
 		return "", err
 	}
 	return taskID, nil
@@ -328,13 +328,13 @@ func (w Ops) systemContext(agent, taskID string, pointToTool bool) (string, erro
 	if err := ValidateID("agent", agent); err != nil {
 		return "", err
 	}
-	cards, err := w.LoadAgents()
+	cards, err := w.LoadAgents(ctx)
 	if err != nil {
 		return "", err
 	}
 	envCount := -1
 	if taskID != "" {
-		if _, err := w.GetTask(taskID); err != nil {
+		if _, err := w.GetTask(ctx, taskID); err != nil {
 			return "", err
 		}
 		items, err := w.ListEntries(ctx, Scope{Kind: ScopeThread, TaskID: taskID})

@@ -387,7 +387,7 @@ func readSkill(dir *os.File, name string) (Skill, error) {
 // over SkillMaxBytes, a broken front matter, a body that is not UTF-8. A
 // refused file is never an error; a skills/ that cannot be listed (a
 // symlink, not a directory) is. It writes nothing.
-func (w *Workspace) ListSkills() ([]Skill, []RefusedSkill, error) {
+func (w *Workspace) ListSkills(ctx context.Context) ([]Skill, []RefusedSkill, error) {
 	dir, err := w.skillsDir()
 	if err != nil || dir == nil {
 		return []Skill{}, []RefusedSkill{}, err
@@ -416,7 +416,7 @@ func (w *Workspace) ListSkills() ([]Skill, []RefusedSkill, error) {
 
 // GetSkill reads one skill whole. A missing skill is ErrNotFound; a file
 // refused (see ListSkills) is ErrUnsafe or ErrInvalid with the reason.
-func (w *Workspace) GetSkill(name string) (Skill, error) {
+func (w *Workspace) GetSkill(ctx context.Context, name string) (Skill, error) {
 	if err := ValidateID("skill name", name); err != nil {
 		return Skill{}, err
 	}

@@ -239,7 +239,7 @@ func TestContextSkillsGolden(t *testing.T) {
 
 func setCardSkills(t testing.TB, w *Workspace, agent string, skills []string) {
 	t.Helper()
-	cards, err := w.LoadAgents()
+	cards, err := w.LoadAgents(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +407,7 @@ func TestContextSkillsDirRefused(t *testing.T) {
 			if strings.Contains(b.Text, "OUTSIDE") || !strings.Contains(b.Text, "### thread:th_observer") {
 				t.Errorf("text:\n%s", b.Text)
 			}
-			if _, _, err := w.ListSkills(); !errors.Is(err, ErrUnsafe) {
+			if _, _, err := w.ListSkills(t.Context()); !errors.Is(err, ErrUnsafe) {
 				t.Errorf("ListSkills: %v, want ErrUnsafe", err)
 			}
 		})
@@ -440,10 +440,10 @@ func TestContextSkillsDeterministic(t *testing.T) {
 func TestSkillStore(t *testing.T) {
 	ctx := context.Background()
 	w := provFixture(t)
-	if s, r, err := w.ListSkills(); err != nil || len(s) != 0 || len(r) != 0 {
+	if s, r, err := w.ListSkills(ctx); err != nil || len(s) != 0 || len(r) != 0 {
 		t.Fatalf("no skills/: %v %v %v", s, r, err)
 	}
-	if _, err := w.GetSkill("grids"); !errors.Is(err, ErrNotFound) {
+	if _, err := w.GetSkill(ctx, "grids"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("get before add: %v", err)
 	}
 	s, err := w.AddSkill(ctx, AddSkillRequest{Name: "grids", Data: []byte(gridsSkill)})
@@ -470,16 +470,16 @@ func TestSkillStore(t *testing.T) {
 	if _, err := w.AddSkill(ctx, AddSkillRequest{Name: "grids", Data: []byte(replaced), Replace: true}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := w.GetSkill("grids")
+	got, err := w.GetSkill(ctx, "grids")
 	if err != nil || !strings.Contains(got.Body, "column by column") || got.Size != int64(len(replaced)) {
 		t.Fatalf("get: %+v %v", got, err)
 	}
 	writeSkill(t, w, "broken", "---\n")
-	list, refused, err := w.ListSkills()
+	list, refused, err := w.ListSkills(ctx)
 	if err != nil || len(list) != 1 || list[0].Name != "grids" || list[0].Body != "" || len(refused) != 1 || refused[0].File != "skills/broken.md" {
 		t.Fatalf("list: %+v %+v %v", list, refused, err)
 	}
-	if _, err := w.GetSkill("broken"); !errors.Is(err, ErrInvalid) {
+	if _, err := w.GetSkill(ctx, "broken"); !errors.Is(err, ErrInvalid) {
 		t.Errorf("get broken: %v", err)
 	}
 	if err := w.RemoveSkill(ctx, "grids", "test"); err != nil {

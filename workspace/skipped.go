@@ -55,7 +55,7 @@ func (w *Workspace) skippedInTask(ctx context.Context, id string, rest []string)
 	dir := TaskDir(id)
 	switch {
 	case len(rest) == 0:
-		return w.skippedTaskDir(id)
+		return w.skippedTaskDir(ctx, id)
 	case !w.exists(path.Join(dir, "task.json")):
 		return nil, nil // the task directory itself is reported
 	case len(rest) == 1 && rest[0] == "env":
@@ -65,9 +65,9 @@ func (w *Workspace) skippedInTask(ctx context.Context, id string, rest []string)
 	case len(rest) == 2 && rest[0] == "sessions" && ValidateID("thread id", rest[1]) == nil:
 		return w.skippedEntries(ctx, Scope{Kind: ScopeSession, TaskID: id, ThreadID: rest[1]})
 	case len(rest) == 1 && rest[0] == "threads":
-		return w.skippedThreads(id)
+		return w.skippedThreads(ctx, id)
 	case len(rest) == 1 && (rest[0] == "outputs" || rest[0] == "reviews"):
-		return w.skippedProducts(id, rest[0])
+		return w.skippedProducts(ctx, id, rest[0])
 	}
 	return nil, nil
 }
@@ -79,7 +79,7 @@ var taskSubdirs = []string{"backups", "env", "journal", "outputs", "plans", "rev
 // skippedTaskDir reports a task directory passed over as a whole (no
 // task.json), its directories that are not directories, names that look
 // like markers but are not, and a plan.json the daemon would reject.
-func (w *Workspace) skippedTaskDir(id string) ([]Skipped, error) {
+func (w *Workspace) skippedTaskDir(ctx context.Context, id string) ([]Skipped, error) {
 	dir := TaskDir(id)
 	names, err := w.readNames(dir)
 	if err != nil {
@@ -118,7 +118,7 @@ func (w *Workspace) skippedTaskDir(id string) ([]Skipped, error) {
 		}
 	}
 	if has["plan.json"] {
-		if _, err := w.ReadProduct(id, "plan.json"); err != nil {
+		if _, err := w.ReadProduct(ctx, id, "plan.json"); err != nil {
 			out = append(out, Skipped{File: path.Join(dir, "plan.json"), Reason: "the daemon rejects it: " + errorText(err)})
 		}
 	}
@@ -160,7 +160,7 @@ func (w *Workspace) skippedNames(dir, idWhat, what, consequence string) ([]Skipp
 
 // skippedThreads reports the files of a task's threads/ that thread list
 // passes over (names that are no thread's) or fails on (unreadable).
-func (w *Workspace) skippedThreads(id string) ([]Skipped, error) {
+func (w *Workspace) skippedThreads(ctx context.Context, id string) ([]Skipped, error) {
 	dir := path.Join(TaskDir(id), "threads")
 	names, err := w.readNames(dir)
 	if err != nil {
@@ -181,7 +181,7 @@ func (w *Workspace) skippedThreads(id string) ([]Skipped, error) {
 			out = append(out, Skipped{File: name, Reason: reason + ": thread list passes it over"})
 			continue
 		}
-		if _, err := w.GetThread(id, tid); err != nil {
+		if _, err := w.GetThread(ctx, id, tid); err != nil {
 			out = append(out, Skipped{File: name, Reason: "unreadable: " + errorText(err) + ": thread list fails on it and context leaves it out"})
 		}
 	}
@@ -190,7 +190,7 @@ func (w *Workspace) skippedThreads(id string) ([]Skipped, error) {
 
 // skippedProducts reports the files of a task's outputs/ or reviews/ that
 // no done marker can name, or that the daemon rejects when one does.
-func (w *Workspace) skippedProducts(id, sub string) ([]Skipped, error) {
+func (w *Workspace) skippedProducts(ctx context.Context, id, sub string) ([]Skipped, error) {
 	dir := path.Join(TaskDir(id), sub)
 	names, err := w.readNames(dir)
 	if err != nil {
@@ -215,7 +215,7 @@ func (w *Workspace) skippedProducts(id, sub string) ([]Skipped, error) {
 			out = append(out, Skipped{File: name, Reason: reason + ": no done marker can name it, so the daemon never reads it"})
 			continue
 		}
-		if _, err := w.ReadProduct(id, sub+"/"+n); err != nil {
+		if _, err := w.ReadProduct(ctx, id, sub+"/"+n); err != nil {
 			out = append(out, Skipped{File: name, Reason: "the daemon rejects it: " + errorText(err)})
 		}
 	}

@@ -28,10 +28,10 @@ func TestSkippedIn(t *testing.T) {
 	if _, err := w.NewThread(ctx, NewThreadRequest{TaskID: "t1", ID: "th1", From: "a", To: "b", Message: "m"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.WriteOutput("t1", "st_1", "a", []byte(`{"summary": "fine"}`)); err != nil {
+	if _, err := w.WriteOutput(ctx, "t1", "st_1", "a", []byte(`{"summary": "fine"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.WriteReview("t1", "r1", "a", []byte(`{"type": "plan_review", "verdict": "approved"}`)); err != nil {
+	if _, err := w.WriteReview(ctx, "t1", "r1", "a", []byte(`{"type": "plan_review", "verdict": "approved"}`)); err != nil {
 		t.Fatal(err)
 	}
 	root := w.Dir()

@@ -22,6 +22,8 @@ import (
 //     ErrLocked) means the same on every backend. Input is checked before
 //     anything is written (ValidateID, ValidateKey, ParseValue and the
 //     schemas); a refused write changes nothing.
+//   - Every method but Settings, Now and Close takes the caller's
+//     context first; a store may give up when it ends (with its error).
 //   - Times are the store's clock (Now), kept to the millisecond.
 //   - Listings are sorted as the file tree sorts them: manifests by key,
 //     task ids by id, threads by creation time then id, reviews by
@@ -71,52 +73,52 @@ type Reader interface {
 	Now() time.Time
 
 	// LoadAgents returns the agent cards; none stored is an empty list.
-	LoadAgents() (AgentCards, error)
+	LoadAgents(ctx context.Context) (AgentCards, error)
 
 	// GetTask returns a task's definition (ErrNotFound when none).
-	GetTask(id string) (Task, error)
+	GetTask(ctx context.Context, id string) (Task, error)
 	// TaskIDs lists the tasks, sorted by id.
-	TaskIDs() ([]string, error)
+	TaskIDs(ctx context.Context) ([]string, error)
 	// ListTasks lists every task with its state when one was written.
-	ListTasks() ([]TaskSummary, error)
+	ListTasks(ctx context.Context) ([]TaskSummary, error)
 
 	// GetThread returns one thread of a task (ErrNotFound when none).
-	GetThread(taskID, id string) (Thread, error)
+	GetThread(ctx context.Context, taskID, id string) (Thread, error)
 	// ListThreads lists a task's threads by creation time, then id.
-	ListThreads(taskID string) ([]Thread, error)
+	ListThreads(ctx context.Context, taskID string) ([]Thread, error)
 	// ResolveThread returns the task a thread id belongs to; a task id
 	// is its own root thread.
-	ResolveThread(threadID string) (string, error)
+	ResolveThread(ctx context.Context, threadID string) (string, error)
 
 	// ReadPlan returns the current plan (version 0) or an earlier
 	// version; ErrNotFound when the task has no plan yet or the version
 	// was never written.
-	ReadPlan(taskID string, version int) (*Plan, error)
+	ReadPlan(ctx context.Context, taskID string, version int) (*Plan, error)
 	// ReadTaskDoc returns one JSON document of a task by its name in the
 	// protocol ("plan.json", "outputs/s1.json", "reviews/r1.json",
 	// "plans/plan_v2.json", "outputs/history/s1_v1.json"), compacted.
-	ReadTaskDoc(taskID, name string) (json.RawMessage, error)
+	ReadTaskDoc(ctx context.Context, taskID, name string) (json.RawMessage, error)
 	// ReadProduct reads and validates what a done marker's output_file
 	// names.
-	ReadProduct(taskID, outputFile string) (Product, error)
+	ReadProduct(ctx context.Context, taskID, outputFile string) (Product, error)
 	// ValidateProduct checks a product as ReadProduct does.
-	ValidateProduct(taskID, outputFile string) error
+	ValidateProduct(ctx context.Context, taskID, outputFile string) error
 	// ListReviews returns a task's reviews, by reviewed_at then id; what
 	// cannot be read is reported in the second list, not failed on.
-	ListReviews(taskID string) ([]Review, []Skipped, error)
+	ListReviews(ctx context.Context, taskID string) ([]Review, []Skipped, error)
 
 	// ReadState returns the task's state as the daemon last wrote it
 	// (ErrNotFound before the first write).
-	ReadState(taskID string) (State, error)
+	ReadState(ctx context.Context, taskID string) (State, error)
 	// GetSkill and ListSkills read the workspace's skills.
-	GetSkill(name string) (Skill, error)
-	ListSkills() ([]Skill, []RefusedSkill, error)
+	GetSkill(ctx context.Context, name string) (Skill, error)
+	ListSkills(ctx context.Context) ([]Skill, []RefusedSkill, error)
 
 	// ReadTaskFile reads a file a thread's buffer names inside a task
 	// (a product or any document an agent wrote there), at most max
 	// bytes: larger, or anything but plain data, is ErrUnsafe; a name
 	// outside the task is ErrInvalid.
-	ReadTaskFile(taskID, name string, max int64) ([]byte, error)
+	ReadTaskFile(ctx context.Context, taskID, name string, max int64) ([]byte, error)
 
 	// Entries are readable through the same store.
 	GetEntry(ctx context.Context, s Scope, key string) (Entry, error)
@@ -137,9 +139,9 @@ type LiveReader interface {
 	// commit order), nor gives one twice. An event
 	// that does not parse is passed over. A task without events gives
 	// pos back; a missing task is ErrNotFound, a negative pos ErrInvalid.
-	ReadEventsFrom(taskID string, pos int64, each func(PositionedEvent)) (int64, error)
+	ReadEventsFrom(ctx context.Context, taskID string, pos int64, each func(PositionedEvent)) (int64, error)
 	// MemoryAgents lists the agents that keep memory, sorted by name.
-	MemoryAgents() ([]string, error)
+	MemoryAgents(ctx context.Context) ([]string, error)
 }
 
 // Change is what a Watcher reports: what changed in the store since its
@@ -178,7 +180,7 @@ type Watcher interface {
 type JournalReader interface {
 	// ReadJournal returns the markers the daemon has taken for a task,
 	// in sequence order (empty before the first).
-	ReadJournal(taskID string) ([]JournalRecord, error)
+	ReadJournal(ctx context.Context, taskID string) ([]JournalRecord, error)
 }
 
 // TaskWriter creates tasks and writes agents' products: plans (each
@@ -189,8 +191,8 @@ type TaskWriter interface {
 	WritePlan(ctx context.Context, taskID, agent string, data []byte) (Plan, error)
 	// WriteOutput and WriteReview return the product's name in the
 	// protocol ("outputs/s1.json"), the output_file of a done marker.
-	WriteOutput(taskID, subtaskID, agent string, data []byte) (string, error)
-	WriteReview(taskID, reviewID, agent string, data []byte) (string, error)
+	WriteOutput(ctx context.Context, taskID, subtaskID, agent string, data []byte) (string, error)
+	WriteReview(ctx context.Context, taskID, reviewID, agent string, data []byte) (string, error)
 	// SaveAgents replaces the agent cards.
 	SaveAgents(ctx context.Context, cards AgentCards) error
 }
@@ -207,17 +209,17 @@ type ThreadWriter interface {
 // done. Each returns the marker's name, which the daemon's verdict for it
 // is found by.
 type Markers interface {
-	WriteClaim(taskID, agent, subtaskID string) (string, error)
-	WriteDone(req DoneRequest) (string, error)
+	WriteClaim(ctx context.Context, taskID, agent, subtaskID string) (string, error)
+	WriteDone(ctx context.Context, req DoneRequest) (string, error)
 }
 
 // EventStore is each task's event feed.
 type EventStore interface {
-	AppendEvent(e Event) error
-	AppendEvents(taskID string, evs []Event) error
+	AppendEvent(ctx context.Context, e Event) error
+	AppendEvents(ctx context.Context, taskID string, evs []Event) error
 	// ReadEvents returns a task's events in append order; events that do
 	// not parse are returned as errors in the second list.
-	ReadEvents(taskID string) ([]Event, []error, error)
+	ReadEvents(ctx context.Context, taskID string) ([]Event, []error, error)
 	// MergeEvents calls each for every event of the given tasks (all
 	// tasks when none), merged in time order.
 	MergeEvents(ctx context.Context, taskIDs []string, each func(Event) error) ([]BadLines, error)
@@ -235,20 +237,20 @@ type FrictionLog interface {
 	Observe(ctx context.Context, obs []friction.Observation, cfg friction.Config) ([]friction.Entry, error)
 	Resolve(ctx context.Context, id, status string) (friction.Entry, error)
 	AnonymizeTasks(ctx context.Context, ids []string) (int, error)
-	Get(id string) (friction.Entry, error)
-	List(f friction.Filter) ([]friction.Entry, error)
-	Tally() (friction.Tally, error)
+	Get(ctx context.Context, id string) (friction.Entry, error)
+	List(ctx context.Context, f friction.Filter) ([]friction.Entry, error)
+	Tally(ctx context.Context) (friction.Tally, error)
 }
 
 // FrictionStore gives the friction log and its settings.
 type FrictionStore interface {
 	// Friction returns the log; agent names the writer in its lock's
 	// holder record.
-	Friction(agent string) FrictionLog
-	FrictionConfig() friction.Config
+	Friction(ctx context.Context, agent string) FrictionLog
+	FrictionConfig(ctx context.Context) friction.Config
 	// NoteFriction appends a friction_recorded event to each of tasks
 	// that still exists.
-	NoteFriction(e friction.Entry, isNew bool, tasks []string)
+	NoteFriction(ctx context.Context, e friction.Entry, isNew bool, tasks []string)
 }
 
 // Lock is a lock a Locker gave; Release gives it back (once).
@@ -292,10 +294,10 @@ type BackupInfo struct {
 // BackupStore keeps the previous states of each task.
 type BackupStore interface {
 	// ListBackups lists a task's backups, newest first.
-	ListBackups(taskID string) ([]BackupInfo, error)
+	ListBackups(ctx context.Context, taskID string) ([]BackupInfo, error)
 	// ReadBackup returns one backup's state document (ErrNotFound when
 	// none of that name).
-	ReadBackup(taskID, name string) ([]byte, error)
+	ReadBackup(ctx context.Context, taskID, name string) ([]byte, error)
 	// RestoreBackup puts a backup back as the task's state under the
 	// task's lock, keeping the state it replaces as a new backup. name ""
 	// picks the newest backup valid checks; a named backup valid refuses

@@ -24,7 +24,7 @@ import (
 // the rules of ReadAgentFile: a regular file reached without following a
 // symlink, at most max bytes (over it, or a FIFO or device, is ErrUnsafe).
 // An absolute path or one that leaves the task is ErrInvalid.
-func (w *Workspace) ReadTaskFile(taskID, name string, max int64) ([]byte, error) {
+func (w *Workspace) ReadTaskFile(ctx context.Context, taskID, name string, max int64) ([]byte, error) {
 	if err := w.requireTask(taskID); err != nil {
 		return nil, err
 	}
@@ -75,7 +75,9 @@ func (w *Workspace) SaveAgents(ctx context.Context, cards AgentCards) error {
 }
 
 // Friction is FrictionLog as the Store's FrictionLog.
-func (w *Workspace) Friction(agent string) FrictionLog { return w.FrictionLog(agent) }
+func (w *Workspace) Friction(ctx context.Context, agent string) FrictionLog {
+	return w.FrictionLog(agent)
+}
 
 // LockTaskNamed is LockTask when name is "", LockNamed otherwise.
 func (w *Workspace) LockTaskNamed(ctx context.Context, taskID, name, agent string) (Lock, error) {
@@ -146,7 +148,7 @@ func (w *Workspace) BackupSet(id string) *backup.Set {
 }
 
 // ListBackups lists task taskID's backups, newest first.
-func (w *Workspace) ListBackups(taskID string) ([]BackupInfo, error) {
+func (w *Workspace) ListBackups(ctx context.Context, taskID string) ([]BackupInfo, error) {
 	if err := w.requireTask(taskID); err != nil {
 		return nil, err
 	}
@@ -162,7 +164,7 @@ func (w *Workspace) ListBackups(taskID string) ([]BackupInfo, error) {
 }
 
 // ReadBackup reads one backup of task taskID's state.json.
-func (w *Workspace) ReadBackup(taskID, name string) ([]byte, error) {
+func (w *Workspace) ReadBackup(ctx context.Context, taskID, name string) ([]byte, error) {
 	if err := w.requireTask(taskID); err != nil {
 		return nil, err
 	}
@@ -200,7 +202,7 @@ func (w *Workspace) RestoreBackup(ctx context.Context, taskID, name string, vali
 	}
 	// Read the backup before Take: keeping the current state.json may
 	// prune the oldest backup, which could be the chosen one.
-	data, err := w.ReadBackup(taskID, name)
+	data, err := w.ReadBackup(ctx, taskID, name)
 	if err != nil {
 		return "", err
 	}

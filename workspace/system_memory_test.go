@@ -65,7 +65,7 @@ func TestSystemContextMemory(t *testing.T) {
 			"- rule_26: A rule everyone follows.\n- … and 3 more not listed here\n"}},
 		{name: "memory-opt-out", agent: "observer", none: true, setup: func(t *testing.T, w *Workspace) {
 			store(t, w, agentScope, "grid_habits", "How I read grids.")
-			cards, err := w.LoadAgents()
+			cards, err := w.LoadAgents(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"io/fs"
@@ -77,7 +78,7 @@ func (w *Workspace) notTaskDir(name string, m fs.FileMode) string {
 // directories of writers and of cleanup) are passed over; anything else
 // that is not a task directory — a symlink, a file, an invalid name — is
 // skipped too, and TaskIDsReport says which.
-func (w *Workspace) TaskIDs() ([]string, error) {
+func (w *Workspace) TaskIDs(ctx context.Context) ([]string, error) {
 	return w.taskIDs(nil)
 }
 

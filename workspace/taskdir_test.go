@@ -49,7 +49,7 @@ func taskTree(t *testing.T) *Workspace {
 // only; every other entry but the dot entries is reported with why.
 func TestTaskIDsSkipNonDirectories(t *testing.T) {
 	w := taskTree(t)
-	ids, err := w.TaskIDs()
+	ids, err := w.TaskIDs(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,25 +111,28 @@ func TestSymlinkedTaskRefused(t *testing.T) {
 		name string
 		call func() error
 	}{
-		{"GetTask", func() error { _, err := w.GetTask("alias"); return err }},
+		{"GetTask", func() error { _, err := w.GetTask(ctx, "alias"); return err }},
 		{"CreateTask", func() error {
 			_, err := w.CreateTask(ctx, NewTaskRequest{ID: "alias", Description: "d"})
 			return err
 		}},
-		{"ReadState", func() error { _, err := w.ReadState("alias"); return err }},
+		{"ReadState", func() error { _, err := w.ReadState(ctx, "alias"); return err }},
 		{"WritePlan", func() error { _, err := w.WritePlan(ctx, "alias", "a", plan); return err }},
-		{"ReadPlan", func() error { _, err := w.ReadPlan("alias", 0); return err }},
-		{"WriteOutput", func() error { _, err := w.WriteOutput("alias", "st_1", "a", []byte(`{"summary": "s"}`)); return err }},
+		{"ReadPlan", func() error { _, err := w.ReadPlan(ctx, "alias", 0); return err }},
+		{"WriteOutput", func() error {
+			_, err := w.WriteOutput(ctx, "alias", "st_1", "a", []byte(`{"summary": "s"}`))
+			return err
+		}},
 		{"WriteReview", func() error {
-			_, err := w.WriteReview("alias", "r1", "a", []byte(`{"type": "plan_review", "verdict": "approved"}`))
+			_, err := w.WriteReview(ctx, "alias", "r1", "a", []byte(`{"type": "plan_review", "verdict": "approved"}`))
 			return err
 		}},
-		{"WriteClaim", func() error { _, err := w.WriteClaim("alias", "a", "st_1"); return err }},
+		{"WriteClaim", func() error { _, err := w.WriteClaim(ctx, "alias", "a", "st_1"); return err }},
 		{"WriteDone", func() error {
-			_, err := w.WriteDone(DoneRequest{TaskID: "alias", Agent: "a", Status: "cancelled"})
+			_, err := w.WriteDone(ctx, DoneRequest{TaskID: "alias", Agent: "a", Status: "cancelled"})
 			return err
 		}},
-		{"ReadProduct", func() error { _, err := w.ReadProduct("alias", "plan.json"); return err }},
+		{"ReadProduct", func() error { _, err := w.ReadProduct(ctx, "alias", "plan.json"); return err }},
 		{"StoreEntry", func() error {
 			_, err := w.StoreEntry(ctx, env, StoreRequest{Key: "k", Description: "d", Value: val, Agent: "a"})
 			return err
@@ -149,19 +152,19 @@ func TestSymlinkedTaskRefused(t *testing.T) {
 			_, err := w.NewThread(ctx, NewThreadRequest{TaskID: "alias", ID: "th2", From: "a", To: "b", Message: "m"})
 			return err
 		}},
-		{"GetThread", func() error { _, err := w.GetThread("alias", "th1"); return err }},
-		{"ListThreads", func() error { _, err := w.ListThreads("alias"); return err }},
+		{"GetThread", func() error { _, err := w.GetThread(ctx, "alias", "th1"); return err }},
+		{"ListThreads", func() error { _, err := w.ListThreads(ctx, "alias"); return err }},
 		{"UpdateThread", func() error {
 			_, err := w.UpdateThread(ctx, "alias", "th1", "a", ThreadUpdate{Progress: &desc})
 			return err
 		}},
-		{"ResolveThread", func() error { _, err := w.ResolveThread("alias"); return err }},
+		{"ResolveThread", func() error { _, err := w.ResolveThread(ctx, "alias"); return err }},
 		{"Chain", func() error { _, err := w.Chain("alias", "th1"); return err }},
 		{"Preamble", func() error { _, err := w.Preamble("th1", PreambleOptions{TaskID: "alias"}); return err }},
 		{"Context", func() error { _, err := w.Context("th1", ContextOptions{TaskID: "alias"}); return err }},
 		{"SystemContext", func() error { _, err := w.SystemContext("a", "alias"); return err }},
-		{"AppendEvent", func() error { return w.AppendEvent(Event{Name: "x", TaskID: "alias"}) }},
-		{"ReadEvents", func() error { _, _, err := w.ReadEvents("alias"); return err }},
+		{"AppendEvent", func() error { return w.AppendEvent(ctx, Event{Name: "x", TaskID: "alias"}) }},
+		{"ReadEvents", func() error { _, _, err := w.ReadEvents(ctx, "alias"); return err }},
 		{"LockTask", func() error {
 			l, err := w.LockTask(ctx, "alias", "a")
 			if err == nil {
@@ -194,15 +197,15 @@ func TestSymlinkedTaskRefused(t *testing.T) {
 	// The same operations through a link leading outside the root, or to
 	// nowhere, are refused the same way.
 	for _, id := range []string{"escape", "dangling", "chain"} {
-		if _, err := w.GetTask(id); !errors.Is(err, ErrUnsafe) || !strings.Contains(err.Error(), "symlink") {
+		if _, err := w.GetTask(ctx, id); !errors.Is(err, ErrUnsafe) || !strings.Contains(err.Error(), "symlink") {
 			t.Errorf("GetTask(%q) = %v, want a symlink refusal", id, err)
 		}
 	}
-	if _, err := w.GetTask("afile"); !errors.Is(err, ErrUnsafe) || !strings.Contains(err.Error(), "regular file") {
+	if _, err := w.GetTask(ctx, "afile"); !errors.Is(err, ErrUnsafe) || !strings.Contains(err.Error(), "regular file") {
 		t.Errorf("GetTask(afile) = %v, want a refusal naming a file", err)
 	}
 	// The real task still works.
-	if _, err := w.GetTask("v1"); err != nil {
+	if _, err := w.GetTask(ctx, "v1"); err != nil {
 		t.Fatalf("GetTask(v1): %v", err)
 	}
 }

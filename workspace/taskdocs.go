@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,7 +26,7 @@ import (
 // its own subtask), as the daemon requires of a product: anything else is
 // ErrInvalid. A missing file is ErrNotFound. It returns the document
 // compacted, numbers and unknown fields as written.
-func (w *Workspace) ReadTaskDoc(taskID, rel string) (json.RawMessage, error) {
+func (w *Workspace) ReadTaskDoc(ctx context.Context, taskID, rel string) (json.RawMessage, error) {
 	if err := w.requireTask(taskID); err != nil {
 		return nil, err
 	}
@@ -71,7 +72,7 @@ func taskDocKind(rel string) (Product, error) {
 // second result with the reason; so is a name that is no review's. A task
 // without reviews gives an empty list. A reviews/ that is not a directory
 // (a symlink to another task's, say) is ErrUnsafe.
-func (w *Workspace) ListReviews(taskID string) ([]Review, []Skipped, error) {
+func (w *Workspace) ListReviews(ctx context.Context, taskID string) ([]Review, []Skipped, error) {
 	if err := w.requireTask(taskID); err != nil {
 		return nil, nil, err
 	}

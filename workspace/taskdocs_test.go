@@ -49,20 +49,20 @@ func docsFixture(t *testing.T) (*Workspace, string) {
 
 func TestReadTaskDoc(t *testing.T) {
 	w, dir := docsFixture(t)
-	got, err := w.ReadTaskDoc("t1", "plan.json")
+	got, err := w.ReadTaskDoc(t.Context(), "t1", "plan.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := `{"id":"plan_t1","task_id":"t1","version":2,"summary":"v2","subtasks":[{"id":"st_1","description":"d"}],"extra":{"seed":12345678901234567890}}`; string(got) != want {
 		t.Fatalf("plan.json = %s, want %s (fields and digits as written)", got, want)
 	}
-	if got, err := w.ReadTaskDoc("t1", "plans/plan_v1.json"); err != nil || !strings.Contains(string(got), `"version":1`) {
+	if got, err := w.ReadTaskDoc(t.Context(), "t1", "plans/plan_v1.json"); err != nil || !strings.Contains(string(got), `"version":1`) {
 		t.Fatalf("plans/plan_v1.json = %s, %v", got, err)
 	}
-	if got, err := w.ReadTaskDoc("t1", "outputs/st_1.json"); err != nil || string(got) != `{"subtask_id":"st_1","summary":"done","custom":[1,2]}` {
+	if got, err := w.ReadTaskDoc(t.Context(), "t1", "outputs/st_1.json"); err != nil || string(got) != `{"subtask_id":"st_1","summary":"done","custom":[1,2]}` {
 		t.Fatalf("output = %s, %v", got, err)
 	}
-	if got, err := w.ReadTaskDoc("t1", "reviews/plan_v2.json"); err != nil || !strings.Contains(string(got), `"verdict":"approved"`) {
+	if got, err := w.ReadTaskDoc(t.Context(), "t1", "reviews/plan_v2.json"); err != nil || !strings.Contains(string(got), `"verdict":"approved"`) {
 		t.Fatalf("review = %s, %v", got, err)
 	}
 
@@ -158,7 +158,7 @@ func TestReadTaskDoc(t *testing.T) {
 			if c.setup != nil {
 				c.setup(t)
 			}
-			got, err := w.ReadTaskDoc(c.task, c.rel)
+			got, err := w.ReadTaskDoc(t.Context(), c.task, c.rel)
 			if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.message) {
 				t.Fatalf("ReadTaskDoc(%q, %q) = %s, %v; want %v saying %q", c.task, c.rel, got, err, c.want, c.message)
 			}
@@ -187,7 +187,7 @@ func TestListReviews(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(dir, "reviews", "fifo.json"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	reviews, skipped, err := w.ListReviews("t1")
+	reviews, skipped, err := w.ListReviews(t.Context(), "t1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,17 +223,17 @@ func TestListReviews(t *testing.T) {
 
 	// A task without reviews/ has none; a reviews/ that leads elsewhere is
 	// refused.
-	if got, skipped, err := w.ListReviews("t2"); err != nil || len(got) != 0 || got == nil || len(skipped) != 0 {
+	if got, skipped, err := w.ListReviews(t.Context(), "t2"); err != nil || len(got) != 0 || got == nil || len(skipped) != 0 {
 		t.Fatalf("t2 reviews = %v, %v, %v; want an empty list", got, skipped, err)
 	}
 	if err := os.Symlink(filepath.Join("..", "t1", "reviews"), filepath.Join(w.Dir(), "tasks", "t2", "reviews")); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := w.ListReviews("t2"); !errors.Is(err, ErrUnsafe) {
+	if _, _, err := w.ListReviews(t.Context(), "t2"); !errors.Is(err, ErrUnsafe) {
 		t.Fatalf("reviews/ a symlink: err = %v, want ErrUnsafe", err)
 	}
 	for _, id := range []string{"../t1", "t9"} {
-		if _, _, err := w.ListReviews(id); err == nil {
+		if _, _, err := w.ListReviews(t.Context(), id); err == nil {
 			t.Errorf("ListReviews(%q) succeeded", id)
 		}
 	}

@@ -68,7 +68,7 @@ func (w *Workspace) CreateTask(ctx context.Context, req NewTaskRequest) (Task, e
 	if err := w.Write(path.Join(dir, "task.json"), data); err != nil {
 		return Task{}, err
 	}
-	_ = w.AppendEvent(Event{Time: now, Name: "task_created", TaskID: req.ID, Attrs: map[string]string{"by": req.SubmittedBy}})
+	_ = w.AppendEvent(ctx, Event{Time: now, Name: "task_created", TaskID: req.ID, Attrs: map[string]string{"by": req.SubmittedBy}})
 	return t, nil
 }
 
@@ -112,7 +112,7 @@ func TaskExists(id string) error {
 }
 
 // GetTask reads task.json.
-func (w *Workspace) GetTask(id string) (Task, error) {
+func (w *Workspace) GetTask(ctx context.Context, id string) (Task, error) {
 	if err := w.checkTask(id); err != nil {
 		return Task{}, err
 	}
@@ -132,14 +132,14 @@ type TaskSummary struct {
 }
 
 // ListTasks returns every task with its state when the daemon has written one.
-func (w *Workspace) ListTasks() ([]TaskSummary, error) {
-	ids, err := w.TaskIDs()
+func (w *Workspace) ListTasks(ctx context.Context) ([]TaskSummary, error) {
+	ids, err := w.TaskIDs(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]TaskSummary, 0, len(ids))
 	for _, id := range ids {
-		t, err := w.GetTask(id)
+		t, err := w.GetTask(ctx, id)
 		if err != nil {
 			if errors.Is(err, ErrNotFound) {
 				continue // being created
@@ -148,7 +148,7 @@ func (w *Workspace) ListTasks() ([]TaskSummary, error) {
 			continue
 		}
 		s := TaskSummary{Task: t}
-		if st, err := w.ReadState(id); err == nil {
+		if st, err := w.ReadState(ctx, id); err == nil {
 			s.State = &st
 		} else if !errors.Is(err, ErrNotFound) {
 			s.Error = err.Error()
@@ -160,7 +160,7 @@ func (w *Workspace) ListTasks() ([]TaskSummary, error) {
 
 // ReadState reads and validates state.json. ErrNotFound when the daemon has
 // not written one yet.
-func (w *Workspace) ReadState(id string) (State, error) {
+func (w *Workspace) ReadState(ctx context.Context, id string) (State, error) {
 	if err := w.checkTask(id); err != nil {
 		return State{}, err
 	}

@@ -24,18 +24,18 @@ func TestTasksCreateListShow(t *testing.T) {
 	if !errors.Is(err, ErrConflict) {
 		t.Errorf("duplicate id: err = %v, want ErrConflict", err)
 	}
-	got, err := w.GetTask("a")
+	got, err := w.GetTask(ctx, "a")
 	if err != nil || got.Description != "do a" || got.SubmittedBy != "human" || !got.CreatedAt.Equal(t0) {
 		t.Errorf("GetTask = %+v, %v", got, err)
 	}
-	if _, err := w.GetTask("zz"); !errors.Is(err, ErrNotFound) {
+	if _, err := w.GetTask(ctx, "zz"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("GetTask missing: err = %v, want ErrNotFound", err)
 	}
-	list, err := w.ListTasks()
+	list, err := w.ListTasks(ctx)
 	if err != nil || len(list) != 2 || list[0].Task.ID != "a" || list[1].Task.ID != "b" {
 		t.Errorf("ListTasks = %+v, %v", list, err)
 	}
-	root, err := w.GetThread("a", "a")
+	root, err := w.GetThread(ctx, "a", "a")
 	if err != nil || root.From != "human" || root.To != "coordinator" || root.ParentID != "" {
 		t.Errorf("root thread = %+v, %v", root, err)
 	}
@@ -78,13 +78,13 @@ func TestPlanVersioning(t *testing.T) {
 		summary string
 	}{{"current", 0, "second"}, {"v2", 2, "second"}, {"v1", 1, "first"}} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := w.ReadPlan("t1", tc.version)
+			p, err := w.ReadPlan(ctx, "t1", tc.version)
 			if err != nil || p.Summary != tc.summary {
 				t.Errorf("ReadPlan(%d) = %+v, %v", tc.version, p, err)
 			}
 		})
 	}
-	if _, err := w.ReadPlan("t1", 9); !errors.Is(err, ErrNotFound) {
+	if _, err := w.ReadPlan(ctx, "t1", 9); !errors.Is(err, ErrNotFound) {
 		t.Errorf("ReadPlan(9): err = %v, want ErrNotFound", err)
 	}
 	if _, err := w.WritePlan(ctx, "nope", "planner", []byte(`{"subtasks":[]}`)); !errors.Is(err, ErrNotFound) {
@@ -95,19 +95,19 @@ func TestPlanVersioning(t *testing.T) {
 func TestOutputsAndReviews(t *testing.T) {
 	w, _ := newWS(t)
 	newTask(t, w, "t1")
-	rel, err := w.WriteOutput("t1", "st_1", "worker_1", []byte(`{"summary":"done <ok>","subtask_id":"st_1"}`))
+	rel, err := w.WriteOutput(t.Context(), "t1", "st_1", "worker_1", []byte(`{"summary":"done <ok>","subtask_id":"st_1"}`))
 	if err != nil || rel != "outputs/st_1.json" {
 		t.Fatalf("WriteOutput = %q, %v", rel, err)
 	}
-	p, err := w.ReadProduct("t1", rel)
+	p, err := w.ReadProduct(t.Context(), "t1", rel)
 	if err != nil || p.Output == nil || p.Output.SubtaskID != "st_1" || p.Output.WorkerID != "worker_1" || p.Output.Summary != "done <ok>" {
 		t.Errorf("ReadProduct(output) = %+v, %v", p, err)
 	}
-	rel, err = w.WriteReview("t1", "plan_v1", "reviewer", []byte(`{"type":"plan_review","verdict":"approved"}`))
+	rel, err = w.WriteReview(t.Context(), "t1", "plan_v1", "reviewer", []byte(`{"type":"plan_review","verdict":"approved"}`))
 	if err != nil || rel != "reviews/plan_v1.json" {
 		t.Fatalf("WriteReview = %q, %v", rel, err)
 	}
-	p, err = w.ReadProduct("t1", rel)
+	p, err = w.ReadProduct(t.Context(), "t1", rel)
 	if err != nil || p.Review == nil || p.Review.Reviewer != "reviewer" || p.Review.Verdict != "approved" || p.Review.ReviewedAt == nil {
 		t.Errorf("ReadProduct(review) = %+v, %v", p, err)
 	}
@@ -139,11 +139,11 @@ func TestThreads(t *testing.T) {
 	if got, want := FormatChain(chain), "human → coordinator → solver → you (observer)"; got != want {
 		t.Errorf("FormatChain = %q, want %q", got, want)
 	}
-	list, err := w.ListThreads("t1")
+	list, err := w.ListThreads(ctx, "t1")
 	if err != nil || len(list) != 3 || list[0].ID != "t1" || list[2].ID != "th_b" {
 		t.Errorf("ListThreads = %v, %v", list, err)
 	}
-	if task, err := w.ResolveThread("th_b"); err != nil || task != "t1" {
+	if task, err := w.ResolveThread(ctx, "th_b"); err != nil || task != "t1" {
 		t.Errorf("ResolveThread = %q, %v", task, err)
 	}
 	c.advance(time.Second)
@@ -212,7 +212,7 @@ func TestMarkers(t *testing.T) {
 	newTask(t, w, "t2")
 	seen := map[string]bool{}
 	for range 20 {
-		name, err := w.WriteClaim("t1", "worker.1", "st_1")
+		name, err := w.WriteClaim(t.Context(), "t1", "worker.1", "st_1")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -224,7 +224,7 @@ func TestMarkers(t *testing.T) {
 			t.Errorf("IsMarkerName(%s) = %s, %v", name, kind, ok)
 		}
 	}
-	if _, err := w.WriteOutput("t1", "st_1", "w", []byte(`{"summary":"ok"}`)); err != nil {
+	if _, err := w.WriteOutput(t.Context(), "t1", "st_1", "w", []byte(`{"summary":"ok"}`)); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(w.Dir(), "tasks/t1/outputs/st_bad.json"), []byte(`{"subtask_id": 5}`), 0o644); err != nil {
@@ -236,7 +236,7 @@ func TestMarkers(t *testing.T) {
 	if err := os.Symlink(filepath.Join(w.Dir(), "tasks/t1/outputs/st_1.json"), filepath.Join(w.Dir(), "tasks/t1/outputs/st_link.json")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.WriteOutput("t2", "st_9", "w", []byte(`{"summary":"ok"}`)); err != nil {
+	if _, err := w.WriteOutput(t.Context(), "t2", "st_9", "w", []byte(`{"summary":"ok"}`)); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink("../t2/outputs", filepath.Join(w.Dir(), "tasks/t1/reviews")); err != nil {
@@ -259,12 +259,12 @@ func TestMarkers(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			refuses(t, w, tc.want, "", func() error {
-				_, err := w.WriteDone(DoneRequest{TaskID: "t1", Agent: "w", OutputFile: tc.output})
+				_, err := w.WriteDone(t.Context(), DoneRequest{TaskID: "t1", Agent: "w", OutputFile: tc.output})
 				return err
 			})
 		})
 	}
-	name, err := w.WriteDone(DoneRequest{TaskID: "t1", Agent: "w", OutputFile: "outputs/st_1.json"})
+	name, err := w.WriteDone(t.Context(), DoneRequest{TaskID: "t1", Agent: "w", OutputFile: "outputs/st_1.json"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ func (w *Workspace) NewThread(ctx context.Context, req NewThreadRequest) (Thread
 	if err != nil {
 		return Thread{}, err
 	}
-	if _, err := w.GetThread(req.TaskID, req.ParentID); err != nil {
+	if _, err := w.GetThread(ctx, req.TaskID, req.ParentID); err != nil {
 		return Thread{}, fmt.Errorf("thread %s: parent: %w", req.ID, err)
 	}
 	name := threadPath(req.TaskID, req.ID)
@@ -66,7 +66,7 @@ func (w *Workspace) NewThread(ctx context.Context, req NewThreadRequest) (Thread
 	if err := w.Write(name, data); err != nil {
 		return Thread{}, err
 	}
-	_ = w.AppendEvent(Event{Time: now, Name: "thread_created", TaskID: req.TaskID, Args: []string{req.ID}, Attrs: map[string]string{"from": req.From, "to": req.To, "parent": req.ParentID}})
+	_ = w.AppendEvent(ctx, Event{Time: now, Name: "thread_created", TaskID: req.TaskID, Args: []string{req.ID}, Attrs: map[string]string{"from": req.From, "to": req.To, "parent": req.ParentID}})
 	return t, nil
 }
 
@@ -140,7 +140,7 @@ func ApplyThreadUpdate(t *Thread, u ThreadUpdate) {
 }
 
 // GetThread reads one thread of a task.
-func (w *Workspace) GetThread(taskID, id string) (Thread, error) {
+func (w *Workspace) GetThread(ctx context.Context, taskID, id string) (Thread, error) {
 	if err := w.checkTask(taskID); err != nil {
 		return Thread{}, err
 	}
@@ -163,7 +163,7 @@ func (w *Workspace) GetThread(taskID, id string) (Thread, error) {
 
 // ResolveThread finds the task a thread belongs to: a task id is its own
 // root thread; otherwise every task's threads/ is looked in.
-func (w *Workspace) ResolveThread(threadID string) (string, error) {
+func (w *Workspace) ResolveThread(ctx context.Context, threadID string) (string, error) {
 	if err := ValidateID("thread id", threadID); err != nil {
 		return "", err
 	}
@@ -173,7 +173,7 @@ func (w *Workspace) ResolveThread(threadID string) (string, error) {
 	if w.exists(path.Join(TaskDir(threadID), "task.json")) {
 		return threadID, nil
 	}
-	ids, err := w.TaskIDs()
+	ids, err := w.TaskIDs(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -186,7 +186,7 @@ func (w *Workspace) ResolveThread(threadID string) (string, error) {
 }
 
 // ListThreads returns a task's threads sorted by creation time then id.
-func (w *Workspace) ListThreads(taskID string) ([]Thread, error) {
+func (w *Workspace) ListThreads(ctx context.Context, taskID string) ([]Thread, error) {
 	if err := w.requireTask(taskID); err != nil {
 		return nil, err
 	}
@@ -207,7 +207,7 @@ func (w *Workspace) ListThreads(taskID string) ([]Thread, error) {
 			if !ok || strings.HasPrefix(n, ".") || ValidateID("thread id", id) != nil {
 				continue
 			}
-			t, terr := w.GetThread(taskID, id)
+			t, terr := w.GetThread(ctx, taskID, id)
 			if terr != nil {
 				return nil, terr
 			}
@@ -287,7 +287,7 @@ func (w *Workspace) ModifyThread(ctx context.Context, taskID, id, agent string, 
 		return Thread{}, err
 	}
 	defer l.Release()
-	t, err := w.GetThread(taskID, id)
+	t, err := w.GetThread(ctx, taskID, id)
 	if err != nil {
 		return Thread{}, err
 	}

@@ -188,7 +188,7 @@ func TestAgentsInOtherLanguages(t *testing.T) {
 			t.Errorf("marker %s rejected: %s", r.File, r.Rejected)
 		}
 	}
-	evs, bad, err := x.ReadEvents(hive)
+	evs, bad, err := x.ReadEvents(t.Context(), hive)
 	if err != nil || len(bad) > 0 {
 		t.Fatalf("events of %s: %v, bad lines %v", hive, err, bad)
 	}
@@ -276,7 +276,7 @@ func TestAgentsInOtherLanguages(t *testing.T) {
 			t.Errorf("env %s = %s, want %s", key, strings.TrimSpace(got), want.value)
 		}
 	}
-	arcEvents, bad, err := x.ReadEvents(arc)
+	arcEvents, bad, err := x.ReadEvents(t.Context(), arc)
 	if err != nil || len(bad) > 0 {
 		t.Fatalf("events of %s: %v, bad lines %v", arc, err, bad)
 	}

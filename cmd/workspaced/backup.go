@@ -74,22 +74,22 @@ func backupList(ctx context.Context, e *env, args []string) error {
 	if err := parse(e, fs, backupListUsage, args); err != nil {
 		return err
 	}
-	w, id, err := e.openTask("backup list", *task, *thread)
+	w, id, err := e.openTask(ctx, "backup list", *task, *thread)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	if _, err := w.GetTask(id); err != nil {
+	if _, err := w.GetTask(ctx, id); err != nil {
 		return err
 	}
-	list, err := w.ListBackups(id)
+	list, err := w.ListBackups(ctx, id)
 	if err != nil {
 		return err
 	}
 	infos := make([]backupInfo, 0, len(list))
 	for _, b := range list {
 		bi := backupInfo{Name: b.Name, Time: b.Time.UTC().Format(workspace.TimeFormat), Size: b.Size}
-		data, err := w.ReadBackup(id, b.Name)
+		data, err := w.ReadBackup(ctx, id, b.Name)
 		if err == nil {
 			var st workspace.State
 			st, err = files.ValidateState(id, data)
@@ -106,7 +106,7 @@ func backupList(ctx context.Context, e *env, args []string) error {
 		return printJSON(e.stdout, infos)
 	}
 	if len(infos) == 0 {
-		fmt.Fprintf(e.stdout, "no backups of task %s: %s\n", id, whyNoBackups(w, id))
+		fmt.Fprintf(e.stdout, "no backups of task %s: %s\n", id, whyNoBackups(ctx, w, id))
 		return nil
 	}
 	rows := make([][]string, 0, len(infos))
@@ -154,12 +154,12 @@ func backupRestore(ctx context.Context, e *env, args []string) error {
 	if err := parse(e, fs, backupRestoreUsage, args); err != nil {
 		return err
 	}
-	w, id, err := e.openTask("backup restore", *task, *thread)
+	w, id, err := e.openTask(ctx, "backup restore", *task, *thread)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	if _, err := w.GetTask(id); err != nil {
+	if _, err := w.GetTask(ctx, id); err != nil {
 		return err
 	}
 	if t, isTree := w.(*files.Store); isTree && !*force {
@@ -186,10 +186,10 @@ func backupRestore(ctx context.Context, e *env, args []string) error {
 }
 
 // whyNoBackups says why a task has no backups of its state.json.
-func whyNoBackups(s workspace.Store, id string) string {
+func whyNoBackups(ctx context.Context, s workspace.Store, id string) string {
 	w, err := fileTree("", s)
 	if err != nil {
-		if _, err := s.ReadState(id); errors.Is(err, workspace.ErrNotFound) {
+		if _, err := s.ReadState(ctx, id); errors.Is(err, workspace.ErrNotFound) {
 			return "the daemon has not written its state yet (is one serving? see 'workspaced status')"
 		}
 		return "no state of it has been replaced yet, or retention has summarised the finished task"
@@ -197,7 +197,7 @@ func whyNoBackups(s workspace.Store, id string) string {
 	if info, err := retention.ReadTaskInfo(w.Root(), id); err == nil && info.Summarized && vocab.Finished(info.Status) {
 		return "the task is " + info.Status + " and summarised: retention kept only task.json, state.json and events.log"
 	}
-	_, err = w.ReadState(id)
+	_, err = w.ReadState(ctx, id)
 	if errors.Is(err, workspace.ErrNotFound) {
 		return "the daemon has not written its state.json yet (is one serving? see 'workspaced status')"
 	}

@@ -58,17 +58,17 @@ func cmdClaim(ctx context.Context, e *env, args []string) error {
 	if err := need(fs, "agent", "subtask"); err != nil {
 		return err
 	}
-	w, id, err := e.openTask("claim", *task, *thread)
+	w, id, err := e.openTask(ctx, "claim", *task, *thread)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
 	op := fmt.Sprintf("claim %s of task %s", *subtask, id)
-	after, err := beforeMarker(w, op, id, wait.on)
+	after, err := beforeMarker(ctx, w, op, id, wait.on)
 	if err != nil {
 		return err
 	}
-	m, err := w.WriteClaim(id, *agent, *subtask)
+	m, err := w.WriteClaim(ctx, id, *agent, *subtask)
 	if err != nil {
 		return err
 	}

@@ -114,7 +114,7 @@ func cmdCleanup(ctx context.Context, e *env, args []string) error {
 			hint: "set --full-days and --summary-days (or workspace.json retention) so that 0 <= full_days <= summary_days and summary_days >= 1"}
 	}
 
-	log := w.Friction(cleanupAgent)
+	log := w.Friction(ctx, cleanupAgent)
 	// One write per line would cost a system call per task; the buffer
 	// still streams (every 4 KiB), and is flushed before anything goes to
 	// stderr.

@@ -133,7 +133,7 @@ func stateWhere(t *testing.T, x *workspace.Workspace, id string, cond func(works
 	var st workspace.State
 	eventually(t, "state of task "+id, func() (bool, string) {
 		var err error
-		st, err = x.ReadState(id)
+		st, err = x.ReadState(t.Context(), id)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -150,7 +150,7 @@ func executingTask(t *testing.T, x *workspace.Workspace, id string, n int) {
 		t.Fatal(err)
 	}
 	stateWhere(t, x, id, func(st workspace.State) bool { return st.PlanStatus == "proposed" })
-	if err := fixture.ApprovePlan(x, id); err != nil {
+	if err := fixture.ApprovePlan(t.Context(), x, id); err != nil {
 		t.Fatal(err)
 	}
 	stateWhere(t, x, id, func(st workspace.State) bool { return st.Status == "executing" })
@@ -279,7 +279,7 @@ func crashExactlyOnce(t *testing.T, tasks, subtasks, agents, kills int, serveArg
 	}
 	for _, id := range ids {
 		for s := 1; s <= subtasks; s++ {
-			if _, err := x.WriteOutput(id, fmt.Sprintf("st_%d", s), "w", []byte(`{"summary":"done"}`)); err != nil {
+			if _, err := x.WriteOutput(t.Context(), id, fmt.Sprintf("st_%d", s), "w", []byte(`{"summary":"done"}`)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -301,12 +301,12 @@ func crashExactlyOnce(t *testing.T, tasks, subtasks, agents, kills int, serveArg
 				defer wg.Done()
 				for s := 1 + a; s <= subtasks; s += agents {
 					sub, agent := fmt.Sprintf("st_%d", s), fmt.Sprintf("worker_%d", (s-1)%max(agents, 7))
-					c, err := x.WriteClaim(id, agent, sub)
+					c, err := x.WriteClaim(t.Context(), id, agent, sub)
 					if err != nil {
 						errc <- err
 						return
 					}
-					d, err := x.WriteDone(workspace.DoneRequest{TaskID: id, Agent: agent, OutputFile: "outputs/" + sub + ".json", SubtaskID: sub})
+					d, err := x.WriteDone(t.Context(), workspace.DoneRequest{TaskID: id, Agent: agent, OutputFile: "outputs/" + sub + ".json", SubtaskID: sub})
 					if err != nil {
 						errc <- err
 						return
@@ -385,7 +385,7 @@ func TestServeMissedEvents(t *testing.T) {
 	srv := w.serve()
 	stateWhere(t, x, "down", func(st workspace.State) bool { return st.PlanStatus == "proposed" })
 	srv.stop()
-	if err := fixture.ApprovePlan(x, "down"); err != nil {
+	if err := fixture.ApprovePlan(t.Context(), x, "down"); err != nil {
 		t.Fatal(err)
 	}
 	if out := w.ok("status"); !strings.Contains(out, "markers waiting: 1") {
@@ -396,10 +396,10 @@ func TestServeMissedEvents(t *testing.T) {
 	srv.stop()
 	for s := 1; s <= 3; s++ {
 		sub := fmt.Sprintf("st_%d", s)
-		if _, err := x.WriteOutput("down", sub, "w1", []byte(`{}`)); err != nil {
+		if _, err := x.WriteOutput(t.Context(), "down", sub, "w1", []byte(`{}`)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := x.WriteDone(workspace.DoneRequest{TaskID: "down", Agent: "w1", OutputFile: "outputs/" + sub + ".json"}); err != nil {
+		if _, err := x.WriteDone(t.Context(), workspace.DoneRequest{TaskID: "down", Agent: "w1", OutputFile: "outputs/" + sub + ".json"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -509,10 +509,10 @@ func TestServeRestoresCorruptState(t *testing.T) {
 			executingTask(t, x, "t1", 6)
 			for s := 1; s <= 5; s++ {
 				sub := fmt.Sprintf("st_%d", s)
-				if _, err := x.WriteOutput("t1", sub, "w1", []byte(`{}`)); err != nil {
+				if _, err := x.WriteOutput(t.Context(), "t1", sub, "w1", []byte(`{}`)); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := x.WriteDone(workspace.DoneRequest{TaskID: "t1", Agent: "w1", OutputFile: "outputs/" + sub + ".json"}); err != nil {
+				if _, err := x.WriteDone(t.Context(), workspace.DoneRequest{TaskID: "t1", Agent: "w1", OutputFile: "outputs/" + sub + ".json"}); err != nil {
 					t.Fatal(err)
 				}
 				stateWhere(t, x, "t1", func(st workspace.State) bool { return st.JournalSeq == int64(2+s) })
@@ -551,7 +551,7 @@ func TestServeRestoresCorruptState(t *testing.T) {
 			// Events follow the state write: wait for the event too.
 			restored := ""
 			eventually(t, "a state_restored event", func() (bool, string) {
-				evs, _, err := x.ReadEvents("t1")
+				evs, _, err := x.ReadEvents(t.Context(), "t1")
 				if err != nil {
 					return false, err.Error()
 				}
@@ -593,7 +593,7 @@ func TestServeRejectsBadMarkers(t *testing.T) {
 		return fmt.Sprintf(`{"agent_id":%q,"subtask_id":%q,"output_file":%q,"status":"completed","completed_at":%q}`, agent, sub, output, now)
 	}
 	// A claim that wins, so the second claim of st_1 is refused.
-	if _, err := x.WriteClaim("t1", "w1", "st_1"); err != nil {
+	if _, err := x.WriteClaim(t.Context(), "t1", "w1", "st_1"); err != nil {
 		t.Fatal(err)
 	}
 	stateWhere(t, x, "t1", func(st workspace.State) bool { return st.Subtasks["st_1"].Status == "in_progress" })
@@ -657,10 +657,10 @@ func TestServeRejectsBadMarkers(t *testing.T) {
 		c.make(c.file)
 	}
 	// A valid marker after the bad ones is applied.
-	if _, err := x.WriteOutput("t1", "st_2", "w11", []byte(`{}`)); err != nil {
+	if _, err := x.WriteOutput(t.Context(), "t1", "st_2", "w11", []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := x.WriteDone(workspace.DoneRequest{TaskID: "t1", Agent: "w11", OutputFile: "outputs/st_2.json"}); err != nil {
+	if _, err := x.WriteDone(t.Context(), workspace.DoneRequest{TaskID: "t1", Agent: "w11", OutputFile: "outputs/st_2.json"}); err != nil {
 		t.Fatal(err)
 	}
 	want := int64(3 + len(cases) + 1)
@@ -682,7 +682,7 @@ func TestServeRejectsBadMarkers(t *testing.T) {
 	for _, r := range recs {
 		byFile[r.File] = r
 	}
-	evs, _, err := x.ReadEvents("t1")
+	evs, _, err := x.ReadEvents(t.Context(), "t1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,7 +77,7 @@ func cmdDone(ctx context.Context, e *env, args []string) error {
 	default:
 		return usageHint("done", "--status must be completed, failed or cancelled, not %q", req.Status)
 	}
-	w, id, err := e.openTask("done", *task, *thread)
+	w, id, err := e.openTask(ctx, "done", *task, *thread)
 	if err != nil {
 		return err
 	}
@@ -87,11 +87,11 @@ func cmdDone(ctx context.Context, e *env, args []string) error {
 	if req.OutputFile == "" {
 		op = "done (" + req.Status + ") of task " + id
 	}
-	after, err := beforeMarker(w, op, id, wait.on)
+	after, err := beforeMarker(ctx, w, op, id, wait.on)
 	if err != nil {
 		return err
 	}
-	m, err := w.WriteDone(req)
+	m, err := w.WriteDone(ctx, req)
 	if err != nil {
 		return err
 	}

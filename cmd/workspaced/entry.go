@@ -224,7 +224,7 @@ func (f *entryFlags) set(name string) bool {
 }
 
 // scope turns the flags into a workspace.Scope, resolving --thread.
-func (f *entryFlags) resolve(w workspace.Reader) (workspace.Scope, error) {
+func (f *entryFlags) resolve(ctx context.Context, w workspace.Reader) (workspace.Scope, error) {
 	kind := workspace.ScopeThread
 	if f.cmd == "memory" {
 		if f.scope == "" {
@@ -239,7 +239,7 @@ func (f *entryFlags) resolve(w workspace.Reader) (workspace.Scope, error) {
 	s := workspace.Scope{Kind: kind}
 	switch kind {
 	case workspace.ScopeThread:
-		task, err := resolveTask(w, f.name(), f.task, f.thread)
+		task, err := resolveTask(ctx, w, f.name(), f.task, f.thread)
 		if err != nil {
 			return s, err
 		}
@@ -248,7 +248,7 @@ func (f *entryFlags) resolve(w workspace.Reader) (workspace.Scope, error) {
 		if f.thread == "" {
 			return s, usageHint(f.name(), "--scope session needs --thread X")
 		}
-		task, err := resolveTask(w, f.name(), f.task, f.thread)
+		task, err := resolveTask(ctx, w, f.name(), f.task, f.thread)
 		if err != nil {
 			return s, err
 		}
@@ -268,15 +268,15 @@ func (f *entryFlags) resolve(w workspace.Reader) (workspace.Scope, error) {
 
 // openTask opens the workspace and resolves --task/--thread to a task id
 // (resolveTask). The caller closes the workspace.
-func (e *env) openTask(cmd, task, thread string) (workspace.Store, string, error) {
+func (e *env) openTask(ctx context.Context, cmd, task, thread string) (workspace.Store, string, error) {
 	w, err := e.openStore()
-	return withTask(w, err, cmd, task, thread)
+	return withTask(ctx, w, err, cmd, task, thread)
 }
 
 // openTaskTree is openTask for a command that needs the file tree.
-func (e *env) openTaskTree(cmd, task, thread string) (*workspace.Workspace, string, error) {
+func (e *env) openTaskTree(ctx context.Context, cmd, task, thread string) (*workspace.Workspace, string, error) {
 	w, err := e.open()
-	return withTask(w, err, cmd, task, thread)
+	return withTask(ctx, w, err, cmd, task, thread)
 }
 
 // withTask resolves --task/--thread in w, just opened (err: why it could
@@ -284,12 +284,12 @@ func (e *env) openTaskTree(cmd, task, thread string) (*workspace.Workspace, stri
 func withTask[W interface {
 	workspace.Reader
 	Close() error
-}](w W, err error, cmd, task, thread string) (W, string, error) {
+}](ctx context.Context, w W, err error, cmd, task, thread string) (W, string, error) {
 	var none W
 	if err != nil {
 		return none, "", err
 	}
-	id, err := resolveTask(w, cmd, task, thread)
+	id, err := resolveTask(ctx, w, cmd, task, thread)
 	if err != nil {
 		w.Close()
 		return none, "", err
@@ -299,19 +299,19 @@ func withTask[W interface {
 
 // resolveTask turns --task and/or --thread into a task id. With both, the
 // thread must belong to the task.
-func resolveTask(w workspace.Reader, cmd, task, thread string) (string, error) {
+func resolveTask(ctx context.Context, w workspace.Reader, cmd, task, thread string) (string, error) {
 	switch {
 	case task == "" && thread == "":
 		return "", usageHint(cmd, "missing --task T or --thread X")
 	case thread == "":
 		return task, nil
 	case task == "":
-		return w.ResolveThread(thread)
+		return w.ResolveThread(ctx, thread)
 	}
-	if _, err := w.GetTask(task); err != nil {
+	if _, err := w.GetTask(ctx, task); err != nil {
 		return "", err
 	}
-	if _, err := w.GetThread(task, thread); err != nil {
+	if _, err := w.GetThread(ctx, task, thread); err != nil {
 		return "", err
 	}
 	return task, nil
@@ -406,7 +406,7 @@ func entryStore(ctx context.Context, e *env, f *entryFlags) error {
 	if value == nil {
 		return usageHint(f.name(), "missing --value JSON or --value-file F")
 	}
-	w, s, err := f.openScope(e)
+	w, s, err := f.openScope(ctx, e)
 	if err != nil {
 		return err
 	}
@@ -420,12 +420,12 @@ func entryStore(ctx context.Context, e *env, f *entryFlags) error {
 
 // openScope opens the workspace and resolves the entry flags to a scope.
 // The caller closes the workspace.
-func (f *entryFlags) openScope(e *env) (workspace.Store, workspace.Scope, error) {
+func (f *entryFlags) openScope(ctx context.Context, e *env) (workspace.Store, workspace.Scope, error) {
 	w, err := e.openStore()
 	if err != nil {
 		return nil, workspace.Scope{}, err
 	}
-	s, err := f.resolve(w)
+	s, err := f.resolve(ctx, w)
 	if err != nil {
 		w.Close()
 		return nil, workspace.Scope{}, err
@@ -437,7 +437,7 @@ func entryGet(ctx context.Context, e *env, f *entryFlags) error {
 	if err := need(f.fs, "key"); err != nil {
 		return err
 	}
-	w, s, err := f.openScope(e)
+	w, s, err := f.openScope(ctx, e)
 	if err != nil {
 		return err
 	}
@@ -457,7 +457,7 @@ func entryGet(ctx context.Context, e *env, f *entryFlags) error {
 }
 
 func entryList(ctx context.Context, e *env, f *entryFlags) error {
-	w, s, err := f.openScope(e)
+	w, s, err := f.openScope(ctx, e)
 	if err != nil {
 		return err
 	}
@@ -508,7 +508,7 @@ func entryUpdate(ctx context.Context, e *env, f *entryFlags) error {
 	if value == nil && req.Description == nil {
 		return usageHint(f.name(), "nothing to update: pass --description and/or --value (or --value-file)")
 	}
-	w, s, err := f.openScope(e)
+	w, s, err := f.openScope(ctx, e)
 	if err != nil {
 		return err
 	}
@@ -524,7 +524,7 @@ func entryDelete(ctx context.Context, e *env, f *entryFlags) error {
 	if err := need(f.fs, "key"); err != nil {
 		return err
 	}
-	w, s, err := f.openScope(e)
+	w, s, err := f.openScope(ctx, e)
 	if err != nil {
 		return err
 	}

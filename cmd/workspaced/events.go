@@ -60,10 +60,10 @@ func cmdEvents(ctx context.Context, e *env, args []string) error {
 	defer w.Close()
 	id := ""
 	if *task != "" || *thread != "" {
-		if id, err = resolveTask(w, "events", *task, *thread); err != nil {
+		if id, err = resolveTask(ctx, w, "events", *task, *thread); err != nil {
 			return err
 		}
-		if _, err := w.GetTask(id); err != nil {
+		if _, err := w.GetTask(ctx, id); err != nil {
 			return err
 		}
 	}

@@ -88,7 +88,7 @@ func TestServeDiskFull(t *testing.T) {
 	if err := srv.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	claim, err := x.WriteClaim("t1", "w1", "st_1")
+	claim, err := x.WriteClaim(t.Context(), "t1", "w1", "st_1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestServeDiskFull(t *testing.T) {
 	if out := w.ok("status"); !strings.Contains(out, "degraded: task t1 stopped") || !strings.Contains(out, "hint: the filesystem is full") {
 		t.Errorf("status on the full disk does not say t1 is stopped and how to mend it:\n%s", out)
 	}
-	if st, err := x.ReadState("t1"); err != nil || st.JournalSeq != before.JournalSeq {
+	if st, err := x.ReadState(t.Context(), "t1"); err != nil || st.JournalSeq != before.JournalSeq {
 		t.Fatalf("while the disk is full: journal_seq %d (%v), want %d", st.JournalSeq, err, before.JournalSeq)
 	}
 	// A CLI write fails cleanly and leaves no temporary file.
@@ -134,7 +134,7 @@ func TestServeDiskFull(t *testing.T) {
 		return !ok, why
 	})
 	// The next marker takes the next number.
-	if _, err := x.WriteClaim("t1", "w2", "st_2"); err != nil {
+	if _, err := x.WriteClaim(t.Context(), "t1", "w2", "st_2"); err != nil {
 		t.Fatal(err)
 	}
 	stateWhere(t, x, "t1", func(st workspace.State) bool { return st.JournalSeq == before.JournalSeq+2 })
@@ -172,7 +172,7 @@ func TestServeReadOnlyRemount(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, sub := range []string{"st_1", "st_2"} {
-		if _, err := x.WriteClaim("t1", "w_"+sub, sub); err != nil {
+		if _, err := x.WriteClaim(t.Context(), "t1", "w_"+sub, sub); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -222,7 +222,7 @@ func TestServeRefusesSymlinkedTask(t *testing.T) {
 		}
 		return false, fmt.Sprintf("refused: %v", l.Refused)
 	})
-	if _, err := x.WriteClaim("v1", "w1", "st_1"); err != nil {
+	if _, err := x.WriteClaim(t.Context(), "v1", "w1", "st_1"); err != nil {
 		t.Fatal(err)
 	}
 	st := stateWhere(t, x, "v1", func(st workspace.State) bool { return st.JournalSeq == before.JournalSeq+1 })
@@ -269,7 +269,7 @@ func TestServeDiskFullUnderLoad(t *testing.T) {
 			default:
 			}
 			// A write refused for want of space is simply not dropped.
-			if name, err := x.WriteClaim("t1", fmt.Sprintf("w%d", s%5), fmt.Sprintf("st_%d", s)); err == nil {
+			if name, err := x.WriteClaim(t.Context(), "t1", fmt.Sprintf("w%d", s%5), fmt.Sprintf("st_%d", s)); err == nil {
 				dropped <- filepath.Base(name)
 			}
 			time.Sleep(5 * time.Millisecond) // an agent's pace, not a wait for a condition
@@ -301,7 +301,7 @@ func TestServeDiskFullUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "every dropped claim applied", func() (bool, string) {
-		st, err := x.ReadState("t1")
+		st, err := x.ReadState(t.Context(), "t1")
 		if err != nil {
 			return false, err.Error()
 		}

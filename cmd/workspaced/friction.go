@@ -53,12 +53,12 @@ func cmdFriction(ctx context.Context, e *env, args []string) error {
 
 // openFriction opens the workspace and its friction log, with the lock
 // timeout and file mode of workspace.json.
-func openFriction(e *env, agent string) (workspace.Store, workspace.FrictionLog, error) {
+func openFriction(ctx context.Context, e *env, agent string) (workspace.Store, workspace.FrictionLog, error) {
 	w, err := e.openStore()
 	if err != nil {
 		return nil, nil, err
 	}
-	return w, w.Friction(agent), nil
+	return w, w.Friction(ctx, agent), nil
 }
 
 // frictionErr gives errors of the friction package the workspace kinds the
@@ -130,7 +130,7 @@ func frictionAdd(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	entry.AffectedTasks = tasks
-	w, log, err := openFriction(e, agentOr(*agent, "cli"))
+	w, log, err := openFriction(ctx, e, agentOr(*agent, "cli"))
 	if err != nil {
 		return err
 	}
@@ -139,7 +139,7 @@ func frictionAdd(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return frictionErr(err)
 	}
-	w.NoteFriction(stored, isNew, tasks)
+	w.NoteFriction(ctx, stored, isNew, tasks)
 	if *asJSON {
 		return printJSON(e.stdout, frictionAdded{Entry: stored, New: isNew})
 	}
@@ -175,12 +175,12 @@ func frictionList(ctx context.Context, e *env, args []string) error {
 	if err := parse(e, fs, frictionListUsage, args); err != nil {
 		return err
 	}
-	w, log, err := openFriction(e, "")
+	w, log, err := openFriction(ctx, e, "")
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	entries, err := log.List(f)
+	entries, err := log.List(ctx, f)
 	if err != nil {
 		return frictionErr(err)
 	}
@@ -219,12 +219,12 @@ func frictionShow(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	w, log, err := openFriction(e, "")
+	w, log, err := openFriction(ctx, e, "")
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	en, err := log.Get(id)
+	en, err := log.Get(ctx, id)
 	if err != nil {
 		return frictionErr(err)
 	}
@@ -286,7 +286,7 @@ func frictionResolve(ctx context.Context, e *env, args []string) error {
 	if err := need(fs, "status"); err != nil {
 		return err
 	}
-	w, log, err := openFriction(e, agentOr(*agent, "cli"))
+	w, log, err := openFriction(ctx, e, agentOr(*agent, "cli"))
 	if err != nil {
 		return err
 	}

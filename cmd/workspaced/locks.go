@@ -156,12 +156,12 @@ func cmdLock(ctx context.Context, e *env, args []string) error {
 		return lockStore(ctx, e, *task, *thread, *name, agentOr(*agent, "cli"), *timeout, argv)
 	}
 	// On files the lock is a flock a child process runs under.
-	w, id, err := e.openTaskTree("lock", *task, *thread)
+	w, id, err := e.openTaskTree(ctx, "lock", *task, *thread)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	if _, err := w.GetTask(id); err != nil {
+	if _, err := w.GetTask(ctx, id); err != nil {
 		return err
 	}
 	lctx := ctx
@@ -189,12 +189,12 @@ func cmdLock(ctx context.Context, e *env, args []string) error {
 // session advisory lock, its holder recorded): the lock is held by this
 // process's connection while CMD runs, and given back when CMD ends.
 func lockStore(ctx context.Context, e *env, task, thread, name, agent string, timeout time.Duration, argv []string) error {
-	st, id, err := e.openTask("lock", task, thread)
+	st, id, err := e.openTask(ctx, "lock", task, thread)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if _, err := st.GetTask(id); err != nil {
+	if _, err := st.GetTask(ctx, id); err != nil {
 		return err
 	}
 	lctx := ctx

@@ -145,7 +145,7 @@ func TestMCPTypeScriptClient(t *testing.T) {
 	}
 	// The daemon's own record agrees with what the client saw.
 	x := w.open()
-	st, err := x.ReadState("t1")
+	st, err := x.ReadState(t.Context(), "t1")
 	if err != nil || st.Status != "completed" || st.JournalSeq != flow.FinalState.JournalSeq {
 		t.Errorf("state.json: %+v, %v", st, err)
 	}

@@ -61,12 +61,12 @@ func outputWrite(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	w, id, err := e.openTask("output write", *task, *thread)
+	w, id, err := e.openTask(ctx, "output write", *task, *thread)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	rel, err := w.WriteOutput(id, *subtask, *agent, data)
+	rel, err := w.WriteOutput(ctx, id, *subtask, *agent, data)
 	if err != nil {
 		return err
 	}
@@ -74,5 +74,5 @@ func outputWrite(ctx context.Context, e *env, args []string) error {
 	if *done {
 		d = &workspace.DoneRequest{TaskID: id, Agent: *agent, SubtaskID: *subtask}
 	}
-	return finishProduct(e, w, id, rel, d, *asJSON, written{})
+	return finishProduct(ctx, e, w, id, rel, d, *asJSON, written{})
 }

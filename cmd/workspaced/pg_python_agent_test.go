@@ -88,14 +88,14 @@ func TestPythonPostgresHivemindWorkers(t *testing.T) {
 		t.FailNow()
 	}
 
-	st, err := w.s.ReadState("hive")
+	st, err := w.s.ReadState(t.Context(), "hive")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.Status != "completed" {
 		t.Fatalf("task status %s after the workers stopped", st.Status)
 	}
-	recs, err := w.s.ReadJournal("hive")
+	recs, err := w.s.ReadJournal(t.Context(), "hive")
 	if err != nil {
 		t.Fatal(err)
 	}

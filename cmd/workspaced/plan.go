@@ -60,7 +60,7 @@ func planWrite(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	w, id, err := e.openTask("plan write", *task, *thread)
+	w, id, err := e.openTask(ctx, "plan write", *task, *thread)
 	if err != nil {
 		return err
 	}
@@ -75,17 +75,17 @@ func planWrite(ctx context.Context, e *env, args []string) error {
 	if *propose {
 		done = &workspace.DoneRequest{TaskID: id, Agent: who}
 	}
-	return finishProduct(e, w, id, "plan.json", done, *asJSON, out)
+	return finishProduct(ctx, e, w, id, "plan.json", done, *asJSON, out)
 }
 
 // finishProduct reports a product written at rel (relative to the task
 // directory): it drops the done marker for it when done is set (done's
 // OutputFile is filled in), then prints where it went.
-func finishProduct(e *env, w workspace.Markers, taskID, rel string, done *workspace.DoneRequest, asJSON bool, out written) error {
+func finishProduct(ctx context.Context, e *env, w workspace.Markers, taskID, rel string, done *workspace.DoneRequest, asJSON bool, out written) error {
 	out.Path = e.display(path.Join(workspace.TaskDir(taskID), rel))
 	if done != nil {
 		done.OutputFile = rel
-		m, err := w.WriteDone(*done)
+		m, err := w.WriteDone(ctx, *done)
 		if err != nil {
 			return fmt.Errorf("%s written, but the done marker failed: %w", rel, err)
 		}

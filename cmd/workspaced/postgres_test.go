@@ -240,7 +240,7 @@ func (w *pgws) waitApplied(tasks []string, within time.Duration) {
 		_ = w.s.Pool().QueryRow(ctx, "SELECT count(*) FROM markers").Scan(&waiting)
 		done := waiting == 0
 		for _, id := range tasks {
-			if st, err := w.s.ReadState(id); err != nil || st.Status != "completed" {
+			if st, err := w.s.ReadState(ctx, id); err != nil || st.Status != "completed" {
 				done = false
 			}
 		}
@@ -291,7 +291,7 @@ func (w *pgws) checkExactlyOnce(tasks []string, subs int) map[string][]int64 {
 				w.t.Fatalf("task %s: marker %s journaled %d times", id, name, c)
 			}
 		}
-		recs, err := w.s.ReadJournal(id)
+		recs, err := w.s.ReadJournal(ctx, id)
 		if err != nil {
 			w.t.Fatal(err)
 		}
@@ -300,7 +300,7 @@ func (w *pgws) checkExactlyOnce(tasks []string, subs int) map[string][]int64 {
 				w.t.Fatalf("task %s: record %d rejected: %s", id, r.Seq, r.Rejected)
 			}
 		}
-		st, err := w.s.ReadState(id)
+		st, err := w.s.ReadState(ctx, id)
 		if err != nil {
 			w.t.Fatal(err)
 		}
@@ -309,7 +309,7 @@ func (w *pgws) checkExactlyOnce(tasks []string, subs int) map[string][]int64 {
 		if err := schemas.Validate(schemas.KindState, []byte(doc)); err != nil {
 			w.t.Fatalf("task %s: state does not validate: %v", id, err)
 		}
-		task, err := w.s.GetTask(id)
+		task, err := w.s.GetTask(ctx, id)
 		if err != nil {
 			w.t.Fatal(err)
 		}

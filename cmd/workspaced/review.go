@@ -62,12 +62,12 @@ func reviewWrite(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	w, id, err := e.openTask("review write", *task, *thread)
+	w, id, err := e.openTask(ctx, "review write", *task, *thread)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	rel, err := w.WriteReview(id, *rid, named, data)
+	rel, err := w.WriteReview(ctx, id, *rid, named, data)
 	if err != nil {
 		return err
 	}
@@ -75,5 +75,5 @@ func reviewWrite(ctx context.Context, e *env, args []string) error {
 	if *done {
 		d = &workspace.DoneRequest{TaskID: id, Agent: agentOr(named, "cli")}
 	}
-	return finishProduct(e, w, id, rel, d, *asJSON, written{})
+	return finishProduct(ctx, e, w, id, rel, d, *asJSON, written{})
 }

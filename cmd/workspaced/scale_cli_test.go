@@ -132,7 +132,7 @@ func TestStatusJSONStreamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ws.Close()
-	s, err := files.ReadStatus(ws)
+	s, err := files.ReadStatus(t.Context(), ws)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -151,7 +151,7 @@ func skillList(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer w.Close()
-	skills, refused, err := w.ListSkills()
+	skills, refused, err := w.ListSkills(ctx)
 	if err != nil {
 		return err
 	}
@@ -211,7 +211,7 @@ func skillShow(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer w.Close()
-	s, err := w.GetSkill(*name)
+	s, err := w.GetSkill(ctx, *name)
 	if err != nil {
 		return err
 	}

@@ -67,15 +67,15 @@ func stateShow(ctx context.Context, e *env, args []string) error {
 	if err := parse(e, fs, stateShowUsage, args); err != nil {
 		return err
 	}
-	w, id, err := e.openTask("state show", *task, *thread)
+	w, id, err := e.openTask(ctx, "state show", *task, *thread)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	if _, err := w.GetTask(id); err != nil {
+	if _, err := w.GetTask(ctx, id); err != nil {
 		return err
 	}
-	st, err := w.ReadState(id)
+	st, err := w.ReadState(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -213,14 +213,14 @@ func stateRebuild(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if postgres.IsURL(e.root) {
-		return stateRebuildPG(e, *task, *thread, *asJSON)
+		return stateRebuildPG(ctx, e, *task, *thread, *asJSON)
 	}
-	w, id, err := e.openTaskTree("state rebuild", *task, *thread)
+	w, id, err := e.openTaskTree(ctx, "state rebuild", *task, *thread)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	if _, err := w.GetTask(id); err != nil {
+	if _, err := w.GetTask(ctx, id); err != nil {
 		return err
 	}
 	info, err := retention.ReadTaskInfo(w.Root(), id)
@@ -232,11 +232,11 @@ func stateRebuild(ctx context.Context, e *env, args []string) error {
 	// down. A task the daemon has only seen (task.json, state.json and
 	// events.log, no journal yet) also holds nothing else, but is not
 	// finished.
-	if info.Summarized && (vocab.Finished(info.Status) || (info.StateErr != "" && endedInEvents(w, id))) {
+	if info.Summarized && (vocab.Finished(info.Status) || (info.StateErr != "" && endedInEvents(ctx, w, id))) {
 		data, err := w.ReadFile(workspace.TaskDir(id) + "/state.json")
-		return checkSummary(e, w, id, data, err, *asJSON)
+		return checkSummary(ctx, e, w, id, data, err, *asJSON)
 	}
-	rebuilt, err := files.Rebuild(w, id)
+	rebuilt, err := files.Rebuild(ctx, w, id)
 	if err != nil {
 		return fmt.Errorf("rebuild state of task %s: %w", id, err)
 	}
@@ -248,8 +248,8 @@ func stateRebuild(ctx context.Context, e *env, args []string) error {
 // task's journal rows folded as the daemon folds them, compared with the
 // state row. A task retention summarised (finished, its journal deleted)
 // is checked as on files.
-func stateRebuildPG(e *env, task, thread string, asJSON bool) error {
-	w, id, err := e.openTask("state rebuild", task, thread)
+func stateRebuildPG(ctx context.Context, e *env, task, thread string, asJSON bool) error {
+	w, id, err := e.openTask(ctx, "state rebuild", task, thread)
 	if err != nil {
 		return err
 	}
@@ -262,11 +262,11 @@ func stateRebuildPG(e *env, task, thread string, asJSON bool) error {
 		}
 		return fmt.Errorf("rebuild state of task %s: %w", id, err)
 	}
-	oldData, readErr := s.ReadTaskFile(id, "state.json", -1)
+	oldData, readErr := s.ReadTaskFile(ctx, id, "state.json", -1)
 	if rebuilt.JournalSeq == 0 && readErr == nil {
 		var st workspace.State
 		if json.Unmarshal(oldData, &st) == nil && st.JournalSeq > 0 && vocab.Finished(st.Status) {
-			return checkSummary(e, s, id, oldData, nil, asJSON)
+			return checkSummary(ctx, e, s, id, oldData, nil, asJSON)
 		}
 	}
 	return compareRebuilt(e, rebuilt, oldData, readErr, "state of task "+id, "the task and its journal", asJSON)
@@ -337,8 +337,8 @@ var finalEvents = map[string]string{
 
 // endedInEvents reports whether a task's events.log holds an event ending
 // the task.
-func endedInEvents(w *workspace.Workspace, id string) bool {
-	evs, _, _ := w.ReadEvents(id)
+func endedInEvents(ctx context.Context, w *workspace.Workspace, id string) bool {
+	evs, _, _ := w.ReadEvents(ctx, id)
 	for _, ev := range evs {
 		for _, name := range finalEvents {
 			if ev.Name == name {
@@ -352,8 +352,8 @@ func endedInEvents(w *workspace.Workspace, id string) bool {
 // checkSummary reports on a task retention has summarised: its journal is
 // gone, so only state.json and events.log can be checked.
 // data and err are state.json as read.
-func checkSummary(e *env, w interface {
-	ReadEvents(string) ([]workspace.Event, []error, error)
+func checkSummary(ctx context.Context, e *env, w interface {
+	ReadEvents(context.Context, string) ([]workspace.Event, []error, error)
 }, id string, data []byte, err error, asJSON bool) error {
 	c := summaryCheck{TaskID: id, Summarised: true, Problems: []string{}}
 	if err == nil {
@@ -369,7 +369,7 @@ func checkSummary(e *env, w interface {
 	default:
 		c.StateValid = true
 	}
-	evs, bad, err := w.ReadEvents(id)
+	evs, bad, err := w.ReadEvents(ctx, id)
 	if err != nil && !errors.Is(err, workspace.ErrNotFound) {
 		c.Problems = append(c.Problems, "events.log: "+err.Error())
 	}

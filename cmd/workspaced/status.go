@@ -64,7 +64,7 @@ func cmdStatus(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer w.Close()
-	s, err := files.ReadStatus(w)
+	s, err := files.ReadStatus(ctx, w)
 	if err != nil {
 		return err
 	}

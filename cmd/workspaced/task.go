@@ -163,10 +163,10 @@ func printTaskList(ctx context.Context, e *env, st workspace.Store, asJSON bool)
 			getTask = func(id string) (workspace.Task, error) { return w.ReadTaskAt(tasks, id) }
 		}
 	} else {
-		if ids, err = st.TaskIDs(); err != nil {
+		if ids, err = st.TaskIDs(ctx); err != nil {
 			return err
 		}
-		getTask = st.GetTask
+		getTask = func(id string) (workspace.Task, error) { return st.GetTask(ctx, id) }
 	}
 	type key struct {
 		created time.Time
@@ -198,7 +198,7 @@ func printTaskList(ctx context.Context, e *env, st workspace.Store, asJSON bool)
 	// Reading a task (its state validated against the schema) is most of
 	// the work: spread it over the processors, printing in order.
 	err = inOrder(ctx, len(order), runtime.GOMAXPROCS(0), func(i int) read {
-		r, ok := readTaskRow(st, ids[order[i].i])
+		r, ok := readTaskRow(ctx, st, ids[order[i].i])
 		return read{r, ok}
 	}, func(rd read) error {
 		r := rd.r
@@ -235,9 +235,9 @@ func printTaskList(ctx context.Context, e *env, st workspace.Store, asJSON bool)
 // readTaskRow reads one task's line of task list: task.json and, when the
 // daemon has written one, state.json. false when the task has no
 // task.json (being created, or removed).
-func readTaskRow(w workspace.Reader, id string) (taskRow, bool) {
+func readTaskRow(ctx context.Context, w workspace.Reader, id string) (taskRow, bool) {
 	r := taskRow{ID: id, Status: "new"}
-	t, err := w.GetTask(id)
+	t, err := w.GetTask(ctx, id)
 	switch {
 	case errors.Is(err, workspace.ErrNotFound):
 		return r, false
@@ -246,7 +246,7 @@ func readTaskRow(w workspace.Reader, id string) (taskRow, bool) {
 		return r, true
 	}
 	r.CreatedAt, r.Description, r.Priority, r.SubmittedBy = t.CreatedAt, t.Description, t.Priority, t.SubmittedBy
-	st, err := w.ReadState(id)
+	st, err := w.ReadState(ctx, id)
 	switch {
 	case err == nil:
 		r.Status, r.Phase = st.Status, st.Phase
@@ -298,22 +298,22 @@ func taskShow(ctx context.Context, e *env, args []string) error {
 	} else if fs.NArg() > 0 {
 		return usageHint("task show", "unexpected argument %q", fs.Arg(0))
 	}
-	w, id, err := e.openTask("task show", *task, *thread)
+	w, id, err := e.openTask(ctx, "task show", *task, *thread)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	t, err := w.GetTask(id)
+	t, err := w.GetTask(ctx, id)
 	if err != nil {
 		return err
 	}
 	d := taskDetail{Task: t, Status: "new"}
-	if st, err := w.ReadState(id); err == nil {
+	if st, err := w.ReadState(ctx, id); err == nil {
 		d.State, d.Status = &st, st.Status
 	} else if !errors.Is(err, workspace.ErrNotFound) {
 		fmt.Fprintf(e.stderr, "workspaced: warning: %v\n", err)
 	}
-	if p, err := w.ReadPlan(id, 0); err == nil {
+	if p, err := w.ReadPlan(ctx, id, 0); err == nil {
 		d.PlanVersion, d.PlanStatus = p.Version, p.Status
 	} else if !errors.Is(err, workspace.ErrNotFound) {
 		fmt.Fprintf(e.stderr, "workspaced: warning: %v\n", err)
@@ -326,7 +326,7 @@ func taskShow(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	d.EnvKeys = len(items)
-	threads, err := w.ListThreads(id)
+	threads, err := w.ListThreads(ctx, id)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "workspaced: warning: %v\n", err)
 	}

@@ -49,20 +49,20 @@ func taskCancel(ctx context.Context, e *env, args []string) error {
 	if err := parse(e, fs, taskCancelUsage, args); err != nil {
 		return err
 	}
-	w, id, err := e.openTask("task cancel", *task, *thread)
+	w, id, err := e.openTask(ctx, "task cancel", *task, *thread)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	if _, err := w.GetTask(id); err != nil {
+	if _, err := w.GetTask(ctx, id); err != nil {
 		return err
 	}
 	op := "cancel task " + id
-	after, err := beforeMarker(w, op, id, wait.on)
+	after, err := beforeMarker(ctx, w, op, id, wait.on)
 	if err != nil {
 		return err
 	}
-	m, err := w.WriteDone(workspace.DoneRequest{TaskID: id, Agent: agentOr(*agent, "human"), Status: "cancelled", Error: *reason})
+	m, err := w.WriteDone(ctx, workspace.DoneRequest{TaskID: id, Agent: agentOr(*agent, "human"), Status: "cancelled", Error: *reason})
 	if err != nil {
 		return err
 	}

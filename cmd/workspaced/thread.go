@@ -103,7 +103,7 @@ func threadNew(ctx context.Context, e *env, args []string) error {
 	if *thread != "" && req.ParentID != "" && req.ParentID != *thread {
 		return usageHint("thread new", "--thread and --parent name different parents")
 	}
-	w, id, err := e.openTask("thread new", *task, *thread)
+	w, id, err := e.openTask(ctx, "thread new", *task, *thread)
 	if err != nil {
 		return err
 	}
@@ -132,8 +132,8 @@ func threadNew(ctx context.Context, e *env, args []string) error {
 // threadTarget parses --thread/--task for show, chain and update: the
 // thread is --thread (its task resolved, or --task), else the task's root
 // thread.
-func threadTarget(w workspace.Reader, cmd, task, thread string) (taskID, threadID string, err error) {
-	taskID, err = resolveTask(w, cmd, task, thread)
+func threadTarget(ctx context.Context, w workspace.Reader, cmd, task, thread string) (taskID, threadID string, err error) {
+	taskID, err = resolveTask(ctx, w, cmd, task, thread)
 	if err != nil {
 		return "", "", err
 	}
@@ -169,11 +169,11 @@ func threadShow(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer w.Close()
-	taskID, id, err := threadTarget(w, "thread show", *task, *thread)
+	taskID, id, err := threadTarget(ctx, w, "thread show", *task, *thread)
 	if err != nil {
 		return err
 	}
-	t, err := w.GetThread(taskID, id)
+	t, err := w.GetThread(ctx, taskID, id)
 	if err != nil {
 		return err
 	}
@@ -229,12 +229,12 @@ func threadList(ctx context.Context, e *env, args []string) error {
 	if err := parse(e, fs, threadListUsage, args); err != nil {
 		return err
 	}
-	w, id, err := e.openTask("thread list", *task, *thread)
+	w, id, err := e.openTask(ctx, "thread list", *task, *thread)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	threads, err := w.ListThreads(id)
+	threads, err := w.ListThreads(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -284,7 +284,7 @@ func threadChain(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer w.Close()
-	taskID, id, err := threadTarget(w, "thread chain", *task, *thread)
+	taskID, id, err := threadTarget(ctx, w, "thread chain", *task, *thread)
 	if err != nil {
 		return err
 	}
@@ -359,7 +359,7 @@ func threadUpdate(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer w.Close()
-	taskID, id, err := threadTarget(w, "thread update", *task, *thread)
+	taskID, id, err := threadTarget(ctx, w, "thread update", *task, *thread)
 	if err != nil {
 		return err
 	}
@@ -418,7 +418,7 @@ func threadActivate(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer w.Close()
-	taskID, id, err := threadTarget(w, "thread activate", *task, *thread)
+	taskID, id, err := threadTarget(ctx, w, "thread activate", *task, *thread)
 	if err != nil {
 		return err
 	}

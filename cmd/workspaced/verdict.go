@@ -90,9 +90,9 @@ func joinWait(cmd string, args []string) ([]string, error) {
 // daemon refuses anything there, and no longer watches it) and, with
 // --wait, no daemon serving. It returns the state's journal_seq, which the
 // marker's record will follow.
-func beforeMarker(w workspace.Store, op, taskID string, wait bool) (int64, error) {
+func beforeMarker(ctx context.Context, w workspace.Store, op, taskID string, wait bool) (int64, error) {
 	var after int64
-	st, err := w.ReadState(taskID)
+	st, err := w.ReadState(ctx, taskID)
 	switch {
 	case err == nil:
 		after = st.JournalSeq

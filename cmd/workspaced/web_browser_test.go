@@ -208,7 +208,7 @@ func TestBrowserLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	wg.Wait()
-	evs, _, err := x.ReadEvents("t1")
+	evs, _, err := x.ReadEvents(ctx, "t1")
 	if err != nil {
 		t.Fatal(err)
 	}

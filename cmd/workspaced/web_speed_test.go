@@ -115,16 +115,16 @@ func TestWebSpeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	stateWhere(t, x, "big", func(s workspace.State) bool { return s.PlanStatus == "proposed" })
-	if err := fixture.ApprovePlan(x, "big"); err != nil {
+	if err := fixture.ApprovePlan(ctx, x, "big"); err != nil {
 		t.Fatal(err)
 	}
 	stateWhere(t, x, "big", func(s workspace.State) bool { return s.Status == "executing" })
-	evs, _, _ := x.ReadEvents("big")
+	evs, _, _ := x.ReadEvents(ctx, "big")
 	var batch []workspace.Event
 	for i := len(evs); i < 5000; i++ {
 		batch = append(batch, workspace.Event{Name: "env_stored", TaskID: "big", Attrs: map[string]string{"agent": "w" + strconv.Itoa(i%8), "key": "k" + strconv.Itoa(i), "version": "1"}})
 	}
-	if err := x.AppendEvents("big", batch); err != nil {
+	if err := x.AppendEvents(ctx, "big", batch); err != nil {
 		t.Fatal(err)
 	}
 	p := w.web()
@@ -144,7 +144,7 @@ func TestWebSpeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	stateWhere(t, x, "m", func(s workspace.State) bool { return s.PlanStatus == "proposed" })
-	if err := fixture.ApprovePlan(x, "m"); err != nil {
+	if err := fixture.ApprovePlan(ctx, x, "m"); err != nil {
 		t.Fatal(err)
 	}
 	stateWhere(t, x, "m", func(s workspace.State) bool { return s.Status == "executing" })
@@ -158,7 +158,7 @@ func TestWebSpeed(t *testing.T) {
 	for i := 1; i <= 200; i++ {
 		st := "st_" + strconv.Itoa(i)
 		dropped := time.Now()
-		if _, err := x.WriteClaim("m", "w"+strconv.Itoa(i%8), st); err != nil {
+		if _, err := x.WriteClaim(ctx, "m", "w"+strconv.Itoa(i%8), st); err != nil {
 			t.Fatal(err)
 		}
 		waitJS(t, ctx, st+" in progress", fmt.Sprintf(`!!window.__seen[%q]`, st), 10*time.Second)

@@ -63,7 +63,7 @@ func (c *chores) cleanup(ctx context.Context, d *Daemon) {
 			removed = append(removed, r.TaskID)
 		}
 		if len(removed) > 0 {
-			if _, err := d.s.Friction(Agent).AnonymizeTasks(ctx, removed); err != nil {
+			if _, err := d.s.Friction(ctx, Agent).AnonymizeTasks(ctx, removed); err != nil {
 				d.log.Warn("anonymise friction of removed tasks", "err", err)
 			}
 		}

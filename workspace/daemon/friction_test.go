@@ -30,11 +30,11 @@ func TestFrictionRecordedByDetectors(t *testing.T) {
 	for i := 1; i <= 2; i++ {
 		awaitState(t, ws, "t1", func(st workspace.State) bool { return st.PlanStatus == "proposed" })
 		review := `{"type":"plan_review","verdict":"revision_needed","issues":[{"problem":"missing tests"}]}`
-		rel, err := ws.WriteReview("t1", fmt.Sprintf("plan_v%d", i), "reviewer", []byte(review))
+		rel, err := ws.WriteReview(t.Context(), "t1", fmt.Sprintf("plan_v%d", i), "reviewer", []byte(review))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ws.WriteDone(workspace.DoneRequest{TaskID: "t1", Agent: "reviewer", OutputFile: rel}); err != nil {
+		if _, err := ws.WriteDone(t.Context(), workspace.DoneRequest{TaskID: "t1", Agent: "reviewer", OutputFile: rel}); err != nil {
 			t.Fatal(err)
 		}
 		want := i
@@ -43,14 +43,14 @@ func TestFrictionRecordedByDetectors(t *testing.T) {
 			if _, err := ws.WritePlan(t.Context(), "t1", "planner", []byte(`{"subtasks":[{"id":"a","description":"a"},{"id":"b","description":"b"}]}`)); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := ws.WriteDone(workspace.DoneRequest{TaskID: "t1", Agent: "planner", OutputFile: "plan.json"}); err != nil {
+			if _, err := ws.WriteDone(t.Context(), workspace.DoneRequest{TaskID: "t1", Agent: "planner", OutputFile: "plan.json"}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	var id string
 	await(t, "a repeated_revision friction entry", func() (bool, string) {
-		entries, err := ws.FrictionLog("test").List(friction.Filter{})
+		entries, err := ws.FrictionLog("test").List(t.Context(), friction.Filter{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -63,7 +63,7 @@ func TestFrictionRecordedByDetectors(t *testing.T) {
 		return false, fmt.Sprintf("%d entries", len(entries))
 	})
 	await(t, "friction_recorded in events.log", func() (bool, string) {
-		evs, _, err := ws.ReadEvents("t1")
+		evs, _, err := ws.ReadEvents(t.Context(), "t1")
 		if err != nil {
 			return false, err.Error()
 		}
@@ -100,7 +100,7 @@ func awaitState(t *testing.T, ws *workspace.Workspace, id string, cond func(work
 	var st workspace.State
 	await(t, "state of "+id, func() (bool, string) {
 		var err error
-		st, err = ws.ReadState(id)
+		st, err = ws.ReadState(t.Context(), id)
 		if err != nil {
 			return false, err.Error()
 		}

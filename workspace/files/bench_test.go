@@ -50,7 +50,7 @@ func benchBurst(b *testing.B, n int) {
 			b.Fatal(err)
 		}
 		take()
-		if err := fixture.ApprovePlan(ws, task); err != nil {
+		if err := fixture.ApprovePlan(ctx, ws, task); err != nil {
 			b.Fatal(err)
 		}
 		take()
@@ -62,10 +62,10 @@ func benchBurst(b *testing.B, n int) {
 		for range n {
 			sub := fmt.Sprintf("st_%d", next)
 			next++
-			if _, err := ws.WriteOutput(task, sub, "agent", []byte(`{"summary":"ok"}`)); err != nil {
+			if _, err := ws.WriteOutput(ctx, task, sub, "agent", []byte(`{"summary":"ok"}`)); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := ws.WriteDone(workspace.DoneRequest{TaskID: task, Agent: "agent", OutputFile: "outputs/" + sub + ".json"}); err != nil {
+			if _, err := ws.WriteDone(ctx, workspace.DoneRequest{TaskID: task, Agent: "agent", OutputFile: "outputs/" + sub + ".json"}); err != nil {
 				b.Fatal(err)
 			}
 		}

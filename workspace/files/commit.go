@@ -150,7 +150,7 @@ func (t *committer) write(ctx context.Context, n nextState, backupOld bool, rest
 			Attrs: map[string]string{"from": restoredFrom, "journal_seq": fmt.Sprint(n.st.JournalSeq)}}}
 	}
 	if len(evs) > 0 {
-		if err := s.Workspace.AppendEvents(t.id, evs); err != nil {
+		if err := s.Workspace.AppendEvents(ctx, t.id, evs); err != nil {
 			s.log().Warn("append events", "task", t.id, "err", err)
 		}
 		t.events = append(t.events, evs...)
@@ -211,15 +211,15 @@ func (t *committer) planLoader(st workspace.State, plan *workspace.Plan) func(in
 		if plan != nil && plan.Version == version && plan.ID == st.PlanID {
 			return plan, nil
 		}
-		return loadPlan(t.s.Workspace, t.id, st.PlanID, version)
+		return loadPlan(context.Background(), t.s.Workspace, t.id, st.PlanID, version)
 	}
 }
 
 // loadPlan finds plan planID version of a task: plan.json or
 // plans/plan_v<N>.json when it is that plan, else the newest journal
 // record that carries it.
-func loadPlan(ws *workspace.Workspace, id, planID string, version int) (*workspace.Plan, error) {
-	if p, err := ws.ReadPlan(id, version); err == nil && p.ID == planID && p.Version == version {
+func loadPlan(ctx context.Context, ws *workspace.Workspace, id, planID string, version int) (*workspace.Plan, error) {
+	if p, err := ws.ReadPlan(ctx, id, version); err == nil && p.ID == planID && p.Version == version {
 		return p, nil
 	}
 	recs, err := ReadJournal(ws, id)

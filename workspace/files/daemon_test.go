@@ -101,7 +101,7 @@ func awaitState(t *testing.T, ws *workspace.Workspace, id string, cond func(work
 	var st workspace.State
 	await(t, "state of "+id, func() (bool, string) {
 		var err error
-		st, err = ws.ReadState(id)
+		st, err = ws.ReadState(t.Context(), id)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -123,7 +123,7 @@ func prepare(t *testing.T, ws *workspace.Workspace, id string, n int) {
 func approve(t *testing.T, ws *workspace.Workspace, id string) {
 	t.Helper()
 	awaitState(t, ws, id, func(st workspace.State) bool { return st.PlanStatus == "proposed" })
-	if err := fixture.ApprovePlan(ws, id); err != nil {
+	if err := fixture.ApprovePlan(t.Context(), ws, id); err != nil {
 		t.Fatal(err)
 	}
 	awaitState(t, ws, id, executing)
@@ -131,11 +131,11 @@ func approve(t *testing.T, ws *workspace.Workspace, id string) {
 
 func completeSubtask(t *testing.T, ws *workspace.Workspace, task, sub, agent string) {
 	t.Helper()
-	rel, err := ws.WriteOutput(task, sub, agent, []byte(`{"summary":"ok"}`))
+	rel, err := ws.WriteOutput(t.Context(), task, sub, agent, []byte(`{"summary":"ok"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ws.WriteDone(workspace.DoneRequest{TaskID: task, Agent: agent, OutputFile: rel, SubtaskID: sub}); err != nil {
+	if _, err := ws.WriteDone(t.Context(), workspace.DoneRequest{TaskID: task, Agent: agent, OutputFile: rel, SubtaskID: sub}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -190,7 +190,7 @@ func checkSettled(t *testing.T, ws *workspace.Workspace, id string, st workspace
 			t.Errorf("taken marker left in the journal: %s", n.Name())
 		}
 	}
-	rebuilt, err := Rebuild(ws, id)
+	rebuilt, err := Rebuild(t.Context(), ws, id)
 	if err != nil {
 		t.Fatal(err)
 	}

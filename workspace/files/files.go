@@ -50,6 +50,8 @@
 package files
 
 import (
+	"context"
+
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -83,6 +85,6 @@ func Init(dir string, opt workspace.Options) (*Store, error) {
 func New(w *workspace.Workspace) *Store { return &Store{Workspace: w} }
 
 // ReadJournal reads task taskID's journal/ records in sequence order.
-func (s *Store) ReadJournal(taskID string) ([]workspace.JournalRecord, error) {
+func (s *Store) ReadJournal(ctx context.Context, taskID string) ([]workspace.JournalRecord, error) {
 	return ReadJournal(s.Workspace, taskID)
 }

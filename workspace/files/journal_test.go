@@ -66,7 +66,7 @@ func TestRecoversChunk(t *testing.T) {
 			h := startDaemon(t, dir, daemon.Config{})
 			approve(t, ws, "t1")
 			h.stop()
-			st, err := ws.ReadState("t1")
+			st, err := ws.ReadState(t.Context(), "t1")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,7 +138,7 @@ func TestUnreadableRecordHoldsTask(t *testing.T) {
 	completeSubtask(t, ws, "t1", "st_1", "w1")
 	process(t, d, "t1")
 	settleAll(t, d)
-	before, err := ws.ReadState("t1")
+	before, err := ws.ReadState(t.Context(), "t1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestUnreadableRecordHoldsTask(t *testing.T) {
 	if err := tk.load(context.Background(), true); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("journal record %d", seq+1)) {
 		t.Fatalf("load over an unreadable record: %v, want an error naming record %d", err, seq+1)
 	}
-	if st, err := ws.ReadState("t1"); err != nil || st.JournalSeq != seq {
+	if st, err := ws.ReadState(t.Context(), "t1"); err != nil || st.JournalSeq != seq {
 		t.Fatalf("after the failed load: journal_seq %d (%v), want %d: a record past the unreadable one was applied", st.JournalSeq, err, seq)
 	}
 	if err := os.WriteFile(filepath.Join(jdir, RecordName(seq+1)), claim(seq+1, "st_2"), 0o644); err != nil {
@@ -172,7 +172,7 @@ func TestUnreadableRecordHoldsTask(t *testing.T) {
 	if err := tk.load(context.Background(), true); err != nil {
 		t.Fatal(err)
 	}
-	st, err := ws.ReadState("t1")
+	st, err := ws.ReadState(t.Context(), "t1")
 	if err != nil {
 		t.Fatal(err)
 	}

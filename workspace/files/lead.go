@@ -157,4 +157,4 @@ func (l *flockLead) Release(context.Context) error {
 // Tasks lists every task directory of the tree (workspace.Served): a task
 // cannot be told finished without reading its state, which the committer
 // does only when the directory changed.
-func (s *Store) Tasks(context.Context) ([]string, error) { return s.TaskIDs() }
+func (s *Store) Tasks(ctx context.Context) ([]string, error) { return s.TaskIDs(ctx) }

@@ -1,6 +1,8 @@
 package files
 
 import (
+	"context"
+
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
 )
@@ -12,8 +14,8 @@ import (
 // between the two steps) are not records and are left out. For a journal
 // the daemon wrote, the result equals the state.json it wrote after the
 // last record.
-func Rebuild(ws *workspace.Workspace, taskID string) (workspace.State, error) {
-	task, err := ws.GetTask(taskID)
+func Rebuild(ctx context.Context, ws *workspace.Workspace, taskID string) (workspace.State, error) {
+	task, err := ws.GetTask(ctx, taskID)
 	if err != nil {
 		return workspace.State{}, err
 	}
@@ -23,7 +25,7 @@ func Rebuild(ws *workspace.Workspace, taskID string) (workspace.State, error) {
 	}
 	st := machine.Init(task)
 	plans := func(version int) (*workspace.Plan, error) {
-		return loadPlan(ws, taskID, st.PlanID, version)
+		return loadPlan(ctx, ws, taskID, st.PlanID, version)
 	}
 	st, _, err = machine.Continue(st, plans, recs)
 	return st, err

@@ -98,7 +98,7 @@ func (t *committer) load(ctx context.Context, force bool) error {
 		}
 	}
 	t.forget()
-	tk, err := s.Workspace.GetTask(t.id)
+	tk, err := s.Workspace.GetTask(ctx, t.id)
 	if errors.Is(err, workspace.ErrNotFound) {
 		return errNoTask
 	}

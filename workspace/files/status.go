@@ -1,6 +1,7 @@
 package files
 
 import (
+	"context"
 	"errors"
 	"runtime"
 	"sync"
@@ -49,7 +50,7 @@ type TaskStatus struct {
 // journal_seq (status and phase strings are shared between rows). The
 // tasks are read by as many goroutines as GOMAXPROCS: validating a state
 // against its schema is most of the work.
-func ReadStatus(ws *workspace.Workspace) (Status, error) {
+func ReadStatus(ctx context.Context, ws *workspace.Workspace) (Status, error) {
 	s := Status{Root: ws.Dir(), ByStatus: map[string]int{}, Tasks: []TaskStatus{}}
 	held, h, err := locking.Held(LockPath(ws.Dir()))
 	if err != nil {
@@ -73,7 +74,7 @@ func ReadStatus(ws *workspace.Workspace) (Status, error) {
 		wg.Go(func() {
 			in := interner{}
 			for i := int(next.Add(1) - 1); i < len(ids); i = int(next.Add(1) - 1) {
-				s.Tasks[i] = readTaskStatus(ws, ids[i], in)
+				s.Tasks[i] = readTaskStatus(ctx, ws, ids[i], in)
 			}
 		})
 	}
@@ -86,9 +87,9 @@ func ReadStatus(ws *workspace.Workspace) (Status, error) {
 }
 
 // readTaskStatus is one task's row of ReadStatus.
-func readTaskStatus(ws *workspace.Workspace, id string, in interner) TaskStatus {
+func readTaskStatus(ctx context.Context, ws *workspace.Workspace, id string, in interner) TaskStatus {
 	t := TaskStatus{ID: id}
-	st, err := ws.ReadState(id)
+	st, err := ws.ReadState(ctx, id)
 	switch {
 	case err == nil:
 		t.Status, t.Phase, t.JournalSeq = in.get(st.Status), in.get(st.Phase), st.JournalSeq

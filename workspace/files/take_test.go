@@ -44,7 +44,7 @@ func executingTask(t *testing.T, n int) (string, *workspace.Workspace, *tester) 
 	prepare(t, ws, "t1", n)
 	d := newDaemon(t, dir)
 	process(t, d, "t1")
-	if err := fixture.ApprovePlan(ws, "t1"); err != nil {
+	if err := fixture.ApprovePlan(t.Context(), ws, "t1"); err != nil {
 		t.Fatal(err)
 	}
 	process(t, d, "t1")
@@ -183,7 +183,7 @@ func TestTakesBurstInChunks(t *testing.T) {
 	if o.Taken != n {
 		t.Fatalf("took %d markers, want %d", o.Taken, n)
 	}
-	st, err := ws.ReadState("t1")
+	st, err := ws.ReadState(t.Context(), "t1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +243,7 @@ func TestWritesStateEveryCommit(t *testing.T) {
 	if got := countBackups(t, dir, "t1") - backupsBefore; got != 2 {
 		t.Errorf("%d backups added, want 2 (a state write after %d markers, and one at the end)", got, testMax)
 	}
-	st, err := ws.ReadState("t1")
+	st, err := ws.ReadState(t.Context(), "t1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +305,7 @@ func TestSettle(t *testing.T) {
 	if settleAll(t, d) {
 		t.Error("settle left work for later")
 	}
-	st, err := ws.ReadState("t1")
+	st, err := ws.ReadState(t.Context(), "t1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +323,7 @@ func TestNamedWakeLeavesWaitingMarker(t *testing.T) {
 	if o.Taken != 0 || o.WaitUntil.IsZero() {
 		t.Fatalf("young unreadable marker: taken %d, wait till %v; want it waiting", o.Taken, o.WaitUntil)
 	}
-	claim, err := ws.WriteClaim("t1", "w1", "st_1")
+	claim, err := ws.WriteClaim(t.Context(), "t1", "w1", "st_1")
 	if err != nil {
 		t.Fatal(err)
 	}

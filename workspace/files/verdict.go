@@ -39,7 +39,7 @@ func ReadVerdict(ws *workspace.Workspace, taskID, name string, after int64) (wor
 	if err != nil || where != workspace.MarkerDecided {
 		return workspace.Verdict{}, where, err
 	}
-	st, err := ws.ReadState(taskID)
+	st, err := ws.ReadState(context.Background(), taskID)
 	if errors.Is(err, workspace.ErrNotFound) {
 		return workspace.Verdict{}, workspace.MarkerTaken, nil
 	}

@@ -157,7 +157,7 @@ func TestWaitVerdictWithoutDecision(t *testing.T) {
 	if _, err := ws.CreateTask(context.Background(), workspace.NewTaskRequest{ID: "t1", Description: "t"}); err != nil {
 		t.Fatal(err)
 	}
-	m, err := ws.WriteClaim("t1", "w1", "st_1")
+	m, err := ws.WriteClaim(t.Context(), "t1", "w1", "st_1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestWaitVerdictFromDaemon(t *testing.T) {
 	}
 	claim := func(agent, sub string) workspace.Verdict {
 		t.Helper()
-		m, err := ws.WriteClaim("t1", agent, sub)
+		m, err := ws.WriteClaim(t.Context(), "t1", agent, sub)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,11 +213,11 @@ func TestWaitVerdictFromDaemon(t *testing.T) {
 	if v := claim("w2", "st_7"); v.Verdict != workspace.VerdictNotFound {
 		t.Errorf("claim of st_7: %+v, want not_found", v)
 	}
-	rel, err := ws.WriteOutput("t1", "st_1", "w1", []byte(`{"summary":"ok"}`))
+	rel, err := ws.WriteOutput(t.Context(), "t1", "st_1", "w1", []byte(`{"summary":"ok"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := ws.WriteDone(workspace.DoneRequest{TaskID: "t1", Agent: "w1", OutputFile: rel})
+	m, err := ws.WriteDone(t.Context(), workspace.DoneRequest{TaskID: "t1", Agent: "w1", OutputFile: rel})
 	if err != nil {
 		t.Fatal(err)
 	}

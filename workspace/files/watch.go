@@ -39,7 +39,7 @@ func (s *Store) Watch(ctx context.Context, each func(workspace.Change)) error {
 	for _, d := range []string{"friction", "memory/global", "memory/agents"} {
 		_ = l.add(d) // absent in an older tree: nothing to watch
 	}
-	l.addAll()
+	l.addAll(ctx)
 	each(workspace.Change{Everything: true})
 	for {
 		select {
@@ -69,7 +69,7 @@ func (s *Store) Watch(ctx context.Context, each func(workspace.Change)) error {
 			if !ok {
 				return errors.New("watcher closed")
 			}
-			l.addAll()
+			l.addAll(ctx)
 			l.dirty, l.friction, l.memory = nil, false, false
 			each(workspace.Change{Everything: true, Err: fmt.Errorf("watch %s: %w", l.root, err)})
 		}
@@ -102,13 +102,13 @@ func (l *watchLoop) add(dir string) error {
 
 // addAll watches every task directory and agent memory directory there
 // is now.
-func (l *watchLoop) addAll() {
-	if agents, err := l.s.MemoryAgents(); err == nil {
+func (l *watchLoop) addAll(ctx context.Context) {
+	if agents, err := l.s.MemoryAgents(ctx); err == nil {
 		for _, a := range agents {
 			_ = l.add("memory/agents/" + a)
 		}
 	}
-	ids, err := l.s.TaskIDs()
+	ids, err := l.s.TaskIDs(ctx)
 	if err != nil {
 		return
 	}

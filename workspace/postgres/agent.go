@@ -97,8 +97,8 @@ func suffix() string {
 
 // ReadState returns the task's state as the daemon last wrote it;
 // ErrNotFound before the first write.
-func (s *Store) ReadState(taskID string) (workspace.State, error) {
-	ctx, cancel := s.readCtx()
+func (s *Store) ReadState(ctx context.Context, taskID string) (workspace.State, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	var doc string
 	err := s.pool.QueryRow(ctx, "SELECT doc FROM states WHERE task_id = $1", taskID).Scan(&doc)
@@ -114,8 +114,8 @@ func (s *Store) ReadState(taskID string) (workspace.State, error) {
 
 // ReadJournal returns the records the daemon took for a task, in
 // sequence order.
-func (s *Store) ReadJournal(taskID string) ([]workspace.JournalRecord, error) {
-	ctx, cancel := s.readCtx()
+func (s *Store) ReadJournal(ctx context.Context, taskID string) ([]workspace.JournalRecord, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	rows, err := s.pool.Query(ctx, "SELECT record FROM journal WHERE task_id = $1 ORDER BY seq", taskID)
 	if err != nil {
@@ -132,8 +132,8 @@ func (s *Store) ReadJournal(taskID string) ([]workspace.JournalRecord, error) {
 }
 
 // GetTask returns a task's definition.
-func (s *Store) GetTask(id string) (workspace.Task, error) {
-	ctx, cancel := s.readCtx()
+func (s *Store) GetTask(ctx context.Context, id string) (workspace.Task, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	var doc string
 	var t workspace.Task

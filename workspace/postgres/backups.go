@@ -57,8 +57,8 @@ func backupRows(ctx context.Context, q interface {
 }
 
 // taskBackups lists the backups of a task that must exist, newest first.
-func (s *Store) taskBackups(taskID string) ([]backupRow, error) {
-	ctx, cancel := s.readCtx()
+func (s *Store) taskBackups(ctx context.Context, taskID string) ([]backupRow, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	if err := s.requireTask(ctx, s.pool, taskID); err != nil {
 		return nil, err
@@ -67,8 +67,8 @@ func (s *Store) taskBackups(taskID string) ([]backupRow, error) {
 }
 
 // ListBackups lists a task's backups, newest first.
-func (s *Store) ListBackups(taskID string) ([]workspace.BackupInfo, error) {
-	list, err := s.taskBackups(taskID)
+func (s *Store) ListBackups(ctx context.Context, taskID string) ([]workspace.BackupInfo, error) {
+	list, err := s.taskBackups(ctx, taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -85,8 +85,8 @@ func noBackup(taskID, name string) error {
 }
 
 // ReadBackup returns one backup's state document.
-func (s *Store) ReadBackup(taskID, name string) ([]byte, error) {
-	list, err := s.taskBackups(taskID)
+func (s *Store) ReadBackup(ctx context.Context, taskID, name string) ([]byte, error) {
+	list, err := s.taskBackups(ctx, taskID)
 	if err != nil {
 		return nil, err
 	}

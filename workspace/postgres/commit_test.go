@@ -35,7 +35,7 @@ func plannedTask(t testing.TB, s *Store, id string, n int, epoch int64) {
 	put(t, s, id, "reviews/r1.json", workspace.Review{ID: "r1", Type: "plan_review", Reviewer: "reviewer", ReviewedAt: &at, Verdict: "approved"})
 	drop(t, s, id, workspace.KindDone, workspace.Marker{AgentID: "reviewer", OutputFile: "reviews/r1.json", Status: "completed"})
 	commitAll(t, s, id, epoch)
-	st, err := s.ReadState(id)
+	st, err := s.ReadState(ctx, id)
 	if err != nil || st.Phase != machine.PhaseWorkInProgress {
 		t.Fatalf("task %s after plan and review: phase %q, %v; errors %v", id, st.Phase, err, st.Errors)
 	}
@@ -115,15 +115,15 @@ func lead(t testing.TB, s *Store, holder string) int64 {
 // state written.
 func checkRebuild(t *testing.T, s *Store, id string) workspace.State {
 	t.Helper()
-	st, err := s.ReadState(id)
+	st, err := s.ReadState(t.Context(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	task, err := s.GetTask(id)
+	task, err := s.GetTask(t.Context(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := s.ReadJournal(id)
+	recs, err := s.ReadJournal(t.Context(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestBackupsKeepN(t *testing.T) {
 	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM backups WHERE task_id = 't1'").Scan(&n); err != nil || n != s.settings.Backups.Keep {
 		t.Fatalf("backups kept: %d, %v; want %d", n, err, s.settings.Backups.Keep)
 	}
-	list, err := s.ListBackups("t1")
+	list, err := s.ListBackups(ctx, "t1")
 	if err != nil || len(list) != n {
 		t.Fatalf("ListBackups: %d, %v; want %d", len(list), err, n)
 	}
@@ -206,19 +206,19 @@ func TestBackupsKeepN(t *testing.T) {
 			t.Fatalf("ListBackups not newest first: %v after %v", list[i].Time, list[i-1].Time)
 		}
 	}
-	doc, err := s.ReadBackup("t1", list[0].Name)
+	doc, err := s.ReadBackup(ctx, "t1", list[0].Name)
 	if err != nil || int64(len(doc)) != list[0].Size {
 		t.Fatalf("ReadBackup(%s): %d bytes, %v; want %d", list[0].Name, len(doc), err, list[0].Size)
 	}
 	if _, err := decodeState("t1", string(doc)); err != nil {
 		t.Fatalf("the newest backup is not a state: %v", err)
 	}
-	if _, err := s.ReadBackup("t1", "state_nope.json"); !errors.Is(err, workspace.ErrNotFound) || workspace.HintOf(err) == "" {
+	if _, err := s.ReadBackup(ctx, "t1", "state_nope.json"); !errors.Is(err, workspace.ErrNotFound) || workspace.HintOf(err) == "" {
 		t.Fatalf("ReadBackup of an unknown name: %v (hint %q), want not found with a hint", err, workspace.HintOf(err))
 	}
 	for _, read := range []func() error{
-		func() error { _, err := s.ListBackups("nope"); return err },
-		func() error { _, err := s.ReadBackup("nope", list[0].Name); return err },
+		func() error { _, err := s.ListBackups(ctx, "nope"); return err },
+		func() error { _, err := s.ReadBackup(ctx, "nope", list[0].Name); return err },
 	} {
 		if err := read(); !errors.Is(err, workspace.ErrNotFound) {
 			t.Fatalf("backups of a missing task: %v, want not found", err)
@@ -247,7 +247,7 @@ func TestCommitFenced(t *testing.T) {
 	if err := s.Renew(ctx, s.pool, old, time.Minute); !errors.Is(err, ErrFenced) {
 		t.Fatalf("renew of the old epoch: %v, want ErrFenced", err)
 	}
-	st, _ := s.ReadState("t1")
+	st, _ := s.ReadState(ctx, "t1")
 	if st.JournalSeq != 2 {
 		t.Fatalf("journal_seq %d after the fenced commit, want 2", st.JournalSeq)
 	}
@@ -290,7 +290,7 @@ func TestBadMarkers(t *testing.T) {
 	if n := commitAll(t, s, "t1", epoch); n != len(cases) {
 		t.Fatalf("took %d, want %d", n, len(cases))
 	}
-	recs, err := s.ReadJournal("t1")
+	recs, err := s.ReadJournal(ctx, "t1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +350,7 @@ func TestServeTakesEveryMarkerOnce(t *testing.T) {
 	for i := range tasks {
 		id := fmt.Sprintf("t%d", i)
 		for {
-			st, err := s.ReadState(id)
+			st, err := s.ReadState(ctx, id)
 			if err == nil && st.Status == "completed" {
 				break
 			}

@@ -84,13 +84,13 @@ func (c *committer) Commit(ctx context.Context, req workspace.CommitRequest) (wo
 		c.last = wrote
 	}
 	a.Finished = vocab.Finished(wrote.st.Status)
-	a.Progress = c.progress(wrote)
+	a.Progress = c.progress(ctx, wrote)
 	return a, nil
 }
 
 // progress lists the subtasks in progress of the state k, with the
 // complexity their plan estimates.
-func (c *committer) progress(k knownState) []friction.InProgress {
+func (c *committer) progress(ctx context.Context, k knownState) []friction.InProgress {
 	var (
 		items []friction.InProgress
 		plan  = k.plan.p
@@ -100,7 +100,7 @@ func (c *committer) progress(k knownState) []friction.InProgress {
 			continue
 		}
 		if plan == nil || plan.ID != k.st.PlanID || plan.Version != k.st.PlanVersion {
-			plan, _ = c.s.ReadPlan(c.id, k.st.PlanVersion) // none: no complexity known
+			plan, _ = c.s.ReadPlan(ctx, c.id, k.st.PlanVersion) // none: no complexity known
 		}
 		it := friction.InProgress{TaskID: c.id, SubtaskID: sid, StartedAt: *sub.StartedAt}
 		if p := plan; p != nil && p.ID == k.st.PlanID && p.Version == k.st.PlanVersion {

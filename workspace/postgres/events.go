@@ -25,13 +25,13 @@ import (
 func (s *Store) eventsChannel() string { return "workspaced_events_" + s.schema }
 
 // AppendEvent appends one event to its task's feed; a zero time is now.
-func (s *Store) AppendEvent(e workspace.Event) error {
-	return s.AppendEvents(e.TaskID, []workspace.Event{e})
+func (s *Store) AppendEvent(ctx context.Context, e workspace.Event) error {
+	return s.AppendEvents(ctx, e.TaskID, []workspace.Event{e})
 }
 
 // AppendEvents appends events of one task in one statement, in the order
 // given. The task must exist (ErrNotFound); a bad id is ErrInvalid.
-func (s *Store) AppendEvents(taskID string, evs []workspace.Event) error {
+func (s *Store) AppendEvents(ctx context.Context, taskID string, evs []workspace.Event) error {
 	if err := workspace.ValidateID("task id", taskID); err != nil {
 		return err
 	}
@@ -46,7 +46,7 @@ func (s *Store) AppendEvents(taskID string, evs []workspace.Event) error {
 		e.TaskID = taskID
 		times[i], lines[i] = e.Time, workspace.FormatEvent(e)
 	}
-	ctx, cancel := s.readCtx()
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	// WITH ORDINALITY keeps the order given: ids are drawn in it.
 	tag, err := s.pool.Exec(ctx, `INSERT INTO events (task_id, time, line)
@@ -63,11 +63,11 @@ func (s *Store) AppendEvents(taskID string, evs []workspace.Event) error {
 
 // ReadEvents returns a task's events in append order; lines that do not
 // parse are returned as errors in bad.
-func (s *Store) ReadEvents(taskID string) (evs []workspace.Event, bad []error, err error) {
+func (s *Store) ReadEvents(ctx context.Context, taskID string) (evs []workspace.Event, bad []error, err error) {
 	if err := workspace.ValidateID("task id", taskID); err != nil {
 		return nil, nil, err
 	}
-	ctx, cancel := s.readCtx()
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
 		var ok bool

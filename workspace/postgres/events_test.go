@@ -23,7 +23,7 @@ func TestEventsOrder(t *testing.T) {
 	// t1's events are appended one by one, t2's in one batch whose order
 	// is not its times' order: append order is what is kept.
 	for i := range 20 {
-		if err := s.AppendEvent(workspace.Event{Time: base.Add(time.Duration(i) * time.Second), Name: "probe", TaskID: "t1", Args: []string{strconv.Itoa(i)}}); err != nil {
+		if err := s.AppendEvent(ctx, workspace.Event{Time: base.Add(time.Duration(i) * time.Second), Name: "probe", TaskID: "t1", Args: []string{strconv.Itoa(i)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -32,10 +32,10 @@ func TestEventsOrder(t *testing.T) {
 		{Time: base.Add(5500 * time.Millisecond), Name: "probe", Args: []string{"b1"}},
 		{Time: base.Add(30 * time.Second), Name: "probe", Args: []string{"b2"}},
 	}
-	if err := s.AppendEvents("t2", batch); err != nil {
+	if err := s.AppendEvents(ctx, "t2", batch); err != nil {
 		t.Fatal(err)
 	}
-	evs, bad, err := s.ReadEvents("t1")
+	evs, bad, err := s.ReadEvents(ctx, "t1")
 	if err != nil || len(bad) != 0 || len(evs) != 20 {
 		t.Fatalf("read t1: %d events, bad %v, %v", len(evs), bad, err)
 	}
@@ -44,7 +44,7 @@ func TestEventsOrder(t *testing.T) {
 			t.Fatalf("event %d of t1 is %+v", i, e)
 		}
 	}
-	e2, _, err := s.ReadEvents("t2")
+	e2, _, err := s.ReadEvents(ctx, "t2")
 	if err != nil || len(e2) != 3 || e2[0].Args[0] != "b0" || e2[1].Args[0] != "b1" || e2[2].Args[0] != "b2" || e2[0].Attrs["k"] != "v w" || e2[0].TaskID != "t2" {
 		t.Fatalf("t2's batch read back as %+v (%v), want b0 b1 b2 in append order", e2, err)
 	}
@@ -52,7 +52,7 @@ func TestEventsOrder(t *testing.T) {
 	if _, err := s.pool.Exec(ctx, "INSERT INTO events (task_id, time, line) VALUES ('t2', now(), 'not an event')"); err != nil {
 		t.Fatal(err)
 	}
-	if _, bad, _ := s.ReadEvents("t2"); len(bad) != 1 {
+	if _, bad, _ := s.ReadEvents(ctx, "t2"); len(bad) != 1 {
 		t.Fatalf("a line that does not parse: bad %v, want one", bad)
 	}
 	// Merged by time; ties in the order of the task list.
@@ -79,13 +79,13 @@ func TestEventsOrder(t *testing.T) {
 		t.Fatalf("an error from each: %v after %d events, want it after 1", err, n)
 	}
 
-	if _, _, err := s.ReadEvents("t_none"); !errors.Is(err, workspace.ErrNotFound) {
+	if _, _, err := s.ReadEvents(ctx, "t_none"); !errors.Is(err, workspace.ErrNotFound) {
 		t.Fatalf("events of a missing task: %v, want ErrNotFound", err)
 	}
-	if err := s.AppendEvent(workspace.Event{Name: "probe", TaskID: "t_none"}); !errors.Is(err, workspace.ErrNotFound) {
+	if err := s.AppendEvent(ctx, workspace.Event{Name: "probe", TaskID: "t_none"}); !errors.Is(err, workspace.ErrNotFound) {
 		t.Fatalf("append to a missing task: %v, want ErrNotFound", err)
 	}
-	if err := s.AppendEvent(workspace.Event{Name: "probe", TaskID: "'); DROP TABLE events; --"}); !errors.Is(err, workspace.ErrInvalid) {
+	if err := s.AppendEvent(ctx, workspace.Event{Name: "probe", TaskID: "'); DROP TABLE events; --"}); !errors.Is(err, workspace.ErrInvalid) {
 		t.Fatalf("append with a bad task id: %v, want ErrInvalid", err)
 	}
 }
@@ -134,7 +134,7 @@ func TestFollowSeesAppendsAndTheDaemonsCommits(t *testing.T) {
 	if err := s.PutTask(ctx, workspace.Task{ID: "t2", Description: "other"}); err != nil {
 		t.Fatal(err)
 	}
-	old, _, err := s.ReadEvents("t1")
+	old, _, err := s.ReadEvents(ctx, "t1")
 	if err != nil || len(old) == 0 {
 		t.Fatalf("the planned task has no events: %v", err)
 	}
@@ -153,7 +153,7 @@ func TestFollowSeesAppendsAndTheDaemonsCommits(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("no appended event reached the follower within a minute: no notification woke it")
 		}
-		if err := s.AppendEvent(workspace.Event{Name: "probe", TaskID: "t1", Args: []string{strconv.Itoa(i)}}); err != nil {
+		if err := s.AppendEvent(ctx, workspace.Event{Name: "probe", TaskID: "t1", Args: []string{strconv.Itoa(i)}}); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -166,7 +166,7 @@ func TestFollowSeesAppendsAndTheDaemonsCommits(t *testing.T) {
 	}
 	// Events of another task do not reach the follower of t1; the
 	// daemon's commit does, in order, after the probes.
-	if err := s.AppendEvent(workspace.Event{Name: "elsewhere", TaskID: "t2"}); err != nil {
+	if err := s.AppendEvent(ctx, workspace.Event{Name: "elsewhere", TaskID: "t2"}); err != nil {
 		t.Fatal(err)
 	}
 	drop(t, s, "t1", workspace.KindClaim, workspace.Marker{AgentID: "worker", SubtaskID: "s0"})
@@ -207,7 +207,7 @@ func TestEventsFromAPositionSkipNothing(t *testing.T) {
 	}
 	var read []string
 	collect := func(e workspace.PositionedEvent) { read = append(read, e.Name) }
-	pos, err := s.ReadEventsFrom("t1", 0, collect)
+	pos, err := s.ReadEventsFrom(ctx, "t1", 0, collect)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func TestEventsFromAPositionSkipNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := make(chan error, 1)
-	go func() { second <- s.AppendEvent(workspace.Event{Name: "second", TaskID: "t1"}) }()
+	go func() { second <- s.AppendEvent(ctx, workspace.Event{Name: "second", TaskID: "t1"}) }()
 	// The second append has either committed (an id above first's: the
 	// very case that must not happen) or waits for the events lock.
 	waiting := false
@@ -245,7 +245,7 @@ func TestEventsFromAPositionSkipNothing(t *testing.T) {
 		}
 	}
 	// Read while the first is still open.
-	if pos, err = s.ReadEventsFrom("t1", pos, collect); err != nil {
+	if pos, err = s.ReadEventsFrom(ctx, "t1", pos, collect); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -254,13 +254,13 @@ func TestEventsFromAPositionSkipNothing(t *testing.T) {
 	if err := <-second; err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ReadEventsFrom("t1", pos, collect); err != nil {
+	if _, err := s.ReadEventsFrom(ctx, "t1", pos, collect); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Join(read, " ") != "first second" {
 		t.Errorf("read on from positions: %q, want first second", read)
 	}
-	if err := s.AppendEvent(workspace.Event{Name: "third", TaskID: "t1"}); err != nil {
+	if err := s.AppendEvent(ctx, workspace.Event{Name: "third", TaskID: "t1"}); err != nil {
 		t.Fatal(err)
 	}
 	var followed []string

@@ -30,12 +30,12 @@ const frictionApp = "workspaced friction "
 
 // Friction returns the workspace's friction log; agent names the writer
 // to a waiter that gives up.
-func (s *Store) Friction(agent string) workspace.FrictionLog {
+func (s *Store) Friction(ctx context.Context, agent string) workspace.FrictionLog {
 	return &friction.Log{Storage: frictionRow{s}, Agent: agent, Timeout: time.Duration(s.settings.LockTimeout), Now: now}
 }
 
 // FrictionConfig is the detectors' configuration from workspace.json.
-func (s *Store) FrictionConfig() friction.Config {
+func (s *Store) FrictionConfig(ctx context.Context) friction.Config {
 	f := s.settings.Friction
 	return friction.Config{RevisionLimit: f.RevisionLimit, ReviewerRepeats: f.ReviewerRepeats, FailureRepeats: f.FailureRepeats,
 		TimeoutLow: time.Duration(f.TimeoutLow), TimeoutMedium: time.Duration(f.TimeoutMedium), TimeoutHigh: time.Duration(f.TimeoutHigh)}
@@ -45,12 +45,12 @@ func (s *Store) FrictionConfig() friction.Config {
 // occurrences=N new=true|false` to each of tasks that exists; tasks that
 // do not (removed, anonymised) are skipped. It is best effort, as on
 // files: the entry is recorded whether or not its events are.
-func (s *Store) NoteFriction(e friction.Entry, isNew bool, tasks []string) {
+func (s *Store) NoteFriction(ctx context.Context, e friction.Entry, isNew bool, tasks []string) {
 	for _, t := range tasks {
 		if workspace.ValidateID("task id", t) != nil {
 			continue
 		}
-		_ = s.AppendEvent(workspace.Event{Name: "friction_recorded", TaskID: t, Args: []string{e.ID}, Attrs: map[string]string{
+		_ = s.AppendEvent(ctx, workspace.Event{Name: "friction_recorded", TaskID: t, Args: []string{e.ID}, Attrs: map[string]string{
 			"type": e.Type, "occurrences": strconv.Itoa(e.Occurrences), "new": strconv.FormatBool(isNew)}})
 	}
 }
@@ -63,8 +63,8 @@ const frictionPath = "friction/friction.json"
 
 func (frictionRow) Name() string { return "friction log (files row " + frictionPath + ")" }
 
-func (r frictionRow) Read() ([]byte, error) {
-	ctx, cancel := r.s.readCtx()
+func (r frictionRow) Read(ctx context.Context) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	var doc string
 	err := r.s.pool.QueryRow(ctx, "SELECT body FROM files WHERE path = $1", frictionPath).Scan(&doc)

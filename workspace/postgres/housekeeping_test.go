@@ -42,7 +42,7 @@ func sendPlanBackTwice(t *testing.T, st workspace.Store) (entries, events []stri
 	state := func(cond func(workspace.State) bool) {
 		t.Helper()
 		await(t, "state of t1", func() (bool, string) {
-			s, err := st.ReadState("t1")
+			s, err := st.ReadState(ctx, "t1")
 			return err == nil && cond(s), fmt.Sprintf("%+v %v", s, err)
 		})
 	}
@@ -54,22 +54,22 @@ func sendPlanBackTwice(t *testing.T, st workspace.Store) (entries, events []stri
 		if _, err := st.WritePlan(ctx, "t1", "planner", plan); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.WriteDone(workspace.DoneRequest{TaskID: "t1", Agent: "planner", OutputFile: "plan.json"}); err != nil {
+		if _, err := st.WriteDone(ctx, workspace.DoneRequest{TaskID: "t1", Agent: "planner", OutputFile: "plan.json"}); err != nil {
 			t.Fatal(err)
 		}
 		state(func(s workspace.State) bool { return s.PlanStatus == "proposed" && s.PlanVersion == i })
 		review := `{"type":"plan_review","verdict":"revision_needed","issues":[{"problem":"missing tests"}]}`
-		rel, err := st.WriteReview("t1", fmt.Sprintf("plan_v%d", i), "reviewer", []byte(review))
+		rel, err := st.WriteReview(ctx, "t1", fmt.Sprintf("plan_v%d", i), "reviewer", []byte(review))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.WriteDone(workspace.DoneRequest{TaskID: "t1", Agent: "reviewer", OutputFile: rel}); err != nil {
+		if _, err := st.WriteDone(ctx, workspace.DoneRequest{TaskID: "t1", Agent: "reviewer", OutputFile: rel}); err != nil {
 			t.Fatal(err)
 		}
 		state(func(s workspace.State) bool { return s.RevisionCount == i })
 	}
 	await(t, "friction_recorded in the events of t1", func() (bool, string) {
-		evs, _, err := st.ReadEvents("t1")
+		evs, _, err := st.ReadEvents(ctx, "t1")
 		if err != nil {
 			return false, err.Error()
 		}
@@ -81,7 +81,7 @@ func sendPlanBackTwice(t *testing.T, st workspace.Store) (entries, events []stri
 		}
 		return len(events) > 0, fmt.Sprintf("%d events", len(evs))
 	})
-	list, err := st.Friction("test").List(friction.Filter{})
+	list, err := st.Friction(ctx, "test").List(ctx, friction.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestServeChecksTimeoutsAndRunsRetention(t *testing.T) {
 		served <- serve(ctx, s, daemon.Config{Lead: workspace.LeadOptions{Holder: "d1"}, Rescan: 20 * time.Millisecond, CleanupInterval: 20 * time.Millisecond})
 	}()
 	await(t, "a timeout friction entry for slow/s0", func() (bool, string) {
-		list, err := s.Friction("test").List(friction.Filter{})
+		list, err := s.Friction(ctx, "test").List(ctx, friction.Filter{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -169,7 +169,7 @@ func TestServeChecksTimeoutsAndRunsRetention(t *testing.T) {
 		return false, fmt.Sprintf("%+v", list)
 	})
 	await(t, "the old task removed by retention", func() (bool, string) {
-		_, err := s.GetTask("old")
+		_, err := s.GetTask(ctx, "old")
 		return err != nil, fmt.Sprint(err)
 	})
 	cancel()
@@ -177,14 +177,14 @@ func TestServeChecksTimeoutsAndRunsRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Scanned again and again, one overrun is recorded once.
-	list, err := s.Friction("test").List(friction.Filter{})
+	list, err := s.Friction(t.Context(), "test").List(t.Context(), friction.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(list) != 1 || list[0].Occurrences != 1 {
 		t.Fatalf("friction after many rescans: %+v; want one timeout, once", list)
 	}
-	if _, err := s.GetTask("slow"); err != nil {
+	if _, err := s.GetTask(t.Context(), "slow"); err != nil {
 		t.Fatalf("retention removed the task in progress: %v", err)
 	}
 }

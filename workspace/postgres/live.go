@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"context"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/workspaced/workspaced/workspace"
@@ -12,7 +14,7 @@ import (
 // id before it, End its own. Ids are drawn in commit order (the events
 // lock), so reading on from the position a read gave back never skips an
 // event committed later, nor delivers one twice.
-func (s *Store) ReadEventsFrom(taskID string, pos int64, each func(workspace.PositionedEvent)) (int64, error) {
+func (s *Store) ReadEventsFrom(ctx context.Context, taskID string, pos int64, each func(workspace.PositionedEvent)) (int64, error) {
 	if err := workspace.ValidateID("task id", taskID); err != nil {
 		return pos, err
 	}
@@ -20,7 +22,7 @@ func (s *Store) ReadEventsFrom(taskID string, pos int64, each func(workspace.Pos
 		return pos, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read events of task " + taskID,
 			Msg: "a negative position", Hint: "read from 0, or from a position a read gave back"}
 	}
-	ctx, cancel := s.readCtx()
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	var out []workspace.PositionedEvent
 	next := pos
@@ -60,8 +62,8 @@ func (s *Store) ReadEventsFrom(taskID string, pos int64, each func(workspace.Pos
 }
 
 // MemoryAgents lists the agents that keep memory entries, sorted.
-func (s *Store) MemoryAgents() ([]string, error) {
-	ctx, cancel := s.readCtx()
+func (s *Store) MemoryAgents(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `SELECT owner FROM entries WHERE scope = $1 GROUP BY owner ORDER BY owner COLLATE "C"`, string(workspace.ScopeAgent))
 	if err != nil {

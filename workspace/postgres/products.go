@@ -96,8 +96,8 @@ func (s *Store) WritePlan(ctx context.Context, taskID, agent string, data []byte
 }
 
 // ReadPlan reads the current plan (version 0 or its own) or a kept one.
-func (s *Store) ReadPlan(taskID string, version int) (*workspace.Plan, error) {
-	ctx, cancel := s.readCtx()
+func (s *Store) ReadPlan(ctx context.Context, taskID string, version int) (*workspace.Plan, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	if err := workspace.ValidateID("task id", taskID); err != nil {
 		return nil, err
@@ -157,8 +157,8 @@ func (s *Store) readDoc(ctx context.Context, taskID, rel string) (workspace.Prod
 
 // ReadTaskDoc reads one JSON document of a task by its name in the
 // protocol, checked as a product, compacted.
-func (s *Store) ReadTaskDoc(taskID, name string) (json.RawMessage, error) {
-	ctx, cancel := s.readCtx()
+func (s *Store) ReadTaskDoc(ctx context.Context, taskID, name string) (json.RawMessage, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	if !taskDocName(name) {
 		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read " + name,
@@ -187,8 +187,8 @@ func taskDocName(name string) bool {
 }
 
 // ReadProduct reads and validates what a done marker's output_file names.
-func (s *Store) ReadProduct(taskID, outputFile string) (workspace.Product, error) {
-	ctx, cancel := s.readCtx()
+func (s *Store) ReadProduct(ctx context.Context, taskID, outputFile string) (workspace.Product, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	kind, _, err := workspace.ClassifyOutput(outputFile)
 	if err != nil {
@@ -202,15 +202,15 @@ func (s *Store) ReadProduct(taskID, outputFile string) (workspace.Product, error
 }
 
 // ValidateProduct checks a product as ReadProduct does.
-func (s *Store) ValidateProduct(taskID, outputFile string) error {
-	_, err := s.ReadProduct(taskID, outputFile)
+func (s *Store) ValidateProduct(ctx context.Context, taskID, outputFile string) error {
+	_, err := s.ReadProduct(ctx, taskID, outputFile)
 	return err
 }
 
 // ListReviews reads every review of a task, by reviewed_at then id; a
 // review that does not validate is named in the second list.
-func (s *Store) ListReviews(taskID string) ([]workspace.Review, []workspace.Skipped, error) {
-	ctx, cancel := s.readCtx()
+func (s *Store) ListReviews(ctx context.Context, taskID string) ([]workspace.Review, []workspace.Skipped, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	if err := s.requireTask(ctx, s.pool, taskID); err != nil {
 		return nil, nil, err
@@ -244,8 +244,8 @@ func (s *Store) ListReviews(taskID string) ([]workspace.Review, []workspace.Skip
 // ReadTaskFile reads a document a thread's buffer names inside a task, at
 // most max bytes (more is ErrUnsafe); a name outside the task is
 // ErrInvalid.
-func (s *Store) ReadTaskFile(taskID, name string, max int64) ([]byte, error) {
-	ctx, cancel := s.readCtx()
+func (s *Store) ReadTaskFile(ctx context.Context, taskID, name string, max int64) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	if err := s.requireTask(ctx, s.pool, taskID); err != nil {
 		return nil, err
@@ -343,8 +343,8 @@ type pathBody struct{ Path, Body string }
 // WriteOutput writes outputs/<subtask>.json (workspace.BuildOutput) under
 // the task's row lock: a final output is ErrConflict
 // (workspace.OutputFinal), another one replaced is kept in history.
-func (s *Store) WriteOutput(taskID, subtaskID, agent string, data []byte) (string, error) {
-	ctx, cancel := s.readCtx()
+func (s *Store) WriteOutput(ctx context.Context, taskID, subtaskID, agent string, data []byte) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	if err := s.requireTask(ctx, s.pool, taskID); err != nil {
 		return "", err
@@ -409,8 +409,8 @@ func writeUnlessFinal(ctx context.Context, pool *pgxpool.Pool, taskID, dir, id s
 // WriteReview writes reviews/<id>.json (workspace.BuildReview) under the
 // task's row lock: a reported review is ErrConflict
 // (workspace.ReviewFinal), another one replaced is kept in history.
-func (s *Store) WriteReview(taskID, reviewID, agent string, data []byte) (string, error) {
-	ctx, cancel := s.readCtx()
+func (s *Store) WriteReview(ctx context.Context, taskID, reviewID, agent string, data []byte) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	if err := s.requireTask(ctx, s.pool, taskID); err != nil {
 		return "", err
@@ -443,8 +443,8 @@ func (s *Store) WriteReview(taskID, reviewID, agent string, data []byte) (string
 }
 
 // WriteClaim records an agent's claim of a subtask as a marker row.
-func (s *Store) WriteClaim(taskID, agent, subtaskID string) (string, error) {
-	ctx, cancel := s.readCtx()
+func (s *Store) WriteClaim(ctx context.Context, taskID, agent, subtaskID string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	if err := s.requireTask(ctx, s.pool, taskID); err != nil {
 		return "", err
@@ -458,8 +458,8 @@ func (s *Store) WriteClaim(taskID, agent, subtaskID string) (string, error) {
 
 // WriteDone checks a done request (workspace.DoneMarker) and the product
 // it names, then records the marker as a row.
-func (s *Store) WriteDone(req workspace.DoneRequest) (string, error) {
-	ctx, cancel := s.readCtx()
+func (s *Store) WriteDone(ctx context.Context, req workspace.DoneRequest) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	if err := s.requireTask(ctx, s.pool, req.TaskID); err != nil {
 		return "", err

@@ -37,7 +37,7 @@ func TestRebuildAndStatus(t *testing.T) {
 	}
 
 	commitAll(t, s, "t1", epoch)
-	want, err := s.ReadState("t1")
+	want, err := s.ReadState(ctx, "t1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestRebuildAndStatus(t *testing.T) {
 	if _, err := s.pool.Exec(ctx, `UPDATE states SET doc = replace(doc, '"w2"', '"someone"') WHERE task_id = 't1'`); err != nil {
 		t.Fatal(err)
 	}
-	tampered, _ := s.ReadState("t1")
+	tampered, _ := s.ReadState(ctx, "t1")
 	if again, err := s.Rebuild("t1"); err != nil || reflect.DeepEqual(normalize(t, again), normalize(t, tampered)) {
 		t.Fatalf("rebuild matched a tampered state: %v", err)
 	}

@@ -16,8 +16,8 @@ import (
 
 // ListSkills reads every skill, by name, without bodies; a row that is not
 // a usable skill is refused with the reason.
-func (s *Store) ListSkills() ([]workspace.Skill, []workspace.RefusedSkill, error) {
-	ctx, cancel := s.readCtx()
+func (s *Store) ListSkills(ctx context.Context) ([]workspace.Skill, []workspace.RefusedSkill, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `SELECT path, body FROM files WHERE path LIKE 'skills/%' ORDER BY path COLLATE "C"`)
 	if err != nil {
@@ -46,8 +46,8 @@ func (s *Store) ListSkills() ([]workspace.Skill, []workspace.RefusedSkill, error
 }
 
 // GetSkill reads one skill whole; a missing one is ErrNotFound.
-func (s *Store) GetSkill(name string) (workspace.Skill, error) {
-	ctx, cancel := s.readCtx()
+func (s *Store) GetSkill(ctx context.Context, name string) (workspace.Skill, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	if err := workspace.ValidateID("skill name", name); err != nil {
 		return workspace.Skill{}, err

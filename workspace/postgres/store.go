@@ -11,8 +11,9 @@ import (
 // through it as through the file tree.
 var _ workspace.Store = (*Store)(nil)
 
-// readTimeout bounds a read of the Store's interface, which takes no
-// context.
+// readTimeout bounds each call of the Store's interface that does not
+// take a lock (within the caller's context, which may end it sooner), and
+// each read that is given no context.
 const readTimeout = 30 * time.Second
 
 // readCtx is the context of a read that was given none.

@@ -18,8 +18,8 @@ import (
 // the tree would hold.
 
 // LoadAgents reads config/agents.json; none stored is an empty set.
-func (s *Store) LoadAgents() (workspace.AgentCards, error) {
-	ctx, cancel := s.readCtx()
+func (s *Store) LoadAgents(ctx context.Context) (workspace.AgentCards, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	var body string
 	err := s.pool.QueryRow(ctx, "SELECT body FROM files WHERE path = $1", workspace.AgentsFile).Scan(&body)
@@ -105,8 +105,8 @@ func insertEvents(ctx context.Context, tx pgx.Tx, taskID string, evs ...workspac
 }
 
 // TaskIDs lists the tasks by id.
-func (s *Store) TaskIDs() ([]string, error) {
-	ctx, cancel := s.readCtx()
+func (s *Store) TaskIDs(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	rows, err := s.pool.Query(ctx, "SELECT id FROM tasks ORDER BY id COLLATE \"C\"")
 	if err != nil {
@@ -120,8 +120,8 @@ func (s *Store) TaskIDs() ([]string, error) {
 }
 
 // ListTasks lists every task with its state when the daemon wrote one.
-func (s *Store) ListTasks() ([]workspace.TaskSummary, error) {
-	ctx, cancel := s.readCtx()
+func (s *Store) ListTasks(ctx context.Context) ([]workspace.TaskSummary, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `SELECT t.id, t.doc, st.doc FROM tasks t LEFT JOIN states st ON st.task_id = t.id
 		ORDER BY t.id COLLATE "C"`)

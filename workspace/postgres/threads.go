@@ -45,15 +45,15 @@ func getThread(ctx context.Context, q querier, taskID, id, lock string) (workspa
 }
 
 // GetThread reads one thread of a task.
-func (s *Store) GetThread(taskID, id string) (workspace.Thread, error) {
-	ctx, cancel := s.readCtx()
+func (s *Store) GetThread(ctx context.Context, taskID, id string) (workspace.Thread, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	return getThread(ctx, s.pool, taskID, id, "")
 }
 
 // ListThreads lists a task's threads by creation time, then id.
-func (s *Store) ListThreads(taskID string) ([]workspace.Thread, error) {
-	ctx, cancel := s.readCtx()
+func (s *Store) ListThreads(ctx context.Context, taskID string) ([]workspace.Thread, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	if err := s.requireTask(ctx, s.pool, taskID); err != nil {
 		return nil, err
@@ -90,8 +90,8 @@ func sortThreads(out []workspace.Thread) {
 
 // ResolveThread returns the task a thread belongs to; a task id is its
 // own root thread.
-func (s *Store) ResolveThread(threadID string) (string, error) {
-	ctx, cancel := s.readCtx()
+func (s *Store) ResolveThread(ctx context.Context, threadID string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	if err := workspace.ValidateID("thread id", threadID); err != nil {
 		return "", err

@@ -18,12 +18,12 @@ import (
 func testEventPositions(t *testing.T, s workspace.Store, _ Hooks) {
 	newTask(t, s, "t1")
 	for i := range 5 {
-		ok(t, s.AppendEvent(workspace.Event{Time: s.Now(), Name: "probe", TaskID: "t1", Args: []string{strconv.Itoa(i)}}), "append event")
+		ok(t, s.AppendEvent(t.Context(), workspace.Event{Time: s.Now(), Name: "probe", TaskID: "t1", Args: []string{strconv.Itoa(i)}}), "append event")
 	}
 	var all []workspace.PositionedEvent
-	next, err := s.ReadEventsFrom("t1", 0, func(e workspace.PositionedEvent) { all = append(all, e) })
+	next, err := s.ReadEventsFrom(t.Context(), "t1", 0, func(e workspace.PositionedEvent) { all = append(all, e) })
 	ok(t, err, "read events from 0")
-	evs, _, err := s.ReadEvents("t1")
+	evs, _, err := s.ReadEvents(t.Context(), "t1")
 	ok(t, err, "read events")
 	if len(all) != len(evs) {
 		t.Fatalf("from 0: %d events, ReadEvents has %d", len(all), len(evs))
@@ -42,13 +42,13 @@ func testEventPositions(t *testing.T, s workspace.Store, _ Hooks) {
 	// From an event's Start it comes first; from its End, the ones after.
 	for i, e := range all {
 		var from []workspace.PositionedEvent
-		n, err := s.ReadEventsFrom("t1", e.Start, func(e workspace.PositionedEvent) { from = append(from, e) })
+		n, err := s.ReadEventsFrom(t.Context(), "t1", e.Start, func(e workspace.PositionedEvent) { from = append(from, e) })
 		ok(t, err, "read events from a Start")
 		if len(from) != len(all)-i || from[0].Start != e.Start || from[0].End != e.End || n != next {
 			t.Fatalf("from event %d's Start: %d events (want %d), next %d (want %d)", i, len(from), len(all)-i, n, next)
 		}
 		from = nil
-		_, err = s.ReadEventsFrom("t1", e.End, func(e workspace.PositionedEvent) { from = append(from, e) })
+		_, err = s.ReadEventsFrom(t.Context(), "t1", e.End, func(e workspace.PositionedEvent) { from = append(from, e) })
 		ok(t, err, "read events from an End")
 		if len(from) != len(all)-i-1 {
 			t.Fatalf("from event %d's End: %d events, want %d", i, len(from), len(all)-i-1)
@@ -56,31 +56,31 @@ func testEventPositions(t *testing.T, s workspace.Store, _ Hooks) {
 	}
 	// At the end: nothing, and the same position back; appended events
 	// come from there, in order.
-	n, err := s.ReadEventsFrom("t1", next, func(e workspace.PositionedEvent) { t.Fatalf("read %+v past the end", e) })
+	n, err := s.ReadEventsFrom(t.Context(), "t1", next, func(e workspace.PositionedEvent) { t.Fatalf("read %+v past the end", e) })
 	ok(t, err, "read events at the end")
 	if n != next {
 		t.Fatalf("reading at the end gave position %d, want %d back", n, next)
 	}
-	ok(t, s.AppendEvents("t1", []workspace.Event{
+	ok(t, s.AppendEvents(t.Context(), "t1", []workspace.Event{
 		{Time: s.Now(), Name: "probe", TaskID: "t1", Args: []string{"a"}},
 		{Time: s.Now(), Name: "probe", TaskID: "t1", Args: []string{"b"}},
 	}), "append events")
 	var more []string
-	n2, err := s.ReadEventsFrom("t1", next, func(e workspace.PositionedEvent) { more = append(more, e.Args[0]) })
+	n2, err := s.ReadEventsFrom(t.Context(), "t1", next, func(e workspace.PositionedEvent) { more = append(more, e.Args[0]) })
 	ok(t, err, "read the appended events")
 	if !slices.Equal(more, []string{"a", "b"}) || n2 <= next {
 		t.Fatalf("after the end: %v to %d, want [a b] past %d", more, n2, next)
 	}
-	_, err = s.ReadEventsFrom("t_none", 0, func(workspace.PositionedEvent) {})
+	_, err = s.ReadEventsFrom(t.Context(), "t_none", 0, func(workspace.PositionedEvent) {})
 	is(t, err, workspace.ErrNotFound, "read events of a missing task")
-	_, err = s.ReadEventsFrom("../x", 0, func(workspace.PositionedEvent) {})
+	_, err = s.ReadEventsFrom(t.Context(), "../x", 0, func(workspace.PositionedEvent) {})
 	is(t, err, workspace.ErrInvalid, "read events of a bad task id")
-	_, err = s.ReadEventsFrom("t1", -1, func(workspace.PositionedEvent) {})
+	_, err = s.ReadEventsFrom(t.Context(), "t1", -1, func(workspace.PositionedEvent) {})
 	is(t, err, workspace.ErrInvalid, "read events from a negative position")
 }
 
 func testMemoryAgents(t *testing.T, s workspace.Store, _ Hooks) {
-	got, err := s.MemoryAgents()
+	got, err := s.MemoryAgents(t.Context())
 	ok(t, err, "memory agents of a fresh store")
 	if len(got) != 0 {
 		t.Fatalf("a fresh store has memory agents %v", got)
@@ -91,7 +91,7 @@ func testMemoryAgents(t *testing.T, s workspace.Store, _ Hooks) {
 	}
 	_, err = s.StoreEntry(bg, workspace.Scope{Kind: workspace.ScopeGlobal}, workspace.StoreRequest{Key: "g", Description: "d", Value: []byte(`1`), Agent: "bob"})
 	ok(t, err, "store global memory")
-	got, err = s.MemoryAgents()
+	got, err = s.MemoryAgents(t.Context())
 	ok(t, err, "memory agents")
 	if !slices.Equal(got, []string{"amy", "zed"}) {
 		t.Fatalf("memory agents = %v, want [amy zed] (sorted, once each, not the global writer)", got)
@@ -150,12 +150,12 @@ func testWatch(t *testing.T, s workspace.Store, _ Hooks) {
 		return func(c workspace.Change) bool { return slices.Contains(c.Tasks, id) }
 	}
 	newTask(t, s, "t1")
-	await("a new task", names("t1"), func() bool { _, err := s.GetTask("t1"); return err == nil })
+	await("a new task", names("t1"), func() bool { _, err := s.GetTask(ctx, "t1"); return err == nil })
 	for i := range 3 {
 		arg := "w" + strconv.Itoa(i)
-		ok(t, s.AppendEvent(workspace.Event{Time: s.Now(), Name: "probe", TaskID: "t1", Args: []string{arg}}), "append event")
+		ok(t, s.AppendEvent(ctx, workspace.Event{Time: s.Now(), Name: "probe", TaskID: "t1", Args: []string{arg}}), "append event")
 		await("an event", names("t1"), func() bool {
-			evs, _, _ := s.ReadEvents("t1")
+			evs, _, _ := s.ReadEvents(ctx, "t1")
 			return len(evs) > 0 && slices.Equal(evs[len(evs)-1].Args, []string{arg})
 		})
 	}
@@ -168,10 +168,10 @@ func testWatch(t *testing.T, s workspace.Store, _ Hooks) {
 			return err == nil
 		})
 	}
-	en, _, err := s.Friction("amy").Add(bg, friction.Entry{Type: "escalation", Description: "watched"})
+	en, _, err := s.Friction(ctx, "amy").Add(bg, friction.Entry{Type: "escalation", Description: "watched"})
 	ok(t, err, "add friction")
 	await("friction", func(c workspace.Change) bool { return c.Friction }, func() bool {
-		_, err := s.Friction("").Get(en.ID)
+		_, err := s.Friction(ctx, "").Get(ctx, en.ID)
 		return err == nil
 	})
 	cancel()

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"path"
@@ -31,14 +32,14 @@ func (c *counted) note(task string, err error) {
 	}
 }
 
-func (c *counted) WriteClaim(taskID, agent, subtaskID string) (string, error) {
-	m, err := c.Served.WriteClaim(taskID, agent, subtaskID)
+func (c *counted) WriteClaim(ctx context.Context, taskID, agent, subtaskID string) (string, error) {
+	m, err := c.Served.WriteClaim(ctx, taskID, agent, subtaskID)
 	c.note(taskID, err)
 	return m, err
 }
 
-func (c *counted) WriteDone(req workspace.DoneRequest) (string, error) {
-	m, err := c.Served.WriteDone(req)
+func (c *counted) WriteDone(ctx context.Context, req workspace.DoneRequest) (string, error) {
+	m, err := c.Served.WriteDone(ctx, req)
 	c.note(req.TaskID, err)
 	return m, err
 }
@@ -61,14 +62,14 @@ func awaitApplied(t *testing.T, s workspace.Store) {
 	c.mu.Unlock()
 	for task, n := range want {
 		await(t, "the daemon applies the markers of "+task, func() (bool, string) {
-			recs, err := s.ReadJournal(task)
+			recs, err := s.ReadJournal(t.Context(), task)
 			if err != nil {
 				return false, err.Error()
 			}
 			if len(recs) < n {
 				return false, fmt.Sprintf("%d of %d journaled", len(recs), n)
 			}
-			st, err := s.ReadState(task)
+			st, err := s.ReadState(t.Context(), task)
 			if err != nil {
 				return false, err.Error()
 			}
@@ -109,7 +110,7 @@ func awaitState(t *testing.T, s workspace.Store, id string, cond func(workspace.
 	var st workspace.State
 	await(t, "the state of "+id, func() (bool, string) {
 		var err error
-		st, err = s.ReadState(id)
+		st, err = s.ReadState(t.Context(), id)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -123,9 +124,9 @@ func awaitState(t *testing.T, s workspace.Store, id string, cond func(workspace.
 func verdictOf(t *testing.T, s workspace.Store, task, m string) workspace.Verdict {
 	t.Helper()
 	name := path.Base(m)
-	recs, err := s.ReadJournal(task)
+	recs, err := s.ReadJournal(t.Context(), task)
 	ok(t, err, "read journal")
-	st, err := s.ReadState(task)
+	st, err := s.ReadState(t.Context(), task)
 	ok(t, err, "read state")
 	var found []workspace.JournalRecord
 	for _, r := range recs {
@@ -152,39 +153,39 @@ func testServed(t *testing.T, s workspace.Store, h Hooks) {
 	}
 	review := func(verdict string, n int) {
 		rv, _ := json.Marshal(map[string]any{"type": "plan_review", "verdict": verdict, "issues": []map[string]any{{"problem": "p"}}})
-		rel, err := s.WriteReview("t1", fmt.Sprintf("plan_review_%d", n), "reviewer", rv)
+		rel, err := s.WriteReview(t.Context(), "t1", fmt.Sprintf("plan_review_%d", n), "reviewer", rv)
 		ok(t, err, "write review")
-		_, err = s.WriteDone(workspace.DoneRequest{TaskID: "t1", Agent: "reviewer", OutputFile: rel})
+		_, err = s.WriteDone(t.Context(), workspace.DoneRequest{TaskID: "t1", Agent: "reviewer", OutputFile: rel})
 		ok(t, err, "done review")
 		h.Apply(t, s)
 	}
 	propose := func(subtasks ...string) {
 		_, err := s.WritePlan(bg, "t1", "planner", planJSON(subtasks...))
 		ok(t, err, "write plan")
-		_, err = s.WriteDone(workspace.DoneRequest{TaskID: "t1", Agent: "planner", OutputFile: "plan.json"})
+		_, err = s.WriteDone(t.Context(), workspace.DoneRequest{TaskID: "t1", Agent: "planner", OutputFile: "plan.json"})
 		ok(t, err, "done plan")
 		h.Apply(t, s)
 	}
 	propose("s1")
-	if st, _ := s.ReadState("t1"); st.PlanStatus != machine.PlanProposed || st.PlanVersion != 1 {
+	if st, _ := s.ReadState(t.Context(), "t1"); st.PlanStatus != machine.PlanProposed || st.PlanVersion != 1 {
 		t.Fatalf("after a plan: plan_status %s v%d, want proposed v1", st.PlanStatus, st.PlanVersion)
 	}
 	review("revision_needed", 1)
-	if st, _ := s.ReadState("t1"); st.RevisionCount != 1 || st.PlanStatus == machine.PlanApproved {
+	if st, _ := s.ReadState(t.Context(), "t1"); st.RevisionCount != 1 || st.PlanStatus == machine.PlanApproved {
 		t.Fatalf("after a plan sent back: revision_count %d, plan_status %s", st.RevisionCount, st.PlanStatus)
 	}
 	propose("s1", "s2")
 	review("approved", 2)
-	st, _ := s.ReadState("t1")
+	st, _ := s.ReadState(t.Context(), "t1")
 	if st.Status != "executing" || st.PlanVersion != 2 || len(st.Subtasks) != 2 {
 		t.Fatalf("after the second plan was approved: %s v%d with %d subtasks", st.Status, st.PlanVersion, len(st.Subtasks))
 	}
 
-	won, err := s.WriteClaim("t1", "worker_1", "s1")
+	won, err := s.WriteClaim(t.Context(), "t1", "worker_1", "s1")
 	ok(t, err, "claim s1")
-	lost, err := s.WriteClaim("t1", "worker_2", "s1")
+	lost, err := s.WriteClaim(t.Context(), "t1", "worker_2", "s1")
 	ok(t, err, "claim s1 again")
-	missing, err := s.WriteClaim("t1", "worker_2", "s9")
+	missing, err := s.WriteClaim(t.Context(), "t1", "worker_2", "s9")
 	ok(t, err, "claim a subtask the plan lacks")
 	h.Apply(t, s)
 	if v := verdictOf(t, s, "t1", won); v.Verdict != workspace.VerdictWon {
@@ -197,15 +198,15 @@ func testServed(t *testing.T, s workspace.Store, h Hooks) {
 		t.Fatalf("claim of a missing subtask: %+v, want not_found with a reason", v)
 	}
 	out, _ := json.Marshal(map[string]any{"status": "completed", "summary": "done"})
-	rel, err := s.WriteOutput("t1", "s1", "worker_1", out)
+	rel, err := s.WriteOutput(t.Context(), "t1", "s1", "worker_1", out)
 	ok(t, err, "write output")
-	done, err := s.WriteDone(workspace.DoneRequest{TaskID: "t1", Agent: "worker_1", OutputFile: rel})
+	done, err := s.WriteDone(t.Context(), workspace.DoneRequest{TaskID: "t1", Agent: "worker_1", OutputFile: rel})
 	ok(t, err, "done s1")
 	h.Apply(t, s)
 	if v := verdictOf(t, s, "t1", done); v.Verdict != workspace.VerdictApplied || v.SubtaskStatus != "completed" {
 		t.Fatalf("done s1: %+v, want applied, completed", v)
 	}
-	cancel, err := s.WriteDone(workspace.DoneRequest{TaskID: "t1", Agent: "coordinator", Status: "cancelled", Error: "no longer needed"})
+	cancel, err := s.WriteDone(t.Context(), workspace.DoneRequest{TaskID: "t1", Agent: "coordinator", Status: "cancelled", Error: "no longer needed"})
 	ok(t, err, "cancel without a product")
 	h.Apply(t, s)
 	if v := verdictOf(t, s, "t1", cancel); v.Verdict != workspace.VerdictApplied || v.TaskStatus != "cancelled" {
@@ -220,9 +221,9 @@ func testServed(t *testing.T, s workspace.Store, h Hooks) {
 // commit.
 func eventsOnce(t *testing.T, s workspace.Store, id string) {
 	t.Helper()
-	task, err := s.GetTask(id)
+	task, err := s.GetTask(t.Context(), id)
 	ok(t, err, "get task")
-	recs, err := s.ReadJournal(id)
+	recs, err := s.ReadJournal(t.Context(), id)
 	ok(t, err, "read journal")
 	plans := func(version int) (*workspace.Plan, error) {
 		for _, r := range slices.Backward(recs) {
@@ -238,7 +239,7 @@ func eventsOnce(t *testing.T, s workspace.Store, id string) {
 	for _, e := range want {
 		names[e.Name] = true
 	}
-	evs, _, err := s.ReadEvents(id)
+	evs, _, err := s.ReadEvents(t.Context(), id)
 	ok(t, err, "read events")
 	var got []string
 	for _, e := range evs {

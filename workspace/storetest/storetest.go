@@ -133,16 +133,16 @@ func approved(t *testing.T, s workspace.Store, h Hooks, id string, subtasks ...s
 	newTask(t, s, id)
 	_, err := s.WritePlan(bg, id, "coordinator", planJSON(subtasks...))
 	ok(t, err, "write plan")
-	_, err = s.WriteDone(workspace.DoneRequest{TaskID: id, Agent: "coordinator", OutputFile: "plan.json"})
+	_, err = s.WriteDone(t.Context(), workspace.DoneRequest{TaskID: id, Agent: "coordinator", OutputFile: "plan.json"})
 	ok(t, err, "done plan")
 	h.Apply(t, s)
 	rv, _ := json.Marshal(map[string]any{"type": "plan_review", "verdict": "approved"})
-	rel, err := s.WriteReview(id, "plan_review_1", "reviewer", rv)
+	rel, err := s.WriteReview(t.Context(), id, "plan_review_1", "reviewer", rv)
 	ok(t, err, "write review")
-	_, err = s.WriteDone(workspace.DoneRequest{TaskID: id, Agent: "reviewer", OutputFile: rel})
+	_, err = s.WriteDone(t.Context(), workspace.DoneRequest{TaskID: id, Agent: "reviewer", OutputFile: rel})
 	ok(t, err, "done review")
 	h.Apply(t, s)
-	st, err := s.ReadState(id)
+	st, err := s.ReadState(t.Context(), id)
 	ok(t, err, "read state")
 	if st.PlanStatus != "approved" || st.Status != "executing" {
 		t.Fatalf("after an approved plan review: plan_status %q status %q, want approved and executing", st.PlanStatus, st.Status)
@@ -161,7 +161,7 @@ func testSettings(t *testing.T, s workspace.Store, _ Hooks) {
 }
 
 func testAgents(t *testing.T, s workspace.Store, _ Hooks) {
-	cards, err := s.LoadAgents()
+	cards, err := s.LoadAgents(t.Context())
 	ok(t, err, "load agents of a fresh workspace")
 	if len(cards.Agents) != 0 {
 		t.Fatalf("fresh workspace has cards: %+v", cards)
@@ -171,7 +171,7 @@ func testAgents(t *testing.T, s workspace.Store, _ Hooks) {
 		{Name: "worker_1", Description: "does the work"},
 	}}
 	ok(t, s.SaveAgents(bg, want), "save agents")
-	got, err := s.LoadAgents()
+	got, err := s.LoadAgents(t.Context())
 	ok(t, err, "load agents")
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("cards read back %+v, want %+v", got, want)
@@ -181,7 +181,7 @@ func testAgents(t *testing.T, s workspace.Store, _ Hooks) {
 	}
 	err = s.SaveAgents(bg, workspace.AgentCards{Agents: []workspace.AgentCard{{Description: "no name"}}})
 	is(t, err, workspace.ErrInvalid, "save a card without a name")
-	got, err = s.LoadAgents()
+	got, err = s.LoadAgents(t.Context())
 	ok(t, err, "load agents after a refused save")
 	if len(got.Agents) != 2 {
 		t.Fatalf("a refused save changed the cards: %+v", got)
@@ -195,17 +195,17 @@ func testTasks(t *testing.T, s workspace.Store, h Hooks) {
 			t.Fatalf("created %+v", task)
 		}
 	}
-	got, err := s.GetTask("t_a")
+	got, err := s.GetTask(t.Context(), "t_a")
 	ok(t, err, "get task")
 	if got.ID != "t_a" || got.Description != "task t_a" {
 		t.Fatalf("get task t_a = %+v", got)
 	}
-	ids, err := s.TaskIDs()
+	ids, err := s.TaskIDs(t.Context())
 	ok(t, err, "task ids")
 	if !slices.Equal(ids, []string{"t_a", "t_b", "t_c"}) {
 		t.Fatalf("task ids %v, want sorted t_a t_b t_c", ids)
 	}
-	list, err := s.ListTasks()
+	list, err := s.ListTasks(t.Context())
 	ok(t, err, "list tasks")
 	if len(list) != 3 || list[0].Task.ID != "t_a" {
 		t.Fatalf("list tasks = %+v", list)
@@ -218,7 +218,7 @@ func testTasks(t *testing.T, s workspace.Store, h Hooks) {
 
 	_, err = s.CreateTask(bg, workspace.NewTaskRequest{ID: "t_a", Description: "again"})
 	is(t, err, workspace.ErrConflict, "create an existing task")
-	if got, _ := s.GetTask("t_a"); got.Description != "task t_a" {
+	if got, _ := s.GetTask(t.Context(), "t_a"); got.Description != "task t_a" {
 		t.Fatalf("a refused create changed the task: %+v", got)
 	}
 	for _, bad := range []string{"../x", "a/b", "", "x y", "'); DROP TABLE tasks; --"} {
@@ -230,19 +230,19 @@ func testTasks(t *testing.T, s workspace.Store, h Hooks) {
 	}
 	_, err = s.CreateTask(bg, workspace.NewTaskRequest{ID: "t_nodesc"})
 	is(t, err, workspace.ErrInvalid, "create a task without a description")
-	_, err = s.GetTask("t_none")
+	_, err = s.GetTask(t.Context(), "t_none")
 	is(t, err, workspace.ErrNotFound, "get a missing task")
 	first := awaitState(t, s, "t_a", func(st workspace.State) bool { return true })
 	if first.Status != "planning" || first.JournalSeq != 0 || first.TaskID != "t_a" {
 		t.Fatalf("a new task's first state = %+v, want planning at journal_seq 0", first)
 	}
-	_, err = s.ReadState("t_none")
+	_, err = s.ReadState(t.Context(), "t_none")
 	is(t, err, workspace.ErrNotFound, "read the state of a missing task")
 }
 
 func testPlans(t *testing.T, s workspace.Store, _ Hooks) {
 	newTask(t, s, "t1")
-	_, err := s.ReadPlan("t1", 0)
+	_, err := s.ReadPlan(t.Context(), "t1", 0)
 	is(t, err, workspace.ErrNotFound, "read the plan of a task without one")
 	for v := 1; v <= 3; v++ {
 		p, err := s.WritePlan(bg, "t1", "coordinator", planJSON("s1", "s"+strconv.Itoa(v+1)))
@@ -251,25 +251,25 @@ func testPlans(t *testing.T, s workspace.Store, _ Hooks) {
 			t.Fatalf("plan write %d gave version %d task %q by %q", v, p.Version, p.TaskID, p.CreatedBy)
 		}
 	}
-	cur, err := s.ReadPlan("t1", 0)
+	cur, err := s.ReadPlan(t.Context(), "t1", 0)
 	ok(t, err, "read current plan")
 	if cur == nil || cur.Version != 3 || cur.Subtasks[1].ID != "s4" {
 		t.Fatalf("current plan = %+v, want version 3", cur)
 	}
 	for v := 1; v <= 3; v++ {
-		p, err := s.ReadPlan("t1", v)
+		p, err := s.ReadPlan(t.Context(), "t1", v)
 		ok(t, err, "read plan version "+strconv.Itoa(v))
 		if p.Version != v || p.Subtasks[1].ID != "s"+strconv.Itoa(v+1) {
 			t.Fatalf("plan version %d read as %+v", v, p)
 		}
 	}
-	doc, err := s.ReadTaskDoc("t1", "plans/plan_v1.json")
+	doc, err := s.ReadTaskDoc(t.Context(), "t1", "plans/plan_v1.json")
 	ok(t, err, "read plans/plan_v1.json")
 	var d struct{ Version int }
 	if json.Unmarshal(doc, &d) != nil || d.Version != 1 {
 		t.Fatalf("plans/plan_v1.json = %s", doc)
 	}
-	_, err = s.ReadPlan("t1", 9)
+	_, err = s.ReadPlan(t.Context(), "t1", 9)
 	is(t, err, workspace.ErrNotFound, "read a plan version never written")
 	_, err = s.WritePlan(bg, "t1", "coordinator", []byte(`{"subtasks": [`))
 	is(t, err, workspace.ErrInvalid, "write a plan that is not JSON")
@@ -277,7 +277,7 @@ func testPlans(t *testing.T, s workspace.Store, _ Hooks) {
 	is(t, err, workspace.ErrInvalid, "write a plan with a bad subtask id")
 	_, err = s.WritePlan(bg, "t1", "coordinator", []byte(`{"subtasks": "no"}`))
 	is(t, err, workspace.ErrInvalid, "write a plan against its schema")
-	if cur, _ := s.ReadPlan("t1", 0); cur.Version != 3 {
+	if cur, _ := s.ReadPlan(t.Context(), "t1", 0); cur.Version != 3 {
 		t.Fatalf("refused plan writes changed the plan: version %d", cur.Version)
 	}
 	_, err = s.WritePlan(bg, "t_none", "coordinator", planJSON("s1"))
@@ -290,49 +290,49 @@ func testProducts(t *testing.T, s workspace.Store, h Hooks) {
 		data, _ := json.Marshal(map[string]any{"status": "completed", "summary": summary})
 		return data
 	}
-	rel, err := s.WriteOutput("t1", "s1", "worker_1", out("first"))
+	rel, err := s.WriteOutput(t.Context(), "t1", "s1", "worker_1", out("first"))
 	ok(t, err, "write output")
 	if rel != "outputs/s1.json" {
 		t.Fatalf("output named %q, want outputs/s1.json", rel)
 	}
 	// Not yet reported done: replacing keeps the first in history.
-	_, err = s.WriteOutput("t1", "s1", "worker_1", out("second"))
+	_, err = s.WriteOutput(t.Context(), "t1", "s1", "worker_1", out("second"))
 	ok(t, err, "replace an output not reported")
-	p, err := s.ReadProduct("t1", rel)
+	p, err := s.ReadProduct(t.Context(), "t1", rel)
 	ok(t, err, "read product")
 	if p.Kind != workspace.ProductOutput || p.Output == nil || p.Output.Summary != "second" || p.Output.SubtaskID != "s1" || p.Output.WorkerID != "worker_1" {
 		t.Fatalf("product = %+v (output %+v)", p, p.Output)
 	}
-	ok(t, s.ValidateProduct("t1", rel), "validate product")
-	hist, err := s.ReadTaskFile("t1", "outputs/history/s1.v1.json", 1<<20)
+	ok(t, s.ValidateProduct(t.Context(), "t1", rel), "validate product")
+	hist, err := s.ReadTaskFile(t.Context(), "t1", "outputs/history/s1.v1.json", 1<<20)
 	ok(t, err, "read the replaced output's history")
 	var o workspace.Output
 	if json.Unmarshal(hist, &o) != nil || o.Summary != "first" {
 		t.Fatalf("history of s1 = %s", hist)
 	}
 	// Once its subtask is completed, it is final.
-	_, err = s.WriteClaim("t1", "worker_1", "s1")
+	_, err = s.WriteClaim(t.Context(), "t1", "worker_1", "s1")
 	ok(t, err, "claim")
-	_, err = s.WriteDone(workspace.DoneRequest{TaskID: "t1", Agent: "worker_1", OutputFile: rel})
+	_, err = s.WriteDone(t.Context(), workspace.DoneRequest{TaskID: "t1", Agent: "worker_1", OutputFile: rel})
 	ok(t, err, "done")
 	h.Apply(t, s)
-	_, err = s.WriteOutput("t1", "s1", "worker_1", out("third"))
+	_, err = s.WriteOutput(t.Context(), "t1", "s1", "worker_1", out("third"))
 	is(t, err, workspace.ErrConflict, "replace an output a done marker reports")
-	doc, err := s.ReadTaskDoc("t1", rel)
+	doc, err := s.ReadTaskDoc(t.Context(), "t1", rel)
 	ok(t, err, "read task doc")
 	if json.Unmarshal(doc, &o) != nil || o.Summary != "second" {
 		t.Fatalf("a refused replace changed the output: %s", doc)
 	}
 
-	_, err = s.WriteOutput("t1", "s2", "worker_1", []byte(`{"status": 7}`))
+	_, err = s.WriteOutput(t.Context(), "t1", "s2", "worker_1", []byte(`{"status": 7}`))
 	is(t, err, workspace.ErrInvalid, "write an output against its schema")
-	_, err = s.WriteOutput("t1", "../s2", "worker_1", out("x"))
+	_, err = s.WriteOutput(t.Context(), "t1", "../s2", "worker_1", out("x"))
 	is(t, err, workspace.ErrInvalid, "write an output with a bad subtask id")
-	_, err = s.WriteOutput("t_none", "s1", "worker_1", out("x"))
+	_, err = s.WriteOutput(t.Context(), "t_none", "s1", "worker_1", out("x"))
 	is(t, err, workspace.ErrNotFound, "write the output of a missing task")
-	_, err = s.ReadTaskDoc("t1", "outputs/s9.json")
+	_, err = s.ReadTaskDoc(t.Context(), "t1", "outputs/s9.json")
 	is(t, err, workspace.ErrNotFound, "read a missing output")
-	_, err = s.ReadProduct("t1", "outputs/s9.json")
+	_, err = s.ReadProduct(t.Context(), "t1", "outputs/s9.json")
 	if err == nil {
 		t.Fatal("read a missing product: no error")
 	}
@@ -340,13 +340,13 @@ func testProducts(t *testing.T, s workspace.Store, h Hooks) {
 	at := func(min int) string { return time.Date(2025, 1, 1, 0, min, 0, 0, time.UTC).Format(time.RFC3339) }
 	for _, r := range []struct{ id, at string }{{"r_b", at(1)}, {"r_c", at(0)}, {"r_a", at(1)}} {
 		data, _ := json.Marshal(map[string]any{"type": "output_review", "target": "s1", "verdict": "approved", "reviewed_at": r.at})
-		rel, err := s.WriteReview("t1", r.id, "reviewer", data)
+		rel, err := s.WriteReview(t.Context(), "t1", r.id, "reviewer", data)
 		ok(t, err, "write review "+r.id)
 		if rel != "reviews/"+r.id+".json" {
 			t.Fatalf("review named %q", rel)
 		}
 	}
-	reviews, skipped, err := s.ListReviews("t1")
+	reviews, skipped, err := s.ListReviews(t.Context(), "t1")
 	ok(t, err, "list reviews")
 	var ids []string
 	for _, r := range reviews {
@@ -358,16 +358,16 @@ func testProducts(t *testing.T, s workspace.Store, h Hooks) {
 	if reviews[0].Reviewer != "reviewer" {
 		t.Fatalf("review reviewer %q, want the writing agent", reviews[0].Reviewer)
 	}
-	_, err = s.WriteReview("t1", "r_x", "reviewer", []byte(`{"type": "output_review", "verdict": "maybe"}`))
+	_, err = s.WriteReview(t.Context(), "t1", "r_x", "reviewer", []byte(`{"type": "output_review", "verdict": "maybe"}`))
 	is(t, err, workspace.ErrInvalid, "write a review with an unknown verdict")
-	_, _, err = s.ListReviews("t_none")
+	_, _, err = s.ListReviews(t.Context(), "t_none")
 	is(t, err, workspace.ErrNotFound, "list the reviews of a missing task")
 }
 
 func testThreads(t *testing.T, s workspace.Store, _ Hooks) {
 	newTask(t, s, "t1")
 	newTask(t, s, "t2")
-	root, err := s.GetThread("t1", "t1")
+	root, err := s.GetThread(t.Context(), "t1", "t1")
 	ok(t, err, "get the root thread")
 	if root.TaskID != "t1" || root.ParentID != "" {
 		t.Fatalf("root thread %+v", root)
@@ -380,12 +380,12 @@ func testThreads(t *testing.T, s workspace.Store, _ Hooks) {
 	}
 	_, err = s.NewThread(bg, workspace.NewThreadRequest{TaskID: "t1", ID: "th_grand", ParentID: "th_child", From: "worker_1", To: "worker_2", Status: "pending"})
 	ok(t, err, "new grandchild thread")
-	got, err := s.GetThread("t1", "th_child")
+	got, err := s.GetThread(t.Context(), "t1", "th_child")
 	ok(t, err, "get thread")
 	if got.Message != "look at the grids" || !slices.Equal(got.Buffers, []string{"env:grid"}) {
 		t.Fatalf("thread read back %+v", got)
 	}
-	list, err := s.ListThreads("t1")
+	list, err := s.ListThreads(t.Context(), "t1")
 	ok(t, err, "list threads")
 	var ids []string
 	for _, th := range list {
@@ -400,12 +400,12 @@ func testThreads(t *testing.T, s workspace.Store, _ Hooks) {
 			t.Fatalf("threads out of order: %s then %s", a.ID, b.ID)
 		}
 	}
-	task, err := s.ResolveThread("th_grand")
+	task, err := s.ResolveThread(t.Context(), "th_grand")
 	ok(t, err, "resolve thread")
 	if task != "t1" {
 		t.Fatalf("th_grand resolves to %q", task)
 	}
-	if task, err := s.ResolveThread("t2"); err != nil || task != "t2" {
+	if task, err := s.ResolveThread(t.Context(), "t2"); err != nil || task != "t2" {
 		t.Fatalf("a task id resolves to %q, %v", task, err)
 	}
 	progress, status := "half way", "done"
@@ -414,7 +414,7 @@ func testThreads(t *testing.T, s workspace.Store, _ Hooks) {
 	if up.Progress != progress || up.Status != status || up.Message != "look at the grids" {
 		t.Fatalf("updated thread %+v", up)
 	}
-	if got, _ := s.GetThread("t1", "th_child"); got.Progress != progress || got.Status != status {
+	if got, _ := s.GetThread(t.Context(), "t1", "th_child"); got.Progress != progress || got.Status != status {
 		t.Fatalf("update not kept: %+v", got)
 	}
 
@@ -426,11 +426,11 @@ func testThreads(t *testing.T, s workspace.Store, _ Hooks) {
 	is(t, err, workspace.ErrNotFound, "new thread in a missing task")
 	_, err = s.NewThread(bg, workspace.NewThreadRequest{TaskID: "t1", ID: "../x", From: "a", To: "b"})
 	is(t, err, workspace.ErrInvalid, "new thread with a bad id")
-	_, err = s.GetThread("t1", "th_none")
+	_, err = s.GetThread(t.Context(), "t1", "th_none")
 	is(t, err, workspace.ErrNotFound, "get a missing thread")
-	_, err = s.GetThread("t2", "th_child")
+	_, err = s.GetThread(t.Context(), "t2", "th_child")
 	is(t, err, workspace.ErrNotFound, "get a thread of another task")
-	_, err = s.ResolveThread("th_none")
+	_, err = s.ResolveThread(t.Context(), "th_none")
 	is(t, err, workspace.ErrNotFound, "resolve a missing thread")
 	bad := "sleeping"
 	_, err = s.UpdateThread(bg, "t1", "th_child", "worker_1", workspace.ThreadUpdate{Status: &bad})
@@ -586,7 +586,7 @@ func testEntryErrors(t *testing.T, s workspace.Store, _ Hooks) {
 	if e.Key != "../../config/agents.json" || string(e.Value) != `"x"` {
 		t.Fatalf("read back %+v", e)
 	}
-	if _, err := s.LoadAgents(); err != nil {
+	if _, err := s.LoadAgents(t.Context()); err != nil {
 		t.Fatalf("a key that looks like a path broke the agent cards: %v", err)
 	}
 	_, err = s.GetEntry(bg, workspace.Scope{Kind: workspace.ScopeGlobal}, "../../config/agents.json")
@@ -655,42 +655,42 @@ func testNoLostUpdate(t *testing.T, s workspace.Store, _ Hooks) {
 }
 
 func testMarkers(t *testing.T, s workspace.Store, h Hooks) {
-	_, err := s.WriteClaim("t_none", "worker_1", "s1")
+	_, err := s.WriteClaim(t.Context(), "t_none", "worker_1", "s1")
 	is(t, err, workspace.ErrNotFound, "claim in a missing task")
 	approved(t, s, h, "t1", "s1", "s2")
-	_, err = s.WriteClaim("t1", "../w", "s1")
+	_, err = s.WriteClaim(t.Context(), "t1", "../w", "s1")
 	is(t, err, workspace.ErrInvalid, "claim as a bad agent")
-	_, err = s.WriteDone(workspace.DoneRequest{TaskID: "t1", Agent: "worker_1", OutputFile: "outputs/s9.json"})
+	_, err = s.WriteDone(t.Context(), workspace.DoneRequest{TaskID: "t1", Agent: "worker_1", OutputFile: "outputs/s9.json"})
 	if err == nil {
 		t.Fatal("done naming a missing output: no error")
 	}
-	_, err = s.WriteDone(workspace.DoneRequest{TaskID: "t1", Agent: "worker_1", OutputFile: "../../etc/passwd"})
+	_, err = s.WriteDone(t.Context(), workspace.DoneRequest{TaskID: "t1", Agent: "worker_1", OutputFile: "../../etc/passwd"})
 	is(t, err, workspace.ErrInvalid, "done naming a file outside the task")
 
-	m, err := s.WriteClaim("t1", "worker_1", "s1")
+	m, err := s.WriteClaim(t.Context(), "t1", "worker_1", "s1")
 	ok(t, err, "claim")
 	if m == "" {
 		t.Fatal("claim returned no marker name")
 	}
 	h.Apply(t, s)
-	st, err := s.ReadState("t1")
+	st, err := s.ReadState(t.Context(), "t1")
 	ok(t, err, "read state")
 	if sub := st.Subtasks["s1"]; sub == nil || sub.Status != "in_progress" || sub.Worker != "worker_1" {
 		t.Fatalf("after the claim s1 is %+v", st.Subtasks["s1"])
 	}
 	out, _ := json.Marshal(map[string]any{"status": "completed", "summary": "done"})
-	rel, err := s.WriteOutput("t1", "s1", "worker_1", out)
+	rel, err := s.WriteOutput(t.Context(), "t1", "s1", "worker_1", out)
 	ok(t, err, "write output")
-	_, err = s.WriteDone(workspace.DoneRequest{TaskID: "t1", Agent: "worker_1", OutputFile: rel})
+	_, err = s.WriteDone(t.Context(), workspace.DoneRequest{TaskID: "t1", Agent: "worker_1", OutputFile: rel})
 	ok(t, err, "done")
 	h.Apply(t, s)
-	st, err = s.ReadState("t1")
+	st, err = s.ReadState(t.Context(), "t1")
 	ok(t, err, "read state")
 	if sub := st.Subtasks["s1"]; sub == nil || sub.Status != "completed" {
 		t.Fatalf("after the done s1 is %+v", st.Subtasks["s1"])
 	}
 
-	recs, err := s.ReadJournal("t1")
+	recs, err := s.ReadJournal(t.Context(), "t1")
 	ok(t, err, "read journal")
 	// plan done, review done, claim, done.
 	if len(recs) != 4 {
@@ -707,12 +707,12 @@ func testMarkers(t *testing.T, s workspace.Store, h Hooks) {
 	if st.JournalSeq != recs[3].Seq {
 		t.Fatalf("state at journal_seq %d, journal ends at %d", st.JournalSeq, recs[3].Seq)
 	}
-	list, err := s.ListTasks()
+	list, err := s.ListTasks(t.Context())
 	ok(t, err, "list tasks")
 	if len(list) != 1 || list[0].State == nil || list[0].State.Status != "executing" {
 		t.Fatalf("list tasks = %+v", list)
 	}
-	recs, err = s.ReadJournal("t_none")
+	recs, err = s.ReadJournal(t.Context(), "t_none")
 	if err == nil && len(recs) != 0 {
 		t.Fatalf("a missing task has a journal: %+v", recs)
 	}
@@ -729,7 +729,7 @@ func testFirstClaimWins(t *testing.T, s workspace.Store, h Hooks) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := s.WriteClaim("t1", "worker_"+strconv.Itoa(i), "s1"); err != nil {
+			if _, err := s.WriteClaim(t.Context(), "t1", "worker_"+strconv.Itoa(i), "s1"); err != nil {
 				errs <- err
 			}
 		}()
@@ -740,13 +740,13 @@ func testFirstClaimWins(t *testing.T, s workspace.Store, h Hooks) {
 		t.Fatal(err)
 	}
 	h.Apply(t, s)
-	st, err := s.ReadState("t1")
+	st, err := s.ReadState(t.Context(), "t1")
 	ok(t, err, "read state")
 	sub := st.Subtasks["s1"]
 	if sub == nil || sub.Status != "in_progress" || sub.Worker == "" {
 		t.Fatalf("s1 after %d claims: %+v", agents, sub)
 	}
-	recs, err := s.ReadJournal("t1")
+	recs, err := s.ReadJournal(t.Context(), "t1")
 	ok(t, err, "read journal")
 	var claims []workspace.JournalRecord
 	for _, r := range recs {
@@ -774,9 +774,9 @@ func testFirstClaimWins(t *testing.T, s workspace.Store, h Hooks) {
 	}
 	// Applying again changes nothing: each marker is applied once.
 	h.Apply(t, s)
-	again, err := s.ReadJournal("t1")
+	again, err := s.ReadJournal(t.Context(), "t1")
 	ok(t, err, "read journal again")
-	st2, _ := s.ReadState("t1")
+	st2, _ := s.ReadState(t.Context(), "t1")
 	if len(again) != len(recs) || st2.JournalSeq != st.JournalSeq {
 		t.Fatalf("a second apply took markers again: %d → %d records, seq %d → %d", len(recs), len(again), st.JournalSeq, st2.JournalSeq)
 	}
@@ -785,20 +785,20 @@ func testFirstClaimWins(t *testing.T, s workspace.Store, h Hooks) {
 func testEvents(t *testing.T, s workspace.Store, _ Hooks) {
 	newTask(t, s, "t1")
 	newTask(t, s, "t2")
-	before, _, err := s.ReadEvents("t1")
+	before, _, err := s.ReadEvents(t.Context(), "t1")
 	ok(t, err, "read events")
 	// After every event the store wrote itself: each log is in time order.
 	base := s.Now().Add(time.Hour).Truncate(time.Second)
 	const n = 60
 	for i := range n {
-		ok(t, s.AppendEvent(workspace.Event{Time: base.Add(time.Duration(i) * time.Second), Name: "probe", TaskID: "t1", Args: []string{strconv.Itoa(i)}}), "append event")
+		ok(t, s.AppendEvent(t.Context(), workspace.Event{Time: base.Add(time.Duration(i) * time.Second), Name: "probe", TaskID: "t1", Args: []string{strconv.Itoa(i)}}), "append event")
 	}
 	batch := []workspace.Event{
 		{Time: base.Add(30500 * time.Millisecond), Name: "probe", TaskID: "t2", Args: []string{"b0"}, Attrs: map[string]string{"k": "v w"}},
 		{Time: base.Add(90 * time.Second), Name: "probe", TaskID: "t2", Args: []string{"b1"}},
 	}
-	ok(t, s.AppendEvents("t2", batch), "append events")
-	evs, bad, err := s.ReadEvents("t1")
+	ok(t, s.AppendEvents(t.Context(), "t2", batch), "append events")
+	evs, bad, err := s.ReadEvents(t.Context(), "t1")
 	ok(t, err, "read events")
 	if len(bad) != 0 {
 		t.Fatalf("bad events: %v", bad)
@@ -812,7 +812,7 @@ func testEvents(t *testing.T, s workspace.Store, _ Hooks) {
 			t.Fatalf("event %d = %+v: events must come back in append order", i, e)
 		}
 	}
-	e2, _, err := s.ReadEvents("t2")
+	e2, _, err := s.ReadEvents(t.Context(), "t2")
 	ok(t, err, "read events of t2")
 	last := e2[len(e2)-1]
 	if last.Args[0] != "b1" || e2[len(e2)-2].Attrs["k"] != "v w" {
@@ -837,9 +837,9 @@ func testEvents(t *testing.T, s workspace.Store, _ Hooks) {
 	if merged[31].Args[0] != "b0" {
 		t.Fatalf("event 31 of the merge is %+v, want t2's b0 (between t1's 30 and 31)", merged[31])
 	}
-	_, _, err = s.ReadEvents("t_none")
+	_, _, err = s.ReadEvents(t.Context(), "t_none")
 	is(t, err, workspace.ErrNotFound, "read the events of a missing task")
-	err = s.AppendEvent(workspace.Event{Time: base, Name: "probe", TaskID: "../x"})
+	err = s.AppendEvent(t.Context(), workspace.Event{Time: base, Name: "probe", TaskID: "../x"})
 	is(t, err, workspace.ErrInvalid, "append an event of a bad task id")
 }
 
@@ -872,7 +872,7 @@ func testFollowEvents(t *testing.T, s workspace.Store, _ Hooks) {
 			n, _ := strconv.Atoi(e.Args[0])
 			order = append(order, n)
 		case <-tick.C:
-			ok(t, s.AppendEvent(workspace.Event{Time: s.Now(), Name: "probe", TaskID: "t1", Args: []string{strconv.Itoa(i)}}), "append")
+			ok(t, s.AppendEvent(ctx, workspace.Event{Time: s.Now(), Name: "probe", TaskID: "t1", Args: []string{strconv.Itoa(i)}}), "append")
 			i++
 		case <-time.After(30 * time.Second):
 			t.Fatal("no event followed within 30s")
@@ -889,7 +889,7 @@ func testFollowEvents(t *testing.T, s workspace.Store, _ Hooks) {
 
 func testFriction(t *testing.T, s workspace.Store, _ Hooks) {
 	newTask(t, s, "t1")
-	log := s.Friction("tester")
+	log := s.Friction(t.Context(), "tester")
 	e, isNew, err := log.Add(bg, friction.Entry{Type: friction.Types[0], Description: "the plan bounced", AffectedTasks: []string{"t1"}, Pattern: "bounce"})
 	ok(t, err, "add friction")
 	if !isNew || e.ID == "" || e.Occurrences != 1 || e.Status != friction.StatusPending {
@@ -900,7 +900,7 @@ func testFriction(t *testing.T, s workspace.Store, _ Hooks) {
 	if isNew || again.ID != e.ID || again.Occurrences != 2 {
 		t.Fatalf("a repeat made %+v new %v, want occurrences 2 on %s", again, isNew, e.ID)
 	}
-	got, err := log.Get(e.ID)
+	got, err := log.Get(t.Context(), e.ID)
 	ok(t, err, "get friction")
 	if got.Occurrences != 2 {
 		t.Fatalf("get %+v", got)
@@ -910,12 +910,12 @@ func testFriction(t *testing.T, s workspace.Store, _ Hooks) {
 	if res.Status != "applied" {
 		t.Fatalf("resolved %+v", res)
 	}
-	list, err := log.List(friction.Filter{Status: "applied"})
+	list, err := log.List(t.Context(), friction.Filter{Status: "applied"})
 	ok(t, err, "list")
 	if len(list) != 1 || list[0].ID != e.ID {
 		t.Fatalf("list applied = %+v", list)
 	}
-	_, err = log.Get("friction_999")
+	_, err = log.Get(t.Context(), "friction_999")
 	if !errors.Is(err, friction.ErrNotFound) {
 		t.Fatalf("get a missing entry: %v, want friction.ErrNotFound", err)
 	}
@@ -928,14 +928,14 @@ func testFriction(t *testing.T, s workspace.Store, _ Hooks) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _, err := s.Friction("a"+strconv.Itoa(i)).Add(bg, friction.Entry{Type: friction.Types[1], Description: "d", Pattern: "same"})
+			_, _, err := s.Friction(t.Context(), "a"+strconv.Itoa(i)).Add(bg, friction.Entry{Type: friction.Types[1], Description: "d", Pattern: "same"})
 			if err != nil {
 				t.Error(err)
 			}
 		}()
 	}
 	wg.Wait()
-	list, err = log.List(friction.Filter{Type: friction.Types[1]})
+	list, err = log.List(t.Context(), friction.Filter{Type: friction.Types[1]})
 	ok(t, err, "list")
 	if len(list) != 1 || list[0].Occurrences != 8 {
 		t.Fatalf("8 concurrent adds of one pattern gave %+v", list)
@@ -945,19 +945,19 @@ func testFriction(t *testing.T, s workspace.Store, _ Hooks) {
 	if n != 1 {
 		t.Fatalf("anonymised %d entries, want 1", n)
 	}
-	if got, _ := log.Get(e.ID); slices.Contains(got.AffectedTasks, "t1") {
+	if got, _ := log.Get(t.Context(), e.ID); slices.Contains(got.AffectedTasks, "t1") {
 		t.Fatalf("t1 still named after anonymising: %+v", got)
 	}
-	s.NoteFriction(e, true, []string{"t1", "t_none"})
-	evs, _, err := s.ReadEvents("t1")
+	s.NoteFriction(t.Context(), e, true, []string{"t1", "t_none"})
+	evs, _, err := s.ReadEvents(t.Context(), "t1")
 	ok(t, err, "read events")
 	if len(evs) == 0 || evs[len(evs)-1].Name != "friction_recorded" || evs[len(evs)-1].Args[0] != e.ID {
 		t.Fatalf("no friction_recorded event for %s: %+v", e.ID, evs)
 	}
-	if _, _, err := s.ReadEvents("t_none"); !errors.Is(err, workspace.ErrNotFound) {
+	if _, _, err := s.ReadEvents(t.Context(), "t_none"); !errors.Is(err, workspace.ErrNotFound) {
 		t.Fatalf("noting friction on a missing task made it: %v", err)
 	}
-	if cfg := s.FrictionConfig(); cfg.RevisionLimit <= 0 {
+	if cfg := s.FrictionConfig(t.Context()); cfg.RevisionLimit <= 0 {
 		t.Fatalf("friction config %+v", cfg)
 	}
 }
@@ -1012,10 +1012,10 @@ func testLocks(t *testing.T, s workspace.Store, _ Hooks) {
 
 func testBackups(t *testing.T, s workspace.Store, h Hooks) {
 	approved(t, s, h, "t1", "s1")
-	_, err := s.WriteClaim("t1", "worker_1", "s1")
+	_, err := s.WriteClaim(t.Context(), "t1", "worker_1", "s1")
 	ok(t, err, "claim")
 	h.Apply(t, s)
-	list, err := s.ListBackups("t1")
+	list, err := s.ListBackups(t.Context(), "t1")
 	ok(t, err, "list backups")
 	if len(list) == 0 {
 		t.Fatal("no backups after three state writes")
@@ -1025,13 +1025,13 @@ func testBackups(t *testing.T, s workspace.Store, h Hooks) {
 			t.Fatalf("backups not newest first: %v then %v", list[i-1].Time, list[i].Time)
 		}
 	}
-	data, err := s.ReadBackup("t1", list[0].Name)
+	data, err := s.ReadBackup(t.Context(), "t1", list[0].Name)
 	ok(t, err, "read backup")
 	var prev workspace.State
 	if err := json.Unmarshal(data, &prev); err != nil || prev.TaskID != "t1" {
 		t.Fatalf("backup %s = %s", list[0].Name, data)
 	}
-	cur, err := s.ReadState("t1")
+	cur, err := s.ReadState(t.Context(), "t1")
 	ok(t, err, "read state")
 	if prev.JournalSeq >= cur.JournalSeq {
 		t.Fatalf("newest backup at journal_seq %d, state at %d: a backup keeps an earlier state", prev.JournalSeq, cur.JournalSeq)
@@ -1051,7 +1051,7 @@ func testBackups(t *testing.T, s workspace.Store, h Hooks) {
 	if name != list[0].Name {
 		t.Fatalf("restored %q, asked for %q", name, list[0].Name)
 	}
-	back, err := s.ReadState("t1")
+	back, err := s.ReadState(t.Context(), "t1")
 	ok(t, err, "read restored state")
 	if back.JournalSeq != prev.JournalSeq {
 		t.Fatalf("restored state at journal_seq %d, want the backup's %d", back.JournalSeq, prev.JournalSeq)
@@ -1060,10 +1060,10 @@ func testBackups(t *testing.T, s workspace.Store, h Hooks) {
 	// claim). The next commit brings it forward first: the claim is
 	// applied again, so a second claim of s1 loses to it, and no record
 	// is skipped or applied twice.
-	_, err = s.WriteClaim("t1", "worker_2", "s1")
+	_, err = s.WriteClaim(t.Context(), "t1", "worker_2", "s1")
 	ok(t, err, "claim after the restore")
 	h.Apply(t, s)
-	fwd, err := s.ReadState("t1")
+	fwd, err := s.ReadState(t.Context(), "t1")
 	ok(t, err, "read state after a commit over the restored one")
 	if fwd.JournalSeq != cur.JournalSeq+1 {
 		t.Fatalf("after a commit over a restored state: journal_seq %d, want %d (the records past the backup, then the new one)", fwd.JournalSeq, cur.JournalSeq+1)
@@ -1071,11 +1071,11 @@ func testBackups(t *testing.T, s workspace.Store, h Hooks) {
 	if sub := fwd.Subtasks["s1"]; sub == nil || sub.Worker != "worker_1" {
 		t.Fatalf("after a commit over a restored state s1 is %+v, want worker_1's claim from the journal to hold", sub)
 	}
-	after, err := s.ListBackups("t1")
+	after, err := s.ListBackups(t.Context(), "t1")
 	ok(t, err, "list backups")
 	kept := false
 	for _, b := range after {
-		if d, err := s.ReadBackup("t1", b.Name); err == nil {
+		if d, err := s.ReadBackup(t.Context(), "t1", b.Name); err == nil {
 			var st workspace.State
 			if json.Unmarshal(d, &st) == nil && st.JournalSeq == cur.JournalSeq {
 				kept = true
@@ -1092,9 +1092,9 @@ func testBackups(t *testing.T, s workspace.Store, h Hooks) {
 	}
 	_, err = s.RestoreBackup(bg, "t1", list[0].Name, func([]byte) error { return errors.New("no") })
 	is(t, err, workspace.ErrInvalid, "restore a backup the check refuses")
-	_, err = s.ReadBackup("t1", "state_nope.json")
+	_, err = s.ReadBackup(t.Context(), "t1", "state_nope.json")
 	is(t, err, workspace.ErrNotFound, "read a missing backup")
-	_, err = s.ListBackups("t_none")
+	_, err = s.ListBackups(t.Context(), "t_none")
 	is(t, err, workspace.ErrNotFound, "list the backups of a missing task")
 }
 
@@ -1114,7 +1114,7 @@ func testRetention(t *testing.T, s workspace.Store, h Hooks) {
 		t.Fatalf("prune touched unfinished tasks: %+v", rep)
 	}
 	for _, id := range []string{"t_active", "t_new"} {
-		if _, err := s.GetTask(id); err != nil {
+		if _, err := s.GetTask(t.Context(), id); err != nil {
 			t.Fatalf("prune lost unfinished task %s: %v", id, err)
 		}
 	}
@@ -1126,7 +1126,7 @@ func testRetention(t *testing.T, s workspace.Store, h Hooks) {
 const skillGrids = "---\ndescription: Reading grids\ntags: [grids, arc]\nmodes: [analysis]\n---\n# Grids\n\nRead row by row.\n"
 
 func testSkills(t *testing.T, s workspace.Store, _ Hooks) {
-	base, _, err := s.ListSkills()
+	base, _, err := s.ListSkills(t.Context())
 	ok(t, err, "list skills")
 	for _, name := range []string{"zeta", "grids"} {
 		sk, err := s.AddSkill(bg, workspace.AddSkillRequest{Name: name, Data: []byte(skillGrids), Agent: "a"})
@@ -1135,12 +1135,12 @@ func testSkills(t *testing.T, s workspace.Store, _ Hooks) {
 			t.Fatalf("added %+v", sk)
 		}
 	}
-	sk, err := s.GetSkill("grids")
+	sk, err := s.GetSkill(t.Context(), "grids")
 	ok(t, err, "get skill")
 	if sk.Body != "# Grids\n\nRead row by row.\n" || !slices.Equal(sk.Tags, []string{"grids", "arc"}) {
 		t.Fatalf("skill read back %+v", sk)
 	}
-	list, refused, err := s.ListSkills()
+	list, refused, err := s.ListSkills(t.Context())
 	ok(t, err, "list skills")
 	if len(list) != len(base)+2 || len(refused) != 0 {
 		t.Fatalf("skills %+v refused %+v", list, refused)
@@ -1154,7 +1154,7 @@ func testSkills(t *testing.T, s workspace.Store, _ Hooks) {
 	is(t, err, workspace.ErrConflict, "add an existing skill")
 	_, err = s.AddSkill(bg, workspace.AddSkillRequest{Name: "grids", Data: []byte(replacedSkill(skillGrids)), Replace: true, Agent: "a"})
 	ok(t, err, "replace a skill")
-	if sk, _ := s.GetSkill("grids"); sk.Description != "Reading grids well" {
+	if sk, _ := s.GetSkill(t.Context(), "grids"); sk.Description != "Reading grids well" {
 		t.Fatalf("replaced skill reads %+v", sk)
 	}
 	_, err = s.AddSkill(bg, workspace.AddSkillRequest{Name: "broken", Data: []byte("no front matter"), Agent: "a"})
@@ -1162,7 +1162,7 @@ func testSkills(t *testing.T, s workspace.Store, _ Hooks) {
 	_, err = s.AddSkill(bg, workspace.AddSkillRequest{Name: "../x", Data: []byte(skillGrids), Agent: "a"})
 	is(t, err, workspace.ErrInvalid, "add a skill with a bad name")
 	ok(t, s.RemoveSkill(bg, "zeta", "a"), "remove skill")
-	_, err = s.GetSkill("zeta")
+	_, err = s.GetSkill(t.Context(), "zeta")
 	is(t, err, workspace.ErrNotFound, "get a removed skill")
 	is(t, s.RemoveSkill(bg, "zeta", "a"), workspace.ErrNotFound, "remove a removed skill")
 }
@@ -1174,22 +1174,22 @@ func replacedSkill(s string) string {
 func testTaskFiles(t *testing.T, s workspace.Store, _ Hooks) {
 	newTask(t, s, "t1")
 	out, _ := json.Marshal(map[string]any{"status": "completed", "summary": "ok"})
-	rel, err := s.WriteOutput("t1", "s1", "w", out)
+	rel, err := s.WriteOutput(t.Context(), "t1", "s1", "w", out)
 	ok(t, err, "write output")
-	data, err := s.ReadTaskFile("t1", rel, 1<<20)
+	data, err := s.ReadTaskFile(t.Context(), "t1", rel, 1<<20)
 	ok(t, err, "read task file")
 	var o workspace.Output
 	if json.Unmarshal(data, &o) != nil || o.Summary != "ok" {
 		t.Fatalf("task file %s = %s", rel, data)
 	}
-	_, err = s.ReadTaskFile("t1", rel, 4)
+	_, err = s.ReadTaskFile(t.Context(), "t1", rel, 4)
 	is(t, err, workspace.ErrUnsafe, "read a task file over the limit")
-	_, err = s.ReadTaskFile("t1", "../../config/agents.json", 1<<20)
+	_, err = s.ReadTaskFile(t.Context(), "t1", "../../config/agents.json", 1<<20)
 	is(t, err, workspace.ErrInvalid, "read a file outside the task")
-	_, err = s.ReadTaskFile("t1", "/etc/passwd", 1<<20)
+	_, err = s.ReadTaskFile(t.Context(), "t1", "/etc/passwd", 1<<20)
 	is(t, err, workspace.ErrInvalid, "read an absolute path")
-	_, err = s.ReadTaskFile("t1", "notes/none.md", 1<<20)
+	_, err = s.ReadTaskFile(t.Context(), "t1", "notes/none.md", 1<<20)
 	is(t, err, workspace.ErrNotFound, "read a missing task file")
-	_, err = s.ReadTaskFile("t_none", rel, 1<<20)
+	_, err = s.ReadTaskFile(t.Context(), "t_none", rel, 1<<20)
 	is(t, err, workspace.ErrNotFound, "read a file of a missing task")
 }
