@@ -320,10 +320,17 @@ func (t *committer) takeChunk(dirs taskDirs, b batch) ([]workspace.JournalRecord
 	)
 	for i, p := range b.pending {
 		ex := b.exs[i]
-		switch ex.verdict {
-		case vanished:
+		if ex.verdict == vanished {
 			continue
-		case wait:
+		}
+		if seq, dup, err := t.journaledAs(p.name); err != nil {
+			t.forget()
+			return nil, nil, waitTill, fmt.Errorf("marker names of task %s: %w", t.id, err)
+		} else if dup {
+			t.refuseReused(dirs, p, ex, seq)
+			continue
+		}
+		if ex.verdict == wait {
 			until := p.fi.ModTime().Add(s.grace())
 			if waitTill.IsZero() || until.Before(waitTill) {
 				waitTill = until
@@ -352,6 +359,7 @@ func (t *committer) takeChunk(dirs taskDirs, b batch) ([]workspace.JournalRecord
 		}
 		t.next++
 		recs = append(recs, ex.record(seq, now))
+		t.noteJournaled(p.name, seq)
 		if tn != "" {
 			taken = append(taken, tn)
 		}
