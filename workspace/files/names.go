@@ -24,9 +24,9 @@ import (
 // commit of it has a marker to take (one ReadJournal), keeps up to date
 // as it takes markers, and drops with the rest of its cache (forget): a
 // start, or a task with no marker, reads no journal for it. It holds a
-// 64-bit hash of each name with its seq (16 bytes a record, not the
-// names); a hash found is checked against the record itself, so two names
-// that share a hash are never confused.
+// 64-bit hash of each name with its seq, not the names themselves; a hash
+// found is checked against the record itself, so two names that share a
+// hash are never confused.
 
 // journaledNames is the set of the names a task's journal holds.
 type journaledNames struct {
