@@ -67,6 +67,28 @@ func (s *stopper) run() {
 	}
 }
 
+// await waits until the armed write has stopped the daemon (true), or
+// until over holds with the stopper still armed (false: it is disarmed).
+// Neither within 90 s fails the test.
+func (s *stopper) await(t *testing.T, over func() bool) bool {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-s.hit:
+			return true
+		case <-tick.C:
+			if want := s.armed.Load(); want != nil && over() && s.armed.CompareAndSwap(want, nil) {
+				return false
+			}
+		}
+	}
+	t.Fatal("the daemon wrote nothing armed for 90 s, and the burst is not over")
+	return false
+}
+
 // remount remounts mnt with opts ("ro" or "rw"), agents held off meanwhile
 // (hold). A read-only remount is refused (EBUSY) while a file is open for
 // writing: the daemon, stopped, may be in the middle of a write, so it is
@@ -142,16 +164,13 @@ func TestServeReadOnlyRemountEventsOnce(t *testing.T) {
 	}
 	stp := newStopper(t, filepath.Join(w.root, "tasks", "t1"), srv.cmd.Process.Pid)
 	failed := 0
+	over := func() bool { st, _ := x.ReadState("t1"); return st.Status == "completed" }
 	for c := range cycles {
-		if st, _ := x.ReadState("t1"); st.Status == "completed" {
+		target := []string{workspace.EventsFile, "state.json"}[c%2]
+		stp.arm(target)
+		if !stp.await(t, over) {
 			t.Logf("the burst was over after %d read-only remounts", c)
 			break
-		}
-		stp.arm([]string{workspace.EventsFile, "state.json"}[c%2])
-		select {
-		case <-stp.hit:
-		case <-time.After(60 * time.Second):
-			t.Fatalf("cycle %d: the daemon wrote no %s in 60s", c, []string{workspace.EventsFile, "state.json"}[c%2])
 		}
 		remount(t, srv, &hold, mnt, "ro")
 		if err := srv.cmd.Process.Signal(syscall.SIGCONT); err != nil {
