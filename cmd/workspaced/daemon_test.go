@@ -266,8 +266,9 @@ func TestServeCrashPoll(t *testing.T) {
 // crashExactlyOnce has agents agents a task (each its share of the
 // subtasks, one after another) drop a claim and a done marker for every
 // subtask of tasks tasks while the daemon is SIGKILLed kills times at
-// random moments, and checks that every state.json always validates and
-// that every marker is applied exactly once.
+// random moments, and checks that every state.json always validates, that
+// every marker is applied exactly once and that every event of its record
+// is logged once, in order.
 func crashExactlyOnce(t *testing.T, tasks, subtasks, agents, kills int, serveArgs ...string) {
 	w := newWS(t)
 	x := w.open()
@@ -371,6 +372,7 @@ func crashExactlyOnce(t *testing.T, tasks, subtasks, agents, kills int, serveArg
 		if out := w.ok("state", "rebuild", "--task", id); !strings.Contains(out, "matches") {
 			t.Errorf("task %s: rebuild differs:\n%s", id, out)
 		}
+		checkEventsOnce(t, x, id)
 	}
 }
 

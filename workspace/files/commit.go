@@ -12,9 +12,11 @@ import (
 )
 
 // Committing: the records of a chunk are written beside its taken
-// markers, folded into the state by the state machine, and the new state
-// written once (group commit), its predecessor kept as a backup; then the
-// events are appended and shown to the friction detectors.
+// markers, folded into the state by the state machine, their events
+// appended to events.log, and the new state written once (group commit),
+// its predecessor kept as a backup; the events are then shown to the
+// friction detectors. Why every event is logged once, in order, even when
+// a commit fails: eventlog.go.
 
 // journal makes the taking of recs durable and writes their records,
 // while the state machine folds them into n (the state as folded so far,
@@ -72,6 +74,9 @@ type nextState struct {
 	plan    *workspace.Plan // the plan st tracks, when a record carried it
 	applied int             // how many of the records it reflects
 	stopped error           // why the state machine stopped before the rest
+	// tornLog: events.log's last line was cut short (a full disk): the
+	// events are appended on a line of their own.
+	tornLog bool
 }
 
 // unwritten is the task's state as last written or read, for records to
@@ -119,10 +124,13 @@ func (t *committer) encode(n *nextState) error {
 	return nil
 }
 
-// write writes a folded state as state.json, backing up the previous one
-// first when backupOld is set, and appends its events. restoredFrom,
-// when set, says state.json was corrupt and where the state came from:
-// one state_restored event stands for the replay.
+// write appends the events of a folded state to events.log, then writes
+// the state as state.json, backing up the previous one first when
+// backupOld is set. The events come first so that a state on disk always
+// has its events in the log (see eventlog.go): an append that fails fails
+// the write, and state.json is left as it was. restoredFrom, when set,
+// says state.json was corrupt and where the state came from: one
+// state_restored event stands for the replay.
 //
 // When the state machine stopped at a record (its plan cannot be loaded),
 // the state of the records before it is written and write returns why it
@@ -130,6 +138,14 @@ func (t *committer) encode(n *nextState) error {
 // journal_seq, for the next load.
 func (t *committer) write(ctx context.Context, n nextState, backupOld bool, restoredFrom string) error {
 	s := t.s
+	evs := n.evs
+	if restoredFrom != "" {
+		evs = []workspace.Event{{Time: s.Now().UTC(), Name: EventStateRestored, TaskID: t.id,
+			Attrs: map[string]string{"from": restoredFrom, "journal_seq": fmt.Sprint(n.st.JournalSeq)}}}
+	}
+	if err := t.appendEvents(ctx, evs, n.tornLog); err != nil {
+		return err
+	}
 	if backupOld {
 		// Linked only: settle prunes backups/ and makes it durable.
 		bs := t.backups()
@@ -144,21 +160,29 @@ func (t *committer) write(ctx context.Context, n nextState, backupOld bool, rest
 	t.fi, _ = s.Workspace.Root().Lstat(statePath(t.id))
 	t.st, t.plan, t.valid = n.st, n.plan, true
 	t.noteProgress()
-	evs := n.evs
-	if restoredFrom != "" {
-		evs = []workspace.Event{{Time: s.Now().UTC(), Name: EventStateRestored, TaskID: t.id,
-			Attrs: map[string]string{"from": restoredFrom, "journal_seq": fmt.Sprint(n.st.JournalSeq)}}}
-	}
-	if len(evs) > 0 {
-		if err := s.Workspace.AppendEvents(ctx, t.id, evs); err != nil {
-			s.log().Warn("append events", "task", t.id, "err", err)
-		}
-		t.events = append(t.events, evs...)
-	}
 	s.log().Debug("state written", "task", t.id, "journal_seq", n.st.JournalSeq, "records", n.applied)
 	if n.stopped != nil {
 		return fmt.Errorf("apply journal of task %s: state written through seq %d: %w", t.id, n.st.JournalSeq, n.stopped)
 	}
+	return nil
+}
+
+// appendEvents appends the events of a commit to events.log in one write,
+// ending first a last line cut short when torn is set, and notes them as
+// the commit's events.
+func (t *committer) appendEvents(ctx context.Context, evs []workspace.Event, torn bool) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	if torn {
+		if err := endLine(t.s.Workspace, t.id); err != nil {
+			return err
+		}
+	}
+	if err := t.s.Workspace.AppendEvents(ctx, t.id, evs); err != nil {
+		return fmt.Errorf("append events of task %s (state not written; they are appended again when it is): %w", t.id, err)
+	}
+	t.events = append(t.events, evs...)
 	return nil
 }
 

@@ -58,6 +58,10 @@ type committer struct {
 	// it changes.
 	valid bool
 
+	// names is the set of marker names the journal holds (names.go),
+	// built when a commit first has a marker to take; nil until then.
+	names *journaledNames
+
 	// progress is the subtasks in progress, for the timeout detector.
 	progress []friction.InProgress
 	// events are the events of the commit under way.
@@ -193,6 +197,7 @@ func (t *committer) noteQuiet(fi fs.FileInfo) {
 // disk.
 func (t *committer) forget() {
 	t.loaded, t.current, t.st, t.plan, t.fi, t.valid, t.progress = false, false, workspace.State{}, nil, nil, false, nil
+	t.names = nil
 }
 
 // mayHaveMarkers reports whether the task directory may hold a marker:

@@ -37,9 +37,14 @@ import (
 //     is just removed (after the record is made durable); with one that does
 //     not (a power loss tore it), the record file is removed and every
 //     record of it is written again from its taken file;
-//   - a record past state.json's journal_seq: it is applied on start.
+//   - a record past state.json's journal_seq: it is applied on start, and
+//     its events are appended unless events.log already holds them (a
+//     commit appends its events before its state: see eventlog.go).
 //
-// So every marker gets exactly one record and every record is applied once.
+// So every marker gets exactly one record, every record is applied once,
+// and its events are logged once, in order. A marker name is journaled
+// once: a marker dropped under a name the journal holds is refused
+// without a record (names.go).
 
 const (
 	// JournalDir is a task's journal, relative to the task directory.

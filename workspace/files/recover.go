@@ -152,7 +152,7 @@ func (t *committer) load(ctx context.Context, force bool) error {
 	}
 	t.loaded = true
 	if len(recs) > 0 || write {
-		n, err := t.fold(recs)
+		n, err := t.replay(recs, restoredFrom != "")
 		if err == nil {
 			err = t.write(ctx, n, backupOld, restoredFrom)
 		}

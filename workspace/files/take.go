@@ -67,7 +67,7 @@ func (t *committer) take(ctx context.Context, max int) (int, bool, time.Time, er
 	)
 	b := t.examine(dirs, ls.next())
 	for len(b.pending) > 0 && ctx.Err() == nil {
-		recs, taken, wt, err := t.takeChunk(dirs, b)
+		recs, taken, wt, err := t.takeChunk(ctx, dirs, b)
 		if !wt.IsZero() && (waitTill.IsZero() || wt.Before(waitTill)) {
 			waitTill = wt
 		}
@@ -305,7 +305,7 @@ func (t *committer) examineAll(td *os.File, pending []pendingMarker) []examined 
 // each with the next sequence number. It returns their records, the names
 // they were taken as, and when the earliest marker left waiting passes its
 // grace period.
-func (t *committer) takeChunk(dirs taskDirs, b batch) ([]workspace.JournalRecord, []string, time.Time, error) {
+func (t *committer) takeChunk(ctx context.Context, dirs taskDirs, b batch) ([]workspace.JournalRecord, []string, time.Time, error) {
 	s := t.s
 	now := s.Now()
 	var waitTill time.Time
@@ -320,10 +320,17 @@ func (t *committer) takeChunk(dirs taskDirs, b batch) ([]workspace.JournalRecord
 	)
 	for i, p := range b.pending {
 		ex := b.exs[i]
-		switch ex.verdict {
-		case vanished:
+		if ex.verdict == vanished {
 			continue
-		case wait:
+		}
+		if seq, dup, err := t.journaledAs(p.name); err != nil {
+			t.forget()
+			return nil, nil, waitTill, fmt.Errorf("marker names of task %s: %w", t.id, err)
+		} else if dup {
+			t.refuseReused(ctx, dirs, p, ex, seq)
+			continue
+		}
+		if ex.verdict == wait {
 			until := p.fi.ModTime().Add(s.grace())
 			if waitTill.IsZero() || until.Before(waitTill) {
 				waitTill = until
@@ -352,6 +359,7 @@ func (t *committer) takeChunk(dirs taskDirs, b batch) ([]workspace.JournalRecord
 		}
 		t.next++
 		recs = append(recs, ex.record(seq, now))
+		t.noteJournaled(p.name, seq)
 		if tn != "" {
 			taken = append(taken, tn)
 		}
