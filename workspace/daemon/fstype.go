@@ -2,11 +2,11 @@ package daemon
 
 import (
 	"fmt"
-	"syscall"
+	"strings"
 )
 
-// Filesystem magic numbers (statfs f_type) where rename, flock or inotify
-// cannot be trusted.
+// Filesystem magic numbers (Linux's statfs f_type) where rename, flock or
+// inotify cannot be trusted.
 var unsafeFilesystems = map[int64]string{
 	0x6969:     "NFS",
 	0xFF534D42: "CIFS",
@@ -15,16 +15,14 @@ var unsafeFilesystems = map[int64]string{
 	0x65735546: "FUSE",
 }
 
-// CheckFilesystem reports the filesystem of dir when it is one where
-// rename, flock or inotify are not to be trusted (NFS, SMB/CIFS, FUSE):
-// name is its name and unsafe is true. On a local filesystem unsafe is
-// false.
-func CheckFilesystem(dir string) (name string, unsafe bool, err error) {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
-		return "", false, fmt.Errorf("statfs %s: %w", dir, err)
-	}
-	return classifyFilesystem(int64(st.Type))
+// Filesystem type names (statfs f_fstypename on macOS and FreeBSD) where
+// rename, flock or file events cannot be trusted; FUSE goes by several
+// names ("macfuse", "osxfuse", "fusefs.sshfs"), taken by prefix.
+var unsafeFstypenames = map[string]string{
+	"nfs":    "NFS",
+	"smbfs":  "SMB",
+	"afpfs":  "AFP",
+	"webdav": "WebDAV",
 }
 
 func classifyFilesystem(magic int64) (string, bool, error) {
@@ -34,4 +32,17 @@ func classifyFilesystem(magic int64) (string, bool, error) {
 		return n, true, nil
 	}
 	return fmt.Sprintf("0x%X", magic), false, nil
+}
+
+// classifyFstypename is classifyFilesystem for a type name.
+func classifyFstypename(name string) (string, bool, error) {
+	if n, ok := unsafeFstypenames[name]; ok {
+		return n, true, nil
+	}
+	for _, p := range []string{"fuse", "macfuse", "osxfuse"} {
+		if strings.HasPrefix(name, p) {
+			return "FUSE (" + name + ")", true, nil
+		}
+	}
+	return name, false, nil
 }
