@@ -44,7 +44,8 @@ process is gone, within the lease (--lease, 5s) when it stalls. There too
 it records the friction it detects, checks subtasks for timeouts every
 --rescan and prunes every --cleanup-interval; --grace does not apply (a
 marker row is whole when inserted).
-On NFS, SMB or FUSE it warns (refuses with --strict). Logs go to stderr.
+On NFS, SMB or FUSE it warns (refuses with --strict). Logs go to stderr;
+once ready it logs its open-files limits (soft and hard).
 It stops cleanly on SIGINT or SIGTERM.
 
 Defaults come from workspace.json ("daemon": {"rescan": "30s", "grace":
@@ -107,7 +108,9 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		return usageHint("serve", "--standby needs a postgres:// root: a directory has one daemon, its lock held by the kernel")
 	}
 	tuneGC()
-	cfg := daemon.Config{Root: e.root, Rescan: *rescan, Grace: *grace, Strict: *strict, Logger: logger, Ready: fitMemoryLimit,
+	// Once ready, not before: a second daemon, refused, logs nothing.
+	ready := func() { fitMemoryLimit(); logOpenFilesLimit(logger) }
+	cfg := daemon.Config{Root: e.root, Rescan: *rescan, Grace: *grace, Strict: *strict, Logger: logger, Ready: ready,
 		CleanupInterval: cleanupEvery}
 	w, err := e.open() // refuses a directory that is not a workspace
 	if err != nil {

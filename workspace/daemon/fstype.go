@@ -1,23 +1,11 @@
 package daemon
 
-import (
-	"fmt"
-	"strings"
-)
-
-// Filesystem magic numbers (Linux's statfs f_type) where rename, flock or
-// inotify cannot be trusted.
-var unsafeFilesystems = map[int64]string{
-	0x6969:     "NFS",
-	0xFF534D42: "CIFS",
-	0x517B:     "SMB",
-	0xFE534D42: "SMB2",
-	0x65735546: "FUSE",
-}
+import "strings"
 
 // Filesystem type names (statfs f_fstypename on macOS and FreeBSD) where
 // rename, flock or file events cannot be trusted; FUSE goes by several
-// names ("macfuse", "osxfuse", "fusefs.sshfs"), taken by prefix.
+// names ("macfuse", "osxfuse", "fusefs.sshfs"), taken by prefix. Kept
+// here, not in fstype_bsd.go, so that its test runs on Linux too.
 var unsafeFstypenames = map[string]string{
 	"nfs":    "NFS",
 	"smbfs":  "SMB",
@@ -25,16 +13,7 @@ var unsafeFstypenames = map[string]string{
 	"webdav": "WebDAV",
 }
 
-func classifyFilesystem(magic int64) (string, bool, error) {
-	// f_type is signed on some platforms: 0xFF534D42 may come back negative.
-	magic &= 0xFFFFFFFF
-	if n, ok := unsafeFilesystems[magic]; ok {
-		return n, true, nil
-	}
-	return fmt.Sprintf("0x%X", magic), false, nil
-}
-
-// classifyFstypename is classifyFilesystem for a type name.
+// classifyFstypename is CheckFilesystem's verdict on a type name.
 func classifyFstypename(name string) (string, bool, error) {
 	if n, ok := unsafeFstypenames[name]; ok {
 		return n, true, nil
