@@ -14,7 +14,7 @@ import (
 
 // The socket file that stands in for the abstract socket off Linux: it
 // answers with the report, replaces a file left by a dead daemon, is gone
-// once closed, and is refused in a directory others may write.
+// once closed, and is refused in a directory others may write or own.
 func TestListenLiveFile(t *testing.T) {
 	base := t.TempDir()
 	path := liveSocketPath(base, os.Getuid(), 0x2a, 0x1f00)
@@ -52,6 +52,19 @@ func TestListenLiveFile(t *testing.T) {
 		t.Fatal("listened in a directory anyone may write")
 	} else if !strings.Contains(err.Error(), "not a directory of this user's alone") {
 		t.Errorf("error %q does not say why", err)
+	}
+	if os.Geteuid() != 0 {
+		return // only root can give the directory to another user
+	}
+	if err := os.Chmod(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(filepath.Dir(path), 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if ln, err := listenLiveFile(path); err == nil {
+		ln.Close()
+		t.Fatal("listened in another user's directory")
 	}
 }
 
