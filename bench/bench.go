@@ -24,6 +24,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -233,10 +234,14 @@ func Run(ctx context.Context, opt Options) (rep *Report, err error) {
 	}
 	opt.say("daemon idle with %d tasks", tasks)
 	cpu, rss, err := measureIdle(ctx, filepath.Join(base, "idle"), tasks, time.Duration(secs*float64(time.Second)), opt)
-	if err != nil {
+	switch {
+	case errors.Is(err, errNoProc):
+		rep.Notes = append(rep.Notes, "daemon idle CPU and RSS not measured: "+err.Error())
+	case err != nil:
 		return nil, err
+	default:
+		rep.IdleTasks, rep.IdleSeconds, rep.IdleCPUms, rep.RSSMiB = tasks, secs, cpu, rss
 	}
-	rep.IdleTasks, rep.IdleSeconds, rep.IdleCPUms, rep.RSSMiB = tasks, secs, cpu, rss
 	if opt.Postgres != "" {
 		if rep.Postgres, err = RunPostgres(ctx, opt); err != nil {
 			return nil, err
@@ -373,7 +378,12 @@ func floorP50(lat []time.Duration) float64 {
 // measureIdle builds a tree of n finished and active tasks, starts a real
 // `workspaced serve` on it, waits until it is ready, and measures its CPU
 // time over window and its RSS.
+// It fails with errNoProc, at once, where there is no /proc to read them
+// from (macOS, FreeBSD).
 func measureIdle(ctx context.Context, dir string, n int, window time.Duration, opt Options) (cpuMS, rssMiB float64, err error) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		return 0, 0, errNoProc
+	}
 	ws, err := workspace.Init(dir, workspace.Options{})
 	if err != nil {
 		return 0, 0, err
@@ -429,6 +439,10 @@ func measureIdle(ctx context.Context, dir string, n int, window time.Duration, o
 	}
 	return ms(c1 - c0), float64(rss) / (1 << 20), nil
 }
+
+// errNoProc: the system has no /proc (Linux's) to read a process's CPU
+// time and resident set from.
+var errNoProc = errors.New("they are read from /proc, which this system does not have")
 
 // procCPU is the user+system CPU time of a process, from /proc/<pid>/stat.
 func procCPU(pid int) (time.Duration, error) {

@@ -230,8 +230,10 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 		rows = append(rows, row(r))
 	}
 	table(out, []string{"OPERATION", "OPS", "OPS/S", "P50 MS", "P99 MS", "VS FLOOR", "NOTE"}, rows)
-	fmt.Fprintf(out, "\ndaemon idle with %d tasks: %.1f ms CPU over %.0f s, RSS %.1f MiB (targets: no CPU between events, RSS < 64 MiB)\n",
-		rep.IdleTasks, rep.IdleCPUms, rep.IdleSeconds, rep.RSSMiB)
+	if rep.IdleTasks > 0 { // else not measured, and a note says why
+		fmt.Fprintf(out, "\ndaemon idle with %d tasks: %.1f ms CPU over %.0f s, RSS %.1f MiB (targets: no CPU between events, RSS < 64 MiB)\n",
+			rep.IdleTasks, rep.IdleCPUms, rep.IdleSeconds, rep.RSSMiB)
+	}
 	for _, n := range rep.Notes {
 		fmt.Fprintln(out, "note:", n)
 	}

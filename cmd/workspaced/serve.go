@@ -57,7 +57,8 @@ process is gone, within the lease (--lease, 5s) when it stalls. There too
 it records the friction it detects, checks subtasks for timeouts every
 --rescan and prunes every --cleanup-interval; --grace does not apply (a
 marker row is whole when inserted).
-On NFS, SMB or FUSE it warns (refuses with --strict). Logs go to stderr.
+On NFS, SMB or FUSE it warns (refuses with --strict). Logs go to stderr;
+once ready it logs its open-files limits (soft and hard).
 It stops cleanly on SIGINT or SIGTERM.
 
 Defaults come from workspace.json ("daemon": {"rescan": "30s", "grace":
@@ -134,13 +135,15 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		tree.SetServeOptions(files.ServeOptions{Grace: *grace, Logger: logger})
 	}
 	tuneGC()
+	// Once ready, not before: a second daemon, refused, logs nothing.
+	ready := func() { fitMemoryLimit(); logOpenFilesLimit(logger) }
 	wake := workspace.WakeOptions{Mode: *wakeups, Interval: *poll}
 	if postgres.IsURL(e.root) {
 		wake = workspace.WakeOptions{} // notifications and a poll of its own
 	}
 	d, err := daemon.New(daemon.Config{Store: served, Rescan: *rescan, CleanupInterval: cleanupEvery, Logger: logger, Wake: wake,
 		Lead:  workspace.LeadOptions{Standby: *standby, TTL: *lease, Strict: *strict, Logger: logger},
-		Ready: fitMemoryLimit})
+		Ready: ready})
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ takes them within moments; markers waiting with no daemon are taken when
 one starts). A daemon serving also says when it last rescanned, and what
 keeps it from serving everything at once: tasks stopped by an error (a full
 disk, a read-only filesystem) that it retries, task directories it cannot
-watch (the inotify limit), entries of tasks/ it refuses. Entries of tasks/
+watch (the inotify limit; off Linux the open-files limit), entries of tasks/ it refuses. Entries of tasks/
 that are not task directories (a symlink, a file, a name that is not a task
 id) are listed as skipped: no command and no daemon looks into them. It
 only reads.

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"runtime"
 	"time"
 
 	"github.com/workspaced/workspaced/workspace"
@@ -46,7 +47,7 @@ func printLive(out io.Writer, l *workspace.Live) {
 	}
 	if l.Unwatched > 0 {
 		fmt.Fprintf(out, "degraded: %d task directories not watched (%s); the rescans take their markers\n", l.Unwatched, l.UnwatchedReason)
-		fmt.Fprintln(out, "hint: raise the inotify watch limit (sysctl fs.inotify.max_user_watches); the next rescan adds the watches missing, without a restart")
+		fmt.Fprintf(out, "hint: %s; the next rescan adds the watches missing, without a restart\n", watchLimitHint(runtime.GOOS))
 	}
 	for _, s := range l.Stopped {
 		fmt.Fprintf(out, "degraded: task %s stopped since %s, retried %d times: %s\n", s.Task, shortTime(s.Since), s.Retries, s.Error)
@@ -57,4 +58,14 @@ func printLive(out io.Writer, l *workspace.Live) {
 	for _, id := range l.Refused {
 		fmt.Fprintf(out, "refused: tasks/%s is not a directory (a symlink?); it is never served\n", id)
 	}
+}
+
+// watchLimitHint says which limit bounds the watches on goos: inotify's
+// on Linux; elsewhere kqueue's, which holds a descriptor open for every
+// directory and file watched.
+func watchLimitHint(goos string) string {
+	if goos == "linux" {
+		return "raise the inotify watch limit (sysctl fs.inotify.max_user_watches)"
+	}
+	return "raise the open-files limit (ulimit -n; on macOS launchctl limit maxfiles): each watched directory and file holds a descriptor"
 }

@@ -208,9 +208,7 @@ func (c *Cluster) Start(ctx context.Context) error {
 	cmd := exec.Command(filepath.Join(c.bin, "postgres"), "-D", c.dataDir(), "-k", c.dir,
 		"-c", "listen_addresses=", "-c", "max_connections=300", "-c", "shared_buffers=64MB")
 	cmd.Stdout, cmd.Stderr = logf, logf
-	// SIGQUIT is PostgreSQL's immediate shutdown: if the test binary
-	// dies, the server goes with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
+	cmd.SysProcAttr = serverAttr(c.cred)
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return fmt.Errorf("start postgres: %w", err)

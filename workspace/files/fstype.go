@@ -1,37 +1,27 @@
 package files
 
-import (
-	"fmt"
-	"syscall"
-)
+import "strings"
 
-// Filesystem magic numbers (statfs f_type) where rename, flock or inotify
-// cannot be trusted.
-var unsafeFilesystems = map[int64]string{
-	0x6969:     "NFS",
-	0xFF534D42: "CIFS",
-	0x517B:     "SMB",
-	0xFE534D42: "SMB2",
-	0x65735546: "FUSE",
+// Filesystem type names (statfs f_fstypename on macOS and FreeBSD) where
+// rename, flock or file events cannot be trusted; FUSE goes by several
+// names ("macfuse", "osxfuse", "fusefs.sshfs"), taken by prefix. Kept
+// here, not in fstype_bsd.go, so that its test runs on Linux too.
+var unsafeFstypenames = map[string]string{
+	"nfs":    "NFS",
+	"smbfs":  "SMB",
+	"afpfs":  "AFP",
+	"webdav": "WebDAV",
 }
 
-// CheckFilesystem reports the filesystem of dir when it is one where
-// rename, flock or inotify are not to be trusted (NFS, SMB/CIFS, FUSE):
-// name is its name and unsafe is true. On a local filesystem unsafe is
-// false.
-func CheckFilesystem(dir string) (name string, unsafe bool, err error) {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
-		return "", false, fmt.Errorf("statfs %s: %w", dir, err)
-	}
-	return classifyFilesystem(int64(st.Type))
-}
-
-func classifyFilesystem(magic int64) (string, bool, error) {
-	// f_type is signed on some platforms: 0xFF534D42 may come back negative.
-	magic &= 0xFFFFFFFF
-	if n, ok := unsafeFilesystems[magic]; ok {
+// classifyFstypename is CheckFilesystem's verdict on a type name.
+func classifyFstypename(name string) (string, bool, error) {
+	if n, ok := unsafeFstypenames[name]; ok {
 		return n, true, nil
 	}
-	return fmt.Sprintf("0x%X", magic), false, nil
+	for _, p := range []string{"fuse", "macfuse", "osxfuse"} {
+		if strings.HasPrefix(name, p) {
+			return "FUSE (" + name + ")", true, nil
+		}
+	}
+	return name, false, nil
 }

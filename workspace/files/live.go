@@ -12,24 +12,26 @@ import (
 	"github.com/workspaced/workspaced/workspace"
 )
 
-// A running daemon answers on a Unix socket in the abstract namespace,
-// named after the root directory's device and inode, with what status
-// cannot read from the tree: the tasks stopped by an error and why, the
-// tasks it cannot watch, the entries of tasks/ it refuses, and when it
-// last rescanned. The socket has no file, so it writes nothing and holds
-// nothing open on the workspace's filesystem; it only answers, with one
-// JSON document per connection, and takes no input.
+// A running daemon answers on a Unix socket named after the root
+// directory's device and inode, with what status cannot read from the
+// tree: the tasks stopped by an error and why, the tasks it cannot watch,
+// the entries of tasks/ it refuses, its wake-up source, and when it last
+// rescanned. On Linux the socket is in the abstract namespace and has no
+// file; elsewhere it is a file in a directory of the user's own under /tmp
+// (live_other.go). Either way it writes nothing and holds nothing open on
+// the workspace's filesystem; it only answers, with one JSON document per
+// connection, and takes no input.
 
 // ErrNoLive: no daemon answers for the root.
 var ErrNoLive = errors.New("no daemon answers for this root")
 
-// liveAddr is the abstract socket of the daemon serving root.
-func liveAddr(root string) (string, error) {
+// rootID is the device and inode of root, which name its daemon's socket.
+func rootID(root string) (dev, ino uint64, err error) {
 	var st syscall.Stat_t
 	if err := syscall.Stat(root, &st); err != nil {
-		return "", fmt.Errorf("stat %s: %w", root, err)
+		return 0, 0, fmt.Errorf("stat %s: %w", root, err)
 	}
-	return fmt.Sprintf("@workspaced/%x/%x", uint64(st.Dev), st.Ino), nil
+	return uint64(st.Dev), uint64(st.Ino), nil
 }
 
 // listenLive opens the daemon's socket. A second daemon of the same root
@@ -39,7 +41,7 @@ func listenLive(root string) (net.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	return net.Listen("unix", addr)
+	return listenAddr(addr)
 }
 
 // ServeLive answers status on the root's socket with report() until the

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// serve logs its open-files limits once ready: the soft and hard limits of
+// a Go program started from this one, which are this test's own.
+func TestServeLogsOpenFilesLimit(t *testing.T) {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("msg=\"open files limit\" soft=%v hard=%v", rlimitValue(uint64(lim.Cur)), rlimitValue(uint64(lim.Max)))
+	w := newWS(t)
+	srv := w.serve("--log-level", "info")
+	eventually(t, "the daemon to log its limits", func() (bool, string) {
+		return strings.Contains(srv.stderr.String(), `msg="open files limit"`), srv.stderr.String()
+	})
+	if !strings.Contains(srv.stderr.String(), want) {
+		t.Errorf("log does not hold %s:\n%s", want, srv.stderr)
+	}
+	srv.stop()
+}
+
+// status names the limit that bounds the watches where the daemon runs:
+// inotify's on Linux, the open-files limit where kqueue watches.
+func TestWatchLimitHint(t *testing.T) {
+	for goos, want := range map[string]string{
+		"linux":   "fs.inotify.max_user_watches",
+		"darwin":  "launchctl limit maxfiles",
+		"freebsd": "ulimit -n",
+	} {
+		if h := watchLimitHint(goos); !strings.Contains(h, want) {
+			t.Errorf("%s: hint %q does not name %s", goos, h, want)
+		}
+	}
+}
