@@ -89,7 +89,12 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	standby := fs.Bool("standby", false, "on a postgres:// root, wait for the leading daemon's lease instead of exiting 4, and take over when it lapses")
 	format := fs.String("log-format", "text", "the log format, `text|json`")
 	level := fs.String("log-level", "info", "log this level and above, `debug|info|warn|error`")
+	ops := addOpsFlags(fs)
 	if err := parse(e, fs, serveUsage, args); err != nil {
+		return err
+	}
+	opsToken, err := ops.check()
+	if err != nil {
 		return err
 	}
 	logger, err := newLogger(e, *format, *level)
@@ -138,13 +143,9 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	if postgres.IsURL(e.root) {
 		wake = workspace.WakeOptions{} // notifications and a poll of its own
 	}
-	d, err := daemon.New(daemon.Config{Store: served, Rescan: *rescan, CleanupInterval: cleanupEvery, Logger: logger, Wake: wake,
+	return runDaemon(ctx, daemon.Config{Store: served, Rescan: *rescan, CleanupInterval: cleanupEvery, Logger: logger, Wake: wake,
 		Lead:  workspace.LeadOptions{Standby: *standby, TTL: *lease, Strict: *strict, Logger: logger},
-		Ready: fitMemoryLimit})
-	if err != nil {
-		return err
-	}
-	return d.Run(ctx)
+		Ready: fitMemoryLimit}, ops, opsToken)
 }
 
 func flagWasSet(fs *flag.FlagSet, name string) bool {

@@ -143,6 +143,7 @@ func (t *committer) write(ctx context.Context, n nextState, backupOld bool, rest
 	}
 	t.fi, _ = s.Workspace.Root().Lstat(statePath(t.id))
 	t.st, t.plan, t.valid = n.st, n.plan, true
+	t.noteWritten(n.st)
 	t.noteProgress()
 	evs := n.evs
 	if restoredFrom != "" {
@@ -152,6 +153,7 @@ func (t *committer) write(ctx context.Context, n nextState, backupOld bool, rest
 	if len(evs) > 0 {
 		if err := s.Workspace.AppendEvents(t.id, evs); err != nil {
 			s.log().Warn("append events", "task", t.id, "err", err)
+			t.eventsLost += len(evs)
 		}
 		t.events = append(t.events, evs...)
 	}

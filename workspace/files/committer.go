@@ -60,8 +60,14 @@ type committer struct {
 
 	// progress is the subtasks in progress, for the timeout detector.
 	progress []friction.InProgress
-	// events are the events of the commit under way.
-	events []workspace.Event
+	// events are the events of the commit under way; eventsLost how
+	// many of them could not be appended.
+	events     []workspace.Event
+	eventsLost int
+	// folding and marks are what the commit under way tells the
+	// daemon's metrics (marks.go).
+	folding folding
+	marks   []workspace.Mark
 
 	mu        sync.Mutex
 	unsettled settlement // the journal work settle has left to do
@@ -84,11 +90,12 @@ func journalPath(id string) string { return path.Join(workspace.TaskDir(id), Jou
 // then takes up to req.Max markers chunk by chunk and commits them in one
 // state write. req.Markers names the markers that woke it.
 func (t *committer) Commit(ctx context.Context, req workspace.CommitRequest) (workspace.Applied, error) {
-	t.events = nil
+	t.events, t.eventsLost, t.marks = nil, 0, nil
+	t.folding = folding{recs: t.folding.recs[:0], dropped: t.folding.dropped[:0]}
 	a, err := t.process(ctx, req)
 	t.failed = err != nil
-	a.Events = t.events
-	t.events = nil
+	a.Events, a.EventsLost, a.Marks = t.events, t.eventsLost, t.marks
+	t.events, t.marks = nil, nil
 	if err == nil {
 		a.Progress = slices.Clone(t.progress)
 		t.finished = a.Finished && a.WaitUntil.IsZero()

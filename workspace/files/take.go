@@ -352,6 +352,7 @@ func (t *committer) takeChunk(dirs taskDirs, b batch) ([]workspace.JournalRecord
 		}
 		t.next++
 		recs = append(recs, ex.record(seq, now))
+		t.noteTaken(recs[len(recs)-1], p.fi.ModTime())
 		if tn != "" {
 			taken = append(taken, tn)
 		}
