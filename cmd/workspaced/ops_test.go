@@ -411,3 +411,40 @@ func TestOpsNotifyProtocol(t *testing.T) {
 	until(t, ch, "STOPPING=1", "")
 	srv.stop()
 }
+
+func TestOpsWebAndMCPEndpoints(t *testing.T) {
+	w := newWS(t)
+	p := w.web()
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if code, b := httpGet(p.url + path); code != http.StatusOK {
+			t.Fatalf("web %s: %d %s", path, code, b)
+		}
+	}
+	if code, _ := httpGet(p.url + "/"); code != http.StatusOK {
+		t.Fatalf("web /: %d", code)
+	}
+	body := scrapeUntil(t, p.url+"/", map[string]float64{
+		`workspaced_web_requests_total{route="GET /healthz",status="200"}`: 1,
+		`workspaced_web_sse_clients`:                                       0,
+		`workspaced_mcp_sessions`:                                          0, // web serves /mcp on loopback
+	})
+	if !strings.Contains(body, `workspaced_web_requests_total{route="GET /{$}",status="200"}`) && !strings.Contains(body, `route="GET /"`) {
+		t.Errorf("the panel's page is not counted by its pattern:\n%s", body)
+	}
+	promtoolCheckMetrics(t, body)
+
+	m := w.mcpHTTP()
+	base := strings.TrimSuffix(m.url, "mcp")
+	if code, b := httpGet(base + "readyz"); code != http.StatusOK {
+		t.Fatalf("mcp --http /readyz: %d %s", code, b)
+	}
+	resp, err := http.Post(base+"mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a request without a token: %d", resp.StatusCode)
+	}
+	scrapeUntil(t, base, map[string]float64{`workspaced_mcp_refusals_total{reason="no_token"}`: 1, `workspaced_mcp_sessions`: 0})
+}
