@@ -448,3 +448,33 @@ func TestOpsWebAndMCPEndpoints(t *testing.T) {
 	}
 	scrapeUntil(t, base, map[string]float64{`workspaced_mcp_refusals_total{reason="no_token"}`: 1, `workspaced_mcp_sessions`: 0})
 }
+
+// The dashboard and the alerts name only metrics docs/OPERATIONS.md
+// documents, and the dashboard is JSON.
+func TestOpsExamplesNameDocumentedMetrics(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "OPERATIONS.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dash, err := os.ReadFile(filepath.Join("..", "..", "examples", "grafana", "workspaced.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(dash, &v); err != nil {
+		t.Fatalf("the dashboard is not JSON: %v", err)
+	}
+	alerts, err := os.ReadFile(filepath.Join("..", "..", "examples", "prometheus", "alerts.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := regexp.MustCompile(`workspaced_[a-z_]+`)
+	for _, src := range [][]byte{dash, alerts} {
+		for _, m := range name.FindAllString(string(src), -1) {
+			base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(m, "_bucket"), "_sum"), "_count")
+			if !strings.Contains(string(doc), "`"+base) {
+				t.Errorf("%s is not documented in docs/OPERATIONS.md", m)
+			}
+		}
+	}
+}
