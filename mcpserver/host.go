@@ -31,6 +31,8 @@ type host struct {
 	// own MCP server, connected to any transport); nil on a server
 	// shared by bound sessions only.
 	one *Server
+	// obs is told of every tool call (nil: nobody).
+	obs Observer
 }
 
 // session is the Server a call is made for.
@@ -55,9 +57,12 @@ func newHost(version string, one *Server) *host {
 		h.mcp.AddTool(d.tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			s, err := h.session(ctx)
 			if err != nil {
+				h.called(d.tool.Name, true)
 				return errorResult(err), nil
 			}
-			return d.call(s, ctx, req), nil
+			res := d.call(s, ctx, req)
+			h.called(d.tool.Name, res.IsError)
+			return res, nil
 		})
 	}
 	h.mcp.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: StateURITemplate, Name: "task-state",

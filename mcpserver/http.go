@@ -60,6 +60,9 @@ type HTTPOptions struct {
 	// Log receives a line for every refusal, with the agent and the
 	// reason, and for every session opened and closed. Nil: slog.Default().
 	Log *slog.Logger
+	// Observer, if set, is told of every tool call and refusal, for
+	// metrics.
+	Observer Observer
 }
 
 // HTTP serves the workspace's MCP tools over the Streamable HTTP
@@ -106,11 +109,15 @@ func NewHTTP(w workspace.Store, toks tokens.Keeper, opt HTTPOptions) (*HTTP, err
 	if opt.Version == "" {
 		opt.Version = DefaultVersion
 	}
+	if opt.Observer == nil {
+		opt.Observer = nopObserver{}
+	}
 	h := &HTTP{w: w, store: store, opt: opt, log: opt.Log}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
 	h.host = newHost(opt.Version, nil)
+	h.host.obs = opt.Observer
 	h.sdk = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return h.host.mcp }, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      opt.IdleTimeout,
 		MaxRequestBodyBytes: opt.MaxBodyBytes,
@@ -137,6 +144,7 @@ func (h *HTTP) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	if r.ContentLength > h.opt.MaxBodyBytes {
 		h.log.Warn("mcp http: request refused", "agent", "-", "remote", r.RemoteAddr,
 			"reason", fmt.Sprintf("a body of %d bytes, more than %d", r.ContentLength, h.opt.MaxBodyBytes))
+		h.opt.Observer.Refused(RefusalBodyTooLarge)
 		http.Error(rw, fmt.Sprintf("request body exceeds %d bytes", h.opt.MaxBodyBytes), http.StatusRequestEntityTooLarge)
 		return
 	}
@@ -145,6 +153,7 @@ func (h *HTTP) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 	if f := strings.Fields(r.Header.Get("Authorization")); len(f) != 2 || !strings.EqualFold(f[0], "bearer") {
 		h.log.Warn("mcp http: request refused", "agent", "-", "remote", r.RemoteAddr, "reason", "no bearer token")
+		h.opt.Observer.Refused(RefusalNoToken)
 		rw.Header().Set("WWW-Authenticate", `Bearer realm="workspaced"`)
 	}
 	h.inner.ServeHTTP(rw, r)
@@ -158,10 +167,12 @@ func (h *HTTP) verify(_ context.Context, token string, r *http.Request) (*auth.T
 	g, err := h.store.Lookup(token)
 	if errors.Is(err, tokens.ErrUnknown) {
 		h.log.Warn("mcp http: request refused", "agent", "-", "remote", r.RemoteAddr, "reason", "unknown or revoked token")
+		h.opt.Observer.Refused(RefusalUnknownToken)
 		return nil, fmt.Errorf("%w: unknown or revoked token", auth.ErrInvalidToken)
 	}
 	if err != nil {
 		h.log.Error("mcp http: request refused: the agents file cannot be trusted", "remote", r.RemoteAddr, "reason", err.Error())
+		h.opt.Observer.Refused(RefusalAgentsFile)
 		return nil, errors.New("the server's agents file cannot be trusted: its operator sees why in the log")
 	}
 	return &auth.TokenInfo{UserID: g.ID(), Extra: map[string]any{"grant": g}}, nil
@@ -196,19 +207,20 @@ func (h *HTTP) serve(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g, _ := grantOf(&mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context())})
-	refuse := func(status int, msg, hint string) {
+	refuse := func(status int, reason, msg, hint string) {
+		h.opt.Observer.Refused(reason)
 		h.log.Warn("mcp http: session refused", "agent", g.Agent, "remote", r.RemoteAddr, "reason", msg)
 		rpcError(rw, r, status, msg+"\nhint: "+hint)
 	}
 	if a := param(r, ParamAgent, HeaderAgent); a != "" && a != g.Agent {
-		refuse(http.StatusForbidden, fmt.Sprintf("this token stands for agent %s; a request may not name another agent (%s)", g.Agent, a),
+		refuse(http.StatusForbidden, RefusalOtherAgent, fmt.Sprintf("this token stands for agent %s; a request may not name another agent (%s)", g.Agent, a),
 			"leave the agent out: the token names it")
 		return
 	}
 	task, thread := param(r, ParamTask, HeaderTask), param(r, ParamThread, HeaderThread)
 	if task == "" && thread == "" {
 		if len(g.Tasks) != 1 || g.Tasks[0] == tokens.AllTasks {
-			refuse(http.StatusBadRequest, fmt.Sprintf("no task named: the token of agent %s covers %s", g.Agent, g.TaskList()),
+			refuse(http.StatusBadRequest, RefusalNoTask, fmt.Sprintf("no task named: the token of agent %s covers %s", g.Agent, g.TaskList()),
 				"name the task in the URL (?task=T, with &thread=X for a thread) or in the Workspace-Task header")
 			return
 		}
@@ -223,12 +235,12 @@ func (h *HTTP) serve(rw http.ResponseWriter, r *http.Request) {
 		task = t
 	}
 	if !g.Task(task) {
-		refuse(http.StatusForbidden, fmt.Sprintf("agent %s may not work on task %s: its token covers %s", g.Agent, task, g.TaskList()),
+		refuse(http.StatusForbidden, RefusalTaskNotGranted, fmt.Sprintf("agent %s may not work on task %s: its token covers %s", g.Agent, task, g.TaskList()),
 			"name a task the token covers, or ask for a token that covers this one")
 		return
 	}
 	if !h.reserve() {
-		refuse(http.StatusServiceUnavailable, fmt.Sprintf("too many sessions: %d are open, the most this server serves", h.opt.MaxSessions),
+		refuse(http.StatusServiceUnavailable, RefusalTooManySessions, fmt.Sprintf("too many sessions: %d are open, the most this server serves", h.opt.MaxSessions),
 			"close a session you no longer use, or try again once idle ones have expired")
 		return
 	}
@@ -270,10 +282,11 @@ func (h *HTTP) opened(id string) *mcp.ServerSession {
 
 // refuseErr refuses a session New or the thread look-up refused.
 func (h *HTTP) refuseErr(rw http.ResponseWriter, r *http.Request, g tokens.Grant, err error) {
-	status := http.StatusBadRequest
+	status, reason := http.StatusBadRequest, RefusalInvalid
 	if errors.Is(err, workspace.ErrNotFound) {
-		status = http.StatusNotFound
+		status, reason = http.StatusNotFound, RefusalNotFound
 	}
+	h.opt.Observer.Refused(reason)
 	h.log.Warn("mcp http: session refused", "agent", g.Agent, "remote", r.RemoteAddr, "reason", err.Error())
 	rpcError(rw, r, status, ErrorText(err))
 }

@@ -46,6 +46,8 @@ type StoppedTask struct {
 	// Hint says how to mend the machine when it is at fault (a full
 	// disk, a read-only filesystem, permissions, the open-files limit).
 	Hint string `json:"hint,omitempty"`
+	// Fault names the kind of the error (a FaultKind constant).
+	Fault string `json:"fault,omitempty"`
 }
 
 // Degraded reports whether the daemon is short of serving everything at

@@ -57,6 +57,9 @@ type LeadOptions struct {
 	Strict bool
 	// Logger receives what the leadership has to say (nil: discarded).
 	Logger *slog.Logger
+	// Waiting, if set, is called when Standby finds another process
+	// leading and begins to wait for it to go (once per Lead call).
+	Waiting func()
 }
 
 // Leadership is a store's single-writer role, held by one process at a
@@ -179,6 +182,13 @@ type Applied struct {
 	// records durable with one flush, and removes the taken markers).
 	// It may be run again after an error.
 	Settle func() error
+	// Marks describes each marker whose record the state written
+	// reflects, for the daemon's metrics (nil where the store does not
+	// tell).
+	Marks []Mark
+	// EventsLost is how many of Events could not be appended to the
+	// task's event log (the state was written all the same).
+	EventsLost int
 }
 
 // Committer takes one task's markers. See Served.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/workspaced/workspaced/internal/opshttp"
 	"github.com/workspaced/workspaced/mcpserver"
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
@@ -227,7 +228,10 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 	if _, err := toks.List(ctx); err != nil {
 		return err
 	}
-	h, err := mcpserver.NewHTTP(w, toks, mcpserver.HTTPOptions{Version: versionString(), MaxSessions: c.maxSessions, IdleTimeout: c.idle, Log: log})
+	reg := opshttp.NewRegistry()
+	var h *mcpserver.HTTP
+	obs := mcpMetrics(reg, &h)
+	h, err = mcpserver.NewHTTP(w, toks, mcpserver.HTTPOptions{Version: versionString(), MaxSessions: c.maxSessions, IdleTimeout: c.idle, Log: log, Observer: obs})
 	if err != nil {
 		return err
 	}
@@ -237,7 +241,7 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	srv := &http.Server{Handler: mcpHandler(reg, mux, w), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	scheme := "http"
 	if tls {
 		scheme = "https"

@@ -22,6 +22,7 @@ Usage:
   workspaced serve [--rescan DUR] [--cleanup-interval DUR] [--grace DUR] [--strict]
                    [--wakeups inotify|poll] [--poll DUR]
                    [--standby] [--lease DUR] [--log-format text|json] [--log-level debug|info|warn|error]
+                   [--listen ADDR [--token-file F | --tls-cert F --tls-key F]]
 
 The daemon is the only writer of every tasks/<id>/state.json. It watches
 tasks/ and every active task directory, takes each .claim.* and .done.*
@@ -61,6 +62,13 @@ On NFS, SMB or FUSE it warns (refuses with --strict). Logs go to stderr;
 once ready it logs its open-files limits (soft and hard).
 It stops cleanly on SIGINT or SIGTERM.
 
+With --listen ADDR it serves /healthz, /readyz (200 once it leads and its
+start-up scan is done; 503 on a standby, during the scan, or with a task
+stopped) and /metrics (Prometheus) there, on a loopback address unless
+--token-file (wanted by /metrics) or --tls-cert and --tls-key are given.
+Under systemd (Type=notify) it says READY=1, STATUS=, WATCHDOG=1 and
+STOPPING=1. See docs/OPERATIONS.md.
+
 Defaults come from workspace.json ("daemon": {"rescan": "30s", "grace":
 "5s", "cleanup_interval": "24h"}); flags override them. The daemon runs Go's
 garbage collector as GOGC=400 (less CPU per marker) and, once its start-up
@@ -72,6 +80,7 @@ Examples:
   workspaced --root /srv/agents serve --log-format json
   workspaced serve --rescan 10s --cleanup-interval 0 --strict
   workspaced serve --wakeups poll --poll 100ms
+  workspaced serve --listen 127.0.0.1:9464
   workspaced --root 'postgres://daemon@db/agents?schema=team_a' serve --standby
 
 Exit codes: 0 stopped by a signal, 1 failure (--strict on an unsafe
@@ -90,7 +99,12 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	standby := fs.Bool("standby", false, "on a postgres:// root, wait for the leading daemon's lease instead of exiting 4, and take over when it lapses")
 	format := fs.String("log-format", "text", "the log format, `text|json`")
 	level := fs.String("log-level", "info", "log this level and above, `debug|info|warn|error`")
+	ops := addOpsFlags(fs)
 	if err := parse(e, fs, serveUsage, args); err != nil {
+		return err
+	}
+	opsToken, err := ops.check()
+	if err != nil {
 		return err
 	}
 	logger, err := newLogger(e, *format, *level)
@@ -141,13 +155,9 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	if postgres.IsURL(e.root) {
 		wake = workspace.WakeOptions{} // notifications and a poll of its own
 	}
-	d, err := daemon.New(daemon.Config{Store: served, Rescan: *rescan, CleanupInterval: cleanupEvery, Logger: logger, Wake: wake,
+	return runDaemon(ctx, daemon.Config{Store: served, Rescan: *rescan, CleanupInterval: cleanupEvery, Logger: logger, Wake: wake,
 		Lead:  workspace.LeadOptions{Standby: *standby, TTL: *lease, Strict: *strict, Logger: logger},
-		Ready: ready})
-	if err != nil {
-		return err
-	}
-	return d.Run(ctx)
+		Ready: ready}, ops, opsToken)
 }
 
 func flagWasSet(fs *flag.FlagSet, name string) bool {

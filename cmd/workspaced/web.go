@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/workspaced/workspaced/internal/opshttp"
 	"github.com/workspaced/workspaced/mcpserver"
 	"github.com/workspaced/workspaced/web"
 	"github.com/workspaced/workspaced/workspace"
@@ -100,6 +101,7 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 			Hint: "serve the panel over a directory or a postgres:// root; for another store, watch a copy on files ('workspaced export --from ROOT --to DIR', then 'workspaced --root DIR web')"}
 	}
 	cfg := web.Config{Store: st, Token: token, ReadOnly: *readOnly}
+	reg := opshttp.NewRegistry()
 	// The agents' tokens: the tree's agents file, or the database's table.
 	toks, toksErr := tokenKeeper("serve MCP at /mcp", st)
 	if host, _, _ := net.SplitHostPort(*listen); loopback(host) && toksErr == nil {
@@ -110,7 +112,9 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 		if _, err := toks.List(ctx); err != nil {
 			return err
 		}
-		h, err := mcpserver.NewHTTP(st, toks, mcpserver.HTTPOptions{Version: versionString(), Log: slog.New(slog.NewTextHandler(e.stderr, nil))})
+		var h *mcpserver.HTTP
+		obs := mcpMetrics(reg, &h)
+		h, err = mcpserver.NewHTTP(st, toks, mcpserver.HTTPOptions{Version: versionString(), Log: slog.New(slog.NewTextHandler(e.stderr, nil)), Observer: obs})
 		if err != nil {
 			return err
 		}
@@ -126,7 +130,7 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: webHandler(reg, s, st, token), ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
 	watchErr := make(chan error, 1)
 	go func() { watchErr <- s.Run(ctx) }()

@@ -35,9 +35,11 @@ func (c *chores) timeouts(ctx context.Context, d *Daemon, items []friction.InPro
 	}
 	c.wg.Go(func() {
 		defer c.end(&c.timing)
-		if _, err := workspace.RecordTimeouts(ctx, d.s, Agent, items, stamp(d)); err != nil && ctx.Err() == nil {
+		entries, err := workspace.RecordTimeouts(ctx, d.s, Agent, items, stamp(d))
+		if err != nil && ctx.Err() == nil {
 			d.log.Warn("record timeout friction", "err", err)
 		}
+		d.cfg.Observer.Friction(entries)
 	})
 }
 
@@ -55,9 +57,11 @@ func (c *chores) cleanup(ctx context.Context, d *Daemon) {
 		if err != nil {
 			if ctx.Err() == nil {
 				d.log.Error("cleanup", "err", err)
+				d.cfg.Observer.Cleaned(0, err)
 			}
 			return
 		}
+		d.cfg.Observer.Cleaned(len(rep.Removed), nil)
 		var removed []string
 		for _, r := range rep.Removed {
 			removed = append(removed, r.TaskID)
@@ -93,9 +97,11 @@ func (c *chores) end(flag *bool) {
 // observe shows the events of a commit to the friction detectors and
 // records what they find.
 func observe(ctx context.Context, d *Daemon, evs []workspace.Event) {
-	if _, err := workspace.ObserveFriction(ctx, d.s, Agent, evs, stamp(d)); err != nil && ctx.Err() == nil {
+	entries, err := workspace.ObserveFriction(ctx, d.s, Agent, evs, stamp(d))
+	if err != nil && ctx.Err() == nil {
 		d.log.Warn("record friction", "err", err)
 	}
+	d.cfg.Observer.Friction(entries)
 }
 
 // stamp is the daemon's clock to the millisecond.

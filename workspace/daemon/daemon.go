@@ -38,6 +38,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/workspaced/workspaced/workspace"
@@ -90,6 +91,8 @@ type Config struct {
 	// Leading, if set, is called each time the daemon begins to lead,
 	// with the leadership's epoch.
 	Leading func(epoch int64)
+	// Observer, if set, is told what the daemon does, for its metrics.
+	Observer Observer
 }
 
 // Daemon is the single writer of one store. Create it with New and run
@@ -100,6 +103,9 @@ type Daemon struct {
 	log  *slog.Logger
 	now  func() time.Time
 	live liveReport
+
+	looping atomic.Bool        // a loop runs (ping.go)
+	pings   chan chan struct{} // to the loop: are you alive?
 }
 
 // New fills the defaults of cfg. It takes no lock and starts nothing.
@@ -123,7 +129,10 @@ func New(cfg Config) (*Daemon, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	d := &Daemon{cfg: cfg, s: cfg.Store, log: cfg.Logger, now: cfg.Now}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
+	}
+	d := &Daemon{cfg: cfg, s: cfg.Store, log: cfg.Logger, now: cfg.Now, pings: make(chan chan struct{})}
 	d.live.store(workspace.Live{Stopped: []workspace.StoppedTask{}})
 	return d, nil
 }
@@ -161,10 +170,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 			return err
 		}
 		d.log.Info("leading", "epoch", lead.Epoch())
+		d.cfg.Observer.Leading(lead.Epoch())
 		if d.cfg.Leading != nil {
 			d.cfg.Leading(lead.Epoch())
 		}
 		err = d.serve(ctx, lead)
+		d.cfg.Observer.Stepped()
 		if ctx.Err() != nil {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 			rerr := lead.Release(rctx)
@@ -206,5 +217,7 @@ func (d *Daemon) serve(ctx context.Context, lead workspace.Leadership) error {
 		}
 	}
 	l := newLoop(d, lead, wk)
+	d.looping.Store(true)
+	defer d.looping.Store(false)
 	return l.run(ctx)
 }

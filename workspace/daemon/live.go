@@ -41,7 +41,7 @@ func (l *loop) report() workspace.Live {
 	for id, o := range l.tasks {
 		if o.stopped != nil {
 			r.Stopped = append(r.Stopped, workspace.StoppedTask{Task: id, Error: o.stopped.Error(), Since: o.since,
-				Retries: o.failures, Hint: hintOf(o.stopped)})
+				Retries: o.failures, Hint: hintOf(o.stopped), Fault: workspace.FaultKind(o.stopped)})
 		}
 		if o.refused {
 			r.Refused = append(r.Refused, id)

@@ -124,9 +124,12 @@ func (l *loop) run(ctx context.Context) error {
 			l.settle.requeue(l, failed)
 		case <-cleanupC:
 			chores.cleanup(ctx, d)
+		case ack := <-d.pings:
+			answer(ack)
 		}
 		l.dispatch(ctx)
 		l.publish()
+		d.cfg.Observer.Pending(len(l.queue), l.busy)
 	}
 }
 
@@ -181,6 +184,9 @@ func (l *loop) scan(ctx context.Context, start bool) error {
 		return err
 	}
 	l.scans++
+	if !start {
+		l.d.cfg.Observer.Rescanned()
+	}
 	for _, id := range ids {
 		o := l.owner(id)
 		o.scan = l.scans
@@ -202,6 +208,8 @@ func (l *loop) scan(ctx context.Context, start bool) error {
 		case <-l.lead.Done():
 			return l.lead.Err()
 		case <-ctx.Done():
+		case ack := <-l.d.pings:
+			answer(ack)
 		}
 		l.dispatch(ctx)
 	}
@@ -225,7 +233,9 @@ func (l *loop) dispatch(ctx context.Context) {
 		o.markers, o.all = nil, false
 		l.busy++
 		go func() {
+			began := time.Now()
 			a, err := o.c.Commit(ctx, req)
+			l.d.cfg.Observer.Committed(time.Since(began), a, err)
 			if len(a.Events) > 0 {
 				observe(ctx, l.d, a.Events)
 			}

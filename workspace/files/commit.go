@@ -159,6 +159,7 @@ func (t *committer) write(ctx context.Context, n nextState, backupOld bool, rest
 	}
 	t.fi, _ = s.Workspace.Root().Lstat(statePath(t.id))
 	t.st, t.plan, t.valid = n.st, n.plan, true
+	t.noteWritten(n.st)
 	t.noteProgress()
 	s.log().Debug("state written", "task", t.id, "journal_seq", n.st.JournalSeq, "records", n.applied)
 	if n.stopped != nil {

@@ -64,8 +64,13 @@ type committer struct {
 
 	// progress is the subtasks in progress, for the timeout detector.
 	progress []friction.InProgress
-	// events are the events of the commit under way.
+	// events are the events of the commit under way (appended before its
+	// state, or the commit fails: none is ever lost, see eventlog.go).
 	events []workspace.Event
+	// folding and marks are what the commit under way tells the
+	// daemon's metrics (marks.go).
+	folding folding
+	marks   []workspace.Mark
 
 	mu        sync.Mutex
 	unsettled settlement // the journal work settle has left to do
@@ -88,11 +93,12 @@ func journalPath(id string) string { return path.Join(workspace.TaskDir(id), Jou
 // then takes up to req.Max markers chunk by chunk and commits them in one
 // state write. req.Markers names the markers that woke it.
 func (t *committer) Commit(ctx context.Context, req workspace.CommitRequest) (workspace.Applied, error) {
-	t.events = nil
+	t.events, t.marks = nil, nil
+	t.folding = folding{recs: t.folding.recs[:0], dropped: t.folding.dropped[:0]}
 	a, err := t.process(ctx, req)
 	t.failed = err != nil
-	a.Events = t.events
-	t.events = nil
+	a.Events, a.Marks = t.events, t.marks
+	t.events, t.marks = nil, nil
 	if err == nil {
 		a.Progress = slices.Clone(t.progress)
 		t.finished = a.Finished && a.WaitUntil.IsZero()

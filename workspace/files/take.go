@@ -360,6 +360,7 @@ func (t *committer) takeChunk(ctx context.Context, dirs taskDirs, b batch) ([]wo
 		t.next++
 		recs = append(recs, ex.record(seq, now))
 		t.noteJournaled(p.name, seq)
+		t.noteTaken(recs[len(recs)-1], p.fi.ModTime())
 		if tn != "" {
 			taken = append(taken, tn)
 		}

@@ -74,6 +74,7 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, last knownState, taskID s
 			a.Rejected++
 		}
 	}
+	a.Marks = machine.Marks(f.next, f.recs, func(i int) time.Time { return f.ms[i].droppedAt })
 	if f.plan.p == nil {
 		f.plan = last.plan
 	}

@@ -89,6 +89,9 @@ func (s *Store) waitLease(ctx context.Context, opt workspace.LeadOptions, p *pre
 			return 0, &workspace.Error{Kind: workspace.ErrLocked, Op: "serve",
 				Msg:  fmt.Sprintf("another daemon serves this workspace: %s (epoch %d, lease until %s)", li.Holder, li.Epoch, li.ExpiresAt.UTC().Format(time.RFC3339)),
 				Hint: "stop it first, or run this one as its standby with serve --standby"}
+		case opt.Waiting != nil:
+			opt.Waiting() // another leads: this one stands by
+			opt.Waiting = nil
 		}
 		select {
 		case <-ctx.Done():

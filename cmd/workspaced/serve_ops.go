@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/workspaced/workspaced/internal/opshttp"
+	"github.com/workspaced/workspaced/internal/opsmetrics"
+	"github.com/workspaced/workspaced/web"
+	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/daemon"
+)
+
+// The operations endpoints of serve --listen: /healthz, /readyz and
+// /metrics (internal/opshttp), on a listener of their own, under the
+// panel's rule: a loopback address, unless a token or TLS guards it.
+
+// opsFlags are serve's flags for its endpoints.
+type opsFlags struct {
+	listen, tokenFile, cert, key *string
+}
+
+func addOpsFlags(fs *flag.FlagSet) *opsFlags {
+	return &opsFlags{
+		listen:    fs.String("listen", "", "serve /healthz, /readyz and /metrics on `ADDR` (host:port; off when empty)"),
+		tokenFile: fs.String("token-file", "", "with --listen, require the token held in `FILE` for /metrics (needed off loopback without TLS)"),
+		cert:      fs.String("tls-cert", "", "with --listen, the TLS certificate `F` (PEM)"),
+		key:       fs.String("tls-key", "", "with --listen, the TLS key `F` (PEM)"),
+	}
+}
+
+// check refuses what web refuses: a non-loopback address with neither a
+// token nor TLS. It returns the token.
+func (o *opsFlags) check() (string, error) {
+	if *o.listen == "" {
+		if *o.tokenFile != "" || *o.cert != "" || *o.key != "" {
+			return "", usageHint("serve", "--token-file, --tls-cert and --tls-key go with --listen")
+		}
+		return "", nil
+	}
+	if (*o.cert == "") != (*o.key == "") {
+		return "", usageHint("serve", "--tls-cert and --tls-key go together")
+	}
+	token, err := readTokenFile(*o.tokenFile)
+	if err != nil {
+		return "", err
+	}
+	if err := web.CheckListen(*o.listen, token != "" || *o.cert != ""); err != nil {
+		var we *workspace.Error
+		if errors.As(err, &we) {
+			return "", &usageError{msg: "serve: " + err.Error(), hint: "give --token-file FILE or --tls-cert and --tls-key, or --listen 127.0.0.1:PORT"}
+		}
+		return "", usageHint("serve", "--listen: %v", err)
+	}
+	return token, nil
+}
+
+// readTokenFile reads a token file ("" when none is named).
+func readTokenFile(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read the token file: %w", err)
+	}
+	token := strings.TrimSpace(string(data))
+	if token == "" {
+		return "", &workspace.Error{Kind: workspace.ErrInvalid, Op: "read the token file " + path, Msg: "it is empty",
+			Hint: "put a long random secret in it, e.g. 'openssl rand -hex 32 > FILE'"}
+	}
+	return token, nil
+}
+
+// serveOps listens on o's address and serves h there until ctx is done;
+// the returned function waits for it to stop. The address is logged as a
+// URL (url=http://127.0.0.1:PORT/ with port 0 made real).
+func serveOps(ctx context.Context, o *opsFlags, h http.Handler, log *slog.Logger) (func(), error) {
+	ln, err := net.Listen("tcp", *o.listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", *o.listen, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	scheme := "http"
+	if *o.cert != "" {
+		scheme = "https"
+	}
+	log.Info("operations endpoints", "url", fmt.Sprintf("%s://%s/", scheme, ln.Addr()))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var err error
+		if *o.cert != "" {
+			err = srv.ServeTLS(ln, *o.cert, *o.key)
+		} else {
+			err = srv.Serve(ln)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("operations endpoints", "err", err)
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	return func() { <-done }, nil
+}
+
+// runDaemon runs the daemon of cfg with its metrics, the notify protocol
+// and, with --listen, the operations endpoints.
+func runDaemon(ctx context.Context, cfg daemon.Config, ops *opsFlags, token string) error {
+	reg := opshttp.NewRegistry()
+	var d *daemon.Daemon
+	m := opsmetrics.NewDaemon(reg, func() workspace.Live { return d.Live() }, cfg.Store)
+	n := &notifier{m: m, log: cfg.Logger}
+	cfg.Observer = m
+	ready := cfg.Ready
+	cfg.Ready = func() {
+		if ready != nil {
+			ready()
+		}
+		m.Ready()
+		n.ready()
+	}
+	cfg.Lead.Waiting = func() {
+		m.Standby()
+		n.ready()
+	}
+	d, err := daemon.New(cfg)
+	if err != nil {
+		return err
+	}
+	n.d = d
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if *ops.listen != "" {
+		h := opshttp.Handler(opshttp.Options{Registry: reg, Token: token,
+			Ready: func(context.Context) error { return m.Readiness() }})
+		wait, err := serveOps(ctx, ops, h, cfg.Logger)
+		if err != nil {
+			return err
+		}
+		defer wait()
+	}
+	n.run(ctx)
+	defer n.wait()
+	defer cancel() // STOPPING=1 also when Run fails
+	return d.Run(ctx)
+}

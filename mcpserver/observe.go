@@ -1,0 +1,51 @@
+package mcpserver
+
+// Observer is told what the HTTP server does, for its metrics. Its
+// methods are called from the requests' goroutines: an Observer is safe
+// for concurrent use.
+type Observer interface {
+	// ToolCalled: a tool was called (its registered name) with outcome
+	// OutcomeOK or OutcomeError.
+	ToolCalled(tool, outcome string)
+	// Refused: a request or a session was refused, for one of the
+	// Refusal… reasons.
+	Refused(reason string)
+}
+
+// A tool call's outcome.
+const (
+	OutcomeOK    = "ok"
+	OutcomeError = "error" // the tool answered an error (IsError)
+)
+
+// Why the HTTP server refused a request or a session.
+const (
+	RefusalBodyTooLarge    = "body_too_large"
+	RefusalNoToken         = "no_token"
+	RefusalUnknownToken    = "unknown_token"
+	RefusalAgentsFile      = "agents_file_untrusted"
+	RefusalOtherAgent      = "other_agent"
+	RefusalNoTask          = "no_task"
+	RefusalTaskNotGranted  = "task_not_granted"
+	RefusalTooManySessions = "too_many_sessions"
+	RefusalNotFound        = "not_found"
+	RefusalInvalid         = "invalid"
+)
+
+// nopObserver observes nothing.
+type nopObserver struct{}
+
+func (nopObserver) ToolCalled(string, string) {}
+func (nopObserver) Refused(string)            {}
+
+// called tells the host's observer of a call of tool.
+func (h *host) called(tool string, failed bool) {
+	if h.obs == nil {
+		return
+	}
+	if failed {
+		h.obs.ToolCalled(tool, OutcomeError)
+	} else {
+		h.obs.ToolCalled(tool, OutcomeOK)
+	}
+}
