@@ -55,7 +55,7 @@ func (s *Store) Lead(ctx context.Context, opt workspace.LeadOptions) (workspace.
 		}
 		if !opt.Standby {
 			return nil, &workspace.Error{Kind: workspace.ErrLocked, Op: "serve",
-				Msg:  fmt.Sprintf("another daemon serves this workspace: %s", te.Holder),
+				Msg:  "another daemon serves this workspace",
 				Err:  te,
 				Hint: "stop it first, or run this one as its standby with serve --standby"}
 		}
