@@ -12,6 +12,7 @@ import (
 	"github.com/workspaced/workspaced/bench"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/postgres"
+	"github.com/workspaced/workspaced/workspace/sqlite"
 )
 
 const benchUsage = `workspaced bench — measure the workload against the disk's own floor.
@@ -146,6 +147,10 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 	}
 	if *vs != "" && (*quick || *noPython) {
 		return usageHint("bench", "--vs-daemon runs only its paired rounds: --quick and --no-python do not apply (--pairs sets its length)")
+	}
+	if sqlite.IsURL(e.root) {
+		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "bench", Msg: "does not run on a sqlite: root yet",
+			Hint: "run it without --root (a temporary directory), or on a postgres:// root"}
 	}
 	pg := postgres.IsURL(e.root)
 	if pg && *vs != "" && (*ext4 || *dir != "") {

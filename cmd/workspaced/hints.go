@@ -135,7 +135,7 @@ func (e *env) absRoot() string {
 // command has opened the workspace, so that a path of the tree in an error
 // or a hint is printed absolute.
 func (e *env) errWriter(stderr io.Writer) io.Writer {
-	if !e.opened || postgres.IsURL(e.root) {
+	if !e.opened || isDatabase(e.root) {
 		return stderr // a database's names are not paths
 	}
 	return &rootedWriter{w: stderr, root: e.absRoot()}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/postgres"
+	"github.com/workspaced/workspaced/workspace/sqlite"
 )
 
 const initUsage = `workspaced init — create a workspace (safe to run twice).
@@ -15,6 +16,7 @@ Usage:
   workspaced [--root DIR] init
   workspaced --root postgres://USER@HOST/DB[?schema=NAME] init
                    [--agent-role NAME --daemon-role NAME] [--print-grants]
+  workspaced --root sqlite:PATH init
 
 Creates the root (--root, else $WORKSPACE_ROOT, else ./workspace) with
 workspace.json (every default written out), config/agents.json,
@@ -31,11 +33,16 @@ grant them their rights: agents insert markers and write entries,
 products, threads and events; only the daemon writes state, journal and
 backups. --print-grants prints the GRANT statements instead.
 
+On a sqlite:PATH root (sqlite:./agents.db, sqlite:///var/lib/agents.db) it
+creates the database file when missing and applies the migrations not yet
+applied; a database migrated by a newer workspaced is refused.
+
 Examples:
   workspaced init
   workspaced --root /srv/agents/ws init
   WORKSPACE_ROOT=$PWD/ws workspaced init
   workspaced --root 'postgres://admin@db/agents?schema=team_a' init --agent-role agent --daemon-role daemon
+  workspaced --root sqlite:./agents.db init
 
 Exit codes: 0 ok, 1 failure (e.g. the directory cannot be created, the
 schema is newer than this workspaced), 2 usage.
@@ -57,6 +64,9 @@ func cmdInit(ctx context.Context, e *env, args []string) error {
 	}
 	if *agentRole != "" {
 		return usageHint("init", "roles are for a postgres:// root")
+	}
+	if sqlite.IsURL(e.root) {
+		return initSQLite(ctx, e)
 	}
 	w, err := workspace.Init(e.root, workspace.Options{})
 	if err != nil {

@@ -16,7 +16,6 @@ import (
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/postgres"
 )
 
 const locksUsage = `workspaced locks — who holds which lock.
@@ -152,7 +151,7 @@ func cmdLock(ctx context.Context, e *env, args []string) error {
 	if flagSet(fs, "timeout") && *timeout <= 0 {
 		return usageHint("lock", "--timeout must be positive")
 	}
-	if postgres.IsURL(e.root) {
+	if isDatabase(e.root) {
 		return lockStore(ctx, e, *task, *thread, *name, agentOr(*agent, "cli"), *timeout, argv)
 	}
 	// On files the lock is a flock a child process runs under.

@@ -21,6 +21,7 @@ import (
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/files"
 	"github.com/workspaced/workspaced/workspace/postgres"
+	"github.com/workspaced/workspaced/workspace/sqlite"
 )
 
 func main() {
@@ -56,6 +57,10 @@ func (e *env) openStore() (workspace.Store, error) {
 	if postgres.IsURL(e.root) {
 		e.opened = true
 		return postgres.Open(context.Background(), e.root)
+	}
+	if sqlite.IsURL(e.root) {
+		e.opened = true
+		return sqlite.Open(context.Background(), e.root)
 	}
 	w, err := e.open()
 	if err != nil {
@@ -96,6 +101,9 @@ func (e *env) where(st workspace.Store) string {
 	if s, ok := st.(*postgres.Store); ok {
 		return "PostgreSQL schema " + s.Schema()
 	}
+	if s, ok := st.(*sqlite.Store); ok {
+		return "SQLite database " + s.Path()
+	}
 	return "root " + e.root
 }
 
@@ -107,7 +115,7 @@ func (e *env) where(st workspace.Store) string {
 // gets a tree written into it.
 func (e *env) open() (*workspace.Workspace, error) {
 	e.opened = true
-	if postgres.IsURL(e.root) {
+	if isDatabase(e.root) {
 		return nil, e.filesOnly()
 	}
 	w, err := workspace.Open(e.root, workspace.Options{})
@@ -137,7 +145,7 @@ func (e *env) filesOnly() error {
 		name = "this command"
 	}
 	return &workspace.Error{Kind: workspace.ErrInvalid, Op: name,
-		Msg:  "works on a workspace kept as files only, and this root is a PostgreSQL database",
+		Msg:  "works on a workspace kept as files only, and this root is a database",
 		Hint: "run it on a directory, or on a copy: 'workspaced export --from ROOT --to DIR' writes the workspace as files"}
 }
 
@@ -462,7 +470,7 @@ func printJSON(w io.Writer, v any) error {
 // (rel is slash-separated, relative to the root); on a database root, rel
 // itself.
 func (e *env) display(rel string) string {
-	if postgres.IsURL(e.root) {
+	if isDatabase(e.root) {
 		// A database has no paths: the protocol's name of the thing
 		// (tasks/t1/.claim.w1.…) says which task and which marker, and
 		// the root, with its password, stays out of it.
@@ -476,7 +484,7 @@ func (e *env) display(rel string) string {
 // where a store names a marker by its name alone, the protocol's name
 // tasks/<task>/<marker>.
 func (e *env) displayMarker(taskID, m string) string {
-	if postgres.IsURL(e.root) {
+	if isDatabase(e.root) {
 		return path.Join(workspace.TaskDir(taskID), path.Base(m))
 	}
 	return e.display(m)

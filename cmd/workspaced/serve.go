@@ -14,6 +14,7 @@ import (
 	"github.com/workspaced/workspaced/workspace/daemon"
 	"github.com/workspaced/workspaced/workspace/files"
 	"github.com/workspaced/workspaced/workspace/postgres"
+	"github.com/workspaced/workspaced/workspace/sqlite"
 )
 
 const serveUsage = `workspaced serve — run the single-writer daemon of a workspace.
@@ -42,7 +43,9 @@ there is no inotify: macOS, the BSDs) by looking at the modification time
 of those directories every --poll (250ms), with no descriptor and no
 kernel watch per task. Either way the rescans cover what a wake-up missed.
 A postgres:// root wakes on its notifications and a poll of the markers
-table, whatever --wakeups says.
+table, whatever --wakeups says. A sqlite:PATH root wakes on an fsnotify
+watch of the database file and its write-ahead log and a poll of the
+markers table every --poll (1s when not given).
 
 A marker that does not parse waits --grace (it may still be being written),
 then is rejected with its reason, as is one naming a missing, unsafe or
@@ -58,6 +61,9 @@ process is gone, within the lease (--lease, 5s) when it stalls. There too
 it records the friction it detects, checks subtasks for timeouts every
 --rescan and prunes every --cleanup-interval; --grace does not apply (a
 marker row is whole when inserted).
+On a sqlite:PATH root the daemon leads by a flock of PATH.lock, which the
+kernel drops when it dies: a second serve exits 4 naming the holder, or
+with --standby waits and takes over at once when the leader goes.
 On NFS, SMB or FUSE it warns (refuses with --strict). Logs go to stderr;
 once ready it logs its open-files limits (soft and hard).
 It stops cleanly on SIGINT or SIGTERM.
@@ -82,6 +88,7 @@ Examples:
   workspaced serve --wakeups poll --poll 100ms
   workspaced serve --listen 127.0.0.1:9464
   workspaced --root 'postgres://daemon@db/agents?schema=team_a' serve --standby
+  workspaced --root sqlite:./agents.db serve
 
 Exit codes: 0 stopped by a signal, 1 failure (--strict on an unsafe
 filesystem, no workspace), 2 usage, 4 another daemon serves this root.
@@ -133,8 +140,8 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	if *wakeups != "" && *wakeups != "inotify" && *wakeups != "poll" {
 		return usageHint("serve", "--wakeups %q: use inotify or poll", *wakeups)
 	}
-	if *standby && !postgres.IsURL(e.root) {
-		return usageHint("serve", "--standby needs a postgres:// root: a directory has one daemon, its lock held by the kernel")
+	if *standby && !isDatabase(e.root) {
+		return usageHint("serve", "--standby needs a postgres:// or sqlite: root: a directory has one daemon, its lock held by the kernel")
 	}
 	st, err := e.openStore() // refuses a directory that is not a workspace
 	if err != nil {
@@ -154,6 +161,9 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	wake := workspace.WakeOptions{Mode: *wakeups, Interval: *poll}
 	if postgres.IsURL(e.root) {
 		wake = workspace.WakeOptions{} // notifications and a poll of its own
+	}
+	if sqlite.IsURL(e.root) {
+		wake = workspace.WakeOptions{Interval: *poll} // a watch of the database's files and a poll
 	}
 	return runDaemon(ctx, daemon.Config{Store: served, Rescan: *rescan, CleanupInterval: cleanupEvery, Logger: logger, Wake: wake,
 		Lead:  workspace.LeadOptions{Standby: *standby, TTL: *lease, Strict: *strict, Logger: logger},

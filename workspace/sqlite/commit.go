@@ -1,0 +1,384 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/workspaced/workspaced/atomicfile"
+	"github.com/workspaced/workspaced/friction"
+	"github.com/workspaced/workspaced/vocab"
+	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/machine"
+	"github.com/workspaced/workspaced/workspace/statecheck"
+)
+
+// Committing on SQLite: one BEGIN IMMEDIATE transaction per chunk takes a
+// task's waiting markers in insertion order, journals them with the next
+// sequence numbers, folds them with the state machine, writes the state
+// (the previous one kept as a backup), appends the events and deletes the
+// markers — all or nothing. The transaction is the commit point and the
+// recovery: a daemon killed anywhere before COMMIT leaves the markers
+// waiting and nothing else. It holds SQLite's write lock from its first
+// read, so what it reads (the products a done names, the plan) cannot
+// change before it commits.
+
+// DefaultChunk is the most markers of one task one transaction takes when
+// the daemon asks for no limit.
+const DefaultChunk = 128
+
+// committer is the daemon's handle on one task (workspace.Committer).
+type committer struct {
+	s  *Store
+	id string
+}
+
+// Committer is the daemon's handle on task id (workspace.Served).
+func (s *Store) Committer(id string) workspace.Committer { return &committer{s: s, id: id} }
+
+// Commit takes up to req.Max waiting markers of the task (in the order
+// they were inserted), journals them, folds them and writes the new state,
+// backup and events in one transaction. A task with no state yet gets its
+// first; a task with nothing waiting commits nothing.
+func (c *committer) Commit(ctx context.Context, req workspace.CommitRequest) (workspace.Applied, error) {
+	max := req.Max
+	if max <= 0 {
+		max = DefaultChunk
+	}
+	var (
+		a  workspace.Applied
+		st workspace.State
+	)
+	err := c.s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		a, st, err = c.s.commit(ctx, tx, c.id, max)
+		return err
+	})
+	if err != nil {
+		return workspace.Applied{}, err
+	}
+	if a.Gone {
+		return a, nil
+	}
+	a.Finished = vocab.Finished(st.Status)
+	a.Progress = c.progress(ctx, st)
+	return a, nil
+}
+
+// progress lists the subtasks in progress of st, with the complexity
+// their plan estimates.
+func (c *committer) progress(ctx context.Context, st workspace.State) []friction.InProgress {
+	var (
+		items []friction.InProgress
+		plan  *workspace.Plan
+	)
+	for sid, sub := range st.Subtasks {
+		if sub.Status != machine.SubtaskInProgress || sub.StartedAt == nil {
+			continue
+		}
+		if plan == nil {
+			plan, _ = c.s.ReadPlan(ctx, c.id, st.PlanVersion) // none: no complexity known
+		}
+		it := friction.InProgress{TaskID: c.id, SubtaskID: sid, StartedAt: *sub.StartedAt}
+		if p := plan; p != nil && p.ID == st.PlanID && p.Version == st.PlanVersion {
+			for _, ps := range p.Subtasks {
+				if ps.ID == sid {
+					it.Complexity = ps.EstimatedComplexity
+				}
+			}
+		}
+		items = append(items, it)
+	}
+	return items
+}
+
+// waiting is one marker row.
+type waiting struct {
+	id    int64
+	kind  string
+	name  string
+	body  string
+	taken bool // the journal holds its name already
+}
+
+// commitTx is what one commit's transaction knows.
+type commitTx struct {
+	s        *Store
+	tx       *sql.Tx
+	id       string
+	hasState bool
+	prev     string // the state row's document
+	prevSeq  int64
+	st       workspace.State // the state, brought up to the journal
+	base     int64           // the last seq st reflects
+	ms       []waiting
+}
+
+// commit is one chunk's transaction; it returns what it did and the
+// task's state afterwards.
+func (s *Store) commit(ctx context.Context, tx *sql.Tx, taskID string, max int) (workspace.Applied, workspace.State, error) {
+	c := &commitTx{s: s, tx: tx, id: taskID}
+	if err := c.read(ctx, max); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return workspace.Applied{Gone: true}, workspace.State{}, nil // removed meanwhile
+		}
+		return workspace.Applied{}, workspace.State{}, fmt.Errorf("read task %s to commit: %w", taskID, err)
+	}
+	full := len(c.ms) == max // more may be waiting
+	ms, dups := passOver(c.ms)
+	if len(ms) == 0 {
+		a, err := c.nothing(ctx, dups)
+		a.More = full && err == nil
+		return a, c.st, err
+	}
+	f, err := c.fold(ctx, ms)
+	if err != nil {
+		return workspace.Applied{}, workspace.State{}, err
+	}
+	if err := c.write(ctx, f, dups); err != nil {
+		return workspace.Applied{}, workspace.State{}, err
+	}
+	a := workspace.Applied{Taken: len(f.recs), Seq: f.next.JournalSeq, Events: f.evs, More: full && f.stopped == nil,
+		// When the machine stopped (a plan it cannot load), the markers
+		// from that one on stay waiting and the next commit tries them
+		// again.
+		Stopped: f.stopped}
+	for _, r := range f.recs {
+		if r.Rejected != "" {
+			a.Rejected++
+		}
+	}
+	return a, f.next, nil
+}
+
+// read reads the task (sql.ErrNoRows when gone), its state brought up to
+// the journal, and up to max markers waiting, each with whether its name
+// is journaled already.
+func (c *commitTx) read(ctx context.Context, max int) error {
+	var doc string
+	if err := c.tx.QueryRowContext(ctx, "SELECT doc FROM tasks WHERE id = $1", c.id).Scan(&doc); err != nil {
+		return err
+	}
+	err := c.tx.QueryRowContext(ctx, "SELECT doc, journal_seq FROM states WHERE task_id = $1", c.id).Scan(&c.prev, &c.prevSeq)
+	switch {
+	case err == nil:
+		c.hasState = true
+		if err := json.Unmarshal([]byte(c.prev), &c.st); err != nil {
+			return fmt.Errorf("state of task %s does not parse: %w", c.id, err)
+		}
+	case errors.Is(err, sql.ErrNoRows):
+		var t workspace.Task
+		if err := json.Unmarshal([]byte(doc), &t); err != nil {
+			return fmt.Errorf("task %s does not parse: %w", c.id, err)
+		}
+		c.st = machine.Init(t)
+	default:
+		return err
+	}
+	// A state restored from a backup is behind the journal: the records
+	// after it are folded again first, as the file store's recovery does.
+	if c.st, c.base, err = c.s.catchUp(ctx, c.tx, c.id, c.st); err != nil {
+		return err
+	}
+	rows, err := c.tx.QueryContext(ctx, `SELECT id, kind, name, body,
+		EXISTS (SELECT 1 FROM journal j WHERE j.task_id = m.task_id AND j.name = m.name)
+		FROM markers m WHERE task_id = $1 ORDER BY id LIMIT $2`, c.id, max)
+	c.ms, err = collect(rows, err, func(r *sql.Rows) (waiting, error) {
+		var w waiting
+		return w, r.Scan(&w.id, &w.kind, &w.name, &w.body, &w.taken)
+	})
+	return err
+}
+
+// passOver splits out the markers whose name the journal holds already:
+// they are deleted without a record, so that each name is journaled once.
+func passOver(ms []waiting) ([]waiting, []int64) {
+	var dups []int64
+	keep := ms[:0]
+	for _, m := range ms {
+		if m.taken {
+			dups = append(dups, m.id)
+		} else {
+			keep = append(keep, m)
+		}
+	}
+	return keep, dups
+}
+
+// nothing ends a commit that took no marker: it writes a new task's
+// first state, and deletes the markers passed over.
+func (c *commitTx) nothing(ctx context.Context, dups []int64) (workspace.Applied, error) {
+	if err := c.deleteMarkers(ctx, dups); err != nil {
+		return workspace.Applied{}, err
+	}
+	a := workspace.Applied{Seq: c.st.JournalSeq}
+	if c.hasState {
+		return a, nil
+	}
+	data, err := atomicfile.Marshal(c.st)
+	if err == nil {
+		err = statecheck.Next(nil, c.st, data)
+	}
+	if err != nil {
+		return workspace.Applied{}, fmt.Errorf("encode state of task %s: %w", c.id, err)
+	}
+	if _, err := c.tx.ExecContext(ctx, "INSERT INTO states (task_id, journal_seq, doc, epoch, updated_at) VALUES ($1, $2, $3, 0, $4)",
+		c.id, c.st.JournalSeq, string(data), ts(now())); err != nil {
+		return workspace.Applied{}, fmt.Errorf("write the first state of task %s: %w", c.id, err)
+	}
+	return a, nil
+}
+
+func (c *commitTx) deleteMarkers(ctx context.Context, ids []int64) error {
+	for _, id := range ids {
+		if _, err := c.tx.ExecContext(ctx, "DELETE FROM markers WHERE id = $1", id); err != nil {
+			return fmt.Errorf("delete marker %d of task %s: %w", id, c.id, err)
+		}
+	}
+	return nil
+}
+
+// folded is what fold made of the markers: their records, the new state
+// encoded and checked, and its events.
+type folded struct {
+	recs    []workspace.JournalRecord
+	ms      []waiting
+	next    workspace.State
+	data    []byte
+	evs     []workspace.Event
+	stopped error
+	now     time.Time
+}
+
+// fold judges the markers with the machine (records with the next
+// sequence numbers, the products read in this transaction), folds the
+// records into the state and encodes it, checked against the schema.
+func (c *commitTx) fold(ctx context.Context, ms []waiting) (folded, error) {
+	f := folded{now: now(), recs: make([]workspace.JournalRecord, len(ms))}
+	for i, m := range ms {
+		f.recs[i] = c.judge(ctx, m, c.base+int64(i)+1, f.now)
+	}
+	f.next, f.evs, f.stopped = machine.Continue(c.st, c.s.planLoader(ctx, c.tx, c.id, c.st), f.recs)
+	applied := 0
+	for applied < len(f.recs) && f.recs[applied].Seq <= f.next.JournalSeq {
+		applied++
+	}
+	if applied == 0 {
+		return folded{}, fmt.Errorf("apply markers of task %s: %w", c.id, f.stopped)
+	}
+	f.recs, f.ms = f.recs[:applied], ms[:applied]
+	var err error
+	if f.data, err = atomicfile.Marshal(f.next); err != nil {
+		return folded{}, fmt.Errorf("encode state of task %s: %w", c.id, err)
+	}
+	if err := statecheck.Next(nil, f.next, f.data); err != nil {
+		return folded{}, fmt.Errorf("state of task %s would not validate, not written: %w", c.id, err)
+	}
+	return f, nil
+}
+
+// judge turns a marker row into its journal record by the machine's
+// rules (machine.JudgeMarker), the product it names read in the
+// transaction. A row is inserted whole, so nothing waits for a grace
+// period: a marker refused now, softly or not, is rejected.
+func (c *commitTx) judge(ctx context.Context, m waiting, seq int64, at time.Time) workspace.JournalRecord {
+	rec, _ := machine.JudgeMarker(m.kind, m.name, []byte(m.body), c.s.settings.Limits, func(outputFile string) machine.ProductRead {
+		b, ok, err := body(ctx, c.tx, c.id, outputFile)
+		if err != nil {
+			return machine.ProductRead{Err: err}
+		}
+		return machine.ProductRead{Data: []byte(b), Missing: !ok}
+	}, seq, at)
+	return rec
+}
+
+// write writes the journal rows, the previous state kept as a backup
+// (pruned to backups.keep), the new state, its events, and deletes the
+// markers taken and those passed over.
+func (c *commitTx) write(ctx context.Context, f folded, dups []int64) error {
+	ids := make([]int64, len(f.recs))
+	for i, r := range f.recs {
+		rb, err := atomicfile.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("encode journal record %d of task %s: %w", r.Seq, c.id, err)
+		}
+		if _, err := c.tx.ExecContext(ctx, "INSERT INTO journal (task_id, seq, taken_at, name, record, epoch) VALUES ($1, $2, $3, $4, $5, 0)",
+			c.id, r.Seq, ts(f.now), f.ms[i].name, string(rb)); err != nil {
+			return fmt.Errorf("journal marker %s of task %s: %w", f.ms[i].name, c.id, err)
+		}
+		ids[i] = f.ms[i].id
+	}
+	var err error
+	if c.hasState {
+		if err = keepBackup(ctx, c.tx, c.id, c.prevSeq, c.prev, c.s.settings.Backups.Keep); err != nil {
+			return err
+		}
+		_, err = c.tx.ExecContext(ctx, "UPDATE states SET journal_seq = $2, doc = $3, updated_at = $4 WHERE task_id = $1",
+			c.id, f.next.JournalSeq, string(f.data), ts(f.now))
+	} else {
+		_, err = c.tx.ExecContext(ctx, "INSERT INTO states (task_id, journal_seq, doc, epoch, updated_at) VALUES ($1, $2, $3, 0, $4)",
+			c.id, f.next.JournalSeq, string(f.data), ts(f.now))
+	}
+	if err != nil {
+		return fmt.Errorf("write the state of task %s: %w", c.id, err)
+	}
+	if err := insertEvents(ctx, c.tx, c.id, f.evs...); err != nil {
+		return err
+	}
+	return c.deleteMarkers(ctx, append(ids, dups...))
+}
+
+// catchUp folds the journal records after st's journal_seq into st (a
+// state restored from a backup) and returns it with the last seq taken.
+func (s *Store) catchUp(ctx context.Context, tx *sql.Tx, taskID string, st workspace.State) (workspace.State, int64, error) {
+	after, err := strings1(tx.QueryContext(ctx, "SELECT record FROM journal WHERE task_id = $1 AND seq > $2 ORDER BY seq", taskID, st.JournalSeq))
+	if err != nil {
+		return st, 0, fmt.Errorf("read the journal of task %s: %w", taskID, err)
+	}
+	if len(after) == 0 {
+		return st, st.JournalSeq, nil
+	}
+	recs := make([]workspace.JournalRecord, len(after))
+	for i, b := range after {
+		if err := json.Unmarshal([]byte(b), &recs[i]); err != nil {
+			return st, 0, fmt.Errorf("journal of task %s after seq %d: %w", taskID, st.JournalSeq, err)
+		}
+	}
+	next, _, stopped := machine.Continue(st, s.planLoader(ctx, tx, taskID, st), recs)
+	if stopped != nil {
+		return st, 0, fmt.Errorf("fold the journal of task %s after seq %d: %w", taskID, st.JournalSeq, stopped)
+	}
+	return next, recs[len(recs)-1].Seq, nil
+}
+
+// planLoader gives the state machine the plan the state tracks when no
+// record of the chunk carries it: plan.json or plans/plan_v<N>.json when
+// it is that plan, else the newest journal record that carried it.
+func (s *Store) planLoader(ctx context.Context, tx *sql.Tx, taskID string, st workspace.State) func(int) (*workspace.Plan, error) {
+	return func(version int) (*workspace.Plan, error) {
+		for _, path := range []string{"plan.json", fmt.Sprintf("plans/plan_v%d.json", version)} {
+			b, ok, err := body(ctx, tx, taskID, path)
+			if err != nil || !ok {
+				continue
+			}
+			var p workspace.Plan
+			if json.Unmarshal([]byte(b), &p) == nil && p.ID == st.PlanID && p.Version == version {
+				return &p, nil
+			}
+		}
+		recs, err := strings1(tx.QueryContext(ctx, `SELECT record FROM journal WHERE task_id = $1 AND instr(record, '"plan"') > 0 ORDER BY seq DESC`, taskID))
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range recs {
+			var r workspace.JournalRecord
+			if json.Unmarshal([]byte(b), &r) == nil && r.Plan != nil && r.Plan.ID == st.PlanID && r.Plan.Version == version {
+				return r.Plan, nil
+			}
+		}
+		return nil, fmt.Errorf("plan %s v%d of task %s: not among the products nor in the journal", st.PlanID, version, taskID)
+	}
+}

@@ -1,0 +1,98 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/workspaced/workspaced/friction"
+	"github.com/workspaced/workspaced/locking"
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// The friction log is one document, friction/friction.json byte for byte,
+// in its row of the files table. friction.Log does all the work it does
+// on files; frictionRow only reads the row and runs each change as a
+// read-modify-write in one BEGIN IMMEDIATE transaction, so no writer's
+// change is lost to another's.
+
+// Friction returns the workspace's friction log; agent names the writer.
+func (s *Store) Friction(ctx context.Context, agent string) workspace.FrictionLog {
+	return &friction.Log{Storage: frictionRow{s}, Agent: agent, Timeout: time.Duration(s.settings.LockTimeout), Now: now}
+}
+
+// FrictionConfig is the detectors' configuration from workspace.json.
+func (s *Store) FrictionConfig(ctx context.Context) friction.Config {
+	f := s.settings.Friction
+	return friction.Config{RevisionLimit: f.RevisionLimit, ReviewerRepeats: f.ReviewerRepeats, FailureRepeats: f.FailureRepeats,
+		TimeoutLow: time.Duration(f.TimeoutLow), TimeoutMedium: time.Duration(f.TimeoutMedium), TimeoutHigh: time.Duration(f.TimeoutHigh)}
+}
+
+// NoteFriction appends `friction_recorded <task> <friction_id> type=T
+// occurrences=N new=true|false` to each of tasks that exists; it is best
+// effort, as on files.
+func (s *Store) NoteFriction(ctx context.Context, e friction.Entry, isNew bool, tasks []string) {
+	for _, t := range tasks {
+		if workspace.ValidateID("task id", t) != nil {
+			continue
+		}
+		_ = s.AppendEvent(ctx, workspace.Event{Name: "friction_recorded", TaskID: t, Args: []string{e.ID}, Attrs: map[string]string{
+			"type": e.Type, "occurrences": strconv.Itoa(e.Occurrences), "new": strconv.FormatBool(isNew)}})
+	}
+}
+
+// frictionRow is the friction.Storage of a Store.
+type frictionRow struct{ s *Store }
+
+// frictionPath is the log's row in files.
+const frictionPath = "friction/friction.json"
+
+func (frictionRow) Name() string { return "friction log (files row " + frictionPath + ")" }
+
+func (r frictionRow) Read(ctx context.Context) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	var doc string
+	err := r.s.rdb.QueryRowContext(ctx, "SELECT body FROM files WHERE path = $1", frictionPath).Scan(&doc)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the friction log: %w", err)
+	}
+	return []byte(doc), nil
+}
+
+// Update runs change in one write transaction, waiting for the write
+// lock at most timeout; if change writes nothing, nothing is written.
+func (r frictionRow) Update(ctx context.Context, agent string, timeout time.Duration, change func(old []byte) ([]byte, error)) error {
+	wctx, cancel := context.WithTimeout(ctx, max(timeout, time.Millisecond))
+	defer cancel()
+	err := r.s.write(wctx, func(tx *sql.Tx) error {
+		var doc string
+		err := tx.QueryRowContext(ctx, "SELECT body FROM files WHERE path = $1", frictionPath).Scan(&doc)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		var old []byte
+		if doc != "" {
+			old = []byte(doc)
+		}
+		data, err := change(old)
+		if err != nil || data == nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, putFileSQL, frictionPath, string(data), ts(now()))
+		return err
+	})
+	if err != nil && wctx.Err() != nil && ctx.Err() == nil {
+		return &locking.TimeoutError{Path: "friction log", Waited: timeout}
+	}
+	if err != nil {
+		return readErr("update the friction log", err)
+	}
+	return nil
+}

@@ -1,0 +1,139 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"time"
+
+	"github.com/workspaced/workspaced/locking"
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// Named locks on SQLite are flocks of files beside the database, under
+// <db>.locks/, named as the file tree names its lock files
+// (tasks/<id>/.locks/<name>.lock): a holder that dies, even by SIGKILL,
+// never leaves a stale lock, and an agent takes the same lock with its
+// own flock. The locks table records, by the same names, the latest
+// holder; whether a lock is held now is the kernel's.
+
+// taskLock is the name of a whole task's lock, as on files.
+const taskLock = "task"
+
+// cleanupLock is the name of the lock a retention run holds, as on files.
+const cleanupLock = "tasks/.locks/cleanup.lock"
+
+// lockName is the name of a task's lock, the path its lock file has in a
+// tree.
+func lockName(taskID, lock string) string { return path.Join("tasks", taskID, ".locks", lock+".lock") }
+
+// lockFile is where the lock of name is kept: <db>.locks/<name>.
+func (s *Store) lockFile(name string) string {
+	return filepath.Join(s.path+".locks", filepath.FromSlash(name))
+}
+
+// LockTaskNamed takes a task's lock named name, or the whole task's lock
+// when name is "", waiting up to the settings' lock timeout: a timeout is
+// ErrLocked naming the holder, ctx ending first its error. A missing task
+// is ErrNotFound, a bad task id or name ErrInvalid.
+func (s *Store) LockTaskNamed(ctx context.Context, taskID, name, agent string) (workspace.Lock, error) {
+	if err := workspace.ValidateID("task id", taskID); err != nil {
+		return nil, err
+	}
+	lock := name
+	if name == "" {
+		lock = taskLock
+	} else if err := workspace.ValidateID("lock name", name); err != nil {
+		return nil, err
+	}
+	if err := requireTask(ctx, s.rdb, taskID); err != nil {
+		return nil, &workspace.Error{Kind: workspace.ErrNotFound, Op: "lock task " + taskID, Msg: "no such task", Field: workspace.FieldTask}
+	}
+	return s.lock(ctx, lockName(taskID, lock), taskID, lock, agent, time.Duration(s.settings.LockTimeout))
+}
+
+// lock takes the flock of name, waiting at most timeout (zero: tries
+// once), and records the holder.
+func (s *Store) lock(ctx context.Context, name, taskID, lock, agent string, timeout time.Duration) (*locking.Lock, error) {
+	file := s.lockFile(name)
+	var (
+		l   *locking.Lock
+		err error
+	)
+	if timeout <= 0 {
+		l, err = locking.TryAcquire(file, locking.Options{Agent: agent})
+	} else {
+		l, err = locking.Acquire(ctx, file, locking.Options{Agent: agent, Timeout: timeout})
+	}
+	var te *locking.TimeoutError
+	switch {
+	case errors.As(err, &te):
+		te.Path = name
+		return nil, &workspace.Error{Kind: workspace.ErrLocked, Op: "lock " + name, Err: te,
+			Hint: "another process holds it; retry later, or raise lock_timeout in workspace.json"}
+	case errors.Is(err, locking.ErrLocked):
+		h, _ := locking.ReadHolder(file)
+		return nil, &workspace.Error{Kind: workspace.ErrLocked, Op: "lock " + name,
+			Err:  &locking.TimeoutError{Path: name, Holder: h},
+			Hint: "another process holds it; retry later"}
+	case err != nil:
+		return nil, fmt.Errorf("lock %s: %w", name, err)
+	}
+	host, _ := os.Hostname()
+	h, _ := json.Marshal(locking.Holder{PID: os.Getpid(), Agent: agent, Since: now(), Host: host})
+	if _, err := s.exec(ctx, `INSERT INTO locks (name, holder, since, task_id, lock) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, since = excluded.since`,
+		name, string(h), ts(now()), taskID, lock); err != nil {
+		_ = l.Release()
+		return nil, fmt.Errorf("lock %s: record the holder: %w", name, err)
+	}
+	return l, nil
+}
+
+func parseHolder(raw string) *locking.Holder {
+	var h locking.Holder
+	if json.Unmarshal([]byte(raw), &h) != nil {
+		return nil
+	}
+	return &h
+}
+
+// Locks lists the locks ever taken in the workspace by name, each held or
+// not with its latest holder; the daemon's lock comes first.
+func (s *Store) Locks(ctx context.Context) ([]workspace.LockInfo, error) {
+	out := []workspace.LockInfo{}
+	if held, h, err := locking.Held(s.leadFile()); err == nil && (held || h != nil) {
+		out = append(out, workspace.LockInfo{Name: "daemon", Held: held, Holder: h})
+	}
+	type row struct{ name, task, lock, holder string }
+	rows, err := s.rdb.QueryContext(ctx, "SELECT name, task_id, lock, holder FROM locks ORDER BY name")
+	all, err := collect(rows, err, func(r *sql.Rows) (row, error) {
+		var v row
+		return v, r.Scan(&v.name, &v.task, &v.lock, &v.holder)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list locks: %w", err)
+	}
+	for _, r := range all {
+		held, _, err := locking.Held(s.lockFile(r.name))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("list locks: %w", err)
+		}
+		out = append(out, workspace.LockInfo{Name: r.name, TaskID: r.task, Lock: r.lock, Held: held, Holder: parseHolder(r.holder)})
+	}
+	return out, nil
+}
+
+// held reports whether a lock is held now, and its latest holder.
+func (s *Store) held(name string) (bool, *locking.Holder, error) {
+	held, h, err := locking.Held(s.lockFile(name))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil, nil
+	}
+	return held, h, err
+}

@@ -1,0 +1,174 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// The schema is made by versioned migrations, migrations/NNNN_name.sql,
+// embedded in the binary. schema_migrations records the ones applied;
+// Init applies the missing ones in order, each in its own BEGIN IMMEDIATE
+// transaction with the record of it, so two inits do not race.
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// migration is one embedded migration.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrations are the embedded migrations in version order.
+func migrations() ([]migration, error) {
+	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, n := range names {
+		base := strings.TrimSuffix(path.Base(n), ".sql")
+		num, name, ok := strings.Cut(base, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || len(num) != 4 {
+			return nil, fmt.Errorf("migration %s is not named NNNN_name.sql", n)
+		}
+		b, err := migrationFiles.ReadFile(n)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, name: name, sql: string(b)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	for i, m := range ms {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("migration %04d_%s: versions must run 1, 2, 3… without gaps", m.version, m.name)
+		}
+	}
+	return ms, nil
+}
+
+// SchemaVersion is the newest schema version this binary knows.
+func SchemaVersion() int {
+	ms, err := migrations()
+	if err != nil {
+		panic(err) // the embedded files are part of the binary
+	}
+	return len(ms)
+}
+
+// version is the database's applied version: 0 when no workspace was
+// initialized in it.
+func version(ctx context.Context, q querier) (int, error) {
+	var exists int
+	if err := q.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").Scan(&exists); err != nil {
+		return 0, fmt.Errorf("read the schema version: %w", err)
+	}
+	if exists == 0 {
+		return 0, nil
+	}
+	var v int
+	if err := q.QueryRowContext(ctx, "SELECT coalesce(max(version), 0) FROM schema_migrations").Scan(&v); err != nil {
+		return 0, fmt.Errorf("read the schema version: %w", err)
+	}
+	return v, nil
+}
+
+// checkVersion refuses a database without a workspace, and one newer
+// than the binary.
+func (s *Store) checkVersion(ctx context.Context) error {
+	v, err := version(ctx, s.rdb)
+	if err != nil {
+		return err
+	}
+	return s.judgeVersion(v)
+}
+
+func (s *Store) judgeVersion(v int) error {
+	switch known := SchemaVersion(); {
+	case v == 0:
+		return &workspace.Error{Kind: workspace.ErrNotFound, Op: "open " + s.path, Err: ErrNotInitialized,
+			Hint: "create it with workspaced --root 'sqlite:" + s.path + "' init"}
+	case v > known:
+		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "open " + s.path, Err: ErrSchemaTooNew,
+			Msg:  fmt.Sprintf("schema version %d, this workspaced knows up to %d", v, known),
+			Hint: "upgrade workspaced to the version that migrated this database"}
+	}
+	return nil
+}
+
+// Init creates the workspace at root: the database file when missing and
+// every migration not yet applied. It is idempotent; on a database newer
+// than the binary it changes nothing and returns ErrSchemaTooNew. It
+// returns the store, open, and how many migrations it applied.
+func Init(ctx context.Context, root string) (*Store, int, error) {
+	p, err := ParsePath(root)
+	if err != nil {
+		return nil, 0, err
+	}
+	s, err := connect(ctx, p)
+	if err != nil {
+		return nil, 0, err
+	}
+	n, err := s.migrate(ctx)
+	if err == nil {
+		err = s.loadSettings(ctx)
+	}
+	if err != nil {
+		s.Close()
+		return nil, 0, err
+	}
+	return s, n, nil
+}
+
+func (s *Store) migrate(ctx context.Context) (int, error) {
+	ms, err := migrations()
+	if err != nil {
+		return 0, err
+	}
+	applied := 0
+	for {
+		done := false
+		err := s.write(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+				version INTEGER PRIMARY KEY, name TEXT NOT NULL,
+				applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))`); err != nil {
+				return fmt.Errorf("create schema_migrations: %w", err)
+			}
+			v, err := version(ctx, tx)
+			if err != nil {
+				return err
+			}
+			if v > len(ms) {
+				return s.judgeVersion(v)
+			}
+			if v == len(ms) {
+				done = true
+				return nil
+			}
+			m := ms[v]
+			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+				return fmt.Errorf("migration %04d_%s: %w", m.version, m.name, err)
+			}
+			_, err = tx.ExecContext(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.version, m.name)
+			return err
+		})
+		if err != nil {
+			return applied, err
+		}
+		if done {
+			return applied, nil
+		}
+		applied++
+	}
+}

@@ -1,0 +1,358 @@
+// Package sqlite keeps a workspace in one SQLite file: the same tasks,
+// products, markers, journal, state, backups and events as the file tree
+// and PostgreSQL, as rows of the same tables, so that many agent
+// processes on one machine share one workspace through one file.
+//
+// Agents insert markers; one daemon takes them, journals them and folds
+// them into the state with the state machine, one transaction per chunk
+// (commit.go). The tables are the protocol: an agent in any language
+// needs only SQL.
+//
+// # Connections
+//
+// Every connection runs in WAL mode (readers never wait for the writer),
+// with synchronous=FULL (a commit is on disk when it returns), foreign
+// keys on and a busy timeout of DefaultBusyTimeout. Every write is one
+// BEGIN IMMEDIATE transaction: it takes SQLite's single write lock when
+// it begins, so two writers never deadlock upgrading a read, and a
+// read-modify-write in it is never interleaved with another writer. A
+// writer still refused after the busy timeout is retried until its
+// context ends: "database is locked" never reaches a caller.
+//
+// # The single writer
+//
+// The daemon leads by an exclusive flock of a file beside the database,
+// <db>.lock, as the file tree leads by its .workspaced.lock: every process
+// that opens the file is on this machine (SQLite over a network file
+// system is not safe anyway), and the kernel drops the flock when the
+// daemon dies, even by SIGKILL, so a restarted daemon or a standby takes
+// over at once. A lease row would need renewals and a TTL to find out
+// what the kernel already knows. The epoch is 0 and the leadership is
+// never lost while the process lives; SQLite's one write transaction at a
+// time orders the daemon's commits with agents' writes.
+//
+// A Store is safe for concurrent use.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	sqlite3 "modernc.org/sqlite"
+	sqlite3lib "modernc.org/sqlite/lib"
+
+	"github.com/workspaced/workspaced/schemas"
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// DefaultBusyTimeout is how long one statement waits for SQLite's write
+// lock before SQLITE_BUSY; the store retries after it.
+const DefaultBusyTimeout = 10 * time.Second
+
+// readTimeout bounds each call that takes no lock.
+const readTimeout = 30 * time.Second
+
+// Prefix starts a root that names a SQLite database.
+const Prefix = "sqlite:"
+
+var (
+	// ErrSchemaTooNew says the database was migrated by a newer
+	// workspaced than this one.
+	ErrSchemaTooNew = errors.New("the workspace's database is newer than this workspaced")
+	// ErrNotInitialized says the file holds no workspace yet.
+	ErrNotInitialized = errors.New("no workspace in this database")
+)
+
+// IsURL reports whether a root names a SQLite database: sqlite:PATH
+// (sqlite:./agents.db, sqlite:///var/lib/agents.db).
+func IsURL(root string) bool { return strings.HasPrefix(root, Prefix) }
+
+// ParsePath is the database file a sqlite: root names, made absolute.
+func ParsePath(root string) (string, error) {
+	rest, ok := strings.CutPrefix(root, Prefix)
+	if ok && strings.HasPrefix(rest, "//") {
+		u, err := url.Parse(root)
+		if err != nil || (u.Host != "" && u.Host != "localhost") {
+			ok = false
+		} else {
+			rest = u.Path
+		}
+	}
+	if !ok || rest == "" || strings.ContainsAny(rest, "?#") {
+		return "", &workspace.Error{Kind: workspace.ErrInvalid, Op: "open " + root, Msg: "not a sqlite: root naming a file",
+			Hint: "name the database as sqlite:./agents.db or sqlite:///var/lib/agents.db"}
+	}
+	abs, err := filepath.Abs(rest)
+	if err != nil {
+		return "", fmt.Errorf("open %s: %w", root, err)
+	}
+	return abs, nil
+}
+
+// Store is a workspace in one SQLite database file.
+type Store struct {
+	db       *sql.DB // writes: one connection, BEGIN IMMEDIATE
+	rdb      *sql.DB // reads: deferred transactions, several connections
+	path     string
+	settings workspace.Settings
+}
+
+// dsn is the data source of path: every pooled connection gets the
+// pragmas.
+func dsn(path, txlock string) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", DefaultBusyTimeout.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Set("_txlock", txlock)
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+}
+
+// Open opens the workspace in the database at root (sqlite:PATH) and
+// checks it: it refuses a file with no workspace (ErrNotInitialized) and
+// one migrated by a newer workspaced (ErrSchemaTooNew). It creates and
+// migrates nothing; Init does.
+func Open(ctx context.Context, root string) (*Store, error) {
+	path, err := ParsePath(root)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil, &workspace.Error{Kind: workspace.ErrNotFound, Op: "open " + path, Err: ErrNotInitialized,
+			Hint: "create it with workspaced --root '" + root + "' init"}
+	}
+	s, err := connect(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkVersion(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.loadSettings(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// connect opens the two pools of path.
+func connect(ctx context.Context, path string) (*Store, error) {
+	db, err := sql.Open("sqlite", dsn(path, "immediate"))
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	// One writer connection: writers of this process queue in the pool
+	// rather than in SQLite's busy loop.
+	db.SetMaxOpenConns(1)
+	rdb, err := sql.Open("sqlite", dsn(path, "deferred"))
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	rdb.SetMaxOpenConns(8)
+	s := &Store{db: db, rdb: rdb, path: path, settings: workspace.Settings{}.WithDefaults()}
+	if err := db.PingContext(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Close closes the connections.
+func (s *Store) Close() error {
+	err := s.rdb.Close()
+	return errors.Join(s.db.Close(), err)
+}
+
+// Path is the database file.
+func (s *Store) Path() string { return s.path }
+
+// DB is the store's write pool, for tools and tests.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// Settings are the effective settings (workspace.json over the defaults).
+func (s *Store) Settings() workspace.Settings { return s.settings }
+
+// Now is the store's clock, to the millisecond as in the tree.
+func (s *Store) Now() time.Time { return now() }
+
+func now() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
+
+// timeFormat is how times are kept: UTC to the millisecond, fixed width,
+// so that text order is time order.
+const timeFormat = "2006-01-02T15:04:05.000Z"
+
+func ts(t time.Time) string { return t.UTC().Format(timeFormat) }
+
+func parseTS(s string) time.Time {
+	t, err := time.Parse(timeFormat, s)
+	if err != nil {
+		t, _ = time.Parse(time.RFC3339Nano, s)
+	}
+	return t.UTC()
+}
+
+// loadSettings reads workspace.json from the files table, when there is
+// one.
+func (s *Store) loadSettings(ctx context.Context) error {
+	var body string
+	err := s.rdb.QueryRowContext(ctx, "SELECT body FROM files WHERE path = 'workspace.json'").Scan(&body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read workspace.json: %w", err)
+	}
+	if err := schemas.Validate(schemas.KindWorkspace, []byte(body)); err != nil {
+		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "load workspace.json", Err: err, Hint: "fix the files row workspace.json or delete it to use the defaults"}
+	}
+	var st workspace.Settings
+	if err := json.Unmarshal([]byte(body), &st); err != nil {
+		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "load workspace.json", Err: err}
+	}
+	s.settings = st.WithDefaults()
+	return nil
+}
+
+// querier is a pool or a transaction.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// write runs fn in one BEGIN IMMEDIATE transaction and commits it. A
+// transaction SQLite refused as busy (another process held the write lock
+// past the busy timeout) is run again, until ctx ends; fn may run more
+// than once and must only write through tx.
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	for {
+		err := s.tryWrite(ctx, fn)
+		if !isBusy(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the database stayed locked by another writer: %w", ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func (s *Store) tryWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// read runs fn in one deferred (read) transaction: one snapshot.
+func (s *Store) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	for {
+		err := s.tryRead(ctx, fn)
+		if !isBusy(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func (s *Store) tryRead(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.rdb.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	return fn(tx)
+}
+
+// exec runs one write statement on its own, retried while busy.
+func (s *Store) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	var res sql.Result
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		res, err = tx.ExecContext(ctx, q, args...)
+		return err
+	})
+	return res, err
+}
+
+func sqliteCode(err error) int {
+	var e *sqlite3.Error
+	if errors.As(err, &e) {
+		return e.Code()
+	}
+	return 0
+}
+
+func isBusy(err error) bool {
+	c := sqliteCode(err) & 0xff
+	return c == sqlite3lib.SQLITE_BUSY || c == sqlite3lib.SQLITE_LOCKED
+}
+
+func isUnique(err error) bool {
+	c := sqliteCode(err)
+	return c == sqlite3lib.SQLITE_CONSTRAINT_UNIQUE || c == sqlite3lib.SQLITE_CONSTRAINT_PRIMARYKEY
+}
+
+func isForeignKey(err error) bool { return sqliteCode(err) == sqlite3lib.SQLITE_CONSTRAINT_FOREIGNKEY }
+
+// isRaised says err is a trigger's RAISE (a marker name reused).
+func isRaised(err error) bool { return sqliteCode(err) == sqlite3lib.SQLITE_CONSTRAINT_TRIGGER }
+
+func notFoundTask(id string) error {
+	return &workspace.Error{Kind: workspace.ErrNotFound, Op: "task " + id, Msg: "no such task", Hint: "list the tasks with workspaced status"}
+}
+
+// readErr is err as it is, when it is the store's own, else with op.
+func readErr(op string, err error) error {
+	var we *workspace.Error
+	if errors.As(err, &we) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// collect reads every row of rows with scan.
+func collect[T any](rows *sql.Rows, err error, scan func(*sql.Rows) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// strings1 reads a one-column text result.
+func strings1(rows *sql.Rows, err error) ([]string, error) {
+	return collect(rows, err, func(r *sql.Rows) (string, error) {
+		var v string
+		return v, r.Scan(&v)
+	})
+}

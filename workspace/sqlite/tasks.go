@@ -1,0 +1,268 @@
+package sqlite
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/workspaced/workspaced/atomicfile"
+	"github.com/workspaced/workspaced/schemas"
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// Tasks, the agent cards, the state and the journal: task.json is a row
+// of tasks, its root thread a row of threads, and config/agents.json a
+// row of files, each the bytes the tree would hold.
+
+// A *Store is a workspace.Store.
+var _ workspace.Store = (*Store)(nil)
+
+// LoadAgents reads config/agents.json; none stored is an empty set.
+func (s *Store) LoadAgents(ctx context.Context) (workspace.AgentCards, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	var body string
+	err := s.rdb.QueryRowContext(ctx, "SELECT body FROM files WHERE path = $1", workspace.AgentsFile).Scan(&body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return workspace.AgentCards{Agents: []workspace.AgentCard{}}, nil
+	}
+	if err != nil {
+		return workspace.AgentCards{}, fmt.Errorf("read %s: %w", workspace.AgentsFile, err)
+	}
+	if err := schemas.Validate(schemas.KindAgents, []byte(body)); err != nil {
+		return workspace.AgentCards{}, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read " + workspace.AgentsFile, Err: err,
+			Hint: "fix the cards; validating the workspace lists every problem"}
+	}
+	var c workspace.AgentCards
+	if err := json.Unmarshal([]byte(body), &c); err != nil {
+		return workspace.AgentCards{}, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read " + workspace.AgentsFile, Err: err}
+	}
+	if c.Agents == nil {
+		c.Agents = []workspace.AgentCard{}
+	}
+	return c, nil
+}
+
+// SaveAgents checks the cards against their schema and replaces them.
+func (s *Store) SaveAgents(ctx context.Context, cards workspace.AgentCards) error {
+	if cards.Agents == nil {
+		cards.Agents = []workspace.AgentCard{}
+	}
+	data, err := atomicfile.Marshal(cards)
+	if err != nil {
+		return err
+	}
+	if err := schemas.Validate(schemas.KindAgents, data); err != nil {
+		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "write " + workspace.AgentsFile, Err: err, Hint: "every card needs a name; see the agents schema"}
+	}
+	if _, err := s.exec(ctx, putFileSQL, workspace.AgentsFile, string(data), ts(now())); err != nil {
+		return fmt.Errorf("write %s: %w", workspace.AgentsFile, err)
+	}
+	return nil
+}
+
+// putFileSQL writes a row of files.
+const putFileSQL = `INSERT INTO files (path, body, updated_at) VALUES ($1, $2, $3)
+	ON CONFLICT (path) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at`
+
+// CreateTask creates a task (workspace.NewTask's rules), its root thread
+// and its task_created event in one transaction; ErrConflict when the id
+// is taken.
+func (s *Store) CreateTask(ctx context.Context, req workspace.NewTaskRequest) (workspace.Task, error) {
+	t, data, root, err := workspace.NewTask(req, s.Now())
+	if err != nil {
+		return workspace.Task{}, err
+	}
+	rootDoc, err := workspace.ThreadDoc(root)
+	if err != nil {
+		return workspace.Task{}, err
+	}
+	ev := workspace.Event{Time: t.CreatedAt, Name: "task_created", TaskID: t.ID, Attrs: map[string]string{"by": t.SubmittedBy}}
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO tasks (id, created_at, doc) VALUES ($1, $2, $3)", t.ID, ts(t.CreatedAt), string(data)); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO threads (task_id, id, doc) VALUES ($1, $1, $2)", t.ID, string(rootDoc)); err != nil {
+			return err
+		}
+		return insertEvents(ctx, tx, t.ID, ev)
+	})
+	if isUnique(err) {
+		return workspace.Task{}, workspace.TaskExists(t.ID)
+	}
+	if err != nil {
+		return workspace.Task{}, fmt.Errorf("create task %s: %w", t.ID, err)
+	}
+	return t, nil
+}
+
+// insertEvents appends events of a task in tx.
+func insertEvents(ctx context.Context, tx *sql.Tx, taskID string, evs ...workspace.Event) error {
+	for _, e := range evs {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO events (task_id, time, line) VALUES ($1, $2, $3)", taskID, ts(e.Time), workspace.FormatEvent(e)); err != nil {
+			return fmt.Errorf("append event %s: %w", e.Name, err)
+		}
+	}
+	return nil
+}
+
+// TaskIDs lists the tasks by id.
+func (s *Store) TaskIDs(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	ids, err := strings1(s.rdb.QueryContext(ctx, "SELECT id FROM tasks ORDER BY id"))
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	return ids, nil
+}
+
+// ListTasks lists every task with its state when the daemon wrote one.
+func (s *Store) ListTasks(ctx context.Context) ([]workspace.TaskSummary, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	rows, err := s.rdb.QueryContext(ctx, `SELECT t.id, t.doc, st.doc FROM tasks t LEFT JOIN states st ON st.task_id = t.id ORDER BY t.id`)
+	out, err := collect(rows, err, func(r *sql.Rows) (workspace.TaskSummary, error) {
+		var id, doc string
+		var state sql.NullString
+		if err := r.Scan(&id, &doc, &state); err != nil {
+			return workspace.TaskSummary{}, err
+		}
+		sum := workspace.TaskSummary{Task: workspace.Task{ID: id}}
+		if err := json.Unmarshal([]byte(doc), &sum.Task); err != nil {
+			sum.Error = fmt.Sprintf("task %s: %v", id, err)
+			return sum, nil
+		}
+		if state.Valid {
+			st, err := decodeState(id, state.String)
+			if err != nil {
+				sum.Error = err.Error()
+			} else {
+				sum.State = &st
+			}
+		}
+		return sum, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	return out, nil
+}
+
+// decodeState checks a state document against its schema and decodes it.
+func decodeState(taskID, doc string) (workspace.State, error) {
+	var st workspace.State
+	if err := schemas.Validate(schemas.KindState, []byte(doc)); err != nil {
+		return st, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read state of task " + taskID, Err: err,
+			Hint: "restore the newest valid backup of the state"}
+	}
+	if err := json.Unmarshal([]byte(doc), &st); err != nil {
+		return st, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read state of task " + taskID, Err: err}
+	}
+	return st, nil
+}
+
+// requireTask says ErrNotFound (ErrInvalid for a bad id) unless the task
+// exists.
+func requireTask(ctx context.Context, q querier, taskID string) error {
+	if err := workspace.ValidateID("task id", taskID); err != nil {
+		return err
+	}
+	var one int
+	err := q.QueryRowContext(ctx, "SELECT 1 FROM tasks WHERE id = $1", taskID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFoundTask(taskID)
+	}
+	return err
+}
+
+// GetTask returns a task's definition.
+func (s *Store) GetTask(ctx context.Context, id string) (workspace.Task, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	var doc string
+	var t workspace.Task
+	err := s.rdb.QueryRowContext(ctx, "SELECT doc FROM tasks WHERE id = $1", id).Scan(&doc)
+	if errors.Is(err, sql.ErrNoRows) {
+		return t, notFoundTask(id)
+	}
+	if err != nil {
+		return t, err
+	}
+	return t, json.Unmarshal([]byte(doc), &t)
+}
+
+// ReadState returns the task's state as the daemon last wrote it;
+// ErrNotFound before the first write.
+func (s *Store) ReadState(ctx context.Context, taskID string) (workspace.State, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	var doc string
+	err := s.rdb.QueryRowContext(ctx, "SELECT doc FROM states WHERE task_id = $1", taskID).Scan(&doc)
+	if errors.Is(err, sql.ErrNoRows) {
+		return workspace.State{}, &workspace.Error{Kind: workspace.ErrNotFound, Op: "read state of task " + taskID,
+			Msg: "no state written yet", Hint: "the daemon writes it once it has taken a marker; is serve running?"}
+	}
+	if err != nil {
+		return workspace.State{}, err
+	}
+	return decodeState(taskID, doc)
+}
+
+// ReadJournal returns the records the daemon took for a task, in
+// sequence order.
+func (s *Store) ReadJournal(ctx context.Context, taskID string) ([]workspace.JournalRecord, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	rows, err := s.rdb.QueryContext(ctx, "SELECT record FROM journal WHERE task_id = $1 ORDER BY seq", taskID)
+	return collect(rows, err, func(r *sql.Rows) (workspace.JournalRecord, error) {
+		var body string
+		var rec workspace.JournalRecord
+		if err := r.Scan(&body); err != nil {
+			return rec, err
+		}
+		return rec, json.Unmarshal([]byte(body), &rec)
+	})
+}
+
+// DropMarker inserts a marker of kind (workspace.KindClaim or KindDone)
+// for a task and returns its name, .<kind>.<agent>.<unique suffix>. The
+// daemon applies it exactly once.
+func (s *Store) DropMarker(ctx context.Context, taskID, kind string, m workspace.Marker) (string, error) {
+	if kind != workspace.KindClaim && kind != workspace.KindDone {
+		return "", &workspace.Error{Kind: workspace.ErrInvalid, Op: "drop marker", Msg: fmt.Sprintf("kind %q is neither claim nor done", kind)}
+	}
+	if err := workspace.ValidateID("agent", m.AgentID); err != nil {
+		return "", err
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return "", err
+	}
+	name := "." + kind + "." + m.AgentID + "." + suffix()
+	_, err = s.exec(ctx, "INSERT INTO markers (task_id, kind, name, body, dropped_at) VALUES ($1, $2, $3, $4, $5)",
+		taskID, kind, name, string(data), ts(now()))
+	if isForeignKey(err) {
+		return "", notFoundTask(taskID)
+	}
+	if isRaised(err) || isUnique(err) {
+		return "", &workspace.Error{Kind: workspace.ErrConflict, Op: "drop marker " + name + " for task " + taskID, Err: err,
+			Hint: "never reuse a marker name: give each marker a new random suffix"}
+	}
+	if err != nil {
+		return "", fmt.Errorf("drop marker for task %s: %w", taskID, err)
+	}
+	return name, nil
+}
+
+func suffix() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + hex.EncodeToString(b[:])
+}

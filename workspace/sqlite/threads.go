@@ -1,0 +1,180 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// Delegation threads: threads/<id>.json of a task is a row of threads,
+// built and checked by the workspace package's rules. A change is a
+// read-modify-write in one write transaction.
+
+func decodeThread(taskID, id, doc string) (workspace.Thread, error) {
+	var t workspace.Thread
+	if err := json.Unmarshal([]byte(doc), &t); err != nil {
+		return t, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read thread " + id + " of task " + taskID, Err: err}
+	}
+	if t.ID != id {
+		return workspace.Thread{}, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read thread " + id, Msg: fmt.Sprintf("row holds thread %q", t.ID)}
+	}
+	return t, nil
+}
+
+func getThread(ctx context.Context, q querier, taskID, id string) (workspace.Thread, error) {
+	if err := workspace.ValidateID("task id", taskID); err != nil {
+		return workspace.Thread{}, err
+	}
+	if err := workspace.ValidateID("thread id", id); err != nil {
+		return workspace.Thread{}, err
+	}
+	var doc string
+	err := q.QueryRowContext(ctx, "SELECT doc FROM threads WHERE task_id = $1 AND id = $2", taskID, id).Scan(&doc)
+	if errors.Is(err, sql.ErrNoRows) {
+		return workspace.Thread{}, workspace.NoSuchThread(taskID, id)
+	}
+	if err != nil {
+		return workspace.Thread{}, err
+	}
+	return decodeThread(taskID, id, doc)
+}
+
+// GetThread reads one thread of a task.
+func (s *Store) GetThread(ctx context.Context, taskID, id string) (workspace.Thread, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	return getThread(ctx, s.rdb, taskID, id)
+}
+
+// ListThreads lists a task's threads by creation time, then id.
+func (s *Store) ListThreads(ctx context.Context, taskID string) ([]workspace.Thread, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	if err := requireTask(ctx, s.rdb, taskID); err != nil {
+		return nil, err
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT id, doc FROM threads WHERE task_id = $1 ORDER BY id`, taskID)
+	out, err := collect(rows, err, func(r *sql.Rows) (workspace.Thread, error) {
+		var id, doc string
+		if err := r.Scan(&id, &doc); err != nil {
+			return workspace.Thread{}, err
+		}
+		return decodeThread(taskID, id, doc)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list threads of task %s: %w", taskID, err)
+	}
+	sortThreads(out)
+	return out, nil
+}
+
+func sortThreads(out []workspace.Thread) {
+	// Stable over the id order the query gave.
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j].CreatedAt.Before(out[j-1].CreatedAt); j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+}
+
+// ResolveThread returns the task a thread belongs to; a task id is its
+// own root thread.
+func (s *Store) ResolveThread(ctx context.Context, threadID string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	if err := workspace.ValidateID("thread id", threadID); err != nil {
+		return "", err
+	}
+	var task string
+	err := s.rdb.QueryRowContext(ctx, `SELECT id FROM (SELECT id, 0 AS o FROM tasks WHERE id = $1
+		UNION ALL SELECT task_id, 1 FROM threads WHERE id = $1) ORDER BY o, id LIMIT 1`, threadID).Scan(&task)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", workspace.ThreadNotResolved(threadID)
+	}
+	return task, err
+}
+
+// NewThread starts a delegation thread under a parent of the same task,
+// with its thread_created event, in one transaction.
+func (s *Store) NewThread(ctx context.Context, req workspace.NewThreadRequest) (workspace.Thread, error) {
+	if err := requireTask(ctx, s.rdb, req.TaskID); err != nil {
+		return workspace.Thread{}, err
+	}
+	req, err := workspace.CheckThreadRequest(req)
+	if err != nil {
+		return workspace.Thread{}, err
+	}
+	t, data, err := workspace.BuildThread(req, s.Now())
+	if err != nil {
+		return workspace.Thread{}, err
+	}
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		if _, err := getThread(ctx, tx, req.TaskID, req.ParentID); err != nil {
+			return fmt.Errorf("thread %s: parent: %w", req.ID, err)
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO threads (task_id, id, doc) VALUES ($1, $2, $3)", req.TaskID, req.ID, string(data)); err != nil {
+			if isUnique(err) {
+				return workspace.ThreadExists(req.TaskID, req.ID)
+			}
+			return err
+		}
+		return insertEvents(ctx, tx, req.TaskID, workspace.Event{Time: t.CreatedAt, Name: "thread_created", TaskID: req.TaskID,
+			Args: []string{req.ID}, Attrs: map[string]string{"from": req.From, "to": req.To, "parent": req.ParentID}})
+	})
+	if err != nil {
+		return workspace.Thread{}, err
+	}
+	return t, nil
+}
+
+// UpdateThread changes a thread's working fields.
+func (s *Store) UpdateThread(ctx context.Context, taskID, id, agent string, u workspace.ThreadUpdate) (workspace.Thread, error) {
+	return s.ModifyThread(ctx, taskID, id, agent, func(t *workspace.Thread) (bool, error) {
+		workspace.ApplyThreadUpdate(t, u)
+		return true, nil
+	})
+}
+
+// ModifyThread reads a thread in one write transaction, lets change modify it,
+// and writes it back (with updated_at) when change says so.
+func (s *Store) ModifyThread(ctx context.Context, taskID, id, agent string, change func(t *workspace.Thread) (bool, error)) (workspace.Thread, error) {
+	if err := requireTask(ctx, s.rdb, taskID); err != nil {
+		return workspace.Thread{}, err
+	}
+	if agent == "" {
+		agent = "workspaced"
+	}
+	if err := workspace.ValidateID("agent", agent); err != nil {
+		return workspace.Thread{}, err
+	}
+	var out workspace.Thread
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		t, err := getThread(ctx, tx, taskID, id)
+		if err != nil {
+			return err
+		}
+		write, err := change(&t)
+		if err != nil || !write {
+			out = t
+			return err
+		}
+		t.UpdatedAt = s.Now()
+		data, err := workspace.ThreadDoc(t)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE threads SET doc = $3 WHERE task_id = $1 AND id = $2", taskID, id, string(data)); err != nil {
+			return err
+		}
+		out = t
+		return nil
+	})
+	if err != nil {
+		return workspace.Thread{}, err
+	}
+	return out, nil
+}

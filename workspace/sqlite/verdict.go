@@ -1,0 +1,81 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+
+	"github.com/workspaced/workspaced/locking"
+	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/machine"
+)
+
+var _ workspace.VerdictSource = (*Store)(nil)
+
+// ReadVerdict says where the marker name of a task stands: waiting (its
+// row is in markers), decided (a journal row of that name past after:
+// the daemon journals a marker and writes the state reflecting it in one
+// transaction, so a taken marker is always decided), or missing. It reads
+// one snapshot.
+func (s *Store) ReadVerdict(taskID, name string, after int64) (workspace.Verdict, string, error) {
+	if _, ok := workspace.IsMarkerName(name); !ok || path.Base(name) != name {
+		return workspace.Verdict{}, "", fmt.Errorf("%q is not the name of a marker", name)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+	defer cancel()
+	var (
+		rec   workspace.JournalRecord
+		where string
+		st    workspace.State
+	)
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		where = workspace.MarkerMissing
+		var waiting bool
+		if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM markers WHERE task_id = $1 AND name = $2)", taskID, name).Scan(&waiting); err != nil {
+			return err
+		}
+		if waiting {
+			where = workspace.MarkerWaiting
+			return nil
+		}
+		var body string
+		err := tx.QueryRowContext(ctx, "SELECT record FROM journal WHERE task_id = $1 AND name = $2 AND seq > $3 ORDER BY seq DESC LIMIT 1", taskID, name, after).Scan(&body)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal([]byte(body), &rec); err != nil {
+			return fmt.Errorf("journal record of marker %s: %w", name, err)
+		}
+		var doc string
+		if err := tx.QueryRowContext(ctx, "SELECT doc FROM states WHERE task_id = $1", taskID).Scan(&doc); err != nil {
+			return err
+		}
+		if st, err = decodeState(taskID, doc); err != nil {
+			return err
+		}
+		where = workspace.MarkerDecided
+		return nil
+	})
+	if err != nil {
+		return workspace.Verdict{}, "", readErr("read the verdict on marker "+name, err)
+	}
+	if where != workspace.MarkerDecided {
+		return workspace.Verdict{}, where, nil
+	}
+	return machine.Judge(st, rec, name), where, nil
+}
+
+// Serving reports whether a daemon holds the daemon's lock now.
+func (s *Store) Serving() (bool, error) {
+	held, _, err := locking.Held(s.leadFile())
+	return held, err
+}
+
+// Where names the workspace in messages: its database file.
+func (s *Store) Where() string { return "the SQLite database " + s.path }

@@ -1,0 +1,151 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// Wake-ups on SQLite: every commit of any process writes the database's
+// write-ahead log, <db>-wal (and a checkpoint the database file), so an
+// fsnotify watch of the database's directory, filtered on those two names,
+// hears every write on this machine. On a write the daemon looks for the
+// tasks with markers waiting (or no state yet) with one read; a poll every
+// DefaultPoll does the same, for an event the watch missed.
+
+// DefaultPoll is how often the markers are looked at without a write
+// heard.
+const DefaultPoll = time.Second
+
+// settle is how long a watch waits after a write it heard, for the rest
+// of a burst, before it looks.
+const settle = 2 * time.Millisecond
+
+// Wakeups starts the wake-up source (workspace.Served). opt.Interval is
+// the poll (zero: DefaultPoll).
+func (s *Store) Wakeups(ctx context.Context, opt workspace.WakeOptions) (workspace.Wakeups, error) {
+	switch opt.Mode {
+	case "", "watch":
+	default:
+		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "serve", Msg: fmt.Sprintf("no wake-up mode %q on SQLite", opt.Mode),
+			Hint: "a sqlite: root wakes on a watch of its database file and a poll: leave --wakeups out"}
+	}
+	poll := opt.Interval
+	if poll <= 0 {
+		poll = DefaultPoll
+	}
+	fw, err := s.watchFiles()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	w := &fileWakeups{c: make(chan workspace.Wake, 1024), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		defer close(w.c)
+		defer fw.Close()
+		s.loop(ctx, fw, poll, func(err error) {
+			if err != nil {
+				send(ctx, w.c, workspace.Wake{Err: err})
+				return
+			}
+			s.pollWaiting(ctx, w.c)
+		})
+	}()
+	return w, nil
+}
+
+type fileWakeups struct {
+	c      chan workspace.Wake
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (w *fileWakeups) C() <-chan workspace.Wake { return w.c }
+func (w *fileWakeups) Follow(string) error      { return nil }
+func (w *fileWakeups) Unfollow(string)          {}
+func (w *fileWakeups) Mode() string             { return "watch" }
+func (w *fileWakeups) Held() int                { return 1 }
+func (w *fileWakeups) Close() error {
+	w.cancel()
+	<-w.done
+	return nil
+}
+
+// watchFiles watches the database's directory.
+func (s *Store) watchFiles() (*fsnotify.Watcher, error) {
+	fw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, fmt.Errorf("watch %s: %w", s.path, err)
+	}
+	if err := fw.Add(filepath.Dir(s.path)); err != nil {
+		fw.Close()
+		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "watch " + filepath.Dir(s.path), Err: err,
+			Hint: "raise fs.inotify.max_user_watches, or check the directory's permissions"}
+	}
+	return fw, nil
+}
+
+// loop calls look (with nil) once now, then after every write to the
+// database heard on fw (a burst coalesced) and every poll, and with an
+// error when the watch reports one, until ctx ends. One goroutine owns it.
+func (s *Store) loop(ctx context.Context, fw *fsnotify.Watcher, poll time.Duration, look func(error)) {
+	db, wal := filepath.Base(s.path), filepath.Base(s.path)+"-wal"
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
+	burst := time.NewTimer(time.Hour)
+	burst.Stop()
+	armed := false
+	look(nil)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-fw.Events:
+			if !ok {
+				return
+			}
+			if n := filepath.Base(ev.Name); (n == db || n == wal) && !armed {
+				armed = true
+				burst.Reset(settle)
+			}
+		case err, ok := <-fw.Errors:
+			if !ok {
+				return
+			}
+			look(fmt.Errorf("watch %s: %w", s.path, err))
+			look(nil)
+		case <-burst.C:
+			armed = false
+			look(nil)
+		case <-tick.C:
+			look(nil)
+		}
+	}
+}
+
+// pollWaiting sends each task with markers waiting or no state yet.
+func (s *Store) pollWaiting(ctx context.Context, c chan<- workspace.Wake) {
+	ids, err := s.waitingTasks(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			send(ctx, c, workspace.Wake{Err: fmt.Errorf("look for markers: %w", err)})
+		}
+		return
+	}
+	for _, id := range ids {
+		send(ctx, c, workspace.Wake{Task: id})
+	}
+}
+
+func send(ctx context.Context, c chan<- workspace.Wake, w workspace.Wake) {
+	select {
+	case c <- w:
+	case <-ctx.Done():
+	}
+}
