@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path"
 	"path/filepath"
 	"time"
 
@@ -158,3 +159,17 @@ func (l *flockLead) Release(context.Context) error {
 // cannot be told finished without reading its state, which the committer
 // does only when the directory changed.
 func (s *Store) Tasks(ctx context.Context) ([]string, error) { return s.TaskIDs(ctx) }
+
+// DropNamedMarker drops a marker of kind under a name of the caller's
+// choosing, as an agent in any language does (the CLI's markers get a new
+// random name each). A name the journal already holds is not refused
+// here: the daemon refuses it (see names.go).
+func (s *Store) DropNamedMarker(ctx context.Context, taskID, kind, name string, m workspace.Marker) error {
+	if k, ok := workspace.IsMarkerName(name); !ok || k != kind || path.Base(name) != name {
+		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "drop marker " + name, Msg: "not the name of a " + kind + " marker"}
+	}
+	if _, err := s.GetTask(ctx, taskID); err != nil {
+		return err
+	}
+	return s.WriteJSON(path.Join(workspace.TaskDir(taskID), name), m)
+}

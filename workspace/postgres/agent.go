@@ -89,6 +89,30 @@ func (s *Store) DropMarker(ctx context.Context, taskID, kind string, m workspace
 	return name, nil
 }
 
+// DropNamedMarker inserts a marker of kind under a name of the caller's
+// choosing, as an agent in any language does; a name the journal or a
+// waiting marker already holds is refused at once (ErrConflict).
+func (s *Store) DropNamedMarker(ctx context.Context, taskID, kind, name string, m workspace.Marker) error {
+	if k, ok := workspace.IsMarkerName(name); !ok || k != kind {
+		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "drop marker " + name, Msg: "not the name of a " + kind + " marker"}
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	_, err = s.pool.Exec(ctx, "INSERT INTO markers (task_id, kind, name, body) VALUES ($1, $2, $3, $4)", taskID, kind, name, string(data))
+	switch {
+	case isForeignKey(err):
+		return notFoundTask(taskID)
+	case isUnique(err):
+		return &workspace.Error{Kind: workspace.ErrConflict, Op: "drop marker " + name + " for task " + taskID, Err: err,
+			Hint: "never reuse a marker name: give each marker a new random suffix"}
+	case err != nil:
+		return fmt.Errorf("drop marker for task %s: %w", taskID, err)
+	}
+	return nil
+}
+
 func suffix() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])

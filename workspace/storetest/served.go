@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspaced/workspaced/friction"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/daemon"
 	"github.com/workspaced/workspaced/workspace/machine"
 )
 
@@ -254,4 +256,133 @@ func eventsOnce(t *testing.T, s workspace.Store, id string) {
 	if !slices.Equal(got, wantLines) {
 		t.Fatalf("events of the commits:\n%s\nwant, once each and in order:\n%s", strings.Join(got, "\n"), strings.Join(wantLines, "\n"))
 	}
+}
+
+// NamedMarkers is a store on which a marker can be dropped under a name
+// of the caller's choosing, as an agent in any language does: the suite
+// reuses a name with it. Every store implements it.
+type NamedMarkers interface {
+	DropNamedMarker(ctx context.Context, taskID, kind, name string, m workspace.Marker) error
+}
+
+// testReusedName drops a claim, lets the daemon take it, and drops
+// another claim under the same name: the store refuses it at once
+// (ErrConflict), or the daemon refuses it without a record, saying so in
+// a marker_refused event. Either way the journal holds the name once and
+// the second claim changes nothing.
+func testReusedName(t *testing.T, s workspace.Store, h Hooks) {
+	approved(t, s, h, "t1", "s1", "s2")
+	nm, isNamed := inner(s).(NamedMarkers)
+	if !isNamed {
+		t.Fatal("the store drops no marker under a name of the caller's choosing (storetest.NamedMarkers)")
+	}
+	const name = ".claim.worker_1.reused-1"
+	ok(t, nm.DropNamedMarker(bg, "t1", workspace.KindClaim, name, workspace.Marker{AgentID: "worker_1", SubtaskID: "s1"}), "drop a named claim")
+	journaled := func() int {
+		recs, err := s.ReadJournal(bg, "t1")
+		ok(t, err, "read journal")
+		n := 0
+		for _, r := range recs {
+			if r.File == name {
+				n++
+			}
+		}
+		return n
+	}
+	await(t, "the named claim journaled", func() (bool, string) { return journaled() == 1, "" })
+	err := nm.DropNamedMarker(bg, "t1", workspace.KindClaim, name, workspace.Marker{AgentID: "worker_1", SubtaskID: "s2"})
+	if err != nil {
+		is(t, err, workspace.ErrConflict, "drop a claim under a name already journaled")
+	} else {
+		await(t, "the reused name refused in the events", func() (bool, string) {
+			evs, _, err := s.ReadEvents(bg, "t1")
+			ok(t, err, "read events")
+			for _, e := range evs {
+				if e.Name == machine.EventMarkerRefused && e.Attrs["file"] == name {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("%d events", len(evs))
+		})
+	}
+	if n := journaled(); n != 1 {
+		t.Fatalf("the name is journaled %d times, want once", n)
+	}
+	st, err := s.ReadState(bg, "t1")
+	ok(t, err, "read state")
+	if sub := st.Subtasks["s2"]; sub == nil || sub.Status != "pending" {
+		t.Fatalf("s2 after a claim under a reused name: %+v, want it still pending", sub)
+	}
+}
+
+// testDaemonFriction: a plan sent back twice (the default revision_limit
+// is 2) makes the daemon's friction detectors record a repeated_revision,
+// announced in the task's events.
+func testDaemonFriction(t *testing.T, s workspace.Store, h Hooks) {
+	newTask(t, s, "t1")
+	plan := planJSON("a", "b")
+	for i := 1; i <= 2; i++ {
+		_, err := s.WritePlan(bg, "t1", "planner", plan)
+		ok(t, err, "write plan")
+		_, err = s.WriteDone(bg, workspace.DoneRequest{TaskID: "t1", Agent: "planner", OutputFile: "plan.json"})
+		ok(t, err, "done plan")
+		h.Apply(t, s)
+		rv, _ := json.Marshal(map[string]any{"type": "plan_review", "verdict": "revision_needed", "issues": []map[string]any{{"problem": "missing tests"}}})
+		rel, err := s.WriteReview(bg, "t1", fmt.Sprintf("plan_v%d", i), "reviewer", rv)
+		ok(t, err, "write review")
+		_, err = s.WriteDone(bg, workspace.DoneRequest{TaskID: "t1", Agent: "reviewer", OutputFile: rel})
+		ok(t, err, "done review")
+		h.Apply(t, s)
+	}
+	awaitFriction(t, s, "t1", friction.TypeRepeatedRevision)
+}
+
+// timeoutsLater runs the daemon nine hours ahead, past every timeout of
+// the default settings, and rescans often: a subtask claimed now is in
+// progress too long at the daemon's first look.
+func timeoutsLater(c *daemon.Config) {
+	c.Now = func() time.Time { return time.Now().Add(9 * time.Hour) }
+	c.Rescan = 50 * time.Millisecond
+}
+
+// testTimeouts: the daemon checks the subtasks in progress at every
+// rescan and records a timeout for one in progress too long.
+func testTimeouts(t *testing.T, s workspace.Store, h Hooks) {
+	approved(t, s, h, "t1", "s1")
+	_, err := s.WriteClaim(bg, "t1", "worker_1", "s1")
+	ok(t, err, "claim")
+	h.Apply(t, s)
+	awaitFriction(t, s, "t1", friction.TypeTimeout)
+}
+
+// awaitFriction waits for a friction entry of type typ about task, and
+// its friction_recorded event in the task's events.
+func awaitFriction(t *testing.T, s workspace.Store, task, typ string) {
+	t.Helper()
+	var id string
+	await(t, "a "+typ+" friction entry", func() (bool, string) {
+		entries, err := s.Friction(bg, "test").List(bg, friction.Filter{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, e := range entries {
+			if e.Type == typ && slices.Contains(e.AffectedTasks, task) {
+				id = e.ID
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d entries", len(entries))
+	})
+	await(t, "friction_recorded in the events of "+task, func() (bool, string) {
+		evs, _, err := s.ReadEvents(bg, task)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, e := range evs {
+			if e.Name == "friction_recorded" && len(e.Args) == 1 && e.Args[0] == id && e.Attrs["type"] == typ {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d events", len(evs))
+	})
 }

@@ -49,46 +49,54 @@ func Run(t *testing.T, open func(t *testing.T) workspace.Served) {
 // RunServed is Run with the daemon configured by cfg (its Store is set to
 // each fresh store): a store's other wake-up sources, say.
 func RunServed(t *testing.T, open func(t *testing.T) workspace.Served, cfg daemon.Config) {
-	fresh := func(t *testing.T) workspace.Store {
+	fresh := func(t *testing.T, tune func(*daemon.Config)) workspace.Store {
 		t.Helper()
 		s := open(t)
 		t.Cleanup(func() { _ = s.Close() })
-		servetest.Start(t, s, cfg)
+		c := cfg
+		if tune != nil {
+			tune(&c)
+		}
+		servetest.Start(t, s, c)
 		return &counted{Served: s, dropped: map[string]int{}}
 	}
 	h := Hooks{Apply: awaitApplied}
 	parts := []struct {
 		name string
 		run  func(t *testing.T, s workspace.Store, h Hooks)
+		tune func(*daemon.Config) // the daemon this part needs, when not cfg
 	}{
-		{"Settings", testSettings},
-		{"Agents", testAgents},
-		{"Tasks", testTasks},
-		{"Plans", testPlans},
-		{"OutputsAndReviews", testProducts},
-		{"Threads", testThreads},
-		{"Entries", testEntries},
-		{"EntryErrors", testEntryErrors},
-		{"NoLostUpdate", testNoLostUpdate},
-		{"Markers", testMarkers},
-		{"FirstClaimWins", testFirstClaimWins},
-		{"Events", testEvents},
-		{"FollowEvents", testFollowEvents},
-		{"EventPositions", testEventPositions},
-		{"MemoryAgents", testMemoryAgents},
-		{"Watch", testWatch},
-		{"Friction", testFriction},
-		{"Locks", testLocks},
-		{"Backups", testBackups},
-		{"Retention", testRetention},
-		{"Skills", testSkills},
-		{"TaskFiles", testTaskFiles},
-		{"Served", testServed},
+		{"Settings", testSettings, nil},
+		{"Agents", testAgents, nil},
+		{"Tasks", testTasks, nil},
+		{"Plans", testPlans, nil},
+		{"OutputsAndReviews", testProducts, nil},
+		{"Threads", testThreads, nil},
+		{"Entries", testEntries, nil},
+		{"EntryErrors", testEntryErrors, nil},
+		{"NoLostUpdate", testNoLostUpdate, nil},
+		{"Markers", testMarkers, nil},
+		{"FirstClaimWins", testFirstClaimWins, nil},
+		{"Events", testEvents, nil},
+		{"FollowEvents", testFollowEvents, nil},
+		{"EventPositions", testEventPositions, nil},
+		{"MemoryAgents", testMemoryAgents, nil},
+		{"Watch", testWatch, nil},
+		{"Friction", testFriction, nil},
+		{"Locks", testLocks, nil},
+		{"Backups", testBackups, nil},
+		{"Retention", testRetention, nil},
+		{"Skills", testSkills, nil},
+		{"TaskFiles", testTaskFiles, nil},
+		{"Served", testServed, nil},
+		{"ReusedMarkerName", testReusedName, nil},
+		{"DaemonFriction", testDaemonFriction, nil},
+		{"Timeouts", testTimeouts, timeoutsLater},
 	}
 	for _, p := range parts {
 		t.Run(p.name, func(t *testing.T) {
 			t.Parallel()
-			p.run(t, fresh(t), h)
+			p.run(t, fresh(t, p.tune), h)
 		})
 	}
 }
