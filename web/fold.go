@@ -43,8 +43,8 @@ type Span struct {
 	End     *time.Time `json:"end,omitempty"`
 	// Outcome is completed, failed (retry says whether it went back to
 	// pending) or running.
-	Outcome  string `json:"outcome"`
-	Retry bool `json:"retry,omitempty"`
+	Outcome string `json:"outcome"`
+	Retry   bool   `json:"retry,omitempty"`
 }
 
 // Outcomes of a Span.

@@ -58,7 +58,7 @@ func TestViewsOfADemoRun(t *testing.T) {
 
 	t.Run("output versions", func(t *testing.T) {
 		var h struct{ Versions []OutputVersion }
-		p.get("/api/tasks/" + task + "/outputs/" + demo.FailingSubtask + "/history").json(t, &h)
+		p.get("/api/tasks/"+task+"/outputs/"+demo.FailingSubtask+"/history").json(t, &h)
 		if len(h.Versions) != 2 || h.Versions[0].Version != 1 || h.Versions[1].Version != 0 {
 			t.Fatalf("versions of %s: %+v", demo.FailingSubtask, h.Versions)
 		}
@@ -86,7 +86,7 @@ func TestViewsOfADemoRun(t *testing.T) {
 			t.Fatal(err)
 		}
 		var last ReplayView
-		p.get("/api/tasks/" + task + "/state").json(t, &last)
+		p.get("/api/tasks/"+task+"/state").json(t, &last)
 		if last.Seq != want.JournalSeq || last.LastSeq != want.JournalSeq {
 			t.Fatalf("seq %d, last %d; the state is at %d", last.Seq, last.LastSeq, want.JournalSeq)
 		}
@@ -96,7 +96,7 @@ func TestViewsOfADemoRun(t *testing.T) {
 			t.Errorf("the fold of the whole journal is not state.json:\n%s\n%s", a, b)
 		}
 		var first ReplayView
-		p.get("/api/tasks/" + task + "/state?seq=0").json(t, &first)
+		p.get("/api/tasks/"+task+"/state?seq=0").json(t, &first)
 		if first.State.Status != "planning" || first.State.JournalSeq != 0 || first.Plan != nil {
 			t.Errorf("before the first record: %+v", first.State)
 		}
@@ -122,7 +122,7 @@ func TestViewsOfADemoRun(t *testing.T) {
 
 	t.Run("gantt", func(t *testing.T) {
 		var g struct{ Spans []Span }
-		p.get("/api/tasks/" + task + "/gantt").json(t, &g)
+		p.get("/api/tasks/"+task+"/gantt").json(t, &g)
 		st, _ := p.ws.ReadState(ctx, task)
 		per := map[string][]Span{}
 		for _, s := range g.Spans {
@@ -144,7 +144,7 @@ func TestViewsOfADemoRun(t *testing.T) {
 
 	t.Run("search", func(t *testing.T) {
 		var res SearchResult
-		p.get("/api/tasks/" + demo.ARCTaskID + "/search?q=PATTERN").json(t, &res)
+		p.get("/api/tasks/"+demo.ARCTaskID+"/search?q=PATTERN").json(t, &res)
 		kinds := map[string]bool{}
 		for _, h := range res.Hits {
 			kinds[h.Kind] = true
@@ -155,7 +155,7 @@ func TestViewsOfADemoRun(t *testing.T) {
 		if !kinds["env"] || !kinds["event"] {
 			t.Errorf("hits %+v, want some in env data and events", res.Hits)
 		}
-		p.get("/api/tasks/" + task + "/search?q=rate+limit").json(t, &res)
+		p.get("/api/tasks/"+task+"/search?q=rate+limit").json(t, &res)
 		found := false
 		for _, h := range res.Hits {
 			found = found || h.Kind == "output" && h.Ref == demo.FailingSubtask
@@ -163,7 +163,7 @@ func TestViewsOfADemoRun(t *testing.T) {
 		if !found {
 			t.Errorf("no hit in the output of %s: %+v", demo.FailingSubtask, res.Hits)
 		}
-		p.get("/api/tasks/" + task + "/search?q=work_&limit=3").json(t, &res)
+		p.get("/api/tasks/"+task+"/search?q=work_&limit=3").json(t, &res)
 		if len(res.Hits) != 3 || !res.More {
 			t.Errorf("limit 3: %d hits, more %v", len(res.Hits), res.More)
 		}
@@ -180,7 +180,7 @@ func TestViewsOfADemoRun(t *testing.T) {
 		}
 		next := pg.Next
 		pg = TaskPage{}
-		p.get("/api/tasks?limit=1&after=" + next).json(t, &pg)
+		p.get("/api/tasks?limit=1&after="+next).json(t, &pg)
 		if len(pg.Tasks) != 1 || pg.Tasks[0].ID != task || pg.Next != "" {
 			t.Fatalf("the second page: %+v", pg)
 		}
