@@ -907,3 +907,88 @@ func TestBrowserScreenshots(t *testing.T) {
 		}
 	}
 }
+
+// browserFor is newBrowser for a benchmark.
+func browserFor(b *testing.B) context.Context {
+	b.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		b.Skip("no Chromium on this machine (Debian: apt-get install chromium)")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.Headless,
+		chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.UserDataDir(b.TempDir()), chromedp.WindowSize(1280, 800),
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelC := chromedp.NewContext(actx)
+	b.Cleanup(func() { cancelC(); cancelA() })
+	if err := chromedp.Do(ctx); err != nil {
+		b.Fatalf("start Chromium: %v", err)
+	}
+	return ctx
+}
+
+// poll waits for expr to be truthy in the page.
+func poll(b *testing.B, ctx context.Context, expr string) {
+	b.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(time.Millisecond), chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		b.Fatalf("%s: %v", expr, err)
+	}
+}
+
+// BenchmarkBrowserFirstPaint: opening the page of a task of 1,000
+// subtasks until its board is rendered in Chromium (the page's
+// ws-loaded mark, from navigation start); reports the median as p50-ms.
+func BenchmarkBrowserFirstPaint(b *testing.B) {
+	ctx := browserFor(b)
+	p := newDemoPanel(b, true)
+	if err := fixture.PrepareTask(context.Background(), p.x, "big", 1000); err != nil {
+		b.Fatal(err)
+	}
+	awaitTB(b, "proposed", 30*time.Second, func() bool { return p.state(b, "big").PlanStatus == "proposed" })
+	if err := fixture.ApprovePlan(context.Background(), p.x, "big"); err != nil {
+		b.Fatal(err)
+	}
+	awaitTB(b, "executing", 30*time.Second, func() bool { return p.state(b, "big").Status == "executing" })
+	var ms []float64
+	b.ResetTimer()
+	for b.Loop() {
+		if err := chromedp.Do(ctx, chromedp.Navigate(p.url+"/tasks/big")); err != nil {
+			b.Fatal(err)
+		}
+		poll(b, ctx, `document.body.dataset.loaded === "1" && document.querySelectorAll('#board .card').length === 1000`)
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`performance.getEntriesByName('ws-loaded')[0].startTime`))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ms = append(ms, v)
+	}
+	slices.Sort(ms)
+	b.ReportMetric(ms[len(ms)/2], "p50-ms")
+}
+
+// BenchmarkBrowserEventVisible: an event appended to a task's log until
+// it shows in the timeline of the open page; reports the median as
+// p50-ms.
+func BenchmarkBrowserEventVisible(b *testing.B) {
+	ctx := browserFor(b)
+	p := newDemoPanel(b, false)
+	if err := chromedp.Do(ctx, chromedp.Navigate(p.url+"/tasks/"+demo.TaskID)); err != nil {
+		b.Fatal(err)
+	}
+	poll(b, ctx, `document.body.dataset.loaded === "1"`)
+	var lat []time.Duration
+	i := 0
+	b.ResetTimer()
+	for b.Loop() {
+		i++
+		key := fmt.Sprintf("bench_%d", i)
+		start := time.Now()
+		if err := p.x.AppendEvents(context.Background(), demo.TaskID, []workspace.Event{{Name: "env_stored", TaskID: demo.TaskID, Attrs: map[string]string{"agent": "bench", "key": key}}}); err != nil {
+			b.Fatal(err)
+		}
+		poll(b, ctx, fmt.Sprintf(`[...document.querySelectorAll('#timeline .ev[data-event="env_stored"]')].slice(0, 3).some(e => e.textContent.includes('key=%s'))`, key))
+		lat = append(lat, time.Since(start))
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+}
