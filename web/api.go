@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -46,6 +47,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/memory", s.getMemory)
 	m.HandleFunc("GET /api/memory/global/{key}", s.getMemoryKey)
 	m.HandleFunc("GET /api/memory/agents/{agent}/{key}", s.getMemoryKey)
+	s.viewRoutes(m)
 	// Actions.
 	m.HandleFunc("POST /api/tasks/{id}/plan/review", s.action(s.withTask(s.reviewPlan)))
 	m.HandleFunc("POST /api/tasks/{id}/checkpoints/{cp}/review", s.action(s.withTask(s.reviewCheckpoint)))
@@ -141,7 +143,48 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
+	if q.Has("after") {
+		s.listTasksAfter(w, r, q.Get("after"), limit)
+		return
+	}
 	writeJSON(w, http.StatusOK, s.index.query(q.Get("status"), q.Get("q"), offset, limit))
+}
+
+// listTasksAfter is a page of GET /api/tasks?after=ID: the tasks that
+// match, in id order, after the task id given ("" for the first page),
+// from the store's list of ids; only the summaries of tasks looked at are
+// read, from the index when it has them, so a page costs its own tasks
+// and not the workspace's.
+func (s *Server) listTasksAfter(w http.ResponseWriter, r *http.Request, after string, limit int) {
+	q := r.URL.Query()
+	status, text := q.Get("status"), strings.ToLower(strings.TrimSpace(q.Get("q")))
+	ids, err := s.st.TaskIDs(r.Context())
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	p := TaskPage{Limit: limit, After: after, Counts: s.index.counts(text), Tasks: []Summary{}}
+	for _, id := range ids[sort.SearchStrings(ids, after):] {
+		if id <= after {
+			continue
+		}
+		sum, ok := s.index.get(id)
+		if !ok {
+			if sum, ok = summarize(r.Context(), s.st, id); !ok {
+				continue
+			}
+		}
+		if (status != "" && sum.Status != status) || (text != "" && !strings.Contains(strings.ToLower(sum.ID+"\n"+sum.Description), text)) {
+			continue
+		}
+		if len(p.Tasks) == limit {
+			p.Next = p.Tasks[limit-1].ID
+			break
+		}
+		p.Tasks = append(p.Tasks, sum)
+	}
+	p.Total = -1 // not counted: see Counts
+	writeJSON(w, http.StatusOK, p)
 }
 
 // TaskView is GET /api/tasks/{id}: the task, its current plan and its

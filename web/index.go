@@ -89,12 +89,30 @@ func (x *index) get(id string) (Summary, bool) {
 // TaskPage is GET /api/tasks: one page of the tasks that match, newest
 // update first, with the count of every status among all that match the
 // text.
+//
+// Paged by after= (a task id), the page is in id order, Total is -1 (not
+// counted), and Next is the cursor of the next page ("" on the last).
 type TaskPage struct {
 	Total  int            `json:"total"`
 	Offset int            `json:"offset"`
 	Limit  int            `json:"limit"`
+	After  string         `json:"after,omitempty"`
+	Next   string         `json:"next,omitempty"`
 	Counts map[string]int `json:"counts"`
 	Tasks  []Summary      `json:"tasks"`
+}
+
+// counts is how many tasks of each status hold text (lower case).
+func (x *index) counts(text string) map[string]int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	counts := map[string]int{}
+	for _, s := range x.tasks {
+		if text == "" || strings.Contains(s.searchableText, text) {
+			counts[s.Status]++
+		}
+	}
+	return counts
 }
 
 func (x *index) query(status, text string, offset, limit int) TaskPage {

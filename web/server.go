@@ -73,6 +73,8 @@ type Server struct {
 	// idle streams do none.
 	wakes atomic.Int64
 	ready chan struct{}
+
+	servingProbe servingProbe
 }
 
 // New checks cfg and returns a Server.

@@ -2,11 +2,17 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"image/png"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -16,8 +22,14 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/workspaced/workspaced/demo"
+	"github.com/workspaced/workspaced/internal/fixture"
 	"github.com/workspaced/workspaced/internal/optdep"
+	"github.com/workspaced/workspaced/internal/servetest"
+	"github.com/workspaced/workspaced/web"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/daemon"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // The panel in a real browser: Debian's Chromium, headless, driven over
@@ -416,4 +428,567 @@ func TestWebRefusesOpenListen(t *testing.T) {
 	}
 	w.fails(1, "is empty", "web", "--listen", "0.0.0.0:0", "--token-file", empty)
 	w.fails(1, "no such file", "web", "--token-file", w.dir+"/missing")
+}
+
+// hostile is agent text that would run or make elements if it were ever
+// parsed as HTML.
+const hostile = `<script>window.__xss=1</script><img src=x onerror="window.__xss=2"><b>bold</b>`
+
+// demoPanel is a workspace the demo made (in-process), served by an
+// in-process panel, and by a daemon when serve is set (the demo's own
+// daemon stops with it).
+type demoPanel struct {
+	root string
+	x    *workspace.Workspace
+	url  string
+}
+
+func newDemoPanel(tb testing.TB, serve bool) *demoPanel {
+	tb.Helper()
+	root := filepath.Join(tb.TempDir(), "demo")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := demo.Run(ctx, demo.Config{Root: root, TimeScale: 0.01, Quiet: true}); err != nil {
+		tb.Fatalf("demo: %v", err)
+	}
+	x, err := workspace.Open(root, workspace.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { x.Close() })
+	if serve {
+		servetest.StartTree(tb, root, 100*time.Millisecond, daemon.Config{Rescan: time.Hour})
+	}
+	s, err := web.New(web.Config{Store: files.New(x)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(rctx) }()
+	srv := httptest.NewUnstartedServer(s.Handler())
+	srv.Config.BaseContext = func(net.Listener) context.Context { return rctx }
+	srv.Start()
+	tb.Cleanup(func() { stop(); srv.CloseClientConnections(); srv.Close(); <-done })
+	select {
+	case <-s.Ready():
+	case err := <-done:
+		tb.Fatalf("the panel stopped: %v", err)
+	}
+	return &demoPanel{root: root, x: x, url: srv.URL}
+}
+
+// await polls cond until it holds, at most d.
+func awaitTB(tb testing.TB, what string, d time.Duration, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s: not within %v", what, d)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (p *demoPanel) state(tb testing.TB, id string) workspace.State {
+	st, _ := p.x.ReadState(context.Background(), id)
+	return st
+}
+
+// bigTask creates task id with a plan of n subtasks in layers (st_i
+// depends on st_(i-5) and, every third, on st_(i-1)), hostile
+// descriptions, and a checkpoint over the first five, approved; then
+// claims and completes the first done of them.
+func (p *demoPanel) bigTask(tb testing.TB, id string, n, done int) {
+	tb.Helper()
+	ctx := context.Background()
+	if _, err := p.x.CreateTask(ctx, workspace.NewTaskRequest{ID: id, Description: hostile}); err != nil {
+		tb.Fatal(err)
+	}
+	var subs []map[string]any
+	for i := 1; i <= n; i++ {
+		deps := []string{}
+		if i > 5 {
+			deps = append(deps, fmt.Sprintf("st_%d", i-5))
+		}
+		if i > 5 && i%3 == 0 {
+			deps = append(deps, fmt.Sprintf("st_%d", i-1))
+		}
+		subs = append(subs, map[string]any{"id": fmt.Sprintf("st_%d", i), "description": fmt.Sprintf("%s %d", hostile, i), "dependencies": deps})
+	}
+	doc := map[string]any{"summary": hostile, "subtasks": subs}
+	if n >= 5 {
+		doc["checkpoints"] = []map[string]any{{"id": "cp_1", "description": hostile, "subtasks": []string{"st_1", "st_2", "st_3", "st_4", "st_5"}}}
+	}
+	plan, _ := json.Marshal(doc)
+	if _, err := p.x.WritePlan(ctx, id, "coordinator", plan); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := p.x.WriteDone(ctx, workspace.DoneRequest{TaskID: id, Agent: "coordinator", OutputFile: "plan.json"}); err != nil {
+		tb.Fatal(err)
+	}
+	awaitTB(tb, "plan proposed", 10*time.Second, func() bool { return p.state(tb, id).PlanStatus == "proposed" })
+	if err := fixture.ApprovePlan(ctx, p.x, id); err != nil {
+		tb.Fatal(err)
+	}
+	awaitTB(tb, "executing", 10*time.Second, func() bool { return p.state(tb, id).Status == "executing" })
+	for i := 1; i <= done; i++ {
+		st := fmt.Sprintf("st_%d", i)
+		agent := fmt.Sprintf("w%d", i%3)
+		if _, err := p.x.WriteClaim(ctx, id, agent, st); err != nil {
+			tb.Fatal(err)
+		}
+		awaitTB(tb, st+" claimed", 10*time.Second, func() bool { s := p.state(tb, id).Subtasks[st]; return s != nil && s.Status == "in_progress" })
+		out, err := p.x.WriteOutput(ctx, id, st, agent, []byte(`{"summary":"done"}`))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if _, err := p.x.WriteDone(ctx, workspace.DoneRequest{TaskID: id, Agent: agent, SubtaskID: st, OutputFile: out}); err != nil {
+			tb.Fatal(err)
+		}
+		awaitTB(tb, st+" done", 10*time.Second, func() bool { return p.state(tb, id).Subtasks[st].Status == "completed" })
+	}
+}
+
+// noScript fails when agent text ran or became elements on the page.
+func noScript(t *testing.T, ctx context.Context, page string) {
+	t.Helper()
+	if v := js[string](t, ctx, `String(window.__xss)`); v != "undefined" {
+		t.Errorf("%s: a script ran (window.__xss = %s)", page, v)
+	}
+	if n := js[int](t, ctx, `document.querySelectorAll('main img, main script, main b:not([data-ok]), main svg b').length`); n != 0 {
+		html := js[string](t, ctx, `[...document.querySelectorAll('main img, main script, main b')].map(e => e.outerHTML).join('\n')`)
+		if strings.Contains(html, "bold") || strings.Contains(html, "img") || strings.Contains(html, "script") {
+			t.Errorf("%s: %d elements made of agent text:\n%s", page, n, html)
+		}
+	}
+	noObjectText(t, ctx, page)
+}
+
+func tab(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	js[bool](t, ctx, fmt.Sprintf(`document.querySelector('#tabs button[data-tab=%q]').click(), true`, name))
+	waitJS(t, ctx, name+" shown", fmt.Sprintf(`document.querySelector('#panel').dataset.tab === %q`, name), 10*time.Second)
+}
+
+// TestBrowserGraph: a plan of 50 subtasks drawn as a graph: one node per
+// subtask with its status, worker and attempts, none overlapping another,
+// an arrow per dependency pointing from the dependency to its dependent,
+// the checkpoint after its subtasks, the critical path highlighted as a
+// chain, details on click; hostile descriptions stay text. The demo's
+// finished task has its critical path by duration.
+func TestBrowserGraph(t *testing.T) {
+	ctx := newBrowser(t)
+	p := newDemoPanel(t, true)
+	p.bigTask(t, "big", 50, 3)
+	open(t, ctx, p.url+"/tasks/big#graph")
+	waitJS(t, ctx, "50 nodes", `document.querySelectorAll('#graph g.node').length === 50`, 10*time.Second)
+	type box struct {
+		ID         string
+		X, Y, W, H float64
+	}
+	boxes := js[[]box](t, ctx, `[...document.querySelectorAll('#graph g.node, #graph g.checkpoint')].map(g => { const r = g.getBoundingClientRect();
+		return {ID: g.dataset.subtask || g.dataset.checkpoint, X: r.x, Y: r.y, W: r.width, H: r.height} })`)
+	if len(boxes) != 51 {
+		t.Fatalf("%d nodes and checkpoints, want 51", len(boxes))
+	}
+	for i, a := range boxes {
+		if a.W < 20 || a.H < 20 {
+			t.Errorf("%s is %vx%v", a.ID, a.W, a.H)
+		}
+		for _, b := range boxes[i+1:] {
+			if a.X < b.X+b.W && b.X < a.X+a.W && a.Y < b.Y+b.H && b.Y < a.Y+a.H {
+				t.Errorf("%s %+v overlaps %s %+v", a.ID, a, b.ID, b)
+			}
+		}
+	}
+	// Every arrow goes from the dependency (left) to its dependent (right).
+	bad := js[[]string](t, ctx, `(() => { const out = [], box = (id) => document.querySelector('#graph g.node[data-subtask="' + id + '"] rect').getBoundingClientRect();
+		const edges = [...document.querySelectorAll('#graph path.edge[data-from]')];
+		for (const e of edges) { const r = e.getBoundingClientRect(), a = box(e.dataset.from), b = box(e.dataset.to);
+			if (!(a.right <= r.left + 1 && r.right <= b.left + 1)) out.push(e.dataset.from + '>' + e.dataset.to); }
+		if (edges.length !== 60) out.push('edges: ' + edges.length); return out })()`)
+	if len(bad) > 0 {
+		t.Errorf("arrows not from dependency to dependent: %v", bad)
+	}
+	if got := js[string](t, ctx, `document.querySelector('#graph g.node[data-subtask="st_2"]').textContent`); !strings.Contains(got, "completed") || !strings.Contains(got, "w2") || !strings.Contains(got, "attempts 1") {
+		t.Errorf("st_2's node says %q, want its status, worker and attempts", got)
+	}
+	if !js[bool](t, ctx, `(() => { const c = document.querySelector('#graph g.checkpoint[data-checkpoint="cp_1"]').getBoundingClientRect(),
+		s = document.querySelector('#graph g.node[data-subtask="st_5"]').getBoundingClientRect(), n = document.querySelector('#graph g.node[data-subtask="st_6"]').getBoundingClientRect();
+		return c.left >= s.right && c.right <= n.left })()`) {
+		t.Error("the checkpoint is not between its subtasks and the next column")
+	}
+	// The critical path while running is by count: the longest chain of
+	// dependencies, each a dependency of the next.
+	longest := map[int]int{}
+	for i := 1; i <= 50; i++ {
+		longest[i] = 1
+		if i > 5 {
+			longest[i] = max(longest[i], longest[i-5]+1)
+		}
+		if i > 5 && i%3 == 0 {
+			longest[i] = max(longest[i], longest[i-1]+1)
+		}
+	}
+	want := 0
+	for _, v := range longest {
+		want = max(want, v)
+	}
+	chain := js[[]string](t, ctx, `(() => { const on = new Set([...document.querySelectorAll('#graph g.node.crit')].map(g => g.dataset.subtask));
+		return [...document.querySelectorAll('#graph path.edge.crit')].map(e => e.dataset.from + '>' + e.dataset.to).concat([...on]) })()`)
+	if len(chain) != 2*want-1 || js[string](t, ctx, `document.querySelector('#graph').dataset.criticalBy`) != "count" {
+		t.Errorf("critical path %v (by %s), want %d subtasks by count, linked by %d arrows", chain, js[string](t, ctx, `document.querySelector('#graph').dataset.criticalBy`), want, want-1)
+	}
+	js[bool](t, ctx, `document.querySelector('#graph g.node[data-subtask="st_9"]').dispatchEvent(new MouseEvent('click', {bubbles: true})), true`)
+	waitJS(t, ctx, "st_9's details", `(() => { const d = document.querySelector('#graph-detail[data-subtask="st_9"]');
+		return !!d && d.textContent.includes('<script>window.__xss=1</script>') && d.textContent.includes('st_4, st_8') && d.textContent.includes('st_14') })()`, 5*time.Second)
+	if js[bool](t, ctx, `!!document.getElementById('no-daemon')`) {
+		t.Error("the no-daemon banner shows while a daemon serves")
+	}
+	noScript(t, ctx, "graph")
+
+	open(t, ctx, p.url+"/tasks/"+demo.TaskID+"#graph")
+	waitJS(t, ctx, "the demo's graph", `document.querySelector('#graph')?.dataset.criticalBy === "duration" && document.querySelectorAll('#graph g.node.crit').length > 1`, 10*time.Second)
+	if !js[bool](t, ctx, `document.querySelector('#critical-path').textContent.includes('by duration')`) {
+		t.Error("the caption does not say the path is by duration")
+	}
+}
+
+// TestBrowserChangesInWords: the plan tab says what changed from v1 to
+// v2 subtask by subtask, field by field (no line of JSON); an output
+// that was rewritten after a failure shows what changed in it.
+func TestBrowserChangesInWords(t *testing.T) {
+	ctx := newBrowser(t)
+	p := newDemoPanel(t, false)
+	open(t, ctx, p.url+"/tasks/"+demo.TaskID+"#plan")
+	waitJS(t, ctx, "the comparison", `!!document.querySelector('#plan-diff-summary')`, 10*time.Second)
+	txt := js[string](t, ctx, `document.querySelector('#plan-diff').innerText`)
+	if !strings.Contains(txt, "From v1 to v2") || strings.Contains(txt, `"id":`) || strings.Contains(txt, "{") && !strings.Contains(txt, "→") {
+		t.Errorf("the comparison says:\n%s", txt)
+	}
+	if n := js[int](t, ctx, `document.querySelectorAll('#plan-diff [data-added], #plan-diff [data-removed], #plan-diff [data-changed]').length`); n == 0 {
+		t.Errorf("no subtask added, removed or changed:\n%s", txt)
+	}
+	tab(t, ctx, "outputs")
+	js[bool](t, ctx, fmt.Sprintf(`document.querySelector('button[data-output=%q]').click(), true`, demo.FailingSubtask))
+	waitJS(t, ctx, "the output's changes", `!!document.querySelector('#output-diff li[data-field="status"]')`, 10*time.Second)
+	noScript(t, ctx, "outputs")
+}
+
+// TestBrowserTime: the Gantt chart has a bar per attempt in its worker's
+// row (the retried subtask twice, the first failed and retried); a race
+// of refused claims folds into one timeline line; a long attribute is
+// never broken inside.
+func TestBrowserTime(t *testing.T) {
+	ctx := newBrowser(t)
+	p := newDemoPanel(t, true)
+	st := p.state(t, demo.TaskID)
+	attempts := 0
+	for _, s := range st.Subtasks {
+		attempts += s.Attempts
+	}
+	open(t, ctx, p.url+"/tasks/"+demo.TaskID+"#time")
+	waitJS(t, ctx, "the bars", fmt.Sprintf(`document.querySelectorAll('#gantt g.span').length === %d`, attempts), 10*time.Second)
+	got := js[[]string](t, ctx, fmt.Sprintf(`[...document.querySelectorAll('#gantt g.span[data-subtask=%q]')].map(g => g.dataset.attempt + ' ' + g.dataset.outcome + ' ' + (g.dataset.retry || ''))`, demo.FailingSubtask))
+	if !slices.Equal(got, []string{"1 failed 1", "2 completed "}) {
+		t.Errorf("the retried subtask's bars: %q", got)
+	}
+	for id, s := range st.Subtasks {
+		if !js[bool](t, ctx, fmt.Sprintf(`[...document.querySelectorAll('#gantt g.span[data-subtask=%q]')].pop().dataset.worker === %q`, id, s.Worker)) {
+			t.Errorf("%s's last bar is not in %s's row", id, s.Worker)
+		}
+	}
+
+	p.bigTask(t, "race", 2, 0)
+	open(t, ctx, p.url+"/tasks/race")
+	ctxb := context.Background()
+	if _, err := p.x.WriteClaim(ctxb, "race", "winner", "st_1"); err != nil {
+		t.Fatal(err)
+	}
+	awaitTB(t, "won", 10*time.Second, func() bool { return p.state(t, "race").Subtasks["st_1"].Worker == "winner" })
+	long := strings.Repeat("averyveryverylongagentname", 3)
+	for _, a := range []string{"l1", "l2", long} {
+		if _, err := p.x.WriteClaim(ctxb, "race", a, "st_1"); err != nil {
+			t.Fatal(err)
+		}
+		seq := p.state(t, "race").JournalSeq
+		awaitTB(t, "refused", 10*time.Second, func() bool { return p.state(t, "race").JournalSeq > seq })
+	}
+	waitJS(t, ctx, "one line for the three refusals", `(() => { const f = document.querySelector('#timeline > .ev.fold');
+		return !!f && f.dataset.count === "3" && f.textContent.includes('3 claims refused') && f.textContent.includes('st_1 ← ') })()`, 5*time.Second)
+	if n := js[int](t, ctx, `document.querySelectorAll('#timeline > .ev[data-event="claim_refused"]').length`); n != 1 {
+		t.Errorf("%d lines of refused claims, want 1", n)
+	}
+	if err := chromedp.Do(ctx, chromedp.Reload()); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, "folded after a reload", `document.querySelector('#timeline > .ev.fold')?.dataset.count === "3"`, 10*time.Second)
+	js[bool](t, ctx, `document.querySelector('#timeline > .ev.fold').click(), true`)
+	broken := js[[]string](t, ctx, `[...document.querySelectorAll('#timeline .kv')].filter(k => k.offsetParent && k.getClientRects().length > 1).map(k => k.textContent)`)
+	if len(broken) > 0 || js[string](t, ctx, `getComputedStyle(document.querySelector('#timeline .kv')).whiteSpace`) != "nowrap" {
+		t.Errorf("attributes broken across lines: %q", broken)
+	}
+	noScript(t, ctx, "timeline")
+}
+
+// TestBrowserFindAndPages: search within a task finds env data, events
+// and outputs (hostile text as text); the task list filters by status
+// and text and pages by 100.
+func TestBrowserFindAndPages(t *testing.T) {
+	ctx := newBrowser(t)
+	p := newDemoPanel(t, false)
+	open(t, ctx, p.url+"/tasks/"+demo.ARCTaskID+"#search")
+	js[bool](t, ctx, `(() => { const i = document.querySelector('#task-search'); i.value = 'PATTERN'; i.dispatchEvent(new Event('input')); return true })()`)
+	waitJS(t, ctx, "hits", `document.querySelector('#search-results')?.dataset.query === 'PATTERN'`, 10*time.Second)
+	kinds := js[[]string](t, ctx, `[...new Set([...document.querySelectorAll('#search-hits tr[data-kind]')].map(r => r.dataset.kind))].sort()`)
+	if !slices.Equal(kinds, []string{"env", "event"}) {
+		t.Errorf("hits in %v, want env and event", kinds)
+	}
+	if n := js[int](t, ctx, `document.querySelectorAll('#search-hits mark').length`); n == 0 {
+		t.Error("no match marked")
+	}
+	ctxb := context.Background()
+	for i := range 230 {
+		d := fmt.Sprintf("bulk task %d", i)
+		if i == 7 {
+			d = hostile
+		}
+		if _, err := p.x.CreateTask(ctxb, workspace.NewTaskRequest{ID: fmt.Sprintf("bulk_%03d", i), Description: d}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	open(t, ctx, p.url+"/")
+	waitJS(t, ctx, "100 rows", `document.querySelectorAll('#tasks tr').length === 100 && document.querySelector('#count').textContent === '1–100 of 232'`, 10*time.Second)
+	js[bool](t, ctx, `document.querySelector('#next').click(), true`)
+	waitJS(t, ctx, "the second page", `document.querySelector('#count').textContent === '101–200 of 232' && document.querySelector('#tasks tr').dataset.task === 'bulk_098'`, 10*time.Second)
+	js[bool](t, ctx, `document.querySelector('#next').click(), true`)
+	waitJS(t, ctx, "the last page", `document.querySelectorAll('#tasks tr').length === 32 && document.querySelector('#next').disabled`, 10*time.Second)
+	js[bool](t, ctx, `(() => { const f = document.querySelector('#status-filter'); f.value = 'completed'; f.dispatchEvent(new Event('change')); return true })()`)
+	waitJS(t, ctx, "completed only", `document.querySelectorAll('#tasks tr').length === 1 && document.querySelector('#tasks tr').dataset.task === 'auth_api'`, 10*time.Second)
+	js[bool](t, ctx, `(() => { const f = document.querySelector('#status-filter'); f.value = ''; f.dispatchEvent(new Event('change'));
+		const s = document.querySelector('#search'); s.value = 'script'; s.dispatchEvent(new Event('input')); return true })()`)
+	waitJS(t, ctx, "the hostile task found by text", `document.querySelectorAll('#tasks tr').length === 1 && document.querySelector('#tasks').textContent.includes('<script>window.__xss=1')`, 10*time.Second)
+	noScript(t, ctx, "tasks")
+}
+
+// TestBrowserReplay: the scrubber shows the board as of any record: none
+// before the plan, the state's own at every record the server folds,
+// everything completed at the end.
+func TestBrowserReplay(t *testing.T) {
+	ctx := newBrowser(t)
+	p := newDemoPanel(t, false)
+	last := p.state(t, demo.TaskID).JournalSeq
+	open(t, ctx, p.url+"/tasks/"+demo.TaskID+"#replay")
+	waitJS(t, ctx, "the end", fmt.Sprintf(`document.querySelector('#replay-board')?.dataset.seq === "%d" && document.querySelectorAll('#replay-board .card[data-status="completed"]').length === 7`, last), 10*time.Second)
+	seek := func(n int64) {
+		js[bool](t, ctx, fmt.Sprintf(`(() => { const r = document.querySelector('#replay-seq'); r.value = '%d'; r.dispatchEvent(new Event('input')); return true })()`, n))
+		waitJS(t, ctx, fmt.Sprintf("record %d", n), fmt.Sprintf(`document.querySelector('#replay-board').dataset.seq === "%d"`, n), 10*time.Second)
+	}
+	seek(0)
+	if n := js[int](t, ctx, `document.querySelectorAll('#replay-board .card').length`); n != 0 {
+		t.Errorf("%d cards before the first record", n)
+	}
+	for _, n := range []int64{last / 2, last * 3 / 4} {
+		seek(n)
+		var want web.ReplayView
+		r, err := getBody(p.url + fmt.Sprintf("/api/tasks/%s/state?seq=%d", demo.TaskID, n))
+		if err != nil || json.Unmarshal(r, &want) != nil {
+			t.Fatalf("state at %d: %v", n, err)
+		}
+		for id, s := range want.State.Subtasks {
+			if !js[bool](t, ctx, fmt.Sprintf(`!!document.querySelector('#replay-board .card[data-subtask=%q][data-status=%q]')`, id, s.Status)) {
+				t.Errorf("record %d: %s is not shown %s", n, id, s.Status)
+			}
+		}
+	}
+	if !js[bool](t, ctx, `document.querySelector('#replay-label').textContent.includes('record')`) {
+		t.Error("no label says which record")
+	}
+	noScript(t, ctx, "replay")
+}
+
+func getBody(url string) ([]byte, error) {
+	c := &http.Client{Timeout: 10 * time.Second}
+	r, err := c.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Body.Close()
+	var b bytes.Buffer
+	_, err = b.ReadFrom(r.Body)
+	return b.Bytes(), err
+}
+
+// TestBrowserWithoutDaemon: with no daemon the pages still read the
+// store, under a banner saying none serves the workspace.
+func TestBrowserWithoutDaemon(t *testing.T) {
+	ctx := newBrowser(t)
+	p := newDemoPanel(t, false)
+	for _, page := range []string{"/", "/tasks/" + demo.TaskID} {
+		open(t, ctx, p.url+page)
+		waitJS(t, ctx, "the banner", `document.getElementById('no-daemon')?.textContent.includes('no daemon serves this workspace')`, 10*time.Second)
+	}
+	waitJS(t, ctx, "the board", `document.querySelectorAll('#board .card[data-status="completed"]').length === 7`, 10*time.Second)
+}
+
+// TestBrowserScreenshots takes the README's two pictures of the panel at
+// 1280x800 from a demo run and a task in flight: the board and the
+// graph; with -update-screenshots they replace docs/img/web-board.png
+// and docs/img/web-graph.png.
+func TestBrowserScreenshots(t *testing.T) {
+	ctx := newBrowser(t)
+	p := newDemoPanel(t, true)
+	ctxb := context.Background()
+	if _, err := p.x.CreateTask(ctxb, workspace.NewTaskRequest{ID: "report_q3", Description: "Write the quarterly report from the sales data"}); err != nil {
+		t.Fatal(err)
+	}
+	plan := `{"summary":"Collect, check, chart and write","subtasks":[
+		{"id":"collect_sales","description":"Export the sales by region"},{"id":"collect_costs","description":"Export the costs"},
+		{"id":"check_sales","description":"Check the sales against the ledger","dependencies":["collect_sales"]},
+		{"id":"margins","description":"Margins by region","dependencies":["check_sales","collect_costs"]},
+		{"id":"charts","description":"Charts for the board","dependencies":["margins"]},
+		{"id":"forecast","description":"Q4 forecast","dependencies":["check_sales"]},
+		{"id":"draft","description":"Draft the report","dependencies":["charts","forecast"]},
+		{"id":"review","description":"Proofread and send","dependencies":["draft"]}],
+		"checkpoints":[{"id":"numbers_checked","description":"The numbers are right","subtasks":["check_sales","margins"]}]}`
+	if _, err := p.x.WritePlan(ctxb, "report_q3", "coordinator", []byte(plan)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.x.WriteDone(ctxb, workspace.DoneRequest{TaskID: "report_q3", Agent: "coordinator", OutputFile: "plan.json"}); err != nil {
+		t.Fatal(err)
+	}
+	awaitTB(t, "proposed", 10*time.Second, func() bool { return p.state(t, "report_q3").PlanStatus == "proposed" })
+	if err := fixture.ApprovePlan(ctxb, p.x, "report_q3"); err != nil {
+		t.Fatal(err)
+	}
+	awaitTB(t, "executing", 10*time.Second, func() bool { return p.state(t, "report_q3").Status == "executing" })
+	for _, c := range []struct{ st, agent string }{{"collect_sales", "analyst_1"}, {"collect_costs", "analyst_2"}, {"check_sales", "analyst_1"}, {"forecast", "analyst_3"}, {"margins", "analyst_2"}} {
+		if _, err := p.x.WriteClaim(ctxb, "report_q3", c.agent, c.st); err != nil {
+			t.Fatal(err)
+		}
+		awaitTB(t, c.st+" claimed", 10*time.Second, func() bool { s := p.state(t, "report_q3").Subtasks[c.st]; return s != nil && s.Status == "in_progress" })
+		if c.st == "forecast" || c.st == "margins" {
+			continue
+		}
+		out, err := p.x.WriteOutput(ctxb, "report_q3", c.st, c.agent, []byte(`{"summary":"done"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.x.WriteDone(ctxb, workspace.DoneRequest{TaskID: "report_q3", Agent: c.agent, SubtaskID: c.st, OutputFile: out}); err != nil {
+			t.Fatal(err)
+		}
+		awaitTB(t, c.st+" done", 10*time.Second, func() bool { return p.state(t, "report_q3").Subtasks[c.st].Status == "completed" })
+	}
+	for _, s := range []struct{ name, url, wait string }{
+		{"board", "/tasks/report_q3", `document.querySelectorAll('#board .card').length === 8`},
+		{"graph", "/tasks/report_q3#graph", `document.querySelectorAll('#graph g.node').length === 8`},
+	} {
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
+			t.Fatal(err)
+		}
+		open(t, ctx, p.url+s.url)
+		waitJS(t, ctx, s.name, s.wait, 10*time.Second)
+		if s.name == "graph" {
+			js[bool](t, ctx, `document.querySelector('#graph g.node[data-subtask="margins"]').dispatchEvent(new MouseEvent('click', {bubbles: true})), true`)
+		}
+		img, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := png.DecodeConfig(bytes.NewReader(img))
+		if err != nil || cfg.Width != 1280 || cfg.Height != 800 {
+			t.Errorf("%s: not a 1280x800 PNG: %v %+v", s.name, err, cfg)
+		}
+		if *updateScreenshots {
+			if err := os.WriteFile(filepath.Join("..", "..", "docs", "img", "web-"+s.name+".png"), img, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// browserFor is newBrowser for a benchmark.
+func browserFor(b *testing.B) context.Context {
+	b.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		b.Skip("no Chromium on this machine (Debian: apt-get install chromium)")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.Headless,
+		chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.UserDataDir(b.TempDir()), chromedp.WindowSize(1280, 800),
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelC := chromedp.NewContext(actx)
+	b.Cleanup(func() { cancelC(); cancelA() })
+	if err := chromedp.Do(ctx); err != nil {
+		b.Fatalf("start Chromium: %v", err)
+	}
+	return ctx
+}
+
+// poll waits for expr to be truthy in the page.
+func poll(b *testing.B, ctx context.Context, expr string) {
+	b.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(time.Millisecond), chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		b.Fatalf("%s: %v", expr, err)
+	}
+}
+
+// BenchmarkBrowserFirstPaint: opening the page of a task of 1,000
+// subtasks until its board is rendered in Chromium (the page's
+// ws-loaded mark, from navigation start); reports the median as p50-ms.
+func BenchmarkBrowserFirstPaint(b *testing.B) {
+	ctx := browserFor(b)
+	p := newDemoPanel(b, true)
+	if err := fixture.PrepareTask(context.Background(), p.x, "big", 1000); err != nil {
+		b.Fatal(err)
+	}
+	awaitTB(b, "proposed", 30*time.Second, func() bool { return p.state(b, "big").PlanStatus == "proposed" })
+	if err := fixture.ApprovePlan(context.Background(), p.x, "big"); err != nil {
+		b.Fatal(err)
+	}
+	awaitTB(b, "executing", 30*time.Second, func() bool { return p.state(b, "big").Status == "executing" })
+	var ms []float64
+	b.ResetTimer()
+	for b.Loop() {
+		if err := chromedp.Do(ctx, chromedp.Navigate(p.url+"/tasks/big")); err != nil {
+			b.Fatal(err)
+		}
+		poll(b, ctx, `document.body.dataset.loaded === "1" && document.querySelectorAll('#board .card').length === 1000`)
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`performance.getEntriesByName('ws-loaded')[0].startTime`))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ms = append(ms, v)
+	}
+	slices.Sort(ms)
+	b.ReportMetric(ms[len(ms)/2], "p50-ms")
+}
+
+// BenchmarkBrowserEventVisible: an event appended to a task's log until
+// it shows in the timeline of the open page; reports the median as
+// p50-ms.
+func BenchmarkBrowserEventVisible(b *testing.B) {
+	ctx := browserFor(b)
+	p := newDemoPanel(b, false)
+	if err := chromedp.Do(ctx, chromedp.Navigate(p.url+"/tasks/"+demo.TaskID)); err != nil {
+		b.Fatal(err)
+	}
+	poll(b, ctx, `document.body.dataset.loaded === "1"`)
+	var lat []time.Duration
+	i := 0
+	b.ResetTimer()
+	for b.Loop() {
+		i++
+		key := fmt.Sprintf("bench_%d", i)
+		start := time.Now()
+		if err := p.x.AppendEvents(context.Background(), demo.TaskID, []workspace.Event{{Name: "env_stored", TaskID: demo.TaskID, Attrs: map[string]string{"agent": "bench", "key": key}}}); err != nil {
+			b.Fatal(err)
+		}
+		poll(b, ctx, fmt.Sprintf(`[...document.querySelectorAll('#timeline .ev[data-event="env_stored"]')].slice(0, 3).some(e => e.textContent.includes('key=%s'))`, key))
+		lat = append(lat, time.Since(start))
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 }

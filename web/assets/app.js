@@ -111,5 +111,22 @@ const WS = (() => {
 
   function error(msg) { return h("p", { class: "error", text: msg }); }
 
+  // The panel only reads the store: it works with no daemon, but then no
+  // marker is decided, and a banner says so. The server looks at most
+  // every few seconds; the page asks again every 20 s.
+  async function checkServing() {
+    let v;
+    try { v = await api("/api/serving"); } catch { return; }
+    let b = document.getElementById("no-daemon");
+    if (v.known && !v.serving) {
+      if (!b) {
+        b = h("div", { id: "no-daemon", class: "banner", role: "status" }, h("b", {}, "no daemon serves this workspace"),
+          " — what you see is what the store holds; markers wait undecided until 'workspaced serve' runs.");
+        document.body.insertBefore(b, document.getElementById("main"));
+      }
+    } else if (b) b.remove();
+  }
+  if (document.getElementById("main")) { checkServing(); setInterval(checkServing, 20000); }
+
   return { h, api, post, stream, coalesce, fmtTime, ago, status, progress, rawToggle, error, readOnly, setLive };
 })();

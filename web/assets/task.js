@@ -28,7 +28,7 @@
   kindSel.addEventListener("change", () => { filters.kind = kindSel.value; renderTimeline(); });
   agentSel.addEventListener("change", () => { filters.agent = agentSel.value; renderTimeline(); });
 
-  const TABS = [["board", "Board"], ["graph", "Graph"], ["plan", "Plan"], ["outputs", "Outputs & reviews"], ["threads", "Threads"],
+  const TABS = [["board", "Board"], ["graph", "Graph"], ["time", "Time"], ["replay", "Replay"], ["search", "Search"], ["plan", "Plan"], ["outputs", "Outputs & reviews"], ["threads", "Threads"],
     ["env", "Env data"], ["journal", "Journal"], ["backups", "Backups"]];
   function renderTabs() {
     tabs.replaceChildren(...TABS.map(([k, label]) => h("button", { class: k === tab ? "on" : "", "data-tab": k,
@@ -103,12 +103,10 @@
   }
 
   // ---- panels
-  const plannedSubtasks = () => new Map(((view.plan && view.plan.subtasks) || []).map((s) => [s.id, s]));
 
-  function renderBoard() {
-    const s = view.state;
+  function renderBoard(s = view.state, planDoc = view.plan, withTables = true) {
     if (!s || !s.subtasks || !Object.keys(s.subtasks).length) return [h("p", { class: "muted" }, "No subtasks yet: the plan is not approved.")];
-    const plan = plannedSubtasks();
+    const plan = new Map(((planDoc && planDoc.subtasks) || []).map((x) => [x.id, x]));
     const cols = Object.fromEntries(COLS.map((c) => [c, []]));
     for (const [sid, ss] of Object.entries(s.subtasks)) (cols[ss.status] || (cols[ss.status] = [])).push([sid, ss]);
     const board = h("div", { class: "board", id: "board" }, Object.entries(cols).map(([c, items]) =>
@@ -120,7 +118,7 @@
             h("div", { class: "meta" }, [ss.worker ? `worker ${ss.worker}` : "", ss.started_at ? ` · started ${fmtTime(ss.started_at)}` : "",
               ss.completed_at ? ` · done ${fmtTime(ss.completed_at)}` : "", ss.attempts ? ` · attempts ${ss.attempts}` : ""].join("")),
             ss.error ? h("div", { class: "error" }, ss.error) : null)))));
-    return [board, renderCheckpoints(), renderWorkers()];
+    return withTables ? [board, renderCheckpoints(), renderWorkers()] : [board];
   }
 
   function renderCheckpoints() {
@@ -142,78 +140,27 @@
       ws.map(([w, x]) => h("tr", {}, h("td", {}, w), h("td", {}, status(x.status)), h("td", {}, x.current_task || "")))));
   }
 
-  // The dependency graph: subtasks in layers by depth, arrows from each
-  // dependency, coloured by status (SVG built with createElementNS).
+  // The dependency graph (views.js): columns by depth, arrows from each
+  // dependency, checkpoints where they gate, the critical path, and a
+  // subtask's details on click.
+  let picked = "";
   function renderGraph() {
     const plan = (view.plan && view.plan.subtasks) || [];
     if (!plan.length) return [h("p", { class: "muted" }, "No plan yet.")];
-    const st = (view.state && view.state.subtasks) || {};
-    const depth = new Map();
-    const byId = new Map(plan.map((s) => [s.id, s]));
-    const d = (sid, guard = 0) => {
-      if (depth.has(sid)) return depth.get(sid);
-      const s = byId.get(sid);
-      const v = !s || guard > 200 ? 0 : Math.max(-1, ...(s.dependencies || []).map((x) => d(x, guard + 1))) + 1;
-      depth.set(sid, v);
-      return v;
+    const subs = (view.state && view.state.subtasks) || {};
+    const detail = h("div", { id: "graph-detail-box" });
+    const pick = (sid) => {
+      picked = sid;
+      const s = plan.find((x) => x.id === sid);
+      if (!s) return;
+      const dependents = plan.filter((x) => (x.dependencies || []).includes(sid)).map((x) => x.id);
+      detail.replaceChildren(WSV.details(s, subs[sid], s.dependencies || [], dependents));
     };
-    plan.forEach((s) => d(s.id));
-    const layers = [];
-    for (const s of plan) (layers[depth.get(s.id)] ||= []).push(s.id);
-    const W = 120, H = 34, GX = 50, GY = 12;
-    const pos = new Map();
-    layers.forEach((ids, x) => ids.forEach((sid, y) => pos.set(sid, [x * (W + GX) + 10, y * (H + GY) + 10])));
-    const NS = "http://www.w3.org/2000/svg";
-    const el = (t, a) => { const e = document.createElementNS(NS, t); for (const [k, v] of Object.entries(a)) e.setAttribute(k, v); return e; };
-    const width = layers.length * (W + GX) + 20, height = Math.max(...layers.map((l) => l.length)) * (H + GY) + 20;
-    const svg = el("svg", { class: "graph", id: "graph", width, height, viewBox: `0 0 ${width} ${height}` });
-    const colour = { blocked: "#9a9aa0", pending: "#c9a227", in_progress: "#2f6fdb", completed: "#2e8b57", failed: "#c0392b" };
-    for (const s of plan) for (const dep of s.dependencies || []) {
-      if (!pos.has(dep)) continue;
-      const [x1, y1] = pos.get(dep), [x2, y2] = pos.get(s.id);
-      svg.append(el("line", { x1: x1 + W, y1: y1 + H / 2, x2, y2: y2 + H / 2, stroke: "#aaa" }));
-    }
-    for (const s of plan) {
-      const [x, y] = pos.get(s.id);
-      const status = (st[s.id] || {}).status || "blocked";
-      const g = el("g", { "data-subtask": s.id, "data-status": status });
-      g.append(el("rect", { x, y, width: W, height: H, rx: 4, fill: colour[status] || "#999" }));
-      const t = el("text", { x: x + 6, y: y + 14, fill: "#fff" }); t.textContent = s.id.slice(0, 18);
-      const t2 = el("text", { x: x + 6, y: y + 27, fill: "#fff" }); t2.textContent = ((st[s.id] || {}).worker || status).slice(0, 20);
-      const title = el("title", {}); title.textContent = `${s.id}: ${s.description}`;
-      g.append(t, t2, title);
-      svg.append(g);
-    }
-    return [h("div", { style: null }, svg)];
+    const g = WSV.graph(plan, view.plan.checkpoints, view.state, pick);
+    if (picked) pick(picked);
+    return [g.caption, h("div", { class: "graph-wrap" }, g.svg), detail];
   }
 
-  // A line diff of two texts (longest common subsequence; for big texts
-  // only the changed middle is compared).
-  function diffLines(a, b) {
-    let i = 0, j = 0;
-    while (i < a.length && i < b.length && a[i] === b[i]) i++;
-    let ea = a.length, eb = b.length;
-    while (ea > i && eb > i && a[ea - 1] === b[eb - 1]) { ea--; eb--; }
-    const A = a.slice(i, ea), B = b.slice(i, eb);
-    const out = a.slice(0, i).map((l) => [" ", l]);
-    if (A.length * B.length > 4e6) {
-      out.push(...A.map((l) => ["-", l]), ...B.map((l) => ["+", l]));
-    } else {
-      const L = Array.from({ length: A.length + 1 }, () => new Uint32Array(B.length + 1));
-      for (let x = A.length - 1; x >= 0; x--) for (let y = B.length - 1; y >= 0; y--)
-        L[x][y] = A[x] === B[y] ? L[x + 1][y + 1] + 1 : Math.max(L[x + 1][y], L[x][y + 1]);
-      let x = 0, y = 0;
-      while (x < A.length && y < B.length) {
-        if (A[x] === B[y]) { out.push([" ", A[x]]); x++; y++; }
-        else if (L[x + 1][y] >= L[x][y + 1]) out.push(["-", A[x++]]);
-        else out.push(["+", B[y++]]);
-      }
-      while (x < A.length) out.push(["-", A[x++]]);
-      while (y < B.length) out.push(["+", B[y++]]);
-    }
-    out.push(...a.slice(ea).map((l) => [" ", l]));
-    return out;
-  }
 
   // planStatus is where plan version v stands by the state the daemon
   // wrote (never plan.json's own word): the state's plan_status for the
@@ -235,22 +182,19 @@
     const from = pick(h("select", { id: "diff-from" }), versions.length > 1 ? versions[versions.length - 2].version : cur.version);
     const to = pick(h("select", { id: "diff-to" }), cur.version);
     const out = h("div", { class: "diff", id: "plan-diff" });
-    const show = () => {
-      const a = versions.find((p) => p.version === +from.value), b = versions.find((p) => p.version === +to.value);
-      const lines = diffLines(JSON.stringify(a, null, 2).split("\n"), JSON.stringify(b, null, 2).split("\n"));
-      const changed = lines.filter(([k]) => k !== " ").length;
-      out.replaceChildren(h("p", { class: "muted" }, changed ? `${changed} changed lines` : "the same"),
-        ...lines.map(([k, l]) => h("div", { class: k === "+" ? "add" : k === "-" ? "del" : "" }, k + " " + l)));
+    const show = async () => {
+      try { out.replaceChildren(...WSV.planDiff(await api(`${base}/plans/diff?from=${+from.value}&to=${+to.value}`)).flat(Infinity).filter(Boolean)); }
+      catch (e) { out.replaceChildren(error(e.message)); }
     };
     from.addEventListener("change", show); to.addEventListener("change", show);
-    show();
+    await show();
     return [
       h("div", { class: "box" }, h("h3", { id: "plan-title" }, `Plan v${cur.version} `, status(planStatus(cur.version))), cur.summary ? h("p", {}, cur.summary) : null,
         h("table", {}, h("tr", {}, ["subtask", "description", "depends on", "complexity"].map((t) => h("th", {}, t))),
           cur.subtasks.slice(0, 500).map((s) => h("tr", {}, h("td", {}, s.id), h("td", {}, s.description), h("td", {}, (s.dependencies || []).join(", ")), h("td", {}, s.estimated_complexity || "")))),
         cur.subtasks.length > 500 ? h("p", { class: "muted" }, `… and ${cur.subtasks.length - 500} more (raw JSON has them all)`) : null,
         rawToggle(cur)),
-      h("h3", {}, "Diff between versions"), h("div", { class: "controls" }, "from ", from, " to ", to), out];
+      h("h3", {}, "What changed between versions"), h("div", { class: "controls" }, "from ", from, " to ", to), out];
   }
 
   function outputView(o) {
@@ -261,6 +205,28 @@
       rawToggle(o));
   }
 
+  // outputWithHistory is an output, and when earlier versions were kept
+  // (a failed attempt, a rewrite), what changed between two of them.
+  async function outputWithHistory(sid) {
+    const path = base + "/outputs/" + encodeURIComponent(sid);
+    const { versions } = await api(path + "/history");
+    const cur = versions[versions.length - 1];
+    const nodes = [outputView(cur.doc)];
+    if (versions.length > 1) {
+      const label = (v) => (v === 0 ? "current" : `v${v}`);
+      const pick = (id, v) => h("select", { id }, versions.map((x) => h("option", { value: x.version, selected: x.version === v }, label(x.version))));
+      const from = pick("out-from", versions[versions.length - 2].version), to = pick("out-to", cur.version);
+      const out = h("div", { class: "diff", id: "output-diff" });
+      const show = async () => {
+        try { out.replaceChildren(...WSV.docDiff(await api(`${path}/diff?from=${+from.value}&to=${+to.value}`))); } catch (e) { out.replaceChildren(error(e.message)); }
+      };
+      from.addEventListener("change", show); to.addEventListener("change", show);
+      await show();
+      nodes.push(h("h3", {}, `${versions.length - 1} earlier version${versions.length > 2 ? "s" : ""} kept`), h("div", { class: "controls" }, "from ", from, " to ", to), out);
+    }
+    return nodes;
+  }
+
   async function renderOutputs() {
     const { reviews, skipped } = await api(base + "/reviews");
     const subs = Object.entries((view.state && view.state.subtasks) || {}).filter(([, s]) => s.output);
@@ -268,7 +234,7 @@
     return [h("h2", {}, "Outputs"), subs.length ? h("table", { id: "outputs" }, subs.slice(0, 1000).map(([sid, s]) => h("tr", {},
       h("td", {}, sid), h("td", {}, status(s.status)), h("td", {}, s.output),
       h("td", {}, h("button", { "data-output": sid, onclick: async () => {
-        try { outBox.replaceChildren(outputView(await api(base + "/outputs/" + encodeURIComponent(sid)))); } catch (e) { outBox.replaceChildren(error(e.message)); }
+        try { outBox.replaceChildren(...await outputWithHistory(sid)); } catch (e) { outBox.replaceChildren(error(e.message)); }
       } }, "show"))))) : h("p", { class: "muted" }, "No outputs yet."), outBox,
     h("h2", {}, "Reviews"), reviews.length ? h("div", { id: "reviews" }, reviews.map((r) => h("div", { class: "box" },
       h("h3", {}, `${r.id} · ${r.type} of ${r.target || "?"} `, status(r.verdict)),
@@ -343,13 +309,76 @@
       bs.map((b) => h("tr", {}, h("td", { class: "mono" }, b.name), h("td", {}, fmtTime(b.time)), h("td", {}, `${b.size} B`))))];
   }
 
-  const renderers = { board: renderBoard, graph: renderGraph, plan: renderPlan, outputs: renderOutputs, threads: renderThreads,
-    env: renderEnv, journal: renderJournal, backups: renderBackups };
+  // Time: each attempt at a subtask as a bar in its worker's row, from
+  // the journal's fold.
+  async function renderTime() {
+    const { spans } = await api(base + "/gantt");
+    return WSV.gantt(spans);
+  }
+
+  // Replay: the board as the journal had it after record N, folded by
+  // the server.
+  async function renderReplay() {
+    const recs = await api(base + "/journal");
+    if (!recs.length) return [h("p", { class: "muted" }, "The journal is empty: nothing to replay yet.")];
+    const last = recs[recs.length - 1].seq;
+    const range = h("input", { type: "range", id: "replay-seq", min: 0, max: last, value: last, step: 1 });
+    const label = h("div", { id: "replay-label", class: "rowflex" });
+    const out = h("div", { id: "replay-board" });
+    const bySeq = new Map(recs.map((r) => [r.seq, r]));
+    const show = coalesce(async () => {
+      const n = +range.value;
+      const v = await api(`${base}/state?seq=${n}`);
+      if (+range.value !== n) return; // a newer position is on its way
+      const r = bySeq.get(n);
+      label.replaceChildren(h("b", {}, `record ${n} of ${last}`),
+        r ? `${fmtTime(r.taken_at)} · ${r.kind} by ${r.marker.agent_id}${r.marker.subtask_id ? " on " + r.marker.subtask_id : ""} ·` : "before the first record ·",
+        status(v.state.status), r ? status(r.verdict) : null);
+      out.replaceChildren(...renderBoard(v.state, v.plan, false).filter(Boolean));
+      out.dataset.seq = String(n);
+    });
+    const step = (d) => h("button", { onclick: () => { range.value = String(Math.min(last, Math.max(0, +range.value + d))); show(); } }, d < 0 ? "◀" : "▶");
+    range.addEventListener("input", show);
+    await show();
+    return [h("div", { class: "controls replay" }, step(-1), range, step(1)), label, out];
+  }
+
+  // Search: the task's events, outputs and env data, on the server.
+  let lastQuery = "";
+  function marked(text, q) {
+    const i = text.toLowerCase().indexOf(q.toLowerCase());
+    return i < 0 ? [text] : [text.slice(0, i), h("mark", {}, text.slice(i, i + q.length)), text.slice(i + q.length)];
+  }
+  function renderSearch() {
+    const input = h("input", { type: "search", id: "task-search", placeholder: "search this task's events, outputs and env data", value: lastQuery });
+    const out = h("div", { id: "search-results" });
+    const run = coalesce(async () => {
+      const q = (lastQuery = input.value.trim());
+      if (!q) { out.replaceChildren(); return; }
+      let r;
+      try { r = await api(`${base}/search?limit=100&q=${encodeURIComponent(q)}`); } catch (e) { out.replaceChildren(error(e.message)); return; }
+      if (input.value.trim() !== q) return;
+      out.replaceChildren(h("p", { class: "muted", id: "search-count" }, r.hits.length ? `${r.hits.length}${r.more ? "+" : ""} places` : "Found nowhere."),
+        r.hits.length ? h("table", { id: "search-hits" }, h("tr", {}, ["in", "which", "field", "text"].map((t) => h("th", {}, t))),
+          r.hits.map((x) => h("tr", { "data-kind": x.kind, "data-ref": x.ref }, h("td", {}, x.kind), h("td", { class: "mono" }, x.ref),
+            h("td", { class: "mono" }, x.field), h("td", {}, marked(x.text, q))))) : null);
+      out.dataset.query = q;
+    });
+    let timer;
+    input.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(run, 200); });
+    if (lastQuery) run();
+    setTimeout(() => input.focus(), 0);
+    return [h("div", { class: "controls" }, input), out];
+  }
+
+  const renderers = { board: renderBoard, graph: renderGraph, time: renderTime, replay: renderReplay, search: renderSearch, plan: renderPlan,
+    outputs: renderOutputs, threads: renderThreads, env: renderEnv, journal: renderJournal, backups: renderBackups };
   let panelGen = 0;
   async function renderPanel() {
     const gen = ++panelGen;
     try {
       const nodes = await (renderers[tab] || renderBoard)();
+      if (!Array.isArray(nodes)) throw new Error("no view");
       if (gen === panelGen) { panel.replaceChildren(...nodes.filter(Boolean)); panel.dataset.tab = tab; }
     } catch (e) { if (gen === panelGen) panel.replaceChildren(error(e.message)); }
   }
@@ -366,9 +395,15 @@
     kindSel.replaceChildren(h("option", { value: "" }, "every kind"), ...kinds.map((k) => h("option", { value: k, selected: k === filters.kind }, k)));
     agentSel.replaceChildren(h("option", { value: "" }, "every agent"), ...agents.map((k) => h("option", { value: k, selected: k === filters.agent }, k)));
   }
+  // Runs of refused claims (a race lost by several agents) fold into one
+  // line.
+  const byId = new Map();
+  const rowOf = (item, fresh) => (item.fold ? WSV.foldRow(item.fold, (e) => evRow(e, false)) : evRow(item.e, fresh));
   function renderTimeline() {
     const frag = document.createDocumentFragment();
-    for (let i = events.length - 1; i >= 0; i--) if (matches(events[i])) frag.append(evRow(events[i], false));
+    const shown = [];
+    for (let i = events.length - 1; i >= 0; i--) if (matches(events[i])) shown.push(events[i]);
+    for (const item of WSV.foldRuns(shown)) frag.append(rowOf(item, false));
     tlList.replaceChildren(frag);
     tlCount.textContent = `(${events.length})`;
     renderFilters();
@@ -377,8 +412,15 @@
   function addEvent(e) {
     if (seen.has(e.id)) return;
     seen.add(e.id);
+    byId.set(e.id, e);
     events.push(e);
-    if (matches(e)) tlList.prepend(evRow(e, true));
+    if (matches(e)) {
+      const top = tlList.firstElementChild;
+      if (e.event === "claim_refused" && top && top.dataset.event === "claim_refused") {
+        const prev = (top.dataset.ids || top.dataset.id || "").split(" ").map((x) => byId.get(x)).filter(Boolean);
+        top.replaceWith(WSV.foldRow([e, ...prev], (x) => evRow(x, false)));
+      } else tlList.prepend(evRow(e, true));
+    }
     tlCount.textContent = `(${events.length})`;
     if (!filtersDirty) { filtersDirty = true; requestAnimationFrame(() => { filtersDirty = false; renderFilters(); }); }
   }
@@ -402,7 +444,7 @@
       [view, page] = await Promise.all([api(base), api(base + "/events")]);
     } catch (e) { main.replaceChildren(error(e.message)); return; }
     document.title = id + " · workspaced";
-    for (const e of page.events) { seen.add(e.id); events.push(e); }
+    for (const e of page.events) { seen.add(e.id); byId.set(e.id, e); events.push(e); }
     renderTabs(); renderHead(); renderTimeline(); await renderPanel();
     document.body.dataset.loaded = "1";
     performance.mark("ws-loaded");

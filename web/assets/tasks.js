@@ -1,17 +1,21 @@
-// The tasks page: one page of tasks at a time from the server's summary
-// index, filtered by status and text, refreshed when a task changes.
+// The tasks page: one page of tasks at a time, in id order, filtered by
+// status and text on the server (which reads only the page's summaries),
+// refreshed when a task changes. Pages go by cursor: after= the last id
+// of the page before.
 "use strict";
 (() => {
   const { h, api, stream, coalesce, fmtTime, ago, status, progress, error } = WS;
   const main = document.getElementById("main");
   const params = new URLSearchParams(location.search);
-  const st = { status: params.get("status") || "", q: params.get("q") || "", offset: +params.get("offset") || 0, limit: 100 };
+  const st = { status: params.get("status") || "", q: params.get("q") || "", after: params.get("after") || "", limit: 100 };
+  const back = []; // the cursors of the pages before this one
 
   const search = h("input", { type: "search", id: "search", placeholder: "search id or description", value: st.q });
   const filter = h("select", { id: "status-filter" });
   const info = h("span", { class: "muted", id: "count" });
-  const prev = h("button", { id: "prev", onclick: () => { st.offset = Math.max(0, st.offset - st.limit); refresh(); } }, "← newer");
-  const next = h("button", { id: "next", onclick: () => { st.offset += st.limit; refresh(); } }, "older →");
+  let nextCursor = "";
+  const prev = h("button", { id: "prev", onclick: () => { st.after = back.pop() || ""; refresh(); } }, "← previous");
+  const next = h("button", { id: "next", onclick: () => { back.push(st.after); st.after = nextCursor; refresh(); } }, "next →");
   const tbody = h("tbody", { id: "tasks" });
   main.replaceChildren(
     h("h1", {}, "Tasks"),
@@ -19,8 +23,8 @@
     h("table", {}, h("thead", {}, h("tr", {}, ["task", "description", "status", "phase", "progress", "last update"].map((t) => h("th", {}, t)))), tbody),
   );
   let timer;
-  search.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(() => { st.q = search.value; st.offset = 0; refresh(); }, 200); });
-  filter.addEventListener("change", () => { st.status = filter.value; st.offset = 0; refresh(); });
+  search.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(() => { st.q = search.value; st.after = ""; back.length = 0; refresh(); }, 200); });
+  filter.addEventListener("change", () => { st.status = filter.value; st.after = ""; back.length = 0; refresh(); });
 
   function row(t) {
     return h("tr", { "data-task": t.id },
@@ -33,7 +37,7 @@
   }
 
   const refresh = coalesce(async () => {
-    const q = new URLSearchParams({ offset: st.offset, limit: st.limit });
+    const q = new URLSearchParams({ after: st.after, limit: st.limit });
     if (st.status) q.set("status", st.status);
     if (st.q) q.set("q", st.q);
     history.replaceState(null, "", "?" + q.toString());
@@ -42,9 +46,12 @@
     const all = Object.values(page.counts).reduce((a, b) => a + b, 0);
     filter.replaceChildren(h("option", { value: "" }, `every status (${all})`),
       ...Object.keys(page.counts).sort().map((s) => h("option", { value: s, selected: s === st.status }, `${s} (${page.counts[s]})`)));
-    info.textContent = page.total ? `${page.offset + 1}–${page.offset + page.tasks.length} of ${page.total}` : "no tasks";
-    prev.disabled = page.offset === 0;
-    next.disabled = page.offset + page.tasks.length >= page.total;
+    const matching = st.status ? page.counts[st.status] || 0 : all;
+    const first = back.length * st.limit;
+    info.textContent = page.tasks.length ? `${first + 1}–${first + page.tasks.length} of ${matching}` : "no tasks";
+    nextCursor = page.next || "";
+    prev.disabled = !st.after;
+    next.disabled = !nextCursor;
     const frag = document.createDocumentFragment();
     for (const t of page.tasks) frag.append(row(t));
     tbody.replaceChildren(frag);
