@@ -55,14 +55,15 @@ func (t *committer) backups() *backup.Set {
 // nothing: state.json is still the file last written, or it is readable
 // (see glanceState) and nothing in the journal is past it. It leaves the
 // state read in t.st (not cached: only a load under the lock caches).
-func (t *committer) upToDate() bool {
+// look is the task directory.
+func (t *committer) upToDate(look *taskLook) bool {
 	s := t.s
 	if t.loaded {
 		if fi, err := s.Workspace.Root().Lstat(statePath(t.id)); err == nil && sameFile(t.fi, fi) {
 			return true
 		}
 	}
-	data, err := s.Workspace.ReadFile(statePath(t.id))
+	data, err := look.state()
 	if err != nil {
 		return false
 	}
@@ -70,7 +71,7 @@ func (t *committer) upToDate() bool {
 	if err != nil {
 		return false
 	}
-	l, err := listJournal(s.Workspace, t.id)
+	l, err := look.journal()
 	if err != nil || l.maxSeq > st.JournalSeq || len(l.taken) > 0 {
 		return false
 	}
