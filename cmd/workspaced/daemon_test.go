@@ -758,8 +758,6 @@ func TestBackupRestoreCommand(t *testing.T) {
 	_ = atomicfile.Marshal
 }
 
-// tuneGC raises the GC target and sets a soft memory limit for a daemon
-// process, unless the environment already says how.
 // The daemon's soft memory limit stays at its default for a small tree
 // and grows to twice the live heap of a large one, so that the collector
 // does not run over and over in an idle daemon.
@@ -793,6 +791,10 @@ func TestMemLimitFor(t *testing.T) {
 	}
 }
 
+// tuneGC raises the GC target of a daemon process, unless GOGC says how,
+// and sets no memory limit: the start-up scan runs without one (a limit
+// below its transient heap made the collector run over and over), and
+// fitMemoryLimit sets it once the daemon is ready.
 func TestTuneGC(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))

@@ -305,7 +305,7 @@ func (l *lineCounter) Write(p []byte) (int, error) {
 }
 
 // procCPU is the user + system CPU time of process pid.
-func procCPU(t *testing.T, pid int) time.Duration {
+func procCPU(t testing.TB, pid int) time.Duration {
 	t.Helper()
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -356,7 +356,7 @@ func readProcIO(t *testing.T, pid int) procIO {
 }
 
 // procMem is the resident set of process pid and its peak, in KiB.
-func procMem(t *testing.T, pid int) (rss, hwm int64) {
+func procMem(t testing.TB, pid int) (rss, hwm int64) {
 	t.Helper()
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {

@@ -33,7 +33,8 @@ keeping the previous state.json in backups/. It also rescans everything on
 start, on a watcher overflow or error, and every --rescan, so no marker is
 left behind. After a crash at any point every marker is applied exactly
 once on the next start. A state.json that does not parse or validate is
-restored from the newest valid backup plus the journal (state_restored).
+restored from the newest valid backup plus the journal (state_restored);
+a finished task's that parses is checked when its next marker comes.
 The same daemon serves a directory and a postgres:// root: it decides when
 each task is looked at, the store how a marker is made durable.
 
@@ -77,9 +78,10 @@ STOPPING=1. See docs/OPERATIONS.md.
 
 Defaults come from workspace.json ("daemon": {"rescan": "30s", "grace":
 "5s", "cleanup_interval": "24h"}); flags override them. The daemon runs Go's
-garbage collector as GOGC=400 (less CPU per marker) and, once its start-up
-scan is done, under a soft memory limit of 48MiB, or twice its live heap
-when a large tree needs more; either variable in the environment wins.
+garbage collector as GOGC=400 (less CPU per marker) and, once it is ready,
+under a soft memory limit of 48 MiB, or twice its live heap when a large
+tree needs more (none during the start-up scan, which it would slow);
+GOGC or GOMEMLIMIT in the environment wins.
 
 Examples:
   workspaced serve
@@ -227,8 +229,12 @@ func memLimitFor(live uint64) int64 {
 }
 
 // fitMemoryLimit sets the soft memory limit to memLimitFor the live heap,
-// unless GOMEMLIMIT is set. The daemon calls it once ready.
+// unless GOMEMLIMIT is set, and returns the start-up scan's garbage to the
+// system at once (one collection): left to the background scavenger, the
+// RSS stayed at the scan's peak (130 MiB at 20,000 tasks) for half a
+// minute. The daemon calls it once ready.
 func fitMemoryLimit() {
+	defer debug.FreeOSMemory()
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}

@@ -128,7 +128,9 @@ func (t *committer) process(ctx context.Context, req workspace.CommitRequest) (o
 		out.Finished = t.finished || vocab.Finished(t.st.Status)
 		return out, nil
 	}
-	if !t.mayHaveMarkers(req.Markers) {
+	look := &taskLook{ws: s.Workspace, id: t.id}
+	defer look.close()
+	if !t.mayHaveMarkers(look, req.Markers) {
 		// Only a look at the whole directory may find the task quiet: a
 		// marker a wake did not name may be waiting for its grace period.
 		if !t.failed && (t.loaded || t.current || t.finished) {
@@ -139,7 +141,7 @@ func (t *committer) process(ctx context.Context, req workspace.CommitRequest) (o
 			}
 			return out, nil
 		}
-		if t.upToDate() {
+		if t.upToDate(look) {
 			// Nothing to take and nothing past state.json in the
 			// journal: no lock, no write.
 			out.Finished = vocab.Finished(t.st.Status)
@@ -212,9 +214,9 @@ func (t *committer) forget() {
 // markers, reading it waits for their renames and fsyncs); otherwise
 // whether the directory holds a marker name (or cannot be read, which the
 // lock and load will then report).
-func (t *committer) mayHaveMarkers(names []string) bool {
+func (t *committer) mayHaveMarkers(look *taskLook, names []string) bool {
 	if len(names) == 0 {
-		names, err := markerNames(t.s.Workspace, t.id)
+		names, err := look.markerNames()
 		return err != nil || len(names) > 0
 	}
 	for _, n := range names {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path"
 	"sort"
 	"strconv"
@@ -143,16 +144,25 @@ type journalListing struct {
 // listJournal lists a task's journal directory. A missing directory is an
 // empty journal.
 func listJournal(ws *workspace.Workspace, taskID string) (journalListing, error) {
-	l := journalListing{records: map[int64]string{}, files: map[string]journalEntry{}, taken: map[int64]journalEntry{}}
 	dir := path.Join(workspace.TaskDir(taskID), JournalDir)
 	f, err := ws.Root().Open(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return l, nil
+		return newJournalListing(), nil
 	}
 	if err != nil {
-		return l, fmt.Errorf("list journal of task %s: %w", taskID, err)
+		return newJournalListing(), fmt.Errorf("list journal of task %s: %w", taskID, err)
 	}
 	defer f.Close()
+	return readJournalListing(f, taskID)
+}
+
+func newJournalListing() journalListing {
+	return journalListing{records: map[int64]string{}, files: map[string]journalEntry{}, taken: map[int64]journalEntry{}}
+}
+
+// readJournalListing lists the open journal/ directory f of task taskID.
+func readJournalListing(f *os.File, taskID string) (journalListing, error) {
+	l := newJournalListing()
 	for {
 		names, err := f.Readdirnames(4096)
 		for _, n := range names {

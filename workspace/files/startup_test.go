@@ -1,0 +1,98 @@
+package files
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/daemon"
+)
+
+// A finished task's state.json is passed over at start when it parses
+// (only its status and journal_seq are needed then), and checked whole
+// when the task is next committed: one that does not validate is then
+// restored from its backups and the journal, and status names it invalid
+// meanwhile. One that does not parse is restored at start, as before.
+func TestFinishedStateCheckedWhenServed(t *testing.T) {
+	cases := []struct {
+		name    string
+		corrupt func(t *testing.T, data []byte) []byte
+		atStart bool // restored before any marker comes
+	}{
+		{name: "schema-invalid", corrupt: func(t *testing.T, data []byte) []byte {
+			var st map[string]any
+			if err := json.Unmarshal(data, &st); err != nil {
+				t.Fatal(err)
+			}
+			st["subtasks"].(map[string]any)["st_1"].(map[string]any)["status"] = "exploded"
+			out, err := json.Marshal(st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}},
+		{name: "torn", atStart: true, corrupt: func(t *testing.T, data []byte) []byte { return data[:len(data)/2] }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, ws := newWorkspace(t)
+			prepare(t, ws, "t1", 1)
+			h := startDaemon(t, dir, daemon.Config{Rescan: 50 * time.Millisecond})
+			approve(t, ws, "t1")
+			completeSubtask(t, ws, "t1", "st_1", "w1")
+			want := awaitState(t, ws, "t1", func(st workspace.State) bool { return st.Status == "completed" })
+			h.stop()
+
+			path := filepath.Join(dir, "tasks", "t1", "state.json")
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, path, tc.corrupt(t, data))
+			startDaemon(t, dir, daemon.Config{Rescan: 50 * time.Millisecond})
+			if !tc.atStart {
+				st, err := ReadStatus(context.Background(), ws)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(st.Tasks) != 1 || st.Tasks[0].Status != "invalid" || !strings.Contains(st.Tasks[0].Error, "st_1/status") {
+					t.Errorf("status of the task with a schema-invalid state.json: %+v, want it named invalid", st.Tasks)
+				}
+				// A marker (a claim: writing an output reads the state)
+				// makes the daemon commit the task, which checks its
+				// state whole.
+				if _, err := ws.WriteClaim(context.Background(), "t1", "w2", "st_1"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := awaitState(t, ws, "t1", func(st workspace.State) bool { return st.JournalSeq >= want.JournalSeq })
+			if got.Status != "completed" || got.Subtasks["st_1"].Status != "completed" {
+				t.Errorf("restored state: status %s, st_1 %s; want completed", got.Status, got.Subtasks["st_1"].Status)
+			}
+			await(t, "a state_restored event", func() (bool, string) {
+				evs, _, err := ws.ReadEvents(context.Background(), "t1")
+				if err != nil {
+					return false, err.Error()
+				}
+				for _, e := range evs {
+					if e.Name == EventStateRestored {
+						return true, ""
+					}
+				}
+				return false, "no state_restored event"
+			})
+		})
+	}
+}
+
+func writeFile(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
