@@ -41,7 +41,7 @@ each task is looked at, the store how a marker is made durable.
 How the daemon learns of a marker (--wakeups): on Linux by inotify, a watch
 of tasks/ and of every active task directory; with poll (the default where
 there is no inotify: macOS, the BSDs) by looking at the modification time
-of those directories every --poll (250ms), with no descriptor and no
+of those directories every --poll (500ms), with no descriptor and no
 kernel watch per task. Either way the rescans cover what a wake-up missed.
 A postgres:// root wakes on its notifications and a poll of the markers
 table, whatever --wakeups says. A sqlite:PATH root wakes on an fsnotify
@@ -104,7 +104,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	strict := fs.Bool("strict", false, "refuse to serve a root on NFS, SMB or FUSE")
 	lease := fs.Duration("lease", 0, "on a postgres:// root, how long the lease runs without renewal, `DUR` (default 5s): how long a standby waits for a stalled leader")
 	wakeups := fs.String("wakeups", "", "how the daemon learns of markers on a directory root, `inotify|poll` (default inotify on Linux, poll elsewhere)")
-	poll := fs.Duration("poll", 0, "with --wakeups poll, look at the active task directories every `DUR` (default 250ms)")
+	poll := fs.Duration("poll", 0, "with --wakeups poll, look at the active task directories every `DUR` (default 500ms)")
 	standby := fs.Bool("standby", false, "on a postgres:// root, wait for the leading daemon's lease instead of exiting 4, and take over when it lapses")
 	format := fs.String("log-format", "text", "the log format, `text|json`")
 	level := fs.String("log-level", "info", "log this level and above, `debug|info|warn|error`")

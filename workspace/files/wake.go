@@ -109,12 +109,14 @@ func (w *notifyWakeups) Close() error {
 }
 
 // run turns the watcher's events into wake-ups until ctx ends or the
-// watcher is closed; then it closes C.
+// watcher is closed; then it closes C. The events already queued when one
+// arrives are taken with it, and those of one task sent as one wake-up:
+// a burst of markers costs the daemon's loop one wake-up, not one each.
 func (w *notifyWakeups) run(ctx context.Context) {
 	defer close(w.done)
 	defer close(w.c)
 	for {
-		var wk workspace.Wake
+		var wks []workspace.Wake
 		select {
 		case <-ctx.Done():
 			return
@@ -122,9 +124,18 @@ func (w *notifyWakeups) run(ctx context.Context) {
 			if !ok {
 				return
 			}
-			var send bool
-			if wk, send = w.note(ev); !send {
-				continue
+			wks = w.add(wks, ev)
+		drain:
+			for len(wks) < wakeBuffer {
+				select {
+				case ev, ok := <-w.fw.Events:
+					if !ok {
+						break drain
+					}
+					wks = w.add(wks, ev)
+				default:
+					break drain
+				}
 			}
 		case err, ok := <-w.fw.Errors:
 			if !ok {
@@ -133,14 +144,35 @@ func (w *notifyWakeups) run(ctx context.Context) {
 			if errors.Is(err, fsnotify.ErrEventOverflow) {
 				err = errors.New("the watch queue overflowed")
 			}
-			wk = workspace.Wake{All: true, Err: fmt.Errorf("%w; looking at every task", err)}
+			wks = append(wks, workspace.Wake{All: true, Err: fmt.Errorf("%w; looking at every task", err)})
 		}
-		select {
-		case w.c <- wk:
-		case <-ctx.Done():
-			return
+		for _, wk := range wks {
+			select {
+			case w.c <- wk:
+			case <-ctx.Done():
+				return
+			}
 		}
 	}
+}
+
+// add adds the wake-up of ev, if any, to wks, merged with the last one
+// when it is of the same task.
+func (w *notifyWakeups) add(wks []workspace.Wake, ev fsnotify.Event) []workspace.Wake {
+	wk, ok := w.note(ev)
+	if !ok {
+		return wks
+	}
+	if n := len(wks); n > 0 && wks[n-1].Task == wk.Task && wk.Task != "" {
+		last := &wks[n-1]
+		if last.All || wk.All {
+			last.All, last.Markers = true, nil
+		} else {
+			last.Markers = append(last.Markers, wk.Markers...)
+		}
+		return wks
+	}
+	return append(wks, wk)
 }
 
 // note is the wake-up an event makes, if any.

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -22,12 +24,14 @@ import (
 //
 // A directory's modification time has the granularity of the kernel's
 // coarse clock (a few milliseconds): a second change within the same tick
-// leaves it as it was. So a directory whose time is younger than
-// pollSettled is woken at every look until it is older: nothing that
-// changed in it goes unseen.
+// leaves it as it was (an agent's temporary file, then its rename into a
+// marker). So a directory whose time was younger than pollSettled when it
+// was last looked at is woken again at the next look: a change made in the
+// same tick after that look goes unseen by the time alone.
 
-// DefaultPollInterval is how often the poll source looks.
-const DefaultPollInterval = 250 * time.Millisecond
+// DefaultPollInterval is how often the poll source looks: at 1,000 active
+// tasks, half a percent of a core (docs/PERFORMANCE.md).
+const DefaultPollInterval = 500 * time.Millisecond
 
 // pollSettled is how old a directory's modification time must be before
 // an unchanged time is taken to mean nothing changed.
@@ -37,6 +41,7 @@ const pollSettled = 50 * time.Millisecond
 type pollWakeups struct {
 	tasks    string // the tasks/ directory
 	interval time.Duration
+	young    bool // tasks/ was younger than pollSettled at the last look
 	c        chan workspace.Wake
 	cancel   context.CancelFunc
 	done     chan struct{}
@@ -51,6 +56,7 @@ type pollWakeups struct {
 type polled struct {
 	id, path string
 	mtime    time.Time
+	young    bool // mtime was younger than pollSettled at the last look
 }
 
 func (s *Store) pollWakeups(ctx context.Context, interval time.Duration) *pollWakeups {
@@ -81,9 +87,9 @@ func (w *pollWakeups) Follow(id string) error {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	// Its time as it is now is not taken as seen: the first look wakes
-	// it if it changes at all, and the daemon looks at it on follow.
-	w.dirs = append(w.dirs, polled{id: id, path: p, mtime: fi.ModTime()})
+	// The daemon looks at it on follow: a change after its time as it is
+	// now wakes it (a young time wakes it at the first look).
+	w.dirs = append(w.dirs, polled{id: id, path: p, mtime: fi.ModTime(), young: time.Since(fi.ModTime()) < pollSettled})
 	return nil
 }
 
@@ -129,9 +135,11 @@ func (w *pollWakeups) run(ctx context.Context) {
 // returns the wake-ups of what changed.
 func (w *pollWakeups) look(now time.Time) []workspace.Wake {
 	var out []workspace.Wake
-	if at, err := mtime(w.tasks); err == nil && (!at.Equal(w.tasksAt) || now.Sub(at) < pollSettled) {
-		w.tasksAt = at
-		out = append(out, workspace.Wake{All: true})
+	if at, err := mtime(w.tasks); err == nil {
+		if !at.Equal(w.tasksAt) || w.young {
+			out = append(out, workspace.Wake{All: true})
+		}
+		w.tasksAt, w.young = at, now.Sub(at) < pollSettled
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -143,20 +151,20 @@ func (w *pollWakeups) look(now time.Time) []workspace.Wake {
 			out = append(out, workspace.Wake{Task: d.id, All: true})
 			continue
 		}
-		if !at.Equal(d.mtime) || now.Sub(at) < pollSettled {
-			d.mtime = at
+		if !at.Equal(d.mtime) || d.young {
 			out = append(out, workspace.Wake{Task: d.id, All: true})
 		}
+		d.mtime, d.young = at, now.Sub(at) < pollSettled
 	}
 	return out
 }
 
 // mtime is a path's modification time, not following a symlink: one
-// system call.
+// system call, and no allocation (a look makes one per active task).
 func mtime(p string) (time.Time, error) {
-	fi, err := os.Lstat(p)
-	if err != nil {
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
 		return time.Time{}, err
 	}
-	return fi.ModTime(), nil
+	return time.Unix(st.Mtim.Unix()), nil
 }
