@@ -16,6 +16,13 @@ import (
 // Friction the detectors find while markers are applied is recorded in the
 // log and announced as friction_recorded in the task's events.
 func TestFrictionRecordedByDetectors(t *testing.T) {
+	// With each of the tree's wake-up sources.
+	for _, w := range []workspace.WakeOptions{{Mode: "inotify"}, {Mode: "poll", Interval: 20 * time.Millisecond}} {
+		t.Run(w.Mode, func(t *testing.T) { testFrictionRecordedByDetectors(t, w) })
+	}
+}
+
+func testFrictionRecordedByDetectors(t *testing.T, wake workspace.WakeOptions) {
 	dir := t.TempDir()
 	ws, err := workspace.Init(dir, workspace.Options{})
 	if err != nil {
@@ -25,7 +32,7 @@ func TestFrictionRecordedByDetectors(t *testing.T) {
 	if err := fixture.PrepareTask(t.Context(), ws, "t1", 2); err != nil { // a plan of 2 subtasks, proposed
 		t.Fatal(err)
 	}
-	servetest.StartTree(t, dir, 0, daemon.Config{})
+	servetest.StartTree(t, dir, 0, daemon.Config{Wake: wake})
 	// Send the plan back twice: the default revision_limit is 2.
 	for i := 1; i <= 2; i++ {
 		awaitState(t, ws, "t1", func(st workspace.State) bool { return st.PlanStatus == "proposed" })

@@ -140,10 +140,12 @@ func completeSubtask(t *testing.T, ws *workspace.Workspace, task, sub, agent str
 	}
 }
 
-func TestTakesMarkersInProcess(t *testing.T) {
+func TestTakesMarkersInProcess(t *testing.T) { eachWake(t, testTakesMarkersInProcess) }
+
+func testTakesMarkersInProcess(t *testing.T, wake workspace.WakeOptions) {
 	dir, ws := newWorkspace(t)
 	prepare(t, ws, "t1", 3)
-	h := startDaemon(t, dir, daemon.Config{})
+	h := startDaemon(t, dir, daemon.Config{Wake: wake})
 	approve(t, ws, "t1")
 	for i := 1; i <= 3; i++ {
 		completeSubtask(t, ws, "t1", fmt.Sprintf("st_%d", i), fmt.Sprintf("w%d", i))
@@ -225,4 +227,12 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// eachWake runs a test of the daemon once with each of the tree's wake-up
+// sources: inotify and the poll (the default where there is no inotify).
+func eachWake(t *testing.T, test func(t *testing.T, wake workspace.WakeOptions)) {
+	for _, w := range []workspace.WakeOptions{{Mode: "inotify"}, {Mode: "poll", Interval: 20 * time.Millisecond}} {
+		t.Run(w.Mode, func(t *testing.T) { test(t, w) })
+	}
 }

@@ -55,7 +55,9 @@ func TestParseJournalName(t *testing.T) {
 // the batch. On start the batch is kept when it reads back whole, and
 // written again from the taken markers when a power loss tore it; either
 // way every marker is applied once and the journal is contiguous.
-func TestRecoversChunk(t *testing.T) {
+func TestRecoversChunk(t *testing.T) { eachWake(t, testRecoversChunk) }
+
+func testRecoversChunk(t *testing.T, wake workspace.WakeOptions) {
 	for _, tt := range []struct {
 		name string
 		torn bool
@@ -63,7 +65,7 @@ func TestRecoversChunk(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir, ws := newWorkspace(t)
 			prepare(t, ws, "t1", 3)
-			h := startDaemon(t, dir, daemon.Config{})
+			h := startDaemon(t, dir, daemon.Config{Wake: wake})
 			approve(t, ws, "t1")
 			h.stop()
 			st, err := ws.ReadState(t.Context(), "t1")
@@ -107,7 +109,7 @@ func TestRecoversChunk(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			h = startDaemon(t, dir, daemon.Config{})
+			h = startDaemon(t, dir, daemon.Config{Wake: wake})
 			st = awaitState(t, ws, "t1", func(st workspace.State) bool { return st.Status == "completed" })
 			h.stop()
 			if st.JournalSeq != base+3 {

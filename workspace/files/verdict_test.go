@@ -181,9 +181,11 @@ func TestWaitVerdictWithoutDecision(t *testing.T) {
 }
 
 // Against a daemon, every marker an agent drops gets its verdict.
-func TestWaitVerdictFromDaemon(t *testing.T) {
+func TestWaitVerdictFromDaemon(t *testing.T) { eachWake(t, testWaitVerdictFromDaemon) }
+
+func testWaitVerdictFromDaemon(t *testing.T, wake workspace.WakeOptions) {
 	dir, ws := newWorkspace(t)
-	h := startDaemon(t, dir, daemon.Config{})
+	h := startDaemon(t, dir, daemon.Config{Wake: wake})
 	prepare(t, ws, "t1", 2)
 	approve(t, ws, "t1")
 	wait := func(m string) workspace.Verdict {
