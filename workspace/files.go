@@ -95,7 +95,9 @@ func readOpened(f *os.File, name string, maxBytes int64) ([]byte, error) {
 	if st.Size() > maxBytes {
 		return nil, &Error{Kind: ErrUnsafe, Op: "read " + name, Msg: fmt.Sprintf("is %s bytes, over the %s-byte limit", groupDigits(int(st.Size())), groupDigits(int(maxBytes)))}
 	}
-	data, err := io.ReadAll(io.LimitReader(f, maxBytes+1))
+	// Sized by the stat, so that a file that did not grow is read in one
+	// read(2) and its end found by a second.
+	data, err := readAllSized(io.LimitReader(f, maxBytes+1), st.Size()+1)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
@@ -237,4 +239,22 @@ func decodeStrict(name string, data []byte, maxDepth int, v any) error {
 		return &Error{Kind: ErrInvalid, Op: "parse " + name, Msg: "trailing data after the JSON document"}
 	}
 	return nil
+}
+
+// readAllSized is io.ReadAll starting with a buffer of size bytes.
+func readAllSized(r io.Reader, size int64) ([]byte, error) {
+	b := make([]byte, 0, max(size, 512))
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }

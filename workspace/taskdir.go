@@ -153,8 +153,15 @@ func (w *Workspace) ReadTaskAt(tasks *os.File, id string) (Task, error) {
 		return Task{}, err
 	}
 	defer d.Close()
+	return w.ReadTaskIn(d, id)
+}
+
+// ReadTaskIn reads task id's task.json through dir, the task's open
+// directory (OpenDirAt of tasks/), with ReadTaskAt's checks, for a caller
+// that reads more of the same task through that one handle.
+func (w *Workspace) ReadTaskIn(dir *os.File, id string) (Task, error) {
 	name := path.Join(TaskDir(id), "task.json")
-	data, err := ReadAgentFileAt(d, "task.json", int64(w.settings.Limits.MaxFileBytes))
+	data, err := ReadAgentFileAt(dir, "task.json", int64(w.settings.Limits.MaxFileBytes))
 	if err != nil {
 		return Task{}, err
 	}

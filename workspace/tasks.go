@@ -173,8 +173,7 @@ func (w *Workspace) ReadState(ctx context.Context, id string) (State, error) {
 		return State{}, err
 	}
 	if err := schemas.Validate(schemas.KindState, data); err != nil {
-		return State{}, &Error{Kind: ErrInvalid, Op: "read " + name, Err: err,
-			Hint: "restore the newest valid backup of the state, or let the daemon restore it when it next loads the task"}
+		return State{}, &Error{Kind: ErrInvalid, Op: "read " + name, Err: err, Hint: stateHint}
 	}
 	var st State
 	if err := decodeStrict(name, data, w.settings.Limits.MaxDepth, &st); err != nil {

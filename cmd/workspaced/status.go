@@ -34,6 +34,11 @@ that are not task directories (a symlink, a file, a name that is not a task
 id) are listed as skipped: no command and no daemon looks into them. It
 only reads.
 
+A task's state is named "invalid" when its state.json does not parse or
+its task_id, status or journal_seq is missing or wrong; the rest of it is
+not checked here, so that status answers at once over tens of thousands of
+tasks. 'workspaced validate' checks every state whole against its schema.
+
 On a postgres:// root the lease names the daemon serving (its holder,
 epoch and when the lease expires; "no daemon serving" when it has expired
 or was released), and the tables give the tasks and the markers waiting;

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // jsonArray writes a JSON array one element at a time, byte for byte as
@@ -125,4 +127,20 @@ func inOrder[T any](ctx context.Context, n, workers int, read func(i int) T, emi
 		err = ctx.Err() // stopped before the end: only a cancelled ctx does that
 	}
 	return err
+}
+
+// eachParallel calls f for every i in [0, n), on as many goroutines as
+// GOMAXPROCS, and returns when every call has returned: for per-item work
+// whose results go to their own slots, in no order.
+func eachParallel(n int, f func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), n) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				f(i)
+			}
+		})
+	}
+	wg.Wait()
 }

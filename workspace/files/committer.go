@@ -227,16 +227,7 @@ func (t *committer) mayHaveMarkers(look *taskLook, names []string) bool {
 	return false
 }
 
-// markerNames lists the marker names in a task directory.
-func markerNames(ws *workspace.Workspace, id string) ([]string, error) {
-	f, err := ws.Root().Open(workspace.TaskDir(id))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return readMarkerNames(f)
-}
-
+// readMarkerNames lists the marker names in f, an open task directory.
 func readMarkerNames(f *os.File) ([]string, error) {
 	var out []string
 	for {

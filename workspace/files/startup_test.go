@@ -3,6 +3,7 @@ package files
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,8 +17,8 @@ import (
 // A finished task's state.json is passed over at start when it parses
 // (only its status and journal_seq are needed then), and checked whole
 // when the task is next committed: one that does not validate is then
-// restored from its backups and the journal, and status names it invalid
-// meanwhile. One that does not parse is restored at start, as before.
+// restored from its backups and the journal; a full check (ReadState,
+// validate) names it invalid meanwhile. One that does not parse is restored at start, as before.
 func TestFinishedStateCheckedWhenServed(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -60,8 +61,13 @@ func TestFinishedStateCheckedWhenServed(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(st.Tasks) != 1 || st.Tasks[0].Status != "invalid" || !strings.Contains(st.Tasks[0].Error, "st_1/status") {
-					t.Errorf("status of the task with a schema-invalid state.json: %+v, want it named invalid", st.Tasks)
+				// Status reads the head of a state only (validate checks
+				// it whole): this one's head is sound.
+				if len(st.Tasks) != 1 || st.Tasks[0].Status != "completed" || st.Tasks[0].Error != "" {
+					t.Errorf("status of the task with a schema-invalid state.json: %+v, want it completed", st.Tasks)
+				}
+				if _, err := ws.ReadState(context.Background(), "t1"); !errors.Is(err, workspace.ErrInvalid) || !strings.Contains(err.Error(), "st_1/status") {
+					t.Errorf("ReadState of the schema-invalid state.json: %v, want it invalid", err)
 				}
 				// A marker (a claim: writing an output reads the state)
 				// makes the daemon commit the task, which checks its
@@ -94,5 +100,36 @@ func writeFile(t *testing.T, path string, data []byte) {
 	t.Helper()
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStatusNamesBrokenStateHead: status names invalid a state.json that
+// does not parse, or whose task_id, status or journal_seq is missing or
+// wrong, with what is wrong; a sound one is counted by its status.
+func TestStatusNamesBrokenStateHead(t *testing.T) {
+	cases := []struct{ name, data, status, err string }{
+		{"sound", `{"task_id":"t1","status":"completed","phase":"done","journal_seq":3}`, "completed", ""},
+		{"torn", `{"task_id":"t1","sta`, "invalid", "parse tasks/t1/state.json"},
+		{"no task_id", `{"status":"completed","journal_seq":3}`, "invalid", "task_id is missing"},
+		{"another task", `{"task_id":"t2","status":"completed","journal_seq":3}`, "invalid", `state of task "t2"`},
+		{"no status", `{"task_id":"t1","journal_seq":3}`, "invalid", "status is missing"},
+		{"unknown status", `{"task_id":"t1","status":"done","journal_seq":3}`, "invalid", `status "done" is not a task status`},
+		{"no journal_seq", `{"task_id":"t1","status":"completed"}`, "invalid", "journal_seq is missing"},
+		{"negative journal_seq", `{"task_id":"t1","status":"completed","journal_seq":-2}`, "invalid", "journal_seq -2 is negative"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, ws := newWorkspace(t)
+			prepare(t, ws, "t1", 1)
+			writeFile(t, filepath.Join(dir, "tasks", "t1", "state.json"), []byte(tc.data))
+			st, err := ReadStatus(t.Context(), ws)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(st.Tasks) != 1 || st.Tasks[0].Status != tc.status || st.ByStatus[tc.status] != 1 ||
+				(tc.err == "") != (st.Tasks[0].Error == "") || !strings.Contains(st.Tasks[0].Error, tc.err) {
+				t.Fatalf("status: %+v, want %s naming %q", st.Tasks, tc.status, tc.err)
+			}
+		})
 	}
 }
