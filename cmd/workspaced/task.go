@@ -98,8 +98,8 @@ const taskListUsage = `Usage:
 
 Lists every task, oldest first: its id, its status (from state.json, or
 "new" before the daemon has written one), when it was created, and its
-description. It reads the tasks as a stream, so memory stays flat however
-many there are; entries of tasks/ that are no task directory are named
+description. With --json it reads the tasks as a stream, so memory stays
+flat however many there are; entries of tasks/ that are no task directory are named
 on stderr. On a tree only the head of each state.json is read (it parses;
 task_id, status and journal_seq are there and sound); 'workspaced
 validate' checks every state whole.
@@ -139,10 +139,11 @@ func taskList(ctx context.Context, e *env, args []string) error {
 
 // printTaskList prints the tasks of st as task list does.
 func printTaskList(ctx context.Context, e *env, st workspace.Store, asJSON bool) error {
-	// Two passes, so that memory stays flat however many tasks there
-	// are: the first reads each task's definition for the order (by
-	// created_at, then id) and keeps only that; the second reads each
-	// task again, with its state, and prints it at once. On a tree the
+	// --json makes two passes, so that memory stays flat however many
+	// tasks there are: the first reads each task's definition for the
+	// order (by created_at, then id) and keeps only that; the second reads
+	// each task again, with its state, and prints it at once. The table
+	// keeps every row's cells anyway, so it reads each task once. On a tree the
 	// first pass reads through one handle of tasks/, and the entries of
 	// tasks/ that are no task directory are named.
 	var (
@@ -174,6 +175,9 @@ func printTaskList(ctx context.Context, e *env, st workspace.Store, asJSON bool)
 		}
 		getTask = func(id string) (workspace.Task, error) { return st.GetTask(ctx, id) }
 	}
+	if !asJSON {
+		return printTaskTable(ctx, e, ids, readRow)
+	}
 	type key struct {
 		created time.Time
 		i       int
@@ -197,11 +201,7 @@ func printTaskList(ctx context.Context, e *env, st workspace.Store, asJSON bool)
 	sort.SliceStable(order, func(i, j int) bool { return order[i].created.Before(order[j].created) })
 
 	out := bufio.NewWriter(e.stdout)
-	var arr *jsonArray
-	var cells [][]string
-	if asJSON {
-		arr = newJSONArray(out, "")
-	}
+	arr := newJSONArray(out, "")
 	type read struct {
 		r  taskRow
 		ok bool
@@ -212,35 +212,60 @@ func printTaskList(ctx context.Context, e *env, st workspace.Store, asJSON bool)
 		r, ok := readRow(ids[order[i].i])
 		return read{r, ok}
 	}, func(rd read) error {
-		r := rd.r
-		switch {
-		case !rd.ok:
+		if !rd.ok {
 			return nil // removed since the first pass
-		case arr != nil:
-			return arr.add(r)
 		}
-		desc := r.Description
-		if r.Error != "" {
-			desc = "error: " + r.Error
-		}
-		cells = append(cells, []string{r.ID, r.Status, shortTime(r.CreatedAt), cut(desc, 60)})
-		return nil
+		return arr.add(rd.r)
 	})
-	if err != nil {
-		return err
-	}
-	switch {
-	case arr != nil:
+	if err == nil {
 		err = arr.end()
-	case len(cells) == 0:
-		_, err = fmt.Fprintln(out, "no tasks")
-	default:
-		table(out, []string{"ID", "STATUS", "CREATED", "DESCRIPTION"}, cells)
 	}
 	if ferr := out.Flush(); err == nil {
 		err = ferr
 	}
 	return err
+}
+
+// printTaskTable prints task list's table. A table needs all its rows
+// before it prints (for its column widths), so each task is read once,
+// on GOMAXPROCS goroutines, and only its cells are kept.
+func printTaskTable(ctx context.Context, e *env, ids []string, readRow func(id string) (taskRow, bool)) error {
+	type line struct {
+		created time.Time
+		cells   []string
+	}
+	lines := make([]line, len(ids))
+	eachParallel(len(ids), func(i int) {
+		if ctx.Err() != nil {
+			return
+		}
+		r, ok := readRow(ids[i])
+		if !ok {
+			return // being created, or removed
+		}
+		desc := r.Description
+		if r.Error != "" {
+			desc = "error: " + r.Error
+		}
+		lines[i] = line{r.CreatedAt, []string{r.ID, r.Status, shortTime(r.CreatedAt), cut(desc, 60)}}
+	})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	lines = slices.DeleteFunc(lines, func(l line) bool { return l.cells == nil })
+	// By created_at, ties (and unreadable tasks, first) in id order.
+	sort.SliceStable(lines, func(i, j int) bool { return lines[i].created.Before(lines[j].created) })
+	out := bufio.NewWriter(e.stdout)
+	if len(lines) == 0 {
+		fmt.Fprintln(out, "no tasks")
+	} else {
+		cells := make([][]string, len(lines))
+		for i, l := range lines {
+			cells[i] = l.cells
+		}
+		table(out, []string{"ID", "STATUS", "CREATED", "DESCRIPTION"}, cells)
+	}
+	return out.Flush()
 }
 
 // readTaskRow reads one task's line of task list: task.json and, when the
