@@ -93,7 +93,7 @@ type finishedHead struct {
 // nothing. A finished task's state is only parsed for its id, status and
 // journal_seq (t.st holds no more): nothing else of it is used until a
 // marker comes, and then load checks it whole and restores it from a
-// backup when it does not validate (status names it invalid meanwhile).
+// backup when it does not validate (validate names it invalid meanwhile).
 // At 20,000 tasks, checking every finished state against the schema was
 // most of the daemon's start-up. A state that does not parse, names
 // another task or is not finished is checked whole (ValidateState): an
