@@ -42,14 +42,14 @@ func (l *syncLog) String() string {
 
 // httpFixture serves the fixture over HTTP at /mcp.
 type httpFixture struct {
-	t   *testing.T
+	t   testing.TB
 	w   *workspace.Workspace
 	h   *HTTP
 	srv *httptest.Server
 	log *syncLog
 }
 
-func newHTTPFixture(t *testing.T, opt HTTPOptions) *httpFixture {
+func newHTTPFixture(t testing.TB, opt HTTPOptions) *httpFixture {
 	t.Helper()
 	f := &httpFixture{t: t, w: fixture(t), log: &syncLog{}}
 	opt.Log = slog.New(slog.NewTextHandler(f.log, nil))
@@ -234,7 +234,7 @@ func TestHTTPEveryTool(t *testing.T) {
 }
 
 // eventually waits for cond, failing the test after a generous deadline.
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	end := time.Now().Add(30 * time.Second)
 	for !cond() {

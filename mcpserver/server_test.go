@@ -27,7 +27,7 @@ var t0 = time.Date(2024, 1, 15, 10, 0, 0, 123_000_000, time.UTC)
 // fixture is a workspace with task t1, the delegation chain
 // human → coordinator → solver → observer, and cards for solver and
 // observer.
-func fixture(t *testing.T) *workspace.Workspace {
+func fixture(t testing.TB) *workspace.Workspace {
 	t.Helper()
 	ctx := context.Background()
 	w, err := workspace.Init(filepath.Join(t.TempDir(), "ws"), workspace.Options{Now: func() time.Time { return t0 }})

@@ -22,35 +22,55 @@ func TestSessionsHeap(t *testing.T) {
 		t.Skip("opens 256 sessions")
 	}
 	const n = 256
+	added := sessionsHeap(t, n)
+	t.Logf("%d sessions add %.1f MB of heap (%.1f KB each)", n, float64(added)/(1<<20), float64(added)/n/1024)
+	if added > maxSessionsHeap {
+		t.Fatalf("%d sessions add %d bytes of heap, more than %d", n, added, maxSessionsHeap)
+	}
+}
+
+// BenchmarkSessions opens 256 sessions with the Go SDK client per
+// iteration and reports the heap they add (MB_256_sessions).
+func BenchmarkSessions(b *testing.B) {
+	var added int64
+	for b.Loop() {
+		added = sessionsHeap(b, 256)
+	}
+	b.ReportMetric(float64(added)/(1<<20), "MB_256_sessions")
+}
+
+// sessionsHeap opens n sessions, each listing the tools, and returns the
+// heap they add (after a collection).
+func sessionsHeap(tb testing.TB, n int) int64 {
 	// Room above n: the cap is not what is measured, and a client that
 	// retries under load must not find it full.
-	f := newHTTPFixture(t, HTTPOptions{MaxSessions: 2 * n})
+	f := newHTTPFixture(tb, HTTPOptions{MaxSessions: 2 * n})
 	tok := f.token(tokens.Grant{Agent: "observer", Tasks: []string{"t1"}, May: allRights})
 	// One session first, so that what every session shares is built.
 	warm := f.mustConnect(tok, "")
 	if _, err := warm.ListTools(context.Background(), nil); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	warm.Close()
-	eventually(t, "the first session to close", func() bool { return f.h.Sessions() == 0 })
+	eventually(tb, "the first session to close", func() bool { return f.h.Sessions() == 0 })
 	before := heap()
 	sessions := make([]*mcp.ClientSession, 0, n)
 	for range n {
 		cs := f.mustConnect(tok, "")
 		if _, err := cs.ListTools(context.Background(), nil); err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		sessions = append(sessions, cs)
 	}
 	if got := f.h.Sessions(); got != n {
-		t.Fatalf("%d sessions open, want %d", got, n)
+		tb.Fatalf("%d sessions open, want %d", got, n)
 	}
 	added := int64(heap()) - int64(before)
-	t.Logf("%d sessions add %.1f MB of heap (%.1f KB each)", n, float64(added)/(1<<20), float64(added)/n/1024)
-	if added > maxSessionsHeap {
-		t.Fatalf("%d sessions add %d bytes of heap, more than %d", n, added, maxSessionsHeap)
-	}
 	runtime.KeepAlive(sessions)
+	for _, cs := range sessions {
+		cs.Close()
+	}
+	return added
 }
 
 // heap is the live heap after a collection.
