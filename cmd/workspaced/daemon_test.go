@@ -235,6 +235,7 @@ func TestServeSecondExitsFour(t *testing.T) {
 // checks that every state.json always validates and that every marker is
 // applied exactly once.
 func TestServeCrashExactlyOnce(t *testing.T) {
+	t.Parallel() // long, and independent of the others: overlapping them keeps the package short
 	if testing.Short() {
 		t.Skip("crash test: long")
 	}
@@ -248,6 +249,7 @@ func TestServeCrashExactlyOnce(t *testing.T) {
 // before it writes the state that reflects them, and a SIGKILL lands
 // between the journal and the state write, or between two chunks.
 func TestServeCrashBursts(t *testing.T) {
+	t.Parallel() // long, and independent of the others: overlapping them keeps the package short
 	if testing.Short() {
 		t.Skip("crash test: long")
 	}
@@ -257,10 +259,11 @@ func TestServeCrashBursts(t *testing.T) {
 // TestServeCrashPoll is TestServeCrashExactlyOnce with the daemon woken
 // by the poll source, the default where there is no inotify.
 func TestServeCrashPoll(t *testing.T) {
+	t.Parallel() // long, and independent of the others: overlapping them keeps the package short
 	if testing.Short() {
 		t.Skip("crash test: long")
 	}
-	crashExactlyOnce(t, 2, 200, 4, 20, "--wakeups", "poll", "--poll", "20ms")
+	crashExactlyOnce(t, 2, 120, 4, 20, "--wakeups", "poll", "--poll", "20ms")
 }
 
 // crashExactlyOnce has agents agents a task (each its share of the

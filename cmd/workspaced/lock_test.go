@@ -81,6 +81,7 @@ func checkItems(t *testing.T, w *ws, key string, procs, each int) {
 // 8 processes × 50 read-modify-writes of one key through get --json and
 // update --if-version, retrying on conflict (exit 4): none is lost.
 func TestConcurrentUpdatesIfVersion(t *testing.T) {
+	t.Parallel() // long, and independent of the others: overlapping them keeps the package short
 	w := newWS(t)
 	w.task("t1")
 	w.ok("env", "store", "--task", "t1", "--key", "items", "--description", "shared list", "--value", "[]")
@@ -138,6 +139,7 @@ func TestConcurrentUpdatesIfVersion(t *testing.T) {
 // The same read-modify-writes, each a shell script run under
 // `workspaced lock`: the lock serializes them, so none conflicts or is lost.
 func TestConcurrentUpdatesUnderLock(t *testing.T) {
+	t.Parallel() // long, and independent of the others: overlapping them keeps the package short
 	jq, err := exec.LookPath("jq")
 	if err != nil {
 		optdep.Skip(t, "jq", "jq is not installed (Debian: apt-get install jq)")

@@ -689,7 +689,7 @@ func TestBrowserTime(t *testing.T) {
 		attempts += s.Attempts
 	}
 	open(t, ctx, p.url+"/tasks/"+demo.TaskID+"#time")
-	waitJS(t, ctx, "the bars", fmt.Sprintf(`document.querySelectorAll('#gantt g.span').length === %d`, attempts), 10*time.Second)
+	waitJS(t, ctx, "the bars", fmt.Sprintf(`document.querySelectorAll('#gantt g.span').length === %d`, attempts), 30*time.Second)
 	got := js[[]string](t, ctx, fmt.Sprintf(`[...document.querySelectorAll('#gantt g.span[data-subtask=%q]')].map(g => g.dataset.attempt + ' ' + g.dataset.outcome + ' ' + (g.dataset.retry || ''))`, demo.FailingSubtask))
 	if !slices.Equal(got, []string{"1 failed 1", "2 completed "}) {
 		t.Errorf("the retried subtask's bars: %q", got)
@@ -716,14 +716,14 @@ func TestBrowserTime(t *testing.T) {
 		awaitTB(t, "refused", 10*time.Second, func() bool { return p.state(t, "race").JournalSeq > seq })
 	}
 	waitJS(t, ctx, "one line for the three refusals", `(() => { const f = document.querySelector('#timeline > .ev.fold');
-		return !!f && f.dataset.count === "3" && f.textContent.includes('3 claims refused') && f.textContent.includes('st_1 ← ') })()`, 5*time.Second)
+		return !!f && f.dataset.count === "3" && f.textContent.includes('3 claims refused') && f.textContent.includes('st_1 ← ') })()`, 30*time.Second)
 	if n := js[int](t, ctx, `document.querySelectorAll('#timeline > .ev[data-event="claim_refused"]').length`); n != 1 {
 		t.Errorf("%d lines of refused claims, want 1", n)
 	}
 	if err := chromedp.Do(ctx, chromedp.Reload()); err != nil {
 		t.Fatal(err)
 	}
-	waitJS(t, ctx, "folded after a reload", `document.querySelector('#timeline > .ev.fold')?.dataset.count === "3"`, 10*time.Second)
+	waitJS(t, ctx, "folded after a reload", `document.querySelector('#timeline > .ev.fold')?.dataset.count === "3"`, 30*time.Second)
 	js[bool](t, ctx, `document.querySelector('#timeline > .ev.fold').click(), true`)
 	broken := js[[]string](t, ctx, `[...document.querySelectorAll('#timeline .kv')].filter(k => k.offsetParent && k.getClientRects().length > 1).map(k => k.textContent)`)
 	if len(broken) > 0 || js[string](t, ctx, `getComputedStyle(document.querySelector('#timeline .kv')).whiteSpace`) != "nowrap" {
