@@ -690,12 +690,14 @@ func TestBrowserTime(t *testing.T) {
 	}
 	open(t, ctx, p.url+"/tasks/"+demo.TaskID+"#time")
 	waitJS(t, ctx, "the bars", fmt.Sprintf(`document.querySelectorAll('#gantt g.span').length === %d`, attempts), 30*time.Second)
+	// Bars are drawn row by row (worker by worker): read them in attempt order.
 	got := js[[]string](t, ctx, fmt.Sprintf(`[...document.querySelectorAll('#gantt g.span[data-subtask=%q]')].map(g => g.dataset.attempt + ' ' + g.dataset.outcome + ' ' + (g.dataset.retry || ''))`, demo.FailingSubtask))
+	slices.Sort(got)
 	if !slices.Equal(got, []string{"1 failed 1", "2 completed "}) {
 		t.Errorf("the retried subtask's bars: %q", got)
 	}
 	for id, s := range st.Subtasks {
-		if !js[bool](t, ctx, fmt.Sprintf(`[...document.querySelectorAll('#gantt g.span[data-subtask=%q]')].pop().dataset.worker === %q`, id, s.Worker)) {
+		if !js[bool](t, ctx, fmt.Sprintf(`[...document.querySelectorAll('#gantt g.span[data-subtask=%q]')].sort((a, b) => a.dataset.attempt - b.dataset.attempt).pop().dataset.worker === %q`, id, s.Worker)) {
 			t.Errorf("%s's last bar is not in %s's row", id, s.Worker)
 		}
 	}
