@@ -90,3 +90,21 @@ func StartTree(t testing.TB, dir string, grace time.Duration, cfg daemon.Config)
 	t.Helper()
 	return Start(t, Tree(t, dir, grace), cfg)
 }
+
+// Options are what a test sets of the daemon it starts through StartWith:
+// suites above the stores (workspace/storetest) set these and need not
+// know the daemon's package.
+type Options struct {
+	// Wake configures the store's wake-up source.
+	Wake workspace.WakeOptions
+	// Rescan is the period of the full rescan (zero: the settings').
+	Rescan time.Duration
+	// Now is the daemon's clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// StartWith is Start with the daemon configured by o.
+func StartWith(t testing.TB, s workspace.Served, o Options) *Daemon {
+	t.Helper()
+	return Start(t, s, daemon.Config{Wake: o.Wake, Rescan: o.Rescan, Now: o.Now})
+}

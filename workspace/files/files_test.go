@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspaced/workspaced/internal/servetest"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/daemon"
 	"github.com/workspaced/workspaced/workspace/files"
 	"github.com/workspaced/workspaced/workspace/storetest"
 )
@@ -19,7 +19,7 @@ func TestConformance(t *testing.T) {
 // TestConformancePoll runs the suite with the daemon woken by the poll
 // source, the default where there is no inotify.
 func TestConformancePoll(t *testing.T) {
-	storetest.RunServed(t, fresh, daemon.Config{Wake: workspace.WakeOptions{Mode: "poll", Interval: 20 * time.Millisecond}})
+	storetest.RunServed(t, fresh, servetest.Options{Wake: workspace.WakeOptions{Mode: "poll", Interval: 20 * time.Millisecond}})
 }
 
 func fresh(t *testing.T) workspace.Served {

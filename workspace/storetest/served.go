@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/friction"
+	"github.com/workspaced/workspaced/internal/servetest"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/daemon"
 	"github.com/workspaced/workspaced/workspace/machine"
 )
 
@@ -340,7 +340,7 @@ func testDaemonFriction(t *testing.T, s workspace.Store, h Hooks) {
 // timeoutsLater runs the daemon nine hours ahead, past every timeout of
 // the default settings, and rescans often: a subtask claimed now is in
 // progress too long at the daemon's first look.
-func timeoutsLater(c *daemon.Config) {
+func timeoutsLater(c *servetest.Options) {
 	c.Now = func() time.Time { return time.Now().Add(9 * time.Hour) }
 	c.Rescan = 50 * time.Millisecond
 }

@@ -30,7 +30,6 @@ import (
 	"github.com/workspaced/workspaced/internal/servetest"
 	"github.com/workspaced/workspaced/retention"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/daemon"
 )
 
 // Hooks are what a part of the suite does beside the store.
@@ -43,28 +42,28 @@ type Hooks struct {
 // Run runs the whole suite against fresh stores from open, each served by
 // the real daemon.
 func Run(t *testing.T, open func(t *testing.T) workspace.Served) {
-	RunServed(t, open, daemon.Config{})
+	RunServed(t, open, servetest.Options{})
 }
 
-// RunServed is Run with the daemon configured by cfg (its Store is set to
-// each fresh store): a store's other wake-up sources, say.
-func RunServed(t *testing.T, open func(t *testing.T) workspace.Served, cfg daemon.Config) {
-	fresh := func(t *testing.T, tune func(*daemon.Config)) workspace.Store {
+// RunServed is Run with the daemon configured by opt: a store's other
+// wake-up sources, say.
+func RunServed(t *testing.T, open func(t *testing.T) workspace.Served, opt servetest.Options) {
+	fresh := func(t *testing.T, tune func(*servetest.Options)) workspace.Store {
 		t.Helper()
 		s := open(t)
 		t.Cleanup(func() { _ = s.Close() })
-		c := cfg
+		c := opt
 		if tune != nil {
 			tune(&c)
 		}
-		servetest.Start(t, s, c)
+		servetest.StartWith(t, s, c)
 		return &counted{Served: s, dropped: map[string]int{}}
 	}
 	h := Hooks{Apply: awaitApplied}
 	parts := []struct {
 		name string
 		run  func(t *testing.T, s workspace.Store, h Hooks)
-		tune func(*daemon.Config) // the daemon this part needs, when not cfg
+		tune func(*servetest.Options) // the daemon this part needs, when not opt
 	}{
 		{"Settings", testSettings, nil},
 		{"Agents", testAgents, nil},
