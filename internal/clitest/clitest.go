@@ -1,0 +1,266 @@
+// Package clitest runs the workspaced binary as a user does, for test
+// packages outside cmd/workspaced: Main builds it once per test binary,
+// and a WS runs commands against one workspace root.
+package clitest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/workspaced/workspaced/internal/pgtest"
+	"github.com/workspaced/workspaced/locking"
+	"github.com/workspaced/workspaced/workspace/sqlite"
+)
+
+var bin string
+
+// Main builds cmd/workspaced into a temporary directory, runs the tests
+// (with a shared PostgreSQL cluster when one is used) and removes it.
+// Call it from TestMain: os.Exit(clitest.Main(m)).
+func Main(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "workspaced-clitest")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	bin = filepath.Join(dir, "workspaced")
+	build := exec.Command("go", "build", "-o", bin, "github.com/workspaced/workspaced/cmd/workspaced")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build workspaced:", err)
+		return 1
+	}
+	return pgtest.Main(m)
+}
+
+// Bin is the path of the binary Main built.
+func Bin() string {
+	if bin == "" {
+		panic("clitest: Main has not built the binary")
+	}
+	return bin
+}
+
+// CleanEnv is the test process's environment without the variables that
+// steer workspaced.
+func CleanEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "WORKSPACE_ROOT=") || strings.HasPrefix(kv, "WORKSPACE_AGENT=") || strings.HasPrefix(kv, "WORKSPACE_TOKEN=") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// Result is what one run of the binary gave.
+type Result struct {
+	Code           int
+	Stdout, Stderr string
+}
+
+func (r Result) String() string {
+	return fmt.Sprintf("exit %d\n--- stdout:\n%s--- stderr:\n%s", r.Code, r.Stdout, r.Stderr)
+}
+
+// Exec runs the binary in dir with env and optional stdin; it is safe to
+// call from many goroutines. Only a failure to run at all is an error.
+func Exec(dir string, env []string, stdin string, args ...string) (Result, error) {
+	cmd := exec.Command(Bin(), args...)
+	cmd.Dir, cmd.Env = dir, env
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := Result{Stdout: out.String(), Stderr: errb.String()}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		r.Code = ee.ExitCode()
+	case err != nil:
+		return r, fmt.Errorf("run workspaced %q: %w", args, err)
+	}
+	return r, nil
+}
+
+// WS is one workspace root and the environment its commands run in
+// (WORKSPACE_ROOT set to Root).
+type WS struct {
+	T    testing.TB
+	Root string // the root as commands are given it: a directory, sqlite:PATH or postgres://
+	Dir  string // the working directory commands run in
+	Env  []string
+}
+
+// New makes a WS for root, runs `workspaced init` and returns it.
+func New(t testing.TB, root string) *WS {
+	t.Helper()
+	w := &WS{T: t, Root: root, Dir: t.TempDir()}
+	w.Env = append(CleanEnv(), "WORKSPACE_ROOT="+root)
+	w.Ok("init")
+	return w
+}
+
+// NewSQLite is New on a fresh sqlite: root; DB is the database's path.
+func NewSQLite(t testing.TB) (w *WS, db string) {
+	t.Helper()
+	db = filepath.Join(t.TempDir(), "agents.db")
+	return New(t, "sqlite:"+db), db
+}
+
+// RunIn runs the binary with stdin and args.
+func (w *WS) RunIn(stdin string, args ...string) Result {
+	w.T.Helper()
+	r, err := Exec(w.Dir, w.Env, stdin, args...)
+	if err != nil {
+		w.T.Fatal(err)
+	}
+	return r
+}
+
+// Run runs the binary with args.
+func (w *WS) Run(args ...string) Result {
+	w.T.Helper()
+	return w.RunIn("", args...)
+}
+
+// Ok runs the binary and fails the test unless it exits 0 with nothing
+// on stderr; it returns stdout.
+func (w *WS) Ok(args ...string) string {
+	w.T.Helper()
+	r := w.Run(args...)
+	if r.Code != 0 || r.Stderr != "" {
+		w.T.Fatalf("workspaced %q: want exit 0 and empty stderr, got %v", args, r)
+	}
+	return r.Stdout
+}
+
+// Fails runs the binary and checks the exit code and that stderr is one
+// "workspaced: ..." error naming want, with stdout empty.
+func (w *WS) Fails(code int, want string, args ...string) Result {
+	w.T.Helper()
+	r := w.Run(args...)
+	if r.Code != code {
+		w.T.Fatalf("workspaced %q: want exit %d, got %v", args, code, r)
+	}
+	if !strings.HasPrefix(r.Stderr, "workspaced: ") || !strings.Contains(r.Stderr, want) {
+		w.T.Fatalf("workspaced %q: stderr should be \"workspaced: …%s…\": %v", args, want, r)
+	}
+	if r.Stdout != "" {
+		w.T.Fatalf("workspaced %q: stdout should be empty on failure: %v", args, r)
+	}
+	return r
+}
+
+// Task creates a task with the given id.
+func (w *WS) Task(id string) {
+	w.T.Helper()
+	if got := w.Ok("task", "create", "--id", id, "--description", "test task "+id); got != id+"\n" {
+		w.T.Fatalf("task create printed %q, want %q", got, id+"\n")
+	}
+}
+
+// Decode parses JSON output into v, failing the test on error.
+func Decode(t testing.TB, s string, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(s), v); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, s)
+	}
+}
+
+// Log is an io.Writer safe for a process's stdout and stderr at once.
+type Log struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *Log) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *Log) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Daemon is a `workspaced serve` process started by Serve.
+type Daemon struct {
+	Cmd  *exec.Cmd
+	Log  *Log
+	done chan struct{}
+}
+
+// Serve starts `workspaced --root ROOT serve ARGS…` and, for a directory
+// or sqlite: root, returns once it holds the workspace's lock (for a
+// postgres:// root at once). The test's cleanup kills it.
+func (w *WS) Serve(args ...string) *Daemon {
+	w.T.Helper()
+	cmd := exec.Command(Bin(), append([]string{"--root", w.Root, "serve", "--log-level", "warn"}, args...)...)
+	cmd.Dir, cmd.Env = w.Dir, CleanEnv()
+	d := &Daemon{Cmd: cmd, Log: &Log{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = d.Log, d.Log
+	if err := cmd.Start(); err != nil {
+		w.T.Fatal(err)
+	}
+	go func() { _ = cmd.Wait(); close(d.done) }()
+	w.T.Cleanup(d.Kill)
+	lock := LockPath(w.Root)
+	if lock == "" {
+		return d
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if held, _, _ := locking.Held(lock); held {
+			return d
+		}
+		select {
+		case <-d.done:
+			w.T.Fatalf("serve exited before leading: %s", d.Log)
+		default:
+		}
+		if time.Now().After(deadline) {
+			w.T.Fatalf("serve does not hold %s after 60 s: %s", lock, d.Log)
+		}
+	}
+}
+
+// Kill SIGKILLs the daemon and waits until it is gone.
+func (d *Daemon) Kill() {
+	_ = d.Cmd.Process.Kill()
+	<-d.done
+}
+
+// Done is closed once the daemon's process has exited.
+func (d *Daemon) Done() <-chan struct{} { return d.done }
+
+// LockPath is the file whose flock the daemon of root holds: PATH.lock
+// for sqlite:PATH (a relative PATH taken from the test's directory), .workspaced.lock in a directory, "" for PostgreSQL.
+func LockPath(root string) string {
+	switch {
+	case strings.HasPrefix(root, "postgres://"), strings.HasPrefix(root, "postgresql://"):
+		return ""
+	case sqlite.IsURL(root):
+		p, err := sqlite.ParsePath(root)
+		if err != nil {
+			return ""
+		}
+		return p + ".lock"
+	default:
+		return filepath.Join(root, ".workspaced.lock")
+	}
+}
