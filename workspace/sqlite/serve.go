@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -101,7 +102,21 @@ func (s *Store) Tasks(ctx context.Context) ([]string, error) {
 }
 
 // waitingTasks are the tasks with markers waiting, or with no state yet.
+//
+// It reads under SQLite's write lock (BEGIN IMMEDIATE, writing nothing):
+// the write a watch hears is a writer's WAL frames, which its readers see
+// only once it has synced them and published the commit in the shared
+// memory index — an update no watch hears. A writer holds the write lock
+// until then, so a look that takes the lock after hearing a write sees
+// that write; a plain read could run first and leave the marker to the
+// next poll.
 func (s *Store) waitingTasks(ctx context.Context) ([]string, error) {
-	return strings1(s.rdb.QueryContext(ctx, `SELECT DISTINCT task_id FROM markers
+	var ids []string
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		ids, err = strings1(tx.QueryContext(ctx, `SELECT DISTINCT task_id FROM markers
 		UNION SELECT t.id FROM tasks t WHERE NOT EXISTS (SELECT 1 FROM states s WHERE s.task_id = t.id)`))
+		return err
+	})
+	return ids, err
 }
