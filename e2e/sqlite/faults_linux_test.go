@@ -1,0 +1,352 @@
+package sqlite_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/workspaced/workspaced/bench"
+	"github.com/workspaced/workspaced/internal/clitest"
+	"github.com/workspaced/workspaced/internal/optdep"
+	"github.com/workspaced/workspaced/workspace/machine"
+	"github.com/workspaced/workspaced/workspace/sqlite"
+)
+
+// smallExt4 makes an ext4 image of size bytes, loop-mounts it on a fresh
+// directory (bench.MountExt4, as `bench --ext4` does) and returns that
+// directory; t.Cleanup unmounts it and removes the image. It skips the
+// test, saying why, when the process is not root, mkfs.ext4 or mount is
+// missing or no loop device can be had.
+func smallExt4(t *testing.T, size int64) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		optdep.Skip(t, "loop mounts", "skipped: loop-mounting an ext4 image needs root")
+	}
+	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
+		optdep.Skip(t, "loop mounts", "skipped: mkfs.ext4 not found (Debian package e2fsprogs; .ci/run installs it)")
+	}
+	if _, err := exec.LookPath("mount"); err != nil {
+		optdep.Skip(t, "loop mounts", "skipped: mount not found (Debian package mount; .ci/run installs it)")
+	}
+	e, err := bench.MountExt4(context.Background(), t.TempDir(), size, true)
+	if err != nil {
+		optdep.Skipf(t, "loop mounts", "skipped: cannot loop-mount an ext4 image (no loop device free or allowed?): %v", err)
+	}
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return e.Dir
+}
+
+// fill writes dir/filler until the filesystem refuses another byte with
+// ENOSPC.
+func fill(t *testing.T, dir string) {
+	t.Helper()
+	f, err := os.Create(filepath.Join(dir, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, chunk := range []int{1 << 20, 4096, 1} {
+		buf := make([]byte, chunk)
+		for {
+			if _, err := f.Write(buf); err != nil {
+				if !errors.Is(err, syscall.ENOSPC) {
+					t.Fatalf("fill %s: %v", dir, err)
+				}
+				break
+			}
+		}
+	}
+	if err := f.Sync(); err != nil && !errors.Is(err, syscall.ENOSPC) {
+		t.Fatal(err)
+	}
+}
+
+// remount remounts mnt with opts ("ro" or "rw"). A filesystem with a file
+// open for writing cannot be remounted read-only: the callers make sure no
+// process of theirs holds the database then.
+func remount(t *testing.T, mnt, opts string) {
+	t.Helper()
+	if out, err := exec.Command("mount", "-o", "remount,"+opts, mnt).CombinedOutput(); err != nil {
+		t.Fatalf("remount %s %s: %v: %s", mnt, opts, err, out)
+	}
+}
+
+// waitingMarkers counts the markers waiting.
+func waitingMarkers(t *testing.T, s *sqlite.Store) int {
+	t.Helper()
+	var n int
+	if err := s.DB().QueryRowContext(t.Context(), "SELECT count(*) FROM markers").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// serveFails runs `workspaced serve` and checks it fails at once with an
+// error naming want and the hint.
+func serveFails(t *testing.T, w *clitest.WS, want, hint string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, clitest.Bin(), "serve")
+	cmd.Dir, cmd.Env = w.Dir, w.Env
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ctx.Err() != nil || !strings.Contains(string(out), "workspaced: ") ||
+		!strings.Contains(string(out), want) || !strings.Contains(string(out), hint) {
+		t.Fatalf("serve: want it to fail naming %q with %q, got %v:\n%s", want, hint, err, out)
+	}
+	t.Logf("serve: %v: %s", err, out)
+}
+
+// failure is one agent command that failed, and the fault it met.
+type failure struct {
+	fault string
+	args  []string
+	r     clitest.Result
+}
+
+// cliAgents are agent processes run as a shell script runs them: one
+// `workspaced claim` or `workspaced done` command at a time, each tried
+// again after a failure until it succeeds. Paused, they start no command.
+type cliAgents struct {
+	w      *clitest.WS
+	wrote  *written
+	fault  atomic.Pointer[string] // the fault the machine has now, for the failures' record
+	paused atomic.Bool
+	busy   atomic.Int32 // commands running
+	mu     sync.Mutex
+	fails  []failure
+	wg     sync.WaitGroup
+}
+
+// run starts agent name on subs of task.
+func (a *cliAgents) run(task, name string, subs []string) {
+	a.wg.Go(func() {
+		for _, sub := range subs {
+			a.until(task, sub, "claim", "claim", "--task", task, "--agent", name, "--subtask", sub)
+			a.until(task, sub, "done", "done", "--task", task, "--agent", name, "--subtask", sub, "--output", "outputs/"+sub+".json")
+		}
+	})
+}
+
+// until runs the command until it exits 0 and notes the marker it
+// printed.
+func (a *cliAgents) until(task, sub, kind string, args ...string) {
+	for {
+		for a.paused.Load() {
+			time.Sleep(5 * time.Millisecond)
+		}
+		a.busy.Add(1)
+		fault := *a.fault.Load()
+		r, err := clitest.Exec(a.w.Dir, a.w.Env, "", args...)
+		a.busy.Add(-1)
+		if err == nil && r.Code == 0 {
+			if err := a.wrote.note(kind, task, sub, path.Base(strings.TrimSpace(r.Stdout))); err != nil {
+				a.fail(fault, args, clitest.Result{Code: -1, Stderr: err.Error()})
+			}
+			return
+		}
+		if err != nil {
+			r = clitest.Result{Code: -1, Stderr: err.Error()}
+		}
+		a.fail(fault, args, r)
+		time.Sleep(20 * time.Millisecond) // an agent's pause before it tries again
+	}
+}
+
+func (a *cliAgents) fail(fault string, args []string, r clitest.Result) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.fails = append(a.fails, failure{fault: fault, args: args, r: r})
+}
+
+// failures copies the failures so far.
+func (a *cliAgents) failures() []failure {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]failure(nil), a.fails...)
+}
+
+// setFault records the fault the next commands meet.
+func (a *cliAgents) setFault(f string) { a.fault.Store(&f) }
+
+// pause stops the agents from starting commands and waits until none
+// runs.
+func (a *cliAgents) pause(t *testing.T) {
+	a.paused.Store(true)
+	eventually(t, "the agents' commands to end", func() (bool, string) {
+		n := a.busy.Load()
+		return n == 0, fmt.Sprintf("%d running", n)
+	})
+}
+
+// faultWords are what an error must say of each fault, and its hint.
+var faultWords = map[string][2]string{
+	"full":      {"full", "hint: the filesystem is full"},
+	"read-only": {"read-only", "hint: the filesystem is mounted read-only"},
+}
+
+// checkFailures checks every failed command: one "workspaced: " error
+// naming its fault and the hint to mend it, never "database is locked",
+// never a panic, nothing on stdout; a command that failed with no fault
+// on the machine fails the test.
+func checkFailures(t *testing.T, fails []failure) map[string]int {
+	t.Helper()
+	seen := map[string]int{}
+	for _, f := range fails {
+		words, ok := faultWords[f.fault]
+		msg := f.r.Stderr
+		switch {
+		case f.fault == "mending":
+			// Started while the fault was being mended: either error.
+			if !strings.Contains(msg, faultWords["full"][1]) && !strings.Contains(msg, faultWords["read-only"][1]) {
+				t.Errorf("workspaced %q as the fault was mended: %v", f.args, f.r)
+			}
+		case !ok:
+			t.Errorf("workspaced %q failed with no fault on the machine (%s): %v", f.args, f.fault, f.r)
+		case f.r.Code != 1 || !strings.HasPrefix(msg, "workspaced: ") || f.r.Stdout != "" ||
+			!strings.Contains(strings.ToLower(msg), words[0]) || !strings.Contains(msg, words[1]):
+			t.Errorf("workspaced %q on a %s disk: want exit 1 and an error naming it with its hint, got %v", f.args, f.fault, f.r)
+		case strings.Contains(msg, "locked") || strings.Contains(msg, "panic") || strings.Contains(msg, "goroutine"):
+			t.Errorf("workspaced %q on a %s disk: %v", f.args, f.fault, f.r)
+		}
+		seen[f.fault]++
+	}
+	return seen
+}
+
+// TestDiskFaults: agents claim and finish subtasks with the CLI while the
+// daemon serves a database on a small ext4 that fills up and is then
+// remounted read-only. The agents' commands fail with an error naming the
+// fault and its hint, never "database is locked"; the daemon says why it
+// stopped; once space is freed and the filesystem is writable again
+// everything goes on: every marker an agent reported written is journaled
+// exactly once, every subtask completed, integrity_check ok.
+func TestDiskFaults(t *testing.T) {
+	const (
+		id       = "faults"
+		subtasks = 36
+		agents   = 3
+	)
+	mnt := smallExt4(t, 32<<20)
+	w := clitest.New(t, "sqlite:"+filepath.Join(mnt, "agents.db"))
+	s := openStore(t, w.Root)
+	subs := prepare(t, s, id, subtasks)
+	for _, sub := range subs {
+		if _, err := s.WriteOutput(t.Context(), id, sub, "worker", []byte(`{"summary": "done"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := w.Serve()
+	a := &cliAgents{w: w, wrote: newWritten()}
+	a.setFault("none")
+	for i := range agents {
+		var share []string
+		for k := i; k < subtasks; k += agents {
+			share = append(share, subs[k])
+		}
+		a.run(id, fmt.Sprintf("worker_%d", i), share)
+	}
+	progress := func(what string, more int) {
+		t.Helper()
+		before := journaled(t, s)
+		eventually(t, what, func() (bool, string) {
+			n := journaled(t, s)
+			return n >= before+more, fmt.Sprintf("%d journal rows, %d before; failures %d; daemon:\n%s", n, before, len(a.failures()), d.Log)
+		})
+	}
+	progress("the first markers taken", 6)
+
+	// The daemon dies while the agents write, the disk fills up, and a
+	// new daemon meets the full disk with markers waiting.
+	d.Kill()
+	eventually(t, "markers waiting", func() (bool, string) {
+		n := waitingMarkers(t, s)
+		return n >= agents, fmt.Sprintf("%d waiting", n)
+	})
+	a.setFault("full")
+	fill(t, mnt)
+	eventually(t, "the agents' commands to fail on the full disk", func() (bool, string) {
+		n := checkFailures(t, a.failures())["full"]
+		return n >= agents, fmt.Sprintf("%d failures on the full disk", n)
+	})
+	d = w.Serve()
+	eventually(t, "the daemon to say the disk is full", func() (bool, string) {
+		l := d.Log.String()
+		return strings.Contains(l, `msg="task stopped, retrying" task=`+id) && strings.Contains(l, "no space left on device") &&
+			strings.Contains(l, "the filesystem is full"), l
+	})
+	a.setFault("mending")
+	if err := os.Remove(filepath.Join(mnt, "filler")); err != nil {
+		t.Fatal(err)
+	}
+	a.setFault("none")
+	progress("the markers taken again once space is freed", 6)
+
+	// Read-only: no process may hold the database open for writing then,
+	// so the daemon is killed (its commits stopped) and the agents wait.
+	a.pause(t)
+	d.Kill()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	remount(t, mnt, "ro")
+	a.setFault("read-only")
+	a.paused.Store(false)
+	eventually(t, "the agents' commands to fail on the read-only disk", func() (bool, string) {
+		n := checkFailures(t, a.failures())["read-only"]
+		return n >= agents, fmt.Sprintf("%d failures on the read-only disk", n)
+	})
+	serveFails(t, w, "read-only file system", "hint: the filesystem is mounted read-only")
+	a.pause(t)
+	a.setFault("mending")
+	remount(t, mnt, "rw")
+	a.setFault("none")
+	a.paused.Store(false)
+	s = openStore(t, w.Root)
+	d = w.Serve()
+	a.wg.Wait()
+	eventually(t, "every subtask completed, no marker waiting", func() (bool, string) {
+		var n int
+		if err := s.DB().QueryRowContext(t.Context(), "SELECT count(*) FROM markers").Scan(&n); err != nil || n > 0 {
+			return false, fmt.Sprintf("%d markers waiting (%v)", n, err)
+		}
+		st, err := s.ReadState(t.Context(), id)
+		return err == nil && st.Status == "completed", fmt.Sprintf("%s (%v)", st.Status, err)
+	})
+	d.Kill()
+	integrity(t, s)
+	recs := checkTask(t, s, id)
+	if n := checkWritten(t, s, id, recs, a.wrote.snapshot()); n != 0 {
+		t.Fatalf("%d markers still waiting", n)
+	}
+	st, err := s.ReadState(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sub := range subs {
+		if ss := st.Subtasks[sub]; ss == nil || ss.Status != machine.SubtaskCompleted {
+			t.Fatalf("subtask %s: %+v, want completed", sub, ss)
+		}
+	}
+	checkEventsOnce(t, s, id, recs)
+	seen := checkFailures(t, a.failures())
+	for _, f := range a.failures()[:min(6, len(a.failures()))] {
+		t.Logf("%s: %q: %s", f.fault, f.args, f.r.Stderr)
+	}
+	t.Logf("failures by fault: %v; %d markers written, %d journaled", seen, len(a.wrote.snapshot()), len(recs))
+}
