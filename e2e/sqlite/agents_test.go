@@ -212,7 +212,9 @@ func TestPythonSQLiteWorkers(t *testing.T) {
 // Python finish a plan together. One shell worker adds a note full of
 // quotes, a newline, a backslash and SQL to its summaries: it reaches the
 // outputs byte for byte. The shell workers' read-modify-write of the env
-// entry shell_progress, with its version check, loses nothing.
+// entry shell_progress, with its version check, loses nothing. The
+// Python worker takes half a second a subtask, so that the shell workers,
+// slower at each step, finish a share.
 func TestShellSQLiteWorkers(t *testing.T) {
 	sh := need(t, "sh", "sh", "the shell worker cannot be tried")
 	need(t, "sqlite3", "sqlite3", "install Debian's sqlite3 package")
@@ -227,7 +229,7 @@ func TestShellSQLiteWorkers(t *testing.T) {
 		"sh_1": {sh, worker, w.Root, "hive", "sh_1", "120", note},
 		"sh_2": {sh, worker, w.Root, "hive", "sh_2", "120"},
 		"py_1": {py, script(t, "python/sqlite_hivemind_worker.py"), "--root", w.Root, "--task", "hive",
-			"--agent", "py_1", "--timeout", "120", "--work-delay", "0.05"},
+			"--agent", "py_1", "--timeout", "120", "--work-delay", "0.5"},
 	})
 	outputs := checkFinished(t, w, "hive", subs, finished)
 	var bySh []string
