@@ -142,3 +142,39 @@ func BenchmarkGuard(b *testing.B) {
 		})
 	}
 }
+
+// TestGuardMigratesOlderDatabase: init on a database of schema version 1
+// (as a workspaced before the guard made it) applies the migrations
+// after it, and the guard then holds.
+func TestGuardMigratesOlderDatabase(t *testing.T) {
+	ctx := context.Background()
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "ws.db")
+	agent := sql.OpenDB(agentConnector{dsn(path, "immediate")})
+	defer agent.Close()
+	for _, q := range []string{ms[0].sql,
+		`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,
+			applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))`,
+		`INSERT INTO schema_migrations (version, name) VALUES (1, 'init')`,
+		`INSERT INTO tasks (id, created_at, doc) VALUES ('t1', '2026-01-01T00:00:00.000Z', '{}')`,
+		`INSERT INTO states (task_id, journal_seq, doc, epoch) VALUES ('t1', 1, '{}', 0)`,
+	} {
+		if _, err := agent.Exec(q); err != nil {
+			t.Fatalf("version 1, unguarded: %v", err)
+		}
+	}
+	s, n, err := Init(ctx, "sqlite:"+path)
+	if err != nil || n != SchemaVersion()-1 {
+		t.Fatalf("init of version 1: %d migrations applied, %v; want %d", n, err, SchemaVersion()-1)
+	}
+	defer s.Close()
+	if _, err := agent.Exec("UPDATE states SET doc = '{\"status\":\"completed\"}'"); err == nil || !strings.Contains(err.Error(), "only the workspaced daemon writes states") {
+		t.Fatalf("after init: %v, want the guard's refusal", err)
+	}
+	if _, err := s.DB().Exec("UPDATE states SET doc = '{}'"); err != nil {
+		t.Fatalf("the store's connection after init: %v", err)
+	}
+}
