@@ -163,7 +163,7 @@ func connect(ctx context.Context, path string) (*Store, error) {
 	s := &Store{db: db, rdb: rdb, path: path, settings: workspace.Settings{}.WithDefaults()}
 	if err := db.PingContext(ctx); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("open %s: %w", path, faultOf(path, err))
+		return nil, fmt.Errorf("open %s: %w", path, faultAt(path, err))
 	}
 	return s, nil
 }
@@ -239,7 +239,7 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	for {
 		err := s.tryWrite(ctx, fn)
 		if !isBusy(err) {
-			return s.machineErr(err)
+			return faultAt(s.path, err)
 		}
 		select {
 		case <-ctx.Done():
