@@ -80,8 +80,8 @@ func journaled(t *testing.T, s *sqlite.Store) int {
 // every marker an agent reported written is journaled or still waiting. A
 // killed agent is started again on the subtasks it had not reported done.
 // At the end every subtask is completed, every marker written is
-// journaled once, and every event of every record is logged once, in
-// order.
+// journaled once, every event of every record is logged once, in order,
+// and `workspaced state rebuild` matches every state.
 func TestCrashExactlyOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the crash test runs for several seconds")
@@ -117,12 +117,16 @@ func TestCrashExactlyOnce(t *testing.T) {
 		}
 		return r
 	}
+	checks := make([]*taskCheck, tasks)
+	for i, id := range ids {
+		checks[i] = newTaskCheck(id)
+	}
 	check := func() {
 		t.Helper()
 		integrity(t, s)
 		names := wrote.snapshot()
-		for _, id := range ids {
-			checkWritten(t, s, id, checkTask(t, s, id), names)
+		for i, id := range ids {
+			checkWritten(t, s, id, checks[i].check(t, s), names)
 		}
 	}
 	seed := uint64(time.Now().UnixNano())
@@ -185,7 +189,7 @@ func TestCrashExactlyOnce(t *testing.T) {
 	all := wrote.snapshot()
 	records, events := 0, 0
 	for i, id := range ids {
-		recs := checkTask(t, s, id)
+		recs := checks[i].check(t, s)
 		st, err := s.ReadState(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
@@ -197,6 +201,10 @@ func TestCrashExactlyOnce(t *testing.T) {
 		}
 		records += len(recs)
 		events += checkEventsOnce(t, s, id, recs)
+		want := fmt.Sprintf("state.json matches the journal (journal_seq %d)", st.JournalSeq)
+		if out := w.Ok("state", "rebuild", "--task", id); !strings.Contains(out, want) {
+			t.Fatalf("task %s: state rebuild: %s", id, out)
+		}
 	}
 	if len(all) < 2*tasks*subtasks {
 		t.Fatalf("the agents reported %d markers, want at least %d", len(all), 2*tasks*subtasks)

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"github.com/workspaced/workspaced/bench"
 	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/internal/optdep"
+	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
 	"github.com/workspaced/workspaced/workspace/sqlite"
 )
@@ -290,12 +292,29 @@ func TestDiskFaults(t *testing.T) {
 		return strings.Contains(l, `msg="task stopped, retrying" task=`+id) && strings.Contains(l, "no space left on device") &&
 			strings.Contains(l, "the filesystem is full"), l
 	})
+	var st statusJSON
+	waitFor(t, w, func(out string) bool {
+		st = statusJSON{}
+		return json.Unmarshal([]byte(out), &st) == nil && st.Live != nil && len(st.Live.Stopped) == 1
+	}, "status", "--json")
+	if got := st.Live.Stopped[0]; got.Task != id || got.Fault != workspace.FaultDiskFull ||
+		!strings.Contains(got.Error, "no space left on device") || !strings.Contains(got.Hint, "the filesystem is full") {
+		t.Fatalf("status --json on the full disk: stopped %+v, want %s stopped as %s with the hint", got, id, workspace.FaultDiskFull)
+	}
+	if out := w.Ok("status"); !strings.Contains(out, "degraded: task "+id+" stopped since ") || !strings.Contains(out, "no space left on device") ||
+		!strings.Contains(out, "the filesystem is full") {
+		t.Fatalf("status on the full disk:\n%s", out)
+	}
 	a.setFault("mending")
 	if err := os.Remove(filepath.Join(mnt, "filler")); err != nil {
 		t.Fatal(err)
 	}
 	a.setFault("none")
 	progress("the markers taken again once space is freed", 6)
+	waitFor(t, w, func(out string) bool {
+		st = statusJSON{}
+		return json.Unmarshal([]byte(out), &st) == nil && st.Live != nil && len(st.Live.Stopped) == 0
+	}, "status", "--json")
 
 	// Read-only: no process may hold the database open for writing then,
 	// so the daemon is killed (its commits stopped) and the agents wait.
@@ -312,6 +331,11 @@ func TestDiskFaults(t *testing.T) {
 		return n >= agents, fmt.Sprintf("%d failures on the read-only disk", n)
 	})
 	serveFails(t, w, "read-only file system", "hint: the filesystem is mounted read-only")
+	if r := w.Run("status"); r.Code != 0 && (!strings.Contains(r.Stderr, "read-only file system") || !strings.Contains(r.Stderr, "hint: the filesystem is mounted read-only")) {
+		t.Fatalf("status on the read-only disk: %v", r)
+	} else {
+		t.Logf("status on the read-only disk: %v", r)
+	}
 	a.pause(t)
 	a.setFault("mending")
 	remount(t, mnt, "rw")
@@ -330,16 +354,16 @@ func TestDiskFaults(t *testing.T) {
 	})
 	d.Kill()
 	integrity(t, s)
-	recs := checkTask(t, s, id)
+	recs := newTaskCheck(id).check(t, s)
 	if n := checkWritten(t, s, id, recs, a.wrote.snapshot()); n != 0 {
 		t.Fatalf("%d markers still waiting", n)
 	}
-	st, err := s.ReadState(t.Context(), id)
+	state, err := s.ReadState(t.Context(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, sub := range subs {
-		if ss := st.Subtasks[sub]; ss == nil || ss.Status != machine.SubtaskCompleted {
+		if ss := state.Subtasks[sub]; ss == nil || ss.Status != machine.SubtaskCompleted {
 			t.Fatalf("subtask %s: %+v, want completed", sub, ss)
 		}
 	}
