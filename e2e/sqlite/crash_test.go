@@ -135,7 +135,7 @@ func TestCrashExactlyOnce(t *testing.T) {
 	killed, agentKills, midBurst := 0, 0, 0
 	for killed < kills {
 		d := w.Serve()
-		before, more := journaled(t, s), 1+rng.IntN(60)
+		before, more := journaled(t, s), 1+rng.IntN(40)
 		// Killed once it has committed a random number of markers since
 		// it started, at a random moment after: however busy the machine,
 		// every daemon killed while the agents run is killed mid-burst,
