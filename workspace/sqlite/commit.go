@@ -30,10 +30,17 @@ import (
 // the daemon asks for no limit.
 const DefaultChunk = 128
 
-// committer is the daemon's handle on one task (workspace.Committer).
+// committer is the daemon's handle on one task (workspace.Committer). It
+// remembers the state document its last commit wrote: a commit that reads
+// the same bytes back from the states row checks the state it writes
+// against the schema only where it differs (statecheck.Next), since that
+// document was checked before it was written. Anything else in the row (a
+// backup restored, a state brought up to the journal) has the next state
+// checked whole.
 type committer struct {
-	s  *Store
-	id string
+	s    *Store
+	id   string
+	last string // the state document the last commit wrote
 }
 
 // Committer is the daemon's handle on task id (workspace.Served).
@@ -52,13 +59,18 @@ func (c *committer) Commit(ctx context.Context, req workspace.CommitRequest) (wo
 		a  workspace.Applied
 		st workspace.State
 	)
+	var wrote string
 	err := c.s.write(ctx, func(tx *sql.Tx) error {
 		var err error
-		a, st, err = c.s.commit(ctx, tx, c.id, max)
+		a, st, wrote, err = c.s.commit(ctx, tx, c.id, max, c.last)
 		return err
 	})
 	if err != nil {
+		c.last = ""
 		return workspace.Applied{}, fault(err)
+	}
+	if wrote != "" {
+		c.last = wrote
 	}
 	if a.Gone {
 		return a, nil
@@ -112,34 +124,37 @@ type commitTx struct {
 	hasState bool
 	prev     string // the state row's document
 	prevSeq  int64
+	known    string          // the state document this committer last wrote
+	wrote    string          // the state document this commit writes
 	st       workspace.State // the state, brought up to the journal
 	base     int64           // the last seq st reflects
 	ms       []waiting
 }
 
-// commit is one chunk's transaction; it returns what it did and the
-// task's state afterwards.
-func (s *Store) commit(ctx context.Context, tx *sql.Tx, taskID string, max int) (workspace.Applied, workspace.State, error) {
-	c := &commitTx{s: s, tx: tx, id: taskID}
+// commit is one chunk's transaction; known is the state document this
+// task's committer last wrote. It returns what it did, the task's state
+// afterwards and the state document it wrote ("" for none).
+func (s *Store) commit(ctx context.Context, tx *sql.Tx, taskID string, max int, known string) (workspace.Applied, workspace.State, string, error) {
+	c := &commitTx{s: s, tx: tx, id: taskID, known: known}
 	if err := c.read(ctx, max); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
-			return workspace.Applied{Gone: true}, workspace.State{}, nil // removed meanwhile
+			return workspace.Applied{Gone: true}, workspace.State{}, "", nil // removed meanwhile
 		}
-		return workspace.Applied{}, workspace.State{}, fmt.Errorf("read task %s to commit: %w", taskID, err)
+		return workspace.Applied{}, workspace.State{}, "", fmt.Errorf("read task %s to commit: %w", taskID, err)
 	}
 	full := len(c.ms) == max // more may be waiting
 	ms, dups := passOver(c.ms)
 	if len(ms) == 0 {
 		a, err := c.nothing(ctx, dups)
 		a.More = full && err == nil
-		return a, c.st, err
+		return a, c.st, c.wrote, err
 	}
 	f, err := c.fold(ctx, ms)
 	if err != nil {
-		return workspace.Applied{}, workspace.State{}, err
+		return workspace.Applied{}, workspace.State{}, "", err
 	}
 	if err := c.write(ctx, f, dups); err != nil {
-		return workspace.Applied{}, workspace.State{}, err
+		return workspace.Applied{}, workspace.State{}, "", err
 	}
 	a := workspace.Applied{Taken: len(f.recs), Seq: f.next.JournalSeq, Events: f.evs, More: full && f.stopped == nil,
 		// When the machine stopped (a plan it cannot load), the markers
@@ -151,7 +166,7 @@ func (s *Store) commit(ctx context.Context, tx *sql.Tx, taskID string, max int) 
 			a.Rejected++
 		}
 	}
-	return a, f.next, nil
+	return a, f.next, string(f.data), nil
 }
 
 // read reads the task (sql.ErrNoRows when gone), its state brought up to
@@ -229,6 +244,7 @@ func (c *commitTx) nothing(ctx context.Context, dups []int64) (workspace.Applied
 		c.id, c.st.JournalSeq, string(data), ts(now())); err != nil {
 		return workspace.Applied{}, fmt.Errorf("write the first state of task %s: %w", c.id, err)
 	}
+	c.wrote = string(data)
 	return a, nil
 }
 
@@ -274,7 +290,13 @@ func (c *commitTx) fold(ctx context.Context, ms []waiting) (folded, error) {
 	if f.data, err = atomicfile.Marshal(f.next); err != nil {
 		return folded{}, fmt.Errorf("encode state of task %s: %w", c.id, err)
 	}
-	if err := statecheck.Next(nil, f.next, f.data); err != nil {
+	// The state folded from is known valid when it is the document this
+	// committer wrote, not brought forward by the journal since.
+	var valid *workspace.State
+	if c.hasState && c.known != "" && c.prev == c.known && c.base == c.prevSeq {
+		valid = &c.st
+	}
+	if err := statecheck.Next(valid, f.next, f.data); err != nil {
 		return folded{}, fmt.Errorf("state of task %s would not validate, not written: %w", c.id, err)
 	}
 	return f, nil
