@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/workspaced/workspaced/bench"
 	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/internal/optdep"
@@ -73,6 +75,19 @@ func fill(t *testing.T, dir string) {
 		}
 	}
 	if err := f.Sync(); err != nil && !errors.Is(err, syscall.ENOSPC) {
+		t.Fatal(err)
+	}
+}
+
+// syncfs syncs the filesystem of dir.
+func syncfs(t *testing.T, dir string) {
+	t.Helper()
+	f, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Syncfs(int(f.Fd())); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -231,18 +246,34 @@ func checkFailures(t *testing.T, fails []failure) map[string]int {
 	return seen
 }
 
+// mustFail runs a command the test itself runs as an agent on a faulty
+// disk and records its failure (checked with the agents'); it fails the
+// test if the command succeeds.
+func (a *cliAgents) mustFail(t *testing.T, fault string, args ...string) {
+	t.Helper()
+	r := a.w.Run(args...)
+	if r.Code == 0 {
+		t.Fatalf("workspaced %q succeeded on a %s disk: %v", args, fault, r)
+	}
+	a.fail(fault, args, r)
+}
+
 // TestDiskFaults: agents claim and finish subtasks with the CLI while the
 // daemon serves a database on a small ext4 that fills up and is then
 // remounted read-only. The agents' commands fail with an error naming the
-// fault and its hint, never "database is locked"; the daemon says why it
-// stopped; once space is freed and the filesystem is writable again
-// everything goes on: every marker an agent reported written is journaled
-// exactly once, every subtask completed, integrity_check ok.
+// fault and its hint, never "database is locked"; the daemon stops the
+// task it cannot commit and status shows it with the fault; once space is
+// freed and the filesystem is writable again everything goes on: every
+// marker an agent reported written is journaled exactly once, every
+// subtask completed, integrity_check ok. Besides the agents' commands,
+// which meet the faults when they happen to run then, the test runs
+// commands of its own agent (worker_t, subtasks of its own) in each.
 func TestDiskFaults(t *testing.T) {
 	const (
 		id       = "faults"
-		subtasks = 36
+		subtasks = 66 // the last 6 are worker_t's
 		agents   = 3
+		mine     = "worker_t"
 	)
 	mnt := smallExt4(t, 32<<20)
 	w := clitest.New(t, "sqlite:"+filepath.Join(mnt, "agents.db"))
@@ -253,39 +284,34 @@ func TestDiskFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	theirs, reserved := subs[:subtasks-6], subs[subtasks-6:]
+	claim := func(sub string) []string { return []string{"claim", "--task", id, "--agent", mine, "--subtask", sub} }
 	d := w.Serve()
 	a := &cliAgents{w: w, wrote: newWritten()}
 	a.setFault("none")
 	for i := range agents {
 		var share []string
-		for k := i; k < subtasks; k += agents {
-			share = append(share, subs[k])
+		for k := i; k < len(theirs); k += agents {
+			share = append(share, theirs[k])
 		}
 		a.run(id, fmt.Sprintf("worker_%d", i), share)
 	}
-	progress := func(what string, more int) {
-		t.Helper()
-		before := journaled(t, s)
-		eventually(t, what, func() (bool, string) {
-			n := journaled(t, s)
-			return n >= before+more, fmt.Sprintf("%d journal rows, %d before; failures %d; daemon:\n%s", n, before, len(a.failures()), d.Log)
-		})
-	}
-	progress("the first markers taken", 6)
-
-	// The daemon dies while the agents write, the disk fills up, and a
-	// new daemon meets the full disk with markers waiting.
-	d.Kill()
-	eventually(t, "markers waiting", func() (bool, string) {
-		n := waitingMarkers(t, s)
-		return n >= agents, fmt.Sprintf("%d waiting", n)
+	eventually(t, "the first markers taken", func() (bool, string) {
+		n := journaled(t, s)
+		return n >= 2+6, fmt.Sprintf("%d journal rows; daemon:\n%s", n, d.Log)
 	})
+
+	// The daemon dies while the agents write, a marker of worker_t waits,
+	// the disk fills up, and a new daemon meets the full disk.
+	d.Kill()
+	if err := a.wrote.note("claim", id, reserved[0], path.Base(strings.TrimSpace(w.Ok(claim(reserved[0])...)))); err != nil {
+		t.Fatal(err)
+	}
 	a.setFault("full")
 	fill(t, mnt)
-	eventually(t, "the agents' commands to fail on the full disk", func() (bool, string) {
-		n := checkFailures(t, a.failures())["full"]
-		return n >= agents, fmt.Sprintf("%d failures on the full disk", n)
-	})
+	a.mustFail(t, "full", claim(reserved[1])...)
+	a.mustFail(t, "full", "done", "--task", id, "--agent", mine, "--subtask", reserved[0], "--output", "outputs/"+reserved[0]+".json")
+	a.mustFail(t, "full", "env", "store", "--task", id, "--key", "k", "--description", "d", "--value", `"`+strings.Repeat("x", 64<<10)+`"`)
 	d = w.Serve()
 	eventually(t, "the daemon to say the disk is full", func() (bool, string) {
 		l := d.Log.String()
@@ -305,15 +331,17 @@ func TestDiskFaults(t *testing.T) {
 		!strings.Contains(out, "the filesystem is full") {
 		t.Fatalf("status on the full disk:\n%s", out)
 	}
+
+	// Space freed: the daemon's retries go through without a restart.
 	a.setFault("mending")
 	if err := os.Remove(filepath.Join(mnt, "filler")); err != nil {
 		t.Fatal(err)
 	}
+	syncfs(t, mnt) // ext4 reuses the freed blocks once the journal commits
 	a.setFault("none")
-	progress("the markers taken again once space is freed", 6)
 	waitFor(t, w, func(out string) bool {
 		st = statusJSON{}
-		return json.Unmarshal([]byte(out), &st) == nil && st.Live != nil && len(st.Live.Stopped) == 0
+		return json.Unmarshal([]byte(out), &st) == nil && st.Live != nil && len(st.Live.Stopped) == 0 && st.MarkersWaiting == 0
 	}, "status", "--json")
 
 	// Read-only: no process may hold the database open for writing then,
@@ -326,28 +354,27 @@ func TestDiskFaults(t *testing.T) {
 	remount(t, mnt, "ro")
 	a.setFault("read-only")
 	a.paused.Store(false)
-	eventually(t, "the agents' commands to fail on the read-only disk", func() (bool, string) {
-		n := checkFailures(t, a.failures())["read-only"]
-		return n >= agents, fmt.Sprintf("%d failures on the read-only disk", n)
-	})
+	a.mustFail(t, "read-only", claim(reserved[2])...)
+	a.mustFail(t, "read-only", "task", "create", "--id", "another", "--description", "d")
 	serveFails(t, w, "read-only file system", "hint: the filesystem is mounted read-only")
 	if r := w.Run("status"); r.Code != 0 && (!strings.Contains(r.Stderr, "read-only file system") || !strings.Contains(r.Stderr, "hint: the filesystem is mounted read-only")) {
 		t.Fatalf("status on the read-only disk: %v", r)
-	} else {
-		t.Logf("status on the read-only disk: %v", r)
 	}
 	a.pause(t)
 	a.setFault("mending")
 	remount(t, mnt, "rw")
 	a.setFault("none")
 	a.paused.Store(false)
+
+	// Writable again: the agents and a new daemon go on, and worker_t
+	// finishes its subtasks.
 	s = openStore(t, w.Root)
 	d = w.Serve()
+	a.run(id, mine, reserved)
 	a.wg.Wait()
 	eventually(t, "every subtask completed, no marker waiting", func() (bool, string) {
-		var n int
-		if err := s.DB().QueryRowContext(t.Context(), "SELECT count(*) FROM markers").Scan(&n); err != nil || n > 0 {
-			return false, fmt.Sprintf("%d markers waiting (%v)", n, err)
+		if n := waitingMarkers(t, s); n > 0 {
+			return false, fmt.Sprintf("%d markers waiting", n)
 		}
 		st, err := s.ReadState(t.Context(), id)
 		return err == nil && st.Status == "completed", fmt.Sprintf("%s (%v)", st.Status, err)
@@ -369,8 +396,8 @@ func TestDiskFaults(t *testing.T) {
 	}
 	checkEventsOnce(t, s, id, recs)
 	seen := checkFailures(t, a.failures())
-	for _, f := range a.failures()[:min(6, len(a.failures()))] {
-		t.Logf("%s: %q: %s", f.fault, f.args, f.r.Stderr)
+	if want := fmt.Sprintf("state.json matches the journal (journal_seq %d)", state.JournalSeq); !strings.Contains(w.Ok("state", "rebuild", "--task", id), want) {
+		t.Errorf("state rebuild does not match")
 	}
 	t.Logf("failures by fault: %v; %d markers written, %d journaled", seen, len(a.wrote.snapshot()), len(recs))
 }
