@@ -17,7 +17,6 @@ import (
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/files"
 	"github.com/workspaced/workspaced/workspace/machine"
-	"github.com/workspaced/workspaced/workspace/postgres"
 )
 
 const stateUsage = `workspaced state — show or rebuild a task's state.json.
@@ -191,8 +190,9 @@ says so and checks what is left — that state.json is valid and finished,
 and that events.log ends the task the way the state says — exiting 0 when
 both hold and 1 when not. --json prints that report.
 
-On a postgres:// root the journal rows are folded as the daemon folds
-them and compared with the state row, with the same output and exit codes.
+On a postgres:// or sqlite: root the journal rows are folded through the
+state machine as the daemon folds them and compared with the state row,
+with the same output and exit codes.
 
 Examples:
   workspaced state rebuild --task t1
@@ -212,8 +212,8 @@ func stateRebuild(ctx context.Context, e *env, args []string) error {
 	if err := parse(e, fs, stateRebuildUsage, args); err != nil {
 		return err
 	}
-	if postgres.IsURL(e.root) {
-		return stateRebuildPG(ctx, e, *task, *thread, *asJSON)
+	if isDatabase(e.root) {
+		return stateRebuildDB(ctx, e, *task, *thread, *asJSON)
 	}
 	w, id, err := e.openTaskTree(ctx, "state rebuild", *task, *thread)
 	if err != nil {
@@ -244,17 +244,23 @@ func stateRebuild(ctx context.Context, e *env, args []string) error {
 	return compareRebuilt(e, rebuilt, oldData, err, e.display(workspace.TaskDir(id)+"/state.json"), "task.json and journal/", *asJSON)
 }
 
-// stateRebuildPG is state rebuild on a workspace kept in PostgreSQL: the
-// task's journal rows folded as the daemon folds them, compared with the
-// state row. A task retention summarised (finished, its journal deleted)
-// is checked as on files.
-func stateRebuildPG(ctx context.Context, e *env, task, thread string, asJSON bool) error {
+// stateRebuildDB is state rebuild on a workspace kept in a database
+// (workspace.Rebuilder): the task's journal rows folded as the daemon
+// folds them, compared with the state row. A task retention summarised
+// (finished, its journal deleted) is checked as on files.
+func stateRebuildDB(ctx context.Context, e *env, task, thread string, asJSON bool) error {
 	w, id, err := e.openTask(ctx, "state rebuild", task, thread)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	s := w.(*postgres.Store)
+	s, ok := w.(interface {
+		workspace.Store
+		workspace.Rebuilder
+	})
+	if !ok {
+		return e.filesOnly()
+	}
 	rebuilt, err := s.Rebuild(id)
 	if err != nil {
 		if errors.Is(err, workspace.ErrNotFound) {

@@ -14,7 +14,6 @@ import (
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/files"
-	"github.com/workspaced/workspaced/workspace/postgres"
 )
 
 const statusUsage = `workspaced status — is a daemon serving this root; tasks and waiting markers.
@@ -46,6 +45,12 @@ there is no lock file or socket, so the live report and skipped entries
 are left out (--json: holder, epoch, expires_at instead of pid, since,
 live).
 
+On a sqlite:PATH root the daemon's lock is the flock of PATH.lock: status
+names the pid holding it, and the daemon answers with its own report as
+on a directory (the tasks it retries after a commit the database refused:
+a full disk, a read-only file); the tables give the tasks and the markers
+waiting (--json: holder, pid, since, live; no skipped entries).
+
 Examples:
   workspaced status
   workspaced status --json | jq .serving
@@ -61,8 +66,8 @@ func cmdStatus(ctx context.Context, e *env, args []string) error {
 	if err := parse(e, fs, statusUsage, args); err != nil {
 		return err
 	}
-	if postgres.IsURL(e.root) {
-		return statusPG(ctx, e, *asJSON)
+	if isDatabase(e.root) {
+		return statusDB(ctx, e, *asJSON)
 	}
 	w, err := e.open()
 	if err != nil {
@@ -127,16 +132,22 @@ func printTaskRows(w io.Writer, rows [][]string) error {
 	return out.Flush()
 }
 
-// statusPG is status on a workspace kept in PostgreSQL: the lease says
-// which daemon serves (there is no lock file or socket to probe), the
-// tables the tasks and the markers waiting.
-func statusPG(ctx context.Context, e *env, asJSON bool) error {
+// statusDB is status on a workspace kept in a database, which reports
+// its status itself (workspace.StatusReader): on PostgreSQL the lease
+// says which daemon serves (there is no lock file or socket to probe); on
+// SQLite the flock of PATH.lock does, and the daemon answers with its own
+// report as it does for a directory.
+func statusDB(ctx context.Context, e *env, asJSON bool) error {
 	w, err := e.openStore()
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	s, err := w.(*postgres.Store).ReadStatus(ctx)
+	sr, ok := w.(workspace.StatusReader)
+	if !ok {
+		return e.filesOnly()
+	}
+	s, err := sr.ReadStatus(ctx)
 	if err != nil {
 		return err
 	}
@@ -144,22 +155,34 @@ func statusPG(ctx context.Context, e *env, asJSON bool) error {
 	if asJSON {
 		return printJSON(e.stdout, s)
 	}
-	switch {
-	case s.Serving && s.ExpiresAt != nil:
-		fmt.Fprintf(e.stdout, "daemon: serving %s (%s, lease epoch %d, expires %s)\n", s.Root, s.Holder, s.Epoch, shortTime(*s.ExpiresAt))
-	case s.Serving:
-		fmt.Fprintf(e.stdout, "daemon: serving %s (%s, lease epoch %d)\n", s.Root, s.Holder, s.Epoch)
-	case s.Holder != "":
-		fmt.Fprintf(e.stdout, "daemon: no daemon serving %s (the lease of %s, epoch %d, expired; start one with 'workspaced serve')\n", s.Root, s.Holder, s.Epoch)
-	default:
-		fmt.Fprintf(e.stdout, "daemon: no daemon serving %s (start one with 'workspaced serve')\n", s.Root)
-	}
+	fmt.Fprintln(e.stdout, daemonLine(s))
 	printCounts(e.stdout, len(s.Tasks), s.ByStatus, s.MarkersWaiting)
+	printLive(e.stdout, s.Live)
 	rows := make([][]string, 0, len(s.Tasks))
 	for _, t := range s.Tasks {
 		rows = append(rows, []string{t.ID, t.Status, t.Phase, strconv.FormatInt(t.JournalSeq, 10), strconv.Itoa(t.MarkersWaiting), cut(t.Error, 60)})
 	}
 	return printTaskRows(e.stdout, rows)
+}
+
+// daemonLine is status's first line on a database: the lease on
+// PostgreSQL, the lock's holder on SQLite.
+func daemonLine(s workspace.StoreStatus) string {
+	switch {
+	case s.Serving && s.ExpiresAt != nil:
+		return fmt.Sprintf("daemon: serving %s (%s, lease epoch %d, expires %s)", s.Root, s.Holder, s.Epoch, shortTime(*s.ExpiresAt))
+	case s.Serving && s.PID > 0 && s.Since != nil:
+		return fmt.Sprintf("daemon: serving %s (pid %d, since %s)", s.Root, s.PID, shortTime(*s.Since))
+	case s.Serving && s.PID > 0:
+		return fmt.Sprintf("daemon: serving %s (pid %d)", s.Root, s.PID)
+	case s.Serving && s.Holder != "":
+		return fmt.Sprintf("daemon: serving %s (%s, lease epoch %d)", s.Root, s.Holder, s.Epoch)
+	case s.Serving:
+		return fmt.Sprintf("daemon: serving %s", s.Root)
+	case s.Holder != "":
+		return fmt.Sprintf("daemon: no daemon serving %s (the lease of %s, epoch %d, expired; start one with 'workspaced serve')", s.Root, s.Holder, s.Epoch)
+	}
+	return fmt.Sprintf("daemon: no daemon serving %s (start one with 'workspaced serve')", s.Root)
 }
 
 // printStatusJSON writes s, with the daemon's live report when there is

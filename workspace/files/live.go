@@ -47,7 +47,15 @@ func listenLive(root string) (net.Listener, error) {
 // ServeLive answers status on the root's socket with report() until the
 // returned Closer is closed (workspace.LiveServer).
 func (s *Store) ServeLive(report func() workspace.Live) (io.Closer, error) {
-	ln, err := listenLive(s.Dir())
+	return ServeLiveAt(s.Dir(), report)
+}
+
+// ServeLiveAt answers ReadLive(path) with report() until the returned
+// Closer is closed: the socket is named after path's device and inode (a
+// root directory, or a database file), so the caller must hold what makes
+// it the one daemon of path.
+func ServeLiveAt(path string, report func() workspace.Live) (io.Closer, error) {
+	ln, err := listenLive(path)
 	if err != nil {
 		return nil, err
 	}

@@ -4,39 +4,24 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/workspaced/workspaced/workspace"
 )
 
 // Status is what 'workspaced status' reports of a workspace kept in
 // PostgreSQL: the lease (which daemon serves, its epoch, until when), the
-// tasks by status and the markers waiting. Its JSON fields are named as
-// the file tree's status names them where they mean the same.
-type Status struct {
-	Root    string `json:"root"`
-	Serving bool   `json:"serving"`
-	// Holder, Epoch and ExpiresAt are the lease row: the daemon serving
-	// (or, when Serving is false, the last one that did, if any).
-	Holder    string     `json:"holder,omitempty"`
-	Epoch     int64      `json:"epoch"`
-	ExpiresAt *time.Time `json:"expires_at,omitempty"`
-	// ByStatus counts tasks by state status ("none" for no state yet,
-	// "invalid" for one that does not parse).
-	ByStatus       map[string]int `json:"by_status"`
-	MarkersWaiting int            `json:"markers_waiting"`
-	Tasks          []TaskStatus   `json:"tasks"`
-}
+// tasks by status and the markers waiting.
+type Status = workspace.StoreStatus
 
 // TaskStatus is one task's line in Status.
-type TaskStatus struct {
-	ID             string `json:"id"`
-	Status         string `json:"status"`
-	Phase          string `json:"phase,omitempty"`
-	JournalSeq     int64  `json:"journal_seq"`
-	MarkersWaiting int    `json:"markers_waiting"`
-	Error          string `json:"error,omitempty"`
-}
+type TaskStatus = workspace.StoreTaskStatus
+
+var (
+	_ workspace.StatusReader = (*Store)(nil)
+	_ workspace.Rebuilder    = (*Store)(nil)
+)
 
 // ReadStatus reads the lease, every task's status and the markers waiting,
 // in one read-only snapshot. It only reads.

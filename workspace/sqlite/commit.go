@@ -58,7 +58,7 @@ func (c *committer) Commit(ctx context.Context, req workspace.CommitRequest) (wo
 		return err
 	})
 	if err != nil {
-		return workspace.Applied{}, err
+		return workspace.Applied{}, fault(err)
 	}
 	if a.Gone {
 		return a, nil

@@ -1,0 +1,60 @@
+package workspace
+
+import (
+	"context"
+	"time"
+)
+
+// StoreStatus is what 'workspaced status' reports of a workspace kept in
+// a database (PostgreSQL, SQLite): which daemon serves, the tasks by
+// status and the markers waiting, and the serving daemon's own report
+// when the store can ask it. Its JSON fields are named as the file tree's
+// status names them where they mean the same.
+type StoreStatus struct {
+	Root    string `json:"root"`
+	Serving bool   `json:"serving"`
+	// Holder, Epoch and ExpiresAt are PostgreSQL's lease row: the daemon
+	// serving (or, when Serving is false, the last one that did, if
+	// any). On SQLite Holder names the daemon holding the lock and Epoch
+	// is 0.
+	Holder    string     `json:"holder,omitempty"`
+	Epoch     int64      `json:"epoch"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	// PID and Since name the process holding SQLite's daemon lock.
+	PID   int        `json:"pid,omitempty"`
+	Since *time.Time `json:"since,omitempty"`
+	// ByStatus counts tasks by state status ("none" for no state yet,
+	// "invalid" for one that does not parse).
+	ByStatus       map[string]int    `json:"by_status"`
+	MarkersWaiting int               `json:"markers_waiting"`
+	Tasks          []StoreTaskStatus `json:"tasks"`
+	// Live is the serving daemon's report of itself (the tasks it is
+	// retrying and why), when the store can ask it; nil otherwise.
+	Live *Live `json:"live,omitempty"`
+}
+
+// StoreTaskStatus is one task's line in StoreStatus.
+type StoreTaskStatus struct {
+	ID             string `json:"id"`
+	Status         string `json:"status"`
+	Phase          string `json:"phase,omitempty"`
+	JournalSeq     int64  `json:"journal_seq"`
+	MarkersWaiting int    `json:"markers_waiting"`
+	Error          string `json:"error,omitempty"`
+}
+
+// StatusReader is a store kept in a database that reports its status
+// itself. ReadStatus only reads, in one snapshot.
+type StatusReader interface {
+	ReadStatus(ctx context.Context) (StoreStatus, error)
+}
+
+// Rebuilder is a store kept in a database that derives a task's state
+// again from the task and its journal alone, folding the records with the
+// state machine and the plan loader its commit uses. Rebuild writes
+// nothing and reads the journal in one snapshot; for a journal the daemon
+// wrote, the result equals the state it wrote after the last record. A
+// missing task is ErrNotFound.
+type Rebuilder interface {
+	Rebuild(taskID string) (State, error)
+}

@@ -1,0 +1,73 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/machine"
+)
+
+// Rebuild derives a task's state from its task row and its journal alone
+// (workspace.Rebuilder), folding the records with the state machine and
+// the plan loader the commit uses, without reading the states or backups
+// tables and without writing anything. It reads one snapshot, so a
+// commit running meanwhile is seen whole or not at all.
+func (s *Store) Rebuild(taskID string) (workspace.State, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+	defer cancel()
+	var st workspace.State
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		var doc string
+		err := tx.QueryRowContext(ctx, "SELECT doc FROM tasks WHERE id = $1", taskID).Scan(&doc)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFoundTask(taskID)
+		}
+		if err != nil {
+			return fmt.Errorf("read task %s: %w", taskID, err)
+		}
+		var task workspace.Task
+		if err := json.Unmarshal([]byte(doc), &task); err != nil {
+			return fmt.Errorf("task %s does not parse: %w", taskID, err)
+		}
+		recs, err := readJournal(ctx, tx, taskID)
+		if err != nil {
+			return err
+		}
+		st = machine.Init(task)
+		var stopped error
+		st, _, stopped = machine.Continue(st, s.planLoader(ctx, tx, taskID, st), recs)
+		return stopped
+	})
+	if err != nil {
+		return workspace.State{}, err
+	}
+	return st, nil
+}
+
+// readJournal reads a task's journal records in sequence order; a record
+// that does not parse is an error naming its seq.
+func readJournal(ctx context.Context, tx *sql.Tx, taskID string) ([]workspace.JournalRecord, error) {
+	rows, err := tx.QueryContext(ctx, "SELECT seq, record FROM journal WHERE task_id = $1 ORDER BY seq", taskID)
+	recs, err := collect(rows, err, func(r *sql.Rows) (workspace.JournalRecord, error) {
+		var (
+			seq  int64
+			body string
+			rec  workspace.JournalRecord
+		)
+		if err := r.Scan(&seq, &body); err != nil {
+			return rec, err
+		}
+		if err := json.Unmarshal([]byte(body), &rec); err != nil {
+			return rec, fmt.Errorf("journal record %d of task %s does not parse: %w", seq, taskID, err)
+		}
+		return rec, nil
+	})
+	if err != nil {
+		return nil, readErr("read the journal of task "+taskID, err)
+	}
+	return recs, nil
+}
