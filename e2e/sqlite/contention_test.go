@@ -621,19 +621,30 @@ func (r *run) awaitMarkersTaken(sdb *sql.DB) {
 // that every marker reported written is in it; it returns how many
 // markers were applied.
 func (r *run) checkJournal(sdb *sql.DB) int {
-	rows, err := sdb.Query("SELECT task_id, seq, name FROM journal ORDER BY task_id, seq")
+	rows, err := sdb.Query("SELECT task_id, seq, name, record FROM journal ORDER BY task_id, seq")
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	defer rows.Close()
 	journaled := map[string]bool{}
+	bySource := map[string]int{} // cli, mcp, py, orchestrator, reviewer
 	last := map[string]int64{}
 	for rows.Next() {
-		var task, name string
+		var task, name, record string
 		var seq int64
-		if err := rows.Scan(&task, &seq, &name); err != nil {
+		if err := rows.Scan(&task, &seq, &name, &record); err != nil {
 			r.t.Fatal(err)
 		}
+		var rec struct {
+			Marker struct {
+				AgentID string `json:"agent_id"`
+			}
+		}
+		if err := json.Unmarshal([]byte(record), &rec); err != nil {
+			r.t.Errorf("%s: journal record %d: %v", task, seq, err)
+		}
+		kind, _, _ := strings.Cut(rec.Marker.AgentID, "_")
+		bySource[kind]++
 		if seq != last[task]+1 {
 			r.t.Errorf("%s: journal seq %d after %d", task, seq, last[task])
 		}
@@ -657,12 +668,18 @@ func (r *run) checkJournal(sdb *sql.DB) int {
 	if len(r.markers) == 0 || len(journaled) < len(r.markers) {
 		r.t.Errorf("%d markers reported written, %d journaled", len(r.markers), len(journaled))
 	}
+	for _, kind := range []string{"cli", "mcp", "py"} {
+		if bySource[kind] == 0 {
+			r.t.Errorf("no marker of a %s agent was journaled: %v", kind, bySource)
+		}
+	}
+	r.t.Logf("markers journaled by agent: %v", bySource)
 	return len(journaled)
 }
 
 // checkStates checks each task's state: valid against its schema, at
-// the journal's last seq, the panel's fold of the journal, and every
-// subtask an agent reported done completed by it.
+// the journal's last seq, what `state rebuild` and the panel fold from
+// the journal, and every subtask an agent reported done completed by it.
 func (r *run) checkStates(sdb *sql.DB, panel string) {
 	rows, err := sdb.Query("SELECT s.task_id, s.journal_seq, s.doc, (SELECT max(seq) FROM journal j WHERE j.task_id = s.task_id) FROM states s ORDER BY s.task_id")
 	if err != nil {
@@ -687,6 +704,10 @@ func (r *run) checkStates(sdb *sql.DB, panel string) {
 		}
 		if st.JournalSeq != seq || seq != last.Int64 {
 			r.t.Errorf("%s: state at journal_seq %d (column %d), journal at %d", task, st.JournalSeq, seq, last.Int64)
+		}
+		args := []string{"state", "rebuild", "--task", task}
+		if res := r.cli("", args...); res.Code != 0 || !strings.Contains(res.Stdout, "matches") {
+			r.unexpected(args, res)
 		}
 		body, ok := r.get(panel + "/api/tasks/" + task + "/state")
 		var fold struct{ State subtaskState }
