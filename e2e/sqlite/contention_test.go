@@ -77,12 +77,13 @@ func TestContention(t *testing.T) {
 	w, db := clitest.NewSQLite(t)
 	r := &run{t: t, w: w, db: db, markers: map[string]string{}, incs: map[string]int{}, dones: map[string]string{}}
 	r.hives.r = r
+	panel, panelLog := r.startPanel()
+	stream := r.followPanel(panel)
 	r.hives.next("")
 	if t.Failed() {
 		t.FailNow()
 	}
 	daemon := w.Serve()
-	panel, panelLog := r.startPanel()
 
 	start := time.Now()
 	r.deadline = start.Add(dur)
@@ -106,12 +107,14 @@ func TestContention(t *testing.T) {
 	r.checkStates(sdb, panel)
 	writes := r.checkCounters(sdb)
 	r.checkDatabase(sdb)
+	streamed := stream.check(r, sdb)
 	r.scan("the daemon", daemon.Log.String())
 	r.scan("the panel", panelLog.String())
 	secs := elapsed.Seconds()
 	t.Logf("%s, %d tasks: %d markers applied (%.0f/s), %d entry writes (%.0f/s, %d version conflicts), %d panel reads (%.0f/s)",
 		elapsed.Round(time.Second), r.hives.n, applied, float64(applied)/secs, writes, float64(writes)/secs, r.conflicts, r.reads.Load(), float64(r.reads.Load())/secs)
 	t.Logf("commands:%s", r.latencies())
+	t.Logf("the panel's stream pushed each of the %d events once", streamed)
 }
 
 // run is the bookkeeping of one contention run, shared by every agent.
@@ -121,7 +124,7 @@ type run struct {
 	db       string
 	deadline time.Time
 	hives    hives
-	reads    atomic.Int64
+	reads    atomic.Int64 // panel answers read
 
 	mu        sync.Mutex
 	markers   map[string]string // task/marker name: who reported writing it
@@ -557,6 +560,111 @@ func (r *run) startPanel() (string, *clitest.Log) {
 	}
 	go io.Copy(log, br)
 	return strings.TrimSuffix(strings.TrimSpace(line), "/"), log
+}
+
+// stream is the panel's stream of every task's events, followed from
+// before the first task until the checks, as an open page follows it.
+type stream struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	mu     sync.Mutex
+	ids    map[string]int // event id (task:position): times pushed
+	err    string
+}
+
+// followPanel connects to the panel's stream and follows it in the
+// background.
+func (r *run) followPanel(base string) *stream {
+	ctx, cancel := context.WithCancel(context.Background())
+	st := &stream{cancel: cancel, done: make(chan struct{}), ids: map[string]int{}}
+	r.t.Cleanup(st.stop)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/events", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		r.t.Fatalf("follow the panel: %v %v", err, resp)
+	}
+	go func() {
+		defer close(st.done)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		ev := false
+		for sc.Scan() {
+			line := sc.Text()
+			r.scan("the panel's stream", line)
+			st.mu.Lock()
+			switch {
+			case line == "event: reset":
+				st.err = "the stream was reset: it fell behind"
+			case strings.HasPrefix(line, "event: "):
+				ev = line == "event: ev"
+			case ev && strings.HasPrefix(line, "id: "):
+				st.ids[strings.TrimPrefix(line, "id: ")]++
+			}
+			st.mu.Unlock()
+		}
+		if ctx.Err() == nil {
+			st.mu.Lock()
+			st.err = fmt.Sprintf("the stream ended: %v", sc.Err())
+			st.mu.Unlock()
+		}
+	}()
+	return st
+}
+
+func (st *stream) stop() {
+	st.cancel()
+	<-st.done
+}
+
+// check waits until the stream has pushed as many events as the
+// database holds, then checks it pushed each of them once; it returns
+// how many.
+func (st *stream) check(r *run, sdb *sql.DB) int {
+	defer st.stop()
+	var n int
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if err := sdb.QueryRow("SELECT count(*) FROM events").Scan(&n); err != nil {
+			r.t.Fatal(err)
+		}
+		st.mu.Lock()
+		got, trouble := len(st.ids), st.err
+		st.mu.Unlock()
+		if trouble != "" {
+			r.t.Errorf("the panel's stream: %s", trouble)
+			return got
+		}
+		if got >= n {
+			break
+		}
+		if time.Now().After(deadline) {
+			r.t.Errorf("the panel's stream pushed %d of the %d events", got, n)
+			break
+		}
+	}
+	st.stop()
+	rows, err := sdb.Query("SELECT task_id || ':' || id FROM events")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			r.t.Fatal(err)
+		}
+		if k := st.ids[id]; k != 1 {
+			r.t.Errorf("the panel's stream pushed event %s %d times", id, k)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		r.t.Fatal(err)
+	}
+	if len(st.ids) != n {
+		r.t.Errorf("the panel's stream pushed %d events, the database holds %d", len(st.ids), n)
+	}
+	return n
 }
 
 // readPanel polls the panel's API as a page open on the current task
