@@ -23,6 +23,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/workspaced/workspaced/internal/clitest"
+	"github.com/workspaced/workspaced/internal/optdep"
 	"github.com/workspaced/workspaced/schemas"
 )
 
@@ -61,7 +62,7 @@ var pythonWorker = filepath.Join("..", "..", "examples", "agents", "python", "sq
 // go is logged, never asserted.
 func TestContention(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("no python3")
+		optdep.Skip(t, "python3", "python3 is not on PATH: the Python sqlite3 worker cannot take part")
 	}
 	dur := defaultContention
 	if v := os.Getenv(contentionEnv); v != "" {
@@ -267,11 +268,9 @@ func counterKey(i int) string { return "counter_" + strconv.Itoa(i) }
 
 // subtaskState is what agents read of a state.
 type subtaskState struct {
-	Status      string `json:"status"`
-	PlanStatus  string `json:"plan_status"`
-	JournalSeq  int64  `json:"journal_seq"`
-	Subtasks    map[string]struct{ Status, Worker string }
-	Checkpoints map[string]any
+	Status     string `json:"status"`
+	JournalSeq int64  `json:"journal_seq"`
+	Subtasks   map[string]struct{ Status, Worker string }
 }
 
 func (s subtaskState) finished() bool {
