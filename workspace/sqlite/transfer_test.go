@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -62,5 +63,48 @@ func TestTransferKeepsEveryTime(t *testing.T) {
 	}
 	if e, err := s.GetEntry(ctx, workspace.Scope{Kind: workspace.ScopeGlobal}, "fine"); err != nil || !e.CreatedAt.Equal(fine) {
 		t.Errorf("GetEntry of the imported entry: created %v, %v; want %v", e.CreatedAt, err, fine)
+	}
+}
+
+// TestExportNamesBackupsAsListed: backups the daemon kept within one
+// millisecond are exported under the names ListBackups gives them (a
+// counter after the stamp), none overwriting another.
+func TestExportNamesBackupsAsListed(t *testing.T) {
+	ctx := context.Background()
+	s, _, err := Init(ctx, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateTask(ctx, workspace.NewTaskRequest{ID: "t1", Description: "d", SubmittedBy: "human"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := s.DB().Exec("INSERT INTO backups (task_id, journal_seq, doc, saved_at) VALUES ('t1', $1, $2, '2024-01-02T03:04:05.120Z')",
+			i, fmt.Sprintf(`{"journal_seq":%d}`, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	listed, err := s.ListBackups(ctx, "t1")
+	if err != nil || len(listed) != 3 {
+		t.Fatalf("ListBackups: %v %v", listed, err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	if _, err := s.Export(ctx, out); err != nil {
+		t.Fatalf("export: %v", err)
+	}
+	files, err := os.ReadDir(filepath.Join(out, "tasks", "t1", "backups"))
+	if err != nil || len(files) != 3 {
+		t.Fatalf("exported backups: %v %v, want 3", files, err)
+	}
+	for _, b := range listed {
+		doc, err := s.ReadBackup(ctx, "t1", b.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(out, "tasks", "t1", "backups", b.Name))
+		if err != nil || string(got) != string(doc) {
+			t.Errorf("exported %s: %q %v, want %q", b.Name, got, err, doc)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
+	"github.com/workspaced/workspaced/backup"
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -28,12 +29,6 @@ const seqWidth = 12
 func recordName(seq int64) string { return fmt.Sprintf("%0*d.json", seqWidth, seq) }
 func batchName(first, last int64) string {
 	return fmt.Sprintf("%0*d-%0*d.json", seqWidth, first, seqWidth, last)
-}
-
-// backupName is the file name of a backup the daemon kept here, from the
-// time it was saved (the file tree's state_<stamp>.json).
-func backupName(saved time.Time) string {
-	return "state_" + saved.UTC().Format("20060102T150405.000000000Z") + ".json"
 }
 
 // Export writes the workspace as the canonical file tree into dir, which
@@ -132,7 +127,12 @@ func exportTx(ctx context.Context, tx Tx, w *treeWriter, rep *Report) error {
 	return exportEntries(ctx, tx, w)
 }
 
+// exportBackups names a backup the daemon kept in the database as the
+// stores name it (backup.Name of its saved_at, a counter after the stamp
+// when two of a task share it), so the tree holds what 'backup list'
+// showed.
 func exportBackups(ctx context.Context, tx Tx, w *treeWriter) error {
+	seen := map[string]int{} // task and stamp → backups named so far
 	err := eachRow(ctx, tx, "SELECT task_id, name, saved_at, doc FROM backups ORDER BY task_id, n", func(scan func(...any) error) error {
 		var id, name, doc string
 		var saved time.Time
@@ -140,7 +140,9 @@ func exportBackups(ctx context.Context, tx Tx, w *treeWriter) error {
 			return err
 		}
 		if name == "" {
-			name = backupName(saved)
+			stamp := id + "/" + backup.Name("state_", saved, 0)
+			name = backup.Name("state_", saved, seen[stamp])
+			seen[stamp]++
 		}
 		w.write(path.Join("tasks", id, "backups", name), doc)
 		return nil
