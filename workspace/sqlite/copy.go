@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -129,7 +130,7 @@ func (s *Store) vacuumInto(ctx context.Context, tmp string) error {
 // checkCopy opens the copy as a workspace of its own would and runs
 // SQLite's integrity check on it.
 func checkCopy(ctx context.Context, path string) error {
-	db, err := sql.Open("sqlite", "file:"+path)
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath())
 	if err != nil {
 		return err
 	}
