@@ -76,7 +76,7 @@ type Load struct {
 // order that empties them without breaking a reference.
 var Tables = []string{"markers", "journal", "backups", "states", "events", "entries", "threads", "products", "tasks", "files", "tokens"}
 
-// Settings are the files init writes into an empty workspace: a database
+// settings are the files init writes into an empty workspace: a database
 // that holds only these holds no workspace yet.
 var settings = []string{"workspace.json", ".gitignore", workspace.AgentsFile, "friction/friction.json"}
 
