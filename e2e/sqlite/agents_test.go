@@ -1,0 +1,258 @@
+package sqlite_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/workspaced/workspaced/internal/clitest"
+	"github.com/workspaced/workspaced/internal/optdep"
+	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/sqlite"
+)
+
+// agentsDir holds the example agents, from this package's directory.
+const agentsDir = "../../examples/agents"
+
+// need returns the path of program, skipping the test (through optdep,
+// as dep) without it.
+func need(t *testing.T, program, dep, how string) string {
+	t.Helper()
+	p, err := exec.LookPath(program)
+	if err != nil {
+		optdep.Skipf(t, dep, "%s is not on PATH: %s", program, how)
+	}
+	return p
+}
+
+func script(t *testing.T, rel string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join(agentsDir, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// approvedPlan creates task id with a plan of the given subtasks, proposed
+// and approved through the CLI, as the README's walkthrough does.
+func approvedPlan(w *clitest.WS, id string, subs []string) {
+	w.T.Helper()
+	w.Task(id)
+	type subtask struct {
+		ID          string `json:"id"`
+		Description string `json:"description"`
+	}
+	plan := struct {
+		Summary  string    `json:"summary"`
+		Subtasks []subtask `json:"subtasks"`
+	}{Summary: "independent pieces"}
+	for _, s := range subs {
+		plan.Subtasks = append(plan.Subtasks, subtask{s, "piece " + s})
+	}
+	data, _ := json.Marshal(plan)
+	if r := w.RunIn(string(data), "plan", "write", "--task", id, "--agent", "orchestrator", "--file", "-", "--propose"); r.Code != 0 {
+		w.T.Fatalf("plan write: %v", r)
+	}
+	if r := w.RunIn(`{"type":"plan_review","verdict":"approved"}`, "review", "write", "--task", id, "--id", "plan_v1",
+		"--agent", "reviewer", "--file", "-", "--done"); r.Code != 0 {
+		w.T.Fatalf("review write: %v", r)
+	}
+}
+
+func subtasks(n int) []string {
+	var ids []string
+	for i := range n {
+		// Ids with the characters an id may hold beyond letters and digits.
+		ids = append(ids, fmt.Sprintf([]string{"s%d", "s.%d", "s-%d"}[i%3], i))
+	}
+	return ids
+}
+
+// runWorkers starts the workers (agent → command line), waits for all,
+// and returns subtask → the workers that printed it as finished. A worker
+// that fails, or prints anything but "<agent> finished …", fails t.
+func runWorkers(t *testing.T, workers map[string][]string) map[string][]string {
+	t.Helper()
+	finished := map[string][]string{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for agent, argv := range workers {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = clitest.CleanEnv()
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := cmd.Wait()
+			line, ok := strings.CutPrefix(strings.TrimSpace(out.String()), agent+" finished ")
+			if err != nil || !ok || errb.Len() > 0 {
+				t.Errorf("%s: %v\nstdout: %s\nstderr: %s", agent, err, out.String(), errb.String())
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, s := range strings.Fields(line) {
+				if s != "nothing" {
+					finished[s] = append(finished[s], agent)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	return finished
+}
+
+// checkFinished: the task is completed; every subtask was finished once,
+// by the worker the state names, whose claim won, whose one done marker
+// was applied and whose output is outputs/<id>.json. It returns the
+// outputs by subtask.
+func checkFinished(t *testing.T, w *clitest.WS, task string, subs []string, finished map[string][]string) map[string]map[string]any {
+	t.Helper()
+	s, err := sqlite.Open(t.Context(), w.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	st, err := s.ReadState(t.Context(), task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != "completed" {
+		t.Fatalf("task status %s after the workers stopped", st.Status)
+	}
+	recs, err := s.ReadJournal(t.Context(), task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := map[int64]bool{}
+	for _, e := range st.Errors {
+		refused[e.Seq] = true
+	}
+	dones, lost := map[string][]string{}, 0
+	for _, r := range recs {
+		if r.Rejected != "" {
+			t.Errorf("record %d (%s) rejected: %s", r.Seq, r.File, r.Rejected)
+		}
+		switch {
+		case r.Kind == workspace.KindClaim && refused[r.Seq]:
+			lost++
+		case r.Kind == workspace.KindDone && r.Marker.SubtaskID != "":
+			if refused[r.Seq] {
+				t.Errorf("done marker %s for %s refused: %v", r.File, r.Marker.SubtaskID, st.Errors)
+			}
+			dones[r.Marker.SubtaskID] = append(dones[r.Marker.SubtaskID], r.Marker.AgentID)
+		}
+	}
+	outputs := map[string]map[string]any{}
+	for _, id := range subs {
+		ss := st.Subtasks[id]
+		if ss == nil || ss.Status != "completed" {
+			t.Errorf("subtask %s: %+v", id, ss)
+			continue
+		}
+		if got := finished[id]; len(got) != 1 || got[0] != ss.Worker {
+			t.Errorf("subtask %s completed by %s in the state, the workers say %v finished it", id, ss.Worker, got)
+		}
+		if got := dones[id]; !slices.Equal(got, []string{ss.Worker}) {
+			t.Errorf("subtask %s: done markers journaled from %v, want one from %s", id, got, ss.Worker)
+		}
+		var body string
+		var out map[string]any
+		err := s.DB().QueryRow("SELECT body FROM products WHERE task_id = $1 AND path = $2", task, "outputs/"+id+".json").Scan(&body)
+		if err == nil {
+			err = json.Unmarshal([]byte(body), &out)
+		}
+		if err != nil || out["worker_id"] != ss.Worker || out["subtask_id"] != id {
+			t.Errorf("outputs/%s.json: %v, %v (want it written by %s)", id, out, err, ss.Worker)
+		}
+		outputs[id] = out
+	}
+	if len(finished) != len(subs) {
+		t.Errorf("the workers finished %d subtasks, want %d", len(finished), len(subs))
+	}
+	t.Logf("%d subtasks, %d journal records, %d claims lost to another worker", len(subs), len(recs), lost)
+	return outputs
+}
+
+// TestPythonSQLiteWorkers: four Python workers on the standard library's
+// sqlite3, as processes, play the Hivemind worker against `workspaced
+// serve` on a sqlite: root with only the SQL of PROTOCOL.md; the task
+// completes, and every subtask was finished exactly once, by the one
+// worker whose claim won.
+func TestPythonSQLiteWorkers(t *testing.T) {
+	py := need(t, "python3", "python3", "the Python worker cannot be tried")
+	w, _ := clitest.NewSQLite(t)
+	subs := subtasks(24)
+	approvedPlan(w, "hive", subs)
+	w.Serve()
+	workers := map[string][]string{}
+	for i := range 4 {
+		agent := fmt.Sprintf("py_%d", i)
+		workers[agent] = []string{py, script(t, "python/sqlite_hivemind_worker.py"), "--root", w.Root,
+			"--task", "hive", "--agent", agent, "--timeout", "120", "--work-delay", "0.02"}
+	}
+	checkFinished(t, w, "hive", subs, runWorkers(t, workers))
+}
+
+// TestShellSQLiteWorkers: two workers on the sqlite3 shell and one in
+// Python finish a plan together. One shell worker adds a note full of
+// quotes, a newline, a backslash and SQL to its summaries: it reaches the
+// outputs byte for byte. The shell workers' read-modify-write of the env
+// entry shell_progress, with its version check, loses nothing. The
+// Python worker takes half a second a subtask, so that the shell workers,
+// slower at each step, finish a share.
+func TestShellSQLiteWorkers(t *testing.T) {
+	sh := need(t, "sh", "sh", "the shell worker cannot be tried")
+	need(t, "sqlite3", "sqlite3", "install Debian's sqlite3 package")
+	py := need(t, "python3", "python3", "the Python worker cannot be tried")
+	w, _ := clitest.NewSQLite(t)
+	subs := subtasks(12)
+	approvedPlan(w, "hive", subs)
+	w.Serve()
+	const note = "it's \"quoted\"; DROP TABLE tasks; --\nline two \\ ' '' end"
+	worker := script(t, "sh/sqlite_worker.sh")
+	finished := runWorkers(t, map[string][]string{
+		"sh_1": {sh, worker, w.Root, "hive", "sh_1", "120", note},
+		"sh_2": {sh, worker, w.Root, "hive", "sh_2", "120"},
+		"py_1": {py, script(t, "python/sqlite_hivemind_worker.py"), "--root", w.Root, "--task", "hive",
+			"--agent", "py_1", "--timeout", "120", "--work-delay", "0.5"},
+	})
+	outputs := checkFinished(t, w, "hive", subs, finished)
+	var bySh []string
+	for _, id := range subs {
+		switch out := outputs[id]; out["worker_id"] {
+		case "sh_1":
+			if want := "done by sh_1: " + note; out["summary"] != want {
+				t.Errorf("outputs/%s.json summary %q, want %q", id, out["summary"], want)
+			}
+			bySh = append(bySh, id)
+		case "sh_2":
+			bySh = append(bySh, id)
+		}
+	}
+	var entry struct {
+		Version int      `json:"version"`
+		Value   []string `json:"value"`
+	}
+	clitest.Decode(t, w.Ok("env", "get", "--task", "hive", "--key", "shell_progress", "--json"), &entry)
+	slices.Sort(entry.Value)
+	slices.Sort(bySh)
+	if !slices.Equal(entry.Value, bySh) || (len(bySh) > 0 && entry.Version != len(bySh)) {
+		t.Errorf("shell_progress: version %d, %v; the shell workers finished %v", entry.Version, entry.Value, bySh)
+	}
+	t.Logf("the shell workers finished %d of %d subtasks", len(bySh), len(subs))
+}
