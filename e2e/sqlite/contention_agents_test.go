@@ -410,6 +410,7 @@ func (st *stream) check(r *run, sdb *sql.DB) int {
 // does.
 func (r *run) readPanel(ctx context.Context, base string) {
 	for r.going(ctx) {
+		r.sampleWAL()
 		task := r.hives.current()
 		for _, p := range []string{"/api/tasks", "/api/tasks/" + task, "/api/tasks/" + task + "/journal",
 			"/api/tasks/" + task + "/env", "/api/tasks/" + task + "/events", "/api/events?limit=50"} {
