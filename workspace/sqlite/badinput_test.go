@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/storetest"
 )
 
@@ -47,4 +48,23 @@ func dump(t *testing.T, s *Store) string {
 func TestBadInput(t *testing.T) {
 	s, _ := newStore(t)
 	storetest.BadInput(t, s, func(t *testing.T) string { return dump(t, s) })
+}
+
+// TestOddValuesExact: SQLite keeps a value byte for byte, white space and
+// all, where the file tree writes it compacted.
+func TestOddValuesExact(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := t.Context()
+	if _, err := s.CreateTask(ctx, workspace.NewTaskRequest{ID: "t1", Description: "d"}); err != nil {
+		t.Fatal(err)
+	}
+	sc := workspace.Scope{Kind: workspace.ScopeThread, TaskID: "t1"}
+	for name, v := range storetest.OddValues(s.Settings().Limits) {
+		if _, err := s.StoreEntry(ctx, sc, workspace.StoreRequest{Key: name, Value: v, Agent: "a"}); err != nil {
+			t.Fatalf("store %s: %v", name, err)
+		}
+		if e, err := s.GetEntry(ctx, sc, name); err != nil || string(e.Value) != string(v) {
+			t.Errorf("value %s read back as %.80q, %v; want %.80q", name, e.Value, err, v)
+		}
+	}
 }
