@@ -111,6 +111,29 @@ func TestEventsFollow(t *testing.T) {
 	w.Ok("claim", "--task", "t1", "--subtask", "s1", "--agent", "w1")
 	await("claim")
 	cancel()
+
+	// Without --task: every task's events, new tasks picked up.
+	all := exec.Command(clitest.Bin(), "events", "--follow")
+	all.Dir, all.Env = w.Dir, w.Env
+	out, err = all.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := all.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = all.Process.Kill(); _ = all.Wait() }()
+	lines = make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	await("task_created t1")
+	w.Task("t2")
+	await("task_created t2")
 }
 
 // TestLocks: locks names the daemon holding PATH.lock; lock -- CMD runs
