@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
 	"github.com/workspaced/workspaced/workspace/machine"
 )
 
@@ -27,11 +29,23 @@ const standbyPoll = 100 * time.Millisecond
 // leadFile is the daemon's lock: <db>.lock.
 func (s *Store) leadFile() string { return s.path + ".lock" }
 
+// DaemonLock is the file whose flock the daemon holds: <db>.lock.
+func (s *Store) DaemonLock() string { return s.leadFile() }
+
+// checkFilesystem is files.CheckFilesystem; a test stands in for a
+// network filesystem through it.
+var checkFilesystem = files.CheckFilesystem
+
 // Lead takes the daemon's lock, <db>.lock, for this process
 // (workspace.Served): with opt.Standby it waits while another daemon
 // holds it, else it fails with ErrLocked naming the holder. The lock is
 // held until Release or the process's end (the kernel drops it); the
 // leadership is never lost meanwhile, and its epoch is 0.
+//
+// A database on NFS, SMB or FUSE is refused with
+// files.ErrUnsafeFilesystem when opt.Strict (SQLite's locks and its
+// write-ahead log's shared memory need a local filesystem, as flock does),
+// and warned of otherwise, as a tree there is.
 func (s *Store) Lead(ctx context.Context, opt workspace.LeadOptions) (workspace.Leadership, error) {
 	if opt.Holder == "" {
 		host, _ := os.Hostname()
@@ -39,6 +53,9 @@ func (s *Store) Lead(ctx context.Context, opt workspace.LeadOptions) (workspace.
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := s.checkLocal(opt); err != nil {
+		return nil, err
 	}
 	if opt.Standby {
 		opt.Logger.Info("standby: waiting for the daemon's lock", "lock", s.leadFile())
@@ -65,6 +82,22 @@ func (s *Store) Lead(ctx context.Context, opt workspace.LeadOptions) (workspace.
 		case <-time.After(standbyPoll):
 		}
 	}
+}
+
+// checkLocal refuses (opt.Strict) or warns of a database on a filesystem
+// where SQLite's locking cannot be trusted.
+func (s *Store) checkLocal(opt workspace.LeadOptions) error {
+	name, unsafe, err := checkFilesystem(filepath.Dir(s.path))
+	switch {
+	case err != nil:
+		opt.Logger.Warn("cannot tell the filesystem type", "database", s.path, "err", err)
+	case unsafe && opt.Strict:
+		return fmt.Errorf("%w: %s is on %s, where SQLite's locks, its write-ahead log and flock cannot be trusted; move it to a local filesystem or run without --strict",
+			files.ErrUnsafeFilesystem, s.path, name)
+	case unsafe:
+		opt.Logger.Warn("database on a network or FUSE filesystem: SQLite's locks, its write-ahead log and flock may not be trustworthy", "database", s.path, "fs", name)
+	}
+	return nil
 }
 
 // flockLead is a leadership held by a flock (workspace.Leadership).
