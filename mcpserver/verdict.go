@@ -81,9 +81,12 @@ var (
 // markerReply is the structured answer of a tool that dropped a marker:
 // the verdict on it, and the state it was read from.
 type markerReply struct {
-	Marker        string `json:"marker"`
-	Verdict       string `json:"verdict"`
-	Reason        string `json:"reason,omitempty"`
+	Marker  string `json:"marker"`
+	Verdict string `json:"verdict"`
+	Reason  string `json:"reason,omitempty"`
+	// Journaled is, for a marker refused because its name was used
+	// already, the seq of the journal record that holds the name.
+	Journaled     int64  `json:"journaled,omitempty"`
 	SubtaskID     string `json:"subtask_id,omitempty"`
 	SubtaskStatus string `json:"subtask_status,omitempty"`
 	Worker        string `json:"worker,omitempty"`
@@ -142,7 +145,7 @@ func (s *Server) await(ctx context.Context, marker string, after int64, serving 
 	case err != nil:
 		return r, err
 	}
-	r.Verdict, r.Reason, r.SubtaskID = v.Verdict, v.Reason, v.SubtaskID
+	r.Verdict, r.Reason, r.Journaled, r.SubtaskID = v.Verdict, v.Reason, v.Journaled, v.SubtaskID
 	r.SubtaskStatus, r.Worker, r.TaskStatus = v.SubtaskStatus, v.Worker, v.TaskStatus
 	return r, nil
 }
@@ -166,8 +169,12 @@ func (s *Server) verdictReply(b *strings.Builder, r markerReply, what, then, hin
 	return reply{text: b.String(), data: r}, nil
 }
 
-// refused is the error of a marker the daemon refused.
+// refused is the error of a marker the daemon refused. One refused for
+// its reused name is a retry's business: a call drops a new marker.
 func refused(r markerReply, what, hint string) error {
+	if r.Journaled != 0 {
+		hint = "call the tool again: each call drops its marker under a fresh name"
+	}
 	kind := workspace.ErrConflict
 	if r.Verdict == verdictNotFound {
 		kind = workspace.ErrNotFound

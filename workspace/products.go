@@ -9,6 +9,7 @@ import (
 	"path"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/workspaced/workspaced/schemas"
 )
@@ -26,6 +27,11 @@ func (w *Workspace) parseDoc(what string, data []byte) (map[string]any, error) {
 func parseDoc(what string, data []byte, limits LimitSettings) (map[string]any, error) {
 	if len(data) > limits.ValueMaxBytes*16 {
 		return nil, invalidf(what, "", "document is %d bytes, over the limit", len(data))
+	}
+	if !utf8.Valid(data) {
+		// The decoder would put U+FFFD in its place: the product kept
+		// would not be the one written.
+		return nil, invalidf("parse "+what, "the file must hold UTF-8 JSON text", "not valid UTF-8")
 	}
 	if err := CheckDepth(data, limits.MaxDepth); err != nil {
 		return nil, err

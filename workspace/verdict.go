@@ -23,7 +23,9 @@ const (
 	VerdictLost = "lost"
 	// VerdictApplied: a done marker was applied.
 	VerdictApplied = "applied"
-	// VerdictRefused: a done marker was refused, or rejected on reading.
+	// VerdictRefused: a done marker was refused, or rejected on reading;
+	// or a marker of either kind was refused unread because its name was
+	// journaled already (Verdict.Journaled says as which record).
 	VerdictRefused = "refused"
 	// VerdictNotFound: the marker names a subtask the approved plan does
 	// not have.
@@ -37,8 +39,12 @@ type Verdict struct {
 	TaskID  string `json:"task_id"`
 	Kind    string `json:"kind"` // claim | done
 	Verdict string `json:"verdict"`
-	// Seq is the journal record the marker became.
-	Seq       int64  `json:"seq"`
+	// Seq is the journal record the marker became; 0 for a marker
+	// refused for its reused name, which became none.
+	Seq int64 `json:"seq"`
+	// Journaled is, for a marker refused because its name was used
+	// already, the seq of the record that holds the name.
+	Journaled int64  `json:"journaled,omitempty"`
 	Reason    string `json:"reason,omitempty"`
 	SubtaskID string `json:"subtask_id,omitempty"`
 	// SubtaskStatus and Worker are the subtask's in the state read, and
@@ -80,7 +86,9 @@ type VerdictSource interface {
 	// MarkerTaken, MarkerDecided, MarkerMissing) and, once decided, its
 	// verdict. after is a journal seq the marker's record is known to
 	// follow (the state's journal_seq when it was dropped; 0 when
-	// unknown): only records past it are read.
+	// unknown): only records past it are read. A marker refused because
+	// its name was journaled already is decided: refused, with
+	// Verdict.Journaled (machine.JudgeReused), never missing.
 	ReadVerdict(taskID, name string, after int64) (Verdict, string, error)
 	// Serving reports whether a daemon serves the workspace now.
 	Serving() (bool, error)

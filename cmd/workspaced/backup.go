@@ -134,7 +134,9 @@ its start, or at the task's next marker) it replays every journal record
 past the restored state's journal_seq, so a restore repairs state.json but
 never drops a marker that was taken. The daemon restores a corrupt
 state.json by itself on start; this command is for doing it by hand. It
-refuses while a daemon serves the root (exit 4) unless --force.
+refuses while a daemon serves the root (exit 4) unless --force: on a
+directory the daemon holds .workspaced.lock, on a sqlite:PATH root the
+flock of PATH.lock.
 
 Examples:
   workspaced backup restore --task t1
@@ -162,8 +164,8 @@ func backupRestore(ctx context.Context, e *env, args []string) error {
 	if _, err := w.GetTask(ctx, id); err != nil {
 		return err
 	}
-	if t, isTree := w.(*files.Store); isTree && !*force {
-		held, h, err := locking.Held(files.LockPath(t.Dir()))
+	if lock := daemonLock(w); lock != "" && !*force {
+		held, h, err := locking.Held(lock)
 		if err != nil {
 			return err
 		}
@@ -183,6 +185,19 @@ func backupRestore(ctx context.Context, e *env, args []string) error {
 	target := path.Join(workspace.TaskDir(id), "state.json")
 	fmt.Fprintf(e.stdout, "restored %s from %s\n", e.display(target), chosen)
 	return nil
+}
+
+// daemonLock is the file whose flock the daemon serving w holds: the
+// tree's .workspaced.lock, a SQLite database's PATH.lock; "" for a store
+// that leads otherwise (PostgreSQL's lease).
+func daemonLock(w workspace.Store) string {
+	switch s := w.(type) {
+	case *files.Store:
+		return files.LockPath(s.Dir())
+	case interface{ DaemonLock() string }:
+		return s.DaemonLock()
+	}
+	return ""
 }
 
 // whyNoBackups says why a task has no backups of its state.json.

@@ -27,7 +27,9 @@ Lists the lock files of the root (every *.lock in a .locks/ directory, and
 .workspaced.lock, the daemon's): whether each is held right now and the
 holder record it carries (pid, agent, since). A record of a lock that is no
 longer held describes its last holder. Without --all, only held locks are
-listed.
+listed. On a postgres:// or sqlite: root the locks are those ever taken,
+by name, each with its latest holder; the daemon's comes first ("lease"
+on PostgreSQL; "daemon" on sqlite:PATH, the flock of PATH.lock).
 
 Examples:
   workspaced locks
@@ -120,7 +122,9 @@ the lock, and CMD is killed with it so it never runs on unlocked.
 
 On a postgres:// root the lock is the task's named advisory lock, held by
 this process's connection while CMD runs (the same lock the store's other
-users take), its holder recorded for 'workspaced locks'.
+users take), its holder recorded for 'workspaced locks'. On a sqlite:PATH
+root it is the flock of PATH.locks/tasks/<task>/.locks/<NAME>.lock, its
+holder recorded in the locks table; CMD gets WORKSPACE_ROOT=sqlite:PATH.
 
 Examples:
   workspaced lock --task t1 --name counter -- sh -c 'n=$(cat n); echo $((n+1)) > n'
@@ -206,13 +210,25 @@ func lockStore(ctx context.Context, e *env, task, thread, name, agent string, ti
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			return &workspace.Error{Kind: workspace.ErrLocked, Op: "lock " + name + " of task " + id,
-				Msg:  "gave up after " + vocab.Duration(timeout),
+				Msg:  fmt.Sprintf("held by %s: gave up after %s", holderOf(ctx, st, id, name), vocab.Duration(timeout)),
 				Hint: "another process holds it; see 'workspaced locks', or wait longer with --timeout"}
 		}
 		return err
 	}
 	defer l.Release()
 	return runLocked(ctx, e, e.root, argv)
+}
+
+// holderOf is the recorded holder of a task's lock name, held now, for a
+// message ("an unknown holder" when the store cannot say).
+func holderOf(ctx context.Context, st workspace.Store, id, name string) *locking.Holder {
+	locks, _ := st.Locks(ctx)
+	for _, l := range locks {
+		if l.TaskID == id && l.Lock == name && l.Held {
+			return l.Holder
+		}
+	}
+	return nil
 }
 
 // runLocked runs argv with the streams passed through and returns its exit

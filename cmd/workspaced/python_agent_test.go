@@ -48,7 +48,8 @@ func field(out map[string]any, key, name string) string {
 	return s
 }
 
-// The Python module gets the same verdicts as the CLI, and writes outputs
+// The Python module gets the same verdicts as the CLI (a claim under a
+// reused marker name refused at once among them), and writes outputs
 // by the same rules: nothing finished is overwritten, every replaced
 // version is kept.
 func TestPythonModuleVerdictsAndOutputs(t *testing.T) {
@@ -74,6 +75,12 @@ a, b = Workspace(root, "py_a"), Workspace(root, "py_b")
 out["won"] = a.claim("t1", "st_1", wait=30)
 out["lost"] = b.claim("t1", "st_1", wait=30)
 out["not_found"] = b.claim("t1", "st_9", wait=30)
+# A claim under the won claim's name, as an agent that reuses names drops
+# it: the daemon refuses it without a record, and the verdict says so.
+import os, workspace_agent as wa
+after = a.state("t1")["journal_seq"]
+wa.atomic_write(os.path.join(a.task_dir("t1"), out["won"]["marker"]), wa.canonical({"agent_id": "py_a", "subtask_id": "st_2", "claimed_at": now()}))
+out["reused"] = a.wait_verdict("t1", out["won"]["marker"], after, timeout=30)
 try:
     a.write_output("t1", "st_1", {"subtask_id": "st_2"})
     out["contradiction"] = "written"
@@ -102,6 +109,10 @@ except Conflict as e:
 		if got := field(out, key, "verdict"); got != want {
 			t.Errorf("%s: verdict %q, want %q (%v)", key, got, want, out[key])
 		}
+	}
+	if v, _ := out["reused"].(map[string]any); v["verdict"] != "refused" || v["journaled"] != 3.0 || v["seq"] != 0.0 || v["subtask_id"] != "st_2" ||
+		v["reason"] != "this marker name was already used (journaled as seq 3); write a new marker with a fresh name" {
+		t.Errorf("a claim under a reused name: %v, want refused, the name journaled as seq 3", out["reused"])
 	}
 	if r := field(out, "lost", "reason"); r != "subtask st_1 already taken by py_a" {
 		t.Errorf("lost reason %q", r)

@@ -65,7 +65,8 @@ marker row is whole when inserted).
 On a sqlite:PATH root the daemon leads by a flock of PATH.lock, which the
 kernel drops when it dies: a second serve exits 4 naming the holder, or
 with --standby waits and takes over at once when the leader goes.
-On NFS, SMB or FUSE it warns (refuses with --strict). Logs go to stderr;
+On NFS, SMB or FUSE (the directory, or the sqlite database's directory)
+it warns (refuses with --strict). Logs go to stderr;
 once ready it logs its open-files limits (soft and hard).
 It stops cleanly on SIGINT or SIGTERM.
 

@@ -13,7 +13,8 @@ import (
 
 const tokenUsage = `workspaced token — the bearer tokens of remote agents, in config/tokens.json
 (mode 0600), or on a postgres:// root in the tokens table, which the agent
-role may not read; only their SHA-256 is stored. A token names the agent it stands
+role may not read, or on a sqlite: root in the database's tokens table;
+only their SHA-256 is stored. A token names the agent it stands
 for — stored_by of its entries, the agent of its markers and events — and
 what that agent may do: which tasks, whether it may claim, finish, write
 plans or reviews, and its access to the global memory. Its own agent memory
@@ -51,7 +52,7 @@ const tokenAddUsage = `Usage:
 
 Makes a token (wsd_ and 43 characters: 32 random bytes) for agent A, adds
 its SHA-256 with what it may do to config/tokens.json under the file's lock
-(the tokens table on a postgres:// root), and prints the token on stdout. It is never shown again: give it to the
+(the tokens table on a postgres:// or sqlite: root), and prints the token on stdout. It is never shown again: give it to the
 agent's runtime now. LIST is comma-separated: claim (claim_subtask), done
 (signal_done), plan (write_plan), review (write_review); left out, the
 agent may read its tasks, use their env data and its own memory, and
@@ -209,7 +210,7 @@ const tokenRevokeUsage = `Usage:
 
 Removes one token (--id, as 'token list' shows it) or every token of an
 agent (--agent) from config/tokens.json, under the file's lock (from the
-tokens table on a postgres:// root). A server
+tokens table on a postgres:// or sqlite: root). A server
 reading the file refuses the token from its next request on: an HTTP request
 with it is answered 401, a call on stdio is a tool error.
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/postgres"
+	"github.com/workspaced/workspaced/workspace/sqlite"
+	"github.com/workspaced/workspaced/workspace/tables"
 )
 
 const exportUsage = `workspaced export — write a workspace as the canonical file tree.
@@ -17,50 +20,57 @@ Usage:
   workspaced export [--from ROOT] --to DIR
 
 Writes the workspace at ROOT (--from, else --root, $WORKSPACE_ROOT or
-./workspace: a directory or a postgres:// URL) into DIR, which must not
-exist or be empty, as the file tree the file backend holds for the same
-history, byte for byte: workspace.json, config/, friction/, memory/,
-skills/, and every task's task.json, state.json, journal/, backups/,
-events.log, threads/, env/, sessions/, plans, outputs and reviews. Locks
-and temporary files are left out, as .gitignore leaves them out of git.
-On PostgreSQL it reads one snapshot, so a workspace in use exports as it
-was at one moment; 'git diff' between two exports shows what changed.
+./workspace: a directory, a postgres:// URL or sqlite:PATH) into DIR,
+which must not exist or be empty, as the file tree the file backend holds
+for the same history, byte for byte: workspace.json, config/, friction/,
+memory/, skills/, and every task's task.json, state.json, journal/,
+backups/, events.log, threads/, env/, sessions/, plans, outputs and
+reviews. Locks and temporary files are left out, as .gitignore leaves
+them out of git. A database is read in one snapshot, so a workspace in
+use exports as it was at one moment; 'git diff' between two exports
+shows what changed.
 
 Examples:
   workspaced export --from 'postgres://agent@db/agents?schema=team_a' --to ./snapshot
+  workspaced export --from sqlite:./agents.db --to ./snapshot
   workspaced --root ./ws export --to /tmp/ws-copy
 
-Exit codes: 0 ok, 1 failure, 2 usage, 3 no workspace at ROOT, 4 DIR is not empty.
+Exit codes: 0 ok, 1 failure (a database newer than this workspaced),
+2 usage, 3 no workspace at ROOT, 4 DIR is not empty.
 `
 
-const importUsage = `workspaced import — load a file workspace into PostgreSQL.
+const importUsage = `workspaced import — load a workspace into a database.
 
 Usage:
-  workspaced import --from DIR [--to postgres://…] [--replace]
+  workspaced import --from ROOT [--to DATABASE] [--replace]
 
-Loads the file workspace at DIR into the schema at --to (else --root or
-$WORKSPACE_ROOT), which 'workspaced init' must have created, in one
-transaction: tasks, plans and their versions, outputs with their history,
-reviews, threads, entries of every scope, markers still waiting, and the
-daemon's state, journal, backups and events, with the friction log and the
-settings. 'workspaced export' then writes DIR back byte for byte. A schema
-that holds a workspace already is refused unless --replace, which empties
-it first. Stop the daemon serving DIR before importing it; a tree whose
-daemon was killed mid-commit is refused until 'workspaced serve' has
-settled its journal once.
+Loads the workspace at ROOT (a directory, or a database: sqlite:PATH or
+postgres://…, read in one snapshot) into DATABASE (--to, else --root or
+$WORKSPACE_ROOT): a PostgreSQL schema 'workspaced init' created, or a
+SQLite file, created when missing. It loads in one transaction: tasks,
+plans and their versions, outputs with their history, reviews, threads,
+entries of every scope, markers still waiting, and the daemon's state,
+journal, backups and events, with the friction log, the skills and the
+settings. 'workspaced export' then writes the tree back byte for byte. A
+database that holds a workspace already is refused unless --replace,
+which empties it first. Stop the daemon serving a directory before
+importing it; a tree whose daemon was killed mid-commit is refused until
+'workspaced serve' has settled its journal once.
 
 Examples:
   workspaced --root 'postgres://admin@db/agents?schema=team_a' init
   workspaced import --from ./ws --to 'postgres://admin@db/agents?schema=team_a'
+  workspaced import --from ./ws --to sqlite:./agents.db
+  workspaced import --from sqlite:./agents.db --to 'postgres://admin@db/agents?schema=team_a'
 
-Exit codes: 0 ok, 1 failure (a file that cannot be kept byte for byte),
-2 usage, 3 no workspace at DIR or no schema at --to, 4 the schema holds a
-workspace (use --replace).
+Exit codes: 0 ok, 1 failure (a file that cannot be kept byte for byte, a
+database newer than this workspaced), 2 usage, 3 no workspace at ROOT or
+no schema at --to, 4 the database holds a workspace (use --replace).
 `
 
 func cmdExport(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("export")
-	from := fs.String("from", "", "the workspace `ROOT` to export: a directory or a postgres:// URL (default: --root)")
+	from := fs.String("from", "", "the workspace `ROOT` to export: a directory, a postgres:// URL or sqlite:PATH (default: --root)")
 	to := fs.String("to", "", "the directory `DIR` to write, new or empty")
 	if err := parse(e, fs, exportUsage, args); err != nil {
 		return err
@@ -72,17 +82,17 @@ func cmdExport(ctx context.Context, e *env, args []string) error {
 	if *from != "" {
 		src = *from
 	}
-	if postgres.IsURL(*to) {
-		return usageHint("export", "--to is a directory; to move a file workspace into PostgreSQL use 'workspaced import'")
+	if isDatabase(*to) {
+		return usageHint("export", "--to is a directory; to load a workspace into a database use 'workspaced import'")
 	}
 	e.opened = true
-	if postgres.IsURL(src) {
-		s, err := postgres.Open(ctx, src)
+	if isDatabase(src) {
+		db, err := openDatabase(ctx, src, false)
 		if err != nil {
 			return err
 		}
-		defer s.Close()
-		rep, err := s.Export(ctx, *to)
+		defer db.Close()
+		rep, err := db.Export(ctx, *to)
 		if err != nil {
 			return err
 		}
@@ -105,37 +115,124 @@ func cmdExport(ctx context.Context, e *env, args []string) error {
 
 func cmdImport(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("import")
-	from := fs.String("from", "", "the file workspace `DIR` to load")
-	to := fs.String("to", "", "the workspace `URL` to load it into: postgres://… (default: --root)")
-	replace := fs.Bool("replace", false, "empty a schema that holds a workspace already, then load")
+	from := fs.String("from", "", "the workspace `ROOT` to load: a directory, sqlite:PATH or a postgres:// URL")
+	to := fs.String("to", "", "the `DATABASE` to load it into: postgres://… or sqlite:PATH (default: --root)")
+	replace := fs.Bool("replace", false, "empty a database that holds a workspace already, then load")
 	if err := parse(e, fs, importUsage, args); err != nil {
 		return err
 	}
 	if *from == "" {
-		return usageHint("import", "--from DIR is required")
+		return usageHint("import", "--from ROOT is required (a directory, or a database)")
 	}
 	dst := e.root
 	if *to != "" {
 		dst = *to
 	}
-	if !postgres.IsURL(dst) {
-		return usageHint("import", "--to names a postgres:// URL (a file workspace is copied with 'workspaced export --from DIR --to DIR')")
+	if !isDatabase(dst) {
+		return usageHint("import", "--to names a database: postgres://… or sqlite:PATH (a file workspace is copied with 'workspaced export --from DIR --to DIR')")
 	}
-	if postgres.IsURL(*from) {
-		return usageHint("import", "--from is a directory; to write a PostgreSQL workspace as files use 'workspaced export'")
+	if *from == dst {
+		return usageHint("import", "--from and --to name the same workspace")
 	}
 	e.opened = true
-	s, err := postgres.Open(ctx, dst)
+	dir, done, err := importSource(ctx, *from)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	rep, err := s.Import(ctx, *from, postgres.ImportOptions{Replace: *replace})
+	defer done()
+	db, err := openDatabase(ctx, dst, true)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "imported %d tasks, %d files into schema %s\n", rep.Tasks, rep.Files, s.Schema())
+	rep, err := db.Import(ctx, dir, tables.ImportOptions{Replace: *replace})
+	db.Close()
+	if err != nil {
+		db.discard()
+		return err
+	}
+	fmt.Fprintf(e.stdout, "imported %d tasks, %d files into %s\n", rep.Tasks, rep.Files, db.name)
 	return nil
+}
+
+// importSource is the tree an import reads: src itself when a directory
+// (which must look like a workspace), else src's export into a temporary
+// directory that done removes.
+func importSource(ctx context.Context, src string) (dir string, done func(), err error) {
+	if !isDatabase(src) {
+		if !isWorkspaceDir(src) {
+			return "", nil, &workspace.Error{Kind: workspace.ErrNotFound, Op: "import " + src,
+				Msg: "not a workspace (no workspace.json or tasks/ in it)", Hint: "name a workspace with --from ROOT: a directory or a database"}
+		}
+		return src, func() {}, nil
+	}
+	db, err := openDatabase(ctx, src, false)
+	if err != nil {
+		return "", nil, err
+	}
+	defer db.Close()
+	tmp, err := os.MkdirTemp("", "workspaced-import-")
+	if err != nil {
+		return "", nil, fmt.Errorf("import: %w", err)
+	}
+	done = func() { os.RemoveAll(tmp) }
+	dir = filepath.Join(tmp, "workspace")
+	if _, err := db.Export(ctx, dir); err != nil {
+		done()
+		return "", nil, err
+	}
+	return dir, done, nil
+}
+
+// database is a workspace kept in PostgreSQL or SQLite, as export and
+// import move it.
+type database struct {
+	transferStore
+	name    string // for messages: the schema or the file, never a password
+	created string // the SQLite file openDatabase created, removed by discard
+}
+
+type transferStore interface {
+	Export(ctx context.Context, dir string) (tables.Report, error)
+	Import(ctx context.Context, dir string, opt tables.ImportOptions) (tables.Report, error)
+	Close() error
+}
+
+// openDatabase opens the database at root. With create, a SQLite file
+// that does not exist yet is created and initialized (a PostgreSQL
+// schema is made by init, with its roles).
+func openDatabase(ctx context.Context, root string, create bool) (*database, error) {
+	if postgres.IsURL(root) {
+		s, err := postgres.Open(ctx, root)
+		if err != nil {
+			return nil, err
+		}
+		return &database{transferStore: s, name: "schema " + s.Schema()}, nil
+	}
+	p, err := sqlite.ParsePath(root)
+	if err != nil {
+		return nil, err
+	}
+	if _, statErr := os.Stat(p); create && errors.Is(statErr, fs.ErrNotExist) {
+		s, _, err := sqlite.Init(ctx, root)
+		if err != nil {
+			os.Remove(p)
+			return nil, err
+		}
+		return &database{transferStore: s, name: "SQLite database " + p, created: p}, nil
+	}
+	s, err := sqlite.Open(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	return &database{transferStore: s, name: "SQLite database " + p}, nil
+}
+
+// discard removes the SQLite file openDatabase created, after a failed
+// import: a failed import leaves nothing behind. Call it after Close.
+func (d *database) discard() {
+	if d.created != "" {
+		os.Remove(d.created)
+	}
 }
 
 // copyTree copies the history of the file workspace at src (no locks, no

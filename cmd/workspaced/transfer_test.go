@@ -96,9 +96,9 @@ func TestExportImportCLI(t *testing.T) {
 	}{
 		{[]string{"import", "--from", src, "--to", p.root}, exitConflict, "--replace"},
 		{[]string{"export", "--from", p.root, "--to", out}, exitConflict, "not empty"},
-		{[]string{"import", "--from", filepath.Join(w.dir, "nothing"), "--to", p.root}, exitNotFound, "--from DIR"},
+		{[]string{"import", "--from", filepath.Join(w.dir, "nothing"), "--to", p.root}, exitNotFound, "--from ROOT"},
 		{[]string{"import", "--from", src, "--to", filepath.Join(w.dir, "x")}, exitUsage, "postgres://"},
-		{[]string{"import", "--to", p.root}, exitUsage, "--from DIR is required"},
+		{[]string{"import", "--to", p.root}, exitUsage, "--from ROOT is required"},
 		{[]string{"export", "--from", p.root}, exitUsage, "--to DIR is required"},
 		{[]string{"export", "--from", filepath.Join(w.dir, "nothing"), "--to", filepath.Join(w.dir, "o2")}, exitNotFound, "init"},
 	} {

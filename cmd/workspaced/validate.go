@@ -13,6 +13,7 @@ import (
 	"github.com/workspaced/workspaced/schemas"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/postgres"
+	"github.com/workspaced/workspaced/workspace/sqlite"
 )
 
 const validateUsage = `workspaced validate — check files against their schemas.
@@ -37,9 +38,9 @@ a task directory without task.json, or holding only lock files; a thread
 file the thread list fails on; an output no marker can name or the daemon
 rejects; a dot-file that looks like a marker but is not one.
 
-On a postgres:// root (and no PATH) it checks the workspace as the tree
-'workspaced export' would write, every document byte for byte in its
-place, and names each problem by that place (tasks/t1/outputs/s1.json).
+On a postgres:// or sqlite: root (and no PATH) it checks the workspace as
+the tree 'workspaced export' would write, every document byte for byte in
+its place, and names each problem by that place (tasks/t1/outputs/s1.json).
 
 Prints "ok N files", or one line per problem:
   <path>: <JSON pointer>: <rule>: <message>
@@ -85,7 +86,7 @@ func cmdValidate(ctx context.Context, e *env, args []string) error {
 	}
 	paths := fs.Args()
 	exported := ""
-	if len(paths) == 0 && postgres.IsURL(e.root) {
+	if len(paths) == 0 && isDatabase(e.root) {
 		// A database is checked as the tree it would export: every
 		// document, byte for byte, in the place the file tree keeps it,
 		// so both backends are judged by the same rules and named alike.
@@ -415,21 +416,33 @@ func findRoot(dir string) string {
 	}
 }
 
-// exportForValidate writes the workspace at the postgres:// root as its
-// file tree, tree, inside a new temporary directory, tmp, which the
-// caller removes.
+// exportForValidate writes the workspace at the postgres:// or sqlite:
+// root as its file tree, tree, inside a new temporary directory, tmp,
+// which the caller removes.
 func exportForValidate(ctx context.Context, root string) (tmp, tree string, err error) {
-	st, err := postgres.Open(ctx, root)
-	if err != nil {
-		return "", "", err
+	var export func(ctx context.Context, dir string) error
+	switch {
+	case postgres.IsURL(root):
+		st, err := postgres.Open(ctx, root)
+		if err != nil {
+			return "", "", err
+		}
+		defer st.Close()
+		export = func(ctx context.Context, dir string) error { _, err := st.Export(ctx, dir); return err }
+	default:
+		st, err := sqlite.Open(ctx, root)
+		if err != nil {
+			return "", "", err
+		}
+		defer st.Close()
+		export = func(ctx context.Context, dir string) error { _, err := st.Export(ctx, dir); return err }
 	}
-	defer st.Close()
 	tmp, err = os.MkdirTemp("", "workspaced-validate-")
 	if err != nil {
 		return "", "", fmt.Errorf("validate: %w", err)
 	}
 	tree = filepath.Join(tmp, "workspace")
-	if _, err := st.Export(ctx, tree); err != nil {
+	if err := export(ctx, tree); err != nil {
 		return tmp, "", fmt.Errorf("validate: read the workspace as its tree: %w", err)
 	}
 	return tmp, tree, nil

@@ -152,7 +152,8 @@ func reportMarker(ctx context.Context, e *env, w workspace.Store, op, taskID, m 
 // awaitVerdict waits for the verdict on the marker m (its path relative to
 // the root) and reports it: printed (the marker's path, then the verdict)
 // or as JSON, with the error that gives its exit code — 0 won or applied,
-// 3 no such subtask, 4 lost or refused, 1 no daemon or no verdict in time.
+// 3 no such subtask, 4 lost or refused (a reused marker name among the
+// refusals), 1 no daemon or no verdict in time.
 func awaitVerdict(ctx context.Context, e *env, w workspace.Store, op, taskID, m string, after int64, wf waitFlag, asJSON bool) error {
 	ctx, cancel := context.WithTimeout(ctx, wf.d)
 	defer cancel()
@@ -201,7 +202,9 @@ func describeVerdict(v workspace.Verdict) string {
 	if v.Reason != "" {
 		b.WriteString(": " + v.Reason)
 	}
-	fmt.Fprintf(&b, " (journal seq %d)", v.Seq)
+	if v.Seq != 0 {
+		fmt.Fprintf(&b, " (journal seq %d)", v.Seq)
+	}
 	if v.SubtaskID != "" && v.SubtaskStatus != "" {
 		fmt.Fprintf(&b, "; subtask %s is %s", v.SubtaskID, v.SubtaskStatus)
 		if v.Worker != "" {
@@ -223,7 +226,9 @@ func verdictErr(op string, v workspace.Verdict) error {
 			Hint: "the approved plan has no such subtask; 'workspaced state show --task " + v.TaskID + "' lists them"}
 	}
 	hint := "see why in 'workspaced state show --task " + v.TaskID + "'"
-	if v.Kind == workspace.KindClaim && v.Worker != "" && v.SubtaskStatus != "pending" {
+	if v.Journaled != 0 {
+		hint = "run the command again: it drops a marker under a fresh name"
+	} else if v.Kind == workspace.KindClaim && v.Worker != "" && v.SubtaskStatus != "pending" {
 		hint = "another agent has it; pick a pending subtask ('workspaced state show --task " + v.TaskID + "')"
 	}
 	return &workspace.Error{Kind: workspace.ErrConflict, Op: op, Msg: describeVerdict(v), Hint: hint}

@@ -62,6 +62,7 @@ func TestClaimDoneWaitVerdicts(t *testing.T) {
 		lines[1] != "won (journal seq 3); subtask st_1 is in_progress with w1; task t1 is executing" {
 		t.Errorf("won claim printed %q", out)
 	}
+	reusedNameVerdict(t, w, "t1", filepath.Base(lines[0]), 3)
 	w.fails(exitConflict, "lost: subtask st_1 already taken by w1 (journal seq 4)", "claim", "--task", "t1", "--agent", "w2", "--subtask", "st_1", "--wait", "30s")
 	w.fails(exitConflict, "lost: subtask st_2 is blocked by st_1", "claim", "--task", "t1", "--agent", "w2", "--subtask", "st_2", "--wait=30s")
 

@@ -136,10 +136,10 @@ type failure struct {
 	r     clitest.Result
 }
 
-// cliAgents are agent processes run as a shell script runs them: one
+// faultAgents are agent processes run as a shell script runs them: one
 // `workspaced claim` or `workspaced done` command at a time, each tried
 // again after a failure until it succeeds. Paused, they start no command.
-type cliAgents struct {
+type faultAgents struct {
 	w      *clitest.WS
 	wrote  *written
 	fault  atomic.Pointer[string] // the fault the machine has now, for the failures' record
@@ -151,7 +151,7 @@ type cliAgents struct {
 }
 
 // run starts agent name on subs of task.
-func (a *cliAgents) run(task, name string, subs []string) {
+func (a *faultAgents) run(task, name string, subs []string) {
 	a.wg.Go(func() {
 		for _, sub := range subs {
 			a.until(task, sub, "claim", "claim", "--task", task, "--agent", name, "--subtask", sub)
@@ -162,7 +162,7 @@ func (a *cliAgents) run(task, name string, subs []string) {
 
 // until runs the command until it exits 0 and notes the marker it
 // printed.
-func (a *cliAgents) until(task, sub, kind string, args ...string) {
+func (a *faultAgents) until(task, sub, kind string, args ...string) {
 	for {
 		for a.paused.Load() {
 			time.Sleep(5 * time.Millisecond)
@@ -185,25 +185,25 @@ func (a *cliAgents) until(task, sub, kind string, args ...string) {
 	}
 }
 
-func (a *cliAgents) fail(fault string, args []string, r clitest.Result) {
+func (a *faultAgents) fail(fault string, args []string, r clitest.Result) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.fails = append(a.fails, failure{fault: fault, args: args, r: r})
 }
 
 // failures copies the failures so far.
-func (a *cliAgents) failures() []failure {
+func (a *faultAgents) failures() []failure {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return append([]failure(nil), a.fails...)
 }
 
 // setFault records the fault the next commands meet.
-func (a *cliAgents) setFault(f string) { a.fault.Store(&f) }
+func (a *faultAgents) setFault(f string) { a.fault.Store(&f) }
 
 // pause stops the agents from starting commands and waits until none
 // runs.
-func (a *cliAgents) pause(t *testing.T) {
+func (a *faultAgents) pause(t *testing.T) {
 	a.paused.Store(true)
 	eventually(t, "the agents' commands to end", func() (bool, string) {
 		n := a.busy.Load()
@@ -249,7 +249,7 @@ func checkFailures(t *testing.T, fails []failure) map[string]int {
 // mustFail runs a command the test itself runs as an agent on a faulty
 // disk and records its failure (checked with the agents'); it fails the
 // test if the command succeeds.
-func (a *cliAgents) mustFail(t *testing.T, fault string, args ...string) {
+func (a *faultAgents) mustFail(t *testing.T, fault string, args ...string) {
 	t.Helper()
 	r := a.w.Run(args...)
 	if r.Code == 0 {
@@ -287,7 +287,7 @@ func TestDiskFaults(t *testing.T) {
 	theirs, reserved := subs[:subtasks-6], subs[subtasks-6:]
 	claim := func(sub string) []string { return []string{"claim", "--task", id, "--agent", mine, "--subtask", sub} }
 	d := w.Serve()
-	a := &cliAgents{w: w, wrote: newWritten()}
+	a := &faultAgents{w: w, wrote: newWritten()}
 	a.setFault("none")
 	for i := range agents {
 		var share []string

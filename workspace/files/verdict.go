@@ -1,12 +1,17 @@
 package files
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"os"
 	"path"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/workspace"
@@ -17,10 +22,15 @@ import (
 // in any language can read it: the journal record whose file is the
 // marker's name says when it was taken (its seq) and whether the daemon
 // rejected it on reading; once state.json's journal_seq reaches that seq,
-// machine.Judge reads the verdict from the state.
+// machine.Judge reads the verdict from the state. A marker whose name the
+// journal held already is refused without a record (names.go): gone from
+// the task directory with no record past after, it is found in
+// events.log's marker_refused line, which the daemon appends before it
+// removes the marker.
 
 // ReadVerdict reads where the marker name (a file name in the task
-// directory) stands, and its verdict once decided. after is a journal seq
+// directory) stands, and its verdict once decided: for a marker refused
+// for its reused name, machine.JudgeReused's. after is a journal seq
 // the marker's record is known to follow (the state's journal_seq when it
 // was dropped; 0 when unknown): only records past it are read. It only
 // reads, and is safe to call while the daemon works.
@@ -36,6 +46,9 @@ func ReadVerdict(ws *workspace.Workspace, taskID, name string, after int64) (wor
 		return workspace.Verdict{}, "", fmt.Errorf("look for marker %s: %w", name, err)
 	}
 	rec, where, err := findRecord(ws, taskID, name, after)
+	if err == nil && where == workspace.MarkerMissing {
+		return readRefusal(ws, taskID, name)
+	}
 	if err != nil || where != workspace.MarkerDecided {
 		return workspace.Verdict{}, where, err
 	}
@@ -92,6 +105,72 @@ func findRecord(ws *workspace.Workspace, taskID, name string, after int64) (work
 	return workspace.JournalRecord{}, workspace.MarkerMissing, nil
 }
 
+// readRefusal is where the marker name stands when it is neither in the
+// task directory nor journaled past after: decided, refused for its
+// reused name, when events.log says the daemon refused it so; else
+// missing.
+func readRefusal(ws *workspace.Workspace, taskID, name string) (workspace.Verdict, string, error) {
+	journaled, subtask, found, err := refusedAs(ws, taskID, name)
+	if err != nil || !found {
+		return workspace.Verdict{}, workspace.MarkerMissing, err
+	}
+	st, err := ws.ReadState(context.Background(), taskID)
+	if err != nil && !errors.Is(err, workspace.ErrNotFound) {
+		return workspace.Verdict{}, "", err
+	}
+	return machine.JudgeReused(st, taskID, name, subtask, journaled), workspace.MarkerDecided, nil
+}
+
+// refusedAs looks in the task's events.log for the marker_refused line
+// of a marker named name refused for its reused name (it carries
+// journaled=<seq>): the seq of the record that holds the name, and the
+// subtask the marker named. It reads the whole log, which only a marker
+// gone unjudged makes it do.
+func refusedAs(ws *workspace.Workspace, taskID, name string) (journaled int64, subtask string, found bool, err error) {
+	f, err := openEventsLog(ws, taskID, os.O_RDONLY)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, "", false, nil
+	}
+	if err != nil {
+		return 0, "", false, fmt.Errorf("read events of task %s: %w", taskID, err)
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	for {
+		line, rerr := br.ReadString('\n')
+		// A last line without its newline is still being written.
+		if strings.HasSuffix(line, "\n") && strings.Contains(line, " "+machine.EventMarkerRefused+" ") {
+			if seq, sub, ok := reusedRefusal(line, name); ok {
+				journaled, subtask, found = seq, sub, true
+			}
+		}
+		if rerr == io.EOF {
+			return journaled, subtask, found, nil
+		}
+		if rerr != nil {
+			return 0, "", false, fmt.Errorf("read events of task %s: %w", taskID, rerr)
+		}
+	}
+}
+
+// reusedRefusal reads an events.log line: the seq and subtask of a
+// marker named name refused for its reused name, when the line is one.
+func reusedRefusal(line, name string) (int64, string, bool) {
+	e, err := workspace.ParseEvent(strings.TrimRight(line, "\r\n"))
+	if err != nil || e.Name != machine.EventMarkerRefused || e.Attrs["file"] != name {
+		return 0, "", false
+	}
+	seq, err := strconv.ParseInt(e.Attrs["journaled"], 10, 64)
+	if err != nil || seq <= 0 {
+		return 0, "", false
+	}
+	var sub string
+	if len(e.Args) > 0 {
+		sub = e.Args[0]
+	}
+	return seq, sub, true
+}
+
 // Serving reports whether a daemon serves the workspace, by probing its
 // lock (which takes and creates nothing).
 func Serving(ws *workspace.Workspace) (bool, error) {
@@ -107,6 +186,20 @@ func Serving(ws *workspace.Workspace) (bool, error) {
 func WaitVerdict(ctx context.Context, ws *workspace.Workspace, taskID, name string, after int64) (workspace.Verdict, error) {
 	return workspace.Wait(ctx, fileVerdicts{ws}, taskID, name, after)
 }
+
+var _ workspace.VerdictSource = (*Store)(nil)
+
+// ReadVerdict is the package's ReadVerdict on the store's tree: the
+// store is its own VerdictSource.
+func (s *Store) ReadVerdict(taskID, name string, after int64) (workspace.Verdict, string, error) {
+	return ReadVerdict(s.Workspace, taskID, name, after)
+}
+
+// Serving reports whether a daemon serves the store's tree now.
+func (s *Store) Serving() (bool, error) { return Serving(s.Workspace) }
+
+// Where names the store's tree in messages: its directory.
+func (s *Store) Where() string { return s.Dir() }
 
 // FileVerdicts is the file tree ws as a VerdictSource.
 func FileVerdicts(ws *workspace.Workspace) workspace.VerdictSource { return fileVerdicts{ws} }

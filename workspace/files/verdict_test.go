@@ -39,8 +39,24 @@ func writeJournalFile(t *testing.T, ws *workspace.Workspace, name string, v any)
 	}
 }
 
+// writeEvents writes t1's events.log.
+func writeEvents(t *testing.T, ws *workspace.Workspace, lines ...string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(ws.Dir(), "tasks", "t1", workspace.EventsFile), []byte(strings.Join(lines, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// refusedLine is the line the daemon appends when it refuses a marker
+// named name for its reused name, journaled as seq.
+func refusedLine(name, seq string) string {
+	return workspace.FormatEvent(workspace.Event{Time: vt0, Name: machine.EventMarkerRefused, TaskID: "t1", Args: []string{"st_2"},
+		Attrs: map[string]string{"agent": "w1", "file": name, "journaled": seq, "reason": reasonReused}}) + "\n"
+}
+
 // ReadVerdict follows a marker from the task directory through the journal
-// to the state, and refuses what is not a marker's name or not a record.
+// to the state, or to the marker_refused line of a reused name, and
+// refuses what is not a marker's name or not a record.
 func TestReadVerdict(t *testing.T) {
 	const name = ".claim.w1.x1"
 	claimRec := func(seq int64, file string) workspace.JournalRecord {
@@ -95,6 +111,32 @@ func TestReadVerdict(t *testing.T) {
 			ws.WriteJSON("tasks/t1/state.json", state(4))
 		}, where: workspace.MarkerMissing},
 		{name: "nowhere", setup: func(t *testing.T, ws *workspace.Workspace) {}, where: workspace.MarkerMissing},
+		{name: "refused for its reused name", after: 4, setup: func(t *testing.T, ws *workspace.Workspace) {
+			writeJournalFile(t, ws, RecordName(4), claimRec(4, name))
+			ws.WriteJSON("tasks/t1/state.json", state(4))
+			writeEvents(t, ws, refusedLine(name, "4"))
+		}, where: workspace.MarkerDecided, verdict: workspace.VerdictRefused},
+		{name: "refused for its reused name, a name quoted in the log", marker: ".claim.w1.a b=c", setup: func(t *testing.T, ws *workspace.Workspace) {
+			writeEvents(t, ws, "2024-01-15T10:00:00.000Z marker_refused t1 x=y\n", refusedLine(".claim.w1.a b=c", "4"))
+		}, where: workspace.MarkerDecided, verdict: workspace.VerdictRefused},
+		{name: "a refusal of another name", setup: func(t *testing.T, ws *workspace.Workspace) {
+			writeEvents(t, ws, refusedLine(".claim.w1.other", "4"))
+		}, where: workspace.MarkerMissing},
+		{name: "a marker_refused line without journaled=", setup: func(t *testing.T, ws *workspace.Workspace) {
+			writeEvents(t, ws, strings.Replace(refusedLine(name, "4"), " journaled=4", "", 1))
+		}, where: workspace.MarkerMissing},
+		{name: "a refusal line still being written", setup: func(t *testing.T, ws *workspace.Workspace) {
+			writeEvents(t, ws, strings.TrimSuffix(refusedLine(name, "4"), "\n"))
+		}, where: workspace.MarkerMissing},
+		{name: "events.log a symlink", setup: func(t *testing.T, ws *workspace.Workspace) {
+			outside := filepath.Join(t.TempDir(), "events.log")
+			os.WriteFile(outside, []byte(refusedLine(name, "4")), 0o644)
+			log := filepath.Join(ws.Dir(), "tasks", "t1", workspace.EventsFile)
+			os.Remove(log)
+			if err := os.Symlink(outside, log); err != nil {
+				t.Fatal(err)
+			}
+		}, err: "not a regular file"},
 		{name: "a record file that is not JSON", setup: func(t *testing.T, ws *workspace.Workspace) {
 			writeJournalFile(t, ws, RecordName(4), "{\"seq\": 4, ")
 		}, err: "decode"},
@@ -144,6 +186,9 @@ func TestReadVerdict(t *testing.T) {
 			}
 			if err != nil || where != c.where || v.Verdict != c.verdict {
 				t.Fatalf("ReadVerdict = %+v, %q, %v; want %q, verdict %q", v, where, err, c.where, c.verdict)
+			}
+			if v.Verdict == workspace.VerdictRefused && (v.Journaled != 4 || v.Seq != 0 || v.SubtaskID != "st_2" || v.Reason != machine.ReasonReused(4)) {
+				t.Fatalf("the verdict on a reused name = %+v; want journaled 4, no seq, subtask st_2, reason %q", v, machine.ReasonReused(4))
 			}
 		})
 	}

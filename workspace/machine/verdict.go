@@ -1,6 +1,10 @@
 package machine
 
-import "github.com/workspaced/workspaced/workspace"
+import (
+	"fmt"
+
+	"github.com/workspaced/workspaced/workspace"
+)
 
 // Judge is the verdict on rec, the journal record of the marker name,
 // from st, a state that reflects it (st.JournalSeq >= rec.Seq): what an
@@ -25,4 +29,26 @@ func Judge(st workspace.State, rec workspace.JournalRecord, name string) workspa
 	}
 	v.Reason = reason
 	return v
+}
+
+// JudgeReused is the verdict on the marker name of task taskID, refused
+// unread because its name was journaled already, as the record of seq
+// journaled: refused, for a claim as for a done marker, with no seq of
+// its own. st is the task's state when it was read (zero when it has
+// none), subtaskID the subtask the marker named, when known. Every store
+// gives this verdict for a reused name.
+func JudgeReused(st workspace.State, taskID, name, subtaskID string, journaled int64) workspace.Verdict {
+	kind, _ := workspace.IsMarkerName(name)
+	v := workspace.Verdict{Marker: name, TaskID: taskID, Kind: kind, Verdict: workspace.VerdictRefused,
+		Journaled: journaled, Reason: ReasonReused(journaled), SubtaskID: subtaskID, TaskStatus: st.Status}
+	if ss := st.Subtasks[subtaskID]; ss != nil {
+		v.SubtaskStatus, v.Worker = ss.Status, ss.Worker
+	}
+	return v
+}
+
+// ReasonReused is the reason of a marker refused because the record of
+// seq journaled already holds its name.
+func ReasonReused(journaled int64) string {
+	return fmt.Sprintf("this marker name was already used (journaled as seq %d); write a new marker with a fresh name", journaled)
 }

@@ -2,66 +2,58 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
-	"path"
-	"path/filepath"
-	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/workspaced/workspaced/atomicfile"
-	"github.com/workspaced/workspaced/tokens"
-	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/tables"
 )
 
-// Moving a workspace between the file tree and PostgreSQL. The tables
-// keep every document as the exact bytes of its file, so Export writes
-// the canonical tree byte for byte and Import reads one back:
-//
-//	workspace.json, .gitignore, config/, friction/, skills/, … → files (by path)
-//	tasks/<id>/task.json                                → tasks
-//	tasks/<id>/state.json                               → states
-//	tasks/<id>/journal/<seq>[-<seq>].json               → journal (one row per record, file kept)
-//	tasks/<id>/backups/<name>                           → backups (name kept)
-//	tasks/<id>/events.log                               → events (one row per line)
-//	tasks/<id>/threads/<thread>.json                    → threads
-//	tasks/<id>/env/<key>.json                           → entries (thread scope)
-//	tasks/<id>/sessions/<thread>/<key>.json             → entries (session scope)
-//	memory/global/<key>.json, memory/agents/<a>/<k>.json → entries (global, agent)
-//	tasks/<id>/.claim.*, .done.*                        → markers (still waiting)
-//	any other file of tasks/<id>/                       → products (by path)
-//
-// Locks and temporary files are not history and are left out, as the
-// tree's .gitignore leaves them out of git.
+// Moving a workspace between the file tree and PostgreSQL: the mapping
+// is workspace/tables, the same for every database backend; this file
+// gives it a transaction.
 
 // TransferReport counts what an export wrote or an import loaded.
-type TransferReport struct {
-	Files int // files written or read
-	Tasks int
-}
+type TransferReport = tables.Report
 
-// journalBatch is a journal file of several records, as the file daemon
-// writes it.
-type journalBatch struct {
-	Records []json.RawMessage `json:"records"`
-}
+// ImportOptions says how Import treats a schema that already holds a
+// workspace: Replace empties it first, else one holding any task, entry
+// or event is refused.
+type ImportOptions = tables.ImportOptions
 
-const seqWidth = 12
+// NotHistory reports whether a file or directory name of a workspace tree
+// is a lock or a temporary file, which an export or import leaves out
+// (as the tree's .gitignore leaves them out of git).
+func NotHistory(name string) bool { return tables.NotHistory(name) }
 
-func recordName(seq int64) string { return fmt.Sprintf("%0*d.json", seqWidth, seq) }
-func batchName(first, last int64) string {
-	return fmt.Sprintf("%0*d-%0*d.json", seqWidth, first, seqWidth, last)
-}
+func skipped(name string) bool { return tables.NotHistory(name) }
 
-// backupName is the file name of a backup the daemon kept here, from the
-// time it was saved (the file tree's state_<stamp>.json).
-func backupName(saved time.Time) string {
-	return "state_" + saved.UTC().Format("20060102T150405.000000000Z") + ".json"
+// Import loads the file workspace at dir into the store's schema, in one
+// transaction: all of it or nothing. The schema must hold no workspace
+// yet (an initialized one, as init leaves it) unless opt.Replace. A
+// daemon must not be serving the tree while it is read.
+func (s *Store) Import(ctx context.Context, dir string, opt ImportOptions) (TransferReport, error) {
+	load, err := tables.ReadTree(dir)
+	if err != nil {
+		return TransferReport{}, err
+	}
+	batch := &pgx.Batch{}
+	for _, r := range load.Rows {
+		batch.Queue(r.SQL, r.Args...)
+	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// friction: the log's lines of the first schema version.
+		if err := tables.Clear(ctx, pgTx{tx}, opt.Replace, "friction"); err != nil {
+			return err
+		}
+		return tx.SendBatch(ctx, batch).Close()
+	})
+	if err != nil {
+		return TransferReport{}, err
+	}
+	if err := s.loadSettings(ctx); err != nil {
+		return TransferReport{}, err
+	}
+	return load.Report, nil
 }
 
 // Export writes the workspace as the canonical file tree into dir, which
@@ -69,309 +61,31 @@ func backupName(saved time.Time) string {
 // repeatable-read transaction), so a workspace in use exports as it was
 // at one moment.
 func (s *Store) Export(ctx context.Context, dir string) (TransferReport, error) {
-	var rep TransferReport
-	if err := emptyDir(dir); err != nil {
-		return rep, err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return rep, fmt.Errorf("export: %w", err)
-	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return rep, fmt.Errorf("export: %w", err)
-	}
-	defer root.Close()
-	w := &treeWriter{root: root}
-	for _, d := range []string{"tasks", "config", "friction", "memory/global", "memory/agents"} {
-		w.mkdir(d)
-	}
-	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		return exportTx(ctx, tx, w, &rep)
+	return tables.Export(ctx, dir, func(f func(tables.Tx) error) error {
+		return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+			return f(pgTx{tx})
+		})
 	})
-	if err == nil {
-		err = w.err
-	}
-	rep.Files = w.files
-	return rep, err
 }
 
-func exportTx(ctx context.Context, tx pgx.Tx, w *treeWriter, rep *TransferReport) error {
-	// Files by path: workspace.json, config/agents.json, the friction
-	// log, skills, .gitignore.
-	if err := eachRow(ctx, tx, "SELECT path, body FROM files ORDER BY path", func(r pgx.Rows) error {
-		var p, body string
-		if err := r.Scan(&p, &body); err != nil {
-			return err
-		}
-		w.write(p, body)
-		return nil
-	}); err != nil {
-		return fmt.Errorf("export files: %w", err)
-	}
-	// The agents' tokens, as the CLI writes config/tokens.json: private.
-	grants, err := listGrants(ctx, tx)
-	if err != nil {
-		return fmt.Errorf("export tokens: %w", err)
-	}
-	if len(grants) > 0 {
-		data, err := atomicfile.Marshal(tokens.FileDoc{Tokens: grants})
-		if err != nil {
-			return fmt.Errorf("export tokens: %w", err)
-		}
-		w.writeMode(tokens.File, string(data), 0o600)
-	}
-	if err := eachRow(ctx, tx, "SELECT id, doc FROM tasks ORDER BY id", func(r pgx.Rows) error {
-		var id, doc string
-		if err := r.Scan(&id, &doc); err != nil {
-			return err
-		}
-		rep.Tasks++
-		w.mkdir(path.Join("tasks", id, "journal"))
-		w.mkdir(path.Join("tasks", id, "threads"))
-		w.write(path.Join("tasks", id, "task.json"), doc)
-		return nil
-	}); err != nil {
-		return fmt.Errorf("export tasks: %w", err)
-	}
-	for _, q := range []struct{ sql, what string }{
-		{"SELECT task_id, path, body FROM products ORDER BY task_id, path", "products"},
-		{"SELECT task_id, 'state.json', doc FROM states ORDER BY task_id", "states"},
-		{"SELECT task_id, 'threads/' || id || '.json', doc FROM threads ORDER BY task_id, id", "threads"},
-		{"SELECT task_id, name, body FROM markers ORDER BY id", "markers"},
-	} {
-		if err := eachRow(ctx, tx, q.sql, func(r pgx.Rows) error {
-			var id, p, body string
-			if err := r.Scan(&id, &p, &body); err != nil {
-				return err
-			}
-			w.write(path.Join("tasks", id, p), body)
-			return nil
-		}); err != nil {
-			return fmt.Errorf("export %s: %w", q.what, err)
-		}
-	}
-	if err := exportBackups(ctx, tx, w); err != nil {
-		return err
-	}
-	if err := exportJournal(ctx, tx, w); err != nil {
-		return err
-	}
-	if err := exportEvents(ctx, tx, w); err != nil {
-		return err
-	}
-	return exportEntries(ctx, tx, w)
+// pgTx is a transaction as workspace/tables uses it.
+type pgTx struct{ tx pgx.Tx }
+
+func (t pgTx) Exec(ctx context.Context, sql string, args ...any) error {
+	_, err := t.tx.Exec(ctx, sql, args...)
+	return err
 }
 
-func exportBackups(ctx context.Context, tx pgx.Tx, w *treeWriter) error {
-	err := eachRow(ctx, tx, "SELECT task_id, name, saved_at, doc FROM backups ORDER BY task_id, n", func(r pgx.Rows) error {
-		var id, name, doc string
-		var saved time.Time
-		if err := r.Scan(&id, &name, &saved, &doc); err != nil {
-			return err
-		}
-		if name == "" {
-			name = backupName(saved)
-		}
-		w.write(path.Join("tasks", id, "backups", name), doc)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("export backups: %w", err)
-	}
-	return nil
-}
-
-// journalRow is one journal row as export reads it.
-type journalRow struct {
-	task, file, record string
-	seq, epoch         int64
-	taken              time.Time
-}
-
-// exportJournal writes the records of each chunk in one file, as the
-// file daemon does: a record imported from a file goes back to its file;
-// the records the daemon took here in one transaction share its taken_at
-// and epoch.
-func exportJournal(ctx context.Context, tx pgx.Tx, w *treeWriter) error {
-	var group []journalRow
-	flush := func() error {
-		if len(group) == 0 {
-			return nil
-		}
-		g := group
-		group = nil
-		name := g[0].file
-		if name == "" {
-			name = recordName(g[0].seq)
-			if len(g) > 1 {
-				name = batchName(g[0].seq, g[len(g)-1].seq)
-			}
-		}
-		if len(g) == 1 {
-			w.write(path.Join("tasks", g[0].task, "journal", name), g[0].record)
-			return nil
-		}
-		b := journalBatch{Records: make([]json.RawMessage, len(g))}
-		for i, r := range g {
-			b.Records[i] = json.RawMessage(r.record)
-		}
-		data, err := atomicfile.Marshal(b)
-		if err != nil {
-			return fmt.Errorf("journal %s of task %s: %w", name, g[0].task, err)
-		}
-		w.write(path.Join("tasks", g[0].task, "journal", name), string(data))
-		return nil
-	}
-	err := eachRow(ctx, tx, "SELECT task_id, seq, taken_at, epoch, file, record FROM journal ORDER BY task_id, seq", func(r pgx.Rows) error {
-		var j journalRow
-		if err := r.Scan(&j.task, &j.seq, &j.taken, &j.epoch, &j.file, &j.record); err != nil {
-			return err
-		}
-		if len(group) > 0 {
-			last := group[len(group)-1]
-			same := j.task == last.task && j.seq == last.seq+1 && j.file == last.file &&
-				(j.file != "" || (j.taken.Equal(last.taken) && j.epoch == last.epoch))
-			if !same {
-				if err := flush(); err != nil {
-					return err
-				}
-			}
-		}
-		group = append(group, j)
-		return nil
-	})
-	if err == nil {
-		err = flush()
-	}
-	if err != nil {
-		return fmt.Errorf("export journal: %w", err)
-	}
-	return nil
-}
-
-func exportEvents(ctx context.Context, tx pgx.Tx, w *treeWriter) error {
-	logs := map[string]*strings.Builder{}
-	err := eachRow(ctx, tx, "SELECT task_id, line FROM events WHERE task_id <> '' ORDER BY id", func(r pgx.Rows) error {
-		var id, line string
-		if err := r.Scan(&id, &line); err != nil {
-			return err
-		}
-		b := logs[id]
-		if b == nil {
-			b = &strings.Builder{}
-			logs[id] = b
-		}
-		b.WriteString(line)
-		b.WriteByte('\n')
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("export events: %w", err)
-	}
-	for id, b := range logs {
-		w.write(path.Join("tasks", id, workspace.EventsFile), b.String())
-	}
-	return nil
-}
-
-func exportEntries(ctx context.Context, tx pgx.Tx, w *treeWriter) error {
-	err := eachRow(ctx, tx, `SELECT scope, owner, key, short_description, stored_by, created_at, updated_at, version, value
-		FROM entries ORDER BY scope, owner, key`, func(r pgx.Rows) error {
-		var scope, owner, value string
-		var e workspace.Entry
-		if err := r.Scan(&scope, &owner, &e.Key, &e.ShortDescription, &e.StoredBy, &e.CreatedAt, &e.UpdatedAt, &e.Version, &value); err != nil {
-			return err
-		}
-		e.CreatedAt, e.UpdatedAt, e.Value = e.CreatedAt.UTC(), e.UpdatedAt.UTC(), json.RawMessage(value)
-		sc := workspace.Scope{Kind: workspace.ScopeKind(scope)}
-		switch sc.Kind {
-		case workspace.ScopeThread:
-			sc.TaskID = owner
-		case workspace.ScopeSession:
-			sc.TaskID, sc.ThreadID, _ = strings.Cut(owner, "/")
-		case workspace.ScopeAgent:
-			sc.Agent = owner
-		}
-		dir, err := sc.Dir()
-		if err != nil {
-			return fmt.Errorf("entry %q of scope %s %s: %w", e.Key, scope, owner, err)
-		}
-		data, err := atomicfile.Marshal(e)
-		if err != nil {
-			return fmt.Errorf("entry %q of scope %s %s: %w", e.Key, scope, owner, err)
-		}
-		w.write(path.Join(dir, workspace.EncodeKey(e.Key)+".json"), string(data))
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("export entries: %w", err)
-	}
-	return nil
-}
-
-func eachRow(ctx context.Context, tx pgx.Tx, sql string, f func(pgx.Rows) error) error {
-	rows, err := tx.Query(ctx, sql)
+func (t pgTx) Query(ctx context.Context, sql string, row func(scan func(...any) error) error, args ...any) error {
+	rows, err := t.tx.Query(ctx, sql, args...)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		if err := f(rows); err != nil {
+		if err := row(rows.Scan); err != nil {
 			return err
 		}
 	}
 	return rows.Err()
-}
-
-// treeWriter writes files under a root, keeping the first error. Every
-// path comes from the database: os.Root refuses any that would leave dir.
-type treeWriter struct {
-	root  *os.Root
-	files int
-	err   error
-}
-
-func (w *treeWriter) mkdir(p string) {
-	if w.err == nil {
-		if err := w.root.MkdirAll(filepath.FromSlash(p), 0o755); err != nil {
-			w.err = fmt.Errorf("export %s: %w", p, err)
-		}
-	}
-}
-
-func (w *treeWriter) write(p, body string) { w.writeMode(p, body, 0o644) }
-
-func (w *treeWriter) writeMode(p, body string, mode fs.FileMode) {
-	if w.err != nil {
-		return
-	}
-	if !fs.ValidPath(p) {
-		w.err = fmt.Errorf("export: %q is not a path inside the workspace", p)
-		return
-	}
-	w.mkdir(path.Dir(p))
-	if w.err != nil {
-		return
-	}
-	if err := w.root.WriteFile(filepath.FromSlash(p), []byte(body), mode); err != nil {
-		w.err = fmt.Errorf("export %s: %w", p, err)
-		return
-	}
-	w.files++
-}
-
-// emptyDir refuses a dir that holds anything.
-func emptyDir(dir string) error {
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("export to %s: %w", dir, err)
-	}
-	if len(ents) > 0 {
-		return &workspace.Error{Kind: workspace.ErrConflict, Op: "export to " + dir, Msg: "the directory is not empty",
-			Hint: "export into a new or empty directory"}
-	}
-	return nil
 }

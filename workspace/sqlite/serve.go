@@ -2,16 +2,17 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
 	"github.com/workspaced/workspaced/workspace/machine"
 )
 
@@ -28,11 +29,23 @@ const standbyPoll = 100 * time.Millisecond
 // leadFile is the daemon's lock: <db>.lock.
 func (s *Store) leadFile() string { return s.path + ".lock" }
 
+// DaemonLock is the file whose flock the daemon holds: <db>.lock.
+func (s *Store) DaemonLock() string { return s.leadFile() }
+
+// checkFilesystem is files.CheckFilesystem; a test stands in for a
+// network filesystem through it.
+var checkFilesystem = files.CheckFilesystem
+
 // Lead takes the daemon's lock, <db>.lock, for this process
 // (workspace.Served): with opt.Standby it waits while another daemon
 // holds it, else it fails with ErrLocked naming the holder. The lock is
 // held until Release or the process's end (the kernel drops it); the
 // leadership is never lost meanwhile, and its epoch is 0.
+//
+// A database on NFS, SMB or FUSE is refused with
+// files.ErrUnsafeFilesystem when opt.Strict (SQLite's locks and its
+// write-ahead log's shared memory need a local filesystem, as flock does),
+// and warned of otherwise, as a tree there is.
 func (s *Store) Lead(ctx context.Context, opt workspace.LeadOptions) (workspace.Leadership, error) {
 	if opt.Holder == "" {
 		host, _ := os.Hostname()
@@ -40,6 +53,9 @@ func (s *Store) Lead(ctx context.Context, opt workspace.LeadOptions) (workspace.
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := s.checkLocal(opt); err != nil {
+		return nil, err
 	}
 	if opt.Standby {
 		opt.Logger.Info("standby: waiting for the daemon's lock", "lock", s.leadFile())
@@ -66,6 +82,22 @@ func (s *Store) Lead(ctx context.Context, opt workspace.LeadOptions) (workspace.
 		case <-time.After(standbyPoll):
 		}
 	}
+}
+
+// checkLocal refuses (opt.Strict) or warns of a database on a filesystem
+// where SQLite's locking cannot be trusted.
+func (s *Store) checkLocal(opt workspace.LeadOptions) error {
+	name, unsafe, err := checkFilesystem(filepath.Dir(s.path))
+	switch {
+	case err != nil:
+		opt.Logger.Warn("cannot tell the filesystem type", "database", s.path, "err", err)
+	case unsafe && opt.Strict:
+		return fmt.Errorf("%w: %s is on %s, where SQLite's locks, its write-ahead log and flock cannot be trusted; move it to a local filesystem or run without --strict",
+			files.ErrUnsafeFilesystem, s.path, name)
+	case unsafe:
+		opt.Logger.Warn("database on a network or FUSE filesystem: SQLite's locks, its write-ahead log and flock may not be trustworthy", "database", s.path, "fs", name)
+	}
+	return nil
 }
 
 // flockLead is a leadership held by a flock (workspace.Leadership).
@@ -102,21 +134,7 @@ func (s *Store) Tasks(ctx context.Context) ([]string, error) {
 }
 
 // waitingTasks are the tasks with markers waiting, or with no state yet.
-//
-// It reads under SQLite's write lock (BEGIN IMMEDIATE, writing nothing):
-// the write a watch hears is a writer's WAL frames, which its readers see
-// only once it has synced them and published the commit in the shared
-// memory index — an update no watch hears. A writer holds the write lock
-// until then, so a look that takes the lock after hearing a write sees
-// that write; a plain read could run first and leave the marker to the
-// next poll.
 func (s *Store) waitingTasks(ctx context.Context) ([]string, error) {
-	var ids []string
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		var err error
-		ids, err = strings1(tx.QueryContext(ctx, `SELECT DISTINCT task_id FROM markers
+	return strings1(s.rdb.QueryContext(ctx, `SELECT DISTINCT task_id FROM markers
 		UNION SELECT t.id FROM tasks t WHERE NOT EXISTS (SELECT 1 FROM states s WHERE s.task_id = t.id)`))
-		return err
-	})
-	return ids, err
 }

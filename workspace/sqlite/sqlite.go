@@ -57,6 +57,13 @@ import (
 // lock before SQLITE_BUSY; the store retries after it.
 const DefaultBusyTimeout = 10 * time.Second
 
+// walSizeLimit is the size the write-ahead log is cut back to when it
+// starts again after growing past it (journal_size_limit). SQLite's
+// automatic checkpoint keeps the log near 4 MiB while reads are short;
+// one that lasts holds the checkpoint back and the log grows meanwhile,
+// and without a limit the file would keep that size.
+const walSizeLimit = 16 << 20
+
 // readTimeout bounds each call that takes no lock.
 const readTimeout = 30 * time.Second
 
@@ -113,6 +120,7 @@ func dsn(path, txlock string) string {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", walSizeLimit))
 	q.Set("_txlock", txlock)
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 }

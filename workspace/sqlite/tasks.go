@@ -263,10 +263,11 @@ func (s *Store) DropMarker(ctx context.Context, taskID, kind string, m workspace
 
 // DropNamedMarker inserts a marker of kind under a name of the caller's
 // choosing, as an agent in any language does; a name the journal or a
-// waiting marker already holds is refused at once (ErrConflict).
+// waiting marker already holds is refused at once (ErrConflict), a name
+// no file could have (checkMarkerName) with ErrInvalid.
 func (s *Store) DropNamedMarker(ctx context.Context, taskID, kind, name string, m workspace.Marker) error {
-	if k, ok := workspace.IsMarkerName(name); !ok || k != kind {
-		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "drop marker " + name, Msg: "not the name of a " + kind + " marker"}
+	if err := checkMarkerName(kind, name); err != nil {
+		return err
 	}
 	data, err := json.Marshal(m)
 	if err != nil {

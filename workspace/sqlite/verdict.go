@@ -18,8 +18,10 @@ var _ workspace.VerdictSource = (*Store)(nil)
 // ReadVerdict says where the marker name of a task stands: waiting (its
 // row is in markers), decided (a journal row of that name past after:
 // the daemon journals a marker and writes the state reflecting it in one
-// transaction, so a taken marker is always decided), or missing. It reads
-// one snapshot.
+// transaction, so a taken marker is always decided), or missing. A
+// journal row of that name at or before after is another marker's: the
+// marker reused its name and is refused for it (machine.JudgeReused), as
+// the store refuses it at once when it is dropped. It reads one snapshot.
 func (s *Store) ReadVerdict(taskID, name string, after int64) (workspace.Verdict, string, error) {
 	if _, ok := workspace.IsMarkerName(name); !ok || path.Base(name) != name {
 		return workspace.Verdict{}, "", fmt.Errorf("%q is not the name of a marker", name)
@@ -42,7 +44,7 @@ func (s *Store) ReadVerdict(taskID, name string, after int64) (workspace.Verdict
 			return nil
 		}
 		var body string
-		err := tx.QueryRowContext(ctx, "SELECT record FROM journal WHERE task_id = $1 AND name = $2 AND seq > $3 ORDER BY seq DESC LIMIT 1", taskID, name, after).Scan(&body)
+		err := tx.QueryRowContext(ctx, "SELECT record FROM journal WHERE task_id = $1 AND name = $2 ORDER BY seq DESC LIMIT 1", taskID, name).Scan(&body)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
@@ -65,8 +67,13 @@ func (s *Store) ReadVerdict(taskID, name string, after int64) (workspace.Verdict
 	if err != nil {
 		return workspace.Verdict{}, "", readErr("read the verdict on marker "+name, err)
 	}
-	if where != workspace.MarkerDecided {
+	switch {
+	case where != workspace.MarkerDecided:
 		return workspace.Verdict{}, where, nil
+	case rec.Seq <= after:
+		// The marker's own record would follow after: this one was
+		// another marker's, and the name was reused.
+		return machine.JudgeReused(st, taskID, name, "", rec.Seq), where, nil
 	}
 	return machine.Judge(st, rec, name), where, nil
 }

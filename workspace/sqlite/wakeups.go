@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -91,16 +92,27 @@ func (s *Store) watchFiles() (*fsnotify.Watcher, error) {
 	return fw, nil
 }
 
+// followMax bounds the looks that follow a write heard: a write is heard
+// when its frames reach the WAL, before its commit is visible (the
+// commit's fsync and the WAL index come after), so the loop looks again
+// at settle, 2·settle, 4·settle… until the data version moves, and stops
+// once the wait would pass followMax (the poll covers a slower commit).
+const followMax = 256 * time.Millisecond
+
 // loop calls look (with nil) once now, then after every write to the
-// database heard on fw (a burst coalesced) and every poll, and with an
-// error when the watch reports one, until ctx ends. One goroutine owns it.
+// database heard on fw once it is committed (a burst coalesced) and
+// every poll, and with an error when the watch reports one, until ctx
+// ends. One goroutine owns it.
 func (s *Store) loop(ctx context.Context, fw *fsnotify.Watcher, poll time.Duration, look func(error)) {
 	db, wal := filepath.Base(s.path), filepath.Base(s.path)+"-wal"
+	ver := s.dataVersions(ctx)
+	defer ver.close()
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
 	burst := time.NewTimer(time.Hour)
 	burst.Stop()
-	armed := false
+	armed, wait := false, settle
+	seen := ver.read()
 	look(nil)
 	for {
 		select {
@@ -110,22 +122,68 @@ func (s *Store) loop(ctx context.Context, fw *fsnotify.Watcher, poll time.Durati
 			if !ok {
 				return
 			}
-			if n := filepath.Base(ev.Name); (n == db || n == wal) && !armed {
+			if n := filepath.Base(ev.Name); n != db && n != wal {
+				continue
+			}
+			wait = settle
+			if !armed {
 				armed = true
-				burst.Reset(settle)
+				burst.Reset(wait)
 			}
 		case err, ok := <-fw.Errors:
 			if !ok {
 				return
 			}
 			look(fmt.Errorf("watch %s: %w", s.path, err))
+			seen = ver.read()
 			look(nil)
 		case <-burst.C:
-			armed = false
-			look(nil)
+			if v := ver.read(); v != seen || v < 0 {
+				seen, wait = v, settle
+				look(nil)
+			} else {
+				wait *= 2
+			}
+			if armed = wait <= followMax; armed {
+				burst.Reset(wait)
+			}
 		case <-tick.C:
+			seen = ver.read()
 			look(nil)
 		}
+	}
+}
+
+// versions reads PRAGMA data_version on one connection of its own: the
+// number moves when another connection commits.
+type versions struct{ c *sql.Conn }
+
+func (s *Store) dataVersions(ctx context.Context) versions {
+	c, err := s.rdb.Conn(ctx)
+	if err != nil {
+		return versions{}
+	}
+	return versions{c: c}
+}
+
+// read is the data version, or -1 when it cannot be read (the caller
+// then looks anyway).
+func (v versions) read() int64 {
+	if v.c == nil {
+		return -1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+	defer cancel()
+	var n int64
+	if err := v.c.QueryRowContext(ctx, "PRAGMA data_version").Scan(&n); err != nil {
+		return -1
+	}
+	return n
+}
+
+func (v versions) close() {
+	if v.c != nil {
+		v.c.Close()
 	}
 }
 

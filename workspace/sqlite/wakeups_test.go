@@ -1,61 +1,58 @@
 package sqlite
 
 import (
-	"database/sql"
-	"slices"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/workspaced/workspaced/workspace"
 )
 
-// TestLookSeesWriteInFlight: a look for waiting markers that begins while
-// another process's write is heard but not yet committed (its frames are
-// in the WAL, its commit not yet published: the window a watch wakes the
-// daemon in) sees the marker once that write commits, rather than nothing.
-func TestLookSeesWriteInFlight(t *testing.T) {
-	s, _ := newStore(t)
+// TestWakeupsHearEveryCommit: with the poll out of the way (an hour),
+// every write of another connection wakes the daemon once it is
+// committed. A write is heard when its frames reach the WAL, before the
+// commit is visible; a look made only then would miss it until the poll.
+func TestWakeupsHearEveryCommit(t *testing.T) {
+	s, root := newStore(t)
 	ctx := t.Context()
-	if _, err := s.CreateTask(ctx, workspace.NewTaskRequest{ID: "t1", Description: "d", SubmittedBy: "test"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Committer("t1").Commit(ctx, workspace.CommitRequest{}); err != nil { // its first state: nothing waits
-		t.Fatal(err)
-	}
-	if ids, err := s.waitingTasks(ctx); err != nil || len(ids) != 0 {
-		t.Fatalf("waiting before any marker: %v %v", ids, err)
-	}
-	other, err := sql.Open("sqlite", dsn(s.Path(), "immediate"))
+	wk, err := s.Wakeups(ctx, workspace.WakeOptions{Interval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer other.Close()
-	tx, err := other.BeginTx(ctx, nil)
+	defer wk.Close()
+	agent, err := Open(ctx, root) // another process's connections
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `INSERT INTO markers (task_id, kind, name, body) VALUES ('t1', 'claim', '.claim.w1.x', '{}')`); err != nil {
-		t.Fatal(err)
+	defer agent.Close()
+	for i := range 20 {
+		id := fmt.Sprintf("t%d", i)
+		if _, err := agent.CreateTask(ctx, workspace.NewTaskRequest{ID: id, Description: "wake", SubmittedBy: "test"}); err != nil {
+			t.Fatal(err)
+		}
+		// A task with no state yet is one the daemon must look at.
+		awaitWake(t, wk, id)
 	}
-	type look struct {
-		ids []string
-		err error
-	}
-	looked := make(chan look, 1)
-	go func() {
-		ids, err := s.waitingTasks(ctx)
-		looked <- look{ids, err}
-	}()
-	select {
-	case l := <-looked:
-		t.Fatalf("the look ended while a write was in flight, seeing %v (%v): that marker would wait for the next poll", l.ids, l.err)
-	case <-time.After(200 * time.Millisecond): // time for the look to begin; it must wait for the writer
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	if l := <-looked; l.err != nil || !slices.Equal(l.ids, []string{"t1"}) {
-		t.Fatalf("the look saw %v (%v), want t1", l.ids, l.err)
+}
+
+// awaitWake waits for a wake-up naming task.
+func awaitWake(t *testing.T, wk workspace.Wakeups, task string) {
+	t.Helper()
+	deadline := time.After(time.Minute)
+	for {
+		select {
+		case w, ok := <-wk.C():
+			if !ok {
+				t.Fatal("wake-ups closed")
+			}
+			if w.Err != nil {
+				t.Log(w.Err) // the source got over it and goes on
+			}
+			if w.Task == task {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no wake-up for %s within a minute of its commit, with the poll an hour away", task)
+		}
 	}
 }

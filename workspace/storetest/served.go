@@ -268,8 +268,9 @@ type NamedMarkers interface {
 // testReusedName drops a claim, lets the daemon take it, and drops
 // another claim under the same name: the store refuses it at once
 // (ErrConflict), or the daemon refuses it without a record, saying so in
-// a marker_refused event. Either way the journal holds the name once and
-// the second claim changes nothing.
+// a marker_refused event. Either way the journal holds the name once, the
+// second claim changes nothing, and the store's verdict reader answers
+// at once for it: refused, the name journaled as the first claim's seq.
 func testReusedName(t *testing.T, s workspace.Store, h Hooks) {
 	approved(t, s, h, "t1", "s1", "s2")
 	nm, isNamed := inner(s).(NamedMarkers)
@@ -290,6 +291,8 @@ func testReusedName(t *testing.T, s workspace.Store, h Hooks) {
 		return n
 	}
 	await(t, "the named claim journaled", func() (bool, string) { return journaled() == 1, "" })
+	first := verdictOf(t, s, "t1", name).Seq
+	after := awaitState(t, s, "t1", func(st workspace.State) bool { return st.JournalSeq >= first }).JournalSeq
 	err := nm.DropNamedMarker(bg, "t1", workspace.KindClaim, name, workspace.Marker{AgentID: "worker_1", SubtaskID: "s2"})
 	if err != nil {
 		is(t, err, workspace.ErrConflict, "drop a claim under a name already journaled")
@@ -308,10 +311,32 @@ func testReusedName(t *testing.T, s workspace.Store, h Hooks) {
 	if n := journaled(); n != 1 {
 		t.Fatalf("the name is journaled %d times, want once", n)
 	}
+	reusedVerdict(t, s, name, after, first)
 	st, err := s.ReadState(bg, "t1")
 	ok(t, err, "read state")
 	if sub := st.Subtasks["s2"]; sub == nil || sub.Status != "pending" {
 		t.Fatalf("s2 after a claim under a reused name: %+v, want it still pending", sub)
+	}
+}
+
+// reusedVerdict checks what the store's verdict reader says of a claim
+// named name dropped past after, the name journaled as seq first: refused
+// for the reused name, never missing (which Wait would report as an
+// ErrNotFound after a while) nor undecided.
+func reusedVerdict(t *testing.T, s workspace.Store, name string, after, first int64) {
+	t.Helper()
+	src, isSource := inner(s).(workspace.VerdictSource)
+	if !isSource {
+		t.Fatal("the store reads no verdicts (workspace.VerdictSource)")
+	}
+	ctx, cancel := context.WithTimeout(bg, time.Minute)
+	defer cancel()
+	v, err := workspace.Wait(ctx, src, "t1", name, after)
+	ok(t, err, "wait for the verdict on a claim under a reused name")
+	want := fmt.Sprintf("journaled as seq %d", first)
+	if v.Verdict != workspace.VerdictRefused || v.Journaled != first || v.Seq != 0 || v.Kind != workspace.KindClaim ||
+		v.Marker != name || !strings.Contains(v.Reason, want) || !strings.Contains(v.Reason, "fresh name") {
+		t.Fatalf("verdict on a claim under a reused name: %+v; want refused, journaled %d, a reason saying %q and to use a fresh name", v, first, want)
 	}
 }
 

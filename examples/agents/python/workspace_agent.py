@@ -13,7 +13,8 @@ standard library. It needs no workspaced binary and no Go:
   .done.<agent>.<suffix> markers; only the daemon writes state.json;
 * the daemon's verdict on a marker (won or lost, applied or refused) is read
   from the journal record named after it and the state.json that reflects
-  it (claim/done with wait=...);
+  it (claim/done with wait=...), or, for a marker refused because its name
+  was journaled already, from events.log's marker_refused line;
 * an output is written under the task's lock, never over a finished
   subtask's, and the version it replaces is kept in outputs/history/.
 * skills are read from skills/<name>.md (front matter, then Markdown) and
@@ -486,7 +487,8 @@ class Workspace:
     def claim(self, task, subtask, wait=None):
         """Drop a claim marker and return its name. With wait (seconds),
         wait for the daemon's verdict instead and return it (see
-        wait_verdict): "won", "lost" or "not_found"."""
+        wait_verdict): "won", "lost" or "not_found" ("refused" only for a
+        marker name used already, which this module never does)."""
         check_id("subtask id", subtask)
         after = self._before_marker(task, wait)
         name = self._marker(task, ".claim.", {"agent_id": self.agent, "subtask_id": subtask, "claimed_at": now()})
@@ -595,13 +597,21 @@ class Workspace:
         is undecided. The verdict is a dict like the CLI's --wait --json:
         marker, task_id, kind, verdict (won, lost, applied, refused,
         not_found), seq, reason, subtask_id, subtask_status, worker,
-        task_status. after is a journal_seq the marker's record follows."""
+        task_status. after is a journal_seq the marker's record follows.
+        A marker dropped under a name the journal holds already is refused
+        without a record of its own: verdict "refused", seq 0, journaled
+        the seq of the record that holds the name."""
         tdir = self.task_dir(task)
         if os.path.lexists(os.path.join(tdir, marker)):
             return None
         rec = _find_record(os.path.join(tdir, "journal"), marker, after)
         if rec is None:
-            return None
+            # Gone with no record: refused if its name was journaled
+            # already, which only events.log says.
+            refused = _refused_as(os.path.join(tdir, "events.log"), marker)
+            if refused is None:
+                return None
+            return _reused(self.state(task) or {}, task, marker, *refused)
         st = self.state(task)
         if st is None or st.get("journal_seq", 0) < rec["seq"]:
             return None
@@ -746,6 +756,59 @@ def _find_record(jdir, marker, after):
             if isinstance(rec, dict) and rec.get("file") == marker and rec.get("seq", 0) > after:
                 return rec
     return None
+
+
+# An events.log word: a bare run, or a double-quoted one with escapes; an
+# attribute is <word>=<word>.
+_WORD = re.compile(r'("(?:[^"\\]|\\.)*"|[^\s"=]+)(?:=("(?:[^"\\]|\\.)*"|[^\s"]+))?')
+
+
+def _unquote(w):
+    if w.startswith('"'):
+        try:
+            return json.loads(w)
+        except ValueError:
+            return None
+    return w
+
+
+def _refused_as(log, marker):
+    """The daemon's marker_refused line for marker, refused because its
+    name was journaled already (it carries journaled=<seq>): (that seq, the
+    subtask the marker named), or None."""
+    try:
+        f = open(log, "rb")
+    except FileNotFoundError:
+        return None
+    found = None
+    with f:
+        for raw in f:
+            # A last line without its newline is still being written.
+            if not raw.endswith(b"\n") or b" marker_refused " not in raw:
+                continue
+            words, attrs = [], {}
+            for m in _WORD.finditer(raw.decode("utf-8", "replace")):
+                if m.group(2) is None:
+                    words.append(_unquote(m.group(1)))
+                else:
+                    attrs[_unquote(m.group(1))] = _unquote(m.group(2))
+            seq = attrs.get("journaled") or ""
+            if words[1:2] == ["marker_refused"] and attrs.get("file") == marker and seq.isdigit():
+                found = (int(seq), words[3] if len(words) > 3 else "")
+    return found
+
+
+def _reused(st, task, marker, journaled, sid):
+    """The verdict on marker, refused for its name journaled already as
+    seq journaled."""
+    v = {"marker": marker, "task_id": task, "kind": "claim" if marker.startswith(".claim.") else "done",
+         "verdict": "refused", "seq": 0, "journaled": journaled,
+         "reason": "this marker name was already used (journaled as seq %d); write a new marker with a fresh name" % journaled,
+         "subtask_id": sid, "task_status": st.get("status")}
+    ss = (st.get("subtasks") or {}).get(sid) if sid else None
+    if ss:
+        v["subtask_status"], v["worker"] = ss.get("status"), ss.get("worker", "")
+    return v
 
 
 def _refusal(st, rec):

@@ -77,7 +77,8 @@ state() { cat "$dir/state.json" 2>/dev/null || echo '{}'; }
 # journal/<first>-<last>.json; once state.json's journal_seq reaches its
 # seq, the marker was refused if the daemon rejected it ("rejected") or the
 # state's errors hold one with its seq — other than the failure a failed
-# done marker reports itself ("subtask <id> failed: <error>").
+# done marker reports itself ("subtask <id> failed: <error>"). Gone with no
+# record, it was refused if events.log says its name was journaled already.
 verdict() {
   while in_time; do
     if [ ! -e "$dir/$1" ]; then
@@ -113,6 +114,16 @@ verdict() {
                  elif $rec.kind == "claim" then "lost" else "refused" end) + "\t" + ($reason // "")
             end')
         [ "$v" = wait ] || { printf '%s\n' "$v"; return 0; }
+      elif [ -f "$dir/events.log" ]; then
+        # Gone with no record: a name the journal held already is refused
+        # without one, in a marker_refused line (attributes sorted, so
+        # journaled= follows file=).
+        j=$(grep -F " marker_refused " "$dir/events.log" | grep -F " file=$1 journaled=" | tail -n 1 |
+          sed -n 's/.* journaled=\([0-9][0-9]*\).*/\1/p')
+        if [ -n "$j" ]; then
+          printf 'refused\tthis marker name was already used (journaled as seq %s); write a new marker with a fresh name\n' "$j"
+          return 0
+        fi
       fi
     fi
     sleep 0.02

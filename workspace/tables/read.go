@@ -1,8 +1,7 @@
-package postgres
+package tables
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,99 +12,49 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
 )
 
-// Loading a file workspace into PostgreSQL (see transfer.go for the way
-// out).
-
-// ImportOptions says how Import treats a schema that already holds a
-// workspace.
-type ImportOptions struct {
-	// Replace empties the schema's tables first; without it a schema
-	// holding any task, entry or event is refused.
-	Replace bool
-}
-
-// Import loads the file workspace at dir into the store's schema, in one
-// transaction: all of it or nothing. The schema must hold no workspace
-// yet (an initialized one, as init leaves it) unless opt.Replace. A
-// daemon must not be serving the tree while it is read.
-func (s *Store) Import(ctx context.Context, dir string, opt ImportOptions) (TransferReport, error) {
-	var rep TransferReport
+// ReadTree reads the file workspace at dir into the rows that hold it.
+// It refuses, naming the file and the fix, what an export could not give
+// back byte for byte: a torn events line, a journal file not in the
+// daemon's form, an entry not in the canonical form, a NUL byte (which a
+// text column cannot keep), a symlink. A daemon must not be serving the
+// tree while it is read.
+func ReadTree(dir string) (Load, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return rep, &workspace.Error{Kind: workspace.ErrNotFound, Op: "import " + dir, Err: err, Hint: "name a workspace directory with --from DIR"}
+		return Load{}, &workspace.Error{Kind: workspace.ErrNotFound, Op: "import " + dir, Err: err, Hint: "name a workspace directory with --from DIR"}
 	}
 	defer root.Close()
 	if _, err := root.Stat("workspace.json"); err != nil {
 		if _, terr := root.Stat("tasks"); terr != nil {
-			return rep, &workspace.Error{Kind: workspace.ErrNotFound, Op: "import " + dir,
+			return Load{}, &workspace.Error{Kind: workspace.ErrNotFound, Op: "import " + dir,
 				Msg: "not a workspace (no workspace.json or tasks/ in it)", Hint: "name a workspace directory with --from DIR"}
 		}
 	}
-	r := &importer{root: root, dir: dir, batch: &pgx.Batch{}}
+	r := &importer{root: root, dir: dir}
 	if err := r.walk("."); err != nil {
-		return rep, err
+		return Load{}, err
 	}
-	for _, q := range r.deferred {
-		r.batch.Queue(q.sql, q.args...)
-	}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := checkEmpty(ctx, tx, opt.Replace); err != nil {
-			return err
-		}
-		return tx.SendBatch(ctx, r.batch).Close()
-	})
-	if err != nil {
-		return rep, err
-	}
-	if err := s.loadSettings(ctx); err != nil {
-		return rep, err
-	}
-	return TransferReport{Files: r.files, Tasks: r.tasks}, nil
+	return Load{Rows: append(r.rows, r.deferred...), Report: Report{Files: r.files, Tasks: r.tasks}}, nil
 }
 
-// checkEmpty refuses a schema holding a workspace already, or empties it
-// when replace.
-func checkEmpty(ctx context.Context, tx pgx.Tx, replace bool) error {
-	tables := []string{"markers", "journal", "backups", "states", "events", "entries", "threads", "products", "tasks", "files", "friction", "tokens"}
-	if replace {
-		for _, t := range tables {
-			if _, err := tx.Exec(ctx, "DELETE FROM "+t); err != nil {
-				return fmt.Errorf("empty %s: %w", t, err)
-			}
-		}
-		return nil
-	}
-	var n int64
-	err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM tasks) + (SELECT count(*) FROM entries) + (SELECT count(*) FROM events)
-		+ (SELECT count(*) FROM friction) + (SELECT count(*) FROM tokens) + (SELECT count(*) FROM files WHERE path NOT IN ('workspace.json', '.gitignore', 'config/agents.json', 'friction/friction.json'))`).Scan(&n)
-	if err != nil {
-		return err
-	}
-	if n > 0 {
-		return &workspace.Error{Kind: workspace.ErrConflict, Op: "import", Msg: "the schema holds a workspace already",
-			Hint: "import into a new schema (?schema=name, after init), or add --replace to overwrite it"}
-	}
-	_, err = tx.Exec(ctx, "DELETE FROM files")
-	return err
-}
-
-// importer reads a tree into a batch of inserts.
+// importer reads a tree into rows.
 type importer struct {
 	root  *os.Root
 	dir   string
-	batch *pgx.Batch
+	rows  []Row
 	files int
 	tasks int
-	// deferred rows refer to their task, queued after every task row.
-	deferred []queued
+	// deferred rows refer to their task, inserted after every task row.
+	deferred []Row
 }
+
+// add queues a row that refers to no task.
+func (r *importer) add(sql string, args ...any) { r.rows = append(r.rows, Row{sql, args}) }
 
 // NotHistory reports whether a file or directory name of a workspace tree
 // is a lock or a temporary file, which an export or import leaves out
@@ -173,7 +122,7 @@ func (r *importer) file(p string) error {
 	if p == tokens.File {
 		return r.tokens(p, data)
 	}
-	r.batch.Queue("INSERT INTO files (path, body) VALUES ($1, $2)", p, body)
+	r.add("INSERT INTO files (path, body) VALUES ($1, $2)", p, body)
 	return nil
 }
 
@@ -194,7 +143,7 @@ func (r *importer) tokens(p string, data []byte) error {
 		if err != nil {
 			return err
 		}
-		r.batch.Queue("INSERT INTO tokens (sha256, n, doc) VALUES ($1, $2, $3)", g.SHA256, i+1, string(b))
+		r.add("INSERT INTO tokens (sha256, n, doc) VALUES ($1, $2, $3)", g.SHA256, i+1, string(b))
 	}
 	return nil
 }
@@ -212,7 +161,7 @@ func (r *importer) taskFile(p, id string, rest []string, body string) error {
 		}
 		r.tasks++
 		// Tasks first: every other row of the task refers to it.
-		r.batch.Queue("INSERT INTO tasks (id, created_at, doc) VALUES ($1, $2, $3)", id, t.CreatedAt, body)
+		r.add("INSERT INTO tasks (id, created_at, doc) VALUES ($1, $2, $3)", id, t.CreatedAt, body)
 		return nil
 	case len(rest) == 1 && name == "state.json":
 		var st workspace.State
@@ -250,14 +199,9 @@ func (r *importer) taskFile(p, id string, rest []string, body string) error {
 
 // later queues a row that refers to its task. Walking tasks/<id>/ in
 // name order reaches files such as backups/ before task.json, so these
-// are queued after every task (a deferred batch appended at the end).
+// are inserted after every task.
 func (r *importer) later(sql string, args ...any) {
-	r.deferred = append(r.deferred, queued{sql, args})
-}
-
-type queued struct {
-	sql  string
-	args []any
+	r.deferred = append(r.deferred, Row{sql, args})
 }
 
 func (r *importer) events(p, id, body string) error {

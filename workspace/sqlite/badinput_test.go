@@ -1,0 +1,70 @@
+package sqlite
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/storetest"
+)
+
+// dump is every row of every table of s, for telling whether a refused
+// write changed anything.
+func dump(t *testing.T, s *Store) string {
+	t.Helper()
+	tables, err := strings1(s.rdb.Query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, name := range tables {
+		rows, err := s.rdb.Query(`SELECT * FROM "` + name + `" ORDER BY rowid`)
+		if err != nil {
+			rows, err = s.rdb.Query(`SELECT * FROM "` + name + `"`)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&b, "%s %q\n", name, vals)
+		}
+		rows.Close()
+	}
+	return b.String()
+}
+
+// TestBadInput holds the SQLite store to the bad and odd input tables
+// every store meets.
+func TestBadInput(t *testing.T) {
+	s, _ := newStore(t)
+	storetest.BadInput(t, s, func(t *testing.T) string { return dump(t, s) })
+}
+
+// TestOddValuesExact: SQLite keeps a value byte for byte, white space and
+// all, where the file tree writes it compacted.
+func TestOddValuesExact(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := t.Context()
+	if _, err := s.CreateTask(ctx, workspace.NewTaskRequest{ID: "t1", Description: "d"}); err != nil {
+		t.Fatal(err)
+	}
+	sc := workspace.Scope{Kind: workspace.ScopeThread, TaskID: "t1"}
+	for name, v := range storetest.OddValues(s.Settings().Limits) {
+		if _, err := s.StoreEntry(ctx, sc, workspace.StoreRequest{Key: name, Value: v, Agent: "a"}); err != nil {
+			t.Fatalf("store %s: %v", name, err)
+		}
+		if e, err := s.GetEntry(ctx, sc, name); err != nil || string(e.Value) != string(v) {
+			t.Errorf("value %s read back as %.80q, %v; want %.80q", name, e.Value, err, v)
+		}
+	}
+}
