@@ -598,7 +598,7 @@ func (r *run) arc(ctx context.Context) error {
 		return fmt.Errorf("demo: %w", err)
 	}
 	r.out.say("solver", "delegates to the observer with intent only: %q", toObserver.Message)
-	pre, err := workspace.Over(ws).Preamble(toObserver.ID, workspace.PreambleOptions{TaskID: ARCTaskID})
+	pre, err := workspace.Over(ws).Preamble(ctx, toObserver.ID, workspace.PreambleOptions{TaskID: ARCTaskID})
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}

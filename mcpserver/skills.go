@@ -43,7 +43,7 @@ func (s *Server) skills(ctx context.Context, _ *mcp.CallToolRequest, in skillsIn
 	if err != nil {
 		return reply{}, err
 	}
-	loaded, err := workspace.Over(s.w).ThreadSkills(s.task, s.thread)
+	loaded, err := workspace.Over(s.w).ThreadSkills(ctx, s.task, s.thread)
 	if err != nil {
 		return reply{}, err
 	}

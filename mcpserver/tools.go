@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -371,7 +372,7 @@ func (s *Server) deleteMemory(ctx context.Context, _ *mcp.CallToolRequest, in me
 }
 
 func (s *Server) delegationContext(ctx context.Context, _ *mcp.CallToolRequest, in contextInput) (string, error) {
-	p, err := workspace.Over(s.w).Preamble(s.thread, workspace.PreambleOptions{Detail: in.Detail, TaskID: s.task})
+	p, err := workspace.Over(s.w).Preamble(ctx, s.thread, workspace.PreambleOptions{Detail: in.Detail, TaskID: s.task})
 	if err != nil {
 		return "", err
 	}
@@ -382,5 +383,5 @@ func (s *Server) delegationContext(ctx context.Context, _ *mcp.CallToolRequest, 
 }
 
 func (s *Server) capabilities(ctx context.Context, _ *mcp.CallToolRequest, _ emptyInput) (string, error) {
-	return workspace.Over(s.w).Capabilities(s.agent, s.task)
+	return workspace.Over(s.w).Capabilities(ctx, s.agent, s.task)
 }

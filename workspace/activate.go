@@ -29,14 +29,19 @@ type agentThread struct {
 // agentThreads returns every readable thread addressed to agent (its To)
 // in every task, by task id, then creation time, then id. Thread files that
 // do not read are passed over: they belong to no one for certain.
-func (w Ops) agentThreads(agent string) ([]agentThread, error) {
-	ids, err := w.TaskIDs(context.Background())
+func (w Ops) agentThreads(ctx context.Context, agent string) ([]agentThread, error) {
+	ids, err := w.TaskIDs(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("threads of agent %s: %w", agent, err)
 	}
 	var out []agentThread
 	for _, id := range ids {
-		threads, _, err := w.readThreads(id)
+		threads, _, err := w.readThreads(ctx, id)
+		if err == nil {
+			// A thread the end of ctx kept from being read was passed
+			// over as unreadable: the list is then not the agent's.
+			err = ctx.Err()
+		}
 		if err != nil {
 			return nil, fmt.Errorf("threads of agent %s: %w", agent, err)
 		}
@@ -56,7 +61,11 @@ func (w Ops) agentThreads(agent string) ([]agentThread, error) {
 // of another agent, or one that is done, is refused with nothing written.
 // Each thread is written under its own lock; the activated thread is
 // written first, so an interruption leaves it the one ActiveThread picks.
+// A ctx that has ended writes nothing.
 func (w Ops) ActivateThread(ctx context.Context, taskID, threadID, agent string) (Activation, error) {
+	if err := ctx.Err(); err != nil {
+		return Activation{}, fmt.Errorf("activate thread %s: %w", threadID, err)
+	}
 	t, err := w.GetThread(ctx, taskID, threadID)
 	if err != nil {
 		return Activation{}, err
@@ -84,7 +93,7 @@ func (w Ops) ActivateThread(ctx context.Context, taskID, threadID, agent string)
 	if err != nil {
 		return Activation{}, err
 	}
-	others, err := w.agentThreads(agent)
+	others, err := w.agentThreads(ctx, agent)
 	if err != nil {
 		return act, err
 	}
@@ -116,9 +125,10 @@ func (w Ops) ActivateThread(ctx context.Context, taskID, threadID, agent string)
 // to it whose status is active, the one activated last (ActivateThread);
 // when none was ever activated, the newest. Ties fall to the task id and
 // then the thread id, so the answer depends on the tree alone. An agent
-// with no active thread is ErrNotFound.
-func (w Ops) ActiveThread(agent string) (ThreadRef, error) {
-	best, _, err := w.activeOf(agent)
+// with no active thread is ErrNotFound. When ctx ends, the search stops
+// with its error.
+func (w Ops) ActiveThread(ctx context.Context, agent string) (ThreadRef, error) {
+	best, _, err := w.activeOf(ctx, agent)
 	if err != nil {
 		return ThreadRef{}, err
 	}
@@ -126,11 +136,11 @@ func (w Ops) ActiveThread(agent string) (ThreadRef, error) {
 }
 
 // activeOf is ActiveThread with every thread of the agent.
-func (w Ops) activeOf(agent string) (agentThread, []agentThread, error) {
+func (w Ops) activeOf(ctx context.Context, agent string) (agentThread, []agentThread, error) {
 	if err := ValidateID("agent", agent); err != nil {
 		return agentThread{}, nil, err
 	}
-	threads, err := w.agentThreads(agent)
+	threads, err := w.agentThreads(ctx, agent)
 	if err != nil {
 		return agentThread{}, nil, err
 	}

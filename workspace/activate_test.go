@@ -18,7 +18,7 @@ func TestActivateThread(t *testing.T) {
 	ctx := context.Background()
 	w := provFixture(t)
 	// Nothing was ever activated: the tie falls to the task id.
-	if got, err := w.ActiveThread("observer"); err != nil || got != (ThreadRef{Task: "nocard", Thread: "nc_observer"}) {
+	if got, err := w.ActiveThread(t.Context(), "observer"); err != nil || got != (ThreadRef{Task: "nocard", Thread: "nc_observer"}) {
 		t.Fatalf("active thread before any activation: %+v, %v", got, err)
 	}
 
@@ -39,13 +39,13 @@ func TestActivateThread(t *testing.T) {
 	if th, _ := w.GetThread(ctx, "training-001", "th_solver"); th.Status != "active" {
 		t.Errorf("th_solver is %s", th.Status)
 	}
-	if got, err := w.ActiveThread("observer"); err != nil || got != (ThreadRef{Task: "training-001", Thread: "th_observer"}) {
+	if got, err := w.ActiveThread(t.Context(), "observer"); err != nil || got != (ThreadRef{Task: "training-001", Thread: "th_observer"}) {
 		t.Fatalf("active thread: %+v, %v", got, err)
 	}
 
 	// The agent's context without a thread: the active one hydrated, the
 	// other task's thread dehydrated after the task's own.
-	b, err := w.Context("", ContextOptions{Agent: "observer", Unlimited: true})
+	b, err := w.Context(t.Context(), "", ContextOptions{Agent: "observer", Unlimited: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestActivateThread(t *testing.T) {
 	if last.Ref != "thread:nocard/nc_observer" || !strings.HasPrefix(last.Content, "task: nocard\nghost → observer · pending\n") {
 		t.Errorf("last open thread: %+v", last)
 	}
-	byThread, err := w.Context("th_observer", ContextOptions{Unlimited: true})
+	byThread, err := w.Context(t.Context(), "th_observer", ContextOptions{Unlimited: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestActivateThread(t *testing.T) {
 	if want := []ThreadRef{{Task: "training-001", Thread: "th_observer"}}; !reflect.DeepEqual(act.Pending, want) {
 		t.Errorf("set pending %v, want %v", act.Pending, want)
 	}
-	b, err = w.Context("", ContextOptions{Agent: "observer", Budget: 100000})
+	b, err = w.Context(t.Context(), "", ContextOptions{Agent: "observer", Budget: 100000})
 	if err != nil || b.Thread != "nc_observer" {
 		t.Fatalf("context after switching: %s, %v", b.Thread, err)
 	}
@@ -135,17 +135,17 @@ func TestActiveThreadNone(t *testing.T) {
 	ctx := context.Background()
 	w := provFixture(t)
 	// terse has one thread, pending.
-	_, err := w.ActiveThread("terse")
+	_, err := w.ActiveThread(t.Context(), "terse")
 	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "(1 pending)") {
 		t.Fatalf("terse: %v", err)
 	}
-	if _, err := w.Context("", ContextOptions{Agent: "terse", Budget: 100}); !errors.Is(err, ErrNotFound) {
+	if _, err := w.Context(t.Context(), "", ContextOptions{Agent: "terse", Budget: 100}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("context of terse: %v", err)
 	}
-	if _, err := w.Context("", ContextOptions{Budget: 100}); !errors.Is(err, ErrInvalid) {
+	if _, err := w.Context(t.Context(), "", ContextOptions{Budget: 100}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("context of nothing: %v", err)
 	}
-	if _, err := w.ActiveThread("nobody"); !errors.Is(err, ErrNotFound) {
+	if _, err := w.ActiveThread(t.Context(), "nobody"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("nobody: %v", err)
 	}
 	// An unreadable thread file of some task does not stop the search.
@@ -155,7 +155,7 @@ func TestActiveThreadNone(t *testing.T) {
 	if _, err := w.ActivateThread(ctx, "training-001", "th_terse", ""); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := w.ActiveThread("terse"); err != nil || got.Thread != "th_terse" {
+	if got, err := w.ActiveThread(t.Context(), "terse"); err != nil || got.Thread != "th_terse" {
 		t.Fatalf("terse after activation: %+v %v", got, err)
 	}
 }

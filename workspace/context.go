@@ -143,8 +143,9 @@ type candidate struct {
 // Context reads env values only for hydrated buffers; the manifest is
 // streamed. It writes nothing, is safe for concurrent use, and the same
 // tree gives the same bytes (nothing depends on the clock or on map order).
-func (w Ops) Context(threadID string, opt ContextOptions) (ContextBundle, error) {
-	ctx := context.Background()
+// When ctx ends, Context stops reading and returns the context's error,
+// never a bundle with items left out because of it.
+func (w Ops) Context(ctx context.Context, threadID string, opt ContextOptions) (ContextBundle, error) {
 	if opt.Budget < 0 {
 		return ContextBundle{}, invalidf("context budget", "give a budget of 0 or more tokens", "budget %d is negative", opt.Budget)
 	}
@@ -153,7 +154,7 @@ func (w Ops) Context(threadID string, opt ContextOptions) (ContextBundle, error)
 		if opt.Agent == "" {
 			return ContextBundle{}, invalidf("context", "name a thread, or an agent whose active thread to assemble", "no thread and no agent given")
 		}
-		act, all, err := w.activeOf(opt.Agent)
+		act, all, err := w.activeOf(ctx, opt.Agent)
 		if err != nil {
 			return ContextBundle{}, err
 		}
@@ -164,11 +165,11 @@ func (w Ops) Context(threadID string, opt ContextOptions) (ContextBundle, error)
 			}
 		}
 	}
-	taskID, err := w.threadTask(threadID, opt.TaskID)
+	taskID, err := w.threadTask(ctx, threadID, opt.TaskID)
 	if err != nil {
 		return ContextBundle{}, err
 	}
-	chain, err := w.Chain(taskID, threadID)
+	chain, err := w.Chain(ctx, taskID, threadID)
 	if err != nil {
 		return ContextBundle{}, err
 	}
@@ -207,7 +208,7 @@ func (w Ops) Context(threadID string, opt ContextOptions) (ContextBundle, error)
 		cands = append(cands, res.resolve(0, ref))
 	}
 	card, hasCard := cards.Card(cur.To)
-	cands = append(cands, w.skillCandidates(1, cur, card.Skills)...)
+	cands = append(cands, w.skillCandidates(ctx, 1, cur, card.Skills)...)
 	if hasCard {
 		for _, ref := range card.GlobalBuffers {
 			if seen[ref] {
@@ -217,7 +218,7 @@ func (w Ops) Context(threadID string, opt ContextOptions) (ContextBundle, error)
 			cands = append(cands, res.resolve(2, ref))
 		}
 	}
-	others, bad, err := w.readThreads(taskID)
+	others, bad, err := w.readThreads(ctx, taskID)
 	if err != nil {
 		return ContextBundle{}, fmt.Errorf("context of thread %s: %w", threadID, err)
 	}
@@ -235,6 +236,11 @@ func (w Ops) Context(threadID string, opt ContextOptions) (ContextBundle, error)
 			Content: "task: " + a.task + "\n" + dehydrated(a.t)}})
 	}
 	<-listed
+	// A read the end of ctx cut short became an omission above; the
+	// bundle is then not what the tree holds.
+	if err := ctx.Err(); err != nil {
+		return ContextBundle{}, fmt.Errorf("context of thread %s: %w", threadID, err)
+	}
 	if manifestErr != nil {
 		return ContextBundle{}, fmt.Errorf("context of thread %s: %w", threadID, manifestErr)
 	}
@@ -360,10 +366,10 @@ func blankLine(s *strings.Builder) {
 	s.WriteString("\n\n")
 }
 
-// readThreads reads every thread file of a task, sorted by creation time
+// ThreadsReport reads every thread file of a task, sorted by creation time
 // then id. A file that does not read is returned as an Omission instead of
-// failing the whole context.
-func (w *Workspace) ThreadsReport(taskID string) ([]Thread, []Omission, error) {
+// failing the whole context. When ctx ends, it stops with its error.
+func (w *Workspace) ThreadsReport(ctx context.Context, taskID string) ([]Thread, []Omission, error) {
 	dir := path.Join(TaskDir(taskID), "threads")
 	f, err := w.root.Open(dir)
 	if err != nil {
@@ -395,7 +401,10 @@ func (w *Workspace) ThreadsReport(taskID string) ([]Thread, []Omission, error) {
 	var out []Thread
 	var bad []Omission
 	for _, id := range ids {
-		t, err := w.GetThread(context.Background(), taskID, id)
+		if err := ctx.Err(); err != nil {
+			return nil, nil, fmt.Errorf("threads of task %s: %w", taskID, err)
+		}
+		t, err := w.GetThread(ctx, taskID, id)
 		if err != nil {
 			bad = append(bad, Omission{Item: "thread:" + id, Reason: "unreadable: " + err.Error()})
 			continue
@@ -493,7 +502,7 @@ func (r bufferResolver) file(ref string) (string, string) {
 	if clean == ".." || strings.HasPrefix(clean, "../") {
 		return "", "refused: names a file outside the task directory"
 	}
-	data, err := r.w.ReadTaskFile(context.Background(), r.task, clean, BufferMaxBytes)
+	data, err := r.w.ReadTaskFile(r.ctx, r.task, clean, BufferMaxBytes)
 	if err != nil {
 		switch {
 		case errors.Is(err, ErrNotFound):

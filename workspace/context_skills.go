@@ -109,8 +109,8 @@ func matchWords(have, want []string) []string {
 // and every refused skill file become omissions with their reason. Only
 // the front matter of each skill is read to choose; the chosen skills are
 // then read whole.
-func (w Ops) skillCandidates(section int, t Thread, cardSkills []string) []candidate {
-	avail, refused, badFiles, err := w.availableSkills()
+func (w Ops) skillCandidates(ctx context.Context, section int, t Thread, cardSkills []string) []candidate {
+	avail, refused, badFiles, err := w.availableSkills(ctx)
 	if err != nil {
 		return []candidate{{section: section, item: Item{Ref: SkillsDir + "/"}, reason: "refused: " + errorMsg(err)}}
 	}
@@ -118,7 +118,7 @@ func (w Ops) skillCandidates(section int, t Thread, cardSkills []string) []candi
 	for _, p := range pickSkills(avail, refused, t, cardSkills) {
 		c := candidate{section: section, item: Item{Ref: "skill:" + p.Name, Kind: ItemSkill}, reason: p.Reason}
 		if c.reason == "" {
-			s, err := w.GetSkill(context.Background(), p.Name)
+			s, err := w.GetSkill(ctx, p.Name)
 			if err != nil {
 				c.reason = "refused: " + errorMsg(err)
 			} else {
@@ -144,19 +144,23 @@ type SkillChoice struct {
 // ThreadSkills lists the skills the context of a thread loads, in the
 // context's order, reading only their front matter; skills it would refuse
 // or cannot find are left out (Context lists them with the reason). A
-// skills/ that cannot be read loads nothing. It writes nothing.
-func (w Ops) ThreadSkills(taskID, threadID string) ([]SkillChoice, error) {
-	t, err := w.GetThread(context.Background(), taskID, threadID)
+// skills/ that cannot be read loads nothing. It writes nothing. When ctx
+// ends, it returns the context's error.
+func (w Ops) ThreadSkills(ctx context.Context, taskID, threadID string) ([]SkillChoice, error) {
+	t, err := w.GetThread(ctx, taskID, threadID)
 	if err != nil {
 		return nil, err
 	}
-	cards, err := w.LoadAgents(context.Background())
+	cards, err := w.LoadAgents(ctx)
 	if err != nil {
 		return nil, err
 	}
 	card, _ := cards.Card(t.To)
 	out := []SkillChoice{}
-	avail, _, _, err := w.availableSkills()
+	avail, _, _, err := w.availableSkills(ctx)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("skills of thread %s: %w", threadID, err)
+	}
 	if err != nil {
 		return out, nil
 	}
@@ -171,8 +175,8 @@ func (w Ops) ThreadSkills(taskID, threadID string) ([]SkillChoice, error) {
 // availableSkills lists the store's skills (front matter only), the
 // skills it refused by name, and the files of skills/ that are no skill's
 // name at all.
-func (w Ops) availableSkills() (avail []Skill, refused map[string]string, badFiles []RefusedSkill, err error) {
-	avail, bad, err := w.ListSkills(context.Background())
+func (w Ops) availableSkills(ctx context.Context) (avail []Skill, refused map[string]string, badFiles []RefusedSkill, err error) {
+	avail, bad, err := w.ListSkills(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}

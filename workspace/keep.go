@@ -76,13 +76,12 @@ func HistoryVersion(name string) (id string, n int, ok bool) {
 }
 
 // lockTaskForProduct takes the task's lock for writing a product. The
-// product writers take no context (their callers are short commands), so
-// the wait is bounded by the workspace's lock timeout alone.
-func (w *Workspace) lockTaskForProduct(taskID, agent string) (*locking.Lock, error) {
+// wait ends at the workspace's lock timeout, or earlier when ctx ends.
+func (w *Workspace) lockTaskForProduct(ctx context.Context, taskID, agent string) (*locking.Lock, error) {
 	if agent == "" {
 		agent = "cli"
 	}
-	return w.LockTask(context.Background(), taskID, agent)
+	return w.LockTask(ctx, taskID, agent)
 }
 
 // replaceProduct writes data as rel (relative to the task directory) of a

@@ -22,6 +22,13 @@ type Backend interface {
 // context assembly, the delegation preamble, the system context,
 // provenance chains, skills in context and thread activation. A second
 // backend gets all of it by implementing the Store.
+//
+// Every operation takes the caller's context first and hands it to each
+// store call. It also looks at the context itself between store calls, so
+// it stops over a store that ignores the context: when the context ends,
+// it returns the context's error (errors.Is(err, context.Canceled) or
+// context.DeadlineExceeded), never a result made from reads that the end
+// of the context cut short.
 type Ops struct {
 	Backend
 }
@@ -33,23 +40,24 @@ func Over(b Backend) Ops { return Ops{b} }
 // could not read (the file tree: a thread file that is broken); the
 // context lists them as omitted.
 type threadsReporter interface {
-	ThreadsReport(taskID string) ([]Thread, []Omission, error)
+	ThreadsReport(ctx context.Context, taskID string) ([]Thread, []Omission, error)
 }
 
 // readThreads lists a task's threads, and the ones the store could not
 // read when it can say so.
-func (w Ops) readThreads(taskID string) ([]Thread, []Omission, error) {
+func (w Ops) readThreads(ctx context.Context, taskID string) ([]Thread, []Omission, error) {
 	if r, ok := w.Backend.(threadsReporter); ok {
-		return r.ThreadsReport(taskID)
+		return r.ThreadsReport(ctx, taskID)
 	}
-	ts, err := w.ListThreads(context.Background(), taskID)
+	ts, err := w.ListThreads(ctx, taskID)
 	return ts, nil, err
 }
 
 // Chain returns the threads from the root down to threadID. A cycle in the
 // parent pointers, a missing parent, or a chain deeper than MaxChainDepth is
-// an error naming the thread where the walk broke.
-func (w Ops) Chain(taskID, threadID string) ([]Thread, error) {
+// an error naming the thread where the walk broke. When ctx ends, the walk
+// stops with its error.
+func (w Ops) Chain(ctx context.Context, taskID, threadID string) ([]Thread, error) {
 	var rev []Thread
 	seen := map[string]bool{}
 	id := threadID
@@ -61,7 +69,10 @@ func (w Ops) Chain(taskID, threadID string) ([]Thread, error) {
 			return nil, &Error{Kind: ErrInvalid, Op: "chain of thread " + threadID, Msg: fmt.Sprintf("deeper than %d threads", MaxChainDepth)}
 		}
 		seen[id] = true
-		t, err := w.GetThread(context.Background(), taskID, id)
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("chain of thread %s: %w", threadID, err)
+		}
+		t, err := w.GetThread(ctx, taskID, id)
 		if err != nil {
 			if len(rev) > 0 {
 				return nil, &Error{Kind: ErrInvalid, Op: "chain of thread " + threadID, Msg: fmt.Sprintf("thread %s names parent %s", rev[len(rev)-1].ID, id), Err: err}
@@ -91,33 +102,33 @@ func (w Ops) Chain(taskID, threadID string) ([]Thread, error) {
 // hold a *Workspace (the daemon, the tree's tests).
 
 // Context is Over(w).Context.
-func (w *Workspace) Context(threadID string, opt ContextOptions) (ContextBundle, error) {
-	return Over(w).Context(threadID, opt)
+func (w *Workspace) Context(ctx context.Context, threadID string, opt ContextOptions) (ContextBundle, error) {
+	return Over(w).Context(ctx, threadID, opt)
 }
 
 // Preamble is Over(w).Preamble.
-func (w *Workspace) Preamble(threadID string, opt PreambleOptions) (Preamble, error) {
-	return Over(w).Preamble(threadID, opt)
+func (w *Workspace) Preamble(ctx context.Context, threadID string, opt PreambleOptions) (Preamble, error) {
+	return Over(w).Preamble(ctx, threadID, opt)
 }
 
 // SystemContext is Over(w).SystemContext.
-func (w *Workspace) SystemContext(agent, taskID string) (string, error) {
-	return Over(w).SystemContext(agent, taskID)
+func (w *Workspace) SystemContext(ctx context.Context, agent, taskID string) (string, error) {
+	return Over(w).SystemContext(ctx, agent, taskID)
 }
 
 // Capabilities is Over(w).Capabilities.
-func (w *Workspace) Capabilities(agent, taskID string) (string, error) {
-	return Over(w).Capabilities(agent, taskID)
+func (w *Workspace) Capabilities(ctx context.Context, agent, taskID string) (string, error) {
+	return Over(w).Capabilities(ctx, agent, taskID)
 }
 
 // ThreadSkills is Over(w).ThreadSkills.
-func (w *Workspace) ThreadSkills(taskID, threadID string) ([]SkillChoice, error) {
-	return Over(w).ThreadSkills(taskID, threadID)
+func (w *Workspace) ThreadSkills(ctx context.Context, taskID, threadID string) ([]SkillChoice, error) {
+	return Over(w).ThreadSkills(ctx, taskID, threadID)
 }
 
 // Chain is Over(w).Chain.
-func (w *Workspace) Chain(taskID, threadID string) ([]Thread, error) {
-	return Over(w).Chain(taskID, threadID)
+func (w *Workspace) Chain(ctx context.Context, taskID, threadID string) ([]Thread, error) {
+	return Over(w).Chain(ctx, taskID, threadID)
 }
 
 // ActivateThread is Over(w).ActivateThread.
@@ -126,6 +137,8 @@ func (w *Workspace) ActivateThread(ctx context.Context, taskID, threadID, agent 
 }
 
 // ActiveThread is Over(w).ActiveThread.
-func (w *Workspace) ActiveThread(agent string) (ThreadRef, error) { return Over(w).ActiveThread(agent) }
+func (w *Workspace) ActiveThread(ctx context.Context, agent string) (ThreadRef, error) {
+	return Over(w).ActiveThread(ctx, agent)
+}
 
 var _ Backend = Store(nil)

@@ -255,7 +255,7 @@ func (w *Workspace) WriteOutput(ctx context.Context, taskID, subtaskID, agent st
 	if err != nil {
 		return "", err
 	}
-	l, err := w.lockTaskForProduct(taskID, agent)
+	l, err := w.lockTaskForProduct(ctx, taskID, agent)
 	if err != nil {
 		return "", err
 	}
@@ -313,7 +313,7 @@ func (w *Workspace) WriteReview(ctx context.Context, taskID, reviewID, agent str
 	if err != nil {
 		return "", err
 	}
-	l, err := w.lockTaskForProduct(taskID, agent)
+	l, err := w.lockTaskForProduct(ctx, taskID, agent)
 	if err != nil {
 		return "", err
 	}

@@ -100,9 +100,9 @@ func isHuman(t Thread, task Task) bool {
 // task's submitted_by — or when the called agent's card sets
 // delegation_context to false. What each detail level includes is
 // documented on DetailMinimal, DetailStandard and DetailVerbose; the same
-// tree always gives the same bytes.
-func (w Ops) Preamble(threadID string, opt PreambleOptions) (Preamble, error) {
-	ctx := context.Background()
+// tree always gives the same bytes. When ctx ends, it stops with the
+// context's error.
+func (w Ops) Preamble(ctx context.Context, threadID string, opt PreambleOptions) (Preamble, error) {
 	detail, err := ParseDetail(opt.Detail)
 	if err != nil {
 		return Preamble{}, err
@@ -111,11 +111,11 @@ func (w Ops) Preamble(threadID string, opt PreambleOptions) (Preamble, error) {
 	if max <= 0 {
 		max = DefaultPreambleMessageBytes
 	}
-	taskID, err := w.threadTask(threadID, opt.TaskID)
+	taskID, err := w.threadTask(ctx, threadID, opt.TaskID)
 	if err != nil {
 		return Preamble{}, err
 	}
-	chain, err := w.Chain(taskID, threadID)
+	chain, err := w.Chain(ctx, taskID, threadID)
 	if err != nil {
 		return Preamble{}, err
 	}
@@ -231,17 +231,20 @@ func callerStep(chain []Thread) (step, what string) {
 
 // threadTask is the task of a thread: taskID when given (after checking
 // the thread is there), else found with ResolveThread.
-func (w Ops) threadTask(threadID, taskID string) (string, error) {
+func (w Ops) threadTask(ctx context.Context, threadID, taskID string) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("find the task of thread %s: %w", threadID, err)
+	}
 	if taskID == "" {
-		return w.ResolveThread(context.Background(), threadID)
+		return w.ResolveThread(ctx, threadID)
 	}
 	if err := ValidateID("task id", taskID); err != nil {
 		return "", err
 	}
-	if _, err := w.GetTask(context.Background(), taskID); err != nil {
+	if _, err := w.GetTask(ctx, taskID); err != nil {
 		return "", err
 	}
-	if _, err := w.GetThread(context.Background(), taskID, threadID); err != nil {
+	if _, err := w.GetThread(ctx, taskID, threadID); err != nil {
 		return "", err
 	}
 	return taskID, nil
@@ -311,22 +314,25 @@ var UniversalCapabilities = []Capability{
 // memory_in_context to false — and, when taskID is given, whether that
 // task has env data (with the count). An agent without a card gets the
 // same block with the description "(no agent card)". It writes nothing;
-// the same tree gives the same bytes.
-func (w Ops) SystemContext(agent, taskID string) (string, error) {
-	return w.systemContext(agent, taskID, true)
+// the same tree gives the same bytes. When ctx ends, it stops with the
+// context's error.
+func (w Ops) SystemContext(ctx context.Context, agent, taskID string) (string, error) {
+	return w.systemContext(ctx, agent, taskID, true)
 }
 
 // Capabilities is the system context as the list_capabilities tool answers
 // it: SystemContext without the line that tells the agent to call that
 // very tool.
-func (w Ops) Capabilities(agent, taskID string) (string, error) {
-	return w.systemContext(agent, taskID, false)
+func (w Ops) Capabilities(ctx context.Context, agent, taskID string) (string, error) {
+	return w.systemContext(ctx, agent, taskID, false)
 }
 
-func (w Ops) systemContext(agent, taskID string, pointToTool bool) (string, error) {
-	ctx := context.Background()
+func (w Ops) systemContext(ctx context.Context, agent, taskID string, pointToTool bool) (string, error) {
 	if err := ValidateID("agent", agent); err != nil {
 		return "", err
+	}
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("system context of %s: %w", agent, err)
 	}
 	cards, err := w.LoadAgents(ctx)
 	if err != nil {
@@ -398,6 +404,11 @@ You may receive messages from:
 		default:
 			fmt.Fprintf(&b, "Task %s has %d environment data entries — call list_env_data() to see them.\n", taskID, envCount)
 		}
+	}
+	// The memory section shows a listing that failed as such; one the
+	// end of ctx cut short is not what the store holds.
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("system context of %s: %w", agent, err)
 	}
 	return b.String(), nil
 }

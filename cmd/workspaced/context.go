@@ -68,7 +68,7 @@ func cmdContext(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer w.Close()
-	b, err := workspace.Over(w).Context(*thread, workspace.ContextOptions{Budget: *budget, Unlimited: *unlimited, TaskID: *task, Agent: *agent})
+	b, err := workspace.Over(w).Context(ctx, *thread, workspace.ContextOptions{Budget: *budget, Unlimited: *unlimited, TaskID: *task, Agent: *agent})
 	if err != nil {
 		return err
 	}

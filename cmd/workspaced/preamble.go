@@ -64,7 +64,7 @@ func cmdPreamble(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer w.Close()
-	p, err := workspace.Over(w).Preamble(*thread, workspace.PreambleOptions{Detail: *detail, MaxMessageBytes: *maxMsg, TaskID: *task})
+	p, err := workspace.Over(w).Preamble(ctx, *thread, workspace.PreambleOptions{Detail: *detail, MaxMessageBytes: *maxMsg, TaskID: *task})
 	if err != nil {
 		return err
 	}

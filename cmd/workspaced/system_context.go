@@ -52,7 +52,7 @@ func cmdSystemContext(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer w.Close()
-	text, err := workspace.Over(w).SystemContext(*agent, *task)
+	text, err := workspace.Over(w).SystemContext(ctx, *agent, *task)
 	if err != nil {
 		return err
 	}

@@ -288,7 +288,7 @@ func threadChain(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	chain, err := workspace.Over(w).Chain(taskID, id)
+	chain, err := workspace.Over(w).Chain(ctx, taskID, id)
 	if err != nil {
 		return err
 	}
