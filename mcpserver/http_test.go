@@ -482,17 +482,24 @@ func TestHTTPSessionBound(t *testing.T) {
 	var mu sync.Mutex
 	codes := map[int]int{}
 	var sample string
-	stop := make(chan struct{})
+	stop, stopped := make(chan struct{}), make(chan error, 1)
 	served := 0
 	go func() {
-		// The open session keeps calling while the others pile up.
+		// The open session keeps calling while the others pile up; the
+		// test reads its first failure once it has stopped it.
 		for {
 			select {
 			case <-stop:
+				stopped <- nil
 				return
 			default:
 			}
-			if _, isErr := callHTTP(t, cs, ToolListEnvData, nil); !isErr {
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: ToolListEnvData})
+			if err != nil {
+				stopped <- err
+				return
+			}
+			if !res.IsError {
 				mu.Lock()
 				served++
 				mu.Unlock()
@@ -514,6 +521,9 @@ func TestHTTPSessionBound(t *testing.T) {
 	}
 	wg.Wait()
 	close(stop)
+	if err := <-stopped; err != nil {
+		t.Fatalf("the open session during the flood: %v", err)
+	}
 	if codes[http.StatusOK] != bound-1 || codes[http.StatusServiceUnavailable] != 1000-(bound-1) {
 		t.Fatalf("answers by status: %v, want %d × 200 and the rest 503", codes, bound-1)
 	}
