@@ -23,8 +23,9 @@ import (
 )
 
 // The daemon is tested as a process: the real binary's serve, markers
-// dropped as agents drop them, SIGKILL at random points, and invariants
-// checked on the files.
+// dropped as agents drop them, and invariants checked on the files. Its
+// long tests (SIGKILL at random points, bursts, filesystem faults, scale)
+// are in e2e/torture and e2e/files.
 
 // server is one `workspaced serve` process.
 type server struct {

@@ -15,7 +15,7 @@ import (
 )
 
 // Faults of the filesystem under a running daemon, on a small ext4 image
-// loop-mounted for the test (smallExt4): a full disk and a read-only
+// loop-mounted for the test (clitest.SmallExt4): a full disk and a read-only
 // remount. They need root and a loop device, and skip with a message
 // without them.
 
