@@ -1,5 +1,22 @@
 // Package e2e holds the end-to-end test packages that run the workspaced
-// binary as separate processes (see internal/clitest): e2e/sqlite for
-// sqlite: roots. They live apart from cmd/workspaced so that no test
-// package runs for long.
+// binary as separate processes, each building it once through
+// internal/clitest:
+//
+//   - e2e/sqlite: sqlite: roots — agents in other languages, contention,
+//     crashes and faults;
+//   - e2e/files: directory roots where the filesystem is the test — a full
+//     disk and read-only remounts on a loop-mounted ext4 (root only; they
+//     skip without it), the inotify watch limit, rescans of thousands of
+//     tasks while cleanup removes them, and the daemon at scale (the
+//     gated TestServeScale, BenchmarkServeStartup, BenchmarkListing);
+//   - e2e/torture: directory roots under abuse — the daemon SIGKILLed at
+//     random moments while agents finish subtasks in bursts, a burst
+//     larger than the inotify queue, many processes updating one entry;
+//   - e2e/bench: `workspaced bench`, whole workloads at a time, on files
+//     and on PostgreSQL.
+//
+// They live apart from cmd/workspaced, whose tests check each command's
+// behaviour, so that no test package runs for long: go test runs
+// packages side by side, and each stays well under five minutes with
+// -race on two cores.
 package e2e

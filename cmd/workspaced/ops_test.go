@@ -26,8 +26,9 @@ import (
 // The operations endpoints and metrics of serve, tested on the real
 // binary: a known burst of markers and the counters scraped after it,
 // promtool's lint of the output and of the example alerts, a real
-// Prometheus scraping the daemon, /readyz through the start-up scan and a
-// stopped task, and the notify protocol on a socket the test listens on.
+// Prometheus scraping the daemon, /readyz with a stopped task (through
+// the start-up scan of a large tree: e2e/files), and the notify protocol
+// on a socket the test listens on.
 
 var opsURLRe = regexp.MustCompile(`url=(https?://\S+/)`)
 
@@ -266,18 +267,6 @@ func holdTask(t *testing.T, x *workspace.Workspace, id string) (release func()) 
 	return func() { lk.Release() }
 }
 
-// scaleWS is a workspace written by the scale fixture.
-func scaleWS(t *testing.T, active, finished int) *ws {
-	t.Helper()
-	dir := t.TempDir()
-	w := &ws{t: t, root: filepath.Join(dir, "workspace"), dir: dir}
-	w.env = append(cleanEnv(), "WORKSPACE_ROOT="+w.root)
-	if err := (fixture.ScaleTree{Active: active, Finished: finished}).Write(w.root); err != nil {
-		t.Fatal(err)
-	}
-	return w
-}
-
 // readyz waits until /readyz answers code with a body holding word.
 func readyz(t *testing.T, u string, code int, word string) {
 	t.Helper()
@@ -285,23 +274,6 @@ func readyz(t *testing.T, u string, code int, word string) {
 		c, b := httpGet(u + "readyz")
 		return c == code && strings.Contains(b, word), fmt.Sprintf("%d %s", c, b)
 	})
-}
-
-func TestOpsReadyzStartupScan(t *testing.T) {
-	w := scaleWS(t, 1500, 500)
-	x := w.open()
-	if err := fixture.PrepareTask(context.Background(), x, "held", 6); err != nil {
-		t.Fatal(err)
-	}
-	release := holdTask(t, x, "held")
-	_, u := w.opsServe()
-	// The start-up scan cannot end while the task's lock is held.
-	readyz(t, u, http.StatusServiceUnavailable, "start-up scan")
-	if code, _ := httpGet(u + "healthz"); code != http.StatusOK {
-		t.Fatalf("/healthz during the scan: %d", code)
-	}
-	release()
-	readyz(t, u, http.StatusOK, "ready")
 }
 
 func TestOpsReadyzStoppedTask(t *testing.T) {

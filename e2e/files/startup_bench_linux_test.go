@@ -1,4 +1,4 @@
-package main
+package files_test
 
 import (
 	"bufio"
@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/internal/fixture"
 )
 
@@ -23,7 +24,7 @@ import (
 // iteration starts the binary at its defaults, reads /proc/<pid>/stat and
 // status when it logs ready, and stops it. Run it with
 //
-//	go test -run '^$' -bench ServeStartup -benchtime 5x ./cmd/workspaced/
+//	go test -run '^$' -bench ServeStartup -benchtime 5x ./e2e/files/
 //
 // It reports the median over its iterations of the daemon's CPU time,
 // user + system (cpu_s_to_ready, and the least, cpu_s_to_ready_min), the
@@ -36,7 +37,7 @@ import (
 // directory).
 func BenchmarkServeStartup(b *testing.B) {
 	root := startupTree(b)
-	bins := []string{bin}
+	bins := []string{clitest.Bin()}
 	if vs := os.Getenv("WORKSPACED_STARTUP_VS"); vs != "" {
 		bins = append(bins, vs)
 	}
@@ -82,14 +83,14 @@ func startupTree(b *testing.B) string {
 	startupOnce.Do(func() {
 		parent := os.Getenv("WORKSPACED_SCALE_DIR")
 		if parent == "" {
-			parent = filepath.Dir(bin)
+			parent = filepath.Dir(clitest.Bin())
 		}
 		dir, err := os.MkdirTemp(parent, "startup-")
 		if err != nil {
 			startupErr = err
 			return
 		}
-		if parent != filepath.Dir(bin) {
+		if parent != filepath.Dir(clitest.Bin()) {
 			defer func() {
 				if startupErr != nil {
 					os.RemoveAll(dir)
@@ -118,7 +119,7 @@ func measureStartup(b *testing.B, binary, root string) startupRun {
 		b.Fatal(err)
 	}
 	var (
-		log   = &syncBuffer{}
+		log   = &clitest.Log{}
 		ready = make(chan int, 1) // the collections logged before it
 		ended = make(chan struct{})
 	)
@@ -156,15 +157,15 @@ func measureStartup(b *testing.B, binary, root string) startupRun {
 		_ = cmd.Process.Kill()
 		<-ended
 		_ = cmd.Wait()
-		b.Fatalf("%s was not ready after 5 minutes:\n%s", binary, tailLines(log.String(), 20))
+		b.Fatalf("%s was not ready after 5 minutes:\n%s", binary, clitest.TailLines(log.String(), 20))
 	}
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	<-ended
 	if err := cmd.Wait(); err != nil {
-		b.Fatalf("%s: %v after SIGTERM:\n%s", binary, err, tailLines(log.String(), 20))
+		b.Fatalf("%s: %v after SIGTERM:\n%s", binary, err, clitest.TailLines(log.String(), 20))
 	}
 	if strings.Contains(log.String(), "level=ERROR") || strings.Contains(log.String(), "level=WARN") {
-		b.Fatalf("%s warned while starting:\n%s", binary, tailLines(log.String(), 20))
+		b.Fatalf("%s warned while starting:\n%s", binary, clitest.TailLines(log.String(), 20))
 	}
 	return r
 }
@@ -174,7 +175,7 @@ func measureStartup(b *testing.B, binary, root string) startupRun {
 // sets its own).
 func startupEnv() []string {
 	var out []string
-	for _, kv := range cleanEnv() {
+	for _, kv := range clitest.CleanEnv() {
 		if strings.HasPrefix(kv, "GOGC=") || strings.HasPrefix(kv, "GOMEMLIMIT=") || strings.HasPrefix(kv, "GODEBUG=") {
 			continue
 		}

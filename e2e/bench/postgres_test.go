@@ -1,4 +1,4 @@
-package main
+package bench_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/workspaced/workspaced/bench"
+	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/internal/pgtest"
 )
 
@@ -24,22 +25,22 @@ func TestBenchPostgresQuick(t *testing.T) {
 		t.Skip("runs the quick workload twice, on files and on PostgreSQL")
 	}
 	db := pgtest.DB(t)
-	r := runIn(t, "", cleanEnv(), "--root", db, "bench", "--quick", "--json", "--no-python", "--dir", t.TempDir())
-	if r.code != 0 {
+	r := run(t, "--root", db, "bench", "--quick", "--json", "--no-python", "--dir", t.TempDir())
+	if r.Code != 0 {
 		t.Fatalf("bench: %s", r)
 	}
 	var rep bench.Report
-	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	dec := json.NewDecoder(strings.NewReader(r.Stdout))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&rep); err != nil {
-		t.Fatalf("decode report: %v\n%s", err, r.stdout)
+		t.Fatalf("decode report: %v\n%s", err, r.Stdout)
 	}
 	if len(rep.Results) == 0 || rep.Floor.P50 <= 0 {
 		t.Fatalf("no file workload in the report: %+v", rep)
 	}
 	p := rep.Postgres
 	if p == nil {
-		t.Fatalf("no PostgreSQL section:\n%s", r.stdout)
+		t.Fatalf("no PostgreSQL section:\n%s", r.Stdout)
 	}
 	if !strings.HasPrefix(p.Server, "PostgreSQL ") || !strings.HasPrefix(p.Schema, "workspaced_bench_") {
 		t.Errorf("server %q, schema %q", p.Server, p.Schema)
@@ -103,17 +104,17 @@ func TestBenchPostgresQuick(t *testing.T) {
 	// --vs-daemon on a database: the files' flags do not apply, and one
 	// pair of the 32-agent row runs in schemas of their own, dropped
 	// afterwards.
-	r = runIn(t, "", cleanEnv(), "--root", db, "bench", "--vs-daemon", bin, "--ext4")
-	if r.code != 2 || !strings.Contains(r.stderr, "--ext4 and --dir do not apply") {
+	r = run(t, "--root", db, "bench", "--vs-daemon", clitest.Bin(), "--ext4")
+	if r.Code != 2 || !strings.Contains(r.Stderr, "--ext4 and --dir do not apply") {
 		t.Errorf("--vs-daemon --ext4 on a postgres:// root: %s", r)
 	}
-	r = runIn(t, "", cleanEnv(), "--root", db, "bench", "--vs-daemon", bin, "--pairs", "1")
-	if r.code != 0 {
+	r = run(t, "--root", db, "bench", "--vs-daemon", clitest.Bin(), "--pairs", "1")
+	if r.Code != 0 {
 		t.Fatalf("bench --vs-daemon on PostgreSQL: %s", r)
 	}
 	for _, want := range []string{"--row 32: 1 pairs of rounds", "PostgreSQL: PostgreSQL ", "(temporary, dropped)", "B ÷ A round time", "MEDIAN ROUND MS"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("paired table on PostgreSQL lacks %q:\n%s", want, r.stdout)
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("paired table on PostgreSQL lacks %q:\n%s", want, r.Stdout)
 		}
 	}
 	if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'workspaced_bench_%'").Scan(&n); err != nil || n != 0 {

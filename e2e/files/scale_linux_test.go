@@ -1,4 +1,4 @@
-package main
+package files_test
 
 import (
 	"bufio"
@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace/files"
@@ -23,10 +24,10 @@ import (
 // it costs while nothing happens, and how long the commands that read the
 // whole tree take. Gated: it writes hundreds of thousands of files.
 //
-//	WORKSPACED_SCALE=20000,100000 go test -run TestServeScale -v -timeout 2h ./cmd/workspaced/
+//	WORKSPACED_SCALE=20000,100000 go test -run TestServeScale -v -timeout 2h ./e2e/files/
 //
 // WORKSPACED_SCALE lists the tree sizes (a value of 1, which also runs
-// TestCleanupScale, means 20,000); WORKSPACED_SCALE_DIR is where the trees
+// cmd/workspaced's TestCleanupScale, means 20,000); WORKSPACED_SCALE_DIR is where the trees
 // are made (default: the system's temporary directory), so that the
 // filesystem can be chosen; WORKSPACED_SCALE_IDLE is the idle window
 // (default 60s).
@@ -129,35 +130,34 @@ func measureScale(t *testing.T, parent string, n int, idle time.Duration) scaleR
 		}
 		t.Logf("%d tasks: tree removed in %s", n, round(time.Since(start)))
 	}()
-	w := &ws{t: t, root: filepath.Join(dir, "workspace"), dir: dir}
-	w.env = append(cleanEnv(), "WORKSPACE_ROOT="+w.root)
-	w.ok("init")
+	w := clitest.NewDir(t, dir)
+	w.Dir = dir
 	// Subtasks in progress stay under their timeouts for the whole run, so
 	// that the idle daemon has no friction to record.
-	writeFileAll(t, filepath.Join(w.root, "workspace.json"),
+	clitest.WriteFileAll(t, filepath.Join(w.Root, "workspace.json"),
 		[]byte(`{"friction": {"timeout_low": "720h", "timeout_medium": "720h", "timeout_high": "720h"}}`+"\n"))
 
 	r := scaleRun{tasks: n, active: n / 4, idle: idle}
-	gs := make([]genTask, n)
+	gs := make([]clitest.GenTask, n)
 	for i := range gs {
-		gs[i] = genTask{id: fmt.Sprintf("task-%06d", i), status: vocab.StatusCompleted, age: 48 * time.Hour}
+		gs[i] = clitest.GenTask{ID: fmt.Sprintf("task-%06d", i), Status: vocab.StatusCompleted, Age: 48 * time.Hour}
 		if i%4 == 0 {
-			gs[i].status, gs[i].age = vocab.StatusExecuting, time.Hour
+			gs[i].Status, gs[i].Age = vocab.StatusExecuting, time.Hour
 		}
 	}
 	start := time.Now()
-	writeGenTasks(t, w.root, gs, time.Now())
+	clitest.WriteGenTasks(t, w.Root, gs, time.Now())
 	r.written = time.Since(start)
 	t.Logf("%d tasks: tree written in %s", n, round(r.written))
 
 	// serve, at its defaults (a rescan every 30 s), as a user starts it.
-	cmd := exec.Command(bin, "serve")
-	cmd.Dir, cmd.Env = w.dir, w.env
+	cmd := exec.Command(clitest.Bin(), "serve")
+	cmd.Dir, cmd.Env = w.Dir, w.Env
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := &syncBuffer{}
+	log := &clitest.Log{}
 	readyAt := make(chan time.Time, 1)
 	start = time.Now()
 	if err := cmd.Start(); err != nil {
@@ -182,7 +182,7 @@ func measureScale(t *testing.T, parent string, n int, idle time.Duration) scaleR
 	}()
 	pid := cmd.Process.Pid
 	for r.locked == 0 {
-		held, _, err := locking.Held(files.LockPath(w.root))
+		held, _, err := locking.Held(files.LockPath(w.Root))
 		switch {
 		case err == nil && held:
 			r.locked = time.Since(start)
@@ -230,7 +230,7 @@ func measureScale(t *testing.T, parent string, n int, idle time.Duration) scaleR
 	r.watches = len(watchedInodes(t, pid))
 	t.Logf("%d tasks: idle %s CPU over %s, %d bytes written (wchar %d)", n, round(r.idleCPU), idle, r.idleIO.writeBytes, r.idleIO.wchar)
 
-	l := w.liveNow()
+	l := w.LiveNow()
 	if l.Tasks != n || l.Degraded() || len(l.Refused) != 0 {
 		t.Errorf("%d tasks: the daemon reports %+v, want every task served and watched", n, l)
 	}
@@ -263,7 +263,7 @@ func measureScale(t *testing.T, parent string, n int, idle time.Duration) scaleR
 		t.Errorf("%d tasks: the daemon did not stop within 5 minutes of SIGTERM", n)
 	}
 	if strings.Contains(log.String(), "level=ERROR") || strings.Contains(log.String(), "level=WARN") {
-		t.Errorf("%d tasks: the daemon warned:\n%s", n, tailLines(log.String(), 20))
+		t.Errorf("%d tasks: the daemon warned:\n%s", n, clitest.TailLines(log.String(), 20))
 	}
 	return r
 }
@@ -271,14 +271,14 @@ func measureScale(t *testing.T, parent string, n int, idle time.Duration) scaleR
 // timeCommand runs the binary with args three times over w, its output
 // counted and dropped, and returns the median wall time and the largest
 // peak RSS (what /usr/bin/time -v reports, from the same rusage).
-func timeCommand(t *testing.T, w *ws, args []string) cmdRun {
+func timeCommand(t *testing.T, w *clitest.WS, args []string) cmdRun {
 	t.Helper()
 	c := cmdRun{args: args}
 	type one struct{ wall, cpu time.Duration }
 	var runs []one
 	for range 3 {
-		cmd := exec.Command(bin, args...)
-		cmd.Dir, cmd.Env = w.dir, w.env
+		cmd := exec.Command(clitest.Bin(), args...)
+		cmd.Dir, cmd.Env = w.Dir, w.Env
 		lc := &lineCounter{}
 		var errb strings.Builder
 		cmd.Stdout, cmd.Stderr = lc, &errb

@@ -1,4 +1,4 @@
-package main
+package files_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -94,7 +95,7 @@ func (s *stopper) await(t *testing.T, over func() bool) bool {
 // (hold). A read-only remount is refused (EBUSY) while a file is open for
 // writing: the daemon, stopped, may be in the middle of a write, so it is
 // let go on for a moment and stopped again until the remount succeeds.
-func remount(t *testing.T, srv *server, hold *sync.RWMutex, mnt, opts string) {
+func remount(t *testing.T, srv *clitest.Daemon, hold *sync.RWMutex, mnt, opts string) {
 	t.Helper()
 	hold.Lock()
 	defer hold.Unlock()
@@ -107,9 +108,9 @@ func remount(t *testing.T, srv *server, hold *sync.RWMutex, mnt, opts string) {
 		if time.Now().After(deadline) {
 			t.Fatalf("remount %s: %v\n%s", opts, err, out)
 		}
-		_ = srv.cmd.Process.Signal(syscall.SIGCONT)
+		_ = srv.Cmd.Process.Signal(syscall.SIGCONT)
 		time.Sleep(time.Millisecond) // let its write finish: its end cannot be awaited from here
-		_ = srv.cmd.Process.Signal(syscall.SIGSTOP)
+		_ = srv.Cmd.Process.Signal(syscall.SIGSTOP)
 	}
 }
 
@@ -126,11 +127,11 @@ func TestServeReadOnlyRemountEventsOnce(t *testing.T) {
 		agents   = 8
 		cycles   = 10
 	)
-	mnt := smallExt4(t, 64<<20)
-	w := newWSIn(t, mnt)
-	x := w.open()
-	srv := w.serve("--rescan", "1s")
-	executingTask(t, x, "t1", subtasks)
+	mnt := clitest.SmallExt4(t, 64<<20)
+	w := clitest.NewDir(t, mnt)
+	x := w.Open()
+	srv := start(w, "--rescan", "1s")
+	clitest.ExecutingTask(t, x, "t1", subtasks)
 	for s := 1; s <= subtasks; s++ {
 		if _, err := x.WriteOutput(context.Background(), "t1", fmt.Sprintf("st_%d", s), "w", []byte(`{"summary":"done"}`)); err != nil {
 			t.Fatal(err)
@@ -163,7 +164,7 @@ func TestServeReadOnlyRemountEventsOnce(t *testing.T) {
 			}
 		})
 	}
-	stp := newStopper(t, filepath.Join(w.root, "tasks", "t1"), srv.cmd.Process.Pid)
+	stp := newStopper(t, filepath.Join(w.Root, "tasks", "t1"), srv.Pid())
 	failed := 0
 	over := func() bool { st, _ := x.ReadState(context.Background(), "t1"); return st.Status == "completed" }
 	for c := range cycles {
@@ -174,39 +175,39 @@ func TestServeReadOnlyRemountEventsOnce(t *testing.T) {
 			break
 		}
 		remount(t, srv, &hold, mnt, "ro")
-		if err := srv.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		if err := srv.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
 			t.Fatal(err)
 		}
 		// The daemon meets the read-only filesystem at its next write,
 		// unless no marker was left for it to take.
 		met := false
-		eventually(t, "the daemon to stop task t1 on the read-only filesystem", func() (bool, string) {
-			why, stopped := stoppedTask(w.live(), "t1")
+		clitest.Eventually(t, "the daemon to stop task t1 on the read-only filesystem", func() (bool, string) {
+			why, stopped := stoppedTask(w.Live(), "t1")
 			met = stopped
-			return stopped || !markerWaiting(w.root, "t1"), why
+			return stopped || !markerWaiting(w.Root, "t1"), why
 		})
 		if met {
 			failed++
 		}
 		remount(t, srv, &hold, mnt, "rw")
-		_ = srv.cmd.Process.Signal(syscall.SIGCONT)
-		eventually(t, "the daemon to serve task t1 again", func() (bool, string) {
-			why, stopped := stoppedTask(w.live(), "t1")
+		_ = srv.Cmd.Process.Signal(syscall.SIGCONT)
+		clitest.Eventually(t, "the daemon to serve task t1 again", func() (bool, string) {
+			why, stopped := stoppedTask(w.Live(), "t1")
 			return !stopped, why
 		})
 	}
 	wg.Wait()
-	stateWhere(t, x, "t1", func(st workspace.State) bool { return st.Status == "completed" })
-	srv.stop()
-	checkJournal(t, x, "t1")
-	recs, evs := checkEventsOnce(t, x, "t1")
+	clitest.StateWhere(t, x, "t1", func(st workspace.State) bool { return st.Status == "completed" })
+	srv.Stop()
+	clitest.CheckJournal(t, x, "t1")
+	recs, evs := clitest.CheckEventsOnce(t, x, "t1")
 	if want := 2 + 2*subtasks; recs != want {
 		t.Errorf("%d records, want %d", recs, want)
 	}
 	if failed == 0 {
 		t.Error("the daemon never met the read-only filesystem: the test exercised nothing")
 	}
-	if out := w.ok("state", "rebuild", "--task", "t1"); !strings.Contains(out, "matches") {
+	if out := w.Ok("state", "rebuild", "--task", "t1"); !strings.Contains(out, "matches") {
 		t.Errorf("rebuild differs:\n%s", out)
 	}
 	t.Logf("%d read-only remounts met by the daemon; checked %d records, %d events", failed, recs, evs)

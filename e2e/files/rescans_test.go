@@ -1,14 +1,12 @@
-package main
+package files_test
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,67 +15,14 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/workspaced/workspaced/internal/clitest"
+	"github.com/workspaced/workspaced/retention"
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // Faults and scale: the daemon rescanning thousands of tasks while cleanup
 // removes them, and the daemon short of inotify watches.
-
-// liveNow asks the daemon serving w for its report (the socket status reads),
-// failing the test when none answers.
-func (w *ws) liveNow() workspace.Live {
-	w.t.Helper()
-	l, err := files.ReadLive(w.root)
-	if err != nil {
-		w.t.Fatalf("read the daemon's report: %v", err)
-	}
-	return l
-}
-
-// awaitRescans waits until the daemon has ended n full scans after the
-// moment it is called.
-func (w *ws) awaitRescans(n int) {
-	w.t.Helper()
-	last := w.liveNow().LastRescan
-	seen := 0
-	eventually(w.t, fmt.Sprintf("%d full rescans", n), func() (bool, string) {
-		l, err := files.ReadLive(w.root)
-		if err != nil {
-			return false, err.Error()
-		}
-		if l.LastRescan.After(last) {
-			last = l.LastRescan
-			seen++
-		}
-		return seen >= n, fmt.Sprintf("%d rescans seen, the last at %s", seen, last.Format(time.RFC3339Nano))
-	})
-}
-
-// awaitServing waits until the daemon answers on its socket with its
-// start-up scan done.
-func (w *ws) awaitServing() workspace.Live {
-	w.t.Helper()
-	var l workspace.Live
-	eventually(w.t, "the daemon's start-up scan", func() (bool, string) {
-		var err error
-		l, err = files.ReadLive(w.root)
-		if err != nil {
-			return false, err.Error()
-		}
-		return !l.LastRescan.IsZero(), "no rescan yet"
-	})
-	return l
-}
-
-// statusJSON is `workspaced status --json`.
-func (w *ws) statusJSON() statusReport {
-	w.t.Helper()
-	var s statusReport
-	decode(w.t, w.ok("status", "--json"), &s)
-	return s
-}
 
 // comeback watches tasks/ and records every directory of the tasks ids
 // made again after it left tasks/ (renamed away or removed), even one that
@@ -173,16 +118,16 @@ func TestServeCleanupRescans(t *testing.T) {
 		own  bool // the daemon's --cleanup-interval rather than the command
 	}{{"cleanup command", false}, {"daemon's own cleanup", true}} {
 		t.Run(c.name, func(t *testing.T) {
-			w := newWS(t)
+			w := clitest.NewDir(t)
 			now := time.Now()
 			step := stepTimer(t)
-			var gs []genTask
+			var gs []clitest.GenTask
 			var removed []string
 			add := func(prefix string, n int, status string, age time.Duration) {
 				for i := range n {
-					gs = append(gs, genTask{id: fmt.Sprintf("%s-%04d", prefix, i), status: status, age: age})
+					gs = append(gs, clitest.GenTask{ID: fmt.Sprintf("%s-%04d", prefix, i), Status: status, Age: age})
 					if prefix == "old" {
-						removed = append(removed, gs[len(gs)-1].id)
+						removed = append(removed, gs[len(gs)-1].ID)
 					}
 				}
 			}
@@ -190,17 +135,17 @@ func TestServeCleanupRescans(t *testing.T) {
 			add("mid", summaryN, vocab.StatusCompleted, 15*day)
 			add("new", keepN, vocab.StatusCompleted, 2*day)
 			add("run", executing, vocab.StatusExecuting, time.Hour)
-			writeGenTasks(t, w.root, gs, now)
+			clitest.WriteGenTasks(t, w.Root, gs, now)
 			left := summaryN + keepN + executing
 			step("tree written")
 
-			cb := watchComebacks(t, filepath.Join(w.root, "tasks"), removed)
+			cb := watchComebacks(t, filepath.Join(w.Root, "tasks"), removed)
 			interval := "0"
 			if c.own {
 				interval = "1s"
 			}
-			srv := w.serve("--rescan", "200ms", "--cleanup-interval", interval, "--log-level", "info")
-			if l := w.awaitServing(); l.Tasks != removeN+left {
+			srv := start(w, "--rescan", "200ms", "--cleanup-interval", interval, "--log-level", "info")
+			if l := w.AwaitServing(); l.Tasks != removeN+left {
 				t.Fatalf("the daemon knows %d tasks after its start-up scan, want %d", l.Tasks, removeN+left)
 			}
 			step("daemon ready")
@@ -208,16 +153,16 @@ func TestServeCleanupRescans(t *testing.T) {
 			if c.own {
 				// Every run logs what it did; the first removes what it
 				// can, any later one what was busy then.
-				eventually(t, "the daemon's cleanup to remove every old task", func() (bool, string) {
-					n := cleanupRemoved(srv.stderr.String())
+				clitest.Eventually(t, "the daemon's cleanup to remove every old task", func() (bool, string) {
+					n := cleanupRemoved(srv.Log.String())
 					return n >= removeN, fmt.Sprintf("%d removed so far", n)
 				})
-				if n := cleanupRemoved(srv.stderr.String()); n != removeN {
+				if n := cleanupRemoved(srv.Log.String()); n != removeN {
 					t.Errorf("the daemon's cleanup runs removed %d tasks in all, want %d", n, removeN)
 				}
 			} else {
-				var rep cleanupReport
-				decode(t, w.ok("cleanup", "--json"), &rep)
+				var rep retention.Report // of `cleanup --json`
+				clitest.Decode(t, w.Ok("cleanup", "--json"), &rep)
 				if len(rep.Removed) != removeN || len(rep.Summarized) != summaryN || len(rep.Kept) != keepN+executing ||
 					len(rep.Skipped) != 0 || len(rep.Errors) != 0 {
 					t.Fatalf("cleanup: %d removed, %d summarised, %d kept, skipped %v, errors %v; want %d, %d, %d and none",
@@ -227,15 +172,15 @@ func TestServeCleanupRescans(t *testing.T) {
 			step("cleanup done")
 			// Rescans that may have listed the removed tasks end, and a few
 			// more run over the tree as cleanup left it.
-			w.awaitRescans(3)
+			w.AwaitRescans(3)
 			step("three rescans")
 
 			for _, id := range removed {
-				if _, err := os.Lstat(filepath.Join(w.root, "tasks", id)); !errors.Is(err, fs.ErrNotExist) {
+				if _, err := os.Lstat(filepath.Join(w.Root, "tasks", id)); !errors.Is(err, fs.ErrNotExist) {
 					t.Errorf("removed task %s exists again (%v)", id, err)
 				}
 			}
-			ents, err := os.ReadDir(filepath.Join(w.root, "tasks"))
+			ents, err := os.ReadDir(filepath.Join(w.Root, "tasks"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -261,16 +206,16 @@ func TestServeCleanupRescans(t *testing.T) {
 
 			// A removed id is free again, and the daemon serves it.
 			again := removed[len(removed)/2]
-			if got := strings.TrimSpace(w.ok("task", "create", "--id", again, "--description", "made again after cleanup")); got != again {
+			if got := strings.TrimSpace(w.Ok("task", "create", "--id", again, "--description", "made again after cleanup")); got != again {
 				t.Fatalf("task create --id %s printed %q", again, got)
 			}
-			stateWhere(t, w.open(), again, func(st workspace.State) bool { return st.TaskID == again })
+			clitest.StateWhere(t, w.Open(), again, func(st workspace.State) bool { return st.TaskID == again })
 
-			eventually(t, "the daemon to count only the tasks left", func() (bool, string) {
-				l := w.liveNow()
+			clitest.Eventually(t, "the daemon to count only the tasks left", func() (bool, string) {
+				l := w.LiveNow()
 				return l.Tasks == left+1, fmt.Sprintf("the daemon knows %d tasks, want %d", l.Tasks, left+1)
 			})
-			s := w.statusJSON()
+			s := w.StatusJSON()
 			if len(s.Tasks) != left+1 || s.ByStatus[vocab.StatusCompleted] != summaryN+keepN || s.ByStatus[vocab.StatusExecuting] != executing {
 				t.Errorf("status: %d tasks %v, want %d: %d completed, %d executing and the new one",
 					len(s.Tasks), s.ByStatus, left+1, summaryN+keepN, executing)
@@ -278,11 +223,11 @@ func TestServeCleanupRescans(t *testing.T) {
 			if s.Live == nil || s.Live.Tasks != left+1 || s.Live.Degraded() || len(s.Live.Refused) != 0 {
 				t.Errorf("status live = %+v, want %d tasks, nothing stopped, unwatched or refused", s.Live, left+1)
 			}
-			if strings.Contains(srv.stderr.String(), "level=ERROR") {
-				t.Errorf("the daemon logged errors:\n%s", tailLines(srv.stderr.String(), 20))
+			if strings.Contains(srv.Log.String(), "level=ERROR") {
+				t.Errorf("the daemon logged errors:\n%s", clitest.TailLines(srv.Log.String(), 20))
 			}
 			step("checked")
-			srv.stop()
+			srv.Stop()
 			step("daemon stopped")
 		})
 	}
@@ -307,82 +252,5 @@ func stepTimer(t *testing.T) func(string) {
 		t.Helper()
 		t.Logf("%s in %v", what, time.Since(last).Round(time.Millisecond))
 		last = time.Now()
-	}
-}
-
-// writeGenTasks writes the tasks gs as writeGenTask does, quickly: the
-// first task of each kind (status, age, summarised) is written and
-// checked against the schemas by writeGenTask, and the others are copies
-// of its files with its id replaced, written by a few goroutines.
-func writeGenTasks(t testing.TB, root string, gs []genTask, now time.Time) {
-	t.Helper()
-	type kind struct {
-		status     string
-		age        time.Duration
-		summarized bool
-	}
-	type file struct {
-		rel  string
-		data []byte
-	}
-	templates := map[kind]genTask{}
-	files := map[kind][]file{}
-	for _, g := range gs {
-		k := kind{g.status, g.age, g.summarized}
-		if _, ok := templates[k]; ok {
-			continue
-		}
-		templates[k] = g
-		writeGenTask(t, root, g, now)
-		dir := filepath.Join(root, "tasks", g.id)
-		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			data, err := os.ReadFile(p)
-			rel, _ := filepath.Rel(dir, p)
-			files[k] = append(files[k], file{rel, data})
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	work := make(chan genTask)
-	errs := make(chan error, 1)
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), 4) {
-		wg.Go(func() {
-			for g := range work {
-				k := kind{g.status, g.age, g.summarized}
-				tmpl := templates[k]
-				if tmpl.id == g.id {
-					continue
-				}
-				for _, f := range files[k] {
-					name := filepath.Join(root, "tasks", g.id, f.rel)
-					err := os.MkdirAll(filepath.Dir(name), 0o755)
-					if err == nil {
-						err = os.WriteFile(name, bytes.ReplaceAll(f.data, []byte(tmpl.id), []byte(g.id)), 0o644)
-					}
-					if err != nil {
-						select {
-						case errs <- err:
-						default:
-						}
-					}
-				}
-			}
-		})
-	}
-	for _, g := range gs {
-		work <- g
-	}
-	close(work)
-	wg.Wait()
-	select {
-	case err := <-errs:
-		t.Fatal(err)
-	default:
 	}
 }

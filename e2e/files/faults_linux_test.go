@@ -1,4 +1,4 @@
-package main
+package files_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -50,20 +51,13 @@ func canLimitWatches() string {
 
 // serveWatchLimited starts the daemon on w in a user namespace allowed
 // limit inotify watches.
-func (w *ws) serveWatchLimited(limit int, extra ...string) *server {
-	w.t.Helper()
-	args := append([]string{"-c", setWatchLimit, strconv.Itoa(limit), bin, "serve", "--grace", "200ms"}, extra...)
+func serveWatchLimited(w *clitest.WS, limit int, extra ...string) *clitest.Daemon {
+	w.T.Helper()
+	args := append([]string{"-c", setWatchLimit, strconv.Itoa(limit), clitest.Bin(), "serve", "--grace", "200ms"}, extra...)
 	cmd := exec.Command("/bin/sh", args...)
 	inUserNS(cmd)
-	cmd.Dir, cmd.Env = w.dir, w.env
-	s := &server{t: w.t, cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
-	cmd.Stderr = s.stderr
-	if err := cmd.Start(); err != nil {
-		w.t.Fatal(err)
-	}
-	go func() { _ = cmd.Wait(); close(s.done) }()
-	w.t.Cleanup(func() { s.kill() })
-	return s
+	cmd.Dir, cmd.Env = w.Dir, w.Env
+	return w.StartCmd(cmd)
 }
 
 // watchedInodes is the inodes process pid holds inotify watches on, read
@@ -130,31 +124,31 @@ func TestServeInotifyLimit(t *testing.T) {
 		limit  = 16 // tasks/ and 15 task directories
 		missed = active - (limit - 1)
 	)
-	w := newWS(t)
-	var gs []genTask
+	w := clitest.NewDir(t)
+	var gs []clitest.GenTask
 	var ids []string
 	for i := range active {
-		gs = append(gs, genTask{id: fmt.Sprintf("run-%02d", i), status: vocab.StatusExecuting, age: time.Hour})
-		ids = append(ids, gs[i].id)
+		gs = append(gs, clitest.GenTask{ID: fmt.Sprintf("run-%02d", i), Status: vocab.StatusExecuting, Age: time.Hour})
+		ids = append(ids, gs[i].ID)
 	}
-	writeGenTasks(t, w.root, gs, time.Now())
-	srv := w.serveWatchLimited(limit, "--rescan", "200ms", "--log-level", "info")
-	pid := srv.cmd.Process.Pid
-	w.awaitServing()
+	clitest.WriteGenTasks(t, w.Root, gs, time.Now())
+	srv := serveWatchLimited(w, limit, "--rescan", "200ms", "--log-level", "info")
+	pid := srv.Pid()
+	w.AwaitServing()
 
-	l := w.liveNow()
+	l := w.LiveNow()
 	if l.Unwatched != missed || !strings.Contains(l.UnwatchedReason, "no space left on device") {
 		t.Fatalf("live: %d unwatched (%q), want %d for lack of watches", l.Unwatched, l.UnwatchedReason, missed)
 	}
-	unwatched := unwatchedTasks(t, w.root, pid, ids)
+	unwatched := unwatchedTasks(t, w.Root, pid, ids)
 	if len(unwatched) != missed {
 		t.Fatalf("the daemon has no watch on %d task directories, want %d: %v", len(unwatched), missed, unwatched)
 	}
-	s := w.statusJSON()
+	s := w.StatusJSON()
 	if s.Live == nil || s.Live.Unwatched != missed || s.Live.UnwatchedReason == "" || !s.Live.Degraded() {
 		t.Errorf("status --json live = %+v, want %d unwatched with a reason", s.Live, missed)
 	}
-	if out := w.ok("status"); !strings.Contains(out, fmt.Sprintf("degraded: %d task directories not watched", missed)) ||
+	if out := w.Ok("status"); !strings.Contains(out, fmt.Sprintf("degraded: %d task directories not watched", missed)) ||
 		!strings.Contains(out, "hint: raise the inotify watch limit") {
 		t.Errorf("status does not say the tasks are not watched, with a hint:\n%s", out)
 	}
@@ -162,22 +156,22 @@ func TestServeInotifyLimit(t *testing.T) {
 	// A claim in each task: those without a watch wait for a rescan, the
 	// others are woken by their watch.
 	for _, id := range ids {
-		w.ok("claim", "--task", id, "--agent", "worker_2", "--subtask", "st_1")
+		w.Ok("claim", "--task", id, "--agent", "worker_2", "--subtask", "st_1")
 	}
-	x := w.open()
+	x := w.Open()
 	for _, id := range ids {
-		stateWhere(t, x, id, func(st workspace.State) bool { return st.JournalSeq == 1 })
+		clitest.StateWhere(t, x, id, func(st workspace.State) bool { return st.JournalSeq == 1 })
 	}
-	if still := unwatchedTasks(t, w.root, pid, ids); !slices.Equal(still, unwatched) {
+	if still := unwatchedTasks(t, w.Root, pid, ids); !slices.Equal(still, unwatched) {
 		t.Errorf("the tasks without a watch changed while their markers were taken: %v, then %v", unwatched, still)
 	}
-	if s := w.statusJSON(); s.MarkersWaiting != 0 {
+	if s := w.StatusJSON(); s.MarkersWaiting != 0 {
 		t.Errorf("%d markers still waiting", s.MarkersWaiting)
 	}
-	w.awaitRescans(3)
+	w.AwaitRescans(3)
 	const said = "task directories not watched"
-	if n := strings.Count(srv.stderr.String(), said); n != 1 {
-		t.Errorf("the daemon said %q %d times, want once:\n%s", said, n, tailLines(srv.stderr.String(), 20))
+	if n := strings.Count(srv.Log.String(), said); n != 1 {
+		t.Errorf("the daemon said %q %d times, want once:\n%s", said, n, clitest.TailLines(srv.Log.String(), 20))
 	}
 
 	// Raised (from inside the daemon's namespace), the limit lets the
@@ -191,21 +185,21 @@ func TestServeInotifyLimit(t *testing.T) {
 		if out, err := raise.CombinedOutput(); err != nil {
 			t.Fatalf("raise the daemon's watch limit: %v\n%s", err, out)
 		}
-		eventually(t, "every task directory watched", func() (bool, string) {
-			l := w.liveNow()
+		clitest.Eventually(t, "every task directory watched", func() (bool, string) {
+			l := w.LiveNow()
 			return l.Unwatched == 0, fmt.Sprintf("%d unwatched", l.Unwatched)
 		})
-		if left := unwatchedTasks(t, w.root, pid, ids); len(left) != 0 {
+		if left := unwatchedTasks(t, w.Root, pid, ids); len(left) != 0 {
 			t.Errorf("the daemon says every task is watched, but has no watch on %v", left)
 		}
-		if !strings.Contains(srv.stderr.String(), "every active task directory is watched again") {
-			t.Errorf("the daemon did not say the tasks are watched again:\n%s", tailLines(srv.stderr.String(), 20))
+		if !strings.Contains(srv.Log.String(), "every active task directory is watched again") {
+			t.Errorf("the daemon did not say the tasks are watched again:\n%s", clitest.TailLines(srv.Log.String(), 20))
 		}
 	}
-	if strings.Contains(srv.stderr.String(), "level=ERROR") {
-		t.Errorf("the daemon logged errors:\n%s", tailLines(srv.stderr.String(), 20))
+	if strings.Contains(srv.Log.String(), "level=ERROR") {
+		t.Errorf("the daemon logged errors:\n%s", clitest.TailLines(srv.Log.String(), 20))
 	}
-	srv.stop()
+	srv.Stop()
 }
 
 // TestServeRescanReadsNothingIdle: once every task has been looked at, a
@@ -216,25 +210,25 @@ func TestServeInotifyLimit(t *testing.T) {
 // each of the 200 active tasks would read over 100 KiB.
 func TestServeRescanReadsNothingIdle(t *testing.T) {
 	const active, finished = 200, 200
-	w := newWS(t)
-	var gs []genTask
+	w := clitest.NewDir(t)
+	var gs []clitest.GenTask
 	for i := range active {
-		gs = append(gs, genTask{id: fmt.Sprintf("run-%03d", i), status: vocab.StatusExecuting, age: time.Hour})
+		gs = append(gs, clitest.GenTask{ID: fmt.Sprintf("run-%03d", i), Status: vocab.StatusExecuting, Age: time.Hour})
 	}
 	for i := range finished {
-		gs = append(gs, genTask{id: fmt.Sprintf("done-%03d", i), status: vocab.StatusCompleted, age: 48 * time.Hour})
+		gs = append(gs, clitest.GenTask{ID: fmt.Sprintf("done-%03d", i), Status: vocab.StatusCompleted, Age: 48 * time.Hour})
 	}
-	writeGenTasks(t, w.root, gs, time.Now())
+	clitest.WriteGenTasks(t, w.Root, gs, time.Now())
 	// Subtasks in progress stay under their timeouts: no friction to record.
-	writeFileAll(t, filepath.Join(w.root, "workspace.json"),
+	clitest.WriteFileAll(t, filepath.Join(w.Root, "workspace.json"),
 		[]byte(`{"friction": {"timeout_low": "720h", "timeout_medium": "720h", "timeout_high": "720h"}}`+"\n"))
-	srv := w.serve("--rescan", "100ms")
-	pid := srv.cmd.Process.Pid
-	w.awaitServing()
-	w.awaitRescans(2) // every task looked at once more after the start
+	srv := start(w, "--rescan", "100ms")
+	pid := srv.Pid()
+	w.AwaitServing()
+	w.AwaitRescans(2) // every task looked at once more after the start
 
 	before := readProcIO(t, pid)
-	w.awaitRescans(5)
+	w.AwaitRescans(5)
 	after := readProcIO(t, pid)
 	// The Go runtime wakes its poller through an eventfd: 8 bytes read
 	// and written a wake-up, a few a rescan.
@@ -245,5 +239,5 @@ func TestServeRescanReadsNothingIdle(t *testing.T) {
 	if wrote := after.writeBytes - before.writeBytes; wrote != 0 {
 		t.Errorf("5 rescans of an idle tree wrote %d bytes", wrote)
 	}
-	srv.stop()
+	srv.Stop()
 }

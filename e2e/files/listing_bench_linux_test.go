@@ -1,10 +1,12 @@
-package main
+package files_test
 
 import (
 	"os/exec"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/workspaced/workspaced/internal/clitest"
 )
 
 // BenchmarkListing measures the wall time of `workspaced task list` and
@@ -12,7 +14,7 @@ import (
 // (1,000 active, 19,000 completed; written once, the page cache warm).
 // Run it with
 //
-//	go test -run '^$' -bench Listing -benchtime 5x ./cmd/workspaced/
+//	go test -run '^$' -bench Listing -benchtime 5x ./e2e/files/
 //
 // It reports the median wall time of each command over its iterations
 // (task_list_s, status_s) and the load average when it ended (load1).
@@ -28,11 +30,11 @@ func BenchmarkListing(b *testing.B) {
 	walls := make([][]float64, len(cmds))
 	for range b.N {
 		for k, c := range cmds {
-			cmd := exec.Command(bin, append([]string{"--root", root}, c.args...)...)
-			cmd.Env = cleanEnv()
+			cmd := exec.Command(clitest.Bin(), append([]string{"--root", root}, c.args...)...)
+			cmd.Env = clitest.CleanEnv()
 			start := time.Now()
 			if out, err := cmd.CombinedOutput(); err != nil {
-				b.Fatalf("%v: %v\n%s", c.args, err, tailLines(string(out), 20))
+				b.Fatalf("%v: %v\n%s", c.args, err, clitest.TailLines(string(out), 20))
 			}
 			walls[k] = append(walls[k], time.Since(start).Seconds())
 		}

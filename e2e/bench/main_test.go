@@ -1,0 +1,26 @@
+// Package bench_test runs `workspaced bench` through the binary, whole
+// workloads at a time: the quick workload on files and on PostgreSQL, and
+// the paired rounds of a daemon against itself. Each checks the report's
+// shape and its internal consistency, never a timing: the figures depend
+// on the machine.
+package bench_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/workspaced/workspaced/internal/clitest"
+)
+
+func TestMain(m *testing.M) { os.Exit(clitest.Main(m)) }
+
+// run runs the binary with args in the test's environment, without
+// WORKSPACE_ROOT: the args name the root.
+func run(t *testing.T, args ...string) clitest.Result {
+	t.Helper()
+	r, err := clitest.Exec(t.TempDir(), clitest.CleanEnv(), "", args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}

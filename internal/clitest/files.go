@@ -1,0 +1,365 @@
+package clitest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/workspaced/workspaced/internal/fixture"
+	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
+	"github.com/workspaced/workspaced/workspace/machine"
+)
+
+// Helpers for a directory root: the workspace opened in-process as an
+// agent library opens it, waits on its state, and the invariants a test
+// checks on its files after the daemon has run.
+
+// NewDir is New on a fresh directory root, DIR/workspace under a new
+// temporary directory, or under dir when one is given (a mount, say).
+func NewDir(t testing.TB, dir ...string) *WS {
+	t.Helper()
+	parent := t.TempDir()
+	if len(dir) > 0 {
+		parent = dir[0]
+	}
+	return New(t, filepath.Join(parent, "workspace"))
+}
+
+// Open opens w's root in-process, as an agent library would; the test's
+// cleanup closes it.
+func (w *WS) Open() *workspace.Workspace {
+	w.T.Helper()
+	x, err := workspace.Open(w.Root, workspace.Options{})
+	if err != nil {
+		w.T.Fatal(err)
+	}
+	w.T.Cleanup(func() { x.Close() })
+	return x
+}
+
+// Eventually polls cond every 10 ms until it holds, failing the test
+// after 90 s with what and cond's last word.
+func Eventually(t testing.TB, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		last = msg
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s: %s", what, last)
+}
+
+// StateWhere waits until task id's state satisfies cond and returns it.
+func StateWhere(t testing.TB, x *workspace.Workspace, id string, cond func(workspace.State) bool) workspace.State {
+	t.Helper()
+	var st workspace.State
+	Eventually(t, "state of task "+id, func() (bool, string) {
+		var err error
+		st, err = x.ReadState(context.Background(), id)
+		if err != nil {
+			return false, err.Error()
+		}
+		return cond(st), fmt.Sprintf("status %s, plan %s, journal_seq %d", st.Status, st.PlanStatus, st.JournalSeq)
+	})
+	return st
+}
+
+// ExecutingTask prepares a task with n subtasks and waits until the
+// running daemon has taken it to executing.
+func ExecutingTask(t testing.TB, x *workspace.Workspace, id string, n int) {
+	t.Helper()
+	if err := fixture.PrepareTask(context.Background(), x, id, n); err != nil {
+		t.Fatal(err)
+	}
+	StateWhere(t, x, id, func(st workspace.State) bool { return st.PlanStatus == "proposed" })
+	if err := fixture.ApprovePlan(context.Background(), x, id); err != nil {
+		t.Fatal(err)
+	}
+	StateWhere(t, x, id, func(st workspace.State) bool { return st.Status == "executing" })
+}
+
+// CheckStates fails t unless every task's state.json parses and validates.
+func CheckStates(t testing.TB, x *workspace.Workspace, ids []string) {
+	t.Helper()
+	for _, id := range ids {
+		data, err := os.ReadFile(filepath.Join(x.Dir(), "tasks", id, "state.json"))
+		if err != nil {
+			t.Fatalf("task %s: %v", id, err)
+		}
+		if _, err := files.ValidateState(id, data); err != nil {
+			t.Fatalf("task %s: state.json does not validate: %v", id, err)
+		}
+	}
+}
+
+// CheckJournal fails t unless the journal of task id holds seqs 1..n,
+// contiguous, no two records of one marker file, no taken marker left
+// behind (call it after a clean stop, which settles the journal) and no
+// marker left in the task directory. It returns the records.
+func CheckJournal(t testing.TB, x *workspace.Workspace, id string) []workspace.JournalRecord {
+	t.Helper()
+	recs, err := files.ReadJournal(x, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byFile := map[string]int64{}
+	for i, r := range recs {
+		if r.Seq != int64(i+1) {
+			t.Fatalf("task %s: record %d has seq %d: the journal is not contiguous", id, i+1, r.Seq)
+		}
+		if prev, dup := byFile[r.File]; dup {
+			t.Fatalf("task %s: marker %s journaled twice (seq %d and %d)", id, r.File, prev, r.Seq)
+		}
+		byFile[r.File] = r.Seq
+	}
+	ents, _ := os.ReadDir(filepath.Join(x.Dir(), "tasks", id, "journal"))
+	for _, e := range ents {
+		if strings.Contains(e.Name(), ".taken") {
+			t.Errorf("task %s: taken marker left in journal/: %s", id, e.Name())
+		}
+	}
+	ents, _ = os.ReadDir(filepath.Join(x.Dir(), "tasks", id))
+	for _, e := range ents {
+		if _, ok := workspace.IsMarkerName(e.Name()); ok {
+			t.Errorf("task %s: marker left behind: %s", id, e.Name())
+		}
+	}
+	return recs
+}
+
+// CheckEventsOnce fails t unless task id's events.log holds every event
+// its journal makes, exactly once and in order: the journal replayed by
+// the state machine from the task's first state gives the events every
+// commit must have logged (lines of other events, an agent's env_stored
+// say, may sit between them). It returns how many records and events it
+// counted.
+func CheckEventsOnce(t testing.TB, x *workspace.Workspace, id string) (records, events int) {
+	t.Helper()
+	task, err := x.GetTask(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := files.ReadJournal(x, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans := func(version int) (*workspace.Plan, error) {
+		for _, r := range slices.Backward(recs) {
+			if r.Plan != nil && r.Plan.Version == version {
+				return r.Plan, nil
+			}
+		}
+		return nil, fmt.Errorf("no plan v%d in the journal", version)
+	}
+	_, evs, err := machine.Continue(machine.Init(task), plans, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]string, len(evs))
+	wanted := map[string]int{}
+	for i, e := range evs {
+		want[i] = workspace.FormatEvent(e)
+		wanted[want[i]]++
+	}
+	logged, bad, err := x.ReadEvents(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	seen := map[string]int{}
+	for _, e := range logged {
+		if l := workspace.FormatEvent(e); wanted[l] > 0 {
+			got = append(got, l)
+			seen[l]++
+		}
+	}
+	missing, twice := 0, 0
+	for l, n := range wanted {
+		missing += max(n-seen[l], 0)
+		twice += max(seen[l]-n, 0)
+	}
+	if missing > 0 || twice > 0 || !slices.Equal(got, want) {
+		t.Errorf("task %s: of the %d events of its %d records, %d missing from events.log and %d logged more than once (in order: %v)",
+			id, len(want), len(recs), missing, twice, slices.Equal(got, want))
+		firstDifference(t, got, want)
+	}
+	if len(bad) > 0 {
+		t.Errorf("task %s: %d lines of events.log do not parse: %v", id, len(bad), bad[0])
+	}
+	return len(recs), len(want)
+}
+
+// firstDifference reports the first event where got and want differ.
+func firstDifference(t testing.TB, got, want []string) {
+	t.Helper()
+	for i := range max(len(got), len(want)) {
+		g, w := "-", "-"
+		if i < len(got) {
+			g = got[i]
+		}
+		if i < len(want) {
+			w = want[i]
+		}
+		if g != w {
+			t.Errorf("first difference at event %d:\n  logged %s\n  want   %s", i+1, g, w)
+			return
+		}
+	}
+}
+
+// Status is `workspaced status --json`: the tree's status and what the
+// serving daemon said of itself.
+type Status struct {
+	files.Status
+	Live *workspace.Live `json:"live,omitempty"`
+}
+
+// StatusJSON runs `workspaced status --json` and parses it.
+func (w *WS) StatusJSON() Status {
+	w.T.Helper()
+	var s Status
+	Decode(w.T, w.Ok("status", "--json"), &s)
+	return s
+}
+
+// Live is the serving daemon's report as `status --json` gives it (nil
+// when no daemon answers).
+func (w *WS) Live() *workspace.Live {
+	w.T.Helper()
+	var s Status
+	if err := json.Unmarshal([]byte(w.Ok("status", "--json")), &s); err != nil {
+		w.T.Fatal(err)
+	}
+	return s.Live
+}
+
+// LiveNow asks the daemon serving w's directory root for its report
+// through its socket, failing the test when none answers.
+func (w *WS) LiveNow() workspace.Live {
+	w.T.Helper()
+	l, err := files.ReadLive(w.Root)
+	if err != nil {
+		w.T.Fatalf("read the daemon's report: %v", err)
+	}
+	return l
+}
+
+// AwaitRescans waits until the daemon has ended n full scans after the
+// moment it is called.
+func (w *WS) AwaitRescans(n int) {
+	w.T.Helper()
+	last := w.LiveNow().LastRescan
+	seen := 0
+	Eventually(w.T, fmt.Sprintf("%d full rescans", n), func() (bool, string) {
+		l, err := files.ReadLive(w.Root)
+		if err != nil {
+			return false, err.Error()
+		}
+		if l.LastRescan.After(last) {
+			last = l.LastRescan
+			seen++
+		}
+		return seen >= n, fmt.Sprintf("%d rescans seen, the last at %s", seen, last.Format(time.RFC3339Nano))
+	})
+}
+
+// AwaitServing waits until the daemon answers on its socket with its
+// start-up scan done, and returns its report.
+func (w *WS) AwaitServing() workspace.Live {
+	w.T.Helper()
+	var l workspace.Live
+	Eventually(w.T, "the daemon's start-up scan", func() (bool, string) {
+		var err error
+		l, err = files.ReadLive(w.Root)
+		if err != nil {
+			return false, err.Error()
+		}
+		return !l.LastRescan.IsZero(), "no rescan yet"
+	})
+	return l
+}
+
+// Tree lists every file and directory under w's directory root with a
+// hash of its content, leaving out .locks/ (lock files are made on demand
+// and never deleted; they hold no data).
+func (w *WS) Tree() map[string]string {
+	w.T.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(w.Root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(w.Root, p)
+		if d.IsDir() {
+			if d.Name() == ".locks" {
+				return filepath.SkipDir
+			}
+			out[rel+"/"] = "dir"
+			return nil
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			target, err := os.Readlink(p)
+			out[rel] = "symlink to " + target
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(data)
+		out[rel] = hex.EncodeToString(sum[:])
+		return nil
+	})
+	if err != nil {
+		w.T.Fatal(err)
+	}
+	return out
+}
+
+// SameTree fails t, listing the paths added, changed and gone, unless
+// the two Tree listings are equal; what names the change.
+func SameTree(t testing.TB, before, after map[string]string, what string) {
+	t.Helper()
+	if reflect.DeepEqual(before, after) {
+		return
+	}
+	var diff []string
+	for k, v := range after {
+		if before[k] != v {
+			diff = append(diff, "+ "+k)
+		}
+	}
+	for k := range before {
+		if _, ok := after[k]; !ok {
+			diff = append(diff, "- "+k)
+		}
+	}
+	sort.Strings(diff)
+	t.Fatalf("%s changed the tree:\n%s", what, strings.Join(diff, "\n"))
+}
+
+// TailLines is the last n lines of s, for a long log in a failure.
+func TailLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
