@@ -136,6 +136,7 @@ func TestMarkersRefusedOnFinishedTask(t *testing.T) {
 	w.serve()
 	w.executingCLI("t1", `{"id":"st_1","description":"a"}`)
 	w.ok("done", "--task", "t1", "--agent", "human", "--status", "cancelled", "--error", "not needed", "--wait")
+	w.settled()
 	before := w.tree()
 	for _, args := range [][]string{
 		{"claim", "--task", "t1", "--agent", "w1", "--subtask", "st_1"},
@@ -252,6 +253,7 @@ func TestOutputAndReviewNeverLost(t *testing.T) {
 
 	// Completed: final.
 	final := read("st_1.json")
+	w.settled()
 	before := w.tree()
 	r := w.runIn(`{"summary":"sneaky"}`, "output", "write", "--task", "t1", "--subtask", "st_1", "--agent", "w2", "--file", "-")
 	checkFailure(t, r, exitConflict, "subtask st_1 was completed by w2; its output is final", nil)
@@ -366,4 +368,15 @@ func TestLostRaceIsNoTaskError(t *testing.T) {
 	if strings.Contains(state, "Errors (") || !strings.Contains(state, "Claims refused (1):") || !strings.Contains(state, "py_2 st_2: subtask st_2 already taken by py_1") {
 		t.Errorf("state show:\n%s", state)
 	}
+}
+
+// settled waits until the daemon has settled every commit: no taken
+// marker is left in a journal (it removes them after the verdicts are
+// readable), so a picture of the tree taken next stays as it is.
+func (w *ws) settled() {
+	w.t.Helper()
+	eventually(w.t, "the daemon settled its commits", func() (bool, string) {
+		taken, _ := filepath.Glob(filepath.Join(w.root, "tasks", "*", "journal", "*.taken.*"))
+		return len(taken) == 0, strings.Join(taken, "\n")
+	})
 }
