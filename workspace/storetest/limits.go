@@ -123,7 +123,7 @@ func testDepth(t *testing.T, s workspace.Store, _ Hooks) {
 // testNULText: a NUL in the text of a task, a thread, a plan, a review and
 // an output (JSON documents, where it is the escape \u0000) is kept
 // exactly, and the task goes on: the daemon journals the plan, and a
-// review is written after it.
+// review is written after it. A skill holding a NUL is refused.
 func testNULText(t *testing.T, s workspace.Store, h Hooks) {
 	const nul = "with \x00 a NUL"
 	_, err := s.CreateTask(bg, workspace.NewTaskRequest{ID: "t1", Description: nul, Context: nul, Constraints: []string{nul}})
@@ -162,4 +162,10 @@ func testNULText(t *testing.T, s workspace.Store, h Hooks) {
 	if doc, err := s.ReadTaskDoc(bg, "t1", out); err != nil || !strings.Contains(string(doc), `"r \u0000"`) {
 		t.Fatalf("output read back as %s, %v", doc, err)
 	}
+	// A skill is Markdown kept as text: a NUL in it is refused, and
+	// nothing is kept.
+	_, err = s.AddSkill(bg, workspace.AddSkillRequest{Name: "grids", Data: []byte(skillGrids + "\nnul \x00 here\n"), Agent: "a"})
+	is(t, err, workspace.ErrInvalid, "add a skill holding a NUL")
+	_, err = s.GetSkill(bg, "grids")
+	is(t, err, workspace.ErrNotFound, "get the refused skill")
 }
