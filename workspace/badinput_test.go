@@ -382,3 +382,34 @@ func TestSchemaInvalidTaskAndPlanWriteNothing(t *testing.T) {
 		t.Run(name, func(t *testing.T) { refuses(t, w, ErrInvalid, "", op) })
 	}
 }
+
+// TestBadDescriptionsWriteNothing: a description holding NUL or invalid
+// UTF-8 is refused on store and update, and the tree is left as it was.
+func TestBadDescriptionsWriteNothing(t *testing.T) {
+	ctx := context.Background()
+	w, _ := newWS(t)
+	newTask(t, w, "t1")
+	sc := Scope{Kind: ScopeThread, TaskID: "t1"}
+	if _, err := w.StoreEntry(ctx, sc, StoreRequest{Key: "existing", Value: json.RawMessage(`1`), Agent: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	for name, desc := range map[string]string{"nul": "a\x00b", "invalid utf8": "a\xffb"} {
+		t.Run(name, func(t *testing.T) {
+			refuses(t, w, ErrInvalid, "", func() error {
+				_, err := w.StoreEntry(ctx, sc, StoreRequest{Key: "new", Description: desc, Value: json.RawMessage(`1`), Agent: "a"})
+				return err
+			})
+			refuses(t, w, ErrInvalid, "", func() error {
+				_, err := w.UpdateEntry(ctx, sc, UpdateRequest{Key: "existing", Description: &desc, Agent: "a"})
+				return err
+			})
+		})
+	}
+	tab := "tab\tnewline\n\x01 kept"
+	if _, err := w.StoreEntry(ctx, sc, StoreRequest{Key: "k", Description: tab, Value: json.RawMessage(`1`), Agent: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := w.GetEntry(ctx, sc, "k"); err != nil || e.ShortDescription != tab {
+		t.Errorf("description read back as %q, %v; want %q", e.ShortDescription, err, tab)
+	}
+}

@@ -190,6 +190,9 @@ func (w *Workspace) StoreEntry(ctx context.Context, s Scope, req StoreRequest) (
 	if err := ValidateID("agent", req.Agent); err != nil {
 		return Result{}, err
 	}
+	if err := ValidateDescription(req.Description); err != nil {
+		return Result{}, err
+	}
 	warns, err := w.checkValue(req.Value)
 	if err != nil {
 		return Result{}, err
@@ -248,6 +251,11 @@ func (w *Workspace) UpdateEntry(ctx context.Context, s Scope, req UpdateRequest)
 	}
 	if err := ValidateID("agent", req.Agent); err != nil {
 		return Result{}, err
+	}
+	if req.Description != nil {
+		if err := ValidateDescription(*req.Description); err != nil {
+			return Result{}, err
+		}
 	}
 	var warns []string
 	if req.Value != nil {
@@ -397,7 +405,7 @@ func (w *Workspace) readEntryIn(r *os.Root, name, display string) (Entry, error)
 		return Entry{}, err
 	}
 	name = display
-	e, err := parseEntry(name, data, w.settings.Limits.MaxDepth)
+	e, err := parseEntry(name, data, entryDepth(w.settings.Limits.MaxDepth))
 	if err != nil {
 		return Entry{}, err
 	}
@@ -462,7 +470,7 @@ func (w *Workspace) ListEntriesReport(ctx context.Context, s Scope) ([]ManifestI
 	defer f.Close()
 	items := []ManifestItem{}
 	var skipped []Skipped
-	mr := &manifestReader{dirFd: int(f.Fd()), dir: filepath.Join(w.dir, filepath.FromSlash(dir)), maxBytes: int64(w.settings.Limits.MaxFileBytes), maxDepth: w.settings.Limits.MaxDepth}
+	mr := &manifestReader{dirFd: int(f.Fd()), dir: filepath.Join(w.dir, filepath.FromSlash(dir)), maxBytes: int64(w.settings.Limits.MaxFileBytes), maxDepth: entryDepth(w.settings.Limits.MaxDepth)}
 	for {
 		// Names only: the type of each file is checked when it is opened,
 		// and ReadDir may lstat every entry to learn it.
@@ -668,6 +676,11 @@ func checkEntryField(field string, seen map[string]bool) error {
 	}
 	return nil
 }
+
+// entryDepth is how deep an entry file may nest when its value may nest
+// maxDepth levels: the entry's own object is one level more, so a value
+// at the limit, accepted by a write, reads back.
+func entryDepth(maxDepth int) int { return maxDepth + 1 }
 
 // parseEntry decodes a whole entry file with the same field rules as the
 // streamed manifest reader, so both read the same entry from one file.

@@ -50,6 +50,23 @@ func ValidateKey(key string) error {
 	return nil
 }
 
+// ValidateDescription checks an entry's short description: UTF-8 text
+// without NUL. Every store keeps any other text exactly (newlines, tabs and
+// other control characters included); a NUL byte or invalid UTF-8 is
+// refused on every store alike, because a database's text column cannot
+// hold either and the file tree's JSON would not keep invalid UTF-8 as
+// given.
+func ValidateDescription(desc string) error {
+	op := "description"
+	switch {
+	case !utf8.ValidString(desc):
+		return invalidf(op, "descriptions must be valid UTF-8", "description %q is not valid UTF-8", desc)
+	case strings.IndexByte(desc, 0) >= 0:
+		return invalidf(op, "remove the NUL character from the description", "description %q contains a NUL character", desc)
+	}
+	return nil
+}
+
 func keepByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
 }

@@ -80,11 +80,17 @@ func SkillFile(name string) string { return path.Join(SkillsDir, name+".md") }
 // required; tags and modes are optional; no other key is allowed, and no
 // key twice. A byte-order mark and CRLF line ends are accepted. A refused
 // file is an error of kind ErrInvalid whose message names the line, or
-// which wraps the *schemas.Error listing every problem.
+// which wraps the *schemas.Error listing every problem. A NUL byte is
+// refused anywhere in the file: a database keeps a skill in a text column,
+// which cannot hold one, so every store refuses it alike.
 func ParseSkill(data []byte) (Skill, error) {
 	if len(data) > SkillMaxBytes {
 		return Skill{}, &Error{Kind: ErrInvalid, Op: "skill", Msg: fmt.Sprintf("is %s bytes, over the %s-byte limit", groupDigits(len(data)), groupDigits(SkillMaxBytes)),
 			Hint: "split it into smaller skills"}
+	}
+	if i := bytes.IndexByte(data, 0); i >= 0 {
+		return Skill{}, &Error{Kind: ErrInvalid, Op: "skill", Msg: fmt.Sprintf("holds a NUL character at byte %d", i),
+			Hint: "skills are Markdown text: remove the NUL"}
 	}
 	meta, start, err := parseFrontMatter(data, true)
 	if err != nil {

@@ -354,9 +354,14 @@ func validateFile(root *os.Root, rel string, kind schemas.Kind) []fileProblem {
 		}
 		return []fileProblem{{Rule: "file", Message: msg}}
 	}
-	if kind == schemas.KindSkill {
+	switch kind {
+	case schemas.KindSkill:
 		err = validateSkill(data)
-	} else {
+	case schemas.KindEntry:
+		// The depth limit is the value's, as the stores apply it: the
+		// entry's own object is one level more.
+		err = schemas.ValidateLimits(kind, data, schemas.MaxBytes, schemas.MaxDepth+1)
+	default:
 		err = schemas.Validate(kind, data)
 	}
 	if err == nil {

@@ -155,6 +155,37 @@ func (s *Store) ReadJournal(ctx context.Context, taskID string) ([]workspace.Jou
 	})
 }
 
+// reportedIn returns the sequence number of the first done marker the
+// journal of task taskID took without rejecting it that reported
+// outputFile, or 0 when none did. The records are read here rather than
+// as jsonb: a record may hold \u0000 (a NUL in a plan's text), which
+// jsonb and json's operators refuse.
+func reportedIn(ctx context.Context, q pgx.Tx, taskID, outputFile string) (int64, error) {
+	rows, err := q.Query(ctx, "SELECT seq, record FROM journal WHERE task_id = $1 ORDER BY seq", taskID)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var seq int64
+		var body string
+		if err := rows.Scan(&seq, &body); err != nil {
+			return 0, err
+		}
+		var rec struct {
+			Kind     string `json:"kind"`
+			Rejected string `json:"rejected"`
+			Marker   struct {
+				OutputFile string `json:"output_file"`
+			} `json:"marker"`
+		}
+		if json.Unmarshal([]byte(body), &rec) == nil && rec.Kind == "done" && rec.Rejected == "" && rec.Marker.OutputFile == outputFile {
+			return seq, nil
+		}
+	}
+	return 0, rows.Err()
+}
+
 // GetTask returns a task's definition.
 func (s *Store) GetTask(ctx context.Context, id string) (workspace.Task, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)

@@ -97,6 +97,9 @@ func (s *Store) StoreEntry(ctx context.Context, sc workspace.Scope, req workspac
 	if err := workspace.ValidateID("agent", req.Agent); err != nil {
 		return workspace.Result{}, err
 	}
+	if err := workspace.ValidateDescription(req.Description); err != nil {
+		return workspace.Result{}, err
+	}
 	warns, err := s.checkValue(req.Value)
 	if err != nil {
 		return workspace.Result{}, err
@@ -239,6 +242,11 @@ func (s *Store) UpdateEntry(ctx context.Context, sc workspace.Scope, req workspa
 	}
 	if err := workspace.ValidateID("agent", req.Agent); err != nil {
 		return workspace.Result{}, err
+	}
+	if req.Description != nil {
+		if err := workspace.ValidateDescription(*req.Description); err != nil {
+			return workspace.Result{}, err
+		}
 	}
 	var warns []string
 	if req.Value != nil {

@@ -427,11 +427,8 @@ func (s *Store) WriteReview(ctx context.Context, taskID, reviewID, agent string,
 		return "", err
 	}
 	err = writeUnlessFinal(ctx, s.pool, taskID, "reviews", reviewID, out, func(tx pgx.Tx, waiting []workspace.WaitingDone) error {
-		var seq int64
-		err := tx.QueryRow(ctx, `SELECT seq FROM journal WHERE task_id = $1 AND record::jsonb->>'kind' = 'done'
-			AND coalesce(record::jsonb->>'rejected', '') = '' AND record::jsonb->'marker'->>'output_file' = $2
-			ORDER BY seq LIMIT 1`, taskID, rel).Scan(&seq)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		seq, err := reportedIn(ctx, tx, taskID, rel)
+		if err != nil {
 			return fmt.Errorf("write review %s: read the journal to see whether it was reported: %w", rel, err)
 		}
 		return workspace.ReviewFinal(rel, waiting, seq)

@@ -14,7 +14,7 @@ import (
 // The bad input every store refuses, and the odd input every store keeps
 // exactly: the tables of the file tree's own tests (workspace's
 // badinput_test.go), exported so that a store kept otherwise is held to
-// them (BadInput).
+// them (BadInput, also a part of Run).
 
 // BadIDs are ids (task, thread, subtask, review, agent, lock) every
 // operation refuses with ErrInvalid.
@@ -64,6 +64,13 @@ func BadValues(lim workspace.LimitSettings) map[string]json.RawMessage {
 		"raw nul":          json.RawMessage("\"a\x00b\""),
 		"sql":              json.RawMessage(`'); DROP TABLE entries; --`),
 	}
+}
+
+// BadDescriptions are entry descriptions every store refuses with
+// ErrInvalid: a database's text column holds neither.
+var BadDescriptions = map[string]string{
+	"nul":          "about \x00 it",
+	"invalid utf8": "about \xff it",
 }
 
 // OddKeys are valid keys that look hostile; a store keeps each and gives
@@ -155,6 +162,20 @@ func BadInput(t *testing.T, s workspace.Store, snapshot func(t *testing.T) strin
 			})
 		}
 	})
+	t.Run("descriptions", func(t *testing.T) {
+		for name, desc := range BadDescriptions {
+			t.Run(name, func(t *testing.T) {
+				refuses(t, func() error {
+					_, err := s.StoreEntry(ctx, sc, workspace.StoreRequest{Key: "new", Description: desc, Value: json.RawMessage(`1`), Agent: "a"})
+					return err
+				})
+				refuses(t, func() error {
+					_, err := s.UpdateEntry(ctx, sc, workspace.UpdateRequest{Key: "existing", Description: &desc, Agent: "a"})
+					return err
+				})
+			})
+		}
+	})
 	t.Run("odd", func(t *testing.T) { keepsOdd(t, s, sc) })
 }
 
@@ -226,7 +247,7 @@ func sameValue(a, b []byte) bool {
 func keepsOdd(t *testing.T, s workspace.Store, sc workspace.Scope) {
 	ctx := context.Background()
 	for name, key := range OddKeys {
-		desc := "about " + key + " \x00 ünï"
+		desc := "about " + key + " \t\x01\n\u0085 ünï 🔑"
 		if _, err := s.StoreEntry(ctx, sc, workspace.StoreRequest{Key: key, Description: desc, Value: json.RawMessage(`{"k":1}`), Agent: "a"}); err != nil {
 			t.Errorf("store key %s: %v", name, err)
 			continue

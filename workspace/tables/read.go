@@ -325,6 +325,9 @@ func (r *importer) entry(p string, sc workspace.Scope, owner, name, body string)
 	if e.Key != key {
 		return r.refuse(p, fmt.Sprintf("holds key %q, its name says %q", e.Key, key), "fix the file and import again")
 	}
+	if err := workspace.ValidateDescription(e.ShortDescription); err != nil {
+		return r.refuse(p, err.Error(), "store it again with a description of UTF-8 text without NUL, then import")
+	}
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, e.Value); err != nil {
 		return r.refuse(p, "value does not parse: "+err.Error(), "fix the file and import again")
