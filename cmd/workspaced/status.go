@@ -156,6 +156,12 @@ func statusDB(ctx context.Context, e *env, asJSON bool) error {
 		return printJSON(e.stdout, s)
 	}
 	fmt.Fprintln(e.stdout, daemonLine(s))
+	if f := s.Fault; f != nil {
+		fmt.Fprintf(e.stdout, "degraded: %s: %s; reads go on, every write fails until it is mended\n", f.Kind, f.Error)
+		if f.Hint != "" {
+			fmt.Fprintf(e.stdout, "hint: %s\n", f.Hint)
+		}
+	}
 	printCounts(e.stdout, len(s.Tasks), s.ByStatus, s.MarkersWaiting)
 	printLive(e.stdout, s.Live)
 	rows := make([][]string, 0, len(s.Tasks))
