@@ -1,11 +1,13 @@
 package sqlite_test
 
 import (
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -122,15 +124,14 @@ func TestReadOnlyUnderDaemon(t *testing.T) {
 		return n >= 2+6, fmt.Sprintf("%d journal rows; daemon:\n%s", n, d.Log)
 	})
 
-	// Mid-burst: the daemon is held still until markers wait, so that it
-	// meets the read-only filesystem with work to commit.
-	if err := d.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	// Mid-burst: the daemon is held still while a marker of worker_t
+	// waits, so that it meets the read-only filesystem with work to
+	// commit.
+	stopIdle(t, d, strings.TrimPrefix(w.Root, "sqlite:"))
+	claim := func(sub string) []string { return []string{"claim", "--task", id, "--agent", mine, "--subtask", sub} }
+	if err := a.wrote.note("claim", id, reserved[0], path.Base(strings.TrimSpace(w.Ok(claim(reserved[0])...)))); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "markers waiting", func() (bool, string) {
-		n := waitingMarkers(t, s)
-		return n >= 3, fmt.Sprintf("%d markers waiting", n)
-	})
 	// Commands started before the error may meet it or not.
 	a.pause(t)
 	a.setFault("mending")
@@ -163,7 +164,7 @@ func TestReadOnlyUnderDaemon(t *testing.T) {
 		t.Fatalf("status on the read-only filesystem:\n%s", out)
 	}
 	readsGoOn(t, w, id)
-	a.mustFail(t, "read-only", "claim", "--task", id, "--agent", mine, "--subtask", reserved[0])
+	a.mustFail(t, "read-only", claim(reserved[1])...)
 	a.mustFail(t, "read-only", "env", "store", "--task", id, "--key", "k2", "--description", "d", "--value", `"v"`)
 	select {
 	case <-d.Done():
@@ -256,4 +257,29 @@ func stopDaemon(t *testing.T, d *clitest.Daemon) {
 	if l := d.Log.String(); strings.Contains(l, "panic") || strings.Contains(l, "goroutine ") {
 		t.Fatalf("the daemon on SIGTERM:\n%s", l)
 	}
+}
+
+// stopIdle stops the daemon (SIGSTOP) at a moment it holds no write
+// transaction, so that the agents' writes go on without it: stopped
+// holding SQLite's write lock, it would block them all.
+func stopIdle(t *testing.T, d *clitest.Daemon, db string) {
+	t.Helper()
+	probe, err := sql.Open("sqlite", "file:"+db+"?_pragma=busy_timeout(200)&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	eventually(t, "the daemon stopped between two writes", func() (bool, string) {
+		if err := d.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		tx, err := probe.BeginTx(t.Context(), nil)
+		if err == nil {
+			return tx.Rollback() == nil, "rollback"
+		}
+		if err := d.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		return false, err.Error()
+	})
 }

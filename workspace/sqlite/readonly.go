@@ -4,14 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"syscall"
-
-	sqlite3 "modernc.org/sqlite"
 
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -36,21 +33,22 @@ import (
 // Immutable means SQLite trusts the file never to change. It cannot
 // while the filesystem is read-only; once it is writable again a writer
 // may start, and an immutable read would miss its commits. So every
-// transaction of a read-only store runs on a connection opened for it,
-// and a connection is opened only while the filesystem still refuses
-// writes and no log has appeared (a writer creates PATH-wal before its
-// first commit and its commits reach the database file only through the
-// log); otherwise the read fails with ErrWritableAgain, and opening the
-// workspace again reads it as usual.
+// transaction of a store opened read-only runs on a connection opened
+// for it, immutable only while the filesystem still refuses writes and
+// no log holds commits (a writer creates PATH-wal before its first
+// commit, and its commits reach the database file only through the log);
+// otherwise it is an ordinary connection, which reads (and writes) as
+// usual. A process that opened the workspace on a read-only filesystem,
+// the panel say, so goes on by itself once it is writable again. A
+// transaction already running on an immutable connection when a writer
+// checkpoints into the database file could read a page it changes: that
+// needs the filesystem to turn writable and a writer to commit and
+// checkpoint within that one transaction.
 
-// ErrWritableAgain says a workspace opened while its filesystem was
-// read-only is writable again, or has a writer: open it again.
-var ErrWritableAgain = errors.New("the workspace was opened read-only while its filesystem was, and it is writable again")
-
-// openReadOnly opens the database at path immutable, for reading on a
-// read-only filesystem, after the ordinary open failed with cause (an
-// EROFS fault). Writes through the store fail with SQLite's read-only
-// error, which faultAt gives the EROFS of the filesystem.
+// openReadOnly opens the database at path for reading on a read-only
+// filesystem, after the ordinary open failed with cause (an EROFS fault).
+// Writes through the store fail with SQLite's read-only error, which
+// faultAt gives the EROFS of the filesystem, until it is writable again.
 func openReadOnly(ctx context.Context, path string, cause error) (*Store, error) {
 	return openImmutable(ctx, path, cause, func() bool { return !readOnly(filepath.Dir(path)) })
 }
@@ -58,13 +56,21 @@ func openReadOnly(ctx context.Context, path string, cause error) (*Store, error)
 // openImmutable is openReadOnly with writable telling whether path's
 // filesystem takes writes again.
 func openImmutable(ctx context.Context, path string, cause error, writable func() bool) (*Store, error) {
-	if wal, err := os.Stat(path + "-wal"); err == nil && wal.Size() > 0 {
+	if hasLog(path) {
 		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "open " + path, Err: cause,
 			Msg:  "its write-ahead log holds commits, and without " + filepath.Base(path) + "-shm SQLite cannot read them on a read-only filesystem",
 			Hint: workspace.FaultHint(cause)}
 	}
-	c := &readOnlyConnector{drv: &sqlite3.Driver{}, dsn: immutableDSN(path), path: path, writable: writable}
-	s := &Store{db: readOnlyPool(c), rdb: readOnlyPool(c), path: path, settings: workspace.Settings{}.WithDefaults(), readOnly: cause}
+	drv := registered()
+	conn := func(txlock string) *sql.DB {
+		db := sql.OpenDB(&readOnlyConnector{drv: drv, path: path, ordinary: dsn(path, txlock), writable: writable})
+		db.SetMaxIdleConns(0) // a connection per transaction, chosen for it
+		return db
+	}
+	s := &Store{db: conn("immediate"), rdb: conn("deferred"), path: path, settings: workspace.Settings{}.WithDefaults(),
+		ro: &readOnlyOpen{cause: cause, writable: writable}}
+	s.db.SetMaxOpenConns(1)
+	s.rdb.SetMaxOpenConns(8)
 	if err := s.rdb.PingContext(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open %s: %w (and read-only: %v)", path, cause, err)
@@ -72,12 +78,18 @@ func openImmutable(ctx context.Context, path string, cause error, writable func(
 	return s, nil
 }
 
-// readOnlyPool is a pool of c whose connections serve one use each: every
-// transaction gets a connection opened (and checked) for it.
-func readOnlyPool(c *readOnlyConnector) *sql.DB {
-	db := sql.OpenDB(c)
-	db.SetMaxIdleConns(0)
-	return db
+// registered is the driver database/sql knows as "sqlite": the one
+// whose connections have the collations registered (guard.go).
+func registered() driver.Driver {
+	db, _ := sql.Open("sqlite", "") // opens no connection
+	defer db.Close()
+	return db.Driver()
+}
+
+// hasLog reports whether path's write-ahead log holds frames.
+func hasLog(path string) bool {
+	wal, err := os.Stat(path + "-wal")
+	return err == nil && wal.Size() > 0
 }
 
 // immutableDSN opens path read-only and immutable.
@@ -89,40 +101,44 @@ func immutableDSN(path string) string {
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 }
 
-// readOnlyConnector opens immutable connections to path while the
-// database cannot change.
+// readOnlyConnector opens a connection to path immutable while the
+// database cannot change, else as usual.
 type readOnlyConnector struct {
-	drv      *sqlite3.Driver
-	dsn      string
+	drv      driver.Driver
 	path     string
+	ordinary string      // the data source of an ordinary connection
 	writable func() bool // whether path's filesystem takes writes again
 }
 
-// Connect opens a connection when the database still cannot change:
-// its filesystem refuses writes and it has no log with commits.
+// Connect opens a connection immutable while path's filesystem refuses
+// writes and its log holds no commits, else an ordinary one.
 func (c *readOnlyConnector) Connect(context.Context) (driver.Conn, error) {
-	wal, err := os.Stat(c.path + "-wal")
-	if (err == nil && wal.Size() > 0) || c.writable() {
-		return nil, &workspace.Error{Kind: workspace.ErrConflict, Op: "read " + c.path, Err: ErrWritableAgain,
-			Hint: "run the command again (or restart the process that opened it): it opens the database as usual now"}
+	if hasLog(c.path) || c.writable() {
+		return c.drv.Open(c.ordinary)
 	}
-	return c.drv.Open(c.dsn)
+	return c.drv.Open(immutableDSN(c.path))
 }
 
 // Driver is the connector's driver.
 func (c *readOnlyConnector) Driver() driver.Driver { return c.drv }
 
-// ReadOnly is the fault the store was opened read-only for (an EROFS
-// error), or nil for a store opened as usual.
-func (s *Store) ReadOnly() error { return s.readOnly }
+// readOnlyOpen is how a store was opened on a read-only filesystem.
+type readOnlyOpen struct {
+	cause    error       // the EROFS fault of the ordinary open
+	writable func() bool // whether the filesystem takes writes again
+}
 
-// readOnlyFault is the read-only fault of the store's filesystem now: the
-// fault it was opened read-only for, or, for a store opened as usual (on
-// a read-only filesystem too when its log and -shm exist), EROFS when
-// its directory refuses a new file; nil when it is writable.
+// readOnlyFault is the read-only fault of the store's filesystem now
+// (told by trying to create a file beside the database): the fault it was
+// opened read-only for, or, for a store opened as usual (as on a
+// read-only filesystem when the log and its -shm exist), EROFS; nil when
+// the filesystem is writable.
 func (s *Store) readOnlyFault() error {
-	if s.readOnly != nil {
-		return s.readOnly
+	if s.ro != nil {
+		if s.ro.writable() {
+			return nil
+		}
+		return s.ro.cause
 	}
 	if !readOnly(filepath.Dir(s.path)) {
 		return nil

@@ -111,7 +111,7 @@ type Store struct {
 	rdb      *sql.DB // reads: deferred transactions, several connections
 	path     string
 	settings workspace.Settings
-	readOnly error // the EROFS fault it was opened read-only for (readonly.go)
+	ro       *readOnlyOpen // set when opened on a read-only filesystem (readonly.go)
 }
 
 // dsn is the data source of path: every pooled connection gets the
