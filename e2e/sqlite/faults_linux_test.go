@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -368,6 +369,8 @@ func TestDiskFaults(t *testing.T) {
 	if out := w.Ok("state", "show", "--task", id); !strings.Contains(out, "executing") {
 		t.Fatalf("state show on the read-only disk:\n%s", out)
 	}
+	panel := server(t, w, regexp.MustCompile(`(http://127\.0\.0\.1:\d+)`), "web", "--listen", "127.0.0.1:0", "--read-only")
+	panelHas(t, panel+"/api/tasks/"+id+"/state", `"executing"`)
 	a.pause(t)
 	a.setFault("mending")
 	remount(t, mnt, "rw")
@@ -403,6 +406,8 @@ func TestDiskFaults(t *testing.T) {
 		}
 	}
 	checkEventsOnce(t, s, id, recs)
+	// The panel opened on the read-only disk reads the commits made since.
+	panelHas(t, panel+"/api/tasks/"+id+"/state", `"completed"`)
 	seen := checkFailures(t, a.failures())
 	if want := fmt.Sprintf("state.json matches the journal (journal_seq %d)", state.JournalSeq); !strings.Contains(w.Ok("state", "rebuild", "--task", id), want) {
 		t.Errorf("state rebuild does not match")

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path"
@@ -282,4 +284,20 @@ func stopIdle(t *testing.T, d *clitest.Daemon, db string) {
 		}
 		return false, err.Error()
 	})
+}
+
+// panelHas gets url from the panel and checks it answers 200 with want in
+// its body.
+func panelHas(t *testing.T, url, want string) {
+	t.Helper()
+	c := &http.Client{Timeout: time.Minute}
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+		t.Fatalf("GET %s: %s, %v, want 200 with %s:\n%s", url, resp.Status, err, want, body)
+	}
 }
