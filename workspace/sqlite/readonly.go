@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/workspaced/workspaced/workspace"
@@ -37,8 +38,8 @@ import (
 // for it, immutable only while the filesystem still refuses writes and
 // no log holds commits (a writer creates PATH-wal before its first
 // commit, and its commits reach the database file only through the log);
-// otherwise it is an ordinary connection, which reads (and writes) as
-// usual. A process that opened the workspace on a read-only filesystem,
+// otherwise (and ever after the filesystem took writes once) it is an
+// ordinary connection, which reads (and writes) as usual. A process that opened the workspace on a read-only filesystem,
 // the panel say, so goes on by itself once it is writable again. A
 // transaction already running on an immutable connection when a writer
 // checkpoints into the database file could read a page it changes: that
@@ -108,12 +109,18 @@ type readOnlyConnector struct {
 	path     string
 	ordinary string      // the data source of an ordinary connection
 	writable func() bool // whether path's filesystem takes writes again
+	mended   atomic.Bool // writable was true once: no more probes
 }
 
 // Connect opens a connection immutable while path's filesystem refuses
-// writes and its log holds no commits, else an ordinary one.
+// writes and its log holds no commits, else an ordinary one. Once the
+// filesystem took writes again every connection is ordinary.
 func (c *readOnlyConnector) Connect(context.Context) (driver.Conn, error) {
-	if hasLog(c.path) || c.writable() {
+	if c.mended.Load() || hasLog(c.path) {
+		return c.drv.Open(c.ordinary)
+	}
+	if c.writable() {
+		c.mended.Store(true)
 		return c.drv.Open(c.ordinary)
 	}
 	return c.drv.Open(immutableDSN(c.path))
