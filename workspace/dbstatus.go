@@ -31,6 +31,18 @@ type StoreStatus struct {
 	// Live is the serving daemon's report of itself (the tasks it is
 	// retrying and why), when the store can ask it; nil otherwise.
 	Live *Live `json:"live,omitempty"`
+	// Fault is a fault of the machine that keeps the store from taking
+	// any write now (on SQLite a read-only filesystem), nil when there is
+	// none: reads go on, every write fails until it is mended.
+	Fault *StoreFault `json:"fault,omitempty"`
+}
+
+// StoreFault is a fault of the machine a store is on: its kind (one of
+// the Fault… constants), the error it causes and the hint to mend it.
+type StoreFault struct {
+	Kind  string `json:"kind"`
+	Error string `json:"error"`
+	Hint  string `json:"hint,omitempty"`
 }
 
 // StoreTaskStatus is one task's line in StoreStatus.

@@ -17,7 +17,7 @@ var faults = []struct {
 	{[]syscall.Errno{syscall.ENOSPC, syscall.EDQUOT},
 		"the filesystem is full (or the user's quota is used up): free space on it, or move the workspace to a larger one"},
 	{[]syscall.Errno{syscall.EROFS},
-		"the filesystem is mounted read-only: remount it read-write (mount -o remount,rw MOUNTPOINT) once it is healthy, or move the workspace to a writable one"},
+		"the filesystem is mounted read-only: remount it read-write (mount -o remount,rw MOUNTPOINT) once it is healthy (if a disk error made it read-only, stop the processes using it, unmount it, check it with fsck and mount it again), or move the workspace to a writable one"},
 	{[]syscall.Errno{syscall.EACCES, syscall.EPERM},
 		"permission denied: the user running this needs read and write access to the workspace; check the owner and mode of the file and its directories (ls -l), or run as the user who owns the workspace"},
 	{[]syscall.Errno{syscall.EMFILE, syscall.ENFILE},

@@ -49,7 +49,9 @@ On a sqlite:PATH root the daemon's lock is the flock of PATH.lock: status
 names the pid holding it, and the daemon answers with its own report as
 on a directory (the tasks it retries after a commit the database refused:
 a full disk, a read-only file); the tables give the tasks and the markers
-waiting (--json: holder, pid, since, live; no skipped entries).
+waiting (--json: holder, pid, since, live; no skipped entries). On a
+read-only filesystem it still reads them, and says so in a "degraded:
+read_only" line (--json: fault, {kind, error, hint}).
 
 Examples:
   workspaced status
@@ -156,6 +158,12 @@ func statusDB(ctx context.Context, e *env, asJSON bool) error {
 		return printJSON(e.stdout, s)
 	}
 	fmt.Fprintln(e.stdout, daemonLine(s))
+	if f := s.Fault; f != nil {
+		fmt.Fprintf(e.stdout, "degraded: %s: %s; reads go on, every write fails until it is mended\n", f.Kind, f.Error)
+		if f.Hint != "" {
+			fmt.Fprintf(e.stdout, "hint: %s\n", f.Hint)
+		}
+	}
 	printCounts(e.stdout, len(s.Tasks), s.ByStatus, s.MarkersWaiting)
 	printLive(e.stdout, s.Live)
 	rows := make([][]string, 0, len(s.Tasks))

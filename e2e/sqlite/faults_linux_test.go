@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -229,7 +230,7 @@ func checkFailures(t *testing.T, fails []failure) map[string]int {
 		msg := f.r.Stderr
 		switch {
 		case f.fault == "mending":
-			// Started while the fault was being mended: either error.
+			// Started while a fault came or was mended: either error.
 			if !strings.Contains(msg, faultWords["full"][1]) && !strings.Contains(msg, faultWords["read-only"][1]) {
 				t.Errorf("workspaced %q as the fault was mended: %v", f.args, f.r)
 			}
@@ -307,8 +308,11 @@ func TestDiskFaults(t *testing.T) {
 	if err := a.wrote.note("claim", id, reserved[0], path.Base(strings.TrimSpace(w.Ok(claim(reserved[0])...)))); err != nil {
 		t.Fatal(err)
 	}
-	a.setFault("full")
+	a.pause(t) // commands started before the disk fills may meet it or not
+	a.setFault("mending")
+	a.paused.Store(false)
 	fill(t, mnt)
+	a.setFault("full")
 	a.mustFail(t, "full", claim(reserved[1])...)
 	a.mustFail(t, "full", "done", "--task", id, "--agent", mine, "--subtask", reserved[0], "--output", "outputs/"+reserved[0]+".json")
 	a.mustFail(t, "full", "env", "store", "--task", id, "--key", "k", "--description", "d", "--value", `"`+strings.Repeat("x", 64<<10)+`"`)
@@ -357,9 +361,16 @@ func TestDiskFaults(t *testing.T) {
 	a.mustFail(t, "read-only", claim(reserved[2])...)
 	a.mustFail(t, "read-only", "task", "create", "--id", "another", "--description", "d")
 	serveFails(t, w, "read-only file system", "hint: the filesystem is mounted read-only")
-	if r := w.Run("status"); r.Code != 0 && (!strings.Contains(r.Stderr, "read-only file system") || !strings.Contains(r.Stderr, "hint: the filesystem is mounted read-only")) {
-		t.Fatalf("status on the read-only disk: %v", r)
+	// The database was closed cleanly, its log gone: status and reads
+	// open it immutable.
+	if out := w.Ok("status"); !strings.Contains(out, "degraded: read_only: ") || !strings.Contains(out, "hint: the filesystem is mounted read-only") {
+		t.Fatalf("status on the read-only disk:\n%s", out)
 	}
+	if out := w.Ok("state", "show", "--task", id); !strings.Contains(out, "executing") {
+		t.Fatalf("state show on the read-only disk:\n%s", out)
+	}
+	panel := server(t, w, regexp.MustCompile(`(http://127\.0\.0\.1:\d+)`), "web", "--listen", "127.0.0.1:0", "--read-only")
+	panelHas(t, panel+"/api/tasks/"+id+"/state", `"executing"`)
 	a.pause(t)
 	a.setFault("mending")
 	remount(t, mnt, "rw")
@@ -395,6 +406,8 @@ func TestDiskFaults(t *testing.T) {
 		}
 	}
 	checkEventsOnce(t, s, id, recs)
+	// The panel opened on the read-only disk reads the commits made since.
+	panelHas(t, panel+"/api/tasks/"+id+"/state", `"completed"`)
 	seen := checkFailures(t, a.failures())
 	if want := fmt.Sprintf("state.json matches the journal (journal_seq %d)", state.JournalSeq); !strings.Contains(w.Ok("state", "rebuild", "--task", id), want) {
 		t.Errorf("state rebuild does not match")

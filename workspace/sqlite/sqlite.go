@@ -44,6 +44,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	sqlite3 "modernc.org/sqlite"
@@ -110,6 +111,7 @@ type Store struct {
 	rdb      *sql.DB // reads: deferred transactions, several connections
 	path     string
 	settings workspace.Settings
+	ro       *readOnlyOpen // set when opened on a read-only filesystem (readonly.go)
 }
 
 // dsn is the data source of path: every pooled connection gets the
@@ -171,6 +173,9 @@ func connect(ctx context.Context, path string) (*Store, error) {
 	s := &Store{db: db, rdb: rdb, path: path, settings: workspace.Settings{}.WithDefaults()}
 	if err := db.PingContext(ctx); err != nil {
 		s.Close()
+		if err := faultAt(path, err); errors.Is(err, syscall.EROFS) {
+			return openReadOnly(ctx, path, err)
+		}
 		return nil, fmt.Errorf("open %s: %w", path, faultAt(path, err))
 	}
 	return s, nil

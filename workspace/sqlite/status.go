@@ -21,7 +21,9 @@ var (
 // ReadStatus reports whether a daemon holds the daemon's lock (probed
 // without taking it), every task's status and the markers waiting, read
 // in one snapshot, and the serving daemon's own report (the tasks it is
-// retrying and why) when it answers. It only reads.
+// retrying and why) when it answers, and the read-only fault of the
+// database's filesystem when it has one (Fault). It only reads (the
+// fault is told by trying to create a file beside the database).
 func (s *Store) ReadStatus(ctx context.Context) (workspace.StoreStatus, error) {
 	st := workspace.StoreStatus{Root: "sqlite:" + s.path, ByStatus: map[string]int{}, Tasks: []workspace.StoreTaskStatus{}}
 	held, h, err := locking.Held(s.leadFile())
@@ -47,6 +49,9 @@ func (s *Store) ReadStatus(ctx context.Context) (workspace.StoreStatus, error) {
 	for _, t := range st.Tasks {
 		st.MarkersWaiting += t.MarkersWaiting
 		st.ByStatus[t.Status]++
+	}
+	if f := s.readOnlyFault(); f != nil {
+		st.Fault = &workspace.StoreFault{Kind: workspace.FaultKind(f), Error: f.Error(), Hint: workspace.FaultHint(f)}
 	}
 	if held {
 		if l, err := files.ReadLive(s.path); err == nil {
