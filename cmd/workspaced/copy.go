@@ -37,7 +37,7 @@ exists (use --force) or is in use.
 
 func cmdCopy(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("copy")
-	from := fs.String("from", "", "the workspace to copy, `sqlite:PATH` (default: --root)")
+	from := fs.String("from", "", "the workspace `ROOT` to copy, sqlite:PATH (default: --root)")
 	to := fs.String("to", "", "the `FILE` to write the copy to (a path, or sqlite:PATH)")
 	force := fs.Bool("force", false, "replace FILE when it exists")
 	if err := parse(e, fs, copyUsage, args); err != nil {
