@@ -185,9 +185,20 @@ func (w *pgws) plan(id string, n int) {
 // agentScript is the SQL one agent runs with psql: for each subtask a
 // claim, the output, a done, each its own transaction, paced by pause.
 func (w *pgws) agentScript(task, agent string, subs []int, pause time.Duration) string {
+	return w.gatedScript(task, agent, subs, pause, 0)
+}
+
+// gatedScript is agentScript whose agent, when every > 0, waits before
+// its subtasks every·k … every·(k+1)-1 until the test has opened gate k
+// (burst_gate.n ≥ k, see openGate): the burst lasts as many gates as the
+// test opens, however fast or slow the machine.
+func (w *pgws) gatedScript(task, agent string, subs []int, pause time.Duration, every int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "SET search_path TO %s;\n", w.schema)
-	for _, i := range subs {
+	for j, i := range subs {
+		if every > 0 && j > 0 && j%every == 0 {
+			fmt.Fprintf(&b, "DO $$ BEGIN WHILE (SELECT n FROM burst_gate) < %d LOOP PERFORM pg_sleep(0.005); END LOOP; END $$;\n", j/every)
+		}
 		sub := fmt.Sprintf("s%d", i)
 		fmt.Fprintf(&b, "INSERT INTO markers (task_id, kind, name, body) VALUES ('%s', 'claim', '.claim.%s.%s', '{\"agent_id\": \"%s\", \"subtask_id\": \"%s\"}');\n", task, agent, sub, agent, sub)
 		if pause > 0 {
@@ -339,6 +350,14 @@ func TestPostgresServeSIGKILL(t *testing.T) {
 	}
 	w := newPGWS(t)
 	const tasks, subs, perTask = 4, 128, 2 // 4 × 128 × (claim + done) = 1,024 markers
+	// Each agent has 64 subtasks and goes on by 4 each time the test
+	// opens the gate after a kill: the burst spans 16 kills, however busy
+	// the machine.
+	const gateEvery = 4
+	ctx := context.Background()
+	if _, err := w.s.Pool().Exec(ctx, "CREATE TABLE burst_gate (n int NOT NULL); INSERT INTO burst_gate VALUES (0)"); err != nil {
+		t.Fatal(err)
+	}
 	var ids, scripts []string
 	for i := range tasks {
 		id := fmt.Sprintf("task_%d", i)
@@ -349,12 +368,11 @@ func TestPostgresServeSIGKILL(t *testing.T) {
 			for k := a; k < subs; k += perTask {
 				mine = append(mine, k)
 			}
-			scripts = append(scripts, w.agentScript(id, fmt.Sprintf("w%d_%d", i, a), mine, 25*time.Millisecond))
+			scripts = append(scripts, w.gatedScript(id, fmt.Sprintf("w%d_%d", i, a), mine, 5*time.Millisecond, gateEvery))
 		}
 	}
 	agentsDone := w.agents(scripts)
 	kills, midBurst := 0, 0
-	ctx := context.Background()
 	for running := true; running || kills < 20; {
 		d := w.serve()
 		// Killed at a random moment of its leading, once it has written
@@ -387,6 +405,9 @@ func TestPostgresServeSIGKILL(t *testing.T) {
 			running = false
 		default:
 			midBurst++
+		}
+		if _, err := w.s.Pool().Exec(ctx, "UPDATE burst_gate SET n = n + 1"); err != nil {
+			t.Fatal(err)
 		}
 	}
 	d := w.serve()
