@@ -30,10 +30,24 @@ import (
 // the daemon asks for no limit.
 const DefaultChunk = 128
 
-// committer is the daemon's handle on one task (workspace.Committer).
+// committer is the daemon's handle on one task (workspace.Committer): it
+// remembers the state its last commit wrote, so that a commit that reads
+// the same document back skips decoding it and checks the state it
+// writes against the schema only where it differs (statecheck.Next), as
+// on PostgreSQL: that document was checked before it was written.
+// Anything else in the row (a backup restored, an import) is decoded and
+// the next state checked whole.
 type committer struct {
-	s  *Store
-	id string
+	s    *Store
+	id   string
+	last knownState
+	plan *workspace.Plan // the plan progress read last
+}
+
+// knownState is a state document the daemon wrote, and its decoding.
+type knownState struct {
+	doc string
+	st  workspace.State
 }
 
 // Committer is the daemon's handle on task id (workspace.Served).
@@ -49,12 +63,13 @@ func (c *committer) Commit(ctx context.Context, req workspace.CommitRequest) (wo
 		max = DefaultChunk
 	}
 	var (
-		a  workspace.Applied
-		st workspace.State
+		a     workspace.Applied
+		st    workspace.State
+		wrote knownState
 	)
-	err := c.s.write(ctx, func(tx *sql.Tx) error {
+	err := c.s.writeSynced(ctx, func(tx *sql.Tx) error {
 		var err error
-		a, st, err = c.s.commit(ctx, tx, c.id, max)
+		a, st, wrote, err = c.s.commit(ctx, tx, c.last, c.id, max)
 		return err
 	})
 	if err != nil {
@@ -62,6 +77,9 @@ func (c *committer) Commit(ctx context.Context, req workspace.CommitRequest) (wo
 	}
 	if a.Gone {
 		return a, nil
+	}
+	if wrote.doc != "" {
+		c.last = wrote
 	}
 	a.Finished = vocab.Finished(st.Status)
 	a.Progress = c.progress(ctx, st)
@@ -80,7 +98,12 @@ func (c *committer) progress(ctx context.Context, st workspace.State) []friction
 			continue
 		}
 		if plan == nil {
-			plan, _ = c.s.ReadPlan(ctx, c.id, st.PlanVersion) // none: no complexity known
+			if p := c.plan; p != nil && p.ID == st.PlanID && p.Version == st.PlanVersion {
+				plan = p // a plan version's document does not change
+			} else {
+				plan, _ = c.s.ReadPlan(ctx, c.id, st.PlanVersion) // none: no complexity known
+				c.plan = plan
+			}
 		}
 		it := friction.InProgress{TaskID: c.id, SubtaskID: sid, StartedAt: *sub.StartedAt}
 		if p := plan; p != nil && p.ID == st.PlanID && p.Version == st.PlanVersion {
@@ -115,31 +138,34 @@ type commitTx struct {
 	st       workspace.State // the state, brought up to the journal
 	base     int64           // the last seq st reflects
 	ms       []waiting
+	last     knownState       // what the committer wrote last
+	valid    *workspace.State // st, when known valid
 }
 
-// commit is one chunk's transaction; it returns what it did and the
-// task's state afterwards.
-func (s *Store) commit(ctx context.Context, tx *sql.Tx, taskID string, max int) (workspace.Applied, workspace.State, error) {
-	c := &commitTx{s: s, tx: tx, id: taskID}
+// commit is one chunk's transaction, last what the committer wrote
+// before; it returns what it did, the task's state afterwards and, when
+// it wrote one, the state written.
+func (s *Store) commit(ctx context.Context, tx *sql.Tx, last knownState, taskID string, max int) (workspace.Applied, workspace.State, knownState, error) {
+	c := &commitTx{s: s, tx: tx, id: taskID, last: last}
 	if err := c.read(ctx, max); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
-			return workspace.Applied{Gone: true}, workspace.State{}, nil // removed meanwhile
+			return workspace.Applied{Gone: true}, workspace.State{}, knownState{}, nil // removed meanwhile
 		}
-		return workspace.Applied{}, workspace.State{}, fmt.Errorf("read task %s to commit: %w", taskID, err)
+		return workspace.Applied{}, workspace.State{}, knownState{}, fmt.Errorf("read task %s to commit: %w", taskID, err)
 	}
 	full := len(c.ms) == max // more may be waiting
 	ms, dups := passOver(c.ms)
 	if len(ms) == 0 {
-		a, err := c.nothing(ctx, dups)
+		a, wrote, err := c.nothing(ctx, dups)
 		a.More = full && err == nil
-		return a, c.st, err
+		return a, c.st, wrote, err
 	}
 	f, err := c.fold(ctx, ms)
 	if err != nil {
-		return workspace.Applied{}, workspace.State{}, err
+		return workspace.Applied{}, workspace.State{}, knownState{}, err
 	}
 	if err := c.write(ctx, f, dups); err != nil {
-		return workspace.Applied{}, workspace.State{}, err
+		return workspace.Applied{}, workspace.State{}, knownState{}, err
 	}
 	a := workspace.Applied{Taken: len(f.recs), Seq: f.next.JournalSeq, Events: f.evs, More: full && f.stopped == nil,
 		// When the machine stopped (a plan it cannot load), the markers
@@ -151,7 +177,7 @@ func (s *Store) commit(ctx context.Context, tx *sql.Tx, taskID string, max int) 
 			a.Rejected++
 		}
 	}
-	return a, f.next, nil
+	return a, f.next, knownState{doc: string(f.data), st: f.next}, nil
 }
 
 // read reads the task (sql.ErrNoRows when gone), its state brought up to
@@ -166,7 +192,10 @@ func (c *commitTx) read(ctx context.Context, max int) error {
 	switch {
 	case err == nil:
 		c.hasState = true
-		if err := json.Unmarshal([]byte(c.prev), &c.st); err != nil {
+		if c.prev == c.last.doc {
+			c.st = c.last.st
+			c.valid = &c.st
+		} else if err := json.Unmarshal([]byte(c.prev), &c.st); err != nil {
 			return fmt.Errorf("state of task %s does not parse: %w", c.id, err)
 		}
 	case errors.Is(err, sql.ErrNoRows):
@@ -182,6 +211,11 @@ func (c *commitTx) read(ctx context.Context, max int) error {
 	// after it are folded again first, as the file store's recovery does.
 	if c.st, c.base, err = c.s.catchUp(ctx, c.tx, c.id, c.st); err != nil {
 		return err
+	}
+	if c.base != c.prevSeq {
+		c.valid = nil // folded further: checked whole
+	} else if c.valid != nil {
+		c.valid = &c.st
 	}
 	rows, err := c.tx.QueryContext(ctx, `SELECT id, kind, name, body,
 		EXISTS (SELECT 1 FROM journal j WHERE j.task_id = m.task_id AND j.name = m.name)
@@ -210,26 +244,26 @@ func passOver(ms []waiting) ([]waiting, []int64) {
 
 // nothing ends a commit that took no marker: it writes a new task's
 // first state, and deletes the markers passed over.
-func (c *commitTx) nothing(ctx context.Context, dups []int64) (workspace.Applied, error) {
+func (c *commitTx) nothing(ctx context.Context, dups []int64) (workspace.Applied, knownState, error) {
 	if err := c.deleteMarkers(ctx, dups); err != nil {
-		return workspace.Applied{}, err
+		return workspace.Applied{}, knownState{}, err
 	}
 	a := workspace.Applied{Seq: c.st.JournalSeq}
 	if c.hasState {
-		return a, nil
+		return a, knownState{}, nil
 	}
 	data, err := atomicfile.Marshal(c.st)
 	if err == nil {
 		err = statecheck.Next(nil, c.st, data)
 	}
 	if err != nil {
-		return workspace.Applied{}, fmt.Errorf("encode state of task %s: %w", c.id, err)
+		return workspace.Applied{}, knownState{}, fmt.Errorf("encode state of task %s: %w", c.id, err)
 	}
 	if _, err := c.tx.ExecContext(ctx, "INSERT INTO states (task_id, journal_seq, doc, epoch, updated_at) VALUES ($1, $2, $3, 0, $4)",
 		c.id, c.st.JournalSeq, string(data), ts(now())); err != nil {
-		return workspace.Applied{}, fmt.Errorf("write the first state of task %s: %w", c.id, err)
+		return workspace.Applied{}, knownState{}, fmt.Errorf("write the first state of task %s: %w", c.id, err)
 	}
-	return a, nil
+	return a, knownState{doc: string(data), st: c.st}, nil
 }
 
 func (c *commitTx) deleteMarkers(ctx context.Context, ids []int64) error {
@@ -274,7 +308,7 @@ func (c *commitTx) fold(ctx context.Context, ms []waiting) (folded, error) {
 	if f.data, err = atomicfile.Marshal(f.next); err != nil {
 		return folded{}, fmt.Errorf("encode state of task %s: %w", c.id, err)
 	}
-	if err := statecheck.Next(nil, f.next, f.data); err != nil {
+	if err := statecheck.Next(c.valid, f.next, f.data); err != nil {
 		return folded{}, fmt.Errorf("state of task %s would not validate, not written: %w", c.id, err)
 	}
 	return f, nil

@@ -339,7 +339,8 @@ func pathBodies(rows *sql.Rows, err error) ([]pathBody, error) {
 func (s *Store) WriteOutput(ctx context.Context, taskID, subtaskID, agent string, data []byte) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
-	if err := requireTask(ctx, s.rdb, taskID); err != nil {
+	// A missing task is found by the insert (its foreign key).
+	if err := workspace.ValidateID("task id", taskID); err != nil {
 		return "", err
 	}
 	if err := workspace.ValidateID("subtask id", subtaskID); err != nil {
@@ -439,7 +440,8 @@ func (s *Store) WriteReview(ctx context.Context, taskID, reviewID, agent string,
 func (s *Store) WriteClaim(ctx context.Context, taskID, agent, subtaskID string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
-	if err := requireTask(ctx, s.rdb, taskID); err != nil {
+	// A missing task is found by the insert (its foreign key).
+	if err := workspace.ValidateID("task id", taskID); err != nil {
 		return "", err
 	}
 	if err := workspace.ValidateID("subtask id", subtaskID); err != nil {
@@ -454,7 +456,9 @@ func (s *Store) WriteClaim(ctx context.Context, taskID, agent, subtaskID string)
 func (s *Store) WriteDone(ctx context.Context, req workspace.DoneRequest) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
-	if err := requireTask(ctx, s.rdb, req.TaskID); err != nil {
+	// A missing task is found by readDoc, or by the insert (its foreign
+	// key).
+	if err := workspace.ValidateID("task id", req.TaskID); err != nil {
 		return "", err
 	}
 	m, kind, err := workspace.DoneMarker(req, s.Now())

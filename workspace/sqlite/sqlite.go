@@ -99,19 +99,21 @@ func ParsePath(root string) (string, error) {
 
 // Store is a workspace in one SQLite database file.
 type Store struct {
-	db       *sql.DB // writes: one connection, BEGIN IMMEDIATE
+	db       *sql.DB // writes: one connection, BEGIN IMMEDIATE, the log synced after COMMIT
+	cdb      *sql.DB // the daemon's commits: one connection, synced before COMMIT returns
 	rdb      *sql.DB // reads: deferred transactions, several connections
+	wq       *writeQueue
 	path     string
 	settings workspace.Settings
 }
 
 // dsn is the data source of path: every pooled connection gets the
 // pragmas.
-func dsn(path, txlock string) string {
+func dsn(path, txlock, synchronous string) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", DefaultBusyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "synchronous("+synchronous+")")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Set("_txlock", txlock)
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
@@ -147,20 +149,30 @@ func Open(ctx context.Context, root string) (*Store, error) {
 
 // connect opens the two pools of path.
 func connect(ctx context.Context, path string) (*Store, error) {
-	db, err := sql.Open("sqlite", dsn(path, "immediate"))
+	// One connection each for the writes and the daemon's commits: the
+	// writers queue (writeQueue) rather than in SQLite's busy loop. The
+	// writes are synchronous=NORMAL and synced by write itself once the
+	// lock is given up; the commits FULL, synced under the lock, so that
+	// a verdict is never read before it is durable.
+	db, err := sql.Open("sqlite", dsn(path, "immediate", "NORMAL"))
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	// One writer connection: writers of this process queue in the pool
-	// rather than in SQLite's busy loop.
 	db.SetMaxOpenConns(1)
-	rdb, err := sql.Open("sqlite", dsn(path, "deferred"))
+	cdb, err := sql.Open("sqlite", dsn(path, "immediate", "FULL"))
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	cdb.SetMaxOpenConns(1)
+	rdb, err := sql.Open("sqlite", dsn(path, "deferred", "FULL"))
+	if err != nil {
+		db.Close()
+		cdb.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
 	rdb.SetMaxOpenConns(8)
-	s := &Store{db: db, rdb: rdb, path: path, settings: workspace.Settings{}.WithDefaults()}
+	s := &Store{db: db, cdb: cdb, rdb: rdb, wq: newWriteQueue(path), path: path, settings: workspace.Settings{}.WithDefaults()}
 	if err := db.PingContext(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -170,8 +182,7 @@ func connect(ctx context.Context, path string) (*Store, error) {
 
 // Close closes the connections.
 func (s *Store) Close() error {
-	err := s.rdb.Close()
-	return errors.Join(s.db.Close(), err)
+	return errors.Join(s.rdb.Close(), s.cdb.Close(), s.db.Close(), s.wq.close())
 }
 
 // Path is the database file.
@@ -231,13 +242,33 @@ type querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-// write runs fn in one BEGIN IMMEDIATE transaction and commits it. A
-// transaction SQLite refused as busy (another process held the write lock
-// past the busy timeout) is run again, until ctx ends; fn may run more
-// than once and must only write through tx.
+// write runs fn in one BEGIN IMMEDIATE transaction and commits it; the
+// commit is durable when write returns. It is visible to other
+// connections from its COMMIT, a moment before: the write-ahead log is
+// synced once the write lock is given up, so that other writers go on
+// meanwhile and the syncs of writers finishing together are one for the
+// disk. A power loss in between loses the commit and every later one
+// with it, never a part of one. A transaction SQLite refused as busy
+// (another process held the write lock past the busy timeout) is run
+// again, until ctx ends; fn may run more than once and must only write
+// through tx.
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if err := s.retry(ctx, s.db, fn); err != nil {
+		return err
+	}
+	return syncWAL(s.path)
+}
+
+// writeSynced is write with the log synced before COMMIT returns and the
+// write lock is given up (synchronous=FULL): nothing reads the commit
+// before it is durable. The daemon commits so.
+func (s *Store) writeSynced(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.retry(ctx, s.cdb, fn)
+}
+
+func (s *Store) retry(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) error) error {
 	for {
-		err := s.tryWrite(ctx, fn)
+		err := s.tryWrite(ctx, db, fn)
 		if !isBusy(err) {
 			return err
 		}
@@ -249,8 +280,12 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	}
 }
 
-func (s *Store) tryWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+func (s *Store) tryWrite(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) error) error {
+	if err := s.wq.lock(ctx); err != nil {
+		return err
+	}
+	defer s.wq.unlock()
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}

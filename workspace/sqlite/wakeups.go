@@ -14,16 +14,19 @@ import (
 // Wake-ups on SQLite: every commit of any process writes the database's
 // write-ahead log, <db>-wal (and a checkpoint the database file), so an
 // fsnotify watch of the database's directory, filtered on those two names,
-// hears every write on this machine. On a write the daemon looks for the
-// tasks with markers waiting (or no state yet) with one read; a poll every
-// DefaultPoll does the same, for an event the watch missed.
+// hears every write on this machine. On the first write of a burst the
+// daemon looks at once for the tasks with markers waiting (or no state
+// yet) with one read, and again settle later; a poll every DefaultPoll
+// does the same, for an event the watch missed.
 
 // DefaultPoll is how often the markers are looked at without a write
 // heard.
 const DefaultPoll = time.Second
 
-// settle is how long a watch waits after a write it heard, for the rest
-// of a burst, before it looks.
+// settle is how long after a write it heard, and looked at at once, a
+// watch looks again: for the rest of a burst, and for a commit whose log
+// write it heard before the commit was visible (a writer with
+// synchronous=FULL syncs the log between the two).
 const settle = 2 * time.Millisecond
 
 // Wakeups starts the wake-up source (workspace.Served). opt.Interval is
@@ -91,8 +94,9 @@ func (s *Store) watchFiles() (*fsnotify.Watcher, error) {
 	return fw, nil
 }
 
-// loop calls look (with nil) once now, then after every write to the
-// database heard on fw (a burst coalesced) and every poll, and with an
+// loop calls look (with nil) once now, then at the first write to the
+// database heard on fw and again settle after it (the writes between
+// coalesced), and every poll, and with an
 // error when the watch reports one, until ctx ends. One goroutine owns it.
 func (s *Store) loop(ctx context.Context, fw *fsnotify.Watcher, poll time.Duration, look func(error)) {
 	db, wal := filepath.Base(s.path), filepath.Base(s.path)+"-wal"
@@ -112,6 +116,7 @@ func (s *Store) loop(ctx context.Context, fw *fsnotify.Watcher, poll time.Durati
 			}
 			if n := filepath.Base(ev.Name); (n == db || n == wal) && !armed {
 				armed = true
+				look(nil)
 				burst.Reset(settle)
 			}
 		case err, ok := <-fw.Errors:
