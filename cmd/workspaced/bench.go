@@ -148,9 +148,10 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 	if *vs != "" && (*quick || *noPython) {
 		return usageHint("bench", "--vs-daemon runs only its paired rounds: --quick and --no-python do not apply (--pairs sets its length)")
 	}
-	if sqlite.IsURL(e.root) {
-		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "bench", Msg: "does not run on a sqlite: root yet",
-			Hint: "run it without --root (a temporary directory), or on a postgres:// root"}
+	sq := sqlite.IsURL(e.root)
+	if sq && *vs != "" {
+		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "bench --vs-daemon", Msg: "does not run on a sqlite: root yet",
+			Hint: "compare two daemons on files (no --root) or on a postgres:// root"}
 	}
 	pg := postgres.IsURL(e.root)
 	if pg && *vs != "" && (*ext4 || *dir != "") {
@@ -173,6 +174,13 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 	}
 	if *dir == "" && pg {
 		*dir = os.TempDir()
+	}
+	if *dir == "" && sq {
+		db, err := sqlite.ParsePath(e.root)
+		if err != nil {
+			return err
+		}
+		*dir = filepath.Dir(db)
 	}
 	if *dir == "" {
 		abs, err := filepath.Abs(e.root)
@@ -221,6 +229,7 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 	if pg {
 		opt.Postgres = e.root
 	}
+	opt.SQLite = sq
 	rep, err := bench.Run(ctx, opt)
 	if err != nil {
 		return err
@@ -250,6 +259,17 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 		}
 		table(out, []string{"OPERATION", "OPS", "OPS/S", "P50 MS", "P99 MS", "VS FLOOR", "NOTE"}, rows)
 		for _, n := range p.Notes {
+			fmt.Fprintln(out, "note:", n)
+		}
+	}
+	if q := rep.SQLite; q != nil {
+		fmt.Fprintf(out, "\nSQLite %s\ndatabase: %s (temporary, removed)\n\n", q.Version, q.Path)
+		rows := [][]string{row(q.Floor)}
+		for _, r := range q.Results {
+			rows = append(rows, row(r))
+		}
+		table(out, []string{"OPERATION", "OPS", "OPS/S", "P50 MS", "P99 MS", "VS FLOOR", "NOTE"}, rows)
+		for _, n := range q.Notes {
 			fmt.Fprintln(out, "note:", n)
 		}
 	}
