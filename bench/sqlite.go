@@ -29,9 +29,10 @@ import (
 // its own, inserting its markers through it. The harness learns when a
 // state becomes visible by watching the database's directory (every
 // commit writes <db>-wal) and reading the states: at each write heard,
-// then every millisecond for 20 ms after it (a commit's log write is
-// heard before the commit is visible), stamping each state after its
-// read, as on files after the read of state.json.
+// then every millisecond for 200 ms after it (a commit's log write is
+// heard before the commit is visible, which a synchronous=FULL commit is
+// only after its sync), and every 50 ms otherwise, stamping each state
+// after its read, as on files after the read of state.json.
 
 // SQLiteReport is what RunSQLite measured.
 type SQLiteReport struct {
@@ -147,7 +148,7 @@ func RunSQLite(ctx context.Context, opt Options) (rep *SQLiteReport, err error) 
 	}
 	rep.Results = append(rep.Results, judgeDaemonRows(dres, rep.Floor, "one commit")...)
 	rep.Notes = append(rep.Notes, "sqlite: each env row's floor is sampled interleaved with it (one upsert before each operation); the daemon rows' between their rounds, the lower of that and the first floor used",
-		"sqlite: a state is read at each write heard and every millisecond for 20 ms after: a daemon latency may include up to 1 ms of that")
+		"sqlite: a state is read at each write heard and every millisecond for 200 ms after: a daemon latency may include up to 1 ms of that")
 	return rep, nil
 }
 
@@ -161,9 +162,9 @@ type sqRig struct {
 	done   chan struct{}
 }
 
-// watch reads the states at every write to the database heard, and every
-// millisecond for 20 ms after it, and feeds each state whose journal_seq
-// moved to cm, until close.
+// watch reads the states at every write to the database heard, every
+// millisecond for 200 ms after it and every 50 ms otherwise, and feeds
+// each state whose journal_seq moved to cm, until close.
 func (sr *sqRig) watch(ctx context.Context, cm *commits) error {
 	fw, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -181,7 +182,7 @@ func (sr *sqRig) watch(ctx context.Context, cm *commits) error {
 		defer fw.Close()
 		var hot time.Time
 		for {
-			wait := time.Hour
+			wait := 50 * time.Millisecond
 			if time.Until(hot) > 0 {
 				wait = time.Millisecond
 			}
@@ -189,7 +190,7 @@ func (sr *sqRig) watch(ctx context.Context, cm *commits) error {
 			case <-wctx.Done():
 				return
 			case <-fw.Events:
-				hot = time.Now().Add(20 * time.Millisecond)
+				hot = time.Now().Add(200 * time.Millisecond)
 			case err := <-fw.Errors:
 				cm.abort(fmt.Errorf("bench: watch the database: %w", err))
 				return

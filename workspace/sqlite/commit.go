@@ -67,7 +67,7 @@ func (c *committer) Commit(ctx context.Context, req workspace.CommitRequest) (wo
 		st    workspace.State
 		wrote knownState
 	)
-	err := c.s.writeSynced(ctx, func(tx *sql.Tx) error {
+	err := c.s.writeSynced(ctx, func(tx wtx) error {
 		var err error
 		a, st, wrote, err = c.s.commit(ctx, tx, c.last, c.id, max)
 		return err
@@ -130,7 +130,7 @@ type waiting struct {
 // commitTx is what one commit's transaction knows.
 type commitTx struct {
 	s        *Store
-	tx       *sql.Tx
+	tx       wtx
 	id       string
 	hasState bool
 	prev     string // the state row's document
@@ -145,7 +145,7 @@ type commitTx struct {
 // commit is one chunk's transaction, last what the committer wrote
 // before; it returns what it did, the task's state afterwards and, when
 // it wrote one, the state written.
-func (s *Store) commit(ctx context.Context, tx *sql.Tx, last knownState, taskID string, max int) (workspace.Applied, workspace.State, knownState, error) {
+func (s *Store) commit(ctx context.Context, tx wtx, last knownState, taskID string, max int) (workspace.Applied, workspace.State, knownState, error) {
 	c := &commitTx{s: s, tx: tx, id: taskID, last: last}
 	if err := c.read(ctx, max); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
@@ -367,7 +367,7 @@ func (c *commitTx) write(ctx context.Context, f folded, dups []int64) error {
 
 // catchUp folds the journal records after st's journal_seq into st (a
 // state restored from a backup) and returns it with the last seq taken.
-func (s *Store) catchUp(ctx context.Context, tx *sql.Tx, taskID string, st workspace.State) (workspace.State, int64, error) {
+func (s *Store) catchUp(ctx context.Context, tx wtx, taskID string, st workspace.State) (workspace.State, int64, error) {
 	after, err := strings1(tx.QueryContext(ctx, "SELECT record FROM journal WHERE task_id = $1 AND seq > $2 ORDER BY seq", taskID, st.JournalSeq))
 	if err != nil {
 		return st, 0, fmt.Errorf("read the journal of task %s: %w", taskID, err)
@@ -391,7 +391,7 @@ func (s *Store) catchUp(ctx context.Context, tx *sql.Tx, taskID string, st works
 // planLoader gives the state machine the plan the state tracks when no
 // record of the chunk carries it: plan.json or plans/plan_v<N>.json when
 // it is that plan, else the newest journal record that carried it.
-func (s *Store) planLoader(ctx context.Context, tx *sql.Tx, taskID string, st workspace.State) func(int) (*workspace.Plan, error) {
+func (s *Store) planLoader(ctx context.Context, tx wtx, taskID string, st workspace.State) func(int) (*workspace.Plan, error) {
 	return func(version int) (*workspace.Plan, error) {
 		for _, path := range []string{"plan.json", fmt.Sprintf("plans/plan_v%d.json", version)} {
 			b, ok, err := body(ctx, tx, taskID, path)

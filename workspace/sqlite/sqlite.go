@@ -99,9 +99,10 @@ func ParsePath(root string) (string, error) {
 
 // Store is a workspace in one SQLite database file.
 type Store struct {
-	db       *sql.DB // writes: one connection, BEGIN IMMEDIATE, the log synced after COMMIT
-	cdb      *sql.DB // the daemon's commits: one connection, synced before COMMIT returns
-	rdb      *sql.DB // reads: deferred transactions, several connections
+	db       *sql.DB    // writes: one connection, BEGIN IMMEDIATE, the log synced after COMMIT
+	cdb      *sql.DB    // the daemon's commits: one connection, synced before COMMIT returns
+	rdb      *sql.DB    // reads: deferred transactions, several connections
+	wc, cc   *stmtCache // db's and cdb's prepared statements
 	wq       *writeQueue
 	path     string
 	settings workspace.Settings
@@ -172,7 +173,8 @@ func connect(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	rdb.SetMaxOpenConns(8)
-	s := &Store{db: db, cdb: cdb, rdb: rdb, wq: newWriteQueue(path), path: path, settings: workspace.Settings{}.WithDefaults()}
+	s := &Store{db: db, cdb: cdb, rdb: rdb, wc: newStmtCache(db), cc: newStmtCache(cdb), wq: newWriteQueue(path),
+		path: path, settings: workspace.Settings{}.WithDefaults()}
 	if err := db.PingContext(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -182,6 +184,8 @@ func connect(ctx context.Context, path string) (*Store, error) {
 
 // Close closes the connections.
 func (s *Store) Close() error {
+	s.wc.close()
+	s.cc.close()
 	return errors.Join(s.rdb.Close(), s.cdb.Close(), s.db.Close(), s.wq.close())
 }
 
@@ -252,8 +256,8 @@ type querier interface {
 // (another process held the write lock past the busy timeout) is run
 // again, until ctx ends; fn may run more than once and must only write
 // through tx.
-func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	if err := s.retry(ctx, s.db, fn); err != nil {
+func (s *Store) write(ctx context.Context, fn func(tx wtx) error) error {
+	if err := s.retry(ctx, s.wc, fn); err != nil {
 		return err
 	}
 	return syncWAL(s.path)
@@ -262,14 +266,15 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 // writeSynced is write with the log synced before COMMIT returns and the
 // write lock is given up (synchronous=FULL): nothing reads the commit
 // before it is durable. The daemon commits so.
-func (s *Store) writeSynced(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return s.retry(ctx, s.cdb, fn)
+func (s *Store) writeSynced(ctx context.Context, fn func(tx wtx) error) error {
+	return s.retry(ctx, s.cc, fn)
 }
 
-func (s *Store) retry(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) error) error {
+func (s *Store) retry(ctx context.Context, c *stmtCache, fn func(tx wtx) error) error {
 	for {
-		err := s.tryWrite(ctx, db, fn)
+		err := s.tryWrite(ctx, c, fn)
 		if !isBusy(err) {
+			c.fill(ctx)
 			return err
 		}
 		select {
@@ -280,24 +285,24 @@ func (s *Store) retry(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) error
 	}
 }
 
-func (s *Store) tryWrite(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) error) error {
+func (s *Store) tryWrite(ctx context.Context, c *stmtCache, fn func(tx wtx) error) error {
 	if err := s.wq.lock(ctx); err != nil {
 		return err
 	}
 	defer s.wq.unlock()
-	tx, err := db.BeginTx(ctx, nil)
+	tx, err := c.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if err := fn(tx); err != nil {
+	if err := fn(wtx{tx, c}); err != nil {
 		return err
 	}
 	return tx.Commit()
 }
 
 // read runs fn in one deferred (read) transaction: one snapshot.
-func (s *Store) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *Store) read(ctx context.Context, fn func(tx wtx) error) error {
 	for {
 		err := s.tryRead(ctx, fn)
 		if !isBusy(err) {
@@ -311,19 +316,19 @@ func (s *Store) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	}
 }
 
-func (s *Store) tryRead(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *Store) tryRead(ctx context.Context, fn func(tx wtx) error) error {
 	tx, err := s.rdb.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	return fn(tx)
+	return fn(wtx{Tx: tx})
 }
 
 // exec runs one write statement on its own, retried while busy.
 func (s *Store) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
 	var res sql.Result
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx wtx) error {
 		var err error
 		res, err = tx.ExecContext(ctx, q, args...)
 		return err

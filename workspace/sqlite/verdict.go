@@ -31,7 +31,7 @@ func (s *Store) ReadVerdict(taskID, name string, after int64) (workspace.Verdict
 		where string
 		st    workspace.State
 	)
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx wtx) error {
 		where = workspace.MarkerMissing
 		var waiting bool
 		if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM markers WHERE task_id = $1 AND name = $2)", taskID, name).Scan(&waiting); err != nil {

@@ -14,20 +14,21 @@ import (
 // Wake-ups on SQLite: every commit of any process writes the database's
 // write-ahead log, <db>-wal (and a checkpoint the database file), so an
 // fsnotify watch of the database's directory, filtered on those two names,
-// hears every write on this machine. On the first write of a burst the
-// daemon looks at once for the tasks with markers waiting (or no state
-// yet) with one read, and again settle later; a poll every DefaultPoll
-// does the same, for an event the watch missed.
+// hears every write on this machine. At a write the daemon looks at once
+// for the tasks with markers waiting (or no state yet) with one read, and
+// again trail later; a poll every DefaultPoll does the same, for an event
+// the watch missed.
 
 // DefaultPoll is how often the markers are looked at without a write
 // heard.
 const DefaultPoll = time.Second
 
-// settle is how long after a write it heard, and looked at at once, a
-// watch looks again: for the rest of a burst, and for a commit whose log
-// write it heard before the commit was visible (a writer with
-// synchronous=FULL syncs the log between the two).
-const settle = 2 * time.Millisecond
+// trail is when, after a write it heard, a watch looks again: for the
+// rest of a burst, and for a commit whose log write it heard before the
+// commit was visible (a writer with synchronous=FULL, an agent in
+// another language, syncs the log between the two, in a millisecond or
+// in tens of them on a busy disk). Each write heard starts it over.
+var trail = []time.Duration{2 * time.Millisecond, 20 * time.Millisecond, 100 * time.Millisecond}
 
 // Wakeups starts the wake-up source (workspace.Served). opt.Interval is
 // the poll (zero: DefaultPoll).
@@ -94,18 +95,24 @@ func (s *Store) watchFiles() (*fsnotify.Watcher, error) {
 	return fw, nil
 }
 
-// loop calls look (with nil) once now, then at the first write to the
-// database heard on fw and again settle after it (the writes between
-// coalesced), and every poll, and with an
-// error when the watch reports one, until ctx ends. One goroutine owns it.
+// loop calls look (with nil) once now, then at every write to the
+// database heard on fw (at once, unless it looked less than trail[0]
+// ago: writes in a burst are coalesced) and again trail after it, and
+// every poll, and with an error when the watch reports one, until ctx
+// ends. One goroutine owns it.
 func (s *Store) loop(ctx context.Context, fw *fsnotify.Watcher, poll time.Duration, look func(error)) {
 	db, wal := filepath.Base(s.path), filepath.Base(s.path)+"-wal"
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
-	burst := time.NewTimer(time.Hour)
-	burst.Stop()
-	armed := false
-	look(nil)
+	again := time.NewTimer(time.Hour)
+	again.Stop()
+	step := 0
+	var last time.Time
+	lookNow := func() {
+		look(nil)
+		last = time.Now()
+	}
+	lookNow()
 	for {
 		select {
 		case <-ctx.Done():
@@ -114,22 +121,27 @@ func (s *Store) loop(ctx context.Context, fw *fsnotify.Watcher, poll time.Durati
 			if !ok {
 				return
 			}
-			if n := filepath.Base(ev.Name); (n == db || n == wal) && !armed {
-				armed = true
-				look(nil)
-				burst.Reset(settle)
+			if n := filepath.Base(ev.Name); n != db && n != wal {
+				continue
 			}
+			if time.Since(last) >= trail[0] {
+				lookNow()
+			}
+			step = 0
+			again.Reset(trail[0])
 		case err, ok := <-fw.Errors:
 			if !ok {
 				return
 			}
 			look(fmt.Errorf("watch %s: %w", s.path, err))
-			look(nil)
-		case <-burst.C:
-			armed = false
-			look(nil)
+			lookNow()
+		case <-again.C:
+			lookNow()
+			if step++; step < len(trail) {
+				again.Reset(trail[step] - trail[step-1])
+			}
 		case <-tick.C:
-			look(nil)
+			lookNow()
 		}
 	}
 }
