@@ -20,6 +20,7 @@ const benchUsage = `workspaced bench — measure the workload against the disk's
 Usage:
   workspaced bench [--quick] [--json] [--dir DIR] [--ext4] [--no-python]
   workspaced --root postgres://… bench [--quick] [--json] [--dir DIR] [--no-python]
+  workspaced --root sqlite:PATH bench [--quick] [--json] [--dir DIR] [--ext4] [--no-python]
   workspaced bench --vs-daemon PATH [--daemon PATH] [--row 32|1] [--pairs N] [--json] [--dir DIR] [--ext4]
   workspaced --root postgres://… bench --vs-daemon PATH [--daemon PATH] [--row 32|1] [--pairs N] [--json]
 
@@ -66,6 +67,18 @@ inserting its markers with the statement of docs/PROTOCOL.md. A row
 times those agents' inserts alone (the harness hears each commit on the
 markers' channel): the bound of the 32-agents row.
 
+On a sqlite: root the same workload runs twice and both are printed: on
+files, then on SQLite, in a temporary database file made in DIR (default:
+the directory holding the database, so its disk) and removed after,
+beside SQLite's own floor there: one INSERT … ON CONFLICT DO UPDATE of a
+1 KiB row in its own committed transaction, WAL with synchronous=FULL,
+in a database file of its own. The rows are PostgreSQL's; each agent
+inserts its markers through a store of its own (each insert durable
+when it returns), and the harness reads the states at every write to
+the database it hears (every millisecond for 200 ms after one). The
+row "32 agents inserting at once, no daemon" is the bound of the
+32-agents row here too. --vs-daemon does not run on a sqlite: root yet.
+
 --ext4 makes a 1 GiB sparse image in DIR, formats it with mkfs.ext4's
 defaults (journaled), loop-mounts it and measures there; the mount and the
 image are removed afterwards, also after an error or an interrupt. It
@@ -102,7 +115,8 @@ Examples:
   workspaced bench --quick
   workspaced --root /srv/agents bench --json > bench.json
   workspaced bench --dir /mnt/nvme
-workspaced --root 'postgres://bench@db/agents' bench --quick
+  workspaced --root 'postgres://bench@db/agents' bench --quick
+  workspaced --root sqlite:./agents.db bench --quick
   sudo workspaced bench --ext4
   sudo workspaced bench --ext4 --vs-daemon ./workspaced-main --pairs 40
   sudo workspaced bench --ext4 --daemon ./build-a --vs-daemon ./build-b --pairs 200

@@ -11,13 +11,17 @@
 // # Connections
 //
 // Every connection runs in WAL mode (readers never wait for the writer),
-// with synchronous=FULL (a commit is on disk when it returns), foreign
-// keys on and a busy timeout of DefaultBusyTimeout. Every write is one
-// BEGIN IMMEDIATE transaction: it takes SQLite's single write lock when
-// it begins, so two writers never deadlock upgrading a read, and a
-// read-modify-write in it is never interleaved with another writer. A
-// writer still refused after the busy timeout is retried until its
-// context ends: "database is locked" never reaches a caller.
+// with foreign keys on and a busy timeout of DefaultBusyTimeout. Every
+// write is one BEGIN IMMEDIATE transaction: it takes SQLite's single
+// write lock when it begins, so two writers never deadlock upgrading a
+// read, and a read-modify-write in it is never interleaved with another
+// writer. Writers on the machine queue for that lock by a flock
+// (queue.go). Every write is on disk when its call returns: a write
+// commits with synchronous=NORMAL and syncs the log once the lock is
+// given up (visible a moment before it is durable), the daemon's commits
+// with synchronous=FULL (never visible before). A writer still refused
+// after the busy timeout is retried until its context ends: "database is
+// locked" never reaches a caller.
 //
 // # The single writer
 //
