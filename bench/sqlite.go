@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,7 +56,7 @@ type sqliteFloorer struct {
 }
 
 func newSQLiteFloorer(path string) (*sqliteFloorer, error) {
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)")
+	db, err := sql.Open("sqlite", fileDSN(path, "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"))
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
@@ -70,6 +71,11 @@ func newSQLiteFloorer(path string) (*sqliteFloorer, error) {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	return &sqliteFloorer{db: db, stmt: stmt, v: strings.Repeat("x", 1024)}, nil
+}
+
+// fileDSN is the data source of the database file at path with query.
+func fileDSN(path, query string) string {
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + query
 }
 
 func (f *sqliteFloorer) sample(k int) ([]time.Duration, error) {
@@ -136,7 +142,7 @@ func RunSQLite(ctx context.Context, opt Options) (rep *SQLiteReport, err error) 
 	rep.Results = append(rep.Results, env...)
 
 	opt.say("sqlite daemon: markers from 1 and 32 Go agent processes")
-	rdb, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+	rdb, err := sql.Open("sqlite", fileDSN(path, "_pragma=busy_timeout(10000)"))
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}

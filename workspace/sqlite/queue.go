@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/gofrs/flock"
+	"golang.org/x/sys/unix"
 )
 
 // Writers on this machine queue for SQLite's one write lock in the
@@ -19,14 +19,16 @@ import (
 // writes safely: it meets SQLite's lock and its busy timeout as before.
 
 // writeQueue is one Store's place in the machine's queue of writers:
-// one writer of the process at a time (sem), then the flock.
+// one writer of the process at a time (sem), then the flock, on a file
+// opened at the first write and kept open.
 type writeQueue struct {
-	sem chan struct{}
-	f   *flock.Flock
+	sem  chan struct{}
+	path string
+	f    *os.File // guarded by sem
 }
 
 func newWriteQueue(path string) *writeQueue {
-	return &writeQueue{sem: make(chan struct{}, 1), f: flock.New(path + ".write")}
+	return &writeQueue{sem: make(chan struct{}, 1), path: path + ".write"}
 }
 
 // lock waits for this process's turn, then the machine's, until ctx ends.
@@ -36,20 +38,29 @@ func (q *writeQueue) lock(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	if q.f == nil {
+		f, err := os.OpenFile(q.path, os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			<-q.sem
+			return fmt.Errorf("open the write queue %s: %w", q.path, err)
+		}
+		q.f = f
+	}
+	fd := int(q.f.Fd())
 	got := make(chan error, 1)
-	go func() { got <- q.f.Lock() }()
+	go func() { got <- flock(fd, unix.LOCK_EX) }()
 	select {
 	case err := <-got:
 		if err != nil {
 			<-q.sem
-			return fmt.Errorf("queue for the write lock %s: %w", q.f.Path(), err)
+			return fmt.Errorf("queue for the write lock %s: %w", q.path, err)
 		}
 		return nil
 	case <-ctx.Done():
 		// The flock is given up as soon as it comes.
 		go func() {
 			if <-got == nil {
-				_ = q.f.Unlock()
+				_ = flock(fd, unix.LOCK_UN)
 			}
 			<-q.sem
 		}()
@@ -59,11 +70,32 @@ func (q *writeQueue) lock(ctx context.Context) error {
 
 // unlock hands the turn on.
 func (q *writeQueue) unlock() {
-	_ = q.f.Unlock()
+	_ = flock(int(q.f.Fd()), unix.LOCK_UN)
 	<-q.sem
 }
 
-func (q *writeQueue) close() error { return q.f.Close() }
+// close closes the file (which gives up its flock). A wait a context
+// ended may still hold the turn: it then ends with the file.
+func (q *writeQueue) close() error {
+	select {
+	case q.sem <- struct{}{}:
+		defer func() { <-q.sem }()
+	default:
+	}
+	if q.f == nil {
+		return nil
+	}
+	return q.f.Close()
+}
+
+func flock(fd, how int) error {
+	for {
+		err := unix.Flock(fd, how)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
 
 // syncWAL makes every commit written to the write-ahead log so far
 // durable: an fsync of <db>-wal, as synchronous=FULL does under the write
