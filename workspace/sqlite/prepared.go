@@ -7,16 +7,16 @@ import (
 )
 
 // Statements prepared once: parsing a statement costs about as much CPU
-// as running it, and a commit runs a dozen. A write pool learns its
+// as running it, and a commit runs a dozen. A pool learns its
 // statements: one a transaction ran twice unprepared is prepared on the
-// pool after that transaction (outside it: the pool has one
-// connection), and runs prepared from then on. A process that writes
-// once (a command) prepares nothing.
+// pool after that transaction (outside it: a write pool has one
+// connection), and runs prepared from then on. A process that runs a
+// statement once (a command) prepares nothing.
 
 // maxPrepared bounds the statements one pool keeps prepared.
 const maxPrepared = 64
 
-// stmtCache is one write pool's prepared statements.
+// stmtCache is one pool's prepared statements.
 type stmtCache struct {
 	db     *sql.DB
 	mu     sync.Mutex

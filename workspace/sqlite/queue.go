@@ -47,6 +47,9 @@ func (q *writeQueue) lock(ctx context.Context) error {
 		q.f = f
 	}
 	fd := int(q.f.Fd())
+	if flock(fd, unix.LOCK_EX|unix.LOCK_NB) == nil {
+		return nil // free: no wait to bound
+	}
 	got := make(chan error, 1)
 	go func() { got <- flock(fd, unix.LOCK_EX) }()
 	select {

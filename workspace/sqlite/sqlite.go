@@ -107,6 +107,7 @@ type Store struct {
 	cdb      *sql.DB    // the daemon's commits: one connection, synced before COMMIT returns
 	rdb      *sql.DB    // reads: deferred transactions, several connections
 	wc, cc   *stmtCache // db's and cdb's prepared statements
+	rc       *stmtCache // rdb's
 	wq       *writeQueue
 	path     string
 	settings workspace.Settings
@@ -177,7 +178,7 @@ func connect(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	rdb.SetMaxOpenConns(8)
-	s := &Store{db: db, cdb: cdb, rdb: rdb, wc: newStmtCache(db), cc: newStmtCache(cdb), wq: newWriteQueue(path),
+	s := &Store{db: db, cdb: cdb, rdb: rdb, wc: newStmtCache(db), cc: newStmtCache(cdb), rc: newStmtCache(rdb), wq: newWriteQueue(path),
 		path: path, settings: workspace.Settings{}.WithDefaults()}
 	if err := db.PingContext(ctx); err != nil {
 		s.Close()
@@ -190,6 +191,7 @@ func connect(ctx context.Context, path string) (*Store, error) {
 func (s *Store) Close() error {
 	s.wc.close()
 	s.cc.close()
+	s.rc.close()
 	return errors.Join(s.rdb.Close(), s.cdb.Close(), s.db.Close(), s.wq.close())
 }
 
@@ -310,6 +312,7 @@ func (s *Store) read(ctx context.Context, fn func(tx wtx) error) error {
 	for {
 		err := s.tryRead(ctx, fn)
 		if !isBusy(err) {
+			s.rc.fill(ctx)
 			return err
 		}
 		select {
@@ -326,7 +329,17 @@ func (s *Store) tryRead(ctx context.Context, fn func(tx wtx) error) error {
 		return err
 	}
 	defer tx.Rollback()
-	return fn(wtx{Tx: tx})
+	return fn(wtx{tx, s.rc})
+}
+
+// query runs one read on the read pool, prepared once learned (as the
+// statements of read).
+func (s *Store) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if st := s.rc.get(q); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	defer s.rc.fill(ctx)
+	return s.rdb.QueryContext(ctx, q, args...)
 }
 
 // exec runs one write statement on its own, retried while busy.
