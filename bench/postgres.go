@@ -595,7 +595,11 @@ func (r *rig) drain(ctx context.Context, kind agentKind, n, per int, srv *server
 			return Result{}, fmt.Errorf("bench: agent %s did not prepare (said %q)", a.name, line)
 		}
 	}
-	if err := srv.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	stop := func() error { return srv.cmd.Process.Signal(syscall.SIGSTOP) }
+	if r.sq != nil {
+		stop = func() error { return r.sq.stopIdle(srv) }
+	}
+	if err := stop(); err != nil {
 		return Result{}, err
 	}
 	resumed := false

@@ -10,9 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"golang.org/x/sys/unix"
 
 	"github.com/workspaced/workspaced/internal/fixture"
 	"github.com/workspaced/workspaced/workspace"
@@ -211,6 +213,34 @@ func (sr *sqRig) watch(ctx context.Context, cm *commits) error {
 		}
 	}()
 	return nil
+}
+
+// stopIdle stops the daemon (SIGSTOP) where it holds no write: stopped
+// holding the write queue (mid-commit), it would hold every agent's
+// insert with it, and the agents' reports the harness waits for before
+// it resumes the daemon. While the queue's flock is held after the stop,
+// the daemon is resumed for a moment and stopped again.
+func (sr *sqRig) stopIdle(srv *server) error {
+	f, err := os.OpenFile(strings.TrimPrefix(sr.root, sqlite.Prefix)+".write", os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for deadline := time.Now().Add(time.Minute); ; {
+		if err := srv.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			return err
+		}
+		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+			return unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		}
+		if err := srv.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("bench: the daemon held the write queue at every stop for a minute")
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // readStates reads every state whose journal_seq is not the one seqs
