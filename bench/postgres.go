@@ -597,7 +597,7 @@ func (r *rig) drain(ctx context.Context, kind agentKind, n, per int, srv *server
 	}
 	stop := func() error { return srv.cmd.Process.Signal(syscall.SIGSTOP) }
 	if r.sq != nil {
-		stop = func() error { return r.sq.stopIdle(srv) }
+		stop = func() error { return r.sq.stopIdle(ctx, srv) }
 	}
 	if err := stop(); err != nil {
 		return Result{}, err

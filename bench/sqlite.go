@@ -216,11 +216,13 @@ func (sr *sqRig) watch(ctx context.Context, cm *commits) error {
 }
 
 // stopIdle stops the daemon (SIGSTOP) where it holds no write: stopped
-// holding the write queue (mid-commit), it would hold every agent's
-// insert with it, and the agents' reports the harness waits for before
-// it resumes the daemon. While the queue's flock is held after the stop,
-// the daemon is resumed for a moment and stopped again.
-func (sr *sqRig) stopIdle(srv *server) error {
+// holding the write queue (mid-commit) or SQLite's write lock (which a
+// read takes for an instant when it meets a log header being written),
+// it would hold every agent's insert with it, and the agents' reports
+// the harness waits for before it resumes the daemon. While either is
+// held after the stop, the daemon is resumed for a moment and stopped
+// again.
+func (sr *sqRig) stopIdle(ctx context.Context, srv *server) error {
 	f, err := os.OpenFile(strings.TrimPrefix(sr.root, sqlite.Prefix)+".write", os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
@@ -231,7 +233,10 @@ func (sr *sqRig) stopIdle(srv *server) error {
 			return err
 		}
 		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
-			return unix.Flock(int(f.Fd()), unix.LOCK_UN)
+			free := sr.writable(ctx)
+			if err := unix.Flock(int(f.Fd()), unix.LOCK_UN); err != nil || free {
+				return err
+			}
 		}
 		if err := srv.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 			return err
@@ -241,6 +246,25 @@ func (sr *sqRig) stopIdle(srv *server) error {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// writable reports whether SQLite's write lock is free: a BEGIN
+// IMMEDIATE that does not wait, rolled back.
+func (sr *sqRig) writable(ctx context.Context) bool {
+	c, err := sr.rdb.Conn(ctx)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	if _, err := c.ExecContext(ctx, "PRAGMA busy_timeout = 0"); err != nil {
+		return false
+	}
+	defer c.ExecContext(ctx, "PRAGMA busy_timeout = 10000")
+	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return false
+	}
+	_, err = c.ExecContext(ctx, "ROLLBACK")
+	return err == nil
 }
 
 // readStates reads every state whose journal_seq is not the one seqs
