@@ -91,3 +91,16 @@ func TestBenchQuick(t *testing.T) {
 		t.Errorf("left in %s: %v", dir, left)
 	}
 }
+
+// TestBenchVsDaemonRefused: paired rounds do not run on a sqlite: root
+// yet; the refusal says so and names where they run.
+func TestBenchVsDaemonRefused(t *testing.T) {
+	dir := t.TempDir()
+	r, err := clitest.Exec(dir, clitest.CleanEnv(), "", "--root", "sqlite:"+dir+"/agents.db", "bench", "--vs-daemon", clitest.Bin())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Code != 1 || !strings.Contains(r.Stderr, "does not run on a sqlite: root yet") || !strings.Contains(r.Stderr, "postgres://") {
+		t.Fatalf("bench --vs-daemon on a sqlite: root: %v", r)
+	}
+}
