@@ -15,6 +15,7 @@ import (
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/postgres"
+	"github.com/workspaced/workspaced/workspace/sqlite"
 )
 
 // AgentMain is the Go agent process. On a directory it drops done
@@ -23,7 +24,8 @@ import (
 // directory, fsynced and closed, then renamed into place, and the
 // directory is fsynced. On a postgres:// root it inserts each marker row
 // with a connection of its own (a statement of docs/PROTOCOL.md, its own
-// committed transaction).
+// committed transaction); on a sqlite: root, through a store of its own
+// (DropNamedMarker: one transaction, durable when it returns).
 //
 // It prints "ready" once the workspace is open, then reads commands from
 // stdin, one a line: "now <subtask>" writes and drops that marker;
@@ -38,9 +40,12 @@ func AgentMain(root, task, name string, in io.Reader, out io.Writer) error {
 		d   dropper
 		err error
 	)
-	if postgres.IsURL(root) {
+	switch {
+	case postgres.IsURL(root):
 		d, err = newPGDropper(root, task, name)
-	} else {
+	case sqlite.IsURL(root):
+		d, err = newSQLiteDropper(root, task, name)
+	default:
 		d, err = newFileDropper(root, task, name)
 	}
 	if err != nil {

@@ -58,6 +58,9 @@ type Options struct {
 	// Postgres, when set, is a postgres:// root: the same workload runs
 	// on it too, in a temporary schema of its database (RunPostgres).
 	Postgres string
+	// SQLite, when set, runs the same workload on SQLite too, in a
+	// temporary database file in Dir (RunSQLite).
+	SQLite bool
 	// Progress, if set, receives a line per step.
 	Progress io.Writer
 }
@@ -100,6 +103,8 @@ type Report struct {
 	// Postgres is the same workload on PostgreSQL, when Options.Postgres
 	// named a database.
 	Postgres *PGReport `json:"postgres,omitempty"`
+	// SQLite is the same workload on SQLite, when Options.SQLite asked.
+	SQLite *SQLiteReport `json:"sqlite,omitempty"`
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -244,6 +249,11 @@ func Run(ctx context.Context, opt Options) (rep *Report, err error) {
 	}
 	if opt.Postgres != "" {
 		if rep.Postgres, err = RunPostgres(ctx, opt); err != nil {
+			return nil, err
+		}
+	}
+	if opt.SQLite {
+		if rep.SQLite, err = RunSQLite(ctx, opt); err != nil {
 			return nil, err
 		}
 	}

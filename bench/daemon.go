@@ -24,6 +24,7 @@ type rig struct {
 	sw  *stateWatcher
 	srv *server
 	pg  *pgRig // set when the workspace is in PostgreSQL (postgres.go)
+	sq  *sqRig // set when it is in SQLite (sqlite.go)
 }
 
 // newRig makes a workspace in dir and starts serveCmd on it.
@@ -63,6 +64,9 @@ func (r *rig) close() {
 func (r *rig) prepare(ctx context.Context, task string, n int) error {
 	if r.pg != nil {
 		return r.pg.prepare(ctx, r.cm, task, n)
+	}
+	if r.sq != nil {
+		return r.sq.prepare(ctx, r.cm, task, n)
 	}
 	if err := fixture.PrepareTask(ctx, r.ws, task, n); err != nil {
 		return err

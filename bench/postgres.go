@@ -132,7 +132,10 @@ func RunPostgres(ctx context.Context, opt Options) (rep *PGReport, err error) {
 	rep.Floor.VsFloor = 1
 
 	opt.say("postgres env store/get/update/list")
-	env, err := pgEnv(ctx, pr.s, fl, n)
+	if err := pr.s.PutTask(ctx, workspace.Task{ID: "bench", Description: "env benchmark"}); err != nil {
+		return nil, err
+	}
+	env, err := dbEnv(ctx, pr.s, fl, n)
 	if err != nil {
 		return nil, err
 	}
@@ -170,13 +173,19 @@ func incompressible(size int) json.RawMessage {
 	return append(buf, '"')
 }
 
-// pgEnv times the env operations, each preceded by one floor upsert, so
-// that both meet the same load of the machine: each row is judged
-// against the floor sampled with it.
-func pgEnv(ctx context.Context, s *postgres.Store, fl *pgFloorer, n int) ([]Result, error) {
-	if err := s.PutTask(ctx, workspace.Task{ID: "bench", Description: "env benchmark"}); err != nil {
-		return nil, err
-	}
+// entryStore is a database store's entries.
+type entryStore interface {
+	StoreEntry(ctx context.Context, sc workspace.Scope, req workspace.StoreRequest) (workspace.Result, error)
+	GetEntry(ctx context.Context, sc workspace.Scope, key string) (workspace.Entry, error)
+	UpdateEntry(ctx context.Context, sc workspace.Scope, req workspace.UpdateRequest) (workspace.Result, error)
+	ListEntries(ctx context.Context, sc workspace.Scope) ([]workspace.ManifestItem, error)
+}
+
+// dbEnv times the env operations on a database store whose task "bench"
+// exists, each preceded by one floor write, so that both meet the same
+// load of the machine: each row is judged against the floor sampled
+// with it.
+func dbEnv(ctx context.Context, s entryStore, fl sampler, n int) ([]Result, error) {
 	scope := workspace.Scope{Kind: workspace.ScopeThread, TaskID: "bench"}
 	var out []Result
 	time1 := func(name, target string, n int, f func(i int) error) error {
@@ -586,7 +595,11 @@ func (r *rig) drain(ctx context.Context, kind agentKind, n, per int, srv *server
 			return Result{}, fmt.Errorf("bench: agent %s did not prepare (said %q)", a.name, line)
 		}
 	}
-	if err := srv.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	stop := func() error { return srv.cmd.Process.Signal(syscall.SIGSTOP) }
+	if r.sq != nil {
+		stop = func() error { return r.sq.stopIdle(ctx, srv) }
+	}
+	if err := stop(); err != nil {
 		return Result{}, err
 	}
 	resumed := false

@@ -100,7 +100,7 @@ func (s *Store) RestoreBackup(ctx context.Context, taskID, name string, valid fu
 	if err := requireTask(ctx, s.rdb, taskID); err != nil {
 		return "", err
 	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx wtx) error {
 		if err := requireTask(ctx, tx, taskID); err != nil {
 			return err
 		}
@@ -155,7 +155,7 @@ func (s *Store) RestoreBackup(ctx context.Context, taskID, name string, valid fu
 
 // keepBackup keeps a state document as the task's newest backup and
 // drops the oldest beyond keep.
-func keepBackup(ctx context.Context, tx *sql.Tx, taskID string, seq int64, doc string, keep int) error {
+func keepBackup(ctx context.Context, tx wtx, taskID string, seq int64, doc string, keep int) error {
 	if _, err := tx.ExecContext(ctx, "INSERT INTO backups (task_id, journal_seq, doc, saved_at) VALUES ($1, $2, $3, $4)",
 		taskID, seq, doc, ts(now())); err != nil {
 		return fmt.Errorf("keep a backup of task %s: %w", taskID, err)

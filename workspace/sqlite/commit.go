@@ -30,17 +30,24 @@ import (
 // the daemon asks for no limit.
 const DefaultChunk = 128
 
-// committer is the daemon's handle on one task (workspace.Committer). It
-// remembers the state document its last commit wrote: a commit that reads
-// the same bytes back from the states row checks the state it writes
-// against the schema only where it differs (statecheck.Next), since that
-// document was checked before it was written. Anything else in the row (a
-// backup restored, a state brought up to the journal) has the next state
-// checked whole.
+// committer is the daemon's handle on one task (workspace.Committer): it
+// remembers the state its last commit wrote, so that a commit that reads
+// the same document back skips decoding it and checks the state it
+// writes against the schema only where it differs (statecheck.Next), as
+// on PostgreSQL: that document was checked before it was written.
+// Anything else in the row (a backup restored, an import) is decoded and
+// the next state checked whole.
 type committer struct {
 	s    *Store
 	id   string
-	last string // the state document the last commit wrote
+	last knownState
+	plan *workspace.Plan // the plan progress read last
+}
+
+// knownState is a state document the daemon wrote, and its decoding.
+type knownState struct {
+	doc string
+	st  workspace.State
 }
 
 // Committer is the daemon's handle on task id (workspace.Served).
@@ -56,24 +63,24 @@ func (c *committer) Commit(ctx context.Context, req workspace.CommitRequest) (wo
 		max = DefaultChunk
 	}
 	var (
-		a  workspace.Applied
-		st workspace.State
+		a     workspace.Applied
+		st    workspace.State
+		wrote knownState
 	)
-	var wrote string
-	err := c.s.write(ctx, func(tx *sql.Tx) error {
+	err := c.s.writeSynced(ctx, func(tx wtx) error {
 		var err error
-		a, st, wrote, err = c.s.commit(ctx, tx, c.id, max, c.last)
+		a, st, wrote, err = c.s.commit(ctx, tx, c.last, c.id, max)
 		return err
 	})
 	if err != nil {
-		c.last = ""
+		c.last = knownState{}
 		return workspace.Applied{}, fault(err)
-	}
-	if wrote != "" {
-		c.last = wrote
 	}
 	if a.Gone {
 		return a, nil
+	}
+	if wrote.doc != "" {
+		c.last = wrote
 	}
 	a.Finished = vocab.Finished(st.Status)
 	a.Progress = c.progress(ctx, st)
@@ -92,7 +99,12 @@ func (c *committer) progress(ctx context.Context, st workspace.State) []friction
 			continue
 		}
 		if plan == nil {
-			plan, _ = c.s.ReadPlan(ctx, c.id, st.PlanVersion) // none: no complexity known
+			if p := c.plan; p != nil && p.ID == st.PlanID && p.Version == st.PlanVersion {
+				plan = p // a plan version's document does not change
+			} else {
+				plan, _ = c.s.ReadPlan(ctx, c.id, st.PlanVersion) // none: no complexity known
+				c.plan = plan
+			}
 		}
 		it := friction.InProgress{TaskID: c.id, SubtaskID: sid, StartedAt: *sub.StartedAt}
 		if p := plan; p != nil && p.ID == st.PlanID && p.Version == st.PlanVersion {
@@ -119,42 +131,42 @@ type waiting struct {
 // commitTx is what one commit's transaction knows.
 type commitTx struct {
 	s        *Store
-	tx       *sql.Tx
+	tx       wtx
 	id       string
 	hasState bool
 	prev     string // the state row's document
 	prevSeq  int64
-	known    string          // the state document this committer last wrote
-	wrote    string          // the state document this commit writes
 	st       workspace.State // the state, brought up to the journal
 	base     int64           // the last seq st reflects
 	ms       []waiting
+	last     knownState       // what the committer wrote last
+	valid    *workspace.State // st, when known valid
 }
 
-// commit is one chunk's transaction; known is the state document this
-// task's committer last wrote. It returns what it did, the task's state
-// afterwards and the state document it wrote ("" for none).
-func (s *Store) commit(ctx context.Context, tx *sql.Tx, taskID string, max int, known string) (workspace.Applied, workspace.State, string, error) {
-	c := &commitTx{s: s, tx: tx, id: taskID, known: known}
+// commit is one chunk's transaction, last what the committer wrote
+// before; it returns what it did, the task's state afterwards and, when
+// it wrote one, the state written.
+func (s *Store) commit(ctx context.Context, tx wtx, last knownState, taskID string, max int) (workspace.Applied, workspace.State, knownState, error) {
+	c := &commitTx{s: s, tx: tx, id: taskID, last: last}
 	if err := c.read(ctx, max); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
-			return workspace.Applied{Gone: true}, workspace.State{}, "", nil // removed meanwhile
+			return workspace.Applied{Gone: true}, workspace.State{}, knownState{}, nil // removed meanwhile
 		}
-		return workspace.Applied{}, workspace.State{}, "", fmt.Errorf("read task %s to commit: %w", taskID, err)
+		return workspace.Applied{}, workspace.State{}, knownState{}, fmt.Errorf("read task %s to commit: %w", taskID, err)
 	}
 	full := len(c.ms) == max // more may be waiting
 	ms, dups := passOver(c.ms)
 	if len(ms) == 0 {
-		a, err := c.nothing(ctx, dups)
+		a, wrote, err := c.nothing(ctx, dups)
 		a.More = full && err == nil
-		return a, c.st, c.wrote, err
+		return a, c.st, wrote, err
 	}
 	f, err := c.fold(ctx, ms)
 	if err != nil {
-		return workspace.Applied{}, workspace.State{}, "", err
+		return workspace.Applied{}, workspace.State{}, knownState{}, err
 	}
 	if err := c.write(ctx, f, dups); err != nil {
-		return workspace.Applied{}, workspace.State{}, "", err
+		return workspace.Applied{}, workspace.State{}, knownState{}, err
 	}
 	a := workspace.Applied{Taken: len(f.recs), Seq: f.next.JournalSeq, Events: f.evs, More: full && f.stopped == nil,
 		// When the machine stopped (a plan it cannot load), the markers
@@ -166,7 +178,7 @@ func (s *Store) commit(ctx context.Context, tx *sql.Tx, taskID string, max int, 
 			a.Rejected++
 		}
 	}
-	return a, f.next, string(f.data), nil
+	return a, f.next, knownState{doc: string(f.data), st: f.next}, nil
 }
 
 // read reads the task (sql.ErrNoRows when gone), its state brought up to
@@ -181,7 +193,10 @@ func (c *commitTx) read(ctx context.Context, max int) error {
 	switch {
 	case err == nil:
 		c.hasState = true
-		if err := json.Unmarshal([]byte(c.prev), &c.st); err != nil {
+		if c.prev == c.last.doc {
+			c.st = c.last.st
+			c.valid = &c.st
+		} else if err := json.Unmarshal([]byte(c.prev), &c.st); err != nil {
 			return fmt.Errorf("state of task %s does not parse: %w", c.id, err)
 		}
 	case errors.Is(err, sql.ErrNoRows):
@@ -197,6 +212,11 @@ func (c *commitTx) read(ctx context.Context, max int) error {
 	// after it are folded again first, as the file store's recovery does.
 	if c.st, c.base, err = c.s.catchUp(ctx, c.tx, c.id, c.st); err != nil {
 		return err
+	}
+	if c.base != c.prevSeq {
+		c.valid = nil // folded further: checked whole
+	} else if c.valid != nil {
+		c.valid = &c.st
 	}
 	rows, err := c.tx.QueryContext(ctx, `SELECT id, kind, name, body,
 		EXISTS (SELECT 1 FROM journal j WHERE j.task_id = m.task_id AND j.name = m.name)
@@ -225,27 +245,26 @@ func passOver(ms []waiting) ([]waiting, []int64) {
 
 // nothing ends a commit that took no marker: it writes a new task's
 // first state, and deletes the markers passed over.
-func (c *commitTx) nothing(ctx context.Context, dups []int64) (workspace.Applied, error) {
+func (c *commitTx) nothing(ctx context.Context, dups []int64) (workspace.Applied, knownState, error) {
 	if err := c.deleteMarkers(ctx, dups); err != nil {
-		return workspace.Applied{}, err
+		return workspace.Applied{}, knownState{}, err
 	}
 	a := workspace.Applied{Seq: c.st.JournalSeq}
 	if c.hasState {
-		return a, nil
+		return a, knownState{}, nil
 	}
 	data, err := atomicfile.Marshal(c.st)
 	if err == nil {
 		err = statecheck.Next(nil, c.st, data)
 	}
 	if err != nil {
-		return workspace.Applied{}, fmt.Errorf("encode state of task %s: %w", c.id, err)
+		return workspace.Applied{}, knownState{}, fmt.Errorf("encode state of task %s: %w", c.id, err)
 	}
 	if _, err := c.tx.ExecContext(ctx, "INSERT INTO states (task_id, journal_seq, doc, epoch, updated_at) VALUES ($1, $2, $3, 0, $4)",
 		c.id, c.st.JournalSeq, string(data), ts(now())); err != nil {
-		return workspace.Applied{}, fmt.Errorf("write the first state of task %s: %w", c.id, err)
+		return workspace.Applied{}, knownState{}, fmt.Errorf("write the first state of task %s: %w", c.id, err)
 	}
-	c.wrote = string(data)
-	return a, nil
+	return a, knownState{doc: string(data), st: c.st}, nil
 }
 
 func (c *commitTx) deleteMarkers(ctx context.Context, ids []int64) error {
@@ -290,13 +309,7 @@ func (c *commitTx) fold(ctx context.Context, ms []waiting) (folded, error) {
 	if f.data, err = atomicfile.Marshal(f.next); err != nil {
 		return folded{}, fmt.Errorf("encode state of task %s: %w", c.id, err)
 	}
-	// The state folded from is known valid when it is the document this
-	// committer wrote, not brought forward by the journal since.
-	var valid *workspace.State
-	if c.hasState && c.known != "" && c.prev == c.known && c.base == c.prevSeq {
-		valid = &c.st
-	}
-	if err := statecheck.Next(valid, f.next, f.data); err != nil {
+	if err := statecheck.Next(c.valid, f.next, f.data); err != nil {
 		return folded{}, fmt.Errorf("state of task %s would not validate, not written: %w", c.id, err)
 	}
 	return f, nil
@@ -355,7 +368,7 @@ func (c *commitTx) write(ctx context.Context, f folded, dups []int64) error {
 
 // catchUp folds the journal records after st's journal_seq into st (a
 // state restored from a backup) and returns it with the last seq taken.
-func (s *Store) catchUp(ctx context.Context, tx *sql.Tx, taskID string, st workspace.State) (workspace.State, int64, error) {
+func (s *Store) catchUp(ctx context.Context, tx wtx, taskID string, st workspace.State) (workspace.State, int64, error) {
 	after, err := strings1(tx.QueryContext(ctx, "SELECT record FROM journal WHERE task_id = $1 AND seq > $2 ORDER BY seq", taskID, st.JournalSeq))
 	if err != nil {
 		return st, 0, fmt.Errorf("read the journal of task %s: %w", taskID, err)
@@ -379,7 +392,7 @@ func (s *Store) catchUp(ctx context.Context, tx *sql.Tx, taskID string, st works
 // planLoader gives the state machine the plan the state tracks when no
 // record of the chunk carries it: plan.json or plans/plan_v<N>.json when
 // it is that plan, else the newest journal record that carried it.
-func (s *Store) planLoader(ctx context.Context, tx *sql.Tx, taskID string, st workspace.State) func(int) (*workspace.Plan, error) {
+func (s *Store) planLoader(ctx context.Context, tx wtx, taskID string, st workspace.State) func(int) (*workspace.Plan, error) {
 	return func(version int) (*workspace.Plan, error) {
 		for _, path := range []string{"plan.json", fmt.Sprintf("plans/plan_v%d.json", version)} {
 			b, ok, err := body(ctx, tx, taskID, path)

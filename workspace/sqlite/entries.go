@@ -66,7 +66,7 @@ func (s *Store) checkValue(v json.RawMessage) ([]string, error) {
 }
 
 // requireOwner fails with ErrNotFound when task (not "") does not exist.
-func requireOwner(ctx context.Context, tx *sql.Tx, task string) error {
+func requireOwner(ctx context.Context, tx wtx, task string) error {
 	if task == "" {
 		return nil
 	}
@@ -95,7 +95,7 @@ func (s *Store) StoreEntry(ctx context.Context, sc workspace.Scope, req workspac
 	}
 	t := now()
 	e := workspace.Entry{Key: req.Key, ShortDescription: req.Description, StoredBy: req.Agent, UpdatedAt: t, Value: req.Value}
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx wtx) error {
 		if err := requireOwner(ctx, tx, task); err != nil {
 			return err
 		}
@@ -121,7 +121,7 @@ func (s *Store) StoreEntry(ctx context.Context, sc workspace.Scope, req workspac
 
 // entryEvent appends env_<verb> (thread scope) or memory_<verb> (session
 // scope) to the task's events, in the write's transaction.
-func (s *Store) entryEvent(ctx context.Context, tx *sql.Tx, sc workspace.Scope, verb, key, agent string, version int, t time.Time) error {
+func (s *Store) entryEvent(ctx context.Context, tx wtx, sc workspace.Scope, verb, key, agent string, version int, t time.Time) error {
 	if sc.Kind != workspace.ScopeThread && sc.Kind != workspace.ScopeSession {
 		return nil
 	}
@@ -230,7 +230,7 @@ func (s *Store) UpdateEntry(ctx context.Context, sc workspace.Scope, req workspa
 	op := fmt.Sprintf("update %s %q", label(sc), req.Key)
 	t := now()
 	var e workspace.Entry
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx wtx) error {
 		if err := requireOwner(ctx, tx, task); err != nil {
 			return err
 		}
@@ -282,7 +282,7 @@ func (s *Store) DeleteEntry(ctx context.Context, sc workspace.Scope, key, agent 
 	if err := workspace.ValidateID("agent", agent); err != nil {
 		return err
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx wtx) error {
 		if err := requireOwner(ctx, tx, task); err != nil {
 			return err
 		}

@@ -39,7 +39,7 @@ func (s *Store) AppendEvents(ctx context.Context, taskID string, evs []workspace
 	}
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx wtx) error {
 		if err := requireTask(ctx, tx, taskID); err != nil {
 			return err
 		}
@@ -59,7 +59,7 @@ func (s *Store) ReadEvents(ctx context.Context, taskID string) (evs []workspace.
 	}
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
-	err = s.read(ctx, func(tx *sql.Tx) error {
+	err = s.read(ctx, func(tx wtx) error {
 		evs, bad = nil, nil
 		if err := requireTask(ctx, tx, taskID); err != nil {
 			return err
@@ -90,7 +90,7 @@ func (s *Store) ReadEvents(ctx context.Context, taskID string) (evs []workspace.
 func (s *Store) MergeEvents(ctx context.Context, taskIDs []string, each func(workspace.Event) error) ([]workspace.BadLines, error) {
 	var bad []workspace.BadLines
 	badOf := map[string]int{}
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx wtx) error {
 		ids := taskIDs
 		if ids == nil {
 			var err error
@@ -217,7 +217,7 @@ func (s *Store) ReadEventsFrom(ctx context.Context, taskID string, pos int64, ea
 	defer cancel()
 	var out []workspace.PositionedEvent
 	next := pos
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx wtx) error {
 		out, next = nil, pos
 		if err := requireTask(ctx, tx, taskID); err != nil {
 			return err

@@ -10,7 +10,7 @@ import (
 )
 
 // TestFaultFull: a commit SQLite refuses because the database is full
-// (SQLITE_FULL, here by max_page_count on the writer's connection) is a
+// (SQLITE_FULL, here by max_page_count on the daemon's commit connection) is a
 // disk_full fault with its hint, as ENOSPC is on the file tree, and
 // commits nothing; once there is room the same markers commit.
 func TestFaultFull(t *testing.T) {
@@ -28,7 +28,7 @@ func TestFaultFull(t *testing.T) {
 	if err := s.DB().QueryRow("PRAGMA page_count").Scan(&pages); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.DB().Exec(fmt.Sprintf("PRAGMA max_page_count = %d", pages)); err != nil {
+	if _, err := s.cdb.Exec(fmt.Sprintf("PRAGMA max_page_count = %d", pages)); err != nil {
 		t.Fatal(err)
 	}
 	_, err := s.Committer("t1").Commit(ctx, workspace.CommitRequest{Max: 200})
@@ -44,7 +44,7 @@ func TestFaultFull(t *testing.T) {
 	if recs, err := s.ReadJournal(ctx, "t1"); err != nil || len(recs) != 0 {
 		t.Errorf("journal after a refused commit: %d records, %v", len(recs), err)
 	}
-	if _, err := s.DB().Exec("PRAGMA max_page_count = 1073741823"); err != nil {
+	if _, err := s.cdb.Exec("PRAGMA max_page_count = 1073741823"); err != nil {
 		t.Fatal(err)
 	}
 	a, err := s.Committer("t1").Commit(ctx, workspace.CommitRequest{Max: 200})

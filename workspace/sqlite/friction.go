@@ -71,7 +71,7 @@ func (r frictionRow) Read(ctx context.Context) ([]byte, error) {
 func (r frictionRow) Update(ctx context.Context, agent string, timeout time.Duration, change func(old []byte) ([]byte, error)) error {
 	wctx, cancel := context.WithTimeout(ctx, max(timeout, time.Millisecond))
 	defer cancel()
-	err := r.s.write(wctx, func(tx *sql.Tx) error {
+	err := r.s.write(wctx, func(tx wtx) error {
 		var doc string
 		err := tx.QueryRowContext(ctx, "SELECT body FROM files WHERE path = $1", frictionPath).Scan(&doc)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {

@@ -41,7 +41,7 @@ func guarded(t testing.TB) (*Store, *sql.DB) {
 			t.Fatalf("the store's own connection: %s: %v", q, err)
 		}
 	}
-	agent := sql.OpenDB(agentConnector{dsn(s.Path(), "immediate")})
+	agent := sql.OpenDB(agentConnector{dsn(s.Path(), "immediate", "FULL")})
 	t.Cleanup(func() { agent.Close() })
 	return s, agent
 }
@@ -126,7 +126,7 @@ func BenchmarkGuard(b *testing.B) {
 			ctx := context.Background()
 			b.ResetTimer()
 			for range b.N {
-				err := s.write(ctx, func(tx *sql.Tx) error {
+				err := s.write(ctx, func(tx wtx) error {
 					if _, err := tx.Exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $1)
 						INSERT INTO events (task_id, time, line) SELECT 't1', 'x', '{}' FROM n`, rows); err != nil {
 						return err
@@ -153,7 +153,7 @@ func TestGuardMigratesOlderDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "ws.db")
-	agent := sql.OpenDB(agentConnector{dsn(path, "immediate")})
+	agent := sql.OpenDB(agentConnector{dsn(path, "immediate", "FULL")})
 	defer agent.Close()
 	for _, q := range []string{ms[0].sql,
 		`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"embed"
 	"fmt"
 	"io/fs"
@@ -139,7 +138,7 @@ func (s *Store) migrate(ctx context.Context) (int, error) {
 	applied := 0
 	for {
 		done := false
-		err := s.write(ctx, func(tx *sql.Tx) error {
+		err := s.write(ctx, func(tx wtx) error {
 			if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 				version INTEGER PRIMARY KEY, name TEXT NOT NULL,
 				applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))`); err != nil {

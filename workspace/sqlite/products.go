@@ -30,7 +30,7 @@ func body(ctx context.Context, q querier, taskID, rel string) (string, bool, err
 	return b, err == nil, err
 }
 
-func putBody(ctx context.Context, tx *sql.Tx, taskID, rel string, data []byte) error {
+func putBody(ctx context.Context, tx wtx, taskID, rel string, data []byte) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO products (task_id, path, body, updated_at) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (task_id, path) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at`, taskID, rel, string(data), ts(now()))
 	return err
@@ -50,7 +50,7 @@ func (s *Store) WritePlan(ctx context.Context, taskID, agent string, data []byte
 		return workspace.Plan{}, err
 	}
 	var p workspace.Plan
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx wtx) error {
 		if err := requireTask(ctx, tx, taskID); err != nil {
 			return err
 		}
@@ -278,7 +278,7 @@ func (s *Store) ReadTaskFile(ctx context.Context, taskID, name string, max int64
 }
 
 // waitingDone reads the done markers of a task waiting for the daemon.
-func waitingDone(ctx context.Context, tx *sql.Tx, taskID string) ([]workspace.WaitingDone, error) {
+func waitingDone(ctx context.Context, tx wtx, taskID string) ([]workspace.WaitingDone, error) {
 	rows, err := tx.QueryContext(ctx, "SELECT name, body FROM markers WHERE task_id = $1 AND kind = 'done' ORDER BY id", taskID)
 	var out []workspace.WaitingDone
 	_, err = collect(rows, err, func(r *sql.Rows) (struct{}, error) {
@@ -296,7 +296,7 @@ func waitingDone(ctx context.Context, tx *sql.Tx, taskID string) ([]workspace.Wa
 }
 
 // replace writes data as the product dir/id.json of a task in tx, keeping what it replaces as the next version of the history.
-func replace(ctx context.Context, tx *sql.Tx, taskID, dir, id string, data []byte) error {
+func replace(ctx context.Context, tx wtx, taskID, dir, id string, data []byte) error {
 	rel := path.Join(dir, id+".json")
 	prev, had, err := body(ctx, tx, taskID, rel)
 	if err != nil {
@@ -339,7 +339,8 @@ func pathBodies(rows *sql.Rows, err error) ([]pathBody, error) {
 func (s *Store) WriteOutput(ctx context.Context, taskID, subtaskID, agent string, data []byte) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
-	if err := requireTask(ctx, s.rdb, taskID); err != nil {
+	// A missing task is found by the insert (its foreign key).
+	if err := workspace.ValidateID("task id", taskID); err != nil {
 		return "", err
 	}
 	if err := workspace.ValidateID("subtask id", subtaskID); err != nil {
@@ -356,7 +357,7 @@ func (s *Store) WriteOutput(ctx context.Context, taskID, subtaskID, agent string
 	if err != nil {
 		return "", err
 	}
-	err = s.writeUnlessFinal(ctx, taskID, "outputs", subtaskID, out, func(tx *sql.Tx, waiting []workspace.WaitingDone) error {
+	err = s.writeUnlessFinal(ctx, taskID, "outputs", subtaskID, out, func(tx wtx, waiting []workspace.WaitingDone) error {
 		var state *workspace.State
 		var doc string
 		err := tx.QueryRowContext(ctx, "SELECT doc FROM states WHERE task_id = $1", taskID).Scan(&doc)
@@ -383,8 +384,8 @@ func (s *Store) WriteOutput(ctx context.Context, taskID, subtaskID, agent string
 // final, given the done markers waiting, says the product may no longer
 // change.
 func (s *Store) writeUnlessFinal(ctx context.Context, taskID, dir, id string, data []byte,
-	final func(tx *sql.Tx, waiting []workspace.WaitingDone) error) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	final func(tx wtx, waiting []workspace.WaitingDone) error) error {
+	return s.write(ctx, func(tx wtx) error {
 		if err := requireTask(ctx, tx, taskID); err != nil {
 			return err
 		}
@@ -419,7 +420,7 @@ func (s *Store) WriteReview(ctx context.Context, taskID, reviewID, agent string,
 	if err != nil {
 		return "", err
 	}
-	err = s.writeUnlessFinal(ctx, taskID, "reviews", reviewID, out, func(tx *sql.Tx, waiting []workspace.WaitingDone) error {
+	err = s.writeUnlessFinal(ctx, taskID, "reviews", reviewID, out, func(tx wtx, waiting []workspace.WaitingDone) error {
 		var seq int64
 		err := tx.QueryRowContext(ctx, `SELECT seq FROM journal WHERE task_id = $1 AND json_extract(record, '$.kind') = 'done'
 			AND coalesce(json_extract(record, '$.rejected'), '') = '' AND json_extract(record, '$.marker.output_file') = $2
@@ -439,7 +440,8 @@ func (s *Store) WriteReview(ctx context.Context, taskID, reviewID, agent string,
 func (s *Store) WriteClaim(ctx context.Context, taskID, agent, subtaskID string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
-	if err := requireTask(ctx, s.rdb, taskID); err != nil {
+	// A missing task is found by the insert (its foreign key).
+	if err := workspace.ValidateID("task id", taskID); err != nil {
 		return "", err
 	}
 	if err := workspace.ValidateID("subtask id", subtaskID); err != nil {
@@ -454,7 +456,9 @@ func (s *Store) WriteClaim(ctx context.Context, taskID, agent, subtaskID string)
 func (s *Store) WriteDone(ctx context.Context, req workspace.DoneRequest) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
-	if err := requireTask(ctx, s.rdb, req.TaskID); err != nil {
+	// A missing task is found by readDoc, or by the insert (its foreign
+	// key).
+	if err := workspace.ValidateID("task id", req.TaskID); err != nil {
 		return "", err
 	}
 	m, kind, err := workspace.DoneMarker(req, s.Now())

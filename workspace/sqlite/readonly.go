@@ -64,13 +64,15 @@ func openImmutable(ctx context.Context, path string, cause error, writable func(
 	}
 	drv := registered()
 	conn := func(txlock string) *sql.DB {
-		db := sql.OpenDB(&readOnlyConnector{drv: drv, path: path, ordinary: dsn(path, txlock), writable: writable})
+		db := sql.OpenDB(&readOnlyConnector{drv: drv, path: path, ordinary: dsn(path, txlock, "FULL"), writable: writable})
 		db.SetMaxIdleConns(0) // a connection per transaction, chosen for it
 		return db
 	}
-	s := &Store{db: conn("immediate"), rdb: conn("deferred"), path: path, settings: workspace.Settings{}.WithDefaults(),
-		ro: &readOnlyOpen{cause: cause, writable: writable}}
+	s := &Store{db: conn("immediate"), cdb: conn("immediate"), rdb: conn("deferred"), wq: newWriteQueue(path),
+		path: path, settings: workspace.Settings{}.WithDefaults(), ro: &readOnlyOpen{cause: cause, writable: writable}}
+	s.wc, s.cc, s.rc = newStmtCache(s.db), newStmtCache(s.cdb), newStmtCache(s.rdb)
 	s.db.SetMaxOpenConns(1)
+	s.cdb.SetMaxOpenConns(1)
 	s.rdb.SetMaxOpenConns(8)
 	if err := s.rdb.PingContext(ctx); err != nil {
 		s.Close()

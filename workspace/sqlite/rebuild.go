@@ -20,7 +20,7 @@ func (s *Store) Rebuild(taskID string) (workspace.State, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	defer cancel()
 	var st workspace.State
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx wtx) error {
 		var doc string
 		err := tx.QueryRowContext(ctx, "SELECT doc FROM tasks WHERE id = $1", taskID).Scan(&doc)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -50,7 +50,7 @@ func (s *Store) Rebuild(taskID string) (workspace.State, error) {
 
 // readJournal reads a task's journal records in sequence order; a record
 // that does not parse is an error naming its seq.
-func readJournal(ctx context.Context, tx *sql.Tx, taskID string) ([]workspace.JournalRecord, error) {
+func readJournal(ctx context.Context, tx querier, taskID string) ([]workspace.JournalRecord, error) {
 	rows, err := tx.QueryContext(ctx, "SELECT seq, record FROM journal WHERE task_id = $1 ORDER BY seq", taskID)
 	recs, err := collect(rows, err, func(r *sql.Rows) (workspace.JournalRecord, error) {
 		var (

@@ -156,7 +156,7 @@ func (p *pruneRun) task(ctx context.Context, info retention.TaskInfo) {
 	// task may have changed before the lock, and its state row stays
 	// locked until the change commits (the daemon's commit waits).
 	gone := false
-	err = p.s.write(ctx, func(tx *sql.Tx) error {
+	err = p.s.write(ctx, func(tx wtx) error {
 		infos, err := p.s.taskInfos(ctx, tx, info.ID)
 		if err != nil {
 			return err
@@ -179,7 +179,7 @@ func (p *pruneRun) task(ctx context.Context, info retention.TaskInfo) {
 }
 
 // prune summarises or removes task id in tx.
-func prune(ctx context.Context, tx *sql.Tx, id string, a retention.Action) error {
+func prune(ctx context.Context, tx wtx, id string, a retention.Action) error {
 	stmts := []string{"DELETE FROM entries WHERE " + taskEntries("$1")}
 	if a == retention.Remove {
 		// The task's rows of every table go with it (ON DELETE CASCADE);

@@ -11,13 +11,17 @@
 // # Connections
 //
 // Every connection runs in WAL mode (readers never wait for the writer),
-// with synchronous=FULL (a commit is on disk when it returns), foreign
-// keys on and a busy timeout of DefaultBusyTimeout. Every write is one
-// BEGIN IMMEDIATE transaction: it takes SQLite's single write lock when
-// it begins, so two writers never deadlock upgrading a read, and a
-// read-modify-write in it is never interleaved with another writer. A
-// writer still refused after the busy timeout is retried until its
-// context ends: "database is locked" never reaches a caller.
+// with foreign keys on and a busy timeout of DefaultBusyTimeout. Every
+// write is one BEGIN IMMEDIATE transaction: it takes SQLite's single
+// write lock when it begins, so two writers never deadlock upgrading a
+// read, and a read-modify-write in it is never interleaved with another
+// writer. Writers on the machine queue for that lock by a flock
+// (queue.go). Every write is on disk when its call returns: a write
+// commits with synchronous=NORMAL and syncs the log once the lock is
+// given up (visible a moment before it is durable), the daemon's commits
+// with synchronous=FULL (never visible before). A writer still refused
+// after the busy timeout is retried until its context ends: "database is
+// locked" never reaches a caller.
 //
 // # The single writer
 //
@@ -107,8 +111,12 @@ func ParsePath(root string) (string, error) {
 
 // Store is a workspace in one SQLite database file.
 type Store struct {
-	db       *sql.DB // writes: one connection, BEGIN IMMEDIATE
-	rdb      *sql.DB // reads: deferred transactions, several connections
+	db       *sql.DB    // writes: one connection, BEGIN IMMEDIATE, the log synced after COMMIT
+	cdb      *sql.DB    // the daemon's commits: one connection, synced before COMMIT returns
+	rdb      *sql.DB    // reads: deferred transactions, several connections
+	wc, cc   *stmtCache // db's and cdb's prepared statements
+	rc       *stmtCache // rdb's
+	wq       *writeQueue
 	path     string
 	settings workspace.Settings
 	ro       *readOnlyOpen // set when opened on a read-only filesystem (readonly.go)
@@ -116,11 +124,11 @@ type Store struct {
 
 // dsn is the data source of path: every pooled connection gets the
 // pragmas.
-func dsn(path, txlock string) string {
+func dsn(path, txlock, synchronous string) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", DefaultBusyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "synchronous("+synchronous+")")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", walSizeLimit))
 	q.Set("_txlock", txlock)
@@ -157,20 +165,31 @@ func Open(ctx context.Context, root string) (*Store, error) {
 
 // connect opens the two pools of path.
 func connect(ctx context.Context, path string) (*Store, error) {
-	db, err := sql.Open("sqlite", dsn(path, "immediate"))
+	// One connection each for the writes and the daemon's commits: the
+	// writers queue (writeQueue) rather than in SQLite's busy loop. The
+	// writes are synchronous=NORMAL and synced by write itself once the
+	// lock is given up; the commits FULL, synced under the lock, so that
+	// a verdict is never read before it is durable.
+	db, err := sql.Open("sqlite", dsn(path, "immediate", "NORMAL"))
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	// One writer connection: writers of this process queue in the pool
-	// rather than in SQLite's busy loop.
 	db.SetMaxOpenConns(1)
-	rdb, err := sql.Open("sqlite", dsn(path, "deferred"))
+	cdb, err := sql.Open("sqlite", dsn(path, "immediate", "FULL"))
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	cdb.SetMaxOpenConns(1)
+	rdb, err := sql.Open("sqlite", dsn(path, "deferred", "FULL"))
+	if err != nil {
+		db.Close()
+		cdb.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
 	rdb.SetMaxOpenConns(8)
-	s := &Store{db: db, rdb: rdb, path: path, settings: workspace.Settings{}.WithDefaults()}
+	s := &Store{db: db, cdb: cdb, rdb: rdb, wc: newStmtCache(db), cc: newStmtCache(cdb), rc: newStmtCache(rdb), wq: newWriteQueue(path),
+		path: path, settings: workspace.Settings{}.WithDefaults()}
 	if err := db.PingContext(ctx); err != nil {
 		s.Close()
 		if err := faultAt(path, err); errors.Is(err, syscall.EROFS) {
@@ -183,8 +202,10 @@ func connect(ctx context.Context, path string) (*Store, error) {
 
 // Close closes the connections.
 func (s *Store) Close() error {
-	err := s.rdb.Close()
-	return errors.Join(s.db.Close(), err)
+	s.wc.close()
+	s.cc.close()
+	s.rc.close()
+	return errors.Join(s.rdb.Close(), s.cdb.Close(), s.db.Close(), s.wq.close())
 }
 
 // Path is the database file.
@@ -244,14 +265,35 @@ type querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-// write runs fn in one BEGIN IMMEDIATE transaction and commits it. A
-// transaction SQLite refused as busy (another process held the write lock
-// past the busy timeout) is run again, until ctx ends; fn may run more
-// than once and must only write through tx.
-func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+// write runs fn in one BEGIN IMMEDIATE transaction and commits it; the
+// commit is durable when write returns. It is visible to other
+// connections from its COMMIT, a moment before: the write-ahead log is
+// synced once the write lock is given up, so that other writers go on
+// meanwhile and the syncs of writers finishing together are one for the
+// disk. A power loss in between loses the commit and every later one
+// with it, never a part of one. A transaction SQLite refused as busy
+// (another process held the write lock past the busy timeout) is run
+// again, until ctx ends; fn may run more than once and must only write
+// through tx.
+func (s *Store) write(ctx context.Context, fn func(tx wtx) error) error {
+	if err := s.retry(ctx, s.wc, fn); err != nil {
+		return err
+	}
+	return syncWAL(s.path)
+}
+
+// writeSynced is write with the log synced before COMMIT returns and the
+// write lock is given up (synchronous=FULL): nothing reads the commit
+// before it is durable. The daemon commits so.
+func (s *Store) writeSynced(ctx context.Context, fn func(tx wtx) error) error {
+	return s.retry(ctx, s.cc, fn)
+}
+
+func (s *Store) retry(ctx context.Context, c *stmtCache, fn func(tx wtx) error) error {
 	for {
-		err := s.tryWrite(ctx, fn)
+		err := s.tryWrite(ctx, c, fn)
 		if !isBusy(err) {
+			c.fill(ctx)
 			return faultAt(s.path, err)
 		}
 		select {
@@ -262,23 +304,28 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	}
 }
 
-func (s *Store) tryWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+func (s *Store) tryWrite(ctx context.Context, c *stmtCache, fn func(tx wtx) error) error {
+	if err := s.wq.lock(ctx); err != nil {
+		return err
+	}
+	defer s.wq.unlock()
+	tx, err := c.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if err := fn(tx); err != nil {
+	if err := fn(wtx{tx, c}); err != nil {
 		return err
 	}
 	return tx.Commit()
 }
 
 // read runs fn in one deferred (read) transaction: one snapshot.
-func (s *Store) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *Store) read(ctx context.Context, fn func(tx wtx) error) error {
 	for {
 		err := s.tryRead(ctx, fn)
 		if !isBusy(err) {
+			s.rc.fill(ctx)
 			return err
 		}
 		select {
@@ -289,19 +336,29 @@ func (s *Store) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	}
 }
 
-func (s *Store) tryRead(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *Store) tryRead(ctx context.Context, fn func(tx wtx) error) error {
 	tx, err := s.rdb.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	return fn(tx)
+	return fn(wtx{tx, s.rc})
+}
+
+// query runs one read on the read pool, prepared once learned (as the
+// statements of read).
+func (s *Store) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if st := s.rc.get(q); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	defer s.rc.fill(ctx)
+	return s.rdb.QueryContext(ctx, q, args...)
 }
 
 // exec runs one write statement on its own, retried while busy.
 func (s *Store) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
 	var res sql.Result
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx wtx) error {
 		var err error
 		res, err = tx.ExecContext(ctx, q, args...)
 		return err

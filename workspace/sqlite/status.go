@@ -35,7 +35,7 @@ func (s *Store) ReadStatus(ctx context.Context) (workspace.StoreStatus, error) {
 		since := h.Since.UTC()
 		st.PID, st.Since, st.Holder = h.PID, &since, h.Agent
 	}
-	err = s.read(ctx, func(tx *sql.Tx) error {
+	err = s.read(ctx, func(tx wtx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT t.id, s.doc, coalesce(m.n, 0) FROM tasks t
 			LEFT JOIN states s ON s.task_id = t.id
 			LEFT JOIN (SELECT task_id, count(*) AS n FROM markers GROUP BY task_id) m ON m.task_id = t.id

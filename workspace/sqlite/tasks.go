@@ -84,7 +84,7 @@ func (s *Store) CreateTask(ctx context.Context, req workspace.NewTaskRequest) (w
 		return workspace.Task{}, err
 	}
 	ev := workspace.Event{Time: t.CreatedAt, Name: "task_created", TaskID: t.ID, Attrs: map[string]string{"by": t.SubmittedBy}}
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx wtx) error {
 		if _, err := tx.ExecContext(ctx, "INSERT INTO tasks (id, created_at, doc) VALUES ($1, $2, $3)", t.ID, ts(t.CreatedAt), string(data)); err != nil {
 			return err
 		}
@@ -103,7 +103,7 @@ func (s *Store) CreateTask(ctx context.Context, req workspace.NewTaskRequest) (w
 }
 
 // insertEvents appends events of a task in tx.
-func insertEvents(ctx context.Context, tx *sql.Tx, taskID string, evs ...workspace.Event) error {
+func insertEvents(ctx context.Context, tx wtx, taskID string, evs ...workspace.Event) error {
 	for _, e := range evs {
 		if _, err := tx.ExecContext(ctx, "INSERT INTO events (task_id, time, line) VALUES ($1, $2, $3)", taskID, ts(e.Time), workspace.FormatEvent(e)); err != nil {
 			return fmt.Errorf("append event %s: %w", e.Name, err)

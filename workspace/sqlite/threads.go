@@ -112,7 +112,7 @@ func (s *Store) NewThread(ctx context.Context, req workspace.NewThreadRequest) (
 	if err != nil {
 		return workspace.Thread{}, err
 	}
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx wtx) error {
 		if _, err := getThread(ctx, tx, req.TaskID, req.ParentID); err != nil {
 			return fmt.Errorf("thread %s: parent: %w", req.ID, err)
 		}
@@ -152,7 +152,7 @@ func (s *Store) ModifyThread(ctx context.Context, taskID, id, agent string, chan
 		return workspace.Thread{}, err
 	}
 	var out workspace.Thread
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx wtx) error {
 		t, err := getThread(ctx, tx, taskID, id)
 		if err != nil {
 			return err

@@ -82,7 +82,7 @@ func listGrants(ctx context.Context, q querier) ([]tokens.Grant, error) {
 // one at a time, readers never blocked): the grants are read, changed,
 // checked whole as a file of them would be, and written back.
 func (t tokenTable) Update(ctx context.Context, holder string, change func(*tokens.FileDoc) error) error {
-	return t.s.write(ctx, func(tx *sql.Tx) error {
+	return t.s.write(ctx, func(tx wtx) error {
 		gs, err := listGrants(ctx, tx)
 		if err != nil {
 			return err
@@ -99,7 +99,7 @@ func (t tokenTable) Update(ctx context.Context, holder string, change func(*toke
 }
 
 // writeGrants replaces the rows of tokens with doc's grants, in order.
-func writeGrants(ctx context.Context, tx *sql.Tx, doc tokens.FileDoc) error {
+func writeGrants(ctx context.Context, tx querier, doc tokens.FileDoc) error {
 	data, err := atomicfile.Marshal(doc)
 	if err != nil {
 		return fmt.Errorf("encode the tokens: %w", err)

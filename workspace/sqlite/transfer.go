@@ -27,8 +27,8 @@ func (s *Store) Import(ctx context.Context, dir string, opt ImportOptions) (tabl
 	if err != nil {
 		return tables.Report{}, err
 	}
-	err = s.write(ctx, func(tx *sql.Tx) error {
-		t := &sqlTx{tx: tx, stmts: map[string]*sql.Stmt{}}
+	err = s.write(ctx, func(tx wtx) error {
+		t := &sqlTx{tx: tx.Tx, stmts: map[string]*sql.Stmt{}}
 		defer t.close()
 		if err := tables.Clear(ctx, t, opt.Replace); err != nil {
 			return err
@@ -55,8 +55,8 @@ func (s *Store) Import(ctx context.Context, dir string, opt ImportOptions) (tabl
 // moment, and no writer waits for it.
 func (s *Store) Export(ctx context.Context, dir string) (tables.Report, error) {
 	return tables.Export(ctx, dir, func(f func(tables.Tx) error) error {
-		return s.read(ctx, func(tx *sql.Tx) error {
-			t := &sqlTx{tx: tx, stmts: map[string]*sql.Stmt{}}
+		return s.read(ctx, func(tx wtx) error {
+			t := &sqlTx{tx: tx.Tx, stmts: map[string]*sql.Stmt{}}
 			defer t.close()
 			return f(t)
 		})

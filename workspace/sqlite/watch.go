@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"slices"
 	"time"
 
@@ -70,7 +69,7 @@ func (s *Store) Watch(ctx context.Context, each func(workspace.Change)) error {
 func (s *Store) marks(ctx context.Context) (map[string]int64, string, string, error) {
 	tops := map[string]int64{}
 	var memory, friction string
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx wtx) error {
 		rows, err := tx.QueryContext(ctx, "SELECT task_id, max(id) FROM events GROUP BY task_id")
 		if err != nil {
 			return err
