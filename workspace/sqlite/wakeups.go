@@ -25,7 +25,7 @@ const DefaultPoll = time.Second
 
 // settle is how long a watch waits after a write it heard, for the rest
 // of a burst, before it looks.
-const settle = 2 * time.Millisecond
+const settle = 250 * time.Microsecond
 
 // Wakeups starts the wake-up source (workspace.Served). opt.Interval is
 // the poll (zero: DefaultPoll).
