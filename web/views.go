@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // The routes of the views for people watching a run: plan and output
@@ -273,11 +272,8 @@ func (s *Server) serving() ServingView {
 		return ServingView{Serving: p.serving, Known: p.known}
 	}
 	var probe func() (bool, error)
-	switch st := s.st.(type) {
-	case interface{ Serving() (bool, error) }:
+	if st, ok := s.st.(interface{ Serving() (bool, error) }); ok {
 		probe = st.Serving
-	case *files.Store:
-		probe = files.FileVerdicts(st.Workspace).Serving
 	}
 	p.at, p.known, p.serving = time.Now(), false, false
 	if probe != nil {
