@@ -53,6 +53,10 @@ func (r *rig) close() {
 		r.pg.close()
 		return
 	}
+	if r.sq != nil {
+		r.sq.closeAll()
+		return
+	}
 	r.sw.close()
 	r.ws.Close()
 }

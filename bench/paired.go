@@ -17,6 +17,10 @@ type PairedOptions struct {
 	// afterwards; the role needs CREATE there) instead of a workspace in
 	// Dir, and the floor is PostgreSQL's (RunPostgres's).
 	Postgres string
+	// SQLite, when set (and Postgres is not), has each daemon serve a
+	// temporary SQLite database of its own in Dir, with SQLite's floor
+	// (RunSQLite's) beside them.
+	SQLite bool
 	// Row is the row compared: RowAtOnce (the default, also for 0) or
 	// RowSingle.
 	Row int

@@ -167,6 +167,31 @@ func pgPlace(ctx context.Context, opt PairedOptions, rep *PairedReport) (*paired
 	}, nil
 }
 
+// sqlitePlace makes a temporary directory in opt.Dir: each daemon serves
+// a database of its own in it, beside the floor's database.
+func sqlitePlace(opt PairedOptions, rep *PairedReport) (*pairedPlace, error) {
+	base, err := os.MkdirTemp(opt.Dir, ".workspaced-bench-sqlite-")
+	if err != nil {
+		return nil, fmt.Errorf("bench: make a temporary directory in %s: %w", opt.Dir, err)
+	}
+	rep.Dir, rep.FS = base, describeFS(base)
+	fl, err := newSQLiteFloorer(filepath.Join(base, "floor.db"))
+	if err != nil {
+		os.RemoveAll(base)
+		return nil, err
+	}
+	return &pairedPlace{
+		fl: fl,
+		newRig: func(ctx context.Context, i int, serve []string) (*rig, error) {
+			return newServedSQLiteRig(ctx, filepath.Join(base, string(rune('a'+i))+".db"), serve)
+		},
+		close: func() {
+			fl.close()
+			os.RemoveAll(base)
+		},
+	}, nil
+}
+
 // newServedPGRig makes a workspace in a new temporary schema of base's
 // database, listens for its state writes and starts serveCmd on it.
 // Closing the rig stops the daemon and drops the schema.
@@ -222,9 +247,12 @@ func RunPaired(ctx context.Context, opt PairedOptions) (rep *PairedReport, err e
 		rep.Agents, rep.PerRound = 1, pairedSingleMarkers
 	}
 	var place *pairedPlace
-	if opt.Postgres != "" {
+	switch {
+	case opt.Postgres != "":
 		place, err = pgPlace(ctx, opt, rep)
-	} else {
+	case opt.SQLite:
+		place, err = sqlitePlace(opt, rep)
+	default:
 		place, err = filesPlace(opt, rep)
 	}
 	if err != nil {
@@ -244,7 +272,7 @@ func RunPaired(ctx context.Context, opt PairedOptions) (rep *PairedReport, err e
 		return nil, err
 	}
 	rep.Floor = summarize("floor: temp write + fsync + rename + dir fsync (1 KiB), between rounds", floors, 0)
-	if opt.Postgres != "" {
+	if opt.Postgres != "" || opt.SQLite {
 		rep.Floor.Name = "floor: INSERT … ON CONFLICT DO UPDATE of 1 KiB, own transaction, between rounds"
 	}
 	rep.Floor.VsFloor = 1

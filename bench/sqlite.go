@@ -160,6 +160,41 @@ func RunSQLite(ctx context.Context, opt Options) (rep *SQLiteReport, err error) 
 	return rep, nil
 }
 
+// newServedSQLiteRig makes a workspace in a new database at path, watches
+// its state writes and starts serveCmd on it. Closing the rig stops the
+// daemon and closes the database (the caller removes the file).
+func newServedSQLiteRig(ctx context.Context, path string, serveCmd []string) (*rig, error) {
+	root := sqlite.Prefix + path
+	s, _, err := sqlite.Init(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	rdb, err := sql.Open("sqlite", fileDSN(path, "_pragma=busy_timeout(10000)"))
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	sr := &sqRig{root: root, s: s, rdb: rdb}
+	r := &rig{dir: root, cm: newCommits(), sq: sr}
+	if err := sr.watch(ctx, r.cm); err != nil {
+		sr.closeAll()
+		return nil, err
+	}
+	// Retention off, as on files.
+	if r.srv, err = startServer(ctx, serveCmd, root, r.cm.abort, "--cleanup-interval", "0"); err != nil {
+		sr.closeAll()
+		return nil, err
+	}
+	return r, nil
+}
+
+// closeAll stops the watch and closes the harness's pool and the store.
+func (sr *sqRig) closeAll() {
+	sr.close()
+	sr.rdb.Close()
+	sr.s.Close()
+}
+
 // sqRig is the SQLite side of a rig: the store of the temporary file and
 // the harness's watch of its states.
 type sqRig struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -92,15 +93,33 @@ func TestBenchQuick(t *testing.T) {
 	}
 }
 
-// TestBenchVsDaemonRefused: paired rounds do not run on a sqlite: root
-// yet; the refusal says so and names where they run.
-func TestBenchVsDaemonRefused(t *testing.T) {
+// TestBenchVsDaemonItself: on a sqlite: root, --vs-daemon runs its
+// paired rounds with each daemon serving a database of its own, beside
+// SQLite's floor, and reports both sides.
+func TestBenchVsDaemonItself(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two daemons and their agents")
+	}
 	dir := t.TempDir()
-	r, err := clitest.Exec(dir, clitest.CleanEnv(), "", "--root", "sqlite:"+dir+"/agents.db", "bench", "--vs-daemon", clitest.Bin())
+	r, err := clitest.Exec(dir, clitest.CleanEnv(), "", "--root", "sqlite:"+dir+"/agents.db", "bench",
+		"--vs-daemon", clitest.Bin(), "--row", "1", "--pairs", "2", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Code != 1 || !strings.Contains(r.Stderr, "does not run on a sqlite: root yet") || !strings.Contains(r.Stderr, "postgres://") {
+	if r.Code != 0 {
 		t.Fatalf("bench --vs-daemon on a sqlite: root: %v", r)
+	}
+	var rep bench.PairedReport
+	clitest.Decode(t, r.Stdout, &rep)
+	if rep.Pairs != 2 || len(rep.Ratios) != 2 || rep.Agents != 1 || !strings.Contains(rep.Floor.Name, "INSERT … ON CONFLICT") {
+		t.Fatalf("pairs %d, ratios %v, agents %d, floor %q; want 2 pairs of 1 agent beside SQLite's floor", rep.Pairs, rep.Ratios, rep.Agents, rep.Floor.Name)
+	}
+	for name, s := range map[string]bench.PairedSide{"A": rep.A, "B": rep.B} {
+		if s.Rounds != 2 || s.Serve != clitest.Bin() || !(s.P50 > 0 && s.P50 <= s.P99 && s.VsFloor > 0) {
+			t.Errorf("side %s = %+v, want 2 rounds served by %s with figures that can be", name, s, clitest.Bin())
+		}
+	}
+	if entries, _ := filepath.Glob(filepath.Join(dir, ".workspaced-bench-*")); len(entries) != 0 {
+		t.Errorf("temporary databases left behind: %v", entries)
 	}
 }
