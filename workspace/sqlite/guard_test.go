@@ -155,7 +155,7 @@ func TestGuardMigratesOlderDatabase(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ws.db")
 	agent := sql.OpenDB(agentConnector{dsn(path, "immediate", "FULL")})
 	defer agent.Close()
-	for _, q := range []string{ms[0].sql,
+	for _, q := range []string{ms[0].SQL,
 		`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,
 			applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))`,
 		`INSERT INTO schema_migrations (version, name) VALUES (1, 'init')`,
