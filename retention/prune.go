@@ -464,7 +464,7 @@ func (r *run) task(id string) {
 		case err != nil:
 			r.fail(d, err)
 		case held:
-			r.record(busy(d, h))
+			r.record(Busy(d, h))
 		default:
 			r.record(d)
 		}
@@ -486,7 +486,7 @@ func (r *run) task(id string) {
 	if err != nil {
 		var te *locking.TimeoutError
 		if errors.As(err, &te) {
-			r.record(busy(d, te.Holder))
+			r.record(Busy(d, te.Holder))
 			return
 		}
 		r.fail(d, err)
@@ -545,7 +545,7 @@ func (r *run) tidy(id string, d Decision) {
 				r.fail(d, err)
 				return
 			case held:
-				r.record(busy(d, h))
+				r.record(Busy(d, h))
 				return
 			}
 		}
@@ -564,7 +564,7 @@ func (r *run) tidy(id string, d Decision) {
 			releaseAll(locks)
 			var te *locking.TimeoutError
 			if errors.As(err, &te) {
-				r.record(busy(d, te.Holder))
+				r.record(Busy(d, te.Holder))
 				return
 			}
 			r.fail(d, err)
@@ -757,49 +757,62 @@ func (r *run) decide(info TaskInfo) Decision {
 	return d
 }
 
-func busy(d Decision, h *locking.Holder) Decision {
+// Busy is d skipped because the task's lock is held by h, saying what
+// it would have done.
+func Busy(d Decision, h *locking.Holder) Decision {
 	d.Reason = fmt.Sprintf("busy: task lock held by %s; would %s: %s", h, d.Action, d.Reason)
 	d.Action = Skip
 	return d
 }
 
-// fail records a task that could not be handled as skipped, and the error.
-func (r *run) fail(d Decision, err error) {
+// Failed is d skipped because handling it failed with err, and the
+// error's message for the report.
+func Failed(d Decision, err error) (Decision, string) {
 	what := "handle"
 	if d.Action == Summarize || d.Action == Remove {
 		what = string(d.Action)
 	}
 	msg := fmt.Sprintf("%s task %s: %v", what, d.TaskID, err)
-	r.addError(msg)
 	d.Action, d.Reason = Skip, "failed: "+msg
-	r.record(d)
+	return d, msg
 }
 
-// record files d under its outcome and reports progress.
-func (r *run) record(d Decision) {
-	c := &r.rep.Counts
+// Record counts d under its outcome, files it in that list unless
+// discard (see DiscardDecisions), and reports it to progress when set.
+func (rep *Report) Record(d Decision, discard bool, progress func(Decision)) {
+	c := &rep.Counts
 	var list *[]Decision
 	switch d.Action {
 	case Keep:
 		c.Kept++
-		list = &r.rep.Kept
+		list = &rep.Kept
 	case Summarize:
 		c.Summarized++
-		list = &r.rep.Summarized
+		list = &rep.Summarized
 	case Remove:
 		c.Removed++
-		list = &r.rep.Removed
+		list = &rep.Removed
 	default:
 		c.Skipped++
-		list = &r.rep.Skipped
+		list = &rep.Skipped
 	}
-	if !r.p.DiscardDecisions {
+	if !discard {
 		*list = append(*list, d)
 	}
-	if r.p.OnProgress != nil {
-		r.p.OnProgress(d)
+	if progress != nil {
+		progress(d)
 	}
 }
+
+// fail records a task that could not be handled as skipped, and the error.
+func (r *run) fail(d Decision, err error) {
+	d, msg := Failed(d, err)
+	r.addError(msg)
+	r.record(d)
+}
+
+// record files d under its outcome and reports progress.
+func (r *run) record(d Decision) { r.rep.Record(d, r.p.DiscardDecisions, r.p.OnProgress) }
 
 // finish sorts the report's lists by task id.
 func (rep *Report) finish() {

@@ -144,7 +144,7 @@ func (p *pruneRun) task(ctx context.Context, info retention.TaskInfo) {
 		case err != nil:
 			p.fail(d, err)
 		case held:
-			p.record(busy(d, h))
+			p.record(retention.Busy(d, h))
 		default:
 			p.record(d)
 		}
@@ -154,7 +154,7 @@ func (p *pruneRun) task(ctx context.Context, info retention.TaskInfo) {
 	if err != nil {
 		var te *locking.TimeoutError
 		if errors.As(err, &te) {
-			p.record(busy(d, te.Holder))
+			p.record(retention.Busy(d, te.Holder))
 			return
 		}
 		p.fail(d, err)
@@ -208,46 +208,14 @@ func prune(ctx context.Context, tx pgx.Tx, id string, a retention.Action) error 
 	return tx.SendBatch(ctx, b).Close()
 }
 
-func busy(d retention.Decision, h *locking.Holder) retention.Decision {
-	d.Reason = fmt.Sprintf("busy: task lock held by %s; would %s: %s", h, d.Action, d.Reason)
-	d.Action = retention.Skip
-	return d
-}
-
 // fail records a task that could not be handled as skipped, and the error.
 func (p *pruneRun) fail(d retention.Decision, err error) {
-	what := "handle"
-	if d.Action == retention.Summarize || d.Action == retention.Remove {
-		what = string(d.Action)
-	}
-	msg := fmt.Sprintf("%s task %s: %v", what, d.TaskID, err)
+	d, msg := retention.Failed(d, err)
 	p.rep.Errors = append(p.rep.Errors, msg)
-	d.Action, d.Reason = retention.Skip, "failed: "+msg
 	p.record(d)
 }
 
 // record files d under its outcome and reports progress.
 func (p *pruneRun) record(d retention.Decision) {
-	c := &p.rep.Counts
-	var list *[]retention.Decision
-	switch d.Action {
-	case retention.Keep:
-		c.Kept++
-		list = &p.rep.Kept
-	case retention.Summarize:
-		c.Summarized++
-		list = &p.rep.Summarized
-	case retention.Remove:
-		c.Removed++
-		list = &p.rep.Removed
-	default:
-		c.Skipped++
-		list = &p.rep.Skipped
-	}
-	if !p.req.DiscardDecisions {
-		*list = append(*list, d)
-	}
-	if p.req.OnProgress != nil {
-		p.req.OnProgress(d)
-	}
+	p.rep.Record(d, p.req.DiscardDecisions, p.req.OnProgress)
 }
