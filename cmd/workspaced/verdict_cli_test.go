@@ -311,7 +311,7 @@ func TestTaskCancel(t *testing.T) {
 	if st.Phase != "cancelled" || st.CompletedAt == nil {
 		t.Errorf("cancelled state: %+v", st)
 	}
-	// The daemon appends a commit's events after it writes the state.
+	// The commit's events are in events.log before its state (the daemon appends them first).
 	eventually(t, "the task_cancelled event", func() (bool, string) {
 		ev := w.ok("events", "--task", "t1")
 		return strings.Contains(ev, `task_cancelled t1 agent=human reason="the requirement was dropped"`), ev
