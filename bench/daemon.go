@@ -441,3 +441,55 @@ func writeSynced(path string, data []byte) error {
 	}
 	return f.Close()
 }
+
+// dbRows runs the daemon rows of a database store on r (its daemon
+// started): one agent (noted singleTarget), 32 at once (atOnceTarget)
+// followed by alone, the bound of its agents' inserts with no daemon, 32
+// back to back, and a drain. Each row's note says in how many commits
+// the daemon took its markers, as commits counts them.
+func (r *rig) dbRows(ctx context.Context, kind agentKind, single, rounds int, alone Result, fl sampler,
+	commits func(ctx context.Context, task string) (markers, commits int, err error), singleTarget, atOnceTarget string) ([]daemonRow, error) {
+	add := func(out []daemonRow, row Result, kind int, task, target string) ([]daemonRow, error) {
+		markers, n, err := commits(ctx, task)
+		if err != nil {
+			return nil, err
+		}
+		note := fmt.Sprintf("%d markers in %d commits", markers, n)
+		if target != "" {
+			note += "; " + target
+		}
+		return append(out, daemonRow{row, kind, note}), nil
+	}
+	row, err := r.single(ctx, kind, "single", single, fl)
+	if err != nil {
+		return nil, err
+	}
+	out, err := add(nil, row, rowSingle, "single", singleTarget)
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range []struct {
+		agents, rounds, per int
+		target              string
+	}{{32, rounds, 1, atOnceTarget}, {32, 1, rounds, ""}} {
+		row, err := r.bursts(ctx, kind, b.agents, b.rounds, b.per, fl)
+		if err != nil {
+			return nil, err
+		}
+		rk := rowAtOnce
+		if b.per > 1 {
+			rk = rowBackToBack
+		}
+		if out, err = add(out, row, rk, fmt.Sprintf("burst%d_%d", b.agents, b.per), b.target); err != nil {
+			return nil, err
+		}
+		if b.per == 1 {
+			out = append(out, daemonRow{alone, rowAtOnce, "no daemon: the most any daemon can do with the row above's agents"})
+		}
+	}
+	row, err = r.drain(ctx, kind, 32, rounds, r.srv, fl)
+	if err != nil {
+		return nil, err
+	}
+	return add(out, row, rowBackToBack, fmt.Sprintf("drain32_%d", rounds), "")
+}

@@ -395,49 +395,7 @@ func (sr *sqRig) daemon(ctx context.Context, opt Options, fl sampler) ([]daemonR
 	}
 	r.srv = srv
 	defer srv.close()
-	add := func(out []daemonRow, row Result, kind int, task, target string) ([]daemonRow, error) {
-		markers, commits, err := sr.commits(ctx, task)
-		if err != nil {
-			return nil, err
-		}
-		note := fmt.Sprintf("%d markers in %d commits", markers, commits)
-		if target != "" {
-			note += "; " + target
-		}
-		return append(out, daemonRow{row, kind, note}), nil
-	}
-	row, err := r.single(ctx, goKind, "single", single, fl)
-	if err != nil {
-		return nil, err
-	}
-	out, err := add(nil, row, rowSingle, "single", "target ≤ 3")
-	if err != nil {
-		return nil, err
-	}
-	for _, b := range []struct {
-		agents, rounds, per int
-		target              string
-	}{{32, rounds, 1, "target ≥ 2"}, {32, 1, rounds, ""}} {
-		row, err := r.bursts(ctx, goKind, b.agents, b.rounds, b.per, fl)
-		if err != nil {
-			return nil, err
-		}
-		kind := rowAtOnce
-		if b.per > 1 {
-			kind = rowBackToBack
-		}
-		if out, err = add(out, row, kind, fmt.Sprintf("burst%d_%d", b.agents, b.per), b.target); err != nil {
-			return nil, err
-		}
-		if b.per == 1 {
-			out = append(out, daemonRow{alone, rowAtOnce, "no daemon: the most any daemon can do with the row above's agents"})
-		}
-	}
-	row, err = r.drain(ctx, goKind, 32, rounds, srv, fl)
-	if err != nil {
-		return nil, err
-	}
-	return add(out, row, rowBackToBack, fmt.Sprintf("drain32_%d", rounds), "")
+	return r.dbRows(ctx, goKind, single, rounds, alone, fl, sr.commits, "target ≤ 3", "target ≥ 2")
 }
 
 // insertsAlone times what no daemon can beat: n agents inserting one
