@@ -96,6 +96,16 @@ type VerdictSource interface {
 	Where() string
 }
 
+// A CommitSource is a VerdictSource that hears the workspace's commits:
+// Wait then looks at the verdict as soon as a commit is heard, not only
+// on its poll.
+type CommitSource interface {
+	// Commits returns a channel that receives (coalesced: one value
+	// waits at most) after each commit of the workspace heard, from the
+	// moment it returns until ctx ends, and once at the start.
+	Commits(ctx context.Context) (<-chan struct{}, error)
+}
+
 // Polling bounds of Wait: a daemon decides a marker within a few
 // milliseconds, so the first looks come quickly; a marker still waiting
 // after that is looked at less often.
@@ -118,9 +128,20 @@ const (
 // with ErrNotServing when no daemon serves the workspace while the marker
 // is undecided, with ErrNotFound when the marker is gone unjudged, and
 // with ErrNoVerdict, saying where the marker was, when ctx ends first.
+//
+// A source that hears commits (CommitSource) is read again after each
+// commit heard; the poll stays as the fallback.
 func Wait(ctx context.Context, src VerdictSource, taskID, name string, after int64) (Verdict, error) {
 	poll := verdictPollMin
 	var lastProbe, missingSince time.Time
+	var heard <-chan struct{}
+	if cs, ok := src.(CommitSource); ok {
+		hctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		if c, err := cs.Commits(hctx); err == nil {
+			heard = c // else the poll alone
+		}
+	}
 	for {
 		v, where, err := src.ReadVerdict(taskID, name, after)
 		if err != nil {
@@ -158,6 +179,8 @@ func Wait(ctx context.Context, src VerdictSource, taskID, name string, after int
 			return Verdict{}, &Error{Kind: ErrNoVerdict, Op: "verdict on " + name, Err: ctx.Err(),
 				Msg:  "no verdict yet: the marker is " + describeWhere(where),
 				Hint: "the daemon decides it later; read the task's state to see, or wait longer"}
+		case <-heard:
+			continue
 		case <-time.After(poll):
 		}
 		poll = min(2*poll, verdictPollMax)

@@ -198,7 +198,8 @@ func executing(b *testing.B, s *Store, w *dbWatch, task string, n int) {
 }
 
 // BenchmarkClaimVerdict: one agent's claim, served by the daemon: the
-// marker's insert → the daemon's commit → the verdict read. Each claim
+// marker's insert → the daemon's commit → the verdict read, as an agent
+// waits for it (workspace.Wait, as claim --wait and MCP do). Each claim
 // is on a subtask of its own, of tasks of 32 subtasks made executing as
 // needed, off the clock. Target: x-floor ≤ 3.
 func BenchmarkClaimVerdict(b *testing.B) {
@@ -222,14 +223,10 @@ func BenchmarkClaimVerdict(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		var v workspace.Verdict
-		w.until(b, "verdict on "+name, func() bool {
-			var where string
-			if v, where, err = s.ReadVerdict(task, name, 0); err != nil {
-				b.Fatal(err)
-			}
-			return where == workspace.MarkerDecided
-		})
+		v, err := workspace.Wait(ctx, s, task, name, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
 		lat = append(lat, time.Since(t))
 		if v.Verdict != workspace.VerdictWon {
 			b.Fatalf("claim %s: %+v, want it won", name, v)

@@ -120,6 +120,7 @@ type Store struct {
 	path     string
 	settings workspace.Settings
 	ro       *readOnlyOpen // set when opened on a read-only filesystem (readonly.go)
+	hub      commitHub     // the watch shared by Commits (commits.go)
 }
 
 // dsn is the data source of path: every pooled connection gets the

@@ -95,9 +95,14 @@ func (s *Store) watchFiles() (*fsnotify.Watcher, error) {
 // followMax bounds the looks that follow a write heard: a write is heard
 // when its frames reach the WAL, before its commit is visible (the
 // commit's fsync and the WAL index come after), so the loop looks again
-// at settle, 2·settle, 4·settle… until the data version moves, and stops
-// once the wait would pass followMax (the poll covers a slower commit).
-const followMax = 256 * time.Millisecond
+// every settle for followEven looks (a commit's sync takes about that
+// long), then 2·settle, 4·settle… after the last, until the data version
+// moves, and stops once the wait would pass followMax (the poll covers a
+// slower commit).
+const (
+	followEven = 8
+	followMax  = 256 * time.Millisecond
+)
 
 // loop calls look (with nil) once now, then after every write to the
 // database heard on fw once it is committed (a burst coalesced) and
@@ -111,7 +116,7 @@ func (s *Store) loop(ctx context.Context, fw *fsnotify.Watcher, poll time.Durati
 	defer tick.Stop()
 	burst := time.NewTimer(time.Hour)
 	burst.Stop()
-	armed, wait := false, settle
+	armed, wait, missed := false, settle, 0
 	seen := ver.read()
 	look(nil)
 	for {
@@ -125,7 +130,7 @@ func (s *Store) loop(ctx context.Context, fw *fsnotify.Watcher, poll time.Durati
 			if n := filepath.Base(ev.Name); n != db && n != wal {
 				continue
 			}
-			wait = settle
+			wait, missed = settle, 0
 			if !armed {
 				armed = true
 				burst.Reset(wait)
@@ -139,9 +144,9 @@ func (s *Store) loop(ctx context.Context, fw *fsnotify.Watcher, poll time.Durati
 			look(nil)
 		case <-burst.C:
 			if v := ver.read(); v != seen || v < 0 {
-				seen, wait = v, settle
+				seen, wait, missed = v, settle, 0
 				look(nil)
-			} else {
+			} else if missed++; missed >= followEven {
 				wait *= 2
 			}
 			if armed = wait <= followMax; armed {
