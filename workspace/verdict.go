@@ -101,9 +101,10 @@ type VerdictSource interface {
 // on its poll.
 type CommitSource interface {
 	// Commits returns a channel that receives (coalesced: one value
-	// waits at most) after each commit of the workspace heard, from the
-	// moment it returns until ctx ends, and once at the start.
-	Commits(ctx context.Context) (<-chan struct{}, error)
+	// waits at most) after each commit to task heard (a store may also
+	// send for commits to other tasks), from the moment it returns until
+	// ctx ends, and once at the start.
+	Commits(ctx context.Context, task string) (<-chan struct{}, error)
 }
 
 // Polling bounds of Wait: a daemon decides a marker within a few
@@ -138,7 +139,7 @@ func Wait(ctx context.Context, src VerdictSource, taskID, name string, after int
 	if cs, ok := src.(CommitSource); ok {
 		hctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		if c, err := cs.Commits(hctx); err == nil {
+		if c, err := cs.Commits(hctx, taskID); err == nil {
 			heard = c // else the poll alone
 		}
 	}

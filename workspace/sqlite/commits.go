@@ -25,10 +25,10 @@ type commitHub struct {
 }
 
 // Commits hears the commits of every process on the database
-// (workspace.CommitSource): its channel receives once at the start and
-// after each commit, as soon as it is visible (the loop of wakeups.go
+// (workspace.CommitSource), to any task: its channel receives once at the
+// start and after each commit, as soon as it is visible (the loop of wakeups.go
 // reads PRAGMA data_version after every write heard until it moves).
-func (s *Store) Commits(ctx context.Context) (<-chan struct{}, error) {
+func (s *Store) Commits(ctx context.Context, _ string) (<-chan struct{}, error) {
 	h := &s.hub
 	c := make(chan struct{}, 1)
 	h.mu.Lock()

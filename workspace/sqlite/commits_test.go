@@ -22,11 +22,11 @@ func TestCommitsHearsOtherProcesses(t *testing.T) {
 	defer agent.Close()
 	for round := range 2 {
 		ctx, cancel := context.WithCancel(t.Context())
-		a, err := s.Commits(ctx)
+		a, err := s.Commits(ctx, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := s.Commits(ctx)
+		b, err := s.Commits(ctx, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -144,7 +144,9 @@ func (s *Store) loop(ctx context.Context, fw *fsnotify.Watcher, poll time.Durati
 			look(nil)
 		case <-burst.C:
 			if v := ver.read(); v != seen || v < 0 {
-				seen, wait, missed = v, settle, 0
+				// Seen: the next write is heard anew, and until it is
+				// the looks back off.
+				seen, wait, missed = v, settle, followEven
 				look(nil)
 			} else if missed++; missed >= followEven {
 				wait *= 2
