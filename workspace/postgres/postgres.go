@@ -54,6 +54,7 @@ type Store struct {
 	schema   string
 	conn     string // the connection string, without ?schema=
 	settings workspace.Settings
+	hub      commitHub // the LISTEN shared by Commits (commits.go)
 }
 
 // schemaName is what a schema may be called: a channel name
