@@ -117,6 +117,7 @@ func (s *Store) loop(ctx context.Context, fw *fsnotify.Watcher, poll time.Durati
 	burst := time.NewTimer(time.Hour)
 	burst.Stop()
 	armed, wait, missed := false, settle, 0
+	var due time.Time // of the next look, when armed
 	seen := ver.read()
 	look(nil)
 	for {
@@ -130,10 +131,13 @@ func (s *Store) loop(ctx context.Context, fw *fsnotify.Watcher, poll time.Durati
 			if n := filepath.Base(ev.Name); n != db && n != wal {
 				continue
 			}
+			// A write heard brings the next look to settle from now,
+			// unless it is due sooner (a stream of writes does not put
+			// it off).
 			wait, missed = settle, 0
-			if !armed {
-				armed = true
-				burst.Reset(wait)
+			if now := time.Now(); !armed || due.Sub(now) > settle {
+				armed, due = true, now.Add(settle)
+				burst.Reset(settle)
 			}
 		case err, ok := <-fw.Errors:
 			if !ok {
@@ -152,6 +156,7 @@ func (s *Store) loop(ctx context.Context, fw *fsnotify.Watcher, poll time.Durati
 				wait *= 2
 			}
 			if armed = wait <= followMax; armed {
+				due = time.Now().Add(wait)
 				burst.Reset(wait)
 			}
 		case <-tick.C:
