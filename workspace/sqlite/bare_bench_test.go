@@ -39,12 +39,19 @@ func bareExec(b *testing.B, db *sql.DB, q string, args ...any) {
 
 // BenchmarkClaimVerdictBare: one claim → its verdict with SQLite's work
 // alone, one step after the other in one goroutine: the claim's insert
-// (docs/PROTOCOL.md, section 11) committed without a sync (as if the
-// verdict's commit were to make it durable), the daemon's smallest
-// transaction (read the marker and the state, journal the marker, write
-// the state back unchanged, delete the marker; synchronous=FULL) and the
-// read of the journal row. The bound of BenchmarkClaimVerdict.
+// (docs/PROTOCOL.md, section 11), the daemon's smallest transaction (read
+// the marker and the state, journal the marker, write the state back
+// unchanged, delete the marker; synchronous=FULL) and the read of the
+// journal row. Two ways: the insert made durable before the daemon reads
+// it (synced, as the store does), and not synced at all (as if the
+// verdict's commit were to make it durable). The bound of
+// BenchmarkClaimVerdict, which adds the wake-ups and the state machine.
 func BenchmarkClaimVerdictBare(b *testing.B) {
+	b.Run("synced", func(b *testing.B) { claimVerdictBare(b, true) })
+	b.Run("unsynced", func(b *testing.B) { claimVerdictBare(b, false) })
+}
+
+func claimVerdictBare(b *testing.B, synced bool) {
 	s, fl := benchStore(b)
 	if _, err := s.CreateTask(b.Context(), workspace.NewTaskRequest{ID: "t", Description: "bare"}); err != nil {
 		b.Fatal(err)
@@ -62,6 +69,11 @@ func BenchmarkClaimVerdictBare(b *testing.B) {
 		name := fmt.Sprintf(".claim.a.%d", seq)
 		t := time.Now()
 		bareExec(b, agent, `INSERT INTO markers (task_id, kind, name, body) VALUES ('t', 'claim', $1, '{"agent_id":"a","subtask_id":"st_1"}')`, name)
+		if synced {
+			if err := syncWAL(s.Path()); err != nil {
+				b.Fatal(err)
+			}
+		}
 		bareCommit(b, daemon, seq)
 		var rec string
 		if err := agent.QueryRow("SELECT record FROM journal WHERE task_id = 't' AND name = $1", name).Scan(&rec); err != nil {
