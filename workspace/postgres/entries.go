@@ -31,7 +31,7 @@ func requireTask(ctx context.Context, tx pgx.Tx, task string) error {
 		return err
 	}
 	if !ok {
-		return notFoundTask(task)
+		return dbstore.NotFoundTask(task)
 	}
 	return nil
 }
@@ -69,7 +69,7 @@ func (s *Store) StoreEntry(ctx context.Context, sc workspace.Scope, req workspac
 		return workspace.Result{}, fmt.Errorf("store %s %q: %w", dbstore.Label(sc), req.Key, err)
 	}
 	if !ok {
-		return workspace.Result{}, notFoundTask(task)
+		return workspace.Result{}, dbstore.NotFoundTask(task)
 	}
 	e.CreatedAt, e.Version = *created, *version
 	e.CreatedAt = e.CreatedAt.UTC()
@@ -134,7 +134,7 @@ func (s *Store) ListEntries(ctx context.Context, sc workspace.Scope) ([]workspac
 			return nil, err
 		}
 		if !taskOK {
-			return nil, notFoundTask(task)
+			return nil, dbstore.NotFoundTask(task)
 		}
 		if key == nil {
 			continue // the row of the left join when the scope is empty

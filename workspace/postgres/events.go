@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 // Events are rows of events, one events.log line each, in append order by
@@ -56,7 +57,7 @@ func (s *Store) AppendEvents(ctx context.Context, taskID string, evs []workspace
 		return fmt.Errorf("append events to task %s: %w", taskID, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return notFoundTask(taskID)
+		return dbstore.NotFoundTask(taskID)
 	}
 	return nil
 }
@@ -75,7 +76,7 @@ func (s *Store) ReadEvents(ctx context.Context, taskID string) (evs []workspace.
 			return err
 		}
 		if !ok {
-			return notFoundTask(taskID)
+			return dbstore.NotFoundTask(taskID)
 		}
 		rows, err := tx.Query(ctx, "SELECT line FROM events WHERE task_id = $1 ORDER BY id", taskID)
 		if err != nil {
