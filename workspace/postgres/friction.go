@@ -36,9 +36,7 @@ func (s *Store) Friction(ctx context.Context, agent string) workspace.FrictionLo
 
 // FrictionConfig is the detectors' configuration from workspace.json.
 func (s *Store) FrictionConfig(ctx context.Context) friction.Config {
-	f := s.settings.Friction
-	return friction.Config{RevisionLimit: f.RevisionLimit, ReviewerRepeats: f.ReviewerRepeats, FailureRepeats: f.FailureRepeats,
-		TimeoutLow: time.Duration(f.TimeoutLow), TimeoutMedium: time.Duration(f.TimeoutMedium), TimeoutHigh: time.Duration(f.TimeoutHigh)}
+	return s.settings.Friction.Config()
 }
 
 // NoteFriction appends `friction_recorded <task> <friction_id> type=T
@@ -50,8 +48,7 @@ func (s *Store) NoteFriction(ctx context.Context, e friction.Entry, isNew bool, 
 		if workspace.ValidateID("task id", t) != nil {
 			continue
 		}
-		_ = s.AppendEvent(ctx, workspace.Event{Name: "friction_recorded", TaskID: t, Args: []string{e.ID}, Attrs: map[string]string{
-			"type": e.Type, "occurrences": strconv.Itoa(e.Occurrences), "new": strconv.FormatBool(isNew)}})
+		_ = s.AppendEvent(ctx, workspace.FrictionRecorded(e, isNew, t))
 	}
 }
 

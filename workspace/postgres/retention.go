@@ -2,11 +2,8 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,6 +11,7 @@ import (
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/retention"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 // Retention on PostgreSQL asks the retention package's pure policy
@@ -58,9 +56,7 @@ func (s *Store) Prune(ctx context.Context, req workspace.PruneRequest) (retentio
 		}
 		p.task(ctx, info)
 	}
-	for _, l := range []*[]retention.Decision{&rep.Kept, &rep.Summarized, &rep.Removed, &rep.Skipped} {
-		slices.SortFunc(*l, func(a, b retention.Decision) int { return strings.Compare(a.TaskID, b.TaskID) })
-	}
+	dbstore.SortReport(&rep)
 	return rep, nil
 }
 
@@ -88,20 +84,7 @@ func (s *Store) taskInfos(ctx context.Context, q interface {
 		if err := r.Scan(&info.ID, &doc, &info.Summarized); err != nil {
 			return info, err
 		}
-		if doc != nil {
-			var st struct {
-				Status      string  `json:"status"`
-				CompletedAt *string `json:"completed_at"`
-			}
-			if err := json.Unmarshal([]byte(*doc), &st); err != nil {
-				info.StateErr = err.Error()
-			} else {
-				info.Status = st.Status
-				if st.CompletedAt != nil {
-					info.CompletedAt = *st.CompletedAt
-				}
-			}
-		}
+		dbstore.ReadStatus(&info, doc)
 		return info, nil
 	})
 }
@@ -122,11 +105,7 @@ type pruneRun struct {
 
 // decide applies the policy, an unreadable state being a skip.
 func (p *pruneRun) decide(info retention.TaskInfo) retention.Decision {
-	d := retention.Decide(info, p.req.Policy, p.now)
-	if info.StateErr != "" {
-		d.Action = retention.Skip
-	}
-	return d
+	return dbstore.Decide(info, p.req.Policy, p.now)
 }
 
 // task decides one task and, when the policy summarises or removes it,
@@ -190,20 +169,11 @@ func (p *pruneRun) task(ctx context.Context, info retention.TaskInfo) {
 	}
 }
 
-// prune summarises or removes task id in tx.
+// prune summarises or removes task id in tx, in one batch.
 func prune(ctx context.Context, tx pgx.Tx, id string, a retention.Action) error {
 	b := &pgx.Batch{}
-	b.Queue("DELETE FROM entries WHERE "+taskEntries("$1"), id)
-	if a == retention.Remove {
-		// The task's rows of every table go with it (ON DELETE CASCADE);
-		// events, entries and lock records name it without a key.
-		b.Queue("DELETE FROM events WHERE task_id = $1", id)
-		b.Queue("DELETE FROM locks WHERE task_id = $1", id)
-		b.Queue("DELETE FROM tasks WHERE id = $1", id)
-	} else {
-		for _, t := range []string{"products", "threads", "journal", "backups", "markers"} {
-			b.Queue("DELETE FROM "+t+" WHERE task_id = $1", id)
-		}
+	for _, q := range dbstore.PruneStatements(a, taskEntries("$1")) {
+		b.Queue(q, id)
 	}
 	return tx.SendBatch(ctx, b).Close()
 }

@@ -3,16 +3,14 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/retention"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 // Retention on PostgreSQL asks the retention package's pure policy
@@ -54,9 +52,7 @@ func (s *Store) Prune(ctx context.Context, req workspace.PruneRequest) (retentio
 		}
 		p.task(ctx, info)
 	}
-	for _, l := range []*[]retention.Decision{&rep.Kept, &rep.Summarized, &rep.Removed, &rep.Skipped} {
-		slices.SortFunc(*l, func(a, b retention.Decision) int { return strings.Compare(a.TaskID, b.TaskID) })
-	}
+	dbstore.SortReport(&rep)
 	return rep, nil
 }
 
@@ -79,20 +75,7 @@ func (s *Store) taskInfos(ctx context.Context, q querier, id string) ([]retentio
 		if err := r.Scan(&info.ID, &doc, &info.Summarized); err != nil {
 			return info, err
 		}
-		if doc != nil {
-			var st struct {
-				Status      string  `json:"status"`
-				CompletedAt *string `json:"completed_at"`
-			}
-			if err := json.Unmarshal([]byte(*doc), &st); err != nil {
-				info.StateErr = err.Error()
-			} else {
-				info.Status = st.Status
-				if st.CompletedAt != nil {
-					info.CompletedAt = *st.CompletedAt
-				}
-			}
-		}
+		dbstore.ReadStatus(&info, doc)
 		return info, nil
 	})
 }
@@ -113,11 +96,7 @@ type pruneRun struct {
 
 // decide applies the policy, an unreadable state being a skip.
 func (p *pruneRun) decide(info retention.TaskInfo) retention.Decision {
-	d := retention.Decide(info, p.req.Policy, p.now)
-	if info.StateErr != "" {
-		d.Action = retention.Skip
-	}
-	return d
+	return dbstore.Decide(info, p.req.Policy, p.now)
 }
 
 // task decides one task and, when the policy summarises or removes it,
@@ -180,17 +159,7 @@ func (p *pruneRun) task(ctx context.Context, info retention.TaskInfo) {
 
 // prune summarises or removes task id in tx.
 func prune(ctx context.Context, tx wtx, id string, a retention.Action) error {
-	stmts := []string{"DELETE FROM entries WHERE " + taskEntries("$1")}
-	if a == retention.Remove {
-		// The task's rows of every table go with it (ON DELETE CASCADE);
-		// events, entries and lock records name it without a key.
-		stmts = append(stmts, "DELETE FROM events WHERE task_id = $1", "DELETE FROM locks WHERE task_id = $1", "DELETE FROM tasks WHERE id = $1")
-	} else {
-		for _, t := range []string{"products", "threads", "journal", "backups", "markers"} {
-			stmts = append(stmts, "DELETE FROM "+t+" WHERE task_id = $1")
-		}
-	}
-	for _, q := range stmts {
+	for _, q := range dbstore.PruneStatements(a, taskEntries("$1")) {
 		if _, err := tx.ExecContext(ctx, q, id); err != nil {
 			return err
 		}
