@@ -116,8 +116,7 @@ func readErr(op string, err error) error {
 // counted, one BadLines per task that has any. The server sorts, and the
 // rows stream: memory stays flat in the number of events.
 func (s *Store) MergeEvents(ctx context.Context, taskIDs []string, each func(workspace.Event) error) ([]workspace.BadLines, error) {
-	var bad []workspace.BadLines
-	badOf := map[string]int{}
+	var bad dbstore.BadTally
 	// One snapshot: the task list and the events agree.
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
 		ids := taskIDs
@@ -143,20 +142,14 @@ func (s *Store) MergeEvents(ctx context.Context, taskIDs []string, each func(wor
 		_, err = pgx.ForEachRow(rows, []any{&task, &line}, func() error {
 			e, perr := workspace.ParseEvent(line)
 			if perr != nil {
-				i, ok := badOf[task]
-				if !ok {
-					i = len(bad)
-					badOf[task] = i
-					bad = append(bad, workspace.BadLines{TaskID: task, First: perr})
-				}
-				bad[i].Count++
+				bad.Add(task, perr)
 				return nil
 			}
 			return each(e)
 		})
 		return err
 	})
-	return bad, err
+	return bad.Lines(), err
 }
 
 // FollowEvents calls each for every new event of a task (every task when
@@ -166,13 +159,9 @@ func (s *Store) MergeEvents(ctx context.Context, taskIDs []string, each func(wor
 // interval even when no notification arrives (or LISTEN is refused, as
 // through a transaction pooler, when it only polls).
 func (s *Store) FollowEvents(ctx context.Context, taskID string, fromStart bool, interval time.Duration, each func(workspace.Event)) error {
-	if taskID != "" {
-		if err := workspace.ValidateID("task id", taskID); err != nil {
-			return err
-		}
-	}
-	if interval <= 0 {
-		interval = time.Second
+	interval, err := dbstore.FollowInterval(taskID, interval)
+	if err != nil {
+		return err
 	}
 	f := &follower{s: s, task: taskID}
 	if !fromStart {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 // Events are rows of events, one events.log line each, in append order by
@@ -88,8 +89,7 @@ func (s *Store) ReadEvents(ctx context.Context, taskID string) (evs []workspace.
 // counted, one BadLines per task that has any. The rows stream from one
 // snapshot.
 func (s *Store) MergeEvents(ctx context.Context, taskIDs []string, each func(workspace.Event) error) ([]workspace.BadLines, error) {
-	var bad []workspace.BadLines
-	badOf := map[string]int{}
+	var bad dbstore.BadTally
 	err := s.read(ctx, func(tx wtx) error {
 		ids := taskIDs
 		if ids == nil {
@@ -119,13 +119,7 @@ func (s *Store) MergeEvents(ctx context.Context, taskIDs []string, each func(wor
 			}
 			e, perr := workspace.ParseEvent(line)
 			if perr != nil {
-				i, ok := badOf[task]
-				if !ok {
-					i = len(bad)
-					badOf[task] = i
-					bad = append(bad, workspace.BadLines{TaskID: task, First: perr})
-				}
-				bad[i].Count++
+				bad.Add(task, perr)
 				continue
 			}
 			if err := each(e); err != nil {
@@ -134,7 +128,7 @@ func (s *Store) MergeEvents(ctx context.Context, taskIDs []string, each func(wor
 		}
 		return rows.Err()
 	})
-	return bad, err
+	return bad.Lines(), err
 }
 
 // FollowEvents calls each for every new event of a task (every task when
@@ -142,13 +136,9 @@ func (s *Store) MergeEvents(ctx context.Context, taskIDs []string, each func(wor
 // until ctx ends; it then returns nil. It looks every interval (a second
 // when zero), so a new event waits at most about interval.
 func (s *Store) FollowEvents(ctx context.Context, taskID string, fromStart bool, interval time.Duration, each func(workspace.Event)) error {
-	if taskID != "" {
-		if err := workspace.ValidateID("task id", taskID); err != nil {
-			return err
-		}
-	}
-	if interval <= 0 {
-		interval = time.Second
+	interval, err := dbstore.FollowInterval(taskID, interval)
+	if err != nil {
+		return err
 	}
 	var low int64
 	if !fromStart {

@@ -8,25 +8,6 @@ import (
 	"github.com/workspaced/workspaced/workspace"
 )
 
-// A store may append the version to a line built without it (the
-// version attribute sorts last), as PostgreSQL's one-statement store does.
-func TestEntryEventLineVersionLast(t *testing.T) {
-	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	for _, sc := range []workspace.Scope{
-		{Kind: workspace.ScopeThread, TaskID: "t1"},
-		{Kind: workspace.ScopeSession, TaskID: "t1", ThreadID: "th"},
-	} {
-		with := EntryEventLine(sc, "stored", "k", "zed", 3, at)
-		without := EntryEventLine(sc, "stored", "k", "zed", 0, at)
-		if with != without+" version=3" {
-			t.Errorf("%s: %q is not %q + version", sc.Kind, with, without)
-		}
-	}
-	if got := EntryEventLine(workspace.Scope{Kind: workspace.ScopeGlobal}, "stored", "k", "a", 1, at); got != "" {
-		t.Errorf("global scope has an event line %q", got)
-	}
-}
-
 func TestCheckUpdate(t *testing.T) {
 	lim := workspace.LimitSettings{ValueMaxBytes: workspace.DefaultValueMaxBytes, ValueWarnBytes: workspace.DefaultValueWarnBytes, MaxDepth: workspace.DefaultMaxDepth}
 	sc := workspace.Scope{Kind: workspace.ScopeAgent, Agent: "a1"}
@@ -47,6 +28,25 @@ func TestCheckUpdate(t *testing.T) {
 		if err == nil && own != "a1" {
 			t.Errorf("%s: owner %q", tc.name, own)
 		}
+	}
+}
+
+// A store may append the version to a line built without it (the
+// version attribute sorts last), as PostgreSQL's one-statement store does.
+func TestEntryEventLineVersionLast(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, sc := range []workspace.Scope{
+		{Kind: workspace.ScopeThread, TaskID: "t1"},
+		{Kind: workspace.ScopeSession, TaskID: "t1", ThreadID: "th"},
+	} {
+		with := EntryEventLine(sc, "stored", "k", "zed", 3, at)
+		without := EntryEventLine(sc, "stored", "k", "zed", 0, at)
+		if with != without+" version=3" {
+			t.Errorf("%s: %q is not %q + version", sc.Kind, with, without)
+		}
+	}
+	if got := EntryEventLine(workspace.Scope{Kind: workspace.ScopeGlobal}, "stored", "k", "a", 1, at); got != "" {
+		t.Errorf("global scope has an event line %q", got)
 	}
 }
 

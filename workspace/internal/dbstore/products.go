@@ -247,13 +247,7 @@ func Replace(dir, id string, data []byte, get Body, kept func(prefix string) ([]
 // BuildOutput checks an output's ids and document and builds it
 // (workspace.BuildOutput): its path in the task and its bytes.
 func BuildOutput(subtaskID, agent string, data []byte, lim workspace.LimitSettings, now time.Time) (string, []byte, error) {
-	if err := workspace.ValidateID("subtask id", subtaskID); err != nil {
-		return "", nil, err
-	}
-	if err := workspace.ValidateID("agent", agent); err != nil {
-		return "", nil, err
-	}
-	m, err := workspace.ParseDoc("output", data, lim)
+	m, err := checkDoc("output", data, lim, "subtask id", subtaskID, "agent", agent)
 	if err != nil {
 		return "", nil, err
 	}
@@ -263,14 +257,22 @@ func BuildOutput(subtaskID, agent string, data []byte, lim workspace.LimitSettin
 // BuildReview checks a review's id and document and builds it
 // (workspace.BuildReview): its path in the task and its bytes.
 func BuildReview(reviewID, agent string, data []byte, lim workspace.LimitSettings, now time.Time) (string, []byte, error) {
-	if err := workspace.ValidateID("review id", reviewID); err != nil {
-		return "", nil, err
-	}
-	m, err := workspace.ParseDoc("review", data, lim)
+	m, err := checkDoc("review", data, lim, "review id", reviewID)
 	if err != nil {
 		return "", nil, err
 	}
 	return workspace.BuildReview(reviewID, agent, m, now)
+}
+
+// checkDoc checks ids, pairs of what an id is and the id, in order, then
+// parses data as a document of kind.
+func checkDoc(kind string, data []byte, lim workspace.LimitSettings, ids ...string) (map[string]any, error) {
+	for i := 0; i+1 < len(ids); i += 2 {
+		if err := workspace.ValidateID(ids[i], ids[i+1]); err != nil {
+			return nil, err
+		}
+	}
+	return workspace.ParseDoc(kind, data, lim)
 }
 
 // OutputFinal is workspace.OutputFinal over the task's state as its row

@@ -1,13 +1,11 @@
 package dbstore
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
-	"encoding/json"
-
 	"github.com/workspaced/workspaced/atomicfile"
-
 	"github.com/workspaced/workspaced/schemas"
 	"github.com/workspaced/workspaced/workspace"
 )
