@@ -33,18 +33,12 @@ func (s *Store) AppendEvent(ctx context.Context, e workspace.Event) error {
 // AppendEvents appends events of one task in one statement, in the order
 // given. The task must exist (ErrNotFound); a bad id is ErrInvalid.
 func (s *Store) AppendEvents(ctx context.Context, taskID string, evs []workspace.Event) error {
-	if err := workspace.ValidateID("task id", taskID); err != nil {
+	out, err := dbstore.StampEvents(taskID, evs, now)
+	if err != nil || len(out) == 0 {
 		return err
 	}
-	if len(evs) == 0 {
-		return nil
-	}
-	times, lines := make([]time.Time, len(evs)), make([]string, len(evs))
-	for i, e := range evs {
-		if e.Time.IsZero() {
-			e.Time = now()
-		}
-		e.TaskID = taskID
+	times, lines := make([]time.Time, len(out)), make([]string, len(out))
+	for i, e := range out {
 		times[i], lines[i] = e.Time, workspace.FormatEvent(e)
 	}
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)

@@ -24,23 +24,13 @@ func (s *Store) AppendEvent(ctx context.Context, e workspace.Event) error {
 // AppendEvents appends events of one task in one transaction, in the
 // order given. The task must exist (ErrNotFound); a bad id is ErrInvalid.
 func (s *Store) AppendEvents(ctx context.Context, taskID string, evs []workspace.Event) error {
-	if err := workspace.ValidateID("task id", taskID); err != nil {
+	out, err := dbstore.StampEvents(taskID, evs, now)
+	if err != nil || len(out) == 0 {
 		return err
-	}
-	if len(evs) == 0 {
-		return nil
-	}
-	out := make([]workspace.Event, len(evs))
-	for i, e := range evs {
-		if e.Time.IsZero() {
-			e.Time = now()
-		}
-		e.TaskID = taskID
-		out[i] = e
 	}
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
-	err := s.write(ctx, func(tx wtx) error {
+	err = s.write(ctx, func(tx wtx) error {
 		if err := requireTask(ctx, tx, taskID); err != nil {
 			return err
 		}

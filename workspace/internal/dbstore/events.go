@@ -43,3 +43,24 @@ func FollowInterval(taskID string, interval time.Duration) (time.Duration, error
 	}
 	return interval, nil
 }
+
+// StampEvents checks the task an append names and gives each of evs that
+// task and, when its time is zero, the time now gives. An empty result is
+// nothing to append.
+func StampEvents(taskID string, evs []workspace.Event, now func() time.Time) ([]workspace.Event, error) {
+	if err := workspace.ValidateID("task id", taskID); err != nil {
+		return nil, err
+	}
+	if len(evs) == 0 {
+		return nil, nil
+	}
+	out := make([]workspace.Event, len(evs))
+	for i, e := range evs {
+		if e.Time.IsZero() {
+			e.Time = now()
+		}
+		e.TaskID = taskID
+		out[i] = e
+	}
+	return out, nil
+}
