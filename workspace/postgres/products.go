@@ -96,29 +96,14 @@ func (s *Store) readDoc(ctx context.Context, taskID, rel string) (workspace.Prod
 func (s *Store) ReadTaskDoc(ctx context.Context, taskID, name string) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
-	if err := dbstore.CheckTaskDocName(name); err != nil {
-		return nil, err
-	}
-	_, data, err := s.readDoc(ctx, taskID, name)
-	if err != nil {
-		return nil, err
-	}
-	return dbstore.CompactDoc(name, data)
+	return dbstore.ReadTaskDoc(name, func(rel string) (workspace.Product, []byte, error) { return s.readDoc(ctx, taskID, rel) })
 }
 
 // ReadProduct reads and validates what a done marker's output_file names.
 func (s *Store) ReadProduct(ctx context.Context, taskID, outputFile string) (workspace.Product, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
-	kind, err := dbstore.OutputKind(outputFile)
-	if err != nil {
-		return workspace.Product{}, err
-	}
-	if kind == workspace.ProductNone {
-		return workspace.Product{Kind: kind}, nil
-	}
-	p, _, err := s.readDoc(ctx, taskID, outputFile)
-	return p, err
+	return dbstore.ReadProduct(outputFile, func(rel string) (workspace.Product, []byte, error) { return s.readDoc(ctx, taskID, rel) })
 }
 
 // ValidateProduct checks a product as ReadProduct does.

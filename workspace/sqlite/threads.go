@@ -126,21 +126,13 @@ func (s *Store) ModifyThread(ctx context.Context, taskID, id, agent string, chan
 		if err != nil {
 			return err
 		}
-		write, err := change(&t)
-		if err != nil || !write {
-			out = t
-			return err
-		}
-		t.UpdatedAt = s.Now()
-		data, err := workspace.ThreadDoc(t)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, "UPDATE threads SET doc = $3 WHERE task_id = $1 AND id = $2", taskID, id, string(data)); err != nil {
-			return err
-		}
+		data, err := dbstore.ChangeThread(&t, change, s.Now)
 		out = t
-		return nil
+		if err != nil || data == nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, "UPDATE threads SET doc = $3 WHERE task_id = $1 AND id = $2", taskID, id, string(data))
+		return err
 	})
 	if err != nil {
 		return workspace.Thread{}, err

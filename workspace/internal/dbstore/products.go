@@ -120,14 +120,26 @@ func DecodeDoc(rel, b string, had bool, lim workspace.LimitSettings) (workspace.
 	return p, []byte(b), err
 }
 
-// CheckTaskDocName refuses a name that is not a document of a task
-// ReadTaskDoc reads: plan.json, a kept plan, an output or a review.
-func CheckTaskDocName(name string) error {
+// ReadDoc reads the product rel of a task and judges it (DecodeDoc).
+type ReadDoc func(rel string) (workspace.Product, []byte, error)
+
+// ReadTaskDoc reads the document name of a task through read: plan.json,
+// a kept plan, an output or a review, checked as a product, compacted.
+// Any other name is ErrInvalid.
+func ReadTaskDoc(name string, read ReadDoc) (json.RawMessage, error) {
 	if !taskDocName(name) {
-		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "read " + name,
+		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read " + name,
 			Msg: "not a document of a task: plan.json, plans/plan_v<N>.json, outputs/<id>.json or reviews/<id>.json"}
 	}
-	return nil
+	_, data, err := read(name)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, data); err != nil {
+		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read " + name, Err: err}
+	}
+	return b.Bytes(), nil
 }
 
 func taskDocName(name string) bool {
@@ -140,22 +152,18 @@ func taskDocName(name string) bool {
 	return err == nil && kind != workspace.ProductNone
 }
 
-// CompactDoc is the document name, compacted.
-func CompactDoc(name string, data []byte) (json.RawMessage, error) {
-	var b bytes.Buffer
-	if err := json.Compact(&b, data); err != nil {
-		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read " + name, Err: err}
-	}
-	return b.Bytes(), nil
-}
-
-// OutputKind is the kind of product a done marker's output_file names.
-func OutputKind(outputFile string) (string, error) {
+// ReadProduct reads through read and judges what a done marker's
+// output_file names; a cancel's "none" reads nothing.
+func ReadProduct(outputFile string, read ReadDoc) (workspace.Product, error) {
 	kind, _, err := workspace.ClassifyOutput(outputFile)
 	if err != nil {
-		return kind, &workspace.Error{Kind: workspace.ErrInvalid, Op: "product", Err: err}
+		return workspace.Product{}, &workspace.Error{Kind: workspace.ErrInvalid, Op: "product", Err: err}
 	}
-	return kind, nil
+	if kind == workspace.ProductNone {
+		return workspace.Product{Kind: kind}, nil
+	}
+	p, _, err := read(outputFile)
+	return p, err
 }
 
 // Reviews decodes the reviews among rows, sorted by reviewed_at then id;

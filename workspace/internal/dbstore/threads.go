@@ -66,3 +66,14 @@ func CheckModifyingAgent(agent string) error {
 	}
 	return workspace.ValidateID("agent", agent)
 }
+
+// ChangeThread lets change modify t and, when change says so, stamps t
+// with now() and returns its new document; nil is nothing to write.
+func ChangeThread(t *workspace.Thread, change func(*workspace.Thread) (bool, error), now func() time.Time) ([]byte, error) {
+	write, err := change(t)
+	if err != nil || !write {
+		return nil, err
+	}
+	t.UpdatedAt = now()
+	return workspace.ThreadDoc(*t)
+}
