@@ -20,9 +20,22 @@ func (w *Workspace) FrictionLog(agent string) *friction.Log {
 
 // FrictionConfig is the detectors' configuration from workspace.json.
 func (w *Workspace) FrictionConfig(ctx context.Context) friction.Config {
-	f := w.settings.Friction
+	return w.settings.Friction.Config()
+}
+
+// Config is the detectors' configuration these settings give, on every
+// store.
+func (f FrictionSettings) Config() friction.Config {
 	return friction.Config{RevisionLimit: f.RevisionLimit, ReviewerRepeats: f.ReviewerRepeats, FailureRepeats: f.FailureRepeats,
 		TimeoutLow: time.Duration(f.TimeoutLow), TimeoutMedium: time.Duration(f.TimeoutMedium), TimeoutHigh: time.Duration(f.TimeoutHigh)}
+}
+
+// FrictionRecorded is the event `friction_recorded <task> <friction_id>
+// type=T occurrences=N new=true|false` that notes entry e, recorded or
+// merged (isNew false), in the events of task.
+func FrictionRecorded(e friction.Entry, isNew bool, task string) Event {
+	return Event{Name: "friction_recorded", TaskID: task, Args: []string{e.ID}, Attrs: map[string]string{
+		"type": e.Type, "occurrences": strconv.Itoa(e.Occurrences), "new": strconv.FormatBool(isNew)}}
 }
 
 // NoteFriction appends a friction_recorded event to the events.log of each
@@ -35,8 +48,7 @@ func (w *Workspace) NoteFriction(ctx context.Context, e friction.Entry, isNew bo
 		if !w.IsTaskDir(t) || !w.exists(path.Join(TaskDir(t), "task.json")) {
 			continue
 		}
-		_ = w.AppendEvent(ctx, Event{Name: "friction_recorded", TaskID: t, Args: []string{e.ID}, Attrs: map[string]string{
-			"type": e.Type, "occurrences": strconv.Itoa(e.Occurrences), "new": strconv.FormatBool(isNew)}})
+		_ = w.AppendEvent(ctx, FrictionRecorded(e, isNew, t))
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/schemas"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 // What an agent does on PostgreSQL, in Go: create a task, write a
@@ -59,7 +60,7 @@ func (s *Store) PutProduct(ctx context.Context, taskID, path string, data []byte
 	_, err := s.pool.Exec(ctx, `INSERT INTO products (task_id, path, body) VALUES ($1, $2, $3)
 		ON CONFLICT (task_id, path) DO UPDATE SET body = excluded.body, updated_at = now()`, taskID, path, string(data))
 	if isForeignKey(err) {
-		return notFoundTask(taskID)
+		return dbstore.NotFoundTask(taskID)
 	}
 	return err
 }
@@ -81,7 +82,7 @@ func (s *Store) DropMarker(ctx context.Context, taskID, kind string, m workspace
 	name := "." + kind + "." + m.AgentID + "." + suffix()
 	_, err = s.pool.Exec(ctx, "INSERT INTO markers (task_id, kind, name, body) VALUES ($1, $2, $3, $4)", taskID, kind, name, string(data))
 	if isForeignKey(err) {
-		return "", notFoundTask(taskID)
+		return "", dbstore.NotFoundTask(taskID)
 	}
 	if err != nil {
 		return "", fmt.Errorf("drop marker for task %s: %w", taskID, err)
@@ -103,7 +104,7 @@ func (s *Store) DropNamedMarker(ctx context.Context, taskID, kind, name string, 
 	_, err = s.pool.Exec(ctx, "INSERT INTO markers (task_id, kind, name, body) VALUES ($1, $2, $3, $4)", taskID, kind, name, string(data))
 	switch {
 	case isForeignKey(err):
-		return notFoundTask(taskID)
+		return dbstore.NotFoundTask(taskID)
 	case isUnique(err):
 		return &workspace.Error{Kind: workspace.ErrConflict, Op: "drop marker " + name + " for task " + taskID, Err: err,
 			Hint: "never reuse a marker name: give each marker a new random suffix"}
@@ -127,13 +128,12 @@ func (s *Store) ReadState(ctx context.Context, taskID string) (workspace.State, 
 	var doc string
 	err := s.pool.QueryRow(ctx, "SELECT doc FROM states WHERE task_id = $1", taskID).Scan(&doc)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return workspace.State{}, &workspace.Error{Kind: workspace.ErrNotFound, Op: "read state of task " + taskID,
-			Msg: "no state written yet", Hint: "the daemon writes it once it has taken a marker; is serve running?"}
+		return workspace.State{}, dbstore.NoState(taskID)
 	}
 	if err != nil {
 		return workspace.State{}, err
 	}
-	return decodeState(taskID, doc)
+	return dbstore.DecodeState(taskID, doc)
 }
 
 // ReadJournal returns the records the daemon took for a task, in
@@ -194,16 +194,12 @@ func (s *Store) GetTask(ctx context.Context, id string) (workspace.Task, error) 
 	var t workspace.Task
 	err := s.pool.QueryRow(ctx, "SELECT doc FROM tasks WHERE id = $1", id).Scan(&doc)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return t, notFoundTask(id)
+		return t, dbstore.NotFoundTask(id)
 	}
 	if err != nil {
 		return t, err
 	}
 	return t, json.Unmarshal([]byte(doc), &t)
-}
-
-func notFoundTask(id string) error {
-	return &workspace.Error{Kind: workspace.ErrNotFound, Op: "task " + id, Msg: "no such task", Hint: "list the tasks with workspaced status"}
 }
 
 func isUnique(err error) bool     { return pgCode(err) == "23505" }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/daemon"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 	"github.com/workspaced/workspaced/workspace/machine"
 )
 
@@ -210,7 +211,7 @@ func TestBackupsKeepN(t *testing.T) {
 	if err != nil || int64(len(doc)) != list[0].Size {
 		t.Fatalf("ReadBackup(%s): %d bytes, %v; want %d", list[0].Name, len(doc), err, list[0].Size)
 	}
-	if _, err := decodeState("t1", string(doc)); err != nil {
+	if _, err := dbstore.DecodeState("t1", string(doc)); err != nil {
 		t.Fatalf("the newest backup is not a state: %v", err)
 	}
 	if _, err := s.ReadBackup(ctx, "t1", "state_nope.json"); !errors.Is(err, workspace.ErrNotFound) || workspace.HintOf(err) == "" {

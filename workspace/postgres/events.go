@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 // Events are rows of events, one events.log line each, in append order by
@@ -32,18 +33,12 @@ func (s *Store) AppendEvent(ctx context.Context, e workspace.Event) error {
 // AppendEvents appends events of one task in one statement, in the order
 // given. The task must exist (ErrNotFound); a bad id is ErrInvalid.
 func (s *Store) AppendEvents(ctx context.Context, taskID string, evs []workspace.Event) error {
-	if err := workspace.ValidateID("task id", taskID); err != nil {
+	out, err := dbstore.StampEvents(taskID, evs, now)
+	if err != nil || len(out) == 0 {
 		return err
 	}
-	if len(evs) == 0 {
-		return nil
-	}
-	times, lines := make([]time.Time, len(evs)), make([]string, len(evs))
-	for i, e := range evs {
-		if e.Time.IsZero() {
-			e.Time = now()
-		}
-		e.TaskID = taskID
+	times, lines := make([]time.Time, len(out)), make([]string, len(out))
+	for i, e := range out {
 		times[i], lines[i] = e.Time, workspace.FormatEvent(e)
 	}
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
@@ -56,7 +51,7 @@ func (s *Store) AppendEvents(ctx context.Context, taskID string, evs []workspace
 		return fmt.Errorf("append events to task %s: %w", taskID, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return notFoundTask(taskID)
+		return dbstore.NotFoundTask(taskID)
 	}
 	return nil
 }
@@ -75,7 +70,7 @@ func (s *Store) ReadEvents(ctx context.Context, taskID string) (evs []workspace.
 			return err
 		}
 		if !ok {
-			return notFoundTask(taskID)
+			return dbstore.NotFoundTask(taskID)
 		}
 		rows, err := tx.Query(ctx, "SELECT line FROM events WHERE task_id = $1 ORDER BY id", taskID)
 		if err != nil {
@@ -115,8 +110,7 @@ func readErr(op string, err error) error {
 // counted, one BadLines per task that has any. The server sorts, and the
 // rows stream: memory stays flat in the number of events.
 func (s *Store) MergeEvents(ctx context.Context, taskIDs []string, each func(workspace.Event) error) ([]workspace.BadLines, error) {
-	var bad []workspace.BadLines
-	badOf := map[string]int{}
+	var bad dbstore.BadTally
 	// One snapshot: the task list and the events agree.
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
 		ids := taskIDs
@@ -142,20 +136,14 @@ func (s *Store) MergeEvents(ctx context.Context, taskIDs []string, each func(wor
 		_, err = pgx.ForEachRow(rows, []any{&task, &line}, func() error {
 			e, perr := workspace.ParseEvent(line)
 			if perr != nil {
-				i, ok := badOf[task]
-				if !ok {
-					i = len(bad)
-					badOf[task] = i
-					bad = append(bad, workspace.BadLines{TaskID: task, First: perr})
-				}
-				bad[i].Count++
+				bad.Add(task, perr)
 				return nil
 			}
 			return each(e)
 		})
 		return err
 	})
-	return bad, err
+	return bad.Lines(), err
 }
 
 // FollowEvents calls each for every new event of a task (every task when
@@ -165,13 +153,9 @@ func (s *Store) MergeEvents(ctx context.Context, taskIDs []string, each func(wor
 // interval even when no notification arrives (or LISTEN is refused, as
 // through a transaction pooler, when it only polls).
 func (s *Store) FollowEvents(ctx context.Context, taskID string, fromStart bool, interval time.Duration, each func(workspace.Event)) error {
-	if taskID != "" {
-		if err := workspace.ValidateID("task id", taskID); err != nil {
-			return err
-		}
-	}
-	if interval <= 0 {
-		interval = time.Second
+	interval, err := dbstore.FollowInterval(taskID, interval)
+	if err != nil {
+		return err
 	}
 	f := &follower{s: s, task: taskID}
 	if !fromStart {

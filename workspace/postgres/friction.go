@@ -13,6 +13,7 @@ import (
 	"github.com/workspaced/workspaced/friction"
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 // The friction log is one document, friction/friction.json byte for
@@ -36,9 +37,7 @@ func (s *Store) Friction(ctx context.Context, agent string) workspace.FrictionLo
 
 // FrictionConfig is the detectors' configuration from workspace.json.
 func (s *Store) FrictionConfig(ctx context.Context) friction.Config {
-	f := s.settings.Friction
-	return friction.Config{RevisionLimit: f.RevisionLimit, ReviewerRepeats: f.ReviewerRepeats, FailureRepeats: f.FailureRepeats,
-		TimeoutLow: time.Duration(f.TimeoutLow), TimeoutMedium: time.Duration(f.TimeoutMedium), TimeoutHigh: time.Duration(f.TimeoutHigh)}
+	return s.settings.Friction.Config()
 }
 
 // NoteFriction appends `friction_recorded <task> <friction_id> type=T
@@ -46,22 +45,19 @@ func (s *Store) FrictionConfig(ctx context.Context) friction.Config {
 // do not (removed, anonymised) are skipped. It is best effort, as on
 // files: the entry is recorded whether or not its events are.
 func (s *Store) NoteFriction(ctx context.Context, e friction.Entry, isNew bool, tasks []string) {
-	for _, t := range tasks {
-		if workspace.ValidateID("task id", t) != nil {
-			continue
-		}
-		_ = s.AppendEvent(ctx, workspace.Event{Name: "friction_recorded", TaskID: t, Args: []string{e.ID}, Attrs: map[string]string{
-			"type": e.Type, "occurrences": strconv.Itoa(e.Occurrences), "new": strconv.FormatBool(isNew)}})
+	for _, ev := range dbstore.FrictionEvents(e, isNew, tasks) {
+		_ = s.AppendEvent(ctx, ev)
 	}
 }
+
+// frictionPath is the log's row in files, its path in the tree.
+const frictionPath = friction.File
 
 // frictionRow is the friction.Storage of a Store.
 type frictionRow struct{ s *Store }
 
-// frictionPath is the log's row in files.
-const frictionPath = "friction/friction.json"
-
-func (frictionRow) Name() string { return "friction log (files row " + frictionPath + ")" }
+// Name names the log's row in messages.
+func (frictionRow) Name() string { return dbstore.FrictionRowName }
 
 func (r frictionRow) Read(ctx context.Context) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)

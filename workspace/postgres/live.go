@@ -6,6 +6,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 // ReadEventsFrom calls each for every event of task taskID whose row id
@@ -32,7 +33,7 @@ func (s *Store) ReadEventsFrom(ctx context.Context, taskID string, pos int64, ea
 			return err
 		}
 		if !ok {
-			return notFoundTask(taskID)
+			return dbstore.NotFoundTask(taskID)
 		}
 		rows, err := tx.Query(ctx, "SELECT id, line FROM events WHERE task_id = $1 AND id > $2 ORDER BY id", taskID, pos)
 		if err != nil {

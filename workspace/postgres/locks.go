@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"os"
-	"path"
 	"strconv"
 	"sync"
 	"time"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 // Named locks on PostgreSQL are session advisory locks: LockTaskNamed
@@ -26,13 +26,6 @@ import (
 // names the file tree gives its lock files (tasks/<id>/.locks/<name>.lock),
 // the key and the latest holder; whether a lock is held now is the
 // server's pg_locks.
-
-// taskLock is the name of a whole task's lock, as on files.
-const taskLock = "task"
-
-// lockName is the name of a task's lock, the path its lock file has in a
-// tree.
-func lockName(taskID, lock string) string { return path.Join("tasks", taskID, ".locks", lock+".lock") }
 
 // lockKey is the advisory lock key of a lock name in this schema: the
 // first 8 bytes of its FNV-1a hash, so that workspaces in other schemas
@@ -75,13 +68,8 @@ func (l *advisoryLock) Release() error {
 // ErrLocked naming the holder, ctx ending first its error. A missing task
 // is ErrNotFound, a bad task id or name ErrInvalid.
 func (s *Store) LockTaskNamed(ctx context.Context, taskID, name, agent string) (workspace.Lock, error) {
-	if err := workspace.ValidateID("task id", taskID); err != nil {
-		return nil, err
-	}
-	lock := name
-	if name == "" {
-		lock = taskLock
-	} else if err := workspace.ValidateID("lock name", name); err != nil {
+	lock, err := dbstore.TaskLockName(taskID, name)
+	if err != nil {
 		return nil, err
 	}
 	var exists bool
@@ -89,9 +77,9 @@ func (s *Store) LockTaskNamed(ctx context.Context, taskID, name, agent string) (
 		return nil, fmt.Errorf("lock task %s: %w", taskID, err)
 	}
 	if !exists {
-		return nil, &workspace.Error{Kind: workspace.ErrNotFound, Op: "lock task " + taskID, Msg: "no such task", Field: workspace.FieldTask}
+		return nil, dbstore.NoTaskToLock(taskID)
 	}
-	return s.lock(ctx, lockName(taskID, lock), taskID, lock, agent, time.Duration(s.settings.LockTimeout))
+	return s.lock(ctx, dbstore.LockName(taskID, lock), taskID, lock, agent, time.Duration(s.settings.LockTimeout))
 }
 
 // lock takes the advisory lock of name on a connection of its own,

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 	"github.com/workspaced/workspaced/workspace/tables"
 )
 
@@ -66,16 +66,8 @@ func (s *Store) checkVersion(ctx context.Context) error {
 }
 
 func (s *Store) judgeVersion(v int) error {
-	switch known := SchemaVersion(); {
-	case v == 0:
-		return &workspace.Error{Kind: workspace.ErrNotFound, Op: "open schema " + s.schema, Err: ErrNotInitialized,
-			Hint: "create it with workspaced --root '<the same URL>' init"}
-	case v > known:
-		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "open schema " + s.schema, Err: ErrSchemaTooNew,
-			Msg:  fmt.Sprintf("schema version %d, this workspaced knows up to %d", v, known),
-			Hint: "upgrade workspaced to the version that migrated this database"}
-	}
-	return nil
+	return dbstore.Schema{Op: "open schema " + s.schema, InitHint: "create it with workspaced --root '<the same URL>' init",
+		NotInitialized: ErrNotInitialized, TooNew: ErrSchemaTooNew}.Judge(v, SchemaVersion())
 }
 
 // Init creates the workspace at root: the schema when missing and every

@@ -1,19 +1,16 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 // What agents write in a task: plans and their versions, outputs and
@@ -56,38 +53,12 @@ func (s *Store) WritePlan(ctx context.Context, taskID, agent string, data []byte
 		if err := lockTask(ctx, tx, taskID); err != nil {
 			return err
 		}
-		prev, had, err := body(ctx, tx, taskID, "plan.json")
-		if err != nil {
-			return fmt.Errorf("read current plan: %w", err)
-		}
-		var old workspace.Plan
-		if had {
-			if err := json.Unmarshal([]byte(prev), &old); err != nil {
-				return fmt.Errorf("read current plan: %w", err)
-			}
-		}
-		out, plan, err := workspace.BuildPlan(taskID, agent, m, old.Version+1, s.Now())
-		if err != nil {
-			return err
-		}
-		if had {
-			keep := "plans/plan_v" + strconv.Itoa(old.Version) + ".json"
-			kept, there, err := body(ctx, tx, taskID, keep)
-			switch {
-			case err != nil:
-				return fmt.Errorf("keep plan v%d: %w", old.Version, err)
-			case !there:
-				if err := putBody(ctx, tx, taskID, keep, []byte(prev)); err != nil {
-					return err
-				}
-			case kept != prev:
-				return &workspace.Error{Kind: workspace.ErrConflict, Op: "write plan of task " + taskID,
-					Msg:  fmt.Sprintf("plan.json says version %d, but plans/plan_v%d.json already keeps another version %d", old.Version, old.Version, old.Version),
-					Hint: "plan.json was changed without a new version; give it the next free version, then write again"}
-			}
-		}
-		p = plan
-		return putBody(ctx, tx, taskID, "plan.json", out)
+		p, err = dbstore.WritePlan(taskID, agent, m, s.Now(), func(rel string) (string, bool, error) {
+			return body(ctx, tx, taskID, rel)
+		}, func(rel string, data []byte) error {
+			return putBody(ctx, tx, taskID, rel, data)
+		})
+		return err
 	})
 	if err != nil {
 		return workspace.Plan{}, err
@@ -102,34 +73,9 @@ func (s *Store) ReadPlan(ctx context.Context, taskID string, version int) (*work
 	if err := workspace.ValidateID("task id", taskID); err != nil {
 		return nil, err
 	}
-	var p workspace.Plan
-	cur, had, err := body(ctx, s.pool, taskID, "plan.json")
-	if err != nil {
-		return nil, err
-	}
-	if had {
-		if err := json.Unmarshal([]byte(cur), &p); err != nil {
-			return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read plan of task " + taskID, Err: err}
-		}
-		if version == 0 || p.Version == version {
-			return &p, nil
-		}
-	}
-	if version == 0 {
-		return nil, &workspace.Error{Kind: workspace.ErrNotFound, Op: "plan of task " + taskID, Msg: "no plan.json", Hint: "write the plan first"}
-	}
-	old, had, err := body(ctx, s.pool, taskID, "plans/plan_v"+strconv.Itoa(version)+".json")
-	if err != nil {
-		return nil, err
-	}
-	if !had {
-		return nil, &workspace.Error{Kind: workspace.ErrNotFound, Op: fmt.Sprintf("plan v%d of task %s", version, taskID), Msg: "not kept"}
-	}
-	var op workspace.Plan
-	if err := json.Unmarshal([]byte(old), &op); err != nil {
-		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: fmt.Sprintf("read plan v%d of task %s", version, taskID), Err: err}
-	}
-	return &op, nil
+	return dbstore.ReadPlan(taskID, version, func(rel string) (string, bool, error) {
+		return body(ctx, s.pool, taskID, rel)
+	})
 }
 
 // readDoc reads the product rel of a task and judges it as the daemon
@@ -142,17 +88,7 @@ func (s *Store) readDoc(ctx context.Context, taskID, rel string) (workspace.Prod
 	if err != nil {
 		return workspace.Product{}, nil, err
 	}
-	if !had {
-		return workspace.Product{}, nil, &workspace.Error{Kind: workspace.ErrNotFound, Op: "product " + rel,
-			Msg: fmt.Sprintf("output file %s does not exist", rel), Hint: "write the product before dropping the marker"}
-	}
-	// A kept plan version is judged as the plan it was.
-	as := rel
-	if strings.HasPrefix(rel, "plans/") {
-		as = "plan.json"
-	}
-	p, err := workspace.DecodeProduct(as, []byte(b), s.settings.Limits)
-	return p, []byte(b), err
+	return dbstore.DecodeDoc(rel, b, had, s.settings.Limits)
 }
 
 // ReadTaskDoc reads one JSON document of a task by its name in the
@@ -160,45 +96,14 @@ func (s *Store) readDoc(ctx context.Context, taskID, rel string) (workspace.Prod
 func (s *Store) ReadTaskDoc(ctx context.Context, taskID, name string) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
-	if !taskDocName(name) {
-		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read " + name,
-			Msg: "not a document of a task: plan.json, plans/plan_v<N>.json, outputs/<id>.json or reviews/<id>.json"}
-	}
-	_, data, err := s.readDoc(ctx, taskID, name)
-	if err != nil {
-		return nil, err
-	}
-	var b bytes.Buffer
-	if err := json.Compact(&b, data); err != nil {
-		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read " + name, Err: err}
-	}
-	return b.Bytes(), nil
-}
-
-// taskDocName says whether name is a document ReadTaskDoc reads.
-func taskDocName(name string) bool {
-	if v, ok := strings.CutPrefix(name, "plans/plan_v"); ok {
-		v, ok = strings.CutSuffix(v, ".json")
-		n, err := strconv.Atoi(v)
-		return ok && err == nil && n > 0 && strconv.Itoa(n) == v
-	}
-	kind, _, err := workspace.ClassifyOutput(name)
-	return err == nil && kind != workspace.ProductNone
+	return dbstore.ReadTaskDoc(name, func(rel string) (workspace.Product, []byte, error) { return s.readDoc(ctx, taskID, rel) })
 }
 
 // ReadProduct reads and validates what a done marker's output_file names.
 func (s *Store) ReadProduct(ctx context.Context, taskID, outputFile string) (workspace.Product, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
-	kind, _, err := workspace.ClassifyOutput(outputFile)
-	if err != nil {
-		return workspace.Product{}, &workspace.Error{Kind: workspace.ErrInvalid, Op: "product", Err: err}
-	}
-	if kind == workspace.ProductNone {
-		return workspace.Product{Kind: kind}, nil
-	}
-	p, _, err := s.readDoc(ctx, taskID, outputFile)
-	return p, err
+	return dbstore.ReadProduct(outputFile, func(rel string) (workspace.Product, []byte, error) { return s.readDoc(ctx, taskID, rel) })
 }
 
 // ValidateProduct checks a product as ReadProduct does.
@@ -220,24 +125,11 @@ func (s *Store) ListReviews(ctx context.Context, taskID string) ([]workspace.Rev
 	if err != nil {
 		return nil, nil, fmt.Errorf("list reviews of task %s: %w", taskID, err)
 	}
-	all, err := pgx.CollectRows(rows, pgx.RowToStructByPos[pathBody])
+	all, err := pgx.CollectRows(rows, pgx.RowToStructByPos[dbstore.PathBody])
 	if err != nil {
 		return nil, nil, err
 	}
-	reviews := []workspace.Review{}
-	var skipped []workspace.Skipped
-	for _, r := range all {
-		p, err := workspace.DecodeProduct(r.Path, []byte(r.Body), s.settings.Limits)
-		if err == nil && p.Review == nil {
-			err = fmt.Errorf("not a review")
-		}
-		if err != nil {
-			skipped = append(skipped, workspace.Skipped{File: r.Path, Reason: err.Error()})
-			continue
-		}
-		reviews = append(reviews, *p.Review)
-	}
-	workspace.SortReviews(reviews)
+	reviews, skipped := dbstore.Reviews(all, s.settings.Limits)
 	return reviews, skipped, nil
 }
 
@@ -250,37 +142,28 @@ func (s *Store) ReadTaskFile(ctx context.Context, taskID, name string, max int64
 	if err := s.requireTask(ctx, s.pool, taskID); err != nil {
 		return nil, err
 	}
-	if name == "" || strings.HasPrefix(name, "/") || strings.HasPrefix(name, `\`) {
-		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read " + name, Msg: "an absolute path", Hint: "name a file inside the task directory"}
-	}
-	clean := path.Clean(name)
-	if clean == ".." || strings.HasPrefix(clean, "../") {
-		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read " + name, Msg: "names a file outside the task directory", Hint: "name a file inside the task directory"}
+	clean, err := dbstore.TaskFileName(name)
+	if err != nil {
+		return nil, err
 	}
 	var data string
-	var err error
 	switch clean {
 	case "task.json":
 		err = s.pool.QueryRow(ctx, "SELECT doc FROM tasks WHERE id = $1", taskID).Scan(&data)
 	case "state.json":
 		err = s.pool.QueryRow(ctx, "SELECT doc FROM states WHERE task_id = $1", taskID).Scan(&data)
 	default:
-		if id, ok := strings.CutPrefix(clean, "threads/"); ok && strings.HasSuffix(id, ".json") {
-			err = s.pool.QueryRow(ctx, "SELECT doc FROM threads WHERE task_id = $1 AND id = $2", taskID, strings.TrimSuffix(id, ".json")).Scan(&data)
+		if id, ok := dbstore.ThreadFile(clean); ok {
+			err = s.pool.QueryRow(ctx, "SELECT doc FROM threads WHERE task_id = $1 AND id = $2", taskID, id).Scan(&data)
 		} else {
 			err = s.pool.QueryRow(ctx, "SELECT body FROM products WHERE task_id = $1 AND path = $2", taskID, clean).Scan(&data)
 		}
 	}
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, &workspace.Error{Kind: workspace.ErrNotFound, Op: "read " + name, Msg: "no such file in task " + taskID}
-	}
-	if err != nil {
+	missing := errors.Is(err, pgx.ErrNoRows)
+	if err != nil && !missing {
 		return nil, err
 	}
-	if max >= 0 && int64(len(data)) > max {
-		return nil, &workspace.Error{Kind: workspace.ErrUnsafe, Op: "read " + name, Msg: fmt.Sprintf("%d bytes, more than the limit of %d", len(data), max)}
-	}
-	return []byte(data), nil
+	return dbstore.TaskFile(taskID, name, data, missing, max)
 }
 
 // waitingDone reads the done markers of a task waiting for the daemon.
@@ -295,10 +178,7 @@ func waitingDone(ctx context.Context, tx pgx.Tx, taskID string) ([]workspace.Wai
 		if err := r.Scan(&name, &b); err != nil {
 			return struct{}{}, err
 		}
-		var m workspace.Marker
-		if json.Unmarshal([]byte(b), &m) == nil {
-			out = append(out, workspace.WaitingDone{Name: name, Marker: m})
-		}
+		out = dbstore.WaitingDone(out, name, b)
 		return struct{}{}, nil
 	})
 	return out, err
@@ -307,38 +187,17 @@ func waitingDone(ctx context.Context, tx pgx.Tx, taskID string) ([]workspace.Wai
 // replace writes data as the product dir/id.json of a task whose row lock
 // tx holds, keeping what it replaces as the next version of the history.
 func replace(ctx context.Context, tx pgx.Tx, taskID, dir, id string, data []byte) error {
-	rel := path.Join(dir, id+".json")
-	prev, had, err := body(ctx, tx, taskID, rel)
-	if err != nil {
-		return err
-	}
-	if had && prev == string(data) {
-		return nil
-	}
-	if had {
-		rows, err := tx.Query(ctx, "SELECT path FROM products WHERE task_id = $1 AND path LIKE $2", taskID, path.Join(dir, workspace.HistoryDir)+"/%")
+	get := func(rel string) (string, bool, error) { return body(ctx, tx, taskID, rel) }
+	kept := func(prefix string) ([]string, error) {
+		rows, err := tx.Query(ctx, "SELECT path FROM products WHERE task_id = $1 AND path LIKE $2", taskID, prefix+"%")
 		if err != nil {
-			return err
+			return nil, err
 		}
-		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return err
-		}
-		top := 0
-		for _, n := range names {
-			if pid, v, ok := workspace.HistoryVersion(path.Base(n)); ok && pid == id {
-				top = max(top, v)
-			}
-		}
-		if err := putBody(ctx, tx, taskID, workspace.HistoryName(dir, id, top+1), []byte(prev)); err != nil {
-			return fmt.Errorf("keep the replaced %s: %w", rel, err)
-		}
+		return pgx.CollectRows(rows, pgx.RowTo[string])
 	}
-	return putBody(ctx, tx, taskID, rel, data)
+	put := func(rel string, data []byte) error { return putBody(ctx, tx, taskID, rel, data) }
+	return dbstore.Replace(dir, id, data, get, kept, put)
 }
-
-// pathBody is one row of a query selecting path, body (pgx.RowToStructByPos).
-type pathBody struct{ Path, Body string }
 
 // WriteOutput writes outputs/<subtask>.json (workspace.BuildOutput) under
 // the task's row lock: a final output is ErrConflict
@@ -349,35 +208,17 @@ func (s *Store) WriteOutput(ctx context.Context, taskID, subtaskID, agent string
 	if err := s.requireTask(ctx, s.pool, taskID); err != nil {
 		return "", err
 	}
-	if err := workspace.ValidateID("subtask id", subtaskID); err != nil {
-		return "", err
-	}
-	if err := workspace.ValidateID("agent", agent); err != nil {
-		return "", err
-	}
-	m, err := workspace.ParseDoc("output", data, s.settings.Limits)
-	if err != nil {
-		return "", err
-	}
-	rel, out, err := workspace.BuildOutput(subtaskID, agent, m, s.Now())
+	rel, out, err := dbstore.BuildOutput(subtaskID, agent, data, s.settings.Limits, s.Now())
 	if err != nil {
 		return "", err
 	}
 	err = writeUnlessFinal(ctx, s.pool, taskID, "outputs", subtaskID, out, func(tx pgx.Tx, waiting []workspace.WaitingDone) error {
-		var state *workspace.State
 		var doc string
 		err := tx.QueryRow(ctx, "SELECT doc FROM states WHERE task_id = $1", taskID).Scan(&doc)
-		switch {
-		case err == nil:
-			st, err := decodeState(taskID, doc)
-			if err != nil {
-				return fmt.Errorf("write output %s: read the state to see whether it is final: %w", rel, err)
-			}
-			state = &st
-		case !errors.Is(err, pgx.ErrNoRows):
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
-		return workspace.OutputFinal(subtaskID, rel, state, waiting)
+		return dbstore.OutputFinal(taskID, subtaskID, rel, doc, err == nil, waiting)
 	})
 	if err != nil {
 		return "", err
@@ -415,14 +256,7 @@ func (s *Store) WriteReview(ctx context.Context, taskID, reviewID, agent string,
 	if err := s.requireTask(ctx, s.pool, taskID); err != nil {
 		return "", err
 	}
-	if err := workspace.ValidateID("review id", reviewID); err != nil {
-		return "", err
-	}
-	m, err := workspace.ParseDoc("review", data, s.settings.Limits)
-	if err != nil {
-		return "", err
-	}
-	rel, out, err := workspace.BuildReview(reviewID, agent, m, s.Now())
+	rel, out, err := dbstore.BuildReview(reviewID, agent, data, s.settings.Limits, s.Now())
 	if err != nil {
 		return "", err
 	}

@@ -2,14 +2,13 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/machine"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 // Rebuild derives a task's state from its task row and its journal alone,
@@ -26,23 +25,23 @@ func (s *Store) Rebuild(taskID string) (workspace.State, error) {
 		var doc string
 		err := tx.QueryRow(ctx, "SELECT doc FROM tasks WHERE id = $1", taskID).Scan(&doc)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return notFoundTask(taskID)
+			return dbstore.NotFoundTask(taskID)
 		}
 		if err != nil {
 			return fmt.Errorf("read task %s: %w", taskID, err)
 		}
-		var task workspace.Task
-		if err := json.Unmarshal([]byte(doc), &task); err != nil {
-			return fmt.Errorf("task %s does not parse: %w", taskID, err)
+		task, err := dbstore.DecodeTask(taskID, doc)
+		if err != nil {
+			return err
 		}
 		recs, err := readJournal(ctx, tx, taskID)
 		if err != nil {
 			return err
 		}
-		st = machine.Init(task)
-		var stopped error
-		st, _, stopped = machine.Continue(st, s.planLoader(ctx, tx, taskID, st), recs)
-		return stopped
+		st, err = dbstore.Rebuild(task, recs, func(st workspace.State) func(int) (*workspace.Plan, error) {
+			return s.planLoader(ctx, tx, taskID, st)
+		})
+		return err
 	})
 	if err != nil {
 		return workspace.State{}, err
@@ -66,9 +65,6 @@ func readJournal(ctx context.Context, tx pgx.Tx, taskID string) ([]workspace.Jou
 		if err := r.Scan(&seq, &body); err != nil {
 			return rec, err
 		}
-		if err := json.Unmarshal([]byte(body), &rec); err != nil {
-			return rec, fmt.Errorf("journal record %d of task %s does not parse: %w", seq, taskID, err)
-		}
-		return rec, nil
+		return dbstore.DecodeJournalRecord(taskID, seq, body)
 	})
 }

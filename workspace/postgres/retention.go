@@ -2,66 +2,44 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"slices"
-	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/retention"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
-// Retention on PostgreSQL asks the retention package's pure policy
-// (retention.Decide) about every task, as the file tree's Pruner does,
-// and acts on what it says in one transaction per task, under the task's
-// lock taken without waiting: a busy task is skipped. Summarising keeps
-// what a summarised task directory keeps — the task, its state and its
-// events — and deletes its products, threads, journal, backups, waiting
-// markers and entries; removing deletes the task and everything of it.
-// One run at a time: a run holds the cleanup lock.
+// Retention runs dbstore.Prune: the policy, the locks and the order of
+// a run are the same on every database; here are the reads and the
+// transaction that acts.
 
-// cleanupLock is the name of the lock a run holds, as on files.
-const cleanupLock = "tasks/.locks/cleanup.lock"
-
-// Prune runs the retention policy over the workspace. It fails only when
-// it cannot run (an invalid policy, another run holding the cleanup lock,
-// ctx done); a task it cannot handle is skipped and its error listed in
-// the report.
+// Prune runs the retention policy over the workspace (dbstore.Prune).
 func (s *Store) Prune(ctx context.Context, req workspace.PruneRequest) (retention.Report, error) {
-	rep := retention.Report{DryRun: req.DryRun}
-	if err := req.Policy.Validate(); err != nil {
-		return rep, err
-	}
-	if !req.DryRun {
-		lk, err := s.lock(ctx, cleanupLock, "", "", req.Agent, 0)
-		if err != nil {
-			if errors.Is(err, workspace.ErrLocked) {
-				return rep, fmt.Errorf("%w: %w", retention.ErrCleanupRunning, err)
-			}
-			return rep, err
-		}
-		defer lk.Release()
-	}
-	p := &pruneRun{s: s, req: req, rep: &rep, now: s.Now()}
-	infos, err := s.taskInfos(ctx, s.pool, "")
+	return dbstore.Prune(ctx, pruneStore{s}, req, s.Now())
+}
+
+// pruneStore is the dbstore.PruneStore of a Store.
+type pruneStore struct{ s *Store }
+
+// Lock takes a lock without waiting (dbstore.PruneStore).
+func (p pruneStore) Lock(ctx context.Context, name, taskID, lock, agent string) (func(), error) {
+	lk, err := p.s.lock(ctx, name, taskID, lock, agent, 0)
 	if err != nil {
-		return rep, fmt.Errorf("prune: %w", err)
+		return nil, err
 	}
-	for _, info := range infos {
-		if err := ctx.Err(); err != nil {
-			return rep, err
-		}
-		p.task(ctx, info)
-	}
-	for _, l := range []*[]retention.Decision{&rep.Kept, &rep.Summarized, &rep.Removed, &rep.Skipped} {
-		slices.SortFunc(*l, func(a, b retention.Decision) int { return strings.Compare(a.TaskID, b.TaskID) })
-	}
-	return rep, nil
+	return func() { lk.Release() }, nil
+}
+
+// Held says whether a lock is held now, and by whom.
+func (p pruneStore) Held(ctx context.Context, name string) (bool, *locking.Holder, error) {
+	return p.s.held(ctx, name)
+}
+
+// TaskInfos reads what the policy needs of every task.
+func (p pruneStore) TaskInfos(ctx context.Context) ([]retention.TaskInfo, error) {
+	return p.s.taskInfos(ctx, p.s.pool, "")
 }
 
 // taskInfos reads what the policy needs of every task (of one task when
@@ -88,20 +66,7 @@ func (s *Store) taskInfos(ctx context.Context, q interface {
 		if err := r.Scan(&info.ID, &doc, &info.Summarized); err != nil {
 			return info, err
 		}
-		if doc != nil {
-			var st struct {
-				Status      string  `json:"status"`
-				CompletedAt *string `json:"completed_at"`
-			}
-			if err := json.Unmarshal([]byte(*doc), &st); err != nil {
-				info.StateErr = err.Error()
-			} else {
-				info.Status = st.Status
-				if st.CompletedAt != nil {
-					info.CompletedAt = *st.CompletedAt
-				}
-			}
-		}
+		dbstore.ReadStatus(&info, doc)
 		return info, nil
 	})
 }
@@ -112,110 +77,29 @@ func taskEntries(id string) string {
 	return "(scope = 'thread' AND owner = " + id + ") OR (scope = 'session' AND starts_with(owner, " + id + " || '/'))"
 }
 
-// pruneRun is one run of Prune.
-type pruneRun struct {
-	s   *Store
-	req workspace.PruneRequest
-	rep *retention.Report
-	now time.Time
-}
-
-// decide applies the policy, an unreadable state being a skip.
-func (p *pruneRun) decide(info retention.TaskInfo) retention.Decision {
-	d := retention.Decide(info, p.req.Policy, p.now)
-	if info.StateErr != "" {
-		d.Action = retention.Skip
-	}
-	return d
-}
-
-// task decides one task and, when the policy summarises or removes it,
-// does so under its lock.
-func (p *pruneRun) task(ctx context.Context, info retention.TaskInfo) {
-	d := p.decide(info)
-	if d.Action == retention.Keep || d.Action == retention.Skip {
-		p.record(d)
-		return
-	}
-	name := lockName(info.ID, taskLock)
-	if p.req.DryRun {
-		held, h, err := p.s.held(ctx, name)
-		switch {
-		case err != nil:
-			p.fail(d, err)
-		case held:
-			p.record(retention.Busy(d, h))
-		default:
-			p.record(d)
-		}
-		return
-	}
-	lk, err := p.s.lock(ctx, name, info.ID, taskLock, p.req.Agent, 0)
-	if err != nil {
-		var te *locking.TimeoutError
-		if errors.As(err, &te) {
-			p.record(retention.Busy(d, te.Holder))
-			return
-		}
-		p.fail(d, err)
-		return
-	}
-	defer lk.Release()
-	// Decided again from a fresh read, in the transaction that acts: the
-	// task may have changed before the lock, and its state row stays
-	// locked until the change commits (the daemon's commit waits).
-	gone := false
-	err = pgx.BeginFunc(ctx, p.s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT 1 FROM states WHERE task_id = $1 FOR UPDATE", info.ID); err != nil {
+// Act reads the task's info again and prunes it in one transaction,
+// under its state row's lock (the daemon's commit waits for it).
+func (p pruneStore) Act(ctx context.Context, id string, fresh func([]retention.TaskInfo) retention.Action) error {
+	return pgx.BeginFunc(ctx, p.s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT 1 FROM states WHERE task_id = $1 FOR UPDATE", id); err != nil {
 			return err
 		}
-		infos, err := p.s.taskInfos(ctx, tx, info.ID)
+		infos, err := p.s.taskInfos(ctx, tx, id)
 		if err != nil {
 			return err
 		}
-		if gone = len(infos) == 0; gone { // removed meanwhile: nothing to report
-			return nil
+		if a := fresh(infos); a == retention.Summarize || a == retention.Remove {
+			return prune(ctx, tx, id, a)
 		}
-		if d = p.decide(infos[0]); d.Action == retention.Keep || d.Action == retention.Skip {
-			return nil
-		}
-		return prune(ctx, tx, info.ID, d.Action)
+		return nil
 	})
-	if err != nil {
-		p.fail(d, err)
-		return
-	}
-	if !gone {
-		p.record(d)
-	}
 }
 
-// prune summarises or removes task id in tx.
+// prune summarises or removes task id in tx, in one batch.
 func prune(ctx context.Context, tx pgx.Tx, id string, a retention.Action) error {
 	b := &pgx.Batch{}
-	b.Queue("DELETE FROM entries WHERE "+taskEntries("$1"), id)
-	if a == retention.Remove {
-		// The task's rows of every table go with it (ON DELETE CASCADE);
-		// events, entries and lock records name it without a key.
-		b.Queue("DELETE FROM events WHERE task_id = $1", id)
-		b.Queue("DELETE FROM locks WHERE task_id = $1", id)
-		b.Queue("DELETE FROM tasks WHERE id = $1", id)
-	} else {
-		for _, t := range []string{"products", "threads", "journal", "backups", "markers"} {
-			b.Queue("DELETE FROM "+t+" WHERE task_id = $1", id)
-		}
+	for _, q := range dbstore.PruneStatements(a, taskEntries("$1")) {
+		b.Queue(q, id)
 	}
 	return tx.SendBatch(ctx, b).Close()
-}
-
-// fail records a task that could not be handled as skipped, and the error.
-func (p *pruneRun) fail(d retention.Decision, err error) {
-	d, msg := retention.Failed(d, err)
-	p.rep.Errors = append(p.rep.Errors, msg)
-	p.record(d)
-}
-
-// record files d under its outcome and reports progress.
-func (p *pruneRun) record(d retention.Decision) {
-	p.rep.Record(d, p.req.DiscardDecisions, p.req.OnProgress)
 }

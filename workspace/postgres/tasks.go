@@ -2,15 +2,13 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/workspaced/workspaced/atomicfile"
-	"github.com/workspaced/workspaced/schemas"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 // Tasks and the agent cards: task.json is a row of tasks, its root thread
@@ -23,37 +21,18 @@ func (s *Store) LoadAgents(ctx context.Context) (workspace.AgentCards, error) {
 	defer cancel()
 	var body string
 	err := s.pool.QueryRow(ctx, "SELECT body FROM files WHERE path = $1", workspace.AgentsFile).Scan(&body)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return workspace.AgentCards{Agents: []workspace.AgentCard{}}, nil
-	}
-	if err != nil {
+	missing := errors.Is(err, pgx.ErrNoRows)
+	if err != nil && !missing {
 		return workspace.AgentCards{}, fmt.Errorf("read %s: %w", workspace.AgentsFile, err)
 	}
-	if err := schemas.Validate(schemas.KindAgents, []byte(body)); err != nil {
-		return workspace.AgentCards{}, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read " + workspace.AgentsFile, Err: err,
-			Hint: "fix the cards; validating the workspace lists every problem"}
-	}
-	var c workspace.AgentCards
-	if err := json.Unmarshal([]byte(body), &c); err != nil {
-		return workspace.AgentCards{}, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read " + workspace.AgentsFile, Err: err}
-	}
-	if c.Agents == nil {
-		c.Agents = []workspace.AgentCard{}
-	}
-	return c, nil
+	return dbstore.DecodeAgents(body, !missing)
 }
 
 // SaveAgents checks the cards against their schema and replaces them.
 func (s *Store) SaveAgents(ctx context.Context, cards workspace.AgentCards) error {
-	if cards.Agents == nil {
-		cards.Agents = []workspace.AgentCard{}
-	}
-	data, err := atomicfile.Marshal(cards)
+	data, err := dbstore.AgentsDoc(cards)
 	if err != nil {
 		return err
-	}
-	if err := schemas.Validate(schemas.KindAgents, data); err != nil {
-		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "write " + workspace.AgentsFile, Err: err, Hint: "every card needs a name; see the agents schema"}
 	}
 	_, err = s.pool.Exec(ctx, `INSERT INTO files (path, body) VALUES ($1, $2)
 		ON CONFLICT (path) DO UPDATE SET body = excluded.body, updated_at = now()`, workspace.AgentsFile, string(data))
@@ -67,15 +46,10 @@ func (s *Store) SaveAgents(ctx context.Context, cards workspace.AgentCards) erro
 // and its task_created event in one transaction; ErrConflict when the id
 // is taken.
 func (s *Store) CreateTask(ctx context.Context, req workspace.NewTaskRequest) (workspace.Task, error) {
-	t, data, root, err := workspace.NewTask(req, s.Now())
+	t, data, rootDoc, ev, err := dbstore.NewTask(req, s.Now())
 	if err != nil {
 		return workspace.Task{}, err
 	}
-	rootDoc, err := workspace.ThreadDoc(root)
-	if err != nil {
-		return workspace.Task{}, err
-	}
-	ev := workspace.Event{Time: t.CreatedAt, Name: "task_created", TaskID: t.ID, Attrs: map[string]string{"by": t.SubmittedBy}}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "INSERT INTO tasks (id, created_at, doc) VALUES ($1, $2, $3)", t.ID, t.CreatedAt, string(data)); err != nil {
 			return err
@@ -134,38 +108,12 @@ func (s *Store) ListTasks(ctx context.Context) ([]workspace.TaskSummary, error) 
 		if err := r.Scan(&id, &doc, &state); err != nil {
 			return workspace.TaskSummary{}, err
 		}
-		sum := workspace.TaskSummary{Task: workspace.Task{ID: id}}
-		if err := json.Unmarshal([]byte(doc), &sum.Task); err != nil {
-			sum.Error = fmt.Sprintf("task %s: %v", id, err)
-			return sum, nil
-		}
-		if state != nil {
-			st, err := decodeState(id, *state)
-			if err != nil {
-				sum.Error = err.Error()
-			} else {
-				sum.State = &st
-			}
-		}
-		return sum, nil
+		return dbstore.TaskSummary(id, doc, state), nil
 	})
 	if out == nil {
 		out = []workspace.TaskSummary{}
 	}
 	return out, err
-}
-
-// decodeState checks a state document against its schema and decodes it.
-func decodeState(taskID, doc string) (workspace.State, error) {
-	var st workspace.State
-	if err := schemas.Validate(schemas.KindState, []byte(doc)); err != nil {
-		return st, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read state of task " + taskID, Err: err,
-			Hint: "restore the newest valid backup of the state"}
-	}
-	if err := json.Unmarshal([]byte(doc), &st); err != nil {
-		return st, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read state of task " + taskID, Err: err}
-	}
-	return st, nil
 }
 
 // lockTask takes the task's row lock for a write that must not interleave
@@ -179,7 +127,7 @@ func lockTask(ctx context.Context, tx pgx.Tx, taskID string) error {
 	var one int
 	err := tx.QueryRow(ctx, "SELECT 1 FROM tasks WHERE id = $1 FOR NO KEY UPDATE", taskID).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return notFoundTask(taskID)
+		return dbstore.NotFoundTask(taskID)
 	}
 	return err
 }
@@ -193,7 +141,7 @@ func (s *Store) requireTask(ctx context.Context, q querier, taskID string) error
 	var one int
 	err := q.QueryRow(ctx, "SELECT 1 FROM tasks WHERE id = $1", taskID).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return notFoundTask(taskID)
+		return dbstore.NotFoundTask(taskID)
 	}
 	return err
 }

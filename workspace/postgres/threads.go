@@ -2,35 +2,21 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 // Delegation threads: threads/<id>.json of a task is a row of threads,
 // built and checked by the workspace package's rules. A change is a
 // read-modify-write under the thread row's lock.
 
-func decodeThread(taskID, id, doc string) (workspace.Thread, error) {
-	var t workspace.Thread
-	if err := json.Unmarshal([]byte(doc), &t); err != nil {
-		return t, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read thread " + id + " of task " + taskID, Err: err}
-	}
-	if t.ID != id {
-		return workspace.Thread{}, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read thread " + id, Msg: fmt.Sprintf("row holds thread %q", t.ID)}
-	}
-	return t, nil
-}
-
 func getThread(ctx context.Context, q querier, taskID, id, lock string) (workspace.Thread, error) {
-	if err := workspace.ValidateID("task id", taskID); err != nil {
-		return workspace.Thread{}, err
-	}
-	if err := workspace.ValidateID("thread id", id); err != nil {
+	if err := dbstore.CheckThreadIDs(taskID, id); err != nil {
 		return workspace.Thread{}, err
 	}
 	var doc string
@@ -41,7 +27,7 @@ func getThread(ctx context.Context, q querier, taskID, id, lock string) (workspa
 	if err != nil {
 		return workspace.Thread{}, err
 	}
-	return decodeThread(taskID, id, doc)
+	return dbstore.DecodeThread(taskID, id, doc)
 }
 
 // GetThread reads one thread of a task.
@@ -67,7 +53,7 @@ func (s *Store) ListThreads(ctx context.Context, taskID string) ([]workspace.Thr
 		if err := r.Scan(&id, &doc); err != nil {
 			return workspace.Thread{}, err
 		}
-		return decodeThread(taskID, id, doc)
+		return dbstore.DecodeThread(taskID, id, doc)
 	})
 	if err != nil {
 		return nil, err
@@ -75,17 +61,8 @@ func (s *Store) ListThreads(ctx context.Context, taskID string) ([]workspace.Thr
 	if out == nil {
 		out = []workspace.Thread{}
 	}
-	sortThreads(out)
+	dbstore.SortThreads(out)
 	return out, nil
-}
-
-func sortThreads(out []workspace.Thread) {
-	// Stable over the id order the query gave.
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j].CreatedAt.Before(out[j-1].CreatedAt); j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
 }
 
 // ResolveThread returns the task a thread belongs to; a task id is its
@@ -112,11 +89,7 @@ func (s *Store) NewThread(ctx context.Context, req workspace.NewThreadRequest) (
 	if err := s.requireTask(ctx, s.pool, req.TaskID); err != nil {
 		return workspace.Thread{}, err
 	}
-	req, err := workspace.CheckThreadRequest(req)
-	if err != nil {
-		return workspace.Thread{}, err
-	}
-	t, data, err := workspace.BuildThread(req, s.Now())
+	req, t, data, ev, err := dbstore.NewThread(req, s.Now())
 	if err != nil {
 		return workspace.Thread{}, err
 	}
@@ -130,8 +103,7 @@ func (s *Store) NewThread(ctx context.Context, req workspace.NewThreadRequest) (
 			}
 			return err
 		}
-		return insertEvents(ctx, tx, req.TaskID, workspace.Event{Time: t.CreatedAt, Name: "thread_created", TaskID: req.TaskID,
-			Args: []string{req.ID}, Attrs: map[string]string{"from": req.From, "to": req.To, "parent": req.ParentID}})
+		return insertEvents(ctx, tx, req.TaskID, ev)
 	})
 	if err != nil {
 		return workspace.Thread{}, err
@@ -153,10 +125,7 @@ func (s *Store) ModifyThread(ctx context.Context, taskID, id, agent string, chan
 	if err := s.requireTask(ctx, s.pool, taskID); err != nil {
 		return workspace.Thread{}, err
 	}
-	if agent == "" {
-		agent = "workspaced"
-	}
-	if err := workspace.ValidateID("agent", agent); err != nil {
+	if err := dbstore.CheckModifyingAgent(agent); err != nil {
 		return workspace.Thread{}, err
 	}
 	var out workspace.Thread
@@ -165,21 +134,13 @@ func (s *Store) ModifyThread(ctx context.Context, taskID, id, agent string, chan
 		if err != nil {
 			return err
 		}
-		write, err := change(&t)
-		if err != nil || !write {
-			out = t
-			return err
-		}
-		t.UpdatedAt = s.Now()
-		data, err := workspace.ThreadDoc(t)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, "UPDATE threads SET doc = $3 WHERE task_id = $1 AND id = $2", taskID, id, string(data)); err != nil {
-			return err
-		}
+		data, err := dbstore.ChangeThread(&t, change, s.Now)
 		out = t
-		return nil
+		if err != nil || data == nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, "UPDATE threads SET doc = $3 WHERE task_id = $1 AND id = $2", taskID, id, string(data))
+		return err
 	})
 	if err != nil {
 		return workspace.Thread{}, err

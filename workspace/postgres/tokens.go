@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -10,9 +9,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 // The agents' tokens of a workspace on PostgreSQL are rows of tokens: the
@@ -44,19 +43,7 @@ func (t tokenTable) Lookup(token string) (tokens.Grant, error) {
 	if err != nil {
 		return tokens.Grant{}, fmt.Errorf("look the token up: %w", err)
 	}
-	return decodeGrant(doc)
-}
-
-func decodeGrant(doc string) (tokens.Grant, error) {
-	var g tokens.Grant
-	if err := json.Unmarshal([]byte(doc), &g); err != nil {
-		return g, fmt.Errorf("a row of tokens does not parse: %w", err)
-	}
-	if err := g.Check(); err != nil {
-		return g, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read tokens", Err: err,
-			Hint: "revoke it ('workspaced token revoke --id ID') and add it again"}
-	}
-	return g, nil
+	return dbstore.DecodeGrant(doc)
 }
 
 func (t tokenTable) List(ctx context.Context) ([]tokens.Grant, error) {
@@ -74,15 +61,7 @@ func listGrants(ctx context.Context, q interface {
 	if err != nil {
 		return nil, fmt.Errorf("list the tokens: %w", err)
 	}
-	out := make([]tokens.Grant, 0, len(docs))
-	for _, d := range docs {
-		g, err := decodeGrant(d)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, g)
-	}
-	return out, nil
+	return dbstore.DecodeGrants(docs)
 }
 
 // Update changes the grants in one transaction holding the table's lock
@@ -106,36 +85,21 @@ func (t tokenTable) Update(ctx context.Context, holder string, change func(*toke
 		if err != nil {
 			return err
 		}
-		doc := tokens.FileDoc{Tokens: gs}
-		if err := change(&doc); err != nil {
+		rows, err := dbstore.ChangeGrants(gs, change)
+		if err != nil {
 			return err
 		}
-		if doc.Tokens == nil {
-			doc.Tokens = []tokens.Grant{}
-		}
-		return writeGrants(ctx, tx, doc)
+		return writeGrants(ctx, tx, rows)
 	})
 }
 
-// writeGrants replaces the rows of tokens with doc's grants, in order,
-// after checking them as a file of them would be checked.
-func writeGrants(ctx context.Context, tx pgx.Tx, doc tokens.FileDoc) error {
-	data, err := atomicfile.Marshal(doc)
-	if err != nil {
-		return fmt.Errorf("encode the tokens: %w", err)
-	}
-	if _, err := tokens.Parse(data); err != nil {
-		return err
-	}
+// writeGrants replaces the rows of tokens with rows, in order.
+func writeGrants(ctx context.Context, tx pgx.Tx, rows []dbstore.GrantRow) error {
 	if _, err := tx.Exec(ctx, "DELETE FROM tokens"); err != nil {
 		return fmt.Errorf("write the tokens: %w", err)
 	}
-	for i, g := range doc.Tokens {
-		b, err := json.Marshal(g)
-		if err != nil {
-			return fmt.Errorf("encode the tokens: %w", err)
-		}
-		if _, err := tx.Exec(ctx, "INSERT INTO tokens (sha256, n, doc) VALUES ($1, $2, $3)", g.SHA256, i+1, string(b)); err != nil {
+	for i, r := range rows {
+		if _, err := tx.Exec(ctx, "INSERT INTO tokens (sha256, n, doc) VALUES ($1, $2, $3)", r.SHA256, i+1, r.Doc); err != nil {
 			return fmt.Errorf("write the tokens: %w", err)
 		}
 	}

@@ -1,15 +1,12 @@
 package postgres
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
-	"path"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/machine"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 var _ workspace.VerdictSource = (*Store)(nil)
@@ -22,8 +19,8 @@ var _ workspace.VerdictSource = (*Store)(nil)
 // marker reused its name and is refused for it (machine.JudgeReused), as
 // the store refuses it at once when it is dropped.
 func (s *Store) ReadVerdict(taskID, name string, after int64) (workspace.Verdict, string, error) {
-	if _, ok := workspace.IsMarkerName(name); !ok || path.Base(name) != name {
-		return workspace.Verdict{}, "", fmt.Errorf("%q is not the name of a marker", name)
+	if err := dbstore.CheckVerdictName(name); err != nil {
+		return workspace.Verdict{}, "", err
 	}
 	ctx, cancel := s.readCtx()
 	defer cancel()
@@ -49,14 +46,14 @@ func (s *Store) ReadVerdict(taskID, name string, after int64) (workspace.Verdict
 		if err != nil {
 			return err
 		}
-		if err := json.Unmarshal([]byte(body), &rec); err != nil {
-			return fmt.Errorf("journal record of marker %s: %w", name, err)
+		if rec, err = dbstore.DecodeRecord(name, body); err != nil {
+			return err
 		}
 		var doc string
 		if err := tx.QueryRow(ctx, "SELECT doc FROM states WHERE task_id = $1", taskID).Scan(&doc); err != nil {
 			return err
 		}
-		if st, err = decodeState(taskID, doc); err != nil {
+		if st, err = dbstore.DecodeState(taskID, doc); err != nil {
 			return err
 		}
 		where = workspace.MarkerDecided
@@ -65,15 +62,8 @@ func (s *Store) ReadVerdict(taskID, name string, after int64) (workspace.Verdict
 	if err != nil {
 		return workspace.Verdict{}, "", readErr("read the verdict on marker "+name, err)
 	}
-	switch {
-	case where != workspace.MarkerDecided:
-		return workspace.Verdict{}, where, nil
-	case rec.Seq <= after:
-		// The marker's own record would follow after: this one was
-		// another marker's, and the name was reused.
-		return machine.JudgeReused(st, taskID, name, "", rec.Seq), where, nil
-	}
-	return machine.Judge(st, rec, name), where, nil
+	v, where := dbstore.Verdict(st, rec, taskID, name, where, after)
+	return v, where, nil
 }
 
 // Serving reports whether a daemon holds the lease now.

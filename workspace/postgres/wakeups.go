@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 	"github.com/workspaced/workspaced/workspace/machine"
 )
 
@@ -26,41 +27,13 @@ const DefaultPoll = time.Second
 // Wakeups starts the wake-up source (workspace.Served). opt.Interval is
 // the poll (zero: DefaultPoll).
 func (s *Store) Wakeups(ctx context.Context, opt workspace.WakeOptions) (workspace.Wakeups, error) {
-	switch opt.Mode {
-	case "", "listen":
-	default:
-		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "serve", Msg: fmt.Sprintf("no wake-up mode %q on PostgreSQL", opt.Mode),
-			Hint: "a database root wakes on its notifications and a poll: leave --wakeups out"}
+	poll, err := dbstore.WakePoll(opt, "listen", "PostgreSQL", "a database root wakes on its notifications and a poll: leave --wakeups out", DefaultPoll)
+	if err != nil {
+		return nil, err
 	}
-	poll := opt.Interval
-	if poll <= 0 {
-		poll = DefaultPoll
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	w := &listenWakeups{c: make(chan workspace.Wake, 1024), cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		defer close(w.c)
-		s.wake(ctx, poll, w.c)
-	}()
-	return w, nil
-}
-
-type listenWakeups struct {
-	c      chan workspace.Wake
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-func (w *listenWakeups) C() <-chan workspace.Wake { return w.c }
-func (w *listenWakeups) Follow(string) error      { return nil }
-func (w *listenWakeups) Unfollow(string)          {}
-func (w *listenWakeups) Mode() string             { return "listen" }
-func (w *listenWakeups) Held() int                { return 1 }
-func (w *listenWakeups) Close() error {
-	w.cancel()
-	<-w.done
-	return nil
+	return dbstore.StartWakeups(ctx, "listen", func(ctx context.Context, c chan<- workspace.Wake) {
+		s.wake(ctx, poll, c)
+	}), nil
 }
 
 // wake sends the tasks that notifications and polls name until ctx ends.
@@ -79,10 +52,10 @@ func (s *Store) wake(ctx context.Context, poll time.Duration, c chan<- workspace
 				w.Task = id
 				break
 			}
-			s.pollWaiting(ctx, c)
+			dbstore.PollWaiting(ctx, c, s.waitingTasks)
 			continue
 		case <-t.C:
-			s.pollWaiting(ctx, c)
+			dbstore.PollWaiting(ctx, c, s.waitingTasks)
 			continue
 		case err := <-errs:
 			w.Err = err
@@ -92,27 +65,6 @@ func (s *Store) wake(ctx context.Context, poll time.Duration, c chan<- workspace
 		case <-ctx.Done():
 			return
 		}
-	}
-}
-
-// pollWaiting sends each task with markers waiting.
-func (s *Store) pollWaiting(ctx context.Context, c chan<- workspace.Wake) {
-	ids, err := s.waitingTasks(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			send(ctx, c, workspace.Wake{Err: fmt.Errorf("look for markers: %w", err)})
-		}
-		return
-	}
-	for _, id := range ids {
-		send(ctx, c, workspace.Wake{Task: id})
-	}
-}
-
-func send(ctx context.Context, c chan<- workspace.Wake, w workspace.Wake) {
-	select {
-	case c <- w:
-	case <-ctx.Done():
 	}
 }
 

@@ -6,51 +6,28 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/workspaced/workspaced/backup"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
-// A task's kept states are rows of backups, named as the tree names its
-// backup files: by the name column when the row came from a tree, else
-// backup.Name of saved_at (state_<stamp>.json, a counter after the stamp
-// when two share it).
-
-type backupRow struct {
-	n    int64
-	info workspace.BackupInfo
-	doc  string
-}
-
-// backupRows lists a task's backups newest first, with their names.
-func backupRows(ctx context.Context, q querier, taskID string) ([]backupRow, error) {
+// dbstore.Backups lists a task's backups newest first, with their names.
+func backupRows(ctx context.Context, q querier, taskID string) ([]dbstore.Backup, error) {
 	rows, err := q.QueryContext(ctx, "SELECT n, saved_at, doc, name FROM backups WHERE task_id = $1 ORDER BY n", taskID)
-	list, err := collect(rows, err, func(r *sql.Rows) (backupRow, error) {
-		var b backupRow
+	list, err := collect(rows, err, func(r *sql.Rows) (dbstore.Backup, error) {
+		var b dbstore.Backup
 		var t string
-		err := r.Scan(&b.n, &t, &b.doc, &b.info.Name)
-		b.info.Time, b.info.Size = parseTS(t), int64(len(b.doc))
+		err := r.Scan(&b.N, &t, &b.Doc, &b.Info.Name)
+		b.Info.Time, b.Info.Size = parseTS(t), int64(len(b.Doc))
 		return b, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list backups of task %s: %w", taskID, err)
 	}
-	seen := map[string]int{}
-	for i := range list {
-		if list[i].info.Name != "" {
-			continue // imported from a tree under its file's name
-		}
-		stamp := backup.Name("state_", list[i].info.Time, 0)
-		list[i].info.Name = backup.Name("state_", list[i].info.Time, seen[stamp])
-		seen[stamp]++
-	}
-	for i, j := 0, len(list)-1; i < j; i, j = i+1, j-1 {
-		list[i], list[j] = list[j], list[i]
-	}
-	return list, nil
+	return dbstore.NameBackups(list), nil
 }
 
 // taskBackups lists the backups of a task that must exist, newest first.
-func (s *Store) taskBackups(ctx context.Context, taskID string) ([]backupRow, error) {
+func (s *Store) taskBackups(ctx context.Context, taskID string) ([]dbstore.Backup, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	if err := requireTask(ctx, s.rdb, taskID); err != nil {
@@ -65,16 +42,7 @@ func (s *Store) ListBackups(ctx context.Context, taskID string) ([]workspace.Bac
 	if err != nil {
 		return nil, err
 	}
-	out := make([]workspace.BackupInfo, len(list))
-	for i, b := range list {
-		out[i] = b.info
-	}
-	return out, nil
-}
-
-func noBackup(taskID, name string) error {
-	return &workspace.Error{Kind: workspace.ErrNotFound, Op: "read backup " + name + " of task " + taskID, Msg: "no such backup",
-		Hint: "list them with 'workspaced backup list --task " + taskID + "'"}
+	return dbstore.BackupInfos(list), nil
 }
 
 // ReadBackup returns one backup's state document.
@@ -83,12 +51,7 @@ func (s *Store) ReadBackup(ctx context.Context, taskID, name string) ([]byte, er
 	if err != nil {
 		return nil, err
 	}
-	for _, b := range list {
-		if b.info.Name == name {
-			return []byte(b.doc), nil
-		}
-	}
-	return nil, noBackup(taskID, name)
+	return dbstore.BackupDoc(list, taskID, name)
 }
 
 // RestoreBackup puts a backup back as the task's state in one write transaction
@@ -96,7 +59,7 @@ func (s *Store) ReadBackup(ctx context.Context, taskID, name string) ([]byte, er
 // picks the newest backup valid accepts. The daemon's next commit folds
 // the journal records after the restored state's journal_seq again.
 func (s *Store) RestoreBackup(ctx context.Context, taskID, name string, valid func([]byte) error) (string, error) {
-	op := "restore state of task " + taskID
+	op := dbstore.RestoreOp(taskID)
 	if err := requireTask(ctx, s.rdb, taskID); err != nil {
 		return "", err
 	}
@@ -108,7 +71,7 @@ func (s *Store) RestoreBackup(ctx context.Context, taskID, name string, valid fu
 		var curSeq int64
 		err := tx.QueryRowContext(ctx, "SELECT doc, journal_seq FROM states WHERE task_id = $1", taskID).Scan(&cur, &curSeq)
 		if errors.Is(err, sql.ErrNoRows) {
-			return &workspace.Error{Kind: workspace.ErrNotFound, Op: op, Msg: "no state written yet, nothing to restore over"}
+			return dbstore.NoStateToRestore(op)
 		}
 		if err != nil {
 			return err
@@ -117,34 +80,16 @@ func (s *Store) RestoreBackup(ctx context.Context, taskID, name string, valid fu
 		if err != nil {
 			return err
 		}
-		var chosen *backupRow
-		for i := range list {
-			if (name == "" && valid([]byte(list[i].doc)) == nil) || (name != "" && list[i].info.Name == name) {
-				chosen = &list[i]
-				break
-			}
-		}
-		switch {
-		case chosen == nil && name == "":
-			return &workspace.Error{Kind: workspace.ErrNotFound, Op: op, Err: backup.ErrNoValidBackup,
-				Hint: "'workspaced state rebuild --task " + taskID + "' shows the state the journal gives"}
-		case chosen == nil:
-			return noBackup(taskID, name)
-		}
-		if err := valid([]byte(chosen.doc)); err != nil {
-			return &workspace.Error{Kind: workspace.ErrInvalid, Op: op, Msg: "backup " + chosen.info.Name + " is not a valid state", Err: err,
-				Hint: "pick a valid one from 'workspaced backup list --task " + taskID + "'"}
-		}
-		st, err := decodeState(taskID, chosen.doc)
+		chosen, st, err := dbstore.ChooseBackup(list, taskID, name, valid)
 		if err != nil {
 			return err
 		}
-		name = chosen.info.Name
+		name = chosen.Info.Name
 		if err := keepBackup(ctx, tx, taskID, curSeq, cur, s.settings.Backups.Keep); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, "UPDATE states SET journal_seq = $2, doc = $3, updated_at = $4 WHERE task_id = $1",
-			taskID, st.JournalSeq, chosen.doc, ts(now()))
+			taskID, st.JournalSeq, chosen.Doc, ts(now()))
 		return err
 	})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 // Events are rows of events, one events.log line each, in append order by
@@ -23,23 +24,13 @@ func (s *Store) AppendEvent(ctx context.Context, e workspace.Event) error {
 // AppendEvents appends events of one task in one transaction, in the
 // order given. The task must exist (ErrNotFound); a bad id is ErrInvalid.
 func (s *Store) AppendEvents(ctx context.Context, taskID string, evs []workspace.Event) error {
-	if err := workspace.ValidateID("task id", taskID); err != nil {
+	out, err := dbstore.StampEvents(taskID, evs, now)
+	if err != nil || len(out) == 0 {
 		return err
-	}
-	if len(evs) == 0 {
-		return nil
-	}
-	out := make([]workspace.Event, len(evs))
-	for i, e := range evs {
-		if e.Time.IsZero() {
-			e.Time = now()
-		}
-		e.TaskID = taskID
-		out[i] = e
 	}
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
-	err := s.write(ctx, func(tx wtx) error {
+	err = s.write(ctx, func(tx wtx) error {
 		if err := requireTask(ctx, tx, taskID); err != nil {
 			return err
 		}
@@ -88,8 +79,7 @@ func (s *Store) ReadEvents(ctx context.Context, taskID string) (evs []workspace.
 // counted, one BadLines per task that has any. The rows stream from one
 // snapshot.
 func (s *Store) MergeEvents(ctx context.Context, taskIDs []string, each func(workspace.Event) error) ([]workspace.BadLines, error) {
-	var bad []workspace.BadLines
-	badOf := map[string]int{}
+	var bad dbstore.BadTally
 	err := s.read(ctx, func(tx wtx) error {
 		ids := taskIDs
 		if ids == nil {
@@ -119,13 +109,7 @@ func (s *Store) MergeEvents(ctx context.Context, taskIDs []string, each func(wor
 			}
 			e, perr := workspace.ParseEvent(line)
 			if perr != nil {
-				i, ok := badOf[task]
-				if !ok {
-					i = len(bad)
-					badOf[task] = i
-					bad = append(bad, workspace.BadLines{TaskID: task, First: perr})
-				}
-				bad[i].Count++
+				bad.Add(task, perr)
 				continue
 			}
 			if err := each(e); err != nil {
@@ -134,7 +118,7 @@ func (s *Store) MergeEvents(ctx context.Context, taskIDs []string, each func(wor
 		}
 		return rows.Err()
 	})
-	return bad, err
+	return bad.Lines(), err
 }
 
 // FollowEvents calls each for every new event of a task (every task when
@@ -142,13 +126,9 @@ func (s *Store) MergeEvents(ctx context.Context, taskIDs []string, each func(wor
 // until ctx ends; it then returns nil. It looks every interval (a second
 // when zero), so a new event waits at most about interval.
 func (s *Store) FollowEvents(ctx context.Context, taskID string, fromStart bool, interval time.Duration, each func(workspace.Event)) error {
-	if taskID != "" {
-		if err := workspace.ValidateID("task id", taskID); err != nil {
-			return err
-		}
-	}
-	if interval <= 0 {
-		interval = time.Second
+	interval, err := dbstore.FollowInterval(taskID, interval)
+	if err != nil {
+		return err
 	}
 	var low int64
 	if !fromStart {

@@ -7,12 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"time"
 
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 // Named locks on SQLite are flocks of files beside the database, under
@@ -21,16 +21,6 @@ import (
 // never leaves a stale lock, and an agent takes the same lock with its
 // own flock. The locks table records, by the same names, the latest
 // holder; whether a lock is held now is the kernel's.
-
-// taskLock is the name of a whole task's lock, as on files.
-const taskLock = "task"
-
-// cleanupLock is the name of the lock a retention run holds, as on files.
-const cleanupLock = "tasks/.locks/cleanup.lock"
-
-// lockName is the name of a task's lock, the path its lock file has in a
-// tree.
-func lockName(taskID, lock string) string { return path.Join("tasks", taskID, ".locks", lock+".lock") }
 
 // lockFile is where the lock of name is kept: <db>.locks/<name>.
 func (s *Store) lockFile(name string) string {
@@ -42,19 +32,14 @@ func (s *Store) lockFile(name string) string {
 // ErrLocked naming the holder, ctx ending first its error. A missing task
 // is ErrNotFound, a bad task id or name ErrInvalid.
 func (s *Store) LockTaskNamed(ctx context.Context, taskID, name, agent string) (workspace.Lock, error) {
-	if err := workspace.ValidateID("task id", taskID); err != nil {
-		return nil, err
-	}
-	lock := name
-	if name == "" {
-		lock = taskLock
-	} else if err := workspace.ValidateID("lock name", name); err != nil {
+	lock, err := dbstore.TaskLockName(taskID, name)
+	if err != nil {
 		return nil, err
 	}
 	if err := requireTask(ctx, s.rdb, taskID); err != nil {
-		return nil, &workspace.Error{Kind: workspace.ErrNotFound, Op: "lock task " + taskID, Msg: "no such task", Field: workspace.FieldTask}
+		return nil, dbstore.NoTaskToLock(taskID)
 	}
-	return s.lock(ctx, lockName(taskID, lock), taskID, lock, agent, time.Duration(s.settings.LockTimeout))
+	return s.lock(ctx, dbstore.LockName(taskID, lock), taskID, lock, agent, time.Duration(s.settings.LockTimeout))
 }
 
 // lock takes the flock of name, waiting at most timeout (zero: tries

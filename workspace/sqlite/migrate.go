@@ -5,7 +5,7 @@ import (
 	"embed"
 	"fmt"
 
-	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 	"github.com/workspaced/workspaced/workspace/tables"
 )
 
@@ -57,16 +57,8 @@ func (s *Store) checkVersion(ctx context.Context) error {
 }
 
 func (s *Store) judgeVersion(v int) error {
-	switch known := SchemaVersion(); {
-	case v == 0:
-		return &workspace.Error{Kind: workspace.ErrNotFound, Op: "open " + s.path, Err: ErrNotInitialized,
-			Hint: "create it with workspaced --root 'sqlite:" + s.path + "' init"}
-	case v > known:
-		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "open " + s.path, Err: ErrSchemaTooNew,
-			Msg:  fmt.Sprintf("schema version %d, this workspaced knows up to %d", v, known),
-			Hint: "upgrade workspaced to the version that migrated this database"}
-	}
-	return nil
+	return dbstore.Schema{Op: "open " + s.path, InitHint: "create it with workspaced --root 'sqlite:" + s.path + "' init",
+		NotInitialized: ErrNotInitialized, TooNew: ErrSchemaTooNew}.Judge(v, SchemaVersion())
 }
 
 // Init creates the workspace at root: the database file when missing and

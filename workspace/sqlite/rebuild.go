@@ -3,12 +3,11 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/machine"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 // Rebuild derives a task's state from its task row and its journal alone
@@ -29,18 +28,18 @@ func (s *Store) Rebuild(taskID string) (workspace.State, error) {
 		if err != nil {
 			return fmt.Errorf("read task %s: %w", taskID, err)
 		}
-		var task workspace.Task
-		if err := json.Unmarshal([]byte(doc), &task); err != nil {
-			return fmt.Errorf("task %s does not parse: %w", taskID, err)
+		task, err := dbstore.DecodeTask(taskID, doc)
+		if err != nil {
+			return err
 		}
 		recs, err := readJournal(ctx, tx, taskID)
 		if err != nil {
 			return err
 		}
-		st = machine.Init(task)
-		var stopped error
-		st, _, stopped = machine.Continue(st, s.planLoader(ctx, tx, taskID, st), recs)
-		return stopped
+		st, err = dbstore.Rebuild(task, recs, func(st workspace.State) func(int) (*workspace.Plan, error) {
+			return s.planLoader(ctx, tx, taskID, st)
+		})
+		return err
 	})
 	if err != nil {
 		return workspace.State{}, err
@@ -61,10 +60,7 @@ func readJournal(ctx context.Context, tx querier, taskID string) ([]workspace.Jo
 		if err := r.Scan(&seq, &body); err != nil {
 			return rec, err
 		}
-		if err := json.Unmarshal([]byte(body), &rec); err != nil {
-			return rec, fmt.Errorf("journal record %d of task %s does not parse: %w", seq, taskID, err)
-		}
-		return rec, nil
+		return dbstore.DecodeJournalRecord(taskID, seq, body)
 	})
 	if err != nil {
 		return nil, readErr("read the journal of task "+taskID, err)

@@ -5,9 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 // Skills are rows of files under their path in the tree, skills/<name>.md,
@@ -22,21 +22,7 @@ func (s *Store) ListSkills(ctx context.Context) ([]workspace.Skill, []workspace.
 	if err != nil {
 		return nil, nil, fmt.Errorf("list skills: %w", err)
 	}
-	out, refused := []workspace.Skill{}, []workspace.RefusedSkill{}
-	for _, r := range all {
-		name, ok := strings.CutSuffix(strings.TrimPrefix(r.Path, workspace.SkillsDir+"/"), ".md")
-		if !ok || workspace.ValidateID("skill name", name) != nil {
-			refused = append(refused, workspace.RefusedSkill{File: r.Path, Reason: "refused: not a skill's name"})
-			continue
-		}
-		sk, err := workspace.ParseSkill([]byte(r.Body))
-		if err != nil {
-			refused = append(refused, workspace.RefusedSkill{File: r.Path, Reason: "refused: " + err.Error()})
-			continue
-		}
-		sk.Name, sk.Body = name, ""
-		out = append(out, sk)
-	}
+	out, refused := dbstore.Skills(all)
 	return out, refused, nil
 }
 
@@ -49,32 +35,20 @@ func (s *Store) GetSkill(ctx context.Context, name string) (workspace.Skill, err
 	}
 	var body string
 	err := s.rdb.QueryRowContext(ctx, "SELECT body FROM files WHERE path = $1", workspace.SkillFile(name)).Scan(&body)
-	if errors.Is(err, sql.ErrNoRows) {
-		return workspace.Skill{}, &workspace.Error{Kind: workspace.ErrNotFound, Op: "skill " + name, Msg: "no " + workspace.SkillFile(name),
-			Hint: "list the skills to see which exist, or add it"}
-	}
-	if err != nil {
+	missing := errors.Is(err, sql.ErrNoRows)
+	if err != nil && !missing {
 		return workspace.Skill{}, err
 	}
-	sk, err := workspace.ParseSkill([]byte(body))
-	if err != nil {
-		return workspace.Skill{}, fmt.Errorf("skill %s: %w", name, err)
-	}
-	sk.Name = name
-	return sk, nil
+	return dbstore.Skill(name, body, !missing)
 }
 
 // AddSkill checks a skill (workspace.ParseSkill) and stores it; an
 // existing one is ErrConflict unless req.Replace.
 func (s *Store) AddSkill(ctx context.Context, req workspace.AddSkillRequest) (workspace.Skill, error) {
-	if err := workspace.ValidateID("skill name", req.Name); err != nil {
+	sk, err := dbstore.CheckSkill(req)
+	if err != nil {
 		return workspace.Skill{}, err
 	}
-	sk, err := workspace.ParseSkill(req.Data)
-	if err != nil {
-		return workspace.Skill{}, fmt.Errorf("add skill %s: %w", req.Name, err)
-	}
-	sk.Name = req.Name
 	q := "INSERT INTO files (path, body, updated_at) VALUES ($1, $2, $3) ON CONFLICT (path) DO NOTHING"
 	if req.Replace {
 		q = putFileSQL
@@ -84,7 +58,7 @@ func (s *Store) AddSkill(ctx context.Context, req workspace.AddSkillRequest) (wo
 		return workspace.Skill{}, fmt.Errorf("add skill %s: %w", req.Name, err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return workspace.Skill{}, &workspace.Error{Kind: workspace.ErrConflict, Op: "add skill " + req.Name, Msg: "the skill exists", Hint: "replace it explicitly, or choose another name"}
+		return workspace.Skill{}, dbstore.SkillExists(req.Name)
 	}
 	return sk, nil
 }
@@ -99,7 +73,7 @@ func (s *Store) RemoveSkill(ctx context.Context, name, agent string) error {
 		return fmt.Errorf("remove skill %s: %w", name, err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return &workspace.Error{Kind: workspace.ErrNotFound, Op: "remove skill " + name, Msg: "no " + workspace.SkillFile(name), Hint: "list the skills to see which exist"}
+		return dbstore.NoSkillToRemove(name)
 	}
 	return nil
 }

@@ -56,6 +56,7 @@ import (
 
 	"github.com/workspaced/workspaced/schemas"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 // DefaultBusyTimeout is how long one statement waits for SQLite's write
@@ -390,9 +391,8 @@ func isForeignKey(err error) bool { return sqliteCode(err) == sqlite3lib.SQLITE_
 // isRaised says err is a trigger's RAISE (a marker name reused).
 func isRaised(err error) bool { return sqliteCode(err) == sqlite3lib.SQLITE_CONSTRAINT_TRIGGER }
 
-func notFoundTask(id string) error {
-	return &workspace.Error{Kind: workspace.ErrNotFound, Op: "task " + id, Msg: "no such task", Hint: "list the tasks with workspaced status"}
-}
+// notFoundTask is dbstore.NotFoundTask, under the name the write paths use.
+func notFoundTask(id string) error { return dbstore.NotFoundTask(id) }
 
 // readErr is err as it is, when it is the store's own, else with op.
 func readErr(op string, err error) error {

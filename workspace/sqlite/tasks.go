@@ -11,9 +11,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/workspaced/workspaced/atomicfile"
-	"github.com/workspaced/workspaced/schemas"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 // Tasks, the agent cards, the state and the journal: task.json is a row
@@ -29,37 +28,18 @@ func (s *Store) LoadAgents(ctx context.Context) (workspace.AgentCards, error) {
 	defer cancel()
 	var body string
 	err := s.rdb.QueryRowContext(ctx, "SELECT body FROM files WHERE path = $1", workspace.AgentsFile).Scan(&body)
-	if errors.Is(err, sql.ErrNoRows) {
-		return workspace.AgentCards{Agents: []workspace.AgentCard{}}, nil
-	}
-	if err != nil {
+	missing := errors.Is(err, sql.ErrNoRows)
+	if err != nil && !missing {
 		return workspace.AgentCards{}, fmt.Errorf("read %s: %w", workspace.AgentsFile, err)
 	}
-	if err := schemas.Validate(schemas.KindAgents, []byte(body)); err != nil {
-		return workspace.AgentCards{}, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read " + workspace.AgentsFile, Err: err,
-			Hint: "fix the cards; validating the workspace lists every problem"}
-	}
-	var c workspace.AgentCards
-	if err := json.Unmarshal([]byte(body), &c); err != nil {
-		return workspace.AgentCards{}, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read " + workspace.AgentsFile, Err: err}
-	}
-	if c.Agents == nil {
-		c.Agents = []workspace.AgentCard{}
-	}
-	return c, nil
+	return dbstore.DecodeAgents(body, !missing)
 }
 
 // SaveAgents checks the cards against their schema and replaces them.
 func (s *Store) SaveAgents(ctx context.Context, cards workspace.AgentCards) error {
-	if cards.Agents == nil {
-		cards.Agents = []workspace.AgentCard{}
-	}
-	data, err := atomicfile.Marshal(cards)
+	data, err := dbstore.AgentsDoc(cards)
 	if err != nil {
 		return err
-	}
-	if err := schemas.Validate(schemas.KindAgents, data); err != nil {
-		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "write " + workspace.AgentsFile, Err: err, Hint: "every card needs a name; see the agents schema"}
 	}
 	if _, err := s.exec(ctx, putFileSQL, workspace.AgentsFile, string(data), ts(now())); err != nil {
 		return fmt.Errorf("write %s: %w", workspace.AgentsFile, err)
@@ -75,15 +55,10 @@ const putFileSQL = `INSERT INTO files (path, body, updated_at) VALUES ($1, $2, $
 // and its task_created event in one transaction; ErrConflict when the id
 // is taken.
 func (s *Store) CreateTask(ctx context.Context, req workspace.NewTaskRequest) (workspace.Task, error) {
-	t, data, root, err := workspace.NewTask(req, s.Now())
+	t, data, rootDoc, ev, err := dbstore.NewTask(req, s.Now())
 	if err != nil {
 		return workspace.Task{}, err
 	}
-	rootDoc, err := workspace.ThreadDoc(root)
-	if err != nil {
-		return workspace.Task{}, err
-	}
-	ev := workspace.Event{Time: t.CreatedAt, Name: "task_created", TaskID: t.ID, Attrs: map[string]string{"by": t.SubmittedBy}}
 	err = s.write(ctx, func(tx wtx) error {
 		if _, err := tx.ExecContext(ctx, "INSERT INTO tasks (id, created_at, doc) VALUES ($1, $2, $3)", t.ID, ts(t.CreatedAt), string(data)); err != nil {
 			return err
@@ -134,38 +109,16 @@ func (s *Store) ListTasks(ctx context.Context) ([]workspace.TaskSummary, error) 
 		if err := r.Scan(&id, &doc, &state); err != nil {
 			return workspace.TaskSummary{}, err
 		}
-		sum := workspace.TaskSummary{Task: workspace.Task{ID: id}}
-		if err := json.Unmarshal([]byte(doc), &sum.Task); err != nil {
-			sum.Error = fmt.Sprintf("task %s: %v", id, err)
-			return sum, nil
-		}
+		var st *string
 		if state.Valid {
-			st, err := decodeState(id, state.String)
-			if err != nil {
-				sum.Error = err.Error()
-			} else {
-				sum.State = &st
-			}
+			st = &state.String
 		}
-		return sum, nil
+		return dbstore.TaskSummary(id, doc, st), nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
 	}
 	return out, nil
-}
-
-// decodeState checks a state document against its schema and decodes it.
-func decodeState(taskID, doc string) (workspace.State, error) {
-	var st workspace.State
-	if err := schemas.Validate(schemas.KindState, []byte(doc)); err != nil {
-		return st, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read state of task " + taskID, Err: err,
-			Hint: "restore the newest valid backup of the state"}
-	}
-	if err := json.Unmarshal([]byte(doc), &st); err != nil {
-		return st, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read state of task " + taskID, Err: err}
-	}
-	return st, nil
 }
 
 // requireTask says ErrNotFound (ErrInvalid for a bad id) unless the task
@@ -206,13 +159,12 @@ func (s *Store) ReadState(ctx context.Context, taskID string) (workspace.State, 
 	var doc string
 	err := s.rdb.QueryRowContext(ctx, "SELECT doc FROM states WHERE task_id = $1", taskID).Scan(&doc)
 	if errors.Is(err, sql.ErrNoRows) {
-		return workspace.State{}, &workspace.Error{Kind: workspace.ErrNotFound, Op: "read state of task " + taskID,
-			Msg: "no state written yet", Hint: "the daemon writes it once it has taken a marker; is serve running?"}
+		return workspace.State{}, dbstore.NoState(taskID)
 	}
 	if err != nil {
 		return workspace.State{}, err
 	}
-	return decodeState(taskID, doc)
+	return dbstore.DecodeState(taskID, doc)
 }
 
 // ReadJournal returns the records the daemon took for a task, in

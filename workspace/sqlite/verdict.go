@@ -6,14 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path"
 	"strings"
 
 	sqlite3lib "modernc.org/sqlite/lib"
 
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/machine"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 var _ workspace.VerdictSource = (*Store)(nil)
@@ -26,8 +25,8 @@ var _ workspace.VerdictSource = (*Store)(nil)
 // marker reused its name and is refused for it (machine.JudgeReused), as
 // the store refuses it at once when it is dropped. It reads one snapshot.
 func (s *Store) ReadVerdict(taskID, name string, after int64) (workspace.Verdict, string, error) {
-	if _, ok := workspace.IsMarkerName(name); !ok || path.Base(name) != name {
-		return workspace.Verdict{}, "", fmt.Errorf("%q is not the name of a marker", name)
+	if err := dbstore.CheckVerdictName(name); err != nil {
+		return workspace.Verdict{}, "", err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	defer cancel()
@@ -54,8 +53,8 @@ func (s *Store) ReadVerdict(taskID, name string, after int64) (workspace.Verdict
 		if err != nil {
 			return err
 		}
-		if err := json.Unmarshal([]byte(body), &rec); err != nil {
-			return fmt.Errorf("journal record of marker %s: %w", name, err)
+		if rec, err = dbstore.DecodeRecord(name, body); err != nil {
+			return err
 		}
 		if st, err = verdictState(ctx, tx, taskID, rec); err != nil {
 			return err
@@ -66,15 +65,8 @@ func (s *Store) ReadVerdict(taskID, name string, after int64) (workspace.Verdict
 	if err != nil {
 		return workspace.Verdict{}, "", readErr("read the verdict on marker "+name, err)
 	}
-	switch {
-	case where != workspace.MarkerDecided:
-		return workspace.Verdict{}, where, nil
-	case rec.Seq <= after:
-		// The marker's own record would follow after: this one was
-		// another marker's, and the name was reused.
-		return machine.JudgeReused(st, taskID, name, "", rec.Seq), where, nil
-	}
-	return machine.Judge(st, rec, name), where, nil
+	v, where := dbstore.Verdict(st, rec, taskID, name, where, after)
+	return v, where, nil
 }
 
 // verdictState reads of the state of taskID what the verdict on rec

@@ -10,6 +10,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 // Wake-ups on SQLite: every commit of any process writes the database's
@@ -30,52 +31,24 @@ const settle = 250 * time.Microsecond
 // Wakeups starts the wake-up source (workspace.Served). opt.Interval is
 // the poll (zero: DefaultPoll).
 func (s *Store) Wakeups(ctx context.Context, opt workspace.WakeOptions) (workspace.Wakeups, error) {
-	switch opt.Mode {
-	case "", "watch":
-	default:
-		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "serve", Msg: fmt.Sprintf("no wake-up mode %q on SQLite", opt.Mode),
-			Hint: "a sqlite: root wakes on a watch of its database file and a poll: leave --wakeups out"}
-	}
-	poll := opt.Interval
-	if poll <= 0 {
-		poll = DefaultPoll
+	poll, err := dbstore.WakePoll(opt, "watch", "SQLite", "a sqlite: root wakes on a watch of its database file and a poll: leave --wakeups out", DefaultPoll)
+	if err != nil {
+		return nil, err
 	}
 	fw, err := s.watchFiles()
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	w := &fileWakeups{c: make(chan workspace.Wake, 1024), cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		defer close(w.c)
+	return dbstore.StartWakeups(ctx, "watch", func(ctx context.Context, c chan<- workspace.Wake) {
 		defer fw.Close()
 		s.loop(ctx, fw, poll, func(err error) {
 			if err != nil {
-				send(ctx, w.c, workspace.Wake{Err: err})
+				dbstore.Send(ctx, c, workspace.Wake{Err: err})
 				return
 			}
-			s.pollWaiting(ctx, w.c)
+			dbstore.PollWaiting(ctx, c, s.waitingTasks)
 		})
-	}()
-	return w, nil
-}
-
-type fileWakeups struct {
-	c      chan workspace.Wake
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-func (w *fileWakeups) C() <-chan workspace.Wake { return w.c }
-func (w *fileWakeups) Follow(string) error      { return nil }
-func (w *fileWakeups) Unfollow(string)          {}
-func (w *fileWakeups) Mode() string             { return "watch" }
-func (w *fileWakeups) Held() int                { return 1 }
-func (w *fileWakeups) Close() error {
-	w.cancel()
-	<-w.done
-	return nil
+	}), nil
 }
 
 // watchFiles watches the database's directory.
@@ -196,26 +169,5 @@ func (v versions) read() int64 {
 func (v versions) close() {
 	if v.c != nil {
 		v.c.Close()
-	}
-}
-
-// pollWaiting sends each task with markers waiting or no state yet.
-func (s *Store) pollWaiting(ctx context.Context, c chan<- workspace.Wake) {
-	ids, err := s.waitingTasks(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			send(ctx, c, workspace.Wake{Err: fmt.Errorf("look for markers: %w", err)})
-		}
-		return
-	}
-	for _, id := range ids {
-		send(ctx, c, workspace.Wake{Task: id})
-	}
-}
-
-func send(ctx context.Context, c chan<- workspace.Wake, w workspace.Wake) {
-	select {
-	case c <- w:
-	case <-ctx.Done():
 	}
 }

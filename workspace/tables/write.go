@@ -16,6 +16,7 @@ import (
 	"github.com/workspaced/workspaced/backup"
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 // journalBatch is a journal file of several records, as the file daemon
@@ -293,13 +294,9 @@ func listGrants(ctx context.Context, tx Tx) ([]tokens.Grant, error) {
 		if err := scan(&doc); err != nil {
 			return err
 		}
-		var g tokens.Grant
-		if err := json.Unmarshal([]byte(doc), &g); err != nil {
-			return fmt.Errorf("a row of tokens does not parse: %w", err)
-		}
-		if err := g.Check(); err != nil {
-			return &workspace.Error{Kind: workspace.ErrInvalid, Op: "read tokens", Err: err,
-				Hint: "revoke it ('workspaced token revoke --id ID') and add it again"}
+		g, err := dbstore.DecodeGrant(doc)
+		if err != nil {
+			return err
 		}
 		out = append(out, g)
 		return nil
