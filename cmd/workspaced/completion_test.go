@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/internal/optdep"
 )
 
@@ -34,9 +35,9 @@ var completionCases = []struct {
 // completionScript writes `workspaced completion SHELL` to a file.
 func completionScript(t *testing.T, shell string) string {
 	t.Helper()
-	w := &ws{t: t, dir: t.TempDir(), env: cleanEnv()}
-	p := filepath.Join(w.dir, "workspaced."+shell)
-	if err := os.WriteFile(p, []byte(w.ok("completion", shell)), 0o644); err != nil {
+	w := &ws{clitest.At(t, "")}
+	p := filepath.Join(w.Dir, "workspaced."+shell)
+	if err := os.WriteFile(p, []byte(w.Ok("completion", shell)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -166,7 +167,7 @@ func TestCompletionFish(t *testing.T) {
 }
 
 func TestCompletionUsage(t *testing.T) {
-	w := &ws{t: t, dir: t.TempDir(), env: cleanEnv()}
-	w.fails(exitUsage, "name one shell", "completion")
-	w.fails(exitUsage, `unknown shell "tcsh"`, "completion", "tcsh")
+	w := &ws{clitest.At(t, "")}
+	w.Fails(exitUsage, "name one shell", "completion")
+	w.Fails(exitUsage, `unknown shell "tcsh"`, "completion", "tcsh")
 }

@@ -28,20 +28,21 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/mcpserver"
 	"github.com/workspaced/workspaced/workspace"
 )
 
 // addToken runs `workspaced token add` with args and returns the token.
 func (w *ws) addToken(args ...string) string {
-	w.t.Helper()
+	w.T.Helper()
 	var out struct {
 		Token string `json:"token"`
 		ID    string `json:"id"`
 	}
-	decode(w.t, w.ok(append([]string{"token", "add", "--json"}, args...)...), &out)
+	clitest.Decode(w.T, w.Ok(append([]string{"token", "add", "--json"}, args...)...), &out)
 	if !strings.HasPrefix(out.Token, "wsd_") || !strings.HasPrefix(out.ID, "tk_") {
-		w.t.Fatalf("token add: %+v", out)
+		w.T.Fatalf("token add: %+v", out)
 	}
 	return out.Token
 }
@@ -50,7 +51,7 @@ func (w *ws) addToken(args ...string) string {
 type httpServer struct {
 	cmd    *exec.Cmd
 	url    string
-	stderr *syncBuffer
+	stderr *clitest.Log
 	done   chan struct{}
 }
 
@@ -59,16 +60,16 @@ var reServing = regexp.MustCompile(`serving (https?://[^ ]+/mcp)`)
 // mcpHTTP starts `workspaced mcp --http 127.0.0.1:0 extra...` and waits
 // for the address it serves.
 func (w *ws) mcpHTTP(extra ...string) *httpServer {
-	w.t.Helper()
-	cmd := exec.Command(bin, append([]string{"mcp", "--http", "127.0.0.1:0"}, extra...)...)
-	cmd.Dir, cmd.Env = w.dir, w.env
-	s := &httpServer{cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
+	w.T.Helper()
+	cmd := exec.Command(clitest.Bin(), append([]string{"mcp", "--http", "127.0.0.1:0"}, extra...)...)
+	cmd.Dir, cmd.Env = w.Dir, w.Env
+	s := &httpServer{cmd: cmd, stderr: &clitest.Log{}, done: make(chan struct{})}
 	cmd.Stderr = s.stderr
 	if err := cmd.Start(); err != nil {
-		w.t.Fatal(err)
+		w.T.Fatal(err)
 	}
 	go func() { _ = cmd.Wait(); close(s.done) }()
-	w.t.Cleanup(func() {
+	w.T.Cleanup(func() {
 		cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-s.done:
@@ -77,7 +78,7 @@ func (w *ws) mcpHTTP(extra ...string) *httpServer {
 			<-s.done
 		}
 	})
-	eventually(w.t, "mcp --http to listen", func() (bool, string) {
+	clitest.Eventually(w.T, "mcp --http to listen", func() (bool, string) {
 		m := reServing.FindStringSubmatch(s.stderr.String())
 		if m != nil {
 			s.url = m[1]
@@ -119,7 +120,7 @@ func httpClient(t *testing.T, url, token string) (*mcp.ClientSession, error) {
 // the calls say.
 func TestMCPHTTPTwoAgents(t *testing.T) {
 	w := newWS(t)
-	w.task("t1")
+	w.Task("t1")
 	toks := map[string]string{
 		"alpha": w.addToken("--agent", "alpha", "--task", "t1", "--may", "claim,done,plan,review"),
 		"beta":  w.addToken("--agent", "beta", "--task", "t1"),
@@ -186,7 +187,7 @@ func TestMCPHTTPTwoAgents(t *testing.T) {
 		t.Error(e)
 	}
 	var items []workspace.ManifestItem
-	decode(t, w.ok("env", "list", "--task", "t1", "--json"), &items)
+	clitest.Decode(t, w.Ok("env", "list", "--task", "t1", "--json"), &items)
 	by := map[string]int{}
 	for _, it := range items {
 		agent, _, _ := strings.Cut(it.Key, "_")
@@ -204,11 +205,11 @@ func TestMCPHTTPTwoAgents(t *testing.T) {
 	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "you act as agent alpha; a call may not name another agent") {
 		t.Fatalf("a forged call: %v %+v", err, res)
 	}
-	events := w.ok("events", "--task", "t1")
+	events := w.Ok("events", "--task", "t1")
 	if strings.Count(events, "agent=alpha") < each || strings.Count(events, "agent=beta") < each || strings.Contains(events, "forged") {
 		t.Errorf("events: %d by alpha, %d by beta", strings.Count(events, "agent=alpha"), strings.Count(events, "agent=beta"))
 	}
-	w.ok("validate")
+	w.Ok("validate")
 	// The log names the refusal and its agent.
 	if log := servers["alpha"].stderr.String(); !strings.Contains(log, "agent=alpha") || !strings.Contains(log, "may not name another agent") {
 		t.Errorf("alpha's log: %s", log)
@@ -218,16 +219,16 @@ func TestMCPHTTPTwoAgents(t *testing.T) {
 // TestMCPHTTPRefusedAtStart: what `workspaced mcp` refuses before serving.
 func TestMCPHTTPRefusedAtStart(t *testing.T) {
 	w := newWS(t)
-	w.task("t1")
-	w.task("t2")
+	w.Task("t1")
+	w.Task("t2")
 	tok := w.addToken("--agent", "worker", "--task", "t1", "--may", "claim")
-	tokFile := filepath.Join(w.dir, "worker.token")
+	tokFile := filepath.Join(w.Dir, "worker.token")
 	if err := os.WriteFile(tokFile, []byte(tok+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	empty := filepath.Join(w.dir, "empty.token")
+	empty := filepath.Join(w.Dir, "empty.token")
 	os.WriteFile(empty, nil, 0o600)
-	bogus := filepath.Join(w.dir, "bogus.token")
+	bogus := filepath.Join(w.Dir, "bogus.token")
 	os.WriteFile(bogus, []byte("wsd_bogus"), 0o600)
 	cases := []struct {
 		name string
@@ -250,20 +251,20 @@ func TestMCPHTTPRefusedAtStart(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			w.t = t
-			r := w.fails(c.code, c.want, c.args...)
-			if !strings.Contains(r.stderr, "hint: ") {
+			w.T = t
+			r := w.Fails(c.code, c.want, c.args...)
+			if !strings.Contains(r.Stderr, "hint: ") {
 				t.Errorf("no hint: %v", r)
 			}
 		})
 	}
 	t.Run("an agents file others may read", func(t *testing.T) {
-		w.t = t
-		path := filepath.Join(w.root, "config", "tokens.json")
+		w.T = t
+		path := filepath.Join(w.Root, "config", "tokens.json")
 		os.Chmod(path, 0o644)
 		defer os.Chmod(path, 0o600)
-		w.fails(exitFailure, "others than its owner may read or change it", "mcp", "--http", "127.0.0.1:0")
-		w.fails(exitFailure, "chmod 600", "token", "list")
+		w.Fails(exitFailure, "others than its owner may read or change it", "mcp", "--http", "127.0.0.1:0")
+		w.Fails(exitFailure, "chmod 600", "token", "list")
 	})
 }
 
@@ -272,11 +273,11 @@ func TestMCPHTTPRefusedAtStart(t *testing.T) {
 // next call once it is revoked.
 func TestMCPStdioToken(t *testing.T) {
 	w := newWS(t)
-	w.task("t1")
+	w.Task("t1")
 	tok := w.addToken("--agent", "worker", "--task", "t1")
-	cmd := exec.Command(bin, "mcp", "--task", "t1")
-	cmd.Dir, cmd.Env = w.dir, append(w.env, "WORKSPACE_TOKEN="+tok)
-	stderr := &syncBuffer{}
+	cmd := exec.Command(clitest.Bin(), "mcp", "--task", "t1")
+	cmd.Dir, cmd.Env = w.Dir, append(w.Env, "WORKSPACE_TOKEN="+tok)
+	stderr := &clitest.Log{}
 	cmd.Stderr = stderr
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
@@ -286,14 +287,14 @@ func TestMCPStdioToken(t *testing.T) {
 	a := &mcpAgent{t: t, name: "worker", cs: cs, stderr: stderr}
 	a.call(mcpserver.ToolStoreEnvData, map[string]any{"key": "k", "short_description": "d", "value": 1})
 	var e workspace.Entry
-	data, err := os.ReadFile(filepath.Join(w.root, "tasks", "t1", "env", "k.json"))
+	data, err := os.ReadFile(filepath.Join(w.Root, "tasks", "t1", "env", "k.json"))
 	if err != nil || json.Unmarshal(data, &e) != nil || e.StoredBy != "worker" {
 		t.Fatalf("entry: %s %v", data, err)
 	}
 	if text, isErr := a.try(mcpserver.ToolClaimSubtask, map[string]any{"subtask_id": "st_1"}); !isErr || !strings.Contains(text, "may not claim subtasks") {
 		t.Fatalf("claim without the right: %s", text)
 	}
-	w.ok("token", "revoke", "--agent", "worker")
+	w.Ok("token", "revoke", "--agent", "worker")
 	if text, isErr := a.try(mcpserver.ToolListEnvData, nil); !isErr || !strings.Contains(text, "no longer valid") {
 		t.Fatalf("after the revocation: %s", text)
 	}
@@ -305,16 +306,16 @@ func TestMCPStdioToken(t *testing.T) {
 // TestTokenCommand: add, list and revoke as a user runs them.
 func TestTokenCommand(t *testing.T) {
 	w := newWS(t)
-	r := w.run("token", "add", "--agent", "planner", "--all-tasks", "--may", "plan,review", "--global-memory", "read", "--note", "hosted")
-	if r.code != 0 || !strings.HasPrefix(r.stdout, "wsd_") || !strings.Contains(r.stderr, "it is not shown again") {
+	r := w.Run("token", "add", "--agent", "planner", "--all-tasks", "--may", "plan,review", "--global-memory", "read", "--note", "hosted")
+	if r.Code != 0 || !strings.HasPrefix(r.Stdout, "wsd_") || !strings.Contains(r.Stderr, "it is not shown again") {
 		t.Fatalf("token add: %v", r)
 	}
-	tok := strings.TrimSpace(r.stdout)
-	raw, err := os.ReadFile(filepath.Join(w.root, "config", "tokens.json"))
+	tok := strings.TrimSpace(r.Stdout)
+	raw, err := os.ReadFile(filepath.Join(w.Root, "config", "tokens.json"))
 	if err != nil || strings.Contains(string(raw), tok) {
 		t.Fatalf("the file holds the token: %s %v", raw, err)
 	}
-	out := w.ok("token", "list")
+	out := w.Ok("token", "list")
 	for _, s := range []string{"planner", "every task", "plan,review", "read", "hosted"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("list lacks %q:\n%s", s, out)
@@ -324,20 +325,20 @@ func TestTokenCommand(t *testing.T) {
 		ID    string `json:"id"`
 		Agent string `json:"agent"`
 	}
-	decode(t, w.ok("token", "list", "--json"), &items)
+	clitest.Decode(t, w.Ok("token", "list", "--json"), &items)
 	if len(items) != 1 || items[0].Agent != "planner" {
 		t.Fatalf("list --json: %+v", items)
 	}
-	w.fails(exitUsage, "missing --task T (repeatable) or --all-tasks", "token", "add", "--agent", "a")
-	w.fails(exitUsage, `unknown right "admin"`, "token", "add", "--agent", "a", "--task", "t1", "--may", "admin")
-	w.fails(exitUsage, "--global-memory must be none, read or write", "token", "add", "--agent", "a", "--task", "t1", "--global-memory", "all")
-	w.fails(exitFailure, `agent "a/b"`, "token", "add", "--agent", "a/b", "--task", "t1")
-	w.fails(exitUsage, "give --id ID or --agent A", "token", "revoke")
-	w.fails(exitNotFound, "no such token", "token", "revoke", "--id", "tk_000000000000")
-	if out := w.ok("token", "revoke", "--id", items[0].ID); !strings.Contains(out, "revoked "+items[0].ID+" (agent planner)") {
+	w.Fails(exitUsage, "missing --task T (repeatable) or --all-tasks", "token", "add", "--agent", "a")
+	w.Fails(exitUsage, `unknown right "admin"`, "token", "add", "--agent", "a", "--task", "t1", "--may", "admin")
+	w.Fails(exitUsage, "--global-memory must be none, read or write", "token", "add", "--agent", "a", "--task", "t1", "--global-memory", "all")
+	w.Fails(exitFailure, `agent "a/b"`, "token", "add", "--agent", "a/b", "--task", "t1")
+	w.Fails(exitUsage, "give --id ID or --agent A", "token", "revoke")
+	w.Fails(exitNotFound, "no such token", "token", "revoke", "--id", "tk_000000000000")
+	if out := w.Ok("token", "revoke", "--id", items[0].ID); !strings.Contains(out, "revoked "+items[0].ID+" (agent planner)") {
 		t.Fatalf("revoke: %s", out)
 	}
-	if out := w.ok("token", "list"); !strings.Contains(out, "no tokens") {
+	if out := w.Ok("token", "list"); !strings.Contains(out, "no tokens") {
 		t.Fatalf("list after revoke: %s", out)
 	}
 }
@@ -346,7 +347,7 @@ func TestTokenCommand(t *testing.T) {
 // and a client that trusts the certificate is served.
 func TestMCPHTTPTLS(t *testing.T) {
 	w := newWS(t)
-	w.task("t1")
+	w.Task("t1")
 	tok := w.addToken("--agent", "worker", "--task", "t1")
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -363,7 +364,7 @@ func TestMCPHTTPTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	certFile, keyFile := filepath.Join(w.dir, "cert.pem"), filepath.Join(w.dir, "key.pem")
+	certFile, keyFile := filepath.Join(w.Dir, "cert.pem"), filepath.Join(w.Dir, "key.pem")
 	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
 	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600)
 	srv := w.mcpHTTP("--tls-cert", certFile, "--tls-key", keyFile)
@@ -402,10 +403,10 @@ func TestMCPHTTPTLS(t *testing.T) {
 // /mcp on its own listener, with the same token rules as `mcp --http`.
 func TestWebServesMCP(t *testing.T) {
 	w := newWS(t)
-	w.task("t1")
+	w.Task("t1")
 	tok := w.addToken("--agent", "remote", "--task", "t1", "--may", "claim,done,plan,review")
 	p := w.web()
-	eventually(t, "web to say where MCP is served", func() (bool, string) {
+	clitest.Eventually(t, "web to say where MCP is served", func() (bool, string) {
 		return strings.Contains(p.stderr.String(), p.url+"/mcp"), p.stderr.String()
 	})
 	resp, err := http.Post(p.url+"/mcp", "application/json", strings.NewReader(`{}`))
@@ -420,7 +421,7 @@ func TestWebServesMCP(t *testing.T) {
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
-	if v, want := cs.InitializeResult().ServerInfo.Version, strings.Fields(w.ok("version"))[1]; v != want {
+	if v, want := cs.InitializeResult().ServerInfo.Version, strings.Fields(w.Ok("version"))[1]; v != want {
 		t.Errorf("serverInfo.version = %q, want %q", v, want)
 	}
 	tools, err := cs.ListTools(context.Background(), nil)
@@ -436,7 +437,7 @@ func TestWebServesMCP(t *testing.T) {
 		t.Fatalf("store_env_data: %v %+v", err, res)
 	}
 	var e workspace.Entry
-	decode(t, w.ok("env", "get", "--task", "t1", "--key", "from_web", "--json"), &e)
+	clitest.Decode(t, w.Ok("env", "get", "--task", "t1", "--key", "from_web", "--json"), &e)
 	if e.StoredBy != "remote" {
 		t.Errorf("stored_by = %q, want the token's agent", e.StoredBy)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/internal/optdep"
 	"github.com/workspaced/workspaced/mcpserver"
 	"github.com/workspaced/workspaced/workspace"
@@ -29,8 +30,8 @@ func runTSClient(t *testing.T, node string, w *ws, mode string, out any) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "flow.mjs", mode, bin, w.root, "t1")
-	cmd.Dir, cmd.Env = tsClientDir, cleanEnv()
+	cmd := exec.CommandContext(ctx, node, "flow.mjs", mode, clitest.Bin(), w.Root, "t1")
+	cmd.Dir, cmd.Env = tsClientDir, clitest.CleanEnv()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -55,7 +56,7 @@ func TestMCPTypeScriptClient(t *testing.T) {
 		optdep.Skipf(t, "node", "the TypeScript MCP SDK is not installed in %s: run npm ci there (.ci/run does)", tsClientDir)
 	}
 	w := newWS(t)
-	w.ok("task", "create", "--id", "t1", "--description", "Build a REST auth API", "--constraint", "tests first")
+	w.Ok("task", "create", "--id", "t1", "--description", "Build a REST auth API", "--constraint", "tests first")
 
 	// Before any daemon has seen the task.
 	var before struct {
@@ -144,18 +145,18 @@ func TestMCPTypeScriptClient(t *testing.T) {
 		t.Errorf("reviews = %v, want %v", flow.Reviews, want)
 	}
 	// The daemon's own record agrees with what the client saw.
-	x := w.open()
+	x := w.Open()
 	st, err := x.ReadState(t.Context(), "t1")
 	if err != nil || st.Status != "completed" || st.JournalSeq != flow.FinalState.JournalSeq {
 		t.Errorf("state.json: %+v, %v", st, err)
 	}
-	events := w.ok("events", "--task", "t1")
+	events := w.Ok("events", "--task", "t1")
 	for _, e := range []string{"plan_revision_needed", "plan_approved", "checkpoint_approved", "task_completed"} {
 		if !strings.Contains(events, e) {
 			t.Errorf("events lack %s", e)
 		}
 	}
-	w.ok("validate")
+	w.Ok("validate")
 }
 
 // TestMCPTypeScriptHTTPClient drives `workspaced mcp --http` with the
@@ -173,8 +174,8 @@ func TestMCPTypeScriptHTTPClient(t *testing.T) {
 		optdep.Skipf(t, "node", "the TypeScript MCP SDK is not installed in %s: run npm ci there (.ci/run does)", tsClientDir)
 	}
 	w := newWS(t)
-	w.ok("task", "create", "--id", "t1", "--description", "Build a REST auth API", "--constraint", "tests first")
-	w.task("t2")
+	w.Ok("task", "create", "--id", "t1", "--description", "Build a REST auth API", "--constraint", "tests first")
+	w.Task("t2")
 	toks := map[string]string{
 		"planner":  w.addToken("--agent", "planner", "--task", "t1", "--may", "plan"),
 		"reviewer": w.addToken("--agent", "reviewer", "--task", "t1", "--may", "review"),
@@ -191,7 +192,7 @@ func TestMCPTypeScriptHTTPClient(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "flow.mjs", "http", srv.url, "-", "t1")
-	cmd.Dir, cmd.Env = tsClientDir, append(cleanEnv(), "MCP_TOKENS="+string(tokJSON))
+	cmd.Dir, cmd.Env = tsClientDir, append(clitest.CleanEnv(), "MCP_TOKENS="+string(tokJSON))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -278,7 +279,7 @@ func TestMCPTypeScriptHTTPClient(t *testing.T) {
 			t.Errorf("the server's log lacks %q", s)
 		}
 	}
-	events := w.ok("events", "--task", "t1")
+	events := w.Ok("events", "--task", "t1")
 	for _, e := range []string{"plan_approved", "checkpoint_approved", "task_completed"} {
 		if !strings.Contains(events, e) {
 			t.Errorf("events lack %s", e)

@@ -15,17 +15,17 @@ func TestOpsPostgresStandbyReadyz(t *testing.T) {
 	}
 	w := newPGWS(t)
 	opsArgs := []string{"--standby", "--lease", "2s", "--listen", "127.0.0.1:0", "--log-level", "info"}
-	a := w.serve(opsArgs...)
-	epochA := w.leader(a.cmd.Process.Pid, 30*time.Second)
-	ua := opsURL(t, a.log)
+	a := w.Start(opsArgs...)
+	epochA := w.leader(a.Cmd.Process.Pid, 30*time.Second)
+	ua := a.OpsURL()
 	readyz(t, ua, http.StatusOK, "ready")
-	b := w.serve(opsArgs...)
-	ub := opsURL(t, b.log)
+	b := w.Start(opsArgs...)
+	ub := b.OpsURL()
 	readyz(t, ub, http.StatusServiceUnavailable, "standby")
 	scrapeUntil(t, ub, map[string]float64{"workspaced_leading": 0, "workspaced_standby": 1})
 	scrapeUntil(t, ua, map[string]float64{"workspaced_leading": 1, "workspaced_markers_waiting": 0, "workspaced_lease_epoch": float64(epochA)})
-	_ = a.cmd.Process.Signal(syscall.SIGKILL)
-	<-a.done
+	_ = a.Cmd.Process.Signal(syscall.SIGKILL)
+	<-a.Done()
 	readyz(t, ub, http.StatusOK, "ready")
 	body := scrapeUntil(t, ub, map[string]float64{"workspaced_leading": 1, "workspaced_standby": 0})
 	if e := sample(body, "workspaced_lease_epoch"); e <= float64(epochA) {

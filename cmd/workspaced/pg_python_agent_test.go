@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/internal/optdep"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -45,7 +46,7 @@ func TestPythonPostgresHivemindWorkers(t *testing.T) {
 	w := newPGWS(t)
 	const subs, workers = 24, 4
 	w.plan("hive", subs)
-	w.serve()
+	w.Start()
 	script, err := filepath.Abs(filepath.Join(agentsDir, "python", "pg_hivemind_worker.py"))
 	if err != nil {
 		t.Fatal(err)
@@ -55,8 +56,8 @@ func TestPythonPostgresHivemindWorkers(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range workers {
 		agent := fmt.Sprintf("pg_w%d", i)
-		cmd := exec.Command(py, script, "--root", w.root, "--task", "hive", "--agent", agent, "--timeout", "90", "--work-delay", "0.02")
-		cmd.Env = cleanEnv()
+		cmd := exec.Command(py, script, "--root", w.Root, "--task", "hive", "--agent", agent, "--timeout", "90", "--work-delay", "0.02")
+		cmd.Env = clitest.CleanEnv()
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		if err := cmd.Start(); err != nil {

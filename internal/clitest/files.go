@@ -27,14 +27,18 @@ import (
 // checks on its files after the daemon has run.
 
 // NewDir is New on a fresh directory root, DIR/workspace under a new
-// temporary directory, or under dir when one is given (a mount, say).
+// temporary directory DIR, or under dir when one is given (a mount, say).
+// Without dir, commands run in DIR, so that a relative path "workspace"
+// names the root; with one, they run in a directory of their own.
 func NewDir(t testing.TB, dir ...string) *WS {
 	t.Helper()
-	parent := t.TempDir()
 	if len(dir) > 0 {
-		parent = dir[0]
+		return New(t, filepath.Join(dir[0], "workspace"))
 	}
-	return New(t, filepath.Join(parent, "workspace"))
+	w := At(t, filepath.Join(t.TempDir(), "workspace"))
+	w.Dir = filepath.Dir(w.Root)
+	w.Ok("init")
+	return w
 }
 
 // Open opens w's root in-process, as an agent library would; the test's
