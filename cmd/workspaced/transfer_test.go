@@ -1,61 +1,12 @@
 package main
 
 import (
-	"bytes"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/workspaced/workspaced/internal/clitest"
-	"github.com/workspaced/workspaced/workspace/postgres"
 )
-
-// historyFiles reads every file of a tree that is history (no locks, no
-// temporary files), by slash path.
-func historyFiles(t *testing.T, dir string) map[string][]byte {
-	t.Helper()
-	files := map[string][]byte{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p != dir && postgres.NotHistory(d.Name()) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.IsDir() {
-			rel, _ := filepath.Rel(dir, p)
-			b, err := os.ReadFile(p)
-			files[filepath.ToSlash(rel)] = b
-			return err
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
-}
-
-func sameFiles(t *testing.T, what string, want, got map[string][]byte) {
-	t.Helper()
-	for p, b := range want {
-		if g, ok := got[p]; !ok {
-			t.Errorf("%s: lacks %s", what, p)
-		} else if !bytes.Equal(g, b) {
-			t.Errorf("%s: %s differs:\n--- want\n%s\n--- got\n%s", what, p, b, g)
-		}
-	}
-	for p := range got {
-		if _, ok := want[p]; !ok {
-			t.Errorf("%s: has %s, which the source has not", what, p)
-		}
-	}
-}
 
 // TestExportImportCLI: the demo's workspace on files → `workspaced
 // import` into PostgreSQL → `workspaced export` gives the same files byte
@@ -77,18 +28,18 @@ func TestExportImportCLI(t *testing.T) {
 	if r := w.Run("--root", p.Root, "export", "--to", out); r.Code != 0 || !strings.Contains(r.Stdout, "exported 2 tasks") {
 		t.Fatalf("export: %v", r)
 	}
-	want := historyFiles(t, src)
+	want := clitest.HistoryFiles(t, src)
 	if len(want) < 50 {
 		t.Fatalf("the demo's tree has %d files: too few to show anything", len(want))
 	}
-	sameFiles(t, "export of the import", want, historyFiles(t, out))
+	clitest.SameFiles(t, "export of the import", want, clitest.HistoryFiles(t, out))
 
 	// A file workspace exports as a copy of its history.
 	copyDir := filepath.Join(w.Dir, "copy")
 	if r := w.Run("export", "--from", src, "--to", copyDir); r.Code != 0 {
 		t.Fatalf("export of a directory: %v", r)
 	}
-	sameFiles(t, "export of the file tree", want, historyFiles(t, copyDir))
+	clitest.SameFiles(t, "export of the file tree", want, clitest.HistoryFiles(t, copyDir))
 
 	for _, c := range []struct {
 		args []string
