@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -31,38 +30,13 @@ func await(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// parallel runs n workers at once (released together) and fails the test
-// with the first error any returns.
-func parallel(t *testing.T, n int, work func(p int) error) {
-	t.Helper()
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	start := make(chan struct{})
-	for p := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			if err := work(p); err != nil {
-				errs <- fmt.Errorf("worker %d: %w", p, err)
-			}
-		}()
-	}
-	close(start)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-}
-
 // 8 processes storing different keys at once all land; 8 storing the same
 // key all count.
 func TestConcurrentStores(t *testing.T) {
 	w := newWS(t)
 	w.Task("t1")
 	const procs, each = 8, 5
-	parallel(t, procs, func(p int) error {
+	clitest.Parallel(t, procs, func(p int) error {
 		for i := range each {
 			key := fmt.Sprintf("k%d_%d", p, i)
 			r, err := clitest.Exec(w.Dir, w.Env, "", "env", "store", "--task", "t1", "--key", key, "--description", "d",

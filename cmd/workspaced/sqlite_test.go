@@ -3,14 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/workspaced/workspaced/internal/clitest"
-	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/workspace/sqlite"
 )
 
@@ -18,9 +15,8 @@ import (
 // (twice), a task, the daemon serving it (a second one exits 4), and a
 // claim waited for until the daemon's verdict, read from the database.
 func TestSQLiteRoot(t *testing.T) {
-	dir := t.TempDir()
-	root := "sqlite:" + filepath.Join(dir, "agents.db")
-	w := &ws{&clitest.WS{T: t, Dir: dir, Env: append(clitest.CleanEnv(), "WORKSPACE_ROOT="+root), Root: root}}
+	root := "sqlite:" + filepath.Join(t.TempDir(), "agents.db")
+	w := &ws{clitest.At(t, root)}
 	if out, all := w.Ok("init"), fmt.Sprintf("%d migrations applied", sqlite.SchemaVersion()); !strings.Contains(out, all) {
 		t.Fatalf("init printed %q", out)
 	}
@@ -28,26 +24,8 @@ func TestSQLiteRoot(t *testing.T) {
 		t.Fatalf("second init printed %q", out)
 	}
 	w.Task("t1")
-	serve := exec.Command(clitest.Bin(), "--root", root, "serve", "--log-level", "warn")
-	serve.Env = clitest.CleanEnv()
-	log := &clitest.Log{}
-	serve.Stdout, serve.Stderr = log, log
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = serve.Wait(); close(done) }()
-	t.Cleanup(func() { _ = serve.Process.Kill(); <-done })
-
-	// Serving once the daemon holds the database's lock.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if held, _, _ := locking.Held(filepath.Join(dir, "agents.db.lock")); held {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the daemon does not hold agents.db.lock: %s", log.String())
-		}
-	}
+	// Serving once the daemon holds the database's lock (agents.db.lock).
+	log := w.Serve().Log
 	// The verdict of a claim before any plan: lost (exit 4), with why.
 	r := w.Run("claim", "--task", "t1", "--agent", "worker_1", "--subtask", "s1", "--wait", "30s", "--json")
 	if r.Code != 4 {

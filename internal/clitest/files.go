@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -68,6 +69,29 @@ func Eventually(t testing.TB, what string, cond func() (bool, string)) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("timed out waiting for %s: %s", what, last)
+}
+
+// Parallel runs n workers at once (released together) and fails t with
+// the first error any returns.
+func Parallel(t testing.TB, n int, work func(p int) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	start := make(chan struct{})
+	for p := range n {
+		wg.Go(func() {
+			<-start
+			if err := work(p); err != nil {
+				errs <- fmt.Errorf("worker %d: %w", p, err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
 }
 
 // StateWhere waits until task id's state satisfies cond and returns it.
