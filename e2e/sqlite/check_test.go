@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspaced/workspaced/internal/poll"
 	"github.com/workspaced/workspaced/schemas"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
@@ -267,19 +268,9 @@ func checkEventsOnce(t *testing.T, s *sqlite.Store, id string, recs []workspace.
 	return len(want)
 }
 
-// eventually polls cond every 10 ms until it holds, failing the test
-// after a deadline generous enough for a loaded machine.
+// eventually is poll.Until with a deadline generous enough for a loaded
+// machine.
 func eventually(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		last = msg
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s: %s", what, last)
+	poll.Until(t, 2*time.Minute, what, cond)
 }

@@ -13,72 +13,16 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/workspaced/workspaced/bench"
 	"github.com/workspaced/workspaced/internal/clitest"
-	"github.com/workspaced/workspaced/internal/optdep"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
 	"github.com/workspaced/workspaced/workspace/sqlite"
 )
-
-// smallExt4 makes an ext4 image of size bytes, loop-mounts it on a fresh
-// directory (bench.MountExt4, as `bench --ext4` does) and returns that
-// directory; t.Cleanup unmounts it and removes the image. It skips the
-// test, saying why, when the process is not root, mkfs.ext4 or mount is
-// missing or no loop device can be had.
-func smallExt4(t *testing.T, size int64) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		optdep.Skip(t, "loop mounts", "skipped: loop-mounting an ext4 image needs root")
-	}
-	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
-		optdep.Skip(t, "loop mounts", "skipped: mkfs.ext4 not found (Debian package e2fsprogs; .ci/run installs it)")
-	}
-	if _, err := exec.LookPath("mount"); err != nil {
-		optdep.Skip(t, "loop mounts", "skipped: mount not found (Debian package mount; .ci/run installs it)")
-	}
-	e, err := bench.MountExt4(context.Background(), t.TempDir(), size, true)
-	if err != nil {
-		optdep.Skipf(t, "loop mounts", "skipped: cannot loop-mount an ext4 image (no loop device free or allowed?): %v", err)
-	}
-	t.Cleanup(func() {
-		if err := e.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return e.Dir
-}
-
-// fill writes dir/filler until the filesystem refuses another byte with
-// ENOSPC.
-func fill(t *testing.T, dir string) {
-	t.Helper()
-	f, err := os.Create(filepath.Join(dir, "filler"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	for _, chunk := range []int{1 << 20, 4096, 1} {
-		buf := make([]byte, chunk)
-		for {
-			if _, err := f.Write(buf); err != nil {
-				if !errors.Is(err, syscall.ENOSPC) {
-					t.Fatalf("fill %s: %v", dir, err)
-				}
-				break
-			}
-		}
-	}
-	if err := f.Sync(); err != nil && !errors.Is(err, syscall.ENOSPC) {
-		t.Fatal(err)
-	}
-}
 
 // syncfs syncs the filesystem of dir.
 func syncfs(t *testing.T, dir string) {
@@ -276,7 +220,7 @@ func TestDiskFaults(t *testing.T) {
 		agents   = 3
 		mine     = "worker_t"
 	)
-	mnt := smallExt4(t, 32<<20)
+	mnt := clitest.SmallExt4(t, 32<<20)
 	w := clitest.New(t, "sqlite:"+filepath.Join(mnt, "agents.db"))
 	s := openStore(t, w.Root)
 	subs := prepare(t, s, id, subtasks)
@@ -311,7 +255,7 @@ func TestDiskFaults(t *testing.T) {
 	a.pause(t) // commands started before the disk fills may meet it or not
 	a.setFault("mending")
 	a.paused.Store(false)
-	fill(t, mnt)
+	clitest.Fill(t, mnt)
 	a.setFault("full")
 	a.mustFail(t, "full", claim(reserved[1])...)
 	a.mustFail(t, "full", "done", "--task", id, "--agent", mine, "--subtask", reserved[0], "--output", "outputs/"+reserved[0]+".json")

@@ -22,14 +22,14 @@ import (
 	"github.com/workspaced/workspaced/workspace/machine"
 )
 
-// errorsExt4 is smallExt4 mounted with errors=remount-ro, and the file
+// errorsExt4 is clitest.SmallExt4 mounted with errors=remount-ro, and the file
 // that makes ext4 report an error on it (ext4's sysfs trigger_fs_error):
 // writing it turns the filesystem read-only under the processes using
 // it, as a real disk error does. It skips the test, saying why, where the
 // kernel has no such file.
 func errorsExt4(t *testing.T, size int64) (mnt, trigger string) {
 	t.Helper()
-	mnt = smallExt4(t, size)
+	mnt = clitest.SmallExt4(t, size)
 	remount(t, mnt, "errors=remount-ro")
 	dev, err := exec.Command("findmnt", "-n", "-o", "SOURCE", mnt).Output()
 	if err != nil {

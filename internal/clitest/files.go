@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/internal/fixture"
+	"github.com/workspaced/workspaced/internal/poll"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/files"
 	"github.com/workspaced/workspaced/workspace/machine"
@@ -54,21 +55,11 @@ func (w *WS) Open() *workspace.Workspace {
 	return x
 }
 
-// Eventually polls cond every 10 ms until it holds, failing the test
-// after 90 s with what and cond's last word.
+// Eventually is poll.Until with 90 s, a deadline generous enough for a
+// loaded machine.
 func Eventually(t testing.TB, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		last = msg
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s: %s", what, last)
+	poll.Until(t, 90*time.Second, what, cond)
 }
 
 // Parallel runs n workers at once (released together) and fails t with
@@ -94,19 +85,11 @@ func Parallel(t testing.TB, n int, work func(p int) error) {
 	}
 }
 
-// StateWhere waits until task id's state satisfies cond and returns it.
+// StateWhere waits, as Eventually does, until task id's state satisfies
+// cond and returns it.
 func StateWhere(t testing.TB, x *workspace.Workspace, id string, cond func(workspace.State) bool) workspace.State {
 	t.Helper()
-	var st workspace.State
-	Eventually(t, "state of task "+id, func() (bool, string) {
-		var err error
-		st, err = x.ReadState(context.Background(), id)
-		if err != nil {
-			return false, err.Error()
-		}
-		return cond(st), fmt.Sprintf("status %s, plan %s, journal_seq %d", st.Status, st.PlanStatus, st.JournalSeq)
-	})
-	return st
+	return poll.State(t, 90*time.Second, x, id, cond)
 }
 
 // ExecutingTask prepares a task with n subtasks and waits until the
