@@ -203,6 +203,44 @@ func (a *faultAgents) mustFail(t *testing.T, fault string, args ...string) {
 	a.fail(fault, args, r)
 }
 
+// finish starts a new daemon once the disk is writable again, lets agent
+// mine finish its reserved subtasks, waits until every subtask of task id
+// is completed with no marker waiting, kills the daemon and checks the
+// database: integrity, every marker an agent wrote journaled exactly
+// once, every subtask completed, each event logged once. It returns the
+// journal and the task's state.
+func (a *faultAgents) finish(t *testing.T, id, mine string, reserved, subs []string) ([]workspace.JournalRecord, workspace.State) {
+	t.Helper()
+	s := openStore(t, a.w.Root)
+	d := a.w.Serve()
+	a.run(id, mine, reserved)
+	a.wg.Wait()
+	eventually(t, "every subtask completed, no marker waiting", func() (bool, string) {
+		if n := waitingMarkers(t, s); n > 0 {
+			return false, fmt.Sprintf("%d markers waiting", n)
+		}
+		st, err := s.ReadState(t.Context(), id)
+		return err == nil && st.Status == "completed", fmt.Sprintf("%s (%v)", st.Status, err)
+	})
+	d.Kill()
+	integrity(t, s)
+	recs := newTaskCheck(id).check(t, s)
+	if n := checkWritten(t, s, id, recs, a.wrote.snapshot()); n != 0 {
+		t.Fatalf("%d markers still waiting", n)
+	}
+	state, err := s.ReadState(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sub := range subs {
+		if ss := state.Subtasks[sub]; ss == nil || ss.Status != machine.SubtaskCompleted {
+			t.Fatalf("subtask %s: %+v, want completed", sub, ss)
+		}
+	}
+	checkEventsOnce(t, s, id, recs)
+	return recs, state
+}
+
 // TestDiskFaults: agents claim and finish subtasks with the CLI while the
 // daemon serves a database on a small ext4 that fills up and is then
 // remounted read-only. The agents' commands fail with an error naming the
@@ -323,33 +361,7 @@ func TestDiskFaults(t *testing.T) {
 
 	// Writable again: the agents and a new daemon go on, and worker_t
 	// finishes its subtasks.
-	s = openStore(t, w.Root)
-	d = w.Serve()
-	a.run(id, mine, reserved)
-	a.wg.Wait()
-	eventually(t, "every subtask completed, no marker waiting", func() (bool, string) {
-		if n := waitingMarkers(t, s); n > 0 {
-			return false, fmt.Sprintf("%d markers waiting", n)
-		}
-		st, err := s.ReadState(t.Context(), id)
-		return err == nil && st.Status == "completed", fmt.Sprintf("%s (%v)", st.Status, err)
-	})
-	d.Kill()
-	integrity(t, s)
-	recs := newTaskCheck(id).check(t, s)
-	if n := checkWritten(t, s, id, recs, a.wrote.snapshot()); n != 0 {
-		t.Fatalf("%d markers still waiting", n)
-	}
-	state, err := s.ReadState(t.Context(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, sub := range subs {
-		if ss := state.Subtasks[sub]; ss == nil || ss.Status != machine.SubtaskCompleted {
-			t.Fatalf("subtask %s: %+v, want completed", sub, ss)
-		}
-	}
-	checkEventsOnce(t, s, id, recs)
+	recs, state := a.finish(t, id, mine, reserved, subs)
 	// The panel opened on the read-only disk reads the commits made since.
 	panelHas(t, panel+"/api/tasks/"+id+"/state", `"completed"`)
 	seen := checkFailures(t, a.failures())

@@ -19,7 +19,6 @@ import (
 	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/internal/optdep"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/machine"
 )
 
 // errorsExt4 is clitest.SmallExt4 mounted with errors=remount-ro, and the file
@@ -185,33 +184,7 @@ func TestReadOnlyUnderDaemon(t *testing.T) {
 	repairExt4(t, mnt)
 	a.setFault("none")
 	a.paused.Store(false)
-	s = openStore(t, w.Root)
-	d = w.Serve()
-	a.run(id, mine, reserved)
-	a.wg.Wait()
-	eventually(t, "every subtask completed, no marker waiting", func() (bool, string) {
-		if n := waitingMarkers(t, s); n > 0 {
-			return false, fmt.Sprintf("%d markers waiting", n)
-		}
-		st, err := s.ReadState(t.Context(), id)
-		return err == nil && st.Status == "completed", fmt.Sprintf("%s (%v)", st.Status, err)
-	})
-	d.Kill()
-	integrity(t, s)
-	recs := newTaskCheck(id).check(t, s)
-	if n := checkWritten(t, s, id, recs, a.wrote.snapshot()); n != 0 {
-		t.Fatalf("%d markers still waiting", n)
-	}
-	state, err := s.ReadState(t.Context(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, sub := range subs {
-		if ss := state.Subtasks[sub]; ss == nil || ss.Status != machine.SubtaskCompleted {
-			t.Fatalf("subtask %s: %+v, want completed", sub, ss)
-		}
-	}
-	checkEventsOnce(t, s, id, recs)
+	recs, _ := a.finish(t, id, mine, reserved, subs)
 	seen := checkFailures(t, a.failures())
 	if seen["read-only"] == 0 {
 		t.Errorf("no command failed on the read-only filesystem")
