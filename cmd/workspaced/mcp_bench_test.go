@@ -73,7 +73,7 @@ func BenchmarkMCPCalls(b *testing.B) {
 			b.Fatal(err)
 		}
 		tr := &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1, DisableStandaloneSSE: true,
-			HTTPClient: &http.Client{Transport: bearerTransport{token: out.Token, next: httpTransport}}}
+			HTTPClient: &http.Client{Transport: clitest.Bearer{Token: out.Token, Next: httpTransport}}}
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, nil).Connect(context.Background(), tr, nil)
 		if err != nil {
 			b.Fatal(err)

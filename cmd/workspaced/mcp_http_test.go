@@ -22,7 +22,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -36,23 +35,15 @@ import (
 // addToken runs `workspaced token add` with args and returns the token.
 func (w *ws) addToken(args ...string) string {
 	w.T.Helper()
-	var out struct {
-		Token string `json:"token"`
-		ID    string `json:"id"`
-	}
-	clitest.Decode(w.T, w.Ok(append([]string{"token", "add", "--json"}, args...)...), &out)
-	if !strings.HasPrefix(out.Token, "wsd_") || !strings.HasPrefix(out.ID, "tk_") {
-		w.T.Fatalf("token add: %+v", out)
-	}
-	return out.Token
+	tok, _ := w.AddToken(args...)
+	return tok
 }
 
-// httpServer is one `workspaced mcp --http` process.
+// httpServer is one `workspaced mcp --http` process and the URL of its
+// /mcp.
 type httpServer struct {
-	cmd    *exec.Cmd
-	url    string
-	stderr *clitest.Log
-	done   chan struct{}
+	*clitest.Daemon
+	url string
 }
 
 var reServing = regexp.MustCompile(`serving (https?://[^ ]+/mcp)`)
@@ -61,57 +52,8 @@ var reServing = regexp.MustCompile(`serving (https?://[^ ]+/mcp)`)
 // for the address it serves.
 func (w *ws) mcpHTTP(extra ...string) *httpServer {
 	w.T.Helper()
-	cmd := exec.Command(clitest.Bin(), append([]string{"mcp", "--http", "127.0.0.1:0"}, extra...)...)
-	cmd.Dir, cmd.Env = w.Dir, w.Env
-	s := &httpServer{cmd: cmd, stderr: &clitest.Log{}, done: make(chan struct{})}
-	cmd.Stderr = s.stderr
-	if err := cmd.Start(); err != nil {
-		w.T.Fatal(err)
-	}
-	go func() { _ = cmd.Wait(); close(s.done) }()
-	w.T.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-s.done:
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			<-s.done
-		}
-	})
-	clitest.Eventually(w.T, "mcp --http to listen", func() (bool, string) {
-		m := reServing.FindStringSubmatch(s.stderr.String())
-		if m != nil {
-			s.url = m[1]
-		}
-		return m != nil, s.stderr.String()
-	})
-	return s
-}
-
-// bearerTransport adds a bearer token to every request.
-type bearerTransport struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
-}
-
-// httpClient connects the go-sdk client to url with token.
-func httpClient(t *testing.T, url, token string) (*mcp.ClientSession, error) {
-	t.Helper()
-	tr := &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1, DisableStandaloneSSE: true,
-		HTTPClient: &http.Client{Transport: bearerTransport{token: token, next: http.DefaultTransport}}}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "http-test", Version: "v0"}, nil).Connect(ctx, tr, nil)
-	if err == nil {
-		t.Cleanup(func() { cs.Close() })
-	}
-	return cs, err
+	url, d := w.Listen(reServing, append([]string{"mcp", "--http", "127.0.0.1:0"}, extra...)...)
+	return &httpServer{d, url}
 }
 
 // TestMCPHTTPTwoAgents: two agents with two tokens, each through its own
@@ -128,7 +70,7 @@ func TestMCPHTTPTwoAgents(t *testing.T) {
 	servers := map[string]*httpServer{"alpha": w.mcpHTTP(), "beta": w.mcpHTTP()}
 	sessions := map[string]*mcp.ClientSession{}
 	for agent, tok := range toks {
-		cs, err := httpClient(t, servers[agent].url, tok)
+		cs, err := clitest.ConnectMCP(t, servers[agent].url, tok)
 		if err != nil {
 			t.Fatalf("connect %s: %v", agent, err)
 		}
@@ -211,7 +153,7 @@ func TestMCPHTTPTwoAgents(t *testing.T) {
 	}
 	w.Ok("validate")
 	// The log names the refusal and its agent.
-	if log := servers["alpha"].stderr.String(); !strings.Contains(log, "agent=alpha") || !strings.Contains(log, "may not name another agent") {
+	if log := servers["alpha"].Log.String(); !strings.Contains(log, "agent=alpha") || !strings.Contains(log, "may not name another agent") {
 		t.Errorf("alpha's log: %s", log)
 	}
 }
@@ -378,10 +320,10 @@ func TestMCPHTTPTLS(t *testing.T) {
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)
 	tr := &mcp.StreamableClientTransport{Endpoint: srv.url, MaxRetries: -1, DisableStandaloneSSE: true,
-		HTTPClient: &http.Client{Transport: bearerTransport{token: tok, next: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}}}
+		HTTPClient: &http.Client{Transport: clitest.Bearer{Token: tok, Next: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}}}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "tls", Version: "0"}, nil).Connect(context.Background(), tr, nil)
 	if err != nil {
-		t.Fatalf("connect over TLS: %v (%s)", err, srv.stderr)
+		t.Fatalf("connect over TLS: %v (%s)", err, srv.Log)
 	}
 	defer cs.Close()
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: mcpserver.ToolStoreEnvData,
@@ -417,7 +359,7 @@ func TestWebServesMCP(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("POST /mcp without a token: %d, want 401", resp.StatusCode)
 	}
-	cs, err := httpClient(t, p.url+"/mcp", tok)
+	cs, err := clitest.ConnectMCP(t, p.url+"/mcp", tok)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}

@@ -196,7 +196,7 @@ func TestMCPTypeScriptHTTPClient(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("node flow.mjs http: %v\nstdout:\n%s\nstderr:\n%s\nserver:\n%s", err, stdout.String(), stderr.String(), srv.stderr)
+		t.Fatalf("node flow.mjs http: %v\nstdout:\n%s\nstderr:\n%s\nserver:\n%s", err, stdout.String(), stderr.String(), srv.Log)
 	}
 	type result struct {
 		Text    string `json:"text"`
@@ -273,7 +273,7 @@ func TestMCPTypeScriptHTTPClient(t *testing.T) {
 	if got := out.Every[mcpserver.ToolStoreEnvData].Text; got != "Stored 'ts_http' in environment data (version 1)." {
 		t.Errorf("store_env_data: %q", got)
 	}
-	log := srv.stderr.String()
+	log := srv.Log.String()
 	for _, s := range []string{`reason="no bearer token"`, "agent=outsider", "agent=worker"} {
 		if !strings.Contains(log, s) {
 			t.Errorf("the server's log lacks %q", s)

@@ -23,7 +23,7 @@ func TestMCPVerdictsPostgres(t *testing.T) {
 	p.Start()
 	srv := w.mcpHTTP()
 	session := func(agent, may string) *mcp.ClientSession {
-		cs, err := httpClient(t, srv.url, w.addToken("--agent", agent, "--task", "t1", "--may", may))
+		cs, err := clitest.ConnectMCP(t, srv.url, w.addToken("--agent", agent, "--task", "t1", "--may", may))
 		if err != nil {
 			t.Fatalf("connect as %s: %v", agent, err)
 		}

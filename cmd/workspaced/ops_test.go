@@ -224,29 +224,6 @@ func TestOpsPrometheusScrapes(t *testing.T) {
 	})
 }
 
-// holdTask drops a claim in task id and holds the task's lock, so the
-// daemon's commit of it waits; release lets it go on.
-func holdTask(t *testing.T, x *workspace.Workspace, id string) (release func()) {
-	t.Helper()
-	lk, err := x.LockTask(context.Background(), id, "ops-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := x.WriteClaim(context.Background(), id, "ops", "st_6"); err != nil {
-		t.Fatal(err)
-	}
-	return func() { lk.Release() }
-}
-
-// readyz waits until /readyz answers code with a body holding word.
-func readyz(t *testing.T, u string, code int, word string) {
-	t.Helper()
-	clitest.Eventually(t, fmt.Sprintf("/readyz %d %q", code, word), func() (bool, string) {
-		c, b := clitest.HTTPGet(u + "readyz")
-		return c == code && strings.Contains(b, word), fmt.Sprintf("%d %s", c, b)
-	})
-}
-
 func TestOpsReadyzStoppedTask(t *testing.T) {
 	w := newWS(t)
 	var set map[string]any
@@ -261,15 +238,15 @@ func TestOpsReadyzStoppedTask(t *testing.T) {
 	x := w.Open()
 	_, u := w.opsServe()
 	clitest.ExecutingTask(t, x, "held", 6)
-	readyz(t, u, http.StatusOK, "ready")
-	release := holdTask(t, x, "held")
-	readyz(t, u, http.StatusServiceUnavailable, "degraded: task held stopped")
+	clitest.AwaitReadyz(t, u, http.StatusOK, "ready")
+	release := clitest.HoldTask(t, x, "held")
+	clitest.AwaitReadyz(t, u, http.StatusServiceUnavailable, "degraded: task held stopped")
 	clitest.Eventually(t, "the stopped task in the metrics", func() (bool, string) {
 		_, body := clitest.HTTPGet(u + "metrics")
 		return sample(body, `workspaced_tasks_stopped{fault="other"}`) == 1 && sample(body, `workspaced_commit_failures_total{fault="other"}`) >= 1, body
 	})
 	release()
-	readyz(t, u, http.StatusOK, "ready")
+	clitest.AwaitReadyz(t, u, http.StatusOK, "ready")
 }
 
 func TestOpsServeListenRefusesOffLoopback(t *testing.T) {
@@ -335,7 +312,7 @@ func TestOpsNotifyProtocol(t *testing.T) {
 	}
 	sock, ch := notifySocket(t)
 	w.Env = append(w.Env, "NOTIFY_SOCKET="+sock, "WATCHDOG_USEC=200000")
-	release := holdTask(t, x, "held")
+	release := clitest.HoldTask(t, x, "held")
 	srv := w.serve()
 	// While the start-up scan waits for the held task, the loop answers
 	// pings: the watchdog is fed, and nothing says ready.

@@ -60,13 +60,13 @@ func TestPostgresMCPTokens(t *testing.T) {
 			if resp.StatusCode != http.StatusUnauthorized {
 				t.Errorf("POST without a token: %d, want 401", resp.StatusCode)
 			}
-			if _, err := httpClient(t, url, "wsd_not_a_token"); err == nil {
+			if _, err := clitest.ConnectMCP(t, url, "wsd_not_a_token"); err == nil {
 				t.Error("an unknown token was let in")
 			}
-			if _, err := httpClient(t, url+"?task=t1", beta); err == nil {
+			if _, err := clitest.ConnectMCP(t, url+"?task=t1", beta); err == nil {
 				t.Error("a token for t2 opened a session on t1")
 			}
-			cs, err := httpClient(t, url, alpha)
+			cs, err := clitest.ConnectMCP(t, url, alpha)
 			if err != nil {
 				t.Fatalf("connect as alpha: %v", err)
 			}
@@ -85,7 +85,7 @@ func TestPostgresMCPTokens(t *testing.T) {
 
 	// Revoked while a session is open: the next call is refused.
 	srv := w.mcpHTTP()
-	cs, err := httpClient(t, srv.url, late)
+	cs, err := clitest.ConnectMCP(t, srv.url, late)
 	if err != nil {
 		t.Fatalf("connect as late: %v", err)
 	}
@@ -94,7 +94,7 @@ func TestPostgresMCPTokens(t *testing.T) {
 	if err == nil && !res.IsError {
 		t.Fatalf("a revoked token still works: %+v", res)
 	}
-	if _, err := httpClient(t, srv.url, late); err == nil {
+	if _, err := clitest.ConnectMCP(t, srv.url, late); err == nil {
 		t.Error("a revoked token opened a session")
 	}
 	if out := w.Ok("token", "list"); strings.Contains(out, "late") {

@@ -2,15 +2,12 @@ package files_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/internal/fixture"
-	"github.com/workspaced/workspaced/workspace"
 )
 
 // TestOpsReadyzStartupScan: over a tree of 2,000 tasks, /readyz answers
@@ -22,15 +19,15 @@ func TestOpsReadyzStartupScan(t *testing.T) {
 	if err := fixture.PrepareTask(context.Background(), x, "held", 6); err != nil {
 		t.Fatal(err)
 	}
-	release := holdTask(t, x, "held")
+	release := clitest.HoldTask(t, x, "held")
 	u := start(w, "--listen", "127.0.0.1:0", "--log-level", "info").OpsURL()
 	// The start-up scan cannot end while the task's lock is held.
-	readyz(t, u, http.StatusServiceUnavailable, "start-up scan")
+	clitest.AwaitReadyz(t, u, http.StatusServiceUnavailable, "start-up scan")
 	if code, _ := clitest.HTTPGet(u + "healthz"); code != http.StatusOK {
 		t.Fatalf("/healthz during the scan: %d", code)
 	}
 	release()
-	readyz(t, u, http.StatusOK, "ready")
+	clitest.AwaitReadyz(t, u, http.StatusOK, "ready")
 }
 
 // scaleWS is a workspace written by the scale fixture.
@@ -43,27 +40,4 @@ func scaleWS(t *testing.T, active, finished int) *clitest.WS {
 		t.Fatal(err)
 	}
 	return w
-}
-
-// holdTask drops a claim in task id and holds the task's lock, so the
-// daemon's commit of it waits; release lets it go on.
-func holdTask(t *testing.T, x *workspace.Workspace, id string) (release func()) {
-	t.Helper()
-	lk, err := x.LockTask(context.Background(), id, "ops-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := x.WriteClaim(context.Background(), id, "ops", "st_6"); err != nil {
-		t.Fatal(err)
-	}
-	return func() { lk.Release() }
-}
-
-// readyz waits until /readyz answers code with a body holding word.
-func readyz(t *testing.T, u string, code int, word string) {
-	t.Helper()
-	clitest.Eventually(t, fmt.Sprintf("/readyz %d %q", code, word), func() (bool, string) {
-		c, b := clitest.HTTPGet(u + "readyz")
-		return c == code && strings.Contains(b, word), fmt.Sprintf("%d %s", c, b)
-	})
 }

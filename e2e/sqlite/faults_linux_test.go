@@ -351,7 +351,7 @@ func TestDiskFaults(t *testing.T) {
 	if out := w.Ok("state", "show", "--task", id); !strings.Contains(out, "executing") {
 		t.Fatalf("state show on the read-only disk:\n%s", out)
 	}
-	panel := server(t, w, regexp.MustCompile(`(http://127\.0\.0\.1:\d+)`), "web", "--listen", "127.0.0.1:0", "--read-only")
+	panel, _ := w.Listen(regexp.MustCompile(`(http://127\.0\.0\.1:\d+)`), "web", "--listen", "127.0.0.1:0", "--read-only")
 	panelHas(t, panel+"/api/tasks/"+id+"/state", `"executing"`)
 	a.pause(t)
 	a.setFault("mending")
