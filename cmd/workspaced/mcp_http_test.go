@@ -210,38 +210,55 @@ func TestMCPHTTPRefusedAtStart(t *testing.T) {
 	})
 }
 
-// TestMCPStdioToken: `workspaced mcp --token-file` serves the token's
-// agent on stdio, checks every call against the token, and refuses the
-// next call once it is revoked.
+// TestMCPStdioToken: `workspaced mcp` over stdio with WORKSPACE_TOKEN
+// acts as the token's agent (stamped on what it stores), with the
+// token's rights only, until the token is revoked; on a directory root
+// and on a sqlite: root.
 func TestMCPStdioToken(t *testing.T) {
-	w := newWS(t)
-	w.Task("t1")
-	tok := w.addToken("--agent", "worker", "--task", "t1")
-	cmd := exec.Command(clitest.Bin(), "mcp", "--task", "t1")
-	cmd.Dir, cmd.Env = w.Dir, append(w.Env, "WORKSPACE_TOKEN="+tok)
-	stderr := &clitest.Log{}
-	cmd.Stderr = stderr
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("connect: %v (%s)", err, stderr)
-	}
-	defer cs.Close()
-	a := &mcpAgent{t: t, name: "worker", cs: cs, stderr: stderr}
-	a.call(mcpserver.ToolStoreEnvData, map[string]any{"key": "k", "short_description": "d", "value": 1})
-	var e workspace.Entry
-	data, err := os.ReadFile(filepath.Join(w.Root, "tasks", "t1", "env", "k.json"))
-	if err != nil || json.Unmarshal(data, &e) != nil || e.StoredBy != "worker" {
-		t.Fatalf("entry: %s %v", data, err)
-	}
-	if text, isErr := a.try(mcpserver.ToolClaimSubtask, map[string]any{"subtask_id": "st_1"}); !isErr || !strings.Contains(text, "may not claim subtasks") {
-		t.Fatalf("claim without the right: %s", text)
-	}
-	w.Ok("token", "revoke", "--agent", "worker")
-	if text, isErr := a.try(mcpserver.ToolListEnvData, nil); !isErr || !strings.Contains(text, "no longer valid") {
-		t.Fatalf("after the revocation: %s", text)
-	}
-	if !strings.Contains(stderr.String(), "as agent worker") || !strings.Contains(stderr.String(), "with a token") {
-		t.Fatalf("stderr: %s", stderr)
+	for _, store := range []struct {
+		name string
+		ws   func(t *testing.T) *ws
+	}{
+		{"files", newWS},
+		{"sqlite", func(t *testing.T) *ws { w, _ := clitest.NewSQLite(t); return &ws{w} }},
+	} {
+		t.Run(store.name, func(t *testing.T) {
+			w := store.ws(t)
+			w.Task("t1")
+			tok := w.addToken("--agent", "worker", "--task", "t1")
+			cmd := exec.Command(clitest.Bin(), "mcp", "--task", "t1")
+			cmd.Dir, cmd.Env = w.Dir, append(w.Env, "WORKSPACE_TOKEN="+tok)
+			stderr := &clitest.Log{}
+			cmd.Stderr = stderr
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+			if err != nil {
+				t.Fatalf("connect: %v (%s)", err, stderr)
+			}
+			defer cs.Close()
+			a := &mcpAgent{t: t, name: "worker", cs: cs, stderr: stderr}
+			a.call(mcpserver.ToolStoreEnvData, map[string]any{"key": "k", "short_description": "d", "value": 1})
+			var e workspace.Entry
+			clitest.Decode(t, w.Ok("env", "get", "--task", "t1", "--key", "k", "--json"), &e)
+			if e.StoredBy != "worker" {
+				t.Fatalf("stored_by %q, want the token's agent", e.StoredBy)
+			}
+			if store.name == "files" {
+				data, err := os.ReadFile(filepath.Join(w.Root, "tasks", "t1", "env", "k.json"))
+				if err != nil || json.Unmarshal(data, &e) != nil || e.StoredBy != "worker" {
+					t.Fatalf("entry: %s %v", data, err)
+				}
+			}
+			if text, isErr := a.try(mcpserver.ToolClaimSubtask, map[string]any{"subtask_id": "st_1"}); !isErr || !strings.Contains(text, "may not claim subtasks") {
+				t.Fatalf("claim without the right: %s", text)
+			}
+			w.Ok("token", "revoke", "--agent", "worker")
+			if text, isErr := a.try(mcpserver.ToolListEnvData, nil); !isErr || !strings.Contains(text, "no longer valid") {
+				t.Fatalf("after the revocation: %s", text)
+			}
+			if !strings.Contains(stderr.String(), "as agent worker") || !strings.Contains(stderr.String(), "with a token") {
+				t.Fatalf("stderr: %s", stderr)
+			}
+		})
 	}
 }
 

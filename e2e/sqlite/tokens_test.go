@@ -6,7 +6,6 @@ import (
 	"context"
 	"net/http"
 	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -89,51 +88,4 @@ func TestTokenAddRefusesBadInput(t *testing.T) {
 		t.Errorf("token list after refused adds: %s", got)
 	}
 	w.Ok("task", "show", "--task", "t1")
-}
-
-// TestMCPStdioToken: mcp on stdio with $WORKSPACE_TOKEN on a sqlite:
-// root is the token's agent, held to its rights, and refused from the
-// call after a revoke.
-func TestMCPStdioToken(t *testing.T) {
-	w, _ := clitest.NewSQLite(t)
-	w.Task("t1")
-	tok, _ := w.AddToken("--agent", "worker", "--task", "t1")
-	cmd := exec.Command(clitest.Bin(), "mcp", "--task", "t1")
-	cmd.Dir, cmd.Env = w.Dir, append(w.Env, "WORKSPACE_TOKEN="+tok)
-	stderr := &clitest.Log{}
-	cmd.Stderr = stderr
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("connect: %v (%s)", err, stderr)
-	}
-	defer cs.Close()
-	call := func(tool string, args map[string]any) (string, bool) {
-		t.Helper()
-		r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
-		if err != nil {
-			t.Fatalf("%s: %v (%s)", tool, err, stderr)
-		}
-		var text strings.Builder
-		for _, c := range r.Content {
-			if tc, ok := c.(*mcp.TextContent); ok {
-				text.WriteString(tc.Text)
-			}
-		}
-		return text.String(), r.IsError
-	}
-	if text, isErr := call("store_env_data", map[string]any{"key": "k", "short_description": "d", "value": 1}); isErr {
-		t.Fatalf("store_env_data: %s", text)
-	}
-	var e workspace.Entry
-	clitest.Decode(t, w.Ok("env", "get", "--task", "t1", "--key", "k", "--json"), &e)
-	if e.StoredBy != "worker" {
-		t.Errorf("stored_by %q, want the token's agent", e.StoredBy)
-	}
-	if text, isErr := call("claim_subtask", map[string]any{"subtask_id": "st_1"}); !isErr || !strings.Contains(text, "may not claim subtasks") {
-		t.Errorf("claim without the right: %s", text)
-	}
-	w.Ok("token", "revoke", "--agent", "worker")
-	if text, isErr := call("list_env_data", nil); !isErr || !strings.Contains(text, "no longer valid") {
-		t.Errorf("after the revoke: %s", text)
-	}
 }
