@@ -52,20 +52,7 @@ func TestMCPRealClient(t *testing.T) {
 	if v, want := cs.InitializeResult().ServerInfo.Version, strings.Fields(w.Ok("version"))[1]; v != want {
 		t.Errorf("serverInfo.version = %q, want %q", v, want)
 	}
-	tools, err := cs.ListTools(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, tl := range tools.Tools {
-		names = append(names, tl.Name)
-	}
-	want := mcpserver.ToolNames()
-	sort.Strings(names)
-	sort.Strings(want)
-	if !reflect.DeepEqual(names, want) {
-		t.Fatalf("tools = %v, want %v", names, want)
-	}
+	listsEveryTool(t, cs)
 
 	callText := func(name string, args any) (string, bool) {
 		t.Helper()
@@ -173,6 +160,26 @@ func TestMCPStartErrors(t *testing.T) {
 			}
 		}
 	})
+}
+
+// listsEveryTool fails t unless the session lists every tool of
+// mcpserver, and no other.
+func listsEveryTool(t *testing.T, cs *mcp.ClientSession) {
+	t.Helper()
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+	}
+	want := mcpserver.ToolNames()
+	sort.Strings(names)
+	sort.Strings(want)
+	if !reflect.DeepEqual(names, want) {
+		t.Fatalf("tools = %v, want %v", names, want)
+	}
 }
 
 // mcpAgent is one `workspaced mcp` process and the go-sdk client talking
