@@ -203,6 +203,41 @@ func (a *faultAgents) mustFail(t *testing.T, fault string, args ...string) {
 	a.fail(fault, args, r)
 }
 
+// prepareWithOutputs prepares task id with n subtasks, as prepare does,
+// and writes the output of each, so that an agent need only claim and
+// report it done.
+func prepareWithOutputs(t *testing.T, s *sqlite.Store, id string, n int) []string {
+	t.Helper()
+	subs := prepare(t, s, id, n)
+	for _, sub := range subs {
+		if _, err := s.WriteOutput(t.Context(), id, sub, "worker", []byte(`{"summary": "done"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return subs
+}
+
+// startFaultAgents starts agents workers (worker_0, …) sharing the
+// subtasks theirs of task id, and waits until the daemon d has taken
+// their first markers.
+func startFaultAgents(t *testing.T, w *clitest.WS, s *sqlite.Store, d *clitest.Daemon, id string, theirs []string, agents int) *faultAgents {
+	t.Helper()
+	a := &faultAgents{w: w, wrote: newWritten()}
+	a.setFault("none")
+	for i := range agents {
+		var share []string
+		for k := i; k < len(theirs); k += agents {
+			share = append(share, theirs[k])
+		}
+		a.run(id, fmt.Sprintf("worker_%d", i), share)
+	}
+	eventually(t, "the first markers taken", func() (bool, string) {
+		n := journaled(t, s)
+		return n >= 2+6, fmt.Sprintf("%d journal rows; daemon:\n%s", n, d.Log)
+	})
+	return a
+}
+
 // finish starts a new daemon once the disk is writable again, lets agent
 // mine finish its reserved subtasks, waits until every subtask of task id
 // is completed with no marker waiting, kills the daemon and checks the
@@ -261,28 +296,11 @@ func TestDiskFaults(t *testing.T) {
 	mnt := clitest.SmallExt4(t, 32<<20)
 	w := clitest.New(t, "sqlite:"+filepath.Join(mnt, "agents.db"))
 	s := openStore(t, w.Root)
-	subs := prepare(t, s, id, subtasks)
-	for _, sub := range subs {
-		if _, err := s.WriteOutput(t.Context(), id, sub, "worker", []byte(`{"summary": "done"}`)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	subs := prepareWithOutputs(t, s, id, subtasks)
 	theirs, reserved := subs[:subtasks-6], subs[subtasks-6:]
 	claim := func(sub string) []string { return []string{"claim", "--task", id, "--agent", mine, "--subtask", sub} }
 	d := w.Serve()
-	a := &faultAgents{w: w, wrote: newWritten()}
-	a.setFault("none")
-	for i := range agents {
-		var share []string
-		for k := i; k < len(theirs); k += agents {
-			share = append(share, theirs[k])
-		}
-		a.run(id, fmt.Sprintf("worker_%d", i), share)
-	}
-	eventually(t, "the first markers taken", func() (bool, string) {
-		n := journaled(t, s)
-		return n >= 2+6, fmt.Sprintf("%d journal rows; daemon:\n%s", n, d.Log)
-	})
+	a := startFaultAgents(t, w, s, d, id, theirs, agents)
 
 	// The daemon dies while the agents write, a marker of worker_t waits,
 	// the disk fills up, and a new daemon meets the full disk.

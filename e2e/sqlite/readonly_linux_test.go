@@ -4,7 +4,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -102,28 +101,11 @@ func TestReadOnlyUnderDaemon(t *testing.T) {
 	mnt, trigger := errorsExt4(t, 32<<20)
 	w := clitest.New(t, "sqlite:"+filepath.Join(mnt, "agents.db"))
 	s := openStore(t, w.Root)
-	subs := prepare(t, s, id, subtasks)
-	for _, sub := range subs {
-		if _, err := s.WriteOutput(t.Context(), id, sub, "worker", []byte(`{"summary": "done"}`)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	subs := prepareWithOutputs(t, s, id, subtasks)
 	w.Ok("env", "store", "--task", id, "--key", "k", "--description", "d", "--value", `"v"`)
 	theirs, reserved := subs[:subtasks-4], subs[subtasks-4:]
 	d := w.Serve()
-	a := &faultAgents{w: w, wrote: newWritten()}
-	a.setFault("none")
-	for i := range agents {
-		var share []string
-		for k := i; k < len(theirs); k += agents {
-			share = append(share, theirs[k])
-		}
-		a.run(id, fmt.Sprintf("worker_%d", i), share)
-	}
-	eventually(t, "the first markers taken", func() (bool, string) {
-		n := journaled(t, s)
-		return n >= 2+6, fmt.Sprintf("%d journal rows; daemon:\n%s", n, d.Log)
-	})
+	a := startFaultAgents(t, w, s, d, id, theirs, agents)
 
 	// Mid-burst: the daemon is held still while a marker of worker_t
 	// waits, so that it meets the read-only filesystem with work to
