@@ -272,7 +272,7 @@ func (a *faultAgents) finish(t *testing.T, id, mine string, reserved, subs []str
 			t.Fatalf("subtask %s: %+v, want completed", sub, ss)
 		}
 	}
-	checkEventsOnce(t, s, id, recs)
+	clitest.CheckJournalEvents(t, s, id, recs)
 	return recs, state
 }
 

@@ -163,15 +163,24 @@ func CheckJournal(t testing.TB, x *workspace.Workspace, id string) []workspace.J
 // counted.
 func CheckEventsOnce(t testing.TB, x *workspace.Workspace, id string) (records, events int) {
 	t.Helper()
-	task, err := x.GetTask(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
 	recs, err := files.ReadJournal(x, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	plans := func(version int) (*workspace.Plan, error) {
+	return len(recs), CheckJournalEvents(t, x, id, recs)
+}
+
+// EventLog is what CheckJournalEvents reads: a task and its logged
+// events, of a *workspace.Workspace or of any workspace.Store.
+type EventLog interface {
+	GetTask(ctx context.Context, id string) (workspace.Task, error)
+	ReadEvents(ctx context.Context, taskID string) ([]workspace.Event, []error, error)
+}
+
+// JournalPlans looks a plan version up in the journal recs, as
+// machine.Continue asks for the plan a record approves.
+func JournalPlans(recs []workspace.JournalRecord) func(version int) (*workspace.Plan, error) {
+	return func(version int) (*workspace.Plan, error) {
 		for _, r := range slices.Backward(recs) {
 			if r.Plan != nil && r.Plan.Version == version {
 				return r.Plan, nil
@@ -179,7 +188,19 @@ func CheckEventsOnce(t testing.TB, x *workspace.Workspace, id string) (records, 
 		}
 		return nil, fmt.Errorf("no plan v%d in the journal", version)
 	}
-	_, evs, err := machine.Continue(machine.Init(task), plans, recs)
+}
+
+// CheckJournalEvents is CheckEventsOnce for the journal recs of task id
+// in any store: every event the journal makes is logged exactly once and
+// in order, and every logged line parses. It returns how many events it
+// counted.
+func CheckJournalEvents(t testing.TB, l EventLog, id string, recs []workspace.JournalRecord) int {
+	t.Helper()
+	task, err := l.GetTask(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, evs, err := machine.Continue(machine.Init(task), JournalPlans(recs), recs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +210,7 @@ func CheckEventsOnce(t testing.TB, x *workspace.Workspace, id string) (records, 
 		want[i] = workspace.FormatEvent(e)
 		wanted[want[i]]++
 	}
-	logged, bad, err := x.ReadEvents(context.Background(), id)
+	logged, bad, err := l.ReadEvents(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +235,7 @@ func CheckEventsOnce(t testing.TB, x *workspace.Workspace, id string) (records, 
 	if len(bad) > 0 {
 		t.Errorf("task %s: %d lines of events.log do not parse: %v", id, len(bad), bad[0])
 	}
-	return len(recs), len(want)
+	return len(want)
 }
 
 // firstDifference reports the first event where got and want differ.
