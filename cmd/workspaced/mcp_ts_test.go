@@ -24,6 +24,20 @@ import (
 // installs its node_modules with npm ci; nothing is downloaded here.
 const tsClientDir = "../../mcpserver/testdata/tsclient"
 
+// tsNode is the node that runs the TypeScript SDK client; the test is
+// skipped, saying why, without node or the SDK installed.
+func tsNode(t *testing.T) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		optdep.Skip(t, "node", "node is not on PATH: the TypeScript SDK client cannot run (Debian: nodejs and npm; .ci/run installs them)")
+	}
+	if _, err := os.Stat(filepath.Join(tsClientDir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
+		optdep.Skipf(t, "node", "the TypeScript MCP SDK is not installed in %s: run npm ci there (.ci/run does)", tsClientDir)
+	}
+	return node
+}
+
 // runTSClient runs flow.mjs in mode against task t1 of w and decodes what
 // it printed into out.
 func runTSClient(t *testing.T, node string, w *ws, mode string, out any) {
@@ -48,13 +62,7 @@ func runTSClient(t *testing.T, node string, w *ws, mode string, out any) {
 // planner, a reviewer and a worker taking a task from plan to completion
 // through MCP tools alone, against a running daemon.
 func TestMCPTypeScriptClient(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		optdep.Skip(t, "node", "node is not on PATH: the TypeScript SDK client cannot run (Debian: nodejs and npm; .ci/run installs them)")
-	}
-	if _, err := os.Stat(filepath.Join(tsClientDir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
-		optdep.Skipf(t, "node", "the TypeScript MCP SDK is not installed in %s: run npm ci there (.ci/run does)", tsClientDir)
-	}
+	node := tsNode(t)
 	w := newWS(t)
 	w.Ok("task", "create", "--id", "t1", "--description", "Build a REST auth API", "--constraint", "tests first")
 
@@ -166,13 +174,7 @@ func TestMCPTypeScriptClient(t *testing.T) {
 // agent), the planner, reviewer and worker flow to the completed task,
 // and every tool called once.
 func TestMCPTypeScriptHTTPClient(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		optdep.Skip(t, "node", "node is not on PATH: the TypeScript SDK client cannot run (Debian: nodejs and npm; .ci/run installs them)")
-	}
-	if _, err := os.Stat(filepath.Join(tsClientDir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
-		optdep.Skipf(t, "node", "the TypeScript MCP SDK is not installed in %s: run npm ci there (.ci/run does)", tsClientDir)
-	}
+	node := tsNode(t)
 	w := newWS(t)
 	w.Ok("task", "create", "--id", "t1", "--description", "Build a REST auth API", "--constraint", "tests first")
 	w.Task("t2")
