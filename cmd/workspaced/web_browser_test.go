@@ -154,6 +154,15 @@ func open(t *testing.T, ctx context.Context, url string) {
 	waitJS(t, ctx, "page loaded", `document.body.dataset.loaded === "1"`, 30*time.Second)
 }
 
+// proposePlan creates task id and has the coordinator propose
+// planJSON(n, deps) for it, and waits until the daemon has applied it.
+func (w *ws) proposePlan(x *workspace.Workspace, id, description string, n int, deps bool) {
+	w.T.Helper()
+	w.Ok("task", "create", "--id", id, "--description", description)
+	w.OkIn(planJSON(n, deps), "plan", "write", "--task", id, "--file", "-", "--agent", "coordinator", "--propose")
+	clitest.StateWhere(w.T, x, id, func(s workspace.State) bool { return s.PlanStatus == "proposed" })
+}
+
 // planJSON is a plan of n subtasks; st_2 depends on st_1 when deps.
 func planJSON(n int, deps bool) string {
 	var subs []string
@@ -182,9 +191,7 @@ func TestBrowserLive(t *testing.T) {
 	w.serve()
 	p := w.web()
 	x := w.Open()
-	w.Ok("task", "create", "--id", "t1", "--description", "Build the thing")
-	w.RunIn(planJSON(3, true), "plan", "write", "--task", "t1", "--file", "-", "--agent", "coordinator", "--propose")
-	clitest.StateWhere(t, x, "t1", func(s workspace.State) bool { return s.PlanStatus == "proposed" })
+	w.proposePlan(x, "t1", "Build the thing", 3, true)
 
 	open(t, ctx, p.url+"/tasks/t1")
 	waitJS(t, ctx, "the approve button", `!!document.querySelector('#plan-approve')`, 2*time.Second)
@@ -367,9 +374,7 @@ func TestBrowserShowsTheDaemonsWord(t *testing.T) {
 	w.serve()
 	p := w.web()
 	x := w.Open()
-	w.Ok("task", "create", "--id", "t1", "--description", "Race")
-	w.OkIn(planJSON(2, false), "plan", "write", "--task", "t1", "--file", "-", "--agent", "coordinator", "--propose")
-	clitest.StateWhere(t, x, "t1", func(s workspace.State) bool { return s.PlanStatus == "proposed" })
+	w.proposePlan(x, "t1", "Race", 2, false)
 	w.OkIn(`{"type":"plan_review","verdict":"revision_needed","notes":"smaller"}`, "review", "write", "--task", "t1", "--id", "r1", "--agent", "rev", "--file", "-", "--done")
 	clitest.StateWhere(t, x, "t1", func(s workspace.State) bool { return s.PlanStatus == "revision_needed" })
 	w.OkIn(planJSON(3, false), "plan", "write", "--task", "t1", "--file", "-", "--agent", "coordinator", "--propose")

@@ -36,9 +36,7 @@ func TestWebScreenshots(t *testing.T) {
 	w.Root = root
 	w.serve()
 	x := w.Open()
-	w.Ok("task", "create", "--id", "report_q3", "--description", "Write the quarterly report from the sales data")
-	w.RunIn(planJSON(9, true), "plan", "write", "--task", "report_q3", "--file", "-", "--agent", "coordinator", "--propose")
-	clitest.StateWhere(t, x, "report_q3", func(s workspace.State) bool { return s.PlanStatus == "proposed" })
+	w.proposePlan(x, "report_q3", "Write the quarterly report from the sales data", 9, true)
 	w.RunIn(`{"type":"plan_review","verdict":"approved"}`, "review", "write", "--task", "report_q3", "--id", "plan_v1", "--agent", "reviewer", "--file", "-", "--done")
 	clitest.StateWhere(t, x, "report_q3", func(s workspace.State) bool { return s.Status == "executing" })
 	for i, agent := range []string{"w1", "w2", "w3", "w1"} {
@@ -49,9 +47,7 @@ func TestWebScreenshots(t *testing.T) {
 		}
 	}
 	w.Ok("env", "store", "--task", "report_q3", "--agent", "w1", "--key", "sales_q3", "--description", "Sales by region, Q3", "--value", `{"north":120,"south":95}`)
-	w.Ok("task", "create", "--id", "triage_inbox", "--description", "Triage the support inbox")
-	w.RunIn(planJSON(4, false), "plan", "write", "--task", "triage_inbox", "--file", "-", "--agent", "coordinator", "--propose")
-	clitest.StateWhere(t, x, "triage_inbox", func(s workspace.State) bool { return s.PlanStatus == "proposed" })
+	w.proposePlan(x, "triage_inbox", "Triage the support inbox", 4, false)
 	p := w.web()
 	var hive, arc string
 	for _, l := range strings.Split(w.Ok("task", "list"), "\n") {
