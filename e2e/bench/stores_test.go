@@ -17,6 +17,38 @@ import (
 	"github.com/workspaced/workspaced/internal/pgtest"
 )
 
+// quick runs the binary in dir with args, a --quick --json bench, and
+// returns its report, strictly decoded, with the file workload in it.
+func quick(t *testing.T, dir string, args ...string) bench.Report {
+	t.Helper()
+	r, err := clitest.Exec(dir, clitest.CleanEnv(), "", args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Code != 0 {
+		t.Fatalf("bench: %v", r)
+	}
+	var rep bench.Report
+	dec := json.NewDecoder(strings.NewReader(r.Stdout))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rep); err != nil {
+		t.Fatalf("decode report: %v\n%s", err, r.Stdout)
+	}
+	if len(rep.Results) == 0 || rep.Floor.P50 <= 0 {
+		t.Fatalf("no file workload in the report: %+v", rep)
+	}
+	return rep
+}
+
+// checkFloor fails t unless floor is a database's floor: its statement
+// named (what it contains), sampled, its own ratio 1.
+func checkFloor(t *testing.T, floor bench.Result, contains string) {
+	t.Helper()
+	if !strings.Contains(floor.Name, contains) || floor.VsFloor != 1 || floor.P50 <= 0 {
+		t.Errorf("floor: %+v, want one named with %q", floor, contains)
+	}
+}
+
 // TestBenchQuickOnStores runs `workspaced --root ROOT bench --quick
 // --json` on a sqlite: root and on a throwaway PostgreSQL: the report
 // holds the file workload and the same rows on the database beside its
@@ -76,38 +108,6 @@ func TestBenchQuickOnStores(t *testing.T) {
 			checkStoreRows(t, rows)
 			leftNothing()
 		})
-	}
-}
-
-// quick runs the binary in dir with args, a --quick --json bench, and
-// returns its report, strictly decoded, with the file workload in it.
-func quick(t *testing.T, dir string, args ...string) bench.Report {
-	t.Helper()
-	r, err := clitest.Exec(dir, clitest.CleanEnv(), "", args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Code != 0 {
-		t.Fatalf("bench: %v", r)
-	}
-	var rep bench.Report
-	dec := json.NewDecoder(strings.NewReader(r.Stdout))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&rep); err != nil {
-		t.Fatalf("decode report: %v\n%s", err, r.Stdout)
-	}
-	if len(rep.Results) == 0 || rep.Floor.P50 <= 0 {
-		t.Fatalf("no file workload in the report: %+v", rep)
-	}
-	return rep
-}
-
-// checkFloor fails t unless floor is a database's floor: its statement
-// named (what it contains), sampled, its own ratio 1.
-func checkFloor(t *testing.T, floor bench.Result, contains string) {
-	t.Helper()
-	if !strings.Contains(floor.Name, contains) || floor.VsFloor != 1 || floor.P50 <= 0 {
-		t.Errorf("floor: %+v, want one named with %q", floor, contains)
 	}
 }
 
