@@ -15,19 +15,14 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/internal/clitest"
+	"github.com/workspaced/workspaced/internal/poll"
 	"github.com/workspaced/workspaced/locking"
 )
 
-// await polls cond until it holds or the deadline passes.
+// await is poll.Until, for 10 s, of a condition that says nothing more.
 func await(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Until(t, 10*time.Second, what, func() (bool, string) { return cond(), "not yet" })
 }
 
 // 8 processes storing different keys at once all land; 8 storing the same

@@ -935,8 +935,8 @@ func browserFor(b *testing.B) context.Context {
 	return ctx
 }
 
-// poll waits for expr to be truthy in the page.
-func poll(b *testing.B, ctx context.Context, expr string) {
+// pollPage waits for expr to be truthy in the page.
+func pollPage(b *testing.B, ctx context.Context, expr string) {
 	b.Helper()
 	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(time.Millisecond), chromedp.WithPollingTimeout(30*time.Second))); err != nil {
 		b.Fatalf("%s: %v", expr, err)
@@ -963,7 +963,7 @@ func BenchmarkBrowserFirstPaint(b *testing.B) {
 		if err := chromedp.Do(ctx, chromedp.Navigate(p.url+"/tasks/big")); err != nil {
 			b.Fatal(err)
 		}
-		poll(b, ctx, `document.body.dataset.loaded === "1" && document.querySelectorAll('#board .card').length === 1000`)
+		pollPage(b, ctx, `document.body.dataset.loaded === "1" && document.querySelectorAll('#board .card').length === 1000`)
 		v, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`performance.getEntriesByName('ws-loaded')[0].startTime`))
 		if err != nil {
 			b.Fatal(err)
@@ -983,7 +983,7 @@ func BenchmarkBrowserEventVisible(b *testing.B) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(p.url+"/tasks/"+demo.TaskID)); err != nil {
 		b.Fatal(err)
 	}
-	poll(b, ctx, `document.body.dataset.loaded === "1"`)
+	pollPage(b, ctx, `document.body.dataset.loaded === "1"`)
 	var lat []time.Duration
 	i := 0
 	b.ResetTimer()
@@ -994,7 +994,7 @@ func BenchmarkBrowserEventVisible(b *testing.B) {
 		if err := p.x.AppendEvents(context.Background(), demo.TaskID, []workspace.Event{{Name: "env_stored", TaskID: demo.TaskID, Attrs: map[string]string{"agent": "bench", "key": key}}}); err != nil {
 			b.Fatal(err)
 		}
-		poll(b, ctx, fmt.Sprintf(`[...document.querySelectorAll('#timeline .ev[data-event="env_stored"]')].slice(0, 3).some(e => e.textContent.includes('key=%s'))`, key))
+		pollPage(b, ctx, fmt.Sprintf(`[...document.querySelectorAll('#timeline .ev[data-event="env_stored"]')].slice(0, 3).some(e => e.textContent.includes('key=%s'))`, key))
 		lat = append(lat, time.Since(start))
 	}
 	slices.Sort(lat)
