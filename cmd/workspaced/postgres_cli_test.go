@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/internal/clitest"
+	"github.com/workspaced/workspaced/internal/poll"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -155,18 +156,13 @@ func TestPostgresCommands(t *testing.T) {
 // waitState polls `state show --json` until ok holds.
 func waitState(t *testing.T, w *ws, task string, ok func(workspace.State) bool) workspace.State {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var st workspace.State
+	poll.Until(t, 20*time.Second, "the state of "+task+" through state show", func() (bool, string) {
 		r := w.Run("state", "show", "--task", task, "--json")
-		var st workspace.State
-		if r.Code == 0 && json.Unmarshal([]byte(r.Stdout), &st) == nil && ok(st) {
-			return st
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("state of %s never got there: %v", task, r)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		st = workspace.State{}
+		return r.Code == 0 && json.Unmarshal([]byte(r.Stdout), &st) == nil && ok(st), r.String()
+	})
+	return st
 }
 
 // TestPostgresWeb serves the panel over a postgres:// root, as a process
@@ -267,17 +263,10 @@ func TestPostgresDaemonFriction(t *testing.T) {
 			"--id", "plan_v"+strconv.Itoa(i), "--agent", "reviewer", "--file", "-", "--done")
 		waitState(t, w, "t1", func(st workspace.State) bool { return st.RevisionCount == i })
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	poll.Until(t, 20*time.Second, "the daemon's repeated_revision in friction list", func() (bool, string) {
 		r := must("", "friction", "list", "--json")
-		if strings.Contains(r.Stdout, `"repeated_revision"`) && strings.Contains(r.Stdout, `"t1"`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("friction list never showed the daemon's repeated_revision: %v", r)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return strings.Contains(r.Stdout, `"repeated_revision"`) && strings.Contains(r.Stdout, `"t1"`), r.String()
+	})
 	if r := must("", "events", "--task", "t1"); !strings.Contains(r.Stdout, "friction_recorded t1 friction_001") {
 		t.Errorf("events of t1: no friction_recorded: %s", r.Stdout)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/internal/pgtest"
+	"github.com/workspaced/workspaced/internal/poll"
 	"github.com/workspaced/workspaced/schemas"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
@@ -59,17 +60,13 @@ func newPGWS(t *testing.T) *pgws {
 // epoch.
 func (w *pgws) leader(pid int, within time.Duration) int64 {
 	w.T.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	var epoch int64
+	poll.Until(w.T, within, fmt.Sprintf("pid %d to lead", pid), func() (bool, string) {
 		li, err := w.s.Lease(context.Background())
-		if err == nil && li.Live && strings.HasSuffix(li.Holder, fmt.Sprintf(":%d", pid)) {
-			return li.Epoch
-		}
-		if time.Now().After(deadline) {
-			w.T.Fatalf("pid %d does not lead within %v: lease %+v, %v", pid, within, li, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		epoch = li.Epoch
+		return err == nil && li.Live && strings.HasSuffix(li.Holder, fmt.Sprintf(":%d", pid)), fmt.Sprintf("lease %+v, %v", li, err)
+	})
+	return epoch
 }
 
 // wroteOrDone waits until the daemon of epoch has journaled a marker, or
@@ -186,8 +183,7 @@ func (w *pgws) agents(scripts []string) <-chan struct{} {
 func (w *pgws) waitApplied(tasks []string, within time.Duration) {
 	w.T.Helper()
 	ctx := context.Background()
-	deadline := time.Now().Add(within)
-	for {
+	poll.Until(w.T, within, "every marker applied", func() (bool, string) {
 		var waiting int
 		_ = w.s.Pool().QueryRow(ctx, "SELECT count(*) FROM markers").Scan(&waiting)
 		done := waiting == 0
@@ -196,14 +192,8 @@ func (w *pgws) waitApplied(tasks []string, within time.Duration) {
 				done = false
 			}
 		}
-		if done {
-			return
-		}
-		if time.Now().After(deadline) {
-			w.T.Fatalf("not applied within %v: %d markers waiting", within, waiting)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return done, fmt.Sprintf("%d markers waiting", waiting)
+	})
 }
 
 // checkExactlyOnce checks each task's journal: sequence numbers 1…n
