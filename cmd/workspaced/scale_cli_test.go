@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/workspaced/workspaced/internal/clitest"
-	"github.com/workspaced/workspaced/internal/fixture"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/files"
 )
@@ -21,12 +20,7 @@ import (
 // without task.json and a symlinked task directory.
 func listTree(t *testing.T) *ws {
 	t.Helper()
-	dir := t.TempDir()
-	w := &ws{&clitest.WS{T: t, Root: filepath.Join(dir, "workspace"), Dir: dir}}
-	w.Env = append(clitest.CleanEnv(), "WORKSPACE_ROOT="+w.Root)
-	if err := (fixture.ScaleTree{Active: 3, Finished: 3}).Write(w.Root); err != nil {
-		t.Fatal(err)
-	}
+	w := &ws{clitest.NewScale(t, 3, 3)}
 	tasks := filepath.Join(w.Root, "tasks")
 	task2, err := os.ReadFile(filepath.Join(tasks, "task_00002", "task.json"))
 	if err != nil {

@@ -3,7 +3,6 @@ package files_test
 import (
 	"context"
 	"net/http"
-	"path/filepath"
 	"testing"
 
 	"github.com/workspaced/workspaced/internal/clitest"
@@ -14,7 +13,7 @@ import (
 // 503 while the start-up scan is held up by a task's lock, /healthz 200
 // all along, and /readyz 200 once the lock is let go.
 func TestOpsReadyzStartupScan(t *testing.T) {
-	w := scaleWS(t, 1500, 500)
+	w := clitest.NewScale(t, 1500, 500)
 	x := w.Open()
 	if err := fixture.PrepareTask(context.Background(), x, "held", 6); err != nil {
 		t.Fatal(err)
@@ -28,16 +27,4 @@ func TestOpsReadyzStartupScan(t *testing.T) {
 	}
 	release()
 	clitest.AwaitReadyz(t, u, http.StatusOK, "ready")
-}
-
-// scaleWS is a workspace written by the scale fixture.
-func scaleWS(t *testing.T, active, finished int) *clitest.WS {
-	t.Helper()
-	dir := t.TempDir()
-	root := filepath.Join(dir, "workspace")
-	w := &clitest.WS{T: t, Root: root, Dir: dir, Env: append(clitest.CleanEnv(), "WORKSPACE_ROOT="+root)}
-	if err := (fixture.ScaleTree{Active: active, Finished: finished}).Write(w.Root); err != nil {
-		t.Fatal(err)
-	}
-	return w
 }

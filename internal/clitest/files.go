@@ -43,6 +43,19 @@ func NewDir(t testing.TB, dir ...string) *WS {
 	return w
 }
 
+// NewScale is a WS on a fresh directory root, DIR/workspace, that
+// fixture.ScaleTree wrote instead of init (active tasks executing,
+// finished ones completed); commands run in DIR.
+func NewScale(t testing.TB, active, finished int) *WS {
+	t.Helper()
+	w := At(t, filepath.Join(t.TempDir(), "workspace"))
+	w.Dir = filepath.Dir(w.Root)
+	if err := (fixture.ScaleTree{Active: active, Finished: finished}).Write(w.Root); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 // Open opens w's root in-process, as an agent library would; the test's
 // cleanup closes it.
 func (w *WS) Open() *workspace.Workspace {
