@@ -18,6 +18,7 @@ import (
 	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/internal/optdep"
 	"github.com/workspaced/workspaced/workspace"
+	"golang.org/x/sys/unix"
 )
 
 // errorsExt4 is clitest.SmallExt4 mounted with errors=remount-ro, and the file
@@ -217,8 +218,9 @@ func stopDaemon(t *testing.T, d *clitest.Daemon) {
 }
 
 // stopIdle stops the daemon (SIGSTOP) at a moment it holds no write
-// transaction, so that the agents' writes go on without it: stopped
-// holding SQLite's write lock, it would block them all.
+// transaction and no place in the write queue (the flock of <db>.write
+// that writers take before SQLite's lock), so that the agents' writes go
+// on without it: stopped holding either, it would block them all.
 func stopIdle(t *testing.T, d *clitest.Daemon, db string) {
 	t.Helper()
 	probe, err := sql.Open("sqlite", "file:"+db+"?_pragma=busy_timeout(200)&_txlock=immediate")
@@ -226,13 +228,24 @@ func stopIdle(t *testing.T, d *clitest.Daemon, db string) {
 		t.Fatal(err)
 	}
 	defer probe.Close()
+	queue, err := os.OpenFile(db+".write", os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer queue.Close()
 	eventually(t, "the daemon stopped between two writes", func() (bool, string) {
 		if err := d.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
-		tx, err := probe.BeginTx(t.Context(), nil)
+		err := unix.Flock(int(queue.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {
-			return tx.Rollback() == nil, "rollback"
+			err = unix.Flock(int(queue.Fd()), unix.LOCK_UN)
+		}
+		if err == nil {
+			var tx *sql.Tx
+			if tx, err = probe.BeginTx(t.Context(), nil); err == nil {
+				return tx.Rollback() == nil, "rollback"
+			}
 		}
 		if err := d.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
 			t.Fatal(err)
