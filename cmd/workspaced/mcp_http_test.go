@@ -157,12 +157,7 @@ func TestMCPHTTPRefusedAtStart(t *testing.T) {
 	os.WriteFile(empty, nil, 0o600)
 	bogus := filepath.Join(w.Dir, "bogus.token")
 	os.WriteFile(bogus, []byte("wsd_bogus"), 0o600)
-	cases := []struct {
-		name string
-		code int
-		want string
-		args []string
-	}{
+	cases := []failCase{
 		{"plain HTTP off loopback", exitFailure, "not a loopback address, and no TLS", []string{"mcp", "--http", "0.0.0.0:0"}},
 		{"every interface", exitFailure, "not a loopback address", []string{"mcp", "--http", ":0"}},
 		{"cert without key", exitUsage, "--tls-cert and --tls-key go together", []string{"mcp", "--http", "127.0.0.1:0", "--tls-cert", "c.pem"}},
@@ -176,15 +171,7 @@ func TestMCPHTTPRefusedAtStart(t *testing.T) {
 		{"token of another agent", exitFailure, "the token stands for agent worker, not planner", []string{"mcp", "--task", "t1", "--token-file", tokFile, "--agent", "planner"}},
 		{"token for another task", exitFailure, "agent worker may not work on task t2: its token covers t1", []string{"mcp", "--task", "t2", "--token-file", tokFile}},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			w.T = t
-			r := w.Fails(c.code, c.want, c.args...)
-			if !strings.Contains(r.Stderr, "hint: ") {
-				t.Errorf("no hint: %v", r)
-			}
-		})
-	}
+	failsWithHints(t, w, cases)
 	t.Run("an agents file others may read", func(t *testing.T) {
 		w.T = t
 		path := filepath.Join(w.Root, "config", "tokens.json")

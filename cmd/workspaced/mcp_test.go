@@ -122,12 +122,7 @@ func TestMCPStartErrors(t *testing.T) {
 	w.Task("t1")
 	w.Task("t2")
 	w.Ok("thread", "new", "--task", "t2", "--id", "th_two", "--from", "coordinator", "--to", "solver", "--message", "m")
-	cases := []struct {
-		name string
-		code int
-		want string
-		args []string
-	}{
+	cases := []failCase{
 		{"no agent", exitUsage, "missing --agent", []string{"mcp", "--task", "t1"}},
 		{"no task or thread", exitUsage, "missing --task T or --thread X", []string{"mcp", "--agent", "a"}},
 		{"positional argument", exitUsage, "unexpected argument", []string{"mcp", "--task", "t1", "--agent", "a", "extra"}},
@@ -137,15 +132,7 @@ func TestMCPStartErrors(t *testing.T) {
 		{"unknown thread", exitNotFound, "th_nope", []string{"mcp", "--thread", "th_nope", "--agent", "a"}},
 		{"thread of another task", exitNotFound, "th_two", []string{"mcp", "--task", "t1", "--thread", "th_two", "--agent", "a"}},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			w.T = t
-			r := w.Fails(c.code, c.want, c.args...)
-			if !strings.Contains(r.Stderr, "hint: ") {
-				t.Errorf("no hint: %v", r)
-			}
-		})
-	}
+	failsWithHints(t, w, cases)
 	t.Run("not a workspace", func(t *testing.T) {
 		w.T = t
 		w.Fails(exitNotFound, "neither workspace.json nor tasks/", "--root", t.TempDir(), "mcp", "--task", "t1", "--agent", "a")
@@ -159,6 +146,30 @@ func TestMCPStartErrors(t *testing.T) {
 			}
 		}
 	})
+}
+
+// failCase is a command line that must fail: its exit code and what
+// its error names.
+type failCase struct {
+	name string
+	code int
+	want string
+	args []string
+}
+
+// failsWithHints runs each case as a subtest on w: it must fail as
+// clitest's Fails checks, with a hint.
+func failsWithHints(t *testing.T, w *ws, cases []failCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w.T = t
+			r := w.Fails(c.code, c.want, c.args...)
+			if !strings.Contains(r.Stderr, "hint: ") {
+				t.Errorf("no hint: %v", r)
+			}
+		})
+	}
 }
 
 // listsEveryTool fails t unless the session lists every tool of
