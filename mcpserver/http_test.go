@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/workspaced/workspaced/internal/poll"
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/files"
@@ -236,13 +237,7 @@ func TestHTTPEveryTool(t *testing.T) {
 // eventually waits for cond, failing the test after a generous deadline.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	end := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Until(t, 30*time.Second, what, func() (bool, string) { return cond(), "not yet" })
 }
 
 // rawPost posts body to /mcp with the headers given and returns the

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/internal/optdep"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -63,11 +64,11 @@ func TestAgentsInOtherLanguages(t *testing.T) {
 	// A short rescan: a claim that lands after the task finished is taken
 	// (and refused) by the next rescan, as finished tasks are not watched.
 	srv := w.serve("--rescan", "200ms")
-	x := w.open()
+	x := w.Open()
 
 	// A task with an approved plan of 12 independent subtasks.
 	const hive, arc, n = "hive", "arc", 12
-	w.task(hive)
+	w.Task(hive)
 	var subtasks []map[string]any
 	var ids []string
 	for i := 1; i <= n; i++ {
@@ -76,31 +77,31 @@ func TestAgentsInOtherLanguages(t *testing.T) {
 		subtasks = append(subtasks, map[string]any{"id": id, "description": "independent piece " + id, "estimated_complexity": "low"})
 	}
 	plan, _ := json.Marshal(map[string]any{"summary": "twelve independent pieces", "subtasks": subtasks})
-	if r := w.runIn(string(plan), "plan", "write", "--task", hive, "--agent", "orchestrator", "--file", "-", "--propose"); r.code != 0 {
+	if r := w.RunIn(string(plan), "plan", "write", "--task", hive, "--agent", "orchestrator", "--file", "-", "--propose"); r.Code != 0 {
 		t.Fatalf("plan write: %v", r)
 	}
-	stateWhere(t, x, hive, func(st workspace.State) bool { return st.PlanStatus == "proposed" })
-	if r := w.runIn(`{"type":"plan_review","verdict":"approved"}`, "review", "write", "--task", hive, "--id", "plan_v1",
-		"--agent", "reviewer", "--file", "-", "--done"); r.code != 0 {
+	clitest.StateWhere(t, x, hive, func(st workspace.State) bool { return st.PlanStatus == "proposed" })
+	if r := w.RunIn(`{"type":"plan_review","verdict":"approved"}`, "review", "write", "--task", hive, "--id", "plan_v1",
+		"--agent", "reviewer", "--file", "-", "--done"); r.Code != 0 {
 		t.Fatalf("review write: %v", r)
 	}
-	stateWhere(t, x, hive, func(st workspace.State) bool { return st.Status == "executing" })
-	w.task(arc)
+	clitest.StateWhere(t, x, hive, func(st workspace.State) bool { return st.Status == "executing" })
+	w.Task(arc)
 
 	// Two Python workers, a shell worker and the ARC walkthrough, at once.
 	pyDir := filepath.Join(agentsDir, "python")
 	procs := []*agentProc{
-		{name: "py_1", cmd: exec.Command(py, "hivemind_worker.py", "--root", w.root, "--task", hive, "--agent", "py_1", "--timeout", "90", "--work-delay", "0.2")},
-		{name: "py_2", cmd: exec.Command(py, "hivemind_worker.py", "--root", w.root, "--task", hive, "--agent", "py_2", "--timeout", "90", "--work-delay", "0.2")},
-		{name: "arc", cmd: exec.Command(py, "arc_walkthrough.py", "--root", w.root, "--task", arc)},
+		{name: "py_1", cmd: exec.Command(py, "hivemind_worker.py", "--root", w.Root, "--task", hive, "--agent", "py_1", "--timeout", "90", "--work-delay", "0.2")},
+		{name: "py_2", cmd: exec.Command(py, "hivemind_worker.py", "--root", w.Root, "--task", hive, "--agent", "py_2", "--timeout", "90", "--work-delay", "0.2")},
+		{name: "arc", cmd: exec.Command(py, "arc_walkthrough.py", "--root", w.Root, "--task", arc)},
 	}
 	if withShell {
-		procs = append(procs, &agentProc{name: "sh_1", cmd: exec.Command("sh", filepath.Join("..", "sh", "worker.sh"), w.root, hive, "sh_1", "90")})
+		procs = append(procs, &agentProc{name: "sh_1", cmd: exec.Command("sh", filepath.Join("..", "sh", "worker.sh"), w.Root, hive, "sh_1", "90")})
 	}
 	var wg sync.WaitGroup
 	for _, p := range procs {
 		p.cmd.Dir = pyDir
-		p.cmd.Env = cleanEnv()
+		p.cmd.Env = clitest.CleanEnv()
 		p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.err
 		if err := p.cmd.Start(); err != nil {
 			t.Fatalf("start %s: %v", p.name, err)
@@ -115,10 +116,10 @@ func TestAgentsInOtherLanguages(t *testing.T) {
 		}
 	}
 
-	st := stateWhere(t, x, hive, func(st workspace.State) bool { return st.Status == "completed" })
+	st := clitest.StateWhere(t, x, hive, func(st workspace.State) bool { return st.Status == "completed" })
 	for _, id := range []string{hive, arc} {
-		eventually(t, "every marker of "+id+" taken", func() (bool, string) {
-			ents, err := os.ReadDir(filepath.Join(w.root, "tasks", id))
+		clitest.Eventually(t, "every marker of "+id+" taken", func() (bool, string) {
+			ents, err := os.ReadDir(filepath.Join(w.Root, "tasks", id))
 			if err != nil {
 				return false, err.Error()
 			}
@@ -130,8 +131,8 @@ func TestAgentsInOtherLanguages(t *testing.T) {
 			return true, ""
 		})
 	}
-	srv.stop() // settles the journal
-	st = stateWhere(t, x, hive, func(workspace.State) bool { return true })
+	srv.Stop() // settles the journal
+	st = clitest.StateWhere(t, x, hive, func(workspace.State) bool { return true })
 
 	// Every subtask completed exactly once, by the one worker that says it
 	// finished it, with its output naming that worker.
@@ -166,7 +167,7 @@ func TestAgentsInOtherLanguages(t *testing.T) {
 			t.Errorf("subtask %s: state says %s did it, the workers say %q", id, ss.Worker, byWorker[id])
 		}
 		var out workspace.Output
-		readJSONFile(t, filepath.Join(w.root, "tasks", hive, "outputs", id+".json"), &out)
+		readJSONFile(t, filepath.Join(w.Root, "tasks", hive, "outputs", id+".json"), &out)
 		if out.SubtaskID != id || out.WorkerID != ss.Worker || out.Status != "completed" {
 			t.Errorf("outputs/%s.json: %+v, want worker %s", id, out, ss.Worker)
 		}
@@ -176,9 +177,9 @@ func TestAgentsInOtherLanguages(t *testing.T) {
 	}
 
 	// Every claim was decided once: accepted (work_assigned) or refused.
-	recs := checkJournal(t, x, hive)
-	checkJournal(t, x, arc)
-	checkStates(t, x, []string{hive, arc})
+	recs := clitest.CheckJournal(t, x, hive)
+	clitest.CheckJournal(t, x, arc)
+	clitest.CheckStates(t, x, []string{hive, arc})
 	claims := 0
 	for _, r := range recs {
 		if r.Kind == workspace.KindClaim {
@@ -225,7 +226,7 @@ func TestAgentsInOtherLanguages(t *testing.T) {
 			Version  int      `json:"version"`
 			Value    []string `json:"value"`
 		}
-		name := filepath.Join(w.root, "tasks", hive, "env", "shell_progress.json")
+		name := filepath.Join(w.Root, "tasks", hive, "env", "shell_progress.json")
 		if len(shellDid) == 0 {
 			if _, err := os.Stat(name); !os.IsNotExist(err) {
 				t.Errorf("shell worker finished nothing, yet shell_progress: %v", err)
@@ -236,9 +237,9 @@ func TestAgentsInOtherLanguages(t *testing.T) {
 				t.Errorf("shell_progress %+v, want value %v at version %d by sh_1", prog, shellDid, len(shellDid))
 			}
 			// The Go reader sees the same entry.
-			got := w.ok("env", "get", "--task", hive, "--key", "shell_progress")
+			got := w.Ok("env", "get", "--task", hive, "--key", "shell_progress")
 			var v []string
-			decode(t, got, &v)
+			clitest.Decode(t, got, &v)
 			if !slices.Equal(v, shellDid) {
 				t.Errorf("env get shell_progress = %v, want %v", v, shellDid)
 			}
@@ -255,7 +256,7 @@ func TestAgentsInOtherLanguages(t *testing.T) {
 		"solution_attempts": {"solver", `[{"rule":["rotation_180","colour_preserving"],"output":[[3,0,0],[0,2,0],[0,0,1]]}]`},
 	}
 	var manifest []workspace.ManifestItem
-	decode(t, w.ok("env", "list", "--task", arc, "--json"), &manifest)
+	clitest.Decode(t, w.Ok("env", "list", "--task", arc, "--json"), &manifest)
 	var keys []string
 	for _, m := range manifest {
 		keys = append(keys, m.Key)
@@ -268,10 +269,10 @@ func TestAgentsInOtherLanguages(t *testing.T) {
 		t.Errorf("env keys of %s: %v", arc, keys)
 	}
 	for key, want := range wantEnv {
-		got := w.ok("env", "get", "--task", arc, "--key", key)
+		got := w.Ok("env", "get", "--task", arc, "--key", key)
 		var a, b any
-		decode(t, got, &a)
-		decode(t, want.value, &b)
+		clitest.Decode(t, got, &a)
+		clitest.Decode(t, want.value, &b)
 		if !reflect.DeepEqual(a, b) {
 			t.Errorf("env %s = %s, want %s", key, strings.TrimSpace(got), want.value)
 		}
@@ -290,7 +291,7 @@ func TestAgentsInOtherLanguages(t *testing.T) {
 		t.Errorf("%s: %d env_stored events, want 3", arc, stored)
 	}
 
-	if r := w.run("validate", w.root); r.code != 0 {
+	if r := w.Run("validate", w.Root); r.Code != 0 {
 		t.Fatalf("validate: %v", r)
 	}
 }

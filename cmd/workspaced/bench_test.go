@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/workspaced/workspaced/bench"
+	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -15,7 +16,7 @@ import (
 // the ones of the agent processes the workload starts.
 func TestBenchHelp(t *testing.T) {
 	w := newWS(t)
-	help := w.ok("bench", "--help")
+	help := w.Ok("bench", "--help")
 	for _, f := range []string{"--quick", "--json", "--dir DIR", "--ext4", "--vs-daemon PATH", "--pairs N", "--row 32|1", "--no-python"} {
 		if !strings.Contains(help, f) {
 			t.Errorf("help lacks %s:\n%s", f, help)
@@ -30,8 +31,8 @@ func TestBenchHelp(t *testing.T) {
 		}
 	}
 	// The agent mode refuses to start without its flags (usage, exit 2).
-	r := w.run("bench", "agent")
-	if r.code != 2 || !strings.Contains(r.stderr, "--agent-root") {
+	r := w.Run("bench", "agent")
+	if r.Code != 2 || !strings.Contains(r.Stderr, "--agent-root") {
 		t.Errorf("bench agent without flags: want exit 2 naming --agent-root, got %v", r)
 	}
 }
@@ -46,17 +47,17 @@ func TestBenchFlagMistakes(t *testing.T) {
 		say  string
 	}{
 		{"pairs without a daemon to compare", []string{"--pairs", "3"}, "--pairs goes with --vs-daemon"},
-		{"daemon A without a daemon to compare", []string{"--daemon", bin}, "--daemon goes with --vs-daemon"},
-		{"daemon A that is not there", []string{"--vs-daemon", bin, "--daemon", "/nonexistent/workspaced"}, "--daemon /nonexistent/workspaced: not an executable file"},
-		{"no pairs", []string{"--vs-daemon", bin, "--pairs", "0"}, "--pairs must be at least 1"},
+		{"daemon A without a daemon to compare", []string{"--daemon", clitest.Bin()}, "--daemon goes with --vs-daemon"},
+		{"daemon A that is not there", []string{"--vs-daemon", clitest.Bin(), "--daemon", "/nonexistent/workspaced"}, "--daemon /nonexistent/workspaced: not an executable file"},
+		{"no pairs", []string{"--vs-daemon", clitest.Bin(), "--pairs", "0"}, "--pairs must be at least 1"},
 		{"a daemon that is not there", []string{"--vs-daemon", "/nonexistent/workspaced"}, "not an executable file"},
-		{"quick paired rounds", []string{"--vs-daemon", bin, "--quick"}, "--quick and --no-python do not apply"},
+		{"quick paired rounds", []string{"--vs-daemon", clitest.Bin(), "--quick"}, "--quick and --no-python do not apply"},
 		{"row without a daemon to compare", []string{"--row", "1"}, "--row goes with --vs-daemon"},
-		{"a row there is not", []string{"--vs-daemon", bin, "--row", "8"}, "--row is 32 (agents at once) or 1 (one agent's marker → state), not 8"},
+		{"a row there is not", []string{"--vs-daemon", clitest.Bin(), "--row", "8"}, "--row is 32 (agents at once) or 1 (one agent's marker → state), not 8"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			r := w.run(append([]string{"bench"}, tt.args...)...)
-			if r.code != 2 || !strings.Contains(r.stderr, tt.say) {
+			r := w.Run(append([]string{"bench"}, tt.args...)...)
+			if r.Code != 2 || !strings.Contains(r.Stderr, tt.say) {
 				t.Errorf("bench %q: want exit 2 saying %q, got %v", tt.args, tt.say, r)
 			}
 		})
@@ -78,8 +79,8 @@ func TestBenchExt4NeedsRoot(t *testing.T) {
 		t.Errorf("%d files left in %s", len(left), parent)
 	}
 	if os.Geteuid() != 0 {
-		r := newWS(t).run("bench", "--ext4", "--quick", "--dir", parent)
-		if r.code != 1 || !strings.Contains(r.stderr, "needs root") || !strings.Contains(r.stderr, "hint:") {
+		r := newWS(t).Run("bench", "--ext4", "--quick", "--dir", parent)
+		if r.Code != 1 || !strings.Contains(r.Stderr, "needs root") || !strings.Contains(r.Stderr, "hint:") {
 			t.Errorf("bench --ext4 as non-root: want exit 1 saying it needs root with a hint, got %v", r)
 		}
 	}

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -19,13 +17,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/friction"
+	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/retention"
 	"github.com/workspaced/workspaced/schemas"
@@ -33,97 +30,14 @@ import (
 	"github.com/workspaced/workspaced/workspace"
 )
 
-// genTask is one task directory the tests write directly, as the daemon
-// and agents would have left it.
-type genTask struct {
-	id     string
-	status string        // "" writes no state.json (a task the daemon has not seen yet)
-	age    time.Duration // completed_at is now-age for a finished task
-	// noCompletedAt leaves completed_at out of a finished task's state.
-	noCompletedAt bool
-	// summarized writes only task.json, state.json and events.log.
-	summarized bool
-}
-
-func (g genTask) finished() bool {
-	return g.status == vocab.StatusCompleted || g.status == vocab.StatusFailed || g.status == vocab.StatusCancelled
-}
-
-// info is what retention reads from the task's directory.
-func (g genTask) info(now time.Time) retention.TaskInfo {
-	ti := retention.TaskInfo{ID: g.id, Status: g.status, Summarized: g.summarized}
-	if g.finished() && !g.noCompletedAt {
-		ti.CompletedAt = now.Add(-g.age).UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)
+// taskInfo is what retention reads from g's task directory.
+func taskInfo(g clitest.GenTask, now time.Time) retention.TaskInfo {
+	ti := retention.TaskInfo{ID: g.ID, Status: g.Status, Summarized: g.Summarized}
+	finished := g.Status == vocab.StatusCompleted || g.Status == vocab.StatusFailed || g.Status == vocab.StatusCancelled
+	if finished && !g.NoCompletedAt {
+		ti.CompletedAt = now.Add(-g.Age).UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)
 	}
 	return ti
-}
-
-// writeGenTask writes tasks/<id> under root with five files (task.json,
-// state.json, events.log, plan.json, outputs/st_1.json), or three if it is
-// summarised. Every JSON file is canonical and valid against its schema.
-func writeGenTask(t testing.TB, root string, g genTask, now time.Time) {
-	t.Helper()
-	dir := filepath.Join(root, "tasks", g.id)
-	done := now.Add(-g.age).UTC().Truncate(time.Millisecond)
-	created := done.Add(-time.Hour)
-	files := map[string]any{
-		"task.json": workspace.Task{ID: g.id, CreatedAt: created, Description: "generated task " + g.id, SubmittedBy: "human"},
-	}
-	if g.status != "" {
-		st := workspace.State{
-			TaskID: g.id, PlanID: "plan_1", PlanVersion: 1, PlanStatus: "approved",
-			Status: g.status, Phase: "executing", StartedAt: &created, LastUpdated: done,
-			Subtasks:    map[string]*workspace.SubtaskState{"st_1": {Status: "in_progress", Worker: "worker_1", Attempts: 1, StartedAt: &created}},
-			Checkpoints: map[string]*workspace.CheckpointState{},
-			Workers:     map[string]*workspace.WorkerState{"worker_1": {Status: "busy"}},
-			Errors:      []workspace.StateError{},
-		}
-		if g.finished() {
-			st.Phase = "done"
-			st.Subtasks["st_1"] = &workspace.SubtaskState{Status: "completed", Worker: "worker_1", Attempts: 1,
-				StartedAt: &created, CompletedAt: &done, Output: "outputs/st_1.json"}
-			st.Workers["worker_1"].Status = "available"
-			if !g.noCompletedAt {
-				st.CompletedAt = &done
-			}
-		}
-		files["state.json"] = st
-	}
-	if !g.summarized {
-		files["plan.json"] = workspace.Plan{ID: "plan_1", TaskID: g.id, Version: 1, CreatedAt: created, CreatedBy: "coordinator",
-			Status: "approved", Subtasks: []workspace.Subtask{{ID: "st_1", Description: "do the work of " + g.id, EstimatedComplexity: "low"}}}
-		files["outputs/st_1.json"] = workspace.Output{SubtaskID: "st_1", WorkerID: "worker_1", CompletedAt: &done, Status: "completed",
-			Summary: "the work of " + g.id + ", done"}
-	}
-	kinds := map[string]schemas.Kind{"task.json": schemas.KindTask, "state.json": schemas.KindState,
-		"plan.json": schemas.KindPlan, "outputs/st_1.json": schemas.KindOutput}
-	for name, v := range files {
-		data, err := atomicfile.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := schemas.Validate(kinds[name], data); err != nil {
-			t.Fatalf("generated %s of %s does not validate: %v", name, g.id, err)
-		}
-		writeFileAll(t, filepath.Join(dir, filepath.FromSlash(name)), data)
-	}
-	stamp := func(tm time.Time) string { return tm.UTC().Format("2006-01-02T15:04:05.000Z") }
-	events := stamp(created) + " task_created " + g.id + "\n" +
-		stamp(created) + " work_assigned " + g.id + " st_1 worker_1\n"
-	if g.finished() {
-		events += stamp(done) + " task_" + g.status + " " + g.id + "\n"
-	}
-	writeFileAll(t, filepath.Join(dir, "events.log"), []byte(events))
-}
-
-func writeFileAll(t testing.TB, name string, data []byte) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(name, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // pathInfo is one path of a listing: its kind, size and content hash.
@@ -197,139 +111,58 @@ func subtree(l map[string]pathInfo, prefix string) map[string]pathInfo {
 	return out
 }
 
-// daemonProc is a `workspaced serve` running beside a test.
-type daemonProc struct {
-	cmd     *exec.Cmd
-	stderr  *daemonLog
-	exited  chan error // receives Wait's result once; readers put it back
-	stopped bool       // touched only by the test goroutine
-}
-
-// daemonLog is a bytes.Buffer safe for the writer goroutine of exec and
-// the test's reads.
-type daemonLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func newDaemonLog() *daemonLog { return &daemonLog{} }
-
-func (b *daemonLog) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *daemonLog) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // startDaemon starts `workspaced serve` on w's root and waits until it
 // logs that its start-up scan is done (at debug level: "msg=scanned"), so
 // whatever the scan writes (a state.json for a task without one, lock
-// files) is written before the test looks. It skips the test if this build
-// has no daemon yet.
-func startDaemon(t *testing.T, w *ws, args ...string) *daemonProc {
+// files) is written before the test looks. The test's cleanup stops it
+// with SIGTERM and fails unless it exits 0.
+func startDaemon(t *testing.T, w *ws, args ...string) *clitest.Daemon {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--log-level", "debug"}, args...)...)
-	cmd.Dir, cmd.Env = w.dir, w.env
-	pr, pw := io.Pipe()
-	d := &daemonProc{cmd: cmd, stderr: newDaemonLog(), exited: make(chan error, 1)}
-	cmd.Stderr = io.MultiWriter(d.stderr, pw)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		err := cmd.Wait()
-		pw.Close()
-		d.exited <- err
-	}()
-	scanned := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		found := false
-		for sc.Scan() {
-			if !found && strings.Contains(sc.Text(), "msg=scanned") {
-				found = true
-				scanned <- true
-			}
+	cmd := exec.Command(clitest.Bin(), append([]string{"serve", "--log-level", "debug"}, args...)...)
+	cmd.Dir, cmd.Env = w.Dir, w.Env
+	d := w.StartCmd(cmd)
+	t.Cleanup(d.Stop)
+	clitest.Eventually(t, "the daemon's start-up scan (msg=scanned)", func() (bool, string) {
+		if !d.Running() {
+			t.Fatalf("workspaced serve exited before its start-up scan was done:\n%s", d.Log)
 		}
-		if !found {
-			scanned <- false
-		}
-	}()
-	t.Cleanup(func() { d.stop(t) })
-	select {
-	case ok := <-scanned:
-		if !ok {
-			if strings.Contains(d.stderr.String(), "not available in this build") {
-				t.Skip("workspaced serve is not available in this build yet")
-			}
-			t.Fatalf("workspaced serve exited before its start-up scan was done:\n%s", d.stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("workspaced serve did not log its start-up scan (msg=scanned) within 30s:\n%s", d.stderr.String())
-	}
+		return strings.Contains(d.Log.String(), "msg=scanned"), clitest.TailLines(d.Log.String(), 5)
+	})
 	return d
 }
 
 // alive fails the test if the daemon has exited.
-func (d *daemonProc) alive(t *testing.T) {
+func alive(t *testing.T, d *clitest.Daemon) {
 	t.Helper()
-	select {
-	case err := <-d.exited:
-		d.exited <- err
-		t.Fatalf("the daemon exited (%v):\n%s", err, d.stderr.String())
-	default:
-	}
-}
-
-// stop sends SIGTERM and waits for a clean exit (once).
-func (d *daemonProc) stop(t *testing.T) {
-	t.Helper()
-	if d.stopped {
-		return
-	}
-	d.stopped = true
-	d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-d.exited:
-		d.exited <- err
-		if err != nil {
-			t.Errorf("the daemon did not stop cleanly on SIGTERM: %v\n%s", err, d.stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		d.cmd.Process.Kill()
-		t.Errorf("the daemon did not stop within 30s of SIGTERM:\n%s", d.stderr.String())
+	if !d.Running() {
+		t.Fatalf("the daemon exited:\n%s", d.Log)
 	}
 }
 
 // e2eTasks is a tree of tasks of many ages and statuses, none near a
 // policy boundary (so a test taking seconds cannot move one across).
-func e2eTasks() []genTask {
+func e2eTasks() []clitest.GenTask {
 	const day = 24 * time.Hour
-	var gs []genTask
+	var gs []clitest.GenTask
 	ages := []time.Duration{0, 2 * time.Hour, 3 * day, 6*day + 12*time.Hour, 7*day + 12*time.Hour, 15 * day,
 		29*day + 12*time.Hour, 30*day + 12*time.Hour, 90 * day, 400 * day}
 	for i, age := range ages {
 		for _, st := range []string{vocab.StatusCompleted, vocab.StatusFailed, vocab.StatusCancelled} {
-			gs = append(gs, genTask{id: fmt.Sprintf("%s-%02d", st, i), status: st, age: age})
+			gs = append(gs, clitest.GenTask{ID: fmt.Sprintf("%s-%02d", st, i), Status: st, Age: age})
 		}
 	}
 	// Active tasks of every age are never touched.
 	for i, age := range []time.Duration{time.Hour, 10 * day, 45 * day, 400 * day} {
 		gs = append(gs,
-			genTask{id: fmt.Sprintf("executing-%02d", i), status: vocab.StatusExecuting, age: age},
-			genTask{id: fmt.Sprintf("planning-%02d", i), status: vocab.StatusPlanning, age: age})
+			clitest.GenTask{ID: fmt.Sprintf("executing-%02d", i), Status: vocab.StatusExecuting, Age: age},
+			clitest.GenTask{ID: fmt.Sprintf("planning-%02d", i), Status: vocab.StatusPlanning, Age: age})
 	}
 	return append(gs,
-		genTask{id: "new-task", age: 100 * day}, // no state.json yet
-		genTask{id: "no-completed-at", status: vocab.StatusCompleted, age: 100 * day, noCompletedAt: true},
-		genTask{id: "future", status: vocab.StatusCompleted, age: -3 * day}, // clock skew
-		genTask{id: "summarized-10", status: vocab.StatusCompleted, age: 10 * day, summarized: true},
-		genTask{id: "summarized-40", status: vocab.StatusFailed, age: 40 * day, summarized: true},
+		clitest.GenTask{ID: "new-task", Age: 100 * day}, // no state.json yet
+		clitest.GenTask{ID: "no-completed-at", Status: vocab.StatusCompleted, Age: 100 * day, NoCompletedAt: true},
+		clitest.GenTask{ID: "future", Status: vocab.StatusCompleted, Age: -3 * day}, // clock skew
+		clitest.GenTask{ID: "summarized-10", Status: vocab.StatusCompleted, Age: 10 * day, Summarized: true},
+		clitest.GenTask{ID: "summarized-40", Status: vocab.StatusFailed, Age: 40 * day, Summarized: true},
 	)
 }
 
@@ -342,11 +175,11 @@ func TestCleanupEndToEnd(t *testing.T) {
 	now := time.Now()
 	gen := e2eTasks()
 	for _, g := range gen {
-		writeGenTask(t, w.root, g, now)
+		clitest.WriteGenTask(t, w.Root, g, now)
 	}
 	infos := make([]retention.TaskInfo, len(gen))
 	for i, g := range gen {
-		infos[i] = g.info(now)
+		infos[i] = taskInfo(g, now)
 	}
 	want := retention.Apply(infos, retention.DefaultPolicy(), now)
 	byAction := map[retention.Action][]string{}
@@ -363,54 +196,54 @@ func TestCleanupEndToEnd(t *testing.T) {
 	summarizedID := byAction[retention.Summarize][0]
 
 	// Friction naming removed, summarised and kept tasks.
-	fr1 := strings.TrimSpace(w.ok("friction", "add", "--type", "worker_failure", "--task", removedID, "--task", keptID,
+	fr1 := strings.TrimSpace(w.Ok("friction", "add", "--type", "worker_failure", "--task", removedID, "--task", keptID,
 		"--description", "solver crashed in "+removedID, "--pattern", "solver crash"))
-	fr2 := strings.TrimSpace(w.ok("friction", "add", "--type", "timeout", "--task", summarizedID,
+	fr2 := strings.TrimSpace(w.Ok("friction", "add", "--type", "timeout", "--task", summarizedID,
 		"--description", "st_1 of "+summarizedID+" ran long"))
 	var allRemoved []string
 	for _, id := range byAction[retention.Remove][1:] {
 		allRemoved = append(allRemoved, "--task", id)
 	}
-	fr3 := strings.TrimSpace(w.ok(append([]string{"friction", "add", "--type", "escalation", "--description", "escalated to a human"}, allRemoved...)...))
+	fr3 := strings.TrimSpace(w.Ok(append([]string{"friction", "add", "--type", "escalation", "--description", "escalated to a human"}, allRemoved...)...))
 
 	d := startDaemon(t, w)
 
-	before := treeListing(t, w.root)
+	before := treeListing(t, w.Root)
 
 	// A dry run changes nothing.
-	r := w.run("cleanup", "--dry-run", "--json")
-	if r.code != 0 {
+	r := w.Run("cleanup", "--dry-run", "--json")
+	if r.Code != 0 {
 		t.Fatalf("cleanup --dry-run: %v", r)
 	}
 	var dry cleanupReport
-	decode(t, r.stdout, &dry)
+	clitest.Decode(t, r.Stdout, &dry)
 	if !dry.DryRun {
 		t.Errorf("dry run report says dry_run false")
 	}
 	checkReport(t, "dry run", dry, byAction)
-	if diff := diffListings(before, treeListing(t, w.root)); diff != "" {
+	if diff := diffListings(before, treeListing(t, w.Root)); diff != "" {
 		t.Fatalf("cleanup --dry-run changed the tree:\n%s", diff)
 	}
-	text := w.ok("cleanup", "--dry-run")
+	text := w.Ok("cleanup", "--dry-run")
 	for _, line := range []string{"would remove       " + removedID + ": ", "would summarize    " + summarizedID + ": ", "kept               " + keptID + ": active: status executing"} {
 		if !strings.Contains(text, line) {
 			t.Errorf("cleanup --dry-run output lacks %q:\n%s", line, text)
 		}
 	}
-	if diff := diffListings(before, treeListing(t, w.root)); diff != "" {
+	if diff := diffListings(before, treeListing(t, w.Root)); diff != "" {
 		t.Fatalf("cleanup --dry-run (text) changed the tree:\n%s", diff)
 	}
-	d.alive(t)
+	alive(t, d)
 
 	// The real run leaves exactly what the policy says.
-	r = w.run("cleanup", "--json")
-	if r.code != 0 || r.stderr != "" {
+	r = w.Run("cleanup", "--json")
+	if r.Code != 0 || r.Stderr != "" {
 		t.Fatalf("cleanup: %v", r)
 	}
 	var real cleanupReport
-	decode(t, r.stdout, &real)
+	clitest.Decode(t, r.Stdout, &real)
 	checkReport(t, "cleanup", real, byAction)
-	after := treeListing(t, w.root)
+	after := treeListing(t, w.Root)
 	for _, dec := range want {
 		prefix := "tasks/" + dec.TaskID + "/"
 		old, now := subtree(before, prefix), subtree(after, prefix)
@@ -456,9 +289,9 @@ func TestCleanupEndToEnd(t *testing.T) {
 
 	// Friction: removed ids anonymised everywhere, the others untouched.
 	var e1, e2, e3 friction.Entry
-	decode(t, w.ok("friction", "show", fr1, "--json"), &e1)
-	decode(t, w.ok("friction", "show", fr2, "--json"), &e2)
-	decode(t, w.ok("friction", "show", fr3, "--json"), &e3)
+	clitest.Decode(t, w.Ok("friction", "show", fr1, "--json"), &e1)
+	clitest.Decode(t, w.Ok("friction", "show", fr2, "--json"), &e2)
+	clitest.Decode(t, w.Ok("friction", "show", fr3, "--json"), &e3)
 	anon := friction.AnonymizeID(removedID)
 	if wantTasks := sortedIDs(anon, keptID); !reflect.DeepEqual(e1.AffectedTasks, wantTasks) {
 		t.Errorf("friction %s tasks = %v, want %v", fr1, e1.AffectedTasks, wantTasks)
@@ -479,7 +312,7 @@ func TestCleanupEndToEnd(t *testing.T) {
 	if real.FrictionAnonymized != 2 {
 		t.Errorf("friction_anonymized = %d, want 2", real.FrictionAnonymized)
 	}
-	raw, err := os.ReadFile(filepath.Join(w.root, friction.File))
+	raw, err := os.ReadFile(filepath.Join(w.Root, friction.File))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -493,21 +326,21 @@ func TestCleanupEndToEnd(t *testing.T) {
 	}
 
 	// A second run finds nothing more to do and changes nothing.
-	settled := treeListing(t, w.root)
-	out := w.ok("cleanup")
+	settled := treeListing(t, w.Root)
+	out := w.Ok("cleanup")
 	if !strings.Contains(out, fmt.Sprintf("cleanup: %d kept, 0 summarized, 0 removed, 0 skipped", len(byAction[retention.Keep])+len(byAction[retention.Summarize]))) {
 		t.Errorf("second cleanup did something:\n%s", out)
 	}
-	if diff := diffListings(settled, treeListing(t, w.root)); diff != "" {
+	if diff := diffListings(settled, treeListing(t, w.Root)); diff != "" {
 		t.Errorf("second cleanup changed the tree:\n%s", diff)
 	}
 
 	// The daemon served the whole time and still does.
-	d.alive(t)
-	if strings.Contains(d.stderr.String(), "level=ERROR") {
-		t.Errorf("the daemon logged errors:\n%s", d.stderr.String())
+	alive(t, d)
+	if strings.Contains(d.Log.String(), "level=ERROR") {
+		t.Errorf("the daemon logged errors:\n%s", d.Log.String())
 	}
-	d.stop(t)
+	d.Stop()
 }
 
 func sortedIDs(s ...string) []string {
@@ -555,51 +388,51 @@ func checkReport(t *testing.T, what string, rep cleanupReport, want map[retentio
 func TestCleanupBusyTask(t *testing.T) {
 	w := newWS(t)
 	now := time.Now()
-	busy := genTask{id: "old-busy", status: vocab.StatusCompleted, age: 60 * 24 * time.Hour}
-	idle := genTask{id: "old-idle", status: vocab.StatusCompleted, age: 60 * 24 * time.Hour}
-	writeGenTask(t, w.root, busy, now)
-	writeGenTask(t, w.root, idle, now)
-	lk, err := locking.Acquire(context.Background(), filepath.Join(w.root, "tasks", busy.id, ".locks", "task.lock"),
+	busy := clitest.GenTask{ID: "old-busy", Status: vocab.StatusCompleted, Age: 60 * 24 * time.Hour}
+	idle := clitest.GenTask{ID: "old-idle", Status: vocab.StatusCompleted, Age: 60 * 24 * time.Hour}
+	clitest.WriteGenTask(t, w.Root, busy, now)
+	clitest.WriteGenTask(t, w.Root, idle, now)
+	lk, err := locking.Acquire(context.Background(), filepath.Join(w.Root, "tasks", busy.ID, ".locks", "task.lock"),
 		locking.Options{Agent: "worker_7"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := subtree(treeListing(t, w.root), "tasks/"+busy.id+"/")
+	before := subtree(treeListing(t, w.Root), "tasks/"+busy.ID+"/")
 	for _, dry := range []bool{true, false} {
 		args := []string{"cleanup"}
 		if dry {
 			args = append(args, "--dry-run")
 		}
-		out := w.ok(args...)
-		wantLine := "skipped            " + busy.id + ": busy: task lock held by pid " + strconv.Itoa(os.Getpid()) + " (agent worker_7)"
+		out := w.Ok(args...)
+		wantLine := "skipped            " + busy.ID + ": busy: task lock held by pid " + strconv.Itoa(os.Getpid()) + " (agent worker_7)"
 		if !strings.Contains(out, wantLine) {
 			t.Errorf("cleanup (dry run %v) does not report the busy task with its holder (%q):\n%s", dry, wantLine, out)
 		}
 		if !strings.Contains(out, "1 skipped") {
 			t.Errorf("cleanup (dry run %v) total does not count the skip:\n%s", dry, out)
 		}
-		if diff := diffListings(before, subtree(treeListing(t, w.root), "tasks/"+busy.id+"/")); diff != "" {
+		if diff := diffListings(before, subtree(treeListing(t, w.Root), "tasks/"+busy.ID+"/")); diff != "" {
 			t.Fatalf("cleanup (dry run %v) touched the busy task:\n%s", dry, diff)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(w.root, "tasks", idle.id)); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(w.Root, "tasks", idle.ID)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the idle task beside the busy one was not removed (%v)", err)
 	}
 	var rep cleanupReport
-	decode(t, w.ok("cleanup", "--dry-run", "--json"), &rep)
-	if len(rep.Skipped) != 1 || rep.Skipped[0].TaskID != busy.id || rep.Skipped[0].Action != retention.Skip ||
+	clitest.Decode(t, w.Ok("cleanup", "--dry-run", "--json"), &rep)
+	if len(rep.Skipped) != 1 || rep.Skipped[0].TaskID != busy.ID || rep.Skipped[0].Action != retention.Skip ||
 		!strings.Contains(rep.Skipped[0].Reason, "worker_7") {
-		t.Errorf("--json skipped = %+v, want %s busy with its holder", rep.Skipped, busy.id)
+		t.Errorf("--json skipped = %+v, want %s busy with its holder", rep.Skipped, busy.ID)
 	}
 	if err := lk.Release(); err != nil {
 		t.Fatal(err)
 	}
-	out := w.ok("cleanup")
-	if !strings.Contains(out, "removed            "+busy.id+": ") {
+	out := w.Ok("cleanup")
+	if !strings.Contains(out, "removed            "+busy.ID+": ") {
 		t.Errorf("once free, the task is not removed:\n%s", out)
 	}
-	if _, err := os.Stat(filepath.Join(w.root, "tasks", busy.id)); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("tasks/%s still exists (%v)", busy.id, err)
+	if _, err := os.Stat(filepath.Join(w.Root, "tasks", busy.ID)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("tasks/%s still exists (%v)", busy.ID, err)
 	}
 }
 
@@ -608,11 +441,11 @@ func TestCleanupBusyTask(t *testing.T) {
 func TestCleanupPolicy(t *testing.T) {
 	const day = 24 * time.Hour
 	now := time.Now()
-	tasks := []genTask{
-		{id: "d2", status: vocab.StatusCompleted, age: 2*day + time.Hour},
-		{id: "d5", status: vocab.StatusCompleted, age: 5*day + time.Hour},
-		{id: "d12", status: vocab.StatusFailed, age: 12*day + time.Hour},
-		{id: "d40", status: vocab.StatusCancelled, age: 40*day + time.Hour},
+	tasks := []clitest.GenTask{
+		{ID: "d2", Status: vocab.StatusCompleted, Age: 2*day + time.Hour},
+		{ID: "d5", Status: vocab.StatusCompleted, Age: 5*day + time.Hour},
+		{ID: "d12", Status: vocab.StatusFailed, Age: 12*day + time.Hour},
+		{ID: "d40", Status: vocab.StatusCancelled, Age: 40*day + time.Hour},
 	}
 	cases := []struct {
 		name      string
@@ -644,22 +477,22 @@ func TestCleanupPolicy(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			w := newWS(t)
 			if c.settings != "" {
-				writeFileAll(t, filepath.Join(w.root, "workspace.json"), []byte(`{"retention": `+c.settings+"}\n"))
+				clitest.WriteFileAll(t, filepath.Join(w.Root, "workspace.json"), []byte(`{"retention": `+c.settings+"}\n"))
 			}
 			for _, g := range tasks {
-				writeGenTask(t, w.root, g, now)
+				clitest.WriteGenTask(t, w.Root, g, now)
 			}
-			before := treeListing(t, w.root)
+			before := treeListing(t, w.Root)
 			args := append([]string{"cleanup", "--json"}, c.args...)
 			if c.code != 0 {
-				w.fails(c.code, c.stderr, args...)
-				if diff := diffListings(before, treeListing(t, w.root)); diff != "" {
+				w.Fails(c.code, c.stderr, args...)
+				if diff := diffListings(before, treeListing(t, w.Root)); diff != "" {
 					t.Fatalf("a refused cleanup changed the tree:\n%s", diff)
 				}
 				return
 			}
 			var rep cleanupReport
-			decode(t, w.ok(args...), &rep)
+			clitest.Decode(t, w.Ok(args...), &rep)
 			got := map[retention.Action][]string{}
 			for _, l := range [][]retention.Decision{rep.Kept, rep.Summarized, rep.Removed} {
 				for _, d := range l {
@@ -682,30 +515,30 @@ func TestCleanupPolicy(t *testing.T) {
 func TestCleanupErrors(t *testing.T) {
 	t.Run("not a workspace", func(t *testing.T) {
 		dir := t.TempDir()
-		w := &ws{t: t, root: dir, dir: dir, env: append(cleanEnv(), "WORKSPACE_ROOT="+dir)}
-		w.fails(3, "neither workspace.json nor tasks/", "cleanup", "--dry-run")
+		w := &ws{&clitest.WS{T: t, Root: dir, Dir: dir, Env: append(clitest.CleanEnv(), "WORKSPACE_ROOT="+dir)}}
+		w.Fails(3, "neither workspace.json nor tasks/", "cleanup", "--dry-run")
 	})
 	t.Run("another cleanup holds the tree", func(t *testing.T) {
 		w := newWS(t)
-		writeFileAll(t, filepath.Join(w.root, "workspace.json"), []byte(`{"lock_timeout": "300ms"}`+"\n"))
-		writeGenTask(t, w.root, genTask{id: "old", status: vocab.StatusCompleted, age: 90 * 24 * time.Hour}, time.Now())
-		lk, err := locking.Acquire(context.Background(), filepath.Join(w.root, "tasks", ".locks", "cleanup.lock"), locking.Options{Agent: "nightly"})
+		clitest.WriteFileAll(t, filepath.Join(w.Root, "workspace.json"), []byte(`{"lock_timeout": "300ms"}`+"\n"))
+		clitest.WriteGenTask(t, w.Root, clitest.GenTask{ID: "old", Status: vocab.StatusCompleted, Age: 90 * 24 * time.Hour}, time.Now())
+		lk, err := locking.Acquire(context.Background(), filepath.Join(w.Root, "tasks", ".locks", "cleanup.lock"), locking.Options{Agent: "nightly"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer lk.Release()
-		w.fails(4, "another cleanup is running", "cleanup")
-		if _, err := os.Stat(filepath.Join(w.root, "tasks", "old")); err != nil {
+		w.Fails(4, "another cleanup is running", "cleanup")
+		if _, err := os.Stat(filepath.Join(w.Root, "tasks", "old")); err != nil {
 			t.Errorf("the task was touched while another cleanup held the tree: %v", err)
 		}
 		// A dry run takes no lock and still reports.
-		if out := w.ok("cleanup", "--dry-run"); !strings.Contains(out, "would remove       old: ") {
+		if out := w.Ok("cleanup", "--dry-run"); !strings.Contains(out, "would remove       old: ") {
 			t.Errorf("dry run beside a running cleanup:\n%s", out)
 		}
 	})
 	t.Run("help", func(t *testing.T) {
 		w := newWS(t)
-		out := w.ok("cleanup", "--help")
+		out := w.Ok("cleanup", "--help")
 		for _, s := range []string{"Examples:", "Exit codes:", "--dry-run", "--full-days", "--summary-days", "--json", "crontab"} {
 			if !strings.Contains(out, s) {
 				t.Errorf("cleanup --help lacks %q", s)
@@ -734,10 +567,10 @@ func TestCleanupScale(t *testing.T) {
 		for i := range n {
 			// A third each to keep, summarise and remove.
 			age := []time.Duration{2 * day, 15 * day, 60 * day}[i%3] + time.Duration(i)*time.Second
-			writeGenTask(t, w.root, genTask{id: fmt.Sprintf("task-%05d", i), status: vocab.StatusCompleted, age: age}, now)
+			clitest.WriteGenTask(t, w.Root, clitest.GenTask{ID: fmt.Sprintf("task-%05d", i), Status: vocab.StatusCompleted, Age: age}, now)
 		}
-		cmd := exec.Command(bin, "cleanup")
-		cmd.Dir, cmd.Env = w.dir, w.env
+		cmd := exec.Command(clitest.Bin(), "cleanup")
+		cmd.Dir, cmd.Env = w.Dir, w.Env
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		start := time.Now()
@@ -748,7 +581,7 @@ func TestCleanupScale(t *testing.T) {
 		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 		want := fmt.Sprintf("cleanup: %d kept, %d summarized, %d removed, 0 skipped", (n+2)/3, (n+1)/3, n/3)
 		if !strings.Contains(out.String(), want) {
-			t.Fatalf("cleanup over %d tasks: want %q in:\n%s", n, want, tailLines(out.String(), 3))
+			t.Fatalf("cleanup over %d tasks: want %q in:\n%s", n, want, clitest.TailLines(out.String(), 3))
 		}
 		results = append(results, measure{n, wall, ru.Maxrss})
 		// The load average says how much of the wall time was waiting for
@@ -769,25 +602,17 @@ func TestCleanupScale(t *testing.T) {
 	}
 }
 
-func tailLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
 // TestCleanupAgesForPeople: cleanup --dry-run gives a task finished a
 // moment ago its age as people write it ("3s ago"), not as days, hours
 // and nanoseconds ("0d0h2m24.601583968s ago").
 func TestCleanupAgesForPeople(t *testing.T) {
 	w := newWS(t)
 	w.serve()
-	x := w.open()
-	w.ok("task", "create", "--id", "t1", "--description", "d")
-	w.ok("task", "cancel", "--task", "t1", "--reason", "not needed")
-	stateWhere(t, x, "t1", func(s workspace.State) bool { return s.Status == "cancelled" })
-	out := w.ok("cleanup", "--dry-run")
+	x := w.Open()
+	w.Ok("task", "create", "--id", "t1", "--description", "d")
+	w.Ok("task", "cancel", "--task", "t1", "--reason", "not needed")
+	clitest.StateWhere(t, x, "t1", func(s workspace.State) bool { return s.Status == "cancelled" })
+	out := w.Ok("cleanup", "--dry-run")
 	if !regexp.MustCompile(`(?m)^kept +t1: cancelled [0-9]+s ago, younger than full_days [0-9]+$`).MatchString(out) {
 		t.Errorf("cleanup --dry-run does not give the age in seconds:\n%s", out)
 	}

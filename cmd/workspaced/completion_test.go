@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/internal/optdep"
 )
 
@@ -34,12 +35,38 @@ var completionCases = []struct {
 // completionScript writes `workspaced completion SHELL` to a file.
 func completionScript(t *testing.T, shell string) string {
 	t.Helper()
-	w := &ws{t: t, dir: t.TempDir(), env: cleanEnv()}
-	p := filepath.Join(w.dir, "workspaced."+shell)
-	if err := os.WriteFile(p, []byte(w.ok("completion", shell)), 0o644); err != nil {
+	w := &ws{clitest.At(t, "")}
+	p := filepath.Join(w.Dir, "workspaced."+shell)
+	if err := os.WriteFile(p, []byte(w.Ok("completion", shell)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// shellWords is the command line of a completion case as the shell's
+// words, quoted: "workspaced", the case's words, and an empty word last
+// when the line ends in a space (a new word being completed).
+func shellWords(line string) string {
+	words := append([]string{"workspaced"}, strings.Fields(line)...)
+	if strings.HasSuffix(line, " ") {
+		words = append(words, "")
+	}
+	q := make([]string, len(words))
+	for i, w := range words {
+		q[i] = shq(w)
+	}
+	return strings.Join(q, " ")
+}
+
+// caseLines splits a shell's output into its lines, failing t unless it
+// printed one a completion case.
+func caseLines(t *testing.T, shell string, out []byte) []string {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(lines) != len(completionCases) {
+		t.Fatalf("%s printed %d lines for %d cases:\n%s", shell, len(lines), len(completionCases), out)
+	}
+	return lines
 }
 
 // checkOffers checks one case's offers, one word a line.
@@ -78,24 +105,13 @@ func TestCompletionBash(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("source " + shq(script) + "\n")
 	for _, c := range completionCases {
-		words := append([]string{"workspaced"}, strings.Fields(c.line)...)
-		if strings.HasSuffix(c.line, " ") {
-			words = append(words, "")
-		}
-		var q []string
-		for _, w := range words {
-			q = append(q, shq(w))
-		}
-		b.WriteString("COMP_WORDS=(" + strings.Join(q, " ") + "); COMP_CWORD=$((${#COMP_WORDS[@]}-1)); _workspaced; echo \"${COMPREPLY[*]}\"\n")
+		b.WriteString("COMP_WORDS=(" + shellWords(c.line) + "); COMP_CWORD=$((${#COMP_WORDS[@]}-1)); _workspaced; echo \"${COMPREPLY[*]}\"\n")
 	}
 	out, err := exec.Command(bash, "--norc", "--noprofile", "-c", b.String()).CombinedOutput()
 	if err != nil {
 		t.Fatalf("bash: %v\n%s", err, out)
 	}
-	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
-	if len(lines) != len(completionCases) {
-		t.Fatalf("bash printed %d lines for %d cases:\n%s", len(lines), len(completionCases), out)
-	}
+	lines := caseLines(t, "bash", out)
 	for i, c := range completionCases {
 		checkOffers(t, "bash", c.line, lines[i], c.want, c.not)
 	}
@@ -111,26 +127,15 @@ func TestCompletionZsh(t *testing.T) {
 	b.WriteString("compdef() { : }\nsource " + shq(script) + "\n")
 	b.WriteString("compadd() { while [[ $1 != -- ]]; do shift; done; shift; print -r -- \"$*\" }\n_files() { print -r -- _files }\n")
 	for _, c := range completionCases {
-		words := append([]string{"workspaced"}, strings.Fields(c.line)...)
-		if strings.HasSuffix(c.line, " ") {
-			words = append(words, "")
-		}
-		var q []string
-		for _, w := range words {
-			q = append(q, shq(w))
-		}
 		// zsh's compadd filters by the prefix itself: the function offers
 		// every word of its kind, so only wanted words are checked here.
-		b.WriteString("words=(" + strings.Join(q, " ") + "); CURRENT=$#words; print -r -- \"$(_workspaced)\"\n")
+		b.WriteString("words=(" + shellWords(c.line) + "); CURRENT=$#words; print -r -- \"$(_workspaced)\"\n")
 	}
 	out, err := exec.Command(zsh, "-f", "-c", b.String()).CombinedOutput()
 	if err != nil {
 		t.Fatalf("zsh: %v\n%s", err, out)
 	}
-	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
-	if len(lines) != len(completionCases) {
-		t.Fatalf("zsh printed %d lines for %d cases:\n%s", len(lines), len(completionCases), out)
-	}
+	lines := caseLines(t, "zsh", out)
 	for i, c := range completionCases {
 		var not []string
 		for _, n := range c.not {
@@ -166,7 +171,7 @@ func TestCompletionFish(t *testing.T) {
 }
 
 func TestCompletionUsage(t *testing.T) {
-	w := &ws{t: t, dir: t.TempDir(), env: cleanEnv()}
-	w.fails(exitUsage, "name one shell", "completion")
-	w.fails(exitUsage, `unknown shell "tcsh"`, "completion", "tcsh")
+	w := &ws{clitest.At(t, "")}
+	w.Fails(exitUsage, "name one shell", "completion")
+	w.Fails(exitUsage, `unknown shell "tcsh"`, "completion", "tcsh")
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/workspaced/workspaced/internal/clitest"
 )
 
 // arcWS builds the ARC walkthrough with the CLI: a human asks
@@ -20,26 +22,26 @@ func arcWS(t *testing.T) *ws {
   {"name": "tool", "delegation_context": false}
 ]}
 `
-	if err := os.WriteFile(filepath.Join(w.root, "config", "agents.json"), []byte(cards), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(w.Root, "config", "agents.json"), []byte(cards), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	w.ok("task", "create", "--id", "training-001", "--description", "Solve ARC task training-001")
-	w.ok("thread", "new", "--task", "training-001", "--id", "th_solver", "--from", "coordinator", "--to", "solver",
+	w.Ok("task", "create", "--id", "training-001", "--description", "Solve ARC task training-001")
+	w.Ok("thread", "new", "--task", "training-001", "--id", "th_solver", "--from", "coordinator", "--to", "solver",
 		"--message", "Please solve ARC task training-001.")
-	w.ok("env", "store", "--task", "training-001", "--agent", "solver", "--key", "arc_task",
+	w.Ok("env", "store", "--task", "training-001", "--agent", "solver", "--key", "arc_task",
 		"--description", "The current ARC-AGI puzzle: task training-001, a 3x3 grid.", "--value", `{"input_grid":[[0,1],[2,3]]}`)
-	w.ok("thread", "new", "--task", "training-001", "--id", "th_observer", "--parent", "th_solver", "--from", "solver", "--to", "observer",
+	w.Ok("thread", "new", "--task", "training-001", "--id", "th_observer", "--parent", "th_solver", "--from", "solver", "--to", "observer",
 		"--message", "What patterns do you notice in the current task?", "--buffers", "env:arc_task,notes.md")
-	w.ok("thread", "new", "--task", "training-001", "--id", "th_tool", "--parent", "th_solver", "--from", "solver", "--to", "tool",
+	w.Ok("thread", "new", "--task", "training-001", "--id", "th_tool", "--parent", "th_solver", "--from", "solver", "--to", "tool",
 		"--message", "Rotate it.")
 	return w
 }
 
 func TestPreambleCLI(t *testing.T) {
 	w := arcWS(t)
-	before := w.tree()
+	before := w.Tree()
 
-	got := w.ok("preamble", "--thread", "th_solver")
+	got := w.Ok("preamble", "--thread", "th_solver")
 	want := "---\n[Delegation Context]\nCalled by: coordinator\n" +
 		"coordinator is: \"Orchestrates ARC-AGI solving by delegating to specialist agents\"\n" +
 		"Delegation chain: human → coordinator → you (solver)\n" +
@@ -49,15 +51,15 @@ func TestPreambleCLI(t *testing.T) {
 		t.Errorf("preamble of th_solver:\n%s\nwant:\n%s", got, want)
 	}
 	// The observer's card asks for minimal; --detail overrides it.
-	if got := w.ok("preamble", "--thread", "th_observer"); strings.Contains(got, "solver is:") || !strings.Contains(got, "human → coordinator → solver → you (observer)") {
+	if got := w.Ok("preamble", "--thread", "th_observer"); strings.Contains(got, "solver is:") || !strings.Contains(got, "human → coordinator → solver → you (observer)") {
 		t.Errorf("card detail minimal not honoured:\n%s", got)
 	}
-	if got := w.ok("preamble", "--thread", "th_observer", "--task", "training-001", "--detail", "verbose"); !strings.Contains(got, `solver was asked by coordinator: "Please solve ARC task training-001."`) ||
+	if got := w.Ok("preamble", "--thread", "th_observer", "--task", "training-001", "--detail", "verbose"); !strings.Contains(got, `solver was asked by coordinator: "Please solve ARC task training-001."`) ||
 		!strings.Contains(got, "solver's capabilities: load_arc_task") {
 		t.Errorf("verbose preamble:\n%s", got)
 	}
 	for _, thread := range []string{"training-001", "th_tool"} {
-		if got := w.ok("preamble", "--thread", thread); got != "" {
+		if got := w.Ok("preamble", "--thread", thread); got != "" {
 			t.Errorf("preamble of %s should be empty, got:\n%s", thread, got)
 		}
 	}
@@ -66,20 +68,20 @@ func TestPreambleCLI(t *testing.T) {
 		Reason string `json:"reason"`
 		Text   string `json:"text"`
 	}
-	decode(t, w.ok("preamble", "--thread", "th_tool", "--json"), &p)
+	clitest.Decode(t, w.Ok("preamble", "--thread", "th_tool", "--json"), &p)
 	if !p.Empty || !strings.Contains(p.Reason, "delegation_context") || p.Text != "" {
 		t.Errorf("--json of an opted-out thread: %+v", p)
 	}
-	decode(t, w.ok("preamble", "--thread", "th_solver", "--json"), &p)
+	clitest.Decode(t, w.Ok("preamble", "--thread", "th_solver", "--json"), &p)
 	if p.Empty || p.Text != want {
 		t.Errorf("--json text differs from the plain output: %+v", p)
 	}
-	sameTree(t, before, w.tree(), "preamble")
+	clitest.SameTree(t, before, w.Tree(), "preamble")
 
-	w.fails(exitNotFound, "th_nowhere", "preamble", "--thread", "th_nowhere")
-	w.fails(exitUsage, "missing --thread", "preamble")
-	w.fails(exitUsage, "--detail", "preamble", "--thread", "th_solver", "--detail", "loud")
-	if r := w.run("preamble", "--help"); r.code != 0 || !strings.Contains(r.stdout, "Exit codes:") || !strings.Contains(r.stdout, "verbose") {
+	w.Fails(exitNotFound, "th_nowhere", "preamble", "--thread", "th_nowhere")
+	w.Fails(exitUsage, "missing --thread", "preamble")
+	w.Fails(exitUsage, "--detail", "preamble", "--thread", "th_solver", "--detail", "loud")
+	if r := w.Run("preamble", "--help"); r.Code != 0 || !strings.Contains(r.Stdout, "Exit codes:") || !strings.Contains(r.Stdout, "verbose") {
 		t.Errorf("--help: %v", r)
 	}
 }
@@ -87,29 +89,29 @@ func TestPreambleCLI(t *testing.T) {
 func TestPreambleCLIBrokenChain(t *testing.T) {
 	w := arcWS(t)
 	loop := `{"id": "th_loop", "parent_id": "th_loop", "task_id": "training-001", "from": "solver", "to": "observer", "created_at": "2024-01-15T10:00:00Z", "status": "active"}` + "\n"
-	if err := os.WriteFile(filepath.Join(w.root, "tasks", "training-001", "threads", "th_loop.json"), []byte(loop), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(w.Root, "tasks", "training-001", "threads", "th_loop.json"), []byte(loop), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := w.run("preamble", "--thread", "th_loop")
-	if r.code == 0 || !strings.Contains(r.stderr, "th_loop") || !strings.Contains(r.stderr, "cycle") || r.stdout != "" {
+	r := w.Run("preamble", "--thread", "th_loop")
+	if r.Code == 0 || !strings.Contains(r.Stderr, "th_loop") || !strings.Contains(r.Stderr, "cycle") || r.Stdout != "" {
 		t.Errorf("cycle: %v", r)
 	}
-	r = w.run("context", "--thread", "th_loop")
-	if r.code == 0 || !strings.Contains(r.stderr, "th_loop") || r.stdout != "" {
+	r = w.Run("context", "--thread", "th_loop")
+	if r.Code == 0 || !strings.Contains(r.Stderr, "th_loop") || r.Stdout != "" {
 		t.Errorf("cycle in context: %v", r)
 	}
 }
 
 func TestSystemContextCLI(t *testing.T) {
 	w := arcWS(t)
-	got := w.ok("system-context", "--agent", "solver", "--task", "training-001")
+	got := w.Ok("system-context", "--agent", "solver", "--task", "training-001")
 	for _, s := range []string{`You are an agent named "solver"`, `Description: "Solves ARC-AGI puzzles`, "Declared capabilities: load_arc_task",
 		"  - store_env_data: ", "  - list_capabilities: ", "Task training-001 has 1 environment data entry"} {
 		if !strings.Contains(got, s) {
 			t.Errorf("system-context lacks %q:\n%s", s, got)
 		}
 	}
-	if got := w.ok("system-context", "--agent", "stranger"); !strings.Contains(got, "Description: (no agent card)") || strings.Contains(got, "### Environment data") {
+	if got := w.Ok("system-context", "--agent", "stranger"); !strings.Contains(got, "Description: (no agent card)") || strings.Contains(got, "### Environment data") {
 		t.Errorf("agent without a card:\n%s", got)
 	}
 	var out struct {
@@ -118,21 +120,21 @@ func TestSystemContextCLI(t *testing.T) {
 			Name, Description string
 		} `json:"universal_capabilities"`
 	}
-	decode(t, w.ok("system-context", "--agent", "solver", "--json"), &out)
+	clitest.Decode(t, w.Ok("system-context", "--agent", "solver", "--json"), &out)
 	if len(out.Capabilities) < 10 || out.Capabilities[0].Name != "store_env_data" || !strings.HasPrefix(out.Text, "## System Context\n") {
 		t.Errorf("--json: %+v", out)
 	}
-	w.fails(exitUsage, "missing --agent", "system-context")
-	w.fails(exitNotFound, "no-such-task", "system-context", "--agent", "solver", "--task", "no-such-task")
+	w.Fails(exitUsage, "missing --agent", "system-context")
+	w.Fails(exitNotFound, "no-such-task", "system-context", "--agent", "solver", "--task", "no-such-task")
 }
 
 func TestContextCLI(t *testing.T) {
 	w := arcWS(t)
-	if err := os.WriteFile(filepath.Join(w.root, "tasks", "training-001", "notes.md"), []byte("corners swap\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(w.Root, "tasks", "training-001", "notes.md"), []byte("corners swap\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	before := w.tree()
-	got := w.ok("context", "--thread", "th_observer")
+	before := w.Tree()
+	got := w.Ok("context", "--thread", "th_observer")
 	for _, s := range []string{"# Context of thread th_observer (agent observer, task training-001)", "Budget: 8,000 tokens",
 		"### env:arc_task", `{"input_grid":[[0,1],[2,3]]}`, "### notes.md", "corners swap",
 		"## Open threads (dehydrated)", "### thread:th_solver", "## Env manifest", "- arc_task (v1, "} {
@@ -140,10 +142,10 @@ func TestContextCLI(t *testing.T) {
 			t.Errorf("context lacks %q:\n%s", s, got)
 		}
 	}
-	if again := w.ok("context", "--thread", "th_observer"); again != got {
+	if again := w.Ok("context", "--thread", "th_observer"); again != got {
 		t.Errorf("second run differs:\n%s\n---\n%s", again, got)
 	}
-	zero := w.ok("context", "--thread", "th_observer", "--budget", "0")
+	zero := w.Ok("context", "--thread", "th_observer", "--budget", "0")
 	if !strings.Contains(zero, "## Left out") || strings.Contains(zero, "### env:arc_task") {
 		t.Errorf("budget 0:\n%s", zero)
 	}
@@ -160,20 +162,20 @@ func TestContextCLI(t *testing.T) {
 		Omitted []struct{ Item, Reason string } `json:"omitted"`
 		Text    string                          `json:"text"`
 	}
-	decode(t, w.ok("context", "--thread", "th_observer", "--budget", "60", "--json"), &b)
+	clitest.Decode(t, w.Ok("context", "--thread", "th_observer", "--budget", "60", "--json"), &b)
 	if b.Budget != 60 || b.Used > 60 || len(b.Sections) != 5 || len(b.Omitted) == 0 || !strings.HasPrefix(b.Omitted[0].Reason, "over budget") {
 		t.Errorf("--budget 60 --json: %+v", b)
 	}
-	sameTree(t, before, w.tree(), "context")
+	clitest.SameTree(t, before, w.Tree(), "context")
 
-	w.ok("thread", "update", "--thread", "th_observer", "--buffers", "env:missing,../training-001/task.json,/etc/passwd")
-	got = w.ok("context", "--thread", "th_observer")
+	w.Ok("thread", "update", "--thread", "th_observer", "--buffers", "env:missing,../training-001/task.json,/etc/passwd")
+	got = w.Ok("context", "--thread", "th_observer")
 	for _, s := range []string{"- env:missing: not found", "- ../training-001/task.json: refused", "- /etc/passwd: refused: an absolute path"} {
 		if !strings.Contains(got, s) {
 			t.Errorf("context lacks %q:\n%s", s, got)
 		}
 	}
-	w.fails(exitUsage, "--budget", "context", "--thread", "th_observer", "--budget", "-5")
-	w.fails(exitUsage, "missing --thread", "context")
-	w.fails(exitNotFound, "th_nowhere", "context", "--thread", "th_nowhere")
+	w.Fails(exitUsage, "--budget", "context", "--thread", "th_observer", "--budget", "-5")
+	w.Fails(exitUsage, "missing --thread", "context")
+	w.Fails(exitNotFound, "th_nowhere", "context", "--thread", "th_nowhere")
 }

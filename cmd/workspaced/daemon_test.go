@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -11,13 +9,12 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
-	"github.com/workspaced/workspaced/internal/fixture"
+	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/files"
 )
@@ -27,204 +24,36 @@ import (
 // long tests (SIGKILL at random points, bursts, filesystem faults, scale)
 // are in e2e/torture and e2e/files.
 
-// server is one `workspaced serve` process.
-type server struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	stderr *syncBuffer
-	done   chan struct{}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// serve starts the daemon on the workspace with a short grace period.
-func (w *ws) serve(extra ...string) *server {
-	w.t.Helper()
-	args := append([]string{"serve", "--grace", "200ms", "--log-level", "warn"}, extra...)
-	cmd := exec.Command(bin, args...)
-	cmd.Dir, cmd.Env = w.dir, w.env
-	s := &server{t: w.t, cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
-	cmd.Stderr = s.stderr
-	if err := cmd.Start(); err != nil {
-		w.t.Fatal(err)
-	}
-	go func() { _ = cmd.Wait(); close(s.done) }()
-	w.t.Cleanup(func() { s.kill() })
-	return s
-}
-
-func (s *server) running() bool {
-	select {
-	case <-s.done:
-		return false
-	default:
-		return true
-	}
-}
-
-// kill SIGKILLs the daemon and waits for it to be gone.
-func (s *server) kill() {
-	_ = s.cmd.Process.Signal(syscall.SIGKILL)
-	<-s.done
-}
-
-// stop sends SIGTERM and checks the daemon exits 0.
-func (s *server) stop() {
-	s.t.Helper()
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	// A clean stop first settles the journal: one syncfs, then the taken
-	// markers are unlinked. After a burst of 20,000 markers that is 20,000
-	// unlinks, and on a disk that discards each freed block synchronously,
-	// under -race and a loaded machine, that alone has taken over 30 s.
-	case <-time.After(2 * time.Minute):
-		s.t.Fatal("daemon did not stop within 2 minutes of SIGTERM")
-	}
-	if code := s.cmd.ProcessState.ExitCode(); code != 0 {
-		s.t.Fatalf("daemon exited %d after SIGTERM; stderr:\n%s", code, s.stderr)
-	}
-}
-
-// open opens the workspace in-process, as an agent library would.
-func (w *ws) open() *workspace.Workspace {
-	w.t.Helper()
-	x, err := workspace.Open(w.root, workspace.Options{})
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	w.t.Cleanup(func() { x.Close() })
-	return x
-}
-
-// eventually polls cond until it holds, failing after a generous deadline.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		last = msg
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s: %s", what, last)
-}
-
-func stateWhere(t *testing.T, x *workspace.Workspace, id string, cond func(workspace.State) bool) workspace.State {
-	t.Helper()
-	var st workspace.State
-	eventually(t, "state of task "+id, func() (bool, string) {
-		var err error
-		st, err = x.ReadState(t.Context(), id)
-		if err != nil {
-			return false, err.Error()
-		}
-		return cond(st), fmt.Sprintf("status %s, plan %s, journal_seq %d", st.Status, st.PlanStatus, st.JournalSeq)
-	})
-	return st
-}
-
-// executingTask prepares a task with n subtasks and has the running
-// daemon take it to executing.
-func executingTask(t *testing.T, x *workspace.Workspace, id string, n int) {
-	t.Helper()
-	if err := fixture.PrepareTask(context.Background(), x, id, n); err != nil {
-		t.Fatal(err)
-	}
-	stateWhere(t, x, id, func(st workspace.State) bool { return st.PlanStatus == "proposed" })
-	if err := fixture.ApprovePlan(t.Context(), x, id); err != nil {
-		t.Fatal(err)
-	}
-	stateWhere(t, x, id, func(st workspace.State) bool { return st.Status == "executing" })
-}
-
-// checkStates asserts every task's state.json parses and validates.
-func checkStates(t *testing.T, x *workspace.Workspace, ids []string) {
-	t.Helper()
-	for _, id := range ids {
-		data, err := os.ReadFile(filepath.Join(x.Dir(), "tasks", id, "state.json"))
-		if err != nil {
-			t.Fatalf("task %s: %v", id, err)
-		}
-		if _, err := files.ValidateState(id, data); err != nil {
-			t.Fatalf("task %s: state.json does not validate: %v", id, err)
-		}
-	}
-}
-
-// checkJournal asserts the journal of a task holds seqs 1..n, contiguous,
-// no two records of one marker file, no taken marker left behind (call it
-// after a clean stop, which settles the journal) and no marker left in the
-// task directory. It returns the records.
-func checkJournal(t *testing.T, x *workspace.Workspace, id string) []workspace.JournalRecord {
-	t.Helper()
-	recs, err := files.ReadJournal(x, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := map[string]int64{}
-	for i, r := range recs {
-		if r.Seq != int64(i+1) {
-			t.Fatalf("task %s: record %d has seq %d: the journal is not contiguous", id, i+1, r.Seq)
-		}
-		if prev, dup := files[r.File]; dup {
-			t.Fatalf("task %s: marker %s journaled twice (seq %d and %d)", id, r.File, prev, r.Seq)
-		}
-		files[r.File] = r.Seq
-	}
-	ents, _ := os.ReadDir(filepath.Join(x.Dir(), "tasks", id, "journal"))
-	for _, e := range ents {
-		if strings.Contains(e.Name(), ".taken") {
-			t.Errorf("task %s: taken marker left in journal/: %s", id, e.Name())
-		}
-	}
-	ents, _ = os.ReadDir(filepath.Join(x.Dir(), "tasks", id))
-	for _, e := range ents {
-		if _, ok := workspace.IsMarkerName(e.Name()); ok {
-			t.Errorf("task %s: marker left behind: %s", id, e.Name())
-		}
-	}
-	return recs
+// serve starts the daemon on the workspace with a short grace period,
+// its root found through WORKSPACE_ROOT as a user's shell would give it,
+// and returns at once (clitest's Serve waits for the lock).
+func (w *ws) serve(extra ...string) *clitest.Daemon {
+	w.T.Helper()
+	cmd := exec.Command(clitest.Bin(), append([]string{"serve", "--grace", "200ms", "--log-level", "warn"}, extra...)...)
+	cmd.Dir, cmd.Env = w.Dir, w.Env
+	return w.StartCmd(cmd)
 }
 
 func TestServeSecondExitsFour(t *testing.T) {
 	w := newWS(t)
 	first := w.serve()
-	eventually(t, "the first daemon to serve", func() (bool, string) {
-		r := w.run("status", "--json")
+	clitest.Eventually(t, "the first daemon to serve", func() (bool, string) {
+		r := w.Run("status", "--json")
 		var s files.Status
-		_ = json.Unmarshal([]byte(r.stdout), &s)
-		return s.Serving && s.PID == first.cmd.Process.Pid, r.String()
+		_ = json.Unmarshal([]byte(r.Stdout), &s)
+		return s.Serving && s.PID == first.Cmd.Process.Pid, r.String()
 	})
 	start := time.Now()
-	r := w.fails(4, fmt.Sprintf("another daemon (pid %d) is serving", first.cmd.Process.Pid), "serve")
+	r := w.Fails(4, fmt.Sprintf("another daemon (pid %d) is serving", first.Cmd.Process.Pid), "serve")
 	if took := time.Since(start); took > 20*time.Second {
 		t.Errorf("the second serve took %s to give up", took)
 	}
 	_ = r
-	if !first.running() {
+	if !first.Running() {
 		t.Fatal("the first daemon stopped")
 	}
-	first.stop()
-	out := w.ok("status")
+	first.Stop()
+	out := w.Ok("status")
 	if !strings.Contains(out, "not serving") {
 		t.Errorf("status after stop: %q", out)
 	}
@@ -262,9 +91,9 @@ func TestServeRestoresCorruptState(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWS(t)
-			x := w.open()
+			x := w.Open()
 			srv := w.serve()
-			executingTask(t, x, "t1", 6)
+			clitest.ExecutingTask(t, x, "t1", 6)
 			for s := 1; s <= 5; s++ {
 				sub := fmt.Sprintf("st_%d", s)
 				if _, err := x.WriteOutput(t.Context(), "t1", sub, "w1", []byte(`{}`)); err != nil {
@@ -273,10 +102,10 @@ func TestServeRestoresCorruptState(t *testing.T) {
 				if _, err := x.WriteDone(t.Context(), workspace.DoneRequest{TaskID: "t1", Agent: "w1", OutputFile: "outputs/" + sub + ".json"}); err != nil {
 					t.Fatal(err)
 				}
-				stateWhere(t, x, "t1", func(st workspace.State) bool { return st.JournalSeq == int64(2+s) })
+				clitest.StateWhere(t, x, "t1", func(st workspace.State) bool { return st.JournalSeq == int64(2+s) })
 			}
-			srv.stop()
-			statePath := filepath.Join(w.root, "tasks", "t1", "state.json")
+			srv.Stop()
+			statePath := filepath.Join(w.Root, "tasks", "t1", "state.json")
 			want, err := os.ReadFile(statePath)
 			if err != nil {
 				t.Fatal(err)
@@ -285,30 +114,30 @@ func TestServeRestoresCorruptState(t *testing.T) {
 				Name  string `json:"name"`
 				Valid bool   `json:"valid"`
 			}
-			decode(t, w.ok("backup", "list", "--task", "t1", "--json"), &list)
+			clitest.Decode(t, w.Ok("backup", "list", "--task", "t1", "--json"), &list)
 			if len(list) < 4 {
 				t.Fatalf("want at least 4 backups, got %d", len(list))
 			}
 			// The newest two backups are corrupt too.
 			for _, b := range list[:2] {
-				p := filepath.Join(w.root, "tasks", "t1", "backups", b.Name)
+				p := filepath.Join(w.Root, "tasks", "t1", "backups", b.Name)
 				if err := os.WriteFile(p, []byte(`{"task_id": "t1", "sta`), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
 			tc.corrupt(t, statePath)
-			if r := w.run("state", "show", "--task", "t1"); r.code == 0 {
+			if r := w.Run("state", "show", "--task", "t1"); r.Code == 0 {
 				t.Fatalf("state show of a corrupt state.json succeeded: %v", r)
 			}
 			srv = w.serve()
-			st := stateWhere(t, x, "t1", func(st workspace.State) bool { return st.JournalSeq == 7 })
+			st := clitest.StateWhere(t, x, "t1", func(st workspace.State) bool { return st.JournalSeq == 7 })
 			got, _ := os.ReadFile(statePath)
 			if string(got) != string(want) {
 				t.Errorf("restored state differs from the one before the corruption:\n%s\nwant\n%s", got, want)
 			}
 			// Events follow the state write: wait for the event too.
 			restored := ""
-			eventually(t, "a state_restored event", func() (bool, string) {
+			clitest.Eventually(t, "a state_restored event", func() (bool, string) {
 				evs, _, err := x.ReadEvents(t.Context(), "t1")
 				if err != nil {
 					return false, err.Error()
@@ -323,23 +152,23 @@ func TestServeRestoresCorruptState(t *testing.T) {
 			if restored != list[2].Name {
 				t.Errorf("state_restored from %q, want the newest valid backup %q", restored, list[2].Name)
 			}
-			if out := w.ok("state", "rebuild", "--task", "t1"); !strings.Contains(out, "matches") {
+			if out := w.Ok("state", "rebuild", "--task", "t1"); !strings.Contains(out, "matches") {
 				t.Errorf("state rebuild after restore:\n%s", out)
 			}
 			if st.Status != "executing" || st.Subtasks["st_5"].Status != "completed" {
 				t.Errorf("restored state: %s, st_5 %s", st.Status, st.Subtasks["st_5"].Status)
 			}
-			srv.stop()
+			srv.Stop()
 		})
 	}
 }
 
 func TestServeRejectsBadMarkers(t *testing.T) {
 	w := newWS(t)
-	x := w.open()
+	x := w.Open()
 	srv := w.serve()
-	executingTask(t, x, "t1", 12)
-	dir := filepath.Join(w.root, "tasks", "t1")
+	clitest.ExecutingTask(t, x, "t1", 12)
+	dir := filepath.Join(w.Root, "tasks", "t1")
 	now := time.Now().UTC().Format(workspace.TimeFormat)
 	put := func(name, data string) {
 		t.Helper()
@@ -354,9 +183,9 @@ func TestServeRejectsBadMarkers(t *testing.T) {
 	if _, err := x.WriteClaim(t.Context(), "t1", "w1", "st_1"); err != nil {
 		t.Fatal(err)
 	}
-	stateWhere(t, x, "t1", func(st workspace.State) bool { return st.Subtasks["st_1"].Status == "in_progress" })
+	clitest.StateWhere(t, x, "t1", func(st workspace.State) bool { return st.Subtasks["st_1"].Status == "in_progress" })
 
-	outside := filepath.Join(w.dir, "outside.json")
+	outside := filepath.Join(w.Dir, "outside.json")
 	if err := os.WriteFile(outside, []byte(`{"subtask_id":"st_9"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +198,7 @@ func TestServeRejectsBadMarkers(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(dir, "outputs", "st_9.json")); err != nil {
 		t.Fatal(err)
 	}
-	validElsewhere := filepath.Join(w.dir, "marker.json")
+	validElsewhere := filepath.Join(w.Dir, "marker.json")
 	if err := os.WriteFile(validElsewhere, []byte(done("w5", "st_5", "outputs/st_5.json")), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -422,7 +251,7 @@ func TestServeRejectsBadMarkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := int64(3 + len(cases) + 1)
-	st := stateWhere(t, x, "t1", func(st workspace.State) bool { return st.JournalSeq == want })
+	st := clitest.StateWhere(t, x, "t1", func(st workspace.State) bool { return st.JournalSeq == want })
 	if st.Subtasks["st_2"].Status != "completed" {
 		t.Errorf("st_2 is %s after the valid done marker", st.Subtasks["st_2"].Status)
 	}
@@ -431,11 +260,11 @@ func TestServeRejectsBadMarkers(t *testing.T) {
 			t.Errorf("%s is %s, want pending (its marker was rejected)", sid, s)
 		}
 	}
-	if !srv.running() {
-		t.Fatalf("daemon stopped:\n%s", srv.stderr)
+	if !srv.Running() {
+		t.Fatalf("daemon stopped:\n%s", srv.Log)
 	}
-	srv.stop()
-	recs := checkJournal(t, x, "t1")
+	srv.Stop()
+	recs := clitest.CheckJournal(t, x, "t1")
 	byFile := map[string]workspace.JournalRecord{}
 	for _, r := range recs {
 		byFile[r.File] = r
@@ -483,16 +312,16 @@ func errorFor(st workspace.State, seq int64) string {
 
 func TestBackupRestoreCommand(t *testing.T) {
 	w := newWS(t)
-	x := w.open()
+	x := w.Open()
 	srv := w.serve()
-	executingTask(t, x, "t1", 2)
-	w.fails(4, "is serving this root", "backup", "restore", "--task", "t1")
-	srv.stop()
-	statePath := filepath.Join(w.root, "tasks", "t1", "state.json")
+	clitest.ExecutingTask(t, x, "t1", 2)
+	w.Fails(4, "is serving this root", "backup", "restore", "--task", "t1")
+	srv.Stop()
+	statePath := filepath.Join(w.Root, "tasks", "t1", "state.json")
 	if err := os.WriteFile(statePath, []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := w.ok("backup", "restore", "--task", "t1")
+	out := w.Ok("backup", "restore", "--task", "t1")
 	if !strings.Contains(out, "restored") {
 		t.Errorf("backup restore printed %q", out)
 	}
@@ -503,14 +332,14 @@ func TestBackupRestoreCommand(t *testing.T) {
 	if _, err := files.ValidateState("t1", data); err != nil {
 		t.Fatalf("restored state does not validate: %v", err)
 	}
-	w.fails(3, "", "backup", "restore", "--task", "t1", "--file", "state_nope.json")
-	w.fails(3, "no such task", "backup", "list", "--task", "nope")
+	w.Fails(3, "", "backup", "restore", "--task", "t1", "--file", "state_nope.json")
+	w.Fails(3, "no such task", "backup", "list", "--task", "nope")
 	// The daemon replays the journal past the restored backup.
 	srv = w.serve()
-	stateWhere(t, x, "t1", func(st workspace.State) bool { return st.Status == "executing" && st.JournalSeq == 2 })
-	srv.stop()
+	clitest.StateWhere(t, x, "t1", func(st workspace.State) bool { return st.Status == "executing" && st.JournalSeq == 2 })
+	srv.Stop()
 	var js json.RawMessage
-	decode(t, w.ok("state", "show", "--task", "t1", "--json"), &js)
+	clitest.Decode(t, w.Ok("state", "show", "--task", "t1", "--json"), &js)
 	_ = atomicfile.Marshal
 }
 

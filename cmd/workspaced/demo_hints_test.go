@@ -7,15 +7,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/workspaced/workspaced/internal/clitest"
 )
 
 // TestDemoHintsWork runs, as printed, every command the demo's closing
 // "Where to look" suggests, from another directory: each works, and the
 // git one leaves a clean history without lock or temporary files.
 func TestDemoHintsWork(t *testing.T) {
-	w := &ws{t: t, dir: t.TempDir(), env: cleanEnv()}
-	root := filepath.Join(w.dir, "run dir") // a space: the commands must quote it
-	out := w.ok("demo", "--root", root, "--time-scale", "0.01", "--quiet")
+	w := &ws{clitest.At(t, "")}
+	root := filepath.Join(w.Dir, "run dir") // a space: the commands must quote it
+	out := w.Ok("demo", "--root", root, "--time-scale", "0.01", "--quiet")
 	_, where, ok := strings.Cut(out, "\nWhere to look\n")
 	if !ok {
 		t.Fatalf("no 'Where to look' in:\n%s", out)
@@ -33,12 +35,12 @@ func TestDemoHintsWork(t *testing.T) {
 			t.Logf("git is not installed: not running %q", cmd)
 			continue
 		}
-		if !strings.HasPrefix(cmd, bin+" ") && !strings.HasPrefix(cmd, "cd ") {
+		if !strings.HasPrefix(cmd, clitest.Bin()+" ") && !strings.HasPrefix(cmd, "cd ") {
 			t.Errorf("%s: %q does not run this binary by its path (it is not on $PATH)", label, cmd)
 		}
 		sh := exec.Command("sh", "-c", cmd)
 		sh.Dir = elsewhere
-		sh.Env = append(cleanEnv(), "HOME="+elsewhere, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.org",
+		sh.Env = append(clitest.CleanEnv(), "HOME="+elsewhere, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.org",
 			"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.org")
 		got, err := sh.CombinedOutput()
 		if err != nil {

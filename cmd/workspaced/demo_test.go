@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -15,34 +16,34 @@ import (
 // after one revision, the subtask that failed once took two attempts, and
 // friction is on record.
 func TestDemo(t *testing.T) {
-	w := &ws{t: t, dir: t.TempDir(), env: cleanEnv()}
-	w.root = filepath.Join(w.dir, "run")
-	r := w.run("demo", "--root", w.root, "--agents", "4", "--time-scale", "0.01")
-	if r.code != 0 || r.stderr != "" {
+	w := &ws{clitest.At(t, "")}
+	w.Root = filepath.Join(w.Dir, "run")
+	r := w.Run("demo", "--root", w.Root, "--agents", "4", "--time-scale", "0.01")
+	if r.Code != 0 || r.Stderr != "" {
 		t.Fatalf("demo: want exit 0 and empty stderr, got %v", r)
 	}
 	for _, want := range []string{
-		"a fresh workspace at " + w.root,
+		"a fresh workspace at " + w.Root,
 		"plan_revision_needed", "plan_approved", "claim_refused", "work_failed st_4",
 		"checkpoint_approved checkpoint_1", "task_completed",
 		"receives this preamble", "Delegation chain: human → coordinator → solver → you (observer)",
 		"Summary", "revision_count 1", "recorded by the daemon's detectors",
-		"workspaced --root " + w.root + " task show --task auth_api",
-		"cd " + w.root + " && git init -q && git add -A && git commit -qm run",
+		"workspaced --root " + w.Root + " task show --task auth_api",
+		"cd " + w.Root + " && git init -q && git add -A && git commit -qm run",
 	} {
-		if !strings.Contains(r.stdout, want) {
+		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("demo output lacks %q", want)
 		}
 	}
 	if t.Failed() {
-		t.Fatalf("output:\n%s", r.stdout)
+		t.Fatalf("output:\n%s", r.Stdout)
 	}
-	if v := w.run("validate", w.root); v.code != 0 {
+	if v := w.Run("validate", w.Root); v.Code != 0 {
 		t.Fatalf("validate the demo's tree: %v", v)
 	}
 
 	var st workspace.State
-	readJSONFile(t, filepath.Join(w.root, "tasks", "auth_api", "state.json"), &st)
+	readJSONFile(t, filepath.Join(w.Root, "tasks", "auth_api", "state.json"), &st)
 	if st.Status != "completed" || st.RevisionCount != 1 || st.PlanVersion != 2 {
 		t.Fatalf("final state: status %s, revision_count %d, plan v%d; want completed, 1, v2", st.Status, st.RevisionCount, st.PlanVersion)
 	}
@@ -59,7 +60,7 @@ func TestDemo(t *testing.T) {
 			t.Errorf("subtask %s: %s after %d attempts, want completed after %d", id, ss.Status, ss.Attempts, want)
 		}
 		var out workspace.Output
-		readJSONFile(t, filepath.Join(w.root, "tasks", "auth_api", "outputs", id+".json"), &out)
+		readJSONFile(t, filepath.Join(w.Root, "tasks", "auth_api", "outputs", id+".json"), &out)
 		if out.WorkerID != ss.Worker || out.Status != "completed" {
 			t.Errorf("outputs/%s.json: worker %s status %s; state says %s completed", id, out.WorkerID, out.Status, ss.Worker)
 		}
@@ -68,7 +69,7 @@ func TestDemo(t *testing.T) {
 	if cp := st.Checkpoints["checkpoint_1"]; cp == nil || cp.Status != "approved" {
 		t.Errorf("checkpoint_1: %+v, want approved", cp)
 	}
-	if _, err := os.Stat(filepath.Join(w.root, "tasks", "auth_api", "plans", "plan_v1.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(w.Root, "tasks", "auth_api", "plans", "plan_v1.json")); err != nil {
 		t.Errorf("plan v1 not kept: %v", err)
 	}
 
@@ -78,7 +79,7 @@ func TestDemo(t *testing.T) {
 			AffectedTasks []string `json:"affected_tasks"`
 		} `json:"entries"`
 	}
-	readJSONFile(t, filepath.Join(w.root, "friction", "friction.json"), &fr)
+	readJSONFile(t, filepath.Join(w.Root, "friction", "friction.json"), &fr)
 	types := map[string]bool{}
 	for _, e := range fr.Entries {
 		types[e.Type] = true
@@ -88,7 +89,7 @@ func TestDemo(t *testing.T) {
 	}
 
 	for _, key := range []string{"arc_task", "observed_patterns", "solution_attempts"} {
-		if _, err := os.Stat(filepath.Join(w.root, "tasks", "arc_training_001", "env", key+".json")); err != nil {
+		if _, err := os.Stat(filepath.Join(w.Root, "tasks", "arc_training_001", "env", key+".json")); err != nil {
 			t.Errorf("env key %s: %v", key, err)
 		}
 	}
@@ -96,7 +97,7 @@ func TestDemo(t *testing.T) {
 		StoredBy string   `json:"stored_by"`
 		Value    []string `json:"value"`
 	}
-	readJSONFile(t, filepath.Join(w.root, "tasks", "arc_training_001", "env", "observed_patterns.json"), &patterns)
+	readJSONFile(t, filepath.Join(w.Root, "tasks", "arc_training_001", "env", "observed_patterns.json"), &patterns)
 	if patterns.StoredBy != "observer" || strings.Join(patterns.Value, ",") != "rotation_180,colour_preserving" {
 		t.Errorf("observed_patterns: %+v", patterns)
 	}
@@ -106,23 +107,23 @@ func TestDemo(t *testing.T) {
 // in a root, and refuses bad flags.
 func TestDemoRefusesUsedRoot(t *testing.T) {
 	w := newWS(t)
-	w.task("t1")
-	before := w.tree()
-	r := w.run("demo", "--root", w.root, "--time-scale", "0.01")
-	checkFailure(t, r, exitConflict, "already holds tasks", []string{"demo"})
-	sameTree(t, before, w.tree(), "a refused demo")
+	w.Task("t1")
+	before := w.Tree()
+	r := w.Run("demo", "--root", w.Root, "--time-scale", "0.01")
+	clitest.CheckFailure(t, r, exitConflict, "already holds tasks", []string{"demo"})
+	clitest.SameTree(t, before, w.Tree(), "a refused demo")
 
-	other := filepath.Join(w.dir, "notes")
+	other := filepath.Join(w.Dir, "notes")
 	if err := os.MkdirAll(other, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(other, "todo.txt"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	checkFailure(t, w.run("demo", "--root", other), exitConflict, "not a workspace", []string{"demo"})
+	clitest.CheckFailure(t, w.Run("demo", "--root", other), exitConflict, "not a workspace", []string{"demo"})
 
 	for _, args := range [][]string{{"demo", "--agents", "0"}, {"demo", "--time-scale", "-1"}, {"demo", "extra"}} {
-		checkFailure(t, w.run(args...), exitUsage, "demo", args)
+		clitest.CheckFailure(t, w.Run(args...), exitUsage, "demo", args)
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/workspaced/workspaced/internal/clitest"
 )
 
 // repoRoot is the repository's top directory.
@@ -21,13 +23,13 @@ func repoRoot(t *testing.T) string {
 // subcommands' list, read from the binary.
 func commandFlags(t *testing.T) map[string]map[string]bool {
 	t.Helper()
-	w := &ws{t: t, dir: t.TempDir(), env: cleanEnv()}
+	w := &ws{clitest.At(t, "")}
 	flags := map[string]map[string]bool{}
 	for _, p := range helpPaths(t) {
 		if flags[p[0]] == nil {
 			flags[p[0]] = map[string]bool{}
 		}
-		for _, f := range parseHelp(w.ok(append(append([]string{}, p...), "--help")...)).flags {
+		for _, f := range parseHelp(w.Ok(append(append([]string{}, p...), "--help")...)).flags {
 			flags[p[0]][f.name] = true
 		}
 	}

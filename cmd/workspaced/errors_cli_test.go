@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/workspace/files"
 )
@@ -26,13 +27,13 @@ type errorCase struct {
 
 // writeFile writes data at rel under the root.
 func (w *ws) writeFile(rel, data string) {
-	w.t.Helper()
-	p := filepath.Join(w.root, filepath.FromSlash(rel))
+	w.T.Helper()
+	p := filepath.Join(w.Root, filepath.FromSlash(rel))
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		w.t.Fatal(err)
+		w.T.Fatal(err)
 	}
 	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-		w.t.Fatal(err)
+		w.T.Fatal(err)
 	}
 }
 
@@ -72,7 +73,7 @@ func TestEveryErrorHasAHint(t *testing.T) {
 		{name: "demo bad agents", args: []string{"demo", "--agents", "0"}, code: 2, want: "--agents"},
 
 		// Not found (3).
-		{name: "no workspace", fresh: true, setup: func(t *testing.T, w *ws) { os.RemoveAll(w.root) }, args: []string{"task", "list"}, code: 3, want: "no workspace here"},
+		{name: "no workspace", fresh: true, setup: func(t *testing.T, w *ws) { os.RemoveAll(w.Root) }, args: []string{"task", "list"}, code: 3, want: "no workspace here"},
 		{name: "not a workspace", args: []string{"--root", "/", "status"}, code: 3, want: "neither workspace.json nor tasks/"},
 		{name: "no such task", args: []string{"task", "show", "--task", "nope"}, code: 3, want: "no such task"},
 		{name: "no such thread", args: []string{"thread", "show", "--thread", "th_nope"}, code: 3, want: "no task holds this thread"},
@@ -128,7 +129,7 @@ func TestEveryErrorHasAHint(t *testing.T) {
 		{name: "friction log corrupt", fresh: true, setup: func(t *testing.T, w *ws) { w.writeFile("friction/friction.json", "garbage") }, args: []string{"friction", "list"}, code: 1, want: "friction log is invalid"},
 		{name: "state corrupt", fresh: true, setup: func(t *testing.T, w *ws) { w.writeFile("tasks/t1/state.json", "{") }, args: []string{"state", "show", "--task", "t1"}, code: 1, want: "invalid JSON"},
 		{name: "workspace.json corrupt", fresh: true, setup: func(t *testing.T, w *ws) { w.writeFile("workspace.json", "{bad") }, args: []string{"task", "list"}, code: 1, want: "workspace.json"},
-		{name: "init under a file", fresh: true, setup: func(t *testing.T, w *ws) { os.WriteFile(filepath.Join(w.dir, "afile"), nil, 0o644) }, args: []string{"--root", "afile/ws", "init"}, code: 1, want: "not a directory"},
+		{name: "init under a file", fresh: true, setup: func(t *testing.T, w *ws) { os.WriteFile(filepath.Join(w.Dir, "afile"), nil, 0o644) }, args: []string{"--root", "afile/ws", "init"}, code: 1, want: "not a directory"},
 		{name: "lock command not found", args: []string{"lock", "--task", "t1", "--name", "n", "--", "/nonexistent/cmd"}, code: 127, want: "lock: run /nonexistent/cmd"},
 	}
 
@@ -142,27 +143,27 @@ func TestEveryErrorHasAHint(t *testing.T) {
 			if c.fresh {
 				w = errorWS(t)
 			}
-			w.t = t
+			w.T = t
 			if c.setup != nil {
 				c.setup(t, w)
 			}
-			r := w.runIn(c.stdin, c.args...)
-			if r.code != c.code {
+			r := w.RunIn(c.stdin, c.args...)
+			if r.Code != c.code {
 				t.Fatalf("want exit %d, got %v", c.code, r)
 			}
-			first, rest, _ := strings.Cut(r.stderr, "\n")
-			if !strings.HasPrefix(first, "workspaced: ") || !strings.Contains(r.stderr, c.want) {
+			first, rest, _ := strings.Cut(r.Stderr, "\n")
+			if !strings.HasPrefix(first, "workspaced: ") || !strings.Contains(r.Stderr, c.want) {
 				t.Fatalf("want a \"workspaced: \" line with %q, got %v", c.want, r)
 			}
 			hint := strings.Contains("\n"+rest, "\nhint: ")
 			switch {
 			case c.noFix == "" && !hint:
-				t.Errorf("no hint, though the fix is known:\n%s", r.stderr)
+				t.Errorf("no hint, though the fix is known:\n%s", r.Stderr)
 			case c.noFix != "" && hint:
-				t.Errorf("a hint where none was expected (%s):\n%s", c.noFix, r.stderr)
+				t.Errorf("a hint where none was expected (%s):\n%s", c.noFix, r.Stderr)
 			}
-			if strings.Contains(r.stderr, "hint: \n") || strings.Contains(r.stderr, "hint: see 'workspaced  ") {
-				t.Errorf("an empty or broken hint:\n%s", r.stderr)
+			if strings.Contains(r.Stderr, "hint: \n") || strings.Contains(r.Stderr, "hint: see 'workspaced  ") {
+				t.Errorf("an empty or broken hint:\n%s", r.Stderr)
 			}
 		})
 	}
@@ -172,11 +173,11 @@ func TestEveryErrorHasAHint(t *testing.T) {
 // env key k in t1, for the error cases.
 func errorWS(t *testing.T) *ws {
 	w := newWS(t)
-	w.task("t1")
-	w.task("t2")
-	w.ok("thread", "new", "--task", "t1", "--id", "th_a", "--from", "coordinator", "--to", "solver", "--message", "solve")
-	w.ok("env", "store", "--task", "t1", "--key", "k", "--description", "d", "--value", "1")
-	w.env = append(w.env[:len(w.env):len(w.env)], "WORKSPACE_AGENT=") // no agent from the test's environment
+	w.Task("t1")
+	w.Task("t2")
+	w.Ok("thread", "new", "--task", "t1", "--id", "th_a", "--from", "coordinator", "--to", "solver", "--message", "solve")
+	w.Ok("env", "store", "--task", "t1", "--key", "k", "--description", "d", "--value", "1")
+	w.Env = append(w.Env[:len(w.Env):len(w.Env)], "WORKSPACE_AGENT=") // no agent from the test's environment
 	return w
 }
 
@@ -186,7 +187,7 @@ func errorWS(t *testing.T) *ws {
 func holdLock(rel string) func(t *testing.T, w *ws) {
 	return func(t *testing.T, w *ws) {
 		w.writeFile("workspace.json", `{"lock_timeout": "200ms"}`)
-		l, err := locking.Acquire(context.Background(), filepath.Join(w.root, filepath.FromSlash(rel)), locking.Options{Agent: "holder"})
+		l, err := locking.Acquire(context.Background(), filepath.Join(w.Root, filepath.FromSlash(rel)), locking.Options{Agent: "holder"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,10 +198,10 @@ func holdLock(rel string) func(t *testing.T, w *ws) {
 // serving starts a daemon on the workspace and waits until it serves.
 func serving(t *testing.T, w *ws) {
 	srv := w.serve()
-	eventually(t, "the daemon to serve", func() (bool, string) {
-		r := w.run("status", "--json")
+	clitest.Eventually(t, "the daemon to serve", func() (bool, string) {
+		r := w.Run("status", "--json")
 		var s files.Status
-		_ = json.Unmarshal([]byte(r.stdout), &s)
-		return s.Serving && s.PID == srv.cmd.Process.Pid, r.String()
+		_ = json.Unmarshal([]byte(r.Stdout), &s)
+		return s.Serving && s.PID == srv.Cmd.Process.Pid, r.String()
 	})
 }

@@ -6,13 +6,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/workspaced/workspaced/internal/clitest"
 )
 
 // The sample tree the README walks through must stay valid, and must show
 // what it claims to: a task part-way through and an ARC task with env data.
 func TestExampleWorkspaceValidates(t *testing.T) {
 	root := filepath.Join("..", "..", "examples", "workspace")
-	out, err := exec.Command(bin, "validate", root).CombinedOutput()
+	out, err := exec.Command(clitest.Bin(), "validate", root).CombinedOutput()
 	if err != nil {
 		t.Fatalf("workspaced validate %s: %v\n%s", root, err, out)
 	}
@@ -34,14 +36,14 @@ func TestExampleWorkspaceValidates(t *testing.T) {
 		}
 	}
 	// The state is what the journal says: rebuild reproduces it.
-	rb, err := exec.Command(bin, "--root", root, "state", "rebuild", "--task", "task_rest_auth").CombinedOutput()
+	rb, err := exec.Command(clitest.Bin(), "--root", root, "state", "rebuild", "--task", "task_rest_auth").CombinedOutput()
 	if err != nil {
 		t.Fatalf("state rebuild: %v\n%s", err, rb)
 	}
 	if !strings.Contains(string(rb), "matches the journal") {
 		t.Fatalf("state rebuild differs from the committed state.json:\n%s", rb)
 	}
-	show, err := exec.Command(bin, "--root", root, "state", "show", "--task", "task_rest_auth", "--json").Output()
+	show, err := exec.Command(clitest.Bin(), "--root", root, "state", "show", "--task", "task_rest_auth", "--json").Output()
 	if err != nil {
 		t.Fatalf("state show: %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/workspaced/workspaced/friction"
+	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/schemas"
 )
 
@@ -38,14 +39,14 @@ func TestFrictionAddConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range each {
-				r := w.run("friction", "add", "--type", friction.Types[(p+i)%len(friction.Types)],
+				r := w.Run("friction", "add", "--type", friction.Types[(p+i)%len(friction.Types)],
 					"--task", fmt.Sprintf("task-%d", p), "--agent", fmt.Sprintf("agent-%d", p),
 					"--description", distinctFriction(p, i))
-				if r.code != 0 || r.stderr != "" {
+				if r.Code != 0 || r.Stderr != "" {
 					errs <- r.String()
 					continue
 				}
-				ids[p] = append(ids[p], strings.TrimSpace(r.stdout))
+				ids[p] = append(ids[p], strings.TrimSpace(r.Stdout))
 			}
 		}()
 	}
@@ -64,7 +65,7 @@ func TestFrictionAddConcurrent(t *testing.T) {
 		}
 	}
 	var entries []friction.Entry
-	decode(t, w.ok("friction", "list", "--json"), &entries)
+	clitest.Decode(t, w.Ok("friction", "list", "--json"), &entries)
 	if len(entries) != procs*each || len(seen) != procs*each {
 		t.Fatalf("%d entries listed, %d ids printed, want %d", len(entries), len(seen), procs*each)
 	}
@@ -88,7 +89,7 @@ func TestFrictionAddConcurrent(t *testing.T) {
 			}
 		}
 	}
-	raw, err := os.ReadFile(filepath.Join(w.root, friction.File))
+	raw, err := os.ReadFile(filepath.Join(w.Root, friction.File))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,11 +104,11 @@ func TestFrictionDedup(t *testing.T) {
 	w := newWS(t)
 	add := func(args ...string) (string, string) {
 		t.Helper()
-		r := w.run(append([]string{"friction", "add"}, args...)...)
-		if r.code != 0 {
+		r := w.Run(append([]string{"friction", "add"}, args...)...)
+		if r.Code != 0 {
 			t.Fatalf("friction add %q: %v", args, r)
 		}
-		return r.stdout, r.stderr
+		return r.Stdout, r.Stderr
 	}
 	out, errOut := add("--type", "reviewer_pattern", "--task", "t1", "--description", "Missing input validation in handler 3",
 		"--pattern", "missing input validation")
@@ -126,26 +127,26 @@ func TestFrictionDedup(t *testing.T) {
 	// Without a pattern, the description is what repeats are known by.
 	add("--type", "worker_failure", "--task", "t3", "--description", "solver ran out of memory on grid 12")
 	var a addedEntry
-	decode(t, w.ok("friction", "add", "--type", "worker_failure", "--task", "t4", "--json",
+	clitest.Decode(t, w.Ok("friction", "add", "--type", "worker_failure", "--task", "t4", "--json",
 		"--description", "Solver ran out of  memory on grid 12", "--suggested-action", "raise the memory limit"), &a)
 	if a.New || a.ID != "friction_002" || a.Occurrences != 2 || !reflect.DeepEqual(a.AffectedTasks, []string{"t3", "t4"}) ||
 		a.SuggestedAction != "raise the memory limit" {
 		t.Errorf("merged entry = %+v", a)
 	}
 	// The same words under another type are another friction.
-	decode(t, w.ok("friction", "add", "--type", "timeout", "--description", "solver ran out of memory on grid 12", "--json"), &a)
+	clitest.Decode(t, w.Ok("friction", "add", "--type", "timeout", "--description", "solver ran out of memory on grid 12", "--json"), &a)
 	if !a.New || a.ID != "friction_003" {
 		t.Errorf("another type merged: %+v", a)
 	}
 
 	var e friction.Entry
-	decode(t, w.ok("friction", "show", "friction_001", "--json"), &e)
+	clitest.Decode(t, w.Ok("friction", "show", "friction_001", "--json"), &e)
 	if e.Occurrences != 2 || !reflect.DeepEqual(e.AffectedTasks, []string{"t1", "t2"}) || e.Description != "Missing input validation in handler 3" {
 		t.Errorf("friction_001 after a repeat = %+v", e)
 	}
 
 	// Resolved entries are never merged into.
-	w.ok("friction", "resolve", "friction_001", "--status", "applied")
+	w.Ok("friction", "resolve", "friction_001", "--status", "applied")
 	out, errOut = add("--type", "reviewer_pattern", "--task", "t5", "--description", "again", "--pattern", "missing input validation")
 	if out != "friction_004\n" || errOut != "" {
 		t.Errorf("a repeat of a resolved pattern printed %q / %q, want a new entry friction_004", out, errOut)
@@ -159,7 +160,7 @@ func TestFrictionDedup(t *testing.T) {
 		}
 	}
 	var all []friction.Entry
-	decode(t, w.ok("friction", "list", "--type", "worker_failure", "--json"), &all)
+	clitest.Decode(t, w.Ok("friction", "list", "--type", "worker_failure", "--json"), &all)
 	if len(all) != 9 {
 		t.Errorf("%d worker_failure entries, want the solver's and probe-1…probe-8: %+v", len(all), all)
 	}
@@ -169,11 +170,11 @@ func TestFrictionDedup(t *testing.T) {
 // as a table or JSON.
 func TestFrictionListFilters(t *testing.T) {
 	w := newWS(t)
-	w.ok("friction", "add", "--type", "timeout", "--task", "t1", "--description", "st_1 in progress for 3 hours")
-	w.ok("friction", "add", "--type", "escalation", "--task", "t2", "--task", "t3", "--description", "reviewer escalated the plan to a human")
-	w.ok("friction", "add", "--type", "timeout", "--description", "st_2 stuck "+strings.Repeat("very ", 30)+"long")
-	w.ok("friction", "resolve", "friction_002", "--status", "dismissed")
-	w.ok("friction", "resolve", "friction_003", "--status", "applied")
+	w.Ok("friction", "add", "--type", "timeout", "--task", "t1", "--description", "st_1 in progress for 3 hours")
+	w.Ok("friction", "add", "--type", "escalation", "--task", "t2", "--task", "t3", "--description", "reviewer escalated the plan to a human")
+	w.Ok("friction", "add", "--type", "timeout", "--description", "st_2 stuck "+strings.Repeat("very ", 30)+"long")
+	w.Ok("friction", "resolve", "friction_002", "--status", "dismissed")
+	w.Ok("friction", "resolve", "friction_003", "--status", "applied")
 
 	cases := []struct {
 		name string
@@ -189,7 +190,7 @@ func TestFrictionListFilters(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var es []friction.Entry
-			decode(t, w.ok(append([]string{"friction", "list", "--json"}, c.args...)...), &es)
+			clitest.Decode(t, w.Ok(append([]string{"friction", "list", "--json"}, c.args...)...), &es)
 			got := []string{}
 			for _, e := range es {
 				got = append(got, e.ID)
@@ -197,7 +198,7 @@ func TestFrictionListFilters(t *testing.T) {
 			if !reflect.DeepEqual(got, c.want) {
 				t.Errorf("--json ids = %v, want %v", got, c.want)
 			}
-			text := w.ok(append([]string{"friction", "list"}, c.args...)...)
+			text := w.Ok(append([]string{"friction", "list"}, c.args...)...)
 			if len(c.want) == 0 {
 				if text != "no friction entries\n" {
 					t.Errorf("empty list printed %q", text)
@@ -215,7 +216,7 @@ func TestFrictionListFilters(t *testing.T) {
 			}
 		})
 	}
-	text := w.ok("friction", "list")
+	text := w.Ok("friction", "list")
 	for _, s := range []string{"TYPE", "STATUS", "OCCURRENCES", "TASKS", "DESCRIPTION", "t2,t3", "dismissed", "st_2 stuck very", "…"} {
 		if !strings.Contains(text, s) {
 			t.Errorf("table lacks %q:\n%s", s, text)
@@ -230,18 +231,18 @@ func TestFrictionListFilters(t *testing.T) {
 // reflects it.
 func TestFrictionResolve(t *testing.T) {
 	w := newWS(t)
-	w.ok("friction", "add", "--type", "repeated_revision", "--task", "t1", "--description", "plan sent back 3 times",
+	w.Ok("friction", "add", "--type", "repeated_revision", "--task", "t1", "--description", "plan sent back 3 times",
 		"--pattern", "plan revision loop", "--suggested-action", "give the planner the reviewer's checklist")
-	if out := w.ok("friction", "resolve", "friction_001", "--status", "dismissed"); out != "friction_001 dismissed\n" {
+	if out := w.Ok("friction", "resolve", "friction_001", "--status", "dismissed"); out != "friction_001 dismissed\n" {
 		t.Errorf("resolve printed %q", out)
 	}
 	// The ID may also follow the flags; an entry may be resolved again.
 	var e friction.Entry
-	decode(t, w.ok("friction", "resolve", "--status", "applied", "friction_001", "--json"), &e)
+	clitest.Decode(t, w.Ok("friction", "resolve", "--status", "applied", "friction_001", "--json"), &e)
 	if e.Status != friction.StatusApplied || e.ID != "friction_001" {
 		t.Errorf("resolve --json = %+v", e)
 	}
-	show := w.ok("friction", "show", "friction_001")
+	show := w.Ok("friction", "show", "friction_001")
 	for _, s := range []string{"status:", "applied", "plan sent back 3 times", "pattern:", "plan revision loop",
 		"suggested action:", "give the planner the reviewer's checklist", "tasks:", "t1", "occurrences:"} {
 		if !strings.Contains(show, s) {
@@ -254,7 +255,7 @@ func TestFrictionResolve(t *testing.T) {
 // and nothing written.
 func TestFrictionErrors(t *testing.T) {
 	w := newWS(t)
-	w.ok("friction", "add", "--type", "timeout", "--description", "seed")
+	w.Ok("friction", "add", "--type", "timeout", "--description", "seed")
 	cases := []struct {
 		name string
 		args []string
@@ -281,19 +282,19 @@ func TestFrictionErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			before := w.tree()
-			w.fails(c.code, c.want, append([]string{"friction"}, c.args...)...)
-			sameTree(t, before, w.tree(), "a refused friction command")
+			before := w.Tree()
+			w.Fails(c.code, c.want, append([]string{"friction"}, c.args...)...)
+			clitest.SameTree(t, before, w.Tree(), "a refused friction command")
 		})
 	}
 	t.Run("corrupt log", func(t *testing.T) {
 		w := newWS(t)
-		name := filepath.Join(w.root, friction.File)
+		name := filepath.Join(w.Root, friction.File)
 		if err := os.WriteFile(name, []byte("{\"entries\": [}\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		r := w.fails(1, "friction", "friction", "add", "--type", "timeout", "--description", "x")
-		if !strings.Contains(r.stderr, "hint: fix or move "+name) {
+		r := w.Fails(1, "friction", "friction", "add", "--type", "timeout", "--description", "x")
+		if !strings.Contains(r.Stderr, "hint: fix or move "+name) {
 			t.Errorf("no hint for a corrupt log: %v", r)
 		}
 		if data, _ := os.ReadFile(name); string(data) != "{\"entries\": [}\n" {
@@ -302,8 +303,8 @@ func TestFrictionErrors(t *testing.T) {
 	})
 	t.Run("not a workspace", func(t *testing.T) {
 		dir := t.TempDir()
-		nw := &ws{t: t, root: dir, dir: dir, env: append(cleanEnv(), "WORKSPACE_ROOT="+dir)}
-		nw.fails(3, "neither workspace.json nor tasks/", "friction", "list")
+		nw := &ws{&clitest.WS{T: t, Root: dir, Dir: dir, Env: append(clitest.CleanEnv(), "WORKSPACE_ROOT="+dir)}}
+		nw.Fails(3, "neither workspace.json nor tasks/", "friction", "list")
 	})
 }
 
@@ -313,14 +314,14 @@ func TestFrictionHelp(t *testing.T) {
 	w := newWS(t)
 	for _, args := range [][]string{{"friction", "--help"}, {"help", "friction"}, {"friction", "add", "--help"},
 		{"friction", "list", "--help"}, {"friction", "show", "--help"}, {"friction", "resolve", "--help"}} {
-		out := w.ok(args...)
+		out := w.Ok(args...)
 		for _, s := range []string{"Usage:", "Examples:", "Exit codes:"} {
 			if !strings.Contains(out, s) {
 				t.Errorf("%q lacks %q:\n%s", args, s, out)
 			}
 		}
 	}
-	if out := w.ok("friction", "add", "--help"); !strings.Contains(out, "repeated_revision, reviewer_pattern, worker_failure, timeout, escalation") {
+	if out := w.Ok("friction", "add", "--help"); !strings.Contains(out, "repeated_revision, reviewer_pattern, worker_failure, timeout, escalation") {
 		t.Errorf("friction add --help does not list the types:\n%s", out)
 	}
 }

@@ -11,13 +11,13 @@ import (
 // of each task it names, new or merged into a known pattern.
 func TestFrictionAddWritesEvents(t *testing.T) {
 	w := newWS(t)
-	w.task("t1")
-	w.task("t2")
-	id := strings.TrimSpace(w.ok("friction", "add", "--type", "worker_failure", "--task", "t1",
+	w.Task("t1")
+	w.Task("t2")
+	id := strings.TrimSpace(w.Ok("friction", "add", "--type", "worker_failure", "--task", "t1",
 		"--description", "solver times out", "--pattern", "solver timeout"))
-	r := w.run("friction", "add", "--type", "worker_failure", "--task", "t2",
+	r := w.Run("friction", "add", "--type", "worker_failure", "--task", "t2",
 		"--description", "solver times out again", "--pattern", "solver timeout")
-	again := strings.TrimSpace(r.stdout)
+	again := strings.TrimSpace(r.Stdout)
 	if again != id {
 		t.Fatalf("a repeat of the pattern made %s, want the known %s", again, id)
 	}
@@ -25,7 +25,7 @@ func TestFrictionAddWritesEvents(t *testing.T) {
 		"t1": "friction_recorded t1 " + id + " new=true occurrences=1 type=worker_failure",
 		"t2": "friction_recorded t2 " + id + " new=false occurrences=2 type=worker_failure",
 	} {
-		log, err := os.ReadFile(filepath.Join(w.root, "tasks", task, "events.log"))
+		log, err := os.ReadFile(filepath.Join(w.Root, "tasks", task, "events.log"))
 		if err != nil {
 			t.Fatal(err)
 		}

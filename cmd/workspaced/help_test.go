@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/workspaced/workspaced/internal/clitest"
 )
 
 // helpPaths lists every command and subcommand the binary offers, read
@@ -11,8 +13,8 @@ import (
 // command added later is checked too.
 func helpPaths(t *testing.T) [][]string {
 	t.Helper()
-	w := &ws{t: t, dir: t.TempDir(), env: cleanEnv()}
-	top := w.ok("help")
+	w := &ws{clitest.At(t, "")}
+	top := w.Ok("help")
 	i := strings.Index(top, "\nCommands:\n")
 	if i < 0 {
 		t.Fatalf("'workspaced help' has no Commands section:\n%s", top)
@@ -24,7 +26,7 @@ func helpPaths(t *testing.T) [][]string {
 			break
 		}
 		paths = append(paths, []string{m[1]})
-		for _, s := range parseHelp(w.ok(m[1], "--help")).subs {
+		for _, s := range parseHelp(w.Ok(m[1], "--help")).subs {
 			paths = append(paths, []string{m[1], s[0]})
 		}
 	}
@@ -43,11 +45,11 @@ var rePlaceholder = regexp.MustCompile(`^(\[([A-Z][A-Z0-9_]*)\]|[A-Z][A-Z0-9_]*|
 // flags it takes, each with a named placeholder, and is what 'workspaced
 // help CMD [SUB]' prints.
 func TestEveryHelp(t *testing.T) {
-	w := &ws{t: t, dir: t.TempDir(), env: cleanEnv()}
+	w := &ws{clitest.At(t, "")}
 	for _, p := range helpPaths(t) {
 		t.Run(strings.Join(p, "_"), func(t *testing.T) {
-			w.t = t
-			out := w.ok(append(append([]string{}, p...), "--help")...)
+			w.T = t
+			out := w.Ok(append(append([]string{}, p...), "--help")...)
 			title, _, _ := strings.Cut(out, "\n")
 			if !strings.HasPrefix(title, "workspaced "+p[0]) || !strings.Contains(title, " — ") {
 				t.Errorf("the first line is not a title (\"workspaced %s — what it does\"): %q", p[0], title)
@@ -79,7 +81,7 @@ func TestEveryHelp(t *testing.T) {
 					t.Errorf("--%s is listed under Flags but the usage above never mentions it", f.name)
 				}
 			}
-			if via := w.ok(append([]string{"help"}, p...)...); via != out {
+			if via := w.Ok(append([]string{"help"}, p...)...); via != out {
 				t.Errorf("'workspaced help %s' differs from --help", strings.Join(p, " "))
 			}
 		})
@@ -89,7 +91,7 @@ func TestEveryHelp(t *testing.T) {
 // TestHelpListsOwnFlags: a verb lists the flags it reads, not its
 // siblings'.
 func TestHelpListsOwnFlags(t *testing.T) {
-	w := &ws{t: t, dir: t.TempDir(), env: cleanEnv()}
+	w := &ws{clitest.At(t, "")}
 	cases := []struct {
 		args      []string
 		has, hasn []string
@@ -103,7 +105,7 @@ func TestHelpListsOwnFlags(t *testing.T) {
 	}
 	for _, c := range cases {
 		got := map[string]bool{}
-		for _, f := range parseHelp(w.ok(append(c.args, "--help")...)).flags {
+		for _, f := range parseHelp(w.Ok(append(c.args, "--help")...)).flags {
 			got[f.name] = true
 		}
 		for _, f := range c.has {
@@ -117,26 +119,26 @@ func TestHelpListsOwnFlags(t *testing.T) {
 			}
 		}
 	}
-	serve := w.ok("serve", "--help")
+	serve := w.Ok("serve", "--help")
 	for _, want := range []string{"--rescan DUR ", "--grace DUR ", "--log-format text|json "} {
 		if !strings.Contains(serve, want) {
 			t.Errorf("serve --help lacks %q", want)
 		}
 	}
-	if create := w.ok("task", "create", "--help"); !strings.Contains(create, "--priority P ") {
+	if create := w.Ok("task", "create", "--help"); !strings.Contains(create, "--priority P ") {
 		t.Errorf("task create --help lacks --priority P:\n%s", create)
 	}
 }
 
 // TestVersionFlags: --version and -v print what 'version' prints.
 func TestVersionFlags(t *testing.T) {
-	w := &ws{t: t, dir: t.TempDir(), env: cleanEnv()}
-	v := w.ok("version")
+	w := &ws{clitest.At(t, "")}
+	v := w.Ok("version")
 	if !regexp.MustCompile(`^workspaced (devel|v\S+)\n`).MatchString(v) {
 		t.Fatalf("version printed %q", v)
 	}
 	for _, args := range [][]string{{"--version"}, {"-v"}, {"--root", "/nowhere", "--version"}} {
-		if got := w.ok(args...); got != v {
+		if got := w.Ok(args...); got != v {
 			t.Errorf("%q printed %q, want %q", args, got, v)
 		}
 	}
@@ -145,7 +147,7 @@ func TestVersionFlags(t *testing.T) {
 // TestDidYouMean: a mistyped command, subcommand, flag or shell gets the
 // nearest real one in its hint; one far from any gets none.
 func TestDidYouMean(t *testing.T) {
-	w := &ws{t: t, dir: t.TempDir(), env: cleanEnv()}
+	w := &ws{clitest.At(t, "")}
 	cases := []struct {
 		args      []string
 		msg, hint string
@@ -166,8 +168,8 @@ func TestDidYouMean(t *testing.T) {
 		{[]string{"completion", "zhs"}, `unknown shell "zhs"`, "did you mean 'zsh'?"},
 	}
 	for _, c := range cases {
-		r := w.fails(exitUsage, c.msg, c.args...)
-		hint := r.stderr[strings.Index(r.stderr, "\nhint: ")+1:]
+		r := w.Fails(exitUsage, c.msg, c.args...)
+		hint := r.Stderr[strings.Index(r.Stderr, "\nhint: ")+1:]
 		if c.hint == "" && strings.Contains(hint, "did you mean") || !strings.Contains(hint, c.hint) {
 			t.Errorf("%q: hint %q, want one with %q", c.args, hint, c.hint)
 		}
@@ -177,7 +179,7 @@ func TestDidYouMean(t *testing.T) {
 // TestFlagErrors: a flag's bad value or missing value is a usage error
 // spelled the way the help spells flags, saying what the value must be.
 func TestFlagErrors(t *testing.T) {
-	w := &ws{t: t, dir: t.TempDir(), env: cleanEnv()}
+	w := &ws{clitest.At(t, "")}
 	cases := []struct {
 		args      []string
 		msg, hint string
@@ -189,11 +191,11 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"demo", "--time-scale", "fast"}, `invalid value "fast" for --time-scale`, "takes a number"},
 	}
 	for _, c := range cases {
-		r := w.fails(exitUsage, c.msg, c.args...)
-		if !strings.Contains(r.stderr, "\nhint: ") || !strings.Contains(r.stderr, c.hint) {
+		r := w.Fails(exitUsage, c.msg, c.args...)
+		if !strings.Contains(r.Stderr, "\nhint: ") || !strings.Contains(r.Stderr, c.hint) {
 			t.Errorf("%q: want a hint with %q, got %v", c.args, c.hint, r)
 		}
-		if strings.Contains(r.stderr, " -"+strings.TrimPrefix(c.args[1], "--")) {
+		if strings.Contains(r.Stderr, " -"+strings.TrimPrefix(c.args[1], "--")) {
 			t.Errorf("%q: a flag spelled with one dash: %v", c.args, r)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/workspaced/workspaced/internal/clitest"
 )
 
 // BenchmarkMCPCalls measures tool calls per second from 8 concurrent
@@ -33,21 +34,21 @@ func BenchmarkMCPCalls(b *testing.B) {
 	const clients, perClient = 8, 8
 	dir := b.TempDir()
 	root := filepath.Join(dir, "workspace")
-	env := append(cleanEnv(), "WORKSPACE_ROOT="+root)
+	env := append(clitest.CleanEnv(), "WORKSPACE_ROOT="+root)
 	run := func(args ...string) string {
-		r, err := execBin(dir, env, "", args...)
-		if err != nil || r.code != 0 {
+		r, err := clitest.Exec(dir, env, "", args...)
+		if err != nil || r.Code != 0 {
 			b.Fatalf("workspaced %v: %v %v", args, r, err)
 		}
-		return r.stdout
+		return r.Stdout
 	}
 	run("init")
 	run("task", "create", "--id", "t1", "--description", "bench")
 
 	// HTTP: one server, one token and one session per client.
-	cmd := exec.Command(bin, "mcp", "--http", "127.0.0.1:0")
+	cmd := exec.Command(clitest.Bin(), "mcp", "--http", "127.0.0.1:0")
 	cmd.Dir, cmd.Env = dir, env
-	stderr := &syncBuffer{}
+	stderr := &clitest.Log{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
@@ -72,7 +73,7 @@ func BenchmarkMCPCalls(b *testing.B) {
 			b.Fatal(err)
 		}
 		tr := &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1, DisableStandaloneSSE: true,
-			HTTPClient: &http.Client{Transport: bearerTransport{token: out.Token, next: httpTransport}}}
+			HTTPClient: &http.Client{Transport: clitest.Bearer{Token: out.Token, Next: httpTransport}}}
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, nil).Connect(context.Background(), tr, nil)
 		if err != nil {
 			b.Fatal(err)
@@ -82,7 +83,7 @@ func BenchmarkMCPCalls(b *testing.B) {
 	}
 	// stdio: one process per client.
 	for i := range clients {
-		c := exec.Command(bin, "mcp", "--task", "t1", "--agent", fmt.Sprintf("s%d", i))
+		c := exec.Command(clitest.Bin(), "mcp", "--task", "t1", "--agent", fmt.Sprintf("s%d", i))
 		c.Dir, c.Env = dir, env
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: c}, nil)
 		if err != nil {

@@ -17,41 +17,31 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"regexp"
-	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/mcpserver"
 	"github.com/workspaced/workspaced/workspace"
 )
 
 // addToken runs `workspaced token add` with args and returns the token.
 func (w *ws) addToken(args ...string) string {
-	w.t.Helper()
-	var out struct {
-		Token string `json:"token"`
-		ID    string `json:"id"`
-	}
-	decode(w.t, w.ok(append([]string{"token", "add", "--json"}, args...)...), &out)
-	if !strings.HasPrefix(out.Token, "wsd_") || !strings.HasPrefix(out.ID, "tk_") {
-		w.t.Fatalf("token add: %+v", out)
-	}
-	return out.Token
+	w.T.Helper()
+	tok, _ := w.AddToken(args...)
+	return tok
 }
 
-// httpServer is one `workspaced mcp --http` process.
+// httpServer is one `workspaced mcp --http` process and the URL of its
+// /mcp.
 type httpServer struct {
-	cmd    *exec.Cmd
-	url    string
-	stderr *syncBuffer
-	done   chan struct{}
+	*clitest.Daemon
+	url string
 }
 
 var reServing = regexp.MustCompile(`serving (https?://[^ ]+/mcp)`)
@@ -59,58 +49,9 @@ var reServing = regexp.MustCompile(`serving (https?://[^ ]+/mcp)`)
 // mcpHTTP starts `workspaced mcp --http 127.0.0.1:0 extra...` and waits
 // for the address it serves.
 func (w *ws) mcpHTTP(extra ...string) *httpServer {
-	w.t.Helper()
-	cmd := exec.Command(bin, append([]string{"mcp", "--http", "127.0.0.1:0"}, extra...)...)
-	cmd.Dir, cmd.Env = w.dir, w.env
-	s := &httpServer{cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
-	cmd.Stderr = s.stderr
-	if err := cmd.Start(); err != nil {
-		w.t.Fatal(err)
-	}
-	go func() { _ = cmd.Wait(); close(s.done) }()
-	w.t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-s.done:
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			<-s.done
-		}
-	})
-	eventually(w.t, "mcp --http to listen", func() (bool, string) {
-		m := reServing.FindStringSubmatch(s.stderr.String())
-		if m != nil {
-			s.url = m[1]
-		}
-		return m != nil, s.stderr.String()
-	})
-	return s
-}
-
-// bearerTransport adds a bearer token to every request.
-type bearerTransport struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
-}
-
-// httpClient connects the go-sdk client to url with token.
-func httpClient(t *testing.T, url, token string) (*mcp.ClientSession, error) {
-	t.Helper()
-	tr := &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1, DisableStandaloneSSE: true,
-		HTTPClient: &http.Client{Transport: bearerTransport{token: token, next: http.DefaultTransport}}}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "http-test", Version: "v0"}, nil).Connect(ctx, tr, nil)
-	if err == nil {
-		t.Cleanup(func() { cs.Close() })
-	}
-	return cs, err
+	w.T.Helper()
+	url, d := w.Listen(reServing, append([]string{"mcp", "--http", "127.0.0.1:0"}, extra...)...)
+	return &httpServer{d, url}
 }
 
 // TestMCPHTTPTwoAgents: two agents with two tokens, each through its own
@@ -119,7 +60,7 @@ func httpClient(t *testing.T, url, token string) (*mcp.ClientSession, error) {
 // the calls say.
 func TestMCPHTTPTwoAgents(t *testing.T) {
 	w := newWS(t)
-	w.task("t1")
+	w.Task("t1")
 	toks := map[string]string{
 		"alpha": w.addToken("--agent", "alpha", "--task", "t1", "--may", "claim,done,plan,review"),
 		"beta":  w.addToken("--agent", "beta", "--task", "t1"),
@@ -127,28 +68,15 @@ func TestMCPHTTPTwoAgents(t *testing.T) {
 	servers := map[string]*httpServer{"alpha": w.mcpHTTP(), "beta": w.mcpHTTP()}
 	sessions := map[string]*mcp.ClientSession{}
 	for agent, tok := range toks {
-		cs, err := httpClient(t, servers[agent].url, tok)
+		cs, err := clitest.ConnectMCP(t, servers[agent].url, tok)
 		if err != nil {
 			t.Fatalf("connect %s: %v", agent, err)
 		}
 		sessions[agent] = cs
 	}
-	tools, err := sessions["alpha"].ListTools(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, tl := range tools.Tools {
-		names = append(names, tl.Name)
-	}
-	want := mcpserver.ToolNames()
-	sort.Strings(names)
-	sort.Strings(want)
-	if !reflect.DeepEqual(names, want) {
-		t.Fatalf("tools = %v", names)
-	}
+	listsEveryTool(t, sessions["alpha"])
 	// A token without rights is shown none of the tools that need one.
-	tools, err = sessions["beta"].ListTools(context.Background(), nil)
+	tools, err := sessions["beta"].ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +86,7 @@ func TestMCPHTTPTwoAgents(t *testing.T) {
 			t.Errorf("a token without rights lists %s", tl.Name)
 		}
 	}
-	if len(tools.Tools) != len(want)-4 {
+	if want := mcpserver.ToolNames(); len(tools.Tools) != len(want)-4 {
 		t.Errorf("a token without rights lists %d tools, want %d", len(tools.Tools), len(want)-4)
 	}
 	const each = 100
@@ -186,7 +114,7 @@ func TestMCPHTTPTwoAgents(t *testing.T) {
 		t.Error(e)
 	}
 	var items []workspace.ManifestItem
-	decode(t, w.ok("env", "list", "--task", "t1", "--json"), &items)
+	clitest.Decode(t, w.Ok("env", "list", "--task", "t1", "--json"), &items)
 	by := map[string]int{}
 	for _, it := range items {
 		agent, _, _ := strings.Cut(it.Key, "_")
@@ -204,13 +132,13 @@ func TestMCPHTTPTwoAgents(t *testing.T) {
 	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "you act as agent alpha; a call may not name another agent") {
 		t.Fatalf("a forged call: %v %+v", err, res)
 	}
-	events := w.ok("events", "--task", "t1")
+	events := w.Ok("events", "--task", "t1")
 	if strings.Count(events, "agent=alpha") < each || strings.Count(events, "agent=beta") < each || strings.Contains(events, "forged") {
 		t.Errorf("events: %d by alpha, %d by beta", strings.Count(events, "agent=alpha"), strings.Count(events, "agent=beta"))
 	}
-	w.ok("validate")
+	w.Ok("validate")
 	// The log names the refusal and its agent.
-	if log := servers["alpha"].stderr.String(); !strings.Contains(log, "agent=alpha") || !strings.Contains(log, "may not name another agent") {
+	if log := servers["alpha"].Log.String(); !strings.Contains(log, "agent=alpha") || !strings.Contains(log, "may not name another agent") {
 		t.Errorf("alpha's log: %s", log)
 	}
 }
@@ -218,23 +146,18 @@ func TestMCPHTTPTwoAgents(t *testing.T) {
 // TestMCPHTTPRefusedAtStart: what `workspaced mcp` refuses before serving.
 func TestMCPHTTPRefusedAtStart(t *testing.T) {
 	w := newWS(t)
-	w.task("t1")
-	w.task("t2")
+	w.Task("t1")
+	w.Task("t2")
 	tok := w.addToken("--agent", "worker", "--task", "t1", "--may", "claim")
-	tokFile := filepath.Join(w.dir, "worker.token")
+	tokFile := filepath.Join(w.Dir, "worker.token")
 	if err := os.WriteFile(tokFile, []byte(tok+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	empty := filepath.Join(w.dir, "empty.token")
+	empty := filepath.Join(w.Dir, "empty.token")
 	os.WriteFile(empty, nil, 0o600)
-	bogus := filepath.Join(w.dir, "bogus.token")
+	bogus := filepath.Join(w.Dir, "bogus.token")
 	os.WriteFile(bogus, []byte("wsd_bogus"), 0o600)
-	cases := []struct {
-		name string
-		code int
-		want string
-		args []string
-	}{
+	cases := []failCase{
 		{"plain HTTP off loopback", exitFailure, "not a loopback address, and no TLS", []string{"mcp", "--http", "0.0.0.0:0"}},
 		{"every interface", exitFailure, "not a loopback address", []string{"mcp", "--http", ":0"}},
 		{"cert without key", exitUsage, "--tls-cert and --tls-key go together", []string{"mcp", "--http", "127.0.0.1:0", "--tls-cert", "c.pem"}},
@@ -248,73 +171,82 @@ func TestMCPHTTPRefusedAtStart(t *testing.T) {
 		{"token of another agent", exitFailure, "the token stands for agent worker, not planner", []string{"mcp", "--task", "t1", "--token-file", tokFile, "--agent", "planner"}},
 		{"token for another task", exitFailure, "agent worker may not work on task t2: its token covers t1", []string{"mcp", "--task", "t2", "--token-file", tokFile}},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			w.t = t
-			r := w.fails(c.code, c.want, c.args...)
-			if !strings.Contains(r.stderr, "hint: ") {
-				t.Errorf("no hint: %v", r)
-			}
-		})
-	}
+	failsWithHints(t, w, cases)
 	t.Run("an agents file others may read", func(t *testing.T) {
-		w.t = t
-		path := filepath.Join(w.root, "config", "tokens.json")
+		w.T = t
+		path := filepath.Join(w.Root, "config", "tokens.json")
 		os.Chmod(path, 0o644)
 		defer os.Chmod(path, 0o600)
-		w.fails(exitFailure, "others than its owner may read or change it", "mcp", "--http", "127.0.0.1:0")
-		w.fails(exitFailure, "chmod 600", "token", "list")
+		w.Fails(exitFailure, "others than its owner may read or change it", "mcp", "--http", "127.0.0.1:0")
+		w.Fails(exitFailure, "chmod 600", "token", "list")
 	})
 }
 
-// TestMCPStdioToken: `workspaced mcp --token-file` serves the token's
-// agent on stdio, checks every call against the token, and refuses the
-// next call once it is revoked.
+// TestMCPStdioToken: `workspaced mcp` over stdio with WORKSPACE_TOKEN
+// acts as the token's agent (stamped on what it stores), with the
+// token's rights only, until the token is revoked; on a directory root
+// and on a sqlite: root.
 func TestMCPStdioToken(t *testing.T) {
-	w := newWS(t)
-	w.task("t1")
-	tok := w.addToken("--agent", "worker", "--task", "t1")
-	cmd := exec.Command(bin, "mcp", "--task", "t1")
-	cmd.Dir, cmd.Env = w.dir, append(w.env, "WORKSPACE_TOKEN="+tok)
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("connect: %v (%s)", err, stderr)
-	}
-	defer cs.Close()
-	a := &mcpAgent{t: t, name: "worker", cs: cs, stderr: stderr}
-	a.call(mcpserver.ToolStoreEnvData, map[string]any{"key": "k", "short_description": "d", "value": 1})
-	var e workspace.Entry
-	data, err := os.ReadFile(filepath.Join(w.root, "tasks", "t1", "env", "k.json"))
-	if err != nil || json.Unmarshal(data, &e) != nil || e.StoredBy != "worker" {
-		t.Fatalf("entry: %s %v", data, err)
-	}
-	if text, isErr := a.try(mcpserver.ToolClaimSubtask, map[string]any{"subtask_id": "st_1"}); !isErr || !strings.Contains(text, "may not claim subtasks") {
-		t.Fatalf("claim without the right: %s", text)
-	}
-	w.ok("token", "revoke", "--agent", "worker")
-	if text, isErr := a.try(mcpserver.ToolListEnvData, nil); !isErr || !strings.Contains(text, "no longer valid") {
-		t.Fatalf("after the revocation: %s", text)
-	}
-	if !strings.Contains(stderr.String(), "as agent worker") || !strings.Contains(stderr.String(), "with a token") {
-		t.Fatalf("stderr: %s", stderr)
+	for _, store := range []struct {
+		name string
+		ws   func(t *testing.T) *ws
+	}{
+		{"files", newWS},
+		{"sqlite", func(t *testing.T) *ws { w, _ := clitest.NewSQLite(t); return &ws{w} }},
+	} {
+		t.Run(store.name, func(t *testing.T) {
+			w := store.ws(t)
+			w.Task("t1")
+			tok := w.addToken("--agent", "worker", "--task", "t1")
+			cmd := exec.Command(clitest.Bin(), "mcp", "--task", "t1")
+			cmd.Dir, cmd.Env = w.Dir, append(w.Env, "WORKSPACE_TOKEN="+tok)
+			stderr := &clitest.Log{}
+			cmd.Stderr = stderr
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+			if err != nil {
+				t.Fatalf("connect: %v (%s)", err, stderr)
+			}
+			defer cs.Close()
+			a := &mcpAgent{t: t, name: "worker", cs: cs, stderr: stderr}
+			a.call(mcpserver.ToolStoreEnvData, map[string]any{"key": "k", "short_description": "d", "value": 1})
+			var e workspace.Entry
+			clitest.Decode(t, w.Ok("env", "get", "--task", "t1", "--key", "k", "--json"), &e)
+			if e.StoredBy != "worker" {
+				t.Fatalf("stored_by %q, want the token's agent", e.StoredBy)
+			}
+			if store.name == "files" {
+				data, err := os.ReadFile(filepath.Join(w.Root, "tasks", "t1", "env", "k.json"))
+				if err != nil || json.Unmarshal(data, &e) != nil || e.StoredBy != "worker" {
+					t.Fatalf("entry: %s %v", data, err)
+				}
+			}
+			if text, isErr := a.try(mcpserver.ToolClaimSubtask, map[string]any{"subtask_id": "st_1"}); !isErr || !strings.Contains(text, "may not claim subtasks") {
+				t.Fatalf("claim without the right: %s", text)
+			}
+			w.Ok("token", "revoke", "--agent", "worker")
+			if text, isErr := a.try(mcpserver.ToolListEnvData, nil); !isErr || !strings.Contains(text, "no longer valid") {
+				t.Fatalf("after the revocation: %s", text)
+			}
+			if !strings.Contains(stderr.String(), "as agent worker") || !strings.Contains(stderr.String(), "with a token") {
+				t.Fatalf("stderr: %s", stderr)
+			}
+		})
 	}
 }
 
 // TestTokenCommand: add, list and revoke as a user runs them.
 func TestTokenCommand(t *testing.T) {
 	w := newWS(t)
-	r := w.run("token", "add", "--agent", "planner", "--all-tasks", "--may", "plan,review", "--global-memory", "read", "--note", "hosted")
-	if r.code != 0 || !strings.HasPrefix(r.stdout, "wsd_") || !strings.Contains(r.stderr, "it is not shown again") {
+	r := w.Run("token", "add", "--agent", "planner", "--all-tasks", "--may", "plan,review", "--global-memory", "read", "--note", "hosted")
+	if r.Code != 0 || !strings.HasPrefix(r.Stdout, "wsd_") || !strings.Contains(r.Stderr, "it is not shown again") {
 		t.Fatalf("token add: %v", r)
 	}
-	tok := strings.TrimSpace(r.stdout)
-	raw, err := os.ReadFile(filepath.Join(w.root, "config", "tokens.json"))
+	tok := strings.TrimSpace(r.Stdout)
+	raw, err := os.ReadFile(filepath.Join(w.Root, "config", "tokens.json"))
 	if err != nil || strings.Contains(string(raw), tok) {
 		t.Fatalf("the file holds the token: %s %v", raw, err)
 	}
-	out := w.ok("token", "list")
+	out := w.Ok("token", "list")
 	for _, s := range []string{"planner", "every task", "plan,review", "read", "hosted"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("list lacks %q:\n%s", s, out)
@@ -324,20 +256,20 @@ func TestTokenCommand(t *testing.T) {
 		ID    string `json:"id"`
 		Agent string `json:"agent"`
 	}
-	decode(t, w.ok("token", "list", "--json"), &items)
+	clitest.Decode(t, w.Ok("token", "list", "--json"), &items)
 	if len(items) != 1 || items[0].Agent != "planner" {
 		t.Fatalf("list --json: %+v", items)
 	}
-	w.fails(exitUsage, "missing --task T (repeatable) or --all-tasks", "token", "add", "--agent", "a")
-	w.fails(exitUsage, `unknown right "admin"`, "token", "add", "--agent", "a", "--task", "t1", "--may", "admin")
-	w.fails(exitUsage, "--global-memory must be none, read or write", "token", "add", "--agent", "a", "--task", "t1", "--global-memory", "all")
-	w.fails(exitFailure, `agent "a/b"`, "token", "add", "--agent", "a/b", "--task", "t1")
-	w.fails(exitUsage, "give --id ID or --agent A", "token", "revoke")
-	w.fails(exitNotFound, "no such token", "token", "revoke", "--id", "tk_000000000000")
-	if out := w.ok("token", "revoke", "--id", items[0].ID); !strings.Contains(out, "revoked "+items[0].ID+" (agent planner)") {
+	w.Fails(exitUsage, "missing --task T (repeatable) or --all-tasks", "token", "add", "--agent", "a")
+	w.Fails(exitUsage, `unknown right "admin"`, "token", "add", "--agent", "a", "--task", "t1", "--may", "admin")
+	w.Fails(exitUsage, "--global-memory must be none, read or write", "token", "add", "--agent", "a", "--task", "t1", "--global-memory", "all")
+	w.Fails(exitFailure, `agent "a/b"`, "token", "add", "--agent", "a/b", "--task", "t1")
+	w.Fails(exitUsage, "give --id ID or --agent A", "token", "revoke")
+	w.Fails(exitNotFound, "no such token", "token", "revoke", "--id", "tk_000000000000")
+	if out := w.Ok("token", "revoke", "--id", items[0].ID); !strings.Contains(out, "revoked "+items[0].ID+" (agent planner)") {
 		t.Fatalf("revoke: %s", out)
 	}
-	if out := w.ok("token", "list"); !strings.Contains(out, "no tokens") {
+	if out := w.Ok("token", "list"); !strings.Contains(out, "no tokens") {
 		t.Fatalf("list after revoke: %s", out)
 	}
 }
@@ -346,7 +278,7 @@ func TestTokenCommand(t *testing.T) {
 // and a client that trusts the certificate is served.
 func TestMCPHTTPTLS(t *testing.T) {
 	w := newWS(t)
-	w.task("t1")
+	w.Task("t1")
 	tok := w.addToken("--agent", "worker", "--task", "t1")
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -363,7 +295,7 @@ func TestMCPHTTPTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	certFile, keyFile := filepath.Join(w.dir, "cert.pem"), filepath.Join(w.dir, "key.pem")
+	certFile, keyFile := filepath.Join(w.Dir, "cert.pem"), filepath.Join(w.Dir, "key.pem")
 	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
 	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600)
 	srv := w.mcpHTTP("--tls-cert", certFile, "--tls-key", keyFile)
@@ -377,10 +309,10 @@ func TestMCPHTTPTLS(t *testing.T) {
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)
 	tr := &mcp.StreamableClientTransport{Endpoint: srv.url, MaxRetries: -1, DisableStandaloneSSE: true,
-		HTTPClient: &http.Client{Transport: bearerTransport{token: tok, next: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}}}
+		HTTPClient: &http.Client{Transport: clitest.Bearer{Token: tok, Next: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}}}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "tls", Version: "0"}, nil).Connect(context.Background(), tr, nil)
 	if err != nil {
-		t.Fatalf("connect over TLS: %v (%s)", err, srv.stderr)
+		t.Fatalf("connect over TLS: %v (%s)", err, srv.Log)
 	}
 	defer cs.Close()
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: mcpserver.ToolStoreEnvData,
@@ -402,10 +334,10 @@ func TestMCPHTTPTLS(t *testing.T) {
 // /mcp on its own listener, with the same token rules as `mcp --http`.
 func TestWebServesMCP(t *testing.T) {
 	w := newWS(t)
-	w.task("t1")
+	w.Task("t1")
 	tok := w.addToken("--agent", "remote", "--task", "t1", "--may", "claim,done,plan,review")
 	p := w.web()
-	eventually(t, "web to say where MCP is served", func() (bool, string) {
+	clitest.Eventually(t, "web to say where MCP is served", func() (bool, string) {
 		return strings.Contains(p.stderr.String(), p.url+"/mcp"), p.stderr.String()
 	})
 	resp, err := http.Post(p.url+"/mcp", "application/json", strings.NewReader(`{}`))
@@ -416,11 +348,11 @@ func TestWebServesMCP(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("POST /mcp without a token: %d, want 401", resp.StatusCode)
 	}
-	cs, err := httpClient(t, p.url+"/mcp", tok)
+	cs, err := clitest.ConnectMCP(t, p.url+"/mcp", tok)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
-	if v, want := cs.InitializeResult().ServerInfo.Version, strings.Fields(w.ok("version"))[1]; v != want {
+	if v, want := cs.InitializeResult().ServerInfo.Version, strings.Fields(w.Ok("version"))[1]; v != want {
 		t.Errorf("serverInfo.version = %q, want %q", v, want)
 	}
 	tools, err := cs.ListTools(context.Background(), nil)
@@ -436,7 +368,7 @@ func TestWebServesMCP(t *testing.T) {
 		t.Fatalf("store_env_data: %v %+v", err, res)
 	}
 	var e workspace.Entry
-	decode(t, w.ok("env", "get", "--task", "t1", "--key", "from_web", "--json"), &e)
+	clitest.Decode(t, w.Ok("env", "get", "--task", "t1", "--key", "from_web", "--json"), &e)
 	if e.StoredBy != "remote" {
 		t.Errorf("stored_by = %q, want the token's agent", e.StoredBy)
 	}

@@ -7,14 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/mcpserver"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -24,14 +24,14 @@ import (
 // that launches the server does.
 func TestMCPRealClient(t *testing.T) {
 	w := newWS(t)
-	w.task("t1")
-	w.ok("thread", "new", "--task", "t1", "--id", "th_solver", "--from", "coordinator", "--to", "solver", "--message", "solve it")
-	w.ok("thread", "new", "--task", "t1", "--id", "th_observer", "--parent", "th_solver", "--from", "solver", "--to", "observer", "--message", "patterns?")
+	w.Task("t1")
+	w.Ok("thread", "new", "--task", "t1", "--id", "th_solver", "--from", "coordinator", "--to", "solver", "--message", "solve it")
+	w.Ok("thread", "new", "--task", "t1", "--id", "th_observer", "--parent", "th_solver", "--from", "solver", "--to", "observer", "--message", "patterns?")
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.Command(bin, "--root", w.root, "mcp", "--thread", "th_observer", "--agent", "observer")
-	cmd.Dir, cmd.Env = w.dir, cleanEnv()
+	cmd := exec.Command(clitest.Bin(), "--root", w.Root, "mcp", "--thread", "th_observer", "--agent", "observer")
+	cmd.Dir, cmd.Env = w.Dir, clitest.CleanEnv()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "workspaced-test", Version: "v0"}, nil).
@@ -48,23 +48,10 @@ func TestMCPRealClient(t *testing.T) {
 
 	// The server reports the binary's version, as 'workspaced version'
 	// prints it.
-	if v, want := cs.InitializeResult().ServerInfo.Version, strings.Fields(w.ok("version"))[1]; v != want {
+	if v, want := cs.InitializeResult().ServerInfo.Version, strings.Fields(w.Ok("version"))[1]; v != want {
 		t.Errorf("serverInfo.version = %q, want %q", v, want)
 	}
-	tools, err := cs.ListTools(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, tl := range tools.Tools {
-		names = append(names, tl.Name)
-	}
-	want := mcpserver.ToolNames()
-	sort.Strings(names)
-	sort.Strings(want)
-	if !reflect.DeepEqual(names, want) {
-		t.Fatalf("tools = %v, want %v", names, want)
-	}
+	listsEveryTool(t, cs)
 
 	callText := func(name string, args any) (string, bool) {
 		t.Helper()
@@ -96,7 +83,7 @@ func TestMCPRealClient(t *testing.T) {
 	}
 
 	// The tree: the entries as any other reader sees them.
-	data, err := os.ReadFile(filepath.Join(w.root, "tasks", "t1", "env", "arc_task.json"))
+	data, err := os.ReadFile(filepath.Join(w.Root, "tasks", "t1", "env", "arc_task.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,13 +94,13 @@ func TestMCPRealClient(t *testing.T) {
 	if e.StoredBy != "observer" || e.Version != 1 || e.ShortDescription != "The current ARC puzzle: training-001." {
 		t.Fatalf("entry = %+v", e)
 	}
-	if out := w.ok("env", "get", "--task", "t1", "--key", "arc_task"); !strings.Contains(out, `"training-001"`) {
+	if out := w.Ok("env", "get", "--task", "t1", "--key", "arc_task"); !strings.Contains(out, `"training-001"`) {
 		t.Fatalf("env get via the CLI: %s", out)
 	}
-	if out := w.ok("memory", "get", "--scope", "session", "--thread", "th_observer", "--key", "seen"); !strings.Contains(out, `"arc_task"`) {
+	if out := w.Ok("memory", "get", "--scope", "session", "--thread", "th_observer", "--key", "seen"); !strings.Contains(out, `"arc_task"`) {
 		t.Fatalf("memory get via the CLI: %s", out)
 	}
-	w.ok("validate")
+	w.Ok("validate")
 
 	// Closing the client closes the server's stdin: it exits 0.
 	closed = true
@@ -132,15 +119,10 @@ func TestMCPRealClient(t *testing.T) {
 // the CLI's exit codes.
 func TestMCPStartErrors(t *testing.T) {
 	w := newWS(t)
-	w.task("t1")
-	w.task("t2")
-	w.ok("thread", "new", "--task", "t2", "--id", "th_two", "--from", "coordinator", "--to", "solver", "--message", "m")
-	cases := []struct {
-		name string
-		code int
-		want string
-		args []string
-	}{
+	w.Task("t1")
+	w.Task("t2")
+	w.Ok("thread", "new", "--task", "t2", "--id", "th_two", "--from", "coordinator", "--to", "solver", "--message", "m")
+	cases := []failCase{
 		{"no agent", exitUsage, "missing --agent", []string{"mcp", "--task", "t1"}},
 		{"no task or thread", exitUsage, "missing --task T or --thread X", []string{"mcp", "--agent", "a"}},
 		{"positional argument", exitUsage, "unexpected argument", []string{"mcp", "--task", "t1", "--agent", "a", "extra"}},
@@ -150,22 +132,14 @@ func TestMCPStartErrors(t *testing.T) {
 		{"unknown thread", exitNotFound, "th_nope", []string{"mcp", "--thread", "th_nope", "--agent", "a"}},
 		{"thread of another task", exitNotFound, "th_two", []string{"mcp", "--task", "t1", "--thread", "th_two", "--agent", "a"}},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			w.t = t
-			r := w.fails(c.code, c.want, c.args...)
-			if !strings.Contains(r.stderr, "hint: ") {
-				t.Errorf("no hint: %v", r)
-			}
-		})
-	}
+	failsWithHints(t, w, cases)
 	t.Run("not a workspace", func(t *testing.T) {
-		w.t = t
-		w.fails(exitNotFound, "neither workspace.json nor tasks/", "--root", t.TempDir(), "mcp", "--task", "t1", "--agent", "a")
+		w.T = t
+		w.Fails(exitNotFound, "neither workspace.json nor tasks/", "--root", t.TempDir(), "mcp", "--task", "t1", "--agent", "a")
 	})
 	t.Run("help", func(t *testing.T) {
-		w.t = t
-		out := w.ok("mcp", "--help")
+		w.T = t
+		out := w.Ok("mcp", "--help")
 		for _, s := range append(mcpserver.ToolNames(), "Usage:", "Examples:", "Exit codes:") {
 			if !strings.Contains(out, s) {
 				t.Errorf("help lacks %q", s)
@@ -174,29 +148,71 @@ func TestMCPStartErrors(t *testing.T) {
 	})
 }
 
+// failCase is a command line that must fail: its exit code and what
+// its error names.
+type failCase struct {
+	name string
+	code int
+	want string
+	args []string
+}
+
+// failsWithHints runs each case as a subtest on w: it must fail as
+// clitest's Fails checks, with a hint.
+func failsWithHints(t *testing.T, w *ws, cases []failCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w.T = t
+			r := w.Fails(c.code, c.want, c.args...)
+			if !strings.Contains(r.Stderr, "hint: ") {
+				t.Errorf("no hint: %v", r)
+			}
+		})
+	}
+}
+
+// listsEveryTool fails t unless the session lists every tool of
+// mcpserver, and no other.
+func listsEveryTool(t *testing.T, cs *mcp.ClientSession) {
+	t.Helper()
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, len(tools.Tools))
+	for i, tl := range tools.Tools {
+		names[i] = tl.Name
+	}
+	slices.Sort(names)
+	if want := slices.Sorted(slices.Values(mcpserver.ToolNames())); !slices.Equal(names, want) {
+		t.Fatalf("tools = %v, want %v", names, want)
+	}
+}
+
 // mcpAgent is one `workspaced mcp` process and the go-sdk client talking
 // to it, as an agent runtime launches it.
 type mcpAgent struct {
-	t      *testing.T
+	t      testing.TB
 	name   string
 	cs     *mcp.ClientSession
-	stderr *syncBuffer
+	stderr *clitest.Log
 }
 
 // mcpClient launches `workspaced mcp --task task --agent agent` on w.
 func (w *ws) mcpClient(task, agent string) *mcpAgent {
-	w.t.Helper()
-	cmd := exec.Command(bin, "--root", w.root, "mcp", "--task", task, "--agent", agent)
-	cmd.Dir, cmd.Env = w.dir, cleanEnv()
-	a := &mcpAgent{t: w.t, name: agent, stderr: &syncBuffer{}}
+	w.T.Helper()
+	cmd := exec.Command(clitest.Bin(), "--root", w.Root, "mcp", "--task", task, "--agent", agent)
+	cmd.Dir, cmd.Env = w.Dir, clitest.CleanEnv()
+	a := &mcpAgent{t: w.T, name: agent, stderr: &clitest.Log{}}
 	cmd.Stderr = a.stderr
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "workspaced-test-" + agent, Version: "v0"}, nil).
 		Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
-		w.t.Fatalf("connect %s: %v (stderr: %s)", agent, err, a.stderr)
+		w.T.Fatalf("connect %s: %v (stderr: %s)", agent, err, a.stderr)
 	}
 	a.cs = cs
-	w.t.Cleanup(func() { cs.Close() })
+	w.T.Cleanup(func() { cs.Close() })
 	return a
 }
 
@@ -229,7 +245,7 @@ func (a *mcpAgent) try(tool string, args any) (string, bool) {
 func (a *mcpAgent) state(what string, cond func(workspace.State) bool) workspace.State {
 	a.t.Helper()
 	var st workspace.State
-	eventually(a.t, what, func() (bool, string) {
+	clitest.Eventually(a.t, what, func() (bool, string) {
 		text, isErr := a.try(mcpserver.ToolGetTaskState, nil)
 		if isErr {
 			return false, text
@@ -248,7 +264,7 @@ func (a *mcpAgent) state(what string, cond func(workspace.State) bool) workspace
 // worker, each its own `workspaced mcp` — against a running daemon.
 func TestMCPPlannerReviewerFlow(t *testing.T) {
 	w := newWS(t)
-	w.ok("task", "create", "--id", "t1", "--description", "Build a REST auth API", "--context", "Go service, no frameworks",
+	w.Ok("task", "create", "--id", "t1", "--description", "Build a REST auth API", "--context", "Go service, no frameworks",
 		"--constraint", "no new dependencies", "--constraint", "tests first")
 	w.serve()
 	planner, reviewer, worker := w.mcpClient("t1", "planner"), w.mcpClient("t1", "reviewer"), w.mcpClient("t1", "worker")
@@ -301,7 +317,7 @@ func TestMCPPlannerReviewerFlow(t *testing.T) {
 	for _, id := range []string{"st_1", "st_2"} {
 		worker.state(id+" pending", func(st workspace.State) bool { return st.Subtasks[id].Status == "pending" })
 		worker.call(mcpserver.ToolClaimSubtask, map[string]any{"subtask_id": id})
-		eventually(t, id+" claimed", func() (bool, string) {
+		clitest.Eventually(t, id+" claimed", func() (bool, string) {
 			text := worker.call(mcpserver.ToolGetSubtask, map[string]any{"subtask_id": id})
 			return strings.Contains(text, `"status":"in_progress","worker":"worker"`), text
 		})
@@ -323,15 +339,15 @@ func TestMCPPlannerReviewerFlow(t *testing.T) {
 
 	// The tree holds what the tools wrote, as any other reader sees it.
 	for _, rel := range []string{"plans/plan_v1.json", "reviews/plan_v1.json", "reviews/plan_v2.json", "reviews/cp_1_review.json", "outputs/st_2.json"} {
-		if _, err := os.Stat(filepath.Join(w.root, "tasks", "t1", rel)); err != nil {
+		if _, err := os.Stat(filepath.Join(w.Root, "tasks", "t1", rel)); err != nil {
 			t.Errorf("%s: %v", rel, err)
 		}
 	}
-	events := w.ok("events", "--task", "t1")
+	events := w.Ok("events", "--task", "t1")
 	for _, e := range []string{"plan_revision_needed", "plan_approved", "checkpoint_approved", "task_completed"} {
 		if !strings.Contains(events, e) {
 			t.Errorf("events lack %s:\n%s", e, events)
 		}
 	}
-	w.ok("validate")
+	w.Ok("validate")
 }

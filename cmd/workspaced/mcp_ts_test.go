@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/internal/optdep"
 	"github.com/workspaced/workspaced/mcpserver"
 	"github.com/workspaced/workspaced/workspace"
@@ -23,14 +24,28 @@ import (
 // installs its node_modules with npm ci; nothing is downloaded here.
 const tsClientDir = "../../mcpserver/testdata/tsclient"
 
+// tsNode is the node that runs the TypeScript SDK client; the test is
+// skipped, saying why, without node or the SDK installed.
+func tsNode(t *testing.T) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		optdep.Skip(t, "node", "node is not on PATH: the TypeScript SDK client cannot run (Debian: nodejs and npm; .ci/run installs them)")
+	}
+	if _, err := os.Stat(filepath.Join(tsClientDir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
+		optdep.Skipf(t, "node", "the TypeScript MCP SDK is not installed in %s: run npm ci there (.ci/run does)", tsClientDir)
+	}
+	return node
+}
+
 // runTSClient runs flow.mjs in mode against task t1 of w and decodes what
 // it printed into out.
 func runTSClient(t *testing.T, node string, w *ws, mode string, out any) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "flow.mjs", mode, bin, w.root, "t1")
-	cmd.Dir, cmd.Env = tsClientDir, cleanEnv()
+	cmd := exec.CommandContext(ctx, node, "flow.mjs", mode, clitest.Bin(), w.Root, "t1")
+	cmd.Dir, cmd.Env = tsClientDir, clitest.CleanEnv()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -47,15 +62,9 @@ func runTSClient(t *testing.T, node string, w *ws, mode string, out any) {
 // planner, a reviewer and a worker taking a task from plan to completion
 // through MCP tools alone, against a running daemon.
 func TestMCPTypeScriptClient(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		optdep.Skip(t, "node", "node is not on PATH: the TypeScript SDK client cannot run (Debian: nodejs and npm; .ci/run installs them)")
-	}
-	if _, err := os.Stat(filepath.Join(tsClientDir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
-		optdep.Skipf(t, "node", "the TypeScript MCP SDK is not installed in %s: run npm ci there (.ci/run does)", tsClientDir)
-	}
+	node := tsNode(t)
 	w := newWS(t)
-	w.ok("task", "create", "--id", "t1", "--description", "Build a REST auth API", "--constraint", "tests first")
+	w.Ok("task", "create", "--id", "t1", "--description", "Build a REST auth API", "--constraint", "tests first")
 
 	// Before any daemon has seen the task.
 	var before struct {
@@ -144,18 +153,18 @@ func TestMCPTypeScriptClient(t *testing.T) {
 		t.Errorf("reviews = %v, want %v", flow.Reviews, want)
 	}
 	// The daemon's own record agrees with what the client saw.
-	x := w.open()
+	x := w.Open()
 	st, err := x.ReadState(t.Context(), "t1")
 	if err != nil || st.Status != "completed" || st.JournalSeq != flow.FinalState.JournalSeq {
 		t.Errorf("state.json: %+v, %v", st, err)
 	}
-	events := w.ok("events", "--task", "t1")
+	events := w.Ok("events", "--task", "t1")
 	for _, e := range []string{"plan_revision_needed", "plan_approved", "checkpoint_approved", "task_completed"} {
 		if !strings.Contains(events, e) {
 			t.Errorf("events lack %s", e)
 		}
 	}
-	w.ok("validate")
+	w.Ok("validate")
 }
 
 // TestMCPTypeScriptHTTPClient drives `workspaced mcp --http` with the
@@ -165,16 +174,10 @@ func TestMCPTypeScriptClient(t *testing.T) {
 // agent), the planner, reviewer and worker flow to the completed task,
 // and every tool called once.
 func TestMCPTypeScriptHTTPClient(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		optdep.Skip(t, "node", "node is not on PATH: the TypeScript SDK client cannot run (Debian: nodejs and npm; .ci/run installs them)")
-	}
-	if _, err := os.Stat(filepath.Join(tsClientDir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
-		optdep.Skipf(t, "node", "the TypeScript MCP SDK is not installed in %s: run npm ci there (.ci/run does)", tsClientDir)
-	}
+	node := tsNode(t)
 	w := newWS(t)
-	w.ok("task", "create", "--id", "t1", "--description", "Build a REST auth API", "--constraint", "tests first")
-	w.task("t2")
+	w.Ok("task", "create", "--id", "t1", "--description", "Build a REST auth API", "--constraint", "tests first")
+	w.Task("t2")
 	toks := map[string]string{
 		"planner":  w.addToken("--agent", "planner", "--task", "t1", "--may", "plan"),
 		"reviewer": w.addToken("--agent", "reviewer", "--task", "t1", "--may", "review"),
@@ -191,11 +194,11 @@ func TestMCPTypeScriptHTTPClient(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "flow.mjs", "http", srv.url, "-", "t1")
-	cmd.Dir, cmd.Env = tsClientDir, append(cleanEnv(), "MCP_TOKENS="+string(tokJSON))
+	cmd.Dir, cmd.Env = tsClientDir, append(clitest.CleanEnv(), "MCP_TOKENS="+string(tokJSON))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("node flow.mjs http: %v\nstdout:\n%s\nstderr:\n%s\nserver:\n%s", err, stdout.String(), stderr.String(), srv.stderr)
+		t.Fatalf("node flow.mjs http: %v\nstdout:\n%s\nstderr:\n%s\nserver:\n%s", err, stdout.String(), stderr.String(), srv.Log)
 	}
 	type result struct {
 		Text    string `json:"text"`
@@ -272,13 +275,13 @@ func TestMCPTypeScriptHTTPClient(t *testing.T) {
 	if got := out.Every[mcpserver.ToolStoreEnvData].Text; got != "Stored 'ts_http' in environment data (version 1)." {
 		t.Errorf("store_env_data: %q", got)
 	}
-	log := srv.stderr.String()
+	log := srv.Log.String()
 	for _, s := range []string{`reason="no bearer token"`, "agent=outsider", "agent=worker"} {
 		if !strings.Contains(log, s) {
 			t.Errorf("the server's log lacks %q", s)
 		}
 	}
-	events := w.ok("events", "--task", "t1")
+	events := w.Ok("events", "--task", "t1")
 	for _, e := range []string{"plan_approved", "checkpoint_approved", "task_completed"} {
 		if !strings.Contains(events, e) {
 			t.Errorf("events lack %s", e)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/mcpserver"
 )
 
@@ -17,12 +18,12 @@ import (
 // holder, a done report of it refused, the holder's done report applied.
 func TestMCPVerdictsPostgres(t *testing.T) {
 	p := newPGWS(t)
-	w := &ws{t: t, dir: t.TempDir(), env: append(cleanEnv(), "WORKSPACE_ROOT="+p.root)}
-	w.task("t1")
-	p.serve()
+	w := &ws{clitest.At(t, p.Root)}
+	w.Task("t1")
+	p.Start()
 	srv := w.mcpHTTP()
 	session := func(agent, may string) *mcp.ClientSession {
-		cs, err := httpClient(t, srv.url, w.addToken("--agent", agent, "--task", "t1", "--may", may))
+		cs, err := clitest.ConnectMCP(t, srv.url, w.addToken("--agent", agent, "--task", "t1", "--may", may))
 		if err != nil {
 			t.Fatalf("connect as %s: %v", agent, err)
 		}

@@ -5,6 +5,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/workspaced/workspaced/internal/clitest"
 )
 
 // On PostgreSQL a standby's /readyz is 503 "standby", and 200 once it has
@@ -15,18 +17,18 @@ func TestOpsPostgresStandbyReadyz(t *testing.T) {
 	}
 	w := newPGWS(t)
 	opsArgs := []string{"--standby", "--lease", "2s", "--listen", "127.0.0.1:0", "--log-level", "info"}
-	a := w.serve(opsArgs...)
-	epochA := w.leader(a.cmd.Process.Pid, 30*time.Second)
-	ua := opsURL(t, a.log)
-	readyz(t, ua, http.StatusOK, "ready")
-	b := w.serve(opsArgs...)
-	ub := opsURL(t, b.log)
-	readyz(t, ub, http.StatusServiceUnavailable, "standby")
+	a := w.Start(opsArgs...)
+	epochA := w.leader(a.Cmd.Process.Pid, 30*time.Second)
+	ua := a.OpsURL()
+	clitest.AwaitReadyz(t, ua, http.StatusOK, "ready")
+	b := w.Start(opsArgs...)
+	ub := b.OpsURL()
+	clitest.AwaitReadyz(t, ub, http.StatusServiceUnavailable, "standby")
 	scrapeUntil(t, ub, map[string]float64{"workspaced_leading": 0, "workspaced_standby": 1})
 	scrapeUntil(t, ua, map[string]float64{"workspaced_leading": 1, "workspaced_markers_waiting": 0, "workspaced_lease_epoch": float64(epochA)})
-	_ = a.cmd.Process.Signal(syscall.SIGKILL)
-	<-a.done
-	readyz(t, ub, http.StatusOK, "ready")
+	_ = a.Cmd.Process.Signal(syscall.SIGKILL)
+	<-a.Done()
+	clitest.AwaitReadyz(t, ub, http.StatusOK, "ready")
 	body := scrapeUntil(t, ub, map[string]float64{"workspaced_leading": 1, "workspaced_standby": 0})
 	if e := sample(body, "workspaced_lease_epoch"); e <= float64(epochA) {
 		t.Fatalf("the standby leads with epoch %v, not past the killed leader's %d", e, epochA)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -18,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/internal/fixture"
 	"github.com/workspaced/workspaced/internal/optdep"
 	"github.com/workspaced/workspaced/workspace"
@@ -29,35 +29,6 @@ import (
 // Prometheus scraping the daemon, /readyz with a stopped task (through
 // the start-up scan of a large tree: e2e/files), and the notify protocol
 // on a socket the test listens on.
-
-var opsURLRe = regexp.MustCompile(`url=(https?://\S+/)`)
-
-// opsURL waits for the daemon's log to say where its endpoints are.
-func opsURL(t *testing.T, log interface{ String() string }) string {
-	t.Helper()
-	var u string
-	eventually(t, "the operations endpoints' address in the log", func() (bool, string) {
-		m := opsURLRe.FindStringSubmatch(log.String())
-		if m == nil {
-			return false, log.String()
-		}
-		u = m[1]
-		return true, ""
-	})
-	return u
-}
-
-// httpGet answers the status and body of a GET of u (0 when it could not
-// be reached).
-func httpGet(u string) (int, string) {
-	resp, err := http.Get(u)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
 
 // sample is the value of the series line (name with its labels, as the
 // text format writes them) in a scrape; -1 when absent.
@@ -74,10 +45,10 @@ func sample(body, series string) float64 {
 }
 
 // opsServe starts serve with its endpoints on a port of the loopback.
-func (w *ws) opsServe(extra ...string) (*server, string) {
-	w.t.Helper()
+func (w *ws) opsServe(extra ...string) (*clitest.Daemon, string) {
+	w.T.Helper()
 	s := w.serve(append([]string{"--listen", "127.0.0.1:0", "--log-level", "info"}, extra...)...)
-	return s, opsURL(w.t, s.stderr)
+	return s, s.OpsURL()
 }
 
 // opsBurst drives task "burst" through a known burst: the plan proposed
@@ -86,7 +57,7 @@ func (w *ws) opsServe(extra ...string) (*server, string) {
 // returns the expected counts by kind/verdict.
 func opsBurst(t *testing.T, x *workspace.Workspace, n, k int) map[string]float64 {
 	t.Helper()
-	executingTask(t, x, "burst", n)
+	clitest.ExecutingTask(t, x, "burst", n)
 	for s := 1; s <= n; s++ {
 		sub := fmt.Sprintf("st_%d", s)
 		if _, err := x.WriteOutput(context.Background(), "burst", sub, "w1", []byte(`{"summary":"done"}`)); err != nil {
@@ -96,7 +67,7 @@ func opsBurst(t *testing.T, x *workspace.Workspace, n, k int) map[string]float64
 			t.Fatal(err)
 		}
 	}
-	stateWhere(t, x, "burst", func(st workspace.State) bool { return st.JournalSeq == int64(2+n) })
+	clitest.StateWhere(t, x, "burst", func(st workspace.State) bool { return st.JournalSeq == int64(2+n) })
 	for s := 1; s <= n; s++ {
 		sub := fmt.Sprintf("st_%d", s)
 		if s <= k {
@@ -108,7 +79,7 @@ func opsBurst(t *testing.T, x *workspace.Workspace, n, k int) map[string]float64
 			t.Fatal(err)
 		}
 	}
-	stateWhere(t, x, "burst", func(st workspace.State) bool { return st.JournalSeq == int64(2+2*n+k) })
+	clitest.StateWhere(t, x, "burst", func(st workspace.State) bool { return st.JournalSeq == int64(2+2*n+k) })
 	return map[string]float64{
 		`workspaced_markers_applied_total{kind="claim",verdict="won"}`:    float64(n),
 		`workspaced_markers_applied_total{kind="claim",verdict="lost"}`:   float64(k),
@@ -127,9 +98,9 @@ func opsBurst(t *testing.T, x *workspace.Workspace, n, k int) map[string]float64
 func scrapeUntil(t *testing.T, u string, want map[string]float64) string {
 	t.Helper()
 	var body string
-	eventually(t, "the metrics of the burst", func() (bool, string) {
+	clitest.Eventually(t, "the metrics of the burst", func() (bool, string) {
 		var code int
-		code, body = httpGet(u + "metrics")
+		code, body = clitest.HTTPGet(u + "metrics")
 		if code != http.StatusOK {
 			return false, fmt.Sprintf("status %d: %s", code, body)
 		}
@@ -145,7 +116,7 @@ func scrapeUntil(t *testing.T, u string, want map[string]float64) string {
 
 func TestOpsMetricsCountBurst(t *testing.T) {
 	w := newWS(t)
-	x := w.open()
+	x := w.Open()
 	srv, u := w.opsServe()
 	want := opsBurst(t, x, 24, 8)
 	body := scrapeUntil(t, u, want)
@@ -153,7 +124,7 @@ func TestOpsMetricsCountBurst(t *testing.T) {
 		t.Errorf("workspaced_events_written_total = %v, want > 0", v)
 	}
 	for _, p := range []string{"healthz", "readyz"} {
-		if code, b := httpGet(u + p); code != http.StatusOK {
+		if code, b := clitest.HTTPGet(u + p); code != http.StatusOK {
 			t.Errorf("/%s: %d %s", p, code, b)
 		}
 	}
@@ -163,7 +134,7 @@ func TestOpsMetricsCountBurst(t *testing.T) {
 		}
 	}
 	promtoolCheckMetrics(t, body)
-	srv.stop()
+	srv.Stop()
 }
 
 // promtool is promtool's path, or the test skips (fails where required).
@@ -212,7 +183,7 @@ func TestOpsPrometheusScrapes(t *testing.T) {
 		optdep.Skip(t, "prometheus", "prometheus not found: install Debian's prometheus package (apt-get install prometheus)")
 	}
 	w := newWS(t)
-	x := w.open()
+	x := w.Open()
 	_, u := w.opsServe()
 	want := opsBurst(t, x, 6, 2)
 	target := strings.TrimSuffix(strings.TrimPrefix(u, "http://"), "/")
@@ -224,7 +195,7 @@ func TestOpsPrometheusScrapes(t *testing.T) {
 	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	cmd := exec.Command(prom, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+listen)
-	log := &syncBuffer{}
+	log := &clitest.Log{}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -232,8 +203,8 @@ func TestOpsPrometheusScrapes(t *testing.T) {
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	q := "http://" + listen + "/api/v1/query?query=" + url.QueryEscape(`sum(workspaced_markers_applied_total{job="workspaced"})`)
 	total := want[`workspaced_commit_markers_sum`]
-	eventually(t, "Prometheus to hold the applied-markers counter", func() (bool, string) {
-		code, body := httpGet(q)
+	clitest.Eventually(t, "Prometheus to hold the applied-markers counter", func() (bool, string) {
+		code, body := clitest.HTTPGet(q)
 		if code != http.StatusOK {
 			return false, fmt.Sprintf("%d %s; prometheus: %s", code, body, log)
 		}
@@ -253,33 +224,10 @@ func TestOpsPrometheusScrapes(t *testing.T) {
 	})
 }
 
-// holdTask drops a claim in task id and holds the task's lock, so the
-// daemon's commit of it waits; release lets it go on.
-func holdTask(t *testing.T, x *workspace.Workspace, id string) (release func()) {
-	t.Helper()
-	lk, err := x.LockTask(context.Background(), id, "ops-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := x.WriteClaim(context.Background(), id, "ops", "st_6"); err != nil {
-		t.Fatal(err)
-	}
-	return func() { lk.Release() }
-}
-
-// readyz waits until /readyz answers code with a body holding word.
-func readyz(t *testing.T, u string, code int, word string) {
-	t.Helper()
-	eventually(t, fmt.Sprintf("/readyz %d %q", code, word), func() (bool, string) {
-		c, b := httpGet(u + "readyz")
-		return c == code && strings.Contains(b, word), fmt.Sprintf("%d %s", c, b)
-	})
-}
-
 func TestOpsReadyzStoppedTask(t *testing.T) {
 	w := newWS(t)
 	var set map[string]any
-	path := filepath.Join(w.root, "workspace.json")
+	path := filepath.Join(w.Root, "workspace.json")
 	data, _ := os.ReadFile(path)
 	_ = json.Unmarshal(data, &set)
 	set["lock_timeout"] = "300ms" // the commit of a held task fails soon
@@ -287,24 +235,24 @@ func TestOpsReadyzStoppedTask(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	x := w.open()
+	x := w.Open()
 	_, u := w.opsServe()
-	executingTask(t, x, "held", 6)
-	readyz(t, u, http.StatusOK, "ready")
-	release := holdTask(t, x, "held")
-	readyz(t, u, http.StatusServiceUnavailable, "degraded: task held stopped")
-	eventually(t, "the stopped task in the metrics", func() (bool, string) {
-		_, body := httpGet(u + "metrics")
+	clitest.ExecutingTask(t, x, "held", 6)
+	clitest.AwaitReadyz(t, u, http.StatusOK, "ready")
+	release := clitest.HoldTask(t, x, "held")
+	clitest.AwaitReadyz(t, u, http.StatusServiceUnavailable, "degraded: task held stopped")
+	clitest.Eventually(t, "the stopped task in the metrics", func() (bool, string) {
+		_, body := clitest.HTTPGet(u + "metrics")
 		return sample(body, `workspaced_tasks_stopped{fault="other"}`) == 1 && sample(body, `workspaced_commit_failures_total{fault="other"}`) >= 1, body
 	})
 	release()
-	readyz(t, u, http.StatusOK, "ready")
+	clitest.AwaitReadyz(t, u, http.StatusOK, "ready")
 }
 
 func TestOpsServeListenRefusesOffLoopback(t *testing.T) {
 	w := newWS(t)
-	w.fails(2, "not a loopback", "serve", "--listen", "0.0.0.0:0")
-	w.fails(2, "go with --listen", "serve", "--token-file", "x")
+	w.Fails(2, "not a loopback", "serve", "--listen", "0.0.0.0:0")
+	w.Fails(2, "go with --listen", "serve", "--token-file", "x")
 }
 
 // notifySocket listens on a unixgram socket as systemd does and returns
@@ -357,14 +305,14 @@ func until(t *testing.T, ch <-chan string, want, never string) string {
 
 func TestOpsNotifyProtocol(t *testing.T) {
 	w := newWS(t)
-	x := w.open()
+	x := w.Open()
 	// No daemon yet: the plan's done marker waits, and so does the claim.
 	if err := fixture.PrepareTask(context.Background(), x, "held", 6); err != nil {
 		t.Fatal(err)
 	}
 	sock, ch := notifySocket(t)
-	w.env = append(w.env, "NOTIFY_SOCKET="+sock, "WATCHDOG_USEC=200000")
-	release := holdTask(t, x, "held")
+	w.Env = append(w.Env, "NOTIFY_SOCKET="+sock, "WATCHDOG_USEC=200000")
+	release := clitest.HoldTask(t, x, "held")
 	srv := w.serve()
 	// While the start-up scan waits for the held task, the loop answers
 	// pings: the watchdog is fed, and nothing says ready.
@@ -379,20 +327,20 @@ func TestOpsNotifyProtocol(t *testing.T) {
 	for range 3 {
 		until(t, ch, "WATCHDOG=1", "")
 	}
-	_ = srv.cmd.Process.Signal(syscall.SIGTERM)
+	_ = srv.Cmd.Process.Signal(syscall.SIGTERM)
 	until(t, ch, "STOPPING=1", "")
-	srv.stop()
+	srv.Stop()
 }
 
 func TestOpsWebAndMCPEndpoints(t *testing.T) {
 	w := newWS(t)
 	p := w.web()
 	for _, path := range []string{"/healthz", "/readyz"} {
-		if code, b := httpGet(p.url + path); code != http.StatusOK {
+		if code, b := clitest.HTTPGet(p.url + path); code != http.StatusOK {
 			t.Fatalf("web %s: %d %s", path, code, b)
 		}
 	}
-	if code, _ := httpGet(p.url + "/"); code != http.StatusOK {
+	if code, _ := clitest.HTTPGet(p.url + "/"); code != http.StatusOK {
 		t.Fatalf("web /: %d", code)
 	}
 	body := scrapeUntil(t, p.url+"/", map[string]float64{
@@ -407,7 +355,7 @@ func TestOpsWebAndMCPEndpoints(t *testing.T) {
 
 	m := w.mcpHTTP()
 	base := strings.TrimSuffix(m.url, "mcp")
-	if code, b := httpGet(base + "readyz"); code != http.StatusOK {
+	if code, b := clitest.HTTPGet(base + "readyz"); code != http.StatusOK {
 		t.Fatalf("mcp --http /readyz: %d %s", code, b)
 	}
 	resp, err := http.Post(base+"mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))

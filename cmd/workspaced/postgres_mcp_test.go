@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/mcpserver"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -21,9 +22,9 @@ import (
 // agent.
 func TestPostgresMCPTokens(t *testing.T) {
 	p := newPGWS(t)
-	w := &ws{t: t, dir: t.TempDir(), env: append(cleanEnv(), "WORKSPACE_ROOT="+p.root)}
-	w.task("t1")
-	w.task("t2")
+	w := &ws{clitest.At(t, p.Root)}
+	w.Task("t1")
+	w.Task("t2")
 	alpha := w.addToken("--agent", "alpha", "--task", "t1")
 	beta := w.addToken("--agent", "beta", "--task", "t2")
 	late := w.addToken("--agent", "late", "--task", "t1")
@@ -32,25 +33,25 @@ func TestPostgresMCPTokens(t *testing.T) {
 	if err := p.s.Pool().QueryRow(ctx, "SELECT count(*) FROM tokens WHERE doc LIKE '%' || $1 || '%' OR doc LIKE '%' || $2 || '%'", alpha, late).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("a token itself is in the table: %d %v", n, err)
 	}
-	if out := w.ok("token", "list"); !strings.Contains(out, "alpha") || !strings.Contains(out, "beta") || !strings.Contains(out, "late") {
+	if out := w.Ok("token", "list"); !strings.Contains(out, "alpha") || !strings.Contains(out, "beta") || !strings.Contains(out, "late") {
 		t.Fatalf("token list: %s", out)
 	}
 
 	storedBy := func(task, key string) string {
 		t.Helper()
 		var e workspace.Entry
-		decode(t, w.ok("env", "get", "--task", task, "--key", key, "--json"), &e)
+		clitest.Decode(t, w.Ok("env", "get", "--task", task, "--key", key, "--json"), &e)
 		return e.StoredBy
 	}
 	for name, url := range map[string]string{"mcp --http": w.mcpHTTP().url, "web": func() string {
 		pr := w.web()
-		eventually(t, "web to serve /mcp", func() (bool, string) {
+		clitest.Eventually(t, "web to serve /mcp", func() (bool, string) {
 			return strings.Contains(pr.stderr.String(), pr.url+"/mcp"), pr.stderr.String()
 		})
 		return pr.url + "/mcp"
 	}()} {
 		t.Run(name, func(t *testing.T) {
-			w.t = t
+			w.T = t
 			resp, err := http.Post(url, "application/json", strings.NewReader(`{}`))
 			if err != nil {
 				t.Fatal(err)
@@ -59,13 +60,13 @@ func TestPostgresMCPTokens(t *testing.T) {
 			if resp.StatusCode != http.StatusUnauthorized {
 				t.Errorf("POST without a token: %d, want 401", resp.StatusCode)
 			}
-			if _, err := httpClient(t, url, "wsd_not_a_token"); err == nil {
+			if _, err := clitest.ConnectMCP(t, url, "wsd_not_a_token"); err == nil {
 				t.Error("an unknown token was let in")
 			}
-			if _, err := httpClient(t, url+"?task=t1", beta); err == nil {
+			if _, err := clitest.ConnectMCP(t, url+"?task=t1", beta); err == nil {
 				t.Error("a token for t2 opened a session on t1")
 			}
-			cs, err := httpClient(t, url, alpha)
+			cs, err := clitest.ConnectMCP(t, url, alpha)
 			if err != nil {
 				t.Fatalf("connect as alpha: %v", err)
 			}
@@ -80,30 +81,30 @@ func TestPostgresMCPTokens(t *testing.T) {
 			}
 		})
 	}
-	w.t = t
+	w.T = t
 
 	// Revoked while a session is open: the next call is refused.
 	srv := w.mcpHTTP()
-	cs, err := httpClient(t, srv.url, late)
+	cs, err := clitest.ConnectMCP(t, srv.url, late)
 	if err != nil {
 		t.Fatalf("connect as late: %v", err)
 	}
-	w.ok("token", "revoke", "--agent", "late")
+	w.Ok("token", "revoke", "--agent", "late")
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: mcpserver.ToolListEnvData})
 	if err == nil && !res.IsError {
 		t.Fatalf("a revoked token still works: %+v", res)
 	}
-	if _, err := httpClient(t, srv.url, late); err == nil {
+	if _, err := clitest.ConnectMCP(t, srv.url, late); err == nil {
 		t.Error("a revoked token opened a session")
 	}
-	if out := w.ok("token", "list"); strings.Contains(out, "late") {
+	if out := w.Ok("token", "list"); strings.Contains(out, "late") {
 		t.Errorf("token list after revoke: %s", out)
 	}
 
 	// mcp --token-file on stdio.
-	tokFile := filepath.Join(w.dir, "alpha.token")
+	tokFile := filepath.Join(w.Dir, "alpha.token")
 	if err := os.WriteFile(tokFile, []byte(alpha+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	w.fails(exitFailure, "agent alpha may not work on task t2", "mcp", "--task", "t2", "--token-file", tokFile)
+	w.Fails(exitFailure, "agent alpha may not work on task t2", "mcp", "--task", "t2", "--token-file", tokFile)
 }

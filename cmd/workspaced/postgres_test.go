@@ -16,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/internal/pgtest"
+	"github.com/workspaced/workspaced/internal/poll"
 	"github.com/workspaced/workspaced/schemas"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
@@ -24,10 +26,9 @@ import (
 )
 
 // pgws is a workspace in a fresh PostgreSQL database, made by
-// `workspaced init`.
+// `workspaced init`; its Root is the root URL, with ?schema=.
 type pgws struct {
-	t      *testing.T
-	root   string // the root URL, with ?schema=
+	*clitest.WS
 	conn   string // the connection string psql takes
 	schema string
 	s      *postgres.Store
@@ -40,12 +41,13 @@ func newPGWS(t *testing.T) *pgws {
 	q := u.Query()
 	q.Set("schema", "team_a")
 	u.RawQuery = q.Encode()
-	w := &pgws{t: t, root: u.String(), schema: "team_a", conn: db}
-	r := runIn(t, "", cleanEnv(), "--root", w.root, "init")
-	if r.code != 0 || !strings.Contains(r.stdout, "schema team_a") {
+	root := u.String()
+	w := &pgws{WS: clitest.At(t, root), schema: "team_a", conn: db}
+	r := w.Run("--root", w.Root, "init")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "schema team_a") {
 		t.Fatalf("init: %s", r)
 	}
-	s, err := postgres.Open(context.Background(), w.root)
+	s, err := postgres.Open(context.Background(), w.Root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,87 +56,23 @@ func newPGWS(t *testing.T) *pgws {
 	return w
 }
 
-// runIn runs the binary and waits for it.
-func runIn(t *testing.T, dir string, env []string, args ...string) result {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Dir, cmd.Env = dir, env
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return result{code: code, stdout: out.String(), stderr: errb.String()}
-}
-
-// pgLog is a buffer two goroutines may use.
-type pgLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *pgLog) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *pgLog) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// pgDaemon is a running `workspaced serve`.
-type pgDaemon struct {
-	cmd  *exec.Cmd
-	log  *pgLog
-	done chan struct{} // closed once it has exited, with err
-	err  error
-}
-
-func (w *pgws) serve(args ...string) *pgDaemon {
-	w.t.Helper()
-	cmd := exec.Command(bin, append([]string{"--root", w.root, "serve", "--log-level", "warn"}, args...)...)
-	cmd.Env = cleanEnv()
-	d := &pgDaemon{cmd: cmd, log: &pgLog{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = d.log, d.log
-	if err := cmd.Start(); err != nil {
-		w.t.Fatal(err)
-	}
-	go func() { d.err = cmd.Wait(); close(d.done) }()
-	w.t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-d.done
-	})
-	return d
-}
-
 // leader waits until the lease names a process of pid, and returns its
 // epoch.
 func (w *pgws) leader(pid int, within time.Duration) int64 {
-	w.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	w.T.Helper()
+	var epoch int64
+	poll.Until(w.T, within, fmt.Sprintf("pid %d to lead", pid), func() (bool, string) {
 		li, err := w.s.Lease(context.Background())
-		if err == nil && li.Live && strings.HasSuffix(li.Holder, fmt.Sprintf(":%d", pid)) {
-			return li.Epoch
-		}
-		if time.Now().After(deadline) {
-			w.t.Fatalf("pid %d does not lead within %v: lease %+v, %v", pid, within, li, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		epoch = li.Epoch
+		return err == nil && li.Live && strings.HasSuffix(li.Holder, fmt.Sprintf(":%d", pid)), fmt.Sprintf("lease %+v, %v", li, err)
+	})
+	return epoch
 }
 
 // wroteOrDone waits until the daemon of epoch has journaled a marker, or
 // agentsDone is closed (no marker is left to write).
 func (w *pgws) wroteOrDone(epoch int64, agentsDone <-chan struct{}, within time.Duration) {
-	w.t.Helper()
+	w.T.Helper()
 	deadline := time.Now().Add(within)
 	for {
 		var wrote bool
@@ -148,7 +86,7 @@ func (w *pgws) wroteOrDone(epoch int64, agentsDone <-chan struct{}, within time.
 		default:
 		}
 		if time.Now().After(deadline) {
-			w.t.Fatalf("the daemon of epoch %d wrote nothing within %v (%v)", epoch, within, err)
+			w.T.Fatalf("the daemon of epoch %d wrote nothing within %v (%v)", epoch, within, err)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -158,10 +96,10 @@ func (w *pgws) wroteOrDone(epoch int64, agentsDone <-chan struct{}, within time.
 // planner's and the reviewer's markers that make it executing once a
 // daemon takes them.
 func (w *pgws) plan(id string, n int) {
-	w.t.Helper()
+	w.T.Helper()
 	ctx := context.Background()
 	if err := w.s.PutTask(ctx, workspace.Task{ID: id, Description: "burst"}); err != nil {
-		w.t.Fatal(err)
+		w.T.Fatal(err)
 	}
 	p := workspace.Plan{ID: "p1", TaskID: id, Version: 1, CreatedAt: time.Now().UTC(), CreatedBy: "planner"}
 	for i := range n {
@@ -171,13 +109,13 @@ func (w *pgws) plan(id string, n int) {
 	for path, v := range map[string]any{"plan.json": p, "reviews/r1.json": workspace.Review{ID: "r1", Type: "plan_review", Reviewer: "reviewer", ReviewedAt: &at, Verdict: "approved"}} {
 		data, _ := json.Marshal(v)
 		if err := w.s.PutProduct(ctx, id, path, data); err != nil {
-			w.t.Fatal(err)
+			w.T.Fatal(err)
 		}
 	}
 	for _, m := range []workspace.Marker{{AgentID: "planner", OutputFile: "plan.json"}, {AgentID: "reviewer", OutputFile: "reviews/r1.json"}} {
 		m.Status = "completed"
 		if _, err := w.s.DropMarker(ctx, id, workspace.KindDone, m); err != nil {
-			w.t.Fatal(err)
+			w.T.Fatal(err)
 		}
 	}
 }
@@ -213,26 +151,26 @@ func (w *pgws) gatedScript(task, agent string, subs []int, pause time.Duration, 
 // agents starts one psql process per script and returns a channel that
 // is closed when all have exited (failing the test on an error).
 func (w *pgws) agents(scripts []string) <-chan struct{} {
-	w.t.Helper()
-	psql := pgtest.Tool(w.t, "psql")
-	dir := w.t.TempDir()
+	w.T.Helper()
+	psql := pgtest.Tool(w.T, "psql")
+	dir := w.T.TempDir()
 	var wg sync.WaitGroup
 	for i, sc := range scripts {
 		f := filepath.Join(dir, fmt.Sprintf("agent%d.sql", i))
 		if err := os.WriteFile(f, []byte(sc), 0o644); err != nil {
-			w.t.Fatal(err)
+			w.T.Fatal(err)
 		}
 		cmd := exec.Command(psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", w.conn, "-f", f, "-o", "/dev/null")
-		var errb pgLog
+		var errb clitest.Log
 		cmd.Stderr = &errb
 		if err := cmd.Start(); err != nil {
-			w.t.Fatal(err)
+			w.T.Fatal(err)
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if err := cmd.Wait(); err != nil {
-				w.t.Errorf("agent %d: %v: %s", i, err, errb.String())
+				w.T.Errorf("agent %d: %v: %s", i, err, errb.String())
 			}
 		}()
 	}
@@ -243,10 +181,9 @@ func (w *pgws) agents(scripts []string) <-chan struct{} {
 
 // waitApplied waits until no marker waits and every task is completed.
 func (w *pgws) waitApplied(tasks []string, within time.Duration) {
-	w.t.Helper()
+	w.T.Helper()
 	ctx := context.Background()
-	deadline := time.Now().Add(within)
-	for {
+	poll.Until(w.T, within, "every marker applied", func() (bool, string) {
 		var waiting int
 		_ = w.s.Pool().QueryRow(ctx, "SELECT count(*) FROM markers").Scan(&waiting)
 		done := waiting == 0
@@ -255,14 +192,8 @@ func (w *pgws) waitApplied(tasks []string, within time.Duration) {
 				done = false
 			}
 		}
-		if done {
-			return
-		}
-		if time.Now().After(deadline) {
-			w.t.Fatalf("not applied within %v: %d markers waiting", within, waiting)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return done, fmt.Sprintf("%d markers waiting", waiting)
+	})
 }
 
 // checkExactlyOnce checks each task's journal: sequence numbers 1…n
@@ -270,13 +201,13 @@ func (w *pgws) waitApplied(tasks []string, within time.Duration) {
 // and equal to the journal replayed, every subtask completed by the agent
 // that claimed it. It returns the epochs of the journal rows by task.
 func (w *pgws) checkExactlyOnce(tasks []string, subs int) map[string][]int64 {
-	w.t.Helper()
+	w.T.Helper()
 	ctx := context.Background()
 	epochs := map[string][]int64{}
 	for _, id := range tasks {
 		rows, err := w.s.Pool().Query(ctx, "SELECT seq, name, epoch FROM journal WHERE task_id = $1 ORDER BY seq", id)
 		if err != nil {
-			w.t.Fatal(err)
+			w.T.Fatal(err)
 		}
 		names := map[string]int{}
 		var n int64
@@ -284,57 +215,57 @@ func (w *pgws) checkExactlyOnce(tasks []string, subs int) map[string][]int64 {
 			var seq, epoch int64
 			var name string
 			if err := rows.Scan(&seq, &name, &epoch); err != nil {
-				w.t.Fatal(err)
+				w.T.Fatal(err)
 			}
 			n++
 			if seq != n {
-				w.t.Fatalf("task %s: journal seq %d at position %d", id, seq, n)
+				w.T.Fatalf("task %s: journal seq %d at position %d", id, seq, n)
 			}
 			names[name]++
 			epochs[id] = append(epochs[id], epoch)
 		}
 		rows.Close()
 		if want := int64(2 + 2*subs); n != want {
-			w.t.Fatalf("task %s: %d journal rows, want %d", id, n, want)
+			w.T.Fatalf("task %s: %d journal rows, want %d", id, n, want)
 		}
 		for name, c := range names {
 			if c != 1 {
-				w.t.Fatalf("task %s: marker %s journaled %d times", id, name, c)
+				w.T.Fatalf("task %s: marker %s journaled %d times", id, name, c)
 			}
 		}
 		recs, err := w.s.ReadJournal(ctx, id)
 		if err != nil {
-			w.t.Fatal(err)
+			w.T.Fatal(err)
 		}
 		for _, r := range recs {
 			if r.Rejected != "" {
-				w.t.Fatalf("task %s: record %d rejected: %s", id, r.Seq, r.Rejected)
+				w.T.Fatalf("task %s: record %d rejected: %s", id, r.Seq, r.Rejected)
 			}
 		}
 		st, err := w.s.ReadState(ctx, id)
 		if err != nil {
-			w.t.Fatal(err)
+			w.T.Fatal(err)
 		}
 		var doc string
 		_ = w.s.Pool().QueryRow(ctx, "SELECT doc FROM states WHERE task_id = $1", id).Scan(&doc)
 		if err := schemas.Validate(schemas.KindState, []byte(doc)); err != nil {
-			w.t.Fatalf("task %s: state does not validate: %v", id, err)
+			w.T.Fatalf("task %s: state does not validate: %v", id, err)
 		}
 		task, err := w.s.GetTask(ctx, id)
 		if err != nil {
-			w.t.Fatal(err)
+			w.T.Fatal(err)
 		}
 		re, _, err := machine.Replay(task, nil, recs)
 		if err != nil {
-			w.t.Fatal(err)
+			w.T.Fatal(err)
 		}
 		a, _ := json.Marshal(st)
 		b, _ := json.Marshal(re)
 		if !bytes.Equal(a, b) {
-			w.t.Fatalf("task %s: state rebuilt from the journal differs:\n%s\n%s", id, a, b)
+			w.T.Fatalf("task %s: state rebuilt from the journal differs:\n%s\n%s", id, a, b)
 		}
 		if len(st.Errors) != 0 || st.Status != "completed" {
-			w.t.Fatalf("task %s: status %s, errors %v", id, st.Status, st.Errors)
+			w.T.Fatalf("task %s: status %s, errors %v", id, st.Status, st.Errors)
 		}
 	}
 	return epochs
@@ -374,18 +305,18 @@ func TestPostgresServeSIGKILL(t *testing.T) {
 	agentsDone := w.agents(scripts)
 	kills, midBurst := 0, 0
 	for running := true; running || kills < 20; {
-		d := w.serve()
+		d := w.Start()
 		// Killed at a random moment of its leading, once it has written
 		// (while the agents still drop markers): however busy the
 		// machine, every daemon killed mid-burst wrote part of it.
-		epoch := w.leader(d.cmd.Process.Pid, 10*time.Second)
+		epoch := w.leader(d.Cmd.Process.Pid, 10*time.Second)
 		w.wroteOrDone(epoch, agentsDone, 30*time.Second)
 		time.Sleep(time.Duration(rand.IntN(150)) * time.Millisecond)
-		_ = d.cmd.Process.Signal(syscall.SIGKILL)
-		<-d.done
+		_ = d.Cmd.Process.Signal(syscall.SIGKILL)
+		<-d.Done()
 		kills++
-		if strings.Contains(d.log.String(), "exits 4") || strings.Contains(d.log.String(), "another daemon") {
-			t.Fatalf("a daemon started after a SIGKILL found the lease held: %s", d.log.String())
+		if strings.Contains(d.Log.String(), "exits 4") || strings.Contains(d.Log.String(), "another daemon") {
+			t.Fatalf("a daemon started after a SIGKILL found the lease held: %s", d.Log.String())
 		}
 		// Every state written so far is valid.
 		rows, err := w.s.Pool().Query(ctx, "SELECT task_id, doc FROM states")
@@ -410,7 +341,7 @@ func TestPostgresServeSIGKILL(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d := w.serve()
+	d := w.Start()
 	w.waitApplied(ids, 60*time.Second)
 	epochs := w.checkExactlyOnce(ids, subs)
 	distinct := map[int64]bool{}
@@ -423,20 +354,17 @@ func TestPostgresServeSIGKILL(t *testing.T) {
 	if midBurst < 10 || len(distinct) < 5 {
 		t.Fatalf("%d kills mid-burst and %d daemons writing the journal: the kills did not land mid-burst", midBurst, len(distinct))
 	}
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	if <-d.done; d.err != nil {
-		t.Fatalf("serve after SIGTERM: %v\n%s", d.err, d.log.String())
-	}
+	d.Stop()
 }
 
 // TestPostgresSecondServeExits4: without --standby a second daemon exits
 // 4 naming the holder.
 func TestPostgresSecondServeExits4(t *testing.T) {
 	w := newPGWS(t)
-	d := w.serve()
-	w.leader(d.cmd.Process.Pid, 10*time.Second)
-	r := runIn(t, "", cleanEnv(), "--root", w.root, "serve")
-	if r.code != 4 || !strings.Contains(r.stderr, fmt.Sprintf(":%d", d.cmd.Process.Pid)) || !strings.Contains(r.stderr, "hint:") {
+	d := w.Start()
+	w.leader(d.Cmd.Process.Pid, 10*time.Second)
+	r := w.Run("--root", w.Root, "serve")
+	if r.Code != 4 || !strings.Contains(r.Stderr, fmt.Sprintf(":%d", d.Cmd.Process.Pid)) || !strings.Contains(r.Stderr, "hint:") {
 		t.Fatalf("second serve: %s", r)
 	}
 }
@@ -451,9 +379,9 @@ func TestPostgresFailover(t *testing.T) {
 	}
 	w := newPGWS(t)
 	ctx := context.Background()
-	a := w.serve("--standby", "--lease", "2s")
-	epochA := w.leader(a.cmd.Process.Pid, 10*time.Second)
-	b := w.serve("--standby", "--lease", "2s")
+	a := w.Start("--standby", "--lease", "2s")
+	epochA := w.leader(a.Cmd.Process.Pid, 10*time.Second)
+	b := w.Start("--standby", "--lease", "2s")
 	w.plan("burst", 150)
 	var mine []int
 	for k := range 150 {
@@ -473,10 +401,10 @@ func TestPostgresFailover(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	_ = a.cmd.Process.Signal(syscall.SIGKILL)
-	<-a.done
+	_ = a.Cmd.Process.Signal(syscall.SIGKILL)
+	<-a.Done()
 	killedAt := time.Now()
-	epochB := w.leader(b.cmd.Process.Pid, 10*time.Second)
+	epochB := w.leader(b.Cmd.Process.Pid, 10*time.Second)
 	t.Logf("standby led %v after the leader's SIGKILL", time.Since(killedAt))
 	<-done
 	w.waitApplied([]string{"burst"}, 30*time.Second)
@@ -486,11 +414,11 @@ func TestPostgresFailover(t *testing.T) {
 	}
 
 	// SIGSTOP the leader; a new standby takes over after the lease.
-	c := w.serve("--standby", "--lease", "2s")
-	if err := b.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	c := w.Start("--standby", "--lease", "2s")
+	if err := b.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	epochC := w.leader(c.cmd.Process.Pid, 20*time.Second)
+	epochC := w.leader(c.Cmd.Process.Pid, 20*time.Second)
 	w.plan("after", 20)
 	var all []int
 	for k := range 20 {
@@ -498,14 +426,14 @@ func TestPostgresFailover(t *testing.T) {
 	}
 	<-w.agents([]string{w.agentScript("after", "w2", all, 0)})
 	w.waitApplied([]string{"after"}, 30*time.Second)
-	if err := b.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+	if err := b.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	// The resumed one finds itself fenced and steps down.
 	deadline = time.Now().Add(20 * time.Second)
-	for !strings.Contains(b.log.String(), "stepped down") {
+	for !strings.Contains(b.Log.String(), "stepped down") {
 		if time.Now().After(deadline) {
-			t.Fatalf("the resumed daemon did not step down:\n%s", b.log.String())
+			t.Fatalf("the resumed daemon did not step down:\n%s", b.Log.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -527,8 +455,8 @@ func TestPostgresFailover(t *testing.T) {
 		t.Fatalf("%d journal rows after the takeover were written by another epoch than %d", wroteAfter, epochC)
 	}
 	li, _ := w.s.Lease(ctx)
-	if li.Epoch != epochC || !strings.HasSuffix(li.Holder, fmt.Sprintf(":%d", c.cmd.Process.Pid)) {
-		t.Fatalf("lease after the resume: %+v, want epoch %d held by pid %d", li, epochC, c.cmd.Process.Pid)
+	if li.Epoch != epochC || !strings.HasSuffix(li.Holder, fmt.Sprintf(":%d", c.Cmd.Process.Pid)) {
+		t.Fatalf("lease after the resume: %+v, want epoch %d held by pid %d", li, epochC, c.Cmd.Process.Pid)
 	}
 }
 
@@ -541,8 +469,8 @@ func TestPostgresRestartUnderDaemon(t *testing.T) {
 	}
 	w := newPGWS(t)
 	ctx := context.Background()
-	d := w.serve()
-	w.leader(d.cmd.Process.Pid, 10*time.Second)
+	d := w.Start()
+	w.leader(d.Cmd.Process.Pid, 10*time.Second)
 	const subs = 60
 	w.plan("restart", subs)
 	// Agents that retry a marker whose insert failed, unless it arrived
@@ -605,11 +533,11 @@ func TestPostgresRestartUnderDaemon(t *testing.T) {
 	w.waitApplied([]string{"restart"}, 60*time.Second)
 	w.checkExactlyOnce([]string{"restart"}, subs)
 	select {
-	case <-d.done:
-		t.Fatalf("the daemon exited over the restart: %v\n%s", d.err, d.log.String())
+	case <-d.Done():
+		t.Fatalf("the daemon exited over the restart (%v):\n%s", d.Cmd.ProcessState, d.Log.String())
 	default:
 	}
-	if !strings.Contains(d.log.String(), "listen for markers") {
-		t.Fatalf("the daemon's log does not show the lost connection:\n%s", d.log.String())
+	if !strings.Contains(d.Log.String(), "listen for markers") {
+		t.Fatalf("the daemon's log does not show the lost connection:\n%s", d.Log.String())
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/internal/optdep"
 )
 
@@ -24,8 +25,8 @@ func pythonAgent(t *testing.T, w *ws, script string) map[string]any {
 		t.Fatal(err)
 	}
 	prelude := "import json, sys\nsys.path.insert(0, " + quotePy(dir) + ")\nfrom workspace_agent import *\nroot = sys.argv[1]\nout = {}\n"
-	cmd := exec.Command(py, "-c", prelude+script+"\nprint(json.dumps(out))\n", w.root)
-	cmd.Env = cleanEnv()
+	cmd := exec.Command(py, "-c", prelude+script+"\nprint(json.dumps(out))\n", w.Root)
+	cmd.Env = clitest.CleanEnv()
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	stdout, err := cmd.Output()
@@ -33,7 +34,7 @@ func pythonAgent(t *testing.T, w *ws, script string) map[string]any {
 		t.Fatalf("python: %v\n%s", err, stderr.String())
 	}
 	var out map[string]any
-	decode(t, string(stdout), &out)
+	clitest.Decode(t, string(stdout), &out)
 	return out
 }
 
@@ -54,8 +55,8 @@ func field(out map[string]any, key, name string) string {
 // version is kept.
 func TestPythonModuleVerdictsAndOutputs(t *testing.T) {
 	w := newWS(t)
-	w.task("t0")
-	before := w.tree()
+	w.Task("t0")
+	before := w.Tree()
 	out := pythonAgent(t, w, `
 try:
     Workspace(root, "py_a").claim("t0", "st_1", wait=5)
@@ -66,7 +67,7 @@ except NoDaemon as e:
 	if s, _ := out["no_daemon"].(string); !strings.Contains(s, "no daemon serves") || !strings.Contains(s, "nothing was dropped") {
 		t.Errorf("claim with no daemon: %q", s)
 	}
-	sameTree(t, before, w.tree(), "a Python claim with no daemon")
+	clitest.SameTree(t, before, w.Tree(), "a Python claim with no daemon")
 
 	w.serve()
 	w.executingCLI("t1", `{"id":"st_1","description":"a","max_retries":1},{"id":"st_2","description":"b"}`)
@@ -132,11 +133,11 @@ except Conflict as e:
 	if s, _ := out["finished"].(string); !strings.Contains(s, "task t1 is cancelled") {
 		t.Errorf("claim in a finished task: %q", s)
 	}
-	kept, err := os.ReadFile(filepath.Join(w.root, "tasks", "t1", "outputs", "history", "st_1.v1.json"))
+	kept, err := os.ReadFile(filepath.Join(w.Root, "tasks", "t1", "outputs", "history", "st_1.v1.json"))
 	if err != nil || !strings.Contains(string(kept), `"summary": "first try"`) {
 		t.Errorf("the failed try was not kept: %v %s", err, kept)
 	}
-	if got := w.ok("validate"); !strings.HasPrefix(got, "ok ") {
+	if got := w.Ok("validate"); !strings.HasPrefix(got, "ok ") {
 		t.Errorf("validate: %q", got)
 	}
 }

@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/internal/optdep"
+	"github.com/workspaced/workspaced/internal/poll"
 )
 
 // dotFiles lists the files and directories under dir whose names start
@@ -46,17 +48,17 @@ func dotFiles(t *testing.T, dir string) []string {
 // marker left, no temporary file of a write, empty or not.
 func TestQuietTaskHasNoDotFiles(t *testing.T) {
 	w := newWS(t)
-	w.task("t1")
+	w.Task("t1")
 	const n = 12
 	var subtasks []string
 	for i := range n {
 		subtasks = append(subtasks, fmt.Sprintf(`{"id":"st_%d","description":"part %d"}`, i, i))
 	}
-	w.runIn(`{"subtasks":[`+strings.Join(subtasks, ",")+`]}`, "plan", "write", "--task", "t1", "--file", "-", "--agent", "planner", "--propose")
-	w.runIn(`{"type":"plan_review","verdict":"approved"}`, "review", "write", "--task", "t1", "--id", "plan_v1", "--agent", "reviewer", "--file", "-", "--done")
+	w.RunIn(`{"subtasks":[`+strings.Join(subtasks, ",")+`]}`, "plan", "write", "--task", "t1", "--file", "-", "--agent", "planner", "--propose")
+	w.RunIn(`{"type":"plan_review","verdict":"approved"}`, "review", "write", "--task", "t1", "--id", "plan_v1", "--agent", "reviewer", "--file", "-", "--done")
 
-	serve := exec.Command(bin, "serve", "--log-level", "warn")
-	serve.Dir, serve.Env = w.dir, w.env
+	serve := exec.Command(clitest.Bin(), "serve", "--log-level", "warn")
+	serve.Dir, serve.Env = w.Dir, w.Env
 	var logs strings.Builder
 	serve.Stderr = &logs
 	if err := serve.Start(); err != nil {
@@ -67,15 +69,15 @@ func TestQuietTaskHasNoDotFiles(t *testing.T) {
 		serve.Wait()
 	}()
 
-	state := func() string { return w.run("state", "show", "--task", "t1", "--json").stdout }
+	state := func() string { return w.Run("state", "show", "--task", "t1", "--json").Stdout }
 	awaitSlow(t, "the plan approved", func() bool { return strings.Contains(state(), `"plan_status": "approved"`) })
 	for i := range n { // a burst of claims, then one of outputs and done markers
-		w.ok("claim", "--task", "t1", "--agent", fmt.Sprintf("w%d", i), "--subtask", fmt.Sprintf("st_%d", i))
+		w.Ok("claim", "--task", "t1", "--agent", fmt.Sprintf("w%d", i), "--subtask", fmt.Sprintf("st_%d", i))
 	}
 	for i := range n {
-		w.runIn(`{"summary":"done"}`, "output", "write", "--task", "t1", "--subtask", fmt.Sprintf("st_%d", i), "--agent", fmt.Sprintf("w%d", i), "--file", "-", "--done")
+		w.RunIn(`{"summary":"done"}`, "output", "write", "--task", "t1", "--subtask", fmt.Sprintf("st_%d", i), "--agent", fmt.Sprintf("w%d", i), "--file", "-", "--done")
 	}
-	task := filepath.Join(w.root, "tasks", "t1")
+	task := filepath.Join(w.Root, "tasks", "t1")
 	awaitSlow(t, "the task completed and settled", func() bool {
 		if !strings.Contains(state(), `"status": "completed"`) {
 			return false
@@ -96,17 +98,10 @@ func TestQuietTaskHasNoDotFiles(t *testing.T) {
 	}
 }
 
-// awaitSlow polls cond until it holds, failing the test after a generous
-// deadline (a deadline only for a hang, not a timing assertion).
+// awaitSlow is await with a minute, for what a loaded machine makes slow.
 func awaitSlow(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(t, time.Minute, what, func() (bool, string) { return cond(), "not yet" })
 }
 
 // TestGitignoreKeepsHistoryClean: the README's 'git init && git add -A'
@@ -118,10 +113,10 @@ func TestGitignoreKeepsHistoryClean(t *testing.T) {
 		optdep.Skip(t, "git", "git is not installed (Debian: apt-get install git)")
 	}
 	w := newWS(t)
-	w.task("t1")
-	w.ok("env", "store", "--task", "t1", "--key", "k", "--description", "d", "--value", "1") // makes env/.locks/
-	w.ok("claim", "--task", "t1", "--agent", "w1", "--subtask", "st_1")
-	task := filepath.Join(w.root, "tasks", "t1")
+	w.Task("t1")
+	w.Ok("env", "store", "--task", "t1", "--key", "k", "--description", "d", "--value", "1") // makes env/.locks/
+	w.Ok("claim", "--task", "t1", "--agent", "w1", "--subtask", "st_1")
+	task := filepath.Join(w.Root, "tasks", "t1")
 	// What writes in progress and a daemon leave for a moment.
 	junk := []string{
 		".workspaced.lock",
@@ -131,7 +126,7 @@ func TestGitignoreKeepsHistoryClean(t *testing.T) {
 		"tasks/t1/journal/.tmp-000000000001.json",
 	}
 	for _, j := range junk {
-		p := filepath.Join(w.root, filepath.FromSlash(j))
+		p := filepath.Join(w.Root, filepath.FromSlash(j))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -142,8 +137,8 @@ func TestGitignoreKeepsHistoryClean(t *testing.T) {
 	gitIn := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command(git, args...)
-		cmd.Dir = w.root
-		cmd.Env = append(cleanEnv(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+w.dir)
+		cmd.Dir = w.Root
+		cmd.Env = append(clitest.CleanEnv(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+w.Dir)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("git %v: %v\n%s", args, err, out)

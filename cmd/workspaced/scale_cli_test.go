@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/workspaced/workspaced/internal/fixture"
+	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/files"
 )
@@ -20,13 +20,8 @@ import (
 // without task.json and a symlinked task directory.
 func listTree(t *testing.T) *ws {
 	t.Helper()
-	dir := t.TempDir()
-	w := &ws{t: t, root: filepath.Join(dir, "workspace"), dir: dir}
-	w.env = append(cleanEnv(), "WORKSPACE_ROOT="+w.root)
-	if err := (fixture.ScaleTree{Active: 3, Finished: 3}).Write(w.root); err != nil {
-		t.Fatal(err)
-	}
-	tasks := filepath.Join(w.root, "tasks")
+	w := &ws{clitest.NewScale(t, 3, 3)}
+	tasks := filepath.Join(w.Root, "tasks")
 	task2, err := os.ReadFile(filepath.Join(tasks, "task_00002", "task.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -56,18 +51,18 @@ func listTree(t *testing.T) *ws {
 // warns about what tasks/ holds that is no task.
 func TestTaskListOrderAndRows(t *testing.T) {
 	w := listTree(t)
-	r := w.run("task", "list", "--json")
-	if r.code != 0 || !strings.Contains(r.stderr, "workspaced: warning: skipped tasks/alias: is a symlink") {
+	r := w.Run("task", "list", "--json")
+	if r.Code != 0 || !strings.Contains(r.Stderr, "workspaced: warning: skipped tasks/alias: is a symlink") {
 		t.Fatalf("task list --json:\n%v", r)
 	}
 	var rows []taskRow
-	decode(t, r.stdout, &rows)
+	clitest.Decode(t, r.Stdout, &rows)
 	want := []struct{ id, status string }{
 		{"task_00004", "unreadable"}, {"task_00000", "executing"}, {"task_00001", "new"},
 		{"task_00002", "executing"}, {"task_00005", "completed"}, {"task_00003", "new"},
 	}
 	if len(rows) != len(want) {
-		t.Fatalf("%d rows, want %d:\n%s", len(rows), len(want), r.stdout)
+		t.Fatalf("%d rows, want %d:\n%s", len(rows), len(want), r.Stdout)
 	}
 	for i, wr := range want {
 		if rows[i].ID != wr.id || rows[i].Status != wr.status {
@@ -81,13 +76,13 @@ func TestTaskListOrderAndRows(t *testing.T) {
 	if err := printJSON(&buf, rows); err != nil {
 		t.Fatal(err)
 	}
-	if buf.String() != r.stdout {
-		t.Errorf("streamed JSON differs from the rows encoded whole:\n%s\nwhole:\n%s", r.stdout, buf.String())
+	if buf.String() != r.Stdout {
+		t.Errorf("streamed JSON differs from the rows encoded whole:\n%s\nwhole:\n%s", r.Stdout, buf.String())
 	}
 
-	text := w.run("task", "list")
-	lines := strings.Split(strings.TrimSuffix(text.stdout, "\n"), "\n")
-	if text.code != 0 || len(lines) != 1+len(want) || !strings.HasPrefix(lines[0], "ID ") {
+	text := w.Run("task", "list")
+	lines := strings.Split(strings.TrimSuffix(text.Stdout, "\n"), "\n")
+	if text.Code != 0 || len(lines) != 1+len(want) || !strings.HasPrefix(lines[0], "ID ") {
 		t.Fatalf("task list:\n%v", text)
 	}
 	for i, wr := range want {
@@ -104,11 +99,11 @@ func TestTaskListOrderAndRows(t *testing.T) {
 // names what its head lacks.
 func TestTaskListOverAnyStore(t *testing.T) {
 	w := listTree(t)
-	tree := w.run("task", "list", "--json")
-	if tree.code != 0 {
+	tree := w.Run("task", "list", "--json")
+	if tree.Code != 0 {
 		t.Fatalf("task list --json:\n%v", tree)
 	}
-	fs, err := files.Open(w.root, workspace.Options{})
+	fs, err := files.Open(w.Root, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,8 +113,8 @@ func TestTaskListOverAnyStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	var overStore, overTree []taskRow
-	decode(t, out.String(), &overStore)
-	decode(t, tree.stdout, &overTree)
+	clitest.Decode(t, out.String(), &overStore)
+	clitest.Decode(t, tree.Stdout, &overTree)
 	for i := range min(len(overStore), len(overTree)) {
 		s, r := &overStore[i], &overTree[i]
 		if s.ID == "task_00001" && strings.Contains(s.Error, "missing properties: 'task_id'") && strings.Contains(r.Error, "task_id is missing") {
@@ -127,7 +122,7 @@ func TestTaskListOverAnyStore(t *testing.T) {
 		}
 	}
 	if !reflect.DeepEqual(overStore, overTree) {
-		t.Errorf("over the Store:\n%s\nover the tree:\n%s", out.String(), tree.stdout)
+		t.Errorf("over the Store:\n%s\nover the tree:\n%s", out.String(), tree.Stdout)
 	}
 	if errs.Len() != 0 {
 		t.Errorf("over the Store it warned: %s", errs.String())
@@ -138,8 +133,8 @@ func TestTaskListOverAnyStore(t *testing.T) {
 // for byte as the whole report encoded at once.
 func TestStatusJSONStreamed(t *testing.T) {
 	w := listTree(t)
-	got := w.ok("status", "--json")
-	ws, err := workspace.Open(w.root, workspace.Options{})
+	got := w.Ok("status", "--json")
+	ws, err := workspace.Open(w.Root, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +156,7 @@ func TestStatusJSONStreamed(t *testing.T) {
 	}
 	// An empty workspace: "tasks": [] as before.
 	e := newWS(t)
-	if out := e.ok("status", "--json"); !strings.Contains(out, "\n  \"tasks\": []\n}\n") {
+	if out := e.Ok("status", "--json"); !strings.Contains(out, "\n  \"tasks\": []\n}\n") {
 		t.Fatalf("status --json of an empty workspace:\n%s", out)
 	}
 }

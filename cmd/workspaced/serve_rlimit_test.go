@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/workspaced/workspaced/internal/clitest"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,13 +19,13 @@ func TestServeLogsOpenFilesLimit(t *testing.T) {
 	want := fmt.Sprintf("msg=\"open files limit\" soft=%v hard=%v", rlimitValue(uint64(lim.Cur)), rlimitValue(uint64(lim.Max)))
 	w := newWS(t)
 	srv := w.serve("--log-level", "info")
-	eventually(t, "the daemon to log its limits", func() (bool, string) {
-		return strings.Contains(srv.stderr.String(), `msg="open files limit"`), srv.stderr.String()
+	clitest.Eventually(t, "the daemon to log its limits", func() (bool, string) {
+		return strings.Contains(srv.Log.String(), `msg="open files limit"`), srv.Log.String()
 	})
-	if !strings.Contains(srv.stderr.String(), want) {
-		t.Errorf("log does not hold %s:\n%s", want, srv.stderr)
+	if !strings.Contains(srv.Log.String(), want) {
+		t.Errorf("log does not hold %s:\n%s", want, srv.Log)
 	}
-	srv.stop()
+	srv.Stop()
 }
 
 // status names the limit that bounds the watches where the daemon runs:

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/workspaced/workspaced/internal/clitest"
 )
 
 const gridsSkillFile = `---
@@ -20,36 +22,36 @@ Read row by row, then column by column.
 
 func TestSkillCLI(t *testing.T) {
 	w := newWS(t)
-	file := filepath.Join(w.dir, "grids.md")
+	file := filepath.Join(w.Dir, "grids.md")
 	if err := os.WriteFile(file, []byte(gridsSkillFile), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got := w.ok("skill", "list"); !strings.HasPrefix(got, "no skills") {
+	if got := w.Ok("skill", "list"); !strings.HasPrefix(got, "no skills") {
 		t.Errorf("list of none: %q", got)
 	}
-	if got := w.ok("skill", "add", "--name", "grids", "--file", file); got != "wrote "+filepath.Join(w.root, "skills", "grids.md")+"\n" {
+	if got := w.Ok("skill", "add", "--name", "grids", "--file", file); got != "wrote "+filepath.Join(w.Root, "skills", "grids.md")+"\n" {
 		t.Errorf("add printed %q", got)
 	}
-	stored, err := os.ReadFile(filepath.Join(w.root, "skills", "grids.md"))
+	stored, err := os.ReadFile(filepath.Join(w.Root, "skills", "grids.md"))
 	if err != nil || string(stored) != gridsSkillFile {
 		t.Fatalf("stored %q, %v", stored, err)
 	}
 	// The body alone, with the front matter from flags, on stdin.
-	r := w.runIn("Say what you did.\n", "skill", "add", "--name", "core", "--description", "[house] Rules for every agent", "--file", "-", "--json")
+	r := w.RunIn("Say what you did.\n", "skill", "add", "--name", "core", "--description", "[house] Rules for every agent", "--file", "-", "--json")
 	var added struct {
 		Name, Description string
 		Tags, Modes       []string
 		Body              string
 	}
-	decode(t, r.stdout, &added)
-	if r.code != 0 || added.Name != "core" || added.Description != "[house] Rules for every agent" || added.Body != "" {
+	clitest.Decode(t, r.Stdout, &added)
+	if r.Code != 0 || added.Name != "core" || added.Description != "[house] Rules for every agent" || added.Body != "" {
 		t.Fatalf("add --description: %v %+v", r, added)
 	}
-	if got := w.ok("skill", "show", "--name", "core"); got != "---\ndescription: \"[house] Rules for every agent\"\n---\nSay what you did.\n" {
+	if got := w.Ok("skill", "show", "--name", "core"); got != "---\ndescription: \"[house] Rules for every agent\"\n---\nSay what you did.\n" {
 		t.Errorf("show core:\n%s", got)
 	}
-	w.runIn("Review twice.\n", "skill", "add", "--name", "review", "--description", "How to review", "--modes", "review", "--tags", "code, plans", "--file", "-")
-	list := w.ok("skill", "list")
+	w.RunIn("Review twice.\n", "skill", "add", "--name", "review", "--description", "How to review", "--modes", "review", "--tags", "code, plans", "--file", "-")
+	list := w.Ok("skill", "list")
 	for _, s := range []string{"NAME", "core", "grids", "grids,arc", "analysis", "review", "code,plans", "How to review"} {
 		if !strings.Contains(list, s) {
 			t.Errorf("list lacks %q:\n%s", s, list)
@@ -61,38 +63,38 @@ func TestSkillCLI(t *testing.T) {
 		Size int64    `json:"size"`
 		Body string   `json:"body"`
 	}
-	decode(t, w.ok("skill", "show", "--name", "grids", "--json"), &show)
+	clitest.Decode(t, w.Ok("skill", "show", "--name", "grids", "--json"), &show)
 	if show.Name != "grids" || len(show.Tags) != 2 || show.Size != int64(len(gridsSkillFile)) || !strings.HasPrefix(show.Body, "# Grids") {
 		t.Errorf("show --json: %+v", show)
 	}
 
-	before := w.tree()
-	w.fails(exitConflict, "the skill exists", "skill", "add", "--name", "grids", "--file", file)
-	broken := filepath.Join(w.dir, "broken.md")
+	before := w.Tree()
+	w.Fails(exitConflict, "the skill exists", "skill", "add", "--name", "grids", "--file", file)
+	broken := filepath.Join(w.Dir, "broken.md")
 	if err := os.WriteFile(broken, []byte("---\ndescription: d\ntags grids\n---\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r = w.fails(exitFailure, `line 3: "tags grids" is not a key: value line`, "skill", "add", "--name", "grids", "--file", broken, "--replace")
-	if !strings.Contains(r.stderr, "\nhint: a skill begins with a front matter") {
+	r = w.Fails(exitFailure, `line 3: "tags grids" is not a key: value line`, "skill", "add", "--name", "grids", "--file", broken, "--replace")
+	if !strings.Contains(r.Stderr, "\nhint: a skill begins with a front matter") {
 		t.Errorf("no hint on a broken front matter: %v", r)
 	}
-	w.fails(exitFailure, "tags/0: pattern", "skill", "add", "--name", "x", "--description", "d", "--tags", "two words", "--file", file)
-	w.fails(exitFailure, "skill name", "skill", "add", "--name", "../x", "--file", file)
-	w.fails(exitUsage, "missing --name", "skill", "add", "--file", file)
-	w.fails(exitUsage, "--tags and --modes go with --description", "skill", "add", "--name", "x", "--tags", "a", "--file", file)
-	w.fails(exitNotFound, "no skills/nope.md", "skill", "show", "--name", "nope")
-	w.fails(exitNotFound, "no skills/nope.md", "skill", "remove", "--name", "nope")
-	sameTree(t, before, w.tree(), "refused skill commands")
+	w.Fails(exitFailure, "tags/0: pattern", "skill", "add", "--name", "x", "--description", "d", "--tags", "two words", "--file", file)
+	w.Fails(exitFailure, "skill name", "skill", "add", "--name", "../x", "--file", file)
+	w.Fails(exitUsage, "missing --name", "skill", "add", "--file", file)
+	w.Fails(exitUsage, "--tags and --modes go with --description", "skill", "add", "--name", "x", "--tags", "a", "--file", file)
+	w.Fails(exitNotFound, "no skills/nope.md", "skill", "show", "--name", "nope")
+	w.Fails(exitNotFound, "no skills/nope.md", "skill", "remove", "--name", "nope")
+	clitest.SameTree(t, before, w.Tree(), "refused skill commands")
 
-	w.ok("skill", "add", "--name", "grids", "--file", file, "--replace")
+	w.Ok("skill", "add", "--name", "grids", "--file", file, "--replace")
 	// Refused files are listed, never fatal.
-	if err := os.Symlink(file, filepath.Join(w.root, "skills", "linked.md")); err != nil {
+	if err := os.Symlink(file, filepath.Join(w.Root, "skills", "linked.md")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(w.root, "skills", "broken.md"), []byte("no front matter\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(w.Root, "skills", "broken.md"), []byte("no front matter\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	list = w.ok("skill", "list")
+	list = w.Ok("skill", "list")
 	for _, s := range []string{"skills/linked.md: refused: is a symlink", "skills/broken.md: refused: front matter: line 1:"} {
 		if !strings.Contains(list, s) {
 			t.Errorf("list lacks %q:\n%s", s, list)
@@ -102,37 +104,37 @@ func TestSkillCLI(t *testing.T) {
 		Skills  []struct{ Name string } `json:"skills"`
 		Refused []struct{ File, Reason string }
 	}
-	decode(t, w.ok("skill", "list", "--json"), &lj)
+	clitest.Decode(t, w.Ok("skill", "list", "--json"), &lj)
 	if len(lj.Skills) != 3 || len(lj.Refused) != 2 {
 		t.Errorf("list --json: %+v", lj)
 	}
-	w.fails(exitFailure, "front matter: line 1", "skill", "show", "--name", "broken")
-	w.fails(exitFailure, "is a symlink", "skill", "show", "--name", "linked")
+	w.Fails(exitFailure, "front matter: line 1", "skill", "show", "--name", "broken")
+	w.Fails(exitFailure, "is a symlink", "skill", "show", "--name", "linked")
 
 	// validate checks skills: the front matter line, or the schema pointer.
-	if err := os.WriteFile(filepath.Join(w.root, "skills", "badtag.md"), []byte("---\ndescription: d\ntags: [a b]\n---\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(w.Root, "skills", "badtag.md"), []byte("---\ndescription: d\ntags: [a b]\n---\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	os.Remove(filepath.Join(w.root, "skills", "linked.md"))
-	r = w.run("validate", filepath.Join(w.root, "skills"))
-	wantOut := filepath.Join(w.root, "skills", "badtag.md") + ": /tags/0: pattern: does not match pattern '^[A-Za-z0-9][A-Za-z0-9._+#-]{0,63}$'\n" +
-		filepath.Join(w.root, "skills", "broken.md") + ": (root): front matter: line 1: \"no front matter\" is not \"---\": a skill begins with its front matter\n"
-	if r.code != exitFailure || r.stdout != wantOut || !strings.Contains(r.stderr, "2 of 5 files invalid") {
+	os.Remove(filepath.Join(w.Root, "skills", "linked.md"))
+	r = w.Run("validate", filepath.Join(w.Root, "skills"))
+	wantOut := filepath.Join(w.Root, "skills", "badtag.md") + ": /tags/0: pattern: does not match pattern '^[A-Za-z0-9][A-Za-z0-9._+#-]{0,63}$'\n" +
+		filepath.Join(w.Root, "skills", "broken.md") + ": (root): front matter: line 1: \"no front matter\" is not \"---\": a skill begins with its front matter\n"
+	if r.Code != exitFailure || r.Stdout != wantOut || !strings.Contains(r.Stderr, "2 of 5 files invalid") {
 		t.Errorf("validate skills:\n%v\nwant:\n%s", r, wantOut)
 	}
-	os.Remove(filepath.Join(w.root, "skills", "badtag.md"))
-	os.Remove(filepath.Join(w.root, "skills", "broken.md"))
-	if got := w.ok("validate"); !strings.HasPrefix(got, "ok ") {
+	os.Remove(filepath.Join(w.Root, "skills", "badtag.md"))
+	os.Remove(filepath.Join(w.Root, "skills", "broken.md"))
+	if got := w.Ok("validate"); !strings.HasPrefix(got, "ok ") {
 		t.Errorf("validate of a tree with skills: %q", got)
 	}
 
-	if got := w.ok("skill", "remove", "--name", "review"); !strings.HasPrefix(got, "removed ") {
+	if got := w.Ok("skill", "remove", "--name", "review"); !strings.HasPrefix(got, "removed ") {
 		t.Errorf("remove printed %q", got)
 	}
-	if _, err := os.Stat(filepath.Join(w.root, "skills", "review.md")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(w.Root, "skills", "review.md")); !os.IsNotExist(err) {
 		t.Errorf("review.md still there: %v", err)
 	}
-	if got := w.ok("schema", "skill"); !strings.Contains(got, `"additionalProperties": false`) {
+	if got := w.Ok("schema", "skill"); !strings.Contains(got, `"additionalProperties": false`) {
 		t.Errorf("schema skill:\n%s", got)
 	}
 }
@@ -147,20 +149,20 @@ func skillWS(t *testing.T) *ws {
 		"grids": gridsSkillFile,
 		"plans": "---\ndescription: Planning\nmodes: [planning]\n---\nPlan first.\n",
 	} {
-		w.runIn(text, "skill", "add", "--name", name, "--file", "-")
+		w.RunIn(text, "skill", "add", "--name", name, "--file", "-")
 	}
-	w.ok("thread", "update", "--thread", "th_observer", "--skill-tags", "grids", "--primary-mode", "analysis")
-	w.ok("thread", "update", "--thread", "th_solver", "--progress", "Loaded the task; consulting the observer for pattern analysis.")
-	w.ok("memory", "store", "--scope", "agent", "--agent", "observer", "--key", "grid_habits", "--description", "How I read grids", "--value", `"row by row"`)
-	w.ok("memory", "store", "--scope", "global", "--key", "house_style", "--description", "How answers are written", "--value", `"short"`)
-	w.ok("task", "create", "--id", "training-002", "--description", "Solve ARC task training-002")
-	w.ok("thread", "new", "--task", "training-002", "--id", "th2_observer", "--from", "coordinator", "--to", "observer", "--message", "Look at training-002.")
+	w.Ok("thread", "update", "--thread", "th_observer", "--skill-tags", "grids", "--primary-mode", "analysis")
+	w.Ok("thread", "update", "--thread", "th_solver", "--progress", "Loaded the task; consulting the observer for pattern analysis.")
+	w.Ok("memory", "store", "--scope", "agent", "--agent", "observer", "--key", "grid_habits", "--description", "How I read grids", "--value", `"row by row"`)
+	w.Ok("memory", "store", "--scope", "global", "--key", "house_style", "--description", "How answers are written", "--value", `"short"`)
+	w.Ok("task", "create", "--id", "training-002", "--description", "Solve ARC task training-002")
+	w.Ok("thread", "new", "--task", "training-002", "--id", "th2_observer", "--from", "coordinator", "--to", "observer", "--message", "Look at training-002.")
 	return w
 }
 
 func TestContextCLISkillsMemoryAndActivation(t *testing.T) {
 	w := skillWS(t)
-	got := w.ok("context", "--thread", "th_observer")
+	got := w.Ok("context", "--thread", "th_observer")
 	for _, s := range []string{"## Skills\n\n### skill:core\n(skill, for every thread) Rules for every agent\n",
 		"### skill:grids\n(skill, for mode analysis and tag grids) Reading ARC grids", "primary mode: analysis\nskill tags: grids\n"} {
 		if !strings.Contains(got, s) {
@@ -171,23 +173,23 @@ func TestContextCLISkillsMemoryAndActivation(t *testing.T) {
 		t.Errorf("a skill of another mode was loaded:\n%s", got)
 	}
 
-	sys := w.ok("system-context", "--agent", "observer")
+	sys := w.Ok("system-context", "--agent", "observer")
 	if !strings.Contains(sys, "### What you remember\n") || !strings.Contains(sys, "- grid_habits: How I read grids\n") ||
 		!strings.Contains(sys, "- house_style: How answers are written\n") || strings.Contains(sys, "row by row") {
 		t.Errorf("system context memory:\n%s", sys)
 	}
-	pre := w.ok("preamble", "--thread", "th_observer", "--detail", "standard")
+	pre := w.Ok("preamble", "--thread", "th_observer", "--detail", "standard")
 	if !strings.Contains(pre, `Task context: The human asked: "Solve ARC task training-001". solver's latest step: "Loaded the task; consulting the observer for pattern analysis."`+"\n") {
 		t.Errorf("preamble:\n%s", pre)
 	}
 
 	// Switching threads.
-	w.fails(exitNotFound, "no thread addressed to it is active", "context", "--agent", "terse")
-	got = w.ok("thread", "activate", "--thread", "th2_observer")
+	w.Fails(exitNotFound, "no thread addressed to it is active", "context", "--agent", "terse")
+	got = w.Ok("thread", "activate", "--thread", "th2_observer")
 	if got != "activated thread th2_observer (task training-002) for observer\nset pending: thread th_observer (task training-001)\n" {
 		t.Errorf("activate printed %q", got)
 	}
-	byAgent := w.ok("context", "--agent", "observer")
+	byAgent := w.Ok("context", "--agent", "observer")
 	if !strings.HasPrefix(byAgent, "# Context of thread th2_observer (agent observer, task training-002)\n") ||
 		!strings.Contains(byAgent, "### thread:training-001/th_observer\ntask: training-001\nsolver → observer · pending\n") {
 		t.Errorf("context --agent after activating th2_observer:\n%s", byAgent)
@@ -201,21 +203,21 @@ func TestContextCLISkillsMemoryAndActivation(t *testing.T) {
 		} `json:"thread"`
 		Pending []struct{ Task, Thread string } `json:"pending"`
 	}
-	decode(t, w.ok("thread", "activate", "--thread", "th_observer", "--agent", "observer", "--json"), &act)
+	clitest.Decode(t, w.Ok("thread", "activate", "--thread", "th_observer", "--agent", "observer", "--json"), &act)
 	if act.Task != "training-001" || act.Thread.Status != "active" || act.Thread.ActivatedAt == "" || len(act.Pending) != 1 || act.Pending[0].Thread != "th2_observer" {
 		t.Errorf("activate --json: %+v", act)
 	}
-	if show := w.ok("thread", "show", "--thread", "th_observer"); !strings.Contains(show, "primary mode:") || !strings.Contains(show, "activated:") {
+	if show := w.Ok("thread", "show", "--thread", "th_observer"); !strings.Contains(show, "primary mode:") || !strings.Contains(show, "activated:") {
 		t.Errorf("thread show:\n%s", show)
 	}
-	if again := w.ok("context", "--agent", "observer"); !strings.HasPrefix(again, "# Context of thread th_observer ") {
+	if again := w.Ok("context", "--agent", "observer"); !strings.HasPrefix(again, "# Context of thread th_observer ") {
 		t.Errorf("context --agent after switching back:\n%s", again)
 	}
-	w.fails(exitFailure, "addressed to solver, not observer", "thread", "activate", "--thread", "th_solver", "--agent", "observer")
-	w.fails(exitNotFound, "th_nowhere", "thread", "activate", "--thread", "th_nowhere")
-	w.fails(exitUsage, "missing --thread", "thread", "activate")
-	w.fails(exitUsage, "not both", "context", "--thread", "th_observer", "--agent", "observer")
-	w.fails(exitUsage, "--task goes with --thread", "context", "--agent", "observer", "--task", "training-001")
+	w.Fails(exitFailure, "addressed to solver, not observer", "thread", "activate", "--thread", "th_solver", "--agent", "observer")
+	w.Fails(exitNotFound, "th_nowhere", "thread", "activate", "--thread", "th_nowhere")
+	w.Fails(exitUsage, "missing --thread", "thread", "activate")
+	w.Fails(exitUsage, "not both", "context", "--thread", "th_observer", "--agent", "observer")
+	w.Fails(exitUsage, "--task goes with --thread", "context", "--agent", "observer", "--task", "training-001")
 }
 
 // The sample tree shows skills and memory: the observer's thread loads
@@ -224,7 +226,7 @@ func TestExampleWorkspaceSkillsAndMemory(t *testing.T) {
 	root := filepath.Join("..", "..", "examples", "workspace")
 	run := func(args ...string) string {
 		t.Helper()
-		out, err := exec.Command(bin, append([]string{"--root", root}, args...)...).Output()
+		out, err := exec.Command(clitest.Bin(), append([]string{"--root", root}, args...)...).Output()
 		if err != nil {
 			t.Fatalf("workspaced %v: %v", args, err)
 		}

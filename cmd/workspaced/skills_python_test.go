@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/internal/optdep"
 )
 
@@ -23,7 +24,7 @@ func TestPythonReadsSkillsLikeGo(t *testing.T) {
 		optdep.Skip(t, "python3", "python3 is not on PATH (.ci/run installs it): the Python reader cannot be compared")
 	}
 	w := skillWS(t)
-	dir := filepath.Join(w.root, "skills")
+	dir := filepath.Join(w.Root, "skills")
 	files := map[string]string{
 		"colours":      "---\ndescription: The ten ARC colours\ntags: [Colours, grids]\n---\n0 black, 1 blue.\n",
 		"crlf":         "\ufeff---\r\ndescription: \"[quoted] d\"\r\nmodes: [analysis]\r\n---\r\nbody\r\n",
@@ -61,8 +62,8 @@ func TestPythonReadsSkillsLikeGo(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(dir, "pipe.md"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	w.ok("thread", "update", "--thread", "th_observer", "--skill-tags", "grids,COLOURS")
-	if err := os.WriteFile(filepath.Join(w.root, "config", "agents.json"), []byte(`{"agents": [
+	w.Ok("thread", "update", "--thread", "th_observer", "--skill-tags", "grids,COLOURS")
+	if err := os.WriteFile(filepath.Join(w.Root, "config", "agents.json"), []byte(`{"agents": [
   {"name": "observer", "description": "Notices patterns in grids", "skills": ["crlf", "core"]},
   {"name": "solver", "description": "Solves ARC-AGI puzzles"}
 ]}`), 0o644); err != nil {
@@ -73,7 +74,7 @@ func TestPythonReadsSkillsLikeGo(t *testing.T) {
 		Skills  []struct{ Name string } `json:"skills"`
 		Refused []struct{ File string } `json:"refused"`
 	}
-	decode(t, w.ok("skill", "list", "--json"), &goList)
+	clitest.Decode(t, w.Ok("skill", "list", "--json"), &goList)
 	var bundle struct {
 		Sections []struct {
 			Name  string `json:"name"`
@@ -83,7 +84,7 @@ func TestPythonReadsSkillsLikeGo(t *testing.T) {
 			} `json:"items"`
 		} `json:"sections"`
 	}
-	decode(t, w.ok("context", "--thread", "th_observer", "--unlimited", "--json"), &bundle)
+	clitest.Decode(t, w.Ok("context", "--thread", "th_observer", "--unlimited", "--json"), &bundle)
 
 	script := `
 import json, sys
@@ -93,7 +94,7 @@ skills, refused = ws.skills()
 print(json.dumps({"skills": [s["name"] for s in skills], "refused": [r["file"] for r in refused],
                   "thread": [[n, why] for n, why in ws.thread_skills("training-001", "th_observer")]}))
 `
-	cmd := exec.Command(py, "-c", script, w.root)
+	cmd := exec.Command(py, "-c", script, w.Root)
 	cmd.Dir = filepath.Join("..", "..", "examples", "agents", "python")
 	out, err := cmd.Output()
 	if err != nil {

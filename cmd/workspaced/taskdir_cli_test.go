@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/workspaced/workspaced/internal/clitest"
 )
 
 // TestSymlinkedTaskCLI: a task id that names a symlink in tasks/ is
@@ -12,11 +14,11 @@ import (
 // as skipped; the task it points to is untouched.
 func TestSymlinkedTaskCLI(t *testing.T) {
 	w := newWS(t)
-	w.task("v1")
-	if err := os.Symlink("v1", filepath.Join(w.root, "tasks", "alias")); err != nil {
+	w.Task("v1")
+	if err := os.Symlink("v1", filepath.Join(w.Root, "tasks", "alias")); err != nil {
 		t.Fatal(err)
 	}
-	before := w.tree()
+	before := w.Tree()
 	for _, args := range [][]string{
 		{"task", "show", "--task", "alias"},
 		{"env", "store", "--task", "alias", "--key", "k", "--description", "d", "--value", "1"},
@@ -29,15 +31,15 @@ func TestSymlinkedTaskCLI(t *testing.T) {
 		{"thread", "list", "--task", "alias"},
 		{"task", "create", "--id", "alias", "--description", "d"},
 	} {
-		r := w.run(args...)
-		checkFailure(t, r, exitFailure, "tasks/alias is a symlink", args)
-		if !strings.Contains(r.stderr, "\nhint: ") {
+		r := w.Run(args...)
+		clitest.CheckFailure(t, r, exitFailure, "tasks/alias is a symlink", args)
+		if !strings.Contains(r.Stderr, "\nhint: ") {
 			t.Errorf("workspaced %q: no hint:\n%v", args, r)
 		}
 	}
-	sameTree(t, before, w.tree(), "commands naming tasks/alias")
+	clitest.SameTree(t, before, w.Tree(), "commands naming tasks/alias")
 
-	out := w.ok("status")
+	out := w.Ok("status")
 	if !strings.Contains(out, "tasks: 1 ") || !strings.Contains(out, `skipped tasks/alias: is a symlink (to "v1")`) {
 		t.Fatalf("status does not list the link as skipped:\n%s", out)
 	}
@@ -45,7 +47,7 @@ func TestSymlinkedTaskCLI(t *testing.T) {
 		Tasks   []struct{ ID string }
 		Skipped []struct{ File, Reason string }
 	}
-	decode(t, w.ok("status", "--json"), &s)
+	clitest.Decode(t, w.Ok("status", "--json"), &s)
 	if len(s.Tasks) != 1 || s.Tasks[0].ID != "v1" || len(s.Skipped) != 1 || s.Skipped[0].File != "tasks/alias" {
 		t.Fatalf("status --json: tasks %v, skipped %v", s.Tasks, s.Skipped)
 	}

@@ -19,7 +19,7 @@ import (
 // as a marker gone missing or a wait that runs out.
 func reusedNameVerdict(t *testing.T, w *ws, task, name string, journaled int64) {
 	t.Helper()
-	st := files.New(w.open())
+	st := files.New(w.Open())
 	state, err := st.ReadState(t.Context(), task)
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +28,7 @@ func reusedNameVerdict(t *testing.T, w *ws, task, name string, journaled int64) 
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	e := &env{stdout: &stdout, stderr: &stderr, root: w.root}
+	e := &env{stdout: &stdout, stderr: &stderr, root: w.Root}
 	op := "claim st_2 of task " + task
 	err = awaitVerdict(t.Context(), e, st, op, task, name, state.JournalSeq, waitFlag{on: true, d: time.Minute}, true)
 	code := report(&stderr, err)

@@ -23,6 +23,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/workspaced/workspaced/demo"
+	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/internal/fixture"
 	"github.com/workspaced/workspaced/internal/optdep"
 	"github.com/workspaced/workspaced/internal/servetest"
@@ -75,27 +76,27 @@ func newBrowser(t *testing.T) context.Context {
 type webProc struct {
 	url    string
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *clitest.Log
 	done   chan struct{}
 }
 
 // web starts `workspaced web` on a free loopback port and returns once it
 // printed its address.
 func (w *ws) web(extra ...string) *webProc {
-	w.t.Helper()
-	cmd := exec.Command(bin, append([]string{"web", "--listen", "127.0.0.1:0"}, extra...)...)
-	cmd.Dir, cmd.Env = w.dir, w.env
-	p := &webProc{cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
+	w.T.Helper()
+	cmd := exec.Command(clitest.Bin(), append([]string{"web", "--listen", "127.0.0.1:0"}, extra...)...)
+	cmd.Dir, cmd.Env = w.Dir, w.Env
+	p := &webProc{cmd: cmd, stderr: &clitest.Log{}, done: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		w.t.Fatal(err)
+		w.T.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
-		w.t.Fatal(err)
+		w.T.Fatal(err)
 	}
 	go func() { _ = cmd.Wait(); close(p.done) }()
-	w.t.Cleanup(func() {
+	w.T.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-p.done:
@@ -115,11 +116,11 @@ func (w *ws) web(extra ...string) *webProc {
 	select {
 	case u, ok := <-line:
 		if !ok || !strings.HasPrefix(u, "http://127.0.0.1:") {
-			w.t.Fatalf("workspaced web printed %q; stderr:\n%s", u, p.stderr)
+			w.T.Fatalf("workspaced web printed %q; stderr:\n%s", u, p.stderr)
 		}
 		p.url = strings.TrimSuffix(u, "/")
 	case <-time.After(60 * time.Second):
-		w.t.Fatalf("workspaced web did not start; stderr:\n%s", p.stderr)
+		w.T.Fatalf("workspaced web did not start; stderr:\n%s", p.stderr)
 	}
 	return p
 }
@@ -153,6 +154,15 @@ func open(t *testing.T, ctx context.Context, url string) {
 	waitJS(t, ctx, "page loaded", `document.body.dataset.loaded === "1"`, 30*time.Second)
 }
 
+// proposePlan creates task id and has the coordinator propose
+// planJSON(n, deps) for it, and waits until the daemon has applied it.
+func (w *ws) proposePlan(x *workspace.Workspace, id, description string, n int, deps bool) {
+	w.T.Helper()
+	w.Ok("task", "create", "--id", id, "--description", description)
+	w.OkIn(planJSON(n, deps), "plan", "write", "--task", id, "--file", "-", "--agent", "coordinator", "--propose")
+	clitest.StateWhere(w.T, x, id, func(s workspace.State) bool { return s.PlanStatus == "proposed" })
+}
+
 // planJSON is a plan of n subtasks; st_2 depends on st_1 when deps.
 func planJSON(n int, deps bool) string {
 	var subs []string
@@ -180,10 +190,8 @@ func TestBrowserLive(t *testing.T) {
 	w := newWS(t)
 	w.serve()
 	p := w.web()
-	x := w.open()
-	w.ok("task", "create", "--id", "t1", "--description", "Build the thing")
-	w.runIn(planJSON(3, true), "plan", "write", "--task", "t1", "--file", "-", "--agent", "coordinator", "--propose")
-	stateWhere(t, x, "t1", func(s workspace.State) bool { return s.PlanStatus == "proposed" })
+	x := w.Open()
+	w.proposePlan(x, "t1", "Build the thing", 3, true)
 
 	open(t, ctx, p.url+"/tasks/t1")
 	waitJS(t, ctx, "the approve button", `!!document.querySelector('#plan-approve')`, 2*time.Second)
@@ -194,11 +202,11 @@ func TestBrowserLive(t *testing.T) {
 		t.Error("the timeline lacks plan_approved")
 	}
 
-	w.ok("claim", "--task", "t1", "--subtask", "st_1", "--agent", "w1")
+	w.Ok("claim", "--task", "t1", "--subtask", "st_1", "--agent", "w1")
 	d = waitJS(t, ctx, "the claim on the board and the timeline", cardIs("st_1", "in_progress")+
 		` && !!document.querySelector('#timeline .ev[data-event="work_assigned"]')`, 2*time.Second)
 	t.Logf("claim marker → visible: %v", d)
-	w.runIn(`{"summary":"done"}`, "output", "write", "--task", "t1", "--subtask", "st_1", "--agent", "w1", "--file", "-", "--done")
+	w.RunIn(`{"summary":"done"}`, "output", "write", "--task", "t1", "--subtask", "st_1", "--agent", "w1", "--file", "-", "--done")
 	d = waitJS(t, ctx, "the output on the board", cardIs("st_1", "completed")+" && "+cardIs("st_2", "pending")+
 		` && !!document.querySelector('#timeline .ev[data-event="work_completed"]')`, 2*time.Second)
 	t.Logf("done marker → visible: %v", d)
@@ -208,8 +216,8 @@ func TestBrowserLive(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for i := range 40 {
-			r, err := execBin(w.dir, w.env, "", "env", "store", "--task", "t1", "--agent", "w1", "--key", fmt.Sprintf("k%d", i), "--description", "d", "--value", "1")
-			if err != nil || r.code != 0 {
+			r, err := clitest.Exec(w.Dir, w.Env, "", "env", "store", "--task", "t1", "--agent", "w1", "--key", fmt.Sprintf("k%d", i), "--description", "d", "--value", "1")
+			if err != nil || r.Code != 0 {
 				t.Errorf("env store: %v %v", err, r)
 				return
 			}
@@ -240,13 +248,13 @@ func TestBrowserLive(t *testing.T) {
 		t.Errorf("%d env_stored events shown, want 40", n)
 	}
 	// Then the stream goes on after the reload.
-	w.ok("claim", "--task", "t1", "--subtask", "st_2", "--agent", "w2")
+	w.Ok("claim", "--task", "t1", "--subtask", "st_2", "--agent", "w2")
 	waitJS(t, ctx, "a claim after the reload", cardIs("st_2", "in_progress"), 2*time.Second)
 
 	// The tasks page lists it, and follows a new task.
 	open(t, ctx, p.url+"/")
 	waitJS(t, ctx, "t1 listed", `!!document.querySelector('#tasks tr[data-task="t1"]')`, 2*time.Second)
-	w.ok("task", "create", "--id", "t2", "--description", "Another")
+	w.Ok("task", "create", "--id", "t2", "--description", "Another")
 	waitJS(t, ctx, "t2 listed without a reload", `!!document.querySelector('#tasks tr[data-task="t2"]')`, 2*time.Second)
 }
 
@@ -259,23 +267,23 @@ func TestBrowserShowsAgentTextAsText(t *testing.T) {
 	w := newWS(t)
 	w.serve()
 	p := w.web()
-	x := w.open()
+	x := w.Open()
 	const evil = `<script>window.__xss=1</script><img src=x onerror="window.__xss=2"><b>bold</b>`
 	q, _ := json.Marshal(evil)
-	w.ok("task", "create", "--id", "t1", "--description", evil)
-	w.ok("env", "store", "--task", "t1", "--agent", "w1", "--key", `<img src=x onerror="window.__xss=3">`, "--description", evil, "--value", string(q))
-	w.ok("memory", "store", "--scope", "global", "--key", "style", "--description", evil, "--value", string(q), "--agent", "po")
-	w.ok("memory", "store", "--scope", "agent", "--agent", "observer", "--key", `<b>k</b>`, "--description", evil, "--value", string(q))
-	w.ok("memory", "store", "--scope", "session", "--task", "t1", "--thread", "t1", "--agent", "w1", "--key", "notes", "--description", evil, "--value", string(q))
-	w.ok("friction", "add", "--type", "escalation", "--task", "t1", "--description", evil)
-	w.runIn(`{"summary":"s","subtasks":[{"id":"st_1","description":`+string(q)+`},{"id":"st_2","description":"two"}]}`, "plan", "write", "--task", "t1", "--file", "-", "--agent", "coordinator", "--propose")
-	stateWhere(t, x, "t1", func(s workspace.State) bool { return s.PlanStatus == "proposed" })
-	w.runIn(`{"type":"plan_review","verdict":"approved","notes":`+string(q)+`}`, "review", "write", "--task", "t1", "--id", "r1", "--agent", "rev", "--file", "-", "--done")
-	stateWhere(t, x, "t1", func(s workspace.State) bool { return s.Status == "executing" })
-	w.ok("claim", "--task", "t1", "--subtask", "st_1", "--agent", "w1")
-	w.runIn(`{"summary":`+string(q)+`,"code":{"a.html":`+string(q)+`}}`, "output", "write", "--task", "t1", "--subtask", "st_1", "--agent", "w1", "--file", "-", "--done")
-	w.ok("task", "cancel", "--task", "t1", "--reason", evil)
-	stateWhere(t, x, "t1", func(s workspace.State) bool { return s.Status == "cancelled" })
+	w.Ok("task", "create", "--id", "t1", "--description", evil)
+	w.Ok("env", "store", "--task", "t1", "--agent", "w1", "--key", `<img src=x onerror="window.__xss=3">`, "--description", evil, "--value", string(q))
+	w.Ok("memory", "store", "--scope", "global", "--key", "style", "--description", evil, "--value", string(q), "--agent", "po")
+	w.Ok("memory", "store", "--scope", "agent", "--agent", "observer", "--key", `<b>k</b>`, "--description", evil, "--value", string(q))
+	w.Ok("memory", "store", "--scope", "session", "--task", "t1", "--thread", "t1", "--agent", "w1", "--key", "notes", "--description", evil, "--value", string(q))
+	w.Ok("friction", "add", "--type", "escalation", "--task", "t1", "--description", evil)
+	w.RunIn(`{"summary":"s","subtasks":[{"id":"st_1","description":`+string(q)+`},{"id":"st_2","description":"two"}]}`, "plan", "write", "--task", "t1", "--file", "-", "--agent", "coordinator", "--propose")
+	clitest.StateWhere(t, x, "t1", func(s workspace.State) bool { return s.PlanStatus == "proposed" })
+	w.RunIn(`{"type":"plan_review","verdict":"approved","notes":`+string(q)+`}`, "review", "write", "--task", "t1", "--id", "r1", "--agent", "rev", "--file", "-", "--done")
+	clitest.StateWhere(t, x, "t1", func(s workspace.State) bool { return s.Status == "executing" })
+	w.Ok("claim", "--task", "t1", "--subtask", "st_1", "--agent", "w1")
+	w.RunIn(`{"summary":`+string(q)+`,"code":{"a.html":`+string(q)+`}}`, "output", "write", "--task", "t1", "--subtask", "st_1", "--agent", "w1", "--file", "-", "--done")
+	w.Ok("task", "cancel", "--task", "t1", "--reason", evil)
+	clitest.StateWhere(t, x, "t1", func(s workspace.State) bool { return s.Status == "cancelled" })
 
 	check := func(page string) {
 		t.Helper()
@@ -365,21 +373,19 @@ func TestBrowserShowsTheDaemonsWord(t *testing.T) {
 	w := newWS(t)
 	w.serve()
 	p := w.web()
-	x := w.open()
-	w.ok("task", "create", "--id", "t1", "--description", "Race")
-	w.okIn(planJSON(2, false), "plan", "write", "--task", "t1", "--file", "-", "--agent", "coordinator", "--propose")
-	stateWhere(t, x, "t1", func(s workspace.State) bool { return s.PlanStatus == "proposed" })
-	w.okIn(`{"type":"plan_review","verdict":"revision_needed","notes":"smaller"}`, "review", "write", "--task", "t1", "--id", "r1", "--agent", "rev", "--file", "-", "--done")
-	stateWhere(t, x, "t1", func(s workspace.State) bool { return s.PlanStatus == "revision_needed" })
-	w.okIn(planJSON(3, false), "plan", "write", "--task", "t1", "--file", "-", "--agent", "coordinator", "--propose")
-	stateWhere(t, x, "t1", func(s workspace.State) bool { return s.PlanStatus == "proposed" && s.PlanVersion == 2 })
-	w.okIn(`{"type":"plan_review","verdict":"approved"}`, "review", "write", "--task", "t1", "--id", "r2", "--agent", "rev", "--file", "-", "--done")
-	stateWhere(t, x, "t1", func(s workspace.State) bool { return s.PlanStatus == "approved" })
-	w.ok("claim", "--task", "t1", "--subtask", "st_1", "--agent", "w1", "--wait")
-	if r := w.run("claim", "--task", "t1", "--subtask", "st_1", "--agent", "w2", "--wait"); r.code != 4 {
+	x := w.Open()
+	w.proposePlan(x, "t1", "Race", 2, false)
+	w.OkIn(`{"type":"plan_review","verdict":"revision_needed","notes":"smaller"}`, "review", "write", "--task", "t1", "--id", "r1", "--agent", "rev", "--file", "-", "--done")
+	clitest.StateWhere(t, x, "t1", func(s workspace.State) bool { return s.PlanStatus == "revision_needed" })
+	w.OkIn(planJSON(3, false), "plan", "write", "--task", "t1", "--file", "-", "--agent", "coordinator", "--propose")
+	clitest.StateWhere(t, x, "t1", func(s workspace.State) bool { return s.PlanStatus == "proposed" && s.PlanVersion == 2 })
+	w.OkIn(`{"type":"plan_review","verdict":"approved"}`, "review", "write", "--task", "t1", "--id", "r2", "--agent", "rev", "--file", "-", "--done")
+	clitest.StateWhere(t, x, "t1", func(s workspace.State) bool { return s.PlanStatus == "approved" })
+	w.Ok("claim", "--task", "t1", "--subtask", "st_1", "--agent", "w1", "--wait")
+	if r := w.Run("claim", "--task", "t1", "--subtask", "st_1", "--agent", "w2", "--wait"); r.Code != 4 {
 		t.Fatalf("the second claim: want exit 4 (lost), got %v", r)
 	}
-	st := stateWhere(t, x, "t1", func(s workspace.State) bool { return s.PlanStatus == "approved" && s.PlanVersion == 2 })
+	st := clitest.StateWhere(t, x, "t1", func(s workspace.State) bool { return s.PlanStatus == "approved" && s.PlanVersion == 2 })
 
 	open(t, ctx, p.url+"/tasks/t1#plan")
 	waitJS(t, ctx, "the plan tab", `document.querySelector('#panel').dataset.tab === "plan"`, 5*time.Second)
@@ -418,16 +424,16 @@ func TestBrowserShowsTheDaemonsWord(t *testing.T) {
 // is refused at start, saying why and what to do.
 func TestWebRefusesOpenListen(t *testing.T) {
 	w := newWS(t)
-	r := w.fails(2, "not a loopback address", "web", "--listen", "0.0.0.0:0")
-	if !strings.Contains(r.stderr, "hint: give --token-file") {
-		t.Errorf("no hint:\n%s", r.stderr)
+	r := w.Fails(2, "not a loopback address", "web", "--listen", "0.0.0.0:0")
+	if !strings.Contains(r.Stderr, "hint: give --token-file") {
+		t.Errorf("no hint:\n%s", r.Stderr)
 	}
-	empty := w.dir + "/empty-token"
+	empty := w.Dir + "/empty-token"
 	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	w.fails(1, "is empty", "web", "--listen", "0.0.0.0:0", "--token-file", empty)
-	w.fails(1, "no such file", "web", "--token-file", w.dir+"/missing")
+	w.Fails(1, "is empty", "web", "--listen", "0.0.0.0:0", "--token-file", empty)
+	w.Fails(1, "no such file", "web", "--token-file", w.Dir+"/missing")
 }
 
 // hostile is agent text that would run or make elements if it were ever
@@ -929,8 +935,8 @@ func browserFor(b *testing.B) context.Context {
 	return ctx
 }
 
-// poll waits for expr to be truthy in the page.
-func poll(b *testing.B, ctx context.Context, expr string) {
+// pollPage waits for expr to be truthy in the page.
+func pollPage(b *testing.B, ctx context.Context, expr string) {
 	b.Helper()
 	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(time.Millisecond), chromedp.WithPollingTimeout(30*time.Second))); err != nil {
 		b.Fatalf("%s: %v", expr, err)
@@ -957,7 +963,7 @@ func BenchmarkBrowserFirstPaint(b *testing.B) {
 		if err := chromedp.Do(ctx, chromedp.Navigate(p.url+"/tasks/big")); err != nil {
 			b.Fatal(err)
 		}
-		poll(b, ctx, `document.body.dataset.loaded === "1" && document.querySelectorAll('#board .card').length === 1000`)
+		pollPage(b, ctx, `document.body.dataset.loaded === "1" && document.querySelectorAll('#board .card').length === 1000`)
 		v, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`performance.getEntriesByName('ws-loaded')[0].startTime`))
 		if err != nil {
 			b.Fatal(err)
@@ -977,7 +983,7 @@ func BenchmarkBrowserEventVisible(b *testing.B) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(p.url+"/tasks/"+demo.TaskID)); err != nil {
 		b.Fatal(err)
 	}
-	poll(b, ctx, `document.body.dataset.loaded === "1"`)
+	pollPage(b, ctx, `document.body.dataset.loaded === "1"`)
 	var lat []time.Duration
 	i := 0
 	b.ResetTimer()
@@ -988,7 +994,7 @@ func BenchmarkBrowserEventVisible(b *testing.B) {
 		if err := p.x.AppendEvents(context.Background(), demo.TaskID, []workspace.Event{{Name: "env_stored", TaskID: demo.TaskID, Attrs: map[string]string{"agent": "bench", "key": key}}}); err != nil {
 			b.Fatal(err)
 		}
-		poll(b, ctx, fmt.Sprintf(`[...document.querySelectorAll('#timeline .ev[data-event="env_stored"]')].slice(0, 3).some(e => e.textContent.includes('key=%s'))`, key))
+		pollPage(b, ctx, fmt.Sprintf(`[...document.querySelectorAll('#timeline .ev[data-event="env_stored"]')].slice(0, 3).some(e => e.textContent.includes('key=%s'))`, key))
 		lat = append(lat, time.Since(start))
 	}
 	slices.Sort(lat)

@@ -18,7 +18,7 @@ import (
 // changes.
 func TestWebIdleStreams(t *testing.T) {
 	w := newWS(t)
-	w.ok("task", "create", "--id", "t1", "--description", "idle")
+	w.Ok("task", "create", "--id", "t1", "--description", "idle")
 	p := w.web()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -50,7 +50,7 @@ func TestWebIdleStreams(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	idle := cpuTicks(t, p.cmd.Process.Pid) - before
 	t.Logf("workspaced web with 100 open streams, idle 3 s: %d clock ticks of CPU (1 tick = 10 ms)", idle)
-	w.ok("env", "store", "--task", "t1", "--agent", "a", "--key", "k", "--description", "d", "--value", "1")
+	w.Ok("env", "store", "--task", "t1", "--agent", "a", "--key", "k", "--description", "d", "--value", "1")
 	seen := map[int]bool{}
 	deadline := time.After(10 * time.Second)
 	for len(seen) < 100 {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/internal/fixture"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -30,30 +31,26 @@ func TestWebScreenshots(t *testing.T) {
 	ctx := newBrowser(t)
 	w := newWS(t)
 	root := filepath.Join(t.TempDir(), "demo")
-	w.ok("demo", "--root", root, "--quiet", "--time-scale", "0.02")
-	w.env = append(cleanEnv(), "WORKSPACE_ROOT="+root)
-	w.root = root
+	w.Ok("demo", "--root", root, "--quiet", "--time-scale", "0.02")
+	w.Env = append(clitest.CleanEnv(), "WORKSPACE_ROOT="+root)
+	w.Root = root
 	w.serve()
-	x := w.open()
-	w.ok("task", "create", "--id", "report_q3", "--description", "Write the quarterly report from the sales data")
-	w.runIn(planJSON(9, true), "plan", "write", "--task", "report_q3", "--file", "-", "--agent", "coordinator", "--propose")
-	stateWhere(t, x, "report_q3", func(s workspace.State) bool { return s.PlanStatus == "proposed" })
-	w.runIn(`{"type":"plan_review","verdict":"approved"}`, "review", "write", "--task", "report_q3", "--id", "plan_v1", "--agent", "reviewer", "--file", "-", "--done")
-	stateWhere(t, x, "report_q3", func(s workspace.State) bool { return s.Status == "executing" })
+	x := w.Open()
+	w.proposePlan(x, "report_q3", "Write the quarterly report from the sales data", 9, true)
+	w.RunIn(`{"type":"plan_review","verdict":"approved"}`, "review", "write", "--task", "report_q3", "--id", "plan_v1", "--agent", "reviewer", "--file", "-", "--done")
+	clitest.StateWhere(t, x, "report_q3", func(s workspace.State) bool { return s.Status == "executing" })
 	for i, agent := range []string{"w1", "w2", "w3", "w1"} {
 		st := fmt.Sprintf("st_%d", []int{1, 3, 4, 5}[i])
-		w.ok("claim", "--task", "report_q3", "--subtask", st, "--agent", agent, "--wait")
+		w.Ok("claim", "--task", "report_q3", "--subtask", st, "--agent", agent, "--wait")
 		if i < 2 {
-			w.runIn(`{"summary":"done"}`, "output", "write", "--task", "report_q3", "--subtask", st, "--agent", agent, "--file", "-", "--done")
+			w.RunIn(`{"summary":"done"}`, "output", "write", "--task", "report_q3", "--subtask", st, "--agent", agent, "--file", "-", "--done")
 		}
 	}
-	w.ok("env", "store", "--task", "report_q3", "--agent", "w1", "--key", "sales_q3", "--description", "Sales by region, Q3", "--value", `{"north":120,"south":95}`)
-	w.ok("task", "create", "--id", "triage_inbox", "--description", "Triage the support inbox")
-	w.runIn(planJSON(4, false), "plan", "write", "--task", "triage_inbox", "--file", "-", "--agent", "coordinator", "--propose")
-	stateWhere(t, x, "triage_inbox", func(s workspace.State) bool { return s.PlanStatus == "proposed" })
+	w.Ok("env", "store", "--task", "report_q3", "--agent", "w1", "--key", "sales_q3", "--description", "Sales by region, Q3", "--value", `{"north":120,"south":95}`)
+	w.proposePlan(x, "triage_inbox", "Triage the support inbox", 4, false)
 	p := w.web()
 	var hive, arc string
-	for _, l := range strings.Split(w.ok("task", "list"), "\n") {
+	for _, l := range strings.Split(w.Ok("task", "list"), "\n") {
 		if f := strings.Fields(l); len(f) > 0 && strings.Contains(l, "REST") {
 			hive = f[0]
 		} else if len(f) > 0 && strings.Contains(l, "ARC") {
@@ -61,7 +58,7 @@ func TestWebScreenshots(t *testing.T) {
 		}
 	}
 	if hive == "" || arc == "" {
-		t.Fatalf("no demo task in:\n%s", w.ok("task", "list"))
+		t.Fatalf("no demo task in:\n%s", w.Ok("task", "list"))
 	}
 	shots := []struct{ name, url, wait string }{
 		{"tasks", "/", ""},
@@ -107,18 +104,18 @@ func TestWebSpeed(t *testing.T) {
 	ctx := newBrowser(t)
 	w := newWS(t)
 	w.serve()
-	x := w.open()
+	x := w.Open()
 	bg := context.Background()
 
 	// A task of 1,000 subtasks, approved, with 5,000 events.
 	if err := fixture.PrepareTask(bg, x, "big", 1000); err != nil {
 		t.Fatal(err)
 	}
-	stateWhere(t, x, "big", func(s workspace.State) bool { return s.PlanStatus == "proposed" })
+	clitest.StateWhere(t, x, "big", func(s workspace.State) bool { return s.PlanStatus == "proposed" })
 	if err := fixture.ApprovePlan(ctx, x, "big"); err != nil {
 		t.Fatal(err)
 	}
-	stateWhere(t, x, "big", func(s workspace.State) bool { return s.Status == "executing" })
+	clitest.StateWhere(t, x, "big", func(s workspace.State) bool { return s.Status == "executing" })
 	evs, _, _ := x.ReadEvents(ctx, "big")
 	var batch []workspace.Event
 	for i := len(evs); i < 5000; i++ {
@@ -143,11 +140,11 @@ func TestWebSpeed(t *testing.T) {
 	if err := fixture.PrepareTask(bg, x, "m", 200); err != nil {
 		t.Fatal(err)
 	}
-	stateWhere(t, x, "m", func(s workspace.State) bool { return s.PlanStatus == "proposed" })
+	clitest.StateWhere(t, x, "m", func(s workspace.State) bool { return s.PlanStatus == "proposed" })
 	if err := fixture.ApprovePlan(ctx, x, "m"); err != nil {
 		t.Fatal(err)
 	}
-	stateWhere(t, x, "m", func(s workspace.State) bool { return s.Status == "executing" })
+	clitest.StateWhere(t, x, "m", func(s workspace.State) bool { return s.Status == "executing" })
 	open(t, ctx, p.url+"/tasks/m")
 	js[bool](t, ctx, `(() => { window.__seen = {}; new MutationObserver(() => {
 		for (const c of document.querySelectorAll('#board .card[data-status="in_progress"]')) {
@@ -173,7 +170,7 @@ func TestWebSpeed(t *testing.T) {
 	if err := (fixture.ScaleTree{Active: 2000, Finished: 8000}).Write(scale); err != nil {
 		t.Fatal(err)
 	}
-	ws2 := &ws{t: t, dir: w.dir, root: scale, env: append(cleanEnv(), "WORKSPACE_ROOT="+scale)}
+	ws2 := &ws{&clitest.WS{T: t, Dir: w.Dir, Root: scale, Env: append(clitest.CleanEnv(), "WORKSPACE_ROOT="+scale)}}
 	start := time.Now()
 	p2 := ws2.web()
 	ready := time.Since(start)

@@ -1,8 +1,8 @@
 // Package bench_test runs `workspaced bench` through the binary, whole
-// workloads at a time: the quick workload on files and on PostgreSQL, and
-// the paired rounds of a daemon against itself. Each checks the report's
-// shape and its internal consistency, never a timing: the figures depend
-// on the machine.
+// workloads at a time: the quick workload on files, on SQLite and on
+// PostgreSQL, and the paired rounds of a daemon against itself on each.
+// Each checks the report's shape and its internal consistency, never a
+// timing: the figures depend on the machine.
 package bench_test
 
 import (

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/internal/optdep"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/postgres"
 	"github.com/workspaced/workspaced/workspace/sqlite"
 )
 
@@ -122,11 +124,7 @@ func runWorkers(t *testing.T, workers map[string][]string) map[string][]string {
 // outputs by subtask.
 func checkFinished(t *testing.T, w *clitest.WS, task string, subs []string, finished map[string][]string) map[string]map[string]any {
 	t.Helper()
-	s, err := sqlite.Open(t.Context(), w.Root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, productBody := storeOf(t, w.Root)
 	st, err := s.ReadState(t.Context(), task)
 	if err != nil {
 		t.Fatal(err)
@@ -170,9 +168,8 @@ func checkFinished(t *testing.T, w *clitest.WS, task string, subs []string, fini
 		if got := dones[id]; !slices.Equal(got, []string{ss.Worker}) {
 			t.Errorf("subtask %s: done markers journaled from %v, want one from %s", id, got, ss.Worker)
 		}
-		var body string
 		var out map[string]any
-		err := s.DB().QueryRow("SELECT body FROM products WHERE task_id = $1 AND path = $2", task, "outputs/"+id+".json").Scan(&body)
+		body, err := productBody(task, "outputs/"+id+".json")
 		if err == nil {
 			err = json.Unmarshal([]byte(body), &out)
 		}
@@ -188,24 +185,85 @@ func checkFinished(t *testing.T, w *clitest.WS, task string, subs []string, fini
 	return outputs
 }
 
-// TestPythonSQLiteWorkers: four Python workers on the standard library's
-// sqlite3, as processes, play the Hivemind worker against `workspaced
-// serve` on a sqlite: root with only the SQL of PROTOCOL.md; the task
-// completes, and every subtask was finished exactly once, by the one
-// worker whose claim won.
-func TestPythonSQLiteWorkers(t *testing.T) {
-	py := need(t, "python3", "python3", "the Python worker cannot be tried")
-	w, _ := clitest.NewSQLite(t)
-	subs := subtasks(24)
-	approvedPlan(w, "hive", subs)
-	w.Serve()
-	workers := map[string][]string{}
-	for i := range 4 {
-		agent := fmt.Sprintf("py_%d", i)
-		workers[agent] = []string{py, script(t, "python/sqlite_hivemind_worker.py"), "--root", w.Root,
-			"--task", "hive", "--agent", agent, "--timeout", "120", "--work-delay", "0.02"}
+// storeReader is what checkFinished reads of a store.
+type storeReader interface {
+	ReadState(ctx context.Context, id string) (workspace.State, error)
+	ReadJournal(ctx context.Context, id string) ([]workspace.JournalRecord, error)
+}
+
+// storeOf opens the store of root, a sqlite: or postgres:// one, closed
+// by the test's cleanup, with a reader of a product's stored bytes.
+func storeOf(t *testing.T, root string) (storeReader, func(task, path string) (string, error)) {
+	t.Helper()
+	const q = "SELECT body FROM products WHERE task_id = $1 AND path = $2"
+	if sqlite.IsURL(root) {
+		s := openStore(t, root)
+		return s, func(task, path string) (body string, err error) {
+			return body, s.DB().QueryRow(q, task, path).Scan(&body)
+		}
 	}
-	checkFinished(t, w, "hive", subs, runWorkers(t, workers))
+	s, err := postgres.Open(t.Context(), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s, func(task, path string) (body string, err error) {
+		return body, s.Pool().QueryRow(context.Background(), q, task, path).Scan(&body)
+	}
+}
+
+// psycopg2Python is a python3 that imports psycopg2: the one on PATH,
+// else Debian's /usr/bin/python3 (a python3 of pyenv or a virtualenv
+// often lacks the Debian package); the test is skipped without one.
+func psycopg2Python(t *testing.T) string {
+	t.Helper()
+	var tried []string
+	for _, name := range []string{"python3", "/usr/bin/python3"} {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			continue
+		}
+		tried = append(tried, p)
+		if exec.Command(p, "-c", "import psycopg2").Run() == nil {
+			return p
+		}
+	}
+	optdep.Skipf(t, "psycopg2", "no python3 that imports psycopg2 (tried %v): install python3-psycopg2", tried)
+	return ""
+}
+
+// TestPythonHivemindWorkers: four Python workers, as processes, play the
+// Hivemind worker against `workspaced serve` with only the SQL of
+// PROTOCOL.md: on a sqlite: root with the standard library's sqlite3, on
+// PostgreSQL with psycopg2. The task completes, and every subtask was
+// finished exactly once, by the one worker whose claim won.
+func TestPythonHivemindWorkers(t *testing.T) {
+	for _, store := range []struct {
+		name, worker, agent string
+		python              func(t *testing.T) string
+		ws                  func(t *testing.T) *clitest.WS
+	}{
+		{"sqlite", "python/sqlite_hivemind_worker.py", "py_%d",
+			func(t *testing.T) string { return need(t, "python3", "python3", "the Python worker cannot be tried") },
+			func(t *testing.T) *clitest.WS { w, _ := clitest.NewSQLite(t); return w }},
+		{"postgres", "python/pg_hivemind_worker.py", "pg_w%d", psycopg2Python,
+			func(t *testing.T) *clitest.WS { return clitest.At(t, pgRoot(t, "team_a")) }},
+	} {
+		t.Run(store.name, func(t *testing.T) {
+			py := store.python(t)
+			w := store.ws(t)
+			subs := subtasks(24)
+			approvedPlan(w, "hive", subs)
+			w.Serve()
+			workers := map[string][]string{}
+			for i := range 4 {
+				agent := fmt.Sprintf(store.agent, i)
+				workers[agent] = []string{py, script(t, store.worker), "--root", w.Root,
+					"--task", "hive", "--agent", agent, "--timeout", "120", "--work-delay", "0.02"}
+			}
+			checkFinished(t, w, "hive", subs, runWorkers(t, workers))
+		})
+	}
 }
 
 // TestShellSQLiteWorkers: two workers on the sqlite3 shell and one in

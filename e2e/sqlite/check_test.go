@@ -5,13 +5,14 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/workspaced/workspaced/internal/clitest"
+	"github.com/workspaced/workspaced/internal/poll"
 	"github.com/workspaced/workspaced/schemas"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
@@ -129,7 +130,7 @@ func (c *taskCheck) check(t *testing.T, s *sqlite.Store) []workspace.JournalReco
 	if st.JournalSeq != int64(len(c.recs)) || seq != st.JournalSeq {
 		t.Fatalf("task %s: state at seq %d (row %d), journal holds %d records", c.id, st.JournalSeq, seq, len(c.recs))
 	}
-	if c.st, _, err = machine.Continue(c.st, journalPlans(c.recs), added); err != nil {
+	if c.st, _, err = machine.Continue(c.st, clitest.JournalPlans(c.recs), added); err != nil {
 		t.Fatalf("task %s: fold the journal: %v", c.id, err)
 	}
 	a, _ := json.Marshal(st)
@@ -164,18 +165,6 @@ func (c *taskCheck) readAfter(t *testing.T, s *sqlite.Store, seq int64) []worksp
 		t.Fatal(err)
 	}
 	return out
-}
-
-// journalPlans finds a plan version among the records that carry one.
-func journalPlans(recs []workspace.JournalRecord) func(int) (*workspace.Plan, error) {
-	return func(version int) (*workspace.Plan, error) {
-		for _, r := range slices.Backward(recs) {
-			if r.Plan != nil && r.Plan.Version == version {
-				return r.Plan, nil
-			}
-		}
-		return nil, fmt.Errorf("no plan v%d in the journal", version)
-	}
 }
 
 // checkWritten checks that every marker of task id an agent reported
@@ -217,69 +206,9 @@ func checkWritten(t *testing.T, s *sqlite.Store, id string, recs []workspace.Jou
 	return n
 }
 
-// checkEventsOnce checks that the events of task id hold every event its
-// journal makes, exactly once and in order (other events, of entries and
-// threads, may sit between them). It returns how many it counted.
-func checkEventsOnce(t *testing.T, s *sqlite.Store, id string, recs []workspace.JournalRecord) int {
-	t.Helper()
-	task, err := s.GetTask(t.Context(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, evs, err := machine.Continue(machine.Init(task), journalPlans(recs), recs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := make([]string, len(evs))
-	wanted := map[string]bool{}
-	for i, e := range evs {
-		want[i] = workspace.FormatEvent(e)
-		wanted[want[i]] = true
-	}
-	logged, bad, err := s.ReadEvents(t.Context(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(bad) > 0 {
-		t.Fatalf("task %s: %d events do not parse: %v", id, len(bad), bad[0])
-	}
-	var got []string
-	for _, e := range logged {
-		if l := workspace.FormatEvent(e); wanted[l] {
-			got = append(got, l)
-		}
-	}
-	if !slices.Equal(got, want) {
-		for i := range max(len(got), len(want)) {
-			g, w := "-", "-"
-			if i < len(got) {
-				g = got[i]
-			}
-			if i < len(want) {
-				w = want[i]
-			}
-			if g != w {
-				t.Fatalf("task %s: %d events logged of the %d its %d records make; first difference at event %d:\n  logged %s\n  want   %s",
-					id, len(got), len(want), len(recs), i+1, g, w)
-			}
-		}
-	}
-	return len(want)
-}
-
-// eventually polls cond every 10 ms until it holds, failing the test
-// after a deadline generous enough for a loaded machine.
+// eventually is poll.Until with a deadline generous enough for a loaded
+// machine.
 func eventually(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		last = msg
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s: %s", what, last)
+	poll.Until(t, 2*time.Minute, what, cond)
 }

@@ -211,7 +211,7 @@ func TestCopyDuringBurst(t *testing.T) {
 	// A copy is a workspace: the usual reads, and its own daemon journals
 	// the markers it holds.
 	v := readCopy(t, last)
-	cw := onRoot(t, "sqlite:"+last)
+	cw := clitest.At(t, "sqlite:"+last)
 	if list := cw.Ok("task", "list"); !strings.Contains(list, "t1") || !strings.Contains(list, "t3") {
 		t.Errorf("task list of the copy:\n%s", list)
 	}
@@ -259,7 +259,7 @@ func TestCopyRefusals(t *testing.T) {
 	w.Fails(4, "--force", "copy", "--to", target)
 	w.Task("t2")
 	w.Ok("copy", "--to", target, "--force")
-	if list := onRoot(t, "sqlite:"+target).Ok("task", "list"); !strings.Contains(list, "t2") {
+	if list := clitest.At(t, "sqlite:"+target).Ok("task", "list"); !strings.Contains(list, "t2") {
 		t.Errorf("--force did not replace the copy:\n%s", list)
 	}
 	// A target in use: its log would be replayed into the new file.
@@ -270,21 +270,13 @@ func TestCopyRefusals(t *testing.T) {
 	if err := os.Remove(target + "-wal"); err != nil {
 		t.Fatal(err)
 	}
-	onRoot(t, "sqlite:"+target).Serve()
+	clitest.At(t, "sqlite:"+target).Serve()
 	w.Fails(4, "copy to "+target, "copy", "--to", target, "--force")
 
 	w.Fails(1, "being copied", "copy", "--to", db)
 	w.Fails(1, "export", "--root", t.TempDir(), "copy", "--to", filepath.Join(dir, "d.db"))
 	w.Fails(3, "init", "copy", "--from", "sqlite:"+filepath.Join(dir, "none.db"), "--to", filepath.Join(dir, "e.db"))
-	s, err := sqlite.Open(context.Background(), w.Root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = s.DB().Exec("INSERT INTO schema_migrations (version, name) VALUES (999, 'future')")
-	s.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	migratedByNewer(t, w.Root)
 	w.Fails(1, "newer", "copy", "--to", filepath.Join(dir, "f.db"))
 	for _, name := range []string{"d.db", "e.db", "f.db"} {
 		if _, err := os.Stat(filepath.Join(dir, name)); !os.IsNotExist(err) {

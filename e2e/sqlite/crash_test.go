@@ -200,7 +200,7 @@ func TestCrashExactlyOnce(t *testing.T) {
 			}
 		}
 		records += len(recs)
-		events += checkEventsOnce(t, s, id, recs)
+		events += clitest.CheckJournalEvents(t, s, id, recs)
 		want := fmt.Sprintf("state.json matches the journal (journal_seq %d)", st.JournalSeq)
 		if out := w.Ok("state", "rebuild", "--task", id); !strings.Contains(out, want) {
 			t.Fatalf("task %s: state rebuild: %s", id, out)

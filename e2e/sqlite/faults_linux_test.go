@@ -13,72 +13,16 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/workspaced/workspaced/bench"
 	"github.com/workspaced/workspaced/internal/clitest"
-	"github.com/workspaced/workspaced/internal/optdep"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
 	"github.com/workspaced/workspaced/workspace/sqlite"
 )
-
-// smallExt4 makes an ext4 image of size bytes, loop-mounts it on a fresh
-// directory (bench.MountExt4, as `bench --ext4` does) and returns that
-// directory; t.Cleanup unmounts it and removes the image. It skips the
-// test, saying why, when the process is not root, mkfs.ext4 or mount is
-// missing or no loop device can be had.
-func smallExt4(t *testing.T, size int64) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		optdep.Skip(t, "loop mounts", "skipped: loop-mounting an ext4 image needs root")
-	}
-	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
-		optdep.Skip(t, "loop mounts", "skipped: mkfs.ext4 not found (Debian package e2fsprogs; .ci/run installs it)")
-	}
-	if _, err := exec.LookPath("mount"); err != nil {
-		optdep.Skip(t, "loop mounts", "skipped: mount not found (Debian package mount; .ci/run installs it)")
-	}
-	e, err := bench.MountExt4(context.Background(), t.TempDir(), size, true)
-	if err != nil {
-		optdep.Skipf(t, "loop mounts", "skipped: cannot loop-mount an ext4 image (no loop device free or allowed?): %v", err)
-	}
-	t.Cleanup(func() {
-		if err := e.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return e.Dir
-}
-
-// fill writes dir/filler until the filesystem refuses another byte with
-// ENOSPC.
-func fill(t *testing.T, dir string) {
-	t.Helper()
-	f, err := os.Create(filepath.Join(dir, "filler"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	for _, chunk := range []int{1 << 20, 4096, 1} {
-		buf := make([]byte, chunk)
-		for {
-			if _, err := f.Write(buf); err != nil {
-				if !errors.Is(err, syscall.ENOSPC) {
-					t.Fatalf("fill %s: %v", dir, err)
-				}
-				break
-			}
-		}
-	}
-	if err := f.Sync(); err != nil && !errors.Is(err, syscall.ENOSPC) {
-		t.Fatal(err)
-	}
-}
 
 // syncfs syncs the filesystem of dir.
 func syncfs(t *testing.T, dir string) {
@@ -259,6 +203,79 @@ func (a *faultAgents) mustFail(t *testing.T, fault string, args ...string) {
 	a.fail(fault, args, r)
 }
 
+// prepareWithOutputs prepares task id with n subtasks, as prepare does,
+// and writes the output of each, so that an agent need only claim and
+// report it done.
+func prepareWithOutputs(t *testing.T, s *sqlite.Store, id string, n int) []string {
+	t.Helper()
+	subs := prepare(t, s, id, n)
+	for _, sub := range subs {
+		if _, err := s.WriteOutput(t.Context(), id, sub, "worker", []byte(`{"summary": "done"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return subs
+}
+
+// startFaultAgents starts agents workers (worker_0, …) sharing the
+// subtasks theirs of task id, and waits until the daemon d has taken
+// their first markers.
+func startFaultAgents(t *testing.T, w *clitest.WS, s *sqlite.Store, d *clitest.Daemon, id string, theirs []string, agents int) *faultAgents {
+	t.Helper()
+	a := &faultAgents{w: w, wrote: newWritten()}
+	a.setFault("none")
+	for i := range agents {
+		var share []string
+		for k := i; k < len(theirs); k += agents {
+			share = append(share, theirs[k])
+		}
+		a.run(id, fmt.Sprintf("worker_%d", i), share)
+	}
+	eventually(t, "the first markers taken", func() (bool, string) {
+		n := journaled(t, s)
+		return n >= 2+6, fmt.Sprintf("%d journal rows; daemon:\n%s", n, d.Log)
+	})
+	return a
+}
+
+// finish starts a new daemon once the disk is writable again, lets agent
+// mine finish its reserved subtasks, waits until every subtask of task id
+// is completed with no marker waiting, kills the daemon and checks the
+// database: integrity, every marker an agent wrote journaled exactly
+// once, every subtask completed, each event logged once. It returns the
+// journal and the task's state.
+func (a *faultAgents) finish(t *testing.T, id, mine string, reserved, subs []string) ([]workspace.JournalRecord, workspace.State) {
+	t.Helper()
+	s := openStore(t, a.w.Root)
+	d := a.w.Serve()
+	a.run(id, mine, reserved)
+	a.wg.Wait()
+	eventually(t, "every subtask completed, no marker waiting", func() (bool, string) {
+		if n := waitingMarkers(t, s); n > 0 {
+			return false, fmt.Sprintf("%d markers waiting", n)
+		}
+		st, err := s.ReadState(t.Context(), id)
+		return err == nil && st.Status == "completed", fmt.Sprintf("%s (%v)", st.Status, err)
+	})
+	d.Kill()
+	integrity(t, s)
+	recs := newTaskCheck(id).check(t, s)
+	if n := checkWritten(t, s, id, recs, a.wrote.snapshot()); n != 0 {
+		t.Fatalf("%d markers still waiting", n)
+	}
+	state, err := s.ReadState(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sub := range subs {
+		if ss := state.Subtasks[sub]; ss == nil || ss.Status != machine.SubtaskCompleted {
+			t.Fatalf("subtask %s: %+v, want completed", sub, ss)
+		}
+	}
+	clitest.CheckJournalEvents(t, s, id, recs)
+	return recs, state
+}
+
 // TestDiskFaults: agents claim and finish subtasks with the CLI while the
 // daemon serves a database on a small ext4 that fills up and is then
 // remounted read-only. The agents' commands fail with an error naming the
@@ -276,31 +293,14 @@ func TestDiskFaults(t *testing.T) {
 		agents   = 3
 		mine     = "worker_t"
 	)
-	mnt := smallExt4(t, 32<<20)
+	mnt := clitest.SmallExt4(t, 32<<20)
 	w := clitest.New(t, "sqlite:"+filepath.Join(mnt, "agents.db"))
 	s := openStore(t, w.Root)
-	subs := prepare(t, s, id, subtasks)
-	for _, sub := range subs {
-		if _, err := s.WriteOutput(t.Context(), id, sub, "worker", []byte(`{"summary": "done"}`)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	subs := prepareWithOutputs(t, s, id, subtasks)
 	theirs, reserved := subs[:subtasks-6], subs[subtasks-6:]
 	claim := func(sub string) []string { return []string{"claim", "--task", id, "--agent", mine, "--subtask", sub} }
 	d := w.Serve()
-	a := &faultAgents{w: w, wrote: newWritten()}
-	a.setFault("none")
-	for i := range agents {
-		var share []string
-		for k := i; k < len(theirs); k += agents {
-			share = append(share, theirs[k])
-		}
-		a.run(id, fmt.Sprintf("worker_%d", i), share)
-	}
-	eventually(t, "the first markers taken", func() (bool, string) {
-		n := journaled(t, s)
-		return n >= 2+6, fmt.Sprintf("%d journal rows; daemon:\n%s", n, d.Log)
-	})
+	a := startFaultAgents(t, w, s, d, id, theirs, agents)
 
 	// The daemon dies while the agents write, a marker of worker_t waits,
 	// the disk fills up, and a new daemon meets the full disk.
@@ -311,7 +311,7 @@ func TestDiskFaults(t *testing.T) {
 	a.pause(t) // commands started before the disk fills may meet it or not
 	a.setFault("mending")
 	a.paused.Store(false)
-	fill(t, mnt)
+	clitest.Fill(t, mnt)
 	a.setFault("full")
 	a.mustFail(t, "full", claim(reserved[1])...)
 	a.mustFail(t, "full", "done", "--task", id, "--agent", mine, "--subtask", reserved[0], "--output", "outputs/"+reserved[0]+".json")
@@ -369,7 +369,7 @@ func TestDiskFaults(t *testing.T) {
 	if out := w.Ok("state", "show", "--task", id); !strings.Contains(out, "executing") {
 		t.Fatalf("state show on the read-only disk:\n%s", out)
 	}
-	panel := server(t, w, regexp.MustCompile(`(http://127\.0\.0\.1:\d+)`), "web", "--listen", "127.0.0.1:0", "--read-only")
+	panel, _ := w.Listen(regexp.MustCompile(`(http://127\.0\.0\.1:\d+)`), "web", "--listen", "127.0.0.1:0", "--read-only")
 	panelHas(t, panel+"/api/tasks/"+id+"/state", `"executing"`)
 	a.pause(t)
 	a.setFault("mending")
@@ -379,33 +379,7 @@ func TestDiskFaults(t *testing.T) {
 
 	// Writable again: the agents and a new daemon go on, and worker_t
 	// finishes its subtasks.
-	s = openStore(t, w.Root)
-	d = w.Serve()
-	a.run(id, mine, reserved)
-	a.wg.Wait()
-	eventually(t, "every subtask completed, no marker waiting", func() (bool, string) {
-		if n := waitingMarkers(t, s); n > 0 {
-			return false, fmt.Sprintf("%d markers waiting", n)
-		}
-		st, err := s.ReadState(t.Context(), id)
-		return err == nil && st.Status == "completed", fmt.Sprintf("%s (%v)", st.Status, err)
-	})
-	d.Kill()
-	integrity(t, s)
-	recs := newTaskCheck(id).check(t, s)
-	if n := checkWritten(t, s, id, recs, a.wrote.snapshot()); n != 0 {
-		t.Fatalf("%d markers still waiting", n)
-	}
-	state, err := s.ReadState(t.Context(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, sub := range subs {
-		if ss := state.Subtasks[sub]; ss == nil || ss.Status != machine.SubtaskCompleted {
-			t.Fatalf("subtask %s: %+v, want completed", sub, ss)
-		}
-	}
-	checkEventsOnce(t, s, id, recs)
+	recs, state := a.finish(t, id, mine, reserved, subs)
 	// The panel opened on the read-only disk reads the commits made since.
 	panelHas(t, panel+"/api/tasks/"+id+"/state", `"completed"`)
 	seen := checkFailures(t, a.failures())

@@ -1,6 +1,6 @@
 // Package sqlite_test runs the workspaced binary on sqlite: roots with
-// real processes: agents in other languages, contention, crashes and
-// faults.
+// real processes: agents in other languages (on PostgreSQL too, where an
+// agent has a worker for each store), contention, crashes and faults.
 package sqlite_test
 
 import (

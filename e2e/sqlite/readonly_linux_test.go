@@ -4,7 +4,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -19,17 +18,17 @@ import (
 	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/internal/optdep"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/machine"
+	"golang.org/x/sys/unix"
 )
 
-// errorsExt4 is smallExt4 mounted with errors=remount-ro, and the file
+// errorsExt4 is clitest.SmallExt4 mounted with errors=remount-ro, and the file
 // that makes ext4 report an error on it (ext4's sysfs trigger_fs_error):
 // writing it turns the filesystem read-only under the processes using
 // it, as a real disk error does. It skips the test, saying why, where the
 // kernel has no such file.
 func errorsExt4(t *testing.T, size int64) (mnt, trigger string) {
 	t.Helper()
-	mnt = smallExt4(t, size)
+	mnt = clitest.SmallExt4(t, size)
 	remount(t, mnt, "errors=remount-ro")
 	dev, err := exec.Command("findmnt", "-n", "-o", "SOURCE", mnt).Output()
 	if err != nil {
@@ -103,28 +102,11 @@ func TestReadOnlyUnderDaemon(t *testing.T) {
 	mnt, trigger := errorsExt4(t, 32<<20)
 	w := clitest.New(t, "sqlite:"+filepath.Join(mnt, "agents.db"))
 	s := openStore(t, w.Root)
-	subs := prepare(t, s, id, subtasks)
-	for _, sub := range subs {
-		if _, err := s.WriteOutput(t.Context(), id, sub, "worker", []byte(`{"summary": "done"}`)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	subs := prepareWithOutputs(t, s, id, subtasks)
 	w.Ok("env", "store", "--task", id, "--key", "k", "--description", "d", "--value", `"v"`)
 	theirs, reserved := subs[:subtasks-4], subs[subtasks-4:]
 	d := w.Serve()
-	a := &faultAgents{w: w, wrote: newWritten()}
-	a.setFault("none")
-	for i := range agents {
-		var share []string
-		for k := i; k < len(theirs); k += agents {
-			share = append(share, theirs[k])
-		}
-		a.run(id, fmt.Sprintf("worker_%d", i), share)
-	}
-	eventually(t, "the first markers taken", func() (bool, string) {
-		n := journaled(t, s)
-		return n >= 2+6, fmt.Sprintf("%d journal rows; daemon:\n%s", n, d.Log)
-	})
+	a := startFaultAgents(t, w, s, d, id, theirs, agents)
 
 	// Mid-burst: the daemon is held still while a marker of worker_t
 	// waits, so that it meets the read-only filesystem with work to
@@ -185,33 +167,7 @@ func TestReadOnlyUnderDaemon(t *testing.T) {
 	repairExt4(t, mnt)
 	a.setFault("none")
 	a.paused.Store(false)
-	s = openStore(t, w.Root)
-	d = w.Serve()
-	a.run(id, mine, reserved)
-	a.wg.Wait()
-	eventually(t, "every subtask completed, no marker waiting", func() (bool, string) {
-		if n := waitingMarkers(t, s); n > 0 {
-			return false, fmt.Sprintf("%d markers waiting", n)
-		}
-		st, err := s.ReadState(t.Context(), id)
-		return err == nil && st.Status == "completed", fmt.Sprintf("%s (%v)", st.Status, err)
-	})
-	d.Kill()
-	integrity(t, s)
-	recs := newTaskCheck(id).check(t, s)
-	if n := checkWritten(t, s, id, recs, a.wrote.snapshot()); n != 0 {
-		t.Fatalf("%d markers still waiting", n)
-	}
-	state, err := s.ReadState(t.Context(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, sub := range subs {
-		if ss := state.Subtasks[sub]; ss == nil || ss.Status != machine.SubtaskCompleted {
-			t.Fatalf("subtask %s: %+v, want completed", sub, ss)
-		}
-	}
-	checkEventsOnce(t, s, id, recs)
+	recs, _ := a.finish(t, id, mine, reserved, subs)
 	seen := checkFailures(t, a.failures())
 	if seen["read-only"] == 0 {
 		t.Errorf("no command failed on the read-only filesystem")
@@ -262,8 +218,9 @@ func stopDaemon(t *testing.T, d *clitest.Daemon) {
 }
 
 // stopIdle stops the daemon (SIGSTOP) at a moment it holds no write
-// transaction, so that the agents' writes go on without it: stopped
-// holding SQLite's write lock, it would block them all.
+// transaction and no place in the write queue (the flock of <db>.write
+// that writers take before SQLite's lock), so that the agents' writes go
+// on without it: stopped holding either, it would block them all.
 func stopIdle(t *testing.T, d *clitest.Daemon, db string) {
 	t.Helper()
 	probe, err := sql.Open("sqlite", "file:"+db+"?_pragma=busy_timeout(200)&_txlock=immediate")
@@ -271,13 +228,24 @@ func stopIdle(t *testing.T, d *clitest.Daemon, db string) {
 		t.Fatal(err)
 	}
 	defer probe.Close()
+	queue, err := os.OpenFile(db+".write", os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer queue.Close()
 	eventually(t, "the daemon stopped between two writes", func() (bool, string) {
 		if err := d.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
-		tx, err := probe.BeginTx(t.Context(), nil)
+		err := unix.Flock(int(queue.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {
-			return tx.Rollback() == nil, "rollback"
+			err = unix.Flock(int(queue.Fd()), unix.LOCK_UN)
+		}
+		if err == nil {
+			var tx *sql.Tx
+			if tx, err = probe.BeginTx(t.Context(), nil); err == nil {
+				return tx.Rollback() == nil, "rollback"
+			}
 		}
 		if err := d.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
 			t.Fatal(err)

@@ -6,91 +6,15 @@ import (
 	"context"
 	"net/http"
 	"os"
-	"os/exec"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/workspace"
 )
-
-// addToken runs token add --json with args and returns the token and its id.
-func addToken(t *testing.T, w *clitest.WS, args ...string) (token, id string) {
-	t.Helper()
-	var out struct {
-		Token string `json:"token"`
-		ID    string `json:"id"`
-	}
-	clitest.Decode(t, w.Ok(append([]string{"token", "add", "--json"}, args...)...), &out)
-	if !strings.HasPrefix(out.Token, "wsd_") || !strings.HasPrefix(out.ID, "tk_") {
-		t.Fatalf("token add: %+v", out)
-	}
-	return out.Token, out.ID
-}
-
-// server starts `workspaced ARGS` and returns the URL of /mcp it serves,
-// found by re in its stdout and stderr; the test's cleanup stops it.
-func server(t *testing.T, w *clitest.WS, re *regexp.Regexp, args ...string) string {
-	t.Helper()
-	cmd := exec.Command(clitest.Bin(), args...)
-	cmd.Dir, cmd.Env = w.Dir, w.Env
-	log := &clitest.Log{}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if m := re.FindStringSubmatch(log.String()); m != nil {
-			return m[1]
-		}
-		select {
-		case <-done:
-			t.Fatalf("workspaced %q exited: %s", args, log)
-		default:
-		}
-	}
-	t.Fatalf("workspaced %q did not say where it serves /mcp: %s", args, log)
-	return ""
-}
-
-// bearer adds a bearer token to every request.
-type bearer struct{ token string }
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return http.DefaultTransport.RoundTrip(r)
-}
-
-// connect opens an MCP session on url with token.
-func connect(t *testing.T, url, token string) (*mcp.ClientSession, error) {
-	t.Helper()
-	tr := &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1, DisableStandaloneSSE: true,
-		HTTPClient: &http.Client{Transport: bearer{token}}}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "sqlite-e2e", Version: "v0"}, nil).Connect(ctx, tr, nil)
-	if err == nil {
-		t.Cleanup(func() { cs.Close() })
-	}
-	return cs, err
-}
 
 // TestTokensOverMCP: token add on a sqlite: root keeps only the token's
 // hash; the panel's /mcp and mcp --http both take the token (its agent
@@ -100,7 +24,7 @@ func TestTokensOverMCP(t *testing.T) {
 	w, db := clitest.NewSQLite(t)
 	w.Task("t1")
 	w.Task("t2")
-	tok, id := addToken(t, w, "--agent", "remote", "--task", "t1", "--may", "claim,done")
+	tok, id := w.AddToken("--agent", "remote", "--task", "t1", "--may", "claim,done")
 	if out := w.Ok("token", "list"); !strings.Contains(out, id) || !strings.Contains(out, "remote") || strings.Contains(out, tok) {
 		t.Errorf("token list:\n%s", out)
 	}
@@ -110,8 +34,8 @@ func TestTokensOverMCP(t *testing.T) {
 		}
 	}
 
-	panel := server(t, w, regexp.MustCompile(`(http://127\.0\.0\.1:\d+/mcp)`), "web", "--listen", "127.0.0.1:0")
-	direct := server(t, w, regexp.MustCompile(`serving (http://[^ ]+/mcp)`), "mcp", "--http", "127.0.0.1:0")
+	panel, _ := w.Listen(regexp.MustCompile(`(http://127\.0\.0\.1:\d+/mcp)`), "web", "--listen", "127.0.0.1:0")
+	direct, _ := w.Listen(regexp.MustCompile(`serving (http://[^ ]+/mcp)`), "mcp", "--http", "127.0.0.1:0")
 	for i, url := range []string{panel, direct} {
 		res, err := http.Post(url, "application/json", strings.NewReader(`{}`))
 		if err != nil {
@@ -121,7 +45,7 @@ func TestTokensOverMCP(t *testing.T) {
 		if res.StatusCode != http.StatusUnauthorized {
 			t.Errorf("POST %s without a token: %d, want 401", url, res.StatusCode)
 		}
-		cs, err := connect(t, url, tok)
+		cs, err := clitest.ConnectMCP(t, url, tok)
 		if err != nil {
 			t.Fatalf("connect to %s: %v", url, err)
 		}
@@ -136,13 +60,13 @@ func TestTokensOverMCP(t *testing.T) {
 		if e.StoredBy != "remote" {
 			t.Errorf("stored_by %q over %s, want the token's agent", e.StoredBy, url)
 		}
-		if _, err := connect(t, url+"?task=t2", tok); err == nil {
+		if _, err := clitest.ConnectMCP(t, url+"?task=t2", tok); err == nil {
 			t.Errorf("a session on t2, which the token does not cover, opened over %s", url)
 		}
 	}
 	w.Ok("token", "revoke", "--id", id)
 	for _, url := range []string{panel, direct} {
-		if _, err := connect(t, url, tok); err == nil {
+		if _, err := clitest.ConnectMCP(t, url, tok); err == nil {
 			t.Errorf("a revoked token opened a session over %s", url)
 		}
 	}
@@ -164,51 +88,4 @@ func TestTokenAddRefusesBadInput(t *testing.T) {
 		t.Errorf("token list after refused adds: %s", got)
 	}
 	w.Ok("task", "show", "--task", "t1")
-}
-
-// TestMCPStdioToken: mcp on stdio with $WORKSPACE_TOKEN on a sqlite:
-// root is the token's agent, held to its rights, and refused from the
-// call after a revoke.
-func TestMCPStdioToken(t *testing.T) {
-	w, _ := clitest.NewSQLite(t)
-	w.Task("t1")
-	tok, _ := addToken(t, w, "--agent", "worker", "--task", "t1")
-	cmd := exec.Command(clitest.Bin(), "mcp", "--task", "t1")
-	cmd.Dir, cmd.Env = w.Dir, append(w.Env, "WORKSPACE_TOKEN="+tok)
-	stderr := &clitest.Log{}
-	cmd.Stderr = stderr
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("connect: %v (%s)", err, stderr)
-	}
-	defer cs.Close()
-	call := func(tool string, args map[string]any) (string, bool) {
-		t.Helper()
-		r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
-		if err != nil {
-			t.Fatalf("%s: %v (%s)", tool, err, stderr)
-		}
-		var text strings.Builder
-		for _, c := range r.Content {
-			if tc, ok := c.(*mcp.TextContent); ok {
-				text.WriteString(tc.Text)
-			}
-		}
-		return text.String(), r.IsError
-	}
-	if text, isErr := call("store_env_data", map[string]any{"key": "k", "short_description": "d", "value": 1}); isErr {
-		t.Fatalf("store_env_data: %s", text)
-	}
-	var e workspace.Entry
-	clitest.Decode(t, w.Ok("env", "get", "--task", "t1", "--key", "k", "--json"), &e)
-	if e.StoredBy != "worker" {
-		t.Errorf("stored_by %q, want the token's agent", e.StoredBy)
-	}
-	if text, isErr := call("claim_subtask", map[string]any{"subtask_id": "st_1"}); !isErr || !strings.Contains(text, "may not claim subtasks") {
-		t.Errorf("claim without the right: %s", text)
-	}
-	w.Ok("token", "revoke", "--agent", "worker")
-	if text, isErr := call("list_env_data", nil); !isErr || !strings.Contains(text, "no longer valid") {
-		t.Errorf("after the revoke: %s", text)
-	}
 }

@@ -1,9 +1,7 @@
 package sqlite_test
 
 import (
-	"bytes"
 	"context"
-	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -14,59 +12,7 @@ import (
 	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/internal/pgtest"
 	"github.com/workspaced/workspaced/workspace/sqlite"
-	"github.com/workspaced/workspaced/workspace/tables"
 )
-
-// historyFiles reads every file of a tree that is history (no locks, no
-// temporary files), by slash path.
-func historyFiles(t *testing.T, dir string) map[string][]byte {
-	t.Helper()
-	files := map[string][]byte{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p != dir && tables.NotHistory(d.Name()) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.IsDir() {
-			rel, _ := filepath.Rel(dir, p)
-			b, err := os.ReadFile(p)
-			files[filepath.ToSlash(rel)] = b
-			return err
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
-}
-
-// sameFiles fails unless got holds exactly want's files, byte for byte.
-func sameFiles(t *testing.T, what string, want, got map[string][]byte) {
-	t.Helper()
-	for p, b := range want {
-		if g, ok := got[p]; !ok {
-			t.Errorf("%s: lacks %s", what, p)
-		} else if !bytes.Equal(g, b) {
-			t.Errorf("%s: %s differs:\n--- want\n%s\n--- got\n%s", what, p, b, g)
-		}
-	}
-	for p := range got {
-		if _, ok := want[p]; !ok {
-			t.Errorf("%s: has %s, which the source has not", what, p)
-		}
-	}
-}
-
-// onRoot is a WS for a root that exists already (no init).
-func onRoot(t *testing.T, root string) *clitest.WS {
-	return &clitest.WS{T: t, Root: root, Dir: t.TempDir(), Env: append(clitest.CleanEnv(), "WORKSPACE_ROOT="+root)}
-}
 
 // richTree is the demo's workspace on files and what the demo leaves
 // out: global, agent and session memory, a skill, an agent's token and a
@@ -74,7 +20,7 @@ func onRoot(t *testing.T, root string) *clitest.WS {
 func richTree(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "tree")
-	w := onRoot(t, dir)
+	w := clitest.At(t, dir)
 	if r := w.Run("demo", "--root", dir, "--agents", "3", "--time-scale", "0.01"); r.Code != 0 {
 		t.Fatalf("demo: %v", r)
 	}
@@ -98,7 +44,7 @@ func richTree(t *testing.T) string {
 func TestTransferTreeSQLiteTree(t *testing.T) {
 	src := richTree(t)
 	db := filepath.Join(t.TempDir(), "moved.db")
-	w := onRoot(t, "sqlite:"+db)
+	w := clitest.At(t, "sqlite:"+db)
 	if out := w.Ok("import", "--from", src); !strings.Contains(out, "imported 2 tasks") || !strings.Contains(out, db) {
 		t.Fatalf("import printed %q", out)
 	}
@@ -106,7 +52,7 @@ func TestTransferTreeSQLiteTree(t *testing.T) {
 	if got := w.Ok("export", "--to", out); !strings.Contains(got, "exported 2 tasks") {
 		t.Fatalf("export printed %q", got)
 	}
-	want := historyFiles(t, src)
+	want := clitest.HistoryFiles(t, src)
 	for _, must := range []string{"workspace.json", ".gitignore", "config/agents.json", "config/tokens.json", "friction/friction.json",
 		"skills/grids.md", "memory/global/style%20guide.json", "memory/agents/solver/notes.json",
 		"tasks/arc_training_001/sessions/th_solver/scratch.json", "tasks/arc_training_001/env/arc_task.json",
@@ -127,7 +73,7 @@ func TestTransferTreeSQLiteTree(t *testing.T) {
 	if journals < 2 || backups < 2 || markers != 1 {
 		t.Fatalf("%d journal files, %d backups, %d markers: the source should have several, several and one", journals, backups, markers)
 	}
-	sameFiles(t, "tree → SQLite → tree", want, historyFiles(t, out))
+	clitest.SameFiles(t, "tree → SQLite → tree", want, clitest.HistoryFiles(t, out))
 	if fi, err := os.Stat(filepath.Join(out, "config", "tokens.json")); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("exported tokens file: %v %v, want mode 0600", fi, err)
 	}
@@ -168,7 +114,7 @@ func export(t *testing.T, w *clitest.WS) map[string][]byte {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "export")
 	w.Ok("export", "--to", dir)
-	return historyFiles(t, dir)
+	return clitest.HistoryFiles(t, dir)
 }
 
 // settle runs a daemon on w until a claim on a new task has its verdict,
@@ -201,19 +147,19 @@ func settle(t *testing.T, w *clitest.WS, task string) {
 // their time) beside history imported from files.
 func TestTransferSQLitePostgres(t *testing.T) {
 	src := richTree(t)
-	a := onRoot(t, "sqlite:"+filepath.Join(t.TempDir(), "a.db"))
+	a := clitest.At(t, "sqlite:"+filepath.Join(t.TempDir(), "a.db"))
 	a.Ok("import", "--from", src)
 	settle(t, a, "on_sqlite")
 	wantA := export(t, a)
 
-	p := onRoot(t, pgRoot(t, "from_sqlite"))
+	p := clitest.At(t, pgRoot(t, "from_sqlite"))
 	if out := p.Ok("import", "--from", a.Root); !strings.Contains(out, "imported 3 tasks") {
 		t.Fatalf("import from sqlite: printed %q", out)
 	}
-	sameFiles(t, "SQLite → PostgreSQL", wantA, export(t, p))
-	b := onRoot(t, "sqlite:"+filepath.Join(t.TempDir(), "b.db"))
+	clitest.SameFiles(t, "SQLite → PostgreSQL", wantA, export(t, p))
+	b := clitest.At(t, "sqlite:"+filepath.Join(t.TempDir(), "b.db"))
 	b.Ok("import", "--from", p.Root)
-	sameFiles(t, "SQLite → PostgreSQL → SQLite", wantA, export(t, b))
+	clitest.SameFiles(t, "SQLite → PostgreSQL → SQLite", wantA, export(t, b))
 
 	// The reverse, from a schema its own daemon wrote to.
 	settle(t, p, "on_postgres")
@@ -221,12 +167,12 @@ func TestTransferSQLitePostgres(t *testing.T) {
 	if len(wantP) <= len(wantA) {
 		t.Fatalf("the PostgreSQL daemon added no file (%d, %d)", len(wantP), len(wantA))
 	}
-	c := onRoot(t, "sqlite:"+filepath.Join(t.TempDir(), "c.db"))
+	c := clitest.At(t, "sqlite:"+filepath.Join(t.TempDir(), "c.db"))
 	c.Ok("import", "--from", p.Root)
-	sameFiles(t, "PostgreSQL → SQLite", wantP, export(t, c))
-	q := onRoot(t, pgRoot(t, "back"))
+	clitest.SameFiles(t, "PostgreSQL → SQLite", wantP, export(t, c))
+	q := clitest.At(t, pgRoot(t, "back"))
 	q.Ok("import", "--from", c.Root)
-	sameFiles(t, "PostgreSQL → SQLite → PostgreSQL", wantP, export(t, q))
+	clitest.SameFiles(t, "PostgreSQL → SQLite → PostgreSQL", wantP, export(t, q))
 	t.Logf("%d and %d files compared", len(wantA), len(wantP))
 }
 
@@ -256,7 +202,7 @@ func TestTransferRefusals(t *testing.T) {
 	// A tree that cannot be kept byte for byte: refused, and the file the
 	// import would have created is not left behind.
 	bad := t.TempDir()
-	onRoot(t, bad).Ok("init")
+	clitest.At(t, bad).Ok("init")
 	if err := os.MkdirAll(filepath.Join(bad, "tasks", "t1"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +219,19 @@ func TestTransferRefusals(t *testing.T) {
 	w.Fails(2, "same workspace", "import", "--from", w.Root, "--to", w.Root)
 
 	// A database a newer workspaced migrated: refused both ways.
-	s, err := sqlite.Open(context.Background(), w.Root)
+	migratedByNewer(t, w.Root)
+	w.Fails(1, "newer", "export", "--to", filepath.Join(tmp, "o2"))
+	w.Fails(1, "newer", "import", "--from", src, "--replace")
+	if _, err := os.Stat(filepath.Join(tmp, "o2")); !os.IsNotExist(err) {
+		t.Errorf("a refused export made its directory: %v", err)
+	}
+}
+
+// migratedByNewer records in root's database a migration this build does
+// not know, as a newer workspaced would have left it.
+func migratedByNewer(t *testing.T, root string) {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,10 +239,5 @@ func TestTransferRefusals(t *testing.T) {
 	s.Close()
 	if err != nil {
 		t.Fatal(err)
-	}
-	w.Fails(1, "newer", "export", "--to", filepath.Join(tmp, "o2"))
-	w.Fails(1, "newer", "import", "--from", src, "--replace")
-	if _, err := os.Stat(filepath.Join(tmp, "o2")); !os.IsNotExist(err) {
-		t.Errorf("a refused export made its directory: %v", err)
 	}
 }

@@ -22,31 +22,6 @@ const (
 	exitConflict = 4 // a version or lock conflict
 )
 
-// parallel runs n workers at once (released together) and fails the test
-// with the first error any returns.
-func parallel(t *testing.T, n int, work func(p int) error) {
-	t.Helper()
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	start := make(chan struct{})
-	for p := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			if err := work(p); err != nil {
-				errs <- fmt.Errorf("worker %d: %w", p, err)
-			}
-		}()
-	}
-	close(start)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-}
-
 // checkItems reads the array value of key and checks it holds every item
 // p<P>-<I> exactly once, each worker's items in its order.
 func checkItems(t *testing.T, w *clitest.WS, key string, procs, each int) {
@@ -75,7 +50,7 @@ func TestConcurrentUpdatesIfVersion(t *testing.T) {
 	w.Ok("env", "store", "--task", "t1", "--key", "items", "--description", "shared list", "--value", "[]")
 	const procs, each = 8, 50
 	var conflicts sync.Map
-	parallel(t, procs, func(p int) error {
+	clitest.Parallel(t, procs, func(p int) error {
 		n := 0
 		for i := range each {
 			item := fmt.Sprintf("p%d-%d", p, i)
@@ -139,7 +114,7 @@ func TestConcurrentUpdatesUnderLock(t *testing.T) {
 	const script = `v=$("$WSD" env get --task t1 --key items) &&
 "$WSD" env update --task t1 --key items --value "$(printf '%s' "$v" | "$JQ" -c --arg i "$ITEM" '. + [$i]')" >/dev/null`
 	const procs, each = 8, 50
-	parallel(t, procs, func(p int) error {
+	clitest.Parallel(t, procs, func(p int) error {
 		for i := range each {
 			// A fresh slice each time: appending to the shared env would
 			// write into its spare capacity from several goroutines.

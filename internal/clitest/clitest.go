@@ -109,9 +109,20 @@ type WS struct {
 // New makes a WS for root, runs `workspaced init` and returns it.
 func New(t testing.TB, root string) *WS {
 	t.Helper()
-	w := &WS{T: t, Root: root, Dir: t.TempDir()}
-	w.Env = append(CleanEnv(), "WORKSPACE_ROOT="+root)
+	w := At(t, root)
 	w.Ok("init")
+	return w
+}
+
+// At makes a WS for root as it is, without `workspaced init`, its
+// commands run in a fresh directory. With root "" it is a WS for the
+// commands that need no workspace (help, version, completion), and no
+// WORKSPACE_ROOT is set.
+func At(t testing.TB, root string) *WS {
+	w := &WS{T: t, Root: root, Dir: t.TempDir(), Env: CleanEnv()}
+	if root != "" {
+		w.Env = append(w.Env, "WORKSPACE_ROOT="+root)
+	}
 	return w
 }
 
@@ -136,6 +147,17 @@ func (w *WS) RunIn(stdin string, args ...string) Result {
 func (w *WS) Run(args ...string) Result {
 	w.T.Helper()
 	return w.RunIn("", args...)
+}
+
+// OkIn runs the binary with stdin and fails the test unless it exits 0;
+// unlike Ok it lets stderr speak (a warning, a hint).
+func (w *WS) OkIn(stdin string, args ...string) Result {
+	w.T.Helper()
+	r := w.RunIn(stdin, args...)
+	if r.Code != 0 {
+		w.T.Fatalf("workspaced %q: want exit 0, got %v", args, r)
+	}
+	return r
 }
 
 // Ok runs the binary and fails the test unless it exits 0 with nothing

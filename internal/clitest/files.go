@@ -13,10 +13,12 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/workspaced/workspaced/internal/fixture"
+	"github.com/workspaced/workspaced/internal/poll"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/files"
 	"github.com/workspaced/workspaced/workspace/machine"
@@ -27,14 +29,31 @@ import (
 // checks on its files after the daemon has run.
 
 // NewDir is New on a fresh directory root, DIR/workspace under a new
-// temporary directory, or under dir when one is given (a mount, say).
+// temporary directory DIR, or under dir when one is given (a mount, say).
+// Without dir, commands run in DIR, so that a relative path "workspace"
+// names the root; with one, they run in a directory of their own.
 func NewDir(t testing.TB, dir ...string) *WS {
 	t.Helper()
-	parent := t.TempDir()
 	if len(dir) > 0 {
-		parent = dir[0]
+		return New(t, filepath.Join(dir[0], "workspace"))
 	}
-	return New(t, filepath.Join(parent, "workspace"))
+	w := At(t, filepath.Join(t.TempDir(), "workspace"))
+	w.Dir = filepath.Dir(w.Root)
+	w.Ok("init")
+	return w
+}
+
+// NewScale is a WS on a fresh directory root, DIR/workspace, that
+// fixture.ScaleTree wrote instead of init (active tasks executing,
+// finished ones completed); commands run in DIR.
+func NewScale(t testing.TB, active, finished int) *WS {
+	t.Helper()
+	w := At(t, filepath.Join(t.TempDir(), "workspace"))
+	w.Dir = filepath.Dir(w.Root)
+	if err := (fixture.ScaleTree{Active: active, Finished: finished}).Write(w.Root); err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
 
 // Open opens w's root in-process, as an agent library would; the test's
@@ -49,36 +68,41 @@ func (w *WS) Open() *workspace.Workspace {
 	return x
 }
 
-// Eventually polls cond every 10 ms until it holds, failing the test
-// after 90 s with what and cond's last word.
+// Eventually is poll.Until with 90 s, a deadline generous enough for a
+// loaded machine.
 func Eventually(t testing.TB, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		last = msg
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s: %s", what, last)
+	poll.Until(t, 90*time.Second, what, cond)
 }
 
-// StateWhere waits until task id's state satisfies cond and returns it.
+// Parallel runs n workers at once (released together) and fails t with
+// the first error any returns.
+func Parallel(t testing.TB, n int, work func(p int) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	start := make(chan struct{})
+	for p := range n {
+		wg.Go(func() {
+			<-start
+			if err := work(p); err != nil {
+				errs <- fmt.Errorf("worker %d: %w", p, err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// StateWhere waits, as Eventually does, until task id's state satisfies
+// cond and returns it.
 func StateWhere(t testing.TB, x *workspace.Workspace, id string, cond func(workspace.State) bool) workspace.State {
 	t.Helper()
-	var st workspace.State
-	Eventually(t, "state of task "+id, func() (bool, string) {
-		var err error
-		st, err = x.ReadState(context.Background(), id)
-		if err != nil {
-			return false, err.Error()
-		}
-		return cond(st), fmt.Sprintf("status %s, plan %s, journal_seq %d", st.Status, st.PlanStatus, st.JournalSeq)
-	})
-	return st
+	return poll.State(t, 90*time.Second, x, id, cond)
 }
 
 // ExecutingTask prepares a task with n subtasks and waits until the
@@ -152,15 +176,24 @@ func CheckJournal(t testing.TB, x *workspace.Workspace, id string) []workspace.J
 // counted.
 func CheckEventsOnce(t testing.TB, x *workspace.Workspace, id string) (records, events int) {
 	t.Helper()
-	task, err := x.GetTask(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
 	recs, err := files.ReadJournal(x, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	plans := func(version int) (*workspace.Plan, error) {
+	return len(recs), CheckJournalEvents(t, x, id, recs)
+}
+
+// EventLog is what CheckJournalEvents reads: a task and its logged
+// events, of a *workspace.Workspace or of any workspace.Store.
+type EventLog interface {
+	GetTask(ctx context.Context, id string) (workspace.Task, error)
+	ReadEvents(ctx context.Context, taskID string) ([]workspace.Event, []error, error)
+}
+
+// JournalPlans looks a plan version up in the journal recs, as
+// machine.Continue asks for the plan a record approves.
+func JournalPlans(recs []workspace.JournalRecord) func(version int) (*workspace.Plan, error) {
+	return func(version int) (*workspace.Plan, error) {
 		for _, r := range slices.Backward(recs) {
 			if r.Plan != nil && r.Plan.Version == version {
 				return r.Plan, nil
@@ -168,7 +201,19 @@ func CheckEventsOnce(t testing.TB, x *workspace.Workspace, id string) (records, 
 		}
 		return nil, fmt.Errorf("no plan v%d in the journal", version)
 	}
-	_, evs, err := machine.Continue(machine.Init(task), plans, recs)
+}
+
+// CheckJournalEvents is CheckEventsOnce for the journal recs of task id
+// in any store: every event the journal makes is logged exactly once and
+// in order, and every logged line parses. It returns how many events it
+// counted.
+func CheckJournalEvents(t testing.TB, l EventLog, id string, recs []workspace.JournalRecord) int {
+	t.Helper()
+	task, err := l.GetTask(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, evs, err := machine.Continue(machine.Init(task), JournalPlans(recs), recs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +223,7 @@ func CheckEventsOnce(t testing.TB, x *workspace.Workspace, id string) (records, 
 		want[i] = workspace.FormatEvent(e)
 		wanted[want[i]]++
 	}
-	logged, bad, err := x.ReadEvents(context.Background(), id)
+	logged, bad, err := l.ReadEvents(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +248,7 @@ func CheckEventsOnce(t testing.TB, x *workspace.Workspace, id string) (records, 
 	if len(bad) > 0 {
 		t.Errorf("task %s: %d lines of events.log do not parse: %v", id, len(bad), bad[0])
 	}
-	return len(recs), len(want)
+	return len(want)
 }
 
 // firstDifference reports the first event where got and want differ.

@@ -1,9 +1,15 @@
 package clitest
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/workspaced/workspaced/workspace"
 )
 
 var opsURLRe = regexp.MustCompile(`url=(https?://\S+/)`)
@@ -35,4 +41,28 @@ func HTTPGet(u string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// AwaitReadyz waits until the operations endpoints at u (OpsURL's base)
+// answer /readyz with code and a body holding word.
+func AwaitReadyz(t testing.TB, u string, code int, word string) {
+	t.Helper()
+	Eventually(t, fmt.Sprintf("/readyz %d %q", code, word), func() (bool, string) {
+		c, b := HTTPGet(u + "readyz")
+		return c == code && strings.Contains(b, word), fmt.Sprintf("%d %s", c, b)
+	})
+}
+
+// HoldTask drops a claim of st_6 in task id and holds the task's lock, so
+// that the daemon's commit of it waits; release lets it go on.
+func HoldTask(t testing.TB, x *workspace.Workspace, id string) (release func()) {
+	t.Helper()
+	lk, err := x.LockTask(context.Background(), id, "ops-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.WriteClaim(context.Background(), id, "ops", "st_6"); err != nil {
+		t.Fatal(err)
+	}
+	return func() { lk.Release() }
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/internal/fixture"
+	"github.com/workspaced/workspaced/internal/poll"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/daemon"
 )
@@ -80,34 +81,16 @@ func (h *harness) stop() {
 	}
 }
 
-// await polls cond until it holds or the deadline passes.
+// await is poll.Until with the 30 s these tests allow.
 func await(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		last = msg
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s: %s", what, last)
+	poll.Until(t, 30*time.Second, what, cond)
 }
 
+// awaitState is poll.State with the 30 s these tests allow.
 func awaitState(t *testing.T, ws *workspace.Workspace, id string, cond func(workspace.State) bool) workspace.State {
 	t.Helper()
-	var st workspace.State
-	await(t, "state of "+id, func() (bool, string) {
-		var err error
-		st, err = ws.ReadState(t.Context(), id)
-		if err != nil {
-			return false, err.Error()
-		}
-		return cond(st), fmt.Sprintf("status %s phase %s seq %d", st.Status, st.Phase, st.JournalSeq)
-	})
-	return st
+	return poll.State(t, 30*time.Second, ws, id, cond)
 }
 
 func executing(st workspace.State) bool { return st.Status == "executing" }

@@ -9,26 +9,16 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/friction"
+	"github.com/workspaced/workspaced/internal/poll"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/daemon"
 	"github.com/workspaced/workspaced/workspace/files"
 )
 
-// await polls cond until it holds, failing after 30 s with what it last
-// said.
+// await is poll.Until with the 30 s these tests allow.
 func await(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after 30s (%s)", what, why)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(t, 30*time.Second, what, cond)
 }
 
 // sendPlanBackTwice plays, on any store its daemon serves, the scenario

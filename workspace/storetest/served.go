@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/friction"
+	"github.com/workspaced/workspaced/internal/poll"
 	"github.com/workspaced/workspaced/internal/servetest"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
@@ -89,36 +90,16 @@ func maps(m map[string]int) map[string]int {
 	return out
 }
 
-// await polls cond until it holds, failing after a minute with what it
-// last said.
+// await is poll.Until with the minute a served store may take.
 func await(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after a minute (%s)", what, why)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(t, time.Minute, what, cond)
 }
 
 // awaitState waits for the state of task id to satisfy cond.
 func awaitState(t *testing.T, s workspace.Store, id string, cond func(workspace.State) bool) workspace.State {
 	t.Helper()
-	var st workspace.State
-	await(t, "the state of "+id, func() (bool, string) {
-		var err error
-		st, err = s.ReadState(t.Context(), id)
-		if err != nil {
-			return false, err.Error()
-		}
-		return cond(st), fmt.Sprintf("status %s, plan %s, seq %d", st.Status, st.PlanStatus, st.JournalSeq)
-	})
-	return st
+	return poll.State(t, time.Minute, s, id, cond)
 }
 
 // verdictOf is the verdict on the marker m (a name the store gave back),
