@@ -3,6 +3,7 @@ package sqlite
 import (
 	"database/sql"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -194,4 +195,44 @@ func BenchmarkInsertsBare32(b *testing.B) {
 	b.ReportMetric(rate, "markers/s")
 	b.ReportMetric(fp, "floor-p50-ms")
 	b.ReportMetric(rate/(1000/fp), "x-floor")
+}
+
+// BenchmarkEnvStoreBare: an entry stored with SQLite's work alone — the
+// store's upsert of a 1 KiB value and the insert of its env_stored event,
+// in one transaction (synchronous=FULL), with no check, no task lookup
+// and no queue: the bound of BenchmarkEnvStore1KiB.
+func BenchmarkEnvStoreBare(b *testing.B) {
+	s, fl := benchStore(b)
+	if _, err := s.CreateTask(b.Context(), workspace.NewTaskRequest{ID: "bench", Description: "bare"}); err != nil {
+		b.Fatal(err)
+	}
+	db := bareConn(b, s, "FULL")
+	value := `"` + strings.Repeat("x", 1022) + `"`
+	paired(b, fl, func(i int) {
+		tx, err := db.Begin()
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer tx.Rollback()
+		at := time.Now().UTC().Format(timeFormat)
+		var (
+			created string
+			version int
+		)
+		if err := tx.QueryRow(`INSERT INTO entries AS e (scope, owner, key, short_description, stored_by, created_at, updated_at, version, size, value)
+			VALUES ('thread', 'bench', $1, 'bench', 'bench', $2, $2, 1, $3, $4)
+			ON CONFLICT (scope, owner, key) DO UPDATE SET short_description = excluded.short_description,
+				stored_by = excluded.stored_by, updated_at = excluded.updated_at, version = e.version + 1,
+				size = excluded.size, value = excluded.value
+			RETURNING created_at, version`, fmt.Sprintf("k%d", i%64), at, len(value), value).Scan(&created, &version); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tx.Exec("INSERT INTO events (task_id, time, line) VALUES ('bench', $1, $2)",
+			at, fmt.Sprintf("%s env_stored key=k%d agent=bench version=%d", at, i%64, version)); err != nil {
+			b.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			b.Fatal(err)
+		}
+	})
 }
