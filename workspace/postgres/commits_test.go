@@ -1,11 +1,11 @@
 package postgres
 
 import (
-	"context"
+	"strconv"
 	"testing"
-	"time"
 
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/storetest"
 )
 
 // TestCommitsHearsOtherConnections: the waiters of Commits for a task
@@ -22,45 +22,13 @@ func TestCommitsHearsOtherConnections(t *testing.T) {
 	if _, err := agent.CreateTask(t.Context(), workspace.NewTaskRequest{ID: "t1", Description: "heard", SubmittedBy: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	for round := range 2 {
-		ctx, cancel := context.WithCancel(t.Context())
-		a, err := s.Commits(ctx, "t1")
-		if err != nil {
+	storetest.Commits(t, s, "t1", func(i int) {
+		if err := agent.AppendEvent(t.Context(), workspace.Event{TaskID: "t1", Name: "test_event", Attrs: map[string]string{"i": strconv.Itoa(i)}}); err != nil {
 			t.Fatal(err)
 		}
-		b, err := s.Commits(ctx, "t1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		awaitCommit(t, a, "a at the start")
-		awaitCommit(t, b, "b at the start")
-		for i := range 5 {
-			if err := agent.AppendEvent(t.Context(), workspace.Event{TaskID: "t1", Name: "test_event", Attrs: map[string]string{"i": string(rune('0' + i))}}); err != nil {
-				t.Fatal(err)
-			}
-			awaitCommit(t, a, "a after an event")
-			awaitCommit(t, b, "b after an event")
-		}
-		cancel()
-		for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
-			s.hub.mu.Lock()
-			n := len(s.hub.subs)
-			s.hub.mu.Unlock()
-			if n == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d: %d waiters left a minute after their contexts ended", round, n)
-			}
-		}
-	}
-}
-
-func awaitCommit(t *testing.T, c <-chan struct{}, what string) {
-	t.Helper()
-	select {
-	case <-c:
-	case <-time.After(time.Minute):
-		t.Fatalf("%s: no commit heard within a minute", what)
-	}
+	}, func() int {
+		s.hub.mu.Lock()
+		defer s.hub.mu.Unlock()
+		return len(s.hub.subs)
+	})
 }
