@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -13,27 +12,16 @@ import (
 
 var _ workspace.CommitSource = (*Store)(nil)
 
-// commitHub is one LISTEN on the events channel shared by every Commits
-// of a Store: one connection of the pool however many waiters a process
-// has (an MCP server serving many agents has many). The daemon's commits
-// append the events of the markers they take, and each insert notifies
-// the channel with its task's id when its transaction commits.
-type commitHub struct {
-	mu     sync.Mutex
-	subs   map[chan struct{}]string // a waiter's channel → its task
-	cancel context.CancelFunc
-}
-
 // Commits hears the commits that append events to task
 // (workspace.CommitSource): its channel receives once at the start and
-// after each such commit is notified. Where the server refuses LISTEN (a
-// transaction pooler) it is an error, and Wait polls.
+// after each such commit is notified — the daemon's commits append the
+// events of the markers they take, and each insert notifies the events
+// channel with its task's id when its transaction commits. One LISTEN
+// serves every waiter of the store (s.hub): one connection of the pool.
+// Where the server refuses LISTEN (a transaction pooler) it is an error,
+// and Wait polls.
 func (s *Store) Commits(ctx context.Context, task string) (<-chan struct{}, error) {
-	h := &s.hub
-	c := make(chan struct{}, 1)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if len(h.subs) == 0 {
+	return s.hub.Subscribe(ctx, task, func(lctx context.Context) (func(), error) {
 		conn, err := s.listenEvents(ctx)
 		if err != nil {
 			return nil, err
@@ -41,25 +29,8 @@ func (s *Store) Commits(ctx context.Context, task string) (<-chan struct{}, erro
 		if conn == nil {
 			return nil, errors.New("listen for commits: the server refuses LISTEN")
 		}
-		hctx, cancel := context.WithCancel(context.Background())
-		h.cancel = cancel // a listen ending meanwhile ends on its own
-		go s.hear(hctx, conn)
-	}
-	if h.subs == nil {
-		h.subs = map[chan struct{}]string{}
-	}
-	h.subs[c] = task
-	c <- struct{}{}
-	go func() {
-		<-ctx.Done()
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		delete(h.subs, c)
-		if len(h.subs) == 0 {
-			h.cancel()
-		}
-	}()
-	return c, nil
+		return func() { s.hear(lctx, conn) }, nil
+	})
 }
 
 // hear passes each notification on to the waiters of its task until ctx
@@ -79,7 +50,7 @@ func (s *Store) hear(ctx context.Context, conn *pgxpool.Conn) {
 			case <-time.After(time.Second):
 			}
 			if conn, _ = s.listenEvents(ctx); conn != nil {
-				s.hub.wake("")
+				s.hub.Wake("")
 			}
 			continue
 		}
@@ -91,22 +62,7 @@ func (s *Store) hear(ctx context.Context, conn *pgxpool.Conn) {
 			conn.Release()
 			conn = nil
 		default:
-			s.hub.wake(n.Payload)
-		}
-	}
-}
-
-// wake wakes the waiters of task, or every waiter when task is "".
-func (h *commitHub) wake(task string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for c, t := range h.subs {
-		if task != "" && t != task {
-			continue
-		}
-		select {
-		case c <- struct{}{}:
-		default:
+			s.hub.Wake(n.Payload)
 		}
 	}
 }

@@ -26,9 +26,5 @@ func TestCommitsHearsOtherConnections(t *testing.T) {
 		if err := agent.AppendEvent(t.Context(), workspace.Event{TaskID: "t1", Name: "test_event", Attrs: map[string]string{"i": strconv.Itoa(i)}}); err != nil {
 			t.Fatal(err)
 		}
-	}, func() int {
-		s.hub.mu.Lock()
-		defer s.hub.mu.Unlock()
-		return len(s.hub.subs)
-	})
+	}, s.hub.Waiting)
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/workspaced/workspaced/schemas"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 // DefaultSchema is the schema of a URL without ?schema=.
@@ -54,7 +55,7 @@ type Store struct {
 	schema   string
 	conn     string // the connection string, without ?schema=
 	settings workspace.Settings
-	hub      commitHub // the LISTEN shared by Commits (commits.go)
+	hub      dbstore.CommitHub // the LISTEN shared by Commits (commits.go)
 }
 
 // schemaName is what a schema may be called: a channel name

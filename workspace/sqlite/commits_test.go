@@ -23,9 +23,5 @@ func TestCommitsHearsOtherProcesses(t *testing.T) {
 		if _, err := agent.CreateTask(t.Context(), workspace.NewTaskRequest{ID: fmt.Sprintf("t%d", i), Description: "heard", SubmittedBy: "test"}); err != nil {
 			t.Fatal(err)
 		}
-	}, func() int {
-		s.hub.mu.Lock()
-		defer s.hub.mu.Unlock()
-		return len(s.hub.subs)
-	})
+	}, s.hub.Waiting)
 }

@@ -120,8 +120,8 @@ type Store struct {
 	wq       *writeQueue
 	path     string
 	settings workspace.Settings
-	ro       *readOnlyOpen // set when opened on a read-only filesystem (readonly.go)
-	hub      commitHub     // the watch shared by Commits (commits.go)
+	ro       *readOnlyOpen     // set when opened on a read-only filesystem (readonly.go)
+	hub      dbstore.CommitHub // the watch shared by Commits (commits.go)
 }
 
 // dsn is the data source of path: every pooled connection gets the
