@@ -9,6 +9,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 var (
@@ -21,31 +22,37 @@ var (
 // place once the state and the journal records it reflects are durable.
 // Its channel receives once at the start and after each change of a file
 // there that is neither a marker nor a temporary file (their names begin
-// with a dot). Each call has a watch of its own, ended with ctx.
+// with a dot). One inotify instance serves every waiter of the store (an
+// MCP server serving many agents has many), each task's directory
+// watched while someone waits on it.
 func (s *Store) Commits(ctx context.Context, task string) (<-chan struct{}, error) {
-	return taskCommits(ctx, s.Workspace, task)
-}
-
-func (f fileVerdicts) Commits(ctx context.Context, task string) (<-chan struct{}, error) {
-	return taskCommits(ctx, f.ws, task)
-}
-
-func taskCommits(ctx context.Context, ws *workspace.Workspace, task string) (<-chan struct{}, error) {
 	if err := workspace.ValidateID("task id", task); err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(ws.Dir(), "tasks", task)
+	return s.hub.Subscribe(ctx, task, &dirWatch{hub: &s.hub, tasks: filepath.Join(s.Dir(), "tasks")})
+}
+
+// Commits is the store's Commits on the tree, with a watch of its own
+// (a command waits for one verdict).
+func (f fileVerdicts) Commits(ctx context.Context, task string) (<-chan struct{}, error) {
+	return (&Store{Workspace: f.ws}).Commits(ctx, task)
+}
+
+// dirWatch is the hub's listener: one fsnotify watcher, a directory
+// added for each task waited on.
+type dirWatch struct {
+	hub   *dbstore.CommitHub
+	tasks string // the tree's tasks/
+	fw    *fsnotify.Watcher
+}
+
+func (d *dirWatch) Start(ctx context.Context) (func(), error) {
 	fw, err := fsnotify.NewWatcher()
 	if err != nil {
-		return nil, fmt.Errorf("watch %s: %w", dir, err)
+		return nil, fmt.Errorf("watch %s: %w", d.tasks, err)
 	}
-	if err := fw.Add(dir); err != nil {
-		fw.Close()
-		return nil, fmt.Errorf("watch %s: %w", dir, err)
-	}
-	c := make(chan struct{}, 1)
-	c <- struct{}{}
-	go func() {
+	d.fw = fw
+	return func() {
 		defer fw.Close()
 		for {
 			select {
@@ -55,19 +62,25 @@ func taskCommits(ctx context.Context, ws *workspace.Workspace, task string) (<-c
 				if !ok {
 					return
 				}
-				if strings.HasPrefix(filepath.Base(ev.Name), ".") {
-					continue
+				if !strings.HasPrefix(filepath.Base(ev.Name), ".") {
+					d.hub.Wake(filepath.Base(filepath.Dir(ev.Name)))
 				}
 			case _, ok := <-fw.Errors:
 				if !ok {
 					return
 				}
-			}
-			select {
-			case c <- struct{}{}:
-			default:
+				d.hub.Wake("") // an overflow: anything may have changed
 			}
 		}
-	}()
-	return c, nil
+	}, nil
 }
+
+func (d *dirWatch) Watch(task string) error {
+	dir := filepath.Join(d.tasks, task)
+	if err := d.fw.Add(dir); err != nil {
+		return fmt.Errorf("watch %s: %w", dir, err)
+	}
+	return nil
+}
+
+func (d *dirWatch) Unwatch(task string) { _ = d.fw.Remove(filepath.Join(d.tasks, task)) }

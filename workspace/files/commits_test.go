@@ -13,9 +13,9 @@ import (
 )
 
 // TestCommitsHearsStateWrites: waiters of Commits hear each state.json
-// renamed into their task's directory, as the daemon writes it; a task
-// id that is not one, or a task with no directory, is an error (Wait
-// then polls).
+// renamed into their task's directory, as the daemon writes it, through
+// one watch that ends with the last waiter; a task id that is not one,
+// or a task with no directory, is an error (Wait then polls).
 func TestCommitsHearsStateWrites(t *testing.T) {
 	dir := t.TempDir()
 	ws, err := workspace.Init(dir, workspace.Options{})
@@ -36,7 +36,7 @@ func TestCommitsHearsStateWrites(t *testing.T) {
 		if err := atomicfile.WriteFile(root, "state.json", []byte(`{"n":`+strconv.Itoa(i)+`}`), 0o644); err != nil {
 			t.Fatal(err)
 		}
-	}, nil)
+	}, s.CommitWaiters)
 	for _, id := range []string{"../t1", "no_such_task"} {
 		if _, err := s.Commits(t.Context(), id); err == nil {
 			t.Errorf("Commits of %q: no error", id)

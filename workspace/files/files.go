@@ -53,12 +53,14 @@ import (
 	"context"
 
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 // Store is a workspace tree as a workspace.Store.
 type Store struct {
 	*workspace.Workspace
-	serve ServeOptions // the single writer's options (lead.go)
+	serve ServeOptions      // the single writer's options (lead.go)
+	hub   dbstore.CommitHub // the watch shared by Commits (commits.go)
 }
 
 var _ workspace.Store = (*Store)(nil)

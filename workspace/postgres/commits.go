@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 var _ workspace.CommitSource = (*Store)(nil)
@@ -21,7 +22,7 @@ var _ workspace.CommitSource = (*Store)(nil)
 // Where the server refuses LISTEN (a transaction pooler) it is an error,
 // and Wait polls.
 func (s *Store) Commits(ctx context.Context, task string) (<-chan struct{}, error) {
-	return s.hub.Subscribe(ctx, task, func(lctx context.Context) (func(), error) {
+	return s.hub.Subscribe(ctx, task, dbstore.ListenFunc(func(lctx context.Context) (func(), error) {
 		conn, err := s.listenEvents(ctx)
 		if err != nil {
 			return nil, err
@@ -30,7 +31,7 @@ func (s *Store) Commits(ctx context.Context, task string) (<-chan struct{}, erro
 			return nil, errors.New("listen for commits: the server refuses LISTEN")
 		}
 		return func() { s.hear(lctx, conn) }, nil
-	})
+	}))
 }
 
 // hear passes each notification on to the waiters of its task until ctx
