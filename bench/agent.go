@@ -55,6 +55,10 @@ func AgentMain(root, task, name string, in io.Reader, out io.Writer) error {
 	return agentLoop(d, in, out)
 }
 
+// agentDropTimeout bounds one marker's drop by an agent of a database
+// store: past it the agent fails and exits, and the harness reports it.
+const agentDropTimeout = 2 * time.Minute
+
 // dropper is how an agent process drops a done marker: prepare does
 // everything but the step that makes it visible, drop does that step.
 type dropper interface {

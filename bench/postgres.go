@@ -551,7 +551,7 @@ func (r *rig) drain(ctx context.Context, kind agentKind, n, per int, srv *server
 			return Result{}, fmt.Errorf("bench: agent %s did not prepare (said %q)", a.name, line)
 		}
 	}
-	stop := func() error { return srv.cmd.Process.Signal(syscall.SIGSTOP) }
+	stop := srv.pause
 	if r.sq != nil {
 		stop = func() error { return r.sq.stopIdle(ctx, srv) }
 	}
@@ -652,6 +652,8 @@ func (d *pgDropper) prepare(sub string) (any, error) {
 
 func (d *pgDropper) drop(held any) error {
 	h := held.(pgHeld)
-	_, err := d.conn.Exec(context.Background(), pgInsertMarker, d.task, h.name, h.body)
+	ctx, cancel := context.WithTimeout(context.Background(), agentDropTimeout)
+	defer cancel()
+	_, err := d.conn.Exec(ctx, pgInsertMarker, d.task, h.name, h.body)
 	return err
 }

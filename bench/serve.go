@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/workspaced/workspaced/internal/procstop"
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/workspace/files"
 )
@@ -126,4 +127,14 @@ func (s *server) close() {
 		_ = s.cmd.Process.Kill()
 		<-s.exited
 	}
+}
+
+// pause stops the daemon (SIGSTOP) and returns once it has stopped
+// (procstop): a probe of what it holds made before could miss a lock it
+// took in the meantime.
+func (s *server) pause() error {
+	if err := procstop.Stop(s.cmd.Process, time.Minute); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	return nil
 }

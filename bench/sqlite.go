@@ -264,7 +264,7 @@ func (sr *sqRig) stopIdle(ctx context.Context, srv *server) error {
 	}
 	defer f.Close()
 	for deadline := time.Now().Add(time.Minute); ; {
-		if err := srv.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		if err := srv.pause(); err != nil {
 			return err
 		}
 		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
@@ -534,5 +534,10 @@ func (d *sqDropper) prepare(sub string) (any, error) {
 
 func (d *sqDropper) drop(held any) error {
 	h := held.(sqHeld)
-	return d.s.DropNamedMarker(context.Background(), d.task, workspace.KindDone, h.name, h.m)
+	// Bounded, so that an agent left waiting for a lock (a daemon
+	// stopped holding it) exits, and the harness says so, rather than
+	// hanging the run.
+	ctx, cancel := context.WithTimeout(context.Background(), agentDropTimeout)
+	defer cancel()
+	return d.s.DropNamedMarker(ctx, d.task, workspace.KindDone, h.name, h.m)
 }

@@ -15,10 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/internal/optdep"
+	"github.com/workspaced/workspaced/internal/procstop"
 	"github.com/workspaced/workspaced/workspace"
-	"golang.org/x/sys/unix"
 )
 
 // errorsExt4 is clitest.SmallExt4 mounted with errors=remount-ro, and the file
@@ -234,7 +236,7 @@ func stopIdle(t *testing.T, d *clitest.Daemon, db string) {
 	}
 	defer queue.Close()
 	eventually(t, "the daemon stopped between two writes", func() (bool, string) {
-		if err := d.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		if err := procstop.Stop(d.Cmd.Process, time.Minute); err != nil {
 			t.Fatal(err)
 		}
 		err := unix.Flock(int(queue.Fd()), unix.LOCK_EX|unix.LOCK_NB)
