@@ -7,34 +7,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
-
-// badStrings are ids and keys every operation must refuse.
-var badIDs = map[string]string{
-	"dotdot":       "..",
-	"dotdot path":  "../../etc",
-	"slash":        "a/b",
-	"control":      "a\nb",
-	"nul":          "a\x00b",
-	"10KB":         strings.Repeat("a", 10<<10),
-	"invalid utf8": "a\xffb",
-	"empty":        "",
-	"leading dot":  ".hidden",
-}
-
-var badKeys = map[string]string{
-	"control":      "a\nb",
-	"nul":          "a\x00b",
-	"del":          "a\x7fb",
-	"c1 control":   "a\u0085b",
-	"10KB":         strings.Repeat("k", 10<<10),
-	"invalid utf8": "a\xffb",
-	"empty":        "",
-	"201 bytes":    strings.Repeat("k", 201),
-	"long encoded": strings.Repeat("/", 90),
-}
 
 // refuses runs op and checks it fails with ErrInvalid (or want) and that
 // nothing in the root (or in outside, when given) changed.
@@ -65,142 +39,20 @@ func refuses(t *testing.T, w *Workspace, want error, outside string, op func() e
 	}
 }
 
-func TestBadIDsWriteNothing(t *testing.T) {
-	ctx := context.Background()
+// The tables of bad ids, keys and values run on the file tree through
+// workspace/storetest.BadInput (workspace/files' TestBadInput), as on
+// every store. LockNamed, which names a lock and never the task's whole
+// one, refuses an empty name as well.
+func TestLockNamedRefusesEmptyName(t *testing.T) {
 	w, _ := newWS(t)
 	newTask(t, w, "t1")
-	for name, id := range badIDs {
-		t.Run(name, func(t *testing.T) {
-			ops := map[string]func() error{
-				"create task": func() error {
-					_, err := w.CreateTask(ctx, NewTaskRequest{ID: id, Description: "d"})
-					return err
-				},
-				"store thread task": func() error {
-					_, err := w.StoreEntry(ctx, Scope{Kind: ScopeThread, TaskID: id}, StoreRequest{Key: "k", Value: json.RawMessage(`1`), Agent: "a"})
-					return err
-				},
-				"store session thread": func() error {
-					_, err := w.StoreEntry(ctx, Scope{Kind: ScopeSession, TaskID: "t1", ThreadID: id}, StoreRequest{Key: "k", Value: json.RawMessage(`1`), Agent: "a"})
-					return err
-				},
-				"store agent scope": func() error {
-					_, err := w.StoreEntry(ctx, Scope{Kind: ScopeAgent, Agent: id}, StoreRequest{Key: "k", Value: json.RawMessage(`1`), Agent: "a"})
-					return err
-				},
-				"store by agent": func() error {
-					_, err := w.StoreEntry(ctx, Scope{Kind: ScopeGlobal}, StoreRequest{Key: "k", Value: json.RawMessage(`1`), Agent: id})
-					return err
-				},
-				"new thread": func() error {
-					_, err := w.NewThread(ctx, NewThreadRequest{TaskID: "t1", ID: id, From: "a", To: "b"})
-					return err
-				},
-				"update thread": func() error {
-					_, err := w.UpdateThread(ctx, "t1", id, "a", ThreadUpdate{Status: ptr("done")})
-					return err
-				},
-				"update thread agent": func() error {
-					_, err := w.UpdateThread(ctx, "t1", "t1", id, ThreadUpdate{Status: ptr("done")})
-					return err
-				},
-				"output subtask": func() error {
-					_, err := w.WriteOutput(ctx, "t1", id, "a", []byte(`{}`))
-					return err
-				},
-				"review id": func() error {
-					_, err := w.WriteReview(ctx, "t1", id, "a", []byte(`{"type":"plan_review","verdict":"approved"}`))
-					return err
-				},
-				"claim agent": func() error {
-					_, err := w.WriteClaim(ctx, "t1", id, "st_1")
-					return err
-				},
-				"plan agent": func() error {
-					_, err := w.WritePlan(ctx, "t1", id, []byte(`{"subtasks":[]}`))
-					return err
-				},
-				"lock name": func() error {
-					l, err := w.LockNamed(ctx, "t1", id, "a")
-					if err == nil {
-						l.Release()
-					}
-					return err
-				},
-			}
-			if id == "" {
-				// An empty id means "generate one" here, and an empty
-				// agent is the workspace itself.
-				delete(ops, "create task")
-				delete(ops, "new thread")
-				delete(ops, "update thread agent")
-			}
-			for opName, op := range ops {
-				t.Run(opName, func(t *testing.T) { refuses(t, w, ErrInvalid, "", op) })
-			}
-		})
-	}
-}
-
-func TestBadKeysWriteNothing(t *testing.T) {
-	ctx := context.Background()
-	w, _ := newWS(t)
-	newTask(t, w, "t1")
-	sc := Scope{Kind: ScopeThread, TaskID: "t1"}
-	if _, err := w.StoreEntry(ctx, sc, StoreRequest{Key: "existing", Value: json.RawMessage(`1`), Agent: "a"}); err != nil {
-		t.Fatal(err)
-	}
-	for name, key := range badKeys {
-		t.Run(name, func(t *testing.T) {
-			refuses(t, w, ErrInvalid, "", func() error {
-				_, err := w.StoreEntry(ctx, sc, StoreRequest{Key: key, Value: json.RawMessage(`1`), Agent: "a"})
-				return err
-			})
-			refuses(t, w, ErrInvalid, "", func() error {
-				_, err := w.UpdateEntry(ctx, sc, UpdateRequest{Key: key, Value: json.RawMessage(`1`), Agent: "a"})
-				return err
-			})
-			refuses(t, w, ErrInvalid, "", func() error { return w.DeleteEntry(ctx, sc, key, "a") })
-			refuses(t, w, ErrInvalid, "", func() error {
-				_, err := w.GetEntry(ctx, sc, key)
-				return err
-			})
-		})
-	}
-}
-
-func TestBadValuesWriteNothing(t *testing.T) {
-	ctx := context.Background()
-	w, _ := newWS(t)
-	newTask(t, w, "t1")
-	sc := Scope{Kind: ScopeThread, TaskID: "t1"}
-	if _, err := w.StoreEntry(ctx, sc, StoreRequest{Key: "existing", Value: json.RawMessage(`1`), Agent: "a"}); err != nil {
-		t.Fatal(err)
-	}
-	over := append(append([]byte(`"`), bytes.Repeat([]byte("x"), DefaultValueMaxBytes)...), '"')
-	cases := map[string]json.RawMessage{
-		"over the limit":   over,
-		"not json":         json.RawMessage(`{a:1}`),
-		"two documents":    json.RawMessage(`1 2`),
-		"truncated":        json.RawMessage(`{"a":`),
-		"empty":            json.RawMessage(``),
-		"blank":            json.RawMessage(`   `),
-		"too deep":         json.RawMessage(strings.Repeat("[", 100) + strings.Repeat("]", 100)),
-		"invalid utf8":     json.RawMessage("\"a\xffb\""),
-		"invalid utf8 key": json.RawMessage("{\"a\xff\":1}"),
-	}
-	for name, v := range cases {
-		t.Run(name, func(t *testing.T) {
-			refuses(t, w, ErrInvalid, "", func() error {
-				_, err := w.StoreEntry(ctx, sc, StoreRequest{Key: "new", Value: v, Agent: "a"})
-				return err
-			})
-			refuses(t, w, ErrInvalid, "", func() error {
-				_, err := w.UpdateEntry(ctx, sc, UpdateRequest{Key: "existing", Value: v, Agent: "a"})
-				return err
-			})
-		})
-	}
+	refuses(t, w, ErrInvalid, "", func() error {
+		l, err := w.LockNamed(context.Background(), "t1", "", "a")
+		if err == nil {
+			l.Release()
+		}
+		return err
+	})
 }
 
 func TestSymlinkedScopeDirStaysInside(t *testing.T) {

@@ -12,9 +12,7 @@ import (
 )
 
 // The bad input every store refuses, and the odd input every store keeps
-// exactly: the tables of the file tree's own tests (workspace's
-// badinput_test.go), exported so that a store kept otherwise is held to
-// them (BadInput, also a part of Run).
+// exactly, the file tree included (BadInput, also a part of Run).
 
 // BadIDs are ids (task, thread, subtask, review, agent, lock) every
 // operation refuses with ErrInvalid.
@@ -27,6 +25,7 @@ var BadIDs = map[string]string{
 	"10KB":         strings.Repeat("a", 10<<10),
 	"invalid utf8": "a\xffb",
 	"leading dot":  ".hidden",
+	"empty":        "",
 	"sql":          "'); DROP TABLE tasks; --",
 	"space":        "a b",
 	"unicode":      "задача",
@@ -145,6 +144,10 @@ func BadInput(t *testing.T, s workspace.Store, snapshot func(t *testing.T) strin
 					return err
 				})
 				refuses(t, func() error { return s.DeleteEntry(ctx, sc, key, "a") })
+				refuses(t, func() error {
+					_, err := s.GetEntry(ctx, sc, key)
+					return err
+				})
 			})
 		}
 	})
@@ -179,7 +182,10 @@ func BadInput(t *testing.T, s workspace.Store, snapshot func(t *testing.T) strin
 	t.Run("odd", func(t *testing.T) { keepsOdd(t, s, sc) })
 }
 
-// idOps are the operations that take an id, each given id.
+// idOps are the operations that take an id, each given id. An empty id
+// is refused by all but four: it asks create task and new thread to make
+// one up, names the workspace itself as a thread's agent, and a task's
+// whole lock (LockTaskNamed).
 func idOps(ctx context.Context, s workspace.Store, id string) map[string]func() error {
 	entry := func(sc workspace.Scope, agent string) func() error {
 		return func() error {
@@ -188,7 +194,7 @@ func idOps(ctx context.Context, s workspace.Store, id string) map[string]func() 
 		}
 	}
 	done := "done"
-	return map[string]func() error{
+	ops := map[string]func() error{
 		"create task": func() error {
 			_, err := s.CreateTask(ctx, workspace.NewTaskRequest{ID: id, Description: "d"})
 			return err
@@ -199,6 +205,10 @@ func idOps(ctx context.Context, s workspace.Store, id string) map[string]func() 
 		"store by agent":       entry(workspace.Scope{Kind: workspace.ScopeGlobal}, id),
 		"new thread": func() error {
 			_, err := s.NewThread(ctx, workspace.NewThreadRequest{TaskID: "t1", ID: id, From: "a", To: "b"})
+			return err
+		},
+		"update thread": func() error {
+			_, err := s.UpdateThread(ctx, "t1", id, "a", workspace.ThreadUpdate{Status: &done})
 			return err
 		},
 		"update thread agent": func() error {
@@ -233,6 +243,13 @@ func idOps(ctx context.Context, s workspace.Store, id string) map[string]func() 
 			return err
 		},
 	}
+	if id == "" {
+		delete(ops, "create task")
+		delete(ops, "new thread")
+		delete(ops, "update thread agent")
+		delete(ops, "lock name")
+	}
+	return ops
 }
 
 // sameValue reports whether two JSON texts are the same but for the white
