@@ -109,15 +109,23 @@ type pairedPlace struct {
 	close  func()
 }
 
-// filesPlace makes a temporary directory in opt.Dir: each daemon serves a
-// workspace of its own in it, beside the floor's directory.
-func filesPlace(opt PairedOptions, rep *PairedReport) (*pairedPlace, error) {
-	base, err := os.MkdirTemp(opt.Dir, ".workspaced-bench-")
+// closingSampler is a floor with something to close.
+type closingSampler interface {
+	sampler
+	close()
+}
+
+// dirPlace makes a temporary directory named prefix… in opt.Dir, the
+// floor's (newFloor of it) and each daemon's workspace (rigAt daemon i)
+// beside each other in it, removed at close.
+func dirPlace(opt PairedOptions, rep *PairedReport, prefix string, newFloor func(base string) (closingSampler, error),
+	rigAt func(ctx context.Context, base string, i int, serve []string) (*rig, error)) (*pairedPlace, error) {
+	base, err := os.MkdirTemp(opt.Dir, prefix)
 	if err != nil {
 		return nil, fmt.Errorf("bench: make a temporary directory in %s: %w", opt.Dir, err)
 	}
 	rep.Dir, rep.FS = base, describeFS(base)
-	fl, err := newFloorer(filepath.Join(base, "floor"))
+	fl, err := newFloor(base)
 	if err != nil {
 		os.RemoveAll(base)
 		return nil, err
@@ -125,13 +133,23 @@ func filesPlace(opt PairedOptions, rep *PairedReport) (*pairedPlace, error) {
 	return &pairedPlace{
 		fl: fl,
 		newRig: func(ctx context.Context, i int, serve []string) (*rig, error) {
-			return newRig(ctx, filepath.Join(base, string(rune('a'+i))), serve)
+			return rigAt(ctx, base, i, serve)
 		},
 		close: func() {
 			fl.close()
 			os.RemoveAll(base)
 		},
 	}, nil
+}
+
+// filesPlace: each daemon serves a workspace of its own in a temporary
+// directory, beside the floor's directory.
+func filesPlace(opt PairedOptions, rep *PairedReport) (*pairedPlace, error) {
+	return dirPlace(opt, rep, ".workspaced-bench-",
+		func(base string) (closingSampler, error) { return newFloorer(filepath.Join(base, "floor")) },
+		func(ctx context.Context, base string, i int, serve []string) (*rig, error) {
+			return newRig(ctx, filepath.Join(base, string(rune('a'+i))), serve)
+		})
 }
 
 // pgPlace makes a temporary schema of opt.Postgres's database for the
@@ -167,29 +185,14 @@ func pgPlace(ctx context.Context, opt PairedOptions, rep *PairedReport) (*paired
 	}, nil
 }
 
-// sqlitePlace makes a temporary directory in opt.Dir: each daemon serves
-// a database of its own in it, beside the floor's database.
+// sqlitePlace: each daemon serves a database of its own in a temporary
+// directory, beside the floor's database.
 func sqlitePlace(opt PairedOptions, rep *PairedReport) (*pairedPlace, error) {
-	base, err := os.MkdirTemp(opt.Dir, ".workspaced-bench-sqlite-")
-	if err != nil {
-		return nil, fmt.Errorf("bench: make a temporary directory in %s: %w", opt.Dir, err)
-	}
-	rep.Dir, rep.FS = base, describeFS(base)
-	fl, err := newSQLiteFloorer(filepath.Join(base, "floor.db"))
-	if err != nil {
-		os.RemoveAll(base)
-		return nil, err
-	}
-	return &pairedPlace{
-		fl: fl,
-		newRig: func(ctx context.Context, i int, serve []string) (*rig, error) {
+	return dirPlace(opt, rep, ".workspaced-bench-sqlite-",
+		func(base string) (closingSampler, error) { return newSQLiteFloorer(filepath.Join(base, "floor.db")) },
+		func(ctx context.Context, base string, i int, serve []string) (*rig, error) {
 			return newServedSQLiteRig(ctx, filepath.Join(base, string(rune('a'+i))+".db"), serve)
-		},
-		close: func() {
-			fl.close()
-			os.RemoveAll(base)
-		},
-	}, nil
+		})
 }
 
 // newServedPGRig makes a workspace in a new temporary schema of base's
