@@ -53,14 +53,13 @@ import (
 	"context"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 // Store is a workspace tree as a workspace.Store.
 type Store struct {
 	*workspace.Workspace
-	serve ServeOptions      // the single writer's options (lead.go)
-	hub   dbstore.CommitHub // the watch shared by Commits (commits.go)
+	serve ServeOptions        // the single writer's options (lead.go)
+	hub   workspace.CommitHub // the watch shared by Commits (commits.go)
 }
 
 var _ workspace.Store = (*Store)(nil)

@@ -9,19 +9,19 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
-// dbstore.Backups lists a task's backups newest first, with their names.
+// sqlstore.Backups lists a task's backups newest first, with their names.
 func backupRows(ctx context.Context, q interface {
 	Query(context.Context, string, ...any) (pgx.Rows, error)
-}, taskID string) ([]dbstore.Backup, error) {
+}, taskID string) ([]sqlstore.Backup, error) {
 	rows, err := q.Query(ctx, "SELECT n, saved_at, doc, name FROM backups WHERE task_id = $1 ORDER BY n", taskID)
 	if err != nil {
 		return nil, fmt.Errorf("list backups of task %s: %w", taskID, err)
 	}
-	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (dbstore.Backup, error) {
-		var b dbstore.Backup
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (sqlstore.Backup, error) {
+		var b sqlstore.Backup
 		var t time.Time
 		err := r.Scan(&b.N, &t, &b.Doc, &b.Info.Name)
 		b.Info.Time, b.Info.Size = t.UTC(), int64(len(b.Doc))
@@ -30,11 +30,11 @@ func backupRows(ctx context.Context, q interface {
 	if err != nil {
 		return nil, err
 	}
-	return dbstore.NameBackups(list), nil
+	return sqlstore.NameBackups(list), nil
 }
 
 // taskBackups lists the backups of a task that must exist, newest first.
-func (s *Store) taskBackups(ctx context.Context, taskID string) ([]dbstore.Backup, error) {
+func (s *Store) taskBackups(ctx context.Context, taskID string) ([]sqlstore.Backup, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	if err := s.requireTask(ctx, s.pool, taskID); err != nil {
@@ -49,7 +49,7 @@ func (s *Store) ListBackups(ctx context.Context, taskID string) ([]workspace.Bac
 	if err != nil {
 		return nil, err
 	}
-	return dbstore.BackupInfos(list), nil
+	return sqlstore.BackupInfos(list), nil
 }
 
 // ReadBackup returns one backup's state document.
@@ -58,7 +58,7 @@ func (s *Store) ReadBackup(ctx context.Context, taskID, name string) ([]byte, er
 	if err != nil {
 		return nil, err
 	}
-	return dbstore.BackupDoc(list, taskID, name)
+	return sqlstore.BackupDoc(list, taskID, name)
 }
 
 // RestoreBackup puts a backup back as the task's state in one transaction
@@ -67,7 +67,7 @@ func (s *Store) ReadBackup(ctx context.Context, taskID, name string) ([]byte, er
 // picks the newest backup valid accepts. The daemon's next commit folds
 // the journal records after the restored state's journal_seq again.
 func (s *Store) RestoreBackup(ctx context.Context, taskID, name string, valid func([]byte) error) (string, error) {
-	op := dbstore.RestoreOp(taskID)
+	op := sqlstore.RestoreOp(taskID)
 	if err := s.requireTask(ctx, s.pool, taskID); err != nil {
 		return "", err
 	}
@@ -79,7 +79,7 @@ func (s *Store) RestoreBackup(ctx context.Context, taskID, name string, valid fu
 		var curSeq int64
 		err := tx.QueryRow(ctx, "SELECT doc, journal_seq FROM states WHERE task_id = $1 FOR UPDATE", taskID).Scan(&cur, &curSeq)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return dbstore.NoStateToRestore(op)
+			return sqlstore.NoStateToRestore(op)
 		}
 		if err != nil {
 			return err
@@ -88,7 +88,7 @@ func (s *Store) RestoreBackup(ctx context.Context, taskID, name string, valid fu
 		if err != nil {
 			return err
 		}
-		chosen, st, err := dbstore.ChooseBackup(list, taskID, name, valid)
+		chosen, st, err := sqlstore.ChooseBackup(list, taskID, name, valid)
 		if err != nil {
 			return err
 		}
@@ -100,7 +100,7 @@ func (s *Store) RestoreBackup(ctx context.Context, taskID, name string, valid fu
 		b := &pgx.Batch{}
 		b.Queue("INSERT INTO backups (task_id, journal_seq, doc) VALUES ($1, $2, $3)", taskID, curSeq, cur)
 		b.Queue(`DELETE FROM backups WHERE task_id = $1 AND n <= (
-			SELECT n FROM backups WHERE task_id = $1 ORDER BY n DESC OFFSET $2 LIMIT 1)`, taskID, s.settings.Backups.Keep)
+			SELECT n FROM backups WHERE task_id = $1 ORDER BY n DESC OFFSET $2 LIMIT 1)`, taskID, s.Settings().Backups.Keep)
 		b.Queue("UPDATE states SET journal_seq = $2, doc = $3, epoch = $4, updated_at = now() WHERE task_id = $1",
 			taskID, st.JournalSeq, chosen.Doc, epoch)
 		return tx.SendBatch(ctx, b).Close()

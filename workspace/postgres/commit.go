@@ -269,7 +269,7 @@ func (c *commitTx) write(ctx context.Context, f folded, dups []int64) error {
 		// about to be updated.
 		b.Queue("INSERT INTO backups (task_id, journal_seq, doc) SELECT task_id, journal_seq, doc FROM states WHERE task_id = $1", c.id)
 		b.Queue(`DELETE FROM backups WHERE task_id = $1 AND n <= (
-			SELECT n FROM backups WHERE task_id = $1 ORDER BY n DESC OFFSET $2 LIMIT 1)`, c.id, c.s.settings.Backups.Keep)
+			SELECT n FROM backups WHERE task_id = $1 ORDER BY n DESC OFFSET $2 LIMIT 1)`, c.id, c.s.Settings().Backups.Keep)
 		b.Queue("UPDATE states SET journal_seq = $2, doc = $3, epoch = $4, updated_at = now() WHERE task_id = $1",
 			c.id, f.next.JournalSeq, string(f.data), c.epoch)
 	} else {
@@ -416,7 +416,7 @@ func planPath(version int) string { return fmt.Sprintf("plans/plan_v%d.json", ve
 // file. A row is inserted whole, so nothing waits for a grace period: a
 // marker refused now, softly or not, is rejected.
 func (s *Store) judge(m waiting, products map[string][]byte, seq int64, now time.Time) workspace.JournalRecord {
-	rec, _ := machine.JudgeMarker(m.kind, m.name, []byte(m.body), s.settings.Limits, func(outputFile string) machine.ProductRead {
+	rec, _ := machine.JudgeMarker(m.kind, m.name, []byte(m.body), s.Settings().Limits, func(outputFile string) machine.ProductRead {
 		body, ok := products[outputFile]
 		return machine.ProductRead{Data: body, Missing: !ok}
 	}, seq, now)

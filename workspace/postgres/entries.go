@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 // Entries of the four scopes are rows of entries, keyed by scope, owner
@@ -31,18 +31,17 @@ func requireTask(ctx context.Context, tx pgx.Tx, task string) error {
 		return err
 	}
 	if !ok {
-		return dbstore.NotFoundTask(task)
+		return sqlstore.NotFoundTask(task)
 	}
 	return nil
 }
 
 // Now is the store's clock.
-func (s *Store) Now() time.Time { return now() }
 
 // StoreEntry creates or replaces an entry: created_at is kept on replace
 // and version bumped, in one statement.
 func (s *Store) StoreEntry(ctx context.Context, sc workspace.Scope, req workspace.StoreRequest) (workspace.Result, error) {
-	own, task, warns, err := dbstore.CheckStore(sc, req, s.settings.Limits)
+	own, task, warns, err := sqlstore.CheckStore(sc, req, s.Settings().Limits)
 	if err != nil {
 		return workspace.Result{}, err
 	}
@@ -51,7 +50,7 @@ func (s *Store) StoreEntry(ctx context.Context, sc workspace.Scope, req workspac
 	// One statement, so one round trip and one commit: the task's
 	// existence, the upsert, and the event (whose line ends with the
 	// version the upsert gives: attrs are sorted, version last).
-	line := dbstore.EntryEventLine(sc, "stored", req.Key, req.Agent, 0, t)
+	line := sqlstore.EntryEventLine(sc, "stored", req.Key, req.Agent, 0, t)
 	var ok bool
 	var created *time.Time
 	var version *int
@@ -66,10 +65,10 @@ func (s *Store) StoreEntry(ctx context.Context, sc workspace.Scope, req workspac
 		SELECT t.ok, up.created_at, up.version FROM t LEFT JOIN up ON true`,
 		string(sc.Kind), own, req.Key, req.Description, req.Agent, t, len(req.Value), string(req.Value), task, line).Scan(&ok, &created, &version)
 	if err != nil {
-		return workspace.Result{}, fmt.Errorf("store %s %q: %w", dbstore.Label(sc), req.Key, err)
+		return workspace.Result{}, fmt.Errorf("store %s %q: %w", sqlstore.Label(sc), req.Key, err)
 	}
 	if !ok {
-		return workspace.Result{}, dbstore.NotFoundTask(task)
+		return workspace.Result{}, sqlstore.NotFoundTask(task)
 	}
 	e.CreatedAt, e.Version = *created, *version
 	e.CreatedAt = e.CreatedAt.UTC()
@@ -79,7 +78,7 @@ func (s *Store) StoreEntry(ctx context.Context, sc workspace.Scope, req workspac
 // entryEvent appends env_<verb> (thread scope) or memory_<verb> (session
 // scope) to the task's events, in the write's transaction.
 func (s *Store) entryEvent(ctx context.Context, tx pgx.Tx, sc workspace.Scope, verb, key, agent string, version int, t time.Time) error {
-	line := dbstore.EntryEventLine(sc, verb, key, agent, version, t)
+	line := sqlstore.EntryEventLine(sc, verb, key, agent, version, t)
 	if line == "" {
 		return nil
 	}
@@ -89,7 +88,7 @@ func (s *Store) entryEvent(ctx context.Context, tx pgx.Tx, sc workspace.Scope, v
 
 // GetEntry reads one entry; a missing key is ErrNotFound.
 func (s *Store) GetEntry(ctx context.Context, sc workspace.Scope, key string) (workspace.Entry, error) {
-	own, _, err := dbstore.CheckGet(sc, key)
+	own, _, err := sqlstore.CheckGet(sc, key)
 	if err != nil {
 		return workspace.Entry{}, err
 	}
@@ -99,7 +98,7 @@ func (s *Store) GetEntry(ctx context.Context, sc workspace.Scope, key string) (w
 		FROM entries WHERE scope = $1 AND owner = $2 AND key = $3`, string(sc.Kind), own, key).
 		Scan(&e.Key, &e.ShortDescription, &e.StoredBy, &e.CreatedAt, &e.UpdatedAt, &e.Version, &value)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return e, dbstore.NoSuchKey("get", sc, key)
+		return e, sqlstore.NoSuchKey("get", sc, key)
 	}
 	if err != nil {
 		return e, err
@@ -110,7 +109,7 @@ func (s *Store) GetEntry(ctx context.Context, sc workspace.Scope, key string) (w
 
 // ListEntries lists a scope by key, without reading a value.
 func (s *Store) ListEntries(ctx context.Context, sc workspace.Scope) ([]workspace.ManifestItem, error) {
-	own, task, err := dbstore.Owner(sc)
+	own, task, err := sqlstore.Owner(sc)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +133,7 @@ func (s *Store) ListEntries(ctx context.Context, sc workspace.Scope) ([]workspac
 			return nil, err
 		}
 		if !taskOK {
-			return nil, dbstore.NotFoundTask(task)
+			return nil, sqlstore.NotFoundTask(task)
 		}
 		if key == nil {
 			continue // the row of the left join when the scope is empty
@@ -147,11 +146,11 @@ func (s *Store) ListEntries(ctx context.Context, sc workspace.Scope) ([]workspac
 // UpdateEntry changes an existing entry; ErrNotFound when missing,
 // ErrConflict when IfVersion no longer matches.
 func (s *Store) UpdateEntry(ctx context.Context, sc workspace.Scope, req workspace.UpdateRequest) (workspace.Result, error) {
-	own, task, warns, err := dbstore.CheckUpdate(sc, req, s.settings.Limits)
+	own, task, warns, err := sqlstore.CheckUpdate(sc, req, s.Settings().Limits)
 	if err != nil {
 		return workspace.Result{}, err
 	}
-	op := dbstore.UpdateOp(sc, req.Key)
+	op := sqlstore.UpdateOp(sc, req.Key)
 	t := now()
 	var e workspace.Entry
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -163,13 +162,13 @@ func (s *Store) UpdateEntry(ctx context.Context, sc workspace.Scope, req workspa
 			WHERE scope = $1 AND owner = $2 AND key = $3 FOR UPDATE`, string(sc.Kind), own, req.Key).
 			Scan(&e.Key, &e.ShortDescription, &e.CreatedAt, &e.Version, &value)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return dbstore.NoKeyToUpdate(op)
+			return sqlstore.NoKeyToUpdate(op)
 		}
 		if err != nil {
 			return err
 		}
 		e.Value, e.CreatedAt = json.RawMessage(value), e.CreatedAt.UTC()
-		if err := dbstore.ApplyUpdate(&e, req, op, t); err != nil {
+		if err := sqlstore.ApplyUpdate(&e, req, op, t); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `UPDATE entries SET short_description = $4, stored_by = $5, updated_at = $6, version = $7, size = $8, value = $9
@@ -187,7 +186,7 @@ func (s *Store) UpdateEntry(ctx context.Context, sc workspace.Scope, req workspa
 
 // DeleteEntry removes a key; a missing key is ErrNotFound.
 func (s *Store) DeleteEntry(ctx context.Context, sc workspace.Scope, key, agent string) error {
-	own, task, err := dbstore.CheckDelete(sc, key, agent)
+	own, task, err := sqlstore.CheckDelete(sc, key, agent)
 	if err != nil {
 		return err
 	}
@@ -200,7 +199,7 @@ func (s *Store) DeleteEntry(ctx context.Context, sc workspace.Scope, key, agent 
 			return err
 		}
 		if tag.RowsAffected() == 0 {
-			return dbstore.NoSuchKey("delete", sc, key)
+			return sqlstore.NoSuchKey("delete", sc, key)
 		}
 		return s.entryEvent(ctx, tx, sc, "deleted", key, agent, 0, now())
 	})

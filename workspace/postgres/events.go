@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 // Events are rows of events, one events.log line each, in append order by
@@ -33,7 +33,7 @@ func (s *Store) AppendEvent(ctx context.Context, e workspace.Event) error {
 // AppendEvents appends events of one task in one statement, in the order
 // given. The task must exist (ErrNotFound); a bad id is ErrInvalid.
 func (s *Store) AppendEvents(ctx context.Context, taskID string, evs []workspace.Event) error {
-	out, err := dbstore.StampEvents(taskID, evs, now)
+	out, err := sqlstore.StampEvents(taskID, evs, now)
 	if err != nil || len(out) == 0 {
 		return err
 	}
@@ -51,7 +51,7 @@ func (s *Store) AppendEvents(ctx context.Context, taskID string, evs []workspace
 		return fmt.Errorf("append events to task %s: %w", taskID, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return dbstore.NotFoundTask(taskID)
+		return sqlstore.NotFoundTask(taskID)
 	}
 	return nil
 }
@@ -70,7 +70,7 @@ func (s *Store) ReadEvents(ctx context.Context, taskID string) (evs []workspace.
 			return err
 		}
 		if !ok {
-			return dbstore.NotFoundTask(taskID)
+			return sqlstore.NotFoundTask(taskID)
 		}
 		rows, err := tx.Query(ctx, "SELECT line FROM events WHERE task_id = $1 ORDER BY id", taskID)
 		if err != nil {
@@ -110,7 +110,7 @@ func readErr(op string, err error) error {
 // counted, one BadLines per task that has any. The server sorts, and the
 // rows stream: memory stays flat in the number of events.
 func (s *Store) MergeEvents(ctx context.Context, taskIDs []string, each func(workspace.Event) error) ([]workspace.BadLines, error) {
-	var bad dbstore.BadTally
+	var bad sqlstore.BadTally
 	// One snapshot: the task list and the events agree.
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
 		ids := taskIDs
@@ -153,7 +153,7 @@ func (s *Store) MergeEvents(ctx context.Context, taskIDs []string, each func(wor
 // interval even when no notification arrives (or LISTEN is refused, as
 // through a transaction pooler, when it only polls).
 func (s *Store) FollowEvents(ctx context.Context, taskID string, fromStart bool, interval time.Duration, each func(workspace.Event)) error {
-	interval, err := dbstore.FollowInterval(taskID, interval)
+	interval, err := sqlstore.FollowInterval(taskID, interval)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 // ReadEventsFrom calls each for every event of task taskID whose row id
@@ -33,7 +33,7 @@ func (s *Store) ReadEventsFrom(ctx context.Context, taskID string, pos int64, ea
 			return err
 		}
 		if !ok {
-			return dbstore.NotFoundTask(taskID)
+			return sqlstore.NotFoundTask(taskID)
 		}
 		rows, err := tx.Query(ctx, "SELECT id, line FROM events WHERE task_id = $1 AND id > $2 ORDER BY id", taskID, pos)
 		if err != nil {

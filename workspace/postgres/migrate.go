@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 	"github.com/workspaced/workspaced/workspace/tables"
 )
 
@@ -66,7 +66,7 @@ func (s *Store) checkVersion(ctx context.Context) error {
 }
 
 func (s *Store) judgeVersion(v int) error {
-	return dbstore.Schema{Op: "open schema " + s.schema, InitHint: "create it with workspaced --root '<the same URL>' init",
+	return sqlstore.Schema{Op: "open schema " + s.schema, InitHint: "create it with workspaced --root '<the same URL>' init",
 		NotInitialized: ErrNotInitialized, TooNew: ErrSchemaTooNew}.Judge(v, SchemaVersion())
 }
 
@@ -81,7 +81,7 @@ func Init(ctx context.Context, root string) (*Store, int, error) {
 	}
 	n, err := s.migrate(ctx)
 	if err == nil {
-		err = s.loadSettings(ctx)
+		err = s.LoadSettings(ctx)
 	}
 	if err != nil {
 		s.Close()

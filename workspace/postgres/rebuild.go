@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 // Rebuild derives a task's state from its task row and its journal alone,
@@ -25,12 +25,12 @@ func (s *Store) Rebuild(taskID string) (workspace.State, error) {
 		var doc string
 		err := tx.QueryRow(ctx, "SELECT doc FROM tasks WHERE id = $1", taskID).Scan(&doc)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return dbstore.NotFoundTask(taskID)
+			return sqlstore.NotFoundTask(taskID)
 		}
 		if err != nil {
 			return fmt.Errorf("read task %s: %w", taskID, err)
 		}
-		task, err := dbstore.DecodeTask(taskID, doc)
+		task, err := sqlstore.DecodeTask(taskID, doc)
 		if err != nil {
 			return err
 		}
@@ -38,7 +38,7 @@ func (s *Store) Rebuild(taskID string) (workspace.State, error) {
 		if err != nil {
 			return err
 		}
-		st, err = dbstore.Rebuild(task, recs, func(st workspace.State) func(int) (*workspace.Plan, error) {
+		st, err = sqlstore.Rebuild(task, recs, func(st workspace.State) func(int) (*workspace.Plan, error) {
 			return s.planLoader(ctx, tx, taskID, st)
 		})
 		return err
@@ -65,6 +65,6 @@ func readJournal(ctx context.Context, tx pgx.Tx, taskID string) ([]workspace.Jou
 		if err := r.Scan(&seq, &body); err != nil {
 			return rec, err
 		}
-		return dbstore.DecodeJournalRecord(taskID, seq, body)
+		return sqlstore.DecodeJournalRecord(taskID, seq, body)
 	})
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 // Skills are rows of files under their path in the tree, skills/<name>.md,
@@ -23,11 +23,11 @@ func (s *Store) ListSkills(ctx context.Context) ([]workspace.Skill, []workspace.
 	if err != nil {
 		return nil, nil, fmt.Errorf("list skills: %w", err)
 	}
-	all, err := pgx.CollectRows(rows, pgx.RowToStructByPos[dbstore.PathBody])
+	all, err := pgx.CollectRows(rows, pgx.RowToStructByPos[sqlstore.PathBody])
 	if err != nil {
 		return nil, nil, err
 	}
-	out, refused := dbstore.Skills(all)
+	out, refused := sqlstore.Skills(all)
 	return out, refused, nil
 }
 
@@ -44,13 +44,13 @@ func (s *Store) GetSkill(ctx context.Context, name string) (workspace.Skill, err
 	if err != nil && !missing {
 		return workspace.Skill{}, err
 	}
-	return dbstore.Skill(name, body, !missing)
+	return sqlstore.Skill(name, body, !missing)
 }
 
 // AddSkill checks a skill (workspace.ParseSkill) and stores it; an
 // existing one is ErrConflict unless req.Replace.
 func (s *Store) AddSkill(ctx context.Context, req workspace.AddSkillRequest) (workspace.Skill, error) {
-	sk, err := dbstore.CheckSkill(req)
+	sk, err := sqlstore.CheckSkill(req)
 	if err != nil {
 		return workspace.Skill{}, err
 	}
@@ -63,7 +63,7 @@ func (s *Store) AddSkill(ctx context.Context, req workspace.AddSkillRequest) (wo
 		return workspace.Skill{}, fmt.Errorf("add skill %s: %w", req.Name, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return workspace.Skill{}, dbstore.SkillExists(req.Name)
+		return workspace.Skill{}, sqlstore.SkillExists(req.Name)
 	}
 	return sk, nil
 }
@@ -78,7 +78,7 @@ func (s *Store) RemoveSkill(ctx context.Context, name, agent string) error {
 		return fmt.Errorf("remove skill %s: %w", name, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return dbstore.NoSkillToRemove(name)
+		return sqlstore.NoSkillToRemove(name)
 	}
 	return nil
 }

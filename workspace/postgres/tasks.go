@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 // Tasks and the agent cards: task.json is a row of tasks, its root thread
@@ -25,12 +25,12 @@ func (s *Store) LoadAgents(ctx context.Context) (workspace.AgentCards, error) {
 	if err != nil && !missing {
 		return workspace.AgentCards{}, fmt.Errorf("read %s: %w", workspace.AgentsFile, err)
 	}
-	return dbstore.DecodeAgents(body, !missing)
+	return sqlstore.DecodeAgents(body, !missing)
 }
 
 // SaveAgents checks the cards against their schema and replaces them.
 func (s *Store) SaveAgents(ctx context.Context, cards workspace.AgentCards) error {
-	data, err := dbstore.AgentsDoc(cards)
+	data, err := sqlstore.AgentsDoc(cards)
 	if err != nil {
 		return err
 	}
@@ -46,7 +46,7 @@ func (s *Store) SaveAgents(ctx context.Context, cards workspace.AgentCards) erro
 // and its task_created event in one transaction; ErrConflict when the id
 // is taken.
 func (s *Store) CreateTask(ctx context.Context, req workspace.NewTaskRequest) (workspace.Task, error) {
-	t, data, rootDoc, ev, err := dbstore.NewTask(req, s.Now())
+	t, data, rootDoc, ev, err := sqlstore.NewTask(req, s.Now())
 	if err != nil {
 		return workspace.Task{}, err
 	}
@@ -108,7 +108,7 @@ func (s *Store) ListTasks(ctx context.Context) ([]workspace.TaskSummary, error) 
 		if err := r.Scan(&id, &doc, &state); err != nil {
 			return workspace.TaskSummary{}, err
 		}
-		return dbstore.TaskSummary(id, doc, state), nil
+		return sqlstore.TaskSummary(id, doc, state), nil
 	})
 	if out == nil {
 		out = []workspace.TaskSummary{}
@@ -127,7 +127,7 @@ func lockTask(ctx context.Context, tx pgx.Tx, taskID string) error {
 	var one int
 	err := tx.QueryRow(ctx, "SELECT 1 FROM tasks WHERE id = $1 FOR NO KEY UPDATE", taskID).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return dbstore.NotFoundTask(taskID)
+		return sqlstore.NotFoundTask(taskID)
 	}
 	return err
 }
@@ -141,7 +141,7 @@ func (s *Store) requireTask(ctx context.Context, q querier, taskID string) error
 	var one int
 	err := q.QueryRow(ctx, "SELECT 1 FROM tasks WHERE id = $1", taskID).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return dbstore.NotFoundTask(taskID)
+		return sqlstore.NotFoundTask(taskID)
 	}
 	return err
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 // Delegation threads: threads/<id>.json of a task is a row of threads,
@@ -16,7 +16,7 @@ import (
 // read-modify-write under the thread row's lock.
 
 func getThread(ctx context.Context, q querier, taskID, id, lock string) (workspace.Thread, error) {
-	if err := dbstore.CheckThreadIDs(taskID, id); err != nil {
+	if err := sqlstore.CheckThreadIDs(taskID, id); err != nil {
 		return workspace.Thread{}, err
 	}
 	var doc string
@@ -27,7 +27,7 @@ func getThread(ctx context.Context, q querier, taskID, id, lock string) (workspa
 	if err != nil {
 		return workspace.Thread{}, err
 	}
-	return dbstore.DecodeThread(taskID, id, doc)
+	return sqlstore.DecodeThread(taskID, id, doc)
 }
 
 // GetThread reads one thread of a task.
@@ -53,7 +53,7 @@ func (s *Store) ListThreads(ctx context.Context, taskID string) ([]workspace.Thr
 		if err := r.Scan(&id, &doc); err != nil {
 			return workspace.Thread{}, err
 		}
-		return dbstore.DecodeThread(taskID, id, doc)
+		return sqlstore.DecodeThread(taskID, id, doc)
 	})
 	if err != nil {
 		return nil, err
@@ -61,7 +61,7 @@ func (s *Store) ListThreads(ctx context.Context, taskID string) ([]workspace.Thr
 	if out == nil {
 		out = []workspace.Thread{}
 	}
-	dbstore.SortThreads(out)
+	sqlstore.SortThreads(out)
 	return out, nil
 }
 
@@ -89,7 +89,7 @@ func (s *Store) NewThread(ctx context.Context, req workspace.NewThreadRequest) (
 	if err := s.requireTask(ctx, s.pool, req.TaskID); err != nil {
 		return workspace.Thread{}, err
 	}
-	req, t, data, ev, err := dbstore.NewThread(req, s.Now())
+	req, t, data, ev, err := sqlstore.NewThread(req, s.Now())
 	if err != nil {
 		return workspace.Thread{}, err
 	}
@@ -125,7 +125,7 @@ func (s *Store) ModifyThread(ctx context.Context, taskID, id, agent string, chan
 	if err := s.requireTask(ctx, s.pool, taskID); err != nil {
 		return workspace.Thread{}, err
 	}
-	if err := dbstore.CheckModifyingAgent(agent); err != nil {
+	if err := sqlstore.CheckModifyingAgent(agent); err != nil {
 		return workspace.Thread{}, err
 	}
 	var out workspace.Thread
@@ -134,7 +134,7 @@ func (s *Store) ModifyThread(ctx context.Context, taskID, id, agent string, chan
 		if err != nil {
 			return err
 		}
-		data, err := dbstore.ChangeThread(&t, change, s.Now)
+		data, err := sqlstore.ChangeThread(&t, change, s.Now)
 		out = t
 		if err != nil || data == nil {
 			return err

@@ -11,7 +11,7 @@ import (
 
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 // The agents' tokens of a workspace on PostgreSQL are rows of tokens: the
@@ -43,7 +43,7 @@ func (t tokenTable) Lookup(token string) (tokens.Grant, error) {
 	if err != nil {
 		return tokens.Grant{}, fmt.Errorf("look the token up: %w", err)
 	}
-	return dbstore.DecodeGrant(doc)
+	return sqlstore.DecodeGrant(doc)
 }
 
 func (t tokenTable) List(ctx context.Context) ([]tokens.Grant, error) {
@@ -61,7 +61,7 @@ func listGrants(ctx context.Context, q interface {
 	if err != nil {
 		return nil, fmt.Errorf("list the tokens: %w", err)
 	}
-	return dbstore.DecodeGrants(docs)
+	return sqlstore.DecodeGrants(docs)
 }
 
 // Update changes the grants in one transaction holding the table's lock
@@ -69,7 +69,7 @@ func listGrants(ctx context.Context, q interface {
 // changed, checked whole and written back.
 func (t tokenTable) Update(ctx context.Context, holder string, change func(*tokens.FileDoc) error) error {
 	return pgx.BeginFunc(ctx, t.s.pool, func(tx pgx.Tx) error {
-		ms := max(time.Duration(t.s.settings.LockTimeout).Milliseconds(), 1)
+		ms := max(time.Duration(t.s.Settings().LockTimeout).Milliseconds(), 1)
 		if _, err := tx.Exec(ctx, "SELECT set_config('lock_timeout', $1, true), set_config('application_name', $2, true)",
 			strconv.FormatInt(ms, 10), appName("workspaced tokens "+holder)); err != nil {
 			return fmt.Errorf("update the tokens: %w", err)
@@ -85,7 +85,7 @@ func (t tokenTable) Update(ctx context.Context, holder string, change func(*toke
 		if err != nil {
 			return err
 		}
-		rows, err := dbstore.ChangeGrants(gs, change)
+		rows, err := sqlstore.ChangeGrants(gs, change)
 		if err != nil {
 			return err
 		}
@@ -94,7 +94,7 @@ func (t tokenTable) Update(ctx context.Context, holder string, change func(*toke
 }
 
 // writeGrants replaces the rows of tokens with rows, in order.
-func writeGrants(ctx context.Context, tx pgx.Tx, rows []dbstore.GrantRow) error {
+func writeGrants(ctx context.Context, tx pgx.Tx, rows []sqlstore.GrantRow) error {
 	if _, err := tx.Exec(ctx, "DELETE FROM tokens"); err != nil {
 		return fmt.Errorf("write the tokens: %w", err)
 	}

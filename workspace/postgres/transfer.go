@@ -50,7 +50,7 @@ func (s *Store) Import(ctx context.Context, dir string, opt ImportOptions) (Tran
 	if err != nil {
 		return TransferReport{}, err
 	}
-	if err := s.loadSettings(ctx); err != nil {
+	if err := s.LoadSettings(ctx); err != nil {
 		return TransferReport{}, err
 	}
 	return load.Report, nil

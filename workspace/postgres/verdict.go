@@ -6,7 +6,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 var _ workspace.VerdictSource = (*Store)(nil)
@@ -19,7 +19,7 @@ var _ workspace.VerdictSource = (*Store)(nil)
 // marker reused its name and is refused for it (machine.JudgeReused), as
 // the store refuses it at once when it is dropped.
 func (s *Store) ReadVerdict(taskID, name string, after int64) (workspace.Verdict, string, error) {
-	if err := dbstore.CheckVerdictName(name); err != nil {
+	if err := sqlstore.CheckVerdictName(name); err != nil {
 		return workspace.Verdict{}, "", err
 	}
 	ctx, cancel := s.readCtx()
@@ -46,14 +46,14 @@ func (s *Store) ReadVerdict(taskID, name string, after int64) (workspace.Verdict
 		if err != nil {
 			return err
 		}
-		if rec, err = dbstore.DecodeRecord(name, body); err != nil {
+		if rec, err = sqlstore.DecodeRecord(name, body); err != nil {
 			return err
 		}
 		var doc string
 		if err := tx.QueryRow(ctx, "SELECT doc FROM states WHERE task_id = $1", taskID).Scan(&doc); err != nil {
 			return err
 		}
-		if st, err = dbstore.DecodeState(taskID, doc); err != nil {
+		if st, err = sqlstore.DecodeState(taskID, doc); err != nil {
 			return err
 		}
 		where = workspace.MarkerDecided
@@ -62,7 +62,7 @@ func (s *Store) ReadVerdict(taskID, name string, after int64) (workspace.Verdict
 	if err != nil {
 		return workspace.Verdict{}, "", readErr("read the verdict on marker "+name, err)
 	}
-	v, where := dbstore.Verdict(st, rec, taskID, name, where, after)
+	v, where := sqlstore.Verdict(st, rec, taskID, name, where, after)
 	return v, where, nil
 }
 

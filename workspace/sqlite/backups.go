@@ -7,14 +7,14 @@ import (
 	"fmt"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
-// dbstore.Backups lists a task's backups newest first, with their names.
-func backupRows(ctx context.Context, q querier, taskID string) ([]dbstore.Backup, error) {
+// sqlstore.Backups lists a task's backups newest first, with their names.
+func backupRows(ctx context.Context, q querier, taskID string) ([]sqlstore.Backup, error) {
 	rows, err := q.QueryContext(ctx, "SELECT n, saved_at, doc, name FROM backups WHERE task_id = $1 ORDER BY n", taskID)
-	list, err := collect(rows, err, func(r *sql.Rows) (dbstore.Backup, error) {
-		var b dbstore.Backup
+	list, err := collect(rows, err, func(r *sql.Rows) (sqlstore.Backup, error) {
+		var b sqlstore.Backup
 		var t string
 		err := r.Scan(&b.N, &t, &b.Doc, &b.Info.Name)
 		b.Info.Time, b.Info.Size = parseTS(t), int64(len(b.Doc))
@@ -23,11 +23,11 @@ func backupRows(ctx context.Context, q querier, taskID string) ([]dbstore.Backup
 	if err != nil {
 		return nil, fmt.Errorf("list backups of task %s: %w", taskID, err)
 	}
-	return dbstore.NameBackups(list), nil
+	return sqlstore.NameBackups(list), nil
 }
 
 // taskBackups lists the backups of a task that must exist, newest first.
-func (s *Store) taskBackups(ctx context.Context, taskID string) ([]dbstore.Backup, error) {
+func (s *Store) taskBackups(ctx context.Context, taskID string) ([]sqlstore.Backup, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	if err := requireTask(ctx, s.rdb, taskID); err != nil {
@@ -42,7 +42,7 @@ func (s *Store) ListBackups(ctx context.Context, taskID string) ([]workspace.Bac
 	if err != nil {
 		return nil, err
 	}
-	return dbstore.BackupInfos(list), nil
+	return sqlstore.BackupInfos(list), nil
 }
 
 // ReadBackup returns one backup's state document.
@@ -51,7 +51,7 @@ func (s *Store) ReadBackup(ctx context.Context, taskID, name string) ([]byte, er
 	if err != nil {
 		return nil, err
 	}
-	return dbstore.BackupDoc(list, taskID, name)
+	return sqlstore.BackupDoc(list, taskID, name)
 }
 
 // RestoreBackup puts a backup back as the task's state in one write transaction
@@ -59,7 +59,7 @@ func (s *Store) ReadBackup(ctx context.Context, taskID, name string) ([]byte, er
 // picks the newest backup valid accepts. The daemon's next commit folds
 // the journal records after the restored state's journal_seq again.
 func (s *Store) RestoreBackup(ctx context.Context, taskID, name string, valid func([]byte) error) (string, error) {
-	op := dbstore.RestoreOp(taskID)
+	op := sqlstore.RestoreOp(taskID)
 	if err := requireTask(ctx, s.rdb, taskID); err != nil {
 		return "", err
 	}
@@ -71,7 +71,7 @@ func (s *Store) RestoreBackup(ctx context.Context, taskID, name string, valid fu
 		var curSeq int64
 		err := tx.QueryRowContext(ctx, "SELECT doc, journal_seq FROM states WHERE task_id = $1", taskID).Scan(&cur, &curSeq)
 		if errors.Is(err, sql.ErrNoRows) {
-			return dbstore.NoStateToRestore(op)
+			return sqlstore.NoStateToRestore(op)
 		}
 		if err != nil {
 			return err
@@ -80,12 +80,12 @@ func (s *Store) RestoreBackup(ctx context.Context, taskID, name string, valid fu
 		if err != nil {
 			return err
 		}
-		chosen, st, err := dbstore.ChooseBackup(list, taskID, name, valid)
+		chosen, st, err := sqlstore.ChooseBackup(list, taskID, name, valid)
 		if err != nil {
 			return err
 		}
 		name = chosen.Info.Name
-		if err := keepBackup(ctx, tx, taskID, curSeq, cur, s.settings.Backups.Keep); err != nil {
+		if err := keepBackup(ctx, tx, taskID, curSeq, cur, s.Settings().Backups.Keep); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, "UPDATE states SET journal_seq = $2, doc = $3, updated_at = $4 WHERE task_id = $1",

@@ -13,6 +13,7 @@ import (
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 	"github.com/workspaced/workspaced/workspace/statecheck"
 )
 
@@ -320,8 +321,8 @@ func (c *commitTx) fold(ctx context.Context, ms []waiting) (folded, error) {
 // transaction. A row is inserted whole, so nothing waits for a grace
 // period: a marker refused now, softly or not, is rejected.
 func (c *commitTx) judge(ctx context.Context, m waiting, seq int64, at time.Time) workspace.JournalRecord {
-	rec, _ := machine.JudgeMarker(m.kind, m.name, []byte(m.body), c.s.settings.Limits, func(outputFile string) machine.ProductRead {
-		b, ok, err := body(ctx, c.tx, c.id, outputFile)
+	rec, _ := machine.JudgeMarker(m.kind, m.name, []byte(m.body), c.s.Settings().Limits, func(outputFile string) machine.ProductRead {
+		b, ok, err := sqlstore.ReadBody(ctx, c.tx, c.id, outputFile)
 		if err != nil {
 			return machine.ProductRead{Err: err}
 		}
@@ -348,7 +349,7 @@ func (c *commitTx) write(ctx context.Context, f folded, dups []int64) error {
 	}
 	var err error
 	if c.hasState {
-		if err = keepBackup(ctx, c.tx, c.id, c.prevSeq, c.prev, c.s.settings.Backups.Keep); err != nil {
+		if err = keepBackup(ctx, c.tx, c.id, c.prevSeq, c.prev, c.s.Settings().Backups.Keep); err != nil {
 			return err
 		}
 		_, err = c.tx.ExecContext(ctx, "UPDATE states SET journal_seq = $2, doc = $3, updated_at = $4 WHERE task_id = $1",
@@ -395,7 +396,7 @@ func (s *Store) catchUp(ctx context.Context, tx wtx, taskID string, st workspace
 func (s *Store) planLoader(ctx context.Context, tx wtx, taskID string, st workspace.State) func(int) (*workspace.Plan, error) {
 	return func(version int) (*workspace.Plan, error) {
 		for _, path := range []string{"plan.json", fmt.Sprintf("plans/plan_v%d.json", version)} {
-			b, ok, err := body(ctx, tx, taskID, path)
+			b, ok, err := sqlstore.ReadBody(ctx, tx, taskID, path)
 			if err != nil || !ok {
 				continue
 			}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 // Entries of the four scopes are rows of entries, keyed by scope, owner
@@ -31,7 +31,7 @@ func requireOwner(ctx context.Context, tx wtx, task string) error {
 // StoreEntry creates or replaces an entry: created_at is kept on replace
 // and version bumped, in one statement.
 func (s *Store) StoreEntry(ctx context.Context, sc workspace.Scope, req workspace.StoreRequest) (workspace.Result, error) {
-	own, task, warns, err := dbstore.CheckStore(sc, req, s.settings.Limits)
+	own, task, warns, err := sqlstore.CheckStore(sc, req, s.Settings().Limits)
 	if err != nil {
 		return workspace.Result{}, err
 	}
@@ -56,7 +56,7 @@ func (s *Store) StoreEntry(ctx context.Context, sc workspace.Scope, req workspac
 		return s.entryEvent(ctx, tx, sc, "stored", req.Key, req.Agent, e.Version, t)
 	})
 	if err != nil {
-		return workspace.Result{}, readErr(fmt.Sprintf("store %s %q", dbstore.Label(sc), req.Key), err)
+		return workspace.Result{}, readErr(fmt.Sprintf("store %s %q", sqlstore.Label(sc), req.Key), err)
 	}
 	return workspace.Result{Entry: e, Warnings: warns}, nil
 }
@@ -64,7 +64,7 @@ func (s *Store) StoreEntry(ctx context.Context, sc workspace.Scope, req workspac
 // entryEvent appends env_<verb> (thread scope) or memory_<verb> (session
 // scope) to the task's events, in the write's transaction.
 func (s *Store) entryEvent(ctx context.Context, tx wtx, sc workspace.Scope, verb, key, agent string, version int, t time.Time) error {
-	line := dbstore.EntryEventLine(sc, verb, key, agent, version, t)
+	line := sqlstore.EntryEventLine(sc, verb, key, agent, version, t)
 	if line == "" {
 		return nil
 	}
@@ -74,7 +74,7 @@ func (s *Store) entryEvent(ctx context.Context, tx wtx, sc workspace.Scope, verb
 
 // GetEntry reads one entry; a missing key is ErrNotFound.
 func (s *Store) GetEntry(ctx context.Context, sc workspace.Scope, key string) (workspace.Entry, error) {
-	own, _, err := dbstore.CheckGet(sc, key)
+	own, _, err := sqlstore.CheckGet(sc, key)
 	if err != nil {
 		return workspace.Entry{}, err
 	}
@@ -84,7 +84,7 @@ func (s *Store) GetEntry(ctx context.Context, sc workspace.Scope, key string) (w
 		FROM entries WHERE scope = $1 AND owner = $2 AND key = $3`, string(sc.Kind), own, key).
 		Scan(&e.Key, &e.ShortDescription, &e.StoredBy, &created, &updated, &e.Version, &value)
 	if errors.Is(err, sql.ErrNoRows) {
-		return e, dbstore.NoSuchKey("get", sc, key)
+		return e, sqlstore.NoSuchKey("get", sc, key)
 	}
 	if err != nil {
 		return e, err
@@ -95,7 +95,7 @@ func (s *Store) GetEntry(ctx context.Context, sc workspace.Scope, key string) (w
 
 // ListEntries lists a scope by key, without reading a value.
 func (s *Store) ListEntries(ctx context.Context, sc workspace.Scope) ([]workspace.ManifestItem, error) {
-	own, task, err := dbstore.Owner(sc)
+	own, task, err := sqlstore.Owner(sc)
 	if err != nil {
 		return nil, err
 	}
@@ -132,11 +132,11 @@ func (s *Store) ListEntries(ctx context.Context, sc workspace.Scope) ([]workspac
 // UpdateEntry changes an existing entry; ErrNotFound when missing,
 // ErrConflict when IfVersion no longer matches.
 func (s *Store) UpdateEntry(ctx context.Context, sc workspace.Scope, req workspace.UpdateRequest) (workspace.Result, error) {
-	own, task, warns, err := dbstore.CheckUpdate(sc, req, s.settings.Limits)
+	own, task, warns, err := sqlstore.CheckUpdate(sc, req, s.Settings().Limits)
 	if err != nil {
 		return workspace.Result{}, err
 	}
-	op := dbstore.UpdateOp(sc, req.Key)
+	op := sqlstore.UpdateOp(sc, req.Key)
 	t := now()
 	var e workspace.Entry
 	err = s.write(ctx, func(tx wtx) error {
@@ -148,13 +148,13 @@ func (s *Store) UpdateEntry(ctx context.Context, sc workspace.Scope, req workspa
 			WHERE scope = $1 AND owner = $2 AND key = $3`, string(sc.Kind), own, req.Key).
 			Scan(&e.Key, &e.ShortDescription, &created, &e.Version, &value)
 		if errors.Is(err, sql.ErrNoRows) {
-			return dbstore.NoKeyToUpdate(op)
+			return sqlstore.NoKeyToUpdate(op)
 		}
 		if err != nil {
 			return err
 		}
 		e.Value, e.CreatedAt = json.RawMessage(value), parseTS(created)
-		if err := dbstore.ApplyUpdate(&e, req, op, t); err != nil {
+		if err := sqlstore.ApplyUpdate(&e, req, op, t); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE entries SET short_description = $4, stored_by = $5, updated_at = $6, version = $7, size = $8, value = $9
@@ -172,7 +172,7 @@ func (s *Store) UpdateEntry(ctx context.Context, sc workspace.Scope, req workspa
 
 // DeleteEntry removes a key; a missing key is ErrNotFound.
 func (s *Store) DeleteEntry(ctx context.Context, sc workspace.Scope, key, agent string) error {
-	own, task, err := dbstore.CheckDelete(sc, key, agent)
+	own, task, err := sqlstore.CheckDelete(sc, key, agent)
 	if err != nil {
 		return err
 	}
@@ -185,7 +185,7 @@ func (s *Store) DeleteEntry(ctx context.Context, sc workspace.Scope, key, agent 
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return dbstore.NoSuchKey("delete", sc, key)
+			return sqlstore.NoSuchKey("delete", sc, key)
 		}
 		return s.entryEvent(ctx, tx, sc, "deleted", key, agent, 0, now())
 	})

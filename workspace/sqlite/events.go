@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 // Events are rows of events, one events.log line each, in append order by
@@ -24,7 +24,7 @@ func (s *Store) AppendEvent(ctx context.Context, e workspace.Event) error {
 // AppendEvents appends events of one task in one transaction, in the
 // order given. The task must exist (ErrNotFound); a bad id is ErrInvalid.
 func (s *Store) AppendEvents(ctx context.Context, taskID string, evs []workspace.Event) error {
-	out, err := dbstore.StampEvents(taskID, evs, now)
+	out, err := sqlstore.StampEvents(taskID, evs, now)
 	if err != nil || len(out) == 0 {
 		return err
 	}
@@ -79,7 +79,7 @@ func (s *Store) ReadEvents(ctx context.Context, taskID string) (evs []workspace.
 // counted, one BadLines per task that has any. The rows stream from one
 // snapshot.
 func (s *Store) MergeEvents(ctx context.Context, taskIDs []string, each func(workspace.Event) error) ([]workspace.BadLines, error) {
-	var bad dbstore.BadTally
+	var bad sqlstore.BadTally
 	err := s.read(ctx, func(tx wtx) error {
 		ids := taskIDs
 		if ids == nil {
@@ -126,7 +126,7 @@ func (s *Store) MergeEvents(ctx context.Context, taskIDs []string, each func(wor
 // until ctx ends; it then returns nil. It looks every interval (a second
 // when zero), so a new event waits at most about interval.
 func (s *Store) FollowEvents(ctx context.Context, taskID string, fromStart bool, interval time.Duration, each func(workspace.Event)) error {
-	interval, err := dbstore.FollowInterval(taskID, interval)
+	interval, err := sqlstore.FollowInterval(taskID, interval)
 	if err != nil {
 		return err
 	}

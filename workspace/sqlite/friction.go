@@ -10,7 +10,7 @@ import (
 	"github.com/workspaced/workspaced/friction"
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 // The friction log is one document, friction/friction.json byte for byte,
@@ -21,19 +21,19 @@ import (
 
 // Friction returns the workspace's friction log; agent names the writer.
 func (s *Store) Friction(ctx context.Context, agent string) workspace.FrictionLog {
-	return &friction.Log{Storage: frictionRow{s}, Agent: agent, Timeout: time.Duration(s.settings.LockTimeout), Now: now}
+	return &friction.Log{Storage: frictionRow{s}, Agent: agent, Timeout: time.Duration(s.Settings().LockTimeout), Now: now}
 }
 
 // FrictionConfig is the detectors' configuration from workspace.json.
 func (s *Store) FrictionConfig(ctx context.Context) friction.Config {
-	return s.settings.Friction.Config()
+	return s.Settings().Friction.Config()
 }
 
 // NoteFriction appends `friction_recorded <task> <friction_id> type=T
 // occurrences=N new=true|false` to each of tasks that exists; it is best
 // effort, as on files.
 func (s *Store) NoteFriction(ctx context.Context, e friction.Entry, isNew bool, tasks []string) {
-	for _, ev := range dbstore.FrictionEvents(e, isNew, tasks) {
+	for _, ev := range sqlstore.FrictionEvents(e, isNew, tasks) {
 		_ = s.AppendEvent(ctx, ev)
 	}
 }
@@ -45,7 +45,7 @@ const frictionPath = friction.File
 type frictionRow struct{ s *Store }
 
 // Name names the log's row in messages.
-func (frictionRow) Name() string { return dbstore.FrictionRowName }
+func (frictionRow) Name() string { return sqlstore.FrictionRowName }
 
 func (r frictionRow) Read(ctx context.Context) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)

@@ -127,11 +127,11 @@ func BenchmarkGuard(b *testing.B) {
 			b.ResetTimer()
 			for range b.N {
 				err := s.write(ctx, func(tx wtx) error {
-					if _, err := tx.Exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $1)
+					if _, err := tx.Exec(ctx, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $1)
 						INSERT INTO events (task_id, time, line) SELECT 't1', 'x', '{}' FROM n`, rows); err != nil {
 						return err
 					}
-					_, err := tx.Exec(`DELETE FROM events WHERE id > 1`)
+					_, err := tx.Exec(ctx, `DELETE FROM events WHERE id > 1`)
 					return err
 				})
 				if err != nil {

@@ -5,7 +5,7 @@ import (
 	"embed"
 	"fmt"
 
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 	"github.com/workspaced/workspaced/workspace/tables"
 )
 
@@ -57,7 +57,7 @@ func (s *Store) checkVersion(ctx context.Context) error {
 }
 
 func (s *Store) judgeVersion(v int) error {
-	return dbstore.Schema{Op: "open " + s.path, InitHint: "create it with workspaced --root 'sqlite:" + s.path + "' init",
+	return sqlstore.Schema{Op: "open " + s.path, InitHint: "create it with workspaced --root 'sqlite:" + s.path + "' init",
 		NotInitialized: ErrNotInitialized, TooNew: ErrSchemaTooNew}.Judge(v, SchemaVersion())
 }
 
@@ -76,7 +76,7 @@ func Init(ctx context.Context, root string) (*Store, int, error) {
 	}
 	n, err := s.migrate(ctx)
 	if err == nil {
-		err = s.loadSettings(ctx)
+		err = s.LoadSettings(ctx)
 	}
 	if err != nil {
 		s.Close()

@@ -7,7 +7,7 @@ import (
 	"fmt"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 // Rebuild derives a task's state from its task row and its journal alone
@@ -28,7 +28,7 @@ func (s *Store) Rebuild(taskID string) (workspace.State, error) {
 		if err != nil {
 			return fmt.Errorf("read task %s: %w", taskID, err)
 		}
-		task, err := dbstore.DecodeTask(taskID, doc)
+		task, err := sqlstore.DecodeTask(taskID, doc)
 		if err != nil {
 			return err
 		}
@@ -36,7 +36,7 @@ func (s *Store) Rebuild(taskID string) (workspace.State, error) {
 		if err != nil {
 			return err
 		}
-		st, err = dbstore.Rebuild(task, recs, func(st workspace.State) func(int) (*workspace.Plan, error) {
+		st, err = sqlstore.Rebuild(task, recs, func(st workspace.State) func(int) (*workspace.Plan, error) {
 			return s.planLoader(ctx, tx, taskID, st)
 		})
 		return err
@@ -60,7 +60,7 @@ func readJournal(ctx context.Context, tx querier, taskID string) ([]workspace.Jo
 		if err := r.Scan(&seq, &body); err != nil {
 			return rec, err
 		}
-		return dbstore.DecodeJournalRecord(taskID, seq, body)
+		return sqlstore.DecodeJournalRecord(taskID, seq, body)
 	})
 	if err != nil {
 		return nil, readErr("read the journal of task "+taskID, err)

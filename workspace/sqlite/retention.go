@@ -7,22 +7,22 @@ import (
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/retention"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
-// Retention runs dbstore.Prune: the policy, the locks and the order of
+// Retention runs sqlstore.Prune: the policy, the locks and the order of
 // a run are the same on every database; here are the reads and the
 // transaction that acts.
 
-// Prune runs the retention policy over the workspace (dbstore.Prune).
+// Prune runs the retention policy over the workspace (sqlstore.Prune).
 func (s *Store) Prune(ctx context.Context, req workspace.PruneRequest) (retention.Report, error) {
-	return dbstore.Prune(ctx, pruneStore{s}, req, s.Now())
+	return sqlstore.Prune(ctx, pruneStore{s}, req, s.Now())
 }
 
-// pruneStore is the dbstore.PruneStore of a Store.
+// pruneStore is the sqlstore.PruneStore of a Store.
 type pruneStore struct{ s *Store }
 
-// Lock takes a lock without waiting (dbstore.PruneStore).
+// Lock takes a lock without waiting (sqlstore.PruneStore).
 func (p pruneStore) Lock(ctx context.Context, name, taskID, lock, agent string) (func(), error) {
 	lk, err := p.s.lock(ctx, name, taskID, lock, agent, 0)
 	if err != nil {
@@ -60,7 +60,7 @@ func (s *Store) taskInfos(ctx context.Context, q querier, id string) ([]retentio
 		if err := r.Scan(&info.ID, &doc, &info.Summarized); err != nil {
 			return info, err
 		}
-		dbstore.ReadStatus(&info, doc)
+		sqlstore.ReadStatus(&info, doc)
 		return info, nil
 	})
 }
@@ -88,7 +88,7 @@ func (p pruneStore) Act(ctx context.Context, id string, fresh func([]retention.T
 
 // prune summarises or removes task id in tx.
 func prune(ctx context.Context, tx wtx, id string, a retention.Action) error {
-	for _, q := range dbstore.PruneStatements(a, taskEntries("$1")) {
+	for _, q := range sqlstore.PruneStatements(a, taskEntries("$1")) {
 		if _, err := tx.ExecContext(ctx, q, id); err != nil {
 			return err
 		}

@@ -2,17 +2,13 @@ package sqlite
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"time"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 // Tasks, the agent cards, the state and the journal: task.json is a row
@@ -32,12 +28,12 @@ func (s *Store) LoadAgents(ctx context.Context) (workspace.AgentCards, error) {
 	if err != nil && !missing {
 		return workspace.AgentCards{}, fmt.Errorf("read %s: %w", workspace.AgentsFile, err)
 	}
-	return dbstore.DecodeAgents(body, !missing)
+	return sqlstore.DecodeAgents(body, !missing)
 }
 
 // SaveAgents checks the cards against their schema and replaces them.
 func (s *Store) SaveAgents(ctx context.Context, cards workspace.AgentCards) error {
-	data, err := dbstore.AgentsDoc(cards)
+	data, err := sqlstore.AgentsDoc(cards)
 	if err != nil {
 		return err
 	}
@@ -55,7 +51,7 @@ const putFileSQL = `INSERT INTO files (path, body, updated_at) VALUES ($1, $2, $
 // and its task_created event in one transaction; ErrConflict when the id
 // is taken.
 func (s *Store) CreateTask(ctx context.Context, req workspace.NewTaskRequest) (workspace.Task, error) {
-	t, data, rootDoc, ev, err := dbstore.NewTask(req, s.Now())
+	t, data, rootDoc, ev, err := sqlstore.NewTask(req, s.Now())
 	if err != nil {
 		return workspace.Task{}, err
 	}
@@ -113,7 +109,7 @@ func (s *Store) ListTasks(ctx context.Context) ([]workspace.TaskSummary, error) 
 		if state.Valid {
 			st = &state.String
 		}
-		return dbstore.TaskSummary(id, doc, st), nil
+		return sqlstore.TaskSummary(id, doc, st), nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
@@ -159,12 +155,12 @@ func (s *Store) ReadState(ctx context.Context, taskID string) (workspace.State, 
 	var doc string
 	err := s.rdb.QueryRowContext(ctx, "SELECT doc FROM states WHERE task_id = $1", taskID).Scan(&doc)
 	if errors.Is(err, sql.ErrNoRows) {
-		return workspace.State{}, dbstore.NoState(taskID)
+		return workspace.State{}, sqlstore.NoState(taskID)
 	}
 	if err != nil {
 		return workspace.State{}, err
 	}
-	return dbstore.DecodeState(taskID, doc)
+	return sqlstore.DecodeState(taskID, doc)
 }
 
 // ReadJournal returns the records the daemon took for a task, in
@@ -181,36 +177,6 @@ func (s *Store) ReadJournal(ctx context.Context, taskID string) ([]workspace.Jou
 		}
 		return rec, json.Unmarshal([]byte(body), &rec)
 	})
-}
-
-// DropMarker inserts a marker of kind (workspace.KindClaim or KindDone)
-// for a task and returns its name, .<kind>.<agent>.<unique suffix>. The
-// daemon applies it exactly once.
-func (s *Store) DropMarker(ctx context.Context, taskID, kind string, m workspace.Marker) (string, error) {
-	if kind != workspace.KindClaim && kind != workspace.KindDone {
-		return "", &workspace.Error{Kind: workspace.ErrInvalid, Op: "drop marker", Msg: fmt.Sprintf("kind %q is neither claim nor done", kind)}
-	}
-	if err := workspace.ValidateID("agent", m.AgentID); err != nil {
-		return "", err
-	}
-	data, err := json.Marshal(m)
-	if err != nil {
-		return "", err
-	}
-	name := "." + kind + "." + m.AgentID + "." + suffix()
-	_, err = s.exec(ctx, "INSERT INTO markers (task_id, kind, name, body, dropped_at) VALUES ($1, $2, $3, $4, $5)",
-		taskID, kind, name, string(data), ts(now()))
-	if isForeignKey(err) {
-		return "", notFoundTask(taskID)
-	}
-	if isRaised(err) || isUnique(err) {
-		return "", &workspace.Error{Kind: workspace.ErrConflict, Op: "drop marker " + name + " for task " + taskID, Err: err,
-			Hint: "never reuse a marker name: give each marker a new random suffix"}
-	}
-	if err != nil {
-		return "", fmt.Errorf("drop marker for task %s: %w", taskID, err)
-	}
-	return name, nil
 }
 
 // DropNamedMarker inserts a marker of kind under a name of the caller's
@@ -237,10 +203,4 @@ func (s *Store) DropNamedMarker(ctx context.Context, taskID, kind, name string, 
 		return fmt.Errorf("drop marker for task %s: %w", taskID, err)
 	}
 	return nil
-}
-
-func suffix() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + hex.EncodeToString(b[:])
 }

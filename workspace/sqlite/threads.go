@@ -7,7 +7,7 @@ import (
 	"fmt"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 // Delegation threads: threads/<id>.json of a task is a row of threads,
@@ -15,7 +15,7 @@ import (
 // read-modify-write in one write transaction.
 
 func getThread(ctx context.Context, q querier, taskID, id string) (workspace.Thread, error) {
-	if err := dbstore.CheckThreadIDs(taskID, id); err != nil {
+	if err := sqlstore.CheckThreadIDs(taskID, id); err != nil {
 		return workspace.Thread{}, err
 	}
 	var doc string
@@ -26,7 +26,7 @@ func getThread(ctx context.Context, q querier, taskID, id string) (workspace.Thr
 	if err != nil {
 		return workspace.Thread{}, err
 	}
-	return dbstore.DecodeThread(taskID, id, doc)
+	return sqlstore.DecodeThread(taskID, id, doc)
 }
 
 // GetThread reads one thread of a task.
@@ -49,12 +49,12 @@ func (s *Store) ListThreads(ctx context.Context, taskID string) ([]workspace.Thr
 		if err := r.Scan(&id, &doc); err != nil {
 			return workspace.Thread{}, err
 		}
-		return dbstore.DecodeThread(taskID, id, doc)
+		return sqlstore.DecodeThread(taskID, id, doc)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list threads of task %s: %w", taskID, err)
 	}
-	dbstore.SortThreads(out)
+	sqlstore.SortThreads(out)
 	return out, nil
 }
 
@@ -81,7 +81,7 @@ func (s *Store) NewThread(ctx context.Context, req workspace.NewThreadRequest) (
 	if err := requireTask(ctx, s.rdb, req.TaskID); err != nil {
 		return workspace.Thread{}, err
 	}
-	req, t, data, ev, err := dbstore.NewThread(req, s.Now())
+	req, t, data, ev, err := sqlstore.NewThread(req, s.Now())
 	if err != nil {
 		return workspace.Thread{}, err
 	}
@@ -117,7 +117,7 @@ func (s *Store) ModifyThread(ctx context.Context, taskID, id, agent string, chan
 	if err := requireTask(ctx, s.rdb, taskID); err != nil {
 		return workspace.Thread{}, err
 	}
-	if err := dbstore.CheckModifyingAgent(agent); err != nil {
+	if err := sqlstore.CheckModifyingAgent(agent); err != nil {
 		return workspace.Thread{}, err
 	}
 	var out workspace.Thread
@@ -126,7 +126,7 @@ func (s *Store) ModifyThread(ctx context.Context, taskID, id, agent string, chan
 		if err != nil {
 			return err
 		}
-		data, err := dbstore.ChangeThread(&t, change, s.Now)
+		data, err := sqlstore.ChangeThread(&t, change, s.Now)
 		out = t
 		if err != nil || data == nil {
 			return err

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/tokens"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 // The agents' tokens of a workspace on SQLite are rows of tokens: the
@@ -39,7 +39,7 @@ func (t tokenTable) Lookup(token string) (tokens.Grant, error) {
 	if err != nil {
 		return tokens.Grant{}, fmt.Errorf("look the token up: %w", err)
 	}
-	return dbstore.DecodeGrant(doc)
+	return sqlstore.DecodeGrant(doc)
 }
 
 func (t tokenTable) List(ctx context.Context) ([]tokens.Grant, error) {
@@ -53,7 +53,7 @@ func listGrants(ctx context.Context, q querier) ([]tokens.Grant, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list the tokens: %w", err)
 	}
-	return dbstore.DecodeGrants(docs)
+	return sqlstore.DecodeGrants(docs)
 }
 
 // Update changes the grants in one BEGIN IMMEDIATE transaction (writers
@@ -65,7 +65,7 @@ func (t tokenTable) Update(ctx context.Context, holder string, change func(*toke
 		if err != nil {
 			return err
 		}
-		rows, err := dbstore.ChangeGrants(gs, change)
+		rows, err := sqlstore.ChangeGrants(gs, change)
 		if err != nil {
 			return err
 		}
@@ -74,7 +74,7 @@ func (t tokenTable) Update(ctx context.Context, holder string, change func(*toke
 }
 
 // writeGrants replaces the rows of tokens with rows, in order.
-func writeGrants(ctx context.Context, tx querier, rows []dbstore.GrantRow) error {
+func writeGrants(ctx context.Context, tx querier, rows []sqlstore.GrantRow) error {
 	if _, err := tx.ExecContext(ctx, "DELETE FROM tokens"); err != nil {
 		return fmt.Errorf("write the tokens: %w", err)
 	}

@@ -43,7 +43,7 @@ func (s *Store) Import(ctx context.Context, dir string, opt ImportOptions) (tabl
 	if err != nil {
 		return tables.Report{}, err
 	}
-	if err := s.loadSettings(ctx); err != nil {
+	if err := s.LoadSettings(ctx); err != nil {
 		return tables.Report{}, err
 	}
 	return load.Report, nil

@@ -12,7 +12,7 @@ import (
 
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 var _ workspace.VerdictSource = (*Store)(nil)
@@ -25,7 +25,7 @@ var _ workspace.VerdictSource = (*Store)(nil)
 // marker reused its name and is refused for it (machine.JudgeReused), as
 // the store refuses it at once when it is dropped. It reads one snapshot.
 func (s *Store) ReadVerdict(taskID, name string, after int64) (workspace.Verdict, string, error) {
-	if err := dbstore.CheckVerdictName(name); err != nil {
+	if err := sqlstore.CheckVerdictName(name); err != nil {
 		return workspace.Verdict{}, "", err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
@@ -53,7 +53,7 @@ func (s *Store) ReadVerdict(taskID, name string, after int64) (workspace.Verdict
 		if err != nil {
 			return err
 		}
-		if rec, err = dbstore.DecodeRecord(name, body); err != nil {
+		if rec, err = sqlstore.DecodeRecord(name, body); err != nil {
 			return err
 		}
 		if st, err = verdictState(ctx, tx, taskID, rec); err != nil {
@@ -65,7 +65,7 @@ func (s *Store) ReadVerdict(taskID, name string, after int64) (workspace.Verdict
 	if err != nil {
 		return workspace.Verdict{}, "", readErr("read the verdict on marker "+name, err)
 	}
-	v, where := dbstore.Verdict(st, rec, taskID, name, where, after)
+	v, where := sqlstore.Verdict(st, rec, taskID, name, where, after)
 	return v, where, nil
 }
 

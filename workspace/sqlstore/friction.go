@@ -1,4 +1,4 @@
-package dbstore
+package sqlstore
 
 import (
 	"github.com/workspaced/workspaced/friction"

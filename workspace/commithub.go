@@ -1,4 +1,4 @@
-package dbstore
+package workspace
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 // files, a LISTEN) to every waiter of workspace.CommitSource in the
 // process: one listener however many waiters there are (an MCP server
 // serving many agents has many). The first waiter starts it, and it is
-// stopped once the last has gone. The file store uses it as well.
+// stopped once the last has gone. Every store uses it: the file store, SQLite and PostgreSQL.
 type CommitHub struct {
 	mu     sync.Mutex
 	subs   map[chan struct{}]string // a waiter's channel → its task
@@ -102,9 +102,9 @@ func (h *CommitHub) Waiting() int {
 	return len(h.subs)
 }
 
-// ListenFunc is a CommitListener of every task that Start is.
-type ListenFunc func(ctx context.Context) (run func(), err error)
+// CommitListenFunc is a CommitListener of every task that Start is.
+type CommitListenFunc func(ctx context.Context) (run func(), err error)
 
-func (f ListenFunc) Start(ctx context.Context) (func(), error) { return f(ctx) }
-func (ListenFunc) Watch(string) error                          { return nil }
-func (ListenFunc) Unwatch(string)                              {}
+func (f CommitListenFunc) Start(ctx context.Context) (func(), error) { return f(ctx) }
+func (CommitListenFunc) Watch(string) error                          { return nil }
+func (CommitListenFunc) Unwatch(string)                              {}

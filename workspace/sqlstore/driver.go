@@ -1,0 +1,83 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"time"
+)
+
+// Executor runs statements: a database's pool or one of its
+// transactions. Every query takes $1, $2… placeholders.
+type Executor interface {
+	// Exec runs a statement and says how many rows it changed.
+	Exec(ctx context.Context, query string, args ...any) (int64, error)
+	// Query runs a query; the caller closes its rows.
+	Query(ctx context.Context, query string, args ...any) (Rows, error)
+	// QueryRow runs a query of one row; its Scan says ErrNoRows when
+	// there is none.
+	QueryRow(ctx context.Context, query string, args ...any) Row
+}
+
+// Rows are a query's result, read with Next and Scan.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close()
+}
+
+// Row is the result of QueryRow.
+type Row interface {
+	Scan(dest ...any) error
+}
+
+// ErrNoRows is what Row.Scan returns when the query found no row, on
+// every driver (pgx's own wraps it).
+var ErrNoRows = sql.ErrNoRows
+
+// Driver is a database under the store: where reads go, how a write
+// transaction runs, how its errors are told apart and how its SQL
+// differs.
+type Driver interface {
+	// Reads is the executor of the reads that need no transaction.
+	Reads() Executor
+	// Read runs fn in one read transaction: one snapshot.
+	Read(ctx context.Context, fn func(tx Executor) error) error
+	// Write runs fn in one write transaction and commits it; the commit
+	// is durable when Write returns. fn may run more than once (a
+	// transaction the database refused as busy runs again) and must
+	// only write through tx.
+	Write(ctx context.Context, fn func(tx Executor) error) error
+	// WriteOne runs one statement as a write of its own, durable when it
+	// returns, and says how many rows it changed.
+	WriteOne(ctx context.Context, query string, args ...any) (int64, error)
+	// WriteTask is Write holding task: no other write of the task, the
+	// daemon's commit among them, interleaves with it. A bad task id is
+	// ErrInvalid, a missing task ErrNotFound (NotFoundTask).
+	WriteTask(ctx context.Context, taskID string, fn func(tx Executor) error) error
+	// IsUnique says err is a unique or primary key violation (or the
+	// database's refusal of a marker name the journal holds).
+	IsUnique(err error) bool
+	// IsForeignKey says err is a foreign key violation.
+	IsForeignKey(err error) bool
+	// Dialect is how the database spells what differs.
+	Dialect() Dialect
+}
+
+// Dialect holds the fragments of SQL, and the representation of time,
+// that differ between databases.
+type Dialect struct {
+	// Collate follows a text column in ORDER BY to order it by bytes,
+	// as the file tree orders names (` COLLATE "C"` on PostgreSQL; SQLite
+	// compares bytes already).
+	Collate string
+	// Now is the current time as a column stores it.
+	Now string
+	// HasPrefix is the condition that column col starts with the text
+	// of placeholder param.
+	HasPrefix func(col, param string) string
+	// Time is t as a statement's argument for a time column.
+	Time func(t time.Time) any
+	// ScanTime is the destination a time column scans into t through.
+	ScanTime func(t *time.Time) any
+}
