@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/workspaced/workspaced/atomicfile"
@@ -84,57 +83,6 @@ func (s *Store) DropNamedMarker(ctx context.Context, taskID, kind, name string, 
 		return fmt.Errorf("drop marker for task %s: %w", taskID, err)
 	}
 	return nil
-}
-
-// ReadState returns the task's state as the daemon last wrote it;
-// ErrNotFound before the first write.
-func (s *Store) ReadState(ctx context.Context, taskID string) (workspace.State, error) {
-	ctx, cancel := context.WithTimeout(ctx, readTimeout)
-	defer cancel()
-	var doc string
-	err := s.pool.QueryRow(ctx, "SELECT doc FROM states WHERE task_id = $1", taskID).Scan(&doc)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return workspace.State{}, sqlstore.NoState(taskID)
-	}
-	if err != nil {
-		return workspace.State{}, err
-	}
-	return sqlstore.DecodeState(taskID, doc)
-}
-
-// ReadJournal returns the records the daemon took for a task, in
-// sequence order.
-func (s *Store) ReadJournal(ctx context.Context, taskID string) ([]workspace.JournalRecord, error) {
-	ctx, cancel := context.WithTimeout(ctx, readTimeout)
-	defer cancel()
-	rows, err := s.pool.Query(ctx, "SELECT record FROM journal WHERE task_id = $1 ORDER BY seq", taskID)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (workspace.JournalRecord, error) {
-		var body string
-		var rec workspace.JournalRecord
-		if err := r.Scan(&body); err != nil {
-			return rec, err
-		}
-		return rec, json.Unmarshal([]byte(body), &rec)
-	})
-}
-
-// GetTask returns a task's definition.
-func (s *Store) GetTask(ctx context.Context, id string) (workspace.Task, error) {
-	ctx, cancel := context.WithTimeout(ctx, readTimeout)
-	defer cancel()
-	var doc string
-	var t workspace.Task
-	err := s.pool.QueryRow(ctx, "SELECT doc FROM tasks WHERE id = $1", id).Scan(&doc)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return t, sqlstore.NotFoundTask(id)
-	}
-	if err != nil {
-		return t, err
-	}
-	return t, json.Unmarshal([]byte(doc), &t)
 }
 
 func isUnique(err error) bool     { return pgCode(err) == "23505" }

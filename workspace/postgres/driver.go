@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,11 +20,28 @@ var _ sqlstore.Driver = driver{}
 
 // dialect is PostgreSQL's SQL where it differs.
 var dialect = sqlstore.Dialect{
-	Collate:   ` COLLATE "C"`,
-	Now:       "now()",
-	HasPrefix: func(col, param string) string { return "starts_with(" + col + ", " + param + ")" },
-	Time:      func(t time.Time) any { return t },
-	ScanTime:  func(t *time.Time) any { return t },
+	Collate:      ` COLLATE "C"`,
+	Now:          "now()",
+	Lock:         func(mode string) string { return " FOR " + mode },
+	HasPrefix:    func(col, param string) string { return "starts_with(" + col + ", " + param + ")" },
+	Time:         func(t time.Time) any { return t },
+	ScanTime:     func(t *time.Time) any { return t },
+	ScanNullTime: func(t *time.Time) any { return nullTime{t} },
+}
+
+// nullTime scans a timestamptz that may be NULL (the zero time).
+type nullTime struct{ t *time.Time }
+
+func (n nullTime) Scan(v any) error {
+	switch v := v.(type) {
+	case nil:
+		*n.t = time.Time{}
+	case time.Time:
+		*n.t = v
+	default:
+		return fmt.Errorf("a time as %T", v)
+	}
+	return nil
 }
 
 func (d driver) Reads() sqlstore.Executor    { return (*poolExec)(d.pool) }

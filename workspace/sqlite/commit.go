@@ -418,3 +418,14 @@ func (s *Store) planLoader(ctx context.Context, tx wtx, taskID string, st worksp
 		return nil, fmt.Errorf("plan %s v%d of task %s: not among the products nor in the journal", st.PlanID, version, taskID)
 	}
 }
+
+// insertEvents appends events of a task in tx, as sqlstore's InsertEvents
+// does, with no executor between: the commit's own path.
+func insertEvents(ctx context.Context, tx wtx, taskID string, evs ...workspace.Event) error {
+	for _, e := range evs {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO events (task_id, time, line) VALUES ($1, $2, $3)", taskID, ts(e.Time), workspace.FormatEvent(e)); err != nil {
+			return fmt.Errorf("append event %s: %w", e.Name, err)
+		}
+	}
+	return nil
+}

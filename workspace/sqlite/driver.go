@@ -21,10 +21,12 @@ var _ sqlstore.Driver = sqlDriver{}
 // millisecond (timeFormat), and LIKE ignores case, so a prefix is
 // compared with substr.
 var dialect = sqlstore.Dialect{
-	Now:       "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')",
-	HasPrefix: func(col, param string) string { return "substr(" + col + ", 1, length(" + param + ")) = " + param },
-	Time:      func(t time.Time) any { return ts(t) },
-	ScanTime:  func(t *time.Time) any { return timeText{t} },
+	Now:          "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')",
+	Lock:         func(string) string { return "" },
+	HasPrefix:    func(col, param string) string { return "substr(" + col + ", 1, length(" + param + ")) = " + param },
+	Time:         func(t time.Time) any { return ts(t) },
+	ScanTime:     func(t *time.Time) any { return timeText{t} },
+	ScanNullTime: func(t *time.Time) any { return timeText{t} },
 }
 
 func (d sqlDriver) Reads() sqlstore.Executor    { return (*readExec)(d.s) }
@@ -104,11 +106,13 @@ type sqlRows struct{ *sql.Rows }
 
 func (r sqlRows) Close() { _ = r.Rows.Close() }
 
-// timeText scans a time kept as text.
+// timeText scans a time kept as text; NULL is the zero time.
 type timeText struct{ t *time.Time }
 
 func (s timeText) Scan(v any) error {
 	switch v := v.(type) {
+	case nil:
+		*s.t = time.Time{}
 	case string:
 		*s.t = parseTS(v)
 	case []byte:

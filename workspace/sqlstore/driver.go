@@ -55,6 +55,10 @@ type Driver interface {
 	// daemon's commit among them, interleaves with it. A bad task id is
 	// ErrInvalid, a missing task ErrNotFound (NotFoundTask).
 	WriteTask(ctx context.Context, taskID string, fn func(tx Executor) error) error
+	// RestoreState writes a restore in the transaction of
+	// Store.RestoreBackup (PostgreSQL stamps the state with the lease's
+	// epoch, in one round trip).
+	RestoreState(ctx context.Context, tx Executor, r Restore) error
 	// IsUnique says err is a unique or primary key violation (or the
 	// database's refusal of a marker name the journal holds).
 	IsUnique(err error) bool
@@ -73,6 +77,11 @@ type Dialect struct {
 	Collate string
 	// Now is the current time as a column stores it.
 	Now string
+	// Lock ends a SELECT in a write transaction to lock the rows it reads
+	// in mode ("UPDATE", "NO KEY UPDATE", "KEY SHARE"): " FOR <mode>" on
+	// PostgreSQL, "" on SQLite, whose write transaction holds the whole
+	// database already.
+	Lock func(mode string) string
 	// HasPrefix is the condition that column col starts with the text
 	// of placeholder param.
 	HasPrefix func(col, param string) string
@@ -80,4 +89,7 @@ type Dialect struct {
 	Time func(t time.Time) any
 	// ScanTime is the destination a time column scans into t through.
 	ScanTime func(t *time.Time) any
+	// ScanNullTime is ScanTime for a column that may be NULL (the zero
+	// time).
+	ScanNullTime func(t *time.Time) any
 }

@@ -30,12 +30,15 @@ type Store struct {
 // once.
 type queries struct {
 	putBody string
+	putFile string
 }
 
 func newQueries(dl Dialect) queries {
 	return queries{
 		putBody: `INSERT INTO products (task_id, path, body) VALUES ($1, $2, $3)
 		ON CONFLICT (task_id, path) DO UPDATE SET body = excluded.body, updated_at = ` + dl.Now,
+		putFile: `INSERT INTO files (path, body) VALUES ($1, $2)
+		ON CONFLICT (path) DO UPDATE SET body = excluded.body, updated_at = ` + dl.Now,
 	}
 }
 
