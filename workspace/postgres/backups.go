@@ -13,7 +13,7 @@ import (
 // r.Keep dropped, and the state stamped with the lease's epoch, the three
 // in one round trip.
 func (d driver) RestoreState(ctx context.Context, ex sqlstore.Executor, r sqlstore.Restore) error {
-	tx := ex.(txExec).tx
+	tx := txOfExec(ex)
 	var epoch int64
 	if err := tx.QueryRow(ctx, "SELECT epoch FROM lease WHERE id = 1").Scan(&epoch); err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 	"github.com/workspaced/workspaced/workspace/statecheck"
 )
 
@@ -159,11 +160,11 @@ func (c *commitTx) load(ctx context.Context) error {
 		c.valid = &st
 	}
 	if !c.hasState || st.JournalSeq == c.prevSeq {
-		c.st, c.base, err = c.s.fold(ctx, c.tx, c.id, st, c.after)
+		c.st, c.base, err = sqlstore.Fold(ctx, txOf(c.tx), c.id, st, c.after)
 	} else {
 		// The row's journal_seq says otherwise than its document: the
 		// document's is the one folded from.
-		c.st, c.base, err = c.s.catchUp(ctx, c.tx, c.id, st)
+		c.st, c.base, err = sqlstore.CatchUp(ctx, txOf(c.tx), c.id, st)
 	}
 	if c.base != c.prevSeq {
 		c.valid = nil
@@ -222,7 +223,7 @@ func (c *commitTx) fold(ctx context.Context, ms []waiting) (folded, error) {
 // decoded once for as long as its bytes stay the same; it notes the plan
 // it gave in plan.
 func (c *commitTx) planOf(ctx context.Context, pr read, plan *knownPlan) func(int) (*workspace.Plan, error) {
-	plans := c.s.planLoader(ctx, c.tx, c.id, c.st)
+	plans := sqlstore.PlanLoader(ctx, txOf(c.tx), c.id, c.st)
 	st, last := c.st, c.last
 	return func(version int) (*workspace.Plan, error) {
 		for _, path := range []string{"plan.json", planPath(version)} {
@@ -289,39 +290,6 @@ func (c *commitTx) write(ctx context.Context, f folded, dups []int64) error {
 		return fmt.Errorf("write the commit of task %s: %w", c.id, err)
 	}
 	return nil
-}
-
-// catchUp folds the journal records after st's journal_seq into st (a
-// state restored from a backup) and returns it with the last seq taken.
-func (s *Store) catchUp(ctx context.Context, tx pgx.Tx, taskID string, st workspace.State) (workspace.State, int64, error) {
-	rows, err := tx.Query(ctx, "SELECT record FROM journal WHERE task_id = $1 AND seq > $2 ORDER BY seq", taskID, st.JournalSeq)
-	if err != nil {
-		return st, 0, fmt.Errorf("read the journal of task %s: %w", taskID, err)
-	}
-	after, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return st, 0, fmt.Errorf("read the journal of task %s: %w", taskID, err)
-	}
-	return s.fold(ctx, tx, taskID, st, after)
-}
-
-// fold folds the journal records after (their JSON, in seq order) into
-// st and returns it with the last seq taken.
-func (s *Store) fold(ctx context.Context, tx pgx.Tx, taskID string, st workspace.State, after []string) (workspace.State, int64, error) {
-	if len(after) == 0 {
-		return st, st.JournalSeq, nil
-	}
-	recs := make([]workspace.JournalRecord, len(after))
-	for i, b := range after {
-		if err := json.Unmarshal([]byte(b), &recs[i]); err != nil {
-			return st, 0, fmt.Errorf("journal of task %s after seq %d: %w", taskID, st.JournalSeq, err)
-		}
-	}
-	next, _, stopped := machine.Continue(st, s.planLoader(ctx, tx, taskID, st), recs)
-	if stopped != nil {
-		return st, 0, fmt.Errorf("fold the journal of task %s after seq %d: %w", taskID, st.JournalSeq, stopped)
-	}
-	return next, recs[len(recs)-1].Seq, nil
 }
 
 // decodeLocked is the task's state from its row (prev, read for update),
@@ -421,38 +389,4 @@ func (s *Store) judge(m waiting, products map[string][]byte, seq int64, now time
 		return machine.ProductRead{Data: body, Missing: !ok}
 	}, seq, now)
 	return rec
-}
-
-// planLoader gives the state machine the plan the state tracks when no
-// record of the chunk carries it: plan.json or plans/plan_v<N>.json when
-// it is that plan, else the newest journal record that carried it.
-func (s *Store) planLoader(ctx context.Context, tx pgx.Tx, taskID string, st workspace.State) func(int) (*workspace.Plan, error) {
-	return func(version int) (*workspace.Plan, error) {
-		for _, path := range []string{"plan.json", fmt.Sprintf("plans/plan_v%d.json", version)} {
-			var body string
-			if err := tx.QueryRow(ctx, "SELECT body FROM products WHERE task_id = $1 AND path = $2", taskID, path).Scan(&body); err != nil {
-				continue
-			}
-			var p workspace.Plan
-			if json.Unmarshal([]byte(body), &p) == nil && p.ID == st.PlanID && p.Version == version {
-				return &p, nil
-			}
-		}
-		rows, err := tx.Query(ctx, `SELECT record FROM journal WHERE task_id = $1 AND position('"plan"' in record) > 0 ORDER BY seq DESC`, taskID)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var body string
-			if err := rows.Scan(&body); err != nil {
-				return nil, err
-			}
-			var r workspace.JournalRecord
-			if json.Unmarshal([]byte(body), &r) == nil && r.Plan != nil && r.Plan.ID == st.PlanID && r.Plan.Version == version {
-				return r.Plan, nil
-			}
-		}
-		return nil, fmt.Errorf("plan %s v%d of task %s: not among the products nor in the journal", st.PlanID, version, taskID)
-	}
 }

@@ -138,7 +138,9 @@ func connect(ctx context.Context, root string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to %s: %w", redact(root), err)
 	}
-	return &Store{Store: sqlstore.New(driver{pool}), pool: pool, schema: schema, conn: conn}, nil
+	s := &Store{pool: pool, schema: schema, conn: conn}
+	s.Store = sqlstore.New(driver{s})
+	return s, nil
 }
 
 // Close closes the pool.

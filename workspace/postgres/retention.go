@@ -6,26 +6,15 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/workspaced/workspaced/locking"
-	"github.com/workspaced/workspaced/retention"
-	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
-// Retention runs sqlstore.Prune: the policy, the locks and the order of
-// a run are the same on every database; here are the reads and the
-// transaction that acts.
+// Retention is the one SQL store's (sqlstore.Store.Prune); the driver
+// takes the locks, reads them, and sends a task's pruning in one batch.
 
-// Prune runs the retention policy over the workspace (sqlstore.Prune).
-func (s *Store) Prune(ctx context.Context, req workspace.PruneRequest) (retention.Report, error) {
-	return sqlstore.Prune(ctx, pruneStore{s}, req, s.Now())
-}
-
-// pruneStore is the sqlstore.PruneStore of a Store.
-type pruneStore struct{ s *Store }
-
-// Lock takes a lock without waiting (sqlstore.PruneStore).
-func (p pruneStore) Lock(ctx context.Context, name, taskID, lock, agent string) (func(), error) {
-	lk, err := p.s.lock(ctx, name, taskID, lock, agent, 0)
+// TryLock takes an advisory lock without waiting (sqlstore.Driver).
+func (d driver) TryLock(ctx context.Context, name, taskID, lock, agent string) (func(), error) {
+	lk, err := d.s.lock(ctx, name, taskID, lock, agent, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -33,73 +22,15 @@ func (p pruneStore) Lock(ctx context.Context, name, taskID, lock, agent string) 
 }
 
 // Held says whether a lock is held now, and by whom.
-func (p pruneStore) Held(ctx context.Context, name string) (bool, *locking.Holder, error) {
-	return p.s.held(ctx, name)
+func (d driver) Held(ctx context.Context, name string) (bool, *locking.Holder, error) {
+	return d.s.held(ctx, name)
 }
 
-// TaskInfos reads what the policy needs of every task.
-func (p pruneStore) TaskInfos(ctx context.Context) ([]retention.TaskInfo, error) {
-	return p.s.taskInfos(ctx, p.s.pool, "")
-}
-
-// taskInfos reads what the policy needs of every task (of one task when
-// id is not ""), by id. A task is summarised when nothing of it is left
-// but the task, its state and its events.
-func (s *Store) taskInfos(ctx context.Context, q interface {
-	Query(context.Context, string, ...any) (pgx.Rows, error)
-}, id string) ([]retention.TaskInfo, error) {
-	rows, err := q.Query(ctx, `SELECT t.id, s.doc,
-		NOT EXISTS (SELECT 1 FROM products WHERE task_id = t.id)
-		AND NOT EXISTS (SELECT 1 FROM threads WHERE task_id = t.id)
-		AND NOT EXISTS (SELECT 1 FROM journal WHERE task_id = t.id)
-		AND NOT EXISTS (SELECT 1 FROM backups WHERE task_id = t.id)
-		AND NOT EXISTS (SELECT 1 FROM markers WHERE task_id = t.id)
-		AND NOT EXISTS (SELECT 1 FROM entries WHERE `+taskEntries("t.id")+`)
-		FROM tasks t LEFT JOIN states s ON s.task_id = t.id
-		WHERE $1 = '' OR t.id = $1 ORDER BY t.id COLLATE "C"`, id)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (retention.TaskInfo, error) {
-		var info retention.TaskInfo
-		var doc *string
-		if err := r.Scan(&info.ID, &doc, &info.Summarized); err != nil {
-			return info, err
-		}
-		sqlstore.ReadStatus(&info, doc)
-		return info, nil
-	})
-}
-
-// taskEntries is the condition on entries that selects a task's: its
-// env data and its threads' sessions.
-func taskEntries(id string) string {
-	return "(scope = 'thread' AND owner = " + id + ") OR (scope = 'session' AND starts_with(owner, " + id + " || '/'))"
-}
-
-// Act reads the task's info again and prunes it in one transaction,
-// under its state row's lock (the daemon's commit waits for it).
-func (p pruneStore) Act(ctx context.Context, id string, fresh func([]retention.TaskInfo) retention.Action) error {
-	return pgx.BeginFunc(ctx, p.s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT 1 FROM states WHERE task_id = $1 FOR UPDATE", id); err != nil {
-			return err
-		}
-		infos, err := p.s.taskInfos(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		if a := fresh(infos); a == retention.Summarize || a == retention.Remove {
-			return prune(ctx, tx, id, a)
-		}
-		return nil
-	})
-}
-
-// prune summarises or removes task id in tx, in one batch.
-func prune(ctx context.Context, tx pgx.Tx, id string, a retention.Action) error {
+// Batch runs stmts in tx in one round trip.
+func (d driver) Batch(ctx context.Context, ex sqlstore.Executor, stmts []string, args ...any) error {
 	b := &pgx.Batch{}
-	for _, q := range sqlstore.PruneStatements(a, taskEntries("$1")) {
-		b.Queue(q, id)
+	for _, q := range stmts {
+		b.Queue(q, args...)
 	}
-	return tx.SendBatch(ctx, b).Close()
+	return txOfExec(ex).SendBatch(ctx, b).Close()
 }

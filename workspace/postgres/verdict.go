@@ -60,7 +60,7 @@ func (s *Store) ReadVerdict(taskID, name string, after int64) (workspace.Verdict
 		return nil
 	})
 	if err != nil {
-		return workspace.Verdict{}, "", readErr("read the verdict on marker "+name, err)
+		return workspace.Verdict{}, "", sqlstore.ReadErr("read the verdict on marker "+name, err)
 	}
 	v, where := sqlstore.Verdict(st, rec, taskID, name, where, after)
 	return v, where, nil

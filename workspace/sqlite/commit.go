@@ -211,7 +211,7 @@ func (c *commitTx) read(ctx context.Context, max int) error {
 	}
 	// A state restored from a backup is behind the journal: the records
 	// after it are folded again first, as the file store's recovery does.
-	if c.st, c.base, err = c.s.catchUp(ctx, c.tx, c.id, c.st); err != nil {
+	if c.st, c.base, err = sqlstore.CatchUp(ctx, c.tx, c.id, c.st); err != nil {
 		return err
 	}
 	if c.base != c.prevSeq {
@@ -297,7 +297,7 @@ func (c *commitTx) fold(ctx context.Context, ms []waiting) (folded, error) {
 	for i, m := range ms {
 		f.recs[i] = c.judge(ctx, m, c.base+int64(i)+1, f.now)
 	}
-	f.next, f.evs, f.stopped = machine.Continue(c.st, c.s.planLoader(ctx, c.tx, c.id, c.st), f.recs)
+	f.next, f.evs, f.stopped = machine.Continue(c.st, sqlstore.PlanLoader(ctx, c.tx, c.id, c.st), f.recs)
 	applied := 0
 	for applied < len(f.recs) && f.recs[applied].Seq <= f.next.JournalSeq {
 		applied++
@@ -365,58 +365,6 @@ func (c *commitTx) write(ctx context.Context, f folded, dups []int64) error {
 		return err
 	}
 	return c.deleteMarkers(ctx, append(ids, dups...))
-}
-
-// catchUp folds the journal records after st's journal_seq into st (a
-// state restored from a backup) and returns it with the last seq taken.
-func (s *Store) catchUp(ctx context.Context, tx wtx, taskID string, st workspace.State) (workspace.State, int64, error) {
-	after, err := strings1(tx.QueryContext(ctx, "SELECT record FROM journal WHERE task_id = $1 AND seq > $2 ORDER BY seq", taskID, st.JournalSeq))
-	if err != nil {
-		return st, 0, fmt.Errorf("read the journal of task %s: %w", taskID, err)
-	}
-	if len(after) == 0 {
-		return st, st.JournalSeq, nil
-	}
-	recs := make([]workspace.JournalRecord, len(after))
-	for i, b := range after {
-		if err := json.Unmarshal([]byte(b), &recs[i]); err != nil {
-			return st, 0, fmt.Errorf("journal of task %s after seq %d: %w", taskID, st.JournalSeq, err)
-		}
-	}
-	next, _, stopped := machine.Continue(st, s.planLoader(ctx, tx, taskID, st), recs)
-	if stopped != nil {
-		return st, 0, fmt.Errorf("fold the journal of task %s after seq %d: %w", taskID, st.JournalSeq, stopped)
-	}
-	return next, recs[len(recs)-1].Seq, nil
-}
-
-// planLoader gives the state machine the plan the state tracks when no
-// record of the chunk carries it: plan.json or plans/plan_v<N>.json when
-// it is that plan, else the newest journal record that carried it.
-func (s *Store) planLoader(ctx context.Context, tx wtx, taskID string, st workspace.State) func(int) (*workspace.Plan, error) {
-	return func(version int) (*workspace.Plan, error) {
-		for _, path := range []string{"plan.json", fmt.Sprintf("plans/plan_v%d.json", version)} {
-			b, ok, err := sqlstore.ReadBody(ctx, tx, taskID, path)
-			if err != nil || !ok {
-				continue
-			}
-			var p workspace.Plan
-			if json.Unmarshal([]byte(b), &p) == nil && p.ID == st.PlanID && p.Version == version {
-				return &p, nil
-			}
-		}
-		recs, err := strings1(tx.QueryContext(ctx, `SELECT record FROM journal WHERE task_id = $1 AND instr(record, '"plan"') > 0 ORDER BY seq DESC`, taskID))
-		if err != nil {
-			return nil, err
-		}
-		for _, b := range recs {
-			var r workspace.JournalRecord
-			if json.Unmarshal([]byte(b), &r) == nil && r.Plan != nil && r.Plan.ID == st.PlanID && r.Plan.Version == version {
-				return r.Plan, nil
-			}
-		}
-		return nil, fmt.Errorf("plan %s v%d of task %s: not among the products nor in the journal", st.PlanID, version, taskID)
-	}
 }
 
 // insertEvents appends events of a task in tx, as sqlstore's InsertEvents

@@ -371,15 +371,6 @@ func isRaised(err error) bool { return sqliteCode(err) == sqlite3lib.SQLITE_CONS
 // notFoundTask is sqlstore.NotFoundTask, under the name the write paths use.
 func notFoundTask(id string) error { return sqlstore.NotFoundTask(id) }
 
-// readErr is err as it is, when it is the store's own, else with op.
-func readErr(op string, err error) error {
-	var we *workspace.Error
-	if errors.As(err, &we) {
-		return err
-	}
-	return fmt.Errorf("%s: %w", op, err)
-}
-
 // collect reads every row of rows with scan.
 func collect[T any](rows *sql.Rows, err error, scan func(*sql.Rows) (T, error)) ([]T, error) {
 	if err != nil {

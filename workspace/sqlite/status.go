@@ -10,6 +10,7 @@ import (
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/files"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 var (
@@ -44,7 +45,7 @@ func (s *Store) ReadStatus(ctx context.Context) (workspace.StoreStatus, error) {
 		return err
 	})
 	if err != nil {
-		return st, readErr("read the tasks", err)
+		return st, sqlstore.ReadErr("read the tasks", err)
 	}
 	for _, t := range st.Tasks {
 		st.MarkersWaiting += t.MarkersWaiting

@@ -4,6 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"time"
+
+	"github.com/workspaced/workspaced/locking"
+	"github.com/workspaced/workspaced/workspace"
 )
 
 // Executor runs statements: a database's pool or one of its
@@ -55,6 +58,35 @@ type Driver interface {
 	// daemon's commit among them, interleaves with it. A bad task id is
 	// ErrInvalid, a missing task ErrNotFound (NotFoundTask).
 	WriteTask(ctx context.Context, taskID string, fn func(tx Executor) error) error
+	// AppendEvents inserts events of a task, stamped (StampEvents), in
+	// one write, in the order given; a missing task is ErrNotFound
+	// (NotFoundTask).
+	AppendEvents(ctx context.Context, taskID string, evs []workspace.Event) error
+	// PutEntry stores an entry's row, created (version 1) or replaced
+	// (version bumped, created_at kept), with its event (EntryEvent), in
+	// one write; it returns created_at and the version. A missing task
+	// is ErrNotFound (NotFoundTask).
+	PutEntry(ctx context.Context, p EntryPut) (created time.Time, version int, err error)
+	// UpdateFriction runs change over the friction log's row (nil when
+	// there is none) as one read-modify-write that no other writer
+	// interleaves with, waiting at most timeout for the other writers
+	// (then a *locking.TimeoutError); a change that returns nil data
+	// writes nothing.
+	UpdateFriction(ctx context.Context, agent string, timeout time.Duration, change func(old []byte) ([]byte, error)) error
+	// LockTokens holds the tokens table in tx for holder, the first
+	// statement of a change of the grants (SQLite's write transaction
+	// holds it already); a writer that holds it past the lock timeout is
+	// ErrLocked.
+	LockTokens(ctx context.Context, tx Executor, holder string) error
+	// Batch runs stmts in tx, each with args, in order (PostgreSQL sends
+	// them in one round trip).
+	Batch(ctx context.Context, tx Executor, stmts []string, args ...any) error
+	// TryLock takes the named lock of the workspace (task taskID's lock
+	// named lock, when taskID is not "") as agent without waiting; a
+	// held one is ErrLocked naming its holder.
+	TryLock(ctx context.Context, name, taskID, lock, agent string) (release func(), err error)
+	// Held says whether the named lock is held now, and by whom.
+	Held(ctx context.Context, name string) (bool, *locking.Holder, error)
 	// RestoreState writes a restore in the transaction of
 	// Store.RestoreBackup (PostgreSQL stamps the state with the lease's
 	// epoch, in one round trip).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/workspaced/workspaced/workspace"
@@ -14,8 +15,45 @@ import (
 // its key orders concurrent writers: no lost update), which appends the
 // entry's event for the thread and session scopes. Keys, values and
 // descriptions are checked as on files, and always sent as parameters.
-// Storing an entry is each driver's own: it is the hot write, one
-// statement on PostgreSQL.
+// Storing an entry's row is each driver's own (Driver.PutEntry): it is
+// the hot write, one statement on PostgreSQL.
+
+// EntryPut is one entry to store (Driver.PutEntry): the request, checked,
+// in scope Scope under Owner, at At; Task is the task the scope belongs
+// to ("" for the agent and global scopes), which must exist.
+type EntryPut struct {
+	Scope       workspace.Scope
+	Owner, Task string
+	Req         workspace.StoreRequest
+	At          time.Time
+}
+
+// StoreEntry creates or replaces an entry: created_at is kept on replace
+// and version bumped, with the entry's event, in one write.
+func (s *Store) StoreEntry(ctx context.Context, sc workspace.Scope, req workspace.StoreRequest) (workspace.Result, error) {
+	own, task, warns, err := CheckStore(sc, req, s.settings.Limits)
+	if err != nil {
+		return workspace.Result{}, err
+	}
+	t := Now()
+	created, version, err := s.d.PutEntry(ctx, EntryPut{Scope: sc, Owner: own, Task: task, Req: req, At: t})
+	if err != nil {
+		return workspace.Result{}, ReadErr(fmt.Sprintf("store %s %q", Label(sc), req.Key), err)
+	}
+	e := workspace.Entry{Key: req.Key, ShortDescription: req.Description, StoredBy: req.Agent, CreatedAt: created.UTC(),
+		UpdatedAt: t, Version: version, Value: req.Value}
+	return workspace.Result{Entry: e, Warnings: warns}, nil
+}
+
+// ReadErr is err as it is when it is the store's own (a
+// *workspace.Error), else with op.
+func ReadErr(op string, err error) error {
+	var we *workspace.Error
+	if errors.As(err, &we) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
 
 // RequireOwner fails with ErrNotFound when task (not "") does not exist.
 func RequireOwner(ctx context.Context, tx Executor, task string) error {

@@ -1,13 +1,11 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 // Skills are rows of files under their path in the tree, skills/<name>.md,
@@ -16,49 +14,49 @@ import (
 // ListSkills reads every skill, by name, without bodies; a row that is not
 // a usable skill is refused with the reason.
 func (s *Store) ListSkills(ctx context.Context) ([]workspace.Skill, []workspace.RefusedSkill, error) {
-	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	ctx, cancel := context.WithTimeout(ctx, ReadTimeout)
 	defer cancel()
-	all, err := sqlstore.PathBodies((*readExec)(s).Query(ctx, `SELECT path, body FROM files WHERE path LIKE 'skills/%' ORDER BY path`))
+	all, err := PathBodies(s.r.Query(ctx, `SELECT path, body FROM files WHERE path LIKE 'skills/%' ORDER BY path`+s.dl.Collate))
 	if err != nil {
 		return nil, nil, fmt.Errorf("list skills: %w", err)
 	}
-	out, refused := sqlstore.Skills(all)
+	out, refused := Skills(all)
 	return out, refused, nil
 }
 
 // GetSkill reads one skill whole; a missing one is ErrNotFound.
 func (s *Store) GetSkill(ctx context.Context, name string) (workspace.Skill, error) {
-	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	ctx, cancel := context.WithTimeout(ctx, ReadTimeout)
 	defer cancel()
 	if err := workspace.ValidateID("skill name", name); err != nil {
 		return workspace.Skill{}, err
 	}
 	var body string
-	err := s.rdb.QueryRowContext(ctx, "SELECT body FROM files WHERE path = $1", workspace.SkillFile(name)).Scan(&body)
-	missing := errors.Is(err, sql.ErrNoRows)
+	err := s.r.QueryRow(ctx, "SELECT body FROM files WHERE path = $1", workspace.SkillFile(name)).Scan(&body)
+	missing := errors.Is(err, ErrNoRows)
 	if err != nil && !missing {
 		return workspace.Skill{}, err
 	}
-	return sqlstore.Skill(name, body, !missing)
+	return Skill(name, body, !missing)
 }
 
 // AddSkill checks a skill (workspace.ParseSkill) and stores it; an
 // existing one is ErrConflict unless req.Replace.
 func (s *Store) AddSkill(ctx context.Context, req workspace.AddSkillRequest) (workspace.Skill, error) {
-	sk, err := sqlstore.CheckSkill(req)
+	sk, err := CheckSkill(req)
 	if err != nil {
 		return workspace.Skill{}, err
 	}
-	q := "INSERT INTO files (path, body, updated_at) VALUES ($1, $2, $3) ON CONFLICT (path) DO NOTHING"
+	q := "INSERT INTO files (path, body) VALUES ($1, $2) ON CONFLICT (path) DO NOTHING"
 	if req.Replace {
-		q = putFileSQL
+		q = s.q.putFile
 	}
-	res, err := s.exec(ctx, q, workspace.SkillFile(req.Name), string(req.Data), ts(now()))
+	n, err := s.d.WriteOne(ctx, q, workspace.SkillFile(req.Name), string(req.Data))
 	if err != nil {
 		return workspace.Skill{}, fmt.Errorf("add skill %s: %w", req.Name, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return workspace.Skill{}, sqlstore.SkillExists(req.Name)
+	if n == 0 {
+		return workspace.Skill{}, SkillExists(req.Name)
 	}
 	return sk, nil
 }
@@ -68,12 +66,12 @@ func (s *Store) RemoveSkill(ctx context.Context, name, agent string) error {
 	if err := workspace.ValidateID("skill name", name); err != nil {
 		return err
 	}
-	res, err := s.exec(ctx, "DELETE FROM files WHERE path = $1", workspace.SkillFile(name))
+	n, err := s.d.WriteOne(ctx, "DELETE FROM files WHERE path = $1", workspace.SkillFile(name))
 	if err != nil {
 		return fmt.Errorf("remove skill %s: %w", name, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return sqlstore.NoSkillToRemove(name)
+	if n == 0 {
+		return NoSkillToRemove(name)
 	}
 	return nil
 }
