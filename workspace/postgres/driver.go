@@ -139,3 +139,12 @@ func (t otherTx) Query(ctx context.Context, q string, args ...any) (sqlstore.Row
 func (t otherTx) QueryRow(ctx context.Context, q string, args ...any) sqlstore.Row {
 	return t.tx.QueryRow(ctx, q, args...)
 }
+
+// Batch runs stmts in tx in one round trip.
+func (d driver) Batch(ctx context.Context, ex sqlstore.Executor, stmts []string, args ...any) error {
+	b := &pgx.Batch{}
+	for _, q := range stmts {
+		b.Queue(q, args...)
+	}
+	return txOfExec(ex).SendBatch(ctx, b).Close()
+}

@@ -209,3 +209,17 @@ func (s *Store) held(ctx context.Context, name string) (bool, *locking.Holder, e
 	}
 	return true, s.holder(ctx, name), nil
 }
+
+// TryLock takes an advisory lock without waiting (sqlstore.Driver).
+func (d driver) TryLock(ctx context.Context, name, taskID, lock, agent string) (func(), error) {
+	lk, err := d.s.lock(ctx, name, taskID, lock, agent, 0)
+	if err != nil {
+		return nil, err
+	}
+	return func() { lk.Release() }, nil
+}
+
+// Held says whether a lock is held now, and by whom.
+func (d driver) Held(ctx context.Context, name string) (bool, *locking.Holder, error) {
+	return d.s.held(ctx, name)
+}

@@ -101,15 +101,7 @@ func Open(ctx context.Context, root string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkVersion(ctx); err != nil {
-		s.Close()
-		return nil, err
-	}
-	if err := s.LoadSettings(ctx); err != nil {
-		s.Close()
-		return nil, err
-	}
-	return s, nil
+	return sqlstore.Ready(ctx, s, s.Store, s.checkVersion)
 }
 
 // connect makes the pool; every connection's search_path is the schema,

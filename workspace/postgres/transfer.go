@@ -82,10 +82,5 @@ func (t pgTx) Query(ctx context.Context, sql string, row func(scan func(...any) 
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		if err := row(rows.Scan); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return tables.EachRow(rows, row)
 }

@@ -27,17 +27,13 @@ import (
 // read, so what it reads (the products a done names, the plan) cannot
 // change before it commits.
 
-// DefaultChunk is the most markers of one task one transaction takes when
-// the daemon asks for no limit.
-const DefaultChunk = 128
-
-// committer is the daemon's handle on one task (workspace.Committer): it
-// remembers the state its last commit wrote, so that a commit that reads
-// the same document back skips decoding it and checks the state it
-// writes against the schema only where it differs (statecheck.Next), as
-// on PostgreSQL: that document was checked before it was written.
-// Anything else in the row (a backup restored, an import) is decoded and
-// the next state checked whole.
+// committer is the daemon's handle on one task (workspace.Committer), as
+// on PostgreSQL: it keeps the state document its last commit wrote with
+// its decoding (knownState), so that reading those bytes back costs no
+// decoding and statecheck.Next checks only what changed, that document
+// having been checked before it was written. A document it did not write
+// (a backup restored, an import) is decoded, and the next state checked
+// whole.
 type committer struct {
 	s    *Store
 	id   string
@@ -61,7 +57,7 @@ func (s *Store) Committer(id string) workspace.Committer { return &committer{s: 
 func (c *committer) Commit(ctx context.Context, req workspace.CommitRequest) (workspace.Applied, error) {
 	max := req.Max
 	if max <= 0 {
-		max = DefaultChunk
+		max = sqlstore.DefaultChunk
 	}
 	var (
 		a     workspace.Applied
@@ -169,17 +165,17 @@ func (s *Store) commit(ctx context.Context, tx wtx, last knownState, taskID stri
 	if err := c.write(ctx, f, dups); err != nil {
 		return workspace.Applied{}, workspace.State{}, knownState{}, err
 	}
-	a := workspace.Applied{Taken: len(f.recs), Seq: f.next.JournalSeq, Events: f.evs, More: full && f.stopped == nil,
+	a := workspace.Applied{Taken: len(f.Recs), Seq: f.Next.JournalSeq, Events: f.Evs, More: full && f.Stopped == nil,
 		// When the machine stopped (a plan it cannot load), the markers
 		// from that one on stay waiting and the next commit tries them
 		// again.
-		Stopped: f.stopped}
-	for _, r := range f.recs {
+		Stopped: f.Stopped}
+	for _, r := range f.Recs {
 		if r.Rejected != "" {
 			a.Rejected++
 		}
 	}
-	return a, f.next, knownState{doc: string(f.data), st: f.next}, nil
+	return a, f.Next, knownState{doc: string(f.Data), st: f.Next}, nil
 }
 
 // read reads the task (sql.ErrNoRows when gone), its state brought up to
@@ -280,39 +276,24 @@ func (c *commitTx) deleteMarkers(ctx context.Context, ids []int64) error {
 // folded is what fold made of the markers: their records, the new state
 // encoded and checked, and its events.
 type folded struct {
-	recs    []workspace.JournalRecord
-	ms      []waiting
-	next    workspace.State
-	data    []byte
-	evs     []workspace.Event
-	stopped error
-	now     time.Time
+	sqlstore.Folded
+	ms []waiting
 }
 
 // fold judges the markers with the machine (records with the next
 // sequence numbers, the products read in this transaction), folds the
 // records into the state and encodes it, checked against the schema.
 func (c *commitTx) fold(ctx context.Context, ms []waiting) (folded, error) {
-	f := folded{now: now(), recs: make([]workspace.JournalRecord, len(ms))}
+	f := folded{Folded: sqlstore.Folded{Now: now(), Recs: make([]workspace.JournalRecord, len(ms))}}
 	for i, m := range ms {
-		f.recs[i] = c.judge(ctx, m, c.base+int64(i)+1, f.now)
+		f.Recs[i] = c.judge(ctx, m, c.base+int64(i)+1, f.Now)
 	}
-	f.next, f.evs, f.stopped = machine.Continue(c.st, sqlstore.PlanLoader(ctx, c.tx, c.id, c.st), f.recs)
-	applied := 0
-	for applied < len(f.recs) && f.recs[applied].Seq <= f.next.JournalSeq {
-		applied++
+	f.Next, f.Evs, f.Stopped = machine.Continue(c.st, sqlstore.PlanLoader(ctx, c.tx, c.id, c.st), f.Recs)
+	taken, err := f.Settle(c.id, c.valid)
+	if err != nil {
+		return folded{}, err
 	}
-	if applied == 0 {
-		return folded{}, fmt.Errorf("apply markers of task %s: %w", c.id, f.stopped)
-	}
-	f.recs, f.ms = f.recs[:applied], ms[:applied]
-	var err error
-	if f.data, err = atomicfile.Marshal(f.next); err != nil {
-		return folded{}, fmt.Errorf("encode state of task %s: %w", c.id, err)
-	}
-	if err := statecheck.Next(c.valid, f.next, f.data); err != nil {
-		return folded{}, fmt.Errorf("state of task %s would not validate, not written: %w", c.id, err)
-	}
+	f.ms = ms[:taken]
 	return f, nil
 }
 
@@ -335,14 +316,14 @@ func (c *commitTx) judge(ctx context.Context, m waiting, seq int64, at time.Time
 // (pruned to backups.keep), the new state, its events, and deletes the
 // markers taken and those passed over.
 func (c *commitTx) write(ctx context.Context, f folded, dups []int64) error {
-	ids := make([]int64, len(f.recs))
-	for i, r := range f.recs {
+	ids := make([]int64, len(f.Recs))
+	for i, r := range f.Recs {
 		rb, err := atomicfile.Marshal(r)
 		if err != nil {
 			return fmt.Errorf("encode journal record %d of task %s: %w", r.Seq, c.id, err)
 		}
 		if _, err := c.tx.ExecContext(ctx, "INSERT INTO journal (task_id, seq, taken_at, name, record, epoch) VALUES ($1, $2, $3, $4, $5, 0)",
-			c.id, r.Seq, ts(f.now), f.ms[i].name, string(rb)); err != nil {
+			c.id, r.Seq, ts(f.Now), f.ms[i].name, string(rb)); err != nil {
 			return fmt.Errorf("journal marker %s of task %s: %w", f.ms[i].name, c.id, err)
 		}
 		ids[i] = f.ms[i].id
@@ -353,15 +334,15 @@ func (c *commitTx) write(ctx context.Context, f folded, dups []int64) error {
 			return err
 		}
 		_, err = c.tx.ExecContext(ctx, "UPDATE states SET journal_seq = $2, doc = $3, updated_at = $4 WHERE task_id = $1",
-			c.id, f.next.JournalSeq, string(f.data), ts(f.now))
+			c.id, f.Next.JournalSeq, string(f.Data), ts(f.Now))
 	} else {
 		_, err = c.tx.ExecContext(ctx, "INSERT INTO states (task_id, journal_seq, doc, epoch, updated_at) VALUES ($1, $2, $3, 0, $4)",
-			c.id, f.next.JournalSeq, string(f.data), ts(f.now))
+			c.id, f.Next.JournalSeq, string(f.Data), ts(f.Now))
 	}
 	if err != nil {
 		return fmt.Errorf("write the state of task %s: %w", c.id, err)
 	}
-	if err := insertEvents(ctx, c.tx, c.id, f.evs...); err != nil {
+	if err := insertEvents(ctx, c.tx, c.id, f.Evs...); err != nil {
 		return err
 	}
 	return c.deleteMarkers(ctx, append(ids, dups...))

@@ -122,3 +122,13 @@ func (s timeText) Scan(v any) error {
 	}
 	return nil
 }
+
+// Batch runs stmts in tx, one after another.
+func (d sqlDriver) Batch(ctx context.Context, ex sqlstore.Executor, stmts []string, args ...any) error {
+	for _, q := range stmts {
+		if _, err := ex.Exec(ctx, q, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}

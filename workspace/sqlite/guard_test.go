@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/workspaced/workspaced/workspace/tables"
 	sqlite3 "modernc.org/sqlite"
 )
 
@@ -148,7 +149,7 @@ func BenchmarkGuard(b *testing.B) {
 // after it, and the guard then holds.
 func TestGuardMigratesOlderDatabase(t *testing.T) {
 	ctx := context.Background()
-	ms, err := migrations()
+	ms, err := tables.Migrations(migrationFiles)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -122,3 +122,17 @@ func (s *Store) held(name string) (bool, *locking.Holder, error) {
 	}
 	return held, h, err
 }
+
+// TryLock takes a lock without waiting (sqlstore.Driver).
+func (d sqlDriver) TryLock(ctx context.Context, name, taskID, lock, agent string) (func(), error) {
+	lk, err := d.s.lock(ctx, name, taskID, lock, agent, 0)
+	if err != nil {
+		return nil, err
+	}
+	return func() { lk.Release() }, nil
+}
+
+// Held says whether a lock is held now, and by whom.
+func (d sqlDriver) Held(_ context.Context, name string) (bool, *locking.Holder, error) {
+	return d.s.held(name)
+}

@@ -9,25 +9,16 @@ import (
 	"github.com/workspaced/workspaced/workspace/tables"
 )
 
-// The schema is made by versioned migrations, migrations/NNNN_name.sql,
-// embedded in the binary. schema_migrations records the ones applied;
-// Init applies the missing ones in order, each in its own BEGIN IMMEDIATE
-// transaction with the record of it, so two inits do not race.
-
+// Migrations (migrations/NNNN_name.sql, embedded) make the database's
+// tables, and schema_migrations records those applied: Init runs each
+// missing one with its record in a BEGIN IMMEDIATE transaction of its
+// own, which keeps two inits from racing.
+//
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// migrations are the embedded migrations in version order.
-func migrations() ([]tables.Migration, error) { return tables.Migrations(migrationFiles) }
-
 // SchemaVersion is the newest schema version this binary knows.
-func SchemaVersion() int {
-	ms, err := migrations()
-	if err != nil {
-		panic(err) // the embedded files are part of the binary
-	}
-	return len(ms)
-}
+func SchemaVersion() int { return tables.Newest(migrationFiles) }
 
 // version is the database's applied version: 0 when no workspace was
 // initialized in it.
@@ -74,19 +65,11 @@ func Init(ctx context.Context, root string) (*Store, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	n, err := s.migrate(ctx)
-	if err == nil {
-		err = s.LoadSettings(ctx)
-	}
-	if err != nil {
-		s.Close()
-		return nil, 0, err
-	}
-	return s, n, nil
+	return sqlstore.Migrated(ctx, s, s.Store, s.migrate)
 }
 
 func (s *Store) migrate(ctx context.Context) (int, error) {
-	ms, err := migrations()
+	ms, err := tables.Migrations(migrationFiles)
 	if err != nil {
 		return 0, err
 	}

@@ -158,15 +158,7 @@ func Open(ctx context.Context, root string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkVersion(ctx); err != nil {
-		s.Close()
-		return nil, err
-	}
-	if err := s.LoadSettings(ctx); err != nil {
-		s.Close()
-		return nil, err
-	}
-	return s, nil
+	return sqlstore.Ready(ctx, s, s.Store, s.checkVersion)
 }
 
 // connect opens the two pools of path.

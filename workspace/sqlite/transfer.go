@@ -109,12 +109,7 @@ func (t *sqlTx) Query(ctx context.Context, q string, row func(scan func(...any) 
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		if err := row(rows.Scan); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return tables.EachRow(rows, row)
 }
 
 // exactTS is t as the store keeps times, when it is to the millisecond

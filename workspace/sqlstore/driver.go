@@ -78,6 +78,11 @@ type Driver interface {
 	// holds it already); a writer that holds it past the lock timeout is
 	// ErrLocked.
 	LockTokens(ctx context.Context, tx Executor, holder string) error
+	// VerdictState reads in tx what the verdict on rec needs of the
+	// task's state (machine.Judge, machine.JudgeReused): at least its id,
+	// status and plan status, the subtask rec names and the errors of
+	// rec's seq.
+	VerdictState(ctx context.Context, tx Executor, taskID string, rec workspace.JournalRecord) (workspace.State, error)
 	// Batch runs stmts in tx, each with args, in order (PostgreSQL sends
 	// them in one round trip).
 	Batch(ctx context.Context, tx Executor, stmts []string, args ...any) error

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/workspaced/workspaced/schemas"
@@ -124,3 +125,33 @@ func Strings(rows Rows, err error) ([]string, error) {
 // SetSettings replaces the effective settings, as LoadSettings does; a
 // test tunes a store so. It must not run while the store is in use.
 func (s *Store) SetSettings(st workspace.Settings) { s.settings = st }
+
+// Ready finishes opening a driver's store s over sql: step (checking the
+// schema's version, or migrating it), then the settings loaded. When
+// either fails s is closed and only the error returned.
+func Ready[S io.Closer](ctx context.Context, s S, sql *Store, step func(context.Context) error) (S, error) {
+	err := step(ctx)
+	if err == nil {
+		err = sql.LoadSettings(ctx)
+	}
+	if err != nil {
+		s.Close()
+		var none S
+		return none, err
+	}
+	return s, nil
+}
+
+// Migrated is Ready with migrate as the step: it returns the store s,
+// ready, and how many migrations migrate applied.
+func Migrated[S io.Closer](ctx context.Context, s S, sql *Store, migrate func(context.Context) (int, error)) (S, int, error) {
+	var n int
+	s, err := Ready(ctx, s, sql, func(ctx context.Context) (err error) {
+		n, err = migrate(ctx)
+		return err
+	})
+	if err != nil {
+		return s, 0, err
+	}
+	return s, n, nil
+}

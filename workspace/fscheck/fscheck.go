@@ -1,6 +1,17 @@
-package files
+// Package fscheck tells a filesystem where a workspace is not safe: one
+// where rename, flock or file events cannot be trusted (NFS, SMB/CIFS,
+// AFP, WebDAV, FUSE). The file tree and SQLite both ask it before their
+// daemon leads.
+package fscheck
 
-import "strings"
+import (
+	"errors"
+	"strings"
+)
+
+// ErrUnsafe says a workspace is on such a filesystem and the daemon was
+// told to refuse it (Strict).
+var ErrUnsafe = errors.New("filesystem not safe for the workspace")
 
 // Filesystem type names (statfs f_fstypename on macOS and FreeBSD) where
 // rename, flock or file events cannot be trusted; FUSE goes by several
@@ -13,7 +24,7 @@ var unsafeFstypenames = map[string]string{
 	"webdav": "WebDAV",
 }
 
-// classifyFstypename is CheckFilesystem's verdict on a type name.
+// classifyFstypename is Check's verdict on a type name.
 func classifyFstypename(name string) (string, bool, error) {
 	if n, ok := unsafeFstypenames[name]; ok {
 		return n, true, nil
