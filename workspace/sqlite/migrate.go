@@ -52,10 +52,11 @@ func (s *Store) judgeVersion(v int) error {
 		NotInitialized: ErrNotInitialized, TooNew: ErrSchemaTooNew}.Judge(v, SchemaVersion())
 }
 
-// Init creates the workspace at root: the database file when missing and
-// every migration not yet applied. It is idempotent; on a database newer
-// than the binary it changes nothing and returns ErrSchemaTooNew. It
-// returns the store, open, and how many migrations it applied.
+// Init makes the database at root a workspace: the file is created when
+// missing and each migration it lacks applied, so running it again
+// changes nothing (a database migrated by a newer binary is left as it
+// is, ErrSchemaTooNew). It returns the store, open, with the number of
+// migrations applied.
 func Init(ctx context.Context, root string) (*Store, int, error) {
 	p, err := ParsePath(root)
 	if err != nil {
