@@ -58,6 +58,17 @@ type Driver interface {
 	// daemon's commit among them, interleaves with it. A bad task id is
 	// ErrInvalid, a missing task ErrNotFound (NotFoundTask).
 	WriteTask(ctx context.Context, taskID string, fn func(tx Executor) error) error
+	// IsUnique says err is a unique or primary key violation (or the
+	// database's refusal of a marker name the journal holds).
+	IsUnique(err error) bool
+	// IsForeignKey says err is a foreign key violation.
+	IsForeignKey(err error) bool
+	// Dialect is how the database spells what differs.
+	Dialect() Dialect
+
+	// The data-level calls where the databases differ (a statement of
+	// their own, a round trip saved, a lock of their own):
+
 	// AppendEvents inserts events of a task, stamped (StampEvents), in
 	// one write, in the order given; a missing task is ErrNotFound
 	// (NotFoundTask).
@@ -67,6 +78,15 @@ type Driver interface {
 	// one write; it returns created_at and the version. A missing task
 	// is ErrNotFound (NotFoundTask).
 	PutEntry(ctx context.Context, p EntryPut) (created time.Time, version int, err error)
+	// RestoreState writes a restore in the transaction of
+	// Store.RestoreBackup (PostgreSQL stamps the state with the lease's
+	// epoch, in one round trip).
+	RestoreState(ctx context.Context, tx Executor, r Restore) error
+	// VerdictState reads in tx what the verdict on rec needs of the
+	// task's state (machine.Judge, machine.JudgeReused): at least its id,
+	// status and plan status, the subtask rec names and the errors of
+	// rec's seq.
+	VerdictState(ctx context.Context, tx Executor, taskID string, rec workspace.JournalRecord) (workspace.State, error)
 	// UpdateFriction runs change over the friction log's row (nil when
 	// there is none) as one read-modify-write that no other writer
 	// interleaves with, waiting at most timeout for the other writers
@@ -78,11 +98,6 @@ type Driver interface {
 	// holds it already); a writer that holds it past the lock timeout is
 	// ErrLocked.
 	LockTokens(ctx context.Context, tx Executor, holder string) error
-	// VerdictState reads in tx what the verdict on rec needs of the
-	// task's state (machine.Judge, machine.JudgeReused): at least its id,
-	// status and plan status, the subtask rec names and the errors of
-	// rec's seq.
-	VerdictState(ctx context.Context, tx Executor, taskID string, rec workspace.JournalRecord) (workspace.State, error)
 	// Batch runs stmts in tx, each with args, in order (PostgreSQL sends
 	// them in one round trip).
 	Batch(ctx context.Context, tx Executor, stmts []string, args ...any) error
@@ -92,17 +107,6 @@ type Driver interface {
 	TryLock(ctx context.Context, name, taskID, lock, agent string) (release func(), err error)
 	// Held says whether the named lock is held now, and by whom.
 	Held(ctx context.Context, name string) (bool, *locking.Holder, error)
-	// RestoreState writes a restore in the transaction of
-	// Store.RestoreBackup (PostgreSQL stamps the state with the lease's
-	// epoch, in one round trip).
-	RestoreState(ctx context.Context, tx Executor, r Restore) error
-	// IsUnique says err is a unique or primary key violation (or the
-	// database's refusal of a marker name the journal holds).
-	IsUnique(err error) bool
-	// IsForeignKey says err is a foreign key violation.
-	IsForeignKey(err error) bool
-	// Dialect is how the database spells what differs.
-	Dialect() Dialect
 }
 
 // Dialect holds the fragments of SQL, and the representation of time,
