@@ -38,8 +38,8 @@ import (
 //     of a subtask wins.
 //
 // What is the same on every backend — context assembly, the preamble,
-// the system context, provenance chains, thread activation — is Ops, over
-// any Store: Over(s).Context(...).
+// the system context, provenance chains, thread activation — is workspace/ops,
+// over any Store: ops.Over(s).Context(...).
 //
 // The operations are grouped by what a consumer does with them; each
 // group is an interface of its own so that a function asks only for what

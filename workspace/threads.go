@@ -17,6 +17,18 @@ import (
 // reported as an error rather than walked forever.
 const MaxChainDepth = 1024
 
+// BufferMaxBytes caps what one buffer may hydrate: a file or an entry
+// value larger than this is refused (listed in Omitted) rather than read
+// into a context, whatever the budget.
+const BufferMaxBytes = 256 << 10
+
+// Omission is an item left out and why: over budget, not found, or
+// refused (outside the task, a symlink, a FIFO, too large, not text).
+type Omission struct {
+	Item   string `json:"item"`
+	Reason string `json:"reason"`
+}
+
 // NewThreadRequest is what `thread new` takes.
 type NewThreadRequest struct {
 	TaskID    string
