@@ -164,18 +164,6 @@ type Change struct {
 	Err error
 }
 
-// Watcher is a Store that tells when something changed: the file tree
-// watches its directories, a database its notifications. It is optional;
-// a live view needs it.
-type Watcher interface {
-	// Watch calls each with what changed until ctx ends (then it returns
-	// nil) or the watch cannot go on. The first call, once the watch is
-	// in place, is Everything: whatever changes after it is reported.
-	// Calls come one at a time from one goroutine; what changes while
-	// each runs is coalesced into the next call.
-	Watch(ctx context.Context, each func(Change)) error
-}
-
 // JournalReader reads what the single writer has taken.
 type JournalReader interface {
 	// ReadJournal returns the markers the daemon has taken for a task,

@@ -44,17 +44,10 @@ type Ops struct {
 // Over returns the shared operations over b.
 func Over(b Backend) Ops { return Ops{b} }
 
-// threadsReporter is a store that can say which of a task's threads it
-// could not read (the file tree: a thread file that is broken); the
-// context lists them as omitted.
-type threadsReporter interface {
-	ThreadsReport(ctx context.Context, taskID string) ([]workspace.Thread, []workspace.Omission, error)
-}
-
 // readThreads lists a task's threads, and the ones the store could not
-// read when it can say so.
+// read when it can say so (workspace.ThreadsReporter).
 func (w Ops) readThreads(ctx context.Context, taskID string) ([]workspace.Thread, []workspace.Omission, error) {
-	if r, ok := w.Backend.(threadsReporter); ok {
+	if r, ok := workspace.As[workspace.ThreadsReporter](w.Backend); ok {
 		return r.ThreadsReport(ctx, taskID)
 	}
 	ts, err := w.ListThreads(ctx, taskID)
