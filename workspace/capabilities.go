@@ -162,6 +162,13 @@ type ThreadsReporter interface {
 	ThreadsReport(ctx context.Context, taskID string) ([]Thread, []Omission, error)
 }
 
+// Omission is an item left out and why: over budget, not found, or
+// refused (outside the task, a symlink, a FIFO, too large, not text).
+type Omission struct {
+	Item   string `json:"item"`
+	Reason string `json:"reason"`
+}
+
 // ServingReporter is a store that can say whether a daemon serves it now:
 // every store (the tree probes its lock, SQLite its lock file, PostgreSQL
 // its lease). Every VerdictSource is one. Without it the panel shows the

@@ -24,8 +24,10 @@ import (
 // SkillsDir holds the skills, one Markdown file skills/<name>.md each.
 const SkillsDir = "skills"
 
-// CoreSkill is the skill every thread context loads when it exists.
-const CoreSkill = "core"
+// BufferMaxBytes caps what one buffer may hydrate: a file or an entry
+// value larger than this is refused (listed in Omitted) rather than read
+// into a context, whatever the budget.
+const BufferMaxBytes = 256 << 10
 
 // SkillMaxBytes caps a skill file: a larger one is refused, never read.
 const SkillMaxBytes = BufferMaxBytes

@@ -296,7 +296,7 @@ func threadChain(ctx context.Context, e *env, args []string) error {
 	if *asJSON {
 		return printJSON(e.stdout, chain)
 	}
-	fmt.Fprintln(e.stdout, workspace.FormatChain(chain))
+	fmt.Fprintln(e.stdout, ops.FormatChain(chain))
 	return nil
 }
 

@@ -31,7 +31,7 @@ func TestChain(t *testing.T) {
 	if err != nil || len(chain) != 3 {
 		t.Fatalf("Chain = %v, %v", chain, err)
 	}
-	if got, want := workspace.FormatChain(chain), "human → coordinator → solver → you (observer)"; got != want {
+	if got, want := FormatChain(chain), "human → coordinator → solver → you (observer)"; got != want {
 		t.Errorf("FormatChain = %q, want %q", got, want)
 	}
 }

@@ -265,7 +265,7 @@ func (w Ops) Context(ctx context.Context, threadID string, opt ContextOptions) (
 func hydratedHeader(chain []workspace.Thread) string {
 	t := chain[len(chain)-1]
 	var s strings.Builder
-	fmt.Fprintf(&s, "chain: %s\n", workspace.FormatChain(chain))
+	fmt.Fprintf(&s, "chain: %s\n", FormatChain(chain))
 	fmt.Fprintf(&s, "from: %s\nto: %s\nstatus: %s\n", t.From, t.To, t.Status)
 	field(&s, "message", t.Message)
 	field(&s, "concern", t.Concern)

@@ -9,6 +9,9 @@ import (
 	"github.com/workspaced/workspaced/workspace"
 )
 
+// CoreSkill is the skill every thread context loads when it exists.
+const CoreSkill = "core"
+
 // skillPick is one skill of a thread context: loaded, and why, or left out
 // before the budget is consulted, and why.
 type skillPick struct {
@@ -60,7 +63,7 @@ func pickSkills(avail []workspace.Skill, refused map[string]string, t workspace.
 			add(name, "", missing)
 		}
 	}
-	named(workspace.CoreSkill, "every thread", "")
+	named(CoreSkill, "every thread", "")
 	for _, n := range cardSkills {
 		named(n, "every thread of "+t.To, fmt.Sprintf("not found: no %s (named by %s's card)", workspace.SkillFile(n), t.To))
 	}

@@ -364,7 +364,7 @@ func BenchmarkContext(b *testing.B) {
 	for i := 0; i < 50; i++ {
 		name := fmt.Sprintf("skill_%02d", i)
 		if i == 0 {
-			name = workspace.CoreSkill
+			name = CoreSkill
 		}
 		text := workspace.ComposeSkill(workspace.SkillMeta{Description: "Skill " + name, Tags: []string{fmt.Sprintf("t%d", i%10)}, Modes: []string{fmt.Sprintf("m%d", i%5)}}, body)
 		if err := os.WriteFile(filepath.Join(w.Dir(), workspace.SkillFile(name)), text, 0o644); err != nil {

@@ -9,6 +9,7 @@ package ops
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -41,6 +42,10 @@ type Ops struct {
 	Backend
 }
 
+// MaxChainDepth bounds a walk up parent pointers; a longer chain is
+// reported as an error rather than walked forever.
+const MaxChainDepth = 1024
+
 // Over returns the shared operations over b.
 func Over(b Backend) Ops { return Ops{b} }
 
@@ -66,8 +71,8 @@ func (w Ops) Chain(ctx context.Context, taskID, threadID string) ([]workspace.Th
 		if seen[id] {
 			return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "chain of thread " + threadID, Msg: fmt.Sprintf("parent pointers form a cycle at thread %s", id), Hint: "fix parent_id in threads/" + id + ".json"}
 		}
-		if len(rev) >= workspace.MaxChainDepth {
-			return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "chain of thread " + threadID, Msg: fmt.Sprintf("deeper than %d threads", workspace.MaxChainDepth)}
+		if len(rev) >= MaxChainDepth {
+			return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "chain of thread " + threadID, Msg: fmt.Sprintf("deeper than %d threads", MaxChainDepth)}
 		}
 		seen[id] = true
 		if err := ctx.Err(); err != nil {
@@ -100,3 +105,19 @@ func (w Ops) Chain(ctx context.Context, taskID, threadID string) ([]workspace.Th
 }
 
 var _ Backend = workspace.Store(nil)
+
+// FormatChain renders a chain as "human → coordinator → solver → you (observer)".
+func FormatChain(chain []workspace.Thread) string {
+	if len(chain) == 0 {
+		return ""
+	}
+	parts := []string{chain[0].From}
+	for i, t := range chain {
+		if i == len(chain)-1 {
+			parts = append(parts, "you ("+t.To+")")
+		} else {
+			parts = append(parts, t.To)
+		}
+	}
+	return strings.Join(parts, " → ")
+}

@@ -153,7 +153,7 @@ func (w Ops) Preamble(ctx context.Context, threadID string, opt PreambleOptions)
 
 	caller, hasCaller := cards.Card(cur.From)
 	p.CalledBy = cur.From
-	p.Chain = workspace.FormatChain(chain)
+	p.Chain = FormatChain(chain)
 	lines := []string{"---", "[Delegation Context]", "Called by: " + cur.From}
 	if detail != DetailMinimal {
 		p.CallerDescription = NoCard
