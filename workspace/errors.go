@@ -129,24 +129,3 @@ func invalidf(op, hint, format string, args ...any) error {
 func notFoundf(op, hint, format string, args ...any) error {
 	return &Error{Kind: ErrNotFound, Op: op, Msg: fmt.Sprintf(format, args...), Hint: hint}
 }
-
-// ErrorReason is the part of a workspace error worth a one-line reason:
-// its message without the operation, or the whole error when it is not
-// an *Error (a skill file's broken front matter is named as such).
-func ErrorReason(err error) string {
-	var e *Error
-	if !errors.As(err, &e) {
-		return err.Error()
-	}
-	msg := e.Msg
-	if msg == "" && e.Err != nil {
-		msg = e.Err.Error()
-	}
-	if e.Op == "skill front matter" {
-		return "front matter: " + msg
-	}
-	if msg == "" {
-		return err.Error()
-	}
-	return msg
-}

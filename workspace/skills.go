@@ -266,6 +266,25 @@ type schemaProblems struct {
 func (p *schemaProblems) Error() string { return p.msg }
 func (p *schemaProblems) Unwrap() error { return p.err }
 
+// ErrorMsg is the part of a workspace error worth a one-line reason.
+func ErrorMsg(err error) string {
+	var e *Error
+	if !errors.As(err, &e) {
+		return err.Error()
+	}
+	msg := e.Msg
+	if msg == "" && e.Err != nil {
+		msg = e.Err.Error()
+	}
+	if e.Op == "skill front matter" {
+		return "front matter: " + msg
+	}
+	if msg == "" {
+		return err.Error()
+	}
+	return msg
+}
+
 // quoteShort quotes s for a message, cut to 40 bytes.
 func quoteShort(s string) string {
 	return fmt.Sprintf("%q", cutText(s, 40))
@@ -392,7 +411,7 @@ func (w *Workspace) ListSkills(ctx context.Context) ([]Skill, []RefusedSkill, er
 	for _, n := range names {
 		s, err := readSkill(dir, n)
 		if err != nil {
-			refused = append(refused, RefusedSkill{File: SkillFile(n), Reason: "refused: " + ErrorReason(err)})
+			refused = append(refused, RefusedSkill{File: SkillFile(n), Reason: "refused: " + ErrorMsg(err)})
 			continue
 		}
 		s.Body = ""

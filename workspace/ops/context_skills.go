@@ -117,7 +117,7 @@ func matchWords(have, want []string) []string {
 func (w Ops) skillCandidates(ctx context.Context, section int, t workspace.Thread, cardSkills []string) []candidate {
 	avail, refused, badFiles, err := w.availableSkills(ctx)
 	if err != nil {
-		return []candidate{{section: section, item: Item{Ref: workspace.SkillsDir + "/"}, reason: "refused: " + workspace.ErrorReason(err)}}
+		return []candidate{{section: section, item: Item{Ref: workspace.SkillsDir + "/"}, reason: "refused: " + workspace.ErrorMsg(err)}}
 	}
 	var out []candidate
 	for _, p := range pickSkills(avail, refused, t, cardSkills) {
@@ -125,7 +125,7 @@ func (w Ops) skillCandidates(ctx context.Context, section int, t workspace.Threa
 		if c.reason == "" {
 			s, err := w.GetSkill(ctx, p.Name)
 			if err != nil {
-				c.reason = "refused: " + workspace.ErrorReason(err)
+				c.reason = "refused: " + workspace.ErrorMsg(err)
 			} else {
 				head := fmt.Sprintf("(skill, for %s) %s", strings.Join(p.Why, " and "), oneLine(s.Description))
 				c.item.Content = head + "\n" + strings.TrimRight(strings.TrimLeft(s.Body, "\r\n"), " \t\r\n")
