@@ -590,7 +590,7 @@ func TestDelegationContext(t *testing.T) {
 	w := fixture(t)
 	cs := connect(t, w, Options{ThreadID: "th_observer", Agent: "observer"})
 	got := mustCall(t, cs, ToolGetDelegationContext, map[string]any{})
-	p, err := w.Preamble(t.Context(), "th_observer", workspace.PreambleOptions{})
+	p, err := workspace.Over(w).Preamble(t.Context(), "th_observer", workspace.PreambleOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -611,7 +611,7 @@ func TestDelegationContext(t *testing.T) {
 func TestListCapabilities(t *testing.T) {
 	w, cs := observer(t)
 	got := mustCall(t, cs, ToolListCapabilities, map[string]any{})
-	want, err := w.Capabilities(t.Context(), "observer", "t1")
+	want, err := workspace.Over(w).Capabilities(t.Context(), "observer", "t1")
 	if err != nil {
 		t.Fatal(err)
 	}

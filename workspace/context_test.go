@@ -58,7 +58,7 @@ func sectionTokens(b ContextBundle) int {
 
 func TestContextGolden(t *testing.T) {
 	w := provFixture(t)
-	full, err := w.Context(t.Context(), "th_observer", ContextOptions{Unlimited: true})
+	full, err := Over(w).Context(t.Context(), "th_observer", ContextOptions{Unlimited: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestContextGolden(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := w.Context(t.Context(), "th_observer", tc.opt)
+			b, err := Over(w).Context(t.Context(), "th_observer", tc.opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -134,7 +134,7 @@ func TestContextGolden(t *testing.T) {
 
 func TestContextContents(t *testing.T) {
 	w := provFixture(t)
-	b, err := w.Context(t.Context(), "th_observer", ContextOptions{Budget: 100000})
+	b, err := Over(w).Context(t.Context(), "th_observer", ContextOptions{Budget: 100000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestContextDeterministic(t *testing.T) {
 	w := provFixture(t)
 	var first []byte
 	for i := 0; i < 3; i++ {
-		b, err := w.Context(t.Context(), "th_observer", ContextOptions{Budget: 300})
+		b, err := Over(w).Context(t.Context(), "th_observer", ContextOptions{Budget: 300})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -264,7 +264,7 @@ func withDeadlineBundle(t *testing.T, w *Workspace, thread string, opt ContextOp
 	var b ContextBundle
 	err := withDeadline(t, "context", func() error {
 		var err error
-		b, err = w.Context(t.Context(), thread, opt)
+		b, err = Over(w).Context(t.Context(), thread, opt)
 		return err
 	})
 	if err != nil {
@@ -279,7 +279,7 @@ func TestContextSkipsUnreadableThread(t *testing.T) {
 	if err := os.WriteFile(name, []byte("{not json"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b, err := w.Context(t.Context(), "th_observer", ContextOptions{Budget: 100000})
+	b, err := Over(w).Context(t.Context(), "th_observer", ContextOptions{Budget: 100000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +290,7 @@ func TestContextSkipsUnreadableThread(t *testing.T) {
 
 func TestContextRefusesNegativeBudget(t *testing.T) {
 	w := provFixture(t)
-	if _, err := w.Context(t.Context(), "th_observer", ContextOptions{Budget: -1}); err == nil {
+	if _, err := Over(w).Context(t.Context(), "th_observer", ContextOptions{Budget: -1}); err == nil {
 		t.Fatal("negative budget accepted")
 	}
 }
@@ -369,7 +369,7 @@ func BenchmarkContext(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	bundle, err := w.Context(b.Context(), "th_000", ContextOptions{Budget: DefaultContextBudget})
+	bundle, err := Over(w).Context(b.Context(), "th_000", ContextOptions{Budget: DefaultContextBudget})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -391,7 +391,7 @@ func BenchmarkContext(b *testing.B) {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
 	n := 0
 	for b.Loop() {
-		if _, err := w.Context(b.Context(), "th_000", ContextOptions{Budget: DefaultContextBudget}); err != nil {
+		if _, err := Over(w).Context(b.Context(), "th_000", ContextOptions{Budget: DefaultContextBudget}); err != nil {
 			b.Fatal(err)
 		}
 		n++

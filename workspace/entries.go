@@ -84,24 +84,25 @@ func (s Scope) Dir() (string, error) {
 	return "", invalidf("scope", "use one of thread, session, agent, global", "unknown scope %q", s.Kind)
 }
 
-// label names the scope in messages: "env data" for the thread scope,
+// Label names the scope in messages: "env data" for the thread scope,
 // "<scope> memory" for the others.
-func (s Scope) label() string {
+func (s Scope) Label() string {
 	if s.Kind == ScopeThread {
 		return "env data"
 	}
 	return string(s.Kind) + " memory"
 }
 
-// listHint says how to see the keys of the scope.
-func (s Scope) listHint() string {
+// ListHint says how to see the keys of the scope.
+func (s Scope) ListHint() string {
 	if s.Kind == ScopeThread {
 		return "list task " + s.TaskID + "'s env data to see which keys exist"
 	}
-	return "list the " + s.label() + " to see which keys exist"
+	return "list the " + s.Label() + " to see which keys exist"
 }
 
-func (s Scope) eventPrefix() string {
+// EventPrefix is the first word of the scope's event names: env or memory.
+func (s Scope) EventPrefix() string {
 	if s.Kind == ScopeThread {
 		return "env"
 	}
@@ -236,7 +237,7 @@ func (w *Workspace) GetEntry(ctx context.Context, s Scope, key string) (Entry, e
 	}
 	e, err := w.readEntry(name)
 	if errors.Is(err, ErrNotFound) {
-		return Entry{}, notFoundf(fmt.Sprintf("get %s %q", s.label(), key), s.listHint(), "no such key")
+		return Entry{}, notFoundf(fmt.Sprintf("get %s %q", s.Label(), key), s.ListHint(), "no such key")
 	}
 	return e, err
 }
@@ -267,7 +268,7 @@ func (w *Workspace) UpdateEntry(ctx context.Context, s Scope, req UpdateRequest)
 	}
 	d, err := w.openScopeDir(dir, false)
 	if isNotExist(err) {
-		return Result{}, notFoundf(fmt.Sprintf("update %s %q", s.label(), req.Key), "create it first with store", "no such key")
+		return Result{}, notFoundf(fmt.Sprintf("update %s %q", s.Label(), req.Key), "create it first with store", "no such key")
 	}
 	if err != nil {
 		return Result{}, err
@@ -281,13 +282,13 @@ func (w *Workspace) UpdateEntry(ctx context.Context, s Scope, req UpdateRequest)
 	defer l.Release()
 	e, err := w.readEntryIn(d, base, name)
 	if errors.Is(err, ErrNotFound) {
-		return Result{}, notFoundf(fmt.Sprintf("update %s %q", s.label(), req.Key), "create it first with store", "no such key")
+		return Result{}, notFoundf(fmt.Sprintf("update %s %q", s.Label(), req.Key), "create it first with store", "no such key")
 	}
 	if err != nil {
 		return Result{}, err
 	}
 	if req.IfVersion > 0 && e.Version != req.IfVersion {
-		return Result{}, &Error{Kind: ErrConflict, Op: fmt.Sprintf("update %s %q", s.label(), req.Key),
+		return Result{}, &Error{Kind: ErrConflict, Op: fmt.Sprintf("update %s %q", s.Label(), req.Key),
 			Msg:  fmt.Sprintf("version is %d, not %d", e.Version, req.IfVersion),
 			Hint: "read it again (get) and retry with the current version"}
 	}
@@ -318,7 +319,7 @@ func (w *Workspace) DeleteEntry(ctx context.Context, s Scope, key, agent string)
 	}
 	d, err := w.openScopeDir(dir, false)
 	if isNotExist(err) {
-		return notFoundf(fmt.Sprintf("delete %s %q", s.label(), key), s.listHint(), "no such key")
+		return notFoundf(fmt.Sprintf("delete %s %q", s.Label(), key), s.ListHint(), "no such key")
 	}
 	if err != nil {
 		return err
@@ -332,7 +333,7 @@ func (w *Workspace) DeleteEntry(ctx context.Context, s Scope, key, agent string)
 	defer l.Release()
 	if err := d.Remove(base); err != nil {
 		if isNotExist(err) {
-			return notFoundf(fmt.Sprintf("delete %s %q", s.label(), key), s.listHint(), "no such key")
+			return notFoundf(fmt.Sprintf("delete %s %q", s.Label(), key), s.ListHint(), "no such key")
 		}
 		return fmt.Errorf("delete %s: %w", name, err)
 	}
@@ -357,7 +358,7 @@ func (w *Workspace) entryEvent(ctx context.Context, s Scope, verb, key, agent st
 	}
 	// The entry is already durable; a failed event append is not worth
 	// failing the store for, and events.log is a feed, not the record.
-	_ = w.AppendEvent(ctx, Event{Name: s.eventPrefix() + "_" + verb, TaskID: s.TaskID, Attrs: attrs})
+	_ = w.AppendEvent(ctx, Event{Name: s.EventPrefix() + "_" + verb, TaskID: s.TaskID, Attrs: attrs})
 }
 
 // openScopeDir opens an entry directory (relative to the root) through the

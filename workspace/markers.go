@@ -313,7 +313,13 @@ func (w *Workspace) readProduct(root *os.Root, dir, outputFile string) (Product,
 // decodeProduct checks and decodes data, the content of outputFile, into p
 // (whose Kind and ID are set).
 func (w *Workspace) decodeProduct(p Product, outputFile string, data []byte) (Product, error) {
-	if err := CheckDepth(data, w.settings.Limits.MaxDepth); err != nil {
+	return decodeProductWithin(p, outputFile, data, w.settings.Limits.MaxDepth)
+}
+
+// decodeProductWithin checks and decodes data, the content of outputFile,
+// into p (whose Kind and ID are set), nested no deeper than maxDepth.
+func decodeProductWithin(p Product, outputFile string, data []byte, maxDepth int) (Product, error) {
+	if err := CheckDepth(data, maxDepth); err != nil {
 		return Product{}, err
 	}
 	var sk schemas.Kind

@@ -98,47 +98,4 @@ func (w Ops) Chain(ctx context.Context, taskID, threadID string) ([]Thread, erro
 	return out, nil
 }
 
-// The file tree's own methods for the shared operations, for callers that
-// hold a *Workspace (the daemon, the tree's tests).
-
-// Context is Over(w).Context.
-func (w *Workspace) Context(ctx context.Context, threadID string, opt ContextOptions) (ContextBundle, error) {
-	return Over(w).Context(ctx, threadID, opt)
-}
-
-// Preamble is Over(w).Preamble.
-func (w *Workspace) Preamble(ctx context.Context, threadID string, opt PreambleOptions) (Preamble, error) {
-	return Over(w).Preamble(ctx, threadID, opt)
-}
-
-// SystemContext is Over(w).SystemContext.
-func (w *Workspace) SystemContext(ctx context.Context, agent, taskID string) (string, error) {
-	return Over(w).SystemContext(ctx, agent, taskID)
-}
-
-// Capabilities is Over(w).Capabilities.
-func (w *Workspace) Capabilities(ctx context.Context, agent, taskID string) (string, error) {
-	return Over(w).Capabilities(ctx, agent, taskID)
-}
-
-// ThreadSkills is Over(w).ThreadSkills.
-func (w *Workspace) ThreadSkills(ctx context.Context, taskID, threadID string) ([]SkillChoice, error) {
-	return Over(w).ThreadSkills(ctx, taskID, threadID)
-}
-
-// Chain is Over(w).Chain.
-func (w *Workspace) Chain(ctx context.Context, taskID, threadID string) ([]Thread, error) {
-	return Over(w).Chain(ctx, taskID, threadID)
-}
-
-// ActivateThread is Over(w).ActivateThread.
-func (w *Workspace) ActivateThread(ctx context.Context, taskID, threadID, agent string) (Activation, error) {
-	return Over(w).ActivateThread(ctx, taskID, threadID, agent)
-}
-
-// ActiveThread is Over(w).ActiveThread.
-func (w *Workspace) ActiveThread(ctx context.Context, agent string) (ThreadRef, error) {
-	return Over(w).ActiveThread(ctx, agent)
-}
-
 var _ Backend = Store(nil)

@@ -22,6 +22,5 @@ func DecodeProduct(outputFile string, data []byte, limits LimitSettings) (Produc
 		return Product{}, &Error{Kind: ErrUnsafe, Op: "product " + outputFile,
 			Msg: fmt.Sprintf("%d bytes, more than the limit of %d", len(data), limits.MaxFileBytes)}
 	}
-	w := &Workspace{settings: Settings{Limits: limits}}
-	return w.decodeProduct(p, outputFile, data)
+	return decodeProductWithin(p, outputFile, data, limits.MaxDepth)
 }

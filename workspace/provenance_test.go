@@ -206,7 +206,7 @@ func TestPreambleGolden(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := w.Preamble(t.Context(), tc.thread, tc.opt)
+			p, err := Over(w).Preamble(t.Context(), tc.thread, tc.opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -224,7 +224,7 @@ func TestPreambleGolden(t *testing.T) {
 				got = "(empty) " + p.Reason + "\n"
 			}
 			checkGolden(t, "preamble/"+tc.name+".txt", []byte(got))
-			again, err := w.Preamble(t.Context(), tc.thread, tc.opt)
+			again, err := Over(w).Preamble(t.Context(), tc.thread, tc.opt)
 			if err != nil || !reflect.DeepEqual(again, p) {
 				t.Errorf("second call differs: %+v, %v", again, err)
 			}
@@ -236,7 +236,7 @@ func TestPreambleLevelsNest(t *testing.T) {
 	w := provFixture(t)
 	var prev []string
 	for _, d := range []string{DetailMinimal, DetailStandard, DetailVerbose} {
-		p, err := w.Preamble(t.Context(), "th_observer", PreambleOptions{Detail: d})
+		p, err := Over(w).Preamble(t.Context(), "th_observer", PreambleOptions{Detail: d})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -255,7 +255,7 @@ func TestPreambleLevelsNest(t *testing.T) {
 
 func TestPreambleCutsRootMessage(t *testing.T) {
 	w := provFixture(t)
-	p, err := w.Preamble(t.Context(), "d6", PreambleOptions{MaxMessageBytes: 41})
+	p, err := Over(w).Preamble(t.Context(), "d6", PreambleOptions{MaxMessageBytes: 41})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,10 +271,10 @@ func TestPreambleCutsRootMessage(t *testing.T) {
 
 func TestPreambleRefusesBadDetail(t *testing.T) {
 	w := provFixture(t)
-	if _, err := w.Preamble(t.Context(), "th_observer", PreambleOptions{Detail: "loud"}); !errors.Is(err, ErrInvalid) {
+	if _, err := Over(w).Preamble(t.Context(), "th_observer", PreambleOptions{Detail: "loud"}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("detail loud: got %v, want ErrInvalid", err)
 	}
-	if _, err := w.Preamble(t.Context(), "th_nowhere", PreambleOptions{}); !errors.Is(err, ErrNotFound) {
+	if _, err := Over(w).Preamble(t.Context(), "th_nowhere", PreambleOptions{}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("missing thread: got %v, want ErrNotFound", err)
 	}
 }
@@ -317,7 +317,7 @@ func TestSystemContextGolden(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := w.SystemContext(t.Context(), tc.agent, tc.task)
+			got, err := Over(w).SystemContext(t.Context(), tc.agent, tc.task)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -338,7 +338,7 @@ func TestSystemContextGolden(t *testing.T) {
 
 			// The list_capabilities tool answers the same block, less the
 			// line telling the agent to call list_capabilities.
-			tool, err := w.Capabilities(t.Context(), tc.agent, tc.task)
+			tool, err := Over(w).Capabilities(t.Context(), tc.agent, tc.task)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -348,10 +348,10 @@ func TestSystemContextGolden(t *testing.T) {
 			}
 		})
 	}
-	if _, err := w.SystemContext(t.Context(), "bad name", ""); !errors.Is(err, ErrInvalid) {
+	if _, err := Over(w).SystemContext(t.Context(), "bad name", ""); !errors.Is(err, ErrInvalid) {
 		t.Errorf("bad agent name: got %v, want ErrInvalid", err)
 	}
-	if _, err := w.SystemContext(t.Context(), "observer", "no-such-task"); !errors.Is(err, ErrNotFound) {
+	if _, err := Over(w).SystemContext(t.Context(), "observer", "no-such-task"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("missing task: got %v, want ErrNotFound", err)
 	}
 }
@@ -426,9 +426,9 @@ func TestBrokenChains(t *testing.T) {
 		for _, task := range []string{"", "broken"} {
 			t.Run(fmt.Sprintf("%s/task=%q", tc.name, task), func(t *testing.T) {
 				calls := map[string]func() error{
-					"preamble": func() error { _, err := w.Preamble(t.Context(), tc.thread, PreambleOptions{TaskID: task}); return err },
+					"preamble": func() error { _, err := Over(w).Preamble(t.Context(), tc.thread, PreambleOptions{TaskID: task}); return err },
 					"context": func() error {
-						_, err := w.Context(t.Context(), tc.thread, ContextOptions{Budget: 1000, TaskID: task})
+						_, err := Over(w).Context(t.Context(), tc.thread, ContextOptions{Budget: 1000, TaskID: task})
 						return err
 					},
 				}

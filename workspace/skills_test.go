@@ -215,7 +215,7 @@ func TestContextSkillsGolden(t *testing.T) {
 			if _, err := w.UpdateThread(context.Background(), "training-001", "th_observer", "observer", tc.update); err != nil {
 				t.Fatal(err)
 			}
-			b, err := w.Context(t.Context(), "th_observer", ContextOptions{Unlimited: true})
+			b, err := Over(w).Context(t.Context(), "th_observer", ContextOptions{Unlimited: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -258,7 +258,7 @@ func setCardSkills(t testing.TB, w *Workspace, agent string, skills []string) {
 func TestContextSkillOverBudget(t *testing.T) {
 	w := skillFixture(t)
 	writeSkill(t, w, "grids", "---\ndescription: Reading ARC grids\ntags: [grids]\n---\n"+strings.Repeat("A long lesson on grids. ", 200))
-	full, err := w.Context(t.Context(), "th_observer", ContextOptions{Unlimited: true})
+	full, err := Over(w).Context(t.Context(), "th_observer", ContextOptions{Unlimited: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func TestContextSkillOverBudget(t *testing.T) {
 		t.Fatalf("skills of the full context: %v", includedRefs(full))
 	}
 	budget := header + core + grids - 1
-	b, err := w.Context(t.Context(), "th_observer", ContextOptions{Budget: budget})
+	b, err := Over(w).Context(t.Context(), "th_observer", ContextOptions{Budget: budget})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +397,7 @@ func TestContextSkillsDirRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := provFixture(t)
 			tc.make(t, w.Dir())
-			b, err := w.Context(t.Context(), "th_observer", ContextOptions{Budget: 100000})
+			b, err := Over(w).Context(t.Context(), "th_observer", ContextOptions{Budget: 100000})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -420,14 +420,14 @@ func TestContextSkillsDeterministic(t *testing.T) {
 	if _, err := w.UpdateThread(context.Background(), "training-001", "th_observer", "observer", ThreadUpdate{PrimaryMode: &mode, SkillTags: &[]string{"grids", "colours"}}); err != nil {
 		t.Fatal(err)
 	}
-	first, err := w.Context(t.Context(), "th_observer", ContextOptions{Budget: 400})
+	first, err := Over(w).Context(t.Context(), "th_observer", ContextOptions{Budget: 400})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A skill written again with the same bytes changes nothing.
 	writeSkill(t, w, "grids", gridsSkill)
 	for i := 0; i < 3; i++ {
-		b, err := w.Context(t.Context(), "th_observer", ContextOptions{Budget: 400})
+		b, err := Over(w).Context(t.Context(), "th_observer", ContextOptions{Budget: 400})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -95,7 +95,7 @@ func TestSystemContextMemory(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, w)
 			}
-			got, err := w.SystemContext(t.Context(), tc.agent, "training-001")
+			got, err := Over(w).SystemContext(t.Context(), tc.agent, "training-001")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,7 +120,7 @@ func TestSystemContextMemory(t *testing.T) {
 			if listed > SystemMemoryMaxBytes {
 				t.Errorf("listed %d bytes of keys, over the bound %d", listed, SystemMemoryMaxBytes)
 			}
-			if again, _ := w.SystemContext(t.Context(), tc.agent, "training-001"); again != got {
+			if again, _ := Over(w).SystemContext(t.Context(), tc.agent, "training-001"); again != got {
 				t.Errorf("second call differs")
 			}
 			checkGolden(t, "system-context/"+tc.name+".txt", []byte(got))
@@ -160,7 +160,7 @@ func TestPreambleCallerStep(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			p, err := w.Preamble(t.Context(), tc.thread, tc.opt)
+			p, err := Over(w).Preamble(t.Context(), tc.thread, tc.opt)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -132,7 +132,7 @@ func TestThreads(t *testing.T) {
 	if _, err := w.NewThread(ctx, NewThreadRequest{TaskID: "t1", ID: "th_c", ParentID: "t2", From: "x", To: "y"}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("parent in another task: err = %v, want ErrNotFound", err)
 	}
-	chain, err := w.Chain(t.Context(), "t1", "th_b")
+	chain, err := Over(w).Chain(t.Context(), "t1", "th_b")
 	if err != nil || len(chain) != 3 {
 		t.Fatalf("Chain = %v, %v", chain, err)
 	}
@@ -188,7 +188,7 @@ func TestChainBrokenPointers(t *testing.T) {
 			}
 			done := make(chan error, 1)
 			go func() {
-				_, err := w.Chain(t.Context(), "t1", tc.start)
+				_, err := Over(w).Chain(t.Context(), "t1", tc.start)
 				done <- err
 			}()
 			select {
