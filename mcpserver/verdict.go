@@ -60,7 +60,7 @@ func storeVerdicts(w workspace.Store) VerdictSource {
 		return src
 	}
 	if fs, ok := w.(*files.Store); ok {
-		return files.FileVerdicts(fs.Workspace)
+		return files.FileVerdicts(fs)
 	}
 	return nil
 }

@@ -25,7 +25,7 @@ func demoPanel(t *testing.T) *panel {
 	if _, err := demo.Run(ctx, demo.Config{Root: root, TimeScale: 0.01, Quiet: true}); err != nil {
 		t.Fatalf("demo: %v", err)
 	}
-	ws, err := workspace.Open(root, workspace.Options{})
+	ws, err := files.Open(root, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,7 +112,7 @@ func matchWords(have, want []string) []string {
 func (w Ops) skillCandidates(ctx context.Context, section int, t Thread, cardSkills []string) []candidate {
 	avail, refused, badFiles, err := w.availableSkills(ctx)
 	if err != nil {
-		return []candidate{{section: section, item: Item{Ref: SkillsDir + "/"}, reason: "refused: " + errorMsg(err)}}
+		return []candidate{{section: section, item: Item{Ref: SkillsDir + "/"}, reason: "refused: " + ErrorMsg(err)}}
 	}
 	var out []candidate
 	for _, p := range pickSkills(avail, refused, t, cardSkills) {
@@ -120,7 +120,7 @@ func (w Ops) skillCandidates(ctx context.Context, section int, t Thread, cardSki
 		if c.reason == "" {
 			s, err := w.GetSkill(ctx, p.Name)
 			if err != nil {
-				c.reason = "refused: " + errorMsg(err)
+				c.reason = "refused: " + ErrorMsg(err)
 			} else {
 				head := fmt.Sprintf("(skill, for %s) %s", strings.Join(p.Why, " and "), oneLine(s.Description))
 				c.item.Content = head + "\n" + strings.TrimRight(strings.TrimLeft(s.Body, "\r\n"), " \t\r\n")

@@ -57,7 +57,7 @@ func (w Ops) memorySection(ctx context.Context, agent string) string {
 		fmt.Fprintf(&b, "%s:\n", s.title)
 		switch {
 		case s.err != nil:
-			fmt.Fprintf(&b, "- (could not be listed: %s)\n", cutText(oneLine(errorMsg(s.err)), SystemMemoryDescriptionBytes))
+			fmt.Fprintf(&b, "- (could not be listed: %s)\n", cutText(oneLine(ErrorMsg(s.err)), SystemMemoryDescriptionBytes))
 			continue
 		case len(s.items) == 0:
 			b.WriteString("- (none)\n")

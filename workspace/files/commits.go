@@ -32,10 +32,9 @@ func (s *Store) Commits(ctx context.Context, task string) (<-chan struct{}, erro
 	return s.hub.Subscribe(ctx, task, &dirWatch{hub: &s.hub, tasks: filepath.Join(s.Dir(), "tasks")})
 }
 
-// Commits is the store's Commits on the tree, with a watch of its own
-// (a command waits for one verdict).
+// Commits is the store's Commits.
 func (f fileVerdicts) Commits(ctx context.Context, task string) (<-chan struct{}, error) {
-	return (&Store{Workspace: f.ws}).Commits(ctx, task)
+	return f.ws.Commits(ctx, task)
 }
 
 // dirWatch is the hub's listener: one fsnotify watcher, a directory
