@@ -124,7 +124,7 @@ type Result struct {
 }
 
 // Entries lists the entry operations (store, get, list, update, delete);
-// *Workspace implements them over the JSON tree.
+// files.Store implements them over the JSON tree.
 type Entries interface {
 	StoreEntry(ctx context.Context, s Scope, req StoreRequest) (Result, error)
 	GetEntry(ctx context.Context, s Scope, key string) (Entry, error)

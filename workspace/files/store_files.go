@@ -23,7 +23,7 @@ import (
 // and retention. workspace/files completes the Store with the journal.
 
 // ReadTaskFile reads name, a path inside task taskID's directory, with
-// the rules of ReadAgentFile: a regular file reached without following a
+// the rules of agentfile.Read: a regular file reached without following a
 // symlink, at most max bytes (over it, or a FIFO or device, is ErrUnsafe).
 // An absolute path or one that leaves the task is ErrInvalid.
 func (w *Store) ReadTaskFile(ctx context.Context, taskID, name string, max int64) ([]byte, error) {
