@@ -177,7 +177,7 @@ func TestReadVerdict(t *testing.T) {
 			if m == "" {
 				m = name
 			}
-			v, where, err := ReadVerdict(ws, "t1", m, c.after)
+			v, where, err := ws.ReadVerdict("t1", m, c.after)
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("err = %v, want it to say %q", err, c.err)
@@ -207,7 +207,7 @@ func TestWaitVerdictWithoutDecision(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := path.Base(m)
-	_, err = WaitVerdict(context.Background(), ws, "t1", name, 0)
+	_, err = workspace.Wait(context.Background(), ws, "t1", name, 0)
 	if !errors.Is(err, workspace.ErrNotServing) || !strings.Contains(err.Error(), "waiting in the task directory") || workspace.HintOf(err) == "" {
 		t.Fatalf("err = %v, want ErrNotServing saying the marker waits, with a hint", err)
 	}
@@ -219,7 +219,7 @@ func TestWaitVerdictWithoutDecision(t *testing.T) {
 	defer lk.Release()
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	_, err = WaitVerdict(ctx, ws, "t1", name, 0)
+	_, err = workspace.Wait(ctx, ws, "t1", name, 0)
 	if !errors.Is(err, workspace.ErrNoVerdict) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want ErrNoVerdict at the deadline", err)
 	}
@@ -237,7 +237,7 @@ func testWaitVerdictFromDaemon(t *testing.T, wake workspace.WakeOptions) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		v, err := WaitVerdict(ctx, h.ws, "t1", path.Base(m), 0)
+		v, err := workspace.Wait(ctx, h.ws, "t1", path.Base(m), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
