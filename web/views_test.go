@@ -217,7 +217,7 @@ func TestStateAtIsTheFold(t *testing.T) {
 	p := demoPanel(t)
 	ctx := context.Background()
 	task, _ := p.ws.GetTask(ctx, demo.TaskID)
-	recs, err := files.ReadJournal(p.ws, demo.TaskID)
+	recs, err := p.ws.ReadJournal(t.Context(), demo.TaskID)
 	if err != nil || len(recs) == 0 {
 		t.Fatalf("journal: %v (%d records)", err, len(recs))
 	}

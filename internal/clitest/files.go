@@ -140,7 +140,7 @@ func CheckStates(t testing.TB, x *files.Store, ids []string) {
 // marker left in the task directory. It returns the records.
 func CheckJournal(t testing.TB, x *files.Store, id string) []workspace.JournalRecord {
 	t.Helper()
-	recs, err := files.ReadJournal(x, id)
+	recs, err := x.ReadJournal(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func CheckJournal(t testing.TB, x *files.Store, id string) []workspace.JournalRe
 // counted.
 func CheckEventsOnce(t testing.TB, x *files.Store, id string) (records, events int) {
 	t.Helper()
-	recs, err := files.ReadJournal(x, id)
+	recs, err := x.ReadJournal(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -247,7 +247,7 @@ func loadPlan(ctx context.Context, ws *Store, id, planID string, version int) (*
 	if p, err := ws.ReadPlan(ctx, id, version); err == nil && p.ID == planID && p.Version == version {
 		return p, nil
 	}
-	recs, err := ReadJournal(ws, id)
+	recs, err := journalRecords(ws, id)
 	if err != nil {
 		return nil, err
 	}

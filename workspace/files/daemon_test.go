@@ -150,7 +150,7 @@ func testTakesMarkersInProcess(t *testing.T, wake workspace.WakeOptions) {
 // numbers run 1, 2, 3… without a gap.
 func readJournal(t *testing.T, ws *Store, id string) []workspace.JournalRecord {
 	t.Helper()
-	recs, err := ReadJournal(ws, id)
+	recs, err := journalRecords(ws, id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -82,5 +82,5 @@ var _ workspace.Store = (*Store)(nil)
 
 // ReadJournal reads task taskID's journal/ records in sequence order.
 func (s *Store) ReadJournal(ctx context.Context, taskID string) ([]workspace.JournalRecord, error) {
-	return ReadJournal(s, taskID)
+	return journalRecords(s, taskID)
 }

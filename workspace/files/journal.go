@@ -247,11 +247,11 @@ func readRecordFile(ws *Store, taskID string, e journalEntry) ([]workspace.Journ
 	return recs, nil
 }
 
-// ReadJournal returns every record of a task's journal, in sequence
+// journalRecords returns every record of a task's journal, in sequence
 // order. Taken markers whose record is not written yet (the daemon is
 // between the two steps, or crashed there) are not records and are left
 // out. A record file that cannot be read is an error naming it.
-func ReadJournal(ws *Store, taskID string) ([]workspace.JournalRecord, error) {
+func journalRecords(ws *Store, taskID string) ([]workspace.JournalRecord, error) {
 	l, err := listJournal(ws, taskID)
 	if err != nil {
 		return nil, err

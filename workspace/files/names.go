@@ -43,7 +43,7 @@ const reasonReused = "marker name already journaled: a marker name is used once;
 // committer has none.
 func (t *committer) journaledAs(name string) (int64, bool, error) {
 	if t.names == nil {
-		recs, err := ReadJournal(t.s, t.id)
+		recs, err := journalRecords(t.s, t.id)
 		if err != nil {
 			return 0, false, err
 		}

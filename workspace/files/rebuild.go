@@ -19,7 +19,7 @@ func Rebuild(ctx context.Context, ws *Store, taskID string) (workspace.State, er
 	if err != nil {
 		return workspace.State{}, err
 	}
-	recs, err := ReadJournal(ws, taskID)
+	recs, err := journalRecords(ws, taskID)
 	if err != nil {
 		return workspace.State{}, err
 	}
