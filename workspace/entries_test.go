@@ -1,8 +1,6 @@
 package workspace
 
-import (
-	"testing"
-)
+import "testing"
 
 func TestDecodeKeyRefusesNonCanonical(t *testing.T) {
 	for _, name := range []string{"", ".hidden", "%2e", "%41", "%2", "%", "a/b", "%00", "a%ZZ", "%2F%2E"} {

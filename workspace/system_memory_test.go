@@ -1,8 +1,6 @@
 package workspace
 
-import (
-	"testing"
-)
+import "testing"
 
 // The caller's step is its own thread's: a parent addressed to someone
 // else says nothing about the caller.

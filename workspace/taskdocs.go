@@ -1,8 +1,6 @@
 package workspace
 
-import (
-	"sort"
-)
+import "sort"
 
 // SortReviews puts reviews in the order every store lists them: by
 // reviewed_at (a review without one first), then by id.

@@ -1,8 +1,6 @@
 package files
 
-import (
-	"syscall"
-)
+import "syscall"
 
 // openEntryAt opens name (a plain file name, no '/') in the directory
 // dirFd for reading, never following a symlink and never blocking on a
