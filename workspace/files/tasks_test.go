@@ -7,12 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/files/agentfile"
 )
 
 func TestTasksCreateListShow(t *testing.T) {
@@ -278,70 +276,5 @@ func TestMarkers(t *testing.T) {
 	var m workspace.Marker
 	if err := json.Unmarshal(data, &m); err != nil || m.SubtaskID != "st_1" || m.Status != "completed" || m.CompletedAt == nil {
 		t.Errorf("done marker = %+v, %v", m, err)
-	}
-}
-
-func TestReadAgentFile(t *testing.T) {
-	w, _ := newWS(t)
-	dir := w.Dir()
-	if err := os.WriteFile(filepath.Join(dir, "ok.json"), []byte(`{}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "big.json"), make([]byte, 2048), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("ok.json", filepath.Join(dir, "link.json")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("/etc/hostname", filepath.Join(dir, "outlink.json")); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.json"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cases := []struct {
-		name string
-		want error
-	}{
-		{"ok.json", nil},
-		{"big.json", workspace.ErrUnsafe},
-		{"link.json", workspace.ErrUnsafe},
-		{"outlink.json", workspace.ErrUnsafe},
-		{"fifo.json", workspace.ErrUnsafe},
-		{"tasks", workspace.ErrUnsafe},
-		{"missing.json", workspace.ErrNotFound},
-	}
-	dirf, err := os.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dirf.Close()
-	read := map[string]func(name string) error{
-		"ReadAgentFile":   func(name string) error { _, err := agentfile.Read(w.Root(), name, 1024); return err },
-		"ReadAgentFileAt": func(name string) error { _, err := agentfile.ReadAt(dirf, name, 1024); return err },
-	}
-	for _, tc := range cases {
-		for fn, read := range read {
-			t.Run(fn+"/"+tc.name, func(t *testing.T) {
-				done := make(chan error, 1)
-				go func() {
-					done <- read(tc.name)
-				}()
-				select {
-				case err := <-done:
-					if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
-						t.Errorf("err = %v, want %v", err, tc.want)
-					}
-				case <-time.After(10 * time.Second):
-					t.Fatal("the read blocks")
-				}
-			})
-		}
-	}
-	// ReadAgentFileAt takes one name of the directory, nothing more.
-	for _, name := range []string{"", ".", "..", "config/agents.json", "../ok.json", "/etc/hostname"} {
-		if _, err := agentfile.ReadAt(dirf, name, 1024); !errors.Is(err, workspace.ErrUnsafe) {
-			t.Errorf("agentfile.ReadAt(%q) = %v, want ErrUnsafe", name, err)
-		}
 	}
 }
