@@ -62,7 +62,7 @@ func prepareRoot(dir string) (root string, ownSettings bool, err error) {
 // revision and one failure, so the daemon records the demo's single
 // revision and single failure itself.
 func setup(ctx context.Context, root string, ownSettings bool, workers int) (*files.Store, error) {
-	ws, err := workspace.Init(root, workspace.Options{})
+	ws, err := files.Init(root, workspace.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
@@ -75,7 +75,7 @@ func setup(ctx context.Context, root string, ownSettings bool, workers int) (*fi
 			return nil, fmt.Errorf("demo: write workspace.json: %w", err)
 		}
 		ws.Close()
-		if ws, err = workspace.Open(root, workspace.Options{}); err != nil {
+		if ws, err = files.Open(root, workspace.Options{}); err != nil {
 			return nil, fmt.Errorf("demo: %w", err)
 		}
 	}
@@ -84,7 +84,7 @@ func setup(ctx context.Context, root string, ownSettings bool, workers int) (*fi
 		ws.Close()
 		return nil, fmt.Errorf("demo: %w", err)
 	}
-	st := files.New(ws)
+	st := ws
 	if err := writeCards(st, cards, workers); err != nil {
 		ws.Close()
 		return nil, err

@@ -10,7 +10,6 @@ import (
 
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // The daemon's verdict on a marker a tool dropped. Everything this
@@ -38,13 +37,10 @@ const (
 )
 
 // storeVerdicts is where the verdicts of w's markers are read: the store
-// itself when it reads them, else its file tree; nil when neither.
+// itself when it reads them (the file tree does); nil when it does not.
 func storeVerdicts(w workspace.Store) workspace.VerdictSource {
 	if src, ok := workspace.As[workspace.VerdictSource](w); ok {
 		return src
-	}
-	if fs, ok := w.(*files.Store); ok {
-		return files.FileVerdicts(fs.Workspace)
 	}
 	return nil
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // defaultVerdictWait is how long --wait alone waits for a verdict: the
@@ -133,7 +132,7 @@ func verdictSource(op string, w workspace.Store) (workspace.VerdictSource, error
 	if err != nil {
 		return nil, err
 	}
-	return files.FileVerdicts(t), nil
+	return t, nil
 }
 
 // reportMarker ends a command that dropped marker m: with --wait it waits
