@@ -52,23 +52,6 @@ func (s *Store) judgeVersion(v int) error {
 		NotInitialized: ErrNotInitialized, TooNew: ErrSchemaTooNew}.Judge(v, SchemaVersion())
 }
 
-// Init makes the database at root a workspace: the file is created when
-// missing and each migration it lacks applied, so running it again
-// changes nothing (a database migrated by a newer binary is left as it
-// is, ErrSchemaTooNew). It returns the store, open, with the number of
-// migrations applied.
-func Init(ctx context.Context, root string) (*Store, int, error) {
-	p, err := ParsePath(root)
-	if err != nil {
-		return nil, 0, err
-	}
-	s, err := connect(ctx, p)
-	if err != nil {
-		return nil, 0, err
-	}
-	return sqlstore.Migrated(ctx, s, s.Store, s.migrate)
-}
-
 func (s *Store) migrate(ctx context.Context) (int, error) {
 	ms, err := tables.Migrations(migrationFiles)
 	if err != nil {
@@ -109,4 +92,21 @@ func (s *Store) migrate(ctx context.Context) (int, error) {
 		}
 		applied++
 	}
+}
+
+// Init makes the database at root a workspace: the file is created when
+// missing and each migration it lacks applied, so running it again
+// changes nothing (a database migrated by a newer binary is left as it
+// is, ErrSchemaTooNew). It returns the store, open, with the number of
+// migrations applied.
+func Init(ctx context.Context, root string) (*Store, int, error) {
+	p, err := ParsePath(root)
+	if err != nil {
+		return nil, 0, err
+	}
+	s, err := connect(ctx, p)
+	if err != nil {
+		return nil, 0, err
+	}
+	return sqlstore.Migrated(ctx, s, s.Store, s.migrate)
 }
