@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/workspaced/workspaced/schemas"
@@ -15,8 +17,10 @@ import (
 // SkillsDir holds the skills, one Markdown file skills/<name>.md each.
 const SkillsDir = "skills"
 
-// CoreSkill is the skill every thread context loads when it exists.
-const CoreSkill = "core"
+// BufferMaxBytes caps what one buffer may hydrate: a file or an entry
+// value larger than this is refused (listed in Omitted) rather than read
+// into a context, whatever the budget.
+const BufferMaxBytes = 256 << 10
 
 // SkillMaxBytes caps a skill file: a larger one is refused, never read.
 const SkillMaxBytes = BufferMaxBytes
@@ -320,4 +324,35 @@ type AddSkillRequest struct {
 	Replace bool
 	// Agent is recorded as the lock holder.
 	Agent string
+}
+
+// cutText cuts s to at most max bytes at a UTF-8 boundary and appends "…"
+// when it cut anything.
+func cutText(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strings.TrimRightFunc(s[:cut], unicode.IsSpace) + "…"
+}
+
+// groupDigits writes n with thousands separators: 2500 → "2,500".
+func groupDigits(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }

@@ -100,55 +100,6 @@ func TestParseSkill(t *testing.T) {
 	}
 }
 
-func TestPickSkills(t *testing.T) {
-	avail := []Skill{
-		{Name: "colours", Tags: []string{"Colours"}},
-		{Name: "core"},
-		{Name: "grids", Tags: []string{"grids", "arc"}, Modes: []string{"analysis"}},
-		{Name: "planning", Tags: []string{"grids"}, Modes: []string{"planning"}},
-		{Name: "review", Modes: []string{"review"}},
-	}
-	tests := []struct {
-		name    string
-		avail   []Skill
-		refused map[string]string
-		thread  Thread
-		card    []string
-		want    []string // name: why | reason
-	}{
-		{name: "core only", avail: avail, thread: Thread{To: "observer"}, want: []string{"core: every thread"}},
-		{name: "no skills at all", thread: Thread{To: "observer", SkillTags: []string{"grids"}, PrimaryMode: "analysis"}, want: nil},
-		{name: "by mode", avail: avail, thread: Thread{To: "observer", PrimaryMode: "review"}, want: []string{"core: every thread", "review: mode review"}},
-		{name: "by tag, case aside", avail: avail, thread: Thread{To: "observer", SkillTags: []string{"COLOURS"}}, want: []string{"core: every thread", "colours: tag Colours"}},
-		{name: "tag and mode overlap: loaded once", avail: avail, thread: Thread{To: "observer", SkillTags: []string{"arc", "grids"}, PrimaryMode: "analysis"},
-			want: []string{"core: every thread", "grids: mode analysis and tags grids, arc", "planning: tag grids"}},
-		{name: "card skills first, in card order", avail: avail, thread: Thread{To: "observer", SkillTags: []string{"grids"}}, card: []string{"review", "grids", "core"},
-			want: []string{"core: every thread and every thread of observer", "review: every thread of observer", "grids: every thread of observer and tag grids", "planning: tag grids"}},
-		{name: "card names a missing skill", avail: avail, thread: Thread{To: "observer"}, card: []string{"nowhere"},
-			want: []string{"core: every thread", "nowhere | not found: no skills/nowhere.md (named by observer's card)"}},
-		{name: "refused skills are listed, the named ones in place", avail: avail[2:], refused: map[string]string{"core": "refused: is a symlink", "zz": "refused: broken", "aa": "refused: FIFO"},
-			thread: Thread{To: "observer", PrimaryMode: "planning"}, card: []string{"zz"},
-			want: []string{"core | refused: is a symlink", "zz | refused: broken", "planning: mode planning", "aa | refused: FIFO"}},
-		{name: "no mode, no tags, no core", avail: avail[2:], thread: Thread{To: "observer"}, want: nil},
-		{name: "blank mode matches nothing", avail: []Skill{{Name: "x", Modes: []string{"a"}}}, thread: Thread{To: "o", PrimaryMode: "  "}, want: nil},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var got []string
-			for _, p := range pickSkills(tc.avail, tc.refused, tc.thread, tc.card) {
-				if p.Reason != "" {
-					got = append(got, p.Name+" | "+p.Reason)
-				} else {
-					got = append(got, p.Name+": "+strings.Join(p.Why, " and "))
-				}
-			}
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("got  %q\nwant %q", got, tc.want)
-			}
-		})
-	}
-}
-
 func FuzzParseSkill(f *testing.F) {
 	for _, s := range []string{gridsSkill, "", "---\n---\n", "---\ndescription: \"\\u00e9\"\ntags: []\n---\n", "\ufeff---\r\ndescription: d\r\n---\r\n", "---\ndescription: d\ntags: [a,,]\n"} {
 		f.Add([]byte(s))
@@ -178,4 +129,36 @@ func FuzzParseSkill(f *testing.F) {
 			t.Fatalf("compose round trip: %+v %v", again, err)
 		}
 	})
+}
+
+func TestCutText(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		max  int
+		want string
+	}{
+		{"short", "abc", 5, "abc"},
+		{"exact", "abcde", 5, "abcde"},
+		{"ascii", "abcdef", 3, "abc…"},
+		{"inside a rune", "aé", 2, "a…"},
+		{"after a rune", "aéb", 3, "aé…"},
+		{"trailing space trimmed", "ab cd", 3, "ab…"},
+		{"three-byte rune", "x→y", 3, "x…"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := cutText(tc.in, tc.max); got != tc.want {
+				t.Errorf("cutText(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestGroupDigits(t *testing.T) {
+	for in, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 2500: "2,500", 1234567: "1,234,567", -4200: "-4,200"} {
+		if got := groupDigits(in); got != want {
+			t.Errorf("groupDigits(%d) = %q, want %q", in, got, want)
+		}
+	}
 }

@@ -82,7 +82,7 @@ func fileTree(op string, w workspace.Store) (*files.Store, error) {
 // tokenKeeper is where the workspace st keeps its agents' tokens:
 // config/tokens.json of a directory, the tokens table on PostgreSQL.
 func tokenKeeper(op string, st workspace.Store) (tokens.Keeper, error) {
-	if k, ok := st.(interface{ Tokens() tokens.Keeper }); ok {
+	if k, ok := workspace.As[tokens.Holder](st); ok {
 		return k.Tokens(), nil
 	}
 	w, err := fileTree(op, st)

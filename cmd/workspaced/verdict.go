@@ -125,7 +125,7 @@ func beforeMarker(ctx context.Context, w workspace.Store, op, taskID string, wai
 // verdictSource is where the verdicts of w's markers are read: the store
 // itself when it reads them (PostgreSQL), else its file tree.
 func verdictSource(op string, w workspace.Store) (workspace.VerdictSource, error) {
-	if src, ok := w.(workspace.VerdictSource); ok {
+	if src, ok := workspace.As[workspace.VerdictSource](w); ok {
 		return src, nil
 	}
 	t, err := fileTree(op+" --wait", w)

@@ -161,16 +161,6 @@ func TestSymlinkedTaskRefused(t *testing.T) {
 			return err
 		}},
 		{"ResolveThread", func() error { _, err := w.ResolveThread(ctx, "alias"); return err }},
-		{"Chain", func() error { _, err := workspace.Over(w).Chain(t.Context(), "alias", "th1"); return err }},
-		{"Preamble", func() error {
-			_, err := workspace.Over(w).Preamble(t.Context(), "th1", workspace.PreambleOptions{TaskID: "alias"})
-			return err
-		}},
-		{"Context", func() error {
-			_, err := workspace.Over(w).Context(t.Context(), "th1", workspace.ContextOptions{TaskID: "alias"})
-			return err
-		}},
-		{"SystemContext", func() error { _, err := workspace.Over(w).SystemContext(t.Context(), "a", "alias"); return err }},
 		{"AppendEvent", func() error { return w.AppendEvent(ctx, workspace.Event{Name: "x", TaskID: "alias"}) }},
 		{"ReadEvents", func() error { _, _, err := w.ReadEvents(ctx, "alias"); return err }},
 		{"LockTask", func() error {

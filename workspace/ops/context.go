@@ -1,4 +1,4 @@
-package workspace
+package ops
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/workspaced/workspaced/workspace"
 )
 
 // BytesPerToken is the token estimate: a text of n bytes costs
@@ -21,11 +23,6 @@ const BytesPerToken = 4
 // DefaultContextBudget is the budget, in estimated tokens, the CLI uses
 // when none is given.
 const DefaultContextBudget = 8000
-
-// BufferMaxBytes caps what one buffer may hydrate: a file or an entry
-// value larger than this is refused (listed in Omitted) rather than read
-// into a context, whatever the budget.
-const BufferMaxBytes = 256 << 10
 
 // The sections of a context bundle, in priority order.
 const (
@@ -72,15 +69,15 @@ type ContextOptions struct {
 // possibly empty.
 // Text is the rendering handed to a model; it lists what was left out.
 type ContextBundle struct {
-	Thread    string     `json:"thread"`
-	Task      string     `json:"task"`
-	Agent     string     `json:"agent"`
-	Budget    int        `json:"budget"`
-	Unlimited bool       `json:"unlimited,omitempty"`
-	Used      int        `json:"used"`
-	Sections  []Section  `json:"sections"`
-	Omitted   []Omission `json:"omitted"`
-	Text      string     `json:"text"`
+	Thread    string               `json:"thread"`
+	Task      string               `json:"task"`
+	Agent     string               `json:"agent"`
+	Budget    int                  `json:"budget"`
+	Unlimited bool                 `json:"unlimited,omitempty"`
+	Used      int                  `json:"used"`
+	Sections  []Section            `json:"sections"`
+	Omitted   []workspace.Omission `json:"omitted"`
+	Text      string               `json:"text"`
 }
 
 // Section is one part of a bundle.
@@ -97,13 +94,6 @@ type Item struct {
 	Kind    string `json:"kind"`
 	Tokens  int    `json:"tokens"`
 	Content string `json:"content"`
-}
-
-// Omission is an item left out and why: over budget, not found, or
-// refused (outside the task, a symlink, a FIFO, too large, not text).
-type Omission struct {
-	Item   string `json:"item"`
-	Reason string `json:"reason"`
 }
 
 // candidate is an item before the budget decides, or the reason it could
@@ -145,12 +135,12 @@ type candidate struct {
 // never a bundle with items left out because of it.
 func (w Ops) Context(ctx context.Context, threadID string, opt ContextOptions) (ContextBundle, error) {
 	if opt.Budget < 0 {
-		return ContextBundle{}, Invalidf("context budget", "give a budget of 0 or more tokens", "budget %d is negative", opt.Budget)
+		return ContextBundle{}, invalidf("context budget", "give a budget of 0 or more tokens", "budget %d is negative", opt.Budget)
 	}
 	var elsewhere []agentThread
 	if threadID == "" {
 		if opt.Agent == "" {
-			return ContextBundle{}, Invalidf("context", "name a thread, or an agent whose active thread to assemble", "no thread and no agent given")
+			return ContextBundle{}, invalidf("context", "name a thread, or an agent whose active thread to assemble", "no thread and no agent given")
 		}
 		act, all, err := w.activeOf(ctx, opt.Agent)
 		if err != nil {
@@ -176,19 +166,19 @@ func (w Ops) Context(ctx context.Context, threadID string, opt ContextOptions) (
 		return ContextBundle{}, err
 	}
 	cur := chain[len(chain)-1]
-	b := ContextBundle{Thread: cur.ID, Task: taskID, Agent: cur.To, Budget: opt.Budget, Unlimited: opt.Unlimited, Omitted: []Omission{}}
+	b := ContextBundle{Thread: cur.ID, Task: taskID, Agent: cur.To, Budget: opt.Budget, Unlimited: opt.Unlimited, Omitted: []workspace.Omission{}}
 	if opt.Unlimited {
 		b.Budget = 0
 	}
 	// The manifest is the one part that touches every env file; list it
 	// while the rest is read. Its order is fixed by ListEntries, so the
 	// overlap changes nothing in the result.
-	var manifest []ManifestItem
+	var manifest []workspace.ManifestItem
 	var manifestErr error
 	listed := make(chan struct{})
 	go func() {
 		defer close(listed)
-		manifest, manifestErr = w.ListEntries(ctx, Scope{Kind: ScopeThread, TaskID: taskID})
+		manifest, manifestErr = w.ListEntries(ctx, workspace.Scope{Kind: workspace.ScopeThread, TaskID: taskID})
 	}()
 	// Never leave the listing running past the return (the caller may
 	// close the workspace).
@@ -254,13 +244,13 @@ func (w Ops) Context(ctx context.Context, threadID string, opt ContextOptions) (
 	left := opt.Budget
 	for _, c := range cands {
 		if c.reason != "" {
-			b.Omitted = append(b.Omitted, Omission{Item: c.item.Ref, Reason: c.reason})
+			b.Omitted = append(b.Omitted, workspace.Omission{Item: c.item.Ref, Reason: c.reason})
 			continue
 		}
 		it := c.item
 		it.Tokens = EstimateTokens(renderItem(it))
 		if !opt.Unlimited && it.Tokens > left {
-			b.Omitted = append(b.Omitted, Omission{Item: it.Ref, Reason: fmt.Sprintf("over budget: needs %s tokens, %s left", groupDigits(it.Tokens), groupDigits(left))})
+			b.Omitted = append(b.Omitted, workspace.Omission{Item: it.Ref, Reason: fmt.Sprintf("over budget: needs %s tokens, %s left", groupDigits(it.Tokens), groupDigits(left))})
 			continue
 		}
 		left -= it.Tokens
@@ -272,7 +262,7 @@ func (w Ops) Context(ctx context.Context, threadID string, opt ContextOptions) (
 }
 
 // hydratedHeader describes the active thread in full.
-func hydratedHeader(chain []Thread) string {
+func hydratedHeader(chain []workspace.Thread) string {
 	t := chain[len(chain)-1]
 	var s strings.Builder
 	fmt.Fprintf(&s, "chain: %s\n", FormatChain(chain))
@@ -293,7 +283,7 @@ func hydratedHeader(chain []Thread) string {
 
 // dehydrated summarises a thread: metadata only. The message stands in,
 // cut, when the thread has no concern yet.
-func dehydrated(t Thread) string {
+func dehydrated(t workspace.Thread) string {
 	var s strings.Builder
 	fmt.Fprintf(&s, "%s → %s · %s\n", t.From, t.To, t.Status)
 	if strings.TrimSpace(t.Concern) == "" {
@@ -378,7 +368,7 @@ func (r bufferResolver) resolve(section int, ref string) candidate {
 	switch {
 	case strings.HasPrefix(ref, "env:"):
 		c.item.Kind = ItemEnv
-		c.item.Content, c.reason = r.entry(Scope{Kind: ScopeThread, TaskID: r.task}, "env data", strings.TrimPrefix(ref, "env:"))
+		c.item.Content, c.reason = r.entry(workspace.Scope{Kind: workspace.ScopeThread, TaskID: r.task}, "env data", strings.TrimPrefix(ref, "env:"))
 	case strings.HasPrefix(ref, "memory:"):
 		c.item.Kind = ItemMemory
 		scope, key, ok := strings.Cut(strings.TrimPrefix(ref, "memory:"), ":")
@@ -386,14 +376,14 @@ func (r bufferResolver) resolve(section int, ref string) candidate {
 			c.reason = "refused: a memory buffer is memory:<scope>:<key>"
 			return c
 		}
-		s := Scope{TaskID: r.task, ThreadID: r.thread, Agent: r.agent}
+		s := workspace.Scope{TaskID: r.task, ThreadID: r.thread, Agent: r.agent}
 		switch scope {
 		case "global":
-			s.Kind = ScopeGlobal
+			s.Kind = workspace.ScopeGlobal
 		case "agent":
-			s.Kind = ScopeAgent
+			s.Kind = workspace.ScopeAgent
 		case "session":
-			s.Kind = ScopeSession
+			s.Kind = workspace.ScopeSession
 		default:
 			c.reason = fmt.Sprintf("refused: unknown memory scope %q (use global, agent or session)", scope)
 			return c
@@ -409,10 +399,10 @@ func (r bufferResolver) resolve(section int, ref string) candidate {
 // entry hydrates one entry: its description line, then its value (a JSON
 // string as its text, anything else as compact JSON, the cheapest in
 // tokens).
-func (r bufferResolver) entry(s Scope, what, key string) (string, string) {
+func (r bufferResolver) entry(s workspace.Scope, what, key string) (string, string) {
 	e, err := r.w.GetEntry(r.ctx, s, key)
 	if err != nil {
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, workspace.ErrNotFound) {
 			return "", fmt.Sprintf("not found: no %s key %q", what, key)
 		}
 		return "", "refused: " + err.Error()
@@ -428,8 +418,8 @@ func (r bufferResolver) entry(s Scope, what, key string) (string, string) {
 		}
 		value = buf.String()
 	}
-	if len(value) > BufferMaxBytes {
-		return "", fmt.Sprintf("refused: value is %s bytes, over the %s-byte buffer cap", groupDigits(len(value)), groupDigits(BufferMaxBytes))
+	if len(value) > workspace.BufferMaxBytes {
+		return "", fmt.Sprintf("refused: value is %s bytes, over the %s-byte buffer cap", groupDigits(len(value)), groupDigits(workspace.BufferMaxBytes))
 	}
 	head := fmt.Sprintf("(%s, v%d, stored by %s) %s", what, e.Version, e.StoredBy, oneLine(e.ShortDescription))
 	return strings.TrimRight(head, " ") + "\n" + value, ""
@@ -446,13 +436,13 @@ func (r bufferResolver) file(ref string) (string, string) {
 	if clean == ".." || strings.HasPrefix(clean, "../") {
 		return "", "refused: names a file outside the task directory"
 	}
-	data, err := r.w.ReadTaskFile(r.ctx, r.task, clean, BufferMaxBytes)
+	data, err := r.w.ReadTaskFile(r.ctx, r.task, clean, workspace.BufferMaxBytes)
 	if err != nil {
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, workspace.ErrNotFound):
 			return "", fmt.Sprintf("not found: no file %s in task %s", clean, r.task)
-		case errors.Is(err, ErrUnsafe):
-			var e *Error
+		case errors.Is(err, workspace.ErrUnsafe):
+			var e *workspace.Error
 			if errors.As(err, &e) && e.Msg != "" {
 				return "", "refused: " + e.Msg
 			}

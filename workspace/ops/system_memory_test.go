@@ -1,4 +1,4 @@
-package workspace_test
+package ops
 
 import (
 	"context"
@@ -98,7 +98,7 @@ func TestSystemContextMemory(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, w)
 			}
-			got, err := workspace.Over(w).SystemContext(t.Context(), tc.agent, "training-001")
+			got, err := Over(w).SystemContext(t.Context(), tc.agent, "training-001")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,10 +120,10 @@ func TestSystemContextMemory(t *testing.T) {
 					listed += len(l) + 1
 				}
 			}
-			if listed > workspace.SystemMemoryMaxBytes {
-				t.Errorf("listed %d bytes of keys, over the bound %d", listed, workspace.SystemMemoryMaxBytes)
+			if listed > SystemMemoryMaxBytes {
+				t.Errorf("listed %d bytes of keys, over the bound %d", listed, SystemMemoryMaxBytes)
 			}
-			if again, _ := workspace.Over(w).SystemContext(t.Context(), tc.agent, "training-001"); again != got {
+			if again, _ := Over(w).SystemContext(t.Context(), tc.agent, "training-001"); again != got {
 				t.Errorf("second call differs")
 			}
 			checkGolden(t, "system-context/"+tc.name+".txt", []byte(got))
@@ -137,18 +137,18 @@ func TestPreambleCallerStep(t *testing.T) {
 		name     string
 		progress string // set on th_solver ("" leaves it)
 		approach *string
-		opt      workspace.PreambleOptions
+		opt      PreambleOptions
 		thread   string
 		step     string // want CallerStep
 	}{
 		{name: "caller-progress", progress: "Loaded the task and is consulting you for pattern analysis.", thread: "th_observer",
 			step: "Loaded the task and is consulting you for pattern analysis."},
-		{name: "caller-progress-verbose", progress: "Loaded the task and is consulting you for pattern analysis.", thread: "th_observer", opt: workspace.PreambleOptions{Detail: workspace.DetailVerbose},
+		{name: "caller-progress-verbose", progress: "Loaded the task and is consulting you for pattern analysis.", thread: "th_observer", opt: PreambleOptions{Detail: DetailVerbose},
 			step: "Loaded the task and is consulting you for pattern analysis."},
-		{name: "caller-progress-minimal", progress: "Loaded the task.", thread: "th_observer", opt: workspace.PreambleOptions{Detail: workspace.DetailMinimal}},
+		{name: "caller-progress-minimal", progress: "Loaded the task.", thread: "th_observer", opt: PreambleOptions{Detail: DetailMinimal}},
 		{name: "caller-approach", thread: "th_observer", step: "Load the grid, consult the observer"},
 		{name: "caller-nothing", approach: ptr(""), thread: "th_observer"},
-		{name: "caller-progress-cut", progress: strings.Repeat("Rows first,\n then   columns. ", 10), thread: "th_observer", opt: workspace.PreambleOptions{MaxMessageBytes: 40},
+		{name: "caller-progress-cut", progress: strings.Repeat("Rows first,\n then   columns. ", 10), thread: "th_observer", opt: PreambleOptions{MaxMessageBytes: 40},
 			step: "Rows first, then columns. Rows first, th…"},
 	}
 	for _, tc := range tests {
@@ -163,7 +163,7 @@ func TestPreambleCallerStep(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			p, err := workspace.Over(w).Preamble(t.Context(), tc.thread, tc.opt)
+			p, err := Over(w).Preamble(t.Context(), tc.thread, tc.opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -183,6 +183,46 @@ func TestPreambleCallerStep(t *testing.T) {
 				t.Errorf("a step without one:\n%s", p.Text)
 			}
 			checkGolden(t, "preamble/"+tc.name+".txt", []byte(p.Text))
+		})
+	}
+}
+
+// The caller's step is its own thread's: a parent addressed to someone
+// else says nothing about the caller.
+func TestMemoryShares(t *testing.T) {
+	for _, tc := range []struct{ a, b, bound, wa, wb int }{
+		{10, 20, 100, 10, 20},
+		{100, 0, 100, 100, 0},
+		{30, 200, 100, 30, 70},
+		{200, 30, 100, 70, 30},
+		{200, 200, 100, 50, 50},
+		{200, 200, 101, 50, 51},
+		{0, 0, 0, 0, 0},
+	} {
+		if got := memoryShares(tc.a, tc.b, tc.bound); got != [2]int{tc.wa, tc.wb} {
+			t.Errorf("memoryShares(%d, %d, %d) = %v, want [%d %d]", tc.a, tc.b, tc.bound, got, tc.wa, tc.wb)
+		}
+	}
+}
+
+func TestCallerStep(t *testing.T) {
+	tests := []struct {
+		name       string
+		chain      []workspace.Thread
+		step, what string
+	}{
+		{"root thread", []workspace.Thread{{ID: "t", To: "a", Progress: "p"}}, "", ""},
+		{"progress first", []workspace.Thread{{ID: "t", To: "a", Progress: " p ", Approach: "a"}, {ID: "x", From: "a", To: "b"}}, "p", "latest step"},
+		{"approach else", []workspace.Thread{{ID: "t", To: "a", Approach: "a"}, {ID: "x", From: "a", To: "b"}}, "a", "approach"},
+		{"blank", []workspace.Thread{{ID: "t", To: "a", Progress: "  ", Approach: "\n"}, {ID: "x", From: "a", To: "b"}}, "", ""},
+		{"parent not the caller's", []workspace.Thread{{ID: "t", To: "a", Progress: "p"}, {ID: "x", From: "z", To: "b"}}, "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			step, what := callerStep(tc.chain)
+			if step != tc.step || what != tc.what {
+				t.Errorf("got %q %q, want %q %q", step, what, tc.step, tc.what)
+			}
 		})
 	}
 }

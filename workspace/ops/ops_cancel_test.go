@@ -1,4 +1,4 @@
-package workspace_test
+package ops
 
 import (
 	"context"
@@ -8,13 +8,31 @@ import (
 	"github.com/workspaced/workspaced/workspace"
 )
 
+// cancelOnEntry is a store that ignores the caller's context, as the file
+// tree does for most reads, and whose first entry read is where the
+// caller gives up: it cancels the context, then reads as if nothing
+// happened.
+type cancelOnEntry struct {
+	Backend
+	cancel context.CancelFunc
+}
+
+func (s cancelOnEntry) GetEntry(ctx context.Context, sc workspace.Scope, key string) (workspace.Entry, error) {
+	s.cancel()
+	return s.Backend.GetEntry(context.WithoutCancel(ctx), sc, key)
+}
+
+func (s cancelOnEntry) ListEntries(ctx context.Context, sc workspace.Scope) ([]workspace.ManifestItem, error) {
+	return s.Backend.ListEntries(context.WithoutCancel(ctx), sc)
+}
+
 // TestOpsStopWhenContextEnds checks that every shared operation given a
 // context that has ended returns its error, writes nothing, and that a
 // context ending in the middle of an assembly is an error too, not a
 // bundle with the reads it cut short left out.
 func TestOpsStopWhenContextEnds(t *testing.T) {
 	w := provFixture(t)
-	ops := workspace.Over(w)
+	ops := Over(w)
 	ended, cancel := context.WithCancel(t.Context())
 	cancel()
 	cases := []struct {
@@ -22,15 +40,15 @@ func TestOpsStopWhenContextEnds(t *testing.T) {
 		op   func(ctx context.Context) error
 	}{
 		{"context", func(ctx context.Context) error {
-			_, err := ops.Context(ctx, "th_observer", workspace.ContextOptions{Unlimited: true})
+			_, err := ops.Context(ctx, "th_observer", ContextOptions{Unlimited: true})
 			return err
 		}},
 		{"context of an agent", func(ctx context.Context) error {
-			_, err := ops.Context(ctx, "", workspace.ContextOptions{Agent: "observer", Unlimited: true})
+			_, err := ops.Context(ctx, "", ContextOptions{Agent: "observer", Unlimited: true})
 			return err
 		}},
 		{"preamble", func(ctx context.Context) error {
-			_, err := ops.Preamble(ctx, "th_observer", workspace.PreambleOptions{TaskID: "training-001"})
+			_, err := ops.Preamble(ctx, "th_observer", PreambleOptions{TaskID: "training-001"})
 			return err
 		}},
 		{"system context", func(ctx context.Context) error {
@@ -68,27 +86,9 @@ func TestOpsStopWhenContextEnds(t *testing.T) {
 	t.Run("ended in the middle", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		b, err := workspace.Over(cancelOnEntry{Backend: w, cancel: cancel}).Context(ctx, "th_observer", workspace.ContextOptions{Unlimited: true})
+		b, err := Over(cancelOnEntry{Backend: w, cancel: cancel}).Context(ctx, "th_observer", ContextOptions{Unlimited: true})
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("got bundle with omitted %v and error %v, want context.Canceled", b.Omitted, err)
 		}
 	})
-}
-
-// cancelOnEntry is a store that ignores the caller's context, as the file
-// tree does for most reads, and whose first entry read is where the
-// caller gives up: it cancels the context, then reads as if nothing
-// happened.
-type cancelOnEntry struct {
-	workspace.Backend
-	cancel context.CancelFunc
-}
-
-func (s cancelOnEntry) GetEntry(ctx context.Context, sc workspace.Scope, key string) (workspace.Entry, error) {
-	s.cancel()
-	return s.Backend.GetEntry(context.WithoutCancel(ctx), sc, key)
-}
-
-func (s cancelOnEntry) ListEntries(ctx context.Context, sc workspace.Scope) ([]workspace.ManifestItem, error) {
-	return s.Backend.ListEntries(context.WithoutCancel(ctx), sc)
 }

@@ -1,4 +1,4 @@
-package workspace_test
+package ops
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/files"
 )
+
+const gridsSkill = "---\ndescription: Reading ARC grids: rows, columns, colours 0-9\ntags: [grids, arc]\nmodes: [analysis]\n---\n# Grids\n\nRead row by row.\n"
 
 // skillFixture is provFixture with a skills/ directory: core, grids (tags
 // grids, arc; mode analysis), colours (tag colours), review (mode review),
@@ -30,6 +32,66 @@ func skillFixture(t testing.TB) *files.Store {
 		writeSkill(t, w, name, text)
 	}
 	return w
+}
+
+func writeSkill(t testing.TB, w *files.Store, name, text string) {
+	t.Helper()
+	dir := filepath.Join(w.Dir(), workspace.SkillsDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".md"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPickSkills(t *testing.T) {
+	avail := []workspace.Skill{
+		{Name: "colours", Tags: []string{"Colours"}},
+		{Name: "core"},
+		{Name: "grids", Tags: []string{"grids", "arc"}, Modes: []string{"analysis"}},
+		{Name: "planning", Tags: []string{"grids"}, Modes: []string{"planning"}},
+		{Name: "review", Modes: []string{"review"}},
+	}
+	tests := []struct {
+		name    string
+		avail   []workspace.Skill
+		refused map[string]string
+		thread  workspace.Thread
+		card    []string
+		want    []string // name: why | reason
+	}{
+		{name: "core only", avail: avail, thread: workspace.Thread{To: "observer"}, want: []string{"core: every thread"}},
+		{name: "no skills at all", thread: workspace.Thread{To: "observer", SkillTags: []string{"grids"}, PrimaryMode: "analysis"}, want: nil},
+		{name: "by mode", avail: avail, thread: workspace.Thread{To: "observer", PrimaryMode: "review"}, want: []string{"core: every thread", "review: mode review"}},
+		{name: "by tag, case aside", avail: avail, thread: workspace.Thread{To: "observer", SkillTags: []string{"COLOURS"}}, want: []string{"core: every thread", "colours: tag Colours"}},
+		{name: "tag and mode overlap: loaded once", avail: avail, thread: workspace.Thread{To: "observer", SkillTags: []string{"arc", "grids"}, PrimaryMode: "analysis"},
+			want: []string{"core: every thread", "grids: mode analysis and tags grids, arc", "planning: tag grids"}},
+		{name: "card skills first, in card order", avail: avail, thread: workspace.Thread{To: "observer", SkillTags: []string{"grids"}}, card: []string{"review", "grids", "core"},
+			want: []string{"core: every thread and every thread of observer", "review: every thread of observer", "grids: every thread of observer and tag grids", "planning: tag grids"}},
+		{name: "card names a missing skill", avail: avail, thread: workspace.Thread{To: "observer"}, card: []string{"nowhere"},
+			want: []string{"core: every thread", "nowhere | not found: no skills/nowhere.md (named by observer's card)"}},
+		{name: "refused skills are listed, the named ones in place", avail: avail[2:], refused: map[string]string{"core": "refused: is a symlink", "zz": "refused: broken", "aa": "refused: FIFO"},
+			thread: workspace.Thread{To: "observer", PrimaryMode: "planning"}, card: []string{"zz"},
+			want: []string{"core | refused: is a symlink", "zz | refused: broken", "planning: mode planning", "aa | refused: FIFO"}},
+		{name: "no mode, no tags, no core", avail: avail[2:], thread: workspace.Thread{To: "observer"}, want: nil},
+		{name: "blank mode matches nothing", avail: []workspace.Skill{{Name: "x", Modes: []string{"a"}}}, thread: workspace.Thread{To: "o", PrimaryMode: "  "}, want: nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, p := range pickSkills(tc.avail, tc.refused, tc.thread, tc.card) {
+				if p.Reason != "" {
+					got = append(got, p.Name+" | "+p.Reason)
+				} else {
+					got = append(got, p.Name+": "+strings.Join(p.Why, " and "))
+				}
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
 }
 
 func TestContextSkillsGolden(t *testing.T) {
@@ -64,18 +126,18 @@ func TestContextSkillsGolden(t *testing.T) {
 			if _, err := w.UpdateThread(context.Background(), "training-001", "th_observer", "observer", tc.update); err != nil {
 				t.Fatal(err)
 			}
-			b, err := workspace.Over(w).Context(t.Context(), "th_observer", workspace.ContextOptions{Unlimited: true})
+			b, err := Over(w).Context(t.Context(), "th_observer", ContextOptions{Unlimited: true})
 			if err != nil {
 				t.Fatal(err)
 			}
 			got := []string{}
 			for _, it := range b.Sections[1].Items {
 				got = append(got, it.Ref)
-				if it.Kind != workspace.ItemSkill {
+				if it.Kind != ItemSkill {
 					t.Errorf("%s: kind %q", it.Ref, it.Kind)
 				}
 			}
-			if b.Sections[1].Name != workspace.SectionSkills || !reflect.DeepEqual(got, tc.want) {
+			if b.Sections[1].Name != SectionSkills || !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("section %q holds %v, want %v", b.Sections[1].Name, got, tc.want)
 			}
 			if len(b.Omitted) != 0 {
@@ -107,7 +169,7 @@ func setCardSkills(t testing.TB, w *files.Store, agent string, skills []string) 
 func TestContextSkillOverBudget(t *testing.T) {
 	w := skillFixture(t)
 	writeSkill(t, w, "grids", "---\ndescription: Reading ARC grids\ntags: [grids]\n---\n"+strings.Repeat("A long lesson on grids. ", 200))
-	full, err := workspace.Over(w).Context(t.Context(), "th_observer", workspace.ContextOptions{Unlimited: true})
+	full, err := Over(w).Context(t.Context(), "th_observer", ContextOptions{Unlimited: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +189,7 @@ func TestContextSkillOverBudget(t *testing.T) {
 		t.Fatalf("skills of the full context: %v", includedRefs(full))
 	}
 	budget := header + core + grids - 1
-	b, err := workspace.Over(w).Context(t.Context(), "th_observer", workspace.ContextOptions{Budget: budget})
+	b, err := Over(w).Context(t.Context(), "th_observer", ContextOptions{Budget: budget})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,14 +240,14 @@ func TestContextBadSkills(t *testing.T) {
 		t.Fatal(err)
 	}
 	setCardSkills(t, w, "observer", []string{"broken", "missing"})
-	b := withDeadlineBundle(t, w, "th_observer", workspace.ContextOptions{Budget: 100000})
+	b := withDeadlineBundle(t, w, "th_observer", ContextOptions{Budget: 100000})
 	want := map[string]string{
 		"skill:broken":          "refused: front matter: line 3: \"tags grids\" is not a key: value line",
 		"skill:missing":         "not found: no skills/missing.md (named by observer's card)",
 		"skill:linked":          "refused: is a symlink",
 		"skill:inner":           "refused: is a symlink",
 		"skill:pipe":            "refused: is a FIFO",
-		"skill:huge":            "refused: is " + workspace.GroupDigits(len(huge)) + " bytes, over the 262,144-byte limit",
+		"skill:huge":            "refused: is " + groupDigits(len(huge)) + " bytes, over the 262,144-byte limit",
 		"skill:notmatter":       "refused: front matter: line 1:",
 		"skill:badbody":         "refused: the body is not UTF-8 text",
 		"skill:deep":            "refused: front matter: /tags/0: pattern: ",
@@ -246,7 +308,7 @@ func TestContextSkillsDirRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := provFixture(t)
 			tc.make(t, w.Dir())
-			b, err := workspace.Over(w).Context(t.Context(), "th_observer", workspace.ContextOptions{Budget: 100000})
+			b, err := Over(w).Context(t.Context(), "th_observer", ContextOptions{Budget: 100000})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -269,14 +331,14 @@ func TestContextSkillsDeterministic(t *testing.T) {
 	if _, err := w.UpdateThread(context.Background(), "training-001", "th_observer", "observer", workspace.ThreadUpdate{PrimaryMode: &mode, SkillTags: &[]string{"grids", "colours"}}); err != nil {
 		t.Fatal(err)
 	}
-	first, err := workspace.Over(w).Context(t.Context(), "th_observer", workspace.ContextOptions{Budget: 400})
+	first, err := Over(w).Context(t.Context(), "th_observer", ContextOptions{Budget: 400})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A skill written again with the same bytes changes nothing.
 	writeSkill(t, w, "grids", gridsSkill)
 	for i := 0; i < 3; i++ {
-		b, err := workspace.Over(w).Context(t.Context(), "th_observer", workspace.ContextOptions{Budget: 400})
+		b, err := Over(w).Context(t.Context(), "th_observer", ContextOptions{Budget: 400})
 		if err != nil {
 			t.Fatal(err)
 		}

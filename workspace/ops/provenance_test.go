@@ -1,4 +1,4 @@
-package workspace_test
+package ops
 
 import (
 	"context"
@@ -17,6 +17,14 @@ import (
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/files"
 )
+
+// The -update flag may be defined by another test file of this package;
+// define it only when nobody has (package variables run before init).
+func init() {
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite golden files under testdata/")
+	}
+}
 
 func goldenUpdate() bool {
 	f := flag.Lookup("update")
@@ -78,6 +86,8 @@ func checkGoldenJSON(t *testing.T, name string, v any) {
 	}
 }
 
+var fixtureNow = time.Date(2024, 1, 15, 10, 0, 0, 0, time.UTC)
+
 func boolPtr(b bool) *bool { return &b }
 
 // provFixture builds the ARC walkthrough (a solver sharing a puzzle with an
@@ -96,13 +106,13 @@ func provFixture(t testing.TB) *files.Store {
 	return w
 }
 
-// provFixtureClock is provFixture with the tree's clock, which reads
-// fixtureNow until the test sets it.
-func provFixtureClock(t testing.TB) (*files.Store, *time.Time) {
+// provFixtureClock is provFixture with its clock, which stays at
+// fixtureNow until the test moves it.
+func provFixtureClock(t testing.TB) (*files.Store, *clock) {
 	t.Helper()
 	ctx := context.Background()
-	now := fixtureNow
-	w, err := files.Init(t.TempDir(), workspace.Options{Now: func() time.Time { return now }})
+	c := &clock{t: fixtureNow}
+	w, err := files.Init(t.TempDir(), workspace.Options{Now: c.now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +123,7 @@ func provFixtureClock(t testing.TB) (*files.Store, *time.Time) {
 		{Name: "observer", Description: "Notices spatial and colour patterns in grids", Role: "worker", Capabilities: []string{"read_file", "list_files"},
 			GlobalBuffers: []string{"memory:global:house_style", "env:arc_task"}},
 		{Name: "tool", Description: "A pure function over grids", DelegationContext: boolPtr(false)},
-		{Name: "terse", Description: "Answers in one word", PreambleDetail: workspace.DetailMinimal},
+		{Name: "terse", Description: "Answers in one word", PreambleDetail: DetailMinimal},
 	}}
 	for i := 1; i <= 7; i++ {
 		cards.Agents = append(cards.Agents, workspace.AgentCard{Name: fmt.Sprintf("lvl%d", i), Description: fmt.Sprintf("Level %d of a deep delegation", i)})
@@ -180,7 +190,7 @@ func provFixtureClock(t testing.TB) (*files.Store, *time.Time) {
 	mustTask("nocard", "Find out who ghost is")
 	mustThread(workspace.NewThreadRequest{TaskID: "nocard", ID: "nc_ghost", From: "coordinator", To: "ghost", Message: "Investigate."})
 	mustThread(workspace.NewThreadRequest{TaskID: "nocard", ID: "nc_observer", ParentID: "nc_ghost", From: "ghost", To: "observer", Message: "Look at this."})
-	return w, &now
+	return w, c
 }
 
 func TestPreambleGolden(t *testing.T) {
@@ -188,28 +198,28 @@ func TestPreambleGolden(t *testing.T) {
 	tests := []struct {
 		name      string
 		thread    string
-		opt       workspace.PreambleOptions
+		opt       PreambleOptions
 		wantEmpty bool
 		wantEnv   bool
 		wantLevel string
 	}{
-		{name: "observer-minimal", thread: "th_observer", opt: workspace.PreambleOptions{Detail: workspace.DetailMinimal}, wantLevel: workspace.DetailMinimal},
-		{name: "observer-standard", thread: "th_observer", opt: workspace.PreambleOptions{Detail: workspace.DetailStandard}, wantEnv: true, wantLevel: workspace.DetailStandard},
-		{name: "observer-verbose", thread: "th_observer", opt: workspace.PreambleOptions{Detail: workspace.DetailVerbose}, wantEnv: true, wantLevel: workspace.DetailVerbose},
-		{name: "observer-default", thread: "th_observer", wantEnv: true, wantLevel: workspace.DetailStandard},
-		{name: "solver-from-coordinator", thread: "th_solver", opt: workspace.PreambleOptions{TaskID: "training-001"}, wantEnv: true, wantLevel: workspace.DetailStandard},
-		{name: "card-detail-minimal", thread: "th_terse", wantLevel: workspace.DetailMinimal},
-		{name: "human-root", thread: "training-001", wantEmpty: true, wantLevel: workspace.DetailStandard},
-		{name: "human-direct", thread: "th_direct", wantEmpty: true, wantLevel: workspace.DetailStandard},
-		{name: "opted-out", thread: "th_tool", opt: workspace.PreambleOptions{Detail: workspace.DetailVerbose}, wantEmpty: true, wantLevel: workspace.DetailVerbose},
-		{name: "no-env-data", thread: "th2_solver", wantLevel: workspace.DetailStandard},
-		{name: "deep-chain", thread: "d6", wantLevel: workspace.DetailStandard},
-		{name: "deep-chain-verbose", thread: "d6", opt: workspace.PreambleOptions{Detail: workspace.DetailVerbose, MaxMessageBytes: 40}, wantLevel: workspace.DetailVerbose},
-		{name: "caller-without-card", thread: "nc_observer", wantLevel: workspace.DetailStandard},
+		{name: "observer-minimal", thread: "th_observer", opt: PreambleOptions{Detail: DetailMinimal}, wantLevel: DetailMinimal},
+		{name: "observer-standard", thread: "th_observer", opt: PreambleOptions{Detail: DetailStandard}, wantEnv: true, wantLevel: DetailStandard},
+		{name: "observer-verbose", thread: "th_observer", opt: PreambleOptions{Detail: DetailVerbose}, wantEnv: true, wantLevel: DetailVerbose},
+		{name: "observer-default", thread: "th_observer", wantEnv: true, wantLevel: DetailStandard},
+		{name: "solver-from-coordinator", thread: "th_solver", opt: PreambleOptions{TaskID: "training-001"}, wantEnv: true, wantLevel: DetailStandard},
+		{name: "card-detail-minimal", thread: "th_terse", wantLevel: DetailMinimal},
+		{name: "human-root", thread: "training-001", wantEmpty: true, wantLevel: DetailStandard},
+		{name: "human-direct", thread: "th_direct", wantEmpty: true, wantLevel: DetailStandard},
+		{name: "opted-out", thread: "th_tool", opt: PreambleOptions{Detail: DetailVerbose}, wantEmpty: true, wantLevel: DetailVerbose},
+		{name: "no-env-data", thread: "th2_solver", wantLevel: DetailStandard},
+		{name: "deep-chain", thread: "d6", wantLevel: DetailStandard},
+		{name: "deep-chain-verbose", thread: "d6", opt: PreambleOptions{Detail: DetailVerbose, MaxMessageBytes: 40}, wantLevel: DetailVerbose},
+		{name: "caller-without-card", thread: "nc_observer", wantLevel: DetailStandard},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := workspace.Over(w).Preamble(t.Context(), tc.thread, tc.opt)
+			p, err := Over(w).Preamble(t.Context(), tc.thread, tc.opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -227,7 +237,7 @@ func TestPreambleGolden(t *testing.T) {
 				got = "(empty) " + p.Reason + "\n"
 			}
 			checkGolden(t, "preamble/"+tc.name+".txt", []byte(got))
-			again, err := workspace.Over(w).Preamble(t.Context(), tc.thread, tc.opt)
+			again, err := Over(w).Preamble(t.Context(), tc.thread, tc.opt)
 			if err != nil || !reflect.DeepEqual(again, p) {
 				t.Errorf("second call differs: %+v, %v", again, err)
 			}
@@ -238,8 +248,8 @@ func TestPreambleGolden(t *testing.T) {
 func TestPreambleLevelsNest(t *testing.T) {
 	w := provFixture(t)
 	var prev []string
-	for _, d := range []string{workspace.DetailMinimal, workspace.DetailStandard, workspace.DetailVerbose} {
-		p, err := workspace.Over(w).Preamble(t.Context(), "th_observer", workspace.PreambleOptions{Detail: d})
+	for _, d := range []string{DetailMinimal, DetailStandard, DetailVerbose} {
+		p, err := Over(w).Preamble(t.Context(), "th_observer", PreambleOptions{Detail: d})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,7 +268,7 @@ func TestPreambleLevelsNest(t *testing.T) {
 
 func TestPreambleCutsRootMessage(t *testing.T) {
 	w := provFixture(t)
-	p, err := workspace.Over(w).Preamble(t.Context(), "d6", workspace.PreambleOptions{MaxMessageBytes: 41})
+	p, err := Over(w).Preamble(t.Context(), "d6", PreambleOptions{MaxMessageBytes: 41})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,11 +284,35 @@ func TestPreambleCutsRootMessage(t *testing.T) {
 
 func TestPreambleRefusesBadDetail(t *testing.T) {
 	w := provFixture(t)
-	if _, err := workspace.Over(w).Preamble(t.Context(), "th_observer", workspace.PreambleOptions{Detail: "loud"}); !errors.Is(err, workspace.ErrInvalid) {
+	if _, err := Over(w).Preamble(t.Context(), "th_observer", PreambleOptions{Detail: "loud"}); !errors.Is(err, workspace.ErrInvalid) {
 		t.Fatalf("detail loud: got %v, want ErrInvalid", err)
 	}
-	if _, err := workspace.Over(w).Preamble(t.Context(), "th_nowhere", workspace.PreambleOptions{}); !errors.Is(err, workspace.ErrNotFound) {
+	if _, err := Over(w).Preamble(t.Context(), "th_nowhere", PreambleOptions{}); !errors.Is(err, workspace.ErrNotFound) {
 		t.Fatalf("missing thread: got %v, want ErrNotFound", err)
+	}
+}
+
+func TestCutText(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		max  int
+		want string
+	}{
+		{"short", "abc", 5, "abc"},
+		{"exact", "abcde", 5, "abcde"},
+		{"ascii", "abcdef", 3, "abc…"},
+		{"inside a rune", "aé", 2, "a…"},
+		{"after a rune", "aéb", 3, "aé…"},
+		{"trailing space trimmed", "ab cd", 3, "ab…"},
+		{"three-byte rune", "x→y", 3, "x…"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := cutText(tc.in, tc.max); got != tc.want {
+				t.Errorf("cutText(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
+			}
+		})
 	}
 }
 
@@ -296,7 +330,7 @@ func TestSystemContextGolden(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := workspace.Over(w).SystemContext(t.Context(), tc.agent, tc.task)
+			got, err := Over(w).SystemContext(t.Context(), tc.agent, tc.task)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -305,7 +339,7 @@ func TestSystemContextGolden(t *testing.T) {
 					t.Errorf("missing %q in:\n%s", s, got)
 				}
 			}
-			for _, c := range workspace.UniversalCapabilities {
+			for _, c := range UniversalCapabilities {
 				if !strings.Contains(got, "  - "+c.Name+": ") {
 					t.Errorf("universal capability %s not listed", c.Name)
 				}
@@ -317,7 +351,7 @@ func TestSystemContextGolden(t *testing.T) {
 
 			// The list_capabilities tool answers the same block, less the
 			// line telling the agent to call list_capabilities.
-			tool, err := workspace.Over(w).Capabilities(t.Context(), tc.agent, tc.task)
+			tool, err := Over(w).Capabilities(t.Context(), tc.agent, tc.task)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -327,11 +361,29 @@ func TestSystemContextGolden(t *testing.T) {
 			}
 		})
 	}
-	if _, err := workspace.Over(w).SystemContext(t.Context(), "bad name", ""); !errors.Is(err, workspace.ErrInvalid) {
+	if _, err := Over(w).SystemContext(t.Context(), "bad name", ""); !errors.Is(err, workspace.ErrInvalid) {
 		t.Errorf("bad agent name: got %v, want ErrInvalid", err)
 	}
-	if _, err := workspace.Over(w).SystemContext(t.Context(), "observer", "no-such-task"); !errors.Is(err, workspace.ErrNotFound) {
+	if _, err := Over(w).SystemContext(t.Context(), "observer", "no-such-task"); !errors.Is(err, workspace.ErrNotFound) {
 		t.Errorf("missing task: got %v, want ErrNotFound", err)
+	}
+}
+
+func TestUniversalCapabilitiesNamed(t *testing.T) {
+	want := []string{"store_env_data", "get_env_data", "list_env_data", "update_env_data", "delete_env_data",
+		"store_memory", "get_memory", "list_memory", "delete_memory",
+		"get_task", "get_task_state", "get_plan", "get_subtask", "get_output", "list_reviews", "get_review",
+		"write_plan", "write_review", "claim_subtask", "signal_done",
+		"get_delegation_context", "list_capabilities", "skills"}
+	var got []string
+	for _, c := range UniversalCapabilities {
+		got = append(got, c.Name)
+		if c.Description == "" || strings.Contains(c.Description, "\n") {
+			t.Errorf("%s: description %q is not one line", c.Name, c.Description)
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v, want %v", got, want)
 	}
 }
 
@@ -388,11 +440,11 @@ func TestBrokenChains(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/task=%q", tc.name, task), func(t *testing.T) {
 				calls := map[string]func() error{
 					"preamble": func() error {
-						_, err := workspace.Over(w).Preamble(t.Context(), tc.thread, workspace.PreambleOptions{TaskID: task})
+						_, err := Over(w).Preamble(t.Context(), tc.thread, PreambleOptions{TaskID: task})
 						return err
 					},
 					"context": func() error {
-						_, err := workspace.Over(w).Context(t.Context(), tc.thread, workspace.ContextOptions{Budget: 1000, TaskID: task})
+						_, err := Over(w).Context(t.Context(), tc.thread, ContextOptions{Budget: 1000, TaskID: task})
 						return err
 					},
 				}

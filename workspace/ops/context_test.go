@@ -1,4 +1,4 @@
-package workspace_test
+package ops
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ import (
 
 // checkContextGolden compares a bundle with testdata/context/<name>.json
 // (structurally, without Text) and its Text with <name>.txt.
-func checkContextGolden(t *testing.T, name string, b workspace.ContextBundle) {
+func checkContextGolden(t *testing.T, name string, b ContextBundle) {
 	t.Helper()
 	text := b.Text
 	b.Text = ""
@@ -29,7 +29,7 @@ func checkContextGolden(t *testing.T, name string, b workspace.ContextBundle) {
 	checkGolden(t, "context/"+name+".txt", []byte(text))
 }
 
-func omittedReason(b workspace.ContextBundle, ref string) string {
+func omittedReason(b ContextBundle, ref string) string {
 	for _, o := range b.Omitted {
 		if o.Item == ref {
 			return o.Reason
@@ -38,7 +38,7 @@ func omittedReason(b workspace.ContextBundle, ref string) string {
 	return ""
 }
 
-func includedRefs(b workspace.ContextBundle) []string {
+func includedRefs(b ContextBundle) []string {
 	var refs []string
 	for _, s := range b.Sections {
 		for _, it := range s.Items {
@@ -48,7 +48,7 @@ func includedRefs(b workspace.ContextBundle) []string {
 	return refs
 }
 
-func sectionTokens(b workspace.ContextBundle) int {
+func sectionTokens(b ContextBundle) int {
 	n := 0
 	for _, s := range b.Sections {
 		for _, it := range s.Items {
@@ -60,7 +60,7 @@ func sectionTokens(b workspace.ContextBundle) int {
 
 func TestContextGolden(t *testing.T) {
 	w := provFixture(t)
-	full, err := workspace.Over(w).Context(t.Context(), "th_observer", workspace.ContextOptions{Unlimited: true})
+	full, err := Over(w).Context(t.Context(), "th_observer", ContextOptions{Unlimited: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,21 +75,21 @@ func TestContextGolden(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		opt    workspace.ContextOptions
-		check  func(t *testing.T, b workspace.ContextBundle)
+		opt    ContextOptions
+		check  func(t *testing.T, b ContextBundle)
 		budget int
 	}{
-		{name: "unlimited", opt: workspace.ContextOptions{Unlimited: true}, check: func(t *testing.T, b workspace.ContextBundle) {
+		{name: "unlimited", opt: ContextOptions{Unlimited: true}, check: func(t *testing.T, b ContextBundle) {
 			if len(b.Omitted) != 0 {
 				t.Errorf("omitted %v with no budget", b.Omitted)
 			}
 		}},
-		{name: "large-budget", opt: workspace.ContextOptions{Budget: 100000}, check: func(t *testing.T, b workspace.ContextBundle) {
+		{name: "large-budget", opt: ContextOptions{Budget: 100000}, check: func(t *testing.T, b ContextBundle) {
 			if len(b.Omitted) != 0 || !reflect.DeepEqual(includedRefs(b), includedRefs(full)) {
 				t.Errorf("large budget left out %v", b.Omitted)
 			}
 		}},
-		{name: "just-too-small", opt: workspace.ContextOptions{Budget: hydrated - 1}, check: func(t *testing.T, b workspace.ContextBundle) {
+		{name: "just-too-small", opt: ContextOptions{Budget: hydrated - 1}, check: func(t *testing.T, b ContextBundle) {
 			last := active[len(active)-1]
 			if r := omittedReason(b, last.Ref); !strings.HasPrefix(r, "over budget: needs ") {
 				t.Errorf("last buffer %s: reason %q, want over budget", last.Ref, r)
@@ -100,7 +100,7 @@ func TestContextGolden(t *testing.T) {
 				}
 			}
 		}},
-		{name: "zero", opt: workspace.ContextOptions{Budget: 0}, check: func(t *testing.T, b workspace.ContextBundle) {
+		{name: "zero", opt: ContextOptions{Budget: 0}, check: func(t *testing.T, b ContextBundle) {
 			if b.Used != 0 || len(includedRefs(b)) != 0 {
 				t.Errorf("zero budget included %v", includedRefs(b))
 			}
@@ -111,7 +111,7 @@ func TestContextGolden(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := workspace.Over(w).Context(t.Context(), "th_observer", tc.opt)
+			b, err := Over(w).Context(t.Context(), "th_observer", tc.opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,7 +123,7 @@ func TestContextGolden(t *testing.T) {
 			}
 			for _, s := range b.Sections {
 				for _, it := range s.Items {
-					if it.Tokens != workspace.EstimateTokens(workspace.RenderItem(it)) || !strings.Contains(b.Text, workspace.RenderItem(it)) {
+					if it.Tokens != EstimateTokens(renderItem(it)) || !strings.Contains(b.Text, renderItem(it)) {
 						t.Errorf("item %s: tokens %d or rendering not in Text", it.Ref, it.Tokens)
 					}
 				}
@@ -136,7 +136,7 @@ func TestContextGolden(t *testing.T) {
 
 func TestContextContents(t *testing.T) {
 	w := provFixture(t)
-	b, err := workspace.Over(w).Context(t.Context(), "th_observer", workspace.ContextOptions{Budget: 100000})
+	b, err := Over(w).Context(t.Context(), "th_observer", ContextOptions{Budget: 100000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestContextDeterministic(t *testing.T) {
 	w := provFixture(t)
 	var first []byte
 	for i := 0; i < 3; i++ {
-		b, err := workspace.Over(w).Context(t.Context(), "th_observer", workspace.ContextOptions{Budget: 300})
+		b, err := Over(w).Context(t.Context(), "th_observer", ContextOptions{Budget: 300})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -228,7 +228,7 @@ func TestContextBadBuffers(t *testing.T) {
 		"notes/observations.md (still read)":   "",
 		"memory:global:house_style (card buf)": "",
 	}
-	b := withDeadlineBundle(t, w, "th_observer", workspace.ContextOptions{Budget: 100000})
+	b := withDeadlineBundle(t, w, "th_observer", ContextOptions{Budget: 100000})
 	for ref, prefix := range want {
 		if prefix == "" {
 			continue
@@ -261,12 +261,12 @@ func contains(list []string, s string) bool {
 
 // withDeadlineBundle runs Context under a deadline: a FIFO buffer must not
 // block the read.
-func withDeadlineBundle(t *testing.T, w *files.Store, thread string, opt workspace.ContextOptions) workspace.ContextBundle {
+func withDeadlineBundle(t *testing.T, w *files.Store, thread string, opt ContextOptions) ContextBundle {
 	t.Helper()
-	var b workspace.ContextBundle
+	var b ContextBundle
 	err := withDeadline(t, "context", func() error {
 		var err error
-		b, err = workspace.Over(w).Context(t.Context(), thread, opt)
+		b, err = Over(w).Context(t.Context(), thread, opt)
 		return err
 	})
 	if err != nil {
@@ -281,7 +281,7 @@ func TestContextSkipsUnreadableThread(t *testing.T) {
 	if err := os.WriteFile(name, []byte("{not json"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b, err := workspace.Over(w).Context(t.Context(), "th_observer", workspace.ContextOptions{Budget: 100000})
+	b, err := Over(w).Context(t.Context(), "th_observer", ContextOptions{Budget: 100000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,8 +292,27 @@ func TestContextSkipsUnreadableThread(t *testing.T) {
 
 func TestContextRefusesNegativeBudget(t *testing.T) {
 	w := provFixture(t)
-	if _, err := workspace.Over(w).Context(t.Context(), "th_observer", workspace.ContextOptions{Budget: -1}); err == nil {
+	if _, err := Over(w).Context(t.Context(), "th_observer", ContextOptions{Budget: -1}); err == nil {
 		t.Fatal("negative budget accepted")
+	}
+}
+
+func TestEstimateTokens(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int
+	}{{"", 0}, {"a", 1}, {"abcd", 1}, {"abcde", 2}, {"→", 1}, {strings.Repeat("x", 10000), 2500}} {
+		if got := EstimateTokens(tc.in); got != tc.want {
+			t.Errorf("EstimateTokens(%d bytes) = %d, want %d", len(tc.in), got, tc.want)
+		}
+	}
+}
+
+func TestGroupDigits(t *testing.T) {
+	for in, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 2500: "2,500", 1234567: "1,234,567", -4200: "-4,200"} {
+		if got := groupDigits(in); got != want {
+			t.Errorf("groupDigits(%d) = %q, want %q", in, got, want)
+		}
 	}
 }
 
@@ -345,14 +364,14 @@ func BenchmarkContext(b *testing.B) {
 	for i := 0; i < 50; i++ {
 		name := fmt.Sprintf("skill_%02d", i)
 		if i == 0 {
-			name = workspace.CoreSkill
+			name = CoreSkill
 		}
 		text := workspace.ComposeSkill(workspace.SkillMeta{Description: "Skill " + name, Tags: []string{fmt.Sprintf("t%d", i%10)}, Modes: []string{fmt.Sprintf("m%d", i%5)}}, body)
 		if err := os.WriteFile(filepath.Join(w.Dir(), workspace.SkillFile(name)), text, 0o644); err != nil {
 			b.Fatal(err)
 		}
 	}
-	bundle, err := workspace.Over(w).Context(b.Context(), "th_000", workspace.ContextOptions{Budget: workspace.DefaultContextBudget})
+	bundle, err := Over(w).Context(b.Context(), "th_000", ContextOptions{Budget: DefaultContextBudget})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -374,7 +393,7 @@ func BenchmarkContext(b *testing.B) {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
 	n := 0
 	for b.Loop() {
-		if _, err := workspace.Over(w).Context(b.Context(), "th_000", workspace.ContextOptions{Budget: workspace.DefaultContextBudget}); err != nil {
+		if _, err := Over(w).Context(b.Context(), "th_000", ContextOptions{Budget: DefaultContextBudget}); err != nil {
 			b.Fatal(err)
 		}
 		n++
