@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -118,7 +117,7 @@ func subtree(l map[string]pathInfo, prefix string) map[string]pathInfo {
 // with SIGTERM and fails unless it exits 0.
 func startDaemon(t *testing.T, w *ws, args ...string) *clitest.Daemon {
 	t.Helper()
-	cmd := exec.Command(clitest.Bin(), append([]string{"serve", "--log-level", "debug"}, args...)...)
+	cmd := clitest.Command(append([]string{"serve", "--log-level", "debug"}, args...)...)
 	cmd.Dir, cmd.Env = w.Dir, w.Env
 	d := w.StartCmd(cmd)
 	t.Cleanup(d.Stop)
@@ -569,7 +568,7 @@ func TestCleanupScale(t *testing.T) {
 			age := []time.Duration{2 * day, 15 * day, 60 * day}[i%3] + time.Duration(i)*time.Second
 			clitest.WriteGenTask(t, w.Root, clitest.GenTask{ID: fmt.Sprintf("task-%05d", i), Status: vocab.StatusCompleted, Age: age}, now)
 		}
-		cmd := exec.Command(clitest.Bin(), "cleanup")
+		cmd := clitest.Command("cleanup")
 		cmd.Dir, cmd.Env = w.Dir, w.Env
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb

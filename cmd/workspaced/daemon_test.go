@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -26,12 +25,14 @@ import (
 
 // serve starts the daemon on the workspace with a short grace period,
 // its root found through WORKSPACE_ROOT as a user's shell would give it,
-// and returns at once (clitest's Serve waits for the lock).
+// and returns once it holds the workspace's lock.
 func (w *ws) serve(extra ...string) *clitest.Daemon {
 	w.T.Helper()
-	cmd := exec.Command(clitest.Bin(), append([]string{"serve", "--grace", "200ms", "--log-level", "warn"}, extra...)...)
+	cmd := clitest.Command(append([]string{"serve", "--grace", "200ms", "--log-level", "warn"}, extra...)...)
 	cmd.Dir, cmd.Env = w.Dir, w.Env
-	return w.StartCmd(cmd)
+	d := w.StartCmd(cmd)
+	w.AwaitLead(d)
+	return d
 }
 
 func TestServeSecondExitsFour(t *testing.T) {

@@ -126,7 +126,7 @@ func TestLockHolderKilled(t *testing.T) {
 	w := newWS(t)
 	w.Task("t1")
 	pidFile := filepath.Join(w.Dir, "child.pid")
-	cmd := exec.Command(clitest.Bin(), "lock", "--task", "t1", "--name", "k", "--agent", "victim", "--",
+	cmd := clitest.Command("lock", "--task", "t1", "--name", "k", "--agent", "victim", "--",
 		"sh", "-c", `echo $$ > "$0"; exec sleep 60`, pidFile)
 	cmd.Dir, cmd.Env = w.Dir, w.Env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -190,7 +190,7 @@ func TestLockHolderKilled(t *testing.T) {
 func TestEventsFollow(t *testing.T) {
 	w := newWS(t)
 	w.Task("t1")
-	cmd := exec.Command(clitest.Bin(), "events", "--follow", "--json")
+	cmd := clitest.Command("events", "--follow", "--json")
 	cmd.Dir, cmd.Env = w.Dir, w.Env
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -15,7 +15,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -198,7 +197,7 @@ func TestMCPStdioToken(t *testing.T) {
 			w := store.ws(t)
 			w.Task("t1")
 			tok := w.addToken("--agent", "worker", "--task", "t1")
-			cmd := exec.Command(clitest.Bin(), "mcp", "--task", "t1")
+			cmd := clitest.Command("mcp", "--task", "t1")
 			cmd.Dir, cmd.Env = w.Dir, append(w.Env, "WORKSPACE_TOKEN="+tok)
 			stderr := &clitest.Log{}
 			cmd.Stderr = stderr

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -30,7 +29,7 @@ func TestMCPRealClient(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.Command(clitest.Bin(), "--root", w.Root, "mcp", "--thread", "th_observer", "--agent", "observer")
+	cmd := clitest.Command("--root", w.Root, "mcp", "--thread", "th_observer", "--agent", "observer")
 	cmd.Dir, cmd.Env = w.Dir, clitest.CleanEnv()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -202,7 +201,7 @@ type mcpAgent struct {
 // mcpClient launches `workspaced mcp --task task --agent agent` on w.
 func (w *ws) mcpClient(task, agent string) *mcpAgent {
 	w.T.Helper()
-	cmd := exec.Command(clitest.Bin(), "--root", w.Root, "mcp", "--task", task, "--agent", agent)
+	cmd := clitest.Command("--root", w.Root, "mcp", "--task", task, "--agent", agent)
 	cmd.Dir, cmd.Env = w.Dir, clitest.CleanEnv()
 	a := &mcpAgent{t: w.T, name: agent, stderr: &clitest.Log{}}
 	cmd.Stderr = a.stderr

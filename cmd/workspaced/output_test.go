@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -59,7 +58,7 @@ func TestEnvGetCompact(t *testing.T) {
 // people do (24h, not 24h0m0s); workspace.json is written the same way.
 func TestServeLogsDurationsForPeople(t *testing.T) {
 	w := newWS(t)
-	cmd := exec.Command(clitest.Bin(), "serve", "--rescan", "90s")
+	cmd := clitest.Command("serve", "--rescan", "90s")
 	cmd.Dir, cmd.Env = w.Dir, w.Env
 	logs := &clitest.Log{}
 	cmd.Stderr = logs

@@ -57,7 +57,7 @@ func TestQuietTaskHasNoDotFiles(t *testing.T) {
 	w.RunIn(`{"subtasks":[`+strings.Join(subtasks, ",")+`]}`, "plan", "write", "--task", "t1", "--file", "-", "--agent", "planner", "--propose")
 	w.RunIn(`{"type":"plan_review","verdict":"approved"}`, "review", "write", "--task", "t1", "--id", "plan_v1", "--agent", "reviewer", "--file", "-", "--done")
 
-	serve := exec.Command(clitest.Bin(), "serve", "--log-level", "warn")
+	serve := clitest.Command("serve", "--log-level", "warn")
 	serve.Dir, serve.Env = w.Dir, w.Env
 	var logs strings.Builder
 	serve.Stderr = &logs

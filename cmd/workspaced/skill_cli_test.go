@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -226,7 +225,7 @@ func TestExampleWorkspaceSkillsAndMemory(t *testing.T) {
 	root := filepath.Join("..", "..", "examples", "workspace")
 	run := func(args ...string) string {
 		t.Helper()
-		out, err := exec.Command(clitest.Bin(), append([]string{"--root", root}, args...)...).Output()
+		out, err := clitest.Command(append([]string{"--root", root}, args...)...).Output()
 		if err != nil {
 			t.Fatalf("workspaced %v: %v", args, err)
 		}

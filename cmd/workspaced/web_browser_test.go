@@ -84,7 +84,7 @@ type webProc struct {
 // printed its address.
 func (w *ws) web(extra ...string) *webProc {
 	w.T.Helper()
-	cmd := exec.Command(clitest.Bin(), append([]string{"web", "--listen", "127.0.0.1:0"}, extra...)...)
+	cmd := clitest.Command(append([]string{"web", "--listen", "127.0.0.1:0"}, extra...)...)
 	cmd.Dir, cmd.Env = w.Dir, w.Env
 	p := &webProc{cmd: cmd, stderr: &clitest.Log{}, done: make(chan struct{})}
 	cmd.Stderr = p.stderr

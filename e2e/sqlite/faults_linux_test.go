@@ -63,7 +63,7 @@ func serveFails(t *testing.T, w *clitest.WS, want, hint string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, clitest.Bin(), "serve")
+	cmd := clitest.CommandContext(ctx, "serve")
 	cmd.Dir, cmd.Env = w.Dir, w.Env
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -70,7 +69,7 @@ func TestEventsFollow(t *testing.T) {
 	w.Serve()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cmd := exec.CommandContext(ctx, clitest.Bin(), "events", "--follow", "--task", "t1")
+	cmd := clitest.CommandContext(ctx, "events", "--follow", "--task", "t1")
 	cmd.Dir, cmd.Env = w.Dir, w.Env
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -113,7 +112,7 @@ func TestEventsFollow(t *testing.T) {
 	cancel()
 
 	// Without --task: every task's events, new tasks picked up.
-	all := exec.Command(clitest.Bin(), "events", "--follow")
+	all := clitest.Command("events", "--follow")
 	all.Dir, all.Env = w.Dir, w.Env
 	out, err = all.StdoutPipe()
 	if err != nil {
