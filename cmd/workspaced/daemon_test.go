@@ -36,6 +36,7 @@ func (w *ws) serve(extra ...string) *clitest.Daemon {
 }
 
 func TestServeSecondExitsFour(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	first := w.serve()
 	clitest.Eventually(t, "the first daemon to serve", func() (bool, string) {
@@ -61,6 +62,7 @@ func TestServeSecondExitsFour(t *testing.T) {
 }
 
 func TestServeRestoresCorruptState(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		corrupt func(t *testing.T, path string)
@@ -165,6 +167,7 @@ func TestServeRestoresCorruptState(t *testing.T) {
 }
 
 func TestServeRejectsBadMarkers(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	x := w.Open()
 	srv := w.serve()
@@ -312,6 +315,7 @@ func errorFor(st workspace.State, seq int64) string {
 }
 
 func TestBackupRestoreCommand(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	x := w.Open()
 	srv := w.serve()

@@ -12,6 +12,7 @@ import (
 // The sample tree the README walks through must stay valid, and must show
 // what it claims to: a task part-way through and an ARC task with env data.
 func TestExampleWorkspaceValidates(t *testing.T) {
+	t.Parallel()
 	root := filepath.Join("..", "..", "examples", "workspace")
 	out, err := clitest.Command("validate", root).CombinedOutput()
 	if err != nil {

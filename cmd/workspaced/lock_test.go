@@ -28,6 +28,7 @@ func await(t *testing.T, what string, cond func() bool) {
 // 8 processes storing different keys at once all land; 8 storing the same
 // key all count.
 func TestConcurrentStores(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	const procs, each = 8, 5
@@ -67,6 +68,7 @@ func TestConcurrentStores(t *testing.T) {
 }
 
 func TestLockCommand(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	cases := []struct {
@@ -123,6 +125,7 @@ func TestLockCommand(t *testing.T) {
 // A process killed while holding a lock does not block the next: the kernel
 // drops the flock, and the command it ran dies with it.
 func TestLockHolderKilled(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	pidFile := filepath.Join(w.Dir, "child.pid")
@@ -188,6 +191,7 @@ func TestLockHolderKilled(t *testing.T) {
 
 // events --follow prints what exists, then what is appended, until SIGINT.
 func TestEventsFollow(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	cmd := clitest.Command("events", "--follow", "--json")

@@ -17,6 +17,7 @@ import (
 // claim of a subtask another holds lost as a tool error naming the
 // holder, a done report of it refused, the holder's done report applied.
 func TestMCPVerdictsPostgres(t *testing.T) {
+	t.Parallel()
 	p := newPGWS(t)
 	w := &ws{clitest.At(t, p.Root)}
 	w.Task("t1")

@@ -115,6 +115,7 @@ func scrapeUntil(t *testing.T, u string, want map[string]float64) string {
 }
 
 func TestOpsMetricsCountBurst(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	x := w.Open()
 	srv, u := w.opsServe()
@@ -157,6 +158,7 @@ func promtoolCheckMetrics(t *testing.T, body string) {
 }
 
 func TestOpsAlertRulesCheck(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command(promtool(t), "check", "rules", filepath.Join("..", "..", "examples", "prometheus", "alerts.yml")).CombinedOutput()
 	if err != nil {
 		t.Fatalf("promtool check rules: %v\n%s", err, out)
@@ -178,6 +180,7 @@ func freePort(t *testing.T) int {
 }
 
 func TestOpsPrometheusScrapes(t *testing.T) {
+	t.Parallel()
 	prom, err := exec.LookPath("prometheus")
 	if err != nil {
 		optdep.Skip(t, "prometheus", "prometheus not found: install Debian's prometheus package (apt-get install prometheus)")
@@ -225,6 +228,7 @@ func TestOpsPrometheusScrapes(t *testing.T) {
 }
 
 func TestOpsReadyzStoppedTask(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	var set map[string]any
 	path := filepath.Join(w.Root, "workspace.json")
@@ -250,6 +254,7 @@ func TestOpsReadyzStoppedTask(t *testing.T) {
 }
 
 func TestOpsServeListenRefusesOffLoopback(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Fails(2, "not a loopback", "serve", "--listen", "0.0.0.0:0")
 	w.Fails(2, "go with --listen", "serve", "--token-file", "x")
@@ -304,6 +309,7 @@ func until(t *testing.T, ch <-chan string, want, never string) string {
 }
 
 func TestOpsNotifyProtocol(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	x := w.Open()
 	// No daemon yet: the plan's done marker waits, and so does the claim.
@@ -333,6 +339,7 @@ func TestOpsNotifyProtocol(t *testing.T) {
 }
 
 func TestOpsWebAndMCPEndpoints(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	p := w.web()
 	for _, path := range []string{"/healthz", "/readyz"} {
@@ -372,6 +379,7 @@ func TestOpsWebAndMCPEndpoints(t *testing.T) {
 // The dashboard and the alerts name only metrics docs/OPERATIONS.md
 // documents, and the dashboard is JSON.
 func TestOpsExamplesNameDocumentedMetrics(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "OPERATIONS.md"))
 	if err != nil {
 		t.Fatal(err)

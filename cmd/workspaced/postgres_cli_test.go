@@ -22,6 +22,7 @@ import (
 // lines as on a directory, only --root changes (here through
 // WORKSPACE_ROOT).
 func TestPostgresCommands(t *testing.T) {
+	t.Parallel()
 	p := newPGWS(t)
 	p.Start()
 	w := &ws{clitest.At(t, p.Root)}
@@ -169,6 +170,7 @@ func waitState(t *testing.T, w *ws, task string, ok func(workspace.State) bool) 
 // beside the PostgreSQL daemon: its JSON answers, and a marker the daemon
 // applies reaches an open event stream of the task.
 func TestPostgresWeb(t *testing.T) {
+	t.Parallel()
 	p := newPGWS(t)
 	p.Start()
 	w := &ws{clitest.At(t, p.Root)}
@@ -250,6 +252,7 @@ func TestPostgresWeb(t *testing.T) {
 // detectors on what it commits, and `friction list` on the postgres://
 // root shows what it found, as on files.
 func TestPostgresDaemonFriction(t *testing.T) {
+	t.Parallel()
 	p := newPGWS(t)
 	p.Start()
 	w := &ws{clitest.At(t, p.Root)}
@@ -278,6 +281,7 @@ func TestPostgresDaemonFriction(t *testing.T) {
 // name of the thing — the task and the marker — never a path joined onto
 // the URL, and never the password.
 func TestPostgresPrintsNoPassword(t *testing.T) {
+	t.Parallel()
 	p := newPGWS(t)
 	u, _ := url.Parse(p.Root)
 	const secret = "sekrit-pw-9f3"

@@ -276,6 +276,7 @@ func (w *pgws) checkExactlyOnce(tasks []string, subs int) map[string][]int64 {
 // and over; every marker is applied exactly once, every state written is
 // valid, and the journal replayed gives the state.
 func TestPostgresServeSIGKILL(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: the SIGKILL test runs for several seconds")
 	}
@@ -360,6 +361,7 @@ func TestPostgresServeSIGKILL(t *testing.T) {
 // TestPostgresSecondServeExits4: without --standby a second daemon exits
 // 4 naming the holder.
 func TestPostgresSecondServeExits4(t *testing.T) {
+	t.Parallel()
 	w := newPGWS(t)
 	d := w.Start()
 	w.leader(d.Cmd.Process.Pid, 10*time.Second)
@@ -374,6 +376,7 @@ func TestPostgresSecondServeExits4(t *testing.T) {
 // once the lease lapses, and after SIGCONT the stalled one writes nothing
 // more: it steps down, as the journal's epochs show.
 func TestPostgresFailover(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: the failover test waits for leases")
 	}
@@ -464,6 +467,7 @@ func TestPostgresFailover(t *testing.T) {
 // daemon serves and agents drop markers; the daemon reconnects, and every
 // marker an agent got committed is applied exactly once.
 func TestPostgresRestartUnderDaemon(t *testing.T) {
+	// Not parallel: it restarts the cluster every other test shares.
 	if os.Getenv(pgtest.EnvURL) != "" {
 		t.Skip("the server of " + pgtest.EnvURL + " is not restarted by the tests")
 	}

@@ -47,6 +47,7 @@ func dotFiles(t *testing.T, dir string) []string {
 // journal/. Then the task directory and its journal hold no dot-file — no
 // marker left, no temporary file of a write, empty or not.
 func TestQuietTaskHasNoDotFiles(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	const n = 12
@@ -108,6 +109,7 @@ func awaitSlow(t *testing.T, what string, cond func() bool) {
 // in a root that init made records the tree, not its lock files,
 // temporary files or the daemon's lock, and keeps the markers.
 func TestGitignoreKeepsHistoryClean(t *testing.T) {
+	t.Parallel()
 	git, err := exec.LookPath("git")
 	if err != nil {
 		optdep.Skip(t, "git", "git is not installed (Debian: apt-get install git)")

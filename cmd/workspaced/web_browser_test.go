@@ -186,6 +186,7 @@ func cardIs(st, status string) string {
 // by the CLI move the cards and reach the timeline within 2 s, and a page
 // reloaded while events stream in shows each of them exactly once.
 func TestBrowserLive(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	w := newWS(t)
 	w.serve()
@@ -216,7 +217,7 @@ func TestBrowserLive(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for i := range 40 {
-			r, err := clitest.Exec(w.Dir, w.Env, "", "env", "store", "--task", "t1", "--agent", "w1", "--key", fmt.Sprintf("k%d", i), "--description", "d", "--value", "1")
+			r, err := w.Exec("", "env", "store", "--task", "t1", "--agent", "w1", "--key", fmt.Sprintf("k%d", i), "--description", "d", "--value", "1")
 			if err != nil || r.Code != 0 {
 				t.Errorf("env store: %v %v", err, r)
 				return
@@ -263,6 +264,7 @@ func TestBrowserLive(t *testing.T) {
 // every scope, friction — holding HTML and script shows as text on every
 // page and every tab, and runs nothing.
 func TestBrowserShowsAgentTextAsText(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	w := newWS(t)
 	w.serve()
@@ -369,6 +371,7 @@ func noObjectText(t *testing.T, ctx context.Context, page string) {
 // verdict (a lost claim race is lost, with its reason, as the timeline
 // says), and no view shows an object's text.
 func TestBrowserShowsTheDaemonsWord(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	w := newWS(t)
 	w.serve()
@@ -423,6 +426,7 @@ func TestBrowserShowsTheDaemonsWord(t *testing.T) {
 // TestWebRefusesOpenListen: a non-loopback address without a token file
 // is refused at start, saying why and what to do.
 func TestWebRefusesOpenListen(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	r := w.Fails(2, "not a loopback address", "web", "--listen", "0.0.0.0:0")
 	if !strings.Contains(r.Stderr, "hint: give --token-file") {
@@ -584,6 +588,7 @@ func tab(t *testing.T, ctx context.Context, name string) {
 // chain, details on click; hostile descriptions stay text. The demo's
 // finished task has its critical path by duration.
 func TestBrowserGraph(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	p := newDemoPanel(t, true)
 	p.bigTask(t, "big", 50, 3)
@@ -665,6 +670,7 @@ func TestBrowserGraph(t *testing.T) {
 // v2 subtask by subtask, field by field (no line of JSON); an output
 // that was rewritten after a failure shows what changed in it.
 func TestBrowserChangesInWords(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	p := newDemoPanel(t, false)
 	open(t, ctx, p.url+"/tasks/"+demo.TaskID+"#plan")
@@ -687,6 +693,7 @@ func TestBrowserChangesInWords(t *testing.T) {
 // of refused claims folds into one timeline line; a long attribute is
 // never broken inside.
 func TestBrowserTime(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	p := newDemoPanel(t, true)
 	st := p.state(t, demo.TaskID)
@@ -717,10 +724,10 @@ func TestBrowserTime(t *testing.T) {
 	awaitTB(t, "won", 10*time.Second, func() bool { return p.state(t, "race").Subtasks["st_1"].Worker == "winner" })
 	long := strings.Repeat("averyveryverylongagentname", 3)
 	for _, a := range []string{"l1", "l2", long} {
+		seq := p.state(t, "race").JournalSeq
 		if _, err := p.x.WriteClaim(ctxb, "race", a, "st_1"); err != nil {
 			t.Fatal(err)
 		}
-		seq := p.state(t, "race").JournalSeq
 		awaitTB(t, "refused", 10*time.Second, func() bool { return p.state(t, "race").JournalSeq > seq })
 	}
 	waitJS(t, ctx, "one line for the three refusals", `(() => { const f = document.querySelector('#timeline > .ev.fold');
@@ -744,6 +751,7 @@ func TestBrowserTime(t *testing.T) {
 // and outputs (hostile text as text); the task list filters by status
 // and text and pages by 100.
 func TestBrowserFindAndPages(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	p := newDemoPanel(t, false)
 	open(t, ctx, p.url+"/tasks/"+demo.ARCTaskID+"#search")
@@ -784,6 +792,7 @@ func TestBrowserFindAndPages(t *testing.T) {
 // before the plan, the state's own at every record the server folds,
 // everything completed at the end.
 func TestBrowserReplay(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	p := newDemoPanel(t, false)
 	last := p.state(t, demo.TaskID).JournalSeq
@@ -831,6 +840,7 @@ func getBody(url string) ([]byte, error) {
 // TestBrowserWithoutDaemon: with no daemon the pages still read the
 // store, under a banner saying none serves the workspace.
 func TestBrowserWithoutDaemon(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	p := newDemoPanel(t, false)
 	for _, page := range []string{"/", "/tasks/" + demo.TaskID} {
@@ -845,6 +855,7 @@ func TestBrowserWithoutDaemon(t *testing.T) {
 // graph; with -update-screenshots they replace docs/img/web-board.png
 // and docs/img/web-graph.png.
 func TestBrowserScreenshots(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	p := newDemoPanel(t, true)
 	ctxb := context.Background()

@@ -183,14 +183,20 @@ func NewSQLite(t testing.TB) (w *WS, db string) {
 // allows it, else by starting the binary.
 func (w *WS) RunIn(stdin string, args ...string) Result {
 	w.T.Helper()
-	if root, ok := w.InProcess(args); ok {
-		return runInProcess(root, stdin, args)
-	}
-	r, err := Exec(w.Dir, w.Env, stdin, args...)
+	r, err := w.Exec(stdin, args...)
 	if err != nil {
 		w.T.Fatal(err)
 	}
 	return r
+}
+
+// Exec is RunIn for any goroutine: only a failure to run at all is an
+// error, and it does not touch w.T.
+func (w *WS) Exec(stdin string, args ...string) (Result, error) {
+	if root, ok := w.InProcess(args); ok {
+		return runInProcess(root, stdin, args), nil
+	}
+	return Exec(w.Dir, w.Env, stdin, args...)
 }
 
 // Run runs the command args, as RunIn does.

@@ -11,15 +11,22 @@ import (
 	"github.com/workspaced/workspaced/workspace/sqlite"
 )
 
-// processCommands start the binary always: serve is a daemon (its memory
-// limit, GC and open-files settings are the process's); lock runs a child
-// that dies with its parent; demo and bench run the binary itself again
-// and print its path.
+// processCommands start the binary, but for their --help: serve is a
+// daemon (its memory limit, GC and open-files settings are the
+// process's); lock runs a child that dies with its parent; demo and bench
+// run the binary itself again and print its path.
 var processCommands = []string{"serve", "lock", "demo", "bench"}
 
 // pathFlags name a file, a directory or a root, which a relative value
 // names from the working directory.
-var pathFlags = []string{"root", "from", "to", "file", "value-file", "token-file", "tls-cert", "tls-key", "dir", "daemon", "vs-daemon", "agent-root"}
+var pathFlags = []string{"root", "file", "value-file", "token-file", "tls-cert", "tls-key", "dir", "daemon", "vs-daemon", "agent-root"}
+
+// transferFlags name a root or a file for the transferCommands (for
+// thread new, --from and --to are agents).
+var (
+	transferCommands = []string{"export", "import", "copy"}
+	transferFlags    = []string{"from", "to"}
+)
 
 // rootless commands read no workspace.
 var rootless = []string{"help", "-h", "--help", "-help", "version", "-v", "--version", "completion", "schema"}
@@ -41,11 +48,12 @@ func (w *WS) InProcess(args []string) (root string, ok bool) {
 		return "", false
 	}
 	name := commandName(args)
-	if slices.Contains(processCommands, name) {
+	help := slices.Contains(args, "--help") || slices.Contains(args, "-h")
+	if slices.Contains(processCommands, name) && !help {
 		return "", false
 	}
 	switch {
-	case root == "" && !slices.Contains(args, "--root") && !slices.Contains(rootless, name) && !slices.Contains(args, "--help"):
+	case root == "" && !slices.Contains(args, "--root") && !slices.Contains(rootless, name) && !help:
 		return "", false
 	case root != "" && !placeless(root):
 		return "", false
@@ -57,7 +65,9 @@ func (w *WS) InProcess(args []string) (root string, ok bool) {
 		} else if i > 0 {
 			flag, isValue = args[i-1], true
 		}
-		if relativeHere(w.Dir, a) || isValue && slices.Contains(pathFlags, strings.TrimLeft(flag, "-")) && a != "-" && !placeless(a) {
+		isPath := isValue && (slices.Contains(pathFlags, strings.TrimLeft(flag, "-")) ||
+			slices.Contains(transferCommands, name) && slices.Contains(transferFlags, strings.TrimLeft(flag, "-")))
+		if relativeHere(w.Dir, a) || isPath && a != "-" && !placeless(a) {
 			return "", false
 		}
 	}
@@ -111,7 +121,7 @@ func relativeHere(dir, a string) bool {
 	a = strings.TrimPrefix(a, "sqlite:")
 	first, _, _ := strings.Cut(filepath.ToSlash(filepath.Clean(a)), "/")
 	if first == "." || first == ".." {
-		return true
+		return false // an id a command refuses, or a path a path flag names
 	}
 	_, err := os.Lstat(filepath.Join(dir, first))
 	return err == nil
