@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,15 +35,14 @@ type pgws struct {
 
 func newPGWS(t *testing.T) *pgws {
 	t.Helper()
-	db := pgtest.DB(t)
-	u, _ := url.Parse(db)
-	q := u.Query()
-	q.Set("schema", "team_a")
-	u.RawQuery = q.Encode()
-	root := u.String()
-	w := &pgws{WS: clitest.At(t, root), schema: "team_a", conn: db}
+	root := pgtest.Schema(t)
+	conn, schema, err := postgres.ParseURL(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &pgws{WS: clitest.At(t, root), schema: schema, conn: conn}
 	r := w.Run("--root", w.Root, "init")
-	if r.Code != 0 || !strings.Contains(r.Stdout, "schema team_a") {
+	if r.Code != 0 || !strings.Contains(r.Stdout, "schema "+schema) {
 		t.Fatalf("init: %s", r)
 	}
 	s, err := postgres.Open(context.Background(), w.Root)

@@ -247,7 +247,7 @@ func TestPythonHivemindWorkers(t *testing.T) {
 			func(t *testing.T) string { return need(t, "python3", "python3", "the Python worker cannot be tried") },
 			func(t *testing.T) *clitest.WS { w, _ := clitest.NewSQLite(t); return w }},
 		{"postgres", "python/pg_hivemind_worker.py", "pg_w%d", psycopg2Python,
-			func(t *testing.T) *clitest.WS { return clitest.At(t, pgRoot(t, "team_a")) }},
+			func(t *testing.T) *clitest.WS { return clitest.At(t, pgRoot(t)) }},
 	} {
 		t.Run(store.name, func(t *testing.T) {
 			py := store.python(t)

@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"context"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,17 +95,11 @@ func TestTransferTreeSQLiteTree(t *testing.T) {
 }
 
 // pgRoot is a fresh PostgreSQL schema's root, initialized.
-func pgRoot(t *testing.T, schema string) string {
+func pgRoot(t *testing.T) string {
 	t.Helper()
-	u, err := url.Parse(pgtest.DB(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("schema", schema)
-	u.RawQuery = q.Encode()
-	clitest.New(t, u.String())
-	return u.String()
+	root := pgtest.Schema(t)
+	clitest.New(t, root)
+	return root
 }
 
 // export writes w's workspace into a new directory and reads its files.
@@ -152,7 +145,7 @@ func TestTransferSQLitePostgres(t *testing.T) {
 	settle(t, a, "on_sqlite")
 	wantA := export(t, a)
 
-	p := clitest.At(t, pgRoot(t, "from_sqlite"))
+	p := clitest.At(t, pgRoot(t))
 	if out := p.Ok("import", "--from", a.Root); !strings.Contains(out, "imported 3 tasks") {
 		t.Fatalf("import from sqlite: printed %q", out)
 	}
@@ -170,7 +163,7 @@ func TestTransferSQLitePostgres(t *testing.T) {
 	c := clitest.At(t, "sqlite:"+filepath.Join(t.TempDir(), "c.db"))
 	c.Ok("import", "--from", p.Root)
 	clitest.SameFiles(t, "PostgreSQL → SQLite", wantP, export(t, c))
-	q := clitest.At(t, pgRoot(t, "back"))
+	q := clitest.At(t, pgRoot(t))
 	q.Ok("import", "--from", c.Root)
 	clitest.SameFiles(t, "PostgreSQL → SQLite → PostgreSQL", wantP, export(t, q))
 	t.Logf("%d and %d files compared", len(wantA), len(wantP))
