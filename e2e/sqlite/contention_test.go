@@ -64,6 +64,8 @@ var pythonWorker = filepath.Join("..", "..", "examples", "agents", "python", "sq
 // WAL stayed under 64 MiB. It waits on conditions only: how fast things
 // go is logged, never asserted.
 func TestContention(t *testing.T) {
+	// Not parallel: its sixteen processes are the load it is about, and
+	// other tests beside them would only lengthen the run.
 	if _, err := exec.LookPath("python3"); err != nil {
 		optdep.Skip(t, "python3", "python3 is not on PATH: the Python sqlite3 worker cannot take part")
 	}

@@ -287,6 +287,7 @@ func (a *faultAgents) finish(t *testing.T, id, mine string, reserved, subs []str
 // which meet the faults when they happen to run then, the test runs
 // commands of its own agent (worker_t, subtasks of its own) in each.
 func TestDiskFaults(t *testing.T) {
+	t.Parallel()
 	const (
 		id       = "faults"
 		subtasks = 66 // the last 6 are worker_t's

@@ -22,6 +22,7 @@ import (
 // naming its pid) unless --force, goes through once it is gone, and the
 // next daemon brings the restored state forward by the journal.
 func TestBackupRestoreWhileServing(t *testing.T) {
+	t.Parallel()
 	w, _ := clitest.NewSQLite(t)
 	w.Task("t1")
 	d := w.Serve()
@@ -64,6 +65,7 @@ func TestBackupRestoreWhileServing(t *testing.T) {
 // TestEventsFollow: events --follow prints the events so far, then each
 // new one the daemon or an agent appends, until it is interrupted.
 func TestEventsFollow(t *testing.T) {
+	t.Parallel()
 	w, _ := clitest.NewSQLite(t)
 	w.Task("t1")
 	w.Serve()
@@ -140,6 +142,7 @@ func TestEventsFollow(t *testing.T) {
 // read-increment-write rounds of 4 processes is lost), and a timeout
 // exits 4 naming the holder.
 func TestLocks(t *testing.T) {
+	t.Parallel()
 	w, db := clitest.NewSQLite(t)
 	w.Task("t1")
 	d := w.Serve()
@@ -198,6 +201,7 @@ func TestLocks(t *testing.T) {
 // active task, summarises a finished one, removes one past summary_days,
 // and anonymises the removed task in the friction log.
 func TestCleanupAndFriction(t *testing.T) {
+	t.Parallel()
 	w, db := clitest.NewSQLite(t)
 	for _, id := range []string{"t1", "t2", "t3"} {
 		w.Task(id)
@@ -250,6 +254,7 @@ func TestCleanupAndFriction(t *testing.T) {
 // filesystem (on NFS, SMB or FUSE it would refuse: workspace/sqlite's
 // TestLeadStrict).
 func TestServeStrictLocal(t *testing.T) {
+	t.Parallel()
 	w, _ := clitest.NewSQLite(t)
 	w.Task("t1")
 	w.Serve("--strict")

@@ -41,6 +41,7 @@ func richTree(t *testing.T) string {
 // SQLite file → `export` is the same tree byte for byte, every kind of
 // file included; the SQLite workspace reads as the tree did.
 func TestTransferTreeSQLiteTree(t *testing.T) {
+	t.Parallel()
 	src := richTree(t)
 	db := filepath.Join(t.TempDir(), "moved.db")
 	w := clitest.At(t, "sqlite:"+db)
@@ -139,6 +140,7 @@ func settle(t *testing.T, w *clitest.WS, task string) {
 // holding history its own daemon wrote (journal chunks, backups named by
 // their time) beside history imported from files.
 func TestTransferSQLitePostgres(t *testing.T) {
+	t.Parallel()
 	src := richTree(t)
 	a := clitest.At(t, "sqlite:"+filepath.Join(t.TempDir(), "a.db"))
 	a.Ok("import", "--from", src)
@@ -172,6 +174,7 @@ func TestTransferSQLitePostgres(t *testing.T) {
 // TestTransferRefusals: each refusal exits as the help says, names the
 // fix, and leaves nothing behind.
 func TestTransferRefusals(t *testing.T) {
+	t.Parallel()
 	src := richTree(t)
 	w, _ := clitest.NewSQLite(t)
 	w.Task("t1")
