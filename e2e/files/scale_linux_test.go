@@ -60,6 +60,7 @@ type cmdRun struct {
 }
 
 func TestServeScale(t *testing.T) {
+	t.Parallel()
 	env := os.Getenv("WORKSPACED_SCALE")
 	if env == "" {
 		t.Skip("set WORKSPACED_SCALE=20000[,100000] to measure the daemon's start, idle cost and the reading commands over that many tasks")
