@@ -21,7 +21,7 @@ func TestMCPVerdictsPostgres(t *testing.T) {
 	p := newPGWS(t)
 	w := &ws{clitest.At(t, p.Root)}
 	w.Task("t1")
-	p.Start()
+	p.serve()
 	srv := w.mcpHTTP()
 	session := func(agent, may string) *mcp.ClientSession {
 		cs, err := clitest.ConnectMCP(t, srv.url, w.addToken("--agent", agent, "--task", "t1", "--may", may))

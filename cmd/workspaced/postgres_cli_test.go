@@ -24,7 +24,7 @@ import (
 func TestPostgresCommands(t *testing.T) {
 	t.Parallel()
 	p := newPGWS(t)
-	p.Start()
+	p.serve()
 	w := &ws{clitest.At(t, p.Root)}
 	must := w.OkIn
 	must("", "task", "create", "--id", "t1", "--description", "build the thing", "--submitted-by", "human")
@@ -172,7 +172,7 @@ func waitState(t *testing.T, w *ws, task string, ok func(workspace.State) bool) 
 func TestPostgresWeb(t *testing.T) {
 	t.Parallel()
 	p := newPGWS(t)
-	p.Start()
+	p.serve()
 	w := &ws{clitest.At(t, p.Root)}
 	must := func(stdin string, args ...string) {
 		t.Helper()
@@ -254,7 +254,7 @@ func TestPostgresWeb(t *testing.T) {
 func TestPostgresDaemonFriction(t *testing.T) {
 	t.Parallel()
 	p := newPGWS(t)
-	p.Start()
+	p.serve()
 	w := &ws{clitest.At(t, p.Root)}
 	must := w.OkIn
 	must("", "task", "create", "--id", "t1", "--description", "sent back twice", "--submitted-by", "human")
@@ -291,7 +291,7 @@ func TestPostgresPrintsNoPassword(t *testing.T) {
 	// The throwaway cluster trusts local connections: the password is
 	// carried, not checked.
 	u.User = url.UserPassword(u.User.Username(), secret)
-	p.Start()
+	p.serve()
 	w := &ws{clitest.At(t, u.String())}
 	var outs []clitest.Result
 	step := func(stdin string, args ...string) clitest.Result {

@@ -67,6 +67,15 @@ func (w *pgws) leader(pid int, within time.Duration) int64 {
 	return epoch
 }
 
+// serve starts the daemon on the schema and returns once it holds the
+// lease, so that a command waiting for a verdict finds a daemon serving.
+func (w *pgws) serve(args ...string) *clitest.Daemon {
+	w.T.Helper()
+	d := w.Start(args...)
+	w.leader(d.Pid(), 60*time.Second)
+	return d
+}
+
 // wroteOrDone waits until the daemon of epoch has journaled a marker, or
 // agentsDone is closed (no marker is left to write).
 func (w *pgws) wroteOrDone(epoch int64, agentsDone <-chan struct{}, within time.Duration) {
