@@ -48,7 +48,11 @@ func (w *WS) InProcess(args []string) (root string, ok bool) {
 		return "", false
 	}
 	name := commandName(args)
-	help := slices.Contains(args, "--help") || slices.Contains(args, "-h")
+	own := args // the command's own arguments, before a child's after "--"
+	if i := slices.Index(args, "--"); i >= 0 {
+		own = args[:i]
+	}
+	help := slices.Contains(own, "--help") || slices.Contains(own, "-h")
 	if slices.Contains(processCommands, name) && !help {
 		return "", false
 	}
