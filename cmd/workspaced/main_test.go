@@ -12,7 +12,9 @@ import (
 // of the process itself start the binary, built on first use.
 func TestMain(m *testing.M) {
 	clitest.InProcess(run)
-	os.Exit(clitest.Main(m))
+	code := clitest.Main(m)
+	closeBrowser()
+	os.Exit(code)
 }
 
 // ws is a workspace made for one test (clitest.WS) with the helpers only

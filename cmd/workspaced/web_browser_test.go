@@ -49,27 +49,59 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// newBrowser starts a headless Chromium with a fresh profile for the test.
-// The flags keep it from reaching for the network, which it would wait on
-// where there is none.
+// browser is the one headless Chromium of the test binary, started by the
+// first test that asks for it; closeBrowser, from TestMain, stops it.
+var browser struct {
+	once  sync.Once
+	ctx   context.Context // its first tab, which holds the browser
+	err   error
+	close func()
+}
+
+// newBrowser returns a tab for the test in a browser context of its own
+// (cookies, storage and cache of its own, as a fresh profile has) of the
+// test binary's Chromium; the tab and its context go when the test ends.
+// The flags keep the browser from reaching for the network, which it
+// would wait on where there is none.
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium(t)),
-		chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1400, 1000),
-	)
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelC := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancelC(); cancelA() })
+	exe := chromium(t)
+	browser.once.Do(func() {
+		dir, err := os.MkdirTemp("", "workspaced-chromium-")
+		if err != nil {
+			browser.err = err
+			return
+		}
+		opts := append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(exe),
+			chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU, chromedp.NoFirstRun,
+			chromedp.Flag("disable-background-networking", true),
+			chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-sync", true),
+			chromedp.UserDataDir(dir),
+			chromedp.WindowSize(1400, 1000),
+		)
+		actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancelC := chromedp.NewContext(actx)
+		browser.ctx, browser.close = ctx, func() { cancelC(); cancelA(); os.RemoveAll(dir) }
+		browser.err = chromedp.Do(ctx)
+	})
+	if browser.err != nil {
+		t.Fatalf("start Chromium: %v", browser.err)
+	}
+	ctx, cancel := chromedp.NewContext(browser.ctx, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
 	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start Chromium: %v", err)
+		t.Fatalf("open a tab: %v", err)
 	}
 	return ctx
+}
+
+// closeBrowser stops the test binary's Chromium, if a test started it.
+func closeBrowser() {
+	if browser.close != nil {
+		browser.close()
+	}
 }
 
 // webProc is one `workspaced web` process.
