@@ -15,6 +15,7 @@ import (
 	"github.com/workspaced/workspaced/internal/pgtest"
 	"github.com/workspaced/workspaced/internal/testbin"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // TestMain reports the tests skipped for want of python3 or PostgreSQL,
@@ -31,7 +32,7 @@ func TestMain(m *testing.M) {
 // in drop order, each taken around its drop.
 func TestAgentMainReports(t *testing.T) {
 	root := t.TempDir()
-	ws, err := workspace.Init(root, workspace.Options{})
+	ws, err := files.Init(root, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +150,7 @@ func TestPythonAgentDropsMarkers(t *testing.T) {
 		optdep.Skip(t, "python3", "python3 is not on PATH: the Python agent cannot run")
 	}
 	root := t.TempDir()
-	ws, err := workspace.Init(root, workspace.Options{})
+	ws, err := files.Init(root, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/files"
 	"github.com/workspaced/workspaced/workspace/machine"
+	"github.com/workspaced/workspaced/workspace/ops"
 )
 
 // prepareRoot picks and checks the root. ownSettings is true when the demo
@@ -61,7 +62,7 @@ func prepareRoot(dir string) (root string, ownSettings bool, err error) {
 // revision and one failure, so the daemon records the demo's single
 // revision and single failure itself.
 func setup(ctx context.Context, root string, ownSettings bool, workers int) (*files.Store, error) {
-	ws, err := workspace.Init(root, workspace.Options{})
+	ws, err := files.Init(root, workspace.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
@@ -74,7 +75,7 @@ func setup(ctx context.Context, root string, ownSettings bool, workers int) (*fi
 			return nil, fmt.Errorf("demo: write workspace.json: %w", err)
 		}
 		ws.Close()
-		if ws, err = workspace.Open(root, workspace.Options{}); err != nil {
+		if ws, err = files.Open(root, workspace.Options{}); err != nil {
 			return nil, fmt.Errorf("demo: %w", err)
 		}
 	}
@@ -83,7 +84,7 @@ func setup(ctx context.Context, root string, ownSettings bool, workers int) (*fi
 		ws.Close()
 		return nil, fmt.Errorf("demo: %w", err)
 	}
-	st := files.New(ws)
+	st := ws
 	if err := writeCards(st, cards, workers); err != nil {
 		ws.Close()
 		return nil, err
@@ -109,7 +110,7 @@ func agentCards(workers int) []workspace.AgentCard {
 		workspace.AgentCard{Name: "solver", Role: "worker", Description: "Solves ARC-AGI puzzles by finding the transformation from the training pairs.",
 			Capabilities: []string{"load_arc_task"}},
 		workspace.AgentCard{Name: "observer", Role: "worker", Description: "Looks at a puzzle and reports the patterns it notices.",
-			Capabilities: []string{"read_file"}, PreambleDetail: workspace.DetailStandard})
+			Capabilities: []string{"read_file"}, PreambleDetail: ops.DetailStandard})
 }
 
 func workerName(i int) string { return fmt.Sprintf("worker_%d", i) }
@@ -598,7 +599,7 @@ func (r *run) arc(ctx context.Context) error {
 		return fmt.Errorf("demo: %w", err)
 	}
 	r.out.say("solver", "delegates to the observer with intent only: %q", toObserver.Message)
-	pre, err := workspace.Over(ws).Preamble(ctx, toObserver.ID, workspace.PreambleOptions{TaskID: ARCTaskID})
+	pre, err := ops.Over(ws).Preamble(ctx, toObserver.ID, ops.PreambleOptions{TaskID: ARCTaskID})
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}

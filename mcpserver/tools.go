@@ -10,12 +10,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/ops"
 )
 
 // Tool names. Agents know the tools by these names (the delegation preamble
 // tells an agent to call list_env_data), so they change only with the
 // protocol. ToolNames lists them in the order they are registered; they
-// are exactly the names of workspace.UniversalCapabilities.
+// are exactly the names of ops.UniversalCapabilities.
 const (
 	ToolStoreEnvData         = "store_env_data"
 	ToolGetEnvData           = "get_env_data"
@@ -372,7 +373,7 @@ func (s *Server) deleteMemory(ctx context.Context, _ *mcp.CallToolRequest, in me
 }
 
 func (s *Server) delegationContext(ctx context.Context, _ *mcp.CallToolRequest, in contextInput) (string, error) {
-	p, err := workspace.Over(s.w).Preamble(ctx, s.thread, workspace.PreambleOptions{Detail: in.Detail, TaskID: s.task})
+	p, err := ops.Over(s.w).Preamble(ctx, s.thread, ops.PreambleOptions{Detail: in.Detail, TaskID: s.task})
 	if err != nil {
 		return "", err
 	}
@@ -383,5 +384,5 @@ func (s *Server) delegationContext(ctx context.Context, _ *mcp.CallToolRequest, 
 }
 
 func (s *Server) capabilities(ctx context.Context, _ *mcp.CallToolRequest, _ emptyInput) (string, error) {
-	return workspace.Over(s.w).Capabilities(ctx, s.agent, s.task)
+	return ops.Over(s.w).Capabilities(ctx, s.agent, s.task)
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // The daemon's verdict on a marker a tool dropped. Everything this
@@ -37,30 +36,11 @@ const (
 	verdictUndecided = "undecided" // a daemon serves, but did not decide in time
 )
 
-// VerdictSource is where the verdict on a marker is read: the file tree
-// (its marker files, journal and state.json) or a store that keeps
-// markers and the journal otherwise (PostgreSQL). Its method set is that
-// of the store's own verdict source, so whatever the store offers
-// satisfies it.
-type VerdictSource interface {
-	// ReadVerdict says where the marker name stands — waiting, taken,
-	// decided or missing — and, once decided, its verdict; only journal
-	// records past after are read.
-	ReadVerdict(taskID, name string, after int64) (verdict, string, error)
-	// Serving reports whether a daemon serves the workspace now.
-	Serving() (bool, error)
-	// Where names the workspace in messages.
-	Where() string
-}
-
 // storeVerdicts is where the verdicts of w's markers are read: the store
-// itself when it reads them, else its file tree; nil when neither.
-func storeVerdicts(w workspace.Store) VerdictSource {
-	if src, ok := w.(VerdictSource); ok {
+// itself when it reads them (the file tree does); nil when it does not.
+func storeVerdicts(w workspace.Store) workspace.VerdictSource {
+	if src, ok := workspace.As[workspace.VerdictSource](w); ok {
 		return src
-	}
-	if fs, ok := w.(*files.Store); ok {
-		return files.FileVerdicts(fs.Workspace)
 	}
 	return nil
 }
@@ -69,7 +49,7 @@ func storeVerdicts(w workspace.Store) VerdictSource {
 // name of a task; after is the state's journal_seq before it was dropped.
 // It fails with errNotServing when no daemon serves and errNoVerdict when
 // ctx ends first.
-func waitVerdict(ctx context.Context, src VerdictSource, task, name string, after int64) (verdict, error) {
+func waitVerdict(ctx context.Context, src workspace.VerdictSource, task, name string, after int64) (verdict, error) {
 	return workspace.Wait(ctx, src, task, name, after)
 }
 

@@ -191,11 +191,11 @@ func backupRestore(ctx context.Context, e *env, args []string) error {
 // tree's .workspaced.lock, a SQLite database's PATH.lock; "" for a store
 // that leads otherwise (PostgreSQL's lease).
 func daemonLock(w workspace.Store) string {
-	switch s := w.(type) {
-	case *files.Store:
+	if s, ok := w.(*files.Store); ok {
 		return files.LockPath(s.Dir())
-	case interface{ DaemonLock() string }:
-		return s.DaemonLock()
+	}
+	if l, ok := workspace.As[workspace.DaemonLocker](w); ok {
+		return l.DaemonLock()
 	}
 	return ""
 }

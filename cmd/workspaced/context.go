@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/ops"
 )
 
 const contextUsage = `Usage:
@@ -46,7 +46,7 @@ func cmdContext(ctx context.Context, e *env, args []string) error {
 	thread := fs.String("thread", "", "thread `ID` (or --agent)")
 	task := fs.String("task", "", "task `ID` of the thread (skips looking for it)")
 	agent := fs.String("agent", "", "assemble the active thread of `AGENT` (instead of --thread)")
-	budget := fs.Int("budget", workspace.DefaultContextBudget, "token budget (`TOKENS`, 4 bytes each); 0 includes nothing")
+	budget := fs.Int("budget", ops.DefaultContextBudget, "token budget (`TOKENS`, 4 bytes each); 0 includes nothing")
 	unlimited := fs.Bool("unlimited", false, "include everything readable, whatever its size")
 	asJSON := fs.Bool("json", false, "print the bundle (sections, items, omissions, text) as JSON")
 	if err := parse(e, fs, contextUsage, args); err != nil {
@@ -68,7 +68,7 @@ func cmdContext(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer w.Close()
-	b, err := workspace.Over(w).Context(ctx, *thread, workspace.ContextOptions{Budget: *budget, Unlimited: *unlimited, TaskID: *task, Agent: *agent})
+	b, err := ops.Over(w).Context(ctx, *thread, ops.ContextOptions{Budget: *budget, Unlimited: *unlimited, TaskID: *task, Agent: *agent})
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
 	"github.com/workspaced/workspaced/workspace/postgres"
 	"github.com/workspaced/workspaced/workspace/sqlite"
 )
@@ -68,7 +69,7 @@ func cmdInit(ctx context.Context, e *env, args []string) error {
 	if sqlite.IsURL(e.root) {
 		return initSQLite(ctx, e)
 	}
-	w, err := workspace.Init(e.root, workspace.Options{})
+	w, err := files.Init(e.root, workspace.Options{})
 	if err != nil {
 		return err
 	}

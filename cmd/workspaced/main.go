@@ -66,14 +66,14 @@ func (e *env) openStore() (workspace.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return files.New(w), nil
+	return w, nil
 }
 
 // fileTree is the file tree under w, for the commands that need what only
 // a tree has; a workspace kept otherwise is refused with a clear error.
-func fileTree(op string, w workspace.Store) (*workspace.Workspace, error) {
+func fileTree(op string, w workspace.Store) (*files.Store, error) {
 	if fs, ok := w.(*files.Store); ok {
-		return fs.Workspace, nil
+		return fs, nil
 	}
 	return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: op, Msg: "works on a workspace kept as files only",
 		Hint: "run it with --root pointing at a workspace directory; 'workspaced export --from ROOT --to DIR' writes a PostgreSQL workspace as one"}
@@ -82,7 +82,7 @@ func fileTree(op string, w workspace.Store) (*workspace.Workspace, error) {
 // tokenKeeper is where the workspace st keeps its agents' tokens:
 // config/tokens.json of a directory, the tokens table on PostgreSQL.
 func tokenKeeper(op string, st workspace.Store) (tokens.Keeper, error) {
-	if k, ok := st.(interface{ Tokens() tokens.Keeper }); ok {
+	if k, ok := workspace.As[tokens.Holder](st); ok {
 		return k.Tokens(), nil
 	}
 	w, err := fileTree(op, st)
@@ -113,12 +113,12 @@ func (e *env) where(st workspace.Store) string {
 // openStore. A directory that is not a workspace (neither workspace.json
 // nor tasks/ in it) is refused with a hint, so a mistyped --root never
 // gets a tree written into it.
-func (e *env) open() (*workspace.Workspace, error) {
+func (e *env) open() (*files.Store, error) {
 	e.opened = true
 	if isDatabase(e.root) {
 		return nil, e.filesOnly()
 	}
-	w, err := workspace.Open(e.root, workspace.Options{})
+	w, err := files.Open(e.root, workspace.Options{})
 	var we *workspace.Error
 	if errors.As(err, &we) && errors.Is(err, workspace.ErrNotFound) {
 		withCommands := *we

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/ops"
 )
 
 const preambleUsage = `Usage:
@@ -45,7 +45,7 @@ func cmdPreamble(ctx context.Context, e *env, args []string) error {
 	thread := fs.String("thread", "", "thread `ID` (required)")
 	task := fs.String("task", "", "task `ID` of the thread (skips looking for it)")
 	detail := fs.String("detail", "", "how much to say, `minimal|standard|verbose` (default: the agent's card, else standard)")
-	maxMsg := fs.Int("max-message-bytes", workspace.DefaultPreambleMessageBytes, "cut each quoted message to `N` bytes")
+	maxMsg := fs.Int("max-message-bytes", ops.DefaultPreambleMessageBytes, "cut each quoted message to `N` bytes")
 	asJSON := fs.Bool("json", false, "print the preamble and its parts as JSON")
 	if err := parse(e, fs, preambleUsage, args); err != nil {
 		return err
@@ -53,7 +53,7 @@ func cmdPreamble(ctx context.Context, e *env, args []string) error {
 	if *thread == "" {
 		return usageHint("preamble", "missing --thread X")
 	}
-	if _, err := workspace.ParseDetail(*detail); err != nil {
+	if _, err := ops.ParseDetail(*detail); err != nil {
 		return usageHint("preamble", "--detail %q: use minimal, standard or verbose", *detail)
 	}
 	if *maxMsg <= 0 {
@@ -64,7 +64,7 @@ func cmdPreamble(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer w.Close()
-	p, err := workspace.Over(w).Preamble(ctx, *thread, workspace.PreambleOptions{Detail: *detail, MaxMessageBytes: *maxMsg, TaskID: *task})
+	p, err := ops.Over(w).Preamble(ctx, *thread, ops.PreambleOptions{Detail: *detail, MaxMessageBytes: *maxMsg, TaskID: *task})
 	if err != nil {
 		return err
 	}

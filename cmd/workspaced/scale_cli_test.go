@@ -137,7 +137,7 @@ func TestStatusJSONStreamed(t *testing.T) {
 	t.Parallel()
 	w := listTree(t)
 	got := w.Ok("status", "--json")
-	ws, err := workspace.Open(w.Root, workspace.Options{})
+	ws, err := files.Open(w.Root, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -151,7 +151,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer st.Close()
-	served, ok := st.(workspace.Served)
+	served, ok := workspace.As[workspace.Served](st)
 	if !ok {
 		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "serve", Msg: "this workspace cannot be served by a daemon"}
 	}

@@ -254,10 +254,7 @@ func stateRebuildDB(ctx context.Context, e *env, task, thread string, asJSON boo
 		return err
 	}
 	defer w.Close()
-	s, ok := w.(interface {
-		workspace.Store
-		workspace.Rebuilder
-	})
+	s, ok := workspace.As[workspace.Rebuilder](w)
 	if !ok {
 		return e.filesOnly()
 	}
@@ -268,11 +265,11 @@ func stateRebuildDB(ctx context.Context, e *env, task, thread string, asJSON boo
 		}
 		return fmt.Errorf("rebuild state of task %s: %w", id, err)
 	}
-	oldData, readErr := s.ReadTaskFile(ctx, id, "state.json", -1)
+	oldData, readErr := w.ReadTaskFile(ctx, id, "state.json", -1)
 	if rebuilt.JournalSeq == 0 && readErr == nil {
 		var st workspace.State
 		if json.Unmarshal(oldData, &st) == nil && st.JournalSeq > 0 && vocab.Finished(st.Status) {
-			return checkSummary(ctx, e, s, id, oldData, nil, asJSON)
+			return checkSummary(ctx, e, w, id, oldData, nil, asJSON)
 		}
 	}
 	return compareRebuilt(e, rebuilt, oldData, readErr, "state of task "+id, "the task and its journal", asJSON)
@@ -343,7 +340,7 @@ var finalEvents = map[string]string{
 
 // endedInEvents reports whether a task's events.log holds an event ending
 // the task.
-func endedInEvents(ctx context.Context, w *workspace.Workspace, id string) bool {
+func endedInEvents(ctx context.Context, w *files.Store, id string) bool {
 	evs, _, _ := w.ReadEvents(ctx, id)
 	for _, ev := range evs {
 		for _, name := range finalEvents {

@@ -145,7 +145,7 @@ func statusDB(ctx context.Context, e *env, asJSON bool) error {
 		return err
 	}
 	defer w.Close()
-	sr, ok := w.(workspace.StatusReader)
+	sr, ok := workspace.As[workspace.StatusReader](w)
 	if !ok {
 		return e.filesOnly()
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/ops"
 )
 
 const threadUsage = `workspaced thread — delegation threads (tasks/<task>/threads/<id>.json).
@@ -288,14 +289,14 @@ func threadChain(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	chain, err := workspace.Over(w).Chain(ctx, taskID, id)
+	chain, err := ops.Over(w).Chain(ctx, taskID, id)
 	if err != nil {
 		return err
 	}
 	if *asJSON {
 		return printJSON(e.stdout, chain)
 	}
-	fmt.Fprintln(e.stdout, workspace.FormatChain(chain))
+	fmt.Fprintln(e.stdout, ops.FormatChain(chain))
 	return nil
 }
 
@@ -396,9 +397,9 @@ Exit codes: 0 ok, 1 failure (another agent's thread, a done thread), 2 usage,
 
 // activateOutput is thread activate --json.
 type activateOutput struct {
-	Task    string                `json:"task"`
-	Thread  workspace.Thread      `json:"thread"`
-	Pending []workspace.ThreadRef `json:"pending"`
+	Task    string           `json:"task"`
+	Thread  workspace.Thread `json:"thread"`
+	Pending []ops.ThreadRef  `json:"pending"`
 }
 
 func threadActivate(ctx context.Context, e *env, args []string) error {
@@ -422,7 +423,7 @@ func threadActivate(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	act, err := workspace.Over(w).ActivateThread(ctx, taskID, id, *agent)
+	act, err := ops.Over(w).ActivateThread(ctx, taskID, id, *agent)
 	if err != nil {
 		return err
 	}

@@ -95,7 +95,7 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer st.Close()
-	if _, ok := st.(workspace.Watcher); !ok {
+	if _, ok := workspace.As[workspace.Watcher](st); !ok {
 		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "serve the panel",
 			Msg:  "this store does not report its changes, and the panel's pages are live",
 			Hint: "serve the panel over a directory or a postgres:// root; for another store, watch a copy on files ('workspaced export --from ROOT --to DIR', then 'workspaced --root DIR web')"}

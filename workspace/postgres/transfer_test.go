@@ -15,6 +15,7 @@ import (
 	"github.com/workspaced/workspaced/internal/pgtest"
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // tree reads every file under dir that is history (no locks, no
@@ -61,7 +62,7 @@ func TestTransferRoundTrip(t *testing.T) {
 	}
 	// The agents' tokens go to the tokens table, not to the files the
 	// agent role may read, and come back as the same private file.
-	srcWS, err := workspace.Open(src, workspace.Options{})
+	srcWS, err := files.Open(src, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +171,7 @@ func TestTransferRefusesBadTrees(t *testing.T) {
 	defer s.Close()
 	base := func(t *testing.T) string {
 		dir := t.TempDir()
-		w, err := workspace.Init(dir, workspace.Options{})
+		w, err := files.Init(dir, workspace.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
