@@ -71,7 +71,7 @@ func TestTransferRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := withSchema(t, pgtest.DB(t), "moved")
+	root := pgtest.Schema(t)
 	s, _, err := Init(ctx, root)
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +164,7 @@ func TestTransferRoundTrip(t *testing.T) {
 // refused with a clear error, and nothing is written.
 func TestTransferRefusesBadTrees(t *testing.T) {
 	ctx := context.Background()
-	s, _, err := Init(ctx, withSchema(t, pgtest.DB(t), "bad"))
+	s, _, err := Init(ctx, pgtest.Schema(t))
 	if err != nil {
 		t.Fatal(err)
 	}
