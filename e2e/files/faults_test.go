@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -200,12 +201,17 @@ func TestServeRefusesSymlinkedTask(t *testing.T) {
 	if st.TaskID != "v1" {
 		t.Fatalf("state of v1 names task %q", st.TaskID)
 	}
-	// Rescans later nothing has come through the link.
+	// Rescans later nothing has come through the link, and status still
+	// names the refused entry: a rescan keeps it, it does not forget it.
 	since := time.Now()
+	var l *workspace.Live
 	clitest.Eventually(t, "two more rescans", func() (bool, string) {
-		l := w.Live()
+		l = w.Live()
 		return l != nil && l.LastRescan.After(since.Add(400*time.Millisecond)), "waiting"
 	})
+	if !slices.Contains(l.Refused, "alias") {
+		t.Errorf("after two rescans status refuses %v, want alias named still", l.Refused)
+	}
 	srv.Stop()
 	recs := clitest.CheckJournal(t, x, "v1")
 	if len(recs) != int(before.JournalSeq)+1 {

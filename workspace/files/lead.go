@@ -158,8 +158,12 @@ func (l *flockLead) Release(context.Context) error {
 
 // Tasks lists every task directory of the tree (workspace.Served): a task
 // cannot be told finished without reading its state, which the committer
-// does only when the directory changed.
-func (s *Store) Tasks(ctx context.Context) ([]string, error) { return s.TaskIDs(ctx) }
+// does only when the directory changed. The entries of tasks/ that are
+// symlinks named by a task id are listed too: the committer refuses them,
+// so the daemon keeps them as refused at every rescan (status names them)
+// instead of forgetting them at the first rescan after the wake-up that
+// found them.
+func (s *Store) Tasks(ctx context.Context) ([]string, error) { return s.taskIDs(true, nil) }
 
 // DropNamedMarker drops a marker of kind under a name of the caller's
 // choosing, as an agent in any language does (the CLI's markers get a new

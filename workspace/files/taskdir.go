@@ -81,20 +81,21 @@ func (w *Store) notTaskDir(name string, m fs.FileMode) string {
 // that is not a task directory — a symlink, a file, an invalid name — is
 // skipped too, and TaskIDsReport says which.
 func (w *Store) TaskIDs(ctx context.Context) ([]string, error) {
-	return w.taskIDs(nil)
+	return w.taskIDs(false, nil)
 }
 
 // TaskIDsReport is TaskIDs plus the entries of tasks/ it skipped (dot
 // entries aside) and why.
 func (w *Store) TaskIDsReport() ([]string, []workspace.Skipped, error) {
 	var skipped []workspace.Skipped
-	ids, err := w.taskIDs(func(s workspace.Skipped) { skipped = append(skipped, s) })
+	ids, err := w.taskIDs(false, func(s workspace.Skipped) { skipped = append(skipped, s) })
 	return ids, skipped, err
 }
 
 // taskIDs lists tasks/, calling skip (when not nil) for every entry that
-// is neither a task directory nor a dot entry.
-func (w *Store) taskIDs(skip func(workspace.Skipped)) ([]string, error) {
+// is neither a task directory nor a dot entry. links lists the symlinks
+// named by a valid task id too, and skips them not.
+func (w *Store) taskIDs(links bool, skip func(workspace.Skipped)) ([]string, error) {
 	f, err := w.root.Open("tasks")
 	if err != nil {
 		if isNotExist(err) {
@@ -112,7 +113,7 @@ func (w *Store) taskIDs(skip func(workspace.Skipped)) ([]string, error) {
 				continue
 			}
 			verr := workspace.ValidateID("task id", n)
-			if de.IsDir() && verr == nil {
+			if verr == nil && (de.IsDir() || links && de.Type()&fs.ModeSymlink != 0) {
 				ids = append(ids, n)
 				continue
 			}

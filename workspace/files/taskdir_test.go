@@ -207,3 +207,18 @@ func TestSymlinkedTaskRefused(t *testing.T) {
 		t.Fatalf("GetTask(v1): %v", err)
 	}
 }
+
+// TestServedTasksListRefusedLinks: the single writer's list holds the
+// symlinks named by a task id beside the task directories, so the daemon
+// refuses them at every rescan (status keeps naming them) rather than
+// forgetting them; files, fifos, bad names and dot entries stay out.
+func TestServedTasksListRefusedLinks(t *testing.T) {
+	w := taskTree(t)
+	got, err := w.Tasks(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"alias", "chain", "creating", "dangling", "escape", "v1"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Tasks = %q, want %q", got, want)
+	}
+}
