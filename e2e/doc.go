@@ -11,7 +11,10 @@
 //     gated TestServeScale, BenchmarkServeStartup, BenchmarkListing);
 //   - e2e/torture: directory roots under abuse — the daemon SIGKILLed at
 //     random moments while agents finish subtasks in bursts, a burst
-//     larger than the inotify queue, many processes updating one entry;
+//     larger than the inotify queue (WORKSPACED_TORTURE_LONG=1 for the
+//     crash tests' long sizes);
+//   - e2e/concurrent: many processes updating one entry at once, through
+//     --if-version and under `workspaced lock`;
 //   - e2e/bench: `workspaced bench`, whole workloads at a time, on files
 //     and on PostgreSQL.
 //

@@ -21,18 +21,18 @@ import (
 // inotify queue: every marker applied exactly once, every state.json
 // valid at every kill.
 
-// TestServeCrashExactlyOnce drives 2,000 claim and done markers across
-// four tasks while killing the daemon with SIGKILL at random moments, and
-// checks that every state.json always validates and that every marker is
-// applied exactly once.
+// TestServeCrashExactlyOnce drives 800 claim and done markers (2,000 at
+// the long sizes, see longEnv) across four tasks while killing the daemon
+// with SIGKILL at random moments, and checks that every state.json always
+// validates and that every marker is applied exactly once.
 func TestServeCrashExactlyOnce(t *testing.T) {
 	t.Parallel() // long, and independent of the others: overlapping them keeps the package short
 	if testing.Short() {
 		t.Skip("crash test: long")
 	}
-	// 250 subtasks a task, a claim and a done each: 2,000 markers, one
-	// agent a task.
-	crashExactlyOnce(t, 4, 250, 1, 25)
+	// 100 subtasks a task (250 long), a claim and a done each: 800
+	// markers (2,000), one agent a task.
+	crashExactlyOnce(t, 4, sized(t, 100, 250), 1, 25)
 }
 
 // TestServeCrashBursts is TestServeCrashExactlyOnce with 32 agents a task
@@ -44,7 +44,7 @@ func TestServeCrashBursts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test: long")
 	}
-	crashExactlyOnce(t, 2, 320, 32, 25)
+	crashExactlyOnce(t, 2, sized(t, 128, 320), 32, 25)
 }
 
 // TestServeCrashPoll is TestServeCrashExactlyOnce with the daemon woken

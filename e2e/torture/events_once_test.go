@@ -25,10 +25,10 @@ func TestServeCrashEventsOnce(t *testing.T) {
 		t.Skip("crash test: long")
 	}
 	const (
-		subtasks = 240
-		agents   = 16
-		kills    = 30
+		agents = 16
+		kills  = 30
 	)
+	subtasks := sized(t, 160, 240)
 	w := clitest.NewDir(t)
 	x := w.Open()
 	srv := start(w)

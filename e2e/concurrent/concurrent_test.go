@@ -1,4 +1,4 @@
-package torture_test
+package concurrent_test
 
 import (
 	"encoding/json"
@@ -69,7 +69,7 @@ func checkItems(t *testing.T, w *clitest.WS, key string, procs, each int) {
 // --json and update --if-version, retrying on conflict (exit 4): none is
 // lost.
 func TestConcurrentUpdatesIfVersion(t *testing.T) {
-	t.Parallel() // long, and independent of the others: overlapping them keeps the package short
+	t.Parallel() // long, and independent of the other: overlapping them keeps the package short
 	w := clitest.NewDir(t)
 	w.Task("t1")
 	w.Ok("env", "store", "--task", "t1", "--key", "items", "--description", "shared list", "--value", "[]")
@@ -128,7 +128,7 @@ func TestConcurrentUpdatesIfVersion(t *testing.T) {
 // The same read-modify-writes, each a shell script run under
 // `workspaced lock`: the lock serializes them, so none conflicts or is lost.
 func TestConcurrentUpdatesUnderLock(t *testing.T) {
-	t.Parallel() // long, and independent of the others: overlapping them keeps the package short
+	t.Parallel() // long, and independent of the other: overlapping them keeps the package short
 	jq, err := exec.LookPath("jq")
 	if err != nil {
 		optdep.Skip(t, "jq", "jq is not installed (Debian: apt-get install jq)")
