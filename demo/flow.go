@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/friction"
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/files"
 	"github.com/workspaced/workspaced/workspace/machine"
 )
 
@@ -60,10 +60,10 @@ func prepareRoot(dir string) (root string, ownSettings bool, err error) {
 // creates, the demo lowers the friction detectors' thresholds to one
 // revision and one failure, so the daemon records the demo's single
 // revision and single failure itself.
-func setup(ctx context.Context, root string, ownSettings bool, workers int) (*files.Store, error) {
+func setup(ctx context.Context, root string, ownSettings bool, workers int) (workspace.Store, string, error) {
 	ws, err := workspace.Init(root, workspace.Options{})
 	if err != nil {
-		return nil, fmt.Errorf("demo: %w", err)
+		return nil, "", fmt.Errorf("demo: %w", err)
 	}
 	if ownSettings {
 		s := ws.Settings()
@@ -71,24 +71,25 @@ func setup(ctx context.Context, root string, ownSettings bool, workers int) (*fi
 		s.Friction.FailureRepeats = 1
 		if err := ws.WriteJSON("workspace.json", s); err != nil {
 			ws.Close()
-			return nil, fmt.Errorf("demo: write workspace.json: %w", err)
-		}
-		ws.Close()
-		if ws, err = workspace.Open(root, workspace.Options{}); err != nil {
-			return nil, fmt.Errorf("demo: %w", err)
+			return nil, "", fmt.Errorf("demo: write workspace.json: %w", err)
 		}
 	}
-	cards, err := ws.LoadAgents(ctx)
+	dir := ws.Dir()
+	ws.Close()
+	st, err := service.Open(ctx, dir, service.Options{})
 	if err != nil {
-		ws.Close()
-		return nil, fmt.Errorf("demo: %w", err)
+		return nil, "", fmt.Errorf("demo: %w", err)
 	}
-	st := files.New(ws)
+	cards, err := st.LoadAgents(ctx)
+	if err != nil {
+		st.Close()
+		return nil, "", fmt.Errorf("demo: %w", err)
+	}
 	if err := writeCards(st, cards, workers); err != nil {
-		ws.Close()
-		return nil, err
+		st.Close()
+		return nil, "", err
 	}
-	return st, nil
+	return st, dir, nil
 }
 
 // agentCards are the cards of every demo agent.

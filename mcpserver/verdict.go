@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // The daemon's verdict on a marker a tool dropped. Everything this
@@ -56,13 +56,11 @@ type VerdictSource interface {
 // storeVerdicts is where the verdicts of w's markers are read: the store
 // itself when it reads them, else its file tree; nil when neither.
 func storeVerdicts(w workspace.Store) VerdictSource {
-	if src, ok := w.(VerdictSource); ok {
-		return src
+	src, err := service.Verdicts("", w)
+	if err != nil {
+		return nil
 	}
-	if fs, ok := w.(*files.Store); ok {
-		return files.FileVerdicts(fs.Workspace)
-	}
-	return nil
+	return src
 }
 
 // waitVerdict waits, until ctx is done, for the verdict on the marker

@@ -10,9 +10,9 @@ import (
 
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/retention"
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/files"
 )
 
 const backupUsage = `workspaced backup — list or restore the backups of a task's state.json.
@@ -92,7 +92,7 @@ func backupList(ctx context.Context, e *env, args []string) error {
 		data, err := w.ReadBackup(ctx, id, b.Name)
 		if err == nil {
 			var st workspace.State
-			st, err = files.ValidateState(id, data)
+			st, err = service.ValidateState(id, data)
 			bi.JournalSeq, bi.Status = st.JournalSeq, st.Status
 		}
 		if err != nil {
@@ -178,7 +178,7 @@ func backupRestore(ctx context.Context, e *env, args []string) error {
 				Msg: who + " is serving this root", Hint: "stop it first, or pass --force (it replays the journal past the backup at the task's next marker)"}
 		}
 	}
-	chosen, err := w.RestoreBackup(ctx, id, *name, func(data []byte) error { _, err := files.ValidateState(id, data); return err })
+	chosen, err := w.RestoreBackup(ctx, id, *name, func(data []byte) error { _, err := service.ValidateState(id, data); return err })
 	if err != nil {
 		return err
 	}
@@ -190,15 +190,7 @@ func backupRestore(ctx context.Context, e *env, args []string) error {
 // daemonLock is the file whose flock the daemon serving w holds: the
 // tree's .workspaced.lock, a SQLite database's PATH.lock; "" for a store
 // that leads otherwise (PostgreSQL's lease).
-func daemonLock(w workspace.Store) string {
-	switch s := w.(type) {
-	case *files.Store:
-		return files.LockPath(s.Dir())
-	case interface{ DaemonLock() string }:
-		return s.DaemonLock()
-	}
-	return ""
-}
+func daemonLock(w workspace.Store) string { return service.DaemonLock(w) }
 
 // whyNoBackups says why a task has no backups of its state.json.
 func whyNoBackups(ctx context.Context, s workspace.Store, id string) string {

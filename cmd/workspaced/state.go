@@ -13,9 +13,9 @@ import (
 
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/retention"
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/files"
 	"github.com/workspaced/workspaced/workspace/machine"
 )
 
@@ -212,7 +212,7 @@ func stateRebuild(ctx context.Context, e *env, args []string) error {
 	if err := parse(e, fs, stateRebuildUsage, args); err != nil {
 		return err
 	}
-	if isDatabase(e.root) {
+	if service.KindOf(e.root) != service.Files {
 		return stateRebuildDB(ctx, e, *task, *thread, *asJSON)
 	}
 	w, id, err := e.openTaskTree(ctx, "state rebuild", *task, *thread)
@@ -236,7 +236,7 @@ func stateRebuild(ctx context.Context, e *env, args []string) error {
 		data, err := w.ReadFile(workspace.TaskDir(id) + "/state.json")
 		return checkSummary(ctx, e, w, id, data, err, *asJSON)
 	}
-	rebuilt, err := files.Rebuild(ctx, w, id)
+	rebuilt, err := service.RebuildTree(ctx, w, id)
 	if err != nil {
 		return fmt.Errorf("rebuild state of task %s: %w", id, err)
 	}
@@ -364,7 +364,7 @@ func checkSummary(ctx context.Context, e *env, w interface {
 	c := summaryCheck{TaskID: id, Summarised: true, Problems: []string{}}
 	if err == nil {
 		var st workspace.State
-		st, err = files.ValidateState(id, data)
+		st, err = service.ValidateState(id, data)
 		c.Status, c.JournalSeq = st.Status, st.JournalSeq
 	}
 	switch {

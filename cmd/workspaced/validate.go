@@ -11,9 +11,8 @@ import (
 	"strings"
 
 	"github.com/workspaced/workspaced/schemas"
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/postgres"
-	"github.com/workspaced/workspaced/workspace/sqlite"
 )
 
 const validateUsage = `workspaced validate — check files against their schemas.
@@ -86,11 +85,11 @@ func cmdValidate(ctx context.Context, e *env, args []string) error {
 	}
 	paths := fs.Args()
 	exported := ""
-	if len(paths) == 0 && isDatabase(e.root) {
+	if len(paths) == 0 && !service.HasPaths(e.root) {
 		// A database is checked as the tree it would export: every
 		// document, byte for byte, in the place the file tree keeps it,
 		// so both backends are judged by the same rules and named alike.
-		tmp, tree, err := exportForValidate(ctx, e.root)
+		tmp, tree, err := service.ExportTemp(ctx, "validate", e.root)
 		if tmp != "" {
 			defer os.RemoveAll(tmp)
 		}
@@ -100,7 +99,7 @@ func cmdValidate(ctx context.Context, e *env, args []string) error {
 		exported, paths = tree, []string{tree}
 	}
 	if len(paths) == 0 {
-		if !isWorkspaceDir(e.root) {
+		if !service.IsWorkspaceDir(e.root) {
 			return &workspace.Error{Kind: workspace.ErrNotFound, Op: "validate " + e.rootName(), Msg: "no workspace here",
 				Hint: "create one with 'workspaced init', or name what to check: workspaced validate PATH"}
 		}
@@ -419,36 +418,4 @@ func findRoot(dir string) string {
 		}
 		d = parent
 	}
-}
-
-// exportForValidate writes the workspace at the postgres:// or sqlite:
-// root as its file tree, tree, inside a new temporary directory, tmp,
-// which the caller removes.
-func exportForValidate(ctx context.Context, root string) (tmp, tree string, err error) {
-	var export func(ctx context.Context, dir string) error
-	switch {
-	case postgres.IsURL(root):
-		st, err := postgres.Open(ctx, root)
-		if err != nil {
-			return "", "", err
-		}
-		defer st.Close()
-		export = func(ctx context.Context, dir string) error { _, err := st.Export(ctx, dir); return err }
-	default:
-		st, err := sqlite.Open(ctx, root)
-		if err != nil {
-			return "", "", err
-		}
-		defer st.Close()
-		export = func(ctx context.Context, dir string) error { _, err := st.Export(ctx, dir); return err }
-	}
-	tmp, err = os.MkdirTemp("", "workspaced-validate-")
-	if err != nil {
-		return "", "", fmt.Errorf("validate: %w", err)
-	}
-	tree = filepath.Join(tmp, "workspace")
-	if err := export(ctx, tree); err != nil {
-		return tmp, "", fmt.Errorf("validate: read the workspace as its tree: %w", err)
-	}
-	return tmp, tree, nil
 }

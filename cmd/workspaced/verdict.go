@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // defaultVerdictWait is how long --wait alone waits for a verdict: the
@@ -126,14 +126,7 @@ func beforeMarker(ctx context.Context, w workspace.Store, op, taskID string, wai
 // verdictSource is where the verdicts of w's markers are read: the store
 // itself when it reads them (PostgreSQL), else its file tree.
 func verdictSource(op string, w workspace.Store) (workspace.VerdictSource, error) {
-	if src, ok := w.(workspace.VerdictSource); ok {
-		return src, nil
-	}
-	t, err := fileTree(op+" --wait", w)
-	if err != nil {
-		return nil, err
-	}
-	return files.FileVerdicts(t), nil
+	return service.Verdicts(op+" --wait", w)
 }
 
 // reportMarker ends a command that dropped marker m: with --wait it waits
