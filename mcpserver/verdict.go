@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"strings"
 	"time"
 
@@ -63,19 +62,6 @@ func storeVerdicts(w workspace.Store) VerdictSource {
 	return src
 }
 
-// waitVerdict waits, until ctx is done, for the verdict on the marker
-// name of a task; after is the state's journal_seq before it was dropped.
-// It fails with errNotServing when no daemon serves and errNoVerdict when
-// ctx ends first.
-func waitVerdict(ctx context.Context, src VerdictSource, task, name string, after int64) (verdict, error) {
-	return workspace.Wait(ctx, src, task, name, after)
-}
-
-var (
-	errNotServing = workspace.ErrNotServing
-	errNoVerdict  = workspace.ErrNoVerdict
-)
-
 // markerReply is the structured answer of a tool that dropped a marker:
 // the verdict on it, and the state it was read from.
 type markerReply struct {
@@ -93,13 +79,7 @@ type markerReply struct {
 
 // serving reports whether a daemon serves the workspace now; false when
 // the store offers no way to tell.
-func (s *Server) serving() bool {
-	if s.verdicts == nil {
-		return false
-	}
-	ok, err := s.verdicts.Serving()
-	return err == nil && ok
-}
+func (s *Server) serving() bool { return service.Serving(s.verdicts) }
 
 // beforeMarker is what a tool checks before it drops a marker: a
 // finished task takes none (the daemon no longer reads it), and the
@@ -126,26 +106,32 @@ func (s *Server) beforeMarker(ctx context.Context, op string) (int64, error) {
 // refusal, an error whose text says why. Without a daemon the marker is
 // queued, which is no error.
 func (s *Server) await(ctx context.Context, marker string, after int64, serving bool) (markerReply, error) {
-	name := path.Base(marker)
+	o, err := service.Await(ctx, s.verdicts, s.task, marker, after, serving, s.wait)
+	if err != nil {
+		return markerReply{Marker: marker, Verdict: verdictQueued}, err
+	}
+	return markerOf(marker, o), nil
+}
+
+// deliverOptions are how a tool that writes a product waits for the
+// verdict on its done marker: as long as the server waits, reading the
+// verdicts where the server reads them.
+func (s *Server) deliverOptions() service.DeliverOptions {
+	return service.DeliverOptions{Wait: s.wait, Verdicts: s.verdicts}
+}
+
+// markerOf is the reply on marker once o came of it.
+func markerOf(marker string, o service.Outcome) markerReply {
 	r := markerReply{Marker: marker, Verdict: verdictQueued}
-	if !serving {
-		return r, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.wait)
-	defer cancel()
-	v, err := waitVerdict(ctx, s.verdicts, s.task, name, after)
-	switch {
-	case errors.Is(err, errNotServing):
-		return r, nil
-	case errors.Is(err, errNoVerdict):
+	switch o.Stands {
+	case service.Undecided:
 		r.Verdict = verdictUndecided
-		return r, nil
-	case err != nil:
-		return r, err
+	case service.Decided:
+		v := o.Verdict
+		r.Verdict, r.Reason, r.Journaled, r.SubtaskID = v.Verdict, v.Reason, v.Journaled, v.SubtaskID
+		r.SubtaskStatus, r.Worker, r.TaskStatus = v.SubtaskStatus, v.Worker, v.TaskStatus
 	}
-	r.Verdict, r.Reason, r.Journaled, r.SubtaskID = v.Verdict, v.Reason, v.Journaled, v.SubtaskID
-	r.SubtaskStatus, r.Worker, r.TaskStatus = v.SubtaskStatus, v.Worker, v.TaskStatus
-	return r, nil
+	return r
 }
 
 // verdictReply ends b, the answer of a tool that dropped a marker, with
