@@ -88,10 +88,6 @@ func (e *env) open() (*workspace.Workspace, error) {
 	return service.OpenTree(e.root, e.name())
 }
 
-// filesOnly is the refusal of a command that works on a file tree only,
-// run on a database root.
-func (e *env) filesOnly() error { return service.FilesOnly(e.name()) }
-
 // name is the name of the command being run, from its title.
 func (e *env) name() string {
 	name, _, _ := strings.Cut(strings.TrimPrefix(e.title, "workspaced "), " — ")
