@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -77,40 +76,17 @@ type markerReply struct {
 	TaskStatus    string `json:"task_status,omitempty"`
 }
 
-// serving reports whether a daemon serves the workspace now; false when
-// the store offers no way to tell.
-func (s *Server) serving() bool { return service.Serving(s.verdicts) }
-
 // beforeMarker is what a tool checks before it drops a marker: a
-// finished task takes none (the daemon no longer reads it), and the
-// state's journal_seq, which the marker's record will follow.
-func (s *Server) beforeMarker(ctx context.Context, op string) (int64, error) {
+// finished task takes none (the daemon no longer reads it).
+func (s *Server) beforeMarker(ctx context.Context, op string) error {
 	st, err := s.w.ReadState(ctx, s.task)
-	switch {
-	case err == nil:
-		if vocab.Finished(st.Status) {
-			return 0, &toolError{err: &workspace.Error{Kind: workspace.ErrConflict, Op: op, Msg: fmt.Sprintf("task %s is %s: the workspace daemon takes nothing more for it", s.task, st.Status)},
-				hint: "there is nothing more to do in it; " + ToolGetTaskState + " shows how it ended"}
-		}
-		return st.JournalSeq, nil
-	case errors.Is(err, workspace.ErrNotFound):
-		return 0, nil
+	if err == nil && vocab.Finished(st.Status) {
+		return &toolError{err: &workspace.Error{Kind: workspace.ErrConflict, Op: op, Msg: fmt.Sprintf("task %s is %s: the workspace daemon takes nothing more for it", s.task, st.Status)},
+			hint: "there is nothing more to do in it; " + ToolGetTaskState + " shows how it ended"}
 	}
-	// The daemon repairs a corrupt state.json; the marker is still worth
-	// dropping.
-	return 0, nil
-}
-
-// await waits, bounded, for the verdict on marker (its path) when a
-// daemon serves, and says what came of it: the marker's reply and, for a
-// refusal, an error whose text says why. Without a daemon the marker is
-// queued, which is no error.
-func (s *Server) await(ctx context.Context, marker string, after int64, serving bool) (markerReply, error) {
-	o, err := service.Await(ctx, s.verdicts, s.task, marker, after, serving, s.wait)
-	if err != nil {
-		return markerReply{Marker: marker, Verdict: verdictQueued}, err
-	}
-	return markerOf(marker, o), nil
+	// A task the daemon has not seen yet, or a corrupt state.json (the
+	// daemon repairs it), still takes the marker.
+	return nil
 }
 
 // deliverOptions are how a tool that writes a product waits for the

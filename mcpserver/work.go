@@ -382,7 +382,7 @@ func (s *Server) writeReview(ctx context.Context, req *mcp.CallToolRequest, in w
 // waits for the verdict (service.Deliver): it returns what it wrote, the
 // delivery, and what the state shows once the daemon has applied it.
 func (s *Server) review(ctx context.Context, req *mcp.CallToolRequest, in writeReviewInput) (text string, marker service.Delivery, outcome string, err error) {
-	if _, err = s.beforeMarker(ctx, ToolWriteReview); err != nil {
+	if err = s.beforeMarker(ctx, ToolWriteReview); err != nil {
 		return "", marker, "", err
 	}
 	st, stErr := s.w.ReadState(ctx, s.task)
@@ -502,20 +502,16 @@ func reviewDoc(req *mcp.CallToolRequest, target string) ([]byte, error) {
 }
 
 func (s *Server) claim(ctx context.Context, _ *mcp.CallToolRequest, in claimInput) (reply, error) {
-	after, err := s.beforeMarker(ctx, ToolClaimSubtask)
-	if err != nil {
+	if err := s.beforeMarker(ctx, ToolClaimSubtask); err != nil {
 		return reply{}, err
 	}
-	serving := s.serving()
 	note := s.claimNote(ctx, in.SubtaskID)
-	marker, err := s.w.WriteClaim(ctx, s.task, s.agent, in.SubtaskID)
+	d, err := service.Claim(ctx, s.w, s.task, s.agent, in.SubtaskID, s.deliverOptions())
 	if err != nil {
 		return reply{}, err
 	}
-	r, err := s.await(ctx, marker, after, serving)
-	if err != nil {
-		return reply{}, err
-	}
+	marker := d.Marker
+	r := markerOf(marker, d.Outcome)
 	var b strings.Builder
 	if r.Verdict == verdictWon {
 		fmt.Fprintf(&b, "Subtask '%s' is yours: the workspace daemon gave it to you (status in_progress, marker %s). Do the work, then report it with %s.", in.SubtaskID, marker, ToolSignalDone)
@@ -579,7 +575,7 @@ func (s *Server) done(ctx context.Context, req *mcp.CallToolRequest, in doneInpu
 // marker and waits for the verdict (service.Deliver): it returns what it
 // did, the delivery, and the subtask.
 func (s *Server) dropDone(ctx context.Context, req *mcp.CallToolRequest, in doneInput) (text string, d service.Delivery, sub string, err error) {
-	if _, err = s.beforeMarker(ctx, ToolSignalDone); err != nil {
+	if err = s.beforeMarker(ctx, ToolSignalDone); err != nil {
 		return "", d, "", err
 	}
 	dr := workspace.DoneRequest{TaskID: s.task, Agent: s.agent, OutputFile: in.OutputFile, SubtaskID: in.SubtaskID,
@@ -615,7 +611,9 @@ func (s *Server) dropDone(ctx context.Context, req *mcp.CallToolRequest, in done
 		if err != nil {
 			return "", d, "", err
 		}
-		write = func(ctx context.Context) (string, error) { return s.w.WriteOutput(ctx, s.task, in.SubtaskID, s.agent, doc) }
+		write = func(ctx context.Context) (string, error) {
+			return s.w.WriteOutput(ctx, s.task, in.SubtaskID, s.agent, doc)
+		}
 	} else if dr.OutputFile == "" && in.Status != "cancelled" {
 		if in.SubtaskID == "" {
 			return "", d, "", &toolError{err: &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolSignalDone, Msg: "nothing to report: no subtask_id, output or output_file"},

@@ -27,6 +27,10 @@ type Outcome struct {
 	Stands string
 	// Verdict is the daemon's verdict when Decided.
 	Verdict workspace.Verdict
+	// Why is, when the wait ended Queued or Undecided, the wait's error
+	// saying where the marker stands (workspace.ErrNotServing,
+	// workspace.ErrNoVerdict); nil when no daemon served at the drop.
+	Why error
 }
 
 // Await waits, at most d, for the daemon's verdict on marker (its name or
@@ -45,9 +49,9 @@ func Await(ctx context.Context, src workspace.VerdictSource, taskID, marker stri
 	v, err := workspace.Wait(ctx, src, taskID, path.Base(marker), after)
 	switch {
 	case errors.Is(err, workspace.ErrNotServing):
-		return Outcome{Stands: Queued}, nil
+		return Outcome{Stands: Queued, Why: err}, nil
 	case errors.Is(err, workspace.ErrNoVerdict):
-		return Outcome{Stands: Undecided}, nil
+		return Outcome{Stands: Undecided, Why: err}, nil
 	case err != nil:
 		return Outcome{}, err
 	}
@@ -72,6 +76,10 @@ type DeliverOptions struct {
 	// Verdicts is where the verdict is read; nil reads it where the
 	// store keeps it (Verdicts).
 	Verdicts workspace.VerdictSource
+	// Served says the caller has made sure a daemon serves (and refused
+	// to drop the marker otherwise): the wait is then not skipped, and a
+	// daemon that stops meanwhile ends it Queued with Why saying so.
+	Served bool
 }
 
 // Delivery is what Deliver did.
@@ -104,45 +112,76 @@ func (e *MarkerError) Unwrap() error { return e.Err }
 
 // Deliver writes a product, drops the done marker that reports it and
 // waits, bounded, for the daemon's verdict: the one way every door
-// finishes a plan, an output or a review. write, when not nil, writes the
-// product and returns its path relative to the task directory, which
-// becomes req.OutputFile; nil reports what req names. The state's
-// journal_seq and whether a daemon serves are read before anything is
-// written, so the verdict read is the one on this marker. A marker that
-// cannot be dropped after its product was written fails with a
-// *MarkerError; a wait that sees no daemon, or no verdict in time, is no
-// error (Outcome says so).
+// finishes a plan, an output or a review, or reports a done without a
+// product (a cancel, a failure). write, when not nil, writes the product
+// and returns its path relative to the task directory, which becomes
+// req.OutputFile; nil reports what req names. The state's journal_seq
+// and whether a daemon serves are read before anything is written, so
+// the verdict read is the one on this marker. A marker that cannot be
+// dropped after its product was written fails with a *MarkerError; a
+// wait that sees no daemon, or no verdict in time, is no error (Outcome
+// says so). An error with Delivery.Marker set is the wait's: the marker
+// was dropped.
 func Deliver(ctx context.Context, st workspace.Store, req workspace.DoneRequest, write func(context.Context) (string, error), opt DeliverOptions) (Delivery, error) {
+	return drop(ctx, st, req.TaskID, opt, func(ctx context.Context) (string, string, error) {
+		product := ""
+		if write != nil {
+			rel, err := write(ctx)
+			if err != nil {
+				return "", "", err
+			}
+			product, req.OutputFile = rel, rel
+		}
+		m, err := st.WriteDone(ctx, req)
+		if err != nil && product != "" {
+			return "", product, &MarkerError{Product: product, Err: err}
+		}
+		return m, product, err
+	})
+}
+
+// Claim drops agent's claim of subtask sub of task taskID and waits,
+// bounded, for the daemon's verdict (won, or lost and why), as Deliver
+// waits.
+func Claim(ctx context.Context, st workspace.Store, taskID, agent, sub string, opt DeliverOptions) (Delivery, error) {
+	return drop(ctx, st, taskID, opt, func(ctx context.Context) (string, string, error) {
+		m, err := st.WriteClaim(ctx, taskID, agent, sub)
+		return m, "", err
+	})
+}
+
+// Cancel drops agent's done marker that cancels task taskID, saying why
+// (reason), and waits, bounded, for the daemon's verdict, as Deliver
+// waits.
+func Cancel(ctx context.Context, st workspace.Store, taskID, agent, reason string, opt DeliverOptions) (Delivery, error) {
+	return Deliver(ctx, st, workspace.DoneRequest{TaskID: taskID, Agent: agent, Status: "cancelled", Error: reason}, nil, opt)
+}
+
+// drop is what Deliver, Claim and Cancel share: read where the task
+// stands, drop the marker (which returns the marker and the product it
+// reports), wait for the verdict.
+func drop(ctx context.Context, st workspace.Store, taskID string, opt DeliverOptions, marker func(context.Context) (m, product string, err error)) (Delivery, error) {
 	var d Delivery
-	serving := false
+	serving := opt.Served
 	src := opt.Verdicts
 	if opt.Wait > 0 {
-		if s, err := st.ReadState(ctx, req.TaskID); err == nil {
+		if s, err := st.ReadState(ctx, taskID); err == nil {
 			d.After = s.JournalSeq
 		}
 		if src == nil {
 			src, _ = Verdicts("", st)
 		}
-		serving = Serving(src)
+		serving = serving || Serving(src)
 	}
-	if write != nil {
-		rel, err := write(ctx)
-		if err != nil {
-			return d, err
-		}
-		d.Product, req.OutputFile = rel, rel
-	}
-	m, err := st.WriteDone(ctx, req)
+	m, product, err := marker(ctx)
+	d.Product = product
 	if err != nil {
-		if d.Product != "" {
-			return d, &MarkerError{Product: d.Product, Err: err}
-		}
 		return d, err
 	}
 	d.Marker = m
 	if opt.Wait <= 0 {
 		return d, nil
 	}
-	d.Outcome, err = Await(ctx, src, req.TaskID, m, d.After, serving, opt.Wait)
+	d.Outcome, err = Await(ctx, src, taskID, m, d.After, serving, opt.Wait)
 	return d, err
 }

@@ -80,6 +80,24 @@ func TestDeliver(t *testing.T) {
 				t.Fatalf("state after the verdict: %+v, %v; want plan v1 proposed past seq %d", s, err, d.After)
 			}
 
+			// A claim is judged: won by the first, lost by the second.
+			if _, err := st.CreateTask(ctx, workspace.NewTaskRequest{ID: "claimed", Description: "claims"}); err != nil {
+				t.Fatal(err)
+			}
+			approve(t, st, "claimed")
+			won, err := service.Claim(ctx, st, "claimed", "w1", "s1", wait)
+			if err != nil || won.Stands != service.Decided || won.Verdict.Verdict != workspace.VerdictWon {
+				t.Fatalf("first claim: %+v, %v; want won", won, err)
+			}
+			lost, err := service.Claim(ctx, st, "claimed", "w2", "s1", wait)
+			if err != nil || lost.Stands != service.Decided || lost.Verdict.Verdict != workspace.VerdictLost || lost.Verdict.Worker != "w1" {
+				t.Fatalf("second claim: %+v, %v; want lost to w1", lost, err)
+			}
+			c, err := service.Cancel(ctx, st, "claimed", "human", "not needed", wait)
+			if err != nil || c.Stands != service.Decided || c.Verdict.Verdict != workspace.VerdictApplied || c.Verdict.TaskStatus != "cancelled" {
+				t.Fatalf("cancel: %+v, %v; want applied, the task cancelled", c, err)
+			}
+
 			// Without a wait nothing is waited for.
 			d, err = service.Deliver(ctx, st, workspace.DoneRequest{TaskID: "queued", Agent: "planner"}, writePlan("queued"), service.DeliverOptions{})
 			if err != nil || d.Marker == "" || d.Stands != "" {
@@ -107,5 +125,27 @@ func TestDeliver(t *testing.T) {
 				t.Fatalf("a bad product: %+v, %v; want its own error and no marker", d, err)
 			}
 		})
+	}
+}
+
+// approve proposes a one-subtask plan for task and approves it, both
+// through Deliver, waiting for each verdict.
+func approve(t *testing.T, st workspace.Store, task string) {
+	t.Helper()
+	ctx := t.Context()
+	wait := service.DeliverOptions{Wait: 20 * time.Second}
+	d, err := service.Deliver(ctx, st, workspace.DoneRequest{TaskID: task, Agent: "planner"}, func(ctx context.Context) (string, error) {
+		_, err := st.WritePlan(ctx, task, "planner", []byte(plan))
+		return "plan.json", err
+	}, wait)
+	if err != nil || d.Verdict.Verdict != workspace.VerdictApplied {
+		t.Fatalf("propose: %+v, %v", d, err)
+	}
+	review := []byte(`{"type": "plan_review", "target": "plan", "verdict": "approved", "reviewer": "reviewer"}`)
+	d, err = service.Deliver(ctx, st, workspace.DoneRequest{TaskID: task, Agent: "reviewer"}, func(ctx context.Context) (string, error) {
+		return st.WriteReview(ctx, task, "r1", "reviewer", review)
+	}, wait)
+	if err != nil || d.Verdict.Verdict != workspace.VerdictApplied || d.Verdict.TaskStatus != "executing" {
+		t.Fatalf("approve: %+v, %v", d, err)
 	}
 }

@@ -207,12 +207,12 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, id string) {
 		conflict(w, "task "+id+" is already "+st.Status)
 		return
 	}
-	m, err := s.st.WriteDone(r.Context(), workspace.DoneRequest{TaskID: id, Agent: HumanAgent, Status: "cancelled", Error: req.Reason})
+	d, err := service.Cancel(r.Context(), s.st, id, HumanAgent, req.Reason, service.DeliverOptions{})
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, ActionResult{Marker: m})
+	writeJSON(w, http.StatusAccepted, ActionResult{Marker: d.Marker})
 }
 
 // ResolveRequest is the body of POST /api/friction/{id}/resolve.
