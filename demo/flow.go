@@ -617,7 +617,7 @@ func (r *run) arc(ctx context.Context) error {
 		return fmt.Errorf("demo: %w", err)
 	}
 	r.out.say("solver", "delegates to the observer with intent only: %q", toObserver.Message)
-	pre, err := workspace.Over(ws).Preamble(ctx, toObserver.ID, workspace.PreambleOptions{TaskID: ARCTaskID})
+	pre, err := service.Preamble(ctx, ws, toObserver.ID, workspace.PreambleOptions{TaskID: ARCTaskID})
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}

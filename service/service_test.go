@@ -86,6 +86,9 @@ func TestOpen(t *testing.T) {
 			if _, _, err := service.Serve(st, "", 0); err != nil {
 				t.Errorf("Serve: %v", err)
 			}
+			if _, err := service.Watched(st); err != nil {
+				t.Errorf("Watched: %v", err)
+			}
 			if _, err := service.Verdicts("done --wait", st); err != nil {
 				t.Errorf("Verdicts: %v", err)
 			}
