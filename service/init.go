@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
 	"github.com/workspaced/workspaced/workspace/postgres"
 	"github.com/workspaced/workspaced/workspace/sqlite"
 )
@@ -52,7 +53,7 @@ func Init(ctx context.Context, root string, roles Roles) (Initialized, error) {
 		defer s.Close()
 		return Initialized{Where: s.Path(), SchemaVersion: sqlite.SchemaVersion(), Applied: n}, nil
 	}
-	w, err := workspace.Init(root, workspace.Options{})
+	w, err := files.Init(root, workspace.Options{})
 	if err != nil {
 		return Initialized{}, err
 	}

@@ -77,11 +77,10 @@ func Open(ctx context.Context, root string, opts Options) (workspace.Store, erro
 	case SQLite:
 		return sqlite.Open(ctx, root)
 	}
-	w, err := openDir(root)
+	s, err := openDir(root)
 	if err != nil {
 		return nil, err
 	}
-	s := files.New(w)
 	if opts.Grace != 0 || opts.Logger != nil {
 		s.SetServeOptions(files.ServeOptions{Grace: opts.Grace, Logger: opts.Logger})
 	}
@@ -95,13 +94,17 @@ func OpenTree(root, name string) (*workspace.Workspace, error) {
 	if KindOf(root) != Files {
 		return nil, FilesOnly(name)
 	}
-	return openDir(root)
+	s, err := openDir(root)
+	if err != nil {
+		return nil, err
+	}
+	return s.Workspace, nil
 }
 
 // openDir opens the directory root, refusing one that is not a
 // workspace (neither workspace.json nor tasks/ in it).
-func openDir(root string) (*workspace.Workspace, error) {
-	w, err := workspace.Open(root, workspace.Options{})
+func openDir(root string) (*files.Store, error) {
+	w, err := files.Open(root, workspace.Options{})
 	var we *workspace.Error
 	if errors.As(err, &we) && errors.Is(err, workspace.ErrNotFound) {
 		withCommands := *we
@@ -192,17 +195,17 @@ func Where(st workspace.Store) string {
 }
 
 // Verdicts is where the verdicts of st's markers are read: the store
-// itself when it reads them, else its file tree; op names the operation
-// in the refusal of a store that has neither.
+// itself, which reads them from its journal and state (every store here
+// does); op names the operation in the refusal of one that does not.
 func Verdicts(op string, st workspace.Store) (workspace.VerdictSource, error) {
 	if src, ok := st.(workspace.VerdictSource); ok {
 		return src, nil
 	}
-	t, err := Tree(op, st)
-	if err != nil {
-		return nil, err
+	_, err := Tree(op, st)
+	if err == nil {
+		err = &workspace.Error{Kind: workspace.ErrInvalid, Op: op, Msg: "this workspace gives no verdicts on its markers"}
 	}
-	return files.FileVerdicts(t), nil
+	return nil, err
 }
 
 // DaemonLock is the file whose flock the daemon serving st holds: the

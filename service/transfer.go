@@ -40,11 +40,11 @@ func Export(ctx context.Context, src, dir string) (Exported, error) {
 		}
 		return Exported{Tasks: rep.Tasks, Files: rep.Files}, nil
 	}
-	w, err := openDir(src)
+	s, err := openDir(src)
 	if err != nil {
 		return Exported{}, err
 	}
-	w.Close()
+	s.Close()
 	n, err := copyTree(src, dir)
 	if err != nil {
 		return Exported{}, err
