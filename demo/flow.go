@@ -19,6 +19,7 @@ import (
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
+	"github.com/workspaced/workspaced/workspace/ops"
 )
 
 // prepareRoot picks and checks the root. ownSettings is true when the demo
@@ -110,7 +111,7 @@ func agentCards(workers int) []workspace.AgentCard {
 		workspace.AgentCard{Name: "solver", Role: "worker", Description: "Solves ARC-AGI puzzles by finding the transformation from the training pairs.",
 			Capabilities: []string{"load_arc_task"}},
 		workspace.AgentCard{Name: "observer", Role: "worker", Description: "Looks at a puzzle and reports the patterns it notices.",
-			Capabilities: []string{"read_file"}, PreambleDetail: workspace.DetailStandard})
+			Capabilities: []string{"read_file"}, PreambleDetail: ops.DetailStandard})
 }
 
 func workerName(i int) string { return fmt.Sprintf("worker_%d", i) }
@@ -617,7 +618,7 @@ func (r *run) arc(ctx context.Context) error {
 		return fmt.Errorf("demo: %w", err)
 	}
 	r.out.say("solver", "delegates to the observer with intent only: %q", toObserver.Message)
-	pre, err := service.Preamble(ctx, ws, toObserver.ID, workspace.PreambleOptions{TaskID: ARCTaskID})
+	pre, err := service.Preamble(ctx, ws, toObserver.ID, ops.PreambleOptions{TaskID: ARCTaskID})
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}

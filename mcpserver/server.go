@@ -62,7 +62,7 @@ type Options struct {
 	// Verdicts is where the daemon's verdicts on the markers the tools
 	// drop are read. Nil: where the store offers them (its file tree,
 	// or the store itself on PostgreSQL).
-	Verdicts VerdictSource
+	Verdicts workspace.VerdictSource
 	// VerdictWait bounds how long a tool that dropped a marker waits for
 	// the daemon's verdict. 0 means DefaultVerdictWait.
 	VerdictWait time.Duration
@@ -83,7 +83,7 @@ type Server struct {
 	agent    string
 	grants   func(extra *mcp.RequestExtra) (tokens.Grant, error)
 	log      *slog.Logger
-	verdicts VerdictSource
+	verdicts workspace.VerdictSource
 	wait     time.Duration
 	host     *host // New's own MCP server; nil for a session of HTTP
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/files"
+	"github.com/workspaced/workspaced/workspace/ops"
 )
 
 var t0 = time.Date(2024, 1, 15, 10, 0, 0, 123_000_000, time.UTC)
@@ -185,12 +186,12 @@ func TestListTools(t *testing.T) {
 		t.Fatalf("tools = %v, want %v", names, want)
 	}
 	var universal []string
-	for _, c := range workspace.UniversalCapabilities {
+	for _, c := range ops.UniversalCapabilities {
 		universal = append(universal, c.Name)
 	}
 	sort.Strings(universal)
 	if !reflect.DeepEqual(want, universal) {
-		t.Fatalf("ToolNames %v differ from workspace.UniversalCapabilities %v", want, universal)
+		t.Fatalf("ToolNames %v differ from ops.UniversalCapabilities %v", want, universal)
 	}
 	// Memory is called memory: no tool, and no description, names a
 	// memory operation "state".
@@ -590,7 +591,7 @@ func TestDelegationContext(t *testing.T) {
 	w := fixture(t)
 	cs := connect(t, w, Options{ThreadID: "th_observer", Agent: "observer"})
 	got := mustCall(t, cs, ToolGetDelegationContext, map[string]any{})
-	p, err := w.Preamble(t.Context(), "th_observer", workspace.PreambleOptions{})
+	p, err := ops.Over(w).Preamble(t.Context(), "th_observer", ops.PreambleOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -611,7 +612,7 @@ func TestDelegationContext(t *testing.T) {
 func TestListCapabilities(t *testing.T) {
 	w, cs := observer(t)
 	got := mustCall(t, cs, ToolListCapabilities, map[string]any{})
-	want, err := w.Capabilities(t.Context(), "observer", "t1")
+	want, err := ops.Over(w).Capabilities(t.Context(), "observer", "t1")
 	if err != nil {
 		t.Fatal(err)
 	}

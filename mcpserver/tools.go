@@ -11,12 +11,13 @@ import (
 
 	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/ops"
 )
 
 // Tool names. Agents know the tools by these names (the delegation preamble
 // tells an agent to call list_env_data), so they change only with the
 // protocol. ToolNames lists them in the order they are registered; they
-// are exactly the names of workspace.UniversalCapabilities.
+// are exactly the names of ops.UniversalCapabilities.
 const (
 	ToolStoreEnvData         = "store_env_data"
 	ToolGetEnvData           = "get_env_data"
@@ -373,7 +374,7 @@ func (s *Server) deleteMemory(ctx context.Context, _ *mcp.CallToolRequest, in me
 }
 
 func (s *Server) delegationContext(ctx context.Context, _ *mcp.CallToolRequest, in contextInput) (string, error) {
-	p, err := service.Preamble(ctx, s.w, s.thread, workspace.PreambleOptions{Detail: in.Detail, TaskID: s.task})
+	p, err := service.Preamble(ctx, s.w, s.thread, ops.PreambleOptions{Detail: in.Detail, TaskID: s.task})
 	if err != nil {
 		return "", err
 	}

@@ -21,9 +21,6 @@ import (
 // client's request timeout.
 const DefaultVerdictWait = 20 * time.Second
 
-// verdict is the daemon's decision on one marker.
-type verdict = workspace.Verdict
-
 // Verdicts, as the tools report them: the daemon's, and two of their own.
 const (
 	verdictWon       = workspace.VerdictWon
@@ -35,25 +32,9 @@ const (
 	verdictUndecided = "undecided" // a daemon serves, but did not decide in time
 )
 
-// VerdictSource is where the verdict on a marker is read: the file tree
-// (its marker files, journal and state.json) or a store that keeps
-// markers and the journal otherwise (PostgreSQL). Its method set is that
-// of the store's own verdict source, so whatever the store offers
-// satisfies it.
-type VerdictSource interface {
-	// ReadVerdict says where the marker name stands — waiting, taken,
-	// decided or missing — and, once decided, its verdict; only journal
-	// records past after are read.
-	ReadVerdict(taskID, name string, after int64) (verdict, string, error)
-	// Serving reports whether a daemon serves the workspace now.
-	Serving() (bool, error)
-	// Where names the workspace in messages.
-	Where() string
-}
-
 // storeVerdicts is where the verdicts of w's markers are read: the store
 // itself when it reads them, else its file tree; nil when neither.
-func storeVerdicts(w workspace.Store) VerdictSource {
+func storeVerdicts(w workspace.Store) workspace.VerdictSource {
 	src, err := service.Verdicts("", w)
 	if err != nil {
 		return nil

@@ -4,54 +4,55 @@ import (
 	"context"
 
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/ops"
 )
 
-// The operations every store shares over its Store (workspace.Ops):
+// The operations every store shares over its Store (workspace/ops):
 // context assembly, the delegation preamble, the system context,
 // provenance chains, skills in context and thread activation. A door
-// calls them here, so where Ops lives is this file's business alone.
+// calls them here, so where they live is this file's business alone.
 
 // Context assembles thread threadID's context within opt's token budget.
-func Context(ctx context.Context, st workspace.Store, threadID string, opt workspace.ContextOptions) (workspace.ContextBundle, error) {
-	return workspace.Over(st).Context(ctx, threadID, opt)
+func Context(ctx context.Context, st workspace.Store, threadID string, opt ops.ContextOptions) (ops.ContextBundle, error) {
+	return ops.Over(st).Context(ctx, threadID, opt)
 }
 
 // Preamble is the delegation preamble thread threadID's agent receives.
-func Preamble(ctx context.Context, st workspace.Store, threadID string, opt workspace.PreambleOptions) (workspace.Preamble, error) {
-	return workspace.Over(st).Preamble(ctx, threadID, opt)
+func Preamble(ctx context.Context, st workspace.Store, threadID string, opt ops.PreambleOptions) (ops.Preamble, error) {
+	return ops.Over(st).Preamble(ctx, threadID, opt)
 }
 
 // SystemContext is the "what am I" block of agent in task taskID.
 func SystemContext(ctx context.Context, st workspace.Store, agent, taskID string) (string, error) {
-	return workspace.Over(st).SystemContext(ctx, agent, taskID)
+	return ops.Over(st).SystemContext(ctx, agent, taskID)
 }
 
 // Capabilities is what agent may do in task taskID, as its tools say it.
 func Capabilities(ctx context.Context, st workspace.Store, agent, taskID string) (string, error) {
-	return workspace.Over(st).Capabilities(ctx, agent, taskID)
+	return ops.Over(st).Capabilities(ctx, agent, taskID)
 }
 
 // Chain is thread threadID's delegation chain, from the root thread down.
 func Chain(ctx context.Context, st workspace.Store, taskID, threadID string) ([]workspace.Thread, error) {
-	return workspace.Over(st).Chain(ctx, taskID, threadID)
+	return ops.Over(st).Chain(ctx, taskID, threadID)
 }
 
 // ActivateThread marks thread threadID active for agent and says what it
 // loads.
-func ActivateThread(ctx context.Context, st workspace.Store, taskID, threadID, agent string) (workspace.Activation, error) {
-	return workspace.Over(st).ActivateThread(ctx, taskID, threadID, agent)
+func ActivateThread(ctx context.Context, st workspace.Store, taskID, threadID, agent string) (ops.Activation, error) {
+	return ops.Over(st).ActivateThread(ctx, taskID, threadID, agent)
 }
 
 // ThreadSkills are the skills thread threadID's context loads, by its
 // mode and tags.
-func ThreadSkills(ctx context.Context, st workspace.Store, taskID, threadID string) ([]workspace.SkillChoice, error) {
-	return workspace.Over(st).ThreadSkills(ctx, taskID, threadID)
+func ThreadSkills(ctx context.Context, st workspace.Store, taskID, threadID string) ([]ops.SkillChoice, error) {
+	return ops.Over(st).ThreadSkills(ctx, taskID, threadID)
 }
 
 // Watched is st as the live panel watches it; a store that reports no
 // changes is refused, since the panel's pages are live.
 func Watched(st workspace.Store) (workspace.Watcher, error) {
-	if w, ok := st.(workspace.Watcher); ok {
+	if w, ok := workspace.As[workspace.Watcher](st); ok {
 		return w, nil
 	}
 	return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "serve the panel",

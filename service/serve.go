@@ -17,7 +17,7 @@ import (
 // PostgreSQL's notifications and a poll of its own. A store that cannot
 // be served is refused.
 func Serve(st workspace.Store, mode string, poll time.Duration) (workspace.Served, workspace.WakeOptions, error) {
-	served, ok := st.(workspace.Served)
+	served, ok := workspace.As[workspace.Served](st)
 	if !ok {
 		return nil, workspace.WakeOptions{}, &workspace.Error{Kind: workspace.ErrInvalid, Op: "serve", Msg: "this workspace cannot be served by a daemon"}
 	}

@@ -169,7 +169,7 @@ func Tree(op string, st workspace.Store) (*workspace.Workspace, error) {
 // Tokens is where st keeps its agents' tokens: config/tokens.json of a
 // directory, the tokens table of a database.
 func Tokens(op string, st workspace.Store) (tokens.Keeper, error) {
-	if k, ok := st.(interface{ Tokens() tokens.Keeper }); ok {
+	if k, ok := workspace.As[tokens.Holder](st); ok {
 		return k.Tokens(), nil
 	}
 	w, err := Tree(op, st)
@@ -198,7 +198,7 @@ func Where(st workspace.Store) string {
 // itself, which reads them from its journal and state (every store here
 // does); op names the operation in the refusal of one that does not.
 func Verdicts(op string, st workspace.Store) (workspace.VerdictSource, error) {
-	if src, ok := st.(workspace.VerdictSource); ok {
+	if src, ok := workspace.As[workspace.VerdictSource](st); ok {
 		return src, nil
 	}
 	_, err := Tree(op, st)
@@ -212,11 +212,11 @@ func Verdicts(op string, st workspace.Store) (workspace.VerdictSource, error) {
 // tree's .workspaced.lock, a SQLite database's PATH.lock; "" for a store
 // that leads otherwise (PostgreSQL's lease).
 func DaemonLock(st workspace.Store) string {
-	switch s := st.(type) {
-	case *files.Store:
+	if s, ok := st.(*files.Store); ok {
 		return files.LockPath(s.Dir())
-	case interface{ DaemonLock() string }:
-		return s.DaemonLock()
+	}
+	if l, ok := workspace.As[workspace.DaemonLocker](st); ok {
+		return l.DaemonLock()
 	}
 	return ""
 }

@@ -98,7 +98,7 @@ func CheckState(ctx context.Context, st workspace.Store, id string) (StateCheck,
 // folds them, beside the state row. A task retention summarised
 // (finished, its journal deleted) is checked as on files.
 func checkStateDB(ctx context.Context, st workspace.Store, id string) (StateCheck, error) {
-	s, ok := st.(workspace.Rebuilder)
+	s, ok := workspace.As[workspace.Rebuilder](st)
 	if !ok {
 		return StateCheck{}, FilesOnly("state rebuild")
 	}

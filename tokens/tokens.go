@@ -262,6 +262,16 @@ type Keeper interface {
 	Now() time.Time
 }
 
+// Holder is a store that keeps its agents' grants itself: SQLite and
+// PostgreSQL, in a tokens table. It is one of a store's optional
+// capabilities (asked with workspace.As[tokens.Holder]), declared here
+// and not with the others in the workspace package because a Keeper's
+// grants are this package's types and this package imports the model.
+// The file tree has none: its grants are its agents file (Tree).
+type Holder interface {
+	Tokens() Keeper
+}
+
 // Store answers which grant a token holds, reading the agents file again
 // whenever it changed (another file in its place, or a new size or
 // modification time), so a token revoked or added is seen from the next

@@ -86,7 +86,7 @@ func New(cfg Config) (*Server, error) {
 	// would read every task on every tick and still lag; every backend
 	// can report (the tree watches its directories, a database notifies),
 	// so a store that does not is refused here, at start.
-	watcher, ok := cfg.Store.(workspace.Watcher)
+	watcher, ok := workspace.As[workspace.Watcher](cfg.Store)
 	if !ok {
 		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "serve the panel",
 			Msg:  fmt.Sprintf("the store (%T) does not report changes (workspace.Watcher), and the panel's pages are live", cfg.Store),

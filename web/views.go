@@ -272,7 +272,7 @@ func (s *Server) serving() ServingView {
 		return ServingView{Serving: p.serving, Known: p.known}
 	}
 	var probe func() (bool, error)
-	if st, ok := s.st.(interface{ Serving() (bool, error) }); ok {
+	if st, ok := workspace.As[workspace.ServingReporter](s.st); ok {
 		probe = st.Serving
 	}
 	p.at, p.known, p.serving = time.Now(), false, false

@@ -1,7 +1,6 @@
 package workspace
 
 import (
-	"context"
 	"time"
 )
 
@@ -53,20 +52,4 @@ type StoreTaskStatus struct {
 	JournalSeq     int64  `json:"journal_seq"`
 	MarkersWaiting int    `json:"markers_waiting"`
 	Error          string `json:"error,omitempty"`
-}
-
-// StatusReader is a store kept in a database that reports its status
-// itself. ReadStatus only reads, in one snapshot.
-type StatusReader interface {
-	ReadStatus(ctx context.Context) (StoreStatus, error)
-}
-
-// Rebuilder is a store kept in a database that derives a task's state
-// again from the task and its journal alone, folding the records with the
-// state machine and the plan loader its commit uses. Rebuild writes
-// nothing and reads the journal in one snapshot; for a journal the daemon
-// wrote, the result equals the state it wrote after the last record. A
-// missing task is ErrNotFound.
-type Rebuilder interface {
-	Rebuild(taskID string) (State, error)
 }

@@ -1,7 +1,6 @@
 package workspace
 
 import (
-	"io"
 	"time"
 )
 
@@ -53,12 +52,3 @@ type StoppedTask struct {
 // Degraded reports whether the daemon is short of serving everything at
 // once: a task stopped or unwatched.
 func (l Live) Degraded() bool { return len(l.Stopped) > 0 || l.Unwatched > 0 }
-
-// LiveServer is a Served store that can give a running daemon's report to
-// other processes (status): the file tree answers on a socket named after
-// its root. It is optional.
-type LiveServer interface {
-	// ServeLive answers with report() until the returned Closer is
-	// closed.
-	ServeLive(report func() Live) (io.Closer, error)
-}

@@ -9,35 +9,6 @@ import (
 	"github.com/workspaced/workspaced/friction"
 )
 
-// Served is a Store that the daemon (workspaced serve) can be the single
-// writer of. The daemon decides when a task is looked at; the store
-// decides how its markers are taken exactly once and how the state, its
-// backup and its events are made durable together; the state machine
-// (workspace/machine) decides what each marker means. A new backend is
-// two steps: implement Served, and pass workspace/storetest, which serves
-// the store with the real daemon.
-type Served interface {
-	Store
-	// Lead makes this process the store's single writer, or fails with
-	// ErrLocked naming the one that is (with opt.Standby it waits for
-	// the leader to go instead). The files hold a flock of the root's
-	// lock file; a database a lease row with an epoch.
-	Lead(ctx context.Context, opt LeadOptions) (Leadership, error)
-	// Wakeups starts the store's wake-up source: what tells the daemon a
-	// task may have markers waiting (an inotify or poll watch of the
-	// task directories, a database's notifications and a poll).
-	Wakeups(ctx context.Context, opt WakeOptions) (Wakeups, error)
-	// Tasks lists the tasks the single writer serves, sorted: every task
-	// with markers waiting or no state yet, and every unfinished one
-	// (a store that cannot tell cheaply lists them all). The daemon looks
-	// at each on start and at every rescan.
-	Tasks(ctx context.Context) ([]string, error)
-	// Committer is the single writer's handle on one task. The daemon
-	// keeps one per task it serves and never calls it from two
-	// goroutines at once; the handle may cache what its commits wrote.
-	Committer(taskID string) Committer
-}
-
 // LeadOptions configure Lead.
 type LeadOptions struct {
 	// Holder names this process in the leader's record (host:pid when

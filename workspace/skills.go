@@ -11,7 +11,9 @@ import (
 	"os"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/workspaced/workspaced/atomicfile"
@@ -22,8 +24,10 @@ import (
 // SkillsDir holds the skills, one Markdown file skills/<name>.md each.
 const SkillsDir = "skills"
 
-// CoreSkill is the skill every thread context loads when it exists.
-const CoreSkill = "core"
+// BufferMaxBytes caps what one buffer may hydrate: a file or an entry
+// value larger than this is refused (listed in Omitted) rather than read
+// into a context, whatever the budget.
+const BufferMaxBytes = 256 << 10
 
 // SkillMaxBytes caps a skill file: a larger one is refused, never read.
 const SkillMaxBytes = BufferMaxBytes
@@ -262,8 +266,8 @@ type schemaProblems struct {
 func (p *schemaProblems) Error() string { return p.msg }
 func (p *schemaProblems) Unwrap() error { return p.err }
 
-// errorMsg is the part of a workspace error worth a one-line reason.
-func errorMsg(err error) string {
+// ErrorMsg is the part of a workspace error worth a one-line reason.
+func ErrorMsg(err error) string {
 	var e *Error
 	if !errors.As(err, &e) {
 		return err.Error()
@@ -407,7 +411,7 @@ func (w *Workspace) ListSkills(ctx context.Context) ([]Skill, []RefusedSkill, er
 	for _, n := range names {
 		s, err := readSkill(dir, n)
 		if err != nil {
-			refused = append(refused, RefusedSkill{File: SkillFile(n), Reason: "refused: " + errorMsg(err)})
+			refused = append(refused, RefusedSkill{File: SkillFile(n), Reason: "refused: " + ErrorMsg(err)})
 			continue
 		}
 		s.Body = ""
@@ -514,4 +518,35 @@ func (w *Workspace) RemoveSkill(ctx context.Context, name, agent string) error {
 		return fmt.Errorf("remove skill %s: %w", name, err)
 	}
 	return nil
+}
+
+// cutText cuts s to at most max bytes at a UTF-8 boundary and appends "…"
+// when it cut anything.
+func cutText(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strings.TrimRightFunc(s[:cut], unicode.IsSpace) + "…"
+}
+
+// groupDigits writes n with thousands separators: 2500 → "2,500".
+func groupDigits(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }

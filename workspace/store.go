@@ -38,8 +38,8 @@ import (
 //     of a subtask wins.
 //
 // What is the same on every backend — context assembly, the preamble,
-// the system context, provenance chains, thread activation — is Ops, over
-// any Store: Over(s).Context(...).
+// the system context, provenance chains, thread activation — is workspace/ops,
+// over any Store: ops.Over(s).Context(...).
 //
 // The operations are grouped by what a consumer does with them; each
 // group is an interface of its own so that a function asks only for what
@@ -162,18 +162,6 @@ type Change struct {
 	// could (a lost connection, a directory it cannot watch); the watch
 	// goes on.
 	Err error
-}
-
-// Watcher is a Store that tells when something changed: the file tree
-// watches its directories, a database its notifications. It is optional;
-// a live view needs it.
-type Watcher interface {
-	// Watch calls each with what changed until ctx ends (then it returns
-	// nil) or the watch cannot go on. The first call, once the watch is
-	// in place, is Everything: whatever changes after it is reported.
-	// Calls come one at a time from one goroutine; what changes while
-	// each runs is coalesced into the next call.
-	Watch(ctx context.Context, each func(Change)) error
 }
 
 // JournalReader reads what the single writer has taken.

@@ -159,10 +159,6 @@ func TestSymlinkedTaskRefused(t *testing.T) {
 			return err
 		}},
 		{"ResolveThread", func() error { _, err := w.ResolveThread(ctx, "alias"); return err }},
-		{"Chain", func() error { _, err := w.Chain(t.Context(), "alias", "th1"); return err }},
-		{"Preamble", func() error { _, err := w.Preamble(t.Context(), "th1", PreambleOptions{TaskID: "alias"}); return err }},
-		{"Context", func() error { _, err := w.Context(t.Context(), "th1", ContextOptions{TaskID: "alias"}); return err }},
-		{"SystemContext", func() error { _, err := w.SystemContext(t.Context(), "a", "alias"); return err }},
 		{"AppendEvent", func() error { return w.AppendEvent(ctx, Event{Name: "x", TaskID: "alias"}) }},
 		{"ReadEvents", func() error { _, _, err := w.ReadEvents(ctx, "alias"); return err }},
 		{"LockTask", func() error {

@@ -13,10 +13,6 @@ import (
 	"github.com/workspaced/workspaced/schemas"
 )
 
-// MaxChainDepth bounds a walk up parent pointers; a longer chain is
-// reported as an error rather than walked forever.
-const MaxChainDepth = 1024
-
 // NewThreadRequest is what `thread new` takes.
 type NewThreadRequest struct {
 	TaskID    string
@@ -227,22 +223,6 @@ func (w *Workspace) ListThreads(ctx context.Context, taskID string) ([]Thread, e
 		return out[i].ID < out[j].ID
 	})
 	return out, nil
-}
-
-// FormatChain renders a chain as "human → coordinator → solver → you (observer)".
-func FormatChain(chain []Thread) string {
-	if len(chain) == 0 {
-		return ""
-	}
-	parts := []string{chain[0].From}
-	for i, t := range chain {
-		if i == len(chain)-1 {
-			parts = append(parts, "you ("+t.To+")")
-		} else {
-			parts = append(parts, t.To)
-		}
-	}
-	return strings.Join(parts, " → ")
 }
 
 // ThreadUpdate changes a thread's working fields; nil keeps a field.

@@ -78,35 +78,6 @@ var (
 	ErrNoVerdict = errors.New("no verdict yet")
 )
 
-// VerdictSource is where the verdict on a marker is read: the file tree
-// (its marker files, journal and state.json) or a store that keeps
-// markers and the journal otherwise.
-type VerdictSource interface {
-	// ReadVerdict says where the marker name stands (MarkerWaiting,
-	// MarkerTaken, MarkerDecided, MarkerMissing) and, once decided, its
-	// verdict. after is a journal seq the marker's record is known to
-	// follow (the state's journal_seq when it was dropped; 0 when
-	// unknown): only records past it are read. A marker refused because
-	// its name was journaled already is decided: refused, with
-	// Verdict.Journaled (machine.JudgeReused), never missing.
-	ReadVerdict(taskID, name string, after int64) (Verdict, string, error)
-	// Serving reports whether a daemon serves the workspace now.
-	Serving() (bool, error)
-	// Where names the workspace in messages.
-	Where() string
-}
-
-// A CommitSource is a VerdictSource that hears the workspace's commits:
-// Wait then looks at the verdict as soon as a commit is heard, not only
-// on its poll.
-type CommitSource interface {
-	// Commits returns a channel that receives (coalesced: one value
-	// waits at most) after each commit to task heard (a store may also
-	// send for commits to other tasks), from the moment it returns until
-	// ctx ends, and once at the start.
-	Commits(ctx context.Context, task string) (<-chan struct{}, error)
-}
-
 // Polling bounds of Wait: a daemon decides a marker within a few
 // milliseconds, so the first looks come quickly; a marker still waiting
 // after that is looked at less often.
@@ -136,7 +107,7 @@ func Wait(ctx context.Context, src VerdictSource, taskID, name string, after int
 	poll := verdictPollMin
 	var lastProbe, missingSince time.Time
 	var heard <-chan struct{}
-	if cs, ok := src.(CommitSource); ok {
+	if cs, ok := As[CommitSource](src); ok {
 		hctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		if c, err := cs.Commits(hctx, taskID); err == nil {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/workspaced/workspaced/service"
-	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/ops"
 )
 
 const contextUsage = `Usage:
@@ -47,7 +47,7 @@ func cmdContext(ctx context.Context, e *env, args []string) error {
 	thread := fs.String("thread", "", "thread `ID` (or --agent)")
 	task := fs.String("task", "", "task `ID` of the thread (skips looking for it)")
 	agent := fs.String("agent", "", "assemble the active thread of `AGENT` (instead of --thread)")
-	budget := fs.Int("budget", workspace.DefaultContextBudget, "token budget (`TOKENS`, 4 bytes each); 0 includes nothing")
+	budget := fs.Int("budget", ops.DefaultContextBudget, "token budget (`TOKENS`, 4 bytes each); 0 includes nothing")
 	unlimited := fs.Bool("unlimited", false, "include everything readable, whatever its size")
 	asJSON := fs.Bool("json", false, "print the bundle (sections, items, omissions, text) as JSON")
 	if err := parse(e, fs, contextUsage, args); err != nil {
@@ -69,7 +69,7 @@ func cmdContext(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer w.Close()
-	b, err := service.Context(ctx, w, *thread, workspace.ContextOptions{Budget: *budget, Unlimited: *unlimited, TaskID: *task, Agent: *agent})
+	b, err := service.Context(ctx, w, *thread, ops.ContextOptions{Budget: *budget, Unlimited: *unlimited, TaskID: *task, Agent: *agent})
 	if err != nil {
 		return err
 	}

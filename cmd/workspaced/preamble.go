@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/workspaced/workspaced/service"
-	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/ops"
 )
 
 const preambleUsage = `Usage:
@@ -46,7 +46,7 @@ func cmdPreamble(ctx context.Context, e *env, args []string) error {
 	thread := fs.String("thread", "", "thread `ID` (required)")
 	task := fs.String("task", "", "task `ID` of the thread (skips looking for it)")
 	detail := fs.String("detail", "", "how much to say, `minimal|standard|verbose` (default: the agent's card, else standard)")
-	maxMsg := fs.Int("max-message-bytes", workspace.DefaultPreambleMessageBytes, "cut each quoted message to `N` bytes")
+	maxMsg := fs.Int("max-message-bytes", ops.DefaultPreambleMessageBytes, "cut each quoted message to `N` bytes")
 	asJSON := fs.Bool("json", false, "print the preamble and its parts as JSON")
 	if err := parse(e, fs, preambleUsage, args); err != nil {
 		return err
@@ -54,7 +54,7 @@ func cmdPreamble(ctx context.Context, e *env, args []string) error {
 	if *thread == "" {
 		return usageHint("preamble", "missing --thread X")
 	}
-	if _, err := workspace.ParseDetail(*detail); err != nil {
+	if _, err := ops.ParseDetail(*detail); err != nil {
 		return usageHint("preamble", "--detail %q: use minimal, standard or verbose", *detail)
 	}
 	if *maxMsg <= 0 {
@@ -65,7 +65,7 @@ func cmdPreamble(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer w.Close()
-	p, err := service.Preamble(ctx, w, *thread, workspace.PreambleOptions{Detail: *detail, MaxMessageBytes: *maxMsg, TaskID: *task})
+	p, err := service.Preamble(ctx, w, *thread, ops.PreambleOptions{Detail: *detail, MaxMessageBytes: *maxMsg, TaskID: *task})
 	if err != nil {
 		return err
 	}

@@ -73,7 +73,7 @@ func cmdStatus(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer st.Close()
-	if sr, ok := st.(workspace.StatusReader); ok {
+	if sr, ok := workspace.As[workspace.StatusReader](st); ok {
 		return statusDB(ctx, e, sr, *asJSON)
 	}
 	w, err := fileTree("status", st)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/workspaced/workspaced/service"
-	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/ops"
 )
 
 const systemContextUsage = `Usage:
@@ -31,10 +31,10 @@ Exit codes: 0 ok, 1 failure (bad agent name, unreadable agents.json), 2 usage,
 
 // systemContextOutput is the --json shape of system-context.
 type systemContextOutput struct {
-	Agent        string                 `json:"agent"`
-	Task         string                 `json:"task,omitempty"`
-	Text         string                 `json:"text"`
-	Capabilities []workspace.Capability `json:"universal_capabilities"`
+	Agent        string           `json:"agent"`
+	Task         string           `json:"task,omitempty"`
+	Text         string           `json:"text"`
+	Capabilities []ops.Capability `json:"universal_capabilities"`
 }
 
 func cmdSystemContext(ctx context.Context, e *env, args []string) error {
@@ -58,7 +58,7 @@ func cmdSystemContext(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if *asJSON {
-		return printJSON(e.stdout, systemContextOutput{Agent: *agent, Task: *task, Text: text, Capabilities: workspace.UniversalCapabilities})
+		return printJSON(e.stdout, systemContextOutput{Agent: *agent, Task: *task, Text: text, Capabilities: ops.UniversalCapabilities})
 	}
 	_, err = fmt.Fprint(e.stdout, text)
 	return err

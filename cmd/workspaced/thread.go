@@ -8,6 +8,7 @@ import (
 
 	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/ops"
 )
 
 const threadUsage = `workspaced thread — delegation threads (tasks/<task>/threads/<id>.json).
@@ -296,7 +297,7 @@ func threadChain(ctx context.Context, e *env, args []string) error {
 	if *asJSON {
 		return printJSON(e.stdout, chain)
 	}
-	fmt.Fprintln(e.stdout, workspace.FormatChain(chain))
+	fmt.Fprintln(e.stdout, ops.FormatChain(chain))
 	return nil
 }
 
@@ -397,9 +398,9 @@ Exit codes: 0 ok, 1 failure (another agent's thread, a done thread), 2 usage,
 
 // activateOutput is thread activate --json.
 type activateOutput struct {
-	Task    string                `json:"task"`
-	Thread  workspace.Thread      `json:"thread"`
-	Pending []workspace.ThreadRef `json:"pending"`
+	Task    string           `json:"task"`
+	Thread  workspace.Thread `json:"thread"`
+	Pending []ops.ThreadRef  `json:"pending"`
 }
 
 func threadActivate(ctx context.Context, e *env, args []string) error {

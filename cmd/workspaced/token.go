@@ -252,7 +252,7 @@ func tokenRevoke(ctx context.Context, e *env, args []string) error {
 
 // tokensPlace names where st keeps the tokens, for messages.
 func tokensPlace(e *env, st workspace.Store) string {
-	if _, ok := st.(interface{ Tokens() tokens.Keeper }); ok {
+	if _, ok := workspace.As[tokens.Holder](st); ok {
 		return "the tokens table"
 	}
 	return e.display(tokens.File)

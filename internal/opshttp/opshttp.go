@@ -15,6 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/workspaced/workspaced/workspace"
 )
 
 // The endpoints' paths.
@@ -92,17 +94,12 @@ func Route(ops, next http.Handler) http.Handler {
 	})
 }
 
-// Pinger is a store that can say whether it answers (a stat of the
-// tree's root, a ping of the database).
-type Pinger interface {
-	Ping(ctx context.Context) error
-}
-
 // StoreReady is a readiness check for a command that needs only its store
-// to answer: ready when store is no Pinger, or its Ping succeeds.
+// to answer: ready when store is no workspace.Pinger, or its Ping
+// succeeds.
 func StoreReady(store any) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
-		if p, ok := store.(Pinger); ok {
+		if p, ok := workspace.As[workspace.Pinger](store); ok {
 			return p.Ping(ctx)
 		}
 		return nil

@@ -71,18 +71,12 @@ type Daemon struct {
 
 var _ daemon.Observer = (*Daemon)(nil)
 
-// MarkerCounter is a store that can count the markers waiting cheaply
-// (PostgreSQL: one count of its markers table).
-type MarkerCounter interface {
-	MarkersWaiting(ctx context.Context) (int64, error)
-}
-
 // NewDaemon registers the daemon's metrics on reg. live is the daemon's
-// report (daemon.Live); store, when it is a MarkerCounter, is asked for
+// report (daemon.Live); store, when it is a workspace.MarkerCounter, is asked for
 // the markers waiting at each scrape.
 func NewDaemon(reg prometheus.Registerer, live func() workspace.Live, store any) *Daemon {
 	m := &Daemon{live: live, now: time.Now, cutoff: 2 * time.Second}
-	if mc, ok := store.(MarkerCounter); ok {
+	if mc, ok := workspace.As[workspace.MarkerCounter](store); ok {
 		m.waiting = mc.MarkersWaiting
 	}
 	m.appliedVec = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "workspaced_markers_applied_total",

@@ -208,7 +208,7 @@ func (d *Daemon) serve(ctx context.Context, lead workspace.Leadership) error {
 		return fmt.Errorf("start the wake-up source: %w", err)
 	}
 	defer wk.Close()
-	if ls, ok := d.s.(workspace.LiveServer); ok {
+	if ls, ok := workspace.As[workspace.LiveServer](d.s); ok {
 		c, err := ls.ServeLive(d.Live)
 		if err != nil {
 			d.log.Warn("no status socket: status will not show what the daemon is retrying", "err", err)

@@ -102,7 +102,7 @@ func testMemoryAgents(t *testing.T, s workspace.Store, _ Hooks) {
 // follows after which the write can be read; ending the context ends the
 // watch without an error.
 func testWatch(t *testing.T, s workspace.Store, _ Hooks) {
-	w, isWatcher := inner(s).(workspace.Watcher)
+	w, isWatcher := workspace.As[workspace.Watcher](s)
 	if !isWatcher {
 		t.Skip("the store does not implement workspace.Watcher")
 	}

@@ -47,13 +47,9 @@ func (c *counted) WriteDone(ctx context.Context, req workspace.DoneRequest) (str
 	return m, err
 }
 
-// inner is the store under the counting.
-func inner(s workspace.Store) workspace.Store {
-	if c, ok := s.(*counted); ok {
-		return c.Served
-	}
-	return s
-}
+// Unwrap is the store under the counting (workspace.Unwrapper): what it
+// offers beyond Served, workspace.As finds there.
+func (c *counted) Unwrap() workspace.Store { return c.Served }
 
 // awaitApplied returns once every marker the suite dropped in s is
 // journaled and the state of its task reflects it.
@@ -239,13 +235,6 @@ func eventsOnce(t *testing.T, s workspace.Store, id string) {
 	}
 }
 
-// NamedMarkers is a store on which a marker can be dropped under a name
-// of the caller's choosing, as an agent in any language does: the suite
-// reuses a name with it. Every store implements it.
-type NamedMarkers interface {
-	DropNamedMarker(ctx context.Context, taskID, kind, name string, m workspace.Marker) error
-}
-
 // testReusedName drops a claim, lets the daemon take it, and drops
 // another claim under the same name: the store refuses it at once
 // (ErrConflict), or the daemon refuses it without a record, saying so in
@@ -254,9 +243,9 @@ type NamedMarkers interface {
 // at once for it: refused, the name journaled as the first claim's seq.
 func testReusedName(t *testing.T, s workspace.Store, h Hooks) {
 	approved(t, s, h, "t1", "s1", "s2")
-	nm, isNamed := inner(s).(NamedMarkers)
+	nm, isNamed := workspace.As[workspace.NamedMarkers](s)
 	if !isNamed {
-		t.Fatal("the store drops no marker under a name of the caller's choosing (storetest.NamedMarkers)")
+		t.Fatal("the store drops no marker under a name of the caller's choosing (workspace.NamedMarkers)")
 	}
 	const name = ".claim.worker_1.reused-1"
 	ok(t, nm.DropNamedMarker(bg, "t1", workspace.KindClaim, name, workspace.Marker{AgentID: "worker_1", SubtaskID: "s1"}), "drop a named claim")
@@ -306,7 +295,7 @@ func testReusedName(t *testing.T, s workspace.Store, h Hooks) {
 // ErrNotFound after a while) nor undecided.
 func reusedVerdict(t *testing.T, s workspace.Store, name string, after, first int64) {
 	t.Helper()
-	src, isSource := inner(s).(workspace.VerdictSource)
+	src, isSource := workspace.As[workspace.VerdictSource](s)
 	if !isSource {
 		t.Fatal("the store reads no verdicts (workspace.VerdictSource)")
 	}

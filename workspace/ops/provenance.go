@@ -1,4 +1,4 @@
-package workspace
+package ops
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/workspaced/workspaced/workspace"
 )
 
 // Preamble detail levels. Each level includes everything of the one before.
@@ -85,7 +87,7 @@ func ParseDetail(s string) (string, error) {
 
 // isHuman reports whether a thread was started by a person: the root
 // thread, or a thread whose caller is "human" or the task's submitter.
-func isHuman(t Thread, task Task) bool {
+func isHuman(t workspace.Thread, task workspace.Task) bool {
 	return t.ParentID == "" || t.From == "human" || (task.SubmittedBy != "" && t.From == task.SubmittedBy)
 }
 
@@ -156,7 +158,7 @@ func (w Ops) Preamble(ctx context.Context, threadID string, opt PreambleOptions)
 	if detail != DetailMinimal {
 		p.CallerDescription = NoCard
 		if hasCaller && strings.TrimSpace(caller.Description) != "" {
-			p.CallerDescription = `"` + cutText(oneLine(caller.Description), DefaultPreambleMaxBytes) + `"`
+			p.CallerDescription = `"` + cutText(oneLine(caller.Description), workspace.DefaultPreambleMaxBytes) + `"`
 		}
 		lines = append(lines, cur.From+" is: "+p.CallerDescription)
 	}
@@ -195,7 +197,7 @@ func (w Ops) Preamble(ctx context.Context, threadID string, opt PreambleOptions)
 		}
 	}
 	if detail != DetailMinimal {
-		items, err := w.ListEntries(ctx, Scope{Kind: ScopeThread, TaskID: taskID})
+		items, err := w.ListEntries(ctx, workspace.Scope{Kind: workspace.ScopeThread, TaskID: taskID})
 		if err != nil {
 			return Preamble{}, fmt.Errorf("preamble of thread %s: %w", threadID, err)
 		}
@@ -212,7 +214,7 @@ func (w Ops) Preamble(ctx context.Context, threadID string, opt PreambleOptions)
 // callerStep is what the caller of the chain's last thread is doing now:
 // the progress noted on the caller's own thread (the parent, when it is
 // addressed to the caller), else its approach; what says which it is.
-func callerStep(chain []Thread) (step, what string) {
+func callerStep(chain []workspace.Thread) (step, what string) {
 	if len(chain) < 2 {
 		return "", ""
 	}
@@ -238,7 +240,7 @@ func (w Ops) threadTask(ctx context.Context, threadID, taskID string) (string, e
 	if taskID == "" {
 		return w.ResolveThread(ctx, threadID)
 	}
-	if err := ValidateID("task id", taskID); err != nil {
+	if err := workspace.ValidateID("task id", taskID); err != nil {
 		return "", err
 	}
 	if _, err := w.GetTask(ctx, taskID); err != nil {
@@ -328,7 +330,7 @@ func (w Ops) Capabilities(ctx context.Context, agent, taskID string) (string, er
 }
 
 func (w Ops) systemContext(ctx context.Context, agent, taskID string, pointToTool bool) (string, error) {
-	if err := ValidateID("agent", agent); err != nil {
+	if err := workspace.ValidateID("agent", agent); err != nil {
 		return "", err
 	}
 	if err := ctx.Err(); err != nil {
@@ -343,7 +345,7 @@ func (w Ops) systemContext(ctx context.Context, agent, taskID string, pointToToo
 		if _, err := w.GetTask(ctx, taskID); err != nil {
 			return "", err
 		}
-		items, err := w.ListEntries(ctx, Scope{Kind: ScopeThread, TaskID: taskID})
+		items, err := w.ListEntries(ctx, workspace.Scope{Kind: workspace.ScopeThread, TaskID: taskID})
 		if err != nil {
 			return "", fmt.Errorf("system context of %s: %w", agent, err)
 		}

@@ -1,4 +1,4 @@
-package workspace
+package ops
 
 import (
 	"bytes"
@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"path"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/workspaced/workspaced/workspace"
 )
 
 // BytesPerToken is the token estimate: a text of n bytes costs
@@ -23,11 +23,6 @@ const BytesPerToken = 4
 // DefaultContextBudget is the budget, in estimated tokens, the CLI uses
 // when none is given.
 const DefaultContextBudget = 8000
-
-// BufferMaxBytes caps what one buffer may hydrate: a file or an entry
-// value larger than this is refused (listed in Omitted) rather than read
-// into a context, whatever the budget.
-const BufferMaxBytes = 256 << 10
 
 // The sections of a context bundle, in priority order.
 const (
@@ -74,15 +69,15 @@ type ContextOptions struct {
 // possibly empty.
 // Text is the rendering handed to a model; it lists what was left out.
 type ContextBundle struct {
-	Thread    string     `json:"thread"`
-	Task      string     `json:"task"`
-	Agent     string     `json:"agent"`
-	Budget    int        `json:"budget"`
-	Unlimited bool       `json:"unlimited,omitempty"`
-	Used      int        `json:"used"`
-	Sections  []Section  `json:"sections"`
-	Omitted   []Omission `json:"omitted"`
-	Text      string     `json:"text"`
+	Thread    string               `json:"thread"`
+	Task      string               `json:"task"`
+	Agent     string               `json:"agent"`
+	Budget    int                  `json:"budget"`
+	Unlimited bool                 `json:"unlimited,omitempty"`
+	Used      int                  `json:"used"`
+	Sections  []Section            `json:"sections"`
+	Omitted   []workspace.Omission `json:"omitted"`
+	Text      string               `json:"text"`
 }
 
 // Section is one part of a bundle.
@@ -99,13 +94,6 @@ type Item struct {
 	Kind    string `json:"kind"`
 	Tokens  int    `json:"tokens"`
 	Content string `json:"content"`
-}
-
-// Omission is an item left out and why: over budget, not found, or
-// refused (outside the task, a symlink, a FIFO, too large, not text).
-type Omission struct {
-	Item   string `json:"item"`
-	Reason string `json:"reason"`
 }
 
 // candidate is an item before the budget decides, or the reason it could
@@ -178,19 +166,19 @@ func (w Ops) Context(ctx context.Context, threadID string, opt ContextOptions) (
 		return ContextBundle{}, err
 	}
 	cur := chain[len(chain)-1]
-	b := ContextBundle{Thread: cur.ID, Task: taskID, Agent: cur.To, Budget: opt.Budget, Unlimited: opt.Unlimited, Omitted: []Omission{}}
+	b := ContextBundle{Thread: cur.ID, Task: taskID, Agent: cur.To, Budget: opt.Budget, Unlimited: opt.Unlimited, Omitted: []workspace.Omission{}}
 	if opt.Unlimited {
 		b.Budget = 0
 	}
 	// The manifest is the one part that touches every env file; list it
 	// while the rest is read. Its order is fixed by ListEntries, so the
 	// overlap changes nothing in the result.
-	var manifest []ManifestItem
+	var manifest []workspace.ManifestItem
 	var manifestErr error
 	listed := make(chan struct{})
 	go func() {
 		defer close(listed)
-		manifest, manifestErr = w.ListEntries(ctx, Scope{Kind: ScopeThread, TaskID: taskID})
+		manifest, manifestErr = w.ListEntries(ctx, workspace.Scope{Kind: workspace.ScopeThread, TaskID: taskID})
 	}()
 	// Never leave the listing running past the return (the caller may
 	// close the workspace).
@@ -256,13 +244,13 @@ func (w Ops) Context(ctx context.Context, threadID string, opt ContextOptions) (
 	left := opt.Budget
 	for _, c := range cands {
 		if c.reason != "" {
-			b.Omitted = append(b.Omitted, Omission{Item: c.item.Ref, Reason: c.reason})
+			b.Omitted = append(b.Omitted, workspace.Omission{Item: c.item.Ref, Reason: c.reason})
 			continue
 		}
 		it := c.item
 		it.Tokens = EstimateTokens(renderItem(it))
 		if !opt.Unlimited && it.Tokens > left {
-			b.Omitted = append(b.Omitted, Omission{Item: it.Ref, Reason: fmt.Sprintf("over budget: needs %s tokens, %s left", groupDigits(it.Tokens), groupDigits(left))})
+			b.Omitted = append(b.Omitted, workspace.Omission{Item: it.Ref, Reason: fmt.Sprintf("over budget: needs %s tokens, %s left", groupDigits(it.Tokens), groupDigits(left))})
 			continue
 		}
 		left -= it.Tokens
@@ -274,7 +262,7 @@ func (w Ops) Context(ctx context.Context, threadID string, opt ContextOptions) (
 }
 
 // hydratedHeader describes the active thread in full.
-func hydratedHeader(chain []Thread) string {
+func hydratedHeader(chain []workspace.Thread) string {
 	t := chain[len(chain)-1]
 	var s strings.Builder
 	fmt.Fprintf(&s, "chain: %s\n", FormatChain(chain))
@@ -295,7 +283,7 @@ func hydratedHeader(chain []Thread) string {
 
 // dehydrated summarises a thread: metadata only. The message stands in,
 // cut, when the thread has no concern yet.
-func dehydrated(t Thread) string {
+func dehydrated(t workspace.Thread) string {
 	var s strings.Builder
 	fmt.Fprintf(&s, "%s → %s · %s\n", t.From, t.To, t.Status)
 	if strings.TrimSpace(t.Concern) == "" {
@@ -366,60 +354,6 @@ func blankLine(s *strings.Builder) {
 	s.WriteString("\n\n")
 }
 
-// ThreadsReport reads every thread file of a task, sorted by creation time
-// then id. A file that does not read is returned as an Omission instead of
-// failing the whole context. When ctx ends, it stops with its error.
-func (w *Workspace) ThreadsReport(ctx context.Context, taskID string) ([]Thread, []Omission, error) {
-	dir := path.Join(TaskDir(taskID), "threads")
-	f, err := w.root.Open(dir)
-	if err != nil {
-		if isNotExist(err) {
-			return nil, nil, nil
-		}
-		return nil, nil, fmt.Errorf("open %s: %w", dir, err)
-	}
-	defer f.Close()
-	var ids []string
-	for {
-		ents, err := f.ReadDir(512)
-		for _, de := range ents {
-			n := de.Name()
-			id, ok := strings.CutSuffix(n, ".json")
-			if !ok || strings.HasPrefix(n, ".") || ValidateID("thread id", id) != nil {
-				continue
-			}
-			ids = append(ids, id)
-		}
-		if err == io.EOF || len(ents) == 0 {
-			break
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("read %s: %w", dir, err)
-		}
-	}
-	sort.Strings(ids)
-	var out []Thread
-	var bad []Omission
-	for _, id := range ids {
-		if err := ctx.Err(); err != nil {
-			return nil, nil, fmt.Errorf("threads of task %s: %w", taskID, err)
-		}
-		t, err := w.GetThread(ctx, taskID, id)
-		if err != nil {
-			bad = append(bad, Omission{Item: "thread:" + id, Reason: "unreadable: " + err.Error()})
-			continue
-		}
-		out = append(out, t)
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].CreatedAt.Before(out[j].CreatedAt)
-		}
-		return out[i].ID < out[j].ID
-	})
-	return out, bad, nil
-}
-
 // bufferResolver reads the targets buffers name, for one thread.
 type bufferResolver struct {
 	w      Ops
@@ -434,7 +368,7 @@ func (r bufferResolver) resolve(section int, ref string) candidate {
 	switch {
 	case strings.HasPrefix(ref, "env:"):
 		c.item.Kind = ItemEnv
-		c.item.Content, c.reason = r.entry(Scope{Kind: ScopeThread, TaskID: r.task}, "env data", strings.TrimPrefix(ref, "env:"))
+		c.item.Content, c.reason = r.entry(workspace.Scope{Kind: workspace.ScopeThread, TaskID: r.task}, "env data", strings.TrimPrefix(ref, "env:"))
 	case strings.HasPrefix(ref, "memory:"):
 		c.item.Kind = ItemMemory
 		scope, key, ok := strings.Cut(strings.TrimPrefix(ref, "memory:"), ":")
@@ -442,14 +376,14 @@ func (r bufferResolver) resolve(section int, ref string) candidate {
 			c.reason = "refused: a memory buffer is memory:<scope>:<key>"
 			return c
 		}
-		s := Scope{TaskID: r.task, ThreadID: r.thread, Agent: r.agent}
+		s := workspace.Scope{TaskID: r.task, ThreadID: r.thread, Agent: r.agent}
 		switch scope {
 		case "global":
-			s.Kind = ScopeGlobal
+			s.Kind = workspace.ScopeGlobal
 		case "agent":
-			s.Kind = ScopeAgent
+			s.Kind = workspace.ScopeAgent
 		case "session":
-			s.Kind = ScopeSession
+			s.Kind = workspace.ScopeSession
 		default:
 			c.reason = fmt.Sprintf("refused: unknown memory scope %q (use global, agent or session)", scope)
 			return c
@@ -465,10 +399,10 @@ func (r bufferResolver) resolve(section int, ref string) candidate {
 // entry hydrates one entry: its description line, then its value (a JSON
 // string as its text, anything else as compact JSON, the cheapest in
 // tokens).
-func (r bufferResolver) entry(s Scope, what, key string) (string, string) {
+func (r bufferResolver) entry(s workspace.Scope, what, key string) (string, string) {
 	e, err := r.w.GetEntry(r.ctx, s, key)
 	if err != nil {
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, workspace.ErrNotFound) {
 			return "", fmt.Sprintf("not found: no %s key %q", what, key)
 		}
 		return "", "refused: " + err.Error()
@@ -484,8 +418,8 @@ func (r bufferResolver) entry(s Scope, what, key string) (string, string) {
 		}
 		value = buf.String()
 	}
-	if len(value) > BufferMaxBytes {
-		return "", fmt.Sprintf("refused: value is %s bytes, over the %s-byte buffer cap", groupDigits(len(value)), groupDigits(BufferMaxBytes))
+	if len(value) > workspace.BufferMaxBytes {
+		return "", fmt.Sprintf("refused: value is %s bytes, over the %s-byte buffer cap", groupDigits(len(value)), groupDigits(workspace.BufferMaxBytes))
 	}
 	head := fmt.Sprintf("(%s, v%d, stored by %s) %s", what, e.Version, e.StoredBy, oneLine(e.ShortDescription))
 	return strings.TrimRight(head, " ") + "\n" + value, ""
@@ -502,13 +436,13 @@ func (r bufferResolver) file(ref string) (string, string) {
 	if clean == ".." || strings.HasPrefix(clean, "../") {
 		return "", "refused: names a file outside the task directory"
 	}
-	data, err := r.w.ReadTaskFile(r.ctx, r.task, clean, BufferMaxBytes)
+	data, err := r.w.ReadTaskFile(r.ctx, r.task, clean, workspace.BufferMaxBytes)
 	if err != nil {
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, workspace.ErrNotFound):
 			return "", fmt.Sprintf("not found: no file %s in task %s", clean, r.task)
-		case errors.Is(err, ErrUnsafe):
-			var e *Error
+		case errors.Is(err, workspace.ErrUnsafe):
+			var e *workspace.Error
 			if errors.As(err, &e) && e.Msg != "" {
 				return "", "refused: " + e.Msg
 			}

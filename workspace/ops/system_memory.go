@@ -1,10 +1,12 @@
-package workspace
+package ops
 
 import (
 	"context"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/workspaced/workspaced/workspace"
 )
 
 // SystemMemoryMaxBytes bounds the memory manifest of a system context: the
@@ -25,11 +27,11 @@ const SystemMemoryDescriptionBytes = 160
 func (w Ops) memorySection(ctx context.Context, agent string) string {
 	type scope struct {
 		title string
-		items []ManifestItem
+		items []workspace.ManifestItem
 		err   error
 	}
 	scopes := []scope{{title: "Your memory (yours alone, kept across tasks)"}, {title: "Global memory (shared by every agent and task)"}}
-	for i, s := range []Scope{{Kind: ScopeAgent, Agent: agent}, {Kind: ScopeGlobal}} {
+	for i, s := range []workspace.Scope{{Kind: workspace.ScopeAgent, Agent: agent}, {Kind: workspace.ScopeGlobal}} {
 		scopes[i].items, scopes[i].err = w.ListEntries(ctx, s)
 	}
 	var b strings.Builder
@@ -57,7 +59,7 @@ func (w Ops) memorySection(ctx context.Context, agent string) string {
 		fmt.Fprintf(&b, "%s:\n", s.title)
 		switch {
 		case s.err != nil:
-			fmt.Fprintf(&b, "- (could not be listed: %s)\n", cutText(oneLine(errorMsg(s.err)), SystemMemoryDescriptionBytes))
+			fmt.Fprintf(&b, "- (could not be listed: %s)\n", cutText(oneLine(workspace.ErrorMsg(s.err)), SystemMemoryDescriptionBytes))
 			continue
 		case len(s.items) == 0:
 			b.WriteString("- (none)\n")

@@ -1,11 +1,16 @@
-package workspace
+package ops
 
 import (
 	"context"
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/workspaced/workspaced/workspace"
 )
+
+// CoreSkill is the skill every thread context loads when it exists.
+const CoreSkill = "core"
 
 // skillPick is one skill of a thread context: loaded, and why, or left out
 // before the budget is consulted, and why.
@@ -28,7 +33,7 @@ type skillPick struct {
 //
 // Modes and tags are compared without regard to case. A skill chosen
 // twice is loaded once, in its first place, with every reason.
-func pickSkills(avail []Skill, refused map[string]string, t Thread, cardSkills []string) []skillPick {
+func pickSkills(avail []workspace.Skill, refused map[string]string, t workspace.Thread, cardSkills []string) []skillPick {
 	var out []skillPick
 	at := map[string]int{}
 	add := func(name, why, reason string) {
@@ -45,7 +50,7 @@ func pickSkills(avail []Skill, refused map[string]string, t Thread, cardSkills [
 		}
 		out = append(out, p)
 	}
-	byName := make(map[string]Skill, len(avail))
+	byName := make(map[string]workspace.Skill, len(avail))
 	for _, s := range avail {
 		byName[s.Name] = s
 	}
@@ -60,7 +65,7 @@ func pickSkills(avail []Skill, refused map[string]string, t Thread, cardSkills [
 	}
 	named(CoreSkill, "every thread", "")
 	for _, n := range cardSkills {
-		named(n, "every thread of "+t.To, fmt.Sprintf("not found: no %s (named by %s's card)", SkillFile(n), t.To))
+		named(n, "every thread of "+t.To, fmt.Sprintf("not found: no %s (named by %s's card)", workspace.SkillFile(n), t.To))
 	}
 	if mode := strings.TrimSpace(t.PrimaryMode); mode != "" {
 		for _, s := range avail {
@@ -109,10 +114,10 @@ func matchWords(have, want []string) []string {
 // and every refused skill file become omissions with their reason. Only
 // the front matter of each skill is read to choose; the chosen skills are
 // then read whole.
-func (w Ops) skillCandidates(ctx context.Context, section int, t Thread, cardSkills []string) []candidate {
+func (w Ops) skillCandidates(ctx context.Context, section int, t workspace.Thread, cardSkills []string) []candidate {
 	avail, refused, badFiles, err := w.availableSkills(ctx)
 	if err != nil {
-		return []candidate{{section: section, item: Item{Ref: SkillsDir + "/"}, reason: "refused: " + errorMsg(err)}}
+		return []candidate{{section: section, item: Item{Ref: workspace.SkillsDir + "/"}, reason: "refused: " + workspace.ErrorMsg(err)}}
 	}
 	var out []candidate
 	for _, p := range pickSkills(avail, refused, t, cardSkills) {
@@ -120,7 +125,7 @@ func (w Ops) skillCandidates(ctx context.Context, section int, t Thread, cardSki
 		if c.reason == "" {
 			s, err := w.GetSkill(ctx, p.Name)
 			if err != nil {
-				c.reason = "refused: " + errorMsg(err)
+				c.reason = "refused: " + workspace.ErrorMsg(err)
 			} else {
 				head := fmt.Sprintf("(skill, for %s) %s", strings.Join(p.Why, " and "), oneLine(s.Description))
 				c.item.Content = head + "\n" + strings.TrimRight(strings.TrimLeft(s.Body, "\r\n"), " \t\r\n")
@@ -175,15 +180,15 @@ func (w Ops) ThreadSkills(ctx context.Context, taskID, threadID string) ([]Skill
 // availableSkills lists the store's skills (front matter only), the
 // skills it refused by name, and the files of skills/ that are no skill's
 // name at all.
-func (w Ops) availableSkills(ctx context.Context) (avail []Skill, refused map[string]string, badFiles []RefusedSkill, err error) {
+func (w Ops) availableSkills(ctx context.Context) (avail []workspace.Skill, refused map[string]string, badFiles []workspace.RefusedSkill, err error) {
 	avail, bad, err := w.ListSkills(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	refused = map[string]string{}
 	for _, r := range bad {
-		name, ok := strings.CutSuffix(strings.TrimPrefix(r.File, SkillsDir+"/"), ".md")
-		if ok && ValidateID("skill name", name) == nil && SkillFile(name) == r.File {
+		name, ok := strings.CutSuffix(strings.TrimPrefix(r.File, workspace.SkillsDir+"/"), ".md")
+		if ok && workspace.ValidateID("skill name", name) == nil && workspace.SkillFile(name) == r.File {
 			refused[name] = r.Reason
 			continue
 		}

@@ -1,4 +1,4 @@
-package workspace
+package ops
 
 import (
 	"context"
@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // memorySectionOf returns the "What you remember" part of a system
@@ -26,26 +29,26 @@ func memorySectionOf(text string) string {
 
 func TestSystemContextMemory(t *testing.T) {
 	ctx := context.Background()
-	store := func(t *testing.T, w *Workspace, s Scope, key, desc string) {
+	store := func(t *testing.T, w *files.Store, s workspace.Scope, key, desc string) {
 		t.Helper()
-		if _, err := w.StoreEntry(ctx, s, StoreRequest{Key: key, Agent: "observer", Description: desc, Value: json.RawMessage(`"v"`)}); err != nil {
+		if _, err := w.StoreEntry(ctx, s, workspace.StoreRequest{Key: key, Agent: "observer", Description: desc, Value: json.RawMessage(`"v"`)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	agentScope := Scope{Kind: ScopeAgent, Agent: "observer"}
+	agentScope := workspace.Scope{Kind: workspace.ScopeAgent, Agent: "observer"}
 	tests := []struct {
 		name  string
-		setup func(t *testing.T, w *Workspace)
+		setup func(t *testing.T, w *files.Store)
 		agent string
 		want  []string // substrings of the memory section
 		none  bool     // no memory section at all
 	}{
-		{name: "memory-empty", agent: "observer", setup: func(t *testing.T, w *Workspace) {
-			if err := w.DeleteEntry(ctx, Scope{Kind: ScopeGlobal}, "house_style", "test"); err != nil {
+		{name: "memory-empty", agent: "observer", setup: func(t *testing.T, w *files.Store) {
+			if err := w.DeleteEntry(ctx, workspace.Scope{Kind: workspace.ScopeGlobal}, "house_style", "test"); err != nil {
 				t.Fatal(err)
 			}
 		}, want: []string{"You have no memory entries yet, and there is no global memory."}},
-		{name: "memory-some", agent: "observer", setup: func(t *testing.T, w *Workspace) {
+		{name: "memory-some", agent: "observer", setup: func(t *testing.T, w *files.Store) {
 			store(t, w, agentScope, "grid_habits", "How I read grids:\nrow by row,   then columns.")
 			store(t, w, agentScope, "odd key: with colon", "Keys are quoted when they are not plain words.")
 			store(t, w, agentScope, "long", strings.Repeat("é", 200))
@@ -54,16 +57,16 @@ func TestSystemContextMemory(t *testing.T) {
 			"Your memory (yours alone, kept across tasks):\n- bare\n- grid_habits: How I read grids: row by row, then columns.\n- long: " + strings.Repeat("é", 80) + "…\n- \"odd key: with colon\": Keys are quoted",
 			"Global memory (shared by every agent and task):\n- house_style: How answers are written.\n",
 		}},
-		{name: "memory-many", agent: "observer", setup: func(t *testing.T, w *Workspace) {
+		{name: "memory-many", agent: "observer", setup: func(t *testing.T, w *files.Store) {
 			for i := 0; i < 120; i++ {
 				store(t, w, agentScope, fmt.Sprintf("note_%03d", i), fmt.Sprintf("Note number %d of the observer, about one grid.", i))
 			}
 			for i := 0; i < 30; i++ {
-				store(t, w, Scope{Kind: ScopeGlobal}, fmt.Sprintf("rule_%02d", i), "A rule everyone follows.")
+				store(t, w, workspace.Scope{Kind: workspace.ScopeGlobal}, fmt.Sprintf("rule_%02d", i), "A rule everyone follows.")
 			}
 		}, want: []string{"- note_000: Note number 0", "- … and 103 more not listed here\nGlobal memory", "- house_style: How answers are written.\n- rule_00: A rule everyone follows.\n",
 			"- rule_26: A rule everyone follows.\n- … and 3 more not listed here\n"}},
-		{name: "memory-opt-out", agent: "observer", none: true, setup: func(t *testing.T, w *Workspace) {
+		{name: "memory-opt-out", agent: "observer", none: true, setup: func(t *testing.T, w *files.Store) {
 			store(t, w, agentScope, "grid_habits", "How I read grids.")
 			cards, err := w.LoadAgents(ctx)
 			if err != nil {
@@ -74,11 +77,11 @@ func TestSystemContextMemory(t *testing.T) {
 					cards.Agents[i].MemoryInContext = boolPtr(false)
 				}
 			}
-			if err := w.WriteJSON(AgentsFile, cards); err != nil {
+			if err := w.WriteJSON(workspace.AgentsFile, cards); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{name: "memory-unlistable", agent: "observer", setup: func(t *testing.T, w *Workspace) {
+		{name: "memory-unlistable", agent: "observer", setup: func(t *testing.T, w *files.Store) {
 			outside := t.TempDir()
 			if err := os.WriteFile(filepath.Join(outside, "secret.json"), []byte(`{"key":"secret","short_description":"SECRET","stored_by":"x","created_at":"2024-01-15T10:00:00Z","updated_at":"2024-01-15T10:00:00Z","version":1,"value":1}`), 0o644); err != nil {
 				t.Fatal(err)
@@ -95,7 +98,7 @@ func TestSystemContextMemory(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, w)
 			}
-			got, err := w.SystemContext(t.Context(), tc.agent, "training-001")
+			got, err := Over(w).SystemContext(t.Context(), tc.agent, "training-001")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,7 +123,7 @@ func TestSystemContextMemory(t *testing.T) {
 			if listed > SystemMemoryMaxBytes {
 				t.Errorf("listed %d bytes of keys, over the bound %d", listed, SystemMemoryMaxBytes)
 			}
-			if again, _ := w.SystemContext(t.Context(), tc.agent, "training-001"); again != got {
+			if again, _ := Over(w).SystemContext(t.Context(), tc.agent, "training-001"); again != got {
 				t.Errorf("second call differs")
 			}
 			checkGolden(t, "system-context/"+tc.name+".txt", []byte(got))
@@ -151,16 +154,16 @@ func TestPreambleCallerStep(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			w := provFixture(t)
-			u := ThreadUpdate{Approach: tc.approach}
+			u := workspace.ThreadUpdate{Approach: tc.approach}
 			if tc.progress != "" {
 				u.Progress = &tc.progress
 			}
-			if u != (ThreadUpdate{}) {
+			if u != (workspace.ThreadUpdate{}) {
 				if _, err := w.UpdateThread(ctx, "training-001", "th_solver", "solver", u); err != nil {
 					t.Fatal(err)
 				}
 			}
-			p, err := w.Preamble(t.Context(), tc.thread, tc.opt)
+			p, err := Over(w).Preamble(t.Context(), tc.thread, tc.opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -205,14 +208,14 @@ func TestMemoryShares(t *testing.T) {
 func TestCallerStep(t *testing.T) {
 	tests := []struct {
 		name       string
-		chain      []Thread
+		chain      []workspace.Thread
 		step, what string
 	}{
-		{"root thread", []Thread{{ID: "t", To: "a", Progress: "p"}}, "", ""},
-		{"progress first", []Thread{{ID: "t", To: "a", Progress: " p ", Approach: "a"}, {ID: "x", From: "a", To: "b"}}, "p", "latest step"},
-		{"approach else", []Thread{{ID: "t", To: "a", Approach: "a"}, {ID: "x", From: "a", To: "b"}}, "a", "approach"},
-		{"blank", []Thread{{ID: "t", To: "a", Progress: "  ", Approach: "\n"}, {ID: "x", From: "a", To: "b"}}, "", ""},
-		{"parent not the caller's", []Thread{{ID: "t", To: "a", Progress: "p"}, {ID: "x", From: "z", To: "b"}}, "", ""},
+		{"root thread", []workspace.Thread{{ID: "t", To: "a", Progress: "p"}}, "", ""},
+		{"progress first", []workspace.Thread{{ID: "t", To: "a", Progress: " p ", Approach: "a"}, {ID: "x", From: "a", To: "b"}}, "p", "latest step"},
+		{"approach else", []workspace.Thread{{ID: "t", To: "a", Approach: "a"}, {ID: "x", From: "a", To: "b"}}, "a", "approach"},
+		{"blank", []workspace.Thread{{ID: "t", To: "a", Progress: "  ", Approach: "\n"}, {ID: "x", From: "a", To: "b"}}, "", ""},
+		{"parent not the caller's", []workspace.Thread{{ID: "t", To: "a", Progress: "p"}, {ID: "x", From: "z", To: "b"}}, "", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,9 +1,11 @@
-package workspace
+package ops
 
 import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/workspaced/workspaced/workspace"
 )
 
 // cancelOnEntry is a store that ignores the caller's context, as the file
@@ -15,12 +17,12 @@ type cancelOnEntry struct {
 	cancel context.CancelFunc
 }
 
-func (s cancelOnEntry) GetEntry(ctx context.Context, sc Scope, key string) (Entry, error) {
+func (s cancelOnEntry) GetEntry(ctx context.Context, sc workspace.Scope, key string) (workspace.Entry, error) {
 	s.cancel()
 	return s.Backend.GetEntry(context.WithoutCancel(ctx), sc, key)
 }
 
-func (s cancelOnEntry) ListEntries(ctx context.Context, sc Scope) ([]ManifestItem, error) {
+func (s cancelOnEntry) ListEntries(ctx context.Context, sc workspace.Scope) ([]workspace.ManifestItem, error) {
 	return s.Backend.ListEntries(context.WithoutCancel(ctx), sc)
 }
 

@@ -1,10 +1,12 @@
-package workspace
+package ops
 
 import (
 	"context"
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/workspaced/workspaced/workspace"
 )
 
 // ThreadRef names a thread and the task it belongs to.
@@ -16,14 +18,14 @@ type ThreadRef struct {
 // Activation is what ActivateThread did: the thread made active, and the
 // agent's other threads it set pending.
 type Activation struct {
-	Thread  Thread      `json:"thread"`
-	Pending []ThreadRef `json:"pending"`
+	Thread  workspace.Thread `json:"thread"`
+	Pending []ThreadRef      `json:"pending"`
 }
 
 // agentThread is a thread with the task whose directory holds it.
 type agentThread struct {
 	task string
-	t    Thread
+	t    workspace.Thread
 }
 
 // agentThreads returns every readable thread addressed to agent (its To)
@@ -73,7 +75,7 @@ func (w Ops) ActivateThread(ctx context.Context, taskID, threadID, agent string)
 	if agent == "" {
 		agent = t.To
 	}
-	if err := ValidateID("agent", agent); err != nil {
+	if err := workspace.ValidateID("agent", agent); err != nil {
 		return Activation{}, err
 	}
 	op := "activate thread " + threadID
@@ -82,7 +84,7 @@ func (w Ops) ActivateThread(ctx context.Context, taskID, threadID, agent string)
 			"the thread is addressed to %s, not %s", t.To, agent)
 	}
 	act := Activation{Pending: []ThreadRef{}}
-	act.Thread, err = w.ModifyThread(ctx, taskID, threadID, agent, func(t *Thread) (bool, error) {
+	act.Thread, err = w.ModifyThread(ctx, taskID, threadID, agent, func(t *workspace.Thread) (bool, error) {
 		if t.Status == "done" {
 			return false, invalidf(op, "reopen it (status active) first if there is more to do", "the thread is done")
 		}
@@ -102,7 +104,7 @@ func (w Ops) ActivateThread(ctx context.Context, taskID, threadID, agent string)
 			continue
 		}
 		changed := false
-		_, err := w.ModifyThread(ctx, o.task, o.t.ID, agent, func(t *Thread) (bool, error) {
+		_, err := w.ModifyThread(ctx, o.task, o.t.ID, agent, func(t *workspace.Thread) (bool, error) {
 			// Read again under the lock: only a thread still active and
 			// still the agent's is set pending.
 			changed = t.Status == "active" && t.To == agent
@@ -137,7 +139,7 @@ func (w Ops) ActiveThread(ctx context.Context, agent string) (ThreadRef, error) 
 
 // activeOf is ActiveThread with every thread of the agent.
 func (w Ops) activeOf(ctx context.Context, agent string) (agentThread, []agentThread, error) {
-	if err := ValidateID("agent", agent); err != nil {
+	if err := workspace.ValidateID("agent", agent); err != nil {
 		return agentThread{}, nil, err
 	}
 	threads, err := w.agentThreads(ctx, agent)

@@ -1,4 +1,4 @@
-package workspace
+package ops
 
 import (
 	"bytes"
@@ -10,19 +10,21 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/workspaced/workspaced/workspace"
 )
 
 // The observer has two threads: th_observer in training-001 and
 // nc_observer in nocard, both active, created at the same instant.
 func TestActivateThread(t *testing.T) {
 	ctx := context.Background()
-	w := provFixture(t)
+	w, c := provFixtureClock(t)
 	// Nothing was ever activated: the tie falls to the task id.
-	if got, err := w.ActiveThread(t.Context(), "observer"); err != nil || got != (ThreadRef{Task: "nocard", Thread: "nc_observer"}) {
+	if got, err := Over(w).ActiveThread(t.Context(), "observer"); err != nil || got != (ThreadRef{Task: "nocard", Thread: "nc_observer"}) {
 		t.Fatalf("active thread before any activation: %+v, %v", got, err)
 	}
 
-	act, err := w.ActivateThread(ctx, "training-001", "th_observer", "observer")
+	act, err := Over(w).ActivateThread(ctx, "training-001", "th_observer", "observer")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,13 +41,13 @@ func TestActivateThread(t *testing.T) {
 	if th, _ := w.GetThread(ctx, "training-001", "th_solver"); th.Status != "active" {
 		t.Errorf("th_solver is %s", th.Status)
 	}
-	if got, err := w.ActiveThread(t.Context(), "observer"); err != nil || got != (ThreadRef{Task: "training-001", Thread: "th_observer"}) {
+	if got, err := Over(w).ActiveThread(t.Context(), "observer"); err != nil || got != (ThreadRef{Task: "training-001", Thread: "th_observer"}) {
 		t.Fatalf("active thread: %+v, %v", got, err)
 	}
 
 	// The agent's context without a thread: the active one hydrated, the
 	// other task's thread dehydrated after the task's own.
-	b, err := w.Context(t.Context(), "", ContextOptions{Agent: "observer", Unlimited: true})
+	b, err := Over(w).Context(t.Context(), "", ContextOptions{Agent: "observer", Unlimited: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +59,7 @@ func TestActivateThread(t *testing.T) {
 	if last.Ref != "thread:nocard/nc_observer" || !strings.HasPrefix(last.Content, "task: nocard\nghost → observer · pending\n") {
 		t.Errorf("last open thread: %+v", last)
 	}
-	byThread, err := w.Context(t.Context(), "th_observer", ContextOptions{Unlimited: true})
+	byThread, err := Over(w).Context(t.Context(), "th_observer", ContextOptions{Unlimited: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,20 +69,20 @@ func TestActivateThread(t *testing.T) {
 	checkContextGolden(t, "agent-active", b)
 
 	// Switching back: the activation of a later time wins.
-	w.now = func() time.Time { return fixtureNow.Add(time.Minute) }
-	act, err = w.ActivateThread(ctx, "nocard", "nc_observer", "")
+	c.advance(time.Minute)
+	act, err = Over(w).ActivateThread(ctx, "nocard", "nc_observer", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []ThreadRef{{Task: "training-001", Thread: "th_observer"}}; !reflect.DeepEqual(act.Pending, want) {
 		t.Errorf("set pending %v, want %v", act.Pending, want)
 	}
-	b, err = w.Context(t.Context(), "", ContextOptions{Agent: "observer", Budget: 100000})
+	b, err = Over(w).Context(t.Context(), "", ContextOptions{Agent: "observer", Budget: 100000})
 	if err != nil || b.Thread != "nc_observer" {
 		t.Fatalf("context after switching: %s, %v", b.Thread, err)
 	}
 	// Activating the active thread again sets nothing else pending.
-	if act, err := w.ActivateThread(ctx, "nocard", "nc_observer", "observer"); err != nil || len(act.Pending) != 0 {
+	if act, err := Over(w).ActivateThread(ctx, "nocard", "nc_observer", "observer"); err != nil || len(act.Pending) != 0 {
 		t.Errorf("activate again: %+v, %v", act, err)
 	}
 }
@@ -104,18 +106,18 @@ func TestActivateThreadRefused(t *testing.T) {
 		is                        error
 		want                      string
 	}{
-		{"another agent's thread", "training-001", "th_solver", "observer", ErrInvalid, "addressed to solver, not observer"},
-		{"a done thread", "training-001", "th_direct", "solver", ErrInvalid, "the thread is done"},
-		{"no such thread", "training-001", "th_nowhere", "observer", ErrNotFound, "th_nowhere"},
-		{"bad agent", "training-001", "th_observer", "bad agent", ErrInvalid, "bad agent"},
+		{"another agent's thread", "training-001", "th_solver", "observer", workspace.ErrInvalid, "addressed to solver, not observer"},
+		{"a done thread", "training-001", "th_direct", "solver", workspace.ErrInvalid, "the thread is done"},
+		{"no such thread", "training-001", "th_nowhere", "observer", workspace.ErrNotFound, "th_nowhere"},
+		{"bad agent", "training-001", "th_observer", "bad agent", workspace.ErrInvalid, "bad agent"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := w.ActivateThread(ctx, tc.task, tc.thread, tc.agent)
+			_, err := Over(w).ActivateThread(ctx, tc.task, tc.thread, tc.agent)
 			if !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want %v naming %q", err, tc.is, tc.want)
 			}
-			if HintOf(err) == "" {
+			if workspace.HintOf(err) == "" {
 				t.Errorf("no hint: %v", err)
 			}
 		})
@@ -135,34 +137,34 @@ func TestActiveThreadNone(t *testing.T) {
 	ctx := context.Background()
 	w := provFixture(t)
 	// terse has one thread, pending.
-	_, err := w.ActiveThread(t.Context(), "terse")
-	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "(1 pending)") {
+	_, err := Over(w).ActiveThread(t.Context(), "terse")
+	if !errors.Is(err, workspace.ErrNotFound) || !strings.Contains(err.Error(), "(1 pending)") {
 		t.Fatalf("terse: %v", err)
 	}
-	if _, err := w.Context(t.Context(), "", ContextOptions{Agent: "terse", Budget: 100}); !errors.Is(err, ErrNotFound) {
+	if _, err := Over(w).Context(t.Context(), "", ContextOptions{Agent: "terse", Budget: 100}); !errors.Is(err, workspace.ErrNotFound) {
 		t.Fatalf("context of terse: %v", err)
 	}
-	if _, err := w.Context(t.Context(), "", ContextOptions{Budget: 100}); !errors.Is(err, ErrInvalid) {
+	if _, err := Over(w).Context(t.Context(), "", ContextOptions{Budget: 100}); !errors.Is(err, workspace.ErrInvalid) {
 		t.Fatalf("context of nothing: %v", err)
 	}
-	if _, err := w.ActiveThread(t.Context(), "nobody"); !errors.Is(err, ErrNotFound) {
+	if _, err := Over(w).ActiveThread(t.Context(), "nobody"); !errors.Is(err, workspace.ErrNotFound) {
 		t.Fatalf("nobody: %v", err)
 	}
 	// An unreadable thread file of some task does not stop the search.
 	if err := os.WriteFile(filepath.Join(w.Dir(), "tasks", "deep", "threads", "junk.json"), []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.ActivateThread(ctx, "training-001", "th_terse", ""); err != nil {
+	if _, err := Over(w).ActivateThread(ctx, "training-001", "th_terse", ""); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := w.ActiveThread(t.Context(), "terse"); err != nil || got.Thread != "th_terse" {
+	if got, err := Over(w).ActiveThread(t.Context(), "terse"); err != nil || got.Thread != "th_terse" {
 		t.Fatalf("terse after activation: %+v %v", got, err)
 	}
 }
 
 func TestPickActive(t *testing.T) {
 	at := func(task, id, status string, created, activated int) agentThread {
-		th := Thread{ID: id, Status: status, CreatedAt: fixtureNow.Add(time.Duration(created) * time.Second)}
+		th := workspace.Thread{ID: id, Status: status, CreatedAt: fixtureNow.Add(time.Duration(created) * time.Second)}
 		if activated > 0 {
 			th.ActivatedAt = fixtureNow.Add(time.Duration(activated) * time.Second)
 		}

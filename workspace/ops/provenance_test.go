@@ -1,4 +1,4 @@
-package workspace
+package ops
 
 import (
 	"context"
@@ -7,11 +7,15 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // The -update flag may be defined by another test file of this package;
@@ -96,15 +100,24 @@ func boolPtr(b bool) *bool { return &b }
 //	training-002: human → coordinator → solver, no env data
 //	deep:         human → lvl1 → … → lvl7 (six delegations), a long multi-byte root message
 //	nocard:       human → coordinator → ghost → observer (ghost has no card)
-func provFixture(t testing.TB) *Workspace {
+func provFixture(t testing.TB) *files.Store {
+	t.Helper()
+	w, _ := provFixtureClock(t)
+	return w
+}
+
+// provFixtureClock is provFixture with its clock, which stays at
+// fixtureNow until the test moves it.
+func provFixtureClock(t testing.TB) (*files.Store, *clock) {
 	t.Helper()
 	ctx := context.Background()
-	w, err := Init(t.TempDir(), Options{Now: func() time.Time { return fixtureNow }})
+	c := &clock{t: fixtureNow}
+	w, err := files.Init(t.TempDir(), workspace.Options{Now: c.now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.Close() })
-	cards := AgentCards{Agents: []AgentCard{
+	cards := workspace.AgentCards{Agents: []workspace.AgentCard{
 		{Name: "coordinator", Description: "Orchestrates ARC-AGI solving by delegating to specialist agents", Role: "coordinator", Capabilities: []string{"delegate"}},
 		{Name: "solver", Description: "Solves ARC-AGI puzzles by analyzing input/output grid pairs and finding transformation rules", Role: "worker", Capabilities: []string{"load_arc_task", "read_file"}},
 		{Name: "observer", Description: "Notices spatial and colour patterns in grids", Role: "worker", Capabilities: []string{"read_file", "list_files"},
@@ -113,44 +126,44 @@ func provFixture(t testing.TB) *Workspace {
 		{Name: "terse", Description: "Answers in one word", PreambleDetail: DetailMinimal},
 	}}
 	for i := 1; i <= 7; i++ {
-		cards.Agents = append(cards.Agents, AgentCard{Name: fmt.Sprintf("lvl%d", i), Description: fmt.Sprintf("Level %d of a deep delegation", i)})
+		cards.Agents = append(cards.Agents, workspace.AgentCard{Name: fmt.Sprintf("lvl%d", i), Description: fmt.Sprintf("Level %d of a deep delegation", i)})
 	}
-	if err := w.WriteJSON(AgentsFile, cards); err != nil {
+	if err := w.WriteJSON(workspace.AgentsFile, cards); err != nil {
 		t.Fatal(err)
 	}
 	mustTask := func(id, desc string) {
 		t.Helper()
-		if _, err := w.CreateTask(ctx, NewTaskRequest{ID: id, Description: desc, To: map[bool]string{true: "lvl1", false: "coordinator"}[id == "deep"]}); err != nil {
+		if _, err := w.CreateTask(ctx, workspace.NewTaskRequest{ID: id, Description: desc, To: map[bool]string{true: "lvl1", false: "coordinator"}[id == "deep"]}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	mustThread := func(req NewThreadRequest) {
+	mustThread := func(req workspace.NewThreadRequest) {
 		t.Helper()
 		if _, err := w.NewThread(ctx, req); err != nil {
 			t.Fatal(err)
 		}
 	}
 	mustTask("training-001", "Solve ARC task training-001")
-	mustThread(NewThreadRequest{TaskID: "training-001", ID: "th_solver", From: "coordinator", To: "solver",
+	mustThread(workspace.NewThreadRequest{TaskID: "training-001", ID: "th_solver", From: "coordinator", To: "solver",
 		Message: "Please solve ARC task training-001. Load the task, analyze it, and find the transformation rule.",
 		Concern: "Find the transformation rule of training-001", Approach: "Load the grid, consult the observer", Buffers: []string{"env:arc_task"}})
-	mustThread(NewThreadRequest{TaskID: "training-001", ID: "th_observer", ParentID: "th_solver", From: "solver", To: "observer",
+	mustThread(workspace.NewThreadRequest{TaskID: "training-001", ID: "th_observer", ParentID: "th_solver", From: "solver", To: "observer",
 		Message: "What patterns do you notice in the current task?\nFocus on spatial relationships and color transformations.",
 		Concern: "Spot the patterns in the arc_task grid", Approach: "Compare input and output cell by cell",
 		Buffers: []string{"env:arc_task", "notes/observations.md", "memory:session:scratch"}, SkillTags: []string{"grids"}})
-	mustThread(NewThreadRequest{TaskID: "training-001", ID: "th_tool", ParentID: "th_solver", From: "solver", To: "tool", Message: "Rotate the grid"})
-	mustThread(NewThreadRequest{TaskID: "training-001", ID: "th_terse", ParentID: "th_solver", From: "solver", To: "terse", Message: "Yes or no: is it a rotation?", Status: "pending"})
-	mustThread(NewThreadRequest{TaskID: "training-001", ID: "th_direct", From: "human", To: "solver", Message: "Also check training-002 later", Status: "done"})
-	if _, err := w.StoreEntry(ctx, Scope{Kind: ScopeThread, TaskID: "training-001"}, StoreRequest{Key: "arc_task", Agent: "solver",
+	mustThread(workspace.NewThreadRequest{TaskID: "training-001", ID: "th_tool", ParentID: "th_solver", From: "solver", To: "tool", Message: "Rotate the grid"})
+	mustThread(workspace.NewThreadRequest{TaskID: "training-001", ID: "th_terse", ParentID: "th_solver", From: "solver", To: "terse", Message: "Yes or no: is it a rotation?", Status: "pending"})
+	mustThread(workspace.NewThreadRequest{TaskID: "training-001", ID: "th_direct", From: "human", To: "solver", Message: "Also check training-002 later", Status: "done"})
+	if _, err := w.StoreEntry(ctx, workspace.Scope{Kind: workspace.ScopeThread, TaskID: "training-001"}, workspace.StoreRequest{Key: "arc_task", Agent: "solver",
 		Description: "The current ARC-AGI puzzle: task training-001, a 3x3 grid.",
 		Value:       json.RawMessage(`{"task_id":"training-001","input_grid":[[0,1,2],[3,4,5],[6,7,8]],"output_grid":[[8,7,6],[5,4,3],[2,1,0]]}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.StoreEntry(ctx, Scope{Kind: ScopeSession, TaskID: "training-001", ThreadID: "th_observer"}, StoreRequest{Key: "scratch", Agent: "observer",
+	if _, err := w.StoreEntry(ctx, workspace.Scope{Kind: workspace.ScopeSession, TaskID: "training-001", ThreadID: "th_observer"}, workspace.StoreRequest{Key: "scratch", Agent: "observer",
 		Description: "Half-formed ideas.", Value: json.RawMessage(`"maybe a 180 degree rotation"`)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.StoreEntry(ctx, Scope{Kind: ScopeGlobal}, StoreRequest{Key: "house_style", Agent: "coordinator",
+	if _, err := w.StoreEntry(ctx, workspace.Scope{Kind: workspace.ScopeGlobal}, workspace.StoreRequest{Key: "house_style", Agent: "coordinator",
 		Description: "How answers are written.", Value: json.RawMessage(`"Short sentences. Name the cells you mean."`)}); err != nil {
 		t.Fatal(err)
 	}
@@ -162,22 +175,22 @@ func provFixture(t testing.TB) *Workspace {
 	}
 
 	mustTask("training-002", "Solve ARC task training-002")
-	mustThread(NewThreadRequest{TaskID: "training-002", ID: "th2_solver", From: "coordinator", To: "solver", Message: "Please solve ARC task training-002."})
+	mustThread(workspace.NewThreadRequest{TaskID: "training-002", ID: "th2_solver", From: "coordinator", To: "solver", Message: "Please solve ARC task training-002."})
 
 	long := strings.Repeat("Réfléchis à la grille «α→β» et décris chaque étape. ", 12)
 	mustTask("deep", long)
 	parent := "deep"
 	for i := 1; i <= 6; i++ {
 		id := fmt.Sprintf("d%d", i)
-		mustThread(NewThreadRequest{TaskID: "deep", ID: id, ParentID: parent, From: fmt.Sprintf("lvl%d", i), To: fmt.Sprintf("lvl%d", i+1),
+		mustThread(workspace.NewThreadRequest{TaskID: "deep", ID: id, ParentID: parent, From: fmt.Sprintf("lvl%d", i), To: fmt.Sprintf("lvl%d", i+1),
 			Message: fmt.Sprintf("Level %d asks level %d to go one deeper.", i, i+1), Concern: fmt.Sprintf("depth %d", i+1)})
 		parent = id
 	}
 
 	mustTask("nocard", "Find out who ghost is")
-	mustThread(NewThreadRequest{TaskID: "nocard", ID: "nc_ghost", From: "coordinator", To: "ghost", Message: "Investigate."})
-	mustThread(NewThreadRequest{TaskID: "nocard", ID: "nc_observer", ParentID: "nc_ghost", From: "ghost", To: "observer", Message: "Look at this."})
-	return w
+	mustThread(workspace.NewThreadRequest{TaskID: "nocard", ID: "nc_ghost", From: "coordinator", To: "ghost", Message: "Investigate."})
+	mustThread(workspace.NewThreadRequest{TaskID: "nocard", ID: "nc_observer", ParentID: "nc_ghost", From: "ghost", To: "observer", Message: "Look at this."})
+	return w, c
 }
 
 func TestPreambleGolden(t *testing.T) {
@@ -206,7 +219,7 @@ func TestPreambleGolden(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := w.Preamble(t.Context(), tc.thread, tc.opt)
+			p, err := Over(w).Preamble(t.Context(), tc.thread, tc.opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -224,7 +237,7 @@ func TestPreambleGolden(t *testing.T) {
 				got = "(empty) " + p.Reason + "\n"
 			}
 			checkGolden(t, "preamble/"+tc.name+".txt", []byte(got))
-			again, err := w.Preamble(t.Context(), tc.thread, tc.opt)
+			again, err := Over(w).Preamble(t.Context(), tc.thread, tc.opt)
 			if err != nil || !reflect.DeepEqual(again, p) {
 				t.Errorf("second call differs: %+v, %v", again, err)
 			}
@@ -236,7 +249,7 @@ func TestPreambleLevelsNest(t *testing.T) {
 	w := provFixture(t)
 	var prev []string
 	for _, d := range []string{DetailMinimal, DetailStandard, DetailVerbose} {
-		p, err := w.Preamble(t.Context(), "th_observer", PreambleOptions{Detail: d})
+		p, err := Over(w).Preamble(t.Context(), "th_observer", PreambleOptions{Detail: d})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -255,7 +268,7 @@ func TestPreambleLevelsNest(t *testing.T) {
 
 func TestPreambleCutsRootMessage(t *testing.T) {
 	w := provFixture(t)
-	p, err := w.Preamble(t.Context(), "d6", PreambleOptions{MaxMessageBytes: 41})
+	p, err := Over(w).Preamble(t.Context(), "d6", PreambleOptions{MaxMessageBytes: 41})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,10 +284,10 @@ func TestPreambleCutsRootMessage(t *testing.T) {
 
 func TestPreambleRefusesBadDetail(t *testing.T) {
 	w := provFixture(t)
-	if _, err := w.Preamble(t.Context(), "th_observer", PreambleOptions{Detail: "loud"}); !errors.Is(err, ErrInvalid) {
+	if _, err := Over(w).Preamble(t.Context(), "th_observer", PreambleOptions{Detail: "loud"}); !errors.Is(err, workspace.ErrInvalid) {
 		t.Fatalf("detail loud: got %v, want ErrInvalid", err)
 	}
-	if _, err := w.Preamble(t.Context(), "th_nowhere", PreambleOptions{}); !errors.Is(err, ErrNotFound) {
+	if _, err := Over(w).Preamble(t.Context(), "th_nowhere", PreambleOptions{}); !errors.Is(err, workspace.ErrNotFound) {
 		t.Fatalf("missing thread: got %v, want ErrNotFound", err)
 	}
 }
@@ -317,7 +330,7 @@ func TestSystemContextGolden(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := w.SystemContext(t.Context(), tc.agent, tc.task)
+			got, err := Over(w).SystemContext(t.Context(), tc.agent, tc.task)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -338,7 +351,7 @@ func TestSystemContextGolden(t *testing.T) {
 
 			// The list_capabilities tool answers the same block, less the
 			// line telling the agent to call list_capabilities.
-			tool, err := w.Capabilities(t.Context(), tc.agent, tc.task)
+			tool, err := Over(w).Capabilities(t.Context(), tc.agent, tc.task)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -348,10 +361,10 @@ func TestSystemContextGolden(t *testing.T) {
 			}
 		})
 	}
-	if _, err := w.SystemContext(t.Context(), "bad name", ""); !errors.Is(err, ErrInvalid) {
+	if _, err := Over(w).SystemContext(t.Context(), "bad name", ""); !errors.Is(err, workspace.ErrInvalid) {
 		t.Errorf("bad agent name: got %v, want ErrInvalid", err)
 	}
-	if _, err := w.SystemContext(t.Context(), "observer", "no-such-task"); !errors.Is(err, ErrNotFound) {
+	if _, err := Over(w).SystemContext(t.Context(), "observer", "no-such-task"); !errors.Is(err, workspace.ErrNotFound) {
 		t.Errorf("missing task: got %v, want ErrNotFound", err)
 	}
 }
@@ -376,20 +389,20 @@ func TestUniversalCapabilitiesNamed(t *testing.T) {
 
 // brokenFixture adds a task whose thread files break the chain on purpose:
 // a cycle, a parent that lives in another task, a missing parent.
-func brokenFixture(t *testing.T) *Workspace {
+func brokenFixture(t *testing.T) *files.Store {
 	t.Helper()
 	w := provFixture(t)
-	if _, err := w.CreateTask(context.Background(), NewTaskRequest{ID: "broken", Description: "Threads gone wrong"}); err != nil {
+	if _, err := w.CreateTask(context.Background(), workspace.NewTaskRequest{ID: "broken", Description: "Threads gone wrong"}); err != nil {
 		t.Fatal(err)
 	}
-	for _, th := range []Thread{
+	for _, th := range []workspace.Thread{
 		{ID: "loop_a", ParentID: "loop_b", TaskID: "broken", From: "solver", To: "observer", CreatedAt: fixtureNow, Status: "active"},
 		{ID: "loop_b", ParentID: "loop_a", TaskID: "broken", From: "observer", To: "solver", CreatedAt: fixtureNow, Status: "active"},
 		{ID: "self_loop", ParentID: "self_loop", TaskID: "broken", From: "solver", To: "observer", CreatedAt: fixtureNow, Status: "active"},
 		{ID: "foreign", ParentID: "th_solver", TaskID: "broken", From: "solver", To: "observer", CreatedAt: fixtureNow, Status: "active"},
 		{ID: "orphan", ParentID: "vanished", TaskID: "broken", From: "solver", To: "observer", CreatedAt: fixtureNow, Status: "active"},
 	} {
-		if err := w.WriteJSON(threadPath("broken", th.ID), th); err != nil {
+		if err := w.WriteJSON(path.Join(workspace.TaskDir("broken"), "threads", th.ID+".json"), th); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -426,9 +439,12 @@ func TestBrokenChains(t *testing.T) {
 		for _, task := range []string{"", "broken"} {
 			t.Run(fmt.Sprintf("%s/task=%q", tc.name, task), func(t *testing.T) {
 				calls := map[string]func() error{
-					"preamble": func() error { _, err := w.Preamble(t.Context(), tc.thread, PreambleOptions{TaskID: task}); return err },
+					"preamble": func() error {
+						_, err := Over(w).Preamble(t.Context(), tc.thread, PreambleOptions{TaskID: task})
+						return err
+					},
 					"context": func() error {
-						_, err := w.Context(t.Context(), tc.thread, ContextOptions{Budget: 1000, TaskID: task})
+						_, err := Over(w).Context(t.Context(), tc.thread, ContextOptions{Budget: 1000, TaskID: task})
 						return err
 					},
 				}

@@ -1,4 +1,4 @@
-package workspace
+package ops
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
+	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // checkContextGolden compares a bundle with testdata/context/<name>.json
@@ -58,7 +60,7 @@ func sectionTokens(b ContextBundle) int {
 
 func TestContextGolden(t *testing.T) {
 	w := provFixture(t)
-	full, err := w.Context(t.Context(), "th_observer", ContextOptions{Unlimited: true})
+	full, err := Over(w).Context(t.Context(), "th_observer", ContextOptions{Unlimited: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +111,7 @@ func TestContextGolden(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := w.Context(t.Context(), "th_observer", tc.opt)
+			b, err := Over(w).Context(t.Context(), "th_observer", tc.opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -134,7 +136,7 @@ func TestContextGolden(t *testing.T) {
 
 func TestContextContents(t *testing.T) {
 	w := provFixture(t)
-	b, err := w.Context(t.Context(), "th_observer", ContextOptions{Budget: 100000})
+	b, err := Over(w).Context(t.Context(), "th_observer", ContextOptions{Budget: 100000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +163,7 @@ func TestContextDeterministic(t *testing.T) {
 	w := provFixture(t)
 	var first []byte
 	for i := 0; i < 3; i++ {
-		b, err := w.Context(t.Context(), "th_observer", ContextOptions{Budget: 300})
+		b, err := Over(w).Context(t.Context(), "th_observer", ContextOptions{Budget: 300})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -189,7 +191,7 @@ func TestContextBadBuffers(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(taskDir, "pipe"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(taskDir, "big.txt"), bytes.Repeat([]byte("x"), BufferMaxBytes+1), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(taskDir, "big.txt"), bytes.Repeat([]byte("x"), workspace.BufferMaxBytes+1), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(taskDir, "blob.bin"), []byte{0xff, 0xfe, 0x00}, 0o644); err != nil {
@@ -202,7 +204,7 @@ func TestContextBadBuffers(t *testing.T) {
 		"link.md", "etc/passwd", "pipe", "big.txt", "blob.bin", "notes",
 		"notes/observations.md",
 	}
-	if _, err := w.UpdateThread(context.Background(), "training-001", "th_observer", "observer", ThreadUpdate{Buffers: &bufs}); err != nil {
+	if _, err := w.UpdateThread(context.Background(), "training-001", "th_observer", "observer", workspace.ThreadUpdate{Buffers: &bufs}); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{
@@ -259,12 +261,12 @@ func contains(list []string, s string) bool {
 
 // withDeadlineBundle runs Context under a deadline: a FIFO buffer must not
 // block the read.
-func withDeadlineBundle(t *testing.T, w *Workspace, thread string, opt ContextOptions) ContextBundle {
+func withDeadlineBundle(t *testing.T, w *files.Store, thread string, opt ContextOptions) ContextBundle {
 	t.Helper()
 	var b ContextBundle
 	err := withDeadline(t, "context", func() error {
 		var err error
-		b, err = w.Context(t.Context(), thread, opt)
+		b, err = Over(w).Context(t.Context(), thread, opt)
 		return err
 	})
 	if err != nil {
@@ -279,7 +281,7 @@ func TestContextSkipsUnreadableThread(t *testing.T) {
 	if err := os.WriteFile(name, []byte("{not json"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b, err := w.Context(t.Context(), "th_observer", ContextOptions{Budget: 100000})
+	b, err := Over(w).Context(t.Context(), "th_observer", ContextOptions{Budget: 100000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +292,7 @@ func TestContextSkipsUnreadableThread(t *testing.T) {
 
 func TestContextRefusesNegativeBudget(t *testing.T) {
 	w := provFixture(t)
-	if _, err := w.Context(t.Context(), "th_observer", ContextOptions{Budget: -1}); err == nil {
+	if _, err := Over(w).Context(t.Context(), "th_observer", ContextOptions{Budget: -1}); err == nil {
 		t.Fatal("negative budget accepted")
 	}
 }
@@ -321,12 +323,12 @@ func TestGroupDigits(t *testing.T) {
 // only the front matter of the skills not chosen is read.
 func BenchmarkContext(b *testing.B) {
 	ctx := context.Background()
-	w, err := Init(b.TempDir(), Options{Now: func() time.Time { return fixtureNow }})
+	w, err := files.Init(b.TempDir(), workspace.Options{Now: func() time.Time { return fixtureNow }})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer w.Close()
-	if _, err := w.CreateTask(ctx, NewTaskRequest{ID: "bench", Description: "A big task"}); err != nil {
+	if _, err := w.CreateTask(ctx, workspace.NewTaskRequest{ID: "bench", Description: "A big task"}); err != nil {
 		b.Fatal(err)
 	}
 	dir := filepath.Join(w.Dir(), "tasks", "bench")
@@ -345,17 +347,17 @@ func BenchmarkContext(b *testing.B) {
 	value, _ := json.Marshal(strings.Repeat("v", 100<<10))
 	for i := 0; i < 1000; i++ {
 		key := fmt.Sprintf("key_%04d", i)
-		write(path.Join("env", key+".json"), Entry{Key: key, ShortDescription: "Entry " + key + " of the benchmark.", StoredBy: "solver",
+		write(path.Join("env", key+".json"), workspace.Entry{Key: key, ShortDescription: "Entry " + key + " of the benchmark.", StoredBy: "solver",
 			CreatedAt: fixtureNow, UpdatedAt: fixtureNow, Version: 1, Value: value})
 	}
 	for i := 0; i < 100; i++ {
 		id := fmt.Sprintf("th_%03d", i)
 		status := []string{"active", "pending", "done"}[i%3]
-		write(path.Join("threads", id+".json"), Thread{ID: id, ParentID: "bench", TaskID: "bench", From: "coordinator", To: "solver",
+		write(path.Join("threads", id+".json"), workspace.Thread{ID: id, ParentID: "bench", TaskID: "bench", From: "coordinator", To: "solver",
 			Message: "Work on part " + id, CreatedAt: fixtureNow, Status: status, Concern: "Part " + id, Approach: "Carefully",
 			Buffers: []string{"env:key_0001", "env:key_0002"}, Progress: "Half done", SkillTags: []string{"t1", "t2"}, PrimaryMode: "m3"})
 	}
-	if err := os.MkdirAll(filepath.Join(w.Dir(), SkillsDir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(w.Dir(), workspace.SkillsDir), 0o755); err != nil {
 		b.Fatal(err)
 	}
 	body := strings.Repeat("A line of what the skill teaches, with an example.\n", 40)
@@ -364,12 +366,12 @@ func BenchmarkContext(b *testing.B) {
 		if i == 0 {
 			name = CoreSkill
 		}
-		text := ComposeSkill(SkillMeta{Description: "Skill " + name, Tags: []string{fmt.Sprintf("t%d", i%10)}, Modes: []string{fmt.Sprintf("m%d", i%5)}}, body)
-		if err := os.WriteFile(filepath.Join(w.Dir(), SkillFile(name)), text, 0o644); err != nil {
+		text := workspace.ComposeSkill(workspace.SkillMeta{Description: "Skill " + name, Tags: []string{fmt.Sprintf("t%d", i%10)}, Modes: []string{fmt.Sprintf("m%d", i%5)}}, body)
+		if err := os.WriteFile(filepath.Join(w.Dir(), workspace.SkillFile(name)), text, 0o644); err != nil {
 			b.Fatal(err)
 		}
 	}
-	bundle, err := w.Context(b.Context(), "th_000", ContextOptions{Budget: DefaultContextBudget})
+	bundle, err := Over(w).Context(b.Context(), "th_000", ContextOptions{Budget: DefaultContextBudget})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -391,7 +393,7 @@ func BenchmarkContext(b *testing.B) {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
 	n := 0
 	for b.Loop() {
-		if _, err := w.Context(b.Context(), "th_000", ContextOptions{Budget: DefaultContextBudget}); err != nil {
+		if _, err := Over(w).Context(b.Context(), "th_000", ContextOptions{Budget: DefaultContextBudget}); err != nil {
 			b.Fatal(err)
 		}
 		n++
