@@ -14,6 +14,7 @@ import (
 
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
 	"github.com/workspaced/workspaced/workspace/postgres"
 	"github.com/workspaced/workspaced/workspace/sqlite"
 )
@@ -69,13 +70,13 @@ type dropper interface {
 
 // fileDropper drops marker files in a task directory.
 type fileDropper struct {
-	ws   *workspace.Workspace
+	ws   *files.Store
 	dir  string
 	name string
 }
 
 func newFileDropper(root, task, name string) (*fileDropper, error) {
-	ws, err := workspace.Open(root, workspace.Options{})
+	ws, err := files.Open(root, workspace.Options{})
 	if err != nil {
 		return nil, err
 	}

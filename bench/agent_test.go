@@ -14,6 +14,7 @@ import (
 	"github.com/workspaced/workspaced/internal/optdep"
 	"github.com/workspaced/workspaced/internal/pgtest"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // TestMain reports the tests skipped for want of python3 or PostgreSQL,
@@ -32,7 +33,7 @@ func TestMain(m *testing.M) {
 // in drop order, each taken around its drop.
 func TestAgentMainReports(t *testing.T) {
 	root := t.TempDir()
-	ws, err := workspace.Init(root, workspace.Options{})
+	ws, err := files.Init(root, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +151,7 @@ func TestPythonAgentDropsMarkers(t *testing.T) {
 		optdep.Skip(t, "python3", "python3 is not on PATH: the Python agent cannot run")
 	}
 	root := t.TempDir()
-	ws, err := workspace.Init(root, workspace.Options{})
+	ws, err := files.Init(root, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,6 +37,7 @@ import (
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/daemon"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // Options configure Run.
@@ -288,7 +289,7 @@ func measureFloor(base string, n int) (Result, error) {
 }
 
 func measureEnv(ctx context.Context, dir string, n int) ([]Result, error) {
-	ws, err := workspace.Init(dir, workspace.Options{})
+	ws, err := files.Init(dir, workspace.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -394,7 +395,7 @@ func measureIdle(ctx context.Context, dir string, n int, window time.Duration, o
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		return 0, 0, errNoProc
 	}
-	ws, err := workspace.Init(dir, workspace.Options{})
+	ws, err := files.Init(dir, workspace.Options{})
 	if err != nil {
 		return 0, 0, err
 	}

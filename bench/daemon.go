@@ -12,6 +12,7 @@ import (
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/internal/fixture"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // rig is one workspace served by a daemon process, with a watcher of its
@@ -19,7 +20,7 @@ import (
 // an agent would, from the files.
 type rig struct {
 	dir string // the workspace's root: a directory, or a postgres:// URL
-	ws  *workspace.Workspace
+	ws  *files.Store
 	cm  *commits
 	sw  *stateWatcher
 	srv *server
@@ -29,7 +30,7 @@ type rig struct {
 
 // newRig makes a workspace in dir and starts serveCmd on it.
 func newRig(ctx context.Context, dir string, serveCmd []string) (*rig, error) {
-	ws, err := workspace.Init(dir, workspace.Options{})
+	ws, err := files.Init(dir, workspace.Options{})
 	if err != nil {
 		return nil, err
 	}

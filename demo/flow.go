@@ -62,7 +62,11 @@ func prepareRoot(dir string) (root string, ownSettings bool, err error) {
 // revision and one failure, so the daemon records the demo's single
 // revision and single failure itself.
 func setup(ctx context.Context, root string, ownSettings bool, workers int) (workspace.Store, string, error) {
-	ws, err := workspace.Init(root, workspace.Options{})
+	made, err := service.Init(ctx, root, service.Roles{})
+	if err != nil {
+		return nil, "", fmt.Errorf("demo: %w", err)
+	}
+	ws, err := service.OpenTree(made.Where, "demo")
 	if err != nil {
 		return nil, "", fmt.Errorf("demo: %w", err)
 	}

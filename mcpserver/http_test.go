@@ -44,7 +44,7 @@ func (l *syncLog) String() string {
 // httpFixture serves the fixture over HTTP at /mcp.
 type httpFixture struct {
 	t   testing.TB
-	w   *workspace.Workspace
+	w   *files.Store
 	h   *HTTP
 	srv *httptest.Server
 	log *syncLog
@@ -58,7 +58,7 @@ func newHTTPFixture(t testing.TB, opt HTTPOptions) *httpFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := NewHTTP(files.New(f.w), toks, opt)
+	h, err := NewHTTP(f.w, toks, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -640,7 +640,7 @@ func TestStdioGrants(t *testing.T) {
 }
 
 // readDir lists a directory of the tree.
-func readDir(w *workspace.Workspace, rel string) ([]fs.DirEntry, error) {
+func readDir(w *files.Store, rel string) ([]fs.DirEntry, error) {
 	d, err := w.Root().Open(rel)
 	if err != nil {
 		return nil, err

@@ -29,10 +29,10 @@ var t0 = time.Date(2024, 1, 15, 10, 0, 0, 123_000_000, time.UTC)
 // fixture is a workspace with task t1, the delegation chain
 // human → coordinator → solver → observer, and cards for solver and
 // observer.
-func fixture(t testing.TB) *workspace.Workspace {
+func fixture(t testing.TB) *files.Store {
 	t.Helper()
 	ctx := context.Background()
-	w, err := workspace.Init(filepath.Join(t.TempDir(), "ws"), workspace.Options{Now: func() time.Time { return t0 }})
+	w, err := files.Init(filepath.Join(t.TempDir(), "ws"), workspace.Options{Now: func() time.Time { return t0 }})
 	if err != nil {
 		t.Fatalf("Init: %v", err)
 	}
@@ -64,9 +64,9 @@ func fixture(t testing.TB) *workspace.Workspace {
 
 // connect serves w with opt over an in-memory transport and returns the
 // client's session.
-func connect(t *testing.T, w *workspace.Workspace, opt Options) *mcp.ClientSession {
+func connect(t *testing.T, w *files.Store, opt Options) *mcp.ClientSession {
 	t.Helper()
-	s, err := New(files.New(w), opt)
+	s, err := New(w, opt)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -87,7 +87,7 @@ func connect(t *testing.T, w *workspace.Workspace, opt Options) *mcp.ClientSessi
 	return cs
 }
 
-func observer(t *testing.T) (*workspace.Workspace, *mcp.ClientSession) {
+func observer(t *testing.T) (*files.Store, *mcp.ClientSession) {
 	w := fixture(t)
 	return w, connect(t, w, Options{TaskID: "t1", ThreadID: "th_observer", Agent: "observer"})
 }
@@ -122,7 +122,7 @@ func mustCall(t *testing.T, cs *mcp.ClientSession, name string, args any) string
 }
 
 // readEntry reads an entry file of the tree.
-func readEntry(t *testing.T, w *workspace.Workspace, rel string) workspace.Entry {
+func readEntry(t *testing.T, w *files.Store, rel string) workspace.Entry {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(w.Dir(), filepath.FromSlash(rel)))
 	if err != nil {
@@ -135,7 +135,7 @@ func readEntry(t *testing.T, w *workspace.Workspace, rel string) workspace.Entry
 	return e
 }
 
-func exists(w *workspace.Workspace, rel string) bool {
+func exists(w *files.Store, rel string) bool {
 	_, err := os.Lstat(filepath.Join(w.Dir(), filepath.FromSlash(rel)))
 	return err == nil
 }
@@ -487,7 +487,7 @@ func TestMemory(t *testing.T) {
 
 // writeState writes a minimal valid state.json for t1 with subtask st_1
 // pending, as the daemon would.
-func writeState(t *testing.T, w *workspace.Workspace) {
+func writeState(t *testing.T, w *files.Store) {
 	t.Helper()
 	st := workspace.State{TaskID: "t1", Status: "executing", Phase: "execution", LastUpdated: t0,
 		Subtasks:    map[string]*workspace.SubtaskState{"st_1": {Status: "pending"}},
@@ -499,7 +499,7 @@ func writeState(t *testing.T, w *workspace.Workspace) {
 }
 
 // markers returns the markers with the prefix in t1, parsed.
-func markers(t *testing.T, w *workspace.Workspace, prefix string) []workspace.Marker {
+func markers(t *testing.T, w *files.Store, prefix string) []workspace.Marker {
 	t.Helper()
 	ents, err := os.ReadDir(filepath.Join(w.Dir(), "tasks", "t1"))
 	if err != nil {
@@ -860,7 +860,7 @@ func TestNew(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s, err := New(files.New(w), c.opt)
+			s, err := New(w, c.opt)
 			if c.wantErr != nil {
 				if !errors.Is(err, c.wantErr) || !strings.Contains(err.Error(), c.wantText) {
 					t.Fatalf("err = %v, want %v containing %q", err, c.wantErr, c.wantText)
@@ -880,7 +880,7 @@ func TestNew(t *testing.T) {
 // Run returns nil when its context is cancelled.
 func TestRunStopsOnCancel(t *testing.T) {
 	w := fixture(t)
-	s, err := New(files.New(w), Options{TaskID: "t1", Agent: "a"})
+	s, err := New(w, Options{TaskID: "t1", Agent: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ const (
 )
 
 // storeVerdicts is where the verdicts of w's markers are read: the store
-// itself when it reads them, else its file tree; nil when neither.
+// itself when it reads them (the file tree does); nil when it does not.
 func storeVerdicts(w workspace.Store) workspace.VerdictSource {
 	src, err := service.Verdicts("", w)
 	if err != nil {

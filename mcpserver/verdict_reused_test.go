@@ -68,7 +68,7 @@ func TestVerdictReusedName(t *testing.T) {
 	ask(t, reviewer, ToolWriteReview, map[string]any{"type": "plan_review", "verdict": "approved"}).
 		expect(t, "write_review", false, verdictApplied)
 
-	reuser := connectStore(t, reusingStore{Store: files.New(w), name: ".claim.worker_1.same"}, Options{TaskID: "t1", Agent: "worker_1", VerdictWait: time.Minute})
+	reuser := connectStore(t, reusingStore{Store: w, name: ".claim.worker_1.same"}, Options{TaskID: "t1", Agent: "worker_1", VerdictWait: time.Minute})
 	ask(t, reuser, ToolClaimSubtask, map[string]any{"subtask_id": "st_1"}).
 		expect(t, "the first claim under the name", false, verdictWon, "Subtask 'st_1' is yours")
 	ask(t, reuser, ToolClaimSubtask, map[string]any{"subtask_id": "st_2"}).

@@ -8,14 +8,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/workspaced/workspaced/internal/servetest"
-	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/daemon"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // runDaemon runs the daemon on w's root in this process until the test
 // ends, or until the returned stop is called; it returns once the daemon
 // has scanned the tree and watches it.
-func runDaemon(t *testing.T, w *workspace.Workspace) (stop func()) {
+func runDaemon(t *testing.T, w *files.Store) (stop func()) {
 	t.Helper()
 	return servetest.StartTree(t, w.Dir(), 0, daemon.Config{}).Stop
 }

@@ -14,11 +14,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // putState writes task t1's state.json as the daemon would, from st with
 // the fields every state has filled in.
-func putState(t *testing.T, w *workspace.Workspace, st workspace.State) {
+func putState(t *testing.T, w *files.Store, st workspace.State) {
 	t.Helper()
 	st.TaskID, st.LastUpdated = "t1", t0
 	if st.Phase == "" {
@@ -38,7 +39,7 @@ func putState(t *testing.T, w *workspace.Workspace, st workspace.State) {
 
 // putFile writes a file of the tree as an agent might, bypassing the
 // workspace's checks.
-func putFile(t *testing.T, w *workspace.Workspace, rel, data string) {
+func putFile(t *testing.T, w *files.Store, rel, data string) {
 	t.Helper()
 	p := filepath.Join(w.Dir(), filepath.FromSlash(rel))
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

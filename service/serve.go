@@ -46,7 +46,7 @@ type TreeStatus = files.Status
 type TaskStatus = files.TaskStatus
 
 // ReadTreeStatus reads the status of the tree w.
-func ReadTreeStatus(ctx context.Context, w *workspace.Workspace) (TreeStatus, error) {
+func ReadTreeStatus(ctx context.Context, w *files.Store) (TreeStatus, error) {
 	return files.ReadStatus(ctx, w)
 }
 

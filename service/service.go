@@ -90,7 +90,7 @@ func Open(ctx context.Context, root string, opts Options) (workspace.Store, erro
 // OpenTree opens the workspace at root as a file tree, for what only a
 // tree has (paths, os.Root, flock held for a child process, the daemon's
 // journal files). A database root is refused as FilesOnly(name) says.
-func OpenTree(root, name string) (*workspace.Workspace, error) {
+func OpenTree(root, name string) (*FileTree, error) {
 	if KindOf(root) != Files {
 		return nil, FilesOnly(name)
 	}
@@ -98,12 +98,12 @@ func OpenTree(root, name string) (*workspace.Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.Workspace, nil
+	return s, nil
 }
 
 // openDir opens the directory root, refusing one that is not a
 // workspace (neither workspace.json nor tasks/ in it).
-func openDir(root string) (*files.Store, error) {
+func openDir(root string) (*FileTree, error) {
 	w, err := files.Open(root, workspace.Options{})
 	var we *workspace.Error
 	if errors.As(err, &we) && errors.Is(err, workspace.ErrNotFound) {
@@ -158,9 +158,9 @@ func Name(root string) string {
 // Tree is the file tree under st, for the operations (op) that need what
 // only a tree has; a workspace kept otherwise is refused with a clear
 // error.
-func Tree(op string, st workspace.Store) (*workspace.Workspace, error) {
-	if fs, ok := st.(*files.Store); ok {
-		return fs.Workspace, nil
+func Tree(op string, st workspace.Store) (*FileTree, error) {
+	if fs, ok := st.(*FileTree); ok {
+		return fs, nil
 	}
 	return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: op, Msg: "works on a workspace kept as files only",
 		Hint: "run it with --root pointing at a workspace directory; 'workspaced export --from ROOT --to DIR' writes a PostgreSQL workspace as one"}
@@ -184,7 +184,7 @@ func Tokens(op string, st workspace.Store) (tokens.Keeper, error) {
 // for a store of another kind.
 func Where(st workspace.Store) string {
 	switch s := st.(type) {
-	case *files.Store:
+	case *FileTree:
 		return "root " + s.Dir()
 	case *postgres.Store:
 		return "PostgreSQL schema " + s.Schema()
@@ -212,7 +212,7 @@ func Verdicts(op string, st workspace.Store) (workspace.VerdictSource, error) {
 // tree's .workspaced.lock, a SQLite database's PATH.lock; "" for a store
 // that leads otherwise (PostgreSQL's lease).
 func DaemonLock(st workspace.Store) string {
-	if s, ok := st.(*files.Store); ok {
+	if s, ok := st.(*FileTree); ok {
 		return files.LockPath(s.Dir())
 	}
 	if l, ok := workspace.As[workspace.DaemonLocker](st); ok {
@@ -223,3 +223,8 @@ func DaemonLock(st workspace.Store) string {
 
 // DatabaseFile is the file of a sqlite:PATH root.
 func DatabaseFile(root string) (string, error) { return sqlite.ParsePath(root) }
+
+// FileTree is a workspace kept as files, for what only a tree has (paths,
+// os.Root, flock held for a child process, the daemon's journal files):
+// what Tree and OpenTree return.
+type FileTree = files.Store

@@ -129,7 +129,7 @@ var finalEvents = map[string]string{
 
 // endedInEvents reports whether a task's events.log holds an event ending
 // the task.
-func endedInEvents(ctx context.Context, w *workspace.Workspace, id string) bool {
+func endedInEvents(ctx context.Context, w *files.Store, id string) bool {
 	evs, _, _ := w.ReadEvents(ctx, id)
 	for _, ev := range evs {
 		for _, name := range finalEvents {

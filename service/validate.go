@@ -12,6 +12,8 @@ import (
 
 	"github.com/workspaced/workspaced/schemas"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
+	"github.com/workspaced/workspaced/workspace/files/agentfile"
 )
 
 // Problem is one problem of one file validate found.
@@ -61,7 +63,7 @@ func Validate(ctx context.Context, root string, paths []string, warn func(path s
 		}
 		paths = []string{root}
 	}
-	v := &validator{ctx: ctx, warn: warn, rep: &rep, seen: map[string]bool{}, flagged: map[string]bool{}, workspaces: map[string]*workspace.Workspace{}}
+	v := &validator{ctx: ctx, warn: warn, rep: &rep, seen: map[string]bool{}, flagged: map[string]bool{}, workspaces: map[string]*files.Store{}}
 	defer v.close()
 	for _, p := range paths {
 		if err := ctx.Err(); err != nil {
@@ -91,7 +93,7 @@ type validator struct {
 	seen, flagged map[string]bool
 	// workspaces holds the workspace opened for each root met, for
 	// SkippedIn; closed by close.
-	workspaces map[string]*workspace.Workspace
+	workspaces map[string]*files.Store
 }
 
 func (v *validator) close() {
@@ -103,11 +105,11 @@ func (v *validator) close() {
 // workspace opens the workspace at rootDir once, with the default
 // settings: a broken workspace.json is a problem to report, not a reason
 // to stop.
-func (v *validator) workspace(rootDir string) (*workspace.Workspace, error) {
+func (v *validator) workspace(rootDir string) (*files.Store, error) {
 	if w := v.workspaces[rootDir]; w != nil {
 		return w, nil
 	}
-	w, err := workspace.Open(rootDir, workspace.Options{DefaultSettings: true})
+	w, err := files.Open(rootDir, workspace.Options{DefaultSettings: true})
 	if err != nil {
 		return nil, err
 	}
@@ -278,7 +280,7 @@ func (v *validator) flag(a, display, reason string) {
 // validateFile reads one file (a regular file within the size limit) and
 // validates it, returning its problems.
 func validateFile(root *os.Root, rel string, kind schemas.Kind) []Problem {
-	data, err := workspace.ReadAgentFile(root, rel, schemas.MaxBytes)
+	data, err := agentfile.Read(root, rel, schemas.MaxBytes)
 	if err != nil {
 		msg := err.Error()
 		var we *workspace.Error

@@ -39,7 +39,9 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
+	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files/agentfile"
 )
 
 // File is the agents file, relative to the workspace root.
@@ -278,7 +280,7 @@ type Holder interface {
 // look-up on. It is safe for concurrent use.
 type Store struct {
 	root *os.Root
-	w    *workspace.Workspace // for Update and Now; nil: read only
+	w    Dir // for Update and Now; nil: read only
 
 	mu   sync.Mutex
 	seen fs.FileInfo // the file last read; nil before the first read or when missing
@@ -295,9 +297,19 @@ func NewStore(root *os.Root) (*Store, error) {
 	return s, err
 }
 
+// Dir is the workspace directory whose agents file Tree keeps: its root,
+// a lock on one of its files, its permissions and its clock. The file
+// store (workspace/files) is one.
+type Dir interface {
+	Root() *os.Root
+	LockFile(ctx context.Context, name, agent string) (*locking.Lock, error)
+	DirPerm() os.FileMode
+	Now() time.Time
+}
+
 // Tree is the Keeper of the workspace directory w: its agents file. It
 // reads nothing until asked.
-func Tree(w *workspace.Workspace) *Store { return &Store{root: w.Root(), w: w} }
+func Tree(w Dir) *Store { return &Store{root: w.Root(), w: w} }
 
 // List returns the grants of the agents file as it is now.
 func (s *Store) List(context.Context) ([]Grant, error) {
@@ -377,7 +389,7 @@ func Read(root *os.Root) (FileDoc, error) {
 			Msg:  fmt.Sprintf("has mode %04o: others than its owner may read or change it", fi.Mode().Perm()),
 			Hint: "make it private: chmod 600 " + File}
 	}
-	data, err := workspace.ReadAgentFile(root, File, MaxFileBytes)
+	data, err := agentfile.Read(root, File, MaxFileBytes)
 	if err != nil {
 		return FileDoc{}, err
 	}
@@ -387,7 +399,7 @@ func Read(root *os.Root) (FileDoc, error) {
 // Update changes the agents file of w under its lock: it reads the file,
 // lets change alter it, and writes the result atomically with mode 0600.
 // When change returns an error nothing is written.
-func Update(ctx context.Context, w *workspace.Workspace, holder string, change func(*FileDoc) error) error {
+func Update(ctx context.Context, w Dir, holder string, change func(*FileDoc) error) error {
 	l, err := w.LockFile(ctx, File, holder)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package tokens
+package tokens_test
 
 import (
 	"context"
@@ -9,14 +9,16 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 const goodHash = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
-func newWS(t *testing.T) *workspace.Workspace {
+func newWS(t *testing.T) *files.Store {
 	t.Helper()
-	w, err := workspace.Init(filepath.Join(t.TempDir(), "ws"), workspace.Options{})
+	w, err := files.Init(filepath.Join(t.TempDir(), "ws"), workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,11 +56,11 @@ func TestParse(t *testing.T) {
 		{"tasks not a list", `{"tokens":[{"agent":"a","sha256":"` + goodHash + `","tasks":"*"}]}`, "not an agents file"},
 		{"nested deep", strings.Repeat(`{"tokens":`, 5000) + strings.Repeat("}", 5000), "not an agents file"},
 		{"twice", `{"tokens":[{"agent":"a","sha256":"` + goodHash + `","tasks":["t1"]},{"agent":"b","sha256":"` + goodHash + `","tasks":["t2"]}]}`, "there twice"},
-		{"huge", `{"tokens":[],"x":"` + strings.Repeat("a", MaxFileBytes) + `"}`, "bytes, more than"},
+		{"huge", `{"tokens":[],"x":"` + strings.Repeat("a", tokens.MaxFileBytes) + `"}`, "bytes, more than"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Parse([]byte(c.data))
+			_, err := tokens.Parse([]byte(c.data))
 			if c.want == "" {
 				if err != nil {
 					t.Fatalf("Parse: %v", err)
@@ -82,7 +84,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"tokens":[]}`))
 	f.Add([]byte(`{"tokens":[{"agent":"a","sha256":"` + goodHash + `","tasks":["*"],"global_memory":"write"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		doc, err := Parse(data)
+		doc, err := tokens.Parse(data)
 		if err != nil {
 			return
 		}
@@ -100,37 +102,37 @@ func FuzzParse(f *testing.F) {
 func TestAddLookupRevoke(t *testing.T) {
 	ctx := context.Background()
 	w := newWS(t)
-	s, err := NewStore(w.Root())
+	s, err := tokens.NewStore(w.Root())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Lookup("wsd_nothing"); !errors.Is(err, ErrUnknown) {
+	if _, err := s.Lookup("wsd_nothing"); !errors.Is(err, tokens.ErrUnknown) {
 		t.Fatalf("look-up without a file: %v", err)
 	}
-	tok, g, err := Add(ctx, Tree(w), Grant{Agent: "planner", Tasks: []string{"t1"}, May: []string{RightPlan}})
+	tok, g, err := tokens.Add(ctx, tokens.Tree(w), tokens.Grant{Agent: "planner", Tasks: []string{"t1"}, May: []string{tokens.RightPlan}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok2, _, err := Add(ctx, Tree(w), Grant{Agent: "worker", Tasks: []string{AllTasks}, May: []string{RightClaim, RightDone}, GlobalMemory: GlobalRead})
+	tok2, _, err := tokens.Add(ctx, tokens.Tree(w), tokens.Grant{Agent: "worker", Tasks: []string{tokens.AllTasks}, May: []string{tokens.RightClaim, tokens.RightDone}, GlobalMemory: tokens.GlobalRead})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(tok, Prefix) || len(tok) != len(Prefix)+43 || tok == tok2 {
+	if !strings.HasPrefix(tok, tokens.Prefix) || len(tok) != len(tokens.Prefix)+43 || tok == tok2 {
 		t.Fatalf("tokens %q, %q", tok, tok2)
 	}
-	data, err := os.ReadFile(filepath.Join(w.Dir(), File))
+	data, err := os.ReadFile(filepath.Join(w.Dir(), tokens.File))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(data), tok) || strings.Contains(string(data), tok[len(Prefix):]) || !strings.Contains(string(data), Hash(tok)) {
+	if strings.Contains(string(data), tok) || strings.Contains(string(data), tok[len(tokens.Prefix):]) || !strings.Contains(string(data), tokens.Hash(tok)) {
 		t.Fatalf("the file holds the token, or not its hash:\n%s", data)
 	}
-	fi, err := os.Stat(filepath.Join(w.Dir(), File))
+	fi, err := os.Stat(filepath.Join(w.Dir(), tokens.File))
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("mode %v, %v", fi.Mode(), err)
 	}
 	got, err := s.Lookup(tok)
-	if err != nil || got.Agent != "planner" || !got.Can(RightPlan) || got.Can(RightClaim) || !got.Task("t1") || got.Task("t2") || got.ReadGlobal() {
+	if err != nil || got.Agent != "planner" || !got.Can(tokens.RightPlan) || got.Can(tokens.RightClaim) || !got.Task("t1") || got.Task("t2") || got.ReadGlobal() {
 		t.Fatalf("Lookup = %+v, %v", got, err)
 	}
 	if got.ID() != g.ID() || !strings.HasPrefix(g.ID(), "tk_") {
@@ -140,28 +142,28 @@ func TestAddLookupRevoke(t *testing.T) {
 	if err != nil || got2.Agent != "worker" || !got2.Task("anything") || !got2.ReadGlobal() || got2.WriteGlobal() {
 		t.Fatalf("Lookup worker = %+v, %v", got2, err)
 	}
-	for _, bad := range []string{"", tok + "x", tok[:len(tok)-1], strings.ToUpper(tok), Hash(tok)} {
-		if _, err := s.Lookup(bad); !errors.Is(err, ErrUnknown) {
+	for _, bad := range []string{"", tok + "x", tok[:len(tok)-1], strings.ToUpper(tok), tokens.Hash(tok)} {
+		if _, err := s.Lookup(bad); !errors.Is(err, tokens.ErrUnknown) {
 			t.Errorf("Lookup(%q) = %v, want ErrUnknown", bad, err)
 		}
 	}
-	gone, err := Revoke(ctx, Tree(w), g.ID(), "")
+	gone, err := tokens.Revoke(ctx, tokens.Tree(w), g.ID(), "")
 	if err != nil || len(gone) != 1 || gone[0].Agent != "planner" {
 		t.Fatalf("Revoke = %+v, %v", gone, err)
 	}
-	if _, err := s.Lookup(tok); !errors.Is(err, ErrUnknown) {
+	if _, err := s.Lookup(tok); !errors.Is(err, tokens.ErrUnknown) {
 		t.Fatalf("a revoked token: %v", err)
 	}
 	if _, err := s.Lookup(tok2); err != nil {
 		t.Fatalf("the other token after a revocation: %v", err)
 	}
-	if _, err := Revoke(ctx, Tree(w), "tk_000000000000", ""); !errors.Is(err, workspace.ErrNotFound) {
+	if _, err := tokens.Revoke(ctx, tokens.Tree(w), "tk_000000000000", ""); !errors.Is(err, workspace.ErrNotFound) {
 		t.Fatalf("revoking an unknown id: %v", err)
 	}
-	if _, err := Revoke(ctx, Tree(w), "", "worker"); err != nil {
+	if _, err := tokens.Revoke(ctx, tokens.Tree(w), "", "worker"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Lookup(tok2); !errors.Is(err, ErrUnknown) {
+	if _, err := s.Lookup(tok2); !errors.Is(err, tokens.ErrUnknown) {
 		t.Fatalf("revoked by agent: %v", err)
 	}
 }
@@ -171,23 +173,23 @@ func TestAddLookupRevoke(t *testing.T) {
 func TestStoreRefusesAnUntrustedFile(t *testing.T) {
 	ctx := context.Background()
 	w := newWS(t)
-	tok, _, err := Add(ctx, Tree(w), Grant{Agent: "a", Tasks: []string{"t1"}})
+	tok, _, err := tokens.Add(ctx, tokens.Tree(w), tokens.Grant{Agent: "a", Tasks: []string{"t1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := NewStore(w.Root())
+	s, err := tokens.NewStore(w.Root())
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(w.Dir(), File)
+	path := filepath.Join(w.Dir(), tokens.File)
 	for _, mode := range []os.FileMode{0o640, 0o604, 0o660, 0o620} {
 		if err := os.Chmod(path, mode); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Lookup(tok); err == nil || errors.Is(err, ErrUnknown) || !strings.Contains(err.Error(), "chmod 600") && !strings.Contains(workspace.HintOf(err), "chmod 600") {
+		if _, err := s.Lookup(tok); err == nil || errors.Is(err, tokens.ErrUnknown) || !strings.Contains(err.Error(), "chmod 600") && !strings.Contains(workspace.HintOf(err), "chmod 600") {
 			t.Errorf("mode %04o: %v", mode, err)
 		}
-		if _, err := NewStore(w.Root()); err == nil {
+		if _, err := tokens.NewStore(w.Root()); err == nil {
 			t.Errorf("mode %04o: NewStore accepted it", mode)
 		}
 	}
@@ -217,7 +219,7 @@ func TestStoreRefusesAnUntrustedFile(t *testing.T) {
 	if _, err := s.Lookup(tok); err == nil || !errors.Is(err, workspace.ErrUnsafe) {
 		t.Fatalf("a symlink: %v", err)
 	}
-	if _, _, err := Add(ctx, Tree(w), Grant{Agent: "b", Tasks: []string{"t1"}}); err == nil {
+	if _, _, err := tokens.Add(ctx, tokens.Tree(w), tokens.Grant{Agent: "b", Tasks: []string{"t1"}}); err == nil {
 		t.Fatal("Add wrote through a symlinked agents file")
 	}
 }
@@ -233,7 +235,7 @@ func TestConcurrentAdds(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tok, _, err := Add(ctx, Tree(w), Grant{Agent: "a", Tasks: []string{"t1"}})
+			tok, _, err := tokens.Add(ctx, tokens.Tree(w), tokens.Grant{Agent: "a", Tasks: []string{"t1"}})
 			if err != nil {
 				t.Error(err)
 			}
@@ -241,17 +243,17 @@ func TestConcurrentAdds(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	doc, err := Read(w.Root())
+	doc, err := tokens.Read(w.Root())
 	if err != nil || len(doc.Tokens) != len(toks) {
 		t.Fatalf("%d tokens, %v", len(doc.Tokens), err)
 	}
-	s, _ := NewStore(w.Root())
+	s, _ := tokens.NewStore(w.Root())
 	for _, tok := range toks {
 		if _, err := s.Lookup(tok); err != nil {
 			t.Errorf("lost %s: %v", tok, err)
 		}
 	}
-	if _, _, err := Add(ctx, Tree(w), Grant{Agent: "a"}); !errors.Is(err, workspace.ErrInvalid) {
+	if _, _, err := tokens.Add(ctx, tokens.Tree(w), tokens.Grant{Agent: "a"}); !errors.Is(err, workspace.ErrInvalid) {
 		t.Fatalf("a grant without tasks: %v", err)
 	}
 }

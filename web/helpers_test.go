@@ -24,14 +24,14 @@ import (
 // real listener.
 type panel struct {
 	t   *testing.T
-	ws  *workspace.Workspace
+	ws  *files.Store
 	s   *Server
 	srv *httptest.Server
 }
 
 func newPanel(t *testing.T, cfg Config) *panel {
 	t.Helper()
-	ws, err := workspace.Init(filepath.Join(t.TempDir(), "ws"), workspace.Options{})
+	ws, err := files.Init(filepath.Join(t.TempDir(), "ws"), workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,9 +39,9 @@ func newPanel(t *testing.T, cfg Config) *panel {
 	return servePanel(t, ws, cfg)
 }
 
-func servePanel(t *testing.T, ws *workspace.Workspace, cfg Config) *panel {
+func servePanel(t *testing.T, ws *files.Store, cfg Config) *panel {
 	t.Helper()
-	cfg.Store = files.New(ws)
+	cfg.Store = ws
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +69,7 @@ func servePanel(t *testing.T, ws *workspace.Workspace, cfg Config) *panel {
 }
 
 // startDaemon runs the daemon of ws's root until the test ends.
-func startDaemon(t *testing.T, ws *workspace.Workspace) {
+func startDaemon(t *testing.T, ws *files.Store) {
 	t.Helper()
 	servetest.StartTree(t, ws.Dir(), 100*time.Millisecond, daemon.Config{Rescan: time.Hour})
 }

@@ -25,7 +25,7 @@ func demoPanel(t *testing.T) *panel {
 	if _, err := demo.Run(ctx, demo.Config{Root: root, TimeScale: 0.01, Quiet: true}); err != nil {
 		t.Fatalf("demo: %v", err)
 	}
-	ws, err := workspace.Open(root, workspace.Options{})
+	ws, err := files.Open(root, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestStateAtIsTheFold(t *testing.T) {
 	p := demoPanel(t)
 	ctx := context.Background()
 	task, _ := p.ws.GetTask(ctx, demo.TaskID)
-	recs, err := files.ReadJournal(p.ws, demo.TaskID)
+	recs, err := p.ws.ReadJournal(t.Context(), demo.TaskID)
 	if err != nil || len(recs) == 0 {
 		t.Fatalf("journal: %v (%d records)", err, len(recs))
 	}

@@ -23,7 +23,7 @@ import (
 // seed gives the panel's workspace a task t1 with env data, a session
 // entry of its root thread, a thread, events, and an entry of global and
 // agent memory.
-func seed(t *testing.T, ws *workspace.Workspace) {
+func seed(t *testing.T, ws *files.Store) {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := ws.CreateTask(ctx, workspace.NewTaskRequest{ID: "t1", Description: "first task"}); err != nil {
@@ -299,7 +299,7 @@ func TestReadOnly(t *testing.T) {
 }
 
 // readState reads t's state, zero when none.
-func readState(ctx context.Context, ws *workspace.Workspace, id string) workspace.State {
+func readState(ctx context.Context, ws *files.Store, id string) workspace.State {
 	st, _ := ws.ReadState(ctx, id)
 	return st
 }

@@ -149,5 +149,3 @@ func (s Settings) WithDefaults() Settings {
 	defD(&s.Friction.TimeoutHigh, DefaultTimeoutHigh)
 	return s
 }
-
-func timeDuration(d Duration) time.Duration { return time.Duration(d) }

@@ -116,16 +116,16 @@ const (
 	FieldOutputFile  = "output_file" // DoneRequest
 )
 
-// fieldErr is an error of the given kind naming the request field at
+// FieldErr is an error of the given kind naming the request field at
 // fault.
-func fieldErr(kind error, op, field, hint, format string, args ...any) error {
+func FieldErr(kind error, op, field, hint, format string, args ...any) error {
 	return &Error{Kind: kind, Op: op, Msg: fmt.Sprintf(format, args...), Hint: hint, Field: field}
 }
 
-func invalidf(op, hint, format string, args ...any) error {
+func Invalidf(op, hint, format string, args ...any) error {
 	return &Error{Kind: ErrInvalid, Op: op, Msg: fmt.Sprintf(format, args...), Hint: hint}
 }
 
-func notFoundf(op, hint, format string, args ...any) error {
+func NotFoundf(op, hint, format string, args ...any) error {
 	return &Error{Kind: ErrNotFound, Op: op, Msg: fmt.Sprintf(format, args...), Hint: hint}
 }

@@ -33,19 +33,19 @@ func ValidateKey(key string) error {
 	op := "key"
 	switch {
 	case key == "":
-		return invalidf(op, "give a key of 1–200 bytes", "empty key")
+		return Invalidf(op, "give a key of 1–200 bytes", "empty key")
 	case len(key) > MaxKeyBytes:
-		return invalidf(op, "keys are at most 200 bytes", "key is %d bytes", len(key))
+		return Invalidf(op, "keys are at most 200 bytes", "key is %d bytes", len(key))
 	case !utf8.ValidString(key):
-		return invalidf(op, "keys must be valid UTF-8", "key %q is not valid UTF-8", key)
+		return Invalidf(op, "keys must be valid UTF-8", "key %q is not valid UTF-8", key)
 	}
 	for _, r := range key {
 		if unicode.IsControl(r) {
-			return invalidf(op, "remove control characters (newlines, tabs, NUL…) from the key", "key %q contains a control character", key)
+			return Invalidf(op, "remove control characters (newlines, tabs, NUL…) from the key", "key %q contains a control character", key)
 		}
 	}
 	if n := len(EncodeKey(key)); n > MaxFileName {
-		return invalidf(op, "use fewer non-ASCII or punctuation characters: each is stored as %XX", "key %q encodes to a %d-byte file name (limit %d)", key, n, MaxFileName)
+		return Invalidf(op, "use fewer non-ASCII or punctuation characters: each is stored as %XX", "key %q encodes to a %d-byte file name (limit %d)", key, n, MaxFileName)
 	}
 	return nil
 }
@@ -60,9 +60,9 @@ func ValidateDescription(desc string) error {
 	op := "description"
 	switch {
 	case !utf8.ValidString(desc):
-		return invalidf(op, "descriptions must be valid UTF-8", "description %q is not valid UTF-8", desc)
+		return Invalidf(op, "descriptions must be valid UTF-8", "description %q is not valid UTF-8", desc)
 	case strings.IndexByte(desc, 0) >= 0:
-		return invalidf(op, "remove the NUL character from the description", "description %q contains a NUL character", desc)
+		return Invalidf(op, "remove the NUL character from the description", "description %q contains a NUL character", desc)
 	}
 	return nil
 }

@@ -1,21 +1,20 @@
 package workspace
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"unicode/utf8"
-
-	"github.com/workspaced/workspaced/atomicfile"
 )
 
 func jsonDecoder(r io.Reader) *json.Decoder {
 	return json.NewDecoder(r)
 }
 
-// describeJSONError adds a line and column to a syntax error.
-func describeJSONError(data []byte, err error) error {
+// DescribeJSONError adds a line and column to a syntax error.
+func DescribeJSONError(data []byte, err error) error {
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
 		line, col := 1, 1
@@ -42,16 +41,30 @@ func describeJSONError(data []byte, err error) error {
 // JSON, more than one document, not UTF-8, or nested too deeply.
 func ParseValue(data []byte, maxDepth int) (json.RawMessage, error) {
 	if !utf8.Valid(data) {
-		return nil, invalidf("value", "values are UTF-8 JSON text", "not valid UTF-8")
+		return nil, Invalidf("value", "values are UTF-8 JSON text", "not valid UTF-8")
 	}
 	if err := CheckDepth(data, maxDepth); err != nil {
-		return nil, invalidf("value", "flatten the value", "nested deeper than %d levels", maxDepth)
+		return nil, Invalidf("value", "flatten the value", "nested deeper than %d levels", maxDepth)
 	}
 	var raw json.RawMessage
-	if err := decodeStrict("value", data, maxDepth, &raw); err != nil {
+	if err := DecodeStrict("value", data, maxDepth, &raw); err != nil {
 		return nil, err
 	}
 	return raw, nil
 }
 
-func marshalCanonical(v any) ([]byte, error) { return atomicfile.Marshal(v) }
+// marshalCanonical is the canonical encoding of every file the tree
+// keeps: two-space indentation, HTML left unescaped, keys in struct order
+// (maps sorted), one trailing newline. It is atomicfile.Marshal's
+// encoding, which the file store writes with; the model keeps its own so
+// that it writes no file.
+func marshalCanonical(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

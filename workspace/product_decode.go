@@ -8,7 +8,7 @@ import "fmt"
 // depth limits, the product's schema, and its fields. A store that keeps
 // products as rows rather than files judges them with it.
 func DecodeProduct(outputFile string, data []byte, limits LimitSettings) (Product, error) {
-	p, err := classifyProduct(outputFile)
+	p, err := ClassifyProduct(outputFile)
 	if err != nil || p.Kind == ProductNone {
 		return p, err
 	}
@@ -22,6 +22,5 @@ func DecodeProduct(outputFile string, data []byte, limits LimitSettings) (Produc
 		return Product{}, &Error{Kind: ErrUnsafe, Op: "product " + outputFile,
 			Msg: fmt.Sprintf("%d bytes, more than the limit of %d", len(data), limits.MaxFileBytes)}
 	}
-	w := &Workspace{settings: Settings{Limits: limits}}
-	return w.decodeProduct(p, outputFile, data)
+	return DecodeProductWithin(p, outputFile, data, limits.MaxDepth)
 }

@@ -2,23 +2,16 @@ package workspace
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
 	"path"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/schemas"
-	"github.com/workspaced/workspaced/vocab"
 )
 
 // SkillsDir holds the skills, one Markdown file skills/<name>.md each.
@@ -264,6 +257,7 @@ type schemaProblems struct {
 }
 
 func (p *schemaProblems) Error() string { return p.msg }
+
 func (p *schemaProblems) Unwrap() error { return p.err }
 
 // ErrorMsg is the part of a workspace error worth a one-line reason.
@@ -321,133 +315,6 @@ func ComposeSkill(meta SkillMeta, body string) []byte {
 	return b.Bytes()
 }
 
-// skillsDir opens skills/ for reading; (nil, nil) when there is none. A
-// skills/ that is a symlink or not a directory is ErrUnsafe.
-func (w *Workspace) skillsDir() (*os.File, error) {
-	st, err := w.root.Lstat(SkillsDir)
-	if err != nil {
-		if isNotExist(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("read %s: %w", SkillsDir, err)
-	}
-	if !st.IsDir() {
-		kind := FileKind(st.Mode())
-		if st.Mode().IsRegular() {
-			kind = "regular file"
-		}
-		return nil, &Error{Kind: ErrUnsafe, Op: "read " + SkillsDir, Msg: fmt.Sprintf("is a %s, not a directory", kind),
-			Hint: "keep the skills as regular files in a directory skills/ of the root"}
-	}
-	f, err := w.root.Open(SkillsDir)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", SkillsDir, err)
-	}
-	return f, nil
-}
-
-// skillNames lists the skill files of the open skills/ directory, sorted:
-// every visible *.md, with the names that are not ids refused.
-func skillNames(dir *os.File) (names []string, refused []RefusedSkill, err error) {
-	if _, err := dir.Seek(0, io.SeekStart); err != nil {
-		return nil, nil, fmt.Errorf("read %s: %w", SkillsDir, err)
-	}
-	for {
-		ents, rerr := dir.Readdirnames(512)
-		for _, n := range ents {
-			name, ok := strings.CutSuffix(n, ".md")
-			if strings.HasPrefix(n, ".") || !ok {
-				continue
-			}
-			if !vocab.ValidID(name) {
-				refused = append(refused, RefusedSkill{File: path.Join(SkillsDir, n), Reason: "refused: not a skill name (" + vocab.IDRule + ")"})
-				continue
-			}
-			names = append(names, name)
-		}
-		if rerr == io.EOF || len(ents) == 0 {
-			break
-		}
-		if rerr != nil {
-			return nil, nil, fmt.Errorf("read %s: %w", SkillsDir, rerr)
-		}
-	}
-	sort.Strings(names)
-	sort.Slice(refused, func(i, j int) bool { return refused[i].File < refused[j].File })
-	return names, refused, nil
-}
-
-// readSkill reads a whole skill file of the open skills/ directory.
-func readSkill(dir *os.File, name string) (Skill, error) {
-	data, err := ReadAgentFileAt(dir, name+".md", SkillMaxBytes)
-	if err != nil {
-		return Skill{}, err
-	}
-	s, err := ParseSkill(data)
-	if err != nil {
-		return Skill{}, err
-	}
-	s.Name = name
-	return s, nil
-}
-
-// ListSkills reads every skill of skills/ whole and returns them by name,
-// without their bodies, and the files refused with the reason: a name that
-// is not an id, a symlink, a FIFO or anything but a regular file, a file
-// over SkillMaxBytes, a broken front matter, a body that is not UTF-8. A
-// refused file is never an error; a skills/ that cannot be listed (a
-// symlink, not a directory) is. It writes nothing.
-func (w *Workspace) ListSkills(ctx context.Context) ([]Skill, []RefusedSkill, error) {
-	dir, err := w.skillsDir()
-	if err != nil || dir == nil {
-		return []Skill{}, []RefusedSkill{}, err
-	}
-	defer dir.Close()
-	names, refused, err := skillNames(dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	out := []Skill{}
-	for _, n := range names {
-		s, err := readSkill(dir, n)
-		if err != nil {
-			refused = append(refused, RefusedSkill{File: SkillFile(n), Reason: "refused: " + ErrorMsg(err)})
-			continue
-		}
-		s.Body = ""
-		out = append(out, s)
-	}
-	sort.Slice(refused, func(i, j int) bool { return refused[i].File < refused[j].File })
-	if refused == nil {
-		refused = []RefusedSkill{}
-	}
-	return out, refused, nil
-}
-
-// GetSkill reads one skill whole. A missing skill is ErrNotFound; a file
-// refused (see ListSkills) is ErrUnsafe or ErrInvalid with the reason.
-func (w *Workspace) GetSkill(ctx context.Context, name string) (Skill, error) {
-	if err := ValidateID("skill name", name); err != nil {
-		return Skill{}, err
-	}
-	dir, err := w.skillsDir()
-	if err != nil {
-		return Skill{}, err
-	}
-	if dir == nil {
-		return Skill{}, notFoundf("skill "+name, "list the skills to see which exist, or add it", "no skills/ directory in the workspace")
-	}
-	defer dir.Close()
-	s, err := readSkill(dir, name)
-	if errors.Is(err, ErrNotFound) {
-		return Skill{}, notFoundf("skill "+name, "list the skills to see which exist, or add it", "no %s", SkillFile(name))
-	}
-	if err != nil {
-		return Skill{}, fmt.Errorf("skill %s: %w", name, err)
-	}
-	return s, nil
-}
-
 // AddSkillRequest is what AddSkill takes.
 type AddSkillRequest struct {
 	Name string
@@ -457,67 +324,6 @@ type AddSkillRequest struct {
 	Replace bool
 	// Agent is recorded as the lock holder.
 	Agent string
-}
-
-// AddSkill checks a skill file (ParseSkill) and writes it atomically to
-// skills/<name>.md under the file's lock. An existing skill is a conflict
-// unless Replace is set. Nothing is written when the file is refused.
-func (w *Workspace) AddSkill(ctx context.Context, req AddSkillRequest) (Skill, error) {
-	if err := ValidateID("skill name", req.Name); err != nil {
-		return Skill{}, err
-	}
-	agent := req.Agent
-	if agent == "" {
-		agent = "workspaced"
-	}
-	s, err := ParseSkill(req.Data)
-	if err != nil {
-		return Skill{}, fmt.Errorf("add skill %s: %w", req.Name, err)
-	}
-	s.Name = req.Name
-	name := SkillFile(req.Name)
-	l, err := w.LockFile(ctx, name, agent)
-	if err != nil {
-		return Skill{}, err
-	}
-	defer l.Release()
-	if w.exists(name) && !req.Replace {
-		return Skill{}, &Error{Kind: ErrConflict, Op: "add skill " + req.Name, Msg: "the skill exists", Hint: "replace it explicitly, or choose another name"}
-	}
-	if err := w.Write(name, req.Data); err != nil {
-		return Skill{}, err
-	}
-	return s, nil
-}
-
-// RemoveSkill deletes skills/<name>.md under its lock, durably. A missing
-// skill is ErrNotFound.
-func (w *Workspace) RemoveSkill(ctx context.Context, name, agent string) error {
-	if err := ValidateID("skill name", name); err != nil {
-		return err
-	}
-	if agent == "" {
-		agent = "workspaced"
-	}
-	file := SkillFile(name)
-	l, err := w.LockFile(ctx, file, agent)
-	if err != nil {
-		return err
-	}
-	defer l.Release()
-	if _, err := w.root.Lstat(file); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return notFoundf("remove skill "+name, "list the skills to see which exist", "no %s", file)
-		}
-		return fmt.Errorf("remove skill %s: %w", name, err)
-	}
-	if err := w.root.Remove(file); err != nil {
-		return fmt.Errorf("remove skill %s: %w", name, err)
-	}
-	if err := atomicfile.SyncDir(w.root, SkillsDir); err != nil {
-		return fmt.Errorf("remove skill %s: %w", name, err)
-	}
-	return nil
 }
 
 // cutText cuts s to at most max bytes at a UTF-8 boundary and appends "…"

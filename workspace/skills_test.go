@@ -1,11 +1,7 @@
 package workspace
 
 import (
-	"bytes"
-	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -104,73 +100,6 @@ func TestParseSkill(t *testing.T) {
 	}
 }
 
-func writeSkill(t testing.TB, w *Workspace, name, text string) {
-	t.Helper()
-	dir := filepath.Join(w.Dir(), SkillsDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, name+".md"), []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func TestSkillStore(t *testing.T) {
-	ctx := context.Background()
-	w, _ := newWS(t)
-	if s, r, err := w.ListSkills(ctx); err != nil || len(s) != 0 || len(r) != 0 {
-		t.Fatalf("no skills/: %v %v %v", s, r, err)
-	}
-	if _, err := w.GetSkill(ctx, "grids"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("get before add: %v", err)
-	}
-	s, err := w.AddSkill(ctx, AddSkillRequest{Name: "grids", Data: []byte(gridsSkill)})
-	if err != nil || s.Name != "grids" || s.Description == "" {
-		t.Fatalf("add: %+v %v", s, err)
-	}
-	if _, err := w.AddSkill(ctx, AddSkillRequest{Name: "grids", Data: []byte(gridsSkill)}); !errors.Is(err, ErrConflict) {
-		t.Fatalf("add twice: %v", err)
-	}
-	before, _ := os.ReadFile(filepath.Join(w.Dir(), "skills", "grids.md"))
-	if _, err := w.AddSkill(ctx, AddSkillRequest{Name: "grids", Data: []byte("no front matter"), Replace: true}); !errors.Is(err, ErrInvalid) {
-		t.Fatalf("replace with a broken skill: %v", err)
-	}
-	after, _ := os.ReadFile(filepath.Join(w.Dir(), "skills", "grids.md"))
-	if !bytes.Equal(before, after) {
-		t.Fatal("a refused skill changed the file")
-	}
-	for _, bad := range []string{"", "../x", "a/b", ".hidden", "bad name"} {
-		if _, err := w.AddSkill(ctx, AddSkillRequest{Name: bad, Data: []byte(gridsSkill)}); !errors.Is(err, ErrInvalid) {
-			t.Errorf("add %q: %v", bad, err)
-		}
-	}
-	replaced := strings.Replace(gridsSkill, "Read row by row.", "Read column by column.", 1)
-	if _, err := w.AddSkill(ctx, AddSkillRequest{Name: "grids", Data: []byte(replaced), Replace: true}); err != nil {
-		t.Fatal(err)
-	}
-	got, err := w.GetSkill(ctx, "grids")
-	if err != nil || !strings.Contains(got.Body, "column by column") || got.Size != int64(len(replaced)) {
-		t.Fatalf("get: %+v %v", got, err)
-	}
-	writeSkill(t, w, "broken", "---\n")
-	list, refused, err := w.ListSkills(ctx)
-	if err != nil || len(list) != 1 || list[0].Name != "grids" || list[0].Body != "" || len(refused) != 1 || refused[0].File != "skills/broken.md" {
-		t.Fatalf("list: %+v %+v %v", list, refused, err)
-	}
-	if _, err := w.GetSkill(ctx, "broken"); !errors.Is(err, ErrInvalid) {
-		t.Errorf("get broken: %v", err)
-	}
-	if err := w.RemoveSkill(ctx, "grids", "test"); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.RemoveSkill(ctx, "grids", "test"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("remove twice: %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(w.Dir(), "skills", "grids.md")); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("file still there: %v", err)
-	}
-}
-
 func FuzzParseSkill(f *testing.F) {
 	for _, s := range []string{gridsSkill, "", "---\n---\n", "---\ndescription: \"\\u00e9\"\ntags: []\n---\n", "\ufeff---\r\ndescription: d\r\n---\r\n", "---\ndescription: d\ntags: [a,,]\n"} {
 		f.Add([]byte(s))
@@ -200,36 +129,4 @@ func FuzzParseSkill(f *testing.F) {
 			t.Fatalf("compose round trip: %+v %v", again, err)
 		}
 	})
-}
-
-func TestCutText(t *testing.T) {
-	tests := []struct {
-		name string
-		in   string
-		max  int
-		want string
-	}{
-		{"short", "abc", 5, "abc"},
-		{"exact", "abcde", 5, "abcde"},
-		{"ascii", "abcdef", 3, "abc…"},
-		{"inside a rune", "aé", 2, "a…"},
-		{"after a rune", "aéb", 3, "aé…"},
-		{"trailing space trimmed", "ab cd", 3, "ab…"},
-		{"three-byte rune", "x→y", 3, "x…"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := cutText(tc.in, tc.max); got != tc.want {
-				t.Errorf("cutText(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
-			}
-		})
-	}
-}
-
-func TestGroupDigits(t *testing.T) {
-	for in, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 2500: "2,500", 1234567: "1,234,567", -4200: "-4,200"} {
-		if got := groupDigits(in); got != want {
-			t.Errorf("groupDigits(%d) = %q, want %q", in, got, want)
-		}
-	}
 }

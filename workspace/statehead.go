@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path"
 
 	"github.com/workspaced/workspaced/vocab"
@@ -38,16 +37,16 @@ func ParseStateHead(id string, data []byte) (StateHead, error) {
 	name := path.Join(TaskDir(id), "state.json")
 	var h stateHeadJSON
 	if err := json.Unmarshal(data, &h); err != nil {
-		return StateHead{}, &Error{Kind: ErrInvalid, Op: "parse " + name, Err: describeJSONError(data, err), Hint: stateHint}
+		return StateHead{}, &Error{Kind: ErrInvalid, Op: "parse " + name, Err: DescribeJSONError(data, err), Hint: StateHint}
 	}
 	if err := h.check(id); err != nil {
-		return StateHead{}, &Error{Kind: ErrInvalid, Op: "read " + name, Err: err, Hint: stateHint}
+		return StateHead{}, &Error{Kind: ErrInvalid, Op: "read " + name, Err: err, Hint: StateHint}
 	}
 	return StateHead{TaskID: *h.TaskID, Status: *h.Status, Phase: h.Phase, JournalSeq: *h.JournalSeq}, nil
 }
 
-// stateHint is the hint of a state.json that does not validate.
-const stateHint = "restore the newest valid backup of the state, or let the daemon restore it when it next loads the task"
+// StateHint is the hint of a state.json that does not validate.
+const StateHint = "restore the newest valid backup of the state, or let the daemon restore it when it next loads the task"
 
 func (h *stateHeadJSON) check(id string) error {
 	switch {
@@ -65,18 +64,4 @@ func (h *stateHeadJSON) check(id string) error {
 		return fmt.Errorf("journal_seq %d is negative", *h.JournalSeq)
 	}
 	return nil
-}
-
-// ReadStateHeadIn reads the head of task id's state.json (ParseStateHead)
-// through dir, the task's open directory: one openat(2), never following
-// a symlink. A missing state.json is ErrNotFound.
-func (w *Workspace) ReadStateHeadIn(dir *os.File, id string) (StateHead, error) {
-	data, err := ReadAgentFileAt(dir, "state.json", int64(w.settings.Limits.MaxFileBytes))
-	if errors.Is(err, ErrNotFound) {
-		return StateHead{}, notFoundf("state of task "+id, "start the daemon to have it written", "no state.json yet")
-	}
-	if err != nil {
-		return StateHead{}, err
-	}
-	return ParseStateHead(id, data)
 }

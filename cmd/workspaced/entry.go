@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -274,7 +275,7 @@ func (e *env) openTask(ctx context.Context, cmd, task, thread string) (workspace
 }
 
 // openTaskTree is openTask for a command that needs the file tree.
-func (e *env) openTaskTree(ctx context.Context, cmd, task, thread string) (*workspace.Workspace, string, error) {
+func (e *env) openTaskTree(ctx context.Context, cmd, task, thread string) (*service.FileTree, string, error) {
 	w, err := e.open()
 	return withTask(ctx, w, err, cmd, task, thread)
 }

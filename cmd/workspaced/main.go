@@ -58,7 +58,7 @@ func (e *env) openStore() (workspace.Store, error) {
 
 // fileTree is the file tree under w, for the commands that need what only
 // a tree has; a workspace kept otherwise is refused with a clear error.
-func fileTree(op string, w workspace.Store) (*workspace.Workspace, error) {
+func fileTree(op string, w workspace.Store) (*service.FileTree, error) {
 	return service.Tree(op, w)
 }
 
@@ -83,7 +83,7 @@ func (e *env) where(st workspace.Store) string {
 // openStore. A directory that is not a workspace (neither workspace.json
 // nor tasks/ in it) is refused with a hint, so a mistyped --root never
 // gets a tree written into it.
-func (e *env) open() (*workspace.Workspace, error) {
+func (e *env) open() (*service.FileTree, error) {
 	e.opened = true
 	return service.OpenTree(e.root, e.name())
 }

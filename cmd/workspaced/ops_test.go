@@ -21,6 +21,7 @@ import (
 	"github.com/workspaced/workspaced/internal/fixture"
 	"github.com/workspaced/workspaced/internal/optdep"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // The operations endpoints and metrics of serve, tested on the real
@@ -55,7 +56,7 @@ func (w *ws) opsServe(extra ...string) (*clitest.Daemon, string) {
 // and approved (2 done markers applied), n claims won by w1, then k
 // claims of the same subtasks lost by w2 and n done markers applied. It
 // returns the expected counts by kind/verdict.
-func opsBurst(t *testing.T, x *workspace.Workspace, n, k int) map[string]float64 {
+func opsBurst(t *testing.T, x *files.Store, n, k int) map[string]float64 {
 	t.Helper()
 	clitest.ExecutingTask(t, x, "burst", n)
 	for s := 1; s <= n; s++ {

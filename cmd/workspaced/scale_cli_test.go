@@ -134,7 +134,7 @@ func TestTaskListOverAnyStore(t *testing.T) {
 func TestStatusJSONStreamed(t *testing.T) {
 	w := listTree(t)
 	got := w.Ok("status", "--json")
-	ws, err := workspace.Open(w.Root, workspace.Options{})
+	ws, err := files.Open(w.Root, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

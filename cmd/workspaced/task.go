@@ -13,7 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files/agentfile"
 )
 
 const taskUsage = `workspaced task — create, list and show tasks (tasks/<id>/task.json).
@@ -284,8 +286,8 @@ func readTaskRow(ctx context.Context, w workspace.Reader, id string) (taskRow, b
 // state.json is read (workspace.ParseStateHead), not checked against the
 // schema; `workspaced validate` is the full check. At 20,000 tasks the
 // schema check of every state took seconds.
-func readTaskRowIn(w *workspace.Workspace, tasks *os.File, id string) (taskRow, bool) {
-	d, err := workspace.OpenDirAt(tasks, id)
+func readTaskRowIn(w *service.FileTree, tasks *os.File, id string) (taskRow, bool) {
+	d, err := agentfile.OpenDirAt(tasks, id)
 	if err != nil {
 		return taskRowOf(id, workspace.Task{}, err, nil)
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // reusedNameVerdict drops a claim under name, a marker name task's
@@ -20,7 +19,7 @@ import (
 // as a marker gone missing or a wait that runs out.
 func reusedNameVerdict(t *testing.T, w *ws, task, name string, journaled int64) {
 	t.Helper()
-	st := files.New(w.Open())
+	st := w.Open()
 	state, err := st.ReadState(t.Context(), task)
 	if err != nil {
 		t.Fatal(err)

@@ -156,7 +156,7 @@ func open(t *testing.T, ctx context.Context, url string) {
 
 // proposePlan creates task id and has the coordinator propose
 // planJSON(n, deps) for it, and waits until the daemon has applied it.
-func (w *ws) proposePlan(x *workspace.Workspace, id, description string, n int, deps bool) {
+func (w *ws) proposePlan(x *files.Store, id, description string, n int, deps bool) {
 	w.T.Helper()
 	w.Ok("task", "create", "--id", id, "--description", description)
 	w.OkIn(planJSON(n, deps), "plan", "write", "--task", id, "--file", "-", "--agent", "coordinator", "--propose")
@@ -445,7 +445,7 @@ const hostile = `<script>window.__xss=1</script><img src=x onerror="window.__xss
 // daemon stops with it).
 type demoPanel struct {
 	root string
-	x    *workspace.Workspace
+	x    *files.Store
 	url  string
 }
 
@@ -457,7 +457,7 @@ func newDemoPanel(tb testing.TB, serve bool) *demoPanel {
 	if _, err := demo.Run(ctx, demo.Config{Root: root, TimeScale: 0.01, Quiet: true}); err != nil {
 		tb.Fatalf("demo: %v", err)
 	}
-	x, err := workspace.Open(root, workspace.Options{})
+	x, err := files.Open(root, workspace.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -465,7 +465,7 @@ func newDemoPanel(tb testing.TB, serve bool) *demoPanel {
 	if serve {
 		servetest.StartTree(tb, root, 100*time.Millisecond, daemon.Config{Rescan: time.Hour})
 	}
-	s, err := web.New(web.Config{Store: files.New(x)})
+	s, err := web.New(web.Config{Store: x})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/internal/fixture"
+	"github.com/workspaced/workspaced/internal/fixture/scale"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -166,11 +167,11 @@ func TestWebSpeed(t *testing.T) {
 	t.Logf("marker → visible on the open page, 200 markers: p50 %v, p99 %v, max %v", lat[99].Round(time.Millisecond/10), lat[197].Round(time.Millisecond/10), lat[199].Round(time.Millisecond/10))
 
 	// 10,000 tasks: the server's start, the API's page, the tasks page.
-	scale := filepath.Join(t.TempDir(), "scale")
-	if err := (fixture.ScaleTree{Active: 2000, Finished: 8000}).Write(scale); err != nil {
+	scaleRoot := filepath.Join(t.TempDir(), "scale")
+	if err := (scale.Tree{Active: 2000, Finished: 8000}).Write(scaleRoot); err != nil {
 		t.Fatal(err)
 	}
-	ws2 := &ws{&clitest.WS{T: t, Dir: w.Dir, Root: scale, Env: append(clitest.CleanEnv(), "WORKSPACE_ROOT="+scale)}}
+	ws2 := &ws{&clitest.WS{T: t, Dir: w.Dir, Root: scaleRoot, Env: append(clitest.CleanEnv(), "WORKSPACE_ROOT="+scaleRoot)}}
 	start := time.Now()
 	p2 := ws2.web()
 	ready := time.Since(start)

@@ -15,12 +15,12 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/internal/clitest"
-	"github.com/workspaced/workspaced/internal/fixture"
+	"github.com/workspaced/workspaced/internal/fixture/scale"
 )
 
 // BenchmarkServeStartup measures what `workspaced serve` costs from exec
 // to its "ready" line over a tree of 20,000 tasks, 1,000 of them executing
-// (internal/fixture.ScaleTree, written once, the page cache warm): each
+// (internal/fixture/scale.Tree, written once, the page cache warm): each
 // iteration starts the binary at its defaults, reads /proc/<pid>/stat and
 // status when it logs ready, and stops it. Run it with
 //
@@ -99,7 +99,7 @@ func startupTree(b *testing.B) string {
 		}
 		start := time.Now()
 		startupRoot = filepath.Join(dir, "workspace")
-		startupErr = fixture.ScaleTree{Active: 1000, Finished: 19000}.Write(startupRoot)
+		startupErr = scale.Tree{Active: 1000, Finished: 19000}.Write(startupRoot)
 		b.Logf("tree of 20,000 tasks written in %s", round(time.Since(start)))
 	})
 	if startupErr != nil {

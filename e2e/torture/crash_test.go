@@ -14,6 +14,7 @@ import (
 	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/internal/fixture"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // The daemon under SIGKILL at random moments, and bursts larger than the
@@ -207,7 +208,7 @@ func TestServeMissedEvents(t *testing.T) {
 
 	// A task directory that arrives with its marker already inside.
 	other := filepath.Join(w.Dir, "other")
-	ox, err := workspace.Init(other, workspace.Options{})
+	ox, err := files.Init(other, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/internal/fixture"
+	"github.com/workspaced/workspaced/internal/fixture/scale"
 	"github.com/workspaced/workspaced/internal/poll"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/files"
@@ -44,13 +45,13 @@ func NewDir(t testing.TB, dir ...string) *WS {
 }
 
 // NewScale is a WS on a fresh directory root, DIR/workspace, that
-// fixture.ScaleTree wrote instead of init (active tasks executing,
+// scale.Tree wrote instead of init (active tasks executing,
 // finished ones completed); commands run in DIR.
 func NewScale(t testing.TB, active, finished int) *WS {
 	t.Helper()
 	w := At(t, filepath.Join(t.TempDir(), "workspace"))
 	w.Dir = filepath.Dir(w.Root)
-	if err := (fixture.ScaleTree{Active: active, Finished: finished}).Write(w.Root); err != nil {
+	if err := (scale.Tree{Active: active, Finished: finished}).Write(w.Root); err != nil {
 		t.Fatal(err)
 	}
 	return w
@@ -58,9 +59,9 @@ func NewScale(t testing.TB, active, finished int) *WS {
 
 // Open opens w's root in-process, as an agent library would; the test's
 // cleanup closes it.
-func (w *WS) Open() *workspace.Workspace {
+func (w *WS) Open() *files.Store {
 	w.T.Helper()
-	x, err := workspace.Open(w.Root, workspace.Options{})
+	x, err := files.Open(w.Root, workspace.Options{})
 	if err != nil {
 		w.T.Fatal(err)
 	}
@@ -100,14 +101,14 @@ func Parallel(t testing.TB, n int, work func(p int) error) {
 
 // StateWhere waits, as Eventually does, until task id's state satisfies
 // cond and returns it.
-func StateWhere(t testing.TB, x *workspace.Workspace, id string, cond func(workspace.State) bool) workspace.State {
+func StateWhere(t testing.TB, x *files.Store, id string, cond func(workspace.State) bool) workspace.State {
 	t.Helper()
 	return poll.State(t, 90*time.Second, x, id, cond)
 }
 
 // ExecutingTask prepares a task with n subtasks and waits until the
 // running daemon has taken it to executing.
-func ExecutingTask(t testing.TB, x *workspace.Workspace, id string, n int) {
+func ExecutingTask(t testing.TB, x *files.Store, id string, n int) {
 	t.Helper()
 	if err := fixture.PrepareTask(context.Background(), x, id, n); err != nil {
 		t.Fatal(err)
@@ -120,7 +121,7 @@ func ExecutingTask(t testing.TB, x *workspace.Workspace, id string, n int) {
 }
 
 // CheckStates fails t unless every task's state.json parses and validates.
-func CheckStates(t testing.TB, x *workspace.Workspace, ids []string) {
+func CheckStates(t testing.TB, x *files.Store, ids []string) {
 	t.Helper()
 	for _, id := range ids {
 		data, err := os.ReadFile(filepath.Join(x.Dir(), "tasks", id, "state.json"))
@@ -137,9 +138,9 @@ func CheckStates(t testing.TB, x *workspace.Workspace, ids []string) {
 // contiguous, no two records of one marker file, no taken marker left
 // behind (call it after a clean stop, which settles the journal) and no
 // marker left in the task directory. It returns the records.
-func CheckJournal(t testing.TB, x *workspace.Workspace, id string) []workspace.JournalRecord {
+func CheckJournal(t testing.TB, x *files.Store, id string) []workspace.JournalRecord {
 	t.Helper()
-	recs, err := files.ReadJournal(x, id)
+	recs, err := x.ReadJournal(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,9 +175,9 @@ func CheckJournal(t testing.TB, x *workspace.Workspace, id string) []workspace.J
 // commit must have logged (lines of other events, an agent's env_stored
 // say, may sit between them). It returns how many records and events it
 // counted.
-func CheckEventsOnce(t testing.TB, x *workspace.Workspace, id string) (records, events int) {
+func CheckEventsOnce(t testing.TB, x *files.Store, id string) (records, events int) {
 	t.Helper()
-	recs, err := files.ReadJournal(x, id)
+	recs, err := x.ReadJournal(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +185,7 @@ func CheckEventsOnce(t testing.TB, x *workspace.Workspace, id string) (records, 
 }
 
 // EventLog is what CheckJournalEvents reads: a task and its logged
-// events, of a *workspace.Workspace or of any workspace.Store.
+// events, of a *files.Store or of any workspace.Store.
 type EventLog interface {
 	GetTask(ctx context.Context, id string) (workspace.Task, error)
 	ReadEvents(ctx context.Context, taskID string) ([]workspace.Event, []error, error)

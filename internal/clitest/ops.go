@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 var opsURLRe = regexp.MustCompile(`url=(https?://\S+/)`)
@@ -55,7 +55,7 @@ func AwaitReadyz(t testing.TB, u string, code int, word string) {
 
 // HoldTask drops a claim of st_6 in task id and holds the task's lock, so
 // that the daemon's commit of it waits; release lets it go on.
-func HoldTask(t testing.TB, x *workspace.Workspace, id string) (release func()) {
+func HoldTask(t testing.TB, x *files.Store, id string) (release func()) {
 	t.Helper()
 	lk, err := x.LockTask(context.Background(), id, "ops-test")
 	if err != nil {

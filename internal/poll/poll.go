@@ -31,7 +31,7 @@ func Until(t testing.TB, within time.Duration, what string, cond func() (bool, s
 	}
 }
 
-// StateReader reads a task's state: a *workspace.Workspace or a
+// StateReader reads a task's state: a *files.Store or a
 // workspace.Store.
 type StateReader interface {
 	ReadState(ctx context.Context, id string) (workspace.State, error)

@@ -12,6 +12,7 @@ import (
 	"github.com/workspaced/workspaced/internal/servetest"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/daemon"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // Friction the detectors find while markers are applied is recorded in the
@@ -25,7 +26,7 @@ func TestFrictionRecordedByDetectors(t *testing.T) {
 
 func testFrictionRecordedByDetectors(t *testing.T, wake workspace.WakeOptions) {
 	dir := t.TempDir()
-	ws, err := workspace.Init(dir, workspace.Options{})
+	ws, err := files.Init(dir, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func await(t *testing.T, what string, cond func() (bool, string)) {
 }
 
 // awaitState is poll.State with the 30 s these tests allow.
-func awaitState(t *testing.T, ws *workspace.Workspace, id string, cond func(workspace.State) bool) workspace.State {
+func awaitState(t *testing.T, ws *files.Store, id string, cond func(workspace.State) bool) workspace.State {
 	t.Helper()
 	return poll.State(t, 30*time.Second, ws, id, cond)
 }

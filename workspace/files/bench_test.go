@@ -27,12 +27,12 @@ func BenchmarkBurst1(b *testing.B) { benchBurst(b, 1) }
 
 func benchBurst(b *testing.B, n int) {
 	dir := b.TempDir()
-	ws, err := workspace.Init(dir, workspace.Options{})
+	ws, err := Init(dir, workspace.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer ws.Close()
-	s := New(ws)
+	s := ws
 	s.SetServeOptions(ServeOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	d := &tester{s: s, cs: map[string]*committer{}}
 	ctx := context.Background()

@@ -34,7 +34,7 @@ func (t *committer) journal(jr *os.Root, recs []workspace.JournalRecord, taken [
 		if err = atomicfile.SyncDir(jr, "."); err != nil {
 			err = fmt.Errorf("sync journal of task %s: %w", t.id, err)
 		} else {
-			file, err = writeRecords(t.s.Workspace, jr, t.id, recs, false)
+			file, err = writeRecords(t.s, jr, t.id, recs, false)
 		}
 		journaled <- err
 	}()
@@ -154,10 +154,10 @@ func (t *committer) write(ctx context.Context, n nextState, backupOld bool, rest
 		}
 		t.leave(settlement{backups: true, set: bs})
 	}
-	if err := s.Workspace.Write(statePath(t.id), n.data); err != nil {
+	if err := s.Write(statePath(t.id), n.data); err != nil {
 		return fmt.Errorf("write state of task %s: %w", t.id, err)
 	}
-	t.fi, _ = s.Workspace.Root().Lstat(statePath(t.id))
+	t.fi, _ = s.Root().Lstat(statePath(t.id))
 	t.st, t.plan, t.valid = n.st, n.plan, true
 	t.noteWritten(n.st)
 	t.noteProgress()
@@ -176,11 +176,11 @@ func (t *committer) appendEvents(ctx context.Context, evs []workspace.Event, tor
 		return nil
 	}
 	if torn {
-		if err := endLine(t.s.Workspace, t.id); err != nil {
+		if err := endLine(t.s, t.id); err != nil {
 			return err
 		}
 	}
-	if err := t.s.Workspace.AppendEvents(ctx, t.id, evs); err != nil {
+	if err := t.s.AppendEvents(ctx, t.id, evs); err != nil {
 		return fmt.Errorf("append events of task %s (state not written; they are appended again when it is): %w", t.id, err)
 	}
 	t.events = append(t.events, evs...)
@@ -197,7 +197,7 @@ func (t *committer) appendEvents(ctx context.Context, evs []workspace.Event, tor
 // examined.record), which turns one that would not match the journal
 // schema into a rejection saying why: none written fails it. It returns
 // the file's name.
-func writeRecords(ws *workspace.Workspace, jr *os.Root, id string, recs []workspace.JournalRecord, durable bool) (string, error) {
+func writeRecords(ws *Store, jr *os.Root, id string, recs []workspace.JournalRecord, durable bool) (string, error) {
 	var (
 		name string
 		data []byte
@@ -236,18 +236,18 @@ func (t *committer) planLoader(st workspace.State, plan *workspace.Plan) func(in
 		if plan != nil && plan.Version == version && plan.ID == st.PlanID {
 			return plan, nil
 		}
-		return loadPlan(context.Background(), t.s.Workspace, t.id, st.PlanID, version)
+		return loadPlan(context.Background(), t.s, t.id, st.PlanID, version)
 	}
 }
 
 // loadPlan finds plan planID version of a task: plan.json or
 // plans/plan_v<N>.json when it is that plan, else the newest journal
 // record that carries it.
-func loadPlan(ctx context.Context, ws *workspace.Workspace, id, planID string, version int) (*workspace.Plan, error) {
+func loadPlan(ctx context.Context, ws *Store, id, planID string, version int) (*workspace.Plan, error) {
 	if p, err := ws.ReadPlan(ctx, id, version); err == nil && p.ID == planID && p.Version == version {
 		return p, nil
 	}
-	recs, err := ReadJournal(ws, id)
+	recs, err := journalRecords(ws, id)
 	if err != nil {
 		return nil, err
 	}

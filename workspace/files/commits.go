@@ -12,10 +12,7 @@ import (
 	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
-var (
-	_ workspace.CommitSource = (*Store)(nil)
-	_ workspace.CommitSource = fileVerdicts{}
-)
+var _ workspace.CommitSource = (*Store)(nil)
 
 // Commits hears the daemon's commits to task (workspace.CommitSource): a
 // watch of the task's directory, whose state.json the daemon renames into
@@ -30,12 +27,6 @@ func (s *Store) Commits(ctx context.Context, task string) (<-chan struct{}, erro
 		return nil, err
 	}
 	return s.hub.Subscribe(ctx, task, &dirWatch{hub: &s.hub, tasks: filepath.Join(s.Dir(), "tasks")})
-}
-
-// Commits is the store's Commits on the tree, with a watch of its own
-// (a command waits for one verdict).
-func (f fileVerdicts) Commits(ctx context.Context, task string) (<-chan struct{}, error) {
-	return (&Store{Workspace: f.ws}).Commits(ctx, task)
 }
 
 // dirWatch is the hub's listener: one fsnotify watcher, a directory

@@ -18,12 +18,12 @@ import (
 // or a task with no directory, is an error (Wait then polls).
 func TestCommitsHearsStateWrites(t *testing.T) {
 	dir := t.TempDir()
-	ws, err := workspace.Init(dir, workspace.Options{})
+	ws, err := files.Init(dir, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ws.Close()
-	s := files.New(ws)
+	s := ws
 	if _, err := ws.CreateTask(t.Context(), workspace.NewTaskRequest{ID: "t1", Description: "heard"}); err != nil {
 		t.Fatal(err)
 	}

@@ -128,7 +128,7 @@ func (t *committer) process(ctx context.Context, req workspace.CommitRequest) (o
 		out.Finished = t.finished || vocab.Finished(t.st.Status)
 		return out, nil
 	}
-	look := &taskLook{ws: s.Workspace, id: t.id}
+	look := &taskLook{ws: s, id: t.id}
 	defer look.close()
 	if !t.mayHaveMarkers(look, req.Markers) {
 		// Only a look at the whole directory may find the task quiet: a

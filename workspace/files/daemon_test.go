@@ -21,15 +21,15 @@ import (
 type harness struct {
 	t      *testing.T
 	dir    string
-	ws     *workspace.Workspace
+	ws     *Store
 	cancel context.CancelFunc
 	done   chan error
 }
 
-func newWorkspace(t *testing.T) (string, *workspace.Workspace) {
+func newWorkspace(t *testing.T) (string, *Store) {
 	t.Helper()
 	dir := t.TempDir()
-	ws, err := workspace.Init(dir, workspace.Options{})
+	ws, err := Init(dir, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func startDaemon(t *testing.T, dir string, cfg daemon.Config) *harness {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{t: t, dir: dir, ws: s.Workspace, cancel: cancel, done: make(chan error, 1)}
+	h := &harness{t: t, dir: dir, ws: s, cancel: cancel, done: make(chan error, 1)}
 	go func() { h.done <- d.Run(ctx); s.Close() }()
 	select {
 	case <-ready:
@@ -88,14 +88,14 @@ func await(t *testing.T, what string, cond func() (bool, string)) {
 }
 
 // awaitState is poll.State with the 30 s these tests allow.
-func awaitState(t *testing.T, ws *workspace.Workspace, id string, cond func(workspace.State) bool) workspace.State {
+func awaitState(t *testing.T, ws *Store, id string, cond func(workspace.State) bool) workspace.State {
 	t.Helper()
 	return poll.State(t, 30*time.Second, ws, id, cond)
 }
 
 func executing(st workspace.State) bool { return st.Status == "executing" }
 
-func prepare(t *testing.T, ws *workspace.Workspace, id string, n int) {
+func prepare(t *testing.T, ws *Store, id string, n int) {
 	t.Helper()
 	ctx := context.Background()
 	if err := fixture.PrepareTask(ctx, ws, id, n); err != nil {
@@ -103,7 +103,7 @@ func prepare(t *testing.T, ws *workspace.Workspace, id string, n int) {
 	}
 }
 
-func approve(t *testing.T, ws *workspace.Workspace, id string) {
+func approve(t *testing.T, ws *Store, id string) {
 	t.Helper()
 	awaitState(t, ws, id, func(st workspace.State) bool { return st.PlanStatus == "proposed" })
 	if err := fixture.ApprovePlan(t.Context(), ws, id); err != nil {
@@ -112,7 +112,7 @@ func approve(t *testing.T, ws *workspace.Workspace, id string) {
 	awaitState(t, ws, id, executing)
 }
 
-func completeSubtask(t *testing.T, ws *workspace.Workspace, task, sub, agent string) {
+func completeSubtask(t *testing.T, ws *Store, task, sub, agent string) {
 	t.Helper()
 	rel, err := ws.WriteOutput(t.Context(), task, sub, agent, []byte(`{"summary":"ok"}`))
 	if err != nil {
@@ -148,9 +148,9 @@ func testTakesMarkersInProcess(t *testing.T, wake workspace.WakeOptions) {
 
 // readJournal reads the journal of task id and checks that its sequence
 // numbers run 1, 2, 3… without a gap.
-func readJournal(t *testing.T, ws *workspace.Workspace, id string) []workspace.JournalRecord {
+func readJournal(t *testing.T, ws *Store, id string) []workspace.JournalRecord {
 	t.Helper()
-	recs, err := ReadJournal(ws, id)
+	recs, err := journalRecords(ws, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func readJournal(t *testing.T, ws *workspace.Workspace, id string) []workspace.J
 
 // checkSettled checks a task whose journal has settled: no taken marker is
 // left beside the records, and rebuilding from the journal alone gives st.
-func checkSettled(t *testing.T, ws *workspace.Workspace, id string, st workspace.State) {
+func checkSettled(t *testing.T, ws *Store, id string, st workspace.State) {
 	t.Helper()
 	names, err := os.ReadDir(filepath.Join(ws.Dir(), "tasks", id, JournalDir))
 	if err != nil {

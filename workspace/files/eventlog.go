@@ -7,8 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
-	"syscall"
 
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -76,7 +74,7 @@ func (t *committer) unlogged(evs []workspace.Event) ([]workspace.Event, bool, er
 		lines[i] = []byte(workspace.FormatEvent(e))
 		size += int64(len(lines[i])) + 1
 	}
-	tail, whole, err := readEventsTail(t.s.Workspace, t.id, size+tailSlack)
+	tail, whole, err := readEventsTail(t.s, t.id, size+tailSlack)
 	if err != nil {
 		return nil, false, fmt.Errorf("read events of task %s: %w", t.id, err)
 	}
@@ -105,8 +103,8 @@ func (t *committer) unlogged(evs []workspace.Event) ([]workspace.Event, bool, er
 // events.log, and whether that is the whole file. A missing log is empty;
 // one that is no regular file (a symlink, a FIFO, a directory) is an
 // error, as it is to AppendEvents.
-func readEventsTail(ws *workspace.Workspace, id string, n int64) ([]byte, bool, error) {
-	f, err := openEventsLog(ws, id, os.O_RDONLY)
+func readEventsTail(ws *Store, id string, n int64) ([]byte, bool, error) {
+	f, err := ws.openEventsLog(id, os.O_RDONLY)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, true, nil
 	}
@@ -129,8 +127,8 @@ func readEventsTail(ws *workspace.Workspace, id string, n int64) ([]byte, bool, 
 
 // endLine ends a last line of events.log that a full disk cut short, so
 // that the lines appended next are whole lines of their own.
-func endLine(ws *workspace.Workspace, id string) error {
-	f, err := openEventsLog(ws, id, os.O_WRONLY|os.O_APPEND)
+func endLine(ws *Store, id string) error {
+	f, err := ws.openEventsLog(id, os.O_WRONLY|os.O_APPEND)
 	if err != nil {
 		return fmt.Errorf("end the last line of the events of task %s: %w", id, err)
 	}
@@ -142,26 +140,4 @@ func endLine(ws *workspace.Workspace, id string) error {
 		return fmt.Errorf("end the last line of the events of task %s: %w", id, err)
 	}
 	return nil
-}
-
-// openEventsLog opens a task's events.log with flag: a regular file,
-// never through a symlink, never blocking on a FIFO.
-func openEventsLog(ws *workspace.Workspace, id string, flag int) (*os.File, error) {
-	name := path.Join(workspace.TaskDir(id), workspace.EventsFile)
-	lfi, err := ws.Root().Lstat(name)
-	if err != nil {
-		return nil, err
-	}
-	if !lfi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is a %s, not a regular file", name, workspace.FileKind(lfi.Mode()))
-	}
-	f, err := ws.Root().OpenFile(name, flag|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	if fi, err := f.Stat(); err != nil || !os.SameFile(lfi, fi) {
-		f.Close()
-		return nil, fmt.Errorf("%s changed while it was opened", name)
-	}
-	return f, nil
 }

@@ -16,7 +16,7 @@ import (
 // journalEvents is the events the journal of task id makes, replayed by
 // the state machine from the task's first state: the events.log lines
 // every commit must have written, once each and in order.
-func journalEvents(t *testing.T, ws *workspace.Workspace, id string) []string {
+func journalEvents(t *testing.T, ws *Store, id string) []string {
 	t.Helper()
 	task, err := ws.GetTask(context.Background(), id)
 	if err != nil {
@@ -45,7 +45,7 @@ func journalEvents(t *testing.T, ws *workspace.Workspace, id string) []string {
 // eventsOnce checks that events.log holds every event of the journal of
 // task id exactly once, in order (lines of other events aside), and
 // returns the lines that do not parse.
-func eventsOnce(t *testing.T, ws *workspace.Workspace, id string) []error {
+func eventsOnce(t *testing.T, ws *Store, id string) []error {
 	t.Helper()
 	want := journalEvents(t, ws, id)
 	evs, bad, err := ws.ReadEvents(context.Background(), id)
@@ -69,7 +69,7 @@ func eventsOnce(t *testing.T, ws *workspace.Workspace, id string) []error {
 }
 
 // claims drops a claim of each subtask named, each by its own worker.
-func claims(t *testing.T, ws *workspace.Workspace, subs ...string) {
+func claims(t *testing.T, ws *Store, subs ...string) {
 	t.Helper()
 	for i, sub := range subs {
 		if _, err := ws.WriteClaim(context.Background(), "t1", fmt.Sprintf("w%d", i+1), sub); err != nil {
@@ -107,7 +107,7 @@ func breakEventsLog(t *testing.T, dir string) (mend func(tail string)) {
 
 // commitFails commits task t1 once and checks that it fails, the state
 // left where it was.
-func commitFails(t *testing.T, d *tester, ws *workspace.Workspace, seq int64, why string) {
+func commitFails(t *testing.T, d *tester, ws *Store, seq int64, why string) {
 	t.Helper()
 	_, err := d.taskOf("t1").Commit(context.Background(), workspace.CommitRequest{Max: testMax})
 	if err == nil || !strings.Contains(err.Error(), why) {

@@ -42,51 +42,45 @@
 // (commit.go); the settle work it hands back (settle.go) makes the journal
 // durable a moment later.
 //
-// Most of the tree's code is *workspace.Workspace; Store adds the journal
-// and the single writer, so that a *Store is a complete workspace.Served.
-// What only a tree can do (paths, flock held for a child process, the
-// root's os.Root) is reached through the embedded *workspace.Workspace,
-// and callers that need it say so by asking for a *Store.
+// The rest of the tree is Store's too: entries in every scope (entries.go),
+// tasks, threads and their file buffers, plans, outputs and reviews with
+// their history (products.go, keep.go), skills, agent cards, locks
+// (lock.go), backups and retention (store_files.go), events.log
+// (events.go, eventlog.go: its one writer), the merged event stream, and
+// what validate reports as skipped (skipped.go, taskdir.go). Every
+// agent-written file is read through workspace/files/agentfile. Callers
+// that need what only a tree can do (paths, a flock held for a child
+// process, the root's os.Root) say so by asking for a *Store.
 package files
 
 import (
 	"context"
+	"os"
+	"time"
 
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
-// Store is a workspace tree as a workspace.Store.
+// Store is an open workspace tree as a workspace.Store. It is safe for
+// concurrent use by many goroutines, and any number of processes (in any
+// language) may use the same tree at once: every read-modify-write happens
+// under a flock on a sidecar lock file, every write is atomic and durable,
+// and every path is opened through an os.Root so nothing is read or
+// written outside the root.
 type Store struct {
-	*workspace.Workspace
+	root     *os.Root
+	dir      string // absolute path of the root
+	settings workspace.Settings
+	now      func() time.Time
+
 	serve ServeOptions      // the single writer's options (lead.go)
 	hub   dbstore.CommitHub // the watch shared by Commits (commits.go)
 }
 
 var _ workspace.Store = (*Store)(nil)
 
-// Open opens the tree at dir (workspace.Open).
-func Open(dir string, opt workspace.Options) (*Store, error) {
-	w, err := workspace.Open(dir, opt)
-	if err != nil {
-		return nil, err
-	}
-	return &Store{Workspace: w}, nil
-}
-
-// Init creates the tree at dir if needed and opens it (workspace.Init).
-func Init(dir string, opt workspace.Options) (*Store, error) {
-	w, err := workspace.Init(dir, opt)
-	if err != nil {
-		return nil, err
-	}
-	return &Store{Workspace: w}, nil
-}
-
-// New wraps an open tree.
-func New(w *workspace.Workspace) *Store { return &Store{Workspace: w} }
-
 // ReadJournal reads task taskID's journal/ records in sequence order.
 func (s *Store) ReadJournal(ctx context.Context, taskID string) ([]workspace.JournalRecord, error) {
-	return ReadJournal(s.Workspace, taskID)
+	return journalRecords(s, taskID)
 }

@@ -143,7 +143,7 @@ type journalListing struct {
 
 // listJournal lists a task's journal directory. A missing directory is an
 // empty journal.
-func listJournal(ws *workspace.Workspace, taskID string) (journalListing, error) {
+func listJournal(ws *Store, taskID string) (journalListing, error) {
 	dir := path.Join(workspace.TaskDir(taskID), JournalDir)
 	f, err := ws.Root().Open(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -216,7 +216,7 @@ func (l journalListing) seqsAfter(after int64) []int64 {
 
 // readRecordFile reads and decodes the record or batch file e: its records,
 // in order, which must be exactly the seqs its name says.
-func readRecordFile(ws *workspace.Workspace, taskID string, e journalEntry) ([]workspace.JournalRecord, error) {
+func readRecordFile(ws *Store, taskID string, e journalEntry) ([]workspace.JournalRecord, error) {
 	name := path.Join(workspace.TaskDir(taskID), JournalDir, e.name)
 	data, err := ws.ReadFile(name)
 	if err != nil {
@@ -247,11 +247,11 @@ func readRecordFile(ws *workspace.Workspace, taskID string, e journalEntry) ([]w
 	return recs, nil
 }
 
-// ReadJournal returns every record of a task's journal, in sequence
+// journalRecords returns every record of a task's journal, in sequence
 // order. Taken markers whose record is not written yet (the daemon is
 // between the two steps, or crashed there) are not records and are left
 // out. A record file that cannot be read is an error naming it.
-func ReadJournal(ws *workspace.Workspace, taskID string) ([]workspace.JournalRecord, error) {
+func journalRecords(ws *Store, taskID string) ([]workspace.JournalRecord, error) {
 	l, err := listJournal(ws, taskID)
 	if err != nil {
 		return nil, err

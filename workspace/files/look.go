@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files/agentfile"
 )
 
 // taskLook is the task directory opened once for the looks of one commit
@@ -16,7 +17,7 @@ import (
 // half of their system calls. It is opened when first needed (a wake
 // that names markers still present needs none of it).
 type taskLook struct {
-	ws  *workspace.Workspace
+	ws  *Store
 	id  string
 	dir *os.File
 	err error
@@ -51,7 +52,7 @@ func (l *taskLook) state() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return workspace.ReadAgentFileAt(d, "state.json", int64(l.ws.Settings().Limits.MaxFileBytes))
+	return agentfile.ReadAt(d, "state.json", int64(l.ws.Settings().Limits.MaxFileBytes))
 }
 
 // journal lists journal/; a missing one is an empty journal.
@@ -60,7 +61,7 @@ func (l *taskLook) journal() (journalListing, error) {
 	if err != nil {
 		return newJournalListing(), err
 	}
-	f, err := workspace.OpenDirAt(d, JournalDir)
+	f, err := agentfile.OpenDirAt(d, JournalDir)
 	if errors.Is(err, workspace.ErrNotFound) {
 		return newJournalListing(), nil
 	}

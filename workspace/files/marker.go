@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files/agentfile"
 	"github.com/workspaced/workspaced/workspace/machine"
 )
 
@@ -45,12 +46,12 @@ type examined struct {
 // deep, a product outside the task or unsafe to read), is rejected with
 // the reason. grace < 0 never waits (a marker already taken into the
 // journal is judged as it is).
-func examine(ws *workspace.Workspace, td, dir *os.File, name, file, kind string, fi fs.FileInfo, now time.Time, grace time.Duration) examined {
+func examine(ws *Store, td, dir *os.File, name, file, kind string, fi fs.FileInfo, now time.Time, grace time.Duration) examined {
 	lim := ws.Settings().Limits
 	if !fi.Mode().IsRegular() {
 		return examined{verdict: reject, judged: machine.Rejected(kind, file, fmt.Sprintf("marker is a %s, not a regular file", workspace.FileKind(fi.Mode())))}
 	}
-	data, err := workspace.ReadAgentFileAt(dir, name, int64(lim.MaxFileBytes))
+	data, err := agentfile.ReadAt(dir, name, int64(lim.MaxFileBytes))
 	if err != nil {
 		if errors.Is(err, workspace.ErrNotFound) {
 			return examined{verdict: vanished, judged: machine.Rejected(kind, file, "")}

@@ -43,7 +43,7 @@ const reasonReused = "marker name already journaled: a marker name is used once;
 // committer has none.
 func (t *committer) journaledAs(name string) (int64, bool, error) {
 	if t.names == nil {
-		recs, err := ReadJournal(t.s.Workspace, t.id)
+		recs, err := journalRecords(t.s, t.id)
 		if err != nil {
 			return 0, false, err
 		}
@@ -57,7 +57,7 @@ func (t *committer) journaledAs(name string) (int64, bool, error) {
 		return 0, false, nil
 	}
 	// A hash is not a name: make sure it is this one.
-	file, err := recordFile(t.s.Workspace, t.id, seq)
+	file, err := recordFile(t.s, t.id, seq)
 	if err != nil {
 		return 0, false, err
 	}
@@ -78,7 +78,7 @@ func hashName(s *journaledNames, name string) uint64 { return maphash.String(s.s
 // recordFile returns the marker name the record of seq holds: from its
 // record file, or from its taken marker when the record is not written
 // yet.
-func recordFile(ws *workspace.Workspace, id string, seq int64) (string, error) {
+func recordFile(ws *Store, id string, seq int64) (string, error) {
 	l, err := listJournal(ws, id)
 	if err != nil {
 		return "", err
@@ -112,7 +112,7 @@ func (t *committer) refuseReused(ctx context.Context, dirs taskDirs, p pendingMa
 		args = []string{m.SubtaskID}
 	}
 	ev := workspace.Event{Time: s.Now().UTC(), Name: machine.EventMarkerRefused, TaskID: t.id, Args: args, Attrs: attrs}
-	if err := s.Workspace.AppendEvents(ctx, t.id, []workspace.Event{ev}); err != nil {
+	if err := s.AppendEvents(ctx, t.id, []workspace.Event{ev}); err != nil {
 		s.log().Warn("marker name already journaled; marker left until its refusal can be logged", "task", t.id, "marker", p.name, "journaled", seq, "err", err)
 		return
 	}

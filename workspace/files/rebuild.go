@@ -14,12 +14,12 @@ import (
 // between the two steps) are not records and are left out. For a journal
 // the daemon wrote, the result equals the state.json it wrote after the
 // last record.
-func Rebuild(ctx context.Context, ws *workspace.Workspace, taskID string) (workspace.State, error) {
+func Rebuild(ctx context.Context, ws *Store, taskID string) (workspace.State, error) {
 	task, err := ws.GetTask(ctx, taskID)
 	if err != nil {
 		return workspace.State{}, err
 	}
-	recs, err := ReadJournal(ws, taskID)
+	recs, err := journalRecords(ws, taskID)
 	if err != nil {
 		return workspace.State{}, err
 	}

@@ -59,7 +59,7 @@ func (t *committer) backups() *backup.Set {
 func (t *committer) upToDate(look *taskLook) bool {
 	s := t.s
 	if t.loaded {
-		if fi, err := s.Workspace.Root().Lstat(statePath(t.id)); err == nil && sameFile(t.fi, fi) {
+		if fi, err := s.Root().Lstat(statePath(t.id)); err == nil && sameFile(t.fi, fi) {
 			return true
 		}
 	}
@@ -123,12 +123,12 @@ func sameFile(a, b os.FileInfo) bool {
 func (t *committer) load(ctx context.Context, force bool) error {
 	s := t.s
 	if t.loaded && !force {
-		if fi, err := s.Workspace.Root().Lstat(statePath(t.id)); err == nil && sameFile(t.fi, fi) {
+		if fi, err := s.Root().Lstat(statePath(t.id)); err == nil && sameFile(t.fi, fi) {
 			return nil
 		}
 	}
 	t.forget()
-	tk, err := s.Workspace.GetTask(ctx, t.id)
+	tk, err := s.GetTask(ctx, t.id)
 	if errors.Is(err, workspace.ErrNotFound) {
 		return errNoTask
 	}
@@ -139,14 +139,14 @@ func (t *committer) load(ctx context.Context, force bool) error {
 		write, backupOld bool
 		restoredFrom     string
 	)
-	data, err := s.Workspace.ReadFile(statePath(t.id))
+	data, err := s.ReadFile(statePath(t.id))
 	switch {
 	case errors.Is(err, workspace.ErrNotFound):
 		t.st, write = machine.Init(tk), true
 	case err == nil:
 		if t.st, err = ValidateState(t.id, data); err == nil {
 			t.valid = true
-			t.fi, _ = s.Workspace.Root().Lstat(statePath(t.id))
+			t.fi, _ = s.Root().Lstat(statePath(t.id))
 			backupOld = true
 			break
 		}
@@ -166,13 +166,13 @@ func (t *committer) load(ctx context.Context, force bool) error {
 		}
 		s.log().Warn("state.json corrupt, restoring", "task", t.id, "from", restoredFrom, "reason", err)
 	}
-	l, err := listJournal(s.Workspace, t.id)
+	l, err := listJournal(s, t.id)
 	if err != nil {
 		return err
 	}
 	// Leftovers of writes cut short: the task starts afresh.
 	for _, n := range l.temps {
-		_ = s.Workspace.Root().Remove(path.Join(journalPath(t.id), n))
+		_ = s.Root().Remove(path.Join(journalPath(t.id), n))
 	}
 	t.removeStateTemps()
 	t.next = max(l.maxSeq, t.st.JournalSeq) + 1
@@ -220,7 +220,7 @@ func (t *committer) journalPast(l *journalListing) ([]workspace.JournalRecord, e
 			name := l.records[seq]
 			rs, ok := read[name]
 			if !ok {
-				if rs, err = readRecordFile(t.s.Workspace, t.id, l.files[name]); err == nil {
+				if rs, err = readRecordFile(t.s, t.id, l.files[name]); err == nil {
 					read[name] = rs
 				}
 			}
@@ -255,10 +255,10 @@ func (t *committer) settleLeftovers(l *journalListing) (map[string][]workspace.J
 			continue
 		}
 		if _, ok := read[name]; !ok {
-			rs, err := readRecordFile(s.Workspace, t.id, l.files[name])
+			rs, err := readRecordFile(s, t.id, l.files[name])
 			if err != nil {
 				s.log().Warn("journal record file torn; writing its records again from the taken markers", "task", t.id, "file", name, "err", err)
-				_ = s.Workspace.Root().Remove(path.Join(journalPath(t.id), name))
+				_ = s.Root().Remove(path.Join(journalPath(t.id), name))
 				bad[name] = true
 				continue
 			}
@@ -280,7 +280,7 @@ func (t *committer) settleLeftovers(l *journalListing) (map[string][]workspace.J
 	if len(w.taken) == 0 {
 		return read, nil
 	}
-	if err := w.settle(s.Workspace, t.id); err != nil {
+	if err := w.settle(s, t.id); err != nil {
 		return nil, err
 	}
 	return read, nil
@@ -291,7 +291,7 @@ func (t *committer) settleLeftovers(l *journalListing) (map[string][]workspace.J
 // record is written durably and the taken marker removed.
 func (t *committer) finishTaken(tk journalEntry) (workspace.JournalRecord, error) {
 	s := t.s
-	dirs, err := openTaskDirs(s.Workspace, t.id)
+	dirs, err := openTaskDirs(s, t.id)
 	if err != nil {
 		return workspace.JournalRecord{}, err
 	}
@@ -301,12 +301,12 @@ func (t *committer) finishTaken(tk journalEntry) (workspace.JournalRecord, error
 		return workspace.JournalRecord{}, err
 	}
 	kind, _ := workspace.IsMarkerName(tk.marker)
-	ex := examine(s.Workspace, dirs.tdf, dirs.jrf, tk.name, tk.marker, kind, fi, s.Now(), -1)
+	ex := examine(s, dirs.tdf, dirs.jrf, tk.name, tk.marker, kind, fi, s.Now(), -1)
 	rec := ex.record(tk.seq, s.Now())
-	if _, err := writeRecords(s.Workspace, dirs.jr, t.id, []workspace.JournalRecord{rec}, true); err != nil {
+	if _, err := writeRecords(s, dirs.jr, t.id, []workspace.JournalRecord{rec}, true); err != nil {
 		return workspace.JournalRecord{}, err
 	}
-	removeTaken(s.Workspace, t.id, []string{tk.name})
+	removeTaken(s, t.id, []string{tk.name})
 	return rec, nil
 }
 
@@ -315,7 +315,7 @@ func (t *committer) finishTaken(tk journalEntry) (workspace.JournalRecord, error
 // isStateTemp). The caller holds the task's lock, which every writer of
 // state.json takes.
 func (t *committer) removeStateTemps() {
-	f, err := t.s.Workspace.Root().Open(workspace.TaskDir(t.id))
+	f, err := t.s.Root().Open(workspace.TaskDir(t.id))
 	if err != nil {
 		return
 	}
@@ -326,7 +326,7 @@ func (t *committer) removeStateTemps() {
 	}
 	for _, n := range names {
 		if isStateTemp(n) {
-			_ = t.s.Workspace.Root().Remove(path.Join(workspace.TaskDir(t.id), n))
+			_ = t.s.Root().Remove(path.Join(workspace.TaskDir(t.id), n))
 		}
 	}
 }

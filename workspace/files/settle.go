@@ -8,7 +8,6 @@ import (
 
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/backup"
-	"github.com/workspaced/workspaced/workspace"
 )
 
 // Settling: a burst's record files are written without an fsync each (the
@@ -46,7 +45,7 @@ func (s *settlement) merge(o settlement) {
 // the backups durable and prunes them. A task removed meanwhile has
 // nothing left to settle. On an error nothing is lost: the work can be
 // done again, or a load does it.
-func (s settlement) settle(ws *workspace.Workspace, id string) error {
+func (s settlement) settle(ws *Store, id string) error {
 	if len(s.files) > 0 {
 		if err := syncRecords(ws, id, s.files); err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
@@ -70,7 +69,7 @@ func (s settlement) settle(ws *workspace.Workspace, id string) error {
 // filesystem committing and stall every other write), then an fsync of
 // the journal directory. Where syncfs is not available the files are
 // fsynced one by one.
-func syncRecords(ws *workspace.Workspace, id string, files []string) error {
+func syncRecords(ws *Store, id string, files []string) error {
 	if err := syncFS(ws.Root()); err != nil {
 		for _, name := range files {
 			f, err := ws.Root().Open(path.Join(journalPath(id), name))
@@ -89,7 +88,7 @@ func syncRecords(ws *workspace.Workspace, id string, files []string) error {
 
 // removeTaken removes taken marker files whose records are durable. A
 // failure is harmless: the next load removes them.
-func removeTaken(ws *workspace.Workspace, id string, names []string) {
+func removeTaken(ws *Store, id string, names []string) {
 	for _, n := range names {
 		rel := path.Join(journalPath(id), n)
 		if err := ws.Root().Remove(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -123,7 +122,7 @@ func (t *committer) settle() error {
 	if w.empty() {
 		return nil
 	}
-	err := w.settle(t.s.Workspace, t.id)
+	err := w.settle(t.s, t.id)
 	if err != nil {
 		t.leave(w)
 	}

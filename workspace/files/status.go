@@ -11,6 +11,7 @@ import (
 
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files/agentfile"
 )
 
 // Status is what `workspaced status` reports about a root.
@@ -53,7 +54,7 @@ type TaskStatus struct {
 // tasks the schema check of every state took seconds. Each task directory
 // is opened once, through one handle of tasks/, and the tasks are read by
 // as many goroutines as GOMAXPROCS.
-func ReadStatus(ctx context.Context, ws *workspace.Workspace) (Status, error) {
+func ReadStatus(ctx context.Context, ws *Store) (Status, error) {
 	s := Status{Root: ws.Dir(), ByStatus: map[string]int{}, Tasks: []TaskStatus{}}
 	held, h, err := locking.Held(LockPath(ws.Dir()))
 	if err != nil {
@@ -99,9 +100,9 @@ func ReadStatus(ctx context.Context, ws *workspace.Workspace) (Status, error) {
 
 // readTaskStatus is one task's row of ReadStatus, read through tasks, the
 // open tasks/ directory.
-func readTaskStatus(ws *workspace.Workspace, tasks *os.File, id string, in interner) TaskStatus {
+func readTaskStatus(ws *Store, tasks *os.File, id string, in interner) TaskStatus {
 	t := TaskStatus{ID: id}
-	d, err := workspace.OpenDirAt(tasks, id)
+	d, err := agentfile.OpenDirAt(tasks, id)
 	var h workspace.StateHead
 	if err == nil {
 		defer d.Close()

@@ -49,7 +49,7 @@ const maxLists = 16
 // until when.
 func (t *committer) take(ctx context.Context, max int) (int, bool, time.Time, error) {
 	s := t.s
-	dirs, err := openTaskDirs(s.Workspace, t.id)
+	dirs, err := openTaskDirs(s, t.id)
 	if err != nil {
 		return 0, false, time.Time{}, err
 	}
@@ -125,7 +125,7 @@ type taskDirs struct {
 
 // openTaskDirs opens a task directory and its journal, making the journal
 // when it is missing.
-func openTaskDirs(ws *workspace.Workspace, id string) (dirs taskDirs, err error) {
+func openTaskDirs(ws *Store, id string) (dirs taskDirs, err error) {
 	defer func() {
 		if err != nil {
 			dirs.close()
@@ -293,7 +293,7 @@ func (t *committer) examineAll(td *os.File, pending []pendingMarker) []examined 
 					return
 				}
 				p := pending[i]
-				exs[i] = examine(s.Workspace, td, td, p.name, p.name, p.kind, p.fi, now, s.grace())
+				exs[i] = examine(s, td, td, p.name, p.name, p.kind, p.fi, now, s.grace())
 			}
 		})
 	}
@@ -355,7 +355,7 @@ func (t *committer) takeChunk(ctx context.Context, dirs taskDirs, b batch) ([]wo
 		} else if fi, err := dirs.jr.Lstat(tn); err == nil && !sameFile(p.fi, fi) {
 			// The file was swapped between reading and renaming: judge
 			// what was actually taken.
-			ex = examine(s.Workspace, dirs.tdf, dirs.jrf, tn, p.name, p.kind, fi, now, -1)
+			ex = examine(s, dirs.tdf, dirs.jrf, tn, p.name, p.kind, fi, now, -1)
 		}
 		t.next++
 		recs = append(recs, ex.record(seq, now))

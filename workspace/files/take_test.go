@@ -38,7 +38,7 @@ func newDaemon(t *testing.T, dir string) *tester {
 
 // executingTask is a workspace with task t1 of n subtasks whose plan is
 // proposed and approved, and a tester that has taken both.
-func executingTask(t *testing.T, n int) (string, *workspace.Workspace, *tester) {
+func executingTask(t *testing.T, n int) (string, *Store, *tester) {
 	t.Helper()
 	dir, ws := newWorkspace(t)
 	prepare(t, ws, "t1", n)

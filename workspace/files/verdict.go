@@ -34,7 +34,7 @@ import (
 // the marker's record is known to follow (the state's journal_seq when it
 // was dropped; 0 when unknown): only records past it are read. It only
 // reads, and is safe to call while the daemon works.
-func ReadVerdict(ws *workspace.Workspace, taskID, name string, after int64) (workspace.Verdict, string, error) {
+func (ws *Store) ReadVerdict(taskID, name string, after int64) (workspace.Verdict, string, error) {
 	if _, ok := workspace.IsMarkerName(name); !ok || path.Base(name) != name {
 		return workspace.Verdict{}, "", fmt.Errorf("%q is not the file name of a marker", name)
 	}
@@ -70,7 +70,7 @@ func ReadVerdict(ws *workspace.Workspace, taskID, name string, after int64) (wor
 // MarkerTaken while the marker is journaled but its record not yet
 // written, MarkerMissing when the journal has neither (workspace's
 // Marker… constants).
-func findRecord(ws *workspace.Workspace, taskID, name string, after int64) (workspace.JournalRecord, string, error) {
+func findRecord(ws *Store, taskID, name string, after int64) (workspace.JournalRecord, string, error) {
 	l, err := listJournal(ws, taskID)
 	if err != nil {
 		return workspace.JournalRecord{}, "", err
@@ -109,7 +109,7 @@ func findRecord(ws *workspace.Workspace, taskID, name string, after int64) (work
 // task directory nor journaled past after: decided, refused for its
 // reused name, when events.log says the daemon refused it so; else
 // missing.
-func readRefusal(ws *workspace.Workspace, taskID, name string) (workspace.Verdict, string, error) {
+func readRefusal(ws *Store, taskID, name string) (workspace.Verdict, string, error) {
 	journaled, subtask, found, err := refusedAs(ws, taskID, name)
 	if err != nil || !found {
 		return workspace.Verdict{}, workspace.MarkerMissing, err
@@ -126,8 +126,8 @@ func readRefusal(ws *workspace.Workspace, taskID, name string) (workspace.Verdic
 // journaled=<seq>): the seq of the record that holds the name, and the
 // subtask the marker named. It reads the whole log, which only a marker
 // gone unjudged makes it do.
-func refusedAs(ws *workspace.Workspace, taskID, name string) (journaled int64, subtask string, found bool, err error) {
-	f, err := openEventsLog(ws, taskID, os.O_RDONLY)
+func refusedAs(ws *Store, taskID, name string) (journaled int64, subtask string, found bool, err error) {
+	f, err := ws.openEventsLog(taskID, os.O_RDONLY)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, "", false, nil
 	}
@@ -173,41 +173,12 @@ func reusedRefusal(line, name string) (int64, string, bool) {
 
 // Serving reports whether a daemon serves the workspace, by probing its
 // lock (which takes and creates nothing).
-func Serving(ws *workspace.Workspace) (bool, error) {
+func (ws *Store) Serving() (bool, error) {
 	held, _, err := locking.Held(LockPath(ws.Dir()))
 	return held, err
 }
 
-// WaitVerdict waits for the daemon's verdict on the marker name of a task
-// (see ReadVerdict for after), until ctx is done. It fails with
-// workspace.ErrNotServing when no daemon serves the root while the marker
-// is undecided, and says where the marker was when ctx ended
-// (workspace.Wait over the file tree).
-func WaitVerdict(ctx context.Context, ws *workspace.Workspace, taskID, name string, after int64) (workspace.Verdict, error) {
-	return workspace.Wait(ctx, fileVerdicts{ws}, taskID, name, after)
-}
-
 var _ workspace.VerdictSource = (*Store)(nil)
-
-// ReadVerdict is the package's ReadVerdict on the store's tree: the
-// store is its own VerdictSource.
-func (s *Store) ReadVerdict(taskID, name string, after int64) (workspace.Verdict, string, error) {
-	return ReadVerdict(s.Workspace, taskID, name, after)
-}
-
-// Serving reports whether a daemon serves the store's tree now.
-func (s *Store) Serving() (bool, error) { return Serving(s.Workspace) }
 
 // Where names the store's tree in messages: its directory.
 func (s *Store) Where() string { return s.Dir() }
-
-// FileVerdicts is the file tree ws as a VerdictSource.
-func FileVerdicts(ws *workspace.Workspace) workspace.VerdictSource { return fileVerdicts{ws} }
-
-type fileVerdicts struct{ ws *workspace.Workspace }
-
-func (f fileVerdicts) ReadVerdict(taskID, name string, after int64) (workspace.Verdict, string, error) {
-	return ReadVerdict(f.ws, taskID, name, after)
-}
-func (f fileVerdicts) Serving() (bool, error) { return Serving(f.ws) }
-func (f fileVerdicts) Where() string          { return f.ws.Dir() }

@@ -24,7 +24,7 @@ import (
 // the clock.
 func BenchmarkClaimVerdict(b *testing.B) {
 	dir := b.TempDir()
-	ws, err := workspace.Init(dir, workspace.Options{})
+	ws, err := files.Init(dir, workspace.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 var vt0 = time.Date(2024, 1, 15, 10, 0, 0, 0, time.UTC)
 
 // writeJournalFile puts a record file (or anything) into t1's journal.
-func writeJournalFile(t *testing.T, ws *workspace.Workspace, name string, v any) {
+func writeJournalFile(t *testing.T, ws *Store, name string, v any) {
 	t.Helper()
 	var data []byte
 	switch x := v.(type) {
@@ -40,7 +40,7 @@ func writeJournalFile(t *testing.T, ws *workspace.Workspace, name string, v any)
 }
 
 // writeEvents writes t1's events.log.
-func writeEvents(t *testing.T, ws *workspace.Workspace, lines ...string) {
+func writeEvents(t *testing.T, ws *Store, lines ...string) {
 	t.Helper()
 	if err := os.WriteFile(filepath.Join(ws.Dir(), "tasks", "t1", workspace.EventsFile), []byte(strings.Join(lines, "")), 0o644); err != nil {
 		t.Fatal(err)
@@ -74,61 +74,61 @@ func TestReadVerdict(t *testing.T) {
 		name    string
 		marker  string
 		after   int64
-		setup   func(t *testing.T, ws *workspace.Workspace)
+		setup   func(t *testing.T, ws *Store)
 		where   string
 		verdict string
 		err     string
 	}{
-		{name: "still in the task directory", setup: func(t *testing.T, ws *workspace.Workspace) {
+		{name: "still in the task directory", setup: func(t *testing.T, ws *Store) {
 			os.WriteFile(filepath.Join(ws.Dir(), "tasks", "t1", name), []byte("{}"), 0o644)
 		}, where: workspace.MarkerWaiting},
-		{name: "taken, no record yet", setup: func(t *testing.T, ws *workspace.Workspace) {
+		{name: "taken, no record yet", setup: func(t *testing.T, ws *Store) {
 			writeJournalFile(t, ws, "000000000004.taken"+name, "{}")
 		}, where: workspace.MarkerTaken},
-		{name: "recorded, state behind", setup: func(t *testing.T, ws *workspace.Workspace) {
+		{name: "recorded, state behind", setup: func(t *testing.T, ws *Store) {
 			writeJournalFile(t, ws, RecordName(4), claimRec(4, name))
 			ws.WriteJSON("tasks/t1/state.json", state(3))
 		}, where: workspace.MarkerTaken},
-		{name: "recorded, no state.json", setup: func(t *testing.T, ws *workspace.Workspace) {
+		{name: "recorded, no state.json", setup: func(t *testing.T, ws *Store) {
 			writeJournalFile(t, ws, RecordName(4), claimRec(4, name))
 		}, where: workspace.MarkerTaken},
-		{name: "recorded and applied", setup: func(t *testing.T, ws *workspace.Workspace) {
+		{name: "recorded and applied", setup: func(t *testing.T, ws *Store) {
 			writeJournalFile(t, ws, RecordName(4), claimRec(4, name))
 			ws.WriteJSON("tasks/t1/state.json", state(4))
 		}, where: workspace.MarkerDecided, verdict: workspace.VerdictWon},
-		{name: "recorded in a chunk, refused", setup: func(t *testing.T, ws *workspace.Workspace) {
+		{name: "recorded in a chunk, refused", setup: func(t *testing.T, ws *Store) {
 			writeJournalFile(t, ws, BatchName(4, 6), JournalBatch{Records: []workspace.JournalRecord{
 				claimRec(4, ".claim.w0.a"), claimRec(5, name), claimRec(6, ".claim.w2.b")}})
 			ws.WriteJSON("tasks/t1/state.json", state(9, workspace.StateError{At: vt0, Seq: 5, Message: "subtask st_1 already taken by w0"}))
 		}, where: workspace.MarkerDecided, verdict: workspace.VerdictLost},
-		{name: "taken and recorded both (not settled yet)", setup: func(t *testing.T, ws *workspace.Workspace) {
+		{name: "taken and recorded both (not settled yet)", setup: func(t *testing.T, ws *Store) {
 			writeJournalFile(t, ws, "000000000004.taken"+name, "{}")
 			writeJournalFile(t, ws, RecordName(4), claimRec(4, name))
 			ws.WriteJSON("tasks/t1/state.json", state(4))
 		}, where: workspace.MarkerDecided, verdict: workspace.VerdictWon},
-		{name: "only records before after", after: 4, setup: func(t *testing.T, ws *workspace.Workspace) {
+		{name: "only records before after", after: 4, setup: func(t *testing.T, ws *Store) {
 			writeJournalFile(t, ws, RecordName(4), claimRec(4, name))
 			ws.WriteJSON("tasks/t1/state.json", state(4))
 		}, where: workspace.MarkerMissing},
-		{name: "nowhere", setup: func(t *testing.T, ws *workspace.Workspace) {}, where: workspace.MarkerMissing},
-		{name: "refused for its reused name", after: 4, setup: func(t *testing.T, ws *workspace.Workspace) {
+		{name: "nowhere", setup: func(t *testing.T, ws *Store) {}, where: workspace.MarkerMissing},
+		{name: "refused for its reused name", after: 4, setup: func(t *testing.T, ws *Store) {
 			writeJournalFile(t, ws, RecordName(4), claimRec(4, name))
 			ws.WriteJSON("tasks/t1/state.json", state(4))
 			writeEvents(t, ws, refusedLine(name, "4"))
 		}, where: workspace.MarkerDecided, verdict: workspace.VerdictRefused},
-		{name: "refused for its reused name, a name quoted in the log", marker: ".claim.w1.a b=c", setup: func(t *testing.T, ws *workspace.Workspace) {
+		{name: "refused for its reused name, a name quoted in the log", marker: ".claim.w1.a b=c", setup: func(t *testing.T, ws *Store) {
 			writeEvents(t, ws, "2024-01-15T10:00:00.000Z marker_refused t1 x=y\n", refusedLine(".claim.w1.a b=c", "4"))
 		}, where: workspace.MarkerDecided, verdict: workspace.VerdictRefused},
-		{name: "a refusal of another name", setup: func(t *testing.T, ws *workspace.Workspace) {
+		{name: "a refusal of another name", setup: func(t *testing.T, ws *Store) {
 			writeEvents(t, ws, refusedLine(".claim.w1.other", "4"))
 		}, where: workspace.MarkerMissing},
-		{name: "a marker_refused line without journaled=", setup: func(t *testing.T, ws *workspace.Workspace) {
+		{name: "a marker_refused line without journaled=", setup: func(t *testing.T, ws *Store) {
 			writeEvents(t, ws, strings.Replace(refusedLine(name, "4"), " journaled=4", "", 1))
 		}, where: workspace.MarkerMissing},
-		{name: "a refusal line still being written", setup: func(t *testing.T, ws *workspace.Workspace) {
+		{name: "a refusal line still being written", setup: func(t *testing.T, ws *Store) {
 			writeEvents(t, ws, strings.TrimSuffix(refusedLine(name, "4"), "\n"))
 		}, where: workspace.MarkerMissing},
-		{name: "events.log a symlink", setup: func(t *testing.T, ws *workspace.Workspace) {
+		{name: "events.log a symlink", setup: func(t *testing.T, ws *Store) {
 			outside := filepath.Join(t.TempDir(), "events.log")
 			os.WriteFile(outside, []byte(refusedLine(name, "4")), 0o644)
 			log := filepath.Join(ws.Dir(), "tasks", "t1", workspace.EventsFile)
@@ -137,26 +137,26 @@ func TestReadVerdict(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, err: "not a regular file"},
-		{name: "a record file that is not JSON", setup: func(t *testing.T, ws *workspace.Workspace) {
+		{name: "a record file that is not JSON", setup: func(t *testing.T, ws *Store) {
 			writeJournalFile(t, ws, RecordName(4), "{\"seq\": 4, ")
 		}, err: "decode"},
-		{name: "a record file that is a symlink", setup: func(t *testing.T, ws *workspace.Workspace) {
+		{name: "a record file that is a symlink", setup: func(t *testing.T, ws *Store) {
 			outside := filepath.Join(t.TempDir(), "rec.json")
 			data, _ := atomicfile.Marshal(claimRec(4, name))
 			os.WriteFile(outside, data, 0o644)
 			os.MkdirAll(filepath.Join(ws.Dir(), "tasks", "t1", "journal"), 0o755)
 			os.Symlink(outside, filepath.Join(ws.Dir(), "tasks", "t1", "journal", RecordName(4)))
 		}, err: "symlink"},
-		{name: "a chunk holding the wrong seqs", setup: func(t *testing.T, ws *workspace.Workspace) {
+		{name: "a chunk holding the wrong seqs", setup: func(t *testing.T, ws *Store) {
 			writeJournalFile(t, ws, BatchName(4, 5), JournalBatch{Records: []workspace.JournalRecord{claimRec(7, name), claimRec(8, "x")}})
 		}, err: "holds seq 7"},
-		{name: "a record file over the size limit", setup: func(t *testing.T, ws *workspace.Workspace) {
+		{name: "a record file over the size limit", setup: func(t *testing.T, ws *Store) {
 			writeJournalFile(t, ws, RecordName(4), `{"seq": 4, "file": "`+strings.Repeat("x", 17<<20)+`"}`)
 		}, err: "over"},
-		{name: "a record file nested deep", setup: func(t *testing.T, ws *workspace.Workspace) {
+		{name: "a record file nested deep", setup: func(t *testing.T, ws *Store) {
 			writeJournalFile(t, ws, RecordName(4), `{"seq": 4, "marker": `+strings.Repeat(`{"a":`, 20000)+"1"+strings.Repeat("}", 20000)+"}")
 		}, err: "decode"},
-		{name: "a record naming a path as its file", setup: func(t *testing.T, ws *workspace.Workspace) {
+		{name: "a record naming a path as its file", setup: func(t *testing.T, ws *Store) {
 			writeJournalFile(t, ws, RecordName(4), claimRec(4, "../t1/"+name))
 			ws.WriteJSON("tasks/t1/state.json", state(4))
 		}, where: workspace.MarkerMissing},
@@ -177,7 +177,7 @@ func TestReadVerdict(t *testing.T) {
 			if m == "" {
 				m = name
 			}
-			v, where, err := ReadVerdict(ws, "t1", m, c.after)
+			v, where, err := ws.ReadVerdict("t1", m, c.after)
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("err = %v, want it to say %q", err, c.err)
@@ -207,7 +207,7 @@ func TestWaitVerdictWithoutDecision(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := path.Base(m)
-	_, err = WaitVerdict(context.Background(), ws, "t1", name, 0)
+	_, err = workspace.Wait(context.Background(), ws, "t1", name, 0)
 	if !errors.Is(err, workspace.ErrNotServing) || !strings.Contains(err.Error(), "waiting in the task directory") || workspace.HintOf(err) == "" {
 		t.Fatalf("err = %v, want ErrNotServing saying the marker waits, with a hint", err)
 	}
@@ -219,7 +219,7 @@ func TestWaitVerdictWithoutDecision(t *testing.T) {
 	defer lk.Release()
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	_, err = WaitVerdict(ctx, ws, "t1", name, 0)
+	_, err = workspace.Wait(ctx, ws, "t1", name, 0)
 	if !errors.Is(err, workspace.ErrNoVerdict) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want ErrNoVerdict at the deadline", err)
 	}
@@ -237,7 +237,7 @@ func testWaitVerdictFromDaemon(t *testing.T, wake workspace.WakeOptions) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		v, err := WaitVerdict(ctx, h.ws, "t1", path.Base(m), 0)
+		v, err := workspace.Wait(ctx, h.ws, "t1", path.Base(m), 0)
 		if err != nil {
 			t.Fatal(err)
 		}

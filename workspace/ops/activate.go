@@ -80,13 +80,13 @@ func (w Ops) ActivateThread(ctx context.Context, taskID, threadID, agent string)
 	}
 	op := "activate thread " + threadID
 	if t.To != agent {
-		return Activation{}, invalidf(op, "activate one of "+agent+"'s own threads, or name "+t.To+" as the agent",
+		return Activation{}, workspace.Invalidf(op, "activate one of "+agent+"'s own threads, or name "+t.To+" as the agent",
 			"the thread is addressed to %s, not %s", t.To, agent)
 	}
 	act := Activation{Pending: []ThreadRef{}}
 	act.Thread, err = w.ModifyThread(ctx, taskID, threadID, agent, func(t *workspace.Thread) (bool, error) {
 		if t.Status == "done" {
-			return false, invalidf(op, "reopen it (status active) first if there is more to do", "the thread is done")
+			return false, workspace.Invalidf(op, "reopen it (status active) first if there is more to do", "the thread is done")
 		}
 		t.Status = "active"
 		t.ActivatedAt = w.Now()
@@ -158,7 +158,7 @@ func (w Ops) activeOf(ctx context.Context, agent string) (agentThread, []agentTh
 		if open > 0 {
 			msg += fmt.Sprintf(" (%d pending)", open)
 		}
-		return agentThread{}, nil, notFoundf("active thread of "+agent, "activate one of its threads, or name the thread", "%s", msg)
+		return agentThread{}, nil, workspace.NotFoundf("active thread of "+agent, "activate one of its threads, or name the thread", "%s", msg)
 	}
 	return best, threads, nil
 }

@@ -135,12 +135,12 @@ type candidate struct {
 // never a bundle with items left out because of it.
 func (w Ops) Context(ctx context.Context, threadID string, opt ContextOptions) (ContextBundle, error) {
 	if opt.Budget < 0 {
-		return ContextBundle{}, invalidf("context budget", "give a budget of 0 or more tokens", "budget %d is negative", opt.Budget)
+		return ContextBundle{}, workspace.Invalidf("context budget", "give a budget of 0 or more tokens", "budget %d is negative", opt.Budget)
 	}
 	var elsewhere []agentThread
 	if threadID == "" {
 		if opt.Agent == "" {
-			return ContextBundle{}, invalidf("context", "name a thread, or an agent whose active thread to assemble", "no thread and no agent given")
+			return ContextBundle{}, workspace.Invalidf("context", "name a thread, or an agent whose active thread to assemble", "no thread and no agent given")
 		}
 		act, all, err := w.activeOf(ctx, opt.Agent)
 		if err != nil {

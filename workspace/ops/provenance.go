@@ -82,7 +82,7 @@ func ParseDetail(s string) (string, error) {
 	case "", DetailMinimal, DetailStandard, DetailVerbose:
 		return s, nil
 	}
-	return "", invalidf("detail "+strconv.Quote(s), "use minimal, standard or verbose", "unknown detail level")
+	return "", workspace.Invalidf("detail "+strconv.Quote(s), "use minimal, standard or verbose", "unknown detail level")
 }
 
 // isHuman reports whether a thread was started by a person: the root

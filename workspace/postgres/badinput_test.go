@@ -12,6 +12,7 @@ import (
 
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
 	"github.com/workspaced/workspaced/workspace/storetest"
 )
 
@@ -64,7 +65,7 @@ func TestBadInput(t *testing.T) {
 func TestImportRefusesNULDescription(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
-	w, err := workspace.Init(dir, workspace.Options{})
+	w, err := files.Init(dir, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

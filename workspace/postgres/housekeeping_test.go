@@ -87,12 +87,12 @@ func sendPlanBackTwice(t *testing.T, st workspace.Store) (entries, events []stri
 // entries and the same friction_recorded events.
 func TestServeRecordsFrictionAsOnFiles(t *testing.T) {
 	dir := t.TempDir()
-	ws, err := workspace.Init(dir, workspace.Options{})
+	ws, err := files.Init(dir, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ws.Close()
-	tree := files.New(ws)
+	tree := ws
 	d, err := daemon.New(daemon.Config{Store: tree, CleanupInterval: -1})
 	if err != nil {
 		t.Fatal(err)

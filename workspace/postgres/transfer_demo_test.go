@@ -16,6 +16,7 @@ import (
 	"github.com/workspaced/workspaced/internal/pgtest"
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
 	"github.com/workspaced/workspaced/workspace/postgres"
 )
 
@@ -79,7 +80,7 @@ func TestTransferRoundTrip(t *testing.T) {
 	}
 	// The agents' tokens go to the tokens table, not to the files the
 	// agent role may read, and come back as the same private file.
-	srcWS, err := workspace.Open(src, workspace.Options{})
+	srcWS, err := files.Open(src, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/workspaced/workspaced/internal/pgtest"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // TestTransferRefusesBadTrees: a tree import cannot keep byte for byte is
@@ -23,7 +24,7 @@ func TestTransferRefusesBadTrees(t *testing.T) {
 	defer s.Close()
 	base := func(t *testing.T) string {
 		dir := t.TempDir()
-		w, err := workspace.Init(dir, workspace.Options{})
+		w, err := files.Init(dir, workspace.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -42,12 +42,12 @@ func TestExport(t *testing.T) {
 	if err != nil || rep.Tasks != 1 || rep.Files < 8 {
 		t.Fatalf("export: %+v, %v", rep, err)
 	}
-	w, err := workspace.Open(dir, workspace.Options{})
+	w, err := files.Open(dir, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	tree := files.New(w)
+	tree := w
 	same := func(what string, a, b any, errA, errB error) {
 		t.Helper()
 		if errA != nil || errB != nil || !reflect.DeepEqual(a, b) {

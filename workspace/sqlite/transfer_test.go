@@ -11,6 +11,7 @@ import (
 
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // TestTransferKeepsEveryTime: an entry whose times are finer than the
@@ -20,7 +21,7 @@ import (
 func TestTransferKeepsEveryTime(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	w, err := workspace.Init(dir, workspace.Options{})
+	w, err := files.Init(dir, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

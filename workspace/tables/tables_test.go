@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 func TestTimeScans(t *testing.T) {
@@ -53,7 +54,7 @@ func TestNotHistory(t *testing.T) {
 // after every task row, whatever the walk met first.
 func TestReadTreeOrdersTasksFirst(t *testing.T) {
 	dir := t.TempDir()
-	w, err := workspace.Init(dir, workspace.Options{})
+	w, err := files.Init(dir, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

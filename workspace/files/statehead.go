@@ -1,0 +1,23 @@
+package files
+
+import (
+	"errors"
+	"os"
+
+	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files/agentfile"
+)
+
+// ReadStateHeadIn reads the head of task id's state.json (ParseStateHead)
+// through dir, the task's open directory: one openat(2), never following
+// a symlink. A missing state.json is ErrNotFound.
+func (w *Store) ReadStateHeadIn(dir *os.File, id string) (workspace.StateHead, error) {
+	data, err := agentfile.ReadAt(dir, "state.json", int64(w.settings.Limits.MaxFileBytes))
+	if errors.Is(err, workspace.ErrNotFound) {
+		return workspace.StateHead{}, workspace.NotFoundf("state of task "+id, "start the daemon to have it written", "no state.json yet")
+	}
+	if err != nil {
+		return workspace.StateHead{}, err
+	}
+	return workspace.ParseStateHead(id, data)
+}
