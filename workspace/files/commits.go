@@ -9,7 +9,6 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 var _ workspace.CommitSource = (*Store)(nil)
@@ -32,7 +31,7 @@ func (s *Store) Commits(ctx context.Context, task string) (<-chan struct{}, erro
 // dirWatch is the hub's listener: one fsnotify watcher, a directory
 // added for each task waited on.
 type dirWatch struct {
-	hub   *dbstore.CommitHub
+	hub   *workspace.CommitHub
 	tasks string // the tree's tasks/
 	fw    *fsnotify.Watcher
 }

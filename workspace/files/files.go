@@ -59,7 +59,6 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 // Store is an open workspace tree as a workspace.Store. It is safe for
@@ -74,8 +73,8 @@ type Store struct {
 	settings workspace.Settings
 	now      func() time.Time
 
-	serve ServeOptions      // the single writer's options (lead.go)
-	hub   dbstore.CommitHub // the watch shared by Commits (commits.go)
+	serve ServeOptions        // the single writer's options (lead.go)
+	hub   workspace.CommitHub // the watch shared by Commits (commits.go)
 }
 
 var _ workspace.Store = (*Store)(nil)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/fscheck"
 )
 
 // Leading the tree: one daemon per root holds an exclusive flock on
@@ -36,7 +37,7 @@ var (
 	// ErrAlreadyServing: another daemon holds the root's lock.
 	ErrAlreadyServing = errors.New("another daemon is serving this root")
 	// ErrUnsafeFilesystem: the root is on NFS, SMB or FUSE and Strict is set.
-	ErrUnsafeFilesystem = errors.New("filesystem not safe for the workspace")
+	ErrUnsafeFilesystem = fscheck.ErrUnsafe
 )
 
 // ServingError says which process serves the root. It matches

@@ -2,21 +2,17 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/schemas"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 // What an agent does on PostgreSQL, in Go: create a task, write a
@@ -54,40 +50,15 @@ func (s *Store) PutTask(ctx context.Context, t workspace.Task) error {
 // "outputs/s1.json", "reviews/r1.json"), checked as the daemon will check
 // it.
 func (s *Store) PutProduct(ctx context.Context, taskID, path string, data []byte) error {
-	if _, err := workspace.DecodeProduct(path, data, s.settings.Limits); err != nil {
+	if _, err := workspace.DecodeProduct(path, data, s.Settings().Limits); err != nil {
 		return err
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO products (task_id, path, body) VALUES ($1, $2, $3)
 		ON CONFLICT (task_id, path) DO UPDATE SET body = excluded.body, updated_at = now()`, taskID, path, string(data))
 	if isForeignKey(err) {
-		return dbstore.NotFoundTask(taskID)
+		return sqlstore.NotFoundTask(taskID)
 	}
 	return err
-}
-
-// DropMarker inserts a marker of kind (workspace.KindClaim or KindDone)
-// for a task and returns its name, .<kind>.<agent>.<unique suffix>. The
-// daemon applies it exactly once.
-func (s *Store) DropMarker(ctx context.Context, taskID, kind string, m workspace.Marker) (string, error) {
-	if kind != workspace.KindClaim && kind != workspace.KindDone {
-		return "", &workspace.Error{Kind: workspace.ErrInvalid, Op: "drop marker", Msg: fmt.Sprintf("kind %q is neither claim nor done", kind)}
-	}
-	if err := workspace.ValidateID("agent", m.AgentID); err != nil {
-		return "", err
-	}
-	data, err := json.Marshal(m)
-	if err != nil {
-		return "", err
-	}
-	name := "." + kind + "." + m.AgentID + "." + suffix()
-	_, err = s.pool.Exec(ctx, "INSERT INTO markers (task_id, kind, name, body) VALUES ($1, $2, $3, $4)", taskID, kind, name, string(data))
-	if isForeignKey(err) {
-		return "", dbstore.NotFoundTask(taskID)
-	}
-	if err != nil {
-		return "", fmt.Errorf("drop marker for task %s: %w", taskID, err)
-	}
-	return name, nil
 }
 
 // DropNamedMarker inserts a marker of kind under a name of the caller's
@@ -104,7 +75,7 @@ func (s *Store) DropNamedMarker(ctx context.Context, taskID, kind, name string, 
 	_, err = s.pool.Exec(ctx, "INSERT INTO markers (task_id, kind, name, body) VALUES ($1, $2, $3, $4)", taskID, kind, name, string(data))
 	switch {
 	case isForeignKey(err):
-		return dbstore.NotFoundTask(taskID)
+		return sqlstore.NotFoundTask(taskID)
 	case isUnique(err):
 		return &workspace.Error{Kind: workspace.ErrConflict, Op: "drop marker " + name + " for task " + taskID, Err: err,
 			Hint: "never reuse a marker name: give each marker a new random suffix"}
@@ -112,94 +83,6 @@ func (s *Store) DropNamedMarker(ctx context.Context, taskID, kind, name string, 
 		return fmt.Errorf("drop marker for task %s: %w", taskID, err)
 	}
 	return nil
-}
-
-func suffix() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + hex.EncodeToString(b[:])
-}
-
-// ReadState returns the task's state as the daemon last wrote it;
-// ErrNotFound before the first write.
-func (s *Store) ReadState(ctx context.Context, taskID string) (workspace.State, error) {
-	ctx, cancel := context.WithTimeout(ctx, readTimeout)
-	defer cancel()
-	var doc string
-	err := s.pool.QueryRow(ctx, "SELECT doc FROM states WHERE task_id = $1", taskID).Scan(&doc)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return workspace.State{}, dbstore.NoState(taskID)
-	}
-	if err != nil {
-		return workspace.State{}, err
-	}
-	return dbstore.DecodeState(taskID, doc)
-}
-
-// ReadJournal returns the records the daemon took for a task, in
-// sequence order.
-func (s *Store) ReadJournal(ctx context.Context, taskID string) ([]workspace.JournalRecord, error) {
-	ctx, cancel := context.WithTimeout(ctx, readTimeout)
-	defer cancel()
-	rows, err := s.pool.Query(ctx, "SELECT record FROM journal WHERE task_id = $1 ORDER BY seq", taskID)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (workspace.JournalRecord, error) {
-		var body string
-		var rec workspace.JournalRecord
-		if err := r.Scan(&body); err != nil {
-			return rec, err
-		}
-		return rec, json.Unmarshal([]byte(body), &rec)
-	})
-}
-
-// reportedIn returns the sequence number of the first done marker the
-// journal of task taskID took without rejecting it that reported
-// outputFile, or 0 when none did. The records are read here rather than
-// as jsonb: a record may hold \u0000 (a NUL in a plan's text), which
-// jsonb and json's operators refuse.
-func reportedIn(ctx context.Context, q pgx.Tx, taskID, outputFile string) (int64, error) {
-	rows, err := q.Query(ctx, "SELECT seq, record FROM journal WHERE task_id = $1 ORDER BY seq", taskID)
-	if err != nil {
-		return 0, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var seq int64
-		var body string
-		if err := rows.Scan(&seq, &body); err != nil {
-			return 0, err
-		}
-		var rec struct {
-			Kind     string `json:"kind"`
-			Rejected string `json:"rejected"`
-			Marker   struct {
-				OutputFile string `json:"output_file"`
-			} `json:"marker"`
-		}
-		if json.Unmarshal([]byte(body), &rec) == nil && rec.Kind == "done" && rec.Rejected == "" && rec.Marker.OutputFile == outputFile {
-			return seq, nil
-		}
-	}
-	return 0, rows.Err()
-}
-
-// GetTask returns a task's definition.
-func (s *Store) GetTask(ctx context.Context, id string) (workspace.Task, error) {
-	ctx, cancel := context.WithTimeout(ctx, readTimeout)
-	defer cancel()
-	var doc string
-	var t workspace.Task
-	err := s.pool.QueryRow(ctx, "SELECT doc FROM tasks WHERE id = $1", id).Scan(&doc)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return t, dbstore.NotFoundTask(id)
-	}
-	if err != nil {
-		return t, err
-	}
-	return t, json.Unmarshal([]byte(doc), &t)
 }
 
 func isUnique(err error) bool     { return pgCode(err) == "23505" }

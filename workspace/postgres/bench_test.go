@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 // The benchmarks beside their floor: one INSERT … ON CONFLICT DO UPDATE
@@ -84,7 +85,7 @@ func BenchmarkEnvList1000x100KiB(b *testing.B) {
 // daemon's commit drains them with chunk markers per transaction (1: one
 // commit per marker, the ceiling group commit is measured against).
 func BenchmarkMarkers32Agents(b *testing.B) {
-	for _, chunk := range []int{1, DefaultChunk} {
+	for _, chunk := range []int{1, sqlstore.DefaultChunk} {
 		b.Run(fmt.Sprintf("chunk=%d", chunk), func(b *testing.B) {
 			ctx := context.Background()
 			s, _ := newStore(b)

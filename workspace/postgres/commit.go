@@ -12,7 +12,7 @@ import (
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
-	"github.com/workspaced/workspaced/workspace/statecheck"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 // Committing on PostgreSQL: one transaction per chunk takes a task's
@@ -64,21 +64,21 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, last knownState, taskID s
 	if err := c.write(ctx, f, dups); err != nil {
 		return workspace.Applied{}, knownState{}, err
 	}
-	a := workspace.Applied{Taken: len(f.recs), Seq: f.next.JournalSeq, Events: f.evs, More: full && f.stopped == nil,
+	a := workspace.Applied{Taken: len(f.Recs), Seq: f.Next.JournalSeq, Events: f.Evs, More: full && f.Stopped == nil,
 		// When the machine stopped (a plan it cannot load), the markers
 		// from that one on stay waiting and the next commit tries them
 		// again.
-		Stopped: f.stopped}
-	for _, r := range f.recs {
+		Stopped: f.Stopped}
+	for _, r := range f.Recs {
 		if r.Rejected != "" {
 			a.Rejected++
 		}
 	}
-	a.Marks = machine.Marks(f.next, f.recs, func(i int) time.Time { return f.ms[i].droppedAt })
+	a.Marks = machine.Marks(f.Next, f.Recs, func(i int) time.Time { return f.ms[i].droppedAt })
 	if f.plan.p == nil {
 		f.plan = last.plan
 	}
-	return a, knownState{doc: string(f.data), st: f.next, plan: f.plan}, nil
+	return a, knownState{doc: string(f.Data), st: f.Next, plan: f.plan}, nil
 }
 
 // commitTx is what one commit's transaction knows, phase by phase.
@@ -159,11 +159,11 @@ func (c *commitTx) load(ctx context.Context) error {
 		c.valid = &st
 	}
 	if !c.hasState || st.JournalSeq == c.prevSeq {
-		c.st, c.base, err = c.s.fold(ctx, c.tx, c.id, st, c.after)
+		c.st, c.base, err = sqlstore.Fold(ctx, txOf(c.tx), c.id, st, c.after)
 	} else {
 		// The row's journal_seq says otherwise than its document: the
 		// document's is the one folded from.
-		c.st, c.base, err = c.s.catchUp(ctx, c.tx, c.id, st)
+		c.st, c.base, err = sqlstore.CatchUp(ctx, txOf(c.tx), c.id, st)
 	}
 	if c.base != c.prevSeq {
 		c.valid = nil
@@ -177,14 +177,9 @@ func (c *commitTx) load(ctx context.Context) error {
 // folded is what fold made of the markers: their records, the new state
 // encoded and checked, its events and the plan it tracks.
 type folded struct {
-	recs    []workspace.JournalRecord
-	ms      []waiting
-	next    workspace.State
-	data    []byte
-	evs     []workspace.Event
-	plan    knownPlan
-	stopped error
-	now     time.Time
+	sqlstore.Folded
+	ms   []waiting
+	plan knownPlan
 }
 
 // fold judges the markers with the machine (records with the next
@@ -195,25 +190,16 @@ func (c *commitTx) fold(ctx context.Context, ms []waiting) (folded, error) {
 	if err != nil {
 		return folded{}, err
 	}
-	f := folded{now: time.Now().UTC().Truncate(time.Millisecond), recs: make([]workspace.JournalRecord, len(ms))}
+	f := folded{Folded: sqlstore.Folded{Now: time.Now().UTC().Truncate(time.Millisecond), Recs: make([]workspace.JournalRecord, len(ms))}}
 	for i, m := range ms {
-		f.recs[i] = c.s.judge(m, pr.products, c.base+int64(i)+1, f.now)
+		f.Recs[i] = c.s.judge(m, pr.products, c.base+int64(i)+1, f.Now)
 	}
-	f.next, f.evs, f.stopped = machine.Continue(c.st, c.planOf(ctx, pr, &f.plan), f.recs)
-	applied := 0
-	for applied < len(f.recs) && f.recs[applied].Seq <= f.next.JournalSeq {
-		applied++
+	f.Next, f.Evs, f.Stopped = machine.Continue(c.st, c.planOf(ctx, pr, &f.plan), f.Recs)
+	taken, err := f.Settle(c.id, c.valid)
+	if err != nil {
+		return folded{}, err
 	}
-	if applied == 0 {
-		return folded{}, fmt.Errorf("apply markers of task %s: %w", c.id, f.stopped)
-	}
-	f.recs, f.ms = f.recs[:applied], ms[:applied]
-	if f.data, err = atomicfile.Marshal(f.next); err != nil {
-		return folded{}, fmt.Errorf("encode state of task %s: %w", c.id, err)
-	}
-	if err := statecheck.Next(c.valid, f.next, f.data); err != nil {
-		return folded{}, fmt.Errorf("state of task %s would not validate, not written: %w", c.id, err)
-	}
+	f.ms = ms[:taken]
 	return f, nil
 }
 
@@ -222,7 +208,7 @@ func (c *commitTx) fold(ctx context.Context, ms []waiting) (folded, error) {
 // decoded once for as long as its bytes stay the same; it notes the plan
 // it gave in plan.
 func (c *commitTx) planOf(ctx context.Context, pr read, plan *knownPlan) func(int) (*workspace.Plan, error) {
-	plans := c.s.planLoader(ctx, c.tx, c.id, c.st)
+	plans := sqlstore.PlanLoader(ctx, txOf(c.tx), c.id, c.st)
 	st, last := c.st, c.last
 	return func(version int) (*workspace.Plan, error) {
 		for _, path := range []string{"plan.json", planPath(version)} {
@@ -251,9 +237,9 @@ func (c *commitTx) planOf(ctx context.Context, pr read, plan *knownPlan) func(in
 // state, its events, and the markers taken (and those passed over)
 // deleted.
 func (c *commitTx) write(ctx context.Context, f folded, dups []int64) error {
-	n := len(f.recs)
+	n := len(f.Recs)
 	seqs, names, bodies, ids := make([]int64, n), make([]string, n), make([]string, n), make([]int64, n)
-	for i, r := range f.recs {
+	for i, r := range f.Recs {
 		rb, err := atomicfile.Marshal(r)
 		if err != nil {
 			return fmt.Errorf("encode journal record %d of task %s: %w", r.Seq, c.id, err)
@@ -263,22 +249,22 @@ func (c *commitTx) write(ctx context.Context, f folded, dups []int64) error {
 	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO journal (task_id, seq, taken_at, name, record, epoch)
 		SELECT $1, s, $2, n, r, $3 FROM unnest($4::bigint[], $5::text[], $6::text[]) AS u(s, n, r)`,
-		c.id, f.now, c.epoch, seqs, names, bodies)
+		c.id, f.Now, c.epoch, seqs, names, bodies)
 	if c.prev != "" {
 		// The previous state is copied by the server: it is the row
 		// about to be updated.
 		b.Queue("INSERT INTO backups (task_id, journal_seq, doc) SELECT task_id, journal_seq, doc FROM states WHERE task_id = $1", c.id)
 		b.Queue(`DELETE FROM backups WHERE task_id = $1 AND n <= (
-			SELECT n FROM backups WHERE task_id = $1 ORDER BY n DESC OFFSET $2 LIMIT 1)`, c.id, c.s.settings.Backups.Keep)
+			SELECT n FROM backups WHERE task_id = $1 ORDER BY n DESC OFFSET $2 LIMIT 1)`, c.id, c.s.Settings().Backups.Keep)
 		b.Queue("UPDATE states SET journal_seq = $2, doc = $3, epoch = $4, updated_at = now() WHERE task_id = $1",
-			c.id, f.next.JournalSeq, string(f.data), c.epoch)
+			c.id, f.Next.JournalSeq, string(f.Data), c.epoch)
 	} else {
 		b.Queue("INSERT INTO states (task_id, journal_seq, doc, epoch) VALUES ($1, $2, $3, $4)",
-			c.id, f.next.JournalSeq, string(f.data), c.epoch)
+			c.id, f.Next.JournalSeq, string(f.Data), c.epoch)
 	}
-	if len(f.evs) > 0 {
-		times, lines := make([]time.Time, len(f.evs)), make([]string, len(f.evs))
-		for i, e := range f.evs {
+	if len(f.Evs) > 0 {
+		times, lines := make([]time.Time, len(f.Evs)), make([]string, len(f.Evs))
+		for i, e := range f.Evs {
 			times[i], lines[i] = e.Time, workspace.FormatEvent(e)
 		}
 		b.Queue(`INSERT INTO events (task_id, time, line) SELECT $1, t, l FROM unnest($2::timestamptz[], $3::text[]) AS u(t, l)`,
@@ -289,39 +275,6 @@ func (c *commitTx) write(ctx context.Context, f folded, dups []int64) error {
 		return fmt.Errorf("write the commit of task %s: %w", c.id, err)
 	}
 	return nil
-}
-
-// catchUp folds the journal records after st's journal_seq into st (a
-// state restored from a backup) and returns it with the last seq taken.
-func (s *Store) catchUp(ctx context.Context, tx pgx.Tx, taskID string, st workspace.State) (workspace.State, int64, error) {
-	rows, err := tx.Query(ctx, "SELECT record FROM journal WHERE task_id = $1 AND seq > $2 ORDER BY seq", taskID, st.JournalSeq)
-	if err != nil {
-		return st, 0, fmt.Errorf("read the journal of task %s: %w", taskID, err)
-	}
-	after, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return st, 0, fmt.Errorf("read the journal of task %s: %w", taskID, err)
-	}
-	return s.fold(ctx, tx, taskID, st, after)
-}
-
-// fold folds the journal records after (their JSON, in seq order) into
-// st and returns it with the last seq taken.
-func (s *Store) fold(ctx context.Context, tx pgx.Tx, taskID string, st workspace.State, after []string) (workspace.State, int64, error) {
-	if len(after) == 0 {
-		return st, st.JournalSeq, nil
-	}
-	recs := make([]workspace.JournalRecord, len(after))
-	for i, b := range after {
-		if err := json.Unmarshal([]byte(b), &recs[i]); err != nil {
-			return st, 0, fmt.Errorf("journal of task %s after seq %d: %w", taskID, st.JournalSeq, err)
-		}
-	}
-	next, _, stopped := machine.Continue(st, s.planLoader(ctx, tx, taskID, st), recs)
-	if stopped != nil {
-		return st, 0, fmt.Errorf("fold the journal of task %s after seq %d: %w", taskID, st.JournalSeq, stopped)
-	}
-	return next, recs[len(recs)-1].Seq, nil
 }
 
 // decodeLocked is the task's state from its row (prev, read for update),
@@ -416,43 +369,9 @@ func planPath(version int) string { return fmt.Sprintf("plans/plan_v%d.json", ve
 // file. A row is inserted whole, so nothing waits for a grace period: a
 // marker refused now, softly or not, is rejected.
 func (s *Store) judge(m waiting, products map[string][]byte, seq int64, now time.Time) workspace.JournalRecord {
-	rec, _ := machine.JudgeMarker(m.kind, m.name, []byte(m.body), s.settings.Limits, func(outputFile string) machine.ProductRead {
+	rec, _ := machine.JudgeMarker(m.kind, m.name, []byte(m.body), s.Settings().Limits, func(outputFile string) machine.ProductRead {
 		body, ok := products[outputFile]
 		return machine.ProductRead{Data: body, Missing: !ok}
 	}, seq, now)
 	return rec
-}
-
-// planLoader gives the state machine the plan the state tracks when no
-// record of the chunk carries it: plan.json or plans/plan_v<N>.json when
-// it is that plan, else the newest journal record that carried it.
-func (s *Store) planLoader(ctx context.Context, tx pgx.Tx, taskID string, st workspace.State) func(int) (*workspace.Plan, error) {
-	return func(version int) (*workspace.Plan, error) {
-		for _, path := range []string{"plan.json", fmt.Sprintf("plans/plan_v%d.json", version)} {
-			var body string
-			if err := tx.QueryRow(ctx, "SELECT body FROM products WHERE task_id = $1 AND path = $2", taskID, path).Scan(&body); err != nil {
-				continue
-			}
-			var p workspace.Plan
-			if json.Unmarshal([]byte(body), &p) == nil && p.ID == st.PlanID && p.Version == version {
-				return &p, nil
-			}
-		}
-		rows, err := tx.Query(ctx, `SELECT record FROM journal WHERE task_id = $1 AND position('"plan"' in record) > 0 ORDER BY seq DESC`, taskID)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var body string
-			if err := rows.Scan(&body); err != nil {
-				return nil, err
-			}
-			var r workspace.JournalRecord
-			if json.Unmarshal([]byte(body), &r) == nil && r.Plan != nil && r.Plan.ID == st.PlanID && r.Plan.Version == version {
-				return r.Plan, nil
-			}
-		}
-		return nil, fmt.Errorf("plan %s v%d of task %s: not among the products nor in the journal", st.PlanID, version, taskID)
-	}
 }

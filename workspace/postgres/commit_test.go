@@ -13,8 +13,8 @@ import (
 
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/daemon"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 	"github.com/workspaced/workspaced/workspace/machine"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 // plannedTask creates task id with a plan of n independent subtasks
@@ -195,8 +195,8 @@ func TestBackupsKeepN(t *testing.T) {
 		commitAll(t, s, "t1", epoch)
 	}
 	var n int
-	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM backups WHERE task_id = 't1'").Scan(&n); err != nil || n != s.settings.Backups.Keep {
-		t.Fatalf("backups kept: %d, %v; want %d", n, err, s.settings.Backups.Keep)
+	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM backups WHERE task_id = 't1'").Scan(&n); err != nil || n != s.Settings().Backups.Keep {
+		t.Fatalf("backups kept: %d, %v; want %d", n, err, s.Settings().Backups.Keep)
 	}
 	list, err := s.ListBackups(ctx, "t1")
 	if err != nil || len(list) != n {
@@ -211,7 +211,7 @@ func TestBackupsKeepN(t *testing.T) {
 	if err != nil || int64(len(doc)) != list[0].Size {
 		t.Fatalf("ReadBackup(%s): %d bytes, %v; want %d", list[0].Name, len(doc), err, list[0].Size)
 	}
-	if _, err := dbstore.DecodeState("t1", string(doc)); err != nil {
+	if _, err := sqlstore.DecodeState("t1", string(doc)); err != nil {
 		t.Fatalf("the newest backup is not a state: %v", err)
 	}
 	if _, err := s.ReadBackup(ctx, "t1", "state_nope.json"); !errors.Is(err, workspace.ErrNotFound) || workspace.HintOf(err) == "" {

@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 var _ workspace.CommitSource = (*Store)(nil)
@@ -22,7 +21,7 @@ var _ workspace.CommitSource = (*Store)(nil)
 // Where the server refuses LISTEN (a transaction pooler) it is an error,
 // and Wait polls.
 func (s *Store) Commits(ctx context.Context, task string) (<-chan struct{}, error) {
-	return s.hub.Subscribe(ctx, task, dbstore.ListenFunc(func(lctx context.Context) (func(), error) {
+	return s.hub.Subscribe(ctx, task, workspace.CommitListenFunc(func(lctx context.Context) (func(), error) {
 		conn, err := s.listenEvents(ctx)
 		if err != nil {
 			return nil, err

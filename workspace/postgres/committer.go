@@ -7,17 +7,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/workspaced/workspaced/atomicfile"
-
 	"github.com/workspaced/workspaced/friction"
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 	"github.com/workspaced/workspaced/workspace/statecheck"
 )
-
-// DefaultChunk is the most markers of one task one transaction takes when
-// the daemon asks for no limit.
-const DefaultChunk = 128
 
 // committer is the daemon's handle on one task (workspace.Committer): it
 // remembers the state its last commit wrote, so that a commit that reads
@@ -59,7 +55,7 @@ type knownPlan struct {
 func (c *committer) Commit(ctx context.Context, req workspace.CommitRequest) (workspace.Applied, error) {
 	max := req.Max
 	if max <= 0 {
-		max = DefaultChunk
+		max = sqlstore.DefaultChunk
 	}
 	var epoch int64
 	if req.Lead != nil {

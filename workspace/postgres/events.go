@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 // Events are rows of events, one events.log line each, in append order by
@@ -25,82 +25,24 @@ import (
 // eventsChannel is the name followers LISTEN on.
 func (s *Store) eventsChannel() string { return "workspaced_events_" + s.schema }
 
-// AppendEvent appends one event to its task's feed; a zero time is now.
-func (s *Store) AppendEvent(ctx context.Context, e workspace.Event) error {
-	return s.AppendEvents(ctx, e.TaskID, []workspace.Event{e})
-}
-
-// AppendEvents appends events of one task in one statement, in the order
-// given. The task must exist (ErrNotFound); a bad id is ErrInvalid.
-func (s *Store) AppendEvents(ctx context.Context, taskID string, evs []workspace.Event) error {
-	out, err := dbstore.StampEvents(taskID, evs, now)
-	if err != nil || len(out) == 0 {
-		return err
-	}
+// AppendEvents inserts events of one task (sqlstore.Driver) in one
+// statement, in the order given.
+func (d driver) AppendEvents(ctx context.Context, taskID string, out []workspace.Event) error {
 	times, lines := make([]time.Time, len(out)), make([]string, len(out))
 	for i, e := range out {
 		times[i], lines[i] = e.Time, workspace.FormatEvent(e)
 	}
-	ctx, cancel := context.WithTimeout(ctx, readTimeout)
-	defer cancel()
 	// WITH ORDINALITY keeps the order given: ids are drawn in it.
-	tag, err := s.pool.Exec(ctx, `INSERT INTO events (task_id, time, line)
+	tag, err := d.s.pool.Exec(ctx, `INSERT INTO events (task_id, time, line)
 		SELECT $1, t, l FROM unnest($2::timestamptz[], $3::text[]) WITH ORDINALITY AS u(t, l, n)
 		WHERE EXISTS (SELECT 1 FROM tasks WHERE id = $1) ORDER BY n`, taskID, times, lines)
 	if err != nil {
-		return fmt.Errorf("append events to task %s: %w", taskID, err)
+		return err
 	}
 	if tag.RowsAffected() == 0 {
-		return dbstore.NotFoundTask(taskID)
+		return sqlstore.NotFoundTask(taskID)
 	}
 	return nil
-}
-
-// ReadEvents returns a task's events in append order; lines that do not
-// parse are returned as errors in bad.
-func (s *Store) ReadEvents(ctx context.Context, taskID string) (evs []workspace.Event, bad []error, err error) {
-	if err := workspace.ValidateID("task id", taskID); err != nil {
-		return nil, nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, readTimeout)
-	defer cancel()
-	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
-		var ok bool
-		if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM tasks WHERE id = $1)", taskID).Scan(&ok); err != nil {
-			return err
-		}
-		if !ok {
-			return dbstore.NotFoundTask(taskID)
-		}
-		rows, err := tx.Query(ctx, "SELECT line FROM events WHERE task_id = $1 ORDER BY id", taskID)
-		if err != nil {
-			return err
-		}
-		var line string
-		_, err = pgx.ForEachRow(rows, []any{&line}, func() error {
-			e, perr := workspace.ParseEvent(line)
-			if perr != nil {
-				bad = append(bad, perr)
-				return nil
-			}
-			evs = append(evs, e)
-			return nil
-		})
-		return err
-	})
-	if err != nil {
-		return nil, nil, readErr("read events of task "+taskID, err)
-	}
-	return evs, bad, nil
-}
-
-// readErr is err as it is, when it is the store's own, else with op.
-func readErr(op string, err error) error {
-	var we *workspace.Error
-	if errors.As(err, &we) {
-		return err
-	}
-	return fmt.Errorf("%s: %w", op, err)
 }
 
 // MergeEvents calls each for every event of the given tasks (every task
@@ -110,7 +52,7 @@ func readErr(op string, err error) error {
 // counted, one BadLines per task that has any. The server sorts, and the
 // rows stream: memory stays flat in the number of events.
 func (s *Store) MergeEvents(ctx context.Context, taskIDs []string, each func(workspace.Event) error) ([]workspace.BadLines, error) {
-	var bad dbstore.BadTally
+	var bad sqlstore.BadTally
 	// One snapshot: the task list and the events agree.
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
 		ids := taskIDs
@@ -153,7 +95,7 @@ func (s *Store) MergeEvents(ctx context.Context, taskIDs []string, each func(wor
 // interval even when no notification arrives (or LISTEN is refused, as
 // through a transaction pooler, when it only polls).
 func (s *Store) FollowEvents(ctx context.Context, taskID string, fromStart bool, interval time.Duration, each func(workspace.Event)) error {
-	interval, err := dbstore.FollowInterval(taskID, interval)
+	interval, err := sqlstore.FollowInterval(taskID, interval)
 	if err != nil {
 		return err
 	}

@@ -2,25 +2,16 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/workspaced/workspaced/friction"
 	"github.com/workspaced/workspaced/locking"
-	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
-// The friction log is one document, friction/friction.json byte for
-// byte, in its row of the files table (by that path, as an export writes
-// it). friction.Log does all the
-// work it does on files (checking, merging, the detectors' tally, the
-// canonical encoding); frictionRow only reads the row and runs each change
+// The friction log is the one SQL store's (sqlstore); a change runs here
 // as a read-modify-write under the row's lock (SELECT … FOR UPDATE), so
 // no writer's change is lost to another's.
 
@@ -29,55 +20,14 @@ import (
 // names it as the holder.
 const frictionApp = "workspaced friction "
 
-// Friction returns the workspace's friction log; agent names the writer
-// to a waiter that gives up.
-func (s *Store) Friction(ctx context.Context, agent string) workspace.FrictionLog {
-	return &friction.Log{Storage: frictionRow{s}, Agent: agent, Timeout: time.Duration(s.settings.LockTimeout), Now: now}
-}
-
-// FrictionConfig is the detectors' configuration from workspace.json.
-func (s *Store) FrictionConfig(ctx context.Context) friction.Config {
-	return s.settings.Friction.Config()
-}
-
-// NoteFriction appends `friction_recorded <task> <friction_id> type=T
-// occurrences=N new=true|false` to each of tasks that exists; tasks that
-// do not (removed, anonymised) are skipped. It is best effort, as on
-// files: the entry is recorded whether or not its events are.
-func (s *Store) NoteFriction(ctx context.Context, e friction.Entry, isNew bool, tasks []string) {
-	for _, ev := range dbstore.FrictionEvents(e, isNew, tasks) {
-		_ = s.AppendEvent(ctx, ev)
-	}
-}
-
 // frictionPath is the log's row in files, its path in the tree.
 const frictionPath = friction.File
 
-// frictionRow is the friction.Storage of a Store.
-type frictionRow struct{ s *Store }
-
-// Name names the log's row in messages.
-func (frictionRow) Name() string { return dbstore.FrictionRowName }
-
-func (r frictionRow) Read(ctx context.Context) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, readTimeout)
-	defer cancel()
-	var doc string
-	err := r.s.pool.QueryRow(ctx, "SELECT body FROM files WHERE path = $1", frictionPath).Scan(&doc)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read the friction log: %w", err)
-	}
-	return []byte(doc), nil
-}
-
-// Update runs change under the row's lock. The row is made (empty) when
+// UpdateFriction runs change under the row's lock (sqlstore.Driver). The row is made (empty) when
 // there is none, so that there is a row to lock; if change then writes
 // nothing, the transaction rolls back and leaves no row.
-func (r frictionRow) Update(ctx context.Context, agent string, timeout time.Duration, change func(old []byte) ([]byte, error)) error {
-	tx, err := r.s.pool.Begin(ctx)
+func (d driver) UpdateFriction(ctx context.Context, agent string, timeout time.Duration, change func(old []byte) ([]byte, error)) error {
+	tx, err := d.s.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("update the friction log: %w", err)
 	}
@@ -89,11 +39,11 @@ func (r frictionRow) Update(ctx context.Context, agent string, timeout time.Dura
 		return fmt.Errorf("update the friction log: %w", err)
 	}
 	if _, err := tx.Exec(ctx, "INSERT INTO files (path, body) VALUES ($1, '') ON CONFLICT (path) DO NOTHING", frictionPath); err != nil {
-		return r.lockErr(ctx, err, timeout)
+		return d.frictionLockErr(ctx, err, timeout)
 	}
 	var doc string
 	if err := tx.QueryRow(ctx, "SELECT body FROM files WHERE path = $1 FOR UPDATE", frictionPath).Scan(&doc); err != nil {
-		return r.lockErr(ctx, err, timeout)
+		return d.frictionLockErr(ctx, err, timeout)
 	}
 	var old []byte
 	if doc != "" {
@@ -114,7 +64,7 @@ func (r frictionRow) Update(ctx context.Context, agent string, timeout time.Dura
 
 // lockErr turns a lock wait the server gave up on into a
 // *locking.TimeoutError naming the writer holding the row.
-func (r frictionRow) lockErr(ctx context.Context, err error, waited time.Duration) error {
+func (d driver) frictionLockErr(ctx context.Context, err error, waited time.Duration) error {
 	if pgCode(err) != "55P03" { // lock_not_available
 		return fmt.Errorf("update the friction log: %w", err)
 	}
@@ -127,7 +77,7 @@ func (r frictionRow) lockErr(ctx context.Context, err error, waited time.Duratio
 	)
 	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if r.s.pool.QueryRow(qctx, `SELECT pid, application_name, xact_start, host(client_addr) FROM pg_stat_activity
+	if d.s.pool.QueryRow(qctx, `SELECT pid, application_name, xact_start, host(client_addr) FROM pg_stat_activity
 		WHERE application_name LIKE $1 AND pid <> pg_backend_pid() AND xact_start IS NOT NULL
 		ORDER BY xact_start LIMIT 1`, frictionApp+"%").Scan(&pid, &app, &since, &host) == nil {
 		te.Holder = &locking.Holder{PID: pid, Agent: strings.TrimPrefix(app, frictionApp), Since: since.UTC()}

@@ -77,14 +77,15 @@ func TestFrictionLockTimeoutNamesHolder(t *testing.T) {
 			done <- err
 			return
 		}
-		done <- frictionRow{s}.Update(ctx, "slow_writer", time.Minute, func(old []byte) ([]byte, error) {
+		done <- driver{s}.UpdateFriction(ctx, "slow_writer", time.Minute, func(old []byte) ([]byte, error) {
 			close(holding)
 			<-release
 			return nil, nil
 		})
 	}()
 	<-holding
-	quick := &friction.Log{Storage: frictionRow{s}, Agent: "quick", Timeout: 50 * time.Millisecond}
+	quick := s.Friction(ctx, "quick").(*friction.Log)
+	quick.Timeout = 50 * time.Millisecond
 	_, _, err := quick.Add(ctx, friction.Entry{Type: friction.TypeTimeout, Description: "d"})
 	var te *locking.TimeoutError
 	if !errors.Is(err, locking.ErrLocked) || !errors.As(err, &te) || te.Holder == nil || te.Holder.Agent != "slow_writer" {

@@ -140,7 +140,7 @@ func TestServeChecksTimeoutsAndRunsRetention(t *testing.T) {
 	}
 	// A subtask of unknown complexity counts as medium: it overruns at
 	// once.
-	s.settings.Friction.TimeoutMedium = workspace.Duration(time.Millisecond)
+	tune(s, func(st *workspace.Settings) { st.Friction.TimeoutMedium = workspace.Duration(time.Millisecond) })
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {

@@ -16,7 +16,7 @@ import (
 
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 // Named locks on PostgreSQL are session advisory locks: LockTaskNamed
@@ -68,7 +68,7 @@ func (l *advisoryLock) Release() error {
 // ErrLocked naming the holder, ctx ending first its error. A missing task
 // is ErrNotFound, a bad task id or name ErrInvalid.
 func (s *Store) LockTaskNamed(ctx context.Context, taskID, name, agent string) (workspace.Lock, error) {
-	lock, err := dbstore.TaskLockName(taskID, name)
+	lock, err := sqlstore.TaskLockName(taskID, name)
 	if err != nil {
 		return nil, err
 	}
@@ -77,9 +77,9 @@ func (s *Store) LockTaskNamed(ctx context.Context, taskID, name, agent string) (
 		return nil, fmt.Errorf("lock task %s: %w", taskID, err)
 	}
 	if !exists {
-		return nil, dbstore.NoTaskToLock(taskID)
+		return nil, sqlstore.NoTaskToLock(taskID)
 	}
-	return s.lock(ctx, dbstore.LockName(taskID, lock), taskID, lock, agent, time.Duration(s.settings.LockTimeout))
+	return s.lock(ctx, sqlstore.LockName(taskID, lock), taskID, lock, agent, time.Duration(s.Settings().LockTimeout))
 }
 
 // lock takes the advisory lock of name on a connection of its own,
@@ -208,4 +208,18 @@ func (s *Store) held(ctx context.Context, name string) (bool, *locking.Holder, e
 		return false, nil, nil
 	}
 	return true, s.holder(ctx, name), nil
+}
+
+// TryLock takes an advisory lock without waiting (sqlstore.Driver).
+func (d driver) TryLock(ctx context.Context, name, taskID, lock, agent string) (func(), error) {
+	lk, err := d.s.lock(ctx, name, taskID, lock, agent, 0)
+	if err != nil {
+		return nil, err
+	}
+	return func() { lk.Release() }, nil
+}
+
+// Held says whether a lock is held now, and by whom.
+func (d driver) Held(ctx context.Context, name string) (bool, *locking.Holder, error) {
+	return d.s.held(ctx, name)
 }

@@ -13,7 +13,7 @@ import (
 func TestLockRefusesAnotherUntilReleased(t *testing.T) {
 	s, root := newStore(t)
 	ctx := context.Background()
-	s.settings.LockTimeout = workspace.Duration(100 * time.Millisecond)
+	tune(s, func(st *workspace.Settings) { st.LockTimeout = workspace.Duration(100 * time.Millisecond) })
 	if err := s.PutTask(ctx, workspace.Task{ID: "t1", Description: "locks"}); err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +23,7 @@ func TestLockRefusesAnotherUntilReleased(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	other.settings.LockTimeout = workspace.Duration(100 * time.Millisecond)
+	tune(other, func(st *workspace.Settings) { st.LockTimeout = workspace.Duration(100 * time.Millisecond) })
 
 	l, err := s.LockTaskNamed(ctx, "t1", "deploy", "agent_a")
 	if err != nil {
@@ -89,7 +89,7 @@ func TestLockRefusesAnotherUntilReleased(t *testing.T) {
 	}
 	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
 	defer cancel()
-	s.settings.LockTimeout = workspace.Duration(time.Minute)
+	tune(s, func(st *workspace.Settings) { st.LockTimeout = workspace.Duration(time.Minute) })
 	if _, err := s.LockTaskNamed(short, "t1", "deploy", "a"); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a wait ended by its context: %v", err)
 	}
@@ -98,7 +98,7 @@ func TestLockRefusesAnotherUntilReleased(t *testing.T) {
 func TestLockOfADeadSessionIsFree(t *testing.T) {
 	s, _ := newStore(t)
 	ctx := context.Background()
-	s.settings.LockTimeout = workspace.Duration(100 * time.Millisecond)
+	tune(s, func(st *workspace.Settings) { st.LockTimeout = workspace.Duration(100 * time.Millisecond) })
 	if err := s.PutTask(ctx, workspace.Task{ID: "t1", Description: "locks"}); err != nil {
 		t.Fatal(err)
 	}
@@ -111,11 +111,18 @@ func TestLockOfADeadSessionIsFree(t *testing.T) {
 	if _, err := s.pool.Exec(ctx, "SELECT pg_terminate_backend($1)", pid); err != nil {
 		t.Fatal(err)
 	}
-	s.settings.LockTimeout = workspace.Duration(time.Minute)
+	tune(s, func(st *workspace.Settings) { st.LockTimeout = workspace.Duration(time.Minute) })
 	l2, err := s.LockTaskNamed(ctx, "t1", "deploy", "agent_b")
 	if err != nil {
 		t.Fatalf("the lock of a dead session: %v", err)
 	}
 	l2.Release()
 	_ = l.Release() // through a dead connection: gives it back closed
+}
+
+// tune changes the settings of s.
+func tune(s *Store, change func(*workspace.Settings)) {
+	st := s.Settings()
+	change(&st)
+	s.SetSettings(st)
 }

@@ -9,30 +9,20 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 	"github.com/workspaced/workspaced/workspace/tables"
 )
 
-// The schema is made by versioned migrations, migrations/NNNN_name.sql,
-// embedded in the binary. schema_migrations records the ones applied;
-// Init applies the missing ones in order, each in its own transaction
-// with the record of it, under an advisory lock so that two inits do not
-// race.
-
+// Migrations (migrations/NNNN_name.sql, embedded) make the schema; the
+// table schema_migrations records those applied. Init takes an advisory
+// lock, so that two inits do not race, and applies each missing one in a
+// transaction of its own with its record.
+//
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// migrations are the embedded migrations in version order.
-func migrations() ([]tables.Migration, error) { return tables.Migrations(migrationFiles) }
-
 // SchemaVersion is the newest schema version this binary knows.
-func SchemaVersion() int {
-	ms, err := migrations()
-	if err != nil {
-		panic(err) // the embedded files are part of the binary
-	}
-	return len(ms)
-}
+func SchemaVersion() int { return tables.Newest(migrationFiles) }
 
 // lockMigrations is the advisory lock key inits take (any constant
 // distinct from the lock keys of named locks, which are hashed names).
@@ -66,7 +56,7 @@ func (s *Store) checkVersion(ctx context.Context) error {
 }
 
 func (s *Store) judgeVersion(v int) error {
-	return dbstore.Schema{Op: "open schema " + s.schema, InitHint: "create it with workspaced --root '<the same URL>' init",
+	return sqlstore.Schema{Op: "open schema " + s.schema, InitHint: "create it with workspaced --root '<the same URL>' init",
 		NotInitialized: ErrNotInitialized, TooNew: ErrSchemaTooNew}.Judge(v, SchemaVersion())
 }
 
@@ -79,19 +69,11 @@ func Init(ctx context.Context, root string) (*Store, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	n, err := s.migrate(ctx)
-	if err == nil {
-		err = s.loadSettings(ctx)
-	}
-	if err != nil {
-		s.Close()
-		return nil, 0, err
-	}
-	return s, n, nil
+	return sqlstore.Migrated(ctx, s, s.Store, s.migrate)
 }
 
 func (s *Store) migrate(ctx context.Context) (int, error) {
-	ms, err := migrations()
+	ms, err := tables.Migrations(migrationFiles)
 	if err != nil {
 		return 0, err
 	}

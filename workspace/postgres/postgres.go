@@ -13,7 +13,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -23,9 +22,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/workspaced/workspaced/schemas"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 // DefaultSchema is the schema of a URL without ?schema=.
@@ -51,11 +49,11 @@ func IsURL(root string) bool {
 
 // Store is a workspace in one schema of a PostgreSQL database.
 type Store struct {
-	pool     *pgxpool.Pool
-	schema   string
-	conn     string // the connection string, without ?schema=
-	settings workspace.Settings
-	hub      dbstore.CommitHub // the LISTEN shared by Commits (commits.go)
+	*sqlstore.Store // the queries the SQL stores share, over driver
+	pool            *pgxpool.Pool
+	schema          string
+	conn            string              // the connection string, without ?schema=
+	hub             workspace.CommitHub // the LISTEN shared by Commits (commits.go)
 }
 
 // schemaName is what a schema may be called: a channel name
@@ -103,15 +101,7 @@ func Open(ctx context.Context, root string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkVersion(ctx); err != nil {
-		s.Close()
-		return nil, err
-	}
-	if err := s.loadSettings(ctx); err != nil {
-		s.Close()
-		return nil, err
-	}
-	return s, nil
+	return sqlstore.Ready(ctx, s, s.Store, s.checkVersion)
 }
 
 // connect makes the pool; every connection's search_path is the schema,
@@ -140,7 +130,9 @@ func connect(ctx context.Context, root string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to %s: %w", redact(root), err)
 	}
-	return &Store{pool: pool, schema: schema, conn: conn, settings: workspace.Settings{}.WithDefaults()}, nil
+	s := &Store{pool: pool, schema: schema, conn: conn}
+	s.Store = sqlstore.New(driver{s})
+	return s, nil
 }
 
 // Close closes the pool.
@@ -154,28 +146,3 @@ func (s *Store) Schema() string { return s.schema }
 
 // channel is the name the daemon LISTENs on for new markers.
 func (s *Store) channel() string { return "workspaced_markers_" + s.schema }
-
-// loadSettings reads workspace.json from the files table, when there is
-// one: the limits and the number of backups kept.
-func (s *Store) loadSettings(ctx context.Context) error {
-	var body string
-	err := s.pool.QueryRow(ctx, "SELECT body FROM files WHERE path = 'workspace.json'").Scan(&body)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("read workspace.json: %w", err)
-	}
-	if err := schemas.Validate(schemas.KindWorkspace, []byte(body)); err != nil {
-		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "load workspace.json", Err: err, Hint: "fix the files row workspace.json or delete it to use the defaults"}
-	}
-	var st workspace.Settings
-	if err := json.Unmarshal([]byte(body), &st); err != nil {
-		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "load workspace.json", Err: err}
-	}
-	s.settings = st.WithDefaults()
-	return nil
-}
-
-// Settings are the effective settings (workspace.json over the defaults).
-func (s *Store) Settings() workspace.Settings { return s.settings }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/workspaced/workspaced/retention"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 // agedTask makes task id with a state of status, completed age ago (no
@@ -170,7 +170,7 @@ func TestPruneByPolicy(t *testing.T) {
 		}
 	}
 	// One run at a time.
-	cl, err := other.lock(ctx, dbstore.CleanupLock, "", "", "other_cleanup", 0)
+	cl, err := other.lock(ctx, sqlstore.CleanupLock, "", "", "other_cleanup", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

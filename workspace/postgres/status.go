@@ -2,10 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -36,46 +32,8 @@ func (s *Store) ReadStatus(ctx context.Context) (Status, error) {
 		at := li.ExpiresAt.UTC()
 		st.ExpiresAt = &at
 	}
-	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT t.id, s.doc, coalesce(m.n, 0) FROM tasks t
-			LEFT JOIN states s ON s.task_id = t.id
-			LEFT JOIN (SELECT task_id, count(*) AS n FROM markers GROUP BY task_id) m ON m.task_id = t.id
-			ORDER BY t.id`)
-		if err != nil {
-			return fmt.Errorf("read the tasks: %w", err)
-		}
-		st.Tasks, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (TaskStatus, error) {
-			var (
-				t   TaskStatus
-				doc *string
-			)
-			if err := r.Scan(&t.ID, &doc, &t.MarkersWaiting); err != nil {
-				return t, err
-			}
-			if doc == nil {
-				t.Status = "none"
-				return t, nil
-			}
-			var head struct {
-				Status     string `json:"status"`
-				Phase      string `json:"phase"`
-				JournalSeq int64  `json:"journal_seq"`
-			}
-			if err := json.Unmarshal([]byte(*doc), &head); err != nil {
-				t.Status, t.Error = "invalid", "state of task "+t.ID+" does not parse: "+err.Error()
-				return t, nil
-			}
-			t.Status, t.Phase, t.JournalSeq = head.Status, head.Phase, head.JournalSeq
-			return t, nil
-		})
-		return err
-	})
-	if err != nil {
+	if err := s.TaskStatuses(ctx, &st); err != nil {
 		return st, err
-	}
-	for _, t := range st.Tasks {
-		st.MarkersWaiting += t.MarkersWaiting
-		st.ByStatus[t.Status]++
 	}
 	return st, nil
 }

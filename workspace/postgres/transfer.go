@@ -48,7 +48,7 @@ func (s *Store) Import(ctx context.Context, dir string, opt ImportOptions) (Tran
 	if err != nil {
 		return TransferReport{}, err
 	}
-	if err := s.loadSettings(ctx); err != nil {
+	if err := s.LoadSettings(ctx); err != nil {
 		return TransferReport{}, err
 	}
 	return load.Report, nil
@@ -80,10 +80,5 @@ func (t pgTx) Query(ctx context.Context, sql string, row func(scan func(...any) 
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		if err := row(rows.Scan); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return tables.EachRow(rows, row)
 }

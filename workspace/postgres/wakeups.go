@@ -8,8 +8,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 	"github.com/workspaced/workspaced/workspace/machine"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 // The daemon's wake-ups on PostgreSQL: it LISTENs on the markers channel,
@@ -27,11 +27,11 @@ const DefaultPoll = time.Second
 // Wakeups starts the wake-up source (workspace.Served). opt.Interval is
 // the poll (zero: DefaultPoll).
 func (s *Store) Wakeups(ctx context.Context, opt workspace.WakeOptions) (workspace.Wakeups, error) {
-	poll, err := dbstore.WakePoll(opt, "listen", "PostgreSQL", "a database root wakes on its notifications and a poll: leave --wakeups out", DefaultPoll)
+	poll, err := sqlstore.WakePoll(opt, "listen", "PostgreSQL", "a database root wakes on its notifications and a poll: leave --wakeups out", DefaultPoll)
 	if err != nil {
 		return nil, err
 	}
-	return dbstore.StartWakeups(ctx, "listen", func(ctx context.Context, c chan<- workspace.Wake) {
+	return sqlstore.StartWakeups(ctx, "listen", func(ctx context.Context, c chan<- workspace.Wake) {
 		s.wake(ctx, poll, c)
 	}), nil
 }
@@ -52,10 +52,10 @@ func (s *Store) wake(ctx context.Context, poll time.Duration, c chan<- workspace
 				w.Task = id
 				break
 			}
-			dbstore.PollWaiting(ctx, c, s.waitingTasks)
+			sqlstore.PollWaiting(ctx, c, s.waitingTasks)
 			continue
 		case <-t.C:
-			dbstore.PollWaiting(ctx, c, s.waitingTasks)
+			sqlstore.PollWaiting(ctx, c, s.waitingTasks)
 			continue
 		case err := <-errs:
 			w.Err = err

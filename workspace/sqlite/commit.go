@@ -13,6 +13,7 @@ import (
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 	"github.com/workspaced/workspaced/workspace/statecheck"
 )
 
@@ -26,17 +27,13 @@ import (
 // read, so what it reads (the products a done names, the plan) cannot
 // change before it commits.
 
-// DefaultChunk is the most markers of one task one transaction takes when
-// the daemon asks for no limit.
-const DefaultChunk = 128
-
-// committer is the daemon's handle on one task (workspace.Committer): it
-// remembers the state its last commit wrote, so that a commit that reads
-// the same document back skips decoding it and checks the state it
-// writes against the schema only where it differs (statecheck.Next), as
-// on PostgreSQL: that document was checked before it was written.
-// Anything else in the row (a backup restored, an import) is decoded and
-// the next state checked whole.
+// committer is the daemon's handle on one task (workspace.Committer), as
+// on PostgreSQL: it keeps the state document its last commit wrote with
+// its decoding (knownState), so that reading those bytes back costs no
+// decoding and statecheck.Next checks only what changed, that document
+// having been checked before it was written. A document it did not write
+// (a backup restored, an import) is decoded, and the next state checked
+// whole.
 type committer struct {
 	s    *Store
 	id   string
@@ -60,7 +57,7 @@ func (s *Store) Committer(id string) workspace.Committer { return &committer{s: 
 func (c *committer) Commit(ctx context.Context, req workspace.CommitRequest) (workspace.Applied, error) {
 	max := req.Max
 	if max <= 0 {
-		max = DefaultChunk
+		max = sqlstore.DefaultChunk
 	}
 	var (
 		a     workspace.Applied
@@ -168,17 +165,17 @@ func (s *Store) commit(ctx context.Context, tx wtx, last knownState, taskID stri
 	if err := c.write(ctx, f, dups); err != nil {
 		return workspace.Applied{}, workspace.State{}, knownState{}, err
 	}
-	a := workspace.Applied{Taken: len(f.recs), Seq: f.next.JournalSeq, Events: f.evs, More: full && f.stopped == nil,
+	a := workspace.Applied{Taken: len(f.Recs), Seq: f.Next.JournalSeq, Events: f.Evs, More: full && f.Stopped == nil,
 		// When the machine stopped (a plan it cannot load), the markers
 		// from that one on stay waiting and the next commit tries them
 		// again.
-		Stopped: f.stopped}
-	for _, r := range f.recs {
+		Stopped: f.Stopped}
+	for _, r := range f.Recs {
 		if r.Rejected != "" {
 			a.Rejected++
 		}
 	}
-	return a, f.next, knownState{doc: string(f.data), st: f.next}, nil
+	return a, f.Next, knownState{doc: string(f.Data), st: f.Next}, nil
 }
 
 // read reads the task (sql.ErrNoRows when gone), its state brought up to
@@ -210,7 +207,7 @@ func (c *commitTx) read(ctx context.Context, max int) error {
 	}
 	// A state restored from a backup is behind the journal: the records
 	// after it are folded again first, as the file store's recovery does.
-	if c.st, c.base, err = c.s.catchUp(ctx, c.tx, c.id, c.st); err != nil {
+	if c.st, c.base, err = sqlstore.CatchUp(ctx, c.tx, c.id, c.st); err != nil {
 		return err
 	}
 	if c.base != c.prevSeq {
@@ -279,39 +276,24 @@ func (c *commitTx) deleteMarkers(ctx context.Context, ids []int64) error {
 // folded is what fold made of the markers: their records, the new state
 // encoded and checked, and its events.
 type folded struct {
-	recs    []workspace.JournalRecord
-	ms      []waiting
-	next    workspace.State
-	data    []byte
-	evs     []workspace.Event
-	stopped error
-	now     time.Time
+	sqlstore.Folded
+	ms []waiting
 }
 
 // fold judges the markers with the machine (records with the next
 // sequence numbers, the products read in this transaction), folds the
 // records into the state and encodes it, checked against the schema.
 func (c *commitTx) fold(ctx context.Context, ms []waiting) (folded, error) {
-	f := folded{now: now(), recs: make([]workspace.JournalRecord, len(ms))}
+	f := folded{Folded: sqlstore.Folded{Now: now(), Recs: make([]workspace.JournalRecord, len(ms))}}
 	for i, m := range ms {
-		f.recs[i] = c.judge(ctx, m, c.base+int64(i)+1, f.now)
+		f.Recs[i] = c.judge(ctx, m, c.base+int64(i)+1, f.Now)
 	}
-	f.next, f.evs, f.stopped = machine.Continue(c.st, c.s.planLoader(ctx, c.tx, c.id, c.st), f.recs)
-	applied := 0
-	for applied < len(f.recs) && f.recs[applied].Seq <= f.next.JournalSeq {
-		applied++
+	f.Next, f.Evs, f.Stopped = machine.Continue(c.st, sqlstore.PlanLoader(ctx, c.tx, c.id, c.st), f.Recs)
+	taken, err := f.Settle(c.id, c.valid)
+	if err != nil {
+		return folded{}, err
 	}
-	if applied == 0 {
-		return folded{}, fmt.Errorf("apply markers of task %s: %w", c.id, f.stopped)
-	}
-	f.recs, f.ms = f.recs[:applied], ms[:applied]
-	var err error
-	if f.data, err = atomicfile.Marshal(f.next); err != nil {
-		return folded{}, fmt.Errorf("encode state of task %s: %w", c.id, err)
-	}
-	if err := statecheck.Next(c.valid, f.next, f.data); err != nil {
-		return folded{}, fmt.Errorf("state of task %s would not validate, not written: %w", c.id, err)
-	}
+	f.ms = ms[:taken]
 	return f, nil
 }
 
@@ -320,8 +302,8 @@ func (c *commitTx) fold(ctx context.Context, ms []waiting) (folded, error) {
 // transaction. A row is inserted whole, so nothing waits for a grace
 // period: a marker refused now, softly or not, is rejected.
 func (c *commitTx) judge(ctx context.Context, m waiting, seq int64, at time.Time) workspace.JournalRecord {
-	rec, _ := machine.JudgeMarker(m.kind, m.name, []byte(m.body), c.s.settings.Limits, func(outputFile string) machine.ProductRead {
-		b, ok, err := body(ctx, c.tx, c.id, outputFile)
+	rec, _ := machine.JudgeMarker(m.kind, m.name, []byte(m.body), c.s.Settings().Limits, func(outputFile string) machine.ProductRead {
+		b, ok, err := sqlstore.ReadBody(ctx, c.tx, c.id, outputFile)
 		if err != nil {
 			return machine.ProductRead{Err: err}
 		}
@@ -334,86 +316,45 @@ func (c *commitTx) judge(ctx context.Context, m waiting, seq int64, at time.Time
 // (pruned to backups.keep), the new state, its events, and deletes the
 // markers taken and those passed over.
 func (c *commitTx) write(ctx context.Context, f folded, dups []int64) error {
-	ids := make([]int64, len(f.recs))
-	for i, r := range f.recs {
+	ids := make([]int64, len(f.Recs))
+	for i, r := range f.Recs {
 		rb, err := atomicfile.Marshal(r)
 		if err != nil {
 			return fmt.Errorf("encode journal record %d of task %s: %w", r.Seq, c.id, err)
 		}
 		if _, err := c.tx.ExecContext(ctx, "INSERT INTO journal (task_id, seq, taken_at, name, record, epoch) VALUES ($1, $2, $3, $4, $5, 0)",
-			c.id, r.Seq, ts(f.now), f.ms[i].name, string(rb)); err != nil {
+			c.id, r.Seq, ts(f.Now), f.ms[i].name, string(rb)); err != nil {
 			return fmt.Errorf("journal marker %s of task %s: %w", f.ms[i].name, c.id, err)
 		}
 		ids[i] = f.ms[i].id
 	}
 	var err error
 	if c.hasState {
-		if err = keepBackup(ctx, c.tx, c.id, c.prevSeq, c.prev, c.s.settings.Backups.Keep); err != nil {
+		if err = keepBackup(ctx, c.tx, c.id, c.prevSeq, c.prev, c.s.Settings().Backups.Keep); err != nil {
 			return err
 		}
 		_, err = c.tx.ExecContext(ctx, "UPDATE states SET journal_seq = $2, doc = $3, updated_at = $4 WHERE task_id = $1",
-			c.id, f.next.JournalSeq, string(f.data), ts(f.now))
+			c.id, f.Next.JournalSeq, string(f.Data), ts(f.Now))
 	} else {
 		_, err = c.tx.ExecContext(ctx, "INSERT INTO states (task_id, journal_seq, doc, epoch, updated_at) VALUES ($1, $2, $3, 0, $4)",
-			c.id, f.next.JournalSeq, string(f.data), ts(f.now))
+			c.id, f.Next.JournalSeq, string(f.Data), ts(f.Now))
 	}
 	if err != nil {
 		return fmt.Errorf("write the state of task %s: %w", c.id, err)
 	}
-	if err := insertEvents(ctx, c.tx, c.id, f.evs...); err != nil {
+	if err := insertEvents(ctx, c.tx, c.id, f.Evs...); err != nil {
 		return err
 	}
 	return c.deleteMarkers(ctx, append(ids, dups...))
 }
 
-// catchUp folds the journal records after st's journal_seq into st (a
-// state restored from a backup) and returns it with the last seq taken.
-func (s *Store) catchUp(ctx context.Context, tx wtx, taskID string, st workspace.State) (workspace.State, int64, error) {
-	after, err := strings1(tx.QueryContext(ctx, "SELECT record FROM journal WHERE task_id = $1 AND seq > $2 ORDER BY seq", taskID, st.JournalSeq))
-	if err != nil {
-		return st, 0, fmt.Errorf("read the journal of task %s: %w", taskID, err)
-	}
-	if len(after) == 0 {
-		return st, st.JournalSeq, nil
-	}
-	recs := make([]workspace.JournalRecord, len(after))
-	for i, b := range after {
-		if err := json.Unmarshal([]byte(b), &recs[i]); err != nil {
-			return st, 0, fmt.Errorf("journal of task %s after seq %d: %w", taskID, st.JournalSeq, err)
+// insertEvents appends events of a task in tx, as sqlstore's InsertEvents
+// does, with no executor between: the commit's own path.
+func insertEvents(ctx context.Context, tx wtx, taskID string, evs ...workspace.Event) error {
+	for _, e := range evs {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO events (task_id, time, line) VALUES ($1, $2, $3)", taskID, ts(e.Time), workspace.FormatEvent(e)); err != nil {
+			return fmt.Errorf("append event %s: %w", e.Name, err)
 		}
 	}
-	next, _, stopped := machine.Continue(st, s.planLoader(ctx, tx, taskID, st), recs)
-	if stopped != nil {
-		return st, 0, fmt.Errorf("fold the journal of task %s after seq %d: %w", taskID, st.JournalSeq, stopped)
-	}
-	return next, recs[len(recs)-1].Seq, nil
-}
-
-// planLoader gives the state machine the plan the state tracks when no
-// record of the chunk carries it: plan.json or plans/plan_v<N>.json when
-// it is that plan, else the newest journal record that carried it.
-func (s *Store) planLoader(ctx context.Context, tx wtx, taskID string, st workspace.State) func(int) (*workspace.Plan, error) {
-	return func(version int) (*workspace.Plan, error) {
-		for _, path := range []string{"plan.json", fmt.Sprintf("plans/plan_v%d.json", version)} {
-			b, ok, err := body(ctx, tx, taskID, path)
-			if err != nil || !ok {
-				continue
-			}
-			var p workspace.Plan
-			if json.Unmarshal([]byte(b), &p) == nil && p.ID == st.PlanID && p.Version == version {
-				return &p, nil
-			}
-		}
-		recs, err := strings1(tx.QueryContext(ctx, `SELECT record FROM journal WHERE task_id = $1 AND instr(record, '"plan"') > 0 ORDER BY seq DESC`, taskID))
-		if err != nil {
-			return nil, err
-		}
-		for _, b := range recs {
-			var r workspace.JournalRecord
-			if json.Unmarshal([]byte(b), &r) == nil && r.Plan != nil && r.Plan.ID == st.PlanID && r.Plan.Version == version {
-				return r.Plan, nil
-			}
-		}
-		return nil, fmt.Errorf("plan %s v%d of task %s: not among the products nor in the journal", st.PlanID, version, taskID)
-	}
+	return nil
 }

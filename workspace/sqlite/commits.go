@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 var _ workspace.CommitSource = (*Store)(nil)
@@ -21,7 +20,7 @@ const hubPoll = time.Hour
 // moves). One watch of the database serves every waiter of the store
 // (s.hub): one inotify instance and one connection.
 func (s *Store) Commits(ctx context.Context, _ string) (<-chan struct{}, error) {
-	return s.hub.Subscribe(ctx, "", dbstore.ListenFunc(func(lctx context.Context) (func(), error) {
+	return s.hub.Subscribe(ctx, "", workspace.CommitListenFunc(func(lctx context.Context) (func(), error) {
 		fw, err := s.watchFiles()
 		if err != nil {
 			return nil, err

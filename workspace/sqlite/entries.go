@@ -2,191 +2,37 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"time"
 
-	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
-// Entries of the four scopes are rows of entries, keyed by scope, owner
-// and key; each write is one transaction whose row lock orders concurrent
-// writers of a key (no lost update), and which appends the entry's event
-// for the thread and session scopes. Keys, values and descriptions are
-// checked as on files, and always sent as parameters.
-
-var _ workspace.Entries = (*Store)(nil)
-
-// requireOwner fails with ErrNotFound when task (not "") does not exist.
-func requireOwner(ctx context.Context, tx wtx, task string) error {
-	if task == "" {
-		return nil
-	}
-	return requireTask(ctx, tx, task)
-}
-
-// StoreEntry creates or replaces an entry: created_at is kept on replace
-// and version bumped, in one statement.
-func (s *Store) StoreEntry(ctx context.Context, sc workspace.Scope, req workspace.StoreRequest) (workspace.Result, error) {
-	own, task, warns, err := dbstore.CheckStore(sc, req, s.settings.Limits)
-	if err != nil {
-		return workspace.Result{}, err
-	}
-	t := now()
-	e := workspace.Entry{Key: req.Key, ShortDescription: req.Description, StoredBy: req.Agent, UpdatedAt: t, Value: req.Value}
-	err = s.write(ctx, func(tx wtx) error {
-		if err := requireOwner(ctx, tx, task); err != nil {
+// PutEntry stores an entry's row and its event (sqlstore.Driver) in one
+// write transaction that finds the task, upserts the row and appends the
+// event.
+func (d sqlDriver) PutEntry(ctx context.Context, p sqlstore.EntryPut) (time.Time, int, error) {
+	req := &p.Req
+	var created string
+	var version int
+	err := d.s.write(ctx, func(tx wtx) error {
+		ex := sqlstore.Executor(tx)
+		if err := sqlstore.RequireOwner(ctx, ex, p.Task); err != nil {
 			return err
 		}
-		var created string
 		err := tx.QueryRowContext(ctx, `INSERT INTO entries AS e (scope, owner, key, short_description, stored_by, created_at, updated_at, version, size, value)
 			VALUES ($1, $2, $3, $4, $5, $6, $6, 1, $7, $8)
 			ON CONFLICT (scope, owner, key) DO UPDATE SET short_description = excluded.short_description,
 				stored_by = excluded.stored_by, updated_at = excluded.updated_at, version = e.version + 1,
 				size = excluded.size, value = excluded.value
 			RETURNING created_at, version`,
-			string(sc.Kind), own, req.Key, req.Description, req.Agent, ts(t), len(req.Value), string(req.Value)).Scan(&created, &e.Version)
+			string(p.Scope.Kind), p.Owner, req.Key, req.Description, req.Agent, ts(p.At), len(req.Value), string(req.Value)).Scan(&created, &version)
 		if err != nil {
 			return err
 		}
-		e.CreatedAt = parseTS(created)
-		return s.entryEvent(ctx, tx, sc, "stored", req.Key, req.Agent, e.Version, t)
+		return d.s.EntryEvent(ctx, ex, p.Scope, "stored", req.Key, req.Agent, version, p.At)
 	})
 	if err != nil {
-		return workspace.Result{}, readErr(fmt.Sprintf("store %s %q", dbstore.Label(sc), req.Key), err)
+		return time.Time{}, 0, err
 	}
-	return workspace.Result{Entry: e, Warnings: warns}, nil
-}
-
-// entryEvent appends env_<verb> (thread scope) or memory_<verb> (session
-// scope) to the task's events, in the write's transaction.
-func (s *Store) entryEvent(ctx context.Context, tx wtx, sc workspace.Scope, verb, key, agent string, version int, t time.Time) error {
-	line := dbstore.EntryEventLine(sc, verb, key, agent, version, t)
-	if line == "" {
-		return nil
-	}
-	_, err := tx.ExecContext(ctx, "INSERT INTO events (task_id, time, line) VALUES ($1, $2, $3)", sc.TaskID, ts(t), line)
-	return err
-}
-
-// GetEntry reads one entry; a missing key is ErrNotFound.
-func (s *Store) GetEntry(ctx context.Context, sc workspace.Scope, key string) (workspace.Entry, error) {
-	own, _, err := dbstore.CheckGet(sc, key)
-	if err != nil {
-		return workspace.Entry{}, err
-	}
-	var e workspace.Entry
-	var value, created, updated string
-	err = s.rdb.QueryRowContext(ctx, `SELECT key, short_description, stored_by, created_at, updated_at, version, value
-		FROM entries WHERE scope = $1 AND owner = $2 AND key = $3`, string(sc.Kind), own, key).
-		Scan(&e.Key, &e.ShortDescription, &e.StoredBy, &created, &updated, &e.Version, &value)
-	if errors.Is(err, sql.ErrNoRows) {
-		return e, dbstore.NoSuchKey("get", sc, key)
-	}
-	if err != nil {
-		return e, err
-	}
-	e.CreatedAt, e.UpdatedAt, e.Value = parseTS(created), parseTS(updated), json.RawMessage(value)
-	return e, nil
-}
-
-// ListEntries lists a scope by key, without reading a value.
-func (s *Store) ListEntries(ctx context.Context, sc workspace.Scope) ([]workspace.ManifestItem, error) {
-	own, task, err := dbstore.Owner(sc)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT key, short_description, stored_by, updated_at, version, size,
-		$3 = '' OR EXISTS (SELECT 1 FROM tasks WHERE id = $3)
-		FROM (SELECT 1) AS one LEFT JOIN entries ON scope = $1 AND owner = $2 ORDER BY key`, string(sc.Kind), own, task)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []workspace.ManifestItem{}
-	for rows.Next() {
-		var (
-			key, desc, by *string
-			at            *string
-			v             *int
-			size          *int64
-			taskOK        bool
-		)
-		if err := rows.Scan(&key, &desc, &by, &at, &v, &size, &taskOK); err != nil {
-			return nil, err
-		}
-		if !taskOK {
-			return nil, notFoundTask(task)
-		}
-		if key == nil {
-			continue // the row of the left join when the scope is empty
-		}
-		items = append(items, workspace.ManifestItem{Key: *key, ShortDescription: *desc, StoredBy: *by, UpdatedAt: parseTS(*at), Version: *v, Size: *size})
-	}
-	return items, rows.Err()
-}
-
-// UpdateEntry changes an existing entry; ErrNotFound when missing,
-// ErrConflict when IfVersion no longer matches.
-func (s *Store) UpdateEntry(ctx context.Context, sc workspace.Scope, req workspace.UpdateRequest) (workspace.Result, error) {
-	own, task, warns, err := dbstore.CheckUpdate(sc, req, s.settings.Limits)
-	if err != nil {
-		return workspace.Result{}, err
-	}
-	op := dbstore.UpdateOp(sc, req.Key)
-	t := now()
-	var e workspace.Entry
-	err = s.write(ctx, func(tx wtx) error {
-		if err := requireOwner(ctx, tx, task); err != nil {
-			return err
-		}
-		var value, created string
-		err := tx.QueryRowContext(ctx, `SELECT key, short_description, created_at, version, value FROM entries
-			WHERE scope = $1 AND owner = $2 AND key = $3`, string(sc.Kind), own, req.Key).
-			Scan(&e.Key, &e.ShortDescription, &created, &e.Version, &value)
-		if errors.Is(err, sql.ErrNoRows) {
-			return dbstore.NoKeyToUpdate(op)
-		}
-		if err != nil {
-			return err
-		}
-		e.Value, e.CreatedAt = json.RawMessage(value), parseTS(created)
-		if err := dbstore.ApplyUpdate(&e, req, op, t); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE entries SET short_description = $4, stored_by = $5, updated_at = $6, version = $7, size = $8, value = $9
-			WHERE scope = $1 AND owner = $2 AND key = $3`, string(sc.Kind), own, req.Key,
-			e.ShortDescription, e.StoredBy, ts(t), e.Version, len(e.Value), string(e.Value)); err != nil {
-			return err
-		}
-		return s.entryEvent(ctx, tx, sc, "updated", e.Key, req.Agent, e.Version, t)
-	})
-	if err != nil {
-		return workspace.Result{}, err
-	}
-	return workspace.Result{Entry: e, Warnings: warns}, nil
-}
-
-// DeleteEntry removes a key; a missing key is ErrNotFound.
-func (s *Store) DeleteEntry(ctx context.Context, sc workspace.Scope, key, agent string) error {
-	own, task, err := dbstore.CheckDelete(sc, key, agent)
-	if err != nil {
-		return err
-	}
-	return s.write(ctx, func(tx wtx) error {
-		if err := requireOwner(ctx, tx, task); err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, "DELETE FROM entries WHERE scope = $1 AND owner = $2 AND key = $3", string(sc.Kind), own, key)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return dbstore.NoSuchKey("delete", sc, key)
-		}
-		return s.entryEvent(ctx, tx, sc, "deleted", key, agent, 0, now())
-	})
+	return parseTS(created), version, nil
 }

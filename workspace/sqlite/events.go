@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 // Events are rows of events, one events.log line each, in append order by
@@ -16,60 +16,15 @@ import (
 // reader that has read an id never finds a lower one later, and reading on
 // from the last id read misses nothing.
 
-// AppendEvent appends one event to its task's feed; a zero time is now.
-func (s *Store) AppendEvent(ctx context.Context, e workspace.Event) error {
-	return s.AppendEvents(ctx, e.TaskID, []workspace.Event{e})
-}
-
-// AppendEvents appends events of one task in one transaction, in the
-// order given. The task must exist (ErrNotFound); a bad id is ErrInvalid.
-func (s *Store) AppendEvents(ctx context.Context, taskID string, evs []workspace.Event) error {
-	out, err := dbstore.StampEvents(taskID, evs, now)
-	if err != nil || len(out) == 0 {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, readTimeout)
-	defer cancel()
-	err = s.write(ctx, func(tx wtx) error {
+// AppendEvents inserts events of one task (sqlstore.Driver) in one write
+// transaction, in the order given.
+func (d sqlDriver) AppendEvents(ctx context.Context, taskID string, out []workspace.Event) error {
+	return d.s.write(ctx, func(tx wtx) error {
 		if err := requireTask(ctx, tx, taskID); err != nil {
 			return err
 		}
 		return insertEvents(ctx, tx, taskID, out...)
 	})
-	if err != nil {
-		return readErr("append events to task "+taskID, err)
-	}
-	return nil
-}
-
-// ReadEvents returns a task's events in append order; lines that do not
-// parse are returned as errors in bad.
-func (s *Store) ReadEvents(ctx context.Context, taskID string) (evs []workspace.Event, bad []error, err error) {
-	if err := workspace.ValidateID("task id", taskID); err != nil {
-		return nil, nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, readTimeout)
-	defer cancel()
-	err = s.read(ctx, func(tx wtx) error {
-		evs, bad = nil, nil
-		if err := requireTask(ctx, tx, taskID); err != nil {
-			return err
-		}
-		lines, err := strings1(tx.QueryContext(ctx, "SELECT line FROM events WHERE task_id = $1 ORDER BY id", taskID))
-		for _, line := range lines {
-			e, perr := workspace.ParseEvent(line)
-			if perr != nil {
-				bad = append(bad, perr)
-				continue
-			}
-			evs = append(evs, e)
-		}
-		return err
-	})
-	if err != nil {
-		return nil, nil, readErr("read events of task "+taskID, err)
-	}
-	return evs, bad, nil
 }
 
 // MergeEvents calls each for every event of the given tasks (every task
@@ -79,7 +34,7 @@ func (s *Store) ReadEvents(ctx context.Context, taskID string) (evs []workspace.
 // counted, one BadLines per task that has any. The rows stream from one
 // snapshot.
 func (s *Store) MergeEvents(ctx context.Context, taskIDs []string, each func(workspace.Event) error) ([]workspace.BadLines, error) {
-	var bad dbstore.BadTally
+	var bad sqlstore.BadTally
 	err := s.read(ctx, func(tx wtx) error {
 		ids := taskIDs
 		if ids == nil {
@@ -126,7 +81,7 @@ func (s *Store) MergeEvents(ctx context.Context, taskIDs []string, each func(wor
 // until ctx ends; it then returns nil. It looks every interval (a second
 // when zero), so a new event waits at most about interval.
 func (s *Store) FollowEvents(ctx context.Context, taskID string, fromStart bool, interval time.Duration, each func(workspace.Event)) error {
-	interval, err := dbstore.FollowInterval(taskID, interval)
+	interval, err := sqlstore.FollowInterval(taskID, interval)
 	if err != nil {
 		return err
 	}
@@ -179,66 +134,4 @@ func stopped(ctx context.Context, err error) error {
 		return nil
 	}
 	return err
-}
-
-// ReadEventsFrom calls each for every event of task taskID whose row id
-// is above pos, in id order, and returns the highest id read (pos when
-// there is none). The position of an event is its row id: Start is the
-// id before it, End its own.
-func (s *Store) ReadEventsFrom(ctx context.Context, taskID string, pos int64, each func(workspace.PositionedEvent)) (int64, error) {
-	if err := workspace.ValidateID("task id", taskID); err != nil {
-		return pos, err
-	}
-	if pos < 0 {
-		return pos, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read events of task " + taskID,
-			Msg: "a negative position", Hint: "read from 0, or from a position a read gave back"}
-	}
-	ctx, cancel := context.WithTimeout(ctx, readTimeout)
-	defer cancel()
-	var out []workspace.PositionedEvent
-	next := pos
-	err := s.read(ctx, func(tx wtx) error {
-		out, next = nil, pos
-		if err := requireTask(ctx, tx, taskID); err != nil {
-			return err
-		}
-		rows, err := tx.QueryContext(ctx, "SELECT id, line FROM events WHERE task_id = $1 AND id > $2 ORDER BY id", taskID, pos)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		var (
-			id   int64
-			line string
-		)
-		prev := pos
-		for rows.Next() {
-			if err := rows.Scan(&id, &line); err != nil {
-				return err
-			}
-			if e, perr := workspace.ParseEvent(line); perr == nil {
-				out = append(out, workspace.PositionedEvent{Event: e, Start: prev, End: id})
-			}
-			prev, next = id, id
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return pos, readErr("read events of task "+taskID, err)
-	}
-	for _, e := range out {
-		each(e)
-	}
-	return next, nil
-}
-
-// MemoryAgents lists the agents that keep memory entries, sorted.
-func (s *Store) MemoryAgents(ctx context.Context) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, readTimeout)
-	defer cancel()
-	names, err := strings1(s.rdb.QueryContext(ctx, `SELECT owner FROM entries WHERE scope = $1 GROUP BY owner ORDER BY owner`, string(workspace.ScopeAgent)))
-	if err != nil {
-		return nil, readErr("list the agents that keep memory", err)
-	}
-	return names, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/workspaced/workspaced/workspace/tables"
 	sqlite3 "modernc.org/sqlite"
 )
 
@@ -127,11 +128,11 @@ func BenchmarkGuard(b *testing.B) {
 			b.ResetTimer()
 			for range b.N {
 				err := s.write(ctx, func(tx wtx) error {
-					if _, err := tx.Exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $1)
+					if _, err := tx.Exec(ctx, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $1)
 						INSERT INTO events (task_id, time, line) SELECT 't1', 'x', '{}' FROM n`, rows); err != nil {
 						return err
 					}
-					_, err := tx.Exec(`DELETE FROM events WHERE id > 1`)
+					_, err := tx.Exec(ctx, `DELETE FROM events WHERE id > 1`)
 					return err
 				})
 				if err != nil {
@@ -148,7 +149,7 @@ func BenchmarkGuard(b *testing.B) {
 // after it, and the guard then holds.
 func TestGuardMigratesOlderDatabase(t *testing.T) {
 	ctx := context.Background()
-	ms, err := migrations()
+	ms, err := tables.Migrations(migrationFiles)
 	if err != nil {
 		t.Fatal(err)
 	}

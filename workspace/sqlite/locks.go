@@ -12,7 +12,7 @@ import (
 
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 // Named locks on SQLite are flocks of files beside the database, under
@@ -32,14 +32,14 @@ func (s *Store) lockFile(name string) string {
 // ErrLocked naming the holder, ctx ending first its error. A missing task
 // is ErrNotFound, a bad task id or name ErrInvalid.
 func (s *Store) LockTaskNamed(ctx context.Context, taskID, name, agent string) (workspace.Lock, error) {
-	lock, err := dbstore.TaskLockName(taskID, name)
+	lock, err := sqlstore.TaskLockName(taskID, name)
 	if err != nil {
 		return nil, err
 	}
 	if err := requireTask(ctx, s.rdb, taskID); err != nil {
-		return nil, dbstore.NoTaskToLock(taskID)
+		return nil, sqlstore.NoTaskToLock(taskID)
 	}
-	return s.lock(ctx, dbstore.LockName(taskID, lock), taskID, lock, agent, time.Duration(s.settings.LockTimeout))
+	return s.lock(ctx, sqlstore.LockName(taskID, lock), taskID, lock, agent, time.Duration(s.Settings().LockTimeout))
 }
 
 // lock takes the flock of name, waiting at most timeout (zero: tries
@@ -121,4 +121,18 @@ func (s *Store) held(name string) (bool, *locking.Holder, error) {
 		return false, nil, nil
 	}
 	return held, h, err
+}
+
+// TryLock takes a lock without waiting (sqlstore.Driver).
+func (d sqlDriver) TryLock(ctx context.Context, name, taskID, lock, agent string) (func(), error) {
+	lk, err := d.s.lock(ctx, name, taskID, lock, agent, 0)
+	if err != nil {
+		return nil, err
+	}
+	return func() { lk.Release() }, nil
+}
+
+// Held says whether a lock is held now, and by whom.
+func (d sqlDriver) Held(_ context.Context, name string) (bool, *locking.Holder, error) {
+	return d.s.held(name)
 }

@@ -5,29 +5,20 @@ import (
 	"embed"
 	"fmt"
 
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 	"github.com/workspaced/workspaced/workspace/tables"
 )
 
-// The schema is made by versioned migrations, migrations/NNNN_name.sql,
-// embedded in the binary. schema_migrations records the ones applied;
-// Init applies the missing ones in order, each in its own BEGIN IMMEDIATE
-// transaction with the record of it, so two inits do not race.
-
+// Migrations (migrations/NNNN_name.sql, embedded) make the database's
+// tables, and schema_migrations records those applied: Init runs each
+// missing one with its record in a BEGIN IMMEDIATE transaction of its
+// own, which keeps two inits from racing.
+//
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// migrations are the embedded migrations in version order.
-func migrations() ([]tables.Migration, error) { return tables.Migrations(migrationFiles) }
-
 // SchemaVersion is the newest schema version this binary knows.
-func SchemaVersion() int {
-	ms, err := migrations()
-	if err != nil {
-		panic(err) // the embedded files are part of the binary
-	}
-	return len(ms)
-}
+func SchemaVersion() int { return tables.Newest(migrationFiles) }
 
 // version is the database's applied version: 0 when no workspace was
 // initialized in it.
@@ -57,36 +48,12 @@ func (s *Store) checkVersion(ctx context.Context) error {
 }
 
 func (s *Store) judgeVersion(v int) error {
-	return dbstore.Schema{Op: "open " + s.path, InitHint: "create it with workspaced --root 'sqlite:" + s.path + "' init",
+	return sqlstore.Schema{Op: "open " + s.path, InitHint: "create it with workspaced --root 'sqlite:" + s.path + "' init",
 		NotInitialized: ErrNotInitialized, TooNew: ErrSchemaTooNew}.Judge(v, SchemaVersion())
 }
 
-// Init creates the workspace at root: the database file when missing and
-// every migration not yet applied. It is idempotent; on a database newer
-// than the binary it changes nothing and returns ErrSchemaTooNew. It
-// returns the store, open, and how many migrations it applied.
-func Init(ctx context.Context, root string) (*Store, int, error) {
-	p, err := ParsePath(root)
-	if err != nil {
-		return nil, 0, err
-	}
-	s, err := connect(ctx, p)
-	if err != nil {
-		return nil, 0, err
-	}
-	n, err := s.migrate(ctx)
-	if err == nil {
-		err = s.loadSettings(ctx)
-	}
-	if err != nil {
-		s.Close()
-		return nil, 0, err
-	}
-	return s, n, nil
-}
-
 func (s *Store) migrate(ctx context.Context) (int, error) {
-	ms, err := migrations()
+	ms, err := tables.Migrations(migrationFiles)
 	if err != nil {
 		return 0, err
 	}
@@ -125,4 +92,21 @@ func (s *Store) migrate(ctx context.Context) (int, error) {
 		}
 		applied++
 	}
+}
+
+// Init makes the database at root a workspace: the file is created when
+// missing and each migration it lacks applied, so running it again
+// changes nothing (a database migrated by a newer binary is left as it
+// is, ErrSchemaTooNew). It returns the store, open, with the number of
+// migrations applied.
+func Init(ctx context.Context, root string) (*Store, int, error) {
+	p, err := ParsePath(root)
+	if err != nil {
+		return nil, 0, err
+	}
+	s, err := connect(ctx, p)
+	if err != nil {
+		return nil, 0, err
+	}
+	return sqlstore.Migrated(ctx, s, s.Store, s.migrate)
 }

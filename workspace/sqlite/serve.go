@@ -12,7 +12,7 @@ import (
 
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/files"
+	"github.com/workspaced/workspaced/workspace/fscheck"
 	"github.com/workspaced/workspaced/workspace/machine"
 )
 
@@ -32,9 +32,9 @@ func (s *Store) leadFile() string { return s.path + ".lock" }
 // DaemonLock is the file whose flock the daemon holds: <db>.lock.
 func (s *Store) DaemonLock() string { return s.leadFile() }
 
-// checkFilesystem is files.CheckFilesystem; a test stands in for a
+// checkFilesystem is fscheck.Check; a test stands in for a
 // network filesystem through it.
-var checkFilesystem = files.CheckFilesystem
+var checkFilesystem = fscheck.Check
 
 // Lead takes the daemon's lock, <db>.lock, for this process
 // (workspace.Served): with opt.Standby it waits while another daemon
@@ -43,7 +43,7 @@ var checkFilesystem = files.CheckFilesystem
 // leadership is never lost meanwhile, and its epoch is 0.
 //
 // A database on NFS, SMB or FUSE is refused with
-// files.ErrUnsafeFilesystem when opt.Strict (SQLite's locks and its
+// fscheck.ErrUnsafe when opt.Strict (SQLite's locks and its
 // write-ahead log's shared memory need a local filesystem, as flock does),
 // and warned of otherwise, as a tree there is.
 func (s *Store) Lead(ctx context.Context, opt workspace.LeadOptions) (workspace.Leadership, error) {
@@ -93,7 +93,7 @@ func (s *Store) checkLocal(opt workspace.LeadOptions) error {
 		opt.Logger.Warn("cannot tell the filesystem type", "database", s.path, "err", err)
 	case unsafe && opt.Strict:
 		return fmt.Errorf("%w: %s is on %s, where SQLite's locks, its write-ahead log and flock cannot be trusted; move it to a local filesystem or run without --strict",
-			files.ErrUnsafeFilesystem, s.path, name)
+			fscheck.ErrUnsafe, s.path, name)
 	case unsafe:
 		opt.Logger.Warn("database on a network or FUSE filesystem: SQLite's locks, its write-ahead log and flock may not be trustworthy", "database", s.path, "fs", name)
 	}

@@ -41,7 +41,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -54,9 +53,8 @@ import (
 	sqlite3 "modernc.org/sqlite"
 	sqlite3lib "modernc.org/sqlite/lib"
 
-	"github.com/workspaced/workspaced/schemas"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 // DefaultBusyTimeout is how long one statement waits for SQLite's write
@@ -112,16 +110,22 @@ func ParsePath(root string) (string, error) {
 
 // Store is a workspace in one SQLite database file.
 type Store struct {
-	db       *sql.DB    // writes: one connection, BEGIN IMMEDIATE, the log synced after COMMIT
-	cdb      *sql.DB    // the daemon's commits: one connection, synced before COMMIT returns
-	rdb      *sql.DB    // reads: deferred transactions, several connections
-	wc, cc   *stmtCache // db's and cdb's prepared statements
-	rc       *stmtCache // rdb's
-	wq       *writeQueue
-	path     string
-	settings workspace.Settings
-	ro       *readOnlyOpen     // set when opened on a read-only filesystem (readonly.go)
-	hub      dbstore.CommitHub // the watch shared by Commits (commits.go)
+	*sqlstore.Store            // the queries the SQL stores share, over sqlDriver
+	db              *sql.DB    // writes: one connection, BEGIN IMMEDIATE, the log synced after COMMIT
+	cdb             *sql.DB    // the daemon's commits: one connection, synced before COMMIT returns
+	rdb             *sql.DB    // reads: deferred transactions, several connections
+	wc, cc          *stmtCache // db's and cdb's prepared statements
+	rc              *stmtCache // rdb's
+	wq              *writeQueue
+	path            string
+	ro              *readOnlyOpen       // set when opened on a read-only filesystem (readonly.go)
+	hub             workspace.CommitHub // the watch shared by Commits (commits.go)
+}
+
+// withSQL gives s the one SQL store over its driver.
+func (s *Store) withSQL() *Store {
+	s.Store = sqlstore.New(sqlDriver{s})
+	return s
 }
 
 // dsn is the data source of path: every pooled connection gets the
@@ -154,15 +158,7 @@ func Open(ctx context.Context, root string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkVersion(ctx); err != nil {
-		s.Close()
-		return nil, err
-	}
-	if err := s.loadSettings(ctx); err != nil {
-		s.Close()
-		return nil, err
-	}
-	return s, nil
+	return sqlstore.Ready(ctx, s, s.Store, s.checkVersion)
 }
 
 // connect opens the two pools of path.
@@ -191,7 +187,8 @@ func connect(ctx context.Context, path string) (*Store, error) {
 	}
 	rdb.SetMaxOpenConns(8)
 	s := &Store{db: db, cdb: cdb, rdb: rdb, wc: newStmtCache(db), cc: newStmtCache(cdb), rc: newStmtCache(rdb), wq: newWriteQueue(path),
-		path: path, settings: workspace.Settings{}.WithDefaults()}
+		path: path}
+	s.withSQL()
 	if err := db.PingContext(ctx); err != nil {
 		s.Close()
 		if err := faultAt(path, err); errors.Is(err, syscall.EROFS) {
@@ -216,13 +213,7 @@ func (s *Store) Path() string { return s.path }
 // DB is the store's write pool, for tools and tests.
 func (s *Store) DB() *sql.DB { return s.db }
 
-// Settings are the effective settings (workspace.json over the defaults).
-func (s *Store) Settings() workspace.Settings { return s.settings }
-
-// Now is the store's clock, to the millisecond as in the tree.
-func (s *Store) Now() time.Time { return now() }
-
-func now() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
+func now() time.Time { return sqlstore.Now() }
 
 // timeFormat is how times are kept: UTC to the millisecond, fixed width,
 // so that text order is time order.
@@ -236,28 +227,6 @@ func parseTS(s string) time.Time {
 		t, _ = time.Parse(time.RFC3339Nano, s)
 	}
 	return t.UTC()
-}
-
-// loadSettings reads workspace.json from the files table, when there is
-// one.
-func (s *Store) loadSettings(ctx context.Context) error {
-	var body string
-	err := s.rdb.QueryRowContext(ctx, "SELECT body FROM files WHERE path = 'workspace.json'").Scan(&body)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("read workspace.json: %w", err)
-	}
-	if err := schemas.Validate(schemas.KindWorkspace, []byte(body)); err != nil {
-		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "load workspace.json", Err: err, Hint: "fix the files row workspace.json or delete it to use the defaults"}
-	}
-	var st workspace.Settings
-	if err := json.Unmarshal([]byte(body), &st); err != nil {
-		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "load workspace.json", Err: err}
-	}
-	s.settings = st.WithDefaults()
-	return nil
 }
 
 // querier is a pool or a transaction.
@@ -391,17 +360,8 @@ func isForeignKey(err error) bool { return sqliteCode(err) == sqlite3lib.SQLITE_
 // isRaised says err is a trigger's RAISE (a marker name reused).
 func isRaised(err error) bool { return sqliteCode(err) == sqlite3lib.SQLITE_CONSTRAINT_TRIGGER }
 
-// notFoundTask is dbstore.NotFoundTask, under the name the write paths use.
-func notFoundTask(id string) error { return dbstore.NotFoundTask(id) }
-
-// readErr is err as it is, when it is the store's own, else with op.
-func readErr(op string, err error) error {
-	var we *workspace.Error
-	if errors.As(err, &we) {
-		return err
-	}
-	return fmt.Errorf("%s: %w", op, err)
-}
+// notFoundTask is sqlstore.NotFoundTask, under the name the write paths use.
+func notFoundTask(id string) error { return sqlstore.NotFoundTask(id) }
 
 // collect reads every row of rows with scan.
 func collect[T any](rows *sql.Rows, err error, scan func(*sql.Rows) (T, error)) ([]T, error) {

@@ -2,14 +2,12 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"encoding/json"
 	"fmt"
 	"io"
 
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/files"
+	"github.com/workspaced/workspaced/workspace/livesocket"
 )
 
 var (
@@ -35,56 +33,18 @@ func (s *Store) ReadStatus(ctx context.Context) (workspace.StoreStatus, error) {
 		since := h.Since.UTC()
 		st.PID, st.Since, st.Holder = h.PID, &since, h.Agent
 	}
-	err = s.read(ctx, func(tx wtx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT t.id, s.doc, coalesce(m.n, 0) FROM tasks t
-			LEFT JOIN states s ON s.task_id = t.id
-			LEFT JOIN (SELECT task_id, count(*) AS n FROM markers GROUP BY task_id) m ON m.task_id = t.id
-			ORDER BY t.id`)
-		st.Tasks, err = collect(rows, err, scanTaskStatus)
-		return err
-	})
-	if err != nil {
-		return st, readErr("read the tasks", err)
-	}
-	for _, t := range st.Tasks {
-		st.MarkersWaiting += t.MarkersWaiting
-		st.ByStatus[t.Status]++
+	if err := s.TaskStatuses(ctx, &st); err != nil {
+		return st, err
 	}
 	if f := s.readOnlyFault(); f != nil {
 		st.Fault = &workspace.StoreFault{Kind: workspace.FaultKind(f), Error: f.Error(), Hint: workspace.FaultHint(f)}
 	}
 	if held {
-		if l, err := files.ReadLive(s.path); err == nil {
+		if l, err := livesocket.Read(s.path); err == nil {
 			st.Live = &l
 		}
 	}
 	return st, nil
-}
-
-// scanTaskStatus reads one row of ReadStatus: the head of the state only.
-func scanTaskStatus(r *sql.Rows) (workspace.StoreTaskStatus, error) {
-	var (
-		t   workspace.StoreTaskStatus
-		doc sql.NullString
-	)
-	if err := r.Scan(&t.ID, &doc, &t.MarkersWaiting); err != nil {
-		return t, err
-	}
-	if !doc.Valid {
-		t.Status = "none"
-		return t, nil
-	}
-	var head struct {
-		Status     string `json:"status"`
-		Phase      string `json:"phase"`
-		JournalSeq int64  `json:"journal_seq"`
-	}
-	if err := json.Unmarshal([]byte(doc.String), &head); err != nil {
-		t.Status, t.Error = "invalid", "state of task "+t.ID+" does not parse: "+err.Error()
-		return t, nil
-	}
-	t.Status, t.Phase, t.JournalSeq = head.Status, head.Phase, head.JournalSeq
-	return t, nil
 }
 
 // ServeLive answers status with report() until the returned Closer is
@@ -92,5 +52,5 @@ func scanTaskStatus(r *sql.Rows) (workspace.StoreTaskStatus, error) {
 // uses, named after the database file: only the process holding the
 // daemon's lock serves, so only one answers.
 func (s *Store) ServeLive(report func() workspace.Live) (io.Closer, error) {
-	return files.ServeLiveAt(s.path, report)
+	return livesocket.Serve(s.path, report)
 }

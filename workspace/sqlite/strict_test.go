@@ -9,11 +9,11 @@ import (
 	"testing"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/files"
+	"github.com/workspaced/workspaced/workspace/fscheck"
 )
 
 // TestLeadStrict: a database on a filesystem SQLite cannot trust is
-// refused with files.ErrUnsafeFilesystem under Strict, before the lock is
+// refused with fscheck.ErrUnsafe under Strict, before the lock is
 // taken, and served with a warning without it; on a local one Strict
 // leads.
 func TestLeadStrict(t *testing.T) {
@@ -26,9 +26,9 @@ func TestLeadStrict(t *testing.T) {
 	l.Release(ctx)
 
 	checkFilesystem = func(string) (string, bool, error) { return "NFS", true, nil }
-	t.Cleanup(func() { checkFilesystem = files.CheckFilesystem })
+	t.Cleanup(func() { checkFilesystem = fscheck.Check })
 	_, err = s.Lead(ctx, workspace.LeadOptions{Strict: true})
-	if !errors.Is(err, files.ErrUnsafeFilesystem) || !strings.Contains(err.Error(), "NFS") || !strings.Contains(err.Error(), s.Path()) {
+	if !errors.Is(err, fscheck.ErrUnsafe) || !strings.Contains(err.Error(), "NFS") || !strings.Contains(err.Error(), s.Path()) {
 		t.Fatalf("strict lead on NFS: %v", err)
 	}
 	if serving, _ := s.Serving(); serving {

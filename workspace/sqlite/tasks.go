@@ -2,17 +2,12 @@ package sqlite
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"time"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
 )
 
 // Tasks, the agent cards, the state and the journal: task.json is a row
@@ -22,104 +17,9 @@ import (
 // A *Store is a workspace.Store.
 var _ workspace.Store = (*Store)(nil)
 
-// LoadAgents reads config/agents.json; none stored is an empty set.
-func (s *Store) LoadAgents(ctx context.Context) (workspace.AgentCards, error) {
-	ctx, cancel := context.WithTimeout(ctx, readTimeout)
-	defer cancel()
-	var body string
-	err := s.rdb.QueryRowContext(ctx, "SELECT body FROM files WHERE path = $1", workspace.AgentsFile).Scan(&body)
-	missing := errors.Is(err, sql.ErrNoRows)
-	if err != nil && !missing {
-		return workspace.AgentCards{}, fmt.Errorf("read %s: %w", workspace.AgentsFile, err)
-	}
-	return dbstore.DecodeAgents(body, !missing)
-}
-
-// SaveAgents checks the cards against their schema and replaces them.
-func (s *Store) SaveAgents(ctx context.Context, cards workspace.AgentCards) error {
-	data, err := dbstore.AgentsDoc(cards)
-	if err != nil {
-		return err
-	}
-	if _, err := s.exec(ctx, putFileSQL, workspace.AgentsFile, string(data), ts(now())); err != nil {
-		return fmt.Errorf("write %s: %w", workspace.AgentsFile, err)
-	}
-	return nil
-}
-
 // putFileSQL writes a row of files.
 const putFileSQL = `INSERT INTO files (path, body, updated_at) VALUES ($1, $2, $3)
 	ON CONFLICT (path) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at`
-
-// CreateTask creates a task (workspace.NewTask's rules), its root thread
-// and its task_created event in one transaction; ErrConflict when the id
-// is taken.
-func (s *Store) CreateTask(ctx context.Context, req workspace.NewTaskRequest) (workspace.Task, error) {
-	t, data, rootDoc, ev, err := dbstore.NewTask(req, s.Now())
-	if err != nil {
-		return workspace.Task{}, err
-	}
-	err = s.write(ctx, func(tx wtx) error {
-		if _, err := tx.ExecContext(ctx, "INSERT INTO tasks (id, created_at, doc) VALUES ($1, $2, $3)", t.ID, ts(t.CreatedAt), string(data)); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO threads (task_id, id, doc) VALUES ($1, $1, $2)", t.ID, string(rootDoc)); err != nil {
-			return err
-		}
-		return insertEvents(ctx, tx, t.ID, ev)
-	})
-	if isUnique(err) {
-		return workspace.Task{}, workspace.TaskExists(t.ID)
-	}
-	if err != nil {
-		return workspace.Task{}, fmt.Errorf("create task %s: %w", t.ID, err)
-	}
-	return t, nil
-}
-
-// insertEvents appends events of a task in tx.
-func insertEvents(ctx context.Context, tx wtx, taskID string, evs ...workspace.Event) error {
-	for _, e := range evs {
-		if _, err := tx.ExecContext(ctx, "INSERT INTO events (task_id, time, line) VALUES ($1, $2, $3)", taskID, ts(e.Time), workspace.FormatEvent(e)); err != nil {
-			return fmt.Errorf("append event %s: %w", e.Name, err)
-		}
-	}
-	return nil
-}
-
-// TaskIDs lists the tasks by id.
-func (s *Store) TaskIDs(ctx context.Context) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, readTimeout)
-	defer cancel()
-	ids, err := strings1(s.rdb.QueryContext(ctx, "SELECT id FROM tasks ORDER BY id"))
-	if err != nil {
-		return nil, fmt.Errorf("list tasks: %w", err)
-	}
-	return ids, nil
-}
-
-// ListTasks lists every task with its state when the daemon wrote one.
-func (s *Store) ListTasks(ctx context.Context) ([]workspace.TaskSummary, error) {
-	ctx, cancel := context.WithTimeout(ctx, readTimeout)
-	defer cancel()
-	rows, err := s.rdb.QueryContext(ctx, `SELECT t.id, t.doc, st.doc FROM tasks t LEFT JOIN states st ON st.task_id = t.id ORDER BY t.id`)
-	out, err := collect(rows, err, func(r *sql.Rows) (workspace.TaskSummary, error) {
-		var id, doc string
-		var state sql.NullString
-		if err := r.Scan(&id, &doc, &state); err != nil {
-			return workspace.TaskSummary{}, err
-		}
-		var st *string
-		if state.Valid {
-			st = &state.String
-		}
-		return dbstore.TaskSummary(id, doc, st), nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list tasks: %w", err)
-	}
-	return out, nil
-}
 
 // requireTask says ErrNotFound (ErrInvalid for a bad id) unless the task
 // exists.
@@ -133,84 +33,6 @@ func requireTask(ctx context.Context, q querier, taskID string) error {
 		return notFoundTask(taskID)
 	}
 	return err
-}
-
-// GetTask returns a task's definition.
-func (s *Store) GetTask(ctx context.Context, id string) (workspace.Task, error) {
-	ctx, cancel := context.WithTimeout(ctx, readTimeout)
-	defer cancel()
-	var doc string
-	var t workspace.Task
-	err := s.rdb.QueryRowContext(ctx, "SELECT doc FROM tasks WHERE id = $1", id).Scan(&doc)
-	if errors.Is(err, sql.ErrNoRows) {
-		return t, notFoundTask(id)
-	}
-	if err != nil {
-		return t, err
-	}
-	return t, json.Unmarshal([]byte(doc), &t)
-}
-
-// ReadState returns the task's state as the daemon last wrote it;
-// ErrNotFound before the first write.
-func (s *Store) ReadState(ctx context.Context, taskID string) (workspace.State, error) {
-	ctx, cancel := context.WithTimeout(ctx, readTimeout)
-	defer cancel()
-	var doc string
-	err := s.rdb.QueryRowContext(ctx, "SELECT doc FROM states WHERE task_id = $1", taskID).Scan(&doc)
-	if errors.Is(err, sql.ErrNoRows) {
-		return workspace.State{}, dbstore.NoState(taskID)
-	}
-	if err != nil {
-		return workspace.State{}, err
-	}
-	return dbstore.DecodeState(taskID, doc)
-}
-
-// ReadJournal returns the records the daemon took for a task, in
-// sequence order.
-func (s *Store) ReadJournal(ctx context.Context, taskID string) ([]workspace.JournalRecord, error) {
-	ctx, cancel := context.WithTimeout(ctx, readTimeout)
-	defer cancel()
-	rows, err := s.rdb.QueryContext(ctx, "SELECT record FROM journal WHERE task_id = $1 ORDER BY seq", taskID)
-	return collect(rows, err, func(r *sql.Rows) (workspace.JournalRecord, error) {
-		var body string
-		var rec workspace.JournalRecord
-		if err := r.Scan(&body); err != nil {
-			return rec, err
-		}
-		return rec, json.Unmarshal([]byte(body), &rec)
-	})
-}
-
-// DropMarker inserts a marker of kind (workspace.KindClaim or KindDone)
-// for a task and returns its name, .<kind>.<agent>.<unique suffix>. The
-// daemon applies it exactly once.
-func (s *Store) DropMarker(ctx context.Context, taskID, kind string, m workspace.Marker) (string, error) {
-	if kind != workspace.KindClaim && kind != workspace.KindDone {
-		return "", &workspace.Error{Kind: workspace.ErrInvalid, Op: "drop marker", Msg: fmt.Sprintf("kind %q is neither claim nor done", kind)}
-	}
-	if err := workspace.ValidateID("agent", m.AgentID); err != nil {
-		return "", err
-	}
-	data, err := json.Marshal(m)
-	if err != nil {
-		return "", err
-	}
-	name := "." + kind + "." + m.AgentID + "." + suffix()
-	_, err = s.exec(ctx, "INSERT INTO markers (task_id, kind, name, body, dropped_at) VALUES ($1, $2, $3, $4, $5)",
-		taskID, kind, name, string(data), ts(now()))
-	if isForeignKey(err) {
-		return "", notFoundTask(taskID)
-	}
-	if isRaised(err) || isUnique(err) {
-		return "", &workspace.Error{Kind: workspace.ErrConflict, Op: "drop marker " + name + " for task " + taskID, Err: err,
-			Hint: "never reuse a marker name: give each marker a new random suffix"}
-	}
-	if err != nil {
-		return "", fmt.Errorf("drop marker for task %s: %w", taskID, err)
-	}
-	return name, nil
 }
 
 // DropNamedMarker inserts a marker of kind under a name of the caller's
@@ -237,10 +59,4 @@ func (s *Store) DropNamedMarker(ctx context.Context, taskID, kind, name string, 
 		return fmt.Errorf("drop marker for task %s: %w", taskID, err)
 	}
 	return nil
-}
-
-func suffix() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + hex.EncodeToString(b[:])
 }

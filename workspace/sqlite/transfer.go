@@ -43,7 +43,7 @@ func (s *Store) Import(ctx context.Context, dir string, opt ImportOptions) (tabl
 	if err != nil {
 		return tables.Report{}, err
 	}
-	if err := s.loadSettings(ctx); err != nil {
+	if err := s.LoadSettings(ctx); err != nil {
 		return tables.Report{}, err
 	}
 	return load.Report, nil
@@ -109,12 +109,7 @@ func (t *sqlTx) Query(ctx context.Context, q string, row func(scan func(...any) 
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		if err := row(rows.Scan); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return tables.EachRow(rows, row)
 }
 
 // exactTS is t as the store keeps times, when it is to the millisecond

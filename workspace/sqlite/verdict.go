@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -12,76 +11,24 @@ import (
 
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 var _ workspace.VerdictSource = (*Store)(nil)
 
-// ReadVerdict says where the marker name of a task stands: waiting (its
-// row is in markers), decided (a journal row of that name past after:
-// the daemon journals a marker and writes the state reflecting it in one
-// transaction, so a taken marker is always decided), or missing. A
-// journal row of that name at or before after is another marker's: the
-// marker reused its name and is refused for it (machine.JudgeReused), as
-// the store refuses it at once when it is dropped. It reads one snapshot.
-func (s *Store) ReadVerdict(taskID, name string, after int64) (workspace.Verdict, string, error) {
-	if err := dbstore.CheckVerdictName(name); err != nil {
-		return workspace.Verdict{}, "", err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
-	defer cancel()
-	var (
-		rec   workspace.JournalRecord
-		where string
-		st    workspace.State
-	)
-	err := s.read(ctx, func(tx wtx) error {
-		where = workspace.MarkerMissing
-		var waiting bool
-		if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM markers WHERE task_id = $1 AND name = $2)", taskID, name).Scan(&waiting); err != nil {
-			return err
-		}
-		if waiting {
-			where = workspace.MarkerWaiting
-			return nil
-		}
-		var body string
-		err := tx.QueryRowContext(ctx, "SELECT record FROM journal WHERE task_id = $1 AND name = $2 ORDER BY seq DESC LIMIT 1", taskID, name).Scan(&body)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if rec, err = dbstore.DecodeRecord(name, body); err != nil {
-			return err
-		}
-		if st, err = verdictState(ctx, tx, taskID, rec); err != nil {
-			return err
-		}
-		where = workspace.MarkerDecided
-		return nil
-	})
-	if err != nil {
-		return workspace.Verdict{}, "", readErr("read the verdict on marker "+name, err)
-	}
-	v, where := dbstore.Verdict(st, rec, taskID, name, where, after)
-	return v, where, nil
-}
-
-// verdictState reads of the state of taskID what the verdict on rec
+// VerdictState (sqlstore.Driver) reads of the state of taskID what the verdict on rec
 // needs (machine.Judge, machine.JudgeReused): the task's id, status and
 // plan status, the subtask rec names and the errors of rec's seq. The
 // document is not decoded whole in Go — a verdict read costs what it
 // reads, not the size of the state — nor checked against the schema again:
 // only the daemon writes the row, and it checked the document first.
-func verdictState(ctx context.Context, tx wtx, taskID string, rec workspace.JournalRecord) (workspace.State, error) {
+func (sqlDriver) VerdictState(ctx context.Context, tx sqlstore.Executor, taskID string, rec workspace.JournalRecord) (workspace.State, error) {
 	var (
 		st                  workspace.State
 		sub, errs           sql.NullString
 		plan, docID, status sql.NullString
 	)
-	err := tx.QueryRowContext(ctx, `SELECT json_extract(doc, '$.task_id'), json_extract(doc, '$.status'), json_extract(doc, '$.plan_status'),
+	err := tx.QueryRow(ctx, `SELECT json_extract(doc, '$.task_id'), json_extract(doc, '$.status'), json_extract(doc, '$.plan_status'),
 		(SELECT value FROM json_each(doc, '$.subtasks') WHERE key = $2),
 		(SELECT json_group_array(json(value)) FROM json_each(doc, '$.errors') WHERE json_extract(value, '$.seq') = $3)
 		FROM states WHERE task_id = $1`, taskID, rec.Marker.SubtaskID, rec.Seq).Scan(&docID, &status, &plan, &sub, &errs)

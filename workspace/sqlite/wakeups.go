@@ -10,7 +10,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 // Wake-ups on SQLite: every commit of any process writes the database's
@@ -31,7 +31,7 @@ const settle = 250 * time.Microsecond
 // Wakeups starts the wake-up source (workspace.Served). opt.Interval is
 // the poll (zero: DefaultPoll).
 func (s *Store) Wakeups(ctx context.Context, opt workspace.WakeOptions) (workspace.Wakeups, error) {
-	poll, err := dbstore.WakePoll(opt, "watch", "SQLite", "a sqlite: root wakes on a watch of its database file and a poll: leave --wakeups out", DefaultPoll)
+	poll, err := sqlstore.WakePoll(opt, "watch", "SQLite", "a sqlite: root wakes on a watch of its database file and a poll: leave --wakeups out", DefaultPoll)
 	if err != nil {
 		return nil, err
 	}
@@ -39,14 +39,14 @@ func (s *Store) Wakeups(ctx context.Context, opt workspace.WakeOptions) (workspa
 	if err != nil {
 		return nil, err
 	}
-	return dbstore.StartWakeups(ctx, "watch", func(ctx context.Context, c chan<- workspace.Wake) {
+	return sqlstore.StartWakeups(ctx, "watch", func(ctx context.Context, c chan<- workspace.Wake) {
 		defer fw.Close()
 		s.loop(ctx, fw, poll, func(err error) {
 			if err != nil {
-				dbstore.Send(ctx, c, workspace.Wake{Err: err})
+				sqlstore.Send(ctx, c, workspace.Wake{Err: err})
 				return
 			}
-			dbstore.PollWaiting(ctx, c, s.waitingTasks)
+			sqlstore.PollWaiting(ctx, c, s.waitingTasks)
 		})
 	}), nil
 }

@@ -47,3 +47,14 @@ func Migrations(fsys fs.FS) ([]Migration, error) {
 	}
 	return ms, nil
 }
+
+// Newest is the newest version among the migrations of fsys, the schema
+// version a binary holding them knows. Its files are part of the binary,
+// so one that does not read is a bug: Newest panics.
+func Newest(fsys fs.FS) int {
+	ms, err := Migrations(fsys)
+	if err != nil {
+		panic(err)
+	}
+	return len(ms)
+}

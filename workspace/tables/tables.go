@@ -139,3 +139,21 @@ func (t Time) parse(s string) error {
 	*t.T = v.UTC()
 	return nil
 }
+
+// Rows are the rows of a query as a database driver gives them.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// EachRow calls row with the scan of every row of rows, in order: how a
+// driver answers Tx.Query. The caller closes rows.
+func EachRow(rows Rows, row func(scan func(...any) error) error) error {
+	for rows.Next() {
+		if err := row(rows.Scan); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}

@@ -16,7 +16,7 @@ import (
 	"github.com/workspaced/workspaced/backup"
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/internal/dbstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 // journalBatch is a journal file of several records, as the file daemon
@@ -294,7 +294,7 @@ func listGrants(ctx context.Context, tx Tx) ([]tokens.Grant, error) {
 		if err := scan(&doc); err != nil {
 			return err
 		}
-		g, err := dbstore.DecodeGrant(doc)
+		g, err := sqlstore.DecodeGrant(doc)
 		if err != nil {
 			return err
 		}

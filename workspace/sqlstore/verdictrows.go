@@ -1,0 +1,61 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// ReadVerdict says where the marker name of a task stands: waiting (its
+// row is in markers), decided (a journal row of that name past after:
+// the daemon journals a marker and writes the state reflecting it in one
+// transaction, so a taken marker is always decided), or missing. A
+// journal row of that name at or before after is another marker's: the
+// marker reused its name and is refused for it (machine.JudgeReused), as
+// the store refuses it at once when it is dropped. It reads one snapshot;
+// of the state, what the verdict needs (Driver.VerdictState).
+func (s *Store) ReadVerdict(taskID, name string, after int64) (workspace.Verdict, string, error) {
+	if err := CheckVerdictName(name); err != nil {
+		return workspace.Verdict{}, "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ReadTimeout)
+	defer cancel()
+	var (
+		rec   workspace.JournalRecord
+		where string
+		st    workspace.State
+	)
+	err := s.d.Read(ctx, func(tx Executor) error {
+		where = workspace.MarkerMissing
+		var waiting bool
+		if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM markers WHERE task_id = $1 AND name = $2)", taskID, name).Scan(&waiting); err != nil {
+			return err
+		}
+		if waiting {
+			where = workspace.MarkerWaiting
+			return nil
+		}
+		var body string
+		err := tx.QueryRow(ctx, "SELECT record FROM journal WHERE task_id = $1 AND name = $2 ORDER BY seq DESC LIMIT 1", taskID, name).Scan(&body)
+		if errors.Is(err, ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if rec, err = DecodeRecord(name, body); err != nil {
+			return err
+		}
+		if st, err = s.d.VerdictState(ctx, tx, taskID, rec); err != nil {
+			return err
+		}
+		where = workspace.MarkerDecided
+		return nil
+	})
+	if err != nil {
+		return workspace.Verdict{}, "", ReadErr("read the verdict on marker "+name, err)
+	}
+	v, where := Verdict(st, rec, taskID, name, where, after)
+	return v, where, nil
+}
