@@ -103,9 +103,9 @@ type Watcher interface {
 
 // VerdictSource is where the verdict on a marker is read: the file tree
 // (its marker files, journal and state.json) or a store that keeps
-// markers and the journal otherwise. Every store is one (the tree's
-// *files.Store and files.FileVerdicts, SQLite, PostgreSQL); without it a
-// command cannot wait for a verdict and says so.
+// markers and the journal otherwise. Every store is one (the tree,
+// SQLite, PostgreSQL); without it a command cannot wait for a verdict and
+// says so.
 type VerdictSource interface {
 	// ReadVerdict says where the marker name stands (MarkerWaiting,
 	// MarkerTaken, MarkerDecided, MarkerMissing) and, once decided, its

@@ -130,3 +130,37 @@ func FuzzParseSkill(f *testing.F) {
 		}
 	})
 }
+
+// The model's own cutText and groupDigits (its skill messages use them) are
+// held to the same table as the context's.
+func TestCutText(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		max  int
+		want string
+	}{
+		{"short", "abc", 5, "abc"},
+		{"exact", "abcde", 5, "abcde"},
+		{"ascii", "abcdef", 3, "abc…"},
+		{"inside a rune", "aé", 2, "a…"},
+		{"after a rune", "aéb", 3, "aé…"},
+		{"trailing space trimmed", "ab cd", 3, "ab…"},
+		{"three-byte rune", "x→y", 3, "x…"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := cutText(tc.in, tc.max); got != tc.want {
+				t.Errorf("cutText(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestGroupDigits(t *testing.T) {
+	for in, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 2500: "2,500", 1234567: "1,234,567", -4200: "-4,200"} {
+		if got := groupDigits(in); got != want {
+			t.Errorf("groupDigits(%d) = %q, want %q", in, got, want)
+		}
+	}
+}
