@@ -13,6 +13,7 @@ import (
 
 	"github.com/workspaced/workspaced/internal/optdep"
 	"github.com/workspaced/workspaced/internal/pgtest"
+	"github.com/workspaced/workspaced/internal/testbin"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/files"
 )
@@ -22,9 +23,7 @@ import (
 // built for them.
 func TestMain(m *testing.M) {
 	code := pgtest.Main(m)
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	testbin.Remove()
 	os.Exit(code)
 }
 

@@ -2,19 +2,16 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/workspaced/workspaced/internal/pgtest"
+	"github.com/workspaced/workspaced/internal/testbin"
 )
 
 func TestMedian(t *testing.T) {
@@ -142,41 +139,12 @@ func TestPairedCompareSingle(t *testing.T) {
 	}
 }
 
-// binDir holds the workspaced binary built for the tests that run its
-// daemon; TestMain removes it.
-var (
-	binOnce sync.Once
-	binDir  string
-	binPath string
-	binErr  error
-)
-
-// workspaced builds the workspaced binary once for the test binary and
-// returns its path.
-func workspaced(t *testing.T) string {
-	t.Helper()
-	binOnce.Do(func() {
-		if binDir, binErr = os.MkdirTemp("", "workspaced-bench-test"); binErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "workspaced")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/workspaced/workspaced/cmd/workspaced").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("build workspaced: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
-}
-
 // pairedItself runs pairs of rounds of row with the workspaced binary's
 // daemon as both A and B, on files in a temporary directory or in the
 // database of pg.
 func pairedItself(t *testing.T, row, pairs int, pg string) (*PairedReport, string, string) {
 	t.Helper()
-	bin, dir := workspaced(t), t.TempDir()
+	bin, dir := testbin.Must(t), t.TempDir()
 	rep, err := RunPaired(context.Background(), PairedOptions{Dir: dir, Postgres: pg, Row: row, Pairs: pairs,
 		AgentCmd: []string{bin, "bench", "agent"}, ServeA: []string{bin, "--root"}, ServeB: []string{bin, "--root"}})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 // value, as the stores do: a value nested to the limit passes, one level
 // more does not.
 func TestValidateEntryDepth(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	root, err := os.OpenRoot(dir)
 	if err != nil {

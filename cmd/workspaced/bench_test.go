@@ -15,6 +15,7 @@ import (
 // TestBenchHelp checks that the help names the flags people use and not
 // the ones of the agent processes the workload starts.
 func TestBenchHelp(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	help := w.Ok("bench", "--help")
 	for _, f := range []string{"--quick", "--json", "--dir DIR", "--ext4", "--vs-daemon PATH", "--pairs N", "--row 32|1", "--no-python"} {
@@ -40,6 +41,7 @@ func TestBenchHelp(t *testing.T) {
 // TestBenchFlagMistakes: flags that cannot work are refused as usage
 // errors, before anything is measured.
 func TestBenchFlagMistakes(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	for _, tt := range []struct {
 		name string
@@ -67,6 +69,7 @@ func TestBenchFlagMistakes(t *testing.T) {
 // TestBenchExt4NeedsRoot: without root --ext4 fails at once, saying so and
 // pointing at --dir, and leaves nothing behind.
 func TestBenchExt4NeedsRoot(t *testing.T) {
+	t.Parallel()
 	parent := t.TempDir()
 	mnt, err := mountExt4(context.Background(), parent, false)
 	if mnt != nil || !errors.Is(err, bench.ErrNeedsRoot) {

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -118,7 +117,7 @@ func subtree(l map[string]pathInfo, prefix string) map[string]pathInfo {
 // with SIGTERM and fails unless it exits 0.
 func startDaemon(t *testing.T, w *ws, args ...string) *clitest.Daemon {
 	t.Helper()
-	cmd := exec.Command(clitest.Bin(), append([]string{"serve", "--log-level", "debug"}, args...)...)
+	cmd := clitest.Command(append([]string{"serve", "--log-level", "debug"}, args...)...)
 	cmd.Dir, cmd.Env = w.Dir, w.Env
 	d := w.StartCmd(cmd)
 	t.Cleanup(d.Stop)
@@ -171,6 +170,7 @@ func e2eTasks() []clitest.GenTask {
 // run leaves exactly what the policy decides, and friction about removed
 // tasks survives with their ids anonymised.
 func TestCleanupEndToEnd(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	now := time.Now()
 	gen := e2eTasks()
@@ -386,6 +386,7 @@ func checkReport(t *testing.T, what string, rep cleanupReport, want map[retentio
 // TestCleanupBusyTask: a task whose lock is held is skipped and reported
 // with its holder, left whole, and pruned by a later run.
 func TestCleanupBusyTask(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	now := time.Now()
 	busy := clitest.GenTask{ID: "old-busy", Status: vocab.StatusCompleted, Age: 60 * 24 * time.Hour}
@@ -439,6 +440,7 @@ func TestCleanupBusyTask(t *testing.T) {
 // TestCleanupPolicy: the policy comes from workspace.json, the flags
 // override it, and a nonsensical one is refused before anything changes.
 func TestCleanupPolicy(t *testing.T) {
+	t.Parallel()
 	const day = 24 * time.Hour
 	now := time.Now()
 	tasks := []clitest.GenTask{
@@ -513,6 +515,7 @@ func TestCleanupPolicy(t *testing.T) {
 
 // TestCleanupErrors: what cleanup refuses, with its exit code.
 func TestCleanupErrors(t *testing.T) {
+	t.Parallel()
 	t.Run("not a workspace", func(t *testing.T) {
 		dir := t.TempDir()
 		w := &ws{&clitest.WS{T: t, Root: dir, Dir: dir, Env: append(clitest.CleanEnv(), "WORKSPACE_ROOT="+dir)}}
@@ -551,6 +554,7 @@ func TestCleanupErrors(t *testing.T) {
 // five files each: wall time and the subprocess's peak RSS. It is gated
 // behind WORKSPACED_SCALE=1 because it writes 55,000 tasks.
 func TestCleanupScale(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("WORKSPACED_SCALE") == "" {
 		t.Skip("set WORKSPACED_SCALE=1 to run the 10,000-task cleanup measurement")
 	}
@@ -569,7 +573,7 @@ func TestCleanupScale(t *testing.T) {
 			age := []time.Duration{2 * day, 15 * day, 60 * day}[i%3] + time.Duration(i)*time.Second
 			clitest.WriteGenTask(t, w.Root, clitest.GenTask{ID: fmt.Sprintf("task-%05d", i), Status: vocab.StatusCompleted, Age: age}, now)
 		}
-		cmd := exec.Command(clitest.Bin(), "cleanup")
+		cmd := clitest.Command("cleanup")
 		cmd.Dir, cmd.Env = w.Dir, w.Env
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
@@ -606,6 +610,7 @@ func TestCleanupScale(t *testing.T) {
 // moment ago its age as people write it ("3s ago"), not as days, hours
 // and nanoseconds ("0d0h2m24.601583968s ago").
 func TestCleanupAgesForPeople(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.serve()
 	x := w.Open()

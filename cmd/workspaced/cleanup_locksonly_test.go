@@ -10,6 +10,7 @@ import (
 // TestCleanupTidiesLocksOnly: cleanup removes a task directory holding
 // nothing but lock files and says so; a dry run only says it would.
 func TestCleanupTidiesLocksOnly(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	gone := filepath.Join(w.Root, "tasks", "gone")

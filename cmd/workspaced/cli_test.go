@@ -26,6 +26,7 @@ var helpCases = [][]string{
 }
 
 func TestHelp(t *testing.T) {
+	t.Parallel()
 	w := &ws{clitest.At(t, "")} // no workspace needed
 	for _, c := range helpCases {
 		t.Run(strings.Join(c, "_"), func(t *testing.T) {
@@ -47,6 +48,7 @@ func TestHelp(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	cases := []struct {
@@ -99,6 +101,7 @@ func TestUsageErrors(t *testing.T) {
 // TestHintsNameFlags: the workspace's hints speak of the operation, and
 // the CLI points at the flag for the input at fault.
 func TestHintsNameFlags(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	cases := []struct {
@@ -128,6 +131,7 @@ func TestHintsNameFlags(t *testing.T) {
 }
 
 func TestNoWorkspace(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	w := &ws{&clitest.WS{T: t, Dir: dir, Env: clitest.CleanEnv()}}
 	for _, args := range [][]string{{"task", "list"}, {"env", "list", "--task", "t1"}, {"locks"}, {"validate"}, {"events"}} {
@@ -148,6 +152,7 @@ func TestNoWorkspace(t *testing.T) {
 }
 
 func TestInit(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	w := &ws{&clitest.WS{T: t, Dir: dir, Env: clitest.CleanEnv()}}
 	out := w.Ok("init")
@@ -174,6 +179,7 @@ func TestInit(t *testing.T) {
 }
 
 func TestTask(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	id := strings.TrimSpace(w.Ok("task", "create", "--description", "Add JWT auth to the REST API",
 		"--context", "Go service", "--constraint", "no new deps", "--constraint", "keep the API", "--priority", "high"))
@@ -214,6 +220,7 @@ func TestTask(t *testing.T) {
 }
 
 func TestEnvCommands(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	if got := w.Ok("env", "store", "--task", "t1", "--key", "arc_task", "--description", "the puzzle", "--value", `{"grid":[[0,1],[2,3]]}`); got != "stored \"arc_task\" (version 1)\n" {
@@ -327,6 +334,7 @@ func compact(t *testing.T, raw json.RawMessage) []byte {
 }
 
 func TestValueLimits(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	big := `"` + strings.Repeat("x", 150<<10) + `"`
@@ -355,6 +363,7 @@ func TestValueLimits(t *testing.T) {
 }
 
 func TestBadInputWritesNothing(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	w.Ok("env", "store", "--task", "t1", "--key", "k", "--description", "d", "--value", "1")
@@ -411,6 +420,7 @@ func TestBadInputWritesNothing(t *testing.T) {
 // A key is any UTF-8 text: "../../etc/passwd" is just an odd name inside the
 // scope directory.
 func TestOddKeysStayInside(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	for _, key := range []string{"../../etc/passwd", "/abs", ".hidden", "ключ", "a b%c"} {
@@ -438,6 +448,7 @@ func TestOddKeysStayInside(t *testing.T) {
 }
 
 func TestMemoryScopes(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	w.Ok("thread", "new", "--task", "t1", "--id", "th_a", "--from", "coordinator", "--to", "solver", "--message", "m")
@@ -476,6 +487,7 @@ func TestMemoryScopes(t *testing.T) {
 }
 
 func TestPlanOutputReviewMarkers(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	plan := filepath.Join(w.Dir, "plan.json")
@@ -546,6 +558,7 @@ func TestPlanOutputReviewMarkers(t *testing.T) {
 }
 
 func TestThreads(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	if got := w.Ok("thread", "new", "--task", "t1", "--id", "th_c", "--from", "human", "--to", "coordinator", "--message", "lead"); got != "th_c\n" {
@@ -607,6 +620,7 @@ func TestThreads(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	w.Ok("env", "store", "--task", "t1", "--key", "k", "--description", "d", "--value", "1")
@@ -646,6 +660,7 @@ func TestValidate(t *testing.T) {
 
 // The sample tree in examples/ validates as a root named on the command line.
 func TestValidateExamples(t *testing.T) {
+	t.Parallel()
 	_, here, _, _ := runtime.Caller(0)
 	ex := filepath.Join(filepath.Dir(here), "..", "..", "examples", "workspace")
 	if _, err := os.Stat(filepath.Join(ex, "workspace.json")); err != nil {
@@ -658,6 +673,7 @@ func TestValidateExamples(t *testing.T) {
 }
 
 func TestEvents(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	w.Task("t2")
@@ -693,6 +709,7 @@ func TestEvents(t *testing.T) {
 }
 
 func TestSchemaAndVersion(t *testing.T) {
+	t.Parallel()
 	w := &ws{clitest.At(t, "")}
 	if got := w.Ok("schema", "entry"); got != string(schemas.Source(schemas.KindEntry)) {
 		t.Fatalf("schema entry printed something else:\n%s", got)

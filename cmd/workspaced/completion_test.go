@@ -100,6 +100,7 @@ func needShell(t *testing.T, shell string) string {
 // TestCompletionBash sources the script in bash and asks its function
 // what it offers, as bash does on a TAB.
 func TestCompletionBash(t *testing.T) {
+	t.Parallel()
 	bash := needShell(t, "bash")
 	script := completionScript(t, "bash")
 	var b strings.Builder
@@ -121,6 +122,7 @@ func TestCompletionBash(t *testing.T) {
 // _files stood in for (they exist only inside a completion widget) and
 // checks what it offers.
 func TestCompletionZsh(t *testing.T) {
+	t.Parallel()
 	zsh := needShell(t, "zsh")
 	script := completionScript(t, "zsh")
 	var b strings.Builder
@@ -149,6 +151,7 @@ func TestCompletionZsh(t *testing.T) {
 
 // TestCompletionFish asks fish itself what it completes (complete -C).
 func TestCompletionFish(t *testing.T) {
+	t.Parallel()
 	fish := needShell(t, "fish")
 	script := completionScript(t, "fish")
 	for _, c := range completionCases {
@@ -171,6 +174,7 @@ func TestCompletionFish(t *testing.T) {
 }
 
 func TestCompletionUsage(t *testing.T) {
+	t.Parallel()
 	w := &ws{clitest.At(t, "")}
 	w.Fails(exitUsage, "name one shell", "completion")
 	w.Fails(exitUsage, `unknown shell "tcsh"`, "completion", "tcsh")

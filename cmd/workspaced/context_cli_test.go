@@ -38,6 +38,7 @@ func arcWS(t *testing.T) *ws {
 }
 
 func TestPreambleCLI(t *testing.T) {
+	t.Parallel()
 	w := arcWS(t)
 	before := w.Tree()
 
@@ -87,6 +88,7 @@ func TestPreambleCLI(t *testing.T) {
 }
 
 func TestPreambleCLIBrokenChain(t *testing.T) {
+	t.Parallel()
 	w := arcWS(t)
 	loop := `{"id": "th_loop", "parent_id": "th_loop", "task_id": "training-001", "from": "solver", "to": "observer", "created_at": "2024-01-15T10:00:00Z", "status": "active"}` + "\n"
 	if err := os.WriteFile(filepath.Join(w.Root, "tasks", "training-001", "threads", "th_loop.json"), []byte(loop), 0o644); err != nil {
@@ -103,6 +105,7 @@ func TestPreambleCLIBrokenChain(t *testing.T) {
 }
 
 func TestSystemContextCLI(t *testing.T) {
+	t.Parallel()
 	w := arcWS(t)
 	got := w.Ok("system-context", "--agent", "solver", "--task", "training-001")
 	for _, s := range []string{`You are an agent named "solver"`, `Description: "Solves ARC-AGI puzzles`, "Declared capabilities: load_arc_task",
@@ -129,6 +132,7 @@ func TestSystemContextCLI(t *testing.T) {
 }
 
 func TestContextCLI(t *testing.T) {
+	t.Parallel()
 	w := arcWS(t)
 	if err := os.WriteFile(filepath.Join(w.Root, "tasks", "training-001", "notes.md"), []byte("corners swap\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -26,15 +25,18 @@ import (
 
 // serve starts the daemon on the workspace with a short grace period,
 // its root found through WORKSPACE_ROOT as a user's shell would give it,
-// and returns at once (clitest's Serve waits for the lock).
+// and returns once it holds the workspace's lock.
 func (w *ws) serve(extra ...string) *clitest.Daemon {
 	w.T.Helper()
-	cmd := exec.Command(clitest.Bin(), append([]string{"serve", "--grace", "200ms", "--log-level", "warn"}, extra...)...)
+	cmd := clitest.Command(append([]string{"serve", "--grace", "200ms", "--log-level", "warn"}, extra...)...)
 	cmd.Dir, cmd.Env = w.Dir, w.Env
-	return w.StartCmd(cmd)
+	d := w.StartCmd(cmd)
+	w.AwaitLead(d)
+	return d
 }
 
 func TestServeSecondExitsFour(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	first := w.serve()
 	clitest.Eventually(t, "the first daemon to serve", func() (bool, string) {
@@ -60,6 +62,7 @@ func TestServeSecondExitsFour(t *testing.T) {
 }
 
 func TestServeRestoresCorruptState(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		corrupt func(t *testing.T, path string)
@@ -164,6 +167,7 @@ func TestServeRestoresCorruptState(t *testing.T) {
 }
 
 func TestServeRejectsBadMarkers(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	x := w.Open()
 	srv := w.serve()
@@ -311,6 +315,7 @@ func errorFor(st workspace.State, seq int64) string {
 }
 
 func TestBackupRestoreCommand(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	x := w.Open()
 	srv := w.serve()

@@ -15,6 +15,7 @@ import (
 // "Where to look" suggests, from another directory: each works, and the
 // git one leaves a clean history without lock or temporary files.
 func TestDemoHintsWork(t *testing.T) {
+	t.Parallel()
 	w := &ws{clitest.At(t, "")}
 	root := filepath.Join(w.Dir, "run dir") // a space: the commands must quote it
 	out := w.Ok("demo", "--root", root, "--time-scale", "0.01", "--quiet")
@@ -71,6 +72,7 @@ func TestDemoHintsWork(t *testing.T) {
 
 // TestCommandFor: how the demo names this binary in what it suggests.
 func TestCommandFor(t *testing.T) {
+	t.Parallel()
 	repo := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(repo, "cmd", "workspaced"), 0o755); err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 // after one revision, the subtask that failed once took two attempts, and
 // friction is on record.
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	w := &ws{clitest.At(t, "")}
 	w.Root = filepath.Join(w.Dir, "run")
 	r := w.Run("demo", "--root", w.Root, "--agents", "4", "--time-scale", "0.01")
@@ -106,6 +107,7 @@ func TestDemo(t *testing.T) {
 // TestDemoRefusesUsedRoot checks the demo never plays over tasks already
 // in a root, and refuses bad flags.
 func TestDemoRefusesUsedRoot(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	before := w.Tree()

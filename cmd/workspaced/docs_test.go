@@ -54,6 +54,7 @@ var globalFlags = map[string]bool{"root": true, "help": true, "version": true}
 // of docs/CLI.md: every flag the help lists is in the section, and every
 // flag the section names is one the command takes.
 func TestCLIDocMatchesHelp(t *testing.T) {
+	t.Parallel()
 	doc := readFile(t, filepath.Join(repoRoot(t), "docs", "CLI.md"))
 	all := commandFlags(t)
 	sections := map[string]string{}          // command → the text of its sections
@@ -163,6 +164,7 @@ func withoutOtherCommands(text string, keep map[string]bool, all map[string]map[
 // TestDocsNameRealFlags: every command line in the README and docs/ uses
 // only flags its command takes.
 func TestDocsNameRealFlags(t *testing.T) {
+	t.Parallel()
 	flags := commandFlags(t)
 	files, _ := filepath.Glob(filepath.Join(repoRoot(t), "docs", "*.md"))
 	files = append(files, filepath.Join(repoRoot(t), "README.md"))
@@ -190,6 +192,7 @@ func TestDocsNameRealFlags(t *testing.T) {
 // TestDocsReferToRepositoryFiles: the README, CHANGELOG and docs/ link
 // and name only documents that are in the repository.
 func TestDocsReferToRepositoryFiles(t *testing.T) {
+	t.Parallel()
 	root := repoRoot(t)
 	files, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	files = append(files, filepath.Join(root, "README.md"), filepath.Join(root, "CHANGELOG.md"))
@@ -226,6 +229,7 @@ func TestDocsReferToRepositoryFiles(t *testing.T) {
 
 // TestREADMELength keeps the README short enough to be read through.
 func TestREADMELength(t *testing.T) {
+	t.Parallel()
 	text := readFile(t, filepath.Join(repoRoot(t), "README.md"))
 	if n := strings.Count(text, "\n"); n > 450 {
 		t.Errorf("README.md has %d lines; keep it to 450 and move detail into docs/", n)

@@ -44,6 +44,7 @@ func (w *ws) writeFile(rel, data string) {
 // the fix is known, a "hint: " line saying it. Usage errors (2), things
 // not found (3) and conflicts (4) always have a known fix.
 func TestEveryErrorHasAHint(t *testing.T) {
+	t.Parallel()
 	big := `"` + strings.Repeat("x", 1<<20) + `"`
 	cases := []errorCase{
 		// Usage (2).

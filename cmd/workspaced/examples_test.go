@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,8 +12,9 @@ import (
 // The sample tree the README walks through must stay valid, and must show
 // what it claims to: a task part-way through and an ARC task with env data.
 func TestExampleWorkspaceValidates(t *testing.T) {
+	t.Parallel()
 	root := filepath.Join("..", "..", "examples", "workspace")
-	out, err := exec.Command(clitest.Bin(), "validate", root).CombinedOutput()
+	out, err := clitest.Command("validate", root).CombinedOutput()
 	if err != nil {
 		t.Fatalf("workspaced validate %s: %v\n%s", root, err, out)
 	}
@@ -36,14 +36,14 @@ func TestExampleWorkspaceValidates(t *testing.T) {
 		}
 	}
 	// The state is what the journal says: rebuild reproduces it.
-	rb, err := exec.Command(clitest.Bin(), "--root", root, "state", "rebuild", "--task", "task_rest_auth").CombinedOutput()
+	rb, err := clitest.Command("--root", root, "state", "rebuild", "--task", "task_rest_auth").CombinedOutput()
 	if err != nil {
 		t.Fatalf("state rebuild: %v\n%s", err, rb)
 	}
 	if !strings.Contains(string(rb), "matches the journal") {
 		t.Fatalf("state rebuild differs from the committed state.json:\n%s", rb)
 	}
-	show, err := exec.Command(clitest.Bin(), "--root", root, "state", "show", "--task", "task_rest_auth", "--json").Output()
+	show, err := clitest.Command("--root", root, "state", "show", "--task", "task_rest_auth", "--json").Output()
 	if err != nil {
 		t.Fatalf("state show: %v", err)
 	}

@@ -15,6 +15,7 @@ import (
 // whatever hint the error carries, and keeps the exit code of the error's
 // kind.
 func TestReportFaultHint(t *testing.T) {
+	t.Parallel()
 	enospc := &fs.PathError{Op: "write", Path: "tasks/t1/env/.k.json123", Err: syscall.ENOSPC}
 	tests := []struct {
 		name  string

@@ -29,6 +29,7 @@ func distinctFriction(p, i int) string {
 // TestFrictionAddConcurrent: eight processes adding at once lose no entry
 // and never hand out an id twice.
 func TestFrictionAddConcurrent(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	const procs, each = 8, 10
 	var wg sync.WaitGroup
@@ -101,6 +102,7 @@ func TestFrictionAddConcurrent(t *testing.T) {
 // TestFrictionDedup: a repeat of a known pending pattern grows its
 // occurrences and tasks through the CLI; once resolved, a repeat is new.
 func TestFrictionDedup(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	add := func(args ...string) (string, string) {
 		t.Helper()
@@ -169,6 +171,7 @@ func TestFrictionDedup(t *testing.T) {
 // TestFrictionListFilters: list selects by status and type, in id order,
 // as a table or JSON.
 func TestFrictionListFilters(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Ok("friction", "add", "--type", "timeout", "--task", "t1", "--description", "st_1 in progress for 3 hours")
 	w.Ok("friction", "add", "--type", "escalation", "--task", "t2", "--task", "t3", "--description", "reviewer escalated the plan to a human")
@@ -230,6 +233,7 @@ func TestFrictionListFilters(t *testing.T) {
 // TestFrictionResolve: resolve sets the status, may be repeated, and show
 // reflects it.
 func TestFrictionResolve(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Ok("friction", "add", "--type", "repeated_revision", "--task", "t1", "--description", "plan sent back 3 times",
 		"--pattern", "plan revision loop", "--suggested-action", "give the planner the reviewer's checklist")
@@ -254,6 +258,7 @@ func TestFrictionResolve(t *testing.T) {
 // TestFrictionErrors: what the friction commands refuse, with exit codes,
 // and nothing written.
 func TestFrictionErrors(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Ok("friction", "add", "--type", "timeout", "--description", "seed")
 	cases := []struct {
@@ -311,6 +316,7 @@ func TestFrictionErrors(t *testing.T) {
 // TestFrictionHelp: every friction command documents itself, with examples
 // and exit codes.
 func TestFrictionHelp(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	for _, args := range [][]string{{"friction", "--help"}, {"help", "friction"}, {"friction", "add", "--help"},
 		{"friction", "list", "--help"}, {"friction", "show", "--help"}, {"friction", "resolve", "--help"}} {

@@ -10,6 +10,7 @@ import (
 // Every recorded friction is also a friction_recorded event in the events
 // of each task it names, new or merged into a known pattern.
 func TestFrictionAddWritesEvents(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	w.Task("t2")

@@ -45,6 +45,7 @@ var rePlaceholder = regexp.MustCompile(`^(\[([A-Z][A-Z0-9_]*)\]|[A-Z][A-Z0-9_]*|
 // flags it takes, each with a named placeholder, and is what 'workspaced
 // help CMD [SUB]' prints.
 func TestEveryHelp(t *testing.T) {
+	t.Parallel()
 	w := &ws{clitest.At(t, "")}
 	for _, p := range helpPaths(t) {
 		t.Run(strings.Join(p, "_"), func(t *testing.T) {
@@ -91,6 +92,7 @@ func TestEveryHelp(t *testing.T) {
 // TestHelpListsOwnFlags: a verb lists the flags it reads, not its
 // siblings'.
 func TestHelpListsOwnFlags(t *testing.T) {
+	t.Parallel()
 	w := &ws{clitest.At(t, "")}
 	cases := []struct {
 		args      []string
@@ -132,6 +134,7 @@ func TestHelpListsOwnFlags(t *testing.T) {
 
 // TestVersionFlags: --version and -v print what 'version' prints.
 func TestVersionFlags(t *testing.T) {
+	t.Parallel()
 	w := &ws{clitest.At(t, "")}
 	v := w.Ok("version")
 	if !regexp.MustCompile(`^workspaced (devel|v\S+)\n`).MatchString(v) {
@@ -147,6 +150,7 @@ func TestVersionFlags(t *testing.T) {
 // TestDidYouMean: a mistyped command, subcommand, flag or shell gets the
 // nearest real one in its hint; one far from any gets none.
 func TestDidYouMean(t *testing.T) {
+	t.Parallel()
 	w := &ws{clitest.At(t, "")}
 	cases := []struct {
 		args      []string
@@ -179,6 +183,7 @@ func TestDidYouMean(t *testing.T) {
 // TestFlagErrors: a flag's bad value or missing value is a usage error
 // spelled the way the help spells flags, saying what the value must be.
 func TestFlagErrors(t *testing.T) {
+	t.Parallel()
 	w := &ws{clitest.At(t, "")}
 	cases := []struct {
 		args      []string

@@ -28,6 +28,7 @@ func await(t *testing.T, what string, cond func() bool) {
 // 8 processes storing different keys at once all land; 8 storing the same
 // key all count.
 func TestConcurrentStores(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	const procs, each = 8, 5
@@ -67,6 +68,7 @@ func TestConcurrentStores(t *testing.T) {
 }
 
 func TestLockCommand(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	cases := []struct {
@@ -123,10 +125,11 @@ func TestLockCommand(t *testing.T) {
 // A process killed while holding a lock does not block the next: the kernel
 // drops the flock, and the command it ran dies with it.
 func TestLockHolderKilled(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	pidFile := filepath.Join(w.Dir, "child.pid")
-	cmd := exec.Command(clitest.Bin(), "lock", "--task", "t1", "--name", "k", "--agent", "victim", "--",
+	cmd := clitest.Command("lock", "--task", "t1", "--name", "k", "--agent", "victim", "--",
 		"sh", "-c", `echo $$ > "$0"; exec sleep 60`, pidFile)
 	cmd.Dir, cmd.Env = w.Dir, w.Env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -188,9 +191,10 @@ func TestLockHolderKilled(t *testing.T) {
 
 // events --follow prints what exists, then what is appended, until SIGINT.
 func TestEventsFollow(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
-	cmd := exec.Command(clitest.Bin(), "events", "--follow", "--json")
+	cmd := clitest.Command("events", "--follow", "--json")
 	cmd.Dir, cmd.Env = w.Dir, w.Env
 	out, err := cmd.StdoutPipe()
 	if err != nil {

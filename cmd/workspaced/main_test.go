@@ -7,10 +7,14 @@ import (
 	"github.com/workspaced/workspaced/internal/clitest"
 )
 
-// TestMain builds the workspaced binary once for the whole suite; every
-// CLI test runs it as a subprocess, as a user would.
+// TestMain runs the tests with every command a ws runs going through
+// run in-process where that is the same as starting the binary; the tests
+// of the process itself start the binary, built on first use.
 func TestMain(m *testing.M) {
-	os.Exit(clitest.Main(m))
+	clitest.InProcess(run)
+	code := clitest.Main(m)
+	closeBrowser()
+	os.Exit(code)
 }
 
 // ws is a workspace made for one test (clitest.WS) with the helpers only

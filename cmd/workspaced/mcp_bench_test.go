@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -46,7 +45,7 @@ func BenchmarkMCPCalls(b *testing.B) {
 	run("task", "create", "--id", "t1", "--description", "bench")
 
 	// HTTP: one server, one token and one session per client.
-	cmd := exec.Command(clitest.Bin(), "mcp", "--http", "127.0.0.1:0")
+	cmd := clitest.Command("mcp", "--http", "127.0.0.1:0")
 	cmd.Dir, cmd.Env = dir, env
 	stderr := &clitest.Log{}
 	cmd.Stderr = stderr
@@ -83,7 +82,7 @@ func BenchmarkMCPCalls(b *testing.B) {
 	}
 	// stdio: one process per client.
 	for i := range clients {
-		c := exec.Command(clitest.Bin(), "mcp", "--task", "t1", "--agent", fmt.Sprintf("s%d", i))
+		c := clitest.Command("mcp", "--task", "t1", "--agent", fmt.Sprintf("s%d", i))
 		c.Dir, c.Env = dir, env
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: c}, nil)
 		if err != nil {

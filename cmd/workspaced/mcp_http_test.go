@@ -15,7 +15,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -59,6 +58,7 @@ func (w *ws) mcpHTTP(extra ...string) *httpServer {
 // each at once: all 200 survive, each with its agent's stored_by, whatever
 // the calls say.
 func TestMCPHTTPTwoAgents(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	toks := map[string]string{
@@ -145,6 +145,7 @@ func TestMCPHTTPTwoAgents(t *testing.T) {
 
 // TestMCPHTTPRefusedAtStart: what `workspaced mcp` refuses before serving.
 func TestMCPHTTPRefusedAtStart(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	w.Task("t2")
@@ -187,6 +188,7 @@ func TestMCPHTTPRefusedAtStart(t *testing.T) {
 // token's rights only, until the token is revoked; on a directory root
 // and on a sqlite: root.
 func TestMCPStdioToken(t *testing.T) {
+	t.Parallel()
 	for _, store := range []struct {
 		name string
 		ws   func(t *testing.T) *ws
@@ -198,7 +200,7 @@ func TestMCPStdioToken(t *testing.T) {
 			w := store.ws(t)
 			w.Task("t1")
 			tok := w.addToken("--agent", "worker", "--task", "t1")
-			cmd := exec.Command(clitest.Bin(), "mcp", "--task", "t1")
+			cmd := clitest.Command("mcp", "--task", "t1")
 			cmd.Dir, cmd.Env = w.Dir, append(w.Env, "WORKSPACE_TOKEN="+tok)
 			stderr := &clitest.Log{}
 			cmd.Stderr = stderr
@@ -236,6 +238,7 @@ func TestMCPStdioToken(t *testing.T) {
 
 // TestTokenCommand: add, list and revoke as a user runs them.
 func TestTokenCommand(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	r := w.Run("token", "add", "--agent", "planner", "--all-tasks", "--may", "plan,review", "--global-memory", "read", "--note", "hosted")
 	if r.Code != 0 || !strings.HasPrefix(r.Stdout, "wsd_") || !strings.Contains(r.Stderr, "it is not shown again") {
@@ -277,6 +280,7 @@ func TestTokenCommand(t *testing.T) {
 // TestMCPHTTPTLS: with --tls-cert and --tls-key the server speaks HTTPS,
 // and a client that trusts the certificate is served.
 func TestMCPHTTPTLS(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	tok := w.addToken("--agent", "worker", "--task", "t1")
@@ -333,6 +337,7 @@ func TestMCPHTTPTLS(t *testing.T) {
 // TestWebServesMCP: `workspaced web` on loopback serves the MCP tools at
 // /mcp on its own listener, with the same token rules as `mcp --http`.
 func TestWebServesMCP(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	tok := w.addToken("--agent", "remote", "--task", "t1", "--may", "claim,done,plan,review")

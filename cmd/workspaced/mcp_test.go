@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,6 +22,7 @@ import (
 // with the go-sdk client over the command's stdin/stdout, as an MCP client
 // that launches the server does.
 func TestMCPRealClient(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	w.Ok("thread", "new", "--task", "t1", "--id", "th_solver", "--from", "coordinator", "--to", "solver", "--message", "solve it")
@@ -30,7 +30,7 @@ func TestMCPRealClient(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.Command(clitest.Bin(), "--root", w.Root, "mcp", "--thread", "th_observer", "--agent", "observer")
+	cmd := clitest.Command("--root", w.Root, "mcp", "--thread", "th_observer", "--agent", "observer")
 	cmd.Dir, cmd.Env = w.Dir, clitest.CleanEnv()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -118,6 +118,7 @@ func TestMCPRealClient(t *testing.T) {
 // TestMCPStartErrors: bad flags and ids are refused before serving, with
 // the CLI's exit codes.
 func TestMCPStartErrors(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	w.Task("t2")
@@ -202,7 +203,7 @@ type mcpAgent struct {
 // mcpClient launches `workspaced mcp --task task --agent agent` on w.
 func (w *ws) mcpClient(task, agent string) *mcpAgent {
 	w.T.Helper()
-	cmd := exec.Command(clitest.Bin(), "--root", w.Root, "mcp", "--task", task, "--agent", agent)
+	cmd := clitest.Command("--root", w.Root, "mcp", "--task", task, "--agent", agent)
 	cmd.Dir, cmd.Env = w.Dir, clitest.CleanEnv()
 	a := &mcpAgent{t: w.T, name: agent, stderr: &clitest.Log{}}
 	cmd.Stderr = a.stderr
@@ -263,6 +264,7 @@ func (a *mcpAgent) state(what string, cond func(workspace.State) bool) workspace
 // agents that have nothing but MCP tools — a planner, a reviewer and a
 // worker, each its own `workspaced mcp` — against a running daemon.
 func TestMCPPlannerReviewerFlow(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Ok("task", "create", "--id", "t1", "--description", "Build a REST auth API", "--context", "Go service, no frameworks",
 		"--constraint", "no new dependencies", "--constraint", "tests first")

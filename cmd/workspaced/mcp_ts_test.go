@@ -62,6 +62,7 @@ func runTSClient(t *testing.T, node string, w *ws, mode string, out any) {
 // planner, a reviewer and a worker taking a task from plan to completion
 // through MCP tools alone, against a running daemon.
 func TestMCPTypeScriptClient(t *testing.T) {
+	t.Parallel()
 	node := tsNode(t)
 	w := newWS(t)
 	w.Ok("task", "create", "--id", "t1", "--description", "Build a REST auth API", "--constraint", "tests first")
@@ -174,6 +175,7 @@ func TestMCPTypeScriptClient(t *testing.T) {
 // agent), the planner, reviewer and worker flow to the completed task,
 // and every tool called once.
 func TestMCPTypeScriptHTTPClient(t *testing.T) {
+	t.Parallel()
 	node := tsNode(t)
 	w := newWS(t)
 	w.Ok("task", "create", "--id", "t1", "--description", "Build a REST auth API", "--constraint", "tests first")

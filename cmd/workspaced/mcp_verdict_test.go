@@ -17,10 +17,11 @@ import (
 // claim of a subtask another holds lost as a tool error naming the
 // holder, a done report of it refused, the holder's done report applied.
 func TestMCPVerdictsPostgres(t *testing.T) {
+	t.Parallel()
 	p := newPGWS(t)
 	w := &ws{clitest.At(t, p.Root)}
 	w.Task("t1")
-	p.Start()
+	p.serve()
 	srv := w.mcpHTTP()
 	session := func(agent, may string) *mcp.ClientSession {
 		cs, err := clitest.ConnectMCP(t, srv.url, w.addToken("--agent", agent, "--task", "t1", "--may", may))

@@ -12,6 +12,7 @@ import (
 // On PostgreSQL a standby's /readyz is 503 "standby", and 200 once it has
 // taken over from a leader killed with SIGKILL (within the lease).
 func TestOpsPostgresStandbyReadyz(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: the standby test waits for a lease")
 	}

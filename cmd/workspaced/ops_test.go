@@ -116,6 +116,7 @@ func scrapeUntil(t *testing.T, u string, want map[string]float64) string {
 }
 
 func TestOpsMetricsCountBurst(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	x := w.Open()
 	srv, u := w.opsServe()
@@ -158,6 +159,7 @@ func promtoolCheckMetrics(t *testing.T, body string) {
 }
 
 func TestOpsAlertRulesCheck(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command(promtool(t), "check", "rules", filepath.Join("..", "..", "examples", "prometheus", "alerts.yml")).CombinedOutput()
 	if err != nil {
 		t.Fatalf("promtool check rules: %v\n%s", err, out)
@@ -179,6 +181,7 @@ func freePort(t *testing.T) int {
 }
 
 func TestOpsPrometheusScrapes(t *testing.T) {
+	t.Parallel()
 	prom, err := exec.LookPath("prometheus")
 	if err != nil {
 		optdep.Skip(t, "prometheus", "prometheus not found: install Debian's prometheus package (apt-get install prometheus)")
@@ -226,6 +229,7 @@ func TestOpsPrometheusScrapes(t *testing.T) {
 }
 
 func TestOpsReadyzStoppedTask(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	var set map[string]any
 	path := filepath.Join(w.Root, "workspace.json")
@@ -251,6 +255,7 @@ func TestOpsReadyzStoppedTask(t *testing.T) {
 }
 
 func TestOpsServeListenRefusesOffLoopback(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Fails(2, "not a loopback", "serve", "--listen", "0.0.0.0:0")
 	w.Fails(2, "go with --listen", "serve", "--token-file", "x")
@@ -305,6 +310,7 @@ func until(t *testing.T, ch <-chan string, want, never string) string {
 }
 
 func TestOpsNotifyProtocol(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	x := w.Open()
 	// No daemon yet: the plan's done marker waits, and so does the claim.
@@ -334,6 +340,7 @@ func TestOpsNotifyProtocol(t *testing.T) {
 }
 
 func TestOpsWebAndMCPEndpoints(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	p := w.web()
 	for _, path := range []string{"/healthz", "/readyz"} {
@@ -373,6 +380,7 @@ func TestOpsWebAndMCPEndpoints(t *testing.T) {
 // The dashboard and the alerts name only metrics docs/OPERATIONS.md
 // documents, and the dashboard is JSON.
 func TestOpsExamplesNameDocumentedMetrics(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "OPERATIONS.md"))
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 // command prints — what it wrote, what failed, what the hint names — are
 // absolute, so they work from any directory.
 func TestMessagesUseAbsolutePaths(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	rel := filepath.Base(w.Root) // the root, relative to the directory the binary runs in
@@ -43,6 +43,7 @@ func TestMessagesUseAbsolutePaths(t *testing.T) {
 // TestEnvGetCompact: --compact prints the value, or with --json the
 // entry, as canonical JSON on one line.
 func TestEnvGetCompact(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	w.Ok("env", "store", "--task", "t1", "--key", "grid", "--description", "d", "--value", `{"b": [1, 2], "a": "x<y"}`)
@@ -58,8 +59,9 @@ func TestEnvGetCompact(t *testing.T) {
 // TestServeLogsDurationsForPeople: the text log writes durations as
 // people do (24h, not 24h0m0s); workspace.json is written the same way.
 func TestServeLogsDurationsForPeople(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
-	cmd := exec.Command(clitest.Bin(), "serve", "--rescan", "90s")
+	cmd := clitest.Command("serve", "--rescan", "90s")
 	cmd.Dir, cmd.Env = w.Dir, w.Env
 	logs := &clitest.Log{}
 	cmd.Stderr = logs

@@ -22,8 +22,9 @@ import (
 // lines as on a directory, only --root changes (here through
 // WORKSPACE_ROOT).
 func TestPostgresCommands(t *testing.T) {
+	t.Parallel()
 	p := newPGWS(t)
-	p.Start()
+	p.serve()
 	w := &ws{clitest.At(t, p.Root)}
 	must := w.OkIn
 	must("", "task", "create", "--id", "t1", "--description", "build the thing", "--submitted-by", "human")
@@ -169,8 +170,9 @@ func waitState(t *testing.T, w *ws, task string, ok func(workspace.State) bool) 
 // beside the PostgreSQL daemon: its JSON answers, and a marker the daemon
 // applies reaches an open event stream of the task.
 func TestPostgresWeb(t *testing.T) {
+	t.Parallel()
 	p := newPGWS(t)
-	p.Start()
+	p.serve()
 	w := &ws{clitest.At(t, p.Root)}
 	must := func(stdin string, args ...string) {
 		t.Helper()
@@ -250,8 +252,9 @@ func TestPostgresWeb(t *testing.T) {
 // detectors on what it commits, and `friction list` on the postgres://
 // root shows what it found, as on files.
 func TestPostgresDaemonFriction(t *testing.T) {
+	t.Parallel()
 	p := newPGWS(t)
-	p.Start()
+	p.serve()
 	w := &ws{clitest.At(t, p.Root)}
 	must := w.OkIn
 	must("", "task", "create", "--id", "t1", "--description", "sent back twice", "--submitted-by", "human")
@@ -278,6 +281,7 @@ func TestPostgresDaemonFriction(t *testing.T) {
 // name of the thing — the task and the marker — never a path joined onto
 // the URL, and never the password.
 func TestPostgresPrintsNoPassword(t *testing.T) {
+	t.Parallel()
 	p := newPGWS(t)
 	u, _ := url.Parse(p.Root)
 	const secret = "sekrit-pw-9f3"
@@ -287,7 +291,7 @@ func TestPostgresPrintsNoPassword(t *testing.T) {
 	// The throwaway cluster trusts local connections: the password is
 	// carried, not checked.
 	u.User = url.UserPassword(u.User.Username(), secret)
-	p.Start()
+	p.serve()
 	w := &ws{clitest.At(t, u.String())}
 	var outs []clitest.Result
 	step := func(stdin string, args ...string) clitest.Result {

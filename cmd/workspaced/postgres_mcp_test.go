@@ -21,6 +21,7 @@ import (
 // for another task is refused, and an entry's stored_by is the token's
 // agent.
 func TestPostgresMCPTokens(t *testing.T) {
+	t.Parallel()
 	p := newPGWS(t)
 	w := &ws{clitest.At(t, p.Root)}
 	w.Task("t1")

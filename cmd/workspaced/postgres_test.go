@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,15 +35,14 @@ type pgws struct {
 
 func newPGWS(t *testing.T) *pgws {
 	t.Helper()
-	db := pgtest.DB(t)
-	u, _ := url.Parse(db)
-	q := u.Query()
-	q.Set("schema", "team_a")
-	u.RawQuery = q.Encode()
-	root := u.String()
-	w := &pgws{WS: clitest.At(t, root), schema: "team_a", conn: db}
+	root := pgtest.Schema(t)
+	conn, schema, err := postgres.ParseURL(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &pgws{WS: clitest.At(t, root), schema: schema, conn: conn}
 	r := w.Run("--root", w.Root, "init")
-	if r.Code != 0 || !strings.Contains(r.Stdout, "schema team_a") {
+	if r.Code != 0 || !strings.Contains(r.Stdout, "schema "+schema) {
 		t.Fatalf("init: %s", r)
 	}
 	s, err := postgres.Open(context.Background(), w.Root)
@@ -67,6 +65,15 @@ func (w *pgws) leader(pid int, within time.Duration) int64 {
 		return err == nil && li.Live && strings.HasSuffix(li.Holder, fmt.Sprintf(":%d", pid)), fmt.Sprintf("lease %+v, %v", li, err)
 	})
 	return epoch
+}
+
+// serve starts the daemon on the schema and returns once it holds the
+// lease, so that a command waiting for a verdict finds a daemon serving.
+func (w *pgws) serve(args ...string) *clitest.Daemon {
+	w.T.Helper()
+	d := w.Start(args...)
+	w.leader(d.Pid(), 60*time.Second)
+	return d
 }
 
 // wroteOrDone waits until the daemon of epoch has journaled a marker, or
@@ -276,6 +283,7 @@ func (w *pgws) checkExactlyOnce(tasks []string, subs int) map[string][]int64 {
 // and over; every marker is applied exactly once, every state written is
 // valid, and the journal replayed gives the state.
 func TestPostgresServeSIGKILL(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: the SIGKILL test runs for several seconds")
 	}
@@ -360,6 +368,7 @@ func TestPostgresServeSIGKILL(t *testing.T) {
 // TestPostgresSecondServeExits4: without --standby a second daemon exits
 // 4 naming the holder.
 func TestPostgresSecondServeExits4(t *testing.T) {
+	t.Parallel()
 	w := newPGWS(t)
 	d := w.Start()
 	w.leader(d.Cmd.Process.Pid, 10*time.Second)
@@ -374,6 +383,7 @@ func TestPostgresSecondServeExits4(t *testing.T) {
 // once the lease lapses, and after SIGCONT the stalled one writes nothing
 // more: it steps down, as the journal's epochs show.
 func TestPostgresFailover(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: the failover test waits for leases")
 	}
@@ -464,6 +474,7 @@ func TestPostgresFailover(t *testing.T) {
 // daemon serves and agents drop markers; the daemon reconnects, and every
 // marker an agent got committed is applied exactly once.
 func TestPostgresRestartUnderDaemon(t *testing.T) {
+	// Not parallel: it restarts the cluster every other test shares.
 	if os.Getenv(pgtest.EnvURL) != "" {
 		t.Skip("the server of " + pgtest.EnvURL + " is not restarted by the tests")
 	}

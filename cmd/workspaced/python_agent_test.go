@@ -54,6 +54,7 @@ func field(out map[string]any, key, name string) string {
 // by the same rules: nothing finished is overwritten, every replaced
 // version is kept.
 func TestPythonModuleVerdictsAndOutputs(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t0")
 	before := w.Tree()

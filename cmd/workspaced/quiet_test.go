@@ -47,6 +47,7 @@ func dotFiles(t *testing.T, dir string) []string {
 // journal/. Then the task directory and its journal hold no dot-file — no
 // marker left, no temporary file of a write, empty or not.
 func TestQuietTaskHasNoDotFiles(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	const n = 12
@@ -57,7 +58,7 @@ func TestQuietTaskHasNoDotFiles(t *testing.T) {
 	w.RunIn(`{"subtasks":[`+strings.Join(subtasks, ",")+`]}`, "plan", "write", "--task", "t1", "--file", "-", "--agent", "planner", "--propose")
 	w.RunIn(`{"type":"plan_review","verdict":"approved"}`, "review", "write", "--task", "t1", "--id", "plan_v1", "--agent", "reviewer", "--file", "-", "--done")
 
-	serve := exec.Command(clitest.Bin(), "serve", "--log-level", "warn")
+	serve := clitest.Command("serve", "--log-level", "warn")
 	serve.Dir, serve.Env = w.Dir, w.Env
 	var logs strings.Builder
 	serve.Stderr = &logs
@@ -108,6 +109,7 @@ func awaitSlow(t *testing.T, what string, cond func() bool) {
 // in a root that init made records the tree, not its lock files,
 // temporary files or the daemon's lock, and keeps the markers.
 func TestGitignoreKeepsHistoryClean(t *testing.T) {
+	t.Parallel()
 	git, err := exec.LookPath("git")
 	if err != nil {
 		optdep.Skip(t, "git", "git is not installed (Debian: apt-get install git)")

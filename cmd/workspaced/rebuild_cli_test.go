@@ -14,6 +14,7 @@ import (
 // state rebuild exits like diff(1): 0 when state.json matches the journal,
 // 1 when it differs or is missing, with --json too.
 func TestStateRebuildExitCodes(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t0")
 	r := w.Run("state", "rebuild", "--task", "t0")
@@ -54,6 +55,7 @@ func TestStateRebuildExitCodes(t *testing.T) {
 // A task retention summarised has no journal left: rebuild says so and
 // checks what is left; backup list says why it has no backups.
 func TestSummarisedTaskRebuildAndBackups(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t0")
 	if out := w.Ok("backup", "list", "--task", "t0"); out != "no backups of task t0: the daemon has not written its state.json yet (is one serving? see 'workspaced status')\n" {

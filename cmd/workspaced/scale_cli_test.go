@@ -50,6 +50,7 @@ func listTree(t *testing.T) *ws {
 // order (ties by id, unreadable ones first), with the status of each, and
 // warns about what tasks/ holds that is no task.
 func TestTaskListOrderAndRows(t *testing.T) {
+	t.Parallel()
 	w := listTree(t)
 	r := w.Run("task", "list", "--json")
 	if r.Code != 0 || !strings.Contains(r.Stderr, "workspaced: warning: skipped tasks/alias: is a symlink") {
@@ -98,6 +99,7 @@ func TestTaskListOrderAndRows(t *testing.T) {
 // a broken state's error says what the full check found where the tree
 // names what its head lacks.
 func TestTaskListOverAnyStore(t *testing.T) {
+	t.Parallel()
 	w := listTree(t)
 	tree := w.Run("task", "list", "--json")
 	if tree.Code != 0 {
@@ -132,6 +134,7 @@ func TestTaskListOverAnyStore(t *testing.T) {
 // TestStatusJSONStreamed: status --json prints its rows one by one, byte
 // for byte as the whole report encoded at once.
 func TestStatusJSONStreamed(t *testing.T) {
+	t.Parallel()
 	w := listTree(t)
 	got := w.Ok("status", "--json")
 	ws, err := files.Open(w.Root, workspace.Options{})

@@ -12,6 +12,7 @@ import (
 // serve logs its open-files limits once ready: the soft and hard limits of
 // a Go program started from this one, which are this test's own.
 func TestServeLogsOpenFilesLimit(t *testing.T) {
+	t.Parallel()
 	var lim unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
 		t.Fatal(err)
@@ -31,6 +32,7 @@ func TestServeLogsOpenFilesLimit(t *testing.T) {
 // status names the limit that bounds the watches where the daemon runs:
 // inotify's on Linux, the open-files limit where kqueue watches.
 func TestWatchLimitHint(t *testing.T) {
+	t.Parallel()
 	for goos, want := range map[string]string{
 		"linux":   "fs.inotify.max_user_watches",
 		"darwin":  "launchctl limit maxfiles",

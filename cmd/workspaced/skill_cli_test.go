@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,6 +20,7 @@ Read row by row, then column by column.
 `
 
 func TestSkillCLI(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	file := filepath.Join(w.Dir, "grids.md")
 	if err := os.WriteFile(file, []byte(gridsSkillFile), 0o644); err != nil {
@@ -161,6 +161,7 @@ func skillWS(t *testing.T) *ws {
 }
 
 func TestContextCLISkillsMemoryAndActivation(t *testing.T) {
+	t.Parallel()
 	w := skillWS(t)
 	got := w.Ok("context", "--thread", "th_observer")
 	for _, s := range []string{"## Skills\n\n### skill:core\n(skill, for every thread) Rules for every agent\n",
@@ -223,10 +224,11 @@ func TestContextCLISkillsMemoryAndActivation(t *testing.T) {
 // The sample tree shows skills and memory: the observer's thread loads
 // core and grids, and its system context lists what it remembers.
 func TestExampleWorkspaceSkillsAndMemory(t *testing.T) {
+	t.Parallel()
 	root := filepath.Join("..", "..", "examples", "workspace")
 	run := func(args ...string) string {
 		t.Helper()
-		out, err := exec.Command(clitest.Bin(), append([]string{"--root", root}, args...)...).Output()
+		out, err := clitest.Command(append([]string{"--root", root}, args...)...).Output()
 		if err != nil {
 			t.Fatalf("workspaced %v: %v", args, err)
 		}

@@ -19,6 +19,7 @@ import (
 // accepted and refused, and for a thread the same skills in the same
 // order for the same reasons as the thread's context.
 func TestPythonReadsSkillsLikeGo(t *testing.T) {
+	t.Parallel()
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		optdep.Skip(t, "python3", "python3 is not on PATH (.ci/run installs it): the Python reader cannot be compared")

@@ -15,6 +15,7 @@ import (
 // (twice), a task, the daemon serving it (a second one exits 4), and a
 // claim waited for until the daemon's verdict, read from the database.
 func TestSQLiteRoot(t *testing.T) {
+	t.Parallel()
 	root := "sqlite:" + filepath.Join(t.TempDir(), "agents.db")
 	w := &ws{clitest.At(t, root)}
 	if out, all := w.Ok("init"), fmt.Sprintf("%d migrations applied", sqlite.SchemaVersion()); !strings.Contains(out, all) {

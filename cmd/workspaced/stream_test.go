@@ -13,6 +13,7 @@ import (
 // TestJSONArrayMatchesPrintJSON: a streamed array is byte for byte what
 // printJSON writes for the whole slice, alone and nested in an object.
 func TestJSONArrayMatchesPrintJSON(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2024, 1, 15, 10, 0, 0, 123_000_000, time.UTC)
 	cases := map[string][]taskRow{
 		"empty": {},
@@ -73,6 +74,7 @@ func TestJSONArrayMatchesPrintJSON(t *testing.T) {
 // order the workers finish in; an error from emit or a cancelled context
 // stops it, and it returns only once no read is running.
 func TestInOrder(t *testing.T) {
+	t.Parallel()
 	var running atomic.Int64
 	read := func(i int) int {
 		running.Add(1)

@@ -13,6 +13,7 @@ import (
 // refused by every command that takes a task, and status lists the link
 // as skipped; the task it points to is untouched.
 func TestSymlinkedTaskCLI(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("v1")
 	if err := os.Symlink("v1", filepath.Join(w.Root, "tasks", "alias")); err != nil {

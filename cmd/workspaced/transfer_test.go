@@ -14,6 +14,7 @@ import (
 // daemon and readable with the usual commands. Refusals exit as their
 // help says.
 func TestExportImportCLI(t *testing.T) {
+	t.Parallel()
 	p := newPGWS(t)
 	w := &ws{clitest.At(t, "")}
 	src := filepath.Join(w.Dir, "run")

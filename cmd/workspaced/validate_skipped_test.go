@@ -15,6 +15,7 @@ import (
 // UTF-8 — and a symlinked task directory make validate fail, each named
 // with its reason; env list still skips them, with a warning each.
 func TestValidateReportsSkipped(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	w.Ok("env", "store", "--task", "t1", "--key", "good", "--description", "d", "--value", "1")

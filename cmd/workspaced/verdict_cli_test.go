@@ -44,6 +44,7 @@ func verdictOf(t *testing.T, out string) verdictOut {
 // claim and done --wait give the daemon's verdict in the exit code: won
 // or applied 0, lost or refused 4, no such subtask 3.
 func TestClaimDoneWaitVerdicts(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t0")
 	before := w.Tree()
@@ -98,7 +99,7 @@ func TestClaimDoneWaitVerdicts(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := clitest.Exec(w.Dir, w.Env, "", "claim", "--task", "t1", "--agent", "racer_"+string(rune('a'+i)), "--subtask", "st_2", "--wait", "60s")
+			r, err := w.Exec("", "claim", "--task", "t1", "--agent", "racer_"+string(rune('a'+i)), "--subtask", "st_2", "--wait", "60s")
 			if err != nil {
 				t.Error(err)
 			}
@@ -133,6 +134,7 @@ func TestClaimDoneWaitVerdicts(t *testing.T) {
 // A finished task takes no claim and no done marker: exit 4 at once,
 // nothing dropped, with or without --wait.
 func TestMarkersRefusedOnFinishedTask(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.serve()
 	w.executingCLI("t1", `{"id":"st_1","description":"a"}`)
@@ -157,6 +159,7 @@ func TestMarkersRefusedOnFinishedTask(t *testing.T) {
 // time, ends the wait with exit 1 and says where the marker is; the marker
 // stays for the next daemon.
 func TestClaimWaitWithoutVerdict(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	// A process holding the daemon's lock, as a daemon that takes nothing.
@@ -176,7 +179,7 @@ func TestClaimWaitWithoutVerdict(t *testing.T) {
 	}
 	ch := make(chan outcome, 1)
 	go func() {
-		r, err := clitest.Exec(w.Dir, w.Env, "", "claim", "--task", "t1", "--agent", "w2", "--subtask", "st_1", "--wait", "2m")
+		r, err := w.Exec("", "claim", "--task", "t1", "--agent", "w2", "--subtask", "st_1", "--wait", "2m")
 		ch <- outcome{r, err}
 	}()
 	// Let go of the lock once the second claim's marker is down.
@@ -214,6 +217,7 @@ func TestClaimWaitWithoutVerdict(t *testing.T) {
 // completed; a review never once reported; and a body cannot rename what
 // it is for.
 func TestOutputAndReviewNeverLost(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.serve()
 	w.executingCLI("t1", `{"id":"st_1","description":"a","max_retries":1},{"id":"st_2","description":"b"}`)
@@ -297,6 +301,7 @@ func TestOutputAndReviewNeverLost(t *testing.T) {
 // task cancel ends a task through a marker the daemon applies, with or
 // without waiting; a finished task is not cancelled again.
 func TestTaskCancel(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
 	// No daemon yet: the marker waits for one.
@@ -348,6 +353,7 @@ func TestTaskCancel(t *testing.T) {
 // apart from the errors, while the verdict still reads lost with its
 // reason.
 func TestLostRaceIsNoTaskError(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.serve()
 	x := w.Open()

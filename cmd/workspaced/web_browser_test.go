@@ -49,27 +49,59 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// newBrowser starts a headless Chromium with a fresh profile for the test.
-// The flags keep it from reaching for the network, which it would wait on
-// where there is none.
+// browser is the one headless Chromium of the test binary, started by the
+// first test that asks for it; closeBrowser, from TestMain, stops it.
+var browser struct {
+	once  sync.Once
+	ctx   context.Context // its first tab, which holds the browser
+	err   error
+	close func()
+}
+
+// newBrowser returns a tab for the test in a browser context of its own
+// (cookies, storage and cache of its own, as a fresh profile has) of the
+// test binary's Chromium; the tab and its context go when the test ends.
+// The flags keep the browser from reaching for the network, which it
+// would wait on where there is none.
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium(t)),
-		chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1400, 1000),
-	)
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelC := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancelC(); cancelA() })
+	exe := chromium(t)
+	browser.once.Do(func() {
+		dir, err := os.MkdirTemp("", "workspaced-chromium-")
+		if err != nil {
+			browser.err = err
+			return
+		}
+		opts := append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(exe),
+			chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU, chromedp.NoFirstRun,
+			chromedp.Flag("disable-background-networking", true),
+			chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-sync", true),
+			chromedp.UserDataDir(dir),
+			chromedp.WindowSize(1400, 1000),
+		)
+		actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancelC := chromedp.NewContext(actx)
+		browser.ctx, browser.close = ctx, func() { cancelC(); cancelA(); os.RemoveAll(dir) }
+		browser.err = chromedp.Do(ctx)
+	})
+	if browser.err != nil {
+		t.Fatalf("start Chromium: %v", browser.err)
+	}
+	ctx, cancel := chromedp.NewContext(browser.ctx, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
 	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start Chromium: %v", err)
+		t.Fatalf("open a tab: %v", err)
 	}
 	return ctx
+}
+
+// closeBrowser stops the test binary's Chromium, if a test started it.
+func closeBrowser() {
+	if browser.close != nil {
+		browser.close()
+	}
 }
 
 // webProc is one `workspaced web` process.
@@ -84,7 +116,7 @@ type webProc struct {
 // printed its address.
 func (w *ws) web(extra ...string) *webProc {
 	w.T.Helper()
-	cmd := exec.Command(clitest.Bin(), append([]string{"web", "--listen", "127.0.0.1:0"}, extra...)...)
+	cmd := clitest.Command(append([]string{"web", "--listen", "127.0.0.1:0"}, extra...)...)
 	cmd.Dir, cmd.Env = w.Dir, w.Env
 	p := &webProc{cmd: cmd, stderr: &clitest.Log{}, done: make(chan struct{})}
 	cmd.Stderr = p.stderr
@@ -186,6 +218,7 @@ func cardIs(st, status string) string {
 // by the CLI move the cards and reach the timeline within 2 s, and a page
 // reloaded while events stream in shows each of them exactly once.
 func TestBrowserLive(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	w := newWS(t)
 	w.serve()
@@ -216,7 +249,7 @@ func TestBrowserLive(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for i := range 40 {
-			r, err := clitest.Exec(w.Dir, w.Env, "", "env", "store", "--task", "t1", "--agent", "w1", "--key", fmt.Sprintf("k%d", i), "--description", "d", "--value", "1")
+			r, err := w.Exec("", "env", "store", "--task", "t1", "--agent", "w1", "--key", fmt.Sprintf("k%d", i), "--description", "d", "--value", "1")
 			if err != nil || r.Code != 0 {
 				t.Errorf("env store: %v %v", err, r)
 				return
@@ -263,6 +296,7 @@ func TestBrowserLive(t *testing.T) {
 // every scope, friction — holding HTML and script shows as text on every
 // page and every tab, and runs nothing.
 func TestBrowserShowsAgentTextAsText(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	w := newWS(t)
 	w.serve()
@@ -369,6 +403,7 @@ func noObjectText(t *testing.T, ctx context.Context, page string) {
 // verdict (a lost claim race is lost, with its reason, as the timeline
 // says), and no view shows an object's text.
 func TestBrowserShowsTheDaemonsWord(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	w := newWS(t)
 	w.serve()
@@ -423,6 +458,7 @@ func TestBrowserShowsTheDaemonsWord(t *testing.T) {
 // TestWebRefusesOpenListen: a non-loopback address without a token file
 // is refused at start, saying why and what to do.
 func TestWebRefusesOpenListen(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	r := w.Fails(2, "not a loopback address", "web", "--listen", "0.0.0.0:0")
 	if !strings.Contains(r.Stderr, "hint: give --token-file") {
@@ -584,6 +620,7 @@ func tab(t *testing.T, ctx context.Context, name string) {
 // chain, details on click; hostile descriptions stay text. The demo's
 // finished task has its critical path by duration.
 func TestBrowserGraph(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	p := newDemoPanel(t, true)
 	p.bigTask(t, "big", 50, 3)
@@ -665,6 +702,7 @@ func TestBrowserGraph(t *testing.T) {
 // v2 subtask by subtask, field by field (no line of JSON); an output
 // that was rewritten after a failure shows what changed in it.
 func TestBrowserChangesInWords(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	p := newDemoPanel(t, false)
 	open(t, ctx, p.url+"/tasks/"+demo.TaskID+"#plan")
@@ -687,6 +725,7 @@ func TestBrowserChangesInWords(t *testing.T) {
 // of refused claims folds into one timeline line; a long attribute is
 // never broken inside.
 func TestBrowserTime(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	p := newDemoPanel(t, true)
 	st := p.state(t, demo.TaskID)
@@ -717,10 +756,10 @@ func TestBrowserTime(t *testing.T) {
 	awaitTB(t, "won", 10*time.Second, func() bool { return p.state(t, "race").Subtasks["st_1"].Worker == "winner" })
 	long := strings.Repeat("averyveryverylongagentname", 3)
 	for _, a := range []string{"l1", "l2", long} {
+		seq := p.state(t, "race").JournalSeq
 		if _, err := p.x.WriteClaim(ctxb, "race", a, "st_1"); err != nil {
 			t.Fatal(err)
 		}
-		seq := p.state(t, "race").JournalSeq
 		awaitTB(t, "refused", 10*time.Second, func() bool { return p.state(t, "race").JournalSeq > seq })
 	}
 	waitJS(t, ctx, "one line for the three refusals", `(() => { const f = document.querySelector('#timeline > .ev.fold');
@@ -744,6 +783,7 @@ func TestBrowserTime(t *testing.T) {
 // and outputs (hostile text as text); the task list filters by status
 // and text and pages by 100.
 func TestBrowserFindAndPages(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	p := newDemoPanel(t, false)
 	open(t, ctx, p.url+"/tasks/"+demo.ARCTaskID+"#search")
@@ -784,6 +824,7 @@ func TestBrowserFindAndPages(t *testing.T) {
 // before the plan, the state's own at every record the server folds,
 // everything completed at the end.
 func TestBrowserReplay(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	p := newDemoPanel(t, false)
 	last := p.state(t, demo.TaskID).JournalSeq
@@ -831,6 +872,7 @@ func getBody(url string) ([]byte, error) {
 // TestBrowserWithoutDaemon: with no daemon the pages still read the
 // store, under a banner saying none serves the workspace.
 func TestBrowserWithoutDaemon(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	p := newDemoPanel(t, false)
 	for _, page := range []string{"/", "/tasks/" + demo.TaskID} {
@@ -845,6 +887,7 @@ func TestBrowserWithoutDaemon(t *testing.T) {
 // graph; with -update-screenshots they replace docs/img/web-board.png
 // and docs/img/web-graph.png.
 func TestBrowserScreenshots(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	p := newDemoPanel(t, true)
 	ctxb := context.Background()

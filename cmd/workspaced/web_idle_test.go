@@ -17,6 +17,7 @@ import (
 // asserts is that the streams stay open and still deliver once something
 // changes.
 func TestWebIdleStreams(t *testing.T) {
+	t.Parallel()
 	w := newWS(t)
 	w.Ok("task", "create", "--id", "t1", "--description", "idle")
 	p := w.web()

@@ -29,6 +29,7 @@ var updateScreenshots = flag.Bool("update-screenshots", false, "rewrite docs/img
 // run and a task in flight: each must be a PNG of the window's size; with
 // -update-screenshots they replace docs/img/.
 func TestWebScreenshots(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	w := newWS(t)
 	root := filepath.Join(t.TempDir(), "demo")
@@ -99,6 +100,7 @@ func TestWebScreenshots(t *testing.T) {
 // marker's way to the open page over 200 markers, and the tasks page over
 // 10,000 tasks. It reports; it asserts only that each thing happened.
 func TestWebSpeed(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("WORKSPACED_WEB_SPEED") == "" {
 		t.Skip("set WORKSPACED_WEB_SPEED=1 to measure the panel in Chromium")
 	}

@@ -16,6 +16,7 @@ import (
 // binary and checks the report's shape and its internal consistency. It
 // asserts no timing: the figures depend on the machine.
 func TestBenchQuickJSON(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the whole quick workload (about 15 s)")
 	}
@@ -135,6 +136,7 @@ func TestBenchQuickJSON(t *testing.T) {
 // daemon against itself through the binary and checks the report's
 // shape and consistency (no timing: the figures depend on the machine).
 func TestBenchVsDaemonItself(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs two daemons and 32 agents (about 10 s)")
 	}

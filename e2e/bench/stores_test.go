@@ -58,6 +58,7 @@ func checkFloor(t *testing.T, floor bench.Result, contains string) {
 // made) or schema (PostgreSQL) is gone afterwards. It asserts no timing:
 // the figures depend on the machine.
 func TestBenchQuickOnStores(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the quick workload twice for each store: on files and on the database")
 	}
@@ -104,6 +105,7 @@ func TestBenchQuickOnStores(t *testing.T) {
 		}},
 	} {
 		t.Run(store.name, func(t *testing.T) {
+			t.Parallel()
 			rows, leftNothing := store.run(t)
 			checkStoreRows(t, rows)
 			leftNothing()
@@ -182,6 +184,7 @@ func benchSchemas(t *testing.T, db string) int {
 // do not apply, and one pair of the 32-agent row runs in schemas of their
 // own, dropped afterwards.
 func TestBenchVsDaemonPostgres(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs two daemons and their agents")
 	}
@@ -208,6 +211,7 @@ func TestBenchVsDaemonPostgres(t *testing.T) {
 // paired rounds with each daemon serving a database of its own, beside
 // SQLite's floor, and reports both sides.
 func TestBenchVsDaemonSQLite(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs two daemons and their agents")
 	}

@@ -122,6 +122,7 @@ func remount(t *testing.T, srv *clitest.Daemon, hold *sync.RWMutex, mnt, opts st
 // are retried; in the end every event of every journal record is in
 // events.log exactly once, in order.
 func TestServeReadOnlyRemountEventsOnce(t *testing.T) {
+	t.Parallel()
 	const (
 		subtasks = 200
 		agents   = 8

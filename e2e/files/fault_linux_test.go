@@ -29,6 +29,7 @@ func onExt4(t *testing.T) (*clitest.WS, string) {
 // half entry. Every write below gets as far as its temporary file (its
 // directory and lock file exist before the disk fills up).
 func TestWriteOnFullDisk(t *testing.T) {
+	t.Parallel()
 	w, mnt := onExt4(t)
 	w.Ok("env", "store", "--task", "t1", "--key", "big", "--description", "d", "--value", "1")
 	if r := w.RunIn(`{"summary": "first"}`, "output", "write", "--task", "t1", "--subtask", "st_0", "--agent", "w1", "--file", "-"); r.Code != 0 {
@@ -68,6 +69,7 @@ func TestWriteOnFullDisk(t *testing.T) {
 // TestWriteOnReadOnlyFilesystem: a write on a filesystem remounted
 // read-only fails with the remount hint and changes nothing; reads work.
 func TestWriteOnReadOnlyFilesystem(t *testing.T) {
+	t.Parallel()
 	w, mnt := onExt4(t)
 	before := w.Tree()
 	if out, err := exec.Command("mount", "-o", "remount,ro", mnt).CombinedOutput(); err != nil {

@@ -116,6 +116,7 @@ func unwatchedTasks(t *testing.T, root string, pid int, ids []string) []string {
 // their markers are taken by the rescans; once the limit is raised, the
 // rescans add the missing watches without a restart.
 func TestServeInotifyLimit(t *testing.T) {
+	t.Parallel()
 	if why := canLimitWatches(); why != "" {
 		t.Skipf("cannot lower the inotify watch limit in a user namespace here: %s", why)
 	}
@@ -209,6 +210,7 @@ func TestServeInotifyLimit(t *testing.T) {
 // the kernel (/proc/<pid>/io rchar); a rescan that read the state.json of
 // each of the 200 active tasks would read over 100 KiB.
 func TestServeRescanReadsNothingIdle(t *testing.T) {
+	t.Parallel()
 	const active, finished = 200, 200
 	w := clitest.NewDir(t)
 	var gs []clitest.GenTask

@@ -43,6 +43,7 @@ func settled(t *testing.T, root, id string) {
 // The daemon is stopped (SIGSTOP) while the claim is dropped and the disk
 // filled, so that it meets the full disk when it takes the marker.
 func TestServeDiskFull(t *testing.T) {
+	t.Parallel()
 	mnt := clitest.SmallExt4(t, 48<<20)
 	w := clitest.NewDir(t, mnt)
 	x := w.Open()
@@ -129,6 +130,7 @@ func TestServeDiskFull(t *testing.T) {
 // filesystem is read-write again every marker is applied exactly once,
 // within seconds rather than at the next rescan.
 func TestServeReadOnlyRemount(t *testing.T) {
+	t.Parallel()
 	mnt := clitest.SmallExt4(t, 48<<20)
 	w := clitest.NewDir(t, mnt)
 	x := w.Open()
@@ -170,6 +172,7 @@ func TestServeReadOnlyRemount(t *testing.T) {
 // followed: the task it points to is served under its own id only, its
 // state is never rewritten through the link, and status names the entry.
 func TestServeRefusesSymlinkedTask(t *testing.T) {
+	t.Parallel()
 	w := clitest.NewDir(t)
 	x := w.Open()
 	srv := start(w, "--rescan", "200ms")
@@ -218,6 +221,7 @@ func TestServeRefusesSymlinkedTask(t *testing.T) {
 // that made it to disk is applied exactly once, in a contiguous journal
 // equal to its rebuild.
 func TestServeDiskFullUnderLoad(t *testing.T) {
+	t.Parallel()
 	mnt := clitest.SmallExt4(t, 48<<20)
 	w := clitest.NewDir(t, mnt)
 	x := w.Open()

@@ -1,7 +1,6 @@
 package files_test
 
 import (
-	"os/exec"
 	"slices"
 	"testing"
 	"time"
@@ -30,7 +29,7 @@ func BenchmarkListing(b *testing.B) {
 	walls := make([][]float64, len(cmds))
 	for range b.N {
 		for k, c := range cmds {
-			cmd := exec.Command(clitest.Bin(), append([]string{"--root", root}, c.args...)...)
+			cmd := clitest.Command(append([]string{"--root", root}, c.args...)...)
 			cmd.Env = clitest.CleanEnv()
 			start := time.Now()
 			if out, err := cmd.CombinedOutput(); err != nil {

@@ -13,6 +13,7 @@ import (
 // 503 while the start-up scan is held up by a task's lock, /healthz 200
 // all along, and /readyz 200 once the lock is let go.
 func TestOpsReadyzStartupScan(t *testing.T) {
+	t.Parallel()
 	w := clitest.NewScale(t, 1500, 500)
 	x := w.Open()
 	if err := fixture.PrepareTask(context.Background(), x, "held", 6); err != nil {

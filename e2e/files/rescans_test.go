@@ -103,6 +103,7 @@ func (c *comeback) close() {
 // removed, locking it); a removed id can be created again; status counts
 // only the tasks left.
 func TestServeCleanupRescans(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("3,000 tasks: long")
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -61,6 +60,7 @@ type cmdRun struct {
 }
 
 func TestServeScale(t *testing.T) {
+	t.Parallel()
 	env := os.Getenv("WORKSPACED_SCALE")
 	if env == "" {
 		t.Skip("set WORKSPACED_SCALE=20000[,100000] to measure the daemon's start, idle cost and the reading commands over that many tasks")
@@ -151,7 +151,7 @@ func measureScale(t *testing.T, parent string, n int, idle time.Duration) scaleR
 	t.Logf("%d tasks: tree written in %s", n, round(r.written))
 
 	// serve, at its defaults (a rescan every 30 s), as a user starts it.
-	cmd := exec.Command(clitest.Bin(), "serve")
+	cmd := clitest.Command("serve")
 	cmd.Dir, cmd.Env = w.Dir, w.Env
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -277,7 +277,7 @@ func timeCommand(t *testing.T, w *clitest.WS, args []string) cmdRun {
 	type one struct{ wall, cpu time.Duration }
 	var runs []one
 	for range 3 {
-		cmd := exec.Command(clitest.Bin(), args...)
+		cmd := clitest.Command(args...)
 		cmd.Dir, cmd.Env = w.Dir, w.Env
 		lc := &lineCounter{}
 		var errb strings.Builder

@@ -43,7 +43,7 @@ type mcpAgent struct {
 // it; every marker it reports is noted in w.
 func startAgent(t *testing.T, ws *clitest.WS, s *sqlite.Store, task, name string, subs []string, w *written) *mcpAgent {
 	t.Helper()
-	cmd := exec.Command(clitest.Bin(), "mcp", "--task", task, "--agent", name)
+	cmd := clitest.Command("mcp", "--task", task, "--agent", name)
 	cmd.Dir, cmd.Env = ws.Dir, ws.Env
 	a := &mcpAgent{cmd: cmd, done: make(chan struct{}), stop: make(chan struct{})}
 	cmd.Stderr = &a.log

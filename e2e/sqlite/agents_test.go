@@ -238,6 +238,7 @@ func psycopg2Python(t *testing.T) string {
 // PostgreSQL with psycopg2. The task completes, and every subtask was
 // finished exactly once, by the one worker whose claim won.
 func TestPythonHivemindWorkers(t *testing.T) {
+	t.Parallel()
 	for _, store := range []struct {
 		name, worker, agent string
 		python              func(t *testing.T) string
@@ -247,7 +248,7 @@ func TestPythonHivemindWorkers(t *testing.T) {
 			func(t *testing.T) string { return need(t, "python3", "python3", "the Python worker cannot be tried") },
 			func(t *testing.T) *clitest.WS { w, _ := clitest.NewSQLite(t); return w }},
 		{"postgres", "python/pg_hivemind_worker.py", "pg_w%d", psycopg2Python,
-			func(t *testing.T) *clitest.WS { return clitest.At(t, pgRoot(t, "team_a")) }},
+			func(t *testing.T) *clitest.WS { return clitest.At(t, pgRoot(t)) }},
 	} {
 		t.Run(store.name, func(t *testing.T) {
 			py := store.python(t)
@@ -274,6 +275,7 @@ func TestPythonHivemindWorkers(t *testing.T) {
 // Python worker takes half a second a subtask, so that the shell workers,
 // slower at each step, finish a share.
 func TestShellSQLiteWorkers(t *testing.T) {
+	t.Parallel()
 	sh := need(t, "sh", "sh", "the shell worker cannot be tried")
 	need(t, "sqlite3", "sqlite3", "install Debian's sqlite3 package")
 	py := need(t, "python3", "python3", "the Python worker cannot be tried")

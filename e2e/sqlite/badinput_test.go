@@ -39,6 +39,7 @@ func jsonEqual(x, y any) bool {
 // error and exit 1, and change nothing; odd keys, values and texts that
 // only look hostile are stored and read back as given; nothing is lost.
 func TestBadInputCLI(t *testing.T) {
+	t.Parallel()
 	w, _ := clitest.NewSQLite(t)
 	w.Task("t1")
 	w.Serve()

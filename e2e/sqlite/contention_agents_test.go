@@ -121,7 +121,7 @@ func (r *run) mcpAgent(ctx context.Context, agent string) {
 // mcpSession works on task over one MCP server until the task is
 // finished (true) or the run ends.
 func (r *run) mcpSession(ctx context.Context, task, agent string) bool {
-	cmd := exec.Command(clitest.Bin(), "--root", r.w.Root, "mcp", "--task", task, "--agent", agent)
+	cmd := clitest.Command("--root", r.w.Root, "mcp", "--task", task, "--agent", agent)
 	cmd.Dir, cmd.Env = r.w.Dir, clitest.CleanEnv()
 	stderr := &clitest.Log{}
 	cmd.Stderr = stderr
@@ -280,7 +280,7 @@ func (r *run) pythonAgent(ctx context.Context, agent string) {
 
 // startPanel starts `workspaced web` and returns its address and log.
 func (r *run) startPanel() (string, *clitest.Log) {
-	cmd := exec.Command(clitest.Bin(), "--root", r.w.Root, "web", "--listen", "127.0.0.1:0", "--read-only")
+	cmd := clitest.Command("--root", r.w.Root, "web", "--listen", "127.0.0.1:0", "--read-only")
 	cmd.Dir, cmd.Env = r.w.Dir, clitest.CleanEnv()
 	log := &clitest.Log{}
 	cmd.Stderr = log

@@ -28,11 +28,14 @@ import (
 )
 
 // contentionEnv overrides how long TestContention runs (a Go duration,
-// WORKSPACED_CONTENTION=10s); the default is defaultContention.
+// WORKSPACED_CONTENTION=60s for the long soak); the default is
+// defaultContention, long enough for every kind of agent to have its
+// markers journaled while the others write, which is what the checks
+// need.
 const contentionEnv = "WORKSPACED_CONTENTION"
 
 const (
-	defaultContention = 60 * time.Second
+	defaultContention = 10 * time.Second
 	cliAgents         = 12 // with the daemon, the panel, the MCP server and the Python worker: 16 processes
 	panelReaders      = 2  // goroutines polling the panel's API
 	hiveSize          = 40 // subtasks of each task the agents work through
@@ -47,7 +50,7 @@ var busy = regexp.MustCompile(`(?i)database (table )?is locked|sqlite_(busy|lock
 var pythonWorker = filepath.Join("..", "..", "examples", "agents", "python", "sqlite_hivemind_worker.py")
 
 // TestContention runs sixteen processes on one sqlite: root for
-// $WORKSPACED_CONTENTION (default 60 s): the daemon, twelve CLI agents
+// $WORKSPACED_CONTENTION (default 10 s): the daemon, twelve CLI agents
 // (each running one workspaced command after another: version-checked
 // increments of the task's counters, state reads, claims waited for,
 // outputs with their done markers), the Python sqlite3 worker, an MCP
@@ -61,6 +64,8 @@ var pythonWorker = filepath.Join("..", "..", "examples", "agents", "python", "sq
 // WAL stayed under 64 MiB. It waits on conditions only: how fast things
 // go is logged, never asserted.
 func TestContention(t *testing.T) {
+	// Not parallel: its sixteen processes are the load it is about, and
+	// other tests beside them would only lengthen the run.
 	if _, err := exec.LookPath("python3"); err != nil {
 		optdep.Skip(t, "python3", "python3 is not on PATH: the Python sqlite3 worker cannot take part")
 	}

@@ -124,6 +124,7 @@ func readCopy(t *testing.T, file string) copyView {
 // waiting), none that began after it ended is. The copy opens as a
 // workspace, and a daemon serving it takes the markers it holds.
 func TestCopyDuringBurst(t *testing.T) {
+	t.Parallel()
 	w, _ := clitest.NewSQLite(t)
 	tasks := []string{"t1", "t2", "t3"}
 	for _, id := range tasks {
@@ -250,6 +251,7 @@ func TestCopyDuringBurst(t *testing.T) {
 // TestCopyRefusals: what copy refuses, each with the exit code its help
 // names, and nothing left behind.
 func TestCopyRefusals(t *testing.T) {
+	t.Parallel()
 	w, db := clitest.NewSQLite(t)
 	w.Task("t1")
 	dir := t.TempDir()

@@ -83,6 +83,7 @@ func journaled(t *testing.T, s *sqlite.Store) int {
 // journaled once, every event of every record is logged once, in order,
 // and `workspaced state rebuild` matches every state.
 func TestCrashExactlyOnce(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: the crash test runs for several seconds")
 	}

@@ -63,7 +63,7 @@ func serveFails(t *testing.T, w *clitest.WS, want, hint string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, clitest.Bin(), "serve")
+	cmd := clitest.CommandContext(ctx, "serve")
 	cmd.Dir, cmd.Env = w.Dir, w.Env
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
@@ -287,6 +287,7 @@ func (a *faultAgents) finish(t *testing.T, id, mine string, reserved, subs []str
 // which meet the faults when they happen to run then, the test runs
 // commands of its own agent (worker_t, subtasks of its own) in each.
 func TestDiskFaults(t *testing.T) {
+	t.Parallel()
 	const (
 		id       = "faults"
 		subtasks = 66 // the last 6 are worker_t's

@@ -70,6 +70,7 @@ func snapshot(t *testing.T, db *sql.DB) string {
 // marker) go through, and the CLI and the daemon go on: a claim made
 // after them is won.
 func TestGuardRefusesAgents(t *testing.T) {
+	t.Parallel()
 	shell := need(t, "sqlite3", "sqlite3", "install Debian's sqlite3 package")
 	py := need(t, "python3", "python3", "Python's sqlite3 cannot be tried")
 	w, db := clitest.NewSQLite(t)

@@ -16,6 +16,7 @@ func TestMain(m *testing.M) { os.Exit(clitest.Main(m)) }
 // TestServeAndClaim: init, a task, the daemon, and a claim waited for
 // until the daemon's verdict (lost: no plan yet).
 func TestServeAndClaim(t *testing.T) {
+	t.Parallel()
 	w, _ := clitest.NewSQLite(t)
 	w.Task("t1")
 	w.Serve()

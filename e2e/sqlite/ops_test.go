@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -23,6 +22,7 @@ import (
 // naming its pid) unless --force, goes through once it is gone, and the
 // next daemon brings the restored state forward by the journal.
 func TestBackupRestoreWhileServing(t *testing.T) {
+	t.Parallel()
 	w, _ := clitest.NewSQLite(t)
 	w.Task("t1")
 	d := w.Serve()
@@ -65,12 +65,13 @@ func TestBackupRestoreWhileServing(t *testing.T) {
 // TestEventsFollow: events --follow prints the events so far, then each
 // new one the daemon or an agent appends, until it is interrupted.
 func TestEventsFollow(t *testing.T) {
+	t.Parallel()
 	w, _ := clitest.NewSQLite(t)
 	w.Task("t1")
 	w.Serve()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cmd := exec.CommandContext(ctx, clitest.Bin(), "events", "--follow", "--task", "t1")
+	cmd := clitest.CommandContext(ctx, "events", "--follow", "--task", "t1")
 	cmd.Dir, cmd.Env = w.Dir, w.Env
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -113,7 +114,7 @@ func TestEventsFollow(t *testing.T) {
 	cancel()
 
 	// Without --task: every task's events, new tasks picked up.
-	all := exec.Command(clitest.Bin(), "events", "--follow")
+	all := clitest.Command("events", "--follow")
 	all.Dir, all.Env = w.Dir, w.Env
 	out, err = all.StdoutPipe()
 	if err != nil {
@@ -141,6 +142,7 @@ func TestEventsFollow(t *testing.T) {
 // read-increment-write rounds of 4 processes is lost), and a timeout
 // exits 4 naming the holder.
 func TestLocks(t *testing.T) {
+	t.Parallel()
 	w, db := clitest.NewSQLite(t)
 	w.Task("t1")
 	d := w.Serve()
@@ -199,6 +201,7 @@ func TestLocks(t *testing.T) {
 // active task, summarises a finished one, removes one past summary_days,
 // and anonymises the removed task in the friction log.
 func TestCleanupAndFriction(t *testing.T) {
+	t.Parallel()
 	w, db := clitest.NewSQLite(t)
 	for _, id := range []string{"t1", "t2", "t3"} {
 		w.Task(id)
@@ -251,6 +254,7 @@ func TestCleanupAndFriction(t *testing.T) {
 // filesystem (on NFS, SMB or FUSE it would refuse: workspace/sqlite's
 // TestLeadStrict).
 func TestServeStrictLocal(t *testing.T) {
+	t.Parallel()
 	w, _ := clitest.NewSQLite(t)
 	w.Task("t1")
 	w.Serve("--strict")

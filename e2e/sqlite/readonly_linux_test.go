@@ -95,6 +95,7 @@ func repairExt4(t *testing.T, mnt string) {
 // takes every marker: each one an agent was told was written is journaled
 // exactly once, every subtask completes, integrity_check says ok.
 func TestReadOnlyUnderDaemon(t *testing.T) {
+	t.Parallel()
 	const (
 		id       = "rofs"
 		subtasks = 48 // the last 4 are worker_t's

@@ -13,6 +13,7 @@ import (
 // its pid) and gives the verdicts of the claims dropped after. Three rounds, the standby of each round the leader of the
 // next.
 func TestStandbyTakesOverAfterSIGKILL(t *testing.T) {
+	t.Parallel()
 	w, _ := clitest.NewSQLite(t)
 	w.Task("t1")
 	leader := w.Serve()

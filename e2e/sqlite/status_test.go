@@ -86,6 +86,7 @@ type statusJSON struct {
 // through the state machine and matches the state the daemon wrote, and
 // tells a tampered state apart with a diff.
 func TestStatusAndRebuild(t *testing.T) {
+	t.Parallel()
 	w, _ := clitest.NewSQLite(t)
 	w.Task("t1")
 	if out := w.Ok("status"); !strings.Contains(out, "daemon: no daemon serving "+w.Root) || !strings.Contains(out, "tasks: 1 (none 1)") {
@@ -137,6 +138,7 @@ func TestStatusAndRebuild(t *testing.T) {
 // task; status shows it as degraded with the error and the retries, as
 // for a directory, and clears it once the commits go through again.
 func TestStatusShowsStoreFault(t *testing.T) {
+	t.Parallel()
 	w, _ := clitest.NewSQLite(t)
 	w.Task("t1")
 	w.Serve()

@@ -21,6 +21,7 @@ import (
 // stamped on what it stores), refuse a request without one and a task
 // the token does not cover, and refuse it once revoked.
 func TestTokensOverMCP(t *testing.T) {
+	t.Parallel()
 	w, db := clitest.NewSQLite(t)
 	w.Task("t1")
 	w.Task("t2")
@@ -78,6 +79,7 @@ func TestTokensOverMCP(t *testing.T) {
 // TestTokenAddRefusesBadInput: token add on a sqlite: root refuses a
 // hostile agent name and a task id that is SQL, and stores nothing.
 func TestTokenAddRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	w, _ := clitest.NewSQLite(t)
 	w.Task("t1")
 	w.Fails(1, "agent", "token", "add", "--agent", "'); DROP TABLE tokens; --", "--task", "t1")

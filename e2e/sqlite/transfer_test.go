@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"context"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,6 +41,7 @@ func richTree(t *testing.T) string {
 // SQLite file → `export` is the same tree byte for byte, every kind of
 // file included; the SQLite workspace reads as the tree did.
 func TestTransferTreeSQLiteTree(t *testing.T) {
+	t.Parallel()
 	src := richTree(t)
 	db := filepath.Join(t.TempDir(), "moved.db")
 	w := clitest.At(t, "sqlite:"+db)
@@ -96,17 +96,11 @@ func TestTransferTreeSQLiteTree(t *testing.T) {
 }
 
 // pgRoot is a fresh PostgreSQL schema's root, initialized.
-func pgRoot(t *testing.T, schema string) string {
+func pgRoot(t *testing.T) string {
 	t.Helper()
-	u, err := url.Parse(pgtest.DB(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("schema", schema)
-	u.RawQuery = q.Encode()
-	clitest.New(t, u.String())
-	return u.String()
+	root := pgtest.Schema(t)
+	clitest.New(t, root)
+	return root
 }
 
 // export writes w's workspace into a new directory and reads its files.
@@ -146,13 +140,14 @@ func settle(t *testing.T, w *clitest.WS, task string) {
 // holding history its own daemon wrote (journal chunks, backups named by
 // their time) beside history imported from files.
 func TestTransferSQLitePostgres(t *testing.T) {
+	t.Parallel()
 	src := richTree(t)
 	a := clitest.At(t, "sqlite:"+filepath.Join(t.TempDir(), "a.db"))
 	a.Ok("import", "--from", src)
 	settle(t, a, "on_sqlite")
 	wantA := export(t, a)
 
-	p := clitest.At(t, pgRoot(t, "from_sqlite"))
+	p := clitest.At(t, pgRoot(t))
 	if out := p.Ok("import", "--from", a.Root); !strings.Contains(out, "imported 3 tasks") {
 		t.Fatalf("import from sqlite: printed %q", out)
 	}
@@ -170,7 +165,7 @@ func TestTransferSQLitePostgres(t *testing.T) {
 	c := clitest.At(t, "sqlite:"+filepath.Join(t.TempDir(), "c.db"))
 	c.Ok("import", "--from", p.Root)
 	clitest.SameFiles(t, "PostgreSQL → SQLite", wantP, export(t, c))
-	q := clitest.At(t, pgRoot(t, "back"))
+	q := clitest.At(t, pgRoot(t))
 	q.Ok("import", "--from", c.Root)
 	clitest.SameFiles(t, "PostgreSQL → SQLite → PostgreSQL", wantP, export(t, q))
 	t.Logf("%d and %d files compared", len(wantA), len(wantP))
@@ -179,6 +174,7 @@ func TestTransferSQLitePostgres(t *testing.T) {
 // TestTransferRefusals: each refusal exits as the help says, names the
 // fix, and leaves nothing behind.
 func TestTransferRefusals(t *testing.T) {
+	t.Parallel()
 	src := richTree(t)
 	w, _ := clitest.NewSQLite(t)
 	w.Task("t1")

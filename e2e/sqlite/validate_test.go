@@ -11,6 +11,7 @@ import (
 // tree export would write, and names a broken document by its place in
 // that tree (never by the temporary directory it checked).
 func TestValidate(t *testing.T) {
+	t.Parallel()
 	w, db := clitest.NewSQLite(t)
 	w.Task("t1")
 	w.Serve()

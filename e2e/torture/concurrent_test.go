@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -21,6 +22,29 @@ const (
 	exitOK       = 0
 	exitConflict = 4 // a version or lock conflict
 )
+
+// eachEnv sets how many read-modify-writes each process of the
+// concurrent tests makes (WORKSPACED_TORTURE_EACH=50 for the long run);
+// the default, defaultEach, keeps the eight processes overlapping well
+// past their first conflicts, which is what losing an update needs.
+const (
+	eachEnv     = "WORKSPACED_TORTURE_EACH"
+	defaultEach = 20
+)
+
+// updatesEach is $WORKSPACED_TORTURE_EACH, else defaultEach.
+func updatesEach(t *testing.T) int {
+	t.Helper()
+	v := os.Getenv(eachEnv)
+	if v == "" {
+		return defaultEach
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a count of at least 1", eachEnv, v)
+	}
+	return n
+}
 
 // checkItems reads the array value of key and checks it holds every item
 // p<P>-<I> exactly once, each worker's items in its order.
@@ -41,14 +65,16 @@ func checkItems(t *testing.T, w *clitest.WS, key string, procs, each int) {
 	}
 }
 
-// 8 processes × 50 read-modify-writes of one key through get --json and
-// update --if-version, retrying on conflict (exit 4): none is lost.
+// 8 processes × updatesEach read-modify-writes of one key through get
+// --json and update --if-version, retrying on conflict (exit 4): none is
+// lost.
 func TestConcurrentUpdatesIfVersion(t *testing.T) {
 	t.Parallel() // long, and independent of the others: overlapping them keeps the package short
 	w := clitest.NewDir(t)
 	w.Task("t1")
 	w.Ok("env", "store", "--task", "t1", "--key", "items", "--description", "shared list", "--value", "[]")
-	const procs, each = 8, 50
+	const procs = 8
+	each := updatesEach(t)
 	var conflicts sync.Map
 	clitest.Parallel(t, procs, func(p int) error {
 		n := 0
@@ -113,7 +139,8 @@ func TestConcurrentUpdatesUnderLock(t *testing.T) {
 	env := append(append([]string{}, w.Env...), "WSD="+clitest.Bin(), "JQ="+jq)
 	const script = `v=$("$WSD" env get --task t1 --key items) &&
 "$WSD" env update --task t1 --key items --value "$(printf '%s' "$v" | "$JQ" -c --arg i "$ITEM" '. + [$i]')" >/dev/null`
-	const procs, each = 8, 50
+	const procs = 8
+	each := updatesEach(t)
 	clitest.Parallel(t, procs, func(p int) error {
 		for i := range each {
 			// A fresh slice each time: appending to the shared env would

@@ -1,63 +1,105 @@
-// Package clitest runs the workspaced binary as a user does, for test
-// packages outside cmd/workspaced: Main builds it once per test binary,
-// and a WS runs commands against one workspace root.
+// Package clitest runs workspaced as a user does, for the tests of
+// cmd/workspaced and the process tests of e2e/: a WS runs commands against
+// one workspace root, in the test's own process through the command's run
+// where the cmd tests registered it (InProcess) and that is the same
+// thing, else by starting the binary, which testbin builds once per test
+// binary on first use.
 package clitest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/workspaced/workspaced/internal/pgtest"
+	"github.com/workspaced/workspaced/internal/testbin"
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/workspace/sqlite"
 )
 
-var bin string
-
-// Main builds cmd/workspaced into a temporary directory, runs the tests
-// (with a shared PostgreSQL cluster when one is used) and removes it.
+// Main runs the tests (with a shared PostgreSQL cluster when one is used)
+// and removes the binary if a test built it. With -v it says how many
+// times the binary was started and how many commands ran in-process.
 // Call it from TestMain: os.Exit(clitest.Main(m)).
 func Main(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "workspaced-clitest")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	code := pgtest.Main(m)
+	if testing.Verbose() {
+		fmt.Printf("clitest: the binary started %d times, %d commands in-process\n", starts.Load(), inProcessRuns.Load())
 	}
-	defer os.RemoveAll(dir)
-	bin = filepath.Join(dir, "workspaced")
-	build := exec.Command("go", "build", "-o", bin, "github.com/workspaced/workspaced/cmd/workspaced")
-	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build workspaced:", err)
-		return 1
-	}
-	return pgtest.Main(m)
+	testbin.Remove()
+	return code
 }
 
-// Bin is the path of the binary Main built.
+// Bin is the path of the binary, built on first use; it panics when the
+// binary cannot be built.
 func Bin() string {
-	if bin == "" {
-		panic("clitest: Main has not built the binary")
+	p, err := testbin.Path()
+	if err != nil {
+		panic(err)
 	}
-	return bin
+	return p
 }
+
+// Command is exec.Command of the binary with args, counted as one start.
+func Command(args ...string) *exec.Cmd {
+	starts.Add(1)
+	return exec.Command(Bin(), args...)
+}
+
+// CommandContext is exec.CommandContext of the binary with args,
+// counted as one start.
+func CommandContext(ctx context.Context, args ...string) *exec.Cmd {
+	starts.Add(1)
+	return exec.CommandContext(ctx, Bin(), args...)
+}
+
+// RunFunc is a command's whole program as its main calls it: the
+// arguments after the program's name, the streams, and the exit code.
+type RunFunc func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int
+
+var (
+	inProcess     RunFunc
+	starts        atomic.Int64 // processes of the binary started
+	inProcessRuns atomic.Int64 // commands run through inProcess
+)
+
+// steering are the variables that steer workspaced.
+var steering = []string{"WORKSPACE_ROOT", "WORKSPACE_AGENT", "WORKSPACE_TOKEN"}
+
+// InProcess makes a WS run its commands through run, in the test's own
+// process, wherever that is the same as starting the binary: see
+// WS.InProcess. It removes the variables that steer workspaced from the
+// test process's environment, as CleanEnv does from a child's. Call it
+// from TestMain, before the tests run.
+func InProcess(run RunFunc) {
+	inProcess = run
+	for _, v := range steering {
+		_ = os.Unsetenv(v)
+	}
+}
+
+// Starts is how many times the binary has been started so far.
+func Starts() int64 { return starts.Load() }
 
 // CleanEnv is the test process's environment without the variables that
 // steer workspaced.
 func CleanEnv() []string {
 	var out []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "WORKSPACE_ROOT=") || strings.HasPrefix(kv, "WORKSPACE_AGENT=") || strings.HasPrefix(kv, "WORKSPACE_TOKEN=") {
+		if slices.ContainsFunc(steering, func(v string) bool { return strings.HasPrefix(kv, v+"=") }) {
 			continue
 		}
 		out = append(out, kv)
@@ -78,7 +120,7 @@ func (r Result) String() string {
 // Exec runs the binary in dir with env and optional stdin; it is safe to
 // call from many goroutines. Only a failure to run at all is an error.
 func Exec(dir string, env []string, stdin string, args ...string) (Result, error) {
-	cmd := exec.Command(Bin(), args...)
+	cmd := Command(args...)
 	cmd.Dir, cmd.Env = dir, env
 	if stdin != "" {
 		cmd.Stdin = strings.NewReader(stdin)
@@ -104,6 +146,10 @@ type WS struct {
 	Root string // the root as commands are given it: a directory, sqlite:PATH or postgres://
 	Dir  string // the working directory commands run in
 	Env  []string
+
+	// Process makes every command start the binary, for a test of the
+	// process itself, even where it could run in-process.
+	Process bool
 }
 
 // New makes a WS for root, runs `workspaced init` and returns it.
@@ -133,17 +179,27 @@ func NewSQLite(t testing.TB) (w *WS, db string) {
 	return New(t, "sqlite:"+db), db
 }
 
-// RunIn runs the binary with stdin and args.
+// RunIn runs the command args with stdin: in-process where InProcess
+// allows it, else by starting the binary.
 func (w *WS) RunIn(stdin string, args ...string) Result {
 	w.T.Helper()
-	r, err := Exec(w.Dir, w.Env, stdin, args...)
+	r, err := w.Exec(stdin, args...)
 	if err != nil {
 		w.T.Fatal(err)
 	}
 	return r
 }
 
-// Run runs the binary with args.
+// Exec is RunIn for any goroutine: only a failure to run at all is an
+// error, and it does not touch w.T.
+func (w *WS) Exec(stdin string, args ...string) (Result, error) {
+	if root, ok := w.InProcess(args); ok {
+		return runInProcess(root, stdin, args), nil
+	}
+	return Exec(w.Dir, w.Env, stdin, args...)
+}
+
+// Run runs the command args, as RunIn does.
 func (w *WS) Run(args ...string) Result {
 	w.T.Helper()
 	return w.RunIn("", args...)
@@ -246,13 +302,22 @@ type Daemon struct {
 func (w *WS) Serve(args ...string) *Daemon {
 	w.T.Helper()
 	d := w.Start(args...)
+	w.AwaitLead(d)
+	return d
+}
+
+// AwaitLead returns once d, a daemon of w's root, holds the workspace's
+// lock (for a postgres:// root at once), and fails the test if d exits
+// first or does not within 60 s.
+func (w *WS) AwaitLead(d *Daemon) {
+	w.T.Helper()
 	lock := LockPath(w.Root)
 	if lock == "" {
-		return d
+		return
 	}
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if held, _, _ := locking.Held(lock); held {
-			return d
+			return
 		}
 		select {
 		case <-d.done:
@@ -269,7 +334,7 @@ func (w *WS) Serve(args ...string) *Daemon {
 // started, so that a test may kill it at any point of its start-up.
 func (w *WS) Start(args ...string) *Daemon {
 	w.T.Helper()
-	cmd := exec.Command(Bin(), append([]string{"--root", w.Root, "serve", "--log-level", "warn"}, args...)...)
+	cmd := Command(append([]string{"--root", w.Root, "serve", "--log-level", "warn"}, args...)...)
 	cmd.Dir, cmd.Env = w.Dir, CleanEnv()
 	return w.StartCmd(cmd)
 }

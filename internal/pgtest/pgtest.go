@@ -5,9 +5,12 @@
 // as root, since PostgreSQL refuses to run as root.
 //
 // One cluster serves a whole test binary: TestMain calls Main, which
-// starts it on first use and tears it down after the tests. Each test
-// gets a database of its own from DB, so tests do not see each other's
-// tables.
+// starts it on first use and tears it down after the tests. A test gets a
+// schema of its own from Schema, in the one database the test binary's
+// tests share (a workspace lives in a schema: the root URL's ?schema=),
+// or, where it needs a whole database (roles logging in to it, a bench
+// making schemas of its own), a database of its own from DB; either way
+// tests do not see each other's tables.
 package pgtest
 
 import (
@@ -56,7 +59,12 @@ type Cluster struct {
 	done chan struct{} // closed when proc has exited
 	log  *os.File
 
-	dbs atomic.Int64
+	dbs     atomic.Int64
+	schemas atomic.Int64
+
+	sharedDB     sync.Once
+	sharedDBName string
+	sharedDBErr  error
 }
 
 var (
@@ -72,6 +80,9 @@ var (
 func Main(m *testing.M) int {
 	code := m.Run()
 	optdep.Report()
+	if shared != nil && shared.sharedDBName != "" {
+		shared.dropDB(context.Background(), shared.sharedDBName)
+	}
 	if shared != nil {
 		if err := shared.Close(); err != nil {
 			fmt.Fprintln(os.Stderr, "pgtest:", err)
@@ -100,6 +111,13 @@ func Shared(t testing.TB) *Cluster {
 func DB(t testing.TB) string {
 	t.Helper()
 	return Shared(t).DB(t)
+}
+
+// Schema returns the root URL of a schema of t's own on the shared
+// cluster; see Cluster.Schema.
+func Schema(t testing.TB) string {
+	t.Helper()
+	return Shared(t).Schema(t)
 }
 
 // Start returns the server of $WORKSPACED_TEST_POSTGRES, or starts a new
@@ -331,34 +349,103 @@ func (c *Cluster) DB(t testing.TB) string {
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
 		t.Fatalf("create database %s: %v", name, err)
 	}
-	t.Cleanup(func() {
+	t.Cleanup(func() { c.dropDB(ctx, name) })
+	return c.URL(name)
+}
+
+// dropDB drops database name, ending its sessions; a server that is gone
+// (a test stopped it) has nothing to drop.
+func (c *Cluster) dropDB(ctx context.Context, name string) {
+	conn, err := c.Admin(ctx)
+	if err != nil {
+		return
+	}
+	defer conn.Close(ctx)
+	_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+}
+
+// Schema returns the root URL of a schema for t, postgres://…?schema=NAME,
+// in the database the test binary's tests share, created on first use and
+// dropped by Main. NAME is made of the test's name and unique; nothing is
+// created under it (the workspace's init creates the schema and migrates
+// it), and when t ends it is dropped with all it holds. Sessions still
+// holding locks in it delay the drop for at most a few seconds; a schema
+// left then goes with the database.
+func (c *Cluster) Schema(t testing.TB) string {
+	t.Helper()
+	ctx := context.Background()
+	c.sharedDB.Do(func() {
+		name := dbName("shared", c.dbs.Add(1))
 		conn, err := c.Admin(ctx)
 		if err != nil {
-			return // the server is gone (a test stopped it): nothing to drop
+			c.sharedDBErr = err
+			return
 		}
 		defer conn.Close(ctx)
-		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+		if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+			c.sharedDBErr = fmt.Errorf("create database %s: %w", name, err)
+			return
+		}
+		c.sharedDBName = name
 	})
-	return c.URL(name)
+	if c.sharedDBErr != nil {
+		t.Fatalf("the tests' database: %v", c.sharedDBErr)
+	}
+	db := c.URL(c.sharedDBName)
+	name := schemaName(t.Name(), c.schemas.Add(1))
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(ctx, db)
+		if err != nil {
+			return // the server is gone (a test stopped it): the database goes with it
+		}
+		defer conn.Close(ctx)
+		_, _ = conn.Exec(ctx, "SET lock_timeout = '5s'")
+		_, _ = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE")
+	})
+	u, err := url.Parse(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("schema", name)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// schemaName is a schema name a root URL accepts (lower case letters,
+// digits and underscores, at most 40) made of the test's name, unique by
+// n.
+func schemaName(test string, n int64) string {
+	s := sanitize(test)
+	suffix := fmt.Sprintf("_%d", n)
+	if len(s) > 40-2-len(suffix) {
+		s = s[:40-2-len(suffix)]
+	}
+	return "t_" + s + suffix
 }
 
 // dbName is a database name made of the test's name, lower case letters,
 // digits and underscores, unique by n, within PostgreSQL's 63 bytes.
 func dbName(test string, n int64) string {
+	s := sanitize(test)
+	suffix := fmt.Sprintf("_%d_%d", os.Getpid(), n)
+	if len(s) > 40 {
+		s = s[:40]
+	}
+	return "t_" + s + suffix
+}
+
+// sanitize is name in lower case letters, digits and underscores.
+func sanitize(name string) string {
 	var b strings.Builder
-	for _, r := range strings.ToLower(test) {
+	for _, r := range strings.ToLower(name) {
 		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
 			b.WriteRune(r)
 		} else {
 			b.WriteByte('_')
 		}
 	}
-	s := b.String()
-	suffix := fmt.Sprintf("_%d_%d", os.Getpid(), n)
-	if len(s) > 40 {
-		s = s[:40]
-	}
-	return "t_" + s + suffix
+	return b.String()
 }
 
 // Tool is the path of a PostgreSQL client program (psql, pg_dump) of the

@@ -2,7 +2,10 @@ package pgtest
 
 import (
 	"context"
+	"net/url"
 	"os"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -66,6 +69,52 @@ func TestDBName(t *testing.T) {
 			if !(r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
 				t.Errorf("%q: name %q has %q", tc, n, r)
 			}
+		}
+	}
+}
+
+// TestSchemaIsolatedAndDropped: two schemas of one test are two names in
+// the one shared database, each a name a root URL takes; a schema made
+// under a test's name is gone once the test has ended.
+func TestSchemaIsolatedAndDropped(t *testing.T) {
+	ctx := context.Background()
+	a, b := Schema(t), Schema(t)
+	ua, _ := url.Parse(a)
+	ub, _ := url.Parse(b)
+	sa, sb := ua.Query().Get("schema"), ub.Query().Get("schema")
+	if ua.Path != ub.Path || sa == sb || sa == "" {
+		t.Fatalf("schemas %s and %s: want two names in one database", a, b)
+	}
+	var made string
+	t.Run("sub", func(t *testing.T) {
+		root := Schema(t)
+		u, _ := url.Parse(root)
+		made = u.Query().Get("schema")
+		conn, err := pgx.Connect(ctx, Shared(t).URL(strings.TrimPrefix(u.Path, "/")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{made}.Sanitize()+"; CREATE TABLE "+pgx.Identifier{made, "kept"}.Sanitize()+" (v text)"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	conn, err := pgx.Connect(ctx, Shared(t).URL(strings.TrimPrefix(ua.Path, "/")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_namespace WHERE nspname = $1", made).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("schema %s after its test: %d left, %v", made, n, err)
+	}
+}
+
+func TestSchemaName(t *testing.T) {
+	for _, tc := range []string{"TestX", "TestX/sub case'; DROP", "Test" + string(make([]byte, 100))} {
+		n := schemaName(tc, 123456)
+		if !regexp.MustCompile(`^[a-z_][a-z0-9_]{0,39}$`).MatchString(n) {
+			t.Errorf("%q: name %q is not a schema a root URL takes", tc, n)
 		}
 	}
 }

@@ -29,10 +29,10 @@ func withSchema(t testing.TB, db, name string) string {
 	return u.String()
 }
 
-// newStore initializes a workspace in a fresh database.
+// newStore initializes a workspace in a fresh schema.
 func newStore(t testing.TB) (*Store, string) {
 	t.Helper()
-	root := withSchema(t, pgtest.DB(t), "ws")
+	root := pgtest.Schema(t)
 	s, _, err := Init(context.Background(), root)
 	if err != nil {
 		t.Fatal(err)
@@ -43,8 +43,7 @@ func newStore(t testing.TB) (*Store, string) {
 
 func TestInitMigratesOnceAndOpenChecksVersion(t *testing.T) {
 	ctx := context.Background()
-	db := pgtest.DB(t)
-	root := withSchema(t, db, "team_a")
+	root := pgtest.Schema(t)
 	if _, err := Open(ctx, root); !errors.Is(err, ErrNotInitialized) || workspace.HintOf(err) == "" {
 		t.Fatalf("Open before init: %v, want ErrNotInitialized with a hint", err)
 	}
@@ -62,7 +61,7 @@ func TestInitMigratesOnceAndOpenChecksVersion(t *testing.T) {
 	}
 	s2.Close()
 	// Another schema of the same database is another workspace.
-	if _, err := Open(ctx, withSchema(t, db, "team_b")); !errors.Is(err, ErrNotInitialized) {
+	if _, err := Open(ctx, pgtest.Schema(t)); !errors.Is(err, ErrNotInitialized) {
 		t.Fatalf("Open of another schema: %v, want ErrNotInitialized", err)
 	}
 	// A newer binary migrated it: every Open refuses, and so does Init.

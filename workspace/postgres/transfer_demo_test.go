@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,19 +21,6 @@ import (
 
 // The demo's round trip is an external test: the demo opens its tree
 // through the operations layer, which imports this package.
-
-// schemaURL is db's URL with the schema name.
-func schemaURL(t testing.TB, db, name string) string {
-	t.Helper()
-	u, err := url.Parse(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("schema", name)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
 
 // tree reads every file under dir that is history (no locks, no
 // temporary files) by its slash path, and every directory.
@@ -89,7 +75,7 @@ func TestTransferRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := schemaURL(t, pgtest.DB(t), "moved")
+	root := pgtest.Schema(t)
 	s, _, err := postgres.Init(ctx, root)
 	if err != nil {
 		t.Fatal(err)

@@ -17,7 +17,7 @@ import (
 // refused with a clear error, and nothing is written.
 func TestTransferRefusesBadTrees(t *testing.T) {
 	ctx := context.Background()
-	s, _, err := Init(ctx, withSchema(t, pgtest.DB(t), "bad"))
+	s, _, err := Init(ctx, pgtest.Schema(t))
 	if err != nil {
 		t.Fatal(err)
 	}

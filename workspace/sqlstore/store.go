@@ -49,9 +49,6 @@ func New(d Driver) *Store {
 	return &Store{d: d, r: d.Reads(), dl: dl, q: newQueries(dl), settings: workspace.Settings{}.WithDefaults()}
 }
 
-// Driver is the database under the store.
-func (s *Store) Driver() Driver { return s.d }
-
 // Settings are the effective settings (workspace.json over the defaults).
 func (s *Store) Settings() workspace.Settings { return s.settings }
 
