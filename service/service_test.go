@@ -3,7 +3,6 @@ package service_test
 import (
 	"context"
 	"errors"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,7 +16,7 @@ import (
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 // root is a workspace of kind made for t: a directory, a sqlite: file in
-// t.TempDir(), or a schema of a fresh PostgreSQL database.
+// t.TempDir(), or a PostgreSQL schema of its own.
 func root(t *testing.T, kind service.Kind) string {
 	t.Helper()
 	var r string
@@ -27,14 +26,7 @@ func root(t *testing.T, kind service.Kind) string {
 	case service.SQLite:
 		r = "sqlite:" + filepath.Join(t.TempDir(), "ws.db")
 	case service.PostgreSQL:
-		u, err := url.Parse(pgtest.DB(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		q := u.Query()
-		q.Set("schema", "ws")
-		u.RawQuery = q.Encode()
-		r = u.String()
+		r = pgtest.Schema(t)
 	}
 	if _, err := service.Init(context.Background(), r, service.Roles{}); err != nil {
 		t.Fatalf("init %s: %v", r, err)
@@ -49,7 +41,7 @@ var kinds = []struct {
 }{
 	{"files", service.Files, "root /"},
 	{"sqlite", service.SQLite, "SQLite database /"},
-	{"postgres", service.PostgreSQL, "PostgreSQL schema ws"},
+	{"postgres", service.PostgreSQL, "PostgreSQL schema "},
 }
 
 // TestOpen: every kind of root opens as a workspace.Store that works
