@@ -10,9 +10,11 @@
 //     tasks while cleanup removes them, and the daemon at scale (the
 //     gated TestServeScale, BenchmarkServeStartup, BenchmarkListing);
 //   - e2e/torture: directory roots under abuse — the daemon SIGKILLed at
-//     random moments while agents finish subtasks in bursts, a burst
-//     larger than the inotify queue (WORKSPACED_TORTURE_LONG=1 for the
-//     crash tests' long sizes);
+//     random moments while agents finish subtasks in bursts
+//     (WORKSPACED_TORTURE_LONG=1 for the crash tests' long sizes);
+//   - e2e/missed: markers the daemon's wake-ups miss — dropped while no
+//     daemon runs, in a task directory moved in, a burst larger than the
+//     inotify queue;
 //   - e2e/concurrent: many processes updating one entry at once, through
 //     --if-version and under `workspaced lock`;
 //   - e2e/bench: `workspaced bench`, whole workloads at a time, on files
