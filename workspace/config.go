@@ -91,12 +91,6 @@ type BackupSettings struct {
 	Keep int `json:"keep,omitempty"`
 }
 
-// RetentionSettings is the cleanup policy.
-type RetentionSettings struct {
-	FullDays    int `json:"full_days,omitempty"`
-	SummaryDays int `json:"summary_days,omitempty"`
-}
-
 // DaemonSettings configures workspaced serve.
 type DaemonSettings struct {
 	Rescan          Duration `json:"rescan,omitzero"`
