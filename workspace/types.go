@@ -1,3 +1,14 @@
+// Package workspace is the model and the contract every store keeps:
+// the types of tasks, plans, outputs, reviews, threads, entries, markers
+// and events (and their ids, settings, errors and the event format),
+// the pure builders and validators a store judges agents' writes with,
+// and the interfaces a store implements (Store, Served and the optional
+// capabilities), with Wait and the verdicts an agent reads back.
+//
+// It reads and writes no file and no database: the stores do
+// (workspace/files for a directory tree, workspace/postgres and
+// workspace/sqlite for databases), and Ops assembles context over any
+// of them.
 package workspace
 
 import (
@@ -316,3 +327,24 @@ type Verdict struct {
 	Worker        string `json:"worker,omitempty"`
 	TaskStatus    string `json:"task_status"`
 }
+
+// AgentsFile is the agent cards file relative to the root.
+const AgentsFile = "config/agents.json"
+
+// Card returns the card of one agent, and false if it has none.
+func (c AgentCards) Card(name string) (AgentCard, bool) {
+	for _, a := range c.Agents {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return AgentCard{}, false
+}
+
+// WantsPreamble reports whether the card asks for delegation context
+// (the default when unset).
+func (a AgentCard) WantsPreamble() bool { return a.DelegationContext == nil || *a.DelegationContext }
+
+// WantsMemory reports whether the card asks for its memory in the system
+// context (the default when unset).
+func (a AgentCard) WantsMemory() bool { return a.MemoryInContext == nil || *a.MemoryInContext }
