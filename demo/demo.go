@@ -34,9 +34,9 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/friction"
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/daemon"
-	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // Defaults of Config.
@@ -223,22 +223,25 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return Summary{}, err
 	}
 	out.line("workspaced demo: a fresh workspace at %s", root)
-	ws, err := setup(ctx, root, ownSettings, cfg.Agents)
+	ws, dir, err := setup(ctx, root, ownSettings, cfg.Agents)
 	if err != nil {
 		return Summary{}, err
 	}
 	defer ws.Close()
-	r := &run{cfg: cfg, ws: ws, dir: ws.Dir(), out: out, wait: cfg.Wait}
+	r := &run{cfg: cfg, ws: ws, dir: dir, out: out, wait: cfg.Wait}
 
 	// The daemon, in-process: the only writer of state.json.
 	ready := make(chan struct{})
-	tree, err := files.Open(root, workspace.Options{})
+	tree, err := service.Open(ctx, root, service.Options{Logger: cfg.Logger})
 	if err != nil {
 		return Summary{}, fmt.Errorf("demo: start daemon: %w", err)
 	}
 	defer tree.Close()
-	tree.SetServeOptions(files.ServeOptions{Logger: cfg.Logger})
-	d, err := daemon.New(daemon.Config{Store: tree, Rescan: time.Second, CleanupInterval: -1, Logger: cfg.Logger,
+	served, _, err := service.Serve(tree, "", 0)
+	if err != nil {
+		return Summary{}, fmt.Errorf("demo: start daemon: %w", err)
+	}
+	d, err := daemon.New(daemon.Config{Store: served, Rescan: time.Second, CleanupInterval: -1, Logger: cfg.Logger,
 		Ready: func() { close(ready) }})
 	if err != nil {
 		return Summary{}, fmt.Errorf("demo: start daemon: %w", err)

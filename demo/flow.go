@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/friction"
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/files"
 	"github.com/workspaced/workspaced/workspace/machine"
 	"github.com/workspaced/workspaced/workspace/ops"
 )
@@ -61,10 +61,14 @@ func prepareRoot(dir string) (root string, ownSettings bool, err error) {
 // creates, the demo lowers the friction detectors' thresholds to one
 // revision and one failure, so the daemon records the demo's single
 // revision and single failure itself.
-func setup(ctx context.Context, root string, ownSettings bool, workers int) (*files.Store, error) {
-	ws, err := files.Init(root, workspace.Options{})
+func setup(ctx context.Context, root string, ownSettings bool, workers int) (workspace.Store, string, error) {
+	made, err := service.Init(ctx, root, service.Roles{})
 	if err != nil {
-		return nil, fmt.Errorf("demo: %w", err)
+		return nil, "", fmt.Errorf("demo: %w", err)
+	}
+	ws, err := service.OpenTree(made.Where, "demo")
+	if err != nil {
+		return nil, "", fmt.Errorf("demo: %w", err)
 	}
 	if ownSettings {
 		s := ws.Settings()
@@ -72,24 +76,25 @@ func setup(ctx context.Context, root string, ownSettings bool, workers int) (*fi
 		s.Friction.FailureRepeats = 1
 		if err := ws.WriteJSON("workspace.json", s); err != nil {
 			ws.Close()
-			return nil, fmt.Errorf("demo: write workspace.json: %w", err)
-		}
-		ws.Close()
-		if ws, err = files.Open(root, workspace.Options{}); err != nil {
-			return nil, fmt.Errorf("demo: %w", err)
+			return nil, "", fmt.Errorf("demo: write workspace.json: %w", err)
 		}
 	}
-	cards, err := ws.LoadAgents(ctx)
+	dir := ws.Dir()
+	ws.Close()
+	st, err := service.Open(ctx, dir, service.Options{})
 	if err != nil {
-		ws.Close()
-		return nil, fmt.Errorf("demo: %w", err)
+		return nil, "", fmt.Errorf("demo: %w", err)
 	}
-	st := ws
+	cards, err := st.LoadAgents(ctx)
+	if err != nil {
+		st.Close()
+		return nil, "", fmt.Errorf("demo: %w", err)
+	}
 	if err := writeCards(st, cards, workers); err != nil {
-		ws.Close()
-		return nil, err
+		st.Close()
+		return nil, "", err
 	}
-	return st, nil
+	return st, dir, nil
 }
 
 // agentCards are the cards of every demo agent.
@@ -367,14 +372,21 @@ func (r *run) propose(ctx context.Context, p workspace.Plan) error {
 	if err != nil {
 		return fmt.Errorf("demo: encode plan: %w", err)
 	}
-	written, err := r.ws.WritePlan(ctx, TaskID, "orchestrator", data)
-	if err != nil {
-		return fmt.Errorf("demo: write plan: %w", err)
+	var written workspace.Plan
+	_, err = service.Deliver(ctx, r.ws, workspace.DoneRequest{TaskID: TaskID, Agent: "orchestrator"}, func(ctx context.Context) (string, error) {
+		var err error
+		if written, err = r.ws.WritePlan(ctx, TaskID, "orchestrator", data); err != nil {
+			return "", fmt.Errorf("demo: write plan: %w", err)
+		}
+		r.out.say("orchestrator", "writes plan v%d (%d subtasks, %d checkpoint(s)) and drops .done for plan.json",
+			written.Version, len(written.Subtasks), len(written.Checkpoints))
+		return "plan.json", nil
+	}, service.DeliverOptions{})
+	if merr := (*service.MarkerError)(nil); errors.As(err, &merr) {
+		return fmt.Errorf("demo: propose plan: %w", merr.Err)
 	}
-	r.out.say("orchestrator", "writes plan v%d (%d subtasks, %d checkpoint(s)) and drops .done for plan.json",
-		written.Version, len(written.Subtasks), len(written.Checkpoints))
-	if _, err := r.ws.WriteDone(ctx, workspace.DoneRequest{TaskID: TaskID, Agent: "orchestrator", OutputFile: "plan.json"}); err != nil {
-		return fmt.Errorf("demo: propose plan: %w", err)
+	if err != nil {
+		return err
 	}
 	_, err = r.waitState(ctx, TaskID, fmt.Sprintf("plan v%d proposed", written.Version), func(s workspace.State) bool {
 		return s.PlanVersion == written.Version && s.PlanStatus == machine.PlanProposed
@@ -392,23 +404,26 @@ func (r *run) review(ctx context.Context, id, typ, target, verdict string, issue
 	if err != nil {
 		return fmt.Errorf("demo: encode review: %w", err)
 	}
-	rel, err := r.ws.WriteReview(ctx, TaskID, id, "reviewer", data)
-	if err != nil {
-		return fmt.Errorf("demo: write review: %w", err)
+	_, err = service.Deliver(ctx, r.ws, workspace.DoneRequest{TaskID: TaskID, Agent: "reviewer"}, func(ctx context.Context) (string, error) {
+		rel, err := r.ws.WriteReview(ctx, TaskID, id, "reviewer", data)
+		if err != nil {
+			return "", fmt.Errorf("demo: write review: %w", err)
+		}
+		var found []string
+		for _, is := range issues {
+			found = append(found, is.Problem)
+		}
+		msg := fmt.Sprintf("%s of %s: %s", typ, target, verdict)
+		if len(found) > 0 {
+			msg += " (" + strings.Join(found, "; ") + ")"
+		}
+		r.out.say("reviewer", "%s", msg)
+		return rel, nil
+	}, service.DeliverOptions{})
+	if merr := (*service.MarkerError)(nil); errors.As(err, &merr) {
+		return fmt.Errorf("demo: report review %s: %w", id, merr.Err)
 	}
-	var found []string
-	for _, is := range issues {
-		found = append(found, is.Problem)
-	}
-	msg := fmt.Sprintf("%s of %s: %s", typ, target, verdict)
-	if len(found) > 0 {
-		msg += " (" + strings.Join(found, "; ") + ")"
-	}
-	r.out.say("reviewer", "%s", msg)
-	if _, err := r.ws.WriteDone(ctx, workspace.DoneRequest{TaskID: TaskID, Agent: "reviewer", OutputFile: rel}); err != nil {
-		return fmt.Errorf("demo: report review %s: %w", id, err)
-	}
-	return nil
+	return err
 }
 
 // complexityDelay is the simulated time a subtask takes.
@@ -513,18 +528,26 @@ func (r *run) work(ctx context.Context, me string, s workspace.Subtask, attempt 
 	if err != nil {
 		return fmt.Errorf("demo: encode output: %w", err)
 	}
-	rel, err := r.ws.WriteOutput(ctx, TaskID, s.ID, me, data)
-	if err != nil {
-		return fmt.Errorf("demo: %s: %w", me, err)
-	}
-	req := workspace.DoneRequest{TaskID: TaskID, Agent: me, OutputFile: rel, SubtaskID: s.ID}
+	req := workspace.DoneRequest{TaskID: TaskID, Agent: me, SubtaskID: s.ID}
 	if failed {
 		req.Status, req.Error = "failed", out.Error
-		r.out.say(me, "fails %s: %s", s.ID, out.Error)
-	} else {
-		r.out.say(me, "finishes %s and drops .done for %s", s.ID, rel)
 	}
-	if _, err := r.ws.WriteDone(ctx, req); err != nil {
+	_, err = service.Deliver(ctx, r.ws, req, func(ctx context.Context) (string, error) {
+		rel, err := r.ws.WriteOutput(ctx, TaskID, s.ID, me, data)
+		if err != nil {
+			return "", err
+		}
+		if failed {
+			r.out.say(me, "fails %s: %s", s.ID, out.Error)
+		} else {
+			r.out.say(me, "finishes %s and drops .done for %s", s.ID, rel)
+		}
+		return rel, nil
+	}, service.DeliverOptions{})
+	if merr := (*service.MarkerError)(nil); errors.As(err, &merr) {
+		err = merr.Err // the output is written; its marker failed
+	}
+	if err != nil {
 		return fmt.Errorf("demo: %s: %w", me, err)
 	}
 	_, err = r.waitState(ctx, TaskID, me+"'s "+s.ID+" to be taken", func(st workspace.State) bool {
@@ -599,7 +622,7 @@ func (r *run) arc(ctx context.Context) error {
 		return fmt.Errorf("demo: %w", err)
 	}
 	r.out.say("solver", "delegates to the observer with intent only: %q", toObserver.Message)
-	pre, err := ops.Over(ws).Preamble(ctx, toObserver.ID, ops.PreambleOptions{TaskID: ARCTaskID})
+	pre, err := service.Preamble(ctx, ws, toObserver.ID, ops.PreambleOptions{TaskID: ARCTaskID})
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}

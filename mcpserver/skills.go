@@ -6,8 +6,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/ops"
 )
 
 // ToolSkills lists the workspace's skills or reads one.
@@ -44,7 +44,7 @@ func (s *Server) skills(ctx context.Context, _ *mcp.CallToolRequest, in skillsIn
 	if err != nil {
 		return reply{}, err
 	}
-	loaded, err := ops.Over(s.w).ThreadSkills(ctx, s.task, s.thread)
+	loaded, err := service.ThreadSkills(ctx, s.w, s.task, s.thread)
 	if err != nil {
 		return reply{}, err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/ops"
 )
@@ -373,7 +374,7 @@ func (s *Server) deleteMemory(ctx context.Context, _ *mcp.CallToolRequest, in me
 }
 
 func (s *Server) delegationContext(ctx context.Context, _ *mcp.CallToolRequest, in contextInput) (string, error) {
-	p, err := ops.Over(s.w).Preamble(ctx, s.thread, ops.PreambleOptions{Detail: in.Detail, TaskID: s.task})
+	p, err := service.Preamble(ctx, s.w, s.thread, ops.PreambleOptions{Detail: in.Detail, TaskID: s.task})
 	if err != nil {
 		return "", err
 	}
@@ -384,5 +385,5 @@ func (s *Server) delegationContext(ctx context.Context, _ *mcp.CallToolRequest, 
 }
 
 func (s *Server) capabilities(ctx context.Context, _ *mcp.CallToolRequest, _ emptyInput) (string, error) {
-	return ops.Over(s.w).Capabilities(ctx, s.agent, s.task)
+	return service.Capabilities(ctx, s.w, s.agent, s.task)
 }

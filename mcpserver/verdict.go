@@ -2,12 +2,11 @@ package mcpserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"path"
 	"strings"
 	"time"
 
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -21,9 +20,6 @@ import (
 // decides within milliseconds; the bound keeps a call well inside a
 // client's request timeout.
 const DefaultVerdictWait = 20 * time.Second
-
-// verdict is the daemon's decision on one marker.
-type verdict = workspace.Verdict
 
 // Verdicts, as the tools report them: the daemon's, and two of their own.
 const (
@@ -39,24 +35,12 @@ const (
 // storeVerdicts is where the verdicts of w's markers are read: the store
 // itself when it reads them (the file tree does); nil when it does not.
 func storeVerdicts(w workspace.Store) workspace.VerdictSource {
-	if src, ok := workspace.As[workspace.VerdictSource](w); ok {
-		return src
+	src, err := service.Verdicts("", w)
+	if err != nil {
+		return nil
 	}
-	return nil
+	return src
 }
-
-// waitVerdict waits, until ctx is done, for the verdict on the marker
-// name of a task; after is the state's journal_seq before it was dropped.
-// It fails with errNotServing when no daemon serves and errNoVerdict when
-// ctx ends first.
-func waitVerdict(ctx context.Context, src workspace.VerdictSource, task, name string, after int64) (verdict, error) {
-	return workspace.Wait(ctx, src, task, name, after)
-}
-
-var (
-	errNotServing = workspace.ErrNotServing
-	errNoVerdict  = workspace.ErrNoVerdict
-)
 
 // markerReply is the structured answer of a tool that dropped a marker:
 // the verdict on it, and the state it was read from.
@@ -73,61 +57,38 @@ type markerReply struct {
 	TaskStatus    string `json:"task_status,omitempty"`
 }
 
-// serving reports whether a daemon serves the workspace now; false when
-// the store offers no way to tell.
-func (s *Server) serving() bool {
-	if s.verdicts == nil {
-		return false
-	}
-	ok, err := s.verdicts.Serving()
-	return err == nil && ok
-}
-
 // beforeMarker is what a tool checks before it drops a marker: a
-// finished task takes none (the daemon no longer reads it), and the
-// state's journal_seq, which the marker's record will follow.
-func (s *Server) beforeMarker(ctx context.Context, op string) (int64, error) {
+// finished task takes none (the daemon no longer reads it).
+func (s *Server) beforeMarker(ctx context.Context, op string) error {
 	st, err := s.w.ReadState(ctx, s.task)
-	switch {
-	case err == nil:
-		if vocab.Finished(st.Status) {
-			return 0, &toolError{err: &workspace.Error{Kind: workspace.ErrConflict, Op: op, Msg: fmt.Sprintf("task %s is %s: the workspace daemon takes nothing more for it", s.task, st.Status)},
-				hint: "there is nothing more to do in it; " + ToolGetTaskState + " shows how it ended"}
-		}
-		return st.JournalSeq, nil
-	case errors.Is(err, workspace.ErrNotFound):
-		return 0, nil
+	if err == nil && vocab.Finished(st.Status) {
+		return &toolError{err: &workspace.Error{Kind: workspace.ErrConflict, Op: op, Msg: fmt.Sprintf("task %s is %s: the workspace daemon takes nothing more for it", s.task, st.Status)},
+			hint: "there is nothing more to do in it; " + ToolGetTaskState + " shows how it ended"}
 	}
-	// The daemon repairs a corrupt state.json; the marker is still worth
-	// dropping.
-	return 0, nil
+	// A task the daemon has not seen yet, or a corrupt state.json (the
+	// daemon repairs it), still takes the marker.
+	return nil
 }
 
-// await waits, bounded, for the verdict on marker (its path) when a
-// daemon serves, and says what came of it: the marker's reply and, for a
-// refusal, an error whose text says why. Without a daemon the marker is
-// queued, which is no error.
-func (s *Server) await(ctx context.Context, marker string, after int64, serving bool) (markerReply, error) {
-	name := path.Base(marker)
+// deliverOptions are how a tool that writes a product waits for the
+// verdict on its done marker: as long as the server waits, reading the
+// verdicts where the server reads them.
+func (s *Server) deliverOptions() service.DeliverOptions {
+	return service.DeliverOptions{Wait: s.wait, Verdicts: s.verdicts}
+}
+
+// markerOf is the reply on marker once o came of it.
+func markerOf(marker string, o service.Outcome) markerReply {
 	r := markerReply{Marker: marker, Verdict: verdictQueued}
-	if !serving {
-		return r, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.wait)
-	defer cancel()
-	v, err := waitVerdict(ctx, s.verdicts, s.task, name, after)
-	switch {
-	case errors.Is(err, errNotServing):
-		return r, nil
-	case errors.Is(err, errNoVerdict):
+	switch o.Stands {
+	case service.Undecided:
 		r.Verdict = verdictUndecided
-		return r, nil
-	case err != nil:
-		return r, err
+	case service.Decided:
+		v := o.Verdict
+		r.Verdict, r.Reason, r.Journaled, r.SubtaskID = v.Verdict, v.Reason, v.Journaled, v.SubtaskID
+		r.SubtaskStatus, r.Worker, r.TaskStatus = v.SubtaskStatus, v.Worker, v.TaskStatus
 	}
-	r.Verdict, r.Reason, r.Journaled, r.SubtaskID = v.Verdict, v.Reason, v.Journaled, v.SubtaskID
-	r.SubtaskStatus, r.Worker, r.TaskStatus = v.SubtaskStatus, v.Worker, v.TaskStatus
-	return r, nil
+	return r
 }
 
 // verdictReply ends b, the answer of a tool that dropped a marker, with

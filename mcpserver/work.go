@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -285,32 +286,33 @@ func (s *Server) writePlan(ctx context.Context, req *mcp.CallToolRequest, in wri
 	case !errors.Is(err, workspace.ErrNotFound):
 		return reply{}, err
 	}
-	after := st.JournalSeq
-	serving := s.serving()
 	// The arguments are the plan's fields and nothing else (the schema
 	// is closed), every one of them typed.
 	doc, err := json.Marshal(in)
 	if err != nil {
 		return reply{}, fmt.Errorf("encode plan: %w", err)
 	}
-	p, err := s.w.WritePlan(ctx, s.task, s.agent, doc)
+	var p workspace.Plan
+	d, err := service.Deliver(ctx, s.w, workspace.DoneRequest{TaskID: s.task, Agent: s.agent}, func(ctx context.Context) (string, error) {
+		var err error
+		p, err = s.w.WritePlan(ctx, s.task, s.agent, doc)
+		return "plan.json", err
+	}, s.deliverOptions())
+	var me *service.MarkerError
+	if errors.As(err, &me) {
+		return reply{}, fmt.Errorf("wrote plan.json version %d, but no done marker proposes it: %w", p.Version, me.Err)
+	}
 	if err != nil {
 		return reply{}, err
 	}
-	marker, err := s.w.WriteDone(ctx, workspace.DoneRequest{TaskID: s.task, Agent: s.agent, OutputFile: "plan.json"})
-	if err != nil {
-		return reply{}, fmt.Errorf("wrote plan.json version %d, but no done marker proposes it: %w", p.Version, err)
-	}
+	marker := d.Marker
 	var b strings.Builder
 	fmt.Fprintf(&b, "Wrote plan.json version %d (plan %s: %s", p.Version, p.ID, count(len(p.Subtasks), "subtask"))
 	if len(p.Checkpoints) > 0 {
 		fmt.Fprintf(&b, ", %s", count(len(p.Checkpoints), "checkpoint"))
 	}
 	fmt.Fprintf(&b, ") and proposed it for review (marker %s).\n", marker)
-	r, err := s.await(ctx, marker, after, serving)
-	if err != nil {
-		return reply{}, err
-	}
+	r := markerOf(marker, d.Outcome)
 	next := fmt.Sprintf("%s shows plan_status \"proposed\" at plan_version %d. A reviewer then approves it (status \"executing\": the subtasks start) "+
 		"or sends it back (plan_status \"revision_needed\": read why with %s, and write the next version with %s).", ToolGetTaskState, p.Version, ToolListReviews, ToolWritePlan)
 	return s.verdictReply(&b, r, fmt.Sprintf("plan version %d", p.Version), next,
@@ -365,31 +367,28 @@ func (s *Server) claimReviewID(ctx context.Context, id, base string) (string, wo
 }
 
 func (s *Server) writeReview(ctx context.Context, req *mcp.CallToolRequest, in writeReviewInput) (reply, error) {
-	text, marker, after, outcome, err := s.review(ctx, req, in)
+	text, marker, outcome, err := s.review(ctx, req, in)
 	if err != nil {
 		return reply{}, err
 	}
 	var b strings.Builder
 	b.WriteString(text)
-	r, err := s.await(ctx, marker, after, s.serving())
-	if err != nil {
-		return reply{}, err
-	}
-	return s.verdictReply(&b, r, in.Type+" "+path.Base(marker), ToolGetTaskState+" shows "+outcome,
+	r := markerOf(marker.Marker, marker.Outcome)
+	return s.verdictReply(&b, r, in.Type+" "+path.Base(marker.Marker), ToolGetTaskState+" shows "+outcome,
 		ToolGetTaskState+" shows what awaits a review")
 }
 
-// review writes the review the arguments describe and drops its marker:
-// it returns what it wrote, the marker, the journal_seq before it, and
-// what the state shows once the daemon has applied it.
-func (s *Server) review(ctx context.Context, req *mcp.CallToolRequest, in writeReviewInput) (text, marker string, after int64, outcome string, err error) {
-	if after, err = s.beforeMarker(ctx, ToolWriteReview); err != nil {
-		return "", "", 0, "", err
+// review writes the review the arguments describe, drops its marker and
+// waits for the verdict (service.Deliver): it returns what it wrote, the
+// delivery, and what the state shows once the daemon has applied it.
+func (s *Server) review(ctx context.Context, req *mcp.CallToolRequest, in writeReviewInput) (text string, marker service.Delivery, outcome string, err error) {
+	if err = s.beforeMarker(ctx, ToolWriteReview); err != nil {
+		return "", marker, "", err
 	}
 	st, stErr := s.w.ReadState(ctx, s.task)
 	haveState := stErr == nil
 	if stErr != nil && !errors.Is(stErr, workspace.ErrNotFound) {
-		return "", "", 0, "", stErr
+		return "", marker, "", stErr
 	}
 	target := in.Target
 	var base string
@@ -402,7 +401,7 @@ func (s *Server) review(ctx context.Context, req *mcp.CallToolRequest, in writeR
 		if !haveState || version == 0 {
 			p, err := s.w.ReadPlan(ctx, s.task, 0)
 			if err != nil {
-				return "", "", 0, "", missing(err, "a planner writes it with "+ToolWritePlan+"; review it once "+ToolGetTaskState+" shows plan_status \"proposed\"", "task %s has no plan to review yet", s.task)
+				return "", marker, "", missing(err, "a planner writes it with "+ToolWritePlan+"; review it once "+ToolGetTaskState+" shows plan_status \"proposed\"", "task %s has no plan to review yet", s.task)
 			}
 			id, version = p.ID, p.Version
 		}
@@ -421,14 +420,14 @@ func (s *Server) review(ctx context.Context, req *mcp.CallToolRequest, in writeR
 	case reviewCheckpoint:
 		hint := "call " + ToolGetTaskState + ": the checkpoints with status \"awaiting_review\" are the ones to judge"
 		if target == "" {
-			return "", "", 0, "", &toolError{err: &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolWriteReview, Msg: "a checkpoint_review needs target: the checkpoint's id"}, hint: hint}
+			return "", marker, "", &toolError{err: &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolWriteReview, Msg: "a checkpoint_review needs target: the checkpoint's id"}, hint: hint}
 		}
 		if !haveState {
-			return "", "", 0, "", stateError(s.task, stErr)
+			return "", marker, "", stateError(s.task, stErr)
 		}
 		cs := st.Checkpoints[target]
 		if cs == nil {
-			return "", "", 0, "", &toolError{err: &workspace.Error{Kind: workspace.ErrNotFound, Op: ToolWriteReview, Msg: fmt.Sprintf("task %s has no checkpoint %q", s.task, target)}, hint: hint}
+			return "", marker, "", &toolError{err: &workspace.Error{Kind: workspace.ErrNotFound, Op: ToolWriteReview, Msg: fmt.Sprintf("task %s has no checkpoint %q", s.task, target)}, hint: hint}
 		}
 		if cs.Status != "awaiting_review" {
 			notes = append(notes, fmt.Sprintf("The state shows checkpoint %s %q, not \"awaiting_review\": the daemon takes a checkpoint review only once its subtasks are done, and records an error otherwise.", target, cs.Status))
@@ -441,46 +440,49 @@ func (s *Server) review(ctx context.Context, req *mcp.CallToolRequest, in writeR
 		}
 	case reviewOutput:
 		if target == "" {
-			return "", "", 0, "", &toolError{err: &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolWriteReview, Msg: "an output_review needs target: the subtask's id"},
+			return "", marker, "", &toolError{err: &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolWriteReview, Msg: "an output_review needs target: the subtask's id"},
 				hint: "call " + ToolGetTaskState + " to see the subtasks and which have an output"}
 		}
 		if err := workspace.ValidateID("target subtask id", target); err != nil {
-			return "", "", 0, "", err
+			return "", marker, "", err
 		}
 		base = target + "_review"
 		outcome = "nothing new: an output review is recorded in the task's events and changes no state."
 	default:
 		// The schema admits only the three types.
-		return "", "", 0, "", &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolWriteReview, Msg: fmt.Sprintf("unknown review type %q", in.Type),
+		return "", marker, "", &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolWriteReview, Msg: fmt.Sprintf("unknown review type %q", in.Type),
 			Hint: "use type plan_review, checkpoint_review or output_review"}
 	}
 	doc, err := reviewDoc(req, target)
 	if err != nil {
-		return "", "", 0, "", err
+		return "", marker, "", err
 	}
 	id, l, err := s.claimReviewID(ctx, in.ReviewID, base)
 	if err != nil {
-		return "", "", 0, "", err
+		return "", marker, "", err
 	}
-	rel, err := s.w.WriteReview(ctx, s.task, id, s.agent, doc)
-	l.Release()
+	marker, err = service.Deliver(ctx, s.w, workspace.DoneRequest{TaskID: s.task, Agent: s.agent}, func(ctx context.Context) (string, error) {
+		defer l.Release()
+		return s.w.WriteReview(ctx, s.task, id, s.agent, doc)
+	}, s.deliverOptions())
+	var me *service.MarkerError
+	if errors.As(err, &me) {
+		return "", marker, "", fmt.Errorf("wrote %s, but no done marker reports it: %w", me.Product, me.Err)
+	}
 	if err != nil {
-		return "", "", 0, "", err
+		return "", marker, "", err
 	}
-	marker, err = s.w.WriteDone(ctx, workspace.DoneRequest{TaskID: s.task, Agent: s.agent, OutputFile: rel})
-	if err != nil {
-		return "", "", 0, "", fmt.Errorf("wrote %s, but no done marker reports it: %w", rel, err)
-	}
+	rel := marker.Product
 	var b strings.Builder
 	fmt.Fprintf(&b, "Wrote %s (%s of %s: %s", rel, in.Type, target, in.Verdict)
 	if len(in.Issues) > 0 {
 		fmt.Fprintf(&b, ", %s", count(len(in.Issues), "issue"))
 	}
-	fmt.Fprintf(&b, ") and reported it to the workspace daemon (marker %s).\n", marker)
+	fmt.Fprintf(&b, ") and reported it to the workspace daemon (marker %s).\n", marker.Marker)
 	for _, n := range notes {
 		b.WriteString("Note: " + n + "\n")
 	}
-	return b.String(), marker, after, outcome, nil
+	return b.String(), marker, outcome, nil
 }
 
 // reviewDoc is the review document the arguments describe: every argument
@@ -500,20 +502,16 @@ func reviewDoc(req *mcp.CallToolRequest, target string) ([]byte, error) {
 }
 
 func (s *Server) claim(ctx context.Context, _ *mcp.CallToolRequest, in claimInput) (reply, error) {
-	after, err := s.beforeMarker(ctx, ToolClaimSubtask)
-	if err != nil {
+	if err := s.beforeMarker(ctx, ToolClaimSubtask); err != nil {
 		return reply{}, err
 	}
-	serving := s.serving()
 	note := s.claimNote(ctx, in.SubtaskID)
-	marker, err := s.w.WriteClaim(ctx, s.task, s.agent, in.SubtaskID)
+	d, err := service.Claim(ctx, s.w, s.task, s.agent, in.SubtaskID, s.deliverOptions())
 	if err != nil {
 		return reply{}, err
 	}
-	r, err := s.await(ctx, marker, after, serving)
-	if err != nil {
-		return reply{}, err
-	}
+	marker := d.Marker
+	r := markerOf(marker, d.Outcome)
 	var b strings.Builder
 	if r.Verdict == verdictWon {
 		fmt.Fprintf(&b, "Subtask '%s' is yours: the workspace daemon gave it to you (status in_progress, marker %s). Do the work, then report it with %s.", in.SubtaskID, marker, ToolSignalDone)
@@ -554,14 +552,11 @@ func (s *Server) claimNote(ctx context.Context, id string) string {
 }
 
 func (s *Server) done(ctx context.Context, req *mcp.CallToolRequest, in doneInput) (reply, error) {
-	text, marker, after, serving, sub, err := s.dropDone(ctx, req, in)
+	text, d, sub, err := s.dropDone(ctx, req, in)
 	if err != nil {
 		return reply{}, err
 	}
-	r, err := s.await(ctx, marker, after, serving)
-	if err != nil {
-		return reply{}, err
-	}
+	r := markerOf(d.Marker, d.Outcome)
 	var b strings.Builder
 	b.WriteString(text)
 	then := ToolGetTaskState + " shows the result."
@@ -576,30 +571,28 @@ func (s *Server) done(ctx context.Context, req *mcp.CallToolRequest, in doneInpu
 	return s.verdictReply(&b, r, "your done report", then, hint)
 }
 
-// dropDone writes the output the arguments carry, if any, and drops the
-// done marker: it returns what it did, the marker, the journal_seq before
-// it, whether a daemon served before it was dropped, and the subtask.
-func (s *Server) dropDone(ctx context.Context, req *mcp.CallToolRequest, in doneInput) (text, marker string, after int64, serving bool, sub string, err error) {
-	after, err = s.beforeMarker(ctx, ToolSignalDone)
-	if err != nil {
-		return "", "", 0, false, "", err
+// dropDone writes the output the arguments carry, if any, drops the done
+// marker and waits for the verdict (service.Deliver): it returns what it
+// did, the delivery, and the subtask.
+func (s *Server) dropDone(ctx context.Context, req *mcp.CallToolRequest, in doneInput) (text string, d service.Delivery, sub string, err error) {
+	if err = s.beforeMarker(ctx, ToolSignalDone); err != nil {
+		return "", d, "", err
 	}
-	serving = s.serving()
 	dr := workspace.DoneRequest{TaskID: s.task, Agent: s.agent, OutputFile: in.OutputFile, SubtaskID: in.SubtaskID,
 		Status: in.Status, Error: in.Error, Escalate: in.Escalate}
-	var wrote string
+	var write func(context.Context) (string, error)
 	raw, hasOutput, err := rawArg(req, "output")
 	if err != nil {
-		return "", "", 0, false, "", err
+		return "", d, "", err
 	}
 	if hasOutput {
 		if in.SubtaskID == "" {
-			return "", "", 0, false, "", &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolSignalDone, Msg: "output given without subtask_id",
+			return "", d, "", &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolSignalDone, Msg: "output given without subtask_id",
 				Hint: "pass subtask_id: the output is written to outputs/<subtask_id>.json"}
 		}
 		want := "outputs/" + in.SubtaskID + ".json"
 		if in.OutputFile != "" && in.OutputFile != want {
-			return "", "", 0, false, "", &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolSignalDone, Msg: fmt.Sprintf("output_file %q does not match subtask %s", in.OutputFile, in.SubtaskID),
+			return "", d, "", &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolSignalDone, Msg: fmt.Sprintf("output_file %q does not match subtask %s", in.OutputFile, in.SubtaskID),
 				Hint: "leave output_file out when passing output (it is " + want + ")"}
 		}
 		// Refuse what WriteDone would refuse before writing the output,
@@ -607,40 +600,43 @@ func (s *Server) dropDone(ctx context.Context, req *mcp.CallToolRequest, in done
 		switch in.Status {
 		case "", "completed", "failed", "cancelled":
 		default:
-			return "", "", 0, false, "", &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolSignalDone, Msg: fmt.Sprintf("unknown status %q", in.Status),
+			return "", d, "", &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolSignalDone, Msg: fmt.Sprintf("unknown status %q", in.Status),
 				Hint: "use status completed, failed or cancelled"}
 		}
 		if in.Status == "failed" && in.Error == "" {
-			return "", "", 0, false, "", &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolSignalDone, Msg: "a failed marker needs an error",
+			return "", d, "", &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolSignalDone, Msg: "a failed marker needs an error",
 				Hint: "say why in error"}
 		}
 		doc, err := outputDoc(raw, in.Status, in.Error)
 		if err != nil {
-			return "", "", 0, false, "", err
+			return "", d, "", err
 		}
-		rel, err := s.w.WriteOutput(ctx, s.task, in.SubtaskID, s.agent, doc)
-		if err != nil {
-			return "", "", 0, false, "", err
+		write = func(ctx context.Context) (string, error) {
+			return s.w.WriteOutput(ctx, s.task, in.SubtaskID, s.agent, doc)
 		}
-		dr.OutputFile, wrote = rel, rel
 	} else if dr.OutputFile == "" && in.Status != "cancelled" {
 		if in.SubtaskID == "" {
-			return "", "", 0, false, "", &toolError{err: &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolSignalDone, Msg: "nothing to report: no subtask_id, output or output_file"},
+			return "", d, "", &toolError{err: &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolSignalDone, Msg: "nothing to report: no subtask_id, output or output_file"},
 				hint: "pass subtask_id and your result as output (a plan goes through " + ToolWritePlan + ", a review through " + ToolWriteReview + "); status cancelled alone cancels the whole task"}
 		}
 		dr.OutputFile = "outputs/" + in.SubtaskID + ".json"
 	}
-	marker, err = s.w.WriteDone(ctx, dr)
+	d, err = service.Deliver(ctx, s.w, dr, write, s.deliverOptions())
 	if err != nil {
-		if wrote != "" {
-			return "", "", 0, false, "", fmt.Errorf("wrote %s, but no done marker: %w", wrote, err)
+		var me *service.MarkerError
+		if errors.As(err, &me) {
+			return "", d, "", fmt.Errorf("wrote %s, but no done marker: %w", me.Product, me.Err)
 		}
 		if !hasOutput && in.SubtaskID != "" {
 			// The default output_file was missing: the model meant to
 			// pass its result.
 			err = redirect(err, workspace.ErrNotFound, "pass your result as output: it is written to "+dr.OutputFile+" before the marker")
 		}
-		return "", "", 0, false, "", err
+		return "", d, "", err
+	}
+	wrote := d.Product
+	if wrote != "" {
+		dr.OutputFile = wrote
 	}
 	status := dr.Status
 	if status == "" {
@@ -650,7 +646,7 @@ func (s *Server) dropDone(ctx context.Context, req *mcp.CallToolRequest, in done
 	if wrote != "" {
 		fmt.Fprintf(&b, "Wrote %s. ", wrote)
 	}
-	fmt.Fprintf(&b, "Done marker dropped (%s): ", marker)
+	fmt.Fprintf(&b, "Done marker dropped (%s): ", d.Marker)
 	switch {
 	case dr.SubtaskID != "":
 		fmt.Fprintf(&b, "subtask '%s' %s", dr.SubtaskID, status)
@@ -661,7 +657,7 @@ func (s *Server) dropDone(ctx context.Context, req *mcp.CallToolRequest, in done
 		fmt.Fprintf(&b, ", product %s", dr.OutputFile)
 	}
 	b.WriteString(".\n")
-	return b.String(), marker, after, serving, dr.SubtaskID, nil
+	return b.String(), d, dr.SubtaskID, nil
 }
 
 // outputDoc is the output argument with status and error filled in from

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/workspaced/workspaced/friction"
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -92,17 +93,14 @@ func (s *Server) review(ctx context.Context, w http.ResponseWriter, id, base str
 	if _, err := s.st.ReadTaskDoc(ctx, id, "reviews/"+rid+".json"); !isNotFound(err) {
 		rid = base + "_" + randomHex(3)
 	}
-	rel, err := s.st.WriteReview(ctx, id, rid, HumanAgent, data)
+	d, err := service.Deliver(ctx, s.st, workspace.DoneRequest{TaskID: id, Agent: HumanAgent}, func(ctx context.Context) (string, error) {
+		return s.st.WriteReview(ctx, id, rid, HumanAgent, data)
+	}, service.DeliverOptions{})
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	m, err := s.st.WriteDone(ctx, workspace.DoneRequest{TaskID: id, Agent: HumanAgent, OutputFile: rel})
-	if err != nil {
-		fail(w, fmt.Errorf("%s written, but the done marker failed: %w", rel, err))
-		return
-	}
-	writeJSON(w, http.StatusAccepted, ActionResult{Review: rel, Marker: m})
+	writeJSON(w, http.StatusAccepted, ActionResult{Review: d.Product, Marker: d.Marker})
 }
 
 func conflict(w http.ResponseWriter, msg string) {
@@ -209,12 +207,12 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, id string) {
 		conflict(w, "task "+id+" is already "+st.Status)
 		return
 	}
-	m, err := s.st.WriteDone(r.Context(), workspace.DoneRequest{TaskID: id, Agent: HumanAgent, Status: "cancelled", Error: req.Reason})
+	d, err := service.Cancel(r.Context(), s.st, id, HumanAgent, req.Reason, service.DeliverOptions{})
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, ActionResult{Marker: m})
+	writeJSON(w, http.StatusAccepted, ActionResult{Marker: d.Marker})
 }
 
 // ResolveRequest is the body of POST /api/friction/{id}/resolve.

@@ -2,17 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	fs2 "io/fs"
 	"path"
 	"strconv"
 
-	"github.com/workspaced/workspaced/locking"
-	"github.com/workspaced/workspaced/retention"
-	"github.com/workspaced/workspaced/vocab"
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/files"
 )
 
 const backupUsage = `workspaced backup — list or restore the backups of a task's state.json.
@@ -55,17 +50,6 @@ Examples:
 Exit codes: 0 ok, 1 failure, 2 usage, 3 no such task.
 `
 
-// backupInfo is one line of backup list.
-type backupInfo struct {
-	Name       string `json:"name"`
-	Time       string `json:"time"`
-	Size       int64  `json:"size"`
-	Valid      bool   `json:"valid"`
-	JournalSeq int64  `json:"journal_seq"`
-	Status     string `json:"status,omitempty"`
-	Problem    string `json:"problem,omitempty"`
-}
-
 func backupList(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("backup list")
 	task := fs.String("task", "", "task `ID`")
@@ -79,34 +63,15 @@ func backupList(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer w.Close()
-	if _, err := w.GetTask(ctx, id); err != nil {
-		return err
-	}
-	list, err := w.ListBackups(ctx, id)
+	infos, err := service.Backups(ctx, w, id)
 	if err != nil {
 		return err
-	}
-	infos := make([]backupInfo, 0, len(list))
-	for _, b := range list {
-		bi := backupInfo{Name: b.Name, Time: b.Time.UTC().Format(workspace.TimeFormat), Size: b.Size}
-		data, err := w.ReadBackup(ctx, id, b.Name)
-		if err == nil {
-			var st workspace.State
-			st, err = files.ValidateState(id, data)
-			bi.JournalSeq, bi.Status = st.JournalSeq, st.Status
-		}
-		if err != nil {
-			bi.Problem = err.Error()
-		} else {
-			bi.Valid = true
-		}
-		infos = append(infos, bi)
 	}
 	if *asJSON {
 		return printJSON(e.stdout, infos)
 	}
 	if len(infos) == 0 {
-		fmt.Fprintf(e.stdout, "no backups of task %s: %s\n", id, whyNoBackups(ctx, w, id))
+		fmt.Fprintf(e.stdout, "no backups of task %s: %s\n", id, service.WhyNoBackups(ctx, w, id))
 		return nil
 	}
 	rows := make([][]string, 0, len(infos))
@@ -161,69 +126,11 @@ func backupRestore(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer w.Close()
-	if _, err := w.GetTask(ctx, id); err != nil {
-		return err
-	}
-	if lock := daemonLock(w); lock != "" && !*force {
-		held, h, err := locking.Held(lock)
-		if err != nil {
-			return err
-		}
-		if held {
-			who := "a daemon"
-			if h != nil {
-				who = fmt.Sprintf("a daemon (pid %d)", h.PID)
-			}
-			return &workspace.Error{Kind: workspace.ErrConflict, Op: "restore state of task " + id,
-				Msg: who + " is serving this root", Hint: "stop it first, or pass --force (it replays the journal past the backup at the task's next marker)"}
-		}
-	}
-	chosen, err := w.RestoreBackup(ctx, id, *name, func(data []byte) error { _, err := files.ValidateState(id, data); return err })
+	chosen, err := service.RestoreBackup(ctx, w, id, *name, *force)
 	if err != nil {
 		return err
 	}
 	target := path.Join(workspace.TaskDir(id), "state.json")
 	fmt.Fprintf(e.stdout, "restored %s from %s\n", e.display(target), chosen)
 	return nil
-}
-
-// daemonLock is the file whose flock the daemon serving w holds: the
-// tree's .workspaced.lock, a SQLite database's PATH.lock; "" for a store
-// that leads otherwise (PostgreSQL's lease).
-func daemonLock(w workspace.Store) string {
-	if s, ok := w.(*files.Store); ok {
-		return files.LockPath(s.Dir())
-	}
-	if l, ok := workspace.As[workspace.DaemonLocker](w); ok {
-		return l.DaemonLock()
-	}
-	return ""
-}
-
-// whyNoBackups says why a task has no backups of its state.json.
-func whyNoBackups(ctx context.Context, s workspace.Store, id string) string {
-	w, err := fileTree("", s)
-	if err != nil {
-		if _, err := s.ReadState(ctx, id); errors.Is(err, workspace.ErrNotFound) {
-			return "the daemon has not written its state yet (is one serving? see 'workspaced status')"
-		}
-		return "no state of it has been replaced yet, or retention has summarised the finished task"
-	}
-	if info, err := retention.ReadTaskInfo(w.Root(), id); err == nil && info.Summarized && vocab.Finished(info.Status) {
-		return "the task is " + info.Status + " and summarised: retention kept only task.json, state.json and events.log"
-	}
-	_, err = w.ReadState(ctx, id)
-	if errors.Is(err, workspace.ErrNotFound) {
-		return "the daemon has not written its state.json yet (is one serving? see 'workspaced status')"
-	}
-	dir := path.Join(workspace.TaskDir(id), "backups")
-	// backups/ is made with the first backup, which keeps the first
-	// state.json a write replaces.
-	if _, derr := w.Root().Lstat(dir); errors.Is(derr, fs2.ErrNotExist) {
-		return "state.json has not been replaced since the daemon first wrote it (a backup keeps each state.json a later write replaces)"
-	}
-	if err != nil {
-		return "state.json cannot be read (" + err.Error() + ") and " + dir + "/ holds none"
-	}
-	return dir + "/ is empty, though the daemon keeps one before every state write: were they removed by hand?"
 }

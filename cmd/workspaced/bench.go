@@ -10,9 +10,8 @@ import (
 	"strings"
 
 	"github.com/workspaced/workspaced/bench"
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/postgres"
-	"github.com/workspaced/workspaced/workspace/sqlite"
 )
 
 const benchUsage = `workspaced bench — measure the workload against the disk's own floor.
@@ -164,8 +163,8 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 	if *vs != "" && (*quick || *noPython) {
 		return usageHint("bench", "--vs-daemon runs only its paired rounds: --quick and --no-python do not apply (--pairs sets its length)")
 	}
-	sq := sqlite.IsURL(e.root)
-	pg := postgres.IsURL(e.root)
+	sq := service.KindOf(e.root) == service.SQLite
+	pg := service.KindOf(e.root) == service.PostgreSQL
 	if pg && *vs != "" && (*ext4 || *dir != "") {
 		return usageHint("bench", "--vs-daemon on a postgres:// root runs in its database: --ext4 and --dir do not apply")
 	}
@@ -188,7 +187,7 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 		*dir = os.TempDir()
 	}
 	if *dir == "" && sq {
-		db, err := sqlite.ParsePath(e.root)
+		db, err := service.DatabaseFile(e.root)
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+
+	"github.com/workspaced/workspaced/service"
 )
 
 const claimUsage = `workspaced claim — take a subtask: drops tasks/<task>/.claim.<agent>.<suffix>.
@@ -64,13 +66,9 @@ func cmdClaim(ctx context.Context, e *env, args []string) error {
 	}
 	defer w.Close()
 	op := fmt.Sprintf("claim %s of task %s", *subtask, id)
-	after, err := beforeMarker(ctx, w, op, id, wait.on)
-	if err != nil {
+	if err := beforeMarker(ctx, w, op, id, wait.on); err != nil {
 		return err
 	}
-	m, err := w.WriteClaim(ctx, id, *agent, *subtask)
-	if err != nil {
-		return err
-	}
-	return reportMarker(ctx, e, w, op, id, m, after, wait, *asJSON)
+	d, err := service.Claim(ctx, w, id, *agent, *subtask, wait.options())
+	return reportMarker(e, op, id, d, err, wait, *asJSON)
 }

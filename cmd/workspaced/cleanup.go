@@ -11,6 +11,7 @@ import (
 
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/retention"
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -62,19 +63,6 @@ or a nonsensical policy, 3 no workspace, 4 another cleanup still running at
 the lock timeout.
 `
 
-// cleanupAgent names the cleanup command in the lock holder records it
-// leaves.
-const cleanupAgent = "workspaced-cleanup"
-
-// anonymizeBatch is how many removed task ids are collected before their
-// friction entries are anonymised, so memory stays flat however many tasks
-// a run removes and a crash loses at most one batch.
-const anonymizeBatch = 256
-
-// cleanupRetry is the pause between attempts while another cleanup holds
-// the tree's cleanup lock.
-const cleanupRetry = 100 * time.Millisecond
-
 // cleanupReport is `cleanup --json`: the pruner's report, the policy
 // applied and what was done to the friction log.
 type cleanupReport struct {
@@ -114,35 +102,34 @@ func cmdCleanup(ctx context.Context, e *env, args []string) error {
 			hint: "set --full-days and --summary-days (or workspace.json retention) so that 0 <= full_days <= summary_days and summary_days >= 1"}
 	}
 
-	log := w.Friction(ctx, cleanupAgent)
 	// One write per line would cost a system call per task; the buffer
 	// still streams (every 4 KiB), and is flushed before anything goes to
 	// stderr.
 	stdout := bufio.NewWriter(e.stdout)
 	defer stdout.Flush()
-	out := &cleanupOutput{e: e, stdout: stdout, dryRun: *dryRun, asJSON: *asJSON, log: log, ctx: ctx}
-	p := workspace.PruneRequest{
+	out := &cleanupOutput{e: e, stdout: stdout, dryRun: *dryRun}
+	progress := out.progress
+	if *asJSON {
+		progress = nil
+	}
+	rep, err := service.Cleanup(ctx, w, service.CleanupRequest{
 		Policy: policy,
 		DryRun: *dryRun,
-		Agent:  cleanupAgent,
 		// Text output streams one line per task and keeps nothing, so
 		// memory stays flat in the number of tasks; --json needs the
 		// lists.
 		DiscardDecisions: !*asJSON,
-		OnProgress:       out.progress,
-	}
-	rep, err := runPruner(ctx, w, p, time.Duration(s.LockTimeout))
-	// Whatever was removed before a failure still has its friction
-	// anonymised.
-	out.flush()
+		OnProgress:       progress,
+		LockWait:         time.Duration(s.LockTimeout),
+	})
 	if err != nil {
 		stdout.Flush()
-		printCleanupErrors(e.stderr, out.errors)
+		printCleanupErrors(e.stderr, rep.FrictionErrors)
 		return cleanupErr(err)
 	}
 	if *asJSON {
-		full := cleanupReport{Report: rep, Policy: policy, FrictionAnonymized: out.anonymized}
-		full.Errors = append(full.Errors, out.errors...)
+		full := cleanupReport{Report: rep.Report, Policy: policy, FrictionAnonymized: rep.FrictionAnonymized}
+		full.Errors = append(full.Errors, rep.FrictionErrors...)
 		for _, l := range []*[]retention.Decision{&full.Kept, &full.Summarized, &full.Removed, &full.Skipped} {
 			if *l == nil {
 				*l = []retention.Decision{}
@@ -157,29 +144,10 @@ func cmdCleanup(ctx context.Context, e *env, args []string) error {
 	if err := stdout.Flush(); err != nil {
 		return fmt.Errorf("cleanup: write the report: %w", err)
 	}
-	if n := len(rep.Errors) + len(out.errors); n > 0 {
+	if n := len(rep.Errors) + len(rep.FrictionErrors); n > 0 {
 		return fmt.Errorf("cleanup: %d error(s); see the report above", n)
 	}
 	return nil
-}
-
-// runPruner runs p, waiting up to timeout while another cleanup (the
-// daemon's, another cron run) holds the tree's cleanup lock.
-func runPruner(ctx context.Context, w workspace.Retention, p workspace.PruneRequest, timeout time.Duration) (retention.Report, error) {
-	deadline := time.Now().Add(timeout)
-	for {
-		rep, err := w.Prune(ctx, p)
-		if !errors.Is(err, retention.ErrCleanupRunning) || !time.Now().Before(deadline) {
-			return rep, err
-		}
-		t := time.NewTimer(cleanupRetry)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return rep, ctx.Err()
-		case <-t.C:
-		}
-	}
 }
 
 // cleanupErr maps the pruner's errors to the workspace kinds the exit codes
@@ -195,31 +163,16 @@ func cleanupErr(err error) error {
 	return fmt.Errorf("cleanup: %w", err)
 }
 
-// cleanupOutput prints each outcome as the pruner reports it, and
-// anonymises the friction entries of removed tasks in batches.
+// cleanupOutput prints each outcome as the pruner reports it, and the
+// totals.
 type cleanupOutput struct {
-	ctx    context.Context
 	e      *env
 	stdout *bufio.Writer
 	dryRun bool
-	asJSON bool
-	log    workspace.FrictionLog
-
-	removed    []string // removed ids not yet anonymised
-	anonymized int
-	errors     []string
 }
 
 func (o *cleanupOutput) progress(d retention.Decision) {
-	if !o.asJSON {
-		fmt.Fprintf(o.stdout, "%-18s %s: %s\n", o.verb(d.Action), d.TaskID, d.Reason)
-	}
-	if d.Action == retention.Remove && !o.dryRun {
-		o.removed = append(o.removed, d.TaskID)
-		if len(o.removed) >= anonymizeBatch {
-			o.flush()
-		}
-	}
+	fmt.Fprintf(o.stdout, "%-18s %s: %s\n", o.verb(d.Action), d.TaskID, d.Reason)
 }
 
 // verb says what happened to a task, or in a dry run what would.
@@ -241,25 +194,8 @@ func (o *cleanupOutput) verb(a retention.Action) string {
 	return "skipped"
 }
 
-// flush anonymises the friction entries of the removed tasks collected so
-// far.
-func (o *cleanupOutput) flush() {
-	if len(o.removed) == 0 {
-		return
-	}
-	// A cancelled run still anonymises what it removed.
-	n, err := o.log.AnonymizeTasks(context.WithoutCancel(o.ctx), o.removed)
-	if err != nil {
-		o.errors = append(o.errors, fmt.Sprintf("anonymise friction of %d removed task(s): %v", len(o.removed), err))
-		// Keep the ids: the next flush tries them again.
-		return
-	}
-	o.anonymized += n
-	o.removed = o.removed[:0]
-}
-
 // summary prints the totals, what was recovered and every error.
-func (o *cleanupOutput) summary(rep retention.Report, p retention.Policy) {
+func (o *cleanupOutput) summary(rep service.Cleaned, p retention.Policy) {
 	w := o.stdout
 	for _, r := range rep.Recovered {
 		fmt.Fprintf(w, "%-18s %s\n", "recovered", r)
@@ -271,11 +207,11 @@ func (o *cleanupOutput) summary(rep retention.Report, p retention.Policy) {
 	}
 	fmt.Fprintf(w, "%s: %d kept, %d summarized, %d removed, %d skipped (full_days %d, summary_days %d)\n",
 		prefix, c.Kept, c.Summarized, c.Removed, c.Skipped, p.FullDays, p.SummaryDays)
-	if !o.dryRun && o.anonymized > 0 {
-		fmt.Fprintf(w, "friction: anonymised the removed tasks in %d entries\n", o.anonymized)
+	if !o.dryRun && rep.FrictionAnonymized > 0 {
+		fmt.Fprintf(w, "friction: anonymised the removed tasks in %d entries\n", rep.FrictionAnonymized)
 	}
 	o.stdout.Flush()
-	printCleanupErrors(o.e.stderr, rep.Errors, o.errors)
+	printCleanupErrors(o.e.stderr, rep.Errors, rep.FrictionErrors)
 }
 
 func printCleanupErrors(w io.Writer, lists ...[]string) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace/ops"
 )
 
@@ -68,7 +69,7 @@ func cmdContext(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer w.Close()
-	b, err := ops.Over(w).Context(ctx, *thread, ops.ContextOptions{Budget: *budget, Unlimited: *unlimited, TaskID: *task, Agent: *agent})
+	b, err := service.Context(ctx, w, *thread, ops.ContextOptions{Budget: *budget, Unlimited: *unlimited, TaskID: *task, Agent: *agent})
 	if err != nil {
 		return err
 	}

@@ -4,8 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/sqlite"
+	"github.com/workspaced/workspaced/service"
 )
 
 const copyUsage = `workspaced copy — a consistent copy of a live SQLite workspace.
@@ -50,28 +49,11 @@ func cmdCopy(ctx context.Context, e *env, args []string) error {
 	if *from != "" {
 		src = *from
 	}
-	if !sqlite.IsURL(src) {
-		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "copy " + src, Msg: "copies a sqlite: workspace only",
-			Hint: "copy a directory or a PostgreSQL workspace with 'workspaced export --from ROOT --to DIR', or into SQLite with 'workspaced import --from ROOT --to sqlite:FILE'"}
-	}
-	dst := *to
-	if sqlite.IsURL(dst) {
-		p, err := sqlite.ParsePath(dst)
-		if err != nil {
-			return err
-		}
-		dst = p
-	}
 	e.opened = true
-	s, err := sqlite.Open(ctx, src)
+	copied, dst, n, err := service.Copy(ctx, src, *to, *force)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	rep, err := s.Copy(ctx, dst, *force)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(e.stdout, "copied %s to %s (%d bytes, integrity ok)\n", s.Path(), rep.Path, rep.Bytes)
+	fmt.Fprintf(e.stdout, "copied %s to %s (%d bytes, integrity ok)\n", copied, dst, n)
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -87,13 +88,9 @@ func cmdDone(ctx context.Context, e *env, args []string) error {
 	if req.OutputFile == "" {
 		op = "done (" + req.Status + ") of task " + id
 	}
-	after, err := beforeMarker(ctx, w, op, id, wait.on)
-	if err != nil {
+	if err := beforeMarker(ctx, w, op, id, wait.on); err != nil {
 		return err
 	}
-	m, err := w.WriteDone(ctx, req)
-	if err != nil {
-		return err
-	}
-	return reportMarker(ctx, e, w, op, id, m, after, wait, *asJSON)
+	d, err := service.Deliver(ctx, w, req, nil, wait.options())
+	return reportMarker(e, op, id, d, err, wait, *asJSON)
 }

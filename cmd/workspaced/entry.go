@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // env and memory are one implementation: the same five verbs over the
@@ -275,7 +275,7 @@ func (e *env) openTask(ctx context.Context, cmd, task, thread string) (workspace
 }
 
 // openTaskTree is openTask for a command that needs the file tree.
-func (e *env) openTaskTree(ctx context.Context, cmd, task, thread string) (*files.Store, string, error) {
+func (e *env) openTaskTree(ctx context.Context, cmd, task, thread string) (*service.FileTree, string, error) {
 	w, err := e.open()
 	return withTask(ctx, w, err, cmd, task, thread)
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,16 +12,15 @@ import (
 	"syscall"
 
 	"github.com/workspaced/workspaced/schemas"
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/files"
-	"github.com/workspaced/workspaced/workspace/postgres"
 )
 
 // hintFor is the fix for an error that carries no hint of its own, where
 // the command line knows one ("" where none is known). report prints it.
 func hintFor(err error) string {
 	var (
-		serving *files.ServingError
+		serving *service.ServingError
 		invalid *schemas.Error
 		syntax  *schemas.SyntaxError
 	)
@@ -34,7 +32,7 @@ func hintFor(err error) string {
 		}
 		return fmt.Sprintf("one daemon serves a root: 'workspaced --root %s status' names it; stop it with 'kill %s' "+
 			"(it stops cleanly on SIGTERM) before starting another, or serve another root", shellQuote(serving.Root), pid)
-	case errors.Is(err, files.ErrUnsafeFilesystem):
+	case errors.Is(err, service.ErrUnsafeFilesystem):
 		return "put the root on a local filesystem, or serve without --strict (it then only warns)"
 	case errors.As(err, &invalid):
 		return schemaHint(invalid)
@@ -112,15 +110,7 @@ func frictionHint(msg string) string {
 
 // rootName is the root as printed: a database URL with its password
 // masked (url.URL.Redacted), a directory as given.
-func (e *env) rootName() string {
-	if postgres.IsURL(e.root) {
-		if u, err := url.Parse(e.root); err == nil {
-			return u.Redacted()
-		}
-		return "the database"
-	}
-	return e.root
-}
+func (e *env) rootName() string { return service.Name(e.root) }
 
 // absRoot is the root as an absolute path, for messages that must work
 // from any directory.
@@ -135,7 +125,7 @@ func (e *env) absRoot() string {
 // command has opened the workspace, so that a path of the tree in an error
 // or a hint is printed absolute.
 func (e *env) errWriter(stderr io.Writer) io.Writer {
-	if !e.opened || isDatabase(e.root) {
+	if !e.opened || !service.HasPaths(e.root) {
 		return stderr // a database's names are not paths
 	}
 	return &rootedWriter{w: stderr, root: e.absRoot()}

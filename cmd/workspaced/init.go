@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/files"
-	"github.com/workspaced/workspaced/workspace/postgres"
-	"github.com/workspaced/workspaced/workspace/sqlite"
 )
 
 const initUsage = `workspaced init — create a workspace (safe to run twice).
@@ -60,24 +58,39 @@ func cmdInit(ctx context.Context, e *env, args []string) error {
 	if (*agentRole == "") != (*daemonRole == "") || (*printGrants && *agentRole == "") {
 		return usageHint("init", "--agent-role and --daemon-role go together (and --print-grants needs both)")
 	}
-	if postgres.IsURL(e.root) {
-		return initPostgres(ctx, e, *agentRole, *daemonRole, *printGrants)
-	}
-	if *agentRole != "" {
+	roles := service.Roles{Agent: *agentRole, Daemon: *daemonRole}
+	kind := service.KindOf(e.root)
+	if kind != service.PostgreSQL && *agentRole != "" {
 		return usageHint("init", "roles are for a postgres:// root")
 	}
-	if sqlite.IsURL(e.root) {
-		return initSQLite(ctx, e)
+	if kind == service.PostgreSQL && *printGrants {
+		grants, err := service.Grants(e.root, roles)
+		if err != nil {
+			return err
+		}
+		for _, g := range grants {
+			fmt.Fprintln(e.stdout, g+";")
+		}
+		return nil
 	}
-	w, err := files.Init(e.root, workspace.Options{})
+	made, err := service.Init(ctx, e.root, roles)
+	switch kind {
+	case service.PostgreSQL, service.SQLite:
+		if made.Where != "" {
+			fmt.Fprintf(e.stdout, "workspace ready in %s (schema version %d, %d migrations applied)\n", made.Where, made.SchemaVersion, made.Applied)
+		}
+		if err == nil && *agentRole != "" {
+			fmt.Fprintf(e.stdout, "roles: %s (agents: markers, entries, products, threads, events), %s (the daemon: everything)\n", *agentRole, *daemonRole)
+		}
+		return err
+	}
 	if err != nil {
 		return err
 	}
-	defer w.Close()
-	fmt.Fprintf(e.stdout, "workspace ready at %s\n\nNext:\n", w.Dir())
+	fmt.Fprintf(e.stdout, "workspace ready at %s\n\nNext:\n", made.Where)
 	root := ""
 	if e.root != workspace.DefaultRoot {
-		root = "--root " + shellQuote(w.Dir()) + " "
+		root = "--root " + shellQuote(made.Where) + " "
 	}
 	fmt.Fprintf(e.stdout, "  workspaced %stask create --description \"what to do\"   # prints the task id\n", root)
 	fmt.Fprintf(e.stdout, "  workspaced %sserve                                      # the daemon that keeps state.json\n", root)

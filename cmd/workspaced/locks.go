@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/locking"
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -155,7 +156,7 @@ func cmdLock(ctx context.Context, e *env, args []string) error {
 	if flagSet(fs, "timeout") && *timeout <= 0 {
 		return usageHint("lock", "--timeout must be positive")
 	}
-	if isDatabase(e.root) {
+	if service.KindOf(e.root) != service.Files {
 		return lockStore(ctx, e, *task, *thread, *name, agentOr(*agent, "cli"), *timeout, argv)
 	}
 	// On files the lock is a flock a child process runs under.

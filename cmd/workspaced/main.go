@@ -17,11 +17,9 @@ import (
 	"text/tabwriter"
 
 	"github.com/workspaced/workspaced/atomicfile"
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/files"
-	"github.com/workspaced/workspaced/workspace/postgres"
-	"github.com/workspaced/workspaced/workspace/sqlite"
 )
 
 func main() {
@@ -52,57 +50,29 @@ type env struct {
 
 // openStore opens the workspace at the resolved root as a
 // workspace.Store, the way every command that works on any backend opens
-// it.
+// it (service.Open).
 func (e *env) openStore() (workspace.Store, error) {
-	if postgres.IsURL(e.root) {
-		e.opened = true
-		return postgres.Open(context.Background(), e.root)
-	}
-	if sqlite.IsURL(e.root) {
-		e.opened = true
-		return sqlite.Open(context.Background(), e.root)
-	}
-	w, err := e.open()
-	if err != nil {
-		return nil, err
-	}
-	return w, nil
+	e.opened = true
+	return service.Open(context.Background(), e.root, service.Options{})
 }
 
 // fileTree is the file tree under w, for the commands that need what only
 // a tree has; a workspace kept otherwise is refused with a clear error.
-func fileTree(op string, w workspace.Store) (*files.Store, error) {
-	if fs, ok := w.(*files.Store); ok {
-		return fs, nil
-	}
-	return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: op, Msg: "works on a workspace kept as files only",
-		Hint: "run it with --root pointing at a workspace directory; 'workspaced export --from ROOT --to DIR' writes a PostgreSQL workspace as one"}
+func fileTree(op string, w workspace.Store) (*service.FileTree, error) {
+	return service.Tree(op, w)
 }
 
 // tokenKeeper is where the workspace st keeps its agents' tokens:
 // config/tokens.json of a directory, the tokens table on PostgreSQL.
 func tokenKeeper(op string, st workspace.Store) (tokens.Keeper, error) {
-	if k, ok := workspace.As[tokens.Holder](st); ok {
-		return k.Tokens(), nil
-	}
-	w, err := fileTree(op, st)
-	if err != nil {
-		return nil, err
-	}
-	return tokens.Tree(w), nil
+	return service.Tokens(op, st)
 }
 
 // where names the workspace st for a message: its directory, or its
 // schema on PostgreSQL (the URL may carry a password).
 func (e *env) where(st workspace.Store) string {
-	if fs, ok := st.(*files.Store); ok {
-		return "root " + fs.Dir()
-	}
-	if s, ok := st.(*postgres.Store); ok {
-		return "PostgreSQL schema " + s.Schema()
-	}
-	if s, ok := st.(*sqlite.Store); ok {
-		return "SQLite database " + s.Path()
+	if w := service.Where(st); w != "" {
+		return w
 	}
 	return "root " + e.root
 }
@@ -113,49 +83,15 @@ func (e *env) where(st workspace.Store) string {
 // openStore. A directory that is not a workspace (neither workspace.json
 // nor tasks/ in it) is refused with a hint, so a mistyped --root never
 // gets a tree written into it.
-func (e *env) open() (*files.Store, error) {
+func (e *env) open() (*service.FileTree, error) {
 	e.opened = true
-	if isDatabase(e.root) {
-		return nil, e.filesOnly()
-	}
-	w, err := files.Open(e.root, workspace.Options{})
-	var we *workspace.Error
-	if errors.As(err, &we) && errors.Is(err, workspace.ErrNotFound) {
-		withCommands := *we
-		withCommands.Hint = "create one with 'workspaced init', or point at one with --root DIR or WORKSPACE_ROOT"
-		return nil, &withCommands
-	}
-	if err != nil {
-		return nil, err
-	}
-	if !isWorkspaceDir(w.Dir()) {
-		w.Close()
-		return nil, &workspace.Error{Kind: workspace.ErrNotFound, Op: "open workspace " + e.root,
-			Msg:  "not a workspace (no workspace.json or tasks/ in it)",
-			Hint: "create one with 'workspaced --root " + e.rootName() + " init', or point at one with --root DIR or WORKSPACE_ROOT"}
-	}
-	return w, nil
+	return service.OpenTree(e.root, e.name())
 }
 
-// filesOnly is the refusal of a command that works on a file tree only,
-// run on a postgres:// root.
-func (e *env) filesOnly() error {
+// name is the name of the command being run, from its title.
+func (e *env) name() string {
 	name, _, _ := strings.Cut(strings.TrimPrefix(e.title, "workspaced "), " — ")
-	if name == "" {
-		name = "this command"
-	}
-	return &workspace.Error{Kind: workspace.ErrInvalid, Op: name,
-		Msg:  "works on a workspace kept as files only, and this root is a database",
-		Hint: "run it on a directory, or on a copy: 'workspaced export --from ROOT --to DIR' writes the workspace as files"}
-}
-
-// isWorkspaceDir reports whether dir looks like a workspace root.
-func isWorkspaceDir(dir string) bool {
-	if st, err := os.Stat(filepath.Join(dir, "workspace.json")); err == nil && st.Mode().IsRegular() {
-		return true
-	}
-	st, err := os.Stat(filepath.Join(dir, "tasks"))
-	return err == nil && st.IsDir()
+	return name
 }
 
 // command is one subcommand. run parses its own flags from args.
@@ -471,7 +407,7 @@ func printJSON(w io.Writer, v any) error {
 // (rel is slash-separated, relative to the root); on a database root, rel
 // itself.
 func (e *env) display(rel string) string {
-	if isDatabase(e.root) {
+	if !service.HasPaths(e.root) {
 		// A database has no paths: the protocol's name of the thing
 		// (tasks/t1/.claim.w1.…) says which task and which marker, and
 		// the root, with its password, stays out of it.
@@ -485,7 +421,7 @@ func (e *env) display(rel string) string {
 // where a store names a marker by its name alone, the protocol's name
 // tasks/<task>/<marker>.
 func (e *env) displayMarker(taskID, m string) string {
-	if isDatabase(e.root) {
+	if !service.HasPaths(e.root) {
 		return path.Join(workspace.TaskDir(taskID), path.Base(m))
 	}
 	return e.display(m)

@@ -66,13 +66,10 @@ func outputWrite(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer w.Close()
-	rel, err := w.WriteOutput(ctx, id, *subtask, *agent, data)
-	if err != nil {
-		return err
-	}
+	write := func(ctx context.Context) (string, error) { return w.WriteOutput(ctx, id, *subtask, *agent, data) }
 	var d *workspace.DoneRequest
 	if *done {
 		d = &workspace.DoneRequest{TaskID: id, Agent: *agent, SubtaskID: *subtask}
 	}
-	return finishProduct(ctx, e, w, id, rel, d, *asJSON, written{})
+	return finishProduct(ctx, e, w, id, write, d, *asJSON, &written{})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -66,32 +67,43 @@ func planWrite(ctx context.Context, e *env, args []string) error {
 	}
 	defer w.Close()
 	who := agentOr(*agent, "cli")
-	p, err := w.WritePlan(ctx, id, who, data)
-	if err != nil {
-		return err
+	var out written
+	write := func(ctx context.Context) (string, error) {
+		p, err := w.WritePlan(ctx, id, who, data)
+		if err != nil {
+			return "", err
+		}
+		out.Version = p.Version
+		return "plan.json", nil
 	}
-	out := written{Version: p.Version}
 	var done *workspace.DoneRequest
 	if *propose {
 		done = &workspace.DoneRequest{TaskID: id, Agent: who}
 	}
-	return finishProduct(ctx, e, w, id, "plan.json", done, *asJSON, out)
+	return finishProduct(ctx, e, w, id, write, done, *asJSON, &out)
 }
 
-// finishProduct reports a product written at rel (relative to the task
-// directory): it drops the done marker for it when done is set (done's
-// OutputFile is filled in), then prints where it went.
-func finishProduct(ctx context.Context, e *env, w workspace.Markers, taskID, rel string, done *workspace.DoneRequest, asJSON bool, out written) error {
-	out.Path = e.display(path.Join(workspace.TaskDir(taskID), rel))
-	if done != nil {
-		done.OutputFile = rel
-		m, err := w.WriteDone(ctx, *done)
-		if err != nil {
-			return fmt.Errorf("%s written, but the done marker failed: %w", rel, err)
+// finishProduct writes a product with write (which returns its path
+// relative to the task directory) and, when done is set, drops the done
+// marker that reports it (service.Deliver fills done's OutputFile), then
+// prints where it went.
+func finishProduct(ctx context.Context, e *env, w workspace.Store, taskID string, write func(context.Context) (string, error), done *workspace.DoneRequest, asJSON bool, out *written) error {
+	rel := ""
+	if done == nil {
+		var err error
+		if rel, err = write(ctx); err != nil {
+			return err
 		}
-		out.Marker = e.displayMarker(taskID, m)
+	} else {
+		d, err := service.Deliver(ctx, w, *done, write, service.DeliverOptions{})
+		if err != nil {
+			return err
+		}
+		rel = d.Product
+		out.Marker = e.displayMarker(taskID, d.Marker)
 	}
-	return printProduct(e, asJSON, out)
+	out.Path = e.display(path.Join(workspace.TaskDir(taskID), rel))
+	return printProduct(e, asJSON, *out)
 }
 
 // printProduct prints where a product went: the path, the marker if one

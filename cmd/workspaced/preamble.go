@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace/ops"
 )
 
@@ -64,7 +65,7 @@ func cmdPreamble(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer w.Close()
-	p, err := ops.Over(w).Preamble(ctx, *thread, ops.PreambleOptions{Detail: *detail, MaxMessageBytes: *maxMsg, TaskID: *task})
+	p, err := service.Preamble(ctx, w, *thread, ops.PreambleOptions{Detail: *detail, MaxMessageBytes: *maxMsg, TaskID: *task})
 	if err != nil {
 		return err
 	}

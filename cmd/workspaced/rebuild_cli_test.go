@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/workspaced/workspaced/internal/clitest"
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -98,7 +99,7 @@ func TestSummarisedTaskRebuildAndBackups(t *testing.T) {
 			t.Errorf("rebuild of a summarised task lacks %q:\n%s", want, out)
 		}
 	}
-	var c summaryCheck
+	var c service.SummaryCheck
 	clitest.Decode(t, w.Ok("state", "rebuild", "--task", "t1", "--json"), &c)
 	if !c.Summarised || !c.StateValid || !c.EventsAgree || c.Status != "cancelled" || c.FinalEvent != "task_cancelled" || len(c.Problems) != 0 {
 		t.Errorf("summary check: %+v", c)

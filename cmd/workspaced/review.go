@@ -67,13 +67,10 @@ func reviewWrite(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer w.Close()
-	rel, err := w.WriteReview(ctx, id, *rid, named, data)
-	if err != nil {
-		return err
-	}
+	write := func(ctx context.Context) (string, error) { return w.WriteReview(ctx, id, *rid, named, data) }
 	var d *workspace.DoneRequest
 	if *done {
 		d = &workspace.DoneRequest{TaskID: id, Agent: agentOr(named, "cli")}
 	}
-	return finishProduct(ctx, e, w, id, rel, d, *asJSON, written{})
+	return finishProduct(ctx, e, w, id, write, d, *asJSON, &written{})
 }

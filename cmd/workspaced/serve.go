@@ -9,12 +9,10 @@ import (
 	"runtime/metrics"
 	"time"
 
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/daemon"
-	"github.com/workspaced/workspaced/workspace/files"
-	"github.com/workspaced/workspaced/workspace/postgres"
-	"github.com/workspaced/workspaced/workspace/sqlite"
 )
 
 const serveUsage = `workspaced serve — run the single-writer daemon of a workspace.
@@ -143,31 +141,22 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	if *wakeups != "" && *wakeups != "inotify" && *wakeups != "poll" {
 		return usageHint("serve", "--wakeups %q: use inotify or poll", *wakeups)
 	}
-	if *standby && !isDatabase(e.root) {
+	if *standby && service.KindOf(e.root) == service.Files {
 		return usageHint("serve", "--standby needs a postgres:// or sqlite: root: a directory has one daemon, its lock held by the kernel")
 	}
-	st, err := e.openStore() // refuses a directory that is not a workspace
+	e.opened = true
+	st, err := service.Open(context.Background(), e.root, service.Options{Grace: *grace, Logger: logger}) // refuses a directory that is not a workspace
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	served, ok := workspace.As[workspace.Served](st)
-	if !ok {
-		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "serve", Msg: "this workspace cannot be served by a daemon"}
-	}
-	if tree, ok := st.(*files.Store); ok {
-		tree.SetServeOptions(files.ServeOptions{Grace: *grace, Logger: logger})
+	served, wake, err := service.Serve(st, *wakeups, *poll)
+	if err != nil {
+		return err
 	}
 	tuneGC()
 	// Once ready, not before: a second daemon, refused, logs nothing.
 	ready := func() { fitMemoryLimit(); logOpenFilesLimit(logger) }
-	wake := workspace.WakeOptions{Mode: *wakeups, Interval: *poll}
-	if postgres.IsURL(e.root) {
-		wake = workspace.WakeOptions{} // notifications and a poll of its own
-	}
-	if sqlite.IsURL(e.root) {
-		wake = workspace.WakeOptions{Interval: *poll} // a watch of the database's files and a poll
-	}
 	return runDaemon(ctx, daemon.Config{Store: served, Rescan: *rescan, CleanupInterval: cleanupEvery, Logger: logger, Wake: wake,
 		Lead:  workspace.LeadOptions{Standby: *standby, TTL: *lease, Strict: *strict, Logger: logger},
 		Ready: ready}, ops, opsToken)

@@ -2,21 +2,16 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
-	"github.com/workspaced/workspaced/retention"
-	"github.com/workspaced/workspaced/vocab"
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/files"
-	"github.com/workspaced/workspaced/workspace/machine"
 )
 
 const stateUsage = `workspaced state — show or rebuild a task's state.json.
@@ -212,67 +207,23 @@ func stateRebuild(ctx context.Context, e *env, args []string) error {
 	if err := parse(e, fs, stateRebuildUsage, args); err != nil {
 		return err
 	}
-	if isDatabase(e.root) {
-		return stateRebuildDB(ctx, e, *task, *thread, *asJSON)
-	}
-	w, id, err := e.openTaskTree(ctx, "state rebuild", *task, *thread)
+	w, id, err := e.openTask(ctx, "state rebuild", *task, *thread)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	if _, err := w.GetTask(ctx, id); err != nil {
-		return err
-	}
-	info, err := retention.ReadTaskInfo(w.Root(), id)
+	c, err := service.CheckState(ctx, w, id)
 	if err != nil {
 		return err
 	}
-	// Only the summary files left, and the task finished by its state (or,
-	// when state.json cannot be read, by its events): retention cut it
-	// down. A task the daemon has only seen (task.json, state.json and
-	// events.log, no journal yet) also holds nothing else, but is not
-	// finished.
-	if info.Summarized && (vocab.Finished(info.Status) || (info.StateErr != "" && endedInEvents(ctx, w, id))) {
-		data, err := w.ReadFile(workspace.TaskDir(id) + "/state.json")
-		return checkSummary(ctx, e, w, id, data, err, *asJSON)
+	if c.Summary != nil {
+		return printSummary(e, c.Summary, *asJSON)
 	}
-	rebuilt, err := files.Rebuild(ctx, w, id)
-	if err != nil {
-		return fmt.Errorf("rebuild state of task %s: %w", id, err)
+	old, from := "state of task "+id, "the task and its journal"
+	if c.OnTree {
+		old, from = e.display(workspace.TaskDir(id)+"/state.json"), "task.json and journal/"
 	}
-	oldData, err := w.ReadFile(workspace.TaskDir(id) + "/state.json")
-	return compareRebuilt(e, rebuilt, oldData, err, e.display(workspace.TaskDir(id)+"/state.json"), "task.json and journal/", *asJSON)
-}
-
-// stateRebuildDB is state rebuild on a workspace kept in a database
-// (workspace.Rebuilder): the task's journal rows folded as the daemon
-// folds them, compared with the state row. A task retention summarised
-// (finished, its journal deleted) is checked as on files.
-func stateRebuildDB(ctx context.Context, e *env, task, thread string, asJSON bool) error {
-	w, id, err := e.openTask(ctx, "state rebuild", task, thread)
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	s, ok := workspace.As[workspace.Rebuilder](w)
-	if !ok {
-		return e.filesOnly()
-	}
-	rebuilt, err := s.Rebuild(id)
-	if err != nil {
-		if errors.Is(err, workspace.ErrNotFound) {
-			return err
-		}
-		return fmt.Errorf("rebuild state of task %s: %w", id, err)
-	}
-	oldData, readErr := w.ReadTaskFile(ctx, id, "state.json", -1)
-	if rebuilt.JournalSeq == 0 && readErr == nil {
-		var st workspace.State
-		if json.Unmarshal(oldData, &st) == nil && st.JournalSeq > 0 && vocab.Finished(st.Status) {
-			return checkSummary(ctx, e, w, id, oldData, nil, asJSON)
-		}
-	}
-	return compareRebuilt(e, rebuilt, oldData, readErr, "state of task "+id, "the task and its journal", asJSON)
+	return compareRebuilt(e, c.Rebuilt, c.Written, c.WrittenErr, old, from, *asJSON)
 }
 
 // compareRebuilt prints the outcome of state rebuild: rebuilt against the
@@ -313,92 +264,9 @@ func compareRebuilt(e *env, rebuilt workspace.State, oldData []byte, readErr err
 	return differs
 }
 
-// summaryCheck is what state rebuild can still check of a summarised task.
-type summaryCheck struct {
-	TaskID     string `json:"task_id"`
-	Summarised bool   `json:"summarised"`
-	// StateValid: state.json parses, validates and says the task is
-	// finished; Status and JournalSeq are its.
-	StateValid bool   `json:"state_valid"`
-	Status     string `json:"status,omitempty"`
-	JournalSeq int64  `json:"journal_seq"`
-	// FinalEvent is the last event of events.log that ends the task
-	// (task_completed, task_failed, task_cancelled), if any; EventsAgree
-	// says whether it is the one the state's status calls for.
-	FinalEvent  string   `json:"final_event,omitempty"`
-	EventsAgree bool     `json:"events_agree"`
-	Problems    []string `json:"problems"`
-}
-
-// finalEvents are the events that end a task, by the status they end it
-// with.
-var finalEvents = map[string]string{
-	vocab.StatusCompleted: machine.EventTaskCompleted,
-	vocab.StatusFailed:    machine.EventTaskFailed,
-	vocab.StatusCancelled: machine.EventTaskCancelled,
-}
-
-// endedInEvents reports whether a task's events.log holds an event ending
-// the task.
-func endedInEvents(ctx context.Context, w *files.Store, id string) bool {
-	evs, _, _ := w.ReadEvents(ctx, id)
-	for _, ev := range evs {
-		for _, name := range finalEvents {
-			if ev.Name == name {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// checkSummary reports on a task retention has summarised: its journal is
-// gone, so only state.json and events.log can be checked.
-// data and err are state.json as read.
-func checkSummary(ctx context.Context, e *env, w interface {
-	ReadEvents(context.Context, string) ([]workspace.Event, []error, error)
-}, id string, data []byte, err error, asJSON bool) error {
-	c := summaryCheck{TaskID: id, Summarised: true, Problems: []string{}}
-	if err == nil {
-		var st workspace.State
-		st, err = files.ValidateState(id, data)
-		c.Status, c.JournalSeq = st.Status, st.JournalSeq
-	}
-	switch {
-	case err != nil:
-		c.Problems = append(c.Problems, "state.json: "+err.Error())
-	case !vocab.Finished(c.Status):
-		c.Problems = append(c.Problems, "state.json says the task is "+c.Status+", not finished")
-	default:
-		c.StateValid = true
-	}
-	evs, bad, err := w.ReadEvents(ctx, id)
-	if err != nil && !errors.Is(err, workspace.ErrNotFound) {
-		c.Problems = append(c.Problems, "events.log: "+err.Error())
-	}
-	for _, b := range bad {
-		c.Problems = append(c.Problems, "events.log: "+b.Error())
-	}
-	var at time.Time
-	for _, ev := range evs {
-		for _, name := range finalEvents {
-			if ev.Name == name {
-				c.FinalEvent, at = ev.Name, ev.Time
-			}
-		}
-	}
-	c.EventsAgree = c.FinalEvent != "" && c.FinalEvent == finalEvents[c.Status]
-	if !c.EventsAgree {
-		want := finalEvents[c.Status]
-		if want == "" {
-			want = "an event ending the task"
-		}
-		got := "none"
-		if c.FinalEvent != "" {
-			got = c.FinalEvent
-		}
-		c.Problems = append(c.Problems, fmt.Sprintf("events.log: want %s, the last event ending the task is %s", want, got))
-	}
+// printSummary prints what state rebuild could still check of a task
+// retention has summarised; a problem fails the command.
+func printSummary(e *env, c *service.SummaryCheck, asJSON bool) error {
 	var failed error
 	if len(c.Problems) > 0 {
 		failed = &exitError{code: exitFailure}
@@ -409,13 +277,13 @@ func checkSummary(ctx context.Context, e *env, w interface {
 		}
 		return failed
 	}
-	fmt.Fprintf(e.stdout, "task %s is summarised: retention kept only task.json, state.json and events.log,\n", id)
+	fmt.Fprintf(e.stdout, "task %s is summarised: retention kept only task.json, state.json and events.log,\n", c.TaskID)
 	fmt.Fprintln(e.stdout, "so its journal is gone and the state cannot be rebuilt from it. What is left:")
 	if c.StateValid {
 		fmt.Fprintf(e.stdout, "  state.json  valid: %s, journal_seq %d\n", c.Status, c.JournalSeq)
 	}
 	if c.EventsAgree {
-		fmt.Fprintf(e.stdout, "  events.log  ends the task with %s (%s), as the state says\n", c.FinalEvent, shortTime(at))
+		fmt.Fprintf(e.stdout, "  events.log  ends the task with %s (%s), as the state says\n", c.FinalEvent, shortTime(c.FinalAt))
 	}
 	for _, p := range c.Problems {
 		fmt.Fprintf(e.stdout, "  PROBLEM     %s\n", p)

@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	"github.com/workspaced/workspaced/atomicfile"
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/files"
 )
 
 const statusUsage = `workspaced status — is a daemon serving this root; tasks and waiting markers.
@@ -68,15 +68,19 @@ func cmdStatus(ctx context.Context, e *env, args []string) error {
 	if err := parse(e, fs, statusUsage, args); err != nil {
 		return err
 	}
-	if isDatabase(e.root) {
-		return statusDB(ctx, e, *asJSON)
-	}
-	w, err := e.open()
+	st, err := e.openStore()
 	if err != nil {
 		return err
 	}
-	defer w.Close()
-	s, err := files.ReadStatus(ctx, w)
+	defer st.Close()
+	if sr, ok := workspace.As[workspace.StatusReader](st); ok {
+		return statusDB(ctx, e, sr, *asJSON)
+	}
+	w, err := fileTree("status", st)
+	if err != nil {
+		return err
+	}
+	s, err := service.ReadTreeStatus(ctx, w)
 	if err != nil {
 		return err
 	}
@@ -139,16 +143,7 @@ func printTaskRows(w io.Writer, rows [][]string) error {
 // says which daemon serves (there is no lock file or socket to probe); on
 // SQLite the flock of PATH.lock does, and the daemon answers with its own
 // report as it does for a directory.
-func statusDB(ctx context.Context, e *env, asJSON bool) error {
-	w, err := e.openStore()
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	sr, ok := workspace.As[workspace.StatusReader](w)
-	if !ok {
-		return e.filesOnly()
-	}
+func statusDB(ctx context.Context, e *env, sr workspace.StatusReader, asJSON bool) error {
 	s, err := sr.ReadStatus(ctx)
 	if err != nil {
 		return err
@@ -196,10 +191,10 @@ func daemonLine(s workspace.StoreStatus) string {
 // printStatusJSON writes s, with the daemon's live report when there is
 // one, as printJSON would, streaming its task rows rather than encoding
 // the whole report in memory at once.
-func printStatusJSON(w io.Writer, s files.Status, live *workspace.Live) error {
+func printStatusJSON(w io.Writer, s service.TreeStatus, live *workspace.Live) error {
 	tasks := s.Tasks
-	s.Tasks = []files.TaskStatus{}
-	head, err := atomicfile.Marshal(statusReport{Status: s, Live: live})
+	s.Tasks = []service.TaskStatus{}
+	head, err := atomicfile.Marshal(statusReport{TreeStatus: s, Live: live})
 	if err != nil {
 		return fmt.Errorf("encode output: %w", err)
 	}

@@ -6,14 +6,14 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // statusReport is `status --json`: the tree's status, and the serving
 // daemon's own report when one answers.
 type statusReport struct {
-	files.Status
+	service.TreeStatus
 	Live *workspace.Live `json:"live,omitempty"`
 }
 
@@ -23,7 +23,7 @@ func readLive(root string, serving bool) *workspace.Live {
 	if !serving {
 		return nil
 	}
-	l, err := files.ReadLive(root)
+	l, err := service.ReadLive(root)
 	if err != nil {
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace/ops"
 )
 
@@ -52,7 +53,7 @@ func cmdSystemContext(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer w.Close()
-	text, err := ops.Over(w).SystemContext(ctx, *agent, *task)
+	text, err := service.SystemContext(ctx, w, *agent, *task)
 	if err != nil {
 		return err
 	}

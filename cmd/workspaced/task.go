@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/files"
 	"github.com/workspaced/workspaced/workspace/files/agentfile"
 )
 
@@ -286,7 +286,7 @@ func readTaskRow(ctx context.Context, w workspace.Reader, id string) (taskRow, b
 // state.json is read (workspace.ParseStateHead), not checked against the
 // schema; `workspaced validate` is the full check. At 20,000 tasks the
 // schema check of every state took seconds.
-func readTaskRowIn(w *files.Store, tasks *os.File, id string) (taskRow, bool) {
+func readTaskRowIn(w *service.FileTree, tasks *os.File, id string) (taskRow, bool) {
 	d, err := agentfile.OpenDirAt(tasks, id)
 	if err != nil {
 		return taskRowOf(id, workspace.Task{}, err, nil)

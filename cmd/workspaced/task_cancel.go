@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 
-	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/service"
 )
 
 const taskCancelUsage = `Usage:
@@ -58,13 +58,9 @@ func taskCancel(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	op := "cancel task " + id
-	after, err := beforeMarker(ctx, w, op, id, wait.on)
-	if err != nil {
+	if err := beforeMarker(ctx, w, op, id, wait.on); err != nil {
 		return err
 	}
-	m, err := w.WriteDone(ctx, workspace.DoneRequest{TaskID: id, Agent: agentOr(*agent, "human"), Status: "cancelled", Error: *reason})
-	if err != nil {
-		return err
-	}
-	return reportMarker(ctx, e, w, op, id, m, after, wait, *asJSON)
+	d, err := service.Cancel(ctx, w, id, agentOr(*agent, "human"), *reason, wait.options())
+	return reportMarker(e, op, id, d, err, wait, *asJSON)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/ops"
 )
@@ -289,7 +290,7 @@ func threadChain(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	chain, err := ops.Over(w).Chain(ctx, taskID, id)
+	chain, err := service.Chain(ctx, w, taskID, id)
 	if err != nil {
 		return err
 	}
@@ -423,7 +424,7 @@ func threadActivate(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	act, err := ops.Over(w).ActivateThread(ctx, taskID, id, *agent)
+	act, err := service.ActivateThread(ctx, w, taskID, id, *agent)
 	if err != nil {
 		return err
 	}

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"strings"
 	"time"
 
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -84,19 +84,25 @@ func joinWait(cmd string, args []string) ([]string, error) {
 	return out, nil
 }
 
+// options are how the command waits for the verdict on its marker:
+// with --wait, its duration, and a daemon beforeMarker found serving.
+func (f waitFlag) options() service.DeliverOptions {
+	if !f.on {
+		return service.DeliverOptions{}
+	}
+	return service.DeliverOptions{Wait: f.d, Served: true}
+}
+
 // beforeMarker checks, before a marker is dropped, what makes waiting for
 // its verdict pointless or impossible: a task that is finished (the
 // daemon refuses anything there, and no longer watches it) and, with
-// --wait, no daemon serving. It returns the state's journal_seq, which the
-// marker's record will follow.
-func beforeMarker(ctx context.Context, w workspace.Store, op, taskID string, wait bool) (int64, error) {
-	var after int64
+// --wait, no daemon serving.
+func beforeMarker(ctx context.Context, w workspace.Store, op, taskID string, wait bool) error {
 	st, err := w.ReadState(ctx, taskID)
 	switch {
 	case err == nil:
-		after = st.JournalSeq
 		if vocab.Finished(st.Status) {
-			return 0, &workspace.Error{Kind: workspace.ErrConflict, Op: op, Msg: fmt.Sprintf("task %s is %s: the daemon takes nothing more for it", taskID, st.Status),
+			return &workspace.Error{Kind: workspace.ErrConflict, Op: op, Msg: fmt.Sprintf("task %s is %s: the daemon takes nothing more for it", taskID, st.Status),
 				Hint: "a finished task stays finished; start a new task for more work"}
 		}
 	case errors.Is(err, workspace.ErrNotFound):
@@ -105,77 +111,58 @@ func beforeMarker(ctx context.Context, w workspace.Store, op, taskID string, wai
 		// worth dropping.
 	}
 	if !wait {
-		return after, nil
+		return nil
 	}
 	src, err := verdictSource(op, w)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	serving, err := src.Serving()
 	if err != nil {
-		return 0, err
+		return err
 	}
 	if !serving {
-		return 0, &workspace.Error{Kind: workspace.ErrNotServing, Op: op, Msg: "no daemon serves " + src.Where() + ", so no verdict would come; nothing was dropped",
+		return &workspace.Error{Kind: workspace.ErrNotServing, Op: op, Msg: "no daemon serves " + src.Where() + ", so no verdict would come; nothing was dropped",
 			Hint: "start the daemon (workspaced serve), or drop the marker without --wait: the daemon takes it when it starts"}
 	}
-	return after, nil
+	return nil
 }
 
 // verdictSource is where the verdicts of w's markers are read: the store
 // itself when it reads them (PostgreSQL), else its file tree.
 func verdictSource(op string, w workspace.Store) (workspace.VerdictSource, error) {
-	if src, ok := workspace.As[workspace.VerdictSource](w); ok {
-		return src, nil
-	}
-	t, err := fileTree(op+" --wait", w)
-	if err != nil {
-		return nil, err
-	}
-	return t, nil
+	return service.Verdicts(op+" --wait", w)
 }
 
-// reportMarker ends a command that dropped marker m: with --wait it waits
-// for the daemon's verdict and exits by it; without, it prints the marker.
-func reportMarker(ctx context.Context, e *env, w workspace.Store, op, taskID, m string, after int64, wf waitFlag, asJSON bool) error {
-	if wf.on {
-		return awaitVerdict(ctx, e, w, op, taskID, m, after, wf, asJSON)
-	}
-	if asJSON {
-		return printJSON(e.stdout, map[string]string{"marker": e.displayMarker(taskID, m)})
-	}
-	fmt.Fprintln(e.stdout, e.displayMarker(taskID, m))
-	return nil
-}
-
-// awaitVerdict waits for the verdict on the marker m (its path relative to
-// the root) and reports it: printed (the marker's path, then the verdict)
-// or as JSON, with the error that gives its exit code — 0 won or applied,
-// 3 no such subtask, 4 lost or refused (a reused marker name among the
-// refusals), 1 no daemon or no verdict in time.
-func awaitVerdict(ctx context.Context, e *env, w workspace.Store, op, taskID, m string, after int64, wf waitFlag, asJSON bool) error {
-	ctx, cancel := context.WithTimeout(ctx, wf.d)
-	defer cancel()
-	src, err := verdictSource(op, w)
-	if err != nil {
+// reportMarker ends a command that dropped the marker d.Marker (err is
+// the drop's failure when no marker was dropped, else the wait's): with
+// --wait it reports the daemon's verdict and exits by it — 0 won or
+// applied, 3 no such subtask, 4 lost or refused (a reused marker name
+// among the refusals), 1 no daemon or no verdict in time; without, it
+// prints the marker.
+func reportMarker(e *env, op, taskID string, d service.Delivery, err error, wf waitFlag, asJSON bool) error {
+	if err != nil && d.Marker == "" {
 		return err
 	}
-	v, err := workspace.Wait(ctx, src, taskID, path.Base(m), after)
 	if err != nil {
-		var we *workspace.Error
-		if errors.As(err, &we) {
-			c := *we
-			c.Op = op + ": " + we.Op
-			if errors.Is(err, workspace.ErrNoVerdict) {
-				c.Msg = fmt.Sprintf("no verdict within %s: %s", wf.d, strings.TrimPrefix(we.Msg, "no verdict yet: "))
-				c.Err = nil
-				c.Hint = "the marker stays and the daemon decides it; see 'workspaced state show --task " + taskID + "', or wait longer with --wait DUR"
-			}
-			return &c
-		}
-		return fmt.Errorf("%s: %w", op, err)
+		return waitError(op, taskID, err, wf)
 	}
-	out := verdictOut{Verdict: v, MarkerPath: e.displayMarker(taskID, m)}
+	if !wf.on {
+		if asJSON {
+			return printJSON(e.stdout, map[string]string{"marker": e.displayMarker(taskID, d.Marker)})
+		}
+		fmt.Fprintln(e.stdout, e.displayMarker(taskID, d.Marker))
+		return nil
+	}
+	if d.Stands != service.Decided {
+		if d.Why == nil {
+			// No source of verdicts: beforeMarker refuses --wait first.
+			return &workspace.Error{Kind: workspace.ErrNotServing, Op: op, Msg: "no verdict can be read for this workspace"}
+		}
+		return waitError(op, taskID, d.Why, wf)
+	}
+	v := d.Verdict
+	out := verdictOut{Verdict: v, MarkerPath: e.displayMarker(taskID, d.Marker)}
 	if asJSON {
 		if err := printJSON(e.stdout, out); err != nil {
 			return err
@@ -185,6 +172,23 @@ func awaitVerdict(ctx context.Context, e *env, w workspace.Store, op, taskID, m 
 		fmt.Fprintln(e.stdout, describeVerdict(v))
 	}
 	return verdictErr(op, v)
+}
+
+// waitError is the error of a wait for the verdict that ended without
+// one (no daemon, no verdict in time, the marker gone), said as op's.
+func waitError(op, taskID string, err error, wf waitFlag) error {
+	var we *workspace.Error
+	if errors.As(err, &we) {
+		c := *we
+		c.Op = op + ": " + we.Op
+		if errors.Is(err, workspace.ErrNoVerdict) {
+			c.Msg = fmt.Sprintf("no verdict within %s: %s", wf.d, strings.TrimPrefix(we.Msg, "no verdict yet: "))
+			c.Err = nil
+			c.Hint = "the marker stays and the daemon decides it; see 'workspaced state show --task " + taskID + "', or wait longer with --wait DUR"
+		}
+		return &c
+	}
+	return fmt.Errorf("%s: %w", op, err)
 }
 
 // verdictOut is what --wait --json prints: the verdict and the marker's

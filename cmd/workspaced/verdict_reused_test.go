@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -29,7 +30,8 @@ func reusedNameVerdict(t *testing.T, w *ws, task, name string, journaled int64) 
 	var stdout, stderr bytes.Buffer
 	e := &env{stdout: &stdout, stderr: &stderr, root: w.Root}
 	op := "claim st_2 of task " + task
-	err = awaitVerdict(t.Context(), e, st, op, task, name, state.JournalSeq, waitFlag{on: true, d: time.Minute}, true)
+	o, err := service.Await(t.Context(), st, task, name, state.JournalSeq, true, time.Minute)
+	err = reportMarker(e, op, task, service.Delivery{Marker: name, After: state.JournalSeq, Outcome: o}, err, waitFlag{on: true, d: time.Minute}, true)
 	code := report(&stderr, err)
 	reason := fmt.Sprintf("refused: this marker name was already used (journaled as seq %d); write a new marker with a fresh name; subtask st_2 is blocked; task %s is executing", journaled, task)
 	if code != exitConflict || !strings.Contains(stderr.String(), reason) || !strings.Contains(stderr.String(), "hint: run the command again: it drops a marker under a fresh name") {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/workspaced/workspaced/internal/opshttp"
 	"github.com/workspaced/workspaced/mcpserver"
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/web"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -95,10 +96,8 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer st.Close()
-	if _, ok := workspace.As[workspace.Watcher](st); !ok {
-		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "serve the panel",
-			Msg:  "this store does not report its changes, and the panel's pages are live",
-			Hint: "serve the panel over a directory or a postgres:// root; for another store, watch a copy on files ('workspaced export --from ROOT --to DIR', then 'workspaced --root DIR web')"}
+	if _, err := service.Watched(st); err != nil {
+		return err
 	}
 	cfg := web.Config{Store: st, Token: token, ReadOnly: *readOnly}
 	reg := opshttp.NewRegistry()

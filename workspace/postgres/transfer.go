@@ -25,8 +25,6 @@ type ImportOptions = tables.ImportOptions
 // (as the tree's .gitignore leaves them out of git).
 func NotHistory(name string) bool { return tables.NotHistory(name) }
 
-func skipped(name string) bool { return tables.NotHistory(name) }
-
 // Import loads the file workspace at dir into the store's schema, in one
 // transaction: all of it or nothing. The schema must hold no workspace
 // yet (an initialized one, as init leaves it) unless opt.Replace. A
