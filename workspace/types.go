@@ -6,9 +6,9 @@
 // capabilities), with Wait and the verdicts an agent reads back.
 //
 // It reads and writes no file and no database: the stores do
-// (workspace/files for a directory tree, workspace/postgres and
-// workspace/sqlite for databases), and Ops assembles context over any
-// of them.
+// (workspace/files for a directory tree; workspace/sqlstore over the
+// workspace/postgres and workspace/sqlite drivers for databases), and
+// workspace/ops assembles context over any of them.
 package workspace
 
 import (
