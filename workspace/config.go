@@ -3,6 +3,7 @@ package workspace
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 )
@@ -91,12 +92,6 @@ type BackupSettings struct {
 	Keep int `json:"keep,omitempty"`
 }
 
-// RetentionSettings is the cleanup policy.
-type RetentionSettings struct {
-	FullDays    int `json:"full_days,omitempty"`
-	SummaryDays int `json:"summary_days,omitempty"`
-}
-
 // DaemonSettings configures workspaced serve.
 type DaemonSettings struct {
 	Rescan          Duration `json:"rescan,omitzero"`
@@ -148,4 +143,26 @@ func (s Settings) WithDefaults() Settings {
 	defD(&s.Friction.TimeoutMedium, DefaultTimeoutMedium)
 	defD(&s.Friction.TimeoutHigh, DefaultTimeoutHigh)
 	return s
+}
+
+// Options tune how a workspace tree is opened (files.Open, files.Init).
+type Options struct {
+	// Now replaces time.Now (tests).
+	Now func() time.Time
+	// DefaultSettings opens the workspace with the default settings,
+	// without reading workspace.json: for a checker (validate) that must
+	// look at a tree whose workspace.json is itself broken.
+	DefaultSettings bool
+}
+
+// ResolveRoot picks the root directory: flag, then $WORKSPACE_ROOT, then
+// DefaultRoot in the working directory.
+func ResolveRoot(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if env := os.Getenv("WORKSPACE_ROOT"); env != "" {
+		return env
+	}
+	return DefaultRoot
 }

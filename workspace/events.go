@@ -147,3 +147,32 @@ func readWord(line string, i int, stop string) (string, int, error) {
 	}
 	return line[i : i+j], j, nil
 }
+
+// PositionedEvent is an event with its place in the task's events: End
+// is the position just after it (where the next read begins), Start a
+// position that reads it again. Positions are a store's opaque cursors
+// (see LiveReader); on the tree Start is the byte offset of the event's
+// line in events.log and End the offset just past its newline. A
+// position never changes (events are only appended), so each names the
+// event for good.
+type PositionedEvent struct {
+	Event
+	Start int64 `json:"start"`
+	End   int64 `json:"end"`
+}
+
+// BadLines counts the lines of one task's events.log that do not parse,
+// or says why the log was not read at all.
+type BadLines struct {
+	TaskID string
+	Count  int
+	First  error // the first of them
+	// Unread, when set, is why no line of the log was read: it is a
+	// symlink, a FIFO or anything but a regular file (ErrUnsafe).
+	Unread error
+}
+
+// MaxEventLine bounds a line of events.log a reader takes in: a longer
+// one is skipped as a line that does not parse, without being held in
+// memory whole.
+const MaxEventLine = 1 << 20

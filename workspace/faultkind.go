@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"net"
 	"syscall"
 )
@@ -39,4 +40,23 @@ func FaultKind(err error) string {
 		return FaultUnreachable
 	}
 	return FaultOther
+}
+
+// FileKind names the type of a file that is not a regular file, in words
+// fit for an error or a rejection reason: "symlink", "FIFO", "socket",
+// "device", "directory", else "special file".
+func FileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	case m&fs.ModeNamedPipe != 0:
+		return "FIFO"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	case m.IsDir():
+		return "directory"
+	}
+	return "special file"
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"sort"
 	"time"
 	"unicode/utf8"
 
@@ -184,4 +185,19 @@ func BuildReview(reviewID, agent string, m map[string]any, now time.Time) (strin
 	}
 	out, err := marshalValidated(schemas.KindReview, m)
 	return rel, out, err
+}
+
+// SortReviews puts reviews in the order every store lists them: by
+// reviewed_at (a review without one first), then by id.
+func SortReviews(reviews []Review) {
+	sort.SliceStable(reviews, func(i, j int) bool {
+		a, b := reviews[i].ReviewedAt, reviews[j].ReviewedAt
+		switch {
+		case a == nil || b == nil:
+			return a == nil && b != nil
+		case !a.Equal(*b):
+			return a.Before(*b)
+		}
+		return reviews[i].ID < reviews[j].ID
+	})
 }

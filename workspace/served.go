@@ -171,3 +171,16 @@ type Committer interface {
 	// A task with nothing to do commits nothing.
 	Commit(ctx context.Context, req CommitRequest) (Applied, error)
 }
+
+// Mark is what a commit tells the daemon's metrics of one marker it
+// applied: its kind, its verdict, and when it was dropped.
+type Mark struct {
+	// Kind is KindClaim or KindDone.
+	Kind string
+	// Verdict is one of the Verdict… constants, as an agent reads it
+	// back from the state written.
+	Verdict string
+	// Dropped is when the marker was dropped (the file's modification
+	// time; a row's dropped_at); zero when unknown.
+	Dropped time.Time
+}

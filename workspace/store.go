@@ -7,7 +7,6 @@ import (
 
 	"github.com/workspaced/workspaced/friction"
 	"github.com/workspaced/workspaced/locking"
-	"github.com/workspaced/workspaced/retention"
 )
 
 // Store is a workspace as every consumer sees it: the CLI, the MCP
@@ -291,23 +290,6 @@ type BackupStore interface {
 	// picks the newest backup valid checks; a named backup valid refuses
 	// is ErrInvalid. It returns the name restored.
 	RestoreBackup(ctx context.Context, taskID, name string, valid func([]byte) error) (string, error)
-}
-
-// PruneRequest asks for one retention run; its fields mean what the
-// same fields of retention.Pruner mean.
-type PruneRequest struct {
-	Policy           retention.Policy
-	DryRun           bool
-	Agent            string
-	OnProgress       func(retention.Decision)
-	DiscardDecisions bool
-}
-
-// Retention carries out the retention policy: finished tasks are
-// summarised, then removed, each under its task lock; busy tasks are
-// skipped.
-type Retention interface {
-	Prune(ctx context.Context, req PruneRequest) (retention.Report, error)
 }
 
 // SkillStore adds and removes skills.

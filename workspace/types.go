@@ -1,3 +1,14 @@
+// Package workspace is the model and the contract every store keeps:
+// the types of tasks, plans, outputs, reviews, threads, entries, markers
+// and events (and their ids, settings, errors and the event format),
+// the pure builders and validators a store judges agents' writes with,
+// and the interfaces a store implements (Store, Served and the optional
+// capabilities), with Wait and the verdicts an agent reads back.
+//
+// It reads and writes no file and no database: the stores do
+// (workspace/files for a directory tree; workspace/sqlstore over the
+// workspace/postgres and workspace/sqlite drivers for databases), and
+// workspace/ops assembles context over any of them.
 package workspace
 
 import (
@@ -294,3 +305,46 @@ const (
 	KindClaim = "claim"
 	KindDone  = "done"
 )
+
+// Verdict is the daemon's decision on one marker, and what the state said
+// when it was read.
+type Verdict struct {
+	Marker  string `json:"marker"` // the marker's file name
+	TaskID  string `json:"task_id"`
+	Kind    string `json:"kind"` // claim | done
+	Verdict string `json:"verdict"`
+	// Seq is the journal record the marker became; 0 for a marker
+	// refused for its reused name, which became none.
+	Seq int64 `json:"seq"`
+	// Journaled is, for a marker refused because its name was used
+	// already, the seq of the record that holds the name.
+	Journaled int64  `json:"journaled,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	SubtaskID string `json:"subtask_id,omitempty"`
+	// SubtaskStatus and Worker are the subtask's in the state read, and
+	// TaskStatus the task's (they may have moved on past the marker).
+	SubtaskStatus string `json:"subtask_status,omitempty"`
+	Worker        string `json:"worker,omitempty"`
+	TaskStatus    string `json:"task_status"`
+}
+
+// AgentsFile is the agent cards file relative to the root.
+const AgentsFile = "config/agents.json"
+
+// Card returns the card of one agent, and false if it has none.
+func (c AgentCards) Card(name string) (AgentCard, bool) {
+	for _, a := range c.Agents {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return AgentCard{}, false
+}
+
+// WantsPreamble reports whether the card asks for delegation context
+// (the default when unset).
+func (a AgentCard) WantsPreamble() bool { return a.DelegationContext == nil || *a.DelegationContext }
+
+// WantsMemory reports whether the card asks for its memory in the system
+// context (the default when unset).
+func (a AgentCard) WantsMemory() bool { return a.MemoryInContext == nil || *a.MemoryInContext }

@@ -32,28 +32,6 @@ const (
 	VerdictNotFound = "not_found"
 )
 
-// Verdict is the daemon's decision on one marker, and what the state said
-// when it was read.
-type Verdict struct {
-	Marker  string `json:"marker"` // the marker's file name
-	TaskID  string `json:"task_id"`
-	Kind    string `json:"kind"` // claim | done
-	Verdict string `json:"verdict"`
-	// Seq is the journal record the marker became; 0 for a marker
-	// refused for its reused name, which became none.
-	Seq int64 `json:"seq"`
-	// Journaled is, for a marker refused because its name was used
-	// already, the seq of the record that holds the name.
-	Journaled int64  `json:"journaled,omitempty"`
-	Reason    string `json:"reason,omitempty"`
-	SubtaskID string `json:"subtask_id,omitempty"`
-	// SubtaskStatus and Worker are the subtask's in the state read, and
-	// TaskStatus the task's (they may have moved on past the marker).
-	SubtaskStatus string `json:"subtask_status,omitempty"`
-	Worker        string `json:"worker,omitempty"`
-	TaskStatus    string `json:"task_status"`
-}
-
 // Where a marker is on its way to a verdict.
 const (
 	// MarkerWaiting: still waiting to be taken (in the task directory, or
