@@ -82,7 +82,7 @@ func SkillFile(name string) string { return path.Join(SkillsDir, name+".md") }
 // which cannot hold one, so every store refuses it alike.
 func ParseSkill(data []byte) (Skill, error) {
 	if len(data) > SkillMaxBytes {
-		return Skill{}, &Error{Kind: ErrInvalid, Op: "skill", Msg: fmt.Sprintf("is %s bytes, over the %s-byte limit", groupDigits(len(data)), groupDigits(SkillMaxBytes)),
+		return Skill{}, &Error{Kind: ErrInvalid, Op: "skill", Msg: fmt.Sprintf("is %s bytes, over the %s-byte limit", GroupDigits(len(data)), GroupDigits(SkillMaxBytes)),
 			Hint: "split it into smaller skills"}
 	}
 	if i := bytes.IndexByte(data, 0); i >= 0 {
@@ -125,7 +125,7 @@ func parseFrontMatter(data []byte, complete bool) (SkillMeta, int, error) {
 		pos = 3
 	}
 	limit := pos + SkillFrontMatterMaxBytes
-	tooLong := frontMatterErr(0, "no closing \"---\" line within the first %s bytes", groupDigits(SkillFrontMatterMaxBytes))
+	tooLong := frontMatterErr(0, "no closing \"---\" line within the first %s bytes", GroupDigits(SkillFrontMatterMaxBytes))
 	fields := map[string]any{}
 	for line := 1; ; line++ {
 		if pos >= len(data) {
@@ -281,7 +281,7 @@ func ErrorMsg(err error) string {
 
 // quoteShort quotes s for a message, cut to 40 bytes.
 func quoteShort(s string) string {
-	return fmt.Sprintf("%q", cutText(s, 40))
+	return fmt.Sprintf("%q", CutText(s, 40))
 }
 
 // File renders the skill as its file is written: front matter, then body.
@@ -326,9 +326,9 @@ type AddSkillRequest struct {
 	Agent string
 }
 
-// cutText cuts s to at most max bytes at a UTF-8 boundary and appends "…"
+// CutText cuts s to at most max bytes at a UTF-8 boundary and appends "…"
 // when it cut anything.
-func cutText(s string, max int) string {
+func CutText(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}
@@ -339,8 +339,8 @@ func cutText(s string, max int) string {
 	return strings.TrimRightFunc(s[:cut], unicode.IsSpace) + "…"
 }
 
-// groupDigits writes n with thousands separators: 2500 → "2,500".
-func groupDigits(n int) string {
+// GroupDigits writes n with thousands separators: 2500 → "2,500".
+func GroupDigits(n int) string {
 	s := strconv.Itoa(n)
 	neg := strings.HasPrefix(s, "-")
 	s = strings.TrimPrefix(s, "-")

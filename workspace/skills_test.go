@@ -150,8 +150,8 @@ func TestCutText(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := cutText(tc.in, tc.max); got != tc.want {
-				t.Errorf("cutText(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
+			if got := CutText(tc.in, tc.max); got != tc.want {
+				t.Errorf("CutText(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
 			}
 		})
 	}
@@ -159,8 +159,8 @@ func TestCutText(t *testing.T) {
 
 func TestGroupDigits(t *testing.T) {
 	for in, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 2500: "2,500", 1234567: "1,234,567", -4200: "-4,200"} {
-		if got := groupDigits(in); got != want {
-			t.Errorf("groupDigits(%d) = %q, want %q", in, got, want)
+		if got := GroupDigits(in); got != want {
+			t.Errorf("GroupDigits(%d) = %q, want %q", in, got, want)
 		}
 	}
 }

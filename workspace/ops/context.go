@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -233,7 +232,7 @@ func (w Ops) Context(ctx context.Context, threadID string, opt ContextOptions) (
 		return ContextBundle{}, fmt.Errorf("context of thread %s: %w", threadID, manifestErr)
 	}
 	for _, m := range manifest {
-		line := fmt.Sprintf("%s (v%d, %s bytes, by %s): %s", m.Key, m.Version, groupDigits(int(m.Size)), m.StoredBy, oneLine(m.ShortDescription))
+		line := fmt.Sprintf("%s (v%d, %s bytes, by %s): %s", m.Key, m.Version, workspace.GroupDigits(int(m.Size)), m.StoredBy, oneLine(m.ShortDescription))
 		cands = append(cands, candidate{section: 4, item: Item{Ref: "manifest:" + m.Key, Kind: ItemManifest, Content: line}})
 	}
 
@@ -250,7 +249,7 @@ func (w Ops) Context(ctx context.Context, threadID string, opt ContextOptions) (
 		it := c.item
 		it.Tokens = EstimateTokens(renderItem(it))
 		if !opt.Unlimited && it.Tokens > left {
-			b.Omitted = append(b.Omitted, workspace.Omission{Item: it.Ref, Reason: fmt.Sprintf("over budget: needs %s tokens, %s left", groupDigits(it.Tokens), groupDigits(left))})
+			b.Omitted = append(b.Omitted, workspace.Omission{Item: it.Ref, Reason: fmt.Sprintf("over budget: needs %s tokens, %s left", workspace.GroupDigits(it.Tokens), workspace.GroupDigits(left))})
 			continue
 		}
 		left -= it.Tokens
@@ -287,7 +286,7 @@ func dehydrated(t workspace.Thread) string {
 	var s strings.Builder
 	fmt.Fprintf(&s, "%s → %s · %s\n", t.From, t.To, t.Status)
 	if strings.TrimSpace(t.Concern) == "" {
-		field(&s, "message", cutText(oneLine(t.Message), DefaultPreambleMessageBytes))
+		field(&s, "message", workspace.CutText(oneLine(t.Message), DefaultPreambleMessageBytes))
 	}
 	field(&s, "concern", t.Concern)
 	field(&s, "approach", t.Approach)
@@ -318,9 +317,9 @@ func renderBundle(b ContextBundle) string {
 	var s strings.Builder
 	fmt.Fprintf(&s, "# Context of thread %s (agent %s, task %s)\n", b.Thread, b.Agent, b.Task)
 	if b.Unlimited {
-		fmt.Fprintf(&s, "Budget: unlimited; used %s tokens (estimated at %d bytes a token).\n", groupDigits(b.Used), BytesPerToken)
+		fmt.Fprintf(&s, "Budget: unlimited; used %s tokens (estimated at %d bytes a token).\n", workspace.GroupDigits(b.Used), BytesPerToken)
 	} else {
-		fmt.Fprintf(&s, "Budget: %s tokens; used %s (estimated at %d bytes a token).\n", groupDigits(b.Budget), groupDigits(b.Used), BytesPerToken)
+		fmt.Fprintf(&s, "Budget: %s tokens; used %s (estimated at %d bytes a token).\n", workspace.GroupDigits(b.Budget), workspace.GroupDigits(b.Used), BytesPerToken)
 	}
 	for _, sec := range b.Sections {
 		if len(sec.Items) == 0 {
@@ -419,7 +418,7 @@ func (r bufferResolver) entry(s workspace.Scope, what, key string) (string, stri
 		value = buf.String()
 	}
 	if len(value) > workspace.BufferMaxBytes {
-		return "", fmt.Sprintf("refused: value is %s bytes, over the %s-byte buffer cap", groupDigits(len(value)), groupDigits(workspace.BufferMaxBytes))
+		return "", fmt.Sprintf("refused: value is %s bytes, over the %s-byte buffer cap", workspace.GroupDigits(len(value)), workspace.GroupDigits(workspace.BufferMaxBytes))
 	}
 	head := fmt.Sprintf("(%s, v%d, stored by %s) %s", what, e.Version, e.StoredBy, oneLine(e.ShortDescription))
 	return strings.TrimRight(head, " ") + "\n" + value, ""
@@ -452,23 +451,5 @@ func (r bufferResolver) file(ref string) (string, string) {
 	if !utf8.Valid(data) {
 		return "", "refused: not UTF-8 text"
 	}
-	return fmt.Sprintf("(file, %s bytes)\n%s", groupDigits(len(data)), data), ""
-}
-
-// groupDigits writes n with thousands separators: 2500 → "2,500".
-func groupDigits(n int) string {
-	s := strconv.Itoa(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
+	return fmt.Sprintf("(file, %s bytes)\n%s", workspace.GroupDigits(len(data)), data), ""
 }

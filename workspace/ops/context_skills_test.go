@@ -247,7 +247,7 @@ func TestContextBadSkills(t *testing.T) {
 		"skill:linked":          "refused: is a symlink",
 		"skill:inner":           "refused: is a symlink",
 		"skill:pipe":            "refused: is a FIFO",
-		"skill:huge":            "refused: is " + groupDigits(len(huge)) + " bytes, over the 262,144-byte limit",
+		"skill:huge":            "refused: is " + workspace.GroupDigits(len(huge)) + " bytes, over the 262,144-byte limit",
 		"skill:notmatter":       "refused: front matter: line 1:",
 		"skill:badbody":         "refused: the body is not UTF-8 text",
 		"skill:deep":            "refused: front matter: /tags/0: pattern: ",

@@ -308,14 +308,6 @@ func TestEstimateTokens(t *testing.T) {
 	}
 }
 
-func TestGroupDigits(t *testing.T) {
-	for in, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 2500: "2,500", 1234567: "1,234,567", -4200: "-4,200"} {
-		if got := groupDigits(in); got != want {
-			t.Errorf("groupDigits(%d) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // BenchmarkContext assembles the context of one thread in a task with 100
 // threads, 1,000 env entries of 100 KiB each and 50 skills of 2 KiB, of
 // which the thread's mode and tags choose 20 and core. Only the two

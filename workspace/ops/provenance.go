@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -158,7 +157,7 @@ func (w Ops) Preamble(ctx context.Context, threadID string, opt PreambleOptions)
 	if detail != DetailMinimal {
 		p.CallerDescription = NoCard
 		if hasCaller && strings.TrimSpace(caller.Description) != "" {
-			p.CallerDescription = `"` + cutText(oneLine(caller.Description), workspace.DefaultPreambleMaxBytes) + `"`
+			p.CallerDescription = `"` + workspace.CutText(oneLine(caller.Description), workspace.DefaultPreambleMaxBytes) + `"`
 		}
 		lines = append(lines, cur.From+" is: "+p.CallerDescription)
 	}
@@ -173,9 +172,9 @@ func (w Ops) Preamble(ctx context.Context, threadID string, opt PreambleOptions)
 		if root.From != "human" {
 			who = root.From
 		}
-		p.TaskContext = fmt.Sprintf("%s asked: \"%s\"", who, cutText(oneLine(msg), max))
+		p.TaskContext = fmt.Sprintf("%s asked: \"%s\"", who, workspace.CutText(oneLine(msg), max))
 		if step, what := callerStep(chain); step != "" {
-			p.CallerStep = cutText(oneLine(step), max)
+			p.CallerStep = workspace.CutText(oneLine(step), max)
 			p.TaskContext += fmt.Sprintf(". %s's %s: \"%s\"", cur.From, what, p.CallerStep)
 		}
 		lines = append(lines, "Task context: "+p.TaskContext)
@@ -184,16 +183,16 @@ func (w Ops) Preamble(ctx context.Context, threadID string, opt PreambleOptions)
 		// The message that delegated to the caller. When the caller's
 		// thread is the root, that message is the task context already.
 		if parent := chain[len(chain)-2]; parent.ParentID != "" && strings.TrimSpace(parent.Message) != "" {
-			lines = append(lines, fmt.Sprintf("%s was asked by %s: \"%s\"", cur.From, parent.From, cutText(oneLine(parent.Message), max)))
+			lines = append(lines, fmt.Sprintf("%s was asked by %s: \"%s\"", cur.From, parent.From, workspace.CutText(oneLine(parent.Message), max)))
 		}
 		if hasCaller && len(caller.Capabilities) > 0 {
 			lines = append(lines, cur.From+"'s capabilities: "+strings.Join(caller.Capabilities, ", "))
 		}
 		if c := strings.TrimSpace(cur.Concern); c != "" {
-			lines = append(lines, "Your concern: "+cutText(oneLine(c), max))
+			lines = append(lines, "Your concern: "+workspace.CutText(oneLine(c), max))
 		}
 		if a := strings.TrimSpace(cur.Approach); a != "" {
-			lines = append(lines, "Your approach: "+cutText(oneLine(a), max))
+			lines = append(lines, "Your approach: "+workspace.CutText(oneLine(a), max))
 		}
 	}
 	if detail != DetailMinimal {
@@ -256,19 +255,6 @@ func (w Ops) threadTask(ctx context.Context, threadID, taskID string) (string, e
 // space, so a quoted message cannot break the line structure of a block.
 func oneLine(s string) string {
 	return strings.Join(strings.FieldsFunc(s, unicode.IsSpace), " ")
-}
-
-// cutText cuts s to at most max bytes at a UTF-8 boundary and appends "…"
-// when it cut anything.
-func cutText(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return strings.TrimRightFunc(s[:cut], unicode.IsSpace) + "…"
 }
 
 // Capability is one tool an agent can use.

@@ -292,30 +292,6 @@ func TestPreambleRefusesBadDetail(t *testing.T) {
 	}
 }
 
-func TestCutText(t *testing.T) {
-	tests := []struct {
-		name string
-		in   string
-		max  int
-		want string
-	}{
-		{"short", "abc", 5, "abc"},
-		{"exact", "abcde", 5, "abcde"},
-		{"ascii", "abcdef", 3, "abc…"},
-		{"inside a rune", "aé", 2, "a…"},
-		{"after a rune", "aéb", 3, "aé…"},
-		{"trailing space trimmed", "ab cd", 3, "ab…"},
-		{"three-byte rune", "x→y", 3, "x…"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := cutText(tc.in, tc.max); got != tc.want {
-				t.Errorf("cutText(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
-			}
-		})
-	}
-}
-
 func TestSystemContextGolden(t *testing.T) {
 	w := provFixture(t)
 	tests := []struct {

@@ -46,7 +46,7 @@ func (w Ops) memorySection(ctx context.Context, agent string) string {
 	for i, s := range scopes {
 		for _, it := range s.items {
 			line := "- " + memoryKey(it.Key)
-			if d := cutText(oneLine(it.ShortDescription), SystemMemoryDescriptionBytes); d != "" {
+			if d := workspace.CutText(oneLine(it.ShortDescription), SystemMemoryDescriptionBytes); d != "" {
 				line += ": " + d
 			}
 			line += "\n"
@@ -59,7 +59,7 @@ func (w Ops) memorySection(ctx context.Context, agent string) string {
 		fmt.Fprintf(&b, "%s:\n", s.title)
 		switch {
 		case s.err != nil:
-			fmt.Fprintf(&b, "- (could not be listed: %s)\n", cutText(oneLine(workspace.ErrorMsg(s.err)), SystemMemoryDescriptionBytes))
+			fmt.Fprintf(&b, "- (could not be listed: %s)\n", workspace.CutText(oneLine(workspace.ErrorMsg(s.err)), SystemMemoryDescriptionBytes))
 			continue
 		case len(s.items) == 0:
 			b.WriteString("- (none)\n")

@@ -12,7 +12,6 @@ import (
 	"io/fs"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -99,7 +98,7 @@ func readOpened(f *os.File, name string, maxBytes int64) ([]byte, error) {
 		return nil, &workspace.Error{Kind: workspace.ErrUnsafe, Op: "read " + name, Msg: fmt.Sprintf("is a %s, not a regular file", workspace.FileKind(st.Mode()))}
 	}
 	if st.Size() > maxBytes {
-		return nil, &workspace.Error{Kind: workspace.ErrUnsafe, Op: "read " + name, Msg: fmt.Sprintf("is %s bytes, over the %s-byte limit", groupDigits(int(st.Size())), groupDigits(int(maxBytes)))}
+		return nil, &workspace.Error{Kind: workspace.ErrUnsafe, Op: "read " + name, Msg: fmt.Sprintf("is %s bytes, over the %s-byte limit", workspace.GroupDigits(int(st.Size())), workspace.GroupDigits(int(maxBytes)))}
 	}
 	// Sized by the stat, so that a file that did not grow is read in one
 	// read(2) and its end found by a second.
@@ -196,22 +195,4 @@ func readAllSized(r io.Reader, size int64) ([]byte, error) {
 			b = append(b, 0)[:len(b)]
 		}
 	}
-}
-
-// groupDigits writes n with thousands separators: 2500 → "2,500".
-func groupDigits(n int) string {
-	s := strconv.Itoa(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
 }
