@@ -218,7 +218,7 @@ func (c *commitTx) read(ctx context.Context, max int) error {
 	rows, err := c.tx.QueryContext(ctx, `SELECT id, kind, name, body,
 		EXISTS (SELECT 1 FROM journal j WHERE j.task_id = m.task_id AND j.name = m.name)
 		FROM markers m WHERE task_id = $1 ORDER BY id LIMIT $2`, c.id, max)
-	c.ms, err = collect(rows, err, func(r *sql.Rows) (waiting, error) {
+	c.ms, err = collect(rows, err, func(r sqlstore.Rows) (waiting, error) {
 		var w waiting
 		return w, r.Scan(&w.id, &w.kind, &w.name, &w.body, &w.taken)
 	})

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -111,7 +110,7 @@ func (s *Store) followOnce(ctx context.Context, taskID string, low int64, each f
 		line string
 	}
 	rows, err := s.rdb.QueryContext(ctx, `SELECT id, line FROM events WHERE id > $1 AND ($2 = '' OR task_id = $2) ORDER BY id`, low, taskID)
-	got, err := collect(rows, err, func(r *sql.Rows) (idLine, error) {
+	got, err := collect(rows, err, func(r sqlstore.Rows) (idLine, error) {
 		var v idLine
 		return v, r.Scan(&v.id, &v.line)
 	})

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -97,7 +96,7 @@ func (s *Store) Locks(ctx context.Context) ([]workspace.LockInfo, error) {
 	}
 	type row struct{ name, task, lock, holder string }
 	rows, err := s.rdb.QueryContext(ctx, "SELECT name, task_id, lock, holder FROM locks ORDER BY name")
-	all, err := collect(rows, err, func(r *sql.Rows) (row, error) {
+	all, err := collect(rows, err, func(r sqlstore.Rows) (row, error) {
 		var v row
 		return v, r.Scan(&v.name, &v.task, &v.lock, &v.holder)
 	})

@@ -363,27 +363,18 @@ func isRaised(err error) bool { return sqliteCode(err) == sqlite3lib.SQLITE_CONS
 // notFoundTask is sqlstore.NotFoundTask, under the name the write paths use.
 func notFoundTask(id string) error { return sqlstore.NotFoundTask(id) }
 
-// collect reads every row of rows with scan.
-func collect[T any](rows *sql.Rows, err error, scan func(*sql.Rows) (T, error)) ([]T, error) {
+// collect is sqlstore.Collect over database/sql's rows.
+func collect[T any](rows *sql.Rows, err error, scan func(sqlstore.Rows) (T, error)) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	out := []T{}
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
+	return sqlstore.Collect(sqlRows{rows}, nil, scan)
 }
 
-// strings1 reads a one-column text result.
+// strings1 is sqlstore.Strings over database/sql's rows.
 func strings1(rows *sql.Rows, err error) ([]string, error) {
-	return collect(rows, err, func(r *sql.Rows) (string, error) {
-		var v string
-		return v, r.Scan(&v)
-	})
+	if err != nil {
+		return nil, err
+	}
+	return sqlstore.Strings(sqlRows{rows}, nil)
 }
