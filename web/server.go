@@ -214,6 +214,20 @@ func (s *Server) authorized(r *http.Request) (ok, bearer bool) {
 	return false, false
 }
 
+// Who names the panel's user when r carries the panel's token (as a
+// bearer header or its cookie), for the limits of a listener
+// (guard.Options.Identify): "panel". A panel without a token identifies
+// nobody, and its requests count against their address.
+func (s *Server) Who(r *http.Request) (string, bool) {
+	if s.cfg.Token == "" {
+		return "", false
+	}
+	if ok, _ := s.authorized(r); ok {
+		return "panel", true
+	}
+	return "", false
+}
+
 func (s *Server) tokenIs(t string) bool {
 	return subtle.ConstantTimeCompare([]byte(t), []byte(s.cfg.Token)) == 1
 }

@@ -36,7 +36,10 @@ Usage:
   workspaced [--root DIR] mcp (--task T | --thread X | --task T --thread X) --agent A
   workspaced [--root DIR] mcp (--task T | --thread X) --token-file F
   workspaced [--root DIR] mcp --http ADDR [--tls-cert F --tls-key F | --insecure]
-                              [--max-sessions N] [--idle-timeout DUR]
+                              [--max-sessions N] [--idle-timeout DUR] [--metrics-token-file F]
+                              [--rate N] [--burst N] [--address-rate N] [--address-burst N]
+                              [--streams-per-token N] [--sessions-per-token N]
+                              [--trust-origin ORIGIN]... [--trust-proxy ADDR]...
 
 On stdio, --thread alone finds its task; --task alone serves the task's root
 thread. --agent (or $WORKSPACE_AGENT) is the serving agent: stored_by of
@@ -51,7 +54,11 @@ agents at once. Every request carries a token of 'workspaced token add' as
 its task and thread in the URL (/mcp?task=T&thread=X) or in the headers
 Workspace-Task and Workspace-Thread; a token for one task needs neither.
 ADDR must be a loopback address unless --tls-cert and --tls-key are given
-(HTTPS), or --insecure says plain HTTP off this machine is meant.
+(HTTPS), or --insecure says plain HTTP off this machine is meant. The same
+listener serves /healthz, /readyz and /metrics; off loopback /metrics wants
+an agent's token or the one in --metrics-token-file.
+
+` + guardUsage + `
 
 The ids are checked before serving; nothing is read from stdin until then.
 Log lines go to stderr (on HTTP: every refusal, with the agent and the
@@ -83,6 +90,8 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	insecure := fs.Bool("insecure", false, "with --http, allow plain HTTP on an address that is not loopback")
 	maxSessions := fs.Int("max-sessions", mcpserver.DefaultMaxSessions, "with --http, the most sessions served at once")
 	idle := fs.Duration("idle-timeout", mcpserver.DefaultIdleTimeout, "with --http, close a session unused this long")
+	metricsToken := fs.String("metrics-token-file", "", "with --http, a token in `F` that may read /metrics besides the agents' tokens")
+	gf := addGuardFlags(fs)
 	if err := parse(e, fs, mcpUsage, args); err != nil {
 		return err
 	}
@@ -92,9 +101,14 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 				return usageHint("mcp", "--%s is not used with --http: each request's token names the agent, each session its task and thread", f)
 			}
 		}
-		return serveMCPHTTP(ctx, e, httpConfig{addr: *addr, cert: *cert, key: *key, insecure: *insecure, maxSessions: *maxSessions, idle: *idle})
+		if err := gf.check("mcp"); err != nil {
+			return err
+		}
+		return serveMCPHTTP(ctx, e, httpConfig{addr: *addr, cert: *cert, key: *key, insecure: *insecure, maxSessions: *maxSessions, idle: *idle,
+			metricsToken: *metricsToken, guard: gf})
 	}
-	for _, f := range []string{"tls-cert", "tls-key", "insecure", "max-sessions", "idle-timeout"} {
+	for _, f := range []string{"tls-cert", "tls-key", "insecure", "max-sessions", "idle-timeout", "metrics-token-file", "rate", "burst",
+		"address-rate", "address-burst", "streams-per-token", "sessions-per-token", "trust-origin", "trust-proxy"} {
 		if flagSet(fs, f) {
 			return usageHint("mcp", "--%s goes with --http ADDR", f)
 		}
@@ -191,6 +205,8 @@ type httpConfig struct {
 	insecure        bool
 	maxSessions     int
 	idle            time.Duration
+	metricsToken    string // the file's name
+	guard           *guardFlags
 }
 
 // serveMCPHTTP serves /mcp on the address until ctx is done.
@@ -214,6 +230,10 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 			Msg:  "not a loopback address, and no TLS: tokens would cross the network in the clear",
 			Hint: "give --tls-cert and --tls-key, listen on 127.0.0.1 behind a TLS proxy, or say --insecure if plain HTTP is meant"}
 	}
+	metricsToken, err := readTokenFile(c.metricsToken)
+	if err != nil {
+		return err
+	}
 	w, err := e.openStore()
 	if err != nil {
 		return err
@@ -230,10 +250,21 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 	}
 	reg := opshttp.NewRegistry()
 	var h *mcpserver.HTTP
-	obs := mcpMetrics(reg, &h)
-	h, err = mcpserver.NewHTTP(w, toks, mcpserver.HTTPOptions{Version: versionString(), MaxSessions: c.maxSessions, IdleTimeout: c.idle, Log: log, Observer: obs})
+	gd, gm, err := c.guard.newGuard("mcp", w.Settings().HTTP, reg, func(r *http.Request) (string, bool) { return h.Who(r) })
 	if err != nil {
 		return err
+	}
+	obs := mcpObserver{mcpMetrics(reg, &h), gm}
+	h, err = mcpserver.NewHTTP(w, toks, mcpserver.HTTPOptions{Version: versionString(), MaxSessions: c.maxSessions, IdleTimeout: c.idle,
+		SessionsPerToken: gd.Limits().Sessions, Log: log, Observer: obs})
+	if err != nil {
+		return err
+	}
+	// /metrics: open on loopback without a metrics token, else for an
+	// agent's token or the metrics token.
+	ops := opshttp.Options{Registry: reg, Token: metricsToken, Ready: opshttp.StoreReady(w)}
+	if !loopback(host) || metricsToken != "" {
+		ops.Allow = func(r *http.Request) bool { _, ok := h.Who(r); return ok }
 	}
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
@@ -241,7 +272,7 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
-	srv := &http.Server{Handler: mcpHandler(reg, mux, w), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	srv := &http.Server{Handler: gd.Wrap(opshttp.Route(opshttp.Handler(ops), mux)), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	scheme := "http"
 	if tls {
 		scheme = "https"

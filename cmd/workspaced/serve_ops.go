@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"flag"
 	"fmt"
@@ -26,20 +27,26 @@ import (
 // opsFlags are serve's flags for its endpoints.
 type opsFlags struct {
 	listen, tokenFile, cert, key *string
+	guard                        *guardFlags
 }
 
 func addOpsFlags(fs *flag.FlagSet) *opsFlags {
 	return &opsFlags{
 		listen:    fs.String("listen", "", "serve /healthz, /readyz and /metrics on `ADDR` (host:port; off when empty)"),
-		tokenFile: fs.String("token-file", "", "with --listen, require the token held in `FILE` for /metrics (needed off loopback without TLS)"),
+		tokenFile: fs.String("token-file", "", "with --listen, require the token held in `FILE` for /metrics (needed off loopback)"),
 		cert:      fs.String("tls-cert", "", "with --listen, the TLS certificate `F` (PEM)"),
 		key:       fs.String("tls-key", "", "with --listen, the TLS key `F` (PEM)"),
+		guard:     addGuardFlags(fs),
 	}
 }
 
-// check refuses what web refuses: a non-loopback address with neither a
-// token nor TLS. It returns the token.
+// check refuses a non-loopback address without a token: /metrics is
+// behind a token off loopback, TLS or not (TLS hides the token on the
+// way; it does not say who may read). It returns the token.
 func (o *opsFlags) check() (string, error) {
+	if err := o.guard.check("serve"); err != nil {
+		return "", err
+	}
 	if *o.listen == "" {
 		if *o.tokenFile != "" || *o.cert != "" || *o.key != "" {
 			return "", usageHint("serve", "--token-file, --tls-cert and --tls-key go with --listen")
@@ -53,10 +60,11 @@ func (o *opsFlags) check() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := web.CheckListen(*o.listen, token != "" || *o.cert != ""); err != nil {
+	if err := web.CheckListen(*o.listen, token != ""); err != nil {
 		var we *workspace.Error
 		if errors.As(err, &we) {
-			return "", &usageError{msg: "serve: " + err.Error(), hint: "give --token-file FILE or --tls-cert and --tls-key, or --listen 127.0.0.1:PORT"}
+			return "", &usageError{msg: "serve: --listen " + *o.listen + ": not a loopback address, and no token: anyone who reaches the port could read /metrics",
+				hint: "give --token-file FILE (with --tls-cert and --tls-key off this machine), or --listen 127.0.0.1:PORT"}
 		}
 		return "", usageHint("serve", "--listen: %v", err)
 	}
@@ -116,6 +124,12 @@ func serveOps(ctx context.Context, o *opsFlags, h http.Handler, log *slog.Logger
 	return func() { <-done }, nil
 }
 
+// bearerIs reports whether r carries token as its bearer token.
+func bearerIs(r *http.Request, token string) bool {
+	t, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(t), []byte(token)) == 1
+}
+
 // runDaemon runs the daemon of cfg with its metrics, the notify protocol
 // and, with --listen, the operations endpoints.
 func runDaemon(ctx context.Context, cfg daemon.Config, ops *opsFlags, token string) error {
@@ -146,7 +160,14 @@ func runDaemon(ctx context.Context, cfg daemon.Config, ops *opsFlags, token stri
 	if *ops.listen != "" {
 		h := opshttp.Handler(opshttp.Options{Registry: reg, Token: token,
 			Ready: func(context.Context) error { return m.Readiness() }})
-		wait, err := serveOps(ctx, ops, h, cfg.Logger)
+		// The metrics token is the one token of this listener.
+		gd, _, err := ops.guard.newGuard("serve", cfg.Store.Settings().HTTP, reg, func(r *http.Request) (string, bool) {
+			return "metrics", token != "" && bearerIs(r, token)
+		})
+		if err != nil {
+			return err
+		}
+		wait, err := serveOps(ctx, ops, gd.Wrap(h), cfg.Logger)
 		if err != nil {
 			return err
 		}

@@ -22,6 +22,9 @@ const webUsage = `workspaced web — serve the live panel and the HTTP API of a 
 
 Usage:
   workspaced web [--listen ADDR] [--token-file FILE] [--read-only]
+                 [--rate N] [--burst N] [--address-rate N] [--address-burst N]
+                 [--streams-per-token N] [--sessions-per-token N]
+                 [--trust-origin ORIGIN]... [--trust-proxy ADDR]...
 
 Serves, on one listener, pages a person watches the workspace on — every
 task with its status and progress; a task's board or dependency graph,
@@ -42,8 +45,12 @@ It listens on --listen, 127.0.0.1:7070 by default, and prints its address.
 Any address that is not a loopback one needs --token-file: a file holding a
 secret that every request must carry, as "Authorization: Bearer <token>"
 or as the cookie the /login page sets. Actions are POSTs that must carry
-the page's CSRF token. Put it behind a TLS proxy to reach it from another
-machine.
+the page's CSRF token and come from a page of the panel's own origin. Put
+it behind a TLS proxy to reach it from another machine. /healthz, /readyz
+and /metrics are served there too; /metrics wants the token when there is
+one.
+
+` + guardUsage + `
 
 On a loopback address the same listener serves the MCP tools to remote
 agents at /mcp, over Streamable HTTP, each request with a bearer token of
@@ -66,7 +73,11 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 	listen := fs.String("listen", web.DefaultListen, "listen on `ADDR` (host:port)")
 	tokenFile := fs.String("token-file", "", "require the token held in `FILE` (needed off loopback)")
 	readOnly := fs.Bool("read-only", false, "turn every action off")
+	gf := addGuardFlags(fs)
 	if err := parse(e, fs, webUsage, args); err != nil {
+		return err
+	}
+	if err := gf.check("web"); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -101,6 +112,21 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 	}
 	cfg := web.Config{Store: st, Token: token, ReadOnly: *readOnly}
 	reg := opshttp.NewRegistry()
+	var (
+		h *mcpserver.HTTP
+		s *web.Server
+	)
+	gd, gm, err := gf.newGuard("web", st.Settings().HTTP, reg, func(r *http.Request) (string, bool) {
+		if h != nil {
+			if who, ok := h.Who(r); ok {
+				return who, true
+			}
+		}
+		return s.Who(r)
+	})
+	if err != nil {
+		return err
+	}
 	// The agents' tokens: the tree's agents file, or the database's table.
 	toks, toksErr := tokenKeeper("serve MCP at /mcp", st)
 	if host, _, _ := net.SplitHostPort(*listen); loopback(host) && toksErr == nil {
@@ -111,15 +137,15 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 		if _, err := toks.List(ctx); err != nil {
 			return err
 		}
-		var h *mcpserver.HTTP
-		obs := mcpMetrics(reg, &h)
-		h, err = mcpserver.NewHTTP(st, toks, mcpserver.HTTPOptions{Version: versionString(), Log: slog.New(slog.NewTextHandler(e.stderr, nil)), Observer: obs})
+		obs := mcpObserver{mcpMetrics(reg, &h), gm}
+		h, err = mcpserver.NewHTTP(st, toks, mcpserver.HTTPOptions{Version: versionString(), Log: slog.New(slog.NewTextHandler(e.stderr, nil)),
+			SessionsPerToken: gd.Limits().Sessions, Observer: obs})
 		if err != nil {
 			return err
 		}
 		cfg.MCP = h
 	}
-	s, err := web.New(cfg)
+	s, err = web.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -129,7 +155,7 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	srv := &http.Server{Handler: webHandler(reg, s, st, token), ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: webHandler(reg, s, gd, st, token), ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
 	watchErr := make(chan error, 1)
 	go func() { watchErr <- s.Run(ctx) }()
