@@ -27,8 +27,8 @@ type guardFlags struct {
 }
 
 const guardUsage = `Every listener limits each token to --rate requests a second with bursts
-of --burst (default 20 and 100), each client address without a valid token
-to --address-rate and --address-burst (10 and 100), and each token to
+of --burst (default 50 and 200), each client address without a valid token
+to --address-rate and --address-burst (20 and 200), and each token to
 --streams-per-token live event streams (16) and --sessions-per-token MCP
 sessions (32); over a limit the answer is 429 with Retry-After. Requests
 from a browser page of another origin are refused (403) unless
@@ -38,10 +38,10 @@ its X-Forwarded-For name the client. workspace.json's "http" sets the same
 
 func addGuardFlags(fs *flag.FlagSet) *guardFlags {
 	g := &guardFlags{
-		rate:         fs.Float64("rate", 0, "requests per second one token may sustain, `N` (default from workspace.json, else 20)"),
-		burst:        fs.Int("burst", 0, "requests one token may send at once, `N` (default from workspace.json, else 100)"),
-		addressRate:  fs.Float64("address-rate", 0, "requests per second one client address may sustain without a valid token, `N` (default 10)"),
-		addressBurst: fs.Int("address-burst", 0, "requests one client address may send at once without a valid token, `N` (default 100)"),
+		rate:         fs.Float64("rate", 0, "requests per second one token may sustain, `N` (default from workspace.json, else 50)"),
+		burst:        fs.Int("burst", 0, "requests one token may send at once, `N` (default from workspace.json, else 200)"),
+		addressRate:  fs.Float64("address-rate", 0, "requests per second one client address may sustain without a valid token, `N` (default 20)"),
+		addressBurst: fs.Int("address-burst", 0, "requests one client address may send at once without a valid token, `N` (default 200)"),
 		streams:      fs.Int("streams-per-token", 0, "live event streams one token may hold open, `N` (default 16)"),
 		sess:         fs.Int("sessions-per-token", 0, "MCP sessions one token may hold open, `N` (default 32)"),
 	}

@@ -31,14 +31,14 @@ import (
 // seconds.
 const (
 	// DefaultRate is the requests per second one token may sustain.
-	DefaultRate = 20
+	DefaultRate = 50
 	// DefaultBurst is how many requests one token may send at once.
-	DefaultBurst = 100
+	DefaultBurst = 200
 	// DefaultAddressRate is the requests per second one client address
 	// may sustain without a valid token.
-	DefaultAddressRate = 10
+	DefaultAddressRate = 20
 	// DefaultAddressBurst is how many of those it may send at once.
-	DefaultAddressBurst = 100
+	DefaultAddressBurst = 200
 	// DefaultStreams is how many live event streams one token (or one
 	// address without a token) may hold open at once.
 	DefaultStreams = 16
