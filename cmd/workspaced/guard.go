@@ -36,14 +36,20 @@ from a browser page of another origin are refused (403) unless
 its X-Forwarded-For name the client. workspace.json's "http" sets the same
 (docs/SECURITY.md).`
 
-func addGuardFlags(fs *flag.FlagSet) *guardFlags {
+// addGuardFlags adds the flags of a listener's limits; streams adds
+// those of live streams and MCP sessions (serve --listen has neither).
+func addGuardFlags(fs *flag.FlagSet, streams bool) *guardFlags {
 	g := &guardFlags{
 		rate:         fs.Float64("rate", 0, "requests per second one token may sustain, `N` (default from workspace.json, else 50)"),
 		burst:        fs.Int("burst", 0, "requests one token may send at once, `N` (default from workspace.json, else 200)"),
 		addressRate:  fs.Float64("address-rate", 0, "requests per second one client address may sustain without a valid token, `N` (default 20)"),
 		addressBurst: fs.Int("address-burst", 0, "requests one client address may send at once without a valid token, `N` (default 200)"),
-		streams:      fs.Int("streams-per-token", 0, "live event streams one token may hold open, `N` (default 16)"),
-		sess:         fs.Int("sessions-per-token", 0, "MCP sessions one token may hold open, `N` (default 32)"),
+		streams:      new(int),
+		sess:         new(int),
+	}
+	if streams {
+		g.streams = fs.Int("streams-per-token", 0, "live event streams one token may hold open, `N` (default 16)")
+		g.sess = fs.Int("sessions-per-token", 0, "MCP sessions one token may hold open, `N` (default 32)")
 	}
 	fs.Var(&g.origins, "trust-origin", "trust browser pages of `ORIGIN` (https://host[:port]) besides the listener's own (repeatable)")
 	fs.Var(&g.proxies, "trust-proxy", "believe X-Forwarded-For from the reverse proxy at `ADDR` (an address or a CIDR prefix; repeatable)")

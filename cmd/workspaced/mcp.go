@@ -91,7 +91,7 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	maxSessions := fs.Int("max-sessions", mcpserver.DefaultMaxSessions, "with --http, the most sessions served at once")
 	idle := fs.Duration("idle-timeout", mcpserver.DefaultIdleTimeout, "with --http, close a session unused this long")
 	metricsToken := fs.String("metrics-token-file", "", "with --http, a token in `F` that may read /metrics besides the agents' tokens")
-	gf := addGuardFlags(fs)
+	gf := addGuardFlags(fs, true)
 	if err := parse(e, fs, mcpUsage, args); err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ func addOpsFlags(fs *flag.FlagSet) *opsFlags {
 		tokenFile: fs.String("token-file", "", "with --listen, require the token held in `FILE` for /metrics (needed off loopback)"),
 		cert:      fs.String("tls-cert", "", "with --listen, the TLS certificate `F` (PEM)"),
 		key:       fs.String("tls-key", "", "with --listen, the TLS key `F` (PEM)"),
-		guard:     addGuardFlags(fs),
+		guard:     addGuardFlags(fs, false),
 	}
 }
 

@@ -73,7 +73,7 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 	listen := fs.String("listen", web.DefaultListen, "listen on `ADDR` (host:port)")
 	tokenFile := fs.String("token-file", "", "require the token held in `FILE` (needed off loopback)")
 	readOnly := fs.Bool("read-only", false, "turn every action off")
-	gf := addGuardFlags(fs)
+	gf := addGuardFlags(fs, true)
 	if err := parse(e, fs, webUsage, args); err != nil {
 		return err
 	}
