@@ -119,21 +119,6 @@ func replyRefusal(w http.ResponseWriter, r *http.Request, f *guard.Refusal) {
 	f.Write(w, r)
 }
 
-// identifyAny names a request by the first of ids that knows its token.
-func identifyAny(ids ...func(*http.Request) (string, bool)) func(*http.Request) (string, bool) {
-	return func(r *http.Request) (string, bool) {
-		for _, id := range ids {
-			if id == nil {
-				continue
-			}
-			if who, ok := id(r); ok {
-				return who, true
-			}
-		}
-		return "", false
-	}
-}
-
 // mcpObserver counts the MCP server's refusals, and its sessions refused
 // for their token among the guard's refusals too.
 type mcpObserver struct {
