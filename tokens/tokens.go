@@ -63,10 +63,13 @@ const (
 	RightDone   = "done"   // signal_done: finish a subtask (or cancel the task)
 	RightPlan   = "plan"   // write_plan
 	RightReview = "review" // write_review
+	// RightPanel lets a person log in to the panel with the token: the
+	// panel's actions are then recorded in the audit as the token's agent.
+	RightPanel = "panel"
 )
 
 // Rights lists every right, in the order they are shown.
-func Rights() []string { return []string{RightClaim, RightDone, RightPlan, RightReview} }
+func Rights() []string { return []string{RightClaim, RightDone, RightPlan, RightReview, RightPanel} }
 
 // Global memory access a grant may hold. Its own agent memory and the
 // session memory of the thread it works in are every agent's.
