@@ -88,7 +88,7 @@ type HTTP struct {
 	log   *slog.Logger
 	host  *host // one MCP server, shared by every session
 	sdk   *mcp.StreamableHTTPHandler
-	inner http.Handler // sdk behind the bearer-token check
+	inner http.Handler  // sdk behind the bearer-token check
 	watch *tokens.Watch // ends the sessions of ended tokens, writes last uses
 
 	mu       sync.Mutex

@@ -130,4 +130,3 @@ func timeCell(t time.Time) string {
 	}
 	return t.UTC().Format(time.RFC3339)
 }
-
