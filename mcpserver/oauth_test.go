@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/workspaced/workspaced/internal/oidctest"
 	"github.com/workspaced/workspaced/oauth"
 	"github.com/workspaced/workspaced/tokens"
@@ -32,7 +33,7 @@ func newOAuthFixture(t *testing.T, p *oidctest.Provider) (*httpFixture, string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.h, err = NewHTTP(f.w, toks, HTTPOptions{Log: slog.New(slog.NewTextHandler(f.log, nil)), OAuth: v})
+	f.h, err = NewHTTP(f.w, toks, HTTPOptions{Log: slog.New(slog.NewTextHandler(f.log, nil)), OAuth: v, WatchEvery: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +102,20 @@ func TestHTTPOAuth(t *testing.T) {
 		}
 		if _, err := f.connect(p.Token(t, "worker", "workspace:task:t1"), "task=t2"); err == nil || !strings.Contains(err.Error(), "may not work on task t2") {
 			t.Errorf("another task: %v", err)
+		}
+		// The watch that ends the sessions of revoked tokens leaves an
+		// access token's session alone: once it has ended a revoked
+		// token's session, the OAuth session still works.
+		revoked := f.mustConnect(f.token(tokens.Grant{Agent: "gone", Tasks: []string{"t1"}}), "task=t1")
+		if _, err := tokens.Revoke(context.Background(), tokens.Tree(f.w), "", "gone"); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the revoked token's session to end", func() bool {
+			_, err := revoked.CallTool(context.Background(), &mcp.CallToolParams{Name: ToolGetTask})
+			return err != nil && f.h.Sessions() == 1
+		})
+		if text, isErr := callHTTP(t, cs, ToolGetTask, nil); isErr {
+			t.Errorf("the OAuth session after the watch: %s", text)
 		}
 	})
 	for name, c := range map[string]struct {

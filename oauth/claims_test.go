@@ -29,7 +29,7 @@ func TestGrant(t *testing.T) {
 		says   string
 	}{
 		{"every right", def, `{"sub":"w1","scope":"workspace:task:t1 workspace:review workspace:plan workspace:done workspace:claim workspace:memory:write"}`,
-			tokens.Grant{Agent: "w1", Tasks: []string{"t1"}, May: tokens.Rights(), GlobalMemory: tokens.GlobalWrite}, ""},
+			tokens.Grant{Agent: "w1", Tasks: []string{"t1"}, May: []string{"claim", "done", "plan", "review"}, GlobalMemory: tokens.GlobalWrite}, ""},
 		{"read only", def, `{"sub":"w1","scope":"workspace:task:* workspace:memory:read"}`,
 			tokens.Grant{Agent: "w1", Tasks: []string{"*"}, GlobalMemory: tokens.GlobalRead}, ""},
 		{"scp as a list", def, `{"sub":"w1","scp":["workspace:task:t1","workspace:claim"]}`,
