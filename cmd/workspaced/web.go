@@ -123,6 +123,7 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
+		defer h.Close()
 		cfg.MCP = h
 	}
 	if host, _, _ := net.SplitHostPort(*listen); loopback(host) {
