@@ -15,6 +15,7 @@ import (
 	"github.com/workspaced/workspaced/internal/httpauth"
 	"github.com/workspaced/workspaced/internal/servetest"
 	"github.com/workspaced/workspaced/service"
+	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/daemon"
 )
@@ -146,7 +147,7 @@ func TestFlow(t *testing.T) {
 
 			var who callerView
 			planner.want(planner.do("GET", "/api/v1/agent", nil), 200, "who am I").json(t, &who)
-			if who.Agent != "planner" || who.Token != "" || len(who.May) != 4 {
+			if who.Agent != "planner" || who.Token != "" || len(who.May) != len(tokens.Rights()) {
 				t.Fatalf("caller %+v", who)
 			}
 			a := planner.want(planner.do("POST", "/api/v1/tasks", map[string]any{"id": "t1", "description": "the flow"}), 201, "create")
