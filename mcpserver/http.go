@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/workspaced/workspaced/internal/httpauth"
 	"github.com/workspaced/workspaced/oauth"
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
@@ -174,15 +175,14 @@ func (h *HTTP) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(rw, r.Body, h.opt.MaxBodyBytes)
 	}
-	f := strings.Fields(r.Header.Get("Authorization"))
-	if len(f) != 2 || !strings.EqualFold(f[0], "bearer") {
+	if tok, ok := httpauth.Bearer(r); !ok {
 		h.log.Warn("mcp http: request refused", "agent", "-", "remote", r.RemoteAddr, "reason", "no bearer token")
 		h.opt.Observer.Refused(RefusalNoToken)
 		if h.opt.OAuth == nil { // else the bearer check names the metadata
 			rw.Header().Set("WWW-Authenticate", `Bearer realm="workspaced"`)
 		}
-	} else if h.opt.OAuth != nil && !strings.HasPrefix(f[1], tokens.Prefix) {
-		a, ok := h.verifyOAuth(rw, r, f[1])
+	} else if h.opt.OAuth != nil && !strings.HasPrefix(tok, tokens.Prefix) {
+		a, ok := h.verifyOAuth(rw, r, tok)
 		if !ok {
 			return
 		}
@@ -223,8 +223,8 @@ func (h *HTTP) verify(ctx context.Context, token string, r *http.Request) (*auth
 	if a, ok := ctx.Value(accessKey{}).(oauth.Access); ok {
 		return &auth.TokenInfo{UserID: a.Grant.ID(), Expiration: a.Expiry, Extra: map[string]any{"grant": a.Grant}}, nil
 	}
-	g, err := h.store.Lookup(token)
-	if errors.Is(err, tokens.ErrUnknown) {
+	g, err := httpauth.Lookup(h.store, token)
+	if errors.Is(err, httpauth.ErrUnknownToken) {
 		h.log.Warn("mcp http: request refused", "agent", "-", "remote", r.RemoteAddr, "reason", "unknown or revoked token")
 		h.opt.Observer.Refused(RefusalUnknownToken)
 		return nil, fmt.Errorf("%w: unknown or revoked token", auth.ErrInvalidToken)
