@@ -23,6 +23,7 @@ const (
 	RefusalBodyTooLarge    = "body_too_large"
 	RefusalNoToken         = "no_token"
 	RefusalUnknownToken    = "unknown_token"
+	RefusalExpiredToken    = "expired_token"
 	RefusalAgentsFile      = "agents_file_untrusted"
 	RefusalOtherAgent      = "other_agent"
 	RefusalNoTask          = "no_task"
@@ -31,6 +32,8 @@ const (
 	RefusalTokenSessions   = "token_sessions"
 	RefusalNotFound        = "not_found"
 	RefusalInvalid         = "invalid"
+	RefusalInvalidOAuth    = "invalid_oauth_token" // an access token refused: signature, issuer, expiry, audience
+	RefusalOAuthNoGrant    = "oauth_no_grant"      // a valid access token whose claims grant nothing here
 )
 
 // nopObserver observes nothing.

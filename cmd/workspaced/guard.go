@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/workspaced/workspaced/internal/guard"
+	"github.com/workspaced/workspaced/internal/httpauth"
 	"github.com/workspaced/workspaced/internal/opshttp"
 	"github.com/workspaced/workspaced/internal/opsmetrics"
 	"github.com/workspaced/workspaced/mcpserver"
@@ -117,6 +118,50 @@ func replyRefusal(w http.ResponseWriter, r *http.Request, f *guard.Refusal) {
 		return
 	}
 	f.Write(w, r)
+}
+
+// anyWho names a request by the first of ids that knows its token.
+func anyWho(ids ...func(*http.Request) (string, bool)) func(*http.Request) (string, bool) {
+	return func(r *http.Request) (string, bool) {
+		for _, id := range ids {
+			if id == nil {
+				continue
+			}
+			if who, ok := id(r); ok {
+				return who, true
+			}
+		}
+		return "", false
+	}
+}
+
+// secretWho names a request carrying secret as its bearer token name (nil
+// when there is no secret).
+func secretWho(name, secret string) func(*http.Request) (string, bool) {
+	if secret == "" {
+		return nil
+	}
+	return func(r *http.Request) (string, bool) {
+		t, ok := httpauth.Bearer(r)
+		return name, ok && httpauth.Equal(t, secret)
+	}
+}
+
+// keeperWho names a request by the agent's token it carries, when st
+// keeps tokens and holds that one (nil when st keeps none).
+func keeperWho(st workspace.Store) func(*http.Request) (string, bool) {
+	k, err := tokenKeeper("limit the listener's tokens", st)
+	if err != nil {
+		return nil
+	}
+	return func(r *http.Request) (string, bool) {
+		t, ok := httpauth.Bearer(r)
+		if !ok {
+			return "", false
+		}
+		g, err := httpauth.Lookup(k, t)
+		return g.ID(), err == nil
+	}
 }
 
 // mcpObserver counts the MCP server's refusals, and its sessions refused

@@ -14,8 +14,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/workspaced/workspaced/api"
 	"github.com/workspaced/workspaced/internal/opshttp"
 	"github.com/workspaced/workspaced/mcpserver"
+	"github.com/workspaced/workspaced/oauth"
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -37,6 +39,7 @@ Usage:
   workspaced [--root DIR] mcp (--task T | --thread X) --token-file F
   workspaced [--root DIR] mcp --http ADDR [--tls-cert F --tls-key F | --insecure]
                               [--max-sessions N] [--idle-timeout DUR] [--metrics-token-file F]
+                              [--oauth-issuer URL --oauth-resource URL]
                               [--rate N] [--burst N] [--address-rate N] [--address-burst N]
                               [--streams-per-token N] [--sessions-per-token N]
                               [--trust-origin ORIGIN]... [--trust-proxy ADDR]...
@@ -53,12 +56,23 @@ agents at once. Every request carries a token of 'workspaced token add' as
 "Authorization: Bearer TOKEN"; the token names the agent. A session names
 its task and thread in the URL (/mcp?task=T&thread=X) or in the headers
 Workspace-Task and Workspace-Thread; a token for one task needs neither.
+The same listener serves the HTTP API for programs at /api/v1/ (docs/API.md),
+each request with a bearer token of 'workspaced token add'.
 ADDR must be a loopback address unless --tls-cert and --tls-key are given
 (HTTPS), or --insecure says plain HTTP off this machine is meant. The same
 listener serves /healthz, /readyz and /metrics; off loopback /metrics wants
 an agent's token or the one in --metrics-token-file.
 
 ` + guardUsage + `
+
+With an OAuth issuer (--oauth-issuer, or "oauth" in workspace.json) the
+server is also an OAuth resource server, for clients that connect only by
+OAuth: it publishes its Protected Resource Metadata at
+/.well-known/oauth-protected-resource, names it in every 401, and accepts
+the access tokens (JWT) the issuer signs for --oauth-resource (this
+server's URL as clients reach it), the agent and its rights taken from the
+token's claims as workspace.json maps them (docs/MCP.md). The tokens of
+'workspaced token add' keep working beside them.
 
 The ids are checked before serving; nothing is read from stdin until then.
 Log lines go to stderr (on HTTP: every refusal, with the agent and the
@@ -72,6 +86,8 @@ Examples:
   workspaced mcp --task t1 --token-file ~/.config/worker_1.token
   workspaced mcp --http 127.0.0.1:8765
   workspaced mcp --http 0.0.0.0:443 --tls-cert cert.pem --tls-key key.pem --max-sessions 64
+  workspaced mcp --http 127.0.0.1:8765 --oauth-issuer https://auth.example.com/realms/agents \
+      --oauth-resource https://mcp.example.com/mcp
 
 Exit codes: 0 the client disconnected (or SIGINT/SIGTERM), 1 failure (a bad
 id, an unknown or revoked token, a token for another agent or task, a
@@ -91,6 +107,8 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	maxSessions := fs.Int("max-sessions", mcpserver.DefaultMaxSessions, "with --http, the most sessions served at once")
 	idle := fs.Duration("idle-timeout", mcpserver.DefaultIdleTimeout, "with --http, close a session unused this long")
 	metricsToken := fs.String("metrics-token-file", "", "with --http, a token in `F` that may read /metrics besides the agents' tokens")
+	issuer := fs.String("oauth-issuer", "", "with --http, accept the access tokens of the OAuth issuer `URL` (default: workspace.json's oauth.issuer)")
+	resource := fs.String("oauth-resource", "", "with --http and OAuth, this server's canonical `URL`, the audience of its tokens (default: oauth.resource)")
 	gf := addGuardFlags(fs, true)
 	if err := parse(e, fs, mcpUsage, args); err != nil {
 		return err
@@ -105,10 +123,10 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		return serveMCPHTTP(ctx, e, httpConfig{addr: *addr, cert: *cert, key: *key, insecure: *insecure, maxSessions: *maxSessions, idle: *idle,
-			metricsToken: *metricsToken, guard: gf})
+			issuer: *issuer, resource: *resource, metricsToken: *metricsToken, guard: gf})
 	}
-	for _, f := range []string{"tls-cert", "tls-key", "insecure", "max-sessions", "idle-timeout", "metrics-token-file", "rate", "burst",
-		"address-rate", "address-burst", "streams-per-token", "sessions-per-token", "trust-origin", "trust-proxy"} {
+	for _, f := range []string{"tls-cert", "tls-key", "insecure", "max-sessions", "idle-timeout", "oauth-issuer", "oauth-resource", "metrics-token-file",
+		"rate", "burst", "address-rate", "address-burst", "streams-per-token", "sessions-per-token", "trust-origin", "trust-proxy"} {
 		if flagSet(fs, f) {
 			return usageHint("mcp", "--%s goes with --http ADDR", f)
 		}
@@ -205,8 +223,10 @@ type httpConfig struct {
 	insecure        bool
 	maxSessions     int
 	idle            time.Duration
-	metricsToken    string // the file's name
-	guard           *guardFlags
+	// issuer and resource override workspace.json's oauth settings.
+	issuer, resource string
+	metricsToken     string // the file's name
+	guard            *guardFlags
 }
 
 // serveMCPHTTP serves /mcp on the address until ctx is done.
@@ -248,23 +268,29 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 	if _, err := toks.List(ctx); err != nil {
 		return err
 	}
+	verifier, err := oauthVerifier(ctx, w.Settings().OAuth, c)
+	if err != nil {
+		return err
+	}
 	reg := opshttp.NewRegistry()
 	var h *mcpserver.HTTP
-	gd, gm, err := c.guard.newGuard("mcp", w.Settings().HTTP, reg, func(r *http.Request) (string, bool) { return h.Who(r) })
+	who := func(r *http.Request) (string, bool) { return h.Who(r) }
+	gd, gm, err := c.guard.newGuard("mcp", w.Settings().HTTP, reg, anyWho(who, secretWho("metrics", metricsToken)))
 	if err != nil {
 		return err
 	}
 	obs := mcpObserver{mcpMetrics(reg, &h), gm}
 	h, err = mcpserver.NewHTTP(w, toks, mcpserver.HTTPOptions{Version: versionString(), MaxSessions: c.maxSessions, IdleTimeout: c.idle,
-		SessionsPerToken: gd.Limits().Sessions, Log: log, Observer: obs})
+		SessionsPerToken: gd.Limits().Sessions, Log: log, Observer: obs, OAuth: verifier})
 	if err != nil {
 		return err
 	}
+	defer h.Close()
 	// /metrics: open on loopback without a metrics token, else for an
 	// agent's token or the metrics token.
 	ops := opshttp.Options{Registry: reg, Token: metricsToken, Ready: opshttp.StoreReady(w)}
 	if !loopback(host) || metricsToken != "" {
-		ops.Allow = func(r *http.Request) bool { _, ok := h.Who(r); return ok }
+		ops.Allow = func(r *http.Request) bool { _, ok := who(r); return ok }
 	}
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
@@ -272,12 +298,18 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
+	mux.Handle(api.Prefix, apiHandler(w, false, log))
+	if verifier != nil {
+		verifier.Mount(mux)
+		oc := verifier.Config()
+		fmt.Fprintf(e.stderr, "workspaced mcp: OAuth resource server for %s: access tokens of %s accepted, metadata at %s\n", oc.Resource, oc.Issuer, oc.MetadataURL())
+	}
 	srv := &http.Server{Handler: gd.Wrap(opshttp.Route(opshttp.Handler(ops), mux)), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	scheme := "http"
 	if tls {
 		scheme = "https"
 	}
-	fmt.Fprintf(e.stderr, "workspaced mcp: serving %s://%s/mcp (%s)\n", scheme, ln.Addr(), e.where(w))
+	fmt.Fprintf(e.stderr, "workspaced mcp: serving %s://%s/mcp and the HTTP API at %s://%s/api/v1/ (%s)\n", scheme, ln.Addr(), scheme, ln.Addr(), e.where(w))
 	done := make(chan error, 1)
 	go func() {
 		if tls {
@@ -299,6 +331,29 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 		srv.Close()
 	}
 	return nil
+}
+
+// oauthVerifier is the OAuth mode of mcp --http: workspace.json's oauth
+// settings with the flags over them, or nil when no issuer is set. The
+// issuer's keys are looked up now, so that a wrong issuer is said at
+// start.
+func oauthVerifier(ctx context.Context, s workspace.OAuthSettings, c httpConfig) (*oauth.Verifier, error) {
+	if c.issuer != "" {
+		s.Issuer = c.issuer
+	}
+	if c.resource != "" {
+		s.Resource = c.resource
+	}
+	cfg := oauth.Config{OAuthSettings: s}
+	if !cfg.Enabled() {
+		if c.resource != "" {
+			return nil, usageHint("mcp", "--oauth-resource goes with an OAuth issuer: --oauth-issuer URL, or oauth.issuer in workspace.json")
+		}
+		return nil, nil
+	}
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return oauth.New(dctx, cfg, nil)
 }
 
 // loopback reports whether host (of host:port) is this machine alone.

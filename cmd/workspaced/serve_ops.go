@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"flag"
 	"fmt"
@@ -124,15 +123,11 @@ func serveOps(ctx context.Context, o *opsFlags, h http.Handler, log *slog.Logger
 	return func() { <-done }, nil
 }
 
-// bearerIs reports whether r carries token as its bearer token.
-func bearerIs(r *http.Request, token string) bool {
-	t, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(t), []byte(token)) == 1
-}
-
 // runDaemon runs the daemon of cfg with its metrics, the notify protocol
-// and, with --listen, the operations endpoints.
-func runDaemon(ctx context.Context, cfg daemon.Config, ops *opsFlags, token string) error {
+// and, with --listen, the operations endpoints and, where bearer tokens
+// stay off the network in the clear (loopback or TLS), the HTTP API over
+// st.
+func runDaemon(ctx context.Context, cfg daemon.Config, ops *opsFlags, token string, st workspace.Store) error {
 	reg := opshttp.NewRegistry()
 	var d *daemon.Daemon
 	m := opsmetrics.NewDaemon(reg, func() workspace.Live { return d.Live() }, cfg.Store)
@@ -158,12 +153,15 @@ func runDaemon(ctx context.Context, cfg daemon.Config, ops *opsFlags, token stri
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if *ops.listen != "" {
-		h := opshttp.Handler(opshttp.Options{Registry: reg, Token: token,
+		var h http.Handler = opshttp.Handler(opshttp.Options{Registry: reg, Token: token,
 			Ready: func(context.Context) error { return m.Readiness() }})
-		// The metrics token is the one token of this listener.
-		gd, _, err := ops.guard.newGuard("serve", cfg.Store.Settings().HTTP, reg, func(r *http.Request) (string, bool) {
-			return "metrics", token != "" && bearerIs(r, token)
-		})
+		host, _, _ := net.SplitHostPort(*ops.listen)
+		if tls := *ops.cert != ""; tls || loopback(host) {
+			h = opshttp.Route(h, apiHandler(st, !tls && token == "" && loopback(host), cfg.Logger))
+		}
+		// The tokens of this listener: the metrics token, the agents'.
+		who := anyWho(secretWho("metrics", token), keeperWho(st))
+		gd, _, err := ops.guard.newGuard("serve", st.Settings().HTTP, reg, who)
 		if err != nil {
 			return err
 		}

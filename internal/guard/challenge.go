@@ -15,7 +15,8 @@ const Realm = "workspaced"
 // error="invalid_token". resourceMetadata, when set, is the URL of the
 // protected resource metadata (RFC 9728) a client discovers the
 // authorization server from. Every 401 of every listener carries it: the
-// guard sets it (Challenging), so no handler writes its own.
+// guard sets it (Challenging) where the handler set none; a handler that
+// knows more (OAuth's insufficient_scope) sets its own.
 func Challenge(r *http.Request, resourceMetadata string) string {
 	params := []string{`realm="` + Realm + `"`}
 	switch a := r.Header.Get("Authorization"); {
@@ -37,7 +38,7 @@ func isBearer(auth string) bool {
 }
 
 // Challenging is w with the challenge of r (Challenge) set on any 401 it
-// answers, in place of whatever challenge the handler set.
+// answers without one.
 func Challenging(w http.ResponseWriter, r *http.Request, resourceMetadata string) http.ResponseWriter {
 	if c, ok := w.(*challenger); ok && c.r == r {
 		return w
@@ -57,7 +58,7 @@ type challenger struct {
 func (c *challenger) WriteHeader(code int) {
 	if !c.wrote {
 		c.wrote = true
-		if code == http.StatusUnauthorized {
+		if code == http.StatusUnauthorized && c.Header().Get("WWW-Authenticate") == "" {
 			c.Header().Set("WWW-Authenticate", Challenge(c.r, c.meta))
 		}
 	}

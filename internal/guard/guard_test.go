@@ -77,7 +77,10 @@ func newFixture(t *testing.T, opt Options) *fixture {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
 	mux.HandleFunc("/401", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("WWW-Authenticate", "Basic")
+		http.Error(w, "no", http.StatusUnauthorized)
+	})
+	mux.HandleFunc("/401-own", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope"`)
 		http.Error(w, "no", http.StatusUnauthorized)
 	})
 	mux.HandleFunc("/events", func(w http.ResponseWriter, r *http.Request) {
@@ -279,6 +282,9 @@ func TestChallenge(t *testing.T) {
 		if resp.StatusCode != 401 || len(got) != 1 || !strings.HasPrefix(got[0], c.want) {
 			t.Errorf("Authorization %q: %d %q, want %q", c.auth, resp.StatusCode, got, c.want)
 		}
+	}
+	if h := f.do(t, http.MethodGet, "/401-own", nil).Header.Values("WWW-Authenticate"); len(h) != 1 || h[0] != `Bearer error="insufficient_scope"` {
+		t.Errorf("a handler's own challenge became %q", h)
 	}
 	if h := f.do(t, http.MethodGet, "/", nil).Header.Get("WWW-Authenticate"); h != "" {
 		t.Errorf("a 200 with a challenge: %q", h)
