@@ -77,6 +77,8 @@ func RunServed(t *testing.T, open func(t *testing.T) workspace.Served, opt serve
 		{"Depth", testDepth, nil},
 		{"NULText", testNULText, nil},
 		{"NoLostUpdate", testNoLostUpdate, nil},
+		{"CreateOnly", testCreateOnly, nil},
+		{"DeleteIfVersion", testDeleteIfVersion, nil},
 		{"Markers", testMarkers, nil},
 		{"FirstClaimWins", testFirstClaimWins, nil},
 		{"Events", testEvents, nil},
@@ -527,10 +529,10 @@ func testEntries(t *testing.T, s workspace.Store, _ Hooks) {
 			if r.Entry.Version != 4 {
 				t.Fatalf("version after update %d, want 4", r.Entry.Version)
 			}
-			ok(t, s.DeleteEntry(bg, sc, "k_b", "worker_1"), "delete")
+			ok(t, s.DeleteEntry(bg, sc, workspace.DeleteRequest{Key: "k_b", Agent: "worker_1"}), "delete")
 			_, err = s.GetEntry(bg, sc, "k_b")
 			is(t, err, workspace.ErrNotFound, "get a deleted key")
-			is(t, s.DeleteEntry(bg, sc, "k_b", "worker_1"), workspace.ErrNotFound, "delete a deleted key")
+			is(t, s.DeleteEntry(bg, sc, workspace.DeleteRequest{Key: "k_b", Agent: "worker_1"}), workspace.ErrNotFound, "delete a deleted key")
 			_, err = s.UpdateEntry(bg, sc, workspace.UpdateRequest{Key: "k_b", Value: json.RawMessage(`1`), Agent: "worker_1"})
 			is(t, err, workspace.ErrNotFound, "update a missing key")
 			man, err = s.ListEntries(bg, sc)
@@ -543,7 +545,7 @@ func testEntries(t *testing.T, s workspace.Store, _ Hooks) {
 	// Scopes are apart: the global k_a is not the agent's.
 	g, err := s.GetEntry(bg, workspace.Scope{Kind: workspace.ScopeGlobal}, "k_c")
 	ok(t, err, "get global k_c")
-	_ = s.DeleteEntry(bg, workspace.Scope{Kind: workspace.ScopeAgent, Agent: "worker_1"}, "k_c", "x")
+	_ = s.DeleteEntry(bg, workspace.Scope{Kind: workspace.ScopeAgent, Agent: "worker_1"}, workspace.DeleteRequest{Key: "k_c", Agent: "x"})
 	if g2, err := s.GetEntry(bg, workspace.Scope{Kind: workspace.ScopeGlobal}, "k_c"); err != nil || g2.Version != g.Version {
 		t.Fatalf("deleting an agent key touched the global one: %v %+v", err, g2)
 	}
@@ -903,7 +905,7 @@ func testFollowEvents(t *testing.T, s workspace.Store, _ Hooks) {
 
 func testFriction(t *testing.T, s workspace.Store, _ Hooks) {
 	newTask(t, s, "t1")
-	log := s.Friction(t.Context(), "tester")
+	log := friction.Open(s, "tester")
 	e, isNew, err := log.Add(bg, friction.Entry{Type: friction.Types[0], Description: "the plan bounced", AffectedTasks: []string{"t1"}, Pattern: "bounce"})
 	ok(t, err, "add friction")
 	if !isNew || e.ID == "" || e.Occurrences != 1 || e.Status != friction.StatusPending {
@@ -942,7 +944,7 @@ func testFriction(t *testing.T, s workspace.Store, _ Hooks) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _, err := s.Friction(t.Context(), "a"+strconv.Itoa(i)).Add(bg, friction.Entry{Type: friction.Types[1], Description: "d", Pattern: "same"})
+			_, _, err := friction.Open(s, "a"+strconv.Itoa(i)).Add(bg, friction.Entry{Type: friction.Types[1], Description: "d", Pattern: "same"})
 			if err != nil {
 				t.Error(err)
 			}
@@ -962,7 +964,7 @@ func testFriction(t *testing.T, s workspace.Store, _ Hooks) {
 	if got, _ := log.Get(t.Context(), e.ID); slices.Contains(got.AffectedTasks, "t1") {
 		t.Fatalf("t1 still named after anonymising: %+v", got)
 	}
-	s.NoteFriction(t.Context(), e, true, []string{"t1", "t_none"})
+	s.NoteFriction(t.Context(), friction.Recorded(e, true), []string{"t1", "t_none"})
 	evs, _, err := s.ReadEvents(t.Context(), "t1")
 	ok(t, err, "read events")
 	if len(evs) == 0 || evs[len(evs)-1].Name != "friction_recorded" || evs[len(evs)-1].Args[0] != e.ID {
@@ -971,7 +973,7 @@ func testFriction(t *testing.T, s workspace.Store, _ Hooks) {
 	if _, _, err := s.ReadEvents(t.Context(), "t_none"); !errors.Is(err, workspace.ErrNotFound) {
 		t.Fatalf("noting friction on a missing task made it: %v", err)
 	}
-	if cfg := s.FrictionConfig(t.Context()); cfg.RevisionLimit <= 0 {
+	if cfg := friction.ConfigOf(s.Settings().Friction); cfg.RevisionLimit <= 0 {
 		t.Fatalf("friction config %+v", cfg)
 	}
 }
