@@ -245,7 +245,9 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
-	mux.Handle(api.Prefix, apiHandler(w, false, log))
+	apiH, apiDone := apiHandler(w, false, log)
+	defer apiDone()
+	mux.Handle(api.Prefix, apiH)
 	srv := &http.Server{Handler: mcpHandler(reg, mux, w), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	scheme := "http"
 	if tls {

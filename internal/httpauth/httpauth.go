@@ -63,6 +63,10 @@ type Gate struct {
 	// no TLS, where only this machine's users reach it. Its requests must
 	// then name a loopback Host.
 	TrustLoopback bool
+	// Watch, when set, is told of every token accepted (its last use is
+	// written) and ends what a server holds open for a token that ends
+	// (Hold).
+	Watch *tokens.Watch
 }
 
 // Bearer is the request's bearer token, and whether it has one.
@@ -112,6 +116,9 @@ func (g *Gate) Caller(r *http.Request) (Caller, error) {
 		if named != "" && named != gr.Agent {
 			return Caller{Grant: gr, Token: true}, fmt.Errorf("%w: the token stands for agent %s, the request names %s", ErrOtherAgent, gr.Agent, named)
 		}
+		if g.Watch != nil {
+			g.Watch.Used(gr, g.Keeper.Now())
+		}
 		return Caller{Grant: gr, Token: true}, nil
 	}
 	if !g.TrustLoopback {
@@ -127,6 +134,17 @@ func (g *Gate) Caller(r *http.Request) (Caller, error) {
 		return Caller{}, err
 	}
 	return Caller{Grant: tokens.Grant{Agent: named, Tasks: []string{tokens.AllTasks}, GlobalMemory: tokens.GlobalWrite, May: tokens.Rights()}}, nil
+}
+
+// Hold calls end when the token of c ends (revoked, expired, rotated past
+// its overlap), for what a server keeps open on it (a stream); release
+// forgets it. A caller without a token, or a gate without a Watch, holds
+// nothing.
+func (g *Gate) Hold(c Caller, end func()) (release func()) {
+	if !c.Token || g.Watch == nil {
+		return func() {}
+	}
+	return g.Watch.Hold(c.Grant.ID(), end)
 }
 
 // LoopbackHost reports whether host (without a port) names this machine
