@@ -159,7 +159,7 @@ func WriteProblem(w http.ResponseWriter, r *http.Request, status int, detail, hi
 // writeProblem answers with err as application/problem+json.
 func writeProblem(w http.ResponseWriter, r *http.Request, err error) {
 	p := problemOf(r, err)
-	if p.Status == http.StatusUnauthorized {
+	if p.Status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="workspaced"`)
 	}
 	data, _ := json.Marshal(p)

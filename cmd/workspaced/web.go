@@ -132,7 +132,7 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 		// listener trusts its machine: a request without a token acts
 		// as the agent it names.
 		var done func()
-		cfg.API, done = apiHandler(st, token == "", slog.New(slog.NewTextHandler(e.stderr, nil)))
+		cfg.API, done = apiHandler(st, token == "", slog.New(slog.NewTextHandler(e.stderr, nil)), nil)
 		defer done()
 	}
 	s, err := web.New(cfg)
