@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/workspaced/workspaced/audit"
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -63,6 +64,9 @@ type HTTPOptions struct {
 	// Observer, if set, is told of every tool call and refusal, for
 	// metrics.
 	Observer Observer
+	// Audit, when set, gets a record of every tool call and every
+	// refusal, with the token's id and the client's address.
+	Audit *audit.Log
 	// WatchEvery is how often the grants are read to end the sessions of
 	// tokens revoked, expired or rotated past their overlap; 0 means
 	// tokens.DefaultWatchEvery.
@@ -164,6 +168,7 @@ func (h *HTTP) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	if f := strings.Fields(r.Header.Get("Authorization")); len(f) != 2 || !strings.EqualFold(f[0], "bearer") {
 		h.log.Warn("mcp http: request refused", "agent", "-", "remote", r.RemoteAddr, "reason", "no bearer token")
 		h.opt.Observer.Refused(RefusalNoToken)
+		h.refusedAudit(r, "", "", "no bearer token")
 		rw.Header().Set("WWW-Authenticate", `Bearer realm="workspaced"`)
 	}
 	h.inner.ServeHTTP(rw, r)
@@ -178,11 +183,13 @@ func (h *HTTP) verify(_ context.Context, token string, r *http.Request) (*auth.T
 	if errors.Is(err, tokens.ErrUnknown) {
 		h.log.Warn("mcp http: request refused", "agent", "-", "remote", r.RemoteAddr, "reason", "unknown or revoked token")
 		h.opt.Observer.Refused(RefusalUnknownToken)
+		h.refusedAudit(r, "", "", "unknown or revoked token")
 		return nil, fmt.Errorf("%w: unknown or revoked token", auth.ErrInvalidToken)
 	}
 	if errors.Is(err, tokens.ErrExpired) {
 		h.log.Warn("mcp http: request refused", "agent", "-", "remote", r.RemoteAddr, "reason", err.Error())
 		h.opt.Observer.Refused(RefusalExpiredToken)
+		h.refusedAudit(r, "", "", err.Error())
 		return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
 	}
 	if err != nil {
@@ -225,6 +232,7 @@ func (h *HTTP) serve(rw http.ResponseWriter, r *http.Request) {
 	g, _ := grantOf(&mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context())})
 	refuse := func(status int, reason, msg, hint string) {
 		h.opt.Observer.Refused(reason)
+		h.refusedAudit(r, g.Agent, g.ID(), msg)
 		h.log.Warn("mcp http: session refused", "agent", g.Agent, "remote", r.RemoteAddr, "reason", msg)
 		rpcError(rw, r, status, msg+"\nhint: "+hint)
 	}
@@ -260,7 +268,8 @@ func (h *HTTP) serve(rw http.ResponseWriter, r *http.Request) {
 			"close a session you no longer use, or try again once idle ones have expired")
 		return
 	}
-	s, err := newSession(r.Context(), h.w, Options{TaskID: task, ThreadID: thread, Agent: g.Agent, Grants: grantOf, Log: h.log})
+	s, err := newSession(r.Context(), h.w, Options{TaskID: task, ThreadID: thread, Agent: g.Agent, Grants: grantOf, Log: h.log,
+		Audit: h.opt.Audit, TokenID: g.ID(), Remote: r.RemoteAddr})
 	if err != nil {
 		h.release()
 		h.refuseErr(rw, r, g, err)
@@ -309,8 +318,15 @@ func (h *HTTP) refuseErr(rw http.ResponseWriter, r *http.Request, g tokens.Grant
 		status, reason = http.StatusNotFound, RefusalNotFound
 	}
 	h.opt.Observer.Refused(reason)
+	h.refusedAudit(r, g.Agent, g.ID(), err.Error())
 	h.log.Warn("mcp http: session refused", "agent", g.Agent, "remote", r.RemoteAddr, "reason", err.Error())
 	rpcError(rw, r, status, ErrorText(err))
+}
+
+// refusedAudit records a refused request in the audit.
+func (h *HTTP) refusedAudit(r *http.Request, agent, token, reason string) {
+	h.opt.Audit.Record(r.Context(), audit.Record{Door: audit.DoorMCP, Action: "request " + r.Method, Outcome: audit.Refused,
+		Agent: agent, Token: token, From: r.RemoteAddr, Reason: reason})
 }
 
 func (h *HTTP) reserve() bool {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/workspaced/workspaced/audit"
 	"github.com/workspaced/workspaced/internal/opshttp"
 	"github.com/workspaced/workspaced/mcpserver"
 	"github.com/workspaced/workspaced/tokens"
@@ -33,10 +34,10 @@ list_capabilities, skills — and the task's state and env manifest as
 resources (workspace://tasks/T/state, workspace://tasks/T/env).
 
 Usage:
-  workspaced [--root DIR] mcp (--task T | --thread X | --task T --thread X) --agent A
-  workspaced [--root DIR] mcp (--task T | --thread X) --token-file F
+  workspaced [--root DIR] mcp (--task T | --thread X | --task T --thread X) --agent A [--audit-log F]
+  workspaced [--root DIR] mcp (--task T | --thread X) --token-file F [--audit-log F]
   workspaced [--root DIR] mcp --http ADDR [--tls-cert F --tls-key F | --insecure]
-                              [--max-sessions N] [--idle-timeout DUR]
+                              [--max-sessions N] [--idle-timeout DUR] [--audit-log F]
 
 On stdio, --thread alone finds its task; --task alone serves the task's root
 thread. --agent (or $WORKSPACE_AGENT) is the serving agent: stored_by of
@@ -55,7 +56,11 @@ ADDR must be a loopback address unless --tls-cert and --tls-key are given
 
 The ids are checked before serving; nothing is read from stdin until then.
 Log lines go to stderr (on HTTP: every refusal, with the agent and the
-reason); stdout carries only the protocol. Plans, reviews, claims and done
+reason); stdout carries only the protocol. The audit — a record of every
+tool call and every refusal: the tool, the agent, the token's id (never
+the token), the client's address, what it named and how it ended — goes on
+HTTP to stderr as lines "msg=audit", or with --audit-log F as JSON lines
+appended to F (created mode 0600; a file others may read is refused). Plans, reviews, claims and done
 reports are applied to the task's state by the daemon (workspaced serve):
 run one on the same root.
 
@@ -83,6 +88,7 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	insecure := fs.Bool("insecure", false, "with --http, allow plain HTTP on an address that is not loopback")
 	maxSessions := fs.Int("max-sessions", mcpserver.DefaultMaxSessions, "with --http, the most sessions served at once")
 	idle := fs.Duration("idle-timeout", mcpserver.DefaultIdleTimeout, "with --http, close a session unused this long")
+	auditLog := fs.String("audit-log", "", "append the audit to `F` as JSON lines (on HTTP: default stderr)")
 	if err := parse(e, fs, mcpUsage, args); err != nil {
 		return err
 	}
@@ -92,7 +98,7 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 				return usageHint("mcp", "--%s is not used with --http: each request's token names the agent, each session its task and thread", f)
 			}
 		}
-		return serveMCPHTTP(ctx, e, httpConfig{addr: *addr, cert: *cert, key: *key, insecure: *insecure, maxSessions: *maxSessions, idle: *idle})
+		return serveMCPHTTP(ctx, e, httpConfig{addr: *addr, cert: *cert, key: *key, insecure: *insecure, maxSessions: *maxSessions, idle: *idle, audit: *auditLog})
 	}
 	for _, f := range []string{"tls-cert", "tls-key", "insecure", "max-sessions", "idle-timeout"} {
 		if flagSet(fs, f) {
@@ -115,7 +121,15 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer w.Close()
-	opt := mcpserver.Options{TaskID: *task, ThreadID: *thread, Agent: *agent, Version: versionString()}
+	opt := mcpserver.Options{TaskID: *task, ThreadID: *thread, Agent: *agent, Version: versionString(), Remote: "stdio"}
+	if *auditLog != "" {
+		a, err := audit.Open(*auditLog)
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+		opt.Audit = a
+	}
 	var g tokens.Grant
 	if token != "" {
 		var grants func(*mcp.RequestExtra) (tokens.Grant, error)
@@ -127,7 +141,7 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 			return &workspace.Error{Kind: workspace.ErrInvalid, Op: "mcp", Msg: fmt.Sprintf("the token stands for agent %s, not %s", g.Agent, *agent),
 				Hint: "leave --agent out: the token names the agent"}
 		}
-		opt.Agent, opt.Grants = g.Agent, grants
+		opt.Agent, opt.Grants, opt.TokenID = g.Agent, grants, g.ID()
 		opt.Log = slog.New(slog.NewTextHandler(e.stderr, nil))
 	}
 	s, err := mcpserver.New(w, opt)
@@ -191,6 +205,7 @@ type httpConfig struct {
 	insecure        bool
 	maxSessions     int
 	idle            time.Duration
+	audit           string // the audit log's file; "": the server's log
 }
 
 // serveMCPHTTP serves /mcp on the address until ctx is done.
@@ -231,7 +246,12 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 	reg := opshttp.NewRegistry()
 	var h *mcpserver.HTTP
 	obs := mcpMetrics(reg, &h)
-	h, err = mcpserver.NewHTTP(w, toks, mcpserver.HTTPOptions{Version: versionString(), MaxSessions: c.maxSessions, IdleTimeout: c.idle, Log: log, Observer: obs})
+	a, err := auditLog(c.audit, log)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	h, err = mcpserver.NewHTTP(w, toks, mcpserver.HTTPOptions{Version: versionString(), MaxSessions: c.maxSessions, IdleTimeout: c.idle, Log: log, Observer: obs, Audit: a})
 	if err != nil {
 		return err
 	}
@@ -269,6 +289,15 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 		srv.Close()
 	}
 	return nil
+}
+
+// auditLog is the audit of a server: the file path as JSON lines, or,
+// for "", the server's log.
+func auditLog(path string, log *slog.Logger) (*audit.Log, error) {
+	if path == "" {
+		return audit.New(log), nil
+	}
+	return audit.Open(path)
 }
 
 // loopback reports whether host (of host:port) is this machine alone.
