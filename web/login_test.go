@@ -54,9 +54,13 @@ type auditBuf struct {
 	b  bytes.Buffer
 }
 
-func (a *auditBuf) Write(p []byte) (int, error) { a.mu.Lock(); defer a.mu.Unlock(); return a.b.Write(p) }
-func (a *auditBuf) String() string              { a.mu.Lock(); defer a.mu.Unlock(); return a.b.String() }
-func (a *auditBuf) log() *audit.Log             { return audit.New(slog.New(slog.NewJSONHandler(a, nil))) }
+func (a *auditBuf) Write(p []byte) (int, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.b.Write(p)
+}
+func (a *auditBuf) String() string  { a.mu.Lock(); defer a.mu.Unlock(); return a.b.String() }
+func (a *auditBuf) log() *audit.Log { return audit.New(slog.New(slog.NewJSONHandler(a, nil))) }
 
 func (p *panel) login(c *http.Client, token string) resp {
 	p.t.Helper()
