@@ -187,7 +187,6 @@ func TestMCPAudit(t *testing.T) {
 	}
 }
 
-
 // afterNavigation waits until expr is truthy in the page, through the
 // navigations a click started (an evaluation during one fails, and is
 // tried again).
