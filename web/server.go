@@ -184,7 +184,8 @@ const (
 
 // guard applies the security headers, the host check, the token and the
 // CSRF check, then routes.
-func (s *Server) guard(w http.ResponseWriter, r *http.Request) {
+func (s *Server) guard(w http.ResponseWriter, orig *http.Request) {
+	r := orig
 	h := w.Header()
 	h.Set("Content-Security-Policy", csp)
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -234,6 +235,9 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mux.ServeHTTP(w, r)
+	// The mux names the route on the request it served, a copy with the
+	// person's context: the metrics read it on the original.
+	orig.Pattern = r.Pattern
 }
 
 func hostOnly(hostport string) string {
