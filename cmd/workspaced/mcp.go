@@ -287,7 +287,9 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
-	mux.Handle(api.Prefix, apiHandler(w, false, log))
+	apiH, apiDone := apiHandler(w, false, log, verifier)
+	defer apiDone()
+	mux.Handle(api.Prefix, apiH)
 	if verifier != nil {
 		verifier.Mount(mux)
 		oc := verifier.Config()
