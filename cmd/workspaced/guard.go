@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/workspaced/workspaced/api"
 	"github.com/workspaced/workspaced/internal/guard"
 	"github.com/workspaced/workspaced/internal/httpauth"
 	"github.com/workspaced/workspaced/internal/opshttp"
@@ -110,14 +111,18 @@ func (g *guardFlags) newGuard(cmd string, s workspace.HTTPSettings, reg promethe
 	return gd, m, nil
 }
 
-// replyRefusal answers a refusal of /mcp as a JSON-RPC error, any other
-// as the panel's and the API's JSON error.
+// replyRefusal answers a refusal of /mcp as a JSON-RPC error, of the API
+// as a problem (with Retry-After), any other as the panel's JSON error.
 func replyRefusal(w http.ResponseWriter, r *http.Request, f *guard.Refusal) {
-	if r.URL.Path == "/mcp" || strings.HasPrefix(r.URL.Path, "/mcp/") {
+	switch {
+	case r.URL.Path == "/mcp" || strings.HasPrefix(r.URL.Path, "/mcp/"):
 		mcpserver.WriteRefusal(w, r, f)
-		return
+	case strings.HasPrefix(r.URL.Path, api.Prefix):
+		f.SetHeader(w.Header())
+		api.WriteProblem(w, r, f.Status, f.Msg, f.Hint)
+	default:
+		f.Write(w, r)
 	}
-	f.Write(w, r)
 }
 
 // anyWho names a request by the first of ids that knows its token.

@@ -363,3 +363,35 @@ func TestWebOriginAndChallenge(t *testing.T) {
 		t.Fatalf("a cancel from the panel's own page: %d, want 202", code)
 	}
 }
+
+// TestAPIRateLimited: the HTTP API on the same listener is held to the
+// same limits: past a token's burst, a problem (429, Retry-After) it
+// reads as any other of the API's.
+func TestAPIRateLimited(t *testing.T) {
+	t.Parallel()
+	w := newWS(t)
+	w.Task("t1")
+	tok := w.addToken("--agent", "worker", "--task", "t1")
+	srv := w.mcpHTTP("--rate", "0.5", "--burst", "3")
+	base := strings.TrimSuffix(srv.url, "/mcp")
+	codes := map[int]int{}
+	var last *http.Response
+	for range 6 {
+		req, _ := http.NewRequest(http.MethodGet, base+"/api/v1/tasks", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		codes[resp.StatusCode]++
+		last = resp
+	}
+	if codes[200] != 3 || codes[429] != 3 {
+		t.Fatalf("6 requests with a burst of 3: %v", codes)
+	}
+	if ct := last.Header.Get("Content-Type"); ct != "application/problem+json" || last.Header.Get("Retry-After") == "" {
+		t.Fatalf("a refusal of the API: %q, Retry-After %q", ct, last.Header.Get("Retry-After"))
+	}
+}

@@ -157,7 +157,9 @@ func runDaemon(ctx context.Context, cfg daemon.Config, ops *opsFlags, token stri
 			Ready: func(context.Context) error { return m.Readiness() }})
 		host, _, _ := net.SplitHostPort(*ops.listen)
 		if tls := *ops.cert != ""; tls || loopback(host) {
-			h = opshttp.Route(h, apiHandler(st, !tls && token == "" && loopback(host), cfg.Logger))
+			apiH, done := apiHandler(st, !tls && token == "" && loopback(host), cfg.Logger, nil)
+			defer done()
+			h = opshttp.Route(h, apiH)
 		}
 		// The tokens of this listener: the metrics token, the agents'.
 		who := anyWho(secretWho("metrics", token), keeperWho(st))
