@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/internal/httpauth"
+	"github.com/workspaced/workspaced/oauth"
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -62,7 +63,17 @@ func (h *Handler) admit(c *call) error {
 	}
 	who, err := h.cfg.Gate.Caller(c.r)
 	c.who = who
+	if h.cfg.Gate.OAuth != nil && err != nil {
+		// Under OAuth every refusal of the gate names the metadata.
+		if ch := h.cfg.Gate.Challenge(err); ch != "" {
+			c.w.Header().Set("WWW-Authenticate", ch)
+		}
+	}
 	switch {
+	case errors.Is(err, oauth.ErrInvalidToken):
+		return refuse(http.StatusUnauthorized, kindUnauthorized, workspace.Reason(err), workspace.HintOf(err))
+	case errors.Is(err, oauth.ErrNoGrant):
+		return refuse(http.StatusForbidden, kindForbidden, workspace.Reason(err), workspace.HintOf(err))
 	case errors.Is(err, httpauth.ErrNoToken):
 		return refuse(http.StatusUnauthorized, kindUnauthorized, "no bearer token: this listener admits agents by their tokens",
 			"send 'Authorization: Bearer <token>' with a token of 'workspaced token add'")

@@ -132,7 +132,7 @@ func problemOf(r *http.Request, err error) Problem {
 // writeProblem answers with err as application/problem+json.
 func writeProblem(w http.ResponseWriter, r *http.Request, err error) {
 	p := problemOf(r, err)
-	if p.Status == http.StatusUnauthorized {
+	if p.Status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="workspaced"`)
 	}
 	data, _ := json.Marshal(p)

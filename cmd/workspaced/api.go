@@ -20,9 +20,15 @@ import (
 // apiHandler is the API over st behind a gate: st's agents' tokens (none
 // when it keeps none) and, with trust, the loopback's trust.
 func apiHandler(st workspace.Store, trust bool, log *slog.Logger) http.Handler {
+	return api.New(api.Config{Store: st, Gate: apiGate(st, trust), Log: log})
+}
+
+// apiGate is the gate of the API over st: st's agents' tokens (none when
+// it keeps none) and, with trust, the loopback's trust.
+func apiGate(st workspace.Store, trust bool) *httpauth.Gate {
 	gate := &httpauth.Gate{TrustLoopback: trust}
 	if k, err := tokenKeeper("serve the HTTP API", st); err == nil {
 		gate.Keeper = k
 	}
-	return api.New(api.Config{Store: st, Gate: gate, Log: log})
+	return gate
 }

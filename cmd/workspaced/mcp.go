@@ -267,7 +267,9 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
-	mux.Handle(api.Prefix, apiHandler(w, false, log))
+	gate := apiGate(w, false)
+	gate.OAuth = verifier
+	mux.Handle(api.Prefix, api.New(api.Config{Store: w, Gate: gate, Log: log}))
 	if verifier != nil {
 		verifier.Mount(mux)
 		oc := verifier.Config()

@@ -5,7 +5,10 @@
 // at once); on a listener that trusts its loopback (a loopback address, no
 // token file, no TLS) a request without a token acts as the agent the
 // Workspace-Agent header names, with every right, as the command line
-// does. The MCP server's token check and the HTTP API both ask a Gate.
+// does. With an OAuth verifier (mcp --http in OAuth resource-server mode)
+// a bearer token that is not one of 'workspaced token add' is an access
+// token of the authorization server, its claims giving the grant. The MCP
+// server's token check and the HTTP API both ask a Gate.
 package httpauth
 
 import (
@@ -16,6 +19,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/workspaced/workspaced/oauth"
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -63,6 +67,32 @@ type Gate struct {
 	// no TLS, where only this machine's users reach it. Its requests must
 	// then name a loopback Host.
 	TrustLoopback bool
+	// OAuth, if set, verifies the bearer tokens that do not begin with
+	// tokens.Prefix as access tokens: refused, they are errors matching
+	// oauth.ErrInvalidToken (401) or oauth.ErrNoGrant (403).
+	OAuth *oauth.Verifier
+}
+
+// Challenge is the WWW-Authenticate value of a refusal for err, or "" for
+// none: a 401 names the realm, or under OAuth the Protected Resource
+// Metadata and, for a refused access token, why; a valid access token
+// that grants nothing here gets insufficient_scope.
+func (g *Gate) Challenge(err error) string {
+	switch {
+	case g.OAuth == nil && (errors.Is(err, ErrNoToken) || errors.Is(err, ErrUnknownToken) || errors.Is(err, tokens.ErrExpired)):
+		return `Bearer realm="workspaced"`
+	case g.OAuth == nil:
+		return ""
+	case errors.Is(err, oauth.ErrInvalidToken):
+		return g.OAuth.Challenge(oauth.ErrorInvalidToken, workspace.Reason(err))
+	case errors.Is(err, oauth.ErrNoGrant):
+		return g.OAuth.Challenge(oauth.ErrorInsufficientScope, workspace.Reason(err))
+	case errors.Is(err, ErrUnknownToken), errors.Is(err, tokens.ErrExpired):
+		return g.OAuth.Challenge(oauth.ErrorInvalidToken, "")
+	case errors.Is(err, ErrNoToken):
+		return g.OAuth.Challenge("", "")
+	}
+	return ""
 }
 
 // Bearer is the request's bearer token, and whether it has one.
@@ -105,7 +135,15 @@ func Lookup(k tokens.Keeper, token string) (tokens.Grant, error) {
 func (g *Gate) Caller(r *http.Request) (Caller, error) {
 	named := strings.TrimSpace(r.Header.Get(HeaderAgent))
 	if tok, ok := Bearer(r); ok {
-		gr, err := Lookup(g.Keeper, tok)
+		var gr tokens.Grant
+		var err error
+		if g.OAuth != nil && !strings.HasPrefix(tok, tokens.Prefix) {
+			var a oauth.Access
+			a, err = g.OAuth.Verify(r.Context(), tok)
+			gr = a.Grant
+		} else {
+			gr, err = Lookup(g.Keeper, tok)
+		}
 		if err != nil {
 			return Caller{}, err
 		}
