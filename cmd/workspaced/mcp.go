@@ -267,9 +267,9 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
-	gate := apiGate(w, false)
-	gate.OAuth = verifier
-	mux.Handle(api.Prefix, api.New(api.Config{Store: w, Gate: gate, Log: log}))
+	apiH, apiDone := apiHandler(w, false, log, verifier)
+	defer apiDone()
+	mux.Handle(api.Prefix, apiH)
 	if verifier != nil {
 		verifier.Mount(mux)
 		oc := verifier.Config()

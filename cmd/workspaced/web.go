@@ -131,7 +131,9 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 		// panel has no TLS of its own. Without a token file the
 		// listener trusts its machine: a request without a token acts
 		// as the agent it names.
-		cfg.API = apiHandler(st, token == "", slog.New(slog.NewTextHandler(e.stderr, nil)))
+		var done func()
+		cfg.API, done = apiHandler(st, token == "", slog.New(slog.NewTextHandler(e.stderr, nil)), nil)
+		defer done()
 	}
 	s, err := web.New(cfg)
 	if err != nil {
