@@ -13,19 +13,13 @@ import (
 
 	"github.com/workspaced/workspaced/internal/optdep"
 	"github.com/workspaced/workspaced/internal/pgtest"
-	"github.com/workspaced/workspaced/internal/testbin"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // TestMain reports the tests skipped for want of python3 or PostgreSQL,
-// stops the PostgreSQL cluster started for them, and removes the binary
-// built for them.
-func TestMain(m *testing.M) {
-	code := pgtest.Main(m)
-	testbin.Remove()
-	os.Exit(code)
-}
+// and stops the PostgreSQL cluster started for them.
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 // TestAgentMainReports drives an agent through pipes, as the harness
 // does: its markers are dropped valid, and their stamps come when asked,
