@@ -11,6 +11,7 @@ import (
 )
 
 func TestNormalize(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, in, want string
 	}{
@@ -84,6 +85,7 @@ func summarize(fs []Finding) []want {
 }
 
 func TestDetect(t *testing.T) {
+	t.Parallel()
 	cfg := DefaultConfig()
 	issues := func(task, review string, problems ...string) Observation {
 		kv := []string{"problems=" + strings.Join(problems, "\n"), "type=plan_review", "reviewer=critic"}
@@ -279,6 +281,7 @@ func TestDetect(t *testing.T) {
 }
 
 func TestDetectSurvivesATallyRoundTrip(t *testing.T) {
+	t.Parallel()
 	// The tally is stored in friction.json between daemon runs: a
 	// threshold crossed across a restart must still be found.
 	var tally Tally
@@ -301,6 +304,7 @@ func TestDetectSurvivesATallyRoundTrip(t *testing.T) {
 }
 
 func TestDetectTimeouts(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2024, 1, 15, 20, 0, 0, 0, time.UTC)
 	ago := func(d time.Duration) time.Time { return now.Add(-d) }
 	cases := []struct {
@@ -351,6 +355,7 @@ func TestDetectTimeouts(t *testing.T) {
 }
 
 func TestConfigWithDefaults(t *testing.T) {
+	t.Parallel()
 	if got := (Config{}).WithDefaults(); got != DefaultConfig() {
 		t.Errorf("zero config = %+v, want %+v", got, DefaultConfig())
 	}

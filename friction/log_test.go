@@ -128,6 +128,7 @@ func mustAdd(t *testing.T, l *Log, e Entry) (Entry, bool) {
 }
 
 func TestMissingLogIsEmpty(t *testing.T) {
+	t.Parallel()
 	l := newLog(t)
 	es, err := l.List(t.Context(), Filter{})
 	if err != nil || len(es) != 0 {
@@ -142,6 +143,7 @@ func TestMissingLogIsEmpty(t *testing.T) {
 }
 
 func TestAddAssignsAndValidates(t *testing.T) {
+	t.Parallel()
 	l := newLog(t)
 	e, isNew := mustAdd(t, l, Entry{
 		ID: "friction_777", Status: StatusApplied, Occurrences: -3,
@@ -194,6 +196,7 @@ func equalEntry(a, b Entry) bool {
 }
 
 func TestAddDedup(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		first  Entry
@@ -242,6 +245,7 @@ func TestAddDedup(t *testing.T) {
 // TestGivenPatternsAreMatchedAsGiven: patterns a person gives differ by
 // their digits; patterns the detectors derive from free text do not.
 func TestGivenPatternsAreMatchedAsGiven(t *testing.T) {
+	t.Parallel()
 	l := newLog(t)
 	ctx := context.Background()
 	for i := 1; i <= 8; i++ {
@@ -278,6 +282,7 @@ func TestGivenPatternsAreMatchedAsGiven(t *testing.T) {
 }
 
 func TestResolvedEntriesAreNotMergedInto(t *testing.T) {
+	t.Parallel()
 	l := newLog(t)
 	mustAdd(t, l, Entry{Type: TypeEscalation, Description: "budget"})
 	if _, err := l.Resolve(context.Background(), "friction_001", StatusDismissed); err != nil {
@@ -294,6 +299,7 @@ func TestResolvedEntriesAreNotMergedInto(t *testing.T) {
 }
 
 func TestListFilterResolve(t *testing.T) {
+	t.Parallel()
 	l := newLog(t)
 	ctx := context.Background()
 	for i, typ := range []string{TypeTimeout, TypeEscalation, TypeTimeout, TypeWorkerFailure} {
@@ -352,6 +358,7 @@ func TestListFilterResolve(t *testing.T) {
 }
 
 func TestIDsGrowPastThreeDigits(t *testing.T) {
+	t.Parallel()
 	l := newLog(t)
 	writeFile(t, l, `{"entries":[
  {"id":"friction_998","timestamp":"2024-01-15T10:00:00Z","type":"timeout","description":"a","status":"pending"},
@@ -371,6 +378,7 @@ func TestIDsGrowPastThreeDigits(t *testing.T) {
 }
 
 func TestInvalidLogIsRefusedAndKept(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, data, mention string
 	}{
@@ -411,6 +419,7 @@ func TestInvalidLogIsRefusedAndKept(t *testing.T) {
 }
 
 func TestLockTimeoutNamesTheHolder(t *testing.T) {
+	t.Parallel()
 	l := newLog(t)
 	lockPath := filepath.Join(l.RootDir, locking.LockPathFor(File))
 	if want := filepath.Join(l.RootDir, "friction", ".locks", "friction.json.lock"); lockPath != want {
@@ -432,6 +441,7 @@ func TestLockTimeoutNamesTheHolder(t *testing.T) {
 }
 
 func TestRecordDedupsIntoOccurrences(t *testing.T) {
+	t.Parallel()
 	l := newLog(t)
 	ctx := context.Background()
 	cfg := DefaultConfig()
@@ -502,6 +512,7 @@ func TestRecordDedupsIntoOccurrences(t *testing.T) {
 }
 
 func TestRecordOnceReportsATimeoutOnce(t *testing.T) {
+	t.Parallel()
 	l := newLog(t)
 	ctx := context.Background()
 	started := t0
@@ -529,6 +540,7 @@ func TestRecordOnceReportsATimeoutOnce(t *testing.T) {
 }
 
 func TestObservePersistsTheTally(t *testing.T) {
+	t.Parallel()
 	l := newLog(t)
 	ctx := context.Background()
 	cfg := DefaultConfig()
@@ -587,6 +599,7 @@ func TestObservePersistsTheTally(t *testing.T) {
 }
 
 func TestAnonymizeTasks(t *testing.T) {
+	t.Parallel()
 	l := newLog(t)
 	ctx := context.Background()
 	cfg := DefaultConfig()
@@ -652,6 +665,7 @@ func TestAnonymizeTasks(t *testing.T) {
 }
 
 func TestGoldenFile(t *testing.T) {
+	t.Parallel()
 	l := newLog(t)
 	ctx := context.Background()
 	cfg := DefaultConfig()
@@ -700,6 +714,7 @@ func TestGoldenFile(t *testing.T) {
 }
 
 func TestConcurrentAddFromProcesses(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
@@ -743,6 +758,7 @@ func TestConcurrentAddFromProcesses(t *testing.T) {
 }
 
 func TestLogRefusesSpecialFiles(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		make func(t *testing.T, path string)
@@ -789,6 +805,7 @@ func TestLogRefusesSpecialFiles(t *testing.T) {
 }
 
 func TestAChangeByAnotherWriterIsValidatedAgain(t *testing.T) {
+	t.Parallel()
 	l := newLog(t)
 	mustAdd(t, l, Entry{Type: TypeTimeout, Description: "x"})
 	if _, err := l.List(t.Context(), Filter{}); err != nil {
@@ -802,6 +819,7 @@ func TestAChangeByAnotherWriterIsValidatedAgain(t *testing.T) {
 }
 
 func TestConcurrentAddFromGoroutines(t *testing.T) {
+	t.Parallel()
 	l := newLog(t)
 	l.Now = nil
 	const workers, adds = 4, 10
@@ -828,6 +846,7 @@ func TestConcurrentAddFromGoroutines(t *testing.T) {
 }
 
 func TestDetectResultSharesNoMemory(t *testing.T) {
+	t.Parallel()
 	in, _ := Detect(Tally{}, obs(EventReviewIssues, "t1", nil, "problems=missing tests", "review=r1"), DefaultConfig())
 	in, _ = Detect(in, obs(EventPlanRevisionNeeded, "t1", nil), DefaultConfig())
 	out, _ := Detect(in, obs(EventReviewIssues, "t2", nil, "problems=missing tests", "review=r1"), DefaultConfig())
