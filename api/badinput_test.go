@@ -138,3 +138,38 @@ func TestWriteProblem(t *testing.T) {
 		}
 	}
 }
+
+// FuzzMemorySearch sends arbitrary search bodies: the answer is a list
+// or a problem, never a 500 or a panic.
+func FuzzMemorySearch(f *testing.F) {
+	for _, s := range []string{`{}`, `{"namespace_prefix": ["a"], "filter": {"x": 1}}`, `{"filter": {"x": {"$gt": "a", "$lt": 3}}}`,
+		`{"filter": {"x": {"$ne": null}}, "limit": 1000, "offset": 5}`, `{"namespace_prefix": ["\u0000"]}`, `{"filter": []}`, `{"limit": -1}`} {
+		f.Add([]byte(s))
+	}
+	st := newTreeStore(f)
+	h := New(Config{Store: st, Gate: &httpauth.Gate{TrustLoopback: true}, Log: quiet})
+	put := httptest.NewRequest("PUT", "/api/v1/memory/items?namespace=a&key=k", strings.NewReader(`{"value": {"x": 2, "y": "b"}}`))
+	put.Header.Set("Content-Type", "application/json")
+	put.Host = "127.0.0.1"
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, put)
+	if rec.Code != 200 {
+		f.Fatalf("put: %d %s", rec.Code, rec.Body)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r := httptest.NewRequest("POST", "/api/v1/memory/search", bytes.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		r.Host = "127.0.0.1"
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		switch {
+		case rec.Code == http.StatusOK:
+		case rec.Code == http.StatusBadRequest || rec.Code == http.StatusRequestEntityTooLarge:
+			if ct := rec.Header().Get("Content-Type"); ct != "application/problem+json" {
+				t.Fatalf("%d with %q", rec.Code, ct)
+			}
+		default:
+			t.Fatalf("status %d for %q: %s", rec.Code, body, rec.Body)
+		}
+	})
+}
