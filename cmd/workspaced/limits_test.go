@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -393,5 +394,35 @@ func TestAPIRateLimited(t *testing.T) {
 	}
 	if ct := last.Header.Get("Content-Type"); ct != "application/problem+json" || last.Header.Get("Retry-After") == "" {
 		t.Fatalf("a refusal of the API: %q, Retry-After %q", ct, last.Header.Get("Retry-After"))
+	}
+}
+
+// TestMCPHTTPWrongTokens: a client trying wrong tokens from one address
+// meets that address's limit — 401 for the burst, 429 past it — while an
+// agent with a valid token is served; before, 300 wrong tokens were 300
+// answers of 401, as fast as they came.
+func TestMCPHTTPWrongTokens(t *testing.T) {
+	t.Parallel()
+	w := newWS(t)
+	w.Task("t1")
+	tok := w.addToken("--agent", "worker", "--task", "t1")
+	srv := w.mcpHTTP("--address-rate", "1", "--address-burst", "100")
+	base := strings.TrimSuffix(srv.url, "/mcp")
+	codes := map[int]int{}
+	start := time.Now()
+	for i := range 300 {
+		code, _, _ := post(t, srv.url, fmt.Sprintf("wsd_guess%03d", i), "", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`)
+		codes[code]++
+	}
+	refilled := int(time.Since(start).Seconds()) + 1 // at 1 a second
+	if n := codes[http.StatusUnauthorized]; n < 100 || n > 100+refilled || codes[http.StatusTooManyRequests] != 300-n {
+		t.Fatalf("300 wrong tokens: %v, want 401 for the burst of 100 (and what refilled) and 429 past it", codes)
+	}
+	if _, err := clitest.ConnectMCP(t, srv.url, tok); err != nil {
+		t.Fatalf("a valid token after the guesses: %v", err)
+	}
+	// Scraped with the agent's token: the address's requests are spent.
+	if got := scrape(t, base, tok)[`workspaced_http_refused_total{limit="address_rate"}`]; got != float64(codes[http.StatusTooManyRequests]) {
+		t.Errorf("address_rate refusals: %v, want %d", got, codes[http.StatusTooManyRequests])
 	}
 }
