@@ -3,7 +3,8 @@
 // internal/clitest:
 //
 //   - e2e/sqlite: sqlite: roots — agents in other languages, contention,
-//     crashes and faults;
+//     crashes and faults (WORKSPACED_TORTURE_LONG=1 for the crash test's
+//     long sizes);
 //   - e2e/files: directory roots where the filesystem is the test — a full
 //     disk and read-only remounts on a loop-mounted ext4 (root only; they
 //     skip without it), the inotify watch limit, rescans of thousands of
