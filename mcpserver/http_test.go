@@ -474,7 +474,7 @@ func TestHTTPGrantChangesApplyAtOnce(t *testing.T) {
 func TestHTTPSessionBound(t *testing.T) {
 	t.Parallel()
 	const bound = 40
-	f := newHTTPFixture(t, HTTPOptions{MaxSessions: bound, IdleTimeout: time.Hour})
+	f := newHTTPFixture(t, HTTPOptions{MaxSessions: bound, SessionsPerToken: 2 * bound, IdleTimeout: time.Hour})
 	tok := f.token(tokens.Grant{Agent: "worker", Tasks: []string{"t1"}})
 	cs := f.mustConnect(tok, "")
 	var wg sync.WaitGroup
