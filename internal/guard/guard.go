@@ -40,8 +40,9 @@ const (
 	// DefaultAddressBurst is how many of those it may send at once.
 	DefaultAddressBurst = 200
 	// DefaultStreams is how many live event streams one token (or one
-	// address without a token) may hold open at once.
-	DefaultStreams = 16
+	// address without a token) may hold open at once: twice the sessions,
+	// as an MCP client opens a stream for each of its sessions.
+	DefaultStreams = 64
 	// DefaultSessions is how many MCP sessions one token may hold open at
 	// once (of the server's 256).
 	DefaultSessions = 32
