@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"log/slog"
 	"net/http"
 	"strings"
 
@@ -89,10 +90,11 @@ func (g *guardFlags) limits(s workspace.HTTPSettings) guard.Limits {
 }
 
 // newGuard is the guard of a listener whose requests identify is asked
-// to name (nil: none carries a token), with its metrics on reg. Its
+// to name (nil: none carries a token), with its metrics on reg and its
+// refusals said to log. Its
 // /mcp answers refusals as JSON-RPC errors; /healthz and /readyz are
 // neither limited nor checked.
-func (g *guardFlags) newGuard(cmd string, s workspace.HTTPSettings, reg prometheus.Registerer, identify func(*http.Request) (string, bool)) (*guard.Guard, *opsmetrics.Guard, error) {
+func (g *guardFlags) newGuard(cmd string, s workspace.HTTPSettings, reg prometheus.Registerer, log *slog.Logger, identify func(*http.Request) (string, bool)) (*guard.Guard, *opsmetrics.Guard, error) {
 	l := g.limits(s)
 	m := opsmetrics.NewGuard(reg, l)
 	gd, err := guard.New(guard.Options{
@@ -104,6 +106,7 @@ func (g *guardFlags) newGuard(cmd string, s workspace.HTTPSettings, reg promethe
 		Open:       []string{opshttp.Health, opshttp.Ready},
 		Reply:      replyRefusal,
 		Observer:   m,
+		Log:        log,
 	})
 	if err != nil {
 		return nil, nil, usageHint(cmd, "%v", err)
