@@ -46,7 +46,7 @@ func (l *labelList) String() string     { return strings.Join(*l, ",") }
 func (l *labelList) Set(v string) error { *l = append(*l, v); return nil }
 
 func (n *nsFlags) add(fs *flag.FlagSet, what string) {
-	fs.StringVar(&n.path, "namespace", "", what+": labels split at '/' (`a/b/c`), or a JSON array of labels")
+	fs.StringVar(&n.path, "namespace", "", what+": `LABELS` split at '/' (a/b/c), or a JSON array of them")
 	fs.Var(&n.labels, "ns", "one `LABEL` of the namespace, in order (repeat it)")
 }
 
