@@ -21,7 +21,7 @@ import (
 )
 
 // server is the API over st behind gate, on a real listener.
-func server(t *testing.T, st workspace.Store, gate *httpauth.Gate) *httptest.Server {
+func server(t testing.TB, st workspace.Store, gate *httpauth.Gate) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(New(Config{Store: st, Gate: gate, KeepAlive: time.Second, PollEvery: 20 * time.Millisecond, Log: quiet}))
 	t.Cleanup(srv.Close)
@@ -204,6 +204,13 @@ func TestFlow(t *testing.T) {
 			p := w1.want(w1.do("POST", "/api/v1/tasks/t1/done", map[string]any{"status": "cancelled"}), 409, "done on a finished task").problem(t)
 			if p.Kind != kindConflict || !strings.Contains(p.Hint, "finished task") {
 				t.Errorf("problem %+v", p)
+			}
+
+			// A cancel through done, on a task of its own, applied.
+			planner.want(planner.do("POST", "/api/v1/tasks", map[string]any{"id": "t2", "description": "to cancel"}), 201, "create t2")
+			planner.want(planner.do("POST", "/api/v1/tasks/t2/done", map[string]any{"status": "cancelled", "error": "not needed", "wait": "30s"}), 200, "cancel").json(t, &d)
+			if d.Verdict == nil || d.Verdict.Verdict != workspace.VerdictApplied || d.Verdict.TaskStatus != "cancelled" {
+				t.Fatalf("cancel: %+v", d)
 			}
 
 			var page eventPage
