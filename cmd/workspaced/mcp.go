@@ -227,6 +227,10 @@ func tokenGrants(s workspace.Store, token string) (tokens.Grant, func(*mcp.Reque
 		return tokens.Grant{}, nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "mcp", Msg: "the token is unknown or revoked",
 			Hint: "ask for a token ('workspaced token add'); 'workspaced token list' shows the ones there are"}
 	}
+	if errors.Is(err, tokens.ErrExpired) {
+		return tokens.Grant{}, nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "mcp", Err: err,
+			Hint: "ask for a new token ('workspaced token add', or 'workspaced token rotate' before a token ends)"}
+	}
 	if err != nil {
 		return tokens.Grant{}, nil, err
 	}
