@@ -185,6 +185,7 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 		cfg.API, done = apiHandler(st, token == "", slog.New(slog.NewTextHandler(e.stderr, nil)), nil)
 		defer done()
 	}
+	cfg.ClientOf = gd.Client
 	s, err = web.New(cfg)
 	if err != nil {
 		return err

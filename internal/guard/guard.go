@@ -214,6 +214,11 @@ func New(opt Options) (*Guard, error) {
 // Limits are the limits in force.
 func (g *Guard) Limits() Limits { return g.lim }
 
+// Client is the address r's client is counted under: its remote address
+// or, from a trusted proxy, the client X-Forwarded-For names (an IPv6
+// address as its /64). The panel counts its failed logins by it.
+func (g *Guard) Client(r *http.Request) string { return g.proxies.client(r) }
+
 // Wrap guards next: each request not Open is checked for its Origin,
 // counted against its token or its address, and, when it opens a live
 // stream, holds one of its streams until it ends; a 401 of next carries
