@@ -148,7 +148,7 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 		s *web.Server
 	)
 	// The tokens of this listener: the agents', the panel's.
-	gd, gm, err := gf.newGuard("web", st.Settings().HTTP, reg, anyWho(keeperWho(st), func(r *http.Request) (string, bool) { return s.Who(r) }))
+	gd, gm, err := gf.newGuard("web", st.Settings().HTTP, reg, log, anyWho(keeperWho(st), func(r *http.Request) (string, bool) { return s.Who(r) }))
 	if err != nil {
 		return err
 	}
