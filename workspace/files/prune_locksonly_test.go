@@ -1,4 +1,4 @@
-package retention
+package files
 
 import (
 	"context"
@@ -11,19 +11,20 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/workspaced/workspaced/retention"
 	"github.com/workspaced/workspaced/vocab"
 )
 
 // TestDecideLocksOnly: a directory holding nothing but lock files is
 // removed whatever the policy, and before any other rule.
 func TestDecideLocksOnly(t *testing.T) {
-	for _, p := range []Policy{DefaultPolicy(), {FullDays: 0, SummaryDays: MaxDays}} {
-		d := Decide(TaskInfo{ID: "gone", LocksOnly: true, Summarized: true}, p, pruneNow)
-		if d.Action != Remove || d.Reason != ReasonLocksOnly || d.Age != 0 {
-			t.Errorf("policy %+v: %+v, want remove with %q", p, d, ReasonLocksOnly)
+	for _, p := range []retention.Policy{retention.DefaultPolicy(), {FullDays: 0, SummaryDays: retention.MaxDays}} {
+		d := retention.Decide(retention.TaskInfo{ID: "gone", LocksOnly: true, Summarized: true}, p, pruneNow)
+		if d.Action != retention.Remove || d.Reason != retention.ReasonLocksOnly || d.Age != 0 {
+			t.Errorf("policy %+v: %+v, want remove with %q", p, d, retention.ReasonLocksOnly)
 		}
 	}
-	if d := Decide(TaskInfo{ID: "t"}, DefaultPolicy(), pruneNow); d.Action != Keep {
+	if d := retention.Decide(retention.TaskInfo{ID: "t"}, retention.DefaultPolicy(), pruneNow); d.Action != retention.Keep {
 		t.Errorf("an empty task directory: %+v, want keep", d)
 	}
 }
@@ -82,7 +83,7 @@ func TestReadTaskInfoLocksOnly(t *testing.T) {
 func TestPruneTidiesLocksOnly(t *testing.T) {
 	dir, root := buildTree(t, []taskSpec{
 		{id: "active", status: vocab.StatusExecuting},
-		{id: "done_1d", status: vocab.StatusCompleted, completedAt: at(Day)},
+		{id: "done_1d", status: vocab.StatusCompleted, completedAt: at(retention.Day)},
 	})
 	tasks := filepath.Join(dir, "tasks")
 	for _, step := range []func() error{
@@ -133,7 +134,7 @@ func TestPruneTidiesLocksOnly(t *testing.T) {
 		t.Fatalf("removed %v, want the two free lock-only directories", got)
 	}
 	for _, d := range rep.Removed {
-		if d.Reason != ReasonLocksOnly {
+		if d.Reason != retention.ReasonLocksOnly {
 			t.Errorf("%s: reason %q", d.TaskID, d.Reason)
 		}
 	}

@@ -1,22 +1,20 @@
-package retention
+package files
 
 import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/workspaced/workspaced/locking"
+	"github.com/workspaced/workspaced/retention"
 	"github.com/workspaced/workspaced/vocab"
 )
 
@@ -28,28 +26,28 @@ func at(age time.Duration) string { return pruneNow.Add(-age).Format(time.RFC333
 // malformed state, summarised tasks and clock skew.
 func mixedSpecs() []taskSpec {
 	return []taskSpec{
-		{id: "c_half_day", status: vocab.StatusCompleted, completedAt: at(Day / 2)},
-		{id: "c_6d", status: vocab.StatusCompleted, completedAt: at(6 * Day)},
-		{id: "c_7d_exact", status: vocab.StatusCompleted, completedAt: at(7 * Day)},
-		{id: "c_8d", status: vocab.StatusCompleted, completedAt: at(8 * Day)},
-		{id: "c_15d", status: vocab.StatusCompleted, completedAt: at(15 * Day)},
-		{id: "c_30d_minus_1ns", status: vocab.StatusCompleted, completedAt: at(30*Day - 1)},
-		{id: "c_30d_exact", status: vocab.StatusCompleted, completedAt: at(30 * Day)},
-		{id: "c_45d", status: vocab.StatusCompleted, completedAt: at(45 * Day)},
-		{id: "c_400d", status: vocab.StatusCompleted, completedAt: at(400 * Day)},
-		{id: "f_10d", status: vocab.StatusFailed, completedAt: at(10 * Day)},
-		{id: "f_31d", status: vocab.StatusFailed, completedAt: at(31 * Day)},
-		{id: "x_9d", status: vocab.StatusCancelled, completedAt: at(9 * Day)},
-		{id: "x_60d", status: vocab.StatusCancelled, completedAt: at(60 * Day)},
+		{id: "c_half_day", status: vocab.StatusCompleted, completedAt: at(retention.Day / 2)},
+		{id: "c_6d", status: vocab.StatusCompleted, completedAt: at(6 * retention.Day)},
+		{id: "c_7d_exact", status: vocab.StatusCompleted, completedAt: at(7 * retention.Day)},
+		{id: "c_8d", status: vocab.StatusCompleted, completedAt: at(8 * retention.Day)},
+		{id: "c_15d", status: vocab.StatusCompleted, completedAt: at(15 * retention.Day)},
+		{id: "c_30d_minus_1ns", status: vocab.StatusCompleted, completedAt: at(30*retention.Day - 1)},
+		{id: "c_30d_exact", status: vocab.StatusCompleted, completedAt: at(30 * retention.Day)},
+		{id: "c_45d", status: vocab.StatusCompleted, completedAt: at(45 * retention.Day)},
+		{id: "c_400d", status: vocab.StatusCompleted, completedAt: at(400 * retention.Day)},
+		{id: "f_10d", status: vocab.StatusFailed, completedAt: at(10 * retention.Day)},
+		{id: "f_31d", status: vocab.StatusFailed, completedAt: at(31 * retention.Day)},
+		{id: "x_9d", status: vocab.StatusCancelled, completedAt: at(9 * retention.Day)},
+		{id: "x_60d", status: vocab.StatusCancelled, completedAt: at(60 * retention.Day)},
 		{id: "a_planning", status: vocab.StatusPlanning},
-		{id: "a_executing_old", status: vocab.StatusExecuting, completedAt: at(90 * Day)},
+		{id: "a_executing_old", status: vocab.StatusExecuting, completedAt: at(90 * retention.Day)},
 		{id: "a_no_state"},
 		{id: "m_malformed", rawState: "{\"status\": \"completed\", \"completed_at\": "},
 		{id: "m_no_completed_at", status: vocab.StatusCompleted},
 		{id: "m_bad_completed_at", status: vocab.StatusFailed, completedAt: "last tuesday"},
-		{id: "m_future", status: vocab.StatusCompleted, completedAt: at(-3 * Day)},
-		{id: "s_summarised_10d", status: vocab.StatusCompleted, completedAt: at(10 * Day), summarized: true},
-		{id: "s_summarised_40d", status: vocab.StatusCompleted, completedAt: at(40 * Day), summarized: true},
+		{id: "m_future", status: vocab.StatusCompleted, completedAt: at(-3 * retention.Day)},
+		{id: "s_summarised_10d", status: vocab.StatusCompleted, completedAt: at(10 * retention.Day), summarized: true},
+		{id: "s_summarised_40d", status: vocab.StatusCompleted, completedAt: at(40 * retention.Day), summarized: true},
 	}
 }
 
@@ -69,22 +67,22 @@ func buildTree(t testing.TB, specs []taskSpec) (string, *os.Root) {
 }
 
 // expected maps each task id to the action a real run must take.
-func expected(specs []taskSpec) map[string]Action {
-	infos := make([]TaskInfo, len(specs))
+func expected(specs []taskSpec) map[string]retention.Action {
+	infos := make([]retention.TaskInfo, len(specs))
 	for i, s := range specs {
 		infos[i] = s.info()
 	}
-	out := map[string]Action{}
-	for _, d := range Apply(infos, DefaultPolicy(), pruneNow) {
+	out := map[string]retention.Action{}
+	for _, d := range retention.Apply(infos, retention.DefaultPolicy(), pruneNow) {
 		if d.Reason == "state.json unreadable: unreadable" {
-			d.Action = Skip
+			d.Action = retention.Skip
 		}
 		out[d.TaskID] = d.Action
 	}
 	return out
 }
 
-func ids(ds []Decision) []string {
+func ids(ds []retention.Decision) []string {
 	out := []string{}
 	for _, d := range ds {
 		out = append(out, d.TaskID)
@@ -92,7 +90,7 @@ func ids(ds []Decision) []string {
 	return out
 }
 
-func idsWith(want map[string]Action, a Action) []string {
+func idsWith(want map[string]retention.Action, a retention.Action) []string {
 	out := []string{}
 	for id, got := range want {
 		if got == a {
@@ -104,15 +102,15 @@ func idsWith(want map[string]Action, a Action) []string {
 }
 
 func newPruner(root *os.Root, dir string) *Pruner {
-	return &Pruner{Root: root, RootDir: dir, Policy: DefaultPolicy(), Now: func() time.Time { return pruneNow }, Agent: "cleanup-test"}
+	return &Pruner{Root: root, RootDir: dir, Policy: retention.DefaultPolicy(), Now: func() time.Time { return pruneNow }, Agent: "cleanup-test"}
 }
 
-func checkReport(t *testing.T, rep Report, want map[string]Action) {
+func checkReport(t *testing.T, rep retention.Report, want map[string]retention.Action) {
 	t.Helper()
 	for _, c := range []struct {
-		a    Action
-		list []Decision
-	}{{Keep, rep.Kept}, {Summarize, rep.Summarized}, {Remove, rep.Removed}, {Skip, rep.Skipped}} {
+		a    retention.Action
+		list []retention.Decision
+	}{{retention.Keep, rep.Kept}, {retention.Summarize, rep.Summarized}, {retention.Remove, rep.Removed}, {retention.Skip, rep.Skipped}} {
 		if got, w := ids(c.list), idsWith(want, c.a); !slices.Equal(got, w) {
 			t.Errorf("%s: got %v, want %v", c.a, got, w)
 		}
@@ -128,7 +126,7 @@ func TestPruneEndToEnd(t *testing.T) {
 	dir, root := buildTree(t, specs)
 	want := expected(specs)
 	// The table must exercise every outcome, or the test proves little.
-	for _, a := range []Action{Keep, Summarize, Remove, Skip} {
+	for _, a := range []retention.Action{retention.Keep, retention.Summarize, retention.Remove, retention.Skip} {
 		if len(idsWith(want, a)) == 0 {
 			t.Fatalf("no task is expected to %s", a)
 		}
@@ -144,7 +142,7 @@ func TestPruneEndToEnd(t *testing.T) {
 	dry := newPruner(root, dir)
 	dry.DryRun = true
 	var progress []string
-	dry.OnProgress = func(d Decision) { progress = append(progress, d.TaskID) }
+	dry.OnProgress = func(d retention.Decision) { progress = append(progress, d.TaskID) }
 	rep, err := dry.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -176,17 +174,17 @@ func TestPruneEndToEnd(t *testing.T) {
 	}
 	for id, a := range want {
 		shape := taskShape(t, dir, id, originals[id])
-		wantShape := map[Action]string{Keep: "whole", Skip: "whole", Summarize: "summarised", Remove: "gone"}[a]
+		wantShape := map[retention.Action]string{retention.Keep: "whole", retention.Skip: "whole", retention.Summarize: "summarised", retention.Remove: "gone"}[a]
 		if shape != wantShape {
 			t.Errorf("%s (%s): %s, want %s", id, a, shape, wantShape)
 		}
-		if a == Keep || a == Skip {
+		if a == retention.Keep || a == retention.Skip {
 			// Kept tasks are untouched, lock directory included.
 			if d := diffSnapshots(originals[id], snapshot(t, filepath.Join(dir, "tasks", id))); d != "" {
 				t.Errorf("kept task %s changed:\n%s", id, d)
 			}
 		}
-		if a == Summarize {
+		if a == retention.Summarize {
 			if _, err := os.Stat(filepath.Join(dir, "tasks", id, ".locks", "task.lock")); err != nil {
 				t.Errorf("summarised task %s lost its lock file: %v", id, err)
 			}
@@ -207,11 +205,11 @@ func TestPruneEndToEnd(t *testing.T) {
 }
 
 func TestPruneRefusesBadInput(t *testing.T) {
-	dir, root := buildTree(t, []taskSpec{{id: "c_400d", status: vocab.StatusCompleted, completedAt: at(400 * Day)}})
+	dir, root := buildTree(t, []taskSpec{{id: "c_400d", status: vocab.StatusCompleted, completedAt: at(400 * retention.Day)}})
 	before := snapshot(t, dir)
 	p := newPruner(root, dir)
-	p.Policy = Policy{}
-	if _, err := p.Run(context.Background()); !errors.Is(err, ErrInvalidPolicy) {
+	p.Policy = retention.Policy{}
+	if _, err := p.Run(context.Background()); !errors.Is(err, retention.ErrInvalidPolicy) {
 		t.Fatalf("zero policy: err %v, want ErrInvalidPolicy", err)
 	}
 	if d := diffSnapshots(before, snapshot(t, dir)); d != "" {
@@ -252,8 +250,8 @@ func TestPruneRefusesBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer empty.Close()
-	rep, err = (&Pruner{Root: empty, Policy: DefaultPolicy()}).Run(context.Background())
-	if err != nil || rep.Counts != (Counts{}) {
+	rep, err = (&Pruner{Root: empty, Policy: retention.DefaultPolicy()}).Run(context.Background())
+	if err != nil || rep.Counts != (retention.Counts{}) {
 		t.Fatalf("empty workspace: %+v, %v", rep.Counts, err)
 	}
 }
@@ -292,9 +290,9 @@ func startHolder(t *testing.T, lockPath, agent string) (*exec.Cmd, func()) {
 
 func TestPruneSkipsBusyTask(t *testing.T) {
 	specs := []taskSpec{
-		{id: "busy_8d", status: vocab.StatusCompleted, completedAt: at(8 * Day)},
-		{id: "free_8d", status: vocab.StatusCompleted, completedAt: at(8 * Day)},
-		{id: "busy_40d", status: vocab.StatusCompleted, completedAt: at(40 * Day)},
+		{id: "busy_8d", status: vocab.StatusCompleted, completedAt: at(8 * retention.Day)},
+		{id: "free_8d", status: vocab.StatusCompleted, completedAt: at(8 * retention.Day)},
+		{id: "busy_40d", status: vocab.StatusCompleted, completedAt: at(40 * retention.Day)},
 	}
 	dir, root := buildTree(t, specs)
 	orig := map[string]map[string]entry{}
@@ -317,7 +315,7 @@ func TestPruneSkipsBusyTask(t *testing.T) {
 			t.Fatalf("dry=%v: skipped %v, want both busy tasks", dry, got)
 		}
 		for _, d := range rep.Skipped {
-			if d.Action != Skip || !strings.Contains(d.Reason, "busy") || !strings.Contains(d.Reason, "pid "+pids[d.TaskID]) || !strings.Contains(d.Reason, agents[d.TaskID]) {
+			if d.Action != retention.Skip || !strings.Contains(d.Reason, "busy") || !strings.Contains(d.Reason, "pid "+pids[d.TaskID]) || !strings.Contains(d.Reason, agents[d.TaskID]) {
 				t.Errorf("dry=%v: %s: %s %q, want busy naming pid %s and agent %s", dry, d.TaskID, d.Action, d.Reason, pids[d.TaskID], agents[d.TaskID])
 			}
 		}
@@ -350,10 +348,10 @@ func TestPruneSkipsBusyTask(t *testing.T) {
 }
 
 func TestPruneOneAtATime(t *testing.T) {
-	dir, root := buildTree(t, []taskSpec{{id: "c_400d", status: vocab.StatusCompleted, completedAt: at(400 * Day)}})
+	dir, root := buildTree(t, []taskSpec{{id: "c_400d", status: vocab.StatusCompleted, completedAt: at(400 * retention.Day)}})
 	_, release := startHolder(t, filepath.Join(dir, filepath.FromSlash(cleanupLock)), "other-cleanup")
 	_, err := newPruner(root, dir).Run(context.Background())
-	if !errors.Is(err, ErrCleanupRunning) || !errors.Is(err, locking.ErrLocked) || !strings.Contains(err.Error(), "other-cleanup") {
+	if !errors.Is(err, retention.ErrCleanupRunning) || !errors.Is(err, locking.ErrLocked) || !strings.Contains(err.Error(), "other-cleanup") {
 		t.Fatalf("err %v, want ErrCleanupRunning naming the holder", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "tasks", "c_400d")); err != nil {
@@ -367,228 +365,4 @@ func TestPruneOneAtATime(t *testing.T) {
 		t.Fatalf("dry run beside a cleanup: removed %v, %v", ids(rep.Removed), err)
 	}
 	release()
-}
-
-func TestRecoverLeftovers(t *testing.T) {
-	specs := []taskSpec{
-		{id: "whole", status: vocab.StatusCompleted, completedAt: at(Day)},
-		{id: "limbo", status: vocab.StatusCompleted, completedAt: at(10 * Day), summarized: true},
-	}
-	dir, root := buildTree(t, specs)
-	tasks := filepath.Join(dir, "tasks")
-	// An unfinished summary of a task still in place.
-	if err := os.MkdirAll(filepath.Join(tasks, ".prune-whole", ".locks"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// A complete summary whose task the fallback had moved to trash.
-	if err := os.Rename(filepath.Join(tasks, "limbo"), filepath.Join(tasks, ".prune-limbo")); err != nil {
-		t.Fatal(err)
-	}
-	writeTask(t, filepath.Join(tasks, ".trash-limbo-root"), taskSpec{id: "x", status: vocab.StatusCompleted})
-	if err := os.Rename(filepath.Join(tasks, ".trash-limbo-root", "tasks", "x"), filepath.Join(tasks, ".trash-limbo")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.RemoveAll(filepath.Join(tasks, ".trash-limbo-root")); err != nil {
-		t.Fatal(err)
-	}
-	// An old tree whose task went away since: deleted, not resurrected.
-	writeTask(t, dir, taskSpec{id: "orphan", status: vocab.StatusCompleted, completedAt: at(Day)})
-	if err := os.Rename(filepath.Join(tasks, "orphan"), filepath.Join(tasks, ".prune-orphan")); err != nil {
-		t.Fatal(err)
-	}
-	before := snapshot(t, dir)
-
-	dry := newPruner(root, dir)
-	dry.DryRun = true
-	rep, err := dry.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Recovered) != 4 {
-		t.Errorf("dry run lists %v, want 4 leftovers", rep.Recovered)
-	}
-	if d := diffSnapshots(before, snapshot(t, dir)); d != "" {
-		t.Fatalf("dry run changed the tree:\n%s", d)
-	}
-
-	rep, err = newPruner(root, dir).Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Errors) > 0 {
-		t.Fatal(rep.Errors)
-	}
-	if l := leftovers(t, dir); len(l) > 0 {
-		t.Errorf("leftovers after recovery: %v", l)
-	}
-	if _, err := os.Stat(filepath.Join(tasks, "limbo", "state.json")); err != nil {
-		t.Errorf("summary not moved into place: %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(tasks, "orphan")); !os.IsNotExist(err) {
-		t.Errorf("orphaned old tree came back as a task: %v", err)
-	}
-	if got := ids(rep.Kept); !slices.Equal(got, []string{"limbo", "whole"}) {
-		t.Errorf("kept %v, want [limbo whole]", got)
-	}
-}
-
-// TestPruneCrashSafety kills a pruning process with SIGKILL, first at every
-// step of summarising and removing in turn, then at random moments, and
-// checks after each kill that every task is whole, summarised or gone, then
-// that a later run completes the work.
-func TestPruneCrashSafety(t *testing.T) {
-	for _, mode := range []string{"exchange", "fallback"} {
-		t.Run(mode, func(t *testing.T) { testCrashSafety(t, mode == "fallback") })
-	}
-}
-
-func testCrashSafety(t *testing.T, fallback bool) {
-	var specs []taskSpec
-	for i := range 150 {
-		var age time.Duration
-		switch i % 3 {
-		case 0:
-			age = 2 * Day // keep
-		case 1:
-			age = 10 * Day // summarize
-		default:
-			age = 50 * Day // remove
-		}
-		specs = append(specs, taskSpec{id: fmt.Sprintf("t%03d", i), status: vocab.StatusCompleted, completedAt: at(age)})
-	}
-	dir, root := buildTree(t, specs)
-	want := expected(specs)
-	orig := map[string]map[string]entry{}
-	for _, s := range specs {
-		orig[s.id] = snapshot(t, filepath.Join(dir, "tasks", s.id))
-	}
-	allowed := map[Action][]string{Keep: {"whole"}, Summarize: {"whole", "summarised"}, Remove: {"whole", "gone"}}
-	check := func(when string) {
-		t.Helper()
-		// With the atomic exchange the tree is consistent at every
-		// instant; the fallback may leave a summary for recovery to move
-		// into place.
-		if fallback {
-			recoverOnly(t, root, dir)
-		}
-		for id, a := range want {
-			if shape := taskShape(t, dir, id, orig[id]); !slices.Contains(allowed[a], shape) {
-				t.Fatalf("%s: task %s (%s) is %s", when, id, a, shape)
-			}
-		}
-	}
-	// start runs a pruning child; kill, if set, decides when to kill it
-	// from its progress lines. It returns the child's output lines.
-	start := func(env ...string) (*exec.Cmd, *bufio.Scanner) {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), childEnv+"=prune", "PRUNE_ROOT="+dir, "PRUNE_NOW="+pruneNow.Format(time.RFC3339Nano))
-		if fallback {
-			cmd.Env = append(cmd.Env, "PRUNE_FALLBACK=1")
-		}
-		cmd.Env = append(cmd.Env, env...)
-		cmd.Stderr = os.Stderr
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return cmd, bufio.NewScanner(out)
-	}
-
-	// Every step, in turn: in batches of three, the N-th step of a run
-	// is somewhere in its first few tasks, which differ from run to run
-	// as work gets done. Sweep N until every kind of step has been hit.
-	wantSteps := []string{
-		"summarize: summary directory created", "summarize: linked a summary file",
-		"summarize: summary durable", "summarize: swapped", "summarize: change durable",
-		"remove: task moved to trash", "remove: change durable",
-	}
-	if fallback {
-		wantSteps = append(wantSteps, "summarize: task moved to trash")
-	}
-	steps := map[string]bool{}
-	missing := func() []string {
-		var out []string
-		for _, s := range wantSteps {
-			if !steps[s] {
-				out = append(out, s)
-			}
-		}
-		return out
-	}
-	for iter := 0; iter < 80 && len(missing()) > 0; iter++ {
-		n := 1 + iter%20
-		cmd, sc := start(fmt.Sprintf("PRUNE_CRASH_AT=%d", n), "PRUNE_BATCH=3")
-		for sc.Scan() {
-			if step, ok := strings.CutPrefix(sc.Text(), "crash at "); ok {
-				steps[step] = true
-			}
-		}
-		_ = cmd.Wait()
-		check(fmt.Sprintf("after a crash at step %d", n))
-	}
-	if m := missing(); len(m) > 0 {
-		t.Errorf("never crashed at %q (crashed at %v)", m, steps)
-	}
-
-	// Random moments: after a random number of handled tasks and a
-	// random pause, the child is somewhere inside a later one. The pause
-	// is the point of the test, not a wait for a condition.
-	rng := rand.New(rand.NewPCG(1, uint64(time.Now().UnixNano())))
-	kills := 0
-	for iter := range 12 {
-		cmd, sc := start()
-		n := rng.IntN(6)
-		seen := 0
-		for seen < n && sc.Scan() {
-			seen++
-		}
-		time.Sleep(time.Duration(rng.IntN(1500)) * time.Microsecond)
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		_ = cmd.Wait()
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			kills++
-		}
-		check(fmt.Sprintf("after random kill %d (after %d progress lines)", iter, seen))
-	}
-	if kills == 0 {
-		t.Fatal("no child was killed mid-run; the test proved nothing")
-	}
-	t.Logf("steps crashed at: %d kinds; random kills mid-run: %d of 12", len(steps), kills)
-
-	p := newPruner(root, dir)
-	if fallback {
-		p.exchange = noExchange
-	}
-	rep, err := p.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Errors) > 0 {
-		t.Fatal(rep.Errors)
-	}
-	for id, a := range want {
-		final := map[Action]string{Keep: "whole", Summarize: "summarised", Remove: "gone"}[a]
-		if shape := taskShape(t, dir, id, orig[id]); shape != final {
-			t.Errorf("after the final run: task %s (%s) is %s", id, a, shape)
-		}
-	}
-	if l := leftovers(t, dir); len(l) > 0 {
-		t.Errorf("leftovers after the final run: %v", l)
-	}
-}
-
-// recoverOnly runs the recovery step alone, as Run would before pruning.
-func recoverOnly(t *testing.T, root *os.Root, dir string) {
-	t.Helper()
-	var rep Report
-	r := &run{p: newPruner(root, dir), rootDir: dir, now: pruneNow, rep: &rep}
-	if err := r.recover(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Errors) > 0 {
-		t.Fatal(rep.Errors)
-	}
 }
