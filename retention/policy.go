@@ -120,7 +120,7 @@ const ReasonLocksOnly = "holds nothing but lock files (left by a lock taken on a
 // (Validate). The rules, in order:
 //
 //   - a directory holding nothing but lock files → remove, whatever the
-//     policy: it is no task (the Pruner removes it only once none of its
+//     policy: it is no task (a store removes it only once none of its
 //     locks is held);
 //   - state.json unreadable → keep (the reason names the problem);
 //   - not finished (planning, executing, no state.json, or any status other
