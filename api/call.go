@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/internal/httpauth"
+	"github.com/workspaced/workspaced/oauth"
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -62,13 +64,26 @@ func (h *Handler) admit(c *call) error {
 	}
 	who, err := h.cfg.Gate.Caller(c.r)
 	c.who = who
+	if v := h.cfg.Gate.OAuth; v != nil && errors.Is(err, httpauth.ErrNoToken) {
+		c.w.Header().Set("WWW-Authenticate", v.Challenge("", ""))
+	}
 	switch {
+	case errors.Is(err, oauth.ErrNoGrant):
+		c.w.Header().Set("WWW-Authenticate", h.cfg.Gate.OAuth.Challenge(oauth.ErrorInsufficientScope, workspace.Reason(err)))
+		return refuse(http.StatusForbidden, kindForbidden, "the access token grants nothing here: "+workspace.Reason(err), service.Hint(err))
+	case errors.Is(err, httpauth.ErrAccess):
+		c.w.Header().Set("WWW-Authenticate", h.cfg.Gate.OAuth.Challenge(oauth.ErrorInvalidToken, workspace.Reason(err)))
+		return refuse(http.StatusUnauthorized, kindUnauthorized, "the access token is refused: "+workspace.Reason(err),
+			"get a new access token from the authorization server")
 	case errors.Is(err, httpauth.ErrNoToken):
 		return refuse(http.StatusUnauthorized, kindUnauthorized, "no bearer token: this listener admits agents by their tokens",
 			"send 'Authorization: Bearer <token>' with a token of 'workspaced token add'")
 	case errors.Is(err, httpauth.ErrUnknownToken):
 		return refuse(http.StatusUnauthorized, kindUnauthorized, "the bearer token is unknown or revoked",
 			"ask for a token ('workspaced token add'); 'workspaced token list' shows the ones there are")
+	case errors.Is(err, tokens.ErrExpired):
+		return refuse(http.StatusUnauthorized, kindUnauthorized, "the bearer token has ended: "+workspace.Reason(err),
+			"use the token that replaced it, or ask for a new one ('workspaced token add')")
 	case errors.Is(err, httpauth.ErrUntrusted):
 		return refuse(http.StatusServiceUnavailable, kindUnsafe, "the server's agents' tokens cannot be trusted: its operator sees why in the log",
 			"whoever runs the server must fix the agents file (mode 600, valid JSON)")

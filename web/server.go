@@ -12,6 +12,7 @@
 package web
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
@@ -24,6 +25,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/workspaced/workspaced/audit"
+	"github.com/workspaced/workspaced/internal/httpauth"
+	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -43,14 +47,38 @@ type Config struct {
 	// the pages are live.
 	Store workspace.Store
 	// Token, when set, is required of every request but the login page and
-	// the assets: as "Authorization: Bearer <token>", or as the cookie the
-	// login page sets.
+	// the assets: as "Authorization: Bearer <token>", or by the session
+	// the login page opens with it (user OperatorUser). Without it the
+	// panel trusts every process of this machine (user LocalUser).
 	Token string
+	// Grants, when set, are the workspace's tokens: with Token set, one
+	// holding the right panel logs in too, as its agent, and its sessions
+	// end when it is revoked, expires or is rotated past its overlap.
+	Grants tokens.Keeper
+	// BehindTLSProxy marks the cookies Secure even though requests come
+	// in plain HTTP: the panel sits behind a proxy that terminates TLS.
+	BehindTLSProxy bool
+	// SessionTTL is how long a login lasts (DefaultSessionTTL when 0).
+	SessionTTL time.Duration
+	// LoginBurst and LoginEvery throttle failed logins per client address
+	// (DefaultLoginBurst, DefaultLoginEvery when 0).
+	LoginBurst int
+	LoginEvery time.Duration
+	// Logins, when set, is told of every login attempt.
+	Logins LoginObserver
+	// Now is the login's clock (time.Now when nil).
+	Now func() time.Time
+	// Audit, when set, gets a record of every login, logout and action,
+	// with the person's identity and address.
+	Audit *audit.Log
 	// ReadOnly turns every action off (403).
 	ReadOnly bool
 	// MCP, when set, is mounted at /mcp as is: outside the panel's cookie,
 	// token and CSRF checks (it authenticates its own clients).
 	MCP http.Handler
+	// API, when set, is mounted at /api/v1/ as is, like MCP: the HTTP
+	// API for programs, which admits its callers itself (package api).
+	API http.Handler
 	// KeepAlive is how often a stream gets a comment line
 	// (DefaultKeepAlive when 0).
 	KeepAlive time.Duration
@@ -75,6 +103,7 @@ type Server struct {
 	ready chan struct{}
 
 	servingProbe servingProbe
+	logins       *logins
 }
 
 // New checks cfg and returns a Server.
@@ -98,10 +127,14 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, st: cfg.Store, watcher: watcher, log: cfg.Logger, hub: newHub(), index: newIndex(), ready: make(chan struct{})}
+	s := &Server{cfg: cfg, st: cfg.Store, watcher: watcher, log: cfg.Logger, hub: newHub(), index: newIndex(), ready: make(chan struct{}),
+		logins: newLogins(cfg)}
 	s.routes()
 	return s, nil
 }
+
+// Close ends every login session and stops following the tokens.
+func (s *Server) Close() { s.logins.closeAll() }
 
 // Ready is closed once Run watches the store and has indexed the tasks.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
@@ -122,13 +155,7 @@ func CheckListen(addr string, hasToken bool) error {
 		Hint: "give a token file (a long random secret, e.g. 'openssl rand -hex 32 > token'), or listen on 127.0.0.1"}
 }
 
-func isLoopbackHost(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+func isLoopbackHost(host string) bool { return httpauth.LoopbackHost(host) }
 
 // Handler is the whole panel: pages, assets, the API, and /mcp when
 // configured.
@@ -136,6 +163,10 @@ func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.cfg.MCP != nil && (r.URL.Path == "/mcp" || strings.HasPrefix(r.URL.Path, "/mcp/")) {
 			s.cfg.MCP.ServeHTTP(w, r)
+			return
+		}
+		if s.cfg.API != nil && strings.HasPrefix(r.URL.Path, "/api/v1/") {
+			s.cfg.API.ServeHTTP(w, r)
 			return
 		}
 		s.guard(w, r)
@@ -149,14 +180,14 @@ const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 's
 
 // Cookie names.
 const (
-	tokenCookie = "wsd_token"
-	csrfCookie  = "wsd_csrf"
-	csrfHeader  = "X-CSRF-Token"
+	csrfCookie = "wsd_csrf"
+	csrfHeader = "X-CSRF-Token"
 )
 
 // guard applies the security headers, the host check, the token and the
 // CSRF check, then routes.
-func (s *Server) guard(w http.ResponseWriter, r *http.Request) {
+func (s *Server) guard(w http.ResponseWriter, orig *http.Request) {
+	r := orig
 	h := w.Header()
 	h.Set("Content-Security-Policy", csp)
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -171,11 +202,14 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	public := strings.HasPrefix(r.URL.Path, "/assets/") || r.URL.Path == "/login"
-	bearer := false
+	p, bearer := who{user: LocalUser, from: r.RemoteAddr}, false
 	if s.cfg.Token != "" && !public {
-		ok := false
-		ok, bearer = s.authorized(r)
+		var sess *session
+		var ok bool
+		p, sess, ok, bearer = s.authorized(r)
 		if !ok {
+			s.cfg.Audit.Record(r.Context(), audit.Record{Door: audit.DoorPanel, Action: r.Method + " " + r.URL.Path, Outcome: audit.Refused,
+				From: r.RemoteAddr, Reason: "no valid token or session"})
 			if strings.HasPrefix(r.URL.Path, "/api/") || r.Method != http.MethodGet {
 				writeError(w, http.StatusUnauthorized, "no valid token", "send 'Authorization: Bearer <token>', or log in at /login")
 				return
@@ -183,40 +217,56 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, "/login", http.StatusSeeOther)
 			return
 		}
+		if sess != nil {
+			// The request ends with its session: a live stream stops at
+			// logout, at the session's expiry or at its token's end.
+			ctx, cancel := context.WithCancel(r.Context())
+			defer cancel()
+			stop := context.AfterFunc(sess.ctx, cancel)
+			defer stop()
+			r = r.WithContext(ctx)
+		}
 	}
+	r = r.WithContext(context.WithValue(r.Context(), whoKey{}, p))
 	if r.Method != http.MethodGet && r.Method != http.MethodHead && r.URL.Path != "/login" && !bearer {
 		if !s.csrfOK(r) {
+			s.cfg.Audit.Record(r.Context(), audit.Record{Door: audit.DoorPanel, Action: r.Method + " " + r.URL.Path, Outcome: audit.Refused,
+				User: p.user, Token: p.token, From: r.RemoteAddr, Reason: "missing or wrong CSRF token"})
 			writeError(w, http.StatusForbidden, "missing or wrong CSRF token", "send the token of the csrf cookie (GET /api/csrf) in the X-CSRF-Token header")
 			return
 		}
 	}
 	s.mux.ServeHTTP(w, r)
+	// The mux names the route on the request it served, a copy with the
+	// person's context: the metrics read it on the original.
+	orig.Pattern = r.Pattern
 }
 
-func hostOnly(hostport string) string {
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		return h
+func hostOnly(hostport string) string { return httpauth.HostOnly(hostport) }
+
+// authorized is who r stands for: a bearer token (the panel's, or one
+// holding the right panel; a browser never sends the header on its own,
+// so such a request needs no CSRF token), or the session of its cookie.
+func (s *Server) authorized(r *http.Request) (p who, sess *session, ok, bearer bool) {
+	if r.Header.Get("Authorization") != "" {
+		t, found := httpauth.Bearer(r)
+		if !found {
+			return who{}, nil, false, false
+		}
+		p, ok = s.checkToken(t, r)
+		return p, nil, ok, ok
 	}
-	return strings.Trim(hostport, "[]")
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		if sess, ok := s.logins.get(c.Value); ok {
+			p = sess.who
+			p.from = r.RemoteAddr
+			return p, sess, true, false
+		}
+	}
+	return who{}, nil, false, false
 }
 
-// authorized reports whether r carries the token, and whether it came as
-// a bearer header (which a browser never sends on its own, so such a
-// request needs no CSRF token).
-func (s *Server) authorized(r *http.Request) (ok, bearer bool) {
-	if a := r.Header.Get("Authorization"); a != "" {
-		t, found := strings.CutPrefix(a, "Bearer ")
-		return found && s.tokenIs(t), found && s.tokenIs(t)
-	}
-	if c, err := r.Cookie(tokenCookie); err == nil {
-		return s.tokenIs(c.Value), false
-	}
-	return false, false
-}
-
-func (s *Server) tokenIs(t string) bool {
-	return subtle.ConstantTimeCompare([]byte(t), []byte(s.cfg.Token)) == 1
-}
+func (s *Server) tokenIs(t string) bool { return httpauth.Equal(t, s.cfg.Token) }
 
 // csrfOK is the double-submit check: the header must repeat the csrf
 // cookie, which only pages of this origin can read (they get it in a meta
@@ -227,17 +277,22 @@ func (s *Server) csrfOK(r *http.Request) bool {
 		return false
 	}
 	h := r.Header.Get(csrfHeader)
+	if h == "" && r.URL.Path == "/logout" {
+		// The logout is a form of the page: it sends the token as a field.
+		r.Body = http.MaxBytesReader(nil, r.Body, 4096)
+		h = r.PostFormValue("csrf")
+	}
 	return subtle.ConstantTimeCompare([]byte(h), []byte(c.Value)) == 1
 }
 
 // csrfToken returns the request's csrf cookie, setting a fresh one when
 // it has none.
-func csrfToken(w http.ResponseWriter, r *http.Request) string {
+func csrfToken(w http.ResponseWriter, r *http.Request, secure bool) string {
 	if c, err := r.Cookie(csrfCookie); err == nil && len(c.Value) >= 32 && isHex(c.Value) {
 		return c.Value
 	}
 	t := randomHex(32)
-	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: t, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: t, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure})
 	return t
 }
 
