@@ -44,6 +44,9 @@ func TestBadInput(t *testing.T) {
 		{"a task id with a NUL", "GET", "/api/v1/tasks/t%001", nil, nil, 400, kindInvalid},
 		{"no such task", "GET", "/api/v1/tasks/t9", nil, nil, 404, kindNotFound},
 		{"no such thread", "GET", "/api/v1/tasks/t1/threads/th9/session", nil, nil, 404, kindNotFound},
+		{"a description not UTF-8", "PUT", "/api/v1/tasks/t1/env/k", "{\"value\": 1, \"short_description\": \"bad\xffdesc\"}", nil, 400, kindInvalid},
+		{"a lone surrogate", "PUT", "/api/v1/tasks/t1/env/k", `{"value": 1, "short_description": "bad\udcffdesc"}`, nil, 400, kindInvalid},
+		{"a key not UTF-8", "GET", "/api/v1/tasks/t1/env/bad%FFkey", nil, nil, 400, kindInvalid},
 		{"a key with a control character", "GET", "/api/v1/tasks/t1/env/a%0Ab", nil, nil, 400, kindInvalid},
 		{"a key too long", "GET", "/api/v1/tasks/t1/env/" + strings.Repeat("k", 300), nil, nil, 400, kindInvalid},
 		{"an If-Match that is no version", "PUT", "/api/v1/tasks/t1/env/k", `{"value": 1}`, []string{"If-Match", `"abc"`}, 400, kindInvalid},
@@ -62,7 +65,12 @@ func TestBadInput(t *testing.T) {
 		{"a boolean that is not one", "POST", "/api/v1/tasks/t1/plan?propose=maybe", `{"subtasks": []}`, nil, 400, kindInvalid},
 		{"no such route", "GET", "/api/v1/nothing", nil, nil, 404, kindNotFound},
 		{"a method no route has", "PATCH", "/api/v1/tasks/t1", nil, nil, 405, kindMethod},
-		{"memory namespaces, not yet", "POST", "/api/v1/memory/search", `{}`, nil, 501, kindNotImplemented},
+		{"a search with an unknown field", "POST", "/api/v1/memory/search", `{"query": "semantic"}`, nil, 400, kindInvalid},
+		{"a search with an unknown operator", "POST", "/api/v1/memory/search", `{"filter": {"a": {"$regex": "x"}}}`, nil, 400, kindInvalid},
+		{"a listing too deep", "POST", "/api/v1/memory/namespaces", `{"max_depth": 99}`, nil, 400, kindInvalid},
+		{"a namespace of 17 labels", "GET", "/api/v1/memory/items?key=k" + strings.Repeat("&namespace=a", 17), nil, nil, 400, kindInvalid},
+		{"an item that is no object", "PUT", "/api/v1/memory/items?namespace=a&key=k", `{"value": [1]}`, nil, 400, kindInvalid},
+		{"an item with a negative TTL", "PUT", "/api/v1/memory/items?namespace=a&key=k", `{"value": {}, "ttl_seconds": -1}`, nil, 400, kindInvalid},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -129,4 +137,39 @@ func TestWriteProblem(t *testing.T) {
 			t.Errorf("%d: %+v", status, p)
 		}
 	}
+}
+
+// FuzzMemorySearch sends arbitrary search bodies: the answer is a list
+// or a problem, never a 500 or a panic.
+func FuzzMemorySearch(f *testing.F) {
+	for _, s := range []string{`{}`, `{"namespace_prefix": ["a"], "filter": {"x": 1}}`, `{"filter": {"x": {"$gt": "a", "$lt": 3}}}`,
+		`{"filter": {"x": {"$ne": null}}, "limit": 1000, "offset": 5}`, `{"namespace_prefix": ["\u0000"]}`, `{"filter": []}`, `{"limit": -1}`} {
+		f.Add([]byte(s))
+	}
+	st := newTreeStore(f)
+	h := New(Config{Store: st, Gate: &httpauth.Gate{TrustLoopback: true}, Log: quiet})
+	put := httptest.NewRequest("PUT", "/api/v1/memory/items?namespace=a&key=k", strings.NewReader(`{"value": {"x": 2, "y": "b"}}`))
+	put.Header.Set("Content-Type", "application/json")
+	put.Host = "127.0.0.1"
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, put)
+	if rec.Code != 200 {
+		f.Fatalf("put: %d %s", rec.Code, rec.Body)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r := httptest.NewRequest("POST", "/api/v1/memory/search", bytes.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		r.Host = "127.0.0.1"
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		switch {
+		case rec.Code == http.StatusOK:
+		case rec.Code == http.StatusBadRequest || rec.Code == http.StatusRequestEntityTooLarge:
+			if ct := rec.Header().Get("Content-Type"); ct != "application/problem+json" {
+				t.Fatalf("%d with %q", rec.Code, ct)
+			}
+		default:
+			t.Fatalf("status %d for %q: %s", rec.Code, body, rec.Body)
+		}
+	})
 }

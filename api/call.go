@@ -200,9 +200,13 @@ func (c *call) decode(what string, v any) error {
 	return decodeStrict(what, data, c.h.st.Settings().Limits.MaxDepth, v)
 }
 
-// decodeStrict decodes data into v within the depth limit, refusing an
-// unknown field, a wrong type and data after the document.
+// decodeStrict decodes data into v within the depth limit, refusing text
+// that is not UTF-8 (which the decoder would rewrite), an unknown field,
+// a wrong type and data after the document.
 func decodeStrict(what string, data []byte, maxDepth int, v any) error {
+	if err := workspace.CheckText(what, data); err != nil {
+		return err
+	}
 	if err := workspace.CheckDepth(data, maxDepth); err != nil {
 		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "parse " + what, Err: err, Hint: "flatten the document"}
 	}

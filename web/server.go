@@ -266,6 +266,22 @@ func (s *Server) authorized(r *http.Request) (p who, sess *session, ok, bearer b
 	return who{}, nil, false, false
 }
 
+// Who names the person r stands for — by a bearer token (the panel's,
+// or one holding the right panel) or a login's cookie — for the limits of
+// a listener (guard.Options.Identify): the token's id, or "panel" and the
+// user. A request that stands for nobody (a panel without a token, a
+// loopback panel's trusted requests) counts against its address.
+func (s *Server) Who(r *http.Request) (string, bool) {
+	p, _, ok, _ := s.authorized(r)
+	if !ok {
+		return "", false
+	}
+	if p.token != "" {
+		return p.token, true
+	}
+	return "panel " + p.user, true
+}
+
 func (s *Server) tokenIs(t string) bool { return httpauth.Equal(t, s.cfg.Token) }
 
 // csrfOK is the double-submit check: the header must repeat the csrf

@@ -100,8 +100,8 @@ func (s *mcpStream) endsWithin(t *testing.T, what string, since time.Time) time.
 // second: each is measured), frees their slots, and is refused from then
 // on, saying why; a token rotated with an overlap keeps working until
 // the overlap ends, and its successor works at once; token list shows the
-// expiry, the successor and the last use. On a directory root and on a
-// sqlite: root.
+// expiry, the successor and the last use. On a directory, a sqlite: and
+// a postgres:// root.
 func TestTokenEndEndsStreams(t *testing.T) {
 	t.Parallel()
 	for _, store := range []struct {
@@ -110,8 +110,10 @@ func TestTokenEndEndsStreams(t *testing.T) {
 	}{
 		{"files", newWS},
 		{"sqlite", func(t *testing.T) *ws { w, _ := clitest.NewSQLite(t); return &ws{w} }},
+		{"postgres", func(t *testing.T) *ws { return &ws{clitest.At(t, newPGWS(t).Root)} }},
 	} {
 		t.Run(store.name, func(t *testing.T) {
+			t.Parallel()
 			w := store.ws(t)
 			w.Task("t1")
 			srv := w.mcpHTTP()

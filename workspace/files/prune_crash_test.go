@@ -19,6 +19,7 @@ import (
 )
 
 func TestRecoverLeftovers(t *testing.T) {
+	t.Parallel()
 	specs := []taskSpec{
 		{id: "whole", status: vocab.StatusCompleted, completedAt: at(retention.Day)},
 		{id: "limbo", status: vocab.StatusCompleted, completedAt: at(10 * retention.Day), summarized: true},
@@ -86,8 +87,12 @@ func TestRecoverLeftovers(t *testing.T) {
 // checks after each kill that every task is whole, summarised or gone, then
 // that a later run completes the work.
 func TestPruneCrashSafety(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"exchange", "fallback"} {
-		t.Run(mode, func(t *testing.T) { testCrashSafety(t, mode == "fallback") })
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			testCrashSafety(t, mode == "fallback")
+		})
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 // TestDecideLocksOnly: a directory holding nothing but lock files is
 // removed whatever the policy, and before any other rule.
 func TestDecideLocksOnly(t *testing.T) {
+	t.Parallel()
 	for _, p := range []retention.Policy{retention.DefaultPolicy(), {FullDays: 0, SummaryDays: retention.MaxDays}} {
 		d := retention.Decide(retention.TaskInfo{ID: "gone", LocksOnly: true, Summarized: true}, p, pruneNow)
 		if d.Action != retention.Remove || d.Reason != retention.ReasonLocksOnly || d.Age != 0 {
@@ -32,6 +33,7 @@ func TestDecideLocksOnly(t *testing.T) {
 // TestReadTaskInfoLocksOnly: only a directory whose one entry is .locks/,
 // holding nothing but regular files (a bounded number), is locks-only.
 func TestReadTaskInfoLocksOnly(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		setup func(t *testing.T, td string)
@@ -81,6 +83,7 @@ func TestReadTaskInfoLocksOnly(t *testing.T) {
 // nothing but lock files, and reports it; never one with anything else,
 // never one whose lock a process holds, and a dry run changes nothing.
 func TestPruneTidiesLocksOnly(t *testing.T) {
+	t.Parallel()
 	dir, root := buildTree(t, []taskSpec{
 		{id: "active", status: vocab.StatusExecuting},
 		{id: "done_1d", status: vocab.StatusCompleted, completedAt: at(retention.Day)},

@@ -122,6 +122,7 @@ func checkReport(t *testing.T, rep retention.Report, want map[string]retention.A
 }
 
 func TestPruneEndToEnd(t *testing.T) {
+	t.Parallel()
 	specs := mixedSpecs()
 	dir, root := buildTree(t, specs)
 	want := expected(specs)
@@ -205,6 +206,7 @@ func TestPruneEndToEnd(t *testing.T) {
 }
 
 func TestPruneRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	dir, root := buildTree(t, []taskSpec{{id: "c_400d", status: vocab.StatusCompleted, completedAt: at(400 * retention.Day)}})
 	before := snapshot(t, dir)
 	p := newPruner(root, dir)
@@ -289,6 +291,7 @@ func startHolder(t *testing.T, lockPath, agent string) (*exec.Cmd, func()) {
 }
 
 func TestPruneSkipsBusyTask(t *testing.T) {
+	t.Parallel()
 	specs := []taskSpec{
 		{id: "busy_8d", status: vocab.StatusCompleted, completedAt: at(8 * retention.Day)},
 		{id: "free_8d", status: vocab.StatusCompleted, completedAt: at(8 * retention.Day)},
@@ -348,6 +351,7 @@ func TestPruneSkipsBusyTask(t *testing.T) {
 }
 
 func TestPruneOneAtATime(t *testing.T) {
+	t.Parallel()
 	dir, root := buildTree(t, []taskSpec{{id: "c_400d", status: vocab.StatusCompleted, completedAt: at(400 * retention.Day)}})
 	_, release := startHolder(t, filepath.Join(dir, filepath.FromSlash(cleanupLock)), "other-cleanup")
 	_, err := newPruner(root, dir).Run(context.Background())
