@@ -38,6 +38,7 @@ func TestBadInput(t *testing.T) {
 		{"nested too deep", "PUT", "/api/v1/tasks/t1/env/k", `{"value": ` + deep + `}`, nil, 400, kindInvalid},
 		{"a nested plan", "POST", "/api/v1/tasks/t1/plan", `{"subtasks": ` + deep + `}`, nil, 400, kindInvalid},
 		{"a body over the bound", "PUT", "/api/v1/tasks/t1/env/k", huge, nil, 413, kindTooLarge},
+		{"an output over the largest file", "PUT", "/api/v1/tasks/t1/outputs/s1", `{"summary": "` + strings.Repeat("x", limit.MaxFileBytes+2*bodySlack) + `"}`, nil, 413, kindTooLarge},
 		{"a value over the limit", "PUT", "/api/v1/tasks/t1/env/k", `{"value": "` + strings.Repeat("x", limit.ValueMaxBytes+10) + `"}`, nil, 400, kindInvalid},
 		{"not JSON by its type", "PUT", "/api/v1/tasks/t1/env/k", []byte(`value=1`), []string{"Content-Type", "application/x-www-form-urlencoded"}, 415, kindMediaType},
 		{"a task id that is a path", "GET", "/api/v1/tasks/..%2F..%2Fetc/env", nil, nil, 400, kindInvalid},
@@ -80,8 +81,15 @@ func TestBadInput(t *testing.T) {
 			if p.Kind != tc.kind {
 				t.Errorf("kind %q, want %q: %+v", p.Kind, tc.kind, p)
 			}
+			if p.Hint == "" {
+				t.Errorf("no hint: %+v", p)
+			}
 		})
 	}
+	// A document over the value limit but within the largest file is
+	// taken, as the CLI takes it.
+	big := `{"summary": "` + strings.Repeat("x", limit.ValueMaxBytes+10) + `"}`
+	c.want(c.do("PUT", "/api/v1/tasks/t1/outputs/s1", big), 200, "an output over the value limit")
 	if items, err := st.ListEntries(t.Context(), workspace.Scope{Kind: workspace.ScopeThread, TaskID: "t1"}); err != nil || len(items) != 0 {
 		t.Errorf("refused writes left entries: %v %+v", err, items)
 	}

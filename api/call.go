@@ -154,9 +154,18 @@ func access(g tokens.Grant) string {
 }
 
 // body reads the request's JSON body: application/json (415 otherwise),
-// at most MaxBodyBytes (413, before anything past the bound is read),
-// one document within the store's depth limit.
-func (c *call) body() ([]byte, error) {
+// at most MaxBodyBytes (413, before anything past the bound is read).
+func (c *call) body() ([]byte, error) { return c.bodyWithin(c.h.cfg.MaxBodyBytes) }
+
+// document reads a body that is a task's document (a plan, an output, a
+// review): bounded by the largest file the store takes, as the daemon
+// reads products, rather than by the largest value.
+func (c *call) document() ([]byte, error) {
+	return c.bodyWithin(max(c.h.cfg.MaxBodyBytes, int64(c.h.st.Settings().Limits.MaxFileBytes)+bodySlack))
+}
+
+// bodyWithin reads the request's JSON body, at most max bytes.
+func (c *call) bodyWithin(max int64) ([]byte, error) {
 	if ct := c.r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
@@ -165,7 +174,6 @@ func (c *call) body() ([]byte, error) {
 	} else {
 		return nil, refuse(http.StatusUnsupportedMediaType, kindMediaType, "the body has no Content-Type", "send the body as application/json")
 	}
-	max := c.h.cfg.MaxBodyBytes
 	if c.r.ContentLength > max {
 		return nil, tooLarge(c.r.ContentLength, max)
 	}
@@ -217,7 +225,7 @@ func decodeStrict(what string, data []byte, maxDepth int, v any) error {
 			Hint: "send one JSON object with the fields the API document (GET /api/v1/openapi.json) lists"}
 	}
 	if dec.More() {
-		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "parse " + what, Msg: "data after the JSON document"}
+		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "parse " + what, Msg: "data after the JSON document", Hint: "send one JSON document"}
 	}
 	return nil
 }
@@ -245,7 +253,8 @@ func (c *call) intQuery(name string, def, min, max int) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < min || n > max {
-		return 0, &workspace.Error{Kind: workspace.ErrInvalid, Op: "parameter " + name, Msg: fmt.Sprintf("%q is not a whole number from %d to %d", v, min, max)}
+		return 0, &workspace.Error{Kind: workspace.ErrInvalid, Op: "parameter " + name, Msg: fmt.Sprintf("%q is not a whole number from %d to %d", v, min, max),
+			Hint: fmt.Sprintf("give %s=N with N from %d to %d, or leave it out", name, min, max)}
 	}
 	return n, nil
 }
@@ -258,7 +267,8 @@ func (c *call) boolQuery(name string) (bool, error) {
 	case "true", "1":
 		return true, nil
 	default:
-		return false, &workspace.Error{Kind: workspace.ErrInvalid, Op: "parameter " + name, Msg: fmt.Sprintf("%q is not true or false", v)}
+		return false, &workspace.Error{Kind: workspace.ErrInvalid, Op: "parameter " + name, Msg: fmt.Sprintf("%q is not true or false", v),
+			Hint: "give " + name + "=true or " + name + "=false"}
 	}
 }
 

@@ -208,6 +208,17 @@ func TestTokenLifeFlags(t *testing.T) {
 		{"revoke two ways", exitUsage, "give one of --id ID, --agent A or --ended", []string{"token", "revoke", "--id", id, "--ended"}},
 	}
 	failsWithHints(t, w, cases)
+	// A token file whose token expired: refused at start, saying when and what to do.
+	short, _ := w.AddToken("--agent", "a", "--task", "t1", "--ttl", "1s")
+	file := w.writeTokenFile("short.token", short, 0o600)
+	w.Task("t1")
+	poll.Until(t, 10*time.Second, "the token to expire", func() (bool, string) {
+		r := w.Run("mcp", "--task", "t1", "--token-file", file)
+		return r.Code == exitFailure && strings.Contains(r.Stderr, "expired at") && strings.Contains(r.Stderr, "token rotate"), r.Stderr
+	})
+	if out := w.Ok("token", "revoke", "--ended"); !strings.Contains(out, "revoked") {
+		t.Fatalf("revoke --ended: %s", out)
+	}
 	if out := w.Ok("token", "revoke", "--ended"); !strings.Contains(out, "no token has ended") {
 		t.Fatalf("revoke --ended with none: %s", out)
 	}
