@@ -160,12 +160,6 @@ func New(cfg Config) *Handler {
 	return h
 }
 
-// Mounted reports whether path is the API's, for a listener that serves
-// other things beside it.
-func Mounted(path string) bool {
-	return strings.HasPrefix(path, Prefix) || path == strings.TrimSuffix(Prefix, "/")
-}
-
 // ServeHTTP serves one request of the API.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")

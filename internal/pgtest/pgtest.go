@@ -334,18 +334,6 @@ func (c *Cluster) URL(db string) string {
 	return u.String()
 }
 
-// RoleURL is the URL of database db for role (password optional).
-func (c *Cluster) RoleURL(db, role, password string) string {
-	u := *c.base
-	u.Path = "/" + db
-	if password != "" {
-		u.User = url.UserPassword(role, password)
-	} else {
-		u.User = url.User(role)
-	}
-	return u.String()
-}
-
 // Admin connects to the server's maintenance database as the superuser.
 func (c *Cluster) Admin(ctx context.Context) (*pgx.Conn, error) {
 	return pgx.Connect(ctx, c.base.String())
