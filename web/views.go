@@ -82,20 +82,23 @@ type OutputVersion struct {
 	Doc     json.RawMessage `json:"doc"`
 }
 
-// outputVersions reads every kept version of an output, oldest first,
-// then the current one (when there is one).
-func (s *Server) outputVersions(r *http.Request, id, sub string) ([]OutputVersion, error) {
-	var out []OutputVersion
+// outputVersions reads every kept version of the output the request's
+// subtask names, oldest first, then the current one (when there is one).
+func (s *Server) outputVersions(r *http.Request, id string) (sub string, out []OutputVersion, err error) {
+	sub = r.PathValue("subtask")
+	if err := workspace.ValidateID("subtask id", sub); err != nil {
+		return "", nil, err
+	}
 	for n := 1; n <= maxHistory; n++ {
 		doc, err := s.st.ReadTaskFile(r.Context(), id, workspace.HistoryName("outputs", sub, n), maxOutputBytes)
 		if isNotFound(err) {
 			break
 		}
 		if err != nil {
-			return nil, err
+			return "", nil, err
 		}
 		if !json.Valid(doc) {
-			return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read output " + sub, Msg: fmt.Sprintf("version %d is not JSON", n)}
+			return "", nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read output " + sub, Msg: fmt.Sprintf("version %d is not JSON", n)}
 		}
 		out = append(out, OutputVersion{Version: n, Doc: doc})
 	}
@@ -104,21 +107,16 @@ func (s *Server) outputVersions(r *http.Request, id, sub string) ([]OutputVersio
 	case err == nil:
 		out = append(out, OutputVersion{Version: 0, Doc: doc})
 	case !isNotFound(err):
-		return nil, err
+		return "", nil, err
 	}
 	if len(out) == 0 {
-		return nil, &workspace.Error{Kind: workspace.ErrNotFound, Op: "read output " + sub, Msg: "no output and no kept version"}
+		return "", nil, &workspace.Error{Kind: workspace.ErrNotFound, Op: "read output " + sub, Msg: "no output and no kept version"}
 	}
-	return out, nil
+	return sub, out, nil
 }
 
 func (s *Server) outputHistory(w http.ResponseWriter, r *http.Request, id string) {
-	sub := r.PathValue("subtask")
-	if err := workspace.ValidateID("subtask id", sub); err != nil {
-		fail(w, err)
-		return
-	}
-	vs, err := s.outputVersions(r, id, sub)
+	_, vs, err := s.outputVersions(r, id)
 	if err != nil {
 		fail(w, err)
 		return
@@ -129,12 +127,7 @@ func (s *Server) outputHistory(w http.ResponseWriter, r *http.Request, id string
 // diffOutputs compares version from (default: the last kept one) of an
 // output with version to (default 0: the current one).
 func (s *Server) diffOutputs(w http.ResponseWriter, r *http.Request, id string) {
-	sub := r.PathValue("subtask")
-	if err := workspace.ValidateID("subtask id", sub); err != nil {
-		fail(w, err)
-		return
-	}
-	vs, err := s.outputVersions(r, id, sub)
+	sub, vs, err := s.outputVersions(r, id)
 	if err != nil {
 		fail(w, err)
 		return
