@@ -88,8 +88,13 @@ func New(ctx context.Context, c Config, client *http.Client) (*Verifier, error) 
 			jwks = doc.JWKSURI
 		}
 		if err != nil || jwks == "" {
+			oidcErr := err
 			jwks, err = authServerKeys(ctx, client, c.Issuer)
 			if err != nil {
+				if oidcErr == nil {
+					oidcErr = errors.New("its document names no jwks_uri")
+				}
+				err = fmt.Errorf("OpenID Connect discovery: %v; RFC 8414 metadata: %w", strings.TrimPrefix(oidcErr.Error(), "oidc: "), err)
 				return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "oauth: discover the keys of " + c.Issuer, Err: err,
 					Hint: "check oauth.issuer (the issuer's exact URL, as its tokens' iss claim says), or name its keys in oauth.jwks_uri"}
 			}
@@ -260,7 +265,7 @@ func authServerKeys(ctx context.Context, client *http.Client, issuer string) (st
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("neither OpenID Connect discovery nor %s answers (%s)", where, resp.Status)
+		return "", fmt.Errorf("%s answers %s", where, resp.Status)
 	}
 	var meta struct {
 		Issuer  string `json:"issuer"`

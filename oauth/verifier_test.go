@@ -203,3 +203,15 @@ func BenchmarkVerify(b *testing.B) {
 		}
 	}
 }
+
+// TestNewSaysWhyDiscoveryFailed: an issuer written otherwise than the
+// provider names itself (a trailing slash) is refused at start, saying
+// so.
+func TestNewSaysWhyDiscoveryFailed(t *testing.T) {
+	t.Parallel()
+	p := oidctest.Start(t)
+	_, err := oauth.New(context.Background(), config(p.URL+"/"), nil)
+	if err == nil || !strings.Contains(err.Error(), "did not match the issuer URL returned by provider") {
+		t.Fatalf("err = %v, want the OpenID Connect discovery's reason", err)
+	}
+}
