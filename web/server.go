@@ -66,6 +66,10 @@ type Config struct {
 	LoginEvery time.Duration
 	// Logins, when set, is told of every login attempt.
 	Logins LoginObserver
+	// ClientOf is the client address failed logins are counted by (the
+	// guard's, which believes a trusted proxy's X-Forwarded-For); nil:
+	// the request's remote address.
+	ClientOf func(*http.Request) string
 	// Now is the login's clock (time.Now when nil).
 	Now func() time.Time
 	// Audit, when set, gets a record of every login, logout and action,

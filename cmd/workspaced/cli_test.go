@@ -11,6 +11,7 @@ import (
 
 	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/schemas"
+	"github.com/workspaced/workspaced/service"
 )
 
 // helpCases is every command and subcommand this file's commands own.
@@ -20,6 +21,7 @@ var helpCases = [][]string{
 	{"claim"}, {"done"},
 	{"env"}, {"env", "store"}, {"env", "get"}, {"env", "list"}, {"env", "update"}, {"env", "delete"},
 	{"memory"}, {"memory", "store"}, {"memory", "get"}, {"memory", "list"}, {"memory", "update"}, {"memory", "delete"},
+	{"memory", "put"}, {"memory", "search"}, {"memory", "namespaces"},
 	{"thread"}, {"thread", "new"}, {"thread", "show"}, {"thread", "list"}, {"thread", "chain"}, {"thread", "update"},
 	{"thread", "activate"}, {"skill"}, {"skill", "add"}, {"skill", "list"}, {"skill", "show"}, {"skill", "remove"},
 	{"events"}, {"validate"}, {"locks"}, {"lock"}, {"schema"}, {"version"},
@@ -643,7 +645,7 @@ func TestValidate(t *testing.T) {
 	if r.Code != exitFailure || r.Stdout != wantOut || !strings.HasPrefix(r.Stderr, "workspaced: validate: 2 of 7 files invalid") {
 		t.Fatalf("validate of a broken tree:\n%v\nwant stdout:\n%s", r, wantOut)
 	}
-	var rep validateReport
+	var rep service.ValidateReport
 	r = w.Run("validate", "--json", taskJSON)
 	clitest.Decode(t, r.Stdout, &rep)
 	if r.Code != exitFailure || rep.Files != 1 || rep.Invalid != 1 || len(rep.Problems) != 1 ||

@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"log/slog"
 	"net/http"
 	"strings"
 
@@ -31,7 +32,7 @@ type guardFlags struct {
 const guardUsage = `Every listener limits each token to --rate requests a second with bursts
 of --burst (default 50 and 200), each client address without a valid token
 to --address-rate and --address-burst (20 and 200), and each token to
---streams-per-token live event streams (16) and --sessions-per-token MCP
+--streams-per-token live event streams (64) and --sessions-per-token MCP
 sessions (32); over a limit the answer is 429 with Retry-After. Requests
 from a browser page of another origin are refused (403) unless
 --trust-origin names it; behind a reverse proxy, --trust-proxy ADDR makes
@@ -50,7 +51,7 @@ func addGuardFlags(fs *flag.FlagSet, streams bool) *guardFlags {
 		sess:         new(int),
 	}
 	if streams {
-		g.streams = fs.Int("streams-per-token", 0, "live event streams one token may hold open, `N` (default 16)")
+		g.streams = fs.Int("streams-per-token", 0, "live event streams one token may hold open, `N` (default 64)")
 		g.sess = fs.Int("sessions-per-token", 0, "MCP sessions one token may hold open, `N` (default 32)")
 	}
 	fs.Var(&g.origins, "trust-origin", "trust browser pages of `ORIGIN` (https://host[:port]) besides the listener's own (repeatable)")
@@ -89,10 +90,11 @@ func (g *guardFlags) limits(s workspace.HTTPSettings) guard.Limits {
 }
 
 // newGuard is the guard of a listener whose requests identify is asked
-// to name (nil: none carries a token), with its metrics on reg. Its
+// to name (nil: none carries a token), with its metrics on reg and its
+// refusals said to log. Its
 // /mcp answers refusals as JSON-RPC errors; /healthz and /readyz are
 // neither limited nor checked.
-func (g *guardFlags) newGuard(cmd string, s workspace.HTTPSettings, reg prometheus.Registerer, identify func(*http.Request) (string, bool)) (*guard.Guard, *opsmetrics.Guard, error) {
+func (g *guardFlags) newGuard(cmd string, s workspace.HTTPSettings, reg prometheus.Registerer, log *slog.Logger, identify func(*http.Request) (string, bool)) (*guard.Guard, *opsmetrics.Guard, error) {
 	l := g.limits(s)
 	m := opsmetrics.NewGuard(reg, l)
 	gd, err := guard.New(guard.Options{
@@ -104,6 +106,7 @@ func (g *guardFlags) newGuard(cmd string, s workspace.HTTPSettings, reg promethe
 		Open:       []string{opshttp.Health, opshttp.Ready},
 		Reply:      replyRefusal,
 		Observer:   m,
+		Log:        log,
 	})
 	if err != nil {
 		return nil, nil, usageHint(cmd, "%v", err)

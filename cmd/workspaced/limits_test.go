@@ -166,10 +166,18 @@ func TestMCPHTTPFloodProbe(t *testing.T) {
 	if n, err := strconv.Atoi(retry); err != nil || n < 1 {
 		t.Errorf("Retry-After %q", retry)
 	}
+	if !strings.Contains(srv.Log.String(), `msg="http: request refused" limit=token_rate who="token tk_`) {
+		t.Errorf("no log line names the token refused:\n%s", srv.Log)
+	}
 	if !strings.Contains(refusal, `"code":-32023`) || !strings.Contains(refusal, "too many requests with this token") || !strings.Contains(refusal, `"retryAfter":`) {
 		t.Errorf("a refusal: %s", refusal)
 	}
 	t.Logf("one token, %d calls at once: %v", flood, codes)
+	if code, body := clitest.HTTPGet(base + "/metrics"); code != http.StatusOK {
+		t.Fatalf("/metrics: %d", code)
+	} else {
+		promtoolCheckMetrics(t, body)
+	}
 	m := scrape(t, base, "")
 	if got := m[`workspaced_http_refused_total{limit="token_rate"}`]; got != float64(codes[http.StatusTooManyRequests]) {
 		t.Errorf("workspaced_http_refused_total{limit=\"token_rate\"} = %v, want %d", got, codes[http.StatusTooManyRequests])

@@ -29,7 +29,8 @@ remote agents over Streamable HTTP (--http). An MCP client (an LLM agent
 runtime) gets the universal capabilities as tools — env data:
 store_env_data, get_env_data, list_env_data, update_env_data,
 delete_env_data; memory: store_memory, get_memory, list_memory,
-delete_memory; the task's work: get_task, get_task_state, get_plan,
+delete_memory; namespaced memory: put_memory_item, get_memory_item,
+delete_memory_item, search_memory, list_memory_namespaces; the task's work: get_task, get_task_state, get_plan,
 get_subtask, get_output, list_reviews, get_review, write_plan, write_review,
 claim_subtask, signal_done; context: get_delegation_context,
 list_capabilities, skills — and the task's state and env manifest as
@@ -295,7 +296,7 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 	reg := opshttp.NewRegistry()
 	var h *mcpserver.HTTP
 	who := func(r *http.Request) (string, bool) { return h.Who(r) }
-	gd, gm, err := c.guard.newGuard("mcp", w.Settings().HTTP, reg, anyWho(who, secretWho("metrics", metricsToken)))
+	gd, gm, err := c.guard.newGuard("mcp", w.Settings().HTTP, reg, log, anyWho(who, secretWho("metrics", metricsToken)))
 	if err != nil {
 		return err
 	}

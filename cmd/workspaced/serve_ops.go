@@ -163,7 +163,7 @@ func runDaemon(ctx context.Context, cfg daemon.Config, ops *opsFlags, token stri
 		}
 		// The tokens of this listener: the metrics token, the agents'.
 		who := anyWho(secretWho("metrics", token), keeperWho(st))
-		gd, _, err := ops.guard.newGuard("serve", st.Settings().HTTP, reg, who)
+		gd, _, err := ops.guard.newGuard("serve", st.Settings().HTTP, reg, cfg.Logger, who)
 		if err != nil {
 			return err
 		}

@@ -148,7 +148,7 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 		s *web.Server
 	)
 	// The tokens of this listener: the agents', the panel's.
-	gd, gm, err := gf.newGuard("web", st.Settings().HTTP, reg, anyWho(keeperWho(st), func(r *http.Request) (string, bool) { return s.Who(r) }))
+	gd, gm, err := gf.newGuard("web", st.Settings().HTTP, reg, log, anyWho(keeperWho(st), func(r *http.Request) (string, bool) { return s.Who(r) }))
 	if err != nil {
 		return err
 	}
@@ -185,6 +185,7 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 		cfg.API, done = apiHandler(st, token == "", slog.New(slog.NewTextHandler(e.stderr, nil)), nil)
 		defer done()
 	}
+	cfg.ClientOf = gd.Client
 	s, err = web.New(cfg)
 	if err != nil {
 		return err

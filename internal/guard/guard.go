@@ -18,11 +18,13 @@ package guard
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -40,8 +42,9 @@ const (
 	// DefaultAddressBurst is how many of those it may send at once.
 	DefaultAddressBurst = 200
 	// DefaultStreams is how many live event streams one token (or one
-	// address without a token) may hold open at once.
-	DefaultStreams = 16
+	// address without a token) may hold open at once: twice the sessions,
+	// as an MCP client opens a stream for each of its sessions.
+	DefaultStreams = 64
 	// DefaultSessions is how many MCP sessions one token may hold open at
 	// once (of the server's 256).
 	DefaultSessions = 32
@@ -174,6 +177,11 @@ type Options struct {
 	ResourceMetadata string
 	// Observer is told of every refusal; nil: nobody.
 	Observer Observer
+	// Log gets a line for a refusal, with the limit, the token's id or
+	// the address, and the client's address: the first of each key and
+	// limit, then at most one a minute, so that a flood does not flood
+	// the log. Nil: no line.
+	Log *slog.Logger
 	// Now replaces time.Now (tests).
 	Now func() time.Time
 }
@@ -188,11 +196,14 @@ type Guard struct {
 	streams *counts
 	origins *origins
 	proxies *proxies
+
+	mu     sync.Mutex
+	logged map[string]time.Time // key and limit → when a refusal was last logged
 }
 
 // New checks opt and returns a Guard.
 func New(opt Options) (*Guard, error) {
-	g := &Guard{opt: opt, lim: opt.Limits.WithDefaults(), streams: newCounts()}
+	g := &Guard{opt: opt, lim: opt.Limits.WithDefaults(), streams: newCounts(), logged: map[string]time.Time{}}
 	if g.opt.Now == nil {
 		g.opt.Now = time.Now
 	}
@@ -214,6 +225,11 @@ func New(opt Options) (*Guard, error) {
 // Limits are the limits in force.
 func (g *Guard) Limits() Limits { return g.lim }
 
+// Client is the address r's client is counted under: its remote address
+// or, from a trusted proxy, the client X-Forwarded-For names (an IPv6
+// address as its /64). The panel counts its failed logins by it.
+func (g *Guard) Client(r *http.Request) string { return g.proxies.client(r) }
+
 // Wrap guards next: each request not Open is checked for its Origin,
 // counted against its token or its address, and, when it opens a live
 // stream, holds one of its streams until it ends; a 401 of next carries
@@ -225,17 +241,17 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 			return
 		}
 		if f := g.checkOrigin(r); f != nil {
-			g.refuse(w, r, f)
+			g.refuse(w, r, "address "+g.proxies.client(r), f)
 			return
 		}
 		key, f := g.take(r)
 		if f != nil {
-			g.refuse(w, r, f)
+			g.refuse(w, r, key, f)
 			return
 		}
 		if isStream(r) {
 			if !g.streams.acquire(key, g.lim.Streams) {
-				g.refuse(w, r, &Refusal{Status: http.StatusTooManyRequests, Limit: LimitStreams, RetryAfter: 30 * time.Second,
+				g.refuse(w, r, key, &Refusal{Status: http.StatusTooManyRequests, Limit: LimitStreams, RetryAfter: 30 * time.Second,
 					Msg:  fmt.Sprintf("too many live streams: %d are open for this %s, the most it may hold", g.lim.Streams, keyKind(key)),
 					Hint: "close a stream you no longer read before opening another"})
 				return
@@ -280,11 +296,30 @@ func keyKind(key string) string {
 	return "address"
 }
 
-func (g *Guard) refuse(w http.ResponseWriter, r *http.Request, f *Refusal) {
+func (g *Guard) refuse(w http.ResponseWriter, r *http.Request, key string, f *Refusal) {
 	if g.opt.Observer != nil {
 		g.opt.Observer.Refused(f.Limit)
 	}
+	if g.opt.Log != nil && g.firstIn(key+" "+f.Limit, time.Minute) {
+		g.opt.Log.Warn("http: request refused", "limit", f.Limit, "who", key, "remote", r.RemoteAddr, "path", r.URL.Path, "reason", f.Msg)
+	}
 	g.opt.Reply(w, r, f)
+}
+
+// firstIn reports whether nothing was logged under k for d; the map is
+// emptied when it holds maxKeys, which only a flood of keys does.
+func (g *Guard) firstIn(k string, d time.Duration) bool {
+	now := g.opt.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if last, ok := g.logged[k]; ok && now.Sub(last) < d {
+		return false
+	}
+	if len(g.logged) >= maxKeys {
+		clear(g.logged)
+	}
+	g.logged[k] = now
+	return true
 }
 
 // isStream reports whether r opens a live event stream: a GET asking for

@@ -3,6 +3,7 @@ package guard
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -48,6 +49,24 @@ func (r *refusals) get(limit string) int {
 	return r.n[limit]
 }
 
+// syncBuf is a log written from the requests' goroutines.
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 // tokenIdentify takes "Bearer good-X" as the valid token X.
 func tokenIdentify(r *http.Request) (string, bool) {
 	t, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer good-")
@@ -55,6 +74,7 @@ func tokenIdentify(r *http.Request) (string, bool) {
 }
 
 type fixture struct {
+	log   *syncBuf
 	srv   *httptest.Server
 	clk   *clock
 	obs   *refusals
@@ -65,7 +85,8 @@ type fixture struct {
 func newFixture(t *testing.T, opt Options) *fixture {
 	t.Helper()
 	f := &fixture{clk: &clock{t: time.Unix(1_700_000_000, 0)}, obs: &refusals{n: map[string]int{}}, block: make(chan struct{})}
-	opt.Now, opt.Observer = f.clk.now, f.obs
+	f.log = &syncBuf{}
+	opt.Now, opt.Observer, opt.Log = f.clk.now, f.obs, slog.New(slog.NewTextHandler(f.log, nil))
 	if opt.Identify == nil {
 		opt.Identify = tokenIdentify
 	}
@@ -155,6 +176,16 @@ func TestTokenRate(t *testing.T) {
 	}
 	if n := f.obs.get(LimitRate); n != 5 {
 		t.Errorf("%d refusals observed, want 5", n)
+	}
+	// One line for the runaway's refusals of the first second, one for
+	// those of the next minute.
+	if got := strings.Count(f.log.String(), "limit=token_rate who=\"token runaway\""); got != 1 {
+		t.Errorf("%d log lines for the runaway's refusals, want 1:\n%s", got, f.log)
+	}
+	f.clk.add(time.Minute)
+	f.burstOf(t, 200, runaway)
+	if got := strings.Count(f.log.String(), "limit=token_rate"); got != 2 {
+		t.Errorf("%d log lines after a minute more, want 2:\n%s", got, f.log)
 	}
 }
 
