@@ -63,6 +63,10 @@ type HTTPOptions struct {
 	// Observer, if set, is told of every tool call and refusal, for
 	// metrics.
 	Observer Observer
+	// WatchEvery is how often the grants are read to end the sessions of
+	// tokens revoked, expired or rotated past their overlap; 0 means
+	// tokens.DefaultWatchEvery.
+	WatchEvery time.Duration
 }
 
 // HTTP serves the workspace's MCP tools over the Streamable HTTP
@@ -84,7 +88,8 @@ type HTTP struct {
 	log   *slog.Logger
 	host  *host // one MCP server, shared by every session
 	sdk   *mcp.StreamableHTTPHandler
-	inner http.Handler // sdk behind the bearer-token check
+	inner http.Handler  // sdk behind the bearer-token check
+	watch *tokens.Watch // ends the sessions of ended tokens, writes last uses
 
 	mu       sync.Mutex
 	sessions int // opened and not yet closed, reserved ones included
@@ -116,6 +121,7 @@ func NewHTTP(w workspace.Store, toks tokens.Keeper, opt HTTPOptions) (*HTTP, err
 	if h.log == nil {
 		h.log = slog.Default()
 	}
+	h.watch = tokens.NewWatch(store, opt.WatchEvery, h.log)
 	h.host = newHost(opt.Version, nil)
 	h.host.obs = opt.Observer
 	h.sdk = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return h.host.mcp }, &mcp.StreamableHTTPOptions{
@@ -132,6 +138,10 @@ func (h *HTTP) Sessions() int {
 	defer h.mu.Unlock()
 	return h.sessions
 }
+
+// Close stops following the grants, writing the last uses of tokens not
+// yet written. The sessions open stay open.
+func (h *HTTP) Close() { h.watch.Close() }
 
 // MaxBodyBytes is the bound on a request body.
 func (h *HTTP) MaxBodyBytes() int64 { return h.opt.MaxBodyBytes }
@@ -170,11 +180,17 @@ func (h *HTTP) verify(_ context.Context, token string, r *http.Request) (*auth.T
 		h.opt.Observer.Refused(RefusalUnknownToken)
 		return nil, fmt.Errorf("%w: unknown or revoked token", auth.ErrInvalidToken)
 	}
+	if errors.Is(err, tokens.ErrExpired) {
+		h.log.Warn("mcp http: request refused", "agent", "-", "remote", r.RemoteAddr, "reason", err.Error())
+		h.opt.Observer.Refused(RefusalExpiredToken)
+		return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
+	}
 	if err != nil {
 		h.log.Error("mcp http: request refused: the agents file cannot be trusted", "remote", r.RemoteAddr, "reason", err.Error())
 		h.opt.Observer.Refused(RefusalAgentsFile)
 		return nil, errors.New("the server's agents file cannot be trusted: its operator sees why in the log")
 	}
+	h.watch.Used(g, h.store.Now())
 	return &auth.TokenInfo{UserID: g.ID(), Extra: map[string]any{"grant": g}}, nil
 }
 
@@ -254,11 +270,17 @@ func (h *HTTP) serve(rw http.ResponseWriter, r *http.Request) {
 	// it binds every call of the session to s.
 	h.sdk.ServeHTTP(rw, r.WithContext(withSession(r.Context(), s)))
 	// The session lives on once initialised; it is counted until it
-	// closes (the client ends it, or it stays idle past the timeout).
+	// closes (the client ends it, it stays idle past the timeout, or its
+	// token ends: closing it ends its streams too).
 	if ss := h.opened(rw.Header().Get("Mcp-Session-Id")); ss != nil {
-		h.log.Info("mcp http: session opened", "agent", g.Agent, "task", s.task, "thread", s.thread, "session", ss.ID(), "remote", r.RemoteAddr)
+		h.log.Info("mcp http: session opened", "agent", g.Agent, "task", s.task, "thread", s.thread, "session", ss.ID(), "token", g.ID(), "remote", r.RemoteAddr)
+		unhold := h.watch.Hold(g.ID(), func() {
+			h.log.Info("mcp http: session ended: its token was revoked, expired or rotated", "agent", g.Agent, "session", ss.ID(), "token", g.ID())
+			ss.Close()
+		})
 		go func() {
 			ss.Wait()
+			unhold()
 			h.release()
 			h.log.Info("mcp http: session closed", "agent", g.Agent, "session", ss.ID())
 		}()

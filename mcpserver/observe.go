@@ -23,6 +23,7 @@ const (
 	RefusalBodyTooLarge    = "body_too_large"
 	RefusalNoToken         = "no_token"
 	RefusalUnknownToken    = "unknown_token"
+	RefusalExpiredToken    = "expired_token"
 	RefusalAgentsFile      = "agents_file_untrusted"
 	RefusalOtherAgent      = "other_agent"
 	RefusalNoTask          = "no_task"

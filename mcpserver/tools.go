@@ -292,7 +292,7 @@ func (s *Server) updateEnv(ctx context.Context, req *mcp.CallToolRequest, in upd
 }
 
 func (s *Server) deleteEnv(ctx context.Context, _ *mcp.CallToolRequest, in keyInput) (string, error) {
-	if err := s.w.DeleteEntry(ctx, s.envScope(), in.Key, s.agent); err != nil {
+	if err := s.w.DeleteEntry(ctx, s.envScope(), workspace.DeleteRequest{Key: in.Key, Agent: s.agent}); err != nil {
 		return "", redirect(err, workspace.ErrNotFound, "call "+ToolListEnvData+" to see which keys exist")
 	}
 	return fmt.Sprintf("Deleted '%s' from environment data.", in.Key), nil
@@ -367,7 +367,7 @@ func (s *Server) deleteMemory(ctx context.Context, _ *mcp.CallToolRequest, in me
 	if err != nil {
 		return "", err
 	}
-	if err := s.w.DeleteEntry(ctx, sc, in.Key, s.agent); err != nil {
+	if err := s.w.DeleteEntry(ctx, sc, workspace.DeleteRequest{Key: in.Key, Agent: s.agent}); err != nil {
 		return "", redirect(err, workspace.ErrNotFound, memoryMissing(in.Scope))
 	}
 	return fmt.Sprintf("Deleted '%s' from %s.", in.Key, where), nil

@@ -7,6 +7,7 @@ import (
 	"path"
 	"time"
 
+	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -184,4 +185,35 @@ func drop(ctx context.Context, st workspace.Store, taskID string, opt DeliverOpt
 	}
 	d.Outcome, err = Await(ctx, src, taskID, m, d.After, serving, opt.Wait)
 	return d, err
+}
+
+// BeforeMarker checks, before a marker of task taskID is dropped, what
+// makes dropping it or waiting for its verdict pointless: a task that is
+// finished (the daemon takes nothing more for it, and no longer watches
+// it: ErrConflict) and, with wait, no daemon serving (ErrNotServing,
+// nothing dropped). op names the operation in the error.
+func BeforeMarker(ctx context.Context, st workspace.Store, op, taskID string, wait bool) error {
+	s, err := st.ReadState(ctx, taskID)
+	if err == nil && vocab.Finished(s.Status) {
+		return &workspace.Error{Kind: workspace.ErrConflict, Op: op, Msg: fmt.Sprintf("task %s is %s: the daemon takes nothing more for it", taskID, s.Status),
+			Hint: "a finished task stays finished; start a new task for more work"}
+	}
+	// A task the daemon has not seen yet, or a corrupt state.json (the
+	// daemon repairs it), still takes the marker.
+	if !wait {
+		return nil
+	}
+	src, err := Verdicts(op+" --wait", st)
+	if err != nil {
+		return err
+	}
+	serving, err := src.Serving()
+	if err != nil {
+		return err
+	}
+	if !serving {
+		return &workspace.Error{Kind: workspace.ErrNotServing, Op: op, Msg: "no daemon serves " + src.Where() + ", so no verdict would come; nothing was dropped",
+			Hint: "start the daemon (workspaced serve), or drop the marker without waiting: the daemon takes it when it starts"}
+	}
+	return nil
 }

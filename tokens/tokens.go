@@ -63,10 +63,13 @@ const (
 	RightDone   = "done"   // signal_done: finish a subtask (or cancel the task)
 	RightPlan   = "plan"   // write_plan
 	RightReview = "review" // write_review
+	// RightPanel lets a person log in to the panel with the token: the
+	// panel's actions are then recorded in the audit as the token's agent.
+	RightPanel = "panel"
 )
 
 // Rights lists every right, in the order they are shown.
-func Rights() []string { return []string{RightClaim, RightDone, RightPlan, RightReview} }
+func Rights() []string { return []string{RightClaim, RightDone, RightPlan, RightReview, RightPanel} }
 
 // Global memory access a grant may hold. Its own agent memory and the
 // session memory of the thread it works in are every agent's.
@@ -94,6 +97,15 @@ type Grant struct {
 	Note string `json:"note,omitempty"`
 	// CreatedAt is when it was added.
 	CreatedAt time.Time `json:"created_at"`
+	// ExpiresAt, when set, is when the token stops being accepted: the
+	// expiry it was added with, or the end of the overlap of a rotation.
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	// RotatedTo is the id of the token that replaced this one (token
+	// rotate); this one lives on until ExpiresAt, the overlap.
+	RotatedTo string `json:"rotated_to,omitempty"`
+	// LastUsedAt is when a server last accepted the token, to the
+	// minute (UsageEvery): servers write it at most that often.
+	LastUsedAt time.Time `json:"last_used_at,omitzero"`
 }
 
 // ID names a token in listings and revocations: "tk_" and the first 12
@@ -206,7 +218,20 @@ func (g Grant) Check() error {
 			return fmt.Errorf("agent %s: unknown right %q (the rights are %s)", g.Agent, r, strings.Join(Rights(), ", "))
 		}
 	}
+	if g.RotatedTo != "" && !isID(g.RotatedTo) {
+		return fmt.Errorf("agent %s: rotated_to %q is not a token id (tk_ and 12 hexadecimal digits)", g.Agent, g.RotatedTo)
+	}
 	return nil
+}
+
+// isID reports whether s is a token id as Grant.ID makes them.
+func isID(s string) bool {
+	h, ok := strings.CutPrefix(s, "tk_")
+	if !ok || len(h) != 12 || strings.ToLower(h) != h {
+		return false
+	}
+	_, err := hex.DecodeString(h)
+	return err == nil
 }
 
 // Hash is the hex SHA-256 of a token, as the agents file stores it.
@@ -346,7 +371,7 @@ func (s *Store) Lookup(token string) (Grant, error) {
 	if !ok {
 		return Grant{}, ErrUnknown
 	}
-	return g, nil
+	return Live(g, s.Now())
 }
 
 // current is the agents file as it is now on disk: one lstat, and a read
@@ -426,58 +451,4 @@ func Update(ctx context.Context, w Dir, holder string, change func(*FileDoc) err
 		return fmt.Errorf("create config: %w", err)
 	}
 	return atomicfile.WriteFile(w.Root(), File, data, 0o600)
-}
-
-// Add makes a token for g (its SHA256 and CreatedAt are filled in), adds
-// it to the grants k keeps and returns the token — the only time it is
-// ever seen — with the grant as stored.
-func Add(ctx context.Context, k Keeper, g Grant) (string, Grant, error) {
-	tok, err := New()
-	if err != nil {
-		return "", Grant{}, err
-	}
-	g.SHA256 = Hash(tok)
-	g.CreatedAt = k.Now()
-	if g.GlobalMemory == "" {
-		g.GlobalMemory = GlobalNone
-	}
-	if err := g.Check(); err != nil {
-		return "", Grant{}, &workspace.Error{Kind: workspace.ErrInvalid, Op: "add token", Err: err}
-	}
-	err = k.Update(ctx, "token", func(d *FileDoc) error {
-		d.Tokens = append(d.Tokens, g)
-		return nil
-	})
-	if err != nil {
-		return "", Grant{}, err
-	}
-	return tok, g, nil
-}
-
-// Revoke removes the tokens whose ID is id (when id is not "") or whose
-// agent is agent (when agent is not ""), and returns the grants removed.
-// Nothing matching is ErrNotFound.
-func Revoke(ctx context.Context, k Keeper, id, agent string) ([]Grant, error) {
-	var gone []Grant
-	err := k.Update(ctx, "token", func(d *FileDoc) error {
-		keep := d.Tokens[:0:0]
-		for _, g := range d.Tokens {
-			if (id != "" && g.ID() == id) || (agent != "" && g.Agent == agent) {
-				gone = append(gone, g)
-				continue
-			}
-			keep = append(keep, g)
-		}
-		if len(gone) == 0 {
-			what := "token " + id
-			if id == "" {
-				what = "tokens of agent " + agent
-			}
-			return &workspace.Error{Kind: workspace.ErrNotFound, Op: "revoke " + what, Msg: "no such token",
-				Hint: "list the tokens to see their ids and agents"}
-		}
-		d.Tokens = keep
-		return nil
-	})
-	return gone, err
 }

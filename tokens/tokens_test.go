@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/workspaced/workspaced/tokens"
+	"github.com/workspaced/workspaced/tokens/tokenstest"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/files"
 )
@@ -257,3 +258,7 @@ func TestConcurrentAdds(t *testing.T) {
 		t.Fatalf("a grant without tasks: %v", err)
 	}
 }
+
+// TestLifecycle: expiry, rotation, last use and the watch on the agents
+// file.
+func TestLifecycle(t *testing.T) { tokenstest.Lifecycle(t, tokens.Tree(newWS(t))) }

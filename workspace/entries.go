@@ -103,6 +103,19 @@ type StoreRequest struct {
 	Description string
 	Value       json.RawMessage
 	Agent       string
+	// IfAbsent makes the store a create only: it fails with ErrConflict,
+	// changing nothing, when the key exists.
+	IfAbsent bool
+}
+
+// DeleteRequest removes an entry.
+type DeleteRequest struct {
+	Key   string
+	Agent string
+	// IfVersion, when > 0, makes the delete a compare-and-delete: it
+	// fails with ErrConflict, changing nothing, unless the stored version
+	// equals it.
+	IfVersion int
 }
 
 // UpdateRequest changes an existing entry. Nil fields are kept.
@@ -130,7 +143,7 @@ type Entries interface {
 	GetEntry(ctx context.Context, s Scope, key string) (Entry, error)
 	ListEntries(ctx context.Context, s Scope) ([]ManifestItem, error)
 	UpdateEntry(ctx context.Context, s Scope, req UpdateRequest) (Result, error)
-	DeleteEntry(ctx context.Context, s Scope, key, agent string) error
+	DeleteEntry(ctx context.Context, s Scope, req DeleteRequest) error
 }
 
 // Skipped names a file a listing passed over and why.

@@ -29,8 +29,9 @@ import (
 //     reviewed_at then id, skills by name, backups newest first, events
 //     in append order.
 //   - Entry versions start at 1 and grow by one on every write; an
-//     UpdateRequest whose IfVersion no longer matches is ErrConflict and
-//     changes nothing.
+//     UpdateRequest or DeleteRequest whose IfVersion no longer matches,
+//     and a StoreRequest with IfAbsent of a key that exists, are
+//     ErrConflict and change nothing.
 //   - Markers are requests: WriteClaim and WriteDone only record them.
 //     State changes when the store's single writer (the daemon) applies
 //     them, exactly once, in the order they were taken; the first claim

@@ -530,7 +530,7 @@ func entryDelete(ctx context.Context, e *env, f *entryFlags) error {
 		return err
 	}
 	defer w.Close()
-	if err := w.DeleteEntry(ctx, s, f.key, agentOr(f.agent, "cli")); err != nil {
+	if err := w.DeleteEntry(ctx, s, workspace.DeleteRequest{Key: f.key, Agent: agentOr(f.agent, "cli")}); err != nil {
 		return err
 	}
 	if f.json {

@@ -35,7 +35,7 @@ func hintFor(err error) string {
 	case errors.Is(err, service.ErrUnsafeFilesystem):
 		return "put the root on a local filesystem, or serve without --strict (it then only warns)"
 	case errors.As(err, &invalid):
-		return schemaHint(invalid)
+		return service.SchemaHint(invalid)
 	case errors.As(err, &syntax):
 		return fmt.Sprintf("the file must hold one JSON document; look at line %d, column %d", syntax.Line, syntax.Column)
 	case errors.Is(err, syscall.ENOTDIR):
@@ -45,25 +45,6 @@ func hintFor(err error) string {
 	// open-files limit get workspace.FaultHint's line, in the CLI and the
 	// MCP tools alike (see report).
 	return ""
-}
-
-// schemaHint says which field of a schema-invalid document is at fault
-// and what is allowed there, and where the whole schema is.
-func schemaHint(e *schemas.Error) string {
-	p := e.Problems[0]
-	where := p.Pointer
-	if where == "" {
-		where = "the top level"
-	}
-	fix := "fix " + where
-	if p.Rule == "required" {
-		fix = "add the missing field to " + where
-	}
-	more := ""
-	if n := len(e.Problems); n > 1 {
-		more = fmt.Sprintf(" (and %d more problems above)", n-1)
-	}
-	return fmt.Sprintf("%s: %s%s; 'workspaced schema %s' shows every field and what it allows", fix, p.Message, more, e.Kind)
 }
 
 // inputError is a --file or --value-file that cannot be read, with the

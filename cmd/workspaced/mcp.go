@@ -235,6 +235,7 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 	if err != nil {
 		return err
 	}
+	defer h.Close()
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", c.addr, err)

@@ -267,7 +267,7 @@ func TestTokenCommand(t *testing.T) {
 	w.Fails(exitUsage, `unknown right "admin"`, "token", "add", "--agent", "a", "--task", "t1", "--may", "admin")
 	w.Fails(exitUsage, "--global-memory must be none, read or write", "token", "add", "--agent", "a", "--task", "t1", "--global-memory", "all")
 	w.Fails(exitFailure, `agent "a/b"`, "token", "add", "--agent", "a/b", "--task", "t1")
-	w.Fails(exitUsage, "give --id ID or --agent A", "token", "revoke")
+	w.Fails(exitUsage, "give one of --id ID, --agent A or --ended", "token", "revoke")
 	w.Fails(exitNotFound, "no such token", "token", "revoke", "--id", "tk_000000000000")
 	if out := w.Ok("token", "revoke", "--id", items[0].ID); !strings.Contains(out, "revoked "+items[0].ID+" (agent planner)") {
 		t.Fatalf("revoke: %s", out)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/service"
-	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -94,38 +93,9 @@ func (f waitFlag) options() service.DeliverOptions {
 }
 
 // beforeMarker checks, before a marker is dropped, what makes waiting for
-// its verdict pointless or impossible: a task that is finished (the
-// daemon refuses anything there, and no longer watches it) and, with
-// --wait, no daemon serving.
+// its verdict pointless or impossible (service.BeforeMarker).
 func beforeMarker(ctx context.Context, w workspace.Store, op, taskID string, wait bool) error {
-	st, err := w.ReadState(ctx, taskID)
-	switch {
-	case err == nil:
-		if vocab.Finished(st.Status) {
-			return &workspace.Error{Kind: workspace.ErrConflict, Op: op, Msg: fmt.Sprintf("task %s is %s: the daemon takes nothing more for it", taskID, st.Status),
-				Hint: "a finished task stays finished; start a new task for more work"}
-		}
-	case errors.Is(err, workspace.ErrNotFound):
-	default:
-		// The daemon repairs a corrupt state.json; the marker is still
-		// worth dropping.
-	}
-	if !wait {
-		return nil
-	}
-	src, err := verdictSource(op, w)
-	if err != nil {
-		return err
-	}
-	serving, err := src.Serving()
-	if err != nil {
-		return err
-	}
-	if !serving {
-		return &workspace.Error{Kind: workspace.ErrNotServing, Op: op, Msg: "no daemon serves " + src.Where() + ", so no verdict would come; nothing was dropped",
-			Hint: "start the daemon (workspaced serve), or drop the marker without --wait: the daemon takes it when it starts"}
-	}
-	return nil
+	return service.BeforeMarker(ctx, w, op, taskID, wait)
 }
 
 // verdictSource is where the verdicts of w's markers are read: the store

@@ -117,6 +117,7 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
+		defer h.Close()
 		cfg.MCP = h
 	}
 	s, err := web.New(cfg)

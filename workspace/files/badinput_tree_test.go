@@ -78,7 +78,7 @@ func TestSymlinkedScopeDirStaysInside(t *testing.T) {
 			_, err := w.UpdateEntry(ctx, sc, workspace.UpdateRequest{Key: "k", Value: json.RawMessage(`2`), Agent: "a"})
 			return err
 		},
-		"delete": func() error { return w.DeleteEntry(ctx, sc, "k", "a") },
+		"delete": func() error { return w.DeleteEntry(ctx, sc, workspace.DeleteRequest{Key: "k", Agent: "a"}) },
 		"get": func() error {
 			_, err := w.GetEntry(ctx, sc, "k")
 			return err

@@ -86,6 +86,13 @@ func (w *Store) StoreEntry(ctx context.Context, s workspace.Scope, req workspace
 	now := w.Now()
 	e := workspace.Entry{Key: req.Key, ShortDescription: req.Description, StoredBy: req.Agent, CreatedAt: now, UpdatedAt: now, Version: 1, Value: req.Value}
 	old, err := w.readEntryIn(d, base, name)
+	if req.IfAbsent && !errors.Is(err, workspace.ErrNotFound) {
+		if err == nil || errors.Is(err, workspace.ErrInvalid) {
+			return workspace.Result{}, &workspace.Error{Kind: workspace.ErrConflict, Op: fmt.Sprintf("create %s %q", s.Label(), req.Key),
+				Msg: fmt.Sprintf("the key exists (version %d)", old.Version), Hint: "read it (get), or store it without create-only to replace it"}
+		}
+		return workspace.Result{}, err
+	}
 	switch {
 	case err == nil:
 		e.CreatedAt = old.CreatedAt
@@ -182,8 +189,10 @@ func (w *Store) UpdateEntry(ctx context.Context, s workspace.Scope, req workspac
 	return workspace.Result{Entry: e, Warnings: warns}, nil
 }
 
-// DeleteEntry removes a key under its lock; a missing key is ErrNotFound.
-func (w *Store) DeleteEntry(ctx context.Context, s workspace.Scope, key, agent string) error {
+// DeleteEntry removes a key under its lock; a missing key is ErrNotFound,
+// a stale IfVersion ErrConflict.
+func (w *Store) DeleteEntry(ctx context.Context, s workspace.Scope, req workspace.DeleteRequest) error {
+	key, agent := req.Key, req.Agent
 	dir, name, err := w.entryPath(s, key)
 	if err != nil {
 		return err
@@ -205,6 +214,19 @@ func (w *Store) DeleteEntry(ctx context.Context, s workspace.Scope, key, agent s
 		return err
 	}
 	defer l.Release()
+	if req.IfVersion > 0 {
+		e, err := w.readEntryIn(d, base, name)
+		if errors.Is(err, workspace.ErrNotFound) {
+			return workspace.NotFoundf(fmt.Sprintf("delete %s %q", s.Label(), key), s.ListHint(), "no such key")
+		}
+		if err != nil {
+			return err
+		}
+		if e.Version != req.IfVersion {
+			return &workspace.Error{Kind: workspace.ErrConflict, Op: fmt.Sprintf("delete %s %q", s.Label(), key),
+				Msg: fmt.Sprintf("version is %d, not %d", e.Version, req.IfVersion), Hint: "read it again (get) and decide from what it holds now"}
+		}
+	}
 	if err := d.Remove(base); err != nil {
 		if isNotExist(err) {
 			return workspace.NotFoundf(fmt.Sprintf("delete %s %q", s.Label(), key), s.ListHint(), "no such key")

@@ -117,13 +117,13 @@ func TestEntryLifecycleAllScopes(t *testing.T) {
 				t.Errorf("manifest item = %+v (file size %d)", items[0], st.Size())
 			}
 
-			if err := w.DeleteEntry(ctx, sc, "arc_task", "solver"); err != nil {
+			if err := w.DeleteEntry(ctx, sc, workspace.DeleteRequest{Key: "arc_task", Agent: "solver"}); err != nil {
 				t.Fatalf("delete: %v", err)
 			}
 			if _, err := w.GetEntry(ctx, sc, "arc_task"); !errors.Is(err, workspace.ErrNotFound) {
 				t.Errorf("get after delete: err = %v, want ErrNotFound", err)
 			}
-			if err := w.DeleteEntry(ctx, sc, "arc_task", "solver"); !errors.Is(err, workspace.ErrNotFound) {
+			if err := w.DeleteEntry(ctx, sc, workspace.DeleteRequest{Key: "arc_task", Agent: "solver"}); !errors.Is(err, workspace.ErrNotFound) {
 				t.Errorf("delete missing: err = %v, want ErrNotFound", err)
 			}
 			if got := workspace.HintOf(err); false && got == "" {
@@ -169,7 +169,7 @@ func TestEntryEvents(t *testing.T) {
 	if _, err := w.UpdateEntry(ctx, sc, workspace.UpdateRequest{Key: "k", Value: json.RawMessage(`2`), Agent: "solver"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.DeleteEntry(ctx, sc, "k", "solver"); err != nil {
+	if err := w.DeleteEntry(ctx, sc, workspace.DeleteRequest{Key: "k", Agent: "solver"}); err != nil {
 		t.Fatal(err)
 	}
 	evs, bad, err := w.ReadEvents(ctx, "t1")

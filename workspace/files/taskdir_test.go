@@ -148,7 +148,7 @@ func TestSymlinkedTaskRefused(t *testing.T) {
 			_, err := w.UpdateEntry(ctx, env, workspace.UpdateRequest{Key: "k", Description: &desc, Agent: "a"})
 			return err
 		}},
-		{"DeleteEntry", func() error { return w.DeleteEntry(ctx, env, "k", "a") }},
+		{"DeleteEntry", func() error { return w.DeleteEntry(ctx, env, workspace.DeleteRequest{Key: "k", Agent: "a"}) }},
 		{"ListEntries", func() error { _, err := w.ListEntries(ctx, env); return err }},
 		{"NewThread", func() error {
 			_, err := w.NewThread(ctx, workspace.NewThreadRequest{TaskID: "alias", ID: "th2", From: "a", To: "b", Message: "m"})

@@ -44,7 +44,7 @@ func TestSystemContextMemory(t *testing.T) {
 		none  bool     // no memory section at all
 	}{
 		{name: "memory-empty", agent: "observer", setup: func(t *testing.T, w *files.Store) {
-			if err := w.DeleteEntry(ctx, workspace.Scope{Kind: workspace.ScopeGlobal}, "house_style", "test"); err != nil {
+			if err := w.DeleteEntry(ctx, workspace.Scope{Kind: workspace.ScopeGlobal}, workspace.DeleteRequest{Key: "house_style", Agent: "test"}); err != nil {
 				t.Fatal(err)
 			}
 		}, want: []string{"You have no memory entries yet, and there is no global memory."}},

@@ -91,7 +91,7 @@ func TestEntriesErrors(t *testing.T) {
 	if _, err := s.UpdateEntry(ctx, sc, workspace.UpdateRequest{Key: "k", Value: json.RawMessage(`1`), Agent: "a"}); !errors.Is(err, workspace.ErrNotFound) {
 		t.Fatalf("update missing: %v", err)
 	}
-	if err := s.DeleteEntry(ctx, sc, "k", "a"); !errors.Is(err, workspace.ErrNotFound) {
+	if err := s.DeleteEntry(ctx, sc, workspace.DeleteRequest{Key: "k", Agent: "a"}); !errors.Is(err, workspace.ErrNotFound) {
 		t.Fatalf("delete missing: %v", err)
 	}
 	if _, err := s.StoreEntry(ctx, sc, workspace.StoreRequest{Key: "k", Value: json.RawMessage(`1`), Agent: "a"}); err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/workspaced/workspaced/tokens"
+	"github.com/workspaced/workspaced/tokens/tokenstest"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -64,4 +65,11 @@ func TestTokensKeeper(t *testing.T) {
 	if list, _ := k.List(ctx); len(list) != 8 {
 		t.Fatalf("%d grants after a refused update, want 8", len(list))
 	}
+}
+
+// TestTokensLifecycle: expiry, rotation, last use and the watch, as on
+// the agents file.
+func TestTokensLifecycle(t *testing.T) {
+	s, _ := newStore(t)
+	tokenstest.Lifecycle(t, s.Tokens())
 }

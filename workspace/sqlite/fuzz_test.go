@@ -111,7 +111,7 @@ func FuzzEntry(f *testing.F) {
 		if err != nil || e.Key != key || e.ShortDescription != desc || string(e.Value) != value || e.Version != r.Entry.Version {
 			t.Fatalf("stored %q %q %q, read back %q %q %q (v%d, want v%d), %v", key, desc, value, e.Key, e.ShortDescription, e.Value, e.Version, r.Entry.Version, err)
 		}
-		if err := s.DeleteEntry(ctx, sc, key, "a"); err != nil {
+		if err := s.DeleteEntry(ctx, sc, workspace.DeleteRequest{Key: key, Agent: "a"}); err != nil {
 			t.Fatalf("delete %q: %v", key, err)
 		}
 	})

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/workspaced/workspaced/tokens"
+	"github.com/workspaced/workspaced/tokens/tokenstest"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -88,4 +89,11 @@ func TestTokensKeeper(t *testing.T) {
 	if _, err := k.List(ctx); err == nil {
 		t.Error("List over a row that does not parse succeeded")
 	}
+}
+
+// TestTokensLifecycle: expiry, rotation, last use and the watch, as on
+// the agents file.
+func TestTokensLifecycle(t *testing.T) {
+	s, _ := newStore(t)
+	tokenstest.Lifecycle(t, s.Tokens())
 }

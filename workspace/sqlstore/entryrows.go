@@ -36,12 +36,43 @@ func (s *Store) StoreEntry(ctx context.Context, sc workspace.Scope, req workspac
 		return workspace.Result{}, err
 	}
 	t := Now()
+	if req.IfAbsent {
+		return s.createEntry(ctx, sc, own, task, req, warns, t)
+	}
 	created, version, err := s.d.PutEntry(ctx, EntryPut{Scope: sc, Owner: own, Task: task, Req: req, At: t})
 	if err != nil {
 		return workspace.Result{}, ReadErr(fmt.Sprintf("store %s %q", Label(sc), req.Key), err)
 	}
 	e := workspace.Entry{Key: req.Key, ShortDescription: req.Description, StoredBy: req.Agent, CreatedAt: created.UTC(),
 		UpdatedAt: t, Version: version, Value: req.Value}
+	return workspace.Result{Entry: e, Warnings: warns}, nil
+}
+
+// createEntry stores an entry that must not exist yet (IfAbsent): the
+// insert takes the key or changes nothing, in one write with its event.
+func (s *Store) createEntry(ctx context.Context, sc workspace.Scope, own, task string, req workspace.StoreRequest, warns []string, t time.Time) (workspace.Result, error) {
+	err := s.d.Write(ctx, func(tx Executor) error {
+		if err := RequireOwner(ctx, tx, task); err != nil {
+			return err
+		}
+		n, err := tx.Exec(ctx, `INSERT INTO entries (scope, owner, key, short_description, stored_by, created_at, updated_at, version, size, value)
+			VALUES ($1, $2, $3, $4, $5, $6, $6, 1, $7, $8) ON CONFLICT (scope, owner, key) DO NOTHING`,
+			string(sc.Kind), own, req.Key, req.Description, req.Agent, s.dl.Time(t), len(req.Value), string(req.Value))
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			var v int
+			_ = tx.QueryRow(ctx, "SELECT version FROM entries WHERE scope = $1 AND owner = $2 AND key = $3", string(sc.Kind), own, req.Key).Scan(&v)
+			return &workspace.Error{Kind: workspace.ErrConflict, Op: fmt.Sprintf("create %s %q", Label(sc), req.Key),
+				Msg: fmt.Sprintf("the key exists (version %d)", v), Hint: "read it (get), or store it without create-only to replace it"}
+		}
+		return s.EntryEvent(ctx, tx, sc, "stored", req.Key, req.Agent, 1, t)
+	})
+	if err != nil {
+		return workspace.Result{}, err
+	}
+	e := workspace.Entry{Key: req.Key, ShortDescription: req.Description, StoredBy: req.Agent, CreatedAt: t, UpdatedAt: t, Version: 1, Value: req.Value}
 	return workspace.Result{Entry: e, Warnings: warns}, nil
 }
 
@@ -174,8 +205,10 @@ func (s *Store) UpdateEntry(ctx context.Context, sc workspace.Scope, req workspa
 	return workspace.Result{Entry: e, Warnings: warns}, nil
 }
 
-// DeleteEntry removes a key; a missing key is ErrNotFound.
-func (s *Store) DeleteEntry(ctx context.Context, sc workspace.Scope, key, agent string) error {
+// DeleteEntry removes a key; a missing key is ErrNotFound, a stale
+// IfVersion ErrConflict.
+func (s *Store) DeleteEntry(ctx context.Context, sc workspace.Scope, req workspace.DeleteRequest) error {
+	key, agent := req.Key, req.Agent
 	own, task, err := CheckDelete(sc, key, agent)
 	if err != nil {
 		return err
@@ -184,9 +217,17 @@ func (s *Store) DeleteEntry(ctx context.Context, sc workspace.Scope, key, agent 
 		if err := RequireOwner(ctx, tx, task); err != nil {
 			return err
 		}
-		n, err := tx.Exec(ctx, "DELETE FROM entries WHERE scope = $1 AND owner = $2 AND key = $3", string(sc.Kind), own, key)
+		n, err := tx.Exec(ctx, "DELETE FROM entries WHERE scope = $1 AND owner = $2 AND key = $3 AND ($4 = 0 OR version = $4)", string(sc.Kind), own, key, req.IfVersion)
 		if err != nil {
 			return err
+		}
+		if n == 0 && req.IfVersion > 0 {
+			var v int
+			err := tx.QueryRow(ctx, "SELECT version FROM entries WHERE scope = $1 AND owner = $2 AND key = $3", string(sc.Kind), own, key).Scan(&v)
+			if err == nil {
+				return &workspace.Error{Kind: workspace.ErrConflict, Op: fmt.Sprintf("delete %s %q", Label(sc), key),
+					Msg: fmt.Sprintf("version is %d, not %d", v, req.IfVersion), Hint: "read it again (get) and decide from what it holds now"}
+			}
 		}
 		if n == 0 {
 			return NoSuchKey("delete", sc, key)

@@ -103,7 +103,11 @@ func (t tokenTable) Lookup(token string) (tokens.Grant, error) {
 	if err != nil {
 		return tokens.Grant{}, fmt.Errorf("look the token up: %w", err)
 	}
-	return DecodeGrant(doc)
+	g, err := DecodeGrant(doc)
+	if err != nil {
+		return g, err
+	}
+	return tokens.Live(g, t.Now())
 }
 
 func (t tokenTable) List(ctx context.Context) ([]tokens.Grant, error) {

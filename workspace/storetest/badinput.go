@@ -148,7 +148,7 @@ func BadInput(t *testing.T, s workspace.Store, snapshot func(t *testing.T) strin
 					_, err := s.UpdateEntry(ctx, sc, workspace.UpdateRequest{Key: key, Value: json.RawMessage(`1`), Agent: "a"})
 					return err
 				})
-				refuses(t, func() error { return s.DeleteEntry(ctx, sc, key, "a") })
+				refuses(t, func() error { return s.DeleteEntry(ctx, sc, workspace.DeleteRequest{Key: key, Agent: "a"}) })
 				refuses(t, func() error {
 					_, err := s.GetEntry(ctx, sc, key)
 					return err

@@ -77,6 +77,8 @@ func RunServed(t *testing.T, open func(t *testing.T) workspace.Served, opt serve
 		{"Depth", testDepth, nil},
 		{"NULText", testNULText, nil},
 		{"NoLostUpdate", testNoLostUpdate, nil},
+		{"CreateOnly", testCreateOnly, nil},
+		{"DeleteIfVersion", testDeleteIfVersion, nil},
 		{"Markers", testMarkers, nil},
 		{"FirstClaimWins", testFirstClaimWins, nil},
 		{"Events", testEvents, nil},
@@ -523,10 +525,10 @@ func testEntries(t *testing.T, s workspace.Store, _ Hooks) {
 			if r.Entry.Version != 4 {
 				t.Fatalf("version after update %d, want 4", r.Entry.Version)
 			}
-			ok(t, s.DeleteEntry(bg, sc, "k_b", "worker_1"), "delete")
+			ok(t, s.DeleteEntry(bg, sc, workspace.DeleteRequest{Key: "k_b", Agent: "worker_1"}), "delete")
 			_, err = s.GetEntry(bg, sc, "k_b")
 			is(t, err, workspace.ErrNotFound, "get a deleted key")
-			is(t, s.DeleteEntry(bg, sc, "k_b", "worker_1"), workspace.ErrNotFound, "delete a deleted key")
+			is(t, s.DeleteEntry(bg, sc, workspace.DeleteRequest{Key: "k_b", Agent: "worker_1"}), workspace.ErrNotFound, "delete a deleted key")
 			_, err = s.UpdateEntry(bg, sc, workspace.UpdateRequest{Key: "k_b", Value: json.RawMessage(`1`), Agent: "worker_1"})
 			is(t, err, workspace.ErrNotFound, "update a missing key")
 			man, err = s.ListEntries(bg, sc)
@@ -539,7 +541,7 @@ func testEntries(t *testing.T, s workspace.Store, _ Hooks) {
 	// Scopes are apart: the global k_a is not the agent's.
 	g, err := s.GetEntry(bg, workspace.Scope{Kind: workspace.ScopeGlobal}, "k_c")
 	ok(t, err, "get global k_c")
-	_ = s.DeleteEntry(bg, workspace.Scope{Kind: workspace.ScopeAgent, Agent: "worker_1"}, "k_c", "x")
+	_ = s.DeleteEntry(bg, workspace.Scope{Kind: workspace.ScopeAgent, Agent: "worker_1"}, workspace.DeleteRequest{Key: "k_c", Agent: "x"})
 	if g2, err := s.GetEntry(bg, workspace.Scope{Kind: workspace.ScopeGlobal}, "k_c"); err != nil || g2.Version != g.Version {
 		t.Fatalf("deleting an agent key touched the global one: %v %+v", err, g2)
 	}

@@ -1,0 +1,51 @@
+package api
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/workspaced/workspaced/internal/pgtest"
+	"github.com/workspaced/workspaced/service"
+	"github.com/workspaced/workspaced/workspace"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// kinds are the stores every route is tried on.
+var kinds = []struct {
+	name string
+	kind service.Kind
+}{
+	{"files", service.Files},
+	{"sqlite", service.SQLite},
+	{"postgres", service.PostgreSQL},
+}
+
+// openKind opens a new workspace of kind for t: a directory, a sqlite:
+// file, or a PostgreSQL schema of its own. It is closed when t ends.
+func openKind(t *testing.T, kind service.Kind) workspace.Store {
+	t.Helper()
+	var root string
+	switch kind {
+	case service.Files:
+		root = filepath.Join(t.TempDir(), "ws")
+	case service.SQLite:
+		root = "sqlite:" + filepath.Join(t.TempDir(), "ws.db")
+	case service.PostgreSQL:
+		root = pgtest.Schema(t)
+	}
+	ctx := context.Background()
+	if _, err := service.Init(ctx, root, service.Roles{}); err != nil {
+		t.Fatalf("init %s: %v", root, err)
+	}
+	st, err := service.Open(ctx, root, service.Options{})
+	if err != nil {
+		t.Fatalf("open %s: %v", root, err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func newTreeStore(t *testing.T) workspace.Store { return openKind(t, service.Files) }

@@ -1,0 +1,146 @@
+// Package httpauth is how workspaced's listeners (serve --listen, web, mcp
+// --http) tell who a request acts as, in one place: a bearer token of
+// 'workspaced token add' names its agent and what that agent may do (the
+// token's grant, looked up on every request so a revoked token is refused
+// at once); on a listener that trusts its loopback (a loopback address, no
+// token file, no TLS) a request without a token acts as the agent the
+// Workspace-Agent header names, with every right, as the command line
+// does. The MCP server's token check and the HTTP API both ask a Gate.
+package httpauth
+
+import (
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/workspaced/workspaced/tokens"
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// HeaderAgent names, on a trusted listener, the agent a request without a
+// token acts as.
+const HeaderAgent = "Workspace-Agent"
+
+// DefaultAgent is the agent of a request that names none on a trusted
+// listener: the command line's default.
+const DefaultAgent = "cli"
+
+// Why a request is refused.
+var (
+	// ErrNoToken: no bearer token where one is needed.
+	ErrNoToken = errors.New("no bearer token")
+	// ErrUnknownToken: a token no grant holds (never issued, or revoked).
+	ErrUnknownToken = errors.New("unknown or revoked token")
+	// ErrUntrusted: the grants cannot be read or trusted (an agents file
+	// others may read, a broken file): every token is refused until it
+	// is fixed.
+	ErrUntrusted = errors.New("the agents' tokens cannot be trusted")
+	// ErrOtherAgent: a header naming another agent than the token's.
+	ErrOtherAgent = errors.New("another agent named")
+	// ErrHost: a Host that is not a loopback name on a listener that
+	// trusts its loopback (a page rebinding its name to 127.0.0.1).
+	ErrHost = errors.New("host not loopback")
+)
+
+// Caller is who a request acts as.
+type Caller struct {
+	// Grant is the token's grant; on a trusted listener without a token,
+	// a grant of the named agent over every task with every right.
+	Grant tokens.Grant
+	// Token says the grant is a token's (false: trusted by the loopback).
+	Token bool
+}
+
+// Gate admits a listener's requests. The zero Gate admits nobody.
+type Gate struct {
+	// Keeper holds the agents' tokens (nil: this store keeps none).
+	Keeper tokens.Keeper
+	// TrustLoopback lets a request without a token act as the agent it
+	// names: for a listener on a loopback address with no token file and
+	// no TLS, where only this machine's users reach it. Its requests must
+	// then name a loopback Host.
+	TrustLoopback bool
+}
+
+// Bearer is the request's bearer token, and whether it has one.
+func Bearer(r *http.Request) (string, bool) {
+	f := strings.Fields(r.Header.Get("Authorization"))
+	if len(f) != 2 || !strings.EqualFold(f[0], "bearer") {
+		return "", false
+	}
+	return f[1], true
+}
+
+// Equal compares a presented secret with the expected one in constant
+// time.
+func Equal(got, want string) bool {
+	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+// Lookup is the grant of token as k keeps it now: ErrUnknownToken when no
+// grant has it, ErrUntrusted (wrapping why) when the grants cannot be
+// trusted.
+func Lookup(k tokens.Keeper, token string) (tokens.Grant, error) {
+	if k == nil {
+		return tokens.Grant{}, ErrUnknownToken
+	}
+	g, err := k.Lookup(token)
+	switch {
+	case errors.Is(err, tokens.ErrUnknown):
+		return tokens.Grant{}, ErrUnknownToken
+	case err != nil:
+		return tokens.Grant{}, fmt.Errorf("%w: %w", ErrUntrusted, err)
+	}
+	return g, nil
+}
+
+// Caller is who r acts as: its token's grant, or on a trusted listener
+// without a token the agent HeaderAgent names (DefaultAgent when none).
+// A header naming another agent than the token's is ErrOtherAgent.
+func (g *Gate) Caller(r *http.Request) (Caller, error) {
+	named := strings.TrimSpace(r.Header.Get(HeaderAgent))
+	if tok, ok := Bearer(r); ok {
+		gr, err := Lookup(g.Keeper, tok)
+		if err != nil {
+			return Caller{}, err
+		}
+		if named != "" && named != gr.Agent {
+			return Caller{Grant: gr, Token: true}, fmt.Errorf("%w: the token stands for agent %s, the request names %s", ErrOtherAgent, gr.Agent, named)
+		}
+		return Caller{Grant: gr, Token: true}, nil
+	}
+	if !g.TrustLoopback {
+		return Caller{}, ErrNoToken
+	}
+	if !LoopbackHost(HostOnly(r.Host)) {
+		return Caller{}, fmt.Errorf("%w: %s", ErrHost, r.Host)
+	}
+	if named == "" {
+		named = DefaultAgent
+	}
+	if err := workspace.ValidateID("agent", named); err != nil {
+		return Caller{}, err
+	}
+	return Caller{Grant: tokens.Grant{Agent: named, Tasks: []string{tokens.AllTasks}, GlobalMemory: tokens.GlobalWrite, May: tokens.Rights()}}, nil
+}
+
+// LoopbackHost reports whether host (without a port) names this machine
+// alone: localhost or a loopback address.
+func LoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// HostOnly is the host of a host:port (or of a bare host).
+func HostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return strings.Trim(hostport, "[]")
+}
