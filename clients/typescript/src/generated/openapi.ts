@@ -2023,7 +2023,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["EventPage"];
-                    /** @description id: <position>\nevent: <name>\ndata: <Event as JSON>\n\n per event; a comment line keeps an idle stream open. */
                     "text/event-stream": string;
                 };
             };
