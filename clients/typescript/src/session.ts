@@ -43,6 +43,8 @@ export class WorkspacedSession implements Session {
   readonly task: string;
   readonly thread: string;
   readonly #prefix: string;
+  // The sequence number after the item this session wrote last.
+  #next?: number;
 
   constructor(options: SessionOptions) {
     if (!options?.task) throw new TypeError("WorkspacedSession needs task, the task whose thread holds the conversation");
@@ -76,8 +78,10 @@ export class WorkspacedSession implements Session {
 
   async addItems(items: AgentInputItem[]): Promise<void> {
     if (items.length === 0) return;
-    const keys = await this.#keys();
-    let seq = keys.length ? this.#seq(keys[keys.length - 1]) + 1 : 1;
+    // Where this session wrote last is where the next item goes, unless
+    // another process wrote since: then the first refusal looks again.
+    let seq = this.#next ?? (await this.#last()) + 1;
+    let looked = this.#next === undefined;
     for (const item of items) {
       for (;;) {
         try {
@@ -87,14 +91,13 @@ export class WorkspacedSession implements Session {
             body: { value: item, short_description: describe(item) },
           });
           seq++;
+          this.#next = seq;
           break;
         } catch (err) {
-          // Another process took this key first: take the next one.
-          if (err instanceof WorkspacedError && err.isPreconditionFailed) {
-            seq++;
-            continue;
-          }
-          throw err;
+          // Another process took this key first: take a later one.
+          if (!(err instanceof WorkspacedError && err.isPreconditionFailed)) throw err;
+          seq = looked ? seq + 1 : Math.max(seq + 1, (await this.#last()) + 1);
+          looked = true;
         }
       }
     }
@@ -121,6 +124,7 @@ export class WorkspacedSession implements Session {
   }
 
   async clearSession(): Promise<void> {
+    this.#next = undefined;
     for (const key of await this.#keys()) {
       try {
         await this.client.deleteSessionEntry({ path: { task: this.task, thread: this.thread, key } });
@@ -128,6 +132,12 @@ export class WorkspacedSession implements Session {
         if (!(err instanceof WorkspacedError && err.isNotFound)) throw err;
       }
     }
+  }
+
+  // last is the sequence number of the latest item (0: none).
+  async #last(): Promise<number> {
+    const keys = await this.#keys();
+    return keys.length ? this.#seq(keys[keys.length - 1]) : 0;
   }
 
   // keys lists the items' keys, oldest first.
