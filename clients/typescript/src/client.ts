@@ -155,8 +155,9 @@ export class WorkspacedClient {
   /**
    * streamEvents follows a task's events as Server-Sent Events, from after
    * position `after` (0: the start), yielding each event once; when the
-   * stream ends or breaks it connects again with Last-Event-ID, so no event
-   * is lost or repeated. It ends when `signal` aborts.
+   * stream ends or breaks it connects again a second later with
+   * Last-Event-ID, so no event is lost or repeated. It ends when `signal`
+   * aborts.
    */
   async *streamEvents(task: string, options: { after?: number; signal?: AbortSignal } = {}): AsyncGenerator<TaskEvent> {
     let last = options.after ?? 0;
@@ -183,6 +184,12 @@ export class WorkspacedClient {
       } catch (err) {
         if (options.signal?.aborted) return;
         if (!(err instanceof TypeError)) throw err; // a broken stream: connect again
+      }
+      // The stream ended or broke: connect again a second later.
+      try {
+        await delay(1000, options.signal);
+      } catch {
+        return;
       }
     }
   }
@@ -241,6 +248,7 @@ for (const op of Object.keys(routes) as OperationId[]) {
 
 function delay(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
     const t = setTimeout(resolve, ms);
     signal?.addEventListener("abort", () => {
       clearTimeout(t);
