@@ -152,10 +152,7 @@ func New(cfg Config) *Handler {
 		}
 		h.mux.HandleFunc(rt.method+" "+rt.pattern, h.wrap(rt.serve))
 	}
-	h.mux.HandleFunc(Prefix, func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, r, &apiError{status: http.StatusNotFound, kind: kindNotFound,
-			msg: "no such route: " + r.Method + " " + r.URL.Path, hint: "GET /api/v1/openapi.json lists every route"})
-	})
+	h.mux.HandleFunc("/", h.noRoute)
 	return h
 }
 
@@ -169,11 +166,24 @@ func Mounted(path string) bool {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	if _, pattern := h.mux.Handler(r); pattern == "" {
-		// The path is a route's, the method none of its.
+	h.mux.ServeHTTP(w, r)
+}
+
+// noRoute answers a request no route takes: 405 with Allow when the path
+// is a route's under other methods, else 404.
+func (h *Handler) noRoute(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{"GET", "POST", "PUT", "DELETE"} {
+		if _, p := h.mux.Handler(&http.Request{Method: m, URL: r.URL, Host: r.Host}); p != "/" && p != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
 		writeProblem(w, r, &apiError{status: http.StatusMethodNotAllowed, kind: kindMethod,
-			msg: r.Method + " is not a method of " + r.URL.Path, hint: "GET /api/v1/openapi.json lists every route with its methods"})
+			msg: r.Method + " is not a method of " + r.URL.Path, hint: "use " + strings.Join(allow, " or ") + "; GET /api/v1/openapi.json lists every route with its methods"})
 		return
 	}
-	h.mux.ServeHTTP(w, r)
+	writeProblem(w, r, &apiError{status: http.StatusNotFound, kind: kindNotFound,
+		msg: "no such route: " + r.Method + " " + r.URL.Path, hint: "GET /api/v1/openapi.json lists every route"})
 }

@@ -69,6 +69,9 @@ func (h *Handler) admit(c *call) error {
 	case errors.Is(err, httpauth.ErrUnknownToken):
 		return refuse(http.StatusUnauthorized, kindUnauthorized, "the bearer token is unknown or revoked",
 			"ask for a token ('workspaced token add'); 'workspaced token list' shows the ones there are")
+	case errors.Is(err, tokens.ErrExpired):
+		return refuse(http.StatusUnauthorized, kindUnauthorized, "the bearer token has ended: "+workspace.Reason(err),
+			"use the token that replaced it, or ask for a new one ('workspaced token add')")
 	case errors.Is(err, httpauth.ErrUntrusted):
 		return refuse(http.StatusServiceUnavailable, kindUnsafe, "the server's agents' tokens cannot be trusted: its operator sees why in the log",
 			"whoever runs the server must fix the agents file (mode 600, valid JSON)")

@@ -2,6 +2,8 @@ package api
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -25,7 +27,7 @@ var kinds = []struct {
 
 // openKind opens a new workspace of kind for t: a directory, a sqlite:
 // file, or a PostgreSQL schema of its own. It is closed when t ends.
-func openKind(t *testing.T, kind service.Kind) workspace.Store {
+func openKind(t testing.TB, kind service.Kind) workspace.Store {
 	t.Helper()
 	var root string
 	switch kind {
@@ -48,4 +50,8 @@ func openKind(t *testing.T, kind service.Kind) workspace.Store {
 	return st
 }
 
-func newTreeStore(t *testing.T) workspace.Store { return openKind(t, service.Files) }
+// quiet is the log of a test's handler: its refusals are the test's
+// point, not noise for its output.
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func newTreeStore(t testing.TB) workspace.Store { return openKind(t, service.Files) }

@@ -94,10 +94,10 @@ func classify(err error) (int, string) {
 		return http.StatusServiceUnavailable, kindNotServing
 	case errors.Is(err, workspace.ErrNoVerdict):
 		return http.StatusServiceUnavailable, kindNoVerdict
-	case errors.Is(err, workspace.ErrUnsafe):
-		return http.StatusBadRequest, kindUnsafe
 	case errors.Is(err, workspace.ErrInvalid), errors.Is(err, friction.ErrInvalid):
 		return http.StatusBadRequest, kindInvalid
+	case errors.Is(err, workspace.ErrUnsafe):
+		return http.StatusBadRequest, kindUnsafe
 	}
 	return http.StatusInternalServerError, kindInternal
 }

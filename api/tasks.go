@@ -143,6 +143,12 @@ func (h *Handler) getPlan(c *call) error {
 	if v == 0 {
 		return h.document(c, "plan.json")
 	}
+	// The current version is plan.json; the earlier ones are kept apart.
+	if id, err := c.taskID(); err == nil {
+		if p, err := h.st.ReadPlan(c.r.Context(), id, 0); err == nil && p.Version == v {
+			return h.document(c, "plan.json")
+		}
+	}
 	return h.document(c, fmt.Sprintf("plans/plan_v%d.json", v))
 }
 

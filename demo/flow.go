@@ -727,8 +727,8 @@ func equalGrids(a, b [][]int) bool {
 }
 
 // frictionLog is the workspace's friction log.
-func (r *run) frictionLog(ctx context.Context) workspace.FrictionLog {
-	return r.ws.Friction(ctx, "demo")
+func (r *run) frictionLog(ctx context.Context) *friction.Log {
+	return friction.Open(r.ws, "demo")
 }
 
 // friction makes sure the revision and the failure are on record: by the
@@ -787,7 +787,7 @@ func (r *run) friction(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
-		r.ws.NoteFriction(ctx, stored, isNew, e.AffectedTasks)
+		r.ws.NoteFriction(ctx, friction.Recorded(stored, isNew), e.AffectedTasks)
 	}
 	return nil
 }

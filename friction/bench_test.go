@@ -1,9 +1,11 @@
-package friction
+package friction_test
 
 import (
 	"context"
 	"fmt"
 	"testing"
+
+	"github.com/workspaced/workspaced/friction"
 )
 
 // BenchmarkAdd measures one Add (lock, read, validate, write, fsync) on a
@@ -13,13 +15,13 @@ func BenchmarkAdd(b *testing.B) {
 	l := newBenchLog(b, dir)
 	ctx := context.Background()
 	for i := range 200 {
-		if _, _, err := l.Add(ctx, Entry{Type: TypeEscalation, Description: "seed " + letters(i)}); err != nil {
+		if _, _, err := l.Add(ctx, friction.Entry{Type: friction.TypeEscalation, Description: "seed " + letters(i)}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
-		if _, _, err := l.Add(ctx, Entry{Type: TypeEscalation, Description: fmt.Sprintf("seed %s", letters(i%200))}); err != nil {
+		if _, _, err := l.Add(ctx, friction.Entry{Type: friction.TypeEscalation, Description: fmt.Sprintf("seed %s", letters(i%200))}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -31,12 +33,12 @@ func BenchmarkCheck(b *testing.B) {
 	l := newBenchLog(b, dir)
 	ctx := context.Background()
 	for i := range 200 {
-		if _, _, err := l.Add(ctx, Entry{Type: TypeEscalation, Description: "seed " + letters(i)}); err != nil {
+		if _, _, err := l.Add(ctx, friction.Entry{Type: friction.TypeEscalation, Description: "seed " + letters(i)}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	for b.Loop() {
-		if _, _, err := l.read(ctx); err != nil {
+		if _, err := l.List(ctx, friction.Filter{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/vocab"
+	"github.com/workspaced/workspaced/workspace"
 )
 
 // Defaults of Config (the same as workspace.json's friction settings).
@@ -432,14 +433,6 @@ func detectEscalation(obs Observation) []Finding {
 	}}
 }
 
-// InProgress is one subtask in progress, as DetectTimeouts sees it.
-type InProgress struct {
-	TaskID     string
-	SubtaskID  string
-	Complexity string // low | medium | high; anything else counts as medium
-	StartedAt  time.Time
-}
-
 // DetectTimeouts returns a timeout finding for every subtask in progress
 // for longer than its estimated complexity allows (strictly longer than
 // cfg.TimeoutLow, TimeoutMedium or TimeoutHigh; an unknown complexity
@@ -447,7 +440,7 @@ type InProgress struct {
 // Once key naming the subtask and its start, so Log.Record reports one
 // overrun once however often it is scanned, and a retry that overruns
 // again is reported again. DetectTimeouts is pure.
-func DetectTimeouts(items []InProgress, now time.Time, cfg Config) []Finding {
+func DetectTimeouts(items []workspace.InProgress, now time.Time, cfg Config) []Finding {
 	cfg = cfg.WithDefaults()
 	var out []Finding
 	for _, it := range items {

@@ -6,12 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -20,9 +15,9 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
-	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/schemas"
 	"github.com/workspaced/workspaced/vocab"
+	"github.com/workspaced/workspaced/workspace"
 )
 
 // Layout and limits of the log file.
@@ -81,19 +76,16 @@ type Filter struct {
 	Type   string
 }
 
-// Log is the friction log of one workspace. Its methods are safe for
-// concurrent use by goroutines and processes: every change is a
-// read-modify-write of friction/friction.json under the file's flock
-// (friction/.locks/friction.json.lock), and every write replaces the file
-// atomically and durably (atomicfile), so a reader (List, Get) sees the
-// log before or after a change, never in between. Fields are read-only
-// once the Log is in use.
+// Log is the friction log of one workspace, kept in a store's document
+// (workspace.FrictionDoc; Open gives a store's log). Its methods are safe
+// for concurrent use by goroutines and processes: every change is a
+// read-modify-write under the document's lock, and a reader (List, Get)
+// sees the log before or after a change, never in between. Fields are
+// read-only once the Log is in use.
 type Log struct {
-	// Root is the workspace root; the log is read and written through it.
-	Root *os.Root
-	// RootDir is the absolute path of the same root, where the lock file
-	// lives.
-	RootDir string
+	// Storage keeps the log's document; the Log checks what it reads,
+	// applies each change and encodes the result canonically.
+	Storage workspace.FrictionDoc
 	// Timeout bounds the lock wait (zero: DefaultTimeout); a wait that
 	// times out fails with an error satisfying errors.Is(err,
 	// locking.ErrLocked) that names the holder.
@@ -102,13 +94,6 @@ type Log struct {
 	Agent string
 	// Now stamps new entries (nil: time.Now).
 	Now func() time.Time
-	// Storage, when set, keeps the log instead of the file under Root:
-	// the same document, the same rules, kept elsewhere (a database row).
-	// Root, RootDir and FileMode are then unused.
-	Storage Storage
-	// FileMode is the mode of the files created (zero: 0644); directories
-	// get it plus x wherever r is set (0755, or 0700 for 0600).
-	FileMode os.FileMode
 
 	mu       sync.Mutex
 	valid    [sha256.Size]byte // the last log found valid
@@ -122,42 +107,8 @@ func (l *Log) now() time.Time {
 	return time.Now().UTC().Truncate(time.Millisecond)
 }
 
-func (l *Log) fileMode() os.FileMode {
-	if l.FileMode == 0 {
-		return 0o644
-	}
-	return l.FileMode.Perm()
-}
-
-func (l *Log) dirMode() os.FileMode {
-	p := l.fileMode()
-	return p | (p&0o444)>>2
-}
-
-// Storage keeps the log's document somewhere other than friction.json
-// under a root. The Log does everything else: it checks the document it
-// reads, applies the change and encodes the result canonically.
-type Storage interface {
-	// Name names the document in messages.
-	Name() string
-	// Read returns the document's bytes, nil when there is none yet.
-	Read(ctx context.Context) ([]byte, error)
-	// Update is one read-modify-write under the document's lock, waiting
-	// at most timeout for it: it reads the document (nil when none), calls
-	// change with it, and stores what change returns, unless that is nil
-	// (nothing to write). An error from change writes nothing and is
-	// returned. A lock still held after timeout is an error satisfying
-	// errors.Is(err, locking.ErrLocked) that names the holder.
-	Update(ctx context.Context, agent string, timeout time.Duration, change func(old []byte) ([]byte, error)) error
-}
-
-// path is the log's path on disk (or its storage's name), for messages.
-func (l *Log) path() string {
-	if l.Storage != nil {
-		return l.Storage.Name()
-	}
-	return filepath.Join(l.RootDir, filepath.FromSlash(File))
-}
+// path is the log's name in messages.
+func (l *Log) path() string { return l.Storage.Name() }
 
 // List returns the entries matching f, in id order. It takes no lock. An
 // unknown status or type in f is ErrInvalid; a missing log is empty.
@@ -547,45 +498,17 @@ func (l *Log) update(ctx context.Context, fn func(*document) error) (err error) 
 	if timeout == 0 {
 		timeout = DefaultTimeout
 	}
-	if l.Storage != nil {
-		return l.Storage.Update(ctx, l.Agent, timeout, func(old []byte) ([]byte, error) {
-			doc, err := l.parse(old)
-			if err != nil {
-				return nil, err
-			}
-			data, err := l.change(&doc, old, fn)
-			if err == nil && data != nil {
-				l.remember(data)
-			}
-			return data, err
-		})
-	}
-	lockPath := filepath.Join(l.RootDir, filepath.FromSlash(locking.LockPathFor(File)))
-	lk, err := locking.Acquire(ctx, lockPath, locking.Options{Timeout: timeout, Agent: l.Agent, Perm: l.fileMode()})
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if rerr := lk.Release(); rerr != nil && err == nil {
-			err = rerr
+	return l.Storage.Update(ctx, l.Agent, timeout, func(old []byte) ([]byte, error) {
+		doc, err := l.parse(old)
+		if err != nil {
+			return nil, err
 		}
-	}()
-	doc, old, err := l.read(ctx)
-	if err != nil {
-		return err
-	}
-	data, err := l.change(&doc, old, fn)
-	if err != nil || data == nil {
-		return err
-	}
-	if err := l.Root.MkdirAll(Dir, l.dirMode()); err != nil {
-		return fmt.Errorf("create %s: %w", Dir, err)
-	}
-	if err := atomicfile.WriteFile(l.Root, File, data, l.fileMode()); err != nil {
-		return err
-	}
-	l.remember(data)
-	return nil
+		data, err := l.change(&doc, old, fn)
+		if err == nil && data != nil {
+			l.remember(data)
+		}
+		return data, err
+	})
 }
 
 // change applies fn to doc, read as old, and returns the document to
@@ -615,47 +538,11 @@ func (l *Log) change(doc *document, old []byte, fn func(*document) error) ([]byt
 // is an empty log; a file that does not parse or validate is an error
 // wrapping ErrCorrupt that names the file.
 func (l *Log) read(ctx context.Context) (document, []byte, error) {
-	if l.Storage != nil {
-		data, err := l.Storage.Read(ctx)
-		if err != nil {
-			return document{Entries: []Entry{}}, nil, err
-		}
-		doc, err := l.parse(data)
-		if err != nil {
-			return doc, nil, err
-		}
-		return doc, data, nil
-	}
-	doc := document{Entries: []Entry{}}
-	// Lstat first: a symlink is not followed, and opening a FIFO would
-	// block.
-	fi, err := l.Root.Lstat(File)
-	if errors.Is(err, fs.ErrNotExist) {
-		return doc, nil, nil
-	}
+	data, err := l.Storage.Read(ctx)
 	if err != nil {
-		return doc, nil, fmt.Errorf("stat %s: %w", l.path(), err)
+		return document{Entries: []Entry{}}, nil, err
 	}
-	if !fi.Mode().IsRegular() {
-		return doc, nil, fmt.Errorf("%s: %w: not a regular file (%s)", l.path(), ErrCorrupt, fi.Mode().Type())
-	}
-	f, err := l.Root.Open(File)
-	if err != nil {
-		return doc, nil, fmt.Errorf("open %s: %w", l.path(), err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return doc, nil, fmt.Errorf("stat %s: %w", l.path(), err)
-	}
-	if !st.Mode().IsRegular() {
-		return doc, nil, fmt.Errorf("%s: %w: not a regular file", l.path(), ErrCorrupt)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-	if err != nil {
-		return doc, nil, fmt.Errorf("read %s: %w", l.path(), err)
-	}
-	doc, err = l.parse(data)
+	doc, err := l.parse(data)
 	if err != nil {
 		return doc, nil, err
 	}

@@ -1,4 +1,4 @@
-package friction
+package friction_test
 
 import (
 	"context"
@@ -16,8 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspaced/workspaced/friction"
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/schemas"
+	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -40,16 +43,16 @@ func TestMain(m *testing.M) {
 // runChild is one process of the concurrency test: childAdds entries with
 // descriptions of its own.
 func runChild(dir, name string) int {
-	r, err := os.OpenRoot(dir)
+	ws, err := files.Open(dir, workspace.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer r.Close()
-	l := &Log{Root: r, RootDir: dir, Agent: name}
+	defer ws.Close()
+	l := friction.Open(ws, name)
 	for i := range childAdds {
-		_, isNew, err := l.Add(context.Background(), Entry{
-			Type: TypeEscalation,
+		_, isNew, err := l.Add(context.Background(), friction.Entry{
+			Type: friction.TypeEscalation,
 			// Digits would normalise away and merge the entries.
 			Description:   fmt.Sprintf("escalation %s from %s", letters(i), name),
 			Pattern:       fmt.Sprintf("%s/%s", name, letters(i)),
@@ -83,33 +86,46 @@ func clock(start time.Time) func() time.Time {
 
 var t0 = time.Date(2024, 1, 15, 10, 0, 0, 0, time.UTC)
 
-func newLog(t *testing.T) *Log {
+func newLog(t *testing.T) *friction.Log {
 	t.Helper()
 	return newBenchLog(t, t.TempDir())
 }
 
-func newBenchLog(t testing.TB, dir string) *Log {
+// newBenchLog is the friction log of a new workspace at dir, on files,
+// its clock at t0.
+func newBenchLog(t testing.TB, dir string) *friction.Log {
 	t.Helper()
-	r, err := os.OpenRoot(dir)
+	ws, err := files.Init(dir, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { r.Close() })
-	return &Log{Root: r, RootDir: dir, Agent: "test", Now: clock(t0)}
+	t.Cleanup(func() { ws.Close() })
+	// The tests begin with no log at all, not the empty one Init writes.
+	if err := os.Remove(filepath.Join(dir, friction.File)); err != nil {
+		t.Fatal(err)
+	}
+	l := friction.Open(ws, "test")
+	l.Now = clock(t0)
+	return l
 }
 
-func readFile(t *testing.T, l *Log) []byte {
+// rootOf is the workspace root a log of newBenchLog keeps its file under.
+func rootOf(l *friction.Log) string {
+	return filepath.Dir(filepath.Dir(l.Storage.Name()))
+}
+
+func readFile(t *testing.T, l *friction.Log) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(l.RootDir, File))
+	data, err := os.ReadFile(filepath.Join(rootOf(l), friction.File))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return data
 }
 
-func writeFile(t *testing.T, l *Log, data string) {
+func writeFile(t *testing.T, l *friction.Log, data string) {
 	t.Helper()
-	p := filepath.Join(l.RootDir, File)
+	p := filepath.Join(rootOf(l), friction.File)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +134,7 @@ func writeFile(t *testing.T, l *Log, data string) {
 	}
 }
 
-func mustAdd(t *testing.T, l *Log, e Entry) (Entry, bool) {
+func mustAdd(t *testing.T, l *friction.Log, e friction.Entry) (friction.Entry, bool) {
 	t.Helper()
 	got, isNew, err := l.Add(context.Background(), e)
 	if err != nil {
@@ -129,29 +145,29 @@ func mustAdd(t *testing.T, l *Log, e Entry) (Entry, bool) {
 
 func TestMissingLogIsEmpty(t *testing.T) {
 	l := newLog(t)
-	es, err := l.List(t.Context(), Filter{})
+	es, err := l.List(t.Context(), friction.Filter{})
 	if err != nil || len(es) != 0 {
 		t.Fatalf("List = %v, %v; want empty", es, err)
 	}
-	if _, err := l.Get(t.Context(), "friction_001"); !errors.Is(err, ErrNotFound) {
+	if _, err := l.Get(t.Context(), "friction_001"); !errors.Is(err, friction.ErrNotFound) {
 		t.Errorf("Get on a missing log = %v, want ErrNotFound", err)
 	}
-	if _, err := os.Stat(filepath.Join(l.RootDir, File)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(rootOf(l), friction.File)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("reading created the file: %v", err)
 	}
 }
 
 func TestAddAssignsAndValidates(t *testing.T) {
 	l := newLog(t)
-	e, isNew := mustAdd(t, l, Entry{
-		ID: "friction_777", Status: StatusApplied, Occurrences: -3,
-		Type: TypeWorkerFailure, Description: "  sandbox has no network  ",
+	e, isNew := mustAdd(t, l, friction.Entry{
+		ID: "friction_777", Status: friction.StatusApplied, Occurrences: -3,
+		Type: friction.TypeWorkerFailure, Description: "  sandbox has no network  ",
 		AffectedTasks: []string{"t2", "t1", "t2"}, Pattern: "No network", SuggestedAction: "Give the sandbox a proxy.",
 	})
-	want := Entry{
-		ID: "friction_001", Timestamp: t0, Type: TypeWorkerFailure, Description: "sandbox has no network",
+	want := friction.Entry{
+		ID: "friction_001", Timestamp: t0, Type: friction.TypeWorkerFailure, Description: "sandbox has no network",
 		Occurrences: 1, AffectedTasks: []string{"t1", "t2"}, Pattern: "No network",
-		SuggestedAction: "Give the sandbox a proxy.", Status: StatusPending,
+		SuggestedAction: "Give the sandbox a proxy.", Status: friction.StatusPending,
 	}
 	if !isNew || !equalEntry(e, want) {
 		t.Fatalf("Add = %+v (new %v), want %+v", e, isNew, want)
@@ -166,18 +182,18 @@ func TestAddAssignsAndValidates(t *testing.T) {
 
 	bad := []struct {
 		name string
-		e    Entry
+		e    friction.Entry
 	}{
-		{"unknown type", Entry{Type: "grumble", Description: "x"}},
-		{"no type", Entry{Description: "x"}},
-		{"empty description", Entry{Type: TypeTimeout, Description: " \n "}},
-		{"bad task id", Entry{Type: TypeTimeout, Description: "x", AffectedTasks: []string{"../etc"}}},
-		{"empty task id", Entry{Type: TypeTimeout, Description: "x", AffectedTasks: []string{""}}},
+		{"unknown type", friction.Entry{Type: "grumble", Description: "x"}},
+		{"no type", friction.Entry{Description: "x"}},
+		{"empty description", friction.Entry{Type: friction.TypeTimeout, Description: " \n "}},
+		{"bad task id", friction.Entry{Type: friction.TypeTimeout, Description: "x", AffectedTasks: []string{"../etc"}}},
+		{"empty task id", friction.Entry{Type: friction.TypeTimeout, Description: "x", AffectedTasks: []string{""}}},
 	}
 	before := readFile(t, l)
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, _, err := l.Add(context.Background(), tc.e); !errors.Is(err, ErrInvalid) {
+			if _, _, err := l.Add(context.Background(), tc.e); !errors.Is(err, friction.ErrInvalid) {
 				t.Errorf("Add = %v, want ErrInvalid", err)
 			}
 		})
@@ -187,7 +203,7 @@ func TestAddAssignsAndValidates(t *testing.T) {
 	}
 }
 
-func equalEntry(a, b Entry) bool {
+func equalEntry(a, b friction.Entry) bool {
 	return a.ID == b.ID && a.Timestamp.Equal(b.Timestamp) && a.Type == b.Type && a.Description == b.Description &&
 		a.Occurrences == b.Occurrences && slices.Equal(a.AffectedTasks, b.AffectedTasks) && a.Pattern == b.Pattern &&
 		a.SuggestedAction == b.SuggestedAction && a.Status == b.Status
@@ -196,26 +212,26 @@ func equalEntry(a, b Entry) bool {
 func TestAddDedup(t *testing.T) {
 	cases := []struct {
 		name   string
-		first  Entry
-		second Entry
+		first  friction.Entry
+		second friction.Entry
 		merged bool
 	}{
-		{"same pattern up to case and spacing", Entry{Type: TypeReviewerPattern, Description: "a", Pattern: "Missing tests."},
-			Entry{Type: TypeReviewerPattern, Description: "b", Pattern: " missing   TESTS. "}, true},
-		{"same description when no pattern", Entry{Type: TypeEscalation, Description: "Budget question 1"},
-			Entry{Type: TypeEscalation, Description: "budget\tquestion  1"}, true},
-		{"pattern digits count", Entry{Type: TypeWorkerFailure, Description: "a", Pattern: "probe-1"},
-			Entry{Type: TypeWorkerFailure, Description: "a", Pattern: "probe-2"}, false},
-		{"pattern punctuation counts", Entry{Type: TypeReviewerPattern, Description: "a", Pattern: "missing tests"},
-			Entry{Type: TypeReviewerPattern, Description: "b", Pattern: "missing tests!"}, false},
-		{"description digits count", Entry{Type: TypeEscalation, Description: "Budget question 1"},
-			Entry{Type: TypeEscalation, Description: "budget question 2"}, false},
-		{"pattern against description", Entry{Type: TypeEscalation, Description: "budget question"},
-			Entry{Type: TypeEscalation, Description: "other words", Pattern: "Budget question"}, true},
-		{"other type", Entry{Type: TypeReviewerPattern, Description: "a", Pattern: "missing tests"},
-			Entry{Type: TypeWorkerFailure, Description: "a", Pattern: "missing tests"}, false},
-		{"other pattern", Entry{Type: TypeReviewerPattern, Description: "a", Pattern: "missing tests"},
-			Entry{Type: TypeReviewerPattern, Description: "a", Pattern: "missing docs"}, false},
+		{"same pattern up to case and spacing", friction.Entry{Type: friction.TypeReviewerPattern, Description: "a", Pattern: "Missing tests."},
+			friction.Entry{Type: friction.TypeReviewerPattern, Description: "b", Pattern: " missing   TESTS. "}, true},
+		{"same description when no pattern", friction.Entry{Type: friction.TypeEscalation, Description: "Budget question 1"},
+			friction.Entry{Type: friction.TypeEscalation, Description: "budget\tquestion  1"}, true},
+		{"pattern digits count", friction.Entry{Type: friction.TypeWorkerFailure, Description: "a", Pattern: "probe-1"},
+			friction.Entry{Type: friction.TypeWorkerFailure, Description: "a", Pattern: "probe-2"}, false},
+		{"pattern punctuation counts", friction.Entry{Type: friction.TypeReviewerPattern, Description: "a", Pattern: "missing tests"},
+			friction.Entry{Type: friction.TypeReviewerPattern, Description: "b", Pattern: "missing tests!"}, false},
+		{"description digits count", friction.Entry{Type: friction.TypeEscalation, Description: "Budget question 1"},
+			friction.Entry{Type: friction.TypeEscalation, Description: "budget question 2"}, false},
+		{"pattern against description", friction.Entry{Type: friction.TypeEscalation, Description: "budget question"},
+			friction.Entry{Type: friction.TypeEscalation, Description: "other words", Pattern: "Budget question"}, true},
+		{"other type", friction.Entry{Type: friction.TypeReviewerPattern, Description: "a", Pattern: "missing tests"},
+			friction.Entry{Type: friction.TypeWorkerFailure, Description: "a", Pattern: "missing tests"}, false},
+		{"other pattern", friction.Entry{Type: friction.TypeReviewerPattern, Description: "a", Pattern: "missing tests"},
+			friction.Entry{Type: friction.TypeReviewerPattern, Description: "a", Pattern: "missing docs"}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -224,7 +240,7 @@ func TestAddDedup(t *testing.T) {
 			tc.second.AffectedTasks = []string{"t1", "t2"}
 			mustAdd(t, l, tc.first)
 			e, isNew := mustAdd(t, l, tc.second)
-			es, _ := l.List(t.Context(), Filter{})
+			es, _ := l.List(t.Context(), friction.Filter{})
 			if tc.merged {
 				if isNew || e.ID != "friction_001" || e.Occurrences != 2 || !slices.Equal(e.AffectedTasks, []string{"t1", "t2"}) || len(es) != 1 {
 					t.Fatalf("merge gave %+v (new %v), %d entries", e, isNew, len(es))
@@ -245,27 +261,27 @@ func TestGivenPatternsAreMatchedAsGiven(t *testing.T) {
 	l := newLog(t)
 	ctx := context.Background()
 	for i := 1; i <= 8; i++ {
-		e, isNew := mustAdd(t, l, Entry{Type: TypeWorkerFailure, Description: "probe failed", Pattern: fmt.Sprintf("probe-%d", i)})
+		e, isNew := mustAdd(t, l, friction.Entry{Type: friction.TypeWorkerFailure, Description: "probe failed", Pattern: fmt.Sprintf("probe-%d", i)})
 		if !isNew || e.Occurrences != 1 {
 			t.Fatalf("probe-%d: %+v (new %v), want a new entry", i, e, isNew)
 		}
 	}
-	if es, _ := l.List(ctx, Filter{}); len(es) != 8 {
+	if es, _ := l.List(ctx, friction.Filter{}); len(es) != 8 {
 		t.Fatalf("%d entries after probe-1…probe-8, want 8", len(es))
 	}
 
 	// The same failures seen by the detector: the causes it derives its
 	// pattern from differ only in digits, so they are one friction.
-	cfg := DefaultConfig()
-	var tally Tally
+	cfg := friction.DefaultConfig()
+	var tally friction.Tally
 	for i, task := range []string{"t1", "t2", "t3", "t4"} {
-		var fs []Finding
-		tally, fs = Detect(tally, obs(EventWorkFailed, task, nil, fmt.Sprintf("error=Probe %d timed out", i+1)), cfg)
+		var fs []friction.Finding
+		tally, fs = friction.Detect(tally, obs(friction.EventWorkFailed, task, nil, fmt.Sprintf("error=Probe %d timed out", i+1)), cfg)
 		if _, err := l.Record(ctx, fs); err != nil {
 			t.Fatal(err)
 		}
 	}
-	es, err := l.List(ctx, Filter{})
+	es, err := l.List(ctx, friction.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,15 +295,15 @@ func TestGivenPatternsAreMatchedAsGiven(t *testing.T) {
 
 func TestResolvedEntriesAreNotMergedInto(t *testing.T) {
 	l := newLog(t)
-	mustAdd(t, l, Entry{Type: TypeEscalation, Description: "budget"})
-	if _, err := l.Resolve(context.Background(), "friction_001", StatusDismissed); err != nil {
+	mustAdd(t, l, friction.Entry{Type: friction.TypeEscalation, Description: "budget"})
+	if _, err := l.Resolve(context.Background(), "friction_001", friction.StatusDismissed); err != nil {
 		t.Fatal(err)
 	}
-	e, isNew := mustAdd(t, l, Entry{Type: TypeEscalation, Description: "Budget"})
+	e, isNew := mustAdd(t, l, friction.Entry{Type: friction.TypeEscalation, Description: "Budget"})
 	if !isNew || e.ID != "friction_002" {
 		t.Fatalf("Add after dismissal = %+v (new %v), want friction_002", e, isNew)
 	}
-	e, isNew = mustAdd(t, l, Entry{Type: TypeEscalation, Description: "budget", SuggestedAction: "Set a budget."})
+	e, isNew = mustAdd(t, l, friction.Entry{Type: friction.TypeEscalation, Description: "budget", SuggestedAction: "Set a budget."})
 	if isNew || e.ID != "friction_002" || e.Occurrences != 2 || e.SuggestedAction != "Set a budget." {
 		t.Fatalf("third Add = %+v (new %v), want friction_002 with 2 occurrences and the action filled in", e, isNew)
 	}
@@ -296,16 +312,16 @@ func TestResolvedEntriesAreNotMergedInto(t *testing.T) {
 func TestListFilterResolve(t *testing.T) {
 	l := newLog(t)
 	ctx := context.Background()
-	for i, typ := range []string{TypeTimeout, TypeEscalation, TypeTimeout, TypeWorkerFailure} {
-		mustAdd(t, l, Entry{Type: typ, Description: fmt.Sprintf("entry %c", 'a'+i)})
+	for i, typ := range []string{friction.TypeTimeout, friction.TypeEscalation, friction.TypeTimeout, friction.TypeWorkerFailure} {
+		mustAdd(t, l, friction.Entry{Type: typ, Description: fmt.Sprintf("entry %c", 'a'+i)})
 	}
-	if e, err := l.Resolve(ctx, "friction_003", StatusApplied); err != nil || e.Status != StatusApplied {
+	if e, err := l.Resolve(ctx, "friction_003", friction.StatusApplied); err != nil || e.Status != friction.StatusApplied {
 		t.Fatalf("Resolve = %+v, %v", e, err)
 	}
-	if _, err := l.Resolve(ctx, "friction_004", StatusDismissed); err != nil {
+	if _, err := l.Resolve(ctx, "friction_004", friction.StatusDismissed); err != nil {
 		t.Fatal(err)
 	}
-	ids := func(es []Entry) []string {
+	ids := func(es []friction.Entry) []string {
 		var out []string
 		for _, e := range es {
 			out = append(out, e.ID)
@@ -314,15 +330,15 @@ func TestListFilterResolve(t *testing.T) {
 	}
 	cases := []struct {
 		name string
-		f    Filter
+		f    friction.Filter
 		want []string
 	}{
-		{"all", Filter{}, []string{"friction_001", "friction_002", "friction_003", "friction_004"}},
-		{"pending", Filter{Status: StatusPending}, []string{"friction_001", "friction_002"}},
-		{"applied", Filter{Status: StatusApplied}, []string{"friction_003"}},
-		{"timeouts", Filter{Type: TypeTimeout}, []string{"friction_001", "friction_003"}},
-		{"pending timeouts", Filter{Type: TypeTimeout, Status: StatusPending}, []string{"friction_001"}},
-		{"none", Filter{Type: TypeReviewerPattern}, nil},
+		{"all", friction.Filter{}, []string{"friction_001", "friction_002", "friction_003", "friction_004"}},
+		{"pending", friction.Filter{Status: friction.StatusPending}, []string{"friction_001", "friction_002"}},
+		{"applied", friction.Filter{Status: friction.StatusApplied}, []string{"friction_003"}},
+		{"timeouts", friction.Filter{Type: friction.TypeTimeout}, []string{"friction_001", "friction_003"}},
+		{"pending timeouts", friction.Filter{Type: friction.TypeTimeout, Status: friction.StatusPending}, []string{"friction_001"}},
+		{"none", friction.Filter{Type: friction.TypeReviewerPattern}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -332,21 +348,21 @@ func TestListFilterResolve(t *testing.T) {
 			}
 		})
 	}
-	for _, f := range []Filter{{Status: "open"}, {Type: "grumble"}} {
-		if _, err := l.List(ctx, f); !errors.Is(err, ErrInvalid) {
+	for _, f := range []friction.Filter{{Status: "open"}, {Type: "grumble"}} {
+		if _, err := l.List(ctx, f); !errors.Is(err, friction.ErrInvalid) {
 			t.Errorf("List(%+v) = %v, want ErrInvalid", f, err)
 		}
 	}
-	if _, err := l.Resolve(ctx, "friction_002", StatusPending); !errors.Is(err, ErrInvalid) {
+	if _, err := l.Resolve(ctx, "friction_002", friction.StatusPending); !errors.Is(err, friction.ErrInvalid) {
 		t.Errorf("Resolve to pending = %v, want ErrInvalid", err)
 	}
-	if _, err := l.Resolve(ctx, "friction_002", "done"); !errors.Is(err, ErrInvalid) {
+	if _, err := l.Resolve(ctx, "friction_002", "done"); !errors.Is(err, friction.ErrInvalid) {
 		t.Errorf("Resolve to done = %v, want ErrInvalid", err)
 	}
-	if _, err := l.Resolve(ctx, "friction_999", StatusApplied); !errors.Is(err, ErrNotFound) {
+	if _, err := l.Resolve(ctx, "friction_999", friction.StatusApplied); !errors.Is(err, friction.ErrNotFound) {
 		t.Errorf("Resolve of a missing id = %v, want ErrNotFound", err)
 	}
-	if _, err := l.Get(ctx, "friction_999"); !errors.Is(err, ErrNotFound) {
+	if _, err := l.Get(ctx, "friction_999"); !errors.Is(err, friction.ErrNotFound) {
 		t.Errorf("Get of a missing id = %v, want ErrNotFound", err)
 	}
 }
@@ -357,7 +373,7 @@ func TestIDsGrowPastThreeDigits(t *testing.T) {
  {"id":"friction_998","timestamp":"2024-01-15T10:00:00Z","type":"timeout","description":"a","status":"pending"},
  {"id":"friction_007","timestamp":"2024-01-15T10:00:00Z","type":"timeout","description":"b","status":"pending"}]}`)
 	for i, want := range []string{"friction_999", "friction_1000", "friction_1001"} {
-		e, _ := mustAdd(t, l, Entry{Type: TypeEscalation, Description: "entry " + letters(i)})
+		e, _ := mustAdd(t, l, friction.Entry{Type: friction.TypeEscalation, Description: "entry " + letters(i)})
 		if e.ID != want {
 			t.Fatalf("id = %s, want %s", e.ID, want)
 		}
@@ -388,19 +404,19 @@ func TestInvalidLogIsRefusedAndKept(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newLog(t)
 			writeFile(t, l, tc.data)
-			_, _, err := l.Add(context.Background(), Entry{Type: TypeTimeout, Description: "x"})
-			if !errors.Is(err, ErrCorrupt) {
+			_, _, err := l.Add(context.Background(), friction.Entry{Type: friction.TypeTimeout, Description: "x"})
+			if !errors.Is(err, friction.ErrCorrupt) {
 				t.Fatalf("Add = %v, want ErrCorrupt", err)
 			}
-			for _, s := range []string{filepath.Join(l.RootDir, File), tc.mention} {
+			for _, s := range []string{filepath.Join(rootOf(l), friction.File), tc.mention} {
 				if !strings.Contains(err.Error(), s) {
 					t.Errorf("error %q does not mention %q", err, s)
 				}
 			}
-			if _, err := l.List(t.Context(), Filter{}); !errors.Is(err, ErrCorrupt) {
+			if _, err := l.List(t.Context(), friction.Filter{}); !errors.Is(err, friction.ErrCorrupt) {
 				t.Errorf("List = %v, want ErrCorrupt", err)
 			}
-			if _, err := l.AnonymizeTasks(context.Background(), []string{"t1"}); !errors.Is(err, ErrCorrupt) {
+			if _, err := l.AnonymizeTasks(context.Background(), []string{"t1"}); !errors.Is(err, friction.ErrCorrupt) {
 				t.Errorf("AnonymizeTasks = %v, want ErrCorrupt", err)
 			}
 			if got := string(readFile(t, l)); got != tc.data {
@@ -412,8 +428,8 @@ func TestInvalidLogIsRefusedAndKept(t *testing.T) {
 
 func TestLockTimeoutNamesTheHolder(t *testing.T) {
 	l := newLog(t)
-	lockPath := filepath.Join(l.RootDir, locking.LockPathFor(File))
-	if want := filepath.Join(l.RootDir, "friction", ".locks", "friction.json.lock"); lockPath != want {
+	lockPath := filepath.Join(rootOf(l), locking.LockPathFor(friction.File))
+	if want := filepath.Join(rootOf(l), "friction", ".locks", "friction.json.lock"); lockPath != want {
 		t.Fatalf("lock path %s, want %s", lockPath, want)
 	}
 	held, err := locking.Acquire(context.Background(), lockPath, locking.Options{Agent: "holder-agent"})
@@ -422,11 +438,11 @@ func TestLockTimeoutNamesTheHolder(t *testing.T) {
 	}
 	defer held.Release()
 	l.Timeout = 20 * time.Millisecond
-	_, _, err = l.Add(context.Background(), Entry{Type: TypeTimeout, Description: "x"})
+	_, _, err = l.Add(context.Background(), friction.Entry{Type: friction.TypeTimeout, Description: "x"})
 	if !errors.Is(err, locking.ErrLocked) || !strings.Contains(err.Error(), "holder-agent") {
 		t.Fatalf("Add under a held lock = %v, want ErrLocked naming holder-agent", err)
 	}
-	if _, err := os.Stat(filepath.Join(l.RootDir, File)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(rootOf(l), friction.File)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a failed Add wrote the log: %v", err)
 	}
 }
@@ -434,18 +450,18 @@ func TestLockTimeoutNamesTheHolder(t *testing.T) {
 func TestRecordDedupsIntoOccurrences(t *testing.T) {
 	l := newLog(t)
 	ctx := context.Background()
-	cfg := DefaultConfig()
-	var tally Tally
-	var touched [][]Entry
+	cfg := friction.DefaultConfig()
+	var tally friction.Tally
+	var touched [][]friction.Entry
 	// The same review problem in four tasks, then another in one.
-	for _, o := range []Observation{
-		obs(EventReviewIssues, "t1", nil, "problems=Missing tests."),
-		obs(EventReviewIssues, "t2", nil, "problems=missing tests"),
-		obs(EventReviewIssues, "t3", nil, "problems=- Missing tests"),
-		obs(EventReviewIssues, "t4", nil, "problems=missing tests!\nvague plan"),
+	for _, o := range []friction.Observation{
+		obs(friction.EventReviewIssues, "t1", nil, "problems=Missing tests."),
+		obs(friction.EventReviewIssues, "t2", nil, "problems=missing tests"),
+		obs(friction.EventReviewIssues, "t3", nil, "problems=- Missing tests"),
+		obs(friction.EventReviewIssues, "t4", nil, "problems=missing tests!\nvague plan"),
 	} {
-		var fs []Finding
-		tally, fs = Detect(tally, o, cfg)
+		var fs []friction.Finding
+		tally, fs = friction.Detect(tally, o, cfg)
 		es, err := l.Record(ctx, fs)
 		if err != nil {
 			t.Fatal(err)
@@ -458,7 +474,7 @@ func TestRecordDedupsIntoOccurrences(t *testing.T) {
 	if len(touched[2]) != 1 || !touched[2][0].Timestamp.Equal(t0) || touched[2][0].Occurrences != 3 {
 		t.Fatalf("at the threshold: %+v, want one entry of 3 occurrences", touched[2])
 	}
-	es, err := l.List(ctx, Filter{})
+	es, err := l.List(ctx, friction.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -466,20 +482,20 @@ func TestRecordDedupsIntoOccurrences(t *testing.T) {
 		t.Fatalf("%d entries, want 1: %+v", len(es), es)
 	}
 	e := es[0]
-	if e.Type != TypeReviewerPattern || e.Pattern != "missing tests" || e.Occurrences != 4 ||
-		!slices.Equal(e.AffectedTasks, []string{"t1", "t2", "t3", "t4"}) || e.Status != StatusPending {
+	if e.Type != friction.TypeReviewerPattern || e.Pattern != "missing tests" || e.Occurrences != 4 ||
+		!slices.Equal(e.AffectedTasks, []string{"t1", "t2", "t3", "t4"}) || e.Status != friction.StatusPending {
 		t.Fatalf("entry = %+v", e)
 	}
 
 	// Escalations whose reasons normalise alike merge; the entry list
 	// comes back once.
-	var fs []Finding
-	for _, o := range []Observation{
-		obs(EventEscalated, "t5", nil, "reason=Budget over 1000."),
-		obs(EventEscalated, "t6", nil, "reason=budget over 20"),
+	var fs []friction.Finding
+	for _, o := range []friction.Observation{
+		obs(friction.EventEscalated, "t5", nil, "reason=Budget over 1000."),
+		obs(friction.EventEscalated, "t6", nil, "reason=budget over 20"),
 	} {
-		var f []Finding
-		tally, f = Detect(tally, o, cfg)
+		var f []friction.Finding
+		tally, f = friction.Detect(tally, o, cfg)
 		fs = append(fs, f...)
 	}
 	got, err := l.Record(ctx, fs)
@@ -492,8 +508,8 @@ func TestRecordDedupsIntoOccurrences(t *testing.T) {
 
 	// A bad finding refuses the whole batch.
 	before := readFile(t, l)
-	_, err = l.Record(ctx, []Finding{{Type: TypeEscalation, TaskID: "t7", Description: "z"}, {Type: "nope", Description: "z"}})
-	if !errors.Is(err, ErrInvalid) {
+	_, err = l.Record(ctx, []friction.Finding{{Type: friction.TypeEscalation, TaskID: "t7", Description: "z"}, {Type: "nope", Description: "z"}})
+	if !errors.Is(err, friction.ErrInvalid) {
 		t.Fatalf("Record with a bad type = %v, want ErrInvalid", err)
 	}
 	if string(readFile(t, l)) != string(before) {
@@ -505,10 +521,10 @@ func TestRecordOnceReportsATimeoutOnce(t *testing.T) {
 	l := newLog(t)
 	ctx := context.Background()
 	started := t0
-	items := []InProgress{{TaskID: "t1", SubtaskID: "st_1", Complexity: "low", StartedAt: started}}
+	items := []workspace.InProgress{{TaskID: "t1", SubtaskID: "st_1", Complexity: "low", StartedAt: started}}
 	var counts []int
 	for _, now := range []time.Time{started.Add(31 * time.Minute), started.Add(45 * time.Minute), started.Add(5 * time.Hour)} {
-		es, err := l.Record(ctx, DetectTimeouts(items, now, Config{}))
+		es, err := l.Record(ctx, friction.DetectTimeouts(items, now, friction.Config{}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -519,7 +535,7 @@ func TestRecordOnceReportsATimeoutOnce(t *testing.T) {
 	}
 	// The retry starts again and overruns again: one more occurrence.
 	items[0].StartedAt = started.Add(6 * time.Hour)
-	es, err := l.Record(ctx, DetectTimeouts(items, started.Add(7*time.Hour), Config{}))
+	es, err := l.Record(ctx, friction.DetectTimeouts(items, started.Add(7*time.Hour), friction.Config{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -531,33 +547,33 @@ func TestRecordOnceReportsATimeoutOnce(t *testing.T) {
 func TestObservePersistsTheTally(t *testing.T) {
 	l := newLog(t)
 	ctx := context.Background()
-	cfg := DefaultConfig()
+	cfg := friction.DefaultConfig()
 	// Each call is a fresh Log on the same root, as after a restart.
-	observe := func(o Observation) []Entry {
+	observe := func(o friction.Observation) []friction.Entry {
 		t.Helper()
-		fresh := &Log{Root: l.Root, RootDir: l.RootDir, Now: l.Now}
-		es, err := fresh.Observe(ctx, []Observation{o}, cfg)
+		fresh := &friction.Log{Storage: l.Storage, Now: l.Now}
+		es, err := fresh.Observe(ctx, []friction.Observation{o}, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return es
 	}
-	if es := observe(obs(EventWorkFailed, "t1", []string{"st_1", "w1"}, "error=disk full on /dev/sda1")); len(es) != 0 {
+	if es := observe(obs(friction.EventWorkFailed, "t1", []string{"st_1", "w1"}, "error=disk full on /dev/sda1")); len(es) != 0 {
 		t.Fatalf("first failure recorded %+v", es)
 	}
 	tally, err := l.Tally(ctx)
 	if err != nil || tally.Failures["disk full on /dev/sda#"].Count != 1 {
 		t.Fatalf("stored tally = %+v, %v", tally, err)
 	}
-	es := observe(obs(EventOutputRejected, "t2", nil, "reason=Disk full on /dev/sda2.", "agent=w2"))
-	if len(es) != 1 || es[0].Type != TypeWorkerFailure || es[0].Occurrences != 2 || !slices.Equal(es[0].AffectedTasks, []string{"t1", "t2"}) {
+	es := observe(obs(friction.EventOutputRejected, "t2", nil, "reason=Disk full on /dev/sda2.", "agent=w2"))
+	if len(es) != 1 || es[0].Type != friction.TypeWorkerFailure || es[0].Occurrences != 2 || !slices.Equal(es[0].AffectedTasks, []string{"t1", "t2"}) {
 		t.Fatalf("second failure recorded %+v", es)
 	}
 	// Several observations in one call, one write.
-	es, err = l.Observe(ctx, []Observation{
-		obs(EventPlanRevisionNeeded, "t3", nil, "revision_count=1"),
-		obs(EventPlanRevisionNeeded, "t3", nil, "revision_count=2"),
-		obs(EventEscalated, "t3", nil, "reason=needs approval", "agent=po"),
+	es, err = l.Observe(ctx, []friction.Observation{
+		obs(friction.EventPlanRevisionNeeded, "t3", nil, "revision_count=1"),
+		obs(friction.EventPlanRevisionNeeded, "t3", nil, "revision_count=2"),
+		obs(friction.EventEscalated, "t3", nil, "reason=needs approval", "agent=po"),
 		obs("task_created", "t3", nil),
 	}, cfg)
 	if err != nil {
@@ -567,20 +583,20 @@ func TestObservePersistsTheTally(t *testing.T) {
 	for _, e := range es {
 		types = append(types, e.Type)
 	}
-	if !slices.Equal(types, []string{TypeRepeatedRevision, TypeEscalation}) {
+	if !slices.Equal(types, []string{friction.TypeRepeatedRevision, friction.TypeEscalation}) {
 		t.Fatalf("touched types = %v", types)
 	}
 	// The revision was reported once for t3: a third revision adds nothing.
-	if es := observe(obs(EventPlanRevisionNeeded, "t3", nil, "revision_count=3")); len(es) != 0 {
+	if es := observe(obs(friction.EventPlanRevisionNeeded, "t3", nil, "revision_count=3")); len(es) != 0 {
 		t.Fatalf("third revision recorded %+v", es)
 	}
 	// Events that change nothing do not rewrite the file.
-	before, _ := os.Stat(filepath.Join(l.RootDir, File))
+	before, _ := os.Stat(filepath.Join(rootOf(l), friction.File))
 	beforeData := readFile(t, l)
 	if es := observe(obs("task_created", "t9", nil)); len(es) != 0 {
 		t.Fatal(es)
 	}
-	after, _ := os.Stat(filepath.Join(l.RootDir, File))
+	after, _ := os.Stat(filepath.Join(rootOf(l), friction.File))
 	if !os.SameFile(before, after) || string(beforeData) != string(readFile(t, l)) {
 		t.Errorf("an observation without findings or tally change rewrote the file")
 	}
@@ -589,20 +605,20 @@ func TestObservePersistsTheTally(t *testing.T) {
 func TestAnonymizeTasks(t *testing.T) {
 	l := newLog(t)
 	ctx := context.Background()
-	cfg := DefaultConfig()
-	for _, o := range []Observation{
-		obs(EventReviewIssues, "task-a", nil, "problems=missing tests", "review=r1"),
-		obs(EventReviewIssues, "task-b", nil, "problems=missing tests", "review=r1"),
-		obs(EventReviewIssues, "task-a", nil, "problems=missing tests", "review=r2"),
-		obs(EventPlanRevisionNeeded, "task-a", nil, "revision_count=2"),
+	cfg := friction.DefaultConfig()
+	for _, o := range []friction.Observation{
+		obs(friction.EventReviewIssues, "task-a", nil, "problems=missing tests", "review=r1"),
+		obs(friction.EventReviewIssues, "task-b", nil, "problems=missing tests", "review=r1"),
+		obs(friction.EventReviewIssues, "task-a", nil, "problems=missing tests", "review=r2"),
+		obs(friction.EventPlanRevisionNeeded, "task-a", nil, "revision_count=2"),
 	} {
-		if _, err := l.Observe(ctx, []Observation{o}, cfg); err != nil {
+		if _, err := l.Observe(ctx, []friction.Observation{o}, cfg); err != nil {
 			t.Fatal(err)
 		}
 	}
-	mustAdd(t, l, Entry{Type: TypeEscalation, Description: "task-a. needs task-ab and xtask-a", AffectedTasks: []string{"task-ab"}})
-	anonA := AnonymizeID("task-a")
-	if !strings.HasPrefix(anonA, "anon_") || len(anonA) != len("anon_")+12 || AnonymizeID("task-a") != anonA || AnonymizeID("task-b") == anonA {
+	mustAdd(t, l, friction.Entry{Type: friction.TypeEscalation, Description: "task-a. needs task-ab and xtask-a", AffectedTasks: []string{"task-ab"}})
+	anonA := friction.AnonymizeID("task-a")
+	if !strings.HasPrefix(anonA, "anon_") || len(anonA) != len("anon_")+12 || friction.AnonymizeID("task-a") != anonA || friction.AnonymizeID("task-b") == anonA {
 		t.Fatalf("AnonymizeID(task-a) = %q", anonA)
 	}
 
@@ -616,8 +632,8 @@ func TestAnonymizeTasks(t *testing.T) {
 			t.Errorf("the log still holds %q:\n%s", s, data)
 		}
 	}
-	es, _ := l.List(ctx, Filter{})
-	if got := es[0].AffectedTasks; !slices.Equal(got, mergeSorted([]string{anonA, "task-b"})) {
+	es, _ := l.List(ctx, friction.Filter{})
+	if got := es[0].AffectedTasks; !slices.Equal(got, slices.Sorted(slices.Values([]string{anonA, "task-b"}))) {
 		t.Errorf("reviewer entry tasks = %v", got)
 	}
 	if got := es[1].Description; !strings.Contains(got, anonA) {
@@ -628,10 +644,10 @@ func TestAnonymizeTasks(t *testing.T) {
 	}
 	tally, _ := l.Tally(ctx)
 	c := tally.Problems["missing tests"]
-	if !slices.Equal(c.Tasks, mergeSorted([]string{anonA, "task-b"})) || !slices.Equal(c.Reviews, mergeSorted([]string{anonA + "/r1", anonA + "/r2", "task-b/r1"})) {
+	if !slices.Equal(c.Tasks, slices.Sorted(slices.Values([]string{anonA, "task-b"}))) || !slices.Equal(c.Reviews, slices.Sorted(slices.Values([]string{anonA + "/r1", anonA + "/r2", "task-b/r1"}))) {
 		t.Errorf("tally count = %+v", c)
 	}
-	if _, ok := tally.Tasks["task-a"]; ok || !tally.reported(anonA, "revision:plan") {
+	if _, ok := tally.Tasks["task-a"]; ok || !slices.Contains(tally.Tasks[anonA].Reported, "revision:plan") {
 		t.Errorf("tally tasks = %+v", tally.Tasks)
 	}
 
@@ -654,26 +670,26 @@ func TestAnonymizeTasks(t *testing.T) {
 func TestGoldenFile(t *testing.T) {
 	l := newLog(t)
 	ctx := context.Background()
-	cfg := DefaultConfig()
-	mustAdd(t, l, Entry{
-		Type: TypeEscalation, Description: "Budget <over> & above: a \"human\" call.",
+	cfg := friction.DefaultConfig()
+	mustAdd(t, l, friction.Entry{
+		Type: friction.TypeEscalation, Description: "Budget <over> & above: a \"human\" call.",
 		AffectedTasks: []string{"t2", "t1"}, SuggestedAction: "Set a budget rule in the coordinator's prompt.",
 	})
-	for _, o := range []Observation{
-		obs(EventReviewIssues, "t1", nil, "problems=Missing tests.\nplan is vague", "review=plan_v1"),
-		obs(EventReviewIssues, "t2", nil, "problems=missing tests", "review=plan_v1"),
-		obs(EventReviewIssues, "t3", nil, "problems=- missing tests", "review=plan_v2"),
-		obs(EventPlanRevisionNeeded, "t3", nil, "revision_count=2", "plan_id=p3", "reviewer=critic"),
-		obs(EventWorkFailed, "t3", []string{"st_1", "w1"}, "error=exit status 137"),
+	for _, o := range []friction.Observation{
+		obs(friction.EventReviewIssues, "t1", nil, "problems=Missing tests.\nplan is vague", "review=plan_v1"),
+		obs(friction.EventReviewIssues, "t2", nil, "problems=missing tests", "review=plan_v1"),
+		obs(friction.EventReviewIssues, "t3", nil, "problems=- missing tests", "review=plan_v2"),
+		obs(friction.EventPlanRevisionNeeded, "t3", nil, "revision_count=2", "plan_id=p3", "reviewer=critic"),
+		obs(friction.EventWorkFailed, "t3", []string{"st_1", "w1"}, "error=exit status 137"),
 	} {
-		if _, err := l.Observe(ctx, []Observation{o}, cfg); err != nil {
+		if _, err := l.Observe(ctx, []friction.Observation{o}, cfg); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := l.Record(ctx, DetectTimeouts([]InProgress{{"t3", "st_2", "high", t0}}, t0.Add(9*time.Hour), cfg)); err != nil {
+	if _, err := l.Record(ctx, friction.DetectTimeouts([]workspace.InProgress{{TaskID: "t3", SubtaskID: "st_2", Complexity: "high", StartedAt: t0}}, t0.Add(9*time.Hour), cfg)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Resolve(ctx, "friction_001", StatusApplied); err != nil {
+	if _, err := l.Resolve(ctx, "friction_001", friction.StatusApplied); err != nil {
 		t.Fatal(err)
 	}
 	got := readFile(t, l)
@@ -708,7 +724,7 @@ func TestConcurrentAddFromProcesses(t *testing.T) {
 	outs := make([]*strings.Builder, childProcs)
 	for i := range cmds {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), envChildRoot+"="+l.RootDir, envChildName+"=proc-"+letters(i))
+		cmd.Env = append(os.Environ(), envChildRoot+"="+rootOf(l), envChildName+"=proc-"+letters(i))
 		outs[i] = &strings.Builder{}
 		cmd.Stdout, cmd.Stderr = outs[i], outs[i]
 		if err := cmd.Start(); err != nil {
@@ -721,7 +737,7 @@ func TestConcurrentAddFromProcesses(t *testing.T) {
 			t.Errorf("process %d: %v\n%s", i, err, outs[i])
 		}
 	}
-	es, err := l.List(t.Context(), Filter{})
+	es, err := l.List(t.Context(), friction.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -770,15 +786,15 @@ func TestLogRefusesSpecialFiles(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newLog(t)
-			path := filepath.Join(l.RootDir, File)
+			path := filepath.Join(rootOf(l), friction.File)
 			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 				t.Fatal(err)
 			}
 			tc.make(t, path)
-			if _, err := l.List(t.Context(), Filter{}); !errors.Is(err, ErrCorrupt) {
+			if _, err := l.List(t.Context(), friction.Filter{}); !errors.Is(err, friction.ErrCorrupt) {
 				t.Errorf("List = %v, want ErrCorrupt", err)
 			}
-			if _, _, err := l.Add(context.Background(), Entry{Type: TypeTimeout, Description: "x"}); !errors.Is(err, ErrCorrupt) {
+			if _, _, err := l.Add(context.Background(), friction.Entry{Type: friction.TypeTimeout, Description: "x"}); !errors.Is(err, friction.ErrCorrupt) {
 				t.Errorf("Add = %v, want ErrCorrupt", err)
 			}
 			if fi, err := os.Lstat(path); err != nil || fi.Mode().IsRegular() {
@@ -790,13 +806,13 @@ func TestLogRefusesSpecialFiles(t *testing.T) {
 
 func TestAChangeByAnotherWriterIsValidatedAgain(t *testing.T) {
 	l := newLog(t)
-	mustAdd(t, l, Entry{Type: TypeTimeout, Description: "x"})
-	if _, err := l.List(t.Context(), Filter{}); err != nil {
+	mustAdd(t, l, friction.Entry{Type: friction.TypeTimeout, Description: "x"})
+	if _, err := l.List(t.Context(), friction.Filter{}); err != nil {
 		t.Fatal(err)
 	}
 	// Another writer (an agent in another language) breaks the file.
 	writeFile(t, l, strings.Replace(string(readFile(t, l)), `"timeout"`, `"slowness"`, 1))
-	if _, err := l.List(t.Context(), Filter{}); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "type") {
+	if _, err := l.List(t.Context(), friction.Filter{}); !errors.Is(err, friction.ErrCorrupt) || !strings.Contains(err.Error(), "type") {
 		t.Fatalf("List after a bad external write = %v, want ErrCorrupt about the type", err)
 	}
 }
@@ -810,7 +826,7 @@ func TestConcurrentAddFromGoroutines(t *testing.T) {
 	for w := range workers {
 		wg.Go(func() {
 			for i := range adds {
-				_, _, err := l.Add(context.Background(), Entry{Type: TypeTimeout, Description: "g" + letters(w) + " " + letters(i)})
+				_, _, err := l.Add(context.Background(), friction.Entry{Type: friction.TypeTimeout, Description: "g" + letters(w) + " " + letters(i)})
 				errs <- err
 			}
 		})
@@ -822,15 +838,15 @@ func TestConcurrentAddFromGoroutines(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if es, err := l.List(t.Context(), Filter{}); err != nil || len(es) != workers*adds {
+	if es, err := l.List(t.Context(), friction.Filter{}); err != nil || len(es) != workers*adds {
 		t.Fatalf("List = %d entries, %v; want %d", len(es), err, workers*adds)
 	}
 }
 
 func TestDetectResultSharesNoMemory(t *testing.T) {
-	in, _ := Detect(Tally{}, obs(EventReviewIssues, "t1", nil, "problems=missing tests", "review=r1"), DefaultConfig())
-	in, _ = Detect(in, obs(EventPlanRevisionNeeded, "t1", nil), DefaultConfig())
-	out, _ := Detect(in, obs(EventReviewIssues, "t2", nil, "problems=missing tests", "review=r1"), DefaultConfig())
+	in, _ := friction.Detect(friction.Tally{}, obs(friction.EventReviewIssues, "t1", nil, "problems=missing tests", "review=r1"), friction.DefaultConfig())
+	in, _ = friction.Detect(in, obs(friction.EventPlanRevisionNeeded, "t1", nil), friction.DefaultConfig())
+	out, _ := friction.Detect(in, obs(friction.EventReviewIssues, "t2", nil, "problems=missing tests", "review=r1"), friction.DefaultConfig())
 	c := out.Problems["missing tests"]
 	c.Tasks[0] = "changed"
 	out.Tasks["t1"].Revisions["plan"] = 99

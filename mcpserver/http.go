@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/workspaced/workspaced/internal/httpauth"
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -161,7 +161,7 @@ func (h *HTTP) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(rw, r.Body, h.opt.MaxBodyBytes)
 	}
-	if f := strings.Fields(r.Header.Get("Authorization")); len(f) != 2 || !strings.EqualFold(f[0], "bearer") {
+	if _, ok := httpauth.Bearer(r); !ok {
 		h.log.Warn("mcp http: request refused", "agent", "-", "remote", r.RemoteAddr, "reason", "no bearer token")
 		h.opt.Observer.Refused(RefusalNoToken)
 		rw.Header().Set("WWW-Authenticate", `Bearer realm="workspaced"`)
@@ -174,8 +174,8 @@ func (h *HTTP) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 // the SDK binds a session to is the token's id, so that no other token
 // can use the session.
 func (h *HTTP) verify(_ context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
-	g, err := h.store.Lookup(token)
-	if errors.Is(err, tokens.ErrUnknown) {
+	g, err := httpauth.Lookup(h.store, token)
+	if errors.Is(err, httpauth.ErrUnknownToken) {
 		h.log.Warn("mcp http: request refused", "agent", "-", "remote", r.RemoteAddr, "reason", "unknown or revoked token")
 		h.opt.Observer.Refused(RefusalUnknownToken)
 		return nil, fmt.Errorf("%w: unknown or revoked token", auth.ErrInvalidToken)

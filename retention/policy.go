@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/vocab"
+	"github.com/workspaced/workspaced/workspace"
 )
 
 // Policy defaults (workspace.json "retention") and bounds.
@@ -47,13 +48,23 @@ var (
 	ErrCleanupRunning = errors.New("another cleanup is running")
 )
 
-// Policy is the retention policy: a finished task is kept whole
-// for FullDays after its completed_at, then kept as a summary (task.json,
-// state.json, events.log) until SummaryDays, then removed.
-type Policy struct {
-	FullDays    int `json:"full_days"`
-	SummaryDays int `json:"summary_days"`
-}
+// The policy's values are the model's: the store contract's Retention
+// capability names them.
+type (
+	Policy   = workspace.RetentionPolicy
+	Action   = workspace.RetentionAction
+	Decision = workspace.RetentionDecision
+	Counts   = workspace.RetentionCounts
+	Report   = workspace.RetentionReport
+)
+
+// The actions.
+const (
+	Keep      = workspace.RetentionKeep
+	Summarize = workspace.RetentionSummarize
+	Remove    = workspace.RetentionRemove
+	Skip      = workspace.RetentionSkip
+)
 
 // DefaultPolicy returns the default policy: 7 days whole, 30 days in all.
 func DefaultPolicy() Policy {
@@ -66,7 +77,7 @@ func DefaultPolicy() Policy {
 // MaxDays. FullDays 0 (summarise as soon as a task finishes) and FullDays
 // equal to SummaryDays (no summary stage) are allowed. The error wraps
 // ErrInvalidPolicy.
-func (p Policy) Validate() error {
+func Validate(p Policy) error {
 	switch {
 	case p.FullDays < 0:
 		return fmt.Errorf("%w: full_days %d is negative", ErrInvalidPolicy, p.FullDays)
@@ -101,33 +112,9 @@ type TaskInfo struct {
 	LocksOnly bool `json:"locks_only,omitempty"`
 }
 
-// Action is what the policy does with a task.
-type Action string
-
-// The three actions.
-const (
-	// Keep leaves the task as it is.
-	Keep Action = "keep"
-	// Summarize cuts the task down to task.json, state.json and events.log.
-	Summarize Action = "summarize"
-	// Remove deletes the task's directory.
-	Remove Action = "remove"
-)
-
 // ReasonLocksOnly is the reason given for removing a directory that holds
 // nothing but lock files.
 const ReasonLocksOnly = "holds nothing but lock files (left by a lock taken on a task already removed)"
-
-// Decision is the policy's verdict on one task and why.
-type Decision struct {
-	TaskID string `json:"task_id"`
-	Action Action `json:"action"`
-	// Reason says why, in words fit for a cleanup report.
-	Reason string `json:"reason"`
-	// Age is now minus completed_at (in nanoseconds in JSON); zero when
-	// completed_at is unknown or in the future.
-	Age time.Duration `json:"age_ns,omitempty"`
-}
 
 // Decide applies p to one task at the instant now. p must be valid
 // (Validate). The rules, in order:

@@ -154,7 +154,7 @@ func TestDecideGolden(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := tc.policy.Validate(); err != nil {
+			if err := Validate(tc.policy); err != nil {
 				t.Fatalf("policy %+v: %v", tc.policy, err)
 			}
 			// Apply sorts by id: feed the tasks reversed to check it.
@@ -239,7 +239,7 @@ func TestPolicyValidate(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.p.Validate()
+			err := Validate(tc.p)
 			if tc.ok && err != nil {
 				t.Fatalf("Validate(%+v) = %v, want nil", tc.p, err)
 			}

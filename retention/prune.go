@@ -20,12 +20,6 @@ import (
 	"github.com/workspaced/workspaced/vocab"
 )
 
-// Skip is the Action a Pruner reports for a task it left alone although
-// the policy did not simply keep it: its lock was held (busy), its
-// state.json was unreadable, its name is not a task id, or acting on it
-// failed. Decide never returns Skip.
-const Skip Action = "skip"
-
 // Names the pruner uses inside tasks/. Task ids never start with a dot, so
 // these never collide with a task, and every reader ignores them.
 const (
@@ -138,37 +132,6 @@ type Pruner struct {
 	batch int
 }
 
-// Counts counts a Run's outcomes.
-type Counts struct {
-	Kept       int `json:"kept"`
-	Summarized int `json:"summarized"`
-	Removed    int `json:"removed"`
-	Skipped    int `json:"skipped"`
-}
-
-// Report is what a Run did (or, in a dry run, would do). Every list is
-// sorted by task id.
-type Report struct {
-	DryRun bool `json:"dry_run"`
-	// Kept lists tasks the policy keeps as they are.
-	Kept []Decision `json:"kept"`
-	// Summarized lists tasks cut down to their summary.
-	Summarized []Decision `json:"summarized"`
-	// Removed lists tasks whose directory is gone; the caller anonymises
-	// their ids in the friction log.
-	Removed []Decision `json:"removed"`
-	// Skipped lists tasks left alone for a reason that is not the
-	// policy's: busy (the reason names the lock's holder), unreadable
-	// state.json, an invalid task name, or a failure (also in Errors).
-	Skipped []Decision `json:"skipped"`
-	Counts  Counts     `json:"counts"`
-	// Recovered lists what was finished or rolled back of a crashed run.
-	Recovered []string `json:"recovered,omitempty"`
-	// Errors lists failures that did not stop the run; a caller should
-	// treat any as a failed cleanup.
-	Errors []string `json:"errors,omitempty"`
-}
-
 // Run applies the policy to every task directory under tasks/ and returns
 // what it did. It first recovers whatever a crashed run left behind. It
 // returns an error only when it cannot run at all (invalid policy, tasks/
@@ -177,7 +140,7 @@ type Report struct {
 // directory is an empty workspace: an empty report and no error.
 func (p *Pruner) Run(ctx context.Context) (Report, error) {
 	rep := Report{DryRun: p.DryRun}
-	if err := p.Policy.Validate(); err != nil {
+	if err := Validate(p.Policy); err != nil {
 		return rep, err
 	}
 	if p.Root == nil {
@@ -218,7 +181,7 @@ func (p *Pruner) Run(ctx context.Context) (Report, error) {
 		return rep, err
 	}
 	err := r.prune(ctx)
-	rep.finish()
+	finish(&rep)
 	return rep, err
 }
 
@@ -777,33 +740,6 @@ func Failed(d Decision, err error) (Decision, string) {
 	return d, msg
 }
 
-// Record counts d under its outcome, files it in that list unless
-// discard (see DiscardDecisions), and reports it to progress when set.
-func (rep *Report) Record(d Decision, discard bool, progress func(Decision)) {
-	c := &rep.Counts
-	var list *[]Decision
-	switch d.Action {
-	case Keep:
-		c.Kept++
-		list = &rep.Kept
-	case Summarize:
-		c.Summarized++
-		list = &rep.Summarized
-	case Remove:
-		c.Removed++
-		list = &rep.Removed
-	default:
-		c.Skipped++
-		list = &rep.Skipped
-	}
-	if !discard {
-		*list = append(*list, d)
-	}
-	if progress != nil {
-		progress(d)
-	}
-}
-
 // fail records a task that could not be handled as skipped, and the error.
 func (r *run) fail(d Decision, err error) {
 	d, msg := Failed(d, err)
@@ -815,7 +751,7 @@ func (r *run) fail(d Decision, err error) {
 func (r *run) record(d Decision) { r.rep.Record(d, r.p.DiscardDecisions, r.p.OnProgress) }
 
 // finish sorts the report's lists by task id.
-func (rep *Report) finish() {
+func finish(rep *Report) {
 	for _, l := range []*[]Decision{&rep.Kept, &rep.Summarized, &rep.Removed, &rep.Skipped} {
 		slices.SortFunc(*l, func(a, b Decision) int { return strings.Compare(a.TaskID, b.TaskID) })
 	}

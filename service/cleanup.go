@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/workspaced/workspaced/friction"
 	"github.com/workspaced/workspaced/retention"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -54,7 +55,7 @@ type Cleaned struct {
 // it goes; whatever was removed before a failure still has its friction
 // anonymised.
 func Cleanup(ctx context.Context, st workspace.Store, req CleanupRequest) (Cleaned, error) {
-	a := &anonymizer{ctx: ctx, log: st.Friction(ctx, CleanupAgent)}
+	a := &anonymizer{ctx: ctx, log: friction.Open(st, CleanupAgent)}
 	p := workspace.PruneRequest{
 		Policy:           req.Policy,
 		DryRun:           req.DryRun,
@@ -97,7 +98,7 @@ func prune(ctx context.Context, w workspace.Retention, p workspace.PruneRequest,
 // batches.
 type anonymizer struct {
 	ctx        context.Context
-	log        workspace.FrictionLog
+	log        *friction.Log
 	removed    []string // removed ids not yet anonymised
 	anonymized int
 	errors     []string

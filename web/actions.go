@@ -231,7 +231,7 @@ func (s *Server) resolveFriction(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	en, err := s.st.Friction(r.Context(), HumanAgent).Resolve(r.Context(), fid, req.Status)
+	en, err := friction.Open(s.st, HumanAgent).Resolve(r.Context(), fid, req.Status)
 	if err != nil {
 		if errors.Is(err, friction.ErrCorrupt) {
 			writeError(w, http.StatusInternalServerError, err.Error(), "fix or move friction/friction.json")

@@ -405,7 +405,7 @@ func (s *Server) getBackups(w http.ResponseWriter, r *http.Request, id string) {
 
 func (s *Server) getFriction(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	entries, err := s.st.Friction(r.Context(), "").List(r.Context(), friction.Filter{Status: q.Get("status"), Type: q.Get("type")})
+	entries, err := friction.Open(s.st, "").List(r.Context(), friction.Filter{Status: q.Get("status"), Type: q.Get("type")})
 	if err != nil {
 		fail(w, err)
 		return

@@ -24,6 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/workspaced/workspaced/internal/httpauth"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -51,6 +52,9 @@ type Config struct {
 	// MCP, when set, is mounted at /mcp as is: outside the panel's cookie,
 	// token and CSRF checks (it authenticates its own clients).
 	MCP http.Handler
+	// API, when set, is mounted at /api/v1/ as is, like MCP: the HTTP
+	// API for programs, which admits its callers itself (package api).
+	API http.Handler
 	// KeepAlive is how often a stream gets a comment line
 	// (DefaultKeepAlive when 0).
 	KeepAlive time.Duration
@@ -122,13 +126,7 @@ func CheckListen(addr string, hasToken bool) error {
 		Hint: "give a token file (a long random secret, e.g. 'openssl rand -hex 32 > token'), or listen on 127.0.0.1"}
 }
 
-func isLoopbackHost(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+func isLoopbackHost(host string) bool { return httpauth.LoopbackHost(host) }
 
 // Handler is the whole panel: pages, assets, the API, and /mcp when
 // configured.
@@ -136,6 +134,10 @@ func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.cfg.MCP != nil && (r.URL.Path == "/mcp" || strings.HasPrefix(r.URL.Path, "/mcp/")) {
 			s.cfg.MCP.ServeHTTP(w, r)
+			return
+		}
+		if s.cfg.API != nil && strings.HasPrefix(r.URL.Path, "/api/v1/") {
+			s.cfg.API.ServeHTTP(w, r)
 			return
 		}
 		s.guard(w, r)
@@ -193,19 +195,14 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-func hostOnly(hostport string) string {
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		return h
-	}
-	return strings.Trim(hostport, "[]")
-}
+func hostOnly(hostport string) string { return httpauth.HostOnly(hostport) }
 
 // authorized reports whether r carries the token, and whether it came as
 // a bearer header (which a browser never sends on its own, so such a
 // request needs no CSRF token).
 func (s *Server) authorized(r *http.Request) (ok, bearer bool) {
-	if a := r.Header.Get("Authorization"); a != "" {
-		t, found := strings.CutPrefix(a, "Bearer ")
+	if r.Header.Get("Authorization") != "" {
+		t, found := httpauth.Bearer(r)
 		return found && s.tokenIs(t), found && s.tokenIs(t)
 	}
 	if c, err := r.Cookie(tokenCookie); err == nil {
@@ -214,9 +211,7 @@ func (s *Server) authorized(r *http.Request) (ok, bearer bool) {
 	return false, false
 }
 
-func (s *Server) tokenIs(t string) bool {
-	return subtle.ConstantTimeCompare([]byte(t), []byte(s.cfg.Token)) == 1
-}
+func (s *Server) tokenIs(t string) bool { return httpauth.Equal(t, s.cfg.Token) }
 
 // csrfOK is the double-submit check: the header must repeat the csrf
 // cookie, which only pages of this origin can read (they get it in a meta

@@ -48,7 +48,7 @@ func seed(t *testing.T, ws *files.Store) {
 func TestRoutes(t *testing.T) {
 	p := newPanel(t, Config{})
 	seed(t, p.ws)
-	if _, _, err := p.ws.FrictionLog("x").Add(context.Background(), friction.Entry{Type: "escalation", Description: "help", AffectedTasks: []string{"t1"}}); err != nil {
+	if _, _, err := friction.Open(p.ws, "x").Add(context.Background(), friction.Entry{Type: "escalation", Description: "help", AffectedTasks: []string{"t1"}}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "t1 in the index", 5*time.Second, func() bool { _, ok := p.s.index.get("t1"); return ok })
@@ -409,7 +409,7 @@ func TestActions(t *testing.T) {
 	}
 
 	// Friction resolved under the log's lock.
-	e, _, err := ws.FrictionLog("x").Add(ctx, friction.Entry{Type: "escalation", Description: "stuck", AffectedTasks: []string{"t2"}})
+	e, _, err := friction.Open(ws, "x").Add(ctx, friction.Entry{Type: "escalation", Description: "stuck", AffectedTasks: []string{"t2"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -425,7 +425,7 @@ func TestActions(t *testing.T) {
 	if r := p.post(b, "/api/friction/"+e.ID+"/resolve", `{"status":"applied"}`); r.code != 200 || !strings.Contains(r.body, `"status":"applied"`) {
 		t.Errorf("resolve: %d %s", r.code, r.body)
 	}
-	if got, _ := ws.FrictionLog("").Get(ctx, e.ID); got.Status != "applied" {
+	if got, _ := friction.Open(ws, "").Get(ctx, e.ID); got.Status != "applied" {
 		t.Errorf("the entry is %s", got.Status)
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"time"
-
-	"github.com/workspaced/workspaced/friction"
 )
 
 // LeadOptions configure Lead.
@@ -147,7 +145,7 @@ type Applied struct {
 	Stopped error
 	// Progress lists the task's subtasks in progress, for the timeout
 	// detector.
-	Progress []friction.InProgress
+	Progress []InProgress
 	// Settle, when set, is work the commit left to be done a moment
 	// later, beside later commits (the file tree makes a burst's
 	// records durable with one flush, and removes the taken markers).
@@ -160,6 +158,14 @@ type Applied struct {
 	// EventsLost is how many of Events could not be appended to the
 	// task's event log (the state was written all the same).
 	EventsLost int
+}
+
+// InProgress is one subtask in progress, as the timeout detector sees it.
+type InProgress struct {
+	TaskID     string
+	SubtaskID  string
+	Complexity string // low | medium | high; anything else counts as medium
+	StartedAt  time.Time
 }
 
 // Committer takes one task's markers. See Served.

@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"time"
-
-	"github.com/workspaced/workspaced/friction"
-	"github.com/workspaced/workspaced/locking"
 )
 
 // Store is a workspace as every consumer sees it: the CLI, the MCP
@@ -217,28 +214,32 @@ type EventStore interface {
 	FollowEvents(ctx context.Context, taskID string, fromStart bool, interval time.Duration, each func(Event)) error
 }
 
-// FrictionLog is the workspace's friction log: every change is a
-// read-modify-write under the log's own lock.
-type FrictionLog interface {
-	Add(ctx context.Context, e friction.Entry) (friction.Entry, bool, error)
-	Record(ctx context.Context, findings []friction.Finding) ([]friction.Entry, error)
-	Observe(ctx context.Context, obs []friction.Observation, cfg friction.Config) ([]friction.Entry, error)
-	Resolve(ctx context.Context, id, status string) (friction.Entry, error)
-	AnonymizeTasks(ctx context.Context, ids []string) (int, error)
-	Get(ctx context.Context, id string) (friction.Entry, error)
-	List(ctx context.Context, f friction.Filter) ([]friction.Entry, error)
-	Tally(ctx context.Context) (friction.Tally, error)
+// FrictionDoc keeps the friction log's one document: friction.json on
+// files, its row of the files table in a database. The friction package
+// does everything else over it, the same on every store: it checks the
+// document it reads, applies the change and encodes the result.
+type FrictionDoc interface {
+	// Name names the document in messages.
+	Name() string
+	// Read returns the document's bytes, nil when there is none yet.
+	Read(ctx context.Context) ([]byte, error)
+	// Update is one read-modify-write under the document's lock, waiting
+	// at most timeout for it: it reads the document (nil when none),
+	// calls change with it, and stores what change returns, unless that
+	// is nil (nothing to write). An error from change writes nothing and
+	// is returned. A lock still held after timeout is an error naming its
+	// holder (locking's TimeoutError); agent names this writer to others.
+	Update(ctx context.Context, agent string, timeout time.Duration, change func(old []byte) ([]byte, error)) error
 }
 
-// FrictionStore gives the friction log and its settings.
+// FrictionStore keeps the friction log (see FrictionDoc) and notes what
+// it records in the tasks' events.
 type FrictionStore interface {
-	// Friction returns the log; agent names the writer in its lock's
-	// holder record.
-	Friction(ctx context.Context, agent string) FrictionLog
-	FrictionConfig(ctx context.Context) friction.Config
-	// NoteFriction appends a friction_recorded event to each of tasks
-	// that still exists.
-	NoteFriction(ctx context.Context, e friction.Entry, isNew bool, tasks []string)
+	FrictionDoc() FrictionDoc
+	// NoteFriction appends ev, a friction_recorded event, to the events
+	// of each of tasks that still exists, with its TaskID set to it. It is
+	// best effort: an entry is recorded whether or not its events are.
+	NoteFriction(ctx context.Context, ev Event, tasks []string)
 }
 
 // Lock is a lock a Locker gave; Release gives it back (once).
@@ -257,7 +258,16 @@ type LockInfo struct {
 	Lock   string `json:"lock,omitempty"`
 	Held   bool   `json:"held"`
 	// Holder is the latest holder's record (stale when !Held), or nil.
-	Holder *locking.Holder `json:"holder"`
+	Holder *LockHolder `json:"holder"`
+}
+
+// LockHolder is the record a lock's latest holder left: the same fields,
+// in the same JSON, as the holder record of a lock file.
+type LockHolder struct {
+	PID   int       `json:"pid"`
+	Agent string    `json:"agent,omitempty"`
+	Since time.Time `json:"since"`
+	Host  string    `json:"host,omitempty"`
 }
 
 // Locker takes the locks agents coordinate with.

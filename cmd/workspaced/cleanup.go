@@ -97,7 +97,7 @@ func cmdCleanup(ctx context.Context, e *env, args []string) error {
 			policy.SummaryDays = *summaryDays
 		}
 	})
-	if err := policy.Validate(); err != nil {
+	if err := retention.Validate(policy); err != nil {
 		return &usageError{msg: fmt.Sprintf("cleanup: %v", err),
 			hint: "set --full-days and --summary-days (or workspace.json retention) so that 0 <= full_days <= summary_days and summary_days >= 1"}
 	}

@@ -53,12 +53,12 @@ func cmdFriction(ctx context.Context, e *env, args []string) error {
 
 // openFriction opens the workspace and its friction log, with the lock
 // timeout and file mode of workspace.json.
-func openFriction(ctx context.Context, e *env, agent string) (workspace.Store, workspace.FrictionLog, error) {
+func openFriction(ctx context.Context, e *env, agent string) (workspace.Store, *friction.Log, error) {
 	w, err := e.openStore()
 	if err != nil {
 		return nil, nil, err
 	}
-	return w, w.Friction(ctx, agent), nil
+	return w, friction.Open(w, agent), nil
 }
 
 // frictionErr gives errors of the friction package the workspace kinds the
@@ -139,7 +139,7 @@ func frictionAdd(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return frictionErr(err)
 	}
-	w.NoteFriction(ctx, stored, isNew, tasks)
+	w.NoteFriction(ctx, friction.Recorded(stored, isNew), tasks)
 	if *asJSON {
 		return printJSON(e.stdout, frictionAdded{Entry: stored, New: isNew})
 	}

@@ -42,9 +42,9 @@ Exit codes: 0 ok, 1 failure, 2 usage, 3 no workspace.
 
 // lockInfo is one line of `locks`.
 type lockInfo struct {
-	Path   string          `json:"path"`
-	Held   bool            `json:"held"`
-	Holder *locking.Holder `json:"holder"`
+	Path   string                `json:"path"`
+	Held   bool                  `json:"held"`
+	Holder *workspace.LockHolder `json:"holder"`
 }
 
 func cmdLocks(ctx context.Context, e *env, args []string) error {
@@ -226,7 +226,7 @@ func holderOf(ctx context.Context, st workspace.Store, id, name string) *locking
 	locks, _ := st.Locks(ctx)
 	for _, l := range locks {
 		if l.TaskID == id && l.Lock == name && l.Held {
-			return l.Holder
+			return (*locking.Holder)(l.Holder)
 		}
 	}
 	return nil

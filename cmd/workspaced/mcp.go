@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/workspaced/workspaced/api"
 	"github.com/workspaced/workspaced/internal/opshttp"
 	"github.com/workspaced/workspaced/mcpserver"
 	"github.com/workspaced/workspaced/tokens"
@@ -50,6 +51,8 @@ agents at once. Every request carries a token of 'workspaced token add' as
 "Authorization: Bearer TOKEN"; the token names the agent. A session names
 its task and thread in the URL (/mcp?task=T&thread=X) or in the headers
 Workspace-Task and Workspace-Thread; a token for one task needs neither.
+The same listener serves the HTTP API for programs at /api/v1/ (docs/API.md),
+each request with a bearer token of 'workspaced token add'.
 ADDR must be a loopback address unless --tls-cert and --tls-key are given
 (HTTPS), or --insecure says plain HTTP off this machine is meant.
 
@@ -242,12 +245,13 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
+	mux.Handle(api.Prefix, apiHandler(w, false, log))
 	srv := &http.Server{Handler: mcpHandler(reg, mux, w), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	scheme := "http"
 	if tls {
 		scheme = "https"
 	}
-	fmt.Fprintf(e.stderr, "workspaced mcp: serving %s://%s/mcp (%s)\n", scheme, ln.Addr(), e.where(w))
+	fmt.Fprintf(e.stderr, "workspaced mcp: serving %s://%s/mcp and the HTTP API at %s://%s/api/v1/ (%s)\n", scheme, ln.Addr(), scheme, ln.Addr(), e.where(w))
 	done := make(chan error, 1)
 	go func() {
 		if tls {

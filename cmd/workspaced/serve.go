@@ -72,6 +72,10 @@ With --listen ADDR it serves /healthz, /readyz (200 once it leads and its
 start-up scan is done; 503 on a standby, during the scan, or with a task
 stopped) and /metrics (Prometheus) there, on a loopback address unless
 --token-file (wanted by /metrics) or --tls-cert and --tls-key are given.
+On loopback or with TLS it serves the HTTP API for programs at /api/v1/
+too (docs/API.md): each request with a bearer token of 'workspaced token
+add', or, on loopback without --token-file and TLS, none and the agent
+named in the Workspace-Agent header (default cli).
 Under systemd (Type=notify) it says READY=1, STATUS=, WATCHDOG=1 and
 STOPPING=1. See docs/OPERATIONS.md.
 
@@ -159,7 +163,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	ready := func() { fitMemoryLimit(); logOpenFilesLimit(logger) }
 	return runDaemon(ctx, daemon.Config{Store: served, Rescan: *rescan, CleanupInterval: cleanupEvery, Logger: logger, Wake: wake,
 		Lead:  workspace.LeadOptions{Standby: *standby, TTL: *lease, Strict: *strict, Logger: logger},
-		Ready: ready}, ops, opsToken)
+		Ready: ready}, ops, opsToken, st)
 }
 
 func flagWasSet(fs *flag.FlagSet, name string) bool {

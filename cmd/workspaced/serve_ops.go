@@ -117,8 +117,10 @@ func serveOps(ctx context.Context, o *opsFlags, h http.Handler, log *slog.Logger
 }
 
 // runDaemon runs the daemon of cfg with its metrics, the notify protocol
-// and, with --listen, the operations endpoints.
-func runDaemon(ctx context.Context, cfg daemon.Config, ops *opsFlags, token string) error {
+// and, with --listen, the operations endpoints and, where bearer tokens
+// stay off the network in the clear (loopback or TLS), the HTTP API over
+// st.
+func runDaemon(ctx context.Context, cfg daemon.Config, ops *opsFlags, token string, st workspace.Store) error {
 	reg := opshttp.NewRegistry()
 	var d *daemon.Daemon
 	m := opsmetrics.NewDaemon(reg, func() workspace.Live { return d.Live() }, cfg.Store)
@@ -144,8 +146,12 @@ func runDaemon(ctx context.Context, cfg daemon.Config, ops *opsFlags, token stri
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if *ops.listen != "" {
-		h := opshttp.Handler(opshttp.Options{Registry: reg, Token: token,
+		var h http.Handler = opshttp.Handler(opshttp.Options{Registry: reg, Token: token,
 			Ready: func(context.Context) error { return m.Readiness() }})
+		host, _, _ := net.SplitHostPort(*ops.listen)
+		if tls := *ops.cert != ""; tls || loopback(host) {
+			h = opshttp.Route(h, apiHandler(st, !tls && token == "" && loopback(host), cfg.Logger))
+		}
 		wait, err := serveOps(ctx, ops, h, cfg.Logger)
 		if err != nil {
 			return err

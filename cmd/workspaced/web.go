@@ -45,6 +45,12 @@ or as the cookie the /login page sets. Actions are POSTs that must carry
 the page's CSRF token. Put it behind a TLS proxy to reach it from another
 machine.
 
+On a loopback address the same listener serves the HTTP API for programs
+at /api/v1/ (docs/API.md; its document at /api/v1/openapi.json): each
+request with a bearer token of 'workspaced token add', or, without
+--token-file, none and the agent named in the Workspace-Agent header
+(default cli).
+
 On a loopback address the same listener serves the MCP tools to remote
 agents at /mcp, over Streamable HTTP, each request with a bearer token of
 'workspaced token add' (docs/MCP.md); the panel's token and CSRF checks do
@@ -120,6 +126,13 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 		defer h.Close()
 		cfg.MCP = h
 	}
+	if host, _, _ := net.SplitHostPort(*listen); loopback(host) {
+		// The HTTP API for programs, on loopback only, as /mcp: the
+		// panel has no TLS of its own. Without a token file the
+		// listener trusts its machine: a request without a token acts
+		// as the agent it names.
+		cfg.API = apiHandler(st, token == "", slog.New(slog.NewTextHandler(e.stderr, nil)))
+	}
 	s, err := web.New(cfg)
 	if err != nil {
 		return err
@@ -146,6 +159,9 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("watch the workspace: %w", err)
 	}
 	fmt.Fprintf(e.stdout, "http://%s/\n", ln.Addr())
+	if cfg.API != nil {
+		fmt.Fprintf(e.stderr, "workspaced web: the HTTP API at http://%s/api/v1/ (docs/API.md)\n", ln.Addr())
+	}
 	switch {
 	case cfg.MCP != nil:
 		fmt.Fprintf(e.stderr, "workspaced web: MCP for remote agents at http://%s/mcp (bearer tokens of 'workspaced token add')\n", ln.Addr())

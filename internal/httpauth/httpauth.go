@@ -81,8 +81,8 @@ func Equal(got, want string) bool {
 }
 
 // Lookup is the grant of token as k keeps it now: ErrUnknownToken when no
-// grant has it, ErrUntrusted (wrapping why) when the grants cannot be
-// trusted.
+// grant has it, tokens.ErrExpired (saying when) when it ended,
+// ErrUntrusted (wrapping why) when the grants cannot be trusted.
 func Lookup(k tokens.Keeper, token string) (tokens.Grant, error) {
 	if k == nil {
 		return tokens.Grant{}, ErrUnknownToken
@@ -91,6 +91,8 @@ func Lookup(k tokens.Keeper, token string) (tokens.Grant, error) {
 	switch {
 	case errors.Is(err, tokens.ErrUnknown):
 		return tokens.Grant{}, ErrUnknownToken
+	case errors.Is(err, tokens.ErrExpired):
+		return tokens.Grant{}, err
 	case err != nil:
 		return tokens.Grant{}, fmt.Errorf("%w: %w", ErrUntrusted, err)
 	}

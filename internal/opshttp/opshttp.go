@@ -7,15 +7,14 @@ package opshttp
 
 import (
 	"context"
-	"crypto/subtle"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/workspaced/workspaced/internal/httpauth"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -107,8 +106,8 @@ func StoreReady(store any) func(ctx context.Context) error {
 }
 
 func bearer(r *http.Request, token string) bool {
-	f := strings.Fields(r.Header.Get("Authorization"))
-	return len(f) == 2 && strings.EqualFold(f[0], "bearer") && subtle.ConstantTimeCompare([]byte(f[1]), []byte(token)) == 1
+	t, ok := httpauth.Bearer(r)
+	return ok && httpauth.Equal(t, token)
 }
 
 func text(w http.ResponseWriter, status int, msg string) {

@@ -29,13 +29,13 @@ type chores struct {
 func (c *chores) wait() { c.wg.Wait() }
 
 // timeouts records friction for the subtasks in progress too long.
-func (c *chores) timeouts(ctx context.Context, d *Daemon, items []friction.InProgress) {
+func (c *chores) timeouts(ctx context.Context, d *Daemon, items []workspace.InProgress) {
 	if !c.begin(&c.timing) {
 		return
 	}
 	c.wg.Go(func() {
 		defer c.end(&c.timing)
-		entries, err := workspace.RecordTimeouts(ctx, d.s, Agent, items, stamp(d))
+		entries, err := friction.RecordTimeouts(ctx, d.s, Agent, items, stamp(d))
 		if err != nil && ctx.Err() == nil {
 			d.log.Warn("record timeout friction", "err", err)
 		}
@@ -67,7 +67,7 @@ func (c *chores) cleanup(ctx context.Context, d *Daemon) {
 			removed = append(removed, r.TaskID)
 		}
 		if len(removed) > 0 {
-			if _, err := d.s.Friction(ctx, Agent).AnonymizeTasks(ctx, removed); err != nil {
+			if _, err := friction.Open(d.s, Agent).AnonymizeTasks(ctx, removed); err != nil {
 				d.log.Warn("anonymise friction of removed tasks", "err", err)
 			}
 		}
@@ -97,7 +97,7 @@ func (c *chores) end(flag *bool) {
 // observe shows the events of a commit to the friction detectors and
 // records what they find.
 func observe(ctx context.Context, d *Daemon, evs []workspace.Event) {
-	entries, err := workspace.ObserveFriction(ctx, d.s, Agent, evs, stamp(d))
+	entries, err := friction.ObserveEvents(ctx, d.s, Agent, evs, stamp(d))
 	if err != nil && ctx.Err() == nil {
 		d.log.Warn("record friction", "err", err)
 	}

@@ -59,7 +59,7 @@ func testFrictionRecordedByDetectors(t *testing.T, wake workspace.WakeOptions) {
 	}
 	var id string
 	await(t, "a repeated_revision friction entry", func() (bool, string) {
-		entries, err := ws.FrictionLog("test").List(t.Context(), friction.Filter{})
+		entries, err := friction.Open(ws, "test").List(t.Context(), friction.Filter{})
 		if err != nil {
 			return false, err.Error()
 		}

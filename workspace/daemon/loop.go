@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/workspaced/workspaced/friction"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -286,8 +285,8 @@ func (l *loop) waitFor(till time.Time) {
 
 // progress is the subtasks in progress of every task, for the timeout
 // detector.
-func (l *loop) progress() []friction.InProgress {
-	var items []friction.InProgress
+func (l *loop) progress() []workspace.InProgress {
+	var items []workspace.InProgress
 	for _, o := range l.tasks {
 		items = append(items, o.progress...)
 	}

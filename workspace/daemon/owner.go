@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/workspaced/workspaced/friction"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -30,7 +29,7 @@ type owner struct {
 	stopped    error     // why its last commit failed; retried with backoff
 	failures   int
 	since      time.Time // when it stopped
-	progress   []friction.InProgress
+	progress   []workspace.InProgress
 	settleWork func() error // what its commits left to settle
 }
 

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/workspaced/workspaced/friction"
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
@@ -63,7 +62,7 @@ type committer struct {
 	names *journaledNames
 
 	// progress is the subtasks in progress, for the timeout detector.
-	progress []friction.InProgress
+	progress []workspace.InProgress
 	// events are the events of the commit under way (appended before its
 	// state, or the commit fails: none is ever lost, see eventlog.go).
 	events []workspace.Event
@@ -254,7 +253,7 @@ func (t *committer) noteProgress() {
 		if s.Status != machine.SubtaskInProgress || s.StartedAt == nil {
 			continue
 		}
-		it := friction.InProgress{TaskID: t.id, SubtaskID: sid, StartedAt: *s.StartedAt}
+		it := workspace.InProgress{TaskID: t.id, SubtaskID: sid, StartedAt: *s.StartedAt}
 		if t.plan != nil {
 			for _, ps := range t.plan.Subtasks {
 				if ps.ID == sid {

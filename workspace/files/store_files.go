@@ -76,11 +76,6 @@ func (w *Store) SaveAgents(ctx context.Context, cards workspace.AgentCards) erro
 	return w.Write(workspace.AgentsFile, data)
 }
 
-// Friction is FrictionLog as the Store's FrictionLog.
-func (w *Store) Friction(ctx context.Context, agent string) workspace.FrictionLog {
-	return w.FrictionLog(agent)
-}
-
 // LockTaskNamed is LockTask when name is "", LockNamed otherwise.
 func (w *Store) LockTaskNamed(ctx context.Context, taskID, name, agent string) (workspace.Lock, error) {
 	var l *locking.Lock
@@ -128,7 +123,7 @@ func (w *Store) Locks(ctx context.Context) ([]workspace.LockInfo, error) {
 		if err != nil {
 			return err
 		}
-		li := workspace.LockInfo{Name: rel, Held: held, Holder: h}
+		li := workspace.LockInfo{Name: rel, Held: held, Holder: (*workspace.LockHolder)(h)}
 		if parts := strings.Split(rel, "/"); len(parts) == 4 && parts[0] == "tasks" && parts[2] == ".locks" {
 			li.TaskID, li.Lock = parts[1], strings.TrimSuffix(parts[3], ".lock")
 		}

@@ -7,7 +7,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/workspaced/workspaced/atomicfile"
-	"github.com/workspaced/workspaced/friction"
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
@@ -86,9 +85,9 @@ func (c *committer) Commit(ctx context.Context, req workspace.CommitRequest) (wo
 
 // progress lists the subtasks in progress of the state k, with the
 // complexity their plan estimates.
-func (c *committer) progress(ctx context.Context, k knownState) []friction.InProgress {
+func (c *committer) progress(ctx context.Context, k knownState) []workspace.InProgress {
 	var (
-		items []friction.InProgress
+		items []workspace.InProgress
 		plan  = k.plan.p
 	)
 	for sid, sub := range k.st.Subtasks {
@@ -98,7 +97,7 @@ func (c *committer) progress(ctx context.Context, k knownState) []friction.InPro
 		if plan == nil || plan.ID != k.st.PlanID || plan.Version != k.st.PlanVersion {
 			plan, _ = c.s.ReadPlan(ctx, c.id, k.st.PlanVersion) // none: no complexity known
 		}
-		it := friction.InProgress{TaskID: c.id, SubtaskID: sid, StartedAt: *sub.StartedAt}
+		it := workspace.InProgress{TaskID: c.id, SubtaskID: sid, StartedAt: *sub.StartedAt}
 		if p := plan; p != nil && p.ID == k.st.PlanID && p.Version == k.st.PlanVersion {
 			for _, ps := range p.Subtasks {
 				if ps.ID == sid {

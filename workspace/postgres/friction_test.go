@@ -23,7 +23,7 @@ func TestFrictionNoLostUpdate(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			log := s.Friction(ctx, "writer_"+strconv.Itoa(w))
+			log := friction.Open(s, "writer_"+strconv.Itoa(w))
 			for i := range each {
 				// One shared pattern (a merge) and one of the writer's own
 				// per round (a new entry): both are read-modify-writes.
@@ -39,7 +39,7 @@ func TestFrictionNoLostUpdate(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	list, err := s.Friction(ctx, "reader").List(ctx, friction.Filter{})
+	list, err := friction.Open(s, "reader").List(ctx, friction.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestFrictionLockTimeoutNamesHolder(t *testing.T) {
 	holding, release := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.Friction(ctx, "slow_writer").Record(ctx, nil) // nothing to do: no lock
+		_, err := friction.Open(s, "slow_writer").Record(ctx, nil) // nothing to do: no lock
 		if err != nil {
 			done <- err
 			return
@@ -84,7 +84,7 @@ func TestFrictionLockTimeoutNamesHolder(t *testing.T) {
 		})
 	}()
 	<-holding
-	quick := s.Friction(ctx, "quick").(*friction.Log)
+	quick := friction.Open(s, "quick")
 	quick.Timeout = 50 * time.Millisecond
 	_, _, err := quick.Add(ctx, friction.Entry{Type: friction.TypeTimeout, Description: "d"})
 	var te *locking.TimeoutError
@@ -111,11 +111,11 @@ func TestNoteFrictionAndCorruptLog(t *testing.T) {
 	if err := s.PutTask(ctx, workspace.Task{ID: "t1", Description: "friction"}); err != nil {
 		t.Fatal(err)
 	}
-	e, isNew, err := s.Friction(ctx, "a").Add(ctx, friction.Entry{Type: friction.TypeWorkerFailure, Description: "crash", AffectedTasks: []string{"t1"}})
+	e, isNew, err := friction.Open(s, "a").Add(ctx, friction.Entry{Type: friction.TypeWorkerFailure, Description: "crash", AffectedTasks: []string{"t1"}})
 	if err != nil || !isNew {
 		t.Fatal(err)
 	}
-	s.NoteFriction(ctx, e, isNew, []string{"t1", "t_none", "../x"})
+	s.NoteFriction(ctx, friction.Recorded(e, isNew), []string{"t1", "t_none", "../x"})
 	evs, _, err := s.ReadEvents(ctx, "t1")
 	if err != nil || len(evs) != 1 || evs[0].Name != "friction_recorded" || evs[0].Args[0] != e.ID || evs[0].Attrs["new"] != "true" {
 		t.Fatalf("events of t1: %+v, %v", evs, err)
@@ -128,17 +128,17 @@ func TestNoteFrictionAndCorruptLog(t *testing.T) {
 	if _, err := s.pool.Exec(ctx, "UPDATE files SET body = '{\"entries\": 3}' WHERE path = 'friction/friction.json'"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Friction(ctx, "a").List(ctx, friction.Filter{}); !errors.Is(err, friction.ErrCorrupt) {
+	if _, err := friction.Open(s, "a").List(ctx, friction.Filter{}); !errors.Is(err, friction.ErrCorrupt) {
 		t.Fatalf("list a broken log: %v, want ErrCorrupt", err)
 	}
-	if _, _, err := s.Friction(ctx, "a").Add(ctx, friction.Entry{Type: friction.TypeTimeout, Description: "d"}); !errors.Is(err, friction.ErrCorrupt) {
+	if _, _, err := friction.Open(s, "a").Add(ctx, friction.Entry{Type: friction.TypeTimeout, Description: "d"}); !errors.Is(err, friction.ErrCorrupt) {
 		t.Fatalf("add to a broken log: %v, want ErrCorrupt", err)
 	}
 	var body string
 	if err := s.pool.QueryRow(ctx, "SELECT body FROM files WHERE path = 'friction/friction.json'").Scan(&body); err != nil || body != `{"entries": 3}` {
 		t.Fatalf("the broken log was overwritten: %q (%v)", body, err)
 	}
-	if cfg := s.FrictionConfig(ctx); cfg.RevisionLimit <= 0 || cfg.TimeoutLow <= 0 {
+	if cfg := friction.ConfigOf(s.Settings().Friction); cfg.RevisionLimit <= 0 || cfg.TimeoutLow <= 0 {
 		t.Fatalf("friction config %+v", cfg)
 	}
 }

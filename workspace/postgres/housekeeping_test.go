@@ -71,7 +71,7 @@ func sendPlanBackTwice(t *testing.T, st workspace.Store) (entries, events []stri
 		}
 		return len(events) > 0, fmt.Sprintf("%d events", len(evs))
 	})
-	list, err := st.Friction(ctx, "test").List(ctx, friction.Filter{})
+	list, err := friction.Open(st, "test").List(ctx, friction.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestServeChecksTimeoutsAndRunsRetention(t *testing.T) {
 		served <- serve(ctx, s, daemon.Config{Lead: workspace.LeadOptions{Holder: "d1"}, Rescan: 20 * time.Millisecond, CleanupInterval: 20 * time.Millisecond})
 	}()
 	await(t, "a timeout friction entry for slow/s0", func() (bool, string) {
-		list, err := s.Friction(ctx, "test").List(ctx, friction.Filter{})
+		list, err := friction.Open(s, "test").List(ctx, friction.Filter{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -167,7 +167,7 @@ func TestServeChecksTimeoutsAndRunsRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Scanned again and again, one overrun is recorded once.
-	list, err := s.Friction(t.Context(), "test").List(t.Context(), friction.Filter{})
+	list, err := friction.Open(s, "test").List(t.Context(), friction.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -177,7 +177,7 @@ func (s *Store) Locks(ctx context.Context) ([]workspace.LockInfo, error) {
 		return nil, fmt.Errorf("list locks: read the lease: %w", err)
 	}
 	if epoch > 0 {
-		out = append(out, workspace.LockInfo{Name: "lease", Held: live, Holder: &locking.Holder{Agent: holder}})
+		out = append(out, workspace.LockInfo{Name: "lease", Held: live, Holder: &workspace.LockHolder{Agent: holder}})
 	}
 	rows, err := s.pool.Query(ctx, "SELECT name, task_id, lock, holder, "+fmt.Sprintf(heldSQL, "l.key")+
 		` FROM locks l ORDER BY name COLLATE "C"`)
@@ -187,7 +187,7 @@ func (s *Store) Locks(ctx context.Context) ([]workspace.LockInfo, error) {
 	var name, task, lock string
 	var held bool
 	_, err = pgx.ForEachRow(rows, []any{&name, &task, &lock, &holder, &held}, func() error {
-		out = append(out, workspace.LockInfo{Name: name, TaskID: task, Lock: lock, Held: held, Holder: parseHolder(holder)})
+		out = append(out, workspace.LockInfo{Name: name, TaskID: task, Lock: lock, Held: held, Holder: (*workspace.LockHolder)(parseHolder(holder))})
 		return nil
 	})
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
-	"github.com/workspaced/workspaced/friction"
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
@@ -86,9 +85,9 @@ func (c *committer) Commit(ctx context.Context, req workspace.CommitRequest) (wo
 
 // progress lists the subtasks in progress of st, with the complexity
 // their plan estimates.
-func (c *committer) progress(ctx context.Context, st workspace.State) []friction.InProgress {
+func (c *committer) progress(ctx context.Context, st workspace.State) []workspace.InProgress {
 	var (
-		items []friction.InProgress
+		items []workspace.InProgress
 		plan  *workspace.Plan
 	)
 	for sid, sub := range st.Subtasks {
@@ -103,7 +102,7 @@ func (c *committer) progress(ctx context.Context, st workspace.State) []friction
 				c.plan = plan
 			}
 		}
-		it := friction.InProgress{TaskID: c.id, SubtaskID: sid, StartedAt: *sub.StartedAt}
+		it := workspace.InProgress{TaskID: c.id, SubtaskID: sid, StartedAt: *sub.StartedAt}
 		if p := plan; p != nil && p.ID == st.PlanID && p.Version == st.PlanVersion {
 			for _, ps := range p.Subtasks {
 				if ps.ID == sid {

@@ -92,7 +92,7 @@ func parseHolder(raw string) *locking.Holder {
 func (s *Store) Locks(ctx context.Context) ([]workspace.LockInfo, error) {
 	out := []workspace.LockInfo{}
 	if held, h, err := locking.Held(s.leadFile()); err == nil && (held || h != nil) {
-		out = append(out, workspace.LockInfo{Name: "daemon", Held: held, Holder: h})
+		out = append(out, workspace.LockInfo{Name: "daemon", Held: held, Holder: (*workspace.LockHolder)(h)})
 	}
 	type row struct{ name, task, lock, holder string }
 	rows, err := s.rdb.QueryContext(ctx, "SELECT name, task_id, lock, holder FROM locks ORDER BY name")
@@ -108,7 +108,7 @@ func (s *Store) Locks(ctx context.Context) ([]workspace.LockInfo, error) {
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("list locks: %w", err)
 		}
-		out = append(out, workspace.LockInfo{Name: r.name, TaskID: r.task, Lock: r.lock, Held: held, Holder: parseHolder(r.holder)})
+		out = append(out, workspace.LockInfo{Name: r.name, TaskID: r.task, Lock: r.lock, Held: held, Holder: (*workspace.LockHolder)(parseHolder(r.holder))})
 	}
 	return out, nil
 }

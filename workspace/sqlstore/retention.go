@@ -99,7 +99,7 @@ type PruneStore interface {
 // skipped and its error listed in the report.
 func Prune(ctx context.Context, ps PruneStore, req workspace.PruneRequest, now time.Time) (retention.Report, error) {
 	rep := retention.Report{DryRun: req.DryRun}
-	if err := req.Policy.Validate(); err != nil {
+	if err := retention.Validate(req.Policy); err != nil {
 		return rep, err
 	}
 	if !req.DryRun {

@@ -168,10 +168,10 @@ func testWatch(t *testing.T, s workspace.Store, _ Hooks) {
 			return err == nil
 		})
 	}
-	en, _, err := s.Friction(ctx, "amy").Add(bg, friction.Entry{Type: "escalation", Description: "watched"})
+	en, _, err := friction.Open(s, "amy").Add(bg, friction.Entry{Type: "escalation", Description: "watched"})
 	ok(t, err, "add friction")
 	await("friction", func(c workspace.Change) bool { return c.Friction }, func() bool {
-		_, err := s.Friction(ctx, "").Get(ctx, en.ID)
+		_, err := friction.Open(s, "").Get(ctx, en.ID)
 		return err == nil
 	})
 	cancel()

@@ -356,7 +356,7 @@ func awaitFriction(t *testing.T, s workspace.Store, task, typ string) {
 	t.Helper()
 	var id string
 	await(t, "a "+typ+" friction entry", func() (bool, string) {
-		entries, err := s.Friction(bg, "test").List(bg, friction.Filter{})
+		entries, err := friction.Open(s, "test").List(bg, friction.Filter{})
 		if err != nil {
 			return false, err.Error()
 		}

@@ -901,7 +901,7 @@ func testFollowEvents(t *testing.T, s workspace.Store, _ Hooks) {
 
 func testFriction(t *testing.T, s workspace.Store, _ Hooks) {
 	newTask(t, s, "t1")
-	log := s.Friction(t.Context(), "tester")
+	log := friction.Open(s, "tester")
 	e, isNew, err := log.Add(bg, friction.Entry{Type: friction.Types[0], Description: "the plan bounced", AffectedTasks: []string{"t1"}, Pattern: "bounce"})
 	ok(t, err, "add friction")
 	if !isNew || e.ID == "" || e.Occurrences != 1 || e.Status != friction.StatusPending {
@@ -940,7 +940,7 @@ func testFriction(t *testing.T, s workspace.Store, _ Hooks) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _, err := s.Friction(t.Context(), "a"+strconv.Itoa(i)).Add(bg, friction.Entry{Type: friction.Types[1], Description: "d", Pattern: "same"})
+			_, _, err := friction.Open(s, "a"+strconv.Itoa(i)).Add(bg, friction.Entry{Type: friction.Types[1], Description: "d", Pattern: "same"})
 			if err != nil {
 				t.Error(err)
 			}
@@ -960,7 +960,7 @@ func testFriction(t *testing.T, s workspace.Store, _ Hooks) {
 	if got, _ := log.Get(t.Context(), e.ID); slices.Contains(got.AffectedTasks, "t1") {
 		t.Fatalf("t1 still named after anonymising: %+v", got)
 	}
-	s.NoteFriction(t.Context(), e, true, []string{"t1", "t_none"})
+	s.NoteFriction(t.Context(), friction.Recorded(e, true), []string{"t1", "t_none"})
 	evs, _, err := s.ReadEvents(t.Context(), "t1")
 	ok(t, err, "read events")
 	if len(evs) == 0 || evs[len(evs)-1].Name != "friction_recorded" || evs[len(evs)-1].Args[0] != e.ID {
@@ -969,7 +969,7 @@ func testFriction(t *testing.T, s workspace.Store, _ Hooks) {
 	if _, _, err := s.ReadEvents(t.Context(), "t_none"); !errors.Is(err, workspace.ErrNotFound) {
 		t.Fatalf("noting friction on a missing task made it: %v", err)
 	}
-	if cfg := s.FrictionConfig(t.Context()); cfg.RevisionLimit <= 0 {
+	if cfg := friction.ConfigOf(s.Settings().Friction); cfg.RevisionLimit <= 0 {
 		t.Fatalf("friction config %+v", cfg)
 	}
 }
