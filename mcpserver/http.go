@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/workspaced/workspaced/internal/httpauth"
+	"github.com/workspaced/workspaced/oauth"
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -63,6 +65,14 @@ type HTTPOptions struct {
 	// Observer, if set, is told of every tool call and refusal, for
 	// metrics.
 	Observer Observer
+	// OAuth, if set, puts the server in OAuth resource-server mode:
+	// besides the tokens the keeper holds (they begin with
+	// tokens.Prefix), the access tokens it verifies are accepted, their
+	// claims giving the agent and its rights; every 401 names the
+	// Protected Resource Metadata (WWW-Authenticate resource_metadata),
+	// which whoever mounts the handler serves (oauth.Verifier.Mount).
+	// Nil: static tokens only, and no OAuth advertised.
+	OAuth *oauth.Verifier
 	// WatchEvery is how often the grants are read to end the sessions of
 	// tokens revoked, expired or rotated past their overlap; 0 means
 	// tokens.DefaultWatchEvery.
@@ -128,7 +138,11 @@ func NewHTTP(w workspace.Store, toks tokens.Keeper, opt HTTPOptions) (*HTTP, err
 		SessionTimeout:      opt.IdleTimeout,
 		MaxRequestBodyBytes: opt.MaxBodyBytes,
 	})
-	h.inner = auth.RequireBearerToken(h.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(http.HandlerFunc(h.serve))
+	bearer := &auth.RequireBearerTokenOptions{AllowMissingExpiration: true}
+	if opt.OAuth != nil {
+		bearer.ResourceMetadataURL = opt.OAuth.Config().MetadataURL()
+	}
+	h.inner = auth.RequireBearerToken(h.verify, bearer)(http.HandlerFunc(h.serve))
 	return h, nil
 }
 
@@ -161,19 +175,54 @@ func (h *HTTP) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(rw, r.Body, h.opt.MaxBodyBytes)
 	}
-	if _, ok := httpauth.Bearer(r); !ok {
+	if tok, ok := httpauth.Bearer(r); !ok {
 		h.log.Warn("mcp http: request refused", "agent", "-", "remote", r.RemoteAddr, "reason", "no bearer token")
 		h.opt.Observer.Refused(RefusalNoToken)
-		rw.Header().Set("WWW-Authenticate", `Bearer realm="workspaced"`)
+		if h.opt.OAuth == nil { // else the bearer check names the metadata
+			rw.Header().Set("WWW-Authenticate", `Bearer realm="workspaced"`)
+		}
+	} else if h.opt.OAuth != nil && !strings.HasPrefix(tok, tokens.Prefix) {
+		a, ok := h.verifyOAuth(rw, r, tok)
+		if !ok {
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), accessKey{}, a))
 	}
 	h.inner.ServeHTTP(rw, r)
+}
+
+// accessKey holds in a request's context the access token verifyOAuth
+// accepted, for verify.
+type accessKey struct{}
+
+// verifyOAuth checks an access token: refused, the request is answered
+// 401 (a token to get again) or 403 (a valid token that grants nothing
+// here), with the challenge naming the metadata and why, and the refusal
+// is logged without the token.
+func (h *HTTP) verifyOAuth(rw http.ResponseWriter, r *http.Request, token string) (oauth.Access, bool) {
+	a, err := h.opt.OAuth.Verify(r.Context(), token)
+	if err == nil {
+		return a, true
+	}
+	status, code, reason := http.StatusUnauthorized, oauth.ErrorInvalidToken, RefusalInvalidOAuth
+	if errors.Is(err, oauth.ErrNoGrant) {
+		status, code, reason = http.StatusForbidden, oauth.ErrorInsufficientScope, RefusalOAuthNoGrant
+	}
+	h.log.Warn("mcp http: request refused", "agent", "-", "remote", r.RemoteAddr, "reason", err.Error())
+	h.opt.Observer.Refused(reason)
+	rw.Header().Set("WWW-Authenticate", h.opt.OAuth.Challenge(code, workspace.Reason(err)))
+	rpcError(rw, r, status, ErrorText(err))
+	return oauth.Access{}, false
 }
 
 // verify is the bearer-token check: the token's grant as the agents file
 // says now, carried to every call as the TokenInfo's "grant". The user id
 // the SDK binds a session to is the token's id, so that no other token
 // can use the session.
-func (h *HTTP) verify(_ context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
+func (h *HTTP) verify(ctx context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
+	if a, ok := ctx.Value(accessKey{}).(oauth.Access); ok {
+		return &auth.TokenInfo{UserID: a.Grant.ID(), Expiration: a.Expiry, Extra: map[string]any{"grant": a.Grant}}, nil
+	}
 	g, err := httpauth.Lookup(h.store, token)
 	if errors.Is(err, httpauth.ErrUnknownToken) {
 		h.log.Warn("mcp http: request refused", "agent", "-", "remote", r.RemoteAddr, "reason", "unknown or revoked token")
@@ -274,10 +323,15 @@ func (h *HTTP) serve(rw http.ResponseWriter, r *http.Request) {
 	// token ends: closing it ends its streams too).
 	if ss := h.opened(rw.Header().Get("Mcp-Session-Id")); ss != nil {
 		h.log.Info("mcp http: session opened", "agent", g.Agent, "task", s.task, "thread", s.thread, "session", ss.ID(), "token", g.ID(), "remote", r.RemoteAddr)
-		unhold := h.watch.Hold(g.ID(), func() {
-			h.log.Info("mcp http: session ended: its token was revoked, expired or rotated", "agent", g.Agent, "session", ss.ID(), "token", g.ID())
-			ss.Close()
-		})
+		unhold := func() {}
+		// An access token is not the keeper's: each request of the
+		// session is verified again instead, until the token expires.
+		if _, viaOAuth := r.Context().Value(accessKey{}).(oauth.Access); !viaOAuth {
+			unhold = h.watch.Hold(g.ID(), func() {
+				h.log.Info("mcp http: session ended: its token was revoked, expired or rotated", "agent", g.Agent, "session", ss.ID(), "token", g.ID())
+				ss.Close()
+			})
+		}
 		go func() {
 			ss.Wait()
 			unhold()

@@ -31,6 +31,8 @@ const (
 	RefusalTooManySessions = "too_many_sessions"
 	RefusalNotFound        = "not_found"
 	RefusalInvalid         = "invalid"
+	RefusalInvalidOAuth    = "invalid_oauth_token" // an access token refused: signature, issuer, expiry, audience
+	RefusalOAuthNoGrant    = "oauth_no_grant"      // a valid access token whose claims grant nothing here
 )
 
 // nopObserver observes nothing.

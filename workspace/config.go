@@ -77,6 +77,44 @@ type Settings struct {
 	Retention RetentionSettings `json:"retention,omitzero"`
 	Daemon    DaemonSettings    `json:"daemon,omitzero"`
 	Friction  FrictionSettings  `json:"friction,omitzero"`
+	OAuth     OAuthSettings     `json:"oauth,omitzero"`
+}
+
+// OAuthSettings put the HTTP listeners in OAuth resource-server mode:
+// besides the tokens of the agents file, they accept the access tokens
+// (JWT) an authorization server issues for this server, and take the
+// agent and its rights from their claims. Empty Issuer: no OAuth at all.
+// The oauth package reads them; empty fields take its defaults.
+type OAuthSettings struct {
+	// Issuer is the authorization server's issuer URL, whose published
+	// keys sign the access tokens.
+	Issuer string `json:"issuer,omitempty"`
+	// Resource is this server's canonical URI, the audience a token must
+	// be issued for (RFC 8707), as its clients reach it.
+	Resource string `json:"resource,omitempty"`
+	// JWKSURI, if set, is where the issuer's keys are, without discovery.
+	JWKSURI string `json:"jwks_uri,omitempty"`
+	// Audiences accepted beside Resource, for a server that names its
+	// audience otherwise.
+	Audiences []string `json:"audiences,omitempty"`
+	// AgentClaim names the claim whose value is the agent (an id).
+	AgentClaim string `json:"agent_claim,omitempty"`
+	// TasksClaim names a claim listing the tasks the token may work on.
+	TasksClaim string `json:"tasks_claim,omitempty"`
+	// Scopes are the scope values that grant each right.
+	Scopes OAuthScopes `json:"scopes,omitzero"`
+}
+
+// OAuthScopes name the scope that grants each right of a token. A scope
+// TaskPrefix+T grants task T, TaskPrefix+"*" every task.
+type OAuthScopes struct {
+	Claim       string `json:"claim,omitempty"`
+	Done        string `json:"done,omitempty"`
+	Plan        string `json:"plan,omitempty"`
+	Review      string `json:"review,omitempty"`
+	MemoryRead  string `json:"memory_read,omitempty"`
+	MemoryWrite string `json:"memory_write,omitempty"`
+	TaskPrefix  string `json:"task_prefix,omitempty"`
 }
 
 // LimitSettings bounds what agents may write and what the daemon reads.

@@ -17,6 +17,7 @@ import (
 	"github.com/workspaced/workspaced/api"
 	"github.com/workspaced/workspaced/internal/opshttp"
 	"github.com/workspaced/workspaced/mcpserver"
+	"github.com/workspaced/workspaced/oauth"
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -38,6 +39,7 @@ Usage:
   workspaced [--root DIR] mcp (--task T | --thread X) --token-file F
   workspaced [--root DIR] mcp --http ADDR [--tls-cert F --tls-key F | --insecure]
                               [--max-sessions N] [--idle-timeout DUR]
+                              [--oauth-issuer URL --oauth-resource URL]
 
 On stdio, --thread alone finds its task; --task alone serves the task's root
 thread. --agent (or $WORKSPACE_AGENT) is the serving agent: stored_by of
@@ -56,6 +58,15 @@ each request with a bearer token of 'workspaced token add'.
 ADDR must be a loopback address unless --tls-cert and --tls-key are given
 (HTTPS), or --insecure says plain HTTP off this machine is meant.
 
+With an OAuth issuer (--oauth-issuer, or "oauth" in workspace.json) the
+server is also an OAuth resource server, for clients that connect only by
+OAuth: it publishes its Protected Resource Metadata at
+/.well-known/oauth-protected-resource, names it in every 401, and accepts
+the access tokens (JWT) the issuer signs for --oauth-resource (this
+server's URL as clients reach it), the agent and its rights taken from the
+token's claims as workspace.json maps them (docs/MCP.md). The tokens of
+'workspaced token add' keep working beside them.
+
 The ids are checked before serving; nothing is read from stdin until then.
 Log lines go to stderr (on HTTP: every refusal, with the agent and the
 reason); stdout carries only the protocol. Plans, reviews, claims and done
@@ -68,6 +79,8 @@ Examples:
   workspaced mcp --task t1 --token-file ~/.config/worker_1.token
   workspaced mcp --http 127.0.0.1:8765
   workspaced mcp --http 0.0.0.0:443 --tls-cert cert.pem --tls-key key.pem --max-sessions 64
+  workspaced mcp --http 127.0.0.1:8765 --oauth-issuer https://auth.example.com/realms/agents \
+      --oauth-resource https://mcp.example.com/mcp
 
 Exit codes: 0 the client disconnected (or SIGINT/SIGTERM), 1 failure (a bad
 id, an unknown or revoked token, a token for another agent or task, a
@@ -86,6 +99,8 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	insecure := fs.Bool("insecure", false, "with --http, allow plain HTTP on an address that is not loopback")
 	maxSessions := fs.Int("max-sessions", mcpserver.DefaultMaxSessions, "with --http, the most sessions served at once")
 	idle := fs.Duration("idle-timeout", mcpserver.DefaultIdleTimeout, "with --http, close a session unused this long")
+	issuer := fs.String("oauth-issuer", "", "with --http, accept the access tokens of the OAuth issuer `URL` (default: workspace.json's oauth.issuer)")
+	resource := fs.String("oauth-resource", "", "with --http and OAuth, this server's canonical `URL`, the audience of its tokens (default: oauth.resource)")
 	if err := parse(e, fs, mcpUsage, args); err != nil {
 		return err
 	}
@@ -95,9 +110,10 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 				return usageHint("mcp", "--%s is not used with --http: each request's token names the agent, each session its task and thread", f)
 			}
 		}
-		return serveMCPHTTP(ctx, e, httpConfig{addr: *addr, cert: *cert, key: *key, insecure: *insecure, maxSessions: *maxSessions, idle: *idle})
+		return serveMCPHTTP(ctx, e, httpConfig{addr: *addr, cert: *cert, key: *key, insecure: *insecure, maxSessions: *maxSessions, idle: *idle,
+			issuer: *issuer, resource: *resource})
 	}
-	for _, f := range []string{"tls-cert", "tls-key", "insecure", "max-sessions", "idle-timeout"} {
+	for _, f := range []string{"tls-cert", "tls-key", "insecure", "max-sessions", "idle-timeout", "oauth-issuer", "oauth-resource"} {
 		if flagSet(fs, f) {
 			return usageHint("mcp", "--%s goes with --http ADDR", f)
 		}
@@ -194,6 +210,8 @@ type httpConfig struct {
 	insecure        bool
 	maxSessions     int
 	idle            time.Duration
+	// issuer and resource override workspace.json's oauth settings.
+	issuer, resource string
 }
 
 // serveMCPHTTP serves /mcp on the address until ctx is done.
@@ -231,10 +249,14 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 	if _, err := toks.List(ctx); err != nil {
 		return err
 	}
+	verifier, err := oauthVerifier(ctx, w.Settings().OAuth, c)
+	if err != nil {
+		return err
+	}
 	reg := opshttp.NewRegistry()
 	var h *mcpserver.HTTP
 	obs := mcpMetrics(reg, &h)
-	h, err = mcpserver.NewHTTP(w, toks, mcpserver.HTTPOptions{Version: versionString(), MaxSessions: c.maxSessions, IdleTimeout: c.idle, Log: log, Observer: obs})
+	h, err = mcpserver.NewHTTP(w, toks, mcpserver.HTTPOptions{Version: versionString(), MaxSessions: c.maxSessions, IdleTimeout: c.idle, Log: log, Observer: obs, OAuth: verifier})
 	if err != nil {
 		return err
 	}
@@ -246,6 +268,11 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
 	mux.Handle(api.Prefix, apiHandler(w, false, log))
+	if verifier != nil {
+		verifier.Mount(mux)
+		oc := verifier.Config()
+		fmt.Fprintf(e.stderr, "workspaced mcp: OAuth resource server for %s: access tokens of %s accepted, metadata at %s\n", oc.Resource, oc.Issuer, oc.MetadataURL())
+	}
 	srv := &http.Server{Handler: mcpHandler(reg, mux, w), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	scheme := "http"
 	if tls {
@@ -273,6 +300,29 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 		srv.Close()
 	}
 	return nil
+}
+
+// oauthVerifier is the OAuth mode of mcp --http: workspace.json's oauth
+// settings with the flags over them, or nil when no issuer is set. The
+// issuer's keys are looked up now, so that a wrong issuer is said at
+// start.
+func oauthVerifier(ctx context.Context, s workspace.OAuthSettings, c httpConfig) (*oauth.Verifier, error) {
+	if c.issuer != "" {
+		s.Issuer = c.issuer
+	}
+	if c.resource != "" {
+		s.Resource = c.resource
+	}
+	cfg := oauth.Config{OAuthSettings: s}
+	if !cfg.Enabled() {
+		if c.resource != "" {
+			return nil, usageHint("mcp", "--oauth-resource goes with an OAuth issuer: --oauth-issuer URL, or oauth.issuer in workspace.json")
+		}
+		return nil, nil
+	}
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return oauth.New(dctx, cfg, nil)
 }
 
 // loopback reports whether host (of host:port) is this machine alone.

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/workspaced/workspaced/internal/clitest"
+	"github.com/workspaced/workspaced/internal/oidctest"
+	"github.com/workspaced/workspaced/mcpserver"
+)
+
+// freeAddr is a loopback address no one listens on now: the resource's
+// URL must be known before `mcp --http` starts.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// setOAuth writes the oauth settings into the workspace's workspace.json.
+func (w *ws) setOAuth(settings map[string]any) {
+	w.T.Helper()
+	path := filepath.Join(w.Root, "workspace.json")
+	doc := map[string]any{}
+	if data, err := os.ReadFile(path); err == nil {
+		if err := json.Unmarshal(data, &doc); err != nil {
+			w.T.Fatal(err)
+		}
+	}
+	doc["oauth"] = settings
+	data, _ := json.Marshal(doc)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		w.T.Fatal(err)
+	}
+}
+
+// getStatus is the status of GET url.
+func getStatus(t *testing.T, url string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	b.ReadFrom(resp.Body)
+	return resp.StatusCode, b.Bytes()
+}
+
+// TestMCPOAuth: `workspaced mcp --http` with oauth in workspace.json is a
+// resource server of a real OpenID provider started here: it serves its
+// metadata, names it in its 401, and a token the provider issued for it
+// opens a session as the agent of its subject; a server without OAuth
+// advertises none. The official TypeScript SDK's OAuth client (client
+// credentials) then connects with no token of its own: it finds the
+// provider through the metadata, gets a token and works as its agent.
+func TestMCPOAuth(t *testing.T) {
+	t.Parallel()
+	p := oidctest.Start(t)
+	addr := freeAddr(t)
+	resource := "http://" + addr + "/mcp"
+	p.Register(oidctest.Client{ID: "worker", Secret: "worker-secret", Audience: []string{resource}})
+	w := newWS(t)
+	w.Task("t1")
+	w.setOAuth(map[string]any{"issuer": p.URL, "resource": resource})
+	url, d := w.Listen(reServing, "mcp", "--http", addr)
+	srv := &httpServer{d, url}
+	if log := srv.Log.String(); !strings.Contains(log, "OAuth resource server for "+resource) {
+		t.Errorf("the start-up lines do not say OAuth: %s", log)
+	}
+
+	meta := "http://" + addr + "/.well-known/oauth-protected-resource/mcp"
+	code, body := getStatus(t, meta)
+	var doc struct {
+		Resource             string   `json:"resource"`
+		AuthorizationServers []string `json:"authorization_servers"`
+	}
+	if code != http.StatusOK || json.Unmarshal(body, &doc) != nil || doc.Resource != resource || len(doc.AuthorizationServers) != 1 || doc.AuthorizationServers[0] != p.URL {
+		t.Fatalf("GET %s: %d %s", meta, code, body)
+	}
+	resp, err := http.Post(srv.url, "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if ch := resp.Header.Get("WWW-Authenticate"); resp.StatusCode != http.StatusUnauthorized || ch != `Bearer resource_metadata="`+meta+`"` {
+		t.Errorf("no token: %d, WWW-Authenticate %q", resp.StatusCode, ch)
+	}
+
+	cs, err := clitest.ConnectMCP(t, srv.url+"?task=t1", p.Token(t, "worker", "workspace:task:t1", "workspace:claim"))
+	if err != nil {
+		t.Fatalf("connect with the provider's token: %v\n%s", err, srv.Log)
+	}
+	if got := cs.InitializeResult().Instructions; !strings.Contains(got, `You are agent "worker"`) {
+		t.Errorf("instructions: %s", got)
+	}
+
+	t.Run("static tokens advertise no OAuth", func(t *testing.T) {
+		plain := newWS(t)
+		s := plain.mcpHTTP()
+		base := strings.TrimSuffix(s.url, "/mcp")
+		if code, _ := getStatus(t, base+"/.well-known/oauth-protected-resource"); code != http.StatusNotFound {
+			t.Errorf("metadata without OAuth: %d", code)
+		}
+		resp, err := http.Post(s.url, "application/json", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if ch := resp.Header.Get("WWW-Authenticate"); resp.StatusCode != http.StatusUnauthorized || strings.Contains(ch, "resource_metadata") {
+			t.Errorf("401 without OAuth: %d, %q", resp.StatusCode, ch)
+		}
+	})
+
+	t.Run("typescript sdk oauth client", func(t *testing.T) {
+		node := tsNode(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, node, "oauth.mjs", srv.url, "t1", p.URL)
+		client := `{"id":"worker","secret":"worker-secret","scope":"workspace:task:t1 workspace:claim workspace:done"}`
+		cmd.Dir, cmd.Env = tsClientDir, append(clitest.CleanEnv(), "OAUTH_CLIENT="+client)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("node oauth.mjs: %v\nstdout:\n%s\nstderr:\n%s\nserver:\n%s", err, stdout.String(), stderr.String(), srv.Log)
+		}
+		var out struct {
+			Tools        []string `json:"tools"`
+			Instructions string   `json:"instructions"`
+			Store        string   `json:"store"`
+			List         string   `json:"list"`
+			Plan         struct {
+				Text    string `json:"text"`
+				IsError bool   `json:"isError"`
+			} `json:"plan"`
+			TokenType string `json:"token_type"`
+		}
+		if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+			t.Fatalf("node oauth.mjs printed %q: %v", stdout.String(), err)
+		}
+		if !strings.Contains(out.Instructions, `You are agent "worker"`) || !strings.Contains(out.List, `"stored_by":"worker"`) || !strings.EqualFold(out.TokenType, "bearer") {
+			t.Errorf("the TypeScript client: %+v", out)
+		}
+		for _, tool := range out.Tools {
+			if tool == mcpserver.ToolWritePlan || tool == mcpserver.ToolWriteReview {
+				t.Errorf("tools listed without their scope: %v", out.Tools)
+			}
+		}
+		if !out.Plan.IsError || !strings.Contains(out.Plan.Text, `does not hold the right "plan"`) {
+			t.Errorf("write_plan without its scope: %+v", out.Plan)
+		}
+	})
+}
+
+// TestMCPOAuthRefusedAtStart: an OAuth configuration that cannot work is
+// said before serving, with a hint.
+func TestMCPOAuthRefusedAtStart(t *testing.T) {
+	t.Parallel()
+	w := newWS(t)
+	down := "http://" + freeAddr(t)
+	failsWithHints(t, w, []failCase{
+		{"resource without issuer", exitUsage, "--oauth-resource goes with an OAuth issuer", []string{"mcp", "--http", "127.0.0.1:0", "--oauth-resource", "http://127.0.0.1:1/mcp"}},
+		{"no resource", exitFailure, "oauth.resource is missing", []string{"mcp", "--http", "127.0.0.1:0", "--oauth-issuer", down}},
+		{"plain http issuer", exitFailure, "is not https", []string{"mcp", "--http", "127.0.0.1:0", "--oauth-issuer", "http://auth.example.com", "--oauth-resource", "https://mcp.example.com/mcp"}},
+		{"issuer down", exitFailure, "discover the keys of " + down, []string{"mcp", "--http", "127.0.0.1:0", "--oauth-issuer", down, "--oauth-resource", "http://127.0.0.1:1/mcp"}},
+		{"oauth on stdio", exitUsage, "--oauth-issuer goes with --http", []string{"mcp", "--task", "t1", "--agent", "a", "--oauth-issuer", down}},
+	})
+}
