@@ -117,3 +117,16 @@ func FuzzEntryPut(f *testing.F) {
 		}
 	})
 }
+
+// TestWriteProblem: a listener's own refusal of an API request is a
+// problem too, its kind the status's.
+func TestWriteProblem(t *testing.T) {
+	for status, kind := range map[int]string{429: kindTooMany, 403: kindForbidden, 503: kindUnavailable, 401: kindUnauthorized} {
+		rec := httptest.NewRecorder()
+		WriteProblem(rec, httptest.NewRequest("GET", "/api/v1/tasks", nil), status, "refused", "wait")
+		a := answer{status: rec.Code, header: rec.Header(), body: rec.Body.Bytes()}
+		if p := a.problem(t); p.Kind != kind || p.Hint != "wait" || p.Instance != "/api/v1/tasks" {
+			t.Errorf("%d: %+v", status, p)
+		}
+	}
+}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/internal/httpauth"
+	"github.com/workspaced/workspaced/oauth"
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -62,7 +64,17 @@ func (h *Handler) admit(c *call) error {
 	}
 	who, err := h.cfg.Gate.Caller(c.r)
 	c.who = who
+	if v := h.cfg.Gate.OAuth; v != nil && errors.Is(err, httpauth.ErrNoToken) {
+		c.w.Header().Set("WWW-Authenticate", v.Challenge("", ""))
+	}
 	switch {
+	case errors.Is(err, oauth.ErrNoGrant):
+		c.w.Header().Set("WWW-Authenticate", h.cfg.Gate.OAuth.Challenge(oauth.ErrorInsufficientScope, workspace.Reason(err)))
+		return refuse(http.StatusForbidden, kindForbidden, "the access token grants nothing here: "+workspace.Reason(err), service.Hint(err))
+	case errors.Is(err, httpauth.ErrAccess):
+		c.w.Header().Set("WWW-Authenticate", h.cfg.Gate.OAuth.Challenge(oauth.ErrorInvalidToken, workspace.Reason(err)))
+		return refuse(http.StatusUnauthorized, kindUnauthorized, "the access token is refused: "+workspace.Reason(err),
+			"get a new access token from the authorization server")
 	case errors.Is(err, httpauth.ErrNoToken):
 		return refuse(http.StatusUnauthorized, kindUnauthorized, "no bearer token: this listener admits agents by their tokens",
 			"send 'Authorization: Bearer <token>' with a token of 'workspaced token add'")

@@ -129,3 +129,31 @@ func TestDocumentIsServed(t *testing.T) {
 		t.Fatalf("GET openapi.json: %d, %d bytes", rec.Code, rec.Body.Len())
 	}
 }
+
+// TestDocumentNamesEveryKind: the kinds a problem may carry are the ones
+// the document lists.
+func TestDocumentNamesEveryKind(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas struct {
+				Problem struct {
+					Properties struct {
+						Kind struct {
+							Enum []string `json:"enum"`
+						} `json:"kind"`
+					} `json:"properties"`
+				} `json:"Problem"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(Document, &doc); err != nil {
+		t.Fatal(err)
+	}
+	listed := doc.Components.Schemas.Problem.Properties.Kind.Enum
+	for _, k := range []string{kindInvalid, kindNotFound, kindConflict, kindVersionConflict, kindLocked, kindUnsafe, kindNotServing, kindNoVerdict,
+		kindUnauthorized, kindForbidden, kindTooLarge, kindMediaType, kindMethod, kindNotImplemented, kindInternal, kindTooMany, kindUnavailable} {
+		if !slices.Contains(listed, k) {
+			t.Errorf("kind %q is not in the document's Problem.kind", k)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -79,7 +80,10 @@ func (h *Handler) events(c *call) error {
 // stream sends task id's events after pos until the client goes or the
 // server stops.
 func (h *Handler) stream(c *call, id string, pos int64) error {
-	ctx := c.r.Context()
+	ctx, cancel := context.WithCancel(c.r.Context())
+	defer cancel()
+	// A stream ends when its token does.
+	defer h.cfg.Gate.Hold(c.who, cancel)()
 	rc := http.NewResponseController(c.w)
 	hd := c.w.Header()
 	hd.Set("Content-Type", "text/event-stream")

@@ -3,6 +3,7 @@ package api
 import (
 	"bufio"
 	"context"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/internal/httpauth"
+	"github.com/workspaced/workspaced/service"
+	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -150,5 +153,46 @@ func TestStreamResumes(t *testing.T) {
 			default:
 			}
 		})
+	}
+}
+
+// TestStreamEndsWithItsToken: a stream opened with a token ends soon
+// after the token is revoked.
+func TestStreamEndsWithItsToken(t *testing.T) {
+	st := newTreeStore(t)
+	if _, err := st.CreateTask(t.Context(), workspace.NewTaskRequest{ID: "t1", Description: "events"}); err != nil {
+		t.Fatal(err)
+	}
+	keeper, err := service.Tokens("test", st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, _, err := tokens.Add(t.Context(), keeper, tokens.Grant{Agent: "watcher", Tasks: []string{"t1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watch := tokens.NewWatch(keeper, 20*time.Millisecond, quiet)
+	defer watch.Close()
+	srv := server(t, st, &httpauth.Gate{Keeper: keeper, Watch: watch})
+	req, _ := http.NewRequest("GET", srv.URL+"/api/v1/tasks/t1/events", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("stream: %v %v", err, resp)
+	}
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}()
+	if _, err := tokens.Revoke(t.Context(), keeper, "", "watcher"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ended:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stream of a revoked token is still open after 30s")
 	}
 }

@@ -30,6 +30,8 @@ const (
 	kindMediaType       = "unsupported_media_type"
 	kindMethod          = "method_not_allowed"
 	kindNotImplemented  = "not_implemented"
+	kindTooMany         = "too_many_requests"
+	kindUnavailable     = "unavailable"
 	kindInternal        = "internal"
 )
 
@@ -129,10 +131,35 @@ func problemOf(r *http.Request, err error) Problem {
 	return p
 }
 
+// WriteProblem answers a request of the API with a problem of status,
+// for what refuses it before the API sees it (a listener's rate limit,
+// its Origin check): detail says what, hint how to go on. The kind is
+// the status's (too_many_requests for 429, forbidden for 403...).
+func WriteProblem(w http.ResponseWriter, r *http.Request, status int, detail, hint string) {
+	kind := kindInternal
+	switch status {
+	case http.StatusBadRequest:
+		kind = kindInvalid
+	case http.StatusUnauthorized:
+		kind = kindUnauthorized
+	case http.StatusForbidden:
+		kind = kindForbidden
+	case http.StatusNotFound:
+		kind = kindNotFound
+	case http.StatusRequestEntityTooLarge:
+		kind = kindTooLarge
+	case http.StatusTooManyRequests:
+		kind = kindTooMany
+	case http.StatusServiceUnavailable:
+		kind = kindUnavailable
+	}
+	writeProblem(w, r, &apiError{status: status, kind: kind, msg: detail, hint: hint})
+}
+
 // writeProblem answers with err as application/problem+json.
 func writeProblem(w http.ResponseWriter, r *http.Request, err error) {
 	p := problemOf(r, err)
-	if p.Status == http.StatusUnauthorized {
+	if p.Status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="workspaced"`)
 	}
 	data, _ := json.Marshal(p)

@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/workspaced/workspaced/audit"
 )
 
 // How sessions share one MCP server. The tools — their definitions,
@@ -165,18 +167,22 @@ func define[In any](name, desc string, ann *mcp.ToolAnnotations, out *schema, h 
 			extra = req.Extra
 		}
 		if err := s.permit(extra, name, raw); err != nil {
+			s.record(ctx, extra, name, raw, audit.Refused, err)
 			return errorResult(err)
 		}
 		in, err := decodeArgs[In](check, raw)
 		if err != nil {
+			s.record(ctx, extra, name, raw, audit.Refused, err)
 			return errorResult(err)
 		}
 		r, err := h(s, ctx, req, in)
 		if err != nil {
+			s.record(ctx, extra, name, raw, audit.Failed, err)
 			res = errorResult(err)
 			res.StructuredContent = r.data
 			return res
 		}
+		s.record(ctx, extra, name, raw, audit.OK, nil)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: r.text}}, StructuredContent: r.data}
 	}
 	return &toolDef{tool: t, call: call}

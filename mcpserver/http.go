@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/workspaced/workspaced/audit"
 	"github.com/workspaced/workspaced/internal/httpauth"
 	"github.com/workspaced/workspaced/oauth"
 	"github.com/workspaced/workspaced/tokens"
@@ -65,6 +66,9 @@ type HTTPOptions struct {
 	// Observer, if set, is told of every tool call and refusal, for
 	// metrics.
 	Observer Observer
+	// Audit, when set, gets a record of every tool call and every
+	// refusal, with the token's id and the client's address.
+	Audit *audit.Log
 	// OAuth, if set, puts the server in OAuth resource-server mode:
 	// besides the tokens the keeper holds (they begin with
 	// tokens.Prefix), the access tokens it verifies are accepted, their
@@ -178,6 +182,7 @@ func (h *HTTP) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	if tok, ok := httpauth.Bearer(r); !ok {
 		h.log.Warn("mcp http: request refused", "agent", "-", "remote", r.RemoteAddr, "reason", "no bearer token")
 		h.opt.Observer.Refused(RefusalNoToken)
+		h.refusedAudit(r, "", "", "no bearer token")
 		if h.opt.OAuth == nil { // else the bearer check names the metadata
 			rw.Header().Set("WWW-Authenticate", `Bearer realm="workspaced"`)
 		}
@@ -210,6 +215,7 @@ func (h *HTTP) verifyOAuth(rw http.ResponseWriter, r *http.Request, token string
 	}
 	h.log.Warn("mcp http: request refused", "agent", "-", "remote", r.RemoteAddr, "reason", err.Error())
 	h.opt.Observer.Refused(reason)
+	h.refusedAudit(r, "", "", "access token: "+err.Error())
 	rw.Header().Set("WWW-Authenticate", h.opt.OAuth.Challenge(code, workspace.Reason(err)))
 	rpcError(rw, r, status, ErrorText(err))
 	return oauth.Access{}, false
@@ -227,11 +233,13 @@ func (h *HTTP) verify(ctx context.Context, token string, r *http.Request) (*auth
 	if errors.Is(err, httpauth.ErrUnknownToken) {
 		h.log.Warn("mcp http: request refused", "agent", "-", "remote", r.RemoteAddr, "reason", "unknown or revoked token")
 		h.opt.Observer.Refused(RefusalUnknownToken)
+		h.refusedAudit(r, "", "", "unknown or revoked token")
 		return nil, fmt.Errorf("%w: unknown or revoked token", auth.ErrInvalidToken)
 	}
 	if errors.Is(err, tokens.ErrExpired) {
 		h.log.Warn("mcp http: request refused", "agent", "-", "remote", r.RemoteAddr, "reason", err.Error())
 		h.opt.Observer.Refused(RefusalExpiredToken)
+		h.refusedAudit(r, "", "", err.Error())
 		return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
 	}
 	if err != nil {
@@ -274,6 +282,7 @@ func (h *HTTP) serve(rw http.ResponseWriter, r *http.Request) {
 	g, _ := grantOf(&mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context())})
 	refuse := func(status int, reason, msg, hint string) {
 		h.opt.Observer.Refused(reason)
+		h.refusedAudit(r, g.Agent, g.ID(), msg)
 		h.log.Warn("mcp http: session refused", "agent", g.Agent, "remote", r.RemoteAddr, "reason", msg)
 		rpcError(rw, r, status, msg+"\nhint: "+hint)
 	}
@@ -309,7 +318,8 @@ func (h *HTTP) serve(rw http.ResponseWriter, r *http.Request) {
 			"close a session you no longer use, or try again once idle ones have expired")
 		return
 	}
-	s, err := newSession(r.Context(), h.w, Options{TaskID: task, ThreadID: thread, Agent: g.Agent, Grants: grantOf, Log: h.log})
+	s, err := newSession(r.Context(), h.w, Options{TaskID: task, ThreadID: thread, Agent: g.Agent, Grants: grantOf, Log: h.log,
+		Audit: h.opt.Audit, TokenID: g.ID(), Remote: r.RemoteAddr})
 	if err != nil {
 		h.release()
 		h.refuseErr(rw, r, g, err)
@@ -363,8 +373,15 @@ func (h *HTTP) refuseErr(rw http.ResponseWriter, r *http.Request, g tokens.Grant
 		status, reason = http.StatusNotFound, RefusalNotFound
 	}
 	h.opt.Observer.Refused(reason)
+	h.refusedAudit(r, g.Agent, g.ID(), err.Error())
 	h.log.Warn("mcp http: session refused", "agent", g.Agent, "remote", r.RemoteAddr, "reason", err.Error())
 	rpcError(rw, r, status, ErrorText(err))
+}
+
+// refusedAudit records a refused request in the audit.
+func (h *HTTP) refusedAudit(r *http.Request, agent, token, reason string) {
+	h.opt.Audit.Record(r.Context(), audit.Record{Door: audit.DoorMCP, Action: "request " + r.Method, Outcome: audit.Refused,
+		Agent: agent, Token: token, From: r.RemoteAddr, Reason: reason})
 }
 
 func (h *HTTP) reserve() bool {

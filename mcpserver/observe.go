@@ -1,5 +1,14 @@
 package mcpserver
 
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/workspaced/workspaced/audit"
+)
+
 // Observer is told what the HTTP server does, for its metrics. Its
 // methods are called from the requests' goroutines: an Observer is safe
 // for concurrent use.
@@ -51,4 +60,22 @@ func (h *host) called(tool string, failed bool) {
 	} else {
 		h.obs.ToolCalled(tool, OutcomeOK)
 	}
+}
+
+// record puts a call of tool in the audit: the session's agent, task and
+// thread, the id of the token the call carried (the session's own on
+// stdio), the client's address, what the arguments name and how it ended.
+func (s *Server) record(ctx context.Context, extra *mcp.RequestExtra, tool string, args json.RawMessage, outcome string, err error) {
+	if s.audit == nil {
+		return
+	}
+	r := audit.Record{Door: audit.DoorMCP, Action: tool, Outcome: outcome, Agent: s.agent, Token: s.tokenID, From: s.remote,
+		Task: s.task, Thread: s.thread, Target: audit.Target(args)}
+	if extra != nil && extra.TokenInfo != nil && extra.TokenInfo.UserID != "" {
+		r.Token = extra.TokenInfo.UserID
+	}
+	if err != nil {
+		r.Reason = ErrorText(err)
+	}
+	s.audit.Record(ctx, r)
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/workspaced/workspaced/audit"
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -66,6 +67,14 @@ type Options struct {
 	// VerdictWait bounds how long a tool that dropped a marker waits for
 	// the daemon's verdict. 0 means DefaultVerdictWait.
 	VerdictWait time.Duration
+	// Audit, when set, gets a record of every call: the tool, the agent,
+	// the token's id, Remote, what it named and how it ended.
+	Audit *audit.Log
+	// TokenID is the id of the token the session runs on (stdio with a
+	// token; over HTTP each call's own token is recorded).
+	TokenID string
+	// Remote is the client's address, for the audit.
+	Remote string
 }
 
 // Server is one agent's MCP view of a workspace. Build it with New, serve
@@ -86,6 +95,9 @@ type Server struct {
 	verdicts workspace.VerdictSource
 	wait     time.Duration
 	host     *host // New's own MCP server; nil for a session of HTTP
+	audit    *audit.Log
+	tokenID  string
+	remote   string
 }
 
 // New checks the options against the tree — the ids are valid, the task
@@ -124,7 +136,7 @@ func newSession(ctx context.Context, w workspace.Store, opt Options) (*Server, e
 		return nil, err
 	}
 	s := &Server{w: w, task: task, thread: thread, agent: opt.Agent, grants: opt.Grants, log: opt.Log,
-		verdicts: opt.Verdicts, wait: opt.VerdictWait}
+		verdicts: opt.Verdicts, wait: opt.VerdictWait, audit: opt.Audit, tokenID: opt.TokenID, remote: opt.Remote}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/workspaced/workspaced/audit"
 	"github.com/workspaced/workspaced/friction"
 	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/vocab"
@@ -37,8 +38,39 @@ func (s *Server) action(h http.HandlerFunc) http.HandlerFunc {
 			writeError(w, http.StatusUnsupportedMediaType, "an action takes a JSON body", "send Content-Type: application/json")
 			return
 		}
-		h(w, r)
+		sw := &statusOf{ResponseWriter: w, status: http.StatusOK}
+		h(sw, r)
+		s.audited(r, sw.status)
 	}
+}
+
+// audited records an action in the audit by the person who took it: the
+// protocol records the panel's agent ("human"), the audit who that was.
+func (s *Server) audited(r *http.Request, status int) {
+	p := whoOf(r)
+	rec := audit.Record{Door: audit.DoorPanel, Action: r.Pattern, Outcome: audit.OK, Agent: HumanAgent, User: p.user, Token: p.token,
+		From: r.RemoteAddr, Task: r.PathValue("id")}
+	if cp := r.PathValue("cp"); cp != "" {
+		rec.Target = "checkpoint=" + cp
+	}
+	switch {
+	case status == http.StatusForbidden || status == http.StatusConflict:
+		rec.Outcome, rec.Reason = audit.Refused, http.StatusText(status)
+	case status >= 400:
+		rec.Outcome, rec.Reason = audit.Failed, http.StatusText(status)
+	}
+	s.cfg.Audit.Record(r.Context(), rec)
+}
+
+// statusOf notes the status a handler answered with.
+type statusOf struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusOf) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
 }
 
 // decodeBody reads a JSON object of at most maxActionBody bytes into v,

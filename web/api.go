@@ -26,6 +26,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /friction", s.page("friction", "Friction"))
 	m.HandleFunc("GET /login", s.loginPage)
 	m.HandleFunc("POST /login", s.login)
+	m.HandleFunc("POST /logout", s.logout)
 	m.Handle("GET /assets/", assetHandler())
 	// The API.
 	m.HandleFunc("GET /api/csrf", s.csrf)
@@ -116,7 +117,7 @@ func (s *Server) withTask(h func(w http.ResponseWriter, r *http.Request, id stri
 }
 
 func (s *Server) csrf(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"token": csrfToken(w, r), "header": csrfHeader})
+	writeJSON(w, http.StatusOK, map[string]string{"token": csrfToken(w, r, s.secure(r)), "header": csrfHeader})
 }
 
 func intParam(r *http.Request, name string, def, max int) (int, error) {

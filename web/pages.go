@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"net/http"
 	"strings"
-	"time"
 )
 
 // The pages are small HTML shells (html/template) that load their script
@@ -44,11 +43,15 @@ type pageData struct {
 	CSRF     string
 	ReadOnly bool
 	Error    string
+	User     string // the person logged in (LocalUser without a login)
+	LoggedIn bool   // the panel has a login, so a logout
 }
 
 func (s *Server) page(name, title string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		s.render(w, "page.html", pageData{Page: name, Title: title, CSRF: csrfToken(w, r), ReadOnly: s.cfg.ReadOnly})
+		p := whoOf(r)
+		s.render(w, "page.html", pageData{Page: name, Title: title, CSRF: csrfToken(w, r, s.secure(r)), ReadOnly: s.cfg.ReadOnly,
+			User: p.user, LoggedIn: s.cfg.Token != ""})
 	}
 }
 
@@ -66,22 +69,4 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.render(w, "login.html", pageData{Title: "Log in"})
-}
-
-// login checks the token a person typed and sets it as a cookie that
-// scripts cannot read and other sites do not send.
-func (s *Server) login(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Token == "" {
-		http.Redirect(w, r, "/", http.StatusSeeOther)
-		return
-	}
-	r.Body = http.MaxBytesReader(w, r.Body, 4096)
-	if err := r.ParseForm(); err != nil || !s.tokenIs(r.PostForm.Get("token")) {
-		w.WriteHeader(http.StatusUnauthorized)
-		s.render(w, "login.html", pageData{Title: "Log in", Error: "That is not the token."})
-		return
-	}
-	http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: s.cfg.Token, Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: int((30 * 24 * time.Hour).Seconds())})
-	http.Redirect(w, r, "/", http.StatusSeeOther)
 }

@@ -12,6 +12,7 @@
 package web
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
@@ -24,7 +25,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/workspaced/workspaced/audit"
 	"github.com/workspaced/workspaced/internal/httpauth"
+	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -44,9 +47,30 @@ type Config struct {
 	// the pages are live.
 	Store workspace.Store
 	// Token, when set, is required of every request but the login page and
-	// the assets: as "Authorization: Bearer <token>", or as the cookie the
-	// login page sets.
+	// the assets: as "Authorization: Bearer <token>", or by the session
+	// the login page opens with it (user OperatorUser). Without it the
+	// panel trusts every process of this machine (user LocalUser).
 	Token string
+	// Grants, when set, are the workspace's tokens: with Token set, one
+	// holding the right panel logs in too, as its agent, and its sessions
+	// end when it is revoked, expires or is rotated past its overlap.
+	Grants tokens.Keeper
+	// BehindTLSProxy marks the cookies Secure even though requests come
+	// in plain HTTP: the panel sits behind a proxy that terminates TLS.
+	BehindTLSProxy bool
+	// SessionTTL is how long a login lasts (DefaultSessionTTL when 0).
+	SessionTTL time.Duration
+	// LoginBurst and LoginEvery throttle failed logins per client address
+	// (DefaultLoginBurst, DefaultLoginEvery when 0).
+	LoginBurst int
+	LoginEvery time.Duration
+	// Logins, when set, is told of every login attempt.
+	Logins LoginObserver
+	// Now is the login's clock (time.Now when nil).
+	Now func() time.Time
+	// Audit, when set, gets a record of every login, logout and action,
+	// with the person's identity and address.
+	Audit *audit.Log
 	// ReadOnly turns every action off (403).
 	ReadOnly bool
 	// MCP, when set, is mounted at /mcp as is: outside the panel's cookie,
@@ -79,6 +103,7 @@ type Server struct {
 	ready chan struct{}
 
 	servingProbe servingProbe
+	logins       *logins
 }
 
 // New checks cfg and returns a Server.
@@ -102,10 +127,14 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, st: cfg.Store, watcher: watcher, log: cfg.Logger, hub: newHub(), index: newIndex(), ready: make(chan struct{})}
+	s := &Server{cfg: cfg, st: cfg.Store, watcher: watcher, log: cfg.Logger, hub: newHub(), index: newIndex(), ready: make(chan struct{}),
+		logins: newLogins(cfg)}
 	s.routes()
 	return s, nil
 }
+
+// Close ends every login session and stops following the tokens.
+func (s *Server) Close() { s.logins.closeAll() }
 
 // Ready is closed once Run watches the store and has indexed the tasks.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
@@ -151,14 +180,14 @@ const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 's
 
 // Cookie names.
 const (
-	tokenCookie = "wsd_token"
-	csrfCookie  = "wsd_csrf"
-	csrfHeader  = "X-CSRF-Token"
+	csrfCookie = "wsd_csrf"
+	csrfHeader = "X-CSRF-Token"
 )
 
 // guard applies the security headers, the host check, the token and the
 // CSRF check, then routes.
-func (s *Server) guard(w http.ResponseWriter, r *http.Request) {
+func (s *Server) guard(w http.ResponseWriter, orig *http.Request) {
+	r := orig
 	h := w.Header()
 	h.Set("Content-Security-Policy", csp)
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -173,11 +202,14 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	public := strings.HasPrefix(r.URL.Path, "/assets/") || r.URL.Path == "/login"
-	bearer := false
+	p, bearer := who{user: LocalUser, from: r.RemoteAddr}, false
 	if s.cfg.Token != "" && !public {
-		ok := false
-		ok, bearer = s.authorized(r)
+		var sess *session
+		var ok bool
+		p, sess, ok, bearer = s.authorized(r)
 		if !ok {
+			s.cfg.Audit.Record(r.Context(), audit.Record{Door: audit.DoorPanel, Action: r.Method + " " + r.URL.Path, Outcome: audit.Refused,
+				From: r.RemoteAddr, Reason: "no valid token or session"})
 			if strings.HasPrefix(r.URL.Path, "/api/") || r.Method != http.MethodGet {
 				writeError(w, http.StatusUnauthorized, "no valid token", "send 'Authorization: Bearer <token>', or log in at /login")
 				return
@@ -185,30 +217,53 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, "/login", http.StatusSeeOther)
 			return
 		}
+		if sess != nil {
+			// The request ends with its session: a live stream stops at
+			// logout, at the session's expiry or at its token's end.
+			ctx, cancel := context.WithCancel(r.Context())
+			defer cancel()
+			stop := context.AfterFunc(sess.ctx, cancel)
+			defer stop()
+			r = r.WithContext(ctx)
+		}
 	}
+	r = r.WithContext(context.WithValue(r.Context(), whoKey{}, p))
 	if r.Method != http.MethodGet && r.Method != http.MethodHead && r.URL.Path != "/login" && !bearer {
 		if !s.csrfOK(r) {
+			s.cfg.Audit.Record(r.Context(), audit.Record{Door: audit.DoorPanel, Action: r.Method + " " + r.URL.Path, Outcome: audit.Refused,
+				User: p.user, Token: p.token, From: r.RemoteAddr, Reason: "missing or wrong CSRF token"})
 			writeError(w, http.StatusForbidden, "missing or wrong CSRF token", "send the token of the csrf cookie (GET /api/csrf) in the X-CSRF-Token header")
 			return
 		}
 	}
 	s.mux.ServeHTTP(w, r)
+	// The mux names the route on the request it served, a copy with the
+	// person's context: the metrics read it on the original.
+	orig.Pattern = r.Pattern
 }
 
 func hostOnly(hostport string) string { return httpauth.HostOnly(hostport) }
 
-// authorized reports whether r carries the token, and whether it came as
-// a bearer header (which a browser never sends on its own, so such a
-// request needs no CSRF token).
-func (s *Server) authorized(r *http.Request) (ok, bearer bool) {
+// authorized is who r stands for: a bearer token (the panel's, or one
+// holding the right panel; a browser never sends the header on its own,
+// so such a request needs no CSRF token), or the session of its cookie.
+func (s *Server) authorized(r *http.Request) (p who, sess *session, ok, bearer bool) {
 	if r.Header.Get("Authorization") != "" {
 		t, found := httpauth.Bearer(r)
-		return found && s.tokenIs(t), found && s.tokenIs(t)
+		if !found {
+			return who{}, nil, false, false
+		}
+		p, ok = s.checkToken(t, r)
+		return p, nil, ok, ok
 	}
-	if c, err := r.Cookie(tokenCookie); err == nil {
-		return s.tokenIs(c.Value), false
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		if sess, ok := s.logins.get(c.Value); ok {
+			p = sess.who
+			p.from = r.RemoteAddr
+			return p, sess, true, false
+		}
 	}
-	return false, false
+	return who{}, nil, false, false
 }
 
 func (s *Server) tokenIs(t string) bool { return httpauth.Equal(t, s.cfg.Token) }
@@ -222,17 +277,22 @@ func (s *Server) csrfOK(r *http.Request) bool {
 		return false
 	}
 	h := r.Header.Get(csrfHeader)
+	if h == "" && r.URL.Path == "/logout" {
+		// The logout is a form of the page: it sends the token as a field.
+		r.Body = http.MaxBytesReader(nil, r.Body, 4096)
+		h = r.PostFormValue("csrf")
+	}
 	return subtle.ConstantTimeCompare([]byte(h), []byte(c.Value)) == 1
 }
 
 // csrfToken returns the request's csrf cookie, setting a fresh one when
 // it has none.
-func csrfToken(w http.ResponseWriter, r *http.Request) string {
+func csrfToken(w http.ResponseWriter, r *http.Request, secure bool) string {
 	if c, err := r.Cookie(csrfCookie); err == nil && len(c.Value) >= 32 && isHex(c.Value) {
 		return c.Value
 	}
 	t := randomHex(32)
-	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: t, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: t, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure})
 	return t
 }
 

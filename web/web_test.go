@@ -220,14 +220,20 @@ func TestListenNeedsToken(t *testing.T) {
 	}
 	r = p.do(c, "POST", "/login", "token=s3cret-token", map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
 	ck := r.h.Get("Set-Cookie")
-	if r.code != http.StatusSeeOther || !strings.Contains(ck, tokenCookie+"=") || !strings.Contains(ck, "HttpOnly") || !strings.Contains(ck, "SameSite=Strict") {
+	if r.code != http.StatusSeeOther || !strings.Contains(ck, sessionCookie+"=") || !strings.Contains(ck, "HttpOnly") || !strings.Contains(ck, "SameSite=Strict") ||
+		strings.Contains(ck, "s3cret-token") {
 		t.Fatalf("login: %d %q", r.code, ck)
 	}
-	if r := p.do(nil, "GET", "/api/tasks", "", map[string]string{"Cookie": tokenCookie + "=s3cret-token"}); r.code != 200 {
+	session := strings.SplitN(ck, ";", 2)[0]
+	if r := p.do(nil, "GET", "/api/tasks", "", map[string]string{"Cookie": session}); r.code != 200 {
 		t.Errorf("the login cookie: %d", r.code)
 	}
+	// The secret itself as a cookie is nothing.
+	if r := p.do(nil, "GET", "/api/tasks", "", map[string]string{"Cookie": "wsd_token=s3cret-token; " + sessionCookie + "=s3cret-token"}); r.code != 401 {
+		t.Errorf("the secret as a cookie: %d", r.code)
+	}
 	// The cookie alone does not make an action: it needs the CSRF token.
-	if r := p.do(nil, "POST", "/api/tasks/t1/cancel", `{}`, map[string]string{"Cookie": tokenCookie + "=s3cret-token"}); r.code != 403 {
+	if r := p.do(nil, "POST", "/api/tasks/t1/cancel", `{}`, map[string]string{"Cookie": session}); r.code != 403 {
 		t.Errorf("a cookie action without CSRF: %d %s", r.code, r.body)
 	}
 	// Assets are public (the login page needs its style), data is not.

@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"io"
+	"time"
 )
 
 // The optional capabilities of a store, declared together. The Store
@@ -206,4 +207,42 @@ type MarkerCounter interface {
 // without it.
 type NamedMarkers interface {
 	DropNamedMarker(ctx context.Context, taskID, kind, name string, m Marker) error
+}
+
+// MemoryStore is a store that keeps long-term memory items under
+// namespaces of labels (workspace/memory.go has the rules every store
+// shares). Every store has it: the tree keeps a directory per namespace
+// under memory/namespaces/, SQLite and PostgreSQL the memory_items table.
+// Without it a door says namespaced memory is not kept there.
+//
+// Every write is atomic and ordered per item: concurrent puts of one item
+// each bump the version once and none is lost; IfVersion and IfAbsent
+// are checked and the item written under one lock (a transaction). An
+// item past its expiry is invisible to every read at once and counts as
+// absent for a put; a retention run (Prune) removes it.
+type MemoryStore interface {
+	// PutMemory creates or replaces an item (version 1, then one more per
+	// put, created_at kept) and appends its memory_stored event; a
+	// refused compare-and-set is ErrConflict with a *VersionError.
+	PutMemory(ctx context.Context, req MemoryPutRequest) (MemoryItem, error)
+	// GetMemory reads one live item (ErrNotFound when none).
+	GetMemory(ctx context.Context, ns Namespace, key string) (MemoryItem, error)
+	// DeleteMemory removes a live item and appends its memory_deleted
+	// event; a missing item is ErrNotFound, a version that does not match
+	// ErrConflict with a *VersionError.
+	DeleteMemory(ctx context.Context, req MemoryDeleteRequest) error
+	// SearchMemory lists live items under a prefix that the filter
+	// matches, sorted by namespace then key, one page of them.
+	SearchMemory(ctx context.Context, req MemorySearchRequest) ([]MemoryItem, error)
+	// ListMemoryNamespaces lists the namespaces that hold live items, as
+	// ListNamespaces does.
+	ListMemoryNamespaces(ctx context.Context, q NamespaceQuery) ([]Namespace, error)
+	// ReadMemoryEvents calls each for every memory event after position
+	// pos, oldest first, and returns the position to read from next, as
+	// ReadEventsFrom does for a task's events: the memory events are a
+	// feed of the workspace's own, beside the tasks'.
+	ReadMemoryEvents(ctx context.Context, pos int64, each func(PositionedEvent)) (int64, error)
+	// PruneMemory removes the items expired at now (none when dryRun) and
+	// says how many there are.
+	PruneMemory(ctx context.Context, now time.Time, dryRun bool) (int, error)
 }

@@ -114,6 +114,9 @@ const (
 	FieldStatus      = "status"      // DoneRequest
 	FieldError       = "error"       // DoneRequest
 	FieldOutputFile  = "output_file" // DoneRequest
+	FieldTTL         = "ttl_seconds" // MemoryPutRequest
+	FieldIfVersion   = "if_version"  // MemoryPutRequest, MemoryDeleteRequest
+	FieldFilter      = "filter"      // MemorySearchRequest
 )
 
 // FieldErr is an error of the given kind naming the request field at

@@ -79,6 +79,9 @@ type RetentionReport struct {
 	// Errors lists failures that did not stop the run; a caller should
 	// treat any as a failed cleanup.
 	Errors []string `json:"errors,omitempty"`
+	// MemoryExpired counts the namespaced memory items past their expiry
+	// that the run removed (in a dry run, would remove).
+	MemoryExpired int `json:"memory_expired"`
 }
 
 // Record counts d under its outcome, files it in that list unless

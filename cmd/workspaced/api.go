@@ -6,6 +6,8 @@ import (
 
 	"github.com/workspaced/workspaced/api"
 	"github.com/workspaced/workspaced/internal/httpauth"
+	"github.com/workspaced/workspaced/oauth"
+	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -18,11 +20,15 @@ import (
 // as the agent its Workspace-Agent header names (default cli).
 
 // apiHandler is the API over st behind a gate: st's agents' tokens (none
-// when it keeps none) and, with trust, the loopback's trust.
-func apiHandler(st workspace.Store, trust bool, log *slog.Logger) http.Handler {
-	gate := &httpauth.Gate{TrustLoopback: trust}
+// when it keeps none), their uses written and their streams ended with
+// them, with trust the loopback's trust, and with v OAuth access tokens. The caller calls done once
+// the listener stops (the last uses are written then).
+func apiHandler(st workspace.Store, trust bool, log *slog.Logger, v *oauth.Verifier) (h http.Handler, done func()) {
+	gate := &httpauth.Gate{TrustLoopback: trust, OAuth: v}
+	done = func() {}
 	if k, err := tokenKeeper("serve the HTTP API", st); err == nil {
-		gate.Keeper = k
+		gate.Keeper, gate.Watch = k, tokens.NewWatch(k, 0, log)
+		done = gate.Watch.Close
 	}
-	return api.New(api.Config{Store: st, Gate: gate, Log: log})
+	return api.New(api.Config{Store: st, Gate: gate, Log: log}), done
 }

@@ -210,6 +210,13 @@ func (o *cleanupOutput) summary(rep service.Cleaned, p retention.Policy) {
 	if !o.dryRun && rep.FrictionAnonymized > 0 {
 		fmt.Fprintf(w, "friction: anonymised the removed tasks in %d entries\n", rep.FrictionAnonymized)
 	}
+	if n := rep.MemoryExpired; n > 0 {
+		verb := "removed"
+		if o.dryRun {
+			verb = "would remove"
+		}
+		fmt.Fprintf(w, "memory: %s %d expired namespaced item(s)\n", verb, n)
+	}
 	o.stdout.Flush()
 	printCleanupErrors(o.e.stderr, rep.Errors, rep.FrictionErrors)
 }

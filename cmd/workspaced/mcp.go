@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/workspaced/workspaced/api"
+	"github.com/workspaced/workspaced/audit"
 	"github.com/workspaced/workspaced/internal/opshttp"
 	"github.com/workspaced/workspaced/mcpserver"
 	"github.com/workspaced/workspaced/oauth"
@@ -35,10 +36,10 @@ list_capabilities, skills — and the task's state and env manifest as
 resources (workspace://tasks/T/state, workspace://tasks/T/env).
 
 Usage:
-  workspaced [--root DIR] mcp (--task T | --thread X | --task T --thread X) --agent A
-  workspaced [--root DIR] mcp (--task T | --thread X) --token-file F
+  workspaced [--root DIR] mcp (--task T | --thread X | --task T --thread X) --agent A [--audit-log F]
+  workspaced [--root DIR] mcp (--task T | --thread X) --token-file F [--audit-log F]
   workspaced [--root DIR] mcp --http ADDR [--tls-cert F --tls-key F | --insecure]
-                              [--max-sessions N] [--idle-timeout DUR]
+                              [--max-sessions N] [--idle-timeout DUR] [--audit-log F]
                               [--oauth-issuer URL --oauth-resource URL]
 
 On stdio, --thread alone finds its task; --task alone serves the task's root
@@ -69,7 +70,11 @@ token's claims as workspace.json maps them (docs/MCP.md). The tokens of
 
 The ids are checked before serving; nothing is read from stdin until then.
 Log lines go to stderr (on HTTP: every refusal, with the agent and the
-reason); stdout carries only the protocol. Plans, reviews, claims and done
+reason); stdout carries only the protocol. The audit — a record of every
+tool call and every refusal: the tool, the agent, the token's id (never
+the token), the client's address, what it named and how it ended — goes on
+HTTP to stderr as lines "msg=audit", or with --audit-log F as JSON lines
+appended to F (created mode 0600; a file others may read is refused). Plans, reviews, claims and done
 reports are applied to the task's state by the daemon (workspaced serve):
 run one on the same root.
 
@@ -99,6 +104,7 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	insecure := fs.Bool("insecure", false, "with --http, allow plain HTTP on an address that is not loopback")
 	maxSessions := fs.Int("max-sessions", mcpserver.DefaultMaxSessions, "with --http, the most sessions served at once")
 	idle := fs.Duration("idle-timeout", mcpserver.DefaultIdleTimeout, "with --http, close a session unused this long")
+	auditLog := fs.String("audit-log", "", "append the audit to `F` as JSON lines (on HTTP: default stderr)")
 	issuer := fs.String("oauth-issuer", "", "with --http, accept the access tokens of the OAuth issuer `URL` (default: workspace.json's oauth.issuer)")
 	resource := fs.String("oauth-resource", "", "with --http and OAuth, this server's canonical `URL`, the audience of its tokens (default: oauth.resource)")
 	if err := parse(e, fs, mcpUsage, args); err != nil {
@@ -111,7 +117,7 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 			}
 		}
 		return serveMCPHTTP(ctx, e, httpConfig{addr: *addr, cert: *cert, key: *key, insecure: *insecure, maxSessions: *maxSessions, idle: *idle,
-			issuer: *issuer, resource: *resource})
+			issuer: *issuer, resource: *resource, audit: *auditLog})
 	}
 	for _, f := range []string{"tls-cert", "tls-key", "insecure", "max-sessions", "idle-timeout", "oauth-issuer", "oauth-resource"} {
 		if flagSet(fs, f) {
@@ -134,7 +140,15 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer w.Close()
-	opt := mcpserver.Options{TaskID: *task, ThreadID: *thread, Agent: *agent, Version: versionString()}
+	opt := mcpserver.Options{TaskID: *task, ThreadID: *thread, Agent: *agent, Version: versionString(), Remote: "stdio"}
+	if *auditLog != "" {
+		a, err := audit.Open(*auditLog)
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+		opt.Audit = a
+	}
 	var g tokens.Grant
 	if token != "" {
 		var grants func(*mcp.RequestExtra) (tokens.Grant, error)
@@ -146,7 +160,7 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 			return &workspace.Error{Kind: workspace.ErrInvalid, Op: "mcp", Msg: fmt.Sprintf("the token stands for agent %s, not %s", g.Agent, *agent),
 				Hint: "leave --agent out: the token names the agent"}
 		}
-		opt.Agent, opt.Grants = g.Agent, grants
+		opt.Agent, opt.Grants, opt.TokenID = g.Agent, grants, g.ID()
 		opt.Log = slog.New(slog.NewTextHandler(e.stderr, nil))
 	}
 	s, err := mcpserver.New(w, opt)
@@ -210,6 +224,7 @@ type httpConfig struct {
 	insecure        bool
 	maxSessions     int
 	idle            time.Duration
+	audit           string // the audit log's file; "": the server's log
 	// issuer and resource override workspace.json's oauth settings.
 	issuer, resource string
 }
@@ -256,7 +271,12 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 	reg := opshttp.NewRegistry()
 	var h *mcpserver.HTTP
 	obs := mcpMetrics(reg, &h)
-	h, err = mcpserver.NewHTTP(w, toks, mcpserver.HTTPOptions{Version: versionString(), MaxSessions: c.maxSessions, IdleTimeout: c.idle, Log: log, Observer: obs, OAuth: verifier})
+	a, err := auditLog(c.audit, log)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	h, err = mcpserver.NewHTTP(w, toks, mcpserver.HTTPOptions{Version: versionString(), MaxSessions: c.maxSessions, IdleTimeout: c.idle, Log: log, Observer: obs, OAuth: verifier, Audit: a})
 	if err != nil {
 		return err
 	}
@@ -267,7 +287,9 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
-	mux.Handle(api.Prefix, apiHandler(w, false, log))
+	apiH, apiDone := apiHandler(w, false, log, verifier)
+	defer apiDone()
+	mux.Handle(api.Prefix, apiH)
 	if verifier != nil {
 		verifier.Mount(mux)
 		oc := verifier.Config()
@@ -300,6 +322,15 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 		srv.Close()
 	}
 	return nil
+}
+
+// auditLog is the audit of a server: the file path as JSON lines, or,
+// for "", the server's log.
+func auditLog(path string, log *slog.Logger) (*audit.Log, error) {
+	if path == "" {
+		return audit.New(log), nil
+	}
+	return audit.Open(path)
 }
 
 // oauthVerifier is the OAuth mode of mcp --http: workspace.json's oauth

@@ -150,7 +150,9 @@ func runDaemon(ctx context.Context, cfg daemon.Config, ops *opsFlags, token stri
 			Ready: func(context.Context) error { return m.Readiness() }})
 		host, _, _ := net.SplitHostPort(*ops.listen)
 		if tls := *ops.cert != ""; tls || loopback(host) {
-			h = opshttp.Route(h, apiHandler(st, !tls && token == "" && loopback(host), cfg.Logger))
+			apiH, done := apiHandler(st, !tls && token == "" && loopback(host), cfg.Logger, nil)
+			defer done()
+			h = opshttp.Route(h, apiH)
 		}
 		wait, err := serveOps(ctx, ops, h, cfg.Logger)
 		if err != nil {

@@ -7,11 +7,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/workspaced/workspaced/internal/opshttp"
+	"github.com/workspaced/workspaced/internal/opsmetrics"
 	"github.com/workspaced/workspaced/mcpserver"
 	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/web"
@@ -21,7 +20,8 @@ import (
 const webUsage = `workspaced web — serve the live panel and the HTTP API of a workspace.
 
 Usage:
-  workspaced web [--listen ADDR] [--token-file FILE] [--read-only]
+  workspaced web [--listen ADDR] [--token-file FILE] [--behind-tls-proxy]
+                 [--session-ttl DURATION] [--audit-log FILE] [--read-only]
 
 Serves, on one listener, pages a person watches the workspace on — every
 task with its status and progress; a task's board or dependency graph,
@@ -39,11 +39,27 @@ a done marker, a cancel marker, the friction log under its lock); the
 daemon (workspaced serve) applies the markers. --read-only turns them off.
 
 It listens on --listen, 127.0.0.1:7070 by default, and prints its address.
-Any address that is not a loopback one needs --token-file: a file holding a
-secret that every request must carry, as "Authorization: Bearer <token>"
-or as the cookie the /login page sets. Actions are POSTs that must carry
-the page's CSRF token. Put it behind a TLS proxy to reach it from another
-machine.
+Without --token-file, on a loopback address, any process of this machine
+may read every task and act from the panel: it says so at start. With
+--token-file FILE (needed off loopback, offered on loopback too) every
+request must carry the secret FILE holds, as "Authorization: Bearer
+<token>", or log in at /login: with that secret (user "operator") or with
+a token of 'workspaced token add --may panel' (user: its agent). FILE must
+be readable by its owner alone (chmod 600) and hold at least 128 bits of
+randomness ('openssl rand -hex 32'); the panel refuses to start otherwise.
+A login opens a session whose random id — never the secret — is the
+cookie; it lasts --session-ttl (12h), ends at "Log out", and, for a
+token's login, when the token is revoked, expires or is rotated. After 5
+wrong tokens from one address, one more attempt a minute is checked and
+the others are answered 429 (workspaced_web_logins_total counts them).
+Actions are POSTs that must carry the page's CSRF token. Put the panel
+behind a TLS proxy to reach it from another machine, with
+--behind-tls-proxy so that its cookies are sent over TLS only.
+
+Every login, logout and action goes to the audit with the person's
+identity and address (the protocol records the agent "human"): to stderr
+as lines "msg=audit", or with --audit-log FILE as JSON lines appended to
+FILE (created mode 0600).
 
 On a loopback address the same listener serves the HTTP API for programs
 at /api/v1/ (docs/API.md; its document at /api/v1/openapi.json): each
@@ -60,11 +76,12 @@ its own): use 'workspaced mcp --http ADDR --tls-cert F --tls-key F'.
 Examples:
   workspaced web
   workspaced web --listen 127.0.0.1:8080 --read-only
-  openssl rand -hex 32 > ~/.workspaced-token && workspaced web --listen 0.0.0.0:7070 --token-file ~/.workspaced-token
+  (umask 077; openssl rand -hex 32 > ~/.workspaced-token) && workspaced web --token-file ~/.workspaced-token
+  workspaced web --listen 127.0.0.1:7070 --token-file ~/.workspaced-token --behind-tls-proxy
 
 Exit codes: 0 stopped by SIGINT or SIGTERM, 1 failure (the address is
-taken, the token file unreadable or empty), 2 usage (a non-loopback
---listen without --token-file), 3 no workspace.
+taken, the token file unreadable, empty, weak or readable by others), 2
+usage (a non-loopback --listen without --token-file), 3 no workspace.
 `
 
 func cmdWeb(ctx context.Context, e *env, args []string) error {
@@ -72,23 +89,25 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 	listen := fs.String("listen", web.DefaultListen, "listen on `ADDR` (host:port)")
 	tokenFile := fs.String("token-file", "", "require the token held in `FILE` (needed off loopback)")
 	readOnly := fs.Bool("read-only", false, "turn every action off")
+	proxied := fs.Bool("behind-tls-proxy", false, "the panel is reached through a proxy that terminates TLS: cookies are Secure")
+	sessionTTL := fs.Duration("session-ttl", web.DefaultSessionTTL, "how long a login lasts (`DURATION`)")
+	auditFile := fs.String("audit-log", "", "append the audit to `FILE` as JSON lines (default: stderr)")
 	if err := parse(e, fs, webUsage, args); err != nil {
 		return err
+	}
+	if *sessionTTL <= 0 {
+		return usageHint("web", "--session-ttl must be positive")
 	}
 	if fs.NArg() > 0 {
 		return usageHint("web", "unexpected argument %q", fs.Arg(0))
 	}
 	token := ""
 	if *tokenFile != "" {
-		data, err := os.ReadFile(*tokenFile)
+		t, err := web.ReadTokenFile(*tokenFile)
 		if err != nil {
-			return fmt.Errorf("read the token file: %w", err)
+			return err
 		}
-		token = strings.TrimSpace(string(data))
-		if token == "" {
-			return &workspace.Error{Kind: workspace.ErrInvalid, Op: "read the token file " + *tokenFile, Msg: "it is empty",
-				Hint: "put a long random secret in it, e.g. 'openssl rand -hex 32 > FILE'"}
-		}
+		token = t
 	}
 	if err := web.CheckListen(*listen, token != ""); err != nil {
 		var we *workspace.Error
@@ -105,10 +124,20 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 	if _, err := service.Watched(st); err != nil {
 		return err
 	}
-	cfg := web.Config{Store: st, Token: token, ReadOnly: *readOnly}
+	log := slog.New(slog.NewTextHandler(e.stderr, nil))
+	a, err := auditLog(*auditFile, log)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
 	reg := opshttp.NewRegistry()
+	cfg := web.Config{Store: st, Token: token, ReadOnly: *readOnly, BehindTLSProxy: *proxied, SessionTTL: *sessionTTL, Audit: a,
+		Logins: opsmetrics.NewLogins(reg, web.LoginOK, web.LoginFailed, web.LoginThrottled)}
 	// The agents' tokens: the tree's agents file, or the database's table.
 	toks, toksErr := tokenKeeper("serve MCP at /mcp", st)
+	if toksErr == nil {
+		cfg.Grants = toks
+	}
 	if host, _, _ := net.SplitHostPort(*listen); loopback(host) && toksErr == nil {
 		// Remote agents' MCP tools ride on the same listener. Off
 		// loopback the panel has no TLS of its own, and bearer tokens
@@ -119,7 +148,7 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 		}
 		var h *mcpserver.HTTP
 		obs := mcpMetrics(reg, &h)
-		h, err = mcpserver.NewHTTP(st, toks, mcpserver.HTTPOptions{Version: versionString(), Log: slog.New(slog.NewTextHandler(e.stderr, nil)), Observer: obs})
+		h, err = mcpserver.NewHTTP(st, toks, mcpserver.HTTPOptions{Version: versionString(), Log: log, Observer: obs, Audit: a})
 		if err != nil {
 			return err
 		}
@@ -131,12 +160,15 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 		// panel has no TLS of its own. Without a token file the
 		// listener trusts its machine: a request without a token acts
 		// as the agent it names.
-		cfg.API = apiHandler(st, token == "", slog.New(slog.NewTextHandler(e.stderr, nil)))
+		var done func()
+		cfg.API, done = apiHandler(st, token == "", slog.New(slog.NewTextHandler(e.stderr, nil)), nil)
+		defer done()
 	}
 	s, err := web.New(cfg)
 	if err != nil {
 		return err
 	}
+	defer s.Close()
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", *listen, err)
@@ -159,6 +191,9 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("watch the workspace: %w", err)
 	}
 	fmt.Fprintf(e.stdout, "http://%s/\n", ln.Addr())
+	if token == "" {
+		fmt.Fprintf(e.stderr, "workspaced web: no --token-file: any process on this machine may read every task and every agent's memory and act from the panel; give --token-file FILE to ask for a login\n")
+	}
 	if cfg.API != nil {
 		fmt.Fprintf(e.stderr, "workspaced web: the HTTP API at http://%s/api/v1/ (docs/API.md)\n", ln.Addr())
 	}

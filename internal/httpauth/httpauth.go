@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/workspaced/workspaced/oauth"
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -43,6 +44,9 @@ var (
 	// ErrHost: a Host that is not a loopback name on a listener that
 	// trusts its loopback (a page rebinding its name to 127.0.0.1).
 	ErrHost = errors.New("host not loopback")
+	// ErrAccess: an OAuth access token refused (wrapping why:
+	// oauth.ErrNoGrant for a valid one that grants nothing here).
+	ErrAccess = errors.New("access token refused")
 )
 
 // Caller is who a request acts as.
@@ -52,6 +56,9 @@ type Caller struct {
 	Grant tokens.Grant
 	// Token says the grant is a token's (false: trusted by the loopback).
 	Token bool
+	// Access says the token is an OAuth access token, its grant its
+	// claims' (not one the Keeper holds).
+	Access bool
 }
 
 // Gate admits a listener's requests. The zero Gate admits nobody.
@@ -63,6 +70,14 @@ type Gate struct {
 	// no TLS, where only this machine's users reach it. Its requests must
 	// then name a loopback Host.
 	TrustLoopback bool
+	// Watch, when set, is told of every token accepted (its last use is
+	// written) and ends what a server holds open for a token that ends
+	// (Hold).
+	Watch *tokens.Watch
+	// OAuth, when set, verifies a bearer token that is not the Keeper's
+	// (it lacks tokens.Prefix) as an OAuth access token, its claims the
+	// grant (mcp --http in resource-server mode).
+	OAuth *oauth.Verifier
 }
 
 // Bearer is the request's bearer token, and whether it has one.
@@ -105,12 +120,26 @@ func Lookup(k tokens.Keeper, token string) (tokens.Grant, error) {
 func (g *Gate) Caller(r *http.Request) (Caller, error) {
 	named := strings.TrimSpace(r.Header.Get(HeaderAgent))
 	if tok, ok := Bearer(r); ok {
+		if g.OAuth != nil && !strings.HasPrefix(tok, tokens.Prefix) {
+			a, err := g.OAuth.Verify(r.Context(), tok)
+			if err != nil {
+				return Caller{}, fmt.Errorf("%w: %w", ErrAccess, err)
+			}
+			c := Caller{Grant: a.Grant, Token: true, Access: true}
+			if named != "" && named != a.Grant.Agent {
+				return c, fmt.Errorf("%w: the token stands for agent %s, the request names %s", ErrOtherAgent, a.Grant.Agent, named)
+			}
+			return c, nil
+		}
 		gr, err := Lookup(g.Keeper, tok)
 		if err != nil {
 			return Caller{}, err
 		}
 		if named != "" && named != gr.Agent {
 			return Caller{Grant: gr, Token: true}, fmt.Errorf("%w: the token stands for agent %s, the request names %s", ErrOtherAgent, gr.Agent, named)
+		}
+		if g.Watch != nil {
+			g.Watch.Used(gr, g.Keeper.Now())
 		}
 		return Caller{Grant: gr, Token: true}, nil
 	}
@@ -127,6 +156,17 @@ func (g *Gate) Caller(r *http.Request) (Caller, error) {
 		return Caller{}, err
 	}
 	return Caller{Grant: tokens.Grant{Agent: named, Tasks: []string{tokens.AllTasks}, GlobalMemory: tokens.GlobalWrite, May: tokens.Rights()}}, nil
+}
+
+// Hold calls end when the token of c ends (revoked, expired, rotated past
+// its overlap), for what a server keeps open on it (a stream); release
+// forgets it. A caller without a token, or a gate without a Watch, holds
+// nothing.
+func (g *Gate) Hold(c Caller, end func()) (release func()) {
+	if !c.Token || c.Access || g.Watch == nil {
+		return func() {}
+	}
+	return g.Watch.Hold(c.Grant.ID(), end)
 }
 
 // LoopbackHost reports whether host (without a port) names this machine

@@ -73,3 +73,22 @@ func (s *statusWriter) Flush() {
 }
 
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// Logins counts the panel's login attempts by outcome: ok, failed (a
+// wrong token), throttled (refused unchecked after too many failures from
+// one address). It is the panel's web.LoginObserver.
+type Logins struct{ attempts *prometheus.CounterVec }
+
+// NewLogins registers the login counter on reg, every outcome at zero.
+func NewLogins(reg prometheus.Registerer, outcomes ...string) *Logins {
+	l := &Logins{attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "workspaced_web_logins_total",
+		Help: "Login attempts on the panel, by outcome (ok, failed: a wrong token, throttled: refused unchecked after too many failures from one address)."}, []string{"outcome"})}
+	for _, o := range outcomes {
+		l.attempts.WithLabelValues(o)
+	}
+	reg.MustRegister(l.attempts)
+	return l
+}
+
+// Login counts one attempt.
+func (l *Logins) Login(outcome string) { l.attempts.WithLabelValues(outcome).Inc() }

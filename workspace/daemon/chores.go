@@ -74,7 +74,7 @@ func (c *chores) cleanup(ctx context.Context, d *Daemon) {
 		for _, e := range rep.Errors {
 			d.log.Warn("cleanup", "err", e)
 		}
-		d.log.Info("cleanup done", "kept", rep.Counts.Kept, "summarized", rep.Counts.Summarized, "removed", rep.Counts.Removed, "skipped", rep.Counts.Skipped)
+		d.log.Info("cleanup done", "kept", rep.Counts.Kept, "summarized", rep.Counts.Summarized, "removed", rep.Counts.Removed, "skipped", rep.Counts.Skipped, "memory_expired", rep.MemoryExpired)
 	})
 }
 

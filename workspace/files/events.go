@@ -86,7 +86,12 @@ func (w *Store) ReadEvents(ctx context.Context, taskID string) (evs []workspace.
 // FIFO planted in its place fails to open instead of blocking. A missing
 // log is ErrNotFound (and fs.ErrNotExist).
 func (w *Store) openEventsLog(taskID string, flag int) (*os.File, error) {
-	name := path.Join(workspace.TaskDir(taskID), workspace.EventsFile)
+	return w.openLog(path.Join(workspace.TaskDir(taskID), workspace.EventsFile), flag)
+}
+
+// openLog opens the event log name (from the root) as openEventsLog
+// does: a task's events.log, or the memory events' log.
+func (w *Store) openLog(name string, flag int) (*os.File, error) {
 	if flag&(os.O_WRONLY|os.O_RDWR) == 0 {
 		// Named before it is opened, so that a symlink is refused in
 		// the same words as a FIFO or a directory.

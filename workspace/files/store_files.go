@@ -221,5 +221,10 @@ func (w *Store) RestoreBackup(ctx context.Context, taskID, name string, valid fu
 func (w *Store) Prune(ctx context.Context, req workspace.PruneRequest) (retention.Report, error) {
 	p := &retention.Pruner{Root: w.root, RootDir: w.dir, Policy: req.Policy, Now: w.Now, DryRun: req.DryRun,
 		Agent: req.Agent, OnProgress: req.OnProgress, DiscardDecisions: req.DiscardDecisions}
-	return p.Run(ctx)
+	rep, err := p.Run(ctx)
+	if err != nil {
+		return rep, err
+	}
+	rep.MemoryExpired, err = w.PruneMemory(ctx, w.Now(), req.DryRun)
+	return rep, err
 }

@@ -23,8 +23,9 @@ var _ workspace.Watcher = (*Store)(nil)
 //
 // It watches tasks/, every task directory (events.log, state.json,
 // plan.json and task.json live there; env data changes arrive with their
-// env_stored events), friction/, memory/global and each agent's memory
-// directory. Temporary files and markers (names that begin with a dot)
+// env_stored events), friction/, memory/, memory/global, each agent's
+// memory directory and memory/namespaces/, where every write of
+// namespaced memory appends to its events.log. Temporary files and markers (names that begin with a dot)
 // are not reported: what they lead to is.
 func (s *Store) Watch(ctx context.Context, each func(workspace.Change)) error {
 	fw, err := fsnotify.NewWatcher()
@@ -36,7 +37,7 @@ func (s *Store) Watch(ctx context.Context, each func(workspace.Change)) error {
 	if err := l.add("tasks"); err != nil {
 		return err
 	}
-	for _, d := range []string{"friction", "memory/global", "memory/agents"} {
+	for _, d := range []string{"friction", "memory", "memory/global", "memory/agents", workspace.MemoryDir} {
 		_ = l.add(d) // absent in an older tree: nothing to watch
 	}
 	l.addAll(ctx)
@@ -142,6 +143,11 @@ func (l *watchLoop) note(ev fsnotify.Event) {
 		l.memory = true
 		if len(parts) == 3 && parts[1] == "agents" && ev.Has(fsnotify.Create) {
 			_ = l.add("memory/agents/" + parts[2])
+		}
+		// Every put and delete of namespaced memory appends to its
+		// events.log there: one watch sees them all.
+		if len(parts) == 2 && parts[1] == "namespaces" && ev.Has(fsnotify.Create) {
+			_ = l.add(workspace.MemoryDir)
 		}
 	}
 }

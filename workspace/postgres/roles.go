@@ -12,7 +12,7 @@ import (
 // only read the daemon's tables; the daemon role writes everything.
 
 // agentWrites are the tables an agent reads and writes.
-var agentWrites = []string{"entries", "products", "threads", "events", "tasks", "friction", "locks"}
+var agentWrites = []string{"entries", "products", "threads", "events", "tasks", "friction", "locks", "memory_items", "memory_events"}
 
 // agentReads are the tables an agent only reads: the daemon's.
 var agentReads = []string{"states", "journal", "backups", "lease", "files", "schema_migrations"}

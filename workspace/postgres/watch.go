@@ -34,7 +34,8 @@ const (
 // alike), and the notifications queued at once are reported together as
 // one Change naming their tasks. Memory and the friction log write no
 // events: the watch looks at them every two seconds (a count and the
-// newest update of memory entries, the friction log's row) and reports
+// newest update of memory entries, the last memory event, the friction
+// log's row) and reports
 // Memory or Friction when they moved.
 //
 // A broken connection is reconnected with a growing backoff (up to 5s),
@@ -151,7 +152,8 @@ func (s *Store) sideMarks(ctx context.Context) (memory, friction string, err err
 	defer cancel()
 	err = s.pool.QueryRow(ctx, `SELECT
 		(SELECT count(*)::text || '/' || coalesce(max(updated_at)::text, '') || '/' || coalesce(sum(version), 0)::text
-			FROM entries WHERE scope = ANY($1::text[])),
+			FROM entries WHERE scope = ANY($1::text[]))
+			|| '/' || (SELECT coalesce(max(id), 0)::text FROM memory_events),
 		coalesce((SELECT updated_at::text || '/' || length(body)::text FROM files WHERE path = $2), '')`,
 		[]string{string(workspace.ScopeAgent), string(workspace.ScopeGlobal)}, frictionPath).Scan(&memory, &friction)
 	return memory, friction, err

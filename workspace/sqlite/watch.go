@@ -88,7 +88,8 @@ func (s *Store) marks(ctx context.Context) (map[string]int64, string, string, er
 		}
 		return tx.QueryRowContext(ctx, `SELECT
 			(SELECT count(*) || '/' || coalesce(max(updated_at), '') || '/' || coalesce(sum(version), 0)
-				FROM entries WHERE scope IN ($1, $2)),
+				FROM entries WHERE scope IN ($1, $2))
+				|| '/' || (SELECT coalesce(max(id), 0) FROM memory_events),
 			coalesce((SELECT updated_at || '/' || length(body) FROM files WHERE path = $3), '')`,
 			string(workspace.ScopeAgent), string(workspace.ScopeGlobal), frictionPath).Scan(&memory, &friction)
 	})

@@ -12,7 +12,13 @@ import (
 // Prune): the policy, the locks and the order of a run are the same on
 // every database; the driver takes and reads the locks.
 func (s *Store) Prune(ctx context.Context, req workspace.PruneRequest) (retention.Report, error) {
-	return Prune(ctx, pruneStore{s}, req, s.Now())
+	now := s.Now()
+	rep, err := Prune(ctx, pruneStore{s}, req, now)
+	if err != nil {
+		return rep, err
+	}
+	rep.MemoryExpired, err = s.PruneMemory(ctx, now, req.DryRun)
+	return rep, err
 }
 
 // pruneStore is the PruneStore of a Store.

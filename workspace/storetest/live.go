@@ -168,6 +168,16 @@ func testWatch(t *testing.T, s workspace.Store, _ Hooks) {
 			return err == nil
 		})
 	}
+	if m, has := workspace.As[workspace.MemoryStore](s); has {
+		for _, ns := range []workspace.Namespace{{"watched"}, {"watched", "again"}} {
+			_, err := m.PutMemory(bg, workspace.MemoryPutRequest{Namespace: ns, Key: "k", Value: []byte(`{}`), Agent: "amy"})
+			ok(t, err, "put namespaced memory")
+			await("a memory item", func(c workspace.Change) bool { return c.Memory }, func() bool {
+				_, err := m.GetMemory(bg, ns, "k")
+				return err == nil
+			})
+		}
+	}
 	en, _, err := friction.Open(s, "amy").Add(bg, friction.Entry{Type: "escalation", Description: "watched"})
 	ok(t, err, "add friction")
 	await("friction", func(c workspace.Change) bool { return c.Friction }, func() bool {

@@ -116,6 +116,8 @@ func (r *importer) file(p string) error {
 		return r.taskFile(p, parts[1], parts[2:], body)
 	case len(parts) >= 3 && parts[0] == "memory" && parts[1] == "global" && len(parts) == 3:
 		return r.entry(p, workspace.Scope{Kind: workspace.ScopeGlobal}, "", parts[2], body)
+	case len(parts) >= 3 && parts[0] == "memory" && parts[1] == "namespaces":
+		return r.memoryFile(p, body)
 	case len(parts) == 4 && parts[0] == "memory" && parts[1] == "agents":
 		return r.entry(p, workspace.Scope{Kind: workspace.ScopeAgent, Agent: parts[2]}, parts[2], parts[3], body)
 	}

@@ -15,6 +15,7 @@
 //	tasks/<id>/env/<key>.json                           → entries (thread scope)
 //	tasks/<id>/sessions/<thread>/<key>.json             → entries (session scope)
 //	memory/global/<key>.json, memory/agents/<a>/<k>.json → entries (global, agent)
+//	memory/namespaces/<hash>/<key>.json, events.log      → memory_items, memory_events
 //	tasks/<id>/.claim.*, .done.*                        → markers (still waiting)
 //	any other file of tasks/<id>/                       → products (by path)
 //
@@ -74,7 +75,7 @@ type Load struct {
 
 // Tables hold a workspace's history on every database backend, in an
 // order that empties them without breaking a reference.
-var Tables = []string{"markers", "journal", "backups", "states", "events", "entries", "threads", "products", "tasks", "files", "tokens"}
+var Tables = []string{"markers", "journal", "backups", "states", "events", "entries", "threads", "products", "tasks", "files", "tokens", "memory_items", "memory_events"}
 
 // settings are the files init writes into an empty workspace: a database
 // that holds only these holds no workspace yet.
@@ -95,7 +96,7 @@ func Clear(ctx context.Context, tx Tx, replace bool, extra ...string) error {
 		return nil
 	}
 	var counts []string
-	for _, t := range append(append([]string{}, extra...), "tasks", "entries", "events", "tokens") {
+	for _, t := range append(append([]string{}, extra...), "tasks", "entries", "events", "tokens", "memory_items") {
 		counts = append(counts, "(SELECT count(*) FROM "+t+")")
 	}
 	counts = append(counts, "(SELECT count(*) FROM files WHERE path NOT IN ('"+strings.Join(settings, "', '")+"'))")

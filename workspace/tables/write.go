@@ -125,7 +125,10 @@ func exportTx(ctx context.Context, tx Tx, w *treeWriter, rep *Report) error {
 	if err := exportEvents(ctx, tx, w); err != nil {
 		return err
 	}
-	return exportEntries(ctx, tx, w)
+	if err := exportEntries(ctx, tx, w); err != nil {
+		return err
+	}
+	return exportMemory(ctx, tx, w)
 }
 
 // exportBackups names a backup the daemon kept in the database as the

@@ -897,7 +897,7 @@ export interface components {
              * @description The error's kind.
              * @enum {string}
              */
-            kind: "invalid" | "not_found" | "conflict" | "version_conflict" | "locked" | "unsafe" | "not_serving" | "no_verdict" | "unauthorized" | "forbidden" | "too_large" | "unsupported_media_type" | "too_many_requests" | "unavailable" | "not_implemented" | "internal";
+            kind: "invalid" | "not_found" | "conflict" | "version_conflict" | "locked" | "unsafe" | "not_serving" | "no_verdict" | "unauthorized" | "forbidden" | "too_large" | "unsupported_media_type" | "method_not_allowed" | "too_many_requests" | "unavailable" | "not_implemented" | "internal";
             /** @description The HTTP status. */
             status: number;
             /** @description The kind in words. */
