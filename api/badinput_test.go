@@ -62,7 +62,12 @@ func TestBadInput(t *testing.T) {
 		{"a boolean that is not one", "POST", "/api/v1/tasks/t1/plan?propose=maybe", `{"subtasks": []}`, nil, 400, kindInvalid},
 		{"no such route", "GET", "/api/v1/nothing", nil, nil, 404, kindNotFound},
 		{"a method no route has", "PATCH", "/api/v1/tasks/t1", nil, nil, 405, kindMethod},
-		{"memory namespaces, not yet", "POST", "/api/v1/memory/search", `{}`, nil, 501, kindNotImplemented},
+		{"a search with an unknown field", "POST", "/api/v1/memory/search", `{"query": "semantic"}`, nil, 400, kindInvalid},
+		{"a search with an unknown operator", "POST", "/api/v1/memory/search", `{"filter": {"a": {"$regex": "x"}}}`, nil, 400, kindInvalid},
+		{"a listing too deep", "POST", "/api/v1/memory/namespaces", `{"max_depth": 99}`, nil, 400, kindInvalid},
+		{"a namespace of 17 labels", "GET", "/api/v1/memory/items?key=k" + strings.Repeat("&namespace=a", 17), nil, nil, 400, kindInvalid},
+		{"an item that is no object", "PUT", "/api/v1/memory/items?namespace=a&key=k", `{"value": [1]}`, nil, 400, kindInvalid},
+		{"an item with a negative TTL", "PUT", "/api/v1/memory/items?namespace=a&key=k", `{"value": {}, "ttl_seconds": -1}`, nil, 400, kindInvalid},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -21,7 +21,7 @@ import (
 )
 
 // server is the API over st behind gate, on a real listener.
-func server(t *testing.T, st workspace.Store, gate *httpauth.Gate) *httptest.Server {
+func server(t testing.TB, st workspace.Store, gate *httpauth.Gate) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(New(Config{Store: st, Gate: gate, KeepAlive: time.Second, PollEvery: 20 * time.Millisecond, Log: quiet}))
 	t.Cleanup(srv.Close)

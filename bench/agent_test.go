@@ -13,24 +13,19 @@ import (
 
 	"github.com/workspaced/workspaced/internal/optdep"
 	"github.com/workspaced/workspaced/internal/pgtest"
-	"github.com/workspaced/workspaced/internal/testbin"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // TestMain reports the tests skipped for want of python3 or PostgreSQL,
-// stops the PostgreSQL cluster started for them, and removes the binary
-// built for them.
-func TestMain(m *testing.M) {
-	code := pgtest.Main(m)
-	testbin.Remove()
-	os.Exit(code)
-}
+// and stops the PostgreSQL cluster started for them.
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 // TestAgentMainReports drives an agent through pipes, as the harness
 // does: its markers are dropped valid, and their stamps come when asked,
 // in drop order, each taken around its drop.
 func TestAgentMainReports(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	ws, err := files.Init(root, workspace.Options{})
 	if err != nil {
@@ -106,6 +101,7 @@ func TestAgentMainReports(t *testing.T) {
 // TestAgentExitAbortsWait: an agent process that exits early makes the
 // harness's wait fail at once, naming it, not at its deadline.
 func TestAgentExitAbortsWait(t *testing.T) {
+	t.Parallel()
 	cm := newCommits()
 	a, err := startAgent([]string{"sh", "-c", "echo ready"}, cm, "agent_7")
 	if err != nil {
@@ -145,6 +141,7 @@ func TestAgentExitAbortsWait(t *testing.T) {
 // subtask and output) through the example module, and stamps their
 // renames within the drops.
 func TestPythonAgentDropsMarkers(t *testing.T) {
+	t.Parallel()
 	python := findPython()
 	if python == "" {
 		optdep.Skip(t, "python3", "python3 is not on PATH: the Python agent cannot run")

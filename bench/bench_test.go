@@ -17,6 +17,7 @@ func durs(ms ...int) []time.Duration {
 }
 
 func TestPercentile(t *testing.T) {
+	t.Parallel()
 	hundred := make([]int, 100)
 	for i := range hundred {
 		hundred[i] = i + 1
@@ -46,6 +47,7 @@ func TestPercentile(t *testing.T) {
 }
 
 func TestSummarize(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name           string
 		lat            []time.Duration
@@ -72,6 +74,7 @@ func TestSummarize(t *testing.T) {
 }
 
 func TestVsFloor(t *testing.T) {
+	t.Parallel()
 	floor := Result{P50: 4, OpsPS: 200} // 4 ms: 250 durable writes/s at p50
 	tests := []struct {
 		name  string
@@ -97,6 +100,7 @@ func TestVsFloor(t *testing.T) {
 }
 
 func TestParseStatCPU(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		stat    string
@@ -123,6 +127,7 @@ func TestParseStatCPU(t *testing.T) {
 }
 
 func TestParseStatusRSS(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		status  string
@@ -147,6 +152,7 @@ func TestParseStatusRSS(t *testing.T) {
 }
 
 func TestFloorer(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "floor")
 	fl, err := newFloorer(dir)
 	if err != nil {

@@ -18,6 +18,7 @@ garbage line
 `
 
 func TestMountOf(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, path              string
 		mp, typ, source, option string
@@ -46,6 +47,7 @@ func TestMountOf(t *testing.T) {
 }
 
 func TestHasJournal(t *testing.T) {
+	t.Parallel()
 	with := "Filesystem volume name:   <none>\nFilesystem features:      has_journal ext_attr resize_inode dir_index\nInode count: 65536\n"
 	without := "Filesystem features:      ext_attr resize_inode dir_index filetype\n"
 	if !hasJournal(with) || hasJournal(without) || hasJournal("") {
@@ -56,6 +58,7 @@ func TestHasJournal(t *testing.T) {
 // TestDescribeFS: the directory of a test is on some filesystem that
 // mountinfo names (on Linux).
 func TestDescribeFS(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/proc/self/mountinfo"); err != nil {
 		t.Skip("no /proc/self/mountinfo here")
 	}
@@ -80,6 +83,7 @@ func mustEval(t *testing.T, p string) string {
 
 // TestMountExt4NeedsRoot: without root it refuses before making anything.
 func TestMountExt4NeedsRoot(t *testing.T) {
+	t.Parallel()
 	parent := t.TempDir()
 	e, err := MountExt4(context.Background(), parent, Ext4Size, false)
 	if !errors.Is(err, ErrNeedsRoot) || e != nil {

@@ -15,6 +15,7 @@ import (
 )
 
 func TestMedian(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		values []float64
@@ -35,6 +36,7 @@ func TestMedian(t *testing.T) {
 }
 
 func TestMedianCI(t *testing.T) {
+	t.Parallel()
 	forty := make([]float64, 40)
 	for i := range forty {
 		forty[i] = float64(i + 1)
@@ -69,6 +71,7 @@ func rnd(span int, lat ...int) round {
 // and max, the pairs A won (a tie is no win), and per side the median
 // round, markers/s over the summed rounds against the floor, p50 and p99.
 func TestPairedCompare(t *testing.T) {
+	t.Parallel()
 	a := []round{rnd(10, 5, 10), rnd(20, 5, 20), rnd(10, 2, 10), rnd(40, 30, 40)}
 	b := []round{rnd(20, 5, 20), rnd(20, 5, 20), rnd(5, 1, 5), rnd(60, 30, 60)}
 	rep := &PairedReport{Floor: Result{P50: 4}} // 250 durable writes/s
@@ -118,6 +121,7 @@ func TestPairedCompare(t *testing.T) {
 // median latency, not its span; the ratios are of those figures, the
 // sides' median is of them too, and vs floor is p50 ÷ the floor's p50.
 func TestPairedCompareSingle(t *testing.T) {
+	t.Parallel()
 	single := func(wait int, figure float64, lat ...int) round {
 		return round{span: time.Duration(wait) * time.Millisecond, lat: durs(lat...), figure: figure}
 	}
@@ -194,6 +198,7 @@ func checkPairedShape(t *testing.T, rep *PairedReport, pairs int, bin string) {
 // with itself on row 1, on files, for two pairs: the report has its
 // shape, names the filesystem, and the temporary workspaces are gone.
 func TestRunPairedSingleFiles(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds workspaced and runs two daemons")
 	}
@@ -213,6 +218,7 @@ func TestRunPairedSingleFiles(t *testing.T) {
 // report has its shape and names the server and both schemas, which are
 // dropped afterwards with the floor's.
 func TestRunPairedSinglePostgres(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds workspaced and runs two daemons on PostgreSQL")
 	}

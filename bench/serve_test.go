@@ -15,6 +15,7 @@ import (
 // TestStartServerEarlyExit: a daemon that exits before it holds the lock
 // is reported with its last lines, at once.
 func TestStartServerEarlyExit(t *testing.T) {
+	t.Parallel()
 	// The serve arguments (root, "serve", flags) land in $0, $1, …
 	cmd := []string{"sh", "-c", "echo 'cannot serve: broken' >&2; exit 3"}
 	s, err := startServer(context.Background(), cmd, t.TempDir(), nil)
@@ -31,6 +32,7 @@ func TestStartServerEarlyExit(t *testing.T) {
 // started even when no lock of the expected name appears, and close
 // stops it.
 func TestStartServerReadyLine(t *testing.T) {
+	t.Parallel()
 	cmd := []string{"sh", "-c", `echo 'time=x level=INFO msg=ready' >&2; exec sleep 60`}
 	s, err := startServer(context.Background(), cmd, t.TempDir(), func(err error) { t.Errorf("exit reported as early: %v", err) })
 	if err != nil {
@@ -50,6 +52,7 @@ func TestStartServerReadyLine(t *testing.T) {
 // TestPauseWaitsUntilStopped: pause returns once every thread of the
 // daemon is stopped, and close ends a paused daemon.
 func TestPauseWaitsUntilStopped(t *testing.T) {
+	t.Parallel()
 	cmd := []string{"sh", "-c", `echo 'time=x level=INFO msg=ready' >&2; exec sleep 60`}
 	s, err := startServer(context.Background(), cmd, t.TempDir(), func(err error) { t.Errorf("exit reported as early: %v", err) })
 	if err != nil {

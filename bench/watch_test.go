@@ -30,6 +30,7 @@ func view(status string, completed ...string) taskView {
 // shows it completed; later states (showing it again) move nothing, and
 // pending subtasks are not stamped.
 func TestCommitsStampFirstSight(t *testing.T) {
+	t.Parallel()
 	cm := newCommits()
 	t0 := time.Unix(1000, 0)
 	cm.observe("t1", view("executing"), t0)
@@ -78,6 +79,7 @@ func writeState(t *testing.T, dir string, v taskView) {
 // stamps each completion once, after its rename; other files in the
 // directory are not read as state.
 func TestStateWatcherSeesReplacedState(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	dir := filepath.Join(root, "tasks", "t1")
 	if err := os.MkdirAll(dir, 0o755); err != nil {

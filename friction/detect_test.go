@@ -14,6 +14,7 @@ import (
 )
 
 func TestNormalize(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, in, want string
 	}{
@@ -87,6 +88,7 @@ func summarize(fs []friction.Finding) []want {
 }
 
 func TestDetect(t *testing.T) {
+	t.Parallel()
 	cfg := friction.DefaultConfig()
 	issues := func(task, review string, problems ...string) friction.Observation {
 		kv := []string{"problems=" + strings.Join(problems, "\n"), "type=plan_review", "reviewer=critic"}
@@ -282,6 +284,7 @@ func TestDetect(t *testing.T) {
 }
 
 func TestDetectSurvivesATallyRoundTrip(t *testing.T) {
+	t.Parallel()
 	// The tally is stored in friction.json between daemon runs: a
 	// threshold crossed across a restart must still be found.
 	var tally friction.Tally
@@ -304,6 +307,7 @@ func TestDetectSurvivesATallyRoundTrip(t *testing.T) {
 }
 
 func TestDetectTimeouts(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2024, 1, 15, 20, 0, 0, 0, time.UTC)
 	ago := func(d time.Duration) time.Time { return now.Add(-d) }
 	ip := func(task, sub, complexity string, at time.Time) workspace.InProgress {
@@ -357,6 +361,7 @@ func TestDetectTimeouts(t *testing.T) {
 }
 
 func TestConfigWithDefaults(t *testing.T) {
+	t.Parallel()
 	if got := (friction.Config{}).WithDefaults(); got != friction.DefaultConfig() {
 		t.Errorf("zero config = %+v, want %+v", got, friction.DefaultConfig())
 	}

@@ -144,6 +144,7 @@ func mustAdd(t *testing.T, l *friction.Log, e friction.Entry) (friction.Entry, b
 }
 
 func TestMissingLogIsEmpty(t *testing.T) {
+	t.Parallel()
 	l := newLog(t)
 	es, err := l.List(t.Context(), friction.Filter{})
 	if err != nil || len(es) != 0 {
@@ -158,6 +159,7 @@ func TestMissingLogIsEmpty(t *testing.T) {
 }
 
 func TestAddAssignsAndValidates(t *testing.T) {
+	t.Parallel()
 	l := newLog(t)
 	e, isNew := mustAdd(t, l, friction.Entry{
 		ID: "friction_777", Status: friction.StatusApplied, Occurrences: -3,
@@ -210,6 +212,7 @@ func equalEntry(a, b friction.Entry) bool {
 }
 
 func TestAddDedup(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		first  friction.Entry
@@ -258,6 +261,7 @@ func TestAddDedup(t *testing.T) {
 // TestGivenPatternsAreMatchedAsGiven: patterns a person gives differ by
 // their digits; patterns the detectors derive from free text do not.
 func TestGivenPatternsAreMatchedAsGiven(t *testing.T) {
+	t.Parallel()
 	l := newLog(t)
 	ctx := context.Background()
 	for i := 1; i <= 8; i++ {
@@ -294,6 +298,7 @@ func TestGivenPatternsAreMatchedAsGiven(t *testing.T) {
 }
 
 func TestResolvedEntriesAreNotMergedInto(t *testing.T) {
+	t.Parallel()
 	l := newLog(t)
 	mustAdd(t, l, friction.Entry{Type: friction.TypeEscalation, Description: "budget"})
 	if _, err := l.Resolve(context.Background(), "friction_001", friction.StatusDismissed); err != nil {
@@ -310,6 +315,7 @@ func TestResolvedEntriesAreNotMergedInto(t *testing.T) {
 }
 
 func TestListFilterResolve(t *testing.T) {
+	t.Parallel()
 	l := newLog(t)
 	ctx := context.Background()
 	for i, typ := range []string{friction.TypeTimeout, friction.TypeEscalation, friction.TypeTimeout, friction.TypeWorkerFailure} {
@@ -368,6 +374,7 @@ func TestListFilterResolve(t *testing.T) {
 }
 
 func TestIDsGrowPastThreeDigits(t *testing.T) {
+	t.Parallel()
 	l := newLog(t)
 	writeFile(t, l, `{"entries":[
  {"id":"friction_998","timestamp":"2024-01-15T10:00:00Z","type":"timeout","description":"a","status":"pending"},
@@ -387,6 +394,7 @@ func TestIDsGrowPastThreeDigits(t *testing.T) {
 }
 
 func TestInvalidLogIsRefusedAndKept(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, data, mention string
 	}{
@@ -427,6 +435,7 @@ func TestInvalidLogIsRefusedAndKept(t *testing.T) {
 }
 
 func TestLockTimeoutNamesTheHolder(t *testing.T) {
+	t.Parallel()
 	l := newLog(t)
 	lockPath := filepath.Join(rootOf(l), locking.LockPathFor(friction.File))
 	if want := filepath.Join(rootOf(l), "friction", ".locks", "friction.json.lock"); lockPath != want {
@@ -448,6 +457,7 @@ func TestLockTimeoutNamesTheHolder(t *testing.T) {
 }
 
 func TestRecordDedupsIntoOccurrences(t *testing.T) {
+	t.Parallel()
 	l := newLog(t)
 	ctx := context.Background()
 	cfg := friction.DefaultConfig()
@@ -518,6 +528,7 @@ func TestRecordDedupsIntoOccurrences(t *testing.T) {
 }
 
 func TestRecordOnceReportsATimeoutOnce(t *testing.T) {
+	t.Parallel()
 	l := newLog(t)
 	ctx := context.Background()
 	started := t0
@@ -545,6 +556,7 @@ func TestRecordOnceReportsATimeoutOnce(t *testing.T) {
 }
 
 func TestObservePersistsTheTally(t *testing.T) {
+	t.Parallel()
 	l := newLog(t)
 	ctx := context.Background()
 	cfg := friction.DefaultConfig()
@@ -603,6 +615,7 @@ func TestObservePersistsTheTally(t *testing.T) {
 }
 
 func TestAnonymizeTasks(t *testing.T) {
+	t.Parallel()
 	l := newLog(t)
 	ctx := context.Background()
 	cfg := friction.DefaultConfig()
@@ -668,6 +681,7 @@ func TestAnonymizeTasks(t *testing.T) {
 }
 
 func TestGoldenFile(t *testing.T) {
+	t.Parallel()
 	l := newLog(t)
 	ctx := context.Background()
 	cfg := friction.DefaultConfig()
@@ -716,6 +730,7 @@ func TestGoldenFile(t *testing.T) {
 }
 
 func TestConcurrentAddFromProcesses(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
@@ -759,6 +774,7 @@ func TestConcurrentAddFromProcesses(t *testing.T) {
 }
 
 func TestLogRefusesSpecialFiles(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		make func(t *testing.T, path string)
@@ -805,6 +821,7 @@ func TestLogRefusesSpecialFiles(t *testing.T) {
 }
 
 func TestAChangeByAnotherWriterIsValidatedAgain(t *testing.T) {
+	t.Parallel()
 	l := newLog(t)
 	mustAdd(t, l, friction.Entry{Type: friction.TypeTimeout, Description: "x"})
 	if _, err := l.List(t.Context(), friction.Filter{}); err != nil {
@@ -818,6 +835,7 @@ func TestAChangeByAnotherWriterIsValidatedAgain(t *testing.T) {
 }
 
 func TestConcurrentAddFromGoroutines(t *testing.T) {
+	t.Parallel()
 	l := newLog(t)
 	l.Now = nil
 	const workers, adds = 4, 10
@@ -844,6 +862,7 @@ func TestConcurrentAddFromGoroutines(t *testing.T) {
 }
 
 func TestDetectResultSharesNoMemory(t *testing.T) {
+	t.Parallel()
 	in, _ := friction.Detect(friction.Tally{}, obs(friction.EventReviewIssues, "t1", nil, "problems=missing tests", "review=r1"), friction.DefaultConfig())
 	in, _ = friction.Detect(in, obs(friction.EventPlanRevisionNeeded, "t1", nil), friction.DefaultConfig())
 	out, _ := friction.Detect(in, obs(friction.EventReviewIssues, "t2", nil, "problems=missing tests", "review=r1"), friction.DefaultConfig())

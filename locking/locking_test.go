@@ -102,6 +102,7 @@ func startChild(t *testing.T, mode, path string) (*exec.Cmd, *bufio.Reader) {
 }
 
 func TestLockPathFor(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, file, want string
 	}{
@@ -121,6 +122,7 @@ func TestLockPathFor(t *testing.T) {
 }
 
 func TestAcquireWritesHolderAndKeepsFile(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "tasks", "t1", ".locks", "task.lock")
 	since := time.Date(2024, 1, 15, 10, 0, 0, 123e6, time.UTC)
 	l, err := Acquire(context.Background(), path, Options{Agent: "worker_1", Now: func() time.Time { return since }})
@@ -181,6 +183,7 @@ func TestAcquireWritesHolderAndKeepsFile(t *testing.T) {
 }
 
 func TestShorterRecordReplacesLonger(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "x.lock")
 	for _, agent := range []string{"a-rather-long-agent-name-indeed", "b"} {
 		l, err := Acquire(context.Background(), path, Options{Agent: agent})
@@ -200,6 +203,7 @@ func TestShorterRecordReplacesLonger(t *testing.T) {
 }
 
 func TestReadHolderErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty.lock")
 	if err := os.WriteFile(empty, nil, 0o644); err != nil {
@@ -229,6 +233,7 @@ func TestReadHolderErrors(t *testing.T) {
 }
 
 func TestHeldDoesNotCreate(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "none.lock")
 	held, h, err := Held(path)
 	if err != nil || held || h != nil {
@@ -240,6 +245,7 @@ func TestHeldDoesNotCreate(t *testing.T) {
 }
 
 func TestSameProcessExclusion(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "a.lock")
 	first, err := Acquire(context.Background(), path, Options{Agent: "first"})
 	if err != nil {
@@ -276,6 +282,7 @@ func TestSameProcessExclusion(t *testing.T) {
 }
 
 func TestGoroutineMutualExclusion(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), ".locks", "counter.lock")
 	const workers, rounds = 8, 50
 	var inside, maxInside atomic.Int32
@@ -319,6 +326,7 @@ func TestGoroutineMutualExclusion(t *testing.T) {
 }
 
 func TestProcessMutualExclusion(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, ".locks", "counter.lock")
 	const procs = 4
@@ -353,6 +361,7 @@ func TestProcessMutualExclusion(t *testing.T) {
 }
 
 func TestTimeoutNamesHolder(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "tasks", "t1", ".locks", "task.lock")
 	cmd, out := startChild(t, "hold", path)
 	if line, err := out.ReadString('\n'); err != nil || line != "locked\n" {
@@ -379,6 +388,7 @@ func TestTimeoutNamesHolder(t *testing.T) {
 }
 
 func TestKilledHolderReleases(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), ".locks", "task.lock")
 	cmd, out := startChild(t, "hold", path)
 	if line, err := out.ReadString('\n'); err != nil || line != "locked\n" {
@@ -404,6 +414,7 @@ func TestKilledHolderReleases(t *testing.T) {
 }
 
 func TestContextCancel(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "a.lock")
 	held, err := Acquire(context.Background(), path, Options{})
 	if err != nil {
@@ -433,6 +444,7 @@ func TestContextCancel(t *testing.T) {
 }
 
 func TestWaiterGetsLockOnRelease(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "a.lock")
 	first, err := Acquire(context.Background(), path, Options{Agent: "first"})
 	if err != nil {
@@ -455,6 +467,7 @@ func TestWaiterGetsLockOnRelease(t *testing.T) {
 }
 
 func TestPrivatePerm(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "private")
 	path := filepath.Join(dir, ".locks", "x.lock")
 	l, err := Acquire(context.Background(), path, Options{Perm: 0o600})
@@ -477,6 +490,7 @@ func TestPrivatePerm(t *testing.T) {
 // without, the directory is made. A held lock's descriptor is read-only,
 // so it never keeps a filesystem from a read-only remount.
 func TestNoParentsAndReadOnlyDescriptor(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	gone := filepath.Join(dir, "gone", ".locks", "task.lock")
 	if _, err := TryAcquire(gone, Options{NoParents: true}); !errors.Is(err, fs.ErrNotExist) {
@@ -528,6 +542,7 @@ func TestNoParentsAndReadOnlyDescriptor(t *testing.T) {
 // daemon starting while someone runs `status` would exit as if another
 // daemon served.
 func TestTryAcquireIsNotFooledByHeld(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "probed.lock")
 	stop := make(chan struct{})
 	var probes sync.WaitGroup

@@ -137,6 +137,7 @@ var allRights = []string{tokens.RightClaim, tokens.RightDone, tokens.RightPlan, 
 // TestHTTPEveryTool: the go-sdk client over Streamable HTTP lists every
 // tool and calls each; every write is the token's agent's.
 func TestHTTPEveryTool(t *testing.T) {
+	t.Parallel()
 	f := newHTTPFixture(t, HTTPOptions{})
 	tok := f.token(tokens.Grant{Agent: "observer", Tasks: []string{"t1"}, May: allRights, GlobalMemory: tokens.GlobalWrite})
 	cs := f.mustConnect(tok, "thread=th_observer")
@@ -271,6 +272,7 @@ const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"proto
 // says why, a log line names the agent and the reason, and the server
 // goes on serving.
 func TestHTTPRefusals(t *testing.T) {
+	t.Parallel()
 	f := newHTTPFixture(t, HTTPOptions{})
 	worker := f.token(tokens.Grant{Agent: "worker", Tasks: []string{"t1"}})
 	both := f.token(tokens.Grant{Agent: "reader", Tasks: []string{"t1", "t2"}, GlobalMemory: tokens.GlobalRead})
@@ -446,6 +448,7 @@ func TestHTTPRefusals(t *testing.T) {
 // TestHTTPGrantChangesApplyAtOnce: a grant narrowed in the agents file
 // while a session is open refuses the session's next call.
 func TestHTTPGrantChangesApplyAtOnce(t *testing.T) {
+	t.Parallel()
 	f := newHTTPFixture(t, HTTPOptions{})
 	tok := f.token(tokens.Grant{Agent: "worker", Tasks: []string{"t1"}, May: []string{tokens.RightClaim}})
 	cs := f.mustConnect(tok, "task=t1")
@@ -469,6 +472,7 @@ func TestHTTPGrantChangesApplyAtOnce(t *testing.T) {
 // those beyond the bound refused with 503 and a message, while a session
 // already open goes on being served; idle sessions expire.
 func TestHTTPSessionBound(t *testing.T) {
+	t.Parallel()
 	const bound = 40
 	f := newHTTPFixture(t, HTTPOptions{MaxSessions: bound, IdleTimeout: time.Hour})
 	tok := f.token(tokens.Grant{Agent: "worker", Tasks: []string{"t1"}})
@@ -544,6 +548,7 @@ func TestHTTPSessionBound(t *testing.T) {
 // TestHTTPIdleSessionsExpire: a session no request uses is closed after
 // the idle timeout and no longer counted.
 func TestHTTPIdleSessionsExpire(t *testing.T) {
+	t.Parallel()
 	f := newHTTPFixture(t, HTTPOptions{IdleTimeout: 50 * time.Millisecond})
 	tok := f.token(tokens.Grant{Agent: "worker", Tasks: []string{"t1"}})
 	code, _ := f.rawPost(tok, nil, "", []byte(initBody))
@@ -557,6 +562,7 @@ func TestHTTPIdleSessionsExpire(t *testing.T) {
 // are tool errors that name the fault; the session goes on, and nothing
 // is written.
 func TestHTTPArguments(t *testing.T) {
+	t.Parallel()
 	f := newHTTPFixture(t, HTTPOptions{})
 	tok := f.token(tokens.Grant{Agent: "worker", Tasks: []string{"t1"}, May: allRights})
 	cs := f.mustConnect(tok, "")
@@ -610,6 +616,7 @@ func TestHTTPArguments(t *testing.T) {
 // TestStdioGrants: a server given Grants (stdio with a token) applies the
 // same rules, and a revocation at the next call.
 func TestStdioGrants(t *testing.T) {
+	t.Parallel()
 	w := fixture(t)
 	tok, _, err := tokens.Add(context.Background(), tokens.Tree(w), tokens.Grant{Agent: "observer", Tasks: []string{"t1"}})
 	if err != nil {

@@ -43,6 +43,7 @@ func withoutRights(may ...string) []string {
 // a change of the token's rights at once; every session of one HTTP
 // server lists by its own token.
 func TestToolsListedByGrant(t *testing.T) {
+	t.Parallel()
 	f := newHTTPFixture(t, HTTPOptions{})
 	worker := f.token(tokens.Grant{Agent: "worker", Tasks: []string{"t1"}, May: []string{tokens.RightClaim, tokens.RightDone}})
 	planner := f.token(tokens.Grant{Agent: "planner", Tasks: []string{"t1"}, May: []string{tokens.RightPlan}})

@@ -168,6 +168,7 @@ type propSchema struct {
 }
 
 func TestListTools(t *testing.T) {
+	t.Parallel()
 	_, cs := observer(t)
 	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
@@ -331,6 +332,7 @@ const maxToolsListBytes = 9 << 10
 // TestToolsListBytes: the tools' names, descriptions, input and output
 // schemas, as a client receives them, fit in 9 KiB.
 func TestToolsListBytes(t *testing.T) {
+	t.Parallel()
 	_, cs := observer(t)
 	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
@@ -350,6 +352,7 @@ func TestToolsListBytes(t *testing.T) {
 }
 
 func TestEnvData(t *testing.T) {
+	t.Parallel()
 	w, cs := observer(t)
 	// A number beyond float64's exact range must come back digit for digit.
 	args := json.RawMessage(`{"key":"arc_task","short_description":"The current ARC puzzle.","value":{"task_id":"training-001","grid":[[0,1],[2,3]],"seed":12345678901234567890}}`)
@@ -425,6 +428,7 @@ func TestEnvData(t *testing.T) {
 }
 
 func TestMemory(t *testing.T) {
+	t.Parallel()
 	w, cs := observer(t)
 	cases := []struct {
 		scope string // as passed; "-" leaves it out
@@ -524,6 +528,7 @@ func markers(t *testing.T, w *files.Store, prefix string) []workspace.Marker {
 }
 
 func TestClaimAndDone(t *testing.T) {
+	t.Parallel()
 	w, cs := observer(t)
 	writeState(t, w)
 	got := mustCall(t, cs, ToolClaimSubtask, map[string]any{"subtask_id": "st_1"})
@@ -588,6 +593,7 @@ func TestClaimAndDone(t *testing.T) {
 }
 
 func TestDelegationContext(t *testing.T) {
+	t.Parallel()
 	w := fixture(t)
 	cs := connect(t, w, Options{ThreadID: "th_observer", Agent: "observer"})
 	got := mustCall(t, cs, ToolGetDelegationContext, map[string]any{})
@@ -610,6 +616,7 @@ func TestDelegationContext(t *testing.T) {
 }
 
 func TestListCapabilities(t *testing.T) {
+	t.Parallel()
 	w, cs := observer(t)
 	got := mustCall(t, cs, ToolListCapabilities, map[string]any{})
 	want, err := ops.Over(w).Capabilities(t.Context(), "observer", "t1")
@@ -631,6 +638,7 @@ func TestListCapabilities(t *testing.T) {
 }
 
 func TestBadArguments(t *testing.T) {
+	t.Parallel()
 	w, cs := observer(t)
 	mustCall(t, cs, ToolStoreEnvData, map[string]any{"key": "k", "short_description": "d", "value": 1})
 	mustCall(t, cs, ToolUpdateEnvData, map[string]any{"key": "k", "value": 2})
@@ -738,6 +746,7 @@ func TestBadArguments(t *testing.T) {
 // Concurrent updates through one session are all applied: the key's lock
 // serialises them and none is lost.
 func TestConcurrentUpdates(t *testing.T) {
+	t.Parallel()
 	w, cs := observer(t)
 	mustCall(t, cs, ToolStoreEnvData, map[string]any{"key": "counter", "short_description": "d", "value": 0})
 	const n = 16
@@ -766,6 +775,7 @@ func TestConcurrentUpdates(t *testing.T) {
 }
 
 func TestResources(t *testing.T) {
+	t.Parallel()
 	w, cs := observer(t)
 	ctx := context.Background()
 	res, err := cs.ListResources(ctx, nil)
@@ -838,6 +848,7 @@ func TestResources(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
+	t.Parallel()
 	w := fixture(t)
 	cases := []struct {
 		name       string
@@ -879,6 +890,7 @@ func TestNew(t *testing.T) {
 
 // Run returns nil when its context is cancelled.
 func TestRunStopsOnCancel(t *testing.T) {
+	t.Parallel()
 	w := fixture(t)
 	s, err := New(w, Options{TaskID: "t1", Agent: "a"})
 	if err != nil {
@@ -904,6 +916,7 @@ func TestRunStopsOnCancel(t *testing.T) {
 // filesystem, permissions or the open-files limit says how to fix the
 // machine, after the error's own hint.
 func TestErrorTextFaultHint(t *testing.T) {
+	t.Parallel()
 	enospc := &fs.PathError{Op: "write", Path: "tasks/t1/env/.k.json123", Err: syscall.ENOSPC}
 	tests := []struct {
 		name string

@@ -13,6 +13,7 @@ import (
 )
 
 func TestSkillsTool(t *testing.T) {
+	t.Parallel()
 	w, cs := observer(t)
 	ctx := context.Background()
 	// No skills yet: an empty listing, not an error.

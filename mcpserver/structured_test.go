@@ -12,6 +12,7 @@ import (
 // too — a document as itself, an array or a value under a key (entries,
 // value), a marker's verdict — and a text answer has none.
 func TestStructuredResults(t *testing.T) {
+	t.Parallel()
 	w, cs := observer(t)
 	writeState(t, w)
 	mustCall(t, cs, ToolStoreEnvData, map[string]any{"key": "k", "short_description": "d", "value": []int{1, 2}})

@@ -57,6 +57,7 @@ func connectStore(t *testing.T, st workspace.Store, opt Options) *mcp.ClientSess
 // used and as which seq, verdict refused — not with a marker gone
 // missing or a verdict that did not come in time.
 func TestVerdictReusedName(t *testing.T) {
+	t.Parallel()
 	w := fixture(t)
 	runDaemon(t, w)
 	planner := connect(t, w, Options{TaskID: "t1", Agent: "planner"})

@@ -64,6 +64,7 @@ func (a answer) expect(t *testing.T, what string, isError bool, verdict string, 
 // subtask not one's own refused — and with no daemon, that the marker is
 // queued, which is no error.
 func TestVerdicts(t *testing.T) {
+	t.Parallel()
 	w := fixture(t)
 	stop := runDaemon(t, w)
 	planner := connect(t, w, Options{TaskID: "t1", Agent: "planner"})

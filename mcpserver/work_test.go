@@ -68,6 +68,7 @@ func mustFail(t *testing.T, text string, isErr bool, want ...string) {
 }
 
 func TestTaskReads(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w := fixture(t)
 	if _, err := w.CreateTask(ctx, workspace.NewTaskRequest{ID: "t3", Description: "Build a REST auth API", Context: "Go, no frameworks",
@@ -194,6 +195,7 @@ func TestTaskReads(t *testing.T) {
 // file that is broken, huge, too deep, a symlink, a FIFO or out of shape
 // is a tool error saying why, and nothing it points at is read.
 func TestReadsRefuseBadFiles(t *testing.T) {
+	t.Parallel()
 	w := fixture(t)
 	secret := filepath.Join(t.TempDir(), "secret.json")
 	if err := os.WriteFile(secret, []byte(`{"subtask_id":"st_1","summary":"SECRET outside the root"}`), 0o644); err != nil {
@@ -276,6 +278,7 @@ func TestReadsRefuseBadFiles(t *testing.T) {
 }
 
 func TestWritePlan(t *testing.T) {
+	t.Parallel()
 	w := fixture(t)
 	cs := connect(t, w, Options{TaskID: "t1", Agent: "planner"})
 	plan := json.RawMessage(`{"summary":"two steps","subtasks":[{"id":"st_1","description":"load the grid","estimated_complexity":"low"},
@@ -333,6 +336,7 @@ func TestWritePlan(t *testing.T) {
 }
 
 func TestWriteReview(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w := fixture(t)
 	cs := connect(t, w, Options{TaskID: "t1", Agent: "reviewer"})
@@ -415,6 +419,7 @@ func TestWriteReview(t *testing.T) {
 
 // Reviewers writing at once never choose one id: every review is kept.
 func TestConcurrentReviews(t *testing.T) {
+	t.Parallel()
 	w := fixture(t)
 	cs := connect(t, w, Options{TaskID: "t1", Agent: "reviewer"})
 	const n = 12
@@ -458,6 +463,7 @@ func TestConcurrentReviews(t *testing.T) {
 // The server's instructions orient a model in the tools it has: memory
 // by its name, the task's state by its tool.
 func TestInstructions(t *testing.T) {
+	t.Parallel()
 	_, cs := observer(t)
 	got := cs.InitializeResult().Instructions
 	for _, want := range []string{`You are agent "observer", working on task "t1" in thread "th_observer"`, "get_task_state", "write_plan", "write_review",

@@ -14,6 +14,7 @@ import (
 // whatever a failed earlier step left there, and that the source is never
 // lost.
 func TestRenameClearing(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		// dst prepares what stands at the destination before the rename.
@@ -60,6 +61,7 @@ func TestRenameClearing(t *testing.T) {
 // TestRenameClearingKeepsSourceOnOtherErrors checks that an error not
 // caused by the destination (a missing source) deletes nothing.
 func TestRenameClearingKeepsSourceOnOtherErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	mustMkdir(t, filepath.Join(dir, "tasks", trashPrefix+"t1"))
 	mustWrite(t, filepath.Join(dir, "tasks", trashPrefix+"t1", "keep"), "x")
@@ -79,6 +81,7 @@ func TestRenameClearingKeepsSourceOnOtherErrors(t *testing.T) {
 // TestRemoveTree checks that a tree is deleted whole, and that a missing
 // tree is no error.
 func TestRemoveTree(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeTask(t, dir, taskSpec{id: "t1", status: vocab.StatusCompleted, completedAt: at(50 * Day)})
 	root, err := os.OpenRoot(dir)

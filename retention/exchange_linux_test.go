@@ -12,6 +12,7 @@ import (
 // directory too, and fails with the path error (not errUnsupported) when
 // one is missing.
 func TestRenameExchange(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "a"), []byte("A"), 0o644); err != nil {
 		t.Fatal(err)

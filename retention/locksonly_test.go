@@ -17,6 +17,7 @@ import (
 // TestDecideLocksOnly: a directory holding nothing but lock files is
 // removed whatever the policy, and before any other rule.
 func TestDecideLocksOnly(t *testing.T) {
+	t.Parallel()
 	for _, p := range []Policy{DefaultPolicy(), {FullDays: 0, SummaryDays: MaxDays}} {
 		d := Decide(TaskInfo{ID: "gone", LocksOnly: true, Summarized: true}, p, pruneNow)
 		if d.Action != Remove || d.Reason != ReasonLocksOnly || d.Age != 0 {
@@ -31,6 +32,7 @@ func TestDecideLocksOnly(t *testing.T) {
 // TestReadTaskInfoLocksOnly: only a directory whose one entry is .locks/,
 // holding nothing but regular files (a bounded number), is locks-only.
 func TestReadTaskInfoLocksOnly(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		setup func(t *testing.T, td string)
@@ -80,6 +82,7 @@ func TestReadTaskInfoLocksOnly(t *testing.T) {
 // nothing but lock files, and reports it; never one with anything else,
 // never one whose lock a process holds, and a dry run changes nothing.
 func TestPruneTidiesLocksOnly(t *testing.T) {
+	t.Parallel()
 	dir, root := buildTree(t, []taskSpec{
 		{id: "active", status: vocab.StatusExecuting},
 		{id: "done_1d", status: vocab.StatusCompleted, completedAt: at(Day)},

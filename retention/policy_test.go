@@ -35,6 +35,7 @@ type goldenDecision struct {
 }
 
 func TestDecideGolden(t *testing.T) {
+	t.Parallel()
 	def := DefaultPolicy()
 	cases := []struct {
 		name   string
@@ -222,6 +223,7 @@ func checkGolden(t *testing.T, path string, v any) {
 }
 
 func TestPolicyValidate(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		p    Policy
@@ -253,6 +255,7 @@ func TestPolicyValidate(t *testing.T) {
 // TestFormatAge: ages read as people write them, truncated so that an age
 // shown below a limit is below it.
 func TestFormatAge(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		age  time.Duration
 		want string

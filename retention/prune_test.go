@@ -124,6 +124,7 @@ func checkReport(t *testing.T, rep Report, want map[string]Action) {
 }
 
 func TestPruneEndToEnd(t *testing.T) {
+	t.Parallel()
 	specs := mixedSpecs()
 	dir, root := buildTree(t, specs)
 	want := expected(specs)
@@ -207,6 +208,7 @@ func TestPruneEndToEnd(t *testing.T) {
 }
 
 func TestPruneRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	dir, root := buildTree(t, []taskSpec{{id: "c_400d", status: vocab.StatusCompleted, completedAt: at(400 * Day)}})
 	before := snapshot(t, dir)
 	p := newPruner(root, dir)
@@ -291,6 +293,7 @@ func startHolder(t *testing.T, lockPath, agent string) (*exec.Cmd, func()) {
 }
 
 func TestPruneSkipsBusyTask(t *testing.T) {
+	t.Parallel()
 	specs := []taskSpec{
 		{id: "busy_8d", status: vocab.StatusCompleted, completedAt: at(8 * Day)},
 		{id: "free_8d", status: vocab.StatusCompleted, completedAt: at(8 * Day)},
@@ -350,6 +353,7 @@ func TestPruneSkipsBusyTask(t *testing.T) {
 }
 
 func TestPruneOneAtATime(t *testing.T) {
+	t.Parallel()
 	dir, root := buildTree(t, []taskSpec{{id: "c_400d", status: vocab.StatusCompleted, completedAt: at(400 * Day)}})
 	_, release := startHolder(t, filepath.Join(dir, filepath.FromSlash(cleanupLock)), "other-cleanup")
 	_, err := newPruner(root, dir).Run(context.Background())
@@ -370,6 +374,7 @@ func TestPruneOneAtATime(t *testing.T) {
 }
 
 func TestRecoverLeftovers(t *testing.T) {
+	t.Parallel()
 	specs := []taskSpec{
 		{id: "whole", status: vocab.StatusCompleted, completedAt: at(Day)},
 		{id: "limbo", status: vocab.StatusCompleted, completedAt: at(10 * Day), summarized: true},
@@ -437,8 +442,12 @@ func TestRecoverLeftovers(t *testing.T) {
 // checks after each kill that every task is whole, summarised or gone, then
 // that a later run completes the work.
 func TestPruneCrashSafety(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"exchange", "fallback"} {
-		t.Run(mode, func(t *testing.T) { testCrashSafety(t, mode == "fallback") })
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			testCrashSafety(t, mode == "fallback")
+		})
 	}
 }
 

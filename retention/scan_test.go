@@ -8,6 +8,7 @@ import (
 )
 
 func TestReadTaskInfo(t *testing.T) {
+	t.Parallel()
 	deep := func(n int) string {
 		return `{"status": "completed", "x": ` + strings.Repeat("[", n) + strings.Repeat("]", n) + `}`
 	}

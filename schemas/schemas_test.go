@@ -20,6 +20,7 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files under testdata/golden")
 
 func TestSchemasCompile(t *testing.T) {
+	t.Parallel()
 	all, err := compileAll()
 	if err != nil {
 		t.Fatalf("compile: %v", err)
@@ -35,6 +36,7 @@ func TestSchemasCompile(t *testing.T) {
 // each schema names its draft, its $id, a title and a description, and
 // carries the one id pattern.
 func TestSchemaHeaders(t *testing.T) {
+	t.Parallel()
 	for _, k := range Kinds() {
 		t.Run(string(k), func(t *testing.T) {
 			var doc struct {
@@ -66,6 +68,7 @@ func TestSchemaHeaders(t *testing.T) {
 }
 
 func TestFilesHoldsEveryKind(t *testing.T) {
+	t.Parallel()
 	names, err := fs.Glob(Files(), "*")
 	if err != nil {
 		t.Fatal(err)
@@ -84,6 +87,7 @@ func TestFilesHoldsEveryKind(t *testing.T) {
 }
 
 func TestParseKind(t *testing.T) {
+	t.Parallel()
 	for _, k := range Kinds() {
 		got, err := ParseKind(string(k))
 		if err != nil || got != k {
@@ -108,6 +112,7 @@ func readValid(t *testing.T, k Kind) []byte {
 }
 
 func TestValidDocuments(t *testing.T) {
+	t.Parallel()
 	for _, k := range Kinds() {
 		t.Run(string(k), func(t *testing.T) {
 			if err := Validate(k, readValid(t, k)); err != nil {
@@ -122,6 +127,7 @@ func TestValidDocuments(t *testing.T) {
 // friction log), kept as first written, so that the schemas accept what a
 // person writes by hand and not only what this code writes.
 func TestSeedExamples(t *testing.T) {
+	t.Parallel()
 	for _, k := range []Kind{KindTask, KindPlan, KindOutput, KindReview, KindFriction} {
 		t.Run(string(k), func(t *testing.T) {
 			b, err := os.ReadFile(filepath.Join("testdata", "seed004", string(k)+".json"))
@@ -182,6 +188,7 @@ type removeMarker struct{}
 var remove = removeMarker{}
 
 func TestValidateEdits(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		kind    Kind
@@ -352,6 +359,7 @@ func TestValidateEdits(t *testing.T) {
 // TestProblemsSortedAndStable: the validator walks properties in map order;
 // the problems must still come out the same, in document order, every time.
 func TestProblemsSortedAndStable(t *testing.T) {
+	t.Parallel()
 	doc := []byte(`{"id":"p","task_id":"t t","version":0,"created_at":"x","status":"?",
 		"subtasks":[{"id":"ok","description":"a"},{"id":"b b"},{"id":"c","description":"c","estimated_complexity":"x"}],
 		"subtasks_extra":1}`)
@@ -376,6 +384,7 @@ func TestProblemsSortedAndStable(t *testing.T) {
 }
 
 func TestErrorText(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		kind Kind
@@ -412,6 +421,7 @@ func TestErrorText(t *testing.T) {
 }
 
 func TestErrorTextIsBounded(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	b.WriteString(`{"agents":[`)
 	for i := range 100 {
@@ -438,6 +448,7 @@ func TestErrorTextIsBounded(t *testing.T) {
 }
 
 func TestSyntaxErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name         string
 		doc          string
@@ -483,6 +494,7 @@ func nested(depth int, inner string) []byte {
 }
 
 func TestLimits(t *testing.T) {
+	t.Parallel()
 	t.Run("depth at the limit", func(t *testing.T) {
 		if err := Validate(KindEntry, nested(MaxDepth, "1")); err != nil {
 			t.Errorf("depth %d refused: %v", MaxDepth, err)
@@ -537,6 +549,7 @@ func TestLimits(t *testing.T) {
 }
 
 func TestKindOf(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		path string
 		want Kind // "" means not a schema'd file
@@ -624,6 +637,7 @@ func TestKindOf(t *testing.T) {
 // TestConcurrentValidate exercises the one-time compilation from many
 // goroutines at once (meaningful under -race).
 func TestConcurrentValidate(t *testing.T) {
+	t.Parallel()
 	done := make(chan error)
 	for _, k := range Kinds() {
 		go func() {
@@ -666,6 +680,7 @@ func BenchmarkCheckLimits16MiB(b *testing.B) {
 }
 
 func TestCheckLimitsDepth(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		doc   string
@@ -697,6 +712,7 @@ func TestCheckLimitsDepth(t *testing.T) {
 // TestJournalBatch: a journal file may hold the records of one chunk,
 // {"records": [...]}, each checked as a record.
 func TestJournalBatch(t *testing.T) {
+	t.Parallel()
 	rec := string(readValid(t, KindJournal))
 	tests := []struct {
 		name    string

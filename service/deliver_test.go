@@ -35,6 +35,7 @@ const plan = `{"summary": "deliver", "subtasks": [{"id": "s1", "description": "t
 // serving and without one, and a marker refused after its product was
 // written.
 func TestDeliver(t *testing.T) {
+	t.Parallel()
 	for _, k := range kinds[:2] {
 		t.Run(k.name, func(t *testing.T) {
 			ctx := t.Context()

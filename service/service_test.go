@@ -48,6 +48,7 @@ var kinds = []struct {
 // (a task created and read back), is named for messages, keeps tokens and
 // can be served; only a directory hands out its tree.
 func TestOpen(t *testing.T) {
+	t.Parallel()
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
 			ctx := t.Context()
@@ -106,6 +107,7 @@ func TestOpen(t *testing.T) {
 // TestOpenRefuses: roots that name no workspace are refused with the
 // error kind and the hint a door prints, and nothing is written at them.
 func TestOpenRefuses(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	notWS := filepath.Join(dir, "plain")
 	if err := os.MkdirAll(filepath.Join(notWS, "src"), 0o755); err != nil {
@@ -160,6 +162,7 @@ func TestOpenRefuses(t *testing.T) {
 // TestName: a PostgreSQL URL is printed with its password masked; other
 // roots as given.
 func TestName(t *testing.T) {
+	t.Parallel()
 	for root, want := range map[string]string{
 		"postgres://u:secret@db/agents?schema=a": "postgres://u:xxxxx@db/agents?schema=a",
 		"sqlite:./agents.db":                     "sqlite:./agents.db",

@@ -14,6 +14,7 @@ import (
 // history; the refusals keep their kinds (a directory that is no
 // workspace, an export into a directory that is not empty).
 func TestExportImport(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	src := root(t, service.Files)
 	st, err := service.Open(ctx, src, service.Options{})

@@ -9,6 +9,7 @@ import (
 )
 
 func TestDiffPlans(t *testing.T) {
+	t.Parallel()
 	st := func(id, desc string, deps ...string) workspace.Subtask {
 		return workspace.Subtask{ID: id, Description: desc, Dependencies: deps}
 	}
@@ -67,6 +68,7 @@ func TestDiffPlans(t *testing.T) {
 }
 
 func TestDiffDocs(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, a, b, want string
 	}{

@@ -37,6 +37,7 @@ func demoPanel(t *testing.T) *panel {
 // demo leaves: plan versions compared in words, an output's versions,
 // the replay, the Gantt chart, search, and the paged task list.
 func TestViewsOfADemoRun(t *testing.T) {
+	t.Parallel()
 	p := demoPanel(t)
 	ctx := context.Background()
 	task := demo.TaskID
@@ -214,6 +215,7 @@ func TestViewsOfADemoRun(t *testing.T) {
 // TestStateAtIsTheFold: StateAt of every prefix is machine's Replay of
 // that prefix, and past the end it is the whole fold.
 func TestStateAtIsTheFold(t *testing.T) {
+	t.Parallel()
 	p := demoPanel(t)
 	ctx := context.Background()
 	task, _ := p.ws.GetTask(ctx, demo.TaskID)

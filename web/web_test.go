@@ -46,6 +46,7 @@ func seed(t *testing.T, ws *files.Store) {
 // TestRoutes: every read route answers JSON shaped like the files; bad
 // ids, traversal attempts and missing tasks get a JSON error.
 func TestRoutes(t *testing.T) {
+	t.Parallel()
 	p := newPanel(t, Config{})
 	seed(t, p.ws)
 	if _, _, err := friction.Open(p.ws, "x").Add(context.Background(), friction.Entry{Type: "escalation", Description: "help", AffectedTasks: []string{"t1"}}); err != nil {
@@ -162,6 +163,7 @@ func TestRoutes(t *testing.T) {
 // refused; with a token, requests without it get 401, the login page's
 // cookie or a bearer header let them in.
 func TestListenNeedsToken(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		addr  string
 		token bool
@@ -245,6 +247,7 @@ func TestListenNeedsToken(t *testing.T) {
 // TestCSRF: an action needs the csrf cookie repeated in the header; the
 // wrong one, or none, is 403 and writes nothing.
 func TestCSRF(t *testing.T) {
+	t.Parallel()
 	p := newPanel(t, Config{})
 	seed(t, p.ws)
 	b := p.browser()
@@ -291,6 +294,7 @@ func TestCSRF(t *testing.T) {
 }
 
 func TestReadOnly(t *testing.T) {
+	t.Parallel()
 	p := newPanel(t, Config{ReadOnly: true})
 	seed(t, p.ws)
 	b := p.browser()
@@ -313,6 +317,7 @@ func readState(ctx context.Context, ws *files.Store, id string) workspace.State 
 // TestActions: each action goes through the protocol as "human", and the
 // daemon applies it.
 func TestActions(t *testing.T) {
+	t.Parallel()
 	p := newPanel(t, Config{})
 	ws := p.ws
 	ctx := context.Background()
@@ -440,6 +445,7 @@ func TestActions(t *testing.T) {
 // given, sends what is appended live, once each, and says when the task
 // changed.
 func TestStreamResumes(t *testing.T) {
+	t.Parallel()
 	p := newPanel(t, Config{})
 	seed(t, p.ws)
 	var page EventsPage
@@ -522,6 +528,7 @@ func TestStreamResumes(t *testing.T) {
 // nothing; one event wakes each once. The process CPU time over the idle
 // second is logged.
 func TestIdleStreamsDoNoWork(t *testing.T) {
+	t.Parallel()
 	p := newPanel(t, Config{KeepAlive: time.Hour})
 	seed(t, p.ws)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -571,6 +578,7 @@ func cpuTime() time.Duration {
 // TestIndexFollowsTheTree: a task created, changed and removed shows in
 // the list as it happens.
 func TestIndexFollowsTheTree(t *testing.T) {
+	t.Parallel()
 	p := newPanel(t, Config{})
 	startDaemon(t, p.ws)
 	if err := fixture.PrepareTask(context.Background(), p.ws, "t9", 3); err != nil {
@@ -602,6 +610,7 @@ func TestIndexFollowsTheTree(t *testing.T) {
 // TestStoreWithoutWatcher: a store that cannot report changes is refused
 // at start, saying what it lacks; no store at all is refused too.
 func TestStoreWithoutWatcher(t *testing.T) {
+	t.Parallel()
 	ws, err := files.Init(filepath.Join(t.TempDir(), "ws"), workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -626,6 +635,7 @@ func TestStoreWithoutWatcher(t *testing.T) {
 // (with the reason the timeline's claim_refused gives), applied done
 // markers.
 func TestJournalVerdicts(t *testing.T) {
+	t.Parallel()
 	p := newPanel(t, Config{})
 	ws := p.ws
 	ctx := context.Background()

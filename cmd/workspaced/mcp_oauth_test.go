@@ -73,6 +73,7 @@ func TestMCPOAuth(t *testing.T) {
 	addr := freeAddr(t)
 	resource := "http://" + addr + "/mcp"
 	p.Register(oidctest.Client{ID: "worker", Secret: "worker-secret", Audience: []string{resource}})
+	p.Register(oidctest.Client{ID: "stranger", Secret: "s", Audience: []string{"https://elsewhere.example.com/mcp"}})
 	w := newWS(t)
 	w.Task("t1")
 	w.setOAuth(map[string]any{"issuer": p.URL, "resource": resource})
@@ -108,6 +109,37 @@ func TestMCPOAuth(t *testing.T) {
 		t.Errorf("instructions: %s", got)
 	}
 
+	t.Run("the HTTP API", func(t *testing.T) {
+		base := "http://" + addr + "/api/v1/tasks/"
+		for name, c := range map[string]struct {
+			token, path string
+			status      int
+			challenge   string
+		}{
+			"a token for this server":  {p.Token(t, "worker", "workspace:task:t1"), "t1", http.StatusOK, ""},
+			"a task it does not cover": {p.Token(t, "worker", "workspace:task:t2"), "t1", http.StatusForbidden, ""},
+			"no token":                 {"", "t1", http.StatusUnauthorized, `Bearer resource_metadata="` + meta + `"`},
+			"another audience":         {p.Token(t, "stranger", "workspace:task:t1"), "t1", http.StatusUnauthorized, `error="invalid_token", error_description="the access token is refused: issued for`},
+			"no task granted":          {p.Token(t, "worker", "workspace:claim"), "t1", http.StatusForbidden, `error="insufficient_scope"`},
+		} {
+			req, _ := http.NewRequest(http.MethodGet, base+c.path, nil)
+			if c.token != "" {
+				req.Header.Set("Authorization", "Bearer "+c.token)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b bytes.Buffer
+			b.ReadFrom(resp.Body)
+			resp.Body.Close()
+			ch := resp.Header.Get("WWW-Authenticate")
+			if resp.StatusCode != c.status || !strings.Contains(ch, c.challenge) || (c.challenge != "" && !strings.Contains(ch, "resource_metadata=")) {
+				t.Errorf("%s: %d, WWW-Authenticate %q, %s", name, resp.StatusCode, ch, b.String())
+			}
+		}
+	})
+
 	t.Run("static tokens advertise no OAuth", func(t *testing.T) {
 		plain := newWS(t)
 		s := plain.mcpHTTP()
@@ -122,6 +154,14 @@ func TestMCPOAuth(t *testing.T) {
 		resp.Body.Close()
 		if ch := resp.Header.Get("WWW-Authenticate"); resp.StatusCode != http.StatusUnauthorized || strings.Contains(ch, "resource_metadata") {
 			t.Errorf("401 without OAuth: %d, %q", resp.StatusCode, ch)
+		}
+		resp, err = http.Get(base + "/api/v1/tasks")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if ch := resp.Header.Get("WWW-Authenticate"); resp.StatusCode != http.StatusUnauthorized || strings.Contains(ch, "resource_metadata") {
+			t.Errorf("the API's 401 without OAuth: %d, %q", resp.StatusCode, ch)
 		}
 	})
 

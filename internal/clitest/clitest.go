@@ -2,8 +2,8 @@
 // cmd/workspaced and the process tests of e2e/: a WS runs commands against
 // one workspace root, in the test's own process through the command's run
 // where the cmd tests registered it (InProcess) and that is the same
-// thing, else by starting the binary, which testbin builds once per test
-// binary on first use.
+// thing, else by starting the binary, which testbin builds once per
+// `go test` run on first use.
 package clitest
 
 import (
@@ -30,16 +30,15 @@ import (
 	"github.com/workspaced/workspaced/workspace/sqlite"
 )
 
-// Main runs the tests (with a shared PostgreSQL cluster when one is used)
-// and removes the binary if a test built it. With -v it says how many
-// times the binary was started and how many commands ran in-process.
-// Call it from TestMain: os.Exit(clitest.Main(m)).
+// Main runs the tests (with a shared PostgreSQL cluster when one is used).
+// With -v it says how many times the binary was started and how many
+// commands ran in-process. Call it from TestMain:
+// os.Exit(clitest.Main(m)).
 func Main(m *testing.M) int {
 	code := pgtest.Main(m)
 	if testing.Verbose() {
 		fmt.Printf("clitest: the binary started %d times, %d commands in-process\n", starts.Load(), inProcessRuns.Load())
 	}
-	testbin.Remove()
 	return code
 }
 

@@ -44,6 +44,7 @@ func tree(t *testing.T, dir string) string {
 // TestBadInput holds the file tree to the bad and odd input tables every
 // store meets, looking at every file of the tree after each refusal.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, err := files.Init(dir, workspace.Options{})
 	if err != nil {

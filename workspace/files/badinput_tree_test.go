@@ -46,6 +46,7 @@ func refuses(t *testing.T, w *Store, want error, outside string, op func() error
 // every store. LockNamed, which names a lock and never the task's whole
 // one, refuses an empty name as well.
 func TestLockNamedRefusesEmptyName(t *testing.T) {
+	t.Parallel()
 	w, _ := newWS(t)
 	newTask(t, w, "t1")
 	refuses(t, w, workspace.ErrInvalid, "", func() error {
@@ -58,6 +59,7 @@ func TestLockNamedRefusesEmptyName(t *testing.T) {
 }
 
 func TestSymlinkedScopeDirStaysInside(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w, _ := newWS(t)
 	newTask(t, w, "t1")
@@ -105,6 +107,7 @@ func TestSymlinkedScopeDirStaysInside(t *testing.T) {
 }
 
 func TestSymlinkedEntryFile(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w, _ := newWS(t)
 	newTask(t, w, "t1")
@@ -156,6 +159,7 @@ func TestSymlinkedEntryFile(t *testing.T) {
 }
 
 func TestSymlinkedLockFileStaysInside(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w, _ := newWS(t)
 	outside := t.TempDir()
@@ -180,6 +184,7 @@ func TestSymlinkedLockFileStaysInside(t *testing.T) {
 }
 
 func TestSchemaInvalidTaskAndPlanWriteNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w, _ := newWS(t)
 	newTask(t, w, "t1")
@@ -240,6 +245,7 @@ func TestSchemaInvalidTaskAndPlanWriteNothing(t *testing.T) {
 // TestBadDescriptionsWriteNothing: a description holding NUL or invalid
 // UTF-8 is refused on store and update, and the tree is left as it was.
 func TestBadDescriptionsWriteNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w, _ := newWS(t)
 	newTask(t, w, "t1")

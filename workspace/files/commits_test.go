@@ -17,6 +17,7 @@ import (
 // one watch that ends with the last waiter; a task id that is not one,
 // or a task with no directory, is an error (Wait then polls).
 func TestCommitsHearsStateWrites(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ws, err := files.Init(dir, workspace.Options{})
 	if err != nil {

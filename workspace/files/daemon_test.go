@@ -185,6 +185,7 @@ func checkSettled(t *testing.T, ws *Store, id string, st workspace.State) {
 }
 
 func TestSecondRunRefused(t *testing.T) {
+	t.Parallel()
 	dir, _ := newWorkspace(t)
 	startDaemon(t, dir, daemon.Config{})
 	s, err := Open(dir, workspace.Options{})

@@ -31,6 +31,7 @@ func scopes(t *testing.T, w *Store) map[string]workspace.Scope {
 }
 
 func TestEntryLifecycleAllScopes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for name, s := range map[string]workspace.ScopeKind{"thread": workspace.ScopeThread, "session": workspace.ScopeSession, "agent": workspace.ScopeAgent, "global": workspace.ScopeGlobal} {
 		t.Run(name, func(t *testing.T) {
@@ -134,6 +135,7 @@ func TestEntryLifecycleAllScopes(t *testing.T) {
 }
 
 func TestEntryNullValueRoundTrips(t *testing.T) {
+	t.Parallel()
 	w, _ := newWS(t)
 	sc := workspace.Scope{Kind: workspace.ScopeGlobal}
 	ctx := context.Background()
@@ -159,6 +161,7 @@ func TestEntryNullValueRoundTrips(t *testing.T) {
 }
 
 func TestEntryEvents(t *testing.T) {
+	t.Parallel()
 	w, _ := newWS(t)
 	ctx := context.Background()
 	newTask(t, w, "t1")
@@ -196,6 +199,7 @@ func TestEntryEvents(t *testing.T) {
 
 // TestCanonicalEntryBytes pins the exact bytes of an entry file.
 func TestCanonicalEntryBytes(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		value string
@@ -254,6 +258,7 @@ func TestCanonicalEntryBytes(t *testing.T) {
 }
 
 func TestKeyEncodingExamples(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ key, file string }{
 		{"arc_task", "arc_task.json"},
 		{"arc/task", "arc%2Ftask.json"},
@@ -286,6 +291,7 @@ func TestKeyEncodingExamples(t *testing.T) {
 }
 
 func TestListSkipsForeignAndFallsBack(t *testing.T) {
+	t.Parallel()
 	w, _ := newWS(t)
 	ctx := context.Background()
 	sc := workspace.Scope{Kind: workspace.ScopeGlobal}
@@ -335,6 +341,7 @@ func TestListSkipsForeignAndFallsBack(t *testing.T) {
 }
 
 func TestListMissingScopeIsEmpty(t *testing.T) {
+	t.Parallel()
 	w, _ := newWS(t)
 	items, err := w.ListEntries(context.Background(), workspace.Scope{Kind: workspace.ScopeAgent, Agent: "nobody"})
 	if err != nil || len(items) != 0 || items == nil {
@@ -346,6 +353,7 @@ func TestListMissingScopeIsEmpty(t *testing.T) {
 }
 
 func TestValueWarning(t *testing.T) {
+	t.Parallel()
 	w, _ := newWS(t)
 	big := append(append([]byte(`"`), bytes.Repeat([]byte("a"), workspace.DefaultValueWarnBytes+1)...), '"')
 	r, err := w.StoreEntry(context.Background(), workspace.Scope{Kind: workspace.ScopeGlobal}, workspace.StoreRequest{Key: "big", Value: big, Agent: "a"})
@@ -360,6 +368,7 @@ func TestValueWarning(t *testing.T) {
 // TestListAndGetAgree: files that a streamed reader and a whole-file parse
 // would read differently are refused by both, never read two ways.
 func TestListAndGetAgree(t *testing.T) {
+	t.Parallel()
 	const head = `"stored_by":"a","updated_at":"2024-01-15T10:00:00Z","version":1`
 	cases := map[string]string{
 		"other key":              `{"key":"j","short_description":"d",` + head + `,"value":1}`,
@@ -399,6 +408,7 @@ func TestListAndGetAgree(t *testing.T) {
 // TestConcurrentUpdatesLoseNothing: goroutines appending to one array value
 // with read-modify-write updates under the key's lock lose no item.
 func TestConcurrentUpdatesLoseNothing(t *testing.T) {
+	t.Parallel()
 	w, _ := newWS(t)
 	ctx := context.Background()
 	sc := workspace.Scope{Kind: workspace.ScopeGlobal}

@@ -15,6 +15,7 @@ import (
 // flag or command, and that the input at fault is named as a field for
 // each surface to translate.
 func TestHintsNameNoFlags(t *testing.T) {
+	t.Parallel()
 	w, _ := newWS(t)
 	ctx := context.Background()
 	newTask(t, w, "t1")

@@ -122,6 +122,7 @@ func commitFails(t *testing.T, d *tester, ws *Store, seq int64, why string) {
 // the log can be written again, the next commit appends them, and no later
 // load appends them again.
 func TestEventsOfFailedAppendWrittenOnce(t *testing.T) {
+	t.Parallel()
 	dir, ws, d := executingTask(t, 4)
 	mend := breakEventsLog(t, dir)
 	claims(t, ws, "st_1", "st_2", "st_3")
@@ -145,6 +146,7 @@ func TestEventsOfFailedAppendWrittenOnce(t *testing.T) {
 // died in between) leaves them in the log: the load that replays the
 // records does not append them a second time.
 func TestEventsOfFailedStateWriteNotRepeated(t *testing.T) {
+	t.Parallel()
 	dir, ws, d := executingTask(t, 4)
 	backups := filepath.Join(dir, "tasks", "t1", "backups")
 	if err := os.RemoveAll(backups); err != nil {
@@ -168,6 +170,7 @@ func TestEventsOfFailedStateWriteNotRepeated(t *testing.T) {
 // An append a full disk cut short leaves a partial last line: the events
 // are appended whole after it, on a line of their own, once.
 func TestEventsAfterTornLine(t *testing.T) {
+	t.Parallel()
 	dir, ws, d := executingTask(t, 4)
 	mend := breakEventsLog(t, dir)
 	claims(t, ws, "st_1", "st_2")
@@ -185,6 +188,7 @@ func TestEventsAfterTornLine(t *testing.T) {
 // whether the committer noted the name as it took it or read it from the
 // journal.
 func TestMarkerNameJournaledOnce(t *testing.T) {
+	t.Parallel()
 	dir, ws, d := executingTask(t, 4)
 	td := filepath.Join(dir, "tasks", "t1")
 	const name = ".claim.w1.reused"
@@ -237,6 +241,7 @@ func TestMarkerNameJournaledOnce(t *testing.T) {
 // The set of journaled names is built only once a commit has a marker to
 // take, and a name that shares a hash with a journaled one is still taken.
 func TestJournaledNamesLazyAndExact(t *testing.T) {
+	t.Parallel()
 	dir, ws, _ := executingTask(t, 4)
 	d := newDaemon(t, dir)
 	process(t, d, "t1")

@@ -81,6 +81,7 @@ func reference(t *testing.T, w *Store, ids []string) []string {
 }
 
 func TestMergeEvents(t *testing.T) {
+	t.Parallel()
 	huge := strings.Repeat("x", workspace.MaxEventLine+10)
 	tests := []struct {
 		name string
@@ -150,6 +151,7 @@ func TestMergeEvents(t *testing.T) {
 // event by event, with ties, merge exactly as a stable sort of every
 // event would order them; so does a random tree.
 func TestMergeEventsManyStreams(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2024, 1, 15, 10, 0, 0, 0, time.UTC)
 	line := func(at time.Time, id string, k int) string {
 		return workspace.FormatEvent(workspace.Event{Time: at, Name: "ev", TaskID: id, Args: []string{fmt.Sprint(k)}}) + "\n"
@@ -221,6 +223,7 @@ func firstDiff(a, b []string) int {
 // directory is reported unread — never followed, never waited on — and
 // the other logs are merged.
 func TestMergeEventsUnsafeLogs(t *testing.T) {
+	t.Parallel()
 	w := logTree(t, map[string]*string{
 		"t1": str("2024-01-15T10:00:00.000Z a t1\n"),
 		"t2": nil, "t3": nil, "t4": nil, "t5": nil,
@@ -262,6 +265,7 @@ func TestMergeEventsUnsafeLogs(t *testing.T) {
 // TestMergeEventsStops: an error from each stops the merge and comes back;
 // so does a cancelled context.
 func TestMergeEventsStops(t *testing.T) {
+	t.Parallel()
 	w := logTree(t, map[string]*string{
 		"t1": str("2024-01-15T10:00:00.000Z a t1\n2024-01-15T10:00:02.000Z b t1\n"),
 		"t2": str("2024-01-15T10:00:01.000Z c t2\n"),
@@ -294,6 +298,7 @@ func TestMergeEventsStops(t *testing.T) {
 // log that is a FIFO or a symlink instead of blocking on it or reading
 // through it; reading one task's such log is refused.
 func TestFollowAndReadEventsUnsafeLogs(t *testing.T) {
+	t.Parallel()
 	w := logTree(t, map[string]*string{
 		"t1": str("2024-01-15T10:00:00.000Z a t1\n"),
 		"t2": nil, "t3": nil,

@@ -7,6 +7,7 @@ import (
 )
 
 func TestAppendAndReadEvents(t *testing.T) {
+	t.Parallel()
 	w, _ := newWS(t)
 	newTask(t, w, "t1")
 	if err := w.AppendEvents(t.Context(), "t1", []workspace.Event{{Name: "a", TaskID: "t1", Args: []string{"x y"}}, {Name: "b", TaskID: "t1"}}); err != nil {

@@ -14,6 +14,7 @@ import (
 // A reader racing atomic replacements of the same entry must always see a
 // whole entry: never a false "is a symlink", never a torn file.
 func TestGetWhileReplaced(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w, err := Init(t.TempDir(), workspace.Options{})
 	if err != nil {

@@ -13,12 +13,14 @@ import (
 // TestConformance runs the suite every store passes against a fresh tree
 // for each part, served by the real daemon.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, fresh)
 }
 
 // TestConformancePoll runs the suite with the daemon woken by the poll
 // source, the default where there is no inotify.
 func TestConformancePoll(t *testing.T) {
+	t.Parallel()
 	storetest.RunServed(t, fresh, servetest.Options{Wake: workspace.WakeOptions{Mode: "poll", Interval: 20 * time.Millisecond}})
 }
 

@@ -16,6 +16,7 @@ import (
 )
 
 func TestParseJournalName(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		ok    bool
@@ -136,6 +137,7 @@ func testRecoversChunk(t *testing.T, wake workspace.WakeOptions) {
 // back: the records after it are not applied (that would skip a marker
 // for good) until it can be read, and then every one is applied in order.
 func TestUnreadableRecordHoldsTask(t *testing.T) {
+	t.Parallel()
 	dir, ws, d := executingTask(t, 3)
 	completeSubtask(t, ws, "t1", "st_1", "w1")
 	process(t, d, "t1")

@@ -15,6 +15,7 @@ import (
 // replaces is kept. Once reported — a marker waiting, or a journaled
 // record the daemon did not reject — it is final.
 func TestReviewFinalOnceReported(t *testing.T) {
+	t.Parallel()
 	review := `{"type":"plan_review","verdict":"approved"}`
 	rec := func(seq int, output, rejected string) string {
 		r := workspace.JournalRecord{Seq: int64(seq), TakenAt: t0, File: ".done.reviewer.x", Kind: workspace.KindDone,
@@ -77,6 +78,7 @@ func TestReviewFinalOnceReported(t *testing.T) {
 // A journal that cannot be read leaves no way to know whether a review was
 // reported: the write is refused rather than guessed.
 func TestReviewUnreadableJournalRefuses(t *testing.T) {
+	t.Parallel()
 	for name, data := range map[string]string{
 		"not JSON":    "{",
 		"wrong shape": `{"records": 7}`,
@@ -97,6 +99,7 @@ func TestReviewUnreadableJournalRefuses(t *testing.T) {
 }
 
 func TestReviewContradictionsRefused(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, agent, body string
 		want              []string
@@ -135,6 +138,7 @@ func TestReviewContradictionsRefused(t *testing.T) {
 // A plan.json changed by hand to claim a version already kept with other
 // content is refused rather than allowed to replace that version.
 func TestPlanKeptVersionNeverReplaced(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w, _ := newWS(t)
 	newTask(t, w, "t1")
@@ -165,6 +169,7 @@ func TestPlanKeptVersionNeverReplaced(t *testing.T) {
 // A done marker finishing one subtask with another's output is refused
 // before it is dropped: it would leave that output looking finished.
 func TestDoneNamesItsSubtasksOutput(t *testing.T) {
+	t.Parallel()
 	w, _ := newWS(t)
 	newTask(t, w, "t1")
 	if _, err := w.WriteOutput(t.Context(), "t1", "st_1", "worker_1", []byte(`{}`)); err != nil {

@@ -70,6 +70,7 @@ func readKept(t *testing.T, w *Store, rel string) string {
 // An output may be rewritten until its subtask is finished; every version
 // it replaces is kept, byte for byte, in outputs/history/.
 func TestOutputRewriteKeepsHistory(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		state *workspace.SubtaskState // nil: no state.json yet
@@ -124,6 +125,7 @@ func TestOutputRewriteKeepsHistory(t *testing.T) {
 // Writing exactly the bytes already there keeps no version: nothing was
 // replaced.
 func TestOutputSameBytesKeepsNothing(t *testing.T) {
+	t.Parallel()
 	w, _ := newWS(t)
 	newTask(t, w, "t1")
 	doc := []byte(`{"summary":"same","completed_at":"2024-01-15T10:00:00.000Z"}`)
@@ -141,6 +143,7 @@ func TestOutputSameBytesKeepsNothing(t *testing.T) {
 // completed, is final: a second write is a conflict that names why and
 // changes nothing.
 func TestOutputFinalIsRefused(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		subtask string
@@ -219,6 +222,7 @@ func TestOutputFinalIsRefused(t *testing.T) {
 // A body that contradicts the subtask or the agent it is written for is
 // refused naming both values; nothing is written.
 func TestOutputContradictionsRefused(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		body string
@@ -264,6 +268,7 @@ func TestOutputContradictionsRefused(t *testing.T) {
 // or read past its limits: the write is refused and nothing changes,
 // inside the task or outside it.
 func TestOutputReplaceRefusesUnsafe(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		setup func(t *testing.T, w *Store, outside string)
@@ -320,6 +325,7 @@ func TestOutputReplaceRefusesUnsafe(t *testing.T) {
 // A state.json that cannot be read leaves no way to know whether the
 // output is final: the write is refused rather than guessed.
 func TestOutputUnreadableStateRefuses(t *testing.T) {
+	t.Parallel()
 	for name, state := range map[string]string{
 		"truncated":     `{"task_id": "t1", "status": "exec`,
 		"not the state": `{"hello": "world"}`,
@@ -345,6 +351,7 @@ func TestOutputUnreadableStateRefuses(t *testing.T) {
 // Writers racing on one output never lose a version: every document
 // written is either the output or one of the kept versions.
 func TestOutputConcurrentWritesKeepEveryVersion(t *testing.T) {
+	t.Parallel()
 	w, _ := newWS(t)
 	newTask(t, w, "t1")
 	const writers, each = 4, 5

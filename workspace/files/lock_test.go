@@ -13,6 +13,7 @@ import (
 // Taking the lock of a task whose directory is gone fails as not found
 // and never makes the directory again.
 func TestLockTaskOfRemovedTask(t *testing.T) {
+	t.Parallel()
 	w, _ := newWS(t)
 	if _, err := w.CreateTask(context.Background(), workspace.NewTaskRequest{ID: "t1", Description: "x"}); err != nil {
 		t.Fatal(err)

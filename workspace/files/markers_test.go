@@ -12,6 +12,7 @@ import (
 // TestReadProductAt checks that reading a product through the open task
 // directory gives what ReadProduct gives, refusals included.
 func TestReadProductAt(t *testing.T) {
+	t.Parallel()
 	w, _ := newWS(t)
 	newTask(t, w, "t1")
 	newTask(t, w, "t2")

@@ -13,6 +13,7 @@ import (
 // from any End resumes at the next event, a partial line waits, a bad
 // line is passed over but counted.
 func TestReadEventsFrom(t *testing.T) {
+	t.Parallel()
 	w, _ := newWS(t)
 	newTask(t, w, "t1")
 	for _, n := range []string{"a", "b"} {
@@ -69,6 +70,7 @@ func TestReadEventsFrom(t *testing.T) {
 }
 
 func TestMemoryAgentsAndBackups(t *testing.T) {
+	t.Parallel()
 	w, _ := newWS(t)
 	ctx := t.Context()
 	for _, a := range []string{"zed", "alice"} {

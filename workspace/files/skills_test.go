@@ -27,6 +27,7 @@ func writeSkill(t testing.TB, w *Store, name, text string) {
 }
 
 func TestSkillStore(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w, _ := newWS(t)
 	if s, r, err := w.ListSkills(ctx); err != nil || len(s) != 0 || len(r) != 0 {

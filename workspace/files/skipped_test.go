@@ -15,6 +15,7 @@ import (
 // broken, huge, nested, symlinked or malicious entry is reported with why,
 // and nothing that reads fine is.
 func TestSkippedIn(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w, _ := newWS(t)
 	newTask(t, w, "t1")

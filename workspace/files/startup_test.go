@@ -20,6 +20,7 @@ import (
 // restored from its backups and the journal; a full check (ReadState,
 // validate) names it invalid meanwhile. One that does not parse is restored at start, as before.
 func TestFinishedStateCheckedWhenServed(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		corrupt func(t *testing.T, data []byte) []byte
@@ -107,6 +108,7 @@ func writeFile(t *testing.T, path string, data []byte) {
 // does not parse, or whose task_id, status or journal_seq is missing or
 // wrong, with what is wrong; a sound one is counted by its status.
 func TestStatusNamesBrokenStateHead(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ name, data, status, err string }{
 		{"sound", `{"task_id":"t1","status":"completed","phase":"done","journal_seq":3}`, "completed", ""},
 		{"torn", `{"task_id":"t1","sta`, "invalid", "parse tasks/t1/state.json"},

@@ -124,6 +124,7 @@ func names(ps []pendingMarker) []string {
 // other files, hands them out a chunk at a time, and reads the directory
 // again only when what it listed runs out, at most maxLists times.
 func TestListerOrderAndChunks(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	touch(t, dir, ".done.b", t0.Add(2*time.Second))
@@ -173,6 +174,7 @@ func TestListerOrderAndChunks(t *testing.T) {
 // numbers, in drop order, each chunk one record file; the state is written
 // once, when no marker is left; markers dropped while it works join it.
 func TestTakesBurstInChunks(t *testing.T) {
+	t.Parallel()
 	dir, ws, d := executingTask(t, 100)
 	const n = 2*chunk + 6
 	for i := 1; i <= n; i++ {
@@ -231,6 +233,7 @@ func TestTakesBurstInChunks(t *testing.T) {
 // A burst of more markers than one commit takes has its state written
 // every commit, not only at its end.
 func TestWritesStateEveryCommit(t *testing.T) {
+	t.Parallel()
 	dir, ws, d := executingTask(t, testMax+chunk)
 	const n = testMax + chunk
 	for i := 1; i <= n; i++ {
@@ -265,6 +268,7 @@ func countBackups(t *testing.T, dir, id string) int {
 // settles; settle then leaves the journal settled and backups/ pruned, and
 // nothing to do.
 func TestSettle(t *testing.T) {
+	t.Parallel()
 	dir, ws, d := executingTask(t, 100)
 	keep := ws.Settings().Backups.Keep
 	taken := func() []string {
@@ -316,6 +320,7 @@ func TestSettle(t *testing.T) {
 // not mark the directory quiet while another marker waits there for its
 // grace period, or the rescan that comes for it would pass it by.
 func TestNamedWakeLeavesWaitingMarker(t *testing.T) {
+	t.Parallel()
 	dir, ws, d := executingTask(t, 3)
 	td := filepath.Join(dir, "tasks", "t1")
 	touch(t, td, ".done.w2.half", time.Now()) // young and unreadable: it waits

@@ -50,6 +50,7 @@ func taskTree(t *testing.T) *Store {
 // TestTaskIDsSkipNonDirectories: tasks/ is listed as its real directories
 // only; every other entry but the dot entries is reported with why.
 func TestTaskIDsSkipNonDirectories(t *testing.T) {
+	t.Parallel()
 	w := taskTree(t)
 	ids, err := w.TaskIDs(t.Context())
 	if err != nil {
@@ -100,6 +101,7 @@ func TestTaskIDsSkipNonDirectories(t *testing.T) {
 // v1 is refused with an error saying it is a symlink, and v1 is left
 // exactly as it was.
 func TestSymlinkedTaskRefused(t *testing.T) {
+	t.Parallel()
 	w := taskTree(t)
 	ctx := context.Background()
 	v1 := filepath.Join(w.Dir(), "tasks", "v1")
@@ -213,6 +215,7 @@ func TestSymlinkedTaskRefused(t *testing.T) {
 // refuses them at every rescan (status keeps naming them) rather than
 // forgetting them; files, fifos, bad names and dot entries stay out.
 func TestServedTasksListRefusedLinks(t *testing.T) {
+	t.Parallel()
 	w := taskTree(t)
 	got, err := w.Tasks(t.Context())
 	if err != nil {

@@ -50,6 +50,7 @@ func docsFixture(t *testing.T) (*Store, string) {
 }
 
 func TestReadTaskDoc(t *testing.T) {
+	t.Parallel()
 	w, dir := docsFixture(t)
 	got, err := w.ReadTaskDoc(t.Context(), "t1", "plan.json")
 	if err != nil {
@@ -169,6 +170,7 @@ func TestReadTaskDoc(t *testing.T) {
 }
 
 func TestListReviews(t *testing.T) {
+	t.Parallel()
 	w, dir := docsFixture(t)
 	// Noise beside the two reviews: each is skipped with its reason, or,
 	// for temporary dot-files, silently.

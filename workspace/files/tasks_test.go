@@ -14,6 +14,7 @@ import (
 )
 
 func TestTasksCreateListShow(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w, _ := newWS(t)
 	for _, id := range []string{"b", "a"} {
@@ -47,6 +48,7 @@ func TestTasksCreateListShow(t *testing.T) {
 }
 
 func TestPlanVersioning(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w, c := newWS(t)
 	newTask(t, w, "t1")
@@ -94,6 +96,7 @@ func TestPlanVersioning(t *testing.T) {
 }
 
 func TestOutputsAndReviews(t *testing.T) {
+	t.Parallel()
 	w, _ := newWS(t)
 	newTask(t, w, "t1")
 	rel, err := w.WriteOutput(t.Context(), "t1", "st_1", "worker_1", []byte(`{"summary":"done <ok>","subtask_id":"st_1"}`))
@@ -115,6 +118,7 @@ func TestOutputsAndReviews(t *testing.T) {
 }
 
 func TestThreads(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w, c := newWS(t)
 	newTask(t, w, "t1")
@@ -148,6 +152,7 @@ func TestThreads(t *testing.T) {
 }
 
 func TestMarkers(t *testing.T) {
+	t.Parallel()
 	w, _ := newWS(t)
 	newTask(t, w, "t1")
 	newTask(t, w, "t2")

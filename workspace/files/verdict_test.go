@@ -58,6 +58,7 @@ func refusedLine(name, seq string) string {
 // to the state, or to the marker_refused line of a reused name, and
 // refuses what is not a marker's name or not a record.
 func TestReadVerdict(t *testing.T) {
+	t.Parallel()
 	const name = ".claim.w1.x1"
 	claimRec := func(seq int64, file string) workspace.JournalRecord {
 		return workspace.JournalRecord{Seq: seq, TakenAt: vt0, File: file, Kind: workspace.KindClaim, Marker: workspace.Marker{AgentID: "w1", SubtaskID: "st_1"}}
@@ -198,6 +199,7 @@ func TestReadVerdict(t *testing.T) {
 // where the marker is; with one serving that never decides, the wait ends
 // with the context.
 func TestWaitVerdictWithoutDecision(t *testing.T) {
+	t.Parallel()
 	dir, ws := newWorkspace(t)
 	if _, err := ws.CreateTask(context.Background(), workspace.NewTaskRequest{ID: "t1", Description: "t"}); err != nil {
 		t.Fatal(err)

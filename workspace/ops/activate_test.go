@@ -17,6 +17,7 @@ import (
 // The observer has two threads: th_observer in training-001 and
 // nc_observer in nocard, both active, created at the same instant.
 func TestActivateThread(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w, c := provFixtureClock(t)
 	// Nothing was ever activated: the tie falls to the task id.
@@ -88,6 +89,7 @@ func TestActivateThread(t *testing.T) {
 }
 
 func TestActivateThreadRefused(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w := provFixture(t)
 	tree := func() map[string][]byte {
@@ -134,6 +136,7 @@ func TestActivateThreadRefused(t *testing.T) {
 }
 
 func TestActiveThreadNone(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w := provFixture(t)
 	// terse has one thread, pending.
@@ -163,6 +166,7 @@ func TestActiveThreadNone(t *testing.T) {
 }
 
 func TestPickActive(t *testing.T) {
+	t.Parallel()
 	at := func(task, id, status string, created, activated int) agentThread {
 		th := workspace.Thread{ID: id, Status: status, CreatedAt: fixtureNow.Add(time.Duration(created) * time.Second)}
 		if activated > 0 {

@@ -15,6 +15,7 @@ import (
 
 // TestChain walks a thread's chain from the task's root thread down.
 func TestChain(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w, c := newWS(t)
 	newTask(t, w, "t1")
@@ -47,6 +48,7 @@ func writeThread(t *testing.T, w *files.Store, task string, th workspace.Thread)
 }
 
 func TestChainBrokenPointers(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		threads []workspace.Thread

@@ -46,6 +46,7 @@ func writeSkill(t testing.TB, w *files.Store, name, text string) {
 }
 
 func TestPickSkills(t *testing.T) {
+	t.Parallel()
 	avail := []workspace.Skill{
 		{Name: "colours", Tags: []string{"Colours"}},
 		{Name: "core"},
@@ -95,6 +96,7 @@ func TestPickSkills(t *testing.T) {
 }
 
 func TestContextSkillsGolden(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		update workspace.ThreadUpdate
@@ -167,6 +169,7 @@ func setCardSkills(t testing.TB, w *files.Store, agent string, skills []string) 
 // A skill that does not fit is left out whole, listed with the reason,
 // and smaller items after it still fit.
 func TestContextSkillOverBudget(t *testing.T) {
+	t.Parallel()
 	w := skillFixture(t)
 	writeSkill(t, w, "grids", "---\ndescription: Reading ARC grids\ntags: [grids]\n---\n"+strings.Repeat("A long lesson on grids. ", 200))
 	full, err := Over(w).Context(t.Context(), "th_observer", ContextOptions{Unlimited: true})
@@ -208,6 +211,7 @@ func TestContextSkillOverBudget(t *testing.T) {
 // Broken skill files are refused with a note, never fatal, and nothing of
 // theirs reaches the text.
 func TestContextBadSkills(t *testing.T) {
+	t.Parallel()
 	w := skillFixture(t)
 	dir := filepath.Join(w.Dir(), workspace.SkillsDir)
 	secret := filepath.Join(t.TempDir(), "secret.md")
@@ -285,6 +289,7 @@ func TestContextBadSkills(t *testing.T) {
 // A skills/ that is a symlink or a file is one note, and the rest of the
 // context is built.
 func TestContextSkillsDirRefused(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		make func(t *testing.T, root string)
@@ -326,6 +331,7 @@ func TestContextSkillsDirRefused(t *testing.T) {
 }
 
 func TestContextSkillsDeterministic(t *testing.T) {
+	t.Parallel()
 	w := skillFixture(t)
 	mode := "analysis"
 	if _, err := w.UpdateThread(context.Background(), "training-001", "th_observer", "observer", workspace.ThreadUpdate{PrimaryMode: &mode, SkillTags: &[]string{"grids", "colours"}}); err != nil {

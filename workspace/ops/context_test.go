@@ -59,6 +59,7 @@ func sectionTokens(b ContextBundle) int {
 }
 
 func TestContextGolden(t *testing.T) {
+	t.Parallel()
 	w := provFixture(t)
 	full, err := Over(w).Context(t.Context(), "th_observer", ContextOptions{Unlimited: true})
 	if err != nil {
@@ -135,6 +136,7 @@ func TestContextGolden(t *testing.T) {
 }
 
 func TestContextContents(t *testing.T) {
+	t.Parallel()
 	w := provFixture(t)
 	b, err := Over(w).Context(t.Context(), "th_observer", ContextOptions{Budget: 100000})
 	if err != nil {
@@ -160,6 +162,7 @@ func TestContextContents(t *testing.T) {
 }
 
 func TestContextDeterministic(t *testing.T) {
+	t.Parallel()
 	w := provFixture(t)
 	var first []byte
 	for i := 0; i < 3; i++ {
@@ -180,6 +183,7 @@ func TestContextDeterministic(t *testing.T) {
 }
 
 func TestContextBadBuffers(t *testing.T) {
+	t.Parallel()
 	w := provFixture(t)
 	taskDir := filepath.Join(w.Dir(), "tasks", "training-001")
 	if err := os.Symlink(filepath.Join(taskDir, "notes", "observations.md"), filepath.Join(taskDir, "link.md")); err != nil {
@@ -276,6 +280,7 @@ func withDeadlineBundle(t *testing.T, w *files.Store, thread string, opt Context
 }
 
 func TestContextSkipsUnreadableThread(t *testing.T) {
+	t.Parallel()
 	w := provFixture(t)
 	name := filepath.Join(w.Dir(), "tasks", "training-001", "threads", "th_junk.json")
 	if err := os.WriteFile(name, []byte("{not json"), 0o644); err != nil {
@@ -291,6 +296,7 @@ func TestContextSkipsUnreadableThread(t *testing.T) {
 }
 
 func TestContextRefusesNegativeBudget(t *testing.T) {
+	t.Parallel()
 	w := provFixture(t)
 	if _, err := Over(w).Context(t.Context(), "th_observer", ContextOptions{Budget: -1}); err == nil {
 		t.Fatal("negative budget accepted")
@@ -298,6 +304,7 @@ func TestContextRefusesNegativeBudget(t *testing.T) {
 }
 
 func TestEstimateTokens(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want int

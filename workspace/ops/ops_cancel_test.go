@@ -31,6 +31,7 @@ func (s cancelOnEntry) ListEntries(ctx context.Context, sc workspace.Scope) ([]w
 // context ending in the middle of an assembly is an error too, not a
 // bundle with the reads it cut short left out.
 func TestOpsStopWhenContextEnds(t *testing.T) {
+	t.Parallel()
 	w := provFixture(t)
 	ops := Over(w)
 	ended, cancel := context.WithCancel(t.Context())

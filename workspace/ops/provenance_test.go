@@ -194,6 +194,7 @@ func provFixtureClock(t testing.TB) (*files.Store, *clock) {
 }
 
 func TestPreambleGolden(t *testing.T) {
+	t.Parallel()
 	w := provFixture(t)
 	tests := []struct {
 		name      string
@@ -246,6 +247,7 @@ func TestPreambleGolden(t *testing.T) {
 }
 
 func TestPreambleLevelsNest(t *testing.T) {
+	t.Parallel()
 	w := provFixture(t)
 	var prev []string
 	for _, d := range []string{DetailMinimal, DetailStandard, DetailVerbose} {
@@ -267,6 +269,7 @@ func TestPreambleLevelsNest(t *testing.T) {
 }
 
 func TestPreambleCutsRootMessage(t *testing.T) {
+	t.Parallel()
 	w := provFixture(t)
 	p, err := Over(w).Preamble(t.Context(), "d6", PreambleOptions{MaxMessageBytes: 41})
 	if err != nil {
@@ -283,6 +286,7 @@ func TestPreambleCutsRootMessage(t *testing.T) {
 }
 
 func TestPreambleRefusesBadDetail(t *testing.T) {
+	t.Parallel()
 	w := provFixture(t)
 	if _, err := Over(w).Preamble(t.Context(), "th_observer", PreambleOptions{Detail: "loud"}); !errors.Is(err, workspace.ErrInvalid) {
 		t.Fatalf("detail loud: got %v, want ErrInvalid", err)
@@ -293,6 +297,7 @@ func TestPreambleRefusesBadDetail(t *testing.T) {
 }
 
 func TestSystemContextGolden(t *testing.T) {
+	t.Parallel()
 	w := provFixture(t)
 	tests := []struct {
 		name, agent, task string
@@ -346,6 +351,7 @@ func TestSystemContextGolden(t *testing.T) {
 }
 
 func TestUniversalCapabilitiesNamed(t *testing.T) {
+	t.Parallel()
 	want := []string{"store_env_data", "get_env_data", "list_env_data", "update_env_data", "delete_env_data",
 		"store_memory", "get_memory", "list_memory", "delete_memory",
 		"get_task", "get_task_state", "get_plan", "get_subtask", "get_output", "list_reviews", "get_review",
@@ -401,6 +407,7 @@ func withDeadline(t *testing.T, what string, f func() error) error {
 }
 
 func TestBrokenChains(t *testing.T) {
+	t.Parallel()
 	w := brokenFixture(t)
 	tests := []struct {
 		name, thread string

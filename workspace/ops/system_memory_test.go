@@ -28,6 +28,7 @@ func memorySectionOf(text string) string {
 }
 
 func TestSystemContextMemory(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	store := func(t *testing.T, w *files.Store, s workspace.Scope, key, desc string) {
 		t.Helper()
@@ -132,6 +133,7 @@ func TestSystemContextMemory(t *testing.T) {
 }
 
 func TestPreambleCallerStep(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tests := []struct {
 		name     string
@@ -190,6 +192,7 @@ func TestPreambleCallerStep(t *testing.T) {
 // The caller's step is its own thread's: a parent addressed to someone
 // else says nothing about the caller.
 func TestMemoryShares(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ a, b, bound, wa, wb int }{
 		{10, 20, 100, 10, 20},
 		{100, 0, 100, 100, 0},
@@ -206,6 +209,7 @@ func TestMemoryShares(t *testing.T) {
 }
 
 func TestCallerStep(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		chain      []workspace.Thread

@@ -15,6 +15,7 @@ import (
 // is refused by every operation, naming the link, and nothing of the task
 // it leads to changes.
 func TestSymlinkedTaskRefused(t *testing.T) {
+	t.Parallel()
 	w, _ := newWS(t)
 	newTask(t, w, "v1")
 	if _, err := w.NewThread(context.Background(), workspace.NewThreadRequest{TaskID: "v1", ID: "th1", From: "a", To: "b", Message: "m"}); err != nil {

@@ -55,6 +55,7 @@ func dump(t *testing.T, s *Store) string {
 // TestBadInput holds the PostgreSQL store to the bad and odd input
 // tables every store meets.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t)
 	storetest.BadInput(t, s, func(t *testing.T) string { return dump(t, s) })
 }
@@ -63,6 +64,7 @@ func TestBadInput(t *testing.T) {
 // a NUL (which the file tree kept) is refused by import with ErrInvalid
 // naming the file, and nothing is loaded.
 func TestImportRefusesNULDescription(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	dir := t.TempDir()
 	w, err := files.Init(dir, workspace.Options{})

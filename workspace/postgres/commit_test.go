@@ -152,6 +152,7 @@ func normalize(t *testing.T, st workspace.State) string {
 }
 
 func TestCommitFlow(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := newStore(t)
 	epoch := lead(t, s, "test")
@@ -186,6 +187,7 @@ func TestCommitFlow(t *testing.T) {
 }
 
 func TestBackupsKeepN(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := newStore(t)
 	epoch := lead(t, s, "test")
@@ -230,6 +232,7 @@ func TestBackupsKeepN(t *testing.T) {
 // TestCommitFenced: once another daemon took the lease, a commit with
 // the old epoch writes nothing and leaves the markers waiting.
 func TestCommitFenced(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := newStore(t)
 	old := lead(t, s, "old")
@@ -270,6 +273,7 @@ func TestCommitFenced(t *testing.T) {
 // TestBadMarkers: markers no agent should write are journaled as
 // rejections with their reason, and the state stays valid.
 func TestBadMarkers(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := newStore(t)
 	epoch := lead(t, s, "test")
@@ -314,6 +318,7 @@ func TestBadMarkers(t *testing.T) {
 // TestServeTakesEveryMarkerOnce runs the daemon loop with agents
 // dropping claims and dones concurrently on several tasks.
 func TestServeTakesEveryMarkerOnce(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s, _ := newStore(t)

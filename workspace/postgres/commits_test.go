@@ -13,6 +13,7 @@ import (
 // connections (notified, not polled: no poll runs), through one shared
 // LISTEN that ends with the last waiter and starts again with the next.
 func TestCommitsHearsOtherConnections(t *testing.T) {
+	t.Parallel()
 	s, root := newStore(t)
 	agent, err := Open(t.Context(), root) // another process's connections
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 // TestEntriesInjection: keys, values and descriptions that are SQL are
 // stored and read back as data, and the tables are all still there.
 func TestEntriesInjection(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := newStore(t)
 	if err := s.PutTask(ctx, workspace.Task{ID: "t1", Description: "x"}); err != nil {
@@ -52,6 +53,7 @@ func TestEntriesInjection(t *testing.T) {
 }
 
 func TestEntriesErrors(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := newStore(t)
 	if err := s.PutTask(ctx, workspace.Task{ID: "t1", Description: "x"}); err != nil {
@@ -114,6 +116,7 @@ func TestEntriesErrors(t *testing.T) {
 // TestEntriesNoLostUpdate: 8 writers × 50 compare-and-swap increments of
 // one counter; every increment lands.
 func TestEntriesNoLostUpdate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := newStore(t)
 	sc := workspace.Scope{Kind: workspace.ScopeGlobal}

@@ -12,6 +12,7 @@ import (
 )
 
 func TestEventsOrder(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t)
 	ctx := context.Background()
 	for _, id := range []string{"t1", "t2"} {
@@ -127,6 +128,7 @@ func next(t *testing.T, got <-chan workspace.Event) workspace.Event {
 }
 
 func TestFollowSeesAppendsAndTheDaemonsCommits(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t)
 	ctx := context.Background()
 	epoch := lead(t, s, "daemon")
@@ -200,6 +202,7 @@ func TestFollowSeesAppendsAndTheDaemonsCommits(t *testing.T) {
 // to commit: reading on from a position, and following, deliver both,
 // in order, exactly once.
 func TestEventsFromAPositionSkipNothing(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t)
 	ctx := context.Background()
 	if err := s.PutTask(ctx, workspace.Task{ID: "t1", Description: "late"}); err != nil {

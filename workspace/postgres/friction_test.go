@@ -15,6 +15,7 @@ import (
 )
 
 func TestFrictionNoLostUpdate(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t)
 	ctx := context.Background()
 	const writers, each = 8, 25
@@ -67,6 +68,7 @@ func TestFrictionNoLostUpdate(t *testing.T) {
 }
 
 func TestFrictionLockTimeoutNamesHolder(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t)
 	ctx := context.Background()
 	holding, release := make(chan struct{}), make(chan struct{})
@@ -106,6 +108,7 @@ func TestFrictionLockTimeoutNamesHolder(t *testing.T) {
 }
 
 func TestNoteFrictionAndCorruptLog(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t)
 	ctx := context.Background()
 	if err := s.PutTask(ctx, workspace.Task{ID: "t1", Description: "friction"}); err != nil {

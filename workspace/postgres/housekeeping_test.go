@@ -86,6 +86,7 @@ func sendPlanBackTwice(t *testing.T, st workspace.Store) (entries, events []stri
 // as the file daemon does: the same markers leave the same friction
 // entries and the same friction_recorded events.
 func TestServeRecordsFrictionAsOnFiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ws, err := files.Init(dir, workspace.Options{})
 	if err != nil {
@@ -129,6 +130,7 @@ func TestServeRecordsFrictionAsOnFiles(t *testing.T) {
 // Leading, the daemon checks the subtasks in progress for timeouts every
 // rescan, and runs retention every cleanup interval.
 func TestServeChecksTimeoutsAndRunsRetention(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t)
 	setup := lead(t, s, "setup")
 	plannedTask(t, s, "slow", 1, setup)

@@ -15,6 +15,7 @@ import (
 // so an entry broken there is refused even though the commit does not
 // change it.
 func TestKnownStatesOnlyForTheirOwnBytes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := newStore(t)
 	epoch := lead(t, s, "test")

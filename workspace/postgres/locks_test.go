@@ -11,6 +11,7 @@ import (
 )
 
 func TestLockRefusesAnotherUntilReleased(t *testing.T) {
+	t.Parallel()
 	s, root := newStore(t)
 	ctx := context.Background()
 	tune(s, func(st *workspace.Settings) { st.LockTimeout = workspace.Duration(100 * time.Millisecond) })
@@ -96,6 +97,7 @@ func TestLockRefusesAnotherUntilReleased(t *testing.T) {
 }
 
 func TestLockOfADeadSessionIsFree(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t)
 	ctx := context.Background()
 	tune(s, func(st *workspace.Settings) { st.LockTimeout = workspace.Duration(100 * time.Millisecond) })

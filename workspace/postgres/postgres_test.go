@@ -42,6 +42,7 @@ func newStore(t testing.TB) (*Store, string) {
 }
 
 func TestInitMigratesOnceAndOpenChecksVersion(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	root := pgtest.Schema(t)
 	if _, err := Open(ctx, root); !errors.Is(err, ErrNotInitialized) || workspace.HintOf(err) == "" {
@@ -77,6 +78,7 @@ func TestInitMigratesOnceAndOpenChecksVersion(t *testing.T) {
 }
 
 func TestParseURL(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in, conn, schema string
 		bad              bool
@@ -104,6 +106,7 @@ func TestParseURL(t *testing.T) {
 // insert into the journal, is refused by PostgreSQL itself, while its
 // marker insert goes through.
 func TestAgentRoleCannotWriteState(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := pgtest.Shared(t)
 	db := c.DB(t)

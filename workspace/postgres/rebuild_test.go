@@ -13,6 +13,7 @@ import (
 // state the commits wrote, then reads the status before and after a
 // marker is applied.
 func TestRebuildAndStatus(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := newStore(t)
 	st, err := s.ReadStatus(ctx)

@@ -72,6 +72,7 @@ func rowsOf(t *testing.T, s *Store, id string) map[string]int {
 }
 
 func TestPruneByPolicy(t *testing.T) {
+	t.Parallel()
 	s, root := newStore(t)
 	ctx := context.Background()
 	day := retention.Day

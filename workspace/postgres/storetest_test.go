@@ -11,6 +11,7 @@ import (
 // PostgreSQL workspace for each part, served by the real daemon under the
 // lease.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T) workspace.Served {
 		s, _ := newStore(t)
 		return s

@@ -15,6 +15,7 @@ import (
 // found by its hash, a revoke is seen at the next look-up, concurrent adds
 // lose nothing, and a grant that would not pass in a file is refused.
 func TestTokensKeeper(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t)
 	ctx := context.Background()
 	k := s.Tokens()

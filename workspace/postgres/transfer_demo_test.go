@@ -59,6 +59,7 @@ func tree(t *testing.T, dir string) (files map[string][]byte, dirs map[string]bo
 // friction, entries, threads, products, plan versions, output history)
 // and every directory.
 func TestTransferRoundTrip(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := filepath.Join(t.TempDir(), "run")
 	if _, err := demo.Run(ctx, demo.Config{Root: src, Agents: 3, TimeScale: 0.01, Out: io.Discard}); err != nil {

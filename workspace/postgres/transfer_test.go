@@ -16,6 +16,7 @@ import (
 // TestTransferRefusesBadTrees: a tree import cannot keep byte for byte is
 // refused with a clear error, and nothing is written.
 func TestTransferRefusesBadTrees(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _, err := Init(ctx, pgtest.Schema(t))
 	if err != nil {

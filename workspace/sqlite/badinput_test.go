@@ -46,6 +46,7 @@ func dump(t *testing.T, s *Store) string {
 // TestBadInput holds the SQLite store to the bad and odd input tables
 // every store meets.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t)
 	storetest.BadInput(t, s, func(t *testing.T) string { return dump(t, s) })
 }
@@ -53,6 +54,7 @@ func TestBadInput(t *testing.T) {
 // TestOddValuesExact: SQLite keeps a value byte for byte, white space and
 // all, where the file tree writes it compacted.
 func TestOddValuesExact(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t)
 	ctx := t.Context()
 	if _, err := s.CreateTask(ctx, workspace.NewTaskRequest{ID: "t1", Description: "d"}); err != nil {

@@ -13,6 +13,7 @@ import (
 // away), through one shared watch that ends with the last waiter and
 // starts again with the next.
 func TestCommitsHearsOtherProcesses(t *testing.T) {
+	t.Parallel()
 	s, root := newStore(t)
 	agent, err := Open(t.Context(), root) // another process's connections
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 // same task, state, journal, backups (by the names backup list gives)
 // and entries as the database; a directory that is not empty is refused.
 func TestExport(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := newStore(t)
 	if _, err := s.CreateTask(ctx, workspace.NewTaskRequest{ID: "t1", Description: "'); DROP TABLE tasks; --"}); err != nil {

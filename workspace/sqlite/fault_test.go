@@ -14,6 +14,7 @@ import (
 // disk_full fault with its hint, as ENOSPC is on the file tree, and
 // commits nothing; once there is room the same markers commit.
 func TestFaultFull(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := newStore(t)
 	if _, err := s.CreateTask(ctx, workspace.NewTaskRequest{ID: "t1", Description: "d"}); err != nil {
@@ -56,6 +57,7 @@ func TestFaultFull(t *testing.T) {
 // TestFaultReadOnly: a write to a database SQLite may only read is a
 // read_only fault with its hint; other errors are left as they are.
 func TestFaultReadOnly(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t)
 	ro, err := sql.Open("sqlite", "file:"+s.Path()+"?mode=ro")
 	if err != nil {

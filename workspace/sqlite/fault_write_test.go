@@ -15,6 +15,7 @@ import (
 // ENOSPC, so the error names the disk and has the hint to free space. The
 // database is kept from growing by max_page_count, as a full disk would.
 func TestFaultFullAgentWrite(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t)
 	ctx := t.Context()
 	if _, err := s.CreateTask(ctx, workspace.NewTaskRequest{ID: "t1", Description: "d", SubmittedBy: "test"}); err != nil {

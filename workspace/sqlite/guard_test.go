@@ -52,6 +52,7 @@ func guarded(t testing.TB) (*Store, *sql.DB) {
 // the table, and changes nothing; it still inserts markers and products,
 // and the store's connections still write the guarded tables.
 func TestGuard(t *testing.T) {
+	t.Parallel()
 	s, agent := guarded(t)
 	writes := map[string][]string{
 		"states": {`INSERT INTO states (task_id, journal_seq, doc, epoch) VALUES ('t2', 1, '{}', 0)`,
@@ -148,6 +149,7 @@ func BenchmarkGuard(b *testing.B) {
 // (as a workspaced before the guard made it) applies the migrations
 // after it, and the guard then holds.
 func TestGuardMigratesOlderDatabase(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ms, err := tables.Migrations(migrationFiles)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 // written, a name no file could have; a name that only looks hostile is
 // kept as given and journaled under it, once.
 func TestMarkerNames(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := newStore(t)
 	if _, err := s.CreateTask(ctx, workspace.NewTaskRequest{ID: "t1", Description: "d"}); err != nil {
@@ -85,6 +86,7 @@ func TestMarkerNames(t *testing.T) {
 // deep) and nothing written; one
 // holding SQL, NUL escapes and any script is kept and read back whole.
 func TestProductsBadInput(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := newStore(t)
 	if _, err := s.CreateTask(ctx, workspace.NewTaskRequest{ID: "t1", Description: "d"}); err != nil {

@@ -82,6 +82,7 @@ func worker(args []string) error {
 // daemon serves it: no busy error reaches any of them, no update of the
 // counter is lost, and every claim is journaled exactly once.
 func TestProcesses(t *testing.T) {
+	t.Parallel()
 	const procs, rounds, claims = 4, 25, 10
 	s, root := newStore(t)
 	ctx := t.Context()

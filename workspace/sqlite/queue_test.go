@@ -15,6 +15,7 @@ import (
 // writer of another store waits for it (its wait ends with its context,
 // and the turn it gave up is handed on), and writes once it is given up.
 func TestWriteQueue(t *testing.T) {
+	t.Parallel()
 	s1, root := newStore(t)
 	s2, err := Open(t.Context(), root)
 	if err != nil {
@@ -44,6 +45,7 @@ func TestWriteQueue(t *testing.T) {
 // TestStatementsLearned: a write statement run twice is prepared on the
 // write pool, and the writes through it keep their effect.
 func TestStatementsLearned(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t)
 	sc := workspace.Scope{Kind: workspace.ScopeGlobal}
 	for i := range 3 {

@@ -21,6 +21,7 @@ var erofs = &faultErr{err: errors.New("unable to open database file (14)"), errn
 // writer's commits, still in its log, are read, not missed; once the
 // filesystem is writable again the store writes as usual.
 func TestReadOnlyOpen(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, root := newStore(t)
 	if _, err := s.CreateTask(ctx, workspace.NewTaskRequest{ID: "t1", Description: "d"}); err != nil {
@@ -94,6 +95,7 @@ func TestReadOnlyOpen(t *testing.T) {
 // so, with the read-only fault, rather than read the database without
 // them.
 func TestReadOnlyOpenLogWithoutIndex(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := newStore(t)
 	if _, err := s.CreateTask(ctx, workspace.NewTaskRequest{ID: "t1", Description: "d"}); err != nil {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestInitMigratesOnceAndOpenChecksVersion(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	root := "sqlite:" + filepath.Join(t.TempDir(), "ws.db")
 	if _, err := Open(ctx, root); !errors.Is(err, ErrNotInitialized) || workspace.HintOf(err) == "" {
@@ -40,6 +41,7 @@ func TestInitMigratesOnceAndOpenChecksVersion(t *testing.T) {
 }
 
 func TestParsePath(t *testing.T) {
+	t.Parallel()
 	abs, _ := filepath.Abs("agents.db")
 	for _, c := range []struct {
 		root, want string
@@ -68,6 +70,7 @@ func TestParsePath(t *testing.T) {
 // TestReusedMarkerNameRefused: a name the journal holds is refused at
 // insert by the trigger, as ErrConflict.
 func TestReusedMarkerNameRefused(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t)
 	ctx := t.Context()
 	if _, err := s.CreateTask(ctx, workspace.NewTaskRequest{ID: "t1", Description: "d", SubmittedBy: "test"}); err != nil {
@@ -92,6 +95,7 @@ func TestReusedMarkerNameRefused(t *testing.T) {
 // TestStandbyTakesOver: a second Lead fails with ErrLocked; with Standby
 // it waits, and takes the lead once the first releases it.
 func TestStandbyTakesOver(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t)
 	ctx := t.Context()
 	l, err := s.Lead(ctx, workspace.LeadOptions{Holder: "first"})

@@ -14,6 +14,7 @@ import (
 // markers waiting and probes the daemon's lock; Rebuild folds the journal
 // to the state the commit wrote, and refuses a missing task.
 func TestReadStatusAndRebuild(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := newStore(t)
 	for _, id := range []string{"t1", "t2"} {

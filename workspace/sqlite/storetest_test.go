@@ -24,6 +24,7 @@ func newStore(t testing.TB) (*Store, string) {
 // TestConformance runs the suite every store passes against a fresh
 // SQLite workspace for each part, served by the real daemon.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T) workspace.Served {
 		s, _ := newStore(t)
 		return s

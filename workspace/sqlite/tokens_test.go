@@ -19,6 +19,7 @@ import (
 // grant that would not pass in a file is refused, and the token itself is
 // nowhere in the database's files.
 func TestTokensKeeper(t *testing.T) {
+	t.Parallel()
 	s, root := newStore(t)
 	ctx := context.Background()
 	k := s.Tokens()

@@ -19,6 +19,7 @@ import (
 // byte after an import, and one to the millisecond, as workspaced
 // writes them, is kept in the store's sortable form.
 func TestTransferKeepsEveryTime(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	w, err := files.Init(dir, workspace.Options{})
@@ -71,6 +72,7 @@ func TestTransferKeepsEveryTime(t *testing.T) {
 // millisecond are exported under the names ListBackups gives them (a
 // counter after the stamp), none overwriting another.
 func TestExportNamesBackupsAsListed(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _, err := Init(ctx, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 // the plan, a reused name, keys that need quoting — and a state that is
 // not JSON is ErrInvalid.
 func TestReadVerdictReadsWhatJudgeNeeds(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t)
 	ctx := t.Context()
 	if _, err := s.CreateTask(ctx, workspace.NewTaskRequest{ID: "t1", Description: "verdicts"}); err != nil {

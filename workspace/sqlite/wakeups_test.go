@@ -13,6 +13,7 @@ import (
 // committed. A write is heard when its frames reach the WAL, before the
 // commit is visible; a look made only then would miss it until the poll.
 func TestWakeupsHearEveryCommit(t *testing.T) {
+	t.Parallel()
 	s, root := newStore(t)
 	ctx := t.Context()
 	wk, err := s.Wakeups(ctx, workspace.WakeOptions{Interval: time.Hour})

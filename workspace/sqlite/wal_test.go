@@ -15,6 +15,7 @@ import (
 // it ends, the log is checkpointed, started again and cut back to the
 // limit at the next commits, instead of keeping its largest size.
 func TestWALShrinksAfterALongRead(t *testing.T) {
+	t.Parallel()
 	s, root := newStore(t)
 	ctx := t.Context()
 	if _, err := s.CreateTask(ctx, workspace.NewTaskRequest{ID: "t1", Description: "wal", SubmittedBy: "test"}); err != nil {
