@@ -59,7 +59,8 @@ var reTAPCount = regexp.MustCompile(`(?m)^# (pass|fail|skipped|todo|cancelled) (
 // workspace on files, on SQLite and on PostgreSQL: the daemon and the HTTP
 // API in one process, tokens required. Agents alpha and beta work on t1
 // with every right and write the global memory, reader only reads it,
-// outsider has t2 and no memory. The suite drives WorkspacedClient,
+// outsider has t2 and no memory, admin has every task (and so may create
+// tasks). The suite drives WorkspacedClient,
 // WorkspacedStore under a LangGraph.js StateGraph and against
 // InMemoryStore, WorkspacedSession under the Agents SDK's run() and two
 // processes adding at once, and the problem answer of every documented
@@ -95,6 +96,7 @@ func TestTypeScriptClient(t *testing.T) {
 				"beta":     w.addToken("--agent", "beta", "--task", "t1", "--may", "claim,done,plan,review", "--global-memory", "write"),
 				"reader":   w.addToken("--agent", "reader", "--task", "t1", "--global-memory", "read"),
 				"outsider": w.addToken("--agent", "outsider", "--task", "t2"),
+				"admin":    w.addToken("--agent", "admin", "--task", "*", "--may", "claim,done,plan,review"),
 			}
 			// A token file makes the listener require tokens, loopback or not.
 			tokenFile := filepath.Join(t.TempDir(), "ops-token")

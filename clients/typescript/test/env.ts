@@ -4,7 +4,8 @@
 //   WORKSPACED_URL     the listener's address (http://127.0.0.1:PORT)
 //   WORKSPACED_TOKENS  JSON {name: token}: "alpha" and "beta" (task t1, every
 //                      right, global memory write), "reader" (global memory
-//                      read), "outsider" (task t2 only, no global memory)
+//                      read), "outsider" (task t2 only, no global memory),
+//                      "admin" (every task)
 //   WORKSPACED_TASK    the task the tokens cover (t1)
 //   WORKSPACED_STORE   the workspace's store: files, sqlite or postgres
 //
