@@ -38,12 +38,16 @@ func TestBadInput(t *testing.T) {
 		{"nested too deep", "PUT", "/api/v1/tasks/t1/env/k", `{"value": ` + deep + `}`, nil, 400, kindInvalid},
 		{"a nested plan", "POST", "/api/v1/tasks/t1/plan", `{"subtasks": ` + deep + `}`, nil, 400, kindInvalid},
 		{"a body over the bound", "PUT", "/api/v1/tasks/t1/env/k", huge, nil, 413, kindTooLarge},
+		{"an output over the largest file", "PUT", "/api/v1/tasks/t1/outputs/s1", `{"summary": "` + strings.Repeat("x", limit.MaxFileBytes+2*bodySlack) + `"}`, nil, 413, kindTooLarge},
 		{"a value over the limit", "PUT", "/api/v1/tasks/t1/env/k", `{"value": "` + strings.Repeat("x", limit.ValueMaxBytes+10) + `"}`, nil, 400, kindInvalid},
 		{"not JSON by its type", "PUT", "/api/v1/tasks/t1/env/k", []byte(`value=1`), []string{"Content-Type", "application/x-www-form-urlencoded"}, 415, kindMediaType},
 		{"a task id that is a path", "GET", "/api/v1/tasks/..%2F..%2Fetc/env", nil, nil, 400, kindInvalid},
 		{"a task id with a NUL", "GET", "/api/v1/tasks/t%001", nil, nil, 400, kindInvalid},
 		{"no such task", "GET", "/api/v1/tasks/t9", nil, nil, 404, kindNotFound},
 		{"no such thread", "GET", "/api/v1/tasks/t1/threads/th9/session", nil, nil, 404, kindNotFound},
+		{"a description not UTF-8", "PUT", "/api/v1/tasks/t1/env/k", "{\"value\": 1, \"short_description\": \"bad\xffdesc\"}", nil, 400, kindInvalid},
+		{"a lone surrogate", "PUT", "/api/v1/tasks/t1/env/k", `{"value": 1, "short_description": "bad\udcffdesc"}`, nil, 400, kindInvalid},
+		{"a key not UTF-8", "GET", "/api/v1/tasks/t1/env/bad%FFkey", nil, nil, 400, kindInvalid},
 		{"a key with a control character", "GET", "/api/v1/tasks/t1/env/a%0Ab", nil, nil, 400, kindInvalid},
 		{"a key too long", "GET", "/api/v1/tasks/t1/env/" + strings.Repeat("k", 300), nil, nil, 400, kindInvalid},
 		{"an If-Match that is no version", "PUT", "/api/v1/tasks/t1/env/k", `{"value": 1}`, []string{"If-Match", `"abc"`}, 400, kindInvalid},
@@ -79,6 +83,10 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 	}
+	// A document over the value limit but within the largest file is
+	// taken, as the CLI takes it.
+	big := `{"summary": "` + strings.Repeat("x", limit.ValueMaxBytes+10) + `"}`
+	c.want(c.do("PUT", "/api/v1/tasks/t1/outputs/s1", big), 200, "an output over the value limit")
 	if items, err := st.ListEntries(t.Context(), workspace.Scope{Kind: workspace.ScopeThread, TaskID: "t1"}); err != nil || len(items) != 0 {
 		t.Errorf("refused writes left entries: %v %+v", err, items)
 	}
@@ -134,4 +142,39 @@ func TestWriteProblem(t *testing.T) {
 			t.Errorf("%d: %+v", status, p)
 		}
 	}
+}
+
+// FuzzMemorySearch sends arbitrary search bodies: the answer is a list
+// or a problem, never a 500 or a panic.
+func FuzzMemorySearch(f *testing.F) {
+	for _, s := range []string{`{}`, `{"namespace_prefix": ["a"], "filter": {"x": 1}}`, `{"filter": {"x": {"$gt": "a", "$lt": 3}}}`,
+		`{"filter": {"x": {"$ne": null}}, "limit": 1000, "offset": 5}`, `{"namespace_prefix": ["\u0000"]}`, `{"filter": []}`, `{"limit": -1}`} {
+		f.Add([]byte(s))
+	}
+	st := newTreeStore(f)
+	h := New(Config{Store: st, Gate: &httpauth.Gate{TrustLoopback: true}, Log: quiet})
+	put := httptest.NewRequest("PUT", "/api/v1/memory/items?namespace=a&key=k", strings.NewReader(`{"value": {"x": 2, "y": "b"}}`))
+	put.Header.Set("Content-Type", "application/json")
+	put.Host = "127.0.0.1"
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, put)
+	if rec.Code != 200 {
+		f.Fatalf("put: %d %s", rec.Code, rec.Body)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r := httptest.NewRequest("POST", "/api/v1/memory/search", bytes.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		r.Host = "127.0.0.1"
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		switch {
+		case rec.Code == http.StatusOK:
+		case rec.Code == http.StatusBadRequest || rec.Code == http.StatusRequestEntityTooLarge:
+			if ct := rec.Header().Get("Content-Type"); ct != "application/problem+json" {
+				t.Fatalf("%d with %q", rec.Code, ct)
+			}
+		default:
+			t.Fatalf("status %d for %q: %s", rec.Code, body, rec.Body)
+		}
+	})
 }

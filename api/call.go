@@ -154,9 +154,18 @@ func access(g tokens.Grant) string {
 }
 
 // body reads the request's JSON body: application/json (415 otherwise),
-// at most MaxBodyBytes (413, before anything past the bound is read),
-// one document within the store's depth limit.
-func (c *call) body() ([]byte, error) {
+// at most MaxBodyBytes (413, before anything past the bound is read).
+func (c *call) body() ([]byte, error) { return c.bodyWithin(c.h.cfg.MaxBodyBytes) }
+
+// document reads a body that is a task's document (a plan, an output, a
+// review): bounded by the largest file the store takes, as the daemon
+// reads products, rather than by the largest value.
+func (c *call) document() ([]byte, error) {
+	return c.bodyWithin(max(c.h.cfg.MaxBodyBytes, int64(c.h.st.Settings().Limits.MaxFileBytes)+bodySlack))
+}
+
+// bodyWithin reads the request's JSON body, at most max bytes.
+func (c *call) bodyWithin(max int64) ([]byte, error) {
 	if ct := c.r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
@@ -165,7 +174,6 @@ func (c *call) body() ([]byte, error) {
 	} else {
 		return nil, refuse(http.StatusUnsupportedMediaType, kindMediaType, "the body has no Content-Type", "send the body as application/json")
 	}
-	max := c.h.cfg.MaxBodyBytes
 	if c.r.ContentLength > max {
 		return nil, tooLarge(c.r.ContentLength, max)
 	}
@@ -200,9 +208,13 @@ func (c *call) decode(what string, v any) error {
 	return decodeStrict(what, data, c.h.st.Settings().Limits.MaxDepth, v)
 }
 
-// decodeStrict decodes data into v within the depth limit, refusing an
-// unknown field, a wrong type and data after the document.
+// decodeStrict decodes data into v within the depth limit, refusing text
+// that is not UTF-8 (which the decoder would rewrite), an unknown field,
+// a wrong type and data after the document.
 func decodeStrict(what string, data []byte, maxDepth int, v any) error {
+	if err := workspace.CheckText(what, data); err != nil {
+		return err
+	}
 	if err := workspace.CheckDepth(data, maxDepth); err != nil {
 		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "parse " + what, Err: err, Hint: "flatten the document"}
 	}

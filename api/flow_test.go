@@ -206,6 +206,13 @@ func TestFlow(t *testing.T) {
 				t.Errorf("problem %+v", p)
 			}
 
+			// A cancel through done, on a task of its own, applied.
+			planner.want(planner.do("POST", "/api/v1/tasks", map[string]any{"id": "t2", "description": "to cancel"}), 201, "create t2")
+			planner.want(planner.do("POST", "/api/v1/tasks/t2/done", map[string]any{"status": "cancelled", "error": "not needed", "wait": "30s"}), 200, "cancel").json(t, &d)
+			if d.Verdict == nil || d.Verdict.Verdict != workspace.VerdictApplied || d.Verdict.TaskStatus != "cancelled" {
+				t.Fatalf("cancel: %+v", d)
+			}
+
 			var page eventPage
 			w1.want(w1.do("GET", "/api/v1/tasks/t1/events?after=0&limit=1000", nil), 200, "events").json(t, &page)
 			if len(page.Events) < 5 || page.Next != page.Events[len(page.Events)-1].End {

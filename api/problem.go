@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/workspaced/workspaced/friction"
+	"github.com/workspaced/workspaced/internal/guard"
 	"github.com/workspaced/workspaced/internal/httpauth"
 	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/service"
@@ -160,7 +161,7 @@ func WriteProblem(w http.ResponseWriter, r *http.Request, status int, detail, hi
 func writeProblem(w http.ResponseWriter, r *http.Request, err error) {
 	p := problemOf(r, err)
 	if p.Status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="workspaced"`)
+		w.Header().Set("WWW-Authenticate", guard.Challenge(r, ""))
 	}
 	data, _ := json.Marshal(p)
 	w.Header().Set("Content-Type", "application/problem+json")

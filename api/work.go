@@ -45,7 +45,7 @@ func (h *Handler) product(c *call, id, op string, mark bool, req workspace.DoneR
 		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "wait", Msg: "a wait needs a marker to wait for",
 			Hint: "add done=true (propose=true for a plan), or leave wait out"}
 	}
-	data, err := c.body()
+	data, err := c.document()
 	if err != nil {
 		return err
 	}

@@ -1,9 +1,10 @@
 // Package e2e holds the end-to-end test packages that run the workspaced
-// binary as separate processes, each building it once through
-// internal/clitest:
+// binary as separate processes, built once per go test run for all of
+// them (internal/testbin, through internal/clitest):
 //
 //   - e2e/sqlite: sqlite: roots — agents in other languages, contention,
-//     crashes and faults;
+//     crashes and faults (WORKSPACED_TORTURE_LONG=1 for the crash test's
+//     long sizes);
 //   - e2e/files: directory roots where the filesystem is the test — a full
 //     disk and read-only remounts on a loop-mounted ext4 (root only; they
 //     skip without it), the inotify watch limit, rescans of thousands of

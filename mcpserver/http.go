@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/workspaced/workspaced/audit"
+	"github.com/workspaced/workspaced/internal/guard"
 	"github.com/workspaced/workspaced/internal/httpauth"
 	"github.com/workspaced/workspaced/oauth"
 	"github.com/workspaced/workspaced/tokens"
@@ -54,6 +55,10 @@ type HTTPOptions struct {
 	// beyond it is refused (503) while the others go on. 0 means
 	// DefaultMaxSessions.
 	MaxSessions int
+	// SessionsPerToken bounds the sessions one token holds at once, so
+	// that no token takes the slots of the others: a new one beyond it is
+	// refused (429). 0 means guard.DefaultSessions.
+	SessionsPerToken int
 	// IdleTimeout closes a session that no request used for this long.
 	// 0 means DefaultIdleTimeout.
 	IdleTimeout time.Duration
@@ -106,7 +111,8 @@ type HTTP struct {
 	watch *tokens.Watch // ends the sessions of ended tokens, writes last uses
 
 	mu       sync.Mutex
-	sessions int // opened and not yet closed, reserved ones included
+	sessions int            // opened and not yet closed, reserved ones included
+	perToken *guard.Counter // the same, by token id
 }
 
 // NewHTTP builds the handler over the workspace w, whose agents are the
@@ -118,6 +124,9 @@ func NewHTTP(w workspace.Store, toks tokens.Keeper, opt HTTPOptions) (*HTTP, err
 	store := toks
 	if opt.MaxSessions <= 0 {
 		opt.MaxSessions = DefaultMaxSessions
+	}
+	if opt.SessionsPerToken <= 0 {
+		opt.SessionsPerToken = guard.DefaultSessions
 	}
 	if opt.IdleTimeout <= 0 {
 		opt.IdleTimeout = DefaultIdleTimeout
@@ -131,7 +140,7 @@ func NewHTTP(w workspace.Store, toks tokens.Keeper, opt HTTPOptions) (*HTTP, err
 	if opt.Observer == nil {
 		opt.Observer = nopObserver{}
 	}
-	h := &HTTP{w: w, store: store, opt: opt, log: opt.Log}
+	h := &HTTP{w: w, store: store, opt: opt, log: opt.Log, perToken: guard.NewCounter(opt.SessionsPerToken)}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
@@ -164,11 +173,35 @@ func (h *HTTP) Close() { h.watch.Close() }
 // MaxBodyBytes is the bound on a request body.
 func (h *HTTP) MaxBodyBytes() int64 { return h.opt.MaxBodyBytes }
 
-// ServeHTTP refuses a request without a valid token (401), with a body
-// over the bound (413), or opening a session beyond the bound (503), a
+// Who names the token r carries when the keeper holds it, or the OAuth
+// issuer signed it for this server (its id), for the limits of a
+// listener (guard.Options.Identify).
+func (h *HTTP) Who(r *http.Request) (string, bool) {
+	tok, ok := httpauth.Bearer(r)
+	if !ok {
+		return "", false
+	}
+	if h.opt.OAuth != nil && !strings.HasPrefix(tok, tokens.Prefix) {
+		a, err := h.opt.OAuth.Verify(r.Context(), tok)
+		if err != nil {
+			return "", false
+		}
+		return a.Grant.ID(), true
+	}
+	g, err := httpauth.Lookup(h.store, tok)
+	if err != nil {
+		return "", false
+	}
+	return g.ID(), true
+}
+
+// ServeHTTP refuses a request without a valid token (401, with the
+// bearer challenge), with a body over the bound (413), or opening a
+// session beyond the bound (503) or beyond its token's share (429), a
 // task the token does not cover (403) or a task or thread that is not
 // there (404); each refusal is logged with the agent and the reason.
 func (h *HTTP) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	rw = guard.Challenging(rw, r, "")
 	if r.ContentLength > h.opt.MaxBodyBytes {
 		h.log.Warn("mcp http: request refused", "agent", "-", "remote", r.RemoteAddr,
 			"reason", fmt.Sprintf("a body of %d bytes, more than %d", r.ContentLength, h.opt.MaxBodyBytes))
@@ -184,7 +217,7 @@ func (h *HTTP) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		h.opt.Observer.Refused(RefusalNoToken)
 		h.refusedAudit(r, "", "", "no bearer token")
 		if h.opt.OAuth == nil { // else the bearer check names the metadata
-			rw.Header().Set("WWW-Authenticate", `Bearer realm="workspaced"`)
+			rw.Header().Set("WWW-Authenticate", guard.Challenge(r, ""))
 		}
 	} else if h.opt.OAuth != nil && !strings.HasPrefix(tok, tokens.Prefix) {
 		a, ok := h.verifyOAuth(rw, r, tok)
@@ -313,15 +346,25 @@ func (h *HTTP) serve(rw http.ResponseWriter, r *http.Request) {
 			"name a task the token covers, or ask for a token that covers this one")
 		return
 	}
-	if !h.reserve() {
-		refuse(http.StatusServiceUnavailable, RefusalTooManySessions, fmt.Sprintf("too many sessions: %d are open, the most this server serves", h.opt.MaxSessions),
-			"close a session you no longer use, or try again once idle ones have expired")
-		return
+	release := func() {}
+	if opensSession(r) {
+		var f *guard.Refusal
+		if release, f = h.admit(g); f != nil {
+			if f.Status == http.StatusServiceUnavailable {
+				refuse(f.Status, RefusalTooManySessions, f.Msg, f.Hint)
+				return
+			}
+			h.opt.Observer.Refused(RefusalTokenSessions)
+			h.refusedAudit(r, g.Agent, g.ID(), f.Msg)
+			h.log.Warn("mcp http: session refused", "agent", g.Agent, "token", g.ID(), "remote", r.RemoteAddr, "reason", f.Msg)
+			WriteRefusal(rw, r, f)
+			return
+		}
 	}
 	s, err := newSession(r.Context(), h.w, Options{TaskID: task, ThreadID: thread, Agent: g.Agent, Grants: grantOf, Log: h.log,
 		Audit: h.opt.Audit, TokenID: g.ID(), Remote: r.RemoteAddr})
 	if err != nil {
-		h.release()
+		release()
 		h.refuseErr(rw, r, g, err)
 		return
 	}
@@ -345,12 +388,12 @@ func (h *HTTP) serve(rw http.ResponseWriter, r *http.Request) {
 		go func() {
 			ss.Wait()
 			unhold()
-			h.release()
+			release()
 			h.log.Info("mcp http: session closed", "agent", g.Agent, "session", ss.ID())
 		}()
 		return
 	}
-	h.release()
+	release()
 }
 
 // opened is the session of id the request just opened, or nil.
@@ -378,6 +421,54 @@ func (h *HTTP) refuseErr(rw http.ResponseWriter, r *http.Request, g tokens.Grant
 	rpcError(rw, r, status, ErrorText(err))
 }
 
+// opensSession reports whether r, a POST without a session id, is an
+// initialize request, which opens a session; a stateless request
+// (server/discover) holds no slot, even while it is being answered.
+func opensSession(r *http.Request) bool {
+	if r.Body == nil {
+		return false
+	}
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		// The SDK reads the same error (a body over the bound: 413)
+		// after what was read.
+		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(data), failingReader{err}))
+		return true
+	}
+	r.Body = io.NopCloser(bytes.NewReader(data))
+	var m struct {
+		Method string `json:"method"`
+	}
+	if json.Unmarshal(data, &m) != nil {
+		return true
+	}
+	return m.Method == "initialize"
+}
+
+type failingReader struct{ err error }
+
+func (f failingReader) Read([]byte) (int, error) { return 0, f.err }
+
+// admit takes a slot for a session of g: one of its token's share, and
+// one of the server's. It returns what gives them back, or why not.
+func (h *HTTP) admit(g tokens.Grant) (func(), *guard.Refusal) {
+	if !h.perToken.Acquire(g.ID()) {
+		return nil, &guard.Refusal{Status: http.StatusTooManyRequests, Limit: guard.LimitSessions, RetryAfter: time.Minute,
+			Msg:  fmt.Sprintf("too many sessions for this token: agent %s holds %d, the most one token may (token %s)", g.Agent, h.opt.SessionsPerToken, g.ID()),
+			Hint: "end a session you no longer use (DELETE it), or try again once idle ones have expired"}
+	}
+	if !h.reserve() {
+		h.perToken.Release(g.ID())
+		return nil, &guard.Refusal{Status: http.StatusServiceUnavailable,
+			Msg:  fmt.Sprintf("too many sessions: %d are open, the most this server serves", h.opt.MaxSessions),
+			Hint: "close a session you no longer use, or try again once idle ones have expired"}
+	}
+	return func() {
+		h.release()
+		h.perToken.Release(g.ID())
+	}, nil
+}
+
 // refusedAudit records a refused request in the audit.
 func (h *HTTP) refusedAudit(r *http.Request, agent, token, reason string) {
 	h.opt.Audit.Record(r.Context(), audit.Record{Door: audit.DoorMCP, Action: "request " + r.Method, Outcome: audit.Refused,
@@ -400,10 +491,37 @@ func (h *HTTP) release() {
 	h.mu.Unlock()
 }
 
+// CodeRateLimited is the JSON-RPC error code of a request refused for a
+// limit (429): the code proposed for MCP's rate-limiting errors, with
+// the seconds to wait in its data as retryAfter.
+const CodeRateLimited = -32023
+
+// WriteRefusal answers a request the guard of a listener refused (a
+// limit, an origin) as an MCP client reads it: the HTTP status with
+// Retry-After, and a JSON-RPC error carrying the message, the hint and,
+// for a limit, the seconds to wait.
+func WriteRefusal(rw http.ResponseWriter, r *http.Request, f *guard.Refusal) {
+	f.SetHeader(rw.Header())
+	e := &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: f.Msg + "\nhint: " + f.Hint}
+	if f.Status == http.StatusTooManyRequests {
+		e.Code = CodeRateLimited
+		e.Data, _ = json.Marshal(map[string]int{"retryAfter": f.RetryAfterSeconds()})
+	}
+	writeRPCError(rw, r, f.Status, e)
+}
+
 // rpcError answers a request with an HTTP status and a JSON-RPC error
 // carrying msg, with the request's id when its body has one, so that a
 // client shows the message rather than the status alone.
 func rpcError(rw http.ResponseWriter, r *http.Request, status int, msg string) {
+	code := int64(jsonrpc.CodeInvalidRequest)
+	if status == http.StatusNotFound || status == http.StatusBadRequest {
+		code = jsonrpc.CodeInvalidParams
+	}
+	writeRPCError(rw, r, status, &jsonrpc.Error{Code: code, Message: msg})
+}
+
+func writeRPCError(rw http.ResponseWriter, r *http.Request, status int, e *jsonrpc.Error) {
 	var id jsonrpc.ID
 	if r.Body != nil {
 		if data, err := io.ReadAll(r.Body); err == nil {
@@ -415,13 +533,9 @@ func rpcError(rw http.ResponseWriter, r *http.Request, status int, msg string) {
 			}
 		}
 	}
-	code := int64(jsonrpc.CodeInvalidRequest)
-	if status == http.StatusNotFound || status == http.StatusBadRequest {
-		code = jsonrpc.CodeInvalidParams
-	}
-	data, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: code, Message: msg}})
+	data, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: e})
 	if err != nil {
-		http.Error(rw, msg, status)
+		http.Error(rw, e.Message, status)
 		return
 	}
 	rw.Header().Set("Content-Type", "application/json")

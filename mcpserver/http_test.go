@@ -190,6 +190,14 @@ func TestHTTPEveryTool(t *testing.T) {
 		{ToolGetDelegationContext, nil, false, "solver"},
 		{ToolListCapabilities, nil, false, "observer"},
 		{ToolSkills, nil, false, `"skills"`},
+		{ToolPutMemoryItem, map[string]any{"namespace": []string{"users", "42"}, "key": "prefs", "value": map[string]any{"n": 1}, "ttl_seconds": 60}, false, "(version 1). It expires at"},
+		{ToolPutMemoryItem, map[string]any{"namespace": []string{"users", "42"}, "key": "prefs", "value": map[string]any{"n": 2}, "if_absent": true}, true, "version is 1"},
+		{ToolGetMemoryItem, map[string]any{"namespace": []string{"users", "42"}, "key": "prefs"}, false, `"value":{"n":1}`},
+		{ToolSearchMemory, map[string]any{"namespace_prefix": []string{"users"}, "filter": map[string]any{"n": map[string]any{"$gte": 1}}}, false, `"key":"prefs"`},
+		{ToolSearchMemory, map[string]any{"filter": map[string]any{"n": map[string]any{"$near": 1}}}, true, `unknown operator "$near"`},
+		{ToolMemoryNamespaces, map[string]any{"prefix": []string{"*"}, "max_depth": 1}, false, `[["users"]]`},
+		{ToolDeleteMemoryItem, map[string]any{"namespace": []string{"users", "42"}, "key": "prefs", "if_version": 1}, false, `Deleted 'prefs' from ["users","42"]`},
+		{ToolGetMemoryItem, map[string]any{"namespace": []string{"users", "42"}, "key": "prefs"}, true, "no such item"},
 	}
 	called := map[string]bool{}
 	for _, c := range calls {
@@ -351,6 +359,11 @@ func TestHTTPRefusals(t *testing.T) {
 			{ToolStoreMemory, map[string]any{"key": "k", "value": 1, "scope": "global"}, "may not write the global memory (its token gives it no access)"},
 			{ToolGetMemory, map[string]any{"key": "k", "scope": "global"}, "may not read the global memory"},
 			{ToolListMemory, map[string]any{"scope": "global"}, "may not read the global memory"},
+			{ToolPutMemoryItem, map[string]any{"namespace": []string{"a"}, "key": "k", "value": map[string]any{}}, "may not write the namespaced memory (its token gives it no global memory access)"},
+			{ToolDeleteMemoryItem, map[string]any{"namespace": []string{"a"}, "key": "k"}, "may not write the namespaced memory"},
+			{ToolGetMemoryItem, map[string]any{"namespace": []string{"a"}, "key": "k"}, "may not read the namespaced memory"},
+			{ToolSearchMemory, nil, "may not read the namespaced memory"},
+			{ToolMemoryNamespaces, nil, "may not read the namespaced memory"},
 		} {
 			text, isErr := callHTTP(t, cs, c.tool, c.args)
 			if !isErr || !strings.Contains(text, c.want) || !strings.Contains(text, "hint: ") {
@@ -372,6 +385,12 @@ func TestHTTPRefusals(t *testing.T) {
 		}
 		if text, isErr := callHTTP(t, rs, ToolStoreMemory, map[string]any{"key": "k", "value": 1, "scope": "global"}); !isErr || !strings.Contains(text, "read-only access") {
 			t.Errorf("global write: %s", text)
+		}
+		if text, isErr := callHTTP(t, rs, ToolSearchMemory, nil); isErr || text != "[]" {
+			t.Errorf("namespaced memory read: %s", text)
+		}
+		if text, isErr := callHTTP(t, rs, ToolPutMemoryItem, map[string]any{"namespace": []string{"a"}, "key": "k", "value": map[string]any{}}); !isErr || !strings.Contains(text, "read-only global memory access") {
+			t.Errorf("namespaced memory write: %s", text)
 		}
 	})
 	t.Run("oversized body", func(t *testing.T) {
@@ -474,7 +493,7 @@ func TestHTTPGrantChangesApplyAtOnce(t *testing.T) {
 func TestHTTPSessionBound(t *testing.T) {
 	t.Parallel()
 	const bound = 40
-	f := newHTTPFixture(t, HTTPOptions{MaxSessions: bound, IdleTimeout: time.Hour})
+	f := newHTTPFixture(t, HTTPOptions{MaxSessions: bound, SessionsPerToken: 2 * bound, IdleTimeout: time.Hour})
 	tok := f.token(tokens.Grant{Agent: "worker", Tasks: []string{"t1"}})
 	cs := f.mustConnect(tok, "")
 	var wg sync.WaitGroup

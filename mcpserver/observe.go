@@ -38,6 +38,7 @@ const (
 	RefusalNoTask          = "no_task"
 	RefusalTaskNotGranted  = "task_not_granted"
 	RefusalTooManySessions = "too_many_sessions"
+	RefusalTokenSessions   = "token_sessions"
 	RefusalNotFound        = "not_found"
 	RefusalInvalid         = "invalid"
 	RefusalInvalidOAuth    = "invalid_oauth_token" // an access token refused: signature, issuer, expiry, audience

@@ -80,6 +80,9 @@ func (s *Server) check(extra *mcp.RequestExtra, tool string, raw json.RawMessage
 		return refusal(fmt.Sprintf("agent %s may not %s: its token does not hold the right %q", s.agent, what(tool), right),
 			"this is not yours to do in this task: leave it to an agent that may, or ask whoever runs you for the right")
 	}
+	if write, isItem := memoryWrite(tool); isItem {
+		return mayGlobal(s.agent, g, write, "namespaced memory")
+	}
 	switch tool {
 	case ToolStoreMemory, ToolDeleteMemory, ToolGetMemory, ToolListMemory:
 		var scope string
@@ -98,6 +101,20 @@ func (s *Server) check(extra *mcp.RequestExtra, tool string, raw json.RawMessage
 			return refusal(fmt.Sprintf("agent %s may not read the global memory (its token gives it no access)", s.agent),
 				"use your own memory: scope agent (or session, for this thread)")
 		}
+	}
+	return nil
+}
+
+// mayGlobal refuses what of the memory every agent shares (what, in
+// words) a grant's global memory access does not allow.
+func mayGlobal(agent string, g tokens.Grant, write bool, what string) error {
+	if write && !g.WriteGlobal() {
+		return refusal(fmt.Sprintf("agent %s may not write the %s (its token gives it %s global memory access)", agent, what, globalAccess(g)),
+			"keep it in your own memory: store_memory with scope agent (or session, for this thread)")
+	}
+	if !write && !g.ReadGlobal() {
+		return refusal(fmt.Sprintf("agent %s may not read the %s (its token gives it no global memory access)", agent, what),
+			"use your own memory: scope agent (or session, for this thread)")
 	}
 	return nil
 }

@@ -48,7 +48,7 @@ func BenchmarkSessions(b *testing.B) {
 func sessionsHeap(tb testing.TB, n int) int64 {
 	// Room above n: the cap is not what is measured, and a client that
 	// retries under load must not find it full.
-	f := newHTTPFixture(tb, HTTPOptions{MaxSessions: 2 * n})
+	f := newHTTPFixture(tb, HTTPOptions{MaxSessions: 2 * n, SessionsPerToken: 2 * n})
 	tok := f.token(tokens.Grant{Agent: "observer", Tasks: []string{"t1"}, May: allRights})
 	// One session first, so that what every session shares is built.
 	warm := f.mustConnect(tok, "")

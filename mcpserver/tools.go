@@ -48,6 +48,7 @@ func ToolNames() []string {
 	return []string{
 		ToolStoreEnvData, ToolGetEnvData, ToolListEnvData, ToolUpdateEnvData, ToolDeleteEnvData,
 		ToolStoreMemory, ToolGetMemory, ToolListMemory, ToolDeleteMemory,
+		ToolPutMemoryItem, ToolGetMemoryItem, ToolDeleteMemoryItem, ToolSearchMemory, ToolMemoryNamespaces,
 		ToolGetTask, ToolGetTaskState, ToolGetPlan, ToolGetSubtask, ToolGetOutput, ToolListReviews, ToolGetReview,
 		ToolWritePlan, ToolWriteReview, ToolClaimSubtask, ToolSignalDone,
 		ToolGetDelegationContext, ToolListCapabilities, ToolSkills,
@@ -146,7 +147,7 @@ const (
 var annRead = &mcp.ToolAnnotations{ReadOnlyHint: true}
 
 func buildTools() []*toolDef {
-	return []*toolDef{
+	tools := []*toolDef{
 		define(ToolStoreEnvData, descStoreEnv, nil, nil, text((*Server).storeEnv)),
 		define(ToolGetEnvData, descGetEnv, annRead, outValue, under("value", (*Server).getEnv)),
 		define(ToolListEnvData, descListEnv, annRead, outEntries, under("entries", (*Server).listEnv)),
@@ -156,6 +157,9 @@ func buildTools() []*toolDef {
 		define(ToolGetMemory, descGetMemory, annRead, outValue, under("value", (*Server).getMemory)),
 		define(ToolListMemory, descListMemory, annRead, outEntries, under("entries", (*Server).listMemory)),
 		define(ToolDeleteMemory, descDeleteMemory, nil, nil, text((*Server).deleteMemory)),
+	}
+	tools = append(tools, memoryTools()...)
+	return append(tools,
 		define(ToolGetTask, descGetTask, annRead, outObject, object((*Server).getTask)),
 		define(ToolGetTaskState, descGetTaskState, annRead, outObject, object((*Server).getTaskState)),
 		define(ToolGetPlan, descGetPlan, annRead, outObject, object((*Server).getPlan)),
@@ -170,7 +174,7 @@ func buildTools() []*toolDef {
 		define(ToolGetDelegationContext, descContext, annRead, nil, text((*Server).delegationContext)),
 		define(ToolListCapabilities, descCapabilities, annRead, nil, text((*Server).capabilities)),
 		define(ToolSkills, descSkills, annRead, outObject, (*Server).skills),
-	}
+	)
 }
 
 // rawArgs returns the arguments exactly as the client sent them, by name.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/workspaced/workspaced/internal/oidctest"
 	"github.com/workspaced/workspaced/oauth"
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
@@ -133,4 +134,26 @@ func FuzzGrant(f *testing.F) {
 			t.Fatalf("%s: grant %+v: %v", s, g, err)
 		}
 	})
+}
+
+// TestChallenge: the challenge names the metadata, the error and its
+// description cut to what a quoted parameter may hold; insufficient_scope
+// names the scopes that would do.
+func TestChallenge(t *testing.T) {
+	t.Parallel()
+	p := oidctest.Start(t)
+	v := verifier(t, config(p.URL))
+	meta := `resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"`
+	for _, c := range []struct {
+		code, desc, want string
+	}{
+		{"", "", "Bearer " + meta},
+		{oauth.ErrorInvalidToken, `expired at "now"` + "\n\\é", "Bearer " + meta + `, error="invalid_token", error_description="expired at 'now'"`},
+		{oauth.ErrorInsufficientScope, "no task", "Bearer " + meta + `, error="insufficient_scope", error_description="no task", scope="workspace:claim workspace:done workspace:plan workspace:review workspace:memory:read workspace:memory:write workspace:task:*"`},
+		{oauth.ErrorInvalidToken, strings.Repeat("x", 300), "Bearer " + meta + `, error="invalid_token", error_description="` + strings.Repeat("x", 200) + `"`},
+	} {
+		if got := v.Challenge(c.code, c.desc); got != c.want {
+			t.Errorf("Challenge(%q, %q) =\n%s\nwant\n%s", c.code, c.desc, got, c.want)
+		}
+	}
 }

@@ -145,3 +145,39 @@ func TestMetadata(t *testing.T) {
 		t.Errorf("MetadataURL = %s", got)
 	}
 }
+
+// FuzzVerify: whatever a client sends as its token, Verify accepts it
+// only as the provider signed it, and refuses anything else as an
+// invalid token (or one granting nothing), never showing it back.
+func FuzzVerify(f *testing.F) {
+	p := oidctest.Start(f)
+	p.Register(oidctest.Client{ID: "worker-1", Secret: "s1", Audience: []string{resource}})
+	good := p.Token(f, "worker-1", "workspace:task:t1")
+	f.Add(good)
+	head, rest, _ := strings.Cut(good, ".")
+	payload, sig, _ := strings.Cut(rest, ".")
+	f.Add(head + "." + payload + ".")
+	f.Add(head + "." + payload + "." + strings.ToUpper(sig))
+	f.Add("eyJhbGciOiJub25lIn0." + payload + ".")
+	f.Add(strings.Repeat(".", 2))
+	f.Add("a.b.c")
+	v, err := oauth.New(context.Background(), config(p.URL), nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, token string) {
+		a, err := v.Verify(context.Background(), token)
+		if err == nil {
+			if token != good || a.Grant.Agent != "worker-1" {
+				t.Fatalf("accepted %q as %+v", token, a)
+			}
+			return
+		}
+		if !errors.Is(err, oauth.ErrInvalidToken) && !errors.Is(err, oauth.ErrNoGrant) {
+			t.Fatalf("%q: %v", token, err)
+		}
+		if len(token) > 16 && strings.Contains(err.Error(), token) {
+			t.Fatalf("the error shows the token: %v", err)
+		}
+	})
+}

@@ -55,9 +55,9 @@ func NewWatch(k Keeper, every time.Duration, log *slog.Logger) *Watch {
 }
 
 // Hold calls end, once and from the watch's goroutine, when the token id
-// ends; release forgets it (end is not called after release returns,
-// unless it was already running). end must not block for long: it
-// closes what it holds.
+// ends; release forgets it (after release returns, end is called only if
+// the watch had already found the token ended). end must not block for
+// long: it closes what it holds.
 func (w *Watch) Hold(id string, end func()) (release func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

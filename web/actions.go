@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -76,7 +77,14 @@ func (w *statusOf) WriteHeader(code int) {
 // decodeBody reads a JSON object of at most maxActionBody bytes into v,
 // refusing unknown fields.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxActionBody))
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxActionBody))
+	if err != nil {
+		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "read the request", Err: err, Hint: fmt.Sprintf("send at most %d bytes", maxActionBody)}
+	}
+	if err := workspace.CheckText("the request", data); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "read the request", Err: err, Hint: "send one JSON object with the fields docs/HTTP.md lists"}

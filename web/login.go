@@ -252,8 +252,12 @@ func (l *logins) closeAll() {
 	}
 }
 
-// clientOf is the address failures are counted by: the client's IP.
-func clientOf(r *http.Request) string {
+// clientOf is the address failures are counted by: the client's IP, or
+// what Config.ClientOf says.
+func (s *Server) clientOf(r *http.Request) string {
+	if s.cfg.ClientOf != nil {
+		return s.cfg.ClientOf(r)
+	}
 	if h, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
 		return h
 	}
@@ -287,7 +291,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
-	client := clientOf(r)
+	client := s.clientOf(r)
 	rec := audit.Record{Door: audit.DoorPanel, Action: "login", From: r.RemoteAddr}
 	if d := s.logins.wait(client); d > 0 {
 		secs := int(math.Ceil(d.Seconds()))

@@ -299,3 +299,23 @@ func TestReadTokenFile(t *testing.T) {
 		t.Fatalf("a directory: %v", err)
 	}
 }
+
+// TestLoginThrottledPerClient: the failures of one client do not slow
+// another, when the address comes from the listener's guard (a trusted
+// proxy's X-Forwarded-For).
+func TestLoginThrottledPerClient(t *testing.T) {
+	p := newPanel(t, Config{Token: strongToken, ClientOf: func(r *http.Request) string { return r.Header.Get("X-Test-Client") }})
+	c := p.noRedirect()
+	login := func(client, token string) int {
+		return p.do(c, "POST", "/login", "token="+token, map[string]string{"Content-Type": "application/x-www-form-urlencoded", "X-Test-Client": client}).code
+	}
+	for range DefaultLoginBurst + 3 {
+		login("10.0.0.1", "wrong")
+	}
+	if code := login("10.0.0.1", strongToken); code != http.StatusTooManyRequests {
+		t.Fatalf("the guessing client: %d, want 429", code)
+	}
+	if code := login("10.0.0.2", strongToken); code != http.StatusSeeOther {
+		t.Fatalf("another client behind the same proxy: %d, want 303", code)
+	}
+}

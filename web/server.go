@@ -66,6 +66,10 @@ type Config struct {
 	LoginEvery time.Duration
 	// Logins, when set, is told of every login attempt.
 	Logins LoginObserver
+	// ClientOf is the client address failed logins are counted by (the
+	// guard's, which believes a trusted proxy's X-Forwarded-For); nil:
+	// the request's remote address.
+	ClientOf func(*http.Request) string
 	// Now is the login's clock (time.Now when nil).
 	Now func() time.Time
 	// Audit, when set, gets a record of every login, logout and action,
@@ -264,6 +268,22 @@ func (s *Server) authorized(r *http.Request) (p who, sess *session, ok, bearer b
 		}
 	}
 	return who{}, nil, false, false
+}
+
+// Who names the person r stands for — by a bearer token (the panel's,
+// or one holding the right panel) or a login's cookie — for the limits of
+// a listener (guard.Options.Identify): the token's id, or "panel" and the
+// user. A request that stands for nobody (a panel without a token, a
+// loopback panel's trusted requests) counts against its address.
+func (s *Server) Who(r *http.Request) (string, bool) {
+	p, _, ok, _ := s.authorized(r)
+	if !ok {
+		return "", false
+	}
+	if p.token != "" {
+		return p.token, true
+	}
+	return "panel " + p.user, true
 }
 
 func (s *Server) tokenIs(t string) bool { return httpauth.Equal(t, s.cfg.Token) }

@@ -77,6 +77,7 @@ type Settings struct {
 	Retention RetentionSettings `json:"retention,omitzero"`
 	Daemon    DaemonSettings    `json:"daemon,omitzero"`
 	Friction  FrictionSettings  `json:"friction,omitzero"`
+	HTTP      HTTPSettings      `json:"http,omitzero"`
 	OAuth     OAuthSettings     `json:"oauth,omitzero"`
 }
 
@@ -115,6 +116,29 @@ type OAuthScopes struct {
 	MemoryRead  string `json:"memory_read,omitempty"`
 	MemoryWrite string `json:"memory_write,omitempty"`
 	TaskPrefix  string `json:"task_prefix,omitempty"`
+}
+
+// HTTPSettings are the limits and trusts of every listener (serve
+// --listen, web, mcp --http); their flags override them. Zero fields take
+// the listener's defaults (docs/SECURITY.md lists them).
+type HTTPSettings struct {
+	// RequestsPerSecond and Burst bound the requests of one token.
+	RequestsPerSecond float64 `json:"requests_per_second,omitempty"`
+	Burst             int     `json:"burst,omitempty"`
+	// AddressRequestsPerSecond and AddressBurst bound the requests of one
+	// client address that carry no valid token.
+	AddressRequestsPerSecond float64 `json:"address_requests_per_second,omitempty"`
+	AddressBurst             int     `json:"address_burst,omitempty"`
+	// StreamsPerToken bounds the live event streams one token holds open.
+	StreamsPerToken int `json:"streams_per_token,omitempty"`
+	// SessionsPerToken bounds the MCP sessions one token holds open.
+	SessionsPerToken int `json:"sessions_per_token,omitempty"`
+	// TrustedOrigins are browser origins trusted besides the listener's
+	// own ("https://agents.example.com").
+	TrustedOrigins []string `json:"trusted_origins,omitempty"`
+	// TrustedProxies are the reverse proxies (addresses or CIDR prefixes)
+	// whose X-Forwarded-For names the client.
+	TrustedProxies []string `json:"trusted_proxies,omitempty"`
 }
 
 // LimitSettings bounds what agents may write and what the daemon reads.

@@ -40,8 +40,8 @@ func DescribeJSONError(data []byte, err error) error {
 // Everything wrong with it is ErrInvalid (it is input to refuse): not
 // JSON, more than one document, not UTF-8, or nested too deeply.
 func ParseValue(data []byte, maxDepth int) (json.RawMessage, error) {
-	if !utf8.Valid(data) {
-		return nil, Invalidf("value", "values are UTF-8 JSON text", "not valid UTF-8")
+	if err := CheckText("value", data); err != nil {
+		return nil, err
 	}
 	if err := CheckDepth(data, maxDepth); err != nil {
 		return nil, Invalidf("value", "flatten the value", "nested deeper than %d levels", maxDepth)
@@ -51,6 +51,100 @@ func ParseValue(data []byte, maxDepth int) (json.RawMessage, error) {
 		return nil, err
 	}
 	return raw, nil
+}
+
+// CheckText refuses JSON text that is not valid UTF-8, or whose strings
+// hold a lone surrogate escape ("\ud800" with no low half after it):
+// Go's decoder turns either into U+FFFD without a word, so "bad\xffkey"
+// and "bad\udcffkey" would both arrive as "bad\ufffdkey" and name the
+// same entry. Every door decoding JSON a client wrote (MCP arguments, the
+// panel's and the API's bodies) checks it first. what names the text in
+// the error ("arguments of store_memory"); the error is ErrInvalid.
+func CheckText(what string, data []byte) error {
+	if !utf8.Valid(data) {
+		i := invalidAt(data)
+		return Invalidf(what, "send text as UTF-8: a key, an id, a name or a value may not hold other bytes",
+			"not valid UTF-8 (byte %d is 0x%02x)", i, data[i])
+	}
+	if i := loneSurrogate(data); i >= 0 {
+		return Invalidf(what, "escape a character outside the BMP as a surrogate pair (\\ud83d\\ude00), never half of one",
+			"not valid UTF-8: a lone surrogate escape %s at byte %d", data[i:i+6], i)
+	}
+	return nil
+}
+
+func invalidAt(data []byte) int {
+	for i := 0; i < len(data); {
+		r, n := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return 0
+}
+
+// loneSurrogate is the offset of the first \uD800–\uDFFF escape of a
+// JSON string that is not a high half followed by a low half, or -1.
+func loneSurrogate(data []byte) int {
+	inStr := false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if !inStr {
+			inStr = c == '"'
+			continue
+		}
+		switch c {
+		case '"':
+			inStr = false
+		case '\\':
+			if i+1 >= len(data) {
+				return -1
+			}
+			if data[i+1] != 'u' {
+				i++
+				continue
+			}
+			u, ok := hex4(data, i+2)
+			if !ok {
+				i++
+				continue
+			}
+			switch {
+			case u >= 0xD800 && u <= 0xDBFF:
+				if lo, ok := hex4(data, i+8); ok && i+7 < len(data) && data[i+6] == '\\' && data[i+7] == 'u' && lo >= 0xDC00 && lo <= 0xDFFF {
+					i += 11
+					continue
+				}
+				return i
+			case u >= 0xDC00 && u <= 0xDFFF:
+				return i
+			}
+			i += 5
+		}
+	}
+	return -1
+}
+
+// hex4 is the value of the four hex digits at data[i:], if they are.
+func hex4(data []byte, i int) (rune, bool) {
+	if i < 0 || i+4 > len(data) {
+		return 0, false
+	}
+	var v rune
+	for _, c := range data[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			v = v<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			v = v<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			v = v<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return v, true
 }
 
 // marshalCanonical is the canonical encoding of every file the tree

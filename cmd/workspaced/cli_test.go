@@ -20,6 +20,7 @@ var helpCases = [][]string{
 	{"claim"}, {"done"},
 	{"env"}, {"env", "store"}, {"env", "get"}, {"env", "list"}, {"env", "update"}, {"env", "delete"},
 	{"memory"}, {"memory", "store"}, {"memory", "get"}, {"memory", "list"}, {"memory", "update"}, {"memory", "delete"},
+	{"memory", "put"}, {"memory", "search"}, {"memory", "namespaces"},
 	{"thread"}, {"thread", "new"}, {"thread", "show"}, {"thread", "list"}, {"thread", "chain"}, {"thread", "update"},
 	{"thread", "activate"}, {"skill"}, {"skill", "add"}, {"skill", "list"}, {"skill", "show"}, {"skill", "remove"},
 	{"events"}, {"validate"}, {"locks"}, {"lock"}, {"schema"}, {"version"},

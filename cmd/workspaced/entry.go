@@ -59,7 +59,7 @@ func cmdEnv(ctx context.Context, e *env, args []string) error {
 }
 
 func cmdMemory(ctx context.Context, e *env, args []string) error {
-	return dispatch(ctx, e, "memory", memoryUsage, entryVerbs("memory"), args)
+	return dispatch(ctx, e, "memory", memoryUsage+memoryNSUsage, entryVerbs("memory"), args)
 }
 
 func entryVerbs(cmd string) []subcommand {
@@ -72,13 +72,17 @@ func entryVerbs(cmd string) []subcommand {
 			return run(ctx, e, f)
 		}}
 	}
-	return []subcommand{
+	verbs := []subcommand{
 		verb("store", "create or replace a key", entryStore),
 		verb("get", "print a key's value as JSON (--json: the whole entry)", entryGet),
 		verb("list", "the manifest: keys, descriptions, versions, sizes (no values)", entryList),
 		verb("update", "change a key's description and/or value (--if-version N: compare-and-swap)", entryUpdate),
 		verb("delete", "remove a key", entryDelete),
 	}
+	if cmd == "memory" {
+		verbs = append(verbs, memoryNSVerbs()...)
+	}
+	return verbs
 }
 
 // entryUsage is the --help text of one verb.
@@ -86,6 +90,9 @@ func entryUsage(cmd, verb string) string {
 	where := "(--task T | --thread X)"
 	if cmd == "memory" {
 		where = "--scope global|agent|session [--agent A] [--thread X [--task T]]"
+		if verb == "get" || verb == "delete" {
+			where = "(--scope global|agent|session [--agent A] [--thread X [--task T]] | --namespace a/b/c)"
+		}
 	}
 	var synopsis, examples string
 	ex := func(lines ...string) string {
@@ -148,12 +155,18 @@ on stderr; one over the limit (1 MiB) is refused.
 		}
 	case "get":
 		about = "Prints the value as indented JSON (--compact: on one line); --json prints\nthe whole entry, with its version for --if-version.\n"
+		if cmd == "memory" {
+			about += "With --namespace (or --ns once per label), the item of namespaced memory\n(workspaced memory put).\n"
+		}
 		codes = "1 failure (bad key, unreadable entry), 2 usage, 3 not found\n(task, thread or key)."
 	case "list":
 		about = "Prints the manifest: key, version, size, when and by whom it was stored,\nand its description; never the values. Files that are not entries are\nnamed on stderr and skipped.\n"
 		codes = "1 failure, 2 usage, 3 task or thread not found."
 	case "delete":
 		about = "Removes the key and records who did (--agent, else $WORKSPACE_AGENT,\nelse \"cli\") in the task's events.\n"
+		if cmd == "memory" {
+			about += "With --namespace (or --ns once per label), the item of namespaced memory,\n--if-version N only at version N.\n"
+		}
 		codes = "1 failure (bad key), 2 usage, 3 not found (task, thread or\nkey), 4 lock timeout."
 	}
 	return "Usage:\n  " + synopsis + "\n\n" + about + "\nExamples:\n" + examples + "\nExit codes: 0 ok, " + codes + "\n"
@@ -174,6 +187,7 @@ type entryFlags struct {
 	ifVersion   int
 	json        bool
 	compact     bool
+	ns          nsFlags // memory get and delete: namespaced memory
 }
 
 func newEntryFlags(cmd, verb string) *entryFlags {
@@ -181,6 +195,12 @@ func newEntryFlags(cmd, verb string) *entryFlags {
 	fs := f.fs
 	if cmd == "memory" {
 		fs.StringVar(&f.scope, "scope", "", "the scope, `global|agent|session` (po is agent, env is global)")
+		if verb == "get" || verb == "delete" {
+			f.ns.add(fs, "instead of --scope, the item's namespace")
+		}
+		if verb == "delete" {
+			fs.IntVar(&f.ifVersion, "if-version", 0, "delete only version `N` (exit 4 otherwise)")
+		}
 	}
 	fs.StringVar(&f.task, "task", "", "task `ID`")
 	fs.StringVar(&f.thread, "thread", "", "thread `ID` (resolves its task)")
@@ -213,6 +233,19 @@ func newEntryFlags(cmd, verb string) *entryFlags {
 }
 
 func (f *entryFlags) name() string { return f.cmd + " " + f.verb }
+
+// namespace is the namespace --namespace or --ns names (nil when
+// neither is given, the entry then being a scope's), refused beside
+// --scope.
+func (f *entryFlags) namespace() (workspace.Namespace, error) {
+	if !f.ns.given() {
+		return nil, nil
+	}
+	if f.scope != "" || f.task != "" || f.thread != "" {
+		return nil, usageHint(f.name(), "give --namespace (namespaced memory) or --scope, not both")
+	}
+	return f.ns.namespace(f.name())
+}
 
 func (f *entryFlags) set(name string) bool {
 	found := false
@@ -438,6 +471,12 @@ func entryGet(ctx context.Context, e *env, f *entryFlags) error {
 	if err := need(f.fs, "key"); err != nil {
 		return err
 	}
+	if ns, err := f.namespace(); err != nil || ns != nil {
+		if err != nil {
+			return err
+		}
+		return memGet(ctx, e, f, ns)
+	}
 	w, s, err := f.openScope(ctx, e)
 	if err != nil {
 		return err
@@ -525,12 +564,18 @@ func entryDelete(ctx context.Context, e *env, f *entryFlags) error {
 	if err := need(f.fs, "key"); err != nil {
 		return err
 	}
+	if ns, err := f.namespace(); err != nil || ns != nil {
+		if err != nil {
+			return err
+		}
+		return memDelete(ctx, e, f, ns)
+	}
 	w, s, err := f.openScope(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	if err := w.DeleteEntry(ctx, s, workspace.DeleteRequest{Key: f.key, Agent: agentOr(f.agent, "cli")}); err != nil {
+	if err := w.DeleteEntry(ctx, s, workspace.DeleteRequest{Key: f.key, Agent: agentOr(f.agent, "cli"), IfVersion: f.ifVersion}); err != nil {
 		return err
 	}
 	if f.json {

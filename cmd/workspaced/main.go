@@ -439,8 +439,12 @@ func dispatch(ctx context.Context, e *env, cmd, usageText string, subs []subcomm
 	list := func(w io.Writer) {
 		fmt.Fprint(w, usageText)
 		fmt.Fprintln(w, "\nSubcommands:")
+		width := 8
 		for _, s := range subs {
-			fmt.Fprintf(w, "  %-8s %s\n", s.name, s.summary)
+			width = max(width, len(s.name)+1)
+		}
+		for _, s := range subs {
+			fmt.Fprintf(w, "  %-*s %s\n", width, s.name, s.summary)
 		}
 		fmt.Fprintf(w, "\nRun 'workspaced %s SUBCOMMAND --help' for its flags and examples.\n", cmd)
 	}

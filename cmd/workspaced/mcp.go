@@ -29,7 +29,8 @@ remote agents over Streamable HTTP (--http). An MCP client (an LLM agent
 runtime) gets the universal capabilities as tools — env data:
 store_env_data, get_env_data, list_env_data, update_env_data,
 delete_env_data; memory: store_memory, get_memory, list_memory,
-delete_memory; the task's work: get_task, get_task_state, get_plan,
+delete_memory; namespaced memory: put_memory_item, get_memory_item,
+delete_memory_item, search_memory, list_memory_namespaces; the task's work: get_task, get_task_state, get_plan,
 get_subtask, get_output, list_reviews, get_review, write_plan, write_review,
 claim_subtask, signal_done; context: get_delegation_context,
 list_capabilities, skills — and the task's state and env manifest as
@@ -40,7 +41,11 @@ Usage:
   workspaced [--root DIR] mcp (--task T | --thread X) --token-file F [--audit-log F]
   workspaced [--root DIR] mcp --http ADDR [--tls-cert F --tls-key F | --insecure]
                               [--max-sessions N] [--idle-timeout DUR] [--audit-log F]
+                              [--metrics-token-file F]
                               [--oauth-issuer URL --oauth-resource URL]
+                              [--rate N] [--burst N] [--address-rate N] [--address-burst N]
+                              [--streams-per-token N] [--sessions-per-token N]
+                              [--trust-origin ORIGIN]... [--trust-proxy ADDR]...
 
 On stdio, --thread alone finds its task; --task alone serves the task's root
 thread. --agent (or $WORKSPACE_AGENT) is the serving agent: stored_by of
@@ -57,7 +62,11 @@ Workspace-Task and Workspace-Thread; a token for one task needs neither.
 The same listener serves the HTTP API for programs at /api/v1/ (docs/API.md),
 each request with a bearer token of 'workspaced token add'.
 ADDR must be a loopback address unless --tls-cert and --tls-key are given
-(HTTPS), or --insecure says plain HTTP off this machine is meant.
+(HTTPS), or --insecure says plain HTTP off this machine is meant. The same
+listener serves /healthz, /readyz and /metrics; off loopback /metrics wants
+an agent's token or the one in --metrics-token-file.
+
+` + guardUsage + `
 
 With an OAuth issuer (--oauth-issuer, or "oauth" in workspace.json) the
 server is also an OAuth resource server, for clients that connect only by
@@ -104,9 +113,11 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	insecure := fs.Bool("insecure", false, "with --http, allow plain HTTP on an address that is not loopback")
 	maxSessions := fs.Int("max-sessions", mcpserver.DefaultMaxSessions, "with --http, the most sessions served at once")
 	idle := fs.Duration("idle-timeout", mcpserver.DefaultIdleTimeout, "with --http, close a session unused this long")
+	metricsToken := fs.String("metrics-token-file", "", "with --http, a token in `F` that may read /metrics besides the agents' tokens")
 	auditLog := fs.String("audit-log", "", "append the audit to `F` as JSON lines (on HTTP: default stderr)")
 	issuer := fs.String("oauth-issuer", "", "with --http, accept the access tokens of the OAuth issuer `URL` (default: workspace.json's oauth.issuer)")
 	resource := fs.String("oauth-resource", "", "with --http and OAuth, this server's canonical `URL`, the audience of its tokens (default: oauth.resource)")
+	gf := addGuardFlags(fs, true)
 	if err := parse(e, fs, mcpUsage, args); err != nil {
 		return err
 	}
@@ -116,10 +127,14 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 				return usageHint("mcp", "--%s is not used with --http: each request's token names the agent, each session its task and thread", f)
 			}
 		}
+		if err := gf.check("mcp"); err != nil {
+			return err
+		}
 		return serveMCPHTTP(ctx, e, httpConfig{addr: *addr, cert: *cert, key: *key, insecure: *insecure, maxSessions: *maxSessions, idle: *idle,
-			issuer: *issuer, resource: *resource, audit: *auditLog})
+			issuer: *issuer, resource: *resource, audit: *auditLog, metricsToken: *metricsToken, guard: gf})
 	}
-	for _, f := range []string{"tls-cert", "tls-key", "insecure", "max-sessions", "idle-timeout", "oauth-issuer", "oauth-resource"} {
+	for _, f := range []string{"tls-cert", "tls-key", "insecure", "max-sessions", "idle-timeout", "oauth-issuer", "oauth-resource", "metrics-token-file",
+		"rate", "burst", "address-rate", "address-burst", "streams-per-token", "sessions-per-token", "trust-origin", "trust-proxy"} {
 		if flagSet(fs, f) {
 			return usageHint("mcp", "--%s goes with --http ADDR", f)
 		}
@@ -212,6 +227,10 @@ func tokenGrants(s workspace.Store, token string) (tokens.Grant, func(*mcp.Reque
 		return tokens.Grant{}, nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "mcp", Msg: "the token is unknown or revoked",
 			Hint: "ask for a token ('workspaced token add'); 'workspaced token list' shows the ones there are"}
 	}
+	if errors.Is(err, tokens.ErrExpired) {
+		return tokens.Grant{}, nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "mcp", Err: err,
+			Hint: "ask for a new token ('workspaced token add', or 'workspaced token rotate' before a token ends)"}
+	}
 	if err != nil {
 		return tokens.Grant{}, nil, err
 	}
@@ -227,6 +246,8 @@ type httpConfig struct {
 	audit           string // the audit log's file; "": the server's log
 	// issuer and resource override workspace.json's oauth settings.
 	issuer, resource string
+	metricsToken     string // the file's name
+	guard            *guardFlags
 }
 
 // serveMCPHTTP serves /mcp on the address until ctx is done.
@@ -250,6 +271,10 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 			Msg:  "not a loopback address, and no TLS: tokens would cross the network in the clear",
 			Hint: "give --tls-cert and --tls-key, listen on 127.0.0.1 behind a TLS proxy, or say --insecure if plain HTTP is meant"}
 	}
+	metricsToken, err := readTokenFile(c.metricsToken)
+	if err != nil {
+		return err
+	}
 	w, err := e.openStore()
 	if err != nil {
 		return err
@@ -270,17 +295,29 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 	}
 	reg := opshttp.NewRegistry()
 	var h *mcpserver.HTTP
-	obs := mcpMetrics(reg, &h)
+	who := func(r *http.Request) (string, bool) { return h.Who(r) }
+	gd, gm, err := c.guard.newGuard("mcp", w.Settings().HTTP, reg, log, anyWho(who, secretWho("metrics", metricsToken)))
+	if err != nil {
+		return err
+	}
+	obs := mcpObserver{mcpMetrics(reg, &h), gm}
 	a, err := auditLog(c.audit, log)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	h, err = mcpserver.NewHTTP(w, toks, mcpserver.HTTPOptions{Version: versionString(), MaxSessions: c.maxSessions, IdleTimeout: c.idle, Log: log, Observer: obs, OAuth: verifier, Audit: a})
+	h, err = mcpserver.NewHTTP(w, toks, mcpserver.HTTPOptions{Version: versionString(), MaxSessions: c.maxSessions, IdleTimeout: c.idle,
+		SessionsPerToken: gd.Limits().Sessions, Log: log, Observer: obs, OAuth: verifier, Audit: a})
 	if err != nil {
 		return err
 	}
 	defer h.Close()
+	// /metrics: open on loopback without a metrics token, else for an
+	// agent's token or the metrics token.
+	ops := opshttp.Options{Registry: reg, Token: metricsToken, Ready: opshttp.StoreReady(w)}
+	if !loopback(host) || metricsToken != "" {
+		ops.Allow = func(r *http.Request) bool { _, ok := who(r); return ok }
+	}
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", c.addr, err)
@@ -295,7 +332,7 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 		oc := verifier.Config()
 		fmt.Fprintf(e.stderr, "workspaced mcp: OAuth resource server for %s: access tokens of %s accepted, metadata at %s\n", oc.Resource, oc.Issuer, oc.MetadataURL())
 	}
-	srv := &http.Server{Handler: mcpHandler(reg, mux, w), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	srv := &http.Server{Handler: gd.Wrap(opshttp.Route(opshttp.Handler(ops), mux)), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	scheme := "http"
 	if tls {
 		scheme = "https"

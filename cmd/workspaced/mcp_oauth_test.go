@@ -165,32 +165,8 @@ func TestMCPOAuth(t *testing.T) {
 		}
 	})
 
-	t.Run("typescript sdk oauth client", func(t *testing.T) {
-		node := tsNode(t)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, node, "oauth.mjs", srv.url, "t1", p.URL)
-		client := `{"id":"worker","secret":"worker-secret","scope":"workspace:task:t1 workspace:claim workspace:done"}`
-		cmd.Dir, cmd.Env = tsClientDir, append(clitest.CleanEnv(), "OAUTH_CLIENT="+client)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("node oauth.mjs: %v\nstdout:\n%s\nstderr:\n%s\nserver:\n%s", err, stdout.String(), stderr.String(), srv.Log)
-		}
-		var out struct {
-			Tools        []string `json:"tools"`
-			Instructions string   `json:"instructions"`
-			Store        string   `json:"store"`
-			List         string   `json:"list"`
-			Plan         struct {
-				Text    string `json:"text"`
-				IsError bool   `json:"isError"`
-			} `json:"plan"`
-			TokenType string `json:"token_type"`
-		}
-		if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-			t.Fatalf("node oauth.mjs printed %q: %v", stdout.String(), err)
-		}
+	t.Run("typescript sdk, client credentials", func(t *testing.T) {
+		out := runTSOAuth(t, srv, p.URL, "credentials", `{"id":"worker","secret":"worker-secret","scope":"workspace:task:t1 workspace:claim workspace:done"}`)
 		if !strings.Contains(out.Instructions, `You are agent "worker"`) || !strings.Contains(out.List, `"stored_by":"worker"`) || !strings.EqualFold(out.TokenType, "bearer") {
 			t.Errorf("the TypeScript client: %+v", out)
 		}
@@ -201,6 +177,23 @@ func TestMCPOAuth(t *testing.T) {
 		}
 		if !out.Plan.IsError || !strings.Contains(out.Plan.Text, `does not hold the right "plan"`) {
 			t.Errorf("write_plan without its scope: %+v", out.Plan)
+		}
+	})
+	t.Run("typescript sdk, authorization code", func(t *testing.T) {
+		redirect := "http://127.0.0.1:9/callback"
+		p.RegisterNative(oidctest.Native{ID: "desktop", RedirectURI: redirect, Audience: []string{resource}})
+		out := runTSOAuth(t, srv, p.URL, "code", `{"id":"desktop","redirect_uri":"`+redirect+`"}`)
+		agent := oidctest.UserSubject
+		if !strings.Contains(out.Instructions, `You are agent "`+agent+`"`) || !strings.Contains(out.List, `"stored_by":"`+agent+`"`) || out.Plan.IsError {
+			t.Errorf("the TypeScript client: %+v", out)
+		}
+		// The client asked for this server (RFC 8707) with PKCE, and the
+		// scopes the metadata lists; the browser went through the login.
+		if a := out.Authorization; a.Resource != resource || a.CodeChallengeMethod != "S256" || !strings.Contains(a.Scope, "workspace:task:*") {
+			t.Errorf("the authorization request: %+v", a)
+		}
+		if !strings.Contains(strings.Join(out.Browsed, " "), "/login/username") {
+			t.Errorf("the browser's way: %v", out.Browsed)
 		}
 	})
 }
@@ -218,4 +211,44 @@ func TestMCPOAuthRefusedAtStart(t *testing.T) {
 		{"issuer down", exitFailure, "discover the keys of " + down, []string{"mcp", "--http", "127.0.0.1:0", "--oauth-issuer", down, "--oauth-resource", "http://127.0.0.1:1/mcp"}},
 		{"oauth on stdio", exitUsage, "--oauth-issuer goes with --http", []string{"mcp", "--task", "t1", "--agent", "a", "--oauth-issuer", down}},
 	})
+}
+
+// tsOAuth is what oauth.mjs printed.
+type tsOAuth struct {
+	Tools         []string `json:"tools"`
+	Instructions  string   `json:"instructions"`
+	Store         string   `json:"store"`
+	List          string   `json:"list"`
+	Authorization struct {
+		Resource            string `json:"resource"`
+		CodeChallengeMethod string `json:"code_challenge_method"`
+		Scope               string `json:"scope"`
+	} `json:"authorization"`
+	Browsed []string `json:"browsed"`
+	Plan    struct {
+		Text    string `json:"text"`
+		IsError bool   `json:"isError"`
+	} `json:"plan"`
+	TokenType string `json:"token_type"`
+}
+
+// runTSOAuth runs oauth.mjs in mode against srv with the client's
+// credentials (JSON) and decodes what it printed.
+func runTSOAuth(t *testing.T, srv *httpServer, issuer, mode, client string) tsOAuth {
+	t.Helper()
+	node := tsNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "oauth.mjs", mode, srv.url, "t1", issuer)
+	cmd.Dir, cmd.Env = tsClientDir, append(clitest.CleanEnv(), "OAUTH_CLIENT="+client)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node oauth.mjs %s: %v\nstdout:\n%s\nstderr:\n%s\nserver:\n%s", mode, err, stdout.String(), stderr.String(), srv.Log)
+	}
+	var out tsOAuth
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatalf("node oauth.mjs %s printed %q: %v", mode, stdout.String(), err)
+	}
+	return out
 }

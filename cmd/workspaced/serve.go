@@ -21,7 +21,9 @@ Usage:
   workspaced serve [--rescan DUR] [--cleanup-interval DUR] [--grace DUR] [--strict]
                    [--wakeups inotify|poll] [--poll DUR]
                    [--standby] [--lease DUR] [--log-format text|json] [--log-level debug|info|warn|error]
-                   [--listen ADDR [--token-file F | --tls-cert F --tls-key F]]
+                   [--listen ADDR [--token-file F] [--tls-cert F --tls-key F]
+                    [--rate N] [--burst N] [--address-rate N] [--address-burst N]
+                    [--trust-origin ORIGIN]... [--trust-proxy ADDR]...]
 
 The daemon is the only writer of every tasks/<id>/state.json. It watches
 tasks/ and every active task directory, takes each .claim.* and .done.*
@@ -71,11 +73,14 @@ It stops cleanly on SIGINT or SIGTERM.
 With --listen ADDR it serves /healthz, /readyz (200 once it leads and its
 start-up scan is done; 503 on a standby, during the scan, or with a task
 stopped) and /metrics (Prometheus) there, on a loopback address unless
---token-file (wanted by /metrics) or --tls-cert and --tls-key are given.
-On loopback or with TLS it serves the HTTP API for programs at /api/v1/
-too (docs/API.md): each request with a bearer token of 'workspaced token
-add', or, on loopback without --token-file and TLS, none and the agent
-named in the Workspace-Agent header (default cli).
+--token-file (then wanted by /metrics) is given; off this machine add
+--tls-cert and --tls-key. On loopback or with TLS it serves the HTTP API
+for programs at /api/v1/ too (docs/API.md): each request with a bearer
+token of 'workspaced token add', or, on loopback without --token-file and
+TLS, none and the agent named in the Workspace-Agent header (default cli).
+The listener's limits are those of every listener (docs/SECURITY.md):
+--rate and --burst for each token, --address-rate and --address-burst for
+a client without one.
 Under systemd (Type=notify) it says READY=1, STATUS=, WATCHDOG=1 and
 STOPPING=1. See docs/OPERATIONS.md.
 

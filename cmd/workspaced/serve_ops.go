@@ -26,20 +26,26 @@ import (
 // opsFlags are serve's flags for its endpoints.
 type opsFlags struct {
 	listen, tokenFile, cert, key *string
+	guard                        *guardFlags
 }
 
 func addOpsFlags(fs *flag.FlagSet) *opsFlags {
 	return &opsFlags{
 		listen:    fs.String("listen", "", "serve /healthz, /readyz and /metrics on `ADDR` (host:port; off when empty)"),
-		tokenFile: fs.String("token-file", "", "with --listen, require the token held in `FILE` for /metrics (needed off loopback without TLS)"),
+		tokenFile: fs.String("token-file", "", "with --listen, require the token held in `FILE` for /metrics (needed off loopback)"),
 		cert:      fs.String("tls-cert", "", "with --listen, the TLS certificate `F` (PEM)"),
 		key:       fs.String("tls-key", "", "with --listen, the TLS key `F` (PEM)"),
+		guard:     addGuardFlags(fs, false),
 	}
 }
 
-// check refuses what web refuses: a non-loopback address with neither a
-// token nor TLS. It returns the token.
+// check refuses a non-loopback address without a token: /metrics is
+// behind a token off loopback, TLS or not (TLS hides the token on the
+// way; it does not say who may read). It returns the token.
 func (o *opsFlags) check() (string, error) {
+	if err := o.guard.check("serve"); err != nil {
+		return "", err
+	}
 	if *o.listen == "" {
 		if *o.tokenFile != "" || *o.cert != "" || *o.key != "" {
 			return "", usageHint("serve", "--token-file, --tls-cert and --tls-key go with --listen")
@@ -53,10 +59,11 @@ func (o *opsFlags) check() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := web.CheckListen(*o.listen, token != "" || *o.cert != ""); err != nil {
+	if err := web.CheckListen(*o.listen, token != ""); err != nil {
 		var we *workspace.Error
 		if errors.As(err, &we) {
-			return "", &usageError{msg: "serve: " + err.Error(), hint: "give --token-file FILE or --tls-cert and --tls-key, or --listen 127.0.0.1:PORT"}
+			return "", &usageError{msg: "serve: --listen " + *o.listen + ": not a loopback address, and no token: anyone who reaches the port could read /metrics",
+				hint: "give --token-file FILE (with --tls-cert and --tls-key off this machine), or --listen 127.0.0.1:PORT"}
 		}
 		return "", usageHint("serve", "--listen: %v", err)
 	}
@@ -154,7 +161,13 @@ func runDaemon(ctx context.Context, cfg daemon.Config, ops *opsFlags, token stri
 			defer done()
 			h = opshttp.Route(h, apiH)
 		}
-		wait, err := serveOps(ctx, ops, h, cfg.Logger)
+		// The tokens of this listener: the metrics token, the agents'.
+		who := anyWho(secretWho("metrics", token), keeperWho(st))
+		gd, _, err := ops.guard.newGuard("serve", st.Settings().HTTP, reg, cfg.Logger, who)
+		if err != nil {
+			return err
+		}
+		wait, err := serveOps(ctx, ops, gd.Wrap(h), cfg.Logger)
 		if err != nil {
 			return err
 		}

@@ -100,8 +100,8 @@ func (s *mcpStream) endsWithin(t *testing.T, what string, since time.Time) time.
 // second: each is measured), frees their slots, and is refused from then
 // on, saying why; a token rotated with an overlap keeps working until
 // the overlap ends, and its successor works at once; token list shows the
-// expiry, the successor and the last use. On a directory root and on a
-// sqlite: root.
+// expiry, the successor and the last use. On a directory, a sqlite: and
+// a postgres:// root.
 func TestTokenEndEndsStreams(t *testing.T) {
 	t.Parallel()
 	for _, store := range []struct {
@@ -110,8 +110,10 @@ func TestTokenEndEndsStreams(t *testing.T) {
 	}{
 		{"files", newWS},
 		{"sqlite", func(t *testing.T) *ws { w, _ := clitest.NewSQLite(t); return &ws{w} }},
+		{"postgres", func(t *testing.T) *ws { return &ws{clitest.At(t, newPGWS(t).Root)} }},
 	} {
 		t.Run(store.name, func(t *testing.T) {
+			t.Parallel()
 			w := store.ws(t)
 			w.Task("t1")
 			srv := w.mcpHTTP()
@@ -206,6 +208,17 @@ func TestTokenLifeFlags(t *testing.T) {
 		{"revoke two ways", exitUsage, "give one of --id ID, --agent A or --ended", []string{"token", "revoke", "--id", id, "--ended"}},
 	}
 	failsWithHints(t, w, cases)
+	// A token file whose token expired: refused at start, saying when and what to do.
+	short, _ := w.AddToken("--agent", "a", "--task", "t1", "--ttl", "1s")
+	file := w.writeTokenFile("short.token", short, 0o600)
+	w.Task("t1")
+	poll.Until(t, 10*time.Second, "the token to expire", func() (bool, string) {
+		r := w.Run("mcp", "--task", "t1", "--token-file", file)
+		return r.Code == exitFailure && strings.Contains(r.Stderr, "expired at") && strings.Contains(r.Stderr, "token rotate"), r.Stderr
+	})
+	if out := w.Ok("token", "revoke", "--ended"); !strings.Contains(out, "revoked") {
+		t.Fatalf("revoke --ended: %s", out)
+	}
 	if out := w.Ok("token", "revoke", "--ended"); !strings.Contains(out, "no token has ended") {
 		t.Fatalf("revoke --ended with none: %s", out)
 	}

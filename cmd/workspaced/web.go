@@ -22,6 +22,9 @@ const webUsage = `workspaced web — serve the live panel and the HTTP API of a 
 Usage:
   workspaced web [--listen ADDR] [--token-file FILE] [--behind-tls-proxy]
                  [--session-ttl DURATION] [--audit-log FILE] [--read-only]
+                 [--rate N] [--burst N] [--address-rate N] [--address-burst N]
+                 [--streams-per-token N] [--sessions-per-token N]
+                 [--trust-origin ORIGIN]... [--trust-proxy ADDR]...
 
 Serves, on one listener, pages a person watches the workspace on — every
 task with its status and progress; a task's board or dependency graph,
@@ -52,14 +55,19 @@ cookie; it lasts --session-ttl (12h), ends at "Log out", and, for a
 token's login, when the token is revoked, expires or is rotated. After 5
 wrong tokens from one address, one more attempt a minute is checked and
 the others are answered 429 (workspaced_web_logins_total counts them).
-Actions are POSTs that must carry the page's CSRF token. Put the panel
-behind a TLS proxy to reach it from another machine, with
+Actions are POSTs that must carry the page's CSRF token and come from a
+page of the panel's own origin. Put the panel behind a TLS proxy to reach it from another machine, with
 --behind-tls-proxy so that its cookies are sent over TLS only.
 
 Every login, logout and action goes to the audit with the person's
 identity and address (the protocol records the agent "human"): to stderr
 as lines "msg=audit", or with --audit-log FILE as JSON lines appended to
 FILE (created mode 0600).
+
+/healthz, /readyz and /metrics are served there too; /metrics wants the
+token when there is one.
+
+` + guardUsage + `
 
 On a loopback address the same listener serves the HTTP API for programs
 at /api/v1/ (docs/API.md; its document at /api/v1/openapi.json): each
@@ -92,7 +100,11 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 	proxied := fs.Bool("behind-tls-proxy", false, "the panel is reached through a proxy that terminates TLS: cookies are Secure")
 	sessionTTL := fs.Duration("session-ttl", web.DefaultSessionTTL, "how long a login lasts (`DURATION`)")
 	auditFile := fs.String("audit-log", "", "append the audit to `FILE` as JSON lines (default: stderr)")
+	gf := addGuardFlags(fs, true)
 	if err := parse(e, fs, webUsage, args); err != nil {
+		return err
+	}
+	if err := gf.check("web"); err != nil {
 		return err
 	}
 	if *sessionTTL <= 0 {
@@ -131,6 +143,15 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 	}
 	defer a.Close()
 	reg := opshttp.NewRegistry()
+	var (
+		h *mcpserver.HTTP
+		s *web.Server
+	)
+	// The tokens of this listener: the agents', the panel's.
+	gd, gm, err := gf.newGuard("web", st.Settings().HTTP, reg, log, anyWho(keeperWho(st), func(r *http.Request) (string, bool) { return s.Who(r) }))
+	if err != nil {
+		return err
+	}
 	cfg := web.Config{Store: st, Token: token, ReadOnly: *readOnly, BehindTLSProxy: *proxied, SessionTTL: *sessionTTL, Audit: a,
 		Logins: opsmetrics.NewLogins(reg, web.LoginOK, web.LoginFailed, web.LoginThrottled)}
 	// The agents' tokens: the tree's agents file, or the database's table.
@@ -146,9 +167,9 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 		if _, err := toks.List(ctx); err != nil {
 			return err
 		}
-		var h *mcpserver.HTTP
-		obs := mcpMetrics(reg, &h)
-		h, err = mcpserver.NewHTTP(st, toks, mcpserver.HTTPOptions{Version: versionString(), Log: log, Observer: obs, Audit: a})
+		obs := mcpObserver{mcpMetrics(reg, &h), gm}
+		h, err = mcpserver.NewHTTP(st, toks, mcpserver.HTTPOptions{Version: versionString(), Log: log, Observer: obs, Audit: a,
+			SessionsPerToken: gd.Limits().Sessions})
 		if err != nil {
 			return err
 		}
@@ -164,7 +185,8 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 		cfg.API, done = apiHandler(st, token == "", slog.New(slog.NewTextHandler(e.stderr, nil)), nil)
 		defer done()
 	}
-	s, err := web.New(cfg)
+	cfg.ClientOf = gd.Client
+	s, err = web.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -175,7 +197,7 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	srv := &http.Server{Handler: webHandler(reg, s, st, token), ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: webHandler(reg, s, gd, st, token), ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
 	watchErr := make(chan error, 1)
 	go func() { watchErr <- s.Run(ctx) }()

@@ -20,7 +20,9 @@ func TestWebIdleStreams(t *testing.T) {
 	t.Parallel()
 	w := newWS(t)
 	w.Ok("task", "create", "--id", "t1", "--description", "idle")
-	p := w.web()
+	// 100 streams of one address: more than a browser opens, and than
+	// the default allows.
+	p := w.web("--streams-per-token", "200")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	got := make(chan int, 1000)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/workspaced/workspaced/internal/guard"
 	"github.com/workspaced/workspaced/internal/opshttp"
 	"github.com/workspaced/workspaced/internal/opsmetrics"
 	"github.com/workspaced/workspaced/mcpserver"
@@ -26,16 +27,14 @@ func mcpMetrics(reg prometheus.Registerer, h **mcpserver.HTTP) *opsmetrics.MCP {
 	})
 }
 
-// webHandler is the panel's handler with the operations endpoints and
-// its requests counted.
-func webHandler(reg *prometheus.Registry, s *web.Server, store any, token string) http.Handler {
+// webHandler is the panel's handler with the operations endpoints behind
+// the listener's guard, and its requests counted (those refused too).
+// /metrics wants the panel's token when the panel has one.
+func webHandler(reg *prometheus.Registry, s *web.Server, gd *guard.Guard, store any, token string) http.Handler {
 	wm := opsmetrics.NewWeb(reg, s.StreamClients)
-	ops := opshttp.Handler(opshttp.Options{Registry: reg, Token: token, Ready: opshttp.StoreReady(store)})
-	return wm.Wrap(opshttp.Route(ops, s.Handler()), opshttp.Paths...)
-}
-
-// mcpHandler is mux with the operations endpoints beside it.
-func mcpHandler(reg *prometheus.Registry, mux http.Handler, store any) http.Handler {
-	ops := opshttp.Handler(opshttp.Options{Registry: reg, Ready: opshttp.StoreReady(store)})
-	return opshttp.Route(ops, mux)
+	opt := opshttp.Options{Registry: reg, Token: token, Ready: opshttp.StoreReady(store)}
+	if token != "" {
+		opt.Allow = func(r *http.Request) bool { _, ok := s.Who(r); return ok }
+	}
+	return wm.Wrap(gd.Wrap(opshttp.Route(opshttp.Handler(opt), s.Handler())), opshttp.Paths...)
 }

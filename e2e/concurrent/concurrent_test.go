@@ -25,11 +25,13 @@ const (
 
 // eachEnv sets how many read-modify-writes each process of the
 // concurrent tests makes (WORKSPACED_TORTURE_EACH=50 for the long run);
-// the default, defaultEach, keeps the eight processes overlapping well
-// past their first conflicts, which is what losing an update needs.
+// the default, defaultEach, keeps the eight processes overlapping past
+// their first conflicts, which is what losing an update needs:
+// TestConcurrentUpdatesIfVersion fails unless some of its updates did
+// conflict.
 const (
 	eachEnv     = "WORKSPACED_TORTURE_EACH"
-	defaultEach = 20
+	defaultEach = 10
 )
 
 // updatesEach is $WORKSPACED_TORTURE_EACH, else defaultEach.
@@ -66,8 +68,8 @@ func checkItems(t *testing.T, w *clitest.WS, key string, procs, each int) {
 }
 
 // 8 processes × updatesEach read-modify-writes of one key through get
-// --json and update --if-version, retrying on conflict (exit 4): none is
-// lost.
+// --json and update --if-version, retrying on conflict (exit 4): some
+// conflict, none is lost.
 func TestConcurrentUpdatesIfVersion(t *testing.T) {
 	t.Parallel() // long, and independent of the other: overlapping them keeps the package short
 	w := clitest.NewDir(t)
@@ -118,6 +120,9 @@ func TestConcurrentUpdatesIfVersion(t *testing.T) {
 	total := 0
 	conflicts.Range(func(_, v any) bool { total += v.(int); return true })
 	t.Logf("%d conflicts retried", total)
+	if total == 0 {
+		t.Fatalf("no update of %d conflicted: the processes never overlapped, so nothing could be lost", procs*each)
+	}
 	var e struct{ Version int }
 	clitest.Decode(t, w.Ok("env", "get", "--task", "t1", "--key", "items", "--json"), &e)
 	if e.Version != 1+procs*each {

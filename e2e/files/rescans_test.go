@@ -119,6 +119,7 @@ func TestServeCleanupRescans(t *testing.T) {
 		own  bool // the daemon's --cleanup-interval rather than the command
 	}{{"cleanup command", false}, {"daemon's own cleanup", true}} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			w := clitest.NewDir(t)
 			now := time.Now()
 			step := stepTimer(t)

@@ -251,6 +251,7 @@ func TestPythonHivemindWorkers(t *testing.T) {
 			func(t *testing.T) *clitest.WS { return clitest.At(t, pgRoot(t)) }},
 	} {
 		t.Run(store.name, func(t *testing.T) {
+			t.Parallel()
 			py := store.python(t)
 			w := store.ws(t)
 			subs := subtasks(24)

@@ -280,7 +280,10 @@ func (r *run) pythonAgent(ctx context.Context, agent string) {
 
 // startPanel starts `workspaced web` and returns its address and log.
 func (r *run) startPanel() (string, *clitest.Log) {
-	cmd := clitest.Command("--root", r.w.Root, "web", "--listen", "127.0.0.1:0", "--read-only")
+	// The reader polls the panel as fast as it answers, from one address
+	// without a token: far more than a page does, and than the default
+	// limit of such an address lets through.
+	cmd := clitest.Command("--root", r.w.Root, "web", "--listen", "127.0.0.1:0", "--read-only", "--address-rate", "1000000", "--address-burst", "1000000")
 	cmd.Dir, cmd.Env = r.w.Dir, clitest.CleanEnv()
 	log := &clitest.Log{}
 	cmd.Stderr = log

@@ -71,10 +71,11 @@ func journaled(t *testing.T, s *sqlite.Store) int {
 }
 
 // TestCrashExactlyOnce: four agent processes (`workspaced mcp`, each
-// claiming and finishing the 125 subtasks of its task's plan: 1,000
-// markers, each claim waited for until the daemon decides it) run while
-// the daemon and the agents are SIGKILLed over and over, each daemon at a
-// random moment once it has committed something. After every kill the
+// claiming and finishing the 64 subtasks of its task's plan: 512
+// markers, each claim waited for until the daemon decides it; 125
+// subtasks and 1,000 markers at the long sizes, see clitest.LongEnv) run
+// while the daemon and the agents are SIGKILLed 24 times, each daemon at
+// a random moment once it has committed something. After every kill the
 // database passes integrity_check, every state validates and equals its
 // journal folded by the machine, no marker name is journaled twice and
 // every marker an agent reported written is journaled or still waiting. A
@@ -88,10 +89,13 @@ func TestCrashExactlyOnce(t *testing.T) {
 		t.Skip("-short: the crash test runs for several seconds")
 	}
 	const (
-		tasks    = 4 // one agent each
-		subtasks = 125
-		kills    = 24
+		tasks = 4 // one agent each
+		kills = 24
 	)
+	// Each daemon is killed once it has committed between 1 and most
+	// markers: kills × most stays under the 2 × tasks × subtasks markers
+	// written, so that every kill lands while the agents write.
+	subtasks, most := clitest.Sized(t, 64, 125), clitest.Sized(t, 20, 40)
 	begin := time.Now()
 	w, _ := clitest.NewSQLite(t)
 	s := openStore(t, w.Root)
@@ -136,7 +140,7 @@ func TestCrashExactlyOnce(t *testing.T) {
 	killed, agentKills, midBurst := 0, 0, 0
 	for killed < kills {
 		d := w.Serve()
-		before, more := journaled(t, s), 1+rng.IntN(40)
+		before, more := journaled(t, s), 1+rng.IntN(most)
 		// Killed once it has committed a random number of markers since
 		// it started, at a random moment after: however busy the machine,
 		// every daemon killed while the agents run is killed mid-burst,

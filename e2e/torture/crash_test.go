@@ -18,7 +18,7 @@ import (
 // state.json valid at every kill.
 
 // TestServeCrashExactlyOnce drives 800 claim and done markers (2,000 at
-// the long sizes, see longEnv) across four tasks while killing the daemon
+// the long sizes, see clitest.LongEnv) across four tasks while killing the daemon
 // with SIGKILL at random moments, and checks that every state.json always
 // validates and that every marker is applied exactly once.
 func TestServeCrashExactlyOnce(t *testing.T) {

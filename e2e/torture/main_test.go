@@ -23,35 +23,10 @@ func start(w *clitest.WS, args ...string) *clitest.Daemon {
 	return w.Start(append([]string{"--grace", "200ms"}, args...)...)
 }
 
-// longEnv, set to 1, runs the SIGKILL crash tests at their long sizes
-// (WORKSPACED_TORTURE_LONG=1: 2,000 markers over four tasks, 1,280 in
-// bursts of 32, 240 subtasks under 30 kills). By default each is sized
-// to what its assertions need, so the package stays short on a loaded
-// machine: the same kills at the same random moments, bursts still 32
-// agents wide, over fewer subtasks, every marker still checked applied
-// exactly once and every event logged once.
-const longEnv = "WORKSPACED_TORTURE_LONG"
-
-// long reports whether $WORKSPACED_TORTURE_LONG asks for the long sizes.
-func long(t *testing.T) bool {
-	t.Helper()
-	switch v := os.Getenv(longEnv); v {
-	case "", "0":
-		return false
-	case "1":
-		return true
-	default:
-		t.Fatalf("%s=%q: want 1 (the long sizes) or 0", longEnv, v)
-		return false
-	}
-}
-
 // sized is n, or full when $WORKSPACED_TORTURE_LONG asks for the long
-// sizes.
+// sizes (2,000 markers over four tasks, 1,280 in bursts of 32, 240
+// subtasks under 30 kills): see clitest.LongEnv.
 func sized(t *testing.T, n, full int) int {
 	t.Helper()
-	if long(t) {
-		return full
-	}
-	return n
+	return clitest.Sized(t, n, full)
 }

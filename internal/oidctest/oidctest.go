@@ -56,7 +56,7 @@ func Start(t testing.TB) *Provider {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(nil)
 	issuer := "http://" + srv.Listener.Addr().String()
-	st := &store{Storage: storage.NewStorage(storage.NewUserStore(issuer)), clients: map[string]Client{}}
+	st := &store{Storage: storage.NewStorage(storage.NewUserStore(issuer)), clients: map[string]Client{}, natives: map[string]Native{}}
 	p, err := op.NewProvider(&op.Config{
 		CryptoKey:      sha256.Sum256([]byte(t.Name())),
 		CodeMethodS256: true,
@@ -65,10 +65,47 @@ func Start(t testing.TB) *Provider {
 	if err != nil {
 		t.Fatalf("start the OpenID provider: %v", err)
 	}
-	srv.Config.Handler = p
+	mux := http.NewServeMux()
+	mux.Handle("/", p)
+	// The login page a native client's user is sent to: it logs User in
+	// at once, as a person typing the password would, and sends the
+	// browser back to the provider, which redirects it with the code.
+	mux.HandleFunc("/login/username", func(w http.ResponseWriter, r *http.Request) {
+		id := r.URL.Query().Get("authRequestID")
+		if err := st.CheckUsernamePassword(User, Password, id); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		http.Redirect(w, r, op.AuthCallbackURL(p)(r.Context(), id), http.StatusFound)
+	})
+	srv.Config.Handler = mux
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return &Provider{URL: issuer, st: st}
+}
+
+// User and Password log in at the provider's login page; the subject of
+// their tokens is UserSubject.
+const (
+	User        = "test-user2"
+	Password    = "verysecure"
+	UserSubject = "id2"
+)
+
+// Native is a public client of the authorization code grant with PKCE,
+// as a desktop MCP client is: no secret, a redirect URI, JWT access
+// tokens for Audience.
+type Native struct {
+	ID          string
+	RedirectURI string
+	Audience    []string
+}
+
+// RegisterNative adds a native client.
+func (p *Provider) RegisterNative(c Native) {
+	p.st.mu.Lock()
+	defer p.st.mu.Unlock()
+	p.st.natives[c.ID] = c
 }
 
 // Register adds a client.
@@ -121,7 +158,51 @@ type store struct {
 
 	mu      sync.Mutex
 	clients map[string]Client
+	natives map[string]Native
 }
+
+func (s *store) native(id string) (Native, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.natives[id]
+	return c, ok
+}
+
+// GetClientByClientID is a native client of RegisterNative, or the
+// example storage's.
+func (s *store) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
+	if c, ok := s.native(id); ok {
+		return codeClient{storage.NativeClient(c.ID, c.RedirectURI)}, nil
+	}
+	return s.Storage.GetClientByClientID(ctx, id)
+}
+
+// AuthRequestByCode gives a native client's request its audience.
+func (s *store) AuthRequestByCode(ctx context.Context, code string) (op.AuthRequest, error) {
+	r, err := s.Storage.AuthRequestByCode(ctx, code)
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := s.native(r.GetClientID()); ok {
+		return audienced{r, c.Audience}, nil
+	}
+	return r, nil
+}
+
+// audienced is an authorization request whose tokens are for audience.
+type audienced struct {
+	op.AuthRequest
+	audience []string
+}
+
+func (a audienced) GetAudience() []string { return a.audience }
+
+// codeClient is a native client whose access tokens are JWTs, and that
+// may ask for any scope.
+type codeClient struct{ *storage.Client }
+
+func (codeClient) AccessTokenType() op.AccessTokenType { return op.AccessTokenTypeJWT }
+func (codeClient) IsScopeAllowed(string) bool          { return true }
 
 func (s *store) client(id string) (Client, bool) {
 	s.mu.Lock()

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/workspaced/workspaced/internal/guard"
 	"github.com/workspaced/workspaced/internal/httpauth"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -47,10 +48,14 @@ type Options struct {
 	// Ready is nil when the command can do its job, else why not (the
 	// 503's body, one line).
 	Ready func(ctx context.Context) error
-	// Token, when set, must come with every request of /metrics as
-	// "Authorization: Bearer <token>"; /healthz and /readyz say nothing
-	// that needs it.
+	// Token, when set, may come with a request of /metrics as
+	// "Authorization: Bearer <token>": a metrics token.
 	Token string
+	// Allow, when set, admits a request of /metrics that carries the
+	// listener's own credentials (an agent's token, the panel's).
+	// With neither Token nor Allow /metrics is open: a loopback listener
+	// without tokens. /healthz and /readyz say nothing that needs either.
+	Allow func(*http.Request) bool
 }
 
 // Handler serves the three endpoints; any other path is not its own
@@ -71,8 +76,9 @@ func Handler(opt Options) http.Handler {
 	})
 	metrics := promhttp.HandlerFor(opt.Registry, promhttp.HandlerOpts{Registry: opt.Registry})
 	mux.HandleFunc("GET "+Metrics, func(w http.ResponseWriter, r *http.Request) {
-		if opt.Token != "" && !bearer(r, opt.Token) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="workspaced"`)
+		guarded := opt.Token != "" || opt.Allow != nil
+		if guarded && !(opt.Token != "" && bearer(r, opt.Token)) && !(opt.Allow != nil && opt.Allow(r)) {
+			w.Header().Set("WWW-Authenticate", guard.Challenge(r, ""))
 			text(w, http.StatusUnauthorized, "no valid token: send 'Authorization: Bearer <token>'")
 			return
 		}

@@ -16,6 +16,7 @@ package pgtest
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net/url"
 	"os"
@@ -208,6 +209,12 @@ func (c *Cluster) init() error {
 
 func (c *Cluster) dataDir() string { return filepath.Join(c.dir, "data") }
 
+// benchmarking reports whether the test binary runs benchmarks (-test.bench).
+func benchmarking() bool {
+	f := flag.Lookup("test.bench")
+	return f != nil && f.Value.String() != ""
+}
+
 // Start starts the cluster's server (again, after Stop) and waits until it
 // accepts connections. It fails for a server of $WORKSPACED_TEST_POSTGRES.
 func (c *Cluster) Start(ctx context.Context) error {
@@ -223,8 +230,17 @@ func (c *Cluster) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(filepath.Join(c.bin, "postgres"), "-D", c.dataDir(), "-k", c.dir,
-		"-c", "listen_addresses=", "-c", "max_connections=300", "-c", "shared_buffers=64MB")
+	args := []string{"-D", c.dataDir(), "-k", c.dir,
+		"-c", "listen_addresses=", "-c", "max_connections=300", "-c", "shared_buffers=64MB"}
+	if !benchmarking() {
+		// A throwaway server needs no flush to the disk at each commit:
+		// a process killed, the server's own included, loses nothing
+		// already written; only a crash of the machine would, and the
+		// cluster does not outlive the tests. A benchmark run keeps the
+		// durable default, so that its figures are the database's.
+		args = append(args, "-c", "fsync=off")
+	}
+	cmd := exec.Command(filepath.Join(c.bin, "postgres"), args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = serverAttr(c.cred)
 	if err := cmd.Start(); err != nil {

@@ -118,3 +118,23 @@ func TestSchemaName(t *testing.T) {
 		}
 	}
 }
+
+// TestNoFlushOutsideBenchmarks: the server the tests start does not flush
+// at each commit; a benchmark run's does (the durable default).
+func TestNoFlushOutsideBenchmarks(t *testing.T) {
+	if os.Getenv(EnvURL) != "" {
+		t.Skip("the server of " + EnvURL + " is configured by its owner")
+	}
+	conn, err := pgx.Connect(t.Context(), DB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(t.Context())
+	var fsync string
+	if err := conn.QueryRow(t.Context(), "SHOW fsync").Scan(&fsync); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[bool]string{true: "on", false: "off"}[benchmarking()]; fsync != want {
+		t.Errorf("fsync = %s, want %s (benchmarking: %v)", fsync, want, benchmarking())
+	}
+}
