@@ -79,6 +79,10 @@ export const routes = {
     "method": "GET",
     "path": "/api/v1/tasks/{task}"
   },
+  "getThread": {
+    "method": "GET",
+    "path": "/api/v1/tasks/{task}/threads/{thread}"
+  },
   "listAgent": {
     "method": "GET",
     "path": "/api/v1/memory/agents/{agent}"
@@ -102,6 +106,14 @@ export const routes = {
   "listTasks": {
     "method": "GET",
     "path": "/api/v1/tasks"
+  },
+  "listThreads": {
+    "method": "GET",
+    "path": "/api/v1/tasks/{task}/threads"
+  },
+  "newThread": {
+    "method": "POST",
+    "path": "/api/v1/tasks/{task}/threads"
   },
   "putAgentEntry": {
     "method": "PUT",
@@ -134,6 +146,10 @@ export const routes = {
   "taskEvents": {
     "method": "GET",
     "path": "/api/v1/tasks/{task}/events"
+  },
+  "updateThread": {
+    "method": "PATCH",
+    "path": "/api/v1/tasks/{task}/threads/{thread}"
   },
   "whoAmI": {
     "method": "GET",
@@ -279,18 +295,18 @@ export interface paths {
         };
         /**
          * Read a namespaced memory item
-         * @description The item at (namespace, key); an expired item is a 404. ETag is its version. Reading needs the token's global memory access read or write; writing needs write. Until the store serves memory namespaces, every memory namespace route answers 501.
+         * @description The item at (namespace, key); an expired item is a 404. ETag is its version. Reading needs the token's global memory access read or write; writing needs write.
          */
         get: operations["getMemoryItem"];
         /**
          * Store a namespaced memory item
-         * @description Creates or replaces the item; ttl_seconds sets when it expires (none: it never does). If-Match: "N" replaces it only while its version is N; If-None-Match: * creates it only; either failing is a 412 carrying the current version. Reading needs the token's global memory access read or write; writing needs write. Until the store serves memory namespaces, every memory namespace route answers 501.
+         * @description Creates or replaces the item; ttl_seconds sets when it expires (none: it never does). If-Match: "N" replaces it only while its version is N; If-None-Match: * creates it only; either failing is a 412 carrying the current version. Reading needs the token's global memory access read or write; writing needs write.
          */
         put: operations["putMemoryItem"];
         post?: never;
         /**
          * Delete a namespaced memory item
-         * @description Deletes the item (a missing one is a 404). If-Match: "N" deletes it only while its version is N (412 otherwise). Reading needs the token's global memory access read or write; writing needs write. Until the store serves memory namespaces, every memory namespace route answers 501.
+         * @description Deletes the item (a missing one is a 404). If-Match: "N" deletes it only while its version is N (412 otherwise). Reading needs the token's global memory access read or write; writing needs write.
          */
         delete: operations["deleteMemoryItem"];
         options?: never;
@@ -309,7 +325,7 @@ export interface paths {
         put?: never;
         /**
          * List memory namespaces
-         * @description The namespaces holding live items, matching prefix and suffix (a label "*" matches any one label), cut to max_depth labels and deduplicated, sorted label by label. Reading needs the token's global memory access read or write; writing needs write. Until the store serves memory namespaces, every memory namespace route answers 501.
+         * @description The namespaces holding live items, matching prefix and suffix (a label "*" matches any one label), cut to max_depth labels and deduplicated, sorted label by label. Reading needs the token's global memory access read or write; writing needs write.
          */
         post: operations["listMemoryNamespaces"];
         delete?: never;
@@ -329,7 +345,7 @@ export interface paths {
         put?: never;
         /**
          * Search namespaced memory
-         * @description The items whose namespace starts with the prefix, label by label (["a","b"] never matches ["a","bc"]), filtered on top-level fields of their values, ordered by namespace label by label then key (byte order). Reading needs the token's global memory access read or write; writing needs write. Until the store serves memory namespaces, every memory namespace route answers 501.
+         * @description The items whose namespace starts with the prefix, label by label (["a","b"] never matches ["a","bc"]), filtered on top-level fields of their values, ordered by namespace label by label then key (byte order). Reading needs the token's global memory access read or write; writing needs write.
          */
         post: operations["searchMemory"];
         delete?: never;
@@ -580,6 +596,54 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tasks/{task}/threads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a task's threads
+         * @description The task's delegation threads, by creation time then id.
+         */
+        get: operations["listThreads"];
+        put?: never;
+        /**
+         * Start a thread
+         * @description Starts a delegation thread from the caller's agent to another (as 'workspaced thread new').
+         */
+        post: operations["newThread"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tasks/{task}/threads/{thread}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a thread
+         * @description One thread of the task.
+         */
+        get: operations["getThread"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Update a thread
+         * @description Changes the fields given (status, concern, approach, progress, buffers, skill tags, primary mode); the others stay (as 'workspaced thread update').
+         */
+        patch: operations["updateThread"];
         trace?: never;
     };
     "/api/v1/tasks/{task}/threads/{thread}/session": {
@@ -869,6 +933,23 @@ export interface components {
             /** @description The agent the root thread is addressed to (default coordinator). */
             to?: string;
         };
+        NewThread: {
+            approach?: string;
+            /** @description env:<key>, memory:<scope>:<key>, or file paths of the task. */
+            buffers?: string[];
+            concern?: string;
+            /** @description Default: generated. */
+            id?: string;
+            message?: string;
+            /** @description Default: the task's root thread. */
+            parent_id?: string;
+            primary_mode?: string;
+            skill_tags?: string[];
+            /** @enum {string} */
+            status?: "active" | "pending" | "done";
+            /** @description The called agent. */
+            to: string;
+        };
         Preamble: {
             agent: string;
             called_by?: string;
@@ -946,6 +1027,53 @@ export interface components {
             error?: string;
             state: components["schemas"]["State"] | null;
             task: components["schemas"]["Task"];
+        };
+        Thread: {
+            /**
+             * Format: date-time
+             * @description When last made its agent's active thread.
+             */
+            activated_at?: string;
+            approach?: string;
+            buffers?: string[];
+            concern?: string;
+            /**
+             * Format: date-time
+             * @description When it started.
+             */
+            created_at: string;
+            from: string;
+            id: string;
+            message?: string;
+            parent_id?: string;
+            primary_mode?: string;
+            progress?: string;
+            skill_tags?: string[];
+            /** @enum {string} */
+            status: "active" | "pending" | "done";
+            task_id: string;
+            to: string;
+            /**
+             * Format: date-time
+             * @description When last changed.
+             */
+            updated_at?: string;
+        } & {
+            [key: string]: unknown;
+        };
+        ThreadList: {
+            threads: components["schemas"]["Thread"][];
+        };
+        ThreadUpdate: {
+            approach?: string;
+            buffers?: string[];
+            concern?: string;
+            /** @description "" clears it. */
+            primary_mode?: string;
+            progress?: string;
+            skill_tags?: string[];
+            /** @enum {string} */
+            status?: "active" | "pending" | "done";
         };
         Verdict: {
             journaled?: number;
@@ -1029,7 +1157,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The body is over the bound (the value limit plus room for the envelope). */
+        /** @description The body is over the bound: the value limit plus room for the envelope; for a plan, an output or a review, the largest file the store takes. */
         TooLarge: {
             headers: {
                 [name: string]: unknown;
@@ -2276,6 +2404,155 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    listThreads: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Without a token (a loopback listener with no token file): the agent the request acts as, default cli. With a token it may only repeat the token's agent. */
+                "Workspace-Agent"?: components["parameters"]["agentHeader"];
+            };
+            path: {
+                /** @description A task id. */
+                task: components["parameters"]["task"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The threads. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ThreadList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    newThread: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Without a token (a loopback listener with no token file): the agent the request acts as, default cli. With a token it may only repeat the token's agent. */
+                "Workspace-Agent"?: components["parameters"]["agentHeader"];
+            };
+            path: {
+                /** @description A task id. */
+                task: components["parameters"]["task"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewThread"];
+            };
+        };
+        responses: {
+            /** @description The thread as written. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Thread"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    getThread: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Without a token (a loopback listener with no token file): the agent the request acts as, default cli. With a token it may only repeat the token's agent. */
+                "Workspace-Agent"?: components["parameters"]["agentHeader"];
+            };
+            path: {
+                /** @description A task id. */
+                task: components["parameters"]["task"];
+                /** @description A thread id (a task id is its own root thread). */
+                thread: components["parameters"]["thread"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The thread. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Thread"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    updateThread: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Without a token (a loopback listener with no token file): the agent the request acts as, default cli. With a token it may only repeat the token's agent. */
+                "Workspace-Agent"?: components["parameters"]["agentHeader"];
+            };
+            path: {
+                /** @description A task id. */
+                task: components["parameters"]["task"];
+                /** @description A thread id (a task id is its own root thread). */
+                thread: components["parameters"]["thread"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ThreadUpdate"];
+            };
+        };
+        responses: {
+            /** @description The thread as written. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Thread"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
