@@ -48,6 +48,8 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/memory", s.getMemory)
 	m.HandleFunc("GET /api/memory/global/{key}", s.getMemoryKey)
 	m.HandleFunc("GET /api/memory/agents/{agent}/{key}", s.getMemoryKey)
+	m.HandleFunc("GET /api/memory/namespaces", s.getMemoryNamespaces)
+	m.HandleFunc("GET /api/memory/items", s.getMemoryItems)
 	s.viewRoutes(m)
 	// Actions.
 	m.HandleFunc("POST /api/tasks/{id}/plan/review", s.action(s.withTask(s.reviewPlan)))

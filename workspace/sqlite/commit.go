@@ -79,40 +79,8 @@ func (c *committer) Commit(ctx context.Context, req workspace.CommitRequest) (wo
 		c.last = wrote
 	}
 	a.Finished = vocab.Finished(st.Status)
-	a.Progress = c.progress(ctx, st)
+	a.Progress, c.plan = c.s.Progress(ctx, c.id, st, c.plan)
 	return a, nil
-}
-
-// progress lists the subtasks in progress of st, with the complexity
-// their plan estimates.
-func (c *committer) progress(ctx context.Context, st workspace.State) []workspace.InProgress {
-	var (
-		items []workspace.InProgress
-		plan  *workspace.Plan
-	)
-	for sid, sub := range st.Subtasks {
-		if sub.Status != machine.SubtaskInProgress || sub.StartedAt == nil {
-			continue
-		}
-		if plan == nil {
-			if p := c.plan; p != nil && p.ID == st.PlanID && p.Version == st.PlanVersion {
-				plan = p // a plan version's document does not change
-			} else {
-				plan, _ = c.s.ReadPlan(ctx, c.id, st.PlanVersion) // none: no complexity known
-				c.plan = plan
-			}
-		}
-		it := workspace.InProgress{TaskID: c.id, SubtaskID: sid, StartedAt: *sub.StartedAt}
-		if p := plan; p != nil && p.ID == st.PlanID && p.Version == st.PlanVersion {
-			for _, ps := range p.Subtasks {
-				if ps.ID == sid {
-					it.Complexity = ps.EstimatedComplexity
-				}
-			}
-		}
-		items = append(items, it)
-	}
-	return items
 }
 
 // waiting is one marker row.

@@ -1,11 +1,13 @@
 package sqlstore
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/machine"
 	"github.com/workspaced/workspaced/workspace/statecheck"
 )
 
@@ -47,4 +49,30 @@ func (f *Folded) Settle(taskID string, valid *workspace.State) (int, error) {
 	}
 	f.Recs, f.Data = f.Recs[:taken], data
 	return taken, nil
+}
+
+// Progress lists the subtasks in progress of st, task taskID's state,
+// with the complexity their plan estimates, for the timeout detector:
+// plan when it is st's plan, else the plan read (none: no complexity
+// known), which it returns for the next call.
+func (s *Store) Progress(ctx context.Context, taskID string, st workspace.State, plan *workspace.Plan) ([]workspace.InProgress, *workspace.Plan) {
+	var items []workspace.InProgress
+	for sid, sub := range st.Subtasks {
+		if sub.Status != machine.SubtaskInProgress || sub.StartedAt == nil {
+			continue
+		}
+		if plan == nil || plan.ID != st.PlanID || plan.Version != st.PlanVersion {
+			plan, _ = s.ReadPlan(ctx, taskID, st.PlanVersion)
+		}
+		it := workspace.InProgress{TaskID: taskID, SubtaskID: sid, StartedAt: *sub.StartedAt}
+		if p := plan; p != nil && p.ID == st.PlanID && p.Version == st.PlanVersion {
+			for _, ps := range p.Subtasks {
+				if ps.ID == sid {
+					it.Complexity = ps.EstimatedComplexity
+				}
+			}
+		}
+		items = append(items, it)
+	}
+	return items, plan
 }
