@@ -187,7 +187,7 @@ func (h *HTTP) Who(r *http.Request) (string, bool) {
 		}
 		return a.Grant.ID(), true
 	}
-	g, err := httpauth.Lookup(h.store, tok)
+	g, err := httpauth.LookupFor(r, h.store, tok)
 	if err != nil {
 		return "", false
 	}
@@ -261,7 +261,7 @@ func (h *HTTP) verify(ctx context.Context, token string, r *http.Request) (*auth
 	if a, ok := ctx.Value(accessKey{}).(oauth.Access); ok {
 		return &auth.TokenInfo{UserID: a.Grant.ID(), Expiration: a.Expiry, Extra: map[string]any{"grant": a.Grant}}, nil
 	}
-	g, err := httpauth.Lookup(h.store, token)
+	g, err := httpauth.LookupFor(r, h.store, token)
 	if errors.Is(err, httpauth.ErrUnknownToken) {
 		h.log.Warn("mcp http: request refused", "agent", "-", "remote", r.RemoteAddr, "reason", "unknown or revoked token")
 		h.opt.Observer.Refused(RefusalUnknownToken)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/workspaced/workspaced/api"
 	"github.com/workspaced/workspaced/audit"
+	"github.com/workspaced/workspaced/internal/httpauth"
 	"github.com/workspaced/workspaced/internal/opshttp"
 	"github.com/workspaced/workspaced/mcpserver"
 	"github.com/workspaced/workspaced/oauth"
@@ -332,7 +333,7 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 		oc := verifier.Config()
 		fmt.Fprintf(e.stderr, "workspaced mcp: OAuth resource server for %s: access tokens of %s accepted, metadata at %s\n", oc.Resource, oc.Issuer, oc.MetadataURL())
 	}
-	srv := &http.Server{Handler: gd.Wrap(opshttp.Route(opshttp.Handler(ops), mux)), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	srv := &http.Server{Handler: httpauth.Once(gd.Wrap(opshttp.Route(opshttp.Handler(ops), mux))), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	scheme := "http"
 	if tls {
 		scheme = "https"

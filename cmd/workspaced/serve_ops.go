@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/workspaced/workspaced/internal/httpauth"
 	"github.com/workspaced/workspaced/internal/opshttp"
 	"github.com/workspaced/workspaced/internal/opsmetrics"
 	"github.com/workspaced/workspaced/web"
@@ -167,7 +168,7 @@ func runDaemon(ctx context.Context, cfg daemon.Config, ops *opsFlags, token stri
 		if err != nil {
 			return err
 		}
-		wait, err := serveOps(ctx, ops, gd.Wrap(h), cfg.Logger)
+		wait, err := serveOps(ctx, ops, httpauth.Once(gd.Wrap(h)), cfg.Logger)
 		if err != nil {
 			return err
 		}

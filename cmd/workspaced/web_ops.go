@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/workspaced/workspaced/internal/guard"
+	"github.com/workspaced/workspaced/internal/httpauth"
 	"github.com/workspaced/workspaced/internal/opshttp"
 	"github.com/workspaced/workspaced/internal/opsmetrics"
 	"github.com/workspaced/workspaced/mcpserver"
@@ -36,5 +37,5 @@ func webHandler(reg *prometheus.Registry, s *web.Server, gd *guard.Guard, store 
 	if token != "" {
 		opt.Allow = func(r *http.Request) bool { _, ok := s.Who(r); return ok }
 	}
-	return wm.Wrap(gd.Wrap(opshttp.Route(opshttp.Handler(opt), s.Handler())), opshttp.Paths...)
+	return wm.Wrap(httpauth.Once(gd.Wrap(opshttp.Route(opshttp.Handler(opt), s.Handler()))), opshttp.Paths...)
 }

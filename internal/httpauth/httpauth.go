@@ -2,19 +2,22 @@
 // --http) tell who a request acts as, in one place: a bearer token of
 // 'workspaced token add' names its agent and what that agent may do (the
 // token's grant, looked up on every request so a revoked token is refused
-// at once); on a listener that trusts its loopback (a loopback address, no
+// at once, and once a request behind Once); on a listener that trusts its loopback (a loopback address, no
 // token file, no TLS) a request without a token acts as the agent the
 // Workspace-Agent header names, with every right, as the command line
 // does. The MCP server's token check and the HTTP API both ask a Gate.
 package httpauth
 
 import (
+	"context"
 	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/workspaced/workspaced/oauth"
 	"github.com/workspaced/workspaced/tokens"
@@ -114,6 +117,60 @@ func Lookup(k tokens.Keeper, token string) (tokens.Grant, error) {
 	return g, nil
 }
 
+// onceKey is the context key of a request's look-up (Once).
+type onceKey struct{}
+
+// lookedUp is the look-up of a request's token, made by the first who
+// asks for it.
+type lookedUp struct {
+	mu    sync.Mutex
+	done  bool
+	k     tokens.Keeper
+	token string
+	g     tokens.Grant
+	err   error
+}
+
+// Once serves next with one look-up of each request's token for all who
+// ask for it through LookupFor: a listener's guard (counting the request
+// against its token's rate) and its gate (admitting it) read the grants
+// once a request instead of once each — on PostgreSQL a round trip less
+// — and get the same answer. The look-up is made when the request is
+// served, as before, so a token revoked is refused from the next request
+// on.
+func Once(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), onceKey{}, &lookedUp{})))
+	})
+}
+
+// LookupFor is Lookup of the token r carries, made once for r when r is
+// served through Once (and asked of the same Keeper), else every time.
+func LookupFor(r *http.Request, k tokens.Keeper, token string) (tokens.Grant, error) {
+	m, _ := r.Context().Value(onceKey{}).(*lookedUp)
+	if m == nil {
+		return Lookup(k, token)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.done && m.token == token && sameKeeper(m.k, k) {
+		return m.g, m.err
+	}
+	m.g, m.err = Lookup(k, token)
+	m.done, m.k, m.token = true, k, token
+	return m.g, m.err
+}
+
+// sameKeeper reports whether a and b are one Keeper (false when it cannot
+// tell: a type that cannot be compared).
+func sameKeeper(a, b tokens.Keeper) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	ta := reflect.TypeOf(a)
+	return ta == reflect.TypeOf(b) && ta.Comparable() && a == b
+}
+
 // Caller is who r acts as: its token's grant, or on a trusted listener
 // without a token the agent HeaderAgent names (DefaultAgent when none).
 // A header naming another agent than the token's is ErrOtherAgent.
@@ -131,7 +188,7 @@ func (g *Gate) Caller(r *http.Request) (Caller, error) {
 			}
 			return c, nil
 		}
-		gr, err := Lookup(g.Keeper, tok)
+		gr, err := LookupFor(r, g.Keeper, tok)
 		if err != nil {
 			return Caller{}, err
 		}

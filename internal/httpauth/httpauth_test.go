@@ -2,8 +2,10 @@ package httpauth
 
 import (
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/workspaced/workspaced/tokens"
@@ -82,5 +84,80 @@ func TestCaller(t *testing.T) {
 				t.Fatalf("caller %+v, %v; want agent %s", c, err, tc.want)
 			}
 		})
+	}
+}
+
+// counted is a Keeper that counts its look-ups.
+type counted struct {
+	tokens.Keeper
+	n *int
+}
+
+func (c counted) Lookup(token string) (tokens.Grant, error) {
+	*c.n++
+	return c.Keeper.Lookup(token)
+}
+
+// TestOnce: through Once, a request's token is looked up once for the
+// guard and the gate alike; the next request looks it up again, so a
+// token revoked between two requests is refused from the second on.
+func TestOnce(t *testing.T) {
+	w, err := files.Init(filepath.Join(t.TempDir(), "ws"), workspace.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	n := 0
+	k := counted{tokens.Tree(w), &n}
+	tok, g, err := tokens.Add(t.Context(), k, tokens.Grant{Agent: "alpha", Tasks: []string{"t1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := &Gate{Keeper: k}
+	var got []string
+	h := Once(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := LookupFor(r, k, tok); err != nil { // the guard's
+			got = append(got, "guard: "+err.Error())
+		}
+		c, err := gate.Caller(r)
+		if err != nil {
+			got = append(got, "gate: "+err.Error())
+			return
+		}
+		got = append(got, c.Grant.Agent)
+	}))
+	serve := func() {
+		r := httptest.NewRequest("GET", "/api/v1/agent", nil)
+		r.Header.Set("Authorization", "Bearer "+tok)
+		h.ServeHTTP(httptest.NewRecorder(), r)
+	}
+	serve()
+	if n != 1 || len(got) != 1 || got[0] != "alpha" {
+		t.Fatalf("one request: %d look-ups, %q; want 1, [alpha]", n, got)
+	}
+	if _, err := tokens.Revoke(t.Context(), k, g.ID(), ""); err != nil {
+		t.Fatal(err)
+	}
+	got = nil
+	serve()
+	if n != 2 || len(got) != 2 || !strings.Contains(got[0], "revoked") || !strings.Contains(got[1], "revoked") {
+		t.Fatalf("after the revoke: %d look-ups, %q; want 2, refused twice", n, got)
+	}
+	// Another keeper is asked for itself.
+	other := counted{tokens.Tree(w), new(int)}
+	r := httptest.NewRequest("GET", "/", nil)
+	Once(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		_, _ = LookupFor(r, k, tok)
+		_, _ = LookupFor(r, other, tok)
+	})).ServeHTTP(httptest.NewRecorder(), r)
+	if *other.n != 1 {
+		t.Fatalf("another keeper looked up %d times, want 1", *other.n)
+	}
+	// Without Once, every look-up is made.
+	n = 0
+	_, _ = LookupFor(r, k, tok)
+	_, _ = LookupFor(r, k, tok)
+	if n != 2 {
+		t.Fatalf("without Once: %d look-ups, want 2", n)
 	}
 }
