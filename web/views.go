@@ -61,11 +61,7 @@ func (s *Server) diffPlans(w http.ResponseWriter, r *http.Request, id string) {
 		return
 	}
 	d, err := DiffPlans(a, b)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, d)
+	answer(w, d, err)
 }
 
 func (s *Server) readPlan(r *http.Request, id string, version int, cur *workspace.Plan) (*workspace.Plan, error) {
