@@ -20,14 +20,7 @@ const memoryPage = workspace.MaxMemoryLimit
 func (s *Server) getMemoryNamespaces(w http.ResponseWriter, r *http.Request) {
 	q := workspace.NamespaceQuery{Prefix: r.URL.Query()["prefix"], Limit: memoryPage}
 	nss, err := service.MemoryNamespaces(r.Context(), s.st, q)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	if nss == nil {
-		nss = []workspace.Namespace{}
-	}
-	writeJSON(w, http.StatusOK, nss)
+	answerList(w, nss, err)
 }
 
 func (s *Server) getMemoryItems(w http.ResponseWriter, r *http.Request) {
@@ -45,9 +38,5 @@ func (s *Server) getMemoryItems(w http.ResponseWriter, r *http.Request) {
 		*dst = n
 	}
 	items, err := service.MemorySearch(r.Context(), s.st, req)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, items)
+	answer(w, items, err)
 }

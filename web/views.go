@@ -61,11 +61,7 @@ func (s *Server) diffPlans(w http.ResponseWriter, r *http.Request, id string) {
 		return
 	}
 	d, err := DiffPlans(a, b)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, d)
+	answer(w, d, err)
 }
 
 func (s *Server) readPlan(r *http.Request, id string, version int, cur *workspace.Plan) (*workspace.Plan, error) {
@@ -117,11 +113,7 @@ func (s *Server) outputVersions(r *http.Request, id string) (sub string, out []O
 
 func (s *Server) outputHistory(w http.ResponseWriter, r *http.Request, id string) {
 	_, vs, err := s.outputVersions(r, id)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"versions": vs})
+	answer(w, map[string]any{"versions": vs}, err)
 }
 
 // diffOutputs compares version from (default: the last kept one) of an
@@ -161,11 +153,7 @@ func (s *Server) diffOutputs(w http.ResponseWriter, r *http.Request, id string) 
 		return
 	}
 	cs, err := DiffDocs(a, b)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"from": from, "to": to, "changes": cs})
+	answer(w, map[string]any{"from": from, "to": to, "changes": cs}, err)
 }
 
 // ReplayView is GET /api/tasks/{id}/state?seq=N: the state folded from
@@ -227,11 +215,7 @@ func (s *Server) gantt(w http.ResponseWriter, r *http.Request, id string) {
 		return
 	}
 	spans, err := Spans(task, plans, recs)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"spans": spans})
+	answer(w, map[string]any{"spans": spans}, err)
 }
 
 // servingFor is how long the panel trusts its last look at whether a

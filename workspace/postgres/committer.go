@@ -82,22 +82,6 @@ func (c *committer) Commit(ctx context.Context, req workspace.CommitRequest) (wo
 	return a, nil
 }
 
-// passOver splits out the markers whose name the journal holds already
-// (inserted while the first of that name was being taken): they are
-// deleted without a record, so that each name is journaled once.
-func passOver(ms []waiting) ([]waiting, []int64) {
-	var dups []int64
-	keep := ms[:0]
-	for _, m := range ms {
-		if m.taken {
-			dups = append(dups, m.id)
-		} else {
-			keep = append(keep, m)
-		}
-	}
-	return keep, dups
-}
-
 // commitNothing ends a commit that took no marker: it writes a new task's
 // first state, and deletes the markers passed over.
 func (s *Store) commitNothing(ctx context.Context, tx pgx.Tx, taskID string, st workspace.State, hasState bool, dups []int64, epoch int64) (workspace.Applied, knownState, error) {

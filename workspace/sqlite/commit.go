@@ -92,6 +92,8 @@ type waiting struct {
 	taken bool // the journal holds its name already
 }
 
+func (m waiting) passed() (int64, bool) { return m.id, m.taken }
+
 // commitTx is what one commit's transaction knows.
 type commitTx struct {
 	s        *Store
@@ -119,7 +121,7 @@ func (s *Store) commit(ctx context.Context, tx wtx, last knownState, taskID stri
 		return workspace.Applied{}, workspace.State{}, knownState{}, fmt.Errorf("read task %s to commit: %w", taskID, err)
 	}
 	full := len(c.ms) == max // more may be waiting
-	ms, dups := passOver(c.ms)
+	ms, dups := sqlstore.PassOver(c.ms, waiting.passed)
 	if len(ms) == 0 {
 		a, wrote, err := c.nothing(ctx, dups)
 		a.More = full && err == nil
@@ -190,21 +192,6 @@ func (c *commitTx) read(ctx context.Context, max int) error {
 		return w, r.Scan(&w.id, &w.kind, &w.name, &w.body, &w.taken)
 	})
 	return err
-}
-
-// passOver splits out the markers whose name the journal holds already:
-// they are deleted without a record, so that each name is journaled once.
-func passOver(ms []waiting) ([]waiting, []int64) {
-	var dups []int64
-	keep := ms[:0]
-	for _, m := range ms {
-		if m.taken {
-			dups = append(dups, m.id)
-		} else {
-			keep = append(keep, m)
-		}
-	}
-	return keep, dups
 }
 
 // nothing ends a commit that took no marker: it writes a new task's

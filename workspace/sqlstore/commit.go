@@ -15,6 +15,22 @@ import (
 // daemon asks for no limit.
 const DefaultChunk = 128
 
+// PassOver splits out of ms the markers whose name the journal holds
+// already (inserted while the first of that name was being taken; taken
+// says so, with the marker's id): they are deleted without a record, so
+// that each name is journaled once.
+func PassOver[M any](ms []M, taken func(M) (int64, bool)) (keep []M, dups []int64) {
+	keep = ms[:0]
+	for _, m := range ms {
+		if id, ok := taken(m); ok {
+			dups = append(dups, id)
+		} else {
+			keep = append(keep, m)
+		}
+	}
+	return keep, dups
+}
+
 // Folded is what a commit's fold made of the markers it took: their
 // records, the state they fold into (encoded and checked: Data), its
 // events, and the time it judged them at.
