@@ -102,6 +102,10 @@ var routes = []route{
 	{"GET", "/api/v1/tasks/{task}/env/{key}", (*Handler).getEntry},
 	{"PUT", "/api/v1/tasks/{task}/env/{key}", (*Handler).putEntry},
 	{"DELETE", "/api/v1/tasks/{task}/env/{key}", (*Handler).deleteEntry},
+	{"GET", "/api/v1/tasks/{task}/threads", (*Handler).listThreads},
+	{"POST", "/api/v1/tasks/{task}/threads", (*Handler).newThread},
+	{"GET", "/api/v1/tasks/{task}/threads/{thread}", (*Handler).getThread},
+	{"PATCH", "/api/v1/tasks/{task}/threads/{thread}", (*Handler).updateThread},
 	{"GET", "/api/v1/tasks/{task}/threads/{thread}/session", (*Handler).listEntries},
 	{"GET", "/api/v1/tasks/{task}/threads/{thread}/session/{key}", (*Handler).getEntry},
 	{"PUT", "/api/v1/tasks/{task}/threads/{thread}/session/{key}", (*Handler).putEntry},
@@ -156,12 +160,6 @@ func New(cfg Config) *Handler {
 	return h
 }
 
-// Mounted reports whether path is the API's, for a listener that serves
-// other things beside it.
-func Mounted(path string) bool {
-	return strings.HasPrefix(path, Prefix) || path == strings.TrimSuffix(Prefix, "/")
-}
-
 // ServeHTTP serves one request of the API.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
@@ -173,7 +171,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // is a route's under other methods, else 404.
 func (h *Handler) noRoute(w http.ResponseWriter, r *http.Request) {
 	var allow []string
-	for _, m := range []string{"GET", "POST", "PUT", "DELETE"} {
+	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
 		if _, p := h.mux.Handler(&http.Request{Method: m, URL: r.URL, Host: r.Host}); p != "/" && p != "" {
 			allow = append(allow, m)
 		}

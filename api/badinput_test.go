@@ -81,6 +81,9 @@ func TestBadInput(t *testing.T) {
 			if p.Kind != tc.kind {
 				t.Errorf("kind %q, want %q: %+v", p.Kind, tc.kind, p)
 			}
+			if p.Hint == "" {
+				t.Errorf("no hint: %+v", p)
+			}
 		})
 	}
 	// A document over the value limit but within the largest file is

@@ -225,7 +225,7 @@ func decodeStrict(what string, data []byte, maxDepth int, v any) error {
 			Hint: "send one JSON object with the fields the API document (GET /api/v1/openapi.json) lists"}
 	}
 	if dec.More() {
-		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "parse " + what, Msg: "data after the JSON document"}
+		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "parse " + what, Msg: "data after the JSON document", Hint: "send one JSON document"}
 	}
 	return nil
 }
@@ -253,7 +253,8 @@ func (c *call) intQuery(name string, def, min, max int) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < min || n > max {
-		return 0, &workspace.Error{Kind: workspace.ErrInvalid, Op: "parameter " + name, Msg: fmt.Sprintf("%q is not a whole number from %d to %d", v, min, max)}
+		return 0, &workspace.Error{Kind: workspace.ErrInvalid, Op: "parameter " + name, Msg: fmt.Sprintf("%q is not a whole number from %d to %d", v, min, max),
+			Hint: fmt.Sprintf("give %s=N with N from %d to %d, or leave it out", name, min, max)}
 	}
 	return n, nil
 }
@@ -266,7 +267,8 @@ func (c *call) boolQuery(name string) (bool, error) {
 	case "true", "1":
 		return true, nil
 	default:
-		return false, &workspace.Error{Kind: workspace.ErrInvalid, Op: "parameter " + name, Msg: fmt.Sprintf("%q is not true or false", v)}
+		return false, &workspace.Error{Kind: workspace.ErrInvalid, Op: "parameter " + name, Msg: fmt.Sprintf("%q is not true or false", v),
+			Hint: "give " + name + "=true or " + name + "=false"}
 	}
 }
 

@@ -61,7 +61,7 @@ func (h *Handler) preamble(c *call) error {
 	switch detail {
 	case "", "minimal", "standard", "verbose":
 	default:
-		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "parameter detail", Msg: "not minimal, standard or verbose"}
+		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "parameter detail", Msg: "not minimal, standard or verbose", Hint: "give detail=minimal, standard or verbose, or leave it out"}
 	}
 	max, err := c.intQuery("max_message_bytes", 0, 1, 1<<20)
 	if err != nil {

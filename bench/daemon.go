@@ -20,7 +20,8 @@ import (
 // an agent would, from the files.
 type rig struct {
 	dir string // the workspace's root: a directory, or a postgres:// URL
-	ws  *files.Store
+	st  workspace.Store
+	ws  *files.Store // set when the workspace is a directory
 	cm  *commits
 	sw  *stateWatcher
 	srv *server
@@ -34,7 +35,7 @@ func newRig(ctx context.Context, dir string, serveCmd []string) (*rig, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &rig{dir: dir, ws: ws, cm: newCommits()}
+	r := &rig{dir: dir, st: ws, ws: ws, cm: newCommits()}
 	if r.sw, err = newStateWatcher(dir, r.cm); err != nil {
 		ws.Close()
 		return nil, err
@@ -67,29 +68,25 @@ func (r *rig) close() {
 // it proposed, and every subtask's output written (a done marker names
 // it), with the task's directory watched throughout.
 func (r *rig) prepare(ctx context.Context, task string, n int) error {
-	if r.pg != nil {
-		return r.pg.prepare(ctx, r.cm, task, n)
-	}
-	if r.sq != nil {
-		return r.sq.prepare(ctx, r.cm, task, n)
-	}
-	if err := fixture.PrepareTask(ctx, r.ws, task, n); err != nil {
+	if err := fixture.PrepareTask(ctx, r.st, task, n); err != nil {
 		return err
 	}
-	if err := r.sw.watch(task); err != nil {
-		return err
+	if r.sw != nil {
+		if err := r.sw.watch(task); err != nil {
+			return err
+		}
 	}
 	if err := r.cm.waitState(task, "plan proposed", func(v taskView) bool { return v.PlanStatus == "proposed" }, time.Now().Add(time.Minute)); err != nil {
 		return err
 	}
-	if err := fixture.ApprovePlan(ctx, r.ws, task); err != nil {
+	if err := fixture.ApprovePlan(ctx, r.st, task); err != nil {
 		return err
 	}
 	if err := r.cm.waitState(task, "executing", func(v taskView) bool { return v.Status == "executing" }, time.Now().Add(time.Minute)); err != nil {
 		return err
 	}
 	for i := 1; i <= n; i++ {
-		if _, err := r.ws.WriteOutput(ctx, task, fmt.Sprintf("st_%d", i), "bench", []byte(`{"summary":"ok"}`)); err != nil {
+		if _, err := r.st.WriteOutput(ctx, task, fmt.Sprintf("st_%d", i), "bench", []byte(`{"summary":"ok"}`)); err != nil {
 			return err
 		}
 	}

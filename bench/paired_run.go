@@ -207,7 +207,7 @@ func newServedPGRig(ctx context.Context, base string, serveCmd []string) (*rig, 
 	if err != nil {
 		return nil, err
 	}
-	r := &rig{dir: root, cm: newCommits(), pg: pr}
+	r := &rig{dir: root, st: pr.s, cm: newCommits(), pg: pr}
 	if err := pr.watch(ctx, r.cm); err != nil {
 		pr.close()
 		return nil, err

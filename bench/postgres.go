@@ -119,143 +119,13 @@ func RunPostgres(ctx context.Context, opt Options) (rep *PGReport, err error) {
 	if err != nil {
 		return nil, err
 	}
-	n := 200
-	if opt.Quick {
-		n = 40
-	}
-	opt.say("postgres floor: upsert of 1 KiB ×%d", n)
-	lat, err := fl.sample(n)
+	rep.Floor, rep.Results, err = runDB(ctx, opt, "postgres", pr, fl, "floor: INSERT … ON CONFLICT DO UPDATE of 1 KiB, own transaction",
+		nil, "", "target ≥ 5")
 	if err != nil {
 		return nil, err
 	}
-	rep.Floor = summarize("floor: INSERT … ON CONFLICT DO UPDATE of 1 KiB, own transaction", lat, sum(lat))
-	rep.Floor.VsFloor = 1
-
-	opt.say("postgres env store/get/update/list")
-	if err := pr.s.PutTask(ctx, workspace.Task{ID: "bench", Description: "env benchmark"}); err != nil {
-		return nil, err
-	}
-	env, err := dbEnv(ctx, pr.s, fl, n)
-	if err != nil {
-		return nil, err
-	}
-	rep.Results = append(rep.Results, env...)
-
-	opt.say("postgres daemon: markers from 1 and 32 Go agent processes")
-	dres, err := pr.daemon(ctx, opt, fl, root)
-	if err != nil {
-		return nil, err
-	}
-	rep.Results = append(rep.Results, judgeDaemonRows(dres, rep.Floor, "one commit")...)
 	rep.Notes = append(rep.Notes, "postgres: each env row's floor is sampled interleaved with it (one upsert before each operation); the daemon rows' between their rounds, the lower of that and the first floor used")
 	return rep, nil
-}
-
-func sum(lat []time.Duration) time.Duration {
-	var t time.Duration
-	for _, d := range lat {
-		t += d
-	}
-	return t
-}
-
-// incompressible is a JSON string of size bytes that does not compress,
-// as real data mostly does not.
-func incompressible(size int) json.RawMessage {
-	buf := make([]byte, 0, size)
-	buf = append(buf, '"')
-	for x := uint32(1); len(buf) < size-1; {
-		x ^= x << 13
-		x ^= x >> 17
-		x ^= x << 5
-		buf = append(buf, "abcdefghijklmnopqrstuvwxyz0123456789"[x%36])
-	}
-	return append(buf, '"')
-}
-
-// entryStore is a database store's entries.
-type entryStore interface {
-	StoreEntry(ctx context.Context, sc workspace.Scope, req workspace.StoreRequest) (workspace.Result, error)
-	GetEntry(ctx context.Context, sc workspace.Scope, key string) (workspace.Entry, error)
-	UpdateEntry(ctx context.Context, sc workspace.Scope, req workspace.UpdateRequest) (workspace.Result, error)
-	ListEntries(ctx context.Context, sc workspace.Scope) ([]workspace.ManifestItem, error)
-}
-
-// dbEnv times the env operations on a database store whose task "bench"
-// exists, each preceded by one floor write, so that both meet the same
-// load of the machine: each row is judged against the floor sampled
-// with it.
-func dbEnv(ctx context.Context, s entryStore, fl sampler, n int) ([]Result, error) {
-	scope := workspace.Scope{Kind: workspace.ScopeThread, TaskID: "bench"}
-	var out []Result
-	time1 := func(name, target string, n int, f func(i int) error) error {
-		lat, floors := make([]time.Duration, 0, n), make([]time.Duration, 0, n)
-		var wall time.Duration
-		for i := 0; i < n; i++ {
-			fs, err := fl.sample(1)
-			if err != nil {
-				return err
-			}
-			t := time.Now()
-			if err := f(i); err != nil {
-				return fmt.Errorf("bench %s: %w", name, err)
-			}
-			d := time.Since(t)
-			lat, floors, wall = append(lat, d), append(floors, fs...), wall+d
-		}
-		r := summarize(name, lat, wall)
-		r.FloorP50 = floorP50(floors)
-		r.VsFloor = vsFloor(r, Result{P50: r.FloorP50}, latencyRatio)
-		r.Note = fmt.Sprintf("p50 ÷ floor p50 %.2f ms sampled with it", r.FloorP50)
-		if target != "" {
-			r.Note += " (" + target + ")"
-		}
-		out = append(out, r)
-		return nil
-	}
-	for _, size := range []int{1 << 10, 100 << 10} {
-		label := fmt.Sprintf("%d KiB", size>>10)
-		value := incompressible(size)
-		key := func(i int) string { return fmt.Sprintf("k%d_%d", size, i) }
-		target := ""
-		if size == 1<<10 {
-			target = "target ≤ 1.5"
-		}
-		if err := time1("env store "+label, target, n, func(i int) error {
-			_, err := s.StoreEntry(ctx, scope, workspace.StoreRequest{Key: key(i), Description: "bench", Value: value, Agent: "bench"})
-			return err
-		}); err != nil {
-			return nil, err
-		}
-		if err := time1("env get "+label, "", n, func(i int) error { _, err := s.GetEntry(ctx, scope, key(i)); return err }); err != nil {
-			return nil, err
-		}
-		if err := time1("env update "+label, "", n, func(i int) error {
-			_, err := s.UpdateEntry(ctx, scope, workspace.UpdateRequest{Key: key(i), Value: value, Agent: "bench"})
-			return err
-		}); err != nil {
-			return nil, err
-		}
-	}
-	// The listing: 1,000 entries of 100 KiB in a scope of their own,
-	// listed without reading a value.
-	big := workspace.Scope{Kind: workspace.ScopeGlobal}
-	value := incompressible(100 << 10)
-	for i := range 1000 {
-		if _, err := s.StoreEntry(ctx, big, workspace.StoreRequest{Key: fmt.Sprintf("key_%04d", i), Description: "a large value", Value: value, Agent: "bench"}); err != nil {
-			return nil, err
-		}
-	}
-	if err := time1("env list 1,000 × 100 KiB, without values", "target p50 < 20 ms", max(n/4, 10), func(int) error {
-		items, err := s.ListEntries(ctx, big)
-		if err == nil && len(items) != 1000 {
-			err = fmt.Errorf("%d entries listed, want 1,000", len(items))
-		}
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // pgRig is the PostgreSQL side of a rig: the store of the temporary
@@ -348,166 +218,42 @@ func (pr *pgRig) close() {
 	pr.s.Close()
 }
 
-// prepare makes task with n subtasks st_1 … st_n executing (a plan and
-// its approving review, taken by the daemon) and writes every subtask's
-// output, as on files.
-func (pr *pgRig) prepare(ctx context.Context, cm *commits, task string, n int) error {
-	s := pr.s
-	if err := s.PutTask(ctx, workspace.Task{ID: task, Description: "daemon benchmark"}); err != nil {
-		return err
-	}
-	now := time.Now().UTC()
-	p := workspace.Plan{ID: "plan_" + task, TaskID: task, Version: 1, CreatedAt: now, CreatedBy: "coordinator"}
-	for i := 1; i <= n; i++ {
-		p.Subtasks = append(p.Subtasks, workspace.Subtask{ID: fmt.Sprintf("st_%d", i), Description: "bench", Parallelizable: true})
-	}
-	rv := workspace.Review{ID: "r1", Type: "plan_review", Reviewer: "reviewer", ReviewedAt: &now, Verdict: "approved"}
-	for path, v := range map[string]any{"plan.json": p, "reviews/r1.json": rv} {
-		data, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		if err := s.PutProduct(ctx, task, path, data); err != nil {
-			return err
-		}
-	}
-	for _, m := range []workspace.Marker{{AgentID: "coordinator", OutputFile: "plan.json"}, {AgentID: "reviewer", OutputFile: "reviews/r1.json"}} {
-		m.Status = "completed"
-		if _, err := s.DropMarker(ctx, task, workspace.KindDone, m); err != nil {
-			return err
-		}
-	}
-	if err := cm.waitState(task, "executing", func(v taskView) bool { return v.Status == "executing" }, time.Now().Add(time.Minute)); err != nil {
-		return err
-	}
-	for i := 1; i <= n; i++ {
-		sub := fmt.Sprintf("st_%d", i)
-		if err := s.PutProduct(ctx, task, "outputs/"+sub+".json", []byte(`{"subtask_id":"`+sub+`","summary":"ok"}`)); err != nil {
-			return err
-		}
-	}
-	return nil
+func (pr *pgRig) rootOf() string         { return pr.root }
+func (pr *pgRig) store() workspace.Store { return pr.s }
+
+func (pr *pgRig) exec(ctx context.Context, query string, args ...any) error {
+	_, err := pr.s.Pool().Exec(ctx, query, args...)
+	return err
 }
 
-// daemon starts `workspaced serve` on the schema and runs the daemon rows
-// with Go agent processes, as measureDaemon does on files. Before the
-// daemon starts, the agents' inserts alone are timed (insertsAlone).
-func (pr *pgRig) daemon(ctx context.Context, opt Options, fl sampler, root string) ([]daemonRow, error) {
-	single, rounds := 100, 8
-	if opt.Quick {
-		single, rounds = 25, 3
-	}
-	goKind := goAgents(opt)
-	alone, err := pr.insertsAlone(ctx, goKind, root, 32, rounds, fl)
+// inserted listens on the markers' channel, whose notification each
+// insert sends at its commit: a round's inserts are known committed at
+// the receipt of its last notification.
+func (pr *pgRig) inserted(ctx context.Context, task string) (func(n int) (time.Time, error), func(), error) {
+	pc, err := pr.s.Pool().Acquire(ctx)
 	if err != nil {
-		return nil, err
-	}
-	r := &rig{dir: root, cm: newCommits(), pg: pr}
-	if err := pr.watch(ctx, r.cm); err != nil {
-		return nil, err
-	}
-	srv, err := startServer(ctx, opt.ServeCmd, root, r.cm.abort)
-	if err != nil {
-		return nil, err
-	}
-	r.srv = srv
-	defer srv.close()
-	return r.dbRows(ctx, goKind, single, rounds, alone, fl, pr.commits, "", "target ≥ 5")
-}
-
-// insertsAlone times what no daemon can beat: n agents inserting one
-// marker each at the same moment, rounds times, with no daemon running.
-// The harness listens on the markers' channel, whose notification each
-// insert sends at its commit; a marker's latency runs from just before
-// its insert to the receipt of its round's last notification (what a
-// daemon committing the whole round the moment the last insert commits,
-// at no cost, would give), and a round's span from the first insert to
-// that receipt, as the daemon rows' runs to the read of the state showing
-// the last marker. The markers are deleted after each round.
-func (pr *pgRig) insertsAlone(ctx context.Context, kind agentKind, root string, n, rounds int, fl sampler) (Result, error) {
-	const task = "inserts_alone"
-	s := pr.s
-	if err := s.PutTask(ctx, workspace.Task{ID: task, Description: "the agents' inserts alone"}); err != nil {
-		return Result{}, err
-	}
-	pc, err := s.Pool().Acquire(ctx)
-	if err != nil {
-		return Result{}, err
+		return nil, nil, err
 	}
 	conn := pc.Hijack() // it holds a LISTEN: it leaves the pool
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{"workspaced_markers_" + s.Schema()}.Sanitize()); err != nil {
-		return Result{}, err
+	stop := func() { conn.Close(context.Background()) }
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{"workspaced_markers_" + pr.s.Schema()}.Sanitize()); err != nil {
+		stop()
+		return nil, nil, err
 	}
-	r := &rig{dir: root, cm: newCommits(), pg: pr}
-	as, err := r.startAgents(kind, task, n)
-	if err != nil {
-		return Result{}, err
-	}
-	defer closeAll(as)
-	var (
-		lat, floors []time.Duration
-		wall        time.Duration
-	)
-	next := 1
-	for range rounds {
-		for _, a := range as {
-			if _, err := fmt.Fprintf(a.in, "st_%d\nsync\n", next); err != nil {
-				return Result{}, err
-			}
-			next++
-			if line, ok := <-a.lines; !ok || line != "prepared" {
-				return Result{}, fmt.Errorf("bench: agent %s did not prepare (said %q)", a.name, line)
-			}
-		}
-		for _, a := range as {
-			if _, err := io.WriteString(a.in, "go\n"); err != nil {
-				return Result{}, err
-			}
-		}
-		var last time.Time
+	return func(n int) (last time.Time, err error) {
 		for seen := 0; seen < n; {
 			wctx, cancel := context.WithTimeout(ctx, time.Minute)
 			note, err := conn.WaitForNotification(wctx)
 			cancel()
 			if err != nil {
-				return Result{}, fmt.Errorf("bench: wait for the agents' inserts: %w", err)
+				return last, fmt.Errorf("bench: wait for the agents' inserts: %w", err)
 			}
 			if note.Payload == task {
 				seen, last = seen+1, time.Now()
 			}
 		}
-		var first time.Time
-		var stamps []time.Time
-		for _, a := range as {
-			_, ts, err := a.report(1)
-			if err != nil {
-				return Result{}, err
-			}
-			stamps = append(stamps, ts...)
-			if first.IsZero() || ts[0].Before(first) {
-				first = ts[0]
-			}
-		}
-		for _, t0 := range stamps {
-			lat = append(lat, last.Sub(t0))
-		}
-		wall += last.Sub(first)
-		if _, err := s.Pool().Exec(ctx, "DELETE FROM markers WHERE task_id = $1", task); err != nil {
-			return Result{}, err
-		}
-		fls, err := fl.sample(max(4, 32/rounds))
-		if err != nil {
-			return Result{}, err
-		}
-		floors = append(floors, fls...)
-	}
-	if _, err := s.Pool().Exec(ctx, "DELETE FROM tasks WHERE id = $1", task); err != nil {
-		return Result{}, err
-	}
-	res := summarize(fmt.Sprintf("%d %s inserting at once, %d rounds, no daemon: first insert → last committed", n, kind.many, rounds), lat, wall)
-	res.FloorP50 = floorP50(floors)
-	return res, nil
+		return last, nil
+	}, stop, nil
 }
 
 // commits counts the agents' markers the daemon journaled for task and

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -16,7 +15,6 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"golang.org/x/sys/unix"
 
-	"github.com/workspaced/workspaced/internal/fixture"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/sqlite"
 )
@@ -121,40 +119,18 @@ func RunSQLite(ctx context.Context, opt Options) (rep *SQLiteReport, err error) 
 		return nil, err
 	}
 	defer fl.close()
-	n := 200
-	if opt.Quick {
-		n = 40
-	}
-	opt.say("sqlite floor: upsert of 1 KiB ×%d", n)
-	lat, err := fl.sample(n)
-	if err != nil {
-		return nil, err
-	}
-	rep.Floor = summarize("floor: INSERT … ON CONFLICT DO UPDATE of 1 KiB, own transaction, synchronous=FULL", lat, sum(lat))
-	rep.Floor.VsFloor = 1
-
-	opt.say("sqlite env store/get/update/list")
-	if _, err := s.CreateTask(ctx, workspace.NewTaskRequest{ID: "bench", Description: "env benchmark"}); err != nil {
-		return nil, err
-	}
-	env, err := dbEnv(ctx, s, fl, n)
-	if err != nil {
-		return nil, err
-	}
-	rep.Results = append(rep.Results, env...)
-
-	opt.say("sqlite daemon: markers from 1 and 32 Go agent processes")
 	rdb, err := sql.Open("sqlite", fileDSN(path, "_pragma=busy_timeout(10000)"))
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	defer rdb.Close()
 	sr := &sqRig{root: root, s: s, rdb: rdb}
-	dres, err := sr.daemon(ctx, opt, fl)
+	defer sr.close()
+	rep.Floor, rep.Results, err = runDB(ctx, opt, "sqlite", sr, fl, "floor: INSERT … ON CONFLICT DO UPDATE of 1 KiB, own transaction, synchronous=FULL",
+		[]string{"--cleanup-interval", "0"}, "target ≤ 3", "target ≥ 2")
 	if err != nil {
 		return nil, err
 	}
-	rep.Results = append(rep.Results, judgeDaemonRows(dres, rep.Floor, "one commit")...)
 	rep.Notes = append(rep.Notes, "sqlite: each env row's floor is sampled interleaved with it (one upsert before each operation); the daemon rows' between their rounds, the lower of that and the first floor used",
 		"sqlite: a state is read at each write heard and every millisecond for 200 ms after: a daemon latency may include up to 1 ms of that")
 	return rep, nil
@@ -175,7 +151,7 @@ func newServedSQLiteRig(ctx context.Context, path string, serveCmd []string) (*r
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	sr := &sqRig{root: root, s: s, rdb: rdb}
-	r := &rig{dir: root, cm: newCommits(), sq: sr}
+	r := &rig{dir: root, st: s, cm: newCommits(), sq: sr}
 	if err := sr.watch(ctx, r.cm); err != nil {
 		sr.closeAll()
 		return nil, err
@@ -347,132 +323,18 @@ func (sr *sqRig) close() {
 	}
 }
 
-// prepare makes task with n subtasks st_1 … st_n executing (a plan and
-// its approving review, taken by the daemon) and writes every subtask's
-// output, as on files.
-func (sr *sqRig) prepare(ctx context.Context, cm *commits, task string, n int) error {
-	if err := fixture.PrepareTask(ctx, sr.s, task, n); err != nil {
-		return err
-	}
-	if err := cm.waitState(task, "plan proposed", func(v taskView) bool { return v.PlanStatus == "proposed" }, time.Now().Add(time.Minute)); err != nil {
-		return err
-	}
-	if err := fixture.ApprovePlan(ctx, sr.s, task); err != nil {
-		return err
-	}
-	if err := cm.waitState(task, "executing", func(v taskView) bool { return v.Status == "executing" }, time.Now().Add(time.Minute)); err != nil {
-		return err
-	}
-	for i := 1; i <= n; i++ {
-		if _, err := sr.s.WriteOutput(ctx, task, fmt.Sprintf("st_%d", i), "bench", []byte(`{"summary":"ok"}`)); err != nil {
-			return err
-		}
-	}
-	return nil
+func (sr *sqRig) rootOf() string         { return sr.root }
+func (sr *sqRig) store() workspace.Store { return sr.s }
+
+func (sr *sqRig) exec(ctx context.Context, query string, args ...any) error {
+	_, err := sr.s.DB().ExecContext(ctx, query, args...)
+	return err
 }
 
-// daemon starts `workspaced serve` on the file and runs the daemon rows
-// with Go agent processes, as on PostgreSQL. Before the daemon starts,
-// the agents' inserts alone are timed (insertsAlone).
-func (sr *sqRig) daemon(ctx context.Context, opt Options, fl sampler) ([]daemonRow, error) {
-	single, rounds := 100, 8
-	if opt.Quick {
-		single, rounds = 25, 3
-	}
-	goKind := goAgents(opt)
-	alone, err := sr.insertsAlone(ctx, goKind, 32, rounds, fl)
-	if err != nil {
-		return nil, err
-	}
-	r := &rig{dir: sr.root, cm: newCommits(), sq: sr}
-	if err := sr.watch(ctx, r.cm); err != nil {
-		return nil, err
-	}
-	defer sr.close()
-	srv, err := startServer(ctx, opt.ServeCmd, sr.root, r.cm.abort, "--cleanup-interval", "0")
-	if err != nil {
-		return nil, err
-	}
-	r.srv = srv
-	defer srv.close()
-	return r.dbRows(ctx, goKind, single, rounds, alone, fl, sr.commits, "target ≤ 3", "target ≥ 2")
-}
-
-// insertsAlone times what no daemon can beat: n agents inserting one
-// marker each at the same moment, rounds times, with no daemon running.
-// The harness counts the task's markers every half millisecond (and at
-// every write heard); a marker's latency runs from just before its insert
-// to the read that first counted all n (what a daemon committing the
-// whole round the moment the last insert commits, at no cost, would
-// give), and a round's span from the first insert to that read. The
-// markers are deleted after each round.
-func (sr *sqRig) insertsAlone(ctx context.Context, kind agentKind, n, rounds int, fl sampler) (Result, error) {
-	const task = "inserts_alone"
-	s := sr.s
-	if _, err := s.CreateTask(ctx, workspace.NewTaskRequest{ID: task, Description: "the agents' inserts alone"}); err != nil {
-		return Result{}, err
-	}
-	r := &rig{dir: sr.root, cm: newCommits(), sq: sr}
-	as, err := r.startAgents(kind, task, n)
-	if err != nil {
-		return Result{}, err
-	}
-	defer closeAll(as)
-	var (
-		lat, floors []time.Duration
-		wall        time.Duration
-	)
-	next := 1
-	for range rounds {
-		for _, a := range as {
-			if _, err := fmt.Fprintf(a.in, "st_%d\nsync\n", next); err != nil {
-				return Result{}, err
-			}
-			next++
-			if line, ok := <-a.lines; !ok || line != "prepared" {
-				return Result{}, fmt.Errorf("bench: agent %s did not prepare (said %q)", a.name, line)
-			}
-		}
-		for _, a := range as {
-			if _, err := io.WriteString(a.in, "go\n"); err != nil {
-				return Result{}, err
-			}
-		}
-		last, err := sr.countUntil(ctx, task, n)
-		if err != nil {
-			return Result{}, err
-		}
-		var first time.Time
-		var stamps []time.Time
-		for _, a := range as {
-			_, ts, err := a.report(1)
-			if err != nil {
-				return Result{}, err
-			}
-			stamps = append(stamps, ts...)
-			if first.IsZero() || ts[0].Before(first) {
-				first = ts[0]
-			}
-		}
-		for _, t0 := range stamps {
-			lat = append(lat, last.Sub(t0))
-		}
-		wall += last.Sub(first)
-		if _, err := s.DB().ExecContext(ctx, "DELETE FROM markers WHERE task_id = $1", task); err != nil {
-			return Result{}, err
-		}
-		fls, err := fl.sample(max(4, 32/rounds))
-		if err != nil {
-			return Result{}, err
-		}
-		floors = append(floors, fls...)
-	}
-	if _, err := s.DB().ExecContext(ctx, "DELETE FROM tasks WHERE id = $1", task); err != nil {
-		return Result{}, err
-	}
-	res := summarize(fmt.Sprintf("%d %s inserting at once, %d rounds, no daemon: first insert → last committed", n, kind.many, rounds), lat, wall)
-	res.FloorP50 = floorP50(floors)
-	return res, nil
+// inserted counts the task's markers every half millisecond: a round's
+// inserts are known committed at the read that first counts them all.
+func (sr *sqRig) inserted(ctx context.Context, task string) (func(n int) (time.Time, error), func(), error) {
+	return func(n int) (time.Time, error) { return sr.countUntil(ctx, task, n) }, func() {}, nil
 }
 
 // countUntil reads the number of task's markers until it is n, and

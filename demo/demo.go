@@ -28,7 +28,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -160,12 +161,7 @@ func (p *printer) event(e workspace.Event) {
 	for _, a := range e.Args {
 		b.WriteString(" " + a)
 	}
-	keys := make([]string, 0, len(e.Attrs))
-	for k := range e.Attrs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(e.Attrs)) {
 		v := cut(strings.ReplaceAll(e.Attrs[k], "\n", "; "), 60)
 		if strings.Contains(v, " ") || v == "" {
 			v = `"` + v + `"`

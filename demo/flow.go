@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -459,7 +459,7 @@ func (r *run) worker(ctx context.Context, i int, p workspace.Plan) error {
 			if vocab.Finished(s.Status) {
 				return true, nil
 			}
-			ids := sortedKeys(s.Subtasks)
+			ids := slices.Sorted(maps.Keys(s.Subtasks))
 			for _, id := range ids {
 				if ss := s.Subtasks[id]; ss.Status == machine.SubtaskInProgress && ss.Worker == me {
 					target = id // ours already (a claim that won late)
@@ -570,15 +570,6 @@ func (r *run) checkpointReviewer(ctx context.Context) error {
 	r.out.say("reviewer", "checks the outputs of %s", CheckpointID)
 	return r.review(ctx, CheckpointID, machine.ReviewCheckpoint, CheckpointID, machine.VerdictApproved, nil,
 		"Project, users, tokens and rate limiting look right")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // The ARC-AGI puzzle the solver shares with the observer.

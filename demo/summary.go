@@ -3,6 +3,8 @@ package demo
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -19,7 +21,7 @@ func (r *run) summary(ctx context.Context) (Summary, error) {
 		return s, fmt.Errorf("demo: %w", err)
 	}
 	s.State = st
-	for _, id := range sortedKeys(st.Subtasks) {
+	for _, id := range slices.Sorted(maps.Keys(st.Subtasks)) {
 		ss := st.Subtasks[id]
 		s.Subtasks = append(s.Subtasks, SubtaskResult{ID: id, Status: ss.Status, Worker: ss.Worker, Attempts: ss.Attempts})
 	}
@@ -68,7 +70,7 @@ func printSummary(out *printer, s Summary, cmd string) {
 		}
 		p("    %-5s %-10s %-10s attempts %d%s", t.ID, t.Status, t.Worker, t.Attempts, note)
 	}
-	for _, id := range sortedKeys(st.Checkpoints) {
+	for _, id := range slices.Sorted(maps.Keys(st.Checkpoints)) {
 		p("  checkpoint %s: %s", id, st.Checkpoints[id].Status)
 	}
 	how := "added by the demo with friction.Log.Add (the daemon's detectors did not fire with this workspace's thresholds)"

@@ -4,9 +4,11 @@
 // The package has a pure core and a thin shell. The detectors (Detect,
 // DetectTimeouts) are pure functions over values: an observation of one
 // event and the running Tally in, the new Tally and the findings out. The
-// Log is the shell: it reads friction.json, applies findings or
-// user-added entries under the file's lock, and writes the file back
-// canonically and atomically.
+// Log is the shell, the same over every store: a store keeps the log's
+// one document (workspace.FrictionDoc: friction.json on files, a row in a
+// database), and the Log reads it, applies findings or user-added entries
+// under the document's lock, and writes it back canonically (Open gives a
+// store's log).
 //
 // A repeat of a known pattern does not add an entry: an entry of the same
 // type whose pattern (or, when it has none, description) matches a pending

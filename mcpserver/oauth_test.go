@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -118,6 +119,26 @@ func TestHTTPOAuth(t *testing.T) {
 			t.Errorf("the OAuth session after the watch: %s", text)
 		}
 	})
+	t.Run("the session is the identity's", func(t *testing.T) {
+		p.Register(oidctest.Client{ID: "intruder", Secret: "s", Audience: []string{resource}})
+		tok := &swapToken{}
+		tok.Store(p.Token(t, "worker", "workspace:task:t1"))
+		cs, err := clientOver(f, tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		// A new token of the same subject (a refresh) goes on with the
+		// session; one of another subject may not use it.
+		tok.Store(p.Token(t, "worker", "workspace:task:t1"))
+		if text, isErr := callHTTP(t, cs, ToolGetTask, nil); isErr {
+			t.Fatalf("a refreshed token: %s", text)
+		}
+		tok.Store(p.Token(t, "intruder", "workspace:task:t1"))
+		if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: ToolGetTask}); err == nil {
+			t.Fatal("another identity used the session")
+		}
+	})
 	for name, c := range map[string]struct {
 		token func(t *testing.T) string
 		says  string
@@ -199,4 +220,23 @@ func post(t *testing.T, url, token string) *http.Response {
 func readAll(resp *http.Response) string {
 	data, _ := io.ReadAll(resp.Body)
 	return string(data)
+}
+
+// swapToken is a bearer token a test changes between requests.
+type swapToken struct{ atomic.Value }
+
+func (s *swapToken) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+s.Load().(string))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// clientOver opens a session of task t1 whose requests carry tok's
+// token of the moment.
+func clientOver(f *httpFixture, tok *swapToken) (*mcp.ClientSession, error) {
+	tr := &mcp.StreamableClientTransport{Endpoint: f.srv.URL + "/mcp?task=t1", MaxRetries: -1, DisableStandaloneSSE: true,
+		HTTPClient: &http.Client{Transport: tok}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return mcp.NewClient(&mcp.Implementation{Name: "oauth-test", Version: "v0"}, nil).Connect(ctx, tr, nil)
 }

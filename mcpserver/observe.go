@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -79,4 +80,10 @@ func (s *Server) record(ctx context.Context, extra *mcp.RequestExtra, tool strin
 		r.Reason = ErrorText(err)
 	}
 	s.audit.Record(ctx, r)
+}
+
+// refusedAudit records a request the HTTP server refused in the audit.
+func (h *HTTP) refusedAudit(r *http.Request, agent, token, reason string) {
+	h.opt.Audit.Record(r.Context(), audit.Record{Door: audit.DoorMCP, Action: "request " + r.Method, Outcome: audit.Refused,
+		Agent: agent, Token: token, From: r.RemoteAddr, Reason: reason})
 }

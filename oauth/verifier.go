@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -20,11 +22,34 @@ import (
 	"github.com/workspaced/workspaced/workspace"
 )
 
+// Defaults of the verifier's memory of accepted tokens.
+const (
+	// DefaultRemember is the longest a token accepted is accepted again
+	// without checking its signature: no longer than its expiry either.
+	DefaultRemember = 5 * time.Minute
+	// rememberMax bounds the tokens remembered.
+	rememberMax = 4096
+)
+
 // Verifier checks the access tokens of one resource against the keys its
 // authorization server publishes. It is safe for concurrent use.
+//
+// A token accepted is remembered by its SHA-256 until it expires, for
+// DefaultRemember at most: a client sends the same token with every
+// request, and checking an RSA signature costs far more than a look-up.
+// A refused token is checked again each time.
 type Verifier struct {
-	c Config
-	v *oidc.IDTokenVerifier
+	c   Config
+	v   *oidc.IDTokenVerifier
+	now func() time.Time
+
+	mu   sync.Mutex
+	seen map[[32]byte]remembered
+}
+
+type remembered struct {
+	a     Access
+	until time.Time
 }
 
 // Access is what a verified token stands for.
@@ -63,19 +88,26 @@ func New(ctx context.Context, c Config, client *http.Client) (*Verifier, error) 
 			jwks = doc.JWKSURI
 		}
 		if err != nil || jwks == "" {
+			oidcErr := err
 			jwks, err = authServerKeys(ctx, client, c.Issuer)
 			if err != nil {
+				if oidcErr == nil {
+					oidcErr = errors.New("its document names no jwks_uri")
+				}
+				err = fmt.Errorf("OpenID Connect discovery: %v; RFC 8414 metadata: %w", strings.TrimPrefix(oidcErr.Error(), "oidc: "), err)
 				return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "oauth: discover the keys of " + c.Issuer, Err: err,
 					Hint: "check oauth.issuer (the issuer's exact URL, as its tokens' iss claim says), or name its keys in oauth.jwks_uri"}
 			}
 		}
 	}
 	keys := oidc.NewRemoteKeySet(oidc.ClientContext(context.Background(), client), jwks)
-	v := oidc.NewVerifier(c.Issuer, keys, &oidc.Config{
+	v := &Verifier{c: c, now: time.Now, seen: map[[32]byte]remembered{}}
+	v.v = oidc.NewVerifier(c.Issuer, keys, &oidc.Config{
 		SkipClientIDCheck:    true, // the audience is checked against the resource below
 		SupportedSigningAlgs: []string{oidc.RS256, oidc.RS384, oidc.RS512, oidc.ES256, oidc.ES384, oidc.ES512, oidc.PS256, oidc.PS384, oidc.PS512, oidc.EdDSA},
+		Now:                  func() time.Time { return v.now() },
 	})
-	return &Verifier{c: c, v: v}, nil
+	return v, nil
 }
 
 // Config is the verifier's configuration, with its defaults.
@@ -90,6 +122,54 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Access, error) {
 	if strings.Count(raw, ".") != 2 {
 		return Access{}, invalid("not a JWT")
 	}
+	sum := sha256.Sum256([]byte(raw))
+	if a, ok := v.recall(sum); ok {
+		return a, nil
+	}
+	a, err := v.verify(ctx, raw)
+	if err == nil {
+		v.remember(sum, a)
+	}
+	return a, err
+}
+
+// recall is the access of a token accepted before, while remembered.
+func (v *Verifier) recall(sum [32]byte) (Access, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	r, ok := v.seen[sum]
+	if !ok || !v.now().Before(r.until) {
+		return Access{}, false
+	}
+	return r.a, true
+}
+
+// remember keeps an accepted token until its expiry, DefaultRemember at
+// most; when rememberMax are kept, the expired ones are dropped, and all
+// of them if none was.
+func (v *Verifier) remember(sum [32]byte, a Access) {
+	now := v.now()
+	until := now.Add(DefaultRemember)
+	if a.Expiry.Before(until) {
+		until = a.Expiry
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.seen) >= rememberMax {
+		for k, r := range v.seen {
+			if !now.Before(r.until) {
+				delete(v.seen, k)
+			}
+		}
+		if len(v.seen) >= rememberMax {
+			clear(v.seen)
+		}
+	}
+	v.seen[sum] = remembered{a: a, until: until}
+}
+
+// verify checks a token not remembered.
+func (v *Verifier) verify(ctx context.Context, raw string) (Access, error) {
 	t, err := v.v.Verify(ctx, raw)
 	if err != nil {
 		var exp *oidc.TokenExpiredError
@@ -185,7 +265,7 @@ func authServerKeys(ctx context.Context, client *http.Client, issuer string) (st
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("neither OpenID Connect discovery nor %s answers (%s)", where, resp.Status)
+		return "", fmt.Errorf("%s answers %s", where, resp.Status)
 	}
 	var meta struct {
 		Issuer  string `json:"issuer"`

@@ -181,3 +181,37 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkVerify is the cost of checking one access token (RS256, the
+// provider's keys already fetched) and mapping its claims: what OAuth
+// mode adds to a request.
+func BenchmarkVerify(b *testing.B) {
+	p := oidctest.Start(b)
+	p.Register(oidctest.Client{ID: "worker-1", Secret: "s1", Audience: []string{resource}})
+	tok := p.Token(b, "worker-1", "workspace:task:t1", "workspace:claim")
+	v, err := oauth.New(context.Background(), config(p.URL), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := v.Verify(ctx, tok); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := v.Verify(ctx, tok); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestNewSaysWhyDiscoveryFailed: an issuer written otherwise than the
+// provider names itself (a trailing slash) is refused at start, saying
+// so.
+func TestNewSaysWhyDiscoveryFailed(t *testing.T) {
+	t.Parallel()
+	p := oidctest.Start(t)
+	_, err := oauth.New(context.Background(), config(p.URL+"/"), nil)
+	if err == nil || !strings.Contains(err.Error(), "did not match the issuer URL returned by provider") {
+		t.Fatalf("err = %v, want the OpenID Connect discovery's reason", err)
+	}
+}

@@ -1,12 +1,12 @@
 // Package retention decides which finished tasks a workspace keeps whole,
-// which it cuts down to their summary and which it removes, and carries the
-// decision out on the tree.
+// which it cuts down to their summary and which it removes.
 //
 // The policy is a pure function (Decide, Apply) over TaskInfo values, in the
 // manner of restic's forget: it reads no files and no clock, so the same
-// inputs always give the same decisions and reasons. The Pruner is the thin
-// shell that reads each task's state, asks the policy and acts under the
-// task's lock.
+// inputs always give the same decisions and reasons. Each store carries
+// the decisions out (workspace.Retention): the file tree's pruner
+// (workspace/files) and the SQL store read each task's state, ask the
+// policy and act under the task's lock.
 //
 // Friction entries are not this package's business: the caller anonymises
 // the ids the Report lists as removed.
@@ -120,7 +120,7 @@ const ReasonLocksOnly = "holds nothing but lock files (left by a lock taken on a
 // (Validate). The rules, in order:
 //
 //   - a directory holding nothing but lock files → remove, whatever the
-//     policy: it is no task (the Pruner removes it only once none of its
+//     policy: it is no task (a store removes it only once none of its
 //     locks is held);
 //   - state.json unreadable → keep (the reason names the problem);
 //   - not finished (planning, executing, no state.json, or any status other
@@ -224,4 +224,24 @@ func formatAge(d time.Duration) string {
 		s += fmt.Sprintf("%dm", m)
 	}
 	return s
+}
+
+// Busy is d skipped because the task's lock is held by h (a lock's
+// holder record), saying what it would have done.
+func Busy(d Decision, h fmt.Stringer) Decision {
+	d.Reason = fmt.Sprintf("busy: task lock held by %s; would %s: %s", h, d.Action, d.Reason)
+	d.Action = Skip
+	return d
+}
+
+// Failed is d skipped because handling it failed with err, and the
+// error's message for the report.
+func Failed(d Decision, err error) (Decision, string) {
+	what := "handle"
+	if d.Action == Summarize || d.Action == Remove {
+		what = string(d.Action)
+	}
+	msg := fmt.Sprintf("%s task %s: %v", what, d.TaskID, err)
+	d.Action, d.Reason = Skip, "failed: "+msg
+	return d, msg
 }

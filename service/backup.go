@@ -8,9 +8,9 @@ import (
 	"path"
 
 	"github.com/workspaced/workspaced/locking"
-	"github.com/workspaced/workspaced/retention"
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/files"
 )
 
 // Backup is one kept state of a task, checked as the daemon checks a
@@ -90,7 +90,7 @@ func WhyNoBackups(ctx context.Context, s workspace.Store, id string) string {
 		}
 		return "no state of it has been replaced yet, or retention has summarised the finished task"
 	}
-	if info, err := retention.ReadTaskInfo(w.Root(), id); err == nil && info.Summarized && vocab.Finished(info.Status) {
+	if info, err := files.ReadTaskInfo(w.Root(), id); err == nil && info.Summarized && vocab.Finished(info.Status) {
 		return "the task is " + info.Status + " and summarised: retention kept only task.json, state.json and events.log"
 	}
 	_, err = w.ReadState(ctx, id)

@@ -3,6 +3,7 @@ package service_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -126,5 +127,49 @@ func TestMemoryTransfer(t *testing.T) {
 		if a, b := same(src), same(out); len(a) != 3 || !reflect.DeepEqual(a, b) {
 			t.Fatalf("memory exported back from %s:\n got %v\nwant %v", dst, b, a)
 		}
+	}
+}
+
+// BenchmarkMemory: a put of a new item, a get, and a search of a page of
+// 10 under a prefix holding 100 items, on every kind of store.
+func BenchmarkMemory(b *testing.B) {
+	for _, k := range kinds {
+		b.Run(k.name, func(b *testing.B) {
+			ctx := b.Context()
+			st, err := service.Open(ctx, root(b, k.kind), service.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			ns := workspace.Namespace{"bench", "users"}
+			for i := range 100 {
+				if _, err := service.MemoryPut(ctx, st, workspace.MemoryPutRequest{Namespace: ns, Key: fmt.Sprintf("seed%03d", i), Value: json.RawMessage(`{"n":1}`), Agent: "po"}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.Run("put", func(b *testing.B) {
+				i := 0
+				for b.Loop() {
+					i++
+					if _, err := service.MemoryPut(ctx, st, workspace.MemoryPutRequest{Namespace: workspace.Namespace{"bench", "put"}, Key: fmt.Sprintf("k%d", i), Value: json.RawMessage(`{"theme":"dark"}`), Agent: "po"}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.Run("get", func(b *testing.B) {
+				for b.Loop() {
+					if _, err := service.MemoryGet(ctx, st, ns, "seed050"); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.Run("search", func(b *testing.B) {
+				for b.Loop() {
+					if items, err := service.MemorySearch(ctx, st, workspace.MemorySearchRequest{Prefix: workspace.Namespace{"bench"}, Offset: 50}); err != nil || len(items) != 10 {
+						b.Fatal(len(items), err)
+					}
+				}
+			})
+		})
 	}
 }

@@ -17,7 +17,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 // root is a workspace of kind made for t: a directory, a sqlite: file in
 // t.TempDir(), or a PostgreSQL schema of its own.
-func root(t *testing.T, kind service.Kind) string {
+func root(t testing.TB, kind service.Kind) string {
 	t.Helper()
 	var r string
 	switch kind {

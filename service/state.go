@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/workspaced/workspaced/retention"
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/files"
@@ -72,7 +71,7 @@ func CheckState(ctx context.Context, st workspace.Store, id string) (StateCheck,
 	if _, err := w.GetTask(ctx, id); err != nil {
 		return StateCheck{}, err
 	}
-	info, err := retention.ReadTaskInfo(w.Root(), id)
+	info, err := files.ReadTaskInfo(w.Root(), id)
 	if err != nil {
 		return StateCheck{}, err
 	}

@@ -48,6 +48,8 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/memory", s.getMemory)
 	m.HandleFunc("GET /api/memory/global/{key}", s.getMemoryKey)
 	m.HandleFunc("GET /api/memory/agents/{agent}/{key}", s.getMemoryKey)
+	m.HandleFunc("GET /api/memory/namespaces", s.getMemoryNamespaces)
+	m.HandleFunc("GET /api/memory/items", s.getMemoryItems)
 	s.viewRoutes(m)
 	// Actions.
 	m.HandleFunc("POST /api/tasks/{id}/plan/review", s.action(s.withTask(s.reviewPlan)))
@@ -95,6 +97,23 @@ func fail(w http.ResponseWriter, err error) {
 		code = http.StatusServiceUnavailable
 	}
 	writeError(w, code, err.Error(), workspace.HintOf(err))
+}
+
+// answer writes v as JSON, or the error err.
+func answer(w http.ResponseWriter, v any, err error) {
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// answerList is answer for a list, written [] when it is empty.
+func answerList[T any](w http.ResponseWriter, v []T, err error) {
+	if v == nil {
+		v = []T{}
+	}
+	answer(w, v, err)
 }
 
 func isNotFound(err error) bool { return errors.Is(err, workspace.ErrNotFound) }
@@ -270,35 +289,17 @@ func (s *Server) getReviews(w http.ResponseWriter, r *http.Request, id string) {
 
 func (s *Server) getThreads(w http.ResponseWriter, r *http.Request, id string) {
 	ts, err := s.st.ListThreads(r.Context(), id)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	if ts == nil {
-		ts = []workspace.Thread{}
-	}
-	writeJSON(w, http.StatusOK, ts)
+	answerList(w, ts, err)
 }
 
 func (s *Server) getEnv(w http.ResponseWriter, r *http.Request, id string) {
 	items, err := s.st.ListEntries(r.Context(), workspace.Scope{Kind: workspace.ScopeThread, TaskID: id})
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	if items == nil {
-		items = []workspace.ManifestItem{}
-	}
-	writeJSON(w, http.StatusOK, items)
+	answerList(w, items, err)
 }
 
 func (s *Server) getEnvKey(w http.ResponseWriter, r *http.Request, id string) {
 	e, err := s.st.GetEntry(r.Context(), workspace.Scope{Kind: workspace.ScopeThread, TaskID: id}, r.PathValue("key"))
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, e)
+	answer(w, e, err)
 }
 
 // SessionView is one thread's session entries, in GET
@@ -340,11 +341,7 @@ func (s *Server) getSessionKey(w http.ResponseWriter, r *http.Request, id string
 		return
 	}
 	e, err := s.st.GetEntry(r.Context(), workspace.Scope{Kind: workspace.ScopeSession, TaskID: id, ThreadID: th}, r.PathValue("key"))
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, e)
+	answer(w, e, err)
 }
 
 // JournalView is one record of GET /api/tasks/{id}/journal with the
@@ -407,14 +404,7 @@ func (s *Server) getBackups(w http.ResponseWriter, r *http.Request, id string) {
 func (s *Server) getFriction(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	entries, err := friction.Open(s.st, "").List(r.Context(), friction.Filter{Status: q.Get("status"), Type: q.Get("type")})
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	if entries == nil {
-		entries = []friction.Entry{}
-	}
-	writeJSON(w, http.StatusOK, entries)
+	answerList(w, entries, err)
 }
 
 // MemoryView is GET /api/memory: the manifests of the global memory and
@@ -459,11 +449,7 @@ func (s *Server) getMemoryKey(w http.ResponseWriter, r *http.Request) {
 		sc = workspace.Scope{Kind: workspace.ScopeAgent, Agent: a}
 	}
 	e, err := s.st.GetEntry(r.Context(), sc, r.PathValue("key"))
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, e)
+	answer(w, e, err)
 }
 
 // allEventsJSON is GET /api/events without a stream: the latest events of

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -100,12 +102,7 @@ func snippet(text string, i, n int) string {
 func leaves(path string, v any, each func(path, text string) error) error {
 	switch x := v.(type) {
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			p := k
 			if path != "" {
 				p = path + "." + k
@@ -213,12 +210,7 @@ func searchEvent(m *searcher, ref string, e workspace.Event) error {
 			return err
 		}
 	}
-	keys := make([]string, 0, len(e.Attrs))
-	for k := range e.Attrs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(e.Attrs)) {
 		if err := m.match("event", ref, "attrs."+k, k+"="+e.Attrs[k]); err != nil {
 			return err
 		}

@@ -61,11 +61,7 @@ func (s *Server) diffPlans(w http.ResponseWriter, r *http.Request, id string) {
 		return
 	}
 	d, err := DiffPlans(a, b)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, d)
+	answer(w, d, err)
 }
 
 func (s *Server) readPlan(r *http.Request, id string, version int, cur *workspace.Plan) (*workspace.Plan, error) {
@@ -82,20 +78,23 @@ type OutputVersion struct {
 	Doc     json.RawMessage `json:"doc"`
 }
 
-// outputVersions reads every kept version of an output, oldest first,
-// then the current one (when there is one).
-func (s *Server) outputVersions(r *http.Request, id, sub string) ([]OutputVersion, error) {
-	var out []OutputVersion
+// outputVersions reads every kept version of the output the request's
+// subtask names, oldest first, then the current one (when there is one).
+func (s *Server) outputVersions(r *http.Request, id string) (sub string, out []OutputVersion, err error) {
+	sub = r.PathValue("subtask")
+	if err := workspace.ValidateID("subtask id", sub); err != nil {
+		return "", nil, err
+	}
 	for n := 1; n <= maxHistory; n++ {
 		doc, err := s.st.ReadTaskFile(r.Context(), id, workspace.HistoryName("outputs", sub, n), maxOutputBytes)
 		if isNotFound(err) {
 			break
 		}
 		if err != nil {
-			return nil, err
+			return "", nil, err
 		}
 		if !json.Valid(doc) {
-			return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read output " + sub, Msg: fmt.Sprintf("version %d is not JSON", n)}
+			return "", nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read output " + sub, Msg: fmt.Sprintf("version %d is not JSON", n)}
 		}
 		out = append(out, OutputVersion{Version: n, Doc: doc})
 	}
@@ -104,37 +103,23 @@ func (s *Server) outputVersions(r *http.Request, id, sub string) ([]OutputVersio
 	case err == nil:
 		out = append(out, OutputVersion{Version: 0, Doc: doc})
 	case !isNotFound(err):
-		return nil, err
+		return "", nil, err
 	}
 	if len(out) == 0 {
-		return nil, &workspace.Error{Kind: workspace.ErrNotFound, Op: "read output " + sub, Msg: "no output and no kept version"}
+		return "", nil, &workspace.Error{Kind: workspace.ErrNotFound, Op: "read output " + sub, Msg: "no output and no kept version"}
 	}
-	return out, nil
+	return sub, out, nil
 }
 
 func (s *Server) outputHistory(w http.ResponseWriter, r *http.Request, id string) {
-	sub := r.PathValue("subtask")
-	if err := workspace.ValidateID("subtask id", sub); err != nil {
-		fail(w, err)
-		return
-	}
-	vs, err := s.outputVersions(r, id, sub)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"versions": vs})
+	_, vs, err := s.outputVersions(r, id)
+	answer(w, map[string]any{"versions": vs}, err)
 }
 
 // diffOutputs compares version from (default: the last kept one) of an
 // output with version to (default 0: the current one).
 func (s *Server) diffOutputs(w http.ResponseWriter, r *http.Request, id string) {
-	sub := r.PathValue("subtask")
-	if err := workspace.ValidateID("subtask id", sub); err != nil {
-		fail(w, err)
-		return
-	}
-	vs, err := s.outputVersions(r, id, sub)
+	sub, vs, err := s.outputVersions(r, id)
 	if err != nil {
 		fail(w, err)
 		return
@@ -168,11 +153,7 @@ func (s *Server) diffOutputs(w http.ResponseWriter, r *http.Request, id string) 
 		return
 	}
 	cs, err := DiffDocs(a, b)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"from": from, "to": to, "changes": cs})
+	answer(w, map[string]any{"from": from, "to": to, "changes": cs}, err)
 }
 
 // ReplayView is GET /api/tasks/{id}/state?seq=N: the state folded from
@@ -234,11 +215,7 @@ func (s *Server) gantt(w http.ResponseWriter, r *http.Request, id string) {
 		return
 	}
 	spans, err := Spans(task, plans, recs)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"spans": spans})
+	answer(w, map[string]any{"spans": spans}, err)
 }
 
 // servingFor is how long the panel trusts its last look at whether a

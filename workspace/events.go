@@ -2,7 +2,8 @@ package workspace
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,12 +28,7 @@ func FormatEvent(e Event) string {
 		b.WriteByte(' ')
 		b.WriteString(quoteWord(a))
 	}
-	keys := make([]string, 0, len(e.Attrs))
-	for k := range e.Attrs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(e.Attrs)) {
 		b.WriteByte(' ')
 		b.WriteString(quoteWord(k))
 		b.WriteByte('=')

@@ -2,8 +2,9 @@ package workspace
 
 import (
 	"fmt"
+	"maps"
 	"path"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -65,7 +66,7 @@ func OutputFinal(subtaskID, rel string, st *State, waiting []WaitingDone) error 
 			return finalErr(op, "a finished subtask's output is final; only a checkpoint review asking for revision sends the subtask back, and then its output may be written again",
 				"subtask %s was completed%s; its output is final", subtaskID, who)
 		}
-		for _, id := range sortedIDs(st.Subtasks) {
+		for _, id := range slices.Sorted(maps.Keys(st.Subtasks)) {
 			if ss := st.Subtasks[id]; ss != nil && ss.Status == subtaskCompleted && ss.Output == rel {
 				return finalErr(op, "a finished subtask's output is final", "subtask %s was completed with %s; it is final", id, rel)
 			}
@@ -103,13 +104,4 @@ func ReviewFinal(rel string, waiting []WaitingDone, seq int64) error {
 type WaitingDone struct {
 	Name   string
 	Marker Marker
-}
-
-func sortedIDs[V any](m map[string]V) []string {
-	ids := make([]string, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
 }

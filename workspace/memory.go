@@ -383,17 +383,6 @@ func Page[T any](all []T, offset, limit int) []T {
 	return slices.Clip(all)
 }
 
-// SortItems orders items by namespace, label by label, then key, each by
-// bytes: the order of a search.
-func SortItems(items []MemoryItem) {
-	slices.SortFunc(items, func(a, b MemoryItem) int {
-		if c := CompareNamespaces(a.Namespace, b.Namespace); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Key, b.Key)
-	})
-}
-
 // MemoryEvent is the event of a put (memory_stored, with the new
 // version) or a delete (memory_deleted, version 0) of an item: the
 // namespace and key, never the value. Memory events have no task.

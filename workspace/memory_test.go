@@ -335,3 +335,32 @@ func FuzzMemoryFilter(f *testing.F) {
 		mf.Match(value)
 	})
 }
+
+// FuzzCheckMemoryPut reads any namespace, key and value as a put would:
+// refused with ErrInvalid and a hint, or accepted and then written as a
+// compact JSON object whose namespace round-trips through Sortable.
+func FuzzCheckMemoryPut(f *testing.F) {
+	f.Add("users/42", "prefs", []byte(`{"theme":"dark"}`), 60)
+	f.Add("a\x00b", "k", []byte(`{}`), 0)
+	f.Add("é/ü", "clé 🔑", []byte(` { "a" : [1, 2] } `), -1)
+	f.Add("a", "k\xff", []byte(`[1]`), 0)
+	f.Fuzz(func(t *testing.T, ns, key string, value []byte, ttl int) {
+		req := MemoryPutRequest{Namespace: Namespace(strings.Split(ns, "/")), Key: key, Value: value, TTLSeconds: ttl, Agent: "po"}
+		if err := CheckMemoryPut(req, memLimits); err != nil {
+			if !errors.Is(err, ErrInvalid) || HintOf(err) == "" {
+				t.Fatalf("put %q %q %q: %v is not ErrInvalid with a hint", ns, key, value, err)
+			}
+			return
+		}
+		it, err := ApplyPut(nil, req, time.Unix(0, 0).UTC())
+		if err != nil {
+			t.Fatalf("an accepted put failed: %v", err)
+		}
+		if !json.Valid(it.Value) || it.Value[0] != '{' || strings.ContainsAny(string(it.Value), "\n") {
+			t.Fatalf("value kept as %q", it.Value)
+		}
+		if back, err := ParseSortable(it.Namespace.Sortable()); err != nil || !slices.Equal(back, it.Namespace) {
+			t.Fatalf("namespace %q does not round-trip: %q %v", it.Namespace, back, err)
+		}
+	})
+}

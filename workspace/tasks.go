@@ -13,9 +13,6 @@ import (
 // TaskDir is a task's directory relative to the root.
 func TaskDir(id string) string { return path.Join("tasks", id) }
 
-// TaskLockPath is the relative path of a task's lock file.
-func TaskLockPath(taskID string) string { return path.Join("tasks", taskID, ".locks", "task.lock") }
-
 // NewTaskRequest is what `task create` takes.
 type NewTaskRequest struct {
 	ID          string // optional; generated when empty

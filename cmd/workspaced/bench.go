@@ -263,27 +263,24 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 	for _, n := range rep.Notes {
 		fmt.Fprintln(out, "note:", n)
 	}
-	if p := rep.Postgres; p != nil {
-		fmt.Fprintf(out, "\nPostgreSQL: %s\nschema: %s (temporary, dropped)\n\n", p.Server, p.Schema)
-		rows := [][]string{row(p.Floor)}
-		for _, r := range p.Results {
+	// A database's rows: its floor first, then its notes.
+	database := func(floor bench.Result, results []bench.Result, notes []string) {
+		rows := [][]string{row(floor)}
+		for _, r := range results {
 			rows = append(rows, row(r))
 		}
 		table(out, []string{"OPERATION", "OPS", "OPS/S", "P50 MS", "P99 MS", "VS FLOOR", "NOTE"}, rows)
-		for _, n := range p.Notes {
+		for _, n := range notes {
 			fmt.Fprintln(out, "note:", n)
 		}
 	}
+	if p := rep.Postgres; p != nil {
+		fmt.Fprintf(out, "\nPostgreSQL: %s\nschema: %s (temporary, dropped)\n\n", p.Server, p.Schema)
+		database(p.Floor, p.Results, p.Notes)
+	}
 	if q := rep.SQLite; q != nil {
 		fmt.Fprintf(out, "\nSQLite %s\ndatabase: %s (temporary, removed)\n\n", q.Version, q.Path)
-		rows := [][]string{row(q.Floor)}
-		for _, r := range q.Results {
-			rows = append(rows, row(r))
-		}
-		table(out, []string{"OPERATION", "OPS", "OPS/S", "P50 MS", "P99 MS", "VS FLOOR", "NOTE"}, rows)
-		for _, n := range q.Notes {
-			fmt.Fprintln(out, "note:", n)
-		}
+		database(q.Floor, q.Results, q.Notes)
 	}
 	return nil
 }

@@ -66,7 +66,7 @@ func cmdClaim(ctx context.Context, e *env, args []string) error {
 	}
 	defer w.Close()
 	op := fmt.Sprintf("claim %s of task %s", *subtask, id)
-	if err := beforeMarker(ctx, w, op, id, wait.on); err != nil {
+	if err := service.BeforeMarker(ctx, w, op, id, wait.on); err != nil {
 		return err
 	}
 	d, err := service.Claim(ctx, w, id, *agent, *subtask, wait.options())

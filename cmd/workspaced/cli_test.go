@@ -11,6 +11,7 @@ import (
 
 	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/schemas"
+	"github.com/workspaced/workspaced/service"
 )
 
 // helpCases is every command and subcommand this file's commands own.
@@ -644,7 +645,7 @@ func TestValidate(t *testing.T) {
 	if r.Code != exitFailure || r.Stdout != wantOut || !strings.HasPrefix(r.Stderr, "workspaced: validate: 2 of 7 files invalid") {
 		t.Fatalf("validate of a broken tree:\n%v\nwant stdout:\n%s", r, wantOut)
 	}
-	var rep validateReport
+	var rep service.ValidateReport
 	r = w.Run("validate", "--json", taskJSON)
 	clitest.Decode(t, r.Stdout, &rep)
 	if r.Code != exitFailure || rep.Files != 1 || rep.Invalid != 1 || len(rep.Problems) != 1 ||

@@ -88,7 +88,7 @@ func cmdDone(ctx context.Context, e *env, args []string) error {
 	if req.OutputFile == "" {
 		op = "done (" + req.Status + ") of task " + id
 	}
-	if err := beforeMarker(ctx, w, op, id, wait.on); err != nil {
+	if err := service.BeforeMarker(ctx, w, op, id, wait.on); err != nil {
 		return err
 	}
 	d, err := service.Deliver(ctx, w, req, nil, wait.options())

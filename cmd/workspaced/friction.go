@@ -123,10 +123,7 @@ func frictionAdd(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&entry.SuggestedAction, "suggested-action", "", "what could be done about it, in `TEXT`")
 	agent := fs.String("agent", "", "the `AGENT` recording it, for the lock's holder record (default $WORKSPACE_AGENT, else cli)")
 	asJSON := fs.Bool("json", false, "print the stored entry as JSON")
-	if err := parse(e, fs, frictionAddUsage, args); err != nil {
-		return err
-	}
-	if err := need(fs, "type", "description"); err != nil {
+	if err := parseNeeding(e, fs, frictionAddUsage, args, "type", "description"); err != nil {
 		return err
 	}
 	entry.AffectedTasks = tasks

@@ -355,6 +355,14 @@ func need(fs *flag.FlagSet, names ...string) error {
 	return nil
 }
 
+// parseNeeding is parse, then need of names.
+func parseNeeding(e *env, fs *flag.FlagSet, usageText string, args []string, names ...string) error {
+	if err := parse(e, fs, usageText, args); err != nil {
+		return err
+	}
+	return need(fs, names...)
+}
+
 // agentOr returns flagValue, else $WORKSPACE_AGENT, else def.
 func agentOr(flagValue, def string) string {
 	if flagValue != "" {

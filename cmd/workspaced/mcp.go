@@ -203,16 +203,7 @@ func readToken(file string) (string, error) {
 	if file == "" {
 		return strings.TrimSpace(os.Getenv("WORKSPACE_TOKEN")), nil
 	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return "", fmt.Errorf("read the token file: %w", err)
-	}
-	tok := strings.TrimSpace(string(data))
-	if tok == "" {
-		return "", &workspace.Error{Kind: workspace.ErrInvalid, Op: "read the token file " + file, Msg: "it is empty",
-			Hint: "put in it the token 'workspaced token add' printed"}
-	}
-	return tok, nil
+	return readTokenFile(file, "put in it the token 'workspaced token add' printed")
 }
 
 // tokenGrants looks the token up where the workspace keeps its tokens and
@@ -271,7 +262,7 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 			Msg:  "not a loopback address, and no TLS: tokens would cross the network in the clear",
 			Hint: "give --tls-cert and --tls-key, listen on 127.0.0.1 behind a TLS proxy, or say --insecure if plain HTTP is meant"}
 	}
-	metricsToken, err := readTokenFile(c.metricsToken)
+	metricsToken, err := readTokenFile(c.metricsToken, randomSecret)
 	if err != nil {
 		return err
 	}

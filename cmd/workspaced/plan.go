@@ -51,10 +51,7 @@ func planWrite(ctx context.Context, e *env, args []string) error {
 	agent := fs.String("agent", "", "the planning `AGENT` (default $WORKSPACE_AGENT, else \"cli\")")
 	propose := fs.Bool("propose", false, "also drop the done marker that proposes the plan")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parse(e, fs, planUsage, args); err != nil {
-		return err
-	}
-	if err := need(fs, "file"); err != nil {
+	if err := parseNeeding(e, fs, planUsage, args, "file"); err != nil {
 		return err
 	}
 	data, err := readInput(e, *file)

@@ -51,10 +51,7 @@ func reviewWrite(ctx context.Context, e *env, args []string) error {
 	file := fs.String("file", "", "read the review from `FILE` ('-' for stdin)")
 	done := fs.Bool("done", false, "also drop the done marker for it")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parse(e, fs, reviewUsage, args); err != nil {
-		return err
-	}
-	if err := need(fs, "id", "file"); err != nil {
+	if err := parseNeeding(e, fs, reviewUsage, args, "id", "file"); err != nil {
 		return err
 	}
 	named := agentOr(*agent, "")

@@ -55,7 +55,7 @@ func (o *opsFlags) check() (string, error) {
 	if (*o.cert == "") != (*o.key == "") {
 		return "", usageHint("serve", "--tls-cert and --tls-key go together")
 	}
-	token, err := readTokenFile(*o.tokenFile)
+	token, err := readTokenFile(*o.tokenFile, randomSecret)
 	if err != nil {
 		return "", err
 	}
@@ -70,8 +70,12 @@ func (o *opsFlags) check() (string, error) {
 	return token, nil
 }
 
-// readTokenFile reads a token file ("" when none is named).
-func readTokenFile(path string) (string, error) {
+// randomSecret says how to fill a token file the operator makes.
+const randomSecret = "put a long random secret in it, e.g. 'openssl rand -hex 32 > FILE'"
+
+// readTokenFile reads a token file ("" when none is named); hint says how
+// to mend an empty one.
+func readTokenFile(path, hint string) (string, error) {
 	if path == "" {
 		return "", nil
 	}
@@ -82,7 +86,7 @@ func readTokenFile(path string) (string, error) {
 	token := strings.TrimSpace(string(data))
 	if token == "" {
 		return "", &workspace.Error{Kind: workspace.ErrInvalid, Op: "read the token file " + path, Msg: "it is empty",
-			Hint: "put a long random secret in it, e.g. 'openssl rand -hex 32 > FILE'"}
+			Hint: hint}
 	}
 	return token, nil
 }

@@ -85,10 +85,7 @@ func skillAdd(ctx context.Context, e *env, args []string) error {
 	replace := fs.Bool("replace", false, "replace an existing skill")
 	agent := fs.String("agent", "", "the writing `AGENT`, recorded as the lock holder (default $WORKSPACE_AGENT, else \"cli\")")
 	asJSON := fs.Bool("json", false, "print the skill as read back (without its body)")
-	if err := parse(e, fs, skillAddUsage, args); err != nil {
-		return err
-	}
-	if err := need(fs, "name", "file"); err != nil {
+	if err := parseNeeding(e, fs, skillAddUsage, args, "name", "file"); err != nil {
 		return err
 	}
 	if *desc == "" && (flagSet(fs, "tags") || flagSet(fs, "modes")) {
@@ -200,10 +197,7 @@ func skillShow(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("skill show")
 	name := fs.String("name", "", "skill `NAME`")
 	asJSON := fs.Bool("json", false, "print the skill as JSON")
-	if err := parse(e, fs, skillShowUsage, args); err != nil {
-		return err
-	}
-	if err := need(fs, "name"); err != nil {
+	if err := parseNeeding(e, fs, skillShowUsage, args, "name"); err != nil {
 		return err
 	}
 	w, err := e.openStore()
@@ -238,10 +232,7 @@ func skillRemove(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("skill remove")
 	name := fs.String("name", "", "skill `NAME`")
 	agent := fs.String("agent", "", "the removing `AGENT`, recorded as the lock holder (default $WORKSPACE_AGENT, else \"cli\")")
-	if err := parse(e, fs, skillRemoveUsage, args); err != nil {
-		return err
-	}
-	if err := need(fs, "name"); err != nil {
+	if err := parseNeeding(e, fs, skillRemoveUsage, args, "name"); err != nil {
 		return err
 	}
 	w, err := e.openStore()

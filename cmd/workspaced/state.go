@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -100,7 +101,7 @@ func printState(out io.Writer, st workspace.State) {
 	if len(st.Subtasks) > 0 {
 		fmt.Fprintln(out, "\nSubtasks:")
 		var rows [][]string
-		for _, id := range sortedKeys(st.Subtasks) {
+		for _, id := range slices.Sorted(maps.Keys(st.Subtasks)) {
 			s := st.Subtasks[id]
 			note := s.Error
 			if len(s.BlockedBy) > 0 {
@@ -115,7 +116,7 @@ func printState(out io.Writer, st workspace.State) {
 	if len(st.Checkpoints) > 0 {
 		fmt.Fprintln(out, "\nCheckpoints:")
 		var rows [][]string
-		for _, id := range sortedKeys(st.Checkpoints) {
+		for _, id := range slices.Sorted(maps.Keys(st.Checkpoints)) {
 			c := st.Checkpoints[id]
 			rows = append(rows, []string{"  " + id, c.Status, c.Review})
 		}
@@ -124,7 +125,7 @@ func printState(out io.Writer, st workspace.State) {
 	if len(st.Workers) > 0 {
 		fmt.Fprintln(out, "\nWorkers:")
 		var rows [][]string
-		for _, id := range sortedKeys(st.Workers) {
+		for _, id := range slices.Sorted(maps.Keys(st.Workers)) {
 			wk := st.Workers[id]
 			rows = append(rows, []string{"  " + id, wk.Status, wk.CurrentTask})
 		}
@@ -154,15 +155,6 @@ func printStateErrors(out io.Writer, title string, errs []workspace.StateError) 
 		}
 		fmt.Fprintf(out, "  #%d %s %s: %s\n", er.Seq, shortTime(er.At), strings.TrimSpace(who), er.Message)
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 const stateRebuildUsage = `Usage:

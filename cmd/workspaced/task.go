@@ -72,10 +72,7 @@ func taskCreate(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&req.SubmittedBy, "submitted-by", "", "`WHO` submits it (default human)")
 	fs.StringVar(&req.To, "to", "", "the `AGENT` the root thread is addressed to (default coordinator)")
 	asJSON := fs.Bool("json", false, "print the task as written")
-	if err := parse(e, fs, taskCreateUsage, args); err != nil {
-		return err
-	}
-	if err := need(fs, "description"); err != nil {
+	if err := parseNeeding(e, fs, taskCreateUsage, args, "description"); err != nil {
 		return err
 	}
 	req.Constraints = constraints

@@ -58,7 +58,7 @@ func taskCancel(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	op := "cancel task " + id
-	if err := beforeMarker(ctx, w, op, id, wait.on); err != nil {
+	if err := service.BeforeMarker(ctx, w, op, id, wait.on); err != nil {
 		return err
 	}
 	d, err := service.Cancel(ctx, w, id, agentOr(*agent, "human"), *reason, wait.options())

@@ -96,10 +96,7 @@ func threadNew(ctx context.Context, e *env, args []string) error {
 	tags := fs.String("skill-tags", "", "comma-separated `LIST` of skill tags")
 	fs.StringVar(&req.PrimaryMode, "primary-mode", "", "the kind of work (`MODE`, e.g. analysis): loads the skills of that mode")
 	asJSON := fs.Bool("json", false, "print the thread as written")
-	if err := parse(e, fs, threadNewUsage, args); err != nil {
-		return err
-	}
-	if err := need(fs, "from", "to", "message"); err != nil {
+	if err := parseNeeding(e, fs, threadNewUsage, args, "from", "to", "message"); err != nil {
 		return err
 	}
 	if *thread != "" && req.ParentID != "" && req.ParentID != *thread {

@@ -48,10 +48,7 @@ func tokenRotate(ctx context.Context, e *env, args []string) error {
 	ttl := fs.Duration("ttl", 0, "the new token expires `DURATION` from now")
 	expiresAt := fs.String("expires-at", "", "the new token expires at `TIME` (RFC 3339)")
 	asJSON := fs.Bool("json", false, "print {token, id, agent, ..., replaced, replaced_ends}")
-	if err := parse(e, fs, tokenRotateUsage, args); err != nil {
-		return err
-	}
-	if err := need(fs, "id"); err != nil {
+	if err := parseNeeding(e, fs, tokenRotateUsage, args, "id"); err != nil {
 		return err
 	}
 	if *overlap < 0 {

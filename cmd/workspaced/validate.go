@@ -50,9 +50,6 @@ Exit codes: 0 all valid, 1 some file is invalid (or unreadable), 2 usage, 3 PATH
 // fileProblem is one problem of one file.
 type fileProblem = service.Problem
 
-// validateReport is `validate --json`.
-type validateReport = service.ValidateReport
-
 // problemLine is the problem's line for people; a path an agent chose is
 // quoted when it holds anything but printable UTF-8.
 func problemLine(p fileProblem) string {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/workspaced/workspaced/internal/clitest"
+	"github.com/workspaced/workspaced/service"
 )
 
 // TestValidateReportsSkipped: files env list skips — a key field given
@@ -69,7 +70,7 @@ func TestValidateReportsSkipped(t *testing.T) {
 		t.Fatalf("validate stderr:\n%s", r.Stderr)
 	}
 
-	var rep validateReport
+	var rep service.ValidateReport
 	clitest.Decode(t, w.Run("validate", "--json").Stdout, &rep)
 	skipped := 0
 	for _, p := range rep.Problems {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -90,18 +89,6 @@ func (f waitFlag) options() service.DeliverOptions {
 		return service.DeliverOptions{}
 	}
 	return service.DeliverOptions{Wait: f.d, Served: true}
-}
-
-// beforeMarker checks, before a marker is dropped, what makes waiting for
-// its verdict pointless or impossible (service.BeforeMarker).
-func beforeMarker(ctx context.Context, w workspace.Store, op, taskID string, wait bool) error {
-	return service.BeforeMarker(ctx, w, op, taskID, wait)
-}
-
-// verdictSource is where the verdicts of w's markers are read: the store
-// itself when it reads them (PostgreSQL), else its file tree.
-func verdictSource(op string, w workspace.Store) (workspace.VerdictSource, error) {
-	return service.Verdicts(op+" --wait", w)
 }
 
 // reportMarker ends a command that dropped the marker d.Marker (err is

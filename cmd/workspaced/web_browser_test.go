@@ -309,6 +309,7 @@ func TestBrowserShowsAgentTextAsText(t *testing.T) {
 	w.Ok("memory", "store", "--scope", "global", "--key", "style", "--description", evil, "--value", string(q), "--agent", "po")
 	w.Ok("memory", "store", "--scope", "agent", "--agent", "observer", "--key", `<b>k</b>`, "--description", evil, "--value", string(q))
 	w.Ok("memory", "store", "--scope", "session", "--task", "t1", "--thread", "t1", "--agent", "w1", "--key", "notes", "--description", evil, "--value", string(q))
+	w.Ok("memory", "put", "--ns", "users", "--ns", evil, "--key", `<b>nk</b>`, "--value", `{"v":`+string(q)+`}`, "--agent", "po")
 	w.Ok("friction", "add", "--type", "escalation", "--task", "t1", "--description", evil)
 	w.RunIn(`{"summary":"s","subtasks":[{"id":"st_1","description":`+string(q)+`},{"id":"st_2","description":"two"}]}`, "plan", "write", "--task", "t1", "--file", "-", "--agent", "coordinator", "--propose")
 	clitest.StateWhere(t, x, "t1", func(s workspace.State) bool { return s.PlanStatus == "proposed" })
@@ -374,6 +375,13 @@ func TestBrowserShowsAgentTextAsText(t *testing.T) {
 	waitJS(t, ctx, "the agent's value as text", `document.querySelector('#memory-value h3').textContent === '<b>k</b>' &&
 		document.querySelector('#memory-value').textContent.includes('<script>window.__xss=1')`, 5*time.Second)
 	check("memory")
+	waitJS(t, ctx, "the namespace's label as text", `document.querySelector('#namespaces').textContent.includes('users / <script>window.__xss=1')`, 5*time.Second)
+	js[bool](t, ctx, `document.querySelector('#namespaces button[data-namespace]').click(), true`)
+	waitJS(t, ctx, "the item's key as text", `document.querySelector('#namespace-items').textContent.includes('<b>nk</b>')`, 5*time.Second)
+	js[bool](t, ctx, `document.querySelector('#namespace-items button').click(), true`)
+	waitJS(t, ctx, "the item's value as text", `document.querySelector('#memory-value h3').textContent.endsWith(' : <b>nk</b>') &&
+		document.querySelector('#memory-value').textContent.includes('<img src=x onerror')`, 5*time.Second)
+	check("memory, namespaces")
 	open(t, ctx, p.url+"/friction")
 	waitJS(t, ctx, "the friction entry as text", `document.querySelector('#friction').textContent.includes('<script>window.__xss=1')`, 5*time.Second)
 	if links := js[[]string](t, ctx, `[...document.querySelectorAll('#friction a')].map(a => a.getAttribute('href') + ' ' + a.textContent)`); len(links) != 1 || links[0] != "/tasks/t1 t1" {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -101,6 +102,34 @@ func TestWebLoopbackTrust(t *testing.T) {
 		res.Body.Close()
 		if res.StatusCode != http.StatusUnauthorized {
 			t.Errorf("%s %s without the token: %d, want 401", c.method, c.path, res.StatusCode)
+		}
+	}
+	// Wrong logins: 5 checked and refused, then throttled unchecked; the
+	// panel's /metrics (behind its token) counts both.
+	codes := map[int]int{}
+	for range 8 {
+		res, err := http.PostForm(p.url+"/login", map[string][]string{"token": {"wrong"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		codes[res.StatusCode]++
+	}
+	if codes[http.StatusUnauthorized] != 5 || codes[http.StatusTooManyRequests] != 3 {
+		t.Fatalf("8 wrong logins: %v, want 5 × 401 then 429", codes)
+	}
+	req, _ := http.NewRequest("GET", p.url+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+panelSecret)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	for series, v := range map[string]float64{`workspaced_web_logins_total{outcome="failed"}`: 5, `workspaced_web_logins_total{outcome="throttled"}`: 3,
+		`workspaced_web_logins_total{outcome="ok"}`: 0} {
+		if got := sample(string(body), series); got != v {
+			t.Errorf("%s = %v, want %v (status %d)", series, got, v, res.StatusCode)
 		}
 	}
 	cases := []failCase{

@@ -90,9 +90,6 @@ func InProcess(run RunFunc) {
 	}
 }
 
-// Starts is how many times the binary has been started so far.
-func Starts() int64 { return starts.Load() }
-
 // CleanEnv is the test process's environment without the variables that
 // steer workspaced.
 func CleanEnv() []string {

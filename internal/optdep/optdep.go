@@ -18,9 +18,9 @@ package optdep
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -115,11 +115,7 @@ func Report() {
 func Lines() []string {
 	mu.Lock()
 	defer mu.Unlock()
-	deps := make([]string, 0, len(skipped))
-	for d := range skipped {
-		deps = append(deps, d)
-	}
-	sort.Strings(deps)
+	deps := slices.Sorted(maps.Keys(skipped))
 	out := make([]string, 0, len(deps))
 	for _, d := range deps {
 		out = append(out, fmt.Sprintf("SKIPPED (no %s): %s", d, strings.Join(skipped[d], ", ")))

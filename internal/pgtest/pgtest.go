@@ -4,7 +4,8 @@
 // a unix socket in it, no TCP), run as the user nobody when the tests run
 // as root, since PostgreSQL refuses to run as root.
 //
-// One cluster serves a whole test binary: TestMain calls Main, which
+// One cluster serves a whole test binary (with fsync=off unless the
+// binary runs benchmarks): TestMain calls Main, which
 // starts it on first use and tears it down after the tests. A test gets a
 // schema of its own from Schema, in the one database the test binary's
 // tests share (a workspace lives in a schema: the root URL's ?schema=),
@@ -331,18 +332,6 @@ func (c *Cluster) removeDir() {
 func (c *Cluster) URL(db string) string {
 	u := *c.base
 	u.Path = "/" + db
-	return u.String()
-}
-
-// RoleURL is the URL of database db for role (password optional).
-func (c *Cluster) RoleURL(db, role, password string) string {
-	u := *c.base
-	u.Path = "/" + db
-	if password != "" {
-		u.User = url.UserPassword(role, password)
-	} else {
-		u.User = url.User(role)
-	}
 	return u.String()
 }
 

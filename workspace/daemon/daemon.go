@@ -147,9 +147,6 @@ func firstPositive(ds ...time.Duration) time.Duration {
 	return 0
 }
 
-// Config returns the effective configuration.
-func (d *Daemon) Config() Config { return d.cfg }
-
 // Live is the daemon's latest report of itself (what status shows).
 func (d *Daemon) Live() workspace.Live { return d.live.load() }
 

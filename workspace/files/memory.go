@@ -157,22 +157,22 @@ func (w *Store) SearchMemory(ctx context.Context, req workspace.MemorySearchRequ
 	out := []workspace.MemoryItem{}
 	skip := req.Offset
 	for _, nd := range nds {
-		items, err := w.namespaceItems(ctx, nd)
-		if err != nil {
-			return nil, err
-		}
-		for _, it := range items {
+		err := w.namespaceItems(ctx, nd, func(it workspace.MemoryItem) bool {
 			if !it.Live(now) || !req.Filter.Match(it.Value) {
-				continue
+				return true
 			}
 			if skip > 0 {
 				skip--
-				continue
+				return true
 			}
 			out = append(out, it)
-			if len(out) == req.Limit {
-				return out, nil
-			}
+			return len(out) < req.Limit
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(out) == req.Limit {
+			break
 		}
 	}
 	return out, nil
@@ -191,11 +191,15 @@ func (w *Store) ListMemoryNamespaces(ctx context.Context, q workspace.NamespaceQ
 	now := w.Now()
 	var live []workspace.Namespace
 	for _, nd := range nds {
-		items, err := w.namespaceItems(ctx, nd)
+		found := false
+		err := w.namespaceItems(ctx, nd, func(it workspace.MemoryItem) bool {
+			found = it.Live(now)
+			return !found
+		})
 		if err != nil {
 			return nil, err
 		}
-		if slices.ContainsFunc(items, func(it workspace.MemoryItem) bool { return it.Live(now) }) {
+		if found {
 			live = append(live, nd.ns)
 		}
 	}
@@ -211,19 +215,22 @@ func (w *Store) PruneMemory(ctx context.Context, now time.Time, dryRun bool) (in
 	}
 	n := 0
 	for _, nd := range nds {
-		items, err := w.namespaceItems(ctx, nd)
+		var expired []string
+		err := w.namespaceItems(ctx, nd, func(it workspace.MemoryItem) bool {
+			if !it.Live(now) {
+				expired = append(expired, it.Key)
+			}
+			return true
+		})
 		if err != nil {
 			return n, err
 		}
-		for _, it := range items {
-			if it.Live(now) {
-				continue
-			}
+		for _, key := range expired {
 			if dryRun {
 				n++
 				continue
 			}
-			gone, err := w.removeExpired(ctx, nd, it.Key, now)
+			gone, err := w.removeExpired(ctx, nd, key, now)
 			if err != nil {
 				return n, err
 			}
@@ -332,46 +339,51 @@ func (w *Store) namespaceDirs(ctx context.Context, keep func(workspace.Namespace
 	return out, nil
 }
 
-// namespaceItems reads every item of a namespace, expired ones too,
-// sorted by key; a file that is not an item of it is passed over.
-func (w *Store) namespaceItems(ctx context.Context, nd nsDir) ([]workspace.MemoryItem, error) {
+// namespaceItems calls each for the items of a namespace, expired ones
+// too, in key order, reading each file only when its turn comes, until
+// each returns false; a file that is not an item of it is passed over.
+func (w *Store) namespaceItems(ctx context.Context, nd nsDir, each func(workspace.MemoryItem) bool) error {
 	d, err := w.root.OpenRoot(nd.dir)
 	if isNotExist(err) {
-		return nil, nil
+		return nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", nd.dir, err)
+		return fmt.Errorf("open %s: %w", nd.dir, err)
 	}
 	defer d.Close()
 	f, err := d.Open(".")
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", nd.dir, err)
+		return fmt.Errorf("open %s: %w", nd.dir, err)
 	}
 	names, err := f.Readdirnames(-1)
 	f.Close()
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", nd.dir, err)
+		return fmt.Errorf("read %s: %w", nd.dir, err)
 	}
-	var out []workspace.MemoryItem
+	type named struct{ key, file string }
+	var keys []named
 	for _, n := range names {
 		if strings.HasPrefix(n, ".") || !strings.HasSuffix(n, ".json") {
 			continue
 		}
+		if key, err := workspace.DecodeKey(strings.TrimSuffix(n, ".json")); err == nil {
+			keys = append(keys, named{key, n})
+		}
+	}
+	slices.SortFunc(keys, func(a, b named) int { return strings.Compare(a.key, b.key) })
+	for _, k := range keys {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
-		key, err := workspace.DecodeKey(strings.TrimSuffix(n, ".json"))
-		if err != nil {
-			continue
-		}
-		it, err := w.readItem(d, nd.dir, n, nd.ns, key)
+		it, err := w.readItem(d, nd.dir, k.file, nd.ns, k.key)
 		if err != nil || it == nil {
 			continue
 		}
-		out = append(out, *it)
+		if !each(*it) {
+			return nil
+		}
 	}
-	slices.SortFunc(out, func(a, b workspace.MemoryItem) int { return strings.Compare(a.Key, b.Key) })
-	return out, nil
+	return nil
 }
 
 // readItem reads item base of the namespace directory d (dir from the

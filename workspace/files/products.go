@@ -137,26 +137,11 @@ func (w *Store) WriteOutput(ctx context.Context, taskID, subtaskID, agent string
 	if err := workspace.ValidateID("agent", agent); err != nil {
 		return "", err
 	}
-	m, err := w.parseDoc("output", data)
-	if err != nil {
-		return "", err
-	}
-	rel, out, err := workspace.BuildOutput(subtaskID, agent, m, w.Now())
-	if err != nil {
-		return "", err
-	}
-	l, err := w.lockTaskForProduct(ctx, taskID, agent)
-	if err != nil {
-		return "", err
-	}
-	defer l.Release()
-	if err := w.checkOutputOpen(ctx, taskID, subtaskID, rel); err != nil {
-		return "", err
-	}
-	if _, err := w.replaceProduct(taskID, "outputs", subtaskID, out); err != nil {
-		return "", err
-	}
-	return rel, nil
+	return w.writeProduct(ctx, taskID, "output", subtaskID, agent, data,
+		func(m map[string]any) (string, []byte, error) {
+			return workspace.BuildOutput(subtaskID, agent, m, w.Now())
+		},
+		func(rel string) error { return w.checkOutputOpen(ctx, taskID, subtaskID, rel) })
 }
 
 // WriteReview writes reviews/<id>.json, filling id, reviewer (agent, when
@@ -176,11 +161,24 @@ func (w *Store) WriteReview(ctx context.Context, taskID, reviewID, agent string,
 	if err := workspace.ValidateID("review id", reviewID); err != nil {
 		return "", err
 	}
-	m, err := w.parseDoc("review", data)
+	return w.writeProduct(ctx, taskID, "review", reviewID, agent, data,
+		func(m map[string]any) (string, []byte, error) {
+			return workspace.BuildReview(reviewID, agent, m, w.Now())
+		},
+		func(rel string) error { return w.checkReviewOpen(taskID, rel) })
+}
+
+// writeProduct is what WriteOutput and WriteReview share: the document
+// parsed and completed (build), then, under the task's lock, checked
+// still open (open) and put in place of the one it replaces, that one
+// kept in the history of kind's directory.
+func (w *Store) writeProduct(ctx context.Context, taskID, kind, id, agent string, data []byte,
+	build func(map[string]any) (string, []byte, error), open func(rel string) error) (string, error) {
+	m, err := w.parseDoc(kind, data)
 	if err != nil {
 		return "", err
 	}
-	rel, out, err := workspace.BuildReview(reviewID, agent, m, w.Now())
+	rel, out, err := build(m)
 	if err != nil {
 		return "", err
 	}
@@ -189,10 +187,10 @@ func (w *Store) WriteReview(ctx context.Context, taskID, reviewID, agent string,
 		return "", err
 	}
 	defer l.Release()
-	if err := w.checkReviewOpen(taskID, rel); err != nil {
+	if err := open(rel); err != nil {
 		return "", err
 	}
-	if _, err := w.replaceProduct(taskID, "reviews", reviewID, out); err != nil {
+	if _, err := w.replaceProduct(taskID, kind+"s", id, out); err != nil {
 		return "", err
 	}
 	return rel, nil

@@ -217,9 +217,9 @@ func (w *Store) RestoreBackup(ctx context.Context, taskID, name string, valid fu
 	return name, nil
 }
 
-// Prune runs the retention policy over the tree (retention.Pruner).
+// Prune runs the retention policy over the tree (Pruner).
 func (w *Store) Prune(ctx context.Context, req workspace.PruneRequest) (retention.Report, error) {
-	p := &retention.Pruner{Root: w.root, RootDir: w.dir, Policy: req.Policy, Now: w.Now, DryRun: req.DryRun,
+	p := &Pruner{Root: w.root, RootDir: w.dir, Policy: req.Policy, Now: w.Now, DryRun: req.DryRun,
 		Agent: req.Agent, OnProgress: req.OnProgress, DiscardDecisions: req.DiscardDecisions}
 	rep, err := p.Run(ctx)
 	if err != nil {

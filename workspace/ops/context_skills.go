@@ -3,7 +3,8 @@ package ops
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/workspaced/workspaced/workspace"
@@ -83,12 +84,7 @@ func pickSkills(avail []workspace.Skill, refused map[string]string, t workspace.
 			}
 		}
 	}
-	rest := make([]string, 0, len(refused))
-	for n := range refused {
-		rest = append(rest, n)
-	}
-	sort.Strings(rest)
-	for _, n := range rest {
+	for _, n := range slices.Sorted(maps.Keys(refused)) {
 		add(n, "", refused[n])
 	}
 	return out

@@ -32,6 +32,8 @@ type waiting struct {
 	taken     bool // the journal holds its name already
 }
 
+func (m waiting) passed() (int64, bool) { return m.id, m.taken }
+
 // commit is one chunk's transaction; last is what the daemon knows of
 // the task's state (zero: nothing), wrote what it wrote. It goes phase by
 // phase: read (one round trip), fence, load the state, judge and fold the
@@ -51,7 +53,7 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, last knownState, taskID s
 		return workspace.Applied{}, knownState{}, err
 	}
 	full := len(c.ms) == max // more may be waiting
-	ms, dups := passOver(c.ms)
+	ms, dups := sqlstore.PassOver(c.ms, waiting.passed)
 	if len(ms) == 0 {
 		a, k, err := s.commitNothing(ctx, tx, taskID, c.st, c.hasState, dups, epoch)
 		a.More = full && err == nil

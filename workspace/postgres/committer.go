@@ -9,7 +9,6 @@ import (
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/machine"
 	"github.com/workspaced/workspaced/workspace/sqlstore"
 	"github.com/workspaced/workspaced/workspace/statecheck"
 )
@@ -79,51 +78,8 @@ func (c *committer) Commit(ctx context.Context, req workspace.CommitRequest) (wo
 		c.last = wrote
 	}
 	a.Finished = vocab.Finished(wrote.st.Status)
-	a.Progress = c.progress(ctx, wrote)
+	a.Progress, _ = c.s.Progress(ctx, c.id, wrote.st, wrote.plan.p)
 	return a, nil
-}
-
-// progress lists the subtasks in progress of the state k, with the
-// complexity their plan estimates.
-func (c *committer) progress(ctx context.Context, k knownState) []workspace.InProgress {
-	var (
-		items []workspace.InProgress
-		plan  = k.plan.p
-	)
-	for sid, sub := range k.st.Subtasks {
-		if sub.Status != machine.SubtaskInProgress || sub.StartedAt == nil {
-			continue
-		}
-		if plan == nil || plan.ID != k.st.PlanID || plan.Version != k.st.PlanVersion {
-			plan, _ = c.s.ReadPlan(ctx, c.id, k.st.PlanVersion) // none: no complexity known
-		}
-		it := workspace.InProgress{TaskID: c.id, SubtaskID: sid, StartedAt: *sub.StartedAt}
-		if p := plan; p != nil && p.ID == k.st.PlanID && p.Version == k.st.PlanVersion {
-			for _, ps := range p.Subtasks {
-				if ps.ID == sid {
-					it.Complexity = ps.EstimatedComplexity
-				}
-			}
-		}
-		items = append(items, it)
-	}
-	return items
-}
-
-// passOver splits out the markers whose name the journal holds already
-// (inserted while the first of that name was being taken): they are
-// deleted without a record, so that each name is journaled once.
-func passOver(ms []waiting) ([]waiting, []int64) {
-	var dups []int64
-	keep := ms[:0]
-	for _, m := range ms {
-		if m.taken {
-			dups = append(dups, m.id)
-		} else {
-			keep = append(keep, m)
-		}
-	}
-	return keep, dups
 }
 
 // commitNothing ends a commit that took no marker: it writes a new task's

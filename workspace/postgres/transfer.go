@@ -20,11 +20,6 @@ type TransferReport = tables.Report
 // or event is refused.
 type ImportOptions = tables.ImportOptions
 
-// NotHistory reports whether a file or directory name of a workspace tree
-// is a lock or a temporary file, which an export or import leaves out
-// (as the tree's .gitignore leaves them out of git).
-func NotHistory(name string) bool { return tables.NotHistory(name) }
-
 // Import loads the file workspace at dir into the store's schema, in one
 // transaction: all of it or nothing. The schema must hold no workspace
 // yet (an initialized one, as init leaves it) unless opt.Replace. A

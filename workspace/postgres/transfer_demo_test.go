@@ -17,6 +17,7 @@ import (
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/files"
 	"github.com/workspaced/workspaced/workspace/postgres"
+	"github.com/workspaced/workspaced/workspace/tables"
 )
 
 // The demo's round trip is an external test: the demo opens its tree
@@ -33,7 +34,7 @@ func tree(t *testing.T, dir string) (files map[string][]byte, dirs map[string]bo
 		}
 		rel, _ := filepath.Rel(dir, p)
 		rel = filepath.ToSlash(rel)
-		if rel != "." && postgres.NotHistory(d.Name()) {
+		if rel != "." && tables.NotHistory(d.Name()) {
 			if d.IsDir() {
 				return filepath.SkipDir
 			}

@@ -79,40 +79,8 @@ func (c *committer) Commit(ctx context.Context, req workspace.CommitRequest) (wo
 		c.last = wrote
 	}
 	a.Finished = vocab.Finished(st.Status)
-	a.Progress = c.progress(ctx, st)
+	a.Progress, c.plan = c.s.Progress(ctx, c.id, st, c.plan)
 	return a, nil
-}
-
-// progress lists the subtasks in progress of st, with the complexity
-// their plan estimates.
-func (c *committer) progress(ctx context.Context, st workspace.State) []workspace.InProgress {
-	var (
-		items []workspace.InProgress
-		plan  *workspace.Plan
-	)
-	for sid, sub := range st.Subtasks {
-		if sub.Status != machine.SubtaskInProgress || sub.StartedAt == nil {
-			continue
-		}
-		if plan == nil {
-			if p := c.plan; p != nil && p.ID == st.PlanID && p.Version == st.PlanVersion {
-				plan = p // a plan version's document does not change
-			} else {
-				plan, _ = c.s.ReadPlan(ctx, c.id, st.PlanVersion) // none: no complexity known
-				c.plan = plan
-			}
-		}
-		it := workspace.InProgress{TaskID: c.id, SubtaskID: sid, StartedAt: *sub.StartedAt}
-		if p := plan; p != nil && p.ID == st.PlanID && p.Version == st.PlanVersion {
-			for _, ps := range p.Subtasks {
-				if ps.ID == sid {
-					it.Complexity = ps.EstimatedComplexity
-				}
-			}
-		}
-		items = append(items, it)
-	}
-	return items
 }
 
 // waiting is one marker row.
@@ -123,6 +91,8 @@ type waiting struct {
 	body  string
 	taken bool // the journal holds its name already
 }
+
+func (m waiting) passed() (int64, bool) { return m.id, m.taken }
 
 // commitTx is what one commit's transaction knows.
 type commitTx struct {
@@ -151,7 +121,7 @@ func (s *Store) commit(ctx context.Context, tx wtx, last knownState, taskID stri
 		return workspace.Applied{}, workspace.State{}, knownState{}, fmt.Errorf("read task %s to commit: %w", taskID, err)
 	}
 	full := len(c.ms) == max // more may be waiting
-	ms, dups := passOver(c.ms)
+	ms, dups := sqlstore.PassOver(c.ms, waiting.passed)
 	if len(ms) == 0 {
 		a, wrote, err := c.nothing(ctx, dups)
 		a.More = full && err == nil
@@ -222,21 +192,6 @@ func (c *commitTx) read(ctx context.Context, max int) error {
 		return w, r.Scan(&w.id, &w.kind, &w.name, &w.body, &w.taken)
 	})
 	return err
-}
-
-// passOver splits out the markers whose name the journal holds already:
-// they are deleted without a record, so that each name is journaled once.
-func passOver(ms []waiting) ([]waiting, []int64) {
-	var dups []int64
-	keep := ms[:0]
-	for _, m := range ms {
-		if m.taken {
-			dups = append(dups, m.id)
-		} else {
-			keep = append(keep, m)
-		}
-	}
-	return keep, dups
 }
 
 // nothing ends a commit that took no marker: it writes a new task's

@@ -1,17 +1,35 @@
 package sqlstore
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/machine"
 	"github.com/workspaced/workspaced/workspace/statecheck"
 )
 
 // DefaultChunk is the most markers of one task one commit takes when the
 // daemon asks for no limit.
 const DefaultChunk = 128
+
+// PassOver splits out of ms the markers whose name the journal holds
+// already (inserted while the first of that name was being taken; taken
+// says so, with the marker's id): they are deleted without a record, so
+// that each name is journaled once.
+func PassOver[M any](ms []M, taken func(M) (int64, bool)) (keep []M, dups []int64) {
+	keep = ms[:0]
+	for _, m := range ms {
+		if id, ok := taken(m); ok {
+			dups = append(dups, id)
+		} else {
+			keep = append(keep, m)
+		}
+	}
+	return keep, dups
+}
 
 // Folded is what a commit's fold made of the markers it took: their
 // records, the state they fold into (encoded and checked: Data), its
@@ -47,4 +65,30 @@ func (f *Folded) Settle(taskID string, valid *workspace.State) (int, error) {
 	}
 	f.Recs, f.Data = f.Recs[:taken], data
 	return taken, nil
+}
+
+// Progress lists the subtasks in progress of st, task taskID's state,
+// with the complexity their plan estimates, for the timeout detector:
+// plan when it is st's plan, else the plan read (none: no complexity
+// known), which it returns for the next call.
+func (s *Store) Progress(ctx context.Context, taskID string, st workspace.State, plan *workspace.Plan) ([]workspace.InProgress, *workspace.Plan) {
+	var items []workspace.InProgress
+	for sid, sub := range st.Subtasks {
+		if sub.Status != machine.SubtaskInProgress || sub.StartedAt == nil {
+			continue
+		}
+		if plan == nil || plan.ID != st.PlanID || plan.Version != st.PlanVersion {
+			plan, _ = s.ReadPlan(ctx, taskID, st.PlanVersion)
+		}
+		it := workspace.InProgress{TaskID: taskID, SubtaskID: sid, StartedAt: *sub.StartedAt}
+		if p := plan; p != nil && p.ID == st.PlanID && p.Version == st.PlanVersion {
+			for _, ps := range p.Subtasks {
+				if ps.ID == sid {
+					it.Complexity = ps.EstimatedComplexity
+				}
+			}
+		}
+		items = append(items, it)
+	}
+	return items, plan
 }

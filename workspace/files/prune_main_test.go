@@ -1,4 +1,4 @@
-package retention
+package files
 
 import (
 	"bufio"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/locking"
+	"github.com/workspaced/workspaced/retention"
 )
 
 // The test binary doubles as the helper processes of the tests, chosen by
@@ -70,10 +71,10 @@ func childPrune() int {
 	defer root.Close()
 	p := &Pruner{
 		Root:   root,
-		Policy: DefaultPolicy(),
+		Policy: retention.DefaultPolicy(),
 		Now:    func() time.Time { return now },
 		Agent:  "cleanup-child",
-		OnProgress: func(d Decision) {
+		OnProgress: func(d retention.Decision) {
 			fmt.Fprintln(os.Stdout, d.TaskID, d.Action)
 		},
 	}

@@ -1,4 +1,4 @@
-package retention
+package files
 
 import (
 	"errors"

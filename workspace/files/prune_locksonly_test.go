@@ -1,4 +1,4 @@
-package retention
+package files
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/workspaced/workspaced/retention"
 	"github.com/workspaced/workspaced/vocab"
 )
 
@@ -18,13 +19,13 @@ import (
 // removed whatever the policy, and before any other rule.
 func TestDecideLocksOnly(t *testing.T) {
 	t.Parallel()
-	for _, p := range []Policy{DefaultPolicy(), {FullDays: 0, SummaryDays: MaxDays}} {
-		d := Decide(TaskInfo{ID: "gone", LocksOnly: true, Summarized: true}, p, pruneNow)
-		if d.Action != Remove || d.Reason != ReasonLocksOnly || d.Age != 0 {
-			t.Errorf("policy %+v: %+v, want remove with %q", p, d, ReasonLocksOnly)
+	for _, p := range []retention.Policy{retention.DefaultPolicy(), {FullDays: 0, SummaryDays: retention.MaxDays}} {
+		d := retention.Decide(retention.TaskInfo{ID: "gone", LocksOnly: true, Summarized: true}, p, pruneNow)
+		if d.Action != retention.Remove || d.Reason != retention.ReasonLocksOnly || d.Age != 0 {
+			t.Errorf("policy %+v: %+v, want remove with %q", p, d, retention.ReasonLocksOnly)
 		}
 	}
-	if d := Decide(TaskInfo{ID: "t"}, DefaultPolicy(), pruneNow); d.Action != Keep {
+	if d := retention.Decide(retention.TaskInfo{ID: "t"}, retention.DefaultPolicy(), pruneNow); d.Action != retention.Keep {
 		t.Errorf("an empty task directory: %+v, want keep", d)
 	}
 }
@@ -85,7 +86,7 @@ func TestPruneTidiesLocksOnly(t *testing.T) {
 	t.Parallel()
 	dir, root := buildTree(t, []taskSpec{
 		{id: "active", status: vocab.StatusExecuting},
-		{id: "done_1d", status: vocab.StatusCompleted, completedAt: at(Day)},
+		{id: "done_1d", status: vocab.StatusCompleted, completedAt: at(retention.Day)},
 	})
 	tasks := filepath.Join(dir, "tasks")
 	for _, step := range []func() error{
@@ -136,7 +137,7 @@ func TestPruneTidiesLocksOnly(t *testing.T) {
 		t.Fatalf("removed %v, want the two free lock-only directories", got)
 	}
 	for _, d := range rep.Removed {
-		if d.Reason != ReasonLocksOnly {
+		if d.Reason != retention.ReasonLocksOnly {
 			t.Errorf("%s: reason %q", d.TaskID, d.Reason)
 		}
 	}

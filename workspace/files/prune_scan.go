@@ -1,4 +1,4 @@
-package retention
+package files
 
 import (
 	"encoding/json"
@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path"
+
+	"github.com/workspaced/workspaced/retention"
 )
 
 // Reading bounds, the same as every reader of agent files in the
@@ -46,9 +48,9 @@ func isSummaryFile(name string) bool {
 // empty; one that is unreadable, not a regular file, oversized, deeper than
 // MaxStateDepth, not a JSON object or without a string status sets
 // StateErr. The error is for a task directory that cannot be listed.
-func ReadTaskInfo(root *os.Root, id string) (TaskInfo, error) {
+func ReadTaskInfo(root *os.Root, id string) (retention.TaskInfo, error) {
 	dir := path.Join("tasks", id)
-	info := TaskInfo{ID: id}
+	info := retention.TaskInfo{ID: id}
 	status, completedAt, err := readState(root, path.Join(dir, "state.json"))
 	if err != nil {
 		info.StateErr = err.Error()

@@ -1,4 +1,4 @@
-package retention
+package files
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/workspaced/workspaced/retention"
 )
 
 // taskSpec describes one generated task directory.
@@ -23,8 +25,8 @@ type taskSpec struct {
 }
 
 // info is the TaskInfo the pruner should read back from the generated task.
-func (s taskSpec) info() TaskInfo {
-	ti := TaskInfo{ID: s.id, Status: s.status, CompletedAt: s.completedAt, Summarized: s.summarized}
+func (s taskSpec) info() retention.TaskInfo {
+	ti := retention.TaskInfo{ID: s.id, Status: s.status, CompletedAt: s.completedAt, Summarized: s.summarized}
 	if s.rawState != "" {
 		ti.Status, ti.CompletedAt, ti.StateErr = "", "", "unreadable"
 	}

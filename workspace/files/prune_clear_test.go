@@ -1,4 +1,4 @@
-package retention
+package files
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/workspaced/workspaced/retention"
 	"github.com/workspaced/workspaced/vocab"
 )
 
@@ -83,7 +84,7 @@ func TestRenameClearingKeepsSourceOnOtherErrors(t *testing.T) {
 func TestRemoveTree(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	writeTask(t, dir, taskSpec{id: "t1", status: vocab.StatusCompleted, completedAt: at(50 * Day)})
+	writeTask(t, dir, taskSpec{id: "t1", status: vocab.StatusCompleted, completedAt: at(50 * retention.Day)})
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -103,13 +104,6 @@ func TestRemoveTree(t *testing.T) {
 func mustMkdir(t *testing.T, path string) {
 	t.Helper()
 	if err := os.MkdirAll(path, 0o755); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func mustWrite(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

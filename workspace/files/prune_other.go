@@ -1,6 +1,6 @@
 //go:build !linux
 
-package retention
+package files
 
 import "os"
 

@@ -1,10 +1,12 @@
-package retention
+package files
 
 import (
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/workspaced/workspaced/retention"
 )
 
 func TestReadTaskInfo(t *testing.T) {
@@ -17,20 +19,20 @@ func TestReadTaskInfo(t *testing.T) {
 		state string // "" writes no state.json
 		// setup, if set, prepares the task directory instead of state.
 		setup func(t *testing.T, td string)
-		want  TaskInfo
+		want  retention.TaskInfo
 		// errHas is a fragment StateErr must contain ("" for none).
 		errHas string
 	}{
-		{name: "no_state", want: TaskInfo{}},
+		{name: "no_state", want: retention.TaskInfo{}},
 		{name: "completed", state: `{"task_id": "t", "status": "completed", "completed_at": "2024-01-15T10:00:00.123Z"}`,
-			want: TaskInfo{Status: "completed", CompletedAt: "2024-01-15T10:00:00.123Z"}},
+			want: retention.TaskInfo{Status: "completed", CompletedAt: "2024-01-15T10:00:00.123Z"}},
 		{name: "completed_at_after_big_fields", state: `{"subtasks": {"a": {"b": [1, 2, {"c": null}]}}, "errors": [], "completed_at": "2024-01-15T10:00:00Z", "status": "failed", "journal_seq": 12}`,
-			want: TaskInfo{Status: "failed", CompletedAt: "2024-01-15T10:00:00Z"}},
+			want: retention.TaskInfo{Status: "failed", CompletedAt: "2024-01-15T10:00:00Z"}},
 		{name: "completed_at_null", state: `{"status": "executing", "completed_at": null}`,
-			want: TaskInfo{Status: "executing"}},
+			want: retention.TaskInfo{Status: "executing"}},
 		{name: "completed_at_kept_raw", state: `{"status": "completed", "completed_at": "yesterday"}`,
-			want: TaskInfo{Status: "completed", CompletedAt: "yesterday"}},
-		{name: "depth_64_ok", state: deep(63), want: TaskInfo{Status: "completed"}},
+			want: retention.TaskInfo{Status: "completed", CompletedAt: "yesterday"}},
+		{name: "depth_64_ok", state: deep(63), want: retention.TaskInfo{Status: "completed"}},
 		{name: "depth_65_refused", state: deep(64), errHas: "deeper than 64"},
 		{name: "truncated", state: `{"status": "completed", "completed_at": `, errHas: "EOF"},
 		{name: "not_json", state: `not json`, errHas: "invalid character"},
@@ -73,14 +75,14 @@ func TestReadTaskInfo(t *testing.T) {
 			if err := os.MkdirAll(filepath.Join(td, ".locks"), 0o755); err != nil {
 				t.Fatal(err)
 			}
-		}, want: TaskInfo{Status: "completed", Summarized: true}},
+		}, want: retention.TaskInfo{Status: "completed", Summarized: true}},
 		{name: "not_summarised", state: `{"status": "completed"}`, setup: func(t *testing.T, td string) {
 			for _, f := range []string{"task.json", "events.log", "plan.json"} {
 				if err := os.WriteFile(filepath.Join(td, f), nil, 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
-		}, want: TaskInfo{Status: "completed"}},
+		}, want: retention.TaskInfo{Status: "completed"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,101 @@
+// Side by side, in one run, on one PostgreSQL: a put and a get through the
+// workspaced HTTP API from Node (WorkspacedStore) against LangGraph.js's
+// PostgresStore in-process, and 16 concurrent writers of each.
+//
+//   WORKSPACED_URL, WORKSPACED_TOKEN  the API listener and a token that
+//                                     writes the global memory
+//   BENCH_PG                          the database's URL (PostgresStore's
+//                                     tables go in a schema of their own)
+//   BENCH_OPS (400), BENCH_WRITERS (16), BENCH_WRITES (50)
+//
+// The Go benchmark BenchmarkTypeScriptClientVsPostgresStore
+// (cmd/workspaced) starts a PostgreSQL, a workspace on it and its listener,
+// and runs this. It prints one JSON object.
+import { performance } from "node:perf_hooks";
+import { PostgresStore } from "@langchain/langgraph-checkpoint-postgres/store";
+import type { BaseStore } from "@langchain/langgraph-checkpoint";
+import { WorkspacedClient } from "../src/index.js";
+import { WorkspacedStore } from "../src/langgraph.js";
+
+const ops = Number(process.env.BENCH_OPS ?? 400);
+const writers = Number(process.env.BENCH_WRITERS ?? 16);
+const writes = Number(process.env.BENCH_WRITES ?? 50);
+const rounds = 5;
+
+const ours = new WorkspacedStore({
+  client: new WorkspacedClient({ baseUrl: process.env.WORKSPACED_URL!, token: process.env.WORKSPACED_TOKEN! }),
+});
+const peer = PostgresStore.fromConnString(process.env.BENCH_PG!, { schema: `langgraph_bench_${process.pid}` });
+await peer.setup();
+
+const value = (i: number) => ({ i, text: `memory number ${i}`, tags: ["bench", "node"], score: i / 7 });
+
+function stats(ms: number[]) {
+  const s = [...ms].sort((a, b) => a - b);
+  const at = (q: number) => s[Math.min(s.length - 1, Math.floor(q * s.length))];
+  return { n: s.length, median_ms: at(0.5), p95_ms: at(0.95), mean_ms: s.reduce((a, b) => a + b, 0) / s.length };
+}
+
+async function timed(n: number, op: (i: number) => Promise<unknown>, from: number): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = from; i < from + n; i++) {
+    const t = performance.now();
+    await op(i);
+    out.push(performance.now() - t);
+  }
+  return out;
+}
+
+// Warm both up: connections, prepared plans, the tables' first pages.
+for (const s of [ours, peer] as BaseStore[]) {
+  for (let i = 0; i < 50; i++) await s.put(["bench", "warm"], `w${i}`, value(i));
+  for (let i = 0; i < 50; i++) await s.get(["bench", "warm"], `w${i}`);
+}
+
+// Puts then gets, in rounds that alternate who goes first, so drift of the
+// machine falls on both alike.
+const put = { ours: [] as number[], peer: [] as number[] };
+const get = { ours: [] as number[], peer: [] as number[] };
+const per = Math.ceil(ops / rounds);
+for (let r = 0; r < rounds; r++) {
+  const order = r % 2 ? (["peer", "ours"] as const) : (["ours", "peer"] as const);
+  for (const who of order) {
+    const s: BaseStore = who === "ours" ? ours : peer;
+    put[who].push(...(await timed(per, (i) => s.put(["bench", "seq"], `k${i}`, value(i)), r * per)));
+  }
+  for (const who of order) {
+    const s: BaseStore = who === "ours" ? ours : peer;
+    get[who].push(...(await timed(per, (i) => s.get(["bench", "seq"], `k${i}`), r * per)));
+  }
+}
+
+// writers writers at once, each putting writes items of its own: items a
+// second over the whole burst.
+async function burst(s: BaseStore, tag: string): Promise<number> {
+  const t = performance.now();
+  await Promise.all(
+    Array.from({ length: writers }, async (_, w) => {
+      for (let i = 0; i < writes; i++) await s.put(["bench", "writers", tag, `w${w}`], `k${i}`, value(i));
+    }),
+  );
+  return (writers * writes) / ((performance.now() - t) / 1000);
+}
+const rate = { ours: [] as number[], peer: [] as number[] };
+for (let r = 0; r < 3; r++) {
+  rate.ours.push(await burst(ours, `o${r}`));
+  rate.peer.push(await burst(peer, `p${r}`));
+}
+const best = (xs: number[]) => Math.max(...xs);
+
+const result = {
+  put: { ours: stats(put.ours), peer: stats(put.peer) },
+  get: { ours: stats(get.ours), peer: stats(get.peer) },
+  writers: { writers, writes_each: writes, ours_items_per_s: best(rate.ours), peer_items_per_s: best(rate.peer) },
+  ratios: {
+    put_median: stats(put.ours).median_ms / stats(put.peer).median_ms,
+    get_median: stats(get.ours).median_ms / stats(get.peer).median_ms,
+    writers_rate: best(rate.ours) / best(rate.peer),
+  },
+};
+console.log(JSON.stringify(result));
+await peer.stop();

@@ -1,0 +1,92 @@
+// WorkspacedClient over the routes a program meets first: who it is, a
+// task, entries with compare-and-set, global memory, and the task's events
+// both as a cursor and as a stream that resumes.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { WorkspacedClient, WorkspacedError } from "../src/index.js";
+import { client, noServer, storeKind, task, url } from "./env.js";
+
+const skip = noServer;
+
+test("the client's options are checked", () => {
+  assert.throws(() => new WorkspacedClient({ baseUrl: "127.0.0.1:7070" }), /http:\/\/ or https:\/\//);
+  assert.equal(new WorkspacedClient({ baseUrl: "http://h:1/api/v1/" }).baseUrl, "http://h:1");
+});
+
+test("a server that is not there is a network error with a hint", async () => {
+  const c = new WorkspacedClient({ baseUrl: "http://127.0.0.1:1" });
+  await assert.rejects(c.whoAmI(), (e: unknown) => e instanceof WorkspacedError && e.kind === "network" && e.status === 0 && /hint: is the listener running/.test(e.message));
+});
+
+test(`whoAmI names the token's agent and its rights (${storeKind})`, { skip }, async () => {
+  const me = await client("alpha").whoAmI();
+  assert.equal(me.agent, "alpha");
+  assert.deepEqual(me.tasks, [task]);
+  assert.equal(me.global_memory, "write");
+  assert.match(me.token, /^tk_/);
+  assert.equal((await client("reader").whoAmI()).global_memory, "read");
+});
+
+test("a task and its env entries, with compare-and-set", { skip }, async () => {
+  const c = client();
+  const t = await c.getTask({ path: { task } });
+  assert.equal(t.task.id, task);
+  const put = await c.putEnvEntry({ path: { task, key: "client/é" }, body: { value: { grid: [[0, 1]] }, short_description: "a grid" } });
+  assert.equal(put.entry.version, 1);
+  assert.equal(put.entry.stored_by, "alpha");
+  const got = await c.getEnvEntry({ path: { task, key: "client/é" } });
+  assert.deepEqual(got.value, { grid: [[0, 1]] });
+  await c.putEnvEntry({ path: { task, key: "client/é" }, header: { "If-Match": '"1"' }, body: { value: 2 } });
+  await assert.rejects(c.putEnvEntry({ path: { task, key: "client/é" }, header: { "If-Match": '"1"' }, body: { value: 3 } }), (e: unknown) => {
+    assert.ok(e instanceof WorkspacedError);
+    assert.equal(e.status, 412);
+    assert.equal(e.currentVersion, 2);
+    return true;
+  });
+  await assert.rejects(c.putEnvEntry({ path: { task, key: "client/é" }, header: { "If-None-Match": "*" }, body: { value: 3 } }), (e: unknown) => e instanceof WorkspacedError && e.isPreconditionFailed);
+  const list = await c.listEnv({ path: { task } });
+  assert.ok(list.entries.some((m) => m.key === "client/é" && m.version === 2), JSON.stringify(list.entries));
+  await c.deleteEnvEntry({ path: { task, key: "client/é" } });
+  await assert.rejects(c.getEnvEntry({ path: { task, key: "client/é" } }), (e: unknown) => e instanceof WorkspacedError && e.isNotFound && e.kind === "not_found");
+});
+
+test("the global memory: written by one agent, read by another", { skip }, async () => {
+  await client("alpha").putGlobalEntry({ path: { key: "style" }, body: { value: "concise" } });
+  const e = await client("reader").getGlobalEntry({ path: { key: "style" } });
+  assert.equal(e.value, "concise");
+  assert.equal(e.stored_by, "alpha");
+});
+
+test("a task's events: the cursor form and a stream that resumes where it stopped", { skip }, async () => {
+  const c = client();
+  const page = await c.taskEvents({ path: { task }, query: { after: 0, limit: 1000 } });
+  const start = page.next;
+  await c.putEnvEntry({ path: { task, key: "ev1" }, body: { value: 1 } });
+  const after = await c.taskEvents({ path: { task }, query: { after: start } });
+  assert.ok(after.events.some((e) => e.event === "env_stored"), JSON.stringify(after.events));
+  assert.ok(after.next > start);
+
+  // The stream: read one event, stop, write another, resume after the first.
+  const ac = new AbortController();
+  let first: { end: number; event: string } | undefined;
+  for await (const e of c.streamEvents(task, { after: start, signal: ac.signal })) {
+    first = e;
+    ac.abort();
+  }
+  assert.equal(first?.event, "env_stored");
+  await c.putEnvEntry({ path: { task, key: "ev2" }, body: { value: 2 } });
+  const ac2 = new AbortController();
+  const names: string[] = [];
+  for await (const e of c.streamEvents(task, { after: first!.end, signal: ac2.signal })) {
+    names.push(`${e.event}:${e.attrs?.key ?? e.args?.join(",")}`);
+    if (names.length === 1) ac2.abort();
+  }
+  assert.equal(names.length, 1);
+  assert.match(names[0], /^env_stored:.*ev2/);
+});
+
+test("request reaches any operation by its id", { skip }, async () => {
+  const c = new WorkspacedClient({ baseUrl: url });
+  const d = (await c.request("getOpenAPI")) as unknown as { openapi: string };
+  assert.equal(d.openapi, "3.1.0");
+});

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/url"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/workspaced/workspaced/internal/clitest"
+	"github.com/workspaced/workspaced/internal/optdep"
+	"github.com/workspaced/workspaced/internal/pgtest"
+)
+
+// BenchmarkTypeScriptClientVsPostgresStore runs the TypeScript client's
+// benchmark (clients/typescript/bench/bench.ts): on one PostgreSQL, a put
+// and a get through the HTTP API from Node (WorkspacedStore, `serve
+// --listen` on a workspace there) against LangGraph.js's PostgresStore
+// in-process, side by side in one run, and 16 concurrent writers of each.
+// Run it with
+//
+//	go test -run '^$' -bench TypeScriptClientVsPostgresStore -benchtime 1x ./cmd/workspaced/
+//
+// It reports the medians' ratios (ours ÷ PostgresStore's: below 1 is
+// faster) and the writers' rate ratio (above 1 is faster), and logs the
+// whole result.
+func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		optdep.Skip(b, "node", "node is not on PATH: the TypeScript client's benchmark cannot run")
+	}
+	if out, err := buildTSPackage(); err != nil {
+		b.Fatalf("building the TypeScript client: %v\n%s", err, out)
+	}
+	root := pgtest.Schema(b)
+	db, err := url.Parse(root)
+	if err != nil {
+		b.Fatal(err)
+	}
+	q := db.Query()
+	q.Del("schema")
+	db.RawQuery = q.Encode()
+	w := &ws{clitest.At(b, root)}
+	w.Ok("init")
+	w.Task("t1")
+	tok := w.addToken("--agent", "bench", "--task", "t1", "--global-memory", "write")
+	// The per-token rate limit (50 a second by default) would measure
+	// itself: lifted, as for a trusted program with a token of its own.
+	_, base := w.opsServe("--rate", "100000", "--burst", "100000")
+	for range b.N {
+		ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
+		cmd := exec.CommandContext(ctx, node, "dist/bench/bench.js")
+		cmd.Dir = tsPackageDir
+		cmd.Env = append(clitest.CleanEnv(), "WORKSPACED_URL="+base[:len(base)-1], "WORKSPACED_TOKEN="+tok, "BENCH_PG="+db.String())
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		cancel()
+		if err != nil {
+			b.Fatalf("node bench.js: %v\n%s%s", err, out.String(), errOut.String())
+		}
+		var res struct {
+			Ratios struct {
+				Put     float64 `json:"put_median"`
+				Get     float64 `json:"get_median"`
+				Writers float64 `json:"writers_rate"`
+			} `json:"ratios"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+			b.Fatalf("bench.js printed %q: %v", out.String(), err)
+		}
+		b.Logf("%s", out.String())
+		b.ReportMetric(res.Ratios.Put, "put-ratio")
+		b.ReportMetric(res.Ratios.Get, "get-ratio")
+		b.ReportMetric(res.Ratios.Writers, "writers-ratio")
+	}
+}

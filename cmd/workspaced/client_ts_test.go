@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/workspaced/workspaced/internal/clitest"
+	"github.com/workspaced/workspaced/internal/optdep"
+)
+
+// tsPackageDir is the TypeScript client of the HTTP API, the npm package
+// @workspaced/client. .ci/run installs its node_modules with npm ci;
+// nothing is downloaded here.
+const tsPackageDir = "../../clients/typescript"
+
+// tsPackageNode is the node that runs the client's suite; the test is
+// skipped, saying why, without node or the package's dependencies.
+func tsPackageNode(t *testing.T) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		optdep.Skip(t, "node", "node is not on PATH: the TypeScript client's suite cannot run (Debian: nodejs and npm; .ci/run installs them)")
+	}
+	if _, err := os.Stat(filepath.Join(tsPackageDir, "node_modules", "typescript", "package.json")); err != nil {
+		optdep.Skipf(t, "node", "the TypeScript client's dependencies are not installed in %s: run npm ci there (.ci/run does)", tsPackageDir)
+	}
+	return node
+}
+
+// buildTSPackage checks that the client's generated types are what
+// api/openapi.json generates, then compiles the client and its suite, once
+// per test binary.
+var buildTSPackage = sync.OnceValues(func() (string, error) {
+	var out bytes.Buffer
+	for _, args := range [][]string{{"scripts/generate.mjs", "--check"}, {"node_modules/typescript/bin/tsc", "-p", "."}} {
+		cmd := exec.Command("node", args...)
+		cmd.Dir, cmd.Env = tsPackageDir, clitest.CleanEnv()
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			return out.String(), err
+		}
+	}
+	return out.String(), nil
+})
+
+var reTAPCount = regexp.MustCompile(`(?m)^# (pass|fail|skipped|todo|cancelled) (\d+)$`)
+
+// TestTypeScriptClient runs the TypeScript client's suite (node --test,
+// clients/typescript/test) against `workspaced serve --listen` on a
+// workspace on files, on SQLite and on PostgreSQL: the daemon and the HTTP
+// API in one process, tokens required. Agents alpha and beta work on t1
+// with every right and write the global memory, reader only reads it,
+// outsider has t2 and no memory, admin has every task (and so may create
+// tasks). The suite drives WorkspacedClient,
+// WorkspacedStore under a LangGraph.js StateGraph and against
+// InMemoryStore, WorkspacedSession under the Agents SDK's run() and two
+// processes adding at once, and the problem answer of every documented
+// error; every one of its tests must run and pass.
+func TestTypeScriptClient(t *testing.T) {
+	node := tsPackageNode(t)
+	if out, err := buildTSPackage(); err != nil {
+		t.Fatalf("building the TypeScript client: %v\n%s", err, out)
+	}
+	suite, err := filepath.Glob(filepath.Join(tsPackageDir, "dist", "test", "*.test.js"))
+	if err != nil || len(suite) == 0 {
+		t.Fatalf("no compiled tests in %s/dist/test: %v", tsPackageDir, err)
+	}
+	for i := range suite {
+		suite[i], _ = filepath.Rel(tsPackageDir, suite[i])
+	}
+	for _, kind := range []string{"files", "sqlite", "postgres"} {
+		t.Run(kind, func(t *testing.T) {
+			var w *ws
+			switch kind {
+			case "files":
+				w = newWS(t)
+			case "sqlite":
+				sw, _ := clitest.NewSQLite(t)
+				w = &ws{sw}
+			case "postgres":
+				w = &ws{newPGWS(t).WS}
+			}
+			w.Task("t1")
+			w.Task("t2")
+			toks := map[string]string{
+				"alpha":    w.addToken("--agent", "alpha", "--task", "t1", "--may", "claim,done,plan,review", "--global-memory", "write"),
+				"beta":     w.addToken("--agent", "beta", "--task", "t1", "--may", "claim,done,plan,review", "--global-memory", "write"),
+				"reader":   w.addToken("--agent", "reader", "--task", "t1", "--global-memory", "read"),
+				"outsider": w.addToken("--agent", "outsider", "--task", "t2"),
+				"admin":    w.addToken("--agent", "admin", "--task", "*", "--may", "claim,done,plan,review"),
+			}
+			// A token file makes the listener require tokens, loopback or not.
+			tokenFile := filepath.Join(t.TempDir(), "ops-token")
+			if err := os.WriteFile(tokenFile, []byte("ops-"+strconv.FormatInt(time.Now().UnixNano(), 36)+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			d, base := w.opsServe("--token-file", tokenFile)
+			tokJSON, err := json.Marshal(toks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+			defer cancel()
+			args := append([]string{"--test", "--test-reporter=tap", "--test-concurrency=1"}, suite...)
+			cmd := exec.CommandContext(ctx, node, args...)
+			cmd.Dir = tsPackageDir
+			cmd.Env = append(clitest.CleanEnv(), "WORKSPACED_URL="+base[:len(base)-1], "WORKSPACED_TOKENS="+string(tokJSON),
+				"WORKSPACED_TASK=t1", "WORKSPACED_STORE="+kind)
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			runErr := cmd.Run()
+			counts := map[string]int{}
+			for _, m := range reTAPCount.FindAllStringSubmatch(out.String(), -1) {
+				counts[m[1]], _ = strconv.Atoi(m[2])
+			}
+			if runErr != nil || counts["fail"] != 0 || counts["pass"] == 0 || counts["skipped"] != 0 || counts["cancelled"] != 0 {
+				t.Fatalf("node --test on %s: %v, counts %v\n%s\nserver:\n%s", kind, runErr, counts, out.String(), d.Log.String())
+			}
+			t.Logf("the TypeScript client's suite on %s: %d tests passed", kind, counts["pass"])
+		})
+	}
+}
