@@ -434,3 +434,43 @@ func TestMCPHTTPWrongTokens(t *testing.T) {
 		t.Errorf("address_rate refusals: %v, want %d", got, codes[http.StatusTooManyRequests])
 	}
 }
+
+// TestWebStreamsPerAddress: the live streams a client without a token
+// may hold on a real `workspaced web` are bounded; past them a new
+// stream is 429 while the pages still answer, and a stream closed frees
+// its place.
+func TestWebStreamsPerAddress(t *testing.T) {
+	t.Parallel()
+	w := newWS(t)
+	w.Ok("task", "create", "--id", "t1", "--description", "streams")
+	p := w.web("--streams-per-token", "2")
+	open := func() *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, p.url+"/api/events?events=0", nil)
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	first, second := open(), open()
+	defer second.Body.Close()
+	if first.StatusCode != 200 || second.StatusCode != 200 {
+		t.Fatalf("two streams: %d %d", first.StatusCode, second.StatusCode)
+	}
+	third := open()
+	third.Body.Close()
+	if third.StatusCode != http.StatusTooManyRequests || third.Header.Get("Retry-After") == "" {
+		t.Fatalf("a third stream: %d, Retry-After %q", third.StatusCode, third.Header.Get("Retry-After"))
+	}
+	if code, _ := clitest.HTTPGet(p.url + "/api/tasks"); code != 200 {
+		t.Fatalf("a page's request with the streams full: %d", code)
+	}
+	first.Body.Close()
+	clitest.Eventually(t, "the closed stream's place to be free", func() (bool, string) {
+		resp := open()
+		resp.Body.Close()
+		return resp.StatusCode == 200, resp.Status
+	})
+}
