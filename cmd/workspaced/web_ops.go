@@ -37,5 +37,7 @@ func webHandler(reg *prometheus.Registry, s *web.Server, gd *guard.Guard, store 
 	if token != "" {
 		opt.Allow = func(r *http.Request) bool { _, ok := s.Who(r); return ok }
 	}
-	return wm.Wrap(httpauth.Once(gd.Wrap(opshttp.Route(opshttp.Handler(opt), s.Handler()))), opshttp.Paths...)
+	// Once goes outside the counting: the route a request is counted by is
+	// the pattern the mux sets on that same request, not on a copy.
+	return httpauth.Once(wm.Wrap(gd.Wrap(opshttp.Route(opshttp.Handler(opt), s.Handler())), opshttp.Paths...))
 }
