@@ -72,6 +72,10 @@ func TestFrictionLockTimeoutNamesHolder(t *testing.T) {
 	s, _ := newStore(t)
 	ctx := context.Background()
 	holding, release := make(chan struct{}), make(chan struct{})
+	let := sync.OnceFunc(func() { close(release) })
+	// Registered after the store's: on a failure the holder lets go first,
+	// so the store's cleanup is not left waiting for its connection.
+	t.Cleanup(let)
 	done := make(chan error, 1)
 	go func() {
 		_, err := friction.Open(s, "slow_writer").Record(ctx, nil) // nothing to do: no lock
@@ -87,13 +91,16 @@ func TestFrictionLockTimeoutNamesHolder(t *testing.T) {
 	}()
 	<-holding
 	quick := friction.Open(s, "quick")
-	quick.Timeout = 50 * time.Millisecond
+	// The holder keeps the lock until released, so any timeout runs out;
+	// a short one that a busy machine cannot meet for the holder's lookup
+	// would test the machine, not the store.
+	quick.Timeout = 500 * time.Millisecond
 	_, _, err := quick.Add(ctx, friction.Entry{Type: friction.TypeTimeout, Description: "d"})
 	var te *locking.TimeoutError
 	if !errors.Is(err, locking.ErrLocked) || !errors.As(err, &te) || te.Holder == nil || te.Holder.Agent != "slow_writer" {
 		t.Fatalf("a writer waiting past the timeout: %v (holder %+v), want ErrLocked naming slow_writer", err, te)
 	}
-	close(release)
+	let()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
