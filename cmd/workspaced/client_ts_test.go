@@ -66,6 +66,7 @@ var reTAPCount = regexp.MustCompile(`(?m)^# (pass|fail|skipped|todo|cancelled) (
 // processes adding at once, and the problem answer of every documented
 // error; every one of its tests must run and pass.
 func TestTypeScriptClient(t *testing.T) {
+	t.Parallel()
 	node := tsPackageNode(t)
 	if out, err := buildTSPackage(); err != nil {
 		t.Fatalf("building the TypeScript client: %v\n%s", err, out)
@@ -79,6 +80,7 @@ func TestTypeScriptClient(t *testing.T) {
 	}
 	for _, kind := range []string{"files", "sqlite", "postgres"} {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			var w *ws
 			switch kind {
 			case "files":
