@@ -53,6 +53,8 @@ func TestBadInput(t *testing.T) {
 		{"an If-Match that is no version", "PUT", "/api/v1/tasks/t1/env/k", `{"value": 1}`, []string{"If-Match", `"abc"`}, 400, kindInvalid},
 		{"an If-None-Match that is not *", "PUT", "/api/v1/tasks/t1/env/k", `{"value": 1}`, []string{"If-None-Match", `"1"`}, 400, kindInvalid},
 		{"both preconditions", "PUT", "/api/v1/tasks/t1/env/k", `{"value": 1}`, []string{"If-Match", `"1"`, "If-None-Match", "*"}, 400, kindInvalid},
+		{"a delete with If-None-Match", "DELETE", "/api/v1/tasks/t1/env/k", ``, []string{"If-None-Match", "*"}, 400, kindInvalid},
+		{"a memory delete with If-None-Match", "DELETE", "/api/v1/memory/items?namespace=a&key=k", ``, []string{"If-None-Match", "*"}, 400, kindInvalid},
 		{"a wait that is no duration", "POST", "/api/v1/tasks/t1/claims", `{"subtask": "s1", "wait": "forever"}`, nil, 400, kindInvalid},
 		{"a wait too long", "POST", "/api/v1/tasks/t1/claims", `{"subtask": "s1", "wait": "2h"}`, nil, 400, kindInvalid},
 		{"a wait with no marker", "PUT", "/api/v1/tasks/t1/outputs/s1?wait=1s", `{"summary": "x"}`, nil, 400, kindInvalid},

@@ -147,12 +147,9 @@ func (h *Handler) deleteEntry(c *call) error {
 	if err != nil {
 		return err
 	}
-	cond, err := conditions(c.r)
+	cond, err := deleteConditions(c.r)
 	if err != nil {
 		return err
-	}
-	if cond.ifAbsent {
-		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "delete", Msg: "If-None-Match goes with a write", Hint: "use If-Match: \"N\" to delete only version N"}
 	}
 	err = h.st.DeleteEntry(c.r.Context(), s, workspace.DeleteRequest{Key: k, Agent: c.agent(), IfVersion: cond.ifVersion})
 	if cond.ifVersion > 0 && errors.Is(err, workspace.ErrConflict) {
@@ -209,6 +206,16 @@ func conditions(r *http.Request) (precond, error) {
 			Hint: "send one of them"}
 	}
 	return p, nil
+}
+
+// deleteConditions is conditions for a delete, where only If-Match means
+// something.
+func deleteConditions(r *http.Request) (precond, error) {
+	p, err := conditions(r)
+	if err == nil && p.ifAbsent {
+		return p, &workspace.Error{Kind: workspace.ErrInvalid, Op: "delete", Msg: "If-None-Match goes with a write", Hint: "use If-Match: \"N\" to delete only version N"}
+	}
+	return p, err
 }
 
 func etag(version int) string { return `"` + strconv.Itoa(version) + `"` }

@@ -87,12 +87,9 @@ func (h *Handler) deleteItem(c *call) error {
 	if err != nil {
 		return err
 	}
-	cond, err := conditions(c.r)
+	cond, err := deleteConditions(c.r)
 	if err != nil {
 		return err
-	}
-	if cond.ifAbsent {
-		return &workspace.Error{Kind: workspace.ErrInvalid, Op: "delete", Msg: "If-None-Match goes with a write", Hint: "use If-Match: \"N\" to delete only version N"}
 	}
 	if err := service.MemoryDelete(c.r.Context(), h.st, workspace.MemoryDeleteRequest{Namespace: ns, Key: key, IfVersion: cond.ifVersion, Agent: c.agent()}); err != nil {
 		return itemConflict(err)
