@@ -486,9 +486,15 @@ func entryGet(ctx context.Context, e *env, f *entryFlags) error {
 	if err != nil {
 		return err
 	}
-	var v any = ent.Value
+	return f.printRead(e, ent.Value, ent)
+}
+
+// printRead prints what a get read: its value, or with --json the whole
+// record (an entry or a memory item), compact with --compact.
+func (f *entryFlags) printRead(e *env, value json.RawMessage, whole any) error {
+	var v any = value
 	if f.json {
-		v = ent
+		v = whole
 	}
 	if f.compact {
 		return printCompact(e.stdout, v)

@@ -179,14 +179,7 @@ func memGet(ctx context.Context, e *env, f *entryFlags, ns workspace.Namespace) 
 	if err != nil {
 		return err
 	}
-	var v any = it.Value
-	if f.json {
-		v = it
-	}
-	if f.compact {
-		return printCompact(e.stdout, v)
-	}
-	return printJSON(e.stdout, v)
+	return f.printRead(e, it.Value, it)
 }
 
 // memDelete is memory delete with --namespace.
