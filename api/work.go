@@ -96,7 +96,7 @@ func (h *Handler) writePlan(c *call) error {
 	}
 	return h.product(c, id, "write the plan of task "+id, propose, workspace.DoneRequest{TaskID: id, Agent: c.agent()},
 		func(ctx context.Context, data []byte) (string, int, error) {
-			p, err := h.st.WritePlan(ctx, id, c.agent(), data)
+			p, err := service.WritePlan(ctx, h.st, id, c.agent(), data)
 			return "plan.json", p.Version, err
 		})
 }

@@ -371,7 +371,7 @@ func planPath(version int) string { return fmt.Sprintf("plans/plan_v%d.json", ve
 // file. A row is inserted whole, so nothing waits for a grace period: a
 // marker refused now, softly or not, is rejected.
 func (s *Store) judge(m waiting, products map[string][]byte, seq int64, now time.Time) workspace.JournalRecord {
-	rec, _ := machine.JudgeMarker(m.kind, m.name, []byte(m.body), s.Settings().Limits, func(outputFile string) machine.ProductRead {
+	rec, _ := machine.JudgeMarker(m.kind, m.name, []byte(m.body), s.Settings(), func(outputFile string) machine.ProductRead {
 		body, ok := products[outputFile]
 		return machine.ProductRead{Data: body, Missing: !ok}
 	}, seq, now)

@@ -256,7 +256,7 @@ func (c *commitTx) fold(ctx context.Context, ms []waiting) (folded, error) {
 // transaction. A row is inserted whole, so nothing waits for a grace
 // period: a marker refused now, softly or not, is rejected.
 func (c *commitTx) judge(ctx context.Context, m waiting, seq int64, at time.Time) workspace.JournalRecord {
-	rec, _ := machine.JudgeMarker(m.kind, m.name, []byte(m.body), c.s.Settings().Limits, func(outputFile string) machine.ProductRead {
+	rec, _ := machine.JudgeMarker(m.kind, m.name, []byte(m.body), c.s.Settings(), func(outputFile string) machine.ProductRead {
 		b, ok, err := sqlstore.ReadBody(ctx, c.tx, c.id, outputFile)
 		if err != nil {
 			return machine.ProductRead{Err: err}
