@@ -69,6 +69,9 @@ type Amended struct {
 // amendment that does not fit the plan (ErrInvalid).
 func AmendPlan(ctx context.Context, st workspace.Store, taskID, agent string, a workspace.PlanAmendment, opt DeliverOptions) (Amended, error) {
 	op := "amend the plan of task " + taskID
+	if err := a.Check(); err != nil {
+		return Amended{}, err
+	}
 	if err := BeforeMarker(ctx, st, op, taskID, false); err != nil {
 		return Amended{}, err
 	}

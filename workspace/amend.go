@@ -25,8 +25,8 @@ type PlanAmendment struct {
 // leaves a subtask depending on a withdrawn one.
 func (a PlanAmendment) Apply(cur Plan) (Plan, error) {
 	const op = "amend plan"
-	if len(a.Add)+len(a.Change)+len(a.Withdraw) == 0 {
-		return Plan{}, Invalidf(op, "add subtasks, change pending ones or withdraw pending ones", "the amendment is empty")
+	if err := a.Check(); err != nil {
+		return Plan{}, err
 	}
 	have := make(map[string]bool, len(cur.Subtasks))
 	for _, s := range cur.Subtasks {
@@ -94,4 +94,33 @@ func (a PlanAmendment) Apply(cur Plan) (Plan, error) {
 		next.Checkpoints = append(next.Checkpoints, c)
 	}
 	return next, nil
+}
+
+// Check refuses an amendment that is wrong whatever the plan: empty, or
+// naming a subtask by a bad id, or twice.
+func (a PlanAmendment) Check() error {
+	const op = "amend plan"
+	if len(a.Add)+len(a.Change)+len(a.Withdraw) == 0 {
+		return Invalidf(op, "add subtasks, change pending ones or withdraw pending ones", "the amendment is empty")
+	}
+	seen := map[string]bool{}
+	ids := make([]string, 0, len(a.Add)+len(a.Change)+len(a.Withdraw))
+	for _, s := range slices.Concat(a.Add, a.Change) {
+		ids = append(ids, s.ID)
+		for _, d := range s.Dependencies {
+			if err := ValidateID("dependency of subtask "+s.ID, d); err != nil {
+				return err
+			}
+		}
+	}
+	for _, id := range append(ids, a.Withdraw...) {
+		if err := ValidateID("subtask id", id); err != nil {
+			return err
+		}
+		if seen[id] {
+			return Invalidf(op, "name each subtask once in an amendment", "subtask %s is named twice", id)
+		}
+		seen[id] = true
+	}
+	return nil
 }

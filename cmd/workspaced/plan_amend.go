@@ -31,7 +31,7 @@ one that changes or withdraws any waits for a plan review (review write
 
 Examples:
   workspaced plan amend --task t1 --add st_4="index logs/b.txt" --add st_5="index logs/c.txt" --after st_1 --wait
-  ls new/ | jq -R '{id: ("f_" + (.|gsub("[^A-Za-z0-9]";"_"))), description: ("process " + .)}' |
+  ls new/ | jq -R '{id: ("f_" + gsub("[^A-Za-z0-9]"; "_")), description: ("process " + .)}' |
     jq -s '{add: .}' | workspaced plan amend --task t1 --file - --wait
   workspaced plan amend --task t1 --withdraw st_3 --wait --json
 
