@@ -117,7 +117,7 @@ func itemConflict(err error) error {
 type memorySearch struct {
 	NamespacePrefix []string        `json:"namespace_prefix"`
 	Filter          json.RawMessage `json:"filter"`
-	Limit           int             `json:"limit"`
+	Limit           *int            `json:"limit"`
 	Offset          int             `json:"offset"`
 }
 
@@ -133,7 +133,11 @@ func (h *Handler) searchItems(c *call) error {
 	if err != nil {
 		return err
 	}
-	items, err := service.MemorySearch(c.r.Context(), h.st, workspace.MemorySearchRequest{Prefix: in.NamespacePrefix, Filter: f, Limit: in.Limit, Offset: in.Offset})
+	limit, err := atLeastOne("limit", in.Limit)
+	if err != nil {
+		return err
+	}
+	items, err := service.MemorySearch(c.r.Context(), h.st, workspace.MemorySearchRequest{Prefix: in.NamespacePrefix, Filter: f, Limit: limit, Offset: in.Offset})
 	if err != nil {
 		return err
 	}
@@ -147,8 +151,8 @@ func (h *Handler) searchItems(c *call) error {
 type namespaceQuery struct {
 	Prefix   []string `json:"prefix"`
 	Suffix   []string `json:"suffix"`
-	MaxDepth int      `json:"max_depth"`
-	Limit    int      `json:"limit"`
+	MaxDepth *int     `json:"max_depth"`
+	Limit    *int     `json:"limit"`
 	Offset   int      `json:"offset"`
 }
 
@@ -160,7 +164,15 @@ func (h *Handler) namespaces(c *call) error {
 	if err := c.decode("the query", &in); err != nil {
 		return err
 	}
-	nss, err := service.MemoryNamespaces(c.r.Context(), h.st, workspace.NamespaceQuery{Prefix: in.Prefix, Suffix: in.Suffix, MaxDepth: in.MaxDepth, Limit: in.Limit, Offset: in.Offset})
+	depth, err := atLeastOne("max_depth", in.MaxDepth)
+	if err != nil {
+		return err
+	}
+	limit, err := atLeastOne("limit", in.Limit)
+	if err != nil {
+		return err
+	}
+	nss, err := service.MemoryNamespaces(c.r.Context(), h.st, workspace.NamespaceQuery{Prefix: in.Prefix, Suffix: in.Suffix, MaxDepth: depth, Limit: limit, Offset: in.Offset})
 	if err != nil {
 		return err
 	}
@@ -168,4 +180,18 @@ func (h *Handler) namespaces(c *call) error {
 		nss = []workspace.Namespace{}
 	}
 	return c.reply(http.StatusOK, map[string]any{"namespaces": nss})
+}
+
+// atLeastOne is a body's optional count field: 0 when not given (the
+// store's default), an error when given below 1, as the document says
+// (the store reads 0 as "not given", so a client's 0 would otherwise
+// silently mean the default).
+func atLeastOne(name string, v *int) (int, error) {
+	if v == nil {
+		return 0, nil
+	}
+	if *v < 1 {
+		return 0, workspace.Invalidf(name, fmt.Sprintf("give %s of 1 or more, or leave it out for the default", name), "%s %d", name, *v)
+	}
+	return *v, nil
 }
