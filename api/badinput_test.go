@@ -68,6 +68,7 @@ func TestBadInput(t *testing.T) {
 		{"a boolean that is not one", "POST", "/api/v1/tasks/t1/plan?propose=maybe", `{"subtasks": []}`, nil, 400, kindInvalid},
 		{"no such route", "GET", "/api/v1/nothing", nil, nil, 404, kindNotFound},
 		{"a method no route has", "PATCH", "/api/v1/tasks/t1", nil, nil, 405, kindMethod},
+		{"a method the API does not know", "PROPFIND", "/api/v1/tasks", nil, nil, 501, kindNotImplemented},
 		{"a search with an unknown field", "POST", "/api/v1/memory/search", `{"query": "semantic"}`, nil, 400, kindInvalid},
 		{"a search with an unknown operator", "POST", "/api/v1/memory/search", `{"filter": {"a": {"$regex": "x"}}}`, nil, 400, kindInvalid},
 		{"a listing too deep", "POST", "/api/v1/memory/namespaces", `{"max_depth": 99}`, nil, 400, kindInvalid},

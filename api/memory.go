@@ -18,6 +18,15 @@ import (
 // write access, as the global memory, the other memory every agent
 // shares.
 
+// memory is the store's namespaced memory, or a 501 when it keeps none:
+// the routes are the API's, the store cannot serve them.
+func (h *Handler) memory() error {
+	if _, err := service.Memory(h.st); err != nil {
+		return refuse(http.StatusNotImplemented, kindNotImplemented, workspace.Reason(err), service.Hint(err))
+	}
+	return nil
+}
+
 // itemName is the namespace and key of the query, checked.
 func (c *call) itemName() (workspace.Namespace, string, error) {
 	q := c.r.URL.Query()
@@ -34,6 +43,9 @@ func (c *call) itemName() (workspace.Namespace, string, error) {
 
 func (h *Handler) getItem(c *call) error {
 	if err := c.mayGlobal(false); err != nil {
+		return err
+	}
+	if err := h.memory(); err != nil {
 		return err
 	}
 	ns, key, err := c.itemName()
@@ -56,6 +68,9 @@ type itemWrite struct {
 
 func (h *Handler) putItem(c *call) error {
 	if err := c.mayGlobal(true); err != nil {
+		return err
+	}
+	if err := h.memory(); err != nil {
 		return err
 	}
 	ns, key, err := c.itemName()
@@ -81,6 +96,9 @@ func (h *Handler) putItem(c *call) error {
 
 func (h *Handler) deleteItem(c *call) error {
 	if err := c.mayGlobal(true); err != nil {
+		return err
+	}
+	if err := h.memory(); err != nil {
 		return err
 	}
 	ns, key, err := c.itemName()
@@ -125,6 +143,9 @@ func (h *Handler) searchItems(c *call) error {
 	if err := c.mayGlobal(false); err != nil {
 		return err
 	}
+	if err := h.memory(); err != nil {
+		return err
+	}
 	var in memorySearch
 	if err := c.decode("the search", &in); err != nil {
 		return err
@@ -158,6 +179,9 @@ type namespaceQuery struct {
 
 func (h *Handler) namespaces(c *call) error {
 	if err := c.mayGlobal(false); err != nil {
+		return err
+	}
+	if err := h.memory(); err != nil {
 		return err
 	}
 	var in namespaceQuery
