@@ -35,12 +35,13 @@ delete_memory; namespaced memory: put_memory_item, get_memory_item,
 delete_memory_item, search_memory, list_memory_namespaces; the task's work: get_task, get_task_state, get_plan,
 get_subtask, get_output, list_reviews, get_review, write_plan, write_review,
 claim_subtask, signal_done; context: get_delegation_context,
-list_capabilities, skills — and the task's state and env manifest as
+list_capabilities, skills, get_context; the workspace: list_tasks,
+create_task — and the task's state and env manifest as
 resources (workspace://tasks/T/state, workspace://tasks/T/env).
 
 Usage:
-  workspaced [--root DIR] mcp (--task T | --thread X | --task T --thread X) --agent A [--audit-log F]
-  workspaced [--root DIR] mcp (--task T | --thread X) --token-file F [--audit-log F]
+  workspaced [--root DIR] mcp [--task T] [--thread X] --agent A [--audit-log F]
+  workspaced [--root DIR] mcp [--task T] [--thread X] --token-file F [--audit-log F]
   workspaced [--root DIR] mcp --http ADDR [--tls-cert F --tls-key F | --insecure]
                               [--max-sessions N] [--idle-timeout DUR] [--audit-log F]
                               [--metrics-token-file F]
@@ -49,8 +50,11 @@ Usage:
                               [--streams-per-token N] [--sessions-per-token N]
                               [--trust-origin ORIGIN]... [--trust-proxy ADDR]...
 
-On stdio, --thread alone finds its task; --task alone serves the task's root
-thread. --agent (or $WORKSPACE_AGENT) is the serving agent: stored_by of
+Without --task and --thread the server serves every task the agent may
+reach (with a token, those it covers; a token for one task serves that
+task): list_tasks and create_task, and each task tool takes the task (or
+thread) as an argument; get_context is the budgeted context. On stdio,
+--thread alone finds its task; --task alone serves the task's root thread. --agent (or $WORKSPACE_AGENT) is the serving agent: stored_by of
 every entry, the owner of the agent memory scope, the agent of every marker
 it drops. With --token-file F (or $WORKSPACE_TOKEN) the agent is the token's
 (an --agent naming another is refused) and every call is checked against
@@ -58,9 +62,10 @@ what the token may do, as over HTTP.
 
 With --http the server listens on ADDR (host:port) and serves /mcp to many
 agents at once. Every request carries a token of 'workspaced token add' as
-"Authorization: Bearer TOKEN"; the token names the agent. A session names
+"Authorization: Bearer TOKEN"; the token names the agent. A session may name
 its task and thread in the URL (/mcp?task=T&thread=X) or in the headers
-Workspace-Task and Workspace-Thread; a token for one task needs neither.
+Workspace-Task and Workspace-Thread; without them it serves every task its
+token covers, each call naming its task.
 The same listener serves the HTTP API for programs at /api/v1/ (docs/API.md),
 each request with a bearer token of 'workspaced token add'.
 ADDR must be a loopback address unless --tls-cert and --tls-key are given
@@ -90,6 +95,7 @@ reports are applied to the task's state by the daemon (workspaced serve):
 run one on the same root.
 
 Examples:
+  workspaced --root ./workspace mcp --agent observer
   workspaced --root ./workspace mcp --task t1 --thread th_observer --agent observer
   workspaced mcp --thread th_solver --agent solver
   workspaced mcp --task t1 --token-file ~/.config/worker_1.token
@@ -149,9 +155,6 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	if *agent == "" && token == "" {
 		return usageHint("mcp", "missing --agent A (the agent this server acts for) or --token-file F")
 	}
-	if *task == "" && *thread == "" {
-		return usageHint("mcp", "missing --task T or --thread X")
-	}
 	w, err := e.openStore()
 	if err != nil {
 		return err
@@ -181,13 +184,16 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 				Hint: "leave --agent out: the token names the agent"}
 		}
 		opt.Agent, opt.Grants, opt.TokenID = g.Agent, grants, g.ID()
+		if *task == "" && *thread == "" && len(g.Tasks) == 1 && g.Tasks[0] != tokens.AllTasks {
+			opt.TaskID = g.Tasks[0] // a token for one task binds the session to it
+		}
 		opt.Log = slog.New(slog.NewTextHandler(e.stderr, nil))
 	}
 	s, err := mcpserver.New(w, opt)
 	if err != nil {
 		return err
 	}
-	if opt.Grants != nil {
+	if opt.Grants != nil && s.Task() != "" {
 		if !g.Task(s.Task()) {
 			return &workspace.Error{Kind: workspace.ErrInvalid, Op: "mcp", Msg: fmt.Sprintf("agent %s may not work on task %s: its token covers %s", g.Agent, s.Task(), g.TaskList()),
 				Hint: "serve a task the token covers, or add a token for this one ('workspaced token add')"}
@@ -197,7 +203,11 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	if token != "" {
 		how = "on stdio, with a token"
 	}
-	fmt.Fprintf(e.stderr, "workspaced mcp: serving task %s, thread %s, as agent %s (root %s) %s\n", s.Task(), s.Thread(), s.Agent(), e.rootName(), how)
+	serving := fmt.Sprintf("task %s, thread %s", s.Task(), s.Thread())
+	if s.Task() == "" {
+		serving = "every task the agent may reach"
+	}
+	fmt.Fprintf(e.stderr, "workspaced mcp: serving %s, as agent %s (root %s) %s\n", serving, s.Agent(), e.rootName(), how)
 	if keeper == nil {
 		return s.Run(ctx, &mcp.IOTransport{Reader: readCloser(e.stdin), Writer: nopWriteCloser{e.stdout}})
 	}
