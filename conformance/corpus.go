@@ -287,8 +287,8 @@ func show(v any) string {
 	if err != nil {
 		return fmt.Sprint(v)
 	}
-	if len(data) > 200 {
-		return string(data[:200]) + "…"
+	if len(data) > 1000 {
+		return string(data[:1000]) + "…"
 	}
 	return string(data)
 }
