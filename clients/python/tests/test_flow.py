@@ -95,3 +95,18 @@ def test_tasks(way: Way, planner: workspaced.Workspace) -> None:
         planner.create_task(t, "again")
     with pytest.raises(workspaced.Invalid):
         planner.create_task(t + "-empty", "  ")
+
+
+def test_done_naming_a_missing_product_is_refused(way: Way, planner: workspaced.Workspace) -> None:
+    t = way.approved(planner, ["s1"])
+    w1 = way.connect("w1")
+    assert w1.claim(t, "s1", wait=30).won
+    try:
+        d = w1.done(t, "outputs/s1.json", subtask="s1", wait=30)
+    except workspaced.NotFound:
+        assert way.kind == "http", "only the API checks the product before it drops the marker"
+        return
+    assert d.verdict is not None and d.verdict.verdict == "refused" and d.verdict.reason
+    with pytest.raises(workspaced.Refused) as err:
+        d.check()
+    assert err.value.reason == d.verdict.reason

@@ -102,8 +102,7 @@ class FilesBackend(LocalBackend):
         value_json(value)
         if description is not None:
             check_description(description)
-        os.makedirs(d, exist_ok=True)
-        with _locked(_lock_of(path), self.agent, self.lock_timeout):
+        with _locked(_lock_of(path), self.agent, self.lock_timeout):  # creates d/.locks, and so d
             t = now()
             try:
                 old: dict[str, Any] | None = _read_json(path)

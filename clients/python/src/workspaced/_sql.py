@@ -22,6 +22,7 @@ from .errors import Conflict, Invalid, NotFound, Unsupported, VersionConflict, W
 from .types import Entry, EntryInfo, EventPage, MemoryItem, Verdict
 
 _ENTRY_COLS = "key, short_description, stored_by, created_at, updated_at, version, value"
+_WRITTEN = "short_description, stored_by, created_at, updated_at, version"
 
 
 def _ts(v: Any) -> str:
@@ -95,31 +96,43 @@ class SQLBackend(LocalBackend):
         body = value_json(value)
         if description is not None:
             check_description(description)
-        self._task_of(scope, owner)
         t, size, who = now(), len(body.encode("utf-8")), self.agent
         if if_version is not None:
             rows = self._q("UPDATE entries SET short_description = COALESCE(?, short_description), stored_by = ?, "
                            "updated_at = ?, version = version + 1, size = ?, value = ? "
-                           "WHERE scope = ? AND owner = ? AND key = ? AND version = ? RETURNING " + _ENTRY_COLS,
+                           "WHERE scope = ? AND owner = ? AND key = ? AND version = ? RETURNING " + _WRITTEN,
                            description, who, t, size, body, scope, owner, key, if_version)
             if not rows:
+                self._task_of(scope, owner)
                 cur = self._current(scope, owner, key)
                 raise VersionConflict("%s %r is no longer at version %d: version is %d" % (scope, key, if_version, cur), cur)
-            return self._entry(rows[0])
+            return self._written(key, body, rows[0])
+        # One statement: the task's existence (for a task's scopes), the
+        # insert or the update, and what was written.
+        task = owner.partition("/")[0] if scope in ("thread", "session") else None
         conflict = ("DO NOTHING" if if_absent else
                     "DO UPDATE SET short_description = COALESCE(?, entries.short_description), stored_by = excluded.stored_by, "
                     "updated_at = excluded.updated_at, version = entries.version + 1, size = excluded.size, value = excluded.value")
         params: list[Any] = [scope, owner, key, description or "", who, t, t, size, body]
+        where = "WHERE true"
+        if task is not None:
+            where = "WHERE EXISTS (SELECT 1 FROM tasks WHERE id = ?)"
+            params.append(task)
         if not if_absent:
             params.append(description)
         rows = self._q("INSERT INTO entries (scope, owner, key, short_description, stored_by, created_at, updated_at, "
-                       "version, size, value) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?) ON CONFLICT (scope, owner, key) "
-                       + conflict + " RETURNING " + _ENTRY_COLS, *params)
+                       "version, size, value) SELECT ?, ?, ?, ?, ?, ?, ?, 1, ?, ? " + where + " ON CONFLICT (scope, owner, key) "
+                       + conflict + " RETURNING " + _WRITTEN, *params)
         if not rows:
+            self._task_of(scope, owner)
             cur = self._current(scope, owner, key)
             raise VersionConflict("%s %r exists already (version %d)" % (scope, key, cur), cur,
                                   "read it (get), or store it without if_absent to replace it")
-        return self._entry(rows[0])
+        return self._written(key, body, rows[0])
+
+    def _written(self, key: str, value: str, r: tuple[Any, ...]) -> Entry:
+        return Entry(key=key, value=json.loads(value), short_description=r[0], stored_by=r[1], created_at=_ts(r[2]),
+                     updated_at=_ts(r[3]), version=int(r[4]))
 
     def entry_get(self, scope: str, owner: str, key: str) -> Entry:
         r = self._one("SELECT " + _ENTRY_COLS + " FROM entries WHERE scope = ? AND owner = ? AND key = ?", scope, owner, key)
