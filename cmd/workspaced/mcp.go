@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -168,10 +169,13 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 		defer a.Close()
 		opt.Audit = a
 	}
-	var g tokens.Grant
+	var (
+		g      tokens.Grant
+		keeper tokens.Keeper
+	)
 	if token != "" {
 		var grants func(*mcp.RequestExtra) (tokens.Grant, error)
-		g, grants, err = tokenGrants(w, token)
+		g, keeper, grants, err = tokenGrants(w, token)
 		if err != nil {
 			return err
 		}
@@ -204,7 +208,35 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 		serving = "every task the agent may reach"
 	}
 	fmt.Fprintf(e.stderr, "workspaced mcp: serving %s, as agent %s (root %s) %s\n", serving, s.Agent(), e.rootName(), how)
-	return s.Run(ctx, &mcp.IOTransport{Reader: readCloser(e.stdin), Writer: nopWriteCloser{e.stdout}})
+	if keeper == nil {
+		return s.Run(ctx, &mcp.IOTransport{Reader: readCloser(e.stdin), Writer: nopWriteCloser{e.stdout}})
+	}
+	// The session lasts as long as its token: revoked, expired or rotated
+	// past its overlap, the server ends within the watch's period instead
+	// of refusing each call from then on.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	watch := tokens.NewWatch(keeper, 0, opt.Log)
+	defer watch.Close()
+	var ended atomic.Bool
+	defer watch.Hold(g.ID(), func() { ended.Store(true); cancel() })()
+	err = s.Run(ctx, &mcp.IOTransport{Reader: readCloser(e.stdin), Writer: nopWriteCloser{e.stdout}})
+	if ended.Load() {
+		return tokenEnded(keeper, token)
+	}
+	return err
+}
+
+// tokenEnded is why a stdio session ended with its token: what the
+// token's look-up says now, revoked or expired.
+func tokenEnded(k tokens.Keeper, token string) error {
+	_, err := k.Lookup(token)
+	msg := "the token was revoked"
+	if errors.Is(err, tokens.ErrExpired) {
+		msg = "the token has ended: " + workspace.Reason(err)
+	}
+	return &workspace.Error{Kind: workspace.ErrInvalid, Op: "mcp", Msg: msg + "; the session is over",
+		Hint: "start mcp again with a valid token (the one that replaced it, or a new one: 'workspaced token add')"}
 }
 
 // readToken is the token of --token-file F, else of $WORKSPACE_TOKEN, or
@@ -218,25 +250,25 @@ func readToken(file string) (string, error) {
 }
 
 // tokenGrants looks the token up where the workspace keeps its tokens and
-// returns its grant with the look-up every call makes again.
-func tokenGrants(s workspace.Store, token string) (tokens.Grant, func(*mcp.RequestExtra) (tokens.Grant, error), error) {
+// returns its grant, the keeper, and the look-up every call makes again.
+func tokenGrants(s workspace.Store, token string) (tokens.Grant, tokens.Keeper, func(*mcp.RequestExtra) (tokens.Grant, error), error) {
 	store, err := tokenKeeper("mcp --token-file", s)
 	if err != nil {
-		return tokens.Grant{}, nil, err
+		return tokens.Grant{}, nil, nil, err
 	}
 	g, err := store.Lookup(token)
 	if errors.Is(err, tokens.ErrUnknown) {
-		return tokens.Grant{}, nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "mcp", Msg: "the token is unknown or revoked",
+		return tokens.Grant{}, nil, nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "mcp", Msg: "the token is unknown or revoked",
 			Hint: "ask for a token ('workspaced token add'); 'workspaced token list' shows the ones there are"}
 	}
 	if errors.Is(err, tokens.ErrExpired) {
-		return tokens.Grant{}, nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "mcp", Err: err,
+		return tokens.Grant{}, nil, nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "mcp", Err: err,
 			Hint: "ask for a new token ('workspaced token add', or 'workspaced token rotate' before a token ends)"}
 	}
 	if err != nil {
-		return tokens.Grant{}, nil, err
+		return tokens.Grant{}, nil, nil, err
 	}
-	return g, func(*mcp.RequestExtra) (tokens.Grant, error) { return store.Lookup(token) }, nil
+	return g, store, func(*mcp.RequestExtra) (tokens.Grant, error) { return store.Lookup(token) }, nil
 }
 
 // httpConfig is what mcp --http was given.
@@ -291,7 +323,7 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 	if _, err := toks.List(ctx); err != nil {
 		return err
 	}
-	verifier, err := oauthVerifier(ctx, w.Settings().OAuth, c)
+	verifier, err := oauthVerifier(ctx, "mcp", w.Settings().OAuth, c.issuer, c.resource)
 	if err != nil {
 		return err
 	}
@@ -331,8 +363,7 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 	mux.Handle(api.Prefix, apiH)
 	if verifier != nil {
 		verifier.Mount(mux)
-		oc := verifier.Config()
-		fmt.Fprintf(e.stderr, "workspaced mcp: OAuth resource server for %s: access tokens of %s accepted, metadata at %s\n", oc.Resource, oc.Issuer, oc.MetadataURL())
+		sayOAuth(e, "mcp", verifier)
 	}
 	srv := &http.Server{Handler: httpauth.Once(gd.Wrap(opshttp.Route(opshttp.Handler(ops), mux))), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	scheme := "http"
@@ -372,21 +403,21 @@ func auditLog(path string, log *slog.Logger) (*audit.Log, error) {
 	return audit.Open(path)
 }
 
-// oauthVerifier is the OAuth mode of mcp --http: workspace.json's oauth
-// settings with the flags over them, or nil when no issuer is set. The
-// issuer's keys are looked up now, so that a wrong issuer is said at
-// start.
-func oauthVerifier(ctx context.Context, s workspace.OAuthSettings, c httpConfig) (*oauth.Verifier, error) {
-	if c.issuer != "" {
-		s.Issuer = c.issuer
+// oauthVerifier is the OAuth mode of a listener (mcp --http, serve
+// --listen, web): workspace.json's oauth settings with the flags issuer
+// and resource over them, or nil when no issuer is set. The issuer's keys
+// are looked up now, so that a wrong issuer is said at start.
+func oauthVerifier(ctx context.Context, cmd string, s workspace.OAuthSettings, issuer, resource string) (*oauth.Verifier, error) {
+	if issuer != "" {
+		s.Issuer = issuer
 	}
-	if c.resource != "" {
-		s.Resource = c.resource
+	if resource != "" {
+		s.Resource = resource
 	}
 	cfg := oauth.Config{OAuthSettings: s}
 	if !cfg.Enabled() {
-		if c.resource != "" {
-			return nil, usageHint("mcp", "--oauth-resource goes with an OAuth issuer: --oauth-issuer URL, or oauth.issuer in workspace.json")
+		if resource != "" {
+			return nil, usageHint(cmd, "--oauth-resource goes with an OAuth issuer: --oauth-issuer URL, or oauth.issuer in workspace.json")
 		}
 		return nil, nil
 	}
