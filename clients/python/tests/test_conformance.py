@@ -48,8 +48,6 @@ KNOWN: dict[tuple[str, int], tuple[tuple[str, ...], str]] = {
     ("bad-descriptions", 2): (LOCAL + ("http",), "op env.put: a short description that is not UTF-8 raises "
                                                  "UnicodeEncodeError, not invalid"),
     ("bad-values", 4): (LOCAL + ("http",), "op env.put: a value nested 100000 deep raises RecursionError, not invalid"),
-    ("done-bad-output-file", 4): (LOCAL, "op done: an output_file outside the task is dropped as a marker "
-                                         "(the daemon refuses it), not refused as invalid first"),
     ("events-fresh-task", 1): (SQL, "op events.list: what the package writes to the database directly makes no events"),
     ("events-order", 6): (SQL, "op events.list: what the package writes to the database directly makes no events"),
     ("item-bad-input", 6): (LOCAL, "op memory.search: a filter with an unknown operator ($regex) is not refused as invalid"),
@@ -58,7 +56,6 @@ KNOWN: dict[tuple[str, int], tuple[tuple[str, ...], str]] = {
                                       "(the daemon refuses it), not refused as invalid first"),
     ("review-bad-document", 3): (LOCAL, "op review.write: a review its schema refuses is written and reported "
                                         "(the daemon refuses it), not refused as invalid first"),
-    ("session-missing-thread", 1): (LOCAL, "op session.put: a thread that does not exist is not refused as not found"),
     ("env-odd-keys", 4): (("http",), "op env.put over HTTP: the key '..' goes into the path unescaped, "
                                      "and the server's path cleaning takes it away"),
 }
@@ -229,9 +226,10 @@ def do(ws: workspaced.Workspace, op: str, a: Args) -> Any:
         propose = bool(a.opt("propose"))
         return ws.write_plan(task, a.m["document"], propose=propose, wait=VERDICT_WAIT if propose else None)
     if op == "plan.show":
-        if a.opt("version"):
-            raise Unsayable("op plan.show with a version: the package reads the current plan only")
-        return ws.plan(task)
+        return ws.plan(task, version=a.opt("version"))
+    if op == "thread.create":
+        fields = {"message": a.text("message")} if a.has("message") else {}
+        return ws.create_thread(task, a.text("id"), a.text("to"), **fields)
     if op == "output.write":
         done = bool(a.opt("done"))
         return ws.write_output(task, a.text("subtask"), a.m["document"], done=done, wait=VERDICT_WAIT if done else None)
