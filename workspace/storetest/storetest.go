@@ -69,6 +69,7 @@ func RunServed(t *testing.T, open func(t *testing.T) workspace.Served, opt serve
 		{"Agents", testAgents, nil},
 		{"Tasks", testTasks, nil},
 		{"Plans", testPlans, nil},
+		{"Amendments", testAmendments, nil},
 		{"OutputsAndReviews", testProducts, nil},
 		{"Threads", testThreads, nil},
 		{"Entries", testEntries, nil},
