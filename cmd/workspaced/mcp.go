@@ -33,7 +33,7 @@ store_env_data, get_env_data, list_env_data, update_env_data,
 delete_env_data; memory: store_memory, get_memory, list_memory,
 delete_memory; namespaced memory: put_memory_item, get_memory_item,
 delete_memory_item, search_memory, list_memory_namespaces; the task's work: get_task, get_task_state, get_plan,
-get_subtask, get_output, list_reviews, get_review, write_plan, write_review,
+get_subtask, get_output, list_reviews, get_review, write_plan, amend_plan, write_review,
 claim_subtask, signal_done; context: get_delegation_context,
 list_capabilities, skills, get_context; the workspace: list_tasks,
 create_task — and the task's state and env manifest as
@@ -323,7 +323,7 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 	if _, err := toks.List(ctx); err != nil {
 		return err
 	}
-	verifier, err := oauthVerifier(ctx, w.Settings().OAuth, c)
+	verifier, err := oauthVerifier(ctx, "mcp", w.Settings().OAuth, c.issuer, c.resource)
 	if err != nil {
 		return err
 	}
@@ -363,8 +363,7 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 	mux.Handle(api.Prefix, apiH)
 	if verifier != nil {
 		verifier.Mount(mux)
-		oc := verifier.Config()
-		fmt.Fprintf(e.stderr, "workspaced mcp: OAuth resource server for %s: access tokens of %s accepted, metadata at %s\n", oc.Resource, oc.Issuer, oc.MetadataURL())
+		sayOAuth(e, "mcp", verifier)
 	}
 	srv := &http.Server{Handler: httpauth.Once(gd.Wrap(opshttp.Route(opshttp.Handler(ops), mux))), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	scheme := "http"
@@ -404,21 +403,21 @@ func auditLog(path string, log *slog.Logger) (*audit.Log, error) {
 	return audit.Open(path)
 }
 
-// oauthVerifier is the OAuth mode of mcp --http: workspace.json's oauth
-// settings with the flags over them, or nil when no issuer is set. The
-// issuer's keys are looked up now, so that a wrong issuer is said at
-// start.
-func oauthVerifier(ctx context.Context, s workspace.OAuthSettings, c httpConfig) (*oauth.Verifier, error) {
-	if c.issuer != "" {
-		s.Issuer = c.issuer
+// oauthVerifier is the OAuth mode of a listener (mcp --http, serve
+// --listen, web): workspace.json's oauth settings with the flags issuer
+// and resource over them, or nil when no issuer is set. The issuer's keys
+// are looked up now, so that a wrong issuer is said at start.
+func oauthVerifier(ctx context.Context, cmd string, s workspace.OAuthSettings, issuer, resource string) (*oauth.Verifier, error) {
+	if issuer != "" {
+		s.Issuer = issuer
 	}
-	if c.resource != "" {
-		s.Resource = c.resource
+	if resource != "" {
+		s.Resource = resource
 	}
 	cfg := oauth.Config{OAuthSettings: s}
 	if !cfg.Enabled() {
-		if c.resource != "" {
-			return nil, usageHint("mcp", "--oauth-resource goes with an OAuth issuer: --oauth-issuer URL, or oauth.issuer in workspace.json")
+		if resource != "" {
+			return nil, usageHint(cmd, "--oauth-resource goes with an OAuth issuer: --oauth-issuer URL, or oauth.issuer in workspace.json")
 		}
 		return nil, nil
 	}

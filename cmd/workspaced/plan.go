@@ -13,6 +13,7 @@ const planUsage = `workspaced plan — write a new version of a task's plan (tas
 
 Usage:
   workspaced plan write (--task T | --thread X) --file F|- [--agent A] [--propose [--wait [DUR]]] [--json]
+  workspaced plan amend (--task T | --thread X) [--add ID=DESCRIPTION]... [--after IDS] [--withdraw ID]... [--file F|-] [--wait [DUR]]
 
 The file holds the plan (a JSON object with at least "subtasks"). The
 workspace fills version (the next one), task_id, and, when missing, id,
@@ -23,6 +24,8 @@ postgres:// root, the names tasks/<task>/plan.json (and tasks/<task>/<marker>).
 With --propose, --wait waits for the daemon's verdict (at most DUR, default
 1m) and exits by it, as 'workspaced done --wait' does: 0 applied, 4 refused
 (the reason is printed), 1 no daemon or no verdict within DUR.
+Once a plan is approved it is never replaced, and a write is refused
+before anything is written: amend it (plan amend --help).
 
 Examples:
   workspaced plan write --task t1 --file plan.json --agent planner
@@ -32,12 +35,14 @@ Examples:
 
 Exit codes: 0 ok (with --wait: applied), 1 failure (not JSON, schema-invalid
 plan; with --wait: no daemon, or no verdict within DUR), 2 usage, 3 task not
-found, 4 lock timeout (with --wait: refused).
+found, 4 lock timeout, the plan is approved or the task finished (with
+--wait: refused).
 `
 
 func cmdPlan(ctx context.Context, e *env, args []string) error {
 	return dispatch(ctx, e, "plan", planUsage, []subcommand{
 		{"write", "write plan.json as a new version", planWrite},
+		{"amend", "amend the running plan: add subtasks, change or withdraw pending ones", planAmend},
 	}, args)
 }
 
@@ -80,7 +85,7 @@ func planWrite(ctx context.Context, e *env, args []string) error {
 	who := agentOr(*agent, "cli")
 	var out written
 	write := func(ctx context.Context) (string, error) {
-		p, err := w.WritePlan(ctx, id, who, data)
+		p, err := service.WritePlan(ctx, w, id, who, data)
 		if err != nil {
 			return "", err
 		}

@@ -95,3 +95,67 @@ def test_tasks(way: Way, planner: workspaced.Workspace) -> None:
         planner.create_task(t, "again")
     with pytest.raises(workspaced.Invalid):
         planner.create_task(t + "-empty", "  ")
+
+
+def test_done_naming_a_missing_product_is_refused(way: Way, planner: workspaced.Workspace) -> None:
+    t = way.approved(planner, ["s1"])
+    w1 = way.connect("w1")
+    assert w1.claim(t, "s1", wait=30).won
+    try:
+        d = w1.done(t, "outputs/s1.json", subtask="s1", wait=30)
+    except workspaced.NotFound:
+        assert way.kind == "http", "only the API checks the product before it drops the marker"
+        return
+    assert d.verdict is not None and d.verdict.verdict == "refused" and d.verdict.reason
+    with pytest.raises(workspaced.Refused) as err:
+        d.check()
+    assert err.value.reason == d.verdict.reason
+
+
+def test_threads_and_sessions(way: Way, planner: workspaced.Workspace) -> None:
+    t = way.new_task(planner)
+    w1 = way.connect("w1")
+    th = w1.create_thread(t, "th_" + t, "w2", message="help")
+    assert (th["id"], th["task_id"], th["from"], th["to"], th["parent_id"]) == ("th_" + t, t, "w1", "w2", t)
+    assert planner.thread(t, "th_" + t)["message"] == "help"
+    with pytest.raises(workspaced.Conflict):
+        w1.create_thread(t, "th_" + t, "w2")
+    with pytest.raises(workspaced.NotFound):
+        w1.create_thread("no_such_task_here", "th_x", "w2")
+    with pytest.raises(workspaced.Invalid):
+        w1.create_thread(t, "a/b", "w2")
+    s = w1.session("th_" + t, task=t)
+    assert s.put("notes", ["one"]).version == 1 and s.get("notes").value == ["one"]
+    with pytest.raises(workspaced.NotFound):
+        w1.session("no_such_thread", task=t).put("k", 1)
+    with pytest.raises(workspaced.NotFound):
+        w1.session("no_such_thread", task=t).get("k")
+
+
+def test_plan_versions_are_kept(way: Way, planner: workspaced.Workspace) -> None:
+    t = way.new_task(planner)
+    with pytest.raises(workspaced.NotFound):
+        planner.plan(t)
+    planner.write_plan(t, {"summary": "first", "subtasks": [{"id": "s1", "description": "a"}]})
+    planner.write_plan(t, {"summary": "second", "subtasks": [{"id": "s1", "description": "a"}]})
+    assert planner.plan(t)["summary"] == "second" and planner.plan(t)["version"] == 2
+    assert planner.plan(t, version=1)["summary"] == "first"
+    assert planner.plan(t, version=2)["summary"] == "second"
+    with pytest.raises(workspaced.NotFound):
+        planner.plan(t, version=3)
+
+
+@pytest.mark.parametrize("output_file", ["../../etc/passwd", "state.json", "outputs/../x.json", "outputs/a/b.json"])
+def test_done_outside_the_task_is_invalid(way: Way, planner: workspaced.Workspace, output_file: str) -> None:
+    t = way.new_task(planner)
+    with pytest.raises(workspaced.Invalid):
+        planner.done(t, output_file, wait=10)
+
+
+def test_finished_task_takes_no_marker_even_without_wait(way: Way, planner: workspaced.Workspace) -> None:
+    t = way.new_task(planner)
+    planner.cancel(t, "stop", wait=30).check()
+    with pytest.raises(workspaced.Conflict):
+        planner.claim(t, "s1")
+    with pytest.raises(workspaced.Conflict):
+        planner.done(t, "plan.json")

@@ -45,10 +45,10 @@ def open_backend(root: str, agent: str | None = None, token: str | None = None, 
     if not who:
         raise Invalid("no agent given", "connect(root, agent='worker_1'), or set $WORKSPACED_AGENT", "agent")
     if root.startswith("sqlite:"):
-        from ._sql import SQLiteBackend
+        from ._databases import SQLiteBackend
         return SQLiteBackend(root, who)
     if root.startswith(("postgres://", "postgresql://")):
-        from ._sql import PostgresBackend
+        from ._databases import PostgresBackend
         return PostgresBackend(root, who)
     from ._files import FilesBackend
     return FilesBackend(root, who, lock_timeout)

@@ -64,12 +64,19 @@ class Backend(ABC):
     @abstractmethod
     def state(self, task: str) -> dict[str, Any] | None: ...
 
+    @abstractmethod
+    def create_thread(self, task: str, thread: str, to: str, fields: dict[str, Any]) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def thread(self, task: str, thread: str) -> dict[str, Any]: ...
+
     # products and markers
     @abstractmethod
     def write_plan(self, task: str, plan: dict[str, Any], propose: bool, wait: float | None) -> Delivery: ...
 
     @abstractmethod
-    def product(self, task: str, path: str) -> dict[str, Any]: ...
+    def product(self, task: str, path: str) -> dict[str, Any]:
+        """A product: plan.json, plans/plan_v<N>.json, outputs/<id>.json, reviews/<id>.json."""
 
     @abstractmethod
     def claim(self, task: str, subtask: str, wait: float | None) -> Delivery: ...

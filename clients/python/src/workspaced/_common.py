@@ -250,6 +250,37 @@ def task_doc(task: str, description: str, fields: dict[str, Any], agent: str) ->
     return doc, root
 
 
+def thread_doc(task: str, thread: str, frm: str, to: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """A new thread's document, as every store starts it."""
+    f = dict(fields)
+    doc: dict[str, Any] = {"id": check_id("thread id", thread),
+                           "parent_id": check_id("parent thread id", f.pop("parent_id", None) or task),
+                           "task_id": task, "from": check_id("from", frm), "to": check_id("to", to)}
+    msg = f.pop("message", None)
+    if msg:
+        doc["message"] = msg
+    doc["created_at"] = now()
+    doc["status"] = f.pop("status", None) or "active"
+    for k in ("concern", "approach", "buffers", "skill_tags", "primary_mode"):
+        v = f.pop(k, None)
+        if v:
+            doc[k] = v
+    if f:
+        raise Invalid("new thread: unknown field %s" % sorted(f)[0], "give message, concern, approach, buffers, "
+                      "skill_tags, primary_mode, status or parent_id", sorted(f)[0])
+    return doc
+
+
+_PRODUCT = re.compile(r"(plan\.json|(outputs|reviews)/[A-Za-z0-9][A-Za-z0-9._-]{0,127}\.json)\Z")
+
+
+def check_output_file(path: str) -> str:
+    if not isinstance(path, str) or not _PRODUCT.match(path):
+        raise Invalid("output_file %r is not a document of the task" % (path,),
+                      "name plan.json, outputs/<subtask>.json or reviews/<review>.json", "output_file")
+    return path
+
+
 # ---- events -------------------------------------------------------------
 
 _WORD = re.compile(r'("(?:[^"\\]|\\.)*"|[^\s"=]+)(?:=("(?:[^"\\]|\\.)*"|[^\s"]+))?')

@@ -229,6 +229,16 @@ class HTTPBackend(Backend):
         st: dict[str, Any] | None = self._call("GET", "/tasks/" + quote(task, safe="")).get("state")
         return st
 
+    def create_thread(self, task: str, thread: str, to: str, fields: dict[str, Any]) -> dict[str, Any]:
+        body = {"id": thread, "to": to}
+        body.update({k: v for k, v in fields.items() if v is not None})
+        out: dict[str, Any] = self._call("POST", "/tasks/%s/threads" % quote(task, safe=""), body=body)
+        return out
+
+    def thread(self, task: str, thread: str) -> dict[str, Any]:
+        out: dict[str, Any] = self._call("GET", "/tasks/%s/threads/%s" % (quote(task, safe=""), quote(thread, safe="")))
+        return out
+
     # ---- products and markers ------------------------------------------
     def _marker_query(self, done: bool, wait: float | None, key: str = "done") -> list[tuple[str, str]]:
         q = [(key, "true")] if done else []
@@ -243,12 +253,15 @@ class HTTPBackend(Backend):
 
     def product(self, task: str, path: str) -> dict[str, Any]:
         t = quote(task, safe="")
+        q: list[tuple[str, str]] = []
         if path == "plan.json":
             route = "/tasks/%s/plan" % t
+        elif path.startswith("plans/plan_v"):
+            route, q = "/tasks/%s/plan" % t, [("version", path[len("plans/plan_v"):-len(".json")])]
         else:
             kind, name = path.split("/", 1)
             route = "/tasks/%s/%s/%s" % (t, kind, quote(name[:-len(".json")], safe=""))
-        out: dict[str, Any] = self._call("GET", route)
+        out: dict[str, Any] = self._call("GET", route, q)
         return out
 
     def claim(self, task: str, subtask: str, wait: float | None) -> Delivery:

@@ -13,7 +13,7 @@ from abc import abstractmethod
 from typing import Any
 
 from ._backend import Backend
-from ._common import FINISHED, check_id, now, output_doc, plan_doc, review_doc
+from ._common import FINISHED, check_id, check_output_file, now, output_doc, plan_doc, review_doc
 from .errors import Conflict, Invalid, NotFound, NotServing, Unsupported, WorkspacedError, from_problem
 from .types import Delivery, Verdict
 
@@ -54,10 +54,7 @@ class LocalBackend(Backend):
         """With a wait, what makes it pointless: a finished task (Conflict) or
         no daemon (NotServing). Returns the journal_seq the marker's record
         follows."""
-        if wait is None:
-            self.task(task)
-            return 0
-        if not 0 <= wait <= MAX_WAIT:
+        if wait is not None and not 0 <= wait <= MAX_WAIT:
             raise Invalid("wait %r: a wait is 0 to %d seconds" % (wait, MAX_WAIT), "give a shorter wait", "wait")
         st = self.state(task)
         if st is None:
@@ -65,6 +62,8 @@ class LocalBackend(Backend):
         elif st.get("status") in FINISHED:
             raise Conflict("task %s is %s: the daemon takes nothing more for it" % (task, st["status"]),
                            "start a new task for more work")
+        if wait is None:
+            return 0
         if not self._serving():
             raise NotServing("no daemon serves %s, so no verdict would come; nothing was dropped" % self._where(),
                              "start 'workspaced serve' for this workspace, or drop the marker without a wait")
@@ -110,6 +109,8 @@ class LocalBackend(Backend):
                           "output_file")
         if status == "failed" and not error:
             raise Invalid("a failure says why", "give error", "error")
+        if output_file:
+            check_output_file(output_file)
         if subtask is not None:
             check_id("subtask id", subtask)
         after = self._before_marker(task, wait)

@@ -4,24 +4,21 @@ one PostgreSQL schema (psycopg 3), through the tables agents may write
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import json
-import os
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ._common import (check_description, check_id, check_namespace, judge, match_filter, now, parse_event, suffix,
-                      suffix_match, task_doc, value_json)
+                      suffix_match, task_doc, thread_doc, value_json)
 from ._local import LocalBackend
-from .errors import Conflict, Invalid, NotFound, Unsupported, VersionConflict, WorkspacedError
+from .errors import Conflict, Invalid, NotFound, VersionConflict
 from .types import Entry, EntryInfo, EventPage, MemoryItem, Verdict
 
 _ENTRY_COLS = "key, short_description, stored_by, created_at, updated_at, version, value"
+_WRITTEN = "short_description, stored_by, created_at, updated_at, version"
 
 
 def _ts(v: Any) -> str:
@@ -75,7 +72,11 @@ class SQLBackend(LocalBackend):
     # ---- entries -------------------------------------------------------
     def _task_of(self, scope: str, owner: str) -> None:
         if scope in ("thread", "session"):
-            self._require_task(owner.partition("/")[0])
+            task, _, thread = owner.partition("/")
+            self._require_task(task)
+            if scope == "session" and self._one("SELECT 1 FROM threads WHERE task_id = ? AND id = ?", task, thread) is None:
+                raise NotFound("thread %s: no such thread in task %s" % (thread, task),
+                               "list task %s's threads to see which exist" % task)
 
     def _require_task(self, task: str) -> None:
         check_id("task id", task)
@@ -95,31 +96,43 @@ class SQLBackend(LocalBackend):
         body = value_json(value)
         if description is not None:
             check_description(description)
-        self._task_of(scope, owner)
         t, size, who = now(), len(body.encode("utf-8")), self.agent
         if if_version is not None:
             rows = self._q("UPDATE entries SET short_description = COALESCE(?, short_description), stored_by = ?, "
                            "updated_at = ?, version = version + 1, size = ?, value = ? "
-                           "WHERE scope = ? AND owner = ? AND key = ? AND version = ? RETURNING " + _ENTRY_COLS,
+                           "WHERE scope = ? AND owner = ? AND key = ? AND version = ? RETURNING " + _WRITTEN,
                            description, who, t, size, body, scope, owner, key, if_version)
             if not rows:
+                self._task_of(scope, owner)
                 cur = self._current(scope, owner, key)
                 raise VersionConflict("%s %r is no longer at version %d: version is %d" % (scope, key, if_version, cur), cur)
-            return self._entry(rows[0])
+            return self._written(key, body, rows[0])
+        # One statement: the task's existence (for a task's scopes), the
+        # insert or the update, and what was written.
+        if scope == "session":
+            self._task_of(scope, owner)  # the thread must exist
+        task = owner.partition("/")[0] if scope == "thread" else None
         conflict = ("DO NOTHING" if if_absent else
-                    "DO UPDATE SET short_description = COALESCE(?, entries.short_description), stored_by = excluded.stored_by, "
+                    "DO UPDATE SET short_description = excluded.short_description, stored_by = excluded.stored_by, "
                     "updated_at = excluded.updated_at, version = entries.version + 1, size = excluded.size, value = excluded.value")
         params: list[Any] = [scope, owner, key, description or "", who, t, t, size, body]
-        if not if_absent:
-            params.append(description)
+        where = "WHERE true"
+        if task is not None:
+            where = "WHERE EXISTS (SELECT 1 FROM tasks WHERE id = ?)"
+            params.append(task)
         rows = self._q("INSERT INTO entries (scope, owner, key, short_description, stored_by, created_at, updated_at, "
-                       "version, size, value) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?) ON CONFLICT (scope, owner, key) "
-                       + conflict + " RETURNING " + _ENTRY_COLS, *params)
+                       "version, size, value) SELECT ?, ?, ?, ?, ?, ?, ?, 1, ?, ? " + where + " ON CONFLICT (scope, owner, key) "
+                       + conflict + " RETURNING " + _WRITTEN, *params)
         if not rows:
+            self._task_of(scope, owner)
             cur = self._current(scope, owner, key)
             raise VersionConflict("%s %r exists already (version %d)" % (scope, key, cur), cur,
                                   "read it (get), or store it without if_absent to replace it")
-        return self._entry(rows[0])
+        return self._written(key, body, rows[0])
+
+    def _written(self, key: str, value: str, r: tuple[Any, ...]) -> Entry:
+        return Entry(key=key, value=json.loads(value), short_description=r[0], stored_by=r[1], created_at=_ts(r[2]),
+                     updated_at=_ts(r[3]), version=int(r[4]))
 
     def entry_get(self, scope: str, owner: str, key: str) -> Entry:
         r = self._one("SELECT " + _ENTRY_COLS + " FROM entries WHERE scope = ? AND owner = ? AND key = ?", scope, owner, key)
@@ -266,6 +279,30 @@ class SQLBackend(LocalBackend):
         doc = json.loads(r[0])
         return doc if isinstance(doc, dict) else None
 
+    def create_thread(self, task: str, thread: str, to: str, fields: dict[str, Any]) -> dict[str, Any]:
+        self._require_task(task)
+        doc = thread_doc(task, thread, self.agent, to, fields)
+        if self._one("SELECT 1 FROM threads WHERE task_id = ? AND id = ?", task, doc["parent_id"]) is None:
+            raise NotFound("thread %s: no such thread in task %s" % (doc["parent_id"], task), "name an existing parent thread")
+        try:
+            self._q("INSERT INTO threads (task_id, id, doc) VALUES (?, ?, ?)", task, thread,
+                    json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        except Exception as e:
+            if self._is_unique(e):
+                raise Conflict("new thread %s: a thread with this id exists in task %s" % (thread, task),
+                               "choose another id", "id") from None
+            raise
+        return doc
+
+    def thread(self, task: str, thread: str) -> dict[str, Any]:
+        r = self._one("SELECT doc FROM threads WHERE task_id = ? AND id = ?", task, check_id("thread id", thread))
+        if r is None:
+            self._require_task(task)
+            raise NotFound("thread %s: no such thread in task %s" % (thread, task),
+                           "list task %s's threads to see which exist" % task)
+        doc = json.loads(r[0])
+        return doc if isinstance(doc, dict) else {}
+
     def product(self, task: str, path: str) -> dict[str, Any]:
         r = self._one("SELECT body FROM products WHERE task_id = ? AND path = ?", task, path)
         if r is None:
@@ -350,127 +387,3 @@ class SQLBackend(LocalBackend):
             if ev is not None:
                 out.append(ev)
         return EventPage(out, pos)
-
-
-class SQLiteBackend(SQLBackend):
-    """A workspace in one SQLite file: sqlite:PATH."""
-
-    def __init__(self, root: str, agent: str) -> None:
-        import sqlite3
-        super().__init__(root, agent)
-        path = root[len("sqlite:"):]
-        if path.startswith("//"):
-            path = path[2:]
-        if not path:
-            raise Invalid("root %r names no file" % root, "give sqlite:PATH, such as sqlite:/var/lib/agents.db")
-        if not os.path.isfile(path):
-            raise NotFound("no SQLite workspace at %s" % path, "run 'workspaced --root %s init' first" % root)
-        self.path = path
-        self._sqlite3 = sqlite3
-        self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10.0)
-        for p in ("busy_timeout = 10000", "journal_mode = WAL", "synchronous = FULL", "foreign_keys = ON"):
-            self._conn.execute("PRAGMA " + p)
-
-    def close(self) -> None:
-        self._conn.close()
-
-    def _where(self) -> str:
-        return "the SQLite database " + self.path
-
-    def _cursor_exec(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        try:
-            return self._conn.execute(sql, tuple(params)).fetchall()
-        except self._sqlite3.OperationalError as e:
-            if "locked" in str(e) or "busy" in str(e):
-                from .errors import LockTimeout
-                raise LockTimeout("the SQLite database %s stayed locked: %s" % (self.path, e)) from None
-            raise
-
-    @contextmanager
-    def _tx(self) -> Iterator[None]:
-        with self._mu:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
-
-    def _is_unique(self, e: Exception) -> bool:
-        return isinstance(e, self._sqlite3.IntegrityError) and "UNIQUE" in str(e)
-
-    def _is_fk(self, e: Exception) -> bool:
-        return isinstance(e, self._sqlite3.IntegrityError) and "FOREIGN KEY" in str(e)
-
-    def _serving(self) -> bool:
-        try:
-            fd = os.open(self.path + ".lock", os.O_RDONLY)
-        except FileNotFoundError:
-            return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as e:
-            if e.errno in (errno.EAGAIN, errno.EACCES):
-                return True
-            raise
-        finally:
-            os.close(fd)
-        return False
-
-
-class PostgresBackend(SQLBackend):
-    """A workspace in one PostgreSQL schema: postgres://...?schema=NAME
-    (psycopg 3, the extra "postgres")."""
-
-    placeholder = "%s"
-
-    def __init__(self, root: str, agent: str) -> None:
-        super().__init__(root, agent)
-        try:
-            import psycopg
-        except ImportError:
-            raise Unsupported("a postgres:// root needs psycopg 3, which is not installed",
-                              "install the extra: pip install 'workspaced[postgres]' (Debian: python3-psycopg)") from None
-        u = urlsplit(root)
-        q = parse_qsl(u.query, keep_blank_values=True)
-        schema = next((v for k, v in q if k == "schema"), "") or "workspaced"
-        import re
-        if not re.fullmatch(r"[a-z_][a-z0-9_]{0,39}", schema):
-            raise Invalid("schema %r is not a name of lower-case letters, digits and underscores (at most 40)" % schema,
-                          "name the schema as ?schema=team_a")
-        conninfo = urlunsplit((u.scheme, u.netloc, u.path, urlencode([(k, v) for k, v in q if k != "schema"]), u.fragment))
-        self.schema = schema
-        self._psycopg = psycopg
-        try:
-            self._conn = psycopg.connect(conninfo, autocommit=True)
-        except psycopg.OperationalError as e:
-            raise WorkspacedError("cannot reach PostgreSQL: %s" % e, "check the URL, and that the server runs") from None
-        self._conn.execute("SELECT set_config('search_path', %s, false)", (schema,))
-        if self._one("SELECT to_regclass('tasks')") == (None,):
-            raise NotFound("no workspace in the schema %s" % schema, "run 'workspaced --root %s init' first" % root)
-
-    def close(self) -> None:
-        self._conn.close()
-
-    def _where(self) -> str:
-        return "the PostgreSQL schema " + self.schema
-
-    def _cursor_exec(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        cur = self._conn.execute(sql.encode("utf-8"), tuple(params))
-        return cur.fetchall() if cur.description is not None else []
-
-    @contextmanager
-    def _tx(self) -> Iterator[None]:
-        with self._mu, self._conn.transaction():
-            yield
-
-    def _is_unique(self, e: Exception) -> bool:
-        return isinstance(e, self._psycopg.errors.UniqueViolation)
-
-    def _is_fk(self, e: Exception) -> bool:
-        return isinstance(e, self._psycopg.errors.ForeignKeyViolation)
-
-    def _serving(self) -> bool:
-        r = self._one("SELECT expires_at >= clock_timestamp() AND holder <> '' FROM lease WHERE id = 1")
-        return bool(r and r[0])

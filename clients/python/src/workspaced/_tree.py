@@ -82,8 +82,11 @@ def _read_json(path: str) -> Any:
 @contextmanager
 def _locked(path: str, agent: str, timeout: float) -> Iterator[None]:
     """flock(LOCK_EX) on the sidecar lock file path, with a holder record."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(path), exist_ok=True)  # the first lock of the directory
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         deadline = time.monotonic() + timeout
         delay = 0.001

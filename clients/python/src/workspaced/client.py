@@ -8,7 +8,7 @@ from typing import Any
 
 from ._backend import Backend
 from ._common import check_id, check_key, check_namespace, owner_of
-from .errors import Invalid
+from .errors import Invalid, NotFound
 from .types import Delivery, Entry, EntryInfo, Event, EventPage, MemoryItem
 
 
@@ -37,7 +37,6 @@ class Entries:
 
     def value(self, key: str, default: Any = None) -> Any:
         """The value of key, or default without one."""
-        from .errors import NotFound
         try:
             return self.get(key).value
         except NotFound:
@@ -180,6 +179,16 @@ class Workspace:
                                    % (t, timeout, st and st.get("status")))
             time.sleep(poll)
 
+    def create_thread(self, task: str | None, thread: str, to: str, **fields: Any) -> dict[str, Any]:
+        """Start a thread from this agent to another (fields: message,
+        concern, approach, buffers, skill_tags, primary_mode, parent_id: the
+        task's root thread by default)."""
+        return self._b.create_thread(self._task(task), check_id("thread id", thread), check_id("to", to), fields)
+
+    def thread(self, task: str | None, thread: str) -> dict[str, Any]:
+        """A thread's document."""
+        return self._b.thread(self._task(task), check_id("thread id", thread))
+
     # ---- plans, claims, outputs, reviews -------------------------------
     def write_plan(self, task: str | None, plan: dict[str, Any], *, propose: bool = False,
                    wait: float | None = None) -> Delivery:
@@ -191,9 +200,20 @@ class Workspace:
         """Propose the plan written before (a done marker naming plan.json)."""
         return self._b.done(self._task(task), "plan.json", None, "completed", None, wait)
 
-    def plan(self, task: str | None = None) -> dict[str, Any]:
-        """The current plan."""
-        return self._b.product(self._task(task), "plan.json")
+    def plan(self, task: str | None = None, *, version: int | None = None) -> dict[str, Any]:
+        """The current plan, or an earlier version of it."""
+        if version is None:
+            return self._b.product(self._task(task), "plan.json")
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise Invalid("version %r is not a plan's version (1 or more)" % (version,), "give a version", "version")
+        t = self._task(task)
+        try:
+            cur = self._b.product(t, "plan.json")
+        except NotFound:
+            raise NotFound("task %s has no plan" % t, "write one first") from None
+        if cur.get("version") == version:
+            return cur
+        return self._b.product(t, "plans/plan_v%d.json" % version)
 
     def claim(self, task: str | None, subtask: str, *, wait: float | None = None) -> Delivery:
         """Claim a subtask. With wait (seconds, at most 300) the daemon's
