@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
@@ -16,7 +17,7 @@ import (
 // gives: attrs are sorted, version last).
 func (d driver) PutEntry(ctx context.Context, p sqlstore.EntryPut) (time.Time, int, error) {
 	req := &p.Req
-	line := sqlstore.EntryEventLine(p.Scope, "stored", req.Key, req.Agent, 0, p.At)
+	line := sqlstore.EntryEventLine(p.Scope, "stored", req.Key, req.Agent, workspace.TokenOf(ctx), 0, p.At)
 	var ok bool
 	var created *time.Time
 	var version *int

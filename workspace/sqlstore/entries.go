@@ -154,13 +154,17 @@ func ApplyUpdate(e *workspace.Entry, req workspace.UpdateRequest, op string, t t
 
 // EntryEventLine is the events line of an entry write: env_<verb> in the
 // thread scope, memory_<verb> in the session scope, "" in a scope
-// without events. A version of 0 leaves the version attribute out; it
-// sorts last, so a store may append " version=<n>" itself.
-func EntryEventLine(sc workspace.Scope, verb, key, agent string, version int, t time.Time) string {
+// without events. token is the id of the token the write came with ("":
+// none). A version of 0 leaves the version attribute out; it sorts last,
+// so a store may append " version=<n>" itself.
+func EntryEventLine(sc workspace.Scope, verb, key, agent, token string, version int, t time.Time) string {
 	if sc.Kind != workspace.ScopeThread && sc.Kind != workspace.ScopeSession {
 		return ""
 	}
 	attrs := map[string]string{"key": key, "agent": agent}
+	if token != "" {
+		attrs[workspace.EventToken] = token
+	}
 	if version > 0 {
 		attrs["version"] = strconv.Itoa(version)
 	}

@@ -97,7 +97,7 @@ func RequireOwner(ctx context.Context, tx Executor, task string) error {
 // EntryEvent appends env_<verb> (thread scope) or memory_<verb> (session
 // scope) to the task's events, in the write's transaction.
 func (s *Store) EntryEvent(ctx context.Context, tx Executor, sc workspace.Scope, verb, key, agent string, version int, t time.Time) error {
-	line := EntryEventLine(sc, verb, key, agent, version, t)
+	line := EntryEventLine(sc, verb, key, agent, workspace.TokenOf(ctx), version, t)
 	if line == "" {
 		return nil
 	}

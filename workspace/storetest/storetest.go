@@ -90,6 +90,7 @@ func RunServed(t *testing.T, open func(t *testing.T) workspace.Served, opt serve
 		{"MemoryCAS", testMemoryCAS, nil},
 		{"MemoryTTL", testMemoryTTL, nil},
 		{"MemoryBadInput", testMemoryBadInput, nil},
+		{"TokenInEvents", testTokenInEvents, nil},
 		{"Watch", testWatch, nil},
 		{"Friction", testFriction, nil},
 		{"Locks", testLocks, nil},
