@@ -19,6 +19,7 @@ import (
 	_ "embed"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -60,8 +61,9 @@ type Config struct {
 	// KeepAlive is how often an idle event stream gets a comment line
 	// (DefaultKeepAlive when 0).
 	KeepAlive time.Duration
-	// PollEvery is how often an open event stream reads on
-	// (DefaultPollEvery when 0).
+	// PollEvery is how often an open event stream reads on where the
+	// store has no watch (DefaultPollEvery when 0); over a store that has
+	// one, a stream reads only when the watch says it changed.
 	PollEvery time.Duration
 	// Log receives a line for every refusal (slog.Default when nil).
 	Log *slog.Logger
@@ -73,6 +75,8 @@ type Handler struct {
 	st  workspace.Store
 	log *slog.Logger
 	mux *http.ServeMux
+	// wakes wakes the open event streams when the store changes.
+	wakes *wakes
 }
 
 // route is one route of the API: what the OpenAPI document describes and
@@ -121,6 +125,7 @@ var routes = []route{
 	{"GET", "/api/v1/memory/items", (*Handler).getItem},
 	{"PUT", "/api/v1/memory/items", (*Handler).putItem},
 	{"DELETE", "/api/v1/memory/items", (*Handler).deleteItem},
+	{"GET", "/api/v1/memory/events", (*Handler).memoryEvents},
 	{"POST", "/api/v1/memory/search", (*Handler).searchItems},
 	{"POST", "/api/v1/memory/namespaces", (*Handler).namespaces},
 	{"GET", "/api/v1/threads/{thread}/context", (*Handler).context},
@@ -144,7 +149,10 @@ func New(cfg Config) *Handler {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	h := &Handler{cfg: cfg, st: cfg.Store, log: cfg.Log, mux: http.NewServeMux()}
+	h := &Handler{cfg: cfg, st: cfg.Store, log: cfg.Log, mux: http.NewServeMux(), wakes: &wakes{warn: cfg.Log.Warn}}
+	if w, ok := workspace.As[workspace.Watcher](cfg.Store); ok {
+		h.wakes.w = w
+	}
 	h.mux.HandleFunc("GET /api/v1/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-cache")
@@ -167,11 +175,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-// noRoute answers a request no route takes: 405 with Allow when the path
-// is a route's under other methods, else 404.
+// methods are the methods the API knows.
+var methods = []string{"GET", "POST", "PUT", "PATCH", "DELETE"}
+
+// noRoute answers a request no route takes: 501 for a method the API
+// does not know at all (RFC 9110), 405 with Allow when the path is a
+// route's under other methods, else 404.
 func (h *Handler) noRoute(w http.ResponseWriter, r *http.Request) {
+	if !slices.Contains(methods, r.Method) && r.Method != http.MethodHead {
+		writeProblem(w, r, &apiError{status: http.StatusNotImplemented, kind: kindNotImplemented,
+			msg: r.Method + " is not a method of this API", hint: "use " + strings.Join(methods, ", ") + "; GET /api/v1/openapi.json lists every route with its methods"})
+		return
+	}
 	var allow []string
-	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
+	for _, m := range methods {
 		if _, p := h.mux.Handler(&http.Request{Method: m, URL: r.URL, Host: r.Host}); p != "/" && p != "" {
 			allow = append(allow, m)
 		}

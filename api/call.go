@@ -205,7 +205,10 @@ func (c *call) decode(what string, v any) error {
 	if err != nil {
 		return err
 	}
-	return decodeStrict(what, data, c.h.st.Settings().Limits.MaxDepth, v)
+	// A body is an envelope one level over the value it carries ({"value":
+	// ...}), which the store checks at MaxDepth itself: a value the store
+	// takes must not be refused for the envelope's level.
+	return decodeStrict(what, data, c.h.st.Settings().Limits.MaxDepth+1, v)
 }
 
 // decodeStrict decodes data into v within the depth limit, refusing text

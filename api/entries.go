@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -57,12 +59,20 @@ func (h *Handler) listEntries(c *call) error {
 	if err != nil {
 		return err
 	}
-	items, err := h.st.ListEntries(c.r.Context(), s)
-	if err != nil {
+	var q service.EntryListing
+	q.Prefix = c.r.URL.Query().Get("prefix")
+	if !utf8.ValidString(q.Prefix) {
+		return workspace.Invalidf("parameter prefix", "give the start of the keys wanted, as UTF-8", "not UTF-8")
+	}
+	if q.Last, err = c.intQuery("last", 0, 1, 1000); err != nil {
 		return err
 	}
-	if items == nil {
-		items = []workspace.ManifestItem{}
+	if q.Values, err = c.boolQuery("values"); err != nil {
+		return err
+	}
+	items, err := service.ListEntries(c.r.Context(), h.st, s, q)
+	if err != nil {
+		return err
 	}
 	return c.reply(http.StatusOK, map[string]any{"entries": items})
 }

@@ -16,19 +16,29 @@ import (
 	"github.com/workspaced/workspaced/workspace"
 )
 
-// sseEvent is one event read off a stream.
+// sseEvent is one event read off a stream, or a comment line (comment
+// set, when asked for).
 type sseEvent struct {
-	id   int64
-	name string
-	data string
+	id      int64
+	name    string
+	data    string
+	comment bool
 }
 
 // openStream opens task t1's event stream from lastID (-1: none) and
 // sends what it reads on the returned channel until cancel.
 func openStream(t *testing.T, base string, lastID int64) (<-chan sseEvent, context.CancelFunc) {
 	t.Helper()
+	return openStreamAt(t, base+"/api/v1/tasks/t1/events", lastID, false)
+}
+
+// openStreamAt opens the event stream at url from lastID (-1: none) and
+// sends its events, and its comments when comments is set, on the
+// returned channel until cancel.
+func openStreamAt(t *testing.T, url string, lastID int64, comments bool) (<-chan sseEvent, context.CancelFunc) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	req, err := http.NewRequestWithContext(ctx, "GET", base+"/api/v1/tasks/t1/events", nil)
+	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,6 +65,8 @@ func openStream(t *testing.T, base string, lastID int64) (<-chan sseEvent, conte
 		for sc.Scan() {
 			line := sc.Text()
 			switch {
+			case strings.HasPrefix(line, ":") && comments:
+				out <- sseEvent{comment: true, data: line}
 			case line == "":
 				if e.name != "" {
 					out <- e

@@ -18,6 +18,15 @@ import (
 // write access, as the global memory, the other memory every agent
 // shares.
 
+// memory is the store's namespaced memory, or a 501 when it keeps none:
+// the routes are the API's, the store cannot serve them.
+func (h *Handler) memory() error {
+	if _, err := service.Memory(h.st); err != nil {
+		return refuse(http.StatusNotImplemented, kindNotImplemented, workspace.Reason(err), service.Hint(err))
+	}
+	return nil
+}
+
 // itemName is the namespace and key of the query, checked.
 func (c *call) itemName() (workspace.Namespace, string, error) {
 	q := c.r.URL.Query()
@@ -34,6 +43,9 @@ func (c *call) itemName() (workspace.Namespace, string, error) {
 
 func (h *Handler) getItem(c *call) error {
 	if err := c.mayGlobal(false); err != nil {
+		return err
+	}
+	if err := h.memory(); err != nil {
 		return err
 	}
 	ns, key, err := c.itemName()
@@ -56,6 +68,9 @@ type itemWrite struct {
 
 func (h *Handler) putItem(c *call) error {
 	if err := c.mayGlobal(true); err != nil {
+		return err
+	}
+	if err := h.memory(); err != nil {
 		return err
 	}
 	ns, key, err := c.itemName()
@@ -81,6 +96,9 @@ func (h *Handler) putItem(c *call) error {
 
 func (h *Handler) deleteItem(c *call) error {
 	if err := c.mayGlobal(true); err != nil {
+		return err
+	}
+	if err := h.memory(); err != nil {
 		return err
 	}
 	ns, key, err := c.itemName()
@@ -117,12 +135,15 @@ func itemConflict(err error) error {
 type memorySearch struct {
 	NamespacePrefix []string        `json:"namespace_prefix"`
 	Filter          json.RawMessage `json:"filter"`
-	Limit           int             `json:"limit"`
+	Limit           *int            `json:"limit"`
 	Offset          int             `json:"offset"`
 }
 
 func (h *Handler) searchItems(c *call) error {
 	if err := c.mayGlobal(false); err != nil {
+		return err
+	}
+	if err := h.memory(); err != nil {
 		return err
 	}
 	var in memorySearch
@@ -133,7 +154,11 @@ func (h *Handler) searchItems(c *call) error {
 	if err != nil {
 		return err
 	}
-	items, err := service.MemorySearch(c.r.Context(), h.st, workspace.MemorySearchRequest{Prefix: in.NamespacePrefix, Filter: f, Limit: in.Limit, Offset: in.Offset})
+	limit, err := atLeastOne("limit", in.Limit)
+	if err != nil {
+		return err
+	}
+	items, err := service.MemorySearch(c.r.Context(), h.st, workspace.MemorySearchRequest{Prefix: in.NamespacePrefix, Filter: f, Limit: limit, Offset: in.Offset})
 	if err != nil {
 		return err
 	}
@@ -147,8 +172,8 @@ func (h *Handler) searchItems(c *call) error {
 type namespaceQuery struct {
 	Prefix   []string `json:"prefix"`
 	Suffix   []string `json:"suffix"`
-	MaxDepth int      `json:"max_depth"`
-	Limit    int      `json:"limit"`
+	MaxDepth *int     `json:"max_depth"`
+	Limit    *int     `json:"limit"`
 	Offset   int      `json:"offset"`
 }
 
@@ -156,11 +181,22 @@ func (h *Handler) namespaces(c *call) error {
 	if err := c.mayGlobal(false); err != nil {
 		return err
 	}
+	if err := h.memory(); err != nil {
+		return err
+	}
 	var in namespaceQuery
 	if err := c.decode("the query", &in); err != nil {
 		return err
 	}
-	nss, err := service.MemoryNamespaces(c.r.Context(), h.st, workspace.NamespaceQuery{Prefix: in.Prefix, Suffix: in.Suffix, MaxDepth: in.MaxDepth, Limit: in.Limit, Offset: in.Offset})
+	depth, err := atLeastOne("max_depth", in.MaxDepth)
+	if err != nil {
+		return err
+	}
+	limit, err := atLeastOne("limit", in.Limit)
+	if err != nil {
+		return err
+	}
+	nss, err := service.MemoryNamespaces(c.r.Context(), h.st, workspace.NamespaceQuery{Prefix: in.Prefix, Suffix: in.Suffix, MaxDepth: depth, Limit: limit, Offset: in.Offset})
 	if err != nil {
 		return err
 	}
@@ -168,4 +204,18 @@ func (h *Handler) namespaces(c *call) error {
 		nss = []workspace.Namespace{}
 	}
 	return c.reply(http.StatusOK, map[string]any{"namespaces": nss})
+}
+
+// atLeastOne is a body's optional count field: 0 when not given (the
+// store's default), an error when given below 1, as the document says
+// (the store reads 0 as "not given", so a client's 0 would otherwise
+// silently mean the default).
+func atLeastOne(name string, v *int) (int, error) {
+	if v == nil {
+		return 0, nil
+	}
+	if *v < 1 {
+		return 0, workspace.Invalidf(name, fmt.Sprintf("give %s of 1 or more, or leave it out for the default", name), "%s %d", name, *v)
+	}
+	return *v, nil
 }

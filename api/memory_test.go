@@ -109,3 +109,28 @@ func TestMemoryNamespaceRights(t *testing.T) {
 	reader.want(reader.do("GET", itemPath("k", "n"), nil), 200, "read access, get")
 	reader.want(reader.do("POST", "/api/v1/memory/namespaces", map[string]any{}), 200, "read access, namespaces")
 }
+
+// noMemory is a store that keeps no namespaced memory.
+type noMemory struct{ workspace.Store }
+
+// TestMemoryNotKept: over a store that keeps no namespaced memory, every
+// memory route answers 501 with the store's reason, not a 400 that
+// blames the request.
+func TestMemoryNotKept(t *testing.T) {
+	c := as(t, server(t, noMemory{newTreeStore(t)}, &httpauth.Gate{TrustLoopback: true}), "worker_1")
+	for _, r := range []struct{ method, path string }{
+		{"GET", itemPath("k", "a")}, {"PUT", itemPath("k", "a")}, {"DELETE", itemPath("k", "a")},
+		{"POST", "/api/v1/memory/search"}, {"POST", "/api/v1/memory/namespaces"}, {"GET", "/api/v1/memory/events"},
+	} {
+		var body any
+		if r.method == "PUT" {
+			body = map[string]any{"value": map[string]any{}}
+		} else if r.method == "POST" {
+			body = map[string]any{}
+		}
+		p := c.want(c.do(r.method, r.path, body), 501, r.method+" "+r.path).problem(t)
+		if p.Kind != kindNotImplemented || p.Hint == "" {
+			t.Fatalf("%s %s: %+v", r.method, r.path, p)
+		}
+	}
+}

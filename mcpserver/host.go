@@ -105,9 +105,13 @@ func (h *host) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			allowed := s.listable(req.GetExtra())
 			tools := make([]*mcp.Tool, 0, len(r.Tools))
 			for _, t := range r.Tools {
-				if allowed(t.Name) {
-					tools = append(tools, t)
+				if !allowed(t.Name) {
+					continue
 				}
+				if d := toolByName()[t.Name]; d != nil && s.task != "" {
+					t = d.bound
+				}
+				tools = append(tools, t)
 			}
 			r.Tools = tools
 		case *mcp.ListResourcesResult:
@@ -125,7 +129,10 @@ func (h *host) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 // decodes the arguments, and runs the handler for a session.
 type toolDef struct {
 	tool *mcp.Tool
-	call func(s *Server, ctx context.Context, req *mcp.CallToolRequest) *mcp.CallToolResult
+	// bound is the tool as a session bound to a task is shown it:
+	// without the task and thread arguments, which it takes all the same.
+	bound *mcp.Tool
+	call  func(s *Server, ctx context.Context, req *mcp.CallToolRequest) *mcp.CallToolResult
 }
 
 // reply is a tool's answer: the text a model reads and, when the answer
@@ -147,12 +154,18 @@ type handler[In any] func(s *Server, ctx context.Context, req *mcp.CallToolReque
 // too, so no call can stop the server.
 func define[In any](name, desc string, ann *mcp.ToolAnnotations, out *schema, h handler[In]) *toolDef {
 	sch := inputSchema[In]()
-	check := newArgChecker(name, sch)
 	t := &mcp.Tool{Name: name, Description: desc, Annotations: ann, InputSchema: published(sch)}
 	if out != nil {
 		t.OutputSchema = out
 	}
-	call := func(s *Server, ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult) {
+	bound := t
+	if takesTask(name) {
+		withTaskArgs(sch)
+		t = &mcp.Tool{Name: name, Description: desc, Annotations: ann, InputSchema: published(sch), OutputSchema: t.OutputSchema}
+	}
+	check := newArgChecker(name, sch)
+	call := func(bound *Server, ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult) {
+		s := bound
 		defer func() {
 			if r := recover(); r != nil {
 				res = errorResult(fmt.Errorf("%s: internal error: %v", name, r))
@@ -165,6 +178,11 @@ func define[In any](name, desc string, ann *mcp.ToolAnnotations, out *schema, h 
 		}
 		if req != nil {
 			extra = req.Extra
+		}
+		s, err := bound.on(ctx, extra, name, raw)
+		if err != nil {
+			bound.record(ctx, extra, name, raw, audit.Refused, err)
+			return errorResult(err)
 		}
 		if err := s.permit(extra, name, raw); err != nil {
 			s.record(ctx, extra, name, raw, audit.Refused, err)
@@ -185,7 +203,7 @@ func define[In any](name, desc string, ann *mcp.ToolAnnotations, out *schema, h 
 		s.record(ctx, extra, name, raw, audit.OK, nil)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: r.text}}, StructuredContent: r.data}
 	}
-	return &toolDef{tool: t, call: call}
+	return &toolDef{tool: t, bound: bound, call: call}
 }
 
 // text adapts a handler whose answer is text.
@@ -223,6 +241,15 @@ func under[In any](key string, h func(*Server, context.Context, *mcp.CallToolReq
 
 // toolset is every tool, built once per process.
 var toolset = sync.OnceValue(buildTools)
+
+// toolByName is the toolset by name.
+var toolByName = sync.OnceValue(func() map[string]*toolDef {
+	m := map[string]*toolDef{}
+	for _, d := range toolset() {
+		m[d.tool.Name] = d
+	}
+	return m
+})
 
 func errorResult(err error) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: ErrorText(err)}}}

@@ -94,8 +94,9 @@ type HTTPOptions struct {
 // the agent — the agent is never taken from a request — and what that
 // agent may do. A session serves one task and one thread, named when it
 // starts (ParamTask and ParamThread in the URL's query, or HeaderTask and
-// HeaderThread; a token for one task needs neither); each call is then
-// checked against the token's grant as it stands at that moment.
+// HeaderThread; a token for one task needs neither), or, naming neither,
+// every task its token covers, each call naming its task; each call is
+// then checked against the token's grant as it stands at that moment.
 //
 // Mount it where clients reach it (workspaced mcp --http serves it at
 // /mcp; so does workspaced web). It is safe for concurrent use.
@@ -324,15 +325,12 @@ func (h *HTTP) serve(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	task, thread := param(r, ParamTask, HeaderTask), param(r, ParamThread, HeaderThread)
-	if task == "" && thread == "" {
-		if len(g.Tasks) != 1 || g.Tasks[0] == tokens.AllTasks {
-			refuse(http.StatusBadRequest, RefusalNoTask, fmt.Sprintf("no task named: the token of agent %s covers %s", g.Agent, g.TaskList()),
-				"name the task in the URL (?task=T, with &thread=X for a thread) or in the Workspace-Task header")
-			return
-		}
+	// A session that names no task serves every task its token covers
+	// (reach.go); a token for one task binds it to that task.
+	if task == "" && thread == "" && len(g.Tasks) == 1 && g.Tasks[0] != tokens.AllTasks {
 		task = g.Tasks[0]
 	}
-	if task == "" {
+	if task == "" && thread != "" {
 		t, err := h.w.ResolveThread(r.Context(), thread)
 		if err != nil {
 			h.refuseErr(rw, r, g, err)
@@ -340,7 +338,7 @@ func (h *HTTP) serve(rw http.ResponseWriter, r *http.Request) {
 		}
 		task = t
 	}
-	if !g.Task(task) {
+	if task != "" && !g.Task(task) {
 		refuse(http.StatusForbidden, RefusalTaskNotGranted, fmt.Sprintf("agent %s may not work on task %s: its token covers %s", g.Agent, task, g.TaskList()),
 			"name a task the token covers, or ask for a token that covers this one")
 		return

@@ -190,6 +190,9 @@ func TestHTTPEveryTool(t *testing.T) {
 		{ToolGetDelegationContext, nil, false, "solver"},
 		{ToolListCapabilities, nil, false, "observer"},
 		{ToolSkills, nil, false, `"skills"`},
+		{ToolListTasks, nil, false, `[{"id":"t1"`},
+		{ToolCreateTask, map[string]any{"description": "x"}, true, "agent observer may not create tasks: its token covers t1"},
+		{ToolGetContext, map[string]any{"budget": 1000}, false, "What patterns do you notice?"},
 		{ToolPutMemoryItem, map[string]any{"namespace": []string{"users", "42"}, "key": "prefs", "value": map[string]any{"n": 1}, "ttl_seconds": 60}, false, "(version 1). It expires at"},
 		{ToolPutMemoryItem, map[string]any{"namespace": []string{"users", "42"}, "key": "prefs", "value": map[string]any{"n": 2}, "if_absent": true}, true, "version is 1"},
 		{ToolGetMemoryItem, map[string]any{"namespace": []string{"users", "42"}, "key": "prefs"}, false, `"value":{"n":1}`},
@@ -312,9 +315,20 @@ func TestHTTPRefusals(t *testing.T) {
 		}
 	})
 	t.Run("no task named", func(t *testing.T) {
-		_, err := f.connect(both, "")
-		if err == nil || !strings.Contains(err.Error(), "no task named: the token of agent reader covers t1, t2") {
-			t.Fatalf("connect: %v", err)
+		// The session serves every task the token covers, each call
+		// naming its own.
+		cs := f.mustConnect(both, "")
+		if text, isErr := callHTTP(t, cs, ToolListTasks, nil); isErr || !strings.Contains(text, `"id":"t1"`) || !strings.Contains(text, `"id":"t2"`) {
+			t.Fatalf("list_tasks: %v %q", isErr, text)
+		}
+		if text, isErr := callHTTP(t, cs, ToolGetTask, nil); !isErr || !strings.Contains(text, "no task named") {
+			t.Fatalf("get_task without a task: %v %q", isErr, text)
+		}
+		if text, isErr := callHTTP(t, cs, ToolGetTask, map[string]any{"task": "t2"}); isErr || !strings.Contains(text, `"id":"t2"`) {
+			t.Fatalf("get_task t2: %v %q", isErr, text)
+		}
+		if text, isErr := callHTTP(t, cs, ToolGetTask, map[string]any{"task": "t3"}); !isErr || !strings.Contains(text, "may not work on task t3") {
+			t.Fatalf("get_task t3: %v %q", isErr, text)
 		}
 	})
 	t.Run("unknown task", func(t *testing.T) {
@@ -605,7 +619,8 @@ func TestHTTPArguments(t *testing.T) {
 		{ToolSignalDone, map[string]any{"subtask_id": "st_1", "output": map[string]any{"worker_id": "planner"}}, "may not name another agent (output.worker_id"},
 		{ToolWritePlan, map[string]any{"subtasks": []any{map[string]any{"id": "a"}}}, "subtasks[0] lacks description"},
 		{ToolWriteReview, map[string]any{"type": "plan_review", "verdict": "approved", "reviewer": "boss"}, "may not name another agent (reviewer"},
-		{ToolGetTask, map[string]any{"task": "t2"}, `unknown argument "task"`},
+		{ToolGetTask, map[string]any{"task": "t2"}, "this session serves task t1, not t2"},
+		{ToolGetTask, map[string]any{"tusk": "t1"}, `unknown argument "tusk"`},
 		{ToolUpdateEnvData, map[string]any{"key": "k", "if_version": 0}, "if_version must be at least 1"},
 		{ToolGetPlan, map[string]any{"version": "1"}, "version must be an integer"},
 	}

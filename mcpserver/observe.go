@@ -36,7 +36,6 @@ const (
 	RefusalExpiredToken    = "expired_token"
 	RefusalAgentsFile      = "agents_file_untrusted"
 	RefusalOtherAgent      = "other_agent"
-	RefusalNoTask          = "no_task"
 	RefusalTaskNotGranted  = "task_not_granted"
 	RefusalTooManySessions = "too_many_sessions"
 	RefusalTokenSessions   = "token_sessions"

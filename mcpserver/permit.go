@@ -131,7 +131,7 @@ func (s *Server) grant(extra *mcp.RequestExtra) (tokens.Grant, error) {
 		return tokens.Grant{}, refusal(fmt.Sprintf("this session serves agent %s, but its token now stands for agent %s", s.agent, g.Agent),
 			"stop: whoever runs you must start a new session")
 	}
-	if !g.Task(s.task) {
+	if s.task != "" && !g.Task(s.task) {
 		return tokens.Grant{}, refusal(fmt.Sprintf("agent %s may not work on task %s: its token covers %s", s.agent, s.task, g.TaskList()),
 			"stop: whoever runs you must give you a token for this task")
 	}

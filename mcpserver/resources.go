@@ -31,6 +31,9 @@ func envURI(task string) string { return uriPrefix + task + "/env" }
 // resources are the served task's own resources, listed for its session
 // beside the templates that read any task's.
 func (s *Server) resources() []*mcp.Resource {
+	if s.task == "" {
+		return nil
+	}
 	return []*mcp.Resource{
 		{URI: stateURI(s.task), Name: "state", Title: "State of task " + s.task, MIMEType: "application/json",
 			Description: "The task's execution state (state.json, written by the daemon): status, plan, subtasks with their workers, checkpoints."},

@@ -3,8 +3,9 @@
 // env data, memory in three scopes, reading the task, its state, plan,
 // subtasks, outputs and reviews, writing a plan or a review, claim, done,
 // the delegation context and the system context — and a task's state and
-// env manifest as resources. A server is bound to one task, one thread of
-// it and one agent (the agent every write is recorded as); it reads and
+// env manifest as resources. A server serves one agent (the agent every
+// write is recorded as) and one task and thread of it, or every task the
+// agent may reach, each call naming its own (reach.go); it reads and
 // writes the tree only through package workspace, so what an MCP agent
 // does is exactly what the CLI or an agent writing files would do.
 //
@@ -37,7 +38,9 @@ const DefaultVersion = "dev"
 // Options bind a server to what it serves.
 type Options struct {
 	// TaskID is the task (root thread) served. Optional when ThreadID is
-	// given: the thread's task is found by its record.
+	// given: the thread's task is found by its record. With neither, the
+	// session serves every task Grants covers (every task without
+	// Grants), each call naming its task or thread (reach.go).
 	TaskID string
 	// ThreadID is the delegation thread the agent works in: the session
 	// scope of the memory tools and the thread of get_delegation_context.
@@ -131,9 +134,12 @@ func newSession(ctx context.Context, w workspace.Store, opt Options) (*Server, e
 	if err := workspace.ValidateID("agent", opt.Agent); err != nil {
 		return nil, err
 	}
-	task, thread, err := resolve(ctx, w, opt.TaskID, opt.ThreadID)
-	if err != nil {
-		return nil, err
+	var task, thread string
+	if opt.TaskID != "" || opt.ThreadID != "" {
+		var err error
+		if task, thread, err = resolve(ctx, w, opt.TaskID, opt.ThreadID); err != nil {
+			return nil, err
+		}
 	}
 	s := &Server{w: w, task: task, thread: thread, agent: opt.Agent, grants: opt.Grants, log: opt.Log,
 		verdicts: opt.Verdicts, wait: opt.VerdictWait, audit: opt.Audit, tokenID: opt.TokenID, remote: opt.Remote}
@@ -205,12 +211,16 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 // it serves and how the tools fit together.
 func (s *Server) instructions() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "This server is a shared workspace (workspaced). You are agent %q, working on task %q in thread %q.\n", s.agent, s.task, s.thread)
+	if s.task == "" {
+		fmt.Fprintf(&b, "This server is a shared workspace (workspaced). You are agent %q. No task is fixed: list_tasks shows the tasks you may work on, create_task makes one; name it as task (or your thread as thread) in every other tool.\n", s.agent)
+	} else {
+		fmt.Fprintf(&b, "This server is a shared workspace (workspaced). You are agent %q, working on task %q in thread %q.\n", s.agent, s.task, s.thread)
+	}
 	b.WriteString("Read the task with get_task; where it stands with get_task_state (status, plan_status, each subtask's status and worker, checkpoints); the plan with get_plan; one subtask with get_subtask; a subtask's result with get_output; reviews with list_reviews and get_review.\n")
 	b.WriteString("A planner writes the plan with write_plan; a reviewer judges the plan or a checkpoint with write_review; a worker takes a subtask with claim_subtask and reports it with signal_done. Each waits for the workspace daemon's verdict and answers with it: won or applied, or a tool error saying why it was refused (another agent holds the subtask, it is blocked, ...). When no daemon serves, the answer says the marker is queued until one does: get_task_state shows the result then.\n")
 	b.WriteString("Environment data (store_env_data, get_env_data, list_env_data, update_env_data, delete_env_data) is shared by every agent of the task: call list_env_data first to see what others stored.\n")
 	b.WriteString("Memory (store_memory, get_memory, list_memory, delete_memory) is what you keep for later: scope agent is yours and lasts forever, session is this thread's, global is shared by every agent and task. It is not the task's state.\n")
-	b.WriteString("Call get_delegation_context to see who called you, and list_capabilities for what you are and can do.\n")
+	b.WriteString("Call get_delegation_context to see who called you, get_context for what your thread should see within a token budget, and list_capabilities for what you are and can do.\n")
 	return b.String()
 }
 

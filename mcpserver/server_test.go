@@ -242,6 +242,9 @@ func TestListTools(t *testing.T) {
 		{ToolGetDelegationContext, nil, []string{"detail"}, map[string][]string{"detail": {"minimal", "standard", "verbose"}}},
 		{ToolListCapabilities, nil, nil, nil},
 		{ToolSkills, nil, []string{"name"}, nil},
+		{ToolListTasks, nil, nil, nil},
+		{ToolCreateTask, []string{"description"}, []string{"constraints", "context", "description", "id", "priority", "to"}, nil},
+		{ToolGetContext, nil, []string{"budget", "unlimited"}, nil},
 	}
 	if len(cases) != len(ToolNames()) {
 		t.Fatalf("%d cases for %d tools", len(cases), len(ToolNames()))
@@ -303,6 +306,7 @@ var jsonAnswer = map[string]bool{
 	ToolListReviews: true, ToolGetReview: true, ToolSkills: true,
 	ToolGetMemoryItem: true, ToolSearchMemory: true, ToolMemoryNamespaces: true,
 	ToolWritePlan: true, ToolWriteReview: true, ToolClaimSubtask: true, ToolSignalDone: true,
+	ToolListTasks: true, ToolCreateTask: true, ToolGetContext: true,
 }
 
 // checkShapes checks that every argument, nested ones too, is shaped
@@ -333,11 +337,14 @@ func checkShapes(t *testing.T, where string, sch *propSchema) {
 
 // maxToolsListBytes bounds what the tools cost every agent in every
 // session: the JSON of the whole tools/list answer. The five tools of
-// namespaced memory took it from under 9 KiB to 10.8 KiB.
-const maxToolsListBytes = 11 << 10
+// namespaced memory took it from under 9 KiB to 10.8 KiB; list_tasks,
+// create_task and get_context to 11.8 KiB. (A session of the whole
+// workspace is shown the task and thread arguments too: 1.3 KiB more.)
+const maxToolsListBytes = 12 << 10
 
 // TestToolsListBytes: the tools' names, descriptions, input and output
-// schemas, as a client receives them, fit in 11 KiB.
+// schemas, as a client of a session bound to a task receives them, fit in
+// 12 KiB.
 func TestToolsListBytes(t *testing.T) {
 	t.Parallel()
 	_, cs := observer(t)
@@ -687,7 +694,8 @@ func TestBadArguments(t *testing.T) {
 		{"output_file outside the task", ToolSignalDone, map[string]any{"output_file": "../t2/plan.json"}, []string{"output_file"}},
 		{"bad detail", ToolGetDelegationContext, map[string]any{"detail": "huge"}, []string{`detail must be one of "minimal", "standard", "verbose", not "huge"`}},
 		{"arguments not an object", ToolGetEnvData, json.RawMessage(`["key"]`), []string{"not a JSON object"}},
-		{"argument to a tool without any", ToolGetTask, map[string]any{"task": "t2"}, []string{`unknown argument "task"`, "hint: get_task takes no arguments"}},
+		{"another task than the session's", ToolGetTask, map[string]any{"task": "t2"}, []string{"this session serves task t1, not t2", "hint: leave task out"}},
+		{"argument a tool does not take", ToolGetTask, map[string]any{"tusk": "t1"}, []string{`unknown argument "tusk"`, "hint: get_task takes task, thread"}},
 		{"bad subtask id to read", ToolGetSubtask, map[string]any{"subtask_id": "../st_1"}, []string{`subtask_id must be an id, not "../st_1"`}},
 		{"output path through the id", ToolGetOutput, map[string]any{"subtask_id": "../../t2/outputs/st_1"}, []string{"subtask_id must be an id"}},
 		{"review path through the id", ToolGetReview, map[string]any{"review_id": "../plan"}, []string{"review_id must be an id"}},
@@ -870,7 +878,7 @@ func TestNew(t *testing.T) {
 		{"task and thread", Options{TaskID: "t1", ThreadID: "th_solver", Agent: "a"}, "t1", "th_solver", nil, ""},
 		{"no agent", Options{TaskID: "t1"}, "", "", workspace.ErrInvalid, "no agent"},
 		{"bad agent", Options{TaskID: "t1", Agent: "a b"}, "", "", workspace.ErrInvalid, "agent"},
-		{"no task or thread", Options{Agent: "a"}, "", "", workspace.ErrInvalid, "no task or thread"},
+		{"the whole workspace", Options{Agent: "a"}, "", "", nil, ""},
 		{"bad task id", Options{TaskID: "../t1", Agent: "a"}, "", "", workspace.ErrInvalid, "task id"},
 		{"unknown task", Options{TaskID: "t9", Agent: "a"}, "", "", workspace.ErrNotFound, "t9"},
 		{"unknown thread", Options{ThreadID: "th_nope", Agent: "a"}, "", "", workspace.ErrNotFound, "th_nope"},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/ops"
 )
 
 // ToolSkills lists the workspace's skills or reads one.
@@ -44,9 +45,11 @@ func (s *Server) skills(ctx context.Context, _ *mcp.CallToolRequest, in skillsIn
 	if err != nil {
 		return reply{}, err
 	}
-	loaded, err := service.ThreadSkills(ctx, s.w, s.task, s.thread)
-	if err != nil {
-		return reply{}, err
+	var loaded []ops.SkillChoice
+	if s.thread != "" {
+		if loaded, err = service.ThreadSkills(ctx, s.w, s.task, s.thread); err != nil {
+			return reply{}, err
+		}
 	}
 	why := map[string]string{}
 	for _, c := range loaded {

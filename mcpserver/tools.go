@@ -52,6 +52,7 @@ func ToolNames() []string {
 		ToolGetTask, ToolGetTaskState, ToolGetPlan, ToolGetSubtask, ToolGetOutput, ToolListReviews, ToolGetReview,
 		ToolWritePlan, ToolWriteReview, ToolClaimSubtask, ToolSignalDone,
 		ToolGetDelegationContext, ToolListCapabilities, ToolSkills,
+		ToolListTasks, ToolCreateTask, ToolGetContext,
 	}
 }
 
@@ -174,6 +175,11 @@ func buildTools() []*toolDef {
 		define(ToolGetDelegationContext, descContext, annRead, nil, text((*Server).delegationContext)),
 		define(ToolListCapabilities, descCapabilities, annRead, nil, text((*Server).capabilities)),
 		define(ToolSkills, descSkills, annRead, outObject, (*Server).skills),
+		define(ToolListTasks, descListTasks, annRead, outTasks, under("tasks", func(s *Server, ctx context.Context, req *mcp.CallToolRequest, _ emptyInput) (string, error) {
+			return s.listTasks(ctx, req.Extra)
+		})),
+		define(ToolCreateTask, descCreateTask, nil, outObject, object((*Server).createTask)),
+		define(ToolGetContext, descGetContext, annRead, outObject, (*Server).getContext),
 	)
 }
 
@@ -310,6 +316,10 @@ func (s *Server) memoryScope(name string) (workspace.Scope, string, error) {
 	case "", memoryAgent:
 		return workspace.Scope{Kind: workspace.ScopeAgent, Agent: s.agent}, "your agent memory", nil
 	case memorySession:
+		if s.task == "" {
+			return workspace.Scope{}, "", &toolError{err: &workspace.Error{Kind: workspace.ErrInvalid, Op: "scope session", Msg: "no thread named: this session serves the whole workspace"},
+				hint: "pass thread (or task, for its root thread) with scope session"}
+		}
 		return workspace.Scope{Kind: workspace.ScopeSession, TaskID: s.task, ThreadID: s.thread}, "the session memory of thread " + s.thread, nil
 	case memoryGlobal:
 		return workspace.Scope{Kind: workspace.ScopeGlobal}, "the global memory shared by every agent", nil

@@ -52,6 +52,19 @@ var buildTSPackage = sync.OnceValues(func() (string, error) {
 	return out.String(), nil
 })
 
+// newKindWS is a new workspace on kind: files, sqlite or postgres.
+func newKindWS(t *testing.T, kind string) *ws {
+	t.Helper()
+	switch kind {
+	case "sqlite":
+		sw, _ := clitest.NewSQLite(t)
+		return &ws{sw}
+	case "postgres":
+		return &ws{newPGWS(t).WS}
+	}
+	return newWS(t)
+}
+
 var reTAPCount = regexp.MustCompile(`(?m)^# (pass|fail|skipped|todo|cancelled) (\d+)$`)
 
 // TestTypeScriptClient runs the TypeScript client's suite (node --test,
@@ -81,16 +94,7 @@ func TestTypeScriptClient(t *testing.T) {
 	for _, kind := range []string{"files", "sqlite", "postgres"} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
-			var w *ws
-			switch kind {
-			case "files":
-				w = newWS(t)
-			case "sqlite":
-				sw, _ := clitest.NewSQLite(t)
-				w = &ws{sw}
-			case "postgres":
-				w = &ws{newPGWS(t).WS}
-			}
+			w := newKindWS(t, kind)
 			w.Task("t1")
 			w.Task("t2")
 			toks := map[string]string{
@@ -108,6 +112,13 @@ func TestTypeScriptClient(t *testing.T) {
 			// The suite is about the client, not the limits (tested on their own):
 			// two processes adding at once must not wait out Retry-After.
 			d, base := w.opsServe("--token-file", tokenFile, "--rate", "100000", "--burst", "100000")
+			// A second workspace that no daemon serves, behind the panel's
+			// listener on loopback without a token (every local process is
+			// trusted, the agent named by Workspace-Agent) and a small rate
+			// per address: the client meets 429, 501 and 503 there.
+			lw := newKindWS(t, kind)
+			lw.Task("t1")
+			loop := lw.web("--address-rate", "1", "--address-burst", "8")
 			tokJSON, err := json.Marshal(toks)
 			if err != nil {
 				t.Fatal(err)
@@ -118,7 +129,8 @@ func TestTypeScriptClient(t *testing.T) {
 			cmd := exec.CommandContext(ctx, node, args...)
 			cmd.Dir = tsPackageDir
 			cmd.Env = append(clitest.CleanEnv(), "WORKSPACED_URL="+base[:len(base)-1], "WORKSPACED_TOKENS="+string(tokJSON),
-				"WORKSPACED_TASK=t1", "WORKSPACED_STORE="+kind)
+				"WORKSPACED_TASK=t1", "WORKSPACED_STORE="+kind,
+				"WORKSPACED_LOOPBACK_URL="+loop.url)
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			runErr := cmd.Run()

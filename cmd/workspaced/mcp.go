@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -34,12 +35,13 @@ delete_memory; namespaced memory: put_memory_item, get_memory_item,
 delete_memory_item, search_memory, list_memory_namespaces; the task's work: get_task, get_task_state, get_plan,
 get_subtask, get_output, list_reviews, get_review, write_plan, write_review,
 claim_subtask, signal_done; context: get_delegation_context,
-list_capabilities, skills — and the task's state and env manifest as
+list_capabilities, skills, get_context; the workspace: list_tasks,
+create_task — and the task's state and env manifest as
 resources (workspace://tasks/T/state, workspace://tasks/T/env).
 
 Usage:
-  workspaced [--root DIR] mcp (--task T | --thread X | --task T --thread X) --agent A [--audit-log F]
-  workspaced [--root DIR] mcp (--task T | --thread X) --token-file F [--audit-log F]
+  workspaced [--root DIR] mcp [--task T] [--thread X] --agent A [--audit-log F]
+  workspaced [--root DIR] mcp [--task T] [--thread X] --token-file F [--audit-log F]
   workspaced [--root DIR] mcp --http ADDR [--tls-cert F --tls-key F | --insecure]
                               [--max-sessions N] [--idle-timeout DUR] [--audit-log F]
                               [--metrics-token-file F]
@@ -48,8 +50,11 @@ Usage:
                               [--streams-per-token N] [--sessions-per-token N]
                               [--trust-origin ORIGIN]... [--trust-proxy ADDR]...
 
-On stdio, --thread alone finds its task; --task alone serves the task's root
-thread. --agent (or $WORKSPACE_AGENT) is the serving agent: stored_by of
+Without --task and --thread the server serves every task the agent may
+reach (with a token, those it covers; a token for one task serves that
+task): list_tasks and create_task, and each task tool takes the task (or
+thread) as an argument; get_context is the budgeted context. On stdio,
+--thread alone finds its task; --task alone serves the task's root thread. --agent (or $WORKSPACE_AGENT) is the serving agent: stored_by of
 every entry, the owner of the agent memory scope, the agent of every marker
 it drops. With --token-file F (or $WORKSPACE_TOKEN) the agent is the token's
 (an --agent naming another is refused) and every call is checked against
@@ -57,9 +62,10 @@ what the token may do, as over HTTP.
 
 With --http the server listens on ADDR (host:port) and serves /mcp to many
 agents at once. Every request carries a token of 'workspaced token add' as
-"Authorization: Bearer TOKEN"; the token names the agent. A session names
+"Authorization: Bearer TOKEN"; the token names the agent. A session may name
 its task and thread in the URL (/mcp?task=T&thread=X) or in the headers
-Workspace-Task and Workspace-Thread; a token for one task needs neither.
+Workspace-Task and Workspace-Thread; without them it serves every task its
+token covers, each call naming its task.
 The same listener serves the HTTP API for programs at /api/v1/ (docs/API.md),
 each request with a bearer token of 'workspaced token add'.
 ADDR must be a loopback address unless --tls-cert and --tls-key are given
@@ -89,6 +95,7 @@ reports are applied to the task's state by the daemon (workspaced serve):
 run one on the same root.
 
 Examples:
+  workspaced --root ./workspace mcp --agent observer
   workspaced --root ./workspace mcp --task t1 --thread th_observer --agent observer
   workspaced mcp --thread th_solver --agent solver
   workspaced mcp --task t1 --token-file ~/.config/worker_1.token
@@ -148,9 +155,6 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	if *agent == "" && token == "" {
 		return usageHint("mcp", "missing --agent A (the agent this server acts for) or --token-file F")
 	}
-	if *task == "" && *thread == "" {
-		return usageHint("mcp", "missing --task T or --thread X")
-	}
 	w, err := e.openStore()
 	if err != nil {
 		return err
@@ -165,10 +169,13 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 		defer a.Close()
 		opt.Audit = a
 	}
-	var g tokens.Grant
+	var (
+		g      tokens.Grant
+		keeper tokens.Keeper
+	)
 	if token != "" {
 		var grants func(*mcp.RequestExtra) (tokens.Grant, error)
-		g, grants, err = tokenGrants(w, token)
+		g, keeper, grants, err = tokenGrants(w, token)
 		if err != nil {
 			return err
 		}
@@ -177,13 +184,16 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 				Hint: "leave --agent out: the token names the agent"}
 		}
 		opt.Agent, opt.Grants, opt.TokenID = g.Agent, grants, g.ID()
+		if *task == "" && *thread == "" && len(g.Tasks) == 1 && g.Tasks[0] != tokens.AllTasks {
+			opt.TaskID = g.Tasks[0] // a token for one task binds the session to it
+		}
 		opt.Log = slog.New(slog.NewTextHandler(e.stderr, nil))
 	}
 	s, err := mcpserver.New(w, opt)
 	if err != nil {
 		return err
 	}
-	if opt.Grants != nil {
+	if opt.Grants != nil && s.Task() != "" {
 		if !g.Task(s.Task()) {
 			return &workspace.Error{Kind: workspace.ErrInvalid, Op: "mcp", Msg: fmt.Sprintf("agent %s may not work on task %s: its token covers %s", g.Agent, s.Task(), g.TaskList()),
 				Hint: "serve a task the token covers, or add a token for this one ('workspaced token add')"}
@@ -193,8 +203,40 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	if token != "" {
 		how = "on stdio, with a token"
 	}
-	fmt.Fprintf(e.stderr, "workspaced mcp: serving task %s, thread %s, as agent %s (root %s) %s\n", s.Task(), s.Thread(), s.Agent(), e.rootName(), how)
-	return s.Run(ctx, &mcp.IOTransport{Reader: readCloser(e.stdin), Writer: nopWriteCloser{e.stdout}})
+	serving := fmt.Sprintf("task %s, thread %s", s.Task(), s.Thread())
+	if s.Task() == "" {
+		serving = "every task the agent may reach"
+	}
+	fmt.Fprintf(e.stderr, "workspaced mcp: serving %s, as agent %s (root %s) %s\n", serving, s.Agent(), e.rootName(), how)
+	if keeper == nil {
+		return s.Run(ctx, &mcp.IOTransport{Reader: readCloser(e.stdin), Writer: nopWriteCloser{e.stdout}})
+	}
+	// The session lasts as long as its token: revoked, expired or rotated
+	// past its overlap, the server ends within the watch's period instead
+	// of refusing each call from then on.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	watch := tokens.NewWatch(keeper, 0, opt.Log)
+	defer watch.Close()
+	var ended atomic.Bool
+	defer watch.Hold(g.ID(), func() { ended.Store(true); cancel() })()
+	err = s.Run(ctx, &mcp.IOTransport{Reader: readCloser(e.stdin), Writer: nopWriteCloser{e.stdout}})
+	if ended.Load() {
+		return tokenEnded(keeper, token)
+	}
+	return err
+}
+
+// tokenEnded is why a stdio session ended with its token: what the
+// token's look-up says now, revoked or expired.
+func tokenEnded(k tokens.Keeper, token string) error {
+	_, err := k.Lookup(token)
+	msg := "the token was revoked"
+	if errors.Is(err, tokens.ErrExpired) {
+		msg = "the token has ended: " + workspace.Reason(err)
+	}
+	return &workspace.Error{Kind: workspace.ErrInvalid, Op: "mcp", Msg: msg + "; the session is over",
+		Hint: "start mcp again with a valid token (the one that replaced it, or a new one: 'workspaced token add')"}
 }
 
 // readToken is the token of --token-file F, else of $WORKSPACE_TOKEN, or
@@ -208,25 +250,25 @@ func readToken(file string) (string, error) {
 }
 
 // tokenGrants looks the token up where the workspace keeps its tokens and
-// returns its grant with the look-up every call makes again.
-func tokenGrants(s workspace.Store, token string) (tokens.Grant, func(*mcp.RequestExtra) (tokens.Grant, error), error) {
+// returns its grant, the keeper, and the look-up every call makes again.
+func tokenGrants(s workspace.Store, token string) (tokens.Grant, tokens.Keeper, func(*mcp.RequestExtra) (tokens.Grant, error), error) {
 	store, err := tokenKeeper("mcp --token-file", s)
 	if err != nil {
-		return tokens.Grant{}, nil, err
+		return tokens.Grant{}, nil, nil, err
 	}
 	g, err := store.Lookup(token)
 	if errors.Is(err, tokens.ErrUnknown) {
-		return tokens.Grant{}, nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "mcp", Msg: "the token is unknown or revoked",
+		return tokens.Grant{}, nil, nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "mcp", Msg: "the token is unknown or revoked",
 			Hint: "ask for a token ('workspaced token add'); 'workspaced token list' shows the ones there are"}
 	}
 	if errors.Is(err, tokens.ErrExpired) {
-		return tokens.Grant{}, nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "mcp", Err: err,
+		return tokens.Grant{}, nil, nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "mcp", Err: err,
 			Hint: "ask for a new token ('workspaced token add', or 'workspaced token rotate' before a token ends)"}
 	}
 	if err != nil {
-		return tokens.Grant{}, nil, err
+		return tokens.Grant{}, nil, nil, err
 	}
-	return g, func(*mcp.RequestExtra) (tokens.Grant, error) { return store.Lookup(token) }, nil
+	return g, store, func(*mcp.RequestExtra) (tokens.Grant, error) { return store.Lookup(token) }, nil
 }
 
 // httpConfig is what mcp --http was given.
@@ -281,7 +323,7 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 	if _, err := toks.List(ctx); err != nil {
 		return err
 	}
-	verifier, err := oauthVerifier(ctx, w.Settings().OAuth, c)
+	verifier, err := oauthVerifier(ctx, "mcp", w.Settings().OAuth, c.issuer, c.resource)
 	if err != nil {
 		return err
 	}
@@ -321,8 +363,7 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 	mux.Handle(api.Prefix, apiH)
 	if verifier != nil {
 		verifier.Mount(mux)
-		oc := verifier.Config()
-		fmt.Fprintf(e.stderr, "workspaced mcp: OAuth resource server for %s: access tokens of %s accepted, metadata at %s\n", oc.Resource, oc.Issuer, oc.MetadataURL())
+		sayOAuth(e, "mcp", verifier)
 	}
 	srv := &http.Server{Handler: httpauth.Once(gd.Wrap(opshttp.Route(opshttp.Handler(ops), mux))), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	scheme := "http"
@@ -362,21 +403,21 @@ func auditLog(path string, log *slog.Logger) (*audit.Log, error) {
 	return audit.Open(path)
 }
 
-// oauthVerifier is the OAuth mode of mcp --http: workspace.json's oauth
-// settings with the flags over them, or nil when no issuer is set. The
-// issuer's keys are looked up now, so that a wrong issuer is said at
-// start.
-func oauthVerifier(ctx context.Context, s workspace.OAuthSettings, c httpConfig) (*oauth.Verifier, error) {
-	if c.issuer != "" {
-		s.Issuer = c.issuer
+// oauthVerifier is the OAuth mode of a listener (mcp --http, serve
+// --listen, web): workspace.json's oauth settings with the flags issuer
+// and resource over them, or nil when no issuer is set. The issuer's keys
+// are looked up now, so that a wrong issuer is said at start.
+func oauthVerifier(ctx context.Context, cmd string, s workspace.OAuthSettings, issuer, resource string) (*oauth.Verifier, error) {
+	if issuer != "" {
+		s.Issuer = issuer
 	}
-	if c.resource != "" {
-		s.Resource = c.resource
+	if resource != "" {
+		s.Resource = resource
 	}
 	cfg := oauth.Config{OAuthSettings: s}
 	if !cfg.Enabled() {
-		if c.resource != "" {
-			return nil, usageHint("mcp", "--oauth-resource goes with an OAuth issuer: --oauth-issuer URL, or oauth.issuer in workspace.json")
+		if resource != "" {
+			return nil, usageHint(cmd, "--oauth-resource goes with an OAuth issuer: --oauth-issuer URL, or oauth.issuer in workspace.json")
 		}
 		return nil, nil
 	}

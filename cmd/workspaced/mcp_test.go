@@ -125,7 +125,6 @@ func TestMCPStartErrors(t *testing.T) {
 	w.Ok("thread", "new", "--task", "t2", "--id", "th_two", "--from", "coordinator", "--to", "solver", "--message", "m")
 	cases := []failCase{
 		{"no agent", exitUsage, "missing --agent", []string{"mcp", "--task", "t1"}},
-		{"no task or thread", exitUsage, "missing --task T or --thread X", []string{"mcp", "--agent", "a"}},
 		{"positional argument", exitUsage, "unexpected argument", []string{"mcp", "--task", "t1", "--agent", "a", "extra"}},
 		{"bad agent id", exitFailure, `agent "a/b"`, []string{"mcp", "--task", "t1", "--agent", "a/b"}},
 		{"bad task id", exitFailure, `task id "../t1"`, []string{"mcp", "--task", "../t1", "--agent", "a"}},

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -103,7 +104,8 @@ func TestMCPTypeScriptClient(t *testing.T) {
 		"memory_bad_scope":    {`scope must be one of "agent", "session", "global", not "po"`},
 		"plan_missing":        {"task t1 has no plan yet", "hint: a planner writes it with write_plan"},
 		"review_no_plan":      {"no plan to review yet"},
-		"unknown_argument":    {`unknown argument "task"`, "hint: get_task takes no arguments"},
+		"unknown_argument":    {`unknown argument "tusk"`, "hint: get_task takes task, thread"},
+		"other_task":          {"this session serves task t1, not other"},
 	} {
 		e, ok := before.Errors[name]
 		if !ok || !e.IsError {
@@ -270,7 +272,8 @@ func TestMCPTypeScriptHTTPClient(t *testing.T) {
 		// done report is refused at once (the daemon takes nothing more
 		// for a finished task); every other call succeeds.
 		marker := n == mcpserver.ToolWritePlan || n == mcpserver.ToolWriteReview || n == mcpserver.ToolClaimSubtask || n == mcpserver.ToolSignalDone
-		if res.IsError != marker {
+		// A token for one task may not create tasks.
+		if res.IsError != (marker || n == mcpserver.ToolCreateTask) {
 			t.Errorf("%s: %+v", n, res)
 		}
 	}
@@ -288,5 +291,55 @@ func TestMCPTypeScriptHTTPClient(t *testing.T) {
 		if !strings.Contains(events, e) {
 			t.Errorf("events lack %s", e)
 		}
+	}
+}
+
+// TestMCPTypeScriptWholeWorkspace drives `workspaced mcp` without a task,
+// as an editor's config starts it, with the TypeScript SDK client: the
+// tasks listed, one created, the task named per call, the budgeted
+// context as a tool.
+func TestMCPTypeScriptWholeWorkspace(t *testing.T) {
+	t.Parallel()
+	node := tsNode(t)
+	w := newWS(t)
+	w.Ok("task", "create", "--id", "t1", "--description", "Build a REST auth API")
+	var out struct {
+		Tools   []string `json:"tools"`
+		TaskArg []string `json:"task_arg"`
+		Before  []string `json:"before"`
+		NoTask  struct {
+			Text    string `json:"text"`
+			IsError bool   `json:"isError"`
+		} `json:"no_task"`
+		Created string            `json:"created"`
+		After   []string          `json:"after"`
+		GetTask string            `json:"get_task"`
+		Stored  string            `json:"stored"`
+		Env     []workspace.Entry `json:"env"`
+		Context struct {
+			Task   string `json:"task"`
+			Budget int    `json:"budget"`
+			Text   string `json:"text"`
+		} `json:"context"`
+	}
+	runTSClient(t, node, w, "workspace", &out)
+	if len(out.Tools) != len(mcpserver.ToolNames()) || !slices.Contains(out.TaskArg, "task") || !slices.Contains(out.TaskArg, "thread") {
+		t.Errorf("tools %v, get_task's arguments %v", out.Tools, out.TaskArg)
+	}
+	if !slices.Equal(out.Before, []string{"t1"}) || out.Created != "t_new" || !slices.Equal(out.After, []string{"t1", "t_new"}) || out.GetTask != "t1" {
+		t.Errorf("tasks: before %v, created %q, after %v, get_task %q", out.Before, out.Created, out.After, out.GetTask)
+	}
+	if !out.NoTask.IsError || !strings.Contains(out.NoTask.Text, "hint: pass task (call list_tasks") {
+		t.Errorf("get_task without a task: %+v", out.NoTask)
+	}
+	if out.Stored != "Stored 'k' in environment data (version 1)." || len(out.Env) != 1 || out.Env[0].Key != "k" {
+		t.Errorf("env of t_new: %q %+v", out.Stored, out.Env)
+	}
+	if out.Context.Task != "t1" || out.Context.Budget != 1000 || !strings.Contains(out.Context.Text, "Build a REST auth API") {
+		t.Errorf("get_context: %+v", out.Context)
+	}
+	// What the client made is in the workspace, for every other door.
+	if got := w.Ok("task", "show", "t_new"); !strings.Contains(got, "Made from an editor") {
+		t.Errorf("task show t_new: %s", got)
 	}
 }

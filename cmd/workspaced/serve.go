@@ -22,6 +22,7 @@ Usage:
                    [--wakeups inotify|poll] [--poll DUR]
                    [--standby] [--lease DUR] [--log-format text|json] [--log-level debug|info|warn|error]
                    [--listen ADDR [--token-file F] [--tls-cert F --tls-key F]
+                    [--oauth-resource URL [--oauth-issuer URL]]
                     [--rate N] [--burst N] [--address-rate N] [--address-burst N]
                     [--trust-origin ORIGIN]... [--trust-proxy ADDR]...]
 
@@ -78,6 +79,11 @@ stopped) and /metrics (Prometheus) there, on a loopback address unless
 for programs at /api/v1/ too (docs/API.md): each request with a bearer
 token of 'workspaced token add', or, on loopback without --token-file and
 TLS, none and the agent named in the Workspace-Agent header (default cli).
+With --oauth-resource URL (this listener's canonical URL) the API also
+accepts the OAuth access tokens issued for it by --oauth-issuer (default
+workspace.json's oauth.issuer, with its claims mapping), as mcp --http
+does, serves its metadata at /.well-known/oauth-protected-resource and
+trusts no request for its address.
 The listener's limits are those of every listener (docs/SECURITY.md):
 --rate and --burst for each token, --address-rate and --address-burst for
 a client without one.

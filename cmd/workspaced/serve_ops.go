@@ -27,6 +27,7 @@ import (
 // opsFlags are serve's flags for its endpoints.
 type opsFlags struct {
 	listen, tokenFile, cert, key *string
+	issuer, resource             *string
 	guard                        *guardFlags
 }
 
@@ -36,6 +37,8 @@ func addOpsFlags(fs *flag.FlagSet) *opsFlags {
 		tokenFile: fs.String("token-file", "", "with --listen, require the token held in `FILE` for /metrics (needed off loopback)"),
 		cert:      fs.String("tls-cert", "", "with --listen, the TLS certificate `F` (PEM)"),
 		key:       fs.String("tls-key", "", "with --listen, the TLS key `F` (PEM)"),
+		issuer:    fs.String("oauth-issuer", "", "with --oauth-resource, accept the access tokens of the OAuth issuer `URL` on the API (default: workspace.json's oauth.issuer)"),
+		resource:  fs.String("oauth-resource", "", "with --listen, accept OAuth access tokens on the API issued for `URL`, this listener's canonical URL"),
 		guard:     addGuardFlags(fs, false),
 	}
 }
@@ -48,8 +51,8 @@ func (o *opsFlags) check() (string, error) {
 		return "", err
 	}
 	if *o.listen == "" {
-		if *o.tokenFile != "" || *o.cert != "" || *o.key != "" {
-			return "", usageHint("serve", "--token-file, --tls-cert and --tls-key go with --listen")
+		if *o.tokenFile != "" || *o.cert != "" || *o.key != "" || *o.issuer != "" || *o.resource != "" {
+			return "", usageHint("serve", "--token-file, --tls-cert, --tls-key, --oauth-issuer and --oauth-resource go with --listen")
 		}
 		return "", nil
 	}
@@ -160,14 +163,25 @@ func runDaemon(ctx context.Context, cfg daemon.Config, ops *opsFlags, token stri
 	if *ops.listen != "" {
 		var h http.Handler = opshttp.Handler(opshttp.Options{Registry: reg, Token: token,
 			Ready: func(context.Context) error { return m.Readiness() }})
+		v, err := listenerOAuth(ctx, "serve", st.Settings().OAuth, *ops.issuer, *ops.resource)
+		if err != nil {
+			return err
+		}
 		host, _, _ := net.SplitHostPort(*ops.listen)
 		if tls := *ops.cert != ""; tls || loopback(host) {
-			apiH, done := apiHandler(st, !tls && token == "" && loopback(host), cfg.Logger, nil)
+			// With OAuth no request is trusted for its address: a client
+			// without a token must get the 401 that names the metadata.
+			apiH, done := apiHandler(st, !tls && token == "" && loopback(host) && v == nil, cfg.Logger, v)
 			defer done()
-			h = opshttp.Route(h, apiH)
+			h = opshttp.Route(h, withMetadata(v, apiH))
+			if v != nil {
+				oc := v.Config()
+				cfg.Logger.Info("OAuth resource server", "resource", oc.Resource, "issuer", oc.Issuer, "metadata", oc.MetadataURL())
+			}
 		}
-		// The tokens of this listener: the metrics token, the agents'.
-		who := anyWho(secretWho("metrics", token), keeperWho(st))
+		// The tokens of this listener: the metrics token, the agents',
+		// OAuth's.
+		who := anyWho(secretWho("metrics", token), keeperWho(st), oauthWho(v))
 		gd, _, err := ops.guard.newGuard("serve", st.Settings().HTTP, reg, cfg.Logger, who)
 		if err != nil {
 			return err

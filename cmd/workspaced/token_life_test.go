@@ -3,9 +3,11 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -227,4 +229,57 @@ func TestTokenLifeFlags(t *testing.T) {
 	if len(list) != 1 || list[0].ExpiresAt != (tokens.Grant{}).ExpiresAt {
 		t.Fatalf("list: %+v", list)
 	}
+}
+
+// TestStdioMCPEndsWithItsToken: `mcp --token-file` on stdio ends, saying
+// why, once its token is revoked or expires, instead of staying up and
+// refusing every call; its client's stdin is still open.
+func TestStdioMCPEndsWithItsToken(t *testing.T) {
+	t.Parallel()
+	w := newWS(t)
+	w.Task("t1")
+	revoked, id := w.AddToken("--agent", "a", "--task", "t1")
+	// Long enough for a loaded machine to start the process within it.
+	short, _ := w.AddToken("--agent", "b", "--task", "t1", "--ttl", "20s")
+	start := func(name, token string) (*clitest.Log, chan error) {
+		cmd := clitest.Command("--root", w.Root, "mcp", "--task", "t1", "--token-file", w.writeTokenFile(name, token, 0o600))
+		cmd.Dir, cmd.Env = w.Dir, clitest.CleanEnv()
+		stderr := &clitest.Log{}
+		cmd.Stderr = stderr
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { stdin.Close() })
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
+		poll.Until(t, time.Minute, name+" serving", func() (bool, string) {
+			return strings.Contains(stderr.String(), "serving task t1"), stderr.String()
+		})
+		return stderr, done
+	}
+	ends := func(what string, stderr *clitest.Log, done chan error, want string) {
+		t.Helper()
+		select {
+		case err := <-done:
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != exitFailure {
+				t.Fatalf("%s: exit %v, want %d; stderr:\n%s", what, err, exitFailure, stderr)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("%s: mcp still serving a minute later; stderr:\n%s", what, stderr)
+		}
+		if s := stderr.String(); !strings.Contains(s, want) || !strings.Contains(s, "hint: start mcp again with a valid token") {
+			t.Fatalf("%s: stderr says no why:\n%s", what, s)
+		}
+	}
+	errB, doneB := start("b.token", short)
+	errA, doneA := start("a.token", revoked)
+	w.Ok("token", "revoke", "--id", id)
+	ends("revoked", errA, doneA, "the token was revoked; the session is over")
+	ends("expired", errB, doneB, "expired at")
 }

@@ -22,6 +22,7 @@ const webUsage = `workspaced web — serve the live panel and the HTTP API of a 
 Usage:
   workspaced web [--listen ADDR] [--token-file FILE] [--behind-tls-proxy]
                  [--session-ttl DURATION] [--audit-log FILE] [--read-only]
+                 [--oauth-resource URL [--oauth-issuer URL]]
                  [--rate N] [--burst N] [--address-rate N] [--address-burst N]
                  [--streams-per-token N] [--sessions-per-token N]
                  [--trust-origin ORIGIN]... [--trust-proxy ADDR]...
@@ -73,7 +74,11 @@ On a loopback address the same listener serves the HTTP API for programs
 at /api/v1/ (docs/API.md; its document at /api/v1/openapi.json): each
 request with a bearer token of 'workspaced token add', or, without
 --token-file, none and the agent named in the Workspace-Agent header
-(default cli).
+(default cli). With --oauth-resource URL (the panel's canonical URL) the
+API and /mcp also accept the OAuth access tokens issued for it by
+--oauth-issuer (default workspace.json's oauth.issuer), as mcp --http
+does, its metadata is served at /.well-known/oauth-protected-resource,
+and no API request is trusted for its address.
 
 On a loopback address the same listener serves the MCP tools to remote
 agents at /mcp, over Streamable HTTP, each request with a bearer token of
@@ -100,6 +105,8 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 	proxied := fs.Bool("behind-tls-proxy", false, "the panel is reached through a proxy that terminates TLS: cookies are Secure")
 	sessionTTL := fs.Duration("session-ttl", web.DefaultSessionTTL, "how long a login lasts (`DURATION`)")
 	auditFile := fs.String("audit-log", "", "append the audit to `FILE` as JSON lines (default: stderr)")
+	issuer := fs.String("oauth-issuer", "", "with --oauth-resource, accept the access tokens of the OAuth issuer `URL` on the API and /mcp (default: workspace.json's oauth.issuer)")
+	resource := fs.String("oauth-resource", "", "accept OAuth access tokens issued for `URL`, this panel's canonical URL, on its API and /mcp")
 	gf := addGuardFlags(fs, true)
 	if err := parse(e, fs, webUsage, args); err != nil {
 		return err
@@ -147,8 +154,12 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 		h *mcpserver.HTTP
 		s *web.Server
 	)
-	// The tokens of this listener: the agents', the panel's.
-	gd, gm, err := gf.newGuard("web", st.Settings().HTTP, reg, log, anyWho(keeperWho(st), func(r *http.Request) (string, bool) { return s.Who(r) }))
+	v, err := listenerOAuth(ctx, "web", st.Settings().OAuth, *issuer, *resource)
+	if err != nil {
+		return err
+	}
+	// The tokens of this listener: the agents', OAuth's, the panel's.
+	gd, gm, err := gf.newGuard("web", st.Settings().HTTP, reg, log, anyWho(keeperWho(st), oauthWho(v), func(r *http.Request) (string, bool) { return s.Who(r) }))
 	if err != nil {
 		return err
 	}
@@ -169,7 +180,7 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 		}
 		obs := mcpObserver{mcpMetrics(reg, &h), gm}
 		h, err = mcpserver.NewHTTP(st, toks, mcpserver.HTTPOptions{Version: versionString(), Log: log, Observer: obs, Audit: a,
-			SessionsPerToken: gd.Limits().Sessions})
+			SessionsPerToken: gd.Limits().Sessions, OAuth: v})
 		if err != nil {
 			return err
 		}
@@ -182,7 +193,9 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 		// listener trusts its machine: a request without a token acts
 		// as the agent it names.
 		var done func()
-		cfg.API, done = apiHandler(st, token == "", slog.New(slog.NewTextHandler(e.stderr, nil)), nil)
+		// With OAuth no request is trusted for its address: a client
+		// without a token must get the 401 that names the metadata.
+		cfg.API, done = apiHandler(st, token == "" && v == nil, slog.New(slog.NewTextHandler(e.stderr, nil)), v)
 		defer done()
 	}
 	cfg.ClientOf = gd.Client
@@ -197,7 +210,7 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	srv := &http.Server{Handler: webHandler(reg, s, gd, st, token), ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: webHandler(reg, s, gd, st, token, v), ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
 	watchErr := make(chan error, 1)
 	go func() { watchErr <- s.Run(ctx) }()
@@ -218,6 +231,9 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 	}
 	if cfg.API != nil {
 		fmt.Fprintf(e.stderr, "workspaced web: the HTTP API at http://%s/api/v1/ (docs/API.md)\n", ln.Addr())
+	}
+	if v != nil {
+		sayOAuth(e, "web", v)
 	}
 	switch {
 	case cfg.MCP != nil:

@@ -10,6 +10,7 @@ import (
 	"github.com/workspaced/workspaced/internal/opshttp"
 	"github.com/workspaced/workspaced/internal/opsmetrics"
 	"github.com/workspaced/workspaced/mcpserver"
+	"github.com/workspaced/workspaced/oauth"
 	"github.com/workspaced/workspaced/web"
 )
 
@@ -31,7 +32,7 @@ func mcpMetrics(reg prometheus.Registerer, h **mcpserver.HTTP) *opsmetrics.MCP {
 // webHandler is the panel's handler with the operations endpoints behind
 // the listener's guard, and its requests counted (those refused too).
 // /metrics wants the panel's token when the panel has one.
-func webHandler(reg *prometheus.Registry, s *web.Server, gd *guard.Guard, store any, token string) http.Handler {
+func webHandler(reg *prometheus.Registry, s *web.Server, gd *guard.Guard, store any, token string, v *oauth.Verifier) http.Handler {
 	wm := opsmetrics.NewWeb(reg, s.StreamClients)
 	opt := opshttp.Options{Registry: reg, Token: token, Ready: opshttp.StoreReady(store)}
 	if token != "" {
@@ -39,5 +40,5 @@ func webHandler(reg *prometheus.Registry, s *web.Server, gd *guard.Guard, store 
 	}
 	// Once goes outside the counting: the route a request is counted by is
 	// the pattern the mux sets on that same request, not on a copy.
-	return httpauth.Once(wm.Wrap(gd.Wrap(opshttp.Route(opshttp.Handler(opt), s.Handler())), opshttp.Paths...))
+	return httpauth.Once(wm.Wrap(gd.Wrap(opshttp.Route(opshttp.Handler(opt), withMetadata(v, s.Handler()))), opshttp.Paths...))
 }

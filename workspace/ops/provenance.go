@@ -297,6 +297,9 @@ var UniversalCapabilities = []Capability{
 	{"get_delegation_context", "Show who called you, the delegation chain and the task context."},
 	{"list_capabilities", "Show this description of you: your card, how you get called, and these tools."},
 	{"skills", "List the workspace's skills (and which ones your thread loads), or read one by name."},
+	{"list_tasks", "List the tasks you may work on, with their status."},
+	{"create_task", "Create a task addressed to an agent."},
+	{"get_context", "Assemble what your thread should see within a token budget, listing what did not fit."},
 }
 
 // SystemContext builds the "what am I" block, the base of an agent's system

@@ -228,7 +228,12 @@ func TestEventsFromAPositionSkipNothing(t *testing.T) {
 		}
 	}
 	var read []string
-	collect := func(e workspace.PositionedEvent) { read = append(read, e.Name) }
+	collect := func(e workspace.PositionedEvent) {
+		// Probes held back by other tests' transactions come when they may.
+		if e.Name != "probe" {
+			read = append(read, e.Name)
+		}
+	}
 	pos, err := s.ReadEventsFrom(ctx, "t1", 0, collect)
 	if err != nil {
 		t.Fatal(err)

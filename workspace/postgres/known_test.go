@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 // What the daemon remembers of the states it wrote is used only while
@@ -20,7 +21,7 @@ func TestKnownStatesOnlyForTheirOwnBytes(t *testing.T) {
 	s, _ := newStore(t)
 	epoch := lead(t, s, "test")
 	plannedTask(t, s, "t1", 4, epoch)
-	k := s.Committer("t1").(*committer)
+	k := s.Committer("t1").(*sqlstore.Committer)
 	req := workspace.CommitRequest{Lead: epochLead(epoch)}
 	commitOne := func(sub string) workspace.Applied {
 		t.Helper()
@@ -32,8 +33,8 @@ func TestKnownStatesOnlyForTheirOwnBytes(t *testing.T) {
 		return a
 	}
 	commitOne("s0")
-	if got := k.last; got.doc == "" || got.st.JournalSeq == 0 {
-		t.Fatalf("the state written is not remembered: %+v", got)
+	if doc, st := k.Known(); doc == "" || st.JournalSeq == 0 {
+		t.Fatalf("the state written is not remembered: %q, %+v", doc, st)
 	}
 	commitOne("s1")
 	checkRebuild(t, s, "t1")

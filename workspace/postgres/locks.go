@@ -63,25 +63,6 @@ func (l *advisoryLock) Release() error {
 	return l.err
 }
 
-// LockTaskNamed takes a task's lock named name, or the whole task's lock
-// when name is "", waiting up to the settings' lock timeout: a timeout is
-// ErrLocked naming the holder, ctx ending first its error. A missing task
-// is ErrNotFound, a bad task id or name ErrInvalid.
-func (s *Store) LockTaskNamed(ctx context.Context, taskID, name, agent string) (workspace.Lock, error) {
-	lock, err := sqlstore.TaskLockName(taskID, name)
-	if err != nil {
-		return nil, err
-	}
-	var exists bool
-	if err := s.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM tasks WHERE id = $1)", taskID).Scan(&exists); err != nil {
-		return nil, fmt.Errorf("lock task %s: %w", taskID, err)
-	}
-	if !exists {
-		return nil, sqlstore.NoTaskToLock(taskID)
-	}
-	return s.lock(ctx, sqlstore.LockName(taskID, lock), taskID, lock, agent, time.Duration(s.Settings().LockTimeout))
-}
-
 // lock takes the advisory lock of name on a connection of its own,
 // waiting at most timeout (the server's lock_timeout bounds the wait;
 // zero tries once without waiting), and records the holder.
@@ -145,15 +126,7 @@ func (s *Store) holder(ctx context.Context, name string) *locking.Holder {
 	if err := s.pool.QueryRow(ctx, "SELECT holder FROM locks WHERE name = $1", name).Scan(&raw); err != nil {
 		return nil
 	}
-	return parseHolder(raw)
-}
-
-func parseHolder(raw string) *locking.Holder {
-	var h locking.Holder
-	if json.Unmarshal([]byte(raw), &h) != nil {
-		return nil
-	}
-	return &h
+	return sqlstore.ParseHolder(raw)
 }
 
 // heldSQL is true when some session of this database holds the advisory
@@ -187,7 +160,7 @@ func (s *Store) Locks(ctx context.Context) ([]workspace.LockInfo, error) {
 	var name, task, lock string
 	var held bool
 	_, err = pgx.ForEachRow(rows, []any{&name, &task, &lock, &holder, &held}, func() error {
-		out = append(out, workspace.LockInfo{Name: name, TaskID: task, Lock: lock, Held: held, Holder: (*workspace.LockHolder)(parseHolder(holder))})
+		out = append(out, workspace.LockInfo{Name: name, TaskID: task, Lock: lock, Held: held, Holder: (*workspace.LockHolder)(sqlstore.ParseHolder(holder))})
 		return nil
 	})
 	if err != nil {
@@ -210,13 +183,13 @@ func (s *Store) held(ctx context.Context, name string) (bool, *locking.Holder, e
 	return true, s.holder(ctx, name), nil
 }
 
-// TryLock takes an advisory lock without waiting (sqlstore.Driver).
-func (d driver) TryLock(ctx context.Context, name, taskID, lock, agent string) (func(), error) {
-	lk, err := d.s.lock(ctx, name, taskID, lock, agent, 0)
+// Lock takes an advisory lock (sqlstore.Driver).
+func (d driver) Lock(ctx context.Context, name, taskID, lock, agent string, timeout time.Duration) (workspace.Lock, error) {
+	l, err := d.s.lock(ctx, name, taskID, lock, agent, timeout)
 	if err != nil {
-		return nil, err
+		return nil, err // not a nil *lock in an interface
 	}
-	return func() { lk.Release() }, nil
+	return l, nil
 }
 
 // Held says whether a lock is held now, and by whom.

@@ -26,21 +26,6 @@ func (s *Store) lockFile(name string) string {
 	return filepath.Join(s.path+".locks", filepath.FromSlash(name))
 }
 
-// LockTaskNamed takes a task's lock named name, or the whole task's lock
-// when name is "", waiting up to the settings' lock timeout: a timeout is
-// ErrLocked naming the holder, ctx ending first its error. A missing task
-// is ErrNotFound, a bad task id or name ErrInvalid.
-func (s *Store) LockTaskNamed(ctx context.Context, taskID, name, agent string) (workspace.Lock, error) {
-	lock, err := sqlstore.TaskLockName(taskID, name)
-	if err != nil {
-		return nil, err
-	}
-	if err := requireTask(ctx, s.rdb, taskID); err != nil {
-		return nil, sqlstore.NoTaskToLock(taskID)
-	}
-	return s.lock(ctx, sqlstore.LockName(taskID, lock), taskID, lock, agent, time.Duration(s.Settings().LockTimeout))
-}
-
 // lock takes the flock of name, waiting at most timeout (zero: tries
 // once), and records the holder.
 func (s *Store) lock(ctx context.Context, name, taskID, lock, agent string, timeout time.Duration) (*locking.Lock, error) {
@@ -79,14 +64,6 @@ func (s *Store) lock(ctx context.Context, name, taskID, lock, agent string, time
 	return l, nil
 }
 
-func parseHolder(raw string) *locking.Holder {
-	var h locking.Holder
-	if json.Unmarshal([]byte(raw), &h) != nil {
-		return nil
-	}
-	return &h
-}
-
 // Locks lists the locks ever taken in the workspace by name, each held or
 // not with its latest holder; the daemon's lock comes first.
 func (s *Store) Locks(ctx context.Context) ([]workspace.LockInfo, error) {
@@ -108,7 +85,7 @@ func (s *Store) Locks(ctx context.Context) ([]workspace.LockInfo, error) {
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("list locks: %w", err)
 		}
-		out = append(out, workspace.LockInfo{Name: r.name, TaskID: r.task, Lock: r.lock, Held: held, Holder: (*workspace.LockHolder)(parseHolder(r.holder))})
+		out = append(out, workspace.LockInfo{Name: r.name, TaskID: r.task, Lock: r.lock, Held: held, Holder: (*workspace.LockHolder)(sqlstore.ParseHolder(r.holder))})
 	}
 	return out, nil
 }
@@ -122,13 +99,13 @@ func (s *Store) held(name string) (bool, *locking.Holder, error) {
 	return held, h, err
 }
 
-// TryLock takes a lock without waiting (sqlstore.Driver).
-func (d sqlDriver) TryLock(ctx context.Context, name, taskID, lock, agent string) (func(), error) {
-	lk, err := d.s.lock(ctx, name, taskID, lock, agent, 0)
+// Lock takes a flock (sqlstore.Driver).
+func (d sqlDriver) Lock(ctx context.Context, name, taskID, lock, agent string, timeout time.Duration) (workspace.Lock, error) {
+	l, err := d.s.lock(ctx, name, taskID, lock, agent, timeout)
 	if err != nil {
-		return nil, err
+		return nil, err // not a nil *lock in an interface
 	}
-	return func() { lk.Release() }, nil
+	return l, nil
 }
 
 // Held says whether a lock is held now, and by whom.

@@ -2,69 +2,467 @@ package sqlstore
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
+	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
 	"github.com/workspaced/workspaced/workspace/statecheck"
 )
 
+// Committing: one write transaction per chunk takes a task's waiting
+// markers in insertion order, journals them with the next sequence
+// numbers, folds them with the state machine, writes the state (the
+// previous one kept as a backup), appends the events and deletes the
+// markers — all or nothing. The transaction is the commit point and the
+// recovery: a daemon killed anywhere before COMMIT leaves the markers
+// waiting and nothing else. The control flow is here, once; a driver
+// gives the transaction (CommitTx) and the statements where the
+// databases differ: how the first reads and the writes go to the server
+// (one round trip each on PostgreSQL), the fencing by the lease's epoch.
+
 // DefaultChunk is the most markers of one task one commit takes when the
 // daemon asks for no limit.
 const DefaultChunk = 128
 
-// PassOver splits out of ms the markers whose name the journal holds
-// already (inserted while the first of that name was being taken; taken
-// says so, with the marker's id): they are deleted without a record, so
-// that each name is journaled once.
-func PassOver[M any](ms []M, taken func(M) (int64, bool)) (keep []M, dups []int64) {
-	keep = ms[:0]
-	for _, m := range ms {
-		if id, ok := taken(m); ok {
-			dups = append(dups, id)
+// CommitTx is one commit's write transaction on a database.
+type CommitTx interface {
+	Executor
+	// ReadCommit reads, in this order, the lease's epoch (0 where there
+	// is none), the task (ErrNoRows when gone), its state row, the
+	// journal records past the state row's journal_seq and up to max
+	// markers waiting, each with whether its name is journaled already.
+	ReadCommit(ctx context.Context, taskID string, max int) (CommitRead, error)
+	// ReadProducts reads the products of the task at paths and at
+	// planPaths, by path; a path absent is not in the maps.
+	ReadProducts(ctx context.Context, taskID string, paths, planPaths []string) (products map[string][]byte, plans map[string]string, err error)
+	// WriteCommit writes w: the journal rows, the previous state kept as
+	// a backup (pruned to w.Keep), the new state, its events, and the
+	// markers deleted.
+	WriteCommit(ctx context.Context, w CommitWrite) error
+	// DeleteMarkers deletes the markers ids of task taskID (passed over).
+	DeleteMarkers(ctx context.Context, taskID string, ids []int64) error
+}
+
+// CommitRead is what a commit reads first.
+type CommitRead struct {
+	Epoch    int64 // the lease's
+	HasState bool
+	Prev     string // the state row's document
+	PrevSeq  int64
+	After    []string // journal records past the state row's journal_seq
+	Markers  []Marker
+}
+
+// Marker is one marker row waiting.
+type Marker struct {
+	ID         int64
+	Kind, Name string
+	Body       string
+	DroppedAt  time.Time
+	Taken      bool // the journal holds its name already
+}
+
+// CommitWrite is what a commit writes.
+type CommitWrite struct {
+	TaskID   string
+	Epoch    int64
+	Now      time.Time
+	Seqs     []int64  // the journal records', with their markers' names
+	Names    []string // and their JSON
+	Records  []string
+	HasState bool // the state row Prev is kept as a backup and updated
+	Prev     string
+	PrevSeq  int64
+	Keep     int // backups kept
+	Seq      int64
+	Doc      string // the new state
+	Events   []workspace.Event
+	Delete   []int64 // the markers taken and those passed over
+}
+
+// known is a state document the daemon wrote, and its decoding.
+type known struct {
+	doc  string
+	st   workspace.State
+	plan knownPlan
+}
+
+// knownPlan is a plan document and its decoding.
+type knownPlan struct {
+	body string
+	p    *workspace.Plan
+}
+
+// Committer is the daemon's handle on one task (workspace.Committer): it
+// remembers the state its last commit wrote, so that a commit that reads
+// the same bytes back from the states row skips decoding them, and checks
+// the state it writes against the schema only where it differs
+// (statecheck.Next): that document was checked before it was written.
+// Anything else in the row (a backup restored, an import) is decoded and
+// the next state checked whole.
+type Committer struct {
+	s    *Store
+	id   string
+	run  func(ctx context.Context, fn func(CommitTx) error) error
+	last known
+	plan *workspace.Plan // the plan progress read last
+}
+
+// NewCommitter is the committer of task id, whose commits run in the
+// write transactions of run.
+func (s *Store) NewCommitter(id string, run func(ctx context.Context, fn func(CommitTx) error) error) *Committer {
+	return &Committer{s: s, id: id, run: run}
+}
+
+// Known is what the committer remembers of the state it wrote last: the
+// document and its decoding (none: "").
+func (c *Committer) Known() (string, workspace.State) { return c.last.doc, c.last.st }
+
+// Commit takes up to req.Max waiting markers of the task (in the order
+// they were inserted), journals them, folds them and writes the new state,
+// backup and events in one transaction, which it commits only while the
+// lease's epoch is still req.Lead's (else ErrFenced, and nothing is
+// written). A task with no state yet gets its first; a task with nothing
+// waiting commits nothing.
+func (c *Committer) Commit(ctx context.Context, req workspace.CommitRequest) (workspace.Applied, error) {
+	max := req.Max
+	if max <= 0 {
+		max = DefaultChunk
+	}
+	var epoch int64
+	if req.Lead != nil {
+		epoch = req.Lead.Epoch()
+	}
+	var (
+		a     workspace.Applied
+		wrote known
+	)
+	err := c.run(ctx, func(tx CommitTx) error {
+		var err error
+		a, wrote, err = c.s.commit(ctx, tx, c.last, c.id, max, epoch)
+		return err
+	})
+	if err != nil {
+		c.last = known{}
+		return workspace.Applied{}, err
+	}
+	if a.Gone {
+		return a, nil
+	}
+	if wrote.doc != "" {
+		c.last = wrote
+	}
+	plan := c.plan
+	if wrote.plan.p != nil {
+		plan = wrote.plan.p
+	}
+	a.Finished = vocab.Finished(wrote.st.Status)
+	a.Progress, c.plan = c.s.Progress(ctx, c.id, wrote.st, plan)
+	return a, nil
+}
+
+// commit is one chunk's transaction; last is what the daemon knows of
+// the task's state (zero: nothing), wrote what it wrote (its doc empty
+// when it wrote no state) and the task's state afterwards. It goes phase
+// by phase: read, fence, load the state, judge and fold the markers,
+// write.
+func (s *Store) commit(ctx context.Context, tx CommitTx, last known, taskID string, max int, epoch int64) (workspace.Applied, known, error) {
+	c := &commitTx{s: s, tx: tx, id: taskID, epoch: epoch, last: last}
+	var err error
+	if c.CommitRead, err = tx.ReadCommit(ctx, taskID, max); errors.Is(err, ErrNoRows) {
+		return workspace.Applied{Gone: true}, known{}, nil // removed meanwhile
+	} else if err != nil {
+		return workspace.Applied{}, known{}, fmt.Errorf("read task %s to commit: %w", taskID, err)
+	}
+	if c.Epoch != epoch {
+		return workspace.Applied{}, known{}, workspace.ErrFenced
+	}
+	if err := c.load(ctx); err != nil {
+		return workspace.Applied{}, known{}, err
+	}
+	// The markers whose name the journal holds already (inserted while
+	// the first of that name was being taken) are deleted without a
+	// record, so that each name is journaled once.
+	var ms []Marker
+	var dups []int64
+	for _, m := range c.Markers {
+		if m.Taken {
+			dups = append(dups, m.ID)
 		} else {
-			keep = append(keep, m)
+			ms = append(ms, m)
 		}
 	}
-	return keep, dups
+	full := len(c.Markers) == max // more may be waiting
+	if len(ms) == 0 {
+		a, k, err := c.nothing(ctx, dups)
+		a.More = full && err == nil
+		return a, k, err
+	}
+	f, err := c.fold(ctx, ms)
+	if err == nil {
+		err = c.write(ctx, f, ms, dups)
+	}
+	if err != nil {
+		return workspace.Applied{}, known{}, err
+	}
+	a := workspace.Applied{Taken: len(f.recs), Seq: f.next.JournalSeq, Events: f.evs, More: full && f.stopped == nil,
+		// When the machine stopped (a plan it cannot load), the markers
+		// from that one on stay waiting and the next commit tries them
+		// again.
+		Stopped: f.stopped}
+	for _, r := range f.recs {
+		if r.Rejected != "" {
+			a.Rejected++
+		}
+	}
+	a.Marks = machine.Marks(f.next, f.recs, func(i int) time.Time { return ms[i].DroppedAt })
+	if f.plan.p == nil {
+		f.plan = last.plan
+	}
+	return a, known{doc: string(f.data), st: f.next, plan: f.plan}, nil
 }
 
-// Folded is what a commit's fold made of the markers it took: their
-// records, the state they fold into (encoded and checked: Data), its
-// events, and the time it judged them at.
-type Folded struct {
-	Recs    []workspace.JournalRecord
-	Next    workspace.State
-	Data    []byte
-	Evs     []workspace.Event
-	Stopped error // what the machine stopped at, if it did
-	Now     time.Time
+// commitTx is what one commit's transaction knows, phase by phase.
+type commitTx struct {
+	s     *Store
+	tx    CommitTx
+	id    string
+	epoch int64
+	last  known
+
+	CommitRead // read
+
+	// load
+	st    workspace.State
+	valid *workspace.State // the state the next derives from, when known valid
+	base  int64            // the last seq st reflects
 }
 
-// Settle is the end of a commit's fold, the same on every database: of
-// the records the machine folded into Next, it keeps those taken (none is
-// the error Stopped) and says how many, and encodes Next into Data,
-// checked against the schema where it differs from valid, the state it
-// derives from when that is known valid (statecheck.Next).
-func (f *Folded) Settle(taskID string, valid *workspace.State) (int, error) {
+// load decodes the task's state (or starts it) and brings it up to the
+// journal: a state restored from a backup is behind the journal, and the
+// records after it are folded again first, as the file store's recovery
+// does.
+func (c *commitTx) load(ctx context.Context) error {
+	st, err := c.decode(ctx)
+	if err != nil {
+		return err
+	}
+	if c.HasState && c.Prev == c.last.doc {
+		c.valid = &st
+	}
+	if !c.HasState || st.JournalSeq == c.PrevSeq {
+		c.st, c.base, err = Fold(ctx, c.tx, c.id, st, c.After)
+	} else {
+		// The row's journal_seq says otherwise than its document: the
+		// document's is the one folded from.
+		c.st, c.base, err = CatchUp(ctx, c.tx, c.id, st)
+	}
+	if c.base != c.PrevSeq {
+		c.valid = nil // folded further: checked whole
+	}
+	if c.valid != nil {
+		c.valid = &c.st
+	}
+	return err
+}
+
+// decode is the task's state from its row, or its initial state when
+// the daemon wrote none. A row holding last's bytes is last's state, not
+// decoded again.
+func (c *commitTx) decode(ctx context.Context) (workspace.State, error) {
+	var st workspace.State
+	switch {
+	case c.HasState && c.Prev == c.last.doc:
+		return c.last.st, nil
+	case c.HasState:
+		if err := json.Unmarshal([]byte(c.Prev), &st); err != nil {
+			return st, fmt.Errorf("state of task %s does not parse: %w", c.id, err)
+		}
+		return st, nil
+	}
+	var doc string
+	if err := c.tx.QueryRow(ctx, "SELECT doc FROM tasks WHERE id = $1"+c.s.dl.Lock("SHARE"), c.id).Scan(&doc); err != nil {
+		return st, fmt.Errorf("read task %s: %w", c.id, err)
+	}
+	var t workspace.Task
+	if err := json.Unmarshal([]byte(doc), &t); err != nil {
+		return st, fmt.Errorf("task %s does not parse: %w", c.id, err)
+	}
+	return machine.Init(t), nil
+}
+
+// nothing ends a commit that took no marker: it writes a new task's
+// first state, and deletes the markers passed over.
+func (c *commitTx) nothing(ctx context.Context, dups []int64) (workspace.Applied, known, error) {
+	if len(dups) > 0 {
+		if err := c.tx.DeleteMarkers(ctx, c.id, dups); err != nil {
+			return workspace.Applied{}, known{}, err
+		}
+	}
+	a := workspace.Applied{Seq: c.st.JournalSeq}
+	if c.HasState {
+		return a, known{st: c.st}, nil
+	}
+	data, err := atomicfile.Marshal(c.st)
+	if err == nil {
+		err = statecheck.Next(nil, c.st, data)
+	}
+	if err != nil {
+		return workspace.Applied{}, known{}, fmt.Errorf("encode state of task %s: %w", c.id, err)
+	}
+	if _, err := c.tx.Exec(ctx, "INSERT INTO states (task_id, journal_seq, doc, epoch, updated_at) VALUES ($1, $2, $3, $4, "+c.s.dl.Now+")",
+		c.id, c.st.JournalSeq, string(data), c.epoch); err != nil {
+		return workspace.Applied{}, known{}, fmt.Errorf("write the first state of task %s: %w", c.id, err)
+	}
+	return a, known{doc: string(data), st: c.st}, nil
+}
+
+// folded is what fold made of the markers: their records (those taken),
+// the state they fold into, encoded and checked, its events, the error
+// the machine stopped at if it did, the time they were judged at and the
+// plan the state tracks.
+type folded struct {
+	recs    []workspace.JournalRecord
+	next    workspace.State
+	data    []byte
+	evs     []workspace.Event
+	stopped error
+	now     time.Time
+	plan    knownPlan
+}
+
+// fold judges the markers with the machine (records with the next
+// sequence numbers), folds the records into the state, keeps those taken
+// (none is the error the machine stopped at) and encodes the state,
+// checked against the schema where it differs from the state it derives
+// from when that is known valid (statecheck.Next).
+func (c *commitTx) fold(ctx context.Context, ms []Marker) (folded, error) {
+	pr, err := c.inputs(ctx, ms)
+	if err != nil {
+		return folded{}, err
+	}
+	f := folded{now: Now(), recs: make([]workspace.JournalRecord, len(ms))}
+	for i, m := range ms {
+		// A row is inserted whole, so nothing waits for a grace period:
+		// a marker refused now, softly or not, is rejected.
+		f.recs[i], _ = machine.JudgeMarker(m.Kind, m.Name, []byte(m.Body), c.s.Settings().Limits, func(outputFile string) machine.ProductRead {
+			body, ok := pr.products[outputFile]
+			return machine.ProductRead{Data: body, Missing: !ok}
+		}, c.base+int64(i)+1, f.now)
+	}
+	f.next, f.evs, f.stopped = machine.Continue(c.st, c.planOf(ctx, pr, &f.plan), f.recs)
 	taken := 0
-	for taken < len(f.Recs) && f.Recs[taken].Seq <= f.Next.JournalSeq {
+	for taken < len(f.recs) && f.recs[taken].Seq <= f.next.JournalSeq {
 		taken++
 	}
 	if taken == 0 {
-		return 0, fmt.Errorf("apply markers of task %s: %w", taskID, f.Stopped)
+		return folded{}, fmt.Errorf("apply markers of task %s: %w", c.id, f.stopped)
 	}
-	data, err := atomicfile.Marshal(f.Next)
-	if err != nil {
-		return 0, fmt.Errorf("encode state of task %s: %w", taskID, err)
+	f.recs = f.recs[:taken]
+	if f.data, err = atomicfile.Marshal(f.next); err != nil {
+		return folded{}, fmt.Errorf("encode state of task %s: %w", c.id, err)
 	}
-	if err := statecheck.Next(valid, f.Next, data); err != nil {
-		return 0, fmt.Errorf("state of task %s would not validate, not written: %w", taskID, err)
+	if err := statecheck.Next(c.valid, f.next, f.data); err != nil {
+		return folded{}, fmt.Errorf("state of task %s would not validate, not written: %w", c.id, err)
 	}
-	f.Recs, f.Data = f.Recs[:taken], data
-	return taken, nil
+	return f, nil
+}
+
+// inputs are what the judging reads: the products the done markers of
+// ms name and the documents of the plan the state tracks (plan.json and
+// its version's file), by path; a path asked for and absent is not in
+// products, and "" in plans.
+type inputs struct {
+	products map[string][]byte
+	plans    map[string]string
+}
+
+func (c *commitTx) inputs(ctx context.Context, ms []Marker) (inputs, error) {
+	paths, planPaths := []string{}, []string{} // not NULL arrays
+	for _, m := range ms {
+		if m.Kind != workspace.KindDone {
+			continue
+		}
+		var mk struct {
+			OutputFile string `json:"output_file"`
+		}
+		if json.Unmarshal([]byte(m.Body), &mk) == nil && mk.OutputFile != "" {
+			paths = append(paths, mk.OutputFile)
+		}
+	}
+	if c.st.PlanID != "" {
+		planPaths = []string{"plan.json", planPath(c.st.PlanVersion)}
+	}
+	out := inputs{products: map[string][]byte{}, plans: map[string]string{}}
+	if len(paths)+len(planPaths) == 0 {
+		return out, nil
+	}
+	var err error
+	if out.products, out.plans, err = c.tx.ReadProducts(ctx, c.id, paths, planPaths); err != nil {
+		return out, fmt.Errorf("read products of task %s: %w", c.id, err)
+	}
+	for _, p := range planPaths {
+		if _, ok := out.plans[p]; !ok {
+			out.plans[p] = "" // asked for, absent
+		}
+	}
+	return out, nil
+}
+
+// planPath is the file of a plan's version.
+func planPath(version int) string { return fmt.Sprintf("plans/plan_v%d.json", version) }
+
+// planOf gives the machine the plan the state tracks, read with the
+// products (as the loader would: plan.json, then its version's file),
+// decoded once for as long as its bytes stay the same; it notes the plan
+// it gave in plan.
+func (c *commitTx) planOf(ctx context.Context, pr inputs, plan *knownPlan) func(int) (*workspace.Plan, error) {
+	plans := PlanLoader(ctx, c.tx, c.id, c.st)
+	st, last := c.st, c.last
+	return func(version int) (*workspace.Plan, error) {
+		for _, path := range []string{"plan.json", planPath(version)} {
+			body, ok := pr.plans[path]
+			switch {
+			case !ok:
+				return plans(version) // not read: another version
+			case body == "":
+				continue
+			case body == last.plan.body && last.plan.p.ID == st.PlanID && last.plan.p.Version == version:
+				*plan = last.plan
+				return plan.p, nil
+			}
+			var p workspace.Plan
+			if json.Unmarshal([]byte(body), &p) == nil && p.ID == st.PlanID && p.Version == version {
+				*plan = knownPlan{body: body, p: &p}
+				return &p, nil
+			}
+		}
+		return plans(version)
+	}
+}
+
+// write writes the commit: the journal rows, the previous state kept as
+// a backup, the new state, its events, and the markers taken (and those
+// passed over) deleted.
+func (c *commitTx) write(ctx context.Context, f folded, ms []Marker, dups []int64) error {
+	n := len(f.recs)
+	w := CommitWrite{TaskID: c.id, Epoch: c.epoch, Now: f.now, Seqs: make([]int64, n), Names: make([]string, n), Records: make([]string, n),
+		HasState: c.HasState, Prev: c.Prev, PrevSeq: c.PrevSeq, Keep: c.s.Settings().Backups.Keep,
+		Seq: f.next.JournalSeq, Doc: string(f.data), Events: f.evs, Delete: make([]int64, n, n+len(dups))}
+	for i, r := range f.recs {
+		rb, err := atomicfile.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("encode journal record %d of task %s: %w", r.Seq, c.id, err)
+		}
+		w.Seqs[i], w.Names[i], w.Records[i], w.Delete[i] = r.Seq, ms[i].Name, string(rb), ms[i].ID
+	}
+	w.Delete = append(w.Delete, dups...)
+	return c.tx.WriteCommit(ctx, w)
 }
 
 // Progress lists the subtasks in progress of st, task taskID's state,

@@ -101,10 +101,11 @@ type Driver interface {
 	// Batch runs stmts in tx, each with args, in order (PostgreSQL sends
 	// them in one round trip).
 	Batch(ctx context.Context, tx Executor, stmts []string, args ...any) error
-	// TryLock takes the named lock of the workspace (task taskID's lock
-	// named lock, when taskID is not "") as agent without waiting; a
-	// held one is ErrLocked naming its holder.
-	TryLock(ctx context.Context, name, taskID, lock, agent string) (release func(), err error)
+	// Lock takes the named lock of the workspace (task taskID's lock
+	// named lock, when taskID is not "") as agent, waiting at most
+	// timeout (zero: not at all); a held one is ErrLocked naming its
+	// holder, ctx ending first its error.
+	Lock(ctx context.Context, name, taskID, lock, agent string, timeout time.Duration) (workspace.Lock, error)
 	// Held says whether the named lock is held now, and by whom.
 	Held(ctx context.Context, name string) (bool, *locking.Holder, error)
 }

@@ -1,8 +1,14 @@
 package sqlstore
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"path"
+	"time"
 
+	"github.com/workspaced/workspaced/locking"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -33,8 +39,29 @@ func TaskLockName(taskID, name string) (string, error) {
 	return name, nil
 }
 
-// NoTaskToLock is the ErrNotFound of a lock of a task that does not
-// exist.
-func NoTaskToLock(taskID string) error {
-	return &workspace.Error{Kind: workspace.ErrNotFound, Op: "lock task " + taskID, Msg: "no such task", Field: workspace.FieldTask}
+// LockTaskNamed takes a task's lock named name, or the whole task's lock
+// when name is "", waiting up to the settings' lock timeout: a timeout is
+// ErrLocked naming the holder, ctx ending first its error. A missing task
+// is ErrNotFound, a bad task id or name ErrInvalid.
+func (s *Store) LockTaskNamed(ctx context.Context, taskID, name, agent string) (workspace.Lock, error) {
+	lock, err := TaskLockName(taskID, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := RequireTask(ctx, s.r, taskID); errors.Is(err, workspace.ErrNotFound) {
+		return nil, &workspace.Error{Kind: workspace.ErrNotFound, Op: "lock task " + taskID, Msg: "no such task", Field: workspace.FieldTask}
+	} else if err != nil {
+		return nil, fmt.Errorf("lock task %s: %w", taskID, err)
+	}
+	return s.d.Lock(ctx, LockName(taskID, lock), taskID, lock, agent, time.Duration(s.Settings().LockTimeout))
+}
+
+// ParseHolder decodes a holder the locks table recorded; nil when it
+// does not parse.
+func ParseHolder(raw string) *locking.Holder {
+	var h locking.Holder
+	if json.Unmarshal([]byte(raw), &h) != nil {
+		return nil
+	}
+	return &h
 }

@@ -17,9 +17,10 @@ var _ workspace.MemoryStore = (*Store)(nil)
 // range of the key, in its order. A put is one write transaction: the
 // item's row read FOR UPDATE (PostgreSQL; SQLite's writer holds the
 // database), judged (workspace.ApplyPut), written, and its event appended
-// to memory_events, read as the tasks' events are (eventrows.go). Two puts creating one item at once on PostgreSQL: the
-// second's INSERT fails on the key and the put runs again, then finding
-// the first's row, so neither IfAbsent nor a version is lost.
+// to memory_events, read as the tasks' events are (eventrows.go). Two
+// puts creating one item at once on PostgreSQL: the second's INSERT
+// fails on the key and the put runs again, then finding the first's row,
+// so neither IfAbsent nor a version is lost.
 
 const itemColumns = "ns_key, key, version, created_at, updated_at, expires_at, value"
 

@@ -26,7 +26,11 @@ type pruneStore struct{ s *Store }
 
 // Lock takes a lock without waiting (PruneStore).
 func (p pruneStore) Lock(ctx context.Context, name, taskID, lock, agent string) (func(), error) {
-	return p.s.d.TryLock(ctx, name, taskID, lock, agent)
+	l, err := p.s.d.Lock(ctx, name, taskID, lock, agent, 0)
+	if err != nil {
+		return nil, err
+	}
+	return func() { l.Release() }, nil
 }
 
 // Held says whether a lock is held now, and by whom.

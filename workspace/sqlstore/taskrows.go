@@ -105,8 +105,12 @@ func (s *Store) ListTasks(ctx context.Context) ([]workspace.TaskSummary, error) 
 	return out, nil
 }
 
-// GetTask returns a task's definition.
+// GetTask returns a task's definition; an id that is not one is
+// ErrInvalid, as on every store.
 func (s *Store) GetTask(ctx context.Context, id string) (workspace.Task, error) {
+	if err := workspace.ValidateID("task id", id); err != nil {
+		return workspace.Task{}, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, ReadTimeout)
 	defer cancel()
 	var doc string

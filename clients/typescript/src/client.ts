@@ -159,10 +159,24 @@ export class WorkspacedClient {
    * Last-Event-ID, so no event is lost or repeated. It ends when `signal`
    * aborts.
    */
-  async *streamEvents(task: string, options: { after?: number; signal?: AbortSignal } = {}): AsyncGenerator<TaskEvent> {
+  streamEvents(task: string, options: { after?: number; signal?: AbortSignal } = {}): AsyncGenerator<TaskEvent> {
+    return this.#follow(this.#url(routes.taskEvents.path, { task }, undefined), options);
+  }
+
+  /**
+   * streamMemoryEvents follows the memory feed (every put and delete of a
+   * namespaced item: memory_stored, memory_deleted, with the namespace,
+   * key, agent and version in `attrs`, never the value) as streamEvents
+   * follows a task's: from after position `after`, each event once,
+   * resumed with Last-Event-ID, until `signal` aborts.
+   */
+  streamMemoryEvents(options: { after?: number; signal?: AbortSignal } = {}): AsyncGenerator<TaskEvent> {
+    return this.#follow(this.#url(routes.memoryEvents.path, undefined, undefined), options);
+  }
+
+  async *#follow(url: string, options: { after?: number; signal?: AbortSignal }): AsyncGenerator<TaskEvent> {
     let last = options.after ?? 0;
     while (!options.signal?.aborted) {
-      const url = this.#url(routes.taskEvents.path, { task }, undefined);
       const headers: Record<string, string> = { Accept: "text/event-stream", "Last-Event-ID": String(last) };
       if (this.#token) headers.Authorization = `Bearer ${this.#token}`;
       if (this.#agent) headers["Workspace-Agent"] = this.#agent;

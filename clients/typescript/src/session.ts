@@ -21,8 +21,8 @@ export interface SessionOptions {
 // An item's key is the prefix and a sequence number of 12 digits, so the
 // session listing, sorted by key, is the items in the order they were added.
 const digits = 12;
-// How many entries are read at once by getItems.
-const readers = 16;
+// The most items one listing answers (the API's bound on last).
+const maxLast = 1000;
 
 /**
  * WorkspacedSession is an OpenAI Agents JS Session (`@openai/agents-core`)
@@ -61,19 +61,15 @@ export class WorkspacedSession implements Session {
 
   async getItems(limit?: number): Promise<AgentInputItem[]> {
     if (limit !== undefined && limit <= 0) return [];
-    const keys = await this.#keys();
-    const want = limit === undefined ? keys : keys.slice(Math.max(keys.length - limit, 0));
-    const got: (AgentInputItem | undefined)[] = new Array(want.length);
-    let next = 0;
-    const work = async () => {
-      while (next < want.length) {
-        const i = next++;
-        const e = await this.#get(want[i]);
-        got[i] = e?.value as AgentInputItem | undefined;
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(readers, want.length) }, work));
-    return got.filter((v): v is AgentInputItem => v !== undefined);
+    // One request reads the latest items with their values; a session
+    // longer than one listing answers is read whole, keys first.
+    const last = limit === undefined ? maxLast : Math.min(limit, maxLast);
+    const page = await this.client.listSession({
+      path: { task: this.task, thread: this.thread },
+      query: { prefix: this.#prefix, last, values: true },
+    });
+    if (page.entries.length === maxLast && (limit === undefined || limit > maxLast)) return this.#all(limit);
+    return page.entries.filter((e) => this.#isItem(e.key)).map((e) => e.value as AgentInputItem);
   }
 
   async addItems(items: AgentInputItem[]): Promise<void> {
@@ -134,6 +130,23 @@ export class WorkspacedSession implements Session {
     }
   }
 
+  // all reads the latest limit items (all of them when undefined) when
+  // they are more than one listing answers: the keys, then each value.
+  async #all(limit?: number): Promise<AgentInputItem[]> {
+    const keys = await this.#keys();
+    const want = limit === undefined ? keys : keys.slice(Math.max(keys.length - limit, 0));
+    const got: AgentInputItem[] = [];
+    for (const key of want) {
+      const e = await this.#get(key);
+      if (e) got.push(e.value as AgentInputItem);
+    }
+    return got;
+  }
+
+  #isItem(key: string): boolean {
+    return new RegExp(`^${escape(this.#prefix)}\\d{${digits}}$`).test(key);
+  }
+
   // last is the sequence number of the latest item (0: none).
   async #last(): Promise<number> {
     const keys = await this.#keys();
@@ -143,8 +156,7 @@ export class WorkspacedSession implements Session {
   // keys lists the items' keys, oldest first.
   async #keys(): Promise<string[]> {
     const list = await this.client.listSession({ path: { task: this.task, thread: this.thread } });
-    const re = new RegExp(`^${escape(this.#prefix)}\\d{${digits}}$`);
-    return list.entries.map((m) => m.key).filter((k) => re.test(k)).sort();
+    return list.entries.map((m) => m.key).filter((k) => this.#isItem(k)).sort();
   }
 
   async #get(key: string) {

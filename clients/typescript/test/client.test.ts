@@ -85,6 +85,23 @@ test("a task's events: the cursor form and a stream that resumes where it stoppe
   assert.match(names[0], /^env_stored:.*ev2/);
 });
 
+test("the memory feed: the cursor form, and a stream woken by a put made while it listens", { skip }, async () => {
+  const c = client();
+  const ns = ["feed", storeKind];
+  const start = (await c.memoryEvents({ query: { after: 0, limit: 1000 } })).next;
+  await c.putMemoryItem({ query: { namespace: ns, key: "one" }, body: { value: { n: 1 } } });
+  const page = await c.memoryEvents({ query: { after: start } });
+  assert.deepEqual(page.events.map((e) => [e.event, e.attrs?.key, e.attrs?.agent]), [["memory_stored", "one", "alpha"]]);
+  const ac = new AbortController();
+  const got: string[] = [];
+  for await (const e of c.streamMemoryEvents({ after: start, signal: ac.signal })) {
+    got.push(`${e.event}:${e.attrs?.key}`);
+    if (got.length === 1) await c.deleteMemoryItem({ query: { namespace: ns, key: "one" } });
+    if (got.length === 2) ac.abort();
+  }
+  assert.deepEqual(got, ["memory_stored:one", "memory_deleted:one"]);
+});
+
 test("request reaches any operation by its id", { skip }, async () => {
   const c = new WorkspacedClient({ baseUrl: url });
   const d = (await c.request("getOpenAPI")) as unknown as { openapi: string };

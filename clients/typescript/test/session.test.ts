@@ -14,6 +14,21 @@ setTracingDisabled(true);
 const user = (text: string): AgentInputItem => ({ role: "user", content: text });
 const text = (items: AgentInputItem[]) => items.map((i) => (i as { content: unknown }).content);
 
+test(`getItems(limit) reads the latest items with their values in one request (${storeKind})`, { skip: noServer }, async () => {
+  const requests: string[] = [];
+  const counted: typeof fetch = (input, init) => {
+    requests.push(`${init?.method ?? "GET"} ${String(input)}`);
+    return fetch(input, init);
+  };
+  const session = new WorkspacedSession({ client: { baseUrl: url, token: token("alpha"), fetch: counted }, task, keyPrefix: "one." });
+  await session.addItems([user("a"), user("b"), user("c"), user("d"), user("e")]);
+  requests.length = 0;
+  assert.deepEqual(text(await session.getItems(3)), ["c", "d", "e"]);
+  assert.equal(requests.length, 1, requests.join("\n"));
+  assert.match(requests[0], /^GET .*\/session\?prefix=one\.&last=3&values=true$/);
+  await session.clearSession();
+});
+
 test(`a WorkspacedSession keeps items in order, answers the latest limit, pops and clears (${storeKind})`, { skip: noServer }, async () => {
   const session: Session = new WorkspacedSession({ client: client(), task, keyPrefix: "basic." });
   assert.equal(await session.getSessionId(), task);

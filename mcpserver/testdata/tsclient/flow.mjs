@@ -9,6 +9,7 @@
 //   node flow.mjs http URL - TASK        over HTTP, with `workspaced serve`
 //                                        running; $MCP_TOKENS is a JSON
 //                                        object of tokens by agent name
+//   node flow.mjs workspace BIN ROOT TASK  `workspaced mcp` without a task
 //
 // Each run prints one JSON object on stdout with what it saw, for the Go
 // test to check; a step that goes wrong throws, and the run exits 1 with
@@ -30,9 +31,11 @@ const tokens = mode === "http" ? JSON.parse(process.env.MCP_TOKENS || "{}") : {}
 // of the HTTP endpoint with the agent's token (the task in the URL).
 function transport(name, token = tokens[name]) {
   if (mode !== "http") {
+    // In mode workspace the server is given no task: it serves them all.
+    const on = mode === "workspace" ? [] : ["--task", task];
     return new StdioClientTransport({
       command: bin,
-      args: ["--root", root, "mcp", "--task", task, "--agent", name],
+      args: ["--root", root, "mcp", ...on, "--agent", name],
       stderr: "pipe",
     });
   }
@@ -118,7 +121,8 @@ async function before() {
       memory_bad_scope: ["store_memory", { key: "k", value: 1, scope: "po" }],
       plan_missing: ["get_plan", {}],
       review_no_plan: ["write_review", { type: "plan_review", verdict: "approved" }],
-      unknown_argument: ["get_task", { task: "other" }],
+      unknown_argument: ["get_task", { tusk: "other" }],
+      other_task: ["get_task", { task: "other" }],
     };
     for (const [name, [tool, args]] of Object.entries(errors)) {
       const { text, isError } = await a.try(tool, args);
@@ -258,6 +262,9 @@ async function http() {
       ["get_delegation_context", {}],
       ["list_capabilities", {}],
       ["skills", {}],
+      ["list_tasks", {}],
+      ["create_task", { description: "not this token's to make" }],
+      ["get_context", { budget: 500 }],
     ];
     out.every = {};
     for (const [tool, args] of calls) {
@@ -269,9 +276,36 @@ async function http() {
   return out;
 }
 
-const run = { before, flow, http }[mode];
+// workspace: one server for the whole workspace, as an editor's config
+// without a task starts it: the tasks listed, one created, and the task
+// (or thread) named per call.
+async function workspace() {
+  const a = await new Agent("planner").connect();
+  try {
+    const { tools } = await a.client.listTools();
+    const out = {
+      tools: tools.map((t) => t.name),
+      task_arg: Object.keys(tools.find((t) => t.name === "get_task").inputSchema.properties || {}),
+      before: (await a.json("list_tasks")).map((t) => t.id),
+      no_task: await a.try("get_task"),
+    };
+    const created = await a.json("create_task", { id: "t_new", description: "Made from an editor" });
+    out.created = created.id;
+    out.after = (await a.json("list_tasks")).map((t) => t.id);
+    out.get_task = (await a.json("get_task", { task })).id;
+    out.stored = await a.call("store_env_data", { task: "t_new", key: "k", short_description: "d", value: 1 });
+    out.env = await a.json("list_env_data", { task: "t_new" });
+    const ctx = await a.client.callTool({ name: "get_context", arguments: { task, budget: 1000 } });
+    out.context = { task: ctx.structuredContent.task, budget: ctx.structuredContent.budget, text: ctx.content[0].text };
+    return out;
+  } finally {
+    await a.close();
+  }
+}
+
+const run = { before, flow, http, workspace }[mode];
 if (!run) {
-  console.error(`unknown mode ${mode}: use before, flow or http`);
+  console.error(`unknown mode ${mode}: use before, flow, http or workspace`);
   process.exit(2);
 }
 try {

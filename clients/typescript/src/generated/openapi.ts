@@ -111,6 +111,10 @@ export const routes = {
     "method": "GET",
     "path": "/api/v1/tasks/{task}/threads"
   },
+  "memoryEvents": {
+    "method": "GET",
+    "path": "/api/v1/memory/events"
+  },
   "newThread": {
     "method": "POST",
     "path": "/api/v1/tasks/{task}/threads"
@@ -199,7 +203,7 @@ export interface paths {
         };
         /**
          * List an agent's memory
-         * @description The keys of an agent's memory with their versions and sizes, sorted by key. A token reaches its own agent's memory only.
+         * @description The keys of an agent's memory with their versions and sizes, sorted by key. A token reaches its own agent's memory only. With prefix, only the keys that start with it; with last=N, only the last N; with values=true, each with its value (one request instead of a read per key).
          */
         get: operations["listAgent"];
         put?: never;
@@ -238,6 +242,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/memory/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The memory feed
+         * @description Every put and delete of a namespaced memory item, oldest first: memory_stored (with the new version) or memory_deleted, each with the namespace, the key and the agent, never the value. With Accept: text/event-stream, a stream of Server-Sent Events: each event's id is its position, its event field its name, its data the event as JSON; a reconnect with Last-Event-ID (or ?after=) resumes after that position, every event delivered exactly once. Otherwise the cursor form for pollers: the events after position `after` (0: from the start), at most `limit`, and `next`, the position to ask from next. Reading needs the token's global memory access read or write.
+         */
+        get: operations["memoryEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/memory/global": {
         parameters: {
             query?: never;
@@ -247,7 +271,7 @@ export interface paths {
         };
         /**
          * List the global memory
-         * @description The keys of the global memory with their versions and sizes, sorted by key. Reading needs the token's global memory access read or write; writing needs write.
+         * @description The keys of the global memory with their versions and sizes, sorted by key. Reading needs the token's global memory access read or write; writing needs write. With prefix, only the keys that start with it; with last=N, only the last N; with values=true, each with its value (one request instead of a read per key).
          */
         get: operations["listGlobal"];
         put?: never;
@@ -467,7 +491,7 @@ export interface paths {
         };
         /**
          * List the task's env data
-         * @description The keys of the task's env data with their versions and sizes, sorted by key.
+         * @description The keys of the task's env data with their versions and sizes, sorted by key. With prefix, only the keys that start with it; with last=N, only the last N; with values=true, each with its value (one request instead of a read per key).
          */
         get: operations["listEnv"];
         put?: never;
@@ -655,7 +679,7 @@ export interface paths {
         };
         /**
          * List a thread's session memory
-         * @description The keys of a thread's session memory with their versions and sizes, sorted by key.
+         * @description The keys of a thread's session memory with their versions and sizes, sorted by key. With prefix, only the keys that start with it; with last=N, only the last N; with values=true, each with its value (one request instead of a read per key).
          */
         get: operations["listSession"];
         put?: never;
@@ -820,7 +844,7 @@ export interface components {
             version: number;
         };
         EntryList: {
-            entries: components["schemas"]["ManifestItem"][];
+            entries: components["schemas"]["ListedEntry"][];
         };
         EntryResult: {
             entry: components["schemas"]["Entry"];
@@ -855,6 +879,21 @@ export interface components {
         };
         /** @description A value (meaning $eq) or an object of one or more operators. */
         FilterValue: (string | number | boolean | null) | unknown[] | Record<string, never>;
+        /** @description A line of a listing: the entry without its value, or with it when asked (values=true). */
+        ListedEntry: {
+            key: string;
+            short_description: string;
+            size: number;
+            stored_by: string;
+            /**
+             * Format: date-time
+             * @description When last written.
+             */
+            updated_at: string;
+            /** @description The entry's value: present with values=true. */
+            value?: unknown;
+            version: number;
+        };
         ManifestItem: {
             key: string;
             short_description: string;
@@ -1212,12 +1251,16 @@ export interface components {
         agentHeader: string;
         /** @description Also drop the done marker reporting it. */
         done: boolean;
+        /** @description Only the keys that start with this. */
+        entryPrefix: string;
         /** @description "N": only while the stored version is N. */
         ifMatch: string;
         /** @description *: create only. */
         ifNoneMatch: "*";
         /** @description An entry key: 1 to 200 bytes of UTF-8 without control characters, percent-encoded (a '/' as %2F). */
         key: string;
+        /** @description Only the last this many entries in key order (of those the prefix keeps): the latest items of a conversation kept one entry a key. */
+        last: number;
         limit: number;
         /** @description The namespace's labels, one parameter each, in order: ?namespace=users&namespace=42. */
         namespace: components["schemas"]["Namespace"];
@@ -1236,6 +1279,8 @@ export interface components {
         taskQuery: string;
         /** @description A thread id (a task id is its own root thread). */
         thread: string;
+        /** @description With true, each entry carries its value: a scope read in one request. An entry removed between the listing and its read is left out. */
+        values: boolean;
         /** @description With a marker dropped: wait at most this long for the daemon's verdict. */
         wait: components["schemas"]["Wait"];
     };
@@ -1279,7 +1324,14 @@ export interface operations {
     };
     listAgent: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Only the last this many entries in key order (of those the prefix keeps): the latest items of a conversation kept one entry a key. */
+                last?: components["parameters"]["last"];
+                /** @description Only the keys that start with this. */
+                prefix?: components["parameters"]["entryPrefix"];
+                /** @description With true, each entry carries its value: a scope read in one request. An entry removed between the listing and its read is left out. */
+                values?: components["parameters"]["values"];
+            };
             header?: {
                 /** @description Without a token (a loopback listener with no token file): the agent the request acts as, default cli. With a token it may only repeat the token's agent. */
                 "Workspace-Agent"?: components["parameters"]["agentHeader"];
@@ -1430,9 +1482,54 @@ export interface operations {
             default: components["responses"]["Problem"];
         };
     };
+    memoryEvents: {
+        parameters: {
+            query?: {
+                /** @description The position to read after (0: the start). */
+                after?: number;
+                /** @description At most this many events (cursor form). */
+                limit?: number;
+            };
+            header?: {
+                /** @description The id of the last event received: the stream resumes after it. */
+                "Last-Event-ID"?: string;
+                /** @description Without a token (a loopback listener with no token file): the agent the request acts as, default cli. With a token it may only repeat the token's agent. */
+                "Workspace-Agent"?: components["parameters"]["agentHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The events. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventPage"];
+                    "text/event-stream": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Problem"];
+        };
+    };
     listGlobal: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Only the last this many entries in key order (of those the prefix keeps): the latest items of a conversation kept one entry a key. */
+                last?: components["parameters"]["last"];
+                /** @description Only the keys that start with this. */
+                prefix?: components["parameters"]["entryPrefix"];
+                /** @description With true, each entry carries its value: a scope read in one request. An entry removed between the listing and its read is left out. */
+                values?: components["parameters"]["values"];
+            };
             header?: {
                 /** @description Without a token (a loopback listener with no token file): the agent the request acts as, default cli. With a token it may only repeat the token's agent. */
                 "Workspace-Agent"?: components["parameters"]["agentHeader"];
@@ -1971,7 +2068,14 @@ export interface operations {
     };
     listEnv: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Only the last this many entries in key order (of those the prefix keeps): the latest items of a conversation kept one entry a key. */
+                last?: components["parameters"]["last"];
+                /** @description Only the keys that start with this. */
+                prefix?: components["parameters"]["entryPrefix"];
+                /** @description With true, each entry carries its value: a scope read in one request. An entry removed between the listing and its read is left out. */
+                values?: components["parameters"]["values"];
+            };
             header?: {
                 /** @description Without a token (a loopback listener with no token file): the agent the request acts as, default cli. With a token it may only repeat the token's agent. */
                 "Workspace-Agent"?: components["parameters"]["agentHeader"];
@@ -2562,7 +2666,14 @@ export interface operations {
     };
     listSession: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Only the last this many entries in key order (of those the prefix keeps): the latest items of a conversation kept one entry a key. */
+                last?: components["parameters"]["last"];
+                /** @description Only the keys that start with this. */
+                prefix?: components["parameters"]["entryPrefix"];
+                /** @description With true, each entry carries its value: a scope read in one request. An entry removed between the listing and its read is left out. */
+                values?: components["parameters"]["values"];
+            };
             header?: {
                 /** @description Without a token (a loopback listener with no token file): the agent the request acts as, default cli. With a token it may only repeat the token's agent. */
                 "Workspace-Agent"?: components["parameters"]["agentHeader"];

@@ -1,0 +1,89 @@
+"""Errors: kinds, messages and hints, and what HTTP refuses."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+import workspaced
+from conftest import ROOTS
+from workspaced.errors import from_problem
+
+
+@pytest.mark.parametrize("kind,cls", [
+    ("not_found", workspaced.NotFound), ("invalid", workspaced.Invalid), ("unauthorized", workspaced.Unauthorized),
+    ("forbidden", workspaced.Forbidden), ("conflict", workspaced.Conflict), ("locked", workspaced.LockTimeout),
+    ("not_serving", workspaced.NotServing), ("no_verdict", workspaced.NoVerdict),
+])
+def test_problem_kinds(kind: str, cls: type[workspaced.WorkspacedError]) -> None:
+    e = from_problem(400, {"kind": kind, "detail": "what", "hint": "how"})
+    assert isinstance(e, cls) and e.detail == "what" and e.hint == "how"
+    assert str(e) == "what\nhint: how"
+
+
+def test_version_conflict_problem() -> None:
+    e = from_problem(412, {"kind": "version_conflict", "detail": "stale", "current_version": 7})
+    assert isinstance(e, workspaced.VersionConflict) and e.current_version == 7 and e.hint
+
+
+def test_unknown_token_is_unauthorized() -> None:
+    if "http" not in ROOTS:
+        pytest.skip("no HTTP listener to run on ($WORKSPACED_PY_ROOTS has no http)")
+    with pytest.raises(workspaced.Unauthorized):
+        workspaced.connect(ROOTS["http"], token="tk_not_a_token")
+
+
+def test_no_agent_is_invalid(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("WORKSPACED_AGENT", raising=False)
+    with pytest.raises(workspaced.Invalid):
+        workspaced.connect("/nonexistent", agent=None)
+
+
+def test_missing_workspace(tmp_path: pathlib.Path) -> None:
+    with pytest.raises(workspaced.NotFound) as err:
+        workspaced.connect(str(tmp_path), agent="a")
+    assert "workspaced init" in err.value.hint
+    with pytest.raises(workspaced.NotFound):
+        workspaced.connect("sqlite:%s/none.db" % tmp_path, agent="a")
+
+
+def _fresh_tree(tmp_path: pathlib.Path) -> str:
+    exe = os.environ.get("WORKSPACED_BIN")
+    if not exe:
+        pytest.skip("$WORKSPACED_BIN is unset: no binary to make a workspace with")
+    root = str(tmp_path / "ws")
+    subprocess.run([exe, "--root", root, "init"], check=True, capture_output=True)
+    return root
+
+
+def test_no_daemon_no_wait(tmp_path: pathlib.Path) -> None:
+    ws = workspaced.connect(_fresh_tree(tmp_path), agent="w1")
+    ws.create_task("t1", "nobody serves it")
+    with pytest.raises(workspaced.NotServing) as err:
+        ws.claim("t1", "s1", wait=5)
+    assert "workspaced serve" in err.value.hint
+    assert not [n for n in os.listdir(os.path.join(ws.root, "tasks", "t1")) if n.startswith(".claim.")]
+    d = ws.claim("t1", "s1")
+    assert d.marker.startswith(".claim.w1.") and d.verdict is None
+
+
+def test_lock_timeout_names_the_holder(tmp_path: pathlib.Path) -> None:
+    root = _fresh_tree(tmp_path)
+    ws = workspaced.connect(root, agent="w1", task="t1", lock_timeout=0.2)
+    ws.create_task("t1", "a held lock")
+    ws.env.put("k", 1)
+    lock = os.path.join(root, "tasks", "t1", "env", ".locks", "k.json.lock")
+    fd = os.open(lock, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.pwrite(fd, b'{"pid": 4242, "agent": "holder_agent", "since": "2026-01-01T00:00:00.000Z"}', 0)
+        with pytest.raises(workspaced.LockTimeout) as err:
+            ws.env.put("k", 2)
+        assert "holder_agent" in err.value.holder and err.value.hint
+    finally:
+        os.close(fd)
+    assert ws.env.put("k", 3).version == 2
