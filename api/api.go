@@ -95,6 +95,7 @@ var routes = []route{
 	{"GET", "/api/v1/tasks/{task}", (*Handler).getTask},
 	{"GET", "/api/v1/tasks/{task}/plan", (*Handler).getPlan},
 	{"POST", "/api/v1/tasks/{task}/plan", (*Handler).writePlan},
+	{"POST", "/api/v1/tasks/{task}/plan/amendments", (*Handler).amendPlan},
 	{"POST", "/api/v1/tasks/{task}/claims", (*Handler).claim},
 	{"GET", "/api/v1/tasks/{task}/outputs/{subtask}", (*Handler).getOutput},
 	{"PUT", "/api/v1/tasks/{task}/outputs/{subtask}", (*Handler).writeOutput},

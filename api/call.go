@@ -38,6 +38,10 @@ func (h *Handler) wrap(serve func(*Handler, *call) error) http.HandlerFunc {
 		c := &call{h: h, w: w, r: r}
 		err := h.admit(c)
 		if err == nil {
+			if c.who.Token {
+				// The token is named in the events the request's writes append.
+				c.r = r.WithContext(workspace.WithToken(r.Context(), c.who.Grant.ID()))
+			}
 			err = serve(h, c)
 		}
 		if err == nil {

@@ -208,3 +208,46 @@ func TestStreamEndsWithItsToken(t *testing.T) {
 		t.Fatal("the stream of a revoked token is still open after 30s")
 	}
 }
+
+// TestEventsNameTheToken: a write through the API with a token names the
+// token's id (never its secret) beside the agent in the events it
+// appends, task and memory alike; a write without a token names none.
+func TestEventsNameTheToken(t *testing.T) {
+	st := newTreeStore(t)
+	if _, err := st.CreateTask(t.Context(), workspace.NewTaskRequest{ID: "t1", Description: "events"}); err != nil {
+		t.Fatal(err)
+	}
+	keeper, err := service.Tokens("test", st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, g, err := tokens.Add(t.Context(), keeper, tokens.Grant{Agent: "worker_1", Tasks: []string{"t1"}, GlobalMemory: tokens.GlobalWrite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := server(t, st, &httpauth.Gate{Keeper: keeper, TrustLoopback: true})
+	c := client{t: t, base: srv.URL, token: tok}
+	c.want(c.do("PUT", "/api/v1/tasks/t1/env/k", map[string]any{"value": 1}), 200, "put with the token")
+	c.want(c.do("PUT", itemPath("k", "a"), map[string]any{"value": map[string]any{}}), 200, "put an item with the token")
+	cli := as(t, srv, "cli")
+	cli.want(cli.do("PUT", "/api/v1/tasks/t1/env/k2", map[string]any{"value": 1}), 200, "put without a token")
+	var page eventPage
+	c.want(c.do("GET", "/api/v1/tasks/t1/events?limit=1000", nil), 200, "events").json(t, &page)
+	var mem eventPage
+	c.want(c.do("GET", "/api/v1/memory/events", nil), 200, "memory events").json(t, &mem)
+	seen := map[string]string{}
+	for _, e := range append(page.Events, mem.Events...) {
+		if strings.Contains(e.Attrs[workspace.EventToken], tok) || strings.Contains(e.Attrs["agent"], tok) {
+			t.Fatalf("an event holds the token's secret: %+v", e)
+		}
+		if e.Name == "env_stored" || e.Name == "memory_stored" {
+			seen[e.Name+":"+e.Attrs["key"]] = e.Attrs[workspace.EventToken]
+		}
+	}
+	want := map[string]string{"env_stored:k": g.ID(), "memory_stored:k": g.ID(), "env_stored:k2": ""}
+	for k, v := range want {
+		if got, ok := seen[k]; !ok || got != v {
+			t.Errorf("%s names token %q, want %q (events %v)", k, got, v, seen)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -24,6 +25,8 @@ import (
 type wakes struct {
 	w    workspace.Watcher // nil: the store has none; streams poll
 	warn func(msg string, args ...any)
+	// reports counts the watch's reports (a test waits for the first).
+	reports atomic.Int64
 
 	mu      sync.Mutex
 	waiting map[*wake]struct{}
@@ -96,6 +99,7 @@ func (ws *wakes) polling() bool {
 
 // tell wakes the streams c concerns.
 func (ws *wakes) tell(c workspace.Change) {
+	ws.reports.Add(1)
 	tasks := make(map[string]bool, len(c.Tasks))
 	for _, id := range c.Tasks {
 		tasks[id] = true

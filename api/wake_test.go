@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/internal/httpauth"
+	"github.com/workspaced/workspaced/internal/poll"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -30,11 +31,12 @@ func (s *counting) Unwrap() workspace.Store { return s.Store }
 // sleeper is the API over st whose streams could only poll once an hour:
 // whatever they send promptly, a wake sent. Keep-alive comments go out
 // every keepAlive.
-func sleeper(t *testing.T, st workspace.Store, keepAlive time.Duration) *httptest.Server {
+func sleeper(t *testing.T, st workspace.Store, keepAlive time.Duration) (*httptest.Server, *Handler) {
 	t.Helper()
-	srv := httptest.NewServer(New(Config{Store: st, Gate: &httpauth.Gate{TrustLoopback: true}, KeepAlive: keepAlive, PollEvery: time.Hour, Log: quiet}))
+	h := New(Config{Store: st, Gate: &httpauth.Gate{TrustLoopback: true}, KeepAlive: keepAlive, PollEvery: time.Hour, Log: quiet})
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return srv
+	return srv, h
 }
 
 // nextEvent skips comments to the next event of ch, failing after a
@@ -94,12 +96,13 @@ func TestIdleStreamSleeps(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			srv := sleeper(t, st, 50*time.Millisecond)
+			srv, h := sleeper(t, st, 50*time.Millisecond)
 			ch, cancel := openStreamAt(t, srv.URL+"/api/v1/tasks/t1/events", 0, true)
 			defer cancel()
 			nextEvent(t, ch) // task_created
-			// The watch's first report wakes the stream once; after two
-			// keep-alives it has long settled.
+			// The watch's first report, once it is in place, wakes the
+			// stream once; two keep-alives later that read is done.
+			poll.Until(t, time.Minute, "the watch in place", func() (bool, string) { return h.wakes.reports.Load() > 0, "" })
 			comments(t, ch, 2)
 			before := st.reads.Load()
 			comments(t, ch, 6)
@@ -130,7 +133,7 @@ func TestMemoryEvents(t *testing.T) {
 		t.Run(k.name, func(t *testing.T) {
 			t.Parallel()
 			st := openKind(t, k.kind)
-			srv := sleeper(t, st, time.Second)
+			srv, _ := sleeper(t, st, time.Second)
 			c := as(t, srv, "worker_1")
 			for i := range 3 {
 				c.want(c.do("PUT", itemPath("k"+strconv.Itoa(i), "users", "42"), map[string]any{"value": map[string]any{"n": i}}), 200, "put")

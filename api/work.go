@@ -96,7 +96,7 @@ func (h *Handler) writePlan(c *call) error {
 	}
 	return h.product(c, id, "write the plan of task "+id, propose, workspace.DoneRequest{TaskID: id, Agent: c.agent()},
 		func(ctx context.Context, data []byte) (string, int, error) {
-			p, err := h.st.WritePlan(ctx, id, c.agent(), data)
+			p, err := service.WritePlan(ctx, h.st, id, c.agent(), data)
 			return "plan.json", p.Version, err
 		})
 }
@@ -234,4 +234,43 @@ func (h *Handler) done(c *call) error {
 		return err
 	}
 	return c.reply(http.StatusOK, deliveryOf(id, d))
+}
+
+// amendment is the answer of the amendment route: the delivery of the
+// version written, what it changes and whether it waits for a review.
+type amendment struct {
+	delivery
+	Added     []string `json:"added,omitempty"`
+	Changed   []string `json:"changed,omitempty"`
+	Withdrawn []string `json:"withdrawn,omitempty"`
+	Review    bool     `json:"review"`
+}
+
+func (h *Handler) amendPlan(c *call) error {
+	id, err := c.taskID()
+	if err != nil {
+		return err
+	}
+	if err := c.may(tokens.RightPlan, "amend plans"); err != nil {
+		return err
+	}
+	wait, err := h.parseWait(c.r.URL.Query().Get("wait"))
+	if err != nil {
+		return err
+	}
+	var a workspace.PlanAmendment
+	if err := c.decode("amendment", &a); err != nil {
+		return err
+	}
+	op := "amend the plan of task " + id
+	if err := service.BeforeMarker(c.r.Context(), h.st, op, id, wait > 0); err != nil {
+		return err
+	}
+	am, err := service.AmendPlan(c.r.Context(), h.st, id, c.agent(), a, service.DeliverOptions{Wait: wait, Served: wait > 0})
+	if err != nil {
+		return err
+	}
+	out := amendment{delivery: deliveryOf(id, am.Delivery), Added: am.Diff.Added, Changed: am.Diff.Changed, Withdrawn: am.Diff.Withdrawn, Review: am.Review}
+	out.Version = am.Plan.Version
+	return c.reply(http.StatusOK, out)
 }

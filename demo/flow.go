@@ -375,7 +375,7 @@ func (r *run) propose(ctx context.Context, p workspace.Plan) error {
 	var written workspace.Plan
 	_, err = service.Deliver(ctx, r.ws, workspace.DoneRequest{TaskID: TaskID, Agent: "orchestrator"}, func(ctx context.Context) (string, error) {
 		var err error
-		if written, err = r.ws.WritePlan(ctx, TaskID, "orchestrator", data); err != nil {
+		if written, err = service.WritePlan(ctx, r.ws, TaskID, "orchestrator", data); err != nil {
 			return "", fmt.Errorf("demo: write plan: %w", err)
 		}
 		r.out.say("orchestrator", "writes plan v%d (%d subtasks, %d checkpoint(s)) and drops .done for plan.json",

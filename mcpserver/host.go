@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/workspaced/workspaced/audit"
+	"github.com/workspaced/workspaced/workspace"
 )
 
 // How sessions share one MCP server. The tools — their definitions,
@@ -193,7 +194,8 @@ func define[In any](name, desc string, ann *mcp.ToolAnnotations, out *schema, h 
 			s.record(ctx, extra, name, raw, audit.Refused, err)
 			return errorResult(err)
 		}
-		r, err := h(s, ctx, req, in)
+		// The session's token is named in the events its writes append.
+		r, err := h(s, workspace.WithToken(ctx, s.tokenID), req, in)
 		if err != nil {
 			s.record(ctx, extra, name, raw, audit.Failed, err)
 			res = errorResult(err)

@@ -178,6 +178,7 @@ func TestHTTPEveryTool(t *testing.T) {
 		{ToolGetTaskState, nil, true, "no state yet"},
 		{ToolGetPlan, nil, true, "no plan yet"},
 		{ToolWritePlan, plan, false, "Wrote plan.json version 1"},
+		{ToolAmendPlan, map[string]any{"add": []any{map[string]any{"id": "st_2", "description": "more"}}}, true, "task t1 has no approved plan to amend"},
 		{ToolGetPlan, nil, false, `"created_by":"observer"`},
 		{ToolGetSubtask, map[string]any{"subtask_id": "st_1"}, false, `"id":"st_1"`},
 		{ToolWriteReview, map[string]any{"type": "plan_review", "verdict": "approved"}, false, "Wrote reviews/plan_v1.json"},

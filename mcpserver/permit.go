@@ -27,7 +27,7 @@ func rightOf(tool string) string {
 		return tokens.RightClaim
 	case ToolSignalDone:
 		return tokens.RightDone
-	case ToolWritePlan:
+	case ToolWritePlan, ToolAmendPlan:
 		return tokens.RightPlan
 	case ToolWriteReview:
 		return tokens.RightReview
@@ -194,7 +194,7 @@ func what(tool string) string {
 		return "claim subtasks"
 	case ToolSignalDone:
 		return "report subtasks done"
-	case ToolWritePlan:
+	case ToolWritePlan, ToolAmendPlan:
 		return "write plans"
 	case ToolWriteReview:
 		return "write reviews"

@@ -50,7 +50,7 @@ func ToolNames() []string {
 		ToolStoreMemory, ToolGetMemory, ToolListMemory, ToolDeleteMemory,
 		ToolPutMemoryItem, ToolGetMemoryItem, ToolDeleteMemoryItem, ToolSearchMemory, ToolMemoryNamespaces,
 		ToolGetTask, ToolGetTaskState, ToolGetPlan, ToolGetSubtask, ToolGetOutput, ToolListReviews, ToolGetReview,
-		ToolWritePlan, ToolWriteReview, ToolClaimSubtask, ToolSignalDone,
+		ToolWritePlan, ToolAmendPlan, ToolWriteReview, ToolClaimSubtask, ToolSignalDone,
 		ToolGetDelegationContext, ToolListCapabilities, ToolSkills,
 		ToolListTasks, ToolCreateTask, ToolGetContext,
 	}
@@ -169,6 +169,7 @@ func buildTools() []*toolDef {
 		define(ToolListReviews, descListReviews, annRead, outObject, object((*Server).listReviews)),
 		define(ToolGetReview, descGetReview, annRead, outObject, object((*Server).getReview)),
 		define(ToolWritePlan, descWritePlan, nil, outVerdict, (*Server).writePlan),
+		define(ToolAmendPlan, descAmendPlan, nil, outVerdict, (*Server).amendPlan),
 		define(ToolWriteReview, descWriteReview, nil, outVerdict, (*Server).writeReview),
 		define(ToolClaimSubtask, descClaim, nil, outVerdict, (*Server).claim),
 		define(ToolSignalDone, descDone, nil, outVerdict, (*Server).done),

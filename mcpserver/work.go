@@ -12,7 +12,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/workspaced/workspaced/service"
-	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -260,30 +259,10 @@ func (s *Server) getReview(ctx context.Context, _ *mcp.CallToolRequest, in revie
 	return string(doc), nil
 }
 
-// planClosed refuses a new plan once the state says none will be taken:
-// the plan is approved (an approved plan is final), or the task finished.
-func (s *Server) planClosed(st workspace.State) error {
-	switch {
-	case st.PlanStatus == "approved":
-		return &toolError{err: &workspace.Error{Kind: workspace.ErrConflict, Op: ToolWritePlan,
-			Msg: fmt.Sprintf("the plan of task %s is already approved (version %d), and an approved plan is final", s.task, st.PlanVersion)},
-			hint: "read it with " + ToolGetPlan + "; " + ToolGetTaskState + " shows the work under way"}
-	case vocab.Finished(st.Status):
-		return &toolError{err: &workspace.Error{Kind: workspace.ErrConflict, Op: ToolWritePlan,
-			Msg: fmt.Sprintf("task %s is %s and takes no plan", s.task, st.Status)},
-			hint: "there is nothing more to plan; " + ToolGetTaskState + " shows how it ended"}
-	}
-	return nil
-}
-
 func (s *Server) writePlan(ctx context.Context, req *mcp.CallToolRequest, in writePlanInput) (reply, error) {
-	st, err := s.w.ReadState(ctx, s.task)
-	switch {
-	case err == nil:
-		if err := s.planClosed(st); err != nil {
-			return reply{}, err
-		}
-	case !errors.Is(err, workspace.ErrNotFound):
+	// An approved plan or a finished task is refused before anything is
+	// written or dropped.
+	if err := service.PlanOpen(ctx, s.w, ToolWritePlan, s.task); err != nil {
 		return reply{}, err
 	}
 	// The arguments are the plan's fields and nothing else (the schema
@@ -295,7 +274,7 @@ func (s *Server) writePlan(ctx context.Context, req *mcp.CallToolRequest, in wri
 	var p workspace.Plan
 	d, err := service.Deliver(ctx, s.w, workspace.DoneRequest{TaskID: s.task, Agent: s.agent}, func(ctx context.Context) (string, error) {
 		var err error
-		p, err = s.w.WritePlan(ctx, s.task, s.agent, doc)
+		p, err = service.WritePlan(ctx, s.w, s.task, s.agent, doc)
 		return "plan.json", err
 	}, s.deliverOptions())
 	var me *service.MarkerError

@@ -320,8 +320,8 @@ func TestWritePlan(t *testing.T) {
 		want []string
 	}{
 		{workspace.State{Status: "executing", PlanID: "plan_t1", PlanVersion: 2, PlanStatus: "approved"},
-			[]string{"the plan of task t1 is already approved (version 2), and an approved plan is final", "hint: read it with get_plan"}},
-		{workspace.State{Status: "cancelled", PlanStatus: "revision_needed"}, []string{"task t1 is cancelled and takes no plan", "hint: there is nothing more to plan"}},
+			[]string{"plan plan_t1 v2 of task t1 is approved, and an approved plan is never replaced; nothing was written", "hint: amend the running plan instead"}},
+		{workspace.State{Status: "cancelled", PlanStatus: "revision_needed"}, []string{"task t1 is cancelled and takes no plan", "hint: a finished task stays finished"}},
 	} {
 		putState(t, w, c.st)
 		text, isErr := call(t, cs, ToolWritePlan, map[string]any{"subtasks": []any{map[string]any{"id": "st_9", "description": "late"}}})

@@ -79,7 +79,24 @@ type Settings struct {
 	Friction  FrictionSettings  `json:"friction,omitzero"`
 	HTTP      HTTPSettings      `json:"http,omitzero"`
 	OAuth     OAuthSettings     `json:"oauth,omitzero"`
+	Plans     PlanSettings      `json:"plans,omitzero"`
 }
+
+// PlanSettings say how the daemon takes an amendment of a running plan.
+type PlanSettings struct {
+	// AmendmentReview says which amendments wait for a plan review
+	// before they apply: AmendReviewChanges (the default: one that only
+	// adds subtasks applies at once, one that changes or withdraws any
+	// waits), AmendReviewAlways or AmendReviewNever.
+	AmendmentReview string `json:"amendment_review,omitempty"`
+}
+
+// The values of PlanSettings.AmendmentReview.
+const (
+	AmendReviewChanges = "changes"
+	AmendReviewAlways  = "always"
+	AmendReviewNever   = "never"
+)
 
 // OAuthSettings put the HTTP listeners in OAuth resource-server mode:
 // besides the tokens of the agents file, they accept the access tokens
@@ -204,6 +221,9 @@ func (s Settings) WithDefaults() Settings {
 	defD(&s.Friction.TimeoutLow, DefaultTimeoutLow)
 	defD(&s.Friction.TimeoutMedium, DefaultTimeoutMedium)
 	defD(&s.Friction.TimeoutHigh, DefaultTimeoutHigh)
+	if s.Plans.AmendmentReview == "" {
+		s.Plans.AmendmentReview = AmendReviewChanges
+	}
 	return s
 }
 

@@ -209,8 +209,11 @@ type State struct {
 	Checkpoints   map[string]*CheckpointState `json:"checkpoints"`
 	Workers       map[string]*WorkerState     `json:"workers"`
 	RevisionCount int                         `json:"revision_count"`
-	Errors        []StateError                `json:"errors"`
-	JournalSeq    int64                       `json:"journal_seq"`
+	// Amendment is the amendment of the running plan that awaits its
+	// review; nil when none does.
+	Amendment  *AmendmentState `json:"amendment,omitempty"`
+	Errors     []StateError    `json:"errors"`
+	JournalSeq int64           `json:"journal_seq"`
 }
 
 // SubtaskState is one subtask's progress.
@@ -231,6 +234,18 @@ type CheckpointState struct {
 	ReachedAt  *time.Time `json:"reached_at,omitempty"`
 	ReviewedAt *time.Time `json:"reviewed_at,omitempty"`
 	Review     string     `json:"review,omitempty"`
+}
+
+// AmendmentState is an amendment of the running plan awaiting its plan
+// review: the version that would replace the running one, who proposed
+// it and when, and what it would change.
+type AmendmentState struct {
+	Version    int       `json:"version"`
+	ProposedBy string    `json:"proposed_by,omitempty"`
+	ProposedAt time.Time `json:"proposed_at"`
+	Added      []string  `json:"added,omitempty"`
+	Changed    []string  `json:"changed,omitempty"`
+	Withdrawn  []string  `json:"withdrawn,omitempty"`
 }
 
 // WorkerState is one worker's availability.
@@ -298,6 +313,12 @@ type JournalRecord struct {
 	// is what the state records.
 	Plan   *Plan   `json:"plan,omitempty"`
 	Review *Review `json:"review,omitempty"`
+	// AmendmentReview is the workspace's amendment_review setting when
+	// the daemon took a marker proposing a plan: whether that plan, if it
+	// amends a running one, waits for a review is decided by it, so a
+	// replay decides the same whatever the settings are by then. Empty
+	// (records written before the setting) is AmendReviewChanges.
+	AmendmentReview string `json:"amendment_review,omitempty"`
 }
 
 // Record kinds.

@@ -33,7 +33,7 @@ store_env_data, get_env_data, list_env_data, update_env_data,
 delete_env_data; memory: store_memory, get_memory, list_memory,
 delete_memory; namespaced memory: put_memory_item, get_memory_item,
 delete_memory_item, search_memory, list_memory_namespaces; the task's work: get_task, get_task_state, get_plan,
-get_subtask, get_output, list_reviews, get_review, write_plan, write_review,
+get_subtask, get_output, list_reviews, get_review, write_plan, amend_plan, write_review,
 claim_subtask, signal_done; context: get_delegation_context,
 list_capabilities, skills, get_context; the workspace: list_tasks,
 create_task — and the task's state and env manifest as

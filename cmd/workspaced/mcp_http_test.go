@@ -82,12 +82,12 @@ func TestMCPHTTPTwoAgents(t *testing.T) {
 	}
 	for _, tl := range tools.Tools {
 		switch tl.Name {
-		case mcpserver.ToolClaimSubtask, mcpserver.ToolSignalDone, mcpserver.ToolWritePlan, mcpserver.ToolWriteReview:
+		case mcpserver.ToolClaimSubtask, mcpserver.ToolSignalDone, mcpserver.ToolWritePlan, mcpserver.ToolAmendPlan, mcpserver.ToolWriteReview:
 			t.Errorf("a token without rights lists %s", tl.Name)
 		}
 	}
-	if want := mcpserver.ToolNames(); len(tools.Tools) != len(want)-4 {
-		t.Errorf("a token without rights lists %d tools, want %d", len(tools.Tools), len(want)-4)
+	if want := mcpserver.ToolNames(); len(tools.Tools) != len(want)-5 {
+		t.Errorf("a token without rights lists %d tools, want %d", len(tools.Tools), len(want)-5)
 	}
 	const each = 100
 	var wg sync.WaitGroup

@@ -13,6 +13,7 @@ const planUsage = `workspaced plan — write a new version of a task's plan (tas
 
 Usage:
   workspaced plan write (--task T | --thread X) --file F|- [--agent A] [--propose] [--json]
+  workspaced plan amend (--task T | --thread X) [--add ID=DESCRIPTION]... [--after IDS] [--withdraw ID]... [--file F|-] [--wait [DUR]]
 
 The file holds the plan (a JSON object with at least "subtasks"). The
 workspace fills version (the next one), task_id, and, when missing, id,
@@ -20,6 +21,8 @@ created_at and created_by; the previous plan.json is kept as
 plans/plan_v<N>.json. --propose also drops the done marker that proposes
 plan.json to the daemon. Prints the path written (and the marker's); on a
 postgres:// root, the names tasks/<task>/plan.json (and tasks/<task>/<marker>).
+Once a plan is approved it is never replaced, and a write is refused
+before anything is written: amend it (plan amend --help).
 
 Examples:
   workspaced plan write --task t1 --file plan.json --agent planner
@@ -27,12 +30,13 @@ Examples:
   generate-plan | workspaced plan write --task t1 --file - --json
 
 Exit codes: 0 ok, 1 failure (not JSON, schema-invalid plan), 2 usage,
-3 task not found, 4 lock timeout.
+3 task not found, 4 lock timeout, or the plan is approved or the task finished.
 `
 
 func cmdPlan(ctx context.Context, e *env, args []string) error {
 	return dispatch(ctx, e, "plan", planUsage, []subcommand{
 		{"write", "write plan.json as a new version", planWrite},
+		{"amend", "amend the running plan: add subtasks, change or withdraw pending ones", planAmend},
 	}, args)
 }
 
@@ -66,7 +70,7 @@ func planWrite(ctx context.Context, e *env, args []string) error {
 	who := agentOr(*agent, "cli")
 	var out written
 	write := func(ctx context.Context) (string, error) {
-		p, err := w.WritePlan(ctx, id, who, data)
+		p, err := service.WritePlan(ctx, w, id, who, data)
 		if err != nil {
 			return "", err
 		}

@@ -245,6 +245,9 @@ func (w *Store) entryEvent(ctx context.Context, s workspace.Scope, verb, key, ag
 		return
 	}
 	attrs := map[string]string{"key": key, "agent": agent}
+	if id := workspace.TokenOf(ctx); id != "" {
+		attrs[workspace.EventToken] = id
+	}
 	if version > 0 {
 		attrs["version"] = strconv.Itoa(version)
 	}

@@ -58,7 +58,7 @@ func examine(ws *Store, td, dir *os.File, name, file, kind string, fi fs.FileInf
 		}
 		return examined{verdict: reject, judged: machine.Rejected(kind, file, "marker "+workspace.Reason(err))}
 	}
-	m := machine.ParseMarker(kind, file, data, lim)
+	m := machine.ParseMarker(kind, file, data, ws.Settings())
 	var p machine.ProductRead
 	if f := m.Product(); f != "" {
 		p.Data, p.Err = ws.ReadProductFileAt(td, f)

@@ -76,7 +76,7 @@ func (w *Store) PutMemory(ctx context.Context, req workspace.MemoryPutRequest) (
 	if err := atomicfile.WriteFile(d, base, data, w.FilePerm()); err != nil {
 		return workspace.MemoryItem{}, err
 	}
-	w.memoryEvent(workspace.MemoryEvent("stored", it.Namespace, it.Key, req.Agent, it.Version, it.UpdatedAt))
+	w.memoryEvent(ctx, workspace.MemoryEvent("stored", it.Namespace, it.Key, req.Agent, it.Version, it.UpdatedAt))
 	return it, nil
 }
 
@@ -138,7 +138,7 @@ func (w *Store) DeleteMemory(ctx context.Context, req workspace.MemoryDeleteRequ
 	if err := atomicfile.SyncDir(d, "."); err != nil {
 		return err
 	}
-	w.memoryEvent(workspace.MemoryEvent("deleted", req.Namespace, req.Key, req.Agent, 0, now))
+	w.memoryEvent(ctx, workspace.MemoryEvent("deleted", req.Namespace, req.Key, req.Agent, 0, now))
 	return nil
 }
 
@@ -290,7 +290,8 @@ func (w *Store) ReadMemoryEvents(ctx context.Context, pos int64, each func(works
 // memoryEvent appends e to the memory events' log in one write. The item
 // is durable already; the log is a feed, so a failed append fails
 // nothing.
-func (w *Store) memoryEvent(e workspace.Event) {
+func (w *Store) memoryEvent(ctx context.Context, e workspace.Event) {
+	e = workspace.Attributed(ctx, e)
 	f, err := w.openLog(workspace.MemoryEventsFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE)
 	if err != nil {
 		return

@@ -34,6 +34,9 @@ type Marker struct {
 	rec  workspace.JournalRecord // Kind, File, Marker and Rejected set
 	soft bool
 	lim  workspace.LimitSettings
+	// amend is the amendment_review setting a plan's record carries
+	// ("" for the default).
+	amend string
 	// product is the output_file Judge needs read ("" for none), of
 	// kind pkind and id pid.
 	product, pkind, pid string
@@ -60,8 +63,11 @@ type Judgement struct {
 // (workspace.KindClaim or KindDone), alone: within lim's size and depth,
 // valid against its kind's schema, and for a done marker an output_file
 // naming a product of the task (or none, for a cancellation) that agrees
-// with its subtask_id. Zero limits are workspace's defaults.
-func ParseMarker(kind, name string, data []byte, lim workspace.LimitSettings) Marker {
+// with its subtask_id. Zero limits are workspace's defaults. set is the
+// workspace's settings: their limits, and the amendment_review a record
+// proposing a plan carries.
+func ParseMarker(kind, name string, data []byte, set workspace.Settings) Marker {
+	lim := set.Limits
 	if lim.MaxFileBytes <= 0 {
 		lim.MaxFileBytes = workspace.DefaultMaxFileBytes
 	}
@@ -69,6 +75,9 @@ func ParseMarker(kind, name string, data []byte, lim workspace.LimitSettings) Ma
 		lim.MaxDepth = workspace.DefaultMaxDepth
 	}
 	m := Marker{rec: workspace.JournalRecord{File: name, Kind: kind}, lim: lim}
+	if a := set.Plans.AmendmentReview; a != workspace.AmendReviewChanges {
+		m.amend = a
+	}
 	if len(data) > lim.MaxFileBytes {
 		return m.refuse(false, fmt.Sprintf("marker is %d bytes, more than the limit of %d", len(data), lim.MaxFileBytes))
 	}
@@ -170,6 +179,9 @@ func (m Marker) Judge(p ProductRead) Judgement {
 		return j.refuse(!errors.Is(err, workspace.ErrUnsafe), prefix+workspace.Reason(err))
 	}
 	j.rec.Plan, j.rec.Review = pr.Plan, pr.Review
+	if pr.Plan != nil {
+		j.rec.AmendmentReview = m.amend
+	}
 	if m.pkind == workspace.ProductOutput && j.rec.Marker.SubtaskID == "" {
 		// The output's file name says which subtask it finishes.
 		j.rec.Marker.SubtaskID = m.pid
@@ -206,7 +218,7 @@ func (j Judgement) Reject(reason string) Judgement {
 	if reason == "" {
 		reason = "marker could not be read"
 	}
-	j.rec.Plan, j.rec.Review = nil, nil
+	j.rec.Plan, j.rec.Review, j.rec.AmendmentReview = nil, nil, ""
 	return j.refuse(false, reason)
 }
 
@@ -227,7 +239,7 @@ func (j Judgement) Record(seq int64, takenAt time.Time) workspace.JournalRecord 
 		err = schemas.Validate(schemas.KindJournal, data)
 	}
 	if err != nil {
-		rec.Plan, rec.Review = nil, nil
+		rec.Plan, rec.Review, rec.AmendmentReview = nil, nil, ""
 		rec.Rejected = "record does not match the journal schema: " + err.Error()
 	}
 	return rec
@@ -237,8 +249,8 @@ func (j Judgement) Record(seq int64, takenAt time.Time) workspace.JournalRecord 
 // of the marker name of kind with bytes data, taken as seq at takenAt,
 // its product read through read (called only when the marker names one),
 // and whether a refusal is soft.
-func JudgeMarker(kind, name string, data []byte, lim workspace.LimitSettings, read func(outputFile string) ProductRead, seq int64, takenAt time.Time) (workspace.JournalRecord, bool) {
-	m := ParseMarker(kind, name, data, lim)
+func JudgeMarker(kind, name string, data []byte, set workspace.Settings, read func(outputFile string) ProductRead, seq int64, takenAt time.Time) (workspace.JournalRecord, bool) {
+	m := ParseMarker(kind, name, data, set)
 	var p ProductRead
 	if f := m.Product(); f != "" {
 		p = read(f)

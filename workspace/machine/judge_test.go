@@ -13,7 +13,7 @@ import (
 
 // judgeLimits are small limits, so that oversized and deep input is cheap
 // to build.
-var judgeLimits = workspace.LimitSettings{MaxFileBytes: 2048, MaxDepth: 8}
+var judgeLimits = workspace.Settings{Limits: workspace.LimitSettings{MaxFileBytes: 2048, MaxDepth: 8}}
 
 const (
 	goodPlan   = `{"id":"plan_t1","task_id":"t1","version":1,"subtasks":[{"id":"st_1","description":"one"}]}`
@@ -147,7 +147,7 @@ func checkJournal(t testing.TB, rec workspace.JournalRecord) {
 // a refusal it makes itself (the marker gone before it was taken) is
 // hard, and a record never carries a product it refused.
 func TestJudgeInSteps(t *testing.T) {
-	m := ParseMarker(workspace.KindDone, ".done.w1", []byte(`{"agent_id":"w1","output_file":"plan.json"}`), workspace.LimitSettings{})
+	m := ParseMarker(workspace.KindDone, ".done.w1", []byte(`{"agent_id":"w1","output_file":"plan.json"}`), workspace.Settings{})
 	if m.Product() != "plan.json" {
 		t.Fatalf("Product() = %q, want plan.json", m.Product())
 	}
@@ -167,7 +167,7 @@ func TestJudgeInSteps(t *testing.T) {
 	if r := Rejected(workspace.KindClaim, ".claim.w1", "").Record(3, t0); r.Rejected != "marker could not be read" || r.Kind != workspace.KindClaim {
 		t.Fatalf("Rejected with no reason = %+v", r)
 	}
-	bad := ParseMarker(workspace.KindDone, ".done.w1", []byte(`{"agent_id":"w1","output_file":"plan.json"`), workspace.LimitSettings{})
+	bad := ParseMarker(workspace.KindDone, ".done.w1", []byte(`{"agent_id":"w1","output_file":"plan.json"`), workspace.Settings{})
 	if bad.Product() != "" {
 		t.Fatalf("a refused marker asks for product %q", bad.Product())
 	}

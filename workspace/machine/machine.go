@@ -147,23 +147,25 @@ func step(st workspace.State, plan *workspace.Plan, rec workspace.JournalRecord)
 		return st, plan, nil, t
 	}
 	st = clone(st)
-	plan, events := stepOwned(&st, plan, rec, t)
+	plan, events := stepOwned(&st, plan, nil, rec, t)
 	return st, plan, events, t
 }
 
 // stepOwned applies rec to a state the caller owns, in place: its maps
 // and pointers must not be shared with anything the caller was given. t
-// is the tally of st, kept across the records of one fold.
-func stepOwned(st *workspace.State, plan *workspace.Plan, rec workspace.JournalRecord, t *tally) (*workspace.Plan, []workspace.Event) {
+// is the tally of st, kept across the records of one fold. amended is the
+// plan of the amendment awaiting review, when the state has one and rec
+// may review it (nil otherwise).
+func stepOwned(st *workspace.State, plan, amended *workspace.Plan, rec workspace.JournalRecord, t *tally) (*workspace.Plan, []workspace.Event) {
 	if rec.Seq <= st.JournalSeq {
 		return plan, nil
 	}
-	a := &applier{st: st, plan: plan, rec: rec, at: rec.TakenAt.UTC(), t: t}
+	a := &applier{st: st, plan: plan, amended: amended, rec: rec, at: rec.TakenAt.UTC(), t: t}
 	a.st.JournalSeq = rec.Seq
 	a.st.LastUpdated = a.at
 	a.apply()
-	if a.adopt {
-		plan = rec.Plan
+	if a.adopted != nil {
+		plan = a.adopted
 	}
 	return plan, a.events
 }
@@ -178,7 +180,8 @@ func Replay(task workspace.Task, plans func(version int) (*workspace.Plan, error
 // restored from disk or a backup), skipping records at or before its
 // journal_seq. The plan a proposal carries is tracked from its record;
 // when st already tracks a plan version that no record carried, plans
-// loads it (plans may be nil when st tracks none). The only error is a
+// loads it (plans may be nil when st tracks none), as it loads the
+// version of an amendment awaiting review when a plan review comes. The only error is a
 // plan that cannot be loaded or is not the one st names; the state and
 // events returned with it are those of the records folded before.
 func Continue(st workspace.State, plans func(version int) (*workspace.Plan, error), recs []workspace.JournalRecord) (workspace.State, []workspace.Event, error) {
@@ -221,8 +224,16 @@ func continueFold(st workspace.State, plans func(version int) (*workspace.Plan, 
 			}
 			plan = p
 		}
+		var amended *workspace.Plan
+		if am := st.Amendment; needed && am != nil && rec.Review != nil && rec.Review.Type == ReviewPlan && plans != nil {
+			p, err := plans(am.Version)
+			if err != nil || p == nil || p.ID != st.PlanID || p.Version != am.Version {
+				return st, events, fmt.Errorf("record %d: load amendment %s v%d: %v", rec.Seq, st.PlanID, am.Version, err)
+			}
+			amended = p
+		}
 		var ev []workspace.Event
-		plan, ev = stepOwned(&st, plan, rec, t)
+		plan, ev = stepOwned(&st, plan, amended, rec, t)
 		events = append(events, ev...)
 		if after != nil {
 			after(rec, &st, t)
@@ -235,13 +246,18 @@ func continueFold(st workspace.State, plans func(version int) (*workspace.Plan, 
 // copy that may be changed freely; checks come before changes so a refusal
 // leaves it as it was.
 type applier struct {
-	st     *workspace.State
-	plan   *workspace.Plan
-	rec    workspace.JournalRecord
-	at     time.Time
-	events []workspace.Event
-	adopt  bool
-	t      *tally
+	st   *workspace.State
+	plan *workspace.Plan
+	// amended is the plan of the amendment awaiting review, loaded for a
+	// plan review (nil otherwise).
+	amended *workspace.Plan
+	rec     workspace.JournalRecord
+	at      time.Time
+	events  []workspace.Event
+	// adopted is the plan the state tracks from this record on, when
+	// the record changed it.
+	adopted *workspace.Plan
+	t       *tally
 }
 
 // tally counts the subtasks of a state being folded, so that the checks
@@ -346,6 +362,8 @@ func (a *applier) apply() {
 		switch {
 		case rec.Marker.Status == DoneCancelled:
 			a.cancel()
+		case rec.Plan != nil && a.st.PlanStatus == PlanApproved:
+			a.amend()
 		case rec.Plan != nil:
 			a.propose()
 		case rec.Review != nil:
@@ -496,7 +514,7 @@ func (a *applier) propose() {
 	st.PlanVersion = p.Version
 	st.PlanStatus = PlanProposed
 	st.Phase = PhasePlanReview
-	a.adopt = true
+	a.adopted = p
 	a.emit(EventPlanReady, []string{p.ID}, attrs("version", strconv.Itoa(p.Version), "agent", a.rec.Marker.AgentID))
 }
 
@@ -539,6 +557,10 @@ func (a *applier) issues(r *workspace.Review) {
 
 func (a *applier) planReview(r *workspace.Review) {
 	st := a.st
+	if st.PlanStatus == PlanApproved && st.Amendment != nil {
+		a.amendmentReview(r)
+		return
+	}
 	if st.PlanStatus != PlanProposed {
 		a.refuse(fmt.Sprintf("no plan awaits review (plan_status %s)", st.PlanStatus))
 		return
@@ -937,6 +959,13 @@ func clone(st workspace.State) workspace.State {
 		}
 		c := *v
 		out.Workers[k] = &c
+	}
+	if am := st.Amendment; am != nil {
+		c := *am
+		c.Added = slices.Clone(am.Added)
+		c.Changed = slices.Clone(am.Changed)
+		c.Withdrawn = slices.Clone(am.Withdrawn)
+		out.Amendment = &c
 	}
 	out.Errors = make([]workspace.StateError, len(st.Errors), len(st.Errors)+1)
 	copy(out.Errors, st.Errors)

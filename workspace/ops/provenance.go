@@ -291,6 +291,7 @@ var UniversalCapabilities = []Capability{
 	{"list_reviews", "List the task's reviews with their verdicts and issues."},
 	{"get_review", "Read one review as its reviewer wrote it."},
 	{"write_plan", "Write the next version of the plan and propose it for review."},
+	{"amend_plan", "Grow the approved plan: add subtasks, change or withdraw pending ones."},
 	{"write_review", "Judge the plan, a checkpoint or an output: write the review and report it."},
 	{"claim_subtask", "Take a subtask of the task's plan (first claim wins)."},
 	{"signal_done", "Report a subtask finished, completed or failed, with its output."},

@@ -356,7 +356,7 @@ func TestUniversalCapabilitiesNamed(t *testing.T) {
 		"store_memory", "get_memory", "list_memory", "delete_memory",
 		"put_memory_item", "get_memory_item", "delete_memory_item", "search_memory", "list_memory_namespaces",
 		"get_task", "get_task_state", "get_plan", "get_subtask", "get_output", "list_reviews", "get_review",
-		"write_plan", "write_review", "claim_subtask", "signal_done",
+		"write_plan", "amend_plan", "write_review", "claim_subtask", "signal_done",
 		"get_delegation_context", "list_capabilities", "skills", "list_tasks", "create_task", "get_context"}
 	var got []string
 	for _, c := range UniversalCapabilities {

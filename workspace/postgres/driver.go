@@ -27,7 +27,8 @@ var dialect = sqlstore.Dialect{
 	Time:         func(t time.Time) any { return t },
 	ScanTime:     func(t *time.Time) any { return t },
 	ScanNullTime: func(t *time.Time) any { return nullTime{t} },
-	EntryIntent:  "SELECT set_config('workspaced.entry_verb', $1, true), set_config('workspaced.entry_agent', $2, true)",
+	EntryIntent: "SELECT set_config('workspaced.entry_verb', $1, true), set_config('workspaced.entry_agent', $2, true), " +
+		"set_config('workspaced.entry_token', $3, true)",
 	QuietEntries: func(on bool) string {
 		if on {
 			return "SELECT set_config('workspaced.entry_events', 'off', true)"

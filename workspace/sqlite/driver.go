@@ -27,7 +27,7 @@ var dialect = sqlstore.Dialect{
 	Time:         func(t time.Time) any { return ts(t) },
 	ScanTime:     func(t *time.Time) any { return timeText{t} },
 	ScanNullTime: func(t *time.Time) any { return timeText{t} },
-	EntryIntent:  "UPDATE entry_intent SET verb = nullif($1, ''), agent = nullif($2, '')",
+	EntryIntent:  "UPDATE entry_intent SET verb = nullif($1, ''), agent = nullif($2, ''), token = nullif($3, '')",
 	QuietEntries: func(on bool) string {
 		if on {
 			return "UPDATE entry_intent SET quiet = 1"

@@ -20,10 +20,8 @@ func (d sqlDriver) PutEntry(ctx context.Context, p sqlstore.EntryPut) (time.Time
 		if err := sqlstore.RequireOwner(ctx, ex, p.Task); err != nil {
 			return err
 		}
-		if sqlstore.MakesEvents(p.Scope) {
-			if _, err := tx.ExecContext(ctx, dialect.EntryIntent, "stored", ""); err != nil {
-				return err
-			}
+		if err := d.s.Intent(ctx, ex, p.Scope, "stored", ""); err != nil {
+			return err
 		}
 		return tx.QueryRowContext(ctx, `INSERT INTO entries AS e (scope, owner, key, short_description, stored_by, created_at, updated_at, version, size, value)
 			VALUES ($1, $2, $3, $4, $5, $6, $6, 1, $7, $8)

@@ -350,7 +350,7 @@ func (c *commitTx) fold(ctx context.Context, ms []Marker) (folded, error) {
 	for i, m := range ms {
 		// A row is inserted whole, so nothing waits for a grace period:
 		// a marker refused now, softly or not, is rejected.
-		f.recs[i], _ = machine.JudgeMarker(m.Kind, m.Name, []byte(m.Body), c.s.Settings().Limits, func(outputFile string) machine.ProductRead {
+		f.recs[i], _ = machine.JudgeMarker(m.Kind, m.Name, []byte(m.Body), c.s.Settings(), func(outputFile string) machine.ProductRead {
 			body, ok := pr.products[outputFile]
 			return machine.ProductRead{Data: body, Missing: !ok}
 		}, c.base+int64(i)+1, f.now)

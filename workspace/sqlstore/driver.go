@@ -136,8 +136,8 @@ type Dialect struct {
 	ScanNullTime func(t *time.Time) any
 	// EntryIntent is the statement that tells the entries' event trigger,
 	// in a write transaction, the verb ($1, "" for the trigger's own:
-	// "stored" makes an upsert's update a store) and the agent ($2, who
-	// deletes) of the next entry written.
+	// "stored" makes an upsert's update a store), the agent ($2, who
+	// deletes) and the token ($3, "" for none) of the next entry written.
 	EntryIntent string
 	// QuietEntries is the statement that silences (on) or restores the
 	// entries' event trigger for the rest of a write transaction: an

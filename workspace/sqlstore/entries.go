@@ -160,13 +160,17 @@ func MakesEvents(sc workspace.Scope) bool {
 
 // EntryEventLine is the events line of an entry write: env_<verb> in the
 // thread scope, memory_<verb> in the session scope, "" in a scope
-// without events. A version of 0 leaves the version attribute out; it
-// sorts last. The SQL stores' triggers write the same line.
-func EntryEventLine(sc workspace.Scope, verb, key, agent string, version int, t time.Time) string {
+// without events. token is the id of the token the write came with ("":
+// none). A version of 0 leaves the version attribute out; it sorts last.
+// The SQL stores' triggers write the same line.
+func EntryEventLine(sc workspace.Scope, verb, key, agent, token string, version int, t time.Time) string {
 	if !MakesEvents(sc) {
 		return ""
 	}
 	attrs := map[string]string{"key": key, "agent": agent}
+	if token != "" {
+		attrs[workspace.EventToken] = token
+	}
 	if version > 0 {
 		attrs["version"] = strconv.Itoa(version)
 	}

@@ -39,13 +39,13 @@ func TestEntryEventLineVersionLast(t *testing.T) {
 		{Kind: workspace.ScopeThread, TaskID: "t1"},
 		{Kind: workspace.ScopeSession, TaskID: "t1", ThreadID: "th"},
 	} {
-		with := EntryEventLine(sc, "stored", "k", "zed", 3, at)
-		without := EntryEventLine(sc, "stored", "k", "zed", 0, at)
+		with := EntryEventLine(sc, "stored", "k", "zed", "tk_0123456789ab", 3, at)
+		without := EntryEventLine(sc, "stored", "k", "zed", "tk_0123456789ab", 0, at)
 		if with != without+" version=3" {
 			t.Errorf("%s: %q is not %q + version", sc.Kind, with, without)
 		}
 	}
-	if got := EntryEventLine(workspace.Scope{Kind: workspace.ScopeGlobal}, "stored", "k", "a", 1, at); got != "" {
+	if got := EntryEventLine(workspace.Scope{Kind: workspace.ScopeGlobal}, "stored", "k", "a", "", 1, at); got != "" {
 		t.Errorf("global scope has an event line %q", got)
 	}
 }

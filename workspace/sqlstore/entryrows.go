@@ -59,6 +59,9 @@ func (s *Store) createEntry(ctx context.Context, sc workspace.Scope, own, task s
 		if err := RequireOwner(ctx, tx, task); err != nil {
 			return err
 		}
+		if err := s.Intent(ctx, tx, sc, "", ""); err != nil {
+			return err
+		}
 		n, err := tx.Exec(ctx, `INSERT INTO entries (scope, owner, key, short_description, stored_by, created_at, updated_at, version, size, value)
 			VALUES ($1, $2, $3, $4, $5, $6, $6, 1, $7, $8) ON CONFLICT (scope, owner, key) DO NOTHING`,
 			string(sc.Kind), own, req.Key, req.Description, req.Agent, s.dl.Time(t), len(req.Value), string(req.Value))
@@ -96,6 +99,21 @@ func RequireOwner(ctx context.Context, tx Executor, task string) error {
 		return nil
 	}
 	return RequireTask(ctx, tx, task)
+}
+
+// Intent tells the entries' trigger, in tx, what the next write of an
+// entry of sc cannot say itself: the verb ("" for the trigger's own,
+// "stored" for an upsert), who deletes, and the token of ctx. Nothing is
+// said where there is nothing to say: in a scope without events (an
+// intent no trigger takes would stay for the next write on SQLite), or
+// for an insert or update without a token.
+func (s *Store) Intent(ctx context.Context, tx Executor, sc workspace.Scope, verb, deleter string) error {
+	token := workspace.TokenOf(ctx)
+	if !MakesEvents(sc) || verb == "" && deleter == "" && token == "" {
+		return nil
+	}
+	_, err := tx.Exec(ctx, s.dl.EntryIntent, verb, deleter, token)
+	return err
 }
 
 // GetEntry reads one entry; a missing key is ErrNotFound.
@@ -185,6 +203,9 @@ func (s *Store) UpdateEntry(ctx context.Context, sc workspace.Scope, req workspa
 		if err := ApplyUpdate(&e, req, op, t); err != nil {
 			return err
 		}
+		if err := s.Intent(ctx, tx, sc, "", ""); err != nil {
+			return err
+		}
 		_, err = tx.Exec(ctx, `UPDATE entries SET short_description = $4, stored_by = $5, updated_at = $6, version = $7, size = $8, value = $9
 			WHERE scope = $1 AND owner = $2 AND key = $3`, string(sc.Kind), own, req.Key,
 			e.ShortDescription, e.StoredBy, s.dl.Time(t), e.Version, len(e.Value), string(e.Value))
@@ -208,12 +229,9 @@ func (s *Store) DeleteEntry(ctx context.Context, sc workspace.Scope, req workspa
 		if err := RequireOwner(ctx, tx, task); err != nil {
 			return err
 		}
-		// The trigger names who deletes from here (an intent said where
-		// no trigger takes it would stay for the next write on SQLite).
-		if MakesEvents(sc) {
-			if _, err := tx.Exec(ctx, s.dl.EntryIntent, "", agent); err != nil {
-				return err
-			}
+		// The trigger names who deletes from here.
+		if err := s.Intent(ctx, tx, sc, "", agent); err != nil {
+			return err
 		}
 		n, err := tx.Exec(ctx, "DELETE FROM entries WHERE scope = $1 AND owner = $2 AND key = $3 AND ($4 = 0 OR version = $4)", string(sc.Kind), own, key, req.IfVersion)
 		if err != nil {

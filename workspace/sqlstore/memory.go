@@ -239,7 +239,7 @@ func (s *Store) ReadMemoryEvents(ctx context.Context, pos int64, each func(works
 }
 
 func (s *Store) memoryEvent(ctx context.Context, tx Executor, e workspace.Event) error {
-	_, err := tx.Exec(ctx, "INSERT INTO memory_events (time, line) VALUES ($1, $2)", s.dl.Time(e.Time), workspace.FormatEvent(e))
+	_, err := tx.Exec(ctx, "INSERT INTO memory_events (time, line) VALUES ($1, $2)", s.dl.Time(e.Time), workspace.FormatEvent(workspace.Attributed(ctx, e)))
 	return err
 }
 

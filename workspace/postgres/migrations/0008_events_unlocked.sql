@@ -36,9 +36,11 @@ $$;
 -- session scope), an update env_updated, a delete env_deleted; the agent
 -- is the row's stored_by, and for a delete the one the transaction names
 -- in workspaced.entry_agent, else the database role. A writer says more
--- in two settings of its transaction (set_config(name, value, true)):
+-- in settings of its transaction (set_config(name, value, true)):
 -- workspaced.entry_verb 'stored' makes its next update a store (an
--- upsert that replaced the row), and workspaced.entry_events 'off'
+-- upsert that replaced the row), workspaced.entry_token names the token
+-- the write came with (token=, as workspace.FormatEvent puts it), both
+-- cleared by the event that uses them; workspaced.entry_events 'off'
 -- silences its writes (an import, which brings the events along).
 CREATE FUNCTION entries_event() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 DECLARE
@@ -49,6 +51,7 @@ DECLARE
   task   text;
   ev     text;
   attrs  text;
+  token  text := coalesce(current_setting('workspaced.entry_token', true), '');
 BEGIN
   IF current_setting('workspaced.entry_events', true) = 'off' THEN
     RETURN NULL;
@@ -67,7 +70,8 @@ BEGIN
     t := CASE WHEN TG_OP = 'UPDATE' AND NEW.updated_at IS NOT DISTINCT FROM OLD.updated_at
       THEN date_trunc('milliseconds', clock_timestamp()) ELSE NEW.updated_at END;
   END IF;
-  PERFORM set_config('workspaced.entry_verb', '', true), set_config('workspaced.entry_agent', '', true);
+  PERFORM set_config('workspaced.entry_verb', '', true), set_config('workspaced.entry_agent', '', true),
+    set_config('workspaced.entry_token', '', true);
   attrs := ' agent=' || event_word(agent) || ' key=' || event_word(r.key);
   IF r.scope = 'session' THEN
     task := split_part(r.owner, '/', 1);
@@ -76,6 +80,9 @@ BEGIN
   ELSE
     task := r.owner;
     ev := 'env_' || verb;
+  END IF;
+  IF token <> '' THEN
+    attrs := attrs || ' token=' || event_word(token);
   END IF;
   IF TG_OP <> 'DELETE' THEN
     attrs := attrs || ' version=' || r.version;

@@ -8,8 +8,9 @@
 --
 -- entry_intent is what a writer says of its next entry write, in its
 -- transaction: verb 'stored' makes an update a store (an upsert that
--- replaced the row), agent names who deletes; both are cleared by the
--- event that uses them. quiet = 1 silences the writes (an import, which
+-- replaced the row), agent names who deletes, token the token the write
+-- came with (token=, as workspace.FormatEvent puts it); all are cleared
+-- by the event that uses them. quiet = 1 silences the writes (an import, which
 -- brings the events along, and retention) until set back to 0 in the
 -- same transaction. making is 1 while a trigger inserts an entry's event:
 -- the guard of events (0002) lets that insert through on an agent's
@@ -18,6 +19,7 @@ CREATE TABLE entry_intent (
   id     INTEGER PRIMARY KEY CHECK (id = 1),
   verb   TEXT,
   agent  TEXT,
+  token  TEXT,
   quiet  INTEGER NOT NULL DEFAULT 0,
   making INTEGER NOT NULL DEFAULT 0
 );
@@ -46,6 +48,8 @@ BEGIN
       || ' key=' || CASE WHEN NEW.key <> '' AND NEW.key NOT GLOB '*[^]-~!#-<>-[]*' THEN NEW.key ELSE json_quote(NEW.key) END
       || CASE WHEN NEW.scope = 'session' THEN ' scope=session thread='
         || CASE WHEN thread <> '' AND thread NOT GLOB '*[^]-~!#-<>-[]*' THEN thread ELSE json_quote(thread) END ELSE '' END
+      || coalesce(' token=' || (SELECT CASE WHEN token <> '' AND token NOT GLOB '*[^]-~!#-<>-[]*' THEN token ELSE json_quote(token) END
+        FROM entry_intent WHERE token IS NOT NULL), '')
       || ' version=' || NEW.version
     FROM (SELECT
       CASE WHEN NEW.scope = 'session' THEN substr(NEW.owner, 1, instr(NEW.owner || '/', '/') - 1) ELSE NEW.owner END AS task,
@@ -53,7 +57,7 @@ BEGIN
       CASE WHEN NEW.scope = 'session' THEN 'memory_stored' ELSE 'env_stored' END AS ev,
       NEW.stored_by AS agent,
       coalesce(strftime('%Y-%m-%dT%H:%M:%fZ', NEW.updated_at), strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) AS t);
-  UPDATE entry_intent SET verb = NULL, agent = NULL, making = 0;
+  UPDATE entry_intent SET verb = NULL, agent = NULL, token = NULL, making = 0;
 END;
 
 CREATE TRIGGER entries_event_update AFTER UPDATE ON entries
@@ -66,6 +70,8 @@ BEGIN
       || ' key=' || CASE WHEN NEW.key <> '' AND NEW.key NOT GLOB '*[^]-~!#-<>-[]*' THEN NEW.key ELSE json_quote(NEW.key) END
       || CASE WHEN NEW.scope = 'session' THEN ' scope=session thread='
         || CASE WHEN thread <> '' AND thread NOT GLOB '*[^]-~!#-<>-[]*' THEN thread ELSE json_quote(thread) END ELSE '' END
+      || coalesce(' token=' || (SELECT CASE WHEN token <> '' AND token NOT GLOB '*[^]-~!#-<>-[]*' THEN token ELSE json_quote(token) END
+        FROM entry_intent WHERE token IS NOT NULL), '')
       || ' version=' || NEW.version
     FROM (SELECT
       CASE WHEN NEW.scope = 'session' THEN substr(NEW.owner, 1, instr(NEW.owner || '/', '/') - 1) ELSE NEW.owner END AS task,
@@ -74,7 +80,7 @@ BEGIN
       NEW.stored_by AS agent,
       coalesce(CASE WHEN NEW.updated_at IS NOT OLD.updated_at THEN strftime('%Y-%m-%dT%H:%M:%fZ', NEW.updated_at) END,
         strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) AS t);
-  UPDATE entry_intent SET verb = NULL, agent = NULL, making = 0;
+  UPDATE entry_intent SET verb = NULL, agent = NULL, token = NULL, making = 0;
 END;
 
 CREATE TRIGGER entries_event_delete AFTER DELETE ON entries
@@ -87,11 +93,13 @@ BEGIN
       || ' key=' || CASE WHEN OLD.key <> '' AND OLD.key NOT GLOB '*[^]-~!#-<>-[]*' THEN OLD.key ELSE json_quote(OLD.key) END
       || CASE WHEN OLD.scope = 'session' THEN ' scope=session thread='
         || CASE WHEN thread <> '' AND thread NOT GLOB '*[^]-~!#-<>-[]*' THEN thread ELSE json_quote(thread) END ELSE '' END
+      || coalesce(' token=' || (SELECT CASE WHEN token <> '' AND token NOT GLOB '*[^]-~!#-<>-[]*' THEN token ELSE json_quote(token) END
+        FROM entry_intent WHERE token IS NOT NULL), '')
     FROM (SELECT
       CASE WHEN OLD.scope = 'session' THEN substr(OLD.owner, 1, instr(OLD.owner || '/', '/') - 1) ELSE OLD.owner END AS task,
       substr(OLD.owner, instr(OLD.owner || '/', '/') + 1) AS thread,
       CASE WHEN OLD.scope = 'session' THEN 'memory_deleted' ELSE 'env_deleted' END AS ev,
       coalesce((SELECT agent FROM entry_intent), 'sql') AS agent,
       strftime('%Y-%m-%dT%H:%M:%fZ', 'now') AS t);
-  UPDATE entry_intent SET verb = NULL, agent = NULL, making = 0;
+  UPDATE entry_intent SET verb = NULL, agent = NULL, token = NULL, making = 0;
 END;

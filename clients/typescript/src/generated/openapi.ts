@@ -3,6 +3,10 @@
 
 /** Every operation of the API: its method and path template. */
 export const routes = {
+  "amendPlan": {
+    "method": "POST",
+    "path": "/api/v1/tasks/{task}/plan/amendments"
+  },
   "claimSubtask": {
     "method": "POST",
     "path": "/api/v1/tasks/{task}/claims"
@@ -589,9 +593,29 @@ export interface paths {
         put?: never;
         /**
          * Write a new plan version
-         * @description Writes the body as the next version of plan.json (the previous one is kept). With propose=true it also drops the done marker proposing it to the daemon and, with wait, waits for the daemon's verdict. Needs the right plan.
+         * @description Writes the body as the next version of plan.json (the previous one is kept). With propose=true it also drops the done marker proposing it to the daemon and, with wait, waits for the daemon's verdict. Once the plan is approved, or the task finished, the write is refused with 409 before anything is written: an approved plan grows by amendments (POST .../plan/amendments). Needs the right plan.
          */
         post: operations["writePlan"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tasks/{task}/plan/amendments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Amend the running plan
+         * @description Amends the approved, running plan: adds subtasks (which may depend on existing ones), changes or withdraws pending ones. The running plan changed so is written as the next version of plan.json and a done marker proposes it; with wait, the answer holds the daemon's verdict. By the workspace's plans.amendment_review setting (default changes) an amendment that only adds subtasks applies at once and one that changes or withdraws waits for a plan review (review says so); until then the state lists it under amendment. What the daemon would refuse is refused first, nothing written: no approved plan, an amendment awaiting its review, a subtask in progress, completed or failed changed or withdrawn (409); an unknown or repeated id, a dependency on a withdrawn subtask (400). Needs the right plan.
+         */
+        post: operations["amendPlan"];
         delete?: never;
         options?: never;
         head?: never;
@@ -762,6 +786,32 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description The delivery of the plan version written, and what it changes in the running plan. */
+        Amendment: {
+            /** @description Subtasks it adds. */
+            added?: string[];
+            /** @description Subtasks and checkpoints it changes. */
+            changed?: string[];
+            /** @description The marker dropped, as the store names it. */
+            marker?: string;
+            /** @description The document written, relative to the task (plan.json, outputs/s1.json). */
+            product?: string;
+            /** @description Whether, by the workspace's settings, it waits for a plan review before it applies. */
+            review: boolean;
+            /**
+             * @description With wait: queued (no daemon decided), undecided (no verdict within the wait), decided.
+             * @enum {string}
+             */
+            stands?: "queued" | "undecided" | "decided";
+            task_id: string;
+            verdict?: components["schemas"]["Verdict"];
+            /** @description The plan's version, for a plan. */
+            version?: number;
+            /** @description Why the wait ended queued or undecided. */
+            why?: string;
+            /** @description Subtasks and checkpoints it withdraws. */
+            withdrawn?: string[];
+        };
         Caller: {
             agent: string;
             /** @enum {string} */
@@ -989,6 +1039,15 @@ export interface components {
             /** @description The called agent. */
             to: string;
         };
+        /** @description A change to the running plan; at least one list is not empty. */
+        PlanAmendment: {
+            /** @description New subtasks. */
+            add?: components["schemas"]["Subtask"][];
+            /** @description Pending subtasks, each replaced whole by the one of its id. */
+            change?: components["schemas"]["Subtask"][];
+            /** @description Pending subtasks to withdraw. */
+            withdraw?: string[];
+        };
         Preamble: {
             agent: string;
             called_by?: string;
@@ -1027,6 +1086,12 @@ export interface components {
         };
         /** @description The task's state.json as the daemon wrote it. */
         State: {
+            /** @description An amendment of the running plan awaiting its plan review: version, proposed_by, proposed_at, added, changed, withdrawn. Absent when none waits. */
+            amendment?: {
+                version?: number;
+            } & {
+                [key: string]: unknown;
+            };
             journal_seq: number;
             phase?: string;
             plan_status?: string;
@@ -1041,6 +1106,17 @@ export interface components {
             task_id: string;
         } & {
             [key: string]: unknown;
+        };
+        Subtask: {
+            /** @description Subtasks that must complete first (any of the plan's). */
+            dependencies?: string[];
+            description: string;
+            /** @enum {string} */
+            estimated_complexity?: "low" | "medium" | "high";
+            /** @description The subtask's id. */
+            id: string;
+            max_retries?: number;
+            parallelizable?: boolean;
         };
         Task: {
             constraints?: string[];
@@ -2418,6 +2494,50 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Delivery"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    amendPlan: {
+        parameters: {
+            query?: {
+                /** @description With a marker dropped: wait at most this long for the daemon's verdict. */
+                wait?: components["parameters"]["wait"];
+            };
+            header?: {
+                /** @description Without a token (a loopback listener with no token file): the agent the request acts as, default cli. With a token it may only repeat the token's agent. */
+                "Workspace-Agent"?: components["parameters"]["agentHeader"];
+            };
+            path: {
+                /** @description A task id. */
+                task: components["parameters"]["task"];
+            };
+            cookie?: never;
+        };
+        /** @description The amendment. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PlanAmendment"];
+            };
+        };
+        responses: {
+            /** @description What was written and what it changes, and the verdict when waited for. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Amendment"];
                 };
             };
             400: components["responses"]["BadRequest"];
