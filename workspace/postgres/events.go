@@ -131,12 +131,14 @@ func (s *Store) FollowEvents(ctx context.Context, taskID string, fromStart bool,
 			return stopped(ctx, err)
 		}
 		wait := interval
-		if recheck = 0; held {
+		if held {
 			// Events wait for an older transaction, which may end
 			// without a notification (it wrote no event): look again
 			// soon, then less and less often.
 			recheck = min(max(2*recheck, heldFirstLook), interval)
 			wait = recheck
+		} else {
+			recheck = 0
 		}
 		if conn == nil {
 			select {
@@ -216,9 +218,11 @@ const heldFirstLook = 10 * time.Millisecond
 // are held: committed, but waiting for an older transaction to end. The
 // readable ones come first in (xid, id) order.
 func (f *follower) read(ctx context.Context, each func(workspace.Event)) (held bool, err error) {
-	rows, err := f.s.pool.Query(ctx, `SELECT xid::text, id, line, xid < pg_snapshot_xmin(pg_current_snapshot()) FROM events
-		WHERE (xid, id) > ($1::xid8, $2) AND ($3 = '' OR task_id = $3)
-		ORDER BY xid, id`, f.xid, f.low, f.task)
+	// Ordered by the columns (e.xid), not by the text of the first
+	// output column, which would take its name.
+	rows, err := f.s.pool.Query(ctx, `SELECT e.xid::text AS xid_text, e.id, e.line, e.xid < pg_snapshot_xmin(pg_current_snapshot()) FROM events e
+		WHERE (e.xid, e.id) > ($1::xid8, $2) AND ($3 = '' OR e.task_id = $3)
+		ORDER BY e.xid, e.id`, f.xid, f.low, f.task)
 	if err != nil {
 		return false, fmt.Errorf("follow events: %w", err)
 	}
@@ -235,6 +239,7 @@ func (f *follower) read(ctx context.Context, each func(workspace.Event)) (held b
 			return nil
 		}
 		low, lowXid = id, xid
+
 		if e, perr := workspace.ParseEvent(line); perr == nil {
 			out = append(out, e)
 		}

@@ -132,7 +132,11 @@ func TestConcurrentWritersFollowedOnceInOrder(t *testing.T) {
 	}
 	for i := 1; i < len(orders); i++ {
 		if !slices.Equal(orders[i], orders[0]) {
-			t.Fatalf("reader %d read another order than reader 0", i)
+			for j := range orders[0] {
+				if orders[i][j] != orders[0][j] {
+					t.Fatalf("reader %d read another order than reader 0: at %d %v vs %v", i, j, orders[i][max(0, j-3):min(len(orders[i]), j+4)], orders[0][max(0, j-3):min(len(orders[0]), j+4)])
+				}
+			}
 		}
 	}
 	// Each shared key's versions in the order given.
