@@ -30,7 +30,7 @@ type rig struct {
 }
 
 // newRig makes a workspace in dir and starts serveCmd on it.
-func newRig(ctx context.Context, dir string, serveCmd []string) (*rig, error) {
+func newRig(ctx context.Context, dir string, serveCmd []string, serveArgs ...string) (*rig, error) {
 	ws, err := files.Init(dir, workspace.Options{})
 	if err != nil {
 		return nil, err
@@ -41,7 +41,7 @@ func newRig(ctx context.Context, dir string, serveCmd []string) (*rig, error) {
 		return nil, err
 	}
 	// Retention off, as nothing here is to be pruned mid-run.
-	if r.srv, err = startServer(ctx, serveCmd, dir, r.cm.abort, "--cleanup-interval", "0"); err != nil {
+	if r.srv, err = startServer(ctx, serveCmd, dir, r.cm.abort, append([]string{"--cleanup-interval", "0"}, serveArgs...)...); err != nil {
 		r.sw.close()
 		ws.Close()
 		return nil, err
@@ -68,6 +68,12 @@ func (r *rig) close() {
 // it proposed, and every subtask's output written (a done marker names
 // it), with the task's directory watched throughout.
 func (r *rig) prepare(ctx context.Context, task string, n int) error {
+	return r.prepareOutputs(ctx, task, n, n)
+}
+
+// prepareOutputs is prepare with the outputs of only the first outputs
+// subtasks written.
+func (r *rig) prepareOutputs(ctx context.Context, task string, n, outputs int) error {
 	if err := fixture.PrepareTask(ctx, r.st, task, n); err != nil {
 		return err
 	}
@@ -85,7 +91,7 @@ func (r *rig) prepare(ctx context.Context, task string, n int) error {
 	if err := r.cm.waitState(task, "executing", func(v taskView) bool { return v.Status == "executing" }, time.Now().Add(time.Minute)); err != nil {
 		return err
 	}
-	for i := 1; i <= n; i++ {
+	for i := 1; i <= min(n, outputs); i++ {
 		if _, err := r.st.WriteOutput(ctx, task, fmt.Sprintf("st_%d", i), "bench", []byte(`{"summary":"ok"}`)); err != nil {
 			return err
 		}

@@ -198,7 +198,7 @@ func sqlitePlace(opt PairedOptions, rep *PairedReport) (*pairedPlace, error) {
 // newServedPGRig makes a workspace in a new temporary schema of base's
 // database, listens for its state writes and starts serveCmd on it.
 // Closing the rig stops the daemon and drops the schema.
-func newServedPGRig(ctx context.Context, base string, serveCmd []string) (*rig, error) {
+func newServedPGRig(ctx context.Context, base string, serveCmd []string, serveArgs ...string) (*rig, error) {
 	root, err := withSchema(base, tempSchema())
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
@@ -213,7 +213,7 @@ func newServedPGRig(ctx context.Context, base string, serveCmd []string) (*rig, 
 		return nil, err
 	}
 	// Retention off, as on files.
-	if r.srv, err = startServer(ctx, serveCmd, root, r.cm.abort, "--cleanup-interval", "0"); err != nil {
+	if r.srv, err = startServer(ctx, serveCmd, root, r.cm.abort, append([]string{"--cleanup-interval", "0"}, serveArgs...)...); err != nil {
 		pr.close()
 		return nil, err
 	}

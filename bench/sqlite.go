@@ -139,7 +139,7 @@ func RunSQLite(ctx context.Context, opt Options) (rep *SQLiteReport, err error) 
 // newServedSQLiteRig makes a workspace in a new database at path, watches
 // its state writes and starts serveCmd on it. Closing the rig stops the
 // daemon and closes the database (the caller removes the file).
-func newServedSQLiteRig(ctx context.Context, path string, serveCmd []string) (*rig, error) {
+func newServedSQLiteRig(ctx context.Context, path string, serveCmd []string, serveArgs ...string) (*rig, error) {
 	root := sqlite.Prefix + path
 	s, _, err := sqlite.Init(ctx, root)
 	if err != nil {
@@ -157,7 +157,7 @@ func newServedSQLiteRig(ctx context.Context, path string, serveCmd []string) (*r
 		return nil, err
 	}
 	// Retention off, as on files.
-	if r.srv, err = startServer(ctx, serveCmd, root, r.cm.abort, "--cleanup-interval", "0"); err != nil {
+	if r.srv, err = startServer(ctx, serveCmd, root, r.cm.abort, append([]string{"--cleanup-interval", "0"}, serveArgs...)...); err != nil {
 		sr.closeAll()
 		return nil, err
 	}

@@ -20,6 +20,7 @@ Usage:
   workspaced bench [--quick] [--json] [--dir DIR] [--ext4] [--no-python]
   workspaced --root postgres://… bench [--quick] [--json] [--dir DIR] [--no-python]
   workspaced --root sqlite:PATH bench [--quick] [--json] [--dir DIR] [--ext4] [--no-python]
+  workspaced [--root sqlite:PATH|postgres://…] bench --scale [--sizes 100,1000,10000] [--profile FILE] [--json] [--dir DIR] [--ext4]
   workspaced bench --vs-daemon PATH [--daemon PATH] [--row 32|1] [--pairs N] [--json] [--dir DIR] [--ext4]
   workspaced --root postgres://… bench --vs-daemon PATH [--daemon PATH] [--row 32|1] [--pairs N] [--json]
   workspaced --root sqlite:PATH bench --vs-daemon PATH [--daemon PATH] [--row 32|1] [--pairs N] [--json] [--dir DIR] [--ext4]
@@ -80,6 +81,17 @@ row "32 agents inserting at once, no daemon" is the bound of the
 32-agents row here too. With --vs-daemon each daemon serves a temporary
 database of its own in DIR, beside SQLite's floor.
 
+--scale measures how a marker's cost grows with its task instead: in
+tasks whose approved plan has 100, 1,000 and 10,000 independent subtasks
+(--sizes), one Go agent drops 60 done markers one at a time, then 32 agents
+finish a subtask each at the same moment, twice, in another task of that
+size. Each row gives the daemon process's CPU per marker (read from its CPU
+clock, all threads, in ns) and the markers' latency (drop → the first read
+of a state showing it, p50 and p99), and the state document's size. It
+runs on files, then on the database a sqlite: or postgres:// root names.
+--profile FILE has each daemon write a CPU profile of its run to
+FILE.files, FILE.sqlite or FILE.postgres (serve --cpu-profile).
+
 --ext4 makes a 1 GiB sparse image in DIR, formats it with mkfs.ext4's
 defaults (journaled), loop-mounts it and measures there; the mount and the
 image are removed afterwards, also after an error or an interrupt. It
@@ -120,6 +132,7 @@ Examples:
   workspaced --root sqlite:./agents.db bench --quick
   sudo workspaced bench --ext4
   sudo workspaced bench --ext4 --vs-daemon ./workspaced-main --pairs 40
+  workspaced --root sqlite:./agents.db bench --scale
   sudo workspaced bench --ext4 --daemon ./build-a --vs-daemon ./build-b --pairs 200
   sudo workspaced bench --ext4 --vs-daemon ./workspaced-main --row 1 --pairs 40
   workspaced --root 'postgres://bench@db/agents' bench --vs-daemon ./workspaced-main --row 32
@@ -145,6 +158,9 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 	vs := fs.String("vs-daemon", "", "compare this binary's daemon with the one of the binary at `PATH`, in paired rounds")
 	self := fs.String("daemon", "", "with --vs-daemon: the binary at `PATH` serves as A instead of this one")
 	pairs := fs.Int("pairs", bench.DefaultPairs, "--vs-daemon runs `N` pairs of rounds")
+	scale := fs.Bool("scale", false, "measure a marker's cost in tasks of growing size instead")
+	profile := fs.String("profile", "", "with --scale: each daemon writes a CPU profile to `FILE`.<store>")
+	sizes := fs.String("sizes", "", "with --scale: the tasks' `N,N,…` subtasks (default 100,1000,10000)")
 	prow := fs.Int("row", bench.RowAtOnce, "--vs-daemon compares row `N`: 32 (agents at once) or 1 (one agent's marker → state)")
 	if err := parse(e, fs, benchUsage, args); err != nil {
 		return err
@@ -159,6 +175,16 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 		if flagWasSet(fs, f) && *vs == "" {
 			return usageHint("bench", "--%s goes with --vs-daemon", f)
 		}
+	}
+	if (flagWasSet(fs, "sizes") || flagWasSet(fs, "profile")) && !*scale {
+		return usageHint("bench", "--sizes and --profile go with --scale")
+	}
+	if *scale && (*vs != "" || *quick || *noPython) {
+		return usageHint("bench", "--scale runs only its own rows: --vs-daemon, --quick and --no-python do not apply")
+	}
+	scaleSizes, err := parseSizes(*sizes)
+	if err != nil {
+		return err
 	}
 	if *vs != "" && (*quick || *noPython) {
 		return usageHint("bench", "--vs-daemon runs only its paired rounds: --quick and --no-python do not apply (--pairs sets its length)")
@@ -219,6 +245,14 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 		progress = e.stderr
 	}
 	agentCmd := []string{exe, "bench", benchAgentArg}
+	if *scale {
+		sopt := bench.ScaleOptions{Dir: *dir, Sizes: scaleSizes, AgentCmd: agentCmd, ServeCmd: []string{exe, "--root"},
+			SQLite: sq, Profile: *profile, Progress: progress}
+		if pg {
+			sopt.Postgres = e.root
+		}
+		return runScale(ctx, e, sopt, *asJSON)
+	}
 	if other != "" {
 		popt := bench.PairedOptions{Dir: *dir, Row: *prow, Pairs: *pairs, AgentCmd: agentCmd,
 			ServeA: []string{serveA, "--root"}, ServeB: []string{other, "--root"}, Progress: progress}

@@ -56,6 +56,14 @@ func TestBenchFlagMistakes(t *testing.T) {
 		{"quick paired rounds", []string{"--vs-daemon", clitest.Bin(), "--quick"}, "--quick and --no-python do not apply"},
 		{"row without a daemon to compare", []string{"--row", "1"}, "--row goes with --vs-daemon"},
 		{"a row there is not", []string{"--vs-daemon", clitest.Bin(), "--row", "8"}, "--row is 32 (agents at once) or 1 (one agent's marker → state), not 8"},
+		{"sizes without scale", []string{"--sizes", "100"}, "--sizes and --profile go with --scale"},
+		{"profile without scale", []string{"--profile", "p"}, "--sizes and --profile go with --scale"},
+		{"scale with paired rounds", []string{"--scale", "--vs-daemon", clitest.Bin()}, "--scale runs only its own rows"},
+		{"scale quick", []string{"--scale", "--quick"}, "--scale runs only its own rows"},
+		{"a size too small", []string{"--scale", "--sizes", "100,50"}, `not "50"`},
+		{"a size not a number", []string{"--scale", "--sizes", "1k"}, `not "1k"`},
+		{"an empty size", []string{"--scale", "--sizes", "100,"}, `not ""`},
+		{"a size too large", []string{"--scale", "--sizes", "1000000"}, `not "1000000"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := w.Run(append([]string{"bench"}, tt.args...)...)

@@ -21,6 +21,7 @@ Usage:
   workspaced serve [--rescan DUR] [--cleanup-interval DUR] [--grace DUR] [--strict]
                    [--wakeups inotify|poll] [--poll DUR]
                    [--standby] [--lease DUR] [--log-format text|json] [--log-level debug|info|warn|error]
+                   [--cpu-profile FILE]
                    [--listen ADDR [--token-file F] [--tls-cert F --tls-key F]
                     [--oauth-resource URL [--oauth-issuer URL]]
                     [--rate N] [--burst N] [--address-rate N] [--address-burst N]
@@ -53,6 +54,9 @@ A marker that does not parse waits --grace (it may still be being written),
 then is rejected with its reason, as is one naming a missing, unsafe or
 schema-invalid product. Every --cleanup-interval retention prunes finished
 tasks (cleanup-interval 0 turns that off).
+
+--cpu-profile FILE samples the daemon's CPU from start to exit into FILE,
+for 'go tool pprof' (see docs/PERFORMANCE.md, where the time of a commit goes).
 
 One daemon per root: a second serve exits 4 at once naming the pid serving.
 On a postgres:// root the daemon leads through a lease row in the database
@@ -122,9 +126,17 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	standby := fs.Bool("standby", false, "on a postgres:// root, wait for the leading daemon's lease instead of exiting 4, and take over when it lapses")
 	format := fs.String("log-format", "text", "the log format, `text|json`")
 	level := fs.String("log-level", "info", "log this level and above, `debug|info|warn|error`")
+	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile of the daemon to `FILE` until it exits (go tool pprof reads it)")
 	ops := addOpsFlags(fs)
 	if err := parse(e, fs, serveUsage, args); err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	opsToken, err := ops.check()
 	if err != nil {

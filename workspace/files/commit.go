@@ -77,6 +77,9 @@ type nextState struct {
 	// tornLog: events.log's last line was cut short (a full disk): the
 	// events are appended on a line of their own.
 	tornLog bool
+	// changed names the entries st changed since the state last written
+	// (All when it does not derive from it by a fold).
+	changed statecheck.Changed
 }
 
 // unwritten is the task's state as last written or read, for records to
@@ -84,7 +87,8 @@ type nextState struct {
 func (t *committer) unwritten() nextState { return nextState{st: t.st, plan: t.plan} }
 
 // fold folds recs into the task's state through the state machine, and
-// encodes and checks the result. It changes nothing.
+// encodes and checks the result. It writes nothing: the committer's fold
+// holds the result until it is written, or is forgotten with it.
 func (t *committer) fold(recs []workspace.JournalRecord) (nextState, error) {
 	n := t.unwritten()
 	t.apply(&n, recs)
@@ -92,9 +96,14 @@ func (t *committer) fold(recs []workspace.JournalRecord) (nextState, error) {
 }
 
 // apply folds recs into n through the state machine, after the records
-// folded into it before.
+// folded into it before: in place, into the committer's fold of its
+// state (made now if none is), which n then shares.
 func (t *committer) apply(n *nextState, recs []workspace.JournalRecord) {
-	st, evs, stopped := machine.Continue(n.st, t.planLoader(n.st, n.plan), recs)
+	if t.folder == nil {
+		t.folder = machine.NewFold(n.st, n.plan)
+	}
+	evs, stopped := t.folder.Continue(t.planLoader(n.st, n.plan), recs)
+	st := t.folder.State()
 	n.st, n.evs, n.stopped = st, append(n.evs, evs...), stopped
 	for _, rec := range recs {
 		if rec.Seq > st.JournalSeq {
@@ -107,18 +116,16 @@ func (t *committer) apply(n *nextState, recs []workspace.JournalRecord) {
 	}
 }
 
-// encode encodes the folded state n and checks it: only what changed since
-// the state last written when that one was checked (statecheck.Next).
+// encode encodes the folded state n and checks it: only the entries the
+// fold changed since the state last written, when that one was checked
+// (statecheck.Encoder); everything when n was not folded.
 func (t *committer) encode(n *nextState) error {
-	var prev *workspace.State
-	if t.valid {
-		prev = &t.st
+	n.changed = statecheck.Changed{All: true}
+	if t.folder != nil {
+		n.changed = t.folder.Changed()
 	}
 	var err error
-	if n.data, err = atomicfile.Marshal(n.st); err != nil {
-		return fmt.Errorf("encode state of task %s: %w", t.id, err)
-	}
-	if err := statecheck.Next(prev, n.st, n.data); err != nil {
+	if n.data, err = t.enc.Encode(n.st, n.changed, t.valid); err != nil {
 		return fmt.Errorf("state of task %s would not validate, not written: %w", t.id, err)
 	}
 	return nil
@@ -158,9 +165,13 @@ func (t *committer) write(ctx context.Context, n nextState, backupOld bool, rest
 		return fmt.Errorf("write state of task %s: %w", t.id, err)
 	}
 	t.fi, _ = s.Root().Lstat(statePath(t.id))
+	changed := n.changed
+	if n.plan != t.plan {
+		t.complexity, changed = nil, statecheck.Changed{All: true}
+	}
 	t.st, t.plan, t.valid = n.st, n.plan, true
 	t.noteWritten(n.st)
-	t.noteProgress()
+	t.noteProgress(changed)
 	s.log().Debug("state written", "task", t.id, "journal_seq", n.st.JournalSeq, "records", n.applied)
 	if n.stopped != nil {
 		return fmt.Errorf("apply journal of task %s: state written through seq %d: %w", t.id, n.st.JournalSeq, n.stopped)

@@ -15,6 +15,7 @@ import (
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
+	"github.com/workspaced/workspaced/workspace/statecheck"
 )
 
 // committer is the single writer's handle on one task of the tree
@@ -56,13 +57,23 @@ type committer struct {
 	// validated before it was written), so a commit need only check what
 	// it changes.
 	valid bool
+	// folder is st, owned and folded in place by the next commit, made
+	// when a commit first folds a record; nil until then. enc holds the
+	// encoding of the entries of st as last written. Both go with the
+	// cached state (forget): a commit then costs what its records change.
+	folder *machine.Fold
+	enc    statecheck.Encoder
 
 	// names is the set of marker names the journal holds (names.go),
 	// built when a commit first has a marker to take; nil until then.
 	names *journaledNames
 
-	// progress is the subtasks in progress, for the timeout detector.
-	progress []workspace.InProgress
+	// progress is the subtasks in progress, for the timeout detector,
+	// kept by id in inProgress; complexity the estimated complexity of
+	// each subtask of plan, by id, built when first needed.
+	progress   []workspace.InProgress
+	inProgress map[string]workspace.InProgress
+	complexity map[string]string
 	// events are the events of the commit under way (appended before its
 	// state, or the commit fails: none is ever lost, see eventlog.go).
 	events []workspace.Event
@@ -204,7 +215,8 @@ func (t *committer) noteQuiet(fi fs.FileInfo) {
 // disk.
 func (t *committer) forget() {
 	t.loaded, t.current, t.st, t.plan, t.fi, t.valid, t.progress = false, false, workspace.State{}, nil, nil, false, nil
-	t.names = nil
+	t.names, t.folder, t.complexity, t.inProgress = nil, nil, nil, nil
+	t.enc.Reset()
 }
 
 // mayHaveMarkers reports whether the task directory may hold a marker:
@@ -246,21 +258,35 @@ func readMarkerNames(f *os.File) ([]string, error) {
 }
 
 // noteProgress remembers the subtasks in progress, for the timeout
-// detector.
-func (t *committer) noteProgress() {
+// detector: of those changed names when it knows the others, else of
+// all, so that a commit pays for what it changed.
+func (t *committer) noteProgress(changed statecheck.Changed) {
+	if t.plan != nil && t.complexity == nil {
+		t.complexity = make(map[string]string, len(t.plan.Subtasks))
+		for _, ps := range t.plan.Subtasks {
+			t.complexity[ps.ID] = ps.EstimatedComplexity
+		}
+	}
+	note := func(sid string) {
+		s := t.st.Subtasks[sid]
+		if s == nil || s.Status != machine.SubtaskInProgress || s.StartedAt == nil {
+			delete(t.inProgress, sid)
+			return
+		}
+		t.inProgress[sid] = workspace.InProgress{TaskID: t.id, SubtaskID: sid, StartedAt: *s.StartedAt, Complexity: t.complexity[sid]}
+	}
+	if changed.All || t.inProgress == nil {
+		t.inProgress = map[string]workspace.InProgress{}
+		for sid := range t.st.Subtasks {
+			note(sid)
+		}
+	} else {
+		for sid := range changed.Subtasks {
+			note(sid)
+		}
+	}
 	t.progress = t.progress[:0]
-	for sid, s := range t.st.Subtasks {
-		if s.Status != machine.SubtaskInProgress || s.StartedAt == nil {
-			continue
-		}
-		it := workspace.InProgress{TaskID: t.id, SubtaskID: sid, StartedAt: *s.StartedAt}
-		if t.plan != nil {
-			for _, ps := range t.plan.Subtasks {
-				if ps.ID == sid {
-					it.Complexity = ps.EstimatedComplexity
-				}
-			}
-		}
+	for _, it := range t.inProgress {
 		t.progress = append(t.progress, it)
 	}
 }

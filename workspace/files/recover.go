@@ -14,6 +14,7 @@ import (
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
+	"github.com/workspaced/workspaced/workspace/statecheck"
 )
 
 // Recovery: how a task's state is brought up to date with its journal
@@ -77,7 +78,7 @@ func (t *committer) upToDate(look *taskLook) bool {
 	}
 	t.forget()
 	t.st, t.current = st, true
-	t.noteProgress()
+	t.noteProgress(statecheck.Changed{All: true})
 	return true
 }
 
@@ -191,7 +192,7 @@ func (t *committer) load(ctx context.Context, force bool) error {
 			return err
 		}
 	}
-	t.noteProgress()
+	t.noteProgress(statecheck.Changed{All: true})
 	return nil
 }
 

@@ -205,6 +205,8 @@ func (a *applier) amendmentReview(r *workspace.Review) {
 func (a *applier) applyAmendment(p *workspace.Plan, d Diff, agent, reviewedBy string) {
 	st := a.st
 	from := st.PlanVersion
+	// Entries leave and join the maps: every one counts as changed.
+	a.changed.Everything()
 	subs, cps := map[string]bool{}, map[string]bool{}
 	for _, s := range p.Subtasks {
 		subs[s.ID] = true

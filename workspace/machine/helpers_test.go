@@ -4,15 +4,18 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/statecheck"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -91,13 +94,45 @@ type folded struct {
 func fold(t testing.TB, task workspace.Task, recs []workspace.JournalRecord) folded {
 	t.Helper()
 	f := folded{state: Init(task)}
+	inPlace := NewFold(f.state, nil)
 	for _, rec := range recs {
 		next, plan, events := stepChecked(t, f.state, f.plan, rec)
 		checkInvariants(t, f.state, next, rec, events)
+		checkFold(t, inPlace, f.state, next, f.plan, rec)
 		f.state, f.plan, f.last = next, plan, events
 		f.all = append(f.all, events...)
 	}
 	return f
+}
+
+// checkFold folds rec in place into fd, which holds prev, and fails the
+// test unless it reaches next, the state Step reached, with every entry
+// that differs from prev's noted as changed.
+func checkFold(t testing.TB, fd *Fold, prev, next workspace.State, plan *workspace.Plan, rec workspace.JournalRecord) {
+	t.Helper()
+	if _, err := fd.Continue(func(int) (*workspace.Plan, error) { return plan, nil }, []workspace.JournalRecord{rec}); err != nil {
+		t.Fatalf("record %d: Fold: %v", rec.Seq, err)
+	}
+	if got, want := snapshot(t, fd.State()), snapshot(t, next); !bytes.Equal(got, want) {
+		t.Fatalf("record %d: Fold reached\n%s\nStep reached\n%s", rec.Seq, got, want)
+	}
+	ch := fd.Changed()
+	if ch.All {
+		return
+	}
+	d := statecheck.Diff(prev, next)
+	for _, m := range []struct {
+		name    string
+		diff    []string
+		changed map[string]struct{}
+	}{{"subtask", slices.Collect(maps.Keys(d.Subtasks)), ch.Subtasks}, {"checkpoint", slices.Collect(maps.Keys(d.Checkpoints)), ch.Checkpoints},
+		{"worker", slices.Collect(maps.Keys(d.Workers)), ch.Workers}} {
+		for _, id := range m.diff {
+			if _, ok := m.changed[id]; !ok {
+				t.Fatalf("record %d: %s %s changed, not noted by the fold (noted: %v)", rec.Seq, m.name, id, m.changed)
+			}
+		}
+	}
 }
 
 // stepChecked runs Step and fails the test if it changed its input, or if

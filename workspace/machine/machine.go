@@ -9,6 +9,7 @@ import (
 
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/statecheck"
 )
 
 // Task phases (state.json phase).
@@ -147,7 +148,7 @@ func step(st workspace.State, plan *workspace.Plan, rec workspace.JournalRecord)
 		return st, plan, nil, t
 	}
 	st = clone(st)
-	plan, events := stepOwned(&st, plan, nil, rec, t)
+	plan, events := stepOwned(&st, plan, nil, rec, t, nil)
 	return st, plan, events, t
 }
 
@@ -155,12 +156,13 @@ func step(st workspace.State, plan *workspace.Plan, rec workspace.JournalRecord)
 // and pointers must not be shared with anything the caller was given. t
 // is the tally of st, kept across the records of one fold. amended is the
 // plan of the amendment awaiting review, when the state has one and rec
-// may review it (nil otherwise).
-func stepOwned(st *workspace.State, plan, amended *workspace.Plan, rec workspace.JournalRecord, t *tally) (*workspace.Plan, []workspace.Event) {
+// may review it (nil otherwise). changed, when set, collects the entries
+// rec changes.
+func stepOwned(st *workspace.State, plan, amended *workspace.Plan, rec workspace.JournalRecord, t *tally, changed *statecheck.Changed) (*workspace.Plan, []workspace.Event) {
 	if rec.Seq <= st.JournalSeq {
 		return plan, nil
 	}
-	a := &applier{st: st, plan: plan, amended: amended, rec: rec, at: rec.TakenAt.UTC(), t: t}
+	a := &applier{st: st, plan: plan, amended: amended, rec: rec, at: rec.TakenAt.UTC(), t: t, changed: changed}
 	a.st.JournalSeq = rec.Seq
 	a.st.LastUpdated = a.at
 	a.apply()
@@ -194,14 +196,20 @@ func Continue(st workspace.State, plans func(version int) (*workspace.Plan, erro
 // step.
 func continueFold(st workspace.State, plans func(version int) (*workspace.Plan, error), recs []workspace.JournalRecord,
 	after func(workspace.JournalRecord, *workspace.State, *tally)) (workspace.State, []workspace.Event, error) {
-	var (
-		plan   *workspace.Plan
-		events []workspace.Event
-	)
 	// One copy for the whole fold: the records then change it in place,
 	// and one tally of it.
 	st = clone(st)
-	t := &tally{}
+	_, events, err := foldOwned(&st, nil, plans, recs, &tally{}, nil, after)
+	return st, events, err
+}
+
+// foldOwned folds recs into *st, a state the caller owns, in place (see
+// stepOwned), starting from plan (the plan st tracks, or nil when it is
+// to be loaded), with t the tally of st; it notes in changed, when set,
+// the entries it changes. It returns the plan st tracks when known.
+func foldOwned(st *workspace.State, plan *workspace.Plan, plans func(version int) (*workspace.Plan, error), recs []workspace.JournalRecord,
+	t *tally, changed *statecheck.Changed, after func(workspace.JournalRecord, *workspace.State, *tally)) (*workspace.Plan, []workspace.Event, error) {
+	var events []workspace.Event
 	for _, rec := range recs {
 		if rec.Seq <= st.JournalSeq {
 			continue
@@ -209,18 +217,18 @@ func continueFold(st workspace.State, plans func(version int) (*workspace.Plan, 
 		needed := rec.Rejected == "" && !vocab.Finished(st.Status) && st.PlanVersion > 0
 		if needed && (plan == nil || plan.ID != st.PlanID || plan.Version != st.PlanVersion) {
 			if plans == nil {
-				return st, events, fmt.Errorf("record %d: state tracks plan %s v%d but no plan loader was given", rec.Seq, st.PlanID, st.PlanVersion)
+				return plan, events, fmt.Errorf("record %d: state tracks plan %s v%d but no plan loader was given", rec.Seq, st.PlanID, st.PlanVersion)
 			}
 			p, err := plans(st.PlanVersion)
 			if err != nil {
-				return st, events, fmt.Errorf("record %d: load plan %s v%d: %w", rec.Seq, st.PlanID, st.PlanVersion, err)
+				return plan, events, fmt.Errorf("record %d: load plan %s v%d: %w", rec.Seq, st.PlanID, st.PlanVersion, err)
 			}
 			if p == nil || p.ID != st.PlanID || p.Version != st.PlanVersion {
 				got := "nothing"
 				if p != nil {
 					got = fmt.Sprintf("plan %s v%d", p.ID, p.Version)
 				}
-				return st, events, fmt.Errorf("record %d: load plan %s v%d: got %s", rec.Seq, st.PlanID, st.PlanVersion, got)
+				return plan, events, fmt.Errorf("record %d: load plan %s v%d: got %s", rec.Seq, st.PlanID, st.PlanVersion, got)
 			}
 			plan = p
 		}
@@ -228,18 +236,18 @@ func continueFold(st workspace.State, plans func(version int) (*workspace.Plan, 
 		if am := st.Amendment; needed && am != nil && rec.Review != nil && rec.Review.Type == ReviewPlan && plans != nil {
 			p, err := plans(am.Version)
 			if err != nil || p == nil || p.ID != st.PlanID || p.Version != am.Version {
-				return st, events, fmt.Errorf("record %d: load amendment %s v%d: %v", rec.Seq, st.PlanID, am.Version, err)
+				return plan, events, fmt.Errorf("record %d: load amendment %s v%d: %v", rec.Seq, st.PlanID, am.Version, err)
 			}
 			amended = p
 		}
 		var ev []workspace.Event
-		plan, ev = stepOwned(&st, plan, amended, rec, t)
+		plan, ev = stepOwned(st, plan, amended, rec, t, changed)
 		events = append(events, ev...)
 		if after != nil {
-			after(rec, &st, t)
+			after(rec, st, t)
 		}
 	}
-	return st, events, nil
+	return plan, events, nil
 }
 
 // applier carries one application of one record. st is a private deep
@@ -258,6 +266,8 @@ type applier struct {
 	// the record changed it.
 	adopted *workspace.Plan
 	t       *tally
+	// changed, when set, collects the entries the record changes.
+	changed *statecheck.Changed
 }
 
 // tally counts the subtasks of a state being folded, so that the checks
@@ -462,6 +472,7 @@ func (a *applier) seeWorker(agent string) {
 	}
 	if _, ok := a.st.Workers[agent]; !ok {
 		a.st.Workers[agent] = &workspace.WorkerState{Status: WorkerAvailable}
+		a.changed.Worker(agent)
 	}
 }
 
@@ -489,9 +500,10 @@ func (a *applier) finish(status, phase string) {
 	a.st.Phase = phase
 	at := a.at
 	a.st.CompletedAt = &at
-	for _, w := range a.st.Workers {
+	for id, w := range a.st.Workers {
 		w.Status = WorkerAvailable
 		w.CurrentTask = ""
+		a.changed.Worker(id)
 	}
 }
 
@@ -598,6 +610,7 @@ func (a *applier) planReview(r *workspace.Review) {
 	for _, c := range a.plan.Checkpoints {
 		st.Checkpoints[c.ID] = &workspace.CheckpointState{Status: CheckpointPending}
 	}
+	a.changed.Everything()
 	a.emit(EventPlanApproved, []string{st.PlanID}, attrs("version", strconv.Itoa(st.PlanVersion), "reviewer", reviewer(r, a.rec.Marker)))
 	a.issues(r)
 	a.advance()
@@ -622,6 +635,7 @@ func (a *applier) checkpointReview(r *workspace.Review) {
 		return
 	}
 	at := a.at
+	a.changed.Checkpoint(r.Target)
 	cs.ReviewedAt = &at
 	cs.Review = r.ID
 	if r.Verdict == VerdictApproved {
@@ -643,6 +657,7 @@ func (a *applier) checkpointReview(r *workspace.Review) {
 	}
 	for id := range members {
 		if ss := st.Subtasks[id]; ss != nil {
+			a.changed.Subtask(id)
 			a.setStatus(ss, SubtaskPending)
 			*ss = workspace.SubtaskState{Status: SubtaskPending, Attempts: ss.Attempts}
 		}
@@ -655,6 +670,7 @@ func (a *applier) checkpointReview(r *workspace.Review) {
 		}
 		for _, id := range c.Subtasks {
 			if members[id] {
+				a.changed.Checkpoint(c.ID)
 				other.Status = CheckpointPending
 				other.ReachedAt = nil
 				break
@@ -678,6 +694,7 @@ func (a *applier) reblock() {
 			continue
 		}
 		if blockers := a.blockers(s); len(blockers) > 0 {
+			a.changed.Subtask(s.ID)
 			a.setStatus(ss, SubtaskBlocked)
 			ss.BlockedBy = blockers
 		}
@@ -744,6 +761,8 @@ func (a *applier) claim() {
 func (a *applier) take(ss *workspace.SubtaskState, implicit bool) {
 	m := a.rec.Marker
 	at := a.at
+	a.changed.Subtask(m.SubtaskID)
+	a.changed.Worker(m.AgentID)
 	ss.Worker = m.AgentID
 	a.setStatus(ss, SubtaskInProgress)
 	ss.StartedAt = &at
@@ -767,6 +786,7 @@ func (a *applier) release(agent, id string) {
 	if w == nil || (w.CurrentTask != id && w.CurrentTask != "") {
 		return
 	}
+	a.changed.Worker(agent)
 	w.Status, w.CurrentTask = WorkerAvailable, ""
 	if !a.holds(agent) {
 		return
@@ -817,6 +837,7 @@ func (a *applier) subtaskDone() {
 	if !a.planReady() {
 		return
 	}
+	a.changed.Subtask(m.SubtaskID)
 	if ss.Status == SubtaskPending {
 		a.take(ss, true)
 	}
@@ -877,6 +898,7 @@ func (a *applier) unblock() {
 		if ss == nil || ss.Status != SubtaskBlocked {
 			continue
 		}
+		a.changed.Subtask(s.ID)
 		ss.BlockedBy = a.blockers(s)
 		if len(ss.BlockedBy) == 0 {
 			a.setStatus(ss, SubtaskPending)
@@ -907,6 +929,7 @@ func (a *applier) advance() {
 			continue
 		}
 		at := a.at
+		a.changed.Checkpoint(c.ID)
 		cs.Status = CheckpointAwaitingReview
 		cs.ReachedAt = &at
 		a.emit(EventCheckpointReached, []string{c.ID}, nil)

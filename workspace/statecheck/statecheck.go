@@ -86,6 +86,13 @@ func Next(prev *workspace.State, next workspace.State, data []byte) error {
 	d := Diff(*prev, next)
 	part := next
 	part.Subtasks, part.Checkpoints, part.Workers = d.Subtasks, d.Checkpoints, d.Workers
+	return checkPart(part, data)
+}
+
+// checkPart checks part, a state holding only the entries of another that
+// changed, against the schema, and data, that other state encoded, against
+// the size limit.
+func checkPart(part workspace.State, data []byte) error {
 	pdata, err := atomicfile.Marshal(part)
 	if err != nil {
 		return err

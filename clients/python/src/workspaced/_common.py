@@ -101,6 +101,20 @@ def value_json(value: Any, what: str = "value") -> str:
     return body
 
 
+def value_text(value: Any) -> str:
+    """The value as an entry file holds it (2-space indent), held to the
+    limits of every store (on its compact JSON, as they measure it)."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, indent=2, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise Invalid("value is not JSON: %s" % e, "give a dict, list, str, number, bool or None") from None
+    if len(text) > VALUE_MAX // 4 or len(text.encode("utf-8")) > VALUE_MAX:
+        value_json(value)  # the exact size; raises over the limit
+    elif _depth(value, MAX_DEPTH) > MAX_DEPTH:
+        raise Invalid("value is nested deeper than %d levels" % MAX_DEPTH, "flatten the value")
+    return text
+
+
 def check_description(d: object) -> str:
     if not isinstance(d, str) or "\x00" in d:
         raise Invalid("short_description must be text without NUL", "remove the NUL characters")

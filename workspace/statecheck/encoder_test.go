@@ -1,0 +1,129 @@
+package statecheck
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/workspaced/workspaced/atomicfile"
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// The Encoder writes, state after state, the very bytes atomicfile.Marshal
+// writes, re-encoding only the entries it is told changed: states of
+// random changes (new entries, changed ones, odd keys and strings that
+// encoding/json escapes), each checked byte for byte.
+func TestEncoderMatchesMarshal(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	st := workspace.State{TaskID: "t", Status: "executing", Phase: "p <&> \u2028", LastUpdated: t0,
+		Subtasks: map[string]*workspace.SubtaskState{}, Checkpoints: map[string]*workspace.CheckpointState{},
+		Workers: map[string]*workspace.WorkerState{}, Errors: []workspace.StateError{}}
+	for i := range 300 {
+		st.Subtasks[fmt.Sprintf("st_%d", i)] = &workspace.SubtaskState{Status: "pending"}
+	}
+	var e Encoder
+	valid := true
+	for step := range 400 {
+		var ch Changed
+		for range rng.IntN(4) {
+			id := fmt.Sprintf("st_%d", rng.IntN(400)) // some new
+			at := t0.Add(time.Duration(step) * time.Second)
+			st.Subtasks[id] = &workspace.SubtaskState{Status: "completed", Worker: "w_1", CompletedAt: &at, Output: "outputs/<a&b>.json"}
+			ch.Subtask(id)
+		}
+		if rng.IntN(5) == 0 {
+			id := fmt.Sprintf("w_%d", rng.IntN(20))
+			st.Workers[id] = &workspace.WorkerState{Status: "busy", CurrentTask: "st_1"}
+			ch.Worker(id)
+		}
+		if rng.IntN(7) == 0 {
+			id := fmt.Sprintf("cp_%d", rng.IntN(5))
+			st.Checkpoints[id] = &workspace.CheckpointState{Status: "pending"}
+			ch.Checkpoint(id)
+		}
+		if rng.IntN(50) == 0 {
+			ch.Everything()
+		}
+		st.JournalSeq = int64(step)
+		got, err := e.Encode(st, ch, valid)
+		if err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		want, err := atomicfile.Marshal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("step %d: encoded\n%s\nMarshal\n%s", step, got, want)
+		}
+		if rng.IntN(40) == 0 {
+			e.Reset()
+		}
+	}
+}
+
+// A nil map encodes as null, an empty one as {}, as Marshal does; a
+// changed entry that breaks the schema is refused and the encoder starts
+// afresh; one unchanged is not checked again when the state is known
+// valid, and is when it is not.
+func TestEncoderChecks(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	st := workspace.State{TaskID: "t", Status: "executing", Phase: "p", LastUpdated: t0,
+		Subtasks: map[string]*workspace.SubtaskState{"st_1": {Status: "pending"}, "st_2": {Status: "bogus"}},
+		Workers:  map[string]*workspace.WorkerState{}, Errors: []workspace.StateError{}}
+	var e Encoder
+	if _, err := e.Encode(st, Changed{}, false); err == nil || !strings.Contains(err.Error(), "st_2") {
+		t.Errorf("a state not known valid with a bad entry: %v, want an error naming st_2", err)
+	}
+	data, err := e.Encode(st, Changed{}, true)
+	if err != nil {
+		t.Fatalf("derived from a valid state, nothing changed: %v", err)
+	}
+	if want, _ := atomicfile.Marshal(st); !bytes.Equal(data, want) {
+		t.Errorf("nil checkpoints: encoded\n%s\nwant\n%s", data, want)
+	}
+	st.Subtasks["st_1"] = &workspace.SubtaskState{Status: "nonsense"}
+	var ch Changed
+	ch.Subtask("st_1")
+	if _, err := e.Encode(st, ch, true); err == nil || !strings.Contains(err.Error(), "st_1") {
+		t.Errorf("a changed entry with a bad status: %v, want an error naming st_1", err)
+	}
+	if e.primed {
+		t.Error("the encoder kept what it held after a refusal")
+	}
+	st.Subtasks["st_1"] = &workspace.SubtaskState{Status: "pending"}
+	st.Phase = strings.Repeat("x", 17<<20)
+	if _, err := e.Encode(st, ch, true); err == nil {
+		t.Error("a state over the size limit was let through")
+	}
+}
+
+// BenchmarkEncoder10000 re-encodes a state of 10,000 subtasks after one
+// changed: what a commit pays to encode and check its state.
+func BenchmarkEncoder10000(b *testing.B) {
+	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	st := workspace.State{TaskID: "t", Status: "executing", Phase: "p", LastUpdated: t0,
+		Subtasks: map[string]*workspace.SubtaskState{}, Checkpoints: map[string]*workspace.CheckpointState{},
+		Workers: map[string]*workspace.WorkerState{}, Errors: []workspace.StateError{}}
+	for i := range 10000 {
+		st.Subtasks[fmt.Sprintf("st_%d", i)] = &workspace.SubtaskState{Status: "completed", Worker: "w_1", CompletedAt: &t0, Output: "outputs/x.json"}
+	}
+	var e Encoder
+	if _, err := e.Encode(st, Changed{}, false); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		id := fmt.Sprintf("st_%d", i%10000)
+		st.Subtasks[id] = &workspace.SubtaskState{Status: "in_progress", Worker: "w_2", StartedAt: &t0}
+		var ch Changed
+		ch.Subtask(id)
+		if _, err := e.Encode(st, ch, true); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
