@@ -635,7 +635,7 @@ export interface paths {
         };
         /**
          * Read the plan
-         * @description The current plan (plan.json), or an earlier version with ?version=N.
+         * @description The current plan (plan.json; once a plan is approved, the version the daemon runs, which an amendment awaiting review does not replace), or another version with ?version=N.
          */
         get: operations["getPlan"];
         put?: never;
