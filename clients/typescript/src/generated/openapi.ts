@@ -587,7 +587,7 @@ export interface paths {
         };
         /**
          * Read the plan
-         * @description The current plan (plan.json), or an earlier version with ?version=N.
+         * @description The current plan (plan.json; once a plan is approved, the version the daemon runs, which an amendment awaiting review does not replace), or another version with ?version=N.
          */
         get: operations["getPlan"];
         put?: never;
@@ -1245,7 +1245,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description Not served by this server yet. */
+        /** @description Not served here: the store keeps no namespaced memory. (A method the API does not know at all is a 501 on any path.) */
         NotImplemented: {
             headers: {
                 [name: string]: unknown;
