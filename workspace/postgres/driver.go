@@ -41,7 +41,7 @@ var dialect = sqlstore.Dialect{
 
 // eventsAfter is the condition selecting the rows of table (events,
 // memory_events) a reader reads next after the row of id param
-// (migration 0008): the rows after it in (xid, id) order whose
+// (migration 0009): the rows after it in (xid, id) order whose
 // transaction is older than every one still running, so that no row can
 // come before them later. A position that names no row (0, or one
 // removed) reads on from the rows of xid 0 after it.

@@ -14,7 +14,7 @@ import (
 // PutEntry stores an entry's row (sqlstore.Driver) in one statement, so
 // one round trip and one commit: the task's existence, the verb the
 // entries' trigger gives the event of an upsert that updates ("stored",
-// migration 0008) and the token the write came with (the settings last
+// migration 0009) and the token the write came with (the settings last
 // the statement's transaction), and the upsert, whose trigger appends the
 // event.
 func (d driver) PutEntry(ctx context.Context, p sqlstore.EntryPut) (time.Time, int, error) {

@@ -14,7 +14,7 @@ import (
 )
 
 // Events are rows of events, one events.log line each, each with the id
-// of the transaction that wrote it (xid, migration 0008). Writers do not
+// of the transaction that wrote it (xid, migration 0009). Writers do not
 // wait for each other; a reader reads in (xid, id) order and only the
 // rows of transactions older than every one still running, so going on
 // from the last (xid, id) read never skips an event whose transaction
@@ -199,7 +199,7 @@ func (s *Store) unlisten(conn *pgxpool.Conn) {
 }
 
 // follower reads new events in (xid, id) order, only those of
-// transactions older than every one still running (migration 0008):
+// transactions older than every one still running (migration 0009):
 // every row that will ever come before them has committed, so reading on
 // from the last (xid, id) read misses nothing and delivers each event
 // once, in the same order to every follower.

@@ -96,7 +96,7 @@ func (s *Store) watchOn(ctx context.Context, conn *pgxpool.Conn, trouble error, 
 	each(workspace.Change{Everything: true, Err: trouble})
 	looked := time.Now()
 	// The tasks with events held back: committed, but waiting for an
-	// older transaction to end (migration 0008), which may end without
+	// older transaction to end (migration 0009), which may end without
 	// a notification; each is reported again once its events can be read.
 	var held []string
 	var recheck time.Duration
@@ -180,7 +180,7 @@ func isTimeout(err error) bool {
 // sideMarks reads what tells that memory or the friction log changed:
 // the number, newest update and summed versions of memory entries and
 // the last memory event readers can read (which moves with every one
-// they can read next, migration 0008), and when the friction log's row
+// they can read next, migration 0009), and when the friction log's row
 // was written and its length.
 func (s *Store) sideMarks(ctx context.Context) (memory, friction string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)

@@ -12,7 +12,7 @@ import (
 
 // BenchmarkWriters: 8 and 16 writers at once, each storing 1 KiB env data
 // of one task (env) or namespaced memory items (memory) under keys of its
-// own, with the events read as migration 0008 has them (unlocked) and,
+// own, with the events read as migration 0009 has them (unlocked) and,
 // alternating with it in each round so that both meet the same load, with
 // the schema-wide events lock of migrations 0004 and 0007 put back
 // (locked). It reports each one's puts a second and their ratio. Run it

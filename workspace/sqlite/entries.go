@@ -9,7 +9,7 @@ import (
 
 // PutEntry stores an entry's row (sqlstore.Driver) in one write
 // transaction that finds the task, tells the entries' trigger that an
-// update is a store (migration 0004) and upserts the row, whose trigger
+// update is a store (migration 0005) and upserts the row, whose trigger
 // appends the event.
 func (d sqlDriver) PutEntry(ctx context.Context, p sqlstore.EntryPut) (time.Time, int, error) {
 	req := &p.Req

@@ -14,7 +14,7 @@ import (
 // and key; each write is one transaction (on PostgreSQL, the row lock of
 // its key orders concurrent writers: no lost update). The event of a
 // write in the thread and session scopes is made by the database, a
-// trigger on entries (PostgreSQL migration 0008, SQLite 0004), so an
+// trigger on entries (PostgreSQL migration 0009, SQLite 0005), so an
 // agent's own SQL write makes it too, and a write of the store tells the
 // trigger only what the row cannot (Dialect.EntryIntent: a put's update
 // is a store, who deletes). Keys, values and descriptions are checked as

@@ -11,7 +11,7 @@ import (
 // ids in commit order; by (transaction id, id) on PostgreSQL, where
 // writers do not wait for each other and a reader reads only the rows of
 // transactions older than every one still running (Dialect.EventsAfter,
-// migration 0008). Either way a reader that goes on from the last event
+// migration 0009). Either way a reader that goes on from the last event
 // it read never finds one before it later, so it misses nothing and reads
 // nothing twice. Merging and following are the drivers' own.
 
