@@ -56,6 +56,16 @@ func TestPlanAmendments(t *testing.T) {
 			if sum.State.PlanVersion != 2 || sum.State.Amendment == nil || sum.State.Amendment.Version != 3 {
 				t.Fatalf("state while the withdrawal waits: %+v", sum.State)
 			}
+			// The plan is the version the daemon runs; the one awaiting
+			// review is read by its number.
+			planner.want(planner.do("GET", "/api/v1/tasks/t1/plan", nil), 200, "read the running plan").json(t, &cur)
+			if cur.Version != 2 || len(cur.Subtasks) != 3 {
+				t.Fatalf("the plan while an amendment waits: v%d, %d subtasks", cur.Version, len(cur.Subtasks))
+			}
+			planner.want(planner.do("GET", "/api/v1/tasks/t1/plan?version=3", nil), 200, "read the amendment").json(t, &cur)
+			if cur.Version != 3 || len(cur.Subtasks) != 2 {
+				t.Fatalf("the amendment: v%d, %d subtasks", cur.Version, len(cur.Subtasks))
+			}
 			for _, c := range []struct {
 				body       string
 				status     int

@@ -121,6 +121,8 @@ var routes = []route{
 	{"DELETE", "/api/v1/memory/global/{key}", (*Handler).deleteEntry},
 	{"GET", "/api/v1/memory/agents/{agent}", (*Handler).listEntries},
 	{"GET", "/api/v1/memory/agents/{agent}/{key}", (*Handler).getEntry},
+	{"GET", "/api/v1/memory/global/{key}/history", (*Handler).entryHistory},
+	{"GET", "/api/v1/memory/agents/{agent}/{key}/history", (*Handler).entryHistory},
 	{"PUT", "/api/v1/memory/agents/{agent}/{key}", (*Handler).putEntry},
 	{"DELETE", "/api/v1/memory/agents/{agent}/{key}", (*Handler).deleteEntry},
 	{"GET", "/api/v1/memory/items", (*Handler).getItem},

@@ -67,7 +67,8 @@ func (h *Handler) preamble(c *call) error {
 	if err != nil {
 		return err
 	}
-	p, err := service.Preamble(c.r.Context(), h.st, thread, ops.PreambleOptions{Detail: detail, MaxMessageBytes: max, TaskID: task})
+
+	p, err := service.Preamble(c.r.Context(), h.st, thread, ops.PreambleOptions{Detail: detail, MaxMessageBytes: max, TaskID: task, Surface: ops.SurfaceHTTP})
 	if err != nil {
 		return err
 	}

@@ -94,6 +94,24 @@ func (h *Handler) getEntry(c *call) error {
 	return c.reply(http.StatusOK, e)
 }
 
+// entryHistory answers the kept versions of a memory entry, oldest
+// first: who wrote each and what it held before it was replaced.
+func (h *Handler) entryHistory(c *call) error {
+	s, err := c.scope(false)
+	if err != nil {
+		return err
+	}
+	k, err := c.key()
+	if err != nil {
+		return err
+	}
+	versions, err := service.EntryHistory(c.r.Context(), h.st, s, k)
+	if err != nil {
+		return err
+	}
+	return c.reply(http.StatusOK, map[string]any{"versions": versions})
+}
+
 // entryWrite is PUT's body.
 type entryWrite struct {
 	Value            json.RawMessage `json:"value"`

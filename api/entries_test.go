@@ -80,3 +80,38 @@ func TestEntries(t *testing.T) {
 		})
 	}
 }
+
+// TestEntryHistory: an overwrite of the global memory by another agent
+// leaves the earlier author and value readable through the API, on every
+// store; an agent's memory keeps its own; env data has none.
+func TestEntryHistory(t *testing.T) {
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel()
+			st := openKind(t, k.kind)
+			srv := server(t, st, &httpauth.Gate{TrustLoopback: true})
+			a, b := as(t, srv, "agent_a"), as(t, srv, "agent_b")
+			a.want(a.do("PUT", "/api/v1/memory/global/plan", map[string]any{"value": "a's plan"}), 200, "a stores")
+			b.want(b.do("PUT", "/api/v1/memory/global/plan", map[string]any{"value": "b's plan"}), 200, "b overwrites")
+			var h struct {
+				Versions []workspace.Entry `json:"versions"`
+			}
+			b.want(b.do("GET", "/api/v1/memory/global/plan/history", nil), 200, "history").json(t, &h)
+			if len(h.Versions) != 1 || h.Versions[0].StoredBy != "agent_a" || string(h.Versions[0].Value) != `"a's plan"` || h.Versions[0].Version != 1 {
+				t.Fatalf("history %+v", h.Versions)
+			}
+			a.want(a.do("PUT", "/api/v1/memory/agents/agent_a/note", map[string]any{"value": 1}), 200, "a's note")
+			a.want(a.do("PUT", "/api/v1/memory/agents/agent_a/note", map[string]any{"value": 2}), 200, "a's note again")
+			h.Versions = nil
+			a.want(a.do("GET", "/api/v1/memory/agents/agent_a/note/history", nil), 200, "a's history").json(t, &h)
+			if len(h.Versions) != 1 || string(h.Versions[0].Value) != "1" {
+				t.Fatalf("a's history %+v", h.Versions)
+			}
+			h.Versions = nil
+			a.want(a.do("GET", "/api/v1/memory/global/never/history", nil), 200, "no history").json(t, &h)
+			if h.Versions == nil || len(h.Versions) != 0 {
+				t.Fatalf("the history of a key never written: %+v", h.Versions)
+			}
+		})
+	}
+}

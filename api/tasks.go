@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -140,11 +141,16 @@ func (h *Handler) getPlan(c *call) error {
 	if err != nil {
 		return err
 	}
+	id, idErr := c.taskID()
+	if v == 0 && idErr == nil {
+		// Once approved, the version the daemon runs.
+		v = service.RunningPlan(c.r.Context(), h.st, id)
+	}
 	if v == 0 {
 		return h.document(c, "plan.json")
 	}
 	// The current version is plan.json; the earlier ones are kept apart.
-	if id, err := c.taskID(); err == nil {
+	if idErr == nil {
 		if p, err := h.st.ReadPlan(c.r.Context(), id, 0); err == nil && p.Version == v {
 			return h.document(c, "plan.json")
 		}

@@ -112,7 +112,34 @@ func TestCasesLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cases) < 10 {
-		t.Fatalf("%d cases, want at least 10", len(cases))
+	if len(cases) < 50 {
+		t.Fatalf("%d cases, want at least 50", len(cases))
+	}
+	// Every operation of the format is used by a case, every kind and
+	// verdict a case may expect too, so none is described and never run.
+	used := map[string]bool{}
+	for _, c := range cases {
+		for _, s := range c.Steps {
+			used["op "+s.Op] = true
+			used["verdict "+s.Verdict] = true
+			if s.Expect != nil {
+				used["kind "+s.Expect.Error] = true
+			}
+		}
+	}
+	var want []string
+	for _, op := range Ops {
+		want = append(want, "op "+op)
+	}
+	for _, v := range Verdicts {
+		want = append(want, "verdict "+v)
+	}
+	for _, k := range []string{"invalid", "not_found", "version_conflict", "conflict"} {
+		want = append(want, "kind "+k)
+	}
+	for _, w := range want {
+		if !used[w] {
+			t.Errorf("no case has %s", w)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -35,6 +36,12 @@ func TestAmendPlan(t *testing.T) {
 		expect(t, "amend_plan withdraw", false, verdictApplied, "which withdraws st_2", "until a plan review")
 	ask(t, planner, ToolAmendPlan, map[string]any{"withdraw": []string{"f2"}}).
 		expect(t, "amend_plan while one awaits review", true, "", "amendment v3 of plan plan_t1 awaits its review")
+	if got := mustCall(t, planner, ToolGetPlan, nil); !strings.Contains(got, `"version":2`) || !strings.Contains(got, `"st_2"`) {
+		t.Errorf("get_plan while an amendment waits: %s, want the running v2", got)
+	}
+	if got := mustCall(t, planner, ToolGetPlan, map[string]any{"version": 3}); !strings.Contains(got, `"version":3`) || strings.Contains(got, `"st_2"`) {
+		t.Errorf("get_plan version 3: %s, want the amendment", got)
+	}
 	ask(t, planner, ToolWritePlan, map[string]any{"subtasks": []any{map[string]any{"id": "st_9", "description": "late"}}}).
 		expect(t, "write_plan after approval", true, "", "an approved plan is never replaced", "hint: amend the running plan instead")
 	ask(t, reviewer, ToolWriteReview, map[string]any{"type": "plan_review", "verdict": "approved"}).expect(t, "approve the amendment", false, verdictApplied)

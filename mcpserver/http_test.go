@@ -610,7 +610,7 @@ func TestHTTPArguments(t *testing.T) {
 		want string
 	}{
 		{ToolStoreEnvData, map[string]any{"key": 5, "short_description": "d", "value": 1}, "key must be a string"},
-		{ToolStoreEnvData, map[string]any{"key": "k", "value": 1}, "missing required argument short_description"},
+		{ToolStoreEnvData, map[string]any{"key": "k", "short_description": "d"}, "missing required argument value"},
 		{ToolStoreEnvData, map[string]any{"key": strings.Repeat("k", 300), "short_description": "d", "value": 1}, "key"},
 		{ToolStoreEnvData, map[string]any{"key": "k\x00", "short_description": "d", "value": 1}, "key"},
 		{ToolStoreEnvData, map[string]any{"key": "deep", "short_description": "d", "value": deep}, "deep"},

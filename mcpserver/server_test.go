@@ -213,7 +213,7 @@ func TestListTools(t *testing.T) {
 		props    []string
 		enums    map[string][]string
 	}{
-		{ToolStoreEnvData, []string{"key", "short_description", "value"}, []string{"key", "short_description", "value"}, nil},
+		{ToolStoreEnvData, []string{"key", "value"}, []string{"key", "short_description", "value"}, nil},
 		{ToolGetEnvData, []string{"key"}, []string{"key"}, nil},
 		{ToolListEnvData, nil, nil, nil},
 		{ToolUpdateEnvData, []string{"key"}, []string{"if_version", "key", "short_description", "value"}, nil},
@@ -668,7 +668,6 @@ func TestBadArguments(t *testing.T) {
 	}{
 		{"missing key", ToolStoreEnvData, map[string]any{"short_description": "d", "value": 1}, []string{"key"}},
 		{"missing value", ToolStoreEnvData, map[string]any{"key": "a", "short_description": "d"}, []string{"value"}},
-		{"missing description", ToolStoreEnvData, map[string]any{"key": "a", "value": 1}, []string{"short_description"}},
 		{"key not a string", ToolGetEnvData, map[string]any{"key": 5}, []string{"key"}},
 		{"unknown argument", ToolGetEnvData, map[string]any{"key": "k", "scope": "po"}, []string{"scope"}},
 		{"empty key", ToolStoreEnvData, map[string]any{"key": "", "short_description": "d", "value": 1}, []string{"key"}},

@@ -70,7 +70,7 @@ type keyInput struct {
 
 type storeEnvInput struct {
 	Key              string `json:"key"`
-	ShortDescription string `json:"short_description" jsonschema:"What the value holds, shown by list_env_data."`
+	ShortDescription string `json:"short_description,omitempty" jsonschema:"What the value holds, shown by list_env_data."`
 	Value            any    `json:"value"`
 }
 
@@ -389,7 +389,7 @@ func (s *Server) deleteMemory(ctx context.Context, _ *mcp.CallToolRequest, in me
 }
 
 func (s *Server) delegationContext(ctx context.Context, _ *mcp.CallToolRequest, in contextInput) (string, error) {
-	p, err := service.Preamble(ctx, s.w, s.thread, ops.PreambleOptions{Detail: in.Detail, TaskID: s.task})
+	p, err := service.Preamble(ctx, s.w, s.thread, ops.PreambleOptions{Detail: in.Detail, TaskID: s.task, Surface: ops.SurfaceMCP})
 	if err != nil {
 		return "", err
 	}

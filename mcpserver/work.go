@@ -156,6 +156,10 @@ func docVersion(doc json.RawMessage) int {
 
 func (s *Server) getPlan(ctx context.Context, _ *mcp.CallToolRequest, in planVersionInput) (string, error) {
 	if in.Version == 0 {
+		// Once approved, the version the daemon runs.
+		in.Version = service.RunningPlan(ctx, s.w, s.task)
+	}
+	if in.Version == 0 {
 		doc, err := s.readDoc(ctx, "plan.json")
 		if err != nil {
 			return "", missing(err, noPlanHint, "task %s has no plan yet", s.task)

@@ -63,3 +63,15 @@ func ListEntries(ctx context.Context, st workspace.Store, s workspace.Scope, q E
 	}
 	return out, nil
 }
+
+// EntryHistory lists the kept versions of key in memory scope s, oldest
+// first (workspace.EntryHistory): who wrote each and what it held before
+// a write replaced it or a delete removed it.
+func EntryHistory(ctx context.Context, st workspace.Store, s workspace.Scope, key string) ([]workspace.Entry, error) {
+	h, ok := workspace.As[workspace.EntryHistory](st)
+	if !ok {
+		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "history of " + s.Label(), Msg: "this store keeps no history of memory entries",
+			Hint: "use a directory, sqlite: or postgres:// root, which keep it"}
+	}
+	return h.EntryHistory(ctx, s, key)
+}

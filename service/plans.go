@@ -124,3 +124,15 @@ func AmendPlan(ctx context.Context, st workspace.Store, taskID, agent string, a 
 	}, opt)
 	return out, err
 }
+
+// RunningPlan is the plan version a reader asking for "the plan" of task
+// taskID gets: once a plan is approved, the version the state runs
+// (plan.json may then hold an amendment awaiting review, or one the
+// daemon refused); before, 0, plan.json, the newest.
+func RunningPlan(ctx context.Context, st workspace.Store, taskID string) int {
+	s, err := st.ReadState(ctx, taskID)
+	if err != nil || s.PlanStatus != machine.PlanApproved {
+		return 0
+	}
+	return s.PlanVersion
+}

@@ -172,12 +172,16 @@ func (s *Server) reviewPlan(w http.ResponseWriter, r *http.Request, id string) {
 		fail(w, err)
 		return
 	}
-	if st.PlanStatus != "proposed" {
+	version := st.PlanVersion
+	switch {
+	case st.Amendment != nil:
+		version = st.Amendment.Version
+	case st.PlanStatus != "proposed":
 		conflict(w, "no plan awaits review (plan_status "+st.PlanStatus+")")
 		return
 	}
 	rv := workspace.Review{Type: "plan_review", Target: st.PlanID, Verdict: req.Verdict, Notes: req.Notes, Issues: req.Issues}
-	s.review(r.Context(), w, id, fmt.Sprintf("plan_v%d_human", st.PlanVersion), rv)
+	s.review(r.Context(), w, id, fmt.Sprintf("plan_v%d_human", version), rv)
 }
 
 // reviewCheckpoint approves or sends back a checkpoint awaiting review.

@@ -207,12 +207,14 @@ func (s *Server) listTasksAfter(w http.ResponseWriter, r *http.Request, after st
 	writeJSON(w, http.StatusOK, p)
 }
 
-// TaskView is GET /api/tasks/{id}: the task, its current plan and its
-// state, each as in its file (null when not written yet), with why a
-// file could not be read.
+// TaskView is GET /api/tasks/{id}: the task, its plan and its state, each
+// as in its file (null when not written yet), with why a file could not
+// be read. The plan is the version the state runs once one is approved
+// (plan.json may hold an amendment awaiting review: that is Amendment).
 type TaskView struct {
 	Task       workspace.Task   `json:"task"`
 	Plan       *workspace.Plan  `json:"plan"`
+	Amendment  *workspace.Plan  `json:"amendment,omitempty"`
 	State      *workspace.State `json:"state"`
 	PlanError  string           `json:"plan_error,omitempty"`
 	StateError string           `json:"state_error,omitempty"`
@@ -225,15 +227,22 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request, id string) {
 		return
 	}
 	v := TaskView{Task: t}
-	if p, err := s.st.ReadPlan(r.Context(), id, 0); err == nil {
-		v.Plan = p
-	} else if !isNotFound(err) {
-		v.PlanError = err.Error()
-	}
 	if st, err := s.st.ReadState(r.Context(), id); err == nil {
 		v.State = &st
 	} else if !isNotFound(err) {
 		v.StateError = err.Error()
+	}
+	version := 0
+	if st := v.State; st != nil && st.PlanStatus == "approved" {
+		version = st.PlanVersion
+		if am := st.Amendment; am != nil {
+			v.Amendment, _ = s.st.ReadPlan(r.Context(), id, am.Version)
+		}
+	}
+	if p, err := s.st.ReadPlan(r.Context(), id, version); err == nil {
+		v.Plan = p
+	} else if !isNotFound(err) {
+		v.PlanError = err.Error()
 	}
 	writeJSON(w, http.StatusOK, v)
 }

@@ -246,3 +246,31 @@ type MemoryStore interface {
 	// says how many there are.
 	PruneMemory(ctx context.Context, now time.Time, dryRun bool) (int, error)
 }
+
+// EntryHistory is a store that keeps the earlier versions of memory
+// entries (the global memory's and each agent's) as products keep
+// theirs: a write that replaces one, and a delete that removes it, first
+// keep the version it replaces, with its author, times and value, so an
+// overwrite by another agent leaves the earlier author and value
+// readable. Every store has it: the tree keeps them under .history/ of
+// the scope's directory, SQLite and PostgreSQL in entry_history (a
+// trigger, so writes made with SQL keep theirs too).
+type EntryHistory interface {
+	// EntryHistory lists the kept versions of key in memory scope s,
+	// oldest first (none: an empty list); the live entry is not among
+	// them. A scope other than the global or an agent's memory is
+	// ErrInvalid.
+	EntryHistory(ctx context.Context, s Scope, key string) ([]Entry, error)
+}
+
+// KeepsHistory says whether writes in scope s keep the versions they
+// replace (EntryHistory): the global memory and an agent's.
+func KeepsHistory(s Scope) bool { return s.Kind == ScopeGlobal || s.Kind == ScopeAgent }
+
+// CheckHistoryScope refuses a history asked of a scope that keeps none.
+func CheckHistoryScope(s Scope) error {
+	if KeepsHistory(s) {
+		return nil
+	}
+	return Invalidf("history of "+s.Label(), "ask the history of the global memory or an agent's memory", "only memory entries keep their history")
+}

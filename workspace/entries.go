@@ -15,8 +15,8 @@ type ScopeKind string
 const (
 	ScopeThread  ScopeKind = "thread"  // tasks/<task>/env/: env data shared by the delegation tree
 	ScopeSession ScopeKind = "session" // tasks/<task>/sessions/<thread>/: one thread's private entries
-	ScopeAgent   ScopeKind = "agent"   // memory/agents/<agent>/: one agent's long-term memory ("po")
-	ScopeGlobal  ScopeKind = "global"  // memory/global/: shared by every agent and task ("env")
+	ScopeAgent   ScopeKind = "agent"   // memory/agents/<agent>/: one agent's long-term memory
+	ScopeGlobal  ScopeKind = "global"  // memory/global/: shared by every agent and task
 )
 
 // Scope locates an entry directory. TaskID is needed for thread and
@@ -29,20 +29,31 @@ type Scope struct {
 }
 
 // ParseScope maps a scope name to a ScopeKind: thread, session, agent and
-// global, and the aliases env_data (thread), po (agent) and env (global);
-// po and env are the scope names of the MCP state tools.
+// global, the names every door uses (the MCP memory tools' scope, the
+// HTTP API's paths). The old spellings — po for agent, env for global
+// (which read as the task's env data), env_data for thread — are refused
+// with a hint naming the new one.
 func ParseScope(s string) (ScopeKind, error) {
 	switch s {
-	case "thread", "env_data":
+	case "thread":
 		return ScopeThread, nil
 	case "session":
 		return ScopeSession, nil
-	case "agent", "po":
+	case "agent":
 		return ScopeAgent, nil
-	case "global", "env":
+	case "global":
 		return ScopeGlobal, nil
 	}
-	return "", Invalidf("scope "+strconv.Quote(s), "use one of thread, session, agent (po), global (env)", "unknown scope")
+	op := "scope " + strconv.Quote(s)
+	switch s {
+	case "po":
+		return "", Invalidf(op, "po is now agent: use the scope agent (one agent's memory, kept forever)", "an old name")
+	case "env":
+		return "", Invalidf(op, "env is now global: use the scope global (the memory every agent shares); the task's env data is the thread scope", "an old name")
+	case "env_data":
+		return "", Invalidf(op, "env_data is now thread: use the scope thread (the task's env data)", "an old name")
+	}
+	return "", Invalidf(op, "use one of thread, session, agent, global", "unknown scope")
 }
 
 // Dir is the scope's directory relative to the root, after validating ids.

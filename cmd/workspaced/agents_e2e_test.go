@@ -20,8 +20,9 @@ import (
 )
 
 // The agents in other languages (examples/agents/) are run as they would be
-// in production: real processes that know only the files, the schemas and
-// flock, against a real `workspaced serve`.
+// in production: real processes against a real `workspaced serve`, the
+// Python ones on the package workspaced, the shell one knowing only the
+// files, the schemas and flock.
 
 const agentsDir = "../../examples/agents"
 
@@ -99,10 +100,15 @@ func TestAgentsInOtherLanguages(t *testing.T) {
 	if withShell {
 		procs = append(procs, &agentProc{name: "sh_1", cmd: exec.Command("sh", filepath.Join("..", "sh", "worker.sh"), w.Root, hive, "sh_1", "90")})
 	}
+	// The Python agents import the package workspaced from its source.
+	pkgSrc, err := filepath.Abs(filepath.Join(pyPackageDir, "src"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var wg sync.WaitGroup
 	for _, p := range procs {
 		p.cmd.Dir = pyDir
-		p.cmd.Env = clitest.CleanEnv()
+		p.cmd.Env = append(clitest.CleanEnv(), "PYTHONPATH="+pkgSrc)
 		p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.err
 		if err := p.cmd.Start(); err != nil {
 			t.Fatalf("start %s: %v", p.name, err)

@@ -455,7 +455,7 @@ func TestMemoryScopes(t *testing.T) {
 	w.Task("t1")
 	w.Ok("thread", "new", "--task", "t1", "--id", "th_a", "--from", "coordinator", "--to", "solver", "--message", "m")
 	w.Ok("memory", "store", "--scope", "global", "--key", "style", "--description", "house style", "--value", `"short"`)
-	w.Ok("memory", "store", "--scope", "po", "--agent", "solver", "--key", "patterns", "--description", "seen", "--value", `["mirror"]`)
+	w.Ok("memory", "store", "--scope", "agent", "--agent", "solver", "--key", "patterns", "--description", "seen", "--value", `["mirror"]`)
 	w.Ok("memory", "store", "--scope", "session", "--thread", "th_a", "--key", "scratch", "--description", "notes", "--value", `{"n":1}`)
 	for _, c := range []struct{ path, key string }{
 		{"memory/global/style.json", "style"},

@@ -109,8 +109,8 @@ func TestPythonClient(t *testing.T) {
 	}
 	t.Run("install", func(t *testing.T) {
 		t.Parallel()
-		if err := exec.Command(py, "-c", "import setuptools, venv").Run(); err != nil {
-			optdep.Skip(t, "pytest", "python3 has no setuptools or venv: the package cannot be installed offline (Debian: python3-setuptools, python3-venv)")
+		if err := exec.Command(py, "-c", "import setuptools, venv, ensurepip").Run(); err != nil {
+			optdep.Skip(t, "venv", "python3 has no setuptools or venv: the package cannot be installed offline (Debian: python3-setuptools, python3-venv)")
 		}
 		// A copy: pip builds in the source tree, which the suite reads.
 		src := filepath.Join(t.TempDir(), "python")

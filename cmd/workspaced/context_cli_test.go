@@ -47,7 +47,7 @@ func TestPreambleCLI(t *testing.T) {
 		"coordinator is: \"Orchestrates ARC-AGI solving by delegating to specialist agents\"\n" +
 		"Delegation chain: human → coordinator → you (solver)\n" +
 		"Task context: The human asked: \"Solve ARC task training-001\"\n" +
-		"Shared environment data is available — call list_env_data() to see what has been stored.\n---\n"
+		"Shared environment data is available — run `workspaced env list --task training-001` to see what has been stored.\n---\n"
 	if got != want {
 		t.Errorf("preamble of th_solver:\n%s\nwant:\n%s", got, want)
 	}

@@ -110,7 +110,7 @@ func entryUsage(cmd, verb string) string {
 	}
 	switch verb {
 	case "store":
-		synopsis = fmt.Sprintf("workspaced %s store %s --key K --description D (--value JSON | --value-file F|-) [--agent A] [--json]", cmd, where)
+		synopsis = fmt.Sprintf("workspaced %s store %s --key K [--description D] (--value JSON | --value-file F|-) [--agent A] [--json]", cmd, where)
 		examples = ex(
 			fmt.Sprintf(`workspaced %s store %s --key arc_task --description "the puzzle" --value '{"grid":[[0,1],[2,3]]}'`, cmd, sc),
 			fmt.Sprintf(`workspaced %s store %s --key notes --description "what I saw" --value-file notes.json`, cmd, sc2),
@@ -194,7 +194,7 @@ func newEntryFlags(cmd, verb string) *entryFlags {
 	f := &entryFlags{cmd: cmd, verb: verb, fs: newFlags(cmd + " " + verb)}
 	fs := f.fs
 	if cmd == "memory" {
-		fs.StringVar(&f.scope, "scope", "", "the scope, `global|agent|session` (po is agent, env is global)")
+		fs.StringVar(&f.scope, "scope", "", "the scope, `global|agent|session`")
 		if verb == "get" || verb == "delete" {
 			f.ns.add(fs, "instead of --scope, the item's namespace")
 		}
@@ -218,7 +218,7 @@ func newEntryFlags(cmd, verb string) *entryFlags {
 		fs.StringVar(&f.key, "key", "", "entry `KEY` (1–200 bytes of UTF-8)")
 	}
 	if verb == "store" || verb == "update" {
-		fs.StringVar(&f.description, "description", "", "short description `TEXT`")
+		fs.StringVar(&f.description, "description", "", "short description `TEXT`, shown by list")
 		fs.StringVar(&f.value, "value", "", "the value, as `JSON`")
 		fs.StringVar(&f.valueFile, "value-file", "", "read the value from `FILE` ('-' for stdin)")
 	}
@@ -429,9 +429,6 @@ func printWritten(e *env, f *entryFlags, verb string, r workspace.Result) error 
 func entryStore(ctx context.Context, e *env, f *entryFlags) error {
 	if err := need(f.fs, "key"); err != nil {
 		return err
-	}
-	if !f.set("description") {
-		return usageHint(f.name(), "missing --description (one line saying what the value is)")
 	}
 	value, err := f.readValue(e)
 	if err != nil {

@@ -228,7 +228,7 @@ func TestMCPTypeScriptHTTPClient(t *testing.T) {
 	// The worker's token (claim, done) is shown no tool it may not call.
 	var want []string
 	for _, n := range mcpserver.ToolNames() {
-		if n != mcpserver.ToolWritePlan && n != mcpserver.ToolWriteReview {
+		if n != mcpserver.ToolWritePlan && n != mcpserver.ToolWriteReview && n != mcpserver.ToolAmendPlan {
 			want = append(want, n)
 		}
 	}
@@ -271,7 +271,8 @@ func TestMCPTypeScriptHTTPClient(t *testing.T) {
 		// The task is completed by now: a plan, a review, a claim or a
 		// done report is refused at once (the daemon takes nothing more
 		// for a finished task); every other call succeeds.
-		marker := n == mcpserver.ToolWritePlan || n == mcpserver.ToolWriteReview || n == mcpserver.ToolClaimSubtask || n == mcpserver.ToolSignalDone
+		marker := n == mcpserver.ToolWritePlan || n == mcpserver.ToolWriteReview || n == mcpserver.ToolClaimSubtask || n == mcpserver.ToolSignalDone ||
+			n == mcpserver.ToolAmendPlan
 		// A token for one task may not create tasks.
 		if res.IsError != (marker || n == mcpserver.ToolCreateTask) {
 			t.Errorf("%s: %+v", n, res)

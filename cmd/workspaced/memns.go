@@ -84,6 +84,7 @@ func memoryNSVerbs() []subcommand {
 		{"put", "namespaced memory: create or replace an item (--ttl, --if-version, --if-absent)", memPut},
 		{"search", "namespaced memory: the items under a namespace, filtered, a page at a time", memSearch},
 		{"namespaces", "namespaced memory: the namespaces holding items, by prefix, suffix and depth", memNamespaces},
+		{"history", "the kept versions of a global or agent memory entry: who wrote each, and what it held", memHistory},
 	}
 }
 

@@ -71,5 +71,5 @@ func outputWrite(ctx context.Context, e *env, args []string) error {
 	if *done {
 		d = &workspace.DoneRequest{TaskID: id, Agent: *agent, SubtaskID: *subtask}
 	}
-	return finishProduct(ctx, e, w, id, write, d, *asJSON, &written{})
+	return finishProduct(ctx, e, w, id, write, d, waitFlag{}, *asJSON, &written{})
 }

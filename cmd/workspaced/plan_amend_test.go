@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -83,5 +85,43 @@ func TestPlanAmend(t *testing.T) {
 	}
 	if ev := w.Ok("events", "--task", "t1"); !strings.Contains(ev, "plan_amended") || !strings.Contains(ev, "amendment_proposed") {
 		t.Fatalf("events:\n%s", ev)
+	}
+}
+
+// The workspace's plans.amendment_review decides which amendments wait
+// for a review, as the daemon read it: "always" holds an addition,
+// "never" applies a withdrawal at once.
+func TestPlanAmendSettings(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		policy string
+		args   []string
+		review bool
+	}{
+		{"always", []string{"--add", "f_1=more"}, true},
+		{"never", []string{"--withdraw", "st_2"}, false},
+	} {
+		t.Run(c.policy, func(t *testing.T) {
+			t.Parallel()
+			w := newWS(t)
+			if err := os.WriteFile(filepath.Join(w.Root, "workspace.json"), []byte(`{"plans":{"amendment_review":"`+c.policy+`"}}`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			w.serve()
+			w.executingCLI("t1", `{"id":"st_1","description":"a"},{"id":"st_2","description":"b"}`)
+			var am amendOut
+			clitest.Decode(t, w.Ok(append([]string{"plan", "amend", "--task", "t1", "--wait", "--json"}, c.args...)...), &am)
+			show := w.Ok("state", "show", "--task", "t1", "--json")
+			if am.Review != c.review || strings.Contains(show, `"amendment": {`) != c.review || strings.Contains(show, `"plan_version": 2`) == c.review {
+				t.Fatalf("amendment_review %s: %+v\n%s", c.policy, am, show)
+			}
+		})
+	}
+	w := newWS(t)
+	if err := os.WriteFile(filepath.Join(w.Root, "workspace.json"), []byte(`{"plans":{"amendment_review":"sometimes"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := w.Run("validate"); r.Code == 0 || !strings.Contains(r.Stdout+r.Stderr, "amendment_review") {
+		t.Fatalf("validate with amendment_review \"sometimes\": %v", r)
 	}
 }

@@ -10,12 +10,15 @@ import (
 
 const preambleUsage = `Usage:
   workspaced preamble --thread X [--task T] [--detail minimal|standard|verbose]
-                      [--max-message-bytes N] [--json]
+                      [--for cli|mcp|http|files] [--max-message-bytes N] [--json]
 
 Prints the delegation preamble the agent of thread X (its "to") receives
 before the message: who called it, what the caller is, the delegation chain,
-the task context, and a hint to call list_env_data() when the task has env
-data. Prepend it to the thread's message.
+the task context, and, when the task has env data, how to list it in the
+calls of the door the agent uses (--for, default cli): 'workspaced env list'
+for an agent that runs the CLI, list_env_data() for an MCP agent, GET
+/api/v1/tasks/T/env for a program of the HTTP API, tasks/T/env/ for one
+that reads the files. Prepend it to the thread's message.
 
 Detail levels (default: the called agent's card preamble_detail, else standard):
   minimal   called by, delegation chain
@@ -34,6 +37,7 @@ always printed, with "empty" and "reason".
 Examples:
   workspaced preamble --thread th_observer
   workspaced preamble --thread th_observer --detail verbose
+  workspaced preamble --thread th_observer --for mcp
   workspaced preamble --thread th_observer --json | jq -r .text
 
 Exit codes: 0 ok (also when empty), 1 failure (a cycle in the parent
@@ -47,6 +51,7 @@ func cmdPreamble(ctx context.Context, e *env, args []string) error {
 	task := fs.String("task", "", "task `ID` of the thread (skips looking for it)")
 	detail := fs.String("detail", "", "how much to say, `minimal|standard|verbose` (default: the agent's card, else standard)")
 	maxMsg := fs.Int("max-message-bytes", ops.DefaultPreambleMessageBytes, "cut each quoted message to `N` bytes")
+	surface := fs.String("for", string(ops.SurfaceCLI), "the door the agent uses, `cli|mcp|http|files`: the calls the preamble names")
 	asJSON := fs.Bool("json", false, "print the preamble and its parts as JSON")
 	if err := parse(e, fs, preambleUsage, args); err != nil {
 		return err
@@ -60,12 +65,16 @@ func cmdPreamble(ctx context.Context, e *env, args []string) error {
 	if *maxMsg <= 0 {
 		return usageHint("preamble", "--max-message-bytes must be positive")
 	}
+	sf, err := ops.ParseSurface(*surface)
+	if err != nil || *surface == "" {
+		return usageHint("preamble", "--for %q: use cli, mcp, http or files", *surface)
+	}
 	w, err := e.openStore()
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	p, err := service.Preamble(ctx, w, *thread, ops.PreambleOptions{Detail: *detail, MaxMessageBytes: *maxMsg, TaskID: *task})
+	p, err := service.Preamble(ctx, w, *thread, ops.PreambleOptions{Detail: *detail, MaxMessageBytes: *maxMsg, TaskID: *task, Surface: sf})
 	if err != nil {
 		return err
 	}

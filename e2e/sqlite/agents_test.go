@@ -87,7 +87,7 @@ func runWorkers(t *testing.T, workers map[string][]string) map[string][]string {
 	var wg sync.WaitGroup
 	for agent, argv := range workers {
 		cmd := exec.Command(argv[0], argv[1:]...)
-		cmd.Env = clitest.CleanEnv()
+		cmd.Env = append(clitest.CleanEnv(), "PYTHONPATH="+script(t, "../../clients/python/src"))
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		if err := cmd.Start(); err != nil {
@@ -212,10 +212,11 @@ func storeOf(t *testing.T, root string) (storeReader, func(task, path string) (s
 	}
 }
 
-// psycopg2Python is a python3 that imports psycopg2: the one on PATH,
-// else Debian's /usr/bin/python3 (a python3 of pyenv or a virtualenv
-// often lacks the Debian package); the test is skipped without one.
-func psycopg2Python(t *testing.T) string {
+// psycopgPython is a python3 that imports psycopg (3), which the package
+// workspaced takes for PostgreSQL: the one on PATH, else Debian's
+// /usr/bin/python3 (a python3 of pyenv or a virtualenv often lacks the
+// Debian package); the test is skipped without one.
+func psycopgPython(t *testing.T) string {
 	t.Helper()
 	var tried []string
 	for _, name := range []string{"python3", "/usr/bin/python3"} {
@@ -224,19 +225,19 @@ func psycopg2Python(t *testing.T) string {
 			continue
 		}
 		tried = append(tried, p)
-		if exec.Command(p, "-c", "import psycopg2").Run() == nil {
+		if exec.Command(p, "-c", "import psycopg").Run() == nil {
 			return p
 		}
 	}
-	optdep.Skipf(t, "psycopg2", "no python3 that imports psycopg2 (tried %v): install python3-psycopg2", tried)
+	optdep.Skipf(t, "psycopg", "no python3 that imports psycopg (tried %v): install python3-psycopg", tried)
 	return ""
 }
 
 // TestPythonHivemindWorkers: four Python workers, as processes, play the
-// Hivemind worker against `workspaced serve` with only the SQL of
-// PROTOCOL.md: on a sqlite: root with the standard library's sqlite3, on
-// PostgreSQL with psycopg2. The task completes, and every subtask was
-// finished exactly once, by the one worker whose claim won.
+// Hivemind worker against `workspaced serve` on the package workspaced:
+// on a sqlite: root with the standard library's sqlite3, on PostgreSQL
+// with psycopg 3. The task completes, and every subtask was finished
+// exactly once, by the one worker whose claim won.
 func TestPythonHivemindWorkers(t *testing.T) {
 	t.Parallel()
 	for _, store := range []struct {
@@ -244,10 +245,10 @@ func TestPythonHivemindWorkers(t *testing.T) {
 		python              func(t *testing.T) string
 		ws                  func(t *testing.T) *clitest.WS
 	}{
-		{"sqlite", "python/sqlite_hivemind_worker.py", "py_%d",
+		{"sqlite", "python/hivemind_worker.py", "py_%d",
 			func(t *testing.T) string { return need(t, "python3", "python3", "the Python worker cannot be tried") },
 			func(t *testing.T) *clitest.WS { w, _ := clitest.NewSQLite(t); return w }},
-		{"postgres", "python/pg_hivemind_worker.py", "pg_w%d", psycopg2Python,
+		{"postgres", "python/hivemind_worker.py", "pg_w%d", psycopgPython,
 			func(t *testing.T) *clitest.WS { return clitest.At(t, pgRoot(t)) }},
 	} {
 		t.Run(store.name, func(t *testing.T) {
@@ -289,7 +290,7 @@ func TestShellSQLiteWorkers(t *testing.T) {
 	finished := runWorkers(t, map[string][]string{
 		"sh_1": {sh, worker, w.Root, "hive", "sh_1", "120", note},
 		"sh_2": {sh, worker, w.Root, "hive", "sh_2", "120"},
-		"py_1": {py, script(t, "python/sqlite_hivemind_worker.py"), "--root", w.Root, "--task", "hive",
+		"py_1": {py, script(t, "python/hivemind_worker.py"), "--root", w.Root, "--task", "hive",
 			"--agent", "py_1", "--timeout", "120", "--work-delay", "0.5"},
 	})
 	outputs := checkFinished(t, w, "hive", subs, finished)

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -240,7 +241,7 @@ func (r *run) mcpIncrement(task, key string, call func(string, map[string]any) (
 	return true
 }
 
-// pythonAgent runs the Python sqlite3 worker on each task in turn: it
+// pythonAgent runs the Python worker on each task in turn: it
 // stops when the task is finished, or gives up at the deadline.
 func (r *run) pythonAgent(ctx context.Context, agent string) {
 	if _, err := os.Stat(pythonWorker); err != nil {
@@ -251,7 +252,8 @@ func (r *run) pythonAgent(ctx context.Context, agent string) {
 		task := r.hives.current()
 		left := time.Until(r.deadline).Seconds()
 		cmd := exec.Command("python3", pythonWorker, "--root", r.w.Root, "--task", task, "--agent", agent, "--timeout", strconv.FormatFloat(left, 'f', 1, 64))
-		cmd.Env = clitest.CleanEnv()
+		src, _ := filepath.Abs(pythonSrc)
+		cmd.Env = append(clitest.CleanEnv(), "PYTHONPATH="+src)
 		var stdout, stderr strings.Builder
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()

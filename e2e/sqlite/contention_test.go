@@ -46,8 +46,13 @@ const (
 // busy is what SQLite's lock contention looks like in any message.
 var busy = regexp.MustCompile(`(?i)database (table )?is locked|sqlite_(busy|locked)|stayed locked`)
 
-// pythonWorker is the standard-library sqlite3 agent of the examples.
-var pythonWorker = filepath.Join("..", "..", "examples", "agents", "python", "sqlite_hivemind_worker.py")
+// pythonWorker is the Hivemind worker of the examples, on the package
+// workspaced (pythonSrc), which reaches a sqlite: root with the standard
+// library's sqlite3.
+var (
+	pythonWorker = filepath.Join("..", "..", "examples", "agents", "python", "hivemind_worker.py")
+	pythonSrc    = filepath.Join("..", "..", "clients", "python", "src")
+)
 
 // TestContention runs sixteen processes on one sqlite: root for
 // $WORKSPACED_CONTENTION (default 10 s): the daemon, twelve CLI agents

@@ -44,7 +44,8 @@
       h("h1", {}, id, " ", status(s ? s.status : "waiting")),
       h("p", { id: "description" }, t.description),
       h("div", { class: "rowflex muted" },
-        s ? [`phase ${s.phase}`, " · ", `plan ${s.plan_status || "none"} v${s.plan_version || 0}`, " · ", progress(done, subs.length),
+        s ? [`phase ${s.phase}`, " · ", `plan ${s.plan_status || "none"} v${s.plan_version || 0}`,
+          s.amendment ? [" · ", h("span", { id: "amendment-note" }, `amendment v${s.amendment.version} awaits review`)] : "", " · ", progress(done, subs.length),
           " · ", `updated ${ago(s.last_updated)}`, " · ", `revisions ${s.revision_count}`] : "no state yet: is the daemon running?"),
       ...(view.state_error ? [error(view.state_error)] : []));
     renderActions();
@@ -70,6 +71,10 @@
     if (!readOnly && s) {
       if (s.plan_status === "proposed") {
         out.push(reviewForm(`Plan v${s.plan_version} awaits review`, "plan", (verdict, notes) => post(base + "/plan/review", { verdict, notes })));
+      }
+      if (s.amendment) {
+        out.push(reviewForm(`Amendment v${s.amendment.version} of the running plan v${s.plan_version} awaits review: ${amendmentWords(s.amendment)}`, "amendment",
+          (verdict, notes) => post(base + "/plan/review", { verdict, notes })));
       }
       for (const [cp, c] of Object.entries(s.checkpoints || {})) {
         if (c.status === "awaiting_review") {
@@ -140,9 +145,32 @@
       ws.map(([w, x]) => h("tr", {}, h("td", {}, w), h("td", {}, status(x.status)), h("td", {}, x.current_task || "")))));
   }
 
+  // amendmentWords says what an amendment (a plan_amended event's attrs,
+  // or the state's amendment) does.
+  function amendmentWords(a) {
+    const list = (x) => (Array.isArray(x) ? x : (x || "").split(",")).filter(Boolean);
+    return [["adds", a.added], ["changes", a.changed], ["withdraws", a.withdrawn]]
+      .filter(([, ids]) => list(ids).length).map(([w, ids]) => `${w} ${list(ids).join(", ")}`).join("; ");
+  }
+
+  // amendmentMarks are the graph's marks of amendments: the subtasks the
+  // last applied amendment added, and those the one awaiting review
+  // would change or withdraw.
+  function amendmentMarks() {
+    const marks = {};
+    const last = [...events].reverse().find((e) => e.event === "plan_amended");
+    for (const sid of ((last && last.attrs && last.attrs.added) || "").split(",").filter(Boolean)) marks[sid] = "added";
+    const a = view.state && view.state.amendment;
+    if (a) {
+      for (const sid of a.changed || []) marks[sid] = "changing";
+      for (const sid of a.withdrawn || []) marks[sid] = "withdrawing";
+    }
+    return { marks, last };
+  }
+
   // The dependency graph (views.js): columns by depth, arrows from each
   // dependency, checkpoints where they gate, the critical path, and a
-  // subtask's details on click.
+  // subtask's details on click; the amendments marked.
   let picked = "";
   function renderGraph() {
     const plan = (view.plan && view.plan.subtasks) || [];
@@ -156,9 +184,14 @@
       const dependents = plan.filter((x) => (x.dependencies || []).includes(sid)).map((x) => x.id);
       detail.replaceChildren(WSV.details(s, subs[sid], s.dependencies || [], dependents));
     };
-    const g = WSV.graph(plan, view.plan.checkpoints, view.state, pick);
+    const { marks, last } = amendmentMarks();
+    const g = WSV.graph(plan, view.plan.checkpoints, view.state, pick, undefined, marks);
     if (picked) pick(picked);
-    return [g.caption, h("div", { class: "graph-wrap" }, g.svg), detail];
+    const a = view.state && view.state.amendment;
+    const notes = [
+      last ? h("p", { class: "amend-note", id: "amended-note" }, `plan v${last.attrs.version} amended v${last.attrs.from}${last.attrs.agent ? " (" + last.attrs.agent + ")" : ""}: ${amendmentWords(last.attrs)}`) : null,
+      a ? h("p", { class: "amend-note pending", id: "amendment-graph-note" }, `amendment v${a.version} (${a.proposed_by || "?"}) awaits review: ${amendmentWords(a)}`) : null];
+    return [g.caption, ...notes, h("div", { class: "graph-wrap" }, g.svg), detail];
   }
 
 
@@ -168,6 +201,8 @@
   // "not taken yet" for one the daemon has not read.
   function planStatus(v) {
     const s = view.state;
+    if (s && s.amendment && v === s.amendment.version) return "amendment awaiting review";
+    if (events.some((e) => e.event === "amendment_rejected" && (e.attrs || {}).version === String(v))) return "amendment sent back";
     if (!s || !s.plan_version || v > s.plan_version) return "not taken yet";
     if (v === s.plan_version) return s.plan_status || "none";
     const sentBack = events.some((e) => e.event === "plan_revision_needed" && (e.attrs || {}).version === String(v));

@@ -74,7 +74,7 @@ const WSV = (() => {
   // dependency to its dependent, checkpoints where they gate, and the
   // critical path; pick(id) is called with the subtask clicked.
   const W = 176, H = 54, GX = 84, GY = 14, PAD = 12, CP = 13;
-  function graph(plan, checkpoints, state, pick, now = Date.now()) {
+  function graph(plan, checkpoints, state, pick, now = Date.now(), marks = {}) {
     const subs = (state && state.subtasks) || {};
     const cps = (state && state.checkpoints) || {};
     const depth = depths(plan);
@@ -128,7 +128,8 @@ const WSV = (() => {
       const st = ss.status || "not started";
       const line2 = [st.replace("_", " "), ss.worker].filter(Boolean).join(" · ");
       const line3 = [ss.attempts ? `attempts ${ss.attempts}` : "", fmtDur(duration(ss, now))].filter(Boolean).join(" · ");
-      const g = el("g", { class: "node" + (onPath.has(s.id) ? " crit" : ""), "data-subtask": s.id, "data-status": st, tabindex: 0, role: "button" },
+      const g = el("g", { class: "node" + (onPath.has(s.id) ? " crit" : "") + (marks[s.id] ? " " + marks[s.id] : ""), "data-subtask": s.id, "data-status": st,
+        ...(marks[s.id] ? { "data-amendment": marks[s.id] } : {}), tabindex: 0, role: "button" },
         el("title", {}, `${s.id}: ${s.description || ""}`),
         el("rect", { x, y, width: W, height: H, rx: 5 }),
         el("text", { x: x + 8, y: y + 16, class: "id" }, clip(s.id, 24)),

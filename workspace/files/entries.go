@@ -97,6 +97,9 @@ func (w *Store) StoreEntry(ctx context.Context, s workspace.Scope, req workspace
 	case err == nil:
 		e.CreatedAt = old.CreatedAt
 		e.Version = old.Version + 1
+		if err := w.keepEntry(s, d, base, old); err != nil {
+			return workspace.Result{}, err
+		}
 	case !errors.Is(err, workspace.ErrNotFound):
 		// A corrupt entry is replaced: store is create-or-replace.
 		if !errors.Is(err, workspace.ErrInvalid) {
@@ -173,6 +176,9 @@ func (w *Store) UpdateEntry(ctx context.Context, s workspace.Scope, req workspac
 			Msg:  fmt.Sprintf("version is %d, not %d", e.Version, req.IfVersion),
 			Hint: "read it again (get) and retry with the current version"}
 	}
+	if err := w.keepEntry(s, d, base, e); err != nil {
+		return workspace.Result{}, err
+	}
 	if req.Description != nil {
 		e.ShortDescription = *req.Description
 	}
@@ -214,17 +220,24 @@ func (w *Store) DeleteEntry(ctx context.Context, s workspace.Scope, req workspac
 		return err
 	}
 	defer l.Release()
-	if req.IfVersion > 0 {
+	if req.IfVersion > 0 || workspace.KeepsHistory(s) {
 		e, err := w.readEntryIn(d, base, name)
 		if errors.Is(err, workspace.ErrNotFound) {
 			return workspace.NotFoundf(fmt.Sprintf("delete %s %q", s.Label(), key), s.ListHint(), "no such key")
 		}
-		if err != nil {
+		// A memory entry that does not parse is removed without a kept
+		// version: there is nothing readable to keep.
+		if err != nil && (req.IfVersion > 0 || !errors.Is(err, workspace.ErrInvalid)) {
 			return err
 		}
-		if e.Version != req.IfVersion {
+		if req.IfVersion > 0 && e.Version != req.IfVersion {
 			return &workspace.Error{Kind: workspace.ErrConflict, Op: fmt.Sprintf("delete %s %q", s.Label(), key),
 				Msg: fmt.Sprintf("version is %d, not %d", e.Version, req.IfVersion), Hint: "read it again (get) and decide from what it holds now"}
+		}
+		if err == nil {
+			if err := w.keepEntry(s, d, base, e); err != nil {
+				return err
+			}
 		}
 	}
 	if err := d.Remove(base); err != nil {
@@ -304,13 +317,22 @@ func (w *Store) readEntryIn(r *os.Root, name, display string) (workspace.Entry, 
 	if err != nil {
 		return workspace.Entry{}, err
 	}
-	name = display
-	e, err := parseEntry(name, data, entryDepth(w.settings.Limits.MaxDepth))
+	e, err := w.decodeEntry(display, data)
 	if err != nil {
 		return workspace.Entry{}, err
 	}
-	if want, err := workspace.DecodeKey(strings.TrimSuffix(path.Base(name), ".json")); err == nil && e.Key != want {
-		return workspace.Entry{}, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read " + name, Msg: fmt.Sprintf("holds key %q, which does not match its file name", e.Key)}
+	if want, err := workspace.DecodeKey(strings.TrimSuffix(path.Base(display), ".json")); err == nil && e.Key != want {
+		return workspace.Entry{}, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read " + display, Msg: fmt.Sprintf("holds key %q, which does not match its file name", e.Key)}
+	}
+	return e, nil
+}
+
+// decodeEntry decodes the entry file name holding data: its value handed
+// back compact, as it was given.
+func (w *Store) decodeEntry(name string, data []byte) (workspace.Entry, error) {
+	e, err := parseEntry(name, data, entryDepth(w.settings.Limits.MaxDepth))
+	if err != nil {
+		return workspace.Entry{}, err
 	}
 	if e.Key == "" || e.Value == nil {
 		return workspace.Entry{}, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read " + name, Msg: "not an entry (key or value missing)"}

@@ -52,6 +52,16 @@
 // dependency cycle is refused. The plan's max_retries says how many failed
 // attempts of a subtask go back to pending before the task fails.
 //
+// Once approved, a plan is amended, never replaced: a proposal while the
+// task executes is judged by Amend against the running version — same
+// id, newer, runnable; subtasks added, pending or blocked ones changed or
+// withdrawn, nothing that started touched. By the record's
+// amendment_review, it applies at once (plan_amended: the state tracks
+// the new version) or waits in the state's amendment for a plan review
+// (amendment_proposed), which applies it or drops it
+// (amendment_rejected). Continue loads the waiting version for that
+// review.
+//
 // # A checkpoint
 //
 //	pending ──(its subtasks all completed)──▶ awaiting_review ──approved──▶ approved

@@ -35,8 +35,8 @@ const DefaultPreambleMessageBytes = 300
 // config/agents.json.
 const NoCard = "(no agent card)"
 
-// EnvHint is the preamble line that points a delegated agent at the shared
-// environment data.
+// EnvHint is the preamble line that points a delegated agent of MCP at
+// the shared environment data (surface.go: the other doors').
 const EnvHint = "Shared environment data is available — call list_env_data() to see what has been stored."
 
 // PreambleOptions tune Preamble.
@@ -49,6 +49,9 @@ type PreambleOptions struct {
 	MaxMessageBytes int
 	// TaskID, when known, skips the scan of every task for the thread.
 	TaskID string
+	// Surface is the door the called agent works through: the preamble
+	// names its calls. "" is SurfaceMCP.
+	Surface Surface
 }
 
 // Preamble is the delegation preamble: what an agent called by
@@ -202,7 +205,7 @@ func (w Ops) Preamble(ctx context.Context, threadID string, opt PreambleOptions)
 		}
 		if len(items) > 0 {
 			p.EnvHint = true
-			lines = append(lines, EnvHint)
+			lines = append(lines, envHint(opt.Surface, taskID))
 		}
 	}
 	lines = append(lines, "---")

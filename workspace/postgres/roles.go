@@ -15,7 +15,7 @@ import (
 var agentWrites = []string{"entries", "products", "threads", "events", "tasks", "friction", "locks", "memory_items", "memory_events"}
 
 // agentReads are the tables an agent only reads: the daemon's.
-var agentReads = []string{"states", "journal", "backups", "lease", "files", "schema_migrations"}
+var agentReads = []string{"states", "journal", "backups", "lease", "files", "schema_migrations", "entry_history"}
 
 // Grants are the statements that give role agent an agent's rights and
 // role daemon the daemon's in schema (the roles must exist). They are

@@ -6,14 +6,6 @@ import (
 	"github.com/workspaced/workspaced/workspace"
 )
 
-// Status is what 'workspaced status' reports of a workspace kept in
-// PostgreSQL: the lease (which daemon serves, its epoch, until when), the
-// tasks by status and the markers waiting.
-type Status = workspace.StoreStatus
-
-// TaskStatus is one task's line in Status.
-type TaskStatus = workspace.StoreTaskStatus
-
 var (
 	_ workspace.StatusReader = (*Store)(nil)
 	_ workspace.Rebuilder    = (*Store)(nil)
@@ -21,8 +13,8 @@ var (
 
 // ReadStatus reads the lease, every task's status and the markers waiting,
 // in one read-only snapshot. It only reads.
-func (s *Store) ReadStatus(ctx context.Context) (Status, error) {
-	st := Status{ByStatus: map[string]int{}, Tasks: []TaskStatus{}}
+func (s *Store) ReadStatus(ctx context.Context) (workspace.StoreStatus, error) {
+	st := workspace.StoreStatus{ByStatus: map[string]int{}, Tasks: []workspace.StoreTaskStatus{}}
 	li, err := s.Lease(ctx)
 	if err != nil {
 		return st, err

@@ -12,9 +12,6 @@ import (
 // is workspace/tables, the same for every database backend; this file
 // gives it a transaction.
 
-// TransferReport counts what an export wrote or an import loaded.
-type TransferReport = tables.Report
-
 // ImportOptions says how Import treats a schema that already holds a
 // workspace: Replace empties it first, else one holding any task, entry
 // or event is refused.
@@ -24,10 +21,10 @@ type ImportOptions = tables.ImportOptions
 // transaction: all of it or nothing. The schema must hold no workspace
 // yet (an initialized one, as init leaves it) unless opt.Replace. A
 // daemon must not be serving the tree while it is read.
-func (s *Store) Import(ctx context.Context, dir string, opt ImportOptions) (TransferReport, error) {
+func (s *Store) Import(ctx context.Context, dir string, opt ImportOptions) (tables.Report, error) {
 	load, err := tables.ReadTree(dir)
 	if err != nil {
-		return TransferReport{}, err
+		return tables.Report{}, err
 	}
 	batch := &pgx.Batch{}
 	for _, r := range load.Rows {
@@ -41,10 +38,10 @@ func (s *Store) Import(ctx context.Context, dir string, opt ImportOptions) (Tran
 		return tx.SendBatch(ctx, batch).Close()
 	})
 	if err != nil {
-		return TransferReport{}, err
+		return tables.Report{}, err
 	}
 	if err := s.LoadSettings(ctx); err != nil {
-		return TransferReport{}, err
+		return tables.Report{}, err
 	}
 	return load.Report, nil
 }
@@ -53,7 +50,7 @@ func (s *Store) Import(ctx context.Context, dir string, opt ImportOptions) (Tran
 // must not exist or be empty. It reads one snapshot of the database (a
 // repeatable-read transaction), so a workspace in use exports as it was
 // at one moment.
-func (s *Store) Export(ctx context.Context, dir string) (TransferReport, error) {
+func (s *Store) Export(ctx context.Context, dir string) (tables.Report, error) {
 	return tables.Export(ctx, dir, func(f func(tables.Tx) error) error {
 		return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 			return f(pgTx{tx})

@@ -91,6 +91,7 @@ func RunServed(t *testing.T, open func(t *testing.T) workspace.Served, opt serve
 		{"MemoryTTL", testMemoryTTL, nil},
 		{"MemoryBadInput", testMemoryBadInput, nil},
 		{"TokenInEvents", testTokenInEvents, nil},
+		{"EntryHistory", testEntryHistory, nil},
 		{"Watch", testWatch, nil},
 		{"Friction", testFriction, nil},
 		{"Locks", testLocks, nil},

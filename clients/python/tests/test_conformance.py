@@ -35,7 +35,6 @@ PLACEHOLDER = re.compile(r"^\$[a-z][a-z0-9_]*$")
 ANY = "<any>"
 
 
-LOCAL = ("files", "sqlite", "postgres")
 SQL = ("sqlite", "postgres")
 
 # Where the package does not (yet) mean what the Go stores mean: (case,
@@ -43,21 +42,8 @@ SQL = ("sqlite", "postgres")
 # rest of its case with the divergence as the reason, so it is reported on
 # every run; one that passes is no longer a divergence, and its line goes.
 KNOWN: dict[tuple[str, int], tuple[tuple[str, ...], str]] = {
-    ("bad-keys", 7): (LOCAL, "op env.put: a key whose encoded file name is over 255 bytes is not refused as invalid "
-                             "(files: OSError; SQL: stored)"),
-    ("bad-descriptions", 2): (LOCAL + ("http",), "op env.put: a short description that is not UTF-8 raises "
-                                                 "UnicodeEncodeError, not invalid"),
-    ("bad-values", 4): (LOCAL + ("http",), "op env.put: a value nested 100000 deep raises RecursionError, not invalid"),
     ("events-fresh-task", 1): (SQL, "op events.list: what the package writes to the database directly makes no events"),
     ("events-order", 6): (SQL, "op events.list: what the package writes to the database directly makes no events"),
-    ("item-bad-input", 6): (LOCAL, "op memory.search: a filter with an unknown operator ($regex) is not refused as invalid"),
-    ("item-namespaces", 7): (LOCAL, "op memory.namespaces: * in the prefix matches no label"),
-    ("plan-bad-document", 2): (LOCAL, "op plan.write: a plan its schema refuses is written and proposed "
-                                      "(the daemon refuses it), not refused as invalid first"),
-    ("review-bad-document", 3): (LOCAL, "op review.write: a review its schema refuses is written and reported "
-                                        "(the daemon refuses it), not refused as invalid first"),
-    ("env-odd-keys", 4): (("http",), "op env.put over HTTP: the key '..' goes into the path unescaped, "
-                                     "and the server's path cleaning takes it away"),
 }
 
 

@@ -108,3 +108,35 @@ def test_values_round_trip(way: Way, planner: workspaced.Workspace) -> None:
     for i, v in enumerate(values):
         planner.env_of(t).put("v%d" % i, v)
         assert planner.env_of(t).get("v%d" % i).value == v
+
+
+def test_compare_and_set_loses_no_update(way: Way, planner: workspaced.Workspace) -> None:
+    """Two connections incrementing one counter with compare-and-set, from
+    threads at once: every increment lands once."""
+    import threading
+
+    t = way.new_task(planner)
+    planner.env_of(t).put("counter", 0)
+    errors: list[BaseException] = []
+
+    def add(ws: workspaced.Workspace, n: int) -> None:
+        try:
+            for _ in range(n):
+                while True:
+                    e = ws.env_of(t).get("counter")
+                    try:
+                        ws.env_of(t).put("counter", e.value + 1, if_version=e.version)
+                        break
+                    except workspaced.VersionConflict:
+                        continue
+        except BaseException as x:  # reported below
+            errors.append(x)
+
+    workers = [threading.Thread(target=add, args=(way.connect(a), 15)) for a in ("w1", "w2")]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert not errors, errors
+    got = planner.env_of(t).get("counter")
+    assert got.value == 30 and got.version == 31

@@ -56,9 +56,8 @@ type Case = {
 };
 
 // The requests that provoke each documented error. 429 needs a rate limit
-// set, 503 a store that stops answering or a wait with no daemon serving,
-// 501 a store without memory namespaces: none of these can be had from
-// here against a healthy server, so they are not provoked.
+// set, 503 a wait with no daemon serving, 501 a method the API does not
+// know: loopback.test.ts provokes them on a listener set up for it.
 function cases(d: Doc): Case[] {
   const t = `/api/v1/tasks/${task}`;
   const ns = "/api/v1/memory/items?namespace=errs&key=k";

@@ -262,6 +262,7 @@ async function http() {
       ["get_delegation_context", {}],
       ["list_capabilities", {}],
       ["skills", {}],
+      ["amend_plan", { add: [{ id: "late", description: "too late" }] }],
       ["list_tasks", {}],
       ["create_task", { description: "not this token's to make" }],
       ["get_context", { budget: 500 }],

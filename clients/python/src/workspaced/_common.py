@@ -15,6 +15,7 @@ from .types import Event, Verdict
 
 ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
 VALUE_MAX = 1 << 20
+MAX_FILE_NAME = 250
 MAX_DEPTH = 64
 FINISHED = ("completed", "failed", "cancelled")
 SCOPES = ("thread", "session", "agent", "global")
@@ -42,9 +43,13 @@ def check_key(key: object) -> str:
         raise Invalid("key %r: a key is 1-200 bytes of UTF-8 without control characters" % key,
                       "choose a shorter key without control characters")
     try:
-        key.encode("utf-8")
+        raw = key.encode("utf-8")
     except UnicodeEncodeError:
-        raise Invalid("key %r is not valid UTF-8" % key, "a key is 1-200 bytes of UTF-8") from None
+        raise Invalid("key %r is not valid UTF-8" % key, "keys must be valid UTF-8") from None
+    n = sum(1 if b in _KEEP and not (i == 0 and b == 0x2E) else 3 for i, b in enumerate(raw))
+    if n > MAX_FILE_NAME:
+        raise Invalid("key %r encodes to a %d-byte file name (limit %d)" % (key, n, MAX_FILE_NAME),
+                      "use fewer non-ASCII or punctuation characters: each is stored as %XX")
     return key
 
 
@@ -93,6 +98,8 @@ def value_json(value: Any, what: str = "value") -> str:
         body = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as e:
         raise Invalid("%s is not JSON: %s" % (what, e), "give a dict, list, str, number, bool or None") from None
+    except RecursionError:
+        raise Invalid("%s is nested deeper than %d levels" % (what, MAX_DEPTH), "flatten the value") from None
     if len(body.encode("utf-8")) > VALUE_MAX:
         raise Invalid("%s is %d bytes, over the %d-byte limit" % (what, len(body.encode("utf-8")), VALUE_MAX),
                       "store a smaller value, or a reference to a file")
@@ -101,9 +108,29 @@ def value_json(value: Any, what: str = "value") -> str:
     return body
 
 
+def value_text(value: Any) -> str:
+    """The value as an entry file holds it (2-space indent), held to the
+    limits of every store (on its compact JSON, as they measure it)."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, indent=2, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise Invalid("value is not JSON: %s" % e, "give a dict, list, str, number, bool or None") from None
+    except RecursionError:
+        raise Invalid("value is nested deeper than %d levels" % MAX_DEPTH, "flatten the value") from None
+    if len(text) > VALUE_MAX // 4 or len(text.encode("utf-8")) > VALUE_MAX:
+        value_json(value)  # the exact size; raises over the limit
+    elif _depth(value, MAX_DEPTH) > MAX_DEPTH:
+        raise Invalid("value is nested deeper than %d levels" % MAX_DEPTH, "flatten the value")
+    return text
+
+
 def check_description(d: object) -> str:
     if not isinstance(d, str) or "\x00" in d:
-        raise Invalid("short_description must be text without NUL", "remove the NUL characters")
+        raise Invalid("short_description must be text without NUL", "remove the NUL characters", "short_description")
+    try:
+        d.encode("utf-8")
+    except UnicodeEncodeError:
+        raise Invalid("short_description is not valid UTF-8", "give UTF-8 text", "short_description") from None
     return d
 
 
@@ -212,10 +239,11 @@ def review_doc(review: str, agent: str, doc: dict[str, Any]) -> dict[str, Any]:
                           "leave %s out: it is filled in" % fld, fld)
     out["id"], out["reviewer"] = review, agent
     out.setdefault("reviewed_at", now())
-    for fld in ("type", "verdict"):
-        if fld not in out:
-            raise Invalid("the review has no %s" % fld, "a review needs type (plan_review, checkpoint_review, "
-                          "output_review) and verdict (approved, revision_needed, rejected)", fld)
+    for fld, allowed in (("type", ("plan_review", "checkpoint_review", "output_review")),
+                         ("verdict", ("approved", "revision_needed", "rejected"))):
+        if out.get(fld) not in allowed:
+            raise Invalid("the review's %s is %s, not one of %s" % (fld, json.dumps(out.get(fld)), ", ".join(allowed)),
+                          "fix /%s; 'workspaced schema review' shows every field and what it allows" % fld, fld)
     return out
 
 
@@ -223,6 +251,19 @@ def plan_doc(task: str, agent: str, plan: dict[str, Any], version: int) -> dict[
     if not isinstance(plan, dict) or not isinstance(plan.get("subtasks"), list):
         raise Invalid("a plan is a JSON object with a list of subtasks", "give {'subtasks': [{'id': 's1', 'description': '...'}]}",
                       "subtasks")
+    for i, st in enumerate(plan["subtasks"]):
+        if not isinstance(st, dict):
+            raise Invalid("the plan's subtask %d is not an object" % i, "fix /subtasks/%d: a subtask is "
+                          "{\"id\": ..., \"description\": ...}; 'workspaced schema plan' shows every field" % i, "subtasks")
+        for fld in ("id", "description"):
+            if fld not in st:
+                raise Invalid("the plan's subtask %d has no %s" % (i, fld), "add the missing field to /subtasks/%d; "
+                              "'workspaced schema plan' shows every field and what it allows" % i, "subtasks")
+        check_id("subtask id", st["id"])
+        if any(isinstance(o, dict) and o.get("id") == st["id"] for o in plan["subtasks"][:i]):
+            raise Invalid("the plan has subtask %s twice" % st["id"], "give each subtask an id of its own", "subtasks")
+        if not isinstance(st["description"], str):
+            raise Invalid("the plan's subtask %d: description is not text" % i, "fix /subtasks/%d/description" % i, "subtasks")
     out = dict(plan)
     out.setdefault("id", "plan_" + task)
     out["task_id"], out["version"] = task, version
@@ -324,11 +365,44 @@ def event_line(task: str, name: str, args: list[str], attrs: dict[str, Any]) -> 
     return " ".join(words) + "\n"
 
 
+_FILTER_OPS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
+
+
+def check_filter(flt: Any) -> dict[str, Any] | None:
+    """A memory search's filter, checked: {field: value} or {field: {"$op":
+    value}}; an object with any member starting with $ is one of operators."""
+    if flt is None:
+        return None
+    if not isinstance(flt, dict):
+        raise Invalid("filter is not a JSON object", 'give an object of conditions on the value\'s fields, '
+                      'e.g. {"score": {"$gte": 3}, "kind": "note"}', "filter")
+    value_json(flt, "filter")
+    for fld, want in flt.items():
+        if isinstance(want, dict) and any(str(k).startswith("$") for k in want):
+            for op in want:
+                if op not in _FILTER_OPS:
+                    raise Invalid("filter: field %r: unknown operator %r" % (fld, op),
+                                  "use $eq, $ne, $gt, $gte, $lt or $lte", "filter")
+    return flt
+
+
+def match_namespace(ns: tuple[str, ...], prefix: tuple[str, ...], suffix: tuple[str, ...]) -> bool:
+    """Whether ns starts with prefix and ends with suffix, label by label,
+    "*" matching any one label."""
+    if len(prefix) > len(ns) or len(suffix) > len(ns):
+        return False
+
+    def match(pattern: tuple[str, ...], labels: tuple[str, ...]) -> bool:
+        return all(p == "*" or p == label for p, label in zip(pattern, labels))
+
+    return match(prefix, ns[:len(prefix)]) and match(suffix, ns[len(ns) - len(suffix):])
+
+
 def match_filter(value: dict[str, Any], flt: dict[str, Any] | None) -> bool:
     """A memory search's filter: {field: value} or {field: {"$op": value}}."""
     for fld, want in (flt or {}).items():
         have = value.get(fld)
-        ops = want if isinstance(want, dict) and want and all(k.startswith("$") for k in want) else {"$eq": want}
+        ops = want if isinstance(want, dict) and any(str(k).startswith("$") for k in want) else {"$eq": want}
         for op, w in ops.items():
             if op == "$eq":
                 ok = fld in value and have == w
@@ -344,12 +418,3 @@ def match_filter(value: dict[str, Any], flt: dict[str, Any] | None) -> bool:
             if not ok:
                 return False
     return True
-
-
-def suffix_match(ns: tuple[str, ...], suffix: tuple[str, ...]) -> bool:
-    if not suffix:
-        return True
-    if len(suffix) > len(ns):
-        return False
-    tail = ns[len(ns) - len(suffix):]
-    return all(s == "*" or s == t for s, t in zip(suffix, tail))

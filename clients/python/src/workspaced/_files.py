@@ -10,12 +10,42 @@ import os
 from typing import Any
 
 from ._common import (canonical, check_description, check_id, decode_key, encode_key, event_line, judge, now,
-                      parse_event, suffix, task_doc, thread_doc, value_json)
+                      parse_event, suffix, task_doc, thread_doc, value_text)
 from ._filesmemory import FilesMemory
 from ._local import LocalBackend
 from ._tree import _find_record, _fsync_dir, _lock_of, _locked, _next_version, _read_bytes, _read_json, atomic_write
 from .errors import Conflict, Invalid, NotFound, VersionConflict
 from .types import Entry, EntryInfo, Event, EventPage, Verdict
+
+
+def entry_bytes(e: Entry, vtext: str) -> bytes:
+    """An entry file: canonical JSON (2-space indent), value last."""
+    j = json.dumps
+    return ('{\n  "key": %s,\n  "short_description": %s,\n  "stored_by": %s,\n  "created_at": %s,\n  "updated_at": %s,'
+            '\n  "version": %d,\n  "value": %s\n}\n' % (
+                j(e.key, ensure_ascii=False), j(e.short_description, ensure_ascii=False), j(e.stored_by, ensure_ascii=False),
+                j(e.created_at), j(e.updated_at), e.version, vtext.replace("\n", "\n  "))).encode("utf-8")
+
+
+def _entry_head(path: str) -> dict[str, Any]:
+    """An entry file's members but its value: its head alone is parsed
+    when the file is canonical (value last), else the whole file."""
+    data = _read_bytes(path)
+    i = data.find(b'\n  "value": ')
+    if i > 0 and data[i - 1:i] == b",":
+        try:
+            head = json.loads(data[:i - 1] + b"}")
+            if isinstance(head, dict) and "version" in head:
+                return head
+        except ValueError:
+            pass
+    try:
+        doc = json.loads(data)
+    except ValueError as e:
+        raise Invalid("%s is not JSON: %s" % (path, e), "'workspaced validate' names what is wrong with it") from None
+    if not isinstance(doc, dict):
+        raise Invalid("%s is not an entry" % path, "'workspaced validate' names what is wrong with it")
+    return doc
 
 
 def _entry(d: dict[str, Any]) -> Entry:
@@ -82,13 +112,13 @@ class FilesBackend(FilesMemory, LocalBackend):
                   if_version: int | None, if_absent: bool) -> Entry:
         d, task = self._scope_dir(scope, owner)
         path = os.path.join(d, encode_key(key) + ".json")
-        value_json(value)
+        vtext = value_text(value)  # the value as the file holds it, checked against the limits
         if description is not None:
             check_description(description)
         with _locked(_lock_of(path), self.agent, self.lock_timeout):  # creates d/.locks, and so d
             t = now()
             try:
-                old: dict[str, Any] | None = _read_json(path)
+                old: dict[str, Any] | None = _entry_head(path)
             except NotFound:
                 old = None
             except Invalid:
@@ -104,12 +134,11 @@ class FilesBackend(FilesMemory, LocalBackend):
             # A put keeps the description only when it updates a version it names.
             keep = if_version is not None and old is not None and description is None
             desc = str(old.get("short_description", "")) if keep and old else (description or "")
-            doc = {"key": key, "short_description": desc, "stored_by": self.agent,
-                   "created_at": old.get("created_at", t) if old else t, "updated_at": t, "version": cur + 1,
-                   "value": value}
-            atomic_write(path, canonical(doc))
+            e = Entry(key=key, value=value, version=cur + 1, short_description=desc, stored_by=self.agent,
+                      created_at=str(old.get("created_at", t)) if old else t, updated_at=t)
+            atomic_write(path, entry_bytes(e, vtext))
         self._entry_event(scope, owner, task, "stored" if if_version is None else "updated", key, cur + 1)
-        return _entry(doc)
+        return e
 
     def entry_get(self, scope: str, owner: str, key: str) -> Entry:
         d, _ = self._scope_dir(scope, owner)

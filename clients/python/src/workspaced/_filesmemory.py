@@ -11,7 +11,7 @@ import os
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from ._common import canonical, check_key, check_namespace, encode_key, match_filter, now, quote, suffix_match, value_json
+from ._common import canonical, check_key, check_namespace, encode_key, match_filter, match_namespace, now, quote, value_json
 from ._tree import _fsync_dir, _lock_of, _locked, _read_json, atomic_write
 from .errors import Invalid, NotFound, VersionConflict
 from .types import MemoryItem
@@ -175,7 +175,7 @@ class FilesMemory:
                           limit: int, offset: int) -> list[tuple[str, ...]]:
         seen: list[tuple[str, ...]] = []
         for ns, d in self._namespaces():
-            if ns[:len(prefix)] != tuple(prefix) or not suffix_match(ns, suffix) or not self._items(d):
+            if not match_namespace(ns, prefix, suffix) or not self._items(d):
                 continue
             n = ns[:max_depth] if max_depth else ns
             if n not in seen:

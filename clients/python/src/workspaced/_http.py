@@ -19,6 +19,12 @@ from .types import Delivery, Entry, EntryInfo, Event, EventPage, MemoryItem
 _API = "/api/v1"
 
 
+def _key(key: str) -> str:
+    """A key as a path segment: every byte but letters, digits, '_', '-' and
+    '~' escaped, '.' too, so that '.' and '..' are keys, not path steps."""
+    return quote(key, safe="").replace(".", "%2E")
+
+
 def _wait(wait: float | None) -> str | None:
     if wait is None:
         return None
@@ -153,11 +159,11 @@ class HTTPBackend(Backend):
             h["If-Match"] = '"%d"' % if_version
         if if_absent:
             h["If-None-Match"] = "*"
-        out = self._call("PUT", self._scope_path(scope, owner) + "/" + quote(key, safe=""), body=body, headers=h)
+        out = self._call("PUT", self._scope_path(scope, owner) + "/" + _key(key), body=body, headers=h)
         return _entry(out["entry"])
 
     def entry_get(self, scope: str, owner: str, key: str) -> Entry:
-        return _entry(self._call("GET", self._scope_path(scope, owner) + "/" + quote(key, safe="")))
+        return _entry(self._call("GET", self._scope_path(scope, owner) + "/" + _key(key)))
 
     def entry_list(self, scope: str, owner: str) -> list[EntryInfo]:
         out = self._call("GET", self._scope_path(scope, owner))
@@ -167,7 +173,7 @@ class HTTPBackend(Backend):
 
     def entry_delete(self, scope: str, owner: str, key: str, if_version: int | None) -> None:
         h = {"If-Match": '"%d"' % if_version} if if_version is not None else {}
-        self._call("DELETE", self._scope_path(scope, owner) + "/" + quote(key, safe=""), headers=h)
+        self._call("DELETE", self._scope_path(scope, owner) + "/" + _key(key), headers=h)
 
     # ---- namespaced memory ---------------------------------------------
     def _item_query(self, ns: tuple[str, ...], key: str) -> list[tuple[str, str]]:

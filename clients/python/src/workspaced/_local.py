@@ -162,8 +162,10 @@ class LocalBackend(Backend):
         if not exe:
             raise Unsupported("context and preamble are assembled by workspaced, which is not on PATH",
                               "install the workspaced binary (or set WORKSPACED_BIN), or connect over the HTTP API")
-        env = dict(os.environ, WORKSPACED_AGENT=self.agent)
-        p = subprocess.run([exe, "--root", self.root] + args + ["--json"], capture_output=True, env=env, timeout=120)
+        # The root goes in the environment, not the arguments: a postgres://
+        # URL may carry a password, which a process list would show.
+        env = dict(os.environ, WORKSPACE_ROOT=self.root, WORKSPACED_AGENT=self.agent)
+        p = subprocess.run([exe] + args + ["--json"], capture_output=True, env=env, timeout=120)
         if p.returncode != 0:
             text = p.stderr.decode("utf-8", "replace").strip()
             msg, _, hint = text.partition("\nhint: ")

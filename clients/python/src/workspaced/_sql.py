@@ -11,8 +11,8 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from ._common import (check_description, check_id, check_namespace, judge, match_filter, now, parse_event, suffix,
-                      suffix_match, task_doc, thread_doc, value_json)
+from ._common import (check_description, check_id, check_namespace, judge, match_filter, match_namespace, now, parse_event, suffix,
+                      task_doc, thread_doc, value_json)
 from ._local import LocalBackend
 from .errors import Conflict, Invalid, NotFound, VersionConflict
 from .types import Entry, EntryInfo, EventPage, MemoryItem, Verdict
@@ -237,7 +237,7 @@ class SQLBackend(LocalBackend):
         seen: list[tuple[str, ...]] = []
         for it in self._all_items():
             ns = it.namespace
-            if ns[:len(prefix)] != prefix or not suffix_match(ns, suffix):
+            if not match_namespace(ns, prefix, suffix):
                 continue
             n = ns[:max_depth] if max_depth else ns
             if n not in seen:

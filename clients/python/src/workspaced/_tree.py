@@ -104,7 +104,8 @@ def _locked(path: str, agent: str, timeout: float) -> Iterator[None]:
                 delay = min(delay * 2, 0.05)
         record = json.dumps({"pid": os.getpid(), "agent": agent, "since": now()}).encode()
         os.pwrite(fd, record, 0)
-        os.ftruncate(fd, len(record))
+        if os.fstat(fd).st_size > len(record):  # a longer record of another holder
+            os.ftruncate(fd, len(record))
         yield
     finally:
         os.close(fd)  # drops the flock

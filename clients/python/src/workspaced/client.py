@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ._backend import Backend
-from ._common import check_id, check_key, check_namespace, owner_of
+from ._common import check_description, check_filter, check_id, check_key, check_namespace, owner_of
 from .errors import Invalid, NotFound
 from .types import Delivery, Entry, EntryInfo, Event, EventPage, MemoryItem
 
@@ -29,6 +29,8 @@ class Entries:
             raise Invalid("if_version %r is not a version (1 or more)" % (if_version,), "give the version you read", "if_version")
         if if_version is not None and if_absent:
             raise Invalid("if_version and if_absent together", "give one of them", "if_absent")
+        if description is not None:
+            check_description(description)
         return self._b.entry_put(self.scope, self.owner, key, value, description, if_version, if_absent)
 
     def get(self, key: str) -> Entry:
@@ -73,7 +75,7 @@ class Memory:
         """Live items under the namespace prefix whose value matches the
         filter ({field: value} or {field: {"$gt": value}}...)."""
         _check_page(limit, offset)
-        return self._b.memory_search(tuple(prefix), filter, limit, offset)
+        return self._b.memory_search(tuple(prefix), check_filter(filter), limit, offset)
 
     def namespaces(self, prefix: list[str] | tuple[str, ...] = (), *, suffix: list[str] | tuple[str, ...] = (),
                    max_depth: int | None = None, limit: int = 100, offset: int = 0) -> list[tuple[str, ...]]:

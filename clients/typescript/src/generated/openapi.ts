@@ -3,6 +3,10 @@
 
 /** Every operation of the API: its method and path template. */
 export const routes = {
+  "agentEntryHistory": {
+    "method": "GET",
+    "path": "/api/v1/memory/agents/{agent}/{key}/history"
+  },
   "amendPlan": {
     "method": "POST",
     "path": "/api/v1/tasks/{task}/plan/amendments"
@@ -86,6 +90,10 @@ export const routes = {
   "getThread": {
     "method": "GET",
     "path": "/api/v1/tasks/{task}/threads/{thread}"
+  },
+  "globalEntryHistory": {
+    "method": "GET",
+    "path": "/api/v1/memory/global/{key}/history"
   },
   "listAgent": {
     "method": "GET",
@@ -246,6 +254,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/memory/agents/{agent}/{key}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The kept versions of an agent's memory entry
+         * @description The earlier versions of a memory entry, oldest first, each with its author (stored_by), times, version and value: a write that replaces the entry, or a delete that removes it, keeps the version it replaced, so an overwrite by another agent leaves the earlier author and value readable. A key never replaced has none. Reading needs what reading the entry needs.
+         */
+        get: operations["agentEntryHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/memory/events": {
         parameters: {
             query?: never;
@@ -309,6 +337,26 @@ export interface paths {
          * @description Deletes the entry. If-Match: "N" deletes it only while its version is N (412 with the current version otherwise). Reading needs the token's global memory access read or write; writing needs write.
          */
         delete: operations["deleteGlobalEntry"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/memory/global/{key}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The kept versions of a global memory entry
+         * @description The earlier versions of a memory entry, oldest first, each with its author (stored_by), times, version and value: a write that replaces the entry, or a delete that removes it, keeps the version it replaced, so an overwrite by another agent leaves the earlier author and value readable. A key never replaced has none. Reading needs what reading the entry needs.
+         */
+        get: operations["globalEntryHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -587,7 +635,7 @@ export interface paths {
         };
         /**
          * Read the plan
-         * @description The current plan (plan.json), or an earlier version with ?version=N.
+         * @description The current plan (plan.json; once a plan is approved, the version the daemon runs, which an amendment awaiting review does not replace), or another version with ?version=N.
          */
         get: operations["getPlan"];
         put?: never;
@@ -899,6 +947,10 @@ export interface components {
         EntryResult: {
             entry: components["schemas"]["Entry"];
             warnings?: string[];
+        };
+        EntryVersions: {
+            /** @description The versions writes replaced or deletes removed, oldest first; the live entry is not among them. */
+            versions: components["schemas"]["Entry"][];
         };
         EntryWrite: {
             short_description?: string;
@@ -1245,7 +1297,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description Not served by this server yet. */
+        /** @description Not served here: the store keeps no namespaced memory. (A method the API does not know at all is a 501 on any path.) */
         NotImplemented: {
             headers: {
                 [name: string]: unknown;
@@ -1558,6 +1610,40 @@ export interface operations {
             default: components["responses"]["Problem"];
         };
     };
+    agentEntryHistory: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Without a token (a loopback listener with no token file): the agent the request acts as, default cli. With a token it may only repeat the token's agent. */
+                "Workspace-Agent"?: components["parameters"]["agentHeader"];
+            };
+            path: {
+                /** @description An agent's name. */
+                agent: components["parameters"]["agent"];
+                /** @description An entry key: 1 to 200 bytes of UTF-8 without control characters, percent-encoded (a '/' as %2F). */
+                key: components["parameters"]["key"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The kept versions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EntryVersions"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Problem"];
+        };
+    };
     memoryEvents: {
         parameters: {
             query?: {
@@ -1742,6 +1828,38 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             412: components["responses"]["PreconditionFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    globalEntryHistory: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Without a token (a loopback listener with no token file): the agent the request acts as, default cli. With a token it may only repeat the token's agent. */
+                "Workspace-Agent"?: components["parameters"]["agentHeader"];
+            };
+            path: {
+                /** @description An entry key: 1 to 200 bytes of UTF-8 without control characters, percent-encoded (a '/' as %2F). */
+                key: components["parameters"]["key"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The kept versions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EntryVersions"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
