@@ -19,15 +19,7 @@ import (
 func (s *Server) routes() {
 	m := http.NewServeMux()
 	s.mux = m
-	// Pages and assets.
-	m.HandleFunc("GET /{$}", s.page("tasks", "Tasks"))
-	m.HandleFunc("GET /tasks/{id}", s.page("task", "Task"))
-	m.HandleFunc("GET /memory", s.page("memory", "Memory"))
-	m.HandleFunc("GET /friction", s.page("friction", "Friction"))
-	m.HandleFunc("GET /login", s.loginPage)
-	m.HandleFunc("POST /login", s.login)
-	m.HandleFunc("POST /logout", s.logout)
-	m.Handle("GET /assets/", assetHandler())
+	s.pageRoutes(m)
 	// The API.
 	m.HandleFunc("GET /api/csrf", s.csrf)
 	m.HandleFunc("GET /api/tasks", s.listTasks)

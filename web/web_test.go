@@ -153,9 +153,30 @@ func TestRoutes(t *testing.T) {
 	if r := p.get("/assets/..%2Fpages.go"); r.code == 200 {
 		t.Errorf("an asset outside assets/: %d %s", r.code, r.body)
 	}
-	// A page never carries what agents wrote: the scripts fetch it.
-	if r := p.get("/tasks/t1"); strings.Contains(r.body, "first task") || strings.Contains(r.body, "<script>") && !strings.Contains(r.body, `src="/assets/task.js"`) {
-		t.Errorf("the task page holds agent data or inline script:\n%s", r.body)
+	// The task page's first paint carries what agents wrote only as
+	// html/template escaped it, and never an inline script.
+	evil := `</p><script>alert(1)</script><img src=x onerror=alert(2)>"'&`
+	if _, err := p.ws.CreateTask(context.Background(), workspace.NewTaskRequest{ID: "t_evil", Description: evil}); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{"/tasks/t1": "first task", "/tasks/t_evil": "&lt;/p&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;&#34;&#39;&amp;"} {
+		r := p.get(path)
+		if !strings.Contains(r.body, `<p id="description">`+want+`</p>`) || strings.Contains(r.body, "<script>") || strings.Contains(r.body, "<img") {
+			t.Errorf("%s: the first paint holds agent data unescaped, an inline script, or not the task:\n%s", path, r.body)
+		}
+	}
+	// An unknown task is painted by the script, which says why.
+	if r := p.get("/tasks/nope"); r.code != 200 || strings.Contains(r.body, "first-paint") {
+		t.Errorf("/tasks/nope: %d\n%s", r.code, r.body)
+	}
+	// The favicon, as browsers ask for it and as the pages link it.
+	for _, path := range []string{"/favicon.ico", "/assets/favicon.svg"} {
+		if r := p.get(path); r.code != 200 || r.h.Get("Content-Type") != "image/svg+xml" || !strings.HasPrefix(r.body, "<svg") {
+			t.Errorf("GET %s: %d %q", path, r.code, r.h.Get("Content-Type"))
+		}
+	}
+	if r := p.get("/"); !strings.Contains(r.body, `<link rel="icon" href="/assets/favicon.svg"`) {
+		t.Errorf("the page links no icon")
 	}
 }
 

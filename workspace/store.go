@@ -128,12 +128,14 @@ type LiveReader interface {
 	// ReadEventsFrom calls each for every event of task taskID after
 	// position pos, oldest first, and returns the position to read from
 	// next. Positions are opaque cursors of the store (on files, byte
-	// offsets in events.log): 0 is the start, a PositionedEvent's End is
-	// the position just after it, its Start one that reads it again, and
-	// both stay valid for good (events are only ever appended). Reading
-	// on from the position a read gave back never skips an event that
-	// commits later, on any store (on PostgreSQL, event ids are drawn in
-	// commit order), nor gives one twice. An event
+	// offsets in events.log; they need not grow): 0 is the start, a
+	// PositionedEvent's End is the position just after it, its Start one
+	// that reads it again (the End of the event before it), and both stay
+	// valid for good (events are only ever appended). Reading on from the
+	// position a read gave back never skips an event that commits later,
+	// on any store, nor gives one twice; on PostgreSQL an event is
+	// readable once the transactions older than its own have ended, so it
+	// may come a moment after its write returned. An event
 	// that does not parse is passed over. A task without events gives
 	// pos back; a missing task is ErrNotFound, a negative pos ErrInvalid.
 	ReadEventsFrom(ctx context.Context, taskID string, pos int64, each func(PositionedEvent)) (int64, error)

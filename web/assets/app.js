@@ -46,12 +46,29 @@ const WS = (() => {
     return out;
   }
 
-  function setLive(on) {
+  // The live indicator says what the page is told and whether anything
+  // moves: "● live" only while its stream is open and a daemon serves the
+  // workspace (or the store cannot tell); with the stream open and no
+  // daemon, the page follows the store but no marker is decided.
+  let streamOn = false, daemon = null;
+  function renderLive() {
     const el = document.getElementById("live");
     if (!el) return;
-    el.className = "live " + (on ? "on" : "off");
-    el.textContent = on ? "● live" : "○ reconnecting";
+    const none = daemon && daemon.known && !daemon.serving;
+    if (!streamOn) {
+      el.className = "live off";
+      el.textContent = none ? "○ no daemon" : "○ reconnecting";
+    } else if (none) {
+      el.className = "live idle";
+      el.textContent = "◐ no daemon";
+      el.title = "the page follows the store, but no daemon serves this workspace: markers wait undecided";
+    } else {
+      el.className = "live on";
+      el.textContent = "● live";
+      el.title = "live updates";
+    }
   }
+  function setLive(on) { streamOn = on; renderLive(); }
 
   // stream opens an EventSource; handlers maps event names to functions
   // of the parsed data (and the MessageEvent).
@@ -117,6 +134,8 @@ const WS = (() => {
   async function checkServing() {
     let v;
     try { v = await api("/api/serving"); } catch { return; }
+    daemon = v;
+    renderLive();
     let b = document.getElementById("no-daemon");
     if (v.known && !v.serving) {
       if (!b) {

@@ -22,9 +22,11 @@
   const tlList = h("div", { id: "timeline", class: "timeline" });
   const kindSel = h("select", { id: "tl-kind" }), agentSel = h("select", { id: "tl-agent" });
   const tlCount = h("span", { class: "muted", id: "tl-count" });
-  main.replaceChildren(head, actions, h("div", { class: "layout" },
+  // The page as the server painted it stays until the first load has what
+  // replaces it.
+  const layout = [head, actions, h("div", { class: "layout" },
     h("div", {}, tabs, panel),
-    h("div", {}, h("h2", {}, "Timeline ", tlCount), h("div", { class: "controls" }, kindSel, agentSel), tlList)));
+    h("div", {}, h("h2", {}, "Timeline ", tlCount), h("div", { class: "controls" }, kindSel, agentSel), tlList))];
   kindSel.addEventListener("change", () => { filters.kind = kindSel.value; renderTimeline(); });
   agentSel.addEventListener("change", () => { filters.agent = agentSel.value; renderTimeline(); });
 
@@ -479,6 +481,7 @@
       [view, page] = await Promise.all([api(base), api(base + "/events")]);
     } catch (e) { main.replaceChildren(error(e.message)); return; }
     document.title = id + " · workspaced";
+    main.replaceChildren(...layout);
     for (const e of page.events) { seen.add(e.id); byId.set(e.id, e); events.push(e); }
     renderTabs(); renderHead(); renderTimeline(); await renderPanel();
     document.body.dataset.loaded = "1";

@@ -27,6 +27,27 @@ var dialect = sqlstore.Dialect{
 	Time:         func(t time.Time) any { return t },
 	ScanTime:     func(t *time.Time) any { return t },
 	ScanNullTime: func(t *time.Time) any { return nullTime{t} },
+	EntryIntent: "SELECT set_config('workspaced.entry_verb', $1, true), set_config('workspaced.entry_agent', $2, true), " +
+		"set_config('workspaced.entry_token', $3, true)",
+	QuietEntries: func(on bool) string {
+		if on {
+			return "SELECT set_config('workspaced.entry_events', 'off', true)"
+		}
+		return "SELECT set_config('workspaced.entry_events', '', true)"
+	},
+	EventsAfter: eventsAfter,
+	EventOrder:  "xid, id",
+}
+
+// eventsAfter is the condition selecting the rows of table (events,
+// memory_events) a reader reads next after the row of id param
+// (migration 0009): the rows after it in (xid, id) order whose
+// transaction is older than every one still running, so that no row can
+// come before them later. A position that names no row (0, or one
+// removed) reads on from the rows of xid 0 after it.
+func eventsAfter(table, param string) string {
+	return "(xid, id) > (coalesce((SELECT p.xid FROM " + table + " p WHERE p.id = " + param + "), '0'::xid8), " + param + ")" +
+		" AND xid < pg_snapshot_xmin(pg_current_snapshot())"
 }
 
 // nullTime scans a timestamptz that may be NULL (the zero time).

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/storetest"
 )
 
 // TestEntriesInjection: keys, values and descriptions that are SQL are
@@ -154,4 +155,20 @@ func TestEntriesNoLostUpdate(t *testing.T) {
 	if err != nil || string(e.Value) != "400" || e.Version != 401 {
 		t.Fatalf("counter %s version %d, %v; want 400 and 401", e.Value, e.Version, err)
 	}
+}
+
+// TestSQLEntryWritesMakeEvents: entries an agent writes with its own SQL
+// (psql, psycopg) make their events, once each, in order; a DELETE that
+// names no agent is the database role's.
+func TestSQLEntryWritesMakeEvents(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t)
+	var role string
+	if err := s.pool.QueryRow(context.Background(), "SELECT current_user").Scan(&role); err != nil {
+		t.Fatal(err)
+	}
+	storetest.SQLEntryWrites(t, s, func(ctx context.Context, q string) error {
+		_, err := s.pool.Exec(ctx, q)
+		return err
+	}, role)
 }

@@ -13,10 +13,13 @@ import (
 	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
-// Events are rows of events, one events.log line each, in append order by
-// id, and ids in commit order: every statement that inserts events takes
-// the schema's events lock first (a trigger), held until its transaction
-// ends, so a reader that has read an id never finds a lower one later. Every insert notifies workspaced_events_<schema> with the task's id
+// Events are rows of events, one events.log line each, each with the id
+// of the transaction that wrote it (xid, migration 0009). Writers do not
+// wait for each other; a reader reads in (xid, id) order and only the
+// rows of transactions older than every one still running, so going on
+// from the last (xid, id) read never skips an event whose transaction
+// commits late, nor reads one twice. Every insert notifies
+// workspaced_events_<schema> with the task's id
 // when its transaction commits (a trigger, so the daemon's commit and an
 // agent's plain INSERT wake followers alike); a follower LISTENs there and
 // also polls every interval, which covers a lost notification and a
@@ -99,9 +102,16 @@ func (s *Store) FollowEvents(ctx context.Context, taskID string, fromStart bool,
 	if err != nil {
 		return err
 	}
-	f := &follower{s: s, task: taskID}
+	f := &follower{s: s, task: taskID, xid: "0"}
 	if !fromStart {
-		if err := s.pool.QueryRow(ctx, "SELECT coalesce(max(id), 0) FROM events").Scan(&f.low); err != nil {
+		// After the last event readable now: one whose transaction is
+		// still older than a running one is read when that one ends,
+		// though it may have committed before the follow began.
+		err := s.pool.QueryRow(ctx, `SELECT coalesce(max(xid), '0')::text FROM events WHERE xid < pg_snapshot_xmin(pg_current_snapshot())`).Scan(&f.xid)
+		if err == nil {
+			err = s.pool.QueryRow(ctx, "SELECT coalesce(max(id), 0) FROM events WHERE xid = $1::xid8", f.xid).Scan(&f.low)
+		}
+		if err != nil {
 			return stopped(ctx, fmt.Errorf("follow events: %w", err))
 		}
 	}
@@ -114,20 +124,32 @@ func (s *Store) FollowEvents(ctx context.Context, taskID string, fromStart bool,
 			s.unlisten(conn)
 		}
 	}()
+	var recheck time.Duration // while events are held back: the next look, growing
 	for {
-		if err := f.read(ctx, each); err != nil {
+		held, err := f.read(ctx, each)
+		if err != nil {
 			return stopped(ctx, err)
+		}
+		wait := interval
+		if held {
+			// Events wait for an older transaction, which may end
+			// without a notification (it wrote no event): look again
+			// soon, then less and less often.
+			recheck = min(max(2*recheck, heldFirstLook), interval)
+			wait = recheck
+		} else {
+			recheck = 0
 		}
 		if conn == nil {
 			select {
 			case <-ctx.Done():
 				return nil
-			case <-time.After(interval):
+			case <-time.After(wait):
 			}
 			continue
 		}
-		wctx, cancel := context.WithTimeout(ctx, interval)
-		_, err := conn.Conn().WaitForNotification(wctx)
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		_, err = conn.Conn().WaitForNotification(wctx)
 		cancel()
 		switch {
 		case ctx.Err() != nil:
@@ -176,41 +198,59 @@ func (s *Store) unlisten(conn *pgxpool.Conn) {
 	conn.Release()
 }
 
-// follower reads new events by id. Event ids are drawn in commit order
-// (the events lock, migration 0004): once an id is read, every id below
-// it that will ever commit has committed, so reading on from the last id
-// read misses nothing and delivers each event once, in order.
+// follower reads new events in (xid, id) order, only those of
+// transactions older than every one still running (migration 0009):
+// every row that will ever come before them has committed, so reading on
+// from the last (xid, id) read misses nothing and delivers each event
+// once, in the same order to every follower.
 type follower struct {
 	s    *Store
 	task string
-	low  int64 // the last id read
+	xid  string // the transaction id of the last event read, as text
+	low  int64  // the last id read
 }
 
-// read delivers the events committed since the last read.
-func (f *follower) read(ctx context.Context, each func(workspace.Event)) error {
-	rows, err := f.s.pool.Query(ctx, `SELECT id, line FROM events WHERE id > $1 AND ($2 = '' OR task_id = $2) ORDER BY id`, f.low, f.task)
+// heldFirstLook is how soon a follower looks again when events it sees
+// wait for an older transaction to end.
+const heldFirstLook = 10 * time.Millisecond
+
+// read delivers the events readable since the last read, and says some
+// are held: committed, but waiting for an older transaction to end. The
+// readable ones come first in (xid, id) order.
+func (f *follower) read(ctx context.Context, each func(workspace.Event)) (held bool, err error) {
+	// Ordered by the columns (e.xid), not by the text of the first
+	// output column, which would take its name.
+	rows, err := f.s.pool.Query(ctx, `SELECT e.xid::text AS xid_text, e.id, e.line, e.xid < pg_snapshot_xmin(pg_current_snapshot()) FROM events e
+		WHERE (e.xid, e.id) > ($1::xid8, $2) AND ($3 = '' OR e.task_id = $3)
+		ORDER BY e.xid, e.id`, f.xid, f.low, f.task)
 	if err != nil {
-		return fmt.Errorf("follow events: %w", err)
+		return false, fmt.Errorf("follow events: %w", err)
 	}
 	var (
-		id   int64
-		line string
-		out  []workspace.Event
+		xid, line string
+		id        int64
+		readable  bool
+		out       []workspace.Event
 	)
-	low := f.low
-	_, err = pgx.ForEachRow(rows, []any{&id, &line}, func() error {
-		low = id
+	low, lowXid := f.low, f.xid
+	_, err = pgx.ForEachRow(rows, []any{&xid, &id, &line, &readable}, func() error {
+		if !readable || held {
+			held = true
+			return nil
+		}
+		low, lowXid = id, xid
+
 		if e, perr := workspace.ParseEvent(line); perr == nil {
 			out = append(out, e)
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("follow events: %w", err)
+		return false, fmt.Errorf("follow events: %w", err)
 	}
-	f.low = low
+	f.low, f.xid = low, lowXid
 	for _, e := range out {
 		each(e)
 	}
-	return nil
+	return held, nil
 }

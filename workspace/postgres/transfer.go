@@ -31,6 +31,10 @@ func (s *Store) Import(ctx context.Context, dir string, opt ImportOptions) (tabl
 		batch.Queue(r.SQL, r.Args...)
 	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// The tree brings its events along: its entries make none.
+		if _, err := tx.Exec(ctx, dialect.QuietEntries(true)); err != nil {
+			return err
+		}
 		// friction: the log's lines of the first schema version.
 		if err := tables.Clear(ctx, pgTx{tx}, opt.Replace, "friction"); err != nil {
 			return err

@@ -95,8 +95,19 @@ func (s *Store) watchOn(ctx context.Context, conn *pgxpool.Conn, trouble error, 
 	memory, friction, _ := s.sideMarks(ctx)
 	each(workspace.Change{Everything: true, Err: trouble})
 	looked := time.Now()
+	// The tasks with events held back: committed, but waiting for an
+	// older transaction to end (migration 0009), which may end without
+	// a notification; each is reported again once its events can be read.
+	var held []string
+	var recheck time.Duration
 	for {
 		wait := max(time.Until(looked.Add(watchPoll)), 0)
+		if len(held) > 0 {
+			recheck = min(max(2*recheck, heldFirstLook), watchPoll)
+			wait = min(wait, recheck)
+		} else {
+			recheck = 0
+		}
 		wctx, cancel := context.WithTimeout(ctx, wait)
 		n, err := conn.Conn().WaitForNotification(wctx)
 		cancel()
@@ -125,6 +136,18 @@ func (s *Store) watchOn(ctx context.Context, conn *pgxpool.Conn, trouble error, 
 		if err != nil && !isTimeout(err) {
 			return err
 		}
+		if len(c.Tasks) > 0 || len(held) > 0 {
+			now, err := s.heldTasks(ctx)
+			if err != nil {
+				now = nil // the next poll reports what moved
+			}
+			for _, id := range held {
+				if !slices.Contains(now, id) && !slices.Contains(c.Tasks, id) {
+					c.Tasks = append(c.Tasks, id)
+				}
+			}
+			held = now
+		}
 		if time.Since(looked) >= watchPoll {
 			looked = time.Now()
 			if m, f, err := s.sideMarks(ctx); err == nil {
@@ -139,21 +162,34 @@ func (s *Store) watchOn(ctx context.Context, conn *pgxpool.Conn, trouble error, 
 	}
 }
 
+// heldTasks lists the tasks with events committed but held back for an
+// older transaction still running.
+func (s *Store) heldTasks(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, "SELECT DISTINCT task_id FROM events WHERE xid >= pg_snapshot_xmin(pg_current_snapshot())")
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
 // isTimeout says err is a wait that ran out, not a broken connection.
 func isTimeout(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err)
 }
 
 // sideMarks reads what tells that memory or the friction log changed:
-// the number, newest update and summed versions of memory entries, and
-// when the friction log's row was written and its length.
+// the number, newest update and summed versions of memory entries and
+// the last memory event readers can read (which moves with every one
+// they can read next, migration 0009), and when the friction log's row
+// was written and its length.
 func (s *Store) sideMarks(ctx context.Context) (memory, friction string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	err = s.pool.QueryRow(ctx, `SELECT
 		(SELECT count(*)::text || '/' || coalesce(max(updated_at)::text, '') || '/' || coalesce(sum(version), 0)::text
 			FROM entries WHERE scope = ANY($1::text[]))
-			|| '/' || (SELECT coalesce(max(id), 0)::text FROM memory_events),
+			|| '/' || coalesce((SELECT xid::text || '.' || id FROM memory_events
+				WHERE xid < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY xid DESC, id DESC LIMIT 1), ''),
 		coalesce((SELECT updated_at::text || '/' || length(body)::text FROM files WHERE path = $2), '')`,
 		[]string{string(workspace.ScopeAgent), string(workspace.ScopeGlobal)}, frictionPath).Scan(&memory, &friction)
 	return memory, friction, err

@@ -27,6 +27,16 @@ var dialect = sqlstore.Dialect{
 	Time:         func(t time.Time) any { return ts(t) },
 	ScanTime:     func(t *time.Time) any { return timeText{t} },
 	ScanNullTime: func(t *time.Time) any { return timeText{t} },
+	EntryIntent:  "UPDATE entry_intent SET verb = nullif($1, ''), agent = nullif($2, ''), token = nullif($3, '')",
+	QuietEntries: func(on bool) string {
+		if on {
+			return "UPDATE entry_intent SET quiet = 1"
+		}
+		return "UPDATE entry_intent SET quiet = 0"
+	},
+	// One writer at a time: ids are drawn in commit order.
+	EventsAfter: func(_, param string) string { return "id > " + param },
+	EventOrder:  "id",
 }
 
 func (d sqlDriver) Reads() sqlstore.Executor    { return (*readExec)(d.s) }

@@ -7,9 +7,10 @@ import (
 	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
-// PutEntry stores an entry's row and its event (sqlstore.Driver) in one
-// write transaction that finds the task, upserts the row and appends the
-// event.
+// PutEntry stores an entry's row (sqlstore.Driver) in one write
+// transaction that finds the task, tells the entries' trigger that an
+// update is a store (migration 0005) and upserts the row, whose trigger
+// appends the event.
 func (d sqlDriver) PutEntry(ctx context.Context, p sqlstore.EntryPut) (time.Time, int, error) {
 	req := &p.Req
 	var created string
@@ -19,17 +20,16 @@ func (d sqlDriver) PutEntry(ctx context.Context, p sqlstore.EntryPut) (time.Time
 		if err := sqlstore.RequireOwner(ctx, ex, p.Task); err != nil {
 			return err
 		}
-		err := tx.QueryRowContext(ctx, `INSERT INTO entries AS e (scope, owner, key, short_description, stored_by, created_at, updated_at, version, size, value)
+		if err := d.s.Intent(ctx, ex, p.Scope, "stored", ""); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, `INSERT INTO entries AS e (scope, owner, key, short_description, stored_by, created_at, updated_at, version, size, value)
 			VALUES ($1, $2, $3, $4, $5, $6, $6, 1, $7, $8)
 			ON CONFLICT (scope, owner, key) DO UPDATE SET short_description = excluded.short_description,
 				stored_by = excluded.stored_by, updated_at = excluded.updated_at, version = e.version + 1,
 				size = excluded.size, value = excluded.value
 			RETURNING created_at, version`,
 			string(p.Scope.Kind), p.Owner, req.Key, req.Description, req.Agent, ts(p.At), len(req.Value), string(req.Value)).Scan(&created, &version)
-		if err != nil {
-			return err
-		}
-		return d.s.EntryEvent(ctx, ex, p.Scope, "stored", req.Key, req.Agent, version, p.At)
 	})
 	if err != nil {
 		return time.Time{}, 0, err

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/workspaced/workspaced/workspace/storetest"
 	"github.com/workspaced/workspaced/workspace/tables"
 	sqlite3 "modernc.org/sqlite"
 )
@@ -180,4 +181,16 @@ func TestGuardMigratesOlderDatabase(t *testing.T) {
 	if _, err := s.DB().Exec("UPDATE states SET doc = '{}'"); err != nil {
 		t.Fatalf("the store's connection after init: %v", err)
 	}
+}
+
+// TestSQLEntryWritesMakeEvents: entries an agent writes with its own
+// connection (without the writer's collation, as Python's sqlite3 or the
+// sqlite3 shell) make their events, once each, in order.
+func TestSQLEntryWritesMakeEvents(t *testing.T) {
+	t.Parallel()
+	s, agent := guarded(t)
+	storetest.SQLEntryWrites(t, s, func(ctx context.Context, q string) error {
+		_, err := agent.ExecContext(ctx, q)
+		return err
+	}, "sql")
 }

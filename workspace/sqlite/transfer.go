@@ -30,6 +30,10 @@ func (s *Store) Import(ctx context.Context, dir string, opt ImportOptions) (tabl
 	err = s.write(ctx, func(tx wtx) error {
 		t := &sqlTx{tx: tx.Tx, stmts: map[string]*sql.Stmt{}}
 		defer t.close()
+		// The tree brings its events along: its entries make none.
+		if err := t.Exec(ctx, dialect.QuietEntries(true)); err != nil {
+			return err
+		}
 		if err := tables.Clear(ctx, t, opt.Replace); err != nil {
 			return err
 		}
@@ -38,7 +42,7 @@ func (s *Store) Import(ctx context.Context, dir string, opt ImportOptions) (tabl
 				return fmt.Errorf("import %s: %w", dir, err)
 			}
 		}
-		return nil
+		return t.Exec(ctx, dialect.QuietEntries(false))
 	})
 	if err != nil {
 		return tables.Report{}, err

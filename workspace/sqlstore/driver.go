@@ -134,4 +134,21 @@ type Dialect struct {
 	// ScanNullTime is ScanTime for a column that may be NULL (the zero
 	// time).
 	ScanNullTime func(t *time.Time) any
+	// EntryIntent is the statement that tells the entries' event trigger,
+	// in a write transaction, the verb ($1, "" for the trigger's own:
+	// "stored" makes an upsert's update a store), the agent ($2, who
+	// deletes) and the token ($3, "" for none) of the next entry written.
+	EntryIntent string
+	// QuietEntries is the statement that silences (on) or restores the
+	// entries' event trigger for the rest of a write transaction: an
+	// import brings the events along, and retention's deletes are not an
+	// agent's.
+	QuietEntries func(on bool) string
+	// EventsAfter is the condition on table, a table of events (events,
+	// memory_events), selecting the rows a reader that has read up to
+	// the row of id param reads next, in EventOrder: every row that
+	// follows it and can no longer be preceded by one committed later.
+	EventsAfter func(table, param string) string
+	// EventOrder orders rows of events as readers read them.
+	EventOrder string
 }

@@ -152,13 +152,19 @@ func ApplyUpdate(e *workspace.Entry, req workspace.UpdateRequest, op string, t t
 	return nil
 }
 
+// MakesEvents says the writes of the scope's entries make events: the
+// thread and session scopes', in the task's events.
+func MakesEvents(sc workspace.Scope) bool {
+	return sc.Kind == workspace.ScopeThread || sc.Kind == workspace.ScopeSession
+}
+
 // EntryEventLine is the events line of an entry write: env_<verb> in the
 // thread scope, memory_<verb> in the session scope, "" in a scope
 // without events. token is the id of the token the write came with ("":
-// none). A version of 0 leaves the version attribute out; it sorts last,
-// so a store may append " version=<n>" itself.
+// none). A version of 0 leaves the version attribute out; it sorts last.
+// The SQL stores' triggers write the same line.
 func EntryEventLine(sc workspace.Scope, verb, key, agent, token string, version int, t time.Time) string {
-	if sc.Kind != workspace.ScopeThread && sc.Kind != workspace.ScopeSession {
+	if !MakesEvents(sc) {
 		return ""
 	}
 	attrs := map[string]string{"key": key, "agent": agent}

@@ -12,11 +12,15 @@ import (
 
 // Entries of the four scopes are rows of entries, keyed by scope, owner
 // and key; each write is one transaction (on PostgreSQL, the row lock of
-// its key orders concurrent writers: no lost update), which appends the
-// entry's event for the thread and session scopes. Keys, values and
-// descriptions are checked as on files, and always sent as parameters.
-// Storing an entry's row is each driver's own (Driver.PutEntry): it is
-// the hot write, one statement on PostgreSQL.
+// its key orders concurrent writers: no lost update). The event of a
+// write in the thread and session scopes is made by the database, a
+// trigger on entries (PostgreSQL migration 0009, SQLite 0005), so an
+// agent's own SQL write makes it too, and a write of the store tells the
+// trigger only what the row cannot (Dialect.EntryIntent: a put's update
+// is a store, who deletes). Keys, values and descriptions are checked as
+// on files, and always sent as parameters. Storing an entry's row is
+// each driver's own (Driver.PutEntry): it is the hot write, one
+// statement on PostgreSQL.
 
 // EntryPut is one entry to store (Driver.PutEntry): the request, checked,
 // in scope Scope under Owner, at At; Task is the task the scope belongs
@@ -49,10 +53,13 @@ func (s *Store) StoreEntry(ctx context.Context, sc workspace.Scope, req workspac
 }
 
 // createEntry stores an entry that must not exist yet (IfAbsent): the
-// insert takes the key or changes nothing, in one write with its event.
+// insert takes the key (its trigger the event) or changes nothing.
 func (s *Store) createEntry(ctx context.Context, sc workspace.Scope, own, task string, req workspace.StoreRequest, warns []string, t time.Time) (workspace.Result, error) {
 	err := s.d.Write(ctx, func(tx Executor) error {
 		if err := RequireOwner(ctx, tx, task); err != nil {
+			return err
+		}
+		if err := s.Intent(ctx, tx, sc, "", ""); err != nil {
 			return err
 		}
 		n, err := tx.Exec(ctx, `INSERT INTO entries (scope, owner, key, short_description, stored_by, created_at, updated_at, version, size, value)
@@ -67,7 +74,7 @@ func (s *Store) createEntry(ctx context.Context, sc workspace.Scope, own, task s
 			return &workspace.Error{Kind: workspace.ErrConflict, Op: fmt.Sprintf("create %s %q", Label(sc), req.Key),
 				Msg: fmt.Sprintf("the key exists (version %d)", v), Hint: "read it (get), or store it without create-only to replace it"}
 		}
-		return s.EntryEvent(ctx, tx, sc, "stored", req.Key, req.Agent, 1, t)
+		return nil
 	})
 	if err != nil {
 		return workspace.Result{}, err
@@ -94,14 +101,18 @@ func RequireOwner(ctx context.Context, tx Executor, task string) error {
 	return RequireTask(ctx, tx, task)
 }
 
-// EntryEvent appends env_<verb> (thread scope) or memory_<verb> (session
-// scope) to the task's events, in the write's transaction.
-func (s *Store) EntryEvent(ctx context.Context, tx Executor, sc workspace.Scope, verb, key, agent string, version int, t time.Time) error {
-	line := EntryEventLine(sc, verb, key, agent, workspace.TokenOf(ctx), version, t)
-	if line == "" {
+// Intent tells the entries' trigger, in tx, what the next write of an
+// entry of sc cannot say itself: the verb ("" for the trigger's own,
+// "stored" for an upsert), who deletes, and the token of ctx. Nothing is
+// said where there is nothing to say: in a scope without events (an
+// intent no trigger takes would stay for the next write on SQLite), or
+// for an insert or update without a token.
+func (s *Store) Intent(ctx context.Context, tx Executor, sc workspace.Scope, verb, deleter string) error {
+	token := workspace.TokenOf(ctx)
+	if !MakesEvents(sc) || verb == "" && deleter == "" && token == "" {
 		return nil
 	}
-	_, err := tx.Exec(ctx, "INSERT INTO events (task_id, time, line) VALUES ($1, $2, $3)", sc.TaskID, s.dl.Time(t), line)
+	_, err := tx.Exec(ctx, s.dl.EntryIntent, verb, deleter, token)
 	return err
 }
 
@@ -192,12 +203,13 @@ func (s *Store) UpdateEntry(ctx context.Context, sc workspace.Scope, req workspa
 		if err := ApplyUpdate(&e, req, op, t); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE entries SET short_description = $4, stored_by = $5, updated_at = $6, version = $7, size = $8, value = $9
-			WHERE scope = $1 AND owner = $2 AND key = $3`, string(sc.Kind), own, req.Key,
-			e.ShortDescription, e.StoredBy, s.dl.Time(t), e.Version, len(e.Value), string(e.Value)); err != nil {
+		if err := s.Intent(ctx, tx, sc, "", ""); err != nil {
 			return err
 		}
-		return s.EntryEvent(ctx, tx, sc, "updated", e.Key, req.Agent, e.Version, t)
+		_, err = tx.Exec(ctx, `UPDATE entries SET short_description = $4, stored_by = $5, updated_at = $6, version = $7, size = $8, value = $9
+			WHERE scope = $1 AND owner = $2 AND key = $3`, string(sc.Kind), own, req.Key,
+			e.ShortDescription, e.StoredBy, s.dl.Time(t), e.Version, len(e.Value), string(e.Value))
+		return err
 	})
 	if err != nil {
 		return workspace.Result{}, err
@@ -217,6 +229,10 @@ func (s *Store) DeleteEntry(ctx context.Context, sc workspace.Scope, req workspa
 		if err := RequireOwner(ctx, tx, task); err != nil {
 			return err
 		}
+		// The trigger names who deletes from here.
+		if err := s.Intent(ctx, tx, sc, "", agent); err != nil {
+			return err
+		}
 		n, err := tx.Exec(ctx, "DELETE FROM entries WHERE scope = $1 AND owner = $2 AND key = $3 AND ($4 = 0 OR version = $4)", string(sc.Kind), own, key, req.IfVersion)
 		if err != nil {
 			return err
@@ -232,6 +248,6 @@ func (s *Store) DeleteEntry(ctx context.Context, sc workspace.Scope, req workspa
 		if n == 0 {
 			return NoSuchKey("delete", sc, key)
 		}
-		return s.EntryEvent(ctx, tx, sc, "deleted", key, agent, 0, Now())
+		return nil
 	})
 }

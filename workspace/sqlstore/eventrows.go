@@ -6,12 +6,14 @@ import (
 	"github.com/workspaced/workspaced/workspace"
 )
 
-// Events are rows of events, one events.log line each, in append order by
-// id, and ids in commit order (SQLite has one writer at a time;
-// PostgreSQL's inserts take the schema's events lock, a trigger): a
-// reader that has read an id never finds a lower one later, and reading
-// on from the last id read misses nothing. Merging and following are the
-// drivers' own.
+// Events are rows of events, one events.log line each, read in the
+// dialect's EventOrder: by id on SQLite, whose one writer at a time draws
+// ids in commit order; by (transaction id, id) on PostgreSQL, where
+// writers do not wait for each other and a reader reads only the rows of
+// transactions older than every one still running (Dialect.EventsAfter,
+// migration 0009). Either way a reader that goes on from the last event
+// it read never finds one before it later, so it misses nothing and reads
+// nothing twice. Merging and following are the drivers' own.
 
 // AppendEvent appends one event to its task's feed; a zero time is now.
 func (s *Store) AppendEvent(ctx context.Context, e workspace.Event) error {
@@ -46,7 +48,7 @@ func (s *Store) ReadEvents(ctx context.Context, taskID string) (evs []workspace.
 		if err := RequireTask(ctx, tx, taskID); err != nil {
 			return err
 		}
-		lines, err := Strings(tx.Query(ctx, "SELECT line FROM events WHERE task_id = $1 ORDER BY id", taskID))
+		lines, err := Strings(tx.Query(ctx, "SELECT line FROM events WHERE task_id = $1 ORDER BY "+s.dl.EventOrder, taskID))
 		for _, line := range lines {
 			e, perr := workspace.ParseEvent(line)
 			if perr != nil {
@@ -66,9 +68,9 @@ func (s *Store) ReadEvents(ctx context.Context, taskID string) (evs []workspace.
 // ReadEventsFrom calls each for every event of task taskID whose row id
 // is above pos, in id order, and returns the highest id read (pos when
 // there is none). The position of an event is its row id: Start is the
-// id before it, End its own. Ids are drawn in commit order, so reading
-// on from the position a read gave back never skips an event committed
-// later, nor delivers one twice.
+// id of the one read before it, End its own. Reading on from the
+// position a read gave back never skips an event committed later, nor
+// delivers one twice (Dialect.EventsAfter).
 func (s *Store) ReadEventsFrom(ctx context.Context, taskID string, pos int64, each func(workspace.PositionedEvent)) (int64, error) {
 	if err := workspace.ValidateID("task id", taskID); err != nil {
 		return pos, err
@@ -86,7 +88,7 @@ func (s *Store) ReadEventsFrom(ctx context.Context, taskID string, pos int64, ea
 		if err := RequireTask(ctx, tx, taskID); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, "SELECT id, line FROM events WHERE task_id = $1 AND id > $2 ORDER BY id", taskID, pos)
+		rows, err := tx.Query(ctx, "SELECT id, line FROM events WHERE task_id = $1 AND "+s.dl.EventsAfter("events", "$2")+" ORDER BY "+s.dl.EventOrder, taskID, pos)
 		if err != nil {
 			return err
 		}

@@ -17,9 +17,10 @@ var _ workspace.MemoryStore = (*Store)(nil)
 // range of the key, in its order. A put is one write transaction: the
 // item's row read FOR UPDATE (PostgreSQL; SQLite's writer holds the
 // database), judged (workspace.ApplyPut), written, and its event appended
-// to memory_events. Two puts creating one item at once on PostgreSQL: the
-// second's INSERT fails on the key and the put runs again, then finding
-// the first's row, so neither IfAbsent nor a version is lost.
+// to memory_events, read as the tasks' events are (eventrows.go). Two
+// puts creating one item at once on PostgreSQL: the second's INSERT
+// fails on the key and the put runs again, then finding the first's row,
+// so neither IfAbsent nor a version is lost.
 
 const itemColumns = "ns_key, key, version, created_at, updated_at, expires_at, value"
 
@@ -207,7 +208,8 @@ func (s *Store) PruneMemory(ctx context.Context, now time.Time, dryRun bool) (in
 	return int(n), nil
 }
 
-// ReadMemoryEvents reads memory_events after id pos, in id order.
+// ReadMemoryEvents reads memory_events after the row of id pos, in the
+// dialect's EventOrder, as ReadEventsFrom reads a task's.
 func (s *Store) ReadMemoryEvents(ctx context.Context, pos int64, each func(workspace.PositionedEvent)) (int64, error) {
 	if pos < 0 {
 		return pos, workspace.Invalidf("read memory events", "read from 0, or from a position a read gave back", "negative position %d", pos)
@@ -218,7 +220,7 @@ func (s *Store) ReadMemoryEvents(ctx context.Context, pos int64, each func(works
 		id   int64
 		line string
 	}
-	q, err := s.r.Query(ctx, "SELECT id, line FROM memory_events WHERE id > $1 ORDER BY id", pos)
+	q, err := s.r.Query(ctx, "SELECT id, line FROM memory_events WHERE "+s.dl.EventsAfter("memory_events", "$1")+" ORDER BY "+s.dl.EventOrder, pos)
 	rows, err := Collect(q, err, func(r Rows) (row, error) {
 		var x row
 		return x, r.Scan(&x.id, &x.line)

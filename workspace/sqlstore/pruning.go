@@ -90,7 +90,15 @@ func (p pruneStore) Act(ctx context.Context, id string, fresh func([]retention.T
 			return err
 		}
 		if a := fresh(infos); a == retention.Summarize || a == retention.Remove {
-			return s.d.Batch(ctx, tx, PruneStatements(a, s.taskEntries("$1")), id)
+			// Retention's deletes of entries are no agent's: no events.
+			if _, err := tx.Exec(ctx, s.dl.QuietEntries(true)); err != nil {
+				return err
+			}
+			if err := s.d.Batch(ctx, tx, PruneStatements(a, s.taskEntries("$1")), id); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, s.dl.QuietEntries(false))
+			return err
 		}
 		return nil
 	})

@@ -52,10 +52,26 @@ def atomic_write(path: str, data: bytes, mode: int = 0o644) -> None:
     _fsync_dir(d)
 
 
+# O_NOATIME: reading an entry before replacing it does not dirty its inode
+# (an atime update the next fsync would write). Only a file's owner may
+# ask for it; anyone else reads without.
+_NOATIME = getattr(os, "O_NOATIME", 0)
+
+
+def _open_read(path: str) -> int:
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+    if _NOATIME:
+        try:
+            return os.open(path, flags | _NOATIME)
+        except PermissionError:
+            pass
+    return os.open(path, flags)
+
+
 def _read_bytes(path: str, limit: int = READ_MAX) -> bytes:
     """An agent file's bytes: a regular file only, never a symlink or FIFO."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = _open_read(path)
     except FileNotFoundError:
         raise NotFound("no file %s" % path) from None
     except OSError as e:
