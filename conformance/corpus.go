@@ -67,7 +67,7 @@ var Ops = []string{
 	"events.list",
 	"env.put", "env.get", "env.list", "env.delete",
 	"session.put", "session.get", "session.list", "session.delete",
-	"memory.put", "memory.get", "memory.delete",
+	"memory.put", "memory.get", "memory.list", "memory.delete",
 	"memory.item.put", "memory.item.get", "memory.item.delete", "memory.search", "memory.namespaces",
 }
 
@@ -205,10 +205,39 @@ func fill(v any, fresh func(string) string) any {
 // Any is the expected string that matches any value there and not null.
 const Any = "<any>"
 
+// Includes is the one member of an expected object that matches an array
+// holding elements that match its own, in that order, among others (a
+// listing of a scope other cases share).
+const Includes = "<includes>"
+
+// includes matches actual, an array, against want, the elements it must
+// hold in order among others.
+func includes(path, at string, want, actual any) string {
+	w, ok := want.([]any)
+	if !ok {
+		return fmt.Sprintf("%s: %s takes an array, not %s", at, Includes, show(want))
+	}
+	a, ok := actual.([]any)
+	if !ok {
+		return fmt.Sprintf("%s: want an array including %s, got %s", at, show(w), show(actual))
+	}
+	i := 0
+	for _, e := range a {
+		if i < len(w) && match(path, w[i], e) == "" {
+			i++
+		}
+	}
+	if i < len(w) {
+		return fmt.Sprintf("%s: want an array including, in order, %s; %s is not in %s", at, show(w), show(w[i]), show(a))
+	}
+	return ""
+}
+
 // Match reports where actual (decoded JSON, numbers as json.Number or
 // float64) differs from want, as README.md says: objects by the members
 // want names, arrays element by element, null as null or missing, "<any>"
-// as anything but null. The empty string is a match.
+// as anything but null, {"<includes>": [...]} as an array holding those
+// elements in order among others. The empty string is a match.
 func Match(want, actual any) string { return match("", want, actual) }
 
 func match(path string, want, actual any) string {
@@ -230,6 +259,9 @@ func match(path string, want, actual any) string {
 			return ""
 		}
 	case map[string]any:
+		if inc, ok := w[Includes]; ok && len(w) == 1 {
+			return includes(path, at, inc, actual)
+		}
 		a, ok := actual.(map[string]any)
 		if !ok {
 			return fmt.Sprintf("%s: want an object, got %s", at, show(actual))

@@ -42,6 +42,12 @@ func TestMatch(t *testing.T) {
 		{"object against an array", `{}`, `[]`, false},
 		{"strings exactly", `"a"`, `"A"`, false},
 		{"booleans", `true`, `true`, true},
+		{"includes in order", `{"<includes>": [{"k": "a"}, {"k": "c"}]}`, `[{"k": "a"}, {"k": "b"}, {"k": "c"}]`, true},
+		{"includes nothing", `{"<includes>": []}`, `[]`, true},
+		{"includes out of order", `{"<includes>": [{"k": "c"}, {"k": "a"}]}`, `[{"k": "a"}, {"k": "c"}]`, false},
+		{"includes one missing", `{"<includes>": [{"k": "d"}]}`, `[{"k": "a"}]`, false},
+		{"includes against an object", `{"<includes>": [1]}`, `{"a": 1}`, false},
+		{"includes beside another member", `{"<includes>": [1], "x": 1}`, `[1]`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

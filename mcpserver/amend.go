@@ -51,7 +51,7 @@ func (s *Server) amendPlan(ctx context.Context, _ *mcp.CallToolRequest, in amend
 		return reply{}, err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Wrote plan.json version %d, which %s, and proposed it (marker %s).\n", am.Plan.Version, diffWords(am), am.Marker)
+	fmt.Fprintf(&b, "Wrote plan.json version %d, which %s, and proposed it (marker %s).\n", am.Plan.Version, am.Words(), am.Marker)
 	then := fmt.Sprintf("%s shows plan_version %d; the new subtasks are claimed as the others.", ToolGetTaskState, am.Plan.Version)
 	if am.Review {
 		then = fmt.Sprintf("%s shows it under \"amendment\" until a plan review (%s, type plan_review) approves it (plan_version %d) or sends it back (the running version stays).",
@@ -59,18 +59,4 @@ func (s *Server) amendPlan(ctx context.Context, _ *mcp.CallToolRequest, in amend
 	}
 	return s.verdictReply(&b, markerOf(am.Marker, am.Outcome), fmt.Sprintf("plan version %d", am.Plan.Version), then,
 		"only pending and blocked subtasks change or go; "+ToolGetTaskState+" shows which those are")
-}
-
-// diffWords says what an amendment changes.
-func diffWords(am service.Amended) string {
-	var parts []string
-	for _, p := range []struct {
-		what string
-		ids  []string
-	}{{"adds", am.Diff.Added}, {"changes", am.Diff.Changed}, {"withdraws", am.Diff.Withdrawn}} {
-		if len(p.ids) > 0 {
-			parts = append(parts, p.what+" "+strings.Join(p.ids, ", "))
-		}
-	}
-	return strings.Join(parts, " and ")
 }

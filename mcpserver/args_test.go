@@ -28,6 +28,7 @@ func checkerFor[In any](tool string) checked {
 func FuzzArguments(f *testing.F) {
 	tools := []checked{
 		checkerFor[writePlanInput](ToolWritePlan),
+		checkerFor[amendPlanInput](ToolAmendPlan),
 		checkerFor[writeReviewInput](ToolWriteReview),
 		checkerFor[doneInput](ToolSignalDone),
 		checkerFor[updateEnvInput](ToolUpdateEnvData),
@@ -39,6 +40,7 @@ func FuzzArguments(f *testing.F) {
 		``, `null`, `{}`, `[]`, `"x"`, `{"key":"k","value":1}`,
 		`{"subtasks":[{"id":"st_1","description":"d","dependencies":["st_0"],"max_retries":2}],"worker_count":3}`,
 		`{"subtasks":[{"id":"../x","description":"d"}]}`,
+		`{"add":[{"id":"f1","description":"d","dependencies":["st_1"]}],"withdraw":["st_2"]}`, `{"change":[{"id":"x"}]}`, `{"withdraw":"st_1"}`,
 		`{"type":"plan_review","verdict":"approved","issues":[{"problem":"p","severity":"high"}]}`,
 		`{"subtask_id":"st_1","output":{"a":[1,2,{"b":null}]},"status":"failed","error":"e"}`,
 		`{"key":"k","if_version":1e300}`, `{"version":-1}`, `{"version":2.5}`, `{"version":"2"}`, `{"version":2.0}`, `{"version":1e0}`, `{}0`,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
@@ -58,6 +59,20 @@ type Amended struct {
 	Review bool
 	// Delivery is the marker that proposes it and what came of it.
 	Delivery
+}
+
+// Words say what the amendment does: "adds f1, f2; withdraws s2".
+func (a Amended) Words() string {
+	var parts []string
+	for _, p := range []struct {
+		what string
+		ids  []string
+	}{{"adds", a.Diff.Added}, {"changes", a.Diff.Changed}, {"withdraws", a.Diff.Withdrawn}} {
+		if len(p.ids) > 0 {
+			parts = append(parts, p.what+" "+strings.Join(p.ids, ", "))
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // AmendPlan amends the running plan of task taskID for agent: it writes

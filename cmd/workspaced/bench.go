@@ -90,7 +90,7 @@ clock, all threads, in ns) and the markers' latency (drop → the first read
 of a state showing it, p50 and p99), and the state document's size. It
 runs on files, then on the database a sqlite: or postgres:// root names.
 --profile FILE has each daemon write a CPU profile of its run to
-FILE.files, FILE.sqlite or FILE.postgres (serve --cpu-profile).
+FILE.files, FILE.sqlite or FILE.postgres (see serve).
 
 --ext4 makes a 1 GiB sparse image in DIR, formats it with mkfs.ext4's
 defaults (journaled), loop-mounts it and measures there; the mount and the

@@ -152,18 +152,9 @@ func planAmend(ctx context.Context, e *env, args []string) error {
 
 // describeAmendment is the line plan amend prints for what it proposed.
 func describeAmendment(am service.Amended) string {
-	var parts []string
-	for _, p := range []struct {
-		what string
-		ids  []string
-	}{{"adds", am.Diff.Added}, {"changes", am.Diff.Changed}, {"withdraws", am.Diff.Withdrawn}} {
-		if len(p.ids) > 0 {
-			parts = append(parts, p.what+" "+strings.Join(p.ids, ", "))
-		}
-	}
 	how := "applies once the daemon takes it"
 	if am.Review {
 		how = "waits for a plan review before it applies"
 	}
-	return fmt.Sprintf("plan %s v%d %s; it %s", am.Plan.ID, am.Plan.Version, strings.Join(parts, "; "), how)
+	return fmt.Sprintf("plan %s v%d %s; it %s", am.Plan.ID, am.Plan.Version, am.Words(), how)
 }

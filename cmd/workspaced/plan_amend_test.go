@@ -77,6 +77,9 @@ func TestPlanAmend(t *testing.T) {
 		t.Fatalf("state while the amendment awaits review:\n%s", show)
 	}
 	w.Fails(exitConflict, "amendment v3 of plan plan_t1 awaits its review", "plan", "amend", "--task", "t1", "--add", "f_3=x")
+	if out := w.Ok("task", "show", "t1"); !strings.Contains(out, "v2 (approved); amendment v3 awaits review") {
+		t.Fatalf("task show while the amendment waits:\n%s", out)
+	}
 	w.OkIn(`{"type":"plan_review","verdict":"approved"}`, "review", "write", "--task", "t1", "--id", "amend_v3", "--agent", "reviewer", "--file", "-")
 	w.Ok("done", "--task", "t1", "--agent", "reviewer", "--output", "reviews/amend_v3.json", "--wait")
 	show = w.Ok("state", "show", "--task", "t1", "--json")

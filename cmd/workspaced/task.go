@@ -381,7 +381,12 @@ func taskShow(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stderr, "workspaced: warning: %v\n", err)
 	}
 	if d.State != nil && d.State.PlanStatus != "" {
+		// The state's word, on the version it tracks: plan.json may be
+		// newer (a draft, an amendment awaiting review, one refused).
 		d.PlanStatus = d.State.PlanStatus
+		if d.State.PlanVersion > 0 {
+			d.PlanVersion = d.State.PlanVersion
+		}
 	}
 	items, err := w.ListEntries(ctx, workspace.Scope{Kind: workspace.ScopeThread, TaskID: id})
 	if err != nil {
@@ -420,6 +425,9 @@ func taskShow(ctx context.Context, e *env, args []string) error {
 		plan = "v" + strconv.Itoa(d.PlanVersion)
 		if d.PlanStatus != "" {
 			plan += " (" + d.PlanStatus + ")"
+		}
+		if d.State != nil && d.State.Amendment != nil {
+			plan += fmt.Sprintf("; amendment v%d awaits review", d.State.Amendment.Version)
 		}
 	}
 	rows = append(rows, []string{"plan:", plan})

@@ -38,10 +38,6 @@ func (f *Fold) Continue(plans func(version int) (*workspace.Plan, error), recs [
 	return evs, err
 }
 
-// ForgetPlan has the next Continue ask its loader for the plan the state
-// tracks, for an owner that reads the plan afresh at every commit.
-func (f *Fold) ForgetPlan() { f.plan = nil }
-
 // State is the state folded so far. It shares its maps with the fold:
 // the caller must not change it, and it changes with the next Continue.
 func (f *Fold) State() workspace.State { return f.st }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
@@ -100,9 +101,10 @@ type knownPlan struct {
 
 // Committer is the daemon's handle on one task (workspace.Committer): it
 // remembers the state its last commit wrote, so that a commit that reads
-// the same bytes back from the states row skips decoding them, and checks
-// the state it writes against the schema only where it differs
-// (statecheck.Next): that document was checked before it was written.
+// the same bytes back from the states row skips decoding them, folds its
+// markers into that state in place and encodes and checks only the
+// entries they change (foldCache): that document was checked before it
+// was written.
 // Anything else in the row (a backup restored, an import) is decoded and
 // the next state checked whole.
 type Committer struct {
@@ -111,6 +113,22 @@ type Committer struct {
 	run  func(ctx context.Context, fn func(CommitTx) error) error
 	last known
 	plan *workspace.Plan // the plan progress read last
+	// cache is last's state folded in place by the next commit and the
+	// encoding of its entries, while the row holds last's document.
+	cache foldCache
+	// complexity is the estimated complexity of plan's subtasks, by id.
+	complexity map[string]string
+}
+
+// foldCache is what a committer keeps of the state it wrote last for the
+// next commit, so that a commit costs what its markers change, not the
+// size of the task: the state owned by a fold (machine.Fold), and the
+// encoding of its entries (statecheck.Encoder). It holds for as long as
+// the states row holds the document written last; a commit that fails
+// drops it.
+type foldCache struct {
+	fold *machine.Fold
+	enc  statecheck.Encoder
 }
 
 // NewCommitter is the committer of task id, whose commits run in the
@@ -120,7 +138,8 @@ func (s *Store) NewCommitter(id string, run func(ctx context.Context, fn func(Co
 }
 
 // Known is what the committer remembers of the state it wrote last: the
-// document and its decoding (none: "").
+// document and its decoding (none: ""). The decoding is the committer's
+// own, folded in place by its next Commit: read it before.
 func (c *Committer) Known() (string, workspace.State) { return c.last.doc, c.last.st }
 
 // Commit takes up to req.Max waiting markers of the task (in the order
@@ -144,11 +163,11 @@ func (c *Committer) Commit(ctx context.Context, req workspace.CommitRequest) (wo
 	)
 	err := c.run(ctx, func(tx CommitTx) error {
 		var err error
-		a, wrote, err = c.s.commit(ctx, tx, c.last, c.id, max, epoch)
+		a, wrote, err = c.s.commit(ctx, tx, c.last, &c.cache, c.id, max, epoch)
 		return err
 	})
 	if err != nil {
-		c.last = known{}
+		c.last, c.cache = known{}, foldCache{}
 		return workspace.Applied{}, err
 	}
 	if a.Gone {
@@ -162,7 +181,10 @@ func (c *Committer) Commit(ctx context.Context, req workspace.CommitRequest) (wo
 		plan = wrote.plan.p
 	}
 	a.Finished = vocab.Finished(wrote.st.Status)
-	a.Progress, c.plan = c.s.Progress(ctx, c.id, wrote.st, plan)
+	if plan != c.plan {
+		c.complexity = nil
+	}
+	a.Progress, c.plan, c.complexity = c.s.progress(ctx, c.id, wrote.st, plan, c.complexity)
 	return a, nil
 }
 
@@ -171,8 +193,8 @@ func (c *Committer) Commit(ctx context.Context, req workspace.CommitRequest) (wo
 // when it wrote no state) and the task's state afterwards. It goes phase
 // by phase: read, fence, load the state, judge and fold the markers,
 // write.
-func (s *Store) commit(ctx context.Context, tx CommitTx, last known, taskID string, max int, epoch int64) (workspace.Applied, known, error) {
-	c := &commitTx{s: s, tx: tx, id: taskID, epoch: epoch, last: last}
+func (s *Store) commit(ctx context.Context, tx CommitTx, last known, cache *foldCache, taskID string, max int, epoch int64) (workspace.Applied, known, error) {
+	c := &commitTx{s: s, tx: tx, id: taskID, epoch: epoch, last: last, cache: cache}
 	var err error
 	if c.CommitRead, err = tx.ReadCommit(ctx, taskID, max); errors.Is(err, ErrNoRows) {
 		return workspace.Applied{Gone: true}, known{}, nil // removed meanwhile
@@ -234,6 +256,7 @@ type commitTx struct {
 	id    string
 	epoch int64
 	last  known
+	cache *foldCache
 
 	CommitRead // read
 
@@ -267,6 +290,11 @@ func (c *commitTx) load(ctx context.Context) error {
 	}
 	if c.valid != nil {
 		c.valid = &c.st
+	}
+	if c.valid == nil || c.cache.fold == nil || err != nil {
+		// The row is not the document written last, or was folded
+		// further: the cache does not hold it.
+		*c.cache = foldCache{}
 	}
 	return err
 }
@@ -355,7 +383,12 @@ func (c *commitTx) fold(ctx context.Context, ms []Marker) (folded, error) {
 			return machine.ProductRead{Data: body, Missing: !ok}
 		}, c.base+int64(i)+1, f.now)
 	}
-	f.next, f.evs, f.stopped = machine.Continue(c.st, c.planOf(ctx, pr, &f.plan), f.recs)
+	fd := c.cache.fold
+	if fd == nil {
+		fd = machine.NewFold(c.st, nil)
+	}
+	f.evs, f.stopped = fd.Continue(c.planOf(ctx, pr, &f.plan), f.recs)
+	f.next, c.cache.fold = fd.State(), fd
 	taken := 0
 	for taken < len(f.recs) && f.recs[taken].Seq <= f.next.JournalSeq {
 		taken++
@@ -364,12 +397,13 @@ func (c *commitTx) fold(ctx context.Context, ms []Marker) (folded, error) {
 		return folded{}, fmt.Errorf("apply markers of task %s: %w", c.id, f.stopped)
 	}
 	f.recs = f.recs[:taken]
-	if f.data, err = atomicfile.Marshal(f.next); err != nil {
-		return folded{}, fmt.Errorf("encode state of task %s: %w", c.id, err)
-	}
-	if err := statecheck.Next(c.valid, f.next, f.data); err != nil {
+	data, err := c.cache.enc.Encode(f.next, fd.Changed(), c.valid != nil)
+	if err != nil {
 		return folded{}, fmt.Errorf("state of task %s would not validate, not written: %w", c.id, err)
 	}
+	// The encoder's bytes are its own until its next call; the document
+	// outlives this commit as known.
+	f.data = slices.Clone(data)
 	return f, nil
 }
 
@@ -395,7 +429,14 @@ func (c *commitTx) inputs(ctx context.Context, ms []Marker) (inputs, error) {
 			paths = append(paths, mk.OutputFile)
 		}
 	}
-	if c.st.PlanID != "" {
+	// A plan's version is never written twice: the plan the cached fold
+	// tracks need not be read again.
+	known := false
+	if fd := c.cache.fold; fd != nil {
+		p := fd.Plan()
+		known = p != nil && p.ID == c.st.PlanID && p.Version == c.st.PlanVersion
+	}
+	if c.st.PlanID != "" && !known {
 		planPaths = []string{"plan.json", planPath(c.st.PlanVersion)}
 	}
 	out := inputs{products: map[string][]byte{}, plans: map[string]string{}}
@@ -470,23 +511,34 @@ func (c *commitTx) write(ctx context.Context, f folded, ms []Marker, dups []int6
 // plan when it is st's plan, else the plan read (none: no complexity
 // known), which it returns for the next call.
 func (s *Store) Progress(ctx context.Context, taskID string, st workspace.State, plan *workspace.Plan) ([]workspace.InProgress, *workspace.Plan) {
+	items, plan, _ := s.progress(ctx, taskID, st, plan, nil)
+	return items, plan
+}
+
+// progress is Progress with complexity, the estimated complexity of
+// plan's subtasks by id (nil: made from plan), returned for the next call
+// with the same plan.
+func (s *Store) progress(ctx context.Context, taskID string, st workspace.State, plan *workspace.Plan, complexity map[string]string) ([]workspace.InProgress, *workspace.Plan, map[string]string) {
 	var items []workspace.InProgress
 	for sid, sub := range st.Subtasks {
 		if sub.Status != machine.SubtaskInProgress || sub.StartedAt == nil {
 			continue
 		}
 		if plan == nil || plan.ID != st.PlanID || plan.Version != st.PlanVersion {
+			plan, complexity = nil, nil
 			plan, _ = s.ReadPlan(ctx, taskID, st.PlanVersion)
 		}
 		it := workspace.InProgress{TaskID: taskID, SubtaskID: sid, StartedAt: *sub.StartedAt}
 		if p := plan; p != nil && p.ID == st.PlanID && p.Version == st.PlanVersion {
-			for _, ps := range p.Subtasks {
-				if ps.ID == sid {
-					it.Complexity = ps.EstimatedComplexity
+			if complexity == nil {
+				complexity = make(map[string]string, len(p.Subtasks))
+				for _, ps := range p.Subtasks {
+					complexity[ps.ID] = ps.EstimatedComplexity
 				}
 			}
+			it.Complexity = complexity[sid]
 		}
 		items = append(items, it)
 	}
-	return items, plan
+	return items, plan, complexity
 }

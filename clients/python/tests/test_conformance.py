@@ -33,6 +33,7 @@ VERDICT_WAIT = 60.0
 EVENTUALLY = 30.0
 PLACEHOLDER = re.compile(r"^\$[a-z][a-z0-9_]*$")
 ANY = "<any>"
+INCLUDES = "<includes>"
 
 
 SQL = ("sqlite", "postgres")
@@ -93,6 +94,16 @@ def match(want: Any, actual: Any, path: str = "") -> str:
         return "" if actual is None else "%s: want null or missing, got %r" % (at, actual)
     if want == ANY:
         return "" if actual is not None else "%s: want a value, got null or nothing" % at
+    if isinstance(want, dict) and list(want) == [INCLUDES]:
+        if not isinstance(actual, list):
+            return "%s: want an array including %r, got %r" % (at, want[INCLUDES], actual)
+        i = 0
+        for e in actual:
+            if i < len(want[INCLUDES]) and not match(want[INCLUDES][i], e, path):
+                i += 1
+        if i < len(want[INCLUDES]):
+            return "%s: want an array including, in order, %r; %r is not in %r" % (at, want[INCLUDES], want[INCLUDES][i], actual)
+        return ""
     if isinstance(want, dict):
         if not isinstance(actual, dict):
             return "%s: want an object, got %r" % (at, actual)
