@@ -160,7 +160,7 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 	pairs := fs.Int("pairs", bench.DefaultPairs, "--vs-daemon runs `N` pairs of rounds")
 	scale := fs.Bool("scale", false, "measure a marker's cost in tasks of growing size instead")
 	profile := fs.String("profile", "", "with --scale: each daemon writes a CPU profile to `FILE`.<store>")
-	sizes := fs.String("sizes", "", "with --scale: the tasks' `N,N,…` subtasks (default 100,1000,10000)")
+	sizes := fs.String("sizes", "", "with --scale: the tasks' sizes in subtasks, `LIST` of comma-separated counts (default 100,1000,10000)")
 	prow := fs.Int("row", bench.RowAtOnce, "--vs-daemon compares row `N`: 32 (agents at once) or 1 (one agent's marker → state)")
 	if err := parse(e, fs, benchUsage, args); err != nil {
 		return err

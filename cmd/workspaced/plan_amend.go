@@ -69,7 +69,7 @@ func planAmend(ctx context.Context, e *env, args []string) error {
 	thread := fs.String("thread", "", "thread `ID` (resolves its task)")
 	file := fs.String("file", "", "read the amendment from `FILE` ('-' for stdin)")
 	var adds, withdraws listFlag
-	fs.Var(&adds, "add", "add the subtask `ID=DESCRIPTION` (repeatable)")
+	fs.Var(&adds, "add", "add the subtask `SUBTASK`, written id=description (repeatable)")
 	after := fs.String("after", "", "the added subtasks depend on these `IDS` (comma-separated)")
 	fs.Var(&withdraws, "withdraw", "withdraw the pending subtask `ID` (repeatable)")
 	agent := fs.String("agent", "", "the amending `AGENT` (default $WORKSPACE_AGENT, else \"cli\")")

@@ -54,6 +54,7 @@ type Store struct {
 	schema          string
 	conn            string              // the connection string, without ?schema=
 	hub             workspace.CommitHub // the LISTEN shared by Commits (commits.go)
+	notes           *notifier           // the notifications of env puts, after their commit
 }
 
 // schemaName is what a schema may be called: a channel name
@@ -131,12 +132,17 @@ func connect(ctx context.Context, root string) (*Store, error) {
 		return nil, fmt.Errorf("connect to %s: %w", redact(root), err)
 	}
 	s := &Store{pool: pool, schema: schema, conn: conn}
+	s.notes = &notifier{pool: pool, channel: s.eventsChannel()}
 	s.Store = sqlstore.New(driver{s})
 	return s, nil
 }
 
-// Close closes the pool.
-func (s *Store) Close() error { s.pool.Close(); return nil }
+// Close sends the notifications still due and closes the pool.
+func (s *Store) Close() error {
+	s.notes.close()
+	s.pool.Close()
+	return nil
+}
 
 // Pool is the store's connection pool.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }

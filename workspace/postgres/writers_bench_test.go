@@ -3,12 +3,16 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/workspaced/workspaced/workspace"
 )
+
+// kibObject is a 1 KiB JSON object, as a memory item's value must be.
+var kibObject = []byte(`{"v":"` + strings.Repeat("x", 1016) + `"}`)
 
 // BenchmarkWriters: 8 and 16 writers at once, each storing 1 KiB env data
 // of one task (env) or namespaced memory items (memory) under keys of its
@@ -36,7 +40,7 @@ func BenchmarkWriters(b *testing.B) {
 						return err
 					}
 					_, err := s.PutMemory(ctx, workspace.MemoryPutRequest{Namespace: workspace.Namespace{"bench", fmt.Sprint("w", w)},
-						Key: fmt.Sprint("k", i%10), Value: kib, Agent: "a"})
+						Key: fmt.Sprint("k", i%10), Value: kibObject, Agent: "a"})
 					return err
 				}
 				burst := func() float64 {

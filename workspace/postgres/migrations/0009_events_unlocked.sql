@@ -95,3 +95,20 @@ CREATE TRIGGER entries_event AFTER INSERT OR UPDATE ON entries
   FOR EACH ROW WHEN (NEW.scope IN ('thread', 'session')) EXECUTE FUNCTION entries_event();
 CREATE TRIGGER entries_event_delete AFTER DELETE ON entries
   FOR EACH ROW WHEN (OLD.scope IN ('thread', 'session')) EXECUTE FUNCTION entries_event();
+
+-- NOTIFY serializes the commits of the transactions that send one (a
+-- database-wide lock from before the commit to its end, its flush
+-- included), so writers that notify commit one at a time. A writer that
+-- sets workspaced.events_notify to 'off' in its transaction sends none
+-- and notifies after its commit itself, in a transaction of its own that
+-- writes nothing (workspaced's env puts); an agent's insert still
+-- notifies as before.
+CREATE OR REPLACE FUNCTION events_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF current_setting('workspaced.events_notify', true) = 'off' THEN
+    RETURN NULL;
+  END IF;
+  PERFORM pg_notify('workspaced_events_' || TG_TABLE_SCHEMA, t.task_id)
+    FROM (SELECT DISTINCT task_id FROM new_events) AS t;
+  RETURN NULL;
+END $$;

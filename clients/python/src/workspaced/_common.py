@@ -359,8 +359,8 @@ def quote(s: str) -> str:
     return json.dumps(s, ensure_ascii=False)
 
 
-def event_line(task: str, name: str, args: list[str], attrs: dict[str, Any]) -> str:
-    words = [now(), name, task] + [quote(a) for a in args]
+def event_line(task: str, name: str, args: list[str], attrs: dict[str, Any], at: str = "") -> str:
+    words = [at or now(), name, task] + [quote(a) for a in args]
     words += ["%s=%s" % (k, quote(str(v))) for k, v in sorted(attrs.items())]
     return " ".join(words) + "\n"
 

@@ -87,6 +87,7 @@ class PostgresBackend(SQLBackend):
     (psycopg 3, the extra "postgres")."""
 
     placeholder = "%s"
+    agents_write_events = True
 
     def __init__(self, root: str, agent: str) -> None:
         super().__init__(root, agent)
