@@ -45,6 +45,21 @@ func ParseStateHead(id string, data []byte) (StateHead, error) {
 	return StateHead{TaskID: *h.TaskID, Status: *h.Status, Phase: h.Phase, JournalSeq: *h.JournalSeq}, nil
 }
 
+// CheckStateHead checks st, decoded from task id's state, the way
+// ParseStateHead checks a head: an error saying so when its task_id names
+// another task or is missing, or its status is not a task status.
+func CheckStateHead(id string, st State) error {
+	h := stateHeadJSON{JournalSeq: &st.JournalSeq}
+	// Decoded, a missing task_id or status reads as empty.
+	if st.TaskID != "" {
+		h.TaskID = &st.TaskID
+	}
+	if st.Status != "" {
+		h.Status = &st.Status
+	}
+	return h.check(id)
+}
+
 // StateHint is the hint of a state.json that does not validate.
 const StateHint = "restore the newest valid backup of the state, or let the daemon restore it when it next loads the task"
 

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspaced/workspaced/schemas"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/daemon"
 	"github.com/workspaced/workspaced/workspace/machine"
-	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
 // plannedTask creates task id with a plan of n independent subtasks
@@ -213,7 +213,7 @@ func TestBackupsKeepN(t *testing.T) {
 	if err != nil || int64(len(doc)) != list[0].Size {
 		t.Fatalf("ReadBackup(%s): %d bytes, %v; want %d", list[0].Name, len(doc), err, list[0].Size)
 	}
-	if _, err := sqlstore.DecodeState("t1", string(doc)); err != nil {
+	if err := schemas.Validate(schemas.KindState, doc); err != nil {
 		t.Fatalf("the newest backup is not a state: %v", err)
 	}
 	if _, err := s.ReadBackup(ctx, "t1", "state_nope.json"); !errors.Is(err, workspace.ErrNotFound) || workspace.HintOf(err) == "" {
