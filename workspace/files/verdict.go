@@ -2,7 +2,6 @@ package files
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -52,7 +51,7 @@ func (ws *Store) ReadVerdict(taskID, name string, after int64) (workspace.Verdic
 	if err != nil || where != workspace.MarkerDecided {
 		return workspace.Verdict{}, where, err
 	}
-	st, err := ws.ReadState(context.Background(), taskID)
+	st, err := ws.readVerdictState(taskID, rec.Marker.SubtaskID, rec.Seq)
 	if errors.Is(err, workspace.ErrNotFound) {
 		return workspace.Verdict{}, workspace.MarkerTaken, nil
 	}
@@ -63,6 +62,24 @@ func (ws *Store) ReadVerdict(taskID, name string, after int64) (workspace.Verdic
 		return workspace.Verdict{}, workspace.MarkerTaken, nil
 	}
 	return machine.Judge(st, rec, name), workspace.MarkerDecided, nil
+}
+
+// readVerdictState reads of the task's state.json what the verdict on a
+// marker naming subtaskID, journaled as seq, needs
+// (workspace.ParseVerdictState). state.json is replaced whole by a
+// rename, so what is read is a state the daemon committed.
+func (ws *Store) readVerdictState(taskID, subtaskID string, seq int64) (workspace.State, error) {
+	if err := ws.checkTask(taskID); err != nil {
+		return workspace.State{}, err
+	}
+	data, err := ws.ReadFile(path.Join(workspace.TaskDir(taskID), "state.json"))
+	if errors.Is(err, workspace.ErrNotFound) {
+		return workspace.State{}, workspace.NotFoundf("state of task "+taskID, "start the daemon to have it written", "no state.json yet")
+	}
+	if err != nil {
+		return workspace.State{}, err
+	}
+	return workspace.ParseVerdictState(taskID, data, subtaskID, seq)
 }
 
 // findRecord finds the journal record of the marker name among the records
@@ -114,7 +131,7 @@ func readRefusal(ws *Store, taskID, name string) (workspace.Verdict, string, err
 	if err != nil || !found {
 		return workspace.Verdict{}, workspace.MarkerMissing, err
 	}
-	st, err := ws.ReadState(context.Background(), taskID)
+	st, err := ws.readVerdictState(taskID, subtask, -1)
 	if err != nil && !errors.Is(err, workspace.ErrNotFound) {
 		return workspace.Verdict{}, "", err
 	}
