@@ -29,6 +29,9 @@ import (
 // DefaultSchema is the schema of a URL without ?schema=.
 const DefaultSchema = "workspaced"
 
+// defaultMaxConns is the pool's size unless the URL sets pool_max_conns.
+const defaultMaxConns = 16
+
 // idleTxTimeout bounds how long a transaction of the workspace may sit
 // idle: none of ours waits on anything but the server.
 const idleTxTimeout = "5s"
@@ -119,6 +122,11 @@ func connect(ctx context.Context, root string) (*Store, error) {
 	}
 	cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
 	cfg.ConnConfig.RuntimeParams["application_name"] = "workspaced"
+	if !strings.Contains(conn, "pool_max_conns") {
+		// pgxpool's default is the number of CPUs, at least 4: writers
+		// that no longer wait for each other would wait for a connection.
+		cfg.MaxConns = max(cfg.MaxConns, defaultMaxConns)
+	}
 	// A transaction of a stalled process (SIGSTOP, a partition) would hold
 	// its locks, among them the share lock of a commit on the lease row
 	// that a standby's takeover waits for: the server ends it.

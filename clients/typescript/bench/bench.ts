@@ -1,12 +1,13 @@
 // Side by side, in one run, on one PostgreSQL: a put and a get through the
 // workspaced HTTP API from Node (WorkspacedStore) against LangGraph.js's
-// PostgresStore in-process, and 16 concurrent writers of each.
+// PostgresStore in-process, and 8 and 16 concurrent writers of each.
 //
 //   WORKSPACED_URL, WORKSPACED_TOKEN  the API listener and a token that
 //                                     writes the global memory
 //   BENCH_PG                          the database's URL (PostgresStore's
 //                                     tables go in a schema of their own)
-//   BENCH_OPS (400), BENCH_WRITERS (16), BENCH_WRITES (50)
+//   BENCH_OPS (400), BENCH_WRITERS (8,16: the writers of each burst),
+//   BENCH_WRITES (50)
 //
 // The Go benchmark BenchmarkTypeScriptClientVsPostgresStore
 // (cmd/workspaced) starts a PostgreSQL, a workspace on it and its listener,
@@ -18,7 +19,7 @@ import { WorkspacedClient } from "../src/index.js";
 import { WorkspacedStore } from "../src/langgraph.js";
 
 const ops = Number(process.env.BENCH_OPS ?? 400);
-const writers = Number(process.env.BENCH_WRITERS ?? 16);
+const writerCounts = (process.env.BENCH_WRITERS ?? "8,16").split(",").map(Number);
 const writes = Number(process.env.BENCH_WRITES ?? 50);
 const rounds = 5;
 
@@ -71,7 +72,7 @@ for (let r = 0; r < rounds; r++) {
 
 // writers writers at once, each putting writes items of its own: items a
 // second over the whole burst.
-async function burst(s: BaseStore, tag: string): Promise<number> {
+async function burst(s: BaseStore, tag: string, writers: number): Promise<number> {
   const t = performance.now();
   await Promise.all(
     Array.from({ length: writers }, async (_, w) => {
@@ -80,21 +81,36 @@ async function burst(s: BaseStore, tag: string): Promise<number> {
   );
   return (writers * writes) / ((performance.now() - t) / 1000);
 }
-const rate = { ours: [] as number[], peer: [] as number[] };
-for (let r = 0; r < 3; r++) {
-  rate.ours.push(await burst(ours, `o${r}`));
-  rate.peer.push(await burst(peer, `p${r}`));
-}
 const best = (xs: number[]) => Math.max(...xs);
+// Three bursts of each, alternating who goes first; the best counts.
+const bursts = writerCounts.map((writers) => {
+  return { writers, ours: [] as number[], peer: [] as number[] };
+});
+for (const b of bursts) {
+  for (let r = 0; r < 3; r++) {
+    const order = r % 2 ? (["peer", "ours"] as const) : (["ours", "peer"] as const);
+    for (const who of order) {
+      b[who].push(await burst(who === "ours" ? ours : peer, `${who}${b.writers}r${r}`, b.writers));
+    }
+  }
+}
+const last = bursts[bursts.length - 1];
 
 const result = {
   put: { ours: stats(put.ours), peer: stats(put.peer) },
   get: { ours: stats(get.ours), peer: stats(get.peer) },
-  writers: { writers, writes_each: writes, ours_items_per_s: best(rate.ours), peer_items_per_s: best(rate.peer) },
+  writers: bursts.map((b) => ({
+    writers: b.writers,
+    writes_each: writes,
+    ours_items_per_s: best(b.ours),
+    peer_items_per_s: best(b.peer),
+    rate_ratio: best(b.ours) / best(b.peer),
+  })),
   ratios: {
     put_median: stats(put.ours).median_ms / stats(put.peer).median_ms,
     get_median: stats(get.ours).median_ms / stats(get.peer).median_ms,
-    writers_rate: best(rate.ours) / best(rate.peer),
+    writers_rate: best(last.ours) / best(last.peer),
+    writers_rate_first: best(bursts[0].ours) / best(bursts[0].peer),
   },
 };
 console.log(JSON.stringify(result));
