@@ -226,8 +226,18 @@ func TestMCPStdioToken(t *testing.T) {
 				t.Fatalf("claim without the right: %s", text)
 			}
 			w.Ok("token", "revoke", "--agent", "worker")
-			if text, isErr := a.try(mcpserver.ToolListEnvData, nil); !isErr || !strings.Contains(text, "no longer valid") {
-				t.Fatalf("after the revocation: %s", text)
+			// The next call is refused, or, once the server's watch has
+			// seen the revocation, the session is already over.
+			res, err := a.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: mcpserver.ToolListEnvData})
+			refused := err == nil && res.IsError && len(res.Content) > 0 &&
+				strings.Contains(res.Content[0].(*mcp.TextContent).Text, "no longer valid")
+			if !refused && err == nil {
+				t.Fatalf("after the revocation: %v", res)
+			}
+			if !refused {
+				clitest.Eventually(t, "the server saying why the session ended", func() (bool, string) {
+					return strings.Contains(stderr.String(), "the token was revoked; the session is over"), stderr.String()
+				})
 			}
 			if !strings.Contains(stderr.String(), "as agent worker") || !strings.Contains(stderr.String(), "with a token") {
 				t.Fatalf("stderr: %s", stderr)
