@@ -28,6 +28,9 @@ func DescribeJSONError(data []byte, err error) error {
 		}
 		return fmt.Errorf("invalid JSON at line %d, column %d: %v", line, col, se)
 	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return errors.New("invalid JSON: the document ends before it is complete (a truncated file?)")
+	}
 	if errors.Is(err, io.EOF) {
 		return errors.New("empty input, expected a JSON document")
 	}
