@@ -7,13 +7,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/machine"
 )
-
-// amendHint is what to do instead of writing a plan once one is approved.
-const amendHint = "amend the running plan instead: add subtasks (which may depend on existing ones), change or withdraw pending ones; the daemon judges the amendment as a new version"
 
 // PlanOpen reports why task taskID takes no new plan version, or nil
 // when it does: once a plan is approved it is never replaced (it is
@@ -27,24 +23,15 @@ func PlanOpen(ctx context.Context, st workspace.Store, op, taskID string) error 
 		return nil
 	case err != nil:
 		return err
-	case vocab.Finished(s.Status):
-		return &workspace.Error{Kind: workspace.ErrConflict, Op: op, Msg: fmt.Sprintf("task %s is %s and takes no plan; nothing was written", taskID, s.Status),
-			Hint: "a finished task stays finished; start a new task for more work"}
-	case s.PlanStatus == machine.PlanApproved:
-		return &workspace.Error{Kind: workspace.ErrConflict, Op: op,
-			Msg:  fmt.Sprintf("plan %s v%d of task %s is approved, and an approved plan is never replaced; nothing was written", s.PlanID, s.PlanVersion, taskID),
-			Hint: amendHint}
 	}
-	return nil
+	return workspace.PlanClosed(op, taskID, &s, false)
 }
 
 // WritePlan writes data as the next version of the plan of task taskID,
-// for agent, after PlanOpen: a plan write after approval is refused
-// before anything is written. Every door writes plans through it.
+// for agent: a plan write after approval is refused before anything is
+// written, by the store's write, which decides while it holds the task
+// (workspace.PlanClosed). Every door writes plans through it.
 func WritePlan(ctx context.Context, st workspace.Store, taskID, agent string, data []byte) (workspace.Plan, error) {
-	if err := PlanOpen(ctx, st, "write the plan of task "+taskID, taskID); err != nil {
-		return workspace.Plan{}, err
-	}
 	return st.WritePlan(ctx, taskID, agent, data)
 }
 
@@ -134,7 +121,7 @@ func AmendPlan(ctx context.Context, st workspace.Store, taskID, agent string, a 
 	out := Amended{Diff: d, Review: d.NeedsReview(st.Settings().WithDefaults().Plans.AmendmentReview)}
 	out.Delivery, err = Deliver(ctx, st, workspace.DoneRequest{TaskID: taskID, Agent: agent}, func(ctx context.Context) (string, error) {
 		var err error
-		out.Plan, err = st.WritePlan(ctx, taskID, agent, data)
+		out.Plan, err = st.WriteAmendment(ctx, taskID, agent, data)
 		return "plan.json", err
 	}, opt)
 	return out, err

@@ -175,7 +175,15 @@ type JournalReader interface {
 // earlier one kept in history on replace), and the agent cards.
 type TaskWriter interface {
 	CreateTask(ctx context.Context, req NewTaskRequest) (Task, error)
+	// WritePlan writes the next version of a plan not yet approved; once
+	// the plan is approved, or the task finished, it is refused
+	// (PlanClosed) before anything is written, decided in the write that
+	// holds the task against the daemon's commit of its state.
 	WritePlan(ctx context.Context, taskID, agent string, data []byte) (Plan, error)
+	// WriteAmendment writes the next version of an approved plan, an
+	// amendment of the running one for the daemon to judge; refused as
+	// WritePlan is, the other way round (PlanClosed with amend).
+	WriteAmendment(ctx context.Context, taskID, agent string, data []byte) (Plan, error)
 	// WriteOutput and WriteReview return the product's name in the
 	// protocol ("outputs/s1.json"), the output_file of a done marker.
 	WriteOutput(ctx context.Context, taskID, subtaskID, agent string, data []byte) (string, error)

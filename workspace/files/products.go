@@ -24,12 +24,25 @@ func (w *Store) requireTask(id string) error {
 	return nil
 }
 
-// WritePlan writes a new version of plan.json under the plan's lock: the
-// current plan.json (version N) is kept as plans/plan_v<N>.json, and the new
-// one gets version N+1, task_id and (if missing) id, created_at and
+// WritePlan writes a new version of plan.json under the task's lock, the
+// one the daemon commits the state under, then the plan's: the current
+// plan.json (version N) is kept as plans/plan_v<N>.json, and the new one
+// gets version N+1, task_id and (if missing) id, created_at and
 // created_by. It returns the plan as written. The plan is proposed to the
-// daemon by a done marker with output_file "plan.json".
+// daemon by a done marker with output_file "plan.json". Once the state
+// has the plan approved (or the task finished) it is refused
+// (workspace.PlanClosed) before anything is written.
 func (w *Store) WritePlan(ctx context.Context, taskID, agent string, data []byte) (workspace.Plan, error) {
+	return w.writePlan(ctx, taskID, agent, data, false)
+}
+
+// WriteAmendment writes a new version of an approved plan as WritePlan
+// writes one of a plan not yet approved.
+func (w *Store) WriteAmendment(ctx context.Context, taskID, agent string, data []byte) (workspace.Plan, error) {
+	return w.writePlan(ctx, taskID, agent, data, true)
+}
+
+func (w *Store) writePlan(ctx context.Context, taskID, agent string, data []byte, amend bool) (workspace.Plan, error) {
 	if err := w.requireTask(taskID); err != nil {
 		return workspace.Plan{}, err
 	}
@@ -38,6 +51,14 @@ func (w *Store) WritePlan(ctx context.Context, taskID, agent string, data []byte
 	}
 	m, err := w.parseDoc("plan", data)
 	if err != nil {
+		return workspace.Plan{}, err
+	}
+	tl, err := w.lockTaskForProduct(ctx, taskID, agent)
+	if err != nil {
+		return workspace.Plan{}, err
+	}
+	defer tl.Release()
+	if err := w.planClosed(ctx, taskID, amend); err != nil {
 		return workspace.Plan{}, err
 	}
 	name := path.Join(workspace.TaskDir(taskID), "plan.json")
@@ -86,6 +107,23 @@ func (w *Store) WritePlan(ctx context.Context, taskID, agent string, data []byte
 		return workspace.Plan{}, err
 	}
 	return p, nil
+}
+
+// planClosed is workspace.PlanClosed for the state on disk, read under
+// the task's lock the caller holds.
+func (w *Store) planClosed(ctx context.Context, taskID string, amend bool) error {
+	op := "write the plan of task " + taskID
+	if amend {
+		op = "amend the plan of task " + taskID
+	}
+	st, err := w.ReadState(ctx, taskID)
+	switch {
+	case errors.Is(err, workspace.ErrNotFound):
+		return workspace.PlanClosed(op, taskID, nil, amend)
+	case err != nil:
+		return fmt.Errorf("%s: read the state to see whether the plan is approved: %w", op, err)
+	}
+	return workspace.PlanClosed(op, taskID, &st, amend)
 }
 
 // ReadPlan reads the current plan.json, or plans/plan_v<version>.json when

@@ -32,8 +32,21 @@ func (s *Store) putBody(ctx context.Context, tx Executor, taskID, rel string, da
 }
 
 // WritePlan writes a new version of plan.json, the current one kept as
-// plans/plan_v<N>.json, in one write transaction holding the task.
+// plans/plan_v<N>.json, in one write transaction holding the task, which
+// a commit of the state waits for (and waits for one): once the state has
+// the plan approved (or the task finished) it is refused
+// (workspace.PlanClosed) before anything is written.
 func (s *Store) WritePlan(ctx context.Context, taskID, agent string, data []byte) (workspace.Plan, error) {
+	return s.writePlan(ctx, taskID, agent, data, false)
+}
+
+// WriteAmendment writes a new version of an approved plan as WritePlan
+// writes one of a plan not yet approved.
+func (s *Store) WriteAmendment(ctx context.Context, taskID, agent string, data []byte) (workspace.Plan, error) {
+	return s.writePlan(ctx, taskID, agent, data, true)
+}
+
+func (s *Store) writePlan(ctx context.Context, taskID, agent string, data []byte, amend bool) (workspace.Plan, error) {
 	if err := RequireTask(ctx, s.r, taskID); err != nil {
 		return workspace.Plan{}, err
 	}
@@ -46,6 +59,9 @@ func (s *Store) WritePlan(ctx context.Context, taskID, agent string, data []byte
 	}
 	var p workspace.Plan
 	err = s.d.WriteTask(ctx, taskID, func(tx Executor) error {
+		if err := planClosed(ctx, tx, taskID, amend); err != nil {
+			return err
+		}
 		p, err = WritePlan(taskID, agent, m, s.Now(), func(rel string) (string, bool, error) {
 			return ReadBody(ctx, tx, taskID, rel)
 		}, func(rel string, data []byte) error {
@@ -57,6 +73,28 @@ func (s *Store) WritePlan(ctx context.Context, taskID, agent string, data []byte
 		return workspace.Plan{}, err
 	}
 	return p, nil
+}
+
+// planClosed is workspace.PlanClosed for the state row as the write
+// transaction tx, holding the task, sees it.
+func planClosed(ctx context.Context, tx Executor, taskID string, amend bool) error {
+	op := "write the plan of task " + taskID
+	if amend {
+		op = "amend the plan of task " + taskID
+	}
+	var doc string
+	err := tx.QueryRow(ctx, "SELECT doc FROM states WHERE task_id = $1", taskID).Scan(&doc)
+	switch {
+	case errors.Is(err, ErrNoRows):
+		return workspace.PlanClosed(op, taskID, nil, amend)
+	case err != nil:
+		return err
+	}
+	st, err := DecodeState(taskID, doc)
+	if err != nil {
+		return fmt.Errorf("%s: read the state to see whether the plan is approved: %w", op, err)
+	}
+	return workspace.PlanClosed(op, taskID, &st, amend)
 }
 
 // ReadPlan reads the current plan (version 0 or its own) or a kept one.

@@ -22,7 +22,7 @@ func amendPlan(t *testing.T, s workspace.Store, h Hooks, id, agent string, a wor
 	ok(t, err, "amend")
 	data, err := json.Marshal(next)
 	ok(t, err, "encode")
-	_, err = s.WritePlan(bg, id, agent, data)
+	_, err = s.WriteAmendment(bg, id, agent, data)
 	ok(t, err, "write the amended plan")
 	_, err = s.WriteDone(t.Context(), workspace.DoneRequest{TaskID: id, Agent: agent, OutputFile: "plan.json"})
 	ok(t, err, "propose the amended plan")

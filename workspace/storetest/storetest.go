@@ -70,6 +70,8 @@ func RunServed(t *testing.T, open func(t *testing.T) workspace.Served, opt serve
 		{"Tasks", testTasks, nil},
 		{"Plans", testPlans, nil},
 		{"Amendments", testAmendments, nil},
+		{"PlanClosed", testPlanClosed, nil},
+		{"PlanRace", testPlanRace, nil},
 		{"OutputsAndReviews", testProducts, nil},
 		{"Threads", testThreads, nil},
 		{"Entries", testEntries, nil},
