@@ -90,6 +90,7 @@ type route struct {
 var routes = []route{
 	{"GET", "/api/v1/openapi.json", nil},
 	{"GET", "/api/v1/agent", (*Handler).whoAmI},
+	{"GET", "/api/v1/agent/system-context", (*Handler).systemContext},
 	{"GET", "/api/v1/tasks", (*Handler).listTasks},
 	{"POST", "/api/v1/tasks", (*Handler).createTask},
 	{"GET", "/api/v1/tasks/{task}", (*Handler).getTask},

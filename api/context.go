@@ -74,3 +74,29 @@ func (h *Handler) preamble(c *call) error {
 	}
 	return c.reply(http.StatusOK, p)
 }
+
+// systemContextReply is GET /api/v1/agent/system-context's answer.
+type systemContextReply struct {
+	Agent string `json:"agent"`
+	Task  string `json:"task,omitempty"`
+	Text  string `json:"text"`
+}
+
+// systemContext is the caller's "what am I" block, naming the routes of
+// this API; with ?task= it says whether that task has env data.
+func (h *Handler) systemContext(c *call) error {
+	task := c.r.URL.Query().Get("task")
+	if task != "" {
+		if err := workspace.ValidateID("task id", task); err != nil {
+			return err
+		}
+		if err := c.mayTask(task); err != nil {
+			return err
+		}
+	}
+	text, err := service.SystemContext(c.r.Context(), h.st, c.agent(), task, ops.SurfaceHTTP)
+	if err != nil {
+		return err
+	}
+	return c.reply(http.StatusOK, systemContextReply{Agent: c.agent(), Task: task, Text: text})
+}

@@ -22,9 +22,10 @@ func Preamble(ctx context.Context, st workspace.Store, threadID string, opt ops.
 	return ops.Over(st).Preamble(ctx, threadID, opt)
 }
 
-// SystemContext is the "what am I" block of agent in task taskID.
-func SystemContext(ctx context.Context, st workspace.Store, agent, taskID string) (string, error) {
-	return ops.Over(st).SystemContext(ctx, agent, taskID)
+// SystemContext is the "what am I" block of agent in task taskID, in the
+// calls of the door s the agent uses.
+func SystemContext(ctx context.Context, st workspace.Store, agent, taskID string, s ops.Surface) (string, error) {
+	return ops.Over(st).SystemContextFor(ctx, agent, taskID, s)
 }
 
 // Capabilities is what agent may do in task taskID, as its tools say it.

@@ -109,7 +109,8 @@ func TestSystemContextCLI(t *testing.T) {
 	w := arcWS(t)
 	got := w.Ok("system-context", "--agent", "solver", "--task", "training-001")
 	for _, s := range []string{`You are an agent named "solver"`, `Description: "Solves ARC-AGI puzzles`, "Declared capabilities: load_arc_task",
-		"  - store_env_data: ", "  - list_capabilities: ", "Task training-001 has 1 environment data entry"} {
+		"  - `workspaced env store --task training-001 --key K --value JSON`: ", "  - `workspaced system-context --agent solver`: ",
+		"Task training-001 has 1 environment data entry — run `workspaced env list --task training-001` to see it."} {
 		if !strings.Contains(got, s) {
 			t.Errorf("system-context lacks %q:\n%s", s, got)
 		}
@@ -117,17 +118,23 @@ func TestSystemContextCLI(t *testing.T) {
 	if got := w.Ok("system-context", "--agent", "stranger"); !strings.Contains(got, "Description: (no agent card)") || strings.Contains(got, "### Environment data") {
 		t.Errorf("agent without a card:\n%s", got)
 	}
+	if got := w.Ok("system-context", "--agent", "solver", "--for", "mcp"); !strings.Contains(got, "  - store_env_data: ") || !strings.Contains(got, "You can use list_capabilities") {
+		t.Errorf("--for mcp:\n%s", got)
+	}
 	var out struct {
 		Text         string `json:"text"`
+		For          string `json:"for"`
 		Capabilities []struct {
-			Name, Description string
+			Name, Call, Description string
 		} `json:"universal_capabilities"`
 	}
 	clitest.Decode(t, w.Ok("system-context", "--agent", "solver", "--json"), &out)
-	if len(out.Capabilities) < 10 || out.Capabilities[0].Name != "store_env_data" || !strings.HasPrefix(out.Text, "## System Context\n") {
+	if len(out.Capabilities) < 10 || out.For != "cli" || out.Capabilities[0].Name != "store_env_data" ||
+		out.Capabilities[0].Call != "workspaced env store --task T --key K --value JSON" || !strings.HasPrefix(out.Text, "## System Context\n") {
 		t.Errorf("--json: %+v", out)
 	}
 	w.Fails(exitUsage, "missing --agent", "system-context")
+	w.Fails(exitUsage, `--for "python"`, "system-context", "--agent", "solver", "--for", "python")
 	w.Fails(exitNotFound, "no-such-task", "system-context", "--agent", "solver", "--task", "no-such-task")
 }
 

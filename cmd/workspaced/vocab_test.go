@@ -173,4 +173,25 @@ func TestOneVocabulary(t *testing.T) {
 			t.Errorf("API preamble: %d %s", code, body)
 		}
 	})
+
+	t.Run("the system context names the door's calls", func(t *testing.T) {
+		w.Ok("env", "store", "--task", "t1", "--key", "grid", "--value", "1")
+		cli := w.Ok("system-context", "--agent", "observer", "--task", "t1")
+		if !strings.Contains(cli, "run `workspaced env list --task t1` to see") || !strings.Contains(cli, "  - `workspaced claim --task t1 --agent observer --subtask S`: ") {
+			t.Errorf("CLI system context: %s", cli)
+		}
+		// A CLI agent is told of no call of MCP's.
+		for _, name := range []string{"list_env_data", "store_env_data", "get_delegation_context", "list_capabilities", "claim_subtask", "get_plan"} {
+			if strings.Contains(cli, name) {
+				t.Errorf("the CLI system context names the MCP tool %s:\n%s", name, cli)
+			}
+		}
+		if text, isErr := tool("list_capabilities", map[string]any{}); isErr || !strings.Contains(text, "  - list_env_data: ") || strings.Contains(text, "workspaced env") {
+			t.Errorf("MCP list_capabilities: %v %q", isErr, text)
+		}
+		code, body := api("GET", "/agent/system-context?task=t1", nil)
+		if code != http.StatusOK || !strings.Contains(body, "GET /api/v1/tasks/t1/env to see") || strings.Contains(body, "list_env_data") {
+			t.Errorf("API system context: %d %s", code, body)
+		}
+	})
 }

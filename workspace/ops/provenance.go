@@ -315,19 +315,37 @@ var UniversalCapabilities = []Capability{
 // task has env data (with the count). An agent without a card gets the
 // same block with the description "(no agent card)". It writes nothing;
 // the same tree gives the same bytes. When ctx ends, it stops with the
-// context's error.
+// context's error. It names the MCP tools; SystemContextFor names the
+// calls of another door.
 func (w Ops) SystemContext(ctx context.Context, agent, taskID string) (string, error) {
-	return w.systemContext(ctx, agent, taskID, true)
+	return w.systemContext(ctx, agent, taskID, SurfaceMCP, true)
+}
+
+// SystemContextFor is SystemContext in the calls of surface s (surface.go):
+// a CLI agent reads commands, a program of the HTTP API routes, an agent
+// of the files paths, and none of them a call its door does not have.
+func (w Ops) SystemContextFor(ctx context.Context, agent, taskID string, s Surface) (string, error) {
+	return w.systemContext(ctx, agent, taskID, s, true)
 }
 
 // Capabilities is the system context as the list_capabilities tool answers
 // it: SystemContext without the line that tells the agent to call that
 // very tool.
 func (w Ops) Capabilities(ctx context.Context, agent, taskID string) (string, error) {
-	return w.systemContext(ctx, agent, taskID, false)
+	return w.systemContext(ctx, agent, taskID, SurfaceMCP, false)
 }
 
-func (w Ops) systemContext(ctx context.Context, agent, taskID string, pointToTool bool) (string, error) {
+func (w Ops) systemContext(ctx context.Context, agent, taskID string, s Surface, pointToTool bool) (string, error) {
+	if s == "" {
+		s = SurfaceMCP
+	}
+	// named is a capability's call on s as the block quotes it.
+	named := func(tool string) string {
+		if s == SurfaceMCP {
+			return tool
+		}
+		return "`" + Call(s, tool, taskID, agent) + "`"
+	}
 	if err := workspace.ValidateID("agent", agent); err != nil {
 		return "", err
 	}
@@ -375,9 +393,9 @@ You may receive messages from:
 	if !ok || card.WantsPreamble() {
 		b.WriteString("\nWhen another agent calls you, the message begins with a [Delegation Context] block:\nwho called you, what the caller is, the delegation chain and the task.\n")
 	} else {
-		b.WriteString("\nYour card turns the delegation preamble off: messages from other agents arrive\nwithout a [Delegation Context] block; call get_delegation_context to see it.\n")
+		b.WriteString("\nYour card turns the delegation preamble off: messages from other agents arrive\nwithout a [Delegation Context] block; " + invite(s, Call(s, "get_delegation_context", taskID, agent)) + " to see it.\n")
 	}
-	b.WriteString("Shared environment data (list_env_data) holds what other agents in the same task have stored.\n")
+	fmt.Fprintf(&b, "Shared environment data (%s) holds what other agents in the same task have stored.\n", named("list_env_data"))
 	b.WriteString("\n### Your capabilities\n")
 	declared := "(none declared)"
 	if ok && len(card.Capabilities) > 0 {
@@ -386,10 +404,15 @@ You may receive messages from:
 	fmt.Fprintf(&b, "- Declared capabilities: %s\n", declared)
 	b.WriteString("- Universal capabilities (always available):\n")
 	for _, c := range UniversalCapabilities {
-		fmt.Fprintf(&b, "  - %s: %s\n", c.Name, c.Description)
+		if Call(s, c.Name, taskID, agent) != "" {
+			fmt.Fprintf(&b, "  - %s: %s\n", named(c.Name), c.Description)
+		}
 	}
-	if pointToTool {
+	switch {
+	case pointToTool && s == SurfaceMCP:
 		b.WriteString("\nYou can use list_capabilities to see full details of your available tools.\n")
+	case pointToTool:
+		fmt.Fprintf(&b, "\nThis block again: %s.\n", named("list_capabilities"))
 	}
 	if !ok || card.WantsMemory() {
 		b.WriteString(w.memorySection(ctx, agent))
@@ -400,9 +423,9 @@ You may receive messages from:
 		case 0:
 			fmt.Fprintf(&b, "Task %s has no environment data yet.\n", taskID)
 		case 1:
-			fmt.Fprintf(&b, "Task %s has 1 environment data entry — call list_env_data() to see it.\n", taskID)
+			fmt.Fprintf(&b, "Task %s has 1 environment data entry — %s to see it.\n", taskID, EnvListCall(s, taskID))
 		default:
-			fmt.Fprintf(&b, "Task %s has %d environment data entries — call list_env_data() to see them.\n", taskID, envCount)
+			fmt.Fprintf(&b, "Task %s has %d environment data entries — %s to see them.\n", taskID, envCount, EnvListCall(s, taskID))
 		}
 	}
 	// The memory section shows a listing that failed as such; one the

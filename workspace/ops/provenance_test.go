@@ -301,6 +301,7 @@ func TestSystemContextGolden(t *testing.T) {
 	w := provFixture(t)
 	tests := []struct {
 		name, agent, task string
+		surface           Surface
 		want              []string
 	}{
 		{name: "observer-with-env", agent: "observer", task: "training-001", want: []string{`"observer"`, "Declared capabilities: read_file, list_files", "has 1 environment data entry"}},
@@ -308,10 +309,15 @@ func TestSystemContextGolden(t *testing.T) {
 		{name: "solver-no-env", agent: "solver", task: "training-002", want: []string{"has no environment data yet"}},
 		{name: "no-card", agent: "ghost", task: "training-001", want: []string{"Description: (no agent card)", "(none declared)"}},
 		{name: "opted-out", agent: "tool", want: []string{"turns the delegation preamble off"}},
+		// Each door's agent reads the calls of its door.
+		{name: "observer-cli", agent: "observer", task: "training-001", surface: SurfaceCLI, want: []string{"  - `workspaced env list --task training-001`: ", "run `workspaced env list --task training-001` to see it", "This block again: `workspaced system-context --agent observer`."}},
+		{name: "observer-http", agent: "observer", task: "training-001", surface: SurfaceHTTP, want: []string{"  - `GET /api/v1/tasks/training-001/env`: ", "— GET /api/v1/tasks/training-001/env to see it", "`GET /api/v1/agent/system-context`"}},
+		{name: "observer-files", agent: "observer", task: "training-001", surface: SurfaceFiles, want: []string{"  - `tasks/training-001/env/`: ", "read tasks/training-001/env/ (a JSON file a key, value last) to see it"}},
+		{name: "opted-out-cli", agent: "tool", surface: SurfaceCLI, want: []string{"run `workspaced preamble --thread X` to see it", "`workspaced memory list --scope agent --agent tool`"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := Over(w).SystemContext(t.Context(), tc.agent, tc.task)
+			got, err := Over(w).SystemContextFor(t.Context(), tc.agent, tc.task, tc.surface)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -319,6 +325,19 @@ func TestSystemContextGolden(t *testing.T) {
 				if !strings.Contains(got, s) {
 					t.Errorf("missing %q in:\n%s", s, got)
 				}
+			}
+			if tc.surface != "" {
+				// No tool of MCP is named to an agent of another door.
+				for _, c := range UniversalCapabilities {
+					if strings.Contains(c.Name, "_") && strings.Contains(got, c.Name) {
+						t.Errorf("the %s system context names the MCP tool %s:\n%s", tc.surface, c.Name, got)
+					}
+				}
+				checkGolden(t, "system-context/"+tc.name+".txt", []byte(got))
+				return
+			}
+			if mcp, _ := Over(w).SystemContext(t.Context(), tc.agent, tc.task); mcp != got {
+				t.Errorf("SystemContext differs from SystemContextFor MCP")
 			}
 			for _, c := range UniversalCapabilities {
 				if !strings.Contains(got, "  - "+c.Name+": ") {

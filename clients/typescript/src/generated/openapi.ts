@@ -83,6 +83,10 @@ export const routes = {
     "method": "GET",
     "path": "/api/v1/tasks/{task}/threads/{thread}/session/{key}"
   },
+  "getSystemContext": {
+    "method": "GET",
+    "path": "/api/v1/agent/system-context"
+  },
   "getTask": {
     "method": "GET",
     "path": "/api/v1/tasks/{task}"
@@ -198,6 +202,26 @@ export interface paths {
          * @description The agent the request acts as and what it may do: the token's grant, or, on a loopback listener without tokens, the agent the Workspace-Agent header names (default cli) with every right.
          */
         get: operations["whoAmI"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agent/system-context": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's system context
+         * @description The "what am I" block of the calling agent, to append to its system prompt, as 'workspaced system-context --for http': its card, how it gets called, the universal capabilities named by the routes of this API, what it remembers and, with task, whether that task has env data.
+         */
+        get: operations["getSystemContext"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1170,6 +1194,13 @@ export interface components {
             max_retries?: number;
             parallelizable?: boolean;
         };
+        SystemContext: {
+            agent: string;
+            task?: string;
+            text: string;
+        } & {
+            [key: string]: unknown;
+        };
         Task: {
             constraints?: string[];
             context?: string;
@@ -1445,6 +1476,39 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    getSystemContext: {
+        parameters: {
+            query?: {
+                /** @description A task the caller may work on: say whether it has env data. */
+                task?: string;
+            };
+            header?: {
+                /** @description Without a token (a loopback listener with no token file): the agent the request acts as, default cli. With a token it may only repeat the token's agent. */
+                "Workspace-Agent"?: components["parameters"]["agentHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The system context. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SystemContext"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
