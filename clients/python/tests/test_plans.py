@@ -1,5 +1,6 @@
 """A plan write after approval is refused before anything is written, on
-every way in, and no write racing the approval replaces the approved plan."""
+every way in, and no write racing the approval replaces the approved plan;
+writers racing each other take one version each."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ def test_plan_writes_racing_the_approval(way: Way, planner: workspaced.Workspace
     reviewer.write_review(t, "plan_review_1", {"type": "plan_review", "verdict": "approved"})
     seen = threading.Event()
     failures: list[str] = []
+    versions: list[int] = []
 
     def write(n: int) -> None:
         ws = way.connect("planner")
@@ -44,7 +46,7 @@ def test_plan_writes_racing_the_approval(way: Way, planner: workspaced.Workspace
             i += 1
             after = seen.is_set()
             try:
-                ws.write_plan(t, {"subtasks": [{"id": "w%d_%d" % (n, i), "description": "x"}]})
+                versions.append(ws.write_plan(t, {"subtasks": [{"id": "w%d_%d" % (n, i), "description": "x"}]}).version)
             except workspaced.Conflict as e:
                 if APPROVED not in e.detail:
                     failures.append("writer %d: %s" % (n, e))
@@ -70,6 +72,8 @@ def test_plan_writes_racing_the_approval(way: Way, planner: workspaced.Workspace
         for w in writers:
             w.join(timeout=150)
     assert not failures, failures
+    # Each write took the version after the one before it, none twice.
+    assert sorted(versions) == list(range(2, 2 + len(versions))), versions
     with pytest.raises(workspaced.Conflict):
         planner.write_plan(t, {"subtasks": [{"id": "s9", "description": "other"}]})
     assert planner.plan(t) == approved

@@ -284,15 +284,17 @@ class FilesBackend(FilesMemory, LocalBackend):
         except NotFound:
             return 0
 
-    def _write_product(self, task: str, path: str, doc: dict[str, Any], final_subtask: str | None) -> None:
+    def _write_product(self, task: str, path: str, doc: dict[str, Any], final_subtask: str | None) -> int:
         tdir = self._task_dir(task)
         full = os.path.join(tdir, path)
-        data = canonical(doc)
+        version = 0
         with _locked(os.path.join(tdir, ".locks", "task.lock"), self.agent, self.lock_timeout):
             # Under the task's lock, the one the daemon commits the state
             # under: an approval cannot land between this check and the write.
             if path == "plan.json":
                 plan_closed(task, self.state(task))
+                version = doc["version"] = self._plan_version(task) + 1
+            data = canonical(doc)
             if final_subtask is not None:
                 self._check_open(task, tdir, final_subtask, path)
             os.makedirs(os.path.dirname(full), exist_ok=True)
@@ -317,6 +319,7 @@ class FilesBackend(FilesMemory, LocalBackend):
                     atomic_write(keep, prev)
             if prev != data:
                 atomic_write(full, data)
+        return version
 
     def _check_open(self, task: str, tdir: str, subtask: str, rel: str) -> None:
         st = self.state(task) or {}

@@ -37,10 +37,12 @@ class LocalBackend(Backend):
         """Whether a daemon serves the store now."""
 
     @abstractmethod
-    def _write_product(self, task: str, path: str, doc: dict[str, Any], final_subtask: str | None) -> None:
+    def _write_product(self, task: str, path: str, doc: dict[str, Any], final_subtask: str | None) -> int:
         """Write a product (plan.json, outputs/<id>.json, reviews/<id>.json),
         keeping the version it replaces; an output of a completed subtask is
-        final (Conflict)."""
+        final (Conflict), and so is a plan once approved. A plan gets the
+        version after the current one, read in the same hold of the task;
+        that version is returned (0 for any other product)."""
 
     @abstractmethod
     def _plan_version(self, task: str) -> int:
@@ -127,7 +129,7 @@ class LocalBackend(Backend):
     def _deliver(self, task: str, path: str, doc: dict[str, Any], final: str | None, done: bool,
                  subtask: str | None, wait: float | None, version: int = 0) -> Delivery:
         after = self._before_marker(task, wait if done else None)
-        self._write_product(task, path, doc, final)
+        version = self._write_product(task, path, doc, final) or version
         d = Delivery(task, product=path, version=version)
         if not done:
             return d

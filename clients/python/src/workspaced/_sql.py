@@ -355,8 +355,8 @@ class SQLBackend(LocalBackend):
             self._require_task(task)
             return 0
 
-    def _write_product(self, task: str, path: str, doc: dict[str, Any], final_subtask: str | None) -> None:
-        data = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    def _write_product(self, task: str, path: str, doc: dict[str, Any], final_subtask: str | None) -> int:
+        version = 0
         with self._tx():
             # Hold the task as workspaced's writers do (the task's row on
             # PostgreSQL, which a commit of the state waits for; SQLite's one
@@ -365,6 +365,8 @@ class SQLBackend(LocalBackend):
             if path == "plan.json":
                 st = self._one("SELECT doc FROM states WHERE task_id = ?", task)
                 plan_closed(task, json.loads(st[0]) if st else None)
+                version = doc["version"] = self._plan_version(task) + 1
+            data = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
             if final_subtask is not None:
                 st = self._one("SELECT doc FROM states WHERE task_id = ?", task)
                 subs = (json.loads(st[0]).get("subtasks") or {}) if st else {}
@@ -397,6 +399,7 @@ class SQLBackend(LocalBackend):
             if prev is None or prev[0] != data:
                 self._q("INSERT INTO products (task_id, path, body) VALUES (?, ?, ?) ON CONFLICT (task_id, path) "
                         "DO UPDATE SET body = excluded.body", task, path, data)
+        return version
 
     # ---- events ----------------------------------------------------------
     def events(self, task: str, after: int, limit: int) -> EventPage:
