@@ -10,7 +10,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
-from .errors import Invalid
+from .errors import Conflict, Invalid
 from .types import Event, Verdict
 
 ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
@@ -245,6 +245,24 @@ def review_doc(review: str, agent: str, doc: dict[str, Any]) -> dict[str, Any]:
             raise Invalid("the review's %s is %s, not one of %s" % (fld, json.dumps(out.get(fld)), ", ".join(allowed)),
                           "fix /%s; 'workspaced schema review' shows every field and what it allows" % fld, fld)
     return out
+
+
+AMEND_HINT = ("amend the running plan instead: add subtasks (which may depend on existing ones), change or withdraw "
+              "pending ones; the daemon judges the amendment as a new version")
+
+
+def plan_closed(task: str, st: dict[str, Any] | None) -> None:
+    """Refuse (Conflict) a new version of the plan of task, whose state is st
+    (None before the daemon wrote one), as workspaced does: once a plan is
+    approved it is never replaced, and a finished task takes no plan. The
+    caller holds the task as the daemon's commit of the state does."""
+    st = st or {}
+    if st.get("status") in FINISHED:
+        raise Conflict("task %s is %s and takes no plan; nothing was written" % (task, st["status"]),
+                       "a finished task stays finished; start a new task for more work")
+    if st.get("plan_status") == "approved":
+        raise Conflict("plan %s v%d of task %s is approved, and an approved plan is never replaced; nothing was written"
+                       % (st.get("plan_id", ""), int(st.get("plan_version", 0)), task), AMEND_HINT)
 
 
 def plan_doc(task: str, agent: str, plan: dict[str, Any], version: int) -> dict[str, Any]:

@@ -87,6 +87,7 @@ class PostgresBackend(SQLBackend):
     (psycopg 3, the extra "postgres")."""
 
     placeholder = "%s"
+    task_lock = " FOR NO KEY UPDATE"
     agents_write_events = True
 
     def __init__(self, root: str, agent: str) -> None:

@@ -10,7 +10,7 @@ import os
 from typing import Any
 
 from ._common import (canonical, check_description, check_id, decode_key, encode_key, event_line, judge, now,
-                      parse_event, suffix, task_doc, thread_doc, value_text)
+                      parse_event, plan_closed, suffix, task_doc, thread_doc, value_text)
 from ._filesmemory import FilesMemory
 from ._local import LocalBackend
 from ._tree import _find_record, _fsync_dir, _lock_of, _locked, _next_version, _read_bytes, _read_json, atomic_write
@@ -289,6 +289,10 @@ class FilesBackend(FilesMemory, LocalBackend):
         full = os.path.join(tdir, path)
         data = canonical(doc)
         with _locked(os.path.join(tdir, ".locks", "task.lock"), self.agent, self.lock_timeout):
+            # Under the task's lock, the one the daemon commits the state
+            # under: an approval cannot land between this check and the write.
+            if path == "plan.json":
+                plan_closed(task, self.state(task))
             if final_subtask is not None:
                 self._check_open(task, tdir, final_subtask, path)
             os.makedirs(os.path.dirname(full), exist_ok=True)

@@ -11,8 +11,8 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from ._common import (check_description, check_id, check_namespace, event_line, judge, match_filter, match_namespace, now, parse_event, suffix,
-                      task_doc, thread_doc, value_json)
+from ._common import (check_description, check_id, check_namespace, event_line, judge, match_filter, match_namespace, now, parse_event,
+                      plan_closed, suffix, task_doc, thread_doc, value_json)
 from ._local import LocalBackend
 from .errors import Conflict, Invalid, NotFound, VersionConflict
 from .types import Entry, EntryInfo, EventPage, MemoryItem, Verdict
@@ -38,6 +38,8 @@ class SQLBackend(LocalBackend):
     hold a transaction and whether a daemon serves."""
 
     placeholder = "?"
+    # What holds a task's row in a write (PostgreSQL's row lock).
+    task_lock = ""
 
     def __init__(self, root: str, agent: str) -> None:
         self.agent = check_id("agent", agent)
@@ -356,6 +358,13 @@ class SQLBackend(LocalBackend):
     def _write_product(self, task: str, path: str, doc: dict[str, Any], final_subtask: str | None) -> None:
         data = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
         with self._tx():
+            # Hold the task as workspaced's writers do (the task's row on
+            # PostgreSQL, which a commit of the state waits for; SQLite's one
+            # writer): an approval cannot land between this check and the write.
+            self._q("SELECT 1 FROM tasks WHERE id = ?" + self.task_lock, task)
+            if path == "plan.json":
+                st = self._one("SELECT doc FROM states WHERE task_id = ?", task)
+                plan_closed(task, json.loads(st[0]) if st else None)
             if final_subtask is not None:
                 st = self._one("SELECT doc FROM states WHERE task_id = ?", task)
                 subs = (json.loads(st[0]).get("subtasks") or {}) if st else {}
