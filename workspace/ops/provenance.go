@@ -275,7 +275,7 @@ var UniversalCapabilities = []Capability{
 	{"store_env_data", "Store (create or replace) a key in the task's shared environment data, with a short description."},
 	{"get_env_data", "Read the full value of one env data key."},
 	{"list_env_data", "List the env data keys with their short descriptions (no values)."},
-	{"update_env_data", "Change an existing env data key's description and/or value; optional if_version compare-and-swap."},
+	{"update_env_data", "Change an existing env data key's description and/or value; optional compare-and-swap on its version."},
 	{"delete_env_data", "Remove an env data key."},
 	{"store_memory", "Remember a value under a key in your memory (scope agent, session or global)."},
 	{"get_memory", "Read one key of your memory."},
