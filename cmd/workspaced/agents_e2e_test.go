@@ -101,7 +101,7 @@ func TestAgentsInOtherLanguages(t *testing.T) {
 		procs = append(procs, &agentProc{name: "sh_1", cmd: exec.Command("sh", filepath.Join("..", "sh", "worker.sh"), w.Root, hive, "sh_1", "90")})
 	}
 	// The Python agents import the package workspaced from its source.
-	pkgSrc, err := filepath.Abs(filepath.Join(pyPackageDir, "src"))
+	pkgSrc, err := filepath.Abs(filepath.Join("..", "..", "clients", "python", "src"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
 """The ways in the suite runs on, each a real daemon started by the Go
-test (cmd/workspaced/client_py_test.go):
+test (clients/client_py_test.go):
 
     WORKSPACED_PY_ROOTS   {"files": DIR, "sqlite": "sqlite:PATH", "postgres": URL, "http": URL}
     WORKSPACED_PY_TOKENS  {"planner": TOKEN, ...}: the HTTP listener's agents
@@ -69,7 +69,7 @@ def way(request: pytest.FixtureRequest) -> Iterator[Way]:
     kind = str(request.param)
     if kind == "none":
         pytest.skip("no workspace to run on: $WORKSPACED_PY_ROOTS is unset "
-                    "(go test ./cmd/workspaced -run TestPythonClient starts the daemons and sets it)")
+                    "(go test ./clients -run TestPythonClient starts the daemons and sets it)")
     w = Way(kind, ROOTS[kind])
     yield w
     for ws in w.opened:

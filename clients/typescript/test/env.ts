@@ -1,5 +1,5 @@
 // What the suite runs against: a workspaced API listener, given by the Go
-// test that starts it (cmd/workspaced/client_ts_test.go):
+// test that starts it (clients/client_ts_test.go):
 //
 //   WORKSPACED_URL     the listener's address (http://127.0.0.1:PORT)
 //   WORKSPACED_TOKENS  JSON {name: token}: "alpha" and "beta" (task t1, every
@@ -21,7 +21,7 @@ const tokens: Record<string, string> = JSON.parse(process.env.WORKSPACED_TOKENS 
 /** The reason to skip a test that needs the server, or false with one. */
 export const noServer: string | false = url
   ? false
-  : "no server: WORKSPACED_URL is unset (go test ./cmd/workspaced -run TestTypeScriptClient starts one per store)";
+  : "no server: WORKSPACED_URL is unset (go test ./clients -run TestTypeScriptClient starts one per store)";
 
 /** The token of name, failing when the Go test gave none. */
 export function token(name: string): string {

@@ -9,7 +9,7 @@ import { task } from "./env.js";
 const loop = process.env.WORKSPACED_LOOPBACK_URL ?? "";
 const skip = loop
   ? false
-  : "no loopback listener: WORKSPACED_LOOPBACK_URL is unset (go test ./cmd/workspaced -run TestTypeScriptClient starts one per store)";
+  : "no loopback listener: WORKSPACED_LOOPBACK_URL is unset (go test ./clients -run TestTypeScriptClient starts one per store)";
 
 test("a loopback listener without tokens acts as the agent the client names", { skip }, async () => {
   const c = new WorkspacedClient({ baseUrl: loop, agent: "local_1" });

@@ -1,4 +1,4 @@
-package main
+package clients_test
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ import (
 
 // pyPackageDir is the Python package workspaced (src layout); the suite
 // imports it from src, nothing is installed.
-const pyPackageDir = "../../clients/python"
+const pyPackageDir = "python"
 
 // pyPython is Debian's python3 with pytest (python3-pytest), which the
 // suite needs; the test is skipped, saying why, without them.
@@ -63,19 +63,12 @@ func TestPythonClient(t *testing.T) {
 	for _, kind := range []string{"files", "sqlite", "postgres"} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
-			var w *ws
-			switch kind {
-			case "files":
-				w = newWS(t)
-			case "sqlite":
-				sw, _ := clitest.NewSQLite(t)
-				w = &ws{sw}
-			case "postgres":
+			if kind == "postgres" {
 				if err := exec.Command(py, "-c", "import psycopg").Run(); err != nil {
 					optdep.Skip(t, "psycopg", "python3 has no psycopg 3: the package's PostgreSQL way in cannot run (Debian: python3-psycopg)")
 				}
-				w = &ws{newPGWS(t).WS}
 			}
+			w := newKindWS(t, kind)
 			toks := map[string]string{}
 			// planner, reviewer, w1 and w2 for the suite; coordinator,
 			// worker_1 and worker_2 too for the conformance corpus's cases.

@@ -1,4 +1,4 @@
-package main
+package clients_test
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ import (
 // tsPackageDir is the TypeScript client of the HTTP API, the npm package
 // @workspaced/client. .ci/run installs its node_modules with npm ci;
 // nothing is downloaded here.
-const tsPackageDir = "../../clients/typescript"
+const tsPackageDir = "typescript"
 
 // tsPackageNode is the node that runs the client's suite; the test is
 // skipped, saying why, without node or the package's dependencies.
@@ -51,19 +51,6 @@ var buildTSPackage = sync.OnceValues(func() (string, error) {
 	}
 	return out.String(), nil
 })
-
-// newKindWS is a new workspace on kind: files, sqlite or postgres.
-func newKindWS(t *testing.T, kind string) *ws {
-	t.Helper()
-	switch kind {
-	case "sqlite":
-		sw, _ := clitest.NewSQLite(t)
-		return &ws{sw}
-	case "postgres":
-		return &ws{newPGWS(t).WS}
-	}
-	return newWS(t)
-}
 
 var reTAPCount = regexp.MustCompile(`(?m)^# (pass|fail|skipped|todo|cancelled) (\d+)$`)
 
