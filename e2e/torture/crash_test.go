@@ -132,6 +132,9 @@ func crashExactlyOnce(t *testing.T, tasks, subtasks, agents, kills int, serveArg
 	for _, id := range ids {
 		states[id] = clitest.StateWhere(t, x, id, func(st workspace.State) bool { return st.Status == "completed" })
 	}
+	// The last daemon may have just been started: a SIGTERM before it
+	// installs its handler would kill it, not stop it.
+	w.AwaitLead(srv)
 	srv.Stop() // a clean stop settles the journal
 	for _, id := range ids {
 		st := states[id]

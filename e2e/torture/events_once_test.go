@@ -73,6 +73,9 @@ func TestServeCrashEventsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	clitest.StateWhere(t, x, "t1", func(st workspace.State) bool { return st.Status == "completed" })
+	// The last daemon may have just been started: a SIGTERM before it
+	// installs its handler would kill it, not stop it.
+	w.AwaitLead(srv)
 	srv.Stop()
 	clitest.CheckJournal(t, x, "t1")
 	recs, evs := clitest.CheckEventsOnce(t, x, "t1")
