@@ -105,7 +105,7 @@ func TestTypeScriptClient(t *testing.T) {
 			// per address: the client meets 429, 501 and 503 there.
 			lw := newKindWS(t, kind)
 			lw.Task("t1")
-			loop := lw.web("--address-rate", "1", "--address-burst", "8")
+			loop := lw.Web("--address-rate", "1", "--address-burst", "8")
 			tokJSON, err := json.Marshal(toks)
 			if err != nil {
 				t.Fatal(err)
@@ -117,7 +117,7 @@ func TestTypeScriptClient(t *testing.T) {
 			cmd.Dir = tsPackageDir
 			cmd.Env = append(clitest.CleanEnv(), "WORKSPACED_URL="+base[:len(base)-1], "WORKSPACED_TOKENS="+string(tokJSON),
 				"WORKSPACED_TASK=t1", "WORKSPACED_STORE="+kind,
-				"WORKSPACED_LOOPBACK_URL="+loop.url)
+				"WORKSPACED_LOOPBACK_URL="+loop.URL)
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			runErr := cmd.Run()

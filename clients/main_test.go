@@ -5,12 +5,8 @@
 package clients_test
 
 import (
-	"bufio"
 	"os"
-	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/internal/pgtest"
@@ -54,56 +50,4 @@ func (w *ws) opsServe(extra ...string) (*clitest.Daemon, string) {
 	d := w.StartCmd(cmd)
 	w.AwaitLead(d)
 	return d, d.OpsURL()
-}
-
-// webProc is one `workspaced web` process.
-type webProc struct {
-	url    string
-	stderr *clitest.Log
-}
-
-// web starts `workspaced web` on a free loopback port and returns once it
-// printed its address.
-func (w *ws) web(extra ...string) *webProc {
-	w.T.Helper()
-	cmd := clitest.Command(append([]string{"web", "--listen", "127.0.0.1:0"}, extra...)...)
-	cmd.Dir, cmd.Env = w.Dir, w.Env
-	p := &webProc{stderr: &clitest.Log{}}
-	cmd.Stderr = p.stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		w.T.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		w.T.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	w.T.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	line := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		if sc.Scan() {
-			line <- sc.Text()
-		}
-		close(line)
-	}()
-	select {
-	case u, ok := <-line:
-		if !ok || !strings.HasPrefix(u, "http://127.0.0.1:") {
-			w.T.Fatalf("workspaced web printed %q; stderr:\n%s", u, p.stderr)
-		}
-		p.url = strings.TrimSuffix(u, "/")
-	case <-time.After(60 * time.Second):
-		w.T.Fatalf("workspaced web did not start; stderr:\n%s", p.stderr)
-	}
-	return p
 }

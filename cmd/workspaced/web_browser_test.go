@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -16,7 +15,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -104,57 +102,20 @@ func closeBrowser() {
 	}
 }
 
-// webProc is one `workspaced web` process.
+// webProc is one `workspaced web` process (clitest.Web) under the names
+// this package's tests use.
 type webProc struct {
 	url    string
 	cmd    *exec.Cmd
 	stderr *clitest.Log
-	done   chan struct{}
 }
 
 // web starts `workspaced web` on a free loopback port and returns once it
 // printed its address.
 func (w *ws) web(extra ...string) *webProc {
 	w.T.Helper()
-	cmd := clitest.Command(append([]string{"web", "--listen", "127.0.0.1:0"}, extra...)...)
-	cmd.Dir, cmd.Env = w.Dir, w.Env
-	p := &webProc{cmd: cmd, stderr: &clitest.Log{}, done: make(chan struct{})}
-	cmd.Stderr = p.stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		w.T.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		w.T.Fatal(err)
-	}
-	go func() { _ = cmd.Wait(); close(p.done) }()
-	w.T.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-p.done
-		}
-	})
-	line := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		if sc.Scan() {
-			line <- sc.Text()
-		}
-		close(line)
-	}()
-	select {
-	case u, ok := <-line:
-		if !ok || !strings.HasPrefix(u, "http://127.0.0.1:") {
-			w.T.Fatalf("workspaced web printed %q; stderr:\n%s", u, p.stderr)
-		}
-		p.url = strings.TrimSuffix(u, "/")
-	case <-time.After(60 * time.Second):
-		w.T.Fatalf("workspaced web did not start; stderr:\n%s", p.stderr)
-	}
-	return p
+	p := w.Web(extra...)
+	return &webProc{url: p.URL, cmd: p.Cmd, stderr: p.Stderr}
 }
 
 // js evaluates expr in the page and decodes its value.
