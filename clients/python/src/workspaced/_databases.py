@@ -3,8 +3,6 @@ transaction, names its errors and says whether a daemon serves."""
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -13,6 +11,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ._sql import SQLBackend
+from ._tree import flock_held
 from .errors import Invalid, LockTimeout, NotFound, Unsupported, WorkspacedError
 
 
@@ -67,19 +66,7 @@ class SQLiteBackend(SQLBackend):
         return isinstance(e, self._sqlite3.IntegrityError) and "FOREIGN KEY" in str(e)
 
     def _serving(self) -> bool:
-        try:
-            fd = os.open(self.path + ".lock", os.O_RDONLY)
-        except FileNotFoundError:
-            return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as e:
-            if e.errno in (errno.EAGAIN, errno.EACCES):
-                return True
-            raise
-        finally:
-            os.close(fd)
-        return False
+        return flock_held(self.path + ".lock")
 
 
 class PostgresBackend(SQLBackend):

@@ -3,8 +3,6 @@ flock, atomic rename and markers, on the standard library alone."""
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import json
 import os
 from typing import Any
@@ -13,7 +11,7 @@ from ._common import (canonical, check_description, check_id, decode_key, encode
                       parse_event, plan_closed, suffix, task_doc, thread_doc, value_text)
 from ._filesmemory import FilesMemory
 from ._local import LocalBackend
-from ._tree import _find_record, _fsync_dir, _lock_of, _locked, _next_version, _read_bytes, _read_json, atomic_write
+from ._tree import flock_held, _find_record, _fsync_dir, _lock_of, _locked, _next_version, _read_bytes, _read_json, atomic_write
 from .errors import Conflict, Invalid, NotFound, VersionConflict
 from .types import Entry, EntryInfo, Event, EventPage, Verdict
 
@@ -252,19 +250,7 @@ class FilesBackend(FilesMemory, LocalBackend):
         return name
 
     def _serving(self) -> bool:
-        try:
-            fd = os.open(os.path.join(self.root, ".workspaced.lock"), os.O_RDONLY)
-        except FileNotFoundError:
-            return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as e:
-            if e.errno in (errno.EAGAIN, errno.EACCES):
-                return True
-            raise
-        finally:
-            os.close(fd)
-        return False
+        return flock_held(os.path.join(self.root, ".workspaced.lock"))
 
     def _verdict(self, task: str, marker: str, after: int) -> Verdict | None:
         tdir = self._task_dir(task)

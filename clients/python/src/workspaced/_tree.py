@@ -95,6 +95,24 @@ def _read_json(path: str) -> Any:
         raise Invalid("%s is not JSON: %s" % (path, e), "'workspaced validate' names what is wrong with it") from None
 
 
+def flock_held(path: str) -> bool:
+    """Whether a process holds the flock of path: a daemon serving holds
+    its workspace's (a missing file: nobody does)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        if e.errno in (errno.EAGAIN, errno.EACCES):
+            return True
+        raise
+    finally:
+        os.close(fd)
+    return False
+
+
 @contextmanager
 def _locked(path: str, agent: str, timeout: float) -> Iterator[None]:
     """flock(LOCK_EX) on the sidecar lock file path, with a holder record."""
