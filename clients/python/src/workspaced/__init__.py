@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 
 from ._backend import Backend
+from ._common import RawJSON
 from .client import Entries, Memory, Workspace
 from .errors import (ClaimLost, Conflict, Forbidden, Invalid, LockTimeout, NotFound, NotServing, NoVerdict,
                      Refused, TooLarge, TooManyRequests, Unauthorized, Unsafe, Unsupported, VersionConflict,
@@ -24,7 +25,7 @@ from .types import Delivery, Entry, EntryInfo, Event, EventPage, MemoryItem, Ver
 __version__ = "0.1.0"
 
 __all__ = [
-    "connect", "Workspace", "Entries", "Memory",
+    "connect", "Workspace", "Entries", "Memory", "RawJSON",
     "Entry", "EntryInfo", "MemoryItem", "Verdict", "Delivery", "Event", "EventPage",
     "WorkspacedError", "Invalid", "Unsafe", "Unauthorized", "Forbidden", "NotFound", "Conflict", "VersionConflict",
     "LockTimeout", "NotServing", "NoVerdict", "ClaimLost", "Refused", "TooLarge", "TooManyRequests", "Unsupported",
