@@ -31,7 +31,7 @@ remote agents over Streamable HTTP (--http). An MCP client (an LLM agent
 runtime) gets the universal capabilities as tools — env data:
 store_env_data, get_env_data, list_env_data, update_env_data,
 delete_env_data; memory: store_memory, get_memory, list_memory,
-delete_memory; namespaced memory: put_memory_item, get_memory_item,
+delete_memory, get_memory_history; namespaced memory: put_memory_item, get_memory_item,
 delete_memory_item, search_memory, list_memory_namespaces; the task's work: get_task, get_task_state, get_plan,
 get_subtask, get_output, list_reviews, get_review, write_plan, amend_plan, write_review,
 claim_subtask, signal_done; context: get_delegation_context,
