@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
@@ -35,8 +37,18 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 	if err != nil {
 		optdep.Skip(b, "node", "node is not on PATH: the TypeScript client's benchmark cannot run")
 	}
+	if _, err := os.Stat(filepath.Join(tsPackageDir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
+		optdep.Skipf(b, "node", "the benchmark's dependencies are not installed in %s: run npm ci there (.ci/run does)", tsPackageDir)
+	}
 	if out, err := buildTSPackage(); err != nil {
 		b.Fatalf("building the TypeScript client: %v\n%s", err, out)
+	}
+	// The benchmark is compiled apart (its own tsconfig), so that the
+	// client's suite does not need the benchmark's dependencies.
+	tsc := exec.Command(node, "node_modules/typescript/bin/tsc", "-p", "tsconfig.bench.json")
+	tsc.Dir, tsc.Env = tsPackageDir, clitest.CleanEnv()
+	if out, err := tsc.CombinedOutput(); err != nil {
+		b.Fatalf("building the benchmark: %v\n%s", err, out)
 	}
 	root := pgtest.Schema(b)
 	db, err := url.Parse(root)
