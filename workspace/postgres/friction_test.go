@@ -126,8 +126,11 @@ func TestNoteFrictionAndCorruptLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.NoteFriction(ctx, friction.Recorded(e, isNew), []string{"t1", "t_none", "../x"})
-	evs, _, err := s.ReadEvents(ctx, "t1")
-	if err != nil || len(evs) != 1 || evs[0].Name != "friction_recorded" || evs[0].Args[0] != e.ID || evs[0].Attrs["new"] != "true" {
+	evs, _, err := s.ReadEvents(ctx, "t1") // the task's creation's, then the friction's
+	if err != nil || len(evs) != 2 || evs[0].Name != "task_created" {
+		t.Fatalf("events of t1: %+v, %v", evs, err)
+	}
+	if evs = evs[1:]; evs[0].Name != "friction_recorded" || evs[0].Args[0] != e.ID || evs[0].Attrs["new"] != "true" {
 		t.Fatalf("events of t1: %+v, %v", evs, err)
 	}
 	var n int

@@ -103,7 +103,7 @@ func TestConcurrentWritersFollowedOnceInOrder(t *testing.T) {
 	if err := held.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	total := 1 + 2*writers*each
+	total := 2 + 2*writers*each // PutTask's task_created, the held event, two of each write
 	all, _, err := s.ReadEvents(ctx, "t1")
 	if err != nil || len(all) != total {
 		t.Fatalf("ReadEvents: %d events (%v), want %d", len(all), err, total)

@@ -145,9 +145,10 @@ func TestPruneByPolicy(t *testing.T) {
 			t.Fatalf("prune touched %s: %v → %v", id, full[id], got)
 		}
 	}
-	// The events stay: the one appended and those of the two entries
-	// (made by their inserts), which retention deletes without events.
-	summary := "map[events:3 states:1 tasks:1]"
+	// The events stay: the one appended and those the inserts of the task,
+	// its thread and its two entries made, which retention deletes
+	// without events.
+	summary := "map[events:5 states:1 tasks:1]"
 	for _, id := range []string{"t_mid", "t_failed"} {
 		if got := rowsOf(t, s, id); fmt.Sprint(got) != summary {
 			t.Fatalf("summarised %s keeps %v, want %s", id, got, summary)

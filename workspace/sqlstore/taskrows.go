@@ -38,11 +38,11 @@ func (s *Store) SaveAgents(ctx context.Context, cards workspace.AgentCards) erro
 	return nil
 }
 
-// CreateTask creates a task (workspace.NewTask's rules), its root thread
-// and its task_created event in one transaction; ErrConflict when the id
-// is taken.
+// CreateTask creates a task (workspace.NewTask's rules) and its root
+// thread in one transaction, whose insert of the task makes its
+// task_created event; ErrConflict when the id is taken.
 func (s *Store) CreateTask(ctx context.Context, req workspace.NewTaskRequest) (workspace.Task, error) {
-	t, data, rootDoc, ev, err := NewTask(req, s.Now())
+	t, data, rootDoc, err := NewTask(req, s.Now())
 	if err != nil {
 		return workspace.Task{}, err
 	}
@@ -50,10 +50,8 @@ func (s *Store) CreateTask(ctx context.Context, req workspace.NewTaskRequest) (w
 		if _, err := tx.Exec(ctx, "INSERT INTO tasks (id, created_at, doc) VALUES ($1, $2, $3)", t.ID, s.dl.Time(t.CreatedAt), string(data)); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, "INSERT INTO threads (task_id, id, doc) VALUES ($1, $1, $2)", t.ID, string(rootDoc)); err != nil {
-			return err
-		}
-		return s.InsertEvents(ctx, tx, t.ID, ev)
+		_, err := tx.Exec(ctx, "INSERT INTO threads (task_id, id, doc) VALUES ($1, $1, $2)", t.ID, string(rootDoc))
+		return err
 	})
 	if s.d.IsUnique(err) {
 		return workspace.Task{}, workspace.TaskExists(t.ID)

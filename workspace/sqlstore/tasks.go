@@ -41,19 +41,19 @@ func NoState(taskID string) error {
 		Msg: "no state written yet", Hint: "the daemon writes it once it has taken a marker; is serve running?"}
 }
 
-// NewTask builds a task (workspace.NewTask's rules) and what its
-// creation stores beside task.json: its root thread's document and its
-// task_created event.
-func NewTask(req workspace.NewTaskRequest, now time.Time) (t workspace.Task, data, rootDoc []byte, ev workspace.Event, err error) {
+// NewTask builds a task (workspace.NewTask's rules) and its root
+// thread's document, stored beside task.json. Its task_created event is
+// the database's: a trigger makes it when the task's row is inserted
+// (SQLite migration 0007, PostgreSQL 0011), whoever inserts it.
+func NewTask(req workspace.NewTaskRequest, now time.Time) (t workspace.Task, data, rootDoc []byte, err error) {
 	t, data, root, err := workspace.NewTask(req, now)
 	if err != nil {
-		return workspace.Task{}, nil, nil, workspace.Event{}, err
+		return workspace.Task{}, nil, nil, err
 	}
 	if rootDoc, err = workspace.ThreadDoc(root); err != nil {
-		return workspace.Task{}, nil, nil, workspace.Event{}, err
+		return workspace.Task{}, nil, nil, err
 	}
-	ev = workspace.Event{Time: t.CreatedAt, Name: "task_created", TaskID: t.ID, Attrs: map[string]string{"by": t.SubmittedBy}}
-	return t, data, rootDoc, ev, nil
+	return t, data, rootDoc, nil
 }
 
 // TaskSummary is a row of a task listing: the task's id, its task.json

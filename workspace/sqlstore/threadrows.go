@@ -75,13 +75,13 @@ func (s *Store) ResolveThread(ctx context.Context, threadID string) (string, err
 	return task, err
 }
 
-// NewThread starts a delegation thread under a parent of the same task,
-// with its thread_created event, in one transaction.
+// NewThread starts a delegation thread under a parent of the same task;
+// the insert of its row makes its thread_created event.
 func (s *Store) NewThread(ctx context.Context, req workspace.NewThreadRequest) (workspace.Thread, error) {
 	if err := RequireTask(ctx, s.r, req.TaskID); err != nil {
 		return workspace.Thread{}, err
 	}
-	req, t, data, ev, err := NewThread(req, s.Now())
+	req, t, data, err := NewThread(req, s.Now())
 	if err != nil {
 		return workspace.Thread{}, err
 	}
@@ -95,7 +95,7 @@ func (s *Store) NewThread(ctx context.Context, req workspace.NewThreadRequest) (
 			}
 			return err
 		}
-		return s.InsertEvents(ctx, tx, req.TaskID, ev)
+		return nil
 	})
 	if err != nil {
 		return workspace.Thread{}, err

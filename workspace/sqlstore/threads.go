@@ -42,20 +42,19 @@ func SortThreads(out []workspace.Thread) {
 }
 
 // NewThread checks a request for a new thread and builds it
-// (workspace.BuildThread): the thread, its document and its
-// thread_created event.
-func NewThread(req workspace.NewThreadRequest, now time.Time) (workspace.NewThreadRequest, workspace.Thread, []byte, workspace.Event, error) {
+// (workspace.BuildThread): the thread and its document. Its
+// thread_created event is the database's: a trigger makes it when the
+// thread's row is inserted (SQLite migration 0007, PostgreSQL 0011).
+func NewThread(req workspace.NewThreadRequest, now time.Time) (workspace.NewThreadRequest, workspace.Thread, []byte, error) {
 	req, err := workspace.CheckThreadRequest(req)
 	if err != nil {
-		return req, workspace.Thread{}, nil, workspace.Event{}, err
+		return req, workspace.Thread{}, nil, err
 	}
 	t, data, err := workspace.BuildThread(req, now)
 	if err != nil {
-		return req, workspace.Thread{}, nil, workspace.Event{}, err
+		return req, workspace.Thread{}, nil, err
 	}
-	ev := workspace.Event{Time: t.CreatedAt, Name: "thread_created", TaskID: req.TaskID,
-		Args: []string{req.ID}, Attrs: map[string]string{"from": req.From, "to": req.To, "parent": req.ParentID}}
-	return req, t, data, ev, nil
+	return req, t, data, nil
 }
 
 // CheckModifyingAgent checks the agent a thread's change is made by (""

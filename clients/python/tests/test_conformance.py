@@ -42,12 +42,7 @@ SQL = ("sqlite", "postgres")
 # step) -> (the ways in, the divergence). Such a step that fails skips the
 # rest of its case with the divergence as the reason, so it is reported on
 # every run; one that passes is no longer a divergence, and its line goes.
-KNOWN: dict[tuple[str, int], tuple[tuple[str, ...], str]] = {
-    ("events-fresh-task", 1): (("sqlite",), "op events.list: a task the package creates in SQLite has no task_created "
-                                            "event (only workspaced writes events there)"),
-    ("events-order", 6): (("sqlite",), "op events.list: a task the package creates in SQLite has no task_created "
-                                       "event (only workspaced writes events there)"),
-}
+KNOWN: dict[tuple[str, int], tuple[tuple[str, ...], str]] = {}
 
 
 class Unsayable(Exception):

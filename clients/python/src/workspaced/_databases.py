@@ -130,7 +130,6 @@ class PostgresBackend(SQLBackend):
 
     placeholder = "%s"
     task_lock = " FOR NO KEY UPDATE"
-    agents_write_events = True
 
     def __init__(self, root: str, agent: str) -> None:
         super().__init__(root, agent)

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from ._common import (check_description, check_id, check_namespace, event_line, judge, match_filter, match_namespace, now, parse_event,
+from ._common import (check_description, check_id, check_namespace, judge, match_filter, match_namespace, now, parse_event,
                       plan_closed, suffix, task_doc, thread_doc, value_json)
 from ._local import LocalBackend
 from .errors import Conflict, Invalid, NotFound, VersionConflict
@@ -71,15 +71,9 @@ class SQLBackend(LocalBackend):
         rows = self._q(sql, *params)
         return rows[0] if rows else None
 
-    # Whether an agent may append to events (PostgreSQL; on SQLite only
-    # workspaced writes them, and a task or thread created there has no
-    # event of its creation).
-    agents_write_events = False
-
-    def _event(self, task: str, at: str, name: str, args: list[str], attrs: dict[str, Any]) -> None:
-        if self.agents_write_events:
-            self._q("INSERT INTO events (task_id, time, line) VALUES (?, ?, ?)", task, at,
-                    event_line(task, name, args, attrs, at).rstrip("\n"))
+    # A task's and a thread's creation events, as an entry's, are made by
+    # the database's triggers on the insert of the row (SQLite migrations
+    # 0005 and 0007, PostgreSQL 0009 and 0011): the package writes none.
 
     # ---- entries -------------------------------------------------------
     def _task_of(self, scope: str, owner: str) -> None:
@@ -265,7 +259,6 @@ class SQLBackend(LocalBackend):
                         json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
                 self._q("INSERT INTO threads (task_id, id, doc) VALUES (?, ?, ?)", task, task,
                         json.dumps(root, indent=2, ensure_ascii=False) + "\n")
-                self._event(task, doc["created_at"], "task_created", [], {"by": doc["submitted_by"]})
         except Exception as e:
             if self._is_unique(e):
                 raise Conflict("create task %s: a task with this id exists" % task, "choose another id", "id") from None
@@ -298,11 +291,8 @@ class SQLBackend(LocalBackend):
         if self._one("SELECT 1 FROM threads WHERE task_id = ? AND id = ?", task, doc["parent_id"]) is None:
             raise NotFound("thread %s: no such thread in task %s" % (doc["parent_id"], task), "name an existing parent thread")
         try:
-            with self._tx():
-                self._q("INSERT INTO threads (task_id, id, doc) VALUES (?, ?, ?)", task, thread,
-                        json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
-                self._event(task, doc["created_at"], "thread_created", [thread],
-                            {"from": doc["from"], "to": doc["to"], "parent": doc["parent_id"]})
+            self._q("INSERT INTO threads (task_id, id, doc) VALUES (?, ?, ?)", task, thread,
+                    json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
         except Exception as e:
             if self._is_unique(e):
                 raise Conflict("new thread %s: a thread with this id exists in task %s" % (thread, task),
