@@ -103,6 +103,7 @@ func RunServed(t *testing.T, open func(t *testing.T) workspace.Served, opt serve
 		{"TaskFiles", testTaskFiles, nil},
 		{"Served", testServed, nil},
 		{"ReusedMarkerName", testReusedName, nil},
+		{"TokenInMarkerEvents", testTokenInMarkerEvents, nil},
 		{"DaemonFriction", testDaemonFriction, nil},
 		{"Timeouts", testTimeouts, timeoutsLater},
 	}
