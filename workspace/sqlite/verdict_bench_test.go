@@ -36,7 +36,10 @@ func BenchmarkReadVerdict10000(b *testing.B) {
 		b.Fatal(err)
 	}
 	name = path.Base(name)
-	w.until(b, "the claim decided", func() bool { _, where, err := s.ReadVerdict(task, name, 0); return err == nil && where == workspace.MarkerDecided })
+	w.until(b, "the claim decided", func() bool {
+		_, where, err := s.ReadVerdict(task, name, 0)
+		return err == nil && where == workspace.MarkerDecided
+	})
 	b.ResetTimer()
 	for range b.N {
 		v, _, err := s.ReadVerdict(task, name, 0)
