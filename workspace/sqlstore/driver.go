@@ -78,6 +78,11 @@ type Driver interface {
 	// one write; it returns created_at and the version. A missing task
 	// is ErrNotFound (NotFoundTask).
 	PutEntry(ctx context.Context, p EntryPut) (created time.Time, version int, err error)
+	// PutMemory stores a memory item's row as workspace.ApplyPut judges
+	// it, with its event (MemoryPut.EventLine), in one write; it returns
+	// created_at and the version. A put its compare-and-set refuses is
+	// workspace.PutConflict with the item's current version.
+	PutMemory(ctx context.Context, p MemoryPut) (created time.Time, version int, err error)
 	// RestoreState writes a restore in the transaction of
 	// Store.RestoreBackup (PostgreSQL stamps the state with the lease's
 	// epoch, in one round trip).
