@@ -64,6 +64,17 @@ func (p MemoryPut) EventAround() (head, tail string) {
 	return workspace.FormatEvent(e) + " version=", ""
 }
 
+// NewMemoryPut is the put of req, checked (workspace.CheckMemoryPut), at
+// t: its value compacted, its event attributed to ctx's token.
+func NewMemoryPut(ctx context.Context, req workspace.MemoryPutRequest, t time.Time) (MemoryPut, error) {
+	var value bytes.Buffer
+	if err := json.Compact(&value, req.Value); err != nil {
+		return MemoryPut{}, workspace.FieldErr(workspace.ErrInvalid, "value", workspace.FieldValue, "give a JSON object", "%v", err)
+	}
+	return MemoryPut{Req: req, NSKey: req.Namespace.Sortable(), Value: value.Bytes(), At: t,
+		event: workspace.Attributed(ctx, workspace.MemoryEvent("stored", req.Namespace, req.Key, req.Agent, 1, t))}, nil
+}
+
 // Expires is the put's expiry (nil for none).
 func (p MemoryPut) Expires() *time.Time { return workspace.ExpiresAt(p.At, p.Req.TTLSeconds) }
 
@@ -72,13 +83,11 @@ func (s *Store) PutMemory(ctx context.Context, req workspace.MemoryPutRequest) (
 	if err := workspace.CheckMemoryPut(req, s.settings.Limits); err != nil {
 		return workspace.MemoryItem{}, err
 	}
-	var value bytes.Buffer
-	if err := json.Compact(&value, req.Value); err != nil {
-		return workspace.MemoryItem{}, workspace.FieldErr(workspace.ErrInvalid, "value", workspace.FieldValue, "give a JSON object", "%v", err)
-	}
 	t := Now()
-	p := MemoryPut{Req: req, NSKey: req.Namespace.Sortable(), Value: value.Bytes(), At: t,
-		event: workspace.Attributed(ctx, workspace.MemoryEvent("stored", req.Namespace, req.Key, req.Agent, 1, t))}
+	p, err := NewMemoryPut(ctx, req, t)
+	if err != nil {
+		return workspace.MemoryItem{}, err
+	}
 	created, version, err := s.d.PutMemory(ctx, p)
 	if err != nil {
 		return workspace.MemoryItem{}, ReadErr(fmt.Sprintf("put memory %s %q", req.Namespace, req.Key), err)
