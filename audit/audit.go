@@ -6,8 +6,10 @@
 //
 // A Log writes records through log/slog: to the server's own log by
 // default (lines whose message is "audit"), or as JSON lines to a file
-// of its own (Open), which is created readable by its owner alone and
-// only ever appended to.
+// of its own (Open), which is created readable by its owner alone, only
+// ever appended to, and rotated by size: when it would grow past its
+// bound it is renamed aside with the time in its name and a new one
+// begun, and only the newest rotated files are kept (lumberjack does it).
 package audit
 
 import (
@@ -18,6 +20,8 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+
+	"gopkg.in/natefinch/lumberjack.v2"
 )
 
 // Where a record comes from.
@@ -64,31 +68,56 @@ type Record struct {
 // concurrent use.
 type Log struct {
 	log  *slog.Logger
-	file *os.File
+	file *lumberjack.Logger
+}
+
+// Defaults of Rotation.
+const (
+	DefaultMaxMegabytes = 100
+	DefaultKeep         = 10
+)
+
+// Rotation bounds an audit file. Zero fields take the Default… values.
+type Rotation struct {
+	// MaxMegabytes is the size, in MiB, past which the file is rotated.
+	MaxMegabytes int
+	// Keep is how many rotated files are kept, the newest; older ones
+	// are removed.
+	Keep int
 }
 
 // New is a Log writing to log, as records whose message is "audit".
 func New(log *slog.Logger) *Log { return &Log{log: log} }
 
 // Open is a Log appending JSON lines to the file path, created with mode
-// 0600 when missing. A file the group or others may read or write is
-// refused: the audit names agents, tokens' ids and addresses.
-func Open(path string) (*Log, error) {
+// 0600 when missing, and rotated as r says: a file past r.MaxMegabytes
+// is renamed to path's name with the time of the rotation before its
+// extension (audit-2026-11-29T14-00-00.000.jsonl), keeping its mode, and
+// a new one begun; of the rotated files, the r.Keep newest are kept. A
+// file the group or others may read or write is refused: the audit names
+// agents, tokens' ids and addresses.
+func Open(path string, r Rotation) (*Log, error) {
+	if r.MaxMegabytes <= 0 {
+		r.MaxMegabytes = DefaultMaxMegabytes
+	}
+	if r.Keep <= 0 {
+		r.Keep = DefaultKeep
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open the audit log: %w", err)
 	}
 	fi, err := f.Stat()
+	f.Close()
 	if err != nil {
-		f.Close()
 		return nil, fmt.Errorf("open the audit log: %w", err)
 	}
 	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o077 != 0 {
-		f.Close()
 		return nil, &fs.PathError{Op: "open the audit log", Path: path,
 			Err: fmt.Errorf("it has mode %s: others than its owner may read or change it (make it private: chmod 600 %s)", fi.Mode(), path)}
 	}
-	return &Log{log: slog.New(slog.NewJSONHandler(f, nil)), file: f}, nil
+	lj := &lumberjack.Logger{Filename: path, MaxSize: r.MaxMegabytes, MaxBackups: r.Keep}
+	return &Log{log: slog.New(slog.NewJSONHandler(lj, nil)), file: lj}, nil
 }
 
 // Close closes the file of a Log made by Open.

@@ -174,6 +174,7 @@ func TestHTTPEveryTool(t *testing.T) {
 		{ToolGetMemory, map[string]any{"key": "m"}, false, `"x"`},
 		{ToolListMemory, map[string]any{"scope": "global"}, false, `"key":"g"`},
 		{ToolDeleteMemory, map[string]any{"key": "m"}, false, "Deleted 'm'"},
+		{ToolGetMemoryHistory, map[string]any{"key": "m"}, false, `"stored_by":"observer"`},
 		{ToolGetTask, nil, false, `"id":"t1"`},
 		{ToolGetTaskState, nil, true, "no state yet"},
 		{ToolGetPlan, nil, true, "no plan yet"},

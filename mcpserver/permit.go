@@ -84,7 +84,7 @@ func (s *Server) check(extra *mcp.RequestExtra, tool string, raw json.RawMessage
 		return mayGlobal(s.agent, g, write, "namespaced memory")
 	}
 	switch tool {
-	case ToolStoreMemory, ToolDeleteMemory, ToolGetMemory, ToolListMemory:
+	case ToolStoreMemory, ToolDeleteMemory, ToolGetMemory, ToolListMemory, ToolGetMemoryHistory:
 		var scope string
 		if v, ok := args["scope"]; ok {
 			_ = json.Unmarshal(v, &scope)

@@ -44,7 +44,7 @@ const (
 
 // workspaceTools are the tools that never need a task.
 var workspaceTools = []string{ToolListTasks, ToolCreateTask, ToolPutMemoryItem, ToolGetMemoryItem, ToolDeleteMemoryItem,
-	ToolSearchMemory, ToolMemoryNamespaces}
+	ToolSearchMemory, ToolMemoryNamespaces, ToolGetMemoryHistory}
 
 // takesTask says whether a tool takes the task and thread arguments:
 // every tool that works in a task (the memory tools for their session

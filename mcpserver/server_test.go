@@ -222,6 +222,7 @@ func TestListTools(t *testing.T) {
 		{ToolGetMemory, []string{"key"}, []string{"key", "scope"}, map[string][]string{"scope": scopes}},
 		{ToolListMemory, nil, []string{"scope"}, map[string][]string{"scope": scopes}},
 		{ToolDeleteMemory, []string{"key"}, []string{"key", "scope"}, map[string][]string{"scope": scopes}},
+		{ToolGetMemoryHistory, []string{"key"}, []string{"key", "scope"}, map[string][]string{"scope": {"agent", "global"}}},
 		{ToolPutMemoryItem, []string{"key", "namespace", "value"}, []string{"if_absent", "if_version", "key", "namespace", "ttl_seconds", "value"}, nil},
 		{ToolGetMemoryItem, []string{"key", "namespace"}, []string{"key", "namespace"}, nil},
 		{ToolDeleteMemoryItem, []string{"key", "namespace"}, []string{"if_version", "key", "namespace"}, nil},
@@ -302,7 +303,7 @@ func TestListTools(t *testing.T) {
 
 // jsonAnswer is the tools whose answer is JSON, and so structured.
 var jsonAnswer = map[string]bool{
-	ToolGetEnvData: true, ToolListEnvData: true, ToolGetMemory: true, ToolListMemory: true,
+	ToolGetEnvData: true, ToolListEnvData: true, ToolGetMemory: true, ToolListMemory: true, ToolGetMemoryHistory: true,
 	ToolGetTask: true, ToolGetTaskState: true, ToolGetPlan: true, ToolGetSubtask: true, ToolGetOutput: true,
 	ToolListReviews: true, ToolGetReview: true, ToolSkills: true,
 	ToolGetMemoryItem: true, ToolSearchMemory: true, ToolMemoryNamespaces: true,
@@ -339,7 +340,8 @@ func checkShapes(t *testing.T, where string, sch *propSchema) {
 // maxToolsListBytes bounds what the tools cost every agent in every
 // session: the JSON of the whole tools/list answer. The five tools of
 // namespaced memory took it from under 9 KiB to 10.8 KiB; list_tasks,
-// create_task and get_context to 11.8 KiB; amend_plan to 12.6 KiB. (A
+// create_task and get_context to 11.8 KiB; amend_plan to 12.6 KiB;
+// get_memory_history to 12.99 KiB. (A
 // session of the whole workspace is shown the task and thread arguments
 // too: 1.3 KiB more.)
 const maxToolsListBytes = 13 << 10

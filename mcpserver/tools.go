@@ -47,7 +47,7 @@ const (
 func ToolNames() []string {
 	return []string{
 		ToolStoreEnvData, ToolGetEnvData, ToolListEnvData, ToolUpdateEnvData, ToolDeleteEnvData,
-		ToolStoreMemory, ToolGetMemory, ToolListMemory, ToolDeleteMemory,
+		ToolStoreMemory, ToolGetMemory, ToolListMemory, ToolDeleteMemory, ToolGetMemoryHistory,
 		ToolPutMemoryItem, ToolGetMemoryItem, ToolDeleteMemoryItem, ToolSearchMemory, ToolMemoryNamespaces,
 		ToolGetTask, ToolGetTaskState, ToolGetPlan, ToolGetSubtask, ToolGetOutput, ToolListReviews, ToolGetReview,
 		ToolWritePlan, ToolAmendPlan, ToolWriteReview, ToolClaimSubtask, ToolSignalDone,
@@ -158,6 +158,7 @@ func buildTools() []*toolDef {
 		define(ToolGetMemory, descGetMemory, annRead, outValue, under("value", (*Server).getMemory)),
 		define(ToolListMemory, descListMemory, annRead, outEntries, under("entries", (*Server).listMemory)),
 		define(ToolDeleteMemory, descDeleteMemory, nil, nil, text((*Server).deleteMemory)),
+		historyTool(),
 	}
 	tools = append(tools, memoryTools()...)
 	return append(tools,

@@ -79,6 +79,7 @@ type Settings struct {
 	Friction  FrictionSettings  `json:"friction,omitzero"`
 	HTTP      HTTPSettings      `json:"http,omitzero"`
 	OAuth     OAuthSettings     `json:"oauth,omitzero"`
+	Audit     AuditSettings     `json:"audit,omitzero"`
 	Plans     PlanSettings      `json:"plans,omitzero"`
 }
 
@@ -156,6 +157,14 @@ type HTTPSettings struct {
 	// TrustedProxies are the reverse proxies (addresses or CIDR prefixes)
 	// whose X-Forwarded-For names the client.
 	TrustedProxies []string `json:"trusted_proxies,omitempty"`
+}
+
+// AuditSettings bound an audit file (--audit-log): past MaxMegabytes
+// it is rotated, and Keep rotated files are kept. Zero fields take the
+// audit package's defaults (docs/SECURITY.md lists them).
+type AuditSettings struct {
+	MaxMegabytes int `json:"max_megabytes,omitempty"`
+	Keep         int `json:"keep,omitempty"`
 }
 
 // LimitSettings bounds what agents may write and what the daemon reads.

@@ -31,7 +31,7 @@ remote agents over Streamable HTTP (--http). An MCP client (an LLM agent
 runtime) gets the universal capabilities as tools — env data:
 store_env_data, get_env_data, list_env_data, update_env_data,
 delete_env_data; memory: store_memory, get_memory, list_memory,
-delete_memory; namespaced memory: put_memory_item, get_memory_item,
+delete_memory, get_memory_history; namespaced memory: put_memory_item, get_memory_item,
 delete_memory_item, search_memory, list_memory_namespaces; the task's work: get_task, get_task_state, get_plan,
 get_subtask, get_output, list_reviews, get_review, write_plan, amend_plan, write_review,
 claim_subtask, signal_done; context: get_delegation_context,
@@ -90,7 +90,9 @@ reason); stdout carries only the protocol. The audit — a record of every
 tool call and every refusal: the tool, the agent, the token's id (never
 the token), the client's address, what it named and how it ended — goes on
 HTTP to stderr as lines "msg=audit", or with --audit-log F as JSON lines
-appended to F (created mode 0600; a file others may read is refused). Plans, reviews, claims and done
+appended to F (created mode 0600; a file others may read is refused;
+rotated past workspace.json's audit.max_megabytes, default 100, keeping
+audit.keep rotated files, default 10). Plans, reviews, claims and done
 reports are applied to the task's state by the daemon (workspaced serve):
 run one on the same root.
 
@@ -162,7 +164,7 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	defer w.Close()
 	opt := mcpserver.Options{TaskID: *task, ThreadID: *thread, Agent: *agent, Version: versionString(), Remote: "stdio"}
 	if *auditLog != "" {
-		a, err := audit.Open(*auditLog)
+		a, err := audit.Open(*auditLog, auditRotation(w.Settings().Audit))
 		if err != nil {
 			return err
 		}
@@ -335,7 +337,7 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 		return err
 	}
 	obs := mcpObserver{mcpMetrics(reg, &h), gm}
-	a, err := auditLog(c.audit, log)
+	a, err := auditLog(c.audit, w.Settings().Audit, log)
 	if err != nil {
 		return err
 	}
@@ -394,13 +396,19 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 	return nil
 }
 
-// auditLog is the audit of a server: the file path as JSON lines, or,
-// for "", the server's log.
-func auditLog(path string, log *slog.Logger) (*audit.Log, error) {
+// auditLog is the audit of a server: the file path as JSON lines,
+// rotated as workspace.json's audit settings say, or, for "", the
+// server's log.
+func auditLog(path string, s workspace.AuditSettings, log *slog.Logger) (*audit.Log, error) {
 	if path == "" {
 		return audit.New(log), nil
 	}
-	return audit.Open(path)
+	return audit.Open(path, auditRotation(s))
+}
+
+// auditRotation is how workspace.json's audit settings rotate the file.
+func auditRotation(s workspace.AuditSettings) audit.Rotation {
+	return audit.Rotation{MaxMegabytes: s.MaxMegabytes, Keep: s.Keep}
 }
 
 // oauthVerifier is the OAuth mode of a listener (mcp --http, serve

@@ -63,7 +63,9 @@ page of the panel's own origin. Put the panel behind a TLS proxy to reach it fro
 Every login, logout and action goes to the audit with the person's
 identity and address (the protocol records the agent "human"): to stderr
 as lines "msg=audit", or with --audit-log FILE as JSON lines appended to
-FILE (created mode 0600).
+FILE (created mode 0600, rotated past workspace.json's
+audit.max_megabytes, default 100, keeping audit.keep rotated files,
+default 10).
 
 /healthz, /readyz and /metrics are served there too; /metrics wants the
 token when there is one.
@@ -144,7 +146,7 @@ func cmdWeb(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
-	a, err := auditLog(*auditFile, log)
+	a, err := auditLog(*auditFile, st.Settings().Audit, log)
 	if err != nil {
 		return err
 	}

@@ -281,6 +281,7 @@ var UniversalCapabilities = []Capability{
 	{"get_memory", "Read one key of your memory."},
 	{"list_memory", "List the keys of a memory scope with their short descriptions."},
 	{"delete_memory", "Forget a key of your memory."},
+	{"get_memory_history", "Read the earlier versions of a key of your memory or the global memory: who wrote each and what it held."},
 	{"put_memory_item", "Store a JSON object under a namespace of labels and a key in the shared memory; optional TTL and compare-and-set."},
 	{"get_memory_item", "Read one item of the namespaced memory."},
 	{"delete_memory_item", "Remove one item of the namespaced memory."},

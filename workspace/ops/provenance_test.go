@@ -372,7 +372,7 @@ func TestSystemContextGolden(t *testing.T) {
 func TestUniversalCapabilitiesNamed(t *testing.T) {
 	t.Parallel()
 	want := []string{"store_env_data", "get_env_data", "list_env_data", "update_env_data", "delete_env_data",
-		"store_memory", "get_memory", "list_memory", "delete_memory",
+		"store_memory", "get_memory", "list_memory", "delete_memory", "get_memory_history",
 		"put_memory_item", "get_memory_item", "delete_memory_item", "search_memory", "list_memory_namespaces",
 		"get_task", "get_task_state", "get_plan", "get_subtask", "get_output", "list_reviews", "get_review",
 		"write_plan", "amend_plan", "write_review", "claim_subtask", "signal_done",

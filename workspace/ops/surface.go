@@ -90,6 +90,7 @@ var doorCalls = []doorCall{
 	{"get_memory", "workspaced memory get --scope agent --agent {A} --key K", "GET /api/v1/memory/agents/{A}/K", "memory/agents/{A}/K.json"},
 	{"list_memory", "workspaced memory list --scope agent --agent {A}", "GET /api/v1/memory/agents/{A}", "memory/agents/{A}/"},
 	{"delete_memory", "workspaced memory delete --scope agent --agent {A} --key K", "DELETE /api/v1/memory/agents/{A}/K", ""},
+	{"get_memory_history", "workspaced memory history --scope agent --agent {A} --key K", "GET /api/v1/memory/agents/{A}/K/history", ""},
 	{"put_memory_item", "workspaced memory put --namespace a/b --key K --value JSON", "PUT /api/v1/memory/items", ""},
 	{"get_memory_item", "workspaced memory get --namespace a/b --key K", "GET /api/v1/memory/items", ""},
 	{"delete_memory_item", "workspaced memory delete --namespace a/b --key K", "DELETE /api/v1/memory/items", ""},
