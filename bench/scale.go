@@ -23,6 +23,9 @@ type ScaleOptions struct {
 	// ScaleBurst agents at once follow in another task of that size
 	// (DefaultScaleRounds if 0).
 	Lone, Rounds int
+	// Waiters is how many claims are then waited for one at a time in the
+	// first task of each size (DefaultScaleWaiters if 0).
+	Waiters int
 	// AgentCmd and ServeCmd start the agents and the daemon, as in Options.
 	AgentCmd, ServeCmd []string
 	// Postgres, when set, is a postgres:// root: the rows are measured
@@ -64,6 +67,9 @@ type ScaleRow struct {
 	// subtask at the same moment, Rounds times.
 	Lone  ScaleFigures `json:"lone"`
 	Burst ScaleFigures `json:"burst"`
+	// Verdict is Waiters claims waited for one at a time, after the lone
+	// markers, in their task.
+	Verdict VerdictFigures `json:"verdict"`
 }
 
 // ScaleFigures are the daemon's CPU per marker and each marker's latency
@@ -106,10 +112,13 @@ func RunScale(ctx context.Context, opt ScaleOptions) (rep *ScaleReport, err erro
 	if opt.Rounds <= 0 {
 		opt.Rounds = DefaultScaleRounds
 	}
+	if opt.Waiters <= 0 {
+		opt.Waiters = DefaultScaleWaiters
+	}
 	for _, n := range opt.Sizes {
-		if n < 1+opt.Lone || n < 1+ScaleBurst*opt.Rounds {
-			return nil, fmt.Errorf("bench: a task of %d subtasks is too small for %d lone markers and %d rounds of %d (one more for the warm-up)",
-				n, opt.Lone, opt.Rounds, ScaleBurst)
+		if n < 1+opt.Lone+opt.Waiters || n < 1+ScaleBurst*opt.Rounds {
+			return nil, fmt.Errorf("bench: a task of %d subtasks is too small for %d lone markers, %d waiters and %d rounds of %d (one more for the warm-up)",
+				n, opt.Lone, opt.Waiters, opt.Rounds, ScaleBurst)
 		}
 	}
 	base, err := os.MkdirTemp(opt.Dir, ".workspaced-bench-scale-")
@@ -153,6 +162,7 @@ func RunScale(ctx context.Context, opt ScaleOptions) (rep *ScaleReport, err erro
 		}
 		rep.Rows = append(rep.Rows, rows...)
 	}
+	rep.Notes = append(rep.Notes, verdictClock)
 	rep.Notes = append(rep.Notes, fmt.Sprintf("CPU: the daemon process's CPU time (%s) over the markers of a row, divided by them; it includes what the daemon does between them", cpuClockName))
 	return rep, nil
 }
@@ -171,6 +181,10 @@ func scaleStore(ctx context.Context, newRig func() (*rig, error), name string, o
 		say("scale: %s, %d subtasks: %d markers one at a time", name, n, opt.Lone)
 		lone := fmt.Sprintf("lone_%d", n)
 		if row.Lone, err = r.scaleLone(ctx, opt, pid, lone, n); err != nil {
+			return nil, err
+		}
+		say("scale: %s, %d subtasks: %d claims waited for one at a time", name, n, opt.Waiters)
+		if row.Verdict, err = r.scaleVerdict(ctx, lone, 2+opt.Lone, opt.Waiters); err != nil {
 			return nil, err
 		}
 		say("scale: %s, %d subtasks: %d × %d agents at once", name, n, opt.Rounds, ScaleBurst)

@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 
@@ -19,10 +22,12 @@ import (
 // and a get through the HTTP API from Node (WorkspacedStore, `serve
 // --listen` on a workspace there) against LangGraph.js's PostgresStore
 // in-process, side by side in one run, and 8 and 16 concurrent writers of
-// each.
+// each; a put through MCP (`mcp --http` on the same workspace, the SDK's
+// client) against the peer's put plus an MCP ping; and the floors of a
+// request from Node (an HTTP round trip touching no store, an MCP ping).
 // Run it with
 //
-//	go test -run '^$' -bench TypeScriptClientVsPostgresStore -benchtime 1x ./cmd/workspaced/
+//	go test -run '^$' -bench TypeScriptClientVsPostgresStore -benchtime 1x ./clients/
 //
 // It reports the medians' ratios (ours ÷ PostgresStore's: below 1 is
 // faster) and the rate ratios of 8 and 16 writers (above 1 is faster),
@@ -32,8 +37,18 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 	if err != nil {
 		optdep.Skip(b, "node", "node is not on PATH: the TypeScript client's benchmark cannot run")
 	}
+	if _, err := os.Stat(filepath.Join(tsPackageDir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
+		optdep.Skipf(b, "node", "the benchmark's dependencies are not installed in %s: run npm ci there (.ci/run does)", tsPackageDir)
+	}
 	if out, err := buildTSPackage(); err != nil {
 		b.Fatalf("building the TypeScript client: %v\n%s", err, out)
+	}
+	// The benchmark is compiled apart (its own tsconfig), so that the
+	// client's suite does not need the benchmark's dependencies.
+	tsc := exec.Command(node, "node_modules/typescript/bin/tsc", "-p", "tsconfig.bench.json")
+	tsc.Dir, tsc.Env = tsPackageDir, clitest.CleanEnv()
+	if out, err := tsc.CombinedOutput(); err != nil {
+		b.Fatalf("building the benchmark: %v\n%s", err, out)
 	}
 	root := pgtest.Schema(b)
 	db, err := url.Parse(root)
@@ -50,11 +65,13 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 	// The per-token rate limit (50 a second by default) would measure
 	// itself: lifted, as for a trusted program with a token of its own.
 	_, base := w.opsServe("--rate", "100000", "--burst", "100000")
+	mcpURL, _ := w.Listen(reMCPServing, "mcp", "--http", "127.0.0.1:0", "--rate", "100000", "--burst", "100000")
 	for range b.N {
 		ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
 		cmd := exec.CommandContext(ctx, node, "dist/bench/bench.js")
 		cmd.Dir = tsPackageDir
-		cmd.Env = append(clitest.CleanEnv(), "WORKSPACED_URL="+base[:len(base)-1], "WORKSPACED_TOKEN="+tok, "BENCH_PG="+db.String())
+		cmd.Env = append(clitest.CleanEnv(), "WORKSPACED_URL="+base[:len(base)-1], "WORKSPACED_TOKEN="+tok,
+			"WORKSPACED_MCP_URL="+mcpURL, "BENCH_PG="+db.String())
 		var out, errOut bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errOut
 		err := cmd.Run()
@@ -68,6 +85,7 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 				Get     float64 `json:"get_median"`
 				Writers float64 `json:"writers_rate"`
 				First   float64 `json:"writers_rate_first"`
+				MCP     float64 `json:"mcp_put_vs_peer_plus_ping"`
 			} `json:"ratios"`
 		}
 		if err := json.Unmarshal(out.Bytes(), &res); err != nil {
@@ -78,5 +96,9 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 		b.ReportMetric(res.Ratios.Get, "get-ratio")
 		b.ReportMetric(res.Ratios.First, "writers8-ratio")
 		b.ReportMetric(res.Ratios.Writers, "writers16-ratio")
+		b.ReportMetric(res.Ratios.MCP, "mcp-put-vs-peer+ping")
 	}
 }
+
+// reMCPServing finds the URL `mcp --http` prints when it serves.
+var reMCPServing = regexp.MustCompile(`serving (https?://[^ ]+/mcp)`)

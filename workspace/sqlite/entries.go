@@ -36,3 +36,14 @@ func (d sqlDriver) PutEntry(ctx context.Context, p sqlstore.EntryPut) (time.Time
 	}
 	return parseTS(created), version, nil
 }
+
+// PutMemory stores a memory item's row with its event (sqlstore.Driver)
+// in one write transaction, which holds the database: the row is read,
+// judged and written (sqlstore.PutMemoryIn).
+func (d sqlDriver) PutMemory(ctx context.Context, p sqlstore.MemoryPut) (created time.Time, version int, err error) {
+	err = d.Write(ctx, func(tx sqlstore.Executor) error {
+		created, version, err = sqlstore.PutMemoryIn(ctx, tx, dialect, p)
+		return err
+	})
+	return created, version, err
+}

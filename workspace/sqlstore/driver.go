@@ -78,15 +78,15 @@ type Driver interface {
 	// one write; it returns created_at and the version. A missing task
 	// is ErrNotFound (NotFoundTask).
 	PutEntry(ctx context.Context, p EntryPut) (created time.Time, version int, err error)
+	// PutMemory stores a memory item's row as workspace.ApplyPut judges
+	// it, with its event (MemoryPut.EventLine), in one write; it returns
+	// created_at and the version. A put its compare-and-set refuses is
+	// workspace.PutConflict with the item's current version.
+	PutMemory(ctx context.Context, p MemoryPut) (created time.Time, version int, err error)
 	// RestoreState writes a restore in the transaction of
 	// Store.RestoreBackup (PostgreSQL stamps the state with the lease's
 	// epoch, in one round trip).
 	RestoreState(ctx context.Context, tx Executor, r Restore) error
-	// VerdictState reads in tx what the verdict on rec needs of the
-	// task's state (machine.Judge, machine.JudgeReused): at least its id,
-	// status and plan status, the subtask rec names and the errors of
-	// rec's seq.
-	VerdictState(ctx context.Context, tx Executor, taskID string, rec workspace.JournalRecord) (workspace.State, error)
 	// UpdateFriction runs change over the friction log's row (nil when
 	// there is none) as one read-modify-write that no other writer
 	// interleaves with, waiting at most timeout for the other writers

@@ -1,9 +1,12 @@
 package sqlstore
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,58 +17,96 @@ var _ workspace.MemoryStore = (*Store)(nil)
 
 // Namespaced memory is rows of memory_items keyed by ns_key
 // (workspace.Namespace.Sortable) and key: a search under a prefix is a
-// range of the key, in its order. A put is one write transaction: the
-// item's row read FOR UPDATE (PostgreSQL; SQLite's writer holds the
-// database), judged (workspace.ApplyPut), written, and its event appended
-// to memory_events, read as the tasks' events are (eventrows.go). Two
-// puts creating one item at once on PostgreSQL: the second's INSERT
-// fails on the key and the put runs again, then finding the first's row,
-// so neither IfAbsent nor a version is lost.
+// range of the key, in its order. A put is one write, each driver's own
+// (Driver.PutMemory): the item's row judged as workspace.ApplyPut does,
+// written, and its event appended to memory_events, read as the tasks'
+// events are (eventrows.go); on PostgreSQL that is one statement.
 
 const itemColumns = "ns_key, key, version, created_at, updated_at, expires_at, value"
+
+// MemoryPut is one item to store (Driver.PutMemory): the request,
+// checked, its value compacted, at At; the event is the put's
+// memory_stored, attributed to the request's token.
+type MemoryPut struct {
+	Req   workspace.MemoryPutRequest
+	NSKey string
+	Value []byte
+	At    time.Time
+	event workspace.Event
+}
+
+// EventLine is the line of the put's event when it makes version.
+func (p MemoryPut) EventLine(version int) string {
+	e := p.event
+	e.Attrs = maps.Clone(e.Attrs)
+	e.Attrs["version"] = strconv.Itoa(version)
+	return workspace.FormatEvent(e)
+}
+
+// EventAround is the line of the put's event around its version, for a
+// statement that learns the version as it writes: the line of version v
+// is head + v + tail.
+func (p MemoryPut) EventAround() (head, tail string) {
+	one, two := p.EventLine(1), p.EventLine(2)
+	i := 0
+	for one[i] == two[i] {
+		i++
+	}
+	return one[:i], one[i+1:]
+}
+
+// Expires is the put's expiry (nil for none).
+func (p MemoryPut) Expires() *time.Time { return workspace.ExpiresAt(p.At, p.Req.TTLSeconds) }
 
 // PutMemory creates or replaces an item, with its event, in one write.
 func (s *Store) PutMemory(ctx context.Context, req workspace.MemoryPutRequest) (workspace.MemoryItem, error) {
 	if err := workspace.CheckMemoryPut(req, s.settings.Limits); err != nil {
 		return workspace.MemoryItem{}, err
 	}
-	nk := req.Namespace.Sortable()
-	ns := req.Namespace.String()
-	var it workspace.MemoryItem
-	for attempt := 0; ; attempt++ {
-		err := s.d.Write(ctx, func(tx Executor) error {
-			cur, err := s.readItem(ctx, tx, nk, req.Key, s.dl.Lock("UPDATE"))
-			if err != nil {
-				return err
-			}
-			t := Now()
-			if it, err = workspace.ApplyPut(cur, req, t); err != nil {
-				return err
-			}
-			var exp any
-			if it.ExpiresAt != nil {
-				exp = s.dl.Time(*it.ExpiresAt)
-			}
-			if cur == nil {
-				_, err = tx.Exec(ctx, `INSERT INTO memory_items (ns_key, key, namespace, version, created_at, updated_at, expires_at, stored_by, value)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, nk, req.Key, ns, it.Version, s.dl.Time(it.CreatedAt), s.dl.Time(t), exp, req.Agent, string(it.Value))
-			} else {
-				_, err = tx.Exec(ctx, `UPDATE memory_items SET version = $3, created_at = $4, updated_at = $5, expires_at = $6, stored_by = $7, value = $8
-				WHERE ns_key = $1 AND key = $2`, nk, req.Key, it.Version, s.dl.Time(it.CreatedAt), s.dl.Time(t), exp, req.Agent, string(it.Value))
-			}
-			if err != nil {
-				return err
-			}
-			return s.memoryEvent(ctx, tx, workspace.MemoryEvent("stored", req.Namespace, req.Key, req.Agent, it.Version, t))
-		})
-		if err != nil && s.d.IsUnique(err) && attempt < 3 {
-			continue
-		}
-		if err != nil {
-			return workspace.MemoryItem{}, ReadErr(fmt.Sprintf("put memory %s %q", req.Namespace, req.Key), err)
-		}
-		return it, nil
+	var value bytes.Buffer
+	if err := json.Compact(&value, req.Value); err != nil {
+		return workspace.MemoryItem{}, workspace.FieldErr(workspace.ErrInvalid, "value", workspace.FieldValue, "give a JSON object", "%v", err)
 	}
+	t := Now()
+	p := MemoryPut{Req: req, NSKey: req.Namespace.Sortable(), Value: value.Bytes(), At: t,
+		event: workspace.Attributed(ctx, workspace.MemoryEvent("stored", req.Namespace, req.Key, req.Agent, 1, t))}
+	created, version, err := s.d.PutMemory(ctx, p)
+	if err != nil {
+		return workspace.MemoryItem{}, ReadErr(fmt.Sprintf("put memory %s %q", req.Namespace, req.Key), err)
+	}
+	return workspace.MemoryItem{Namespace: req.Namespace, Key: req.Key, Version: version, CreatedAt: created.UTC(), UpdatedAt: t,
+		ExpiresAt: p.Expires(), Value: p.Value}, nil
+}
+
+// PutMemoryIn is Driver.PutMemory in a write transaction tx where the
+// row read holds the item until the end (SQLite's one writer): the row
+// read, judged (workspace.ApplyPut), written, and its event appended.
+func PutMemoryIn(ctx context.Context, tx Executor, dl Dialect, p MemoryPut) (time.Time, int, error) {
+	req := p.Req
+	cur, err := readItem(ctx, tx, dl, p.NSKey, req.Key, dl.Lock("UPDATE"))
+	if err != nil {
+		return time.Time{}, 0, err
+	}
+	it, err := workspace.ApplyPut(cur, req, p.At)
+	if err != nil {
+		return time.Time{}, 0, err
+	}
+	var exp any
+	if it.ExpiresAt != nil {
+		exp = dl.Time(*it.ExpiresAt)
+	}
+	if cur == nil {
+		_, err = tx.Exec(ctx, `INSERT INTO memory_items (ns_key, key, namespace, version, created_at, updated_at, expires_at, stored_by, value)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, p.NSKey, req.Key, req.Namespace.String(), it.Version, dl.Time(it.CreatedAt), dl.Time(p.At), exp, req.Agent, string(it.Value))
+	} else {
+		_, err = tx.Exec(ctx, `UPDATE memory_items SET version = $3, created_at = $4, updated_at = $5, expires_at = $6, stored_by = $7, value = $8
+		WHERE ns_key = $1 AND key = $2`, p.NSKey, req.Key, it.Version, dl.Time(it.CreatedAt), dl.Time(p.At), exp, req.Agent, string(it.Value))
+	}
+	if err != nil {
+		return time.Time{}, 0, err
+	}
+	_, err = tx.Exec(ctx, "INSERT INTO memory_events (time, line) VALUES ($1, $2)", dl.Time(p.At), p.EventLine(it.Version))
+	return it.CreatedAt, it.Version, err
 }
 
 // GetMemory reads one live item.
@@ -260,22 +301,28 @@ func (s *Store) liveUnder(prefix []string) (string, []any) {
 // readItem reads the item's row (nil when none), expired or not, with
 // lock ending the SELECT.
 func (s *Store) readItem(ctx context.Context, q Executor, nk, key, lock string) (*workspace.MemoryItem, error) {
+	return readItem(ctx, q, s.dl, nk, key, lock)
+}
+
+func readItem(ctx context.Context, q Executor, dl Dialect, nk, key, lock string) (*workspace.MemoryItem, error) {
 	rows, err := q.Query(ctx, "SELECT "+itemColumns+" FROM memory_items WHERE ns_key = $1 AND key = $2"+lock, nk, key)
-	items, err := Collect(rows, err, s.scanItem)
+	items, err := Collect(rows, err, func(r Rows) (workspace.MemoryItem, error) { return scanItem(dl, r) })
 	if err != nil || len(items) == 0 {
 		return nil, err
 	}
 	return &items[0], nil
 }
 
-func (s *Store) scanItem(r Rows) (workspace.MemoryItem, error) {
+func (s *Store) scanItem(r Rows) (workspace.MemoryItem, error) { return scanItem(s.dl, r) }
+
+func scanItem(dl Dialect, r Rows) (workspace.MemoryItem, error) {
 	var (
 		it       workspace.MemoryItem
 		nk, val  string
 		exp      time.Time
 		from, to time.Time
 	)
-	if err := r.Scan(&nk, &it.Key, &it.Version, s.dl.ScanTime(&from), s.dl.ScanTime(&to), s.dl.ScanNullTime(&exp), &val); err != nil {
+	if err := r.Scan(&nk, &it.Key, &it.Version, dl.ScanTime(&from), dl.ScanTime(&to), dl.ScanNullTime(&exp), &val); err != nil {
 		return it, err
 	}
 	ns, err := workspace.ParseSortable(nk)

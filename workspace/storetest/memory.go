@@ -280,14 +280,36 @@ func testMemoryTTL(t *testing.T, s workspace.Store, _ Hooks) {
 	if _, err := m.GetMemory(bg, short.Namespace, "k"); err != nil {
 		t.Fatalf("get before the expiry: %v", err)
 	}
+	lapsed, err := m.PutMemory(bg, workspace.MemoryPutRequest{Namespace: ns, Key: "lapsed", Value: json.RawMessage(`{"v":1}`), TTLSeconds: 1, Agent: "po"})
+	ok(t, err, "put another with a time to live")
+	lapsed, err = m.PutMemory(bg, workspace.MemoryPutRequest{Namespace: ns, Key: "lapsed", Value: json.RawMessage(`{"v":2}`), TTLSeconds: 1, Agent: "po"})
+	ok(t, err, "put it again")
 	// Wait for the store's clock to pass the expiry: nothing else.
 	poll.Until(t, 10*time.Second, "the store's clock past the expiry", func() (bool, string) {
 		now := s.Now()
-		return !now.Before(*short.ExpiresAt), now.String()
+		return !now.Before(*short.ExpiresAt) && !now.Before(*lapsed.ExpiresAt), now.String()
 	})
 	_, err = m.GetMemory(bg, short.Namespace, "k")
 	is(t, err, workspace.ErrNotFound, "get an expired item")
 	same(t, "search after the expiry", search(t, m, workspace.MemorySearchRequest{Prefix: ns}), []string{"ttl/keep"})
+	// An expired item not yet removed is absent for a put: a compare-and-set
+	// on its version is refused as on a missing item, create-only creates
+	// it again at version 1, created anew.
+	_, err = m.PutMemory(bg, workspace.MemoryPutRequest{Namespace: ns, Key: "lapsed", Value: json.RawMessage(`{}`), IfVersion: lapsed.Version, Agent: "po"})
+	is(t, err, workspace.ErrConflict, "put at the version of an expired item")
+	var ve *workspace.VersionError
+	if !errors.As(err, &ve) || ve.Current != 0 {
+		t.Fatalf("put at the version of an expired item: %v, want current version 0", err)
+	}
+	reborn, err := m.PutMemory(bg, workspace.MemoryPutRequest{Namespace: ns, Key: "lapsed", Value: json.RawMessage(`{"v":3}`), IfAbsent: true, Agent: "po"})
+	ok(t, err, "create an expired item again before its removal")
+	if reborn.Version != 1 || reborn.ExpiresAt != nil || !reborn.CreatedAt.Equal(reborn.UpdatedAt) || !reborn.CreatedAt.After(lapsed.CreatedAt) {
+		t.Fatalf("expired item created again: %+v, was %+v", reborn, lapsed)
+	}
+	if got, err := m.GetMemory(bg, ns, "lapsed"); err != nil || got.Version != 1 || !got.CreatedAt.Equal(reborn.CreatedAt) || string(got.Value) != `{"v":3}` {
+		t.Fatalf("get the item created again: %+v %v", got, err)
+	}
+	ok(t, m.DeleteMemory(bg, workspace.MemoryDeleteRequest{Namespace: ns, Key: "lapsed", Agent: "po"}), "delete it")
 	nss, err := m.ListMemoryNamespaces(bg, workspace.NamespaceQuery{Prefix: ns})
 	ok(t, err, "list namespaces")
 	same(t, "namespaces after the expiry", nss, [][]string{{"ttl"}})

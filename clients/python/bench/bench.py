@@ -36,20 +36,27 @@ from workspaced._tree import atomic_write  # noqa: E402
 VALUE = {"task_id": "training-001", "input_grid": [[0, 1, 2], [3, 4, 5], [6, 7, 8]], "note": "x" * 200}
 
 
-def pair(n: int, a: Callable[[int], float | None], b: Callable[[int], float | None]) -> tuple[float, float]:
-    """Medians in ms of a and b, alternated n times after a warm-up. A
-    function that times itself returns its milliseconds."""
+def rounds(n: int, *fs: Callable[[int], float | None]) -> list[float]:
+    """Medians in ms of each of fs, one of each per round (the order
+    turning each round), n rounds after a warm-up. A function that times
+    itself returns its milliseconds."""
     for i in range(3):
-        a(-1 - i)
-        b(-1 - i)
-    ta: list[float] = []
-    tb: list[float] = []
+        for f in fs:
+            f(-1 - i)
+    times: list[list[float]] = [[] for _ in fs]
     for i in range(n):
-        for f, out in ((a, ta), (b, tb)) if i % 2 == 0 else ((b, tb), (a, ta)):
+        for j in range(len(fs)):
+            k = (i + j) % len(fs)
             t = time.perf_counter()
-            own = f(i)
-            out.append(own if own is not None else (time.perf_counter() - t) * 1000)
-    return statistics.median(ta), statistics.median(tb)
+            own = fs[k](i)
+            times[k].append(own if own is not None else (time.perf_counter() - t) * 1000)
+    return [statistics.median(ts) for ts in times]
+
+
+def pair(n: int, a: Callable[[int], float | None], b: Callable[[int], float | None]) -> tuple[float, float]:
+    """Medians in ms of a and b, alternated n times after a warm-up."""
+    ma, mb = rounds(n, a, b)
+    return ma, mb
 
 
 def report(name: str, ours: float, floor: float, floor_name: str, bound: float) -> dict[str, Any]:
@@ -165,8 +172,31 @@ def main() -> None:
     def floor(i: int) -> None:
         atomic_write(os.path.join(floor_dir, "k.json"), data)
 
-    a, b = pair(args.n, put, floor)
+    # The Go store's put of the same entry, beside the same floor in the
+    # same rounds: what the protocol costs (lock, holder record, read,
+    # event) in the language the daemon is written in.
+    goclaim = args.goclaim
+    if not goclaim:
+        goclaim = os.path.join(base, "goclaim")
+        here = os.path.dirname(os.path.abspath(__file__))
+        subprocess.run(["go", "build", "-o", goclaim, "./goclaim"], cwd=here, check=True)
+    go_client = subprocess.Popen([goclaim, root, t, "go_bench"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert go_client.stdin is not None and go_client.stdout is not None
+    go_in, go_out = go_client.stdin, go_client.stdout
+    line = "put g %s\n" % json.dumps(VALUE)
+
+    def go_put(i: int) -> float:
+        go_in.write(line)
+        go_in.flush()
+        version, ms = go_out.readline().split()[:2]
+        assert version.isdigit(), version
+        return float(ms)
+
+    a, b, g = rounds(args.n, put, floor, go_put)
+    go_in.close()
+    go_client.wait()
     results.append(report("env put, directory", a, b, "tmp+fsync+rename+dir fsync", 1.3))
+    results.append(report("env put, directory, Go store", g, b, "tmp+fsync+rename+dir fsync", 1.3))
 
     # env put on SQLite
     db = os.path.join(base, "agents.db")
@@ -191,11 +221,6 @@ def main() -> None:
     conn.close()
     ws.close()
 
-    goclaim = args.goclaim
-    if not goclaim:
-        goclaim = os.path.join(base, "goclaim")
-        here = os.path.dirname(os.path.abspath(__file__))
-        subprocess.run(["go", "build", "-o", goclaim, "./goclaim"], cwd=here, check=True)
     n = max(args.n // 4, 10)
     results += bench_claims(args.bin, goclaim, root, n, "directory")
     results += bench_claims(args.bin, goclaim, "sqlite:" + db, n, "SQLite")

@@ -159,9 +159,10 @@ class Args:
         return self.m.get(name)
 
     def value(self) -> Any:
-        for raw in ("value_raw", "value_b64"):
-            if raw in self.m:
-                raise Unsayable("argument %s: the package takes a decoded value, not JSON text" % raw)
+        if "value_raw" in self.m:
+            return workspaced.RawJSON(str(self.m["value_raw"]))
+        if "value_b64" in self.m:
+            return workspaced.RawJSON(base64.b64decode(self.m["value_b64"]))
         if "value_string_bytes" in self.m:
             return "x" * int(self.m["value_string_bytes"])
         if "value_nested" in self.m:

@@ -140,3 +140,28 @@ def test_compare_and_set_loses_no_update(way: Way, planner: workspaced.Workspace
     assert not errors, errors
     got = planner.env_of(t).get("counter")
     assert got.value == 30 and got.version == 31
+
+
+def test_raw_json_text(way: Way, planner: workspaced.Workspace) -> None:
+    # JSON text goes as it is written: a number no float holds keeps its
+    # digits on every way in.
+    t = way.new_task(planner)
+    env = planner.env_of(t)
+    text = '{ "big": 123456789012345678901234567890,\n  "ratio": 1.50, "list": [1 , "two", null] }'
+    e = env.put("raw", workspaced.RawJSON(text), "as written")
+    assert e.version == 1 and e.value == {"big": 123456789012345678901234567890, "ratio": 1.5, "list": [1, "two", None]}
+    got = env.get("raw")
+    assert got.value == e.value and got.short_description == "as written"
+    assert env.put("raw", workspaced.RawJSON(b"[]"), if_version=1).version == 2 and env.get("raw").value == []
+    assert env.put("raw2", workspaced.RawJSON('"text"'), if_absent=True).value == "text"
+
+
+@pytest.mark.parametrize("text,why", [
+    ("NaN", "not JSON"), ("{", "not JSON"), ("[1] [2]", "not JSON"), ("", "not JSON"), (b"\xff", "UTF-8"),
+    ("[" * 65 + "]" * 65, "deeper than 64"), ('"%s"' % ("x" * (1 << 20)), "over the"), (7, "is text"),
+])
+def test_raw_json_refused(text: object, why: str) -> None:
+    with pytest.raises(workspaced.Invalid) as err:
+        workspaced.RawJSON(text)  # type: ignore[arg-type]
+    assert why in err.value.detail and err.value.hint and err.value.field == "value"
+    assert len(workspaced.RawJSON("[" * 64 + "]" * 64).text) == 128

@@ -6,6 +6,7 @@ import fcntl
 import os
 import pathlib
 import subprocess
+import sys
 
 import pytest
 
@@ -87,3 +88,60 @@ def test_lock_timeout_names_the_holder(tmp_path: pathlib.Path) -> None:
     finally:
         os.close(fd)
     assert ws.env.put("k", 3).version == 2
+
+
+# A process of its own holds SQLite's write lock (BEGIN IMMEDIATE) until
+# its stdin says to let go, or for the seconds given.
+_HOLD = ("import sqlite3, sys, time\n"
+         "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+         "c.execute('BEGIN IMMEDIATE')\n"
+         "print('held', flush=True)\n"
+         "time.sleep(float(sys.argv[2])) if len(sys.argv) > 2 else sys.stdin.read()\n"
+         "c.execute('COMMIT')\n")
+
+
+def _fresh_sqlite(tmp_path: pathlib.Path) -> str:
+    exe = os.environ.get("WORKSPACED_BIN")
+    if not exe:
+        pytest.skip("$WORKSPACED_BIN is unset: no binary to make a workspace with")
+    db = str(tmp_path / "ws.db")
+    subprocess.run([exe, "--root", "sqlite:" + db, "init"], check=True, capture_output=True)
+    return db
+
+
+def _holder(db: str, *seconds: str) -> subprocess.Popen[str]:
+    p = subprocess.Popen([sys.executable, "-c", _HOLD, db, *seconds], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True)
+    assert p.stdout is not None and p.stdout.readline() == "held\n"
+    return p
+
+
+def test_sqlite_write_waits_past_the_busy_timeout(tmp_path: pathlib.Path) -> None:
+    # lock_timeout 4 s: SQLite's own wait is 2 s, then the write is run
+    # again; the lock, held 3 s, is free before the deadline.
+    db = _fresh_sqlite(tmp_path)
+    ws = workspaced.connect("sqlite:" + db, agent="w1", task="t1", lock_timeout=4)
+    ws.create_task("t1", "a held write lock")
+    p = _holder(db, "3")
+    try:
+        assert ws.env.put("k", 1).version == 1
+    finally:
+        p.wait()
+
+
+def test_sqlite_lock_timeout_names_the_holder(tmp_path: pathlib.Path) -> None:
+    db = _fresh_sqlite(tmp_path)
+    ws = workspaced.connect("sqlite:" + db, agent="w1", task="t1", lock_timeout=0.3)
+    ws.create_task("t1", "a held write lock")
+    p = _holder(db)
+    try:
+        with pytest.raises(workspaced.LockTimeout) as err:
+            ws.env.put("k", 1)
+        if os.path.exists("/proc/locks"):
+            assert err.value.holder.startswith("pid %d (python" % p.pid), err.value
+        assert err.value.holder in str(err.value) and "lock_timeout" in err.value.hint
+    finally:
+        assert p.stdin is not None
+        p.stdin.close()
+        p.wait()
+    assert ws.env.put("k", 2).version == 1

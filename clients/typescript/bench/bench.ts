@@ -1,9 +1,15 @@
 // Side by side, in one run, on one PostgreSQL: a put and a get through the
 // workspaced HTTP API from Node (WorkspacedStore) against LangGraph.js's
-// PostgresStore in-process, and 8 and 16 concurrent writers of each.
+// PostgresStore in-process, and 8 and 16 concurrent writers of each; a put
+// through MCP (the official SDK's client, put_memory_item) against the
+// peer's put plus one MCP ping; and the floors a request from Node cannot
+// go below: an HTTP round trip to the same listener that touches no store
+// (/healthz), and an MCP ping.
 //
 //   WORKSPACED_URL, WORKSPACED_TOKEN  the API listener and a token that
 //                                     writes the global memory
+//   WORKSPACED_MCP_URL                an `mcp --http` server's /mcp on the
+//                                     same workspace (the token admitted)
 //   BENCH_PG                          the database's URL (PostgresStore's
 //                                     tables go in a schema of their own)
 //   BENCH_OPS (400), BENCH_WRITERS (8,16: the writers of each burst),
@@ -15,6 +21,8 @@
 import { performance } from "node:perf_hooks";
 import { PostgresStore } from "@langchain/langgraph-checkpoint-postgres/store";
 import type { BaseStore } from "@langchain/langgraph-checkpoint";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { WorkspacedClient } from "../src/index.js";
 import { WorkspacedStore } from "../src/langgraph.js";
 
@@ -28,6 +36,22 @@ const ours = new WorkspacedStore({
 });
 const peer = PostgresStore.fromConnString(process.env.BENCH_PG!, { schema: `langgraph_bench_${process.pid}` });
 await peer.setup();
+const mcp = new Client({ name: "bench", version: "0.0.0" });
+await mcp.connect(
+  new StreamableHTTPClientTransport(new URL(process.env.WORKSPACED_MCP_URL!), {
+    requestInit: { headers: { Authorization: `Bearer ${process.env.WORKSPACED_TOKEN}` } },
+  }),
+);
+async function mcpPut(ns: string[], key: string, v: object) {
+  const res = await mcp.callTool({ name: "put_memory_item", arguments: { namespace: ns, key, value: v } });
+  if (res.isError) throw new Error(`put_memory_item: ${JSON.stringify(res.content)}`);
+}
+const healthz = `${process.env.WORKSPACED_URL}/healthz`;
+async function floor() {
+  const res = await fetch(healthz);
+  await res.arrayBuffer();
+  if (!res.ok) throw new Error(`GET /healthz: ${res.status}`);
+}
 
 const value = (i: number) => ({ i, text: `memory number ${i}`, tags: ["bench", "node"], score: i / 7 });
 
@@ -52,11 +76,18 @@ for (const s of [ours, peer] as BaseStore[]) {
   for (let i = 0; i < 50; i++) await s.put(["bench", "warm"], `w${i}`, value(i));
   for (let i = 0; i < 50; i++) await s.get(["bench", "warm"], `w${i}`);
 }
+for (let i = 0; i < 50; i++) {
+  await mcpPut(["bench", "warm"], `m${i}`, value(i));
+  await mcp.ping();
+  await floor();
+}
 
 // Puts then gets, in rounds that alternate who goes first, so drift of the
 // machine falls on both alike.
 const put = { ours: [] as number[], peer: [] as number[] };
 const get = { ours: [] as number[], peer: [] as number[] };
+const mcpTimes = { put: [] as number[], ping: [] as number[] };
+const floorTimes: number[] = [];
 const per = Math.ceil(ops / rounds);
 for (let r = 0; r < rounds; r++) {
   const order = r % 2 ? (["peer", "ours"] as const) : (["ours", "peer"] as const);
@@ -68,6 +99,9 @@ for (let r = 0; r < rounds; r++) {
     const s: BaseStore = who === "ours" ? ours : peer;
     get[who].push(...(await timed(per, (i) => s.get(["bench", "seq"], `k${i}`), r * per)));
   }
+  mcpTimes.put.push(...(await timed(per, (i) => mcpPut(["bench", "mcp"], `k${i}`, value(i)), r * per)));
+  mcpTimes.ping.push(...(await timed(per, () => mcp.ping(), 0)));
+  floorTimes.push(...(await timed(per, floor, 0)));
 }
 
 // writers writers at once, each putting writes items of its own: items a
@@ -99,6 +133,8 @@ const last = bursts[bursts.length - 1];
 const result = {
   put: { ours: stats(put.ours), peer: stats(put.peer) },
   get: { ours: stats(get.ours), peer: stats(get.peer) },
+  mcp: { put: stats(mcpTimes.put), ping: stats(mcpTimes.ping) },
+  http_floor: stats(floorTimes),
   writers: bursts.map((b) => ({
     writers: b.writers,
     writes_each: writes,
@@ -111,7 +147,11 @@ const result = {
     get_median: stats(get.ours).median_ms / stats(get.peer).median_ms,
     writers_rate: best(last.ours) / best(last.peer),
     writers_rate_first: best(bursts[0].ours) / best(bursts[0].peer),
+    // MCP's put ÷ (the peer's put + an MCP ping): at most 1 is the target.
+    mcp_put_vs_peer_plus_ping:
+      stats(mcpTimes.put).median_ms / (stats(put.peer).median_ms + stats(mcpTimes.ping).median_ms),
   },
 };
 console.log(JSON.stringify(result));
+await mcp.close();
 await peer.stop();

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 
 from ._backend import Backend
+from ._common import RawJSON
 from .client import Entries, Memory, Workspace
 from .errors import (ClaimLost, Conflict, Forbidden, Invalid, LockTimeout, NotFound, NotServing, NoVerdict,
                      Refused, TooLarge, TooManyRequests, Unauthorized, Unsafe, Unsupported, VersionConflict,
@@ -24,7 +25,7 @@ from .types import Delivery, Entry, EntryInfo, Event, EventPage, MemoryItem, Ver
 __version__ = "0.1.0"
 
 __all__ = [
-    "connect", "Workspace", "Entries", "Memory",
+    "connect", "Workspace", "Entries", "Memory", "RawJSON",
     "Entry", "EntryInfo", "MemoryItem", "Verdict", "Delivery", "Event", "EventPage",
     "WorkspacedError", "Invalid", "Unsafe", "Unauthorized", "Forbidden", "NotFound", "Conflict", "VersionConflict",
     "LockTimeout", "NotServing", "NoVerdict", "ClaimLost", "Refused", "TooLarge", "TooManyRequests", "Unsupported",
@@ -46,7 +47,7 @@ def open_backend(root: str, agent: str | None = None, token: str | None = None, 
         raise Invalid("no agent given", "connect(root, agent='worker_1'), or set $WORKSPACED_AGENT", "agent")
     if root.startswith("sqlite:"):
         from ._databases import SQLiteBackend
-        return SQLiteBackend(root, who)
+        return SQLiteBackend(root, who, lock_timeout)
     if root.startswith(("postgres://", "postgresql://")):
         from ._databases import PostgresBackend
         return PostgresBackend(root, who)
@@ -61,6 +62,6 @@ def connect(root: str | None = None, *, agent: str | None = None, token: str | N
     root: a directory, ``sqlite:PATH``, ``postgres://USER@HOST/DB?schema=NAME``
     or ``http(s)://HOST:PORT`` (default: $WORKSPACE_ROOT). task: the task
     ``ws.env`` and ``ws.session()`` use when given none. lock_timeout: how
-    long a directory's write waits for its lock. timeout: an HTTP request's."""
+    long a write on a directory or SQLite waits for its lock. timeout: an HTTP request's."""
     r = root if root is not None else os.environ.get("WORKSPACE_ROOT", "")
     return Workspace(open_backend(r, agent, token, lock_timeout, timeout), task)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from typing import Any
 
-from .types import Delivery, Entry, EntryInfo, EventPage, MemoryItem
+from .types import Delivery, Entry, EntryInfo, Event, EventPage, MemoryItem
 
 
 class Backend(ABC):
@@ -96,6 +97,11 @@ class Backend(ABC):
     # events, context
     @abstractmethod
     def events(self, task: str, after: int, limit: int) -> EventPage: ...
+
+    def follow(self, task: str, after: int, timeout: float | None) -> Iterator[Event] | None:
+        """The task's events as a stream brings them, where the way in has
+        one (the HTTP API's); None: follow reads pages of events."""
+        return None
 
     @abstractmethod
     def context(self, thread: str, budget: int | None) -> dict[str, Any]: ...

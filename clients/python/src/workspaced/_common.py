@@ -92,8 +92,61 @@ def _depth(v: Any, limit: int) -> int:
     return top
 
 
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[ \t\n\r]+')
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError("%s is not JSON" % name)
+
+
+class RawJSON:
+    """A value given as JSON text, sent as it is written: not decoded and
+    encoded again, so numbers keep their digits and objects their order.
+    The text is checked as a value is (one JSON document, at most 1 MiB
+    compact, nested at most 64 levels) when it is made; ``text`` is it
+    without the whitespace between tokens, ``value`` it decoded."""
+
+    __slots__ = ("text", "value")
+
+    def __init__(self, text: str | bytes) -> None:
+        if isinstance(text, (bytes, bytearray)):
+            try:
+                text = bytes(text).decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise Invalid("raw JSON is not UTF-8: %s" % e, "give UTF-8 text", "value") from None
+        if not isinstance(text, str):
+            raise Invalid("raw JSON is text, not %s" % type(text).__name__, "give a str or bytes of JSON", "value")
+        try:
+            self.value: Any = json.loads(text, parse_constant=_no_constant)
+        except ValueError as e:
+            raise Invalid("value is not JSON: %s" % e, "give one JSON document", "value") from None
+        except RecursionError:
+            raise Invalid("value is nested deeper than %d levels" % MAX_DEPTH, "flatten the value", "value") from None
+        self.text: str = _TOKEN.sub(lambda m: m.group(0) if m.group(0)[0] == '"' else "", text)
+        try:
+            n = len(self.text.encode("utf-8"))
+        except UnicodeEncodeError as e:
+            raise Invalid("raw JSON is not UTF-8: %s" % e, "give valid UTF-8 text", "value") from None
+        if n > VALUE_MAX:
+            raise Invalid("value is %d bytes, over the %d-byte limit" % (n, VALUE_MAX),
+                          "store a smaller value, or a reference to a file", "value")
+        if _depth(self.value, MAX_DEPTH) > MAX_DEPTH:
+            raise Invalid("value is nested deeper than %d levels" % MAX_DEPTH, "flatten the value", "value")
+
+    def __repr__(self) -> str:
+        return "RawJSON(%r)" % (self.text if len(self.text) < 60 else self.text[:57] + "...")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RawJSON) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+
 def value_json(value: Any, what: str = "value") -> str:
     """The value as compact JSON, held to the limits of every store."""
+    if isinstance(value, RawJSON):
+        return value.text  # checked when it was made
     try:
         body = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as e:
@@ -110,7 +163,10 @@ def value_json(value: Any, what: str = "value") -> str:
 
 def value_text(value: Any) -> str:
     """The value as an entry file holds it (2-space indent), held to the
-    limits of every store (on its compact JSON, as they measure it)."""
+    limits of every store (on its compact JSON, as they measure it); raw
+    JSON text is held as it was given, compact."""
+    if isinstance(value, RawJSON):
+        return value.text
     try:
         text = json.dumps(value, ensure_ascii=False, indent=2, allow_nan=False)
     except (TypeError, ValueError) as e:

@@ -4,10 +4,12 @@ transaction, names its errors and says whether a daemon serves."""
 from __future__ import annotations
 
 import os
+import random
 import re
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ._sql import SQLBackend
@@ -15,12 +17,44 @@ from ._tree import flock_held
 from .errors import Invalid, LockTimeout, NotFound, Unsupported, WorkspacedError
 
 
+T = TypeVar("T")
+
+# SQLite's write lock in WAL mode: a POSIX lock on byte 120 of the -shm
+# file (WALINDEX_LOCK_OFFSET, the first of its locks), held from BEGIN
+# IMMEDIATE to COMMIT.
+_WAL_WRITE_LOCK = 120
+
+
+def write_lock_holder(path: str) -> str:
+    """Who holds the SQLite database path's write lock, from the kernel's
+    table of locks (/proc/locks, Linux): "pid N (command)", or "another
+    process" where that cannot be told."""
+    try:
+        ino = os.stat(path + "-shm").st_ino
+        with open("/proc/locks") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return "another process"
+    for line in lines:
+        w = line.split()
+        # 1: POSIX  ADVISORY  WRITE 4242 fd:01:123456 120 120
+        if len(w) >= 8 and w[1] == "POSIX" and w[3] == "WRITE" and w[5].rsplit(":", 1)[-1] == str(ino) \
+                and w[6] == str(_WAL_WRITE_LOCK):
+            try:
+                with open("/proc/%s/comm" % w[4]) as c:
+                    return "pid %s (%s)" % (w[4], c.read().strip())
+            except OSError:
+                return "pid %s" % w[4]
+    return "another process"
+
+
 class SQLiteBackend(SQLBackend):
     """A workspace in one SQLite file: sqlite:PATH."""
 
-    def __init__(self, root: str, agent: str) -> None:
+    def __init__(self, root: str, agent: str, lock_timeout: float = 30.0) -> None:
         import sqlite3
         super().__init__(root, agent)
+        self.lock_timeout = lock_timeout
         path = root[len("sqlite:"):]
         if path.startswith("//"):
             path = path[2:]
@@ -30,9 +64,13 @@ class SQLiteBackend(SQLBackend):
             raise NotFound("no SQLite workspace at %s" % path, "run 'workspaced --root %s init' first" % root)
         self.path = path
         self._sqlite3 = sqlite3
-        self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10.0)
-        for p in ("busy_timeout = 10000", "journal_mode = WAL", "synchronous = FULL", "foreign_keys = ON"):
-            self._conn.execute("PRAGMA " + p)
+        # SQLite's own wait for the write lock is the protocol's 10 s, or
+        # half of lock_timeout when shorter; past it the write is run again
+        # until lock_timeout (_retry).
+        busy = max(1, min(10000, int(lock_timeout * 500)))
+        self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=busy / 1000)
+        for p in ("busy_timeout = %d" % busy, "journal_mode = WAL", "synchronous = FULL", "foreign_keys = ON"):
+            self._retry(lambda: self._conn.execute("PRAGMA " + p))
 
     def close(self) -> None:
         self._conn.close()
@@ -40,18 +78,35 @@ class SQLiteBackend(SQLBackend):
     def _where(self) -> str:
         return "the SQLite database " + self.path
 
+    def _retry(self, fn: Callable[[], T]) -> T:
+        """fn, run again while SQLite refuses it as busy (nothing was
+        written then), with a short random pause, until lock_timeout; then
+        LockTimeout naming the process that holds the write lock. A
+        statement inside a transaction is not run again on its own."""
+        deadline = time.monotonic() + self.lock_timeout
+        while True:
+            try:
+                return fn()
+            except self._sqlite3.OperationalError as e:
+                msg = str(e)
+                if "locked" not in msg and "busy" not in msg:
+                    raise
+                left = deadline - time.monotonic()
+                if left <= 0 or self._conn.in_transaction:
+                    holder = write_lock_holder(self.path)
+                    raise LockTimeout("the SQLite database %s stayed locked by %s for %gs (%s)"
+                                      % (self.path, holder, self.lock_timeout, msg), holder,
+                                      "another process is writing it; try again, or give connect() a longer "
+                                      "lock_timeout") from None
+            time.sleep(min(left, random.uniform(0.005, 0.025)))
+
     def _cursor_exec(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        try:
-            return self._conn.execute(sql, tuple(params)).fetchall()
-        except self._sqlite3.OperationalError as e:
-            if "locked" in str(e) or "busy" in str(e):
-                raise LockTimeout("the SQLite database %s stayed locked: %s" % (self.path, e)) from None
-            raise
+        return self._retry(lambda: self._conn.execute(sql, tuple(params)).fetchall())
 
     @contextmanager
     def _tx(self) -> Iterator[None]:
         with self._mu:
-            self._conn.execute("BEGIN IMMEDIATE")
+            self._retry(lambda: self._conn.execute("BEGIN IMMEDIATE"))
             try:
                 yield
             except BaseException:

@@ -7,7 +7,7 @@ import json
 import os
 from typing import Any
 
-from ._common import (canonical, check_description, check_id, decode_key, encode_key, event_line, judge, now,
+from ._common import (RawJSON, canonical, check_description, check_id, decode_key, encode_key, event_line, judge, now,
                       parse_event, plan_closed, suffix, task_doc, thread_doc, value_text)
 from ._filesmemory import FilesMemory
 from ._local import LocalBackend
@@ -95,7 +95,7 @@ class FilesBackend(FilesMemory, LocalBackend):
         finally:
             os.close(fd)
 
-    def _entry_event(self, scope: str, owner: str, task: str, verb: str, key: str, version: int) -> None:
+    def _entry_event(self, scope: str, owner: str, task: str, verb: str, key: str, version: int, at: str = "") -> None:
         if not task:
             return
         attrs: dict[str, Any] = {"key": key, "agent": self.agent}
@@ -103,7 +103,7 @@ class FilesBackend(FilesMemory, LocalBackend):
             attrs["version"] = version
         if scope == "session":
             attrs["scope"], attrs["thread"] = "session", owner.partition("/")[2]
-        self._event(task, event_line(task, ("env_" if scope == "thread" else "memory_") + verb, [], attrs))
+        self._event(task, event_line(task, ("env_" if scope == "thread" else "memory_") + verb, [], attrs, at))
 
     # ---- entries -------------------------------------------------------
     def entry_put(self, scope: str, owner: str, key: str, value: Any, description: str | None,
@@ -113,8 +113,8 @@ class FilesBackend(FilesMemory, LocalBackend):
         vtext = value_text(value)  # the value as the file holds it, checked against the limits
         if description is not None:
             check_description(description)
-        with _locked(_lock_of(path), self.agent, self.lock_timeout):  # creates d/.locks, and so d
-            t = now()
+        # One time, once the lock is taken, for the holder record, the entry and its event.
+        with _locked(_lock_of(path), self.agent, self.lock_timeout) as t:  # creates d/.locks, and so d
             try:
                 old: dict[str, Any] | None = _entry_head(path)
             except NotFound:
@@ -132,10 +132,11 @@ class FilesBackend(FilesMemory, LocalBackend):
             # A put keeps the description only when it updates a version it names.
             keep = if_version is not None and old is not None and description is None
             desc = str(old.get("short_description", "")) if keep and old else (description or "")
-            e = Entry(key=key, value=value, version=cur + 1, short_description=desc, stored_by=self.agent,
+            e = Entry(key=key, value=value.value if isinstance(value, RawJSON) else value, version=cur + 1,
+                      short_description=desc, stored_by=self.agent,
                       created_at=str(old.get("created_at", t)) if old else t, updated_at=t)
             atomic_write(path, entry_bytes(e, vtext))
-        self._entry_event(scope, owner, task, "stored" if if_version is None else "updated", key, cur + 1)
+        self._entry_event(scope, owner, task, "stored" if if_version is None else "updated", key, cur + 1, t)
         return e
 
     def entry_get(self, scope: str, owner: str, key: str) -> Entry:

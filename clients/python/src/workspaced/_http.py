@@ -8,11 +8,13 @@ import http.client
 import json
 import ssl
 import threading
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
 from ._backend import Backend
-from ._common import check_id, value_json, verdict_of
+from . import _sse
+from ._common import RawJSON, check_id, value_json, verdict_of
 from .errors import Invalid, WorkspacedError, from_problem
 from .types import Delivery, Entry, EntryInfo, Event, EventPage, MemoryItem
 
@@ -85,24 +87,34 @@ class HTTPBackend(Backend):
 
     def _connect(self) -> http.client.HTTPConnection:
         if self._conn is None:
-            if self._tls:
-                self._conn = http.client.HTTPSConnection(self._host, self._port, timeout=self._timeout,
-                                                         context=ssl.create_default_context())
-            else:
-                self._conn = http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
+            self._conn = self._new_conn(self._timeout)
         return self._conn
 
+    def _new_conn(self, timeout: float | None) -> http.client.HTTPConnection:
+        if self._tls:
+            return http.client.HTTPSConnection(self._host, self._port, timeout=timeout, context=ssl.create_default_context())
+        return http.client.HTTPConnection(self._host, self._port, timeout=timeout)
+
+    def _auth(self) -> dict[str, str]:
+        if self._token:
+            return {"Authorization": "Bearer " + self._token}
+        if self._header_agent:
+            return {"Workspace-Agent": self._header_agent}
+        return {}
+
     def _call(self, method: str, path: str, query: list[tuple[str, str]] | None = None, body: Any = None,
-              headers: dict[str, str] | None = None, ok404: bool = False) -> Any:
+              headers: dict[str, str] | None = None, ok404: bool = False, raw_value: RawJSON | None = None) -> Any:
+        """One request; body is encoded as JSON, with raw_value's text as its
+        member "value" when given (sent as it was written)."""
         url = self._base + _API + path + ("?" + urlencode(query) if query else "")
         h = {"Accept": "application/json"}
-        if self._token:
-            h["Authorization"] = "Bearer " + self._token
-        elif self._header_agent:
-            h["Workspace-Agent"] = self._header_agent
+        h.update(self._auth())
         data = None
         if body is not None:
-            data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+            text = json.dumps(body, ensure_ascii=False)
+            if raw_value is not None:
+                text = '{"value":' + raw_value.text + ("," + text[1:] if len(body) else "}")
+            data = text.encode("utf-8")
             h["Content-Type"] = "application/json"
         h.update(headers or {})
         with self._mu:
@@ -151,7 +163,8 @@ class HTTPBackend(Backend):
     def entry_put(self, scope: str, owner: str, key: str, value: Any, description: str | None,
                   if_version: int | None, if_absent: bool) -> Entry:
         value_json(value)
-        body: dict[str, Any] = {"value": value}
+        raw = value if isinstance(value, RawJSON) else None
+        body: dict[str, Any] = {} if raw is not None else {"value": value}
         if description is not None:
             body["short_description"] = description
         h = {}
@@ -159,7 +172,7 @@ class HTTPBackend(Backend):
             h["If-Match"] = '"%d"' % if_version
         if if_absent:
             h["If-None-Match"] = "*"
-        out = self._call("PUT", self._scope_path(scope, owner) + "/" + _key(key), body=body, headers=h)
+        out = self._call("PUT", self._scope_path(scope, owner) + "/" + _key(key), body=body, headers=h, raw_value=raw)
         return _entry(out["entry"])
 
     def entry_get(self, scope: str, owner: str, key: str) -> Entry:
@@ -304,9 +317,12 @@ class HTTPBackend(Backend):
     # ---- events, context -----------------------------------------------
     def events(self, task: str, after: int, limit: int) -> EventPage:
         out = self._call("GET", "/tasks/%s/events" % quote(task, safe=""), [("after", str(after)), ("limit", str(limit))])
-        evs = [Event(time=e["time"], event=e["event"], task_id=e["task_id"], args=tuple(e.get("args") or ()),
-                     attrs=dict(e.get("attrs") or {}), start=int(e["start"]), end=int(e["end"])) for e in out["events"]]
-        return EventPage(evs, int(out["next"]))
+        return EventPage([_sse.event_of(e) for e in out["events"]], int(out["next"]))
+
+    def follow(self, task: str, after: int, timeout: float | None) -> Iterator[Event] | None:
+        """The API's stream of the task's events (a connection of its own)."""
+        url = self._base + _API + "/tasks/%s/events" % quote(task, safe="")
+        return _sse.follow(self._new_conn, url, self._auth(), after, timeout)
 
     def context(self, thread: str, budget: int | None) -> dict[str, Any]:
         q = [("budget", str(int(budget)))] if budget is not None else []

@@ -78,13 +78,27 @@ def _read_bytes(path: str, limit: int = READ_MAX) -> bytes:
         if e.errno == errno.ELOOP:
             raise Unsafe("%s is a symlink" % path, "replace it with a regular file") from None
         raise
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
+    try:
+        st = os.fstat(fd)
         if st.st_mode & 0o170000 != 0o100000:
             raise Unsafe("%s is not a regular file" % path, "replace it with a regular file")
         if st.st_size > limit:
             raise Invalid("%s is %d bytes, over the limit" % (path, st.st_size), "keep files under 16 MiB")
-        return f.read()
+        # One read of one byte more than fstat gave (a regular file reads
+        # whole): a file grown meanwhile is read on to its end, up to the limit.
+        chunks = [os.read(fd, st.st_size + 1)]
+        size = len(chunks[0])
+        while size > st.st_size:
+            more = os.read(fd, 1 << 16)
+            if not more:
+                break
+            chunks.append(more)
+            size += len(more)
+            if size > limit:
+                raise Invalid("%s is over %d bytes" % (path, limit), "keep files under 16 MiB")
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _read_json(path: str) -> Any:
@@ -114,8 +128,10 @@ def flock_held(path: str) -> bool:
 
 
 @contextmanager
-def _locked(path: str, agent: str, timeout: float) -> Iterator[None]:
-    """flock(LOCK_EX) on the sidecar lock file path, with a holder record."""
+def _locked(path: str, agent: str, timeout: float) -> Iterator[str]:
+    """flock(LOCK_EX) on the sidecar lock file path, with a holder record;
+    yields the time it was taken, the record's since. agent is a checked
+    id, so the record needs no JSON escaping."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except FileNotFoundError:
@@ -136,11 +152,12 @@ def _locked(path: str, agent: str, timeout: float) -> Iterator[None]:
                     raise LockTimeout("lock %s still held by %s after %gs" % (path, holder, timeout), holder) from None
                 time.sleep(delay)
                 delay = min(delay * 2, 0.05)
-        record = json.dumps({"pid": os.getpid(), "agent": agent, "since": now()}).encode()
+        since = now()
+        record = ('{"pid": %d, "agent": "%s", "since": "%s"}' % (os.getpid(), agent, since)).encode()
         os.pwrite(fd, record, 0)
         if os.fstat(fd).st_size > len(record):  # a longer record of another holder
             os.ftruncate(fd, len(record))
-        yield
+        yield since
     finally:
         os.close(fd)  # drops the flock
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from . import open_backend
 from .client import Entries, Memory, Workspace
+from .errors import Invalid
 from .types import Delivery, Entry, EntryInfo, Event, EventPage, MemoryItem
 
 __all__ = ["connect", "AsyncWorkspace", "AsyncEntries", "AsyncMemory"]
@@ -27,6 +28,10 @@ async def connect(root: str | None = None, *, agent: str | None = None, token: s
     r = root if root is not None else os.environ.get("WORKSPACE_ROOT", "")
     b = await asyncio.to_thread(open_backend, r, agent, token, lock_timeout, timeout)
     return AsyncWorkspace(Workspace(b, task))
+
+
+def _next(it: Iterator[Event]) -> Event | None:
+    return next(it, None)
 
 
 class AsyncEntries:
@@ -186,7 +191,21 @@ class AsyncWorkspace:
     async def follow(self, task: str | None = None, *, after: int = 0, poll: float = 0.05,
                      timeout: float | None = None) -> AsyncIterator[Event]:
         """Every event after the position, as it comes, until timeout
-        seconds pass without one (None: for ever)."""
+        seconds pass without one (None: for ever). Over HTTP the API's event
+        stream brings them, read in a thread."""
+        if after < 0:
+            raise Invalid("after %r is negative" % (after,), "give a position of 0 or more", "after")
+        stream = self.sync._b.follow(self.sync._task(task), after, timeout)
+        if stream is not None:
+            try:
+                while (ev := await asyncio.to_thread(_next, stream)) is not None:
+                    yield ev
+            finally:
+                try:
+                    getattr(stream, "close", lambda: None)()
+                except ValueError:
+                    pass  # still reading in its thread (a cancelled follow): it ends with its connection
+            return
         quiet = time.monotonic()
         while True:
             page = await self.events(task, after=after, limit=1000)

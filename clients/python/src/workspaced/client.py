@@ -23,7 +23,9 @@ class Entries:
 
     def put(self, key: str, value: Any, description: str | None = None, *, if_version: int | None = None,
             if_absent: bool = False) -> Entry:
-        """Create or replace key; returns the entry written (its version)."""
+        """Create or replace key; returns the entry written (its version).
+        value is any JSON value, or ``RawJSON(text)`` to send JSON text as
+        it is written."""
         check_key(key)
         if if_version is not None and (isinstance(if_version, bool) or not isinstance(if_version, int) or if_version < 1):
             raise Invalid("if_version %r is not a version (1 or more)" % (if_version,), "give the version you read", "if_version")
@@ -263,8 +265,16 @@ class Workspace:
     def follow(self, task: str | None = None, *, after: int = 0, poll: float = 0.05,
                timeout: float | None = None) -> Iterator[Event]:
         """Every event after the position, as it comes, until timeout
-        (seconds without a new event; None: for ever)."""
+        (seconds without a new event; None: for ever). Over HTTP the API's
+        event stream brings them (resumed with Last-Event-ID when cut
+        off); elsewhere the events are read every poll seconds."""
         t = self._task(task)
+        if after < 0:
+            raise Invalid("after %r is negative" % (after,), "give a position of 0 or more", "after")
+        stream = self._b.follow(t, after, timeout)
+        if stream is not None:
+            yield from stream
+            return
         quiet = time.monotonic()
         while True:
             page = self._b.events(t, after, 1000)
