@@ -23,6 +23,9 @@ type ScaleOptions struct {
 	// ScaleBurst agents at once follow in another task of that size
 	// (DefaultScaleRounds if 0).
 	Lone, Rounds int
+	// Waiters is how many claims are then waited for one at a time in the
+	// first task of each size (DefaultScaleWaiters if 0).
+	Waiters int
 	// AgentCmd and ServeCmd start the agents and the daemon, as in Options.
 	AgentCmd, ServeCmd []string
 	// Postgres, when set, is a postgres:// root: the rows are measured
@@ -64,6 +67,12 @@ type ScaleRow struct {
 	// subtask at the same moment, Rounds times.
 	Lone  ScaleFigures `json:"lone"`
 	Burst ScaleFigures `json:"burst"`
+	// Floor is the bare write of a document of the state's size in the
+	// store, measured beside the row (scalefloor.go).
+	Floor ScaleFloor `json:"floor"`
+	// Verdict is Waiters claims waited for one at a time, after the lone
+	// markers, in their task.
+	Verdict VerdictFigures `json:"verdict"`
 }
 
 // ScaleFigures are the daemon's CPU per marker and each marker's latency
@@ -106,10 +115,13 @@ func RunScale(ctx context.Context, opt ScaleOptions) (rep *ScaleReport, err erro
 	if opt.Rounds <= 0 {
 		opt.Rounds = DefaultScaleRounds
 	}
+	if opt.Waiters <= 0 {
+		opt.Waiters = DefaultScaleWaiters
+	}
 	for _, n := range opt.Sizes {
-		if n < 1+opt.Lone || n < 1+ScaleBurst*opt.Rounds {
-			return nil, fmt.Errorf("bench: a task of %d subtasks is too small for %d lone markers and %d rounds of %d (one more for the warm-up)",
-				n, opt.Lone, opt.Rounds, ScaleBurst)
+		if n < 1+opt.Lone+opt.Waiters || n < 1+ScaleBurst*opt.Rounds {
+			return nil, fmt.Errorf("bench: a task of %d subtasks is too small for %d lone markers, %d waiters and %d rounds of %d (one more for the warm-up)",
+				n, opt.Lone, opt.Waiters, opt.Rounds, ScaleBurst)
 		}
 	}
 	base, err := os.MkdirTemp(opt.Dir, ".workspaced-bench-scale-")
@@ -147,18 +159,22 @@ func RunScale(ctx context.Context, opt ScaleOptions) (rep *ScaleReport, err erro
 	}
 	for _, s := range stores {
 		say("scale: %s, tasks of %v subtasks", s.name, opt.Sizes)
-		rows, err := scaleStore(ctx, s.newRig, s.name, opt, say)
+		rows, err := scaleStore(ctx, s.newRig, s.name, base, opt, say)
 		if err != nil {
 			return nil, err
 		}
 		rep.Rows = append(rep.Rows, rows...)
 	}
+	rep.Notes = append(rep.Notes, verdictClock)
 	rep.Notes = append(rep.Notes, fmt.Sprintf("CPU: the daemon process's CPU time (%s) over the markers of a row, divided by them; it includes what the daemon does between them", cpuClockName))
+	for _, s := range stores {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("floor on %s: %s, %d times; the writing thread's CPU per write", s.name, floorName(s.name), ScaleFloorWrites))
+	}
 	return rep, nil
 }
 
 // scaleStore measures every size on one store, served by one daemon.
-func scaleStore(ctx context.Context, newRig func() (*rig, error), name string, opt ScaleOptions, say func(string, ...any)) ([]ScaleRow, error) {
+func scaleStore(ctx context.Context, newRig func() (*rig, error), name, base string, opt ScaleOptions, say func(string, ...any)) ([]ScaleRow, error) {
 	r, err := newRig()
 	if err != nil {
 		return nil, err
@@ -173,11 +189,21 @@ func scaleStore(ctx context.Context, newRig func() (*rig, error), name string, o
 		if row.Lone, err = r.scaleLone(ctx, opt, pid, lone, n); err != nil {
 			return nil, err
 		}
+		say("scale: %s, %d subtasks: %d claims waited for one at a time", name, n, opt.Waiters)
+		if row.Verdict, err = r.scaleVerdict(ctx, lone, 2+opt.Lone, opt.Waiters); err != nil {
+			return nil, err
+		}
 		say("scale: %s, %d subtasks: %d × %d agents at once", name, n, opt.Rounds, ScaleBurst)
 		if row.Burst, err = r.scaleBurst(ctx, opt, pid, fmt.Sprintf("burst_%d", n), n); err != nil {
 			return nil, err
 		}
-		if row.StateKB, err = r.stateKB(ctx, lone); err != nil {
+		doc, err := r.stateDoc(ctx, lone)
+		if err != nil {
+			return nil, err
+		}
+		row.StateKB = float64(len(doc)) / 1024
+		say("scale: %s, %d subtasks: the floor, %d writes of %.0f KiB", name, n, ScaleFloorWrites, row.StateKB)
+		if row.Floor, err = r.scaleFloor(ctx, base, doc); err != nil {
 			return nil, err
 		}
 		out = append(out, row)
@@ -262,15 +288,12 @@ func figures(lat []time.Duration, cpu time.Duration) ScaleFigures {
 	return ScaleFigures{Markers: len(lat), CPUms: ms(cpu) / float64(len(lat)), P50: s.P50, P99: s.P99}
 }
 
-// stateKB is the size of task's state document as canonical JSON, in KiB.
-func (r *rig) stateKB(ctx context.Context, task string) (float64, error) {
+// stateDoc is task's state document as canonical JSON, as the daemon
+// writes it.
+func (r *rig) stateDoc(ctx context.Context, task string) ([]byte, error) {
 	st, err := r.st.ReadState(ctx, task)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	data, err := atomicfile.Marshal(st)
-	if err != nil {
-		return 0, err
-	}
-	return float64(len(data)) / 1024, nil
+	return atomicfile.Marshal(st)
 }

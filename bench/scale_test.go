@@ -22,7 +22,7 @@ func TestRunScaleFiles(t *testing.T) {
 	}
 	bin, dir := testbin.Must(t), t.TempDir()
 	prof := t.TempDir() + "/cpu"
-	rep, err := RunScale(context.Background(), ScaleOptions{Dir: dir, Sizes: []int{100, 200}, Lone: 5, Rounds: 1, Profile: prof,
+	rep, err := RunScale(context.Background(), ScaleOptions{Dir: dir, Sizes: []int{100, 200}, Lone: 5, Rounds: 1, Waiters: 3, Profile: prof,
 		AgentCmd: []string{bin, "bench", "agent"}, ServeCmd: []string{bin, "--root"}})
 	if err != nil {
 		t.Fatalf("RunScale: %v", err)
@@ -31,10 +31,14 @@ func TestRunScaleFiles(t *testing.T) {
 		t.Fatalf("rows %+v: want files at 100 then 200 subtasks", rep.Rows)
 	}
 	for _, r := range rep.Rows {
-		if r.Store != "files" || r.Lone.Markers != 5 || r.Burst.Markers != ScaleBurst {
-			t.Errorf("row %+v: want files, 5 lone markers, %d in the burst", r, ScaleBurst)
+		if r.Store != "files" || r.Lone.Markers != 5 || r.Burst.Markers != ScaleBurst || r.Verdict.Waiters != 3 {
+			t.Errorf("row %+v: want files, 5 lone markers, %d in the burst, 3 waiters", r, ScaleBurst)
 		}
-		for what, v := range map[string]float64{"lone CPU": r.Lone.CPUms, "lone p50": r.Lone.P50, "burst CPU": r.Burst.CPUms, "burst p99": r.Burst.P99, "state": r.StateKB} {
+		if r.Floor.Writes != ScaleFloorWrites {
+			t.Errorf("row %+v: floor of %d writes, want %d", r, r.Floor.Writes, ScaleFloorWrites)
+		}
+		for what, v := range map[string]float64{"lone CPU": r.Lone.CPUms, "lone p50": r.Lone.P50, "burst CPU": r.Burst.CPUms, "burst p99": r.Burst.P99,
+			"verdict p50": r.Verdict.P50, "verdict p99": r.Verdict.P99, "state": r.StateKB, "floor CPU": r.Floor.CPUms, "floor p50": r.Floor.P50} {
 			if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
 				t.Errorf("%d subtasks: %s = %v, want finite and > 0", r.Subtasks, what, v)
 			}

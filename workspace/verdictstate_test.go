@@ -3,9 +3,12 @@ package workspace
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
 )
 
 // TestParseVerdictState: of a state, the verdict read keeps the head, the
@@ -38,6 +41,12 @@ func TestParseVerdictState(t *testing.T) {
 		{name: "subtask not an object", sub: "st_1", data: `{` + head + `,"subtasks":{"st_1":5}}`, err: "subtask st_1"},
 		{name: "subtasks not an object", sub: "st_1", data: `{` + head + `,"subtasks":[]}`, err: "subtasks is not an object"},
 		{name: "torn", sub: "st_1", data: `{` + head + `,"subtasks":{"st_1":{"sta`, err: "parse tasks/t1/state.json"},
+		{name: "bytes after it", sub: "st_1", data: `{` + head + `} {}`, err: "bytes after the document"},
+		{name: "brackets crossed", sub: "st_1", data: `{` + head + `,"checkpoints":{"c":[1}]}}`, err: "matching bracket"},
+		{name: "string cut short", sub: "st_1", data: `{` + head + `,"phase":"exec`, err: "inside a string"},
+		{name: "errors not an array", sub: "st_1", data: `{` + head + `,"errors":{}}`, err: "errors is not an array"},
+		{name: "a head field of the wrong type", sub: "st_1", data: `{"task_id":"t1","status":"executing","journal_seq":"9"}`, err: "journal_seq"},
+		{name: "errors and subtasks null", sub: "st_1", data: `{` + head + `,"subtasks":null,"errors":null}`},
 		{name: "another task", sub: "st_1", data: `{"task_id":"t2","status":"executing","journal_seq":1}`, err: `state of task "t2", not "t1"`},
 	}
 	for _, tc := range cases {
@@ -65,23 +74,117 @@ func TestParseVerdictState(t *testing.T) {
 	}
 }
 
-// FuzzVerdictSubtask: whatever the subtasks object holds, the entry the
-// verdict read finds is the one a whole decoding finds.
-func FuzzVerdictSubtask(f *testing.F) {
-	f.Add(`{"st_1":{"status":"pending"},"st_2":{"status":"x","output":"\"st_1\":"}}`, "st_1")
-	f.Add(`{"a\"":{"status":"y"}, "a" : {"status":"z","blocked_by":["a"]}}`, "a")
-	f.Fuzz(func(t *testing.T, subtasks, id string) {
-		var whole map[string]*SubtaskState
-		if json.Unmarshal([]byte(subtasks), &whole) != nil || whole == nil {
+// FuzzParseVerdictState: on any document that is valid JSON, the
+// verdict read finds what a whole decoding finds (verdictReference); on
+// any other it fails or returns, never panics.
+func FuzzParseVerdictState(f *testing.F) {
+	const head = `"task_id":"t1","status":"executing","plan_status":"approved","journal_seq":9`
+	f.Add(`{`+head+`,"subtasks":{"st_1":{"status":"pending"},"st_2":{"status":"x","output":"\"st_1\":"}}}`, "st_1", int64(7))
+	f.Add(`{`+head+`,"subtasks":{"a\"":{"status":"y"}, "a" : {"status":"z","blocked_by":["a"]}}}`, "a", int64(1))
+	f.Add(`{`+head+`,"errors":[{"at":"2026-01-01T00:00:00Z","seq":7,"message":"a"},{"seq":"7"},{"seq":7.0},{"seq":8}]}`, "st_1", int64(7))
+	f.Add(`{`+head+`,"subtasks":{"st_1":{"status":"pending"},"st_1":{"status":"done"}},"subtasks":null}`, "st_1", int64(0))
+	f.Add(`{`+head+`,"x":[{"y":"\\"},tru,-1e9],"errors":[null]}`, "st_1", int64(0))
+	f.Fuzz(func(t *testing.T, doc, sub string, seq int64) {
+		got, err := ParseVerdictState("t1", []byte(doc), sub, seq)
+		if !json.Valid([]byte(doc)) || !utf8.ValidString(doc) || !utf8.ValidString(sub) {
 			return
 		}
-		doc := `{"task_id":"t1","status":"executing","journal_seq":1,"subtasks":` + subtasks + `}`
-		st, err := ParseVerdictState("t1", []byte(doc), id, 1)
-		if err != nil {
-			t.Fatalf("ParseVerdictState: %v", err)
+		want, werr := verdictReference("t1", []byte(doc), sub, seq)
+		if (err != nil) != (werr != nil) {
+			t.Fatalf("ParseVerdictState error %v; a whole decoding's %v", err, werr)
 		}
-		if want := whole[id]; !reflect.DeepEqual(st.Subtasks[id], want) && want != nil {
-			t.Fatalf("subtask %q: %+v; a whole decoding finds %+v", id, st.Subtasks[id], want)
+		if err == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("ParseVerdictState = %+v; a whole decoding finds %+v", got, want)
 		}
 	})
+}
+
+// verdictReference is what ParseVerdictState returns, read by a whole
+// decoding of data with encoding/json (keys matched exactly, the last of
+// a key given twice counting).
+func verdictReference(id string, data []byte, sub string, seq int64) (State, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil || top == nil {
+		return State{}, fmt.Errorf("not an object: %v", err)
+	}
+	var v verdictScan
+	for key, to := range map[string]any{"task_id": &v.head.TaskID, "status": &v.head.Status, "phase": &v.head.Phase,
+		"journal_seq": &v.head.JournalSeq, "plan_status": &v.plan} {
+		if raw, ok := top[key]; ok {
+			if err := json.Unmarshal(raw, to); err != nil {
+				return State{}, err
+			}
+		}
+	}
+	if raw, ok := top["subtasks"]; ok {
+		var subs map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &subs); err != nil {
+			return State{}, err
+		}
+		if raw, ok := subs[sub]; ok {
+			v.sub = new(SubtaskState)
+			if err := json.Unmarshal(raw, v.sub); err != nil {
+				return State{}, err
+			}
+		}
+	}
+	if raw, ok := top["errors"]; ok {
+		var errs []json.RawMessage
+		if err := json.Unmarshal(raw, &errs); err != nil {
+			return State{}, err
+		}
+		for _, raw := range errs {
+			var e map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &e); err != nil || e == nil {
+				return State{}, fmt.Errorf("an error is not an object: %v", err)
+			}
+			var n int64
+			if json.Unmarshal(e["seq"], &n) != nil || n != seq {
+				continue
+			}
+			var se StateError
+			if err := json.Unmarshal(raw, &se); err != nil {
+				return State{}, err
+			}
+			v.errs = append(v.errs, se)
+		}
+	}
+	if err := v.head.check(id); err != nil {
+		return State{}, err
+	}
+	st := State{TaskID: *v.head.TaskID, Status: *v.head.Status, Phase: v.head.Phase, JournalSeq: *v.head.JournalSeq, PlanStatus: v.plan, Errors: v.errs}
+	if v.sub != nil {
+		st.Subtasks = map[string]*SubtaskState{sub: v.sub}
+	}
+	return st, nil
+}
+
+// BenchmarkParseVerdictState10000 times the verdict read of a state of
+// 10,000 subtasks (what a waiter reads of it once its marker is applied).
+func BenchmarkParseVerdictState10000(b *testing.B) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	st := State{TaskID: "t1", Status: "executing", Phase: "executing", PlanStatus: "approved", JournalSeq: 20000,
+		Subtasks: map[string]*SubtaskState{}, Errors: []StateError{}}
+	for i := range 10000 {
+		ss := &SubtaskState{Status: "pending"}
+		if i%2 == 0 {
+			ss = &SubtaskState{Status: "completed", Worker: "agent_1", StartedAt: &at, CompletedAt: &at, Attempts: 1, Output: fmt.Sprintf("outputs/st_%d.json", i)}
+		}
+		st.Subtasks[fmt.Sprintf("st_%d", i)] = ss
+	}
+	for i := range 100 {
+		st.Errors = append(st.Errors, StateError{At: at, Seq: int64(i), Agent: "agent_2", SubtaskID: "st_1", Message: "claim refused: taken by agent_1"})
+	}
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for range b.N {
+		got, err := ParseVerdictState("t1", data, "st_5000", 50)
+		if err != nil || got.Subtasks["st_5000"] == nil || len(got.Errors) != 1 {
+			b.Fatalf("%+v, %v", got, err)
+		}
+	}
 }

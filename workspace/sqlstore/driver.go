@@ -87,11 +87,6 @@ type Driver interface {
 	// Store.RestoreBackup (PostgreSQL stamps the state with the lease's
 	// epoch, in one round trip).
 	RestoreState(ctx context.Context, tx Executor, r Restore) error
-	// VerdictState reads in tx what the verdict on rec needs of the
-	// task's state (machine.Judge, machine.JudgeReused): at least its id,
-	// status and plan status, the subtask rec names and the errors of
-	// rec's seq.
-	VerdictState(ctx context.Context, tx Executor, taskID string, rec workspace.JournalRecord) (workspace.State, error)
 	// UpdateFriction runs change over the friction log's row (nil when
 	// there is none) as one read-modify-write that no other writer
 	// interleaves with, waiting at most timeout for the other writers

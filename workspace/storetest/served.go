@@ -25,6 +25,9 @@ type counted struct {
 	workspace.Served
 	mu      sync.Mutex
 	dropped map[string]int
+	// daemon serves the store, started with opt.
+	daemon *servetest.Daemon
+	opt    servetest.Options
 }
 
 func (c *counted) note(task string, err error) {

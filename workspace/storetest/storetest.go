@@ -56,8 +56,7 @@ func RunServed(t *testing.T, open func(t *testing.T) workspace.Served, opt serve
 		if tune != nil {
 			tune(&c)
 		}
-		servetest.StartWith(t, s, c)
-		return &counted{Served: s, dropped: map[string]int{}}
+		return &counted{Served: s, dropped: map[string]int{}, daemon: servetest.StartWith(t, s, c), opt: c}
 	}
 	h := Hooks{Apply: awaitApplied}
 	parts := []struct {
@@ -103,6 +102,8 @@ func RunServed(t *testing.T, open func(t *testing.T) workspace.Served, opt serve
 		{"TaskFiles", testTaskFiles, nil},
 		{"Served", testServed, nil},
 		{"ReusedMarkerName", testReusedName, nil},
+		{"TokenInMarkerEvents", testTokenInMarkerEvents, nil},
+		{"Verdicts", testVerdicts, nil},
 		{"DaemonFriction", testDaemonFriction, nil},
 		{"Timeouts", testTimeouts, timeoutsLater},
 	}

@@ -1,0 +1,92 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"time"
+
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// DefaultScaleWaiters claims are waited for one at a time at each size
+// (the verdict rows).
+const DefaultScaleWaiters = 30
+
+// VerdictFigures are how soon a waiter hears the verdict on its claim:
+// from the commit of the state that decides it to workspace.Wait's return,
+// as `claim --wait`, MCP and the HTTP API wait.
+type VerdictFigures struct {
+	Waiters int     `json:"waiters"`
+	P50     float64 `json:"p50_ms"`
+	P99     float64 `json:"p99_ms"`
+}
+
+// verdictClock says where the verdict rows take a commit's time from.
+const verdictClock = "verdict: commit → verdict heard; the commit's time is state.json's mtime on files, " +
+	"the database's WAL file's mtime on SQLite, the states row's updated_at on PostgreSQL (now(): the start of the daemon's transaction, so its figure includes the commit itself)"
+
+// scaleVerdict has waiters claim, one at a time, the subtasks first,
+// first+1, ... of task (executing, nothing else in flight) through the
+// store and wait for each verdict with workspace.Wait, from the state's
+// journal_seq read before the drop, as the doors do.
+func (r *rig) scaleVerdict(ctx context.Context, task string, first, waiters int) (VerdictFigures, error) {
+	src, ok := workspace.As[workspace.VerdictSource](r.st)
+	if !ok {
+		return VerdictFigures{}, errors.New("bench: the store gives no verdicts")
+	}
+	lat := make([]time.Duration, 0, waiters)
+	for i := range waiters {
+		st, err := r.st.ReadState(ctx, task)
+		if err != nil {
+			return VerdictFigures{}, err
+		}
+		name, err := r.st.WriteClaim(ctx, task, fmt.Sprintf("waiter_%d", i), fmt.Sprintf("st_%d", first+i))
+		if err != nil {
+			return VerdictFigures{}, err
+		}
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		v, err := workspace.Wait(wctx, src, task, path.Base(name), st.JournalSeq)
+		heard := time.Now()
+		cancel()
+		if err != nil {
+			return VerdictFigures{}, err
+		}
+		if v.Verdict != workspace.VerdictWon {
+			return VerdictFigures{}, fmt.Errorf("bench: claim %s: verdict %s (%s), not won", name, v.Verdict, v.Reason)
+		}
+		at, err := r.committedAt(ctx, task)
+		if err != nil {
+			return VerdictFigures{}, err
+		}
+		lat = append(lat, heard.Sub(at))
+	}
+	s := summarize("", lat, 0)
+	return VerdictFigures{Waiters: waiters, P50: s.P50, P99: s.P99}, nil
+}
+
+// committedAt is when task's state was last committed (see verdictClock).
+func (r *rig) committedAt(ctx context.Context, task string) (time.Time, error) {
+	switch {
+	case r.ws != nil:
+		fi, err := os.Stat(filepath.Join(r.ws.Dir(), filepath.FromSlash(workspace.TaskDir(task)), "state.json"))
+		if err != nil {
+			return time.Time{}, err
+		}
+		return fi.ModTime(), nil
+	case r.sq != nil:
+		fi, err := os.Stat(r.sq.s.Path() + "-wal")
+		if err != nil {
+			return time.Time{}, fmt.Errorf("bench: the database's WAL file: %w", err)
+		}
+		return fi.ModTime(), nil
+	case r.pg != nil:
+		var at time.Time
+		err := r.pg.s.Pool().QueryRow(ctx, "SELECT updated_at FROM states WHERE task_id = $1", task).Scan(&at)
+		return at, err
+	}
+	return time.Time{}, errors.New("bench: no clock for this store's commits")
+}
