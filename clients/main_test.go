@@ -12,7 +12,11 @@ import (
 	"github.com/workspaced/workspaced/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(clitest.Main(m)) }
+// TestMain runs the tests, 8 at once: they wait on their daemons and runners.
+func TestMain(m *testing.M) {
+	clitest.Waiting(8)
+	os.Exit(clitest.Main(m))
+}
 
 // ws is a workspace made for one test.
 type ws struct {

@@ -31,3 +31,24 @@ func TestWritesNameTheToken(t *testing.T) {
 		t.Fatalf("tokens named by the env_stored events: %v", got)
 	}
 }
+
+// TestMarkersNameTheToken: a claim and a done dropped by a session run on
+// a token carry the token's id, which the daemon names in their events;
+// a session without one drops markers that carry none.
+func TestMarkersNameTheToken(t *testing.T) {
+	w := fixture(t)
+	writeState(t, w)
+	with := connect(t, w, Options{TaskID: "t1", ThreadID: "th_solver", Agent: "solver", TokenID: "tk_0123456789ab"})
+	without := connect(t, w, Options{TaskID: "t1", ThreadID: "th_observer", Agent: "observer"})
+	mustCall(t, with, ToolClaimSubtask, map[string]any{"subtask_id": "st_1"})
+	mustCall(t, without, ToolClaimSubtask, map[string]any{"subtask_id": "st_1"})
+	mustCall(t, with, ToolSignalDone, map[string]any{"subtask_id": "st_1", "output": map[string]any{"summary": "done"}})
+	for _, c := range []struct {
+		prefix, token string
+	}{{".claim.solver.", "tk_0123456789ab"}, {".done.solver.", "tk_0123456789ab"}, {".claim.observer.", ""}} {
+		ms := markers(t, w, c.prefix)
+		if len(ms) != 1 || ms[0].Token != c.token {
+			t.Errorf("%s markers %+v, want one naming token %q", c.prefix, ms, c.token)
+		}
+	}
+}

@@ -1,6 +1,9 @@
 package workspace
 
-import "context"
+import (
+	"context"
+	"strings"
+)
 
 // Who made a write, beside its agent: the id of the token (tk_…) the
 // request came with, never its secret. A door that admits agents by
@@ -12,6 +15,21 @@ import "context"
 
 // EventToken is the event attribute naming the token a write came with.
 const EventToken = "token"
+
+// ValidTokenID says whether id is a token's id as a token store names
+// it: "tk_" and 1 to 64 lower-case hex digits. An event names no other.
+func ValidTokenID(id string) bool {
+	hex, ok := strings.CutPrefix(id, "tk_")
+	if !ok || len(hex) == 0 || len(hex) > 64 {
+		return false
+	}
+	for _, c := range hex {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 type tokenKey struct{}
 

@@ -191,6 +191,10 @@ type Marker struct {
 	Escalate    string     `json:"escalate,omitempty"`
 	ClaimedAt   *time.Time `json:"claimed_at,omitempty"`
 	CompletedAt *time.Time `json:"completed_at,omitempty"`
+	// Token is the id of the token the marker was dropped with (tk_…),
+	// never the token: a store sets it from the write's context
+	// (WithToken), and the daemon names it in the events of the marker.
+	Token string `json:"token,omitempty"`
 }
 
 // State is state.json: the execution state of one task, written only by

@@ -18,8 +18,8 @@ const benchUsage = `workspaced bench — measure the workload against the disk's
 
 Usage:
   workspaced bench [--quick] [--json] [--dir DIR] [--ext4] [--no-python]
-  workspaced --root postgres://… bench [--quick] [--json] [--dir DIR] [--no-python]
-  workspaced --root sqlite:PATH bench [--quick] [--json] [--dir DIR] [--ext4] [--no-python]
+  workspaced --root postgres://… bench [--quick] [--json] [--dir DIR] [--no-python] [--no-files]
+  workspaced --root sqlite:PATH bench [--quick] [--json] [--dir DIR] [--ext4] [--no-python] [--no-files]
   workspaced [--root sqlite:PATH|postgres://…] bench --scale [--sizes 100,1000,10000] [--profile FILE] [--json] [--dir DIR] [--ext4]
   workspaced bench --vs-daemon PATH [--daemon PATH] [--row 32|1] [--pairs N] [--json] [--dir DIR] [--ext4]
   workspaced --root postgres://… bench --vs-daemon PATH [--daemon PATH] [--row 32|1] [--pairs N] [--json]
@@ -78,7 +78,8 @@ inserts its markers through a store of its own (each insert durable
 when it returns), and the harness reads the states at every write to
 the database it hears (every millisecond for 200 ms after one). The
 row "32 agents inserting at once, no daemon" is the bound of the
-32-agents row here too. With --vs-daemon each daemon serves a temporary
+32-agents row here too. --no-files leaves out the run on files: the
+database's rows only. With --vs-daemon each daemon serves a temporary
 database of its own in DIR, beside SQLite's floor.
 
 --scale measures how a marker's cost grows with its task instead: in
@@ -158,6 +159,7 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 	dir := fs.String("dir", "", "make the temporary workspaces in `DIR`, the filesystem measured (default: the directory holding the root)")
 	ext4 := fs.Bool("ext4", false, "measure on a journaled ext4 image loop-mounted for the run (needs root)")
 	noPython := fs.Bool("no-python", false, "leave out the Python agents' rows")
+	noFiles := fs.Bool("no-files", false, "on a sqlite: or postgres:// root, leave out the run on files")
 	vs := fs.String("vs-daemon", "", "compare this binary's daemon with the one of the binary at `PATH`, in paired rounds")
 	self := fs.String("daemon", "", "with --vs-daemon: the binary at `PATH` serves as A instead of this one")
 	pairs := fs.Int("pairs", bench.DefaultPairs, "--vs-daemon runs `N` pairs of rounds")
@@ -194,6 +196,12 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 	}
 	sq := service.KindOf(e.root) == service.SQLite
 	pg := service.KindOf(e.root) == service.PostgreSQL
+	if *noFiles && (*scale || *vs != "") {
+		return usageHint("bench", "--no-files goes with the workload, not with --scale or --vs-daemon")
+	}
+	if *noFiles && !sq && !pg {
+		return usageHint("bench", "--no-files leaves out the run on files beside a database's: it needs a sqlite: or postgres:// root")
+	}
 	if pg && *vs != "" && (*ext4 || *dir != "") {
 		return usageHint("bench", "--vs-daemon on a postgres:// root runs in its database: --ext4 and --dir do not apply")
 	}
@@ -274,7 +282,7 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 		return nil
 	}
 	opt := bench.Options{Dir: *dir, Quick: *quick, AgentCmd: agentCmd, ServeCmd: []string{exe, "--root"},
-		NoPython: *noPython, Progress: progress}
+		NoPython: *noPython, NoFiles: *noFiles, Progress: progress}
 	if pg {
 		opt.Postgres = e.root
 	}
@@ -288,11 +296,13 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 	}
 	out := e.stdout
 	fmt.Fprintf(out, "workspaced bench (%s)\nfilesystem: %s\n\n", map[bool]string{true: "quick", false: "full"}[*quick], rep.FS)
-	rows := [][]string{row(rep.Floor)}
-	for _, r := range rep.Results {
-		rows = append(rows, row(r))
+	if !*noFiles {
+		rows := [][]string{row(rep.Floor)}
+		for _, r := range rep.Results {
+			rows = append(rows, row(r))
+		}
+		table(out, []string{"OPERATION", "OPS", "OPS/S", "P50 MS", "P99 MS", "VS FLOOR", "NOTE"}, rows)
 	}
-	table(out, []string{"OPERATION", "OPS", "OPS/S", "P50 MS", "P99 MS", "VS FLOOR", "NOTE"}, rows)
 	if rep.IdleTasks > 0 { // else not measured, and a note says why
 		fmt.Fprintf(out, "\ndaemon idle with %d tasks: %.1f ms CPU over %.0f s, RSS %.1f MiB (targets: no CPU between events, RSS < 64 MiB)\n",
 			rep.IdleTasks, rep.IdleCPUms, rep.IdleSeconds, rep.RSSMiB)

@@ -18,7 +18,7 @@ func TestBenchHelp(t *testing.T) {
 	t.Parallel()
 	w := newWS(t)
 	help := w.Ok("bench", "--help")
-	for _, f := range []string{"--quick", "--json", "--dir DIR", "--ext4", "--vs-daemon PATH", "--pairs N", "--row 32|1", "--no-python"} {
+	for _, f := range []string{"--quick", "--json", "--dir DIR", "--ext4", "--vs-daemon PATH", "--pairs N", "--row 32|1", "--no-python", "--no-files"} {
 		if !strings.Contains(help, f) {
 			t.Errorf("help lacks %s:\n%s", f, help)
 		}
@@ -64,6 +64,9 @@ func TestBenchFlagMistakes(t *testing.T) {
 		{"a size not a number", []string{"--scale", "--sizes", "1k"}, `not "1k"`},
 		{"an empty size", []string{"--scale", "--sizes", "100,"}, `not ""`},
 		{"a size too large", []string{"--scale", "--sizes", "1000000"}, `not "1000000"`},
+		{"no files on a directory root", []string{"--quick", "--no-files"}, "it needs a sqlite: or postgres:// root"},
+		{"no files with scale", []string{"--scale", "--no-files"}, "--no-files goes with the workload, not with --scale or --vs-daemon"},
+		{"no files with paired rounds", []string{"--vs-daemon", clitest.Bin(), "--no-files"}, "--no-files goes with the workload"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := w.Run(append([]string{"bench"}, tt.args...)...)

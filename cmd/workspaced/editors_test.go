@@ -372,6 +372,7 @@ func TestEditorConfigs(t *testing.T) {
 			}
 			kinds[spec["type"].(string)] = true
 			t.Run(editor+"/"+name, func(t *testing.T) {
+				t.Parallel()
 				got := connectTS(t, node, spec)
 				if !slices.Contains(got.Tools, "list_tasks") || !slices.Contains(got.Tools, "get_task") || !slices.Equal(got.Tasks, []string{"t1"}) {
 					t.Errorf("tools %v, tasks %v", got.Tools, got.Tasks)

@@ -9,8 +9,10 @@ import (
 
 // TestMain runs the tests with every command a ws runs going through
 // run in-process where that is the same as starting the binary; the tests
-// of the process itself start the binary, built on first use.
+// of the process itself start the binary, built on first use. Most of
+// them wait on daemons, browsers and databases: 8 run at once.
 func TestMain(m *testing.M) {
+	clitest.Waiting(8)
 	clitest.InProcess(run)
 	code := clitest.Main(m)
 	closeBrowser()

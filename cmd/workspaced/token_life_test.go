@@ -239,8 +239,11 @@ func TestStdioMCPEndsWithItsToken(t *testing.T) {
 	w := newWS(t)
 	w.Task("t1")
 	revoked, id := w.AddToken("--agent", "a", "--task", "t1")
-	// Long enough for a loaded machine to start the process within it.
-	short, _ := w.AddToken("--agent", "b", "--task", "t1", "--ttl", "20s")
+	// An hour: long enough for a loaded machine to start the process
+	// within it. Once it serves, its expiry is brought to a second from
+	// then (as the agents file holds it): the session must end when the
+	// clock passes it, nothing else changing.
+	short, shortID := w.AddToken("--agent", "b", "--task", "t1", "--ttl", "1h")
 	start := func(name, token string) (*clitest.Log, chan error) {
 		cmd := clitest.Command("--root", w.Root, "mcp", "--task", "t1", "--token-file", w.writeTokenFile(name, token, 0o600))
 		cmd.Dir, cmd.Env = w.Dir, clitest.CleanEnv()
@@ -280,6 +283,19 @@ func TestStdioMCPEndsWithItsToken(t *testing.T) {
 	errB, doneB := start("b.token", short)
 	errA, doneA := start("a.token", revoked)
 	w.Ok("token", "revoke", "--id", id)
+	expiresAt := time.Now().Add(time.Second).UTC()
+	err := tokens.Update(t.Context(), w.Open(), "test", func(d *tokens.FileDoc) error {
+		for i := range d.Tokens {
+			if d.Tokens[i].ID() == shortID {
+				d.Tokens[i].ExpiresAt = expiresAt
+				return nil
+			}
+		}
+		return fmt.Errorf("no token %s", shortID)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ends("revoked", errA, doneA, "the token was revoked; the session is over")
-	ends("expired", errB, doneB, "expired at")
+	ends("expired", errB, doneB, "expired at "+expiresAt.Format(time.RFC3339))
 }

@@ -12,7 +12,11 @@ import (
 	"github.com/workspaced/workspaced/internal/clitest"
 )
 
-func TestMain(m *testing.M) { os.Exit(clitest.Main(m)) }
+// TestMain runs the tests, 8 at once: they wait on their daemons and agents.
+func TestMain(m *testing.M) {
+	clitest.Waiting(8)
+	os.Exit(clitest.Main(m))
+}
 
 // run runs the binary with args in the test's environment, without
 // WORKSPACE_ROOT: the args name the root.

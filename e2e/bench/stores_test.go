@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -34,8 +35,12 @@ func quick(t *testing.T, dir string, args ...string) bench.Report {
 	if err := dec.Decode(&rep); err != nil {
 		t.Fatalf("decode report: %v\n%s", err, r.Stdout)
 	}
-	if len(rep.Results) == 0 || rep.Floor.P50 <= 0 {
-		t.Fatalf("no file workload in the report: %+v", rep)
+	noFiles := slices.Contains(args, "--no-files")
+	if files := len(rep.Results) != 0 || rep.Floor.P50 > 0; files == noFiles {
+		t.Fatalf("the file workload in the report: %v, want %v (bench %q): %+v", files, !noFiles, args, rep)
+	}
+	if said := slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "--no-files") }); said != noFiles {
+		t.Errorf("a note saying the files were left out: %v, want %v: %q", said, noFiles, rep.Notes)
 	}
 	return rep
 }
@@ -51,8 +56,8 @@ func checkFloor(t *testing.T, floor bench.Result, contains string) {
 
 // TestBenchQuickOnStores runs `workspaced --root ROOT bench --quick
 // --json` on a sqlite: root and on a throwaway PostgreSQL: the report
-// holds the file workload and the same rows on the database beside its
-// floor (an upsert of 1 KiB in its own transaction), every figure finite,
+// holds the file workload (left out on SQLite with --no-files, a note
+// saying so) and the same rows on the database beside its floor (an upsert of 1 KiB in its own transaction), every figure finite,
 // each ratio the one its note names, each daemon row's markers all
 // journaled; the temporary database (SQLite: and the root's file, never
 // made) or schema (PostgreSQL) is gone afterwards. It asserts no timing:
@@ -71,7 +76,9 @@ func TestBenchQuickOnStores(t *testing.T) {
 	}{
 		{"sqlite", func(t *testing.T) ([]bench.Result, func()) {
 			dir := t.TempDir()
-			rep := quick(t, dir, "--root", "sqlite:"+dir+"/agents.db", "bench", "--quick", "--json", "--no-python")
+			// The database's rows only: the file workload is the same on
+			// any root (TestBenchQuickJSON; on PostgreSQL's root below).
+			rep := quick(t, dir, "--root", "sqlite:"+dir+"/agents.db", "bench", "--quick", "--json", "--no-files")
 			q := rep.SQLite
 			if q == nil {
 				t.Fatalf("no SQLite section: %+v", rep)

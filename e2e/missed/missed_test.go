@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -66,10 +69,19 @@ func TestServeMissedEvents(t *testing.T) {
 	}
 	clitest.StateWhere(t, x, "arrived", func(st workspace.State) bool { return st.PlanStatus == "proposed" && st.JournalSeq == 1 })
 
-	// A burst larger than the inotify queue loses nothing.
-	const burstTasks, perTask = 10, 2000
+	// A burst larger than the inotify queue loses nothing. The daemon is
+	// stopped (SIGSTOP: a daemon given no CPU) while the markers are
+	// dropped, so nothing reads the queue and it overflows whatever the
+	// machine's speed: each marker is at least three events (its temp file
+	// created, renamed from, renamed to), so half the queue's size in
+	// markers is half as many events again as the queue holds. The daemon
+	// must say the queue overflowed, then find every marker by a full scan.
+	burstTasks, perTask := 10, inotifyQueue(t)/2/10+1
 	for i := 0; i < burstTasks; i++ {
 		clitest.ExecutingTask(t, x, fmt.Sprintf("burst%d", i), perTask)
+	}
+	if err := srv.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
 	}
 	at := time.Now().UTC().Format(workspace.TimeFormat)
 	var wg sync.WaitGroup
@@ -95,9 +107,12 @@ func TestServeMissedEvents(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	if err := srv.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
 	for i := 0; i < burstTasks; i++ {
 		id := fmt.Sprintf("burst%d", i)
-		st := clitest.StateWhere(t, x, id, func(st workspace.State) bool { return st.JournalSeq == 2+perTask })
+		st := clitest.StateWhere(t, x, id, func(st workspace.State) bool { return st.JournalSeq == int64(2+perTask) })
 		for sid, ss := range st.Subtasks {
 			if ss.Status != "in_progress" {
 				t.Fatalf("task %s: subtask %s is %s, want in_progress", id, sid, ss.Status)
@@ -107,6 +122,9 @@ func TestServeMissedEvents(t *testing.T) {
 			t.Fatalf("task %s: %d errors, first %+v", id, len(st.Errors), st.Errors[0])
 		}
 	}
+	if runtime.GOOS == "linux" && !strings.Contains(srv.Log.String(), "the watch queue overflowed") {
+		t.Errorf("%d markers dropped while the daemon was stopped did not overflow the watch queue (the daemon never said so):\n%s", burstTasks*perTask, srv.Log)
+	}
 	if !srv.Running() {
 		t.Fatalf("daemon stopped:\n%s", srv.Log)
 	}
@@ -115,4 +133,19 @@ func TestServeMissedEvents(t *testing.T) {
 	for i := 0; i < burstTasks; i++ {
 		clitest.CheckJournal(t, x, fmt.Sprintf("burst%d", i))
 	}
+}
+
+// inotifyQueue is how many events an inotify instance queues before it
+// overflows (fs.inotify.max_queued_events; Linux's default when it cannot
+// be read).
+func inotifyQueue(t *testing.T) int {
+	data, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events")
+	if err != nil {
+		return 16384
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || n <= 0 {
+		t.Fatalf("fs.inotify.max_queued_events: %q: %v", data, err)
+	}
+	return n
 }

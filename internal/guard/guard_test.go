@@ -189,6 +189,23 @@ func TestTokenRate(t *testing.T) {
 	}
 }
 
+// TestListenersCountApart: each guard (one a listener: serve --listen,
+// web, mcp --http) keeps its own counts in its own process, as
+// docs/SECURITY.md says: a token held back by one listener is served its
+// whole burst by another, so a runaway token that reaches k listeners
+// gets k times the limits.
+func TestListenersCountApart(t *testing.T) {
+	web := newFixture(t, Options{Limits: Limits{Rate: 2, Burst: 5}})
+	mcp := newFixture(t, Options{Limits: Limits{Rate: 2, Burst: 5}})
+	runaway := map[string]string{"Authorization": "Bearer good-runaway"}
+	if got := web.burstOf(t, 8, runaway); got[200] != 5 || got[429] != 3 {
+		t.Fatalf("on the first listener: %v, want 5 × 200 and 3 × 429", got)
+	}
+	if got := mcp.burstOf(t, 8, runaway); got[200] != 5 || got[429] != 3 {
+		t.Fatalf("on the second listener: %v, want its own 5 × 200 and 3 × 429", got)
+	}
+}
+
 // TestAddressRate: requests without a valid token — none, or wrong ones
 // each different — count against their address; a valid token is not
 // held back by them.

@@ -37,7 +37,7 @@ func (w *Store) WriteClaim(ctx context.Context, taskID, agent, subtaskID string)
 		return "", err
 	}
 	now := w.Now()
-	m := workspace.Marker{AgentID: agent, SubtaskID: subtaskID, ClaimedAt: &now}
+	m := workspace.Marker{AgentID: agent, SubtaskID: subtaskID, ClaimedAt: &now, Token: workspace.TokenOf(ctx)}
 	return w.writeMarker(taskID, workspace.ClaimPrefix, agent, now, m)
 }
 
@@ -52,6 +52,7 @@ func (w *Store) WriteDone(ctx context.Context, req workspace.DoneRequest) (strin
 	if err != nil {
 		return "", err
 	}
+	m.Token = workspace.TokenOf(ctx)
 	if kind != workspace.ProductNone {
 		if err := w.ValidateProduct(ctx, req.TaskID, req.OutputFile); err != nil {
 			return "", err

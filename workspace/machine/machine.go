@@ -388,8 +388,18 @@ func (a *applier) apply() {
 	}
 }
 
-// emit appends an event at the record's time.
+// emit appends an event at the record's time. A marker dropped with a
+// token (Marker.Token) names it in every event it causes, beside the
+// agent, as the events of entry writes do.
 func (a *applier) emit(name string, args []string, attrs map[string]string) {
+	if tok := a.rec.Marker.Token; workspace.ValidTokenID(tok) {
+		named := make(map[string]string, len(attrs)+1)
+		for k, v := range attrs {
+			named[k] = v
+		}
+		named[workspace.EventToken] = tok
+		attrs = named
+	}
 	a.events = append(a.events, workspace.Event{Time: a.at, Name: name, TaskID: a.st.TaskID, Args: args, Attrs: attrs})
 }
 

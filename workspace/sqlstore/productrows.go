@@ -342,7 +342,7 @@ func (s *Store) WriteClaim(ctx context.Context, taskID, agent, subtaskID string)
 		return "", err
 	}
 	now := s.Now()
-	return s.DropMarker(ctx, taskID, workspace.KindClaim, workspace.Marker{AgentID: agent, SubtaskID: subtaskID, ClaimedAt: &now})
+	return s.DropMarker(ctx, taskID, workspace.KindClaim, workspace.Marker{AgentID: agent, SubtaskID: subtaskID, ClaimedAt: &now, Token: workspace.TokenOf(ctx)})
 }
 
 // WriteDone checks a done request (workspace.DoneMarker) and the product
@@ -359,6 +359,7 @@ func (s *Store) WriteDone(ctx context.Context, req workspace.DoneRequest) (strin
 	if err != nil {
 		return "", err
 	}
+	m.Token = workspace.TokenOf(ctx)
 	if kind != workspace.ProductNone {
 		if _, _, err := s.readDoc(ctx, req.TaskID, req.OutputFile); err != nil {
 			return "", err

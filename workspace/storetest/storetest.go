@@ -102,6 +102,7 @@ func RunServed(t *testing.T, open func(t *testing.T) workspace.Served, opt serve
 		{"TaskFiles", testTaskFiles, nil},
 		{"Served", testServed, nil},
 		{"ReusedMarkerName", testReusedName, nil},
+		{"TokenInMarkerEvents", testTokenInMarkerEvents, nil},
 		{"Verdicts", testVerdicts, nil},
 		{"DaemonFriction", testDaemonFriction, nil},
 		{"Timeouts", testTimeouts, timeoutsLater},
