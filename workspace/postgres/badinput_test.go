@@ -7,8 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/workspace"
@@ -17,39 +20,60 @@ import (
 )
 
 // dump is every row of every table of s's schema, for telling whether a
-// refused write changed anything.
+// refused write changed anything: one statement (made at s's first dump)
+// reads them all, rather than a round trip a table.
 func dump(t *testing.T, s *Store) string {
 	t.Helper()
 	ctx := t.Context()
-	rows, err := s.pool.Query(ctx, `SELECT table_name FROM information_schema.tables
-		WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name`)
+	q, err := dumpQuery(t, s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tables []string
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			t.Fatal(err)
-		}
-		tables = append(tables, name)
-	}
-	if err := rows.Err(); err != nil {
+	rows, err := s.pool.Query(ctx, q)
+	if err != nil {
 		t.Fatal(err)
 	}
 	var b strings.Builder
-	for _, name := range tables {
-		if name == "lease" {
-			continue // renewed by the daemon, not written by a refused call
-		}
-		var text string
-		err := s.pool.QueryRow(ctx, fmt.Sprintf(`SELECT coalesce(string_agg(r::text, E'\n' ORDER BY r::text), '') FROM %q AS r`, name)).Scan(&text)
-		if err != nil {
+	for rows.Next() {
+		var name, text string
+		if err := rows.Scan(&name, &text); err != nil {
 			t.Fatal(err)
 		}
 		fmt.Fprintf(&b, "%s:\n%s\n", name, text)
 	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
 	return b.String()
+}
+
+// dumpQueries holds each store's dump statement.
+var dumpQueries sync.Map // *Store → string
+
+// dumpQuery is the statement reading every table of s's schema but the
+// lease (renewed by the daemon, not written by a refused call), a row a
+// table: its name and its rows as text, sorted.
+func dumpQuery(t *testing.T, s *Store) (string, error) {
+	if q, ok := dumpQueries.Load(s); ok {
+		return q.(string), nil
+	}
+	rows, err := s.pool.Query(t.Context(), `SELECT table_name FROM information_schema.tables
+		WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' AND table_name <> 'lease' ORDER BY table_name`)
+	if err != nil {
+		return "", err
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return "", err
+	}
+	parts := make([]string, len(tables))
+	for i, name := range tables {
+		parts[i] = fmt.Sprintf(`SELECT %d AS n, '%s' AS name, coalesce((SELECT string_agg(r::text, E'\n' ORDER BY r::text) FROM %s AS r), '')`,
+			i, strings.ReplaceAll(name, "'", "''"), pgx.Identifier{name}.Sanitize())
+	}
+	q := "SELECT name, text FROM (" + strings.Join(parts, " UNION ALL ") + ") AS d (n, name, text) ORDER BY n"
+	v, _ := dumpQueries.LoadOrStore(s, q)
+	return v.(string), nil
 }
 
 // TestBadInput holds the PostgreSQL store to the bad and odd input

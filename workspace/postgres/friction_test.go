@@ -14,11 +14,17 @@ import (
 	"github.com/workspaced/workspaced/workspace"
 )
 
+// TestFrictionNoLostUpdate: eight writers add at once, each a merge into
+// one shared pattern and an entry of its own per round; every add is a
+// read-modify-write of the one friction row, so a lost update shows as a
+// missing entry or a short count. Ten rounds a writer keep all eight
+// contending from the first add to the last, which is all losing an
+// update needs; more rounds only grow the document each add rewrites.
 func TestFrictionNoLostUpdate(t *testing.T) {
 	t.Parallel()
 	s, _ := newStore(t)
 	ctx := context.Background()
-	const writers, each = 8, 25
+	const writers, each = 8, 10
 	var wg sync.WaitGroup
 	for w := range writers {
 		wg.Add(1)

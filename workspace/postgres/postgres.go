@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -58,6 +59,7 @@ type Store struct {
 	conn            string              // the connection string, without ?schema=
 	hub             workspace.CommitHub // the LISTEN shared by Commits (commits.go)
 	notes           *notifier           // the notifications of env puts, after their commit
+	watchEvery      time.Duration       // how often a watch polls; watchPoll when zero (tests shorten it)
 }
 
 // schemaName is what a schema may be called: a channel name

@@ -64,7 +64,7 @@ func (s *Store) Watch(ctx context.Context, each func(workspace.Change)) error {
 		switch {
 		case errors.As(err, &pgErr):
 			// The server answered, and refused: only polling is left.
-			return s.pollEverything(ctx, each, fmt.Errorf("watch the workspace: LISTEN refused, polling every %s: %w", watchPoll, err))
+			return s.pollEverything(ctx, each, fmt.Errorf("watch the workspace: LISTEN refused, polling every %s: %w", s.pollEvery(), err))
 		case err != nil:
 			trouble = fmt.Errorf("watch the workspace: %w", err)
 			select {
@@ -100,10 +100,11 @@ func (s *Store) watchOn(ctx context.Context, conn *pgxpool.Conn, trouble error, 
 	// a notification; each is reported again once its events can be read.
 	var held []string
 	var recheck time.Duration
+	poll := s.pollEvery()
 	for {
-		wait := max(time.Until(looked.Add(watchPoll)), 0)
+		wait := max(time.Until(looked.Add(poll)), 0)
 		if len(held) > 0 {
-			recheck = min(max(2*recheck, heldFirstLook), watchPoll)
+			recheck = min(max(2*recheck, heldFirstLook), poll)
 			wait = min(wait, recheck)
 		} else {
 			recheck = 0
@@ -148,7 +149,7 @@ func (s *Store) watchOn(ctx context.Context, conn *pgxpool.Conn, trouble error, 
 			}
 			held = now
 		}
-		if time.Since(looked) >= watchPoll {
+		if time.Since(looked) >= poll {
 			looked = time.Now()
 			if m, f, err := s.sideMarks(ctx); err == nil {
 				c.Memory, c.Friction = m != memory, f != friction
@@ -160,6 +161,14 @@ func (s *Store) watchOn(ctx context.Context, conn *pgxpool.Conn, trouble error, 
 			each(c)
 		}
 	}
+}
+
+// pollEvery is how often s's watches poll: watchPoll unless a test shortened it.
+func (s *Store) pollEvery() time.Duration {
+	if s.watchEvery > 0 {
+		return s.watchEvery
+	}
+	return watchPoll
 }
 
 // heldTasks lists the tasks with events committed but held back for an
@@ -199,7 +208,7 @@ func (s *Store) sideMarks(ctx context.Context) (memory, friction string, err err
 // watchPoll until ctx ends.
 func (s *Store) pollEverything(ctx context.Context, each func(workspace.Change), why error) error {
 	each(workspace.Change{Everything: true, Err: why})
-	t := time.NewTicker(watchPoll)
+	t := time.NewTicker(s.pollEvery())
 	defer t.Stop()
 	for {
 		select {

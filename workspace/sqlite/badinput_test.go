@@ -1,8 +1,10 @@
 package sqlite
 
 import (
+	"database/sql"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/workspaced/workspaced/workspace"
@@ -10,19 +12,18 @@ import (
 )
 
 // dump is every row of every table of s, for telling whether a refused
-// write changed anything.
+// write changed anything. Its statements are prepared once a store
+// (parsing them again at each dump was most of what a bad-input table
+// cost).
 func dump(t *testing.T, s *Store) string {
 	t.Helper()
-	tables, err := strings1(s.rdb.Query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"))
+	stmts, err := dumpStmts(s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var b strings.Builder
-	for _, name := range tables {
-		rows, err := s.rdb.Query(`SELECT * FROM "` + name + `" ORDER BY rowid`)
-		if err != nil {
-			rows, err = s.rdb.Query(`SELECT * FROM "` + name + `"`)
-		}
+	for _, st := range stmts {
+		rows, err := st.stmt.Query()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,11 +37,49 @@ func dump(t *testing.T, s *Store) string {
 			if err := rows.Scan(ptrs...); err != nil {
 				t.Fatal(err)
 			}
-			fmt.Fprintf(&b, "%s %q\n", name, vals)
+			fmt.Fprintf(&b, "%s %q\n", st.table, vals)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
 		}
 		rows.Close()
 	}
 	return b.String()
+}
+
+// tableStmt reads every row of a table.
+type tableStmt struct {
+	table string
+	stmt  *sql.Stmt
+}
+
+// prepared holds each store's dump statements; they go with its
+// connections when it closes.
+var prepared sync.Map // *Store → []tableStmt
+
+// dumpStmts prepares, on s's first dump, a statement reading each
+// table's rows (in rowid order where the table has one).
+func dumpStmts(s *Store) ([]tableStmt, error) {
+	if v, ok := prepared.Load(s); ok {
+		return v.([]tableStmt), nil
+	}
+	tables, err := strings1(s.rdb.Query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"))
+	if err != nil {
+		return nil, err
+	}
+	var stmts []tableStmt
+	for _, name := range tables {
+		st, err := s.rdb.Prepare(`SELECT * FROM "` + name + `" ORDER BY rowid`)
+		if err != nil {
+			st, err = s.rdb.Prepare(`SELECT * FROM "` + name + `"`)
+		}
+		if err != nil {
+			return nil, err
+		}
+		stmts = append(stmts, tableStmt{name, st})
+	}
+	v, _ := prepared.LoadOrStore(s, stmts)
+	return v.([]tableStmt), nil
 }
 
 // TestBadInput holds the SQLite store to the bad and odd input tables

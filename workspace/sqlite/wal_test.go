@@ -36,7 +36,9 @@ func TestWALShrinksAfterALongRead(t *testing.T) {
 	}
 	sc := workspace.Scope{Kind: workspace.ScopeThread, TaskID: "t1"}
 	wal := s.Path() + "-wal"
-	for i := 0; walSize(t, wal) <= 2*walSizeLimit; i++ {
+	// Past the limit is enough: a log that was not cut back would stay
+	// over it after the read.
+	for i := 0; walSize(t, wal) <= walSizeLimit; i++ {
 		// A value unlike the one it replaces: SQLite writes only the
 		// pages of a row that change.
 		big := json.RawMessage(strconv.Quote(strings.Repeat(string(rune('a'+i%26)), 900<<10)))

@@ -45,14 +45,34 @@ func (p MemoryPut) EventLine(version int) string {
 
 // EventAround is the line of the put's event around its version, for a
 // statement that learns the version as it writes: the line of version v
-// is head + v + tail.
+// is head + v + tail. The version is the last of the event's attributes
+// in their order, so the line is the one without it, then the version.
 func (p MemoryPut) EventAround() (head, tail string) {
-	one, two := p.EventLine(1), p.EventLine(2)
-	i := 0
-	for one[i] == two[i] {
-		i++
+	for k := range p.event.Attrs {
+		if k > "version" {
+			one, two := p.EventLine(1), p.EventLine(2)
+			i := 0
+			for one[i] == two[i] {
+				i++
+			}
+			return one[:i], one[i+1:]
+		}
 	}
-	return one[:i], one[i+1:]
+	e := p.event
+	e.Attrs = maps.Clone(e.Attrs)
+	delete(e.Attrs, "version")
+	return workspace.FormatEvent(e) + " version=", ""
+}
+
+// NewMemoryPut is the put of req, checked (workspace.CheckMemoryPut), at
+// t: its value compacted, its event attributed to ctx's token.
+func NewMemoryPut(ctx context.Context, req workspace.MemoryPutRequest, t time.Time) (MemoryPut, error) {
+	var value bytes.Buffer
+	if err := json.Compact(&value, req.Value); err != nil {
+		return MemoryPut{}, workspace.FieldErr(workspace.ErrInvalid, "value", workspace.FieldValue, "give a JSON object", "%v", err)
+	}
+	return MemoryPut{Req: req, NSKey: req.Namespace.Sortable(), Value: value.Bytes(), At: t,
+		event: workspace.Attributed(ctx, workspace.MemoryEvent("stored", req.Namespace, req.Key, req.Agent, 1, t))}, nil
 }
 
 // Expires is the put's expiry (nil for none).
@@ -63,13 +83,11 @@ func (s *Store) PutMemory(ctx context.Context, req workspace.MemoryPutRequest) (
 	if err := workspace.CheckMemoryPut(req, s.settings.Limits); err != nil {
 		return workspace.MemoryItem{}, err
 	}
-	var value bytes.Buffer
-	if err := json.Compact(&value, req.Value); err != nil {
-		return workspace.MemoryItem{}, workspace.FieldErr(workspace.ErrInvalid, "value", workspace.FieldValue, "give a JSON object", "%v", err)
-	}
 	t := Now()
-	p := MemoryPut{Req: req, NSKey: req.Namespace.Sortable(), Value: value.Bytes(), At: t,
-		event: workspace.Attributed(ctx, workspace.MemoryEvent("stored", req.Namespace, req.Key, req.Agent, 1, t))}
+	p, err := NewMemoryPut(ctx, req, t)
+	if err != nil {
+		return workspace.MemoryItem{}, err
+	}
 	created, version, err := s.d.PutMemory(ctx, p)
 	if err != nil {
 		return workspace.MemoryItem{}, ReadErr(fmt.Sprintf("put memory %s %q", req.Namespace, req.Key), err)

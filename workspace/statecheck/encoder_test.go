@@ -15,8 +15,11 @@ import (
 // The Encoder writes, state after state, the very bytes atomicfile.Marshal
 // writes, re-encoding only the entries it is told changed: states of
 // random changes (new entries, changed ones, odd keys and strings that
-// encoding/json escapes), each checked byte for byte.
+// encoding/json escapes), each checked byte for byte. Two hundred steps
+// of a fixed seed hold every kind of change several times, a re-encoding
+// of everything and a reset among them; the test says so, or fails.
 func TestEncoderMatchesMarshal(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	st := workspace.State{TaskID: "t", Status: "executing", Phase: "p <&> \u2028", LastUpdated: t0,
@@ -27,10 +30,14 @@ func TestEncoderMatchesMarshal(t *testing.T) {
 	}
 	var e Encoder
 	valid := true
-	for step := range 400 {
+	var added, workers, checkpoints, everything, resets int
+	for step := range 200 {
 		var ch Changed
 		for range rng.IntN(4) {
 			id := fmt.Sprintf("st_%d", rng.IntN(400)) // some new
+			if st.Subtasks[id] == nil {
+				added++
+			}
 			at := t0.Add(time.Duration(step) * time.Second)
 			st.Subtasks[id] = &workspace.SubtaskState{Status: "completed", Worker: "w_1", CompletedAt: &at, Output: "outputs/<a&b>.json"}
 			ch.Subtask(id)
@@ -39,14 +46,17 @@ func TestEncoderMatchesMarshal(t *testing.T) {
 			id := fmt.Sprintf("w_%d", rng.IntN(20))
 			st.Workers[id] = &workspace.WorkerState{Status: "busy", CurrentTask: "st_1"}
 			ch.Worker(id)
+			workers++
 		}
 		if rng.IntN(7) == 0 {
 			id := fmt.Sprintf("cp_%d", rng.IntN(5))
 			st.Checkpoints[id] = &workspace.CheckpointState{Status: "pending"}
 			ch.Checkpoint(id)
+			checkpoints++
 		}
 		if rng.IntN(50) == 0 {
 			ch.Everything()
+			everything++
 		}
 		st.JournalSeq = int64(step)
 		got, err := e.Encode(st, ch, valid)
@@ -62,8 +72,14 @@ func TestEncoderMatchesMarshal(t *testing.T) {
 		}
 		if rng.IntN(40) == 0 {
 			e.Reset()
+			resets++
 		}
 	}
+	if added == 0 || workers == 0 || checkpoints == 0 || everything == 0 || resets == 0 {
+		t.Fatalf("the steps left a kind of change out: %d new subtasks, %d workers, %d checkpoints, %d of everything, %d resets",
+			added, workers, checkpoints, everything, resets)
+	}
+	t.Logf("%d new subtasks, %d workers, %d checkpoints, %d of everything, %d resets", added, workers, checkpoints, everything, resets)
 }
 
 // A nil map encodes as null, an empty one as {}, as Marshal does; a
@@ -71,6 +87,7 @@ func TestEncoderMatchesMarshal(t *testing.T) {
 // afresh; one unchanged is not checked again when the state is known
 // valid, and is when it is not.
 func TestEncoderChecks(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	st := workspace.State{TaskID: "t", Status: "executing", Phase: "p", LastUpdated: t0,
 		Subtasks: map[string]*workspace.SubtaskState{"st_1": {Status: "pending"}, "st_2": {Status: "bogus"}},

@@ -17,6 +17,7 @@ import (
 // checks everything when it was not, and applies the size limit to the
 // whole document.
 func TestNext(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	base := func() workspace.State {
 		return workspace.State{TaskID: "t", Status: "executing", Phase: "p", LastUpdated: t0,
@@ -89,6 +90,7 @@ func TestNext(t *testing.T) {
 // fresh pointers is equal, and changing any one field (found by
 // reflection, so a field added later is covered) makes it unequal.
 func TestEntryEqual(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	tp := func() *time.Time { c := at; return &c }
 	checkFields(t, "SubtaskState", subtaskEqual, func() *workspace.SubtaskState {

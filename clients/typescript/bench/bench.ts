@@ -4,7 +4,8 @@
 // through MCP (the official SDK's client, put_memory_item) against the
 // peer's put plus one MCP ping; and the floors a request from Node cannot
 // go below: an HTTP round trip to the same listener that touches no store
-// (/healthz), and an MCP ping.
+// (/healthz), the same with the token's look-up (GET /api/v1/agent), and
+// an MCP ping.
 //
 //   WORKSPACED_URL, WORKSPACED_TOKEN  the API listener and a token that
 //                                     writes the global memory
@@ -47,10 +48,17 @@ async function mcpPut(ns: string[], key: string, v: object) {
   if (res.isError) throw new Error(`put_memory_item: ${JSON.stringify(res.content)}`);
 }
 const healthz = `${process.env.WORKSPACED_URL}/healthz`;
+const whoAmI = `${process.env.WORKSPACED_URL}/api/v1/agent`;
+const auth = { headers: { Authorization: `Bearer ${process.env.WORKSPACED_TOKEN}` } };
 async function floor() {
   const res = await fetch(healthz);
   await res.arrayBuffer();
   if (!res.ok) throw new Error(`GET /healthz: ${res.status}`);
+}
+async function tokenFloor() {
+  const res = await fetch(whoAmI, auth);
+  await res.arrayBuffer();
+  if (!res.ok) throw new Error(`GET /api/v1/agent: ${res.status}`);
 }
 
 const value = (i: number) => ({ i, text: `memory number ${i}`, tags: ["bench", "node"], score: i / 7 });
@@ -80,6 +88,7 @@ for (let i = 0; i < 50; i++) {
   await mcpPut(["bench", "warm"], `m${i}`, value(i));
   await mcp.ping();
   await floor();
+  await tokenFloor();
 }
 
 // Puts then gets, in rounds that alternate who goes first, so drift of the
@@ -88,6 +97,7 @@ const put = { ours: [] as number[], peer: [] as number[] };
 const get = { ours: [] as number[], peer: [] as number[] };
 const mcpTimes = { put: [] as number[], ping: [] as number[] };
 const floorTimes: number[] = [];
+const tokenFloorTimes: number[] = [];
 const per = Math.ceil(ops / rounds);
 for (let r = 0; r < rounds; r++) {
   const order = r % 2 ? (["peer", "ours"] as const) : (["ours", "peer"] as const);
@@ -102,6 +112,7 @@ for (let r = 0; r < rounds; r++) {
   mcpTimes.put.push(...(await timed(per, (i) => mcpPut(["bench", "mcp"], `k${i}`, value(i)), r * per)));
   mcpTimes.ping.push(...(await timed(per, () => mcp.ping(), 0)));
   floorTimes.push(...(await timed(per, floor, 0)));
+  tokenFloorTimes.push(...(await timed(per, tokenFloor, 0)));
 }
 
 // writers writers at once, each putting writes items of its own: items a
@@ -135,6 +146,7 @@ const result = {
   get: { ours: stats(get.ours), peer: stats(get.peer) },
   mcp: { put: stats(mcpTimes.put), ping: stats(mcpTimes.ping) },
   http_floor: stats(floorTimes),
+  http_token_floor: stats(tokenFloorTimes),
   writers: bursts.map((b) => ({
     writers: b.writers,
     writes_each: writes,
