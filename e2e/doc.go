@@ -12,12 +12,12 @@
 //     gated TestServeScale, BenchmarkServeStartup, BenchmarkListing);
 //   - e2e/torture: directory roots under abuse — the daemon SIGKILLed at
 //     random moments while agents finish subtasks in bursts
-//     (WORKSPACED_TORTURE_LONG=1 for the crash tests' long sizes);
+//     (WORKSPACED_TORTURE_LONG=1 for the crash tests' long sizes), and
+//     many processes updating one entry at once, through --if-version
+//     and under `workspaced lock`;
 //   - e2e/missed: markers the daemon's wake-ups miss — dropped while no
 //     daemon runs, in a task directory moved in, a burst larger than the
 //     inotify queue;
-//   - e2e/concurrent: many processes updating one entry at once, through
-//     --if-version and under `workspaced lock`;
 //   - e2e/bench: `workspaced bench`, whole workloads at a time, on files
 //     and on PostgreSQL.
 //

@@ -71,11 +71,11 @@ func journaled(t *testing.T, s *sqlite.Store) int {
 }
 
 // TestCrashExactlyOnce: four agent processes (`workspaced mcp`, each
-// claiming and finishing the 64 subtasks of its task's plan: 512
+// claiming and finishing the 32 subtasks of its task's plan: 256
 // markers, each claim waited for until the daemon decides it; 125
 // subtasks and 1,000 markers at the long sizes, see clitest.LongEnv) run
-// while the daemon and the agents are SIGKILLed 24 times, each daemon at
-// a random moment once it has committed something. After every kill the
+// while the daemon and the agents are SIGKILLed 12 times (24 at the long
+// sizes), each daemon at a random moment once it has committed something. After every kill the
 // database passes integrity_check, every state validates and equals its
 // journal folded by the machine, no marker name is journaled twice and
 // every marker an agent reported written is journaled or still waiting. A
@@ -88,14 +88,11 @@ func TestCrashExactlyOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the crash test runs for several seconds")
 	}
-	const (
-		tasks = 4 // one agent each
-		kills = 24
-	)
+	const tasks = 4 // one agent each
 	// Each daemon is killed once it has committed between 1 and most
 	// markers: kills × most stays under the 2 × tasks × subtasks markers
 	// written, so that every kill lands while the agents write.
-	subtasks, most := clitest.Sized(t, 64, 125), clitest.Sized(t, 20, 40)
+	subtasks, most, kills := clitest.Sized(t, 32, 125), clitest.Sized(t, 20, 40), clitest.Sized(t, 12, 24)
 	begin := time.Now()
 	w, _ := clitest.NewSQLite(t)
 	s := openStore(t, w.Root)

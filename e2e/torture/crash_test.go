@@ -17,18 +17,19 @@ import (
 // one at a time and in bursts: every marker applied exactly once, every
 // state.json valid at every kill.
 
-// TestServeCrashExactlyOnce drives 800 claim and done markers (2,000 at
-// the long sizes, see clitest.LongEnv) across four tasks while killing the daemon
-// with SIGKILL at random moments, and checks that every state.json always
-// validates and that every marker is applied exactly once.
+// TestServeCrashExactlyOnce drives 480 claim and done markers (2,000 at
+// the long sizes, see clitest.LongEnv) across four tasks while killing the
+// daemon with SIGKILL at 15 random moments (25 long), and checks that
+// every state.json always validates and that every marker is applied
+// exactly once.
 func TestServeCrashExactlyOnce(t *testing.T) {
 	t.Parallel() // long, and independent of the others: overlapping them keeps the package short
 	if testing.Short() {
 		t.Skip("crash test: long")
 	}
-	// 100 subtasks a task (250 long), a claim and a done each: 800
+	// 60 subtasks a task (250 long), a claim and a done each: 480
 	// markers (2,000), one agent a task.
-	crashExactlyOnce(t, 4, sized(t, 100, 250), 1, 25)
+	crashExactlyOnce(t, 4, sized(t, 60, 250), 1, sized(t, 15, 25))
 }
 
 // TestServeCrashBursts is TestServeCrashExactlyOnce with 32 agents a task
@@ -40,7 +41,7 @@ func TestServeCrashBursts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test: long")
 	}
-	crashExactlyOnce(t, 2, sized(t, 128, 320), 32, 25)
+	crashExactlyOnce(t, 2, sized(t, 64, 320), 32, sized(t, 15, 25))
 }
 
 // TestServeCrashPoll is TestServeCrashExactlyOnce with the daemon woken
@@ -50,7 +51,7 @@ func TestServeCrashPoll(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test: long")
 	}
-	crashExactlyOnce(t, 2, 120, 4, 20, "--wakeups", "poll", "--poll", "20ms")
+	crashExactlyOnce(t, 2, sized(t, 72, 120), 4, sized(t, 12, 20), "--wakeups", "poll", "--poll", "20ms")
 }
 
 // crashExactlyOnce has agents agents a task (each its share of the

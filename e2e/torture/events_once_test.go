@@ -24,11 +24,8 @@ func TestServeCrashEventsOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test: long")
 	}
-	const (
-		agents = 16
-		kills  = 30
-	)
-	subtasks := sized(t, 160, 240)
+	const agents = 16
+	subtasks, kills := sized(t, 96, 240), sized(t, 18, 30)
 	w := clitest.NewDir(t)
 	x := w.Open()
 	srv := start(w)

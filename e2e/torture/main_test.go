@@ -1,9 +1,9 @@
 // Package torture_test runs the workspaced binary on directory roots
 // under abuse, as real processes: the daemon SIGKILLed at random moments
-// while agents finish subtasks in bursts. Every marker is applied exactly
-// once, every event logged once. (Markers the wake-ups miss, a burst
-// larger than the inotify queue among them, are e2e/missed; many
-// processes updating one entry at once, e2e/concurrent.)
+// while agents finish subtasks in bursts, and many processes updating
+// one entry at once. Every marker is applied exactly once, every event
+// logged once, no update lost. (Markers the wake-ups miss, a burst
+// larger than the inotify queue among them, are e2e/missed.)
 package torture_test
 
 import (

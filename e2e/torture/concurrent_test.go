@@ -1,4 +1,8 @@
-package concurrent_test
+package torture_test
+
+// Many workspaced processes at once on one directory root, updating one
+// entry: read-modify-writes through --if-version that retry on conflict,
+// and the same under `workspaced lock`. No update is lost.
 
 import (
 	"encoding/json"
@@ -31,7 +35,7 @@ const (
 // conflict.
 const (
 	eachEnv     = "WORKSPACED_TORTURE_EACH"
-	defaultEach = 10
+	defaultEach = 5
 )
 
 // updatesEach is $WORKSPACED_TORTURE_EACH, else defaultEach.
@@ -71,7 +75,7 @@ func checkItems(t *testing.T, w *clitest.WS, key string, procs, each int) {
 // --json and update --if-version, retrying on conflict (exit 4): some
 // conflict, none is lost.
 func TestConcurrentUpdatesIfVersion(t *testing.T) {
-	t.Parallel() // long, and independent of the other: overlapping them keeps the package short
+	t.Parallel() // long, and independent of the others: overlapping them keeps the package short
 	w := clitest.NewDir(t)
 	w.Task("t1")
 	w.Ok("env", "store", "--task", "t1", "--key", "items", "--description", "shared list", "--value", "[]")
@@ -133,7 +137,7 @@ func TestConcurrentUpdatesIfVersion(t *testing.T) {
 // The same read-modify-writes, each a shell script run under
 // `workspaced lock`: the lock serializes them, so none conflicts or is lost.
 func TestConcurrentUpdatesUnderLock(t *testing.T) {
-	t.Parallel() // long, and independent of the other: overlapping them keeps the package short
+	t.Parallel() // long, and independent of the others: overlapping them keeps the package short
 	jq, err := exec.LookPath("jq")
 	if err != nil {
 		optdep.Skip(t, "jq", "jq is not installed (Debian: apt-get install jq)")
