@@ -22,3 +22,14 @@ func cpuTime(pid int) (time.Duration, error) {
 	}
 	return time.Duration(ts.Nano()), nil
 }
+
+// threadCPU is the CPU time the calling thread has used so far, user and
+// system (getrusage RUSAGE_THREAD): the caller locks its goroutine to the
+// thread.
+func threadCPU() (time.Duration, error) {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
+		return 0, fmt.Errorf("bench: CPU of this thread: %w", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
+}

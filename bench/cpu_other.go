@@ -13,3 +13,8 @@ const cpuClockName = "none"
 func cpuTime(int) (time.Duration, error) {
 	return 0, errors.New("bench: the scale rows read the daemon's CPU clock, which only Linux offers")
 }
+
+// threadCPU reads a thread's CPU only on Linux.
+func threadCPU() (time.Duration, error) {
+	return 0, errors.New("bench: the scale rows' floor reads the writing thread's CPU, which only Linux offers")
+}

@@ -67,6 +67,9 @@ type ScaleRow struct {
 	// subtask at the same moment, Rounds times.
 	Lone  ScaleFigures `json:"lone"`
 	Burst ScaleFigures `json:"burst"`
+	// Floor is the bare write of a document of the state's size in the
+	// store, measured beside the row (scalefloor.go).
+	Floor ScaleFloor `json:"floor"`
 	// Verdict is Waiters claims waited for one at a time, after the lone
 	// markers, in their task.
 	Verdict VerdictFigures `json:"verdict"`
@@ -156,7 +159,7 @@ func RunScale(ctx context.Context, opt ScaleOptions) (rep *ScaleReport, err erro
 	}
 	for _, s := range stores {
 		say("scale: %s, tasks of %v subtasks", s.name, opt.Sizes)
-		rows, err := scaleStore(ctx, s.newRig, s.name, opt, say)
+		rows, err := scaleStore(ctx, s.newRig, s.name, base, opt, say)
 		if err != nil {
 			return nil, err
 		}
@@ -164,11 +167,14 @@ func RunScale(ctx context.Context, opt ScaleOptions) (rep *ScaleReport, err erro
 	}
 	rep.Notes = append(rep.Notes, verdictClock)
 	rep.Notes = append(rep.Notes, fmt.Sprintf("CPU: the daemon process's CPU time (%s) over the markers of a row, divided by them; it includes what the daemon does between them", cpuClockName))
+	for _, s := range stores {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("floor on %s: %s, %d times; the writing thread's CPU per write", s.name, floorName(s.name), ScaleFloorWrites))
+	}
 	return rep, nil
 }
 
 // scaleStore measures every size on one store, served by one daemon.
-func scaleStore(ctx context.Context, newRig func() (*rig, error), name string, opt ScaleOptions, say func(string, ...any)) ([]ScaleRow, error) {
+func scaleStore(ctx context.Context, newRig func() (*rig, error), name, base string, opt ScaleOptions, say func(string, ...any)) ([]ScaleRow, error) {
 	r, err := newRig()
 	if err != nil {
 		return nil, err
@@ -191,7 +197,13 @@ func scaleStore(ctx context.Context, newRig func() (*rig, error), name string, o
 		if row.Burst, err = r.scaleBurst(ctx, opt, pid, fmt.Sprintf("burst_%d", n), n); err != nil {
 			return nil, err
 		}
-		if row.StateKB, err = r.stateKB(ctx, lone); err != nil {
+		doc, err := r.stateDoc(ctx, lone)
+		if err != nil {
+			return nil, err
+		}
+		row.StateKB = float64(len(doc)) / 1024
+		say("scale: %s, %d subtasks: the floor, %d writes of %.0f KiB", name, n, ScaleFloorWrites, row.StateKB)
+		if row.Floor, err = r.scaleFloor(ctx, base, doc); err != nil {
 			return nil, err
 		}
 		out = append(out, row)
@@ -276,15 +288,12 @@ func figures(lat []time.Duration, cpu time.Duration) ScaleFigures {
 	return ScaleFigures{Markers: len(lat), CPUms: ms(cpu) / float64(len(lat)), P50: s.P50, P99: s.P99}
 }
 
-// stateKB is the size of task's state document as canonical JSON, in KiB.
-func (r *rig) stateKB(ctx context.Context, task string) (float64, error) {
+// stateDoc is task's state document as canonical JSON, as the daemon
+// writes it.
+func (r *rig) stateDoc(ctx context.Context, task string) ([]byte, error) {
 	st, err := r.st.ReadState(ctx, task)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	data, err := atomicfile.Marshal(st)
-	if err != nil {
-		return 0, err
-	}
-	return float64(len(data)) / 1024, nil
+	return atomicfile.Marshal(st)
 }

@@ -34,8 +34,11 @@ func TestRunScaleFiles(t *testing.T) {
 		if r.Store != "files" || r.Lone.Markers != 5 || r.Burst.Markers != ScaleBurst || r.Verdict.Waiters != 3 {
 			t.Errorf("row %+v: want files, 5 lone markers, %d in the burst, 3 waiters", r, ScaleBurst)
 		}
+		if r.Floor.Writes != ScaleFloorWrites {
+			t.Errorf("row %+v: floor of %d writes, want %d", r, r.Floor.Writes, ScaleFloorWrites)
+		}
 		for what, v := range map[string]float64{"lone CPU": r.Lone.CPUms, "lone p50": r.Lone.P50, "burst CPU": r.Burst.CPUms, "burst p99": r.Burst.P99,
-			"verdict p50": r.Verdict.P50, "verdict p99": r.Verdict.P99, "state": r.StateKB} {
+			"verdict p50": r.Verdict.P50, "verdict p99": r.Verdict.P99, "state": r.StateKB, "floor CPU": r.Floor.CPUms, "floor p50": r.Floor.P50} {
 			if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
 				t.Errorf("%d subtasks: %s = %v, want finite and > 0", r.Subtasks, what, v)
 			}

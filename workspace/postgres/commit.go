@@ -36,8 +36,9 @@ type commitTx struct {
 // writer (lockTask) holds it FOR NO KEY UPDATE while it decides whether a
 // product is final. Then the state for update, the journal records after
 // it and the markers waiting, each with whether its name is journaled
-// already. A task gone is pgx.ErrNoRows.
-func (c commitTx) ReadCommit(ctx context.Context, taskID string, max int) (sqlstore.CommitRead, error) {
+// already; the state's document only when the row's stamp is not mine.
+// A task gone is pgx.ErrNoRows.
+func (c commitTx) ReadCommit(ctx context.Context, taskID string, max int, mine sqlstore.Stamp) (sqlstore.CommitRead, error) {
 	var (
 		r   sqlstore.CommitRead
 		one int
@@ -45,11 +46,16 @@ func (c commitTx) ReadCommit(ctx context.Context, taskID string, max int) (sqlst
 	b := &pgx.Batch{}
 	b.Queue("SELECT epoch FROM lease WHERE id = 1 FOR SHARE").QueryRow(func(row pgx.Row) error { return row.Scan(&r.Epoch) })
 	b.Queue("SELECT 1 FROM tasks WHERE id = $1 FOR SHARE", taskID).QueryRow(func(row pgx.Row) error { return row.Scan(&one) })
-	b.Queue("SELECT doc, journal_seq FROM states WHERE task_id = $1 FOR UPDATE", taskID).Query(func(rows pgx.Rows) error {
+	b.Queue(`SELECT CASE WHEN version = $2 AND version > 0 AND epoch = $3 THEN NULL ELSE doc END, journal_seq, version
+		FROM states WHERE task_id = $1 FOR UPDATE`, taskID, mine.Version, mine.Epoch).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
-			r.HasState = true
-			if err := rows.Scan(&r.Prev, &r.PrevSeq); err != nil {
+			var doc *string
+			if err := rows.Scan(&doc, &r.PrevSeq, &r.PrevVersion); err != nil {
 				return err
+			}
+			r.HasState, r.Mine = true, doc == nil
+			if doc != nil {
+				r.Prev = *doc
 			}
 		}
 		return rows.Err()
@@ -111,10 +117,10 @@ func (c commitTx) WriteCommit(ctx context.Context, w sqlstore.CommitWrite) error
 		b.Queue("INSERT INTO backups (task_id, journal_seq, doc) SELECT task_id, journal_seq, doc FROM states WHERE task_id = $1", w.TaskID)
 		b.Queue(`DELETE FROM backups WHERE task_id = $1 AND n <= (
 			SELECT n FROM backups WHERE task_id = $1 ORDER BY n DESC OFFSET $2 LIMIT 1)`, w.TaskID, w.Keep)
-		b.Queue("UPDATE states SET journal_seq = $2, doc = $3, epoch = $4, updated_at = now() WHERE task_id = $1",
-			w.TaskID, w.Seq, w.Doc, w.Epoch)
+		b.Queue("UPDATE states SET journal_seq = $2, doc = $3, epoch = $4, version = $5, updated_at = now() WHERE task_id = $1",
+			w.TaskID, w.Seq, w.Doc, w.Epoch, w.Version)
 	} else {
-		b.Queue("INSERT INTO states (task_id, journal_seq, doc, epoch) VALUES ($1, $2, $3, $4)", w.TaskID, w.Seq, w.Doc, w.Epoch)
+		b.Queue("INSERT INTO states (task_id, journal_seq, doc, epoch, version) VALUES ($1, $2, $3, $4, $5)", w.TaskID, w.Seq, w.Doc, w.Epoch, w.Version)
 	}
 	if len(w.Events) > 0 {
 		times, lines := make([]time.Time, len(w.Events)), make([]string, len(w.Events))

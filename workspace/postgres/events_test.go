@@ -178,17 +178,17 @@ func TestFollowSeesAppendsAndTheDaemonsCommits(t *testing.T) {
 	if err != nil || len(a.Events) == 0 {
 		t.Fatalf("commit of a claim: %+v, %v", a, err)
 	}
+	// Probes appended while the follower was slow to hear the first come
+	// before the commit's events, each once and in order.
+	last := first
 	for _, want := range a.Events {
 		e := next(t, one)
-		// Probes appended while the first was on its way come before
-		// the commit's events: each once, in order (on a busy machine
-		// more than one can be).
 		for e.Name == "probe" {
 			n, _ := strconv.Atoi(e.Args[0])
-			if n <= first {
-				t.Fatalf("probe %d delivered again or out of order (after %d)", n, first)
+			if n <= last {
+				t.Fatalf("probe %d delivered again or out of order (after %d)", n, last)
 			}
-			first = n
+			last = n
 			e = next(t, one)
 		}
 		if e.Name != want.Name || e.TaskID != "t1" {

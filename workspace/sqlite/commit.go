@@ -25,22 +25,26 @@ func (s *Store) Committer(id string) workspace.Committer {
 // commitTx is a commit's transaction (sqlstore.CommitTx).
 type commitTx struct{ wtx }
 
-// ReadCommit reads the task (sql.ErrNoRows when gone), its state row, the
-// journal records after it and up to max markers waiting, each with
-// whether its name is journaled already. The epoch is 0: the flock leads.
-func (c commitTx) ReadCommit(ctx context.Context, taskID string, max int) (sqlstore.CommitRead, error) {
+// ReadCommit reads the task (sql.ErrNoRows when gone), its state row (the
+// document only when the row's stamp is not mine), the journal records
+// after it and up to max markers waiting, each with whether its name is
+// journaled already. The epoch is 0: the flock leads.
+func (c commitTx) ReadCommit(ctx context.Context, taskID string, max int, mine sqlstore.Stamp) (sqlstore.CommitRead, error) {
 	var (
 		r   sqlstore.CommitRead
 		one int
+		doc sql.NullString
 	)
 	if err := c.QueryRowContext(ctx, "SELECT 1 FROM tasks WHERE id = $1", taskID).Scan(&one); err != nil {
 		return r, err
 	}
-	err := c.QueryRowContext(ctx, "SELECT doc, journal_seq FROM states WHERE task_id = $1", taskID).Scan(&r.Prev, &r.PrevSeq)
+	err := c.QueryRowContext(ctx, `SELECT CASE WHEN version = $2 AND version > 0 AND epoch = $3 THEN NULL ELSE doc END, journal_seq, version
+		FROM states WHERE task_id = $1`, taskID, mine.Version, mine.Epoch).Scan(&doc, &r.PrevSeq, &r.PrevVersion)
 	r.HasState = err == nil
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return r, err
 	}
+	r.Prev, r.Mine = doc.String, r.HasState && !doc.Valid
 	if r.After, err = strings1(c.QueryContext(ctx, "SELECT record FROM journal WHERE task_id = $1 AND seq > $2 ORDER BY seq", taskID, r.PrevSeq)); err != nil {
 		return r, err
 	}
@@ -84,8 +88,8 @@ func (c commitTx) ReadProducts(ctx context.Context, taskID string, paths, planPa
 }
 
 // WriteCommit writes the journal rows, the previous state kept as a
-// backup (pruned to w.Keep), the new state, its events, and deletes the
-// markers taken and those passed over.
+// backup (copied from the states row, pruned to w.Keep), the new state,
+// its events, and deletes the markers taken and those passed over.
 func (c commitTx) WriteCommit(ctx context.Context, w sqlstore.CommitWrite) error {
 	for i, rec := range w.Records {
 		if _, err := c.ExecContext(ctx, "INSERT INTO journal (task_id, seq, taken_at, name, record, epoch) VALUES ($1, $2, $3, $4, $5, 0)",
@@ -95,14 +99,14 @@ func (c commitTx) WriteCommit(ctx context.Context, w sqlstore.CommitWrite) error
 	}
 	var err error
 	if w.HasState {
-		if err = keepBackup(ctx, c.wtx, w.TaskID, w.PrevSeq, w.Prev, w.Keep); err != nil {
+		if err = keepBackup(ctx, c.wtx, w.TaskID, w.Keep); err != nil {
 			return err
 		}
-		_, err = c.ExecContext(ctx, "UPDATE states SET journal_seq = $2, doc = $3, updated_at = $4 WHERE task_id = $1",
-			w.TaskID, w.Seq, w.Doc, ts(w.Now))
+		_, err = c.ExecContext(ctx, "UPDATE states SET journal_seq = $2, doc = $3, version = $4, updated_at = $5 WHERE task_id = $1",
+			w.TaskID, w.Seq, w.Doc, w.Version, ts(w.Now))
 	} else {
-		_, err = c.ExecContext(ctx, "INSERT INTO states (task_id, journal_seq, doc, epoch, updated_at) VALUES ($1, $2, $3, 0, $4)",
-			w.TaskID, w.Seq, w.Doc, ts(w.Now))
+		_, err = c.ExecContext(ctx, "INSERT INTO states (task_id, journal_seq, doc, epoch, version, updated_at) VALUES ($1, $2, $3, 0, $4, $5)",
+			w.TaskID, w.Seq, w.Doc, w.Version, ts(w.Now))
 	}
 	if err != nil {
 		return fmt.Errorf("write the state of task %s: %w", w.TaskID, err)

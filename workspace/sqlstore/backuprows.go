@@ -68,9 +68,8 @@ func (s *Store) RestoreBackup(ctx context.Context, taskID, name string, valid fu
 		return "", err
 	}
 	err := s.d.WriteTask(ctx, taskID, func(tx Executor) error {
-		var cur string
-		var curSeq int64
-		err := tx.QueryRow(ctx, "SELECT doc, journal_seq FROM states WHERE task_id = $1"+s.dl.Lock("UPDATE"), taskID).Scan(&cur, &curSeq)
+		var one int
+		err := tx.QueryRow(ctx, "SELECT 1 FROM states WHERE task_id = $1"+s.dl.Lock("UPDATE"), taskID).Scan(&one)
 		if errors.Is(err, ErrNoRows) {
 			return NoStateToRestore(op)
 		}
@@ -86,7 +85,7 @@ func (s *Store) RestoreBackup(ctx context.Context, taskID, name string, valid fu
 			return err
 		}
 		name = chosen.Info.Name
-		return s.d.RestoreState(ctx, tx, Restore{TaskID: taskID, Seq: curSeq, Doc: cur, NewSeq: st.JournalSeq, NewDoc: chosen.Doc, Keep: s.settings.Backups.Keep})
+		return s.d.RestoreState(ctx, tx, Restore{TaskID: taskID, NewSeq: st.JournalSeq, NewDoc: chosen.Doc, Keep: s.settings.Backups.Keep})
 	})
 	if err != nil {
 		return "", err
@@ -94,12 +93,12 @@ func (s *Store) RestoreBackup(ctx context.Context, taskID, name string, valid fu
 	return name, nil
 }
 
-// Restore is what Driver.RestoreState writes: the state (Seq, Doc) kept
-// as the newest backup (the oldest beyond Keep dropped), and the task's
-// state replaced by (NewSeq, NewDoc).
+// Restore is what Driver.RestoreState writes: the task's states row
+// copied as the newest backup (the oldest beyond Keep dropped), and
+// replaced by (NewSeq, NewDoc) under a new version.
 type Restore struct {
-	TaskID      string
-	Seq, NewSeq int64
-	Doc, NewDoc string
-	Keep        int
+	TaskID string
+	NewSeq int64
+	NewDoc string
+	Keep   int
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
@@ -30,67 +29,15 @@ import (
 // daemon asks for no limit.
 const DefaultChunk = 128
 
-// CommitTx is one commit's write transaction on a database.
-type CommitTx interface {
-	Executor
-	// ReadCommit reads, in this order, the lease's epoch (0 where there
-	// is none), the task (ErrNoRows when gone), its state row, the
-	// journal records past the state row's journal_seq and up to max
-	// markers waiting, each with whether its name is journaled already.
-	ReadCommit(ctx context.Context, taskID string, max int) (CommitRead, error)
-	// ReadProducts reads the products of the task at paths and at
-	// planPaths, by path; a path absent is not in the maps.
-	ReadProducts(ctx context.Context, taskID string, paths, planPaths []string) (products map[string][]byte, plans map[string]string, err error)
-	// WriteCommit writes w: the journal rows, the previous state kept as
-	// a backup (pruned to w.Keep), the new state, its events, and the
-	// markers deleted.
-	WriteCommit(ctx context.Context, w CommitWrite) error
-	// DeleteMarkers deletes the markers ids of task taskID (passed over).
-	DeleteMarkers(ctx context.Context, taskID string, ids []int64) error
-}
-
-// CommitRead is what a commit reads first.
-type CommitRead struct {
-	Epoch    int64 // the lease's
-	HasState bool
-	Prev     string // the state row's document
-	PrevSeq  int64
-	After    []string // journal records past the state row's journal_seq
-	Markers  []Marker
-}
-
-// Marker is one marker row waiting.
-type Marker struct {
-	ID         int64
-	Kind, Name string
-	Body       string
-	DroppedAt  time.Time
-	Taken      bool // the journal holds its name already
-}
-
-// CommitWrite is what a commit writes.
-type CommitWrite struct {
-	TaskID   string
-	Epoch    int64
-	Now      time.Time
-	Seqs     []int64  // the journal records', with their markers' names
-	Names    []string // and their JSON
-	Records  []string
-	HasState bool // the state row Prev is kept as a backup and updated
-	Prev     string
-	PrevSeq  int64
-	Keep     int // backups kept
-	Seq      int64
-	Doc      string // the new state
-	Events   []workspace.Event
-	Delete   []int64 // the markers taken and those passed over
-}
-
-// known is a state document the daemon wrote, and its decoding.
+// known is a state document the daemon wrote, its decoding and the
+// stamp of the row it wrote; changed is what the commit that wrote it
+// changed of the state the committer knew before (nil: not known).
 type known struct {
-	doc  string
-	st   workspace.State
-	plan knownPlan
+	doc     string
+	st      workspace.State
+	stamp   Stamp
+	plan    knownPlan
+	changed *statecheck.Changed
 }
 
 // knownPlan is a plan document and its decoding.
@@ -100,8 +47,9 @@ type knownPlan struct {
 }
 
 // Committer is the daemon's handle on one task (workspace.Committer): it
-// remembers the state its last commit wrote, so that a commit that reads
-// the same bytes back from the states row skips decoding them, folds its
+// remembers the state its last commit wrote and the row's stamp, so that
+// a commit that finds the states row with that stamp reads and decodes
+// nothing of the document, folds its
 // markers into that state in place and encodes and checks only the
 // entries they change (foldCache): that document was checked before it
 // was written.
@@ -112,12 +60,12 @@ type Committer struct {
 	id   string
 	run  func(ctx context.Context, fn func(CommitTx) error) error
 	last known
-	plan *workspace.Plan // the plan progress read last
 	// cache is last's state folded in place by the next commit and the
 	// encoding of its entries, while the row holds last's document.
 	cache foldCache
-	// complexity is the estimated complexity of plan's subtasks, by id.
-	complexity map[string]string
+	// progress is the task's subtasks in progress, for the timeout
+	// detector.
+	progress inProgress
 }
 
 // foldCache is what a committer keeps of the state it wrote last for the
@@ -166,25 +114,19 @@ func (c *Committer) Commit(ctx context.Context, req workspace.CommitRequest) (wo
 		a, wrote, err = c.s.commit(ctx, tx, c.last, &c.cache, c.id, max, epoch)
 		return err
 	})
-	if err != nil {
-		c.last, c.cache = known{}, foldCache{}
-		return workspace.Applied{}, err
-	}
-	if a.Gone {
-		return a, nil
+	if err != nil || a.Gone {
+		c.last, c.cache, c.progress.items = known{}, foldCache{}, nil
+		return a, err
 	}
 	if wrote.doc != "" {
 		c.last = wrote
 	}
-	plan := c.plan
+	plan := c.progress.plan
 	if wrote.plan.p != nil {
 		plan = wrote.plan.p
 	}
 	a.Finished = vocab.Finished(wrote.st.Status)
-	if plan != c.plan {
-		c.complexity = nil
-	}
-	a.Progress, c.plan, c.complexity = c.s.progress(ctx, c.id, wrote.st, plan, c.complexity)
+	a.Progress = c.progress.update(ctx, c.s, c.id, wrote.st, plan, wrote.changed)
 	return a, nil
 }
 
@@ -196,7 +138,7 @@ func (c *Committer) Commit(ctx context.Context, req workspace.CommitRequest) (wo
 func (s *Store) commit(ctx context.Context, tx CommitTx, last known, cache *foldCache, taskID string, max int, epoch int64) (workspace.Applied, known, error) {
 	c := &commitTx{s: s, tx: tx, id: taskID, epoch: epoch, last: last, cache: cache}
 	var err error
-	if c.CommitRead, err = tx.ReadCommit(ctx, taskID, max); errors.Is(err, ErrNoRows) {
+	if c.CommitRead, err = tx.ReadCommit(ctx, taskID, max, last.stamp); errors.Is(err, ErrNoRows) {
 		return workspace.Applied{Gone: true}, known{}, nil // removed meanwhile
 	} else if err != nil {
 		return workspace.Applied{}, known{}, fmt.Errorf("read task %s to commit: %w", taskID, err)
@@ -246,7 +188,7 @@ func (s *Store) commit(ctx context.Context, tx CommitTx, last known, cache *fold
 	if f.plan.p == nil {
 		f.plan = last.plan
 	}
-	return a, known{doc: string(f.data), st: f.next, plan: f.plan}, nil
+	return a, known{doc: f.doc, st: f.next, stamp: Stamp{c.PrevVersion + 1, epoch}, plan: f.plan, changed: f.changed}, nil
 }
 
 // commitTx is what one commit's transaction knows, phase by phase.
@@ -275,7 +217,7 @@ func (c *commitTx) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.HasState && c.Prev == c.last.doc {
+	if c.HasState && c.Mine {
 		c.valid = &st
 	}
 	if !c.HasState || st.JournalSeq == c.PrevSeq {
@@ -300,12 +242,12 @@ func (c *commitTx) load(ctx context.Context) error {
 }
 
 // decode is the task's state from its row, or its initial state when
-// the daemon wrote none. A row holding last's bytes is last's state, not
-// decoded again.
+// the daemon wrote none. A row holding last's stamp is last's state, not
+// read nor decoded again.
 func (c *commitTx) decode(ctx context.Context) (workspace.State, error) {
 	var st workspace.State
 	switch {
-	case c.HasState && c.Prev == c.last.doc:
+	case c.HasState && c.Mine:
 		return c.last.st, nil
 	case c.HasState:
 		if err := json.Unmarshal([]byte(c.Prev), &st); err != nil {
@@ -343,11 +285,11 @@ func (c *commitTx) nothing(ctx context.Context, dups []int64) (workspace.Applied
 	if err != nil {
 		return workspace.Applied{}, known{}, fmt.Errorf("encode state of task %s: %w", c.id, err)
 	}
-	if _, err := c.tx.Exec(ctx, "INSERT INTO states (task_id, journal_seq, doc, epoch, updated_at) VALUES ($1, $2, $3, $4, "+c.s.dl.Now+")",
+	if _, err := c.tx.Exec(ctx, "INSERT INTO states (task_id, journal_seq, doc, epoch, version, updated_at) VALUES ($1, $2, $3, $4, 1, "+c.s.dl.Now+")",
 		c.id, c.st.JournalSeq, string(data), c.epoch); err != nil {
 		return workspace.Applied{}, known{}, fmt.Errorf("write the first state of task %s: %w", c.id, err)
 	}
-	return a, known{doc: string(data), st: c.st}, nil
+	return a, known{doc: string(data), st: c.st, stamp: Stamp{1, c.epoch}}, nil
 }
 
 // folded is what fold made of the markers: their records (those taken),
@@ -355,9 +297,13 @@ func (c *commitTx) nothing(ctx context.Context, dups []int64) (workspace.Applied
 // the machine stopped at if it did, the time they were judged at and the
 // plan the state tracks.
 type folded struct {
-	recs    []workspace.JournalRecord
-	next    workspace.State
-	data    []byte
+	recs []workspace.JournalRecord
+	next workspace.State
+	doc  string
+	// changed is the entries the markers changed of the state the
+	// committer wrote last, when they were folded into it (nil: folded
+	// into a state read from the row).
+	changed *statecheck.Changed
 	evs     []workspace.Event
 	stopped error
 	now     time.Time
@@ -384,7 +330,9 @@ func (c *commitTx) fold(ctx context.Context, ms []Marker) (folded, error) {
 		}, c.base+int64(i)+1, f.now)
 	}
 	fd := c.cache.fold
-	if fd == nil {
+	if fd != nil {
+		f.changed = &statecheck.Changed{} // filled below
+	} else {
 		fd = machine.NewFold(c.st, nil)
 	}
 	f.evs, f.stopped = fd.Continue(c.planOf(ctx, pr, &f.plan), f.recs)
@@ -397,13 +345,17 @@ func (c *commitTx) fold(ctx context.Context, ms []Marker) (folded, error) {
 		return folded{}, fmt.Errorf("apply markers of task %s: %w", c.id, f.stopped)
 	}
 	f.recs = f.recs[:taken]
-	data, err := c.cache.enc.Encode(f.next, fd.Changed(), c.valid != nil)
+	changed := fd.Changed()
+	if f.changed != nil {
+		*f.changed = changed
+	}
+	data, err := c.cache.enc.Encode(f.next, changed, c.valid != nil)
 	if err != nil {
 		return folded{}, fmt.Errorf("state of task %s would not validate, not written: %w", c.id, err)
 	}
 	// The encoder's bytes are its own until its next call; the document
-	// outlives this commit as known.
-	f.data = slices.Clone(data)
+	// outlives this commit as known (one copy, sent and kept).
+	f.doc = string(data)
 	return f, nil
 }
 
@@ -493,8 +445,8 @@ func (c *commitTx) planOf(ctx context.Context, pr inputs, plan *knownPlan) func(
 func (c *commitTx) write(ctx context.Context, f folded, ms []Marker, dups []int64) error {
 	n := len(f.recs)
 	w := CommitWrite{TaskID: c.id, Epoch: c.epoch, Now: f.now, Seqs: make([]int64, n), Names: make([]string, n), Records: make([]string, n),
-		HasState: c.HasState, Prev: c.Prev, PrevSeq: c.PrevSeq, Keep: c.s.Settings().Backups.Keep,
-		Seq: f.next.JournalSeq, Doc: string(f.data), Events: f.evs, Delete: make([]int64, n, n+len(dups))}
+		HasState: c.HasState, Keep: c.s.Settings().Backups.Keep,
+		Seq: f.next.JournalSeq, Version: c.PrevVersion + 1, Doc: f.doc, Events: f.evs, Delete: make([]int64, n, n+len(dups))}
 	for i, r := range f.recs {
 		rb, err := atomicfile.Marshal(r)
 		if err != nil {
@@ -504,41 +456,4 @@ func (c *commitTx) write(ctx context.Context, f folded, ms []Marker, dups []int6
 	}
 	w.Delete = append(w.Delete, dups...)
 	return c.tx.WriteCommit(ctx, w)
-}
-
-// Progress lists the subtasks in progress of st, task taskID's state,
-// with the complexity their plan estimates, for the timeout detector:
-// plan when it is st's plan, else the plan read (none: no complexity
-// known), which it returns for the next call.
-func (s *Store) Progress(ctx context.Context, taskID string, st workspace.State, plan *workspace.Plan) ([]workspace.InProgress, *workspace.Plan) {
-	items, plan, _ := s.progress(ctx, taskID, st, plan, nil)
-	return items, plan
-}
-
-// progress is Progress with complexity, the estimated complexity of
-// plan's subtasks by id (nil: made from plan), returned for the next call
-// with the same plan.
-func (s *Store) progress(ctx context.Context, taskID string, st workspace.State, plan *workspace.Plan, complexity map[string]string) ([]workspace.InProgress, *workspace.Plan, map[string]string) {
-	var items []workspace.InProgress
-	for sid, sub := range st.Subtasks {
-		if sub.Status != machine.SubtaskInProgress || sub.StartedAt == nil {
-			continue
-		}
-		if plan == nil || plan.ID != st.PlanID || plan.Version != st.PlanVersion {
-			plan, complexity = nil, nil
-			plan, _ = s.ReadPlan(ctx, taskID, st.PlanVersion)
-		}
-		it := workspace.InProgress{TaskID: taskID, SubtaskID: sid, StartedAt: *sub.StartedAt}
-		if p := plan; p != nil && p.ID == st.PlanID && p.Version == st.PlanVersion {
-			if complexity == nil {
-				complexity = make(map[string]string, len(p.Subtasks))
-				for _, ps := range p.Subtasks {
-					complexity[ps.ID] = ps.EstimatedComplexity
-				}
-			}
-			it.Complexity = complexity[sid]
-		}
-		items = append(items, it)
-	}
-	return items, plan, complexity
 }

@@ -1,0 +1,69 @@
+package sqlstore
+
+import (
+	"context"
+
+	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/machine"
+	"github.com/workspaced/workspaced/workspace/statecheck"
+)
+
+// inProgress is what a committer keeps of its task's subtasks in
+// progress between commits, so that a commit pays for the subtasks it
+// changed, not for every subtask of the task: the subtasks in progress
+// of the state the committer knows, by id (nil: not known), the plan read
+// last and the complexity it estimates, by subtask.
+type inProgress struct {
+	items      map[string]workspace.InProgress
+	plan       *workspace.Plan
+	complexity map[string]string
+}
+
+// update brings the subtasks in progress to st, task taskID's state:
+// changed is what changed since the state p holds (nil: not known, every
+// subtask looked at). plan is st's plan when known; else the plan is read
+// once, and kept. It returns them, with their complexity.
+func (p *inProgress) update(ctx context.Context, s *Store, taskID string, st workspace.State, plan *workspace.Plan, changed *statecheck.Changed) []workspace.InProgress {
+	if plan != p.plan {
+		p.plan, p.complexity = plan, nil
+	}
+	note := func(sid string) {
+		sub := st.Subtasks[sid]
+		if sub == nil || sub.Status != machine.SubtaskInProgress || sub.StartedAt == nil {
+			delete(p.items, sid)
+			return
+		}
+		p.items[sid] = workspace.InProgress{TaskID: taskID, SubtaskID: sid, StartedAt: *sub.StartedAt}
+	}
+	if changed == nil || changed.All || p.items == nil {
+		p.items = map[string]workspace.InProgress{}
+		for sid := range st.Subtasks {
+			note(sid)
+		}
+	} else {
+		for sid := range changed.Subtasks {
+			note(sid)
+		}
+	}
+	if len(p.items) == 0 {
+		return nil
+	}
+	if pl := p.plan; pl == nil || pl.ID != st.PlanID || pl.Version != st.PlanVersion {
+		p.plan, p.complexity = nil, nil
+		if pl, err := s.ReadPlan(ctx, taskID, st.PlanVersion); err == nil && pl != nil && pl.ID == st.PlanID && pl.Version == st.PlanVersion {
+			p.plan = pl
+		}
+	}
+	if p.plan != nil && p.complexity == nil {
+		p.complexity = make(map[string]string, len(p.plan.Subtasks))
+		for _, ps := range p.plan.Subtasks {
+			p.complexity[ps.ID] = ps.EstimatedComplexity
+		}
+	}
+	out := make([]workspace.InProgress, 0, len(p.items))
+	for sid, it := range p.items {
+		it.Complexity = p.complexity[sid]
+		out = append(out, it)
+	}
+	return out
+}
