@@ -23,6 +23,16 @@ func cpuTime(pid int) (time.Duration, error) {
 	return time.Duration(ts.Nano()), nil
 }
 
+// renamedAt is when the file name was renamed into place: its ctime, which
+// a rename sets (its mtime is the earlier write).
+func renamedAt(name string) (time.Time, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(name, &st); err != nil {
+		return time.Time{}, err
+	}
+	return time.Unix(st.Ctim.Sec, st.Ctim.Nsec), nil
+}
+
 // threadCPU is the CPU time the calling thread has used so far, user and
 // system (getrusage RUSAGE_THREAD): the caller locks its goroutine to the
 // thread.

@@ -145,8 +145,16 @@ func newPGRig(ctx context.Context, root string) (*pgRig, error) {
 		return nil, err
 	}
 	pr := &pgRig{root: root, s: s}
+	// bench_commits holds, per task, the daemon's clock at its last state
+	// write, in the daemon's transaction (the verdict rows' clock).
+	if _, err := s.Pool().Exec(ctx, `CREATE TABLE bench_commits (task_id text PRIMARY KEY, at timestamptz NOT NULL)`); err != nil {
+		pr.close()
+		return nil, fmt.Errorf("bench: %w", err)
+	}
 	if _, err := s.Pool().Exec(ctx, `CREATE FUNCTION bench_states_notify() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN
+			INSERT INTO bench_commits VALUES (NEW.task_id, clock_timestamp())
+				ON CONFLICT (task_id) DO UPDATE SET at = excluded.at;
 			PERFORM pg_notify('workspaced_bench_' || TG_TABLE_SCHEMA, NEW.task_id);
 			RETURN NULL;
 		END $$`); err != nil {
@@ -187,6 +195,9 @@ func (pr *pgRig) watch(ctx context.Context, cm *commits) error {
 					cm.abort(fmt.Errorf("bench: listen for state writes: %w", err))
 				}
 				return
+			}
+			if cm.quiet.Load() {
+				continue
 			}
 			var doc string
 			if err := conn.QueryRow(wctx, "SELECT doc FROM states WHERE task_id = $1", n.Payload).Scan(&doc); err != nil {

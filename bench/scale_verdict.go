@@ -26,8 +26,8 @@ type VerdictFigures struct {
 }
 
 // verdictClock says where the verdict rows take a commit's time from.
-const verdictClock = "verdict: commit → verdict heard; the commit's time is state.json's mtime on files, " +
-	"the database's WAL file's mtime on SQLite, the states row's updated_at on PostgreSQL (now(): the start of the daemon's transaction, so its figure includes the commit itself)"
+const verdictClock = "verdict: commit → verdict heard; the commit's time is state.json's ctime on files (its rename into place; its mtime where ctime is not read), " +
+	"the database's WAL file's mtime on SQLite, on PostgreSQL the server's clock_timestamp() at the write of the states row in the daemon's transaction (a trigger of the harness's), shortly before its COMMIT"
 
 // scaleVerdict has waiters claim, one at a time, the subtasks first,
 // first+1, ... of task (executing, nothing else in flight) through the
@@ -38,6 +38,8 @@ func (r *rig) scaleVerdict(ctx context.Context, task string, first, waiters int)
 	if !ok {
 		return VerdictFigures{}, errors.New("bench: the store gives no verdicts")
 	}
+	r.cm.quiet.Store(true)
+	defer r.cm.quiet.Store(false)
 	lat := make([]time.Duration, 0, waiters)
 	for i := range waiters {
 		st, err := r.st.ReadState(ctx, task)
@@ -72,11 +74,7 @@ func (r *rig) scaleVerdict(ctx context.Context, task string, first, waiters int)
 func (r *rig) committedAt(ctx context.Context, task string) (time.Time, error) {
 	switch {
 	case r.ws != nil:
-		fi, err := os.Stat(filepath.Join(r.ws.Dir(), filepath.FromSlash(workspace.TaskDir(task)), "state.json"))
-		if err != nil {
-			return time.Time{}, err
-		}
-		return fi.ModTime(), nil
+		return renamedAt(filepath.Join(r.ws.Dir(), filepath.FromSlash(workspace.TaskDir(task)), "state.json"))
 	case r.sq != nil:
 		fi, err := os.Stat(r.sq.s.Path() + "-wal")
 		if err != nil {
@@ -85,7 +83,7 @@ func (r *rig) committedAt(ctx context.Context, task string) (time.Time, error) {
 		return fi.ModTime(), nil
 	case r.pg != nil:
 		var at time.Time
-		err := r.pg.s.Pool().QueryRow(ctx, "SELECT updated_at FROM states WHERE task_id = $1", task).Scan(&at)
+		err := r.pg.s.Pool().QueryRow(ctx, "SELECT at FROM bench_commits WHERE task_id = $1", task).Scan(&at)
 		return at, err
 	}
 	return time.Time{}, errors.New("bench: no clock for this store's commits")

@@ -281,6 +281,9 @@ func (sr *sqRig) writable(ctx context.Context) bool {
 // readStates reads every state whose journal_seq is not the one seqs
 // holds, and feeds it to cm.
 func (sr *sqRig) readStates(ctx context.Context, cm *commits, seqs map[string]int64) error {
+	if cm.quiet.Load() {
+		return nil
+	}
 	rows, err := sr.rdb.QueryContext(ctx, "SELECT task_id, journal_seq FROM states")
 	if err != nil {
 		return fmt.Errorf("bench: read the states: %w", err)

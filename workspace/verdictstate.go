@@ -370,3 +370,50 @@ func skipSpace(b []byte, i int) int {
 	}
 	return i
 }
+
+// StateTailSeq reads the journal_seq of a state document from its last
+// bytes alone, where the daemon writes it: the document's last entry,
+// `"journal_seq": N }`. ok is false when the document does not end so. A
+// reader waiting for a state to reach a seq uses it to pass over the
+// states written before that, without scanning them: it never decides
+// from it, as ParseVerdictState reads (and checks) the same field.
+func StateTailSeq(data []byte) (seq int64, ok bool) {
+	i := len(data) - 1
+	back := func() {
+		for i >= 0 && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+			i--
+		}
+	}
+	back()
+	if i < 0 || data[i] != '}' {
+		return 0, false
+	}
+	i--
+	back()
+	end := i + 1
+	for i >= 0 && data[i] >= '0' && data[i] <= '9' {
+		i--
+	}
+	if i+1 == end {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(data[i+1:end]), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	back()
+	if i < 0 || data[i] != ':' {
+		return 0, false
+	}
+	i--
+	back()
+	const key = `"journal_seq"`
+	if i+1 < len(key) || string(data[i+1-len(key):i+1]) != key {
+		return 0, false
+	}
+	// The key's opening quote must not be an escaped one inside a string.
+	if k := i + 1 - len(key); k > 0 && data[k-1] == '\\' {
+		return 0, false
+	}
+	return n, true
+}

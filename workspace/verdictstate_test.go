@@ -188,3 +188,54 @@ func BenchmarkParseVerdictState10000(b *testing.B) {
 		}
 	}
 }
+
+// TestStateTailSeq: the journal_seq of a document that ends with it, and
+// nothing for one that does not.
+func TestStateTailSeq(t *testing.T) {
+	cases := []struct {
+		data string
+		seq  int64
+		ok   bool
+	}{
+		{"{\n  \"status\": \"executing\",\n  \"journal_seq\": 42\n}\n", 42, true},
+		{`{"journal_seq":0}`, 0, true},
+		{`{"journal_seq": 7 } `, 7, true},
+		{`{"journal_seq":-1}`, 0, false},
+		{`{"journal_seq":1.5}`, 0, false},
+		{`{"journal_seq":"1"}`, 0, false},
+		{`{"journal_seq":1,"status":"x"}`, 0, false},
+		{`{"x":"\"journal_seq":1}`, 0, false},
+		{`{"my_journal_seq":1}`, 0, false},
+		{`{"journal_seq":99999999999999999999}`, 0, false},
+		{`"journal_seq":1}`, 1, true}, // not checked as a document: ParseVerdictState does that
+		{``, 0, false},
+		{`}`, 0, false},
+	}
+	for _, tc := range cases {
+		if seq, ok := StateTailSeq([]byte(tc.data)); seq != tc.seq || ok != tc.ok {
+			t.Errorf("StateTailSeq(%q) = %d, %v; want %d, %v", tc.data, seq, ok, tc.seq, tc.ok)
+		}
+	}
+}
+
+// FuzzStateTailSeq: of a valid document, the seq read from its tail is
+// the journal_seq a whole decoding finds.
+func FuzzStateTailSeq(f *testing.F) {
+	f.Add(`{"task_id":"t1","journal_seq":3}`)
+	f.Add(`{"a":{"journal_seq":1},"journal_seq":2}`)
+	f.Add(`{"a":"\\"journal_seq\": 1}`)
+	f.Fuzz(func(t *testing.T, doc string) {
+		seq, ok := StateTailSeq([]byte(doc))
+		if !ok || !json.Valid([]byte(doc)) {
+			return
+		}
+		var whole map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(doc), &whole); err != nil {
+			t.Fatalf("a document ending in a journal_seq does not decode as an object: %v", err)
+		}
+		var n int64
+		if err := json.Unmarshal(whole["journal_seq"], &n); err != nil || n != seq {
+			t.Fatalf("tail says %d; a whole decoding finds %s (%v)", seq, whole["journal_seq"], err)
+		}
+	})
+}

@@ -88,8 +88,11 @@ tasks whose approved plan has 100, 1,000 and 10,000 independent subtasks
 finish a subtask each at the same moment, twice, in another task of that
 size. Each row gives the daemon process's CPU per marker (read from its CPU
 clock, all threads, in ns) and the markers' latency (drop → the first read
-of a state showing it, p50 and p99), and the state document's size. It
-runs on files, then on the database a sqlite: or postgres:// root names.
+of a state showing it, p50 and p99), the state document's size, and how
+soon a waiter hears the verdict on its claim (30 claims waited for one at
+a time after the lone markers: the commit → workspace.Wait's return, p50
+and p99). It runs on files, then on the database a sqlite: or postgres://
+root names.
 --profile FILE has each daemon write a CPU profile of its run to
 FILE.files, FILE.sqlite or FILE.postgres (see serve).
 

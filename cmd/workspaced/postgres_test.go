@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/internal/clitest"
+	"github.com/workspaced/workspaced/internal/optdep"
 	"github.com/workspaced/workspaced/internal/pgtest"
 	"github.com/workspaced/workspaced/internal/poll"
 	"github.com/workspaced/workspaced/schemas"
@@ -35,7 +37,12 @@ type pgws struct {
 
 func newPGWS(t *testing.T) *pgws {
 	t.Helper()
-	root := pgtest.Schema(t)
+	return newPGWSAt(t, pgtest.Schema(t))
+}
+
+// newPGWSAt is newPGWS on root, a schema's root URL.
+func newPGWSAt(t *testing.T, root string) *pgws {
+	t.Helper()
 	conn, schema, err := postgres.ParseURL(root)
 	if err != nil {
 		t.Fatal(err)
@@ -474,12 +481,21 @@ func TestPostgresFailover(t *testing.T) {
 // daemon serves and agents drop markers; the daemon reconnects, and every
 // marker an agent got committed is applied exactly once.
 func TestPostgresRestartUnderDaemon(t *testing.T) {
-	// Not parallel: it restarts the cluster every other test shares.
+	t.Parallel()
 	if os.Getenv(pgtest.EnvURL) != "" {
 		t.Skip("the server of " + pgtest.EnvURL + " is not restarted by the tests")
 	}
-	w := newPGWS(t)
+	// A cluster of its own, restarted without disturbing the others'.
 	ctx := context.Background()
+	c, err := pgtest.Start(ctx)
+	if errors.Is(err, pgtest.ErrNotInstalled) {
+		optdep.Skip(t, "postgres", err.Error())
+	}
+	if err != nil {
+		t.Fatalf("start PostgreSQL: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	w := newPGWSAt(t, c.Schema(t))
 	d := w.Start()
 	w.leader(d.Cmd.Process.Pid, 10*time.Second)
 	const subs = 60
@@ -537,7 +553,7 @@ func TestPostgresRestartUnderDaemon(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if err := pgtest.Shared(t).Restart(ctx); err != nil {
+	if err := c.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()

@@ -67,7 +67,10 @@ func (ws *Store) ReadVerdict(taskID, name string, after int64) (workspace.Verdic
 // readVerdictState reads of the task's state.json what the verdict on a
 // marker naming subtaskID, journaled as seq, needs
 // (workspace.ParseVerdictState). state.json is replaced whole by a
-// rename, so what is read is a state the daemon committed.
+// rename, so what is read is a state the daemon committed. A state whose
+// journal_seq, read from its last bytes (workspace.StateTailSeq), is
+// before seq is returned with that journal_seq alone: a waiter woken by
+// the writes that precede the state's reads it at the cost of a copy.
 func (ws *Store) readVerdictState(taskID, subtaskID string, seq int64) (workspace.State, error) {
 	if err := ws.checkTask(taskID); err != nil {
 		return workspace.State{}, err
@@ -78,6 +81,10 @@ func (ws *Store) readVerdictState(taskID, subtaskID string, seq int64) (workspac
 	}
 	if err != nil {
 		return workspace.State{}, err
+	}
+	if tail, ok := workspace.StateTailSeq(data); ok && tail < seq {
+		// A state written before the record's: nothing to scan it for.
+		return workspace.State{JournalSeq: tail}, nil
 	}
 	return workspace.ParseVerdictState(taskID, data, subtaskID, seq)
 }

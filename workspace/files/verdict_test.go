@@ -2,6 +2,7 @@ package files
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path"
@@ -90,6 +91,14 @@ func TestReadVerdict(t *testing.T) {
 			writeJournalFile(t, ws, RecordName(4), claimRec(4, name))
 			ws.WriteJSON("tasks/t1/state.json", state(3))
 		}, where: workspace.MarkerTaken},
+		{name: "recorded, state behind, journal_seq not last", setup: func(t *testing.T, ws *Store) {
+			writeJournalFile(t, ws, RecordName(4), claimRec(4, name))
+			ws.WriteJSON("tasks/t1/state.json", sortedKeys(t, state(3)))
+		}, where: workspace.MarkerTaken},
+		{name: "recorded and applied, journal_seq not last", setup: func(t *testing.T, ws *Store) {
+			writeJournalFile(t, ws, RecordName(4), claimRec(4, name))
+			ws.WriteJSON("tasks/t1/state.json", sortedKeys(t, state(4)))
+		}, where: workspace.MarkerDecided, verdict: workspace.VerdictWon},
 		{name: "recorded, no state.json", setup: func(t *testing.T, ws *Store) {
 			writeJournalFile(t, ws, RecordName(4), claimRec(4, name))
 		}, where: workspace.MarkerTaken},
@@ -273,4 +282,19 @@ func testWaitVerdictFromDaemon(t *testing.T, wake workspace.WakeOptions) {
 	if v := wait(m); v.Verdict != workspace.VerdictApplied || v.SubtaskStatus != "completed" || v.Kind != workspace.KindDone {
 		t.Errorf("done: %+v, want applied", v)
 	}
+}
+
+// sortedKeys is st as a JSON object of sorted keys: its journal_seq not
+// last, where the daemon writes it.
+func sortedKeys(t *testing.T, st workspace.State) map[string]any {
+	t.Helper()
+	data, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

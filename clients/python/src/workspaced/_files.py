@@ -11,7 +11,8 @@ from ._common import (RawJSON, canonical, check_description, check_id, decode_ke
                       parse_event, plan_closed, suffix, task_doc, thread_doc, value_text)
 from ._filesmemory import FilesMemory
 from ._local import LocalBackend
-from ._tree import flock_held, _find_record, _fsync_dir, _lock_of, _locked, _next_version, _read_bytes, _read_json, atomic_write
+from ._tree import (flock_held, _find_record, _fsync_dir, _lock_of, _locked, _next_version, _read_bytes, _read_json, _tail_seq,
+                    atomic_write)
 from .errors import Conflict, Invalid, NotFound, VersionConflict
 from .types import Entry, EntryInfo, Event, EventPage, Verdict
 
@@ -260,8 +261,19 @@ class FilesBackend(FilesMemory, LocalBackend):
         rec = _find_record(os.path.join(tdir, "journal"), marker, after)
         if rec is None:
             return None
-        st = self.state(task)
-        if st is None or int(st.get("journal_seq", 0)) < int(rec["seq"]):
+        try:
+            data = _read_bytes(os.path.join(tdir, "state.json"))
+        except NotFound:
+            return None
+        tail = _tail_seq(data)
+        if tail is not None and tail < int(rec["seq"]):
+            return None  # a state written before the record's: not parsed
+        try:
+            st = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as e:
+            raise Invalid("%s is not JSON: %s" % (os.path.join(tdir, "state.json"), e),
+                          "'workspaced validate' names what is wrong with it") from None
+        if not isinstance(st, dict) or int(st.get("journal_seq", 0)) < int(rec["seq"]):
             return None
         return judge(st, rec, marker)
 

@@ -7,6 +7,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 import secrets
 import time
 from collections.abc import Iterator
@@ -107,6 +108,25 @@ def _read_json(path: str) -> Any:
         return json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as e:
         raise Invalid("%s is not JSON: %s" % (path, e), "'workspaced validate' names what is wrong with it") from None
+
+
+_TAIL_SEQ = re.compile(rb'"journal_seq"[ \t\n\r]*:[ \t\n\r]*([0-9]+)[ \t\n\r]*}[ \t\n\r]*\Z')
+
+
+def _tail_seq(data: bytes) -> int | None:
+    """The journal_seq of a state document read from its last bytes, where
+    the daemon writes it (its last entry); None when it does not end so. A
+    reader waiting for a state to reach a seq passes over the states
+    written before that with it, without parsing them; it never decides
+    from it."""
+    tail = data[-80:]
+    m = _TAIL_SEQ.search(tail)
+    if m is None:
+        return None
+    at = len(data) - len(tail) + m.start()
+    if at > 0 and data[at - 1:at] == b"\\":
+        return None  # the quote is an escaped one, inside a string
+    return int(m.group(1))
 
 
 def flock_held(path: str) -> bool:
