@@ -55,7 +55,7 @@ func benchReadVerdict(b *testing.B, size int) {
 
 // settledClaim is a workspace with a task of size subtasks, its plan
 // approved and one claim decided, and the claim marker's name.
-func settledClaim(b *testing.B, size int) (*Store, string, string) {
+func settledClaim(b testing.TB, size int) (*Store, string, string) {
 	ws, err := Init(b.TempDir(), workspace.Options{})
 	if err != nil {
 		b.Fatal(err)

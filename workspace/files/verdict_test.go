@@ -298,3 +298,22 @@ func sortedKeys(t *testing.T, st workspace.State) map[string]any {
 	}
 	return m
 }
+
+// TestStateEndsWithJournalSeq: the daemon writes journal_seq as
+// state.json's last entry, where a verdict read takes it from
+// (workspace.StateTailSeq) to pass over the states before its record.
+func TestStateEndsWithJournalSeq(t *testing.T) {
+	t.Parallel()
+	ws, task, _ := settledClaim(t, 10)
+	data, err := ws.ReadFile(path.Join(workspace.TaskDir(task), "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := ws.ReadState(context.Background(), task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seq, ok := workspace.StateTailSeq(data); !ok || seq != st.JournalSeq || seq == 0 {
+		t.Fatalf("state.json's last bytes give journal_seq %d (%v); the state's is %d: %q", seq, ok, st.JournalSeq, data[max(0, len(data)-80):])
+	}
+}
