@@ -29,6 +29,9 @@ const (
 	DefaultFullDays = 7
 	// DefaultSummaryDays is how long a finished task is kept at all.
 	DefaultSummaryDays = 30
+	// DefaultHistoryKeep is how many earlier versions of each memory
+	// entry are kept.
+	DefaultHistoryKeep = workspace.DefaultHistoryKeep
 	// MaxDays bounds both policy fields (100 years), far below the
 	// ~292 years a time.Duration can hold.
 	MaxDays = 36500
@@ -66,9 +69,10 @@ const (
 	Skip      = workspace.RetentionSkip
 )
 
-// DefaultPolicy returns the default policy: 7 days whole, 30 days in all.
+// DefaultPolicy returns the default policy: 7 days whole, 30 days in all,
+// 100 earlier versions of each memory entry.
 func DefaultPolicy() Policy {
-	return Policy{FullDays: DefaultFullDays, SummaryDays: DefaultSummaryDays}
+	return Policy{FullDays: DefaultFullDays, SummaryDays: DefaultSummaryDays, HistoryKeep: DefaultHistoryKeep}
 }
 
 // Validate refuses a policy that would destroy more than anyone could mean:
@@ -85,6 +89,8 @@ func Validate(p Policy) error {
 		return fmt.Errorf("%w: summary_days %d would remove every finished task at once; use at least 1", ErrInvalidPolicy, p.SummaryDays)
 	case p.SummaryDays < p.FullDays:
 		return fmt.Errorf("%w: summary_days %d is less than full_days %d", ErrInvalidPolicy, p.SummaryDays, p.FullDays)
+	case p.HistoryKeep < 0:
+		return fmt.Errorf("%w: history_keep %d is negative", ErrInvalidPolicy, p.HistoryKeep)
 	case p.SummaryDays > MaxDays:
 		return fmt.Errorf("%w: summary_days %d is more than %d", ErrInvalidPolicy, p.SummaryDays, MaxDays)
 	}

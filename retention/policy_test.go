@@ -238,6 +238,9 @@ func TestPolicyValidate(t *testing.T) {
 		{"summary_zero", Policy{FullDays: 0, SummaryDays: 0}, false},
 		{"max", Policy{FullDays: MaxDays, SummaryDays: MaxDays}, true},
 		{"over_max", Policy{FullDays: 1, SummaryDays: MaxDays + 1}, false},
+		{"history_keep_one", Policy{FullDays: 7, SummaryDays: 30, HistoryKeep: 1}, true},
+		{"history_keep_zero_is_default", Policy{FullDays: 7, SummaryDays: 30}, true},
+		{"negative_history_keep", Policy{FullDays: 7, SummaryDays: 30, HistoryKeep: -1}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -19,6 +19,7 @@ const (
 	DefaultBackupsKeep      = 10
 	DefaultFullDays         = 7
 	DefaultSummaryDays      = 30
+	DefaultHistoryKeep      = 100
 	DefaultRescan           = 30 * time.Second
 	DefaultGrace            = 5 * time.Second
 	DefaultCleanupInterval  = 24 * time.Hour
@@ -220,6 +221,7 @@ func (s Settings) WithDefaults() Settings {
 	def(&s.Backups.Keep, DefaultBackupsKeep)
 	def(&s.Retention.FullDays, DefaultFullDays)
 	def(&s.Retention.SummaryDays, DefaultSummaryDays)
+	def(&s.Retention.HistoryKeep, DefaultHistoryKeep)
 	defD(&s.Daemon.Rescan, DefaultRescan)
 	defD(&s.Daemon.Grace, DefaultGrace)
 	// CleanupInterval 0 in the file means "default"; the serve flag can turn it off.

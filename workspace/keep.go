@@ -13,6 +13,29 @@ import (
 // the versions a product replaced.
 const HistoryDir = "history"
 
+// EntryHistoryDir is the directory, inside a memory scope's directory
+// (memory/global/, memory/agents/<agent>/), that keeps the earlier
+// versions of its entries (EntryHistory): .history/<key file name>/, one
+// file a version, named by EntryHistoryName.
+const EntryHistoryDir = ".history"
+
+// EntryHistoryName is the file name of e's kept version in its key's
+// history directory: <updated_at in ms, 13 digits>-<version, 6 digits>.json,
+// so that the names sort oldest first.
+func EntryHistoryName(e Entry) string {
+	return fmt.Sprintf("%013d-%06d.json", e.UpdatedAt.UnixMilli(), e.Version)
+}
+
+// IsEntryHistoryName says whether name is a file name EntryHistoryName
+// gives.
+func IsEntryHistoryName(name string) bool {
+	base, ok := strings.CutSuffix(name, ".json")
+	if !ok || len(base) != 20 || base[13] != '-' {
+		return false
+	}
+	return strings.Trim(base[:13]+base[14:], "0123456789") == ""
+}
+
 // subtaskCompleted is a subtask's status once its work is done, in the
 // state machine's words (package machine imports this one).
 const subtaskCompleted = "completed"

@@ -9,15 +9,31 @@ import (
 type RetentionSettings struct {
 	FullDays    int `json:"full_days,omitempty"`
 	SummaryDays int `json:"summary_days,omitempty"`
+	// HistoryKeep is how many earlier versions of each memory entry
+	// (EntryHistory) a run keeps, the newest.
+	HistoryKeep int `json:"history_keep,omitempty"`
 }
 
 // RetentionPolicy is the retention policy a run applies: a finished task
 // is kept whole for FullDays after its completed_at, then kept as a
 // summary (task.json, state.json, events.log) until SummaryDays, then
-// removed. The retention package decides and validates with it.
+// removed; of each global or agent memory entry's earlier versions, the
+// HistoryKeep newest are kept and older ones removed (0 takes
+// DefaultHistoryKeep). The retention package decides and validates with
+// it.
 type RetentionPolicy struct {
 	FullDays    int `json:"full_days"`
 	SummaryDays int `json:"summary_days"`
+	HistoryKeep int `json:"history_keep"`
+}
+
+// KeptVersions is how many earlier versions of each memory entry p
+// keeps: HistoryKeep, or DefaultHistoryKeep when it is not positive.
+func (p RetentionPolicy) KeptVersions() int {
+	if p.HistoryKeep <= 0 {
+		return DefaultHistoryKeep
+	}
+	return p.HistoryKeep
 }
 
 // RetentionAction is what a retention run does with a task.
@@ -82,6 +98,10 @@ type RetentionReport struct {
 	// MemoryExpired counts the namespaced memory items past their expiry
 	// that the run removed (in a dry run, would remove).
 	MemoryExpired int `json:"memory_expired"`
+	// HistoryPruned counts the earlier versions of memory entries past
+	// the policy's HistoryKeep that the run removed (in a dry run, would
+	// remove).
+	HistoryPruned int `json:"history_pruned"`
 }
 
 // Record counts d under its outcome, files it in that list unless

@@ -18,7 +18,7 @@ import (
 const cleanupUsage = `workspaced cleanup — prune finished tasks by the retention policy.
 
 Usage:
-  workspaced cleanup [--dry-run] [--json] [--full-days N] [--summary-days N]
+  workspaced cleanup [--dry-run] [--json] [--full-days N] [--summary-days N] [--history-keep N]
 
 A finished task (completed, failed or cancelled) is kept whole for
 full_days after its state's completed_at, then cut down to its summary
@@ -27,8 +27,12 @@ its directory is removed. Active tasks are never touched, whatever their
 age; a finished task whose completed_at is missing, malformed or in the
 future is kept. Age counts from completed_at, never from file times.
 
+Memory history is pruned too: of each global or agent memory entry's
+earlier versions (workspaced memory history), the history_keep newest are
+kept and older ones removed.
+
 The policy comes from workspace.json ("retention": {"full_days": 7,
-"summary_days": 30}); the flags override it. A policy that would destroy
+"summary_days": 30, "history_keep": 100}); the flags override it. A policy that would destroy
 more than anyone could mean (summary_days below 1 or below full_days, a
 negative value) is refused before anything is read.
 
@@ -79,6 +83,7 @@ func cmdCleanup(ctx context.Context, e *env, args []string) error {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	fullDays := fs.Int("full-days", 0, "keep a finished task whole for `N` days (default from workspace.json, else 7)")
 	summaryDays := fs.Int("summary-days", 0, "keep a finished task's summary until `N` days (default from workspace.json, else 30)")
+	historyKeep := fs.Int("history-keep", 0, "keep the `N` newest earlier versions of each memory entry (default from workspace.json, else 100)")
 	if err := parse(e, fs, cleanupUsage, args); err != nil {
 		return err
 	}
@@ -88,13 +93,15 @@ func cmdCleanup(ctx context.Context, e *env, args []string) error {
 	}
 	defer w.Close()
 	s := w.Settings()
-	policy := retention.Policy{FullDays: s.Retention.FullDays, SummaryDays: s.Retention.SummaryDays}
+	policy := retention.Policy{FullDays: s.Retention.FullDays, SummaryDays: s.Retention.SummaryDays, HistoryKeep: s.Retention.HistoryKeep}
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "full-days":
 			policy.FullDays = *fullDays
 		case "summary-days":
 			policy.SummaryDays = *summaryDays
+		case "history-keep":
+			policy.HistoryKeep = *historyKeep
 		}
 	})
 	if err := retention.Validate(policy); err != nil {
@@ -216,6 +223,13 @@ func (o *cleanupOutput) summary(rep service.Cleaned, p retention.Policy) {
 			verb = "would remove"
 		}
 		fmt.Fprintf(w, "memory: %s %d expired namespaced item(s)\n", verb, n)
+	}
+	if n := rep.HistoryPruned; n > 0 {
+		verb := "removed"
+		if o.dryRun {
+			verb = "would remove"
+		}
+		fmt.Fprintf(w, "memory history: %s %d earlier version(s) past the %d kept of each entry\n", verb, n, p.KeptVersions())
 	}
 	o.stdout.Flush()
 	printCleanupErrors(o.e.stderr, rep.Errors, rep.FrictionErrors)

@@ -30,3 +30,26 @@ func TestMemoryHistoryCLI(t *testing.T) {
 	}
 	w.Fails(exitUsage, "missing --key", "memory", "history", "--scope", "global")
 }
+
+// TestCleanupPrunesHistory: cleanup keeps --history-keep earlier versions
+// of each memory entry and says how many it removed; a dry run only says;
+// a negative bound is refused as a usage error.
+func TestCleanupPrunesHistory(t *testing.T) {
+	t.Parallel()
+	w := newWS(t)
+	for _, v := range []string{"1", "2", "3", "4"} {
+		w.Ok("memory", "store", "--scope", "global", "--key", "k", "--value", v, "--agent", "agent_a")
+	}
+	if out := w.Ok("cleanup", "--dry-run", "--history-keep", "1"); !strings.Contains(out, "memory history: would remove 2 earlier version(s) past the 1 kept of each entry") {
+		t.Fatalf("dry run:\n%s", out)
+	}
+	if out := w.Ok("cleanup", "--history-keep", "1"); !strings.Contains(out, "memory history: removed 2 earlier version(s) past the 1 kept of each entry") {
+		t.Fatalf("cleanup:\n%s", out)
+	}
+	var kept []workspace.Entry
+	clitest.Decode(t, w.Ok("memory", "history", "--scope", "global", "--key", "k", "--json"), &kept)
+	if len(kept) != 1 || string(kept[0].Value) != "3" {
+		t.Fatalf("kept after cleanup: %+v", kept)
+	}
+	w.Fails(exitUsage, "history_keep -1 is negative", "cleanup", "--history-keep", "-1")
+}

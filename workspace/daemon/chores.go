@@ -53,7 +53,7 @@ func (c *chores) cleanup(ctx context.Context, d *Daemon) {
 		defer c.end(&c.cleaning)
 		set := d.s.Settings()
 		rep, err := d.s.Prune(ctx, workspace.PruneRequest{Agent: Agent,
-			Policy: retention.Policy{FullDays: set.Retention.FullDays, SummaryDays: set.Retention.SummaryDays}})
+			Policy: retention.Policy{FullDays: set.Retention.FullDays, SummaryDays: set.Retention.SummaryDays, HistoryKeep: set.Retention.HistoryKeep}})
 		if err != nil {
 			if ctx.Err() == nil {
 				d.log.Error("cleanup", "err", err)
@@ -74,7 +74,7 @@ func (c *chores) cleanup(ctx context.Context, d *Daemon) {
 		for _, e := range rep.Errors {
 			d.log.Warn("cleanup", "err", e)
 		}
-		d.log.Info("cleanup done", "kept", rep.Counts.Kept, "summarized", rep.Counts.Summarized, "removed", rep.Counts.Removed, "skipped", rep.Counts.Skipped, "memory_expired", rep.MemoryExpired)
+		d.log.Info("cleanup done", "kept", rep.Counts.Kept, "summarized", rep.Counts.Summarized, "removed", rep.Counts.Removed, "skipped", rep.Counts.Skipped, "memory_expired", rep.MemoryExpired, "history_pruned", rep.HistoryPruned)
 	})
 }
 

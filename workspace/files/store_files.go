@@ -225,6 +225,9 @@ func (w *Store) Prune(ctx context.Context, req workspace.PruneRequest) (retentio
 	if err != nil {
 		return rep, err
 	}
-	rep.MemoryExpired, err = w.PruneMemory(ctx, w.Now(), req.DryRun)
+	if rep.MemoryExpired, err = w.PruneMemory(ctx, w.Now(), req.DryRun); err != nil {
+		return rep, err
+	}
+	rep.HistoryPruned, err = w.PruneHistory(ctx, req.Policy.KeptVersions(), req.DryRun)
 	return rep, err
 }

@@ -13,6 +13,10 @@ import (
 	"github.com/workspaced/workspaced/workspace/files"
 )
 
+// historyDoc is a kept version of key k, version 1 of 2024-01-01, as the
+// tree keeps it.
+const historyDoc = "{\n  \"key\": \"k\",\n  \"short_description\": \"\",\n  \"stored_by\": \"a\",\n  \"created_at\": \"2024-01-01T00:00:00Z\",\n  \"updated_at\": \"2024-01-01T00:00:00Z\",\n  \"version\": 1,\n  \"value\": 1\n}\n"
+
 // TestTransferRefusesBadTrees: a tree import cannot keep byte for byte is
 // refused with a clear error, and nothing is written.
 func TestTransferRefusesBadTrees(t *testing.T) {
@@ -63,6 +67,15 @@ func TestTransferRefusesBadTrees(t *testing.T) {
 		}},
 		{"entry not canonical", workspace.ErrInvalid, "canonical", func(t *testing.T, dir string) {
 			write(t, filepath.Join(dir, "memory/global/k.json"), `{"key":"k","short_description":"d","stored_by":"a","created_at":"2024-01-01T00:00:00Z","updated_at":"2024-01-01T00:00:00Z","version":1,"value":1}`)
+		}},
+		{"kept version badly named", workspace.ErrInvalid, "not a kept version", func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, "memory/global/.history/k/v1.json"), "{}")
+		}},
+		{"kept version of another key", workspace.ErrInvalid, "its name says", func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, "memory/agents/a/.history/other/1704067200000-000001.json"), historyDoc)
+		}},
+		{"kept version named for another", workspace.ErrInvalid, "kept as 1704067200000-000001.json", func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, "memory/global/.history/k/1704067200000-000002.json"), historyDoc)
 		}},
 		{"symlink", workspace.ErrUnsafe, "symlink", func(t *testing.T, dir string) {
 			if err := os.Symlink("/etc/passwd", filepath.Join(dir, "tasks/t1/notes.txt")); err != nil {

@@ -38,3 +38,25 @@ func (s *Store) EntryHistory(ctx context.Context, sc workspace.Scope, key string
 	}
 	return out, rows.Err()
 }
+
+// pastKept selects the entry_history rows past the $1 newest of their
+// key, in both dialects (window functions: PostgreSQL, SQLite 3.25).
+const pastKept = `SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY scope, owner, key ORDER BY id DESC) AS n
+	FROM entry_history) AS h WHERE h.n > $1`
+
+// PruneHistory removes, of every global and agent memory entry's kept
+// versions, all but the keep newest, in one statement, and returns how
+// many it removed (in a dry run, would remove).
+func (s *Store) PruneHistory(ctx context.Context, keep int, dryRun bool) (int, error) {
+	var n int64
+	var err error
+	if dryRun {
+		err = s.r.QueryRow(ctx, "SELECT count(*) FROM ("+pastKept+") AS p", keep).Scan(&n)
+	} else {
+		n, err = s.d.WriteOne(ctx, "DELETE FROM entry_history WHERE id IN ("+pastKept+")", keep)
+	}
+	if err != nil {
+		return 0, ReadErr("prune the memory history", err)
+	}
+	return int(n), nil
+}

@@ -17,7 +17,10 @@ func (s *Store) Prune(ctx context.Context, req workspace.PruneRequest) (retentio
 	if err != nil {
 		return rep, err
 	}
-	rep.MemoryExpired, err = s.PruneMemory(ctx, now, req.DryRun)
+	if rep.MemoryExpired, err = s.PruneMemory(ctx, now, req.DryRun); err != nil {
+		return rep, err
+	}
+	rep.HistoryPruned, err = s.PruneHistory(ctx, req.Policy.KeptVersions(), req.DryRun)
 	return rep, err
 }
 

@@ -93,6 +93,7 @@ func RunServed(t *testing.T, open func(t *testing.T) workspace.Served, opt serve
 		{"MemoryBadInput", testMemoryBadInput, nil},
 		{"TokenInEvents", testTokenInEvents, nil},
 		{"EntryHistory", testEntryHistory, nil},
+		{"HistoryRetention", testHistoryRetention, nil},
 		{"Watch", testWatch, nil},
 		{"Friction", testFriction, nil},
 		{"Locks", testLocks, nil},

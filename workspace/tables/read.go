@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/tokens"
@@ -114,6 +115,10 @@ func (r *importer) file(p string) error {
 	switch {
 	case len(parts) >= 3 && parts[0] == "tasks":
 		return r.taskFile(p, parts[1], parts[2:], body)
+	case len(parts) == 5 && parts[0] == "memory" && parts[1] == "global" && parts[2] == workspace.EntryHistoryDir:
+		return r.history(p, workspace.Scope{Kind: workspace.ScopeGlobal}, "", parts[3], parts[4], body)
+	case len(parts) == 6 && parts[0] == "memory" && parts[1] == "agents" && parts[3] == workspace.EntryHistoryDir:
+		return r.history(p, workspace.Scope{Kind: workspace.ScopeAgent, Agent: parts[2]}, parts[2], parts[4], parts[5], body)
 	case len(parts) >= 3 && parts[0] == "memory" && parts[1] == "global" && len(parts) == 3:
 		return r.entry(p, workspace.Scope{Kind: workspace.ScopeGlobal}, "", parts[2], body)
 	case len(parts) >= 3 && parts[0] == "memory" && parts[1] == "namespaces":
@@ -316,30 +321,61 @@ func (r *importer) entry(p string, sc workspace.Scope, owner, name, body string)
 	if !found || strings.HasPrefix(name, ".") {
 		return r.refuse(p, "not an entry file (<key>.json)", "move the file out of the scope's directory")
 	}
-	key, err := workspace.DecodeKey(enc)
+	e, value, err := r.entryDoc(p, enc, body)
 	if err != nil {
-		return r.refuse(p, err.Error(), "move the file out of the scope's directory")
-	}
-	var e workspace.Entry
-	if err := json.Unmarshal([]byte(body), &e); err != nil {
-		return r.refuse(p, "entry does not parse: "+err.Error(), "fix the file and import again")
-	}
-	if e.Key != key {
-		return r.refuse(p, fmt.Sprintf("holds key %q, its name says %q", e.Key, key), "fix the file and import again")
-	}
-	if err := workspace.ValidateDescription(e.ShortDescription); err != nil {
-		return r.refuse(p, err.Error(), "store it again with a description of UTF-8 text without NUL, then import")
-	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, e.Value); err != nil {
-		return r.refuse(p, "value does not parse: "+err.Error(), "fix the file and import again")
-	}
-	if again, err := atomicfile.Marshal(e); err != nil || string(again) != body {
-		return r.refuse(p, "is not in the canonical form workspaced writes, and would not export byte for byte",
-			"store it again with 'workspaced env store' or 'memory store', then import")
+		return err
 	}
 	r.later(`INSERT INTO entries (scope, owner, key, short_description, stored_by, created_at, updated_at, version, size, value)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		string(sc.Kind), owner, key, e.ShortDescription, e.StoredBy, e.CreatedAt, e.UpdatedAt, e.Version, compact.Len(), compact.String())
+		string(sc.Kind), owner, e.Key, e.ShortDescription, e.StoredBy, e.CreatedAt, e.UpdatedAt, e.Version, len(value), value)
 	return nil
+}
+
+// history reads one kept version of a memory entry
+// (<scope>/.history/<key file name>/<version file>) into entry_history;
+// export writes the same file from its row.
+func (r *importer) history(p string, sc workspace.Scope, owner, enc, name, body string) error {
+	if !workspace.IsEntryHistoryName(name) {
+		return r.refuse(p, "not a kept version of a memory entry (<ms, 13 digits>-<version, 6 digits>.json)", "move the file out of the .history directory")
+	}
+	e, value, err := r.entryDoc(p, enc, body)
+	if err != nil {
+		return err
+	}
+	if want := workspace.EntryHistoryName(e); name != want {
+		return r.refuse(p, fmt.Sprintf("holds version %d of %s, which is kept as %s", e.Version, e.UpdatedAt.Format(time.RFC3339Nano), want),
+			"restore the file from a copy, or remove it")
+	}
+	r.add(`INSERT INTO entry_history (scope, owner, key, short_description, stored_by, created_at, updated_at, version, value)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		string(sc.Kind), owner, e.Key, e.ShortDescription, e.StoredBy, e.CreatedAt, e.UpdatedAt, e.Version, value)
+	return nil
+}
+
+// entryDoc reads an entry document whose key is encoded as enc, checked
+// to be in the canonical form workspaced writes, and its value compacted.
+func (r *importer) entryDoc(p, enc, body string) (workspace.Entry, string, error) {
+	key, err := workspace.DecodeKey(enc)
+	if err != nil {
+		return workspace.Entry{}, "", r.refuse(p, err.Error(), "move the file out of the scope's directory")
+	}
+	var e workspace.Entry
+	if err := json.Unmarshal([]byte(body), &e); err != nil {
+		return e, "", r.refuse(p, "entry does not parse: "+err.Error(), "fix the file and import again")
+	}
+	if e.Key != key {
+		return e, "", r.refuse(p, fmt.Sprintf("holds key %q, its name says %q", e.Key, key), "fix the file and import again")
+	}
+	if err := workspace.ValidateDescription(e.ShortDescription); err != nil {
+		return e, "", r.refuse(p, err.Error(), "store it again with a description of UTF-8 text without NUL, then import")
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, e.Value); err != nil {
+		return e, "", r.refuse(p, "value does not parse: "+err.Error(), "fix the file and import again")
+	}
+	if again, err := atomicfile.Marshal(e); err != nil || string(again) != body {
+		return e, "", r.refuse(p, "is not in the canonical form workspaced writes, and would not export byte for byte",
+			"store it again with 'workspaced env store' or 'memory store', then import")
+	}
+	return e, compact.String(), nil
 }

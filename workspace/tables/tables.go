@@ -15,6 +15,8 @@
 //	tasks/<id>/env/<key>.json                           → entries (thread scope)
 //	tasks/<id>/sessions/<thread>/<key>.json             → entries (session scope)
 //	memory/global/<key>.json, memory/agents/<a>/<k>.json → entries (global, agent)
+//	memory/global/.history/<k>/<ms>-<version>.json,
+//	memory/agents/<a>/.history/<k>/…                    → entry_history (kept versions)
 //	memory/namespaces/<hash>/<key>.json, events.log      → memory_items, memory_events
 //	tasks/<id>/.claim.*, .done.*                        → markers (still waiting)
 //	any other file of tasks/<id>/                       → products (by path)
@@ -75,7 +77,7 @@ type Load struct {
 
 // Tables hold a workspace's history on every database backend, in an
 // order that empties them without breaking a reference.
-var Tables = []string{"markers", "journal", "backups", "states", "events", "entries", "threads", "products", "tasks", "files", "tokens", "memory_items", "memory_events"}
+var Tables = []string{"markers", "journal", "backups", "states", "events", "entries", "entry_history", "threads", "products", "tasks", "files", "tokens", "memory_items", "memory_events"}
 
 // settings are the files init writes into an empty workspace: a database
 // that holds only these holds no workspace yet.

@@ -128,6 +128,9 @@ func exportTx(ctx context.Context, tx Tx, w *treeWriter, rep *Report) error {
 	if err := exportEntries(ctx, tx, w); err != nil {
 		return err
 	}
+	if err := exportHistory(ctx, tx, w); err != nil {
+		return err
+	}
 	return exportMemory(ctx, tx, w)
 }
 
@@ -251,8 +254,25 @@ func exportEvents(ctx context.Context, tx Tx, w *treeWriter) error {
 }
 
 func exportEntries(ctx context.Context, tx Tx, w *treeWriter) error {
+	return exportEntryRows(ctx, tx, w, "entries", "scope, owner, key", func(dir string, e workspace.Entry) string {
+		return path.Join(dir, workspace.EncodeKey(e.Key)+".json")
+	})
+}
+
+// exportHistory writes the kept versions of memory entries (entry_history)
+// where the file store keeps them: <scope dir>/.history/<key file
+// name>/<workspace.EntryHistoryName>, oldest first.
+func exportHistory(ctx context.Context, tx Tx, w *treeWriter) error {
+	return exportEntryRows(ctx, tx, w, "entry_history", "id", func(dir string, e workspace.Entry) string {
+		return path.Join(dir, workspace.EntryHistoryDir, workspace.EncodeKey(e.Key), workspace.EntryHistoryName(e))
+	})
+}
+
+// exportEntryRows writes each row of an entries-shaped table, in order,
+// as an entry file at the path name gives in its scope's directory.
+func exportEntryRows(ctx context.Context, tx Tx, w *treeWriter, table, order string, name func(dir string, e workspace.Entry) string) error {
 	err := eachRow(ctx, tx, `SELECT scope, owner, key, short_description, stored_by, created_at, updated_at, version, value
-		FROM entries ORDER BY scope, owner, key`, func(scan func(...any) error) error {
+		FROM `+table+` ORDER BY `+order, func(scan func(...any) error) error {
 		var scope, owner, value string
 		var e workspace.Entry
 		if err := scan(&scope, &owner, &e.Key, &e.ShortDescription, &e.StoredBy, Time{&e.CreatedAt}, Time{&e.UpdatedAt}, &e.Version, &value); err != nil {
@@ -276,11 +296,11 @@ func exportEntries(ctx context.Context, tx Tx, w *treeWriter) error {
 		if err != nil {
 			return fmt.Errorf("entry %q of scope %s %s: %w", e.Key, scope, owner, err)
 		}
-		w.write(path.Join(dir, workspace.EncodeKey(e.Key)+".json"), string(data))
+		w.write(name(dir, e), string(data))
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("export entries: %w", err)
+		return fmt.Errorf("export %s: %w", table, err)
 	}
 	return nil
 }
