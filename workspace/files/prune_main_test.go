@@ -56,7 +56,8 @@ func childHold() int {
 // policy, printing each handled task id; $PRUNE_FALLBACK=1 disables the
 // atomic exchange; $PRUNE_CRASH_AT=N makes the process kill itself with
 // SIGKILL at the N-th step of summarising or removing, after printing
-// "crash at <step>"; $PRUNE_BATCH=N sets the batch size.
+// "crash at <step>" ($PRUNE_CRASH_KIND=K: the N-th step named K, the
+// first without N); $PRUNE_BATCH=N sets the batch size.
 func childPrune() int {
 	now, err := time.Parse(time.RFC3339Nano, os.Getenv("PRUNE_NOW"))
 	if err != nil {
@@ -84,9 +85,17 @@ func childPrune() int {
 	if n, _ := strconv.Atoi(os.Getenv("PRUNE_BATCH")); n > 0 {
 		p.batch = n
 	}
-	if n, _ := strconv.Atoi(os.Getenv("PRUNE_CRASH_AT")); n > 0 {
+	n, _ := strconv.Atoi(os.Getenv("PRUNE_CRASH_AT"))
+	kind := os.Getenv("PRUNE_CRASH_KIND")
+	if kind != "" {
+		n = max(n, 1)
+	}
+	if n > 0 {
 		calls := 0
 		p.step = func(step string) {
+			if kind != "" && step != kind {
+				return
+			}
 			if calls++; calls == n {
 				fmt.Fprintln(os.Stdout, "crash at", step)
 				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)

@@ -243,6 +243,7 @@ async function http() {
       ["get_memory", { key: "m", scope: "global" }],
       ["list_memory", {}],
       ["delete_memory", { key: "m", scope: "global" }],
+      ["get_memory_history", { key: "m", scope: "global" }],
       ["put_memory_item", { namespace: ["users", "ü"], key: "prefs", value: { theme: "dark" }, ttl_seconds: 60 }],
       ["get_memory_item", { namespace: ["users", "ü"], key: "prefs" }],
       ["search_memory", { namespace_prefix: ["users"], filter: { theme: { $eq: "dark" } } }],
