@@ -57,12 +57,27 @@ test("the global memory: written by one agent, read by another", { skip }, async
   assert.equal(e.stored_by, "alpha");
 });
 
+// polled reads again until ok holds (or ten seconds pass): on PostgreSQL an
+// event is read once no transaction that began before it still runs
+// anywhere in the cluster, so a poller may have to ask twice.
+async function polled<T>(read: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
+  let v = await read();
+  for (let i = 0; i < 200 && !ok(v); i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    v = await read();
+  }
+  return v;
+}
+
 test("a task's events: the cursor form and a stream that resumes where it stopped", { skip }, async () => {
   const c = client();
   const page = await c.taskEvents({ path: { task }, query: { after: 0, limit: 1000 } });
   const start = page.next;
   await c.putEnvEntry({ path: { task, key: "ev1" }, body: { value: 1 } });
-  const after = await c.taskEvents({ path: { task }, query: { after: start } });
+  const after = await polled(
+    () => c.taskEvents({ path: { task }, query: { after: start } }),
+    (p) => p.events.some((e) => e.event === "env_stored"),
+  );
   assert.ok(after.events.some((e) => e.event === "env_stored"), JSON.stringify(after.events));
   assert.ok(after.next > start);
 
@@ -90,7 +105,10 @@ test("the memory feed: the cursor form, and a stream woken by a put made while i
   const ns = ["feed", storeKind];
   const start = (await c.memoryEvents({ query: { after: 0, limit: 1000 } })).next;
   await c.putMemoryItem({ query: { namespace: ns, key: "one" }, body: { value: { n: 1 } } });
-  const page = await c.memoryEvents({ query: { after: start } });
+  const page = await polled(
+    () => c.memoryEvents({ query: { after: start } }),
+    (p) => p.events.length > 0,
+  );
   assert.deepEqual(page.events.map((e) => [e.event, e.attrs?.key, e.attrs?.agent]), [["memory_stored", "one", "alpha"]]);
   const ac = new AbortController();
   const got: string[] = [];
