@@ -16,8 +16,9 @@ import (
 // which every marker inserted and every task created notifies with its
 // task's id, and it polls the markers table every DefaultPoll for markers
 // whose notification was lost (or where a transaction pooler drops
-// LISTEN). After each (re)connection it polls at once, since
-// notifications may have been lost meanwhile. Every task is seen on one
+// LISTEN). After each (re)connection it looks at once for tasks with
+// markers or with no state yet, since notifications may have been lost
+// meanwhile. Every task is seen on one
 // channel, so Follow and Unfollow have nothing to do.
 
 // DefaultPoll is how often the markers table is looked at without a
@@ -52,7 +53,9 @@ func (s *Store) wake(ctx context.Context, poll time.Duration, c chan<- workspace
 				w.Task = id
 				break
 			}
-			sqlstore.PollWaiting(ctx, c, s.waitingTasks)
+			// (Re)connected: a task created before LISTEN took hold
+			// notified no one, and has no marker for the poll to find.
+			sqlstore.PollWaiting(ctx, c, s.unheardTasks)
 			continue
 		case <-t.C:
 			sqlstore.PollWaiting(ctx, c, s.waitingTasks)
@@ -124,6 +127,17 @@ func (s *Store) listenOnce(ctx context.Context, ids chan<- string) error {
 // waitingTasks are the tasks with markers waiting.
 func (s *Store) waitingTasks(ctx context.Context) ([]string, error) {
 	rows, err := s.pool.Query(ctx, "SELECT DISTINCT task_id FROM markers")
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// unheardTasks are the tasks with markers waiting and those with no state
+// yet: what a notification sent while no one listened would have named.
+func (s *Store) unheardTasks(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT task_id FROM markers
+		UNION SELECT t.id FROM tasks t WHERE NOT EXISTS (SELECT 1 FROM states s WHERE s.task_id = t.id)`)
 	if err != nil {
 		return nil, err
 	}
