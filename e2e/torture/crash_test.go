@@ -134,8 +134,11 @@ func crashExactlyOnce(t *testing.T, tasks, subtasks, agents, kills int, serveArg
 		states[id] = clitest.StateWhere(t, x, id, func(st workspace.State) bool { return st.Status == "completed" })
 	}
 	// The last daemon may have just been started: a SIGTERM before it
-	// installs its handler would kill it, not stop it.
+	// installs its handler would kill it, not stop it; and the taken
+	// markers its killed elders left are settled when it loads their task,
+	// in its start-up scan.
 	w.AwaitLead(srv)
+	w.AwaitServing()
 	srv.Stop() // a clean stop settles the journal
 	for _, id := range ids {
 		st := states[id]

@@ -71,8 +71,11 @@ func TestServeCrashEventsOnce(t *testing.T) {
 	}
 	clitest.StateWhere(t, x, "t1", func(st workspace.State) bool { return st.Status == "completed" })
 	// The last daemon may have just been started: a SIGTERM before it
-	// installs its handler would kill it, not stop it.
+	// installs its handler would kill it, not stop it; and the taken
+	// markers its killed elders left are settled when it loads the task,
+	// in its start-up scan.
 	w.AwaitLead(srv)
+	w.AwaitServing()
 	srv.Stop()
 	clitest.CheckJournal(t, x, "t1")
 	recs, evs := clitest.CheckEventsOnce(t, x, "t1")
