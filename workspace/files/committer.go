@@ -72,7 +72,7 @@ type committer struct {
 	// kept by id in inProgress; complexity the estimated complexity of
 	// each subtask of plan, by id, built when first needed.
 	progress   []workspace.InProgress
-	inProgress map[string]workspace.InProgress
+	inProgress machine.Progress
 	complexity map[string]string
 	// events are the events of the commit under way (appended before its
 	// state, or the commit fails: none is ever lost, see eventlog.go).
@@ -215,7 +215,7 @@ func (t *committer) noteQuiet(fi fs.FileInfo) {
 // disk.
 func (t *committer) forget() {
 	t.loaded, t.current, t.st, t.plan, t.fi, t.valid, t.progress = false, false, workspace.State{}, nil, nil, false, nil
-	t.names, t.folder, t.complexity, t.inProgress = nil, nil, nil, nil
+	t.names, t.folder, t.complexity, t.inProgress = nil, nil, nil, machine.Progress{}
 	t.enc.Reset()
 }
 
@@ -261,32 +261,9 @@ func readMarkerNames(f *os.File) ([]string, error) {
 // detector: of those changed names when it knows the others, else of
 // all, so that a commit pays for what it changed.
 func (t *committer) noteProgress(changed statecheck.Changed) {
-	if t.plan != nil && t.complexity == nil {
-		t.complexity = make(map[string]string, len(t.plan.Subtasks))
-		for _, ps := range t.plan.Subtasks {
-			t.complexity[ps.ID] = ps.EstimatedComplexity
-		}
+	if t.complexity == nil {
+		t.complexity = machine.Complexity(t.plan)
 	}
-	note := func(sid string) {
-		s := t.st.Subtasks[sid]
-		if s == nil || s.Status != machine.SubtaskInProgress || s.StartedAt == nil {
-			delete(t.inProgress, sid)
-			return
-		}
-		t.inProgress[sid] = workspace.InProgress{TaskID: t.id, SubtaskID: sid, StartedAt: *s.StartedAt, Complexity: t.complexity[sid]}
-	}
-	if changed.All || t.inProgress == nil {
-		t.inProgress = map[string]workspace.InProgress{}
-		for sid := range t.st.Subtasks {
-			note(sid)
-		}
-	} else {
-		for sid := range changed.Subtasks {
-			note(sid)
-		}
-	}
-	t.progress = t.progress[:0]
-	for _, it := range t.inProgress {
-		t.progress = append(t.progress, it)
-	}
+	t.inProgress.Note(t.id, t.st, &changed)
+	t.progress = t.inProgress.AppendTo(t.progress[:0], t.complexity)
 }

@@ -115,7 +115,7 @@ func (c *Committer) Commit(ctx context.Context, req workspace.CommitRequest) (wo
 		return err
 	})
 	if err != nil || a.Gone {
-		c.last, c.cache, c.progress.items = known{}, foldCache{}, nil
+		c.last, c.cache, c.progress.items = known{}, foldCache{}, machine.Progress{}
 		return a, err
 	}
 	if wrote.doc != "" {

@@ -45,23 +45,14 @@ func (p MemoryPut) EventLine(version int) string {
 
 // EventAround is the line of the put's event around its version, for a
 // statement that learns the version as it writes: the line of version v
-// is head + v + tail. The version is the last of the event's attributes
-// in their order, so the line is the one without it, then the version.
+// is head + v + tail. Versions 1 and 2 differ in one byte, the version's.
 func (p MemoryPut) EventAround() (head, tail string) {
-	for k := range p.event.Attrs {
-		if k > "version" {
-			one, two := p.EventLine(1), p.EventLine(2)
-			i := 0
-			for one[i] == two[i] {
-				i++
-			}
-			return one[:i], one[i+1:]
-		}
+	one, two := p.EventLine(1), p.EventLine(2)
+	i := 0
+	for one[i] == two[i] {
+		i++
 	}
-	e := p.event
-	e.Attrs = maps.Clone(e.Attrs)
-	delete(e.Attrs, "version")
-	return workspace.FormatEvent(e) + " version=", ""
+	return one[:i], one[i+1:]
 }
 
 // NewMemoryPut is the put of req, checked (workspace.CheckMemoryPut), at

@@ -11,10 +11,10 @@ import (
 // inProgress is what a committer keeps of its task's subtasks in
 // progress between commits, so that a commit pays for the subtasks it
 // changed, not for every subtask of the task: the subtasks in progress
-// of the state the committer knows, by id (nil: not known), the plan read
+// of the state the committer knows (machine.Progress), the plan read
 // last and the complexity it estimates, by subtask.
 type inProgress struct {
-	items      map[string]workspace.InProgress
+	items      machine.Progress
 	plan       *workspace.Plan
 	complexity map[string]string
 }
@@ -27,25 +27,8 @@ func (p *inProgress) update(ctx context.Context, s *Store, taskID string, st wor
 	if plan != p.plan {
 		p.plan, p.complexity = plan, nil
 	}
-	note := func(sid string) {
-		sub := st.Subtasks[sid]
-		if sub == nil || sub.Status != machine.SubtaskInProgress || sub.StartedAt == nil {
-			delete(p.items, sid)
-			return
-		}
-		p.items[sid] = workspace.InProgress{TaskID: taskID, SubtaskID: sid, StartedAt: *sub.StartedAt}
-	}
-	if changed == nil || changed.All || p.items == nil {
-		p.items = map[string]workspace.InProgress{}
-		for sid := range st.Subtasks {
-			note(sid)
-		}
-	} else {
-		for sid := range changed.Subtasks {
-			note(sid)
-		}
-	}
-	if len(p.items) == 0 {
+	p.items.Note(taskID, st, changed)
+	if p.items.Len() == 0 {
 		return nil
 	}
 	if pl := p.plan; pl == nil || pl.ID != st.PlanID || pl.Version != st.PlanVersion {
@@ -54,16 +37,8 @@ func (p *inProgress) update(ctx context.Context, s *Store, taskID string, st wor
 			p.plan = pl
 		}
 	}
-	if p.plan != nil && p.complexity == nil {
-		p.complexity = make(map[string]string, len(p.plan.Subtasks))
-		for _, ps := range p.plan.Subtasks {
-			p.complexity[ps.ID] = ps.EstimatedComplexity
-		}
+	if p.complexity == nil {
+		p.complexity = machine.Complexity(p.plan)
 	}
-	out := make([]workspace.InProgress, 0, len(p.items))
-	for sid, it := range p.items {
-		it.Complexity = p.complexity[sid]
-		out = append(out, it)
-	}
-	return out
+	return p.items.AppendTo(make([]workspace.InProgress, 0, p.items.Len()), p.complexity)
 }
