@@ -105,8 +105,11 @@ func cmdCleanup(ctx context.Context, e *env, args []string) error {
 		}
 	})
 	if err := retention.Validate(policy); err != nil {
-		return &usageError{msg: fmt.Sprintf("cleanup: %v", err),
-			hint: "set --full-days and --summary-days (or workspace.json retention) so that 0 <= full_days <= summary_days and summary_days >= 1"}
+		hint := "set --full-days and --summary-days (or workspace.json retention) so that 0 <= full_days <= summary_days and summary_days >= 1"
+		if policy.HistoryKeep < 0 {
+			hint = "give --history-keep (or workspace.json retention.history_keep) 0 or more; 0 keeps the default, 100"
+		}
+		return &usageError{msg: fmt.Sprintf("cleanup: %v", err), hint: hint}
 	}
 
 	// One write per line would cost a system call per task; the buffer

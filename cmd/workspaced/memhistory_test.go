@@ -51,5 +51,7 @@ func TestCleanupPrunesHistory(t *testing.T) {
 	if len(kept) != 1 || string(kept[0].Value) != "3" {
 		t.Fatalf("kept after cleanup: %+v", kept)
 	}
-	w.Fails(exitUsage, "history_keep -1 is negative", "cleanup", "--history-keep", "-1")
+	if r := w.Fails(exitUsage, "history_keep -1 is negative", "cleanup", "--history-keep", "-1"); !strings.Contains(r.Stderr, "hint: give --history-keep") {
+		t.Errorf("the refusal's hint does not say what to give: %s", r.Stderr)
+	}
 }
