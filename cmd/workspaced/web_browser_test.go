@@ -133,10 +133,26 @@ func js[T any](t *testing.T, ctx context.Context, expr string) T {
 func waitJS(t *testing.T, ctx context.Context, what, expr string, d time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(5*time.Millisecond), chromedp.WithPollingTimeout(d))); err != nil {
-		t.Fatalf("%s: not within %v (%v)", what, d, err)
+	for {
+		left := d - time.Since(start)
+		_, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(5*time.Millisecond), chromedp.WithPollingTimeout(max(left, time.Millisecond))))
+		if err == nil {
+			return time.Since(start)
+		}
+		// A navigation replaces the page's JavaScript context: a poll sent
+		// to the one just gone is asked again in the new one.
+		if !contextGone(err) || time.Since(start) >= d {
+			t.Fatalf("%s: not within %v (%v)", what, d, err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	return time.Since(start)
+}
+
+// contextGone tells whether err is the browser saying the JavaScript
+// context an evaluation was sent to no longer exists.
+func contextGone(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "Cannot find context with specified id") || strings.Contains(msg, "Execution context was destroyed")
 }
 
 func open(t *testing.T, ctx context.Context, url string) {
