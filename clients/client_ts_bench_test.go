@@ -45,7 +45,7 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 	}
 	// The benchmark is compiled apart (its own tsconfig), so that the
 	// client's suite does not need the benchmark's dependencies.
-	tsc := exec.Command(node, "node_modules/typescript/bin/tsc", "-p", "tsconfig.bench.json")
+	tsc := exec.Command(node, "node_modules/typescript/bin/tsc", "-b", "tsconfig.bench.json")
 	tsc.Dir, tsc.Env = tsPackageDir, clitest.CleanEnv()
 	if out, err := tsc.CombinedOutput(); err != nil {
 		b.Fatalf("building the benchmark: %v\n%s", err, out)

@@ -35,7 +35,7 @@ import (
 const contentionEnv = "WORKSPACED_CONTENTION"
 
 const (
-	defaultContention = 10 * time.Second
+	defaultContention = 5 * time.Second
 	cliAgents         = 12 // with the daemon, the panel, the MCP server and the Python worker: 16 processes
 	panelReaders      = 2  // goroutines polling the panel's API
 	hiveSize          = 40 // subtasks of each task the agents work through
@@ -55,7 +55,7 @@ var (
 )
 
 // TestContention runs sixteen processes on one sqlite: root for
-// $WORKSPACED_CONTENTION (default 10 s): the daemon, twelve CLI agents
+// $WORKSPACED_CONTENTION (default 5 s): the daemon, twelve CLI agents
 // (each running one workspaced command after another: version-checked
 // increments of the task's counters, state reads, claims waited for,
 // outputs with their done markers), the Python sqlite3 worker, an MCP

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,7 +32,11 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if migrated.path != "" {
+		os.RemoveAll(filepath.Dir(migrated.path))
+	}
+	os.Exit(code)
 }
 
 // worker is one agent process: ROUNDS version-checked increments of the
