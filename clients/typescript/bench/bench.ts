@@ -129,14 +129,25 @@ async function burst(s: BaseStore, tag: string, writers: number): Promise<number
 const best = (xs: number[]) => Math.max(...xs);
 // Three bursts of each, alternating who goes first; the best counts.
 const bursts = writerCounts.map((writers) => {
-  return { writers, ours: [] as number[], peer: [] as number[] };
+  return { writers, ours: [] as number[], peer: [] as number[], floor: [] as number[] };
 });
+// The floor of a burst: as many loops at once, each making as many HTTP
+// round trips to the listener that touch no store (/healthz): the rate
+// no writer through the door can pass.
+async function floorBurst(writers: number): Promise<number> {
+  const t = performance.now();
+  await Promise.all(Array.from({ length: writers }, async () => {
+    for (let i = 0; i < writes; i++) await floor();
+  }));
+  return (writers * writes) / ((performance.now() - t) / 1000);
+}
 for (const b of bursts) {
   for (let r = 0; r < 3; r++) {
     const order = r % 2 ? (["peer", "ours"] as const) : (["ours", "peer"] as const);
     for (const who of order) {
       b[who].push(await burst(who === "ours" ? ours : peer, `${who}${b.writers}r${r}`, b.writers));
     }
+    b.floor.push(await floorBurst(b.writers));
   }
 }
 const last = bursts[bursts.length - 1];
@@ -153,6 +164,9 @@ const result = {
     ours_items_per_s: best(b.ours),
     peer_items_per_s: best(b.peer),
     rate_ratio: best(b.ours) / best(b.peer),
+    // No store touched: the door's own rate, and its ratio to the peer's.
+    floor_items_per_s: best(b.floor),
+    floor_rate_ratio: best(b.floor) / best(b.peer),
   })),
   ratios: {
     put_median: stats(put.ours).median_ms / stats(put.peer).median_ms,
@@ -162,6 +176,12 @@ const result = {
     // MCP's put ÷ (the peer's put + an MCP ping): at most 1 is the target.
     mcp_put_vs_peer_plus_ping:
       stats(mcpTimes.put).median_ms / (stats(put.peer).median_ms + stats(mcpTimes.ping).median_ms),
+    // What the door alone costs, beside the peer that has none: a put can
+    // be no faster than the floor plus the peer's own put, a get than the
+    // floor, a burst of writers than the floor's burst.
+    put_floor: (stats(floorTimes).median_ms + stats(put.peer).median_ms) / stats(put.peer).median_ms,
+    get_floor: stats(floorTimes).median_ms / stats(get.peer).median_ms,
+    writers_floor_rate: best(last.floor) / best(last.peer),
   },
 };
 console.log(JSON.stringify(result));
