@@ -7,6 +7,8 @@ import (
 	"github.com/workspaced/workspaced/internal/httpauth"
 	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 // TestPlanAmendments: on every store, a plan write after approval is

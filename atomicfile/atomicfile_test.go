@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 func openRoot(t *testing.T) (string, *os.Root) {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/internal/poll"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 // TestOpen: the audit file is created private and appended to; one that

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 const src = "tasks/t1/state.json"

@@ -15,6 +15,8 @@ import (
 	"github.com/workspaced/workspaced/internal/pgtest"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/files"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 // TestMain reports the tests skipped for want of python3 or PostgreSQL,

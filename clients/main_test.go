@@ -10,6 +10,8 @@ import (
 
 	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/internal/pgtest"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 // TestMain runs the tests, 8 at once: they wait on their daemons and runners.

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 func decode(t *testing.T, s string) any {

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/workspaced/workspaced/friction"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 // BenchmarkAdd measures one Add (lock, read, validate, write, fsync) on a

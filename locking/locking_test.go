@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 // The test binary re-executes itself as a child process when this variable

@@ -3,6 +3,8 @@ package mcpserver
 import (
 	"strings"
 	"testing"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 // TestAmendPlan: with a daemon serving, amend_plan adds subtasks at once

@@ -11,6 +11,8 @@ import (
 	"github.com/workspaced/workspaced/oauth"
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 // TestGrant maps claims to a grant: the agent from its claim, tasks from

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/vocab"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"unicode/utf8"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 // FuzzValidate feeds arbitrary bytes to every kind: Validate must never

@@ -10,6 +10,8 @@ import (
 	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/daemon"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 // serve runs the real daemon in-process over its own opening of r, as a

@@ -13,6 +13,8 @@ import (
 	"github.com/workspaced/workspaced/tokens/tokenstest"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/files"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 const goodHash = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 var idRE = regexp.MustCompile(IDPattern)

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/workspaced/workspaced/workspace"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 func TestDiffPlans(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/workspaced/workspaced/internal/clitest"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 // TestMain runs the tests with every command a ws runs going through

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/workspaced/workspaced/internal/clitest"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 // TestMain runs the tests, 8 at once: they wait on their daemons and agents.

@@ -11,6 +11,8 @@ import (
 
 	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/workspace"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 func TestMain(m *testing.M) { os.Exit(clitest.Main(m)) }

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/workspaced/workspaced/internal/clitest"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 func TestMain(m *testing.M) { os.Exit(clitest.Main(m)) }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 // TestInProcess: a command runs in-process only where nothing tells it

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/internal/poll"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 // clock is a time tests move by hand.

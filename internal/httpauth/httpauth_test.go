@@ -11,6 +11,8 @@ import (
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/files"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 // TestBearer: the token of an Authorization header, whatever the case of

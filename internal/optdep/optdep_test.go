@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 // TestSkipReportsAndRequires runs a test binary whose test skips for want

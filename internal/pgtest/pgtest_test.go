@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 func TestMain(m *testing.M) { os.Exit(Main(m)) }

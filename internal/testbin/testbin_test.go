@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 // TestPathOncePerRun: the binary is built into the directory of the go

@@ -13,6 +13,8 @@ import (
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/daemon"
 	"github.com/workspaced/workspaced/workspace/files"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 // Friction the detectors find while markers are applied is recorded in the

@@ -11,6 +11,8 @@ import (
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/files"
 	"github.com/workspaced/workspaced/workspace/storetest"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 // tree is every file of dir with its bytes, for telling whether a refused

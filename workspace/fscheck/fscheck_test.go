@@ -1,6 +1,10 @@
 package fscheck
 
-import "testing"
+import (
+	"testing"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
+)
 
 // The type names statfs gives on macOS and FreeBSD, network and FUSE ones
 // unsafe, local ones safe.

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/workspace"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 // The socket file that stands in for the abstract socket off Linux: it

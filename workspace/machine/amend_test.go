@@ -8,6 +8,8 @@ import (
 
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 // amended is smallPlan(1) amended as version v by edit.

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/workspace"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 // The observer has two threads: th_observer in training-001 and

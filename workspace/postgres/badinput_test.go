@@ -17,6 +17,8 @@ import (
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/files"
 	"github.com/workspaced/workspaced/workspace/storetest"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 // dump is every row of every table of s's schema, for telling whether a

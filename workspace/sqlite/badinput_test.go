@@ -9,6 +9,8 @@ import (
 
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/storetest"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 // dump is every row of every table of s, for telling whether a refused

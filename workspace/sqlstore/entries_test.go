@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/workspace"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 func TestCheckUpdate(t *testing.T) {

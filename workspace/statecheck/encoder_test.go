@@ -10,6 +10,8 @@ import (
 
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/workspace"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 // The Encoder writes, state after state, the very bytes atomicfile.Marshal

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 // TestMigrations: the files come back in version order; a file not named

@@ -10,6 +10,8 @@ import (
 
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/files/agentfile"
+
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 func TestRead(t *testing.T) {

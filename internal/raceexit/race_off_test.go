@@ -1,0 +1,5 @@
+//go:build !(race && unix)
+
+package raceexit_test
+
+const raceEnabled = false
