@@ -36,7 +36,10 @@ func openKind(t testing.TB, kind service.Kind) workspace.Store {
 	case service.SQLite:
 		root = "sqlite:" + filepath.Join(t.TempDir(), "ws.db")
 	case service.PostgreSQL:
-		root = pgtest.Schema(t)
+		root = pgtest.Migrated(t, func(ctx context.Context, root string) error {
+			_, err := service.Init(ctx, root, service.Roles{})
+			return err
+		})
 	}
 	ctx := context.Background()
 	if _, err := service.Init(ctx, root, service.Roles{}); err != nil {

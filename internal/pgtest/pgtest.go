@@ -11,7 +11,8 @@
 // tests share (a workspace lives in a schema: the root URL's ?schema=),
 // or, where it needs a whole database (roles logging in to it, a bench
 // making schemas of its own), a database of its own from DB; either way
-// tests do not see each other's tables.
+// tests do not see each other's tables. Migrated gives a schema already
+// migrated: a copy of a template the migrations ran on once per binary.
 package pgtest
 
 import (
@@ -67,6 +68,17 @@ type Cluster struct {
 	sharedDB     sync.Once
 	sharedDBName string
 	sharedDBErr  error
+
+	template template // see Migrated
+}
+
+// template is a schema migrated once, and the SQL that makes a copy of it
+// under another name (see Cluster.Migrated).
+type template struct {
+	once sync.Once
+	name string // the schema, in the shared database
+	sql  string // pg_dump of it; "" when pg_dump cannot be had
+	err  error
 }
 
 var (
@@ -120,6 +132,13 @@ func DB(t testing.TB) string {
 func Schema(t testing.TB) string {
 	t.Helper()
 	return Shared(t).Schema(t)
+}
+
+// Migrated returns the root URL of a schema of t's own on the shared
+// cluster, migrated; see Cluster.Migrated.
+func Migrated(t testing.TB, migrate func(ctx context.Context, root string) error) string {
+	t.Helper()
+	return Shared(t).Migrated(t, migrate)
 }
 
 // Start returns the server of $WORKSPACED_TEST_POSTGRES, or starts a new
@@ -378,6 +397,104 @@ func (c *Cluster) dropDB(ctx context.Context, name string) {
 // left then goes with the database.
 func (c *Cluster) Schema(t testing.TB) string {
 	t.Helper()
+	return c.schema(t, schemaName(t.Name(), c.schemas.Add(1)))
+}
+
+// Migrated is Schema with the schema made as migrate makes it: migrate
+// runs once per test binary, on a template schema of the shared database
+// (the workspace's init: `Init(ctx, root)`), and each schema after is a
+// copy of the template replayed from its pg_dump, so that the migrations
+// run once per binary, not once per test. Where pg_dump cannot be had or
+// cannot dump the server (one of $WORKSPACED_TEST_POSTGRES newer than
+// the client programs here), migrate runs on each schema instead.
+func (c *Cluster) Migrated(t testing.TB, migrate func(ctx context.Context, root string) error) string {
+	t.Helper()
+	ctx := context.Background()
+	tp := &c.template
+	tp.once.Do(func() {
+		tp.name = "pgtest_template_" + strconv.Itoa(os.Getpid())
+		root, err := c.rootOf(tp.name)
+		if err != nil {
+			tp.err = err
+			return
+		}
+		if tp.err = migrate(ctx, root); tp.err != nil {
+			tp.err = fmt.Errorf("migrate the template schema: %w", tp.err)
+			return
+		}
+		tool := findTool("pg_dump")
+		if tool == "" {
+			return
+		}
+		// A pg_dump that cannot dump this server (one older than it) leaves
+		// each schema to be migrated.
+		out, err := exec.CommandContext(ctx, tool, "--schema="+tp.name, "--inserts", "--no-owner", "--no-privileges",
+			"--dbname="+c.URL(c.sharedDBName)).Output()
+		if err == nil {
+			tp.sql = sqlOnly(string(out))
+		}
+	})
+	if tp.err != nil {
+		t.Fatalf("the migrated template: %v", tp.err)
+	}
+	name := schemaName(t.Name(), c.schemas.Add(1))
+	root := c.schema(t, name)
+	if tp.sql == "" {
+		if err := migrate(ctx, root); err != nil {
+			t.Fatalf("migrate %s: %v", name, err)
+		}
+		return root
+	}
+	conn, err := pgx.Connect(ctx, c.URL(c.sharedDBName))
+	if err != nil {
+		t.Fatalf("connect to PostgreSQL: %v", err)
+	}
+	defer conn.Close(ctx)
+	// The names the dump gives are the template's, every one qualified
+	// with it, and unique to it (the test binary's process id).
+	if _, err := conn.Exec(ctx, strings.ReplaceAll(tp.sql, tp.name, name)); err != nil {
+		t.Fatalf("copy the template schema into %s: %v", name, err)
+	}
+	return root
+}
+
+// sqlOnly is a pg_dump script without its lines for psql (\restrict and
+// \unrestrict, in the dumps of recent versions): statements alone, for
+// one Exec.
+func sqlOnly(dump string) string {
+	var b strings.Builder
+	for line := range strings.Lines(dump) {
+		if !strings.HasPrefix(line, `\`) {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
+}
+
+// schema is Schema of a schema named name.
+func (c *Cluster) schema(t testing.TB, name string) string {
+	t.Helper()
+	ctx := context.Background()
+	root, err := c.rootOf(name)
+	if err != nil {
+		t.Fatalf("the tests' database: %v", err)
+	}
+	db := c.URL(c.sharedDBName)
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(ctx, db)
+		if err != nil {
+			return // the server is gone (a test stopped it): the database goes with it
+		}
+		defer conn.Close(ctx)
+		_, _ = conn.Exec(ctx, "SET lock_timeout = '5s'")
+		_, _ = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE")
+	})
+	return root
+}
+
+// rootOf is the root URL of schema name in the database the test binary's
+// tests share, which it creates on first use.
+func (c *Cluster) rootOf(name string) (string, error) {
 	ctx := context.Background()
 	c.sharedDB.Do(func() {
 		name := dbName("shared", c.dbs.Add(1))
@@ -394,27 +511,16 @@ func (c *Cluster) Schema(t testing.TB) string {
 		c.sharedDBName = name
 	})
 	if c.sharedDBErr != nil {
-		t.Fatalf("the tests' database: %v", c.sharedDBErr)
+		return "", c.sharedDBErr
 	}
-	db := c.URL(c.sharedDBName)
-	name := schemaName(t.Name(), c.schemas.Add(1))
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, db)
-		if err != nil {
-			return // the server is gone (a test stopped it): the database goes with it
-		}
-		defer conn.Close(ctx)
-		_, _ = conn.Exec(ctx, "SET lock_timeout = '5s'")
-		_, _ = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE")
-	})
-	u, err := url.Parse(db)
+	u, err := url.Parse(c.URL(c.sharedDBName))
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	q := u.Query()
 	q.Set("schema", name)
 	u.RawQuery = q.Encode()
-	return u.String()
+	return u.String(), nil
 }
 
 // schemaName is a schema name a root URL accepts (lower case letters,
@@ -457,12 +563,21 @@ func sanitize(name string) string {
 // installed binaries, else from $PATH; the test is skipped without it.
 func Tool(t testing.TB, name string) string {
 	t.Helper()
+	if p := findTool(name); p != "" {
+		return p
+	}
+	optdep.Skipf(t, "postgres", "no %s: install the postgresql package", name)
+	return ""
+}
+
+// findTool is the path of the client program name of the installed
+// binaries, else from $PATH, else "".
+func findTool(name string) string {
 	if bin := findBin(); bin != "" && isExec(filepath.Join(bin, name)) {
 		return filepath.Join(bin, name)
 	}
 	if p, err := exec.LookPath(name); err == nil {
 		return p
 	}
-	optdep.Skipf(t, "postgres", "no %s: install the postgresql package", name)
 	return ""
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/workspaced/workspaced/internal/optdep"
 	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
@@ -139,4 +140,82 @@ func TestNoFlushOutsideBenchmarks(t *testing.T) {
 	if want := map[bool]string{true: "on", false: "off"}[benchmarking()]; fsync != want {
 		t.Errorf("fsync = %s, want %s (benchmarking: %v)", fsync, want, benchmarking())
 	}
+}
+
+// TestMigratedCopiesTheTemplate: migrate runs once for three schemas, each
+// of which holds what it made (a table, its rows, a sequence past them, a
+// trigger calling a function), apart from the others.
+func TestMigratedCopiesTheTemplate(t *testing.T) {
+	ctx := context.Background()
+	c := Shared(t)
+	if findTool("pg_dump") == "" {
+		optdep.Skip(t, "postgres", "no pg_dump: each schema is migrated, and the template is not tested (install the postgresql package)")
+	}
+	calls := 0
+	migrate := func(ctx context.Context, root string) error {
+		calls++
+		conn, err := pgx.Connect(ctx, dbOf(t, root))
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		schema := pgx.Identifier{schemaOf(t, root)}.Sanitize()
+		_, err = conn.Exec(ctx, "CREATE SCHEMA "+schema+"; SET search_path = "+schema+`;
+			CREATE TABLE notes (id bigserial PRIMARY KEY, v text NOT NULL, upper_v text);
+			CREATE FUNCTION notes_upper() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN NEW.upper_v := upper(NEW.v); RETURN NEW; END $$;
+			CREATE TRIGGER notes_upper BEFORE INSERT ON notes FOR EACH ROW EXECUTE FUNCTION notes_upper();
+			INSERT INTO notes (v) VALUES ('one'), ('two')`)
+		return err
+	}
+	var roots []string
+	for range 3 {
+		roots = append(roots, c.Migrated(t, migrate))
+	}
+	if calls != 1 {
+		t.Errorf("migrate ran %d times for 3 schemas, want once", calls)
+	}
+	for i, root := range roots {
+		conn, err := pgx.Connect(ctx, dbOf(t, root))
+		if err != nil {
+			t.Fatal(err)
+		}
+		schema := pgx.Identifier{schemaOf(t, root)}.Sanitize()
+		if _, err := conn.Exec(ctx, "INSERT INTO "+schema+".notes (v) VALUES ($1)", "mine "+root); err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		var last, upper string
+		var id int64
+		if err := conn.QueryRow(ctx, "SELECT count(*), max(id), (array_agg(v ORDER BY id DESC))[1], (array_agg(upper_v ORDER BY id DESC))[1] FROM "+schema+".notes").Scan(&n, &id, &last, &upper); err != nil {
+			t.Fatal(err)
+		}
+		conn.Close(ctx)
+		if n != 3 || id != 3 || last != "mine "+root || upper != strings.ToUpper(last) {
+			t.Errorf("schema %d: %d rows, last id %d, last %q (%q): want the template's two and its own, id 3, its trigger run", i, n, id, last, upper)
+		}
+	}
+}
+
+// dbOf is a root URL without its schema: the database's.
+func dbOf(t *testing.T, root string) string {
+	t.Helper()
+	u, err := url.Parse(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Del("schema")
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// schemaOf is the schema a root URL names.
+func schemaOf(t *testing.T, root string) string {
+	t.Helper()
+	u, err := url.Parse(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Query().Get("schema")
 }

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"testing"
@@ -29,16 +30,30 @@ func withSchema(t testing.TB, db, name string) string {
 	return u.String()
 }
 
-// newStore initializes a workspace in a fresh schema.
+// newStore initializes a workspace in a fresh schema: a copy of one
+// migrated once per test binary (pgtest.Migrated), which Init finds up to
+// date. The tests of Init itself start from an empty schema.
 func newStore(t testing.TB) (*Store, string) {
 	t.Helper()
-	root := pgtest.Schema(t)
-	s, _, err := Init(context.Background(), root)
+	root := pgtest.Migrated(t, migrate)
+	s, n, err := Init(context.Background(), root)
+	if err == nil && n != 0 {
+		err = fmt.Errorf("Init applied %d migrations to a migrated schema", n)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s, root
+}
+
+// migrate is the workspace's init of root, for pgtest.Migrated.
+func migrate(ctx context.Context, root string) error {
+	s, _, err := Init(ctx, root)
+	if err != nil {
+		return err
+	}
+	return s.Close()
 }
 
 func TestInitMigratesOnceAndOpenChecksVersion(t *testing.T) {
