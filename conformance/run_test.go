@@ -28,7 +28,12 @@ var stores = []struct {
 }{
 	{"files", func(t *testing.T) string { return filepath.Join(t.TempDir(), "ws") }},
 	{"sqlite", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "ws.db") }},
-	{"postgres", func(t *testing.T) string { return pgtest.Schema(t) }},
+	{"postgres", func(t *testing.T) string {
+		return pgtest.Migrated(t, func(ctx context.Context, root string) error {
+			_, err := service.Init(ctx, root, service.Roles{})
+			return err
+		})
+	}},
 }
 
 // eventually bounds a step marked eventually.
