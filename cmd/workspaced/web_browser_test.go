@@ -78,6 +78,9 @@ func newBrowser(t *testing.T) context.Context {
 			chromedp.Flag("disable-sync", true),
 			chromedp.UserDataDir(dir),
 			chromedp.WindowSize(1400, 1000),
+			// Its singleton socket's directory goes with the profile when
+			// the test binary stops it, not left in the system's /tmp.
+			chromedp.Env("TMPDIR="+dir),
 		)
 		actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 		ctx, cancelC := chromedp.NewContext(actx)
@@ -951,8 +954,9 @@ func browserFor(b *testing.B) context.Context {
 	if err != nil {
 		b.Skip("no Chromium on this machine (Debian: apt-get install chromium)")
 	}
+	dir := b.TempDir()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.Headless,
-		chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.UserDataDir(b.TempDir()), chromedp.WindowSize(1280, 800),
+		chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.UserDataDir(dir), chromedp.Env("TMPDIR="+dir), chromedp.WindowSize(1280, 800),
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true))
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelC := chromedp.NewContext(actx)

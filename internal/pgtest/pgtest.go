@@ -406,7 +406,9 @@ func (c *Cluster) Schema(t testing.TB) string {
 // copy of the template replayed from its pg_dump, so that the migrations
 // run once per binary, not once per test. Where pg_dump cannot be had or
 // cannot dump the server (one of $WORKSPACED_TEST_POSTGRES newer than
-// the client programs here), migrate runs on each schema instead.
+// the client programs here), migrate runs on each schema instead. The
+// template is made by the first call's migrate: a test binary passes the
+// same one to every call.
 func (c *Cluster) Migrated(t testing.TB, migrate func(ctx context.Context, root string) error) string {
 	t.Helper()
 	ctx := context.Background()
