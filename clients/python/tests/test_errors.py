@@ -12,7 +12,7 @@ import pytest
 
 import workspaced
 from conftest import ROOTS
-from workspaced.errors import from_problem
+from workspaced.errors import from_problem, read_problem
 
 
 @pytest.mark.parametrize("kind,cls", [
@@ -24,6 +24,19 @@ def test_problem_kinds(kind: str, cls: type[workspaced.WorkspacedError]) -> None
     e = from_problem(400, {"kind": kind, "detail": "what", "hint": "how"})
     assert isinstance(e, cls) and e.detail == "what" and e.hint == "how"
     assert str(e) == "what\nhint: how"
+
+
+@pytest.mark.parametrize("raw,want", [
+    (b"<html>502 Bad Gateway</html>", {"detail": "GET /x: HTTP 502"}),
+    (b"", {"detail": "GET /x: HTTP 502"}),
+    (b"[1, 2]", {"detail": "GET /x: HTTP 502"}),
+    (b'"just a string"', {"detail": "GET /x: HTTP 502"}),
+    (b'{"kind": "locked"}', {"kind": "locked", "detail": "GET /x: HTTP 502"}),
+    (b'{"kind": "invalid", "detail": "bad key"}', {"kind": "invalid", "detail": "bad key"}),
+    (b"\xff\xfe not utf-8", {"detail": "GET /x: HTTP 502"}),
+])
+def test_read_problem(raw: bytes, want: dict[str, str]) -> None:
+    assert read_problem(raw, "GET /x: HTTP 502") == want
 
 
 def test_version_conflict_problem() -> None:

@@ -115,32 +115,29 @@ for (let r = 0; r < rounds; r++) {
   tokenFloorTimes.push(...(await timed(per, tokenFloor, 0)));
 }
 
-// writers writers at once, each putting writes items of its own: items a
+// writers loops at once, each running op writes times (op(w, i)): ops a
 // second over the whole burst.
-async function burst(s: BaseStore, tag: string, writers: number): Promise<number> {
+async function rate(writers: number, op: (w: number, i: number) => Promise<unknown>): Promise<number> {
   const t = performance.now();
   await Promise.all(
     Array.from({ length: writers }, async (_, w) => {
-      for (let i = 0; i < writes; i++) await s.put(["bench", "writers", tag, `w${w}`], `k${i}`, value(i));
+      for (let i = 0; i < writes; i++) await op(w, i);
     }),
   );
   return (writers * writes) / ((performance.now() - t) / 1000);
 }
+// A burst: writers writers at once, each putting items of its own.
+const burst = (s: BaseStore, tag: string, writers: number) =>
+  rate(writers, (w, i) => s.put(["bench", "writers", tag, `w${w}`], `k${i}`, value(i)));
+// The floor of a burst: as many loops at once, each making as many HTTP
+// round trips to the listener that touch no store (/healthz): the rate
+// no writer through the door can pass.
+const floorBurst = (writers: number) => rate(writers, floor);
 const best = (xs: number[]) => Math.max(...xs);
 // Three bursts of each, alternating who goes first; the best counts.
 const bursts = writerCounts.map((writers) => {
   return { writers, ours: [] as number[], peer: [] as number[], floor: [] as number[] };
 });
-// The floor of a burst: as many loops at once, each making as many HTTP
-// round trips to the listener that touch no store (/healthz): the rate
-// no writer through the door can pass.
-async function floorBurst(writers: number): Promise<number> {
-  const t = performance.now();
-  await Promise.all(Array.from({ length: writers }, async () => {
-    for (let i = 0; i < writes; i++) await floor();
-  }));
-  return (writers * writes) / ((performance.now() - t) / 1000);
-}
 for (const b of bursts) {
   for (let r = 0; r < 3; r++) {
     const order = r % 2 ? (["peer", "ours"] as const) : (["ours", "peer"] as const);

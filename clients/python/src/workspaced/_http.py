@@ -15,7 +15,7 @@ from urllib.parse import quote, urlencode, urlsplit
 from ._backend import Backend
 from . import _sse
 from ._common import RawJSON, check_id, value_json, verdict_of
-from .errors import Invalid, WorkspacedError, from_problem
+from .errors import Invalid, WorkspacedError, from_problem, read_problem
 from .types import Delivery, Entry, EntryInfo, Event, EventPage, MemoryItem
 
 _API = "/api/v1"
@@ -136,13 +136,7 @@ class HTTPBackend(Backend):
                     raise WorkspacedError("cannot reach %s: %s" % (self.root, e),
                                           "check the URL, and that 'workspaced serve --listen' runs there") from None
         if resp.status >= 400:
-            try:
-                problem = json.loads(raw)
-            except ValueError:
-                problem = {}
-            if not isinstance(problem, dict):
-                problem = {}
-            problem.setdefault("detail", "%s %s: HTTP %d" % (method, path, resp.status))
+            problem = read_problem(raw, "%s %s: HTTP %d" % (method, path, resp.status))
             retry = resp.getheader("Retry-After") or "0"
             raise from_problem(resp.status, problem, float(retry) if retry.isdigit() else 0.0)
         if resp.status == 204 or not raw:

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .errors import WorkspacedError, from_problem
+from .errors import WorkspacedError, from_problem, read_problem
 from .types import Event
 
 # How long to wait before opening a stream the server ended, unless it
@@ -48,15 +48,7 @@ def follow(connect: Callable[[float | None], http.client.HTTPConnection], url: s
             except OSError as e:
                 raise WorkspacedError("cannot reach %s: %s" % (url, e), "check that 'workspaced serve --listen' runs") from None
             if resp.status >= 400:
-                raw = resp.read()
-                try:
-                    problem = json.loads(raw)
-                except ValueError:
-                    problem = {}
-                if not isinstance(problem, dict):
-                    problem = {}
-                problem.setdefault("detail", "GET %s: HTTP %d" % (url, resp.status))
-                raise from_problem(resp.status, problem)
+                raise from_problem(resp.status, read_problem(resp.read(), "GET %s: HTTP %d" % (url, resp.status)))
             fields: dict[str, str] = {}
             data: list[str] = []
             while True:

@@ -8,6 +8,8 @@ and how to go on (``err.hint``).
 
 from __future__ import annotations
 
+import json
+
 from typing import Any
 
 
@@ -173,6 +175,18 @@ _KINDS: tuple[type[WorkspacedError], ...] = (Invalid, Unsafe, Unauthorized, Forb
                                              LockTimeout, NotServing,
               NoVerdict, TooLarge, TooManyRequests, Unsupported)
 _BY_KIND: dict[str, type[WorkspacedError]] = {c.kind: c for c in _KINDS}
+
+
+def read_problem(raw: bytes, detail: str) -> dict[str, Any]:
+    """The problem object of an error answer's body raw: {} when the body
+    is not a JSON object, with detail as its detail when it gives none."""
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        parsed = None
+    problem: dict[str, Any] = parsed if isinstance(parsed, dict) else {}
+    problem.setdefault("detail", detail)
+    return problem
 
 
 def from_problem(status: int, problem: dict[str, Any], retry_after: float = 0.0) -> WorkspacedError:
