@@ -61,7 +61,19 @@ func TestEncoderMatchesMarshal(t *testing.T) {
 			everything++
 		}
 		st.JournalSeq = int64(step)
-		got, err := e.Encode(st, ch, valid)
+		var got []byte
+		var err error
+		if step%2 == 0 {
+			got, err = e.Encode(st, ch, valid)
+		} else {
+			// The pieces, joined, are the document, and size its length.
+			var parts [][]byte
+			var size int
+			parts, size, err = e.EncodeParts(st, ch, valid)
+			if got = bytes.Join(parts, nil); err == nil && len(got) != size {
+				t.Fatalf("step %d: %d pieces of %d bytes in all, said %d", step, len(parts), len(got), size)
+			}
+		}
 		if err != nil {
 			t.Fatalf("step %d: %v", step, err)
 		}
@@ -142,6 +154,32 @@ func BenchmarkEncoder10000(b *testing.B) {
 		var ch Changed
 		ch.Subtask(id)
 		if _, err := e.Encode(st, ch, true); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEncoderParts10000 is BenchmarkEncoder10000 with the document
+// handed out in pieces, as the file store writes it: no copy of it.
+func BenchmarkEncoderParts10000(b *testing.B) {
+	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	st := workspace.State{TaskID: "t", Status: "executing", Phase: "p", LastUpdated: t0,
+		Subtasks: map[string]*workspace.SubtaskState{}, Checkpoints: map[string]*workspace.CheckpointState{},
+		Workers: map[string]*workspace.WorkerState{}, Errors: []workspace.StateError{}}
+	for i := range 10000 {
+		st.Subtasks[fmt.Sprintf("st_%d", i)] = &workspace.SubtaskState{Status: "completed", Worker: "w_1", CompletedAt: &t0, Output: "outputs/x.json"}
+	}
+	var e Encoder
+	if _, _, err := e.EncodeParts(st, Changed{}, false); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		id := fmt.Sprintf("st_%d", i%10000)
+		st.Subtasks[id] = &workspace.SubtaskState{Status: "in_progress", Worker: "w_2", StartedAt: &t0}
+		var ch Changed
+		ch.Subtask(id)
+		if _, _, err := e.EncodeParts(st, ch, true); err != nil {
 			b.Fatal(err)
 		}
 	}
