@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
+	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/schemas"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -32,6 +34,7 @@ type Encoder struct {
 	primed bool
 	buf    bytes.Buffer
 	parts  [][]byte // the pieces of the document last encoded
+	shell  []byte   // the shell last checked, by shellKey
 	out    []byte   // the document last encoded by Encode, reused by the next
 }
 
@@ -94,11 +97,7 @@ func (e *Encoder) EncodeParts(st workspace.State, changed Changed, valid bool) (
 			parts = append(e.parts[:0], data)
 			err = schemas.Validate(schemas.KindState, data)
 		} else {
-			part := st
-			part.Subtasks = pick(st.Subtasks, changed.Subtasks)
-			part.Checkpoints = pick(st.Checkpoints, changed.Checkpoints)
-			part.Workers = pick(st.Workers, changed.Workers)
-			err = checkPart(part, size)
+			err = e.checkChanged(st, changed, size)
 		}
 	}
 	if err != nil {
@@ -106,7 +105,108 @@ func (e *Encoder) EncodeParts(st workspace.State, changed Changed, valid bool) (
 		return nil, 0, err
 	}
 	e.primed = true
+	e.shell = shellKey(e.shell[:0], e.buf.Bytes())
 	return parts, size, nil
+}
+
+// checkChanged checks a state derived from a valid one, size bytes
+// encoded, at the cost of what changed: the shell (the document without
+// its entries, as assemble left it in buf) when it differs from the last
+// one checked by more than last_updated and journal_seq, which the
+// encoding of a time and of a non-negative integer always leaves valid;
+// then each changed entry, alone, against its map's subschema, and its
+// key against the schema of the map's keys (the schema puts no
+// constraint across entries, nor between them and the shell).
+func (e *Encoder) checkChanged(st workspace.State, changed Changed, size int) error {
+	if size > schemas.MaxBytes {
+		return fmt.Errorf("%s: %w: %d bytes, limit %d", schemas.KindState, schemas.ErrTooLarge, size, schemas.MaxBytes)
+	}
+	if head := e.buf.Bytes(); st.JournalSeq < 0 || !e.primed || !sameShell(e.shell, head) {
+		if e.subtasks.null || e.checkpoints.null || e.workers.null {
+			// Only the entries of a state derived from a valid one are
+			// checked, not how its maps are written.
+			shell := st
+			shell.Subtasks, shell.Checkpoints, shell.Workers = map[string]*workspace.SubtaskState{},
+				map[string]*workspace.CheckpointState{}, map[string]*workspace.WorkerState{}
+			var err error
+			if head, err = atomicfile.Marshal(shell); err != nil {
+				return err
+			}
+		}
+		if err := schemas.Validate(schemas.KindState, head); err != nil {
+			return err
+		}
+	}
+	for _, sec := range []struct {
+		name string
+		m    any
+		ids  map[string]struct{}
+	}{{"subtasks", st.Subtasks, changed.Subtasks}, {"checkpoints", st.Checkpoints, changed.Checkpoints}, {"workers", st.Workers, changed.Workers}} {
+		if len(sec.ids) == 0 {
+			continue // (forEntries takes no ids for all)
+		}
+		err := forEntries(sec.m, sec.ids, func(id string, v any, present bool) error {
+			if !present {
+				return nil
+			}
+			return checkEntry(sec.name, id, v)
+		}, new(bool))
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkEntry checks entry id (value v) of the map name of a state: its key
+// and its value, each against its subschema.
+func checkEntry(name, id string, v any) error {
+	at := "/" + name + "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(id)
+	key, err := json.Marshal(id)
+	if err == nil {
+		err = schemas.ValidateAt(schemas.KindState, "/properties/"+name+"/propertyNames", at, key)
+	}
+	if err != nil {
+		return err
+	}
+	val, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", at, err)
+	}
+	return schemas.ValidateAt(schemas.KindState, "/properties/"+name+"/additionalProperties", at, val)
+}
+
+// The lines of the shell that change with every state written.
+var (
+	lastUpdatedLine = []byte("\n  \"last_updated\": ")
+	journalSeqLine  = []byte("\n  \"journal_seq\": ")
+)
+
+// shellKey appends to dst the shell document head without its
+// last_updated and journal_seq lines (a key at the top level sits
+// after a newline and two spaces: in a string a newline is escaped).
+func shellKey(dst, head []byte) []byte {
+	for _, line := range [][]byte{lastUpdatedLine, journalSeqLine} {
+		i := bytes.Index(head, line)
+		if i < 0 {
+			continue
+		}
+		dst = append(dst, head[:i]...)
+		head = head[i+len(line):]
+		if j := bytes.IndexByte(head, '\n'); j >= 0 {
+			head = head[j:]
+		} else {
+			head = nil
+		}
+	}
+	return append(dst, head...)
+}
+
+// sameShell reports whether head is the shell key was made from, but for
+// its last_updated and journal_seq.
+func sameShell(key, head []byte) bool {
+	var buf [1024]byte
+	return bytes.Equal(key, shellKey(buf[:0], head))
 }
 
 // join copies parts, size bytes in all, into one slice, the encoder's.
@@ -119,17 +219,6 @@ func (e *Encoder) join(parts [][]byte, size int) []byte {
 		out = append(out, p...)
 	}
 	e.out = out
-	return out
-}
-
-// pick is the entries of m that ids names.
-func pick[V any](m map[string]*V, ids map[string]struct{}) map[string]*V {
-	out := make(map[string]*V, len(ids))
-	for id := range ids {
-		if v, ok := m[id]; ok {
-			out[id] = v
-		}
-	}
 	return out
 }
 
