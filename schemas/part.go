@@ -36,9 +36,13 @@ func ValidateAt(kind Kind, pointer, at string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	f, _ := parts.LoadOrStore(partKey{kind, pointer}, sync.OnceValues(func() (*jsonschema.Schema, error) {
-		return compilePart(kind, pointer)
-	}))
+	key := partKey{kind, pointer}
+	f, ok := parts.Load(key)
+	if !ok {
+		f, _ = parts.LoadOrStore(key, sync.OnceValues(func() (*jsonschema.Schema, error) {
+			return compilePart(kind, pointer)
+		}))
+	}
 	sch, err := f.(func() (*jsonschema.Schema, error))()
 	if err != nil {
 		return fmt.Errorf("%s: %w", kind, err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/schemas"
@@ -114,9 +113,9 @@ func (e *Encoder) EncodeParts(st workspace.State, changed Changed, valid bool) (
 // its entries, as assemble left it in buf) when it differs from the last
 // one checked by more than last_updated and journal_seq, which the
 // encoding of a time and of a non-negative integer always leaves valid;
-// then each changed entry, alone, against its map's subschema, and its
-// key against the schema of the map's keys (the schema puts no
-// constraint across entries, nor between them and the shell).
+// then the changed entries of each map, alone, against the map's
+// subschema, keys and values at once (the schema puts no constraint
+// across entries, nor between them and the shell).
 func (e *Encoder) checkChanged(st workspace.State, changed Changed, size int) error {
 	if size > schemas.MaxBytes {
 		return fmt.Errorf("%s: %w: %d bytes, limit %d", schemas.KindState, schemas.ErrTooLarge, size, schemas.MaxBytes)
@@ -137,43 +136,35 @@ func (e *Encoder) checkChanged(st workspace.State, changed Changed, size int) er
 			return err
 		}
 	}
+	subtasks, checkpoints, workers := pick(st.Subtasks, changed.Subtasks), pick(st.Checkpoints, changed.Checkpoints), pick(st.Workers, changed.Workers)
 	for _, sec := range []struct {
 		name string
-		m    any
-		ids  map[string]struct{}
-	}{{"subtasks", st.Subtasks, changed.Subtasks}, {"checkpoints", st.Checkpoints, changed.Checkpoints}, {"workers", st.Workers, changed.Workers}} {
-		if len(sec.ids) == 0 {
-			continue // (forEntries takes no ids for all)
+		part any
+		n    int
+	}{{"subtasks", subtasks, len(subtasks)}, {"checkpoints", checkpoints, len(checkpoints)}, {"workers", workers, len(workers)}} {
+		if sec.n == 0 {
+			continue
 		}
-		err := forEntries(sec.m, sec.ids, func(id string, v any, present bool) error {
-			if !present {
-				return nil
-			}
-			return checkEntry(sec.name, id, v)
-		}, new(bool))
+		data, err := json.Marshal(sec.part)
 		if err != nil {
+			return fmt.Errorf("encode %s: %w", sec.name, err)
+		}
+		if err := schemas.ValidateAt(schemas.KindState, "/properties/"+sec.name, "/"+sec.name, data); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// checkEntry checks entry id (value v) of the map name of a state: its key
-// and its value, each against its subschema.
-func checkEntry(name, id string, v any) error {
-	at := "/" + name + "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(id)
-	key, err := json.Marshal(id)
-	if err == nil {
-		err = schemas.ValidateAt(schemas.KindState, "/properties/"+name+"/propertyNames", at, key)
+// pick is the entries of m that ids names.
+func pick[V any](m map[string]*V, ids map[string]struct{}) map[string]*V {
+	out := make(map[string]*V, len(ids))
+	for id := range ids {
+		if v, ok := m[id]; ok {
+			out[id] = v
+		}
 	}
-	if err != nil {
-		return err
-	}
-	val, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", at, err)
-	}
-	return schemas.ValidateAt(schemas.KindState, "/properties/"+name+"/additionalProperties", at, val)
+	return out
 }
 
 // The lines of the shell that change with every state written.
