@@ -173,7 +173,7 @@ function nodeAnswer(res: NodeIncoming, signal?: AbortSignal): Answer {
         const parts: Uint8Array[] = [];
         res.on("data", (c) => parts.push(c));
         res.on("error", (err) => reject(signal?.aborted ? signal.reason : new TypeError("terminated", { cause: err })));
-        res.once("end", () => resolve(parts.length === 1 ? Buffer.from(parts[0]!).toString("utf8") : Buffer.concat(parts).toString("utf8")));
+        res.once("end", () => resolve((parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts)).toString("utf8")));
         res.once("close", () => reject(signal?.aborted ? signal.reason : new TypeError("terminated"))); // after end: a no-op
       });
     },
