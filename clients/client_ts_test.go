@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -54,8 +57,9 @@ var buildTSPackage = sync.OnceValues(func() (string, error) {
 
 var reTAPCount = regexp.MustCompile(`(?m)^# (pass|fail|skipped|todo|cancelled) (\d+)$`)
 
-// TestTypeScriptClient runs the TypeScript client's suite (node --test,
-// clients/typescript/test) against `workspaced serve --listen` on a
+// TestTypeScriptClient runs the TypeScript client's suite (node:test,
+// clients/typescript/test; every file of it in one node process a store)
+// against `workspaced serve --listen` on a
 // workspace on files, on SQLite and on PostgreSQL: the daemon and the HTTP
 // API in one process, tokens required. Agents alpha and beta work on t1
 // with every right and write the global memory, reader only reads it,
@@ -75,9 +79,7 @@ func TestTypeScriptClient(t *testing.T) {
 	if err != nil || len(suite) == 0 {
 		t.Fatalf("no compiled tests in %s/dist/test: %v", tsPackageDir, err)
 	}
-	for i := range suite {
-		suite[i], _ = filepath.Rel(tsPackageDir, suite[i])
-	}
+	entry := suiteEntry(t, suite)
 	for _, kind := range []string{"files", "sqlite", "postgres"} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
@@ -112,8 +114,7 @@ func TestTypeScriptClient(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 			defer cancel()
-			args := append([]string{"--test", "--test-reporter=tap", "--test-concurrency=1"}, suite...)
-			cmd := exec.CommandContext(ctx, node, args...)
+			cmd := exec.CommandContext(ctx, node, "--test-reporter=tap", entry)
 			cmd.Dir = tsPackageDir
 			cmd.Env = append(clitest.CleanEnv(), "WORKSPACED_URL="+base[:len(base)-1], "WORKSPACED_TOKENS="+string(tokJSON),
 				"WORKSPACED_TASK=t1", "WORKSPACED_STORE="+kind,
@@ -131,4 +132,27 @@ func TestTypeScriptClient(t *testing.T) {
 			t.Logf("the TypeScript client's suite on %s: %d tests passed", kind, counts["pass"])
 		})
 	}
+}
+
+// suiteEntry writes a module that imports each compiled test file of
+// suite in turn and returns its path: node runs their tests one after
+// another in one process, as `node --test --test-concurrency=1` runs them
+// in one process a file, without loading node and the frameworks again
+// for each file.
+func suiteEntry(t *testing.T, suite []string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, f := range suite {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}
+		fmt.Fprintf(&b, "await import(%q);\n", u.String())
+	}
+	entry := filepath.Join(t.TempDir(), "suite.mjs")
+	if err := os.WriteFile(entry, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return entry
 }
