@@ -186,6 +186,7 @@ func connect(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	rdb.SetMaxOpenConns(8)
+	rdb.SetMaxIdleConns(8)
 	s := &Store{db: db, cdb: cdb, rdb: rdb, wc: newStmtCache(db), cc: newStmtCache(cdb), rc: newStmtCache(rdb), wq: newWriteQueue(path),
 		path: path}
 	s.withSQL()
