@@ -29,6 +29,9 @@ import (
 //
 //	go test -run '^$' -bench TypeScriptClientVsPostgresStore -benchtime 1x ./clients/
 //
+// (BENCH_TRANSPORT=fetch: the client through Node's fetch, not its own
+// node:http; BENCH_TRANSPORT=both and -benchtime 4x: the two in turn.)
+//
 // It reports the medians' ratios (ours ÷ PostgresStore's: below 1 is
 // faster) and the rate ratios of 8 and 16 writers (above 1 is faster),
 // each beside its floor, the best the door itself allows measured in the
@@ -69,12 +72,19 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 	// itself: lifted, as for a trusted program with a token of its own.
 	_, base := w.opsServe("--rate", "100000", "--burst", "100000")
 	mcpURL, _ := w.Listen(reMCPServing, "mcp", "--http", "127.0.0.1:0", "--rate", "100000", "--burst", "100000")
-	for range b.N {
+	// BENCH_TRANSPORT=fetch runs the client through fetch instead of its
+	// own transport; =both alternates the two, one run each in turn (with
+	// -benchtime 2x or more), on the same server.
+	transports := []string{os.Getenv("BENCH_TRANSPORT")}
+	if transports[0] == "both" {
+		transports = []string{"", "fetch"}
+	}
+	for i := range b.N {
 		ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
 		cmd := exec.CommandContext(ctx, node, "dist/bench/bench.js")
 		cmd.Dir = tsPackageDir
 		cmd.Env = append(clitest.CleanEnv(), "WORKSPACED_URL="+base[:len(base)-1], "WORKSPACED_TOKEN="+tok,
-			"WORKSPACED_MCP_URL="+mcpURL, "BENCH_PG="+db.String())
+			"WORKSPACED_MCP_URL="+mcpURL, "BENCH_PG="+db.String(), "BENCH_TRANSPORT="+transports[i%len(transports)])
 		var out, errOut bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errOut
 		err := cmd.Run()

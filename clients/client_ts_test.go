@@ -3,8 +3,16 @@ package clients_test
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"math/big"
+	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -68,7 +76,10 @@ var reTAPCount = regexp.MustCompile(`(?m)^# (pass|fail|skipped|todo|cancelled) (
 // WorkspacedStore under a LangGraph.js StateGraph and against
 // InMemoryStore, WorkspacedSession under the Agents SDK's run() and two
 // processes adding at once, and the problem answer of every documented
-// error; every one of its tests must run and pass.
+// error, over the client's own transport (node:http on Node) and, for the
+// client's own tests, over fetch too; and over HTTPS, an mcp --http
+// listener with a certificate of its own. Every one of its tests must run
+// and pass.
 func TestTypeScriptClient(t *testing.T) {
 	t.Parallel()
 	node := tsPackageNode(t)
@@ -79,7 +90,6 @@ func TestTypeScriptClient(t *testing.T) {
 	if err != nil || len(suite) == 0 {
 		t.Fatalf("no compiled tests in %s/dist/test: %v", tsPackageDir, err)
 	}
-	entry := suiteEntry(t, suite)
 	for _, kind := range []string{"files", "sqlite", "postgres"} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
@@ -108,30 +118,78 @@ func TestTypeScriptClient(t *testing.T) {
 			lw := newKindWS(t, kind)
 			lw.Task("t1")
 			loop := lw.Web("--address-rate", "1", "--address-burst", "8")
+			// The API over HTTPS: mcp --http on the same workspace with a
+			// certificate the suite's node trusts (NODE_EXTRA_CA_CERTS).
+			certFile, keyFile := selfSignedCert(t, t.TempDir())
+			mcpURL, _ := w.Listen(reMCPServing, "mcp", "--http", "127.0.0.1:0", "--tls-cert", certFile, "--tls-key", keyFile, "--rate", "100000", "--burst", "100000")
 			tokJSON, err := json.Marshal(toks)
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, node, "--test-reporter=tap", entry)
-			cmd.Dir = tsPackageDir
-			cmd.Env = append(clitest.CleanEnv(), "WORKSPACED_URL="+base[:len(base)-1], "WORKSPACED_TOKENS="+string(tokJSON),
+			env := append(clitest.CleanEnv(), "WORKSPACED_URL="+base[:len(base)-1], "WORKSPACED_TOKENS="+string(tokJSON),
 				"WORKSPACED_TASK=t1", "WORKSPACED_STORE="+kind,
-				"WORKSPACED_LOOPBACK_URL="+loop.URL)
-			var out bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &out
-			runErr := cmd.Run()
-			counts := map[string]int{}
-			for _, m := range reTAPCount.FindAllStringSubmatch(out.String(), -1) {
-				counts[m[1]], _ = strconv.Atoi(m[2])
+				"WORKSPACED_LOOPBACK_URL="+loop.URL, "WORKSPACED_TLS_URL="+strings.TrimSuffix(mcpURL, "/mcp"),
+				"NODE_EXTRA_CA_CERTS="+certFile)
+			runTSSuite(t, node, kind, env, suite, d)
+			// The client sends through node:http on Node unless given a
+			// fetch: its own tests and the loopback's (429, Retry-After)
+			// once more with fetch forced, on one store (the transport
+			// does not depend on it).
+			if kind == "files" {
+				runTSSuite(t, node, kind+" over fetch", append(env, "WORKSPACED_TRANSPORT=fetch"),
+					[]string{filepath.Join("dist", "test", "client.test.js"), filepath.Join("dist", "test", "loopback.test.js")}, d)
 			}
-			if runErr != nil || counts["fail"] != 0 || counts["pass"] == 0 || counts["skipped"] != 0 || counts["cancelled"] != 0 {
-				t.Fatalf("node --test on %s: %v, counts %v\n%s\nserver:\n%s", kind, runErr, counts, out.String(), d.Log.String())
-			}
-			t.Logf("the TypeScript client's suite on %s: %d tests passed", kind, counts["pass"])
 		})
 	}
+}
+
+// runTSSuite runs the compiled test files of the client's suite with env,
+// in one node process (suiteEntry), failing t unless every test ran and
+// passed.
+func runTSSuite(t *testing.T, node, what string, env, files []string, d *clitest.Daemon) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "--test-reporter=tap", suiteEntry(t, files))
+	cmd.Dir, cmd.Env = tsPackageDir, env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	runErr := cmd.Run()
+	counts := map[string]int{}
+	for _, m := range reTAPCount.FindAllStringSubmatch(out.String(), -1) {
+		counts[m[1]], _ = strconv.Atoi(m[2])
+	}
+	if runErr != nil || counts["fail"] != 0 || counts["pass"] == 0 || counts["skipped"] != 0 || counts["cancelled"] != 0 {
+		t.Fatalf("node on %s: %v, counts %v\n%s\nserver:\n%s", what, runErr, counts, out.String(), d.Log.String())
+	}
+	t.Logf("the TypeScript client's suite on %s: %d tests passed", what, counts["pass"])
+}
+
+// selfSignedCert writes a certificate for 127.0.0.1 and its key into dir.
+func selfSignedCert(t *testing.T, dir string) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	for f, b := range map[string]*pem.Block{certFile: {Type: "CERTIFICATE", Bytes: der}, keyFile: {Type: "EC PRIVATE KEY", Bytes: kder}} {
+		if err := os.WriteFile(f, pem.EncodeToMemory(b), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return certFile, keyFile
 }
 
 // suiteEntry writes a module that imports each compiled test file of

@@ -15,6 +15,10 @@
 //                                     tables go in a schema of their own)
 //   BENCH_OPS (400), BENCH_WRITERS (8,16: the writers of each burst),
 //   BENCH_WRITES (50)
+//   BENCH_TRANSPORT                   "fetch": the client and the floors
+//                                     go through the global fetch, where
+//                                     by default they take the client's
+//                                     own (node:http on Node)
 //
 // The Go benchmark BenchmarkTypeScriptClientVsPostgresStore
 // (cmd/workspaced) starts a PostgreSQL, a workspace on it and its listener,
@@ -26,15 +30,20 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { WorkspacedClient } from "../src/index.js";
 import { WorkspacedStore } from "../src/langgraph.js";
+import { defaultSend, viaFetch } from "../src/transport.js";
 
 const ops = Number(process.env.BENCH_OPS ?? 400);
 const writerCounts = (process.env.BENCH_WRITERS ?? "8,16").split(",").map(Number);
 const writes = Number(process.env.BENCH_WRITES ?? 50);
 const rounds = 5;
 
+const transport = process.env.BENCH_TRANSPORT === "fetch" ? "fetch" : "default";
+const globalFetch = transport === "fetch" ? globalThis.fetch.bind(globalThis) : undefined;
 const ours = new WorkspacedStore({
-  client: new WorkspacedClient({ baseUrl: process.env.WORKSPACED_URL!, token: process.env.WORKSPACED_TOKEN! }),
+  client: new WorkspacedClient({ baseUrl: process.env.WORKSPACED_URL!, token: process.env.WORKSPACED_TOKEN!, fetch: globalFetch }),
 });
+// The floors go the way the client's requests go.
+const send = globalFetch ? viaFetch(globalFetch) : defaultSend();
 const peer = PostgresStore.fromConnString(process.env.BENCH_PG!, { schema: `langgraph_bench_${process.pid}` });
 await peer.setup();
 const mcp = new Client({ name: "bench", version: "0.0.0" });
@@ -49,16 +58,16 @@ async function mcpPut(ns: string[], key: string, v: object) {
 }
 const healthz = `${process.env.WORKSPACED_URL}/healthz`;
 const whoAmI = `${process.env.WORKSPACED_URL}/api/v1/agent`;
-const auth = { headers: { Authorization: `Bearer ${process.env.WORKSPACED_TOKEN}` } };
+const auth = { Authorization: `Bearer ${process.env.WORKSPACED_TOKEN}` };
 async function floor() {
-  const res = await fetch(healthz);
-  await res.arrayBuffer();
-  if (!res.ok) throw new Error(`GET /healthz: ${res.status}`);
+  const res = await send({ method: "GET", url: healthz, headers: {} });
+  await res.text();
+  if (res.status !== 200) throw new Error(`GET /healthz: ${res.status}`);
 }
 async function tokenFloor() {
-  const res = await fetch(whoAmI, auth);
-  await res.arrayBuffer();
-  if (!res.ok) throw new Error(`GET /api/v1/agent: ${res.status}`);
+  const res = await send({ method: "GET", url: whoAmI, headers: auth });
+  await res.text();
+  if (res.status !== 200) throw new Error(`GET /api/v1/agent: ${res.status}`);
 }
 
 const value = (i: number) => ({ i, text: `memory number ${i}`, tags: ["bench", "node"], score: i / 7 });
@@ -150,6 +159,7 @@ for (const b of bursts) {
 const last = bursts[bursts.length - 1];
 
 const result = {
+  transport: globalFetch ? "fetch" : "node:http",
   put: { ours: stats(put.ours), peer: stats(put.peer) },
   get: { ours: stats(get.ours), peer: stats(get.peer) },
   mcp: { put: stats(mcpTimes.put), ping: stats(mcpTimes.ping) },

@@ -1,4 +1,5 @@
 import type { components } from "./generated/openapi.js";
+import type { Answer } from "./transport.js";
 
 /** A problem document of the API (RFC 9457), as the server sends it. */
 export type Problem = components["schemas"]["Problem"];
@@ -60,9 +61,9 @@ export class WorkspacedError extends Error {
  * problemError makes the error of a response that failed: from its
  * problem+json body when it has one, else from its status and text.
  */
-export async function problemError(method: string, url: string, res: Response): Promise<WorkspacedError> {
+export async function problemError(method: string, url: string, res: Answer): Promise<WorkspacedError> {
   const text = await res.text().catch(() => "");
-  const type = res.headers.get("content-type") ?? "";
+  const type = res.header("content-type") ?? "";
   if (type.startsWith("application/problem+json") || type.startsWith("application/json")) {
     try {
       const p = JSON.parse(text) as Problem;

@@ -1,10 +1,12 @@
 // WorkspacedClient over the routes a program meets first: who it is, a
 // task, entries with compare-and-set, global memory, and the task's events
-// both as a cursor and as a stream that resumes.
+// both as a cursor and as a stream that resumes; the transport (node:http
+// on Node, or the fetch given: the Go test runs this file both ways), a
+// request or a stream aborted, and HTTPS.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { WorkspacedClient, WorkspacedError } from "../src/index.js";
-import { client, noServer, storeKind, task, url } from "./env.js";
+import { client, noServer, options, storeKind, task, tlsURL, token, transport, url } from "./env.js";
 
 const skip = noServer;
 
@@ -14,7 +16,7 @@ test("the client's options are checked", () => {
 });
 
 test("a server that is not there is a network error with a hint", async () => {
-  const c = new WorkspacedClient({ baseUrl: "http://127.0.0.1:1" });
+  const c = new WorkspacedClient(options({ baseUrl: "http://127.0.0.1:1" }));
   await assert.rejects(c.whoAmI(), (e: unknown) => e instanceof WorkspacedError && e.kind === "network" && e.status === 0 && /hint: is the listener running/.test(e.message));
 });
 
@@ -121,7 +123,56 @@ test("the memory feed: the cursor form, and a stream woken by a put made while i
 });
 
 test("request reaches any operation by its id", { skip }, async () => {
-  const c = new WorkspacedClient({ baseUrl: url });
+  const c = new WorkspacedClient(options({ baseUrl: url }));
   const d = (await c.request("getOpenAPI")) as unknown as { openapi: string };
   assert.equal(d.openapi, "3.1.0");
+});
+
+test(`the transport: ${transport}, the global fetch used only when given`, { skip }, async () => {
+  const global = globalThis.fetch;
+  let calls = 0;
+  globalThis.fetch = (input, init) => {
+    calls++;
+    return global(input, init);
+  };
+  try {
+    const c = client();
+    assert.equal((await c.whoAmI()).agent, "alpha");
+    await c.putGlobalEntry({ path: { key: "transport" }, body: { value: transport } });
+    assert.equal((await c.getGlobalEntry({ path: { key: "transport" } })).value, transport);
+  } finally {
+    globalThis.fetch = global;
+  }
+  assert.equal(calls, transport === "fetch" ? 3 : 0);
+});
+
+test("an aborted request rejects with the signal's reason; an aborted stream ends", { skip }, async () => {
+  const c = client();
+  const ac = new AbortController();
+  ac.abort(new Error("stopped by the caller"));
+  await assert.rejects(c.whoAmI({ signal: ac.signal }), /stopped by the caller/);
+  // Aborted in flight: sent, no answer read yet (that takes a turn of the event loop).
+  const inFlight = new AbortController();
+  const sent = c.listMemoryNamespaces({ body: { limit: 100, offset: 0 }, signal: inFlight.signal });
+  inFlight.abort(new DOMException("too slow", "TimeoutError"));
+  await assert.rejects(sent, (e: unknown) => e instanceof DOMException && e.name === "TimeoutError");
+  // A stream waiting for an event that does not come: the signal ends it,
+  // with no error, and the client is served again at once.
+  const next = (await c.taskEvents({ path: { task }, query: { after: 0, limit: 1000 } })).next;
+  const started = Date.now();
+  const got = [];
+  for await (const e of c.streamEvents(task, { after: next, signal: AbortSignal.timeout(300) })) got.push(e);
+  assert.deepEqual(got, []);
+  assert.ok(Date.now() - started < 5000, `the stream ended ${Date.now() - started} ms later`);
+  assert.equal((await c.whoAmI()).agent, "alpha");
+});
+
+test("over HTTPS: the same answers and errors", { skip: skip || (tlsURL ? false : "no HTTPS listener: WORKSPACED_TLS_URL is unset") }, async () => {
+  const c = new WorkspacedClient(options({ baseUrl: tlsURL, token: token("alpha") }));
+  assert.equal((await c.whoAmI()).agent, "alpha");
+  await c.putMemoryItem({ query: { namespace: ["tls", transport], key: "k" }, body: { value: { é: 1 } } });
+  assert.deepEqual((await c.getMemoryItem({ query: { namespace: ["tls", transport], key: "k" } })).value, { é: 1 });
+  await assert.rejects(c.getMemoryItem({ query: { namespace: ["tls", transport], key: "none" } }), (e: unknown) => e instanceof WorkspacedError && e.isNotFound && e.kind === "not_found");
+  const stranger = new WorkspacedClient(options({ baseUrl: tlsURL, token: "tk_nobody" }));
+  await assert.rejects(stranger.whoAmI(), (e: unknown) => e instanceof WorkspacedError && e.status === 401 && !!e.hint);
 });

@@ -8,14 +8,32 @@
 //                      "admin" (every task)
 //   WORKSPACED_TASK    the task the tokens cover (t1)
 //   WORKSPACED_STORE   the workspace's store: files, sqlite or postgres
+//   WORKSPACED_TLS_URL an HTTPS listener on the same workspace (mcp --http
+//                      with --tls-cert; NODE_EXTRA_CA_CERTS trusts it)
+//   WORKSPACED_TRANSPORT  "fetch": every client of the suite is given the
+//                      global fetch, where by default it goes through
+//                      node:http (the Go test runs client.test.ts both ways)
 //
 // Without WORKSPACED_URL every test that needs the server is skipped,
 // saying so.
-import { WorkspacedClient } from "../src/index.js";
+import { WorkspacedClient, type ClientOptions } from "../src/index.js";
 
 export const url = process.env.WORKSPACED_URL ?? "";
 export const storeKind = process.env.WORKSPACED_STORE ?? "unknown";
 export const task = process.env.WORKSPACED_TASK ?? "t1";
+export const tlsURL = process.env.WORKSPACED_TLS_URL ?? "";
+
+/** Whether the suite forces fetch on its clients ("fetch") or lets them choose ("node:http" on Node). */
+export const transport = process.env.WORKSPACED_TRANSPORT === "fetch" ? "fetch" : "node:http";
+
+/**
+ * The options of a client of the suite: o, with fetch given when the
+ * suite forces it (the global fetch looked up at each call, so that a test
+ * can count the calls).
+ */
+export function options(o: ClientOptions): ClientOptions {
+  return transport === "fetch" ? { fetch: (input, init) => globalThis.fetch(input, init), ...o } : o;
+}
 const tokens: Record<string, string> = JSON.parse(process.env.WORKSPACED_TOKENS ?? "{}");
 
 /** The reason to skip a test that needs the server, or false with one. */
@@ -32,7 +50,7 @@ export function token(name: string): string {
 
 /** A client acting as the agent of token name. */
 export function client(name = "alpha"): WorkspacedClient {
-  return new WorkspacedClient({ baseUrl: url, token: token(name) });
+  return new WorkspacedClient(options({ baseUrl: url, token: token(name) }));
 }
 
 /** Compares strings by their UTF-8 bytes: the order the API documents. */

@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { WorkspacedClient, WorkspacedError } from "../src/index.js";
-import { task } from "./env.js";
+import { options, task } from "./env.js";
 
 const loop = process.env.WORKSPACED_LOOPBACK_URL ?? "";
 const skip = loop
@@ -12,7 +12,7 @@ const skip = loop
   : "no loopback listener: WORKSPACED_LOOPBACK_URL is unset (go test ./clients -run TestTypeScriptClient starts one per store)";
 
 test("a loopback listener without tokens acts as the agent the client names", { skip }, async () => {
-  const c = new WorkspacedClient({ baseUrl: loop, agent: "local_1" });
+  const c = new WorkspacedClient(options({ baseUrl: loop, agent: "local_1" }));
   const me = await c.whoAmI();
   assert.equal(me.agent, "local_1");
   assert.equal(me.token, "");
@@ -22,7 +22,7 @@ test("a loopback listener without tokens acts as the agent the client names", { 
 });
 
 test("no daemon serving: a claim that would wait is a 503 not_serving, nothing dropped", { skip }, async () => {
-  const c = new WorkspacedClient({ baseUrl: loop, agent: "local_1" });
+  const c = new WorkspacedClient(options({ baseUrl: loop, agent: "local_1" }));
   await assert.rejects(c.claimSubtask({ path: { task }, body: { subtask: "s1", wait: "5s" } }), (err: unknown) => {
     assert.ok(err instanceof WorkspacedError, String(err));
     assert.equal(err.status, 503);
@@ -42,7 +42,7 @@ test("a method the API does not know: 501 not_implemented as problem+json", { sk
 });
 
 test("over the address's rate: 429 too_many_requests when retries are spent, then served after Retry-After", { skip }, async () => {
-  const hasty = new WorkspacedClient({ baseUrl: loop, agent: "local_1", retries: 0 });
+  const hasty = new WorkspacedClient(options({ baseUrl: loop, agent: "local_1", retries: 0 }));
   let refused: WorkspacedError | undefined;
   for (let i = 0; i < 100 && !refused; i++) {
     try {
@@ -55,6 +55,6 @@ test("over the address's rate: 429 too_many_requests when retries are spent, the
   assert.ok(refused, "100 requests at once from one address, none refused");
   assert.equal(refused.kind, "too_many_requests");
   // The default client waits out Retry-After and is served.
-  const patient = new WorkspacedClient({ baseUrl: loop, agent: "local_1" });
+  const patient = new WorkspacedClient(options({ baseUrl: loop, agent: "local_1" }));
   assert.equal((await patient.whoAmI()).agent, "local_1");
 });
