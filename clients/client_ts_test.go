@@ -137,7 +137,7 @@ func TestTypeScriptClient(t *testing.T) {
 			// does not depend on it).
 			if kind == "files" {
 				runTSSuite(t, node, kind+" over fetch", append(env, "WORKSPACED_TRANSPORT=fetch"),
-					[]string{filepath.Join("dist", "test", "client.test.js"), filepath.Join("dist", "test", "loopback.test.js")}, d)
+					[]string{filepath.Join(tsPackageDir, "dist", "test", "client.test.js"), filepath.Join(tsPackageDir, "dist", "test", "loopback.test.js")}, d)
 			}
 		})
 	}
