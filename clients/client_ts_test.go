@@ -10,8 +10,10 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,8 +65,9 @@ var buildTSPackage = sync.OnceValues(func() (string, error) {
 
 var reTAPCount = regexp.MustCompile(`(?m)^# (pass|fail|skipped|todo|cancelled) (\d+)$`)
 
-// TestTypeScriptClient runs the TypeScript client's suite (node --test,
-// clients/typescript/test) against `workspaced serve --listen` on a
+// TestTypeScriptClient runs the TypeScript client's suite (node:test,
+// clients/typescript/test; every file of it in one node process a store)
+// against `workspaced serve --listen` on a
 // workspace on files, on SQLite and on PostgreSQL: the daemon and the HTTP
 // API in one process, tokens required. Agents alpha and beta work on t1
 // with every right and write the global memory, reader only reads it,
@@ -86,9 +89,6 @@ func TestTypeScriptClient(t *testing.T) {
 	suite, err := filepath.Glob(filepath.Join(tsPackageDir, "dist", "test", "*.test.js"))
 	if err != nil || len(suite) == 0 {
 		t.Fatalf("no compiled tests in %s/dist/test: %v", tsPackageDir, err)
-	}
-	for i := range suite {
-		suite[i], _ = filepath.Rel(tsPackageDir, suite[i])
 	}
 	for _, kind := range []string{"files", "sqlite", "postgres"} {
 		t.Run(kind, func(t *testing.T) {
@@ -137,19 +137,20 @@ func TestTypeScriptClient(t *testing.T) {
 			// does not depend on it).
 			if kind == "files" {
 				runTSSuite(t, node, kind+" over fetch", append(env, "WORKSPACED_TRANSPORT=fetch"),
-					[]string{filepath.Join("dist", "test", "client.test.js"), filepath.Join("dist", "test", "loopback.test.js")}, d)
+					[]string{filepath.Join(tsPackageDir, "dist", "test", "client.test.js"), filepath.Join(tsPackageDir, "dist", "test", "loopback.test.js")}, d)
 			}
 		})
 	}
 }
 
-// runTSSuite runs the compiled test files of the client's suite under node
-// --test with env, failing t unless every test ran and passed.
+// runTSSuite runs the compiled test files of the client's suite with env,
+// in one node process (suiteEntry), failing t unless every test ran and
+// passed.
 func runTSSuite(t *testing.T, node, what string, env, files []string, d *clitest.Daemon) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, append([]string{"--test", "--test-reporter=tap", "--test-concurrency=1"}, files...)...)
+	cmd := exec.CommandContext(ctx, node, "--test-reporter=tap", suiteEntry(t, files))
 	cmd.Dir, cmd.Env = tsPackageDir, env
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -159,7 +160,7 @@ func runTSSuite(t *testing.T, node, what string, env, files []string, d *clitest
 		counts[m[1]], _ = strconv.Atoi(m[2])
 	}
 	if runErr != nil || counts["fail"] != 0 || counts["pass"] == 0 || counts["skipped"] != 0 || counts["cancelled"] != 0 {
-		t.Fatalf("node --test on %s: %v, counts %v\n%s\nserver:\n%s", what, runErr, counts, out.String(), d.Log.String())
+		t.Fatalf("node on %s: %v, counts %v\n%s\nserver:\n%s", what, runErr, counts, out.String(), d.Log.String())
 	}
 	t.Logf("the TypeScript client's suite on %s: %d tests passed", what, counts["pass"])
 }
@@ -189,4 +190,27 @@ func selfSignedCert(t *testing.T, dir string) (certFile, keyFile string) {
 		}
 	}
 	return certFile, keyFile
+}
+
+// suiteEntry writes a module that imports each compiled test file of
+// suite in turn and returns its path: node runs their tests one after
+// another in one process, as `node --test --test-concurrency=1` runs them
+// in one process a file, without loading node and the frameworks again
+// for each file.
+func suiteEntry(t *testing.T, suite []string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, f := range suite {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}
+		fmt.Fprintf(&b, "await import(%q);\n", u.String())
+	}
+	entry := filepath.Join(t.TempDir(), "suite.mjs")
+	if err := os.WriteFile(entry, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return entry
 }

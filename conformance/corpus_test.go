@@ -21,6 +21,7 @@ func decode(t *testing.T, s string) any {
 }
 
 func TestMatch(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, want, actual string
 		ok                 bool
@@ -62,6 +63,7 @@ func TestMatch(t *testing.T) {
 }
 
 func TestParseRefuses(t *testing.T) {
+	t.Parallel()
 	tests := map[string]string{
 		"not json":          `{`,
 		"two documents":     `{"name":"a","doc":"d","steps":[{"op":"env.get"}]} {}`,
@@ -85,6 +87,7 @@ func TestParseRefuses(t *testing.T) {
 }
 
 func TestFill(t *testing.T) {
+	t.Parallel()
 	c, err := Parse([]byte(`{"name":"a","doc":"d","steps":[
 		{"op":"task.create","args":{"id":"$task","tags":["$task","$other","$"," $task","$Task"]}},
 		{"op":"task.show","args":{"task":"$task"},"expect":{"result":{"task":{"id":"$task"},"$task":"x"}}}]}`))
@@ -116,6 +119,7 @@ func TestFill(t *testing.T) {
 }
 
 func TestCasesLoad(t *testing.T) {
+	t.Parallel()
 	cases, err := Load("cases")
 	if err != nil {
 		t.Fatal(err)

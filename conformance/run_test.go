@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/internal/pgtest"
 	"github.com/workspaced/workspaced/internal/poll"
 	"github.com/workspaced/workspaced/internal/servetest"
@@ -19,7 +20,13 @@ import (
 	"github.com/workspaced/workspaced/workspace/daemon"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+// TestMain runs the tests, four at once, on a PostgreSQL shared by the
+// test binary: they wait on the stores, their daemons and their streams
+// far more than they compute.
+func TestMain(m *testing.M) {
+	clitest.Waiting(4)
+	os.Exit(pgtest.Main(m))
+}
 
 // stores are the stores every case runs on; a new store is a line here.
 var stores = []struct {
@@ -44,6 +51,7 @@ const eventually = 30 * time.Second
 // (the cases name what they create with placeholders, so they run side
 // by side in it). A failure names the case's file and the step.
 func TestCorpus(t *testing.T) {
+	t.Parallel()
 	cases, err := Load("cases")
 	if err != nil {
 		t.Fatal(err)

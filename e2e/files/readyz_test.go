@@ -9,12 +9,12 @@ import (
 	"github.com/workspaced/workspaced/internal/fixture"
 )
 
-// TestOpsReadyzStartupScan: over a tree of 2,000 tasks, /readyz answers
+// TestOpsReadyzStartupScan: over a tree of 200 tasks, /readyz answers
 // 503 while the start-up scan is held up by a task's lock, /healthz 200
 // all along, and /readyz 200 once the lock is let go.
 func TestOpsReadyzStartupScan(t *testing.T) {
 	t.Parallel()
-	w := clitest.NewScale(t, 1500, 500)
+	w := clitest.NewScale(t, 150, 50)
 	x := w.Open()
 	if err := fixture.PrepareTask(context.Background(), x, "held", 6); err != nil {
 		t.Fatal(err)

@@ -13,7 +13,12 @@ import (
 	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
-func TestMain(m *testing.M) { os.Exit(clitest.Main(m)) }
+// TestMain runs the tests, four at once: they wait on the daemons and the
+// binaries they start far more than they compute.
+func TestMain(m *testing.M) {
+	clitest.Waiting(4)
+	os.Exit(clitest.Main(m))
+}
 
 // TestServeAndClaim: init, a task, the daemon, and a claim waited for
 // until the daemon's verdict (lost: no plan yet).

@@ -15,7 +15,12 @@ import (
 	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
-func TestMain(m *testing.M) { os.Exit(clitest.Main(m)) }
+// TestMain runs the tests, four at once: they wait on the daemons and the
+// binaries they start far more than they compute.
+func TestMain(m *testing.M) {
+	clitest.Waiting(4)
+	os.Exit(clitest.Main(m))
+}
 
 // start starts the daemon on w with a short grace period for a marker
 // that does not parse, without waiting for it to lead: a kill may land

@@ -64,7 +64,8 @@ interface NodeIncoming extends AsyncIterable<Uint8Array> {
   headers: Record<string, string | string[] | undefined>;
   resume(): void;
   destroy(err?: Error): void;
-  on(ev: "error" | "aborted", fn: (err?: Error) => void): void;
+  on(ev: "error", fn: (err?: Error) => void): void;
+  on(ev: "data", fn: (chunk: Uint8Array) => void): void;
   once(ev: "end" | "close", fn: () => void): void;
 }
 interface NodeRequest {
@@ -164,10 +165,17 @@ function nodeAnswer(res: NodeIncoming, signal?: AbortSignal): Answer {
       const v = res.headers[name.toLowerCase()];
       return v === undefined ? null : Array.isArray(v) ? v.join(", ") : v;
     },
-    async text() {
-      const parts: Uint8Array[] = [];
-      for await (const c of chunks()) parts.push(c);
-      return Buffer.concat(parts).toString("utf8");
+    // The whole body by its events: cheaper than through chunks' async
+    // iterator, on the path of every request.
+    text() {
+      take();
+      return new Promise<string>((resolve, reject) => {
+        const parts: Uint8Array[] = [];
+        res.on("data", (c) => parts.push(c));
+        res.on("error", (err) => reject(signal?.aborted ? signal.reason : new TypeError("terminated", { cause: err })));
+        res.once("end", () => resolve((parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts)).toString("utf8")));
+        res.once("close", () => reject(signal?.aborted ? signal.reason : new TypeError("terminated"))); // after end: a no-op
+      });
     },
     chunks,
     discard() {
