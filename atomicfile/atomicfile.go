@@ -49,6 +49,22 @@ func WriteFile(root *os.Root, name string, data []byte, perm os.FileMode) error 
 	return writeIn(d, base, data, perm)
 }
 
+// WriteBuffers is WriteFile of the bytes of bufs, one after the other,
+// written as they are (a vectored write where the system has one): a
+// document kept in pieces is written with no copy of it made first.
+func WriteBuffers(root *os.Root, name string, bufs [][]byte, perm os.FileMode) error {
+	dir, base := filepath.Split(filepath.Clean(filepath.FromSlash(name)))
+	if dir == "" {
+		dir = "."
+	}
+	d, err := root.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("open directory of %s: %w", name, err)
+	}
+	defer d.Close()
+	return writeBuffersIn(d, base, bufs, perm)
+}
+
 // WriteJSON marshals v canonically and writes it with WriteFile.
 func WriteJSON(root *os.Root, name string, v any, perm os.FileMode) error {
 	data, err := Marshal(v)
@@ -59,12 +75,21 @@ func WriteJSON(root *os.Root, name string, v any, perm os.FileMode) error {
 }
 
 func writeIn(d *os.Root, base string, data []byte, perm os.FileMode) error {
+	return writeBuffersIn(d, base, [][]byte{data}, perm)
+}
+
+func writeBuffersIn(d *os.Root, base string, bufs [][]byte, perm os.FileMode) error {
 	pf, err := renameio.NewPendingFile(base, renameio.WithRoot(d), renameio.WithStaticPermissions(perm))
 	if err != nil {
 		return fmt.Errorf("create temporary file for %s: %w", base, err)
 	}
 	defer pf.Cleanup()
-	if _, err := pf.Write(data); err != nil {
+	if len(bufs) == 1 {
+		_, err = pf.Write(bufs[0])
+	} else {
+		err = writev(pf.File, bufs)
+	}
+	if err != nil {
 		return fmt.Errorf("write %s: %w", base, err)
 	}
 	if err := pf.CloseAtomicallyReplace(); err != nil {

@@ -211,3 +211,31 @@ func TestMkdirAll(t *testing.T) {
 		t.Errorf("MkdirAll made %d entries outside the root", len(ents))
 	}
 }
+
+// WriteBuffers writes its pieces one after the other, byte for byte, past
+// the count one writev takes and with empty pieces among them, and leaves
+// no temporary file.
+func TestWriteBuffers(t *testing.T) {
+	dir, r := openRoot(t)
+	var bufs [][]byte
+	for i := range 3000 {
+		bufs = append(bufs, bytes.Repeat([]byte{byte('a' + i%26)}, i%7))
+	}
+	if err := WriteBuffers(r, "f.json", bufs, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "f.json"))
+	if want := bytes.Join(bufs, nil); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("read back %d bytes (%v), want the %d written", len(got), err, len(want))
+	}
+	if err := WriteBuffers(r, "f.json", [][]byte{[]byte("one\n")}, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "f.json")); err != nil || string(got) != "one\n" {
+		t.Fatalf("one piece: %q, %v", got, err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) != 1 {
+		t.Fatalf("directory holds %v (%v), want f.json alone", ents, err)
+	}
+}

@@ -330,7 +330,7 @@ func (s *Set) copyTo(src, dst string, perm os.FileMode) error {
 // Prune removes all but the newest Keep backups, oldest first. It does
 // not fsync Dir (Settle does both).
 func (s *Set) Prune() error {
-	list, err := s.List()
+	list, err := s.list(false)
 	if err != nil {
 		return err
 	}
@@ -348,7 +348,12 @@ func (s *Set) Prune() error {
 // named like backups are listed whatever their type; reading one that is
 // not a regular file fails later with ErrNotRegular. A missing Dir has no
 // backups.
-func (s *Set) List() ([]Backup, error) {
+func (s *Set) List() ([]Backup, error) { return s.list(true) }
+
+// list is List, with each backup's Size read only when sizes is set
+// (Prune, after every burst of writes, needs the names alone: no lstat
+// of each backup).
+func (s *Set) list(sizes bool) ([]Backup, error) {
 	d, err := s.Root.Open(s.Dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -357,23 +362,35 @@ func (s *Set) List() ([]Backup, error) {
 		return nil, fmt.Errorf("list backups in %s: %w", s.Dir, err)
 	}
 	defer d.Close()
-	entries, err := d.ReadDir(-1)
-	if err != nil {
-		return nil, fmt.Errorf("list backups in %s: %w", s.Dir, err)
-	}
 	var list []Backup
-	for _, e := range entries {
-		t, seq, ok := s.parse(e.Name())
-		if !ok {
-			continue
+	if !sizes {
+		names, err := d.Readdirnames(-1)
+		if err != nil {
+			return nil, fmt.Errorf("list backups in %s: %w", s.Dir, err)
 		}
-		b := Backup{Name: e.Name(), Path: path.Join(s.Dir, e.Name()), Time: t, seq: seq}
-		if fi, err := e.Info(); err == nil {
-			b.Size = fi.Size()
-		} else if errors.Is(err, fs.ErrNotExist) {
-			continue // pruned while listing
+		for _, n := range names {
+			if t, seq, ok := s.parse(n); ok {
+				list = append(list, Backup{Name: n, Path: path.Join(s.Dir, n), Time: t, seq: seq})
+			}
 		}
-		list = append(list, b)
+	} else {
+		entries, err := d.ReadDir(-1)
+		if err != nil {
+			return nil, fmt.Errorf("list backups in %s: %w", s.Dir, err)
+		}
+		for _, e := range entries {
+			t, seq, ok := s.parse(e.Name())
+			if !ok {
+				continue
+			}
+			b := Backup{Name: e.Name(), Path: path.Join(s.Dir, e.Name()), Time: t, seq: seq}
+			if fi, err := e.Info(); err == nil {
+				b.Size = fi.Size()
+			} else if errors.Is(err, fs.ErrNotExist) {
+				continue // pruned while listing
+			}
+			list = append(list, b)
+		}
 	}
 	slices.SortFunc(list, func(a, b Backup) int {
 		return cmp.Or(b.Time.Compare(a.Time), cmp.Compare(b.seq, a.seq))

@@ -171,6 +171,19 @@ func compileAll() (map[Kind]*jsonschema.Schema, error) {
 }
 
 func compileKind(kind Kind) (*jsonschema.Schema, error) {
+	c, err := compiler()
+	if err != nil {
+		return nil, err
+	}
+	s, err := c.Compile(kind.URL())
+	if err != nil {
+		return nil, fmt.Errorf("compile schema %s: %w", kind, err)
+	}
+	return s, nil
+}
+
+// compiler is a compiler holding every embedded schema.
+func compiler() (*jsonschema.Compiler, error) {
 	c := jsonschema.NewCompiler()
 	c.Draft = jsonschema.Draft2020
 	c.AssertFormat = true
@@ -191,11 +204,7 @@ func compileKind(kind Kind) (*jsonschema.Schema, error) {
 			return nil, fmt.Errorf("load schema %s: %w", k, err)
 		}
 	}
-	s, err := c.Compile(kind.URL())
-	if err != nil {
-		return nil, fmt.Errorf("compile schema %s: %w", kind, err)
-	}
-	return s, nil
+	return c, nil
 }
 
 // isDateTime accepts what RFC 3339 calls a date-time and Go's time.Time

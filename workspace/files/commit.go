@@ -70,7 +70,7 @@ func (t *committer) commit(ctx context.Context, n nextState) error {
 type nextState struct {
 	st      workspace.State
 	evs     []workspace.Event
-	data    []byte
+	parts   [][]byte        // st encoded, in pieces (statecheck.Encoder.EncodeParts)
 	plan    *workspace.Plan // the plan st tracks, when a record carried it
 	applied int             // how many of the records it reflects
 	stopped error           // why the state machine stopped before the rest
@@ -125,7 +125,7 @@ func (t *committer) encode(n *nextState) error {
 		n.changed = t.folder.Changed()
 	}
 	var err error
-	if n.data, err = t.enc.Encode(n.st, n.changed, t.valid); err != nil {
+	if n.parts, _, err = t.enc.EncodeParts(n.st, n.changed, t.valid); err != nil {
 		return fmt.Errorf("state of task %s would not validate, not written: %w", t.id, err)
 	}
 	return nil
@@ -161,7 +161,7 @@ func (t *committer) write(ctx context.Context, n nextState, backupOld bool, rest
 		}
 		t.leave(settlement{backups: true, set: bs})
 	}
-	if err := s.Write(statePath(t.id), n.data); err != nil {
+	if err := s.WriteBuffers(statePath(t.id), n.parts); err != nil {
 		return fmt.Errorf("write state of task %s: %w", t.id, err)
 	}
 	t.fi, _ = s.Root().Lstat(statePath(t.id))

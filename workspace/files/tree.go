@@ -180,6 +180,15 @@ func (w *Store) Write(name string, data []byte) error {
 	return atomicfile.WriteFile(w.root, name, data, w.FilePerm())
 }
 
+// WriteBuffers is Write of the bytes of bufs, one after the other, with no
+// copy of them made first (atomicfile.WriteBuffers).
+func (w *Store) WriteBuffers(name string, bufs [][]byte) error {
+	if err := atomicfile.MkdirAll(w.root, filepath.Dir(filepath.FromSlash(name)), w.DirPerm()); err != nil {
+		return fmt.Errorf("create directory for %s: %w", name, err)
+	}
+	return atomicfile.WriteBuffers(w.root, name, bufs, w.FilePerm())
+}
+
 // WriteJSON writes v as canonical JSON with Write.
 func (w *Store) WriteJSON(name string, v any) error {
 	data, err := atomicfile.Marshal(v)

@@ -86,13 +86,13 @@ func Next(prev *workspace.State, next workspace.State, data []byte) error {
 	d := Diff(*prev, next)
 	part := next
 	part.Subtasks, part.Checkpoints, part.Workers = d.Subtasks, d.Checkpoints, d.Workers
-	return checkPart(part, data)
+	return checkPart(part, len(data))
 }
 
 // checkPart checks part, a state holding only the entries of another that
-// changed, against the schema, and data, that other state encoded, against
-// the size limit.
-func checkPart(part workspace.State, data []byte) error {
+// changed, against the schema, and size, the length of that other state
+// encoded, against the size limit.
+func checkPart(part workspace.State, size int) error {
 	pdata, err := atomicfile.Marshal(part)
 	if err != nil {
 		return err
@@ -100,8 +100,8 @@ func checkPart(part workspace.State, data []byte) error {
 	if err := schemas.Validate(schemas.KindState, pdata); err != nil {
 		return err
 	}
-	if len(data) > schemas.MaxBytes {
-		return fmt.Errorf("%s: %w: %d bytes, limit %d", schemas.KindState, schemas.ErrTooLarge, len(data), schemas.MaxBytes)
+	if size > schemas.MaxBytes {
+		return fmt.Errorf("%s: %w: %d bytes, limit %d", schemas.KindState, schemas.ErrTooLarge, size, schemas.MaxBytes)
 	}
 	return nil
 }
