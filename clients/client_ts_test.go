@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,10 +42,35 @@ func tsPackageNode(t *testing.T) string {
 	if err != nil {
 		optdep.Skip(t, "node", "node is not on PATH: the TypeScript client's suite cannot run (Debian: nodejs and npm; .ci/run installs them)")
 	}
-	if _, err := os.Stat(filepath.Join(tsPackageDir, "node_modules", "typescript", "package.json")); err != nil {
-		optdep.Skipf(t, "node", "the TypeScript client's dependencies are not installed in %s: run npm ci there (.ci/run does)", tsPackageDir)
+	if missing := tsMissingDeps(); len(missing) > 0 {
+		optdep.Skipf(t, "node", "the TypeScript client's dependencies are not installed in %s (no %s): run npm ci there (.ci/run does)",
+			tsPackageDir, strings.Join(missing, ", "))
 	}
 	return node
+}
+
+// tsMissingDeps names the package's dependencies (package.json's
+// devDependencies) that its node_modules lacks: none installed, or
+// installed before package.json named them.
+func tsMissingDeps() []string {
+	b, err := os.ReadFile(filepath.Join(tsPackageDir, "package.json"))
+	if err != nil {
+		return []string{"package.json: " + err.Error()}
+	}
+	var pkg struct {
+		DevDependencies map[string]string `json:"devDependencies"`
+	}
+	if err := json.Unmarshal(b, &pkg); err != nil {
+		return []string{"package.json: " + err.Error()}
+	}
+	var missing []string
+	for name := range pkg.DevDependencies {
+		if _, err := os.Stat(filepath.Join(tsPackageDir, "node_modules", name, "package.json")); err != nil {
+			missing = append(missing, name)
+		}
+	}
+	slices.Sort(missing)
+	return missing
 }
 
 // buildTSPackage checks that the client's generated types are what
