@@ -3,16 +3,8 @@ package clients_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -146,7 +138,7 @@ func TestTypeScriptClient(t *testing.T) {
 			loop := lw.Web("--address-rate", "1", "--address-burst", "8")
 			// The API over HTTPS: mcp --http on the same workspace with a
 			// certificate the suite's node trusts (NODE_EXTRA_CA_CERTS).
-			certFile, keyFile := selfSignedCert(t, t.TempDir())
+			certFile, keyFile, _ := clitest.SelfSignedCert(t, t.TempDir())
 			mcpURL, _ := w.Listen(reMCPServing, "mcp", "--http", "127.0.0.1:0", "--tls-cert", certFile, "--tls-key", keyFile, "--rate", "100000", "--burst", "100000")
 			tokJSON, err := json.Marshal(toks)
 			if err != nil {
@@ -189,33 +181,6 @@ func runTSSuite(t *testing.T, node, what string, env, files []string, d *clitest
 		t.Fatalf("node on %s: %v, counts %v\n%s\nserver:\n%s", what, runErr, counts, out.String(), d.Log.String())
 	}
 	t.Logf("the TypeScript client's suite on %s: %d tests passed", what, counts["pass"])
-}
-
-// selfSignedCert writes a certificate for 127.0.0.1 and its key into dir.
-func selfSignedCert(t *testing.T, dir string) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	for f, b := range map[string]*pem.Block{certFile: {Type: "CERTIFICATE", Bytes: der}, keyFile: {Type: "EC PRIVATE KEY", Bytes: kder}} {
-		if err := os.WriteFile(f, pem.EncodeToMemory(b), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return certFile, keyFile
 }
 
 // suiteEntry writes a module that imports each compiled test file of
