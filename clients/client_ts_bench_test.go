@@ -70,7 +70,7 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 	tok := w.addToken("--agent", "bench", "--task", "t1", "--global-memory", "write")
 	// The per-token rate limit (50 a second by default) would measure
 	// itself: lifted, as for a trusted program with a token of its own.
-	_, base := w.opsServe("--rate", "100000", "--burst", "100000")
+	_, base := w.opsServe("--rate", "100000", "--burst", "100000", "--address-rate", "100000", "--address-burst", "100000")
 	mcpURL, _ := w.Listen(reMCPServing, "mcp", "--http", "127.0.0.1:0", "--rate", "100000", "--burst", "100000")
 	// BENCH_TRANSPORT=fetch runs the client through fetch instead of its
 	// own transport; =both alternates the two, one run each in turn (with

@@ -3,21 +3,14 @@ package clients_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,10 +34,35 @@ func tsPackageNode(t *testing.T) string {
 	if err != nil {
 		optdep.Skip(t, "node", "node is not on PATH: the TypeScript client's suite cannot run (Debian: nodejs and npm; .ci/run installs them)")
 	}
-	if _, err := os.Stat(filepath.Join(tsPackageDir, "node_modules", "typescript", "package.json")); err != nil {
-		optdep.Skipf(t, "node", "the TypeScript client's dependencies are not installed in %s: run npm ci there (.ci/run does)", tsPackageDir)
+	if missing := tsMissingDeps(); len(missing) > 0 {
+		optdep.Skipf(t, "node", "the TypeScript client's dependencies are not installed in %s (no %s): run npm ci there (.ci/run does)",
+			tsPackageDir, strings.Join(missing, ", "))
 	}
 	return node
+}
+
+// tsMissingDeps names the package's dependencies (package.json's
+// devDependencies) that its node_modules lacks: none installed, or
+// installed before package.json named them.
+func tsMissingDeps() []string {
+	b, err := os.ReadFile(filepath.Join(tsPackageDir, "package.json"))
+	if err != nil {
+		return []string{"package.json: " + err.Error()}
+	}
+	var pkg struct {
+		DevDependencies map[string]string `json:"devDependencies"`
+	}
+	if err := json.Unmarshal(b, &pkg); err != nil {
+		return []string{"package.json: " + err.Error()}
+	}
+	var missing []string
+	for name := range pkg.DevDependencies {
+		if _, err := os.Stat(filepath.Join(tsPackageDir, "node_modules", name, "package.json")); err != nil {
+			missing = append(missing, name)
+		}
+	}
+	slices.Sort(missing)
+	return missing
 }
 
 // buildTSPackage checks that the client's generated types are what
@@ -120,7 +138,7 @@ func TestTypeScriptClient(t *testing.T) {
 			loop := lw.Web("--address-rate", "1", "--address-burst", "8")
 			// The API over HTTPS: mcp --http on the same workspace with a
 			// certificate the suite's node trusts (NODE_EXTRA_CA_CERTS).
-			certFile, keyFile := selfSignedCert(t, t.TempDir())
+			certFile, keyFile, _ := clitest.SelfSignedCert(t, t.TempDir())
 			mcpURL, _ := w.Listen(reMCPServing, "mcp", "--http", "127.0.0.1:0", "--tls-cert", certFile, "--tls-key", keyFile, "--rate", "100000", "--burst", "100000")
 			tokJSON, err := json.Marshal(toks)
 			if err != nil {
@@ -163,33 +181,6 @@ func runTSSuite(t *testing.T, node, what string, env, files []string, d *clitest
 		t.Fatalf("node on %s: %v, counts %v\n%s\nserver:\n%s", what, runErr, counts, out.String(), d.Log.String())
 	}
 	t.Logf("the TypeScript client's suite on %s: %d tests passed", what, counts["pass"])
-}
-
-// selfSignedCert writes a certificate for 127.0.0.1 and its key into dir.
-func selfSignedCert(t *testing.T, dir string) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	for f, b := range map[string]*pem.Block{certFile: {Type: "CERTIFICATE", Bytes: der}, keyFile: {Type: "EC PRIVATE KEY", Bytes: kder}} {
-		if err := os.WriteFile(f, pem.EncodeToMemory(b), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return certFile, keyFile
 }
 
 // suiteEntry writes a module that imports each compiled test file of

@@ -5,7 +5,8 @@
 // peer's put plus one MCP ping; and the floors a request from Node cannot
 // go below: an HTTP round trip to the same listener that touches no store
 // (/healthz), the same with the token's look-up (GET /api/v1/agent), and
-// an MCP ping.
+// an MCP ping; and our put, get and writers once more with no token (the
+// listener trusting loopback), to tell what the token's look-up costs.
 //
 //   WORKSPACED_URL, WORKSPACED_TOKEN  the API listener and a token that
 //                                     writes the global memory
@@ -41,6 +42,12 @@ const transport = process.env.BENCH_TRANSPORT === "fetch" ? "fetch" : "default";
 const globalFetch = transport === "fetch" ? globalThis.fetch.bind(globalThis) : undefined;
 const ours = new WorkspacedStore({
   client: new WorkspacedClient({ baseUrl: process.env.WORKSPACED_URL!, token: process.env.WORKSPACED_TOKEN!, fetch: globalFetch }),
+});
+// The same client on the listener's trust of loopback, with no token (the
+// agent named by Workspace-Agent): no token to look up, what a put or get
+// would cost if the look-up took no round trip of its own.
+const untokened = new WorkspacedStore({
+  client: new WorkspacedClient({ baseUrl: process.env.WORKSPACED_URL!, agent: "bench", fetch: globalFetch }),
 });
 // The floors go the way the client's requests go.
 const send = globalFetch ? viaFetch(globalFetch) : defaultSend();
@@ -102,8 +109,8 @@ for (let i = 0; i < 50; i++) {
 
 // Puts then gets, in rounds that alternate who goes first, so drift of the
 // machine falls on both alike.
-const put = { ours: [] as number[], peer: [] as number[] };
-const get = { ours: [] as number[], peer: [] as number[] };
+const put = { ours: [] as number[], peer: [] as number[], untokened: [] as number[] };
+const get = { ours: [] as number[], peer: [] as number[], untokened: [] as number[] };
 const mcpTimes = { put: [] as number[], ping: [] as number[] };
 const floorTimes: number[] = [];
 const tokenFloorTimes: number[] = [];
@@ -118,6 +125,8 @@ for (let r = 0; r < rounds; r++) {
     const s: BaseStore = who === "ours" ? ours : peer;
     get[who].push(...(await timed(per, (i) => s.get(["bench", "seq"], `k${i}`), r * per)));
   }
+  put.untokened.push(...(await timed(per, (i) => untokened.put(["bench", "untokened"], `k${i}`, value(i)), r * per)));
+  get.untokened.push(...(await timed(per, (i) => untokened.get(["bench", "untokened"], `k${i}`), r * per)));
   mcpTimes.put.push(...(await timed(per, (i) => mcpPut(["bench", "mcp"], `k${i}`, value(i)), r * per)));
   mcpTimes.ping.push(...(await timed(per, () => mcp.ping(), 0)));
   floorTimes.push(...(await timed(per, floor, 0)));
@@ -145,7 +154,7 @@ const floorBurst = (writers: number) => rate(writers, floor);
 const best = (xs: number[]) => Math.max(...xs);
 // Three bursts of each, alternating who goes first; the best counts.
 const bursts = writerCounts.map((writers) => {
-  return { writers, ours: [] as number[], peer: [] as number[], floor: [] as number[] };
+  return { writers, ours: [] as number[], peer: [] as number[], floor: [] as number[], untokened: [] as number[] };
 });
 for (const b of bursts) {
   for (let r = 0; r < 3; r++) {
@@ -154,6 +163,7 @@ for (const b of bursts) {
       b[who].push(await burst(who === "ours" ? ours : peer, `${who}${b.writers}r${r}`, b.writers));
     }
     b.floor.push(await floorBurst(b.writers));
+    b.untokened.push(await burst(untokened, `untokened${b.writers}r${r}`, b.writers));
   }
 }
 const last = bursts[bursts.length - 1];
@@ -162,6 +172,8 @@ const result = {
   transport: globalFetch ? "fetch" : "node:http",
   put: { ours: stats(put.ours), peer: stats(put.peer) },
   get: { ours: stats(get.ours), peer: stats(get.peer) },
+  // No token: what the token's look-up costs, by difference.
+  untokened: { put: stats(put.untokened), get: stats(get.untokened) },
   mcp: { put: stats(mcpTimes.put), ping: stats(mcpTimes.ping) },
   http_floor: stats(floorTimes),
   http_token_floor: stats(tokenFloorTimes),
@@ -174,6 +186,7 @@ const result = {
     // No store touched: the door's own rate, and its ratio to the peer's.
     floor_items_per_s: best(b.floor),
     floor_rate_ratio: best(b.floor) / best(b.peer),
+    untokened_items_per_s: best(b.untokened),
   })),
   ratios: {
     put_median: stats(put.ours).median_ms / stats(put.peer).median_ms,

@@ -87,9 +87,13 @@ let nodeModules: Promise<NodeModules> | undefined;
 let loaded: NodeModules | undefined;
 
 function loadNode() {
-  // A specifier bundlers do not follow: the client must load where node:http does not exist.
+  // A specifier bundlers do not follow (nor warn of): the client must load
+  // where node:http does not exist.
   const spec = (name: string) => `node:${name}`;
-  nodeModules ??= Promise.all([import(spec("http")), import(spec("https"))]).then(([http, https]) => {
+  nodeModules ??= Promise.all([
+    import(/* webpackIgnore: true */ /* @vite-ignore */ spec("http")),
+    import(/* webpackIgnore: true */ /* @vite-ignore */ spec("https")),
+  ]).then(([http, https]) => {
     const h = (http.default ?? http) as NodeHTTP;
     const s = (https.default ?? https) as NodeHTTP;
     // A socket idle this long is closed (undici's default): a server that
