@@ -15,7 +15,6 @@ import (
 // refused with 409 before anything is written, and the amendment route
 // adds subtasks at once and holds a withdrawal for its review.
 func TestPlanAmendments(t *testing.T) {
-	t.Parallel()
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
 			t.Parallel()

@@ -15,7 +15,6 @@ import (
 // keys and headers are refused with a problem (400, 404, 405, 413, 415,
 // 501) naming their kind, and nothing is written.
 func TestBadInput(t *testing.T) {
-	t.Parallel()
 	st := newTreeStore(t)
 	if _, err := st.CreateTask(t.Context(), workspace.NewTaskRequest{ID: "t1", Description: "bad input"}); err != nil {
 		t.Fatal(err)
@@ -145,7 +144,6 @@ func FuzzEntryPut(f *testing.F) {
 // TestWriteProblem: a listener's own refusal of an API request is a
 // problem too, its kind the status's.
 func TestWriteProblem(t *testing.T) {
-	t.Parallel()
 	for status, kind := range map[int]string{429: kindTooMany, 403: kindForbidden, 503: kindUnavailable, 401: kindUnauthorized} {
 		rec := httptest.NewRecorder()
 		WriteProblem(rec, httptest.NewRequest("GET", "/api/v1/tasks", nil), status, "refused", "wait")

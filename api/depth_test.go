@@ -12,7 +12,6 @@ import (
 // taken through the API too, whose body wraps it one level deeper; one
 // level more is refused as the store refuses it.
 func TestValueAtMaxDepth(t *testing.T) {
-	t.Parallel()
 	st := newTreeStore(t)
 	if _, err := st.CreateTask(t.Context(), workspace.NewTaskRequest{ID: "t1", Description: "depth"}); err != nil {
 		t.Fatal(err)

@@ -33,7 +33,6 @@ func readDocument(t *testing.T) openAPI {
 // each other: every route served is described, and every route described
 // is served.
 func TestDocumentDescribesEveryRoute(t *testing.T) {
-	t.Parallel()
 	doc := readDocument(t)
 	if doc.OpenAPI != "3.1.0" {
 		t.Errorf("openapi is %q, want 3.1.0", doc.OpenAPI)
@@ -64,7 +63,6 @@ func TestDocumentDescribesEveryRoute(t *testing.T) {
 // TestEveryRouteIsRouted sends a request to every route of the table and
 // checks the handler's mux takes it to that route, not to the fallback.
 func TestEveryRouteIsRouted(t *testing.T) {
-	t.Parallel()
 	h := New(Config{Store: newTreeStore(t)})
 	for _, rt := range routes {
 		path := strings.NewReplacer("{task}", "t1", "{thread}", "t1", "{subtask}", "s1", "{review}", "r1", "{agent}", "a1", "{key}", "k%2F1").Replace(rt.pattern)
@@ -79,7 +77,6 @@ func TestEveryRouteIsRouted(t *testing.T) {
 // TestDocumentReferencesResolve checks every $ref of the document names
 // a component that is there.
 func TestDocumentReferencesResolve(t *testing.T) {
-	t.Parallel()
 	doc := readDocument(t)
 	var walk func(v any)
 	walk = func(v any) {
@@ -125,7 +122,6 @@ func TestDocumentReferencesResolve(t *testing.T) {
 // TestDocumentIsServed checks GET /api/v1/openapi.json answers the
 // document, without a token.
 func TestDocumentIsServed(t *testing.T) {
-	t.Parallel()
 	h := New(Config{Store: newTreeStore(t)})
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/openapi.json", nil))
@@ -137,7 +133,6 @@ func TestDocumentIsServed(t *testing.T) {
 // TestDocumentNamesEveryKind: the kinds a problem may carry are the ones
 // the document lists.
 func TestDocumentNamesEveryKind(t *testing.T) {
-	t.Parallel()
 	var doc struct {
 		Components struct {
 			Schemas struct {

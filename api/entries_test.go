@@ -13,7 +13,6 @@ import (
 // and deletes only at version N, and a failed precondition is a 412
 // whose problem carries the version stored now.
 func TestEntries(t *testing.T) {
-	t.Parallel()
 	bases := []string{
 		"/api/v1/tasks/t1/env",
 		"/api/v1/tasks/t1/threads/th1/session",
@@ -86,7 +85,6 @@ func TestEntries(t *testing.T) {
 // leaves the earlier author and value readable through the API, on every
 // store; an agent's memory keeps its own; env data has none.
 func TestEntryHistory(t *testing.T) {
-	t.Parallel()
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
 			t.Parallel()

@@ -108,7 +108,6 @@ func take(t *testing.T, ch <-chan sseEvent, n int) []sseEvent {
 // after it exactly once, those appended while it was away and those
 // appended while it listens, on every store.
 func TestStreamResumes(t *testing.T) {
-	t.Parallel()
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
 			t.Parallel()
@@ -172,7 +171,6 @@ func TestStreamResumes(t *testing.T) {
 // TestStreamEndsWithItsToken: a stream opened with a token ends soon
 // after the token is revoked.
 func TestStreamEndsWithItsToken(t *testing.T) {
-	t.Parallel()
 	st := newTreeStore(t)
 	if _, err := st.CreateTask(t.Context(), workspace.NewTaskRequest{ID: "t1", Description: "events"}); err != nil {
 		t.Fatal(err)
@@ -215,7 +213,6 @@ func TestStreamEndsWithItsToken(t *testing.T) {
 // token's id (never its secret) beside the agent in the events it
 // appends, task and memory alike; a write without a token names none.
 func TestEventsNameTheToken(t *testing.T) {
-	t.Parallel()
 	st := newTreeStore(t)
 	if _, err := st.CreateTask(t.Context(), workspace.NewTaskRequest{ID: "t1", Description: "events"}); err != nil {
 		t.Fatal(err)

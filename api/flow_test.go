@@ -137,7 +137,6 @@ func as(t *testing.T, srv *httptest.Server, agent string) client {
 // subtask claimed (won, then lost by another), its output delivered, and
 // the verdicts returned; documents read back; the events read by cursor.
 func TestFlow(t *testing.T) {
-	t.Parallel()
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
 			t.Parallel()

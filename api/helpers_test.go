@@ -8,19 +8,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/internal/pgtest"
 	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace"
 )
 
-// TestMain runs the tests, four at once, on a PostgreSQL shared by the
-// test binary: they wait on the stores, their daemons and their streams
-// far more than they compute.
-func TestMain(m *testing.M) {
-	clitest.Waiting(4)
-	os.Exit(pgtest.Main(m))
-}
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 // kinds are the stores every route is tried on.
 var kinds = []struct {

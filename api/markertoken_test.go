@@ -17,7 +17,6 @@ import (
 // daemon names in the marker's events; one made without a token carries
 // none.
 func TestMarkersNameTheToken(t *testing.T) {
-	t.Parallel()
 	st := newTreeStore(t)
 	if _, err := st.CreateTask(t.Context(), workspace.NewTaskRequest{ID: "t1", Description: "claims"}); err != nil {
 		t.Fatal(err)

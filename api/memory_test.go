@@ -22,7 +22,6 @@ func itemPath(key string, ns ...string) string {
 // label's prefix, filters, pagination and the namespaces listed by
 // prefix, suffix with a wildcard and depth.
 func TestMemoryNamespaces(t *testing.T) {
-	t.Parallel()
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
 			t.Parallel()
@@ -88,7 +87,6 @@ func TestMemoryNamespaces(t *testing.T) {
 // TestMemoryNamespaceRights: a token reads namespaced memory with global
 // memory read access and writes it with write access.
 func TestMemoryNamespaceRights(t *testing.T) {
-	t.Parallel()
 	st := newTreeStore(t)
 	keeper, err := service.Tokens("test", st)
 	if err != nil {
@@ -119,7 +117,6 @@ type noMemory struct{ workspace.Store }
 // memory route answers 501 with the store's reason, not a 400 that
 // blames the request.
 func TestMemoryNotKept(t *testing.T) {
-	t.Parallel()
 	c := as(t, server(t, noMemory{newTreeStore(t)}, &httpauth.Gate{TrustLoopback: true}), "worker_1")
 	for _, r := range []struct{ method, path string }{
 		{"GET", itemPath("k", "a")}, {"PUT", itemPath("k", "a")}, {"DELETE", itemPath("k", "a")},

@@ -18,7 +18,6 @@ import (
 // and a token granting nothing a 403, each with the challenge naming the
 // metadata.
 func TestOAuthAccessTokens(t *testing.T) {
-	t.Parallel()
 	p := oidctest.Start(t)
 	st := newTreeStore(t)
 	for _, id := range []string{"t1", "t2"} {

@@ -15,7 +15,6 @@ import (
 // tools do; no token or an unknown one is a 401 with WWW-Authenticate; a
 // revoked token is refused at once.
 func TestTokenRights(t *testing.T) {
-	t.Parallel()
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
 			t.Parallel()
@@ -113,7 +112,6 @@ func TestTokenRights(t *testing.T) {
 // refuses a request naming another host (a page rebinding its name to
 // 127.0.0.1), and a bad agent name.
 func TestTrustedLoopbackChecksHost(t *testing.T) {
-	t.Parallel()
 	st := newTreeStore(t)
 	h := New(Config{Store: st, Gate: &httpauth.Gate{TrustLoopback: true}, Log: quiet})
 	for _, tc := range []struct {

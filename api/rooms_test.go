@@ -12,7 +12,6 @@ import (
 // TestImportsNoStore keeps the API a door: transport over the operations
 // layer, importing no store, driver or the daemon.
 func TestImportsNoStore(t *testing.T) {
-	t.Parallel()
 	names, err := filepath.Glob("*.go")
 	if err != nil || len(names) == 0 {
 		t.Fatalf("list the package's files: %v", err)

@@ -14,7 +14,6 @@ import (
 // and updated field by field, on every store; a thread of no task and an
 // update with an unknown field are refused.
 func TestThreads(t *testing.T) {
-	t.Parallel()
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
 			t.Parallel()
@@ -58,7 +57,6 @@ func TestThreads(t *testing.T) {
 // every store; entries without the prefix are left out, and a bad last
 // or values is refused.
 func TestSessionReadWhole(t *testing.T) {
-	t.Parallel()
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
 			t.Parallel()

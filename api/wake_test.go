@@ -86,7 +86,6 @@ func comments(t *testing.T, ch <-chan sseEvent, n int) {
 // write to another task does not wake it, and an event of its task
 // arrives though the stream would poll only once an hour, on every store.
 func TestIdleStreamSleeps(t *testing.T) {
-	t.Parallel()
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
 			t.Parallel()
@@ -130,7 +129,6 @@ func TestIdleStreamSleeps(t *testing.T) {
 // follows exactly once, and a put and a delete made while it listens
 // arrive (woken by the store: the stream would poll once an hour).
 func TestMemoryEvents(t *testing.T) {
-	t.Parallel()
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
 			t.Parallel()
