@@ -17,7 +17,6 @@ func TestMain(m *testing.M) {
 	clitest.Waiting(8)
 	clitest.InProcess(run)
 	code := clitest.Main(m)
-	closeBrowser()
 	os.Exit(code)
 }
 

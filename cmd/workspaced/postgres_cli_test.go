@@ -301,7 +301,7 @@ func TestPostgresPrintsNoPassword(t *testing.T) {
 		return r
 	}
 	step("", "task", "create", "--id", "t1", "--description", "d")
-	r := step(planJSON(2, false), "plan", "write", "--task", "t1", "--agent", "planner", "--file", "-", "--propose", "--json")
+	r := step(clitest.PlanJSON(2, false), "plan", "write", "--task", "t1", "--agent", "planner", "--file", "-", "--propose", "--json")
 	var pw struct{ Path, Marker string }
 	clitest.Decode(t, r.Stdout, &pw)
 	if pw.Path != "tasks/t1/plan.json" || !strings.HasPrefix(pw.Marker, "tasks/t1/.done.planner") {

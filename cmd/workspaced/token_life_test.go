@@ -212,7 +212,7 @@ func TestTokenLifeFlags(t *testing.T) {
 	failsWithHints(t, w, cases)
 	// A token file whose token expired: refused at start, saying when and what to do.
 	short, _ := w.AddToken("--agent", "a", "--task", "t1", "--ttl", "1s")
-	file := w.writeTokenFile("short.token", short, 0o600)
+	file := w.WriteTokenFile("short.token", short, 0o600)
 	w.Task("t1")
 	poll.Until(t, 10*time.Second, "the token to expire", func() (bool, string) {
 		r := w.Run("mcp", "--task", "t1", "--token-file", file)
@@ -245,7 +245,7 @@ func TestStdioMCPEndsWithItsToken(t *testing.T) {
 	// clock passes it, nothing else changing.
 	short, shortID := w.AddToken("--agent", "b", "--task", "t1", "--ttl", "1h")
 	start := func(name, token string) (*clitest.Log, chan error) {
-		cmd := clitest.Command("--root", w.Root, "mcp", "--task", "t1", "--token-file", w.writeTokenFile(name, token, 0o600))
+		cmd := clitest.Command("--root", w.Root, "mcp", "--task", "t1", "--token-file", w.WriteTokenFile(name, token, 0o600))
 		cmd.Dir, cmd.Env = w.Dir, clitest.CleanEnv()
 		stderr := &clitest.Log{}
 		cmd.Stderr = stderr

@@ -357,7 +357,7 @@ func TestLostRaceIsNoTaskError(t *testing.T) {
 	w := newWS(t)
 	w.serve()
 	x := w.Open()
-	w.proposePlan(x, "t1", "d", 2, false)
+	w.ProposePlan(x, "t1", "d", 2, false)
 	w.OkIn(`{"type":"plan_review","verdict":"approved"}`, "review", "write", "--task", "t1", "--id", "r1", "--agent", "rev", "--file", "-", "--done")
 	clitest.StateWhere(t, x, "t1", func(s workspace.State) bool { return s.Status == "executing" })
 	w.Ok("claim", "--task", "t1", "--subtask", "st_2", "--agent", "py_1", "--wait")

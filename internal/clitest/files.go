@@ -409,3 +409,26 @@ func TailLines(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// ProposePlan creates task id and has the coordinator propose
+// PlanJSON(n, deps) for it, and waits until the daemon has applied it.
+func (w *WS) ProposePlan(x *files.Store, id, description string, n int, deps bool) {
+	w.T.Helper()
+	w.Ok("task", "create", "--id", id, "--description", description)
+	w.OkIn(PlanJSON(n, deps), "plan", "write", "--task", id, "--file", "-", "--agent", "coordinator", "--propose")
+	StateWhere(w.T, x, id, func(s workspace.State) bool { return s.PlanStatus == "proposed" })
+}
+
+// WriteTokenFile writes a token file of mode into w's directory and
+// returns its path.
+func (w *WS) WriteTokenFile(name, data string, mode os.FileMode) string {
+	w.T.Helper()
+	path := filepath.Join(w.Dir, name)
+	if err := os.WriteFile(path, []byte(data), mode); err != nil {
+		w.T.Fatal(err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		w.T.Fatal(err)
+	}
+	return path
+}

@@ -2,10 +2,12 @@ package clitest
 
 import (
 	"bytes"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -182,4 +184,18 @@ func WriteGenTasks(t testing.TB, root string, gs []GenTask, now time.Time) {
 		t.Fatal(err)
 	default:
 	}
+}
+
+// PlanJSON is a plan of n subtasks, st_1 … st_n, as `plan write` reads
+// it; st_2 depends on st_1 when deps.
+func PlanJSON(n int, deps bool) string {
+	var subs []string
+	for i := 1; i <= n; i++ {
+		d := ""
+		if deps && i == 2 {
+			d = `,"dependencies":["st_1"]`
+		}
+		subs = append(subs, fmt.Sprintf(`{"id":"st_%d","description":"subtask %d"%s}`, i, i, d))
+	}
+	return `{"summary":"the plan","subtasks":[` + strings.Join(subs, ",") + `]}`
 }

@@ -1,4 +1,4 @@
-package main
+package panel_test
 
 import (
 	"bytes"
@@ -38,7 +38,7 @@ func TestWebScreenshots(t *testing.T) {
 	w.Root = root
 	w.serve()
 	x := w.Open()
-	w.proposePlan(x, "report_q3", "Write the quarterly report from the sales data", 9, true)
+	w.ProposePlan(x, "report_q3", "Write the quarterly report from the sales data", 9, true)
 	w.RunIn(`{"type":"plan_review","verdict":"approved"}`, "review", "write", "--task", "report_q3", "--id", "plan_v1", "--agent", "reviewer", "--file", "-", "--done")
 	clitest.StateWhere(t, x, "report_q3", func(s workspace.State) bool { return s.Status == "executing" })
 	for i, agent := range []string{"w1", "w2", "w3", "w1"} {
@@ -49,7 +49,7 @@ func TestWebScreenshots(t *testing.T) {
 		}
 	}
 	w.Ok("env", "store", "--task", "report_q3", "--agent", "w1", "--key", "sales_q3", "--description", "Sales by region, Q3", "--value", `{"north":120,"south":95}`)
-	w.proposePlan(x, "triage_inbox", "Triage the support inbox", 4, false)
+	w.ProposePlan(x, "triage_inbox", "Triage the support inbox", 4, false)
 	p := w.web()
 	var hive, arc string
 	for _, l := range strings.Split(w.Ok("task", "list"), "\n") {

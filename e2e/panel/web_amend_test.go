@@ -1,4 +1,4 @@
-package main
+package panel_test
 
 import (
 	"bytes"

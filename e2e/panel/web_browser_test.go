@@ -1,4 +1,4 @@
-package main
+package panel_test
 
 import (
 	"bytes"
@@ -166,28 +166,6 @@ func open(t *testing.T, ctx context.Context, url string) {
 	waitJS(t, ctx, "page loaded", `document.body.dataset.loaded === "1"`, 30*time.Second)
 }
 
-// proposePlan creates task id and has the coordinator propose
-// planJSON(n, deps) for it, and waits until the daemon has applied it.
-func (w *ws) proposePlan(x *files.Store, id, description string, n int, deps bool) {
-	w.T.Helper()
-	w.Ok("task", "create", "--id", id, "--description", description)
-	w.OkIn(planJSON(n, deps), "plan", "write", "--task", id, "--file", "-", "--agent", "coordinator", "--propose")
-	clitest.StateWhere(w.T, x, id, func(s workspace.State) bool { return s.PlanStatus == "proposed" })
-}
-
-// planJSON is a plan of n subtasks; st_2 depends on st_1 when deps.
-func planJSON(n int, deps bool) string {
-	var subs []string
-	for i := 1; i <= n; i++ {
-		d := ""
-		if deps && i == 2 {
-			d = `,"dependencies":["st_1"]`
-		}
-		subs = append(subs, fmt.Sprintf(`{"id":"st_%d","description":"subtask %d"%s}`, i, i, d))
-	}
-	return `{"summary":"the plan","subtasks":[` + strings.Join(subs, ",") + `]}`
-}
-
 // cardIs is the expression true when subtask st's card shows status.
 func cardIs(st, status string) string {
 	return fmt.Sprintf(`!!document.querySelector('#board .card[data-subtask=%q][data-status=%q]')`, st, status)
@@ -204,7 +182,7 @@ func TestBrowserLive(t *testing.T) {
 	w.serve()
 	p := w.web()
 	x := w.Open()
-	w.proposePlan(x, "t1", "Build the thing", 3, true)
+	w.ProposePlan(x, "t1", "Build the thing", 3, true)
 
 	open(t, ctx, p.url+"/tasks/t1")
 	waitJS(t, ctx, "the approve button", `!!document.querySelector('#plan-approve')`, 2*time.Second)
@@ -397,10 +375,10 @@ func TestBrowserShowsTheDaemonsWord(t *testing.T) {
 	w.serve()
 	p := w.web()
 	x := w.Open()
-	w.proposePlan(x, "t1", "Race", 2, false)
+	w.ProposePlan(x, "t1", "Race", 2, false)
 	w.OkIn(`{"type":"plan_review","verdict":"revision_needed","notes":"smaller"}`, "review", "write", "--task", "t1", "--id", "r1", "--agent", "rev", "--file", "-", "--done")
 	clitest.StateWhere(t, x, "t1", func(s workspace.State) bool { return s.PlanStatus == "revision_needed" })
-	w.OkIn(planJSON(3, false), "plan", "write", "--task", "t1", "--file", "-", "--agent", "coordinator", "--propose")
+	w.OkIn(clitest.PlanJSON(3, false), "plan", "write", "--task", "t1", "--file", "-", "--agent", "coordinator", "--propose")
 	clitest.StateWhere(t, x, "t1", func(s workspace.State) bool { return s.PlanStatus == "proposed" && s.PlanVersion == 2 })
 	w.OkIn(`{"type":"plan_review","verdict":"approved"}`, "review", "write", "--task", "t1", "--id", "r2", "--agent", "rev", "--file", "-", "--done")
 	clitest.StateWhere(t, x, "t1", func(s workspace.State) bool { return s.PlanStatus == "approved" })
