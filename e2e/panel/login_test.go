@@ -21,12 +21,12 @@ func TestWebLoginBrowser(t *testing.T) {
 	t.Parallel()
 	w := newWS(t)
 	w.Task("t1")
-	p := w.web("--token-file", w.WriteTokenFile("panel.token", panelSecret+"\n", 0o600))
-	if strings.Contains(p.stderr.String(), "any process on this machine") {
-		t.Fatalf("a panel with a token file says every local process is trusted:\n%s", p.stderr)
+	p := w.Web("--token-file", w.WriteTokenFile("panel.token", panelSecret+"\n", 0o600))
+	if strings.Contains(p.Stderr.String(), "any process on this machine") {
+		t.Fatalf("a panel with a token file says every local process is trusted:\n%s", p.Stderr)
 	}
 	ctx := newBrowser(t)
-	if err := chromedp.Do(ctx, chromedp.Navigate(p.url+"/"), chromedp.WaitVisible(`input[name="token"]`)); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(p.URL+"/"), chromedp.WaitVisible(`input[name="token"]`)); err != nil {
 		t.Fatal(err)
 	}
 	if path := js[string](t, ctx, `location.pathname`); path != "/login" {
@@ -46,7 +46,7 @@ func TestWebLoginBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	afterNavigation(t, ctx, "the login page after the logout", `location.pathname === "/login" && !!document.querySelector('input[name="token"]')`)
-	if err := chromedp.Do(ctx, chromedp.Navigate(p.url+"/"), chromedp.WaitVisible(`input[name="token"]`)); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(p.URL+"/"), chromedp.WaitVisible(`input[name="token"]`)); err != nil {
 		t.Fatal(err)
 	}
 	if path := js[string](t, ctx, `location.pathname`); path != "/login" {

@@ -34,14 +34,9 @@ func newWS(t *testing.T) *ws {
 	return &ws{clitest.NewDir(t)}
 }
 
-// serve starts the daemon on the workspace with a short grace period,
-// its root found through WORKSPACE_ROOT as a user's shell would give it,
-// and returns once it holds the workspace's lock.
+// serve starts the daemon on the workspace with a short grace period and
+// returns once it holds the workspace's lock.
 func (w *ws) serve(extra ...string) *clitest.Daemon {
 	w.T.Helper()
-	cmd := clitest.Command(append([]string{"serve", "--grace", "200ms", "--log-level", "warn"}, extra...)...)
-	cmd.Dir, cmd.Env = w.Dir, w.Env
-	d := w.StartCmd(cmd)
-	w.AwaitLead(d)
-	return d
+	return w.Serve(append([]string{"--grace", "200ms"}, extra...)...)
 }

@@ -74,7 +74,7 @@ func TestBrowserAmendment(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
 		t.Fatal(err)
 	}
-	open(t, ctx, p.url+"/tasks/index_logs#graph")
+	open(t, ctx, p.URL+"/tasks/index_logs#graph")
 	waitJS(t, ctx, "the amended graph", `document.querySelectorAll('#graph g.node').length === 7 && !!document.querySelector('#amendment-graph-note')`, 10*time.Second)
 	marks := js[map[string]string](t, ctx, `Object.fromEntries([...document.querySelectorAll('#graph g.node[data-amendment]')].map(g => [g.dataset.subtask, g.dataset.amendment]))`)
 	want := map[string]string{"index_auth": "added", "index_cache": "added", "index_queue": "added", "index_db": "withdrawing", "summary": "changing"}

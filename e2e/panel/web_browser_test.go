@@ -105,22 +105,6 @@ func closeBrowser() {
 	}
 }
 
-// webProc is one `workspaced web` process (clitest.Web) under the names
-// this package's tests use.
-type webProc struct {
-	url    string
-	cmd    *exec.Cmd
-	stderr *clitest.Log
-}
-
-// web starts `workspaced web` on a free loopback port and returns once it
-// printed its address.
-func (w *ws) web(extra ...string) *webProc {
-	w.T.Helper()
-	p := w.Web(extra...)
-	return &webProc{url: p.URL, cmd: p.Cmd, stderr: p.Stderr}
-}
-
 // js evaluates expr in the page and decodes its value.
 func js[T any](t *testing.T, ctx context.Context, expr string) T {
 	t.Helper()
@@ -180,11 +164,11 @@ func TestBrowserLive(t *testing.T) {
 	ctx := newBrowser(t)
 	w := newWS(t)
 	w.serve()
-	p := w.web()
+	p := w.Web()
 	x := w.Open()
 	w.ProposePlan(x, "t1", "Build the thing", 3, true)
 
-	open(t, ctx, p.url+"/tasks/t1")
+	open(t, ctx, p.URL+"/tasks/t1")
 	waitJS(t, ctx, "the approve button", `!!document.querySelector('#plan-approve')`, 2*time.Second)
 	js[bool](t, ctx, `document.querySelector('#plan-approve').click(), true`)
 	d := waitJS(t, ctx, "the subtasks started after approving from the page", cardIs("st_1", "pending")+" && "+cardIs("st_2", "blocked"), 5*time.Second)
@@ -243,7 +227,7 @@ func TestBrowserLive(t *testing.T) {
 	waitJS(t, ctx, "a claim after the reload", cardIs("st_2", "in_progress"), 2*time.Second)
 
 	// The tasks page lists it, and follows a new task.
-	open(t, ctx, p.url+"/")
+	open(t, ctx, p.URL+"/")
 	waitJS(t, ctx, "t1 listed", `!!document.querySelector('#tasks tr[data-task="t1"]')`, 2*time.Second)
 	w.Ok("task", "create", "--id", "t2", "--description", "Another")
 	waitJS(t, ctx, "t2 listed without a reload", `!!document.querySelector('#tasks tr[data-task="t2"]')`, 2*time.Second)
@@ -258,7 +242,7 @@ func TestBrowserShowsAgentTextAsText(t *testing.T) {
 	ctx := newBrowser(t)
 	w := newWS(t)
 	w.serve()
-	p := w.web()
+	p := w.Web()
 	x := w.Open()
 	const evil = `<script>window.__xss=1</script><img src=x onerror="window.__xss=2"><b>bold</b>`
 	q, _ := json.Marshal(evil)
@@ -288,10 +272,10 @@ func TestBrowserShowsAgentTextAsText(t *testing.T) {
 		}
 		noObjectText(t, ctx, page)
 	}
-	open(t, ctx, p.url+"/")
+	open(t, ctx, p.URL+"/")
 	waitJS(t, ctx, "the description as text", `document.querySelector('#tasks').textContent.includes('<script>window.__xss=1</script>')`, 5*time.Second)
 	check("tasks")
-	open(t, ctx, p.url+"/tasks/t1")
+	open(t, ctx, p.URL+"/tasks/t1")
 	waitJS(t, ctx, "the description and the cancel reason as text", `document.querySelector('#description').textContent.includes('<img src=x') &&
 		document.querySelector('#timeline').textContent.includes('reason=<script>')`, 5*time.Second)
 	check("task")
@@ -323,7 +307,7 @@ func TestBrowserShowsAgentTextAsText(t *testing.T) {
 		}
 		check("task, " + tab)
 	}
-	open(t, ctx, p.url+"/memory")
+	open(t, ctx, p.URL+"/memory")
 	waitJS(t, ctx, "the global description as text", `document.querySelector('[data-scope="global"]').textContent.includes('<script>window.__xss=1')`, 5*time.Second)
 	js[bool](t, ctx, `document.querySelector('[data-scope="global"] button').click(), true`)
 	waitJS(t, ctx, "the global value as text", `document.querySelector('#memory-value').textContent.includes('<script>')`, 5*time.Second)
@@ -340,7 +324,7 @@ func TestBrowserShowsAgentTextAsText(t *testing.T) {
 	waitJS(t, ctx, "the item's value as text", `document.querySelector('#memory-value h3').textContent.endsWith(' : <b>nk</b>') &&
 		document.querySelector('#memory-value').textContent.includes('<img src=x onerror')`, 5*time.Second)
 	check("memory, namespaces")
-	open(t, ctx, p.url+"/friction")
+	open(t, ctx, p.URL+"/friction")
 	waitJS(t, ctx, "the friction entry as text", `document.querySelector('#friction').textContent.includes('<script>window.__xss=1')`, 5*time.Second)
 	if links := js[[]string](t, ctx, `[...document.querySelectorAll('#friction a')].map(a => a.getAttribute('href') + ' ' + a.textContent)`); len(links) != 1 || links[0] != "/tasks/t1 t1" {
 		t.Errorf("friction's tasks column links %q, want one link /tasks/t1 named t1", links)
@@ -373,7 +357,7 @@ func TestBrowserShowsTheDaemonsWord(t *testing.T) {
 	ctx := newBrowser(t)
 	w := newWS(t)
 	w.serve()
-	p := w.web()
+	p := w.Web()
 	x := w.Open()
 	w.ProposePlan(x, "t1", "Race", 2, false)
 	w.OkIn(`{"type":"plan_review","verdict":"revision_needed","notes":"smaller"}`, "review", "write", "--task", "t1", "--id", "r1", "--agent", "rev", "--file", "-", "--done")
@@ -388,7 +372,7 @@ func TestBrowserShowsTheDaemonsWord(t *testing.T) {
 	}
 	st := clitest.StateWhere(t, x, "t1", func(s workspace.State) bool { return s.PlanStatus == "approved" && s.PlanVersion == 2 })
 
-	open(t, ctx, p.url+"/tasks/t1#plan")
+	open(t, ctx, p.URL+"/tasks/t1#plan")
 	waitJS(t, ctx, "the plan tab", `document.querySelector('#panel').dataset.tab === "plan"`, 5*time.Second)
 	if got := js[string](t, ctx, `document.querySelector('#plan-title').textContent`); got != "Plan v2 approved" {
 		t.Errorf("the plan's title says %q, want %q (state.plan_status %s)", got, "Plan v2 approved", st.PlanStatus)
@@ -448,7 +432,7 @@ const hostile = `<script>window.__xss=1</script><img src=x onerror="window.__xss
 type demoPanel struct {
 	root string
 	x    *files.Store
-	url  string
+	URL  string
 }
 
 func newDemoPanel(tb testing.TB, serve bool) *demoPanel {
@@ -483,7 +467,7 @@ func newDemoPanel(tb testing.TB, serve bool) *demoPanel {
 	case err := <-done:
 		tb.Fatalf("the panel stopped: %v", err)
 	}
-	return &demoPanel{root: root, x: x, url: srv.URL}
+	return &demoPanel{root: root, x: x, URL: srv.URL}
 }
 
 // await polls cond until it holds, at most d.
@@ -590,7 +574,7 @@ func TestBrowserGraph(t *testing.T) {
 	ctx := newBrowser(t)
 	p := newDemoPanel(t, true)
 	p.bigTask(t, "big", 50, 3)
-	open(t, ctx, p.url+"/tasks/big#graph")
+	open(t, ctx, p.URL+"/tasks/big#graph")
 	waitJS(t, ctx, "50 nodes", `document.querySelectorAll('#graph g.node').length === 50`, 10*time.Second)
 	type box struct {
 		ID         string
@@ -657,7 +641,7 @@ func TestBrowserGraph(t *testing.T) {
 	}
 	noScript(t, ctx, "graph")
 
-	open(t, ctx, p.url+"/tasks/"+demo.TaskID+"#graph")
+	open(t, ctx, p.URL+"/tasks/"+demo.TaskID+"#graph")
 	waitJS(t, ctx, "the demo's graph", `document.querySelector('#graph')?.dataset.criticalBy === "duration" && document.querySelectorAll('#graph g.node.crit').length > 1`, 10*time.Second)
 	if !js[bool](t, ctx, `document.querySelector('#critical-path').textContent.includes('by duration')`) {
 		t.Error("the caption does not say the path is by duration")
@@ -671,7 +655,7 @@ func TestBrowserChangesInWords(t *testing.T) {
 	t.Parallel()
 	ctx := newBrowser(t)
 	p := newDemoPanel(t, false)
-	open(t, ctx, p.url+"/tasks/"+demo.TaskID+"#plan")
+	open(t, ctx, p.URL+"/tasks/"+demo.TaskID+"#plan")
 	waitJS(t, ctx, "the comparison", `!!document.querySelector('#plan-diff-summary')`, 10*time.Second)
 	txt := js[string](t, ctx, `document.querySelector('#plan-diff').innerText`)
 	if !strings.Contains(txt, "From v1 to v2") || strings.Contains(txt, `"id":`) || strings.Contains(txt, "{") && !strings.Contains(txt, "→") {
@@ -699,7 +683,7 @@ func TestBrowserTime(t *testing.T) {
 	for _, s := range st.Subtasks {
 		attempts += s.Attempts
 	}
-	open(t, ctx, p.url+"/tasks/"+demo.TaskID+"#time")
+	open(t, ctx, p.URL+"/tasks/"+demo.TaskID+"#time")
 	waitJS(t, ctx, "the bars", fmt.Sprintf(`document.querySelectorAll('#gantt g.span').length === %d`, attempts), 30*time.Second)
 	// Bars are drawn row by row (worker by worker): read them in attempt order.
 	got := js[[]string](t, ctx, fmt.Sprintf(`[...document.querySelectorAll('#gantt g.span[data-subtask=%q]')].map(g => g.dataset.attempt + ' ' + g.dataset.outcome + ' ' + (g.dataset.retry || ''))`, demo.FailingSubtask))
@@ -714,7 +698,7 @@ func TestBrowserTime(t *testing.T) {
 	}
 
 	p.bigTask(t, "race", 2, 0)
-	open(t, ctx, p.url+"/tasks/race")
+	open(t, ctx, p.URL+"/tasks/race")
 	ctxb := context.Background()
 	if _, err := p.x.WriteClaim(ctxb, "race", "winner", "st_1"); err != nil {
 		t.Fatal(err)
@@ -752,7 +736,7 @@ func TestBrowserFindAndPages(t *testing.T) {
 	t.Parallel()
 	ctx := newBrowser(t)
 	p := newDemoPanel(t, false)
-	open(t, ctx, p.url+"/tasks/"+demo.ARCTaskID+"#search")
+	open(t, ctx, p.URL+"/tasks/"+demo.ARCTaskID+"#search")
 	js[bool](t, ctx, `(() => { const i = document.querySelector('#task-search'); i.value = 'PATTERN'; i.dispatchEvent(new Event('input')); return true })()`)
 	waitJS(t, ctx, "hits", `document.querySelector('#search-results')?.dataset.query === 'PATTERN'`, 10*time.Second)
 	kinds := js[[]string](t, ctx, `[...new Set([...document.querySelectorAll('#search-hits tr[data-kind]')].map(r => r.dataset.kind))].sort()`)
@@ -772,7 +756,7 @@ func TestBrowserFindAndPages(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	open(t, ctx, p.url+"/")
+	open(t, ctx, p.URL+"/")
 	waitJS(t, ctx, "100 rows", `document.querySelectorAll('#tasks tr').length === 100 && document.querySelector('#count').textContent === '1–100 of 232'`, 10*time.Second)
 	js[bool](t, ctx, `document.querySelector('#next').click(), true`)
 	waitJS(t, ctx, "the second page", `document.querySelector('#count').textContent === '101–200 of 232' && document.querySelector('#tasks tr').dataset.task === 'bulk_098'`, 10*time.Second)
@@ -794,7 +778,7 @@ func TestBrowserReplay(t *testing.T) {
 	ctx := newBrowser(t)
 	p := newDemoPanel(t, false)
 	last := p.state(t, demo.TaskID).JournalSeq
-	open(t, ctx, p.url+"/tasks/"+demo.TaskID+"#replay")
+	open(t, ctx, p.URL+"/tasks/"+demo.TaskID+"#replay")
 	waitJS(t, ctx, "the end", fmt.Sprintf(`document.querySelector('#replay-board')?.dataset.seq === "%d" && document.querySelectorAll('#replay-board .card[data-status="completed"]').length === 7`, last), 10*time.Second)
 	seek := func(n int64) {
 		js[bool](t, ctx, fmt.Sprintf(`(() => { const r = document.querySelector('#replay-seq'); r.value = '%d'; r.dispatchEvent(new Event('input')); return true })()`, n))
@@ -807,7 +791,7 @@ func TestBrowserReplay(t *testing.T) {
 	for _, n := range []int64{last / 2, last * 3 / 4} {
 		seek(n)
 		var want web.ReplayView
-		r, err := getBody(p.url + fmt.Sprintf("/api/tasks/%s/state?seq=%d", demo.TaskID, n))
+		r, err := getBody(p.URL + fmt.Sprintf("/api/tasks/%s/state?seq=%d", demo.TaskID, n))
 		if err != nil || json.Unmarshal(r, &want) != nil {
 			t.Fatalf("state at %d: %v", n, err)
 		}
@@ -842,7 +826,7 @@ func TestBrowserWithoutDaemon(t *testing.T) {
 	ctx := newBrowser(t)
 	p := newDemoPanel(t, false)
 	for _, page := range []string{"/", "/tasks/" + demo.TaskID} {
-		open(t, ctx, p.url+page)
+		open(t, ctx, p.URL+page)
 		waitJS(t, ctx, "the banner", `document.getElementById('no-daemon')?.textContent.includes('no daemon serves this workspace')`, 10*time.Second)
 	}
 	waitJS(t, ctx, "the board", `document.querySelectorAll('#board .card[data-status="completed"]').length === 7`, 10*time.Second)
@@ -904,7 +888,7 @@ func TestBrowserScreenshots(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
 			t.Fatal(err)
 		}
-		open(t, ctx, p.url+s.url)
+		open(t, ctx, p.URL+s.url)
 		waitJS(t, ctx, s.name, s.wait, 10*time.Second)
 		if s.name == "graph" {
 			js[bool](t, ctx, `document.querySelector('#graph g.node[data-subtask="margins"]').dispatchEvent(new MouseEvent('click', {bubbles: true})), true`)
@@ -970,7 +954,7 @@ func BenchmarkBrowserFirstPaint(b *testing.B) {
 	var ms []float64
 	b.ResetTimer()
 	for b.Loop() {
-		if err := chromedp.Do(ctx, chromedp.Navigate(p.url+"/tasks/big")); err != nil {
+		if err := chromedp.Do(ctx, chromedp.Navigate(p.URL+"/tasks/big")); err != nil {
 			b.Fatal(err)
 		}
 		pollPage(b, ctx, `document.body.dataset.loaded === "1" && document.querySelectorAll('#board .card').length === 1000`)
@@ -990,7 +974,7 @@ func BenchmarkBrowserFirstPaint(b *testing.B) {
 func BenchmarkBrowserEventVisible(b *testing.B) {
 	ctx := browserFor(b)
 	p := newDemoPanel(b, false)
-	if err := chromedp.Do(ctx, chromedp.Navigate(p.url+"/tasks/"+demo.TaskID)); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(p.URL+"/tasks/"+demo.TaskID)); err != nil {
 		b.Fatal(err)
 	}
 	pollPage(b, ctx, `document.body.dataset.loaded === "1"`)

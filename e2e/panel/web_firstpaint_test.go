@@ -81,7 +81,7 @@ func inkRows(t *testing.T, file string) int {
 func TestBrowserFirstPaint(t *testing.T) {
 	t.Parallel()
 	p := newDemoPanel(t, false)
-	page := p.url + "/tasks/" + demo.TaskID
+	page := p.URL + "/tasks/" + demo.TaskID
 	body, err := getBody(page)
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +99,7 @@ func TestBrowserFirstPaint(t *testing.T) {
 	dir := t.TempDir()
 	shot, shell := filepath.Join(dir, "task.png"), filepath.Join(dir, "shell.png")
 	headless(t, "--window-size=1280,800", "--screenshot="+shot, page)
-	headless(t, "--window-size=1280,800", "--screenshot="+shell, p.url+"/tasks/no_such_task")
+	headless(t, "--window-size=1280,800", "--screenshot="+shell, p.URL+"/tasks/no_such_task")
 	task, empty := inkRows(t, shot), inkRows(t, shell)
 	t.Logf("rows with ink below the header: the task page %d, the shell %d", task, empty)
 	if task < 4*empty || task < 150 {
@@ -113,13 +113,13 @@ func TestBrowserFirstPaint(t *testing.T) {
 func TestBrowserLiveSaysNoDaemon(t *testing.T) {
 	t.Parallel()
 	p := newDemoPanel(t, false)
-	page := p.url + "/tasks/" + demo.TaskID
+	page := p.URL + "/tasks/" + demo.TaskID
 	if body, err := getBody(page); err != nil || !strings.Contains(string(body), "○ no daemon") || strings.Contains(string(body), "● live") {
 		t.Errorf("the first paint's indicator: %v\n%s", err, body)
 	}
 	ctx := newBrowser(t)
 	for _, path := range []string{"/", "/tasks/" + demo.TaskID} {
-		open(t, ctx, p.url+path)
+		open(t, ctx, p.URL+path)
 		waitJS(t, ctx, "the banner and the indicator", `document.getElementById('no-daemon') !== null && document.getElementById('live').textContent.includes('no daemon')`, 10*time.Second)
 		// The stream opens: the indicator still says no daemon.
 		waitJS(t, ctx, "the stream open", `document.getElementById('live').className === 'live idle'`, 10*time.Second)
@@ -129,7 +129,7 @@ func TestBrowserLiveSaysNoDaemon(t *testing.T) {
 	}
 	// The favicon the page links, and the one browsers ask for.
 	for _, u := range []string{"/favicon.ico", "/assets/favicon.svg"} {
-		res, err := http.Get(p.url + u)
+		res, err := http.Get(p.URL + u)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -50,7 +50,7 @@ func TestWebScreenshots(t *testing.T) {
 	}
 	w.Ok("env", "store", "--task", "report_q3", "--agent", "w1", "--key", "sales_q3", "--description", "Sales by region, Q3", "--value", `{"north":120,"south":95}`)
 	w.ProposePlan(x, "triage_inbox", "Triage the support inbox", 4, false)
-	p := w.web()
+	p := w.Web()
 	var hive, arc string
 	for _, l := range strings.Split(w.Ok("task", "list"), "\n") {
 		if f := strings.Fields(l); len(f) > 0 && strings.Contains(l, "REST") {
@@ -75,7 +75,7 @@ func TestWebScreenshots(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.EmulateViewport(1400, 900)); err != nil {
 			t.Fatal(err)
 		}
-		open(t, ctx, p.url+s.url)
+		open(t, ctx, p.URL+s.url)
 		if s.wait != "" {
 			waitJS(t, ctx, s.name, s.wait, 10*time.Second)
 		}
@@ -127,10 +127,10 @@ func TestWebSpeed(t *testing.T) {
 	if err := x.AppendEvents(ctx, "big", batch); err != nil {
 		t.Fatal(err)
 	}
-	p := w.web()
+	p := w.Web()
 	var fcp, loaded []float64
 	for range 5 {
-		open(t, ctx, p.url+"/tasks/big")
+		open(t, ctx, p.URL+"/tasks/big")
 		waitJS(t, ctx, "5,000 events shown", `document.querySelectorAll('#timeline .ev').length === 5000 && document.querySelectorAll('#board .card').length === 1000`, 30*time.Second)
 		fcp = append(fcp, js[float64](t, ctx, `performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? -1`))
 		loaded = append(loaded, js[float64](t, ctx, `performance.getEntriesByName('ws-loaded')[0].startTime`))
@@ -148,7 +148,7 @@ func TestWebSpeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	clitest.StateWhere(t, x, "m", func(s workspace.State) bool { return s.Status == "executing" })
-	open(t, ctx, p.url+"/tasks/m")
+	open(t, ctx, p.URL+"/tasks/m")
 	js[bool](t, ctx, `(() => { window.__seen = {}; new MutationObserver(() => {
 		for (const c of document.querySelectorAll('#board .card[data-status="in_progress"]')) {
 			if (!window.__seen[c.dataset.subtask]) window.__seen[c.dataset.subtask] = performance.timeOrigin + performance.now();
@@ -175,13 +175,13 @@ func TestWebSpeed(t *testing.T) {
 	}
 	ws2 := &ws{&clitest.WS{T: t, Dir: w.Dir, Root: scaleRoot, Env: append(clitest.CleanEnv(), "WORKSPACE_ROOT="+scaleRoot)}}
 	start := time.Now()
-	p2 := ws2.web()
+	p2 := ws2.Web()
 	ready := time.Since(start)
 	var api []time.Duration
 	for _, q := range []string{"", "?status=executing", "?q=task_0999", "?offset=9900"} {
 		for range 10 {
 			t0 := time.Now()
-			r, err := http.Get(p2.url + "/api/tasks" + q)
+			r, err := http.Get(p2.URL + "/api/tasks" + q)
 			if err != nil || r.StatusCode != 200 {
 				t.Fatalf("GET /api/tasks%s: %v", q, err)
 			}
@@ -192,7 +192,7 @@ func TestWebSpeed(t *testing.T) {
 	slices.Sort(api)
 	var page []float64
 	for range 5 {
-		open(t, ctx, p2.url+"/")
+		open(t, ctx, p2.URL+"/")
 		waitJS(t, ctx, "100 rows", `document.querySelectorAll('#tasks tr').length === 100 && document.querySelector('#count').textContent.includes('10000')`, 30*time.Second)
 		page = append(page, js[float64](t, ctx, `performance.getEntriesByName('ws-loaded')[0].startTime`))
 	}
@@ -221,17 +221,17 @@ func TestWebSpeedBoard10000(t *testing.T) {
 		t.Fatal(err)
 	}
 	clitest.StateWhere(t, x, "huge", func(s workspace.State) bool { return s.Status == "executing" })
-	p := w.web()
+	p := w.Web()
 	var fcp, loaded, api []float64
 	for range 5 {
 		t0 := time.Now()
-		r, err := http.Get(p.url + "/api/tasks/huge")
+		r, err := http.Get(p.URL + "/api/tasks/huge")
 		if err != nil || r.StatusCode != 200 {
 			t.Fatalf("GET /api/tasks/huge: %v", err)
 		}
 		r.Body.Close()
 		api = append(api, float64(time.Since(t0).Milliseconds()))
-		open(t, ctx, p.url+"/tasks/huge")
+		open(t, ctx, p.URL+"/tasks/huge")
 		waitJS(t, ctx, "10,000 cards", `document.querySelectorAll('#board .card').length === 10000`, 60*time.Second)
 		fcp = append(fcp, js[float64](t, ctx, `performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? -1`))
 		loaded = append(loaded, js[float64](t, ctx, `performance.getEntriesByName('ws-loaded')[0].startTime`))
