@@ -37,16 +37,7 @@ func Marshal(v any) ([]byte, error) {
 // directory pointing outside is refused. The temporary file is a dot-file
 // (".<name><digits>") in the same directory, removed on failure.
 func WriteFile(root *os.Root, name string, data []byte, perm os.FileMode) error {
-	dir, base := filepath.Split(filepath.Clean(filepath.FromSlash(name)))
-	if dir == "" {
-		dir = "."
-	}
-	d, err := root.OpenRoot(dir)
-	if err != nil {
-		return fmt.Errorf("open directory of %s: %w", name, err)
-	}
-	defer d.Close()
-	return writeIn(d, base, data, perm)
+	return WriteBuffers(root, name, [][]byte{data}, perm)
 }
 
 // WriteBuffers is WriteFile of the bytes of bufs, one after the other,
@@ -72,10 +63,6 @@ func WriteJSON(root *os.Root, name string, v any, perm os.FileMode) error {
 		return fmt.Errorf("encode %s: %w", name, err)
 	}
 	return WriteFile(root, name, data, perm)
-}
-
-func writeIn(d *os.Root, base string, data []byte, perm os.FileMode) error {
-	return writeBuffersIn(d, base, [][]byte{data}, perm)
 }
 
 func writeBuffersIn(d *os.Root, base string, bufs [][]byte, perm os.FileMode) error {

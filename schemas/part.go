@@ -1,7 +1,6 @@
 package schemas
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -47,19 +46,7 @@ func ValidateAt(kind Kind, pointer, at string, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", kind, err)
 	}
-	err = sch.Validate(v)
-	if err == nil {
-		return nil
-	}
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return fmt.Errorf("%s: validate %s: %w", kind, at, err)
-	}
-	ps := problems(ve)
-	for i := range ps {
-		ps[i].Pointer = at + ps[i].Pointer
-	}
-	return &Error{Kind: kind, Problems: ps}
+	return judge(kind, sch, v, at)
 }
 
 // compilePart compiles the subschema at pointer of kind's schema.

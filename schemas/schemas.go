@@ -333,15 +333,29 @@ func ValidateLimits(kind Kind, data []byte, maxBytes, maxDepth int) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", kind, err)
 	}
-	err = sch.Validate(v)
+	return judge(kind, sch, v, "")
+}
+
+// judge validates v against sch, kind's schema or the part of it at the
+// pointer at ("" for the whole document), and names each problem's place
+// in the whole document.
+func judge(kind Kind, sch *jsonschema.Schema, v any, at string) error {
+	err := sch.Validate(v)
 	if err == nil {
 		return nil
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
-		return fmt.Errorf("%s: validate: %w", kind, err)
+		if at == "" {
+			return fmt.Errorf("%s: validate: %w", kind, err)
+		}
+		return fmt.Errorf("%s: validate %s: %w", kind, at, err)
 	}
-	return &Error{Kind: kind, Problems: problems(ve)}
+	ps := problems(ve)
+	for i := range ps {
+		ps[i].Pointer = at + ps[i].Pointer
+	}
+	return &Error{Kind: kind, Problems: ps}
 }
 
 // CheckLimits refuses data longer than maxBytes or with arrays and objects
