@@ -151,6 +151,10 @@ export const routes = {
     "method": "PUT",
     "path": "/api/v1/memory/items"
   },
+  "putMemoryItems": {
+    "method": "POST",
+    "path": "/api/v1/memory/batch"
+  },
   "putSessionEntry": {
     "method": "PUT",
     "path": "/api/v1/tasks/{task}/threads/{thread}/session/{key}"
@@ -292,6 +296,26 @@ export interface paths {
         get: operations["agentEntryHistory"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/memory/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Store several namespaced memory items in one request
+         * @description Applies up to 100 puts in their order, as PUT /api/v1/memory/items would one by one, and answers one result per put in the same order. On PostgreSQL and SQLite the puts are written in one transaction (one commit); on files each is its own write. A put refused by its compare-and-set (if_version, if_absent) is a result with status 412 and a problem carrying the current version, and does not stop the others. Anything else wrong with any put (a namespace, key or value the store refuses, if_version with if_absent) refuses the whole request with 400 before anything is written; problem.detail names the put (puts[i]). The body is bounded by four times a single put's bound. Writing needs the token's global memory access write.
+         */
+        post: operations["putMemoryItems"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1032,6 +1056,34 @@ export interface components {
             updated_at: string;
             version: number;
         };
+        MemoryBatch: {
+            puts: components["schemas"]["MemoryBatchPut"][];
+        };
+        MemoryBatchPut: {
+            /** @description Create the item only (If-None-Match: * of a single put). */
+            if_absent?: boolean;
+            /** @description Replace the item only while its version is this one (If-Match of a single put). */
+            if_version?: number;
+            key: string;
+            namespace: components["schemas"]["Namespace"];
+            /** @description Expire this many seconds after the write; left out: never. */
+            ttl_seconds?: number;
+            value: {
+                [key: string]: unknown;
+            };
+        };
+        MemoryBatchResult: {
+            item?: components["schemas"]["MemoryItem"];
+            problem?: components["schemas"]["Problem"];
+            /**
+             * @description 200: written (item); 412: refused by its compare-and-set (problem).
+             * @enum {integer}
+             */
+            status: 200 | 412;
+        };
+        MemoryBatchResults: {
+            results: components["schemas"]["MemoryBatchResult"][];
+        };
         MemoryItem: {
             /**
              * Format: date-time
@@ -1704,6 +1756,42 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    putMemoryItems: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Without a token (a loopback listener with no token file): the agent the request acts as, default cli. With a token it may only repeat the token's agent. */
+                "Workspace-Agent"?: components["parameters"]["agentHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MemoryBatch"];
+            };
+        };
+        responses: {
+            /** @description One result per put, in the order of the puts. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryBatchResults"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            501: components["responses"]["NotImplemented"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
