@@ -67,17 +67,7 @@ export async function problemError(method: string, url: string, res: Answer): Pr
   if (type.startsWith("application/problem+json") || type.startsWith("application/json")) {
     try {
       const p = JSON.parse(text) as Problem;
-      if (p && typeof p.detail === "string" && typeof p.kind === "string") {
-        return new WorkspacedError({
-          status: res.status,
-          kind: p.kind,
-          detail: p.detail,
-          hint: p.hint || undefined,
-          field: p.field || undefined,
-          currentVersion: typeof p.current_version === "number" ? p.current_version : undefined,
-          problem: p,
-        });
-      }
+      if (isProblem(p)) return fromProblem(res.status, p);
     } catch {
       // not JSON after all: said below
     }
@@ -88,5 +78,36 @@ export async function problemError(method: string, url: string, res: Answer): Pr
     kind: "unknown",
     detail: `${method} ${url}: HTTP ${res.status}${said ? `: ${said}` : ""}`,
     hint: "the server did not answer with a problem document: is this URL a workspaced API (…/api/v1)?",
+  });
+}
+
+function isProblem(p: unknown): p is Problem {
+  const q = p as Problem | null;
+  return !!q && typeof q.detail === "string" && typeof q.kind === "string";
+}
+
+/**
+ * fromProblem makes the error a problem document says, answered with
+ * status: a whole response's, or one result's of a batch (a put refused
+ * by its compare-and-set there is the same error as a single put's 412).
+ * Without a problem it says that the server sent none.
+ */
+export function fromProblem(status: number, p: Problem | undefined): WorkspacedError {
+  if (!isProblem(p)) {
+    return new WorkspacedError({
+      status,
+      kind: "unknown",
+      detail: `a result of status ${status} without a problem document`,
+      hint: "the server did not say why: is it a workspaced API (…/api/v1)?",
+    });
+  }
+  return new WorkspacedError({
+    status,
+    kind: p.kind,
+    detail: p.detail,
+    hint: p.hint || undefined,
+    field: p.field || undefined,
+    currentVersion: typeof p.current_version === "number" ? p.current_version : undefined,
+    problem: p,
   });
 }

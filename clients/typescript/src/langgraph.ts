@@ -14,6 +14,9 @@ import {
 import type { components } from "./generated/openapi.js";
 import { WorkspacedClient, type ClientOptions } from "./client.js";
 import { WorkspacedError } from "./errors.js";
+import { type CoalesceOptions, type MemoryPut, MemoryWriter } from "./writer.js";
+
+export type { CoalesceOptions } from "./writer.js";
 
 type MemoryItem = components["schemas"]["MemoryItem"];
 
@@ -36,6 +39,15 @@ export interface PutOptions {
   /** Write only when no item is there (create only). */
   ifAbsent?: boolean;
 }
+
+/** How a WorkspacedStore reaches the server, and how it sends its puts. */
+export type StoreOptions = ({ client: WorkspacedClient } | ClientOptions) & {
+  /**
+   * Coalescing of concurrent puts into batch requests: on by default
+   * (CoalesceOptions tunes it), false to send every put on its own.
+   */
+  coalesce?: false | CoalesceOptions;
+};
 
 /** A put in a batch, with WorkspacedStore's options. */
 export interface WorkspacedPutOperation extends PutOperation {
@@ -67,14 +79,27 @@ const parallelReads = 8;
  *   a WorkspacedError whose currentVersion is the version stored now.
  *   `index` is accepted and ignored: nothing is embedded.
  * - A batch runs its operations in order (a get after a put in the same
- *   batch sees it, as in PostgresStore); consecutive reads go at once.
+ *   batch sees it, as in PostgresStore); consecutive reads go at once, and
+ *   consecutive puts with a value as one batch request (POST
+ *   /api/v1/memory/batch, 100 puts a request: one transaction on SQL
+ *   stores). A put refused there rejects the batch with the error its own
+ *   PUT would have; the other puts of its request are written all the same.
+ * - Concurrent puts are coalesced (option `coalesce`): while fewer than
+ *   maxInFlight put requests are in flight a put goes at once on its own;
+ *   past that it waits, and when a request ends the waiting puts go as one
+ *   batch request. Each caller's put resolves or rejects with its own
+ *   result, as a single put's; puts of one key are applied in the order
+ *   they were called. A server without the batch route is remembered and
+ *   sent single puts.
  */
 export class WorkspacedStore extends BaseStore {
   readonly client: WorkspacedClient;
+  readonly #writer: MemoryWriter;
 
-  constructor(options: { client: WorkspacedClient } | ClientOptions) {
+  constructor(options: StoreOptions) {
     super();
     this.client = "client" in options ? options.client : new WorkspacedClient(options);
+    this.#writer = new MemoryWriter(this.client, options.coalesce);
   }
 
   async batch<Op extends Operation[]>(operations: Op): Promise<OperationResults<Op>> {
@@ -84,9 +109,22 @@ export class WorkspacedStore extends BaseStore {
     while (i < operations.length) {
       if (isPut(operations[i])) {
         const op = operations[i] as WorkspacedPutOperation;
-        if (op.value === null) await this.#delete(op.namespace, op.key, op.options?.ifVersion);
-        else await this.putItem(op.namespace, op.key, op.value, op.options);
-        results[i++] = undefined;
+        if (op.value === null) {
+          await this.#delete(op.namespace, op.key, op.options?.ifVersion);
+          results[i++] = undefined;
+          continue;
+        }
+        // A run of puts with a value: batch requests.
+        let end = i;
+        while (end < operations.length && isPut(operations[end]) && (operations[end] as PutOperation).value !== null) end++;
+        const puts = operations.slice(i, end).map((o) => {
+          const p = o as WorkspacedPutOperation;
+          return toPut(p.namespace, p.key, p.value!, p.options);
+        });
+        const out = await this.#writer.write(puts);
+        const failed = out.find((o) => !o.ok);
+        if (failed && !failed.ok) throw failed.error;
+        for (; i < end; i++) results[i] = undefined;
         continue;
       }
       // A run of reads: at most parallelReads in flight.
@@ -137,16 +175,7 @@ export class WorkspacedStore extends BaseStore {
    * version): put for callers that go on with compare-and-set.
    */
   async putItem(namespace: string[], key: string, value: Record<string, unknown>, options: PutOptions = {}): Promise<WorkspacedItem> {
-    const header: Record<string, string> = {};
-    if (options.ifVersion !== undefined) header["If-Match"] = `"${options.ifVersion}"`;
-    if (options.ifAbsent) header["If-None-Match"] = "*";
-    const ttl = options.ttlSeconds ?? (options.ttl !== undefined ? Math.ceil(options.ttl * 60) : undefined);
-    const item = await this.client.putMemoryItem({
-      query: { namespace, key },
-      header,
-      body: ttl === undefined ? { value } : { value, ttl_seconds: ttl },
-    });
-    return toItem(item);
+    return toItem(await this.#writer.put(toPut(namespace, key, value, options)));
   }
 
   /**
@@ -224,6 +253,16 @@ export class WorkspacedStore extends BaseStore {
     }
     return out;
   }
+}
+
+// toPut is a put as the API takes it.
+function toPut(namespace: string[], key: string, value: Record<string, unknown>, options: PutOptions = {}): MemoryPut {
+  const p: MemoryPut = { namespace, key, value };
+  const ttl = options.ttlSeconds ?? (options.ttl !== undefined ? Math.ceil(options.ttl * 60) : undefined);
+  if (ttl !== undefined) p.ttl_seconds = ttl;
+  if (options.ifVersion !== undefined) p.if_version = options.ifVersion;
+  if (options.ifAbsent) p.if_absent = true;
+  return p;
 }
 
 function isPut(op: Operation): op is PutOperation {

@@ -3,6 +3,9 @@
 // other, labels that start alike, wildcards, depths, pages, non-ASCII keys
 // and labels, filters, deletes.
 //
+// Some steps are batches of puts and deletes, whose runs of puts go as
+// batch requests.
+//
 // Where the two differ by design the comparison says so:
 // - Order. WorkspacedStore's documented order is namespace label by label,
 //   then key, each by UTF-8 bytes; InMemoryStore answers in insertion order
@@ -112,7 +115,20 @@ test(`WorkspacedStore answers as InMemoryStore over generated operations (${stor
       const fail = (what: string) => `seed ${seed}, step ${log.length}: ${what}\n${log.slice(-8).join("\n")}`;
       for (let step = 0; step < steps; step++) {
         const roll = r.next();
-        if (roll < 0.45) {
+        if (roll < 0.15) {
+          // A batch of puts and deletes: its runs of puts go as batch
+          // requests; InMemoryStore is given them one at a time (its own
+          // batch applies puts after reads).
+          const ops: Operation[] = Array.from({ length: 2 + r.int(6) }, () => {
+            const ns = written.length && r.next() < 0.5 ? r.pick(written) : namespace(r);
+            return { namespace: ns, key: r.pick(keys), value: r.next() < 0.2 ? null : value(r) };
+          });
+          log.push(`batch ${JSON.stringify(ops)}`);
+          const want: unknown[] = [];
+          for (const op of ops) want.push(...(await mem.batch([op])));
+          assert.deepEqual(await store.batch(ops), want, fail("batch of puts"));
+          for (const op of ops) if ("value" in op && op.value !== null) written.push(op.namespace);
+        } else if (roll < 0.45) {
           const ns = written.length && r.next() < 0.5 ? r.pick(written) : namespace(r);
           const key = r.pick(keys);
           const v = value(r);
