@@ -22,20 +22,25 @@ import (
 // and a get through the HTTP API from Node (WorkspacedStore, `serve
 // --listen` on a workspace there) against LangGraph.js's PostgresStore
 // in-process, side by side in one run, and 8 and 16 concurrent writers of
-// each; a put through MCP (`mcp --http` on the same workspace, the SDK's
-// client) against the peer's put plus an MCP ping; and the floors of a
-// request from Node (an HTTP round trip touching no store, an MCP ping).
+// each (ours with its puts coalesced into batch requests, the default, and
+// with coalescing off); a put through MCP (`mcp --http` on the same
+// workspace, the SDK's client) against the peer's put plus an MCP ping;
+// and the floors of a request from Node (an HTTP round trip touching no
+// store, an MCP ping).
 // Run it with
 //
 //	go test -run '^$' -bench TypeScriptClientVsPostgresStore -benchtime 1x ./clients/
 //
 // (BENCH_TRANSPORT=fetch: the client through Node's fetch, not its own
-// node:http; BENCH_TRANSPORT=both and -benchtime 4x: the two in turn.)
+// node:http; BENCH_TRANSPORT=both and -benchtime 4x: the two in turn;
+// BENCH_IN_FLIGHT=1,2,4: the writers once more with each of these
+// maxInFlight, in the logged result.)
 //
 // It reports the medians' ratios (ours ÷ PostgresStore's: below 1 is
 // faster) and the rate ratios of 8 and 16 writers (above 1 is faster),
-// each beside its floor, the best the door itself allows measured in the
-// same run: a put's floor is an HTTP round trip that touches no store
+// 16 writers' also with coalescing off and the coalesced run's items per
+// request, each beside its floor, the best the door itself allows measured
+// in the same run: a put's floor is an HTTP round trip that touches no store
 // plus the peer's own put, a get's that round trip alone, 16 writers'
 // that many loops of such round trips at once. It logs the whole result.
 func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
@@ -98,7 +103,11 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 				Get     float64 `json:"get_median"`
 				Writers float64 `json:"writers_rate"`
 				First   float64 `json:"writers_rate_first"`
-				MCP     float64 `json:"mcp_put_vs_peer_plus_ping"`
+				// Coalescing off (one PUT a put), and the coalesced run's
+				// items per HTTP request.
+				WritersSingle float64 `json:"writers_rate_single"`
+				PerRequest    float64 `json:"writers_items_per_request"`
+				MCP           float64 `json:"mcp_put_vs_peer_plus_ping"`
 				// The floors: what the door alone allows, as the same ratio.
 				PutFloor     float64 `json:"put_floor"`
 				GetFloor     float64 `json:"get_floor"`
@@ -113,6 +122,8 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 		b.ReportMetric(res.Ratios.Get, "get-ratio")
 		b.ReportMetric(res.Ratios.First, "writers8-ratio")
 		b.ReportMetric(res.Ratios.Writers, "writers16-ratio")
+		b.ReportMetric(res.Ratios.WritersSingle, "writers16-uncoalesced-ratio")
+		b.ReportMetric(res.Ratios.PerRequest, "writers16-items/request")
 		b.ReportMetric(res.Ratios.MCP, "mcp-put-vs-peer+ping")
 		b.ReportMetric(res.Ratios.PutFloor, "put-floor-ratio")
 		b.ReportMetric(res.Ratios.GetFloor, "get-floor-ratio")

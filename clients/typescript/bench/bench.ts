@@ -1,6 +1,9 @@
 // Side by side, in one run, on one PostgreSQL: a put and a get through the
 // workspaced HTTP API from Node (WorkspacedStore) against LangGraph.js's
-// PostgresStore in-process, and 8 and 16 concurrent writers of each; a put
+// PostgresStore in-process, and 8 and 16 concurrent writers of each (ours
+// with its puts coalesced into batch requests, the default, and with
+// coalescing off: one PUT a put, with the requests the coalesced run
+// made); a put
 // through MCP (the official SDK's client, put_memory_item) against the
 // peer's put plus one MCP ping; and the floors a request from Node cannot
 // go below: an HTTP round trip to the same listener that touches no store
@@ -16,6 +19,9 @@
 //                                     tables go in a schema of their own)
 //   BENCH_OPS (400), BENCH_WRITERS (8,16: the writers of each burst),
 //   BENCH_WRITES (50)
+//   BENCH_IN_FLIGHT                   maxInFlight values to run the
+//                                     writers with besides the default
+//                                     ("1,2,4": one series each)
 //   BENCH_TRANSPORT                   "fetch": the client and the floors
 //                                     go through the global fetch, where
 //                                     by default they take the client's
@@ -29,7 +35,7 @@ import { PostgresStore } from "@langchain/langgraph-checkpoint-postgres/store";
 import type { BaseStore } from "@langchain/langgraph-checkpoint";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { WorkspacedClient } from "../src/index.js";
+import { WorkspacedClient, type OperationId } from "../src/index.js";
 import { WorkspacedStore } from "../src/langgraph.js";
 import { defaultSend, viaFetch } from "../src/transport.js";
 
@@ -40,9 +46,28 @@ const rounds = 5;
 
 const transport = process.env.BENCH_TRANSPORT === "fetch" ? "fetch" : "default";
 const globalFetch = transport === "fetch" ? globalThis.fetch.bind(globalThis) : undefined;
-const ours = new WorkspacedStore({
-  client: new WorkspacedClient({ baseUrl: process.env.WORKSPACED_URL!, token: process.env.WORKSPACED_TOKEN!, fetch: globalFetch }),
-});
+const inFlights = (process.env.BENCH_IN_FLIGHT ?? "").split(",").filter(Boolean).map(Number);
+// Put requests (PUTs and batch requests) each client made, counted at its
+// request(), which every method goes through.
+const putRequests = new Map<WorkspacedClient, number>();
+function counted(c: WorkspacedClient): WorkspacedClient {
+  putRequests.set(c, 0);
+  const request = c.request.bind(c);
+  c.request = ((op: OperationId, args: never) => {
+    if (op === "putMemoryItem" || op === "putMemoryItems") putRequests.set(c, putRequests.get(c)! + 1);
+    return request(op, args);
+  }) as typeof c.request;
+  return c;
+}
+const tokened = () => new WorkspacedClient({ baseUrl: process.env.WORKSPACED_URL!, token: process.env.WORKSPACED_TOKEN!, fetch: globalFetch });
+const ours = new WorkspacedStore({ client: counted(tokened()) });
+// Coalescing off: every put its own PUT.
+const single = new WorkspacedStore({ client: tokened(), coalesce: false });
+// Coalescing with other maxInFlight values (BENCH_IN_FLIGHT).
+const tuned = inFlights.map((maxInFlight) => ({
+  maxInFlight,
+  store: new WorkspacedStore({ client: counted(tokened()), coalesce: { maxInFlight } }),
+}));
 // The same client on the listener's trust of loopback, with no token (the
 // agent named by Workspace-Agent): no token to look up, what a put or get
 // would cost if the look-up took no round trip of its own.
@@ -96,7 +121,7 @@ async function timed(n: number, op: (i: number) => Promise<unknown>, from: numbe
 }
 
 // Warm both up: connections, prepared plans, the tables' first pages.
-for (const s of [ours, peer] as BaseStore[]) {
+for (const s of [ours, peer, single, ...tuned.map((t) => t.store)] as BaseStore[]) {
   for (let i = 0; i < 50; i++) await s.put(["bench", "warm"], `w${i}`, value(i));
   for (let i = 0; i < 50; i++) await s.get(["bench", "warm"], `w${i}`);
 }
@@ -154,19 +179,46 @@ const floorBurst = (writers: number) => rate(writers, floor);
 const best = (xs: number[]) => Math.max(...xs);
 // Three bursts of each, alternating who goes first; the best counts.
 const bursts = writerCounts.map((writers) => {
-  return { writers, ours: [] as number[], peer: [] as number[], floor: [] as number[], untokened: [] as number[] };
+  return {
+    writers,
+    ours: [] as number[],
+    peer: [] as number[],
+    single: [] as number[],
+    floor: [] as number[],
+    untokened: [] as number[],
+    // The put requests of each of ours' runs.
+    requests: [] as number[],
+    tuned: tuned.map(() => ({ rates: [] as number[], requests: [] as number[] })),
+  };
 });
+// A burst of store s, counting the requests of its client when counted.
+async function countedBurst(s: WorkspacedStore, tag: string, writers: number, requests: number[]): Promise<number> {
+  const before = putRequests.get(s.client) ?? 0;
+  const r = await burst(s, tag, writers);
+  requests.push((putRequests.get(s.client) ?? 0) - before);
+  return r;
+}
 for (const b of bursts) {
   for (let r = 0; r < 3; r++) {
-    const order = r % 2 ? (["peer", "ours"] as const) : (["ours", "peer"] as const);
+    const order = r % 2 ? (["peer", "ours", "single"] as const) : (["ours", "peer", "single"] as const);
     for (const who of order) {
-      b[who].push(await burst(who === "ours" ? ours : peer, `${who}${b.writers}r${r}`, b.writers));
+      const tag = `${who}${b.writers}r${r}`;
+      if (who === "ours") b.ours.push(await countedBurst(ours, tag, b.writers, b.requests));
+      else b[who].push(await burst(who === "peer" ? peer : single, tag, b.writers));
+    }
+    for (const [k, t] of tuned.entries()) {
+      b.tuned[k].rates.push(await countedBurst(t.store, `inflight${t.maxInFlight}w${b.writers}r${r}`, b.writers, b.tuned[k].requests));
     }
     b.floor.push(await floorBurst(b.writers));
     b.untokened.push(await burst(untokened, `untokened${b.writers}r${r}`, b.writers));
   }
 }
 const last = bursts[bursts.length - 1];
+// The requests of the best of a series' runs, and its items per request.
+function perRequest(rates: number[], requests: number[], writers: number) {
+  const n = requests[rates.indexOf(best(rates))];
+  return { requests: n, items_per_request: (writers * writes) / n };
+}
 
 const result = {
   transport: globalFetch ? "fetch" : "node:http",
@@ -183,6 +235,18 @@ const result = {
     ours_items_per_s: best(b.ours),
     peer_items_per_s: best(b.peer),
     rate_ratio: best(b.ours) / best(b.peer),
+    // ours' best run: the put requests it made for writers × writes items.
+    ours_put_requests: perRequest(b.ours, b.requests, b.writers).requests,
+    ours_items_per_request: perRequest(b.ours, b.requests, b.writers).items_per_request,
+    // Coalescing off: one PUT a put.
+    single_items_per_s: best(b.single),
+    single_rate_ratio: best(b.single) / best(b.peer),
+    by_max_in_flight: tuned.map((t, k) => ({
+      max_in_flight: t.maxInFlight,
+      items_per_s: best(b.tuned[k].rates),
+      rate_ratio: best(b.tuned[k].rates) / best(b.peer),
+      ...perRequest(b.tuned[k].rates, b.tuned[k].requests, b.writers),
+    })),
     // No store touched: the door's own rate, and its ratio to the peer's.
     floor_items_per_s: best(b.floor),
     floor_rate_ratio: best(b.floor) / best(b.peer),
@@ -193,6 +257,9 @@ const result = {
     get_median: stats(get.ours).median_ms / stats(get.peer).median_ms,
     writers_rate: best(last.ours) / best(last.peer),
     writers_rate_first: best(bursts[0].ours) / best(bursts[0].peer),
+    // The same with coalescing off, and the coalesced run's items a request.
+    writers_rate_single: best(last.single) / best(last.peer),
+    writers_items_per_request: perRequest(last.ours, last.requests, last.writers).items_per_request,
     // MCP's put ÷ (the peer's put + an MCP ping): at most 1 is the target.
     mcp_put_vs_peer_plus_ping:
       stats(mcpTimes.put).median_ms / (stats(put.peer).median_ms + stats(mcpTimes.ping).median_ms),
