@@ -129,6 +129,7 @@ var routes = []route{
 	{"GET", "/api/v1/memory/items", (*Handler).getItem},
 	{"PUT", "/api/v1/memory/items", (*Handler).putItem},
 	{"DELETE", "/api/v1/memory/items", (*Handler).deleteItem},
+	{"POST", "/api/v1/memory/batch", (*Handler).putItems},
 	{"GET", "/api/v1/memory/events", (*Handler).memoryEvents},
 	{"POST", "/api/v1/memory/search", (*Handler).searchItems},
 	{"POST", "/api/v1/memory/namespaces", (*Handler).namespaces},

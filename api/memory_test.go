@@ -106,6 +106,13 @@ func TestMemoryNamespaceRights(t *testing.T) {
 	none.want(none.do("POST", "/api/v1/memory/search", map[string]any{}), 403, "no access, search").problem(t)
 	reader.want(reader.do("PUT", itemPath("k", "n"), map[string]any{"value": map[string]any{}}), 403, "read access, put").problem(t)
 	writer.want(writer.do("PUT", itemPath("k", "n"), map[string]any{"value": map[string]any{}}), 200, "write access, put")
+	batch := map[string]any{"puts": []any{map[string]any{"namespace": []string{"n"}, "key": "b", "value": map[string]any{}}}}
+	anon := client{t: t, base: srv.URL}
+	anon.want(anon.do("POST", "/api/v1/memory/batch", batch), 401, "no token, batch").problem(t)
+	none.want(none.do("POST", "/api/v1/memory/batch", batch), 403, "no access, batch").problem(t)
+	reader.want(reader.do("POST", "/api/v1/memory/batch", batch), 403, "read access, batch").problem(t)
+	writer.want(writer.do("POST", "/api/v1/memory/batch", batch), 200, "write access, batch")
+	reader.want(reader.do("GET", itemPath("b", "n"), nil), 200, "read access, get the batch's item")
 	reader.want(reader.do("GET", itemPath("k", "n"), nil), 200, "read access, get")
 	reader.want(reader.do("POST", "/api/v1/memory/namespaces", map[string]any{}), 200, "read access, namespaces")
 }
@@ -120,7 +127,7 @@ func TestMemoryNotKept(t *testing.T) {
 	c := as(t, server(t, noMemory{newTreeStore(t)}, &httpauth.Gate{TrustLoopback: true}), "worker_1")
 	for _, r := range []struct{ method, path string }{
 		{"GET", itemPath("k", "a")}, {"PUT", itemPath("k", "a")}, {"DELETE", itemPath("k", "a")},
-		{"POST", "/api/v1/memory/search"}, {"POST", "/api/v1/memory/namespaces"}, {"GET", "/api/v1/memory/events"},
+		{"POST", "/api/v1/memory/search"}, {"POST", "/api/v1/memory/namespaces"}, {"GET", "/api/v1/memory/events"}, {"POST", "/api/v1/memory/batch"},
 	} {
 		var body any
 		if r.method == "PUT" {

@@ -43,6 +43,7 @@ func TestTokenRights(t *testing.T) {
 			r, w, b := with(reader), with(worker), with(boss)
 			anon := client{t: t, base: srv.URL}
 			plan := map[string]any{"subtasks": []map[string]any{{"id": "s1", "description": "x"}}}
+			batch := map[string]any{"puts": []any{map[string]any{"namespace": []string{"n"}, "key": "k", "value": map[string]any{}}}}
 			cases := []struct {
 				name   string
 				c      client
@@ -69,6 +70,9 @@ func TestTokenRights(t *testing.T) {
 				{"global memory read-only, read", r, "GET", "/api/v1/memory/global", nil, nil, 200},
 				{"global memory with no access, read", b, "GET", "/api/v1/memory/global/k", nil, nil, 403},
 				{"global memory written", w, "PUT", "/api/v1/memory/global/k", map[string]any{"value": 1}, nil, 200},
+				{"a memory batch read-only", r, "POST", "/api/v1/memory/batch", batch, nil, 403},
+				{"a memory batch with no access", b, "POST", "/api/v1/memory/batch", batch, nil, 403},
+				{"a memory batch written", w, "POST", "/api/v1/memory/batch", batch, nil, 200},
 				{"another agent's memory", w, "GET", "/api/v1/memory/agents/boss", nil, nil, 403},
 				{"its own memory", w, "PUT", "/api/v1/memory/agents/worker_1/k", map[string]any{"value": 1}, nil, 200},
 				{"a task created without every task", w, "POST", "/api/v1/tasks", map[string]any{"description": "x"}, nil, 403},

@@ -87,3 +87,14 @@ func MemoryEvents(ctx context.Context, st workspace.Store, pos int64, each func(
 	}
 	return m.ReadMemoryEvents(ctx, pos, each)
 }
+
+// MemoryPutItems applies a batch of puts in their order
+// (workspace.PutMemoryItems): in one transaction on a store that writes
+// batches (SQLite, PostgreSQL), else one by one (the tree).
+func MemoryPutItems(ctx context.Context, st workspace.Store, reqs []workspace.MemoryPutRequest) ([]workspace.MemoryPutResult, error) {
+	m, err := Memory(st)
+	if err != nil {
+		return nil, err
+	}
+	return workspace.PutMemoryItems(ctx, m, st.Settings().Limits, reqs)
+}

@@ -247,6 +247,23 @@ type MemoryStore interface {
 	PruneMemory(ctx context.Context, now time.Time, dryRun bool) (int, error)
 }
 
+// MemoryBatchStore is a MemoryStore that writes a batch of puts in one
+// write: SQLite in one write transaction, PostgreSQL in one round trip
+// run as one transaction, so one commit for the lot. The tree has none:
+// PutMemoryItems puts the batch one by one there, each its own write.
+type MemoryBatchStore interface {
+	// PutMemoryItems checks every put (CheckMemoryPuts: a refused one
+	// refuses the call, naming puts[i], with nothing written), then
+	// applies the puts in their order in one transaction, each as
+	// PutMemory would: two puts of one item make two versions, each
+	// written put appends its memory_stored event, in order, attributed
+	// as a single put's is. It returns one result per put, in order; a
+	// put its compare-and-set refuses is its result's Err and does not
+	// stop the others. Any other error is the call's, and then nothing
+	// was written.
+	PutMemoryItems(ctx context.Context, reqs []MemoryPutRequest) ([]MemoryPutResult, error)
+}
+
 // EntryHistory is a store that keeps the earlier versions of memory
 // entries (the global memory's and each agent's) as products keep
 // theirs: a write that replaces one, and a delete that removes it, first

@@ -46,11 +46,7 @@ const (
 // item's current version for the conflict.
 func (d driver) PutMemory(ctx context.Context, p sqlstore.MemoryPut) (time.Time, int, error) {
 	req := &p.Req
-	head, tail := p.EventAround()
-	q, args := memoryUpsert, []any{p.NSKey, req.Key, req.Namespace.String(), p.At, p.Expires(), req.Agent, string(p.Value), req.IfAbsent, head, tail}
-	if req.IfVersion > 0 {
-		q, args = memoryUpdate, []any{p.NSKey, req.Key, p.At, p.Expires(), req.Agent, string(p.Value), req.IfVersion, head, tail}
-	}
+	q, args := memoryStatement(p)
 	var created time.Time
 	var version int
 	err := d.s.pool.QueryRow(ctx, q, args...).Scan(&created, &version)
@@ -63,4 +59,15 @@ func (d driver) PutMemory(ctx context.Context, p sqlstore.MemoryPut) (time.Time,
 		}
 	}
 	return created, version, err
+}
+
+// memoryStatement is the put's statement and its arguments: the upsert,
+// or the update of the version it names.
+func memoryStatement(p sqlstore.MemoryPut) (string, []any) {
+	req := &p.Req
+	head, tail := p.EventAround()
+	if req.IfVersion > 0 {
+		return memoryUpdate, []any{p.NSKey, req.Key, p.At, p.Expires(), req.Agent, string(p.Value), req.IfVersion, head, tail}
+	}
+	return memoryUpsert, []any{p.NSKey, req.Key, req.Namespace.String(), p.At, p.Expires(), req.Agent, string(p.Value), req.IfAbsent, head, tail}
 }

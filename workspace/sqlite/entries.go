@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
@@ -46,4 +47,31 @@ func (d sqlDriver) PutMemory(ctx context.Context, p sqlstore.MemoryPut) (created
 		return err
 	})
 	return created, version, err
+}
+
+// PutMemories stores a batch of memory puts (sqlstore.Driver) in one
+// write transaction, each put read, judged and written in turn
+// (sqlstore.PutMemoryIn); a put its compare-and-set refuses is judged
+// before it writes anything, so the transaction goes on with the next.
+func (d sqlDriver) PutMemories(ctx context.Context, ps []sqlstore.MemoryPut) ([]sqlstore.MemoryWritten, error) {
+	var out []sqlstore.MemoryWritten
+	err := d.Write(ctx, func(tx sqlstore.Executor) error {
+		out = make([]sqlstore.MemoryWritten, len(ps))
+		for i, p := range ps {
+			created, version, err := sqlstore.PutMemoryIn(ctx, tx, dialect, p)
+			switch {
+			case workspace.IsPutConflict(err):
+				out[i].Err = err
+			case err != nil:
+				return workspace.AtPut(i, err)
+			default:
+				out[i].Created, out[i].Version = created, version
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }

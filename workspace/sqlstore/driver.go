@@ -83,6 +83,12 @@ type Driver interface {
 	// created_at and the version. A put its compare-and-set refuses is
 	// workspace.PutConflict with the item's current version.
 	PutMemory(ctx context.Context, p MemoryPut) (created time.Time, version int, err error)
+	// PutMemories stores a batch of memory puts as PutMemory stores each,
+	// in their order, in one transaction: one result per put; a put its
+	// compare-and-set refuses is its result's Err (workspace.PutConflict
+	// with the item's version then) and writes nothing. Any other error
+	// writes nothing at all.
+	PutMemories(ctx context.Context, ps []MemoryPut) ([]MemoryWritten, error)
 	// RestoreState writes a restore in the transaction of
 	// Store.RestoreBackup (PostgreSQL stamps the state with the lease's
 	// epoch, in one round trip).

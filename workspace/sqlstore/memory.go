@@ -83,8 +83,7 @@ func (s *Store) PutMemory(ctx context.Context, req workspace.MemoryPutRequest) (
 	if err != nil {
 		return workspace.MemoryItem{}, ReadErr(fmt.Sprintf("put memory %s %q", req.Namespace, req.Key), err)
 	}
-	return workspace.MemoryItem{Namespace: req.Namespace, Key: req.Key, Version: version, CreatedAt: created.UTC(), UpdatedAt: t,
-		ExpiresAt: p.Expires(), Value: p.Value}, nil
+	return p.Item(created, version), nil
 }
 
 // PutMemoryIn is Driver.PutMemory in a write transaction tx where the

@@ -91,6 +91,8 @@ func RunServed(t *testing.T, open func(t *testing.T) workspace.Served, opt serve
 		{"MemoryCAS", testMemoryCAS, nil},
 		{"MemoryTTL", testMemoryTTL, nil},
 		{"MemoryBadInput", testMemoryBadInput, nil},
+		{"MemoryBatch", testMemoryBatch, nil},
+		{"MemoryBatchBadInput", testMemoryBatchBadInput, nil},
 		{"TokenInEvents", testTokenInEvents, nil},
 		{"EntryHistory", testEntryHistory, nil},
 		{"HistoryRetention", testHistoryRetention, nil},

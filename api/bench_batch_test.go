@@ -1,0 +1,108 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/workspaced/workspaced/internal/httpauth"
+	"github.com/workspaced/workspaced/service"
+	"github.com/workspaced/workspaced/tokens"
+)
+
+// BenchmarkMemoryBatchAPI: 16 writers at once, each storing 16 items of
+// 1 KiB through the API on a real listener with a bearer token, by one
+// PUT /memory/items each or by one POST /memory/batch of its 16,
+// alternated within each round so that both meet the same load; items a
+// second each way and their ratio, on every store. Run it with
+//
+//	go test -run '^$' -bench MemoryBatchAPI -benchtime 10x ./api/
+func BenchmarkMemoryBatchAPI(b *testing.B) {
+	const writers, each = 16, 16
+	value := map[string]any{"text": strings.Repeat("x", 1000)}
+	for _, k := range kinds {
+		b.Run(k.name, func(b *testing.B) {
+			st := openKind(b, k.kind)
+			keeper, err := service.Tokens("bench", st)
+			if err != nil {
+				b.Fatal(err)
+			}
+			tok, _, err := tokens.Add(b.Context(), keeper, tokens.Grant{Agent: "bench", Tasks: []string{"*"}, GlobalMemory: tokens.GlobalWrite})
+			if err != nil {
+				b.Fatal(err)
+			}
+			srv := server(b, st, &httpauth.Gate{Keeper: keeper})
+			hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: writers}}
+			do := func(method, url string, body any) error {
+				data, _ := json.Marshal(body)
+				req, _ := http.NewRequest(method, url, bytes.NewReader(data))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer "+tok)
+				resp, err := hc.Do(req)
+				if err != nil {
+					return err
+				}
+				defer resp.Body.Close()
+				out, _ := io.ReadAll(resp.Body)
+				if resp.StatusCode != 200 || bytes.Contains(out, []byte(`"status":412`)) {
+					return fmt.Errorf("%s %s: %d %s", method, url, resp.StatusCode, out)
+				}
+				return nil
+			}
+			put := map[string]func(w int) error{
+				"one": func(w int) error {
+					for i := range each {
+						if err := do("PUT", srv.URL+itemPath(fmt.Sprint("k", i), "bench", fmt.Sprint("w", w)), map[string]any{"value": value}); err != nil {
+							return err
+						}
+					}
+					return nil
+				},
+				"batch": func(w int) error {
+					puts := make([]any, each)
+					for i := range puts {
+						puts[i] = map[string]any{"namespace": []string{"bench", fmt.Sprint("w", w)}, "key": fmt.Sprint("k", i), "value": value}
+					}
+					return do("POST", srv.URL+"/api/v1/memory/batch", map[string]any{"puts": puts})
+				},
+			}
+			rate := func(how string) float64 {
+				t0 := time.Now()
+				var wg sync.WaitGroup
+				for w := range writers {
+					wg.Go(func() {
+						if err := put[how](w); err != nil {
+							b.Error(err)
+						}
+					})
+				}
+				wg.Wait()
+				return writers * each / time.Since(t0).Seconds()
+			}
+			rate("one")
+			rate("batch") // warm up
+			sum := map[string]float64{}
+			for r := 0; b.Loop(); r++ {
+				order := []string{"one", "batch"}
+				if r%2 == 1 {
+					order = []string{"batch", "one"}
+				}
+				got := map[string]float64{}
+				for _, how := range order {
+					got[how] = rate(how)
+					sum[how+"-items/s"] += got[how]
+				}
+				sum["ratio"] += got["batch"] / got["one"]
+			}
+			for k, v := range sum {
+				b.ReportMetric(v/float64(b.N), k)
+			}
+		})
+	}
+}

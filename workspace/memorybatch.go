@@ -1,0 +1,77 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// A batch of memory puts: many puts in one call, applied in their order
+// as PutMemory would apply them one by one, in one write where the store
+// can (MemoryBatchStore). The checks come first, for every put: a put
+// refused by them refuses the whole batch, named by its index (puts[i]),
+// before anything is written. A put refused by its compare-and-set is
+// only that put's result and does not stop the others.
+
+// MaxMemoryBatch is the most puts one batch takes.
+const MaxMemoryBatch = 100
+
+// MemoryPutResult is what one put of a batch made: the item written, or
+// Err, the put's compare-and-set refusal (ErrConflict with a
+// *VersionError, as PutMemory gives it); Item is zero then.
+type MemoryPutResult struct {
+	Item MemoryItem
+	Err  error
+}
+
+// CheckMemoryPuts checks a batch: 1–MaxMemoryBatch puts, each checked
+// (CheckMemoryPut); the first refused put refuses the batch, its error
+// prefixed with its index (puts[i]) and keeping its kind, hint and
+// field.
+func CheckMemoryPuts(reqs []MemoryPutRequest, lim LimitSettings) error {
+	switch {
+	case len(reqs) == 0:
+		return Invalidf("memory batch", "give 1 to 100 puts", "no puts")
+	case len(reqs) > MaxMemoryBatch:
+		return Invalidf("memory batch", fmt.Sprintf("split the puts into batches of at most %d", MaxMemoryBatch), "%d puts, over %d", len(reqs), MaxMemoryBatch)
+	}
+	for i, req := range reqs {
+		if err := CheckMemoryPut(req, lim); err != nil {
+			return AtPut(i, err)
+		}
+	}
+	return nil
+}
+
+// AtPut is err of the batch's put i, named by its index.
+func AtPut(i int, err error) error { return fmt.Errorf("puts[%d]: %w", i, err) }
+
+// IsPutConflict says err is a put's compare-and-set refusal: ErrConflict
+// with a *VersionError.
+func IsPutConflict(err error) bool {
+	var ve *VersionError
+	return errors.Is(err, ErrConflict) && errors.As(err, &ve)
+}
+
+// PutMemoryItems applies a batch of puts to m: in one write when m is a
+// MemoryBatchStore (As), else checked first (CheckMemoryPuts within lim)
+// and put one by one, each its own write (the tree's way); there a write
+// that fails after others are done leaves them written, and the results
+// so far come back with the error.
+func PutMemoryItems(ctx context.Context, m MemoryStore, lim LimitSettings, reqs []MemoryPutRequest) ([]MemoryPutResult, error) {
+	if b, ok := As[MemoryBatchStore](m); ok {
+		return b.PutMemoryItems(ctx, reqs)
+	}
+	if err := CheckMemoryPuts(reqs, lim); err != nil {
+		return nil, err
+	}
+	out := make([]MemoryPutResult, 0, len(reqs))
+	for i, req := range reqs {
+		it, err := m.PutMemory(ctx, req)
+		if err != nil && !IsPutConflict(err) {
+			return out, AtPut(i, err)
+		}
+		out = append(out, MemoryPutResult{Item: it, Err: err})
+	}
+	return out, nil
+}

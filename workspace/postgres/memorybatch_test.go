@@ -1,0 +1,123 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
+)
+
+// TestMemoryBatchIsOneTransaction: a batch whose statement in the middle
+// fails (a value PostgreSQL refuses, past the store's checks) writes
+// nothing, neither the puts before it nor their events; the same batch
+// without it writes them all.
+func TestMemoryBatchIsOneTransaction(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t)
+	ctx := context.Background()
+	d := driver{s}
+	at := sqlstore.Now()
+	ps := make([]sqlstore.MemoryPut, 5)
+	for i := range ps {
+		p, err := sqlstore.NewMemoryPut(ctx, workspace.MemoryPutRequest{Namespace: workspace.Namespace{"tx"}, Key: fmt.Sprint("k", i),
+			Value: json.RawMessage(`{}`), Agent: "a"}, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps[i] = p
+	}
+	bad := ps[2]
+	bad.Value = []byte("{\"x\":\"\x00\"}") // text holds no NUL
+	broken := append(append(ps[:2:2], bad), ps[3:]...)
+	_, err := d.PutMemories(ctx, broken)
+	if err == nil || !strings.Contains(err.Error(), "puts[2]") {
+		t.Fatalf("a batch with a failing statement: %v, want the error of puts[2]", err)
+	}
+	count := func() (items, events int) {
+		if err := s.pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM memory_items), (SELECT count(*) FROM memory_events)").Scan(&items, &events); err != nil {
+			t.Fatal(err)
+		}
+		return items, events
+	}
+	t.Logf("refused: %v", err)
+	if items, events := count(); items != 0 || events != 0 {
+		t.Fatalf("a failed batch left %d items and %d events", items, events)
+	}
+	ws, err := d.PutMemories(ctx, ps)
+	if err != nil || len(ws) != 5 || ws[4].Version != 1 {
+		t.Fatalf("the batch: %v %+v", err, ws)
+	}
+	if items, events := count(); items != 5 || events != 5 {
+		t.Fatalf("the batch wrote %d items and %d events, want 5 and 5", items, events)
+	}
+}
+
+// BenchmarkMemoryBatch: 16 writers at once, each storing 16 items, by
+// one PutMemory each or by one PutMemoryItems of its 16, alternated
+// within each round so that both meet the same load; items a second
+// each way. Run it with
+//
+//	go test -run '^$' -bench MemoryBatch -benchtime 10x ./workspace/postgres/
+func BenchmarkMemoryBatch(b *testing.B) {
+	ctx := context.Background()
+	s, _ := newStore(b)
+	const writers, each = 16, 16
+	reqs := func(w int) []workspace.MemoryPutRequest {
+		out := make([]workspace.MemoryPutRequest, each)
+		for i := range out {
+			out[i] = workspace.MemoryPutRequest{Namespace: workspace.Namespace{"bench", fmt.Sprint("w", w)}, Key: fmt.Sprint("k", i), Value: kibObject, Agent: "a"}
+		}
+		return out
+	}
+	put := map[string]func(w int) error{
+		"one": func(w int) error {
+			for _, req := range reqs(w) {
+				if _, err := s.PutMemory(ctx, req); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		"batch": func(w int) error {
+			_, err := s.PutMemoryItems(ctx, reqs(w))
+			return err
+		},
+	}
+	rate := func(how string) float64 {
+		t0 := time.Now()
+		var wg sync.WaitGroup
+		for w := range writers {
+			wg.Go(func() {
+				if err := put[how](w); err != nil {
+					b.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		return writers * each / time.Since(t0).Seconds()
+	}
+	rate("one")
+	rate("batch") // warm up
+	sum := map[string]float64{}
+	for r := 0; b.Loop(); r++ {
+		order := []string{"one", "batch"}
+		if r%2 == 1 {
+			order = []string{"batch", "one"}
+		}
+		got := map[string]float64{}
+		for _, how := range order {
+			got[how] = rate(how)
+			sum[how+"-items/s"] += got[how]
+		}
+		sum["ratio"] += got["batch"] / got["one"]
+	}
+	for k, v := range sum {
+		b.ReportMetric(v/float64(b.N), k)
+	}
+}

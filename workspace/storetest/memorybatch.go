@@ -1,0 +1,165 @@
+package storetest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/workspaced/workspaced/internal/poll"
+	"github.com/workspaced/workspaced/workspace"
+)
+
+// A batch of memory puts (workspace.PutMemoryItems): one write on a
+// workspace.MemoryBatchStore, one put after another on the others; the
+// results are the same either way.
+
+// batchPuts is the puts of the batch part in ns: replaces, create-only
+// and compare-and-set refused and taken in between, a time to live, a
+// compare-and-set on no item.
+func batchPuts(ns workspace.Namespace) []workspace.MemoryPutRequest {
+	r := func(key, value string, more func(*workspace.MemoryPutRequest)) workspace.MemoryPutRequest {
+		req := workspace.MemoryPutRequest{Namespace: ns, Key: key, Value: json.RawMessage(value), Agent: "worker_1"}
+		if more != nil {
+			more(&req)
+		}
+		return req
+	}
+	return []workspace.MemoryPutRequest{
+		r("a", `{"n": 1}`, nil),
+		r("b", `{"n": 1}`, func(q *workspace.MemoryPutRequest) { q.IfAbsent = true }),
+		r("a", `{"n": 9}`, func(q *workspace.MemoryPutRequest) { q.IfVersion = 1 }),
+		r("a", `{"n": 2}`, func(q *workspace.MemoryPutRequest) { q.IfVersion = 2 }),
+		r("b", `{"n": 9}`, func(q *workspace.MemoryPutRequest) { q.IfAbsent = true }),
+		r("c", `{"n": 1}`, func(q *workspace.MemoryPutRequest) { q.TTLSeconds = 60 }),
+		r("d", `{"n": 9}`, func(q *workspace.MemoryPutRequest) { q.IfVersion = 1 }),
+		r("a", `{"n": 3}`, nil),
+	}
+}
+
+// putResult is a put's result as the part compares it: the version
+// written or the version its conflict names, with what else tells.
+func putResult(it workspace.MemoryItem, err error) string {
+	var ve *workspace.VersionError
+	if errors.As(err, &ve) && errors.Is(err, workspace.ErrConflict) {
+		return fmt.Sprintf("conflict at %d", ve.Current)
+	}
+	if err != nil {
+		return "error " + err.Error()
+	}
+	return fmt.Sprintf("version %d value %s expires %t created with it %t", it.Version, it.Value, it.ExpiresAt != nil, it.CreatedAt.Equal(it.UpdatedAt))
+}
+
+func testMemoryBatch(t *testing.T, s workspace.Store, _ Hooks) {
+	m := memoryOf(t, s)
+	one, batch := workspace.Namespace{"one"}, workspace.Namespace{"batch"}
+	seed := put(t, m, one, "a", `{"n": 0}`)
+	seeded := put(t, m, batch, "a", `{"n": 0}`)
+	var want []string
+	for _, req := range batchPuts(one) {
+		want = append(want, putResult(m.PutMemory(bg, req)))
+	}
+	const tok = "tk_0123456789ab"
+	res, err := workspace.PutMemoryItems(workspace.WithToken(bg, tok), m, s.Settings().Limits, batchPuts(batch))
+	ok(t, err, "put a batch")
+	var got []string
+	for _, r := range res {
+		got = append(got, putResult(r.Item, r.Err))
+	}
+	same(t, "the batch's results against the same puts one by one", got, want)
+	same(t, "the results one by one", want, []string{
+		"version 2 value {\"n\":1} expires false created with it false", "version 1 value {\"n\":1} expires false created with it true",
+		"conflict at 2", "version 3 value {\"n\":2} expires false created with it false", "conflict at 1",
+		"version 1 value {\"n\":1} expires true created with it true", "conflict at 0", "version 4 value {\"n\":3} expires false created with it false"})
+	if !seed.CreatedAt.Before(res[0].Item.UpdatedAt) && !seed.CreatedAt.Equal(res[0].Item.UpdatedAt) {
+		t.Errorf("the batch was written at %v, before the seed at %v", res[0].Item.UpdatedAt, seed.CreatedAt)
+	}
+	for _, i := range []int{0, 3, 7} {
+		if it := res[i].Item; !it.CreatedAt.Equal(seeded.CreatedAt) || it.Namespace.String() != batch.String() || it.Key != "a" {
+			t.Errorf("put %d: %+v, want created_at %v kept", i, it, seeded.CreatedAt)
+		}
+	}
+	if c := res[5].Item; c.ExpiresAt == nil || !c.ExpiresAt.Equal(c.UpdatedAt.Add(60*time.Second)) {
+		t.Errorf("put with a time to live: expires %v, updated %v", c.ExpiresAt, c.UpdatedAt)
+	}
+	got = search(t, m, workspace.MemorySearchRequest{Prefix: batch})
+	same(t, "the batch's items", got, []string{"batch/a", "batch/b", "batch/c"})
+	a, err := m.GetMemory(bg, batch, "a")
+	ok(t, err, "get a")
+	same(t, "a after the batch", putResult(a, nil), putResult(res[7].Item, nil))
+
+	// One memory_stored event per written put, in order, attributed to
+	// the batch's token as a single put's is.
+	var evs []string
+	poll.Until(t, 30*time.Second, "the batch's 5 events readable", func() (bool, string) {
+		evs = nil
+		_, err := m.ReadMemoryEvents(bg, 0, func(e workspace.PositionedEvent) {
+			if e.Attrs["namespace"] == batch.String() {
+				evs = append(evs, fmt.Sprintf("%s %s %s %s %s", e.Name, e.Attrs["key"], e.Attrs["version"], e.Attrs["agent"], e.Attrs[workspace.EventToken]))
+			}
+		})
+		ok(t, err, "read memory events")
+		return len(evs) >= 6, fmt.Sprintf("%d readable", len(evs))
+	})
+	same(t, "the batch's events", evs, []string{"memory_stored a 1 po ",
+		"memory_stored a 2 worker_1 " + tok, "memory_stored b 1 worker_1 " + tok, "memory_stored a 3 worker_1 " + tok,
+		"memory_stored c 1 worker_1 " + tok, "memory_stored a 4 worker_1 " + tok})
+}
+
+// testMemoryBatchBadInput: a batch with a put its checks refuse, in the
+// middle, is refused whole, naming the put, with nothing written; so is
+// an empty batch and one over the limit.
+func testMemoryBatchBadInput(t *testing.T, s workspace.Store, _ Hooks) {
+	m := memoryOf(t, s)
+	lim := s.Settings().Limits
+	ns := workspace.Namespace{"bad"}
+	good := func(n int) []workspace.MemoryPutRequest {
+		out := make([]workspace.MemoryPutRequest, n)
+		for i := range out {
+			out[i] = workspace.MemoryPutRequest{Namespace: ns, Key: fmt.Sprintf("k%d", i), Value: json.RawMessage(`{}`), Agent: "worker_1"}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		bad  func(*workspace.MemoryPutRequest)
+	}{
+		{"no key", func(q *workspace.MemoryPutRequest) { q.Key = "" }},
+		{"an empty namespace", func(q *workspace.MemoryPutRequest) { q.Namespace = nil }},
+		{"a label with NUL", func(q *workspace.MemoryPutRequest) { q.Namespace = workspace.Namespace{"a\x00"} }},
+		{"a value that is no object", func(q *workspace.MemoryPutRequest) { q.Value = json.RawMessage(`[1]`) }},
+		{"a value that is no JSON", func(q *workspace.MemoryPutRequest) { q.Value = json.RawMessage(`{"a":`) }},
+		{"a value over the limit", func(q *workspace.MemoryPutRequest) {
+			q.Value = json.RawMessage(`{"x":"` + strings.Repeat("x", lim.ValueMaxBytes) + `"}`)
+		}},
+		{"a version and create only", func(q *workspace.MemoryPutRequest) { q.IfVersion, q.IfAbsent = 1, true }},
+		{"a negative time to live", func(q *workspace.MemoryPutRequest) { q.TTLSeconds = -1 }},
+		{"no agent", func(q *workspace.MemoryPutRequest) { q.Agent = "" }},
+	} {
+		reqs := good(7)
+		tc.bad(&reqs[4])
+		res, err := workspace.PutMemoryItems(bg, m, lim, reqs)
+		is(t, err, workspace.ErrInvalid, tc.name)
+		if !strings.Contains(err.Error(), "puts[4]") || workspace.HintOf(err) == "" || res != nil {
+			t.Errorf("%s: %v (hint %q), results %v; want puts[4] named, a hint, no results", tc.name, err, workspace.HintOf(err), res)
+		}
+	}
+	for _, n := range []int{0, workspace.MaxMemoryBatch + 1} {
+		_, err := workspace.PutMemoryItems(bg, m, lim, good(n))
+		is(t, err, workspace.ErrInvalid, fmt.Sprintf("a batch of %d", n))
+	}
+	same(t, "items after refused batches", search(t, m, workspace.MemorySearchRequest{Prefix: ns}), []string{})
+	var evs int
+	_, err := m.ReadMemoryEvents(bg, 0, func(workspace.PositionedEvent) { evs++ })
+	ok(t, err, "read memory events")
+	if evs != 0 {
+		t.Errorf("refused batches appended %d events", evs)
+	}
+	res, err := workspace.PutMemoryItems(bg, m, lim, good(workspace.MaxMemoryBatch))
+	ok(t, err, "a batch of the most puts")
+	if len(res) != workspace.MaxMemoryBatch || res[99].Item.Key != "k99" || res[99].Item.Version != 1 {
+		t.Errorf("a batch of %d: %d results, the last %+v", workspace.MaxMemoryBatch, len(res), res[len(res)-1])
+	}
+}
