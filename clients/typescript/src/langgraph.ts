@@ -167,7 +167,7 @@ export class WorkspacedStore extends BaseStore {
     options?: PutOptions,
   ): Promise<void> {
     void index;
-    await this.putItem(namespace, key, value, options);
+    await this.#writer.put(toPut(namespace, key, value, options));
   }
 
   /**

@@ -19,14 +19,14 @@ export type Outcome = { ok: true; item: MemoryItem } | { ok: false; error: unkno
  * one batch request.
  */
 export interface CoalesceOptions {
-  /** How many put requests may be in flight at once (default 2). */
+  /** How many put requests may be in flight at once (default 1: one batch at a time is the fastest, measured with 2 to 16 writers). */
   maxInFlight?: number;
   /** The most puts one request carries, 1 to 100 (default 100, the API's bound). */
   maxBatch?: number;
 }
 
 /** The default of CoalesceOptions.maxInFlight. */
-export const defaultMaxInFlight = 2;
+export const defaultMaxInFlight = 1;
 /** The API's bound on the puts of a batch request, and the default of CoalesceOptions.maxBatch. */
 export const maxBatchPuts = 100;
 
@@ -83,7 +83,18 @@ export class MemoryWriter {
   /** put writes one item and answers it as written, or rejects as a single PUT would. */
   async put(p: MemoryPut): Promise<MemoryItem> {
     if (!this.#coalesce) return this.#single(p);
-    const [out] = await new Promise<Outcome[]>((settle) => this.#enqueue({ puts: [p], keys: [keyOf(p)], settle }));
+    const key = keyOf(p);
+    if (this.#queue.length === 0 && this.#inFlight < this.#maxInFlight && !this.#busy.has(key)) {
+      // Nothing waits and a request may start: the put goes at once, on
+      // its own (what #pump would do, without its bookkeeping).
+      this.#take([key]);
+      try {
+        return await this.#single(p);
+      } finally {
+        this.#release([key], false);
+      }
+    }
+    const [out] = await new Promise<Outcome[]>((settle) => this.#enqueue({ puts: [p], keys: [key], settle }));
     if (!out.ok) throw out.error;
     return out.item;
   }
@@ -139,27 +150,48 @@ export class MemoryWriter {
   }
 
   async #fly(units: Unit[]): Promise<void> {
-    this.#inFlight++;
     const keys = units.flatMap((u) => u.keys);
-    for (const k of keys) this.#busy.set(k, (this.#busy.get(k) ?? 0) + 1);
+    this.#take(keys);
     let out: Outcome[];
     try {
       out = await this.#send(units.flatMap((u) => u.puts));
     } catch (error) {
       out = units.flatMap((u) => u.puts.map((): Outcome => ({ ok: false, error })));
     }
-    this.#inFlight--;
-    for (const k of keys) {
-      const c = this.#busy.get(k)! - 1;
-      if (c === 0) this.#busy.delete(k);
-      else this.#busy.set(k, c);
-    }
+    this.#release(keys, units.length > 1);
     let at = 0;
     for (const u of units) {
       u.settle(out.slice(at, at + u.puts.length));
       at += u.puts.length;
     }
-    this.#pump();
+  }
+
+  // take counts a request in flight with the keys of its puts.
+  #take(keys: string[]): void {
+    this.#inFlight++;
+    for (const k of keys) this.#busy.set(k, (this.#busy.get(k) ?? 0) + 1);
+  }
+
+  // release ends a request taken with keys, which carried several callers'
+  // puts or not. Under contention (puts waiting, or several callers) its
+  // place is kept until the microtask queue is empty: the callers it
+  // answers put again only after some turns of it, and their next puts
+  // then go in one request with those that waited. Otherwise the place is
+  // free at once: a lone caller's next put goes at once.
+  #release(keys: string[], several: boolean): void {
+    for (const k of keys) {
+      const c = this.#busy.get(k)! - 1;
+      if (c === 0) this.#busy.delete(k);
+      else this.#busy.set(k, c);
+    }
+    if (this.#queue.length === 0 && !several) {
+      this.#inFlight--;
+      return;
+    }
+    later(() => {
+      this.#inFlight--;
+      this.#pump();
+    });
   }
 
   // send sends puts in one request (one PUT for one put), and their
@@ -214,6 +246,13 @@ export class MemoryWriter {
     });
   }
 }
+
+// later runs f once the microtask queue is empty: setImmediate where
+// there is one (Node, Bun), else a zero timeout.
+const later: (f: () => void) => void =
+  typeof (globalThis as { setImmediate?: unknown }).setImmediate === "function"
+    ? (f) => void (globalThis as unknown as { setImmediate: (f: () => void) => unknown }).setImmediate(f)
+    : (f) => void setTimeout(f, 0);
 
 // keyOf names an item: its namespace and key.
 function keyOf(p: MemoryPut): string {
