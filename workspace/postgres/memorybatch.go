@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/workspaced/workspaced/workspace"
@@ -19,9 +21,23 @@ import (
 // compare-and-set; the versions of the refused items are read after, in
 // one query.
 
+//
+// Two batches that put the same items in other orders would each hold a
+// row the other waits for (a deadlock PostgreSQL breaks by failing one):
+// a batch of two items or more first takes a transaction lock of each of
+// its items (an advisory lock of a hash of the item), all in one order,
+// the hashes' (itemLocks). Of two batches that share an item, one then
+// holds every lock of the other's items it shares before either locks a
+// row; a single put locks one row and waits for nothing while it holds
+// it.
+
 // PutMemories stores a batch of memory puts (sqlstore.Driver).
 func (d driver) PutMemories(ctx context.Context, ps []sqlstore.MemoryPut) ([]sqlstore.MemoryWritten, error) {
 	b := &pgx.Batch{}
+	locks := d.itemLocks(ps)
+	if len(locks) > 1 {
+		b.Queue("SELECT pg_advisory_xact_lock($1::int4, k) FROM unnest($2::int4[]) AS k", d.itemLockClass(), locks)
+	}
 	for _, p := range ps {
 		q, args := memoryStatement(p)
 		b.Queue(q, args...)
@@ -29,6 +45,12 @@ func (d driver) PutMemories(ctx context.Context, ps []sqlstore.MemoryPut) ([]sql
 	out := make([]sqlstore.MemoryWritten, len(ps))
 	var refused []int
 	br := d.s.pool.SendBatch(ctx, b)
+	if len(locks) > 1 {
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			return nil, fmt.Errorf("lock the batch's items: %w", err)
+		}
+	}
 	for i := range ps {
 		err := br.QueryRow().Scan(&out[i].Created, &out[i].Version)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -87,4 +109,30 @@ func (d driver) refusedVersions(ctx context.Context, ps []sqlstore.MemoryPut, ou
 		out[i].Err = workspace.PutConflict("put", p.Req.Namespace, p.Req.Key, cur)
 	}
 	return nil
+}
+
+// itemLockClass is the first key of the items' advisory locks: this
+// schema's memory items, so that the workspaces of other schemas lock
+// others (the two-key locks are a space apart from the named locks'
+// single keys).
+func (d driver) itemLockClass() int32 {
+	h := fnv.New32a()
+	h.Write([]byte("workspaced memory items\x00" + d.s.schema))
+	return int32(h.Sum32())
+}
+
+// itemLocks is the second keys of the locks of the batch's items: a hash
+// of each item, sorted, without repeats. Two items of one hash share a
+// lock, which only makes their batches wait for each other.
+func (d driver) itemLocks(ps []sqlstore.MemoryPut) []int32 {
+	keys := make([]int32, 0, len(ps))
+	for _, p := range ps {
+		h := fnv.New32a()
+		h.Write([]byte(p.NSKey))
+		h.Write([]byte{0})
+		h.Write([]byte(p.Req.Key))
+		keys = append(keys, int32(h.Sum32()))
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
 }

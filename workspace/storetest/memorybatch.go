@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -161,5 +163,46 @@ func testMemoryBatchBadInput(t *testing.T, s workspace.Store, _ Hooks) {
 	ok(t, err, "a batch of the most puts")
 	if len(res) != workspace.MaxMemoryBatch || res[99].Item.Key != "k99" || res[99].Item.Version != 1 {
 		t.Errorf("a batch of %d: %d results, the last %+v", workspace.MaxMemoryBatch, len(res), res[len(res)-1])
+	}
+}
+
+// testMemoryBatchRace: batches that put the same items at once, in
+// opposite orders, all succeed, none waiting on another for good, and
+// lose no put: each item's version is the number of puts of it.
+func testMemoryBatchRace(t *testing.T, s workspace.Store, _ Hooks) {
+	m := memoryOf(t, s)
+	const writers, rounds = 4, 8
+	ns := workspace.Namespace{"race"}
+	keys := []string{"x", "y", "z"}
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*rounds)
+	for w := range writers {
+		wg.Go(func() {
+			order := slices.Clone(keys)
+			if w%2 == 1 {
+				slices.Reverse(order)
+			}
+			for range rounds {
+				reqs := make([]workspace.MemoryPutRequest, len(order))
+				for i, k := range order {
+					reqs[i] = workspace.MemoryPutRequest{Namespace: ns, Key: k, Value: json.RawMessage(fmt.Sprintf(`{"w":%d}`, w)), Agent: "worker_1"}
+				}
+				if _, err := workspace.PutMemoryItems(bg, m, s.Settings().Limits, reqs); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("a batch racing others: %v", err)
+	}
+	for _, k := range keys {
+		it, err := m.GetMemory(bg, ns, k)
+		ok(t, err, "get "+k)
+		if it.Version != writers*rounds {
+			t.Errorf("%s at version %d after %d puts", k, it.Version, writers*rounds)
+		}
 	}
 }

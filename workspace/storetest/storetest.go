@@ -93,6 +93,7 @@ func RunServed(t *testing.T, open func(t *testing.T) workspace.Served, opt serve
 		{"MemoryBadInput", testMemoryBadInput, nil},
 		{"MemoryBatch", testMemoryBatch, nil},
 		{"MemoryBatchBadInput", testMemoryBatchBadInput, nil},
+		{"MemoryBatchRace", testMemoryBatchRace, nil},
 		{"TokenInEvents", testTokenInEvents, nil},
 		{"EntryHistory", testEntryHistory, nil},
 		{"HistoryRetention", testHistoryRetention, nil},
