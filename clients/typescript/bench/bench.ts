@@ -186,8 +186,10 @@ const bursts = writerCounts.map((writers) => {
     single: [] as number[],
     floor: [] as number[],
     untokened: [] as number[],
-    // The put requests of each of ours' runs.
+    // The put requests of each of ours' runs, and this process's CPU in
+    // each of ours' and single's runs (µs).
     requests: [] as number[],
+    cpu: { ours: [] as number[], single: [] as number[] },
     tuned: tuned.map(() => ({ rates: [] as number[], requests: [] as number[] })),
   };
 });
@@ -203,8 +205,11 @@ for (const b of bursts) {
     const order = r % 2 ? (["peer", "ours", "single"] as const) : (["ours", "peer", "single"] as const);
     for (const who of order) {
       const tag = `${who}${b.writers}r${r}`;
+      const cpu = process.cpuUsage();
       if (who === "ours") b.ours.push(await countedBurst(ours, tag, b.writers, b.requests));
       else b[who].push(await burst(who === "peer" ? peer : single, tag, b.writers));
+      const used = process.cpuUsage(cpu);
+      if (who !== "peer") b.cpu[who].push(used.user + used.system);
     }
     for (const [k, t] of tuned.entries()) {
       b.tuned[k].rates.push(await countedBurst(t.store, `inflight${t.maxInFlight}w${b.writers}r${r}`, b.writers, b.tuned[k].requests));
@@ -238,6 +243,10 @@ const result = {
     // ours' best run: the put requests it made for writers × writes items.
     ours_put_requests: perRequest(b.ours, b.requests, b.writers).requests,
     ours_items_per_request: perRequest(b.ours, b.requests, b.writers).items_per_request,
+    // This process's CPU an item in the best run, µs: what the client
+    // spends, coalesced and not.
+    ours_cpu_us_per_item: b.cpu.ours[b.ours.indexOf(best(b.ours))] / (b.writers * writes),
+    single_cpu_us_per_item: b.cpu.single[b.single.indexOf(best(b.single))] / (b.writers * writes),
     // Coalescing off: one PUT a put.
     single_items_per_s: best(b.single),
     single_rate_ratio: best(b.single) / best(b.peer),

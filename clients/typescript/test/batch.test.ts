@@ -145,3 +145,28 @@ test("a token that may only read: every coalesced put rejects with 403", { skip 
   }
   assert.equal(count(BATCH), 1);
 });
+
+test("WorkspacedClient.putMemoryItems: one result per put, a refused compare-and-set a 412 result with the current version", { skip }, async () => {
+  const c = new WorkspacedClient({ baseUrl: url, token: token("alpha") });
+  const ns = ["bt", run, "client"];
+  const { results } = await c.putMemoryItems({
+    body: {
+      puts: [
+        { namespace: ns, key: "a", value: { n: 1 } },
+        { namespace: ns, key: "a", value: { n: 2 }, if_version: 1 },
+        { namespace: ns, key: "a", value: { n: 3 }, if_version: 1 },
+        { namespace: ns, key: "b", value: { n: 4 }, if_absent: true, ttl_seconds: 60 },
+      ],
+    },
+  });
+  assert.deepEqual(results.map((r) => r.status), [200, 200, 412, 200]);
+  assert.deepEqual([results[0].item?.version, results[1].item?.version], [1, 2]);
+  assert.equal(results[2].problem?.current_version, 2);
+  assert.ok(results[3].item?.expires_at);
+  // A bad put refuses the whole request, naming it, with nothing written.
+  await assert.rejects(
+    c.putMemoryItems({ body: { puts: [{ namespace: ns, key: "c", value: { n: 5 } }, { namespace: ns, key: "", value: {} }] } }),
+    (e: unknown) => e instanceof WorkspacedError && e.status === 400 && /puts\[1\]/.test(e.message),
+  );
+  await assert.rejects(c.getMemoryItem({ query: { namespace: ns, key: "c" } }), (e: unknown) => e instanceof WorkspacedError && e.isNotFound);
+});
