@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/workspaced/workspaced/workspace"
@@ -30,11 +31,12 @@ type loop struct {
 	wk    workspace.Wakeups
 	tasks map[string]*owner // every task the daemon serves: the one map keyed by task id
 
-	queue    []*owner  // woken, to commit in this order
-	busy     int       // commits under way
-	results  chan done // commits coming back
-	waitAt   time.Time // when the first waiting owner is due (a marker's wait, a retry)
-	scans    uint64    // full scans so far (owner.scan: the last that listed it)
+	queue    []*owner    // woken, to commit in this order
+	busy     int         // commits under way
+	jobs     chan func() // commits handed to the committers (committers)
+	results  chan done   // commits coming back
+	waitAt   time.Time   // when the first waiting owner is due (a marker's wait, a retry)
+	scans    uint64      // full scans so far (owner.scan: the last that listed it)
 	lastScan time.Time
 	ready    bool
 
@@ -47,7 +49,8 @@ type loop struct {
 }
 
 func newLoop(d *Daemon, lead workspace.Leadership, wk workspace.Wakeups) *loop {
-	l := &loop{d: d, lead: lead, wk: wk, tasks: map[string]*owner{}, results: make(chan done, d.cfg.Parallel)}
+	l := &loop{d: d, lead: lead, wk: wk, tasks: map[string]*owner{}, results: make(chan done, d.cfg.Parallel),
+		jobs: make(chan func(), d.cfg.Parallel)}
 	l.settle.init(d)
 	return l
 }
@@ -55,6 +58,8 @@ func newLoop(d *Daemon, lead workspace.Leadership, wk workspace.Wakeups) *loop {
 func (l *loop) run(ctx context.Context) error {
 	d := l.d
 	d.log.Info("serving", "wakeups", l.wk.Mode(), "rescan", d.cfg.Rescan, "cleanup_interval", d.cfg.CleanupInterval)
+	stop := l.committers()
+	defer stop()
 	if err := l.scan(ctx, true); err != nil {
 		return err
 	}
@@ -231,7 +236,9 @@ func (l *loop) dispatch(ctx context.Context) {
 		}
 		o.markers, o.all = nil, false
 		l.busy++
-		go func() {
+		// Never blocks: jobs holds Parallel, and at most Parallel are
+		// under way.
+		l.jobs <- func() {
 			began := time.Now()
 			a, err := o.c.Commit(ctx, req)
 			l.d.cfg.Observer.Committed(time.Since(began), a, err)
@@ -239,7 +246,29 @@ func (l *loop) dispatch(ctx context.Context) {
 				observe(ctx, l.d, a.Events)
 			}
 			l.results <- done{o: o, a: a, err: err}
-		}()
+		}
+	}
+}
+
+// committers starts the Parallel goroutines that run the commits
+// dispatch hands them, and returns what stops them once the commits under
+// way are back. They live as long as the loop, not one a commit: a
+// commit's schema checks (santhosh-tekuri/jsonschema, recursive) need a
+// stack of tens of KiB, which a new goroutine grows from its first few
+// KiB by copying it at each doubling, a twentieth of a lone marker's CPU
+// when each commit had a goroutine of its own.
+func (l *loop) committers() (stop func()) {
+	var wg sync.WaitGroup
+	for range l.d.cfg.Parallel {
+		wg.Go(func() {
+			for job := range l.jobs {
+				job()
+			}
+		})
+	}
+	return func() {
+		close(l.jobs)
+		wg.Wait()
 	}
 }
 

@@ -285,17 +285,25 @@ func (t *committer) examineAll(td *os.File, pending []pendingMarker) []examined 
 		next atomic.Int64
 		wg   sync.WaitGroup
 	)
-	for range min(runtime.GOMAXPROCS(0), len(pending)) {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(pending) {
-					return
-				}
-				p := pending[i]
-				exs[i] = examine(s, td, td, p.name, p.name, p.kind, p.fi, now, s.grace())
+	work := func() {
+		for {
+			i := int(next.Add(1)) - 1
+			if i >= len(pending) {
+				return
 			}
-		})
+			p := pending[i]
+			exs[i] = examine(s, td, td, p.name, p.name, p.kind, p.fi, now, s.grace())
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(pending))
+	if workers == 1 {
+		// A lone marker is examined by the committer itself, whose stack
+		// its own checks grow anyway.
+		work()
+		return exs
+	}
+	for range workers {
+		wg.Go(work)
 	}
 	wg.Wait()
 	return exs
