@@ -85,13 +85,24 @@ func (c *stmtCache) close() {
 
 // wtx is a transaction with its pool's prepared statements (none for a
 // read: c is nil). Its methods are a querier's, so every statement of a
-// transaction runs through them.
+// transaction runs through them. whole: its statements run to their end
+// whatever becomes of their context (writeSynced).
 type wtx struct {
 	*sql.Tx
-	c *stmtCache
+	c     *stmtCache
+	whole bool
+}
+
+// ctx is the context a statement of t runs under.
+func (t wtx) ctx(ctx context.Context) context.Context {
+	if t.whole {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
 }
 
 func (t wtx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	ctx = t.ctx(ctx)
 	if st := t.c.get(q); st != nil {
 		return t.Tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 	}
@@ -99,6 +110,7 @@ func (t wtx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result
 }
 
 func (t wtx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	ctx = t.ctx(ctx)
 	if st := t.c.get(q); st != nil {
 		return t.Tx.StmtContext(ctx, st).QueryContext(ctx, args...)
 	}
@@ -106,6 +118,7 @@ func (t wtx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows
 }
 
 func (t wtx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	ctx = t.ctx(ctx)
 	if st := t.c.get(q); st != nil {
 		return t.Tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 	}

@@ -63,3 +63,43 @@ func TestStatementsLearned(t *testing.T) {
 	}
 	t.Fatalf("the entry's upsert is not prepared after three stores; prepared: %d", len(s.wc.ready))
 }
+
+// TestWriteSyncedCanceled: the daemon's commit, whose statements run
+// under no deadline of their own, is still rolled back when its context
+// ends once begun (database/sql's transaction follows the context: the
+// next statement finds it done, or COMMIT its context ended), and not
+// begun when it ended before.
+func TestWriteSyncedCanceled(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	err := s.writeSynced(ctx, func(tx wtx) error {
+		for i, p := range []string{"a.json", "b.json"} {
+			if i == 1 {
+				cancel()
+			}
+			if _, err := tx.ExecContext(ctx, "INSERT INTO files (path, body) VALUES ($1, '{}')", p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		t.Fatal("a commit whose context ended once begun: committed, want it rolled back")
+	}
+	var n int
+	if err := s.rdb.QueryRowContext(t.Context(), "SELECT count(*) FROM files WHERE path IN ('a.json', 'b.json')").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("rows committed: %d, %v; want none", n, err)
+	}
+	ran := false
+	err = s.writeSynced(ctx, func(tx wtx) error { ran = true; return nil })
+	if !errors.Is(err, context.Canceled) || ran {
+		t.Fatalf("a commit whose context ended before it began: %v (ran %v), want context.Canceled and nothing run", err, ran)
+	}
+	if err := s.writeSynced(t.Context(), func(tx wtx) error {
+		_, err := tx.ExecContext(t.Context(), "INSERT INTO files (path, body) VALUES ('c.json', '{}')")
+		return err
+	}); err != nil {
+		t.Fatalf("a commit after: %v", err)
+	}
+}

@@ -77,9 +77,6 @@ const walSizeLimit = 16 << 20
 // pages copied once for several commits.
 const walCheckpointPages = 3072
 
-// readTimeout bounds each call that takes no lock.
-const readTimeout = 30 * time.Second
-
 // Prefix starts a root that names a SQLite database.
 const Prefix = "sqlite:"
 
@@ -276,8 +273,17 @@ func (s *Store) write(ctx context.Context, fn func(tx wtx) error) error {
 // writeSynced is write with the log synced before COMMIT returns and the
 // write lock is given up (synchronous=FULL): nothing reads the commit
 // before it is durable. The daemon commits so.
+//
+// Once its transaction has begun (BEGIN IMMEDIATE: the write lock taken,
+// a wait ctx still ends), its statements run to their end whatever
+// becomes of ctx: the driver watches a context that can end with a
+// goroutine a statement (modernc.org/sqlite's interrupt), a dozen a
+// commit, and a daemon that stops waits for its commits under way.
 func (s *Store) writeSynced(ctx context.Context, fn func(tx wtx) error) error {
-	return s.retry(ctx, s.cc, fn)
+	return s.retry(ctx, s.cc, func(tx wtx) error {
+		tx.whole = true
+		return fn(tx)
+	})
 }
 
 func (s *Store) retry(ctx context.Context, c *stmtCache, fn func(tx wtx) error) error {
@@ -305,7 +311,7 @@ func (s *Store) tryWrite(ctx context.Context, c *stmtCache, fn func(tx wtx) erro
 		return err
 	}
 	defer tx.Rollback()
-	if err := fn(wtx{tx, c}); err != nil {
+	if err := fn(wtx{Tx: tx, c: c}); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -333,7 +339,7 @@ func (s *Store) tryRead(ctx context.Context, fn func(tx wtx) error) error {
 		return err
 	}
 	defer tx.Rollback()
-	return fn(wtx{tx, s.rc})
+	return fn(wtx{Tx: tx, c: s.rc})
 }
 
 // query runs one read on the read pool, prepared once learned (as the

@@ -185,15 +185,17 @@ func (s *Store) dataVersions(ctx context.Context) versions {
 }
 
 // read is the data version, or -1 when it cannot be read (the caller
-// then looks anyway).
+// then looks anyway). It runs under no deadline: the pragma waits for no
+// writer (a read of the log's index, its locks bounded by busy_timeout),
+// and a context that can end costs the driver a goroutine each call
+// (modernc.org/sqlite's interrupt), where the loop reads the version
+// after every write it hears, several times.
 func (v versions) read() int64 {
 	if v.c == nil {
 		return -1
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
-	defer cancel()
 	var n int64
-	if err := v.st.QueryRowContext(ctx).Scan(&n); err != nil {
+	if err := v.st.QueryRowContext(context.Background()).Scan(&n); err != nil {
 		return -1
 	}
 	return n
