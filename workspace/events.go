@@ -18,6 +18,22 @@ const EventsFile = "events.log"
 // key, and any word that is empty or holds a space, quote, '=' or a
 // non-printable character quoted Go-style.
 func FormatEvent(e Event) string {
+	line, _, _ := formatEvent(e, "")
+	return line
+}
+
+// FormatEventAround is FormatEvent of e around the value of its
+// attribute attr: the line of e with attr's value v is head + v + tail
+// for any v that is a bare word as the line writes it (a number, say).
+// It formats the line once, for a writer that learns v as it writes.
+func FormatEventAround(e Event, attr string) (head, tail string) {
+	line, at, end := formatEvent(e, attr)
+	return line[:at], line[end:]
+}
+
+// formatEvent is e's line and where in it attr's value stands
+// (line[at:end]; both 0 when attr is "" or not an attribute of e).
+func formatEvent(e Event, attr string) (line string, at, end int) {
 	var b strings.Builder
 	b.WriteString(e.Time.UTC().Format(TimeFormat))
 	b.WriteByte(' ')
@@ -32,9 +48,15 @@ func FormatEvent(e Event) string {
 		b.WriteByte(' ')
 		b.WriteString(quoteWord(k))
 		b.WriteByte('=')
+		if k == attr && attr != "" {
+			at = b.Len()
+		}
 		b.WriteString(quoteWord(e.Attrs[k]))
+		if k == attr && attr != "" {
+			end = b.Len()
+		}
 	}
-	return b.String()
+	return b.String(), at, end
 }
 
 // TimeFormat is RFC 3339 in UTC with milliseconds, as every file uses.

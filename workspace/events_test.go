@@ -67,3 +67,29 @@ func TestParseEventRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestFormatEventAround: the line around an attribute's value is the
+// line of every bare value put there, whatever the other words hold
+// (quoted ones that contain the attribute's own name and '=' among
+// them), and the line without the attribute has nothing around it.
+func TestFormatEventAround(t *testing.T) {
+	at := time.Date(2026, 11, 29, 21, 0, 0, 123e6, time.UTC)
+	events := []Event{
+		MemoryEvent("stored", Namespace{"users", "42"}, "prefs", "planner", 1, at),
+		MemoryEvent("stored", Namespace{"a version=1", "ü"}, "key with \"quotes\"", "x=y", 1, at),
+		{Time: at, Name: "memory_stored", TaskID: "t1", Args: []string{"version=1"}, Attrs: map[string]string{"version": "1", "zz": "version=1", "a": " version=1"}},
+	}
+	for _, e := range events {
+		head, tail := FormatEventAround(e, "version")
+		for _, v := range []string{"1", "2", "9", "10", "123456789"} {
+			e.Attrs["version"] = v
+			if got, want := head+v+tail, FormatEvent(e); got != want {
+				t.Errorf("around version %s:\n got %q\nwant %q", v, got, want)
+			}
+		}
+	}
+	e := MemoryEvent("deleted", Namespace{"n"}, "k", "a", 0, at)
+	if head, tail := FormatEventAround(e, "version"); head != "" || tail != FormatEvent(e) {
+		t.Errorf("no version attribute: head %q tail %q, want \"\" and the line", head, tail)
+	}
+}

@@ -38,9 +38,15 @@ func (d driver) PutMemories(ctx context.Context, ps []sqlstore.MemoryPut) ([]sql
 	if len(locks) > 1 {
 		b.Queue("SELECT pg_advisory_xact_lock($1::int4, k) FROM unnest($2::int4[]) AS k", d.itemLockClass(), locks)
 	}
-	for _, p := range ps {
-		q, args := memoryStatement(p)
+	rows, plain := memoryRowsOf(ps)
+	if plain {
+		q, args := rows.statement()
 		b.Queue(q, args...)
+	} else {
+		for _, p := range ps {
+			q, args := memoryStatement(p)
+			b.Queue(q, args...)
+		}
 	}
 	out := make([]sqlstore.MemoryWritten, len(ps))
 	var refused []int
@@ -50,6 +56,16 @@ func (d driver) PutMemories(ctx context.Context, ps []sqlstore.MemoryPut) ([]sql
 			_ = br.Close()
 			return nil, fmt.Errorf("lock the batch's items: %w", err)
 		}
+	}
+	if plain {
+		err := rows.read(br, out)
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, err
+		}
+		return out, nil
 	}
 	for i := range ps {
 		err := br.QueryRow().Scan(&out[i].Created, &out[i].Version)

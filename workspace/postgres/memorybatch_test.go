@@ -13,48 +13,63 @@ import (
 	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
-// TestMemoryBatchIsOneTransaction: a batch whose statement in the middle
-// fails (a value PostgreSQL refuses, past the store's checks) writes
-// nothing, neither the puts before it nor their events; the same batch
-// without it writes them all.
+// TestMemoryBatchIsOneTransaction: a batch whose statement fails (a
+// value PostgreSQL refuses, past the store's checks) writes nothing,
+// neither the puts before it nor their events; the same batch without it
+// writes them all. Plain puts are one statement over arrays
+// (memoryRows): the batch fails as a whole; a batch with a
+// compare-and-set is a statement a put, and the one in the middle that
+// fails is named.
 func TestMemoryBatchIsOneTransaction(t *testing.T) {
 	t.Parallel()
-	s, _ := newStore(t)
-	ctx := context.Background()
-	d := driver{s}
-	at := sqlstore.Now()
-	ps := make([]sqlstore.MemoryPut, 5)
-	for i := range ps {
-		p, err := sqlstore.NewMemoryPut(ctx, workspace.MemoryPutRequest{Namespace: workspace.Namespace{"tx"}, Key: fmt.Sprint("k", i),
-			Value: json.RawMessage(`{}`), Agent: "a"}, at)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ps[i] = p
-	}
-	bad := ps[2]
-	bad.Value = []byte("{\"x\":\"\x00\"}") // text holds no NUL
-	broken := append(append(ps[:2:2], bad), ps[3:]...)
-	_, err := d.PutMemories(ctx, broken)
-	if err == nil || !strings.Contains(err.Error(), "puts[2]") {
-		t.Fatalf("a batch with a failing statement: %v, want the error of puts[2]", err)
-	}
-	count := func() (items, events int) {
-		if err := s.pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM memory_items), (SELECT count(*) FROM memory_events)").Scan(&items, &events); err != nil {
-			t.Fatal(err)
-		}
-		return items, events
-	}
-	t.Logf("refused: %v", err)
-	if items, events := count(); items != 0 || events != 0 {
-		t.Fatalf("a failed batch left %d items and %d events", items, events)
-	}
-	ws, err := d.PutMemories(ctx, ps)
-	if err != nil || len(ws) != 5 || ws[4].Version != 1 {
-		t.Fatalf("the batch: %v %+v", err, ws)
-	}
-	if items, events := count(); items != 5 || events != 5 {
-		t.Fatalf("the batch wrote %d items and %d events, want 5 and 5", items, events)
+	for _, c := range []struct {
+		name     string
+		ifAbsent bool
+		want     string
+	}{{"rows", false, "invalid byte sequence"}, {"statements", true, "puts[2]"}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s, _ := newStore(t)
+			ctx := context.Background()
+			d := driver{s}
+			at := sqlstore.Now()
+			ps := make([]sqlstore.MemoryPut, 5)
+			for i := range ps {
+				p, err := sqlstore.NewMemoryPut(ctx, workspace.MemoryPutRequest{Namespace: workspace.Namespace{"tx"}, Key: fmt.Sprint("k", i),
+					Value: json.RawMessage(`{}`), Agent: "a", IfAbsent: c.ifAbsent && i == 4}, at)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ps[i] = p
+			}
+			if _, plain := memoryRowsOf(ps); plain == c.ifAbsent {
+				t.Fatalf("memoryRowsOf: plain %v, want %v", plain, !c.ifAbsent)
+			}
+			bad := ps[2]
+			bad.Value = []byte("{\"x\":\"\x00\"}") // text holds no NUL
+			broken := append(append(ps[:2:2], bad), ps[3:]...)
+			_, err := d.PutMemories(ctx, broken)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("a batch with a failing statement: %v, want an error with %q", err, c.want)
+			}
+			count := func() (items, events int) {
+				if err := s.pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM memory_items), (SELECT count(*) FROM memory_events)").Scan(&items, &events); err != nil {
+					t.Fatal(err)
+				}
+				return items, events
+			}
+			t.Logf("refused: %v", err)
+			if items, events := count(); items != 0 || events != 0 {
+				t.Fatalf("a failed batch left %d items and %d events", items, events)
+			}
+			ws, err := d.PutMemories(ctx, ps)
+			if err != nil || len(ws) != 5 || ws[4].Version != 1 {
+				t.Fatalf("the batch: %v %+v", err, ws)
+			}
+			if items, events := count(); items != 5 || events != 5 {
+				t.Fatalf("the batch wrote %d items and %d events, want 5 and 5", items, events)
+			}
+		})
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -37,22 +36,15 @@ type MemoryPut struct {
 
 // EventLine is the line of the put's event when it makes version.
 func (p MemoryPut) EventLine(version int) string {
-	e := p.event
-	e.Attrs = maps.Clone(e.Attrs)
-	e.Attrs["version"] = strconv.Itoa(version)
-	return workspace.FormatEvent(e)
+	head, tail := p.EventAround()
+	return head + strconv.Itoa(version) + tail
 }
 
 // EventAround is the line of the put's event around its version, for a
 // statement that learns the version as it writes: the line of version v
-// is head + v + tail. Versions 1 and 2 differ in one byte, the version's.
+// is head + v + tail.
 func (p MemoryPut) EventAround() (head, tail string) {
-	one, two := p.EventLine(1), p.EventLine(2)
-	i := 0
-	for one[i] == two[i] {
-		i++
-	}
-	return one[:i], one[i+1:]
+	return workspace.FormatEventAround(p.event, "version")
 }
 
 // NewMemoryPut is the put of req, checked (workspace.CheckMemoryPut), at

@@ -110,6 +110,61 @@ func testMemoryBatch(t *testing.T, s workspace.Store, _ Hooks) {
 		"memory_stored c 1 worker_1 " + tok, "memory_stored a 4 worker_1 " + tok})
 }
 
+// testMemoryPlainBatch: a batch of plain puts of distinct items (which
+// a store may write as one statement over all of them) equals the same
+// puts one by one: a replace keeps created_at and counts the version on,
+// a new item is version 1, a time to live is kept, and the events are
+// one a put in the puts' order, each with the version it wrote.
+func testMemoryPlainBatch(t *testing.T, s workspace.Store, _ Hooks) {
+	m := memoryOf(t, s)
+	plain := func(ns workspace.Namespace) []workspace.MemoryPutRequest {
+		var out []workspace.MemoryPutRequest
+		for i, key := range []string{"z", "a", "m", "é", "b"} {
+			req := workspace.MemoryPutRequest{Namespace: ns, Key: key, Value: json.RawMessage(fmt.Sprintf(`{"n": %d}`, i)), Agent: "worker_1"}
+			if key == "m" {
+				req.TTLSeconds = 60
+			}
+			out = append(out, req)
+		}
+		return out
+	}
+	one, batch := workspace.Namespace{"plain", "one"}, workspace.Namespace{"plain", "batch"}
+	for _, ns := range []workspace.Namespace{one, batch} {
+		put(t, m, ns, "a", `{"n": -1}`)
+		put(t, m, ns, "a", `{"n": -2}`)
+		put(t, m, ns, "b", `{"n": -1}`)
+	}
+	var want []string
+	for _, req := range plain(one) {
+		want = append(want, putResult(m.PutMemory(bg, req)))
+	}
+	res, err := workspace.PutMemoryItems(bg, m, s.Settings().Limits, plain(batch))
+	ok(t, err, "put a plain batch")
+	var got []string
+	for _, r := range res {
+		got = append(got, putResult(r.Item, r.Err))
+	}
+	same(t, "the plain batch's results against the same puts one by one", got, want)
+	same(t, "the versions", []int{res[0].Item.Version, res[1].Item.Version, res[2].Item.Version, res[3].Item.Version, res[4].Item.Version}, []int{1, 3, 1, 1, 2})
+	for i, r := range res {
+		if r.Item.Key != plain(batch)[i].Key || r.Item.Namespace.String() != batch.String() {
+			t.Errorf("result %d is %s/%s, want put %d's item", i, r.Item.Namespace, r.Item.Key, i)
+		}
+	}
+	var evs []string
+	poll.Until(t, 30*time.Second, "the plain batch's events readable", func() (bool, string) {
+		evs = nil
+		_, err := m.ReadMemoryEvents(bg, 0, func(e workspace.PositionedEvent) {
+			if e.Attrs["namespace"] == batch.String() {
+				evs = append(evs, e.Attrs["key"]+" "+e.Attrs["version"])
+			}
+		})
+		ok(t, err, "read memory events")
+		return len(evs) >= 8, fmt.Sprintf("%d readable", len(evs))
+	})
+	same(t, "the plain batch's events", evs, []string{"a 1", "a 2", "b 1", "z 1", "a 3", "m 1", "é 1", "b 2"})
+}
+
 // testMemoryBatchBadInput: a batch with a put its checks refuse, in the
 // middle, is refused whole, naming the put, with nothing written; so is
 // an empty batch and one over the limit.

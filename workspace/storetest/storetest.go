@@ -92,6 +92,7 @@ func RunServed(t *testing.T, open func(t *testing.T) workspace.Served, opt serve
 		{"MemoryTTL", testMemoryTTL, nil},
 		{"MemoryBadInput", testMemoryBadInput, nil},
 		{"MemoryBatch", testMemoryBatch, nil},
+		{"MemoryPlainBatch", testMemoryPlainBatch, nil},
 		{"MemoryBatchBadInput", testMemoryBatchBadInput, nil},
 		{"MemoryBatchRace", testMemoryBatchRace, nil},
 		{"TokenInEvents", testTokenInEvents, nil},

@@ -77,6 +77,7 @@ test("a put of batch() refused by its compare-and-set rejects the batch as its o
       assert.ok(e instanceof WorkspacedError);
       assert.equal(e.status, single!.status);
       assert.equal(e.kind, single!.kind);
+      assert.equal(e.message, single!.message);
       assert.equal(e.currentVersion, 1);
       return true;
     },

@@ -1,0 +1,92 @@
+package postgres
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/workspaced/workspaced/workspace/sqlstore"
+)
+
+// A batch of plain puts (no compare-and-set) of distinct items is one
+// statement over arrays of their columns: one upsert of every row and
+// one insert of every event, in the puts' order. A statement per put
+// costs PostgreSQL a plan's execution each, which is most of a batch's
+// time on the server; the rows take one. A batch with a compare-and-set
+// or an item put twice keeps a statement per put (memoryStatement): a
+// put's version there depends on the puts before it.
+
+// memoryRowsUpsert is memoryUpsert over the arrays of memoryRows:
+// $1–$8 the rows' ns_key, key, namespace, expires_at, stored_by, value,
+// and the event line's head and tail around the version; $9 the time.
+const memoryRowsUpsert = `WITH r AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::text[], $7::text[], $8::text[])
+			WITH ORDINALITY AS r(ns_key, key, namespace, expires_at, stored_by, value, head, tail, ord)),
+		up AS (INSERT INTO memory_items AS m (ns_key, key, namespace, version, created_at, updated_at, expires_at, stored_by, value)
+			SELECT ns_key, key, namespace, 1, $9, $9, expires_at, stored_by, value FROM r ORDER BY ord
+			ON CONFLICT (ns_key, key) DO UPDATE SET
+				version = CASE WHEN m.expires_at IS NULL OR m.expires_at > $9 THEN m.version + 1 ELSE 1 END,
+				created_at = CASE WHEN m.expires_at IS NULL OR m.expires_at > $9 THEN m.created_at ELSE excluded.created_at END,
+				updated_at = excluded.updated_at, expires_at = excluded.expires_at, stored_by = excluded.stored_by,
+				value = excluded.value
+			RETURNING ns_key, key, created_at, version),
+		ev AS (INSERT INTO memory_events (time, line)
+			SELECT $9, r.head || up.version || r.tail FROM up JOIN r USING (ns_key, key) ORDER BY r.ord)
+		SELECT r.ord, up.created_at, up.version FROM up JOIN r USING (ns_key, key)`
+
+// memoryRows is a batch's puts as the columns of memoryRowsUpsert, and
+// whether the batch is one it serves: every put plain, no item twice.
+type memoryRows struct {
+	nsKey, key, namespace, storedBy, value, head, tail []string
+	expires                                            []*time.Time
+	at                                                 time.Time
+}
+
+func memoryRowsOf(ps []sqlstore.MemoryPut) (memoryRows, bool) {
+	n := len(ps)
+	r := memoryRows{nsKey: make([]string, n), key: make([]string, n), namespace: make([]string, n), storedBy: make([]string, n),
+		value: make([]string, n), head: make([]string, n), tail: make([]string, n), expires: make([]*time.Time, n)}
+	type item struct{ nk, key string }
+	seen := make(map[item]bool, n)
+	for i, p := range ps {
+		req := &p.Req
+		if req.IfVersion > 0 || req.IfAbsent || seen[item{p.NSKey, req.Key}] || !p.At.Equal(ps[0].At) {
+			return memoryRows{}, false
+		}
+		seen[item{p.NSKey, req.Key}] = true
+		r.nsKey[i], r.key[i], r.namespace[i], r.storedBy[i], r.value[i] = p.NSKey, req.Key, req.Namespace.String(), req.Agent, string(p.Value)
+		r.head[i], r.tail[i] = p.EventAround()
+		r.expires[i] = p.Expires()
+	}
+	r.at = ps[0].At
+	return r, true
+}
+
+func (r memoryRows) statement() (string, []any) {
+	return memoryRowsUpsert, []any{r.nsKey, r.key, r.namespace, r.expires, r.storedBy, r.value, r.head, r.tail, r.at}
+}
+
+// read fills out, in the puts' order, from the statement's rows: one a
+// put, each written.
+func (r memoryRows) read(br pgx.BatchResults, out []sqlstore.MemoryWritten) error {
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	var (
+		ord  int64
+		w    sqlstore.MemoryWritten
+		seen int
+	)
+	_, err = pgx.ForEachRow(rows, []any{&ord, &w.Created, &w.Version}, func() error {
+		if ord < 1 || int(ord) > len(out) {
+			return fmt.Errorf("the batch's statement answered put %d of %d", ord, len(out))
+		}
+		out[ord-1] = w
+		seen++
+		return nil
+	})
+	if err == nil && seen != len(out) {
+		err = fmt.Errorf("the batch's statement wrote %d of its %d puts", seen, len(out))
+	}
+	return err
+}
