@@ -163,15 +163,31 @@ func (s *Store) loop(ctx context.Context, fw *fsnotify.Watcher, poll time.Durati
 	}
 }
 
-// versions reads PRAGMA data_version on one connection of its own: the
-// number moves when another connection commits. The statement is
-// prepared once: the loop reads it after every write it hears.
+// versions reads PRAGMA data_version: the number moves when another
+// connection commits, not when the one that reads it does. So it is read
+// on the daemon's commit connection (cdb), where the daemon's own commits
+// leave it as it was: a write heard that was the daemon's own commit
+// starts no look, only the follow (an agent cannot commit while that
+// connection holds the write lock: SQLite has one writer). A read waits
+// for a commit under way, which holds the connection; a wake-up could not
+// be acted on sooner, the daemon's commits taking turns on it. A store
+// opened read-only (a connection a transaction, none kept) reads it on a
+// read connection of its own, as the daemon's commits there are none.
+// The statement is prepared once: the loop reads it after every write it
+// hears.
 type versions struct {
-	c  *sql.Conn
+	c  *sql.Conn // the read connection held, or nil on cdb
 	st *sql.Stmt
 }
 
 func (s *Store) dataVersions(ctx context.Context) versions {
+	if s.ro == nil {
+		st, err := s.cdb.PrepareContext(ctx, "PRAGMA data_version")
+		if err != nil {
+			return versions{}
+		}
+		return versions{st: st}
+	}
 	c, err := s.rdb.Conn(ctx)
 	if err != nil {
 		return versions{}
@@ -191,7 +207,7 @@ func (s *Store) dataVersions(ctx context.Context) versions {
 // (modernc.org/sqlite's interrupt), where the loop reads the version
 // after every write it hears, several times.
 func (v versions) read() int64 {
-	if v.c == nil {
+	if v.st == nil {
 		return -1
 	}
 	var n int64
@@ -202,8 +218,10 @@ func (v versions) read() int64 {
 }
 
 func (v versions) close() {
-	if v.c != nil {
+	if v.st != nil {
 		v.st.Close()
+	}
+	if v.c != nil {
 		v.c.Close()
 	}
 }

@@ -57,3 +57,51 @@ func awaitWake(t *testing.T, wk workspace.Wakeups, task string) {
 		}
 	}
 }
+
+// TestDataVersionIgnoresTheDaemonsCommits: the wake-up loop's data
+// version stays as it was over a commit of the daemon's own connection
+// and moves over another connection's, so that the daemon's own commit
+// starts no look for waiting tasks.
+func TestDataVersionIgnoresTheDaemonsCommits(t *testing.T) {
+	t.Parallel()
+	s, root := newStore(t)
+	ctx := t.Context()
+	ver := s.dataVersions(ctx)
+	defer ver.close()
+	v0 := ver.read()
+	if v0 < 0 {
+		t.Fatal("data version not read")
+	}
+	if err := s.writeSynced(ctx, func(tx wtx) error {
+		_, err := tx.ExecContext(ctx, "INSERT INTO files (path, body) VALUES ('own.json', '{}')")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if v1 := ver.read(); v1 != v0 {
+		t.Fatalf("data version %d after the daemon's own commit, was %d: want it unmoved", v1, v0)
+	}
+	agent, err := Open(ctx, root) // another process's connections
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close()
+	if _, err := agent.CreateTask(ctx, workspace.NewTaskRequest{ID: "t", Description: "wake", SubmittedBy: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	v2 := ver.read()
+	if v2 == v0 || v2 < 0 {
+		t.Fatalf("data version %d after another connection's commit, was %d: want it moved", v2, v0)
+	}
+	// A write of this store's other writer (an API's, in the daemon's
+	// process) is another connection's too.
+	if err := s.write(ctx, func(tx wtx) error {
+		_, err := tx.ExecContext(ctx, "INSERT INTO files (path, body) VALUES ('api.json', '{}')")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if v3 := ver.read(); v3 == v2 || v3 < 0 {
+		t.Fatalf("data version %d after the store's other writer committed, was %d: want it moved", v3, v2)
+	}
+}
