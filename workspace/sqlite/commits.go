@@ -27,7 +27,7 @@ func (s *Store) Commits(ctx context.Context, _ string) (<-chan struct{}, error) 
 		}
 		return func() {
 			defer fw.Close()
-			s.loop(lctx, fw, hubPoll, func(error) { s.hub.Wake("") })
+			s.loop(lctx, fw, hubPoll, false, func(error) { s.hub.Wake("") })
 		}, nil
 	}))
 }

@@ -26,3 +26,21 @@ func TestCommitsHearsOtherProcesses(t *testing.T) {
 		}
 	}, s.hub.Waiting)
 }
+
+// TestCommitsHearsTheDaemonsOwnCommits: a waiter in the daemon's own
+// process (an API's or MCP's claim with wait, the panel's watch) hears
+// the commits of the daemon's commit connection, which are what it
+// waits for: the hub's own poll is an hour away, and each commit must
+// wake it.
+func TestCommitsHearsTheDaemonsOwnCommits(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t)
+	storetest.Commits(t, s, "", func(i int) {
+		if err := s.writeSynced(t.Context(), func(tx wtx) error {
+			_, err := tx.ExecContext(t.Context(), "INSERT INTO files (path, body) VALUES (?, '{}')", fmt.Sprintf("own%d.json", i))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}, s.hub.Waiting)
+}

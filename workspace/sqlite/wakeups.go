@@ -41,7 +41,7 @@ func (s *Store) Wakeups(ctx context.Context, opt workspace.WakeOptions) (workspa
 	}
 	return sqlstore.StartWakeups(ctx, "watch", func(ctx context.Context, c chan<- workspace.Wake) {
 		defer fw.Close()
-		s.loop(ctx, fw, poll, func(err error) {
+		s.loop(ctx, fw, poll, true, func(err error) {
 			if err != nil {
 				sqlstore.Send(ctx, c, workspace.Wake{Err: err})
 				return
@@ -78,7 +78,9 @@ const followMax = 256 * time.Millisecond
 // loop calls look (with nil) once now, then after every write to the
 // database heard on fw once it is committed (a burst coalesced) and
 // every poll, and with an error when the watch reports one, until ctx
-// ends. One goroutine owns it.
+// ends. One goroutine owns it. daemon says whose loop it is: the
+// daemon's wake-ups pass over the daemon's own commits, every other
+// loop waits for them (versions).
 //
 // A write heard is enough until the next look: the watch is taken off
 // the directory then and put back before that look reads the data
@@ -87,10 +89,10 @@ const followMax = 256 * time.Millisecond
 // daemon's commit of a large state is hundreds of them: heard one by
 // one, they cost the process more than the commit itself (at 10,000
 // subtasks, 600 wake-ups of the watch's goroutine a commit).
-func (s *Store) loop(ctx context.Context, fw *fsnotify.Watcher, poll time.Duration, look func(error)) {
+func (s *Store) loop(ctx context.Context, fw *fsnotify.Watcher, poll time.Duration, daemon bool, look func(error)) {
 	dir := filepath.Dir(s.path)
 	db, wal := filepath.Base(s.path), filepath.Base(s.path)+"-wal"
-	ver := s.dataVersions(ctx)
+	ver := s.dataVersions(ctx, daemon)
 	defer ver.close()
 	muted := false
 	// unmute puts the watch back, before a look; when it cannot, the
@@ -164,24 +166,25 @@ func (s *Store) loop(ctx context.Context, fw *fsnotify.Watcher, poll time.Durati
 }
 
 // versions reads PRAGMA data_version: the number moves when another
-// connection commits, not when the one that reads it does. So it is read
-// on the daemon's commit connection (cdb), where the daemon's own commits
-// leave it as it was: a write heard that was the daemon's own commit
-// starts no look, only the follow (an agent cannot commit while that
-// connection holds the write lock: SQLite has one writer). A read waits
-// for a commit under way, which holds the connection; a wake-up could not
-// be acted on sooner, the daemon's commits taking turns on it. A store
-// opened read-only (a connection a transaction, none kept) reads it on a
-// read connection of its own, as the daemon's commits there are none.
-// The statement is prepared once: the loop reads it after every write it
-// hears.
+// connection commits, not when the one that reads it does. The daemon's
+// wake-ups read it on the daemon's commit connection (cdb), where the
+// daemon's own commits leave it as it was: a write heard that was the
+// daemon's own commit starts no look for waiting markers, only the
+// follow (an agent cannot commit while that connection holds the write
+// lock: SQLite has one writer). A read waits for a commit under way,
+// which holds the connection; a wake-up could not be acted on sooner,
+// the daemon's commits taking turns on it. Every other loop (the commit
+// hub's waiters, a watch) waits for exactly those commits, and reads it
+// on a read connection of its own, as does a store opened read-only
+// (a connection a transaction, none kept). The statement is prepared
+// once: the loop reads it after every write it hears.
 type versions struct {
 	c  *sql.Conn // the read connection held, or nil on cdb
 	st *sql.Stmt
 }
 
-func (s *Store) dataVersions(ctx context.Context) versions {
-	if s.ro == nil {
+func (s *Store) dataVersions(ctx context.Context, daemon bool) versions {
+	if daemon && s.ro == nil {
 		st, err := s.cdb.PrepareContext(ctx, "PRAGMA data_version")
 		if err != nil {
 			return versions{}

@@ -66,7 +66,7 @@ func TestDataVersionIgnoresTheDaemonsCommits(t *testing.T) {
 	t.Parallel()
 	s, root := newStore(t)
 	ctx := t.Context()
-	ver := s.dataVersions(ctx)
+	ver := s.dataVersions(ctx, true)
 	defer ver.close()
 	v0 := ver.read()
 	if v0 < 0 {

@@ -31,7 +31,7 @@ func (s *Store) Watch(ctx context.Context, each func(workspace.Change)) error {
 		memory, friction string
 		started          bool
 	)
-	s.loop(ctx, fw, watchPoll, func(trouble error) {
+	s.loop(ctx, fw, watchPoll, false, func(trouble error) {
 		tops, m, f, err := s.marks(ctx)
 		if ctx.Err() != nil {
 			return
