@@ -5,10 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
+	"github.com/workspaced/workspaced/internal/pairbench"
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
@@ -104,35 +103,5 @@ func BenchmarkMemoryBatch(b *testing.B) {
 			return err
 		},
 	}
-	rate := func(how string) float64 {
-		t0 := time.Now()
-		var wg sync.WaitGroup
-		for w := range writers {
-			wg.Go(func() {
-				if err := put[how](w); err != nil {
-					b.Error(err)
-				}
-			})
-		}
-		wg.Wait()
-		return writers * each / time.Since(t0).Seconds()
-	}
-	rate("one")
-	rate("batch") // warm up
-	sum := map[string]float64{}
-	for r := 0; b.Loop(); r++ {
-		order := []string{"one", "batch"}
-		if r%2 == 1 {
-			order = []string{"batch", "one"}
-		}
-		got := map[string]float64{}
-		for _, how := range order {
-			got[how] = rate(how)
-			sum[how+"-items/s"] += got[how]
-		}
-		sum["ratio"] += got["batch"] / got["one"]
-	}
-	for k, v := range sum {
-		b.ReportMetric(v/float64(b.N), k)
-	}
+	pairbench.Rates(b, writers, each, "one", "batch", put)
 }
