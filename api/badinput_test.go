@@ -171,8 +171,14 @@ func FuzzMemorySearch(f *testing.F) {
 	if rec.Code != 200 {
 		f.Fatalf("put: %d %s", rec.Code, rec.Body)
 	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		r := httptest.NewRequest("POST", "/api/v1/memory/search", bytes.NewReader(body))
+	f.Fuzz(postAnswers(h, "/api/v1/memory/search"))
+}
+
+// postAnswers is a fuzz target that POSTs a body to route on h: every
+// answer is 200, or 400 or 413 as application/problem+json.
+func postAnswers(h http.Handler, route string) func(t *testing.T, body []byte) {
+	return func(t *testing.T, body []byte) {
+		r := httptest.NewRequest("POST", route, bytes.NewReader(body))
 		r.Header.Set("Content-Type", "application/json")
 		r.Host = "127.0.0.1"
 		rec := httptest.NewRecorder()
@@ -186,5 +192,5 @@ func FuzzMemorySearch(f *testing.F) {
 		default:
 			t.Fatalf("status %d for %q: %s", rec.Code, body, rec.Body)
 		}
-	})
+	}
 }
