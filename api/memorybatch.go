@@ -85,7 +85,7 @@ func (h *Handler) putItems(c *call) error {
 func (c *call) batchPuts(puts []batchPut) ([]workspace.MemoryPutRequest, error) {
 	switch n := len(puts); {
 	case n == 0:
-		return nil, workspace.Invalidf("the batch", `give 1 to 100 puts, e.g. {"puts": [{"namespace": ["users","42"], "key": "prefs", "value": {"theme": "dark"}}]}`, "no puts")
+		return nil, workspace.Invalidf("the batch", fmt.Sprintf(`give 1 to %d puts, e.g. {"puts": [{"namespace": ["users","42"], "key": "prefs", "value": {"theme": "dark"}}]}`, workspace.MaxMemoryBatch), "no puts")
 	case n > workspace.MaxMemoryBatch:
 		return nil, refuse(http.StatusRequestEntityTooLarge, kindTooLarge, fmt.Sprintf("the batch has %d puts, over %d", n, workspace.MaxMemoryBatch),
 			fmt.Sprintf("split the puts into batches of at most %d", workspace.MaxMemoryBatch))

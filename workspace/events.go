@@ -48,12 +48,10 @@ func formatEvent(e Event, attr string) (line string, at, end int) {
 		b.WriteByte(' ')
 		b.WriteString(quoteWord(k))
 		b.WriteByte('=')
-		if k == attr && attr != "" {
-			at = b.Len()
-		}
+		start := b.Len()
 		b.WriteString(quoteWord(e.Attrs[k]))
-		if k == attr && attr != "" {
-			end = b.Len()
+		if attr != "" && k == attr {
+			at, end = start, b.Len()
 		}
 	}
 	return b.String(), at, end

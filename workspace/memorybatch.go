@@ -31,7 +31,7 @@ type MemoryPutResult struct {
 func CheckMemoryPuts(reqs []MemoryPutRequest, lim LimitSettings) error {
 	switch {
 	case len(reqs) == 0:
-		return Invalidf("memory batch", "give 1 to 100 puts", "no puts")
+		return Invalidf("memory batch", fmt.Sprintf("give 1 to %d puts", MaxMemoryBatch), "no puts")
 	case len(reqs) > MaxMemoryBatch:
 		return Invalidf("memory batch", fmt.Sprintf("split the puts into batches of at most %d", MaxMemoryBatch), "%d puts, over %d", len(reqs), MaxMemoryBatch)
 	}
