@@ -15,15 +15,27 @@ import (
 // It holds SQLite's write lock from its first read, so what it reads (the
 // products a done names, the plan) cannot change before it commits.
 
-// Committer is the daemon's handle on task id (workspace.Served).
+// Committer is the daemon's handle on task id (workspace.Served). A
+// commit that wrote rings the bell (bell.go) and wakes the commit hub's
+// waiters in this process, once it is durable and visible.
 func (s *Store) Committer(id string) workspace.Committer {
 	return s.NewCommitter(id, func(ctx context.Context, fn func(sqlstore.CommitTx) error) error {
-		return fault(s.writeSynced(ctx, func(tx wtx) error { return fn(commitTx{tx}) }))
+		wrote := false
+		err := fault(s.writeSynced(ctx, func(tx wtx) error { return fn(commitTx{tx, &wrote}) }))
+		if err == nil && wrote {
+			s.bell.ring(s.path)
+			s.hub.Wake("")
+		}
+		return err
 	})
 }
 
-// commitTx is a commit's transaction (sqlstore.CommitTx).
-type commitTx struct{ wtx }
+// commitTx is a commit's transaction (sqlstore.CommitTx); wrote is set
+// once it writes.
+type commitTx struct {
+	wtx
+	wrote *bool
+}
 
 // ReadCommit reads the task (sql.ErrNoRows when gone), its state row (the
 // document only when the row's stamp is not mine), the journal records
@@ -91,6 +103,7 @@ func (c commitTx) ReadProducts(ctx context.Context, taskID string, paths, planPa
 // backup (copied from the states row, pruned to w.Keep), the new state,
 // its events, and deletes the markers taken and those passed over.
 func (c commitTx) WriteCommit(ctx context.Context, w sqlstore.CommitWrite) error {
+	*c.wrote = true
 	for i, rec := range w.Records {
 		if _, err := c.ExecContext(ctx, "INSERT INTO journal (task_id, seq, taken_at, name, record, epoch) VALUES ($1, $2, $3, $4, $5, 0)",
 			w.TaskID, w.Seqs[i], ts(w.Now), w.Names[i], rec); err != nil {
@@ -119,6 +132,9 @@ func (c commitTx) WriteCommit(ctx context.Context, w sqlstore.CommitWrite) error
 
 // DeleteMarkers deletes the markers ids, one statement each.
 func (c commitTx) DeleteMarkers(ctx context.Context, taskID string, ids []int64) error {
+	if len(ids) > 0 {
+		*c.wrote = true
+	}
 	for _, id := range ids {
 		if _, err := c.ExecContext(ctx, "DELETE FROM markers WHERE id = $1", id); err != nil {
 			return fmt.Errorf("delete marker %d of task %s: %w", id, taskID, err)

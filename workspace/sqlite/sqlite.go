@@ -126,6 +126,7 @@ type Store struct {
 	path            string
 	ro              *readOnlyOpen       // set when opened on a read-only filesystem (readonly.go)
 	hub             workspace.CommitHub // the watch shared by Commits (commits.go)
+	bell            bell                // rung after each of the daemon's commits (bell.go)
 }
 
 // withSQL gives s the one SQL store over its driver.
@@ -221,7 +222,7 @@ func (s *Store) Close() error {
 	s.wc.close()
 	s.cc.close()
 	s.rc.close()
-	return errors.Join(s.rdb.Close(), s.cdb.Close(), s.db.Close(), s.wq.close())
+	return errors.Join(s.rdb.Close(), s.cdb.Close(), s.db.Close(), s.wq.close(), s.bell.close())
 }
 
 // Path is the database file.

@@ -95,6 +95,16 @@ func (s *Store) loop(ctx context.Context, fw *fsnotify.Watcher, poll time.Durati
 	ver := s.dataVersions(ctx, daemon)
 	defer ver.close()
 	muted := false
+	// Every loop but the daemon's waits for the daemon's commits, and
+	// hears its bell on a watch of the file (kept when the directory's is
+	// taken off); until a daemon has made the file, each poll tries again.
+	belled := daemon
+	listen := func() {
+		if !belled && fw.Add(bellPath(s.path)) == nil {
+			belled = true
+		}
+	}
+	listen()
 	// unmute puts the watch back, before a look; when it cannot, the
 	// look and the poll go on without it and the next look tries again.
 	unmute := func() {
@@ -122,6 +132,20 @@ func (s *Store) loop(ctx context.Context, fw *fsnotify.Watcher, poll time.Durati
 		case ev, ok := <-fw.Events:
 			if !ok {
 				return
+			}
+			if !daemon && isBell(ev.Name, s.path) {
+				// A commit of the daemon's is durable and visible: read
+				// now, and follow as after any move.
+				unmute()
+				if v := ver.read(); v != seen || v < 0 {
+					seen, wait = v, settle
+					look(nil)
+					if !armed {
+						armed, due = true, time.Now().Add(settle)
+						burst.Reset(settle)
+					}
+				}
+				continue
 			}
 			if n := filepath.Base(ev.Name); n != db && n != wal {
 				continue
@@ -158,6 +182,7 @@ func (s *Store) loop(ctx context.Context, fw *fsnotify.Watcher, poll time.Durati
 				burst.Reset(wait)
 			}
 		case <-tick.C:
+			listen()
 			unmute()
 			seen = ver.read()
 			look(nil)
