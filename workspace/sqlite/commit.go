@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/workspaced/workspaced/workspace"
@@ -44,16 +43,16 @@ type commitTx struct {
 func (c commitTx) ReadCommit(ctx context.Context, taskID string, max int, mine sqlstore.Stamp) (sqlstore.CommitRead, error) {
 	var (
 		r   sqlstore.CommitRead
-		one int
 		doc sql.NullString
 	)
-	if err := c.QueryRowContext(ctx, "SELECT 1 FROM tasks WHERE id = $1", taskID).Scan(&one); err != nil {
-		return r, err
-	}
-	err := c.QueryRowContext(ctx, `SELECT CASE WHEN version = $2 AND version > 0 AND epoch = $3 THEN NULL ELSE doc END, journal_seq, version
-		FROM states WHERE task_id = $1`, taskID, mine.Version, mine.Epoch).Scan(&doc, &r.PrevSeq, &r.PrevVersion)
-	r.HasState = err == nil
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	// The task and its state row in one statement: no row, the task is
+	// gone; a task with no state has NULLs for the row's columns.
+	err := c.QueryRowContext(ctx, `SELECT s.task_id IS NOT NULL,
+			CASE WHEN s.version = $2 AND s.version > 0 AND s.epoch = $3 THEN NULL ELSE s.doc END,
+			coalesce(s.journal_seq, 0), coalesce(s.version, 0)
+		FROM tasks t LEFT JOIN states s ON s.task_id = t.id WHERE t.id = $1`,
+		taskID, mine.Version, mine.Epoch).Scan(&r.HasState, &doc, &r.PrevSeq, &r.PrevVersion)
+	if err != nil {
 		return r, err
 	}
 	r.Prev, r.Mine = doc.String, r.HasState && !doc.Valid
