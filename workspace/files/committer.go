@@ -82,6 +82,10 @@ type committer struct {
 	folding folding
 	marks   []workspace.Mark
 
+	// open is the task directory and its journal while take holds them
+	// open: the commit's writes go through them.
+	open *taskDirs
+
 	mu        sync.Mutex
 	unsettled settlement // the journal work settle has left to do
 }
@@ -238,21 +242,24 @@ func (t *committer) mayHaveMarkers(look *taskLook, names []string) bool {
 	return false
 }
 
-// readMarkerNames lists the marker names in f, an open task directory.
+// readMarkerNames lists the marker names in f, an open task directory,
+// from where f stands. A read that returns fewer names than it asked for
+// reached the end: no read more is made to hear so.
 func readMarkerNames(f *os.File) ([]string, error) {
+	const batch = 1024
 	var out []string
 	for {
-		names, err := f.Readdirnames(1024)
+		names, err := f.Readdirnames(batch)
 		for _, n := range names {
 			if _, ok := workspace.IsMarkerName(n); ok {
 				out = append(out, n)
 			}
 		}
-		if err == io.EOF || len(names) == 0 {
-			return out, nil
-		}
-		if err != nil {
+		if err != nil && err != io.EOF {
 			return out, err
+		}
+		if err == io.EOF || len(names) < batch {
+			return out, nil
 		}
 	}
 }

@@ -47,8 +47,14 @@ func ValidateState(id string, data []byte) (workspace.State, error) {
 }
 
 func (t *committer) backups() *backup.Set {
+	return t.backupsIn(t.s.Root(), workspace.TaskDir(t.id))
+}
+
+// backupsIn is the task's backups as a Set rooted at root, where the
+// task directory is dir ("" for root itself).
+func (t *committer) backupsIn(root *os.Root, dir string) *backup.Set {
 	set := t.s.Settings()
-	return &backup.Set{Root: t.s.Root(), Dir: path.Join(workspace.TaskDir(t.id), "backups"), Prefix: "state_",
+	return &backup.Set{Root: root, Dir: path.Join(dir, "backups"), Prefix: "state_",
 		Keep: set.Backups.Keep, MaxBytes: int64(set.Limits.MaxFileBytes), DirPerm: t.s.DirPerm(), Now: t.s.Now}
 }
 
@@ -304,7 +310,7 @@ func (t *committer) finishTaken(tk journalEntry) (workspace.JournalRecord, error
 	kind, _ := workspace.IsMarkerName(tk.marker)
 	ex := examine(s, dirs.tdf, dirs.jrf, tk.name, tk.marker, kind, fi, s.Now(), -1)
 	rec := ex.record(tk.seq, s.Now())
-	if _, err := writeRecords(s, dirs.jr, t.id, []workspace.JournalRecord{rec}, true); err != nil {
+	if _, err := writeRecords(s, dirs, t.id, []workspace.JournalRecord{rec}, true); err != nil {
 		return workspace.JournalRecord{}, err
 	}
 	removeTaken(s, t.id, []string{tk.name})
