@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/backup"
+	"github.com/workspaced/workspaced/workspace"
 )
 
 // Settling: a burst's record files are written without an fsync each (the
@@ -56,9 +58,20 @@ func (s settlement) settle(ws *Store, id string) error {
 			return err
 		}
 	}
-	removeTaken(ws, id, s.taken)
+	td, err := ws.Root().OpenRoot(workspace.TaskDir(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // removed meanwhile
+	}
+	if err != nil {
+		return fmt.Errorf("settle task %s: %w", id, err)
+	}
+	defer td.Close()
+	removeTaken(td, s.taken)
 	if s.backups {
-		err := s.set.Prune()
+		// Pruned through the task directory, open: one unlink each.
+		set := *s.set
+		set.Root, set.Dir = td, path.Base(s.set.Dir)
+		err := set.Prune()
 		if err == nil && !flushed {
 			// The links into backups/ were made before the syncfs,
 			// which made them durable; the prune's removals need not be
@@ -98,13 +111,21 @@ func syncRecords(ws *Store, id string, files []string) (bool, error) {
 	return false, atomicfile.SyncDir(ws.Root(), journalPath(id))
 }
 
-// removeTaken removes taken marker files whose records are durable. A
-// failure is harmless: the next load removes them.
-func removeTaken(ws *Store, id string, names []string) {
+// removeTaken removes taken marker files whose records are durable from
+// the journal of td, a task directory. A failure is harmless: the next
+// load removes them.
+func removeTaken(td *os.Root, names []string) {
+	if len(names) == 0 {
+		return
+	}
+	jr, err := td.OpenRoot(JournalDir)
+	if err != nil {
+		return
+	}
+	defer jr.Close()
 	for _, n := range names {
-		rel := path.Join(journalPath(id), n)
-		if err := ws.Root().Remove(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			_ = ws.Root().RemoveAll(rel) // a directory named like a marker
+		if err := jr.Remove(n); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			_ = jr.RemoveAll(n) // a directory named like a marker
 		}
 	}
 }

@@ -50,14 +50,7 @@ const maxLists = 16
 // more are waiting past max, and, when some wait for their grace period,
 // until when.
 func (t *committer) take(ctx context.Context, max int) (int, bool, time.Time, error) {
-	s := t.s
-	dirs, err := openTaskDirs(s, t.id)
-	if err != nil {
-		return 0, false, time.Time{}, err
-	}
-	defer dirs.close()
-	t.open = &dirs
-	defer func() { t.open = nil }()
+	dirs := *t.open
 	ls := &lister{td: dirs.td, dir: dirs.tdf}
 	first := ls.next()
 	if ls.err != nil {
@@ -128,20 +121,35 @@ func (t *committer) take(ctx context.Context, max int) (int, bool, time.Time, er
 type taskDirs struct {
 	td, jr   *os.Root
 	tdf, jrf *os.File
+	own      bool // close closes td too
 }
 
 // openTaskDirs opens a task directory and its journal, making the journal
 // when it is missing.
-func openTaskDirs(ws *Store, id string) (dirs taskDirs, err error) {
+func openTaskDirs(ws *Store, id string) (taskDirs, error) {
+	td, err := ws.Root().OpenRoot(workspace.TaskDir(id))
+	if err != nil {
+		return taskDirs{}, fmt.Errorf("open task %s: %w", id, err)
+	}
+	dirs, err := openTaskDirsIn(ws, td, id)
+	dirs.own = true
+	if err != nil {
+		td.Close()
+	}
+	return dirs, err
+}
+
+// openTaskDirsIn is openTaskDirs of td, the task directory open already,
+// which it leaves open when it fails and close leaves to its caller.
+func openTaskDirsIn(ws *Store, td *os.Root, id string) (dirs taskDirs, err error) {
+	dirs.td = td
 	defer func() {
 		if err != nil {
+			dirs.td = nil
 			dirs.close()
 			err = fmt.Errorf("open task %s: %w", id, err)
 		}
 	}()
-	if dirs.td, err = ws.Root().OpenRoot(workspace.TaskDir(id)); err != nil {
-		return dirs, err
-	}
 	if dirs.tdf, err = openDir(dirs.td); err != nil {
 		return dirs, err
 	}
@@ -167,7 +175,7 @@ func (dirs taskDirs) close() {
 		}
 	}
 	for _, r := range []*os.Root{dirs.td, dirs.jr} {
-		if r != nil {
+		if r != nil && (r != dirs.td || dirs.own) {
 			r.Close()
 		}
 	}
