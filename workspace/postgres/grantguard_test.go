@@ -114,7 +114,10 @@ func TestGrantGuard(t *testing.T) {
 				{"put", func() error { _, err := s.PutMemory(gctx, put("k", 0)); return err }},
 				{"put of a new item", func() error { _, err := s.PutMemory(gctx, put("new", 0)); return err }},
 				{"put with a version", func() error { _, err := s.PutMemory(gctx, put("k", 2)); return err }},
-				{"batch of plain puts", func() error { _, err := s.PutMemoryItems(gctx, []workspace.MemoryPutRequest{put("k", 0), put("new", 0)}); return err }},
+				{"batch of plain puts", func() error {
+					_, err := s.PutMemoryItems(gctx, []workspace.MemoryPutRequest{put("k", 0), put("new", 0)})
+					return err
+				}},
 				{"batch with a version", func() error {
 					_, err := s.PutMemoryItems(gctx, []workspace.MemoryPutRequest{put("new", 0), put("k", 2), put("k", 0)})
 					return err
