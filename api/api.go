@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/internal/httpauth"
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace"
 )
 
@@ -137,6 +138,16 @@ var routes = []route{
 	{"GET", "/api/v1/threads/{thread}/preamble", (*Handler).preamble},
 }
 
+// guardedRoutes are the routes whose one operation a store may check a
+// grant guard in (workspace.GrantGuarding), by the operation: on a store
+// that does, a token's request there is admitted on its remembered grant
+// without a look-up (wrap).
+var guardedRoutes = map[string]string{
+	"GET /api/v1/memory/items":  workspace.GuardedMemoryGet,
+	"PUT /api/v1/memory/items":  workspace.GuardedMemoryPut,
+	"POST /api/v1/memory/batch": workspace.GuardedMemoryBatch,
+}
+
 // New builds the Handler over cfg.Store behind cfg.Gate.
 func New(cfg Config) *Handler {
 	if cfg.MaxBodyBytes <= 0 {
@@ -167,7 +178,8 @@ func New(cfg Config) *Handler {
 		if rt.serve == nil {
 			continue
 		}
-		h.mux.HandleFunc(rt.method+" "+rt.pattern, h.wrap(rt.serve))
+		op, ok := guardedRoutes[rt.method+" "+rt.pattern]
+		h.mux.HandleFunc(rt.method+" "+rt.pattern, h.wrap(rt.serve, ok && service.GuardsGrant(cfg.Store, op)))
 	}
 	h.mux.HandleFunc("/", h.noRoute)
 	return h

@@ -26,6 +26,9 @@ type call struct {
 	w   http.ResponseWriter
 	r   *http.Request
 	who httpauth.Caller
+	// data is the body once read (bodyWithin), kept for a request served
+	// again.
+	data []byte
 }
 
 // agent is the agent the request acts as.
@@ -33,16 +36,19 @@ func (c *call) agent() string { return c.who.Grant.Agent }
 
 // wrap admits a request through the gate and answers a handler's error as
 // a problem. Every refusal (401, 403) is logged with the agent and why.
-func (h *Handler) wrap(serve func(*Handler, *call) error) http.HandlerFunc {
+// A route whose operation the store checks a grant guard in (guarded)
+// is admitted on the token's remembered grant when there is one
+// (httpauth.Gate.CallerGuarded): when the store finds the token's row
+// changed, or the remembered grant refuses the request, the token is
+// looked up and the request served again, once.
+func (h *Handler) wrap(serve func(*Handler, *call) error, guarded bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		c := &call{h: h, w: w, r: r}
-		err := h.admit(c)
-		if err == nil {
-			if c.who.Token {
-				// The token is named in the events the request's writes append.
-				c.r = r.WithContext(workspace.WithToken(r.Context(), c.who.Grant.ID()))
-			}
-			err = serve(h, c)
+		err := h.serve(c, serve, guarded)
+		if c.who.Guarded() && grantRefused(err) {
+			h.cfg.Gate.Forget(r)
+			c.r, c.who = r, httpauth.Caller{}
+			err = h.serve(c, serve, false)
 		}
 		if err == nil {
 			return
@@ -62,11 +68,43 @@ func (h *Handler) wrap(serve func(*Handler, *call) error) http.HandlerFunc {
 	}
 }
 
-func (h *Handler) admit(c *call) error {
+// serve admits c (on a remembered grant when guarded) and serves it.
+func (h *Handler) serve(c *call, serve func(*Handler, *call) error, guarded bool) error {
+	if err := h.admit(c, guarded); err != nil {
+		return err
+	}
+	ctx := c.r.Context()
+	if c.who.Token {
+		// The token is named in the events the request's writes append.
+		ctx = workspace.WithToken(ctx, c.who.Grant.ID())
+	}
+	if c.who.Guarded() {
+		ctx = workspace.WithGrantGuard(ctx, c.who.Guard)
+	}
+	c.r = c.r.WithContext(ctx)
+	return serve(h, c)
+}
+
+// grantRefused says err is the store finding the token's row changed,
+// or a refusal the grant decided (403): what a request admitted on a
+// remembered grant is served again for, after a look-up.
+func grantRefused(err error) bool {
+	if errors.Is(err, workspace.ErrGrantChanged) {
+		return true
+	}
+	status, _ := classify(err)
+	return status == http.StatusForbidden
+}
+
+func (h *Handler) admit(c *call, guarded bool) error {
 	if h.cfg.Gate == nil {
 		return refuse(http.StatusServiceUnavailable, kindUnsafe, "this server admits no agent: it has no gate", "serve the API through workspaced web, mcp --http or serve --listen")
 	}
-	who, err := h.cfg.Gate.Caller(c.r)
+	caller := h.cfg.Gate.Caller
+	if guarded {
+		caller = h.cfg.Gate.CallerGuarded
+	}
+	who, err := caller(c.r)
 	c.who = who
 	if v := h.cfg.Gate.OAuth; v != nil && errors.Is(err, httpauth.ErrNoToken) {
 		c.w.Header().Set("WWW-Authenticate", v.Challenge("", ""))
@@ -170,6 +208,9 @@ func (c *call) document() ([]byte, error) {
 
 // bodyWithin reads the request's JSON body, at most max bytes.
 func (c *call) bodyWithin(max int64) ([]byte, error) {
+	if c.data != nil {
+		return c.data, nil
+	}
 	if ct := c.r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
@@ -192,6 +233,7 @@ func (c *call) bodyWithin(max int64) ([]byte, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, refuse(http.StatusBadRequest, kindInvalid, "the body is empty", "send a JSON document")
 	}
+	c.data = data
 	return data, nil
 }
 

@@ -29,6 +29,13 @@ var kinds = []struct {
 // file, or a PostgreSQL schema of its own. It is closed when t ends.
 func openKind(t testing.TB, kind service.Kind) workspace.Store {
 	t.Helper()
+	st, _ := openKindAt(t, kind)
+	return st
+}
+
+// openKindAt is openKind, and the root the store was opened from.
+func openKindAt(t testing.TB, kind service.Kind) (workspace.Store, string) {
+	t.Helper()
 	var root string
 	switch kind {
 	case service.Files:
@@ -50,7 +57,7 @@ func openKind(t testing.TB, kind service.Kind) workspace.Store {
 		t.Fatalf("open %s: %v", root, err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return st
+	return st, root
 }
 
 // quiet is the log of a test's handler: its refusals are the test's

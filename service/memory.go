@@ -26,6 +26,16 @@ func Memory(st workspace.Store) (workspace.MemoryStore, error) {
 		Hint: "use a directory, sqlite: or postgres:// root, which keep it"}
 }
 
+// GuardsGrant reports whether st checks a grant guard in its operation op
+// (workspace.GrantGuarding, op one of workspace.GuardedMemoryGet…): a
+// door may then admit a token's request for op on the grant it
+// remembers, the guard in the operation's context, instead of looking
+// the token up.
+func GuardsGrant(st workspace.Store, op string) bool {
+	g, ok := workspace.As[workspace.GrantGuarding](st)
+	return ok && g.GuardsGrant(op)
+}
+
 // MemoryPut creates or replaces an item (MemoryStore.PutMemory).
 func MemoryPut(ctx context.Context, st workspace.Store, req workspace.MemoryPutRequest) (workspace.MemoryItem, error) {
 	m, err := Memory(st)

@@ -299,6 +299,23 @@ type Holder interface {
 	Tokens() Keeper
 }
 
+// Rememberer is a Keeper that remembers, for each token it looked up
+// lately, the grant its last Lookup read and the row it came from: what a
+// door admits a request on without a look-up when the store checks that
+// row in the operation's own statement (workspace.GrantGuarding). The
+// memory is bounded, keyed by the token's hash (never the token), and
+// holds only what Lookup read. SQLite's and PostgreSQL's Keepers are
+// ones; the tree's is not.
+type Rememberer interface {
+	// Remembered is the grant the last Lookup of token read, still live
+	// at Now, and the guard naming its row; false when none is
+	// remembered or it has ended (a Lookup then says why).
+	Remembered(token string) (Grant, workspace.GrantGuard, bool)
+	// Forget forgets token's grant: its row changed
+	// (workspace.ErrGrantChanged), the next request looks it up.
+	Forget(token string)
+}
+
 // Store answers which grant a token holds, reading the agents file again
 // whenever it changed (another file in its place, or a new size or
 // modification time), so a token revoked or added is seen from the next

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"strings"
 )
 
@@ -62,4 +63,40 @@ func Attributed(ctx context.Context, e Event) Event {
 	attrs[EventToken] = id
 	e.Attrs = attrs
 	return e
+}
+
+// A grant guard lets a door admit a request on the grant a look-up of its
+// token read before, without reading it again: the operation's own
+// statement writes or returns data only if the token's row still holds
+// that very text, checked in the same statement (a store that can is
+// GrantGuarding). A token's row is replaced whole whenever its grant
+// changes (revoked, its rights or expiry changed, its last use written),
+// so an unchanged row is the same grant, and a row changed or gone is
+// refused with ErrGrantChanged: the door then looks the token up afresh,
+// decides again and runs the operation once more.
+
+// GrantGuard is the row of tokens a grant was read from: the token's
+// hash (never the token) and the row's doc as it was read.
+type GrantGuard struct {
+	SHA256 string
+	Doc    string
+}
+
+// ErrGrantChanged is an operation refused because the token's row it was
+// guarded by changed or is gone. It is the door's to handle (a fresh
+// look-up, then the operation again), never shown to a client.
+var ErrGrantChanged = errors.New("the token's grant changed since it was read")
+
+type guardKey struct{}
+
+// WithGrantGuard returns ctx carrying g for the operations of a store
+// that checks it (GrantGuarding).
+func WithGrantGuard(ctx context.Context, g GrantGuard) context.Context {
+	return context.WithValue(ctx, guardKey{}, g)
+}
+
+// GrantGuardOf is the grant guard ctx carries, if any.
+func GrantGuardOf(ctx context.Context) (GrantGuard, bool) {
+	g, ok := ctx.Value(guardKey{}).(GrantGuard)
+	return g, ok && g.SHA256 != ""
 }

@@ -264,6 +264,32 @@ type MemoryBatchStore interface {
 	PutMemoryItems(ctx context.Context, reqs []MemoryPutRequest) ([]MemoryPutResult, error)
 }
 
+// GrantGuarding is a store whose operations named Guarded… check the
+// grant guard of their context (WithGrantGuard) in their own statement:
+// they write or return data only if the token's row still holds the text
+// the guard names, and are refused with ErrGrantChanged otherwise, with
+// nothing written and nothing read handed back. A door that admits
+// agents by their tokens may then admit a request for such an operation
+// on the grant a look-up read before, saving the look-up's round trip;
+// every other operation looks the token up. PostgreSQL has it, for the
+// memory item's get, put and batch. The tree and SQLite have none: their
+// look-up is local and cheap.
+type GrantGuarding interface {
+	// GuardsGrant reports whether the operation op (GuardedMemoryGet…)
+	// checks the grant guard of its context.
+	GuardsGrant(op string) bool
+}
+
+// The operations a GrantGuarding store may check a grant guard in.
+const (
+	// GuardedMemoryGet is MemoryStore.GetMemory.
+	GuardedMemoryGet = "memory get"
+	// GuardedMemoryPut is MemoryStore.PutMemory.
+	GuardedMemoryPut = "memory put"
+	// GuardedMemoryBatch is MemoryBatchStore.PutMemoryItems.
+	GuardedMemoryBatch = "memory batch"
+)
+
 // EntryHistory is a store that keeps the earlier versions of memory
 // entries (the global memory's and each agent's) as products keep
 // theirs: a write that replaces one, and a delete that removes it, first

@@ -167,8 +167,7 @@ func keeperWho(st workspace.Store) func(*http.Request) (string, bool) {
 		if !ok {
 			return "", false
 		}
-		g, err := httpauth.LookupFor(r, k, t)
-		return g.ID(), err == nil
+		return httpauth.TokenID(r, k, t)
 	}
 }
 

@@ -2,7 +2,9 @@
 // --http) tell who a request acts as, in one place: a bearer token of
 // 'workspaced token add' names its agent and what that agent may do (the
 // token's grant, looked up on every request so a revoked token is refused
-// at once, and once a request behind Once); on a listener that trusts its loopback (a loopback address, no
+// at once, and once a request behind Once; or, for an operation whose
+// store checks the grant's row in its own statement, remembered from the
+// look-up before: CallerGuarded); on a listener that trusts its loopback (a loopback address, no
 // token file, no TLS) a request without a token acts as the agent the
 // Workspace-Agent header names, with every right, as the command line
 // does. The MCP server's token check and the HTTP API both ask a Gate.
@@ -62,7 +64,16 @@ type Caller struct {
 	// Access says the token is an OAuth access token, its grant its
 	// claims' (not one the Keeper holds).
 	Access bool
+	// Guard, when set, says the grant was not looked up for this
+	// request but remembered from a look-up before (CallerGuarded): the
+	// operation must run with it in its context
+	// (workspace.WithGrantGuard), on a store that checks it.
+	Guard workspace.GrantGuard
 }
+
+// Guarded says the caller was admitted on a remembered grant, which the
+// operation's store must check (Guard).
+func (c Caller) Guarded() bool { return c.Guard.SHA256 != "" }
 
 // Gate admits a listener's requests. The zero Gate admits nobody.
 type Gate struct {
@@ -174,7 +185,42 @@ func sameKeeper(a, b tokens.Keeper) bool {
 // Caller is who r acts as: its token's grant, or on a trusted listener
 // without a token the agent HeaderAgent names (DefaultAgent when none).
 // A header naming another agent than the token's is ErrOtherAgent.
-func (g *Gate) Caller(r *http.Request) (Caller, error) {
+func (g *Gate) Caller(r *http.Request) (Caller, error) { return g.caller(r, false) }
+
+// CallerGuarded is Caller for an operation whose store checks a grant
+// guard in the operation's own statement (workspace.GrantGuarding): a
+// token whose grant the Keeper remembers (tokens.Rememberer) is admitted
+// on that grant, still live, with no look-up, and the Caller's Guard
+// names the row it was read from. Should the store find the row changed
+// (workspace.ErrGrantChanged), or the grant refuse the operation, the
+// door calls Forget and asks Caller, which looks the token up. Every
+// other request is Caller's.
+func (g *Gate) CallerGuarded(r *http.Request) (Caller, error) { return g.caller(r, true) }
+
+// Forget forgets the grant remembered for r's token (CallerGuarded).
+func (g *Gate) Forget(r *http.Request) {
+	if m, ok := g.Keeper.(tokens.Rememberer); ok {
+		if tok, ok := Bearer(r); ok {
+			m.Forget(tok)
+		}
+	}
+}
+
+// TokenID is the id of the token r carries, and whether k holds it: from
+// the grant k remembers for it when there is one (no look-up), else from
+// r's look-up (LookupFor). For what admits nothing by itself: a
+// listener's rate limit by token, before the gate decides.
+func TokenID(r *http.Request, k tokens.Keeper, token string) (string, bool) {
+	if m, ok := k.(tokens.Rememberer); ok {
+		if gr, _, ok := m.Remembered(token); ok {
+			return gr.ID(), true
+		}
+	}
+	gr, err := LookupFor(r, k, token)
+	return gr.ID(), err == nil
+}
+
+func (g *Gate) caller(r *http.Request, guarded bool) (Caller, error) {
 	named := strings.TrimSpace(r.Header.Get(HeaderAgent))
 	if tok, ok := Bearer(r); ok {
 		if g.OAuth != nil && !strings.HasPrefix(tok, tokens.Prefix) {
@@ -188,17 +234,25 @@ func (g *Gate) Caller(r *http.Request) (Caller, error) {
 			}
 			return c, nil
 		}
-		gr, err := LookupFor(r, g.Keeper, tok)
-		if err != nil {
-			return Caller{}, err
+		c := Caller{Token: true}
+		remembered := false
+		if m, ok := g.Keeper.(tokens.Rememberer); ok && guarded {
+			c.Grant, c.Guard, remembered = m.Remembered(tok)
 		}
-		if named != "" && named != gr.Agent {
-			return Caller{Grant: gr, Token: true}, fmt.Errorf("%w: the token stands for agent %s, the request names %s", ErrOtherAgent, gr.Agent, named)
+		if !remembered {
+			gr, err := LookupFor(r, g.Keeper, tok)
+			if err != nil {
+				return Caller{}, err
+			}
+			c.Grant = gr
+		}
+		if named != "" && named != c.Grant.Agent {
+			return c, fmt.Errorf("%w: the token stands for agent %s, the request names %s", ErrOtherAgent, c.Grant.Agent, named)
 		}
 		if g.Watch != nil {
-			g.Watch.Used(gr, g.Keeper.Now())
+			g.Watch.Used(c.Grant, g.Keeper.Now())
 		}
-		return Caller{Grant: gr, Token: true}, nil
+		return c, nil
 	}
 	if !g.TrustLoopback {
 		return Caller{}, ErrNoToken

@@ -31,8 +31,18 @@ import (
 // row; a single put locks one row and waits for nothing while it holds
 // it.
 
-// PutMemories stores a batch of memory puts (sqlstore.Driver).
+// PutMemories stores a batch of memory puts (sqlstore.Driver); the
+// puts of one batch come with one grant guard, which each statement
+// checks: one that fails rolls back the batch.
 func (d driver) PutMemories(ctx context.Context, ps []sqlstore.MemoryPut) ([]sqlstore.MemoryWritten, error) {
+	ws, err := d.putMemories(ctx, ps)
+	if err != nil && len(ps) > 0 && ps[0].Guard.SHA256 != "" {
+		err = guarded(err)
+	}
+	return ws, err
+}
+
+func (d driver) putMemories(ctx context.Context, ps []sqlstore.MemoryPut) ([]sqlstore.MemoryWritten, error) {
 	b := &pgx.Batch{}
 	locks := d.itemLocks(ps)
 	if len(locks) > 1 {

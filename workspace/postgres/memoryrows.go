@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
 
@@ -18,11 +19,12 @@ import (
 
 // memoryRowsUpsert is memoryUpsert over the arrays of memoryRows:
 // $1–$8 the rows' ns_key, key, namespace, expires_at, stored_by, value,
-// and the event line's head and tail around the version; $9 the time.
+// and the event line's head and tail around the version; $9 the time;
+// $10 and $11 the batch's grant guard (guard10).
 const memoryRowsUpsert = `WITH r AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::text[], $7::text[], $8::text[])
 			WITH ORDINALITY AS r(ns_key, key, namespace, expires_at, stored_by, value, head, tail, ord)),
 		up AS (INSERT INTO memory_items AS m (ns_key, key, namespace, version, created_at, updated_at, expires_at, stored_by, value)
-			SELECT ns_key, key, namespace, 1, $9, $9, expires_at, stored_by, value FROM r ORDER BY ord
+			SELECT ns_key, key, namespace, 1, $9, $9, expires_at, stored_by, value FROM r WHERE ` + guard10 + ` ORDER BY ord
 			ON CONFLICT (ns_key, key) DO UPDATE SET
 				version = CASE WHEN m.expires_at IS NULL OR m.expires_at > $9 THEN m.version + 1 ELSE 1 END,
 				created_at = CASE WHEN m.expires_at IS NULL OR m.expires_at > $9 THEN m.created_at ELSE excluded.created_at END,
@@ -39,6 +41,7 @@ type memoryRows struct {
 	nsKey, key, namespace, storedBy, value, head, tail []string
 	expires                                            []*time.Time
 	at                                                 time.Time
+	guard                                              workspace.GrantGuard
 }
 
 func memoryRowsOf(ps []sqlstore.MemoryPut) (memoryRows, bool) {
@@ -57,12 +60,13 @@ func memoryRowsOf(ps []sqlstore.MemoryPut) (memoryRows, bool) {
 		r.head[i], r.tail[i] = p.EventAround()
 		r.expires[i] = p.Expires()
 	}
-	r.at = ps[0].At
+	r.at, r.guard = ps[0].At, ps[0].Guard
 	return r, true
 }
 
 func (r memoryRows) statement() (string, []any) {
-	return memoryRowsUpsert, []any{r.nsKey, r.key, r.namespace, r.expires, r.storedBy, r.value, r.head, r.tail, r.at}
+	sum, doc := guardArgs(r.guard)
+	return memoryRowsUpsert, []any{r.nsKey, r.key, r.namespace, r.expires, r.storedBy, r.value, r.head, r.tail, r.at, sum, doc}
 }
 
 // read fills out, in the puts' order, from the statement's rows: one a

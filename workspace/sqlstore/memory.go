@@ -25,12 +25,16 @@ const itemColumns = "ns_key, key, version, created_at, updated_at, expires_at, v
 
 // MemoryPut is one item to store (Driver.PutMemory): the request,
 // checked, its value compacted, at At; the event is the put's
-// memory_stored, attributed to the request's token.
+// memory_stored, attributed to the request's token. Guard is the grant
+// guard of the request's context (workspace.GrantGuardOf; zero for
+// none), which a driver whose store is workspace.GrantGuarding checks in
+// the put's statement.
 type MemoryPut struct {
 	Req   workspace.MemoryPutRequest
 	NSKey string
 	Value []byte
 	At    time.Time
+	Guard workspace.GrantGuard
 	event workspace.Event
 }
 
@@ -54,7 +58,8 @@ func NewMemoryPut(ctx context.Context, req workspace.MemoryPutRequest, t time.Ti
 	if err := json.Compact(&value, req.Value); err != nil {
 		return MemoryPut{}, workspace.FieldErr(workspace.ErrInvalid, "value", workspace.FieldValue, "give a JSON object", "%v", err)
 	}
-	return MemoryPut{Req: req, NSKey: req.Namespace.Sortable(), Value: value.Bytes(), At: t,
+	guard, _ := workspace.GrantGuardOf(ctx)
+	return MemoryPut{Req: req, NSKey: req.Namespace.Sortable(), Value: value.Bytes(), At: t, Guard: guard,
 		event: workspace.Attributed(ctx, workspace.MemoryEvent("stored", req.Namespace, req.Key, req.Agent, 1, t))}, nil
 }
 
@@ -111,12 +116,22 @@ func PutMemoryIn(ctx context.Context, tx Executor, dl Dialect, p MemoryPut) (tim
 
 // GetMemory reads one live item.
 func (s *Store) GetMemory(ctx context.Context, ns workspace.Namespace, key string) (workspace.MemoryItem, error) {
+	return s.GetMemoryWhere(ctx, ns, key, "")
+}
+
+// GetMemoryWhere is GetMemory with cond a condition of the item's
+// SELECT beside the item's own ($1 and $2), its arguments args from $3
+// on: a driver's get guarded by a grant.
+func (s *Store) GetMemoryWhere(ctx context.Context, ns workspace.Namespace, key, cond string, args ...any) (workspace.MemoryItem, error) {
 	if err := workspace.CheckMemoryGet(ns, key); err != nil {
 		return workspace.MemoryItem{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, ReadTimeout)
 	defer cancel()
-	it, err := s.readItem(ctx, s.r, ns.Sortable(), key, "")
+	if cond != "" {
+		cond = " AND " + cond
+	}
+	it, err := readItem(ctx, s.r, s.dl, ns.Sortable(), key, cond, args...)
 	if err != nil {
 		return workspace.MemoryItem{}, ReadErr(fmt.Sprintf("get memory %s %q", ns, key), err)
 	}
@@ -304,8 +319,8 @@ func (s *Store) readItem(ctx context.Context, q Executor, nk, key, lock string) 
 	return readItem(ctx, q, s.dl, nk, key, lock)
 }
 
-func readItem(ctx context.Context, q Executor, dl Dialect, nk, key, lock string) (*workspace.MemoryItem, error) {
-	rows, err := q.Query(ctx, "SELECT "+itemColumns+" FROM memory_items WHERE ns_key = $1 AND key = $2"+lock, nk, key)
+func readItem(ctx context.Context, q Executor, dl Dialect, nk, key, tail string, args ...any) (*workspace.MemoryItem, error) {
+	rows, err := q.Query(ctx, "SELECT "+itemColumns+" FROM memory_items WHERE ns_key = $1 AND key = $2"+tail, append([]any{nk, key}, args...)...)
 	items, err := Collect(rows, err, func(r Rows) (workspace.MemoryItem, error) { return scanItem(dl, r) })
 	if err != nil || len(items) == 0 {
 		return nil, err

@@ -25,6 +25,7 @@ type Store struct {
 	dl       Dialect
 	q        queries
 	settings workspace.Settings
+	grants   *grantMemory // the grants the tokens' look-ups read (tokens.go)
 }
 
 // queries are the statements spelled with the dialect's fragments, made
@@ -46,7 +47,8 @@ func newQueries(dl Dialect) queries {
 // New is the store over d, with the default settings until LoadSettings.
 func New(d Driver) *Store {
 	dl := d.Dialect()
-	return &Store{d: d, r: d.Reads(), dl: dl, q: newQueries(dl), settings: workspace.Settings{}.WithDefaults()}
+	return &Store{d: d, r: d.Reads(), dl: dl, q: newQueries(dl), settings: workspace.Settings{}.WithDefaults(),
+		grants: &grantMemory{m: map[string]rememberedGrant{}}}
 }
 
 // Settings are the effective settings (workspace.json over the defaults).

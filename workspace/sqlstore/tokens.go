@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/workspaced/workspaced/atomicfile"
@@ -79,10 +80,14 @@ func ChangeGrants(gs []tokens.Grant, change func(*tokens.FileDoc) error) ([]Gran
 // each token and its grant, as config/tokens.json holds them on files;
 // the token itself is never stored. A look-up reads the row of the
 // token's hash on every call, so a revoke takes effect at the next
-// request, in this process or any other.
+// request, in this process or any other. What it read is remembered
+// (tokens.Rememberer) for the operations that check the row in their own
+// statement (workspace.GrantGuarding).
 
 // Tokens is the Keeper of the workspace's grants.
 func (s *Store) Tokens() tokens.Keeper { return tokenTable{s} }
+
+var _ tokens.Rememberer = tokenTable{}
 
 // tokenTable is the tokens.Keeper of a Store.
 type tokenTable struct{ s *Store }
@@ -96,8 +101,10 @@ func (t tokenTable) Lookup(token string) (tokens.Grant, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), ReadTimeout)
 	defer cancel()
 	var doc string
-	err := t.s.r.QueryRow(ctx, "SELECT doc FROM tokens WHERE sha256 = $1", tokens.Hash(token)).Scan(&doc)
+	sum := tokens.Hash(token)
+	err := t.s.r.QueryRow(ctx, "SELECT doc FROM tokens WHERE sha256 = $1", sum).Scan(&doc)
 	if errors.Is(err, ErrNoRows) {
+		t.s.grants.forget(sum)
 		return tokens.Grant{}, tokens.ErrUnknown
 	}
 	if err != nil {
@@ -107,7 +114,63 @@ func (t tokenTable) Lookup(token string) (tokens.Grant, error) {
 	if err != nil {
 		return g, err
 	}
+	t.s.grants.remember(sum, g, doc)
 	return tokens.Live(g, t.Now())
+}
+
+// Remembered is the grant the last Lookup of token read, when still live
+// (tokens.Rememberer).
+func (t tokenTable) Remembered(token string) (tokens.Grant, workspace.GrantGuard, bool) {
+	sum := tokens.Hash(token)
+	r, ok := t.s.grants.get(sum)
+	if !ok || r.g.Ended(t.Now()) {
+		return tokens.Grant{}, workspace.GrantGuard{}, false
+	}
+	return r.g, workspace.GrantGuard{SHA256: sum, Doc: r.doc}, true
+}
+
+// Forget forgets token's grant (tokens.Rememberer).
+func (t tokenTable) Forget(token string) { t.s.grants.forget(tokens.Hash(token)) }
+
+// maxRemembered bounds the grants remembered: past it, one is forgotten
+// for each new one (a token in use is looked up again at once).
+const maxRemembered = 4096
+
+// grantMemory is the grants the look-ups read, by the token's hash, with
+// the row's doc each came from. It is safe for concurrent use.
+type grantMemory struct {
+	mu sync.Mutex
+	m  map[string]rememberedGrant
+}
+
+type rememberedGrant struct {
+	g   tokens.Grant
+	doc string
+}
+
+func (m *grantMemory) remember(sum string, g tokens.Grant, doc string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.m[sum]; !ok && len(m.m) >= maxRemembered {
+		for k := range m.m {
+			delete(m.m, k)
+			break
+		}
+	}
+	m.m[sum] = rememberedGrant{g: g, doc: doc}
+}
+
+func (m *grantMemory) get(sum string) (rememberedGrant, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.m[sum]
+	return r, ok
+}
+
+func (m *grantMemory) forget(sum string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.m, sum)
 }
 
 func (t tokenTable) List(ctx context.Context) ([]tokens.Grant, error) {
