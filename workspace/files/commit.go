@@ -3,7 +3,7 @@ package files
 import (
 	"context"
 	"fmt"
-	"os"
+	"path"
 
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/workspace"
@@ -22,7 +22,7 @@ import (
 // while the state machine folds them into n (the state as folded so far,
 // not yet written): the state that reflects them is written after both,
 // by commit. taken names the taken markers in the journal.
-func (t *committer) journal(jr *os.Root, recs []workspace.JournalRecord, taken []string, n *nextState) error {
+func (t *committer) journal(dirs taskDirs, recs []workspace.JournalRecord, taken []string, n *nextState) error {
 	// The renames are the commit point: make them durable and write the
 	// records. The taken markers (written durably by their agents) are
 	// the journal's durable copy until settle has made the records
@@ -31,10 +31,10 @@ func (t *committer) journal(jr *os.Root, recs []workspace.JournalRecord, taken [
 	var file string
 	go func() {
 		var err error
-		if err = atomicfile.SyncDir(jr, "."); err != nil {
+		if err = dirs.jrf.Sync(); err != nil {
 			err = fmt.Errorf("sync journal of task %s: %w", t.id, err)
 		} else {
-			file, err = writeRecords(t.s, jr, t.id, recs, false)
+			file, err = writeRecords(t.s, dirs, t.id, recs, false)
 		}
 		journaled <- err
 	}()
@@ -156,15 +156,18 @@ func (t *committer) write(ctx context.Context, n nextState, backupOld bool, rest
 	if backupOld {
 		// Linked only: settle prunes backups/ and makes it durable.
 		bs := t.backups()
-		if _, err := bs.Add(statePath(t.id)); err != nil {
+		add, src := bs, statePath(t.id)
+		if t.open != nil {
+			add, src = t.backupsIn(t.open.td, ""), path.Base(src)
+		}
+		if _, err := add.Add(src); err != nil {
 			return err
 		}
 		t.leave(settlement{backups: true, set: bs})
 	}
-	if err := s.WriteBuffers(statePath(t.id), n.parts); err != nil {
+	if err := t.writeState(n.parts); err != nil {
 		return fmt.Errorf("write state of task %s: %w", t.id, err)
 	}
-	t.fi, _ = s.Root().Lstat(statePath(t.id))
 	changed := n.changed
 	if n.plan != t.plan {
 		t.complexity, changed = nil, statecheck.Changed{All: true}
@@ -176,6 +179,23 @@ func (t *committer) write(ctx context.Context, n nextState, backupOld bool, rest
 	if n.stopped != nil {
 		return fmt.Errorf("apply journal of task %s: state written through seq %d: %w", t.id, n.st.JournalSeq, n.stopped)
 	}
+	return nil
+}
+
+// writeState writes the state's pieces as state.json and remembers the
+// file written: through the task directory take holds open, else from the
+// root.
+func (t *committer) writeState(parts [][]byte) error {
+	s := t.s
+	if t.open != nil {
+		fi, err := atomicfile.WriteBuffersAt(t.open.tdf, "state.json", parts, s.FilePerm())
+		t.fi = fi
+		return err
+	}
+	if err := s.WriteBuffers(statePath(t.id), parts); err != nil {
+		return err
+	}
+	t.fi, _ = s.Root().Lstat(statePath(t.id))
 	return nil
 }
 
@@ -191,7 +211,13 @@ func (t *committer) appendEvents(ctx context.Context, evs []workspace.Event, tor
 			return err
 		}
 	}
-	if err := t.s.AppendEvents(ctx, t.id, evs); err != nil {
+	var err error
+	if t.open != nil {
+		err = t.s.appendEventsIn(t.open.tdf, t.id, evs)
+	} else {
+		err = t.s.AppendEvents(ctx, t.id, evs)
+	}
+	if err != nil {
 		return fmt.Errorf("append events of task %s (state not written; they are appended again when it is): %w", t.id, err)
 	}
 	t.events = append(t.events, evs...)
@@ -208,7 +234,7 @@ func (t *committer) appendEvents(ctx context.Context, evs []workspace.Event, tor
 // examined.record), which turns one that would not match the journal
 // schema into a rejection saying why: none written fails it. It returns
 // the file's name.
-func writeRecords(ws *Store, jr *os.Root, id string, recs []workspace.JournalRecord, durable bool) (string, error) {
+func writeRecords(ws *Store, dirs taskDirs, id string, recs []workspace.JournalRecord, durable bool) (string, error) {
 	var (
 		name string
 		data []byte
@@ -225,12 +251,12 @@ func writeRecords(ws *Store, jr *os.Root, id string, recs []workspace.JournalRec
 		return "", fmt.Errorf("encode journal %s of task %s: %w", name, id, err)
 	}
 	if durable {
-		err = atomicfile.WriteFile(jr, name, data, ws.FilePerm())
+		err = atomicfile.WriteFile(dirs.jr, name, data, ws.FilePerm())
 	} else {
 		// Deliberately not fsynced here: see settle.
 		tmp := ".tmp-" + name
-		if err = jr.WriteFile(tmp, data, ws.FilePerm()); err == nil {
-			err = jr.Rename(tmp, name)
+		if err = createAt(dirs.jrf, tmp, data, ws.FilePerm()); err == nil {
+			err = renameAt(dirs.jrf, tmp, dirs.jrf, name)
 		}
 	}
 	if err != nil {

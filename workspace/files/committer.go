@@ -82,6 +82,10 @@ type committer struct {
 	folding folding
 	marks   []workspace.Mark
 
+	// open is the task directory and its journal while take holds them
+	// open: the commit's writes go through them.
+	open *taskDirs
+
 	mu        sync.Mutex
 	unsettled settlement // the journal work settle has left to do
 }
@@ -138,9 +142,20 @@ func (t *committer) process(ctx context.Context, req workspace.CommitRequest) (o
 		out.Finished = t.finished || vocab.Finished(t.st.Status)
 		return out, nil
 	}
-	look := &taskLook{ws: s, id: t.id}
+	// The task directory, opened once: the looks, the lock, the load and
+	// the take go through it rather than each walking from the root.
+	td, err := s.Root().OpenRoot(workspace.TaskDir(t.id))
+	if errors.Is(err, fs.ErrNotExist) {
+		out.Gone = true
+		return out, nil
+	}
+	if err != nil {
+		return out, fmt.Errorf("open task %s: %w", t.id, err)
+	}
+	defer td.Close()
+	look := &taskLook{ws: s, id: t.id, td: td}
 	defer look.close()
-	if !t.mayHaveMarkers(look, req.Markers) {
+	if !t.mayHaveMarkers(td, look, req.Markers) {
 		// Only a look at the whole directory may find the task quiet: a
 		// marker a wake did not name may be waiting for its grace period.
 		if !t.failed && (t.loaded || t.current || t.finished) {
@@ -163,20 +178,29 @@ func (t *committer) process(ctx context.Context, req workspace.CommitRequest) (o
 			return out, nil
 		}
 	}
-	lk, err := s.LockTask(ctx, t.id, daemonAgent)
-	if errors.Is(err, workspace.ErrNotFound) {
-		out.Gone = true // removed since: taking its lock made nothing
-		return out, nil
-	}
+	lk, err := s.lockIn(ctx, td, workspace.TaskDir(t.id), "task", daemonAgent)
 	if err != nil {
 		return out, err
 	}
 	defer lk.Release()
-	if _, err := s.Root().Lstat(workspace.TaskDir(t.id)); errors.Is(err, fs.ErrNotExist) {
+	now, err := s.Root().Lstat(workspace.TaskDir(t.id))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		// Removed by cleanup while we waited for its lock.
 		out.Gone = true
 		return out, nil
+	case err == nil && !os.SameFile(fi, now):
+		// Removed and made again since it was opened: the next commit
+		// opens the new one.
+		return out, fmt.Errorf("task %s: its directory was replaced while its lock was taken; looking again", t.id)
 	}
+	dirs, err := openTaskDirsIn(s, td, t.id)
+	if err != nil {
+		return out, err
+	}
+	defer dirs.close()
+	t.open = &dirs
+	defer func() { t.open = nil }()
 	if err := t.load(ctx, t.failed || !t.loaded); err != nil {
 		if errors.Is(err, errNoTask) {
 			return out, nil
@@ -219,40 +243,43 @@ func (t *committer) forget() {
 	t.enc.Reset()
 }
 
-// mayHaveMarkers reports whether the task directory may hold a marker:
+// mayHaveMarkers reports whether the task directory td may hold a marker:
 // when names are given, whether one of them is still there (a look-up of
 // each name, which does not read the directory: while agents are dropping
 // markers, reading it waits for their renames and fsyncs); otherwise
 // whether the directory holds a marker name (or cannot be read, which the
 // lock and load will then report).
-func (t *committer) mayHaveMarkers(look *taskLook, names []string) bool {
+func (t *committer) mayHaveMarkers(td *os.Root, look *taskLook, names []string) bool {
 	if len(names) == 0 {
 		names, err := look.markerNames()
 		return err != nil || len(names) > 0
 	}
 	for _, n := range names {
-		if _, err := t.s.Root().Lstat(markerPath(t.id, n)); !errors.Is(err, fs.ErrNotExist) {
+		if _, err := td.Lstat(n); !errors.Is(err, fs.ErrNotExist) {
 			return true
 		}
 	}
 	return false
 }
 
-// readMarkerNames lists the marker names in f, an open task directory.
+// readMarkerNames lists the marker names in f, an open task directory,
+// from where f stands. A read that returns fewer names than it asked for
+// reached the end: no read more is made to hear so.
 func readMarkerNames(f *os.File) ([]string, error) {
+	const batch = 1024
 	var out []string
 	for {
-		names, err := f.Readdirnames(1024)
+		names, err := f.Readdirnames(batch)
 		for _, n := range names {
 			if _, ok := workspace.IsMarkerName(n); ok {
 				out = append(out, n)
 			}
 		}
-		if err == io.EOF || len(names) == 0 {
-			return out, nil
-		}
-		if err != nil {
+		if err != nil && err != io.EOF {
 			return out, err
+		}
+		if err == io.EOF || len(names) < batch {
+			return out, nil
 		}
 	}
 }

@@ -9,9 +9,12 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/files/agentfile"
@@ -55,6 +58,69 @@ func (w *Store) AppendEvents(ctx context.Context, taskID string, evs []workspace
 		return fmt.Errorf("append event to %s: %w", name, werr)
 	}
 	return cerr
+}
+
+// appendEventsIn is AppendEvents of a commit, through dir, the task's
+// directory open: events.log is opened with one openat(2) that follows no
+// symlink (ErrUnsafe, as is a FIFO or anything but a regular file), and
+// its descriptor is a plain one, not registered with the runtime's poller.
+func (w *Store) appendEventsIn(dir *os.File, taskID string, evs []workspace.Event) error {
+	name := path.Join(workspace.TaskDir(taskID), workspace.EventsFile)
+	var b []byte
+	for _, e := range evs {
+		if e.Time.IsZero() {
+			e.Time = w.Now()
+		}
+		b = append(b, workspace.FormatEvent(e)...)
+		b = append(b, '\n')
+	}
+	var (
+		fd  int
+		err error
+	)
+	for {
+		fd, err = unix.Openat(int(dir.Fd()), workspace.EventsFile, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(w.FilePerm().Perm()))
+		if err != unix.EINTR {
+			break
+		}
+	}
+	runtime.KeepAlive(dir)
+	switch {
+	case errors.Is(err, syscall.ENXIO):
+		return &workspace.Error{Kind: workspace.ErrUnsafe, Op: "append event to " + name, Msg: "is a FIFO, not a regular file"}
+	case errors.Is(err, syscall.ELOOP):
+		return &workspace.Error{Kind: workspace.ErrUnsafe, Op: "append event to " + name, Msg: "is a symlink, not a regular file"}
+	case errors.Is(err, fs.ErrNotExist):
+		return &workspace.Error{Kind: workspace.ErrNotFound, Op: "append event to " + name, Err: err}
+	case err != nil:
+		return fmt.Errorf("append event to %s: %w", name, &os.PathError{Op: "open", Path: name, Err: err})
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		f := os.NewFile(uintptr(fd), name)
+		defer f.Close()
+		if fi, serr := f.Stat(); serr == nil {
+			return &workspace.Error{Kind: workspace.ErrUnsafe, Op: "append event to " + name, Msg: "is a " + workspace.FileKind(fi.Mode()) + ", not a regular file"}
+		}
+		return fmt.Errorf("append event to %s: %w", name, &os.PathError{Op: "stat", Path: name, Err: err})
+	}
+	for len(b) > 0 && err == nil {
+		var n int
+		switch n, err = unix.Write(fd, b); {
+		case err == unix.EINTR:
+			err = nil
+		case err == nil && n == 0:
+			err = io.ErrShortWrite
+		}
+		b = b[max(n, 0):]
+	}
+	if cerr := unix.Close(fd); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("append event to %s: %w", name, err)
+	}
+	return nil
 }
 
 // ReadEvents returns a task's events, oldest first. Lines that do not parse

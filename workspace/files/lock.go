@@ -64,8 +64,12 @@ func (w *Store) lockPath(ctx context.Context, rel, agent string) (*locking.Lock,
 // lockIn takes the lock of the file base in the directory d (dirRel
 // relative to the root): dirRel/.locks/base.lock.
 func (w *Store) lockIn(ctx context.Context, d *os.Root, dirRel, base, agent string) (*locking.Lock, error) {
-	if err := d.Mkdir(".locks", w.DirPerm()); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, fmt.Errorf("create lock directory %s/.locks: %w", dirRel, err)
+	// Looked at before it is made: mkdir(2) of a name that exists still
+	// takes the directory's lock, behind the agents' renames.
+	if fi, err := d.Lstat(".locks"); err != nil || !fi.IsDir() {
+		if err := d.Mkdir(".locks", w.DirPerm()); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("create lock directory %s/.locks: %w", dirRel, err)
+		}
 	}
 	return w.acquire(ctx, d, filepath.Join(".locks", base+".lock"), path.Join(dirRel, ".locks", base+".lock"), agent)
 }

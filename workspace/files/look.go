@@ -19,13 +19,18 @@ import (
 type taskLook struct {
 	ws  *Store
 	id  string
+	td  *os.Root // the task directory, when open already
 	dir *os.File
 	err error
 }
 
 func (l *taskLook) open() (*os.File, error) {
 	if l.dir == nil && l.err == nil {
-		l.dir, l.err = l.ws.Root().Open(workspace.TaskDir(l.id))
+		if l.td != nil {
+			l.dir, l.err = openDir(l.td)
+		} else {
+			l.dir, l.err = l.ws.Root().Open(workspace.TaskDir(l.id))
+		}
 	}
 	return l.dir, l.err
 }
@@ -43,6 +48,14 @@ func (l *taskLook) markerNames() ([]string, error) {
 		return nil, err
 	}
 	return readMarkerNames(d)
+}
+
+// lstatState is the Lstat of state.json.
+func (l *taskLook) lstatState() (os.FileInfo, error) {
+	if l.td != nil {
+		return l.td.Lstat("state.json")
+	}
+	return l.ws.Root().Lstat(statePath(l.id))
 }
 
 // state reads state.json (a symlink is ErrUnsafe, a missing file

@@ -47,8 +47,14 @@ func ValidateState(id string, data []byte) (workspace.State, error) {
 }
 
 func (t *committer) backups() *backup.Set {
+	return t.backupsIn(t.s.Root(), workspace.TaskDir(t.id))
+}
+
+// backupsIn is the task's backups as a Set rooted at root, where the
+// task directory is dir ("" for root itself).
+func (t *committer) backupsIn(root *os.Root, dir string) *backup.Set {
 	set := t.s.Settings()
-	return &backup.Set{Root: t.s.Root(), Dir: path.Join(workspace.TaskDir(t.id), "backups"), Prefix: "state_",
+	return &backup.Set{Root: root, Dir: path.Join(dir, "backups"), Prefix: "state_",
 		Keep: set.Backups.Keep, MaxBytes: int64(set.Limits.MaxFileBytes), DirPerm: t.s.DirPerm(), Now: t.s.Now}
 }
 
@@ -58,9 +64,8 @@ func (t *committer) backups() *backup.Set {
 // state read in t.st (not cached: only a load under the lock caches).
 // look is the task directory.
 func (t *committer) upToDate(look *taskLook) bool {
-	s := t.s
 	if t.loaded {
-		if fi, err := s.Root().Lstat(statePath(t.id)); err == nil && sameFile(t.fi, fi) {
+		if fi, err := look.lstatState(); err == nil && sameFile(t.fi, fi) {
 			return true
 		}
 	}
@@ -110,6 +115,15 @@ func glanceState(id string, data []byte) (workspace.State, error) {
 	return ValidateState(id, data)
 }
 
+// lstatState is the Lstat of the task's state.json, through the task
+// directory when it is open.
+func (t *committer) lstatState() (os.FileInfo, error) {
+	if t.open != nil {
+		return t.open.td.Lstat("state.json")
+	}
+	return t.s.Root().Lstat(statePath(t.id))
+}
+
 func sameFile(a, b os.FileInfo) bool {
 	return a != nil && b != nil && os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
 }
@@ -124,7 +138,7 @@ func sameFile(a, b os.FileInfo) bool {
 func (t *committer) load(ctx context.Context, force bool) error {
 	s := t.s
 	if t.loaded && !force {
-		if fi, err := s.Root().Lstat(statePath(t.id)); err == nil && sameFile(t.fi, fi) {
+		if fi, err := t.lstatState(); err == nil && sameFile(t.fi, fi) {
 			return nil
 		}
 	}
@@ -304,10 +318,10 @@ func (t *committer) finishTaken(tk journalEntry) (workspace.JournalRecord, error
 	kind, _ := workspace.IsMarkerName(tk.marker)
 	ex := examine(s, dirs.tdf, dirs.jrf, tk.name, tk.marker, kind, fi, s.Now(), -1)
 	rec := ex.record(tk.seq, s.Now())
-	if _, err := writeRecords(s, dirs.jr, t.id, []workspace.JournalRecord{rec}, true); err != nil {
+	if _, err := writeRecords(s, dirs, t.id, []workspace.JournalRecord{rec}, true); err != nil {
 		return workspace.JournalRecord{}, err
 	}
-	removeTaken(s, t.id, []string{tk.name})
+	removeTaken(dirs.td, []string{tk.name})
 	return rec, nil
 }
 

