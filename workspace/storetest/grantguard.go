@@ -3,8 +3,12 @@ package storetest
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/workspaced/workspaced/internal/poll"
 	"github.com/workspaced/workspaced/tokens"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -130,17 +134,38 @@ func testGrantGuard(t *testing.T, s workspace.Store, _ Hooks) {
 }
 
 // memoryWritten is what ns holds: its items' versions and the number of
-// memory events.
+// memory events but the probes'. A probe is an item put now, in a
+// namespace of its own: once its event is read, so is every event of a
+// write before it (a reader on PostgreSQL waits for the transactions
+// running anywhere in the cluster).
 func memoryWritten(t *testing.T, mem workspace.MemoryStore, ns workspace.Namespace) string {
 	t.Helper()
 	items, err := mem.SearchMemory(bg, workspace.MemorySearchRequest{Prefix: ns, Limit: 100})
 	ok(t, err, "search memory")
+	probe := fmt.Sprintf("probe%d", probes.Add(1))
+	_, err = mem.PutMemory(bg, workspace.MemoryPutRequest{Namespace: workspace.Namespace{"probes"}, Key: probe, Value: json.RawMessage(`{}`), Agent: "worker_1"})
+	ok(t, err, "put a probe")
 	n := 0
-	_, err = mem.ReadMemoryEvents(bg, 0, func(workspace.PositionedEvent) { n++ })
-	ok(t, err, "read memory events")
+	poll.Until(t, time.Minute, "the probe's event read", func() (bool, string) {
+		n = 0
+		seen := false
+		_, err := mem.ReadMemoryEvents(bg, 0, func(e workspace.PositionedEvent) {
+			switch {
+			case e.Event.Attrs["key"] == probe:
+				seen = true
+			case !strings.HasPrefix(e.Event.Attrs["key"], "probe"):
+				n++
+			}
+		})
+		ok(t, err, "read memory events")
+		return seen, fmt.Sprintf("%d events read", n)
+	})
 	s := fmt.Sprintf("%d events;", n)
 	for _, it := range items {
 		s += fmt.Sprintf(" %s@%d", it.Key, it.Version)
 	}
 	return s
 }
+
+// probes counts the probes of memoryWritten, for their names.
+var probes atomic.Int64
