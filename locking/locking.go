@@ -155,9 +155,16 @@ func dirPerm(p os.FileMode) os.FileMode {
 // Release is idempotent and safe for concurrent use.
 type Lock struct {
 	path string
-	fl   *flock.Flock
+	fl   locker
 	once sync.Once
 	err  error
+}
+
+// locker is a lock's own descriptor: a *flock.Flock, or a descriptor
+// opened in a directory (AcquireAt).
+type locker interface {
+	TryLock() (bool, error)
+	Unlock() error
 }
 
 // Path returns the lock file's path as given to Acquire.
@@ -181,6 +188,16 @@ func (l *Lock) Release() error {
 // Once the lock is taken the holder record is written into the lock file;
 // if that fails the lock is released and the error returned.
 func Acquire(ctx context.Context, path string, opt Options) (*Lock, error) {
+	fl, err := newFlock(path, opt)
+	if err != nil {
+		return nil, err
+	}
+	return acquire(ctx, path, fl, func(data []byte) error { return writeRecord(path, data) }, opt)
+}
+
+// acquire takes fl, the lock at path, waiting as Acquire does, and writes
+// the holder record with write once it has it.
+func acquire(ctx context.Context, path string, fl locker, write func([]byte) error, opt Options) (*Lock, error) {
 	timeout := opt.Timeout
 	if timeout == 0 {
 		timeout = DefaultTimeout
@@ -190,11 +207,6 @@ func Acquire(ctx context.Context, path string, opt Options) (*Lock, error) {
 		poll = DefaultPoll
 	}
 	maxPoll := max(MaxPoll, poll)
-
-	fl, err := newFlock(path, opt)
-	if err != nil {
-		return nil, err
-	}
 	start := time.Now()
 	var deadline <-chan time.Time
 	if timeout > 0 {
@@ -211,7 +223,7 @@ func Acquire(ctx context.Context, path string, opt Options) (*Lock, error) {
 			return nil, fmt.Errorf("acquire lock %s: %w", path, err)
 		}
 		if ok {
-			return hold(path, fl, opt)
+			return hold(path, fl, write, opt)
 		}
 		// Full jitter over [poll/2, poll) keeps waiters from retrying
 		// in lockstep.
@@ -225,7 +237,7 @@ func Acquire(ctx context.Context, path string, opt Options) (*Lock, error) {
 			wait.Stop()
 			// One last attempt: the holder may have released just now.
 			if ok, err := fl.TryLock(); err == nil && ok {
-				return hold(path, fl, opt)
+				return hold(path, fl, write, opt)
 			}
 			h, _ := ReadHolder(path)
 			return nil, &TimeoutError{Path: path, Holder: h, Waited: time.Since(start)}
@@ -258,7 +270,7 @@ func TryAcquire(path string, opt Options) (*Lock, error) {
 			return nil, fmt.Errorf("acquire lock %s: %w", path, err)
 		}
 		if ok {
-			return hold(path, fl, opt)
+			return hold(path, fl, func(data []byte) error { return writeRecord(path, data) }, opt)
 		}
 		if time.Now().After(give) {
 			h, _ := ReadHolder(path)
@@ -287,7 +299,7 @@ func newFlock(path string, opt Options) (*flock.Flock, error) {
 // is written at offset 0 before the file is truncated to its length, so a
 // reader racing the write sees a whole record (old or new), possibly
 // followed by the tail of the old one, which ReadHolder ignores.
-func hold(path string, fl *flock.Flock, opt Options) (*Lock, error) {
+func hold(path string, fl locker, write func([]byte) error, opt Options) (*Lock, error) {
 	now := time.Now
 	if opt.Now != nil {
 		now = opt.Now
@@ -297,7 +309,7 @@ func hold(path string, fl *flock.Flock, opt Options) (*Lock, error) {
 	data, err := json.Marshal(h)
 	if err == nil {
 		data = append(data, '\n')
-		err = writeRecord(path, data)
+		err = write(data)
 	}
 	if err != nil {
 		_ = fl.Unlock()

@@ -178,7 +178,7 @@ func (t *committer) process(ctx context.Context, req workspace.CommitRequest) (o
 			return out, nil
 		}
 	}
-	lk, err := s.lockIn(ctx, td, workspace.TaskDir(t.id), "task", daemonAgent)
+	lk, err := s.lockTaskIn(ctx, td, t.id, daemonAgent)
 	if err != nil {
 		return out, err
 	}

@@ -8,6 +8,9 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/workspaced/workspaced/atomicfile"
 	"github.com/workspaced/workspaced/locking"
@@ -61,6 +64,36 @@ func (w *Store) lockPath(ctx context.Context, rel, agent string) (*locking.Lock,
 	return w.acquire(ctx, w.root, filepath.FromSlash(rel), rel, agent)
 }
 
+// lockTaskIn takes task id's lock through td, its directory open (the
+// daemon's commit): .locks is opened in td (made when missing), and the
+// lock file in it by locking.AcquireAt, with no path walked from the root.
+// The checks are LockTask's.
+func (w *Store) lockTaskIn(ctx context.Context, td *os.Root, id, agent string) (*locking.Lock, error) {
+	rel := path.Join(workspace.TaskDir(id), ".locks", "task.lock")
+	open := func() (*os.File, error) { return td.OpenFile(".locks", os.O_RDONLY|syscall.O_NONBLOCK, 0) }
+	ld, err := open()
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := td.Mkdir(".locks", w.DirPerm()); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("create lock directory %s/.locks: %w", workspace.TaskDir(id), err)
+		}
+		ld, err = open()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", rel, err)
+	}
+	defer ld.Close()
+	var st unix.Stat_t
+	switch err := unix.Fstatat(int(ld.Fd()), "task.lock", &st, unix.AT_SYMLINK_NOFOLLOW); {
+	case err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return nil, &workspace.Error{Kind: workspace.ErrUnsafe, Op: "lock " + rel, Msg: fmt.Sprintf("lock file is a %s, not a regular file", lockKind(uint32(st.Mode))),
+			Hint: "remove it; lock files are plain files the workspace creates"}
+	case err != nil && !errors.Is(err, unix.ENOENT):
+		return nil, fmt.Errorf("lock %s: %w", rel, err)
+	}
+	l, err := locking.AcquireAt(ctx, ld, "task.lock", filepath.Join(w.dir, filepath.FromSlash(rel)), w.lockOptions(agent))
+	return l, w.lockError(rel, err)
+}
+
 // lockIn takes the lock of the file base in the directory d (dirRel
 // relative to the root): dirRel/.locks/base.lock.
 func (w *Store) lockIn(ctx context.Context, d *os.Root, dirRel, base, agent string) (*locking.Lock, error) {
@@ -87,18 +120,34 @@ func (w *Store) acquire(ctx context.Context, r *os.Root, name, rel, agent string
 	}
 	// The directory was made through the root above: should it be gone
 	// by now, the lock fails rather than making it again.
-	l, err := locking.Acquire(ctx, filepath.Join(w.dir, filepath.FromSlash(rel)), locking.Options{
+	l, err := locking.Acquire(ctx, filepath.Join(w.dir, filepath.FromSlash(rel)), w.lockOptions(agent))
+	return l, w.lockError(rel, err)
+}
+
+// lockKind names what a lock file's stat(2) mode says it is.
+func lockKind(m uint32) string {
+	if m&unix.S_IFMT == unix.S_IFDIR {
+		return workspace.FileKind(fs.ModeDir)
+	}
+	return workspace.FileKind(modeOf(m))
+}
+
+// lockOptions are the options of every lock the store takes for agent.
+func (w *Store) lockOptions(agent string) locking.Options {
+	return locking.Options{
 		Timeout:   timeDuration(w.settings.LockTimeout),
 		Agent:     agent,
 		Perm:      w.FilePerm(),
 		NoParents: true,
-	})
-	if err != nil {
-		if errors.Is(err, locking.ErrLocked) {
-			return nil, &workspace.Error{Kind: workspace.ErrLocked, Op: "lock " + rel, Err: err,
-				Hint: "another process holds it; retry later, or raise lock_timeout in workspace.json"}
-		}
-		return nil, err
 	}
-	return l, nil
+}
+
+// lockError says why the lock rel was not taken: ErrLocked with a hint
+// when another holds it. It is nil for a nil err.
+func (w *Store) lockError(rel string, err error) error {
+	if errors.Is(err, locking.ErrLocked) {
+		return &workspace.Error{Kind: workspace.ErrLocked, Op: "lock " + rel, Err: err,
+			Hint: "another process holds it; retry later, or raise lock_timeout in workspace.json"}
+	}
+	return err
 }

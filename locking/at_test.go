@@ -1,0 +1,81 @@
+//go:build unix
+
+package locking
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// AcquireAt takes the same lock as Acquire on the same file (each excludes
+// the other), writes its holder record, names the holder on a timeout,
+// never follows a symlink in the lock file's place, and leaves the lock
+// free after Release.
+func TestAcquireAt(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	d, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	path := filepath.Join(dir, "task.lock")
+	ctx := context.Background()
+	quick := Options{Timeout: 20 * time.Millisecond, Poll: time.Millisecond}
+
+	l, err := AcquireAt(ctx, d, "task.lock", path, Options{Agent: "at"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, err := ReadHolder(path); err != nil || h.Agent != "at" || h.PID != os.Getpid() {
+		t.Errorf("holder = %+v, %v; want this process as agent at", h, err)
+	}
+	if held, _, err := Held(path); err != nil || !held {
+		t.Errorf("Held = %v, %v; want held", held, err)
+	}
+	var te *TimeoutError
+	if _, err := Acquire(ctx, path, quick); !errors.As(err, &te) || te.Holder == nil || te.Holder.Agent != "at" {
+		t.Fatalf("Acquire beside AcquireAt = %v, want a timeout naming agent at", err)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(); err != nil {
+		t.Errorf("second Release: %v", err)
+	}
+	if held, _, _ := Held(path); held {
+		t.Error("still held after Release")
+	}
+
+	other, err := Acquire(ctx, path, Options{Agent: "path"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = AcquireAt(ctx, d, "task.lock", path, quick)
+	if !errors.As(err, &te) || !errors.Is(err, ErrLocked) || te.Holder == nil || te.Holder.Agent != "path" || te.Path != path {
+		t.Fatalf("AcquireAt beside Acquire = %v, want a timeout naming agent path at %s", err, path)
+	}
+	other.Release()
+
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := AcquireAt(cctx, d, "task.lock", path, Options{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("AcquireAt with its context done = %v, want context.Canceled", err)
+	}
+
+	if err := os.Symlink("task.lock", filepath.Join(dir, "link.lock")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AcquireAt(ctx, d, "link.lock", filepath.Join(dir, "link.lock"), quick); err == nil {
+		t.Error("AcquireAt followed a symlink")
+	}
+	for _, name := range []string{"", ".", "..", "sub/x.lock"} {
+		if _, err := AcquireAt(ctx, d, name, path, quick); err == nil {
+			t.Errorf("AcquireAt(%q) took a lock, want a refusal", name)
+		}
+	}
+}
