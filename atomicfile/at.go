@@ -34,10 +34,8 @@ func WriteBuffersAt(dir *os.File, name string, bufs [][]byte, perm os.FileMode) 
 	)
 	for range 100 {
 		tmp = "." + name + strconv.FormatUint(rand.Uint64()>>1, 10)
-		// Created private and given perm after (as renameio does), so
-		// that the umask does not change it.
 		fd, err = ignoringEINTR(func() (int, error) {
-			return unix.Openat(dfd, tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+			return unix.Openat(dfd, tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
 		})
 		if !errors.Is(err, unix.EEXIST) {
 			break
@@ -55,9 +53,6 @@ func WriteBuffersAt(dir *os.File, name string, bufs [][]byte, perm os.FileMode) 
 			_ = unix.Unlinkat(dfd, tmp, 0)
 		}
 	}()
-	if err = f.Chmod(perm); err != nil {
-		return nil, fmt.Errorf("write %s: %w", name, err)
-	}
 	if len(bufs) == 1 {
 		_, err = f.Write(bufs[0])
 	} else {
@@ -66,10 +61,18 @@ func WriteBuffersAt(dir *os.File, name string, bufs [][]byte, perm os.FileMode) 
 	if err != nil {
 		return nil, fmt.Errorf("write %s: %w", name, err)
 	}
-	if err = f.Sync(); err != nil {
+	if fi, err = f.Stat(); err == nil && fi.Mode().Perm() != perm.Perm() {
+		// The umask took bits of perm: given back, so that the mode is
+		// perm whatever the umask (as WriteFile's). A mode created whole
+		// needs no chmod(2), nor the inotify event one makes.
+		if err = f.Chmod(perm); err == nil {
+			fi, err = f.Stat()
+		}
+	}
+	if err != nil {
 		return nil, fmt.Errorf("write %s: %w", name, err)
 	}
-	if fi, err = f.Stat(); err != nil {
+	if err = f.Sync(); err != nil {
 		return nil, fmt.Errorf("write %s: %w", name, err)
 	}
 	err = f.Close()

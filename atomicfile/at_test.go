@@ -52,6 +52,13 @@ func TestWriteBuffersAt(t *testing.T) {
 	if err != nil || len(ents) != 1 {
 		t.Fatalf("directory holds %v (%v), want f.json alone", ents, err)
 	}
+	syscall.Umask(0o022)
+	if fi, err := WriteBuffersAt(d, "f.json", bufs[:3], 0o644); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Fatalf("a mode the umask leaves whole: %v, %v", fi, err)
+	}
+	if now, err := os.Lstat(filepath.Join(dir, "f.json")); err != nil || now.Mode().Perm() != 0o644 {
+		t.Errorf("mode %v (%v), want 0644", now, err)
+	}
 	for _, name := range []string{"", ".", "..", "sub/f.json"} {
 		if _, err := WriteBuffersAt(d, name, bufs[:3], 0o640); err == nil {
 			t.Errorf("WriteBuffersAt(%q) wrote, want a refusal", name)

@@ -4,7 +4,8 @@
 //
 // A lock is a sidecar file, <dir>/.locks/<name>.lock for a file
 // <dir>/<name> (see LockPathFor), locked with flock(2) through
-// github.com/gofrs/flock. Lock files are never deleted: deleting one while a
+// github.com/gofrs/flock (AcquireAt: directly, on a descriptor opened in
+// an open directory). Lock files are never deleted: deleting one while a
 // waiter has it open would let two processes hold "the" lock on two different
 // inodes. The kernel drops a flock when the last descriptor of its open file
 // description closes, so a holder that dies (even by SIGKILL) never leaves a
