@@ -151,6 +151,23 @@ func TestRememberedGrantRefusedAtOnce(t *testing.T) {
 					})
 				}
 			}
+			// Rights given are had on the next request too: a refusal
+			// decided on a remembered grant is decided again on a
+			// look-up.
+			t.Run("rights given", func(t *testing.T) {
+				tok, g, err := tokens.Add(ctx, keeper, tokens.Grant{Agent: "w", Tasks: []string{tokens.AllTasks}, GlobalMemory: tokens.GlobalRead})
+				if err != nil {
+					t.Fatal(err)
+				}
+				c := client{t: t, base: srv.URL, token: tok}
+				get, put := guardedOps[0], guardedOps[1]
+				for range 2 {
+					c.want(c.do(get.method, get.path, get.body), 200, "a get with read access")
+				}
+				c.want(c.do(put.method, put.path, put.body), 403, "a put with read access").problem(t)
+				change(g, func(g *tokens.Grant) { g.GlobalMemory = tokens.GlobalWrite })
+				c.want(c.do(put.method, put.path, put.body), 200, "a put once write access is given")
+			})
 			t.Run("expired", func(t *testing.T) {
 				exp := keeper.Now().Add(1500 * time.Millisecond)
 				tok, _, err := tokens.Add(ctx, keeper, tokens.Grant{Agent: "w", Tasks: []string{tokens.AllTasks}, GlobalMemory: tokens.GlobalWrite, ExpiresAt: exp})
