@@ -64,16 +64,39 @@ func TestRememberedGrantRefusedAtOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			// written is what the namespace holds: its items' versions
-			// and the memory events.
-			written := func() string {
+			// and the memory events but the probes'. A probe is an item
+			// put now: once its event is read, so is every event of a
+			// write before it (a reader on PostgreSQL waits for the
+			// transactions running anywhere in the cluster).
+			probes := 0
+			written := func(t *testing.T) string {
+				t.Helper()
 				items, err := service.MemorySearch(ctx, st, workspace.MemorySearchRequest{Prefix: []string{"n"}, Limit: 100})
 				if err != nil {
 					t.Fatal(err)
 				}
-				n := 0
-				if _, err := service.MemoryEvents(ctx, st, 0, func(workspace.PositionedEvent) { n++ }); err != nil {
+				probes++
+				probe := fmt.Sprint("probe", probes)
+				if _, err := service.MemoryPut(ctx, st, workspace.MemoryPutRequest{Namespace: workspace.Namespace{"probes"}, Key: probe, Value: json.RawMessage(`{}`), Agent: "x"}); err != nil {
 					t.Fatal(err)
 				}
+				n := 0
+				poll.Until(t, time.Minute, "the probe's event read", func() (bool, string) {
+					n = 0
+					seen := false
+					_, err := service.MemoryEvents(ctx, st, 0, func(e workspace.PositionedEvent) {
+						switch {
+						case e.Event.Attrs["key"] == probe:
+							seen = true
+						case !strings.HasPrefix(e.Event.Attrs["key"], "probe"):
+							n++
+						}
+					})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return seen, fmt.Sprintf("%d events read", n)
+				})
 				s := fmt.Sprintf("%d events;", n)
 				for _, it := range items {
 					s += fmt.Sprintf(" %s@%d", it.Key, it.Version)
@@ -120,14 +143,31 @@ func TestRememberedGrantRefusedAtOnce(t *testing.T) {
 							c.want(c.do(op.method, op.path, op.body), 200, fmt.Sprintf("request %d before the change", i))
 						}
 						ch.do(g)
-						before := written()
+						before := written(t)
 						c.want(c.do(op.method, op.path, op.body), ch.status, "the next request").problem(t)
-						if after := written(); after != before {
+						if after := written(t); after != before {
 							t.Errorf("a refused %s wrote: %s, was %s", op.name, after, before)
 						}
 					})
 				}
 			}
+			// Rights given are had on the next request too: a refusal
+			// decided on a remembered grant is decided again on a
+			// look-up.
+			t.Run("rights given", func(t *testing.T) {
+				tok, g, err := tokens.Add(ctx, keeper, tokens.Grant{Agent: "w", Tasks: []string{tokens.AllTasks}, GlobalMemory: tokens.GlobalRead})
+				if err != nil {
+					t.Fatal(err)
+				}
+				c := client{t: t, base: srv.URL, token: tok}
+				get, put := guardedOps[0], guardedOps[1]
+				for range 2 {
+					c.want(c.do(get.method, get.path, get.body), 200, "a get with read access")
+				}
+				c.want(c.do(put.method, put.path, put.body), 403, "a put with read access").problem(t)
+				change(g, func(g *tokens.Grant) { g.GlobalMemory = tokens.GlobalWrite })
+				c.want(c.do(put.method, put.path, put.body), 200, "a put once write access is given")
+			})
 			t.Run("expired", func(t *testing.T) {
 				exp := keeper.Now().Add(1500 * time.Millisecond)
 				tok, _, err := tokens.Add(ctx, keeper, tokens.Grant{Agent: "w", Tasks: []string{tokens.AllTasks}, GlobalMemory: tokens.GlobalWrite, ExpiresAt: exp})
@@ -139,11 +179,11 @@ func TestRememberedGrantRefusedAtOnce(t *testing.T) {
 					c.want(c.do(op.method, op.path, op.body), 200, op.name+" before its expiry")
 				}
 				poll.Until(t, time.Minute, "the token's expiry", func() (bool, string) { return !keeper.Now().Before(exp), "" })
-				before := written()
+				before := written(t)
 				for _, op := range guardedOps {
 					c.want(c.do(op.method, op.path, op.body), 401, op.name+" past its expiry").problem(t)
 				}
-				if after := written(); after != before {
+				if after := written(t); after != before {
 					t.Errorf("refused writes wrote: %s, was %s", after, before)
 				}
 			})

@@ -19,6 +19,10 @@ import (
 // waiters in this process, once it is durable and visible.
 func (s *Store) Committer(id string) workspace.Committer {
 	return s.NewCommitter(id, func(ctx context.Context, fn func(sqlstore.CommitTx) error) error {
+		// The commit ends for the wake-up loop (own.go) once the bell is
+		// rung: the loop's watch, put back at that end, does not hear it.
+		s.own.begin()
+		defer s.own.end()
 		wrote := false
 		err := fault(s.writeSynced(ctx, func(tx wtx) error { return fn(commitTx{tx, &wrote}) }))
 		if err == nil && wrote {

@@ -18,7 +18,9 @@ type ownCommits struct {
 
 func newOwnCommits() *ownCommits { return &ownCommits{done: make(chan struct{}, 1)} }
 
-// begin is a commit's start, before it waits for the write lock.
+// begin is a commit's start, before it waits for the write lock. Begins
+// and ends may nest (the committer's around writeSynced's): the commits
+// under way end when as many ends as begins have come.
 func (o *ownCommits) begin() { o.busy.Add(1) }
 
 // end is a commit's end, once its COMMIT returned (or it failed).

@@ -95,6 +95,7 @@ func RunServed(t *testing.T, open func(t *testing.T) workspace.Served, opt serve
 		{"MemoryPlainBatch", testMemoryPlainBatch, nil},
 		{"MemoryBatchBadInput", testMemoryBatchBadInput, nil},
 		{"MemoryBatchRace", testMemoryBatchRace, nil},
+		{"GrantGuard", testGrantGuard, nil},
 		{"TokenInEvents", testTokenInEvents, nil},
 		{"EntryHistory", testEntryHistory, nil},
 		{"HistoryRetention", testHistoryRetention, nil},
