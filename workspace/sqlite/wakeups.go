@@ -189,6 +189,19 @@ func (s *Store) loop(ctx context.Context, fw *fsnotify.Watcher, poll time.Durati
 			if n := filepath.Base(ev.Name); n != db && n != wal {
 				continue
 			}
+			// The daemon reads at once a write heard with the watch
+			// still on (the first since the last look): an agent's
+			// insert is a few frames, often visible by the time its
+			// first is heard, and a look at settle would come a
+			// millisecond later (a Go timer under a millisecond waits
+			// for the poller's). The follow below covers a commit not
+			// visible yet, as before.
+			if daemon && !muted && !s.own.underWay() {
+				if v := ver.read(); v != seen || v < 0 {
+					seen = v
+					look(nil)
+				}
+			}
 			// A write heard brings the next look to settle from now,
 			// unless it is due sooner (a stream of writes does not put
 			// it off); the writes until then need not be heard.
