@@ -22,7 +22,9 @@ import (
 // read) starts again at version 1, and create-only (IfAbsent) leaves a
 // live item as it is. With a version (IfVersion), an update of the live
 // item at that version. A put that writes nothing was refused by its
-// compare-and-set. Its last two arguments are its grant guard
+// compare-and-set. The event is placed by the row's event_xid (migration
+// 0012): after every earlier put of the item. Its last two arguments are
+// its grant guard
 // (guard10, guard11).
 const (
 	memoryUpsert = `WITH up AS (INSERT INTO memory_items AS m (ns_key, key, namespace, version, created_at, updated_at, expires_at, stored_by, value)
@@ -34,13 +36,13 @@ const (
 				updated_at = excluded.updated_at, expires_at = excluded.expires_at, stored_by = excluded.stored_by,
 				value = excluded.value
 			WHERE NOT $8 OR m.expires_at <= $4
-			RETURNING created_at, version),
-		ev AS (INSERT INTO memory_events (time, line) SELECT $4, $9::text || up.version || $10::text FROM up)
+			RETURNING created_at, version, event_xid),
+		ev AS (INSERT INTO memory_events (time, line, xid) SELECT $4, $9::text || up.version || $10::text, up.event_xid FROM up)
 		SELECT created_at, version FROM up`
 	memoryUpdate = `WITH up AS (UPDATE memory_items SET version = version + 1, updated_at = $3, expires_at = $4, stored_by = $5, value = $6
 			WHERE ns_key = $1 AND key = $2 AND version = $7 AND (expires_at IS NULL OR expires_at > $3) AND ` + guard10 + `
-			RETURNING created_at, version),
-		ev AS (INSERT INTO memory_events (time, line) SELECT $3, $8::text || up.version || $9::text FROM up)
+			RETURNING created_at, version, event_xid),
+		ev AS (INSERT INTO memory_events (time, line, xid) SELECT $3, $8::text || up.version || $9::text, up.event_xid FROM up)
 		SELECT created_at, version FROM up`
 )
 

@@ -17,7 +17,9 @@ import (
 // or an item put twice keeps a statement per put (memoryStatement): a
 // put's version there depends on the puts before it.
 
-// memoryRowsUpsert is memoryUpsert over the arrays of memoryRows:
+// memoryRowsUpsert is memoryUpsert over the arrays of memoryRows, its
+// events placed together at the greatest event_xid of its rows (after
+// every earlier put of each item, and in the batch's order):
 // $1–$8 the rows' ns_key, key, namespace, expires_at, stored_by, value,
 // and the event line's head and tail around the version; $9 the time;
 // $10 and $11 the batch's grant guard (guard10).
@@ -30,9 +32,9 @@ const memoryRowsUpsert = `WITH r AS (SELECT * FROM unnest($1::text[], $2::text[]
 				created_at = CASE WHEN m.expires_at IS NULL OR m.expires_at > $9 THEN m.created_at ELSE excluded.created_at END,
 				updated_at = excluded.updated_at, expires_at = excluded.expires_at, stored_by = excluded.stored_by,
 				value = excluded.value
-			RETURNING ns_key, key, created_at, version),
-		ev AS (INSERT INTO memory_events (time, line)
-			SELECT $9, r.head || up.version || r.tail FROM up JOIN r USING (ns_key, key) ORDER BY r.ord)
+			RETURNING ns_key, key, created_at, version, event_xid),
+		ev AS (INSERT INTO memory_events (time, line, xid)
+			SELECT $9, r.head || up.version || r.tail, (SELECT max(event_xid) FROM up) FROM up JOIN r USING (ns_key, key) ORDER BY r.ord)
 		SELECT r.ord, up.created_at, up.version FROM up JOIN r USING (ns_key, key)`
 
 // memoryRows is a batch's puts as the columns of memoryRowsUpsert, and
