@@ -281,10 +281,16 @@ func TestRememberedGrantOneRoundTrip(t *testing.T) {
 		return commits() - before
 	}
 	const n = 100
+	// What opening the store and the first request cost, once for each
+	// way: the first request of a series looks the token up either way.
+	base := map[bool]int64{}
+	for _, remember := range []bool{true, false} {
+		op := guardedOps[0]
+		base[remember] = series(remember, op.method, op.path, op.body, 0)
+	}
 	for _, op := range guardedOps {
 		for _, remember := range []bool{true, false} {
-			base := series(remember, op.method, op.path, op.body, 0)
-			per := float64(series(remember, op.method, op.path, op.body, n)-base) / n
+			per := float64(series(remember, op.method, op.path, op.body, n)-base[remember]) / n
 			t.Logf("%s, remembered %v: %.2f transactions a request", op.name, remember, per)
 			switch {
 			case remember && (per < 0.9 || per > 1.3):
