@@ -113,14 +113,15 @@ func TestMemoryBatchBadInput(t *testing.T) {
 				return map[string]any{"puts": ps}
 			}
 			deep := strings.Repeat("[", limit.MaxDepth) + strings.Repeat("]", limit.MaxDepth)
-			cases := []struct {
+			type badBatch struct {
 				name   string
 				body   any
 				hdr    []string
 				status int
 				kind   string
 				detail string
-			}{
+			}
+			cases := []badBatch{
 				{"not an object", `[{"puts": []}]`, nil, 400, kindInvalid, ""},
 				{"not JSON", `{"puts": [`, nil, 400, kindInvalid, ""},
 				{"puts not an array", `{"puts": {"namespace": ["a"], "key": "k", "value": {}}}`, nil, 400, kindInvalid, ""},
@@ -154,14 +155,7 @@ func TestMemoryBatchBadInput(t *testing.T) {
 				// The bounds of a value and of the body are the API's and the
 				// checks', before any store: sent once, to one store (a
 				// body of megabytes costs seconds under -race).
-				cases = append(cases, []struct {
-					name   string
-					body   any
-					hdr    []string
-					status int
-					kind   string
-					detail string
-				}{
+				cases = append(cases, []badBatch{
 					{"a value over the limit at 37", puts(40, bput("k", map[string]any{"x": strings.Repeat("x", limit.ValueMaxBytes)})), nil, 400, kindInvalid, "puts[37]"},
 					{"a body over the bound", `{"puts": [{"namespace": ["a"], "key": "k", "value": {"x": "` + strings.Repeat("x", int(4*maxBody)) + `"}}]}`, nil, 413, kindTooLarge, ""},
 				}...)

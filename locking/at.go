@@ -106,14 +106,5 @@ func writeRecordAt(dir *os.File, name string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	f := os.NewFile(uintptr(fd), name)
-	if _, err := f.WriteAt(data, 0); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Truncate(int64(len(data))); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return overwrite(os.NewFile(uintptr(fd), name), data)
 }

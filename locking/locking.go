@@ -324,6 +324,11 @@ func writeRecord(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
+	return overwrite(f, data)
+}
+
+// overwrite makes data the whole content of f, and closes f.
+func overwrite(f *os.File, data []byte) error {
 	if _, err := f.WriteAt(data, 0); err != nil {
 		f.Close()
 		return err
