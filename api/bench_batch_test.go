@@ -1,10 +1,7 @@
 package api
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -38,22 +35,7 @@ func BenchmarkMemoryBatchAPI(b *testing.B) {
 			}
 			srv := server(b, st, &httpauth.Gate{Keeper: keeper})
 			hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: writers}}
-			do := func(method, url string, body any) error {
-				data, _ := json.Marshal(body)
-				req, _ := http.NewRequest(method, url, bytes.NewReader(data))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Authorization", "Bearer "+tok)
-				resp, err := hc.Do(req)
-				if err != nil {
-					return err
-				}
-				defer resp.Body.Close()
-				out, _ := io.ReadAll(resp.Body)
-				if resp.StatusCode != 200 || bytes.Contains(out, []byte(`"status":412`)) {
-					return fmt.Errorf("%s %s: %d %s", method, url, resp.StatusCode, out)
-				}
-				return nil
-			}
+			do := benchRequests(hc, tok)
 			put := map[string]func(w int) error{
 				"one": func(w int) error {
 					for i := range each {

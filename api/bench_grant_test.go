@@ -39,28 +39,7 @@ func BenchmarkRememberedGrant(b *testing.B) {
 		"lookup":     server(b, st, &httpauth.Gate{Keeper: lookupOnly{keeper}}).URL,
 	}
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
-	do := func(method, url string, body any) error {
-		var rd io.Reader
-		if body != nil {
-			data, _ := json.Marshal(body)
-			rd = bytes.NewReader(data)
-		}
-		req, _ := http.NewRequest(method, url, rd)
-		if body != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		req.Header.Set("Authorization", "Bearer "+tok)
-		resp, err := hc.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		out, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 200 || bytes.Contains(out, []byte(`"status":412`)) {
-			return fmt.Errorf("%s %s: %d %s", method, url, resp.StatusCode, out)
-		}
-		return nil
-	}
+	do := benchRequests(hc, tok)
 	value := map[string]any{"text": strings.Repeat("x", 1000)}
 	if err := do("PUT", base["lookup"]+itemPath("k", "bench"), map[string]any{"value": value}); err != nil {
 		b.Fatal(err)
@@ -98,4 +77,32 @@ func BenchmarkRememberedGrant(b *testing.B) {
 			return do("POST", url+"/api/v1/memory/batch", map[string]any{"puts": puts})
 		}, 1))
 	})
+}
+
+// benchRequests is a benchmark's sender of requests with token: the
+// JSON of body (none when nil); an answer other than 200, or a batch
+// result refused by its compare-and-set, is an error.
+func benchRequests(hc *http.Client, tok string) func(method, url string, body any) error {
+	return func(method, url string, body any) error {
+		var rd io.Reader
+		if body != nil {
+			data, _ := json.Marshal(body)
+			rd = bytes.NewReader(data)
+		}
+		req, _ := http.NewRequest(method, url, rd)
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || bytes.Contains(out, []byte(`"status":412`)) {
+			return fmt.Errorf("%s %s: %d %s", method, url, resp.StatusCode, out)
+		}
+		return nil
+	}
 }

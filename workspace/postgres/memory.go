@@ -24,12 +24,11 @@ import (
 // item at that version. A put that writes nothing was refused by its
 // compare-and-set. The event is placed by the row's event_xid (migration
 // 0012): after every earlier put of the item. Its last two arguments are
-// its grant guard
-// (guard10, guard11).
-const (
+// its grant guard (guardAt).
+var (
 	memoryUpsert = `WITH up AS (INSERT INTO memory_items AS m (ns_key, key, namespace, version, created_at, updated_at, expires_at, stored_by, value)
 			SELECT $1::text, $2::text, $3::text, 1, $4::timestamptz, $4::timestamptz, $5::timestamptz, $6::text, $7::text
-			WHERE ` + guard11 + `
+			WHERE ` + guardAt(11) + `
 			ON CONFLICT (ns_key, key) DO UPDATE SET
 				version = CASE WHEN m.expires_at IS NULL OR m.expires_at > $4 THEN m.version + 1 ELSE 1 END,
 				created_at = CASE WHEN m.expires_at IS NULL OR m.expires_at > $4 THEN m.created_at ELSE excluded.created_at END,
@@ -40,7 +39,7 @@ const (
 		ev AS (INSERT INTO memory_events (time, line, xid) SELECT $4, $9::text || up.version || $10::text, up.event_xid FROM up)
 		SELECT created_at, version FROM up`
 	memoryUpdate = `WITH up AS (UPDATE memory_items SET version = version + 1, updated_at = $3, expires_at = $4, stored_by = $5, value = $6
-			WHERE ns_key = $1 AND key = $2 AND version = $7 AND (expires_at IS NULL OR expires_at > $3) AND ` + guard10 + `
+			WHERE ns_key = $1 AND key = $2 AND version = $7 AND (expires_at IS NULL OR expires_at > $3) AND ` + guardAt(10) + `
 			RETURNING created_at, version, event_xid),
 		ev AS (INSERT INTO memory_events (time, line, xid) SELECT $3, $8::text || up.version || $9::text, up.event_xid FROM up)
 		SELECT created_at, version FROM up`
@@ -82,7 +81,7 @@ func memoryStatement(p sqlstore.MemoryPut) (string, []any) {
 }
 
 // A grant guard (workspace.GrantGuard) is checked in the statement that
-// writes or reads: the condition guardN holds when the statement is
+// writes or reads: the condition (guardAt) holds when the statement is
 // given no guard (its two arguments NULL), or when the token's row of
 // that hash holds that doc in the statement's snapshot; when it does
 // not, the statement fails with division_by_zero (1 / a count of no
@@ -96,12 +95,14 @@ func memoryStatement(p sqlstore.MemoryPut) (string, []any) {
 // the subquery even where an OR would not need it: a concurrent update's
 // recheck does).
 //
-// guardN is the condition over the hash $N and the doc $N+1.
-const (
-	guard3  = `(SELECT CASE WHEN $3::text IS NULL THEN 1 ELSE 1 / count(*) END FROM tokens WHERE sha256 = $3 AND doc = $4::text) = 1`
-	guard10 = `(SELECT CASE WHEN $10::text IS NULL THEN 1 ELSE 1 / count(*) END FROM tokens WHERE sha256 = $10 AND doc = $11::text) = 1`
-	guard11 = `(SELECT CASE WHEN $11::text IS NULL THEN 1 ELSE 1 / count(*) END FROM tokens WHERE sha256 = $11 AND doc = $12::text) = 1`
-)
+// guardAt is the condition over the hash $n and the doc $n+1.
+func guardAt(n int) string {
+	return fmt.Sprintf(`(SELECT CASE WHEN $%[1]d::text IS NULL THEN 1 ELSE 1 / count(*) END FROM tokens WHERE sha256 = $%[1]d AND doc = $%[2]d::text) = 1`, n, n+1)
+}
+
+// getGuard is a get's guard: its hash and doc follow the item's three
+// arguments.
+var getGuard = guardAt(3)
 
 // guardArgs are the arguments of a guard's condition for g: NULLs for none.
 func guardArgs(g workspace.GrantGuard) (sum, doc any) {
@@ -139,7 +140,7 @@ func (s *Store) GetMemory(ctx context.Context, ns workspace.Namespace, key strin
 	if !ok {
 		return s.Store.GetMemory(ctx, ns, key)
 	}
-	it, err := s.Store.GetMemoryWhere(ctx, ns, key, guard3, g.SHA256, g.Doc)
+	it, err := s.Store.GetMemoryWhere(ctx, ns, key, getGuard, g.SHA256, g.Doc)
 	if err != nil {
 		return it, guarded(err)
 	}

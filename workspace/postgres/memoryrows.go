@@ -22,11 +22,11 @@ import (
 // every earlier put of each item, and in the batch's order):
 // $1–$8 the rows' ns_key, key, namespace, expires_at, stored_by, value,
 // and the event line's head and tail around the version; $9 the time;
-// $10 and $11 the batch's grant guard (guard10).
-const memoryRowsUpsert = `WITH r AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::text[], $7::text[], $8::text[])
+// $10 and $11 the batch's grant guard (guardAt).
+var memoryRowsUpsert = `WITH r AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::text[], $7::text[], $8::text[])
 			WITH ORDINALITY AS r(ns_key, key, namespace, expires_at, stored_by, value, head, tail, ord)),
 		up AS (INSERT INTO memory_items AS m (ns_key, key, namespace, version, created_at, updated_at, expires_at, stored_by, value)
-			SELECT ns_key, key, namespace, 1, $9, $9, expires_at, stored_by, value FROM r WHERE ` + guard10 + ` ORDER BY ord
+			SELECT ns_key, key, namespace, 1, $9, $9, expires_at, stored_by, value FROM r WHERE ` + guardAt(10) + ` ORDER BY ord
 			ON CONFLICT (ns_key, key) DO UPDATE SET
 				version = CASE WHEN m.expires_at IS NULL OR m.expires_at > $9 THEN m.version + 1 ELSE 1 END,
 				created_at = CASE WHEN m.expires_at IS NULL OR m.expires_at > $9 THEN m.created_at ELSE excluded.created_at END,

@@ -14,18 +14,8 @@ import (
 // commit is visible; a look made only then would miss it until the poll.
 func TestWakeupsHearEveryCommit(t *testing.T) {
 	t.Parallel()
-	s, root := newStore(t)
+	_, wk, agent := wakeRig(t)
 	ctx := t.Context()
-	wk, err := s.Wakeups(ctx, workspace.WakeOptions{Interval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer wk.Close()
-	agent, err := Open(ctx, root) // another process's connections
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer agent.Close()
 	for i := range 20 {
 		id := fmt.Sprintf("t%d", i)
 		if _, err := agent.CreateTask(ctx, workspace.NewTaskRequest{ID: id, Description: "wake", SubmittedBy: "test"}); err != nil {
@@ -34,6 +24,24 @@ func TestWakeupsHearEveryCommit(t *testing.T) {
 		// A task with no state yet is one the daemon must look at.
 		awaitWake(t, wk, id)
 	}
+}
+
+// wakeRig is a store, its daemon's wake-ups with the poll an hour away,
+// and the same database opened again as another process's would be.
+func wakeRig(t *testing.T) (*Store, workspace.Wakeups, *Store) {
+	t.Helper()
+	s, root := newStore(t)
+	wk, err := s.Wakeups(t.Context(), workspace.WakeOptions{Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { wk.Close() })
+	agent, err := Open(t.Context(), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { agent.Close() })
+	return s, wk, agent
 }
 
 // awaitWake waits for a wake-up naming task.
@@ -113,18 +121,8 @@ func TestDataVersionIgnoresTheDaemonsCommits(t *testing.T) {
 // write begun as it ended is followed after.
 func TestWakeupsHearWritesAroundTheDaemonsCommits(t *testing.T) {
 	t.Parallel()
-	s, root := newStore(t)
+	s, wk, agent := wakeRig(t)
 	ctx := t.Context()
-	wk, err := s.Wakeups(ctx, workspace.WakeOptions{Interval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer wk.Close()
-	agent, err := Open(ctx, root) // another process's connections
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer agent.Close()
 	for i := range 40 {
 		id := fmt.Sprintf("t%d", i)
 		commit := func() error {
