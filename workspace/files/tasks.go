@@ -106,13 +106,15 @@ func (w *Store) ReadState(ctx context.Context, id string) (workspace.State, erro
 		}
 		return workspace.State{}, err
 	}
-	var st workspace.State
-	if err := workspace.DecodeStrict(name, data, w.settings.Limits.MaxDepth, &st); err != nil {
-		var we *workspace.Error
-		if errors.As(err, &we) && we.Hint == "" {
-			we.Hint = workspace.StateHint
+	st, ok := workspace.QuickState(data, w.settings.Limits.MaxDepth)
+	if !ok {
+		if err := workspace.DecodeStrict(name, data, w.settings.Limits.MaxDepth, &st); err != nil {
+			var we *workspace.Error
+			if errors.As(err, &we) && we.Hint == "" {
+				we.Hint = workspace.StateHint
+			}
+			return workspace.State{}, err
 		}
-		return workspace.State{}, err
 	}
 	if err := workspace.CheckStateHead(id, st); err != nil {
 		return workspace.State{}, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read " + name, Err: err, Hint: workspace.StateHint}

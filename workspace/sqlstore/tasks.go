@@ -17,10 +17,13 @@ import (
 // document first (checking on each read made reading a state of 10,000
 // subtasks cost more than 100 ms).
 func DecodeState(taskID, doc string) (workspace.State, error) {
-	var st workspace.State
-	if err := json.Unmarshal([]byte(doc), &st); err != nil {
-		return st, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read state of task " + taskID, Err: err,
-			Hint: "restore the newest valid backup of the state"}
+	data := []byte(doc)
+	st, ok := workspace.QuickState(data, 0)
+	if !ok {
+		if err := json.Unmarshal(data, &st); err != nil {
+			return st, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read state of task " + taskID, Err: err,
+				Hint: "restore the newest valid backup of the state"}
+		}
 	}
 	if err := workspace.CheckStateHead(taskID, st); err != nil {
 		return workspace.State{}, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read state of task " + taskID, Err: err,
