@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"strconv"
@@ -207,7 +206,7 @@ func (c *call) document() ([]byte, error) {
 }
 
 // bodyWithin reads the request's JSON body, at most max bytes.
-func (c *call) bodyWithin(max int64) ([]byte, error) {
+func (c *call) bodyWithin(limit int64) ([]byte, error) {
 	if c.data != nil {
 		return c.data, nil
 	}
@@ -219,13 +218,17 @@ func (c *call) bodyWithin(max int64) ([]byte, error) {
 	} else {
 		return nil, refuse(http.StatusUnsupportedMediaType, kindMediaType, "the body has no Content-Type", "send the body as application/json")
 	}
-	if c.r.ContentLength > max {
-		return nil, tooLarge(c.r.ContentLength, max)
+	if c.r.ContentLength > limit {
+		return nil, tooLarge(c.r.ContentLength, limit)
 	}
-	data, err := io.ReadAll(http.MaxBytesReader(c.w, c.r.Body, max))
+	// Read into a buffer of the announced size (the bound checked above),
+	// not one grown by doubling.
+	buf := bytes.NewBuffer(make([]byte, 0, max(c.r.ContentLength, 0)+bytes.MinRead))
+	_, err := buf.ReadFrom(http.MaxBytesReader(c.w, c.r.Body, limit))
+	data := buf.Bytes()
 	var mb *http.MaxBytesError
 	if errors.As(err, &mb) {
-		return nil, tooLarge(-1, max)
+		return nil, tooLarge(-1, limit)
 	}
 	if err != nil {
 		return nil, refuse(http.StatusBadRequest, kindInvalid, "read the body: "+err.Error(), "")
@@ -280,14 +283,18 @@ func decodeStrict(what string, data []byte, maxDepth int, v any) error {
 }
 
 // reply answers with v as JSON.
-func (c *call) reply(status int, v any) error {
-	data, err := json.Marshal(v)
+func (c *call) reply(status int, v any) error { return c.replyWith(json.Marshal, status, v) }
+
+// replyWith answers with v as JSON, encoded by marshal.
+func (c *call) replyWith(marshal func(any) ([]byte, error), status int, v any) error {
+	data, err := marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode the response: %w", err)
 	}
 	c.w.Header().Set("Content-Type", "application/json")
 	c.w.WriteHeader(status)
-	_, _ = c.w.Write(append(data, '\n'))
+	_, _ = c.w.Write(data)
+	_, _ = c.w.Write([]byte{'\n'})
 	return nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -27,12 +29,17 @@ type memoryBatch struct {
 // batchPut is one put of a batch: the query and headers of a single
 // put, as fields.
 type batchPut struct {
-	Namespace  []string        `json:"namespace"`
-	Key        string          `json:"key"`
-	Value      json.RawMessage `json:"value"`
-	TTLSeconds int             `json:"ttl_seconds"`
-	IfVersion  *int            `json:"if_version"`
-	IfAbsent   bool            `json:"if_absent"`
+	Namespace  []string       `json:"namespace"`
+	Key        string         `json:"key"`
+	Value      jsontext.Value `json:"value"`
+	TTLSeconds int            `json:"ttl_seconds"`
+	IfVersion  *int           `json:"if_version"`
+	IfAbsent   bool           `json:"if_absent"`
+}
+
+// batchAnswer is POST /memory/batch's answer.
+type batchAnswer struct {
+	Results []batchResult `json:"results"`
 }
 
 // batchResult is one put's result: its item (200) or its refusal (412).
@@ -56,7 +63,7 @@ func (h *Handler) putItems(c *call) error {
 	// The envelope is three levels over each value ({"puts": [{"value":
 	// ...}]}), which the store checks at MaxDepth itself.
 	var in memoryBatch
-	if err := decodeStrict("the batch", data, h.st.Settings().Limits.MaxDepth+3, &in); err != nil {
+	if err := decodeBatch(data, h.st.Settings().Limits.MaxDepth+3, &in); err != nil {
 		return err
 	}
 	reqs, err := c.batchPuts(in.Puts)
@@ -76,7 +83,7 @@ func (h *Handler) putItems(c *call) error {
 		}
 		out[i] = batchResult{Status: http.StatusOK, Item: &res[i].Item}
 	}
-	return c.reply(http.StatusOK, map[string]any{"results": out})
+	return c.replyWith(encodeAnswer, http.StatusOK, batchAnswer{Results: out})
 }
 
 // batchPuts is the batch's puts as requests: 1 to MaxMemoryBatch of
@@ -92,7 +99,7 @@ func (c *call) batchPuts(puts []batchPut) ([]workspace.MemoryPutRequest, error) 
 	}
 	reqs := make([]workspace.MemoryPutRequest, len(puts))
 	for i, p := range puts {
-		req := workspace.MemoryPutRequest{Namespace: p.Namespace, Key: p.Key, Value: p.Value, TTLSeconds: p.TTLSeconds, IfAbsent: p.IfAbsent, Agent: c.agent()}
+		req := workspace.MemoryPutRequest{Namespace: p.Namespace, Key: p.Key, Value: json.RawMessage(p.Value), TTLSeconds: p.TTLSeconds, IfAbsent: p.IfAbsent, Agent: c.agent()}
 		if p.IfVersion != nil {
 			if *p.IfVersion < 1 {
 				return nil, workspace.AtPut(i, workspace.FieldErr(workspace.ErrInvalid, "if_version", workspace.FieldIfVersion,

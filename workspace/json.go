@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 func jsonDecoder(r io.Reader) *json.Decoder {
@@ -54,6 +56,33 @@ func ParseValue(data []byte, maxDepth int) (json.RawMessage, error) {
 		return nil, err
 	}
 	return raw, nil
+}
+
+// strictText is jsontext's checks made those of CheckText and
+// encoding/json: UTF-8 with no lone surrogate escape, a name that repeats
+// allowed. compactChecked adds Value.Compact's keeping of strings and
+// numbers as written, as json.Compact keeps them.
+var (
+	strictText     = []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(false)}
+	compactChecked = append(strictText[:len(strictText):len(strictText)], jsontext.PreserveRawStrings(true))
+)
+
+// CompactValue is data, one JSON value, compacted (the bytes json.Compact
+// makes of it) into a new slice, in one pass that checks it as well: ok
+// only for exactly one JSON value whose text CheckText takes. It does
+// not say what is wrong: a caller that must explain a refusal asks the
+// slower checks (ParseValue) for their error.
+func CompactValue(data []byte) (out []byte, ok bool) {
+	out, err := jsontext.AppendFormat(make([]byte, 0, len(data)), data, compactChecked...)
+	return out, err == nil && len(out) > 0
+}
+
+// IsObject says data is exactly one JSON object whose text CheckText
+// takes (no limit of depth), in one pass that allocates nothing. Like
+// CompactValue it does not say what is wrong.
+func IsObject(data []byte) bool {
+	t := bytes.TrimLeft(data, " \t\r\n")
+	return len(t) > 0 && t[0] == '{' && jsontext.Value(t).IsValid(strictText...)
 }
 
 // CheckText refuses JSON text that is not valid UTF-8, or whose strings

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -28,4 +29,58 @@ func TestMarshalCanonicalIsAtomicfiles(t *testing.T) {
 			t.Errorf("%s: model encodes\n%s\natomicfile encodes\n%s", name, got, want)
 		}
 	}
+}
+
+// checkMemoryValueSlowly is CheckMemoryValue and the store's compaction
+// as they were before the one pass, encoding/json's: what
+// CheckMemoryValue and CompactValue must match.
+func checkMemoryValueSlowly(v json.RawMessage, lim LimitSettings) (json.RawMessage, error) {
+	if len(v) == 0 {
+		return nil, FieldErr(ErrInvalid, "value", FieldValue, `give a JSON object, e.g. {"theme":"dark"}`, "missing value")
+	}
+	if len(v) > lim.ValueMaxBytes {
+		return nil, FieldErr(ErrInvalid, "value", FieldValue, "store large data as several items",
+			"value is %d bytes, over the %d-byte limit", len(v), lim.ValueMaxBytes)
+	}
+	raw, err := ParseValue(v, lim.MaxDepth)
+	if err != nil {
+		if HintOf(err) == "" {
+			return nil, FieldErr(ErrInvalid, "value", FieldValue, `give one JSON object, e.g. {"theme":"dark"}`, "%s", Reason(err))
+		}
+		return nil, err
+	}
+	if raw[0] != '{' {
+		return nil, FieldErr(ErrInvalid, "value", FieldValue, `wrap it in an object, e.g. {"value": ...}`, "a memory item's value is a JSON object")
+	}
+	var out bytes.Buffer
+	if err := json.Compact(&out, v); err != nil {
+		// What the store's compaction refused: text after the value
+		// that the decoder's check does not see ("{}}").
+		return nil, FieldErr(ErrInvalid, "value", FieldValue, "give a JSON object", "%v", err)
+	}
+	return out.Bytes(), nil
+}
+
+// FuzzCompactMemoryValue: the one pass takes and refuses the values the
+// checks of encoding/json did, with the same error, and compacts them to
+// the same bytes.
+func FuzzCompactMemoryValue(f *testing.F) {
+	for _, s := range []string{`{"theme":"dark"}`, ` { "a" : [1, 2.50, -0, 1e+9], "a": null } `, `{"s":"\u00e9\n\ud83d\ude00<&>"}`, `{"s":"\ud800"}`,
+		"{\"s\":\"\xff\"}", `[1]`, `"x"`, `{} {}`, `{"a":{"b":{"c":{"d":{"e":{"f":{"g":{"h":{"i":{}}}}}}}}}}`, `{"a":"\"}`, `{"a":1,}`, ``, `null`, "\t{}\n"} {
+		f.Add([]byte(s))
+	}
+	lim := LimitSettings{ValueMaxBytes: 200, MaxDepth: 6}
+	f.Fuzz(func(t *testing.T, v []byte) {
+		err := CheckMemoryValue(v, lim)
+		want, werr := checkMemoryValueSlowly(v, lim)
+		if (err == nil) != (werr == nil) || (err != nil && (err.Error() != werr.Error() || HintOf(err) != HintOf(werr))) {
+			t.Fatalf("%q: error %v, before %v", v, err, werr)
+		}
+		if err != nil {
+			return
+		}
+		if got, ok := CompactValue(v); !ok || !bytes.Equal(got, want) {
+			t.Fatalf("%q: compacted %q (%v), before %q", v, got, ok, want)
+		}
+	})
 }

@@ -40,16 +40,17 @@ var memoryRowsUpsert = `WITH r AS (SELECT * FROM unnest($1::text[], $2::text[], 
 // memoryRows is a batch's puts as the columns of memoryRowsUpsert, and
 // whether the batch is one it serves: every put plain, no item twice.
 type memoryRows struct {
-	nsKey, key, namespace, storedBy, value, head, tail []string
-	expires                                            []*time.Time
-	at                                                 time.Time
-	guard                                              workspace.GrantGuard
+	nsKey, key, namespace, storedBy, head, tail []string
+	value                                       [][]byte
+	expires                                     []*time.Time
+	at                                          time.Time
+	guard                                       workspace.GrantGuard
 }
 
 func memoryRowsOf(ps []sqlstore.MemoryPut) (memoryRows, bool) {
 	n := len(ps)
 	r := memoryRows{nsKey: make([]string, n), key: make([]string, n), namespace: make([]string, n), storedBy: make([]string, n),
-		value: make([]string, n), head: make([]string, n), tail: make([]string, n), expires: make([]*time.Time, n)}
+		value: make([][]byte, n), head: make([]string, n), tail: make([]string, n), expires: make([]*time.Time, n)}
 	type item struct{ nk, key string }
 	seen := make(map[item]bool, n)
 	for i, p := range ps {
@@ -58,7 +59,7 @@ func memoryRowsOf(ps []sqlstore.MemoryPut) (memoryRows, bool) {
 			return memoryRows{}, false
 		}
 		seen[item{p.NSKey, req.Key}] = true
-		r.nsKey[i], r.key[i], r.namespace[i], r.storedBy[i], r.value[i] = p.NSKey, req.Key, req.Namespace.String(), req.Agent, string(p.Value)
+		r.nsKey[i], r.key[i], r.namespace[i], r.storedBy[i], r.value[i] = p.NSKey, req.Key, req.Namespace.String(), req.Agent, p.Value
 		r.head[i], r.tail[i] = p.EventAround()
 		r.expires[i] = p.Expires()
 	}

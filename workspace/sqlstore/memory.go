@@ -54,12 +54,16 @@ func (p MemoryPut) EventAround() (head, tail string) {
 // NewMemoryPut is the put of req, checked (workspace.CheckMemoryPut), at
 // t: its value compacted, its event attributed to ctx's token.
 func NewMemoryPut(ctx context.Context, req workspace.MemoryPutRequest, t time.Time) (MemoryPut, error) {
-	var value bytes.Buffer
-	if err := json.Compact(&value, req.Value); err != nil {
-		return MemoryPut{}, workspace.FieldErr(workspace.ErrInvalid, "value", workspace.FieldValue, "give a JSON object", "%v", err)
+	value, ok := workspace.CompactValue(req.Value)
+	if !ok {
+		var b bytes.Buffer
+		if err := json.Compact(&b, req.Value); err != nil {
+			return MemoryPut{}, workspace.FieldErr(workspace.ErrInvalid, "value", workspace.FieldValue, "give a JSON object", "%v", err)
+		}
+		value = b.Bytes()
 	}
 	guard, _ := workspace.GrantGuardOf(ctx)
-	return MemoryPut{Req: req, NSKey: req.Namespace.Sortable(), Value: value.Bytes(), At: t, Guard: guard,
+	return MemoryPut{Req: req, NSKey: req.Namespace.Sortable(), Value: value, At: t, Guard: guard,
 		event: workspace.Attributed(ctx, workspace.MemoryEvent("stored", req.Namespace, req.Key, req.Agent, 1, t))}, nil
 }
 
