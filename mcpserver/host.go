@@ -165,8 +165,30 @@ func define[In any](name, desc string, ann *mcp.ToolAnnotations, out *schema, h 
 		t = &mcp.Tool{Name: name, Description: desc, Annotations: ann, InputSchema: published(sch), OutputSchema: t.OutputSchema}
 	}
 	check := newArgChecker(name, sch)
+	// run checks and runs one call; outcome is how it ended, for the
+	// audit.
+	run := func(bound *Server, ctx context.Context, req *mcp.CallToolRequest, extra *mcp.RequestExtra, raw json.RawMessage) (s *Server, res *mcp.CallToolResult, outcome string, err error) {
+		s, err = bound.on(ctx, extra, name, raw)
+		if err != nil {
+			return bound, errorResult(err), audit.Refused, err
+		}
+		if err := s.permit(extra, name, raw); err != nil {
+			return s, errorResult(err), audit.Refused, err
+		}
+		in, err := decodeArgs[In](check, raw)
+		if err != nil {
+			return s, errorResult(err), audit.Refused, err
+		}
+		// The session's token is named in the events its writes append.
+		r, err := h(s, workspace.WithToken(ctx, s.tokenID), req, in)
+		if err != nil {
+			res = errorResult(err)
+			res.StructuredContent = r.data
+			return s, res, audit.Failed, err
+		}
+		return s, &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: r.text}}, StructuredContent: r.data}, audit.OK, nil
+	}
 	call := func(bound *Server, ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult) {
-		s := bound
 		defer func() {
 			if r := recover(); r != nil {
 				res = errorResult(fmt.Errorf("%s: internal error: %v", name, r))
@@ -180,30 +202,29 @@ func define[In any](name, desc string, ann *mcp.ToolAnnotations, out *schema, h 
 		if req != nil {
 			extra = req.Extra
 		}
-		s, err := bound.on(ctx, extra, name, raw)
-		if err != nil {
-			bound.record(ctx, extra, name, raw, audit.Refused, err)
-			return errorResult(err)
+		rm := rememberedFor(extra, name)
+		guarded := ctx
+		if rm != nil {
+			// Admitted on the token's remembered grant: the store checks
+			// it in the operation's own statement (fold.go).
+			guarded = workspace.WithGrantGuard(ctx, rm.guard)
 		}
-		if err := s.permit(extra, name, raw); err != nil {
-			s.record(ctx, extra, name, raw, audit.Refused, err)
-			return errorResult(err)
+		s, res, outcome, err := run(bound, guarded, req, extra, raw)
+		if rm != nil && againOnLookUp(err) {
+			g, lerr := rm.lookUp()
+			if lerr != nil {
+				err = refusal("the token of this session is no longer valid: "+lerr.Error(), "stop: whoever runs you must give you a valid token")
+				s.log.Warn("mcp: call refused", "agent", s.agent, "tool", name, "reason", err.Error())
+				s.record(ctx, extra, name, raw, audit.Refused, err)
+				return errorResult(err)
+			}
+			extra = lookedUp(extra, g)
+			again := *req
+			again.Extra = extra
+			s, res, outcome, err = run(bound, ctx, &again, extra, raw)
 		}
-		in, err := decodeArgs[In](check, raw)
-		if err != nil {
-			s.record(ctx, extra, name, raw, audit.Refused, err)
-			return errorResult(err)
-		}
-		// The session's token is named in the events its writes append.
-		r, err := h(s, workspace.WithToken(ctx, s.tokenID), req, in)
-		if err != nil {
-			s.record(ctx, extra, name, raw, audit.Failed, err)
-			res = errorResult(err)
-			res.StructuredContent = r.data
-			return res
-		}
-		s.record(ctx, extra, name, raw, audit.OK, nil)
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: r.text}}, StructuredContent: r.data}
+		s.record(ctx, extra, name, raw, outcome, err)
+		return res
 	}
 	return &toolDef{tool: t, bound: bound, call: call}
 }

@@ -109,6 +109,11 @@ type HTTP struct {
 	sdk   *mcp.StreamableHTTPHandler
 	inner http.Handler  // sdk behind the bearer-token check
 	watch *tokens.Watch // ends the sessions of ended tokens, writes last uses
+	// folded are the tools whose calls are admitted on the token's
+	// remembered grant (fold.go), remember the Keeper that remembers
+	// it; nil when there are none.
+	folded   map[string]bool
+	remember tokens.Rememberer
 
 	mu       sync.Mutex
 	sessions int            // opened and not yet closed, reserved ones included
@@ -145,6 +150,7 @@ func NewHTTP(w workspace.Store, toks tokens.Keeper, opt HTTPOptions) (*HTTP, err
 		h.log = slog.Default()
 	}
 	h.watch = tokens.NewWatch(store, opt.WatchEvery, h.log)
+	h.folded, h.remember = foldable(w, store)
 	h.host = newHost(opt.Version, nil)
 	h.host.obs = opt.Observer
 	h.sdk = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return h.host.mcp }, &mcp.StreamableHTTPOptions{
@@ -174,9 +180,17 @@ func (h *HTTP) Close() { h.watch.Close() }
 func (h *HTTP) MaxBodyBytes() int64 { return h.opt.MaxBodyBytes }
 
 // Who names the token r carries when the keeper holds it, or the OAuth
-// issuer signed it for this server (its id), for the limits of a
-// listener (guard.Options.Identify).
-func (h *HTTP) Who(r *http.Request) (string, bool) {
+// issuer signed it for this server (its id), for what admits by it (a
+// listener's /metrics).
+func (h *HTTP) Who(r *http.Request) (string, bool) { return h.who(r, false) }
+
+// Identify is Who for a listener's limits (guard.Options.Identify), which
+// admit nothing by themselves: a token whose grant the Keeper remembers
+// is named by it without a look-up (httpauth.TokenID), so that a call
+// admitted on that grant (fold.go) is not looked up by its limit either.
+func (h *HTTP) Identify(r *http.Request) (string, bool) { return h.who(r, true) }
+
+func (h *HTTP) who(r *http.Request, remembered bool) (string, bool) {
 	tok, ok := httpauth.Bearer(r)
 	if !ok {
 		return "", false
@@ -187,6 +201,9 @@ func (h *HTTP) Who(r *http.Request) (string, bool) {
 			return "", false
 		}
 		return a.Grant.ID(), true
+	}
+	if remembered {
+		return httpauth.TokenID(r, h.store, tok)
 	}
 	g, err := httpauth.LookupFor(r, h.store, tok)
 	if err != nil {
@@ -225,6 +242,8 @@ func (h *HTTP) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			return
 		}
 		r = r.WithContext(context.WithValue(r.Context(), accessKey{}, a))
+	} else if tool := h.guardedCall(r, tok); tool != "" {
+		r = r.WithContext(context.WithValue(r.Context(), guardedKey{}, tool))
 	}
 	h.inner.ServeHTTP(rw, r)
 }
@@ -254,31 +273,21 @@ func (h *HTTP) verifyOAuth(rw http.ResponseWriter, r *http.Request, token string
 	return oauth.Access{}, false
 }
 
-// verify is the bearer-token check: the token's grant as the agents file
-// says now, carried to every call as the TokenInfo's "grant". The user id
-// the SDK binds a session to is the token's id, so that no other token
-// can use the session.
+// verify is the bearer-token check: the token's grant as the Keeper
+// holds it now, carried to every call as the TokenInfo's "grant" — or,
+// for one call of a guarded tool, the grant the Keeper remembers
+// (verifyRemembered). The user id the SDK binds a session to is the
+// token's id, so that no other token can use the session.
 func (h *HTTP) verify(ctx context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
 	if a, ok := ctx.Value(accessKey{}).(oauth.Access); ok {
 		return &auth.TokenInfo{UserID: a.Grant.ID(), Expiration: a.Expiry, Extra: map[string]any{"grant": a.Grant}}, nil
 	}
+	if ti, ok := h.verifyRemembered(ctx, token, r); ok {
+		return ti, nil
+	}
 	g, err := httpauth.LookupFor(r, h.store, token)
-	if errors.Is(err, httpauth.ErrUnknownToken) {
-		h.log.Warn("mcp http: request refused", "agent", "-", "remote", r.RemoteAddr, "reason", "unknown or revoked token")
-		h.opt.Observer.Refused(RefusalUnknownToken)
-		h.refusedAudit(r, "", "", "unknown or revoked token")
-		return nil, fmt.Errorf("%w: unknown or revoked token", auth.ErrInvalidToken)
-	}
-	if errors.Is(err, tokens.ErrExpired) {
-		h.log.Warn("mcp http: request refused", "agent", "-", "remote", r.RemoteAddr, "reason", err.Error())
-		h.opt.Observer.Refused(RefusalExpiredToken)
-		h.refusedAudit(r, "", "", err.Error())
-		return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
-	}
 	if err != nil {
-		h.log.Error("mcp http: request refused: the agents file cannot be trusted", "remote", r.RemoteAddr, "reason", err.Error())
-		h.opt.Observer.Refused(RefusalAgentsFile)
-		return nil, errors.New("the server's agents file cannot be trusted: its operator sees why in the log")
+		return nil, h.refused(r, err)
 	}
 	h.watch.Used(g, h.store.Now())
 	return &auth.TokenInfo{UserID: g.ID(), Extra: map[string]any{"grant": g}}, nil

@@ -3,11 +3,16 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/workspaced/workspaced/audit"
+	"github.com/workspaced/workspaced/internal/httpauth"
+	"github.com/workspaced/workspaced/tokens"
 )
 
 // Observer is told what the HTTP server does, for its metrics. Its
@@ -85,4 +90,25 @@ func (s *Server) record(ctx context.Context, extra *mcp.RequestExtra, tool strin
 func (h *HTTP) refusedAudit(r *http.Request, agent, token, reason string) {
 	h.opt.Audit.Record(r.Context(), audit.Record{Door: audit.DoorMCP, Action: "request " + r.Method, Outcome: audit.Refused,
 		Agent: agent, Token: token, From: r.RemoteAddr, Reason: reason})
+}
+
+// refused counts, logs and audits a token the look-up refused, and says
+// why as the bearer check answers it (401, or 500 for grants that
+// cannot be trusted).
+func (h *HTTP) refused(r *http.Request, err error) error {
+	switch {
+	case errors.Is(err, httpauth.ErrUnknownToken):
+		h.log.Warn("mcp http: request refused", "agent", "-", "remote", r.RemoteAddr, "reason", "unknown or revoked token")
+		h.opt.Observer.Refused(RefusalUnknownToken)
+		h.refusedAudit(r, "", "", "unknown or revoked token")
+		return fmt.Errorf("%w: unknown or revoked token", auth.ErrInvalidToken)
+	case errors.Is(err, tokens.ErrExpired):
+		h.log.Warn("mcp http: request refused", "agent", "-", "remote", r.RemoteAddr, "reason", err.Error())
+		h.opt.Observer.Refused(RefusalExpiredToken)
+		h.refusedAudit(r, "", "", err.Error())
+		return fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
+	}
+	h.log.Error("mcp http: request refused: the agents file cannot be trusted", "remote", r.RemoteAddr, "reason", err.Error())
+	h.opt.Observer.Refused(RefusalAgentsFile)
+	return errors.New("the server's agents file cannot be trusted: its operator sees why in the log")
 }

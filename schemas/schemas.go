@@ -182,27 +182,28 @@ func compileKind(kind Kind) (*jsonschema.Schema, error) {
 	return s, nil
 }
 
-// compiler is a compiler holding every embedded schema.
+// compiler is a compiler that reads the embedded schemas.
 func compiler() (*jsonschema.Compiler, error) {
 	c := jsonschema.NewCompiler()
 	c.Draft = jsonschema.Draft2020
 	c.AssertFormat = true
 	c.Formats["date-time"] = isDateTime
-	// Every reference resolves inside the embedded set; nothing is fetched.
+	// Every reference resolves inside the embedded set; nothing is
+	// fetched. A schema is read and parsed when a compile first reaches
+	// it (journal's reaches plan, review, claim and done), not every one
+	// for each compile: a command that checks workspace.json alone parses
+	// that schema alone.
 	c.LoadURL = func(u string) (io.ReadCloser, error) {
+		if name, ok := strings.CutPrefix(u, BaseURL); ok {
+			if k := Kind(strings.TrimSuffix(name, ".schema.json")); k.Valid() && k.FileName() == name {
+				src, err := files.ReadFile(name)
+				if err != nil {
+					return nil, fmt.Errorf("read schema %s: %w", k, err)
+				}
+				return io.NopCloser(bytes.NewReader(src)), nil
+			}
+		}
 		return nil, fmt.Errorf("schema %s is not embedded", u)
-	}
-	// Every schema is added as a resource (parsing is cheap) so that
-	// references between them (journal → plan, review, claim, done)
-	// resolve; only the one asked for is compiled.
-	for _, k := range kinds {
-		src, err := files.ReadFile(k.FileName())
-		if err != nil {
-			return nil, fmt.Errorf("read schema %s: %w", k, err)
-		}
-		if err := c.AddResource(k.URL(), bytes.NewReader(src)); err != nil {
-			return nil, fmt.Errorf("load schema %s: %w", k, err)
-		}
 	}
 	return c, nil
 }

@@ -332,7 +332,8 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 	reg := opshttp.NewRegistry()
 	var h *mcpserver.HTTP
 	who := func(r *http.Request) (string, bool) { return h.Who(r) }
-	gd, gm, err := c.guard.newGuard("mcp", w.Settings().HTTP, reg, log, anyWho(who, secretWho("metrics", metricsToken)))
+	identify := func(r *http.Request) (string, bool) { return h.Identify(r) }
+	gd, gm, err := c.guard.newGuard("mcp", w.Settings().HTTP, reg, log, anyWho(identify, secretWho("metrics", metricsToken)))
 	if err != nil {
 		return err
 	}

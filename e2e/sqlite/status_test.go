@@ -144,7 +144,7 @@ func TestStatusShowsStoreFault(t *testing.T) {
 	w.Serve()
 	waitState(t, w, "t1", func(st workspace.State) bool { return st.Status != "" })
 	db := openDB(t, w.Root)
-	if _, err := db.DB().Exec(`CREATE TRIGGER refuse_states BEFORE UPDATE ON states BEGIN SELECT RAISE(ABORT, 'no room for the state'); END`); err != nil {
+	if _, err := db.DB().Exec(`CREATE TRIGGER refuse_states BEFORE INSERT ON state_history BEGIN SELECT RAISE(ABORT, 'no room for the state'); END`); err != nil {
 		t.Fatal(err)
 	}
 	w.Ok("claim", "--task", "t1", "--subtask", "s1", "--agent", "w1")

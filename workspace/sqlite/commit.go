@@ -102,9 +102,9 @@ func (c commitTx) ReadProducts(ctx context.Context, taskID string, paths, planPa
 	return products, plans, nil
 }
 
-// WriteCommit writes the journal rows, the previous state kept as a
-// backup (copied from the states row, pruned to w.Keep), the new state,
-// its events, and deletes the markers taken and those passed over.
+// WriteCommit writes the journal rows, the new state (the previous one
+// kept as a backup where it lies, pruned to w.Keep: backups.go), its
+// events, and deletes the markers taken and those passed over.
 func (c commitTx) WriteCommit(ctx context.Context, w sqlstore.CommitWrite) error {
 	*c.wrote = true
 	for i, rec := range w.Records {
@@ -113,19 +113,13 @@ func (c commitTx) WriteCommit(ctx context.Context, w sqlstore.CommitWrite) error
 			return fmt.Errorf("journal marker %s of task %s: %w", w.Names[i], w.TaskID, err)
 		}
 	}
-	var err error
+	if err := insertState(ctx, c.wtx, w); err != nil {
+		return err
+	}
 	if w.HasState {
-		if err = keepBackup(ctx, c.wtx, w.TaskID, w.Keep); err != nil {
+		if err := pruneStates(ctx, c.wtx, w.TaskID, w.Keep); err != nil {
 			return err
 		}
-		_, err = c.ExecContext(ctx, "UPDATE states SET journal_seq = $2, doc = $3, version = $4, updated_at = $5 WHERE task_id = $1",
-			w.TaskID, w.Seq, w.Doc, w.Version, ts(w.Now))
-	} else {
-		_, err = c.ExecContext(ctx, "INSERT INTO states (task_id, journal_seq, doc, epoch, version, updated_at) VALUES ($1, $2, $3, 0, $4, $5)",
-			w.TaskID, w.Seq, w.Doc, w.Version, ts(w.Now))
-	}
-	if err != nil {
-		return fmt.Errorf("write the state of task %s: %w", w.TaskID, err)
 	}
 	if err := insertEvents(ctx, c.wtx, w.TaskID, w.Events...); err != nil {
 		return err

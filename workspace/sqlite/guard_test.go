@@ -64,6 +64,9 @@ func TestGuard(t *testing.T) {
 			`UPDATE backups SET doc = '{}'`, `DELETE FROM backups`},
 		"events": {`INSERT INTO events (task_id, time, line) VALUES ('t1', 'x', '{}')`,
 			`UPDATE events SET line = '{}'`, `DELETE FROM events`},
+		// The table both views read (migration 0008).
+		"state_history": {`INSERT INTO state_history (task_id, journal_seq, doc) VALUES ('t1', 2, '{}')`,
+			`UPDATE state_history SET doc = '{}'`, `DELETE FROM state_history`},
 		"schema_migrations": {`INSERT INTO schema_migrations (version, name) VALUES (99, 'x')`,
 			`UPDATE schema_migrations SET name = 'x'`, `DELETE FROM schema_migrations`},
 		// A task's rows cascade to its state, journal, backups: deleting
@@ -83,6 +86,8 @@ func TestGuard(t *testing.T) {
 			want = "workspaced: only the workspaced daemon writes "
 		} else if table == "schema_migrations" {
 			want = "workspaced: only workspaced writes schema_migrations"
+		} else if table == "state_history" {
+			want = "workspaced: only the workspaced daemon writes states"
 		}
 		before := count(table)
 		for _, q := range stmts {

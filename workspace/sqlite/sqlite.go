@@ -148,9 +148,8 @@ func dsn(path, txlock, synchronous string) string {
 	q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", walCheckpointPages))
 	// A statement that may fail halfway (every write of a guarded table:
 	// its trigger can RAISE) keeps the pages it changes in a statement
-	// journal, and the backup's INSERT … SELECT its row in a temporary
-	// table, each a temporary file past 64 KiB: in memory, a large state
-	// is not written to disk twice more by each commit.
+	// journal, a temporary file past 64 KiB: in memory, a large state is
+	// not written to disk once more by each commit.
 	q.Add("_pragma", "temp_store(MEMORY)")
 	q.Set("_txlock", txlock)
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()

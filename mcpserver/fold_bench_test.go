@@ -1,0 +1,72 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/workspaced/workspaced/internal/pairbench"
+	"github.com/workspaced/workspaced/tokens"
+)
+
+// BenchmarkFoldedGrant: on PostgreSQL, a token's put_memory_item and
+// get_memory_item calls over HTTP served on its remembered grant (one
+// round trip to the database) against the same calls looking the token
+// up (two), through two servers over one store, each with a session of
+// the go-sdk client, alternated within each round (pairbench); and a
+// ping, which looks the token up on both. "ratio" is remembered ÷
+// looked up, in calls a second. Run it with
+//
+//	go test -run '^$' -bench FoldedGrant -benchtime 20x ./mcpserver/
+func BenchmarkFoldedGrant(b *testing.B) {
+	st, keeper := openRoot(b, pgRoot(b))
+	tok, _, err := tokens.Add(b.Context(), keeper, tokens.Grant{Agent: "bench", Tasks: []string{tokens.AllTasks}, GlobalMemory: tokens.GlobalWrite})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sessions := map[string]*mcp.ClientSession{
+		"remembered": serveMCP(b, st, keeper, nil).mustConnect(tok, ""),
+		"lookup":     serveMCP(b, st, lookupOnly{keeper}, nil).mustConnect(tok, ""),
+	}
+	value := map[string]any{"text": strings.Repeat("x", 1000)}
+	put := map[string]any{"namespace": itemNS, "key": "p", "value": value}
+	const n = 200
+	ways := func(call func(cs *mcp.ClientSession) error) map[string]func(int) error {
+		m := map[string]func(int) error{}
+		for how, cs := range sessions {
+			m[how] = func(int) error {
+				for range n {
+					if err := call(cs); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+		}
+		return m
+	}
+	tool := func(name string, args any) func(cs *mcp.ClientSession) error {
+		return func(cs *mcp.ClientSession) error {
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+			if err == nil && res.IsError {
+				err = fmt.Errorf("%s: %v", name, res.Content)
+			}
+			return err
+		}
+	}
+	if err := tool(ToolPutMemoryItem, put)(sessions["lookup"]); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("put", func(b *testing.B) {
+		pairbench.Rates(b, 1, n, "lookup", "remembered", ways(tool(ToolPutMemoryItem, put)))
+	})
+	b.Run("get", func(b *testing.B) {
+		pairbench.Rates(b, 1, n, "lookup", "remembered", ways(tool(ToolGetMemoryItem, getArgs)))
+	})
+	b.Run("ping", func(b *testing.B) {
+		pairbench.Rates(b, 1, n, "lookup", "remembered", ways(func(cs *mcp.ClientSession) error { return cs.Ping(context.Background(), nil) }))
+	})
+}
