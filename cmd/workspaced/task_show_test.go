@@ -86,6 +86,7 @@ func TestTaskShowBrokenState(t *testing.T) {
 			"tasks/t1/state.json: parse JSON: nested deeper than 64 levels", "new"},
 		{"a time not RFC 3339", `{` + head + `,"subtasks":{"st_1":{"started_at":"2024-01-01 00:00:00"}}}`,
 			`parse tasks/t1/state.json: parsing time "2024-01-01 00:00:00"`, "new"},
+		{"a subtask null", `{` + head + `,"subtasks":{"st_1":null}}`, `read tasks/t1/state.json: subtask "st_1" is null`, "new"},
 		{"an unknown key", `{` + head + `,"owner":"x","subtasks":{"st_1":{"status":"pending"}}}`, "", "1 (1 pending)"},
 		{"a subtask twice", `{` + head + `,"subtasks":{"st_1":{"status":"pending"},"st_1":{"status":"failed"}}}`, "", "1 (1 failed)"},
 		{"a key in capitals", `{` + head + `,"subtasks":{"st_1":{"Status":"blocked"}}}`, "", "1 (1 blocked)"},
