@@ -408,3 +408,65 @@ func TestGuardedCall(t *testing.T) {
 		t.Errorf("a store that checks no grant guard: %q, want no tool", got)
 	}
 }
+
+// FuzzGuardedCall: whatever the body, the SDK reads it as it was sent,
+// and a tool is named only for one tools/call of a guarded tool.
+func FuzzGuardedCall(f *testing.F) {
+	f.Add(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"put_memory_item","arguments":{}}}`)
+	f.Add(`[{"method":"tools/call","params":{"name":"get_memory_item"}}]`)
+	f.Add(`{"method":"tools/call","params":{"name":"get_memory_item"},"method":"ping"}`)
+	f.Add(`{"method":"tools/call","params":null}`)
+	f.Add("\xff{")
+	h := &HTTP{folded: map[string]bool{ToolPutMemoryItem: true, ToolGetMemoryItem: true}}
+	f.Fuzz(func(t *testing.T, body string) {
+		r := httptest.NewRequest("POST", "/mcp", strings.NewReader(body))
+		r.Header.Set("Mcp-Session-Id", "s1")
+		tool := h.guardedCall(r, tokens.Prefix+"x")
+		if got, _ := io.ReadAll(r.Body); string(got) != body {
+			t.Fatalf("the body the SDK reads: %q, want %q", got, body)
+		}
+		if tool == "" {
+			return
+		}
+		var m struct {
+			Method string `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal([]byte(body), &m); err != nil || m.Method != "tools/call" || m.Params.Name != tool || !h.folded[tool] {
+			t.Fatalf("%q named %s", body, tool)
+		}
+	})
+}
+
+// TestIdentifyByRememberedGrant: a listener's limits name a token by the
+// grant the Keeper remembers, with no look-up (a token revoked elsewhere
+// is still named until its next look-up), while Who, which admits,
+// looks it up.
+func TestIdentifyByRememberedGrant(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root := pgRoot(t)
+	st, keeper := openRoot(t, root)
+	_, otherKeeper := openRoot(t, root)
+	f := serveMCP(t, st, keeper, nil)
+	tok, g, err := tokens.Add(ctx, keeper, tokens.Grant{Agent: "w", Tasks: []string{tokens.AllTasks}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest("POST", "/mcp", nil)
+	r.Header.Set("Authorization", "Bearer "+tok)
+	if id, ok := f.h.Who(r); !ok || id != g.ID() { // looks it up, and remembers it
+		t.Fatalf("Who: %q %v, want %s", id, ok, g.ID())
+	}
+	if _, err := tokens.Revoke(ctx, otherKeeper, g.ID(), ""); err != nil {
+		t.Fatal(err)
+	}
+	if id, ok := f.h.Identify(r); !ok || id != g.ID() {
+		t.Errorf("Identify after a revoke elsewhere: %q %v, want %s from the remembered grant", id, ok, g.ID())
+	}
+	if id, ok := f.h.Who(r); ok {
+		t.Errorf("Who after the revoke: %q, want refused", id)
+	}
+}

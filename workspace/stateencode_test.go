@@ -83,3 +83,24 @@ func FuzzAppendStateIndent(f *testing.F) {
 		agreeOnEncoding(t, &st)
 	})
 }
+
+// BenchmarkAppendStateIndent10000 writes a state of 10,000 subtasks with
+// AppendStateIndent, and BenchmarkEncodeStateJSON10000 with encoding/json.
+func BenchmarkAppendStateIndent10000(b *testing.B) {
+	st := quickStates(b)["10000 subtask"]
+	for b.Loop() {
+		if _, err := AppendStateIndent(nil, &st, "  "); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEncodeStateJSON10000: see BenchmarkAppendStateIndent10000.
+func BenchmarkEncodeStateJSON10000(b *testing.B) {
+	st := quickStates(b)["10000 subtask"]
+	for b.Loop() {
+		if _, err := encodeStateJSON(&st, "  "); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -47,7 +47,9 @@ func ParseStateHead(id string, data []byte) (StateHead, error) {
 
 // CheckStateHead checks st, decoded from task id's state, the way
 // ParseStateHead checks a head: an error saying so when its task_id names
-// another task or is missing, or its status is not a task status.
+// another task or is missing, or its status is not a task status. It
+// also refuses a subtask, checkpoint or worker that is null, which no
+// daemon writes and every reader of the state would trip on.
 func CheckStateHead(id string, st State) error {
 	h := stateHeadJSON{JournalSeq: &st.JournalSeq}
 	// Decoded, a missing task_id or status reads as empty.
@@ -57,7 +59,29 @@ func CheckStateHead(id string, st State) error {
 	if st.Status != "" {
 		h.Status = &st.Status
 	}
-	return h.check(id)
+	if err := h.check(id); err != nil {
+		return err
+	}
+	if k, ok := nullEntry(st.Subtasks); ok {
+		return fmt.Errorf("subtask %q is null", k)
+	}
+	if k, ok := nullEntry(st.Checkpoints); ok {
+		return fmt.Errorf("checkpoint %q is null", k)
+	}
+	if k, ok := nullEntry(st.Workers); ok {
+		return fmt.Errorf("worker %q is null", k)
+	}
+	return nil
+}
+
+// nullEntry is the least key of m whose value is nil, and whether one is.
+func nullEntry[T any](m map[string]*T) (least string, found bool) {
+	for k, v := range m {
+		if v == nil && (!found || k < least) {
+			least, found = k, true
+		}
+	}
+	return least, found
 }
 
 // StateHint is the hint of a state.json that does not validate.

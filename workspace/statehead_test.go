@@ -48,3 +48,34 @@ func TestTaskStateHead(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckStateHeadRefusesNullEntries: a decoded state whose subtask,
+// checkpoint or worker is null (a state.json edited by hand) is refused
+// naming it, the least such key when there are several.
+func TestCheckStateHeadRefusesNullEntries(t *testing.T) {
+	head := State{TaskID: "t1", Status: "executing"}
+	for _, tc := range []struct {
+		name string
+		edit func(*State)
+		err  string
+	}{
+		{"sound", func(st *State) {
+			st.Subtasks = map[string]*SubtaskState{"st_1": {}}
+			st.Workers = map[string]*WorkerState{}
+		}, ""},
+		{"a subtask null", func(st *State) { st.Subtasks = map[string]*SubtaskState{"st_2": nil, "st_1": nil, "st_0": {}} }, `subtask "st_1" is null`},
+		{"a subtask of the empty id null", func(st *State) { st.Subtasks = map[string]*SubtaskState{"": nil} }, `subtask "" is null`},
+		{"a checkpoint null", func(st *State) { st.Checkpoints = map[string]*CheckpointState{"cp": nil} }, `checkpoint "cp" is null`},
+		{"a worker null", func(st *State) { st.Workers = map[string]*WorkerState{"w1": nil} }, `worker "w1" is null`},
+		{"the head first", func(st *State) { st.TaskID = "t2"; st.Workers = map[string]*WorkerState{"w1": nil} }, `state of task "t2"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := head
+			tc.edit(&st)
+			err := CheckStateHead("t1", st)
+			if (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+				t.Fatalf("CheckStateHead = %v, want %q", err, tc.err)
+			}
+		})
+	}
+}

@@ -249,3 +249,28 @@ func eachMutation(t *testing.T, n int, f func([]byte)) {
 		}
 	}
 }
+
+// BenchmarkQuickState10000 decodes the daemon's document of a state of
+// 10,000 subtasks with QuickState, and BenchmarkDecodeStrictState10000
+// with encoding/json (what a state read cost before).
+func BenchmarkQuickState10000(b *testing.B) {
+	data := quickDocs(b)["10000 subtask, canonical"]
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if st, ok := QuickState(data, DefaultMaxDepth); !ok || len(st.Subtasks) != 10000 {
+			b.Fatal("QuickState left the daemon's document to encoding/json")
+		}
+	}
+}
+
+// BenchmarkDecodeStrictState10000: see BenchmarkQuickState10000.
+func BenchmarkDecodeStrictState10000(b *testing.B) {
+	data := quickDocs(b)["10000 subtask, canonical"]
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		var st State
+		if err := DecodeStrict("state.json", data, DefaultMaxDepth, &st); err != nil || len(st.Subtasks) != 10000 {
+			b.Fatal(err)
+		}
+	}
+}

@@ -75,7 +75,7 @@ func stateShow(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if *asJSON {
-		return printJSON(e.stdout, st)
+		return printStateJSON(e.stdout, &st)
 	}
 	printState(e.stdout, st)
 	return nil

@@ -203,3 +203,14 @@ func printTaskDetail(w io.Writer, d taskDetail) error {
 	_, err = w.Write(out)
 	return err
 }
+
+// printStateJSON is printJSON(w, st), byte for byte, written by
+// workspace.AppendStateIndent (`state show --json`).
+func printStateJSON(w io.Writer, st *workspace.State) error {
+	out, err := workspace.AppendStateIndent(nil, st, "")
+	if err != nil {
+		return printJSON(w, st)
+	}
+	_, err = w.Write(append(out, '\n'))
+	return err
+}

@@ -13,8 +13,9 @@ import (
 )
 
 // TestTaskShowJSONAsEncodingJSON: `task show --json` writes what
-// encoding/json writes of its detail, byte for byte, whatever the state,
-// and fails where encoding/json fails.
+// encoding/json writes of its detail, and `state show --json` of its
+// state, byte for byte, whatever the state, and fails where encoding/json
+// fails.
 func TestTaskShowJSONAsEncodingJSON(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2024, 1, 1, 0, 0, 0, 123456789, time.FixedZone("", 2*3600))
@@ -50,6 +51,16 @@ func TestTaskShowJSONAsEncodingJSON(t *testing.T) {
 			if !bytes.Equal(got.Bytes(), want.Bytes()) {
 				t.Fatalf("task show --json wrote\n%.3000s\nencoding/json\n%.3000s", got.Bytes(), want.Bytes())
 			}
+			if d.State == nil {
+				return
+			}
+			want.Reset()
+			got.Reset()
+			wantErr = printJSON(&want, *d.State)
+			err = printStateJSON(&got, d.State)
+			if (err != nil) != (wantErr != nil) || (err != nil && err.Error() != wantErr.Error()) || !bytes.Equal(got.Bytes(), want.Bytes()) {
+				t.Fatalf("state show --json wrote (%v)\n%.3000s\nencoding/json (%v)\n%.3000s", err, got.Bytes(), wantErr, want.Bytes())
+			}
 		})
 	}
 }
@@ -75,6 +86,7 @@ func TestTaskShowBrokenState(t *testing.T) {
 			"tasks/t1/state.json: parse JSON: nested deeper than 64 levels", "new"},
 		{"a time not RFC 3339", `{` + head + `,"subtasks":{"st_1":{"started_at":"2024-01-01 00:00:00"}}}`,
 			`parse tasks/t1/state.json: parsing time "2024-01-01 00:00:00"`, "new"},
+		{"a subtask null", `{` + head + `,"subtasks":{"st_1":null}}`, `read tasks/t1/state.json: subtask "st_1" is null`, "new"},
 		{"an unknown key", `{` + head + `,"owner":"x","subtasks":{"st_1":{"status":"pending"}}}`, "", "1 (1 pending)"},
 		{"a subtask twice", `{` + head + `,"subtasks":{"st_1":{"status":"pending"},"st_1":{"status":"failed"}}}`, "", "1 (1 failed)"},
 		{"a key in capitals", `{` + head + `,"subtasks":{"st_1":{"Status":"blocked"}}}`, "", "1 (1 blocked)"},
