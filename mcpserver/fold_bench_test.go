@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,7 +10,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/workspaced/workspaced/internal/pairbench"
+	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/tokens"
+	"github.com/workspaced/workspaced/workspace"
 )
 
 // BenchmarkFoldedGrant: on PostgreSQL, a token's put_memory_item and
@@ -18,7 +21,9 @@ import (
 // up (two), through two servers over one store, each with a session of
 // the go-sdk client, alternated within each round (pairbench); and a
 // ping, which looks the token up on both. "ratio" is remembered ÷
-// looked up, in calls a second. Run it with
+// looked up, in calls a second; put-vs-store pairs the MCP put on the
+// remembered grant with the store's own put in-process (its ratio:
+// MCP ÷ the store). Run it with
 //
 //	go test -run '^$' -bench FoldedGrant -benchtime 20x ./mcpserver/
 func BenchmarkFoldedGrant(b *testing.B) {
@@ -65,6 +70,22 @@ func BenchmarkFoldedGrant(b *testing.B) {
 	})
 	b.Run("get", func(b *testing.B) {
 		pairbench.Rates(b, 1, n, "lookup", "remembered", ways(tool(ToolGetMemoryItem, getArgs)))
+	})
+	// The store's own put in-process, beside the MCP put on the
+	// remembered grant: what the call adds to the operation it runs.
+	b.Run("put-vs-store", func(b *testing.B) {
+		m := ways(tool(ToolPutMemoryItem, put))
+		data, _ := json.Marshal(value)
+		m["store"] = func(int) error {
+			for range n {
+				if _, err := service.MemoryPut(b.Context(), st, workspace.MemoryPutRequest{Namespace: itemNS, Key: "p", Value: data, Agent: "bench"}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		delete(m, "lookup")
+		pairbench.Rates(b, 1, n, "store", "remembered", m)
 	})
 	b.Run("ping", func(b *testing.B) {
 		pairbench.Rates(b, 1, n, "lookup", "remembered", ways(func(cs *mcp.ClientSession) error { return cs.Ping(context.Background(), nil) }))
