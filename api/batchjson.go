@@ -35,8 +35,9 @@ func decodeBatch(data []byte, maxDepth int, in *memoryBatch) error {
 // decodeBatchAtOnce is decodeBatch's one pass: false for a body it
 // leaves to decodeStrict.
 func decodeBatchAtOnce(data []byte, maxDepth int, in *memoryBatch) bool {
-	return workspace.CheckText("the batch", data) == nil && workspace.CheckDepth(data, maxDepth) == nil &&
-		jsonv2.Unmarshal(data, in, jsonv2.RejectUnknownMembers(true)) == nil && objects(in.Puts)
+	// The decoder checks what CheckText does: text in UTF-8 with no lone
+	// surrogate escape.
+	return workspace.CheckDepth(data, maxDepth) == nil && jsonv2.Unmarshal(data, in, jsonv2.RejectUnknownMembers(true)) == nil && objects(in.Puts)
 }
 
 // objects says every put's value is a JSON object, as decoded.

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -468,5 +469,21 @@ func TestIdentifyByRememberedGrant(t *testing.T) {
 	}
 	if id, ok := f.h.Who(r); ok {
 		t.Errorf("Who after the revoke: %q, want refused", id)
+	}
+}
+
+// TestFoldOnlyWhereChecked: the tree and SQLite check no grant guard in
+// their statements: every request there looks its token up, as before.
+func TestFoldOnlyWhereChecked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, root := range []string{filepath.Join(t.TempDir(), "ws"), "sqlite:" + filepath.Join(t.TempDir(), "ws.db")} {
+		if _, err := service.Init(ctx, root, service.Roles{}); err != nil {
+			t.Fatal(err)
+		}
+		st, k := openRoot(t, root)
+		if f := serveMCP(t, st, k, nil); f.h.folded != nil || f.h.remember != nil {
+			t.Errorf("%s: calls admitted on remembered grants: %v", root, f.h.folded)
+		}
 	}
 }

@@ -2,7 +2,6 @@ package workspace
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,8 +33,24 @@ func FormatEventAround(e Event, attr string) (head, tail string) {
 // formatEvent is e's line and where in it attr's value stands
 // (line[at:end]; both 0 when attr is "" or not an attribute of e).
 func formatEvent(e Event, attr string) (line string, at, end int) {
+	// The keys sorted in an array of the stack (an event has a handful),
+	// the time appended, the line's size reserved: one allocation a line
+	// where words need no quoting.
+	var keysArr [8]string
+	keys := keysArr[:0]
+	n := len(TimeFormat) + len(e.Name) + len(e.TaskID) + 2
+	for _, a := range e.Args {
+		n += len(a) + 1
+	}
+	for k, v := range e.Attrs {
+		keys = append(keys, k)
+		n += len(k) + len(v) + 2
+	}
+	slices.Sort(keys)
 	var b strings.Builder
-	b.WriteString(e.Time.UTC().Format(TimeFormat))
+	b.Grow(n)
+	var tb [len(TimeFormat) + 8]byte
+	b.Write(e.Time.UTC().AppendFormat(tb[:0], TimeFormat))
 	b.WriteByte(' ')
 	b.WriteString(quoteWord(e.Name))
 	b.WriteByte(' ')
@@ -44,7 +59,7 @@ func formatEvent(e Event, attr string) (line string, at, end int) {
 		b.WriteByte(' ')
 		b.WriteString(quoteWord(a))
 	}
-	for _, k := range slices.Sorted(maps.Keys(e.Attrs)) {
+	for _, k := range keys {
 		b.WriteByte(' ')
 		b.WriteString(quoteWord(k))
 		b.WriteByte('=')

@@ -85,6 +85,18 @@ func IsObject(data []byte) bool {
 	return len(t) > 0 && t[0] == '{' && jsontext.Value(t).IsValid(strictText...)
 }
 
+// plainJSON says json.Marshal writes s between its quotes as it is:
+// printable ASCII other than the quote, the backslash and the three it
+// escapes for HTML.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
 // CheckText refuses JSON text that is not valid UTF-8, or whose strings
 // hold a lone surrogate escape ("\ud800" with no low half after it):
 // Go's decoder turns either into U+FFFD without a word, so "bad\xffkey"
@@ -199,22 +211,26 @@ func marshalCanonical(v any) ([]byte, error) {
 // deeper than max. It scans bytes (strings skipped) without decoding, so a
 // hostile document costs one pass and no allocation.
 func CheckDepth(data []byte, max int) error {
-	depth, inStr, esc := 0, false, false
-	for i, c := range data {
-		if inStr {
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				inStr = false
-			}
-			continue
-		}
-		switch c {
+	depth := 0
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; c {
 		case '"':
-			inStr = true
+			// To the string's closing quote: the next quote after an even
+			// run of backslashes (none, or escaped backslashes).
+			for {
+				j := bytes.IndexByte(data[i+1:], '"')
+				if j < 0 {
+					return nil
+				}
+				i += 1 + j
+				k := i - 1
+				for k >= 0 && data[k] == '\\' {
+					k--
+				}
+				if (i-1-k)%2 == 0 {
+					break
+				}
+			}
 		case '{', '[':
 			depth++
 			if depth > max {

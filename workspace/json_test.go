@@ -3,6 +3,8 @@ package workspace
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,6 +83,68 @@ func FuzzCompactMemoryValue(f *testing.F) {
 		}
 		if got, ok := CompactValue(v); !ok || !bytes.Equal(got, want) {
 			t.Fatalf("%q: compacted %q (%v), before %q", v, got, ok, want)
+		}
+	})
+}
+
+// FuzzNamespaceString: a namespace is named by json.Marshal's bytes.
+func FuzzNamespaceString(f *testing.F) {
+	for _, s := range []string{"users/42/prefs", "", "<b>/&/\"q\"", "é/\x00/\u2028", "a\\b/\x7f/~"} {
+		f.Add(s, false)
+	}
+	f.Add("", true)
+	f.Fuzz(func(t *testing.T, s string, null bool) {
+		ns := Namespace(strings.Split(s, "/"))
+		if null {
+			ns = nil
+		}
+		want, _ := json.Marshal([]string(ns))
+		if got := ns.String(); got != string(want) {
+			t.Fatalf("%q: %s, json.Marshal %s", ns, got, want)
+		}
+	})
+}
+
+// checkDepthByteByByte is CheckDepth as it was, a byte at a time.
+func checkDepthByteByByte(data []byte, max int) error {
+	depth, inStr, esc := 0, false, false
+	for i, c := range data {
+		if inStr {
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inStr = true
+		case '{', '[':
+			depth++
+			if depth > max {
+				return &Error{Kind: ErrUnsafe, Op: "parse JSON", Msg: fmt.Sprintf("nested deeper than %d levels (at byte %d)", max, i)}
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return nil
+}
+
+// FuzzCheckDepth: CheckDepth, which skips strings by their quotes, says
+// what the byte-by-byte scan said.
+func FuzzCheckDepth(f *testing.F) {
+	for _, s := range []string{`{"a":[{"b":"]\"[[["}]}`, `["\\", [[[`, `"\\\"[[[[`, `[[["`, `{"a\\\\\\":"[["}`, `]]][[[`} {
+		f.Add([]byte(s), 2)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, max int) {
+		got, want := CheckDepth(data, max), checkDepthByteByByte(data, max)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%q within %d: %v, byte by byte %v", data, max, got, want)
 		}
 	})
 }

@@ -208,8 +208,27 @@ type NamespaceDoc struct {
 // String is the namespace as a JSON array, how messages and events name
 // it.
 func (ns Namespace) String() string {
-	b, _ := json.Marshal([]string(ns))
-	return string(b)
+	if ns == nil {
+		return "null"
+	}
+	n := 2
+	for _, l := range ns {
+		if !plainJSON(l) {
+			b, _ := json.Marshal([]string(ns))
+			return string(b)
+		}
+		n += len(l) + 3
+	}
+	// Labels json.Marshal writes as they are: the same bytes, by hand.
+	b := make([]byte, 0, n)
+	b = append(b, '[')
+	for i, l := range ns {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(append(append(b, '"'), l...), '"')
+	}
+	return string(append(b, ']'))
 }
 
 // CompareNamespaces orders namespaces label by label, each by bytes; a

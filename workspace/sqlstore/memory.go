@@ -63,8 +63,12 @@ func NewMemoryPut(ctx context.Context, req workspace.MemoryPutRequest, t time.Ti
 		value = b.Bytes()
 	}
 	guard, _ := workspace.GrantGuardOf(ctx)
-	return MemoryPut{Req: req, NSKey: req.Namespace.Sortable(), Value: value, At: t, Guard: guard,
-		event: workspace.Attributed(ctx, workspace.MemoryEvent("stored", req.Namespace, req.Key, req.Agent, 1, t))}, nil
+	e := workspace.MemoryEvent("stored", req.Namespace, req.Key, req.Agent, 1, t)
+	if id := workspace.TokenOf(ctx); id != "" {
+		// workspace.Attributed, in the map MemoryEvent made for e alone.
+		e.Attrs[workspace.EventToken] = id
+	}
+	return MemoryPut{Req: req, NSKey: req.Namespace.Sortable(), Value: value, At: t, Guard: guard, event: e}, nil
 }
 
 // Expires is the put's expiry (nil for none).
