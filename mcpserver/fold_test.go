@@ -225,8 +225,13 @@ func TestFoldedGrantRefusedAtOnce(t *testing.T) {
 				t.Fatalf("a get with read access: %s", text)
 			}
 		}
+		refusals := strings.Count(f.log.String(), "mcp: call refused")
 		if text, isErr := callHTTP(t, cs, ToolPutMemoryItem, putArgs(8)); !isErr || !strings.Contains(text, "may not write") {
 			t.Fatalf("a put with read access: %v %q", isErr, text)
+		}
+		// Decided on the remembered grant, then on a look-up: one refusal.
+		if n := strings.Count(f.log.String(), "mcp: call refused") - refusals; n != 1 {
+			t.Errorf("refusals logged for the put: %d, want 1", n)
 		}
 		change(t, g, func(g *tokens.Grant) { g.GlobalMemory = tokens.GlobalWrite })
 		if text, isErr := callHTTP(t, cs, ToolPutMemoryItem, putArgs(8)); isErr {
