@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -224,8 +225,13 @@ func TestFoldedGrantRefusedAtOnce(t *testing.T) {
 				t.Fatalf("a get with read access: %s", text)
 			}
 		}
+		refusals := strings.Count(f.log.String(), "mcp: call refused")
 		if text, isErr := callHTTP(t, cs, ToolPutMemoryItem, putArgs(8)); !isErr || !strings.Contains(text, "may not write") {
 			t.Fatalf("a put with read access: %v %q", isErr, text)
+		}
+		// Decided on the remembered grant, then on a look-up: one refusal.
+		if n := strings.Count(f.log.String(), "mcp: call refused") - refusals; n != 1 {
+			t.Errorf("refusals logged for the put: %d, want 1", n)
 		}
 		change(t, g, func(g *tokens.Grant) { g.GlobalMemory = tokens.GlobalWrite })
 		if text, isErr := callHTTP(t, cs, ToolPutMemoryItem, putArgs(8)); isErr {
@@ -468,5 +474,21 @@ func TestIdentifyByRememberedGrant(t *testing.T) {
 	}
 	if id, ok := f.h.Who(r); ok {
 		t.Errorf("Who after the revoke: %q, want refused", id)
+	}
+}
+
+// TestFoldOnlyWhereChecked: the tree and SQLite check no grant guard in
+// their statements: every request there looks its token up, as before.
+func TestFoldOnlyWhereChecked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, root := range []string{filepath.Join(t.TempDir(), "ws"), "sqlite:" + filepath.Join(t.TempDir(), "ws.db")} {
+		if _, err := service.Init(ctx, root, service.Roles{}); err != nil {
+			t.Fatal(err)
+		}
+		st, k := openRoot(t, root)
+		if f := serveMCP(t, st, k, nil); f.h.folded != nil || f.h.remember != nil {
+			t.Errorf("%s: calls admitted on remembered grants: %v", root, f.h.folded)
+		}
 	}
 }

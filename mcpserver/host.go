@@ -166,13 +166,18 @@ func define[In any](name, desc string, ann *mcp.ToolAnnotations, out *schema, h 
 	}
 	check := newArgChecker(name, sch)
 	// run checks and runs one call; outcome is how it ended, for the
-	// audit.
-	run := func(bound *Server, ctx context.Context, req *mcp.CallToolRequest, extra *mcp.RequestExtra, raw json.RawMessage) (s *Server, res *mcp.CallToolResult, outcome string, err error) {
+	// audit. A tentative call (on a remembered grant, decided again on a
+	// look-up when refused) logs no refusal of its own.
+	run := func(bound *Server, ctx context.Context, req *mcp.CallToolRequest, extra *mcp.RequestExtra, raw json.RawMessage, tentative bool) (s *Server, res *mcp.CallToolResult, outcome string, err error) {
 		s, err = bound.on(ctx, extra, name, raw)
 		if err != nil {
 			return bound, errorResult(err), audit.Refused, err
 		}
-		if err := s.permit(extra, name, raw); err != nil {
+		permit := s.permit
+		if tentative {
+			permit = s.check
+		}
+		if err := permit(extra, name, raw); err != nil {
 			return s, errorResult(err), audit.Refused, err
 		}
 		in, err := decodeArgs[In](check, raw)
@@ -209,7 +214,7 @@ func define[In any](name, desc string, ann *mcp.ToolAnnotations, out *schema, h 
 			// it in the operation's own statement (fold.go).
 			guarded = workspace.WithGrantGuard(ctx, rm.guard)
 		}
-		s, res, outcome, err := run(bound, guarded, req, extra, raw)
+		s, res, outcome, err := run(bound, guarded, req, extra, raw, rm != nil)
 		if rm != nil && againOnLookUp(err) {
 			g, lerr := rm.lookUp()
 			if lerr != nil {
@@ -221,7 +226,7 @@ func define[In any](name, desc string, ann *mcp.ToolAnnotations, out *schema, h 
 			extra = lookedUp(extra, g)
 			again := *req
 			again.Extra = extra
-			s, res, outcome, err = run(bound, ctx, &again, extra, raw)
+			s, res, outcome, err = run(bound, ctx, &again, extra, raw, false)
 		}
 		s.record(ctx, extra, name, raw, outcome, err)
 		return res
