@@ -87,6 +87,32 @@ func FuzzCompactMemoryValue(f *testing.F) {
 	})
 }
 
+// FuzzCompactMemoryPut: a put checked and compacted in one pass is
+// refused as CheckMemoryPut refuses it, and else gives its value as
+// json.Compact does.
+func FuzzCompactMemoryPut(f *testing.F) {
+	f.Add("users/42", "prefs", []byte(` { "theme" : "dark" } `), 60, 0, false)
+	f.Add("a", "k", []byte(`{"a":[1, 2]}`), -1, 0, false)
+	f.Add("a", "k", []byte(`{}}`), 0, 2, true)
+	f.Add("a\x00b", "k\xff", []byte(`[1]`), 0, -1, false)
+	lim := LimitSettings{ValueMaxBytes: 200, MaxDepth: 6}
+	f.Fuzz(func(t *testing.T, ns, key string, v []byte, ttl, ifVersion int, ifAbsent bool) {
+		req := MemoryPutRequest{Namespace: Namespace(strings.Split(ns, "/")), Key: key, Value: v, TTLSeconds: ttl, IfVersion: ifVersion, IfAbsent: ifAbsent, Agent: "po"}
+		got, err := CompactMemoryPut(req, lim)
+		werr := CheckMemoryPut(req, lim)
+		if (err == nil) != (werr == nil) || (err != nil && (err.Error() != werr.Error() || HintOf(err) != HintOf(werr))) {
+			t.Fatalf("%+v: error %v, CheckMemoryPut %v", req, err, werr)
+		}
+		if err != nil {
+			return
+		}
+		var want bytes.Buffer
+		if json.Compact(&want, v) != nil || !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("%q: compacted %q, json.Compact %q", v, got, want.Bytes())
+		}
+	})
+}
+
 // FuzzNamespaceString: a namespace is named by json.Marshal's bytes.
 func FuzzNamespaceString(f *testing.F) {
 	for _, s := range []string{"users/42/prefs", "", "<b>/&/\"q\"", "é/\x00/\u2028", "a\\b/\x7f/~"} {

@@ -270,6 +270,11 @@ func CheckMemoryPut(req MemoryPutRequest, lim LimitSettings) error {
 	if err := CheckMemoryValue(req.Value, lim); err != nil {
 		return err
 	}
+	return checkPutOptions(req)
+}
+
+// checkPutOptions checks a put's time to live and compare-and-set.
+func checkPutOptions(req MemoryPutRequest) error {
 	switch {
 	case req.TTLSeconds < 0 || req.TTLSeconds > MaxTTLSeconds:
 		return FieldErr(ErrInvalid, "ttl", FieldTTL, "give a time to live of 1 second to 10 years, or none", "time to live of %d seconds", req.TTLSeconds)

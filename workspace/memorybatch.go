@@ -1,7 +1,9 @@
 package workspace
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 )
@@ -29,16 +31,70 @@ type MemoryPutResult struct {
 // prefixed with its index (puts[i]) and keeping its kind, hint and
 // field.
 func CheckMemoryPuts(reqs []MemoryPutRequest, lim LimitSettings) error {
-	switch {
-	case len(reqs) == 0:
-		return Invalidf("memory batch", fmt.Sprintf("give 1 to %d puts", MaxMemoryBatch), "no puts")
-	case len(reqs) > MaxMemoryBatch:
-		return Invalidf("memory batch", fmt.Sprintf("split the puts into batches of at most %d", MaxMemoryBatch), "%d puts, over %d", len(reqs), MaxMemoryBatch)
+	if err := checkBatchSize(len(reqs)); err != nil {
+		return err
 	}
 	for i, req := range reqs {
 		if err := CheckMemoryPut(req, lim); err != nil {
 			return AtPut(i, err)
 		}
+	}
+	return nil
+}
+
+// CompactMemoryPuts is CheckMemoryPuts that also gives each put's value
+// compacted (CompactMemoryPut), for a store that writes them so.
+func CompactMemoryPuts(reqs []MemoryPutRequest, lim LimitSettings) ([]json.RawMessage, error) {
+	if err := checkBatchSize(len(reqs)); err != nil {
+		return nil, err
+	}
+	values := make([]json.RawMessage, len(reqs))
+	for i, req := range reqs {
+		v, err := CompactMemoryPut(req, lim)
+		if err != nil {
+			return nil, AtPut(i, err)
+		}
+		values[i] = v
+	}
+	return values, nil
+}
+
+// CompactMemoryPut checks req as CheckMemoryPut does and gives its value
+// compacted (json.Compact's bytes): for a good value the check and the
+// compaction are one pass.
+func CompactMemoryPut(req MemoryPutRequest, lim LimitSettings) (json.RawMessage, error) {
+	if err := checkItemName(req.Namespace, req.Key, req.Agent); err != nil {
+		return nil, err
+	}
+	v := req.Value
+	if len(v) > 0 && len(v) <= lim.ValueMaxBytes && CheckDepth(v, lim.MaxDepth) == nil {
+		if out, ok := CompactValue(v); ok && out[0] == '{' {
+			if err := checkPutOptions(req); err != nil {
+				return nil, err
+			}
+			return out, nil
+		}
+	}
+	if err := CheckMemoryValue(v, lim); err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	if err := json.Compact(&out, v); err != nil {
+		return nil, FieldErr(ErrInvalid, "value", FieldValue, "give a JSON object", "%v", err)
+	}
+	if err := checkPutOptions(req); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// checkBatchSize refuses a batch of no puts or more than MaxMemoryBatch.
+func checkBatchSize(n int) error {
+	switch {
+	case n == 0:
+		return Invalidf("memory batch", fmt.Sprintf("give 1 to %d puts", MaxMemoryBatch), "no puts")
+	case n > MaxMemoryBatch:
+		return Invalidf("memory batch", fmt.Sprintf("split the puts into batches of at most %d", MaxMemoryBatch), "%d puts, over %d", n, MaxMemoryBatch)
 	}
 	return nil
 }

@@ -108,9 +108,9 @@ func (c commitTx) ReadProducts(ctx context.Context, taskID string, paths, planPa
 // WriteCommit sends the commit's writes in one round trip.
 func (c commitTx) WriteCommit(ctx context.Context, w sqlstore.CommitWrite) error {
 	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO journal (task_id, seq, taken_at, name, record, epoch)
-		SELECT $1, s, $2, n, r, $3 FROM unnest($4::bigint[], $5::text[], $6::text[]) AS u(s, n, r)`,
-		w.TaskID, w.Now, w.Epoch, w.Seqs, w.Names, w.Records)
+	b.Queue(`INSERT INTO journal (task_id, seq, taken_at, name, record, epoch, verdict)
+		SELECT $1, s, $2, n, r, $3, v FROM unnest($4::bigint[], $5::text[], $6::text[], $7::text[]) AS u(s, n, r, v)`,
+		w.TaskID, w.Now, w.Epoch, w.Seqs, w.Names, w.Records, w.Verdicts)
 	if w.HasState {
 		// The previous state is copied by the server: it is the row
 		// about to be updated.

@@ -108,8 +108,8 @@ func (c commitTx) ReadProducts(ctx context.Context, taskID string, paths, planPa
 func (c commitTx) WriteCommit(ctx context.Context, w sqlstore.CommitWrite) error {
 	*c.wrote = true
 	for i, rec := range w.Records {
-		if _, err := c.ExecContext(ctx, "INSERT INTO journal (task_id, seq, taken_at, name, record, epoch) VALUES ($1, $2, $3, $4, $5, 0)",
-			w.TaskID, w.Seqs[i], ts(w.Now), w.Names[i], rec); err != nil {
+		if _, err := c.ExecContext(ctx, "INSERT INTO journal (task_id, seq, taken_at, name, record, epoch, verdict) VALUES ($1, $2, $3, $4, $5, 0, $6)",
+			w.TaskID, w.Seqs[i], ts(w.Now), w.Names[i], rec, w.Verdicts[i]); err != nil {
 			return fmt.Errorf("journal marker %s of task %s: %w", w.Names[i], w.TaskID, err)
 		}
 	}

@@ -444,13 +444,16 @@ func (c *commitTx) planOf(ctx context.Context, pr inputs, plan *knownPlan) func(
 // passed over) deleted.
 func (c *commitTx) write(ctx context.Context, f folded, ms []Marker, dups []int64) error {
 	n := len(f.recs)
-	w := CommitWrite{TaskID: c.id, Epoch: c.epoch, Now: f.now, Seqs: make([]int64, n), Names: make([]string, n), Records: make([]string, n),
+	w := CommitWrite{TaskID: c.id, Epoch: c.epoch, Now: f.now, Seqs: make([]int64, n), Names: make([]string, n), Records: make([]string, n), Verdicts: make([]string, n),
 		HasState: c.HasState, Keep: c.s.Settings().Backups.Keep,
 		Seq: f.next.JournalSeq, Version: c.PrevVersion + 1, Doc: f.doc, Events: f.evs, Delete: make([]int64, n, n+len(dups))}
 	for i, r := range f.recs {
 		rb, err := atomicfile.Marshal(r)
 		if err != nil {
 			return fmt.Errorf("encode journal record %d of task %s: %w", r.Seq, c.id, err)
+		}
+		if w.Verdicts[i], err = VerdictExcerpt(f.next, r, Stamp{w.Version, c.epoch}); err != nil {
+			return fmt.Errorf("encode the verdict of journal record %d of task %s: %w", r.Seq, c.id, err)
 		}
 		w.Seqs[i], w.Names[i], w.Records[i], w.Delete[i] = r.Seq, ms[i].Name, string(rb), ms[i].ID
 	}

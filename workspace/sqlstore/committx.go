@@ -71,6 +71,9 @@ type CommitWrite struct {
 	Seqs    []int64  // the journal records', with their markers' names
 	Names   []string // and their JSON
 	Records []string
+	// Verdicts: the verdict column of each record's row
+	// (VerdictExcerpt).
+	Verdicts []string
 	// HasState: the state row is copied as a backup by the server (its
 	// document is not sent again) and updated, else inserted.
 	HasState bool

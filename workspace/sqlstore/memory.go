@@ -62,13 +62,19 @@ func NewMemoryPut(ctx context.Context, req workspace.MemoryPutRequest, t time.Ti
 		}
 		value = b.Bytes()
 	}
+	return newMemoryPut(ctx, req, value, t), nil
+}
+
+// newMemoryPut is the put of req at t, its value already compacted
+// (workspace.CompactMemoryPut).
+func newMemoryPut(ctx context.Context, req workspace.MemoryPutRequest, value []byte, t time.Time) MemoryPut {
 	guard, _ := workspace.GrantGuardOf(ctx)
 	e := workspace.MemoryEvent("stored", req.Namespace, req.Key, req.Agent, 1, t)
 	if id := workspace.TokenOf(ctx); id != "" {
 		// workspace.Attributed, in the map MemoryEvent made for e alone.
 		e.Attrs[workspace.EventToken] = id
 	}
-	return MemoryPut{Req: req, NSKey: req.Namespace.Sortable(), Value: value, At: t, Guard: guard, event: e}, nil
+	return MemoryPut{Req: req, NSKey: req.Namespace.Sortable(), Value: value, At: t, Guard: guard, event: e}
 }
 
 // Expires is the put's expiry (nil for none).
@@ -76,14 +82,12 @@ func (p MemoryPut) Expires() *time.Time { return workspace.ExpiresAt(p.At, p.Req
 
 // PutMemory creates or replaces an item, with its event, in one write.
 func (s *Store) PutMemory(ctx context.Context, req workspace.MemoryPutRequest) (workspace.MemoryItem, error) {
-	if err := workspace.CheckMemoryPut(req, s.settings.Limits); err != nil {
-		return workspace.MemoryItem{}, err
-	}
-	t := Now()
-	p, err := NewMemoryPut(ctx, req, t)
+	value, err := workspace.CompactMemoryPut(req, s.settings.Limits)
 	if err != nil {
 		return workspace.MemoryItem{}, err
 	}
+	t := Now()
+	p := newMemoryPut(ctx, req, value, t)
 	created, version, err := s.d.PutMemory(ctx, p)
 	if err != nil {
 		return workspace.MemoryItem{}, ReadErr(fmt.Sprintf("put memory %s %q", req.Namespace, req.Key), err)

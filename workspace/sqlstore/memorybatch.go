@@ -17,20 +17,18 @@ type MemoryWritten struct {
 	Err     error
 }
 
-// PutMemoryItems checks every put, then writes them all in one
-// transaction of the driver's (Driver.PutMemories), at one time.
+// PutMemoryItems checks every put and compacts its value
+// (workspace.CompactMemoryPuts), then writes them all in one transaction
+// of the driver's (Driver.PutMemories), at one time.
 func (s *Store) PutMemoryItems(ctx context.Context, reqs []workspace.MemoryPutRequest) ([]workspace.MemoryPutResult, error) {
-	if err := workspace.CheckMemoryPuts(reqs, s.settings.Limits); err != nil {
+	values, err := workspace.CompactMemoryPuts(reqs, s.settings.Limits)
+	if err != nil {
 		return nil, err
 	}
 	t := Now()
 	ps := make([]MemoryPut, len(reqs))
 	for i, req := range reqs {
-		p, err := NewMemoryPut(ctx, req, t)
-		if err != nil {
-			return nil, workspace.AtPut(i, err)
-		}
-		ps[i] = p
+		ps[i] = newMemoryPut(ctx, req, values[i], t)
 	}
 	ws, err := s.d.PutMemories(ctx, ps)
 	if err != nil {

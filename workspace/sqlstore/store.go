@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/workspaced/workspaced/schemas"
@@ -26,6 +27,7 @@ type Store struct {
 	q        queries
 	settings workspace.Settings
 	grants   *grantMemory // the grants the tokens' look-ups read (tokens.go)
+	excerpts atomic.Bool  // the journal has the verdict column (verdictexcerpt.go)
 }
 
 // queries are the statements spelled with the dialect's fragments, made

@@ -14,13 +14,16 @@ import (
 // journal row of that name at or before after is another marker's: the
 // marker reused its name and is refused for it (machine.JudgeReused), as
 // the store refuses it at once when it is dropped. It reads one snapshot;
-// of the state, what the verdict needs (verdictState).
+// of the state, what the verdict needs: the excerpt its journal row holds
+// while the state row is still the one the excerpt was taken from, else
+// the document (verdictState).
 func (s *Store) ReadVerdict(taskID, name string, after int64) (workspace.Verdict, string, error) {
 	if err := CheckVerdictName(name); err != nil {
 		return workspace.Verdict{}, "", err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ReadTimeout)
 	defer cancel()
+	excerpts := s.hasExcerpts(ctx)
 	var (
 		rec   workspace.JournalRecord
 		where string
@@ -36,8 +39,19 @@ func (s *Store) ReadVerdict(taskID, name string, after int64) (workspace.Verdict
 			where = workspace.MarkerWaiting
 			return nil
 		}
-		var body string
-		err := tx.QueryRow(ctx, "SELECT record FROM journal WHERE task_id = $1 AND name = $2 ORDER BY seq DESC LIMIT 1", taskID, name).Scan(&body)
+		var (
+			body string
+			row  journalVerdict
+			err  error
+		)
+		if excerpts {
+			err = tx.QueryRow(ctx, `SELECT j.record, j.verdict, s.version, s.epoch, s.journal_seq
+				FROM journal j LEFT JOIN states s ON s.task_id = j.task_id
+				WHERE j.task_id = $1 AND j.name = $2 ORDER BY j.seq DESC LIMIT 1`, taskID, name).
+				Scan(&body, &row.excerpt, &row.version, &row.epoch, &row.seq)
+		} else {
+			err = tx.QueryRow(ctx, "SELECT record FROM journal WHERE task_id = $1 AND name = $2 ORDER BY seq DESC LIMIT 1", taskID, name).Scan(&body)
+		}
 		if errors.Is(err, ErrNoRows) {
 			return nil
 		}
@@ -47,8 +61,11 @@ func (s *Store) ReadVerdict(taskID, name string, after int64) (workspace.Verdict
 		if rec, err = DecodeRecord(name, body); err != nil {
 			return err
 		}
-		if st, err = verdictState(ctx, tx, taskID, rec); err != nil {
-			return err
+		var ok bool
+		if st, ok = row.state(taskID, rec); !ok {
+			if st, err = verdictState(ctx, tx, taskID, rec); err != nil {
+				return err
+			}
 		}
 		where = workspace.MarkerDecided
 		return nil

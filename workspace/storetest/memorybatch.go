@@ -129,11 +129,18 @@ func testMemoryPlainBatch(t *testing.T, s workspace.Store, _ Hooks) {
 		return out
 	}
 	one, batch := workspace.Namespace{"plain", "one"}, workspace.Namespace{"plain", "batch"}
+	var last time.Time
 	for _, ns := range []workspace.Namespace{one, batch} {
 		put(t, m, ns, "a", `{"n": -1}`)
 		put(t, m, ns, "a", `{"n": -2}`)
-		put(t, m, ns, "b", `{"n": -1}`)
+		last = put(t, m, ns, "b", `{"n": -1}`).UpdatedAt
 	}
+	// The stores keep times to the millisecond: a replace within the
+	// millisecond of its item's creation would look created with it.
+	poll.Until(t, 30*time.Second, "the clock past the items' creation", func() (bool, string) {
+		now := time.Now().UTC().Truncate(time.Millisecond)
+		return now.After(last), now.String()
+	})
 	var want []string
 	for _, req := range plain(one) {
 		want = append(want, putResult(m.PutMemory(bg, req)))
