@@ -20,13 +20,14 @@ import (
 	"github.com/workspaced/workspaced/workspace/tables"
 )
 
-// TestVerdictReadsItsOwnRow: in a task of 1,000 subtasks, the verdicts on
-// a claim won and one lost, taken in one commit, are read from their journal rows, not the
-// state: with the state's document made unreadable (its stamp kept) they
-// are still what they were, and equal to what the machine says on the
-// whole state, and the same once exported and imported (the rows then
-// without excerpts). Once the state row has moved on (its version raised), the
-// verdict reads the document again, and finds it unreadable.
+// TestVerdictReadsItsOwnRow: in a task of 1,000 subtasks, the verdicts
+// on a claim won and one lost, taken in one commit, are read from their
+// journal rows, not the state: with the state's document made unreadable
+// (its stamp kept) they are still what they were, and equal to what the
+// machine says on the whole state, and the same once exported and
+// imported (the rows then without excerpts). Once the state row has
+// moved on (its version raised), the verdict reads the document again,
+// and finds it unreadable.
 func TestVerdictReadsItsOwnRow(t *testing.T) {
 	t.Parallel()
 	s, _ := newStore(t)
