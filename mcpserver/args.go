@@ -53,12 +53,27 @@ func newArgChecker(tool string, sch *schema) *argChecker {
 // a number with an integral value is decoded into an integer field as the
 // integer it is. (Handlers that keep a value exactly, such as value and
 // output, read it from the raw arguments, not from In.)
+//
+// Arguments the schema admits are decoded from raw as sent; only when
+// that fails (an integer written 2.0 or 2e0, a number no float holds)
+// are they decoded again from the checked document, its integral numbers
+// rewritten, which decodes them as before or fails saying why.
 func decodeArgs[In any](a *argChecker, raw json.RawMessage) (In, error) {
 	var in In
 	doc, err := a.check(raw)
 	if err != nil {
 		return in, err
 	}
+	if json.Unmarshal(raw, &in) == nil {
+		return in, nil
+	}
+	return fromDoc[In](a, doc)
+}
+
+// fromDoc decodes doc, arguments a checked, into In, each number with an
+// integral value as that integer.
+func fromDoc[In any](a *argChecker, doc any) (In, error) {
+	var in In
 	data, err := json.Marshal(integral(doc))
 	if err == nil {
 		err = json.Unmarshal(data, &in)

@@ -173,11 +173,14 @@ func define[In any](name, desc string, ann *mcp.ToolAnnotations, out *schema, h 
 		if err != nil {
 			return bound, errorResult(err), audit.Refused, err
 		}
+		// The arguments by name, read once for the call's every step.
+		args := parseArgs(raw)
+		ctx = context.WithValue(ctx, argsKey{}, args)
 		permit := s.permit
 		if tentative {
 			permit = s.check
 		}
-		if err := permit(extra, name, raw); err != nil {
+		if err := permit(extra, name, args.top); err != nil {
 			return s, errorResult(err), audit.Refused, err
 		}
 		in, err := decodeArgs[In](check, raw)

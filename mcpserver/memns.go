@@ -95,7 +95,7 @@ func memoryWrite(tool string) (write, isItem bool) {
 }
 
 func (s *Server) putItem(ctx context.Context, req *mcp.CallToolRequest, in putItemInput) (string, error) {
-	v, err := valueArg(req, true)
+	v, err := valueArg(ctx, req, true)
 	if err != nil {
 		return "", err
 	}
@@ -128,7 +128,7 @@ func (s *Server) deleteItem(ctx context.Context, _ *mcp.CallToolRequest, in dele
 }
 
 func (s *Server) searchItems(ctx context.Context, req *mcp.CallToolRequest, in searchInput) (string, error) {
-	raw, _, err := rawArg(req, "filter")
+	raw, _, err := rawArg(ctx, req, "filter")
 	if err != nil {
 		return "", err
 	}

@@ -47,17 +47,17 @@ func refusal(msg, hint string) error {
 // revoked token is refused at once) must stand for the server's agent,
 // cover its task and hold what the tool needs. A refusal is logged with
 // the agent and the reason.
-func (s *Server) permit(extra *mcp.RequestExtra, tool string, raw json.RawMessage) error {
-	err := s.check(extra, tool, raw)
+func (s *Server) permit(extra *mcp.RequestExtra, tool string, args map[string]json.RawMessage) error {
+	err := s.check(extra, tool, args)
 	if err != nil {
 		s.log.Warn("mcp: call refused", "agent", s.agent, "task", s.task, "tool", tool, "reason", err.Error())
 	}
 	return err
 }
 
-func (s *Server) check(extra *mcp.RequestExtra, tool string, raw json.RawMessage) error {
-	var args map[string]json.RawMessage
-	_ = json.Unmarshal(raw, &args) // not an object: the schema check says so
+// check is permit without the log; args are the call's arguments by
+// name (nil when they are not an object: the schema check says so).
+func (s *Server) check(extra *mcp.RequestExtra, tool string, args map[string]json.RawMessage) error {
 	if err := s.sameAgent(args, ""); err != nil {
 		return err
 	}

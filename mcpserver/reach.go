@@ -203,7 +203,7 @@ type contextBudgetInput struct {
 
 func (s *Server) getContext(ctx context.Context, req *mcp.CallToolRequest, in contextBudgetInput) (reply, error) {
 	budget := ops.DefaultContextBudget
-	if _, ok, err := rawArg(req, "budget"); err != nil {
+	if _, ok, err := rawArg(ctx, req, "budget"); err != nil {
 		return reply{}, err
 	} else if ok {
 		budget = in.Budget

@@ -189,24 +189,52 @@ func buildTools() []*toolDef {
 // The typed input has already been validated against the schema; values
 // are taken from the raw arguments so that numbers keep every digit (the
 // typed path decodes them as float64) and so that an argument left out
-// can be told from one given empty.
-func rawArgs(req *mcp.CallToolRequest) (map[string]json.RawMessage, error) {
-	args := map[string]json.RawMessage{}
-	if req == nil || req.Params == nil || len(req.Params.Arguments) == 0 {
-		return args, nil
+// can be told from one given empty. The map is the call's, read by every
+// step of it: it is not to be changed.
+func rawArgs(ctx context.Context, req *mcp.CallToolRequest) (map[string]json.RawMessage, error) {
+	var raw json.RawMessage
+	if req != nil && req.Params != nil {
+		raw = req.Params.Arguments
 	}
-	if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
-		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read arguments", Err: err}
+	a, ok := ctx.Value(argsKey{}).(*callArgs)
+	if !ok {
+		a = parseArgs(raw)
 	}
-	if args == nil {
-		args = map[string]json.RawMessage{}
+	if len(raw) == 0 {
+		return map[string]json.RawMessage{}, nil
 	}
-	return args, nil
+	if a.err != nil {
+		return nil, &workspace.Error{Kind: workspace.ErrInvalid, Op: "read arguments", Err: a.err}
+	}
+	if a.top == nil {
+		return map[string]json.RawMessage{}, nil
+	}
+	return a.top, nil
+}
+
+// argsKey holds in a call's context its arguments by name (callArgs),
+// read once for every step of the call.
+type argsKey struct{}
+
+// callArgs are a call's arguments by name, as sent: top is nil when they
+// are not an object (err says why) or are null.
+type callArgs struct {
+	top map[string]json.RawMessage
+	err error
+}
+
+func parseArgs(raw json.RawMessage) *callArgs {
+	a := &callArgs{}
+	a.err = json.Unmarshal(raw, &a.top)
+	if a.err != nil {
+		a.top = nil
+	}
+	return a
 }
 
 // rawArg returns one argument as rawArgs does, and whether it was given.
-func rawArg(req *mcp.CallToolRequest, name string) (json.RawMessage, bool, error) {
-	args, err := rawArgs(req)
+func rawArg(ctx context.Context, req *mcp.CallToolRequest, name string) (json.RawMessage, bool, error) {
+	args, err := rawArgs(ctx, req)
 	if err != nil {
 		return nil, false, err
 	}
@@ -215,8 +243,8 @@ func rawArg(req *mcp.CallToolRequest, name string) (json.RawMessage, bool, error
 }
 
 // valueArg is the value argument; required says whether it must be there.
-func valueArg(req *mcp.CallToolRequest, required bool) (json.RawMessage, error) {
-	v, ok, err := rawArg(req, "value")
+func valueArg(ctx context.Context, req *mcp.CallToolRequest, required bool) (json.RawMessage, error) {
+	v, ok, err := rawArg(ctx, req, "value")
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +281,7 @@ func (s *Server) envScope() workspace.Scope {
 }
 
 func (s *Server) storeEnv(ctx context.Context, req *mcp.CallToolRequest, in storeEnvInput) (string, error) {
-	v, err := valueArg(req, true)
+	v, err := valueArg(ctx, req, true)
 	if err != nil {
 		return "", err
 	}
@@ -281,12 +309,12 @@ func (s *Server) listEnv(ctx context.Context, _ *mcp.CallToolRequest, _ emptyInp
 }
 
 func (s *Server) updateEnv(ctx context.Context, req *mcp.CallToolRequest, in updateEnvInput) (string, error) {
-	v, err := valueArg(req, false)
+	v, err := valueArg(ctx, req, false)
 	if err != nil {
 		return "", err
 	}
 	var desc *string
-	if _, ok, err := rawArg(req, "short_description"); err != nil {
+	if _, ok, err := rawArg(ctx, req, "short_description"); err != nil {
 		return "", err
 	} else if ok {
 		desc = &in.ShortDescription
@@ -343,7 +371,7 @@ func (s *Server) storeMemory(ctx context.Context, req *mcp.CallToolRequest, in s
 	if err != nil {
 		return "", err
 	}
-	v, err := valueArg(req, true)
+	v, err := valueArg(ctx, req, true)
 	if err != nil {
 		return "", err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"strconv"
 	"strings"
@@ -436,7 +437,7 @@ func (s *Server) review(ctx context.Context, req *mcp.CallToolRequest, in writeR
 		return "", marker, "", &workspace.Error{Kind: workspace.ErrInvalid, Op: ToolWriteReview, Msg: fmt.Sprintf("unknown review type %q", in.Type),
 			Hint: "use type plan_review, checkpoint_review or output_review"}
 	}
-	doc, err := reviewDoc(req, target)
+	doc, err := reviewDoc(ctx, req, target)
 	if err != nil {
 		return "", marker, "", err
 	}
@@ -470,11 +471,12 @@ func (s *Server) review(ctx context.Context, req *mcp.CallToolRequest, in writeR
 
 // reviewDoc is the review document the arguments describe: every argument
 // but review_id, as sent, with target set.
-func reviewDoc(req *mcp.CallToolRequest, target string) ([]byte, error) {
-	args, err := rawArgs(req)
+func reviewDoc(ctx context.Context, req *mcp.CallToolRequest, target string) ([]byte, error) {
+	sent, err := rawArgs(ctx, req)
 	if err != nil {
 		return nil, err
 	}
+	args := maps.Clone(sent)
 	delete(args, "review_id")
 	t, err := json.Marshal(target)
 	if err != nil {
@@ -564,7 +566,7 @@ func (s *Server) dropDone(ctx context.Context, req *mcp.CallToolRequest, in done
 	dr := workspace.DoneRequest{TaskID: s.task, Agent: s.agent, OutputFile: in.OutputFile, SubtaskID: in.SubtaskID,
 		Status: in.Status, Error: in.Error, Escalate: in.Escalate}
 	var write func(context.Context) (string, error)
-	raw, hasOutput, err := rawArg(req, "output")
+	raw, hasOutput, err := rawArg(ctx, req, "output")
 	if err != nil {
 		return "", d, "", err
 	}
