@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"unicode/utf8"
-
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 func jsonDecoder(r io.Reader) *json.Decoder {
@@ -58,31 +56,34 @@ func ParseValue(data []byte, maxDepth int) (json.RawMessage, error) {
 	return raw, nil
 }
 
-// strictText is jsontext's checks made those of CheckText and
-// encoding/json: UTF-8 with no lone surrogate escape, a name that repeats
-// allowed. compactChecked adds Value.Compact's keeping of strings and
-// numbers as written, as json.Compact keeps them.
-var (
-	strictText     = []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(false)}
-	compactChecked = append(strictText[:len(strictText):len(strictText)], jsontext.PreserveRawStrings(true))
-)
+// A Compactor gives data, one JSON value, compacted: the bytes
+// json.Compact makes of it, in a new slice; ok only for exactly one JSON
+// value whose text CheckText takes. It does not say what is wrong: a
+// caller that must explain a refusal asks the slower checks (ParseValue)
+// for their error. CompactValue is the standard library's; a store may
+// bring one that reads the value once (the SQL store does).
+type Compactor func(data []byte) (out []byte, ok bool)
 
-// CompactValue is data, one JSON value, compacted (the bytes json.Compact
-// makes of it) into a new slice, in one pass that checks it as well: ok
-// only for exactly one JSON value whose text CheckText takes. It does
-// not say what is wrong: a caller that must explain a refusal asks the
-// slower checks (ParseValue) for their error.
+// CompactValue is a Compactor of the standard library's: the text
+// checked by CheckText's scan, then compacted by json.Compact's, which
+// checks its syntax as it writes.
 func CompactValue(data []byte) (out []byte, ok bool) {
-	out, err := jsontext.AppendFormat(make([]byte, 0, len(data)), data, compactChecked...)
-	return out, err == nil && len(out) > 0
+	if !utf8.Valid(data) || loneSurrogate(data) >= 0 {
+		return nil, false
+	}
+	b := bytes.NewBuffer(make([]byte, 0, len(data)))
+	if json.Compact(b, data) != nil || b.Len() == 0 {
+		return nil, false
+	}
+	return b.Bytes(), true
 }
 
 // IsObject says data is exactly one JSON object whose text CheckText
-// takes (no limit of depth), in one pass that allocates nothing. Like
-// CompactValue it does not say what is wrong.
+// takes (no limit of depth), without allocating. Like CompactValue it
+// does not say what is wrong.
 func IsObject(data []byte) bool {
 	t := bytes.TrimLeft(data, " \t\r\n")
-	return len(t) > 0 && t[0] == '{' && jsontext.Value(t).IsValid(strictText...)
+	return len(t) > 0 && t[0] == '{' && utf8.Valid(data) && loneSurrogate(data) < 0 && json.Valid(data)
 }
 
 // PlainJSON says json.Marshal writes s between its quotes as it is:

@@ -98,7 +98,7 @@ func FuzzCompactMemoryPut(f *testing.F) {
 	lim := LimitSettings{ValueMaxBytes: 200, MaxDepth: 6}
 	f.Fuzz(func(t *testing.T, ns, key string, v []byte, ttl, ifVersion int, ifAbsent bool) {
 		req := MemoryPutRequest{Namespace: Namespace(strings.Split(ns, "/")), Key: key, Value: v, TTLSeconds: ttl, IfVersion: ifVersion, IfAbsent: ifAbsent, Agent: "po"}
-		got, err := CompactMemoryPut(req, lim)
+		got, err := CompactMemoryPut(req, lim, nil)
 		werr := CheckMemoryPut(req, lim)
 		if (err == nil) != (werr == nil) || (err != nil && (err.Error() != werr.Error() || HintOf(err) != HintOf(werr))) {
 			t.Fatalf("%+v: error %v, CheckMemoryPut %v", req, err, werr)

@@ -43,14 +43,15 @@ func CheckMemoryPuts(reqs []MemoryPutRequest, lim LimitSettings) error {
 }
 
 // CompactMemoryPuts is CheckMemoryPuts that also gives each put's value
-// compacted (CompactMemoryPut), for a store that writes them so.
-func CompactMemoryPuts(reqs []MemoryPutRequest, lim LimitSettings) ([]json.RawMessage, error) {
+// compacted by compact (CompactMemoryPut), for a store that writes them
+// so.
+func CompactMemoryPuts(reqs []MemoryPutRequest, lim LimitSettings, compact Compactor) ([]json.RawMessage, error) {
 	if err := checkBatchSize(len(reqs)); err != nil {
 		return nil, err
 	}
 	values := make([]json.RawMessage, len(reqs))
 	for i, req := range reqs {
-		v, err := CompactMemoryPut(req, lim)
+		v, err := CompactMemoryPut(req, lim, compact)
 		if err != nil {
 			return nil, AtPut(i, err)
 		}
@@ -60,15 +61,18 @@ func CompactMemoryPuts(reqs []MemoryPutRequest, lim LimitSettings) ([]json.RawMe
 }
 
 // CompactMemoryPut checks req as CheckMemoryPut does and gives its value
-// compacted (json.Compact's bytes): for a good value the check and the
-// compaction are one pass.
-func CompactMemoryPut(req MemoryPutRequest, lim LimitSettings) (json.RawMessage, error) {
+// compacted (json.Compact's bytes): for a good value the check is
+// compact's (CompactValue's when nil), which a store may make one pass.
+func CompactMemoryPut(req MemoryPutRequest, lim LimitSettings, compact Compactor) (json.RawMessage, error) {
+	if compact == nil {
+		compact = CompactValue
+	}
 	if err := checkItemName(req.Namespace, req.Key, req.Agent); err != nil {
 		return nil, err
 	}
 	v := req.Value
 	if len(v) > 0 && len(v) <= lim.ValueMaxBytes && CheckDepth(v, lim.MaxDepth) == nil {
-		if out, ok := CompactValue(v); ok && out[0] == '{' {
+		if out, ok := compact(v); ok && out[0] == '{' {
 			if err := checkPutOptions(req); err != nil {
 				return nil, err
 			}

@@ -54,7 +54,7 @@ func (p MemoryPut) EventAround() (head, tail string) {
 // NewMemoryPut is the put of req, checked (workspace.CheckMemoryPut), at
 // t: its value compacted, its event attributed to ctx's token.
 func NewMemoryPut(ctx context.Context, req workspace.MemoryPutRequest, t time.Time) (MemoryPut, error) {
-	value, ok := workspace.CompactValue(req.Value)
+	value, ok := compactValue(req.Value)
 	if !ok {
 		var b bytes.Buffer
 		if err := json.Compact(&b, req.Value); err != nil {
@@ -82,7 +82,7 @@ func (p MemoryPut) Expires() *time.Time { return workspace.ExpiresAt(p.At, p.Req
 
 // PutMemory creates or replaces an item, with its event, in one write.
 func (s *Store) PutMemory(ctx context.Context, req workspace.MemoryPutRequest) (workspace.MemoryItem, error) {
-	value, err := workspace.CompactMemoryPut(req, s.settings.Limits)
+	value, err := workspace.CompactMemoryPut(req, s.settings.Limits, compactValue)
 	if err != nil {
 		return workspace.MemoryItem{}, err
 	}

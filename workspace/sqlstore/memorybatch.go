@@ -21,7 +21,7 @@ type MemoryWritten struct {
 // (workspace.CompactMemoryPuts), then writes them all in one transaction
 // of the driver's (Driver.PutMemories), at one time.
 func (s *Store) PutMemoryItems(ctx context.Context, reqs []workspace.MemoryPutRequest) ([]workspace.MemoryPutResult, error) {
-	values, err := workspace.CompactMemoryPuts(reqs, s.settings.Limits)
+	values, err := workspace.CompactMemoryPuts(reqs, s.settings.Limits, compactValue)
 	if err != nil {
 		return nil, err
 	}
