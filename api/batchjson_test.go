@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"net/http"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -52,6 +55,9 @@ func TestBatchAnswerBytes(t *testing.T) {
 	two := 2
 	answers := []batchAnswer{
 		{Results: []batchResult{}},
+		{},
+		{Results: []batchResult{{Status: http.StatusOK, Item: &workspace.MemoryItem{Namespace: workspace.Namespace{"bench", "w1"}, Key: "k1", Version: 12, CreatedAt: at, UpdatedAt: at.Add(time.Second), ExpiresAt: &exp,
+			Value: json.RawMessage(`{"text":"a b\\\"c","n":[1,{"x":null}]}`)}}, {Status: http.StatusOK, Item: &workspace.MemoryItem{Key: "k2", Version: 1, CreatedAt: at, UpdatedAt: at, Value: json.RawMessage(`{}`)}}}},
 		{Results: []batchResult{
 			{Status: http.StatusOK, Item: &workspace.MemoryItem{Namespace: workspace.Namespace{"users", "42"}, Key: "prefs", Version: 3, CreatedAt: at, UpdatedAt: at, Value: json.RawMessage(`{"theme":"dark"}`)}},
 			{Status: http.StatusOK, Item: &workspace.MemoryItem{Namespace: workspace.Namespace{"<b>&</b>", "é\u2028"}, Key: "k\"\\\t\x01", Version: 1, CreatedAt: at, UpdatedAt: at.Add(time.Millisecond), ExpiresAt: &exp,
@@ -64,12 +70,64 @@ func TestBatchAnswerBytes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := encodeAnswer(a)
-		if err != nil {
-			t.Fatal(err)
+		for name, encode := range map[string]func(any) ([]byte, error){"encodeAnswer": encodeAnswer, "answerBytes": answerBytes} {
+			got, err := encode(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s\n got %s\nwant %s", name, got, want)
+			}
 		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("answer\n got %s\nwant %s", got, want)
+	}
+}
+
+// FuzzBatchAnswer: an answer of one item, written by hand or not, is
+// json.Marshal's bytes.
+func FuzzBatchAnswer(f *testing.F) {
+	f.Add("users/42", "prefs", `{"theme":"dark mode","n":[1,2]}`, 3, int64(1764468900123456789), int64(0))
+	f.Add("a", "k", `{ "a" : 1 }`, 1, int64(0), int64(60))
+	f.Add("<b>", "k\u2028", `{"s":"<\u2028>"}`, 1, int64(-62167219200000000), int64(-1))
+	f.Add("é", "k", `{"s":"\\\"","t":"\t"}`, 1, int64(253402300800000000), int64(1))
+	f.Fuzz(func(t *testing.T, ns, key, value string, version int, at, ttl int64) {
+		// A store takes names in UTF-8 only (workspace.ValidateNamespace,
+		// ValidateKey); of other text encodeAnswer writes U+FFFD as it is
+		// where json.Marshal escapes it.
+		if !json.Valid([]byte(value)) || !utf8.ValidString(ns) || !utf8.ValidString(key) {
+			return
 		}
+		created := time.Unix(0, at).UTC()
+		it := workspace.MemoryItem{Namespace: workspace.Namespace(strings.Split(ns, "/")), Key: key, Version: version, CreatedAt: created, UpdatedAt: created.Add(time.Duration(ttl)), Value: json.RawMessage(value)}
+		if ttl > 0 {
+			exp := created.Add(time.Duration(ttl) * time.Second)
+			it.ExpiresAt = &exp
+		}
+		a := batchAnswer{Results: []batchResult{{Status: http.StatusOK, Item: &it}}}
+		want, err := json.Marshal(a)
+		got, gerr := answerBytes(a)
+		if (err == nil) != (gerr == nil) || !bytes.Equal(got, want) {
+			t.Fatalf("answer\n got %s (%v)\nwant %s (%v)", got, gerr, want, err)
+		}
+	})
+}
+
+// BenchmarkBatchAnswer: a batch's answer of 16 items of 1 KiB, written
+// by hand (answerBytes) and by the encoder (encodeAnswer).
+func BenchmarkBatchAnswer(b *testing.B) {
+	at := time.Now().UTC()
+	value := json.RawMessage(`{"text":"` + strings.Repeat("x", 1000) + `"}`)
+	a := batchAnswer{Results: make([]batchResult, 16)}
+	for i := range a.Results {
+		a.Results[i] = batchResult{Status: http.StatusOK, Item: &workspace.MemoryItem{Namespace: workspace.Namespace{"bench", "w1"}, Key: "k" + strconv.Itoa(i), Version: 7, CreatedAt: at, UpdatedAt: at, Value: value}}
+	}
+	for name, encode := range map[string]func(any) ([]byte, error){"hand": answerBytes, "encoder": encodeAnswer} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := encode(a); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

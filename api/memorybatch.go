@@ -83,7 +83,7 @@ func (h *Handler) putItems(c *call) error {
 		}
 		out[i] = batchResult{Status: http.StatusOK, Item: &res[i].Item}
 	}
-	return c.replyWith(encodeAnswer, http.StatusOK, batchAnswer{Results: out})
+	return c.replyWith(answerBytes, http.StatusOK, batchAnswer{Results: out})
 }
 
 // batchPuts is the batch's puts as requests: 1 to MaxMemoryBatch of

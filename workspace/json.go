@@ -85,10 +85,10 @@ func IsObject(data []byte) bool {
 	return len(t) > 0 && t[0] == '{' && jsontext.Value(t).IsValid(strictText...)
 }
 
-// plainJSON says json.Marshal writes s between its quotes as it is:
+// PlainJSON says json.Marshal writes s between its quotes as it is:
 // printable ASCII other than the quote, the backslash and the three it
 // escapes for HTML.
-func plainJSON(s string) bool {
+func PlainJSON(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
 			return false

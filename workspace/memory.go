@@ -213,7 +213,7 @@ func (ns Namespace) String() string {
 	}
 	n := 2
 	for _, l := range ns {
-		if !plainJSON(l) {
+		if !PlainJSON(l) {
 			b, _ := json.Marshal([]string(ns))
 			return string(b)
 		}

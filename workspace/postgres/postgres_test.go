@@ -151,6 +151,7 @@ func TestAgentRoleCannotWriteState(t *testing.T) {
 	for _, q := range []string{
 		"UPDATE ws.states SET doc = '{\"hacked\":true}'",
 		"INSERT INTO ws.journal (task_id, seq, taken_at, name, record, epoch) VALUES ('t1', 1, now(), 'x', '{}', 0)",
+		"UPDATE ws.journal SET verdict = '{}'", // the excerpt a verdict is read from
 		"DELETE FROM ws.backups",
 		"UPDATE ws.lease SET epoch = epoch + 1",
 		// The agents' tokens are the daemon's (or the owner's) alone.

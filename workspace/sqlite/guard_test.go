@@ -59,7 +59,7 @@ func TestGuard(t *testing.T) {
 		"states": {`INSERT INTO states (task_id, journal_seq, doc, epoch) VALUES ('t2', 1, '{}', 0)`,
 			`UPDATE states SET doc = '{"status":"completed"}'`, `DELETE FROM states`},
 		"journal": {`INSERT INTO journal (task_id, seq, taken_at, name, record, epoch) VALUES ('t1', 2, 'x', '.done.a', '{}', 0)`,
-			`UPDATE journal SET record = '{}'`, `DELETE FROM journal`},
+			`UPDATE journal SET record = '{}'`, `UPDATE journal SET verdict = '{}'`, `DELETE FROM journal`},
 		"backups": {`INSERT INTO backups (task_id, journal_seq, doc) VALUES ('t1', 0, '{}')`,
 			`UPDATE backups SET doc = '{}'`, `DELETE FROM backups`},
 		"events": {`INSERT INTO events (task_id, time, line) VALUES ('t1', 'x', '{}')`,

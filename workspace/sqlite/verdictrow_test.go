@@ -20,12 +20,14 @@ import (
 	"github.com/workspaced/workspaced/workspace/tables"
 )
 
-// TestVerdictReadsItsOwnRow: in a task of 1,000 subtasks, the verdicts on
-// a claim won and one lost, taken in one commit, are read from their journal rows, not the
-// state: with the state's document made unreadable (its stamp kept) they
-// are still what they were, and equal to what the machine says on the
-// whole state. Once the state row has moved on (its version raised), the
-// verdict reads the document again, and finds it unreadable.
+// TestVerdictReadsItsOwnRow: in a task of 1,000 subtasks, the verdicts
+// on a claim won and one lost, taken in one commit, are read from their
+// journal rows, not the state: with the state's document made unreadable
+// (its stamp kept) they are still what they were, and equal to what the
+// machine says on the whole state, and the same once exported and
+// imported (the rows then without excerpts). Once the state row has
+// moved on (its version raised), the verdict reads the document again,
+// and finds it unreadable.
 func TestVerdictReadsItsOwnRow(t *testing.T) {
 	t.Parallel()
 	s, _ := newStore(t)
@@ -74,6 +76,28 @@ func TestVerdictReadsItsOwnRow(t *testing.T) {
 	for _, name := range names {
 		rec := journalRecord(t, s, task, name)
 		wantV[name] = machine.Judge(whole, rec, name)
+	}
+	// Exported and imported, the rows have no excerpt (it is not part of
+	// the tree) and the verdicts are read from the state, the same.
+	out := filepath.Join(t.TempDir(), "tree")
+	if _, err := s.Export(ctx, out); err != nil {
+		t.Fatalf("export: %v", err)
+	}
+	imp, _, err := Init(ctx, "sqlite:"+filepath.Join(t.TempDir(), "imported.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer imp.Close()
+	if _, err := imp.Import(ctx, out, ImportOptions{}); err != nil {
+		t.Fatalf("import: %v", err)
+	}
+	if err := imp.DB().QueryRowContext(ctx, "SELECT count(*) FROM journal WHERE verdict IS NOT NULL").Scan(&excerpts); err != nil || excerpts != 0 {
+		t.Errorf("imported journal rows with an excerpt: %d, %v", excerpts, err)
+	}
+	for _, name := range names {
+		if v, _, err := imp.ReadVerdict(task, name, 0); err != nil || !reflect.DeepEqual(v, wantV[name]) {
+			t.Errorf("%s imported: %+v, %v; want %+v", name, v, err, wantV[name])
+		}
 	}
 	exec := func(q string) {
 		t.Helper()
