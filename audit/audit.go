@@ -158,6 +158,12 @@ func Target(args json.RawMessage) string {
 	if json.Unmarshal(args, &a) != nil {
 		return ""
 	}
+	return TargetOf(a)
+}
+
+// TargetOf is Target of arguments already read by name (nil: not an
+// object).
+func TargetOf(a map[string]json.RawMessage) string {
 	var parts []string
 	for _, k := range []string{"scope", "key", "subtask_id", "checkpoint", "thread_id"} {
 		var v string

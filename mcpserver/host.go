@@ -173,9 +173,7 @@ func define[In any](name, desc string, ann *mcp.ToolAnnotations, out *schema, h 
 		if err != nil {
 			return bound, errorResult(err), audit.Refused, err
 		}
-		// The arguments by name, read once for the call's every step.
-		args := parseArgs(raw)
-		ctx = context.WithValue(ctx, argsKey{}, args)
+		args := argsOf(ctx, raw)
 		permit := s.permit
 		if tentative {
 			permit = s.check
@@ -210,6 +208,9 @@ func define[In any](name, desc string, ann *mcp.ToolAnnotations, out *schema, h 
 		if req != nil {
 			extra = req.Extra
 		}
+		// The arguments by name, read once for the call's every step
+		// and its audit.
+		ctx = context.WithValue(ctx, argsKey{}, parseArgs(raw))
 		rm := rememberedFor(extra, name)
 		guarded := ctx
 		if rm != nil {

@@ -76,7 +76,7 @@ func (s *Server) record(ctx context.Context, extra *mcp.RequestExtra, tool strin
 		return
 	}
 	r := audit.Record{Door: audit.DoorMCP, Action: tool, Outcome: outcome, Agent: s.agent, Token: s.tokenID, From: s.remote,
-		Task: s.task, Thread: s.thread, Target: audit.Target(args)}
+		Task: s.task, Thread: s.thread, Target: audit.TargetOf(argsOf(ctx, args).top)}
 	if extra != nil && extra.TokenInfo != nil && extra.TokenInfo.UserID != "" {
 		r.Token = extra.TokenInfo.UserID
 	}

@@ -196,10 +196,7 @@ func rawArgs(ctx context.Context, req *mcp.CallToolRequest) (map[string]json.Raw
 	if req != nil && req.Params != nil {
 		raw = req.Params.Arguments
 	}
-	a, ok := ctx.Value(argsKey{}).(*callArgs)
-	if !ok {
-		a = parseArgs(raw)
-	}
+	a := argsOf(ctx, raw)
 	if len(raw) == 0 {
 		return map[string]json.RawMessage{}, nil
 	}
@@ -221,6 +218,14 @@ type argsKey struct{}
 type callArgs struct {
 	top map[string]json.RawMessage
 	err error
+}
+
+// argsOf is the call's arguments by name: those ctx holds, else raw's.
+func argsOf(ctx context.Context, raw json.RawMessage) *callArgs {
+	if a, ok := ctx.Value(argsKey{}).(*callArgs); ok {
+		return a
+	}
+	return parseArgs(raw)
 }
 
 func parseArgs(raw json.RawMessage) *callArgs {
