@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -260,16 +259,6 @@ func TestFoldedGrantOneRoundTrip(t *testing.T) {
 	if _, err := service.Init(ctx, root, service.Roles{}); err != nil {
 		t.Fatal(err)
 	}
-	u, err := url.Parse(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := strings.TrimPrefix(u.Path, "/")
-	admin, err := pgtest.Shared(t).Admin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
 	setup, err := service.Open(ctx, root, service.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -286,26 +275,7 @@ func TestFoldedGrantOneRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	setup.Close()
-	// commits is xact_commit once no connection of a store is left and
-	// the count has stood still for a while.
-	commits := func() int64 {
-		var last int64 = -1
-		var n int64
-		since := time.Now()
-		poll.Until(t, time.Minute, "the stores' connections gone and their commits counted", func() (bool, string) {
-			var left int
-			err := admin.QueryRow(ctx, `SELECT (SELECT count(*) FROM pg_stat_activity WHERE datname = $1),
-				(SELECT xact_commit FROM pg_stat_database WHERE datname = $1)`, db).Scan(&left, &n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if left > 0 || n != last {
-				last, since = n, time.Now()
-			}
-			return time.Since(since) > 300*time.Millisecond, fmt.Sprintf("%d connections left", left)
-		})
-		return n
-	}
+	commits := func() int64 { return pgtest.Commits(t, ctx, root) }
 	series := func(remember bool, tool string, args any, n int) int64 {
 		before := commits()
 		st, err := service.Open(ctx, root, service.Options{})
