@@ -247,7 +247,7 @@ func TestRememberedGrantOneRoundTrip(t *testing.T) {
 		st.Close()
 		return commits() - before
 	}
-	const n = 100
+	const n = 50
 	// What opening the store and the first request cost, once for each
 	// way: the first request of a series looks the token up either way.
 	base := map[bool]int64{}

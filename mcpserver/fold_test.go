@@ -312,7 +312,7 @@ func TestFoldedGrantOneRoundTrip(t *testing.T) {
 		st.Close()
 		return commits() - before
 	}
-	const n = 100
+	const n = 50
 	base := map[bool]int64{}
 	for _, remember := range []bool{true, false} {
 		base[remember] = series(remember, ToolGetMemoryItem, getArgs, 0)

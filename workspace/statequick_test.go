@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -65,6 +66,22 @@ func quickStates(t testing.TB) map[string]State {
 // order (PostgreSQL's jsonb, an agent's JSON library).
 func quickDocs(t testing.TB) map[string][]byte {
 	t.Helper()
+	quickDocsOnce.Do(func() { quickDocsMade = makeQuickDocs(t) })
+	if quickDocsMade == nil {
+		t.Fatal("the documents of quickStates could not be made")
+	}
+	return quickDocsMade
+}
+
+// quickDocs's documents are made once for the package's tests: at
+// 10,000 subtasks each is a few hundred milliseconds under -race.
+var (
+	quickDocsOnce sync.Once
+	quickDocsMade map[string][]byte
+)
+
+func makeQuickDocs(t testing.TB) map[string][]byte {
+	t.Helper()
 	out := map[string][]byte{}
 	for name, st := range quickStates(t) {
 		canon, err := marshalCanonical(st)
@@ -118,7 +135,10 @@ func TestQuickStateDecodesWhatTheDaemonWrites(t *testing.T) {
 			if !agreeOnState(t, data, DefaultMaxDepth) {
 				t.Fatalf("QuickState left a daemon's document to encoding/json")
 			}
-			if !agreeOnState(t, data, 0) {
+			// With no bound the walk is the same but for the depth's
+			// count: the large documents are decoded with the bound only
+			// (each decoding of 10,000 subtasks is a second under -race).
+			if len(data) <= 1<<14 && !agreeOnState(t, data, 0) {
 				t.Fatalf("QuickState with no depth bound left a daemon's document to encoding/json")
 			}
 		})
@@ -212,7 +232,7 @@ func FuzzQuickState(f *testing.F) {
 // same.
 func TestQuickStateAgreesOnMutations(t *testing.T) {
 	taken := 0
-	eachMutation(t, 1000, func(m []byte) {
+	eachMutation(t, 300, func(m []byte) {
 		if agreeOnState(t, m, DefaultMaxDepth) {
 			taken++
 		}
