@@ -29,7 +29,11 @@ def test_aio_flow(way: Way, planner: workspaced.Workspace) -> None:
             winner = w1 if a.won else w2
             out = await winner.write_output(t, "s1", {"summary": "async"}, done=True, wait=30)
             assert out.applied
-            seen = [ev.event async for ev in winner.follow(t, timeout=0.5)]
+            seen = []
+            async for ev in winner.follow(t, timeout=30):
+                seen.append(ev.event)
+                if ev.event in ("work_completed", "task_completed"):
+                    break
             assert "work_completed" in seen or "task_completed" in seen, seen
             item = await w1.memory.put(["aio", t], "k", {"v": 1})
             assert (await w2.memory.get(["aio", t], "k")).version == item.version

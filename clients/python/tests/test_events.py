@@ -18,7 +18,9 @@ def test_events_page_and_follow(way: Way, planner: workspaced.Workspace) -> None
     assert [e.event for e in again.events] == []
     assert way.connect("w1").claim(t, "s1", wait=30).won
     seen = []
-    for ev in planner.follow(t, after=page.next, timeout=1.0):
+    # On PostgreSQL an event is readable once every older transaction in
+    # the cluster has ended: the follow waits for it as long as it takes.
+    for ev in planner.follow(t, after=page.next, timeout=30.0):
         seen.append(ev)
         if ev.event == "work_assigned":
             break
@@ -49,7 +51,7 @@ def test_follow_resumes_after_the_last_event(way: Way, planner: workspaced.Works
     w = way.connect("w2")
     assert w.claim(t, "s2", wait=30).won
     more = []
-    for ev in planner.follow(t, after=rest[-1].end, timeout=5.0):
+    for ev in planner.follow(t, after=rest[-1].end, timeout=30.0):
         more.append(ev)
         if ev.event == "work_assigned":
             break
