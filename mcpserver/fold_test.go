@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -54,16 +52,8 @@ func openRoot(t testing.TB, root string) (workspace.Store, tokens.Keeper) {
 // keeps; the watch reads no grants while the test runs.
 func serveMCP(t testing.TB, st workspace.Store, k tokens.Keeper, obs Observer) *httpFixture {
 	t.Helper()
-	f := &httpFixture{t: t, log: &syncLog{}}
-	h, err := NewHTTP(st, k, HTTPOptions{Log: slog.New(slog.NewTextHandler(f.log, nil)), Observer: obs, WatchEvery: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.h = h
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", h)
-	f.srv = httptest.NewServer(mux)
-	t.Cleanup(func() { f.srv.Close(); h.Close() })
+	f := startHTTP(t, st, k, HTTPOptions{Observer: obs, WatchEvery: time.Hour})
+	t.Cleanup(func() { f.srv.Close(); f.h.Close() })
 	return f
 }
 
@@ -289,14 +279,7 @@ func TestFoldedGrantOneRoundTrip(t *testing.T) {
 		if !remember {
 			k = lookupOnly{k}
 		}
-		f := &httpFixture{t: t, log: &syncLog{}}
-		f.h, err = NewHTTP(st, k, HTTPOptions{Log: slog.New(slog.NewTextHandler(f.log, nil)), WatchEvery: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		mux := http.NewServeMux()
-		mux.Handle("/mcp", f.h)
-		f.srv = httptest.NewServer(mux)
+		f := startHTTP(t, st, k, HTTPOptions{WatchEvery: time.Hour})
 		cs, err := f.connect(tok, "")
 		if err != nil {
 			t.Fatal(err)

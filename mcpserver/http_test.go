@@ -52,13 +52,24 @@ type httpFixture struct {
 
 func newHTTPFixture(t testing.TB, opt HTTPOptions) *httpFixture {
 	t.Helper()
-	f := &httpFixture{t: t, w: fixture(t), log: &syncLog{}}
-	opt.Log = slog.New(slog.NewTextHandler(f.log, nil))
-	toks, err := tokens.NewStore(f.w.Root())
+	w := fixture(t)
+	toks, err := tokens.NewStore(w.Root())
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := NewHTTP(f.w, toks, opt)
+	f := startHTTP(t, w, toks, opt)
+	f.w = w
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// startHTTP serves st's tools at /mcp over HTTP with the grants k keeps,
+// the server's log kept in the fixture's; the caller closes it.
+func startHTTP(t testing.TB, st workspace.Store, k tokens.Keeper, opt HTTPOptions) *httpFixture {
+	t.Helper()
+	f := &httpFixture{t: t, log: &syncLog{}}
+	opt.Log = slog.New(slog.NewTextHandler(f.log, nil))
+	h, err := NewHTTP(st, k, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +77,6 @@ func newHTTPFixture(t testing.TB, opt HTTPOptions) *httpFixture {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
 	f.srv = httptest.NewServer(mux)
-	t.Cleanup(f.srv.Close)
 	return f
 }
 
