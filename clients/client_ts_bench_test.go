@@ -4,13 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/internal/optdep"
@@ -42,7 +47,9 @@ import (
 // request, each beside its floor, the best the door itself allows measured
 // in the same run: a put's floor is an HTTP round trip that touches no store
 // plus the peer's own put, a get's that round trip alone, 16 writers'
-// that many loops of such round trips at once. It logs the whole result.
+// that many loops of such round trips at once. It reports too the MCP
+// server's own CPU a put and a ping, and its peak resident set. It logs
+// the whole result.
 func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -76,7 +83,8 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 	// The per-token rate limit (50 a second by default) would measure
 	// itself: lifted, as for a trusted program with a token of its own.
 	_, base := w.opsServe("--rate", "100000", "--burst", "100000", "--address-rate", "100000", "--address-burst", "100000")
-	mcpURL, _ := w.Listen(reMCPServing, "mcp", "--http", "127.0.0.1:0", "--rate", "100000", "--burst", "100000")
+	mcpURL, mcpd := w.Listen(reMCPServing, "mcp", "--http", "127.0.0.1:0", "--rate", "100000", "--burst", "100000")
+	mcpPID := mcpd.Cmd.Process.Pid
 	// BENCH_TRANSPORT=fetch runs the client through fetch instead of its
 	// own transport; =both alternates the two, one run each in turn (with
 	// -benchtime 2x or more), on the same server.
@@ -92,8 +100,10 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 			"WORKSPACED_MCP_URL="+mcpURL, "BENCH_PG="+db.String(), "BENCH_TRANSPORT="+transports[i%len(transports)])
 		var out, errOut bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errOut
+		cpu0 := processCPU(b, mcpPID)
 		err := cmd.Run()
 		cancel()
+		mcpCPU := processCPU(b, mcpPID) - cpu0
 		if err != nil {
 			b.Fatalf("node bench.js: %v\n%s%s", err, out.String(), errOut.String())
 		}
@@ -113,6 +123,11 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 				GetFloor     float64 `json:"get_floor"`
 				WritersFloor float64 `json:"writers_floor_rate"`
 			} `json:"ratios"`
+			MCP struct {
+				Put struct {
+					N int `json:"n"`
+				} `json:"put"`
+			} `json:"mcp"`
 		}
 		if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 			b.Fatalf("bench.js printed %q: %v", out.String(), err)
@@ -125,6 +140,10 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 		b.ReportMetric(res.Ratios.WritersSingle, "writers16-uncoalesced-ratio")
 		b.ReportMetric(res.Ratios.PerRequest, "writers16-items/request")
 		b.ReportMetric(res.Ratios.MCP, "mcp-put-vs-peer+ping")
+		// The MCP server's own CPU and its peak resident set: it serves
+		// the warm-up's 50 puts and pings and the timed ones, nothing else.
+		b.ReportMetric(float64(mcpCPU.Microseconds())/float64(res.MCP.Put.N+50), "mcp-server-cpu-µs/put+ping")
+		b.ReportMetric(float64(peakRSS(b, mcpPID))/(1<<20), "mcp-server-peak-rss-MB")
 		b.ReportMetric(res.Ratios.PutFloor, "put-floor-ratio")
 		b.ReportMetric(res.Ratios.GetFloor, "get-floor-ratio")
 		b.ReportMetric(res.Ratios.WritersFloor, "writers16-floor-ratio")
@@ -133,3 +152,32 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 
 // reMCPServing finds the URL `mcp --http` prints when it serves.
 var reMCPServing = regexp.MustCompile(`serving (https?://[^ ]+/mcp)`)
+
+// processCPU is the CPU time process pid has used so far, user and
+// system, all its threads: its CPU clock (clock_getcpuclockid(3)).
+func processCPU(b *testing.B, pid int) time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(int32((^pid)<<3|2), &ts); err != nil {
+		b.Fatalf("the CPU clock of process %d: %v", pid, err)
+	}
+	return time.Duration(ts.Nano())
+}
+
+// peakRSS is the peak resident set of process pid, in bytes (VmHWM).
+func peakRSS(b *testing.B, pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				b.Fatalf("VmHWM of process %d: %v", pid, err)
+			}
+			return kb << 10
+		}
+	}
+	b.Fatalf("no VmHWM in /proc/%d/status", pid)
+	return 0
+}
