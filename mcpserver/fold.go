@@ -3,12 +3,12 @@ package mcpserver
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"strings"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -78,14 +78,26 @@ func (h *HTTP) guardedCall(r *http.Request, token string) string {
 		return ""
 	}
 	r.Body = io.NopCloser(bytes.NewReader(data))
+	if tool := calledTool(data); h.folded[tool] {
+		return tool
+	}
+	return ""
+}
+
+// calledTool is the tool a JSON-RPC message calls, as the SDK reads it:
+// params.name of a tools/call, or "" for any other message. The SDK
+// matches names exactly ("Name" is not "name"), so this reading does too
+// (the JSON v2 prototype's, which also refuses a name given twice and
+// text that is not UTF-8: "", looked up); a batch (an array) is not one
+// call: "".
+func calledTool(data []byte) string {
 	var m struct {
 		Method string `json:"method"`
 		Params struct {
 			Name string `json:"name"`
 		} `json:"params"`
 	}
-	// A batch (an array) does not decode into one call: looked up.
-	if json.Unmarshal(data, &m) != nil || m.Method != "tools/call" || !h.folded[m.Params.Name] {
+	if jsonv2.Unmarshal(data, &m) != nil || m.Method != "tools/call" {
 		return ""
 	}
 	return m.Params.Name
