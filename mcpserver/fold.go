@@ -147,13 +147,19 @@ func (h *HTTP) verifyRemembered(ctx context.Context, token string, r *http.Reque
 // rememberedFor is what verify carried for a call of tool admitted on
 // its token's remembered grant, or nil.
 func rememberedFor(extra *mcp.RequestExtra, tool string) *remembered {
+	if rm := rememberedAny(extra); rm != nil && rm.tool == tool {
+		return rm
+	}
+	return nil
+}
+
+// rememberedAny is what verify carried for a request admitted on its
+// token's remembered grant, whatever tool it was admitted for, or nil.
+func rememberedAny(extra *mcp.RequestExtra) *remembered {
 	if extra == nil || extra.TokenInfo == nil {
 		return nil
 	}
-	rm, ok := extra.TokenInfo.Extra["remembered"].(*remembered)
-	if !ok || rm.tool != tool {
-		return nil
-	}
+	rm, _ := extra.TokenInfo.Extra["remembered"].(*remembered)
 	return rm
 }
 

@@ -2,8 +2,14 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"net/http"
+	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/workspaced/workspaced/tokens"
 )
@@ -40,6 +46,40 @@ func TestGuardedCallReadAsTheSDKReads(t *testing.T) {
 	} {
 		if code, answer := f.rawPost(tok, hdr, "", []byte(body)); code != http.StatusUnauthorized {
 			t.Errorf("%s with a revoked token: %d %s, want 401", body, code, answer)
+		}
+	}
+}
+
+// TestAdmittedForAnotherTool: a call that reaches a tool other than the
+// one its request was admitted for on a remembered grant is looked up
+// before it runs: refused when the look-up refuses the token, run on
+// the grant it reads otherwise.
+func TestAdmittedForAnotherTool(t *testing.T) {
+	t.Parallel()
+	w := fixture(t)
+	s, err := newSession(context.Background(), w, Options{Agent: "w", Grants: grantOf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := tokens.Grant{Agent: "w", Tasks: []string{tokens.AllTasks}, GlobalMemory: tokens.GlobalWrite}
+	for _, c := range []struct {
+		name    string
+		lookUp  func() (tokens.Grant, error)
+		refused bool
+	}{
+		{"revoked", func() (tokens.Grant, error) { return tokens.Grant{}, errors.New("unknown or revoked token") }, true},
+		{"still valid", func() (tokens.Grant, error) { return stale, nil }, false},
+	} {
+		looked := 0
+		rm := &remembered{tool: ToolPutMemoryItem, lookUp: func() (tokens.Grant, error) { looked++; return c.lookUp() }}
+		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ToolListTasks, Arguments: json.RawMessage(`{}`)},
+			Extra: &mcp.RequestExtra{TokenInfo: &auth.TokenInfo{UserID: "tok", Extra: map[string]any{"grant": stale, "remembered": rm}}}}
+		res := toolByName()[ToolListTasks].call(s, context.Background(), req)
+		if looked != 1 {
+			t.Errorf("%s: looked up %d times, want once", c.name, looked)
+		}
+		if text := res.Content[0].(*mcp.TextContent).Text; res.IsError != c.refused || c.refused && !strings.Contains(text, "no longer valid") {
+			t.Errorf("%s: answered %v %q", c.name, res.IsError, text)
 		}
 	}
 }
