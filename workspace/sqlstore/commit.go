@@ -308,6 +308,9 @@ type folded struct {
 	stopped error
 	now     time.Time
 	plan    knownPlan
+	// edits turn the document the states row holds into doc, when the
+	// row holds the one the committer's encoder made before (splice).
+	edits splice
 }
 
 // fold judges the markers with the machine (records with the next
@@ -356,6 +359,9 @@ func (c *commitTx) fold(ctx context.Context, ms []Marker) (folded, error) {
 	// The encoder's bytes are its own until its next call; the document
 	// outlives this commit as known (one copy, sent and kept).
 	f.doc = string(data)
+	if c.HasState && c.Mine && c.s.dl.Edits {
+		f.edits.edits, f.edits.prevBytes, f.edits.ok = c.cache.enc.Edits(MaxEdits)
+	}
 	return f, nil
 }
 
@@ -447,6 +453,9 @@ func (c *commitTx) write(ctx context.Context, f folded, ms []Marker, dups []int6
 	w := CommitWrite{TaskID: c.id, Epoch: c.epoch, Now: f.now, Seqs: make([]int64, n), Names: make([]string, n), Records: make([]string, n), Verdicts: make([]string, n),
 		HasState: c.HasState, Keep: c.s.Settings().Backups.Keep,
 		Seq: f.next.JournalSeq, Version: c.PrevVersion + 1, Doc: f.doc, Events: f.evs, Delete: make([]int64, n, n+len(dups))}
+	if f.edits.ok {
+		w.Edits, w.PrevBytes = f.edits.edits, f.edits.prevBytes
+	}
 	for i, r := range f.recs {
 		rb, err := atomicfile.Marshal(r)
 		if err != nil {
