@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -75,7 +76,17 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 	tok := w.addToken("--agent", "bench", "--task", "t1", "--global-memory", "write")
 	// The per-token rate limit (50 a second by default) would measure
 	// itself: lifted, as for a trusted program with a token of its own.
-	_, base := w.opsServe("--rate", "100000", "--burst", "100000", "--address-rate", "100000", "--address-burst", "100000")
+	// BENCH_SERVE_PROFILE=FILE: the listener's CPU profile, written
+	// there when the benchmark stops it.
+	serveArgs := []string{"--rate", "100000", "--burst", "100000", "--address-rate", "100000", "--address-burst", "100000"}
+	profile := os.Getenv("BENCH_SERVE_PROFILE")
+	if profile != "" {
+		serveArgs = append(serveArgs, "--cpu-profile", profile)
+	}
+	served, base := w.opsServe(serveArgs...)
+	if profile != "" {
+		defer served.Stop()
+	}
 	mcpURL, _ := w.Listen(reMCPServing, "mcp", "--http", "127.0.0.1:0", "--rate", "100000", "--burst", "100000")
 	// BENCH_TRANSPORT=fetch runs the client through fetch instead of its
 	// own transport; =both alternates the two, one run each in turn (with
@@ -89,7 +100,8 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 		cmd := exec.CommandContext(ctx, node, "dist/bench/bench.js")
 		cmd.Dir = tsPackageDir
 		cmd.Env = append(clitest.CleanEnv(), "WORKSPACED_URL="+base[:len(base)-1], "WORKSPACED_TOKEN="+tok,
-			"WORKSPACED_MCP_URL="+mcpURL, "BENCH_PG="+db.String(), "BENCH_TRANSPORT="+transports[i%len(transports)])
+			"WORKSPACED_MCP_URL="+mcpURL, "BENCH_PG="+db.String(), "BENCH_TRANSPORT="+transports[i%len(transports)],
+			"WORKSPACED_PID="+strconv.Itoa(served.Pid()))
 		var out, errOut bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errOut
 		err := cmd.Run()
