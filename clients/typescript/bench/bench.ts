@@ -348,6 +348,9 @@ const result = {
     // floor, a burst of writers than the floor's burst.
     put_floor: (stats(floorTimes).median_ms + stats(put.peer).median_ms) / stats(put.peer).median_ms,
     get_floor: stats(floorTimes).median_ms / stats(get.peer).median_ms,
+    // A get through a server in front of PostgreSQL makes the peer's own
+    // query as well: that round trip plus the peer's get, over its get.
+    get_floor_with_query: (stats(floorTimes).median_ms + stats(get.peer).median_ms) / stats(get.peer).median_ms,
     writers_floor_rate: best(last.floor) / best(last.peer),
   },
 };
