@@ -79,8 +79,11 @@ type CommitWrite struct {
 	HasState bool
 	Keep     int // backups kept
 	Seq      int64
-	Version  int64  // the row's version once written
-	Doc      string // the new state
-	Events   []workspace.Event
-	Delete   []int64 // the markers taken and those passed over
+	Version  int64 // the row's version once written
+	// Doc is the new state. Its bytes are the encoder's and change at
+	// the committer's next commit: a driver sends it within WriteCommit
+	// and keeps no reference to it.
+	Doc    string
+	Events []workspace.Event
+	Delete []int64 // the markers taken and those passed over
 }
