@@ -25,6 +25,8 @@ type argChecker struct {
 	tool   string
 	schema *schema
 	v      *jsonschema.Schema
+	// admits is the quick check of the arguments by name (admit.go).
+	admits func(map[string]json.RawMessage) bool
 }
 
 // newArgChecker compiles sch. It panics when the schema does not compile:
@@ -45,21 +47,32 @@ func newArgChecker(tool string, sch *schema) *argChecker {
 	if err != nil {
 		panic(fmt.Sprintf("input schema of %s: %v", tool, err))
 	}
-	return &argChecker{tool: tool, schema: sch, v: v}
+	return &argChecker{tool: tool, schema: sch, v: v, admits: admitObject(sch)}
 }
 
-// decodeArgs checks raw, the arguments as sent, and decodes them into In.
-// JSON Schema counts 2.0 and 2e0 as integers, and a model may send them so:
-// a number with an integral value is decoded into an integer field as the
-// integer it is. (Handlers that keep a value exactly, such as value and
-// output, read it from the raw arguments, not from In.)
+// decodeArgs checks raw, the arguments as sent (args: as read by name),
+// and decodes them into In. JSON Schema counts 2.0 and 2e0 as integers,
+// and a model may send them so: a number with an integral value is
+// decoded into an integer field as the integer it is. (Handlers that keep
+// a value exactly, such as value and output, read it from the raw
+// arguments, not from In.)
 //
-// Arguments the schema admits are decoded from raw as sent; only when
-// that fails (an integer written 2.0 or 2e0, a number no float holds)
-// are they decoded again from the checked document, its integral numbers
+// Arguments the quick check admits (admit.go) are decoded from raw
+// as sent; the others are checked by the validator, which explains a
+// refusal, and decoded as sent when they can be; only when that fails
+// (an integer written 2.0 or 2e0, a number no float holds) are they
+// decoded again from the checked document, its integral numbers
 // rewritten, which decodes them as before or fails saying why.
-func decodeArgs[In any](a *argChecker, raw json.RawMessage) (In, error) {
+func decodeArgs[In any](a *argChecker, args *callArgs, raw json.RawMessage) (In, error) {
 	var in In
+	if args.top != nil && a.admits(args.top) {
+		if err := workspace.CheckText("arguments of "+a.tool, raw); err != nil {
+			return in, err
+		}
+		if json.Unmarshal(raw, &in) == nil {
+			return in, nil
+		}
+	}
 	doc, err := a.check(raw)
 	if err != nil {
 		return in, err

@@ -16,7 +16,7 @@ type checked struct {
 func checkerFor[In any](tool string) checked {
 	c := newArgChecker(tool, inputSchema[In]())
 	return checked{tool, c, func(b []byte) error {
-		_, err := decodeArgs[In](c, b)
+		_, err := decodeArgs[In](c, parseArgs(b), b)
 		return err
 	}}
 }

@@ -134,6 +134,8 @@ type toolDef struct {
 	// without the task and thread arguments, which it takes all the same.
 	bound *mcp.Tool
 	call  func(s *Server, ctx context.Context, req *mcp.CallToolRequest) *mcp.CallToolResult
+	// check is the checker of its arguments.
+	check *argChecker
 }
 
 // reply is a tool's answer: the text a model reads and, when the answer
@@ -181,7 +183,7 @@ func define[In any](name, desc string, ann *mcp.ToolAnnotations, out *schema, h 
 		if err := permit(extra, name, args.top); err != nil {
 			return s, errorResult(err), audit.Refused, err
 		}
-		in, err := decodeArgs[In](check, raw)
+		in, err := decodeArgs[In](check, args, raw)
 		if err != nil {
 			return s, errorResult(err), audit.Refused, err
 		}
@@ -235,7 +237,7 @@ func define[In any](name, desc string, ann *mcp.ToolAnnotations, out *schema, h 
 		s.record(ctx, extra, name, raw, outcome, err)
 		return res
 	}
-	return &toolDef{tool: t, bound: bound, call: call}
+	return &toolDef{tool: t, bound: bound, call: call, check: check}
 }
 
 // text adapts a handler whose answer is text.

@@ -32,12 +32,12 @@ const (
 )
 
 type putItemInput struct {
-	Namespace  []string `json:"namespace"`
-	Key        string   `json:"key"`
-	Value      any      `json:"value"`
-	TTLSeconds int      `json:"ttl_seconds,omitempty" minimum:"1"`
-	IfVersion  int      `json:"if_version,omitempty" minimum:"1"`
-	IfAbsent   bool     `json:"if_absent,omitempty"`
+	Namespace  []string  `json:"namespace"`
+	Key        string    `json:"key"`
+	Value      sentValue `json:"value"`
+	TTLSeconds int       `json:"ttl_seconds,omitempty" minimum:"1"`
+	IfVersion  int       `json:"if_version,omitempty" minimum:"1"`
+	IfAbsent   bool      `json:"if_absent,omitempty"`
 }
 
 type itemKeyInput struct {
@@ -52,10 +52,10 @@ type deleteItemInput struct {
 }
 
 type searchInput struct {
-	NamespacePrefix []string       `json:"namespace_prefix,omitempty"`
-	Filter          map[string]any `json:"filter,omitempty"`
-	Limit           int            `json:"limit,omitempty" minimum:"1"`
-	Offset          int            `json:"offset,omitempty" minimum:"0"`
+	NamespacePrefix []string   `json:"namespace_prefix,omitempty"`
+	Filter          sentObject `json:"filter,omitempty"`
+	Limit           int        `json:"limit,omitempty" minimum:"1"`
+	Offset          int        `json:"offset,omitempty" minimum:"0"`
 }
 
 type namespacesInput struct {

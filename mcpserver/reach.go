@@ -73,13 +73,11 @@ func withTaskArgs(sch *schema) {
 
 // stringArg is a string argument as sent, "" when absent or not a string
 // (the schema check then says what is wrong with it).
-func stringArg(raw json.RawMessage, name string) string {
-	var args map[string]json.RawMessage
-	if json.Unmarshal(raw, &args) != nil {
-		return ""
-	}
+func stringArg(args *callArgs, name string) string {
 	var v string
-	_ = json.Unmarshal(args[name], &v)
+	if raw, ok := args.top[name]; ok {
+		_ = json.Unmarshal(raw, &v)
+	}
 	return v
 }
 
@@ -93,7 +91,8 @@ func (s *Server) on(ctx context.Context, extra *mcp.RequestExtra, tool string, r
 		c.task, c.thread = "", ""
 		return &c, nil
 	}
-	task, thread := stringArg(raw, argTask), stringArg(raw, argThread)
+	args := argsOf(ctx, raw)
+	task, thread := stringArg(args, argTask), stringArg(args, argThread)
 	if task == "" && thread == "" {
 		if s.task == "" && s.grants != nil {
 			if g, err := s.grants(extra); err == nil && len(g.Tasks) == 1 && g.Tasks[0] != tokens.AllTasks {

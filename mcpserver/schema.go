@@ -26,8 +26,9 @@ import (
 //	                        id grammar, on the string or on each item
 //
 // Every object is closed (additionalProperties false), so a misspelt
-// argument is refused rather than ignored. A field of type any or
-// json.RawMessage takes any JSON value; map[string]any any object.
+// argument is refused rather than ignored. A field of type any,
+// json.RawMessage or sentValue takes any JSON value; map[string]any or
+// sentObject any object.
 
 // schema is the part of JSON Schema the tools use.
 type schema struct {
@@ -45,6 +46,22 @@ type schema struct {
 
 var rawMessageType = reflect.TypeFor[json.RawMessage]()
 
+// sentValue is an argument that takes any JSON value, sentObject one that
+// takes any object, read by its handler as sent (rawArg), never from the
+// decoded input: decoding the input skips them, however large.
+type (
+	sentValue  struct{}
+	sentObject struct{}
+)
+
+func (*sentValue) UnmarshalJSON([]byte) error  { return nil }
+func (*sentObject) UnmarshalJSON([]byte) error { return nil }
+
+var (
+	sentValueType  = reflect.TypeFor[sentValue]()
+	sentObjectType = reflect.TypeFor[sentObject]()
+)
+
 // inputSchema is the schema of the arguments struct T. It panics on a
 // struct it cannot describe: that is a programming error, caught when the
 // server is built in any test.
@@ -60,8 +77,11 @@ func inputSchema[T any]() *schema {
 }
 
 func schemaOf(t reflect.Type) (*schema, error) {
-	if t == rawMessageType {
+	switch t {
+	case rawMessageType, sentValueType:
 		return &schema{}, nil
+	case sentObjectType:
+		return &schema{Type: "object"}, nil
 	}
 	switch t.Kind() {
 	case reflect.String:

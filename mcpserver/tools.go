@@ -69,16 +69,16 @@ type keyInput struct {
 }
 
 type storeEnvInput struct {
-	Key              string `json:"key"`
-	ShortDescription string `json:"short_description,omitempty" jsonschema:"What the value holds, shown by list_env_data."`
-	Value            any    `json:"value"`
+	Key              string    `json:"key"`
+	ShortDescription string    `json:"short_description,omitempty" jsonschema:"What the value holds, shown by list_env_data."`
+	Value            sentValue `json:"value"`
 }
 
 type updateEnvInput struct {
-	Key              string `json:"key"`
-	ShortDescription string `json:"short_description,omitempty"`
-	Value            any    `json:"value,omitempty"`
-	IfVersion        int    `json:"if_version,omitempty" minimum:"1" jsonschema:"Update only if the version is still this."`
+	Key              string    `json:"key"`
+	ShortDescription string    `json:"short_description,omitempty"`
+	Value            sentValue `json:"value,omitempty"`
+	IfVersion        int       `json:"if_version,omitempty" minimum:"1" jsonschema:"Update only if the version is still this."`
 }
 
 type emptyInput struct{}
@@ -91,10 +91,10 @@ const (
 )
 
 type storeMemoryInput struct {
-	Key              string `json:"key"`
-	Value            any    `json:"value"`
-	Scope            string `json:"scope,omitempty" enum:"agent,session,global" jsonschema:"agent: yours, kept forever (default); session: this thread's; global: every agent's."`
-	ShortDescription string `json:"short_description,omitempty"`
+	Key              string    `json:"key"`
+	Value            sentValue `json:"value"`
+	Scope            string    `json:"scope,omitempty" enum:"agent,session,global" jsonschema:"agent: yours, kept forever (default); session: this thread's; global: every agent's."`
+	ShortDescription string    `json:"short_description,omitempty"`
 }
 
 type memoryKeyInput struct {
@@ -111,12 +111,12 @@ type claimInput struct {
 }
 
 type doneInput struct {
-	SubtaskID  string         `json:"subtask_id,omitempty" pattern:"id"`
-	Output     map[string]any `json:"output,omitempty" jsonschema:"Your result (summary, decisions...)."`
-	OutputFile string         `json:"output_file,omitempty" jsonschema:"Already written (default outputs/SUBTASK_ID.json)."`
-	Status     string         `json:"status,omitempty" enum:"completed,failed,cancelled" jsonschema:"Default completed; failed needs error; cancelled cancels the task."`
-	Error      string         `json:"error,omitempty"`
-	Escalate   string         `json:"escalate,omitempty" jsonschema:"Why a human must decide."`
+	SubtaskID  string     `json:"subtask_id,omitempty" pattern:"id"`
+	Output     sentObject `json:"output,omitempty" jsonschema:"Your result (summary, decisions...)."`
+	OutputFile string     `json:"output_file,omitempty" jsonschema:"Already written (default outputs/SUBTASK_ID.json)."`
+	Status     string     `json:"status,omitempty" enum:"completed,failed,cancelled" jsonschema:"Default completed; failed needs error; cancelled cancels the task."`
+	Error      string     `json:"error,omitempty"`
+	Escalate   string     `json:"escalate,omitempty" jsonschema:"Why a human must decide."`
 }
 
 type contextInput struct {

@@ -80,15 +80,18 @@ type CommitWrite struct {
 	HasState bool
 	Keep     int // backups kept
 	Seq      int64
-	Version  int64  // the row's version once written
-	Doc      string // the new state
-	Events   []workspace.Event
-	Delete   []int64 // the markers taken and those passed over
+	Version  int64 // the row's version once written
+	// Doc is the new state. Its bytes are the encoder's and change at
+	// the committer's next commit: a driver sends it within WriteCommit
+	// and keeps no reference to it.
+	Doc    string
+	Events []workspace.Event
+	Delete []int64 // the markers taken and those passed over
 
 	// Edits, when not nil, turn the document the states row holds,
 	// PrevBytes long (the one this committer wrote last), into Doc: a
-	// driver may send them instead of Doc, each replacing the characters
-	// it names, and must then fail the commit unless the row held a
+	// driver may send them instead of Doc, each replacing the bytes it
+	// names, and must then fail the commit unless the row held a
 	// document of PrevBytes bytes.
 	Edits     []statecheck.Edit
 	PrevBytes int
