@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -34,15 +35,19 @@ import (
 // (BENCH_TRANSPORT=fetch: the client through Node's fetch, not its own
 // node:http; BENCH_TRANSPORT=both and -benchtime 4x: the two in turn;
 // BENCH_IN_FLIGHT=1,2,4: the writers once more with each of these
-// maxInFlight, in the logged result.)
+// maxInFlight, in the logged result; BENCH_SERVE_PROFILE=FILE: the
+// listener's CPU profile.)
 //
 // It reports the medians' ratios (ours ÷ PostgresStore's: below 1 is
 // faster) and the rate ratios of 8 and 16 writers (above 1 is faster),
 // 16 writers' also with coalescing off and the coalesced run's items per
 // request, each beside its floor, the best the door itself allows measured
 // in the same run: a put's floor is an HTTP round trip that touches no store
-// plus the peer's own put, a get's that round trip alone, 16 writers'
-// that many loops of such round trips at once. It logs the whole result.
+// plus the peer's own put, a get's that round trip alone (and with the
+// peer's get added, the query any server in front of PostgreSQL makes),
+// 16 writers' that many loops of such round trips at once; and, on
+// Linux, the CPU a single get and put of ours costs Node, the listener
+// and PostgreSQL. It logs the whole result.
 func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -75,7 +80,17 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 	tok := w.addToken("--agent", "bench", "--task", "t1", "--global-memory", "write")
 	// The per-token rate limit (50 a second by default) would measure
 	// itself: lifted, as for a trusted program with a token of its own.
-	_, base := w.opsServe("--rate", "100000", "--burst", "100000", "--address-rate", "100000", "--address-burst", "100000")
+	// BENCH_SERVE_PROFILE=FILE: the listener's CPU profile, written
+	// there when the benchmark stops it.
+	serveArgs := []string{"--rate", "100000", "--burst", "100000", "--address-rate", "100000", "--address-burst", "100000"}
+	profile := os.Getenv("BENCH_SERVE_PROFILE")
+	if profile != "" {
+		serveArgs = append(serveArgs, "--cpu-profile", profile)
+	}
+	served, base := w.opsServe(serveArgs...)
+	if profile != "" {
+		defer served.Stop()
+	}
 	mcpURL, _ := w.Listen(reMCPServing, "mcp", "--http", "127.0.0.1:0", "--rate", "100000", "--burst", "100000")
 	// BENCH_TRANSPORT=fetch runs the client through fetch instead of its
 	// own transport; =both alternates the two, one run each in turn (with
@@ -89,7 +104,8 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 		cmd := exec.CommandContext(ctx, node, "dist/bench/bench.js")
 		cmd.Dir = tsPackageDir
 		cmd.Env = append(clitest.CleanEnv(), "WORKSPACED_URL="+base[:len(base)-1], "WORKSPACED_TOKEN="+tok,
-			"WORKSPACED_MCP_URL="+mcpURL, "BENCH_PG="+db.String(), "BENCH_TRANSPORT="+transports[i%len(transports)])
+			"WORKSPACED_MCP_URL="+mcpURL, "BENCH_PG="+db.String(), "BENCH_TRANSPORT="+transports[i%len(transports)],
+			"WORKSPACED_PID="+strconv.Itoa(served.Pid()))
 		var out, errOut bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errOut
 		err := cmd.Run()
@@ -112,7 +128,14 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 				PutFloor     float64 `json:"put_floor"`
 				GetFloor     float64 `json:"get_floor"`
 				WritersFloor float64 `json:"writers_floor_rate"`
+				GetQuery     float64 `json:"get_floor_with_query"`
 			} `json:"ratios"`
+			// Each single call's CPU by process, µs (WORKSPACED_PID).
+			CPU map[string]struct {
+				Node     float64 `json:"node"`
+				Server   float64 `json:"server"`
+				Postgres float64 `json:"postgres"`
+			} `json:"cpu_us_per_call"`
 		}
 		if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 			b.Fatalf("bench.js printed %q: %v", out.String(), err)
@@ -128,6 +151,13 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 		b.ReportMetric(res.Ratios.PutFloor, "put-floor-ratio")
 		b.ReportMetric(res.Ratios.GetFloor, "get-floor-ratio")
 		b.ReportMetric(res.Ratios.WritersFloor, "writers16-floor-ratio")
+		b.ReportMetric(res.Ratios.GetQuery, "get-floor+query-ratio")
+		for _, op := range []string{"get", "put"} {
+			c := res.CPU[op+"_ours"]
+			b.ReportMetric(c.Node, op+"-node-cpu-µs")
+			b.ReportMetric(c.Server, op+"-server-cpu-µs")
+			b.ReportMetric(c.Postgres, op+"-postgres-cpu-µs")
+		}
 	}
 }
 
