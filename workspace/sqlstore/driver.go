@@ -157,4 +157,7 @@ type Dialect struct {
 	EventsAfter func(table, param string) string
 	// EventOrder orders rows of events as readers read them.
 	EventOrder string
+	// Edits says the driver's WriteCommit may send CommitWrite.Edits
+	// instead of the document: a commit makes them only then.
+	Edits bool
 }
