@@ -37,7 +37,7 @@
 // The Go benchmark BenchmarkTypeScriptClientVsPostgresStore
 // (cmd/workspaced) starts a PostgreSQL, a workspace on it and its listener,
 // and runs this. It prints one JSON object.
-import { readFileSync, readdirSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import { PostgresStore } from "@langchain/langgraph-checkpoint-postgres/store";
 import type { BaseStore } from "@langchain/langgraph-checkpoint";
@@ -161,7 +161,7 @@ function pgOnCPU(): number {
   }
   return ns;
 }
-const breaks = serverPid > 0 && postmaster > 0;
+const breaks = serverPid > 0 && postmaster > 0 && existsSync(`/proc/${serverPid}/task`);
 type CPU = { calls: number; node: number; server: number; pg: number };
 const cpuOf = new Map<string, CPU>();
 
