@@ -118,7 +118,7 @@ func (c commitTx) WriteCommit(ctx context.Context, w sqlstore.CommitWrite) error
 		b.Queue("INSERT INTO backups (task_id, journal_seq, doc) SELECT task_id, journal_seq, doc FROM states WHERE task_id = $1", w.TaskID)
 		b.Queue(`DELETE FROM backups WHERE task_id = $1 AND n <= (
 			SELECT n FROM backups WHERE task_id = $1 ORDER BY n DESC OFFSET $2 LIMIT 1)`, w.TaskID, w.Keep)
-		if w.Edits != nil && c.utf8() {
+		if w.Edits != nil {
 			c.queueEdits(b, w)
 		} else {
 			b.Queue("UPDATE states SET journal_seq = $2, doc = $3, epoch = $4, version = $5, updated_at = now() WHERE task_id = $1",
@@ -177,9 +177,4 @@ func (c commitTx) queueEdits(b *pgx.Batch, w sqlstore.CommitWrite) {
 		}
 		return nil
 	})
-}
-
-// utf8 says the server holds text as UTF-8, the bytes the edits count.
-func (c commitTx) utf8() bool {
-	return c.tx.Conn().PgConn().ParameterStatus("server_encoding") == "UTF8"
 }

@@ -21,7 +21,6 @@ var _ sqlstore.Driver = driver{}
 // dialect is PostgreSQL's SQL where it differs.
 var dialect = sqlstore.Dialect{
 	Collate:      ` COLLATE "C"`,
-	Edits:        true,
 	Now:          "now()",
 	Lock:         func(mode string) string { return " FOR " + mode },
 	HasPrefix:    func(col, param string) string { return "starts_with(" + col + ", " + param + ")" },
@@ -66,8 +65,12 @@ func (n nullTime) Scan(v any) error {
 	return nil
 }
 
-func (d driver) Reads() sqlstore.Executor    { return (*poolExec)(d.s.pool) }
-func (d driver) Dialect() sqlstore.Dialect   { return dialect }
+func (d driver) Reads() sqlstore.Executor { return (*poolExec)(d.s.pool) }
+func (d driver) Dialect() sqlstore.Dialect {
+	dl := dialect
+	dl.Edits = d.s.utf8
+	return dl
+}
 func (d driver) IsUnique(err error) bool     { return isUnique(err) }
 func (d driver) IsForeignKey(err error) bool { return isForeignKey(err) }
 

@@ -89,10 +89,10 @@ type CommitWrite struct {
 	Delete []int64 // the markers taken and those passed over
 
 	// Edits, when not nil, turn the document the states row holds,
-	// PrevBytes long (the one this committer wrote last), into Doc: a
-	// driver may send them instead of Doc, each replacing the bytes it
-	// names, and must then fail the commit unless the row held a
-	// document of PrevBytes bytes.
+	// PrevBytes long (the one this committer wrote last), into the new
+	// state, and Doc is "": a driver (Dialect.Edits) sends them, each
+	// replacing the bytes it names, and must fail the commit unless the
+	// row held a document of PrevBytes bytes.
 	Edits     []statecheck.Edit
 	PrevBytes int
 }

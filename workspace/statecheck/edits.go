@@ -35,6 +35,19 @@ func (e *Encoder) noteParts(parts [][]byte, fixed []bool) {
 	}
 }
 
+// Joined is the document EncodeParts made last, in one slice, the
+// encoder's (as Encode's).
+func (e *Encoder) Joined() []byte {
+	if len(e.parts) == 1 {
+		return e.parts[0]
+	}
+	size := 0
+	for _, p := range e.parts {
+		size += len(p)
+	}
+	return e.join(e.parts, size)
+}
+
 // samePiece: a and b are the same bytes, never written again.
 func samePiece(a, b piece) bool {
 	return a.fixed != nil && b.fixed != nil && a.bytes == b.bytes && a.bytes > 0 && &a.fixed[0] == &b.fixed[0]
