@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strconv"
@@ -48,6 +49,25 @@ func decodeBatchAtOnce(data []byte, maxDepth int, in *memoryBatch) bool {
 	return workspace.CheckDepth(data, maxDepth) == nil && jsonv2.Unmarshal(data, in, jsonv2.RejectUnknownMembers(true)) == nil && objects(in.Puts)
 }
 
+// decodeItem decodes a single put's body (PUT /memory/items) into in as
+// decodeBatch decodes a batch's: in one pass when it is a put as the API
+// document writes it with an object for its value, else by decodeStrict
+// (FuzzDecodeItem holds the two to the same put).
+func decodeItem(data []byte, maxDepth int, in *itemWrite) error {
+	if decodeItemAtOnce(data, maxDepth, in) {
+		return nil
+	}
+	*in = itemWrite{}
+	return decodeStrict("the item", data, maxDepth, in)
+}
+
+// decodeItemAtOnce is decodeItem's one pass: false for a body it leaves
+// to decodeStrict.
+func decodeItemAtOnce(data []byte, maxDepth int, in *itemWrite) bool {
+	return workspace.CheckDepth(data, maxDepth) == nil && jsonv2.Unmarshal(data, in, jsonv2.RejectUnknownMembers(true)) == nil &&
+		len(in.Value) > 0 && in.Value[0] == '{'
+}
+
 // objects says every put's value is a JSON object, as decoded.
 func objects(puts []batchPut) bool {
 	for _, p := range puts {
@@ -88,57 +108,84 @@ func appendAnswer(b []byte, a batchAnswer) (_ []byte, ok bool) {
 		if r.Status != http.StatusOK || r.Item == nil || r.Problem != nil {
 			return nil, false
 		}
-		// The names, the status, the version and three times: under 240.
-		n += 240 + len(r.Item.Key) + len(r.Item.Value)
-		for _, l := range r.Item.Namespace {
-			n += len(l) + 3
-		}
+		n += 24 + itemSize(r.Item)
 	}
 	b = slices.Grow(b, n)
 	b = append(b, `{"results":[`...)
 	for i, r := range a.Results {
-		it := r.Item
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"status":200,"item":{"namespace":`...)
-		if it.Namespace == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for j, l := range it.Namespace {
-				if !workspace.PlainJSON(l) {
-					return nil, false
-				}
-				if j > 0 {
-					b = append(b, ',')
-				}
-				b = append(append(append(b, '"'), l...), '"')
-			}
-			b = append(b, ']')
-		}
-		if !workspace.PlainJSON(it.Key) || !plainValue(it.Value) {
+		b = append(b, `{"status":200,"item":`...)
+		if b, ok = appendItem(b, r.Item); !ok {
 			return nil, false
 		}
-		b = append(append(append(b, `,"key":"`...), it.Key...), `","version":`...)
-		b = strconv.AppendInt(b, int64(it.Version), 10)
-		b = append(b, `,"created_at":`...)
-		if b, ok = appendTime(b, it.CreatedAt); !ok {
-			return nil, false
-		}
-		b = append(b, `,"updated_at":`...)
-		if b, ok = appendTime(b, it.UpdatedAt); !ok {
-			return nil, false
-		}
-		b = append(b, `,"expires_at":`...)
-		if it.ExpiresAt == nil {
-			b = append(b, "null"...)
-		} else if b, ok = appendTime(b, *it.ExpiresAt); !ok {
-			return nil, false
-		}
-		b = append(append(append(b, `,"value":`...), it.Value...), "}}"...)
+		b = append(b, '}')
 	}
 	return append(b, "]}"...), true
+}
+
+// itemBytes is a single item's answer (GET and PUT /memory/items) as
+// json.Marshal writes it: by hand when nothing in it needs escaping, as
+// answerBytes writes a batch's (TestItemAnswerBytes, FuzzBatchAnswer),
+// else by json.Marshal.
+func itemBytes(v any) ([]byte, error) {
+	if it, ok := v.(workspace.MemoryItem); ok {
+		if b, ok := appendItem(make([]byte, 0, itemSize(&it)), &it); ok {
+			return b, nil
+		}
+	}
+	return json.Marshal(v)
+}
+
+// itemSize is about what appendItem writes of it: its names, its value,
+// and under 200 bytes for the field names, the version and three times.
+func itemSize(it *workspace.MemoryItem) int {
+	n := 200 + len(it.Key) + len(it.Value)
+	for _, l := range it.Namespace {
+		n += len(l) + 3
+	}
+	return n
+}
+
+// appendItem appends it's JSON to b, or says it cannot (ok false).
+func appendItem(b []byte, it *workspace.MemoryItem) (_ []byte, ok bool) {
+	b = append(b, `{"namespace":`...)
+	if it.Namespace == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for j, l := range it.Namespace {
+			if !workspace.PlainJSON(l) {
+				return nil, false
+			}
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = append(append(append(b, '"'), l...), '"')
+		}
+		b = append(b, ']')
+	}
+	if !workspace.PlainJSON(it.Key) || !plainValue(it.Value) {
+		return nil, false
+	}
+	b = append(append(append(b, `,"key":"`...), it.Key...), `","version":`...)
+	b = strconv.AppendInt(b, int64(it.Version), 10)
+	b = append(b, `,"created_at":`...)
+	if b, ok = appendTime(b, it.CreatedAt); !ok {
+		return nil, false
+	}
+	b = append(b, `,"updated_at":`...)
+	if b, ok = appendTime(b, it.UpdatedAt); !ok {
+		return nil, false
+	}
+	b = append(b, `,"expires_at":`...)
+	if it.ExpiresAt == nil {
+		b = append(b, "null"...)
+	} else if b, ok = appendTime(b, *it.ExpiresAt); !ok {
+		return nil, false
+	}
+	return append(append(append(b, `,"value":`...), it.Value...), '}'), true
 }
 
 // appendTime appends t as time.Time's MarshalJSON writes it, for the

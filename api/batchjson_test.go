@@ -46,6 +46,58 @@ func FuzzDecodeBatch(f *testing.F) {
 	})
 }
 
+// FuzzDecodeItem: a single put's body taken in one pass is the put
+// decodeStrict makes of it.
+func FuzzDecodeItem(f *testing.F) {
+	for _, s := range []string{
+		`{"value": {"x": [1, 2.5, "é"]}}`, `{"value": {}, "ttl_seconds": 60}`, `{"value": {"a":1,"a":2}}`,
+		`{"Value": {}}`, `{"VALUE": {}, "value": {"b": 1}}`, `{"value": {}, "ttl_seconds": 1e2}`, `{"value": {}, "ttl_seconds": 1.0}`,
+		`{"value": null}`, `{"value": [1]}`, `{"value": "s"}`, `{"value": {}, "value": {"b": 2}}`, `{"ttl_seconds": null, "value": {}}`,
+		`{"value": {}} {}`, "{\"value\": {\"k\": \"\xff\"}}", `{"value": {"s": "\ud800"}}`, `{"value": {}, "if_version": 1}`,
+		`{"value": {}, "ttl_seconds": 99999999999999999999}`, `{"value": {"a": {"b": {"c": {"d": {}}}}}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var fast, strict itemWrite
+		if !decodeItemAtOnce(data, 4, &fast) {
+			return
+		}
+		if err := decodeStrict("the item", data, 4, &strict); err != nil {
+			t.Fatalf("%q: taken at once, refused by decodeStrict: %v", data, err)
+		}
+		if !reflect.DeepEqual(fast, strict) {
+			t.Fatalf("%q: at once %+v, decodeStrict %+v", data, fast, strict)
+		}
+	})
+}
+
+// TestItemAnswerBytes: a single item's answer is json.Marshal's bytes,
+// written by hand or not, and anything else is json.Marshal's.
+func TestItemAnswerBytes(t *testing.T) {
+	at := time.Date(2026, 11, 30, 2, 15, 0, 123456789, time.UTC)
+	exp := at.Add(time.Hour)
+	for _, v := range []any{
+		workspace.MemoryItem{Namespace: workspace.Namespace{"users", "42"}, Key: "prefs", Version: 3, CreatedAt: at, UpdatedAt: at, Value: json.RawMessage(`{"theme":"dark"}`)},
+		workspace.MemoryItem{Key: "k2", Version: 1, CreatedAt: at, UpdatedAt: at, ExpiresAt: &exp, Value: json.RawMessage(`{}`)},
+		workspace.MemoryItem{Namespace: workspace.Namespace{"<b>&</b>", "é\u2028"}, Key: "k\"\\\t\x01", Version: 1, CreatedAt: at, UpdatedAt: at, Value: json.RawMessage(`{"html":"<i>"}`)},
+		workspace.MemoryItem{Namespace: workspace.Namespace{"a"}, Key: "k", Version: 2, CreatedAt: at, UpdatedAt: at, Value: json.RawMessage(`{ "spaced" : 1 }`)},
+		map[string]any{"items": []int{1}},
+	} {
+		want, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := itemBytes(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("itemBytes\n got %s\nwant %s", got, want)
+		}
+	}
+}
+
 // TestBatchAnswerBytes: the batch's answer is json.Marshal's bytes, with
 // the characters it escapes in values, labels and keys, an expiry or
 // none, and a refusal's problem.

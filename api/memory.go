@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/workspaced/workspaced/service"
 	"github.com/workspaced/workspaced/workspace"
 )
@@ -57,13 +59,13 @@ func (h *Handler) getItem(c *call) error {
 		return err
 	}
 	c.w.Header().Set("ETag", etag(it.Version))
-	return c.reply(http.StatusOK, it)
+	return c.replyWith(itemBytes, http.StatusOK, it)
 }
 
 // itemWrite is PUT /memory/items's body.
 type itemWrite struct {
-	Value      json.RawMessage `json:"value"`
-	TTLSeconds int             `json:"ttl_seconds"`
+	Value      jsontext.Value `json:"value"`
+	TTLSeconds int            `json:"ttl_seconds"`
 }
 
 func (h *Handler) putItem(c *call) error {
@@ -81,17 +83,22 @@ func (h *Handler) putItem(c *call) error {
 	if err != nil {
 		return err
 	}
-	var in itemWrite
-	if err := c.decode("the item", &in); err != nil {
+	data, err := c.body()
+	if err != nil {
 		return err
 	}
-	it, err := service.MemoryPut(c.r.Context(), h.st, workspace.MemoryPutRequest{Namespace: ns, Key: key, Value: in.Value,
+	// The body is an envelope one level over the value (call.decode).
+	var in itemWrite
+	if err := decodeItem(data, h.st.Settings().Limits.MaxDepth+1, &in); err != nil {
+		return err
+	}
+	it, err := service.MemoryPut(c.r.Context(), h.st, workspace.MemoryPutRequest{Namespace: ns, Key: key, Value: json.RawMessage(in.Value),
 		TTLSeconds: in.TTLSeconds, IfVersion: cond.ifVersion, IfAbsent: cond.ifAbsent, Agent: c.agent()})
 	if err != nil {
 		return itemConflict(err)
 	}
 	c.w.Header().Set("ETag", etag(it.Version))
-	return c.reply(http.StatusOK, it)
+	return c.replyWith(itemBytes, http.StatusOK, it)
 }
 
 func (h *Handler) deleteItem(c *call) error {

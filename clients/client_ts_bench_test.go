@@ -39,17 +39,20 @@ import (
 // (BENCH_TRANSPORT=fetch: the client through Node's fetch, not its own
 // node:http; BENCH_TRANSPORT=both and -benchtime 4x: the two in turn;
 // BENCH_IN_FLIGHT=1,2,4: the writers once more with each of these
-// maxInFlight, in the logged result.)
+// maxInFlight, in the logged result; BENCH_SERVE_PROFILE=FILE: the
+// listener's CPU profile.)
 //
 // It reports the medians' ratios (ours ÷ PostgresStore's: below 1 is
 // faster) and the rate ratios of 8 and 16 writers (above 1 is faster),
 // 16 writers' also with coalescing off and the coalesced run's items per
 // request, each beside its floor, the best the door itself allows measured
 // in the same run: a put's floor is an HTTP round trip that touches no store
-// plus the peer's own put, a get's that round trip alone, 16 writers'
-// that many loops of such round trips at once. It reports too the MCP
-// server's own CPU a put and a ping, and its peak resident set. It logs
-// the whole result.
+// plus the peer's own put, a get's that round trip alone (and with the
+// peer's get added, the query any server in front of PostgreSQL makes),
+// 16 writers' that many loops of such round trips at once; and, on
+// Linux, the CPU a single get and put of ours costs Node, the listener
+// and PostgreSQL. It reports too the MCP server's own CPU a put and a
+// ping, and its peak resident set. It logs the whole result.
 func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -82,7 +85,17 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 	tok := w.addToken("--agent", "bench", "--task", "t1", "--global-memory", "write")
 	// The per-token rate limit (50 a second by default) would measure
 	// itself: lifted, as for a trusted program with a token of its own.
-	_, base := w.opsServe("--rate", "100000", "--burst", "100000", "--address-rate", "100000", "--address-burst", "100000")
+	// BENCH_SERVE_PROFILE=FILE: the listener's CPU profile, written
+	// there when the benchmark stops it.
+	serveArgs := []string{"--rate", "100000", "--burst", "100000", "--address-rate", "100000", "--address-burst", "100000"}
+	profile := os.Getenv("BENCH_SERVE_PROFILE")
+	if profile != "" {
+		serveArgs = append(serveArgs, "--cpu-profile", profile)
+	}
+	served, base := w.opsServe(serveArgs...)
+	if profile != "" {
+		defer served.Stop()
+	}
 	mcpURL, mcpd := w.Listen(reMCPServing, "mcp", "--http", "127.0.0.1:0", "--rate", "100000", "--burst", "100000")
 	mcpPID := mcpd.Cmd.Process.Pid
 	// BENCH_TRANSPORT=fetch runs the client through fetch instead of its
@@ -97,13 +110,14 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 		cmd := exec.CommandContext(ctx, node, "dist/bench/bench.js")
 		cmd.Dir = tsPackageDir
 		cmd.Env = append(clitest.CleanEnv(), "WORKSPACED_URL="+base[:len(base)-1], "WORKSPACED_TOKEN="+tok,
-			"WORKSPACED_MCP_URL="+mcpURL, "BENCH_PG="+db.String(), "BENCH_TRANSPORT="+transports[i%len(transports)])
+			"WORKSPACED_MCP_URL="+mcpURL, "BENCH_PG="+db.String(), "BENCH_TRANSPORT="+transports[i%len(transports)],
+			"WORKSPACED_PID="+strconv.Itoa(served.Pid()))
 		var out, errOut bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errOut
-		cpu0 := processCPU(b, mcpPID)
+		cpu0 := processCPU(mcpPID)
 		err := cmd.Run()
 		cancel()
-		mcpCPU := processCPU(b, mcpPID) - cpu0
+		mcpCPU := processCPU(mcpPID) - cpu0
 		if err != nil {
 			b.Fatalf("node bench.js: %v\n%s%s", err, out.String(), errOut.String())
 		}
@@ -122,7 +136,14 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 				PutFloor     float64 `json:"put_floor"`
 				GetFloor     float64 `json:"get_floor"`
 				WritersFloor float64 `json:"writers_floor_rate"`
+				GetQuery     float64 `json:"get_floor_with_query"`
 			} `json:"ratios"`
+			// Each single call's CPU by process, µs (WORKSPACED_PID).
+			CPU map[string]struct {
+				Node     float64 `json:"node"`
+				Server   float64 `json:"server"`
+				Postgres float64 `json:"postgres"`
+			} `json:"cpu_us_per_call"`
 			MCP struct {
 				Put struct {
 					N int `json:"n"`
@@ -140,13 +161,23 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 		b.ReportMetric(res.Ratios.WritersSingle, "writers16-uncoalesced-ratio")
 		b.ReportMetric(res.Ratios.PerRequest, "writers16-items/request")
 		b.ReportMetric(res.Ratios.MCP, "mcp-put-vs-peer+ping")
-		// The MCP server's own CPU and its peak resident set: it serves
-		// the warm-up's 50 puts and pings and the timed ones, nothing else.
-		b.ReportMetric(float64(mcpCPU.Microseconds())/float64(res.MCP.Put.N+50), "mcp-server-cpu-µs/put+ping")
-		b.ReportMetric(float64(peakRSS(b, mcpPID))/(1<<20), "mcp-server-peak-rss-MB")
+		// The MCP server's own CPU and its peak resident set, on Linux:
+		// it serves the warm-up's 50 puts and pings and the timed ones,
+		// nothing else.
+		if rss := peakRSS(mcpPID); rss > 0 {
+			b.ReportMetric(float64(mcpCPU.Microseconds())/float64(res.MCP.Put.N+50), "mcp-server-cpu-µs/put+ping")
+			b.ReportMetric(float64(rss)/(1<<20), "mcp-server-peak-rss-MB")
+		}
 		b.ReportMetric(res.Ratios.PutFloor, "put-floor-ratio")
 		b.ReportMetric(res.Ratios.GetFloor, "get-floor-ratio")
 		b.ReportMetric(res.Ratios.WritersFloor, "writers16-floor-ratio")
+		b.ReportMetric(res.Ratios.GetQuery, "get-floor+query-ratio")
+		for _, op := range []string{"get", "put"} {
+			c := res.CPU[op+"_ours"]
+			b.ReportMetric(c.Node, op+"-node-cpu-µs")
+			b.ReportMetric(c.Server, op+"-server-cpu-µs")
+			b.ReportMetric(c.Postgres, op+"-postgres-cpu-µs")
+		}
 	}
 }
 
@@ -154,30 +185,31 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 var reMCPServing = regexp.MustCompile(`serving (https?://[^ ]+/mcp)`)
 
 // processCPU is the CPU time process pid has used so far, user and
-// system, all its threads: its CPU clock (clock_getcpuclockid(3)).
-func processCPU(b *testing.B, pid int) time.Duration {
+// system, all its threads: its CPU clock (clock_getcpuclockid(3), Linux's
+// encoding); 0 where it cannot be read.
+func processCPU(pid int) time.Duration {
 	var ts unix.Timespec
-	if err := unix.ClockGettime(int32((^pid)<<3|2), &ts); err != nil {
-		b.Fatalf("the CPU clock of process %d: %v", pid, err)
+	if unix.ClockGettime(int32((^pid)<<3|2), &ts) != nil {
+		return 0
 	}
 	return time.Duration(ts.Nano())
 }
 
-// peakRSS is the peak resident set of process pid, in bytes (VmHWM).
-func peakRSS(b *testing.B, pid int) int64 {
+// peakRSS is the peak resident set of process pid, in bytes (VmHWM of
+// Linux's /proc); 0 where it cannot be read.
+func peakRSS(pid int) int64 {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		b.Fatal(err)
+		return 0
 	}
 	for line := range strings.Lines(string(data)) {
 		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 			if err != nil {
-				b.Fatalf("VmHWM of process %d: %v", pid, err)
+				return 0
 			}
 			return kb << 10
 		}
 	}
-	b.Fatalf("no VmHWM in /proc/%d/status", pid)
 	return 0
 }

@@ -136,5 +136,5 @@ func (s *Store) Tasks(ctx context.Context) ([]string, error) {
 // waitingTasks are the tasks with markers waiting, or with no state yet.
 func (s *Store) waitingTasks(ctx context.Context) ([]string, error) {
 	return strings1(s.query(ctx, `SELECT DISTINCT task_id FROM markers
-		UNION SELECT t.id FROM tasks t WHERE NOT EXISTS (SELECT 1 FROM states s WHERE s.task_id = t.id)`))
+		UNION SELECT t.id FROM tasks t WHERE NOT EXISTS (SELECT 1 FROM state_history s WHERE s.task_id = t.id AND backup = 0)`))
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/workspace"
+	"github.com/workspaced/workspaced/workspace/statecheck"
 )
 
 // What a commit asks of a driver: its transaction, what it reads first
@@ -79,8 +80,31 @@ type CommitWrite struct {
 	HasState bool
 	Keep     int // backups kept
 	Seq      int64
-	Version  int64  // the row's version once written
-	Doc      string // the new state
-	Events   []workspace.Event
-	Delete   []int64 // the markers taken and those passed over
+	Version  int64 // the row's version once written
+	// Doc is the new state. Its bytes are the encoder's and change at
+	// the committer's next commit: a driver sends it within WriteCommit
+	// and keeps no reference to it.
+	Doc    string
+	Events []workspace.Event
+	Delete []int64 // the markers taken and those passed over
+
+	// Edits, when not nil, turn the document the states row holds,
+	// PrevBytes long (the one this committer wrote last), into the new
+	// state, and Doc is "": a driver (Dialect.Edits) sends them, each
+	// replacing the bytes it names, and must fail the commit unless the
+	// row held a document of PrevBytes bytes.
+	Edits     []statecheck.Edit
+	PrevBytes int
+}
+
+// MaxEdits is the most edits a commit sends instead of its document
+// (CommitWrite.Edits): past it the document is sent whole.
+const MaxEdits = 16
+
+// splice is what turns the states row's document into a commit's
+// (statecheck.Encoder.Edits).
+type splice struct {
+	edits     []statecheck.Edit
+	prevBytes int
+	ok        bool
 }

@@ -26,10 +26,18 @@
 //                                     go through the global fetch, where
 //                                     by default they take the client's
 //                                     own (node:http on Node)
+//   WORKSPACED_PID                    the listener's process: with it, on
+//                                     Linux, each single put, get and
+//                                     floor is broken down into the CPU
+//                                     an operation of Node, the listener
+//                                     and PostgreSQL (its server's
+//                                     processes, found from BENCH_PG's
+//                                     socket directory)
 //
 // The Go benchmark BenchmarkTypeScriptClientVsPostgresStore
 // (cmd/workspaced) starts a PostgreSQL, a workspace on it and its listener,
 // and runs this. It prints one JSON object.
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import { PostgresStore } from "@langchain/langgraph-checkpoint-postgres/store";
 import type { BaseStore } from "@langchain/langgraph-checkpoint";
@@ -110,12 +118,70 @@ function stats(ms: number[]) {
   return { n: s.length, median_ms: at(0.5), p95_ms: at(0.95), mean_ms: s.reduce((a, b) => a + b, 0) / s.length };
 }
 
-async function timed(n: number, op: (i: number) => Promise<unknown>, from: number): Promise<number[]> {
+// The CPU each process spends, summed over a series' calls (µs): Node's
+// own (process.cpuUsage), the listener's and PostgreSQL's from
+// /proc/PID/task/*/schedstat (time on a CPU, in ns), where Linux and
+// WORKSPACED_PID allow. PostgreSQL's processes are the children of the
+// postmaster of BENCH_PG's socket directory (a pgtest cluster's data
+// directory is beside its socket): every backend, ours and the peer's,
+// and its writers.
+const serverPid = Number(process.env.WORKSPACED_PID ?? 0);
+const postmaster = (() => {
+  try {
+    // Not new URL(): a URL with a user and no host is not one to it.
+    const host = /[?&]host=([^&]*)/.exec(process.env.BENCH_PG ?? "")?.[1];
+    const dir = host && decodeURIComponent(host);
+    return dir ? Number(readFileSync(`${dir}/data/postmaster.pid`, "utf8").split("\n")[0]) : 0;
+  } catch {
+    return 0;
+  }
+})();
+function onCPU(pid: number): number {
+  let ns = 0;
+  try {
+    for (const t of readdirSync(`/proc/${pid}/task`)) {
+      ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, "utf8").split(" ")[0]);
+    }
+  } catch {
+    // gone meanwhile
+  }
+  return ns;
+}
+function pgOnCPU(): number {
+  let ns = onCPU(postmaster);
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
+      // pid (comm) state ppid …: the comm may hold spaces, the ppid follows its ")".
+      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === postmaster) ns += onCPU(Number(d));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return ns;
+}
+const breaks = serverPid > 0 && postmaster > 0 && existsSync(`/proc/${serverPid}/task`);
+type CPU = { calls: number; node: number; server: number; pg: number };
+const cpuOf = new Map<string, CPU>();
+
+async function timed(n: number, op: (i: number) => Promise<unknown>, from: number, name?: string): Promise<number[]> {
   const out: number[] = [];
+  const before = name && breaks ? { server: onCPU(serverPid), pg: pgOnCPU() } : undefined;
+  const node = process.cpuUsage();
   for (let i = from; i < from + n; i++) {
     const t = performance.now();
     await op(i);
     out.push(performance.now() - t);
+  }
+  if (name && before) {
+    const used = process.cpuUsage(node);
+    const c = cpuOf.get(name) ?? { calls: 0, node: 0, server: 0, pg: 0 };
+    c.calls += n;
+    c.node += used.user + used.system;
+    c.server += (onCPU(serverPid) - before.server) / 1000;
+    c.pg += (pgOnCPU() - before.pg) / 1000;
+    cpuOf.set(name, c);
   }
   return out;
 }
@@ -144,18 +210,18 @@ for (let r = 0; r < rounds; r++) {
   const order = r % 2 ? (["peer", "ours"] as const) : (["ours", "peer"] as const);
   for (const who of order) {
     const s: BaseStore = who === "ours" ? ours : peer;
-    put[who].push(...(await timed(per, (i) => s.put(["bench", "seq"], `k${i}`, value(i)), r * per)));
+    put[who].push(...(await timed(per, (i) => s.put(["bench", "seq"], `k${i}`, value(i)), r * per, `put_${who}`)));
   }
   for (const who of order) {
     const s: BaseStore = who === "ours" ? ours : peer;
-    get[who].push(...(await timed(per, (i) => s.get(["bench", "seq"], `k${i}`), r * per)));
+    get[who].push(...(await timed(per, (i) => s.get(["bench", "seq"], `k${i}`), r * per, `get_${who}`)));
   }
-  put.untokened.push(...(await timed(per, (i) => untokened.put(["bench", "untokened"], `k${i}`, value(i)), r * per)));
-  get.untokened.push(...(await timed(per, (i) => untokened.get(["bench", "untokened"], `k${i}`), r * per)));
+  put.untokened.push(...(await timed(per, (i) => untokened.put(["bench", "untokened"], `k${i}`, value(i)), r * per, "put_untokened")));
+  get.untokened.push(...(await timed(per, (i) => untokened.get(["bench", "untokened"], `k${i}`), r * per, "get_untokened")));
   mcpTimes.put.push(...(await timed(per, (i) => mcpPut(["bench", "mcp"], `k${i}`, value(i)), r * per)));
   mcpTimes.ping.push(...(await timed(per, () => mcp.ping(), 0)));
-  floorTimes.push(...(await timed(per, floor, 0)));
-  tokenFloorTimes.push(...(await timed(per, tokenFloor, 0)));
+  floorTimes.push(...(await timed(per, floor, 0, "http_floor")));
+  tokenFloorTimes.push(...(await timed(per, tokenFloor, 0, "http_token_floor")));
 }
 
 // writers loops at once, each running op writes times (op(w, i)): ops a
@@ -234,6 +300,11 @@ const result = {
   mcp: { put: stats(mcpTimes.put), ping: stats(mcpTimes.ping) },
   http_floor: stats(floorTimes),
   http_token_floor: stats(tokenFloorTimes),
+  // Each series' CPU a call, µs, by process (empty without WORKSPACED_PID
+  // or /proc): where a single put's and get's time goes besides waiting.
+  cpu_us_per_call: Object.fromEntries(
+    [...cpuOf].map(([k, c]) => [k, { node: c.node / c.calls, server: c.server / c.calls, postgres: c.pg / c.calls }]),
+  ),
   writers: bursts.map((b) => ({
     writers: b.writers,
     writes_each: writes,
@@ -277,6 +348,9 @@ const result = {
     // floor, a burst of writers than the floor's burst.
     put_floor: (stats(floorTimes).median_ms + stats(put.peer).median_ms) / stats(put.peer).median_ms,
     get_floor: stats(floorTimes).median_ms / stats(get.peer).median_ms,
+    // A get through a server in front of PostgreSQL makes the peer's own
+    // query as well: that round trip plus the peer's get, over its get.
+    get_floor_with_query: (stats(floorTimes).median_ms + stats(get.peer).median_ms) / stats(get.peer).median_ms,
     writers_floor_rate: best(last.floor) / best(last.peer),
   },
 };
