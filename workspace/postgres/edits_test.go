@@ -6,8 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/sqlstore"
+	"github.com/workspaced/workspaced/workspace/statecheck"
 )
 
 // A commit that follows the committer's own sends the edits of the
@@ -88,5 +91,60 @@ func TestCommitsSendTheirEdits(t *testing.T) {
 	}
 	if !strings.Contains(row, `"phase": "x`) {
 		t.Fatalf("the whole write was not made from the row's document: %.300s", row)
+	}
+}
+
+// The update made of edits joins the row's bytes and the edits' wherever
+// they fall: at the start, in the middle only (the end kept), at the end,
+// side by side, with characters of several bytes on either side; edits
+// that would cut a character in two are refused, the row left as it was.
+func TestEditsJoinTheRowsBytes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := newStore(t)
+	epoch := lead(t, s, "test")
+	plannedTask(t, s, "t1", 3, epoch)
+	base := `{"a": "é日本", "b": "✓✓", "c": "end"}`
+	for _, tc := range []struct {
+		name  string
+		edits []statecheck.Edit
+		bad   bool
+	}{
+		{"the start", []statecheck.Edit{{At: 0, Len: 1, Text: []byte("[")}}, false},
+		{"the middle only", []statecheck.Edit{{At: 9, Len: 3, Text: []byte("x✓")}}, false},
+		{"a character cut", []statecheck.Edit{{At: 8, Len: 3, Text: []byte("日")}}, true},
+		{"the end", []statecheck.Edit{{At: len(base) - 1, Len: 1, Text: []byte(`, "d": 1}`)}}, false},
+		{"side by side", []statecheck.Edit{{At: 1, Len: 2, Text: []byte("x")}, {At: 3, Len: 0, Text: []byte("yz")}}, false},
+		{"everything", []statecheck.Edit{{At: 0, Len: len(base), Text: []byte(`{}`)}}, false},
+		{"nothing replaced", []statecheck.Edit{{At: 5, Len: 0, Text: []byte("")}}, false},
+	} {
+		if _, err := s.pool.Exec(ctx, "UPDATE states SET doc = $1 WHERE task_id = 't1'", base); err != nil {
+			t.Fatal(err)
+		}
+		want := base
+		for k := len(tc.edits) - 1; k >= 0; k-- {
+			e := tc.edits[k]
+			want = want[:e.At] + string(e.Text) + want[e.At+e.Len:]
+		}
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			b := &pgx.Batch{}
+			commitTx{txOf(tx), tx}.queueEdits(b, sqlstore.CommitWrite{TaskID: "t1", Seq: 1, Epoch: epoch, Version: 100,
+				Edits: tc.edits, PrevBytes: len(base)})
+			return tx.SendBatch(ctx, b).Close()
+		})
+		var got string
+		if err == nil {
+			err = s.pool.QueryRow(ctx, "SELECT doc FROM states WHERE task_id = 't1'").Scan(&got)
+		}
+		switch {
+		case tc.bad && (err == nil || got != ""):
+			t.Errorf("%s: %q, %v; want it refused", tc.name, got, err)
+		case tc.bad:
+			if err := s.pool.QueryRow(ctx, "SELECT doc FROM states WHERE task_id = 't1'").Scan(&got); err != nil || got != base {
+				t.Errorf("%s: refused, the row holds %q (%v)", tc.name, got, err)
+			}
+		case err != nil || got != want:
+			t.Errorf("%s: %q, %v; want %q", tc.name, got, err, want)
+		}
 	}
 }
