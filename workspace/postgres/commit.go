@@ -3,11 +3,9 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/sqlstore"
@@ -119,12 +117,8 @@ func (c commitTx) WriteCommit(ctx context.Context, w sqlstore.CommitWrite) error
 		b.Queue("INSERT INTO backups (task_id, journal_seq, doc) SELECT task_id, journal_seq, doc FROM states WHERE task_id = $1", w.TaskID)
 		b.Queue(`DELETE FROM backups WHERE task_id = $1 AND n <= (
 			SELECT n FROM backups WHERE task_id = $1 ORDER BY n DESC OFFSET $2 LIMIT 1)`, w.TaskID, w.Keep)
-		if w.Edits != nil {
-			c.queueEdits(b, w)
-		} else {
-			b.Queue("UPDATE states SET journal_seq = $2, doc = $3, epoch = $4, version = $5, updated_at = now() WHERE task_id = $1",
-				w.TaskID, w.Seq, w.Doc, w.Epoch, w.Version)
-		}
+		b.Queue("UPDATE states SET journal_seq = $2, doc = $3, epoch = $4, version = $5, updated_at = now() WHERE task_id = $1",
+			w.TaskID, w.Seq, w.Doc, w.Epoch, w.Version)
 	} else {
 		b.Queue("INSERT INTO states (task_id, journal_seq, doc, epoch, version) VALUES ($1, $2, $3, $4, $5)", w.TaskID, w.Seq, w.Doc, w.Epoch, w.Version)
 	}
@@ -149,51 +143,4 @@ func (c commitTx) DeleteMarkers(ctx context.Context, taskID string, ids []int64)
 		return fmt.Errorf("pass over reused marker names of task %s: %w", taskID, err)
 	}
 	return nil
-}
-
-// queueEdits queues the update of the states row that sends the edits
-// that turn the document it holds into w's instead of the document: the
-// server joins, in one expression, the slices of the document's UTF-8
-// bytes between the edits (read once) and the edits' bytes, checks that
-// the result is UTF-8 (convert_from) and writes the whole document as an
-// update of w.Doc would. (Nested overlays copied the whole document twice
-// an edit: 4.0 against 3.45 ms of the server's CPU an update of three
-// edits at 10,000 subtasks, medians of three runs of 200; overlay of text counts characters, walking the document from
-// its start each time.) The row must hold a document of w.PrevBytes
-// bytes (octet_length reads a large value's size from its pointer), else
-// the commit fails: the committer then forgets what it knew and writes
-// the whole document next time.
-func (c commitTx) queueEdits(b *pgx.Batch, w sqlstore.CommitWrite) {
-	args := []any{w.TaskID, w.Seq, w.Epoch, w.Version, w.PrevBytes}
-	var expr strings.Builder
-	arg := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
-	}
-	piece := func(p string) {
-		if expr.Len() > 0 {
-			expr.WriteString(" || ")
-		}
-		expr.WriteString(p)
-	}
-	at := 0 // bytes of the document before joined so far
-	for _, e := range w.Edits {
-		if e.At > at {
-			piece(fmt.Sprintf("substring(x.b from %s for %s)", arg(at+1), arg(e.At-at)))
-		}
-		piece(arg(e.Text) + "::bytea")
-		at = e.At + e.Len
-	}
-	if at < w.PrevBytes || expr.Len() == 0 {
-		piece(fmt.Sprintf("substring(x.b from %s)", arg(at+1)))
-	}
-	b.Queue(`UPDATE states s SET journal_seq = $2, doc = convert_from(`+expr.String()+`, 'UTF8'), epoch = $3, version = $4, updated_at = now()
-		FROM (SELECT convert_to(doc, 'UTF8') AS b FROM states WHERE task_id = $1 OFFSET 0) x
-		WHERE s.task_id = $1 AND octet_length(s.doc) = $5`,
-		args...).Exec(func(ct pgconn.CommandTag) error {
-		if ct.RowsAffected() != 1 {
-			return fmt.Errorf("the states row of task %s does not hold the document its edits were made for (%d bytes): not written", w.TaskID, w.PrevBytes)
-		}
-		return nil
-	})
 }

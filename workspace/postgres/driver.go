@@ -65,12 +65,8 @@ func (n nullTime) Scan(v any) error {
 	return nil
 }
 
-func (d driver) Reads() sqlstore.Executor { return (*poolExec)(d.s.pool) }
-func (d driver) Dialect() sqlstore.Dialect {
-	dl := dialect
-	dl.Edits = d.s.utf8
-	return dl
-}
+func (d driver) Reads() sqlstore.Executor    { return (*poolExec)(d.s.pool) }
+func (d driver) Dialect() sqlstore.Dialect   { return dialect }
 func (d driver) IsUnique(err error) bool     { return isUnique(err) }
 func (d driver) IsForeignKey(err error) bool { return isForeignKey(err) }
 

@@ -60,9 +60,6 @@ type Store struct {
 	hub             workspace.CommitHub // the LISTEN shared by Commits (commits.go)
 	notes           *notifier           // the notifications of env puts, after their commit
 	watchEvery      time.Duration       // how often a watch polls; watchPoll when zero (tests shorten it)
-	// utf8: the database holds text as UTF-8, the bytes a commit's edits
-	// count (sqlstore.Dialect.Edits).
-	utf8 bool
 }
 
 // schemaName is what a schema may be called: a channel name
@@ -146,10 +143,6 @@ func connect(ctx context.Context, root string) (*Store, error) {
 		return nil, fmt.Errorf("connect to %s: %w", redact(root), err)
 	}
 	s := &Store{pool: pool, schema: schema, conn: conn}
-	if c, err := pool.Acquire(ctx); err == nil {
-		s.utf8 = c.Conn().PgConn().ParameterStatus("server_encoding") == "UTF8"
-		c.Release()
-	}
 	s.notes = &notifier{pool: pool, channel: s.eventsChannel()}
 	s.Store = sqlstore.New(driver{s})
 	return s, nil

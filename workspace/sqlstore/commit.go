@@ -37,7 +37,6 @@ const DefaultChunk = 128
 // when the commit wrote no state.
 type known struct {
 	doc     []byte
-	written bool // a state was written (doc nil: its edits were sent)
 	st      workspace.State
 	stamp   Stamp
 	plan    knownPlan
@@ -92,12 +91,7 @@ func (s *Store) NewCommitter(id string, run func(ctx context.Context, fn func(Co
 // Known is what the committer remembers of the state it wrote last: the
 // document (a copy) and its decoding (none: ""). The decoding is the
 // committer's own, folded in place by its next Commit: read it before.
-func (c *Committer) Known() (string, workspace.State) {
-	if c.last.doc == nil && c.last.written {
-		return string(c.cache.enc.Joined()), c.last.st
-	}
-	return string(c.last.doc), c.last.st
-}
+func (c *Committer) Known() (string, workspace.State) { return string(c.last.doc), c.last.st }
 
 // Commit takes up to req.Max waiting markers of the task (in the order
 // they were inserted), journals them, folds them and writes the new state,
@@ -127,7 +121,7 @@ func (c *Committer) Commit(ctx context.Context, req workspace.CommitRequest) (wo
 		c.last, c.cache, c.progress.items = known{}, foldCache{}, machine.Progress{}
 		return a, err
 	}
-	if wrote.written {
+	if wrote.doc != nil {
 		c.last = wrote
 	}
 	plan := c.progress.plan
@@ -197,7 +191,7 @@ func (s *Store) commit(ctx context.Context, tx CommitTx, last known, cache *fold
 	if f.plan.p == nil {
 		f.plan = last.plan
 	}
-	return a, known{doc: f.data, written: true, st: f.next, stamp: Stamp{c.PrevVersion + 1, epoch}, plan: f.plan, changed: f.changed}, nil
+	return a, known{doc: f.data, st: f.next, stamp: Stamp{c.PrevVersion + 1, epoch}, plan: f.plan, changed: f.changed}, nil
 }
 
 // commitTx is what one commit's transaction knows, phase by phase.
@@ -298,7 +292,7 @@ func (c *commitTx) nothing(ctx context.Context, dups []int64) (workspace.Applied
 		c.id, c.st.JournalSeq, string(data), c.epoch); err != nil {
 		return workspace.Applied{}, known{}, fmt.Errorf("write the first state of task %s: %w", c.id, err)
 	}
-	return a, known{doc: data, written: true, st: c.st, stamp: Stamp{1, c.epoch}}, nil
+	return a, known{doc: data, st: c.st, stamp: Stamp{1, c.epoch}}, nil
 }
 
 // folded is what fold made of the markers: their records (those taken),
@@ -321,9 +315,6 @@ type folded struct {
 	stopped error
 	now     time.Time
 	plan    knownPlan
-	// edits turn the document the states row holds into doc, when the
-	// row holds the one the committer's encoder made before (splice).
-	edits splice
 }
 
 // fold judges the markers with the machine (records with the next
@@ -365,23 +356,15 @@ func (c *commitTx) fold(ctx context.Context, ms []Marker) (folded, error) {
 	if f.changed != nil {
 		*f.changed = changed
 	}
-	_, _, err = c.cache.enc.EncodeParts(f.next, changed, c.valid != nil)
+	data, err := c.cache.enc.Encode(f.next, changed, c.valid != nil)
 	if err != nil {
 		return folded{}, fmt.Errorf("state of task %s would not validate, not written: %w", c.id, err)
 	}
-	// A driver that sends the edits of the document the row holds
-	// (Dialect.Edits) needs no document when there are some: it is not
-	// joined (504 KiB copied at 10,000 subtasks). Else the encoder's
-	// bytes are its own until its next call, the next commit's: the
-	// document is sent from them, not copied, and kept as known until
-	// then.
-	if c.HasState && c.Mine && c.s.dl.Edits {
-		f.edits.edits, f.edits.prevBytes, f.edits.ok = c.cache.enc.Edits(MaxEdits)
-	}
-	if !f.edits.ok {
-		data := c.cache.enc.Joined()
-		f.data, f.doc = data, unsafe.String(unsafe.SliceData(data), len(data))
-	}
+	// The encoder's bytes are its own until its next call, the next
+	// commit's: the document is sent from them, not copied (504 KiB a
+	// commit at 10,000 subtasks, most of a commit's allocations), and
+	// kept as known until then.
+	f.data, f.doc = data, unsafe.String(unsafe.SliceData(data), len(data))
 	return f, nil
 }
 
@@ -473,9 +456,6 @@ func (c *commitTx) write(ctx context.Context, f folded, ms []Marker, dups []int6
 	w := CommitWrite{TaskID: c.id, Epoch: c.epoch, Now: f.now, Seqs: make([]int64, n), Names: make([]string, n), Records: make([]string, n), Verdicts: make([]string, n),
 		HasState: c.HasState, Keep: c.s.Settings().Backups.Keep,
 		Seq: f.next.JournalSeq, Version: c.PrevVersion + 1, Doc: f.doc, Events: f.evs, Delete: make([]int64, n, n+len(dups))}
-	if f.edits.ok {
-		w.Edits, w.PrevBytes = f.edits.edits, f.edits.prevBytes
-	}
 	for i, r := range f.recs {
 		rb, err := atomicfile.Marshal(r)
 		if err != nil {

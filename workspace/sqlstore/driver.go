@@ -157,8 +157,4 @@ type Dialect struct {
 	EventsAfter func(table, param string) string
 	// EventOrder orders rows of events as readers read them.
 	EventOrder string
-	// Edits says the driver's WriteCommit sends CommitWrite.Edits,
-	// when a commit makes them, instead of the document: a commit makes
-	// them only then, and then does not join the document.
-	Edits bool
 }
