@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/workspaced/workspaced/internal/clitest"
 	"github.com/workspaced/workspaced/internal/optdep"
@@ -47,7 +51,8 @@ import (
 // peer's get added, the query any server in front of PostgreSQL makes),
 // 16 writers' that many loops of such round trips at once; and, on
 // Linux, the CPU a single get and put of ours costs Node, the listener
-// and PostgreSQL. It logs the whole result.
+// and PostgreSQL. It reports too the MCP server's own CPU a put and a
+// ping, and its peak resident set. It logs the whole result.
 func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -91,7 +96,8 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 	if profile != "" {
 		defer served.Stop()
 	}
-	mcpURL, _ := w.Listen(reMCPServing, "mcp", "--http", "127.0.0.1:0", "--rate", "100000", "--burst", "100000")
+	mcpURL, mcpd := w.Listen(reMCPServing, "mcp", "--http", "127.0.0.1:0", "--rate", "100000", "--burst", "100000")
+	mcpPID := mcpd.Cmd.Process.Pid
 	// BENCH_TRANSPORT=fetch runs the client through fetch instead of its
 	// own transport; =both alternates the two, one run each in turn (with
 	// -benchtime 2x or more), on the same server.
@@ -108,8 +114,10 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 			"WORKSPACED_PID="+strconv.Itoa(served.Pid()))
 		var out, errOut bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errOut
+		cpu0 := processCPU(mcpPID)
 		err := cmd.Run()
 		cancel()
+		mcpCPU := processCPU(mcpPID) - cpu0
 		if err != nil {
 			b.Fatalf("node bench.js: %v\n%s%s", err, out.String(), errOut.String())
 		}
@@ -136,6 +144,11 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 				Server   float64 `json:"server"`
 				Postgres float64 `json:"postgres"`
 			} `json:"cpu_us_per_call"`
+			MCP struct {
+				Put struct {
+					N int `json:"n"`
+				} `json:"put"`
+			} `json:"mcp"`
 		}
 		if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 			b.Fatalf("bench.js printed %q: %v", out.String(), err)
@@ -148,6 +161,13 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 		b.ReportMetric(res.Ratios.WritersSingle, "writers16-uncoalesced-ratio")
 		b.ReportMetric(res.Ratios.PerRequest, "writers16-items/request")
 		b.ReportMetric(res.Ratios.MCP, "mcp-put-vs-peer+ping")
+		// The MCP server's own CPU and its peak resident set, on Linux:
+		// it serves the warm-up's 50 puts and pings and the timed ones,
+		// nothing else.
+		if rss := peakRSS(mcpPID); rss > 0 {
+			b.ReportMetric(float64(mcpCPU.Microseconds())/float64(res.MCP.Put.N+50), "mcp-server-cpu-µs/put+ping")
+			b.ReportMetric(float64(rss)/(1<<20), "mcp-server-peak-rss-MB")
+		}
 		b.ReportMetric(res.Ratios.PutFloor, "put-floor-ratio")
 		b.ReportMetric(res.Ratios.GetFloor, "get-floor-ratio")
 		b.ReportMetric(res.Ratios.WritersFloor, "writers16-floor-ratio")
@@ -163,3 +183,33 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 
 // reMCPServing finds the URL `mcp --http` prints when it serves.
 var reMCPServing = regexp.MustCompile(`serving (https?://[^ ]+/mcp)`)
+
+// processCPU is the CPU time process pid has used so far, user and
+// system, all its threads: its CPU clock (clock_getcpuclockid(3), Linux's
+// encoding); 0 where it cannot be read.
+func processCPU(pid int) time.Duration {
+	var ts unix.Timespec
+	if unix.ClockGettime(int32((^pid)<<3|2), &ts) != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
+}
+
+// peakRSS is the peak resident set of process pid, in bytes (VmHWM of
+// Linux's /proc); 0 where it cannot be read.
+func peakRSS(pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb << 10
+		}
+	}
+	return 0
+}

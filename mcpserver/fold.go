@@ -3,12 +3,12 @@ package mcpserver
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"strings"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -78,14 +78,26 @@ func (h *HTTP) guardedCall(r *http.Request, token string) string {
 		return ""
 	}
 	r.Body = io.NopCloser(bytes.NewReader(data))
+	if tool := calledTool(data); h.folded[tool] {
+		return tool
+	}
+	return ""
+}
+
+// calledTool is the tool a JSON-RPC message calls, as the SDK reads it:
+// params.name of a tools/call, or "" for any other message. The SDK
+// matches names exactly ("Name" is not "name"), so this reading does too
+// (the JSON v2 prototype's, which also refuses a name given twice and
+// text that is not UTF-8: "", looked up); a batch (an array) is not one
+// call: "".
+func calledTool(data []byte) string {
 	var m struct {
 		Method string `json:"method"`
 		Params struct {
 			Name string `json:"name"`
 		} `json:"params"`
 	}
-	// A batch (an array) does not decode into one call: looked up.
-	if json.Unmarshal(data, &m) != nil || m.Method != "tools/call" || !h.folded[m.Params.Name] {
+	if jsonv2.Unmarshal(data, &m) != nil || m.Method != "tools/call" {
 		return ""
 	}
 	return m.Params.Name
@@ -135,13 +147,19 @@ func (h *HTTP) verifyRemembered(ctx context.Context, token string, r *http.Reque
 // rememberedFor is what verify carried for a call of tool admitted on
 // its token's remembered grant, or nil.
 func rememberedFor(extra *mcp.RequestExtra, tool string) *remembered {
+	if rm := rememberedAny(extra); rm != nil && rm.tool == tool {
+		return rm
+	}
+	return nil
+}
+
+// rememberedAny is what verify carried for a request admitted on its
+// token's remembered grant, whatever tool it was admitted for, or nil.
+func rememberedAny(extra *mcp.RequestExtra) *remembered {
 	if extra == nil || extra.TokenInfo == nil {
 		return nil
 	}
-	rm, ok := extra.TokenInfo.Extra["remembered"].(*remembered)
-	if !ok || rm.tool != tool {
-		return nil
-	}
+	rm, _ := extra.TokenInfo.Extra["remembered"].(*remembered)
 	return rm
 }
 

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/workspaced/workspaced/internal/pgtest"
 	"github.com/workspaced/workspaced/internal/poll"
@@ -342,6 +345,10 @@ func TestGuardedCall(t *testing.T) {
 		{"a batch", "POST", "s1", tok, "[" + call(ToolPutMemoryItem) + "]", ""},
 		{"not JSON", "POST", "s1", tok, call(ToolPutMemoryItem)[:20], ""},
 		{"the name not a string", "POST", "s1", tok, `{"method":"tools/call","params":{"name":7}}`, ""},
+		{"another tool, Name a guarded one", "POST", "s1", tok, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_tasks","Name":"put_memory_item"}}`, ""},
+		{"NAME another tool", "POST", "s1", tok, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"NAME":"list_tasks","name":"get_memory_item"}}`, ToolGetMemoryItem},
+		{"Method another", "POST", "s1", tok, `{"jsonrpc":"2.0","id":1,"Method":"ping","method":"tools/call","params":{"name":"put_memory_item"}}`, ToolPutMemoryItem},
+		{"the name twice", "POST", "s1", tok, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"put_memory_item","name":"list_tasks"}}`, ""},
 		{"no session", "POST", "", tok, call(ToolPutMemoryItem), ""},
 		{"a GET", "GET", "s1", tok, "", ""},
 		{"an access token", "POST", "s1", "eyJhbGciOi.x.y", call(ToolPutMemoryItem), ""},
@@ -369,13 +376,18 @@ func TestGuardedCall(t *testing.T) {
 }
 
 // FuzzGuardedCall: whatever the body, the SDK reads it as it was sent,
-// and a tool is named only for one tools/call of a guarded tool.
+// and a tool is named only for one tools/call of a guarded tool, the
+// tool the SDK calls (if it calls any).
 func FuzzGuardedCall(f *testing.F) {
 	f.Add(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"put_memory_item","arguments":{}}}`)
 	f.Add(`[{"method":"tools/call","params":{"name":"get_memory_item"}}]`)
 	f.Add(`{"method":"tools/call","params":{"name":"get_memory_item"},"method":"ping"}`)
 	f.Add(`{"method":"tools/call","params":null}`)
 	f.Add("\xff{")
+	f.Add(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_tasks","Name":"put_memory_item"}}`)
+	f.Add(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"NAME":"list_tasks","name":"get_memory_item"}}`)
+	f.Add(`{"jsonrpc":"2.0","id":1,"Method":"ping","method":"tools/call","params":{"name":"put_memory_item"}}`)
+	f.Add(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"put_memory_item","name":"list_tasks"}}`)
 	h := &HTTP{folded: map[string]bool{ToolPutMemoryItem: true, ToolGetMemoryItem: true}}
 	f.Fuzz(func(t *testing.T, body string) {
 		r := httptest.NewRequest("POST", "/mcp", strings.NewReader(body))
@@ -387,16 +399,35 @@ func FuzzGuardedCall(f *testing.F) {
 		if tool == "" {
 			return
 		}
-		var m struct {
-			Method string `json:"method"`
-			Params struct {
-				Name string `json:"name"`
-			} `json:"params"`
-		}
-		if err := json.Unmarshal([]byte(body), &m); err != nil || m.Method != "tools/call" || m.Params.Name != tool || !h.folded[tool] {
-			t.Fatalf("%q named %s", body, tool)
+		// A message the SDK refuses calls no tool: admitted or not, it
+		// is answered with an error.
+		if got := sdkCalls(body); got != tool && got != "" || !h.folded[tool] {
+			t.Fatalf("%q named %s; the SDK calls %q", body, tool, got)
 		}
 	})
+}
+
+// sdkCalls is the tool the SDK calls for body, read as the SDK reads it:
+// the message by its jsonrpc package, the parameters by its JSON decoder
+// (segmentio's, names matched exactly); "" for any other message.
+func sdkCalls(body string) string {
+	msg, err := jsonrpc.DecodeMessage([]byte(body))
+	if err != nil {
+		return ""
+	}
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || req.Method != "tools/call" {
+		return ""
+	}
+	var p struct {
+		Name string `json:"name"`
+	}
+	dec := segjson.NewDecoder(bytes.NewReader(req.Params))
+	dec.DontMatchCaseInsensitiveStructFields()
+	if dec.Decode(&p) != nil {
+		return ""
+	}
+	return p.Name
 }
 
 // TestIdentifyByRememberedGrant: a listener's limits name a token by the

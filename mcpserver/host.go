@@ -213,7 +213,27 @@ func define[In any](name, desc string, ann *mcp.ToolAnnotations, out *schema, h 
 		// The arguments by name, read once for the call's every step
 		// and its audit.
 		ctx = context.WithValue(ctx, argsKey{}, parseArgs(raw))
+		// refused answers a call whose token a look-up refused.
+		refused := func(s *Server, lerr error) *mcp.CallToolResult {
+			err := refusal("the token of this session is no longer valid: "+lerr.Error(), "stop: whoever runs you must give you a valid token")
+			s.log.Warn("mcp: call refused", "agent", s.agent, "tool", name, "reason", err.Error())
+			s.record(ctx, extra, name, raw, audit.Refused, err)
+			return errorResult(err)
+		}
 		rm := rememberedFor(extra, name)
+		if other := rememberedAny(extra); rm == nil && other != nil {
+			// Admitted on a remembered grant for another tool (its
+			// message read otherwise than the SDK read it): looked up
+			// before it runs, as every call of this tool is.
+			g, lerr := other.lookUp()
+			if lerr != nil {
+				return refused(bound, lerr)
+			}
+			extra = lookedUp(extra, g)
+			again := *req
+			again.Extra = extra
+			req = &again
+		}
 		guarded := ctx
 		if rm != nil {
 			// Admitted on the token's remembered grant: the store checks
@@ -224,10 +244,7 @@ func define[In any](name, desc string, ann *mcp.ToolAnnotations, out *schema, h 
 		if rm != nil && againOnLookUp(err) {
 			g, lerr := rm.lookUp()
 			if lerr != nil {
-				err = refusal("the token of this session is no longer valid: "+lerr.Error(), "stop: whoever runs you must give you a valid token")
-				s.log.Warn("mcp: call refused", "agent", s.agent, "tool", name, "reason", err.Error())
-				s.record(ctx, extra, name, raw, audit.Refused, err)
-				return errorResult(err)
+				return refused(s, lerr)
 			}
 			extra = lookedUp(extra, g)
 			again := *req

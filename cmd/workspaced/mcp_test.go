@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -351,4 +353,35 @@ func TestMCPPlannerReviewerFlow(t *testing.T) {
 		}
 	}
 	w.Ok("validate")
+}
+
+// tuneMCPGC raises the GC target of a process serving MCP and sets its
+// soft memory limit, unless GOGC and GOMEMLIMIT say how.
+func TestTuneMCPGC(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
+
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	debug.SetGCPercent(100)
+	debug.SetMemoryLimit(math.MaxInt64)
+	tuneMCPGC()
+	if got := debug.SetGCPercent(100); got != mcpGCPercent {
+		t.Errorf("GC percent = %d, want %d", got, mcpGCPercent)
+	}
+	if got := debug.SetMemoryLimit(-1); got != mcpMemLimit {
+		t.Errorf("memory limit = %d, want %d", got, mcpMemLimit)
+	}
+
+	t.Setenv("GOGC", "50")
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	debug.SetGCPercent(50)
+	debug.SetMemoryLimit(1 << 30)
+	tuneMCPGC()
+	if got := debug.SetGCPercent(50); got != 50 {
+		t.Errorf("GC percent = %d with GOGC=50 set, want it left alone", got)
+	}
+	if got := debug.SetMemoryLimit(-1); got != 1<<30 {
+		t.Errorf("memory limit = %d with GOMEMLIMIT set, want it left alone", got)
+	}
 }

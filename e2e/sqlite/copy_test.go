@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path"
@@ -61,7 +62,7 @@ type copyView struct {
 
 func (v copyView) has(task, name string) bool { return v.journal[task][name] || v.markers[task][name] }
 
-// readCopy checks the copy's integrity and reads it.
+// readCopy checks the copy's integrity and reads it as of one moment.
 func readCopy(t *testing.T, file string) copyView {
 	t.Helper()
 	s, err := sqlite.Open(context.Background(), "sqlite:"+file)
@@ -74,9 +75,16 @@ func readCopy(t *testing.T, file string) copyView {
 	if err := db.QueryRow("PRAGMA integrity_check").Scan(&ok); err != nil || ok != "ok" {
 		t.Fatalf("integrity_check of %s: %q %v", file, ok, err)
 	}
+	// One read transaction: a served copy's daemon commits between the
+	// reads otherwise (a journal read before a commit, its markers after).
+	tx, err := db.BeginTx(context.Background(), &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
 	v := copyView{journal: map[string]map[string]bool{}, lastSeq: map[string]int64{}, stateSeq: map[string]int64{}, markers: map[string]map[string]bool{}}
 	each := func(q string, f func(task string, name string, n int64)) {
-		rows, err := db.Query(q)
+		rows, err := tx.Query(q)
 		if err != nil {
 			t.Fatal(err)
 		}

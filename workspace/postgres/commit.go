@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/sqlstore"
@@ -118,12 +117,8 @@ func (c commitTx) WriteCommit(ctx context.Context, w sqlstore.CommitWrite) error
 		b.Queue("INSERT INTO backups (task_id, journal_seq, doc) SELECT task_id, journal_seq, doc FROM states WHERE task_id = $1", w.TaskID)
 		b.Queue(`DELETE FROM backups WHERE task_id = $1 AND n <= (
 			SELECT n FROM backups WHERE task_id = $1 ORDER BY n DESC OFFSET $2 LIMIT 1)`, w.TaskID, w.Keep)
-		if w.Edits != nil && c.utf8() {
-			c.queueEdits(b, w)
-		} else {
-			b.Queue("UPDATE states SET journal_seq = $2, doc = $3, epoch = $4, version = $5, updated_at = now() WHERE task_id = $1",
-				w.TaskID, w.Seq, w.Doc, w.Epoch, w.Version)
-		}
+		b.Queue("UPDATE states SET journal_seq = $2, doc = $3, epoch = $4, version = $5, updated_at = now() WHERE task_id = $1",
+			w.TaskID, w.Seq, w.Doc, w.Epoch, w.Version)
 	} else {
 		b.Queue("INSERT INTO states (task_id, journal_seq, doc, epoch, version) VALUES ($1, $2, $3, $4, $5)", w.TaskID, w.Seq, w.Doc, w.Epoch, w.Version)
 	}
@@ -148,38 +143,4 @@ func (c commitTx) DeleteMarkers(ctx context.Context, taskID string, ids []int64)
 		return fmt.Errorf("pass over reused marker names of task %s: %w", taskID, err)
 	}
 	return nil
-}
-
-// queueEdits queues the update of the states row that sends the edits
-// that turn the document it holds into w's instead of the document: the
-// server replaces the bytes each names (overlay of the document's UTF-8
-// bytes, the last edit first, so that each edit's place is as in the
-// document before; overlay of text counts characters, walking the
-// document from its start each time: several times slower), checks that
-// the result is UTF-8 (convert_from) and writes the whole document as an
-// update of w.Doc would. The row must hold a document of w.PrevBytes
-// bytes (octet_length reads a large value's size from its pointer), else
-// the commit fails: the committer then forgets what it knew and writes
-// the whole document next time.
-func (c commitTx) queueEdits(b *pgx.Batch, w sqlstore.CommitWrite) {
-	args := []any{w.TaskID, w.Seq, w.Epoch, w.Version, w.PrevBytes}
-	expr := "convert_to(doc, 'UTF8')"
-	for k := len(w.Edits) - 1; k >= 0; k-- {
-		e := w.Edits[k]
-		n := len(args)
-		expr = fmt.Sprintf("overlay(%s placing $%d from $%d for $%d)", expr, n+1, n+2, n+3)
-		args = append(args, e.Text, e.At+1, e.Len)
-	}
-	b.Queue("UPDATE states SET journal_seq = $2, doc = convert_from("+expr+", 'UTF8'), epoch = $3, version = $4, updated_at = now() WHERE task_id = $1 AND octet_length(doc) = $5",
-		args...).Exec(func(ct pgconn.CommandTag) error {
-		if ct.RowsAffected() != 1 {
-			return fmt.Errorf("the states row of task %s does not hold the document its edits were made for (%d bytes): not written", w.TaskID, w.PrevBytes)
-		}
-		return nil
-	})
-}
-
-// utf8 says the server holds text as UTF-8, the bytes the edits count.
-func (c commitTx) utf8() bool {
-	return c.tx.Conn().PgConn().ParameterStatus("server_encoding") == "UTF8"
 }

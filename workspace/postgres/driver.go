@@ -21,7 +21,6 @@ var _ sqlstore.Driver = driver{}
 // dialect is PostgreSQL's SQL where it differs.
 var dialect = sqlstore.Dialect{
 	Collate:      ` COLLATE "C"`,
-	Edits:        true,
 	Now:          "now()",
 	Lock:         func(mode string) string { return " FOR " + mode },
 	HasPrefix:    func(col, param string) string { return "starts_with(" + col + ", " + param + ")" },

@@ -315,9 +315,6 @@ type folded struct {
 	stopped error
 	now     time.Time
 	plan    knownPlan
-	// edits turn the document the states row holds into doc, when the
-	// row holds the one the committer's encoder made before (splice).
-	edits splice
 }
 
 // fold judges the markers with the machine (records with the next
@@ -368,9 +365,6 @@ func (c *commitTx) fold(ctx context.Context, ms []Marker) (folded, error) {
 	// commit at 10,000 subtasks, most of a commit's allocations), and
 	// kept as known until then.
 	f.data, f.doc = data, unsafe.String(unsafe.SliceData(data), len(data))
-	if c.HasState && c.Mine && c.s.dl.Edits {
-		f.edits.edits, f.edits.prevBytes, f.edits.ok = c.cache.enc.Edits(MaxEdits)
-	}
 	return f, nil
 }
 
@@ -462,9 +456,6 @@ func (c *commitTx) write(ctx context.Context, f folded, ms []Marker, dups []int6
 	w := CommitWrite{TaskID: c.id, Epoch: c.epoch, Now: f.now, Seqs: make([]int64, n), Names: make([]string, n), Records: make([]string, n), Verdicts: make([]string, n),
 		HasState: c.HasState, Keep: c.s.Settings().Backups.Keep,
 		Seq: f.next.JournalSeq, Version: c.PrevVersion + 1, Doc: f.doc, Events: f.evs, Delete: make([]int64, n, n+len(dups))}
-	if f.edits.ok {
-		w.Edits, w.PrevBytes = f.edits.edits, f.edits.prevBytes
-	}
 	for i, r := range f.recs {
 		rb, err := atomicfile.Marshal(r)
 		if err != nil {

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/statecheck"
 )
 
 // What a commit asks of a driver: its transaction, what it reads first
@@ -87,24 +86,4 @@ type CommitWrite struct {
 	Doc    string
 	Events []workspace.Event
 	Delete []int64 // the markers taken and those passed over
-
-	// Edits, when not nil, turn the document the states row holds,
-	// PrevBytes long (the one this committer wrote last), into Doc: a
-	// driver may send them instead of Doc, each replacing the bytes it
-	// names, and must then fail the commit unless the row held a
-	// document of PrevBytes bytes.
-	Edits     []statecheck.Edit
-	PrevBytes int
-}
-
-// MaxEdits is the most edits a commit sends instead of its document
-// (CommitWrite.Edits): past it the document is sent whole.
-const MaxEdits = 16
-
-// splice is what turns the states row's document into a commit's
-// (statecheck.Encoder.Edits).
-type splice struct {
-	edits     []statecheck.Edit
-	prevBytes int
-	ok        bool
 }

@@ -35,12 +35,6 @@ type Encoder struct {
 	parts  [][]byte // the pieces of the document last encoded
 	shell  []byte   // the shell last checked, by shellKey
 	out    []byte   // the document last encoded by Encode, reused by the next
-	// fixed[i] says parts[i] is never written again (a joined block, a
-	// section's end); pieces and before are what Edits knows of the
-	// last document's pieces and of the one's before it (edits.go).
-	fixed          []bool
-	pieces, before []piece
-	hadBefore      bool
 }
 
 // blockLen is how many entries a block joins: a changed entry costs the
@@ -97,12 +91,9 @@ func (e *Encoder) EncodeParts(st workspace.State, changed Changed, valid bool) (
 	}
 	if err == nil {
 		parts, size = e.assemble(st)
-		e.hadBefore = len(e.pieces) > 0
-		e.noteParts(parts, e.fixed)
 		if whole {
 			data := e.join(parts, size)
 			parts = append(e.parts[:0], data)
-			e.parts = parts
 			err = schemas.Validate(schemas.KindState, data)
 		} else {
 			err = e.checkChanged(st, changed, size)
@@ -435,7 +426,7 @@ func (e *Encoder) assemble(st workspace.State) (parts [][]byte, size int) {
 	}
 	head := e.buf.Bytes()
 	size = len(head)
-	parts, e.fixed = e.parts[:0], e.fixed[:0]
+	parts = e.parts[:0]
 	for _, sec := range []struct {
 		at []byte
 		s  *section
@@ -445,16 +436,11 @@ func (e *Encoder) assemble(st workspace.State) (parts [][]byte, size int) {
 		}
 		i := bytes.Index(head, sec.at)
 		parts = append(parts, head[:i+len(sec.at)-1])
-		e.fixed = append(e.fixed, false)
-		n := len(parts)
 		parts = sec.s.appendBlocks(parts)
 		parts = append(parts, sectionEnd)
-		for range len(parts) - n {
-			e.fixed = append(e.fixed, true)
-		}
 		head = head[i+len(sec.at):]
 		size += sec.s.bytes + len(sec.s.keys) - 1 + len(sectionEnd) - 1
 	}
-	e.parts, e.fixed = append(parts, head), append(e.fixed, false)
+	e.parts = append(parts, head)
 	return e.parts, size
 }
