@@ -224,21 +224,16 @@ func (s *Set) Add(src string) (Backup, error) {
 	if !fi.Mode().IsRegular() {
 		return Backup{}, fmt.Errorf("back up %s: %w (%v)", src, ErrNotRegular, fi.Mode().Type())
 	}
-	dirPerm := s.DirPerm
-	if dirPerm == 0 {
-		dirPerm = DefaultDirPerm
-	}
-	if err := atomicfile.MkdirAll(s.Root, s.Dir, dirPerm); err != nil {
-		return Backup{}, fmt.Errorf("create backup directory %s: %w", s.Dir, err)
-	}
-
 	t := s.now().UTC()
 	b := Backup{Time: t, Size: fi.Size()}
 	link := s.link
 	if link == nil {
 		link = s.Root.Link
 	}
-	copied := false
+	// Dir is made only when the first name cannot be made for want of
+	// it: on the hot path it is there, and a look for it would cost a
+	// system call a backup.
+	copied, made := false, false
 	for seq := 0; ; seq++ {
 		if seq == maxCollisions {
 			return Backup{}, fmt.Errorf("back up %s: %d backups already stamped %s", src, seq, t.Format(stampLayout))
@@ -263,6 +258,15 @@ func (s *Set) Add(src string) (Backup, error) {
 				return Backup{}, nil
 			}
 		}
+		if errors.Is(err, fs.ErrNotExist) && !made {
+			// Dir is missing: made, and the same name tried again.
+			made = true
+			if err := s.mkdir(); err != nil {
+				return Backup{}, err
+			}
+			seq--
+			continue
+		}
 		if err != nil {
 			return Backup{}, fmt.Errorf("back up %s as %s: %w", src, b.Path, err)
 		}
@@ -270,6 +274,18 @@ func (s *Set) Add(src string) (Backup, error) {
 	}
 
 	return b, nil
+}
+
+// mkdir makes Dir and its parents as needed.
+func (s *Set) mkdir() error {
+	dirPerm := s.DirPerm
+	if dirPerm == 0 {
+		dirPerm = DefaultDirPerm
+	}
+	if err := atomicfile.MkdirAll(s.Root, s.Dir, dirPerm); err != nil {
+		return fmt.Errorf("create backup directory %s: %w", s.Dir, err)
+	}
+	return nil
 }
 
 // Settle prunes Dir to the newest Keep backups and makes Dir durable (it
@@ -354,7 +370,9 @@ func (s *Set) List() ([]Backup, error) { return s.list(true) }
 // (Prune, after every burst of writes, needs the names alone: no lstat
 // of each backup).
 func (s *Set) list(sizes bool) ([]Backup, error) {
-	d, err := s.Root.Open(s.Dir)
+	// O_NONBLOCK as the runtime would set it: it tries its poller on every
+	// file opened without, which never takes a directory (four fcntl(2)).
+	d, err := s.Root.OpenFile(s.Dir, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
