@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strings"
@@ -106,5 +107,43 @@ func writeRecordAt(dir *os.File, name string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	return overwrite(os.NewFile(uintptr(fd), name), data)
+	// On the descriptor itself, as overwrite does on a file: an *os.File
+	// would cost a fcntl(2) and a failed epoll_ctl(2) at every lock.
+	err = pwriteAll(fd, data)
+	if err == nil {
+		err = ignoringEINTR(func() error { return unix.Ftruncate(fd, int64(len(data))) })
+	}
+	if cerr := unix.Close(fd); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return &os.PathError{Op: "write", Path: name, Err: err}
+	}
+	return nil
+}
+
+// pwriteAll writes data at offset 0 of fd, whole.
+func pwriteAll(fd int, data []byte) error {
+	for off := 0; off < len(data); {
+		n, err := unix.Pwrite(fd, data[off:], int64(off))
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			return err
+		case n == 0:
+			return io.ErrShortWrite
+		}
+		off += n
+	}
+	return nil
+}
+
+// ignoringEINTR calls fn again while it fails with EINTR.
+func ignoringEINTR(fn func() error) error {
+	for {
+		if err := fn(); !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
 }

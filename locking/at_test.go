@@ -3,7 +3,9 @@
 package locking
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -77,5 +79,38 @@ func TestAcquireAt(t *testing.T) {
 		if _, err := AcquireAt(ctx, d, name, path, quick); err == nil {
 			t.Errorf("AcquireAt(%q) took a lock, want a refusal", name)
 		}
+	}
+}
+
+// AcquireAt's holder record replaces a longer one whole: the file is
+// exactly the new record, one JSON line.
+func TestAcquireAtShorterRecordReplacesLonger(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	d, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	path := filepath.Join(dir, "x.lock")
+	for _, agent := range []string{"a-rather-long-agent-name-indeed", "b"} {
+		l, err := AcquireAt(context.Background(), d, "x.lock", path, Options{Agent: agent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h Holder
+	if err := json.Unmarshal(raw, &h); err != nil || h.Agent != "b" || h.PID != os.Getpid() {
+		t.Fatalf("record after a shorter rewrite: %q: %+v, %v; want this process as agent b", raw, h, err)
+	}
+	if n := bytes.Count(raw, []byte("\n")); n != 1 || raw[len(raw)-1] != '\n' {
+		t.Errorf("record %q is not one line", raw)
 	}
 }
