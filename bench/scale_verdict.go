@@ -27,7 +27,7 @@ type VerdictFigures struct {
 
 // verdictClock says where the verdict rows take a commit's time from.
 const verdictClock = "verdict: commit → verdict heard; the commit's time is state.json's ctime on files (its rename into place; its mtime where ctime is not read), " +
-	"the database's WAL file's mtime on SQLite (the commit's first frame written: the file's times read after the claim's drop, so that its next write is stamped to the nanosecond), on PostgreSQL the server's clock_timestamp() at the write of the states row in the daemon's transaction (a trigger of the harness's), shortly before its COMMIT"
+	"the database's WAL file's mtime on SQLite (the commit's first frame written: the file's times read after the claim's drop, so that its next write is stamped to the nanosecond; a commit whose writes outlast a tick of the kernel's coarse clock is stamped anew with it, and then the figure is off by up to a tick), on PostgreSQL the server's clock_timestamp() at the write of the states row in the daemon's transaction (a trigger of the harness's), shortly before its COMMIT"
 
 // scaleVerdict has waiters claim, one at a time, the subtasks first,
 // first+1, ... of task (executing, nothing else in flight) through the
