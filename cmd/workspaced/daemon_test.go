@@ -362,20 +362,20 @@ func TestMemLimitFor(t *testing.T) {
 		{40 << 20, 80 << 20},
 		{100 << 20, 200 << 20},
 	} {
-		if got := memLimitFor(tt.live); got != tt.want {
+		if got := memLimitFor(daemonMemLimit, tt.live); got != tt.want {
 			t.Errorf("memLimitFor(%d MiB) = %d MiB, want %d MiB", tt.live>>20, got>>20, tt.want>>20)
 		}
 	}
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
 	t.Setenv("GOMEMLIMIT", "1GiB")
 	debug.SetMemoryLimit(1 << 30)
-	fitMemoryLimit()
+	fitMemoryLimit(daemonMemLimit)
 	if got := debug.SetMemoryLimit(-1); got != 1<<30 {
 		t.Errorf("memory limit = %d with GOMEMLIMIT set, want it left alone", got)
 	}
 	t.Setenv("GOMEMLIMIT", "")
 	debug.SetMemoryLimit(1 << 20)
-	fitMemoryLimit()
+	fitMemoryLimit(daemonMemLimit)
 	if got := debug.SetMemoryLimit(-1); got < daemonMemLimit {
 		t.Errorf("memory limit = %d after fitMemoryLimit, want at least %d", got, daemonMemLimit)
 	}
@@ -393,14 +393,14 @@ func TestTuneGC(t *testing.T) {
 	t.Setenv("GOMEMLIMIT", "")
 	debug.SetGCPercent(100)
 	debug.SetMemoryLimit(math.MaxInt64)
-	tuneGC()
+	tuneGC(daemonGCPercent)
 	if got := debug.SetGCPercent(100); got != daemonGCPercent {
 		t.Errorf("GC percent = %d, want %d", got, daemonGCPercent)
 	}
 	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
 		t.Errorf("memory limit = %d before the start-up scan, want none: a limit throttles the scan", got)
 	}
-	fitMemoryLimit()
+	fitMemoryLimit(daemonMemLimit)
 	if got := debug.SetMemoryLimit(-1); got < daemonMemLimit {
 		t.Errorf("memory limit = %d once ready, want at least %d", got, daemonMemLimit)
 	}
@@ -409,7 +409,7 @@ func TestTuneGC(t *testing.T) {
 	t.Setenv("GOMEMLIMIT", "1GiB")
 	debug.SetGCPercent(50)
 	debug.SetMemoryLimit(1 << 30)
-	tuneGC()
+	tuneGC(daemonGCPercent)
 	if got := debug.SetGCPercent(50); got != 50 {
 		t.Errorf("GC percent = %d with GOGC=50 set, want it left alone", got)
 	}

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -96,8 +95,9 @@ rotated past workspace.json's audit.max_megabytes, default 100, keeping
 audit.keep rotated files, default 10). Plans, reviews, claims and done
 reports are applied to the task's state by the daemon (workspaced serve):
 run one on the same root. The server runs Go's garbage collector as GOGC=400
-(less CPU a tool call) under a soft memory limit of 64 MiB; GOGC or
-GOMEMLIMIT in the environment wins.
+(less CPU a tool call) under a soft memory limit of 64 MiB, or twice its
+live heap once the store is open when that is more; GOGC or GOMEMLIMIT in
+the environment wins.
 
 Examples:
   workspaced --root ./workspace mcp --agent observer
@@ -134,7 +134,7 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	if err := parse(e, fs, mcpUsage, args); err != nil {
 		return err
 	}
-	tuneMCPGC()
+	tuneGC(mcpGCPercent)
 	if *addr != "" {
 		for _, f := range []string{"task", "thread", "agent", "token-file"} {
 			if flagSet(fs, f) {
@@ -166,6 +166,7 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer w.Close()
+	fitMemoryLimit(mcpMemLimit)
 	opt := mcpserver.Options{TaskID: *task, ThreadID: *thread, Agent: *agent, Version: versionString(), Remote: "stdio"}
 	if *auditLog != "" {
 		a, err := audit.Open(*auditLog, auditRotation(w.Settings().Audit))
@@ -320,6 +321,7 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 		return err
 	}
 	defer w.Close()
+	fitMemoryLimit(mcpMemLimit)
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
 	toks, err := tokenKeeper("mcp --http", w)
 	if err != nil {
@@ -406,24 +408,15 @@ func serveMCPHTTP(ctx context.Context, e *env, c httpConfig) error {
 // MCP server's heap is mostly the garbage of its last calls. As the daemon
 // does, the server lets its heap grow further between collections than
 // Go's default (up to five times the live heap, not twice), for less CPU
-// a call, under a soft memory limit that keeps its memory bounded
-// (mcpMemLimit: a server's live heap is a few MiB, so the limit leaves room
-// for many large values in flight). GOGC or GOMEMLIMIT in the environment
-// win.
+// a call, and once its store is open sets a soft memory limit that keeps
+// its memory bounded: mcpMemLimit (a server's live heap is a few MiB, so
+// the limit leaves room for many large values in flight), or twice the
+// live heap when that is more (memLimitFor). GOGC or GOMEMLIMIT in the
+// environment win.
 const (
 	mcpGCPercent = 400
 	mcpMemLimit  = 64 << 20
 )
-
-// tuneMCPGC sets the garbage collector of a process serving MCP.
-func tuneMCPGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(mcpGCPercent)
-	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(mcpMemLimit)
-	}
-}
 
 // auditLog is the audit of a server: the file path as JSON lines,
 // rotated as workspace.json's audit settings say, or, for "", the

@@ -355,8 +355,9 @@ func TestMCPPlannerReviewerFlow(t *testing.T) {
 	w.Ok("validate")
 }
 
-// tuneMCPGC raises the GC target of a process serving MCP and sets its
-// soft memory limit, unless GOGC and GOMEMLIMIT say how.
+// A process serving MCP raises its GC target and, with its store open,
+// sets its soft memory limit (a small live heap: mcpMemLimit), unless
+// GOGC and GOMEMLIMIT say how.
 func TestTuneMCPGC(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
@@ -365,7 +366,8 @@ func TestTuneMCPGC(t *testing.T) {
 	t.Setenv("GOMEMLIMIT", "")
 	debug.SetGCPercent(100)
 	debug.SetMemoryLimit(math.MaxInt64)
-	tuneMCPGC()
+	tuneGC(mcpGCPercent)
+	fitMemoryLimit(mcpMemLimit)
 	if got := debug.SetGCPercent(100); got != mcpGCPercent {
 		t.Errorf("GC percent = %d, want %d", got, mcpGCPercent)
 	}
@@ -377,7 +379,8 @@ func TestTuneMCPGC(t *testing.T) {
 	t.Setenv("GOMEMLIMIT", "1GiB")
 	debug.SetGCPercent(50)
 	debug.SetMemoryLimit(1 << 30)
-	tuneMCPGC()
+	tuneGC(mcpGCPercent)
+	fitMemoryLimit(mcpMemLimit)
 	if got := debug.SetGCPercent(50); got != 50 {
 		t.Errorf("GC percent = %d with GOGC=50 set, want it left alone", got)
 	}

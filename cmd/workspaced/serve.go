@@ -4,9 +4,6 @@ import (
 	"context"
 	"flag"
 	"log/slog"
-	"os"
-	"runtime/debug"
-	"runtime/metrics"
 	"time"
 
 	"github.com/workspaced/workspaced/service"
@@ -181,9 +178,9 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	tuneGC()
+	tuneGC(daemonGCPercent)
 	// Once ready, not before: a second daemon, refused, logs nothing.
-	ready := func() { fitMemoryLimit(); logOpenFilesLimit(logger) }
+	ready := func() { fitMemoryLimit(daemonMemLimit); logOpenFilesLimit(logger) }
 	return runDaemon(ctx, daemon.Config{Store: served, Rescan: *rescan, CleanupInterval: cleanupEvery, Logger: logger, Wake: wake,
 		Lead:  workspace.LeadOptions{Standby: *standby, TTL: *lease, Strict: *strict, Logger: logger},
 		Ready: ready}, ops, opsToken, st)
@@ -235,38 +232,3 @@ const (
 	daemonGCPercent = 400
 	daemonMemLimit  = 48 << 20
 )
-
-// memLimitFor is the soft memory limit of a daemon whose live heap, once
-// its start-up scan is done, is live bytes: daemonMemLimit, or twice the
-// live heap when that is more. Under a limit below the live heap (a tree
-// of many thousands of tasks) the collector would run over and over even
-// while the daemon is idle.
-func memLimitFor(live uint64) int64 {
-	return max(int64(daemonMemLimit), 2*int64(live))
-}
-
-// fitMemoryLimit sets the soft memory limit to memLimitFor the live heap,
-// unless GOMEMLIMIT is set, and returns the start-up scan's garbage to the
-// system at once (one collection): left to the background scavenger, the
-// RSS stayed at the scan's peak (130 MiB at 20,000 tasks) for half a
-// minute. The daemon calls it once ready.
-func fitMemoryLimit() {
-	defer debug.FreeOSMemory()
-	if os.Getenv("GOMEMLIMIT") != "" {
-		return
-	}
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	metrics.Read(sample)
-	if sample[0].Value.Kind() != metrics.KindUint64 {
-		return
-	}
-	debug.SetMemoryLimit(memLimitFor(sample[0].Value.Uint64()))
-}
-
-// tuneGC sets the garbage collector for a process that runs the daemon;
-// the memory limit comes once it is ready (fitMemoryLimit).
-func tuneGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(daemonGCPercent)
-	}
-}
