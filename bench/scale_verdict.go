@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
 	"time"
@@ -26,8 +25,7 @@ type VerdictFigures struct {
 }
 
 // verdictClock says where the verdict rows take a commit's time from.
-const verdictClock = "verdict: commit → verdict heard; the commit's time is state.json's ctime on files (its rename into place; its mtime where ctime is not read), " +
-	"the database's WAL file's mtime on SQLite (the commit's first frame written: the file's times read after the claim's drop, so that its next write is stamped to the nanosecond; a commit whose writes outlast a tick of the kernel's coarse clock is stamped anew with it, and then the figure is off by up to a tick), on PostgreSQL the server's clock_timestamp() at the write of the states row in the daemon's transaction (a trigger of the harness's), shortly before its COMMIT"
+const verdictClock = "verdict: commit → verdict heard; the commit's time is state.json's ctime on files (its rename into place; its mtime where ctime is not read); on SQLite and PostgreSQL the time of the daemon's write of the task's state row in its transaction (a trigger of the harness's), so the figure includes the rest of the transaction, its COMMIT and its sync: PostgreSQL's clock_timestamp(), to the microsecond; SQLite's 'now', to the millisecond, cut, so that a SQLite figure is longer than the verdict's by 0–1 ms (0.5 ms on average) and never shorter"
 
 // scaleVerdict has waiters claim, one at a time, the subtasks first,
 // first+1, ... of task (executing, nothing else in flight) through the
@@ -42,46 +40,47 @@ func (r *rig) scaleVerdict(ctx context.Context, task string, first, waiters int)
 	defer r.cm.quiet.Store(false)
 	lat := make([]time.Duration, 0, waiters)
 	for i := range waiters {
-		st, err := r.st.ReadState(ctx, task)
+		w, err := r.waitVerdict(ctx, src, task, fmt.Sprintf("waiter_%d", i), fmt.Sprintf("st_%d", first+i))
 		if err != nil {
 			return VerdictFigures{}, err
 		}
-		name, err := r.st.WriteClaim(ctx, task, fmt.Sprintf("waiter_%d", i), fmt.Sprintf("st_%d", first+i))
-		if err != nil {
-			return VerdictFigures{}, err
-		}
-		r.armClock()
-		wctx, cancel := context.WithTimeout(ctx, time.Minute)
-		v, err := workspace.Wait(wctx, src, task, path.Base(name), st.JournalSeq)
-		heard := time.Now()
-		cancel()
-		if err != nil {
-			return VerdictFigures{}, err
-		}
-		if v.Verdict != workspace.VerdictWon {
-			return VerdictFigures{}, fmt.Errorf("bench: claim %s: verdict %s (%s), not won", name, v.Verdict, v.Reason)
-		}
-		at, err := r.committedAt(ctx, task)
-		if err != nil {
-			return VerdictFigures{}, err
-		}
-		lat = append(lat, heard.Sub(at))
+		lat = append(lat, w.heard.Sub(w.committed))
 	}
 	s := summarize("", lat, 0)
 	return VerdictFigures{Waiters: waiters, P50: s.P50, P99: s.P99}, nil
 }
 
-// armClock readies the commit's clock after the claim's drop. On SQLite
-// it reads the WAL file's times: a file's times move with the kernel's
-// coarse clock (a tick is 4 ms at HZ=250) unless they were read since the
-// last change, so without this read the daemon's commit, a millisecond
-// after the claim's insert, often leaves the mtime the insert's and the
-// verdict is timed from the claim. Read now, the first write after (the
-// commit's first frame) stamps the file to the nanosecond.
-func (r *rig) armClock() {
-	if r.sq != nil {
-		_, _ = os.Stat(r.sq.s.Path() + "-wal")
+// verdictTimes are one waiter's times: the claim's drop begun, the
+// commit that decided it (committedAt) and the verdict heard.
+type verdictTimes struct {
+	dropped, committed, heard time.Time
+}
+
+// waitVerdict has agent claim sub of task through the store and waits for
+// the verdict, which must be won.
+func (r *rig) waitVerdict(ctx context.Context, src workspace.VerdictSource, task, agent, sub string) (verdictTimes, error) {
+	var w verdictTimes
+	st, err := r.st.ReadState(ctx, task)
+	if err != nil {
+		return w, err
 	}
+	w.dropped = time.Now()
+	name, err := r.st.WriteClaim(ctx, task, agent, sub)
+	if err != nil {
+		return w, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	v, err := workspace.Wait(wctx, src, task, path.Base(name), st.JournalSeq)
+	w.heard = time.Now()
+	cancel()
+	if err != nil {
+		return w, err
+	}
+	if v.Verdict != workspace.VerdictWon {
+		return w, fmt.Errorf("bench: claim %s: verdict %s (%s), not won", name, v.Verdict, v.Reason)
+	}
+	w.committed, err = r.committedAt(ctx, task)
+	return w, err
 }
 
 // committedAt is when task's state was last committed (see verdictClock).
@@ -90,11 +89,7 @@ func (r *rig) committedAt(ctx context.Context, task string) (time.Time, error) {
 	case r.ws != nil:
 		return renamedAt(filepath.Join(r.ws.Dir(), filepath.FromSlash(workspace.TaskDir(task)), "state.json"))
 	case r.sq != nil:
-		fi, err := os.Stat(r.sq.s.Path() + "-wal")
-		if err != nil {
-			return time.Time{}, fmt.Errorf("bench: the database's WAL file: %w", err)
-		}
-		return fi.ModTime(), nil
+		return r.sq.committedAt(ctx, task)
 	case r.pg != nil:
 		var at time.Time
 		err := r.pg.s.Pool().QueryRow(ctx, "SELECT at FROM bench_commits WHERE task_id = $1", task).Scan(&at)

@@ -152,6 +152,10 @@ func newServedSQLiteRig(ctx context.Context, path string, serveCmd []string, ser
 	}
 	sr := &sqRig{root: root, s: s, rdb: rdb}
 	r := &rig{dir: root, st: s, cm: newCommits(), sq: sr}
+	if err := sr.installClock(ctx); err != nil {
+		sr.closeAll()
+		return nil, err
+	}
 	if err := sr.watch(ctx, r.cm); err != nil {
 		sr.closeAll()
 		return nil, err
@@ -169,6 +173,44 @@ func (sr *sqRig) closeAll() {
 	sr.close()
 	sr.rdb.Close()
 	sr.s.Close()
+}
+
+// sqliteClockLayout is the layout of the times the harness's trigger
+// writes: SQLite's 'now', UTC, in milliseconds.
+const sqliteClockLayout = "2006-01-02 15:04:05.000"
+
+// installClock creates the harness's table bench_commits and its trigger
+// on state_history, which writes into it, in the daemon's transaction,
+// the time of the daemon's last write of each task's state row: the
+// verdict rows' clock (verdictClock), as bench_commits is on PostgreSQL.
+// SQLite's 'now' is the time in milliseconds, cut, not rounded (the unix
+// VFS's gettimeofday, microseconds divided by 1,000), and taken once per
+// statement: at the trigger, after the row's insert. The rig's database
+// is a temporary file: the table and the trigger go with it.
+func (sr *sqRig) installClock(ctx context.Context) error {
+	for _, q := range []string{
+		"CREATE TABLE bench_commits (task_id TEXT PRIMARY KEY, at TEXT NOT NULL)",
+		`CREATE TRIGGER bench_commits AFTER INSERT ON state_history FOR EACH ROW WHEN NEW.backup = 0
+		BEGIN
+			INSERT INTO bench_commits VALUES (NEW.task_id, strftime('%Y-%m-%d %H:%M:%f', 'now'))
+				ON CONFLICT (task_id) DO UPDATE SET at = excluded.at;
+		END`,
+	} {
+		if _, err := sr.s.DB().ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("bench: the commits' clock: %w", err)
+		}
+	}
+	return nil
+}
+
+// committedAt is when the daemon last wrote task's state row, to the
+// millisecond (installClock).
+func (sr *sqRig) committedAt(ctx context.Context, task string) (time.Time, error) {
+	var at string
+	if err := sr.rdb.QueryRowContext(ctx, "SELECT at FROM bench_commits WHERE task_id = $1", task).Scan(&at); err != nil {
+		return time.Time{}, fmt.Errorf("bench: the commit of %s: %w", task, err)
+	}
+	return time.ParseInLocation(sqliteClockLayout, at, time.UTC)
 }
 
 // sqRig is the SQLite side of a rig: the store of the temporary file and
