@@ -1,7 +1,8 @@
 // Package pgtest gives tests a real PostgreSQL: the server named by
 // $WORKSPACED_TEST_POSTGRES when it is set, else a throwaway cluster
-// started from the installed binaries (initdb into a temporary directory,
-// a unix socket in it, no TCP), run as the user nobody when the tests run
+// started from the installed binaries (a data directory in a temporary
+// directory, copied from one initdb made once per machine, a unix socket
+// in it, no TCP), run as the user nobody when the tests run
 // as root, since PostgreSQL refuses to run as root.
 //
 // One cluster serves a whole test binary (with fsync=off unless the
@@ -157,11 +158,27 @@ func Start(ctx context.Context) (*Cluster, error) {
 		return nil, ErrNotInstalled
 	}
 	c := &Cluster{bin: bin}
-	if err := c.init(); err != nil {
+	if err := c.init(true); err != nil {
 		c.removeDir()
 		return nil, err
 	}
-	if err := c.Start(ctx); err != nil {
+	err := c.Start(ctx)
+	if err != nil {
+		// A template broken in a way its check does not see (a file
+		// emptied by a crash of the machine that wrote it): drop it, and
+		// make this cluster by its own initdb.
+		c.removeDir()
+		if derr := dropTemplate(bin, c.cred); derr != nil {
+			return nil, fmt.Errorf("%w (from the template; removing it: %v)", err, derr)
+		}
+		c = &Cluster{bin: bin}
+		if err := c.init(false); err != nil {
+			c.removeDir()
+			return nil, err
+		}
+		err = c.Start(ctx)
+	}
+	if err != nil {
 		c.removeDir()
 		return nil, err
 	}
@@ -194,37 +211,49 @@ func isExec(p string) bool {
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
-// init makes the temporary directory and runs initdb in it.
-func (c *Cluster) init() error {
+// init makes the temporary directory and the data directory in it: a
+// copy of the machine's template (template.go), or, without one, made by
+// initdb.
+func (c *Cluster) init(useTemplate bool) error {
 	dir, err := os.MkdirTemp("", "pgtest-")
 	if err != nil {
 		return err
 	}
 	c.dir = dir
-	if os.Geteuid() == 0 {
-		nobody, err := user.Lookup("nobody")
-		if err != nil {
-			return fmt.Errorf("PostgreSQL will not run as root, and there is no user nobody: %w", err)
-		}
-		uid, _ := strconv.ParseUint(nobody.Uid, 10, 32)
-		gid, _ := strconv.ParseUint(nobody.Gid, 10, 32)
-		c.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-		if err := os.Chown(dir, int(uid), int(gid)); err != nil {
+	if c.cred, err = serverCred(); err != nil {
+		return err
+	}
+	if c.cred != nil {
+		if err := os.Chown(dir, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
 			return err
 		}
 	}
-	// The server runs with the superuser "postgres" and trust over the
-	// socket, which only the cluster's owner (and root) can reach.
-	cmd := exec.Command(filepath.Join(c.bin, "initdb"), "-D", c.dataDir(), "-U", "postgres",
-		"--auth=trust", "--encoding=UTF8", "--no-locale", "--no-sync")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("initdb: %v\n%s", err, out)
+	if useTemplate {
+		err = fromTemplate(c.bin, c.dataDir(), c.cred)
+	} else {
+		err = initdb(c.bin, c.dataDir(), c.cred)
+	}
+	if err != nil {
+		return err
 	}
 	c.base = &url.URL{Scheme: "postgres", User: url.User("postgres"), Path: "/postgres",
 		RawQuery: url.Values{"host": {dir}}.Encode()}
 	return nil
+}
+
+// serverCred is the user the server runs as: nobody when the tests run as
+// root, else (nil) the tests' own.
+func serverCred() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	nobody, err := user.Lookup("nobody")
+	if err != nil {
+		return nil, fmt.Errorf("PostgreSQL will not run as root, and there is no user nobody: %w", err)
+	}
+	uid, _ := strconv.ParseUint(nobody.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(nobody.Gid, 10, 32)
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
 func (c *Cluster) dataDir() string { return filepath.Join(c.dir, "data") }
