@@ -207,7 +207,13 @@ func connect(ctx context.Context, path string) (*Store, error) {
 	s := &Store{db: db, cdb: cdb, rdb: rdb, wc: newStmtCache(db), cc: newStmtCache(cdb), rc: newStmtCache(rdb), wq: newWriteQueue(path),
 		own: newOwnCommits(), path: path}
 	s.withSQL()
-	if err := db.PingContext(ctx); err != nil {
+	// The first connection is a read's: a process that only reads (a
+	// command such as task show, status) opens no write connection, each
+	// opening costing a read of the whole schema. A write opens its own
+	// when it comes. The ping fails as a write's would on a filesystem
+	// that refuses writes: a connection's pragmas set the write-ahead
+	// log, which needs PATH-shm.
+	if err := rdb.PingContext(ctx); err != nil {
 		s.Close()
 		if err := faultAt(path, err); errors.Is(err, syscall.EROFS) {
 			return openReadOnly(ctx, path, err)
