@@ -258,7 +258,8 @@ async function socketSend(pool: Map<string, Conn[]>, req: Outgoing, again: boole
   const head = requestHead(req, u);
   const origin = u.host;
   let conn: Conn | undefined;
-  const idle = pool.get(origin);
+  // Sent again, it goes on a new socket: the idle ones may be as stale.
+  const idle = again ? pool.get(origin) : undefined;
   while (idle?.length) {
     const c = idle.pop()!;
     if (c.take()) {

@@ -111,6 +111,29 @@ for (const [name, make] of transports.slice(0, 2)) {
   });
 }
 
+test("node:net: a GET sent again after a stale socket goes on a new one, not on another idle socket as stale", async () => {
+  let requests = 0;
+  // Each connection answers its first request; a second one finds it closed.
+  const served = new WeakSet<object>();
+  const s = await serve((req, res) => {
+    requests++;
+    if (served.has(req.socket)) return req.socket.destroy();
+    served.add(req.socket);
+    setTimeout(() => res.end("ok"), 20); // both first requests in flight at once: two sockets
+  });
+  try {
+    const send = viaNodeSocket();
+    const both = await Promise.all([0, 1].map(() => send({ method: "GET", url: s.url, headers: {} })));
+    for (const a of both) assert.equal(await a.text(), "ok");
+    assert.equal(requests, 2);
+    // Two idle sockets, both stale: the GET fails on one and goes again once, on a new socket.
+    assert.equal(await (await send({ method: "GET", url: s.url, headers: {} })).text(), "ok");
+    assert.equal(requests, 4);
+  } finally {
+    await s.stop();
+  }
+});
+
 // rawServe starts a TCP server that reads each request whole (its head and
 // its Content-Length of body) and writes back the pieces answer gives,
 // one write each, a few milliseconds apart; the socket ends after them
