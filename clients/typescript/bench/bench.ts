@@ -25,7 +25,7 @@
 //   BENCH_TRANSPORT                   "fetch": the client and the floors
 //                                     go through the global fetch, where
 //                                     by default they take the client's
-//                                     own (node:net on Node)
+//                                     own (node:http on Node)
 //   WORKSPACED_PID                    the listener's process: with it, on
 //                                     Linux, each single put, get and
 //                                     floor is broken down into the CPU
@@ -292,7 +292,7 @@ function perRequest(rates: number[], requests: number[], writers: number) {
 }
 
 const result = {
-  transport: globalFetch ? "fetch" : "node:net",
+  transport: globalFetch ? "fetch" : "node:http",
   put: { ours: stats(put.ours), peer: stats(put.peer) },
   get: { ours: stats(get.ours), peer: stats(get.peer) },
   // No token: what the token's look-up costs, by difference.
