@@ -24,7 +24,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	code := runEnv(ctx, &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, process: true}, os.Args[1:])
 	stop()
 	os.Exit(code)
 }
@@ -46,6 +46,10 @@ type env struct {
 	root           string // --root, resolved with WORKSPACE_ROOT and the default
 	title          string // the title line of the command being run, for its --help
 	opened         bool   // the command opened the workspace at root
+	// process says the command is the process itself (main), not run in
+	// a test's process: serve may start its binary again in its place
+	// (serve_slack_linux.go).
+	process bool
 }
 
 // openStore opens the workspace at the resolved root as a
@@ -169,7 +173,12 @@ func usage(w io.Writer) {
 
 // run is the whole program; main only exits with its code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
+	return runEnv(ctx, &env{stdin: stdin, stdout: stdout, stderr: stderr}, args)
+}
+
+// runEnv is run with e's streams, e.process as main sets it.
+func runEnv(ctx context.Context, e *env, args []string) int {
+	stdin, stdout, stderr := e.stdin, e.stdout, e.stderr
 	fs := flag.NewFlagSet("workspaced", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	rootFlag := fs.String("root", "", "workspace `DIR`")

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -127,6 +128,11 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	ops := addOpsFlags(fs)
 	if err := parse(e, fs, serveUsage, args); err != nil {
 		return err
+	}
+	if e.process {
+		if err := withTimerSlack(daemonTimerSlack); err != nil {
+			fmt.Fprintf(e.stderr, "workspaced: serve: %v; serving with the timer slack it has\n", err)
+		}
 	}
 	if *cpuProfile != "" {
 		stop, err := startCPUProfile(*cpuProfile)
