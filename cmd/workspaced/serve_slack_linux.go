@@ -16,9 +16,9 @@ import (
 // (to take the processor of a long call for other goroutines, to preempt
 // a goroutine after 10 ms); with the kernel's default slack of 50 µs,
 // about every 70 µs. A lone marker keeps the daemon busy for a
-// millisecond or more, most of it in fsync: 20 to 40 wake-ups of that
-// thread a marker, each a nanosleep and two context switches, 15 to 19 %
-// of the daemon's CPU on a loaded machine. A thread's timer slack lets
+// millisecond or more, most of it in fsync: 30 to 60 wake-ups of that
+// thread a marker, each a nanosleep and two context switches, 15 to 30 %
+// of the daemon's CPU on a loaded machine (docs/PERFORMANCE.md). A thread's timer slack lets
 // the kernel end its sleeps that much late, so with 1 ms the monitor
 // wakes about once a millisecond while the daemon works. What waits for
 // a timer may wake up to that much later: the runtime's own short sleeps
