@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -80,7 +81,12 @@ func TestQuietTaskHasNoDotFiles(t *testing.T) {
 	}
 	task := filepath.Join(w.Root, "tasks", "t1")
 	awaitSlow(t, "the task completed and settled", func() bool {
-		if !strings.Contains(state(), `"status": "completed"`) {
+		// The task's own status: a subtask's "completed" is not the
+		// task's, and the markers after it would still be untaken.
+		var st struct {
+			Status string `json:"status"`
+		}
+		if json.Unmarshal([]byte(state()), &st) != nil || st.Status != "completed" {
 			return false
 		}
 		ents, err := os.ReadDir(filepath.Join(task, "journal"))
