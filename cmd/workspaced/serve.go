@@ -97,7 +97,11 @@ Defaults come from workspace.json ("daemon": {"rescan": "30s", "grace":
 garbage collector as GOGC=400 (less CPU per marker) and, once it is ready,
 under a soft memory limit of 48 MiB, or twice its live heap when a large
 tree needs more (none during the start-up scan, which it would slow);
-GOGC or GOMEMLIMIT in the environment wins.
+GOGC or GOMEMLIMIT in the environment wins. On Linux it runs with a timer
+slack of 1 ms, so that Go's runtime checks on it about once a millisecond
+while it works, not every 70 µs: started with less, it sets the slack and
+starts its binary again in its place (the same process id and files);
+under systemd, TimerSlackNSec=1ms in the unit spares that restart.
 
 Examples:
   workspaced serve
