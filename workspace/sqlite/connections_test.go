@@ -50,6 +50,28 @@ func TestReadsOpenNoWriteConnection(t *testing.T) {
 	}
 }
 
+// TestInitUpToDateWritesNothing: Init of a database already migrated
+// applies nothing and takes no write: it opens no write connection.
+func TestInitUpToDateWritesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, root := newStore(t)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, n, err := Init(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if w, c := s.db.Stats().OpenConnections, s.cdb.Stats().OpenConnections; n != 0 || w != 0 || c != 0 {
+		t.Fatalf("Init of a migrated database: %d migrations applied, %d write and %d commit connections opened, want none", n, w, c)
+	}
+	if _, err := s.CreateTask(ctx, workspace.NewTaskRequest{ID: "t1", Description: "d"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // BenchmarkOpenRead is a command that reads: the workspace opened, its
 // status read, the store closed. Beside the time it reports the process's
 // CPU (user and system) per operation, cpu-ns/op, which a busy machine

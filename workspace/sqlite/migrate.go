@@ -57,6 +57,18 @@ func (s *Store) migrate(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// A database already up to date, as at every open of a workspace by
+	// Init after its first, needs no write: the version read on the read
+	// pool says so without taking the write lock, syncing the log or
+	// opening the write connection. Versions only grow, and a migration
+	// still to apply is applied under the write lock below.
+	v, err := version(ctx, s.rdb)
+	if err != nil {
+		return 0, err
+	}
+	if v >= len(ms) {
+		return 0, s.judgeVersion(v)
+	}
 	applied := 0
 	for {
 		done := false
