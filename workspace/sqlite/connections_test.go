@@ -111,3 +111,25 @@ func cpuTime(tb testing.TB) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkInitUpToDate is Init of a workspace already migrated, and its
+// close, as `workspaced init` run again; cpu-ns/op as in BenchmarkOpenRead.
+func BenchmarkInitUpToDate(b *testing.B) {
+	ctx := context.Background()
+	s, root := newStore(b)
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	cpu0 := cpuTime(b)
+	b.ResetTimer()
+	for b.Loop() {
+		s, _, err := Init(ctx, root)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(b.N), "cpu-ns/op")
+}
