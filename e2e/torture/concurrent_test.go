@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -143,6 +144,21 @@ func TestConcurrentUpdatesUnderLock(t *testing.T) {
 		optdep.Skip(t, "jq", "jq is not installed (Debian: apt-get install jq)")
 	}
 	w := clitest.NewDir(t)
+	// Eight processes queue for one lock, each holding it while a script
+	// starts three processes: on a busy machine a waiter can queue past
+	// the default 30 s, which is not what this test is about.
+	cfg := filepath.Join(w.Root, "workspace.json")
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = []byte(strings.Replace(string(b), `"lock_timeout": "30s"`, `"lock_timeout": "5m"`, 1))
+	if !strings.Contains(string(b), `"lock_timeout": "5m"`) {
+		t.Fatalf("workspace.json has no lock_timeout of 30s to raise:\n%s", b)
+	}
+	if err := os.WriteFile(cfg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	w.Task("t1")
 	w.Ok("env", "store", "--task", "t1", "--key", "items", "--description", "shared list", "--value", "[]")
 	env := append(append([]string{}, w.Env...), "WSD="+clitest.Bin(), "JQ="+jq)

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/gofrs/flock"
 )
 
 // The data directory initdb makes is the same for every cluster of one
@@ -89,24 +91,18 @@ func whole(dir string) bool {
 	return true
 }
 
-// flock opens name (creating it) and takes a flock of it (syscall.LOCK_SH
-// or LOCK_EX); closing the file releases it.
-func flock(name string, how int) (*os.File, error) {
-	f, err := os.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, err
+// lockTemplate takes a flock of name (creating it): shared, to copy a
+// template, or exclusive, to make or drop one. Closing it releases it.
+func lockTemplate(name string, shared bool) (*flock.Flock, error) {
+	fl := flock.New(name)
+	lock := fl.Lock
+	if shared {
+		lock = fl.RLock
 	}
-	for {
-		err = syscall.Flock(int(f.Fd()), how)
-		if err != syscall.EINTR {
-			break
-		}
-	}
-	if err != nil {
-		f.Close()
+	if err := lock(); err != nil {
 		return nil, fmt.Errorf("flock %s: %w", name, err)
 	}
-	return f, nil
+	return fl, nil
 }
 
 // fromTemplate makes data, the data directory of a new cluster run as
@@ -118,13 +114,13 @@ func fromTemplate(bin, data string, cred *syscall.Credential) error {
 		return err
 	}
 	dir := filepath.Join(templateRoot, name)
-	lock, err := flock(dir+".lock", syscall.LOCK_SH)
+	lock, err := lockTemplate(dir+".lock", true)
 	if err != nil {
 		return err
 	}
 	if !whole(dir) {
 		lock.Close()
-		if lock, err = flock(dir+".lock", syscall.LOCK_EX); err != nil {
+		if lock, err = lockTemplate(dir+".lock", false); err != nil {
 			return err
 		}
 		if err := makeTemplate(bin, dir, cred); err != nil {
@@ -181,7 +177,7 @@ func dropTemplate(bin string, cred *syscall.Credential) error {
 		return err
 	}
 	dir := filepath.Join(templateRoot, name)
-	lock, err := flock(dir+".lock", syscall.LOCK_EX)
+	lock, err := lockTemplate(dir+".lock", false)
 	if err != nil {
 		return err
 	}
