@@ -19,12 +19,7 @@ import (
 // free after Release.
 func TestAcquireAt(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	d, err := os.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	dir, d := openTempDir(t)
 	path := filepath.Join(dir, "task.lock")
 	ctx := context.Background()
 	quick := Options{Timeout: 20 * time.Millisecond, Poll: time.Millisecond}
@@ -86,12 +81,7 @@ func TestAcquireAt(t *testing.T) {
 // exactly the new record, one JSON line.
 func TestAcquireAtShorterRecordReplacesLonger(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	d, err := os.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	dir, d := openTempDir(t)
 	path := filepath.Join(dir, "x.lock")
 	for _, agent := range []string{"a-rather-long-agent-name-indeed", "b"} {
 		l, err := AcquireAt(context.Background(), d, "x.lock", path, Options{Agent: agent})
@@ -113,4 +103,17 @@ func TestAcquireAtShorterRecordReplacesLonger(t *testing.T) {
 	if n := bytes.Count(raw, []byte("\n")); n != 1 || raw[len(raw)-1] != '\n' {
 		t.Errorf("record %q is not one line", raw)
 	}
+}
+
+// openTempDir is a new temporary directory and its descriptor, closed
+// when t ends.
+func openTempDir(t *testing.T) (string, *os.File) {
+	t.Helper()
+	dir := t.TempDir()
+	d, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return dir, d
 }

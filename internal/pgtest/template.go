@@ -59,9 +59,9 @@ func initdb(bin, data string, cred *syscall.Credential) error {
 	return nil
 }
 
-// templateName is the name of the template for the binaries in bin run as
-// cred (nil: this process's user).
-func templateName(bin string, cred *syscall.Credential) (string, error) {
+// templateDir is the directory of the template for the binaries in bin
+// run as cred (nil: this process's user), under templateRoot.
+func templateDir(bin string, cred *syscall.Credential) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%d\n%s\n%q\n", templateFormat, bin, initdbArgs)
 	for _, name := range []string{"initdb", "postgres"} {
@@ -76,7 +76,8 @@ func templateName(bin string, cred *syscall.Credential) (string, error) {
 		uid, gid = int(cred.Uid), int(cred.Gid)
 	}
 	fmt.Fprintf(h, "%d:%d\n", uid, gid)
-	return fmt.Sprintf("pgtest-template-%d-%s", uid, hex.EncodeToString(h.Sum(nil)[:8])), nil
+	name := fmt.Sprintf("pgtest-template-%d-%s", uid, hex.EncodeToString(h.Sum(nil)[:8]))
+	return filepath.Join(templateRoot, name), nil
 }
 
 // whole reports whether the template dir holds a data directory. The
@@ -109,11 +110,10 @@ func lockTemplate(name string, shared bool) (*flock.Flock, error) {
 // cred, a copy of the machine's template for bin, making the template
 // first when there is none.
 func fromTemplate(bin, data string, cred *syscall.Credential) error {
-	name, err := templateName(bin, cred)
+	dir, err := templateDir(bin, cred)
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(templateRoot, name)
 	lock, err := lockTemplate(dir+".lock", true)
 	if err != nil {
 		return err
@@ -172,11 +172,10 @@ func makeTemplate(bin, dir string, cred *syscall.Credential) error {
 // dropTemplate removes the template for bin run as cred, once nobody
 // copies it: a cluster copied from it did not start.
 func dropTemplate(bin string, cred *syscall.Credential) error {
-	name, err := templateName(bin, cred)
+	dir, err := templateDir(bin, cred)
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(templateRoot, name)
 	lock, err := lockTemplate(dir+".lock", false)
 	if err != nil {
 		return err

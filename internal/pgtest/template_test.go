@@ -40,11 +40,11 @@ func templateIn(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	name, err := templateName(bin, cred)
+	dir, err := templateDir(bin, cred)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return filepath.Join(root, name)
+	return dir
 }
 
 // start starts a cluster, closed when t ends.
