@@ -464,16 +464,25 @@ func TestPostgresFailover(t *testing.T) {
 	w.waitApplied([]string{"later"}, 30*time.Second)
 	w.checkExactlyOnce([]string{"after"}, 20)
 	w.checkExactlyOnce([]string{"later"}, 10)
-	var wroteAfter int
-	if err := w.s.Pool().QueryRow(ctx, "SELECT count(*) FROM journal WHERE task_id IN ('after', 'later') AND epoch <> $1", epochC).Scan(&wroteAfter); err != nil {
+	// Fencing: nothing after the takeover is written by an epoch older
+	// than C's, the stalled one's above all. A later epoch is a lawful
+	// leader: on a loaded machine C's own 2 s lease can lapse, and the
+	// next to take it writes under a new epoch.
+	var stale int
+	if err := w.s.Pool().QueryRow(ctx, "SELECT count(*) FROM journal WHERE task_id IN ('after', 'later') AND epoch < $1", epochC).Scan(&stale); err != nil {
 		t.Fatal(err)
 	}
-	if wroteAfter != 0 {
-		t.Fatalf("%d journal rows after the takeover were written by another epoch than %d", wroteAfter, epochC)
+	if stale != 0 {
+		t.Fatalf("%d journal rows after the takeover were written by an epoch older than %d", stale, epochC)
 	}
 	li, _ := w.s.Lease(ctx)
-	if li.Epoch != epochC || !strings.HasSuffix(li.Holder, fmt.Sprintf(":%d", c.Cmd.Process.Pid)) {
-		t.Fatalf("lease after the resume: %+v, want epoch %d held by pid %d", li, epochC, c.Cmd.Process.Pid)
+	if li.Epoch < epochC {
+		t.Fatalf("lease after the resume: %+v, want epoch %d or later", li, epochC)
+	}
+	if li.Epoch != epochC {
+		t.Logf("C's lease lapsed: the lease is at epoch %d now (%s)", li.Epoch, li.Holder)
+	} else if !strings.HasSuffix(li.Holder, fmt.Sprintf(":%d", c.Cmd.Process.Pid)) {
+		t.Fatalf("lease after the resume: %+v, epoch %d held by another than pid %d", li, epochC, c.Cmd.Process.Pid)
 	}
 }
 
