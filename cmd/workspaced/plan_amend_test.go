@@ -17,6 +17,7 @@ func TestApprovedPlanIsNotReplaced(t *testing.T) {
 	w := newWS(t)
 	w.serve()
 	w.executingCLI("t1", `{"id":"st_1","description":"a"},{"id":"st_2","description":"b","dependencies":["st_1"]}`)
+	w.settled()
 	before := w.Tree()
 	for _, propose := range []bool{true, false} {
 		args := []string{"plan", "write", "--task", "t1", "--file", "-", "--agent", "planner"}
@@ -56,6 +57,7 @@ func TestPlanAmend(t *testing.T) {
 	}
 
 	// A started subtask never changes: refused, nothing written.
+	w.settled()
 	before := w.Tree()
 	r := w.RunIn(`{"change":[{"id":"st_1","description":"other"}]}`, "plan", "amend", "--task", "t1", "--file", "-")
 	if r.Code != exitConflict || !strings.Contains(r.Stderr, "subtask st_1 is in_progress and cannot be changed") ||
