@@ -206,6 +206,19 @@ type agent struct {
 // "ready"; if it exits before close, cm's waits fail at once rather than
 // at their deadline.
 func startAgent(argv []string, cm *commits, name string) (*agent, error) {
+	a, err := spawnAgent(argv, cm, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.ready(); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// spawnAgent starts argv as an agent process named name without waiting
+// for it to say ready: see startAgent.
+func spawnAgent(argv []string, cm *commits, name string) (*agent, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
@@ -230,11 +243,17 @@ func startAgent(argv []string, cm *commits, name string) (*agent, error) {
 			cm.abort(fmt.Errorf("bench: agent process %s exited early (what it said is above, on stderr)", name))
 		}
 	}()
+	return a, nil
+}
+
+// ready waits for the agent's first line, "ready"; on any other it closes
+// the agent and says what it said.
+func (a *agent) ready() error {
 	if line, ok := <-a.lines; !ok || line != "ready" {
 		a.close()
-		return nil, fmt.Errorf("bench: agent %s did not start (said %q)", name, line)
+		return fmt.Errorf("bench: agent %s did not start (said %q)", a.name, line)
 	}
-	return a, nil
+	return nil
 }
 
 // stamp reads one "<subtask> <unixnano>" line.

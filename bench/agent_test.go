@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -135,6 +136,66 @@ func TestAgentExitAbortsWait(t *testing.T) {
 	// One that never says ready is refused, naming what it said.
 	if _, err := startAgent([]string{"sh", "-c", "echo hello"}, newCommits(), "agent_9"); err == nil || !strings.Contains(err.Error(), `"hello"`) {
 		t.Errorf("start of an agent saying hello: %v, want refused naming what it said", err)
+	}
+}
+
+// TestStartAgentsAtOnce: the harness starts a row's agents all at once
+// and then waits for each to be ready. Each agent here says ready only
+// once all three have started, which agents started one after another,
+// each awaited, never do: the first gives up and says so.
+func TestStartAgentsAtOnce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	// $1 the directory, $2 the agent's name; half a minute of patience
+	// or more.
+	const script = `touch "$1/$2"; dir=$1; i=0
+while set -- "$dir"/agent_*; [ $# -lt 3 ]; do
+	i=$((i+1)); if [ $i -gt 300 ]; then echo "alone"; exit 0; fi; sleep 0.1
+done
+echo ready; cat >/dev/null`
+	kind := agentKind{argv: func(_, _, name string) []string { return []string{"sh", "-c", script, "sh", dir, name} }}
+	r := &rig{dir: dir, cm: newCommits()}
+	as, err := r.startAgents(kind, "t1", 3)
+	if err != nil {
+		t.Fatalf("start 3 agents that wait for each other: %v", err)
+	}
+	closeAll(as)
+	// One that fails to start is named, and the others are closed.
+	bad := agentKind{argv: func(_, _, name string) []string {
+		if name == "agent_2" {
+			return []string{"sh", "-c", "echo hello"}
+		}
+		return []string{"sh", "-c", "echo ready; cat >/dev/null"}
+	}}
+	if _, err := r.startAgents(bad, "t1", 3); err == nil || !strings.Contains(err.Error(), `agent_2 did not start (said "hello")`) {
+		t.Errorf("start with agent_2 saying hello: %v, want it named", err)
+	}
+}
+
+// TestFindPythonPastShim: a python3 on PATH that is a shim (a script that
+// runs the interpreter, as pyenv's does) runs once, to name the
+// interpreter; the harness starts that interpreter, not the shim.
+func TestFindPythonPastShim(t *testing.T) {
+	real, err := exec.LookPath("python3")
+	if err != nil {
+		optdep.Skip(t, "python3", "python3 is not on PATH: no shim can run it")
+	}
+	shims := t.TempDir()
+	runs := filepath.Join(t.TempDir(), "runs")
+	shim := "#!/bin/sh\necho run >>" + runs + "\nexec " + real + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(shims, "python3"), []byte(shim), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", shims+string(os.PathListSeparator)+os.Getenv("PATH"))
+	py := findPython()
+	if py == "" || py == filepath.Join(shims, "python3") {
+		t.Fatalf("findPython = %q, want the interpreter behind the shim", py)
+	}
+	if out, err := exec.Command(py, "-c", "print(6*7)").Output(); err != nil || strings.TrimSpace(string(out)) != "42" {
+		t.Fatalf("%s: %v %q", py, err, out)
+	}
+	if b, _ := os.ReadFile(runs); string(b) != "run\n" {
+		t.Errorf("the shim ran %q, want once, to name the interpreter", b)
 	}
 }
 

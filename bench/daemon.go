@@ -118,17 +118,26 @@ func pythonAgents(python, driver string) agentKind {
 	}}
 }
 
-// startAgents starts n agents of kind on task, named agent_1 … agent_n.
+// startAgents starts n agents of kind on task, named agent_1 … agent_n,
+// and waits until every one is ready. They start all at once, off the
+// clock: one after another, 32 agents' start-ups add up to seconds.
 func (r *rig) startAgents(kind agentKind, task string, n int) ([]*agent, error) {
 	as := make([]*agent, n)
 	for i := range as {
 		name := fmt.Sprintf("agent_%d", i+1)
-		a, err := startAgent(kind.argv(r.dir, task, name), r.cm, name)
+		a, err := spawnAgent(kind.argv(r.dir, task, name), r.cm, name)
 		if err != nil {
 			closeAll(as)
 			return nil, err
 		}
 		as[i] = a
+	}
+	for i, a := range as {
+		if err := a.ready(); err != nil {
+			as[i] = nil // closed by ready
+			closeAll(as)
+			return nil, err
+		}
 	}
 	return as, nil
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 
 	pyexample "github.com/workspaced/workspaced/examples/agents/python"
 )
@@ -15,11 +16,22 @@ import (
 //go:embed python_agent.py
 var pythonAgent []byte
 
-// findPython returns the path of python3, or "" when it is not on PATH.
+// findPython returns the path of the interpreter python3 on PATH runs,
+// or "" when it is not on PATH. The interpreter itself, as it names it
+// (sys.executable), not python3 on PATH: a version manager's shim there
+// (pyenv's is a shell script that runs pyenv) costs more at each start
+// than Python does, and the harness starts 33 agents; the shim then runs
+// once, here. Where python3 cannot name itself, it is python3 on PATH.
 func findPython() string {
 	p, err := exec.LookPath("python3")
 	if err != nil {
 		return ""
+	}
+	out, err := exec.Command(p, "-c", "import sys; print(sys.executable)").Output()
+	if exe := strings.TrimSpace(string(out)); err == nil && filepath.IsAbs(exe) {
+		if fi, err := os.Stat(exe); err == nil && fi.Mode().IsRegular() {
+			return exe
+		}
 	}
 	return p
 }
