@@ -50,7 +50,7 @@ func (p *agentProc) finished(t *testing.T) []string {
 
 func TestAgentsInOtherLanguages(t *testing.T) {
 	t.Parallel()
-	py, err := exec.LookPath("python3")
+	py, err := clitest.Python3()
 	if err != nil {
 		optdep.Skip(t, "python3", "python3 is not on PATH: the Python agents cannot run")
 	}

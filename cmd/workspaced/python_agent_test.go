@@ -16,7 +16,7 @@ import (
 // returns what it printed as JSON.
 func pythonAgent(t *testing.T, w *ws, script string) map[string]any {
 	t.Helper()
-	py, err := exec.LookPath("python3")
+	py, err := clitest.Python3()
 	if err != nil {
 		optdep.Skip(t, "python3", "python3 is not on PATH: the Python module cannot be tried")
 	}

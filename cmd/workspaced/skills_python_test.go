@@ -20,7 +20,7 @@ import (
 // order for the same reasons as the thread's context.
 func TestPythonReadsSkillsLikeGo(t *testing.T) {
 	t.Parallel()
-	py, err := exec.LookPath("python3")
+	py, err := clitest.Python3()
 	if err != nil {
 		optdep.Skip(t, "python3", "python3 is not on PATH (.ci/run installs it): the Python reader cannot be compared")
 	}

@@ -26,7 +26,11 @@ const agentsDir = "../../examples/agents"
 // as dep) without it.
 func need(t *testing.T, program, dep, how string) string {
 	t.Helper()
-	p, err := exec.LookPath(program)
+	find := exec.LookPath
+	if program == "python3" {
+		find = func(string) (string, error) { return clitest.Python3() } // past any shim
+	}
+	p, err := find(program)
 	if err != nil {
 		optdep.Skipf(t, dep, "%s is not on PATH: %s", program, how)
 	}
@@ -219,8 +223,8 @@ func storeOf(t *testing.T, root string) (storeReader, func(task, path string) (s
 func psycopgPython(t *testing.T) string {
 	t.Helper()
 	var tried []string
-	for _, name := range []string{"python3", "/usr/bin/python3"} {
-		p, err := exec.LookPath(name)
+	for _, find := range []func() (string, error){clitest.Python3, func() (string, error) { return exec.LookPath("/usr/bin/python3") }} {
+		p, err := find()
 		if err != nil {
 			continue
 		}

@@ -251,7 +251,7 @@ func (r *run) pythonAgent(ctx context.Context, agent string) {
 	for r.going(ctx) {
 		task := r.hives.current()
 		left := time.Until(r.deadline).Seconds()
-		cmd := exec.Command("python3", pythonWorker, "--root", r.w.Root, "--task", task, "--agent", agent, "--timeout", strconv.FormatFloat(left, 'f', 1, 64))
+		cmd := exec.Command(r.python, pythonWorker, "--root", r.w.Root, "--task", task, "--agent", agent, "--timeout", strconv.FormatFloat(left, 'f', 1, 64))
 		src, _ := filepath.Abs(pythonSrc)
 		cmd.Env = append(clitest.CleanEnv(), "PYTHONPATH="+src)
 		var stdout, stderr strings.Builder

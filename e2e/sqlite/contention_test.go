@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -71,7 +70,8 @@ var (
 func TestContention(t *testing.T) {
 	// Not parallel: its sixteen processes are the load it is about, and
 	// other tests beside them would only lengthen the run.
-	if _, err := exec.LookPath("python3"); err != nil {
+	python, err := clitest.Python3()
+	if err != nil {
 		optdep.Skip(t, "python3", "python3 is not on PATH: the Python sqlite3 worker cannot take part")
 	}
 	dur := defaultContention
@@ -83,7 +83,7 @@ func TestContention(t *testing.T) {
 		dur = d
 	}
 	w, db := clitest.NewSQLite(t)
-	r := &run{t: t, w: w, db: db, markers: map[string]string{}, incs: map[string]int{}, dones: map[string]string{}}
+	r := &run{t: t, w: w, db: db, python: python, markers: map[string]string{}, incs: map[string]int{}, dones: map[string]string{}}
 	r.hives.r = r
 	panel, panelLog := r.startPanel()
 	stream := r.followPanel(panel)
@@ -133,6 +133,7 @@ type run struct {
 	t        *testing.T
 	w        *clitest.WS
 	db       string
+	python   string // the interpreter of python3 (clitest.Python3)
 	deadline time.Time
 	hives    hives
 	reads    atomic.Int64 // panel answers read
