@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/workspaced/workspaced/workspace/sqlstore"
 )
@@ -28,22 +29,95 @@ func (d sqlDriver) RestoreState(ctx context.Context, ex sqlstore.Executor, r sql
 	return pruneStates(ctx, tx, r.TaskID, r.Keep)
 }
 
+// assembledDoc is the document of the state_history row s: its doc, or
+// when written as parts (doc ”) their bodies joined in the order its
+// parts list them, as the states and backups views give it (migration
+// 0010_state_parts).
+const assembledDoc = `CASE WHEN s.parts IS NULL OR s.doc != '' THEN s.doc ELSE (SELECT group_concat(body, '') FROM
+	(SELECT p.body AS body FROM json_each(s.parts) j JOIN state_parts p ON p.id = j.value ORDER BY j.key)) END`
+
 // insertState inserts a new state of the task: it is the current one from
-// here on.
+// here on. A state given as parts (w.Parts) inserts the parts not stored
+// yet, setting their ids, and the row listing them; the parts the row
+// before held and this one does not are marked replaced by it.
 func insertState(ctx context.Context, tx wtx, w sqlstore.CommitWrite) error {
-	_, err := tx.ExecContext(ctx, "INSERT INTO state_history (task_id, journal_seq, version, updated_at, doc) VALUES ($1, $2, $3, $4, $5)",
-		w.TaskID, w.Seq, w.Version, ts(w.Now), w.Doc)
+	if w.Parts == nil {
+		_, err := tx.ExecContext(ctx, "INSERT INTO state_history (task_id, journal_seq, version, updated_at, doc) VALUES ($1, $2, $3, $4, $5)",
+			w.TaskID, w.Seq, w.Version, ts(w.Now), w.Doc)
+		if err != nil {
+			return fmt.Errorf("write the state of task %s: %w", w.TaskID, err)
+		}
+		return nil
+	}
+	list := make([]byte, 0, 8*len(w.Parts)+2)
+	list = append(list, '[')
+	for i := range w.Parts {
+		p := &w.Parts[i]
+		if p.ID == 0 {
+			res, err := tx.ExecContext(ctx, "INSERT INTO state_parts (task_id, body) VALUES ($1, $2)", w.TaskID, p.Body)
+			if err == nil {
+				p.ID, err = res.LastInsertId()
+			}
+			if err != nil {
+				return fmt.Errorf("write a part of the state of task %s: %w", w.TaskID, err)
+			}
+		}
+		if i > 0 {
+			list = append(list, ',')
+		}
+		list = strconv.AppendInt(list, p.ID, 10)
+	}
+	list = append(list, ']')
+	res, err := tx.ExecContext(ctx, "INSERT INTO state_history (task_id, journal_seq, version, updated_at, doc, parts) VALUES ($1, $2, $3, $4, '', $5)",
+		w.TaskID, w.Seq, w.Version, ts(w.Now), string(list))
+	var n int64
+	if err == nil {
+		n, err = res.LastInsertId()
+	}
 	if err != nil {
 		return fmt.Errorf("write the state of task %s: %w", w.TaskID, err)
+	}
+	switch {
+	case !w.Follows:
+		// The row before is not the committer's: every part still held
+		// is replaced, but this row's.
+		_, err = tx.ExecContext(ctx, `UPDATE state_parts SET replaced_at = $1
+			WHERE task_id = $2 AND replaced_at IS NULL AND id NOT IN (SELECT value FROM json_each($3))`, n, w.TaskID, string(list))
+	case len(w.Replaced) > 0:
+		_, err = tx.ExecContext(ctx, "UPDATE state_parts SET replaced_at = $1 WHERE id IN (SELECT value FROM json_each($2))", n, idList(w.Replaced))
+	}
+	if err != nil {
+		return fmt.Errorf("mark the replaced parts of the state of task %s: %w", w.TaskID, err)
 	}
 	return nil
 }
 
+// idList is ids as a JSON array.
+func idList(ids []int64) string {
+	b := []byte{'['}
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
+	}
+	return string(append(b, ']'))
+}
+
 // pruneStates drops the task's rows beyond the newest keep+1: the state
-// and keep backups.
+// and keep backups; then the parts that no row kept holds, those replaced
+// at or before the oldest one kept.
 func pruneStates(ctx context.Context, tx wtx, taskID string, keep int) error {
-	_, err := tx.ExecContext(ctx, `DELETE FROM state_history WHERE task_id = $1 AND n <= (
+	res, err := tx.ExecContext(ctx, `DELETE FROM state_history WHERE task_id = $1 AND n <= (
 		SELECT n FROM state_history WHERE task_id = $1 ORDER BY n DESC LIMIT 1 OFFSET $2)`, taskID, keep+1)
+	var dropped int64
+	if err == nil {
+		dropped, err = res.RowsAffected()
+	}
+	if err == nil && dropped > 0 {
+		_, err = tx.ExecContext(ctx, `DELETE FROM state_parts WHERE task_id = $1
+			AND replaced_at <= (SELECT min(n) FROM state_history WHERE task_id = $1)`, taskID)
+	}
 	if err != nil {
 		return fmt.Errorf("prune the backups of task %s: %w", taskID, err)
 	}

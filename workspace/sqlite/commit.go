@@ -51,10 +51,13 @@ func (c commitTx) ReadCommit(ctx context.Context, taskID string, max int, mine s
 	)
 	// The task and its state row in one statement: no row, the task is
 	// gone; a task with no state has NULLs for the row's columns.
+	// The row is read from state_history, not the states view, so that
+	// its document is assembled from its parts only when it is read.
 	err := c.QueryRowContext(ctx, `SELECT s.task_id IS NOT NULL,
-			CASE WHEN s.version = $2 AND s.version > 0 AND s.epoch = $3 THEN NULL ELSE s.doc END,
+			CASE WHEN s.version = $2 AND s.version > 0 AND s.epoch = $3 THEN NULL ELSE `+assembledDoc+` END,
 			coalesce(s.journal_seq, 0), coalesce(s.version, 0)
-		FROM tasks t LEFT JOIN states s ON s.task_id = t.id WHERE t.id = $1`,
+		FROM tasks t LEFT JOIN state_history s ON s.n = (SELECT max(n) FROM state_history WHERE task_id = t.id AND backup = 0)
+		WHERE t.id = $1`,
 		taskID, mine.Version, mine.Epoch).Scan(&r.HasState, &doc, &r.PrevSeq, &r.PrevVersion)
 	if err != nil {
 		return r, err

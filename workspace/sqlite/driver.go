@@ -37,6 +37,7 @@ var dialect = sqlstore.Dialect{
 	// One writer at a time: ids are drawn in commit order.
 	EventsAfter: func(_, param string) string { return "id > " + param },
 	EventOrder:  "id",
+	StateParts:  true,
 }
 
 func (d sqlDriver) Reads() sqlstore.Executor    { return (*readExec)(d.s) }

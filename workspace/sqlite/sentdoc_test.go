@@ -47,7 +47,7 @@ func TestCommittedDocumentsOutliveTheEncodersBytes(t *testing.T) {
 		seq++
 		wrote[seq] = commit(fmt.Sprintf("claim %d", i))
 	}
-	rows, err := s.DB().QueryContext(ctx, "SELECT journal_seq, doc FROM state_history WHERE task_id = $1 ORDER BY n", task)
+	rows, err := s.DB().QueryContext(ctx, "SELECT journal_seq, "+assembledDoc+" FROM state_history s WHERE task_id = $1 ORDER BY n", task)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func (s *Store) Import(ctx context.Context, dir string, opt ImportOptions) (tabl
 		if err := t.Exec(ctx, dialect.QuietEntries(true)); err != nil {
 			return err
 		}
-		if err := tables.Clear(ctx, t, opt.Replace, "state_history"); err != nil {
+		if err := tables.Clear(ctx, t, opt.Replace, "state_parts", "state_history"); err != nil {
 			return err
 		}
 		for _, r := range load.Rows {

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,7 +37,12 @@ const DefaultChunk = 128
 // is the encoder's bytes (foldCache), valid until its next call: nil
 // when the commit wrote no state.
 type known struct {
-	doc     []byte
+	doc []byte
+	// pieces is the document as the encoder's pieces, valid until its
+	// next call, when the driver stores it as parts (doc is nil then);
+	// parts are the parts of the row written, with their ids.
+	pieces  [][]byte
+	parts   []keptPart
 	st      workspace.State
 	stamp   Stamp
 	plan    knownPlan
@@ -91,7 +97,12 @@ func (s *Store) NewCommitter(id string, run func(ctx context.Context, fn func(Co
 // Known is what the committer remembers of the state it wrote last: the
 // document (a copy) and its decoding (none: ""). The decoding is the
 // committer's own, folded in place by its next Commit: read it before.
-func (c *Committer) Known() (string, workspace.State) { return string(c.last.doc), c.last.st }
+func (c *Committer) Known() (string, workspace.State) {
+	if c.last.doc == nil && c.last.pieces != nil {
+		return string(bytes.Join(c.last.pieces, nil)), c.last.st
+	}
+	return string(c.last.doc), c.last.st
+}
 
 // Commit takes up to req.Max waiting markers of the task (in the order
 // they were inserted), journals them, folds them and writes the new state,
@@ -121,7 +132,7 @@ func (c *Committer) Commit(ctx context.Context, req workspace.CommitRequest) (wo
 		c.last, c.cache, c.progress.items = known{}, foldCache{}, machine.Progress{}
 		return a, err
 	}
-	if wrote.doc != nil {
+	if wrote.doc != nil || wrote.pieces != nil {
 		c.last = wrote
 	}
 	plan := c.progress.plan
@@ -172,7 +183,7 @@ func (s *Store) commit(ctx context.Context, tx CommitTx, last known, cache *fold
 	}
 	f, err := c.fold(ctx, ms)
 	if err == nil {
-		err = c.write(ctx, f, ms, dups)
+		err = c.write(ctx, &f, ms, dups)
 	}
 	if err != nil {
 		return workspace.Applied{}, known{}, err
@@ -191,7 +202,7 @@ func (s *Store) commit(ctx context.Context, tx CommitTx, last known, cache *fold
 	if f.plan.p == nil {
 		f.plan = last.plan
 	}
-	return a, known{doc: f.data, st: f.next, stamp: Stamp{c.PrevVersion + 1, epoch}, plan: f.plan, changed: f.changed}, nil
+	return a, known{doc: f.data, pieces: f.pieces, parts: f.parts, st: f.next, stamp: Stamp{c.PrevVersion + 1, epoch}, plan: f.plan, changed: f.changed}, nil
 }
 
 // commitTx is what one commit's transaction knows, phase by phase.
@@ -307,6 +318,13 @@ type folded struct {
 	// keep (CommitWrite.Doc).
 	data []byte
 	doc  string
+	// pieces is the document as the encoder's pieces instead, when the
+	// driver stores it as parts (Dialect.StateParts), with blocks saying
+	// which are blocks (statecheck.Encoder.Blocks); parts are the parts
+	// written, once written.
+	pieces [][]byte
+	blocks []bool
+	parts  []keptPart
 	// changed is the entries the markers changed of the state the
 	// committer wrote last, when they were folded into it (nil: folded
 	// into a state read from the row).
@@ -355,6 +373,16 @@ func (c *commitTx) fold(ctx context.Context, ms []Marker) (folded, error) {
 	changed := fd.Changed()
 	if f.changed != nil {
 		*f.changed = changed
+	}
+	if c.s.dl.StateParts {
+		// Stored as parts: the pieces are written as they are, never
+		// joined (writeParts).
+		pieces, _, err := c.cache.enc.EncodeParts(f.next, changed, c.valid != nil)
+		if err != nil {
+			return folded{}, fmt.Errorf("state of task %s would not validate, not written: %w", c.id, err)
+		}
+		f.pieces, f.blocks = pieces, c.cache.enc.Blocks()
+		return f, nil
 	}
 	data, err := c.cache.enc.Encode(f.next, changed, c.valid != nil)
 	if err != nil {
@@ -451,7 +479,7 @@ func (c *commitTx) planOf(ctx context.Context, pr inputs, plan *knownPlan) func(
 // write writes the commit: the journal rows, the previous state kept as
 // a backup, the new state, its events, and the markers taken (and those
 // passed over) deleted.
-func (c *commitTx) write(ctx context.Context, f folded, ms []Marker, dups []int64) error {
+func (c *commitTx) write(ctx context.Context, f *folded, ms []Marker, dups []int64) error {
 	n := len(f.recs)
 	w := CommitWrite{TaskID: c.id, Epoch: c.epoch, Now: f.now, Seqs: make([]int64, n), Names: make([]string, n), Records: make([]string, n), Verdicts: make([]string, n),
 		HasState: c.HasState, Keep: c.s.Settings().Backups.Keep,
@@ -467,5 +495,16 @@ func (c *commitTx) write(ctx context.Context, f folded, ms []Marker, dups []int6
 		w.Seqs[i], w.Names[i], w.Records[i], w.Delete[i] = r.Seq, ms[i].Name, string(rb), ms[i].ID
 	}
 	w.Delete = append(w.Delete, dups...)
-	return c.tx.WriteCommit(ctx, w)
+	var kept []keptPart
+	if f.pieces != nil {
+		w.Parts, kept, w.Follows, w.Replaced = c.splitParts(f.pieces, f.blocks)
+	}
+	if err := c.tx.WriteCommit(ctx, w); err != nil {
+		return err
+	}
+	for i := range kept {
+		kept[i].id = w.Parts[i].ID
+	}
+	f.parts = kept
+	return nil
 }

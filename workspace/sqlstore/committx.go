@@ -83,7 +83,18 @@ type CommitWrite struct {
 	// Doc is the new state. Its bytes are the encoder's and change at
 	// the committer's next commit: a driver sends it within WriteCommit
 	// and keeps no reference to it.
-	Doc    string
-	Events []workspace.Event
-	Delete []int64 // the markers taken and those passed over
+	Doc string
+	// Parts is the new state as parts instead of Doc, on a driver that
+	// stores states so (Dialect.StateParts): in order, those with an ID
+	// held by the previous row already, the others to insert, their ID
+	// set by the driver once inserted.
+	Parts []StatePart
+	// Follows says the previous row is the committer's own, written as
+	// parts: Replaced are the ids of its parts the new row does not hold.
+	// Otherwise every part of the task that no row replaced yet is
+	// replaced by the new row.
+	Follows  bool
+	Replaced []int64
+	Events   []workspace.Event
+	Delete   []int64 // the markers taken and those passed over
 }

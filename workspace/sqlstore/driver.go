@@ -157,4 +157,7 @@ type Dialect struct {
 	EventsAfter func(table, param string) string
 	// EventOrder orders rows of events as readers read them.
 	EventOrder string
+	// StateParts says a commit writes its state as parts
+	// (CommitWrite.Parts) rather than as one document.
+	StateParts bool
 }

@@ -33,6 +33,7 @@ type Encoder struct {
 	primed bool
 	buf    bytes.Buffer
 	parts  [][]byte // the pieces of the document last encoded
+	blocks []bool   // blocks[i]: parts[i] is a block of entries (Blocks)
 	shell  []byte   // the shell last checked, by shellKey
 	out    []byte   // the document last encoded by Encode, reused by the next
 }
@@ -94,6 +95,7 @@ func (e *Encoder) EncodeParts(st workspace.State, changed Changed, valid bool) (
 		if whole {
 			data := e.join(parts, size)
 			parts = append(e.parts[:0], data)
+			e.parts, e.blocks = parts, append(e.blocks[:0], false)
 			err = schemas.Validate(schemas.KindState, data)
 		} else {
 			err = e.checkChanged(st, changed, size)
@@ -107,6 +109,17 @@ func (e *Encoder) EncodeParts(st workspace.State, changed Changed, valid bool) (
 	e.shell = shellKey(e.shell[:0], e.buf.Bytes())
 	return parts, size, nil
 }
+
+// Blocks says, for each piece the last EncodeParts handed out, whether
+// it is a block of entries. A block is never changed in place: one the
+// next call leaves as it was is handed out again as the same slice (the
+// same address and length), and one holding a changed entry as a new
+// slice, so a caller that keeps the last call's blocks knows which pieces
+// are unchanged by their address. The other pieces (the shell, or the
+// whole document when it was encoded whole) are the encoder's buffers,
+// rewritten by every call. The slice is the encoder's, valid until its
+// next call.
+func (e *Encoder) Blocks() []bool { return e.blocks }
 
 // checkChanged checks a state derived from a valid one, size bytes
 // encoded, at the cost of what changed: the shell (the document without
@@ -427,6 +440,7 @@ func (e *Encoder) assemble(st workspace.State) (parts [][]byte, size int) {
 	head := e.buf.Bytes()
 	size = len(head)
 	parts = e.parts[:0]
+	blocks := e.blocks[:0]
 	for _, sec := range []struct {
 		at []byte
 		s  *section
@@ -436,11 +450,17 @@ func (e *Encoder) assemble(st workspace.State) (parts [][]byte, size int) {
 		}
 		i := bytes.Index(head, sec.at)
 		parts = append(parts, head[:i+len(sec.at)-1])
+		blocks = append(blocks, false)
+		n := len(parts)
 		parts = sec.s.appendBlocks(parts)
+		for range parts[n:] {
+			blocks = append(blocks, true)
+		}
 		parts = append(parts, sectionEnd)
+		blocks = append(blocks, false)
 		head = head[i+len(sec.at):]
 		size += sec.s.bytes + len(sec.s.keys) - 1 + len(sectionEnd) - 1
 	}
-	e.parts = append(parts, head)
+	e.parts, e.blocks = append(parts, head), append(blocks, false)
 	return e.parts, size
 }
