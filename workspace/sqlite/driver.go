@@ -37,7 +37,9 @@ var dialect = sqlstore.Dialect{
 	// One writer at a time: ids are drawn in commit order.
 	EventsAfter: func(_, param string) string { return "id > " + param },
 	EventOrder:  "id",
-	StateParts:  true,
+	// A task of 512 entries or more (8 blocks of the encoder's, a
+	// document of about 25 KiB) has its states written as parts.
+	StatePartsFrom: 512,
 }
 
 func (d sqlDriver) Reads() sqlstore.Executor    { return (*readExec)(d.s) }

@@ -166,7 +166,7 @@ func TestStatePartsWriteWhatChanged(t *testing.T) {
 func TestStatePartsAfterARestoreAndARestart(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	p := newPartsTask(t, 300)
+	p := newPartsTask(t, 600)
 	for i := 0; i < 4; i++ {
 		p.claimAndCommit()
 	}
@@ -192,7 +192,7 @@ func TestStatePartsReadByPython(t *testing.T) {
 	if err != nil {
 		optdep.Skip(t, "python3", "python3 is not on PATH: the views cannot be read with its sqlite3")
 	}
-	p := newPartsTask(t, 200)
+	p := newPartsTask(t, 600)
 	for i := 0; i < workspace.DefaultBackupsKeep+2; i++ {
 		p.claimAndCommit()
 	}
@@ -230,5 +230,18 @@ json.dump({"version": sqlite3.sqlite_version, "rows": rows}, sys.stdout)
 		if want, ok := p.wrote[seq]; !ok || doc != want {
 			t.Fatalf("python3's sqlite3 %s reads %d bytes at journal_seq %d, other than the %d written", got.Version, len(doc), seq, len(want))
 		}
+	}
+}
+
+// A task of fewer entries than dialect.StatePartsFrom has its states
+// written whole: a document of a block or two costs less as one row.
+func TestStatePartsNotForSmallTasks(t *testing.T) {
+	t.Parallel()
+	p := newPartsTask(t, 100)
+	for i := 0; i < 3; i++ {
+		p.claimAndCommit()
+	}
+	if n, _, _ := p.parts(); n != 0 {
+		t.Fatalf("%d parts written for a task of 100 subtasks, want its states whole", n)
 	}
 }

@@ -319,7 +319,7 @@ type folded struct {
 	data []byte
 	doc  string
 	// pieces is the document as the encoder's pieces instead, when the
-	// driver stores it as parts (Dialect.StateParts), with blocks saying
+	// driver stores it as parts (Dialect.StatePartsFrom), with blocks saying
 	// which are blocks (statecheck.Encoder.Blocks); parts are the parts
 	// written, once written.
 	pieces [][]byte
@@ -374,9 +374,9 @@ func (c *commitTx) fold(ctx context.Context, ms []Marker) (folded, error) {
 	if f.changed != nil {
 		*f.changed = changed
 	}
-	if c.s.dl.StateParts {
+	if from := c.s.dl.StatePartsFrom; from > 0 && len(f.next.Subtasks)+len(f.next.Checkpoints)+len(f.next.Workers) >= from {
 		// Stored as parts: the pieces are written as they are, never
-		// joined (writeParts).
+		// joined (splitParts).
 		pieces, _, err := c.cache.enc.EncodeParts(f.next, changed, c.valid != nil)
 		if err != nil {
 			return folded{}, fmt.Errorf("state of task %s would not validate, not written: %w", c.id, err)

@@ -85,7 +85,7 @@ type CommitWrite struct {
 	// and keeps no reference to it.
 	Doc string
 	// Parts is the new state as parts instead of Doc, on a driver that
-	// stores states so (Dialect.StateParts): in order, those with an ID
+	// stores the state so (Dialect.StatePartsFrom): in order, those with an ID
 	// held by the previous row already, the others to insert, their ID
 	// set by the driver once inserted.
 	Parts []StatePart

@@ -157,7 +157,10 @@ type Dialect struct {
 	EventsAfter func(table, param string) string
 	// EventOrder orders rows of events as readers read them.
 	EventOrder string
-	// StateParts says a commit writes its state as parts
-	// (CommitWrite.Parts) rather than as one document.
-	StateParts bool
+	// StatePartsFrom is the number of entries (subtasks, checkpoints and
+	// workers) from which a commit writes its state as parts
+	// (CommitWrite.Parts) rather than as one document; 0: never. Below
+	// it, a document of a few blocks costs less written whole than as
+	// the statements of its parts.
+	StatePartsFrom int
 }

@@ -4,7 +4,7 @@ import (
 	"unsafe"
 )
 
-// A state stored as parts (Dialect.StateParts): the document is the
+// A state stored as parts (Dialect.StatePartsFrom): the document is the
 // encoder's pieces (statecheck.Encoder.EncodeParts), each block of
 // entries a part of its own and each run of the shell's pieces between
 // them one part. A state row lists its parts' ids in order; a commit that
