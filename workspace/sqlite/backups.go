@@ -42,12 +42,19 @@ const assembledDoc = `CASE WHEN s.parts IS NULL OR s.doc != '' THEN s.doc ELSE (
 // before held and this one does not are marked replaced by it.
 func insertState(ctx context.Context, tx wtx, w sqlstore.CommitWrite) error {
 	if w.Parts == nil {
-		_, err := tx.ExecContext(ctx, "INSERT INTO state_history (task_id, journal_seq, version, updated_at, doc) VALUES ($1, $2, $3, $4, $5)",
+		res, err := tx.ExecContext(ctx, "INSERT INTO state_history (task_id, journal_seq, version, updated_at, doc) VALUES ($1, $2, $3, $4, $5)",
 			w.TaskID, w.Seq, w.Version, ts(w.Now), w.Doc)
 		if err != nil {
 			return fmt.Errorf("write the state of task %s: %w", w.TaskID, err)
 		}
-		return nil
+		if w.Follows && len(w.Replaced) == 0 {
+			return nil // the row before was the committer's, whole
+		}
+		n, err := res.LastInsertId()
+		if err == nil {
+			err = markReplaced(ctx, tx, w, n, "[]")
+		}
+		return err
 	}
 	list := make([]byte, 0, 8*len(w.Parts)+2)
 	list = append(list, '[')
@@ -77,12 +84,18 @@ func insertState(ctx context.Context, tx wtx, w sqlstore.CommitWrite) error {
 	if err != nil {
 		return fmt.Errorf("write the state of task %s: %w", w.TaskID, err)
 	}
+	return markReplaced(ctx, tx, w, n, string(list))
+}
+
+// markReplaced marks the parts the new row n (holding the parts of
+// list, a JSON array) replaced: w.Replaced when the row before was the
+// committer's, else every part of the task still held but its own.
+func markReplaced(ctx context.Context, tx wtx, w sqlstore.CommitWrite, n int64, list string) error {
+	var err error
 	switch {
 	case !w.Follows:
-		// The row before is not the committer's: every part still held
-		// is replaced, but this row's.
 		_, err = tx.ExecContext(ctx, `UPDATE state_parts SET replaced_at = $1
-			WHERE task_id = $2 AND replaced_at IS NULL AND id NOT IN (SELECT value FROM json_each($3))`, n, w.TaskID, string(list))
+			WHERE task_id = $2 AND replaced_at IS NULL AND id NOT IN (SELECT value FROM json_each($3))`, n, w.TaskID, list)
 	case len(w.Replaced) > 0:
 		_, err = tx.ExecContext(ctx, "UPDATE state_parts SET replaced_at = $1 WHERE id IN (SELECT value FROM json_each($2))", n, idList(w.Replaced))
 	}

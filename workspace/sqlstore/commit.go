@@ -496,8 +496,20 @@ func (c *commitTx) write(ctx context.Context, f *folded, ms []Marker, dups []int
 	}
 	w.Delete = append(w.Delete, dups...)
 	var kept []keptPart
-	if f.pieces != nil {
+	switch {
+	case f.pieces != nil:
 		w.Parts, kept, w.Follows, w.Replaced = c.splitParts(f.pieces, f.blocks)
+	case c.s.dl.StatePartsFrom > 0:
+		// Written whole on a driver that stores parts (a task that
+		// shrank below the threshold): the parts of the row before, when
+		// it is the committer's, are replaced, or all the task's when it
+		// is not.
+		w.Follows = c.Mine
+		for _, p := range c.last.parts {
+			if c.Mine {
+				w.Replaced = append(w.Replaced, p.id)
+			}
+		}
 	}
 	if err := c.tx.WriteCommit(ctx, w); err != nil {
 		return err

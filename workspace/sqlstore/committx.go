@@ -89,10 +89,11 @@ type CommitWrite struct {
 	// held by the previous row already, the others to insert, their ID
 	// set by the driver once inserted.
 	Parts []StatePart
-	// Follows says the previous row is the committer's own, written as
-	// parts: Replaced are the ids of its parts the new row does not hold.
-	// Otherwise every part of the task that no row replaced yet is
-	// replaced by the new row.
+	// Follows says the previous row is the committer's own: Replaced are
+	// the ids of its parts the new row does not hold. Otherwise every
+	// part of the task that no row replaced yet is replaced by the new
+	// row. On a driver that stores parts, for a state written whole
+	// (Parts nil) too.
 	Follows  bool
 	Replaced []int64
 	Events   []workspace.Event

@@ -18,13 +18,14 @@
 -- the parts replaced at or before that row are held by none, and go:
 -- retention finds them by (task_id, replaced_at).
 --
--- Rows written whole (imports, restores, a task's first state, the rows
--- from before this migration) keep their doc and no parts; a row whose
--- doc is set by hand has its doc read, not its parts. The states and
--- backups views give doc as the document either way: readers see no
--- change (docs/PROTOCOL.md, section 11). The join keeps to what SQLite
--- 3.40 reads (Debian's python3): an ordered subquery, not
--- group_concat(... ORDER BY ...).
+-- Rows written whole (a task of fewer than 512 entries, whose document
+-- of a few blocks costs less as one row; imports, restores, a task's
+-- first state, the rows from before this migration) keep their doc and
+-- no parts; a row whose doc is set by hand has its doc read, not its
+-- parts. The states and backups views give doc as the document either
+-- way: readers see no change (docs/PROTOCOL.md, section 11). The join
+-- keeps to what SQLite 3.40 reads (Debian's python3): an ordered
+-- subquery, not group_concat(... ORDER BY ...).
 CREATE TABLE state_parts (
   id          INTEGER PRIMARY KEY,
   task_id     TEXT NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
