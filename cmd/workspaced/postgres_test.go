@@ -426,7 +426,9 @@ func TestPostgresFailover(t *testing.T) {
 	<-done
 	w.waitApplied([]string{"burst"}, 30*time.Second)
 	epochs := w.checkExactlyOnce([]string{"burst"}, 150)["burst"]
-	if epochB <= epochA || epochs[len(epochs)-1] != epochB {
+	// The burst ends under B's epoch, or a later one: on a loaded machine
+	// B's own 2 s lease can lapse, and B leads again under a new epoch.
+	if epochB <= epochA || epochs[len(epochs)-1] < epochB {
 		t.Fatalf("epochs: A %d, B %d, the journal's last %d", epochA, epochB, epochs[len(epochs)-1])
 	}
 
