@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -169,33 +168,6 @@ echo ready; cat >/dev/null`
 	}}
 	if _, err := r.startAgents(bad, "t1", 3); err == nil || !strings.Contains(err.Error(), `agent_2 did not start (said "hello")`) {
 		t.Errorf("start with agent_2 saying hello: %v, want it named", err)
-	}
-}
-
-// TestFindPythonPastShim: a python3 on PATH that is a shim (a script that
-// runs the interpreter, as pyenv's does) runs once, to name the
-// interpreter; the harness starts that interpreter, not the shim.
-func TestFindPythonPastShim(t *testing.T) {
-	real, err := exec.LookPath("python3")
-	if err != nil {
-		optdep.Skip(t, "python3", "python3 is not on PATH: no shim can run it")
-	}
-	shims := t.TempDir()
-	runs := filepath.Join(t.TempDir(), "runs")
-	shim := "#!/bin/sh\necho run >>" + runs + "\nexec " + real + " \"$@\"\n"
-	if err := os.WriteFile(filepath.Join(shims, "python3"), []byte(shim), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", shims+string(os.PathListSeparator)+os.Getenv("PATH"))
-	py := findPython()
-	if py == "" || py == filepath.Join(shims, "python3") {
-		t.Fatalf("findPython = %q, want the interpreter behind the shim", py)
-	}
-	if out, err := exec.Command(py, "-c", "print(6*7)").Output(); err != nil || strings.TrimSpace(string(out)) != "42" {
-		t.Fatalf("%s: %v %q", py, err, out)
-	}
-	if b, _ := os.ReadFile(runs); string(b) != "run\n" {
-		t.Errorf("the shim ran %q, want once, to name the interpreter", b)
 	}
 }
 

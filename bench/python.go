@@ -3,11 +3,10 @@ package bench
 import (
 	_ "embed"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 
 	pyexample "github.com/workspaced/workspaced/examples/agents/python"
+	"github.com/workspaced/workspaced/internal/python"
 )
 
 // pythonAgent is the driver of a Python agent process; it imports the
@@ -17,21 +16,12 @@ import (
 var pythonAgent []byte
 
 // findPython returns the path of the interpreter python3 on PATH runs,
-// or "" when it is not on PATH. The interpreter itself, as it names it
-// (sys.executable), not python3 on PATH: a version manager's shim there
-// (pyenv's is a shell script that runs pyenv) costs more at each start
-// than Python does, and the harness starts 33 agents; the shim then runs
-// once, here. Where python3 cannot name itself, it is python3 on PATH.
+// or "" when it is not on PATH: the interpreter itself, past a version
+// manager's shim (python.Find), for the harness starts 33 agents.
 func findPython() string {
-	p, err := exec.LookPath("python3")
+	p, err := python.Find()
 	if err != nil {
 		return ""
-	}
-	out, err := exec.Command(p, "-c", "import sys; print(sys.executable)").Output()
-	if exe := strings.TrimSpace(string(out)); err == nil && filepath.IsAbs(exe) {
-		if fi, err := os.Stat(exe); err == nil && fi.Mode().IsRegular() {
-			return exe
-		}
 	}
 	return p
 }

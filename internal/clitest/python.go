@@ -1,12 +1,9 @@
 package clitest
 
 import (
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
+
+	"github.com/workspaced/workspaced/internal/python"
 )
 
 var (
@@ -24,21 +21,6 @@ var (
 // interpreter at its own cost. Where python3 cannot name itself, it is
 // python3 on PATH.
 func Python3() (string, error) {
-	pythonOnce.Do(func() { pythonPath, pythonErr = findPython3() })
+	pythonOnce.Do(func() { pythonPath, pythonErr = python.Find() })
 	return pythonPath, pythonErr
-}
-
-// findPython3 is Python3 without the memory.
-func findPython3() (string, error) {
-	p, err := exec.LookPath("python3")
-	if err != nil {
-		return "", fmt.Errorf("python3: %w", err)
-	}
-	out, err := exec.Command(p, "-c", "import sys; print(sys.executable)").Output()
-	if exe := strings.TrimSpace(string(out)); err == nil && filepath.IsAbs(exe) {
-		if fi, err := os.Stat(exe); err == nil && fi.Mode().IsRegular() {
-			return exe, nil
-		}
-	}
-	return p, nil
 }

@@ -1,4 +1,4 @@
-package clitest
+package python
 
 import (
 	"os"
@@ -10,10 +10,10 @@ import (
 	"github.com/workspaced/workspaced/internal/optdep"
 )
 
-// TestPython3PastShim: a python3 on PATH that is a shim (a script that
+// TestFindPastShim: a python3 on PATH that is a shim (a script that
 // runs the interpreter, as pyenv's does) runs once, to name the
-// interpreter; the tests are given that interpreter, not the shim.
-func TestPython3PastShim(t *testing.T) {
+// interpreter; Find gives that interpreter, not the shim.
+func TestFindPastShim(t *testing.T) {
 	real, err := exec.LookPath("python3")
 	if err != nil {
 		optdep.Skip(t, "python3", "python3 is not on PATH: no shim can run it")
@@ -25,9 +25,9 @@ func TestPython3PastShim(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", shims+string(os.PathListSeparator)+os.Getenv("PATH"))
-	py, err := findPython3()
+	py, err := Find()
 	if err != nil || py == filepath.Join(shims, "python3") {
-		t.Fatalf("findPython3 = %q, %v; want the interpreter behind the shim", py, err)
+		t.Fatalf("Find = %q, %v; want the interpreter behind the shim", py, err)
 	}
 	if out, err := exec.Command(py, "-c", "print(6*7)").Output(); err != nil || strings.TrimSpace(string(out)) != "42" {
 		t.Fatalf("%s: %v %q", py, err, out)
@@ -37,7 +37,7 @@ func TestPython3PastShim(t *testing.T) {
 	}
 	// Without python3 on PATH, an error naming it.
 	t.Setenv("PATH", t.TempDir())
-	if py, err := findPython3(); err == nil || !strings.Contains(err.Error(), "python3") {
-		t.Errorf("findPython3 without python3 on PATH = %q, %v; want an error naming it", py, err)
+	if py, err := Find(); err == nil || !strings.Contains(err.Error(), "python3") {
+		t.Errorf("Find without python3 on PATH = %q, %v; want an error naming it", py, err)
 	}
 }
