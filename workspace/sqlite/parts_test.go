@@ -245,3 +245,63 @@ func TestStatePartsNotForSmallTasks(t *testing.T) {
 		t.Fatalf("%d parts written for a task of 100 subtasks, want its states whole", n)
 	}
 }
+
+// A task that shrinks below dialect.StatePartsFrom (an amendment
+// withdrawing subtasks) has its states written whole from then on; the
+// parts its rows held before are marked replaced by the first whole row,
+// and go once no kept row holds them.
+func TestStatePartsWhenTheTaskShrinks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p := newPartsTask(t, dialect.StatePartsFrom+8)
+	for i := 0; i < 2; i++ {
+		p.claimAndCommit()
+	}
+	if n, _, _ := p.parts(); n == 0 {
+		t.Fatal("no parts written for a task past the threshold")
+	}
+	// Withdraw 40 pending subtasks, and approve the amendment.
+	_, st := p.k.Known()
+	cur, err := p.s.ReadPlan(ctx, p.id, st.PlanVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gone []string
+	for i := range 40 {
+		gone = append(gone, fmt.Sprintf("st_%d", len(cur.Subtasks)-i))
+	}
+	next, err := workspace.PlanAmendment{Withdraw: gone}.Apply(*cur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(next)
+	if _, err := p.s.WriteAmendment(ctx, p.id, "coordinator", data); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.s.WriteDone(ctx, workspace.DoneRequest{TaskID: p.id, Agent: "coordinator", OutputFile: "plan.json"}); err != nil {
+		t.Fatal(err)
+	}
+	p.commit()
+	rel, err := p.s.WriteReview(ctx, p.id, "amend_v2", "reviewer", []byte(`{"type":"plan_review","verdict":"approved"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.s.WriteDone(ctx, workspace.DoneRequest{TaskID: p.id, Agent: "reviewer", OutputFile: rel}); err != nil {
+		t.Fatal(err)
+	}
+	p.commit()
+	if _, st := p.k.Known(); len(st.Subtasks)+len(st.Checkpoints)+len(st.Workers) >= dialect.StatePartsFrom {
+		t.Fatalf("the amended task has %d subtasks, %d workers: still past the threshold", len(st.Subtasks), len(st.Workers))
+	}
+	var whole bool
+	if err := p.s.DB().QueryRow("SELECT parts IS NULL FROM state_history WHERE task_id = $1 ORDER BY n DESC LIMIT 1", p.id).Scan(&whole); err != nil || !whole {
+		t.Fatalf("the state of the shrunk task is not a whole row (%v)", err)
+	}
+	for i := 0; i < workspace.DefaultBackupsKeep+2; i++ {
+		p.claimAndCommit()
+	}
+	p.checkKept()
+	if n, _, _ := p.parts(); n != 0 {
+		t.Fatalf("%d parts kept once no row holds them", n)
+	}
+}
