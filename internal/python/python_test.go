@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/workspaced/workspaced/internal/optdep"
+	_ "github.com/workspaced/workspaced/internal/raceexit"
 )
 
 // TestFindPastShim: a python3 on PATH that is a shim (a script that
