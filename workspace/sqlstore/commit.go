@@ -504,9 +504,8 @@ func (c *commitTx) write(ctx context.Context, f *folded, ms []Marker, dups []int
 		// shrank below the threshold): the parts of the row before, when
 		// it is the committer's, are replaced, or all the task's when it
 		// is not.
-		w.Follows = c.Mine
-		for _, p := range c.last.parts {
-			if c.Mine {
+		if w.Follows = c.Mine; w.Follows {
+			for _, p := range c.last.parts {
 				w.Replaced = append(w.Replaced, p.id)
 			}
 		}
