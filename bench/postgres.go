@@ -161,7 +161,9 @@ func newPGRig(ctx context.Context, root string) (*pgRig, error) {
 		pr.close()
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	if _, err := s.Pool().Exec(ctx, `CREATE TRIGGER bench_states_notify AFTER INSERT OR UPDATE ON states
+	// On state_rows, the table the states view reads: the daemon writes
+	// the row (migration 0014_state_parts), whole or listing its parts.
+	if _, err := s.Pool().Exec(ctx, `CREATE TRIGGER bench_states_notify AFTER INSERT OR UPDATE ON state_rows
 		FOR EACH ROW EXECUTE FUNCTION bench_states_notify()`); err != nil {
 		pr.close()
 		return nil, fmt.Errorf("bench: %w", err)

@@ -36,8 +36,8 @@ type commitTx struct {
 // writer (lockTask) holds it FOR NO KEY UPDATE while it decides whether a
 // product is final. Then the state for update, the journal records after
 // it and the markers waiting, each with whether its name is journaled
-// already; the state's document only when the row's stamp is not mine.
-// A task gone is pgx.ErrNoRows.
+// already; the state's document (assembled from its parts when written
+// so) only when the row's stamp is not mine. A task gone is pgx.ErrNoRows.
 func (c commitTx) ReadCommit(ctx context.Context, taskID string, max int, mine sqlstore.Stamp) (sqlstore.CommitRead, error) {
 	var (
 		r   sqlstore.CommitRead
@@ -46,8 +46,8 @@ func (c commitTx) ReadCommit(ctx context.Context, taskID string, max int, mine s
 	b := &pgx.Batch{}
 	b.Queue("SELECT epoch FROM lease WHERE id = 1 FOR SHARE").QueryRow(func(row pgx.Row) error { return row.Scan(&r.Epoch) })
 	b.Queue("SELECT 1 FROM tasks WHERE id = $1 FOR SHARE", taskID).QueryRow(func(row pgx.Row) error { return row.Scan(&one) })
-	b.Queue(`SELECT CASE WHEN version = $2 AND version > 0 AND epoch = $3 THEN NULL ELSE doc END, journal_seq, version
-		FROM states WHERE task_id = $1 FOR UPDATE`, taskID, mine.Version, mine.Epoch).Query(func(rows pgx.Rows) error {
+	b.Queue(`SELECT CASE WHEN version = $2 AND version > 0 AND epoch = $3 THEN NULL ELSE `+assembledDoc+` END, journal_seq, version
+		FROM state_rows s WHERE task_id = $1 FOR UPDATE`, taskID, mine.Version, mine.Epoch).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var doc *string
 			if err := rows.Scan(&doc, &r.PrevSeq, &r.PrevVersion); err != nil {
@@ -61,7 +61,7 @@ func (c commitTx) ReadCommit(ctx context.Context, taskID string, max int, mine s
 		return rows.Err()
 	})
 	b.Queue(`SELECT record FROM journal WHERE task_id = $1
-		AND seq > coalesce((SELECT journal_seq FROM states WHERE task_id = $1), 0) ORDER BY seq`, taskID).Query(func(rows pgx.Rows) error {
+		AND seq > coalesce((SELECT journal_seq FROM state_rows WHERE task_id = $1), 0) ORDER BY seq`, taskID).Query(func(rows pgx.Rows) error {
 		var err error
 		r.After, err = pgx.CollectRows(rows, pgx.RowTo[string])
 		return err
@@ -105,22 +105,26 @@ func (c commitTx) ReadProducts(ctx context.Context, taskID string, paths, planPa
 	return products, plans, rows.Err()
 }
 
-// WriteCommit sends the commit's writes in one round trip.
+// WriteCommit sends the commit's writes in one round trip: the journal
+// rows, the state row copied as a backup (queueBackup), the new state
+// (whole, or its new parts and the row listing them: queueParts), its
+// events, and the markers deleted.
 func (c commitTx) WriteCommit(ctx context.Context, w sqlstore.CommitWrite) error {
 	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO journal (task_id, seq, taken_at, name, record, epoch, verdict)
 		SELECT $1, s, $2, n, r, $3, v FROM unnest($4::bigint[], $5::text[], $6::text[], $7::text[]) AS u(s, n, r, v)`,
 		w.TaskID, w.Now, w.Epoch, w.Seqs, w.Names, w.Records, w.Verdicts)
 	if w.HasState {
-		// The previous state is copied by the server: it is the row
-		// about to be updated.
-		b.Queue("INSERT INTO backups (task_id, journal_seq, doc) SELECT task_id, journal_seq, doc FROM states WHERE task_id = $1", w.TaskID)
-		b.Queue(`DELETE FROM backups WHERE task_id = $1 AND n <= (
-			SELECT n FROM backups WHERE task_id = $1 ORDER BY n DESC OFFSET $2 LIMIT 1)`, w.TaskID, w.Keep)
-		b.Queue("UPDATE states SET journal_seq = $2, doc = $3, epoch = $4, version = $5, updated_at = now() WHERE task_id = $1",
-			w.TaskID, w.Seq, w.Doc, w.Epoch, w.Version)
-	} else {
-		b.Queue("INSERT INTO states (task_id, journal_seq, doc, epoch, version) VALUES ($1, $2, $3, $4, $5)", w.TaskID, w.Seq, w.Doc, w.Epoch, w.Version)
+		queueBackup(b, w.TaskID, w.Keep, !w.Follows, w.Replaced)
+		if w.Parts == nil {
+			b.Queue("UPDATE state_rows SET journal_seq = $2, doc = $3, parts = NULL, epoch = $4, version = $5, updated_at = now() WHERE task_id = $1",
+				w.TaskID, w.Seq, w.Doc, w.Epoch, w.Version)
+		}
+	} else if w.Parts == nil {
+		b.Queue("INSERT INTO state_rows (task_id, journal_seq, doc, epoch, version) VALUES ($1, $2, $3, $4, $5)", w.TaskID, w.Seq, w.Doc, w.Epoch, w.Version)
+	}
+	if w.Parts != nil {
+		queueParts(b, w)
 	}
 	if len(w.Events) > 0 {
 		times, lines := make([]time.Time, len(w.Events)), make([]string, len(w.Events))

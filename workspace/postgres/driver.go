@@ -37,6 +37,9 @@ var dialect = sqlstore.Dialect{
 	},
 	EventsAfter: eventsAfter,
 	EventOrder:  "xid, id",
+	// As on SQLite: below it the parts' statements cost more than the
+	// document they save (docs/PERFORMANCE.md).
+	StatePartsFrom: 512,
 }
 
 // eventsAfter is the condition selecting the rows of table (events,

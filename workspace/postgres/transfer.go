@@ -35,8 +35,9 @@ func (s *Store) Import(ctx context.Context, dir string, opt ImportOptions) (tabl
 		if _, err := tx.Exec(ctx, dialect.QuietEntries(true)); err != nil {
 			return err
 		}
-		// friction: the log's lines of the first schema version.
-		if err := tables.Clear(ctx, pgTx{tx}, opt.Replace, "friction"); err != nil {
+		// friction: the log's lines of the first schema version;
+		// state_parts: the parts of the states and backups replaced.
+		if err := tables.Clear(ctx, pgTx{tx}, opt.Replace, "friction", "state_parts"); err != nil {
 			return err
 		}
 		return tx.SendBatch(ctx, batch).Close()
