@@ -40,6 +40,9 @@ var dialect = sqlstore.Dialect{
 	// As on SQLite: below it the parts' statements cost more than the
 	// document they save (docs/PERFORMANCE.md).
 	StatePartsFrom: 512,
+	// The states view joins the parts LATERAL (migration
+	// 0015_state_views_lateral): PostgreSQL locks no row through it.
+	StateRows: "state_rows",
 }
 
 // eventsAfter is the condition selecting the rows of table (events,

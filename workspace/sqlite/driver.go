@@ -40,6 +40,7 @@ var dialect = sqlstore.Dialect{
 	// A task of 512 entries or more (8 blocks of the encoder's, a
 	// document of about 25 KiB) has its states written as parts.
 	StatePartsFrom: 512,
+	StateRows:      "states",
 }
 
 func (d sqlDriver) Reads() sqlstore.Executor    { return (*readExec)(d.s) }

@@ -69,7 +69,7 @@ func (s *Store) RestoreBackup(ctx context.Context, taskID, name string, valid fu
 	}
 	err := s.d.WriteTask(ctx, taskID, func(tx Executor) error {
 		var one int
-		err := tx.QueryRow(ctx, "SELECT 1 FROM states WHERE task_id = $1"+s.dl.Lock("UPDATE"), taskID).Scan(&one)
+		err := tx.QueryRow(ctx, "SELECT 1 FROM "+s.dl.StateRows+" WHERE task_id = $1"+s.dl.Lock("UPDATE"), taskID).Scan(&one)
 		if errors.Is(err, ErrNoRows) {
 			return NoStateToRestore(op)
 		}

@@ -163,4 +163,7 @@ type Dialect struct {
 	// it, a document of a few blocks costs less written whole than as
 	// the statements of its parts.
 	StatePartsFrom int
+	// StateRows is the table of the states rows, which a write locks
+	// (FOR UPDATE) where it cannot lock them through the states view.
+	StateRows string
 }

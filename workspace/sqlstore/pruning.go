@@ -84,7 +84,7 @@ func (p pruneStore) Act(ctx context.Context, id string, fresh func([]retention.T
 	s := p.s
 	return s.d.Write(ctx, func(tx Executor) error {
 		if lock := s.dl.Lock("UPDATE"); lock != "" {
-			if _, err := tx.Exec(ctx, "SELECT 1 FROM states WHERE task_id = $1"+lock, id); err != nil {
+			if _, err := tx.Exec(ctx, "SELECT 1 FROM "+s.dl.StateRows+" WHERE task_id = $1"+lock, id); err != nil {
 				return err
 			}
 		}
