@@ -111,7 +111,7 @@ func (r *run) cliWork(task, agent string) {
 // mcpAgent runs `workspaced mcp` on each task in turn, driven by the Go
 // SDK's client as an agent runtime drives it.
 func (r *run) mcpAgent(ctx context.Context, agent string) {
-	for r.going(ctx) {
+	for r.mcpGoing(ctx) {
 		task := r.hives.current()
 		if r.mcpSession(ctx, task, agent) {
 			r.hives.next(task)
@@ -151,7 +151,7 @@ func (r *run) mcpSession(ctx context.Context, task, agent string) bool {
 		data, _ = json.Marshal(res.StructuredContent)
 		return text, data, res.IsError, true
 	}
-	for r.going(ctx) {
+	for r.mcpGoing(ctx) {
 		if !r.mcpIncrement(task, counterKey(rand.IntN(counterKeys)), call) {
 			return false
 		}
