@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -12,191 +11,69 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/workspaced/workspaced/atomicfile"
-	"github.com/workspaced/workspaced/internal/fixture"
 	"github.com/workspaced/workspaced/internal/pgtest"
 	"github.com/workspaced/workspaced/workspace"
-	"github.com/workspaced/workspaced/workspace/sqlstore"
+	"github.com/workspaced/workspaced/workspace/sqlstore/sqlstoretest"
 	"github.com/workspaced/workspaced/workspace/tables"
 )
 
-// partsTask is a task of many subtasks committed claim by claim, with
-// what each commit wrote: the documents by journal_seq, as
-// atomicfile.Marshal encodes the committer's state.
-type partsTask struct {
-	t     *testing.T
-	s     *Store
-	root  string
-	id    string
-	k     *sqlstore.Committer
-	wrote map[int64]string
-	claim int
-}
-
-func newPartsTask(t *testing.T, subtasks int) *partsTask {
+// newParts is a fresh store as the state parts' tests reach it
+// (sqlstoretest.Parts), with PostgreSQL's check of the parts kept, and
+// the root it was opened with.
+func newParts(t *testing.T) (*Store, string, sqlstoretest.Parts) {
 	t.Helper()
-	ctx := context.Background()
 	s, root := newStore(t)
-	p := &partsTask{t: t, s: s, root: root, id: "t1", wrote: map[int64]string{}}
-	if err := fixture.PrepareTask(ctx, s, p.id, subtasks); err != nil {
-		t.Fatal(err)
-	}
-	p.k = s.Committer(p.id).(*sqlstore.Committer)
-	p.commit()
-	if err := fixture.ApprovePlan(ctx, s, p.id); err != nil {
-		t.Fatal(err)
-	}
-	p.commit()
-	return p
-}
-
-// commit commits the marker waiting and checks that the states view
-// gives, byte for byte, the document the encoding of the state makes.
-func (p *partsTask) commit() string {
-	p.t.Helper()
-	ctx := context.Background()
-	if a, err := p.k.Commit(ctx, workspace.CommitRequest{}); err != nil || a.Taken != 1 {
-		p.t.Fatalf("commit: %+v, %v", a, err)
-	}
-	doc, st := p.k.Known()
-	want, err := atomicfile.Marshal(st)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	if doc != string(want) {
-		p.t.Fatalf("the committer knows %d bytes other than the %d of its state's encoding", len(doc), len(want))
-	}
-	var got string
-	if err := p.s.pool.QueryRow(ctx, "SELECT doc FROM states WHERE task_id = $1", p.id).Scan(&got); err != nil {
-		p.t.Fatal(err)
-	}
-	if got != string(want) {
-		p.t.Fatalf("states gives %d bytes other than the %d of the document written at journal_seq %d", len(got), len(want), st.JournalSeq)
-	}
-	p.wrote[st.JournalSeq] = got
-	return got
-}
-
-// claimAndCommit claims the next subtask and commits it.
-func (p *partsTask) claimAndCommit() string {
-	p.t.Helper()
-	p.claim++
-	if _, err := p.s.WriteClaim(context.Background(), p.id, fmt.Sprintf("agent_%d", p.claim), fmt.Sprintf("st_%d", p.claim)); err != nil {
-		p.t.Fatal(err)
-	}
-	return p.commit()
-}
-
-// parts is the number of rows of state_parts, their bytes and the
-// largest id.
-func (p *partsTask) parts() (n, bytes, maxID int64) {
-	p.t.Helper()
-	if err := p.s.pool.QueryRow(context.Background(), "SELECT count(*), coalesce(sum(length(body)), 0), coalesce(max(id), 0) FROM state_parts").
-		Scan(&n, &bytes, &maxID); err != nil {
-		p.t.Fatal(err)
-	}
-	return n, bytes, maxID
-}
-
-// checkKept checks every row the task keeps: each backup is the document
-// written at its journal_seq, no part is held by no row, none not held by
-// the state row is unmarked as replaced, and none is marked replaced
-// before a row that holds it (retention would take it from that row).
-func (p *partsTask) checkKept() {
-	p.t.Helper()
-	ctx := context.Background()
-	rows, err := p.s.pool.Query(ctx, "SELECT journal_seq, doc FROM backups WHERE task_id = $1 ORDER BY n", p.id)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	n := 0
-	for rows.Next() {
-		var (
-			seq int64
-			doc string
-		)
-		if err := rows.Scan(&seq, &doc); err != nil {
-			p.t.Fatal(err)
-		}
-		if want, ok := p.wrote[seq]; !ok || doc != want {
-			p.t.Fatalf("the backup at journal_seq %d holds %d bytes other than the %d written then", seq, len(doc), len(want))
-		}
-		n++
-	}
-	if err := rows.Err(); err != nil {
-		p.t.Fatal(err)
-	}
-	if n != workspace.DefaultBackupsKeep {
-		p.t.Fatalf("%d backups kept, want %d", n, workspace.DefaultBackupsKeep)
-	}
-	var orphans, unmarked, early int
-	if err := p.s.pool.QueryRow(ctx, `SELECT
+	db := driver{s}.Reads()
+	return s, root, sqlstoretest.Parts{
+		Store:     s,
+		DB:        db,
+		PartsFrom: dialect.StatePartsFrom,
+		// No part is held by no row, none not held by the state row is
+		// unmarked as replaced, and none is marked replaced before a row
+		// that holds it (retention would take it from that row).
+		Settled: func(ctx context.Context, _ string) error {
+			var orphans, unmarked, early int
+			if err := db.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM state_parts p WHERE NOT EXISTS (SELECT 1 FROM state_rows s WHERE p.id = ANY (s.parts))
 			AND NOT EXISTS (SELECT 1 FROM backup_rows b WHERE p.id = ANY (b.parts))),
 		(SELECT count(*) FROM state_parts p WHERE replaced_at IS NULL AND NOT EXISTS (SELECT 1 FROM state_rows s WHERE p.id = ANY (s.parts))),
 		(SELECT count(*) FROM state_parts p WHERE replaced_at IS NOT NULL AND (EXISTS (SELECT 1 FROM state_rows s WHERE p.id = ANY (s.parts))
 			OR EXISTS (SELECT 1 FROM backup_rows b WHERE b.n > p.replaced_at AND p.id = ANY (b.parts))))`).Scan(&orphans, &unmarked, &early); err != nil {
-		p.t.Fatal(err)
-	}
-	if orphans != 0 || unmarked != 0 || early != 0 {
-		p.t.Fatalf("%d parts held by no row, %d not held by the state and not marked replaced, %d marked replaced before a row holding them",
-			orphans, unmarked, early)
+				return err
+			}
+			if orphans != 0 || unmarked != 0 || early != 0 {
+				return fmt.Errorf("%d parts held by no row, %d not held by the state and not marked replaced, %d marked replaced before a row holding them",
+					orphans, unmarked, early)
+			}
+			return nil
+		},
+		StateWhole:  "SELECT parts IS NULL FROM state_rows WHERE task_id = $1",
+		BackupWhole: "SELECT doc IS NOT NULL FROM backup_rows WHERE task_id = $1 ORDER BY n DESC LIMIT 1",
 	}
 }
 
-// A commit that follows the committer's own row writes the parts of the
-// document its markers changed, not the document: at 1,000 subtasks (16
-// blocks of entries) a claim inserts the shell's parts and one block,
-// and its backup is the row listing the parts. Every state and backup
-// reads back as the document written, and the retention of backups
-// leaves no part behind.
+// runParts runs test, one of the state parts' tests every driver runs
+// (sqlstoretest), on a fresh store of PostgreSQL's, in parallel.
+func runParts(t *testing.T, test func(*testing.T, sqlstoretest.Parts)) {
+	t.Parallel()
+	_, _, p := newParts(t)
+	test(t, p)
+}
+
 func TestStatePartsWriteWhatChanged(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	p := newPartsTask(t, 1000)
-	p.claimAndCommit() // the first after a document written whole
-	for i := 0; i < 3*workspace.DefaultBackupsKeep; i++ {
-		_, _, before := p.parts()
-		doc := p.claimAndCommit()
-		var n, bytes int64
-		if err := p.s.pool.QueryRow(ctx, "SELECT count(*), coalesce(sum(length(body)), 0) FROM state_parts WHERE id > $1", before).Scan(&n, &bytes); err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 || n > 4 || bytes*8 > int64(len(doc)) {
-			t.Fatalf("claim %d inserted %d parts, %d bytes, of a document of %d: want a few parts, an eighth of it at most", p.claim, n, bytes, len(doc))
-		}
-		var whole bool
-		if err := p.s.pool.QueryRow(ctx, "SELECT doc IS NOT NULL FROM backup_rows WHERE task_id = $1 ORDER BY n DESC LIMIT 1", p.id).Scan(&whole); err != nil || whole {
-			t.Fatalf("claim %d kept its backup whole (%v), want the row of ids", p.claim, err)
-		}
-	}
-	p.checkKept()
-	if n, bytes, _ := p.parts(); bytes > 3*int64(len(p.wrote[int64(p.claim)+2])) {
-		t.Fatalf("%d parts of %d bytes kept for the state and %d backups", n, bytes, workspace.DefaultBackupsKeep)
-	}
+	runParts(t, sqlstoretest.PartsWriteWhatChanged)
 }
 
-// A state not written by the committer (a backup restored, a committer
-// of its own after a restart) is written whole again and replaces every
-// part of the task: once its backups are gone, so are their parts.
 func TestStatePartsAfterARestoreAndARestart(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	p := newPartsTask(t, 600)
-	for i := 0; i < 4; i++ {
-		p.claimAndCommit()
-	}
-	if _, err := p.s.RestoreBackup(ctx, p.id, "", func([]byte) error { return nil }); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 2; i++ {
-		p.claimAndCommit()
-	}
-	p.k = p.s.Committer(p.id).(*sqlstore.Committer) // as a daemon started again
-	for i := 0; i < workspace.DefaultBackupsKeep+2; i++ {
-		p.claimAndCommit()
-	}
-	p.checkKept()
+	runParts(t, sqlstoretest.PartsAfterARestoreAndARestart)
+}
+
+func TestStatePartsNotForSmallTasks(t *testing.T) {
+	runParts(t, sqlstoretest.PartsNotForSmallTasks)
+}
+
+func TestStatePartsWhenTheTaskShrinks(t *testing.T) {
+	runParts(t, sqlstoretest.PartsWhenTheTaskShrinks)
 }
 
 // A state or backup written by hand through the views (as the owner may)
@@ -205,13 +82,14 @@ func TestStatePartsAfterARestoreAndARestart(t *testing.T) {
 func TestStatePartsWrittenThroughTheViews(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	p := newPartsTask(t, 600)
+	s, root, p := newParts(t)
+	task := sqlstoretest.NewTask(t, p, 600)
 	for i := 0; i < workspace.DefaultBackupsKeep+1; i++ {
-		p.claimAndCommit()
+		task.ClaimAndCommit()
 	}
 	// The owner's client, its search_path its own: the views' triggers
 	// write the tables of the views' schema.
-	connStr, _, err := ParseURL(p.root)
+	connStr, _, err := ParseURL(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,112 +98,39 @@ func TestStatePartsWrittenThroughTheViews(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer own.Close(ctx)
-	sc := pgx.Identifier{p.s.Schema()}.Sanitize()
+	sc := pgx.Identifier{s.Schema()}.Sanitize()
 	// A backup's name set keeps its parts; the state's doc set is
 	// written whole.
 	var n, seq int64
-	if err := p.s.pool.QueryRow(ctx, "SELECT n, journal_seq FROM backups WHERE task_id = $1 ORDER BY n DESC LIMIT 1", p.id).Scan(&n, &seq); err != nil {
+	if err := s.pool.QueryRow(ctx, "SELECT n, journal_seq FROM backups WHERE task_id = $1 ORDER BY n DESC LIMIT 1", task.ID).Scan(&n, &seq); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := own.Exec(ctx, "UPDATE "+sc+".backups SET name = 'kept' WHERE n = $1", n); err != nil {
 		t.Fatal(err)
 	}
 	var parts bool
-	if err := p.s.pool.QueryRow(ctx, "SELECT parts IS NOT NULL FROM backup_rows WHERE n = $1", n).Scan(&parts); err != nil || !parts {
+	if err := s.pool.QueryRow(ctx, "SELECT parts IS NOT NULL FROM backup_rows WHERE n = $1", n).Scan(&parts); err != nil || !parts {
 		t.Fatalf("a backup whose name was set lost its parts (%v)", err)
 	}
-	if _, err := own.Exec(ctx, "UPDATE "+sc+".states SET doc = doc || ' ' WHERE task_id = $1", p.id); err != nil {
+	if _, err := own.Exec(ctx, "UPDATE "+sc+".states SET doc = doc || ' ' WHERE task_id = $1", task.ID); err != nil {
 		t.Fatal(err)
 	}
 	var doc string
-	if err := p.s.pool.QueryRow(ctx, "SELECT doc FROM states WHERE task_id = $1", p.id).Scan(&doc); err != nil || doc != p.wrote[int64(p.claim)+2]+" " {
+	if err := s.pool.QueryRow(ctx, "SELECT doc FROM states WHERE task_id = $1", task.ID).Scan(&doc); err != nil || doc != task.Wrote[int64(task.Claims)+2]+" " {
 		t.Fatalf("the state written by hand reads %d bytes (%v)", len(doc), err)
 	}
 	for i := 0; i < workspace.DefaultBackupsKeep+2; i++ {
-		p.claimAndCommit()
+		task.ClaimAndCommit()
 	}
-	p.checkKept()
+	task.CheckKept()
 	// A backup deleted by hand takes the parts only it held.
-	if _, err := own.Exec(ctx, "DELETE FROM "+sc+".backups WHERE task_id = $1", p.id); err != nil {
+	if _, err := own.Exec(ctx, "DELETE FROM "+sc+".backups WHERE task_id = $1", task.ID); err != nil {
 		t.Fatal(err)
 	}
 	var orphans, total int
-	if err := p.s.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE NOT EXISTS (SELECT 1 FROM state_rows s WHERE p.id = ANY (s.parts))), count(*)
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE NOT EXISTS (SELECT 1 FROM state_rows s WHERE p.id = ANY (s.parts))), count(*)
 		FROM state_parts p`).Scan(&orphans, &total); err != nil || orphans != 0 || total == 0 {
 		t.Fatalf("after the backups' deletion %d parts of %d held by no row (%v)", orphans, total, err)
-	}
-}
-
-// A task of fewer entries than dialect.StatePartsFrom has its states
-// written whole: a document of a block or two costs less as one row.
-func TestStatePartsNotForSmallTasks(t *testing.T) {
-	t.Parallel()
-	p := newPartsTask(t, 100)
-	for i := 0; i < 3; i++ {
-		p.claimAndCommit()
-	}
-	if n, _, _ := p.parts(); n != 0 {
-		t.Fatalf("%d parts written for a task of 100 subtasks, want its states whole", n)
-	}
-}
-
-// A task that shrinks below dialect.StatePartsFrom (an amendment
-// withdrawing subtasks) has its states written whole from then on; the
-// parts its rows held before are marked replaced by the first whole row,
-// and go once no kept row holds them.
-func TestStatePartsWhenTheTaskShrinks(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	p := newPartsTask(t, dialect.StatePartsFrom+8)
-	for i := 0; i < 2; i++ {
-		p.claimAndCommit()
-	}
-	if n, _, _ := p.parts(); n == 0 {
-		t.Fatal("no parts written for a task past the threshold")
-	}
-	// Withdraw 40 pending subtasks, and approve the amendment.
-	_, st := p.k.Known()
-	cur, err := p.s.ReadPlan(ctx, p.id, st.PlanVersion)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var gone []string
-	for i := range 40 {
-		gone = append(gone, fmt.Sprintf("st_%d", len(cur.Subtasks)-i))
-	}
-	next, err := workspace.PlanAmendment{Withdraw: gone}.Apply(*cur)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, _ := json.Marshal(next)
-	if _, err := p.s.WriteAmendment(ctx, p.id, "coordinator", data); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.s.WriteDone(ctx, workspace.DoneRequest{TaskID: p.id, Agent: "coordinator", OutputFile: "plan.json"}); err != nil {
-		t.Fatal(err)
-	}
-	p.commit()
-	rel, err := p.s.WriteReview(ctx, p.id, "amend_v2", "reviewer", []byte(`{"type":"plan_review","verdict":"approved"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.s.WriteDone(ctx, workspace.DoneRequest{TaskID: p.id, Agent: "reviewer", OutputFile: rel}); err != nil {
-		t.Fatal(err)
-	}
-	p.commit()
-	if _, st := p.k.Known(); len(st.Subtasks)+len(st.Checkpoints)+len(st.Workers) >= dialect.StatePartsFrom {
-		t.Fatalf("the amended task has %d subtasks, %d workers: still past the threshold", len(st.Subtasks), len(st.Workers))
-	}
-	var whole bool
-	if err := p.s.pool.QueryRow(ctx, "SELECT parts IS NULL FROM state_rows WHERE task_id = $1", p.id).Scan(&whole); err != nil || !whole {
-		t.Fatalf("the state of the shrunk task is not a whole row (%v)", err)
-	}
-	for i := 0; i < workspace.DefaultBackupsKeep+2; i++ {
-		p.claimAndCommit()
-	}
-	p.checkKept()
-	if n, _, _ := p.parts(); n != 0 {
-		t.Fatalf("%d parts kept once no row holds them", n)
 	}
 }
 
@@ -370,37 +175,22 @@ func mustBeRefused(t *testing.T, conn *pgx.Conn, role string, stmts ...string) {
 func TestStatePartsReadByTheAgentRole(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	p := newPartsTask(t, 600)
+	s, root, p := newParts(t)
+	task := sqlstoretest.NewTask(t, p, 600)
 	for i := 0; i < workspace.DefaultBackupsKeep+2; i++ {
-		p.claimAndCommit()
+		task.ClaimAndCommit()
 	}
 	agent, daemon := "agent_parts_read", "daemon_parts_read"
-	if err := p.s.CreateRoles(ctx, agent, "", daemon, ""); err != nil {
+	if err := s.CreateRoles(ctx, agent, "", daemon, ""); err != nil {
 		t.Fatal(err)
 	}
-	conn := agentConn(t, p.root, agent)
-	sc := pgx.Identifier{p.s.Schema()}.Sanitize()
+	conn := agentConn(t, root, agent)
+	sc := pgx.Identifier{s.Schema()}.Sanitize()
 	rows, err := conn.Query(ctx, "SELECT journal_seq, doc FROM "+sc+".backups WHERE task_id = 't1' UNION ALL SELECT journal_seq, doc FROM "+sc+".states WHERE task_id = 't1'")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	for rows.Next() {
-		var (
-			seq int64
-			doc string
-		)
-		if err := rows.Scan(&seq, &doc); err != nil {
-			t.Fatal(err)
-		}
-		if want, ok := p.wrote[seq]; !ok || doc != want {
-			t.Fatalf("the agent role reads %d bytes at journal_seq %d, other than the %d written", len(doc), seq, len(want))
-		}
-		n++
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+	n := task.ReadBack(rows, "the agent role")
 	if n != workspace.DefaultBackupsKeep+1 {
 		t.Fatalf("the agent role read %d rows, want the state and %d backups", n, workspace.DefaultBackupsKeep)
 	}
@@ -417,7 +207,7 @@ func TestStatePartsReadByTheAgentRole(t *testing.T) {
 		"DELETE FROM "+sc+".states",
 		"UPDATE "+sc+".backups SET doc = '{}'",
 		"DELETE FROM "+sc+".backups",
-		"SELECT "+sc+".state_parts_settle('"+p.s.Schema()+"', 't1')",
+		"SELECT "+sc+".state_parts_settle('"+s.Schema()+"', 't1')",
 	)
 }
 
