@@ -2,8 +2,8 @@
 // (workspace/sqlstore) runs over its own database, of what the drivers
 // share below the workspace.Store contract (which workspace/storetest
 // holds every store to): each a function a driver's test calls with a
-// fresh store and the SQL that is its own, as river's riverdrivertest
-// runs every driver through the same cases.
+// fresh store and the SQL that is its own, so that every driver runs
+// through the same cases.
 package sqlstoretest
 
 import (
