@@ -89,15 +89,7 @@ func TestStatePartsWrittenThroughTheViews(t *testing.T) {
 	}
 	// The owner's client, its search_path its own: the views' triggers
 	// write the tables of the views' schema.
-	connStr, _, err := ParseURL(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	own, err := pgx.Connect(ctx, connStr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer own.Close(ctx)
+	own := connectAs(t, root, "")
 	sc := pgx.Identifier{s.Schema()}.Sanitize()
 	// A backup's name set keeps its parts; the state's doc set is
 	// written whole.
@@ -134,9 +126,10 @@ func TestStatePartsWrittenThroughTheViews(t *testing.T) {
 	}
 }
 
-// agentConn connects to the store's database as role, which
-// Store.CreateRoles made.
-func agentConn(t *testing.T, root, role string) *pgx.Conn {
+// connectAs connects to the store's database as role (one
+// Store.CreateRoles made), or as the store's owner when role is "";
+// the connection's search_path is its own, not the store's schema.
+func connectAs(t *testing.T, root, role string) *pgx.Conn {
 	t.Helper()
 	conn, _, err := ParseURL(root)
 	if err != nil {
@@ -146,7 +139,9 @@ func agentConn(t *testing.T, root, role string) *pgx.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u.User = url.User(role)
+	if role != "" {
+		u.User = url.User(role)
+	}
 	c, err := pgx.Connect(context.Background(), u.String())
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +179,7 @@ func TestStatePartsReadByTheAgentRole(t *testing.T) {
 	if err := s.CreateRoles(ctx, agent, "", daemon, ""); err != nil {
 		t.Fatal(err)
 	}
-	conn := agentConn(t, root, agent)
+	conn := connectAs(t, root, agent)
 	sc := pgx.Identifier{s.Schema()}.Sanitize()
 	rows, err := conn.Query(ctx, "SELECT journal_seq, doc FROM "+sc+".backups WHERE task_id = 't1' UNION ALL SELECT journal_seq, doc FROM "+sc+".states WHERE task_id = 't1'")
 	if err != nil {
@@ -223,15 +218,7 @@ func TestStatePartsMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	connStr, _, err := ParseURL(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, connStr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connectAs(t, root, "")
 	applied := 0
 	stmts := []string{"CREATE SCHEMA before_parts", "SET search_path = before_parts",
 		"CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"}
@@ -269,7 +256,7 @@ func TestStatePartsMigration(t *testing.T) {
 	if err := conn.QueryRow(ctx, "SELECT ctid::text FROM state_rows").Scan(&after); err != nil || after != before {
 		t.Fatalf("the state row moved from %s to %s (%v): rewritten", before, after, err)
 	}
-	ac := agentConn(t, root, agent)
+	ac := connectAs(t, root, agent)
 	var doc, bdoc, name string
 	if err := ac.QueryRow(ctx, "SELECT s.doc, b.doc, b.name FROM before_parts.states s JOIN before_parts.backups b USING (task_id)").Scan(&doc, &bdoc, &name); err != nil ||
 		doc != big || bdoc != `{"b":2}` || name != "two" {
