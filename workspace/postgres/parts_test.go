@@ -84,9 +84,7 @@ func TestStatePartsWrittenThroughTheViews(t *testing.T) {
 	ctx := context.Background()
 	s, root, p := newParts(t)
 	task := sqlstoretest.NewTask(t, p, 600)
-	for i := 0; i < workspace.DefaultBackupsKeep+1; i++ {
-		task.ClaimAndCommit()
-	}
+	task.ClaimAndCommitN(workspace.DefaultBackupsKeep + 1)
 	// The owner's client, its search_path its own: the views' triggers
 	// write the tables of the views' schema.
 	own := connectAs(t, root, "")
@@ -111,9 +109,7 @@ func TestStatePartsWrittenThroughTheViews(t *testing.T) {
 	if err := s.pool.QueryRow(ctx, "SELECT doc FROM states WHERE task_id = $1", task.ID).Scan(&doc); err != nil || doc != task.Wrote[int64(task.Claims)+2]+" " {
 		t.Fatalf("the state written by hand reads %d bytes (%v)", len(doc), err)
 	}
-	for i := 0; i < workspace.DefaultBackupsKeep+2; i++ {
-		task.ClaimAndCommit()
-	}
+	task.ClaimAndCommitN(workspace.DefaultBackupsKeep + 2)
 	task.CheckKept()
 	// A backup deleted by hand takes the parts only it held.
 	if _, err := own.Exec(ctx, "DELETE FROM "+sc+".backups WHERE task_id = $1", task.ID); err != nil {
@@ -172,9 +168,7 @@ func TestStatePartsReadByTheAgentRole(t *testing.T) {
 	ctx := context.Background()
 	s, root, p := newParts(t)
 	task := sqlstoretest.NewTask(t, p, 600)
-	for i := 0; i < workspace.DefaultBackupsKeep+2; i++ {
-		task.ClaimAndCommit()
-	}
+	task.ClaimAndCommitN(workspace.DefaultBackupsKeep + 2)
 	agent, daemon := "agent_parts_read", "daemon_parts_read"
 	if err := s.CreateRoles(ctx, agent, "", daemon, ""); err != nil {
 		t.Fatal(err)

@@ -78,9 +78,7 @@ func TestStatePartsReadByPython(t *testing.T) {
 	}
 	s, p := newParts(t)
 	task := sqlstoretest.NewTask(t, p, 600)
-	for i := 0; i < workspace.DefaultBackupsKeep+2; i++ {
-		task.ClaimAndCommit()
-	}
+	task.ClaimAndCommitN(workspace.DefaultBackupsKeep + 2)
 	const script = `import json, sqlite3, sys
 db = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
 rows = db.execute("SELECT journal_seq, doc FROM backups WHERE task_id = 't1' ORDER BY n").fetchall()

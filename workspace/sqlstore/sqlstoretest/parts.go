@@ -131,6 +131,14 @@ func (tk *Task) ClaimAndCommit() string {
 	return tk.Commit()
 }
 
+// ClaimAndCommitN claims the next n subtasks, committing each.
+func (tk *Task) ClaimAndCommitN(n int) {
+	tk.t.Helper()
+	for range n {
+		tk.ClaimAndCommit()
+	}
+}
+
 // Parts is the number of rows of state_parts, their bytes and the
 // largest id.
 func (tk *Task) Parts() (n, bytes, maxID int64) {
@@ -230,19 +238,13 @@ func PartsWriteWhatChanged(t *testing.T, p Parts) {
 func PartsAfterARestoreAndARestart(t *testing.T, p Parts) {
 	ctx := context.Background()
 	tk := NewTask(t, p, 600)
-	for i := 0; i < 4; i++ {
-		tk.ClaimAndCommit()
-	}
+	tk.ClaimAndCommitN(4)
 	if _, err := p.Store.RestoreBackup(ctx, tk.ID, "", func([]byte) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 2; i++ {
-		tk.ClaimAndCommit()
-	}
+	tk.ClaimAndCommitN(2)
 	tk.Restart()
-	for i := 0; i < workspace.DefaultBackupsKeep+2; i++ {
-		tk.ClaimAndCommit()
-	}
+	tk.ClaimAndCommitN(workspace.DefaultBackupsKeep + 2)
 	tk.CheckKept()
 }
 
@@ -251,9 +253,7 @@ func PartsAfterARestoreAndARestart(t *testing.T, p Parts) {
 // block or two costs less as one row.
 func PartsNotForSmallTasks(t *testing.T, p Parts) {
 	tk := NewTask(t, p, 100)
-	for i := 0; i < 3; i++ {
-		tk.ClaimAndCommit()
-	}
+	tk.ClaimAndCommitN(3)
 	if n, _, _ := tk.Parts(); n != 0 {
 		t.Fatalf("%d parts written for a task of 100 subtasks, want its states whole", n)
 	}
@@ -268,9 +268,7 @@ func PartsWhenTheTaskShrinks(t *testing.T, p Parts) {
 	ctx := context.Background()
 	s := p.Store
 	tk := NewTask(t, p, p.PartsFrom+8)
-	for i := 0; i < 2; i++ {
-		tk.ClaimAndCommit()
-	}
+	tk.ClaimAndCommitN(2)
 	if n, _, _ := tk.Parts(); n == 0 {
 		t.Fatal("no parts written for a task past the threshold")
 	}
@@ -310,9 +308,7 @@ func PartsWhenTheTaskShrinks(t *testing.T, p Parts) {
 	if err := p.DB.QueryRow(ctx, p.StateWhole, tk.ID).Scan(&whole); err != nil || !whole {
 		t.Fatalf("the state of the shrunk task is not a whole row (%v)", err)
 	}
-	for i := 0; i < workspace.DefaultBackupsKeep+2; i++ {
-		tk.ClaimAndCommit()
-	}
+	tk.ClaimAndCommitN(workspace.DefaultBackupsKeep + 2)
 	tk.CheckKept()
 	if n, _, _ := tk.Parts(); n != 0 {
 		t.Fatalf("%d parts kept once no row holds them", n)
