@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -15,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sys/unix"
 
 	"github.com/workspaced/workspaced/internal/clitest"
@@ -52,7 +58,12 @@ import (
 // 16 writers' that many loops of such round trips at once; and, on
 // Linux, the CPU a single get and put of ours costs Node, the listener
 // and PostgreSQL. It reports too the MCP server's own CPU a put and a
-// ping, and its peak resident set. It logs the whole result.
+// ping, and its peak resident set. And beside them a bare door (bareDoor:
+// a Go server running the peer's own statements, nothing else), put and
+// get through the same transport in the same alternation: its medians ÷
+// the peer's (what any Go door in front of PostgreSQL costs) and ours ÷
+// its (what is left to cut), with its CPU and PostgreSQL's a call. It
+// logs the whole result.
 func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -98,6 +109,9 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 	}
 	mcpURL, mcpd := w.Listen(reMCPServing, "mcp", "--http", "127.0.0.1:0", "--rate", "100000", "--burst", "100000")
 	mcpPID := mcpd.Cmd.Process.Pid
+	// The bare door on the same database, its table made by bench.ts.
+	bareSchema := fmt.Sprintf("bare_door_%d", os.Getpid())
+	bareURL := bareDoor(b, db.String(), bareSchema)
 	// BENCH_TRANSPORT=fetch runs the client through fetch instead of its
 	// own transport; =both alternates the two, one run each in turn (with
 	// -benchtime 2x or more), on the same server.
@@ -111,7 +125,8 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 		cmd.Dir = tsPackageDir
 		cmd.Env = append(clitest.CleanEnv(), "WORKSPACED_URL="+base[:len(base)-1], "WORKSPACED_TOKEN="+tok,
 			"WORKSPACED_MCP_URL="+mcpURL, "BENCH_PG="+db.String(), "BENCH_TRANSPORT="+transports[i%len(transports)],
-			"WORKSPACED_PID="+strconv.Itoa(served.Pid()))
+			"WORKSPACED_PID="+strconv.Itoa(served.Pid()),
+			"BENCH_BARE_URL="+bareURL, "BENCH_BARE_SCHEMA="+bareSchema, "BENCH_BARE_PID="+strconv.Itoa(os.Getpid()))
 		var out, errOut bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errOut
 		cpu0 := processCPU(mcpPID)
@@ -137,6 +152,11 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 				GetFloor     float64 `json:"get_floor"`
 				WritersFloor float64 `json:"writers_floor_rate"`
 				GetQuery     float64 `json:"get_floor_with_query"`
+				// The bare door beside the peer, and ours beside it.
+				BarePut   float64 `json:"bare_put_vs_peer"`
+				BareGet   float64 `json:"bare_get_vs_peer"`
+				PutVsBare float64 `json:"put_vs_bare"`
+				GetVsBare float64 `json:"get_vs_bare"`
 			} `json:"ratios"`
 			// Each single call's CPU by process, µs (WORKSPACED_PID).
 			CPU map[string]struct {
@@ -172,11 +192,18 @@ func BenchmarkTypeScriptClientVsPostgresStore(b *testing.B) {
 		b.ReportMetric(res.Ratios.GetFloor, "get-floor-ratio")
 		b.ReportMetric(res.Ratios.WritersFloor, "writers16-floor-ratio")
 		b.ReportMetric(res.Ratios.GetQuery, "get-floor+query-ratio")
+		b.ReportMetric(res.Ratios.BarePut, "bare-put-vs-peer")
+		b.ReportMetric(res.Ratios.BareGet, "bare-get-vs-peer")
+		b.ReportMetric(res.Ratios.PutVsBare, "put-vs-bare")
+		b.ReportMetric(res.Ratios.GetVsBare, "get-vs-bare")
 		for _, op := range []string{"get", "put"} {
 			c := res.CPU[op+"_ours"]
 			b.ReportMetric(c.Node, op+"-node-cpu-µs")
 			b.ReportMetric(c.Server, op+"-server-cpu-µs")
 			b.ReportMetric(c.Postgres, op+"-postgres-cpu-µs")
+			c = res.CPU[op+"_bare"]
+			b.ReportMetric(c.Server, op+"-bare-door-cpu-µs")
+			b.ReportMetric(c.Postgres, op+"-bare-postgres-cpu-µs")
 		}
 	}
 }
@@ -212,4 +239,69 @@ func peakRSS(pid int) int64 {
 		}
 	}
 	return 0
+}
+
+// bareDoor starts the least a door in front of PostgreSQL could be and
+// returns its URL: a net/http server with one pgx pool on dsn, whose
+// handlers run PostgresStore's own statements on a table of its shape in
+// schema (made by bench.ts through the peer's own setup before the door's
+// first request): PUT /items/{ns}/{key} the peer's upsert of the body as
+// it came, GET the peer's select, answering the item's value as stored
+// (404 for none). No token, no event, no JSON read or written: 200 and a
+// small body. It serves from this process: like the listener, a process
+// apart from Node and PostgreSQL, built by the same compiler with the same
+// GOMAXPROCS, and this process does nothing else while Node runs.
+func bareDoor(b *testing.B, dsn, schema string) string {
+	b.Helper()
+	pool, err := pgxpool.New(context.Background(), dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	// As crud-operations.js of @langchain/langgraph-checkpoint-postgres
+	// sends them, with its schema's name.
+	upsert := fmt.Sprintf(`INSERT INTO "%s".store (namespace_path, key, value, expires_at)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (namespace_path, key)
+DO UPDATE SET value = $3, expires_at = $4, updated_at = CURRENT_TIMESTAMP`, schema)
+	get := fmt.Sprintf(`SELECT namespace_path, key, value, created_at, updated_at
+FROM "%s".store
+WHERE namespace_path = $1 AND key = $2
+  AND (expires_at IS NULL OR expires_at > CURRENT_TIMESTAMP)`, schema)
+	mux := http.NewServeMux()
+	mux.HandleFunc("PUT /items/{ns}/{key}", func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err == nil {
+			// A string goes to jsonb as the JSON text it is; no expiry.
+			_, err = pool.Exec(r.Context(), upsert, r.PathValue("ns"), r.PathValue("key"), string(body), nil)
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		_, _ = io.WriteString(w, "ok")
+	})
+	mux.HandleFunc("GET /items/{ns}/{key}", func(w http.ResponseWriter, r *http.Request) {
+		var ns, key string
+		var value []byte
+		var created, updated *time.Time
+		err := pool.QueryRow(r.Context(), get, r.PathValue("ns"), r.PathValue("key")).Scan(&ns, &key, &value, &created, &updated)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			http.NotFound(w, r)
+		case err != nil:
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(value)
+		}
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: time.Minute}
+	go func() { _ = srv.Serve(ln) }()
+	b.Cleanup(func() { _ = srv.Close() })
+	return "http://" + ln.Addr().String()
 }

@@ -10,6 +10,10 @@
 // (/healthz), the same with the token's look-up (GET /api/v1/agent), and
 // an MCP ping; and our put, get and writers once more with no token (the
 // listener trusting loopback), to tell what the token's look-up costs.
+// Beside ours and the peer's single put and get, a bare door's: a Go
+// server doing no more than the peer's own statements (PUT and GET
+// /items/NAMESPACE/KEY), reached the way the client's requests go: what
+// any door in front of PostgreSQL costs, and what ours costs beyond it.
 //
 //   WORKSPACED_URL, WORKSPACED_TOKEN  the API listener and a token that
 //                                     writes the global memory
@@ -26,6 +30,11 @@
 //                                     go through the global fetch, where
 //                                     by default they take the client's
 //                                     own (node:http on Node)
+//   BENCH_BARE_URL, BENCH_BARE_SCHEMA the bare door and the schema of its
+//                                     table (made here by the peer's own
+//                                     setup, so of the peer's shape)
+//   BENCH_BARE_PID                    the bare door's process (as
+//                                     WORKSPACED_PID, for its CPU)
 //   WORKSPACED_PID                    the listener's process: with it, on
 //                                     Linux, each single put, get and
 //                                     floor is broken down into the CPU
@@ -86,6 +95,10 @@ const untokened = new WorkspacedStore({
 const send = globalFetch ? viaFetch(globalFetch) : defaultSend();
 const peer = PostgresStore.fromConnString(process.env.BENCH_PG!, { schema: `langgraph_bench_${process.pid}` });
 await peer.setup();
+// The bare door's table, made by the peer's setup in a schema of its own.
+const bareTable = PostgresStore.fromConnString(process.env.BENCH_PG!, { schema: process.env.BENCH_BARE_SCHEMA! });
+await bareTable.setup();
+await bareTable.stop();
 const mcp = new Client({ name: "bench", version: "0.0.0" });
 await mcp.connect(
   new StreamableHTTPClientTransport(new URL(process.env.WORKSPACED_MCP_URL!), {
@@ -110,6 +123,23 @@ async function tokenFloor() {
   if (res.status !== 200) throw new Error(`GET /api/v1/agent: ${res.status}`);
 }
 
+// The bare door's put and get: the namespace joined as the peer joins it,
+// the value as JSON text, the item's value parsed from the answer.
+const bareItem = (ns: string[], key: string) =>
+  `${process.env.BENCH_BARE_URL}/items/${encodeURIComponent(ns.join(":"))}/${encodeURIComponent(key)}`;
+async function barePut(ns: string[], key: string, v: object) {
+  const res = await send({ method: "PUT", url: bareItem(ns, key), headers: { "Content-Type": "application/json" }, body: JSON.stringify(v) });
+  await res.text();
+  if (res.status !== 200) throw new Error(`bare door PUT: ${res.status}`);
+}
+async function bareGet(ns: string[], key: string): Promise<unknown> {
+  const res = await send({ method: "GET", url: bareItem(ns, key), headers: {} });
+  const text = await res.text();
+  if (res.status === 404) return null;
+  if (res.status !== 200) throw new Error(`bare door GET: ${res.status}`);
+  return JSON.parse(text);
+}
+
 const value = (i: number) => ({ i, text: `memory number ${i}`, tags: ["bench", "node"], score: i / 7 });
 
 function stats(ms: number[]) {
@@ -126,6 +156,7 @@ function stats(ms: number[]) {
 // directory is beside its socket): every backend, ours and the peer's,
 // and its writers.
 const serverPid = Number(process.env.WORKSPACED_PID ?? 0);
+const barePid = Number(process.env.BENCH_BARE_PID ?? 0);
 const postmaster = (() => {
   try {
     // Not new URL(): a URL with a user and no host is not one to it.
@@ -165,9 +196,10 @@ const breaks = serverPid > 0 && postmaster > 0 && existsSync(`/proc/${serverPid}
 type CPU = { calls: number; node: number; server: number; pg: number };
 const cpuOf = new Map<string, CPU>();
 
-async function timed(n: number, op: (i: number) => Promise<unknown>, from: number, name?: string): Promise<number[]> {
+// The server's CPU is process pid's: the listener's, or the bare door's.
+async function timed(n: number, op: (i: number) => Promise<unknown>, from: number, name?: string, pid = serverPid): Promise<number[]> {
   const out: number[] = [];
-  const before = name && breaks ? { server: onCPU(serverPid), pg: pgOnCPU() } : undefined;
+  const before = name && breaks && pid > 0 ? { server: onCPU(pid), pg: pgOnCPU() } : undefined;
   const node = process.cpuUsage();
   for (let i = from; i < from + n; i++) {
     const t = performance.now();
@@ -179,7 +211,7 @@ async function timed(n: number, op: (i: number) => Promise<unknown>, from: numbe
     const c = cpuOf.get(name) ?? { calls: 0, node: 0, server: 0, pg: 0 };
     c.calls += n;
     c.node += used.user + used.system;
-    c.server += (onCPU(serverPid) - before.server) / 1000;
+    c.server += (onCPU(pid) - before.server) / 1000;
     c.pg += (pgOnCPU() - before.pg) / 1000;
     cpuOf.set(name, c);
   }
@@ -191,6 +223,8 @@ for (const s of [ours, peer, single, ...tuned.map((t) => t.store)] as BaseStore[
   for (let i = 0; i < 50; i++) await s.put(["bench", "warm"], `w${i}`, value(i));
   for (let i = 0; i < 50; i++) await s.get(["bench", "warm"], `w${i}`);
 }
+for (let i = 0; i < 50; i++) await barePut(["bench", "warm"], `w${i}`, value(i));
+for (let i = 0; i < 50; i++) await bareGet(["bench", "warm"], `w${i}`);
 for (let i = 0; i < 50; i++) {
   await mcpPut(["bench", "warm"], `m${i}`, value(i));
   await mcp.ping();
@@ -200,21 +234,30 @@ for (let i = 0; i < 50; i++) {
 
 // Puts then gets, in rounds that alternate who goes first, so drift of the
 // machine falls on both alike.
-const put = { ours: [] as number[], peer: [] as number[], untokened: [] as number[] };
-const get = { ours: [] as number[], peer: [] as number[], untokened: [] as number[] };
+const put = { ours: [] as number[], peer: [] as number[], bare: [] as number[], untokened: [] as number[] };
+const get = { ours: [] as number[], peer: [] as number[], bare: [] as number[], untokened: [] as number[] };
 const mcpTimes = { put: [] as number[], ping: [] as number[] };
 const floorTimes: number[] = [];
 const tokenFloorTimes: number[] = [];
 const per = Math.ceil(ops / rounds);
 for (let r = 0; r < rounds; r++) {
-  const order = r % 2 ? (["peer", "ours"] as const) : (["ours", "peer"] as const);
+  // Each pair of the three swaps its order from one round to the next.
+  const order = r % 2 ? (["bare", "peer", "ours"] as const) : (["ours", "peer", "bare"] as const);
   for (const who of order) {
-    const s: BaseStore = who === "ours" ? ours : peer;
-    put[who].push(...(await timed(per, (i) => s.put(["bench", "seq"], `k${i}`, value(i)), r * per, `put_${who}`)));
+    const pid = who === "bare" ? barePid : serverPid;
+    const p =
+      who === "bare"
+        ? (i: number) => barePut(["bench", "seq"], `k${i}`, value(i))
+        : (i: number) => (who === "ours" ? ours : peer).put(["bench", "seq"], `k${i}`, value(i));
+    put[who].push(...(await timed(per, p, r * per, `put_${who}`, pid)));
   }
   for (const who of order) {
-    const s: BaseStore = who === "ours" ? ours : peer;
-    get[who].push(...(await timed(per, (i) => s.get(["bench", "seq"], `k${i}`), r * per, `get_${who}`)));
+    const pid = who === "bare" ? barePid : serverPid;
+    const g =
+      who === "bare"
+        ? (i: number) => bareGet(["bench", "seq"], `k${i}`)
+        : (i: number) => (who === "ours" ? ours : peer).get(["bench", "seq"], `k${i}`);
+    get[who].push(...(await timed(per, g, r * per, `get_${who}`, pid)));
   }
   put.untokened.push(...(await timed(per, (i) => untokened.put(["bench", "untokened"], `k${i}`, value(i)), r * per, "put_untokened")));
   get.untokened.push(...(await timed(per, (i) => untokened.get(["bench", "untokened"], `k${i}`), r * per, "get_untokened")));
@@ -293,8 +336,8 @@ function perRequest(rates: number[], requests: number[], writers: number) {
 
 const result = {
   transport: globalFetch ? "fetch" : "node:http",
-  put: { ours: stats(put.ours), peer: stats(put.peer) },
-  get: { ours: stats(get.ours), peer: stats(get.peer) },
+  put: { ours: stats(put.ours), peer: stats(put.peer), bare: stats(put.bare) },
+  get: { ours: stats(get.ours), peer: stats(get.peer), bare: stats(get.bare) },
   // No token: what the token's look-up costs, by difference.
   untokened: { put: stats(put.untokened), get: stats(get.untokened) },
   mcp: { put: stats(mcpTimes.put), ping: stats(mcpTimes.ping) },
@@ -352,6 +395,13 @@ const result = {
     // query as well: that round trip plus the peer's get, over its get.
     get_floor_with_query: (stats(floorTimes).median_ms + stats(get.peer).median_ms) / stats(get.peer).median_ms,
     writers_floor_rate: best(last.floor) / best(last.peer),
+    // The bare door beside the peer: what any door in front of PostgreSQL
+    // costs (past 1.5, the line is past any door); ours beside the bare
+    // door: what is left to cut.
+    bare_put_vs_peer: stats(put.bare).median_ms / stats(put.peer).median_ms,
+    bare_get_vs_peer: stats(get.bare).median_ms / stats(get.peer).median_ms,
+    put_vs_bare: stats(put.ours).median_ms / stats(put.bare).median_ms,
+    get_vs_bare: stats(get.ours).median_ms / stats(get.bare).median_ms,
   },
 };
 console.log(JSON.stringify(result));
