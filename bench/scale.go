@@ -28,6 +28,10 @@ type ScaleOptions struct {
 	Waiters int
 	// AgentCmd and ServeCmd start the agents and the daemon, as in Options.
 	AgentCmd, ServeCmd []string
+	// FloorCmd starts the lone floor's process (LoneFloorMain), with
+	// "--store" and "--dir" and their values appended; the rows on files
+	// and SQLite have no lone floor without it.
+	FloorCmd []string
 	// Postgres, when set, is a postgres:// root: the rows are measured
 	// on PostgreSQL too, in a temporary schema of its database.
 	Postgres string
@@ -70,6 +74,9 @@ type ScaleRow struct {
 	// Floor is the bare write of a document of the state's size in the
 	// store, measured beside the row (scalefloor.go).
 	Floor ScaleFloor `json:"floor"`
+	// LoneFloor is the least any daemon spends on a lone marker, measured
+	// as Lone is (lonefloor.go); nil on PostgreSQL.
+	LoneFloor *LoneFloor `json:"lone_floor,omitempty"`
 	// Verdict is Waiters claims waited for one at a time, after the lone
 	// markers, in their task.
 	Verdict VerdictFigures `json:"verdict"`
@@ -170,6 +177,9 @@ func RunScale(ctx context.Context, opt ScaleOptions) (rep *ScaleReport, err erro
 	for _, s := range stores {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("floor on %s: %s, %d times; the writing thread's CPU per write", s.name, floorName(s.name), ScaleFloorWrites))
 	}
+	if len(opt.FloorCmd) > 0 {
+		rep.Notes = append(rep.Notes, "lone floor: "+loneFloorNote)
+	}
 	return rep, nil
 }
 
@@ -205,6 +215,14 @@ func scaleStore(ctx context.Context, newRig func() (*rig, error), name, base str
 		say("scale: %s, %d subtasks: the floor, %d writes of %.0f KiB", name, n, ScaleFloorWrites, row.StateKB)
 		if row.Floor, err = r.scaleFloor(ctx, base, doc); err != nil {
 			return nil, err
+		}
+		if len(opt.FloorCmd) > 0 && name != "postgres" {
+			say("scale: %s, %d subtasks: the lone floor, %d markers one at a time", name, n, opt.Lone)
+			lf, err := scaleLoneFloor(ctx, opt.FloorCmd, name, base, doc, opt.Lone)
+			if err != nil {
+				return nil, err
+			}
+			row.LoneFloor = &lf
 		}
 		out = append(out, row)
 	}

@@ -92,7 +92,12 @@ of a state showing it, p50 and p99), the state document's size, and how
 soon a waiter hears the verdict on its claim (30 claims waited for one at
 a time after the lone markers: the commit → workspace.Wait's return, p50
 and p99). It runs on files, then on the database a sqlite: or postgres://
-root names.
+root names. Beside the daemon's lone markers, a lone floor on files and
+SQLite: a minimal process of its own (the daemon's GOGC and timer slack)
+that, woken by a watch, does only what any daemon must for a lone marker
+(takes it into the journal durably, logs its event, writes a state of the
+row's size durably), its CPU per marker measured the same way; the table
+gives the daemon's ÷ it.
 --profile FILE has each daemon write a CPU profile of its run to
 FILE.files, FILE.sqlite or FILE.postgres (see serve).
 
@@ -149,9 +154,16 @@ Exit codes: 0 ok, 1 failure (also --ext4 without root), 2 usage.
 // not a command for people and is left out of the help.
 const benchAgentArg = "agent"
 
+// benchLoneFloorArg is the first argument of the lone floor's process of
+// --scale (bench.LoneFloorMain), also left out of the help.
+const benchLoneFloorArg = "lone-floor"
+
 func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 	if len(args) > 0 && args[0] == benchAgentArg {
 		return cmdBenchAgent(e, args[1:])
+	}
+	if len(args) > 0 && args[0] == benchLoneFloorArg {
+		return cmdBenchLoneFloor(e, args[1:])
 	}
 	fs := newFlags("bench")
 	quick := fs.Bool("quick", false, "fewer iterations and a 1,000-task tree")
@@ -258,7 +270,7 @@ func cmdBench(ctx context.Context, e *env, args []string) (err error) {
 	agentCmd := []string{exe, "bench", benchAgentArg}
 	if *scale {
 		sopt := bench.ScaleOptions{Dir: *dir, Sizes: scaleSizes, AgentCmd: agentCmd, ServeCmd: []string{exe, "--root"},
-			SQLite: sq, Profile: *profile, Progress: progress}
+			FloorCmd: []string{exe, "bench", benchLoneFloorArg}, SQLite: sq, Profile: *profile, Progress: progress}
 		if pg {
 			sopt.Postgres = e.root
 		}
@@ -407,6 +419,28 @@ func cmdBenchAgent(e *env, args []string) error {
 		return err
 	}
 	return bench.AgentMain(*root, *task, *name, e.stdin, e.stdout)
+}
+
+// cmdBenchLoneFloor is the lone floor's process of --scale, with the
+// daemon's collector target and timer slack (serve), which lower its CPU:
+// a floor no daemon's settings could beat.
+func cmdBenchLoneFloor(e *env, args []string) error {
+	fs := newFlags("bench lone-floor")
+	store := fs.String("store", "", "`files|sqlite`")
+	dir := fs.String("dir", "", "the `DIR` the harness prepared")
+	if err := parse(e, fs, "workspaced bench lone-floor — the lone floor's process of 'workspaced bench --scale' (internal).\n", args); err != nil {
+		return err
+	}
+	if err := need(fs, "store", "dir"); err != nil {
+		return err
+	}
+	if e.process {
+		if err := withTimerSlack(daemonTimerSlack); err != nil {
+			fmt.Fprintf(e.stderr, "workspaced: bench lone-floor: %v\n", err)
+		}
+		tuneGC(daemonGCPercent)
+	}
+	return bench.LoneFloorMain(*store, *dir, e.stdin, e.stdout)
 }
 
 func row(r bench.Result) []string {
