@@ -111,6 +111,9 @@ type ScaleReport struct {
 // read from the process's CPU clock, and the markers' latency. It runs on
 // files in a temporary directory in opt.Dir, then on SQLite and
 // PostgreSQL when opt asks. One warm-up marker precedes each measure.
+// With opt.FloorCmd, each row on files and SQLite also has its lone
+// floor: the CPU a marker of a minimal process doing only what any
+// daemon must for a lone marker, measured as the daemon's (lonefloor.go).
 func RunScale(ctx context.Context, opt ScaleOptions) (rep *ScaleReport, err error) {
 	defer interrupted(ctx, &err)
 	if len(opt.Sizes) == 0 {
