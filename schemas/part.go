@@ -5,7 +5,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/santhosh-tekuri/jsonschema/v5"
+	"github.com/workspaced/workspaced/internal/jsonschema"
 )
 
 // parts holds the subschemas ValidateAt compiled, by kind and pointer.

@@ -25,7 +25,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/santhosh-tekuri/jsonschema/v5"
+	"github.com/workspaced/workspaced/internal/jsonschema"
 )
 
 // Kind names one kind of file in the tree; each has one schema.
