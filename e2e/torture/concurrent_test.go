@@ -30,8 +30,8 @@ const (
 
 // eachEnv sets how many read-modify-writes each process of the
 // concurrent tests makes (WORKSPACED_TORTURE_EACH=50 for the long run);
-// the default, defaultEach, keeps the eight processes overlapping past
-// their first conflicts, which is what losing an update needs:
+// the default, defaultEach, keeps the processes overlapping past their
+// first conflicts, which is what losing an update needs:
 // TestConcurrentUpdatesIfVersion fails unless some of its updates did
 // conflict.
 const (
@@ -72,15 +72,18 @@ func checkItems(t *testing.T, w *clitest.WS, key string, procs, each int) {
 	}
 }
 
-// 8 processes × updatesEach read-modify-writes of one key through get
-// --json and update --if-version, retrying on conflict (exit 4): some
+// procs processes × updatesEach read-modify-writes of one key through
+// get --json and update --if-version, retrying on conflict (exit 4): some
 // conflict, none is lost.
 func TestConcurrentUpdatesIfVersion(t *testing.T) {
 	t.Parallel() // long, and independent of the others: overlapping them keeps the package short
 	w := clitest.NewDir(t)
 	w.Task("t1")
 	w.Ok("env", "store", "--task", "t1", "--key", "items", "--description", "shared list", "--value", "[]")
-	const procs = 8
+	// Two processes are enough to lose an update; four conflict from
+	// their first round, and every lost attempt costs two process starts
+	// (eight made 119 retries of 40 updates: 320 starts).
+	const procs = 4
 	each := updatesEach(t)
 	var conflicts sync.Map
 	clitest.Parallel(t, procs, func(p int) error {
@@ -144,7 +147,7 @@ func TestConcurrentUpdatesUnderLock(t *testing.T) {
 		optdep.Skip(t, "jq", "jq is not installed (Debian: apt-get install jq)")
 	}
 	w := clitest.NewDir(t)
-	// Eight processes queue for one lock, each holding it while a script
+	// Processes queue for one lock, each holding it while a script
 	// starts three processes: on a busy machine a waiter can queue past
 	// the default 30 s, which is not what this test is about.
 	cfg := filepath.Join(w.Root, "workspace.json")
@@ -164,7 +167,9 @@ func TestConcurrentUpdatesUnderLock(t *testing.T) {
 	env := append(append([]string{}, w.Env...), "WSD="+clitest.Bin(), "JQ="+jq)
 	const script = `v=$("$WSD" env get --task t1 --key items) &&
 "$WSD" env update --task t1 --key items --value "$(printf '%s' "$v" | "$JQ" -c --arg i "$ITEM" '. + [$i]')" >/dev/null`
-	const procs = 8
+	// As many processes as TestConcurrentUpdatesIfVersion, released
+	// together: without the lock their first rounds overlap.
+	const procs = 4
 	each := updatesEach(t)
 	clitest.Parallel(t, procs, func(p int) error {
 		for i := range each {
