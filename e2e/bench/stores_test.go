@@ -55,9 +55,10 @@ func checkFloor(t *testing.T, floor bench.Result, contains string) {
 }
 
 // TestBenchQuickOnStores runs `workspaced --root ROOT bench --quick
-// --json` on a sqlite: root and on a throwaway PostgreSQL: the report
-// holds the file workload (left out on SQLite with --no-files, a note
-// saying so) and the same rows on the database beside its floor (an upsert of 1 KiB in its own transaction), every figure finite,
+// --json --no-files` on a sqlite: root and on a throwaway PostgreSQL: the
+// report leaves out the file workload, a note saying so (TestBenchQuickJSON
+// runs it: the same on any root), and holds the same rows on the database
+// beside its floor (an upsert of 1 KiB in its own transaction), every figure finite,
 // each ratio the one its note names, each daemon row's markers all
 // journaled; the temporary database (SQLite: and the root's file, never
 // made) or schema (PostgreSQL) is gone afterwards. It asserts no timing:
@@ -76,8 +77,6 @@ func TestBenchQuickOnStores(t *testing.T) {
 	}{
 		{"sqlite", func(t *testing.T) ([]bench.Result, func()) {
 			dir := t.TempDir()
-			// The database's rows only: the file workload is the same on
-			// any root (TestBenchQuickJSON; on PostgreSQL's root below).
 			rep := quick(t, dir, "--root", "sqlite:"+dir+"/agents.db", "bench", "--quick", "--json", "--no-files")
 			q := rep.SQLite
 			if q == nil {
@@ -95,7 +94,7 @@ func TestBenchQuickOnStores(t *testing.T) {
 		}},
 		{"postgres", func(t *testing.T) ([]bench.Result, func()) {
 			db := pgtest.DB(t)
-			rep := quick(t, t.TempDir(), "--root", db, "bench", "--quick", "--json", "--no-python", "--dir", t.TempDir())
+			rep := quick(t, t.TempDir(), "--root", db, "bench", "--quick", "--json", "--no-files")
 			p := rep.Postgres
 			if p == nil {
 				t.Fatalf("no PostgreSQL section: %+v", rep)
