@@ -394,7 +394,7 @@ func TestPostgresSecondServeExits4(t *testing.T) {
 	t.Parallel()
 	w := newPGWS(t)
 	d := w.Start()
-	w.leader(d.Cmd.Process.Pid, 10*time.Second)
+	w.leader(d.Cmd.Process.Pid, 60*time.Second)
 	r := w.Run("--root", w.Root, "serve")
 	if r.Code != 4 || !strings.Contains(r.Stderr, fmt.Sprintf(":%d", d.Cmd.Process.Pid)) || !strings.Contains(r.Stderr, "hint:") {
 		t.Fatalf("second serve: %s", r)
@@ -413,7 +413,7 @@ func TestPostgresFailover(t *testing.T) {
 	w := newPGWS(t)
 	ctx := context.Background()
 	a := w.Start("--standby", "--lease", "2s")
-	epochA := w.leader(a.Cmd.Process.Pid, 10*time.Second)
+	epochA := w.leader(a.Cmd.Process.Pid, 60*time.Second)
 	b := w.Start("--standby", "--lease", "2s")
 	w.plan("burst", 150)
 	var mine []int
@@ -524,7 +524,7 @@ func TestPostgresRestartUnderDaemon(t *testing.T) {
 	t.Cleanup(func() { _ = c.Close() })
 	w := newPGWSAt(t, c.Schema(t))
 	d := w.Start()
-	w.leader(d.Cmd.Process.Pid, 10*time.Second)
+	w.leader(d.Cmd.Process.Pid, 60*time.Second)
 	const subs = 60
 	w.plan("restart", subs)
 	// Agents that retry a marker whose insert failed, unless it arrived
