@@ -166,8 +166,8 @@ func drop(ctx context.Context, st workspace.Store, taskID string, opt DeliverOpt
 	serving := opt.Served
 	src := opt.Verdicts
 	if opt.Wait > 0 {
-		if s, err := st.ReadState(ctx, taskID); err == nil {
-			d.After = s.JournalSeq
+		if h, err := st.ReadStateHead(ctx, taskID); err == nil {
+			d.After = h.JournalSeq
 		}
 		if src == nil {
 			src, _ = Verdicts("", st)
@@ -193,9 +193,9 @@ func drop(ctx context.Context, st workspace.Store, taskID string, opt DeliverOpt
 // it: ErrConflict) and, with wait, no daemon serving (ErrNotServing,
 // nothing dropped). op names the operation in the error.
 func BeforeMarker(ctx context.Context, st workspace.Store, op, taskID string, wait bool) error {
-	s, err := st.ReadState(ctx, taskID)
-	if err == nil && vocab.Finished(s.Status) {
-		return &workspace.Error{Kind: workspace.ErrConflict, Op: op, Msg: fmt.Sprintf("task %s is %s: the daemon takes nothing more for it", taskID, s.Status),
+	h, err := st.ReadStateHead(ctx, taskID)
+	if err == nil && vocab.Finished(h.Status) {
+		return &workspace.Error{Kind: workspace.ErrConflict, Op: op, Msg: fmt.Sprintf("task %s is %s: the daemon takes nothing more for it", taskID, h.Status),
 			Hint: "a finished task stays finished; start a new task for more work"}
 	}
 	// A task the daemon has not seen yet, or a corrupt state.json (the

@@ -247,8 +247,8 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, id string) {
 		fail(w, err)
 		return
 	}
-	if st, err := s.st.ReadState(r.Context(), id); err == nil && vocab.Finished(st.Status) {
-		conflict(w, "task "+id+" is already "+st.Status)
+	if h, err := s.st.ReadStateHead(r.Context(), id); err == nil && vocab.Finished(h.Status) {
+		conflict(w, "task "+id+" is already "+h.Status)
 		return
 	}
 	d, err := service.Cancel(r.Context(), s.st, id, HumanAgent, req.Reason, service.DeliverOptions{})

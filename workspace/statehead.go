@@ -1,7 +1,6 @@
 package workspace
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -28,17 +27,22 @@ type stateHeadJSON struct {
 }
 
 // ParseStateHead reads data, task id's state.json, for its head only. It
-// fails (ErrInvalid) on data that does not parse, on a task_id that is missing or names another task, on a
-// status that is missing or not a task status, and on a journal_seq that
-// is missing or negative. Nothing else is checked: checking every state
-// against its schema is what made listing 20,000 tasks take seconds, and
-// `workspaced validate` (ReadState) is the full check.
+// fails (ErrInvalid) on data that is not one whole JSON object, on a head
+// field that does not decode, on a task_id that is missing or names
+// another task, on a status that is missing or not a task status, and on
+// a journal_seq that is missing or negative. What lies beyond the head is
+// skipped by its brackets and strings, as ParseVerdictState skips it (a
+// scan, not a decoding: about 0.5 ms for a task of 10,000 subtasks where
+// decoding took 15), and not checked against the schema: checking every
+// state is what made listing 20,000 tasks take seconds, and `workspaced
+// validate` (ReadState) is the full check.
 func ParseStateHead(id string, data []byte) (StateHead, error) {
 	name := path.Join(TaskDir(id), "state.json")
-	var h stateHeadJSON
-	if err := json.Unmarshal(data, &h); err != nil {
-		return StateHead{}, &Error{Kind: ErrInvalid, Op: "parse " + name, Err: DescribeJSONError(data, err), Hint: StateHint}
+	v, err := scanState(data, nil)
+	if err != nil {
+		return StateHead{}, &Error{Kind: ErrInvalid, Op: "parse " + name, Err: err, Hint: StateHint}
 	}
+	h := v.head
 	if err := h.check(id); err != nil {
 		return StateHead{}, &Error{Kind: ErrInvalid, Op: "read " + name, Err: err, Hint: StateHint}
 	}

@@ -1,9 +1,12 @@
 package workspace
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestTaskStateHead: the head of a state.json is read when it parses and
@@ -23,6 +26,11 @@ func TestTaskStateHead(t *testing.T) {
 		{name: "beyond the head unchecked", data: `{"task_id":"t1","status":"failed","journal_seq":2,"subtasks":{"st_1":{"status":"exploded"}}}`,
 			want: StateHead{TaskID: "t1", Status: "failed", JournalSeq: 2}},
 		{name: "torn", data: `{"task_id":"t1","status":"comp`, err: "parse tasks/t1/state.json"},
+		{name: "torn past the head", data: `{"task_id":"t1","status":"completed","journal_seq":1,"subtasks":{"st_1":{"status":"pend`, err: "parse tasks/t1/state.json"},
+		{name: "brackets unbalanced past the head", data: `{"task_id":"t1","status":"completed","journal_seq":1,"subtasks":{"st_1":{]}}`, err: "parse tasks/t1/state.json"},
+		{name: "bytes after the document", data: `{"task_id":"t1","status":"completed","journal_seq":1} {}`, err: "parse tasks/t1/state.json"},
+		{name: "the head after the subtasks", data: `{"subtasks":{"st_1":{"status":"pending","blocked_by":["a","}"]}},"errors":[],"journal_seq":9,"status":"executing","task_id":"t1"}`,
+			want: StateHead{TaskID: "t1", Status: "executing", JournalSeq: 9}},
 		{name: "not an object", data: `[]`, err: "parse tasks/t1/state.json"},
 		{name: "task_id missing", data: `{"status":"completed","journal_seq":1}`, err: "task_id is missing"},
 		{name: "another task", data: `{"task_id":"t2","status":"completed","journal_seq":1}`, err: `state of task "t2", not "t1"`},
@@ -78,4 +86,50 @@ func TestCheckStateHeadRefusesNullEntries(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzParseStateHead: on any document that is valid JSON, the head read
+// by a scan is the head a whole decoding finds (headReference), and fails
+// where it fails; on any other document it fails or returns, never
+// panics.
+func FuzzParseStateHead(f *testing.F) {
+	f.Add(`{"task_id":"t1","status":"executing","journal_seq":9,"subtasks":{"st_1":{"status":"pending"}}}`)
+	f.Add(`{"subtasks":{"task_id":"t2"},"task_id":"t1","status":"completed","phase":"done","journal_seq":1,"task_id":"t1"}`)
+	f.Add(`{"task_id":"t1","status":"failed","journal_seq":2,"x":[{"y":"\\"},tru,-1e9]}`)
+	f.Add(`{"task_id":"t1","status":"failed","journal_seq":-2}`)
+	f.Fuzz(func(t *testing.T, doc string) {
+		got, err := ParseStateHead("t1", []byte(doc))
+		if !json.Valid([]byte(doc)) || !utf8.ValidString(doc) {
+			return
+		}
+		want, werr := headReference("t1", []byte(doc))
+		if (err != nil) != (werr != nil) {
+			t.Fatalf("ParseStateHead error %v; a whole decoding's %v", err, werr)
+		}
+		if err == nil && got != want {
+			t.Fatalf("ParseStateHead = %+v; a whole decoding finds %+v", got, want)
+		}
+	})
+}
+
+// headReference is what ParseStateHead returns, read by a whole decoding
+// of data with encoding/json (keys matched exactly, the last of a key
+// given twice counting).
+func headReference(id string, data []byte) (StateHead, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil || top == nil {
+		return StateHead{}, fmt.Errorf("not an object: %v", err)
+	}
+	var h stateHeadJSON
+	for key, to := range map[string]any{"task_id": &h.TaskID, "status": &h.Status, "phase": &h.Phase, "journal_seq": &h.JournalSeq} {
+		if raw, ok := top[key]; ok {
+			if err := json.Unmarshal(raw, to); err != nil {
+				return StateHead{}, err
+			}
+		}
+	}
+	if err := h.check(id); err != nil {
+		return StateHead{}, err
+	}
+	return StateHead{TaskID: *h.TaskID, Status: *h.Status, Phase: h.Phase, JournalSeq: *h.JournalSeq}, nil
 }

@@ -107,6 +107,11 @@ type Reader interface {
 	// ReadState returns the task's state as the daemon last wrote it
 	// (ErrNotFound before the first write).
 	ReadState(ctx context.Context, taskID string) (State, error)
+	// ReadStateHead reads the head of the task's state (ParseStateHead:
+	// its id, status, phase and journal_seq) without decoding the rest:
+	// what dropping a marker needs to know of a task of any size
+	// (ErrNotFound before the first write).
+	ReadStateHead(ctx context.Context, taskID string) (StateHead, error)
 	// GetSkill and ListSkills read the workspace's skills.
 	GetSkill(ctx context.Context, name string) (Skill, error)
 	ListSkills(ctx context.Context) ([]Skill, []RefusedSkill, error)

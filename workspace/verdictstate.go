@@ -27,7 +27,7 @@ import (
 // millisecond for a task of 10,000 subtasks — not its decoding.
 func ParseVerdictState(id string, data []byte, subtaskID string, seq int64) (State, error) {
 	name := path.Join(TaskDir(id), "state.json")
-	v, err := scanVerdictState(data, subtaskID, seq)
+	v, err := scanState(data, &verdictPick{sub: subtaskID, seq: seq})
 	if err != nil {
 		return State{}, &Error{Kind: ErrInvalid, Op: "parse " + name, Err: err, Hint: StateHint}
 	}
@@ -42,7 +42,14 @@ func ParseVerdictState(id string, data []byte, subtaskID string, seq int64) (Sta
 	return st, nil
 }
 
-// verdictScan is what scanVerdictState found.
+// verdictPick names what a verdict reads beyond the head: one subtask
+// and the errors of one journal record.
+type verdictPick struct {
+	sub string
+	seq int64
+}
+
+// verdictScan is what scanState found.
 type verdictScan struct {
 	head stateHeadJSON
 	plan string
@@ -50,9 +57,10 @@ type verdictScan struct {
 	errs []StateError
 }
 
-// scanVerdictState walks the top-level object data and decodes of it
-// what ParseVerdictState keeps.
-func scanVerdictState(data []byte, subtaskID string, seq int64) (verdictScan, error) {
+// scanState walks the top-level object data and decodes of it the head,
+// plan_status and, when pick is not nil, what it names (ParseVerdictState);
+// every other value is skipped.
+func scanState(data []byte, pick *verdictPick) (verdictScan, error) {
 	var v verdictScan
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
@@ -61,15 +69,15 @@ func scanVerdictState(data []byte, subtaskID string, seq int64) (verdictScan, er
 	end, err := eachEntry(data, i, func(key []byte, at int) (int, error) {
 		var to any
 		switch {
-		case keyIs(key, "subtasks"):
+		case pick != nil && keyIs(key, "subtasks"):
 			var e int
 			var err error
-			v.sub, e, err = pickSubtask(data, at, subtaskID)
+			v.sub, e, err = pickSubtask(data, at, pick.sub)
 			return e, err
-		case keyIs(key, "errors"):
+		case pick != nil && keyIs(key, "errors"):
 			var e int
 			var err error
-			v.errs, e, err = errorsOf(data, at, seq)
+			v.errs, e, err = errorsOf(data, at, pick.seq)
 			return e, err
 		case keyIs(key, "task_id"):
 			to = &v.head.TaskID

@@ -31,6 +31,18 @@ func BenchmarkReadState10000(b *testing.B) {
 	}
 }
 
+// BenchmarkReadStateHead10000 times ReadStateHead of a task of 10,000
+// subtasks (what dropping a marker with a wait reads first, twice).
+func BenchmarkReadStateHead10000(b *testing.B) {
+	ws, task, _ := settledClaim(b, 10000)
+	b.ResetTimer()
+	for range b.N {
+		if h, err := ws.ReadStateHead(context.Background(), task); err != nil || h.Status != "executing" {
+			b.Fatalf("state head %+v, %v", h, err)
+		}
+	}
+}
+
 // BenchmarkReadPlan10000: see BenchmarkReadState10000.
 func BenchmarkReadPlan10000(b *testing.B) {
 	ws, task, _ := settledClaim(b, 10000)

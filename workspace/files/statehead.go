@@ -1,8 +1,10 @@
 package files
 
 import (
+	"context"
 	"errors"
 	"os"
+	"path"
 
 	"github.com/workspaced/workspaced/workspace"
 	"github.com/workspaced/workspaced/workspace/files/agentfile"
@@ -13,6 +15,22 @@ import (
 // a symlink. A missing state.json is ErrNotFound.
 func (w *Store) ReadStateHeadIn(dir *os.File, id string) (workspace.StateHead, error) {
 	data, err := agentfile.ReadAt(dir, "state.json", int64(w.settings.Limits.MaxFileBytes))
+	if errors.Is(err, workspace.ErrNotFound) {
+		return workspace.StateHead{}, workspace.NotFoundf("state of task "+id, "start the daemon to have it written", "no state.json yet")
+	}
+	if err != nil {
+		return workspace.StateHead{}, err
+	}
+	return workspace.ParseStateHead(id, data)
+}
+
+// ReadStateHead reads the head of state.json (workspace.ParseStateHead),
+// with ReadState's errors.
+func (w *Store) ReadStateHead(ctx context.Context, id string) (workspace.StateHead, error) {
+	if err := w.checkTask(id); err != nil {
+		return workspace.StateHead{}, err
+	}
+	data, err := w.ReadFile(path.Join(workspace.TaskDir(id), "state.json"))
 	if errors.Is(err, workspace.ErrNotFound) {
 		return workspace.StateHead{}, workspace.NotFoundf("state of task "+id, "start the daemon to have it written", "no state.json yet")
 	}

@@ -139,6 +139,23 @@ func (s *Store) ReadState(ctx context.Context, taskID string) (workspace.State, 
 	return DecodeState(taskID, doc)
 }
 
+// ReadStateHead returns the head of the task's state
+// (workspace.ParseStateHead): the row's document scanned, not decoded;
+// ErrNotFound before the first write.
+func (s *Store) ReadStateHead(ctx context.Context, taskID string) (workspace.StateHead, error) {
+	ctx, cancel := context.WithTimeout(ctx, ReadTimeout)
+	defer cancel()
+	var doc string
+	err := s.r.QueryRow(ctx, "SELECT doc FROM states WHERE task_id = $1", taskID).Scan(&doc)
+	if errors.Is(err, ErrNoRows) {
+		return workspace.StateHead{}, NoState(taskID)
+	}
+	if err != nil {
+		return workspace.StateHead{}, err
+	}
+	return workspace.ParseStateHead(taskID, []byte(doc))
+}
+
 // ReadJournal returns the records the daemon took for a task, in
 // sequence order.
 func (s *Store) ReadJournal(ctx context.Context, taskID string) ([]workspace.JournalRecord, error) {

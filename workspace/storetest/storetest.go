@@ -175,6 +175,11 @@ func approved(t *testing.T, s workspace.Store, h Hooks, id string, subtasks ...s
 	if st.PlanStatus != "approved" || st.Status != "executing" {
 		t.Fatalf("after an approved plan review: plan_status %q status %q, want approved and executing", st.PlanStatus, st.Status)
 	}
+	head, err := s.ReadStateHead(t.Context(), id)
+	ok(t, err, "read the state's head")
+	if want := (workspace.StateHead{TaskID: id, Status: st.Status, Phase: st.Phase, JournalSeq: st.JournalSeq}); head != want || head.JournalSeq == 0 {
+		t.Fatalf("the state's head = %+v, want %+v (the state's own), past journal_seq 0", head, want)
+	}
 }
 
 func testSettings(t *testing.T, s workspace.Store, _ Hooks) {
@@ -266,6 +271,8 @@ func testTasks(t *testing.T, s workspace.Store, h Hooks) {
 	}
 	_, err = s.ReadState(t.Context(), "t_none")
 	is(t, err, workspace.ErrNotFound, "read the state of a missing task")
+	_, err = s.ReadStateHead(t.Context(), "t_none")
+	is(t, err, workspace.ErrNotFound, "read the state's head of a missing task")
 }
 
 func testPlans(t *testing.T, s workspace.Store, _ Hooks) {
