@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/workspaced/workspaced/internal/jsonschema"
+	"github.com/santhosh-tekuri/jsonschema/v5"
 	"github.com/workspaced/workspaced/vocab"
 	"github.com/workspaced/workspaced/workspace"
 )

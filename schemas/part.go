@@ -5,7 +5,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/workspaced/workspaced/internal/jsonschema"
+	"github.com/santhosh-tekuri/jsonschema/v5"
 )
 
 // parts holds the subschemas ValidateAt compiled, by kind and pointer.

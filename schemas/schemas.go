@@ -25,7 +25,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/workspaced/workspaced/internal/jsonschema"
+	"github.com/santhosh-tekuri/jsonschema/v5"
 )
 
 // Kind names one kind of file in the tree; each has one schema.

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/workspaced/workspaced/internal/jsonschema"
+	"github.com/santhosh-tekuri/jsonschema/v5"
 
 	"github.com/workspaced/workspaced/internal/clitest"
 )
