@@ -17,6 +17,7 @@ func TestMain(m *testing.M) {
 	clitest.Waiting(8)
 	code := clitest.Main(m)
 	closeBrowser()
+	removeDemo()
 	os.Exit(code)
 }
 

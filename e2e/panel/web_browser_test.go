@@ -435,13 +435,38 @@ type demoPanel struct {
 	URL  string
 }
 
+// finishedDemo is the workspace the demo made, once per test binary
+// (in-process, its daemon stopped with it): each demoPanel serves a copy
+// of its own. removeDemo removes it once the tests are done.
+var finishedDemo struct {
+	once sync.Once
+	dir  string // holds the workspace, "demo"
+	err  error
+}
+
+func removeDemo() {
+	if finishedDemo.dir != "" {
+		os.RemoveAll(finishedDemo.dir)
+	}
+}
+
+// newDemoPanel serves a copy of the workspace the demo made.
 func newDemoPanel(tb testing.TB, serve bool) *demoPanel {
 	tb.Helper()
+	finishedDemo.once.Do(func() {
+		if finishedDemo.dir, finishedDemo.err = os.MkdirTemp("", "panel-demo-"); finishedDemo.err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_, finishedDemo.err = demo.Run(ctx, demo.Config{Root: filepath.Join(finishedDemo.dir, "demo"), TimeScale: 0.01, Quiet: true})
+	})
+	if finishedDemo.err != nil {
+		tb.Fatalf("demo: %v", finishedDemo.err)
+	}
 	root := filepath.Join(tb.TempDir(), "demo")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if _, err := demo.Run(ctx, demo.Config{Root: root, TimeScale: 0.01, Quiet: true}); err != nil {
-		tb.Fatalf("demo: %v", err)
+	if err := os.CopyFS(root, os.DirFS(filepath.Join(finishedDemo.dir, "demo"))); err != nil {
+		tb.Fatalf("copy the demo's workspace: %v", err)
 	}
 	x, err := files.Open(root, workspace.Options{})
 	if err != nil {
