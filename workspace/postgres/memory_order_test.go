@@ -54,6 +54,11 @@ func TestConcurrentMemoryPutsReadOnceInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer held.Rollback(ctx)
+	// It sits idle for as long as the writers take, on a loaded machine
+	// longer than the store's bound on an idle transaction.
+	if _, err := held.Exec(ctx, "SET LOCAL idle_in_transaction_session_timeout = 0"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := held.Exec(ctx, "INSERT INTO memory_events (time, line) VALUES (now(), $1)",
 		workspace.FormatEvent(workspace.Event{Time: now(), Name: "held"})); err != nil {
 		t.Fatal(err)

@@ -74,6 +74,11 @@ func TestConcurrentWritersFollowedOnceInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer held.Rollback(ctx)
+	// It sits idle for as long as the writers take, on a loaded machine
+	// longer than the store's bound on an idle transaction.
+	if _, err := held.Exec(ctx, "SET LOCAL idle_in_transaction_session_timeout = 0"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := held.Exec(ctx, "INSERT INTO events (task_id, time, line) VALUES ('t1', now(), $1)",
 		workspace.FormatEvent(workspace.Event{Time: now(), Name: "held", TaskID: "t1"})); err != nil {
 		t.Fatal(err)
