@@ -144,13 +144,15 @@ func (w *pgws) agentScript(task, agent string, subs []int, pause time.Duration) 
 // gatedScript is agentScript whose agent, when every > 0, waits before
 // its subtasks every·k … every·(k+1)-1 until the test has opened gate k
 // (burst_gate.n ≥ k, see openGate): the burst lasts as many gates as the
-// test opens, however fast or slow the machine.
+// test opens, however fast or slow the machine. An agent at a gate looks
+// every 50 ms: the next daemon takes longer than that to start, and each
+// look is the server's CPU for as long as the daemons take.
 func (w *pgws) gatedScript(task, agent string, subs []int, pause time.Duration, every int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "SET search_path TO %s;\n", w.schema)
 	for j, i := range subs {
 		if every > 0 && j > 0 && j%every == 0 {
-			fmt.Fprintf(&b, "DO $$ BEGIN WHILE (SELECT n FROM burst_gate) < %d LOOP PERFORM pg_sleep(0.005); END LOOP; END $$;\n", j/every)
+			fmt.Fprintf(&b, "DO $$ BEGIN WHILE (SELECT n FROM burst_gate) < %d LOOP PERFORM pg_sleep(0.05); END LOOP; END $$;\n", j/every)
 		}
 		sub := fmt.Sprintf("s%d", i)
 		fmt.Fprintf(&b, "INSERT INTO markers (task_id, kind, name, body) VALUES ('%s', 'claim', '.claim.%s.%s', '{\"agent_id\": \"%s\", \"subtask_id\": \"%s\"}');\n", task, agent, sub, agent, sub)
