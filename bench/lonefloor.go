@@ -122,20 +122,7 @@ func scaleLoneFloor(ctx context.Context, cmd []string, store, base string, doc [
 	if _, err := one(1); err != nil { // the warm-up
 		return LoneFloor{}, err
 	}
-	pid := p.cmd.Process.Pid
-	c0, err := cpuTime(pid)
-	if err != nil {
-		return LoneFloor{}, err
-	}
-	lat := make([]time.Duration, 0, markers)
-	for i := 2; i <= 1+markers; i++ {
-		l, err := one(i)
-		if err != nil {
-			return LoneFloor{}, err
-		}
-		lat = append(lat, l)
-	}
-	c1, err := cpuTime(pid)
+	f, err := timeLone(p.cmd.Process.Pid, markers, one)
 	if err != nil {
 		return LoneFloor{}, err
 	}
@@ -143,7 +130,6 @@ func scaleLoneFloor(ctx context.Context, cmd []string, store, base string, doc [
 	if err := d.check(1 + markers); err != nil {
 		return LoneFloor{}, fmt.Errorf("bench: the lone floor: %w", err)
 	}
-	f := figures(lat, c1-c0)
 	return LoneFloor{Markers: f.Markers, CPUms: f.CPUms, P50: f.P50}, nil
 }
 

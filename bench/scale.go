@@ -246,13 +246,23 @@ func (r *rig) scaleLone(ctx context.Context, opt ScaleOptions, pid int, task str
 	if _, _, err := r.one(as[0], task, "st_1"); err != nil {
 		return ScaleFigures{}, err
 	}
-	lat := make([]time.Duration, 0, opt.Lone)
+	return timeLone(pid, opt.Lone, func(i int) (time.Duration, error) {
+		d, _, err := r.one(as[0], task, fmt.Sprintf("st_%d", i))
+		return d, err
+	})
+}
+
+// timeLone times n lone markers, numbered 2 to 1+n (1 was the warm-up),
+// each dropped by one once the one before was taken, and the CPU process
+// pid spent meanwhile.
+func timeLone(pid, n int, one func(i int) (time.Duration, error)) (ScaleFigures, error) {
 	c0, err := cpuTime(pid)
 	if err != nil {
 		return ScaleFigures{}, err
 	}
-	for i := 2; i <= 1+opt.Lone; i++ {
-		d, _, err := r.one(as[0], task, fmt.Sprintf("st_%d", i))
+	lat := make([]time.Duration, 0, n)
+	for i := 2; i <= 1+n; i++ {
+		d, err := one(i)
 		if err != nil {
 			return ScaleFigures{}, err
 		}

@@ -95,15 +95,8 @@ func (w *Store) ListTasks(ctx context.Context) ([]workspace.TaskSummary, error) 
 // and `workspaced validate` checks every file (checking on each read made
 // reading a state of 10,000 subtasks take 150 ms).
 func (w *Store) ReadState(ctx context.Context, id string) (workspace.State, error) {
-	if err := w.checkTask(id); err != nil {
-		return workspace.State{}, err
-	}
-	name := path.Join(workspace.TaskDir(id), "state.json")
-	data, err := w.ReadFile(name)
+	name, data, err := w.stateFile(id)
 	if err != nil {
-		if errors.Is(err, workspace.ErrNotFound) {
-			return workspace.State{}, workspace.NotFoundf("state of task "+id, "start the daemon to have it written", "no state.json yet")
-		}
 		return workspace.State{}, err
 	}
 	st, ok := workspace.QuickState(data, w.settings.Limits.MaxDepth)

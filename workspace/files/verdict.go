@@ -72,13 +72,7 @@ func (ws *Store) ReadVerdict(taskID, name string, after int64) (workspace.Verdic
 // before seq is returned with that journal_seq alone: a waiter woken by
 // the writes that precede the state's reads it at the cost of a copy.
 func (ws *Store) readVerdictState(taskID, subtaskID string, seq int64) (workspace.State, error) {
-	if err := ws.checkTask(taskID); err != nil {
-		return workspace.State{}, err
-	}
-	data, err := ws.ReadFile(path.Join(workspace.TaskDir(taskID), "state.json"))
-	if errors.Is(err, workspace.ErrNotFound) {
-		return workspace.State{}, workspace.NotFoundf("state of task "+taskID, "start the daemon to have it written", "no state.json yet")
-	}
+	_, data, err := ws.stateFile(taskID)
 	if err != nil {
 		return workspace.State{}, err
 	}

@@ -126,13 +126,7 @@ func (s *Store) GetTask(ctx context.Context, id string) (workspace.Task, error) 
 // ReadState returns the task's state as the daemon last wrote it;
 // ErrNotFound before the first write.
 func (s *Store) ReadState(ctx context.Context, taskID string) (workspace.State, error) {
-	ctx, cancel := context.WithTimeout(ctx, ReadTimeout)
-	defer cancel()
-	var doc string
-	err := s.r.QueryRow(ctx, "SELECT doc FROM states WHERE task_id = $1", taskID).Scan(&doc)
-	if errors.Is(err, ErrNoRows) {
-		return workspace.State{}, NoState(taskID)
-	}
+	doc, err := s.stateDoc(ctx, taskID)
 	if err != nil {
 		return workspace.State{}, err
 	}
@@ -143,17 +137,24 @@ func (s *Store) ReadState(ctx context.Context, taskID string) (workspace.State, 
 // (workspace.ParseStateHead): the row's document scanned, not decoded;
 // ErrNotFound before the first write.
 func (s *Store) ReadStateHead(ctx context.Context, taskID string) (workspace.StateHead, error) {
+	doc, err := s.stateDoc(ctx, taskID)
+	if err != nil {
+		return workspace.StateHead{}, err
+	}
+	return workspace.ParseStateHead(taskID, []byte(doc))
+}
+
+// stateDoc reads the task's state row's document; ErrNotFound before the
+// first write.
+func (s *Store) stateDoc(ctx context.Context, taskID string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, ReadTimeout)
 	defer cancel()
 	var doc string
 	err := s.r.QueryRow(ctx, "SELECT doc FROM states WHERE task_id = $1", taskID).Scan(&doc)
 	if errors.Is(err, ErrNoRows) {
-		return workspace.StateHead{}, NoState(taskID)
+		return "", NoState(taskID)
 	}
-	if err != nil {
-		return workspace.StateHead{}, err
-	}
-	return workspace.ParseStateHead(taskID, []byte(doc))
+	return doc, err
 }
 
 // ReadJournal returns the records the daemon took for a task, in
