@@ -338,7 +338,7 @@ func TestWebServesMCP(t *testing.T) {
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
-	if v, want := cs.InitializeResult().ServerInfo.Version, strings.Fields(w.Ok("version"))[1]; v != want {
+	if v, want := cs.InitializeResult().ServerInfo.Version, binaryVersion(t); v != want {
 		t.Errorf("serverInfo.version = %q, want %q", v, want)
 	}
 	tools, err := cs.ListTools(context.Background(), nil)

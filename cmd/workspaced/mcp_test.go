@@ -20,6 +20,19 @@ import (
 	"github.com/workspaced/workspaced/workspace"
 )
 
+// binaryVersion is the version the built binary prints: the server under
+// test is that binary, not this test's (a build from a clean checkout is
+// stamped with its commit's version; a command run in-process is not).
+func binaryVersion(t *testing.T) string {
+	t.Helper()
+	out, err := clitest.Command("version").Output()
+	if f := strings.Fields(string(out)); err == nil && len(f) > 1 {
+		return f[1]
+	}
+	t.Fatalf("workspaced version: %v (%q)", err, out)
+	return ""
+}
+
 // TestMCPRealClient starts `workspaced mcp` as a subprocess and talks to it
 // with the go-sdk client over the command's stdin/stdout, as an MCP client
 // that launches the server does.
@@ -50,7 +63,7 @@ func TestMCPRealClient(t *testing.T) {
 
 	// The server reports the binary's version, as 'workspaced version'
 	// prints it.
-	if v, want := cs.InitializeResult().ServerInfo.Version, strings.Fields(w.Ok("version"))[1]; v != want {
+	if v, want := cs.InitializeResult().ServerInfo.Version, binaryVersion(t); v != want {
 		t.Errorf("serverInfo.version = %q, want %q", v, want)
 	}
 	listsEveryTool(t, cs)
