@@ -105,9 +105,18 @@ func (a *faultAgents) run(task, name string, subs []string) {
 	})
 }
 
+// Retry delays of an agent whose command failed: the first pause, and the
+// cap the pause doubles up to while the fault lasts, as a script backs off.
+const (
+	agentRetryFirst = 20 * time.Millisecond
+	agentRetryMax   = 320 * time.Millisecond
+)
+
 // until runs the command until it exits 0 and notes the marker it
-// printed.
+// printed. After each failure it waits before it tries again, twice as
+// long each time up to agentRetryMax.
 func (a *faultAgents) until(task, sub, kind string, args ...string) {
+	delay := agentRetryFirst
 	for {
 		for a.paused.Load() {
 			time.Sleep(5 * time.Millisecond)
@@ -126,7 +135,8 @@ func (a *faultAgents) until(task, sub, kind string, args ...string) {
 			r = clitest.Result{Code: -1, Stderr: err.Error()}
 		}
 		a.fail(fault, args, r)
-		time.Sleep(20 * time.Millisecond) // an agent's pause before it tries again
+		time.Sleep(delay)
+		delay = min(2*delay, agentRetryMax)
 	}
 }
 
