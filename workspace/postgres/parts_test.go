@@ -52,28 +52,13 @@ func newParts(t *testing.T) (*Store, string, sqlstoretest.Parts) {
 	}
 }
 
-// runParts runs test, one of the state parts' tests every driver runs
-// (sqlstoretest), on a fresh store of PostgreSQL's, in parallel.
-func runParts(t *testing.T, test func(*testing.T, sqlstoretest.Parts)) {
-	t.Parallel()
-	_, _, p := newParts(t)
-	test(t, p)
-}
-
-func TestStatePartsWriteWhatChanged(t *testing.T) {
-	runParts(t, sqlstoretest.PartsWriteWhatChanged)
-}
-
-func TestStatePartsAfterARestoreAndARestart(t *testing.T) {
-	runParts(t, sqlstoretest.PartsAfterARestoreAndARestart)
-}
-
-func TestStatePartsNotForSmallTasks(t *testing.T) {
-	runParts(t, sqlstoretest.PartsNotForSmallTasks)
-}
-
-func TestStatePartsWhenTheTaskShrinks(t *testing.T) {
-	runParts(t, sqlstoretest.PartsWhenTheTaskShrinks)
+// TestStateParts runs the state parts' tests every driver runs
+// (sqlstoretest), each on a fresh store of PostgreSQL's.
+func TestStateParts(t *testing.T) {
+	sqlstoretest.RunParts(t, func(t *testing.T) sqlstoretest.Parts {
+		_, _, p := newParts(t)
+		return p
+	})
 }
 
 // A state or backup written by hand through the views (as the owner may)

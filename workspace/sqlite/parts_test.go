@@ -43,28 +43,13 @@ func newParts(t *testing.T) (*Store, sqlstoretest.Parts) {
 	}
 }
 
-// runParts runs test, one of the state parts' tests every driver runs
-// (sqlstoretest), on a fresh store of SQLite's, in parallel.
-func runParts(t *testing.T, test func(*testing.T, sqlstoretest.Parts)) {
-	t.Parallel()
-	_, p := newParts(t)
-	test(t, p)
-}
-
-func TestStatePartsWriteWhatChanged(t *testing.T) {
-	runParts(t, sqlstoretest.PartsWriteWhatChanged)
-}
-
-func TestStatePartsAfterARestoreAndARestart(t *testing.T) {
-	runParts(t, sqlstoretest.PartsAfterARestoreAndARestart)
-}
-
-func TestStatePartsNotForSmallTasks(t *testing.T) {
-	runParts(t, sqlstoretest.PartsNotForSmallTasks)
-}
-
-func TestStatePartsWhenTheTaskShrinks(t *testing.T) {
-	runParts(t, sqlstoretest.PartsWhenTheTaskShrinks)
+// TestStateParts runs the state parts' tests every driver runs
+// (sqlstoretest), each on a fresh store of SQLite's.
+func TestStateParts(t *testing.T) {
+	sqlstoretest.RunParts(t, func(t *testing.T) sqlstoretest.Parts {
+		_, p := newParts(t)
+		return p
+	})
 }
 
 // An agent reads the states and backups views with its own SQLite, such

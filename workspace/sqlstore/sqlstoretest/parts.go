@@ -196,6 +196,25 @@ func (tk *Task) ReadBack(rows sqlstore.Rows, who string) int {
 	return n
 }
 
+// RunParts runs every driver's tests of a state kept in parts, each a
+// parallel subtest on a fresh store that open makes.
+func RunParts(t *testing.T, open func(*testing.T) Parts) {
+	for _, tc := range []struct {
+		name string
+		test func(*testing.T, Parts)
+	}{
+		{"WriteWhatChanged", PartsWriteWhatChanged},
+		{"AfterARestoreAndARestart", PartsAfterARestoreAndARestart},
+		{"NotForSmallTasks", PartsNotForSmallTasks},
+		{"WhenTheTaskShrinks", PartsWhenTheTaskShrinks},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.test(t, open(t))
+		})
+	}
+}
+
 // PartsWriteWhatChanged: a commit that follows the committer's own row
 // writes the parts of the document its markers changed, not the
 // document: at 1,000 subtasks (16 blocks of entries) a claim inserts the
